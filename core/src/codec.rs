@@ -1,0 +1,595 @@
+//! The binary encoding of journal records, format version 1.
+//!
+//! `core/docs/journal-format.md` describes every byte; `tests/golden.rs` pins it. Integers are
+//! LEB128 varints, strings and JSON payloads are length-prefixed, so a no-op step's records are a
+//! few dozen bytes.
+
+use serde_json::Value;
+
+use crate::id::RunId;
+use crate::record::{
+    AnswerOutcome, GateAnswer, GateKind, GateSpec, ParentRef, Record, RunStatus, StartRecord,
+};
+
+/// The format byte that starts every encoded record.
+pub const FORMAT_VERSION: u8 = 1;
+
+/// Why a stored record could not be decoded.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
+pub enum DecodeError {
+    /// The record was written by a newer (or unknown) format; upgrade Magrathea to read it.
+    #[error("[MAG-JF001] unsupported journal format version {0} (this build reads version 1)")]
+    UnsupportedVersion(u8),
+    /// The record's type tag is unknown; the journal was written by a newer build or is corrupt.
+    #[error("[MAG-JF002] unknown record tag {0}")]
+    UnknownTag(u8),
+    /// The bytes end early or hold an invalid value; the journal is corrupt.
+    #[error("[MAG-JF003] corrupt record: {0}")]
+    Corrupt(&'static str),
+}
+
+struct Writer<'a>(&'a mut Vec<u8>);
+
+impl Writer<'_> {
+    fn u8(&mut self, v: u8) {
+        self.0.push(v);
+    }
+    fn varint(&mut self, mut v: u64) {
+        loop {
+            let byte = (v & 0x7f) as u8;
+            v >>= 7;
+            if v == 0 {
+                self.0.push(byte);
+                return;
+            }
+            self.0.push(byte | 0x80);
+        }
+    }
+    fn str(&mut self, s: &str) {
+        self.varint(s.len() as u64);
+        self.0.extend_from_slice(s.as_bytes());
+    }
+    fn json(&mut self, v: &Value) {
+        // Serialising a `Value` to a Vec cannot fail: maps have string keys.
+        let bytes = serde_json::to_vec(v).unwrap_or_else(|_| b"null".to_vec());
+        self.varint(bytes.len() as u64);
+        self.0.extend_from_slice(&bytes);
+    }
+    fn opt_str(&mut self, s: &Option<String>) {
+        match s {
+            None => self.u8(0),
+            Some(s) => {
+                self.u8(1);
+                self.str(s);
+            }
+        }
+    }
+    fn strs(&mut self, v: &[String]) {
+        self.varint(v.len() as u64);
+        for s in v {
+            self.str(s);
+        }
+    }
+    fn run_id(&mut self, id: RunId) {
+        self.0.extend_from_slice(&id.to_bytes());
+    }
+}
+
+struct Reader<'a> {
+    buf: &'a [u8],
+}
+
+type R<T> = Result<T, DecodeError>;
+
+impl<'a> Reader<'a> {
+    fn u8(&mut self) -> R<u8> {
+        let (&b, rest) = self
+            .buf
+            .split_first()
+            .ok_or(DecodeError::Corrupt("truncated"))?;
+        self.buf = rest;
+        Ok(b)
+    }
+    fn varint(&mut self) -> R<u64> {
+        let mut v = 0u64;
+        for shift in (0..64).step_by(7) {
+            let b = self.u8()?;
+            v |= u64::from(b & 0x7f) << shift;
+            if b & 0x80 == 0 {
+                return Ok(v);
+            }
+        }
+        Err(DecodeError::Corrupt("varint too long"))
+    }
+    fn u32(&mut self) -> R<u32> {
+        u32::try_from(self.varint()?).map_err(|_| DecodeError::Corrupt("step out of range"))
+    }
+    fn bytes(&mut self) -> R<&'a [u8]> {
+        let len = usize::try_from(self.varint()?).map_err(|_| DecodeError::Corrupt("length"))?;
+        if len > self.buf.len() {
+            return Err(DecodeError::Corrupt("truncated"));
+        }
+        let (head, rest) = self.buf.split_at(len);
+        self.buf = rest;
+        Ok(head)
+    }
+    fn str(&mut self) -> R<String> {
+        let b = self.bytes()?;
+        String::from_utf8(b.to_vec()).map_err(|_| DecodeError::Corrupt("invalid utf-8"))
+    }
+    fn json(&mut self) -> R<Value> {
+        serde_json::from_slice(self.bytes()?).map_err(|_| DecodeError::Corrupt("invalid json"))
+    }
+    fn opt_str(&mut self) -> R<Option<String>> {
+        match self.u8()? {
+            0 => Ok(None),
+            1 => Ok(Some(self.str()?)),
+            _ => Err(DecodeError::Corrupt("option flag")),
+        }
+    }
+    fn strs(&mut self) -> R<Vec<String>> {
+        let n = self.varint()?;
+        (0..n).map(|_| self.str()).collect()
+    }
+    fn bool(&mut self) -> R<bool> {
+        match self.u8()? {
+            0 => Ok(false),
+            1 => Ok(true),
+            _ => Err(DecodeError::Corrupt("bool")),
+        }
+    }
+    fn run_id(&mut self) -> R<RunId> {
+        if self.buf.len() < 16 {
+            return Err(DecodeError::Corrupt("truncated run id"));
+        }
+        let (head, rest) = self.buf.split_at(16);
+        self.buf = rest;
+        let mut b = [0u8; 16];
+        b.copy_from_slice(head);
+        Ok(RunId::from_u128(u128::from_be_bytes(b)))
+    }
+    fn status(&mut self) -> R<RunStatus> {
+        RunStatus::from_code(self.u8()?).ok_or(DecodeError::Corrupt("status"))
+    }
+}
+
+mod tag {
+    pub(super) const START: u8 = 1;
+    pub(super) const STATE_ENTERED: u8 = 2;
+    pub(super) const TASK_STARTED: u8 = 3;
+    pub(super) const TASK_RESULT: u8 = 4;
+    pub(super) const VAR: u8 = 5;
+    pub(super) const STATUS: u8 = 6;
+    pub(super) const RESULT: u8 = 7;
+    pub(super) const TIMER_SET: u8 = 8;
+    pub(super) const TIMER_FIRED: u8 = 9;
+    pub(super) const GATE_OPENED: u8 = 10;
+    pub(super) const GATE_ANSWERED: u8 = 11;
+    pub(super) const SIGNAL_AWAITED: u8 = 12;
+    pub(super) const SIGNAL_RECEIVED: u8 = 13;
+    pub(super) const SIGNAL_DELIVERED: u8 = 14;
+    pub(super) const CHILD_STARTED: u8 = 15;
+    pub(super) const CHILD_FINISHED: u8 = 16;
+    pub(super) const SIDE_EFFECT: u8 = 17;
+    pub(super) const CANCEL_REQUESTED: u8 = 18;
+    pub(super) const IGNORED: u8 = 19;
+}
+
+/// Encodes a record appended at `at_ms` into `out` (which is not cleared).
+pub fn encode(record: &Record, at_ms: u64, out: &mut Vec<u8>) {
+    let mut w = Writer(out);
+    w.u8(FORMAT_VERSION);
+    match record {
+        Record::Start(s) => {
+            w.u8(tag::START);
+            w.varint(at_ms);
+            w.str(&s.workflow_name);
+            w.str(&s.workflow_version);
+            w.str(&s.frontend);
+            w.json(&s.params);
+            w.opt_str(&s.definition);
+            match &s.parent {
+                None => w.u8(0),
+                Some(p) => {
+                    w.u8(1);
+                    w.run_id(p.run_id);
+                    w.varint(u64::from(p.step));
+                    w.opt_str(&p.state);
+                }
+            }
+            w.str(&s.started_by);
+            w.opt_str(&s.idempotency_key);
+            w.str(&s.scope);
+        }
+        Record::StateEntered { step, state } => {
+            w.u8(tag::STATE_ENTERED);
+            w.varint(at_ms);
+            w.varint(u64::from(*step));
+            w.str(state);
+        }
+        Record::TaskStarted {
+            step,
+            attempt,
+            task,
+            name,
+            input_hash,
+            input,
+        } => {
+            w.u8(tag::TASK_STARTED);
+            w.varint(at_ms);
+            w.varint(u64::from(*step));
+            w.varint(u64::from(*attempt));
+            w.str(task);
+            w.str(name);
+            w.0.extend_from_slice(&input_hash.to_le_bytes());
+            w.json(input);
+        }
+        Record::TaskResult {
+            step,
+            attempt,
+            outcome,
+            output,
+            error,
+            is_final,
+        } => {
+            w.u8(tag::TASK_RESULT);
+            w.varint(at_ms);
+            w.varint(u64::from(*step));
+            w.varint(u64::from(*attempt));
+            w.str(outcome);
+            w.json(output);
+            w.opt_str(error);
+            w.u8(u8::from(*is_final));
+        }
+        Record::Var { step, key, value } => {
+            w.u8(tag::VAR);
+            w.varint(at_ms);
+            w.varint(u64::from(*step));
+            w.str(key);
+            w.json(value);
+        }
+        Record::Status { status, reason } => {
+            w.u8(tag::STATUS);
+            w.varint(at_ms);
+            w.u8(status.code());
+            w.opt_str(reason);
+        }
+        Record::Result { state, result } => {
+            w.u8(tag::RESULT);
+            w.varint(at_ms);
+            w.opt_str(state);
+            w.json(result);
+        }
+        Record::TimerSet {
+            step,
+            fire_at_ms,
+            purpose,
+        } => {
+            w.u8(tag::TIMER_SET);
+            w.varint(at_ms);
+            w.varint(u64::from(*step));
+            w.varint(*fire_at_ms);
+            w.str(purpose);
+        }
+        Record::TimerFired { step } => {
+            w.u8(tag::TIMER_FIRED);
+            w.varint(at_ms);
+            w.varint(u64::from(*step));
+        }
+        Record::GateOpened { step, gate } => {
+            w.u8(tag::GATE_OPENED);
+            w.varint(at_ms);
+            w.varint(u64::from(*step));
+            w.u8(match gate.kind {
+                GateKind::Approval => 0,
+                GateKind::Decision => 1,
+                GateKind::Feedback => 2,
+            });
+            w.str(&gate.title);
+            w.str(&gate.body);
+            w.strs(&gate.options);
+            w.str(&gate.assigned_to);
+            w.str(&gate.criticality);
+            w.strs(&gate.tags);
+            match gate.timeout_ms {
+                None => w.u8(0),
+                Some(t) => {
+                    w.u8(1);
+                    w.varint(t);
+                }
+            }
+            w.json(&gate.meta);
+        }
+        Record::GateAnswered { step, answer } => {
+            w.u8(tag::GATE_ANSWERED);
+            w.varint(at_ms);
+            w.varint(u64::from(*step));
+            w.u8(match answer.outcome {
+                AnswerOutcome::Decided => 0,
+                AnswerOutcome::InsufficientInfo => 1,
+                AnswerOutcome::Undecidable => 2,
+            });
+            w.json(&answer.value);
+            w.opt_str(&answer.comment);
+            w.str(&answer.answered_by);
+        }
+        Record::SignalAwaited { step, name } => {
+            w.u8(tag::SIGNAL_AWAITED);
+            w.varint(at_ms);
+            w.varint(u64::from(*step));
+            w.str(name);
+        }
+        Record::SignalReceived {
+            name,
+            payload,
+            step,
+        } => {
+            w.u8(tag::SIGNAL_RECEIVED);
+            w.varint(at_ms);
+            w.str(name);
+            w.json(payload);
+            match step {
+                None => w.u8(0),
+                Some(s) => {
+                    w.u8(1);
+                    w.varint(u64::from(*s));
+                }
+            }
+        }
+        Record::SignalDelivered { step, signal_seq } => {
+            w.u8(tag::SIGNAL_DELIVERED);
+            w.varint(at_ms);
+            w.varint(u64::from(*step));
+            w.varint(*signal_seq);
+        }
+        Record::ChildStarted {
+            step,
+            child_run_id,
+            workflow,
+            input_hash,
+        } => {
+            w.u8(tag::CHILD_STARTED);
+            w.varint(at_ms);
+            w.varint(u64::from(*step));
+            w.run_id(*child_run_id);
+            w.str(workflow);
+            w.0.extend_from_slice(&input_hash.to_le_bytes());
+        }
+        Record::ChildFinished {
+            step,
+            status,
+            result,
+            reason,
+        } => {
+            w.u8(tag::CHILD_FINISHED);
+            w.varint(at_ms);
+            w.varint(u64::from(*step));
+            w.u8(status.code());
+            w.json(result);
+            w.opt_str(reason);
+        }
+        Record::SideEffect { step, name, value } => {
+            w.u8(tag::SIDE_EFFECT);
+            w.varint(at_ms);
+            w.varint(u64::from(*step));
+            w.str(name);
+            w.json(value);
+        }
+        Record::CancelRequested { reason } => {
+            w.u8(tag::CANCEL_REQUESTED);
+            w.varint(at_ms);
+            w.str(reason);
+        }
+        Record::Ignored { step, what } => {
+            w.u8(tag::IGNORED);
+            w.varint(at_ms);
+            w.varint(u64::from(*step));
+            w.str(what);
+        }
+    }
+}
+
+/// Decodes one record; returns it with its append time in ms since the epoch.
+pub fn decode(bytes: &[u8]) -> Result<(Record, u64), DecodeError> {
+    let mut r = Reader { buf: bytes };
+    let version = r.u8()?;
+    if version != FORMAT_VERSION {
+        return Err(DecodeError::UnsupportedVersion(version));
+    }
+    let t = r.u8()?;
+    let at_ms = r.varint()?;
+    let record = match t {
+        tag::START => {
+            let workflow_name = r.str()?;
+            let workflow_version = r.str()?;
+            let frontend = r.str()?;
+            let params = r.json()?;
+            let definition = r.opt_str()?;
+            let parent = match r.u8()? {
+                0 => None,
+                1 => Some(ParentRef {
+                    run_id: r.run_id()?,
+                    step: r.u32()?,
+                    state: r.opt_str()?,
+                }),
+                _ => return Err(DecodeError::Corrupt("parent flag")),
+            };
+            Record::Start(StartRecord {
+                workflow_name,
+                workflow_version,
+                frontend,
+                params,
+                definition,
+                parent,
+                started_by: r.str()?,
+                idempotency_key: r.opt_str()?,
+                scope: r.str()?,
+            })
+        }
+        tag::STATE_ENTERED => Record::StateEntered {
+            step: r.u32()?,
+            state: r.str()?,
+        },
+        tag::TASK_STARTED => {
+            let step = r.u32()?;
+            let attempt = r.u32()?;
+            let task = r.str()?;
+            let name = r.str()?;
+            if r.buf.len() < 8 {
+                return Err(DecodeError::Corrupt("truncated hash"));
+            }
+            let (h, rest) = r.buf.split_at(8);
+            r.buf = rest;
+            let input_hash = u64::from_le_bytes(h.try_into().unwrap_or([0; 8]));
+            Record::TaskStarted {
+                step,
+                attempt,
+                task,
+                name,
+                input_hash,
+                input: r.json()?,
+            }
+        }
+        tag::TASK_RESULT => Record::TaskResult {
+            step: r.u32()?,
+            attempt: r.u32()?,
+            outcome: r.str()?,
+            output: r.json()?,
+            error: r.opt_str()?,
+            is_final: r.bool()?,
+        },
+        tag::VAR => Record::Var {
+            step: r.u32()?,
+            key: r.str()?,
+            value: r.json()?,
+        },
+        tag::STATUS => Record::Status {
+            status: r.status()?,
+            reason: r.opt_str()?,
+        },
+        tag::RESULT => Record::Result {
+            state: r.opt_str()?,
+            result: r.json()?,
+        },
+        tag::TIMER_SET => Record::TimerSet {
+            step: r.u32()?,
+            fire_at_ms: r.varint()?,
+            purpose: r.str()?,
+        },
+        tag::TIMER_FIRED => Record::TimerFired { step: r.u32()? },
+        tag::GATE_OPENED => {
+            let step = r.u32()?;
+            let kind = match r.u8()? {
+                0 => GateKind::Approval,
+                1 => GateKind::Decision,
+                2 => GateKind::Feedback,
+                _ => return Err(DecodeError::Corrupt("gate kind")),
+            };
+            let gate = GateSpec {
+                kind,
+                title: r.str()?,
+                body: r.str()?,
+                options: r.strs()?,
+                assigned_to: r.str()?,
+                criticality: r.str()?,
+                tags: r.strs()?,
+                timeout_ms: match r.u8()? {
+                    0 => None,
+                    1 => Some(r.varint()?),
+                    _ => return Err(DecodeError::Corrupt("timeout flag")),
+                },
+                meta: r.json()?,
+            };
+            Record::GateOpened { step, gate }
+        }
+        tag::GATE_ANSWERED => {
+            let step = r.u32()?;
+            let outcome = match r.u8()? {
+                0 => AnswerOutcome::Decided,
+                1 => AnswerOutcome::InsufficientInfo,
+                2 => AnswerOutcome::Undecidable,
+                _ => return Err(DecodeError::Corrupt("answer outcome")),
+            };
+            let answer = GateAnswer {
+                outcome,
+                value: r.json()?,
+                comment: r.opt_str()?,
+                answered_by: r.str()?,
+            };
+            Record::GateAnswered { step, answer }
+        }
+        tag::SIGNAL_AWAITED => Record::SignalAwaited {
+            step: r.u32()?,
+            name: r.str()?,
+        },
+        tag::SIGNAL_RECEIVED => {
+            let name = r.str()?;
+            let payload = r.json()?;
+            let step = match r.u8()? {
+                0 => None,
+                1 => Some(r.u32()?),
+                _ => return Err(DecodeError::Corrupt("step flag")),
+            };
+            Record::SignalReceived {
+                name,
+                payload,
+                step,
+            }
+        }
+        tag::SIGNAL_DELIVERED => Record::SignalDelivered {
+            step: r.u32()?,
+            signal_seq: r.varint()?,
+        },
+        tag::CHILD_STARTED => {
+            let step = r.u32()?;
+            let child_run_id = r.run_id()?;
+            let workflow = r.str()?;
+            if r.buf.len() < 8 {
+                return Err(DecodeError::Corrupt("truncated hash"));
+            }
+            let (h, rest) = r.buf.split_at(8);
+            r.buf = rest;
+            let input_hash = u64::from_le_bytes(h.try_into().unwrap_or([0; 8]));
+            Record::ChildStarted {
+                step,
+                child_run_id,
+                workflow,
+                input_hash,
+            }
+        }
+        tag::CHILD_FINISHED => Record::ChildFinished {
+            step: r.u32()?,
+            status: r.status()?,
+            result: r.json()?,
+            reason: r.opt_str()?,
+        },
+        tag::SIDE_EFFECT => Record::SideEffect {
+            step: r.u32()?,
+            name: r.str()?,
+            value: r.json()?,
+        },
+        tag::CANCEL_REQUESTED => Record::CancelRequested { reason: r.str()? },
+        tag::IGNORED => Record::Ignored {
+            step: r.u32()?,
+            what: r.str()?,
+        },
+        other => return Err(DecodeError::UnknownTag(other)),
+    };
+    if !r.buf.is_empty() {
+        return Err(DecodeError::Corrupt("trailing bytes"));
+    }
+    Ok((record, at_ms))
+}
+
+/// A stable 64-bit hash of a JSON value (FNV-1a over its compact serialisation), used to check
+/// on replay that a step is requested with the same input it was journaled with.
+pub fn input_hash(v: &Value) -> u64 {
+    let bytes = serde_json::to_vec(v).unwrap_or_default();
+    let mut h: u64 = 0xcbf2_9ce4_8422_2325;
+    for b in bytes {
+        h ^= u64::from(b);
+        h = h.wrapping_mul(0x0100_0000_01b3);
+    }
+    h
+}

@@ -1,0 +1,583 @@
+//! The workflow context: the only door from workflow code to the world.
+//!
+//! Every method creates a *step* with the next step number, in program order, at the moment it
+//! is called (not when its future is first polled). Live, the step's start is journaled and then
+//! acted on; on replay it is matched against the journal by step number, kind, name and input
+//! hash, and its journaled completion is fed back instead of acting again.
+
+use std::collections::{HashMap, HashSet};
+use std::fmt;
+use std::future::Future;
+use std::pin::Pin;
+use std::sync::{Arc, Mutex, MutexGuard};
+use std::task::{Context as TaskCx, Poll, Waker};
+use std::time::{Duration, SystemTime, UNIX_EPOCH};
+
+use serde_json::Value;
+
+use crate::codec::input_hash;
+use crate::id::RunId;
+use crate::record::{GateAnswer, GateSpec, Record, RunStatus, Step, StepKind};
+use crate::task::{TaskError, TaskOptions};
+
+/// How a step ended, as fed to the code.
+#[derive(Debug, Clone)]
+pub(crate) enum Resolution {
+    Task(Result<Value, TaskError>),
+    Timer,
+    Gate(GateOutcome),
+    Signal(Value),
+    Child(ChildOutcome),
+    Cancelled(String),
+}
+
+/// How a gate ended.
+#[derive(Debug, Clone, PartialEq)]
+pub enum GateOutcome {
+    /// A person answered first.
+    Answered(GateAnswer),
+    /// The gate's timeout fired first.
+    TimedOut,
+    /// The run was cancelled while the gate was open.
+    Cancelled(String),
+}
+
+/// How a child run ended.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ChildOutcome {
+    /// The child's run id.
+    pub run_id: RunId,
+    /// `DONE`, `FAILED` or `CANCELLED`.
+    pub status: RunStatus,
+    /// The child's result (`null` when it wrote none).
+    pub result: Value,
+    /// The child's failure reason.
+    pub reason: Option<String>,
+}
+
+/// A step the code asked for; the driver journals and acts on it (or matches it on replay).
+#[derive(Debug, Clone)]
+pub(crate) struct Command {
+    pub(crate) step: Step,
+    pub(crate) kind: StepKind,
+    pub(crate) name: String,
+    pub(crate) hash: u64,
+    pub(crate) detail: CommandDetail,
+}
+
+#[derive(Debug, Clone)]
+pub(crate) enum CommandDetail {
+    Task {
+        task: String,
+        input: Value,
+        options: Option<TaskOptions>,
+    },
+    Timer {
+        fire_at_ms: u64,
+    },
+    Gate {
+        spec: GateSpec,
+    },
+    Signal,
+    Child {
+        request: Box<ChildRequest>,
+        child_run_id: RunId,
+    },
+    /// A record that completes with its creation (side effect, state entered, var).
+    Record {
+        record: Record,
+    },
+}
+
+/// What a child run is.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ChildRequest {
+    /// The child's workflow name.
+    pub workflow: String,
+    /// The front end (`code`, `yaml`).
+    pub frontend: String,
+    /// The frozen definition, for front ends that have one.
+    pub definition: Option<String>,
+    /// The workflow's version.
+    pub version: String,
+    /// The child's input.
+    pub input: Value,
+    /// The parent's state name (YAML), journaled as the child's `parentState`.
+    pub parent_state: Option<String>,
+}
+
+impl ChildRequest {
+    /// A child running the registered code workflow `workflow`.
+    pub fn code(workflow: impl Into<String>, input: Value) -> Self {
+        Self {
+            workflow: workflow.into(),
+            frontend: "code".into(),
+            definition: None,
+            version: String::new(),
+            input,
+            parent_state: None,
+        }
+    }
+}
+
+/// A task step the code asks for.
+#[derive(Debug, Clone)]
+pub struct TaskCall {
+    /// The registered task that runs.
+    pub task: String,
+    /// The journaled label (a YAML state name); defaults to the task name.
+    pub name: Option<String>,
+    /// The input.
+    pub input: Value,
+    /// Options; `None` takes the registration's.
+    pub options: Option<TaskOptions>,
+}
+
+pub(crate) struct Shared {
+    pub(crate) run_id: RunId,
+    pub(crate) next_step: Step,
+    pub(crate) commands: Vec<Command>,
+    /// Completions delivered and not yet taken, with their journal seq (select order).
+    pub(crate) resolved: HashMap<Step, (u64, Resolution)>,
+    pub(crate) wakers: HashMap<Step, Waker>,
+    /// Steps whose futures were dropped before completing.
+    pub(crate) dropped: HashSet<Step>,
+    /// The journal's first record of each step, for values replay must return unchanged.
+    pub(crate) journaled: HashMap<Step, Record>,
+    pub(crate) replaying: bool,
+    pub(crate) cancelled: Option<String>,
+    pub(crate) result_state: Option<String>,
+}
+
+impl Shared {
+    pub(crate) fn new(run_id: RunId, journaled: HashMap<Step, Record>) -> Self {
+        Self {
+            run_id,
+            next_step: 0,
+            commands: Vec::new(),
+            resolved: HashMap::new(),
+            wakers: HashMap::new(),
+            dropped: HashSet::new(),
+            journaled,
+            replaying: false,
+            cancelled: None,
+            result_state: None,
+        }
+    }
+}
+
+/// The context a workflow runs in. Cheap to clone; all clones are the same run.
+#[derive(Clone)]
+pub struct WorkflowContext {
+    pub(crate) shared: Arc<Mutex<Shared>>,
+}
+
+impl fmt::Debug for WorkflowContext {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("WorkflowContext")
+            .field("run_id", &self.run_id())
+            .finish()
+    }
+}
+
+pub(crate) fn lock(shared: &Mutex<Shared>) -> MutexGuard<'_, Shared> {
+    shared.lock().unwrap_or_else(|p| p.into_inner())
+}
+
+fn wall_ms() -> u64 {
+    SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .map_or(0, |d| d.as_millis() as u64)
+}
+
+impl WorkflowContext {
+    pub(crate) fn new(shared: Arc<Mutex<Shared>>) -> Self {
+        Self { shared }
+    }
+
+    fn lock(&self) -> MutexGuard<'_, Shared> {
+        lock(&self.shared)
+    }
+
+    fn push(&self, kind: StepKind, name: String, hash: u64, detail: CommandDetail) -> Step {
+        let mut s = self.lock();
+        let step = s.next_step;
+        s.next_step += 1;
+        s.commands.push(Command {
+            step,
+            kind,
+            name,
+            hash,
+            detail,
+        });
+        step
+    }
+
+    fn future<T>(
+        &self,
+        step: Step,
+        map: impl FnOnce(Resolution) -> T + Send + 'static,
+    ) -> StepFuture<T> {
+        StepFuture {
+            shared: self.shared.clone(),
+            step,
+            map: Some(Box::new(map)),
+        }
+    }
+
+    /// This run's id.
+    pub fn run_id(&self) -> RunId {
+        self.lock().run_id
+    }
+
+    /// Whether the code is being replayed against the journal (for logging only: code must
+    /// behave the same either way).
+    pub fn is_replaying(&self) -> bool {
+        self.lock().replaying
+    }
+
+    /// The reason, once cancellation of the run was requested. Steps pending at that moment
+    /// end with a `cancelled` error; steps created afterwards run normally, so the code can
+    /// clean up.
+    pub fn cancellation(&self) -> Option<String> {
+        self.lock().cancelled.clone()
+    }
+
+    /// Runs a registered task with its registered options.
+    ///
+    /// Live: the attempt's `TaskStartedRecord` is durable before the task runs; each attempt is
+    /// journaled; retries wait on durable timers. Replay: the journaled final result is returned
+    /// and the task does not run again. A task whose start was journaled without a result (a
+    /// crash mid-task) runs again with the same idempotency key.
+    pub fn task(&self, task: &str, input: Value) -> StepFuture<Result<Value, TaskError>> {
+        self.task_with(TaskCall {
+            task: task.into(),
+            name: None,
+            input,
+            options: None,
+        })
+    }
+
+    /// Runs a task with explicit label and options.
+    pub fn task_with(&self, call: TaskCall) -> StepFuture<Result<Value, TaskError>> {
+        let name = call.name.unwrap_or_else(|| call.task.clone());
+        let hash = input_hash(&call.input) ^ input_hash(&Value::String(call.task.clone()));
+        let detail = CommandDetail::Task {
+            task: call.task,
+            input: call.input,
+            options: call.options,
+        };
+        let step = self.push(StepKind::Task, name, hash, detail);
+        self.future(step, |r| match r {
+            Resolution::Task(r) => r,
+            Resolution::Cancelled(reason) => Err(TaskError::cancelled(&reason)),
+            other => Err(TaskError::terminal(format!(
+                "unexpected completion {other:?}"
+            ))),
+        })
+    }
+
+    /// A durable sleep. The timer is journaled; it survives restarts, and a suspended run holds
+    /// no memory while it waits. Replay returns at once if the timer fired.
+    pub fn sleep(&self, duration: Duration) -> StepFuture<Result<(), TaskError>> {
+        let ms = duration.as_millis() as u64;
+        self.timer("sleep", input_hash(&Value::from(ms)), move |now| now + ms)
+    }
+
+    /// Sleeps until a wall-clock time (ms since the Unix epoch).
+    pub fn sleep_until(&self, at_ms: u64) -> StepFuture<Result<(), TaskError>> {
+        self.timer("sleep_until", input_hash(&Value::from(at_ms)), move |_| {
+            at_ms
+        })
+    }
+
+    fn timer(
+        &self,
+        name: &str,
+        hash: u64,
+        at: impl FnOnce(u64) -> u64,
+    ) -> StepFuture<Result<(), TaskError>> {
+        let step = self.lock().next_step;
+        let fire_at_ms = match self.lock().journaled.get(&step) {
+            Some(Record::TimerSet { fire_at_ms, .. }) => *fire_at_ms,
+            _ => at(wall_ms()),
+        };
+        let step = self.push(
+            StepKind::Timer,
+            name.into(),
+            hash,
+            CommandDetail::Timer { fire_at_ms },
+        );
+        self.future(step, |r| match r {
+            Resolution::Timer => Ok(()),
+            Resolution::Cancelled(reason) => Err(TaskError::cancelled(&reason)),
+            other => Err(TaskError::terminal(format!(
+                "unexpected completion {other:?}"
+            ))),
+        })
+    }
+
+    /// Opens an inbox item and waits for its answer (or its timeout, whichever is journaled
+    /// first). The item's id is `<run_id>-<step>`; answer it with `Engine::answer_gate`.
+    pub fn gate(&self, spec: GateSpec) -> StepFuture<GateOutcome> {
+        let hash = input_hash(&serde_json::to_value(&spec).unwrap_or(Value::Null));
+        let name = spec.title.clone();
+        let step = self.push(StepKind::Gate, name, hash, CommandDetail::Gate { spec });
+        self.future(step, |r| match r {
+            Resolution::Gate(g) => g,
+            Resolution::Cancelled(reason) => GateOutcome::Cancelled(reason),
+            other => GateOutcome::Cancelled(format!("unexpected completion {other:?}")),
+        })
+    }
+
+    /// Waits for the next signal of this name sent with `Engine::signal`. Signals sent before
+    /// the wait are buffered and delivered in arrival order.
+    pub fn signal(&self, name: &str) -> StepFuture<Result<Value, TaskError>> {
+        let hash = input_hash(&Value::String(name.into()));
+        let step = self.push(StepKind::Signal, name.into(), hash, CommandDetail::Signal);
+        self.future(step, |r| match r {
+            Resolution::Signal(v) => Ok(v),
+            Resolution::Cancelled(reason) => Err(TaskError::cancelled(&reason)),
+            other => Err(TaskError::terminal(format!(
+                "unexpected completion {other:?}"
+            ))),
+        })
+    }
+
+    /// Starts a child run and waits for it to end. The child's `StartRecord` names this run
+    /// and step as its parent.
+    pub fn child(&self, request: ChildRequest) -> StepFuture<ChildOutcome> {
+        let step = self.lock().next_step;
+        let child_run_id = match self.lock().journaled.get(&step) {
+            Some(Record::ChildStarted { child_run_id, .. }) => *child_run_id,
+            _ => RunId::new(),
+        };
+        let hash = input_hash(&request.input);
+        let name = request.workflow.clone();
+        let detail = CommandDetail::Child {
+            request: Box::new(request),
+            child_run_id,
+        };
+        let step = self.push(StepKind::Child, name, hash, detail);
+        self.future(step, move |r| match r {
+            Resolution::Child(c) => c,
+            Resolution::Cancelled(reason) => ChildOutcome {
+                run_id: child_run_id,
+                status: RunStatus::Cancelled,
+                result: Value::Null,
+                reason: Some(reason),
+            },
+            other => ChildOutcome {
+                run_id: child_run_id,
+                status: RunStatus::Failed,
+                result: Value::Null,
+                reason: Some(format!("unexpected completion {other:?}")),
+            },
+        })
+    }
+
+    fn side_effect(&self, name: &str, make: impl FnOnce() -> Value) -> Value {
+        let step = self.lock().next_step;
+        let journaled = match self.lock().journaled.get(&step) {
+            Some(Record::SideEffect { name: n, value, .. }) if n == name => Some(value.clone()),
+            _ => None,
+        };
+        let value = journaled.unwrap_or_else(make);
+        let record = Record::SideEffect {
+            step,
+            name: name.into(),
+            value: value.clone(),
+        };
+        let hash = input_hash(&Value::String(name.into()));
+        self.push(
+            StepKind::SideEffect,
+            name.into(),
+            hash,
+            CommandDetail::Record { record },
+        );
+        value
+    }
+
+    /// The current time in ms since the Unix epoch, journaled: replay returns the same value.
+    pub fn now(&self) -> u64 {
+        self.side_effect("now", || Value::from(wall_ms()))
+            .as_u64()
+            .unwrap_or(0)
+    }
+
+    /// A random number, journaled: replay returns the same value.
+    pub fn random(&self) -> u64 {
+        self.side_effect("random", || Value::from(rand::random::<u64>()))
+            .as_u64()
+            .unwrap_or(0)
+    }
+
+    /// A random UUID as 32 hex digits, journaled: replay returns the same value.
+    pub fn uuid(&self) -> String {
+        let v = self.side_effect("uuid", || {
+            Value::String(uuid::Uuid::new_v4().simple().to_string())
+        });
+        v.as_str().unwrap_or_default().to_string()
+    }
+
+    /// Journals that the run entered a state (`StateEnteredRecord`; used by the YAML
+    /// interpreter and shown as the run's current state).
+    pub fn enter_state(&self, state: &str) {
+        let step = self.lock().next_step;
+        let record = Record::StateEntered {
+            step,
+            state: state.into(),
+        };
+        let hash = input_hash(&Value::String(state.into()));
+        self.push(
+            StepKind::State,
+            state.into(),
+            hash,
+            CommandDetail::Record { record },
+        );
+    }
+
+    /// Journals a variable (`VarRecord`), shown in the run's `vars`.
+    pub fn set_var(&self, key: &str, value: Value) {
+        let step = self.lock().next_step;
+        let hash = input_hash(&value);
+        let record = Record::Var {
+            step,
+            key: key.into(),
+            value,
+        };
+        self.push(
+            StepKind::Var,
+            key.into(),
+            hash,
+            CommandDetail::Record { record },
+        );
+    }
+
+    /// Names the state whose result the run's final `ResultRecord` carries.
+    pub fn set_result_state(&self, state: &str) {
+        self.lock().result_state = Some(state.into());
+    }
+
+    /// Waits for the first of `futures` to complete, by journal order: live and on replay the
+    /// same one wins. Returns its index and output; the others are dropped, and their late
+    /// completions are journaled as ignored.
+    pub fn select<T>(&self, futures: Vec<StepFuture<T>>) -> Select<T> {
+        Select { futures }
+    }
+}
+
+/// The future of one step. Resolves when the step's completion is delivered.
+#[must_use = "a step does nothing unless awaited (it is journaled either way)"]
+pub struct StepFuture<T> {
+    shared: Arc<Mutex<Shared>>,
+    step: Step,
+    map: Option<Box<dyn FnOnce(Resolution) -> T + Send>>,
+}
+
+impl<T> fmt::Debug for StepFuture<T> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("StepFuture")
+            .field("step", &self.step)
+            .finish()
+    }
+}
+
+impl<T> StepFuture<T> {
+    /// The step number.
+    pub fn step(&self) -> Step {
+        self.step
+    }
+
+    /// Maps the output, keeping the step (so the result can still take part in a select).
+    pub fn map<U>(mut self, f: impl FnOnce(T) -> U + Send + 'static) -> StepFuture<U>
+    where
+        T: 'static,
+    {
+        let inner = self.map.take();
+        StepFuture {
+            shared: self.shared.clone(),
+            step: self.step,
+            map: inner
+                .map(|m| Box::new(move |r| f(m(r))) as Box<dyn FnOnce(Resolution) -> U + Send>),
+        }
+    }
+
+    fn resolved_seq(&self) -> Option<u64> {
+        lock(&self.shared)
+            .resolved
+            .get(&self.step)
+            .map(|(seq, _)| *seq)
+    }
+}
+
+impl<T> Future for StepFuture<T> {
+    type Output = T;
+
+    fn poll(mut self: Pin<&mut Self>, cx: &mut TaskCx<'_>) -> Poll<T> {
+        let mut s = lock(&self.shared);
+        match s.resolved.remove(&self.step) {
+            Some((_, resolution)) => {
+                s.wakers.remove(&self.step);
+                drop(s);
+                match self.map.take() {
+                    Some(map) => Poll::Ready(map(resolution)),
+                    None => Poll::Pending,
+                }
+            }
+            None => {
+                s.wakers.insert(self.step, cx.waker().clone());
+                Poll::Pending
+            }
+        }
+    }
+}
+
+impl<T> Drop for StepFuture<T> {
+    fn drop(&mut self) {
+        if self.map.is_some() {
+            let mut s = lock(&self.shared);
+            s.wakers.remove(&self.step);
+            if s.resolved.remove(&self.step).is_none() {
+                s.dropped.insert(self.step);
+            }
+        }
+    }
+}
+
+/// The future of [`WorkflowContext::select`].
+#[must_use = "a select does nothing unless awaited"]
+#[derive(Debug)]
+pub struct Select<T> {
+    futures: Vec<StepFuture<T>>,
+}
+
+impl<T> Future for Select<T> {
+    type Output = (usize, T);
+
+    fn poll(mut self: Pin<&mut Self>, cx: &mut TaskCx<'_>) -> Poll<(usize, T)> {
+        let winner = self
+            .futures
+            .iter()
+            .enumerate()
+            .filter_map(|(i, f)| f.resolved_seq().map(|seq| (seq, i)))
+            .min()
+            .map(|(_, i)| i);
+        match winner {
+            Some(i) => {
+                let mut fut = self.futures.swap_remove(i);
+                self.futures.clear();
+                match Pin::new(&mut fut).poll(cx) {
+                    Poll::Ready(v) => Poll::Ready((i, v)),
+                    Poll::Pending => Poll::Pending,
+                }
+            }
+            None => {
+                for f in self.futures.iter_mut() {
+                    let _ = Pin::new(f).poll(cx);
+                }
+                Poll::Pending
+            }
+        }
+    }
+}

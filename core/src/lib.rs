@@ -1,0 +1,42 @@
+//! Magrathea's durable-execution core.
+//!
+//! Workflows run as deterministic code against an append-only journal stored in redb. The
+//! engine journals each step before acting on it, commits records from all runs in groups
+//! (one fsync for many appends), and after a crash replays each run's code against its
+//! journal to carry on exactly where it stopped.
+//!
+//! The parts, from the bottom up:
+//! - [`record`] and [`codec`]: the journal's vocabulary and its byte encoding;
+//! - [`store`]: the [`Store`] trait, with redb and in-memory implementations;
+//! - [`writer`]: the group-commit journal writer;
+//! - [`context`]: what workflow code sees ([`WorkflowContext`]);
+//! - [`Engine`]: runs, replay, timers, gates, signals, children, cancellation;
+//! - [`view`]: projections of the journal (run views, the inbox).
+
+pub mod codec;
+pub mod context;
+mod engine;
+pub mod error;
+pub mod id;
+pub mod record;
+pub mod store;
+pub mod task;
+pub mod view;
+pub mod writer;
+
+pub use context::{
+    ChildOutcome, ChildRequest, GateOutcome, Select, StepFuture, TaskCall, WorkflowContext,
+};
+pub use engine::{
+    AnswerAck, CancelAck, Engine, EngineBuilder, InterpreterFn, JournalUpdate, RunUpdate,
+    StartRequest, WorkflowError, WorkflowFn, WorkflowRegistration,
+};
+pub use error::{DeliverError, OpenError, RunError, StartError, StoreError};
+pub use id::RunId;
+pub use record::{
+    AnswerOutcome, Entry, GateAnswer, GateKind, GateSpec, ParentRef, Record, RunStatus,
+    StartRecord, Step, StepKind,
+};
+pub use store::{Durability, MemoryStore, RedbStore, RunFilter, RunSummary, Store};
+pub use task::{RetryPolicy, TaskContext, TaskError, TaskOptions, TaskRegistration};
+pub use view::{InboxItem, InboxStatus, RunView};

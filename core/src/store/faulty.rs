@@ -1,0 +1,63 @@
+//! A store that fails commits on demand, to prove that failures lose nothing acknowledged.
+
+use std::sync::Arc;
+use std::sync::atomic::{AtomicU32, Ordering};
+
+use super::{CommitBatch, RunFilter, RunSummary, Store};
+use crate::error::StoreError;
+use crate::id::RunId;
+
+/// Wraps a store; the next `n` commits fail (applying nothing) after [`FaultyStore::fail_next`].
+#[derive(Debug)]
+pub struct FaultyStore<S> {
+    inner: S,
+    failures: Arc<AtomicU32>,
+}
+
+impl<S: Store> FaultyStore<S> {
+    /// Wraps `inner`.
+    pub fn new(inner: S) -> Self {
+        Self {
+            inner,
+            failures: Arc::new(AtomicU32::new(0)),
+        }
+    }
+
+    /// Makes the next `n` commits fail.
+    pub fn fail_next(&self, n: u32) {
+        self.failures.store(n, Ordering::SeqCst);
+    }
+
+    /// A handle that can arm failures after the store moved into an engine.
+    pub fn trigger(&self) -> Arc<AtomicU32> {
+        self.failures.clone()
+    }
+}
+
+impl<S: Store> Store for FaultyStore<S> {
+    fn commit(&self, batches: &[&CommitBatch]) -> Result<(), StoreError> {
+        let armed = self
+            .failures
+            .fetch_update(Ordering::SeqCst, Ordering::SeqCst, |n| n.checked_sub(1))
+            .is_ok();
+        if armed {
+            return Err(StoreError::Io("injected commit failure".into()));
+        }
+        self.inner.commit(batches)
+    }
+    fn read_journal_raw(&self, run_id: RunId) -> Result<Vec<(u64, Vec<u8>)>, StoreError> {
+        self.inner.read_journal_raw(run_id)
+    }
+    fn run_summary(&self, run_id: RunId) -> Result<Option<RunSummary>, StoreError> {
+        self.inner.run_summary(run_id)
+    }
+    fn list_runs(&self, filter: &RunFilter) -> Result<Vec<RunSummary>, StoreError> {
+        self.inner.list_runs(filter)
+    }
+    fn active_runs(&self) -> Result<Vec<RunId>, StoreError> {
+        self.inner.active_runs()
+    }
+    fn find_idempotency_key(&self, key: &str) -> Result<Option<RunId>, StoreError> {
+        self.inner.find_idempotency_key(key)
+    }
+}

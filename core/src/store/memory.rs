@@ -1,0 +1,105 @@
+//! An in-memory store for tests and ephemeral engines. Nothing survives the process.
+
+use std::collections::{BTreeMap, BTreeSet, HashMap};
+use std::sync::Mutex;
+
+use super::{CommitBatch, RunFilter, RunSummary, Store, summary_matches};
+use crate::error::StoreError;
+use crate::id::RunId;
+
+/// A [`Store`] in memory. Keeps every contract except durability across processes.
+#[derive(Debug, Default)]
+pub struct MemoryStore {
+    inner: Mutex<Inner>,
+}
+
+#[derive(Debug, Default)]
+struct Inner {
+    journal: BTreeMap<(RunId, u64), Vec<u8>>,
+    runs: BTreeMap<RunId, RunSummary>,
+    active: BTreeSet<RunId>,
+    keys: HashMap<String, RunId>,
+}
+
+impl MemoryStore {
+    /// An empty store.
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    fn lock(&self) -> std::sync::MutexGuard<'_, Inner> {
+        // A panic while holding the lock cannot leave a half-applied batch: batches are applied
+        // after all checks, so the data is still consistent.
+        self.inner.lock().unwrap_or_else(|p| p.into_inner())
+    }
+}
+
+impl Store for MemoryStore {
+    fn commit(&self, batches: &[&CommitBatch]) -> Result<(), StoreError> {
+        let mut inner = self.lock();
+        for batch in batches {
+            for r in &batch.records {
+                inner.journal.insert((r.run_id, r.seq), r.bytes.clone());
+            }
+            for s in &batch.summaries {
+                if s.status.is_terminal() {
+                    inner.active.remove(&s.run_id);
+                } else {
+                    inner.active.insert(s.run_id);
+                }
+                inner.runs.insert(s.run_id, s.clone());
+            }
+            for (k, id) in &batch.idempotency_keys {
+                inner.keys.insert(k.clone(), *id);
+            }
+        }
+        Ok(())
+    }
+
+    fn read_journal_raw(&self, run_id: RunId) -> Result<Vec<(u64, Vec<u8>)>, StoreError> {
+        let inner = self.lock();
+        Ok(inner
+            .journal
+            .range((run_id, 0)..=(run_id, u64::MAX))
+            .map(|((_, seq), b)| (*seq, b.clone()))
+            .collect())
+    }
+
+    fn run_summary(&self, run_id: RunId) -> Result<Option<RunSummary>, StoreError> {
+        Ok(self.lock().runs.get(&run_id).cloned())
+    }
+
+    fn list_runs(&self, filter: &RunFilter) -> Result<Vec<RunSummary>, StoreError> {
+        let inner = self.lock();
+        let limit = if filter.limit == 0 {
+            usize::MAX
+        } else {
+            filter.limit
+        };
+        Ok(inner
+            .runs
+            .values()
+            .rev()
+            .filter(|s| filter.before.is_none_or(|b| s.run_id < b))
+            .filter(|s| summary_matches(s, filter))
+            .take(limit)
+            .cloned()
+            .collect())
+    }
+
+    fn active_runs(&self) -> Result<Vec<RunId>, StoreError> {
+        Ok(self.lock().active.iter().copied().collect())
+    }
+
+    fn find_idempotency_key(&self, key: &str) -> Result<Option<RunId>, StoreError> {
+        Ok(self.lock().keys.get(key).copied())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn keeps_the_store_contracts() {
+        super::super::contract_tests::check_all(&super::MemoryStore::new());
+    }
+}

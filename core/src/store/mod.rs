@@ -1,0 +1,231 @@
+//! Where journals live: the [`Store`] trait, its redb and in-memory implementations.
+//!
+//! A store holds three things, all written in one atomic commit per [`CommitBatch`] group:
+//! the journal (`(run_id, seq) -> encoded record`), the run index (one [`RunSummary`] per run,
+//! a projection of the journal kept for listing), and the idempotency keys of starts.
+
+#[cfg(any(test, feature = "test-util"))]
+mod faulty;
+mod memory;
+mod redb_store;
+
+use serde::{Deserialize, Serialize};
+
+#[cfg(any(test, feature = "test-util"))]
+pub use faulty::FaultyStore;
+pub use memory::MemoryStore;
+pub use redb_store::{Durability, RedbStore};
+
+use crate::codec;
+use crate::error::StoreError;
+use crate::id::RunId;
+use crate::record::{Entry, RunStatus};
+
+/// The indexed summary of a run: what listing needs without reading journals.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct RunSummary {
+    /// The run.
+    pub run_id: RunId,
+    /// Its workflow.
+    pub workflow_name: String,
+    /// `code` or `yaml`.
+    pub frontend: String,
+    /// Current status.
+    pub status: RunStatus,
+    /// Start time, ms since the epoch.
+    pub created_ms: u64,
+    /// Time of the last record, ms since the epoch.
+    pub updated_ms: u64,
+    /// Parent run, for child runs.
+    pub parent: Option<RunId>,
+    /// `tenant/project` scope, or empty.
+    pub scope: String,
+}
+
+/// One encoded journal record to append.
+#[derive(Debug, Clone)]
+pub struct EncodedRecord {
+    /// The run.
+    pub run_id: RunId,
+    /// Its position in the run's journal.
+    pub seq: u64,
+    /// The bytes of [`codec::encode`].
+    pub bytes: Vec<u8>,
+}
+
+/// Everything one caller appends at once. The writer commits many batches in one transaction.
+#[derive(Debug, Clone, Default)]
+pub struct CommitBatch {
+    /// Journal records, in order.
+    pub records: Vec<EncodedRecord>,
+    /// Run summaries to insert or replace.
+    pub summaries: Vec<RunSummary>,
+    /// Idempotency keys of new runs.
+    pub idempotency_keys: Vec<(String, RunId)>,
+}
+
+impl CommitBatch {
+    /// Whether there is nothing to write.
+    pub fn is_empty(&self) -> bool {
+        self.records.is_empty() && self.summaries.is_empty() && self.idempotency_keys.is_empty()
+    }
+}
+
+/// Which runs to list.
+#[derive(Debug, Clone, Default)]
+pub struct RunFilter {
+    /// Only runs of this workflow.
+    pub workflow: Option<String>,
+    /// Only runs of this scope.
+    pub scope: Option<String>,
+    /// Only runs older than this one (cursor for pagination; the list is newest first).
+    pub before: Option<RunId>,
+    /// At most this many (0 = no limit).
+    pub limit: usize,
+}
+
+/// A durable home for journals.
+///
+/// Contracts every implementation keeps (the engine relies on them; tests check them):
+/// 1. **Atomic, durable commits.** [`Store::commit`] applies every batch it is given, or none;
+///    when it returns `Ok`, all of it survives a crash (subject to the configured durability;
+///    the default is durable). When it returns `Err`, nothing of it is visible.
+/// 2. **Read your commits.** After `commit` returns `Ok`, every read sees the batch.
+/// 3. **Order.** [`Store::read_journal`] returns a run's records in `seq` order.
+/// 4. **Single writer.** `commit` is called by one thread at a time (the journal writer);
+///    reads may run concurrently with it.
+pub trait Store: Send + Sync + 'static {
+    /// Commits the batches atomically, in one transaction.
+    fn commit(&self, batches: &[&CommitBatch]) -> Result<(), StoreError>;
+
+    /// The raw records of a run, in `seq` order, as `(seq, bytes)`.
+    fn read_journal_raw(&self, run_id: RunId) -> Result<Vec<(u64, Vec<u8>)>, StoreError>;
+
+    /// The run's summary, if the run exists.
+    fn run_summary(&self, run_id: RunId) -> Result<Option<RunSummary>, StoreError>;
+
+    /// Runs matching the filter, newest first.
+    fn list_runs(&self, filter: &RunFilter) -> Result<Vec<RunSummary>, StoreError>;
+
+    /// Runs that are not terminal (RUNNING, WAITING, BLOCKED), oldest first.
+    fn active_runs(&self) -> Result<Vec<RunId>, StoreError>;
+
+    /// The run started with this idempotency key.
+    fn find_idempotency_key(&self, key: &str) -> Result<Option<RunId>, StoreError>;
+
+    /// The decoded journal of a run.
+    fn read_journal(&self, run_id: RunId) -> Result<Vec<Entry>, StoreError> {
+        self.read_journal_raw(run_id)?
+            .into_iter()
+            .map(|(seq, bytes)| {
+                let (record, at_ms) = codec::decode(&bytes)?;
+                Ok(Entry { seq, at_ms, record })
+            })
+            .collect()
+    }
+}
+
+pub(crate) fn summary_matches(s: &RunSummary, filter: &RunFilter) -> bool {
+    filter
+        .workflow
+        .as_ref()
+        .is_none_or(|w| *w == s.workflow_name)
+        && filter.scope.as_ref().is_none_or(|sc| *sc == s.scope)
+}
+
+#[cfg(test)]
+pub(crate) mod contract_tests {
+    //! The [`Store`] contracts, run against every implementation.
+    use super::*;
+    use crate::record::{Record, StartRecord};
+
+    fn start(run: RunId, name: &str) -> CommitBatch {
+        let mut bytes = Vec::new();
+        let rec = Record::Start(StartRecord {
+            workflow_name: name.into(),
+            workflow_version: String::new(),
+            frontend: "code".into(),
+            params: serde_json::json!({"n": 1}),
+            definition: None,
+            parent: None,
+            started_by: "test".into(),
+            idempotency_key: Some(format!("key-{run}")),
+            scope: String::new(),
+        });
+        codec::encode(&rec, 7, &mut bytes);
+        CommitBatch {
+            records: vec![EncodedRecord {
+                run_id: run,
+                seq: 0,
+                bytes,
+            }],
+            summaries: vec![RunSummary {
+                run_id: run,
+                workflow_name: name.into(),
+                frontend: "code".into(),
+                status: RunStatus::Running,
+                created_ms: 7,
+                updated_ms: 7,
+                parent: None,
+                scope: String::new(),
+            }],
+            idempotency_keys: vec![(format!("key-{run}"), run)],
+        }
+    }
+
+    pub(crate) fn check_all(store: &dyn Store) {
+        let a = RunId::new();
+        std::thread::sleep(std::time::Duration::from_millis(2));
+        let b = RunId::new();
+        let (ba, bb) = (start(a, "alpha"), start(b, "beta"));
+        store.commit(&[&ba, &bb]).unwrap();
+
+        let journal = store.read_journal(a).unwrap();
+        assert_eq!(journal.len(), 1);
+        assert_eq!(journal[0].at_ms, 7);
+        assert!(matches!(&journal[0].record, Record::Start(s) if s.workflow_name == "alpha"));
+
+        let all = store.list_runs(&RunFilter::default()).unwrap();
+        assert_eq!(
+            all.iter().map(|s| s.run_id).collect::<Vec<_>>(),
+            vec![b, a],
+            "newest first"
+        );
+        let only = store
+            .list_runs(&RunFilter {
+                workflow: Some("alpha".into()),
+                ..Default::default()
+            })
+            .unwrap();
+        assert_eq!(only.len(), 1);
+        let page = store
+            .list_runs(&RunFilter {
+                before: Some(b),
+                ..Default::default()
+            })
+            .unwrap();
+        assert_eq!(page.iter().map(|s| s.run_id).collect::<Vec<_>>(), vec![a]);
+
+        assert_eq!(
+            store.find_idempotency_key(&format!("key-{a}")).unwrap(),
+            Some(a)
+        );
+        assert_eq!(store.find_idempotency_key("nope").unwrap(), None);
+        assert_eq!(store.active_runs().unwrap(), vec![a, b]);
+
+        let mut done = store.run_summary(a).unwrap().unwrap();
+        done.status = RunStatus::Done;
+        store
+            .commit(&[&CommitBatch {
+                summaries: vec![done],
+                ..Default::default()
+            }])
+            .unwrap();
+        assert_eq!(store.active_runs().unwrap(), vec![b]);
+        assert_eq!(
+            store.run_summary(a).unwrap().unwrap().status,
+            RunStatus::Done
+        );
+        assert!(store.read_journal(RunId::new()).unwrap().is_empty());
+    }
+}

@@ -1,0 +1,295 @@
+//! What a task is to the engine: its options, its error type and what it sees when it runs.
+
+use std::fmt;
+use std::sync::Arc;
+use std::time::Duration;
+
+use futures::future::BoxFuture;
+use serde_json::Value;
+
+use crate::id::RunId;
+use crate::record::Step;
+
+/// How a task is retried after a failed attempt.
+///
+/// `max_attempts` counts the first attempt: `max_attempts: 3` is the original plus two retries.
+/// The delay before retry `n` (n ≥ 1) is `initial_backoff * multiplier^(n-1)`, capped at
+/// `max_backoff`. Retry delays are durable timers: a retry due in an hour survives a restart.
+#[derive(Debug, Clone, PartialEq)]
+pub struct RetryPolicy {
+    /// Attempts in all, including the first. `1` means no retry.
+    pub max_attempts: u32,
+    /// Delay before the first retry.
+    pub initial_backoff: Duration,
+    /// Growth factor of the delay per retry.
+    pub multiplier: f64,
+    /// Upper bound of the delay.
+    pub max_backoff: Duration,
+    /// Error kinds that are retried; `None` retries every retryable error.
+    pub retry_on: Option<Vec<String>>,
+}
+
+impl RetryPolicy {
+    /// No retries: one attempt.
+    pub fn none() -> Self {
+        Self {
+            max_attempts: 1,
+            ..Self::default()
+        }
+    }
+
+    /// `max_attempts` attempts in all with a fixed delay between them.
+    pub fn fixed(max_attempts: u32, backoff: Duration) -> Self {
+        Self {
+            max_attempts: max_attempts.max(1),
+            initial_backoff: backoff,
+            multiplier: 1.0,
+            max_backoff: backoff,
+            retry_on: None,
+        }
+    }
+
+    /// `max_attempts` attempts with exponential backoff from `initial`, doubling, capped at
+    /// `max`.
+    pub fn exponential(max_attempts: u32, initial: Duration, max: Duration) -> Self {
+        Self {
+            max_attempts: max_attempts.max(1),
+            initial_backoff: initial,
+            multiplier: 2.0,
+            max_backoff: max,
+            retry_on: None,
+        }
+    }
+
+    /// Retries only errors of these kinds.
+    pub fn on_kinds<I, S>(mut self, kinds: I) -> Self
+    where
+        I: IntoIterator<Item = S>,
+        S: Into<String>,
+    {
+        self.retry_on = Some(kinds.into_iter().map(Into::into).collect());
+        self
+    }
+
+    /// The delay before the attempt after `attempt` (1-based).
+    pub fn backoff_after(&self, attempt: u32) -> Duration {
+        let exp = self
+            .multiplier
+            .powi(attempt.saturating_sub(1).min(64) as i32);
+        let d = self.initial_backoff.as_secs_f64() * exp;
+        Duration::from_secs_f64(d.min(self.max_backoff.as_secs_f64()).max(0.0))
+    }
+
+    /// Whether a failed attempt number `attempt` with this error is retried.
+    pub fn should_retry(&self, attempt: u32, error: &TaskError) -> bool {
+        error.retryable
+            && attempt < self.max_attempts
+            && self
+                .retry_on
+                .as_ref()
+                .is_none_or(|kinds| kinds.contains(&error.kind))
+    }
+}
+
+impl Default for RetryPolicy {
+    /// Three attempts, 100 ms doubling to at most 10 s.
+    fn default() -> Self {
+        Self {
+            max_attempts: 3,
+            initial_backoff: Duration::from_millis(100),
+            multiplier: 2.0,
+            max_backoff: Duration::from_secs(10),
+            retry_on: None,
+        }
+    }
+}
+
+/// Options of one task call.
+#[derive(Debug, Clone, PartialEq, Default)]
+pub struct TaskOptions {
+    /// Retry policy.
+    pub retry: RetryPolicy,
+    /// Time limit of each attempt; an attempt past it fails with kind `timeout`.
+    pub timeout: Option<Duration>,
+}
+
+impl TaskOptions {
+    /// Sets the retry policy.
+    pub fn retry(mut self, retry: RetryPolicy) -> Self {
+        self.retry = retry;
+        self
+    }
+    /// Sets the per-attempt timeout.
+    pub fn timeout(mut self, timeout: Duration) -> Self {
+        self.timeout = Some(timeout);
+        self
+    }
+}
+
+/// Why a task attempt failed.
+///
+/// A `TaskError` is retryable unless made with [`TaskError::terminal`]: `?` on any
+/// `std::error::Error` inside a task gives a retryable error, as transient failures are the
+/// common case. `kind` is the outcome journaled for the attempt (`technical_error` by default;
+/// the YAML front end uses the reference's error kinds).
+#[derive(Debug, Clone, PartialEq)]
+pub struct TaskError {
+    /// The error kind: the outcome journaled in the `TaskResultRecord`.
+    pub kind: String,
+    /// A message for people.
+    pub message: String,
+    /// Data that goes with the failure (journaled as the output).
+    pub output: Value,
+    /// Whether another attempt may succeed.
+    pub retryable: bool,
+}
+
+impl TaskError {
+    /// The kind of a plain task failure.
+    pub const TECHNICAL: &'static str = "technical_error";
+    /// The kind of an attempt that ran past its timeout.
+    pub const TIMEOUT: &'static str = "timeout";
+    /// The kind of a step ended by cancellation of its run.
+    pub const CANCELLED: &'static str = "cancelled";
+
+    /// A failure that another attempt may not repeat.
+    pub fn retryable(message: impl Into<String>) -> Self {
+        Self {
+            kind: Self::TECHNICAL.into(),
+            message: message.into(),
+            output: Value::Null,
+            retryable: true,
+        }
+    }
+
+    /// A failure that retrying cannot fix: the step fails at once.
+    pub fn terminal(message: impl Into<String>) -> Self {
+        Self {
+            retryable: false,
+            ..Self::retryable(message)
+        }
+    }
+
+    /// Sets the error kind.
+    pub fn with_kind(mut self, kind: impl Into<String>) -> Self {
+        self.kind = kind.into();
+        self
+    }
+
+    /// Attaches data to the failure.
+    pub fn with_output(mut self, output: Value) -> Self {
+        self.output = output;
+        self
+    }
+
+    /// Whether this error is the cancellation of the run.
+    pub fn is_cancelled(&self) -> bool {
+        self.kind == Self::CANCELLED
+    }
+
+    pub(crate) fn cancelled(reason: &str) -> Self {
+        Self::terminal(format!("[MAG-CX001] run cancelled: {reason}")).with_kind(Self::CANCELLED)
+    }
+}
+
+impl fmt::Display for TaskError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{}: {}", self.kind, self.message)
+    }
+}
+
+impl<E: std::error::Error + Send + Sync + 'static> From<E> for TaskError {
+    fn from(e: E) -> Self {
+        TaskError::retryable(e.to_string())
+    }
+}
+
+/// What a running task attempt knows about itself.
+#[derive(Debug, Clone)]
+pub struct TaskContext {
+    /// The run.
+    pub run_id: RunId,
+    /// The step.
+    pub step: Step,
+    /// The attempt, from 1.
+    pub attempt: u32,
+    /// The journaled label of the step (the YAML state, or the task name).
+    pub name: String,
+}
+
+impl TaskContext {
+    /// A key that is stable across re-executions of the same attempt after a crash:
+    /// `<run_id>-<step>-<attempt>`. Pass it to external systems to dedupe side effects.
+    pub fn idempotency_key(&self) -> String {
+        format!("{}-{}-{}", self.run_id, self.step, self.attempt)
+    }
+}
+
+/// The type-erased body of a registered task.
+pub type TaskFn =
+    Arc<dyn Fn(Value, TaskContext) -> BoxFuture<'static, Result<Value, TaskError>> + Send + Sync>;
+
+/// A task registered with the engine under a name.
+#[derive(Clone)]
+pub struct TaskRegistration {
+    /// The name workflows call it by.
+    pub name: String,
+    /// Default options for calls that do not give their own.
+    pub options: TaskOptions,
+    /// The body.
+    pub body: TaskFn,
+}
+
+impl fmt::Debug for TaskRegistration {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("TaskRegistration")
+            .field("name", &self.name)
+            .field("options", &self.options)
+            .finish_non_exhaustive()
+    }
+}
+
+impl TaskRegistration {
+    /// Registers a closure as a task.
+    pub fn new<F, Fut>(name: impl Into<String>, options: TaskOptions, f: F) -> Self
+    where
+        F: Fn(Value, TaskContext) -> Fut + Send + Sync + 'static,
+        Fut: std::future::Future<Output = Result<Value, TaskError>> + Send + 'static,
+    {
+        Self {
+            name: name.into(),
+            options,
+            body: Arc::new(move |v, c| Box::pin(f(v, c))),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn backoff_grows_and_caps() {
+        let p = RetryPolicy::exponential(5, Duration::from_millis(100), Duration::from_millis(300));
+        assert_eq!(p.backoff_after(1), Duration::from_millis(100));
+        assert_eq!(p.backoff_after(2), Duration::from_millis(200));
+        assert_eq!(p.backoff_after(3), Duration::from_millis(300));
+    }
+
+    #[test]
+    fn max_attempts_counts_the_first_attempt() {
+        let p = RetryPolicy::fixed(3, Duration::ZERO);
+        let e = TaskError::retryable("x");
+        assert!(p.should_retry(1, &e));
+        assert!(p.should_retry(2, &e));
+        assert!(!p.should_retry(3, &e));
+        assert!(!p.should_retry(1, &TaskError::terminal("x")));
+    }
+
+    #[test]
+    fn retry_on_filters_by_kind() {
+        let p = RetryPolicy::fixed(3, Duration::ZERO).on_kinds(["timeout"]);
+        assert!(p.should_retry(1, &TaskError::retryable("x").with_kind("timeout")));
+        assert!(!p.should_retry(1, &TaskError::retryable("x")));
+    }
+}

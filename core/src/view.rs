@@ -1,0 +1,223 @@
+//! Projections of the journal: the run view and the inbox.
+
+use serde::{Deserialize, Serialize};
+use serde_json::{Map, Value};
+
+use crate::id::RunId;
+use crate::record::{Entry, GateAnswer, GateKind, Record, RunStatus, Step};
+use crate::store::RunSummary;
+
+/// A run as the API and the `magrathea` command show it: a projection of its journal.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct RunView {
+    /// The run id.
+    pub workflow_run_id: RunId,
+    /// The workflow.
+    pub workflow_name: String,
+    /// The workflow's version.
+    pub workflow_version: String,
+    /// Status.
+    pub status: RunStatus,
+    /// The last state entered (YAML runs).
+    pub current_state: Option<String>,
+    /// The caller's parameters.
+    pub params: Value,
+    /// Variables written so far (`storeAs`).
+    pub vars: Map<String, Value>,
+    /// The result, once written.
+    pub result: Option<Value>,
+    /// Why the run failed, was cancelled or is blocked.
+    pub reason: Option<String>,
+    /// Who started it.
+    pub started_by: String,
+    /// The parent run, for child runs.
+    pub parent_run_id: Option<RunId>,
+    /// `tenant/project` scope, or empty.
+    pub scope: String,
+    /// Start time, ms since the epoch.
+    pub created_at: u64,
+    /// Time of the last record, ms since the epoch.
+    pub updated_at: u64,
+    /// End time, for terminal runs.
+    pub finished_at: Option<u64>,
+}
+
+impl RunView {
+    /// Builds the view from a run's journal and its indexed summary.
+    pub fn project(entries: &[Entry], summary: &RunSummary) -> Self {
+        let mut view = RunView {
+            workflow_run_id: summary.run_id,
+            workflow_name: summary.workflow_name.clone(),
+            workflow_version: String::new(),
+            status: summary.status,
+            current_state: None,
+            params: Value::Null,
+            vars: Map::new(),
+            result: None,
+            reason: None,
+            started_by: String::new(),
+            parent_run_id: summary.parent,
+            scope: summary.scope.clone(),
+            created_at: summary.created_ms,
+            updated_at: summary.updated_ms,
+            finished_at: None,
+        };
+        for e in entries {
+            view.updated_at = view.updated_at.max(e.at_ms);
+            match &e.record {
+                Record::Start(s) => {
+                    view.workflow_version = s.workflow_version.clone();
+                    view.params = s.params.clone();
+                    view.started_by = s.started_by.clone();
+                    view.created_at = e.at_ms;
+                }
+                Record::StateEntered { state, .. } => view.current_state = Some(state.clone()),
+                Record::Var { key, value, .. } => {
+                    view.vars.insert(key.clone(), value.clone());
+                }
+                Record::Result { result, .. } => view.result = Some(result.clone()),
+                Record::Status { status, reason } => {
+                    if status.is_terminal() {
+                        view.finished_at = Some(e.at_ms);
+                    }
+                    view.reason = reason.clone();
+                }
+                _ => {}
+            }
+        }
+        if matches!(
+            view.status,
+            RunStatus::Running | RunStatus::Waiting | RunStatus::Done
+        ) {
+            view.reason = None;
+        }
+        view
+    }
+}
+
+/// The state of an inbox item.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "SCREAMING_SNAKE_CASE")]
+pub enum InboxStatus {
+    /// Waiting for an answer.
+    Pending,
+    /// Answered.
+    Answered,
+    /// The gate's timeout fired first.
+    TimedOut,
+    /// The run ended (or was cancelled) before an answer.
+    Closed,
+}
+
+/// An inbox item opened by a gate.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct InboxItem {
+    /// `<run_id>-<step>`.
+    pub id: String,
+    /// APPROVAL, DECISION or FEEDBACK.
+    pub kind: GateKind,
+    /// Title.
+    pub title: String,
+    /// Body.
+    pub body: String,
+    /// Choices (DECISION).
+    pub options: Vec<String>,
+    /// Assignee.
+    pub assigned_to: String,
+    /// Criticality.
+    pub criticality: String,
+    /// Tags.
+    pub tags: Vec<String>,
+    /// The run.
+    pub workflow_run_id: RunId,
+    /// The run's workflow.
+    pub workflow_name: String,
+    /// The YAML state of the gate, if any.
+    pub workflow_state: Option<String>,
+    /// Status.
+    pub status: InboxStatus,
+    /// The answer, once answered.
+    pub answer: Option<GateAnswer>,
+    /// Opened at, ms since the epoch.
+    pub created_at: u64,
+    /// Extra data (`payload.kind = "workflow.gate"` for YAML gates).
+    pub meta: Value,
+}
+
+/// The id of the inbox item of `step` in `run`.
+pub fn inbox_item_id(run: RunId, step: Step) -> String {
+    format!("{run}-{step}")
+}
+
+/// Splits an inbox item id into run and step.
+pub fn parse_inbox_item_id(id: &str) -> Option<(RunId, Step)> {
+    let (run, step) = id.rsplit_once('-')?;
+    Some((run.parse().ok()?, step.parse().ok()?))
+}
+
+/// The inbox items a run's journal opened, in order.
+pub fn inbox_items(entries: &[Entry], summary: &RunSummary) -> Vec<InboxItem> {
+    let mut items: Vec<InboxItem> = Vec::new();
+    let find = |items: &mut Vec<InboxItem>, step: Step| {
+        let id = inbox_item_id(summary.run_id, step);
+        items.iter_mut().position(|i| i.id == id)
+    };
+    for e in entries {
+        match &e.record {
+            Record::GateOpened { step, gate } => items.push(InboxItem {
+                id: inbox_item_id(summary.run_id, *step),
+                kind: gate.kind,
+                title: gate.title.clone(),
+                body: gate.body.clone(),
+                options: gate.options.clone(),
+                assigned_to: gate.assigned_to.clone(),
+                criticality: gate.criticality.clone(),
+                tags: gate.tags.clone(),
+                workflow_run_id: summary.run_id,
+                workflow_name: summary.workflow_name.clone(),
+                workflow_state: gate
+                    .meta
+                    .get("workflowState")
+                    .and_then(Value::as_str)
+                    .map(str::to_string),
+                status: InboxStatus::Pending,
+                answer: None,
+                created_at: e.at_ms,
+                meta: gate.meta.clone(),
+            }),
+            Record::GateAnswered { step, answer } => {
+                if let Some(i) = find(&mut items, *step) {
+                    items[i].status = InboxStatus::Answered;
+                    items[i].answer = Some(answer.clone());
+                }
+            }
+            Record::TimerFired { step } => {
+                if let Some(i) = find(&mut items, *step)
+                    && items[i].status == InboxStatus::Pending
+                {
+                    items[i].status = InboxStatus::TimedOut;
+                }
+            }
+            Record::CancelRequested { .. } => {
+                for i in items
+                    .iter_mut()
+                    .filter(|i| i.status == InboxStatus::Pending)
+                {
+                    i.status = InboxStatus::Closed;
+                }
+            }
+            _ => {}
+        }
+    }
+    if summary.status.is_terminal() {
+        for i in items
+            .iter_mut()
+            .filter(|i| i.status == InboxStatus::Pending)
+        {
+            i.status = InboxStatus::Closed;
+        }
+    }
+    items
+}

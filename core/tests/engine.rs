@@ -1,0 +1,389 @@
+//! Engine behaviour through the untyped API, on the in-memory and redb stores.
+
+use std::sync::Arc;
+use std::sync::atomic::{AtomicU32, Ordering};
+use std::time::Duration;
+
+use magrathea_core::{
+    AnswerAck, CancelAck, ChildRequest, Engine, EngineBuilder, GateAnswer, GateKind, GateOutcome,
+    GateSpec, MemoryStore, Record, RetryPolicy, RunStatus, StartRequest, Store, TaskError,
+    TaskOptions, TaskRegistration, WorkflowError, WorkflowRegistration,
+};
+use serde_json::{Value, json};
+
+fn echo_task() -> TaskRegistration {
+    TaskRegistration::new("echo", TaskOptions::default(), |v, _| async move { Ok(v) })
+}
+
+fn gate(kind: GateKind, timeout_ms: Option<u64>) -> GateSpec {
+    GateSpec {
+        kind,
+        title: "approve?".into(),
+        body: String::new(),
+        options: vec!["retry".into(), "abort".into()],
+        assigned_to: "@ops".into(),
+        criticality: "NORMAL".into(),
+        tags: vec![],
+        timeout_ms,
+        meta: Value::Null,
+    }
+}
+
+async fn engine_with(
+    store: Arc<dyn Store>,
+    extra: impl FnOnce(EngineBuilder) -> EngineBuilder,
+) -> Engine {
+    extra(Engine::builder().store(store).task(echo_task()))
+        .build()
+        .await
+        .unwrap()
+}
+
+#[tokio::test]
+async fn sequential_tasks_run_in_order_and_the_result_is_journaled() {
+    let wf = WorkflowRegistration::new("seq", "1", |ctx, input| async move {
+        let mut acc = Vec::new();
+        for i in 0..5 {
+            acc.push(ctx.task("echo", json!(i)).await?);
+        }
+        Ok(json!({ "input": input, "acc": acc }))
+    });
+    let engine = engine_with(Arc::new(MemoryStore::new()), |b| b.workflow(wf)).await;
+    let run = engine
+        .start(StartRequest::code("seq", json!("x")))
+        .await
+        .unwrap();
+    let view = engine.wait(run).await.unwrap();
+    assert_eq!(view.status, RunStatus::Done);
+    assert_eq!(
+        view.result,
+        Some(json!({"input": "x", "acc": [0, 1, 2, 3, 4]}))
+    );
+    let journal = engine.journal(run).unwrap();
+    let types: Vec<_> = journal.iter().map(|e| e.record.type_name()).collect();
+    assert_eq!(types[0], "StartRecord");
+    assert_eq!(
+        types.iter().filter(|t| **t == "TaskStartedRecord").count(),
+        5
+    );
+    assert_eq!(
+        types.iter().filter(|t| **t == "TaskResultRecord").count(),
+        5
+    );
+    assert_eq!(&types[types.len() - 2..], ["ResultRecord", "StatusRecord"]);
+    assert!(journal.windows(2).all(|w| w[0].seq + 1 == w[1].seq));
+}
+
+#[tokio::test]
+async fn a_failing_task_is_retried_per_its_policy_and_each_attempt_is_journaled() {
+    let calls = Arc::new(AtomicU32::new(0));
+    let c = calls.clone();
+    let flaky = TaskRegistration::new(
+        "flaky",
+        TaskOptions::default().retry(RetryPolicy::fixed(3, Duration::from_millis(5))),
+        move |_, ctx| {
+            let c = c.clone();
+            async move {
+                let n = c.fetch_add(1, Ordering::SeqCst) + 1;
+                assert_eq!(ctx.attempt, n);
+                if n < 3 {
+                    Err(TaskError::retryable(format!("boom {n}")))
+                } else {
+                    Ok(json!(n))
+                }
+            }
+        },
+    );
+    let wf = WorkflowRegistration::new("retry", "", |ctx, _| async move {
+        Ok(ctx.task("flaky", Value::Null).await?)
+    });
+    let engine = engine_with(Arc::new(MemoryStore::new()), |b| b.workflow(wf).task(flaky)).await;
+    let run = engine
+        .start(StartRequest::code("retry", Value::Null))
+        .await
+        .unwrap();
+    let view = engine.wait(run).await.unwrap();
+    assert_eq!(view.result, Some(json!(3)));
+    let attempts: Vec<(u32, String, bool)> = engine
+        .journal(run)
+        .unwrap()
+        .into_iter()
+        .filter_map(|e| match e.record {
+            Record::TaskResult {
+                attempt,
+                outcome,
+                is_final,
+                ..
+            } => Some((attempt, outcome, is_final)),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(
+        attempts,
+        vec![
+            (1, "technical_error".into(), false),
+            (2, "technical_error".into(), false),
+            (3, "success".into(), true)
+        ]
+    );
+}
+
+#[tokio::test]
+async fn exhausted_retries_fail_the_run_with_the_task_error() {
+    let always = TaskRegistration::new(
+        "always",
+        TaskOptions::default().retry(RetryPolicy::fixed(2, Duration::ZERO)),
+        |_, _| async { Err::<Value, _>(TaskError::retryable("nope")) },
+    );
+    let wf = WorkflowRegistration::new("fails", "", |ctx, _| async move {
+        Ok(ctx.task("always", Value::Null).await?)
+    });
+    let engine = engine_with(Arc::new(MemoryStore::new()), |b| {
+        b.workflow(wf).task(always)
+    })
+    .await;
+    let run = engine
+        .start(StartRequest::code("fails", Value::Null))
+        .await
+        .unwrap();
+    let view = engine.wait(run).await.unwrap();
+    assert_eq!(view.status, RunStatus::Failed);
+    assert!(view.reason.unwrap().contains("nope"));
+}
+
+#[tokio::test]
+async fn a_per_attempt_timeout_fails_the_attempt_with_kind_timeout() {
+    let slow = TaskRegistration::new(
+        "slow",
+        TaskOptions::default()
+            .retry(RetryPolicy::none())
+            .timeout(Duration::from_millis(20)),
+        |_, _| async {
+            tokio::time::sleep(Duration::from_secs(5)).await;
+            Ok(Value::Null)
+        },
+    );
+    let wf = WorkflowRegistration::new("t", "", |ctx, _| async move {
+        match ctx.task("slow", Value::Null).await {
+            Err(e) => Ok(json!(e.kind)),
+            Ok(_) => Ok(json!("finished")),
+        }
+    });
+    let engine = engine_with(Arc::new(MemoryStore::new()), |b| b.workflow(wf).task(slow)).await;
+    let run = engine
+        .start(StartRequest::code("t", Value::Null))
+        .await
+        .unwrap();
+    assert_eq!(
+        engine.wait(run).await.unwrap().result,
+        Some(json!("timeout"))
+    );
+}
+
+#[tokio::test]
+async fn gates_are_answered_through_the_engine_and_answering_twice_is_ignored() {
+    let wf = WorkflowRegistration::new("g", "", |ctx, _| async move {
+        match ctx.gate(gate(GateKind::Approval, None)).await {
+            GateOutcome::Answered(a) => Ok(a.value),
+            other => Err(WorkflowError::failed(format!("{other:?}"))),
+        }
+    });
+    let engine = engine_with(Arc::new(MemoryStore::new()), |b| b.workflow(wf)).await;
+    let run = engine
+        .start(StartRequest::code("g", Value::Null))
+        .await
+        .unwrap();
+    let view = engine.wait_settled(run).await.unwrap();
+    assert_eq!(view.status, RunStatus::Waiting);
+    let items = engine.inbox(true).unwrap();
+    assert_eq!(items.len(), 1);
+    assert_eq!(items[0].workflow_run_id, run);
+    let bad = engine
+        .answer_gate(&items[0].id, GateAnswer::text("hi"))
+        .await
+        .unwrap_err();
+    assert!(bad.to_string().contains("[MAG-GT002]"), "{bad}");
+    let ack = engine
+        .answer_gate(&items[0].id, GateAnswer::approve())
+        .await
+        .unwrap();
+    assert_eq!(ack, AnswerAck::Applied);
+    let view = engine.wait(run).await.unwrap();
+    assert_eq!(view.result, Some(json!({"approved": true})));
+    let again = engine
+        .answer_gate(&items[0].id, GateAnswer::reject())
+        .await
+        .unwrap();
+    assert_eq!(again, AnswerAck::Ignored);
+    assert!(
+        engine
+            .journal(run)
+            .unwrap()
+            .iter()
+            .any(|e| matches!(e.record, Record::Ignored { .. }))
+    );
+    assert!(engine.inbox(true).unwrap().is_empty());
+}
+
+#[tokio::test]
+async fn a_gate_answered_after_its_timeout_fired_is_ignored_and_recorded() {
+    let wf = WorkflowRegistration::new("gt", "", |ctx, _| async move {
+        match ctx.gate(gate(GateKind::Decision, Some(30))).await {
+            GateOutcome::TimedOut => Ok(json!("timeout")),
+            GateOutcome::Answered(a) => Ok(a.value),
+            GateOutcome::Cancelled(r) => Err(WorkflowError::cancelled(r)),
+        }
+    });
+    let engine = engine_with(Arc::new(MemoryStore::new()), |b| b.workflow(wf)).await;
+    let run = engine
+        .start(StartRequest::code("gt", Value::Null))
+        .await
+        .unwrap();
+    let view = engine.wait(run).await.unwrap();
+    assert_eq!(view.result, Some(json!("timeout")));
+    let id = format!("{run}-0");
+    let ack = engine
+        .answer_gate(&id, GateAnswer::choose("retry"))
+        .await
+        .unwrap();
+    assert_eq!(ack, AnswerAck::Ignored);
+    let journal = engine.journal(run).unwrap();
+    assert!(
+        journal
+            .iter()
+            .any(|e| matches!(&e.record, Record::Ignored { what, .. } if what == "gate answer"))
+    );
+    assert!(
+        !journal
+            .iter()
+            .any(|e| matches!(e.record, Record::GateAnswered { .. }))
+    );
+}
+
+#[tokio::test]
+async fn signals_are_delivered_in_order_even_when_sent_before_the_wait() {
+    let wf = WorkflowRegistration::new("s", "", |ctx, _| async move {
+        ctx.sleep(Duration::from_millis(50)).await?;
+        let a = ctx.signal("go").await?;
+        let b = ctx.signal("go").await?;
+        Ok(json!([a, b]))
+    });
+    let engine = engine_with(Arc::new(MemoryStore::new()), |b| b.workflow(wf)).await;
+    let run = engine
+        .start(StartRequest::code("s", Value::Null))
+        .await
+        .unwrap();
+    engine.signal(run, "go", json!(1)).await.unwrap();
+    engine.signal(run, "go", json!(2)).await.unwrap();
+    assert_eq!(engine.wait(run).await.unwrap().result, Some(json!([1, 2])));
+}
+
+#[tokio::test]
+async fn a_child_run_names_its_parent_and_returns_its_result() {
+    let child = WorkflowRegistration::new("child", "", |ctx, input| async move {
+        Ok(ctx
+            .task("echo", json!({"doubled": input.as_i64().unwrap_or(0) * 2}))
+            .await?)
+    });
+    let parent = WorkflowRegistration::new("parent", "", |ctx, _| async move {
+        let out = ctx.child(ChildRequest::code("child", json!(21))).await;
+        Ok(json!({"status": out.status, "result": out.result, "child": out.run_id}))
+    });
+    let engine = engine_with(Arc::new(MemoryStore::new()), |b| {
+        b.workflow(child).workflow(parent)
+    })
+    .await;
+    let run = engine
+        .start(StartRequest::code("parent", Value::Null))
+        .await
+        .unwrap();
+    let view = engine.wait(run).await.unwrap();
+    let result = view.result.unwrap();
+    assert_eq!(result["status"], "DONE");
+    assert_eq!(result["result"], json!({"doubled": 42}));
+    let child_id = result["child"].as_str().unwrap().parse().unwrap();
+    let child_start = engine.journal(child_id).unwrap().remove(0);
+    match child_start.record {
+        Record::Start(s) => assert_eq!(s.parent.unwrap().run_id, run),
+        other => panic!("{other:?}"),
+    }
+}
+
+#[tokio::test]
+async fn cancellation_reaches_the_workflow_which_can_clean_up() {
+    let wf = WorkflowRegistration::new("c", "", |ctx, _| async move {
+        match ctx.sleep(Duration::from_secs(3600)).await {
+            Ok(()) => Ok(json!("slept")),
+            Err(e) if e.is_cancelled() => {
+                let cleaned = ctx.task("echo", json!("cleanup")).await?;
+                Err(WorkflowError::cancelled(format!(
+                    "cancelled after {cleaned}"
+                )))
+            }
+            Err(e) => Err(e.into()),
+        }
+    });
+    let engine = engine_with(Arc::new(MemoryStore::new()), |b| b.workflow(wf)).await;
+    let run = engine
+        .start(StartRequest::code("c", Value::Null))
+        .await
+        .unwrap();
+    assert_eq!(
+        engine.cancel(run, "user asked").await.unwrap(),
+        CancelAck::Requested
+    );
+    let view = engine.wait(run).await.unwrap();
+    assert_eq!(view.status, RunStatus::Cancelled);
+    assert!(view.reason.unwrap().contains("cleanup"));
+    assert_eq!(
+        engine.cancel(run, "again").await.unwrap(),
+        CancelAck::AlreadyFinished
+    );
+}
+
+#[tokio::test]
+async fn the_same_idempotency_key_returns_the_same_run() {
+    let wf = WorkflowRegistration::new("i", "", |_, v| async move { Ok(v) });
+    let engine = engine_with(Arc::new(MemoryStore::new()), |b| b.workflow(wf)).await;
+    let a = engine
+        .start(StartRequest::code("i", json!(1)).idempotency_key("k"))
+        .await
+        .unwrap();
+    let b = engine
+        .start(StartRequest::code("i", json!(2)).idempotency_key("k"))
+        .await
+        .unwrap();
+    assert_eq!(a, b);
+    assert_eq!(engine.wait(a).await.unwrap().result, Some(json!(1)));
+    assert_eq!(engine.list_runs(&Default::default()).unwrap().len(), 1);
+}
+
+#[tokio::test]
+async fn select_picks_the_completion_journaled_first() {
+    let wf = WorkflowRegistration::new("sel", "", |ctx, _| async move {
+        let slow = ctx.sleep(Duration::from_secs(3600)).map(|_| "timer");
+        let fast = ctx.task("echo", json!("task")).map(|_| "task");
+        let (i, which) = ctx.select(vec![slow, fast]).await;
+        Ok(json!([i, which]))
+    });
+    let engine = engine_with(Arc::new(MemoryStore::new()), |b| b.workflow(wf)).await;
+    let run = engine
+        .start(StartRequest::code("sel", Value::Null))
+        .await
+        .unwrap();
+    assert_eq!(
+        engine.wait(run).await.unwrap().result,
+        Some(json!([1, "task"]))
+    );
+}
+
+#[tokio::test]
+async fn unknown_workflow_is_refused_before_anything_is_journaled() {
+    let engine = engine_with(Arc::new(MemoryStore::new()), |b| b).await;
+    let err = engine
+        .start(StartRequest::code("nope", Value::Null))
+        .await
+        .unwrap_err();
+    assert!(err.to_string().contains("[MAG-EN002]"), "{err}");
+    assert!(engine.list_runs(&Default::default()).unwrap().is_empty());
+}

@@ -1,0 +1,1 @@
+//! magrathea-server

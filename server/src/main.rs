@@ -1,0 +1,3 @@
+//! The `magrathea` command.
+
+fn main() {}

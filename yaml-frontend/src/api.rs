@@ -1,0 +1,42 @@
+//! The entry point: text in, validated [`WorkflowDoc`] or every diagnostic out.
+
+use crate::ast::WorkflowDoc;
+use crate::build;
+use crate::diagnostic::Diagnostics;
+use crate::loader::{LoadOptions, parse_yaml};
+use crate::validate::validate;
+
+/// A successfully loaded document and the warnings it produced.
+#[derive(Debug, Clone)]
+pub struct Loaded {
+    /// The validated document.
+    pub doc: WorkflowDoc,
+    /// Warnings (never errors), sorted by position.
+    pub warnings: Diagnostics,
+}
+
+/// Parses, structurally builds and semantically validates a workflow document.
+///
+/// `path_label` is only used to label diagnostics. On failure, returns all errors and
+/// warnings found (sorted by position); syntax and size errors stop before validation.
+pub fn load_workflow(
+    path_label: &str,
+    text: &str,
+    opts: &LoadOptions,
+) -> Result<Loaded, Diagnostics> {
+    let root = parse_yaml(path_label, text, opts)?;
+    let mut ctx = build::Ctx::new(path_label);
+    let doc = build::build(&mut ctx, &root);
+    if let Some(doc) = &doc {
+        validate(&mut ctx, doc);
+    }
+    let mut diags = ctx.diags;
+    diags.sort();
+    match doc {
+        Some(doc) if !diags.has_errors() => Ok(Loaded {
+            doc,
+            warnings: diags,
+        }),
+        _ => Err(diags),
+    }
+}

@@ -1,0 +1,387 @@
+//! The typed model of a workflow document, with the source position of everything a later
+//! stage may want to point at.
+
+use std::time::Duration;
+
+use indexmap::IndexMap;
+use serde_json::Value;
+
+use crate::condition::Condition;
+use crate::diagnostic::Span;
+use crate::error_kind::ErrorKind;
+
+/// A value and where it was written.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Spanned<T> {
+    /// The value.
+    pub value: T,
+    /// Its position.
+    pub span: Span,
+}
+
+/// A whole workflow document (reference §2).
+#[derive(Debug, Clone)]
+pub struct WorkflowDoc {
+    /// Audit marker.
+    pub description: Option<String>,
+    /// Free version string (numbers are kept as their text).
+    pub version: Option<String>,
+    /// The initial state; guaranteed to name a key of `states` after validation.
+    pub start: Spanned<String>,
+    /// Caller parameter schemas in document order.
+    pub parameters: IndexMap<String, ParamSchema>,
+    /// Global guardrails.
+    pub bounds: Option<Bounds>,
+    /// Workflow-level tool whitelist.
+    pub allowed_tools: Option<Vec<String>>,
+    /// Audit labels.
+    pub tags: Vec<String>,
+    /// States in document order; never empty after validation.
+    pub states: IndexMap<String, StateSpec>,
+}
+
+/// The JSON type a parameter must have.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum ParamType {
+    /// A string.
+    String,
+    /// Any number.
+    Number,
+    /// An integral number.
+    Integer,
+    /// `true`/`false`.
+    Boolean,
+    /// A map.
+    Object,
+    /// A list.
+    Array,
+}
+
+impl ParamType {
+    /// All types with their schema names.
+    pub const ALL: [(&'static str, ParamType); 6] = [
+        ("string", Self::String),
+        ("number", Self::Number),
+        ("integer", Self::Integer),
+        ("boolean", Self::Boolean),
+        ("object", Self::Object),
+        ("array", Self::Array),
+    ];
+
+    /// The schema name (`string`, `integer`, ...).
+    #[must_use]
+    pub fn as_str(self) -> &'static str {
+        Self::ALL
+            .iter()
+            .find(|(_, t)| *t == self)
+            .map_or("?", |(n, _)| n)
+    }
+
+    /// True when `v` has this type (an integral float such as `3.0` counts as an integer).
+    #[must_use]
+    pub fn matches(self, v: &Value) -> bool {
+        match self {
+            Self::String => v.is_string(),
+            Self::Number => v.is_number(),
+            Self::Integer => {
+                v.is_i64() || v.is_u64() || v.as_f64().is_some_and(|f| f.fract() == 0.0)
+            }
+            Self::Boolean => v.is_boolean(),
+            Self::Object => v.is_object(),
+            Self::Array => v.is_array(),
+        }
+    }
+}
+
+/// The schema of one caller parameter.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ParamSchema {
+    /// Parameter name.
+    pub name: String,
+    /// Required JSON type.
+    pub ty: ParamType,
+    /// Whether the caller must pass it (default false).
+    pub required: bool,
+    /// Value used when the caller omits it.
+    pub default: Option<Value>,
+    /// Human description.
+    pub description: Option<String>,
+    /// Allowed values, if restricted.
+    pub enum_values: Option<Vec<Value>>,
+    /// Where the parameter is declared.
+    pub span: Span,
+}
+
+/// Global guardrails per run (reference §9).
+#[derive(Debug, Clone, Copy, PartialEq, Default)]
+pub struct Bounds {
+    /// Reserved; not enforced in v1.
+    pub max_total_cost_usd: Option<f64>,
+    /// Hard wall-clock limit in seconds.
+    pub max_wallclock_seconds: Option<f64>,
+    /// Cap on started tasks, retries included.
+    pub max_task_spawns: Option<u64>,
+}
+
+/// The nine task types (reference §3).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+#[non_exhaustive]
+pub enum TaskType {
+    /// Spawns an engine by recipe.
+    AgentTask,
+    /// Runs a shell command.
+    ShellTask,
+    /// Runs a JavaScript script.
+    ScriptTask,
+    /// Calls a tool.
+    ToolTask,
+    /// Waits for a human inbox answer.
+    GateTask,
+    /// Waits for a duration.
+    TimerTask,
+    /// Branches on conditions.
+    ConditionTask,
+    /// Runs a sub-workflow.
+    WorkflowTask,
+    /// Ends the run.
+    Terminal,
+}
+
+impl TaskType {
+    /// All types with their YAML names.
+    pub const ALL: [(&'static str, TaskType); 9] = [
+        ("agent_task", Self::AgentTask),
+        ("shell_task", Self::ShellTask),
+        ("script_task", Self::ScriptTask),
+        ("tool_task", Self::ToolTask),
+        ("gate_task", Self::GateTask),
+        ("timer_task", Self::TimerTask),
+        ("condition_task", Self::ConditionTask),
+        ("workflow_task", Self::WorkflowTask),
+        ("terminal", Self::Terminal),
+    ];
+
+    /// Parses a YAML type name (exact match).
+    #[must_use]
+    pub fn parse(s: &str) -> Option<Self> {
+        Self::ALL.iter().find(|(n, _)| *n == s).map(|(_, t)| *t)
+    }
+
+    /// The YAML name.
+    #[must_use]
+    pub fn as_str(self) -> &'static str {
+        Self::ALL
+            .iter()
+            .find(|(_, t)| *t == self)
+            .map_or("?", |(n, _)| n)
+    }
+}
+
+/// An `on:` entry: outcome → target state.
+#[derive(Debug, Clone, PartialEq)]
+pub struct OnTransition {
+    /// Outcome string, matched exactly.
+    pub outcome: String,
+    /// Target state name.
+    pub target: String,
+    /// Position of the outcome key.
+    pub span: Span,
+    /// Position of the target value.
+    pub target_span: Span,
+}
+
+/// A `catch:` entry: error kind → target state.
+#[derive(Debug, Clone, PartialEq)]
+pub struct CatchTransition {
+    /// The normalized error kind.
+    pub kind: ErrorKind,
+    /// Target state name.
+    pub target: String,
+    /// Position of the kind key.
+    pub span: Span,
+    /// Position of the target value.
+    pub target_span: Span,
+}
+
+/// A state-level retry block (reference §4.3).
+#[derive(Debug, Clone, PartialEq)]
+pub struct RetrySpec {
+    /// Attempts including the first (≥ 1).
+    pub max_attempts: u32,
+    /// Outcomes (as error kinds) that trigger a retry.
+    pub on: Vec<ErrorKind>,
+    /// Delay before each retry (≥ 0, default 0).
+    pub backoff_seconds: f64,
+    /// Position of the `retry:` block.
+    pub span: Span,
+}
+
+/// One state of the graph.
+#[derive(Debug, Clone)]
+pub struct StateSpec {
+    /// State name (its key under `states:`).
+    pub name: String,
+    /// Position of the name.
+    pub span: Span,
+    /// Task type.
+    pub task_type: TaskType,
+    /// Audit string.
+    pub description: Option<String>,
+    /// Task timeout in seconds (> 0).
+    pub timeout_seconds: Option<f64>,
+    /// Variable that receives the task output.
+    pub store_as: Option<String>,
+    /// `on:` transitions in document order.
+    pub on: Vec<OnTransition>,
+    /// `catch:` transitions in document order.
+    pub catch: Vec<CatchTransition>,
+    /// Retry block.
+    pub retry: Option<RetrySpec>,
+    /// Type-specific fields.
+    pub task: TaskSpec,
+    /// The state's spec as JSON, for `${...}` resolution right before the task runs.
+    pub raw: Value,
+}
+
+/// Type-specific fields of a state.
+#[derive(Debug, Clone)]
+#[non_exhaustive]
+pub enum TaskSpec {
+    /// `agent_task`.
+    Agent {
+        /// Recipe name (required).
+        recipe: String,
+        /// Engine parameters (`null` when absent).
+        params: Value,
+    },
+    /// `shell_task`.
+    Shell {
+        /// Command line (required).
+        run: String,
+        /// Workspace root dir.
+        dir_name: Option<String>,
+    },
+    /// `script_task`.
+    Script {
+        /// Where the script lives (default `document`).
+        source: ScriptSource,
+        /// Script path (required).
+        path: String,
+        /// Workspace root dir.
+        dir_name: Option<String>,
+    },
+    /// `tool_task`.
+    Tool {
+        /// Tool name (required).
+        tool: String,
+        /// Tool parameters (`null` when absent).
+        params: Value,
+    },
+    /// `gate_task`.
+    Gate(InboxSpec),
+    /// `timer_task`.
+    Timer {
+        /// Duration text as written.
+        duration: String,
+        /// Parsed duration; `None` when the text contains `${...}` and is resolved at run time.
+        parsed: Option<Duration>,
+    },
+    /// `condition_task`.
+    Condition {
+        /// `if`/`to` rules in order; the first match wins.
+        rules: Vec<ConditionRule>,
+        /// The `else:` target, if any.
+        otherwise: Option<Spanned<String>>,
+    },
+    /// `workflow_task`.
+    Workflow {
+        /// Sub-workflow name (required).
+        workflow: String,
+        /// Parameters passed to the sub-run (`null` when absent).
+        params: Value,
+    },
+    /// `terminal`.
+    Terminal {
+        /// `success` (default) or `failure`.
+        outcome: TerminalOutcome,
+        /// Optional result value.
+        result: Option<Value>,
+    },
+}
+
+/// Where a `script_task` reads its script.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum ScriptSource {
+    /// The document layer.
+    Document,
+    /// A workspace directory.
+    Workspace,
+}
+
+/// How a terminal state ends the run.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum TerminalOutcome {
+    /// The run is DONE.
+    Success,
+    /// The run is FAILED.
+    Failure,
+}
+
+/// The three inbox item kinds of a gate.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum InboxKind {
+    /// Approve/reject.
+    Approval,
+    /// Choose one of `options`.
+    Decision,
+    /// Free text.
+    Feedback,
+}
+
+/// Inbox item criticality.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum Criticality {
+    /// Low.
+    Low,
+    /// Normal (default).
+    Normal,
+    /// Critical.
+    Critical,
+}
+
+/// The `inbox:` block of a `gate_task`.
+#[derive(Debug, Clone, PartialEq)]
+pub struct InboxSpec {
+    /// Item kind.
+    pub kind: InboxKind,
+    /// Title (may contain `${...}`).
+    pub title: Option<String>,
+    /// Body (may contain `${...}`).
+    pub body: Option<String>,
+    /// Assignee; falls back to the starter, then `@system`.
+    pub assigned_to: Option<String>,
+    /// Criticality (default `NORMAL`).
+    pub criticality: Criticality,
+    /// Tags.
+    pub tags: Vec<String>,
+    /// Options; non-empty for `DECISION`.
+    pub options: Vec<String>,
+}
+
+/// One `if`/`to` rule of a `condition_task`.
+#[derive(Debug, Clone)]
+pub struct ConditionRule {
+    /// The parsed condition.
+    pub condition: Condition,
+    /// Target state.
+    pub target: String,
+    /// Position of the rule.
+    pub span: Span,
+    /// Position of the target.
+    pub target_span: Span,
+}

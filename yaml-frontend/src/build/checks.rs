@@ -1,0 +1,50 @@
+//! Checks of embedded languages: `${...}` templates and condition expressions, reported at
+//! the exact character in the file when the scalar is written verbatim on one line.
+
+use crate::condition::{Condition, ConditionErrorKind};
+use crate::diagnostic::Code;
+use crate::node::{YamlKind, YamlNode};
+use crate::template::parse_placeholders;
+
+use super::Ctx;
+
+/// Reports every malformed placeholder in every string below `node` (keys are not templates).
+pub(crate) fn check_templates(ctx: &mut Ctx<'_>, node: &YamlNode) {
+    match &node.kind {
+        YamlKind::Str(s) => {
+            if let Err(errs) = parse_placeholders(s) {
+                for e in errs {
+                    let chars = s.get(..e.offset).map_or(0, |p| p.chars().count());
+                    ctx.error(node.span_at(chars), Code::Template, e.message);
+                }
+            }
+        }
+        YamlKind::Seq(items) => items.iter().for_each(|n| check_templates(ctx, n)),
+        YamlKind::Map(entries) => entries.iter().for_each(|(_, v)| check_templates(ctx, v)),
+        _ => {}
+    }
+}
+
+/// Parses a condition, reporting a syntax or sandbox error at the failing character.
+pub(crate) fn parse_condition(ctx: &mut Ctx<'_>, node: &YamlNode, what: &str) -> Option<Condition> {
+    let Some(src) = node.as_str() else {
+        ctx.wrong_type(node, what, "a condition expression string");
+        return None;
+    };
+    match Condition::parse(src) {
+        Ok(c) => Some(c),
+        Err(e) => {
+            let code = match e.kind {
+                ConditionErrorKind::Sandbox => Code::ConditionSandbox,
+                _ => Code::ConditionSyntax,
+            };
+            let at = node.span_at(e.char_offset(src));
+            ctx.error(
+                at,
+                code,
+                format_args!("invalid condition in {what}: {}", e.message),
+            );
+            None
+        }
+    }
+}

@@ -1,0 +1,132 @@
+//! Shared helpers for turning YAML nodes into typed values while collecting diagnostics.
+
+use std::fmt::Display;
+
+use crate::diagnostic::{Code, Diagnostic, Diagnostics, Span};
+use crate::node::{YamlKind, YamlNode};
+use crate::suggest;
+
+/// The diagnostics sink of one document.
+pub(crate) struct Ctx<'p> {
+    pub(crate) path: &'p str,
+    pub(crate) diags: Diagnostics,
+    /// Every key under `states:`, including states dropped for a bad type, so that one bad
+    /// state does not also make every transition to it an error.
+    pub(crate) declared_states: Vec<String>,
+}
+
+impl<'p> Ctx<'p> {
+    pub(crate) fn new(path: &'p str) -> Self {
+        Self {
+            path,
+            diags: Diagnostics::new(),
+            declared_states: Vec::new(),
+        }
+    }
+
+    pub(crate) fn error(&mut self, span: Span, code: Code, msg: impl Display) {
+        self.diags
+            .push(Diagnostic::error(self.path, span, code, msg));
+    }
+
+    pub(crate) fn warn(&mut self, span: Span, code: Code, msg: impl Display) {
+        self.diags
+            .push(Diagnostic::warning(self.path, span, code, msg));
+    }
+
+    /// Reports every key of `map` not in `allowed`, with a did-you-mean.
+    pub(crate) fn check_fields(&mut self, map: &YamlNode, allowed: &[&str], what: &str) {
+        for (k, _) in map.as_map().unwrap_or_default() {
+            let Some(key) = k.key_text() else { continue };
+            if !allowed.contains(&key.as_str()) {
+                let hint = suggest::hint(&key, allowed.iter().copied());
+                self.error(
+                    k.span,
+                    Code::UnknownField,
+                    format_args!(
+                        "unknown field '{key}' in {what}: expected one of {}{hint}",
+                        suggest::list(allowed.iter().copied())
+                    ),
+                );
+            }
+        }
+    }
+
+    /// The node as a mapping, or a `WrongType` error.
+    pub(crate) fn map<'n>(&mut self, node: &'n YamlNode, what: &str) -> Option<&'n YamlNode> {
+        if node.as_map().is_some() {
+            return Some(node);
+        }
+        self.wrong_type(node, what, "a mapping");
+        None
+    }
+
+    pub(crate) fn wrong_type(&mut self, node: &YamlNode, what: &str, expected: &str) {
+        self.error(
+            node.span,
+            Code::WrongType,
+            format_args!("{what} is {}: expected {expected}", found(node)),
+        );
+    }
+
+    /// A required string field; reports `MissingField` at `owner` or `WrongType` at the value.
+    pub(crate) fn required_str(&mut self, map: &YamlNode, key: &str, what: &str) -> Option<String> {
+        if map.get(key).is_none() {
+            self.error(
+                map.span,
+                Code::MissingField,
+                format_args!("{what} has no '{key}': expected a '{key}:' string field"),
+            );
+            return None;
+        }
+        self.opt_str(map, key, what)
+    }
+
+    /// An optional string field.
+    pub(crate) fn opt_str(&mut self, map: &YamlNode, key: &str, what: &str) -> Option<String> {
+        let v = map.get(key)?;
+        match v.as_str() {
+            Some(s) => Some(s.to_owned()),
+            None => {
+                self.wrong_type(v, &format!("'{key}' of {what}"), "a string");
+                None
+            }
+        }
+    }
+
+    /// A list of strings (a single string is not accepted).
+    pub(crate) fn str_list(&mut self, node: &YamlNode, what: &str) -> Option<Vec<String>> {
+        let Some(items) = node.as_seq() else {
+            self.wrong_type(node, what, "a list of strings");
+            return None;
+        };
+        let mut out = Vec::with_capacity(items.len());
+        for it in items {
+            match it.as_str() {
+                Some(s) => out.push(s.to_owned()),
+                None => self.wrong_type(it, &format!("an item of {what}"), "a string"),
+            }
+        }
+        Some(out)
+    }
+}
+
+/// A number, if the node is one.
+pub(crate) fn number(node: &YamlNode) -> Option<f64> {
+    match node.kind {
+        YamlKind::Int(i) => Some(i as f64),
+        YamlKind::Float(f) if f.is_finite() => Some(f),
+        _ => None,
+    }
+}
+
+/// `a string 'x'`, `an integer (3)`, ... for messages.
+pub(crate) fn found(node: &YamlNode) -> String {
+    match &node.kind {
+        YamlKind::Str(s) => format!("a string '{s}'"),
+        YamlKind::Int(i) => format!("an integer ({i})"),
+        YamlKind::Float(f) => format!("a number ({f})"),
+        YamlKind::Bool(b) => format!("a boolean ({b})"),
+        _ => node.kind_name().to_owned(),
+    }
+}

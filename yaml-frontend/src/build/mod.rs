@@ -1,0 +1,282 @@
+//! Structural pass: turns the YAML tree into a [`WorkflowDoc`], reporting every shape error
+//! (unknown fields, wrong types, missing required fields, bad values) without stopping.
+//!
+//! Cross-references (start, transition targets) are checked afterwards by `validate.rs`.
+
+mod checks;
+mod ctx;
+mod state;
+
+use indexmap::IndexMap;
+use serde_json::Value;
+
+use crate::ast::{Bounds, ParamSchema, ParamType, Spanned, WorkflowDoc};
+use crate::diagnostic::Code;
+use crate::node::{YamlKind, YamlNode};
+use crate::suggest;
+
+pub(crate) use ctx::Ctx;
+
+const TOP_FIELDS: &[&str] = &[
+    "description",
+    "version",
+    "start",
+    "parameters",
+    "bounds",
+    "allowedTools",
+    "tags",
+    "states",
+];
+
+/// Builds the document; the result is partial (with defaults) where errors were reported.
+pub(crate) fn build(ctx: &mut Ctx<'_>, root: &YamlNode) -> Option<WorkflowDoc> {
+    let root = ctx.map(root, "the document root")?;
+    ctx.check_fields(root, TOP_FIELDS, "the workflow document");
+    let description = ctx.opt_str(root, "description", "the workflow");
+    let version = root.get("version").and_then(|v| match &v.kind {
+        YamlKind::Str(s) => Some(s.clone()),
+        YamlKind::Int(_) | YamlKind::Float(_) => v.key_text(),
+        _ => {
+            ctx.wrong_type(v, "'version'", "a string");
+            None
+        }
+    });
+    let start = match root.get("start") {
+        None => {
+            ctx.error(
+                root.span,
+                Code::MissingField,
+                "the workflow has no 'start': expected 'start: <name of the initial state>'",
+            );
+            Spanned {
+                value: String::new(),
+                span: root.span,
+            }
+        }
+        Some(v) => match v
+            .key_text()
+            .filter(|_| v.as_map().is_none() && v.as_seq().is_none())
+        {
+            Some(s) if v.as_str().is_some() => Spanned {
+                value: s,
+                span: v.span,
+            },
+            _ => {
+                ctx.wrong_type(v, "'start'", "the name of a state");
+                Spanned {
+                    value: String::new(),
+                    span: v.span,
+                }
+            }
+        },
+    };
+    let parameters = root
+        .get("parameters")
+        .map(|p| parameters(ctx, p))
+        .unwrap_or_default();
+    let bounds = root.get("bounds").and_then(|b| bounds(ctx, b));
+    let allowed_tools = root
+        .get("allowedTools")
+        .and_then(|t| ctx.str_list(t, "'allowedTools'"));
+    let tags = root
+        .get("tags")
+        .and_then(|t| ctx.str_list(t, "'tags'"))
+        .unwrap_or_default();
+    let mut states = IndexMap::new();
+    match root.get("states") {
+        None => ctx.error(
+            root.span,
+            Code::MissingField,
+            "the workflow has no 'states': expected a mapping of state name to state spec",
+        ),
+        Some(s) => {
+            if let Some(entries) = ctx.map(s, "'states'").and_then(YamlNode::as_map) {
+                if entries.is_empty() {
+                    ctx.error(
+                        s.span,
+                        Code::NoStates,
+                        "'states' is empty: expected at least one state",
+                    );
+                }
+                for (k, v) in entries {
+                    let Some(name) = k.key_text() else { continue };
+                    ctx.declared_states.push(name.clone());
+                    if let Some(spec) = state::build_state(ctx, &name, k.span, v) {
+                        states.insert(name, spec);
+                    }
+                }
+            }
+        }
+    }
+    Some(WorkflowDoc {
+        description,
+        version,
+        start,
+        parameters,
+        bounds,
+        allowed_tools,
+        tags,
+        states,
+    })
+}
+
+const PARAM_FIELDS: &[&str] = &["type", "required", "default", "description", "enum"];
+
+fn parameters(ctx: &mut Ctx<'_>, node: &YamlNode) -> IndexMap<String, ParamSchema> {
+    let mut out = IndexMap::new();
+    let Some(entries) = ctx.map(node, "'parameters'").and_then(YamlNode::as_map) else {
+        return out;
+    };
+    for (k, v) in entries {
+        let Some(name) = k.key_text() else { continue };
+        let what = format!("parameter '{name}'");
+        let Some(v) = ctx.map(v, &what) else { continue };
+        ctx.check_fields(v, PARAM_FIELDS, &what);
+        let names = ParamType::ALL.iter().map(|(n, _)| *n);
+        let ty = match v.get("type") {
+            None => {
+                ctx.error(
+                    v.span,
+                    Code::InvalidParameter,
+                    format_args!(
+                        "{what} has no 'type': expected one of {}",
+                        suggest::list(names)
+                    ),
+                );
+                None
+            }
+            Some(t) => {
+                let found = t
+                    .as_str()
+                    .and_then(|s| ParamType::ALL.iter().find(|(n, _)| *n == s));
+                if found.is_none() {
+                    let hint = t
+                        .as_str()
+                        .map(|s| suggest::hint(s, names.clone()))
+                        .unwrap_or_default();
+                    ctx.error(
+                        t.span,
+                        Code::InvalidParameter,
+                        format_args!(
+                            "{what} has type {}: expected one of {}{hint}",
+                            ctx::found(t),
+                            suggest::list(names)
+                        ),
+                    );
+                }
+                found.map(|(_, ty)| *ty)
+            }
+        };
+        let required = match v.get("required") {
+            None => false,
+            Some(r) => match r.kind {
+                YamlKind::Bool(b) => b,
+                _ => {
+                    ctx.error(
+                        r.span,
+                        Code::InvalidParameter,
+                        format_args!(
+                            "'required' of {what} is {}: expected true or false",
+                            ctx::found(r)
+                        ),
+                    );
+                    false
+                }
+            },
+        };
+        let enum_values = v.get("enum").and_then(|e| match e.as_seq() {
+            Some(items) => Some(items.iter().map(YamlNode::to_json).collect::<Vec<Value>>()),
+            None => {
+                ctx.error(
+                    e.span,
+                    Code::InvalidParameter,
+                    format_args!(
+                        "'enum' of {what} is {}: expected a list of values",
+                        ctx::found(e)
+                    ),
+                );
+                None
+            }
+        });
+        let default = v.get("default").map(|d| {
+            let value = d.to_json();
+            if let Some(ty) = ty.filter(|t| !value.is_null() && !t.matches(&value)) {
+                ctx.error(
+                    d.span,
+                    Code::InvalidParameter,
+                    format_args!(
+                        "default of {what} is {}: expected a value of type {}",
+                        ctx::found(d),
+                        ty.as_str()
+                    ),
+                );
+            }
+            if let Some(allowed) = enum_values.as_ref().filter(|a| !a.contains(&value)) {
+                ctx.error(
+                    d.span,
+                    Code::InvalidParameter,
+                    format_args!(
+                        "default of {what} is {value}: expected one of its enum values {}",
+                        Value::Array(allowed.clone())
+                    ),
+                );
+            }
+            value
+        });
+        let description = ctx.opt_str(v, "description", &what);
+        out.insert(
+            name.clone(),
+            ParamSchema {
+                name,
+                ty: ty.unwrap_or(ParamType::String),
+                required,
+                default,
+                description,
+                enum_values,
+                span: k.span,
+            },
+        );
+    }
+    out
+}
+
+const BOUNDS_FIELDS: &[&str] = &["maxTotalCostUsd", "maxWallclockSeconds", "maxTaskSpawns"];
+
+fn bounds(ctx: &mut Ctx<'_>, node: &YamlNode) -> Option<Bounds> {
+    let node = ctx.map(node, "'bounds'")?;
+    ctx.check_fields(node, BOUNDS_FIELDS, "'bounds'");
+    let mut b = Bounds::default();
+    let non_negative = |ctx: &mut Ctx<'_>, key: &str| {
+        let v = node.get(key)?;
+        match ctx::number(v) {
+            Some(n) if n >= 0.0 => Some(n),
+            _ => {
+                ctx.error(
+                    v.span,
+                    Code::InvalidBounds,
+                    format_args!(
+                        "bounds.{key} is {}: expected a non-negative number",
+                        ctx::found(v)
+                    ),
+                );
+                None
+            }
+        }
+    };
+    b.max_total_cost_usd = non_negative(ctx, "maxTotalCostUsd");
+    b.max_wallclock_seconds = non_negative(ctx, "maxWallclockSeconds");
+    if let Some(v) = node.get("maxTaskSpawns") {
+        match v.kind {
+            YamlKind::Int(i) if i >= 0 => b.max_task_spawns = u64::try_from(i).ok(),
+            _ => ctx.error(
+                v.span,
+                Code::InvalidBounds,
+                format_args!(
+                    "bounds.maxTaskSpawns is {}: expected a non-negative integer",
+                    ctx::found(v)
+                ),
+            ),
+        }
+    }
+    Some(b)
+}

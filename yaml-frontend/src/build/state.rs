@@ -1,0 +1,608 @@
+//! Structural pass for one state: common fields, transitions, retry and type-specific fields.
+
+use serde_json::Value;
+
+use crate::ast::{
+    CatchTransition, ConditionRule, Criticality, InboxKind, InboxSpec, OnTransition, RetrySpec,
+    ScriptSource, Spanned, StateSpec, TaskSpec, TaskType, TerminalOutcome,
+};
+use crate::diagnostic::{Code, Span};
+use crate::duration::parse_duration;
+use crate::error_kind::ErrorKind;
+use crate::node::{YamlKind, YamlNode};
+use crate::suggest;
+
+use super::checks::{check_templates, parse_condition};
+use super::ctx::{self, Ctx};
+
+const COMMON: &[&str] = &[
+    "type",
+    "description",
+    "timeoutSeconds",
+    "storeAs",
+    "on",
+    "catch",
+    "retry",
+];
+
+fn type_fields(t: TaskType) -> &'static [&'static str] {
+    match t {
+        TaskType::AgentTask => &["recipe", "params"],
+        TaskType::ShellTask => &["run", "dirName"],
+        TaskType::ScriptTask => &["source", "path", "dirName"],
+        TaskType::ToolTask => &["tool", "params"],
+        TaskType::GateTask => &["inbox"],
+        TaskType::TimerTask => &["duration"],
+        TaskType::ConditionTask => &["transitions"],
+        TaskType::WorkflowTask => &["workflow", "params"],
+        TaskType::Terminal => &["outcome", "result"],
+    }
+}
+
+/// Builds one state; `None` when its type is missing or unknown (already reported).
+pub(super) fn build_state(
+    ctx: &mut Ctx<'_>,
+    name: &str,
+    span: Span,
+    node: &YamlNode,
+) -> Option<StateSpec> {
+    let what = format!("state '{name}'");
+    let node = ctx.map(node, &what)?;
+    check_templates(ctx, node);
+    let task_type = task_type(ctx, node, &what)?;
+    let mut allowed: Vec<&str> = COMMON.to_vec();
+    allowed.extend_from_slice(type_fields(task_type));
+    if task_type == TaskType::Terminal {
+        for key in ["on", "catch", "retry", "transitions"] {
+            if let Some(v) = node.get(key) {
+                let key_span = key_span(node, key).unwrap_or(v.span);
+                ctx.error(
+                    key_span,
+                    Code::TerminalTransitions,
+                    format_args!(
+                        "terminal {what} has '{key}:': expected no transitions or retry on a \
+                         terminal state (it ends the run)"
+                    ),
+                );
+            }
+        }
+        // The transition keys were reported above; keep them out of the unknown-field report.
+        allowed.push("transitions");
+    }
+    let what_typed = format!("{what} ({})", task_type.as_str());
+    ctx.check_fields(node, &allowed, &what_typed);
+
+    let description = ctx.opt_str(node, "description", &what);
+    let timeout_seconds = node
+        .get("timeoutSeconds")
+        .and_then(|v| match ctx::number(v) {
+            Some(n) if n > 0.0 => Some(n),
+            _ => {
+                ctx.error(
+                    v.span,
+                    Code::InvalidTimeout,
+                    format_args!(
+                        "timeoutSeconds of {what} is {}: expected a positive number of seconds",
+                        ctx::found(v)
+                    ),
+                );
+                None
+            }
+        });
+    let store_as = node.get("storeAs").and_then(|v| match v.as_str() {
+        Some(s) if is_identifier(s) => Some(s.to_owned()),
+        _ => {
+            ctx.error(
+                v.span,
+                Code::InvalidStoreAs,
+                format_args!(
+                    "storeAs of {what} is {}: expected a plain identifier (letters, digits, \
+                     '_', not starting with a digit)",
+                    ctx::found(v)
+                ),
+            );
+            None
+        }
+    });
+    let (on, catch, retry) = if task_type == TaskType::Terminal {
+        (Vec::new(), Vec::new(), None)
+    } else {
+        (
+            on_block(ctx, node, &what),
+            catch_block(ctx, node, &what),
+            retry_block(ctx, node, &what),
+        )
+    };
+    let task = task_spec(ctx, task_type, node, &what);
+    Some(StateSpec {
+        name: name.to_owned(),
+        span,
+        task_type,
+        description,
+        timeout_seconds,
+        store_as,
+        on,
+        catch,
+        retry,
+        task,
+        raw: node.to_json(),
+    })
+}
+
+fn key_span(map: &YamlNode, key: &str) -> Option<Span> {
+    map.as_map()?
+        .iter()
+        .find(|(k, _)| k.key_text().as_deref() == Some(key))
+        .map(|(k, _)| k.span)
+}
+
+fn is_identifier(s: &str) -> bool {
+    let mut chars = s.chars();
+    chars
+        .next()
+        .is_some_and(|c| c.is_ascii_alphabetic() || c == '_')
+        && chars.all(|c| c.is_ascii_alphanumeric() || c == '_')
+}
+
+fn task_type(ctx: &mut Ctx<'_>, node: &YamlNode, what: &str) -> Option<TaskType> {
+    let names = TaskType::ALL.iter().map(|(n, _)| *n);
+    let Some(t) = node.get("type") else {
+        ctx.error(
+            node.span,
+            Code::MissingField,
+            format_args!(
+                "{what} has no 'type': expected one of {}",
+                suggest::list(names)
+            ),
+        );
+        return None;
+    };
+    let parsed = t.as_str().and_then(TaskType::parse);
+    if parsed.is_none() {
+        let hint = t
+            .as_str()
+            .map(|s| suggest::hint(s, names.clone()))
+            .unwrap_or_default();
+        let shown = t
+            .as_str()
+            .map_or_else(|| ctx::found(t), |s| format!("'{s}'"));
+        ctx.error(
+            t.span,
+            Code::UnknownTaskType,
+            format_args!(
+                "unknown task type {shown} in {what}: expected one of {}{hint}",
+                suggest::list(names)
+            ),
+        );
+    }
+    parsed
+}
+
+/// A target state name written as a mapping value.
+fn target(ctx: &mut Ctx<'_>, v: &YamlNode, what: &str) -> Option<String> {
+    match v.as_str() {
+        Some(s) => Some(s.to_owned()),
+        None => {
+            ctx.wrong_type(v, what, "the name of a state");
+            None
+        }
+    }
+}
+
+fn on_block(ctx: &mut Ctx<'_>, node: &YamlNode, what: &str) -> Vec<OnTransition> {
+    let Some(block) = node.get("on") else {
+        return Vec::new();
+    };
+    let Some(entries) = ctx
+        .map(block, &format!("'on' of {what}"))
+        .and_then(YamlNode::as_map)
+    else {
+        return Vec::new();
+    };
+    let mut out = Vec::new();
+    for (k, v) in entries {
+        let Some(outcome) = k.key_text() else {
+            continue;
+        };
+        if let Some(t) = target(ctx, v, &format!("the target of on.{outcome} in {what}")) {
+            out.push(OnTransition {
+                outcome,
+                target: t,
+                span: k.span,
+                target_span: v.span,
+            });
+        }
+    }
+    out
+}
+
+fn error_kind(ctx: &mut Ctx<'_>, text: &str, span: Span, context: &str) -> Option<ErrorKind> {
+    let kind = ErrorKind::parse(text);
+    if kind.is_none() {
+        let names = ErrorKind::ALL.map(ErrorKind::as_str);
+        let norm = text.to_ascii_lowercase().replace('-', "_");
+        let hint = suggest::hint(&norm, names);
+        ctx.error(
+            span,
+            Code::UnknownErrorKind,
+            format_args!(
+                "unknown error kind '{text}' in {context}: expected one of {}{hint}",
+                suggest::list(names)
+            ),
+        );
+    }
+    kind
+}
+
+fn catch_block(ctx: &mut Ctx<'_>, node: &YamlNode, what: &str) -> Vec<CatchTransition> {
+    let Some(block) = node.get("catch") else {
+        return Vec::new();
+    };
+    let Some(entries) = ctx
+        .map(block, &format!("'catch' of {what}"))
+        .and_then(YamlNode::as_map)
+    else {
+        return Vec::new();
+    };
+    let mut out = Vec::new();
+    for (k, v) in entries {
+        let Some(text) = k.key_text() else { continue };
+        let kind = error_kind(ctx, &text, k.span, &format!("'catch' of {what}"));
+        let t = target(ctx, v, &format!("the target of catch.{text} in {what}"));
+        if let (Some(kind), Some(t)) = (kind, t) {
+            out.push(CatchTransition {
+                kind,
+                target: t,
+                span: k.span,
+                target_span: v.span,
+            });
+        }
+    }
+    out
+}
+
+fn retry_block(ctx: &mut Ctx<'_>, node: &YamlNode, what: &str) -> Option<RetrySpec> {
+    let block = node.get("retry")?;
+    let rw = format!("'retry' of {what}");
+    let block = ctx.map(block, &rw)?;
+    ctx.check_fields(block, &["maxAttempts", "on", "backoffSeconds"], &rw);
+    let max_attempts = match block.get("maxAttempts") {
+        None => {
+            ctx.error(
+                block.span,
+                Code::InvalidRetry,
+                format_args!("{rw} has no 'maxAttempts': expected an integer >= 1 (attempts including the first)"),
+            );
+            None
+        }
+        Some(v) => match v.kind {
+            YamlKind::Int(i) if i >= 1 => u32::try_from(i).ok(),
+            _ => {
+                ctx.error(
+                    v.span,
+                    Code::InvalidRetry,
+                    format_args!(
+                        "retry.maxAttempts of {what} is {}: expected an integer >= 1",
+                        ctx::found(v)
+                    ),
+                );
+                None
+            }
+        },
+    };
+    let mut on = Vec::new();
+    match block.get("on") {
+        None => ctx.warn(
+            block.span,
+            Code::InvalidRetry,
+            format_args!(
+                "{rw} has no 'on': expected a list of error kinds; nothing will be retried"
+            ),
+        ),
+        Some(list) => match list.as_seq() {
+            None => ctx.error(
+                list.span,
+                Code::InvalidRetry,
+                format_args!(
+                    "retry.on of {what} is {}: expected a list of error kinds",
+                    ctx::found(list)
+                ),
+            ),
+            Some(items) => {
+                for it in items {
+                    match it.key_text().filter(|_| it.as_str().is_some()) {
+                        Some(text) => {
+                            if let Some(k) =
+                                error_kind(ctx, &text, it.span, &format!("retry.on of {what}"))
+                            {
+                                on.push(k);
+                            }
+                        }
+                        None => ctx.wrong_type(
+                            it,
+                            &format!("an item of retry.on of {what}"),
+                            "an error kind",
+                        ),
+                    }
+                }
+            }
+        },
+    }
+    let backoff_seconds = match block.get("backoffSeconds") {
+        None => 0.0,
+        Some(v) => match ctx::number(v) {
+            Some(n) if n >= 0.0 => n,
+            _ => {
+                ctx.error(
+                    v.span,
+                    Code::InvalidRetry,
+                    format_args!(
+                        "retry.backoffSeconds of {what} is {}: expected a number >= 0",
+                        ctx::found(v)
+                    ),
+                );
+                0.0
+            }
+        },
+    };
+    Some(RetrySpec {
+        max_attempts: max_attempts?,
+        on,
+        backoff_seconds,
+        span: block.span,
+    })
+}
+
+/// Reads an optional word field matched case-insensitively against `choices`.
+fn word<T: Copy>(
+    ctx: &mut Ctx<'_>,
+    map: &YamlNode,
+    key: &str,
+    choices: &[(&'static str, T)],
+    what: &str,
+) -> Option<T> {
+    let v = map.get(key)?;
+    let names = choices.iter().map(|(n, _)| *n);
+    let hit = v
+        .as_str()
+        .and_then(|s| choices.iter().find(|(n, _)| n.eq_ignore_ascii_case(s)));
+    if hit.is_none() {
+        let hint = v
+            .as_str()
+            .map(|s| suggest::hint(s, names.clone()))
+            .unwrap_or_default();
+        ctx.error(
+            v.span,
+            Code::InvalidValue,
+            format_args!(
+                "'{key}' of {what} is {}: expected one of {}{hint}",
+                ctx::found(v),
+                suggest::list(names)
+            ),
+        );
+    }
+    hit.map(|(_, t)| *t)
+}
+
+fn json_field(node: &YamlNode, key: &str) -> Value {
+    node.get(key).map_or(Value::Null, YamlNode::to_json)
+}
+
+fn task_spec(ctx: &mut Ctx<'_>, t: TaskType, node: &YamlNode, what: &str) -> TaskSpec {
+    let req = |ctx: &mut Ctx<'_>, key: &str| ctx.required_str(node, key, what).unwrap_or_default();
+    match t {
+        TaskType::AgentTask => TaskSpec::Agent {
+            recipe: req(ctx, "recipe"),
+            params: json_field(node, "params"),
+        },
+        TaskType::ShellTask => TaskSpec::Shell {
+            run: req(ctx, "run"),
+            dir_name: ctx.opt_str(node, "dirName", what),
+        },
+        TaskType::ScriptTask => TaskSpec::Script {
+            source: word(
+                ctx,
+                node,
+                "source",
+                &[
+                    ("document", ScriptSource::Document),
+                    ("workspace", ScriptSource::Workspace),
+                ],
+                what,
+            )
+            .unwrap_or(ScriptSource::Document),
+            path: req(ctx, "path"),
+            dir_name: ctx.opt_str(node, "dirName", what),
+        },
+        TaskType::ToolTask => TaskSpec::Tool {
+            tool: req(ctx, "tool"),
+            params: json_field(node, "params"),
+        },
+        TaskType::WorkflowTask => TaskSpec::Workflow {
+            workflow: req(ctx, "workflow"),
+            params: json_field(node, "params"),
+        },
+        TaskType::TimerTask => {
+            let duration = req(ctx, "duration");
+            let parsed = if duration.contains("${") {
+                None
+            } else {
+                match parse_duration(&duration) {
+                    Ok(d) => Some(d),
+                    Err(e) => {
+                        if let Some(v) = node.get("duration").filter(|v| v.as_str().is_some()) {
+                            ctx.error(v.span, Code::InvalidDuration, format_args!("{e} in {what}"));
+                        }
+                        None
+                    }
+                }
+            };
+            TaskSpec::Timer { duration, parsed }
+        }
+        TaskType::Terminal => TaskSpec::Terminal {
+            outcome: word(
+                ctx,
+                node,
+                "outcome",
+                &[
+                    ("success", TerminalOutcome::Success),
+                    ("failure", TerminalOutcome::Failure),
+                ],
+                what,
+            )
+            .unwrap_or(TerminalOutcome::Success),
+            result: node.get("result").map(YamlNode::to_json),
+        },
+        TaskType::GateTask => TaskSpec::Gate(inbox(ctx, node, what)),
+        TaskType::ConditionTask => condition(ctx, node, what),
+    }
+}
+
+const INBOX_FIELDS: &[&str] = &[
+    "kind",
+    "title",
+    "body",
+    "assignedTo",
+    "criticality",
+    "tags",
+    "options",
+];
+
+fn inbox(ctx: &mut Ctx<'_>, node: &YamlNode, what: &str) -> InboxSpec {
+    let mut spec = InboxSpec {
+        kind: InboxKind::Approval,
+        title: None,
+        body: None,
+        assigned_to: None,
+        criticality: Criticality::Normal,
+        tags: Vec::new(),
+        options: Vec::new(),
+    };
+    let Some(block) = node.get("inbox") else {
+        ctx.error(
+            node.span,
+            Code::MissingField,
+            format_args!("{what} has no 'inbox': expected an 'inbox:' block with at least 'kind'"),
+        );
+        return spec;
+    };
+    let iw = format!("the inbox of {what}");
+    let Some(block) = ctx.map(block, &iw) else {
+        return spec;
+    };
+    ctx.check_fields(block, INBOX_FIELDS, &iw);
+    let kinds = [
+        ("APPROVAL", InboxKind::Approval),
+        ("DECISION", InboxKind::Decision),
+        ("FEEDBACK", InboxKind::Feedback),
+    ];
+    if block.get("kind").is_none() {
+        ctx.error(
+            block.span,
+            Code::MissingField,
+            format_args!("{iw} has no 'kind': expected one of [APPROVAL, DECISION, FEEDBACK]"),
+        );
+    }
+    spec.kind = word(ctx, block, "kind", &kinds, &iw).unwrap_or(InboxKind::Approval);
+    let levels = [
+        ("LOW", Criticality::Low),
+        ("NORMAL", Criticality::Normal),
+        ("CRITICAL", Criticality::Critical),
+    ];
+    spec.criticality = word(ctx, block, "criticality", &levels, &iw).unwrap_or(Criticality::Normal);
+    spec.title = ctx.opt_str(block, "title", &iw);
+    spec.body = ctx.opt_str(block, "body", &iw);
+    spec.assigned_to = ctx.opt_str(block, "assignedTo", &iw);
+    if let Some(t) = block.get("tags") {
+        spec.tags = ctx
+            .str_list(t, &format!("'tags' of {iw}"))
+            .unwrap_or_default();
+    }
+    if let Some(o) = block.get("options") {
+        spec.options = ctx
+            .str_list(o, &format!("'options' of {iw}"))
+            .unwrap_or_default();
+    }
+    if spec.kind == InboxKind::Decision && spec.options.is_empty() {
+        let at = block.get("options").map_or(block.span, |o| o.span);
+        ctx.error(
+            at,
+            Code::MissingField,
+            format_args!("{iw} is a DECISION without options: expected a non-empty 'options' list"),
+        );
+    }
+    spec
+}
+
+fn condition(ctx: &mut Ctx<'_>, node: &YamlNode, what: &str) -> TaskSpec {
+    let mut rules = Vec::new();
+    let mut otherwise: Option<Spanned<String>> = None;
+    let empty = TaskSpec::Condition {
+        rules: Vec::new(),
+        otherwise: None,
+    };
+    let Some(list) = node.get("transitions") else {
+        ctx.error(
+            node.span,
+            Code::MissingField,
+            format_args!("{what} has no 'transitions': expected a list of {{if, to}} rules ending with an optional {{else: <state>}}"),
+        );
+        return empty;
+    };
+    let Some(items) = list.as_seq() else {
+        ctx.wrong_type(list, &format!("'transitions' of {what}"), "a list of rules");
+        return empty;
+    };
+    let last = items.len().saturating_sub(1);
+    for (i, item) in items.iter().enumerate() {
+        let rw = format!("rule {} of {what}", i + 1);
+        let Some(item) = ctx.map(item, &rw) else {
+            continue;
+        };
+        if let Some(e) = item.get("else") {
+            ctx.check_fields(item, &["else"], &format!("the else rule of {what}"));
+            if otherwise.is_some() {
+                ctx.error(
+                    item.span,
+                    Code::MisplacedElse,
+                    format_args!("a second 'else' in {what}: expected at most one else rule"),
+                );
+            } else if i != last {
+                ctx.error(
+                    item.span,
+                    Code::MisplacedElse,
+                    format_args!(
+                        "'else' is rule {} of {} in {what}: expected it to be the last rule",
+                        i + 1,
+                        items.len()
+                    ),
+                );
+            }
+            if let Some(t) = target(ctx, e, &format!("the else target of {what}")) {
+                otherwise.get_or_insert(Spanned {
+                    value: t,
+                    span: e.span,
+                });
+            }
+            continue;
+        }
+        ctx.check_fields(item, &["if", "to"], &rw);
+        let (cond, to) = (item.get("if"), item.get("to"));
+        for (key, present) in [("if", cond.is_some()), ("to", to.is_some())] {
+            if !present {
+                ctx.error(item.span, Code::MalformedRule, format_args!("{rw} has no '{key}': expected a rule {{if: <condition>, to: <state>}} or {{else: <state>}}"));
+            }
+        }
+        let condition = cond.and_then(|c| parse_condition(ctx, c, &rw));
+        let target = to.and_then(|t| target(ctx, t, &format!("the target of {rw}")));
+        if let (Some(condition), Some(target), Some(to)) = (condition, target, to) {
+            rules.push(ConditionRule {
+                condition,
+                target,
+                span: item.span,
+                target_span: to.span,
+            });
+        }
+    }
+    TaskSpec::Condition { rules, otherwise }
+}

@@ -1,0 +1,70 @@
+//! The condition language of `condition_task` (reference §3.6): a sandboxed SpEL subset.
+//!
+//! Grammar: `#state['k']`, `#params['k']`, `#tasks['s']['output']` (reserved: always `null`),
+//! indexing `[...]` (strings or integers), property access `.name`, literals (single- or
+//! double-quoted strings with SpEL's doubled-quote escape, integers, decimals, `true`,
+//! `false`, `null`), comparisons `== != < <= > >=` (and `eq ne lt le gt ge`), logic
+//! `&& || !` (and `and or not`), `in {a, b}`, `matches '<regex>'` (the pattern must be a
+//! string literal and is compiled at load time), ternary `c ? a : b`, Elvis `a ?: b`,
+//! parentheses.
+//!
+//! Rejected at parse time: `T(...)`, `new ...`, method and function calls, bean references,
+//! assignment, arithmetic, selection/projection, bare names and any variable other than
+//! `#state`, `#params`, `#tasks`. Evaluation semantics are documented in `eval.rs` and on
+//! [`Condition::evaluate`].
+
+mod ast;
+mod error;
+mod eval;
+mod lexer;
+mod parser;
+
+use serde_json::Value;
+
+pub use ast::{CompareOp, Expr, ExprKind, Variable};
+pub use error::{ConditionError, ConditionErrorKind, EvalError};
+
+/// A parsed, sandbox-checked condition expression.
+#[derive(Debug, Clone)]
+pub struct Condition {
+    source: String,
+    expr: Expr,
+}
+
+impl Condition {
+    /// Parses and sandbox-checks `source`.
+    pub fn parse(source: &str) -> Result<Self, ConditionError> {
+        Ok(Self {
+            source: source.to_owned(),
+            expr: parser::parse(source)?,
+        })
+    }
+
+    /// The source text.
+    #[must_use]
+    pub fn source(&self) -> &str {
+        &self.source
+    }
+
+    /// The parsed expression.
+    #[must_use]
+    pub fn expr(&self) -> &Expr {
+        &self.expr
+    }
+
+    /// Evaluates to a value (no boolean coercion of the result).
+    pub fn evaluate_value(&self, state: &Value, params: &Value) -> Result<Value, EvalError> {
+        eval::eval(&self.expr, &eval::Env { state, params })
+    }
+
+    /// Evaluates as a branch condition: `true`/`false` as they are, `null` is false, any
+    /// other result is [`EvalError::NotBoolean`]. Missing keys read as `null`; incompatible
+    /// orderings (`'a' < 1`) are [`EvalError::Incomparable`]. The interpreter treats any
+    /// `EvalError` as a `technical_error` outcome.
+    pub fn evaluate(&self, state: &Value, params: &Value) -> Result<bool, EvalError> {
+        eval::truthy(&self.evaluate_value(state, params)?, 0)
+    }
+}
+
+#[cfg(test)]
+mod tests;

@@ -1,0 +1,206 @@
+use serde_json::{Value, json};
+
+use super::*;
+
+fn state() -> Value {
+    json!({
+        "plan_output": {"risk": "low", "score": 7, "ratio": 0.5, "files": ["a.rs", "b.rs"]},
+        "ok": true,
+        "name": "it's",
+        "empty": "",
+        "code": 204
+    })
+}
+
+fn params() -> Value {
+    json!({"env": "prod", "limit": 10})
+}
+
+fn eval(src: &str) -> Result<bool, EvalError> {
+    let c = Condition::parse(src).unwrap_or_else(|e| panic!("{src}: {e}"));
+    c.evaluate(&state(), &params())
+}
+
+fn value(src: &str) -> Value {
+    match Condition::parse(src) {
+        Ok(c) => c
+            .evaluate_value(&state(), &params())
+            .unwrap_or(json!("ERR")),
+        Err(e) => json!(format!("PARSE: {e}")),
+    }
+}
+
+fn parse_err(src: &str) -> ConditionError {
+    match Condition::parse(src) {
+        Ok(_) => ConditionError {
+            kind: ConditionErrorKind::Syntax,
+            offset: usize::MAX,
+            message: "parsed unexpectedly".into(),
+        },
+        Err(e) => e,
+    }
+}
+
+#[test]
+fn reference_example() {
+    assert_eq!(eval("#state['plan_output']['risk'] == 'low'"), Ok(true));
+    assert_eq!(eval("#state['plan_output']['risk'] == 'high'"), Ok(false));
+}
+
+#[test]
+fn comparisons() {
+    assert_eq!(eval("#state['plan_output']['score'] > 5"), Ok(true));
+    assert_eq!(eval("#state['plan_output']['score'] >= 7"), Ok(true));
+    assert_eq!(eval("#state['plan_output']['score'] < 7"), Ok(false));
+    assert_eq!(eval("#state['plan_output']['score'] <= 7.0"), Ok(true));
+    assert_eq!(eval("#state['plan_output']['score'] != 8"), Ok(true));
+    assert_eq!(eval("#state['plan_output']['score'] == 7.0"), Ok(true));
+    assert_eq!(eval("#state['plan_output']['ratio'] < 1"), Ok(true));
+    assert_eq!(eval("'abc' < 'abd'"), Ok(true));
+    assert_eq!(eval("false < true"), Ok(true));
+    assert_eq!(
+        eval("#params['limit'] gt 3 and #params['env'] eq 'prod'"),
+        Ok(true)
+    );
+    assert_eq!(eval("1 le 1 && (2 ge 3) == false"), Ok(true));
+    assert_eq!(eval("-1 < 0"), Ok(true));
+}
+
+#[test]
+fn nulls_and_missing_keys() {
+    assert_eq!(eval("#state['nope'] == null"), Ok(true));
+    assert_eq!(eval("#state['nope']['deeper'] == null"), Ok(true));
+    assert_eq!(eval("null == null"), Ok(true));
+    assert_eq!(eval("#state['nope'] < 1"), Ok(true));
+    assert_eq!(eval("#state['nope']"), Ok(false));
+    assert_eq!(eval("#tasks['plan']['output'] == null"), Ok(true));
+}
+
+#[test]
+fn logic_short_circuits() {
+    assert_eq!(eval("#state['ok'] && !false"), Ok(true));
+    assert_eq!(eval("not #state['ok'] or true"), Ok(true));
+    assert_eq!(eval("false && #state['name']"), Ok(false));
+    assert_eq!(eval("true || #state['name']"), Ok(true));
+    assert_eq!(eval("!(1 == 2)"), Ok(true));
+}
+
+#[test]
+fn non_boolean_and_incomparable_are_errors() {
+    assert!(matches!(
+        eval("#state['name'] && true"),
+        Err(EvalError::NotBoolean { offset: 0, .. })
+    ));
+    assert!(matches!(
+        eval("#state['code']"),
+        Err(EvalError::NotBoolean { .. })
+    ));
+    assert!(matches!(
+        eval("'a' < 1"),
+        Err(EvalError::Incomparable {
+            offset: 4,
+            left: "a string",
+            right: "a number"
+        })
+    ));
+}
+
+#[test]
+fn in_matches_ternary_elvis() {
+    assert_eq!(
+        eval("#state['plan_output']['risk'] in {'low', 'medium'}"),
+        Ok(true)
+    );
+    assert_eq!(eval("#params['limit'] in {1, 2}"), Ok(false));
+    assert_eq!(eval("#state['name'] matches 'it.s'"), Ok(true));
+    assert_eq!(
+        eval("#state['name'] matches 'it'"),
+        Ok(false),
+        "matches is a full match"
+    );
+    assert_eq!(eval("#state['code'] matches '2\\d\\d'"), Ok(true));
+    assert_eq!(eval("#state['nope'] matches '.*'"), Ok(false));
+    assert_eq!(value("#state['ok'] ? 'yes' : 'no'"), json!("yes"));
+    assert_eq!(value("#state['nope'] ?: 'fallback'"), json!("fallback"));
+    assert_eq!(value("#state['empty'] ?: 'fallback'"), json!("fallback"));
+    assert_eq!(value("#params['env'] ?: 'fallback'"), json!("prod"));
+    assert_eq!(value("(#params['limit'])"), json!(10));
+}
+
+#[test]
+fn literals_and_navigation() {
+    assert_eq!(value("'it''s'"), json!("it's"));
+    assert_eq!(value("\"dq\""), json!("dq"));
+    assert_eq!(value("1.25"), json!(1.25));
+    assert_eq!(value("#state['plan_output'].files[1]"), json!("b.rs"));
+    assert_eq!(value("#state['plan_output']['files'][5]"), Value::Null);
+    assert_eq!(eval("#state['name'] == 'it''s'"), Ok(true));
+}
+
+#[test]
+fn sandbox_rejections_with_offsets() {
+    let cases: &[(&str, usize, &str)] = &[
+        (
+            "T(java.lang.Runtime).getRuntime()",
+            0,
+            "type references T(...) are not allowed",
+        ),
+        (
+            "new java.io.File('x')",
+            0,
+            "constructor calls 'new ...' are not allowed",
+        ),
+        (
+            "#state['x'].toString() == 'a'",
+            12,
+            "method calls are not allowed in conditions",
+        ),
+        ("@bean.x == 1", 0, "bean references"),
+        (
+            "#root == 1",
+            0,
+            "unknown variable '#root': expected #state, #params or #tasks",
+        ),
+        ("#state['a'] = 1", 12, "assignment '=' is not allowed"),
+        ("#state['a'] + 1 > 2", 12, "operator '+' is not supported"),
+        ("foo == 1", 0, "bare name 'foo'"),
+        ("#fn(1)", 0, "function calls are not allowed"),
+        ("#state.?[x]", 6, "selection or projection"),
+    ];
+    for (src, off, msg) in cases {
+        let e = parse_err(src);
+        assert_eq!(e.kind, ConditionErrorKind::Sandbox, "{src}: {e}");
+        assert_eq!(e.offset, *off, "{src}: {e}");
+        assert!(e.message.contains(msg), "{src}: {e}");
+    }
+}
+
+#[test]
+fn syntax_errors_with_offsets() {
+    let cases: &[(&str, usize, &str)] = &[
+        ("#state['a'] == ", 15, "expected a value"),
+        ("#state['a' == 1", 15, "expected ']'"),
+        ("1 < 2 < 3", 6, "comparisons do not chain"),
+        ("'open", 0, "unterminated string"),
+        ("1 ? 2", 5, "expected ':'"),
+        ("#state['a'] matches '('", 20, "invalid regular expression"),
+        (
+            "#state['a'] matches 1",
+            20,
+            "expected a quoted regular expression",
+        ),
+        ("#state['a'] in {1, 2", 20, "expected ',' or '}'"),
+        (
+            "1 == 1 2",
+            7,
+            "unexpected number 2 after a complete expression",
+        ),
+        ("#state['a'] ~ 1", 12, "unexpected character '~'"),
+    ];
+    for (src, off, msg) in cases {
+        let e = parse_err(src);
+        assert_eq!(e.kind, ConditionErrorKind::Syntax, "{src}: {e}");
+        assert_eq!(e.offset, *off, "{src}: {e}");
+        assert!(e.message.contains(msg), "{src}: {e}");
+    }
+}

@@ -1,0 +1,349 @@
+//! Diagnostics: positioned, coded messages about a workflow document.
+//!
+//! Every diagnostic renders as `path:line:column: [MAG-Ynnn] message`. The code is stable
+//! across releases so users can search for it; the message says what was found and what was
+//! expected.
+
+use std::fmt;
+
+/// A position in the source text: 1-based line and 1-based column (in characters).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Default)]
+pub struct Span {
+    /// 1-based line.
+    pub line: u32,
+    /// 1-based column, counted in characters.
+    pub column: u32,
+}
+
+impl Span {
+    /// A span at `line`:`column` (both 1-based).
+    #[must_use]
+    pub const fn new(line: u32, column: u32) -> Self {
+        Self { line, column }
+    }
+
+    /// The same line, `chars` characters further right.
+    #[must_use]
+    pub fn shifted(self, chars: usize) -> Self {
+        let chars = u32::try_from(chars).unwrap_or(u32::MAX);
+        Self {
+            line: self.line,
+            column: self.column.saturating_add(chars),
+        }
+    }
+}
+
+impl fmt::Display for Span {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{}:{}", self.line, self.column)
+    }
+}
+
+/// How serious a diagnostic is. Errors reject the document; warnings do not.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+#[non_exhaustive]
+pub enum Severity {
+    /// The document is rejected.
+    Error,
+    /// The document loads, but probably does not do what its author meant.
+    Warning,
+}
+
+/// The stable code of a diagnostic. Rendered as `MAG-Ynnn`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+#[non_exhaustive]
+pub enum Code {
+    /// `MAG-Y001`: the text is not well-formed YAML.
+    Syntax,
+    /// `MAG-Y002`: the document exceeds `LoadOptions::max_bytes`.
+    TooLarge,
+    /// `MAG-Y003`: too many nodes, too deep, or an alias expands too far (alias bomb).
+    TooComplex,
+    /// `MAG-Y004`: unknown task type.
+    UnknownTaskType,
+    /// `MAG-Y005`: unknown field.
+    UnknownField,
+    /// `MAG-Y006`: a required field is missing.
+    MissingField,
+    /// `MAG-Y007`: a field has the wrong kind of value.
+    WrongType,
+    /// `MAG-Y008`: `start` does not name a state.
+    UnknownStart,
+    /// `MAG-Y009`: `states` is empty.
+    NoStates,
+    /// `MAG-Y010`: a transition target is not a state.
+    UnknownTarget,
+    /// `MAG-Y011`: `else:` is not the last rule, or appears twice.
+    MisplacedElse,
+    /// `MAG-Y012`: a condition rule lacks `if` or `to`.
+    MalformedRule,
+    /// `MAG-Y013`: a terminal state declares transitions.
+    TerminalTransitions,
+    /// `MAG-Y014`: a non-terminal state has no way out (warning).
+    NoWayOut,
+    /// `MAG-Y015`: unknown error kind in `catch:` or `retry.on`.
+    UnknownErrorKind,
+    /// `MAG-Y016`: invalid parameter schema.
+    InvalidParameter,
+    /// `MAG-Y017`: invalid duration.
+    InvalidDuration,
+    /// `MAG-Y018`: invalid retry block.
+    InvalidRetry,
+    /// `MAG-Y019`: invalid bounds block.
+    InvalidBounds,
+    /// `MAG-Y020`: invalid `timeoutSeconds`.
+    InvalidTimeout,
+    /// `MAG-Y021`: `storeAs` is not a plain identifier.
+    InvalidStoreAs,
+    /// `MAG-Y022`: a condition expression does not parse.
+    ConditionSyntax,
+    /// `MAG-Y023`: a condition expression leaves the sandbox.
+    ConditionSandbox,
+    /// `MAG-Y024`: a `${...}` template is malformed.
+    Template,
+    /// `MAG-Y025`: a mapping key appears twice.
+    DuplicateKey,
+    /// `MAG-Y026`: a value is not one of the allowed words.
+    InvalidValue,
+    /// `MAG-Y027`: a state is never reached from `start` (warning).
+    Unreachable,
+}
+
+impl Code {
+    /// The stable code text, e.g. `MAG-Y004`.
+    #[must_use]
+    pub const fn as_str(self) -> &'static str {
+        match self {
+            Self::Syntax => "MAG-Y001",
+            Self::TooLarge => "MAG-Y002",
+            Self::TooComplex => "MAG-Y003",
+            Self::UnknownTaskType => "MAG-Y004",
+            Self::UnknownField => "MAG-Y005",
+            Self::MissingField => "MAG-Y006",
+            Self::WrongType => "MAG-Y007",
+            Self::UnknownStart => "MAG-Y008",
+            Self::NoStates => "MAG-Y009",
+            Self::UnknownTarget => "MAG-Y010",
+            Self::MisplacedElse => "MAG-Y011",
+            Self::MalformedRule => "MAG-Y012",
+            Self::TerminalTransitions => "MAG-Y013",
+            Self::NoWayOut => "MAG-Y014",
+            Self::UnknownErrorKind => "MAG-Y015",
+            Self::InvalidParameter => "MAG-Y016",
+            Self::InvalidDuration => "MAG-Y017",
+            Self::InvalidRetry => "MAG-Y018",
+            Self::InvalidBounds => "MAG-Y019",
+            Self::InvalidTimeout => "MAG-Y020",
+            Self::InvalidStoreAs => "MAG-Y021",
+            Self::ConditionSyntax => "MAG-Y022",
+            Self::ConditionSandbox => "MAG-Y023",
+            Self::Template => "MAG-Y024",
+            Self::DuplicateKey => "MAG-Y025",
+            Self::InvalidValue => "MAG-Y026",
+            Self::Unreachable => "MAG-Y027",
+        }
+    }
+}
+
+impl fmt::Display for Code {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+/// One positioned finding about a document.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Diagnostic {
+    /// The file path exactly as the caller labelled it.
+    pub path: String,
+    /// 1-based line.
+    pub line: u32,
+    /// 1-based column (characters).
+    pub column: u32,
+    /// The stable code; also the first token of `message`.
+    pub code: Code,
+    /// `[MAG-Ynnn] what was found; what was expected`.
+    pub message: String,
+    /// Error or warning.
+    pub severity: Severity,
+}
+
+impl Diagnostic {
+    /// An error at `span`; `text` is prefixed with `[code] `.
+    #[must_use]
+    pub fn error(path: &str, span: Span, code: Code, text: impl fmt::Display) -> Self {
+        Self::new(path, span, code, text, Severity::Error)
+    }
+
+    /// A warning at `span`; `text` is prefixed with `[code] `.
+    #[must_use]
+    pub fn warning(path: &str, span: Span, code: Code, text: impl fmt::Display) -> Self {
+        Self::new(path, span, code, text, Severity::Warning)
+    }
+
+    fn new(path: &str, span: Span, code: Code, text: impl fmt::Display, sev: Severity) -> Self {
+        Self {
+            path: path.to_owned(),
+            line: span.line,
+            column: span.column,
+            code,
+            message: format!("[{code}] {text}"),
+            severity: sev,
+        }
+    }
+
+    /// The position as a [`Span`].
+    #[must_use]
+    pub fn span(&self) -> Span {
+        Span::new(self.line, self.column)
+    }
+}
+
+impl fmt::Display for Diagnostic {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(
+            f,
+            "{}:{}:{}: {}",
+            self.path, self.line, self.column, self.message
+        )
+    }
+}
+
+impl std::error::Error for Diagnostic {}
+
+/// An ordered collection of diagnostics, sorted by position when rendered.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Diagnostics {
+    items: Vec<Diagnostic>,
+}
+
+impl Diagnostics {
+    /// An empty collection.
+    #[must_use]
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    /// Adds one diagnostic.
+    pub fn push(&mut self, d: Diagnostic) {
+        self.items.push(d);
+    }
+
+    /// Adds all diagnostics of `other`.
+    pub fn extend(&mut self, other: Diagnostics) {
+        self.items.extend(other.items);
+    }
+
+    /// True when at least one diagnostic is an error.
+    #[must_use]
+    pub fn has_errors(&self) -> bool {
+        self.items.iter().any(|d| d.severity == Severity::Error)
+    }
+
+    /// True when the collection is empty.
+    #[must_use]
+    pub fn is_empty(&self) -> bool {
+        self.items.is_empty()
+    }
+
+    /// Number of diagnostics.
+    #[must_use]
+    pub fn len(&self) -> usize {
+        self.items.len()
+    }
+
+    /// All diagnostics, in insertion order.
+    pub fn iter(&self) -> std::slice::Iter<'_, Diagnostic> {
+        self.items.iter()
+    }
+
+    /// Only the errors.
+    pub fn errors(&self) -> impl Iterator<Item = &Diagnostic> {
+        self.items.iter().filter(|d| d.severity == Severity::Error)
+    }
+
+    /// Only the warnings.
+    pub fn warnings(&self) -> impl Iterator<Item = &Diagnostic> {
+        self.items
+            .iter()
+            .filter(|d| d.severity == Severity::Warning)
+    }
+
+    /// Sorts by line, then column; stable for equal positions.
+    pub fn sort(&mut self) {
+        self.items.sort_by_key(|d| (d.line, d.column));
+    }
+
+    /// Splits into (errors, warnings).
+    #[must_use]
+    pub fn partition(self) -> (Diagnostics, Diagnostics) {
+        let (e, w) = self
+            .items
+            .into_iter()
+            .partition(|d| d.severity == Severity::Error);
+        (Diagnostics { items: e }, Diagnostics { items: w })
+    }
+}
+
+impl From<Diagnostic> for Diagnostics {
+    fn from(d: Diagnostic) -> Self {
+        Self { items: vec![d] }
+    }
+}
+
+impl IntoIterator for Diagnostics {
+    type Item = Diagnostic;
+    type IntoIter = std::vec::IntoIter<Diagnostic>;
+    fn into_iter(self) -> Self::IntoIter {
+        self.items.into_iter()
+    }
+}
+
+impl<'a> IntoIterator for &'a Diagnostics {
+    type Item = &'a Diagnostic;
+    type IntoIter = std::slice::Iter<'a, Diagnostic>;
+    fn into_iter(self) -> Self::IntoIter {
+        self.items.iter()
+    }
+}
+
+impl fmt::Display for Diagnostics {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        for d in &self.items {
+            writeln!(f, "{d}")?;
+        }
+        Ok(())
+    }
+}
+
+impl std::error::Error for Diagnostics {}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn renders_path_line_column_code_message() {
+        let d = Diagnostic::error("wf.yaml", Span::new(3, 5), Code::UnknownTaskType, "boom");
+        assert_eq!(d.to_string(), "wf.yaml:3:5: [MAG-Y004] boom");
+        assert_eq!(d.span(), Span::new(3, 5));
+    }
+
+    #[test]
+    fn partition_and_sort() {
+        let mut ds = Diagnostics::new();
+        ds.push(Diagnostic::warning(
+            "a",
+            Span::new(9, 1),
+            Code::NoWayOut,
+            "w",
+        ));
+        ds.push(Diagnostic::error("a", Span::new(2, 1), Code::NoStates, "e"));
+        ds.sort();
+        assert_eq!(ds.iter().next().map(|d| d.line), Some(2));
+        assert!(ds.has_errors());
+        let (e, w) = ds.partition();
+        assert_eq!((e.len(), w.len()), (1, 1));
+        assert!(!w.has_errors());
+    }
+}

@@ -1,0 +1,44 @@
+//! The Vancetope YAML front end of Magrathea: everything between workflow text and the
+//! interpreter.
+//!
+//! - [`load_workflow`] reads a document with a span-preserving YAML 1.2 reader
+//!   ([`parse_yaml`]), builds the typed [`WorkflowDoc`] and validates it, reporting every
+//!   problem at once as [`Diagnostics`] rendered `path:line:column: [MAG-Ynnn] message`.
+//! - [`resolve_value`] substitutes `${params.X}` / `${state.X}` across a state's raw spec.
+//! - [`Condition`] parses and evaluates the sandboxed SpEL subset of `condition_task`.
+//! - [`parse_duration`] reads `timer_task` durations.
+//! - [`validate_params`] checks caller parameters against `parameters:`.
+
+mod api;
+mod ast;
+mod build;
+mod condition;
+mod diagnostic;
+mod duration;
+mod error_kind;
+mod loader;
+mod node;
+mod params;
+mod scalar;
+mod suggest;
+mod template;
+mod validate;
+
+pub use api::{Loaded, load_workflow};
+pub use ast::{
+    Bounds, CatchTransition, ConditionRule, Criticality, InboxKind, InboxSpec, OnTransition,
+    ParamSchema, ParamType, RetrySpec, ScriptSource, Spanned, StateSpec, TaskSpec, TaskType,
+    TerminalOutcome, WorkflowDoc,
+};
+pub use condition::{
+    CompareOp, Condition, ConditionError, ConditionErrorKind, EvalError, Expr, ExprKind, Variable,
+};
+pub use diagnostic::{Code, Diagnostic, Diagnostics, Severity, Span};
+pub use duration::{DurationError, parse_duration};
+pub use error_kind::ErrorKind;
+pub use loader::{LoadOptions, parse_yaml};
+pub use node::{YamlKind, YamlNode};
+pub use params::{ParamError, ParamErrors, validate_params};
+pub use template::{
+    Placeholder, TemplateError, TemplateRoot, parse_placeholders, resolve_str, resolve_value,
+};

@@ -1,0 +1,371 @@
+//! Reads YAML text into a span-preserving [`YamlNode`] tree.
+//!
+//! Built on the `saphyr-parser` event stream (a YAML 1.2 parser that reports the position of
+//! every event) rather than a DOM library, so that scalar resolution follows the YAML 1.2
+//! core schema exactly (see `scalar.rs`) and alias expansion is counted as it happens.
+//! Aliases are resolved by copying the anchored node; every copied node counts against
+//! [`LoadOptions::max_nodes`], so an alias bomb ("billion laughs") is rejected long before it
+//! could exhaust memory.
+
+use std::collections::HashMap;
+
+use saphyr_parser::{Event, Parser, ScalarStyle, ScanError, Span as YSpan};
+
+use crate::diagnostic::{Code, Diagnostic, Diagnostics, Span};
+use crate::node::{YamlKind, YamlNode};
+use crate::scalar::{Resolved, resolve_plain};
+
+/// Limits applied while reading a document.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct LoadOptions {
+    /// Largest accepted document in bytes. Default: 1 MiB.
+    pub max_bytes: usize,
+    /// Largest number of nodes after alias expansion. Default: 100 000.
+    pub max_nodes: usize,
+    /// Deepest accepted nesting of collections. Default: 128.
+    pub max_depth: usize,
+}
+
+impl Default for LoadOptions {
+    fn default() -> Self {
+        Self {
+            max_bytes: 1024 * 1024,
+            max_nodes: 100_000,
+            max_depth: 128,
+        }
+    }
+}
+
+impl LoadOptions {
+    /// Sets [`LoadOptions::max_bytes`].
+    #[must_use]
+    pub fn max_bytes(mut self, n: usize) -> Self {
+        self.max_bytes = n;
+        self
+    }
+
+    /// Sets [`LoadOptions::max_nodes`].
+    #[must_use]
+    pub fn max_nodes(mut self, n: usize) -> Self {
+        self.max_nodes = n;
+        self
+    }
+
+    /// Sets [`LoadOptions::max_depth`].
+    #[must_use]
+    pub fn max_depth(mut self, n: usize) -> Self {
+        self.max_depth = n;
+        self
+    }
+}
+
+enum Frame {
+    Seq {
+        node: YamlNode,
+        anchor: usize,
+        items: Vec<YamlNode>,
+    },
+    Map {
+        node: YamlNode,
+        anchor: usize,
+        entries: Vec<(YamlNode, YamlNode)>,
+        key: Option<YamlNode>,
+    },
+}
+
+struct Reader<'t> {
+    path: &'t str,
+    text: &'t str,
+    /// Byte offset of each character, plus `text.len()` at the end.
+    char_bytes: Vec<usize>,
+    opts: &'t LoadOptions,
+    anchors: HashMap<usize, YamlNode>,
+    nodes: usize,
+    stack: Vec<Frame>,
+    diags: Diagnostics,
+}
+
+/// Parses `text` (labelled `path` in diagnostics) into a node tree.
+///
+/// A stream with no document yields a `Null` node at 1:1. Errors: syntax (with the parser's
+/// line:column), size, node count/alias expansion, nesting depth, more than one document,
+/// duplicate mapping keys, collections used as keys.
+pub fn parse_yaml(path: &str, text: &str, opts: &LoadOptions) -> Result<YamlNode, Diagnostics> {
+    if text.len() > opts.max_bytes {
+        return Err(Diagnostic::error(
+            path,
+            Span::new(1, 1),
+            Code::TooLarge,
+            format_args!(
+                "document is {} bytes: expected at most {} bytes (LoadOptions::max_bytes)",
+                text.len(),
+                opts.max_bytes
+            ),
+        )
+        .into());
+    }
+    let mut char_bytes: Vec<usize> = text.char_indices().map(|(b, _)| b).collect();
+    char_bytes.push(text.len());
+    let mut r = Reader {
+        path,
+        text,
+        char_bytes,
+        opts,
+        anchors: HashMap::new(),
+        nodes: 0,
+        stack: Vec::new(),
+        diags: Diagnostics::new(),
+    };
+    let root = r.run().map_err(Diagnostics::from)?;
+    if r.diags.has_errors() {
+        return Err(r.diags);
+    }
+    Ok(root.unwrap_or(YamlNode {
+        span: Span::new(1, 1),
+        content: None,
+        kind: YamlKind::Null,
+    }))
+}
+
+fn span_of(s: &YSpan) -> Span {
+    let line = u32::try_from(s.start.line()).unwrap_or(u32::MAX);
+    let col = u32::try_from(s.start.col() + 1).unwrap_or(u32::MAX);
+    Span::new(line, col)
+}
+
+impl Reader<'_> {
+    fn err(&self, span: Span, code: Code, msg: impl std::fmt::Display) -> Diagnostic {
+        Diagnostic::error(self.path, span, code, msg)
+    }
+
+    fn syntax(&self, e: &ScanError) -> Diagnostic {
+        let m = e.marker();
+        let span = Span::new(
+            u32::try_from(m.line()).unwrap_or(u32::MAX),
+            u32::try_from(m.col() + 1).unwrap_or(u32::MAX),
+        );
+        self.err(
+            span,
+            Code::Syntax,
+            format_args!("invalid YAML: {}", e.info()),
+        )
+    }
+
+    fn run(&mut self) -> Result<Option<YamlNode>, Diagnostic> {
+        let mut root: Option<YamlNode> = None;
+        let mut docs = 0usize;
+        for item in Parser::new_from_str(self.text) {
+            let (ev, ys) = item.map_err(|e| self.syntax(&e))?;
+            let span = span_of(&ys);
+            let done = match ev {
+                Event::DocumentStart(_) => {
+                    docs += 1;
+                    if docs > 1 {
+                        return Err(self.err(
+                            span,
+                            Code::Syntax,
+                            "a second YAML document: expected exactly one document per file",
+                        ));
+                    }
+                    None
+                }
+                Event::Scalar(value, style, anchor, tag) => {
+                    let forced_str = tag
+                        .as_ref()
+                        .is_some_and(|t| t.is_yaml_core_schema() && t.suffix == "str");
+                    let node = self.scalar(&value, style, span, &ys, forced_str)?;
+                    Some((node, anchor))
+                }
+                Event::Alias(id) => {
+                    let Some(target) = self.anchors.get(&id) else {
+                        return Err(self.err(span, Code::Syntax, "alias to an unknown anchor"));
+                    };
+                    let size = target.size();
+                    let mut node = target.clone();
+                    self.count(size, span)?;
+                    node.span = span;
+                    node.content = None;
+                    Some((node, 0))
+                }
+                Event::SequenceStart(anchor, _) => {
+                    self.open(span)?;
+                    let node = YamlNode {
+                        span,
+                        content: None,
+                        kind: YamlKind::Null,
+                    };
+                    self.stack.push(Frame::Seq {
+                        node,
+                        anchor,
+                        items: Vec::new(),
+                    });
+                    None
+                }
+                Event::MappingStart(anchor, _) => {
+                    self.open(span)?;
+                    let node = YamlNode {
+                        span,
+                        content: None,
+                        kind: YamlKind::Null,
+                    };
+                    self.stack.push(Frame::Map {
+                        node,
+                        anchor,
+                        entries: Vec::new(),
+                        key: None,
+                    });
+                    None
+                }
+                Event::SequenceEnd | Event::MappingEnd => match self.stack.pop() {
+                    Some(Frame::Seq {
+                        mut node,
+                        anchor,
+                        items,
+                    }) => {
+                        node.kind = YamlKind::Seq(items);
+                        Some((node, anchor))
+                    }
+                    Some(Frame::Map {
+                        mut node,
+                        anchor,
+                        entries,
+                        ..
+                    }) => {
+                        node.kind = YamlKind::Map(entries);
+                        Some((node, anchor))
+                    }
+                    None => None,
+                },
+                _ => None,
+            };
+            if let Some((node, anchor)) = done {
+                if anchor != 0 {
+                    self.anchors.insert(anchor, node.clone());
+                }
+                if let Some(n) = self.attach(node) {
+                    root = Some(n);
+                }
+            }
+        }
+        Ok(root)
+    }
+
+    fn count(&mut self, n: usize, span: Span) -> Result<(), Diagnostic> {
+        self.nodes = self.nodes.saturating_add(n);
+        if self.nodes > self.opts.max_nodes {
+            return Err(self.err(
+                span,
+                Code::TooComplex,
+                format_args!(
+                    "document expands to more than {} nodes (aliases included): expected a \
+                     smaller document; repeated aliases of aliases (an alias bomb) are rejected",
+                    self.opts.max_nodes
+                ),
+            ));
+        }
+        Ok(())
+    }
+
+    fn open(&mut self, span: Span) -> Result<(), Diagnostic> {
+        self.count(1, span)?;
+        if self.stack.len() >= self.opts.max_depth {
+            return Err(self.err(
+                span,
+                Code::TooComplex,
+                format_args!(
+                    "collections nested deeper than {} levels: expected a flatter document",
+                    self.opts.max_depth
+                ),
+            ));
+        }
+        Ok(())
+    }
+
+    fn scalar(
+        &mut self,
+        value: &str,
+        style: ScalarStyle,
+        span: Span,
+        ys: &YSpan,
+        forced_str: bool,
+    ) -> Result<YamlNode, Diagnostic> {
+        self.count(1, span)?;
+        let kind = if style == ScalarStyle::Plain && !forced_str {
+            match resolve_plain(value) {
+                Resolved::Null => YamlKind::Null,
+                Resolved::Bool(b) => YamlKind::Bool(b),
+                Resolved::Int(i) => YamlKind::Int(i),
+                Resolved::Float(f) => YamlKind::Float(f),
+                Resolved::Str => YamlKind::Str(value.to_owned()),
+            }
+        } else {
+            YamlKind::Str(value.to_owned())
+        };
+        let skip = match style {
+            ScalarStyle::Plain => Some(0),
+            ScalarStyle::SingleQuoted | ScalarStyle::DoubleQuoted => Some(1),
+            _ => None,
+        };
+        let content = skip.and_then(|skip| {
+            let start = ys.start.index() + skip;
+            let end = start + value.chars().count();
+            let (b0, b1) = (*self.char_bytes.get(start)?, *self.char_bytes.get(end)?);
+            let verbatim = !value.contains('\n') && self.text.get(b0..b1) == Some(value);
+            verbatim.then(|| span.shifted(skip))
+        });
+        Ok(YamlNode {
+            span,
+            content,
+            kind,
+        })
+    }
+
+    /// Attaches a finished node to its parent; returns it when it is the document root.
+    fn attach(&mut self, node: YamlNode) -> Option<YamlNode> {
+        let path = self.path;
+        match self.stack.last_mut() {
+            None => Some(node),
+            Some(Frame::Seq { items, .. }) => {
+                items.push(node);
+                None
+            }
+            Some(Frame::Map { entries, key, .. }) => {
+                match key.take() {
+                    None => *key = Some(node),
+                    Some(k) => {
+                        match k.key_text() {
+                            None => self.diags.push(Diagnostic::error(
+                                path,
+                                k.span,
+                                Code::WrongType,
+                                format_args!(
+                                    "{} used as a mapping key: expected a scalar key",
+                                    k.kind_name()
+                                ),
+                            )),
+                            Some(text) => {
+                                if let Some((first, _)) = entries
+                                    .iter()
+                                    .find(|(e, _)| e.key_text().as_deref() == Some(&text))
+                                {
+                                    self.diags.push(Diagnostic::error(
+                                        path,
+                                        k.span,
+                                        Code::DuplicateKey,
+                                        format_args!(
+                                            "duplicate key '{text}': expected each key once \
+                                             (first defined at {})",
+                                            first.span
+                                        ),
+                                    ));
+                                }
+                            }
+                        }
+                        entries.push((k, node));
+                    }
+                }
+                None
+            }
+        }
+    }
+}

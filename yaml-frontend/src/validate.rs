@@ -1,0 +1,107 @@
+//! Semantic pass over a built document: `start` and every transition target must name a
+//! state; warns about states with no way out and states never reached from `start`.
+
+use std::collections::HashSet;
+
+use crate::ast::{TaskSpec, TaskType, WorkflowDoc};
+use crate::build::Ctx;
+use crate::diagnostic::{Code, Span};
+use crate::suggest;
+
+/// Reports every cross-reference error and warning of `doc`.
+pub(crate) fn validate(ctx: &mut Ctx<'_>, doc: &WorkflowDoc) {
+    let declared = ctx.declared_states.clone();
+    let names: Vec<&str> = declared.iter().map(String::as_str).collect();
+    let exists = |n: &str| names.contains(&n);
+    let check = |ctx: &mut Ctx<'_>, target: &str, span: Span, what: &str| {
+        if !exists(target) {
+            let hint = suggest::hint(target, names.iter().copied());
+            ctx.error(
+                span,
+                Code::UnknownTarget,
+                format_args!(
+                    "unknown {what} '{target}': expected one of the states {}{hint}",
+                    suggest::list(names.iter().copied())
+                ),
+            );
+        }
+    };
+    if !doc.start.value.is_empty() && !names.is_empty() && !exists(&doc.start.value) {
+        let hint = suggest::hint(&doc.start.value, names.iter().copied());
+        ctx.error(
+            doc.start.span,
+            Code::UnknownStart,
+            format_args!(
+                "start state '{}' is not defined: expected one of the states {}{hint}",
+                doc.start.value,
+                suggest::list(names.iter().copied())
+            ),
+        );
+    }
+    for s in doc.states.values() {
+        for t in &s.on {
+            check(ctx, &t.target, t.target_span, "transition target");
+        }
+        for t in &s.catch {
+            check(ctx, &t.target, t.target_span, "transition target");
+        }
+        if let TaskSpec::Condition { rules, otherwise } = &s.task {
+            for r in rules {
+                check(ctx, &r.target, r.target_span, "transition target");
+            }
+            if let Some(o) = otherwise {
+                check(ctx, &o.value, o.span, "transition target");
+            }
+        }
+        let has_way_out = !s.on.is_empty()
+            || !s.catch.is_empty()
+            || matches!(&s.task, TaskSpec::Condition { rules, otherwise } if !rules.is_empty() || otherwise.is_some());
+        if s.task_type != TaskType::Terminal && !has_way_out {
+            ctx.warn(
+                s.span,
+                Code::NoWayOut,
+                format_args!(
+                    "state '{}' ({}) has no 'on:' or 'catch:' transitions: expected a way out; \
+                     the run will fail with \"no transition for outcome\"",
+                    s.name,
+                    s.task_type.as_str()
+                ),
+            );
+        }
+    }
+    unreachable(ctx, doc);
+}
+
+fn unreachable(ctx: &mut Ctx<'_>, doc: &WorkflowDoc) {
+    if !doc.states.contains_key(&doc.start.value) {
+        return;
+    }
+    let mut seen: HashSet<&str> = HashSet::new();
+    let mut todo = vec![doc.start.value.as_str()];
+    while let Some(n) = todo.pop() {
+        if !seen.insert(n) {
+            continue;
+        }
+        let Some(s) = doc.states.get(n) else { continue };
+        todo.extend(s.on.iter().map(|t| t.target.as_str()));
+        todo.extend(s.catch.iter().map(|t| t.target.as_str()));
+        if let TaskSpec::Condition { rules, otherwise } = &s.task {
+            todo.extend(rules.iter().map(|r| r.target.as_str()));
+            todo.extend(otherwise.iter().map(|o| o.value.as_str()));
+        }
+    }
+    for s in doc
+        .states
+        .values()
+        .filter(|s| !seen.contains(s.name.as_str()))
+    {
+        ctx.warn(
+            s.span,
+            Code::Unreachable,
+            format_args!(
+                "state '{}' is never reached from start state '{}': expected a transition to it",
+                s.name, doc.start.value
+            ),
+        );
+    }
+}
