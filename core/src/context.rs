@@ -376,7 +376,11 @@ impl WorkflowContext {
         })
     }
 
-    fn side_effect(&self, name: &str, make: impl FnOnce() -> Value) -> Value {
+    /// Runs `make` once and journals its value (`SideEffectRecord`); replay returns the
+    /// journaled value without calling `make`. For quick, synchronous reads of the world (a
+    /// document, a setting) whose value the rest of the run must agree on. Anything slow or
+    /// with effects belongs in a task.
+    pub fn side_effect(&self, name: &str, make: impl FnOnce() -> Value) -> Value {
         let step = self.lock().next_step;
         let journaled = match self.lock().journaled.get(&step) {
             Some(Record::SideEffect { name: n, value, .. }) if n == name => Some(value.clone()),

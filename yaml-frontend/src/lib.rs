@@ -19,6 +19,7 @@ mod error_kind;
 mod loader;
 mod node;
 mod params;
+pub mod runtime;
 mod scalar;
 mod suggest;
 mod template;
@@ -39,6 +40,7 @@ pub use error_kind::ErrorKind;
 pub use loader::{LoadOptions, parse_yaml};
 pub use node::{YamlKind, YamlNode};
 pub use params::{ParamError, ParamErrors, validate_params};
+pub use runtime::{DocumentError, DocumentSource, Scope, StateGraph, YamlRuntime, YamlStartError};
 pub use template::{
     Placeholder, TemplateError, TemplateRoot, parse_placeholders, resolve_str, resolve_value,
 };

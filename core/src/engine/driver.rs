@@ -1024,10 +1024,14 @@ impl Driver {
         let result_state = lock(&self.shared).result_state.clone();
         let (status, reason) = match result {
             Ok(v) => {
-                self.append(Record::Result {
-                    state: result_state,
-                    result: v,
-                });
+                // A run that returns nothing from a named state (a YAML terminal without
+                // `result:`) writes no ResultRecord, as the reference says.
+                if !v.is_null() || result_state.is_none() {
+                    self.append(Record::Result {
+                        state: result_state,
+                        result: v,
+                    });
+                }
                 (RunStatus::Done, None)
             }
             Err(e) => {

@@ -1,0 +1,243 @@
+//! Where workflow documents come from: the project, then the tenant (reference §6).
+
+use std::path::{Path, PathBuf};
+
+/// A tenant and project: the scope of runs, documents and lanes.
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+pub struct Scope {
+    /// Tenant name.
+    pub tenant: String,
+    /// Project name.
+    pub project: String,
+}
+
+impl Scope {
+    /// A scope.
+    pub fn new(tenant: impl Into<String>, project: impl Into<String>) -> Self {
+        Self {
+            tenant: tenant.into(),
+            project: project.into(),
+        }
+    }
+
+    /// `tenant/project`, as journaled in each run's StartRecord.
+    pub fn key(&self) -> String {
+        format!("{}/{}", self.tenant, self.project)
+    }
+
+    /// Parses [`Scope::key`].
+    pub fn parse(key: &str) -> Option<Self> {
+        let (t, p) = key.split_once('/')?;
+        Some(Self::new(t, p))
+    }
+}
+
+/// Why a document could not be read.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum DocumentError {
+    /// No document of that name in the project or the tenant.
+    #[error(
+        "[MAG-DOC001] unknown workflow '{name}': looked for {} and {}",
+        project.display(),
+        tenant.display()
+    )]
+    UnknownWorkflow {
+        /// The name asked for.
+        name: String,
+        /// The project path searched.
+        project: PathBuf,
+        /// The tenant path searched.
+        tenant: PathBuf,
+    },
+    /// The name is not a plain file name (path traversal, separators, hidden files).
+    #[error(
+        "[MAG-DOC002] invalid document name '{0}': use a plain file name of letters, digits, \
+         '.', '_' and '-' (no path separators, no '..')"
+    )]
+    InvalidName(String),
+    /// The file exists but could not be read.
+    #[error("[MAG-DOC003] cannot read {path}: {message}")]
+    Io {
+        /// The file.
+        path: PathBuf,
+        /// The I/O error.
+        message: String,
+    },
+}
+
+/// A directory tree of documents: `<root>/<tenant>/<project>/_vance/…`, with
+/// `<root>/<tenant>/_tenant/_vance/…` as the tenant-wide fallback.
+#[derive(Debug, Clone)]
+pub struct DocumentSource {
+    root: PathBuf,
+}
+
+/// Checks that `name` is a plain document name.
+pub fn check_name(name: &str) -> Result<(), DocumentError> {
+    let ok = !name.is_empty()
+        && !name.starts_with('.')
+        && name
+            .chars()
+            .all(|c| c.is_ascii_alphanumeric() || matches!(c, '.' | '_' | '-'))
+        && !name.contains("..");
+    if ok {
+        Ok(())
+    } else {
+        Err(DocumentError::InvalidName(name.to_string()))
+    }
+}
+
+impl DocumentSource {
+    /// Documents under `root` in the `<tenant>/<project>` layout.
+    pub fn new(root: impl Into<PathBuf>) -> Self {
+        Self { root: root.into() }
+    }
+
+    /// A single project directory (the `magrathea` command's view): the project is the
+    /// directory's name, the tenant its parent's, and the tenant fallback is
+    /// `<parent>/_tenant/`.
+    pub fn for_project_dir(dir: &Path) -> (Self, Scope) {
+        let dir = std::path::absolute(dir).unwrap_or_else(|_| dir.to_path_buf());
+        let name = |p: &Path| {
+            p.file_name()
+                .map(|n| n.to_string_lossy().into_owned())
+                .unwrap_or_else(|| "_".into())
+        };
+        let project = name(&dir);
+        let tenant_dir = dir
+            .parent()
+            .map(Path::to_path_buf)
+            .unwrap_or_else(|| dir.clone());
+        let tenant = name(&tenant_dir);
+        let root = tenant_dir
+            .parent()
+            .map(Path::to_path_buf)
+            .unwrap_or_else(|| tenant_dir.clone());
+        (Self { root }, Scope::new(tenant, project))
+    }
+
+    /// The root directory.
+    pub fn root(&self) -> &Path {
+        &self.root
+    }
+
+    /// The project's directory.
+    pub fn project_dir(&self, scope: &Scope) -> PathBuf {
+        self.root.join(&scope.tenant).join(&scope.project)
+    }
+
+    /// The tenant-wide directory.
+    pub fn tenant_dir(&self, scope: &Scope) -> PathBuf {
+        self.root.join(&scope.tenant).join("_tenant")
+    }
+
+    /// Resolves `_vance/<kind>/<name>.yaml` by the cascade: project, then tenant.
+    pub fn document(
+        &self,
+        scope: &Scope,
+        kind: &str,
+        name: &str,
+    ) -> Result<(PathBuf, String), DocumentError> {
+        check_name(name)?;
+        let file = format!("{name}.yaml");
+        let project = self
+            .project_dir(scope)
+            .join("_vance")
+            .join(kind)
+            .join(&file);
+        let tenant = self.tenant_dir(scope).join("_vance").join(kind).join(&file);
+        for path in [&project, &tenant] {
+            match std::fs::read_to_string(path) {
+                Ok(text) => return Ok((path.clone(), text)),
+                Err(e) if e.kind() == std::io::ErrorKind::NotFound => continue,
+                Err(e) => {
+                    return Err(DocumentError::Io {
+                        path: path.clone(),
+                        message: e.to_string(),
+                    });
+                }
+            }
+        }
+        Err(DocumentError::UnknownWorkflow {
+            name: name.to_string(),
+            project,
+            tenant,
+        })
+    }
+
+    /// Resolves a workflow document by the cascade.
+    pub fn workflow(&self, scope: &Scope, name: &str) -> Result<(PathBuf, String), DocumentError> {
+        self.document(scope, "workflows", name)
+    }
+
+    /// Names of the workflows visible in the scope (project first, then tenant), sorted.
+    pub fn workflow_names(&self, scope: &Scope) -> Vec<String> {
+        let mut names: Vec<String> = [self.project_dir(scope), self.tenant_dir(scope)]
+            .iter()
+            .filter_map(|d| std::fs::read_dir(d.join("_vance").join("workflows")).ok())
+            .flatten()
+            .filter_map(|e| e.ok())
+            .filter_map(|e| {
+                let n = e.file_name().to_string_lossy().into_owned();
+                n.strip_suffix(".yaml").map(str::to_string)
+            })
+            .collect();
+        names.sort();
+        names.dedup();
+        names
+    }
+
+    /// The project's settings (`_vance/settings.yaml`), or defaults.
+    pub fn settings(&self, scope: &Scope) -> super::settings::ProjectSettings {
+        let path = self.project_dir(scope).join("_vance").join("settings.yaml");
+        super::settings::ProjectSettings::read(&path)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn cascade_prefers_the_project_then_the_tenant_then_names_both() {
+        let dir = tempfile::tempdir().unwrap();
+        let root = dir.path();
+        let scope = Scope::new("acme", "shop");
+        let p = root.join("acme/shop/_vance/workflows");
+        let t = root.join("acme/_tenant/_vance/workflows");
+        std::fs::create_dir_all(&p).unwrap();
+        std::fs::create_dir_all(&t).unwrap();
+        std::fs::write(t.join("a.yaml"), "tenant").unwrap();
+        std::fs::write(t.join("b.yaml"), "tenant-b").unwrap();
+        std::fs::write(p.join("a.yaml"), "project").unwrap();
+        let docs = DocumentSource::new(root);
+        assert_eq!(docs.workflow(&scope, "a").unwrap().1, "project");
+        assert_eq!(docs.workflow(&scope, "b").unwrap().1, "tenant-b");
+        let err = docs.workflow(&scope, "c").unwrap_err().to_string();
+        assert!(err.contains("acme/shop/_vance/workflows/c.yaml"), "{err}");
+        assert!(
+            err.contains("acme/_tenant/_vance/workflows/c.yaml"),
+            "{err}"
+        );
+        assert_eq!(docs.workflow_names(&scope), vec!["a", "b"]);
+    }
+
+    #[test]
+    fn path_traversal_is_rejected() {
+        let docs = DocumentSource::new("/nonexistent");
+        let scope = Scope::new("t", "p");
+        for bad in ["../x", "a/b", "..", ".hidden", "", "a\\b"] {
+            let err = docs.workflow(&scope, bad).unwrap_err();
+            assert!(err.to_string().contains("[MAG-DOC002]"), "{bad}: {err}");
+        }
+    }
+
+    #[test]
+    fn a_project_dir_maps_to_tenant_and_project() {
+        let (docs, scope) = DocumentSource::for_project_dir(Path::new("/srv/acme/shop"));
+        assert_eq!(scope, Scope::new("acme", "shop"));
+        assert_eq!(docs.project_dir(&scope), Path::new("/srv/acme/shop"));
+        assert_eq!(docs.tenant_dir(&scope), Path::new("/srv/acme/_tenant"));
+    }
+}

@@ -1,0 +1,139 @@
+//! Task executors of the synchronous YAML task types, registered as engine tasks.
+
+use std::path::PathBuf;
+use std::sync::Arc;
+
+use magrathea_core::{RetryPolicy, TaskError, TaskOptions, TaskRegistration};
+use serde_json::{Value, json};
+
+use super::RuntimeInner;
+use super::documents::Scope;
+use super::shell::run_shell;
+use crate::Condition;
+
+fn options() -> TaskOptions {
+    TaskOptions {
+        retry: RetryPolicy::none(),
+        timeout: None,
+    }
+}
+
+fn technical(msg: String) -> TaskError {
+    TaskError::terminal(msg.clone())
+        .with_kind("technical_error")
+        .with_output(json!({ "error": msg }))
+}
+
+pub(crate) fn registrations(rt: Arc<RuntimeInner>) -> Vec<TaskRegistration> {
+    let shell_rt = rt.clone();
+    let cond_rt = rt.clone();
+    let mut regs = vec![
+        TaskRegistration::new("shell_task", options(), move |input, _| {
+            let rt = shell_rt.clone();
+            async move { shell(&rt, input).await }
+        }),
+        TaskRegistration::new("condition_task", options(), move |input, _| {
+            let rt = cond_rt.clone();
+            async move {
+                let scope = input
+                    .get("scope")
+                    .and_then(Value::as_str)
+                    .unwrap_or_default()
+                    .to_string();
+                let _lane = rt.lanes.enter(&scope).await;
+                condition(&input)
+            }
+        }),
+    ];
+    for ty in ["script_task", "tool_task", "agent_task"] {
+        regs.push(TaskRegistration::new(
+            ty,
+            options(),
+            move |_, _| async move {
+                Err(technical(format!(
+                    "[MAG-YR002] {ty} is not available in this build: documents using it load and \
+                 validate, and route its failure through `catch: technical_error`"
+                )))
+            },
+        ));
+    }
+    regs
+}
+
+/// The workspace directory named `name` for a scope: the project's settings first, then
+/// `workspace` = the project directory.
+fn workspace_dir(rt: &RuntimeInner, scope: &Scope, name: &str) -> Option<PathBuf> {
+    let project = rt.docs.project_dir(scope);
+    let settings = rt.docs.settings(scope);
+    match settings.workspaces.get(name) {
+        Some(p) if p.is_absolute() => Some(p.clone()),
+        Some(p) => Some(project.join(p)),
+        None if name == "workspace" => Some(project),
+        None => None,
+    }
+}
+
+async fn shell(rt: &RuntimeInner, input: Value) -> Result<Value, TaskError> {
+    let run = input
+        .get("run")
+        .and_then(Value::as_str)
+        .unwrap_or_default()
+        .to_string();
+    let scope_key = input
+        .get("scope")
+        .and_then(Value::as_str)
+        .unwrap_or_default()
+        .to_string();
+    let Some(dir_name) = input.get("dirName").and_then(Value::as_str) else {
+        return Err(technical(
+            "[MAG-SH001] shell_task has no `dirName:`; name a workspace directory (e.g. \
+             `dirName: workspace`)"
+                .into(),
+        ));
+    };
+    let scope = Scope::parse(&scope_key).unwrap_or_else(|| Scope::new("_", "_"));
+    let Some(dir) = workspace_dir(rt, &scope, dir_name) else {
+        return Err(technical(format!(
+            "[MAG-SH005] unknown workspace `{dir_name}`: declare it under `workspaces:` in \
+             _vance/settings.yaml"
+        )));
+    };
+    let timeout = input
+        .get("timeoutSeconds")
+        .and_then(Value::as_f64)
+        .filter(|s| *s > 0.0)
+        .map(std::time::Duration::from_secs_f64);
+    let _lane = rt.lanes.enter(&scope_key).await;
+    run_shell(&run, dir, timeout, Vec::new()).await
+}
+
+fn condition(input: &Value) -> Result<Value, TaskError> {
+    let state = input.get("state").cloned().unwrap_or_else(|| json!({}));
+    let params = input.get("params").cloned().unwrap_or_else(|| json!({}));
+    let rules = input
+        .get("transitions")
+        .and_then(Value::as_array)
+        .cloned()
+        .unwrap_or_default();
+    for rule in rules {
+        if let Some(target) = rule.get("else").and_then(Value::as_str) {
+            return Ok(json!({ "next": target, "matched": "else" }));
+        }
+        let (Some(expr), Some(target)) = (
+            rule.get("if").and_then(Value::as_str),
+            rule.get("to").and_then(Value::as_str),
+        ) else {
+            continue;
+        };
+        let cond = Condition::parse(expr)
+            .map_err(|e| technical(format!("[MAG-YC001] condition `{expr}`: {}", e.message)))?;
+        match cond.evaluate(&state, &params) {
+            Ok(true) => return Ok(json!({ "next": target, "matched": expr })),
+            Ok(false) => continue,
+            Err(e) => {
+                return Err(technical(format!("[MAG-YC002] condition `{expr}`: {e}")));
+            }
+        }
+    }
+    Ok(json!({ "next": null }))
+}

@@ -1,0 +1,459 @@
+//! The StateGraph interpreter: a deterministic workflow on the replay core.
+//!
+//! Each state is entered with a `StateEnteredRecord`; its spec is resolved (`${…}`) right
+//! before its task runs; the task's result, the `storeAs` variable and the transition follow
+//! the order of the reference's `handleCompletion` (§4.3): result, variable, terminal special
+//! case, retry check (retry preempts routing), bounds check, then the resolver (§4.1:
+//! `nextStateOverride`, `on:`, `catch:`, else fail with "no transition for outcome '<x>'").
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use magrathea_core::{
+    AnswerOutcome, ChildRequest, GateKind, GateOutcome, GateSpec, RetryPolicy, RunStatus,
+    StartRecord, TaskCall, TaskError, TaskOptions, WorkflowContext, WorkflowError,
+};
+use serde_json::{Map, Value, json};
+
+use super::RuntimeInner;
+use super::documents::Scope;
+use crate::ast::{StateSpec, TaskSpec, TaskType, TerminalOutcome, WorkflowDoc};
+use crate::error_kind::ErrorKind;
+use crate::{LoadOptions, load_workflow, parse_duration, resolve_value, validate_params};
+
+/// What a state's task produced.
+struct Completion {
+    outcome: String,
+    output: Value,
+    next: Option<String>,
+}
+
+impl Completion {
+    fn of(outcome: &str, output: Value) -> Self {
+        Self {
+            outcome: outcome.into(),
+            output,
+            next: None,
+        }
+    }
+    fn from_task(result: Result<Value, TaskError>) -> Self {
+        match result {
+            Ok(v) => Self::of("success", v),
+            Err(e) => {
+                let output = if e.output.is_null() {
+                    json!({ "error": e.message })
+                } else {
+                    e.output
+                };
+                Self::of(&e.kind, output)
+            }
+        }
+    }
+}
+
+pub(crate) async fn interpret(
+    ctx: WorkflowContext,
+    doc: WorkflowDoc,
+    start: StartRecord,
+    rt: Arc<RuntimeInner>,
+) -> Result<Value, WorkflowError> {
+    let params = start.params.clone();
+    let mut vars = Map::new();
+    let bounds = doc.bounds.unwrap_or_default();
+    let started_ms = bounds.max_wallclock_seconds.map(|_| ctx.now());
+    let mut spawns: u64 = 0;
+    let mut current = doc.start.value.clone();
+    loop {
+        let Some(state) = doc.states.get(&current) else {
+            return Err(WorkflowError::failed(format!("unknown state '{current}'")));
+        };
+        ctx.enter_state(&current);
+        let mut retries = 0u32;
+        let done = loop {
+            if state.task_type == TaskType::Terminal {
+                let spec = resolve_value(&state.raw, &params, &Value::Object(vars.clone()));
+                return terminal(&ctx, state, &spec);
+            }
+            if let Some(max) = bounds.max_task_spawns
+                && spawns >= max
+            {
+                return Err(WorkflowError::failed(format!(
+                    "bounds exhausted: maxTaskSpawns {max} reached before state '{current}'"
+                )));
+            }
+            spawns += 1;
+            let spec = resolve_value(&state.raw, &params, &Value::Object(vars.clone()));
+            let done = execute(&ctx, &rt, &start, state, &spec, &params, &vars).await;
+            if let Some(key) = &state.store_as
+                && !done.output.is_null()
+            {
+                vars.insert(key.clone(), done.output.clone());
+                ctx.set_var(key, done.output.clone());
+            }
+            if let Some(retry) = &state.retry {
+                let retried_kind =
+                    ErrorKind::parse(&done.outcome).is_some_and(|k| retry.on.contains(&k));
+                if retried_kind && retries + 1 < retry.max_attempts && ctx.cancellation().is_none()
+                {
+                    retries += 1;
+                    if retry.backoff_seconds > 0.0 {
+                        let backoff = Duration::from_secs_f64(retry.backoff_seconds);
+                        if ctx.sleep(backoff).await.is_err() {
+                            break Completion::of("cancelled", Value::Null);
+                        }
+                    }
+                    continue;
+                }
+            }
+            break done;
+        };
+        if let (Some(max), Some(t0)) = (bounds.max_wallclock_seconds, started_ms) {
+            let elapsed = ctx.now().saturating_sub(t0) as f64 / 1000.0;
+            if elapsed > max {
+                return Err(WorkflowError::failed(format!(
+                    "bounds exhausted: maxWallclockSeconds {max} exceeded ({elapsed:.1} s)"
+                )));
+            }
+        }
+        match resolve(state, &done) {
+            Some(next) => current = next,
+            None => {
+                if done.outcome == "cancelled"
+                    && let Some(reason) = ctx.cancellation()
+                {
+                    return Err(WorkflowError::cancelled(reason));
+                }
+                return Err(WorkflowError::failed(format!(
+                    "no transition for outcome '{}'",
+                    done.outcome
+                )));
+            }
+        }
+    }
+}
+
+/// The resolver of reference §4.1.
+fn resolve(state: &StateSpec, done: &Completion) -> Option<String> {
+    if let Some(next) = &done.next {
+        return Some(next.clone());
+    }
+    if let Some(t) = state.on.iter().find(|t| t.outcome == done.outcome) {
+        return Some(t.target.clone());
+    }
+    let kind = ErrorKind::parse(&done.outcome).or_else(|| {
+        (done.outcome.eq_ignore_ascii_case("rejected")).then_some(ErrorKind::HumanRejected)
+    })?;
+    state
+        .catch
+        .iter()
+        .find(|c| c.kind == kind)
+        .map(|c| c.target.clone())
+}
+
+fn terminal(
+    ctx: &WorkflowContext,
+    state: &StateSpec,
+    spec: &Value,
+) -> Result<Value, WorkflowError> {
+    ctx.set_result_state(&state.name);
+    let result = spec.get("result").cloned().unwrap_or(Value::Null);
+    let outcome = match &state.task {
+        TaskSpec::Terminal { outcome, .. } => *outcome,
+        _ => TerminalOutcome::Success,
+    };
+    match outcome {
+        TerminalOutcome::Success => Ok(result),
+        _ => {
+            let err = WorkflowError::failed(format!(
+                "terminal state '{}' reached with outcome failure",
+                state.name
+            ));
+            Err(if result.is_null() {
+                err
+            } else {
+                err.with_result(result)
+            })
+        }
+    }
+}
+
+fn no_retry() -> Option<TaskOptions> {
+    Some(TaskOptions {
+        retry: RetryPolicy::none(),
+        timeout: None,
+    })
+}
+
+fn timeout_of(spec: &Value) -> Option<Duration> {
+    spec.get("timeoutSeconds")
+        .and_then(Value::as_f64)
+        .filter(|s| *s > 0.0)
+        .map(Duration::from_secs_f64)
+}
+
+async fn execute(
+    ctx: &WorkflowContext,
+    rt: &Arc<RuntimeInner>,
+    start: &StartRecord,
+    state: &StateSpec,
+    spec: &Value,
+    params: &Value,
+    vars: &Map<String, Value>,
+) -> Completion {
+    let call = |task: &str, input: Value| {
+        ctx.task_with(TaskCall {
+            task: task.into(),
+            name: Some(state.name.clone()),
+            input,
+            options: no_retry(),
+        })
+    };
+    match state.task_type {
+        TaskType::ShellTask | TaskType::ScriptTask | TaskType::ToolTask | TaskType::AgentTask => {
+            let mut input = spec.clone();
+            if let Value::Object(m) = &mut input {
+                m.insert("scope".into(), Value::String(start.scope.clone()));
+                m.insert("params".into(), params.clone());
+                m.insert("vars".into(), Value::Object(vars.clone()));
+                if state.task_type != TaskType::ShellTask && state.task_type != TaskType::ScriptTask
+                {
+                    m.remove("vars");
+                }
+            }
+            Completion::from_task(call(state.task_type.as_str(), input).await)
+        }
+        TaskType::ConditionTask => {
+            let input = json!({
+                "transitions": spec.get("transitions").cloned().unwrap_or(Value::Null),
+                "state": Value::Object(vars.clone()),
+                "params": params,
+                "scope": start.scope,
+            });
+            let mut done = Completion::from_task(call("condition_task", input).await);
+            if done.outcome == "success" {
+                done.next = done
+                    .output
+                    .get("next")
+                    .and_then(Value::as_str)
+                    .map(str::to_string);
+            }
+            done
+        }
+        TaskType::TimerTask => {
+            let text = spec
+                .get("duration")
+                .and_then(Value::as_str)
+                .unwrap_or_default();
+            match parse_duration(text) {
+                Ok(d) => match ctx.sleep(d).await {
+                    Ok(()) => Completion::of("fired", Value::Null),
+                    Err(e) => Completion::of(&e.kind, Value::Null),
+                },
+                Err(e) => Completion::of("technical_error", json!({ "error": e.to_string() })),
+            }
+        }
+        TaskType::GateTask => gate(ctx, start, state, spec).await,
+        TaskType::WorkflowTask => sub_workflow(ctx, rt, start, state, spec).await,
+        TaskType::Terminal => Completion::of("success", Value::Null),
+    }
+}
+
+fn gate_spec(start: &StartRecord, state: &StateSpec, spec: &Value) -> GateSpec {
+    let inbox = spec.get("inbox").cloned().unwrap_or(Value::Null);
+    let text = |k: &str| inbox.get(k).and_then(Value::as_str).map(str::to_string);
+    let list = |k: &str| -> Vec<String> {
+        inbox
+            .get(k)
+            .and_then(Value::as_array)
+            .map(|a| {
+                a.iter()
+                    .map(|v| v.as_str().map_or_else(|| v.to_string(), str::to_string))
+                    .collect()
+            })
+            .unwrap_or_default()
+    };
+    let kind = match text("kind")
+        .unwrap_or_default()
+        .to_ascii_uppercase()
+        .as_str()
+    {
+        "DECISION" => GateKind::Decision,
+        "FEEDBACK" => GateKind::Feedback,
+        _ => GateKind::Approval,
+    };
+    let assigned_to = text("assignedTo")
+        .filter(|s| !s.is_empty())
+        .or_else(|| Some(start.started_by.clone()).filter(|s| !s.is_empty()))
+        .unwrap_or_else(|| "@system".into());
+    GateSpec {
+        kind,
+        title: text("title").unwrap_or_else(|| state.name.clone()),
+        body: text("body").unwrap_or_default(),
+        options: list("options"),
+        assigned_to,
+        criticality: text("criticality")
+            .unwrap_or_else(|| "NORMAL".into())
+            .to_ascii_uppercase(),
+        tags: list("tags"),
+        timeout_ms: timeout_of(spec).map(|d| d.as_millis() as u64),
+        meta: json!({
+            "kind": "workflow.gate",
+            "workflowName": start.workflow_name,
+            "workflowState": state.name,
+        }),
+    }
+}
+
+async fn gate(
+    ctx: &WorkflowContext,
+    start: &StartRecord,
+    state: &StateSpec,
+    spec: &Value,
+) -> Completion {
+    let gate = gate_spec(start, state, spec);
+    let kind = gate.kind;
+    match ctx.gate(gate).await {
+        GateOutcome::TimedOut => Completion::of("timeout", Value::Null),
+        GateOutcome::Cancelled(_) => Completion::of("cancelled", Value::Null),
+        GateOutcome::Answered(answer) => {
+            let mut output = match &answer.value {
+                Value::Object(m) => m.clone(),
+                Value::Null => Map::new(),
+                other => Map::from_iter([("value".to_string(), other.clone())]),
+            };
+            if let Some(c) = &answer.comment {
+                output.insert("comment".into(), Value::String(c.clone()));
+            }
+            if !answer.answered_by.is_empty() {
+                output.insert(
+                    "answeredBy".into(),
+                    Value::String(answer.answered_by.clone()),
+                );
+            }
+            let outcome = match answer.outcome {
+                AnswerOutcome::InsufficientInfo => "insufficient_info".to_string(),
+                AnswerOutcome::Undecidable => "undecidable".to_string(),
+                AnswerOutcome::Decided => match kind {
+                    GateKind::Approval => {
+                        let approved = answer.value.get("approved").and_then(Value::as_bool);
+                        if approved == Some(true) {
+                            "approved"
+                        } else {
+                            "rejected"
+                        }
+                        .to_string()
+                    }
+                    GateKind::Decision => answer
+                        .value
+                        .get("chosen")
+                        .and_then(Value::as_str)
+                        .unwrap_or_default()
+                        .to_string(),
+                    GateKind::Feedback => "success".to_string(),
+                },
+            };
+            output.insert("outcome".into(), Value::String(outcome.clone()));
+            Completion::of(&outcome, Value::Object(output))
+        }
+    }
+}
+
+async fn sub_workflow(
+    ctx: &WorkflowContext,
+    rt: &Arc<RuntimeInner>,
+    start: &StartRecord,
+    state: &StateSpec,
+    spec: &Value,
+) -> Completion {
+    let name = spec
+        .get("workflow")
+        .and_then(Value::as_str)
+        .unwrap_or_default()
+        .to_string();
+    let scope = Scope::parse(&start.scope).unwrap_or_else(|| Scope::new("_", "_"));
+    // The sub-workflow's document is read once and journaled, so replay starts (or finds)
+    // the same child on the same definition.
+    let found = ctx.side_effect("workflow_document", || {
+        match rt.docs.workflow(&scope, &name) {
+            Ok((path, text)) => json!({ "path": path.display().to_string(), "definition": text }),
+            Err(e) => json!({ "error": e.to_string() }),
+        }
+    });
+    if let Some(err) = found.get("error").and_then(Value::as_str) {
+        return Completion::of("failure", json!({ "error": err }));
+    }
+    let definition = found
+        .get("definition")
+        .and_then(Value::as_str)
+        .unwrap_or_default()
+        .to_string();
+    let path = found
+        .get("path")
+        .and_then(Value::as_str)
+        .unwrap_or_default()
+        .to_string();
+    let loaded = match load_workflow(&path, &definition, &LoadOptions::default()) {
+        Ok(l) => l,
+        Err(diags) => {
+            let msgs: Vec<String> = diags.iter().map(|d| d.to_string()).collect();
+            return Completion::of("failure", json!({ "error": msgs.join("\n") }));
+        }
+    };
+    let given = spec
+        .get("params")
+        .cloned()
+        .filter(|v| !v.is_null())
+        .unwrap_or_else(|| json!({}));
+    let input = match validate_params(&loaded.doc.parameters, &given) {
+        Ok(p) => p,
+        Err(e) => return Completion::of("failure", json!({ "error": e.to_string() })),
+    };
+    let request = ChildRequest {
+        workflow: name,
+        frontend: "yaml".into(),
+        definition: Some(definition),
+        version: loaded.doc.version.clone().unwrap_or_default(),
+        input,
+        parent_state: Some(state.name.clone()),
+    };
+    let parent = ctx.clone();
+    let child = ctx.child(request).map(move |o| {
+        let ok = o.status == RunStatus::Done;
+        let output = if ok {
+            o.result
+        } else {
+            json!({ "workflowRunId": o.run_id, "status": o.status, "reason": o.reason, "result": o.result })
+        };
+        let outcome = match o.status {
+            RunStatus::Done => "success",
+            _ if parent.cancellation().is_some() => "cancelled",
+            _ => "failure",
+        };
+        Completion::of(outcome, output)
+    });
+    match timeout_of(spec) {
+        None => child.await,
+        Some(t) => {
+            let timer = ctx.sleep(t).map(|r| match r {
+                Ok(()) => Completion::of("timeout", Value::Null),
+                Err(e) => Completion::of(&e.kind, Value::Null),
+            });
+            ctx.select(vec![child, timer]).await.1
+        }
+    }
+}
+
+/// Why a workflow document cannot run: the frozen body no longer loads.
+pub(crate) fn load_frozen(start: &StartRecord) -> Result<WorkflowDoc, String> {
+    let text = start.definition.as_deref().unwrap_or_default();
+    let label = format!("{}.yaml (frozen)", start.workflow_name);
+    load_workflow(&label, text, &LoadOptions::default())
+        .map(|l| l.doc)
+        .map_err(|diags| {
+            let msgs: Vec<String> = diags.iter().map(|d| d.to_string()).collect();
+            format!(
+                "[MAG-YR001] the run's frozen definition does not load: {}",
+                msgs.join("; ")
+            )
+        })
+}

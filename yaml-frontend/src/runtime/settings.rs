@@ -1,0 +1,61 @@
+//! Project settings: `_vance/settings.yaml`.
+//!
+//! ```yaml
+//! lanes:
+//!   maxConcurrentTasks: 1     # synchronous tasks of the project run one at a time (default)
+//! workspaces:
+//!   workspace: .              # the workspace named `workspace` (default: the project dir)
+//!   build: /srv/build         # relative paths are relative to the project dir
+//! ```
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+
+use serde::Deserialize;
+
+/// Settings of one project.
+#[derive(Debug, Clone, Default, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct ProjectSettings {
+    /// Lane settings.
+    #[serde(default)]
+    pub lanes: LaneSettings,
+    /// Named workspace directories.
+    #[serde(default)]
+    pub workspaces: BTreeMap<String, PathBuf>,
+}
+
+/// How many synchronous tasks of a project may run at once.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct LaneSettings {
+    /// At most this many at once (default 1, as the reference's project lane).
+    #[serde(default = "one")]
+    pub max_concurrent_tasks: usize,
+}
+
+fn one() -> usize {
+    1
+}
+
+impl Default for LaneSettings {
+    fn default() -> Self {
+        Self {
+            max_concurrent_tasks: 1,
+        }
+    }
+}
+
+impl ProjectSettings {
+    /// Reads the file; a missing file gives the defaults, an unreadable one is logged and
+    /// gives the defaults.
+    pub fn read(path: &Path) -> Self {
+        match std::fs::read_to_string(path) {
+            Ok(text) => serde_yaml_ng::from_str(&text).unwrap_or_else(|e| {
+                tracing::warn!(path = %path.display(), error = %e, "ignoring invalid settings");
+                Self::default()
+            }),
+            Err(_) => Self::default(),
+        }
+    }
+}

@@ -1,0 +1,525 @@
+//! Conformance with the Vancetope reference, section by section, through the library: each
+//! test names the section it checks. The CLI-level suite lives with the `magrathea` command.
+
+use std::path::Path;
+use std::sync::Arc;
+use std::time::Duration;
+
+use magrathea_core::{Engine, GateAnswer, MemoryStore, Record, RunStatus, RunView, Store};
+use magrathea_yaml::{DocumentSource, Scope, YamlRuntime, YamlStartError};
+use serde_json::{Value, json};
+
+struct Project {
+    _dir: tempfile::TempDir,
+    project: std::path::PathBuf,
+    runtime: YamlRuntime,
+    scope: Scope,
+    engine: Engine,
+}
+
+async fn project(docs: &[(&str, &str)]) -> Project {
+    project_on(Arc::new(MemoryStore::new()), docs).await
+}
+
+async fn project_on(store: Arc<dyn Store>, docs: &[(&str, &str)]) -> Project {
+    let dir = tempfile::tempdir().unwrap();
+    let project = dir.path().join("acme").join("shop");
+    let wf = project.join("_vance/workflows");
+    std::fs::create_dir_all(&wf).unwrap();
+    for (name, body) in docs {
+        write_doc(&project, name, body);
+    }
+    let (source, scope) = DocumentSource::for_project_dir(&project);
+    let runtime = YamlRuntime::new(source);
+    let engine = runtime
+        .install(Engine::builder().store(store))
+        .build()
+        .await
+        .unwrap();
+    Project {
+        _dir: dir,
+        project,
+        runtime,
+        scope,
+        engine,
+    }
+}
+
+fn write_doc(project: &Path, name: &str, body: &str) {
+    std::fs::write(
+        project
+            .join("_vance/workflows")
+            .join(format!("{name}.yaml")),
+        body,
+    )
+    .unwrap();
+}
+
+impl Project {
+    async fn run(&self, name: &str, params: Value) -> RunView {
+        let run = self
+            .runtime
+            .start(&self.engine, &self.scope, name, params, "tester")
+            .await
+            .unwrap();
+        self.engine.wait_settled(run).await.unwrap()
+    }
+    fn records(&self, view: &RunView) -> Vec<Record> {
+        self.engine
+            .journal(view.workflow_run_id)
+            .unwrap()
+            .into_iter()
+            .map(|e| e.record)
+            .collect()
+    }
+    fn count(&self, view: &RunView, type_name: &str) -> usize {
+        self.records(view)
+            .iter()
+            .filter(|r| r.type_name() == type_name)
+            .count()
+    }
+}
+
+#[tokio::test]
+async fn s3_2_shell_success_and_business_error_route_by_outcome() {
+    let p = project(&[(
+        "build",
+        r#"
+start: check
+states:
+  check:
+    type: shell_task
+    run: "echo out; echo err >&2; exit ${params.code}"
+    dirName: workspace
+    storeAs: check_output
+    on:
+      success: done
+    catch:
+      business_error: failed
+  done:
+    type: terminal
+    result:
+      stdout: "${state.check_output.stdout}"
+  failed:
+    type: terminal
+    outcome: failure
+    result:
+      code: "${state.check_output.exitCode}"
+"#,
+    )])
+    .await;
+    let ok = p.run("build", json!({"code": 0})).await;
+    assert_eq!(ok.status, RunStatus::Done, "{ok:?}");
+    assert_eq!(ok.result, Some(json!({"stdout": "out\n"})));
+    let out = &ok.vars["check_output"];
+    assert_eq!(out["status"], "COMPLETED");
+    assert_eq!(out["exitCode"], 0);
+    assert_eq!(out["stderr"], "err\n");
+    assert!(out["durationMs"].is_u64());
+
+    let bad = p.run("build", json!({"code": 3})).await;
+    assert_eq!(bad.status, RunStatus::Failed);
+    assert_eq!(bad.result, Some(json!({"code": "3"})));
+    let outcomes: Vec<String> = p
+        .records(&bad)
+        .into_iter()
+        .filter_map(|r| match r {
+            Record::TaskResult { outcome, .. } => Some(outcome),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(outcomes, vec!["business_error"]);
+}
+
+#[tokio::test]
+async fn s3_2_shell_runs_in_the_workspace_and_without_dir_name_is_a_technical_error() {
+    let p = project(&[
+        (
+            "pwd",
+            "start: a\nstates:\n  a:\n    type: shell_task\n    run: pwd\n    dirName: workspace\n    storeAs: o\n    on:\n      success: done\n  done:\n    type: terminal\n",
+        ),
+        (
+            "nodir",
+            "start: a\nstates:\n  a:\n    type: shell_task\n    run: pwd\n    catch:\n      technical_error: done\n  done:\n    type: terminal\n    result: routed\n",
+        ),
+    ])
+    .await;
+    let v = p.run("pwd", json!({})).await;
+    let pwd = v.vars["o"]["stdout"].as_str().unwrap().trim().to_string();
+    assert_eq!(
+        Path::new(&pwd).canonicalize().unwrap(),
+        p.project.canonicalize().unwrap()
+    );
+    let v = p.run("nodir", json!({})).await;
+    assert_eq!(v.status, RunStatus::Done);
+    assert_eq!(v.result, Some(json!("routed")));
+}
+
+#[tokio::test]
+async fn s3_2_a_shell_timeout_kills_the_process_group_and_routes_timeout() {
+    let p = project(&[(
+        "slow",
+        r#"
+start: a
+states:
+  a:
+    type: shell_task
+    run: "sleep 30 & echo $! > child.pid; wait"
+    dirName: workspace
+    timeoutSeconds: 0.5
+    catch:
+      timeout: done
+  done:
+    type: terminal
+    result: timed out
+"#,
+    )])
+    .await;
+    let v = p.run("slow", json!({})).await;
+    assert_eq!(v.result, Some(json!("timed out")), "{v:?}");
+    let pid: i32 = std::fs::read_to_string(p.project.join("child.pid"))
+        .unwrap()
+        .trim()
+        .parse()
+        .unwrap();
+    // The background `sleep` was in the killed group: it is gone (or a zombie being reaped).
+    let mut gone = false;
+    for _ in 0..50 {
+        let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).unwrap_or_default();
+        if stat.is_empty() || stat.contains(") Z ") {
+            gone = true;
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    assert!(
+        gone,
+        "the sleep started by the command survived its timeout"
+    );
+}
+
+#[tokio::test]
+async fn s4_3_max_attempts_counts_the_first_attempt_and_retry_preempts_catch() {
+    let p = project(&[(
+        "flaky",
+        r#"
+start: a
+states:
+  a:
+    type: shell_task
+    run: "echo x >> attempts.txt; exit 1"
+    dirName: workspace
+    retry:
+      maxAttempts: 3
+      on: [business_error]
+      backoffSeconds: 0
+    catch:
+      business_error: gave_up
+  gave_up:
+    type: terminal
+    outcome: failure
+"#,
+    )])
+    .await;
+    let v = p.run("flaky", json!({})).await;
+    assert_eq!(v.status, RunStatus::Failed);
+    let attempts = std::fs::read_to_string(p.project.join("attempts.txt")).unwrap();
+    assert_eq!(
+        attempts.lines().count(),
+        3,
+        "maxAttempts: 3 = original + 2 retries"
+    );
+    assert_eq!(p.count(&v, "TaskStartedRecord"), 3);
+    assert_eq!(v.current_state.as_deref(), Some("gave_up"));
+}
+
+#[tokio::test]
+async fn s4_1_no_transition_for_an_outcome_fails_the_run_with_the_reference_reason() {
+    let p = project(&[(
+        "stuck",
+        "start: a\nstates:\n  a:\n    type: shell_task\n    run: exit 2\n    dirName: workspace\n    on:\n      success: done\n  done:\n    type: terminal\n",
+    )])
+    .await;
+    let v = p.run("stuck", json!({})).await;
+    assert_eq!(v.status, RunStatus::Failed);
+    assert_eq!(
+        v.reason.as_deref(),
+        Some("no transition for outcome 'business_error'")
+    );
+}
+
+#[tokio::test]
+async fn s3_6_conditions_route_first_match_then_else() {
+    let doc = r##"
+start: route
+states:
+  route:
+    type: condition_task
+    transitions:
+      - if: "#params['risk'] == 'low'"
+        to: merge
+      - if: "#params['risk'] in {'high', 'critical'}"
+        to: review
+      - else: triage
+  merge: { type: terminal, result: merge }
+  review: { type: terminal, result: review }
+  triage: { type: terminal, result: triage }
+"##;
+    let p = project(&[("route", doc)]).await;
+    for (risk, expected) in [
+        ("low", "merge"),
+        ("critical", "review"),
+        ("medium", "triage"),
+    ] {
+        let v = p.run("route", json!({"risk": risk})).await;
+        assert_eq!(v.result, Some(json!(expected)), "risk {risk}");
+    }
+}
+
+#[tokio::test]
+async fn s3_4_gate_outcomes_map_per_kind_and_answer() {
+    let doc = r#"
+start: ask
+states:
+  ask:
+    type: gate_task
+    inbox:
+      kind: DECISION
+      title: "Merge ${params.pr}?"
+      options: [retry, abort]
+    storeAs: decision
+    on:
+      retry: again
+      abort: stop
+      insufficient_info: info
+  again: { type: terminal, result: retry }
+  stop: { type: terminal, result: abort }
+  info: { type: terminal, result: info }
+"#;
+    let p = project(&[("ask", doc)]).await;
+    let v = p.run("ask", json!({"pr": "#7"})).await;
+    assert_eq!(v.status, RunStatus::Waiting);
+    let item = p.engine.inbox(true).unwrap().remove(0);
+    assert_eq!(item.title, "Merge #7?");
+    assert_eq!(
+        item.assigned_to, "tester",
+        "assignedTo falls back to startedBy"
+    );
+    assert_eq!(item.workflow_state.as_deref(), Some("ask"));
+    assert_eq!(item.meta["kind"], "workflow.gate");
+    p.engine
+        .answer_gate(&item.id, GateAnswer::choose("abort"))
+        .await
+        .unwrap();
+    let v = p.engine.wait(v.workflow_run_id).await.unwrap();
+    assert_eq!(v.result, Some(json!("abort")));
+    assert_eq!(v.vars["decision"]["chosen"], "abort");
+
+    let v = p.run("ask", json!({"pr": "#8"})).await;
+    let item = p.engine.inbox(true).unwrap().remove(0);
+    p.engine
+        .answer_gate(&item.id, GateAnswer::insufficient_info())
+        .await
+        .unwrap();
+    assert_eq!(
+        p.engine.wait(v.workflow_run_id).await.unwrap().result,
+        Some(json!("info"))
+    );
+}
+
+#[tokio::test]
+async fn s3_4_approval_rejected_is_caught_as_human_rejected_and_timeout_races_the_answer() {
+    let doc = r#"
+start: review
+states:
+  review:
+    type: gate_task
+    inbox: { kind: APPROVAL, title: "ok?" }
+    timeoutSeconds: 600
+    on:
+      approved: yes
+    catch:
+      human_rejected: no
+      timeout: late
+  yes: { type: terminal, result: approved }
+  no: { type: terminal, result: rejected }
+  late: { type: terminal, result: timeout }
+"#;
+    let quick = doc.replace("timeoutSeconds: 600", "timeoutSeconds: 0.2");
+    let p = project(&[("review", doc), ("quick", &quick)]).await;
+    let v = p.run("review", json!({})).await;
+    let item = p.engine.inbox(true).unwrap().remove(0);
+    p.engine
+        .answer_gate(&item.id, GateAnswer::reject())
+        .await
+        .unwrap();
+    assert_eq!(
+        p.engine.wait(v.workflow_run_id).await.unwrap().result,
+        Some(json!("rejected"))
+    );
+
+    let v = p.run("quick", json!({})).await;
+    let v = p.engine.wait(v.workflow_run_id).await.unwrap();
+    assert_eq!(v.result, Some(json!("timeout")));
+    let id = format!("{}-1", v.workflow_run_id);
+    let ack = p
+        .engine
+        .answer_gate(&id, GateAnswer::approve())
+        .await
+        .unwrap();
+    assert_eq!(ack, magrathea_core::AnswerAck::Ignored);
+}
+
+#[tokio::test]
+async fn s3_5_timer_fires_and_s9_bounds_stop_the_run() {
+    let doc = r#"
+start: wait
+bounds:
+  maxTaskSpawns: 3
+states:
+  wait:
+    type: timer_task
+    duration: 50ms
+    on:
+      fired: loop
+  loop:
+    type: shell_task
+    run: "true"
+    dirName: workspace
+    on:
+      success: loop
+"#;
+    let p = project(&[("spin", doc)]).await;
+    let v = p.run("spin", json!({})).await;
+    assert_eq!(v.status, RunStatus::Failed);
+    assert!(
+        v.reason
+            .as_deref()
+            .unwrap()
+            .starts_with("bounds exhausted: maxTaskSpawns"),
+        "{v:?}"
+    );
+    assert_eq!(p.count(&v, "TimerFiredRecord"), 1);
+    assert_eq!(
+        p.count(&v, "TaskStartedRecord"),
+        2,
+        "timer + 2 shell tasks = 3 spawns"
+    );
+}
+
+#[tokio::test]
+async fn s3_7_sub_run_success_and_failure_with_parent_identity() {
+    let p = project(&[
+        (
+            "parent",
+            r#"
+start: build
+states:
+  build:
+    type: workflow_task
+    workflow: child
+    params:
+      n: "${params.n}"
+    storeAs: built
+    on:
+      success: done
+      failure: failed
+  done: { type: terminal, result: { got: "${state.built.value}" } }
+  failed: { type: terminal, outcome: failure }
+"#,
+        ),
+        (
+            "child",
+            r##"
+parameters:
+  n: { type: string, required: true }
+start: check
+states:
+  check:
+    type: condition_task
+    transitions:
+      - if: "#params['n'] == '1'"
+        to: ok
+      - else: bad
+  ok: { type: terminal, result: { value: "n=${params.n}" } }
+  bad: { type: terminal, outcome: failure }
+"##,
+        ),
+    ])
+    .await;
+    let v = p.run("parent", json!({"n": "1"})).await;
+    let v = p.engine.wait(v.workflow_run_id).await.unwrap();
+    assert_eq!(v.result, Some(json!({"got": "n=1"})));
+    let child = p
+        .engine
+        .list_runs(&magrathea_core::RunFilter {
+            workflow: Some("child".into()),
+            ..Default::default()
+        })
+        .unwrap()
+        .remove(0);
+    assert_eq!(child.parent, Some(v.workflow_run_id));
+    let start = p.engine.journal(child.run_id).unwrap().remove(0);
+    match start.record {
+        Record::Start(s) => assert_eq!(s.parent.unwrap().state.as_deref(), Some("build")),
+        other => panic!("{other:?}"),
+    }
+    let v = p.run("parent", json!({"n": "2"})).await;
+    assert_eq!(
+        p.engine.wait(v.workflow_run_id).await.unwrap().status,
+        RunStatus::Failed
+    );
+}
+
+#[tokio::test]
+async fn s7_frozen_snapshot_edits_do_not_affect_a_waiting_run() {
+    let v1 = "start: g\nstates:\n  g:\n    type: gate_task\n    inbox: { kind: APPROVAL, title: t }\n    on:\n      approved: done\n  done: { type: terminal, result: old }\n";
+    let p = project(&[("snap", v1)]).await;
+    let v = p.run("snap", json!({})).await;
+    write_doc(
+        &p.project,
+        "snap",
+        &v1.replace("result: old", "result: new"),
+    );
+    let item = p.engine.inbox(true).unwrap().remove(0);
+    p.engine
+        .answer_gate(&item.id, GateAnswer::approve())
+        .await
+        .unwrap();
+    assert_eq!(
+        p.engine.wait(v.workflow_run_id).await.unwrap().result,
+        Some(json!("old"))
+    );
+    assert_eq!(p.run("snap", json!({})).await.status, RunStatus::Waiting);
+}
+
+#[tokio::test]
+async fn s2_1_invalid_parameters_and_unknown_workflows_start_nothing() {
+    let p = project(&[(
+        "p",
+        "parameters:\n  pr_url: { type: string, required: true }\nstart: d\nstates:\n  d: { type: terminal }\n",
+    )])
+    .await;
+    let err = p
+        .runtime
+        .start(&p.engine, &p.scope, "p", json!({}), "t")
+        .await
+        .unwrap_err();
+    assert!(matches!(err, YamlStartError::Params(_)), "{err}");
+    let err = p
+        .runtime
+        .start(&p.engine, &p.scope, "nope", json!({}), "t")
+        .await
+        .unwrap_err();
+    assert!(err.to_string().contains("[MAG-DOC001]"), "{err}");
+    assert!(p.engine.list_runs(&Default::default()).unwrap().is_empty());
+}
+
+#[tokio::test]
+async fn s3_8_terminal_without_result_writes_no_result_record() {
+    let p = project(&[("t", "start: d\nstates:\n  d: { type: terminal }\n")]).await;
+    let v = p.run("t", json!({})).await;
+    assert_eq!(v.status, RunStatus::Done);
+    assert_eq!(p.count(&v, "ResultRecord"), 0);
+    assert_eq!(p.count(&v, "StateEnteredRecord"), 1);
+}
