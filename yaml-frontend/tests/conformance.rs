@@ -523,3 +523,23 @@ async fn s3_8_terminal_without_result_writes_no_result_record() {
     assert_eq!(p.count(&v, "ResultRecord"), 0);
     assert_eq!(p.count(&v, "StateEnteredRecord"), 1);
 }
+
+#[tokio::test]
+async fn the_example_pr_review_runs_without_an_llm_through_its_gate() {
+    let example = Path::new(env!("CARGO_MANIFEST_DIR")).join("../examples/_vance/workflows/pr-review.yaml");
+    let body = std::fs::read_to_string(example).unwrap();
+    let p = project(&[("pr-review", &body)]).await;
+    std::fs::create_dir_all(p.project.join("_vance")).unwrap();
+    let v = p.run("pr-review", json!({"pr_url": "https://example.invalid/pr/1"})).await;
+    assert_eq!(v.status, RunStatus::Waiting, "{v:?}");
+    assert_eq!(v.current_state.as_deref(), Some("human_review"));
+    let item = p.engine.inbox(true).unwrap().remove(0);
+    assert_eq!(item.assigned_to, "@maintainers");
+    p.engine.answer_gate(&item.id, GateAnswer::approve()).await.unwrap();
+    let v = p.engine.wait(v.workflow_run_id).await.unwrap();
+    assert_eq!(v.status, RunStatus::Done, "{v:?}");
+    assert_eq!(v.result, Some(json!({"summary": "merged https://example.invalid/pr/1\n"})));
+
+    let auto = p.run("pr-review", json!({"pr_url": "u", "auto_merge": true})).await;
+    assert_eq!(auto.status, RunStatus::Done, "{auto:?}");
+}
