@@ -1,1 +1,13 @@
-//! magrathea-server
+//! magrathea-server: the Magrathea HTTP server (to come) and the `magrathea` command-line
+//! binary.
+//!
+//! The binary's commands live in `src/cli/` and are private to it; their contract (arguments,
+//! output formats, exit codes) is documented in `magrathea --help` and tested in
+//! `tests/cli.rs`. Exit codes shared by the commands that drive a run (`run`, `inbox answer`):
+//!
+//! | code | meaning |
+//! |------|---------|
+//! | 0 | the run is `DONE` |
+//! | 1 | the run is `FAILED`, `CANCELLED` or `BLOCKED`, or the command failed (store in use, unknown run, …) |
+//! | 2 | invalid document, parameters or answer: nothing was started or answered |
+//! | 3 | the run waits on a gate (`WAITING`): answer it with `magrathea inbox answer` |

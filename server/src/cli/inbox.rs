@@ -1,0 +1,187 @@
+//! `magrathea inbox list|answer`: the inbox items gates open, and answering them.
+
+use clap::ArgGroup;
+use magrathea_core::{AnswerAck, DeliverError, GateAnswer, InboxItem};
+
+use super::output::answer_hint;
+use super::run::{default_user, finish};
+use super::store::Project;
+use super::{EXIT_OK, Invalid, Location};
+
+/// `magrathea inbox …`.
+#[derive(Debug, clap::Subcommand)]
+pub(crate) enum InboxCommand {
+    /// List the project's pending inbox items, oldest first (`--json`: one JSON array).
+    List {
+        /// Print a JSON array of items (`id`, `kind`, `title`, `body`, `options`,
+        /// `assignedTo`, `workflowRunId`, `workflowState`, `status`, …).
+        #[arg(long)]
+        json: bool,
+    },
+    /// Answer an inbox item and drive its run on until it settles again.
+    #[command(
+        group(ArgGroup::new("answer").required(true).multiple(false)),
+        after_help = "\
+Prints the run like `magrathea run`. Exit codes: 0 DONE; 1 FAILED, CANCELLED or BLOCKED, or no
+such item; 2 the answer does not fit the gate (e.g. an option that is not offered; nothing was
+recorded); 3 the run waits on a gate again. An answer to a gate that already completed
+(answered, timed out, run ended) is journaled as ignored: the command says so on stderr and
+exits per the run's status."
+    )]
+    Answer(AnswerArgs),
+}
+
+/// Arguments of `magrathea inbox answer`.
+#[derive(Debug, clap::Args)]
+pub(crate) struct AnswerArgs {
+    /// The item id (`<run_id>-<step>`, from `inbox list`).
+    id: String,
+    /// Approve an APPROVAL gate.
+    #[arg(long, group = "answer")]
+    approve: bool,
+    /// Reject an APPROVAL gate.
+    #[arg(long, group = "answer")]
+    reject: bool,
+    /// Choose an option of a DECISION gate.
+    #[arg(long, group = "answer", value_name = "OPTION")]
+    choose: Option<String>,
+    /// Answer a FEEDBACK gate.
+    #[arg(long, group = "answer", value_name = "TEXT")]
+    text: Option<String>,
+    /// Answer "I need more information" (any gate).
+    #[arg(long, group = "answer")]
+    insufficient_info: bool,
+    /// Answer "this cannot be decided" (any gate).
+    #[arg(long, group = "answer")]
+    undecidable: bool,
+    /// A comment journaled with the answer.
+    #[arg(long, value_name = "C")]
+    comment: Option<String>,
+    /// Who answers [default: $USER, else `cli`].
+    #[arg(long, value_name = "WHO")]
+    by: Option<String>,
+    /// Print the run as one JSON object on stdout.
+    #[arg(long)]
+    json: bool,
+}
+
+impl AnswerArgs {
+    fn answer(&self) -> GateAnswer {
+        let answer = if self.approve {
+            GateAnswer::approve()
+        } else if self.reject {
+            GateAnswer::reject()
+        } else if let Some(option) = &self.choose {
+            GateAnswer::choose(option)
+        } else if let Some(text) = &self.text {
+            GateAnswer::text(text)
+        } else if self.insufficient_info {
+            GateAnswer::insufficient_info()
+        } else {
+            GateAnswer::undecidable()
+        };
+        let answer = answer.by(self.by.clone().unwrap_or_else(default_user));
+        match &self.comment {
+            Some(c) => answer.with_comment(c),
+            None => answer,
+        }
+    }
+}
+
+pub(crate) async fn inbox(loc: &Location, cmd: InboxCommand) -> anyhow::Result<u8> {
+    let project = Project::locate(loc)?;
+    match cmd {
+        InboxCommand::List { json } => {
+            let items = match project.existing_engine().await? {
+                Some(engine) => {
+                    let scope = project.scope_string();
+                    let mut items = Vec::new();
+                    for item in engine.inbox(true)? {
+                        if engine
+                            .summary(item.workflow_run_id)
+                            .is_ok_and(|s| s.scope == scope)
+                        {
+                            items.push(item);
+                        }
+                    }
+                    items
+                }
+                None => Vec::new(),
+            };
+            if json {
+                println!("{}", serde_json::to_string(&items)?);
+            } else if items.is_empty() {
+                eprintln!("no pending inbox items");
+            } else {
+                for item in &items {
+                    print_item(item);
+                }
+            }
+            Ok(EXIT_OK)
+        }
+        InboxCommand::Answer(args) => answer(&project, args).await,
+    }
+}
+
+fn print_item(item: &InboxItem) {
+    println!("{}  {} {}", item.id, item.kind.as_str(), item.title);
+    let state = item.workflow_state.as_deref().unwrap_or("-");
+    println!(
+        "    run {} ({}, state {state}), assigned to {}",
+        item.workflow_run_id,
+        item.workflow_name,
+        if item.assigned_to.is_empty() {
+            "-"
+        } else {
+            &item.assigned_to
+        }
+    );
+    if !item.body.is_empty() {
+        println!("    {}", item.body.replace('\n', "\n    "));
+    }
+    println!(
+        "    answer: magrathea inbox answer {} {}",
+        item.id,
+        answer_hint(item)
+    );
+}
+
+async fn answer(project: &Project, args: AnswerArgs) -> anyhow::Result<u8> {
+    let runtime = project.runtime();
+    let engine = project.engine(&runtime, false).await?;
+    let item = match engine.inbox_item(&args.id) {
+        Ok(item) => item,
+        Err(DeliverError::ItemNotFound(_)) => return Err(item_not_found(&args.id)),
+        Err(e) => return Err(e.into()),
+    };
+    if engine
+        .summary(item.workflow_run_id)
+        .map_or(true, |s| s.scope != project.scope_string())
+    {
+        return Err(item_not_found(&args.id));
+    }
+    let updates = engine.subscribe_journal();
+    match engine.answer_gate(&args.id, args.answer()).await {
+        Ok(AnswerAck::Applied) => {}
+        Ok(AnswerAck::Ignored) => {
+            eprintln!("answer ignored: the gate had already completed");
+        }
+        Err(DeliverError::InvalidAnswer(m)) => {
+            let hint = answer_hint(&item);
+            return Err(Invalid(format!(
+                "[MAG-GT002] invalid answer: {m}; this {} gate takes {hint}",
+                item.kind.as_str()
+            ))
+            .into());
+        }
+        Err(DeliverError::ItemNotFound(_)) => return Err(item_not_found(&args.id)),
+        Err(e) => return Err(e.into()),
+    }
+    finish(&engine, item.workflow_run_id, updates, args.json).await
+}
+
+fn item_not_found(id: &str) -> anyhow::Error {
+    anyhow::anyhow!(
+        "[MAG-GT001] inbox item `{id}` not found in this project; `magrathea inbox list` shows the pending ones"
+    )
+}

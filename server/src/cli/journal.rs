@@ -1,0 +1,96 @@
+//! `magrathea journal RUN_ID`: a run's journal records.
+
+use magrathea_core::{Entry, Record};
+
+use super::output::{compact, timestamp};
+use super::store::Project;
+use super::{EXIT_OK, Location};
+
+/// Arguments of `magrathea journal`.
+#[derive(Debug, clap::Args)]
+pub(crate) struct JournalArgs {
+    /// The run id (32 hex digits).
+    run_id: String,
+    /// One JSON object per line, with `seq`, `createdAt` and `type` (`StartRecord`,
+    /// `TaskResultRecord`, …) plus the record's fields.
+    #[arg(long)]
+    json: bool,
+}
+
+pub(crate) async fn journal(loc: &Location, args: JournalArgs) -> anyhow::Result<u8> {
+    let project = Project::locate(loc)?;
+    let engine = project.existing_engine().await?;
+    let view = project.run(engine.as_ref(), &args.run_id)?;
+    let Some(engine) = engine else {
+        return Err(project.not_found(view.workflow_run_id));
+    };
+    for entry in engine.journal(view.workflow_run_id)? {
+        if args.json {
+            println!("{}", serde_json::to_string(&entry)?);
+        } else {
+            println!(
+                "{:>4}  {}  {:<22} {}",
+                entry.seq,
+                timestamp(entry.at_ms),
+                entry.record.type_name(),
+                describe(&entry)
+            );
+        }
+    }
+    Ok(EXIT_OK)
+}
+
+/// The record's fields on one line.
+fn describe(entry: &Entry) -> String {
+    match &entry.record {
+        Record::Start(s) => format!(
+            "{} v{:?} by {} params {}",
+            s.workflow_name,
+            s.workflow_version,
+            s.started_by,
+            compact(&s.params)
+        ),
+        Record::StateEntered { step, state } => format!("#{step} {state}"),
+        Record::TaskStarted {
+            step,
+            attempt,
+            task,
+            name,
+            ..
+        } => format!("#{step} {task} {name} attempt {attempt}"),
+        Record::TaskResult {
+            step,
+            attempt,
+            outcome,
+            output,
+            error,
+            ..
+        } => {
+            let error = error
+                .as_deref()
+                .map(|e| format!(" error: {e}"))
+                .unwrap_or_default();
+            format!(
+                "#{step} attempt {attempt}: {outcome} {}{error}",
+                compact(output)
+            )
+        }
+        Record::Var { step, key, value } => format!("#{step} {key} = {}", compact(value)),
+        Record::Status { status, reason } => match reason {
+            Some(r) => format!("{status}: {r}"),
+            None => status.to_string(),
+        },
+        Record::Result { state, result } => match state {
+            Some(s) => format!("{s}: {}", compact(result)),
+            None => compact(result),
+        },
+        other => {
+            // The remaining records are shown as their JSON fields.
+            let mut v = serde_json::to_value(other).unwrap_or_default();
+            if let Some(m) = v.as_object_mut() {
+                m.remove("type");
+            }
+            compact(&v)
+        }
+    }
+}

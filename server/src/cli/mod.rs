@@ -1,0 +1,115 @@
+//! The `magrathea` command line: argument parsing and dispatch to one module per command.
+
+mod graph;
+mod inbox;
+mod journal;
+mod output;
+mod progress;
+mod resume;
+mod run;
+mod runs;
+mod runtime;
+mod store;
+mod validate;
+
+use std::fmt;
+use std::path::PathBuf;
+use std::process::ExitCode;
+
+use clap::{Parser, Subcommand};
+
+/// Exit code: the run is `DONE` / the command succeeded.
+pub(crate) const EXIT_OK: u8 = 0;
+/// Exit code: the run `FAILED`, was `CANCELLED` or is `BLOCKED`; or the command failed.
+pub(crate) const EXIT_FAILED: u8 = 1;
+/// Exit code: invalid document, parameters or answer; nothing was started or answered.
+pub(crate) const EXIT_INVALID: u8 = 2;
+/// Exit code: the run waits on a gate.
+pub(crate) const EXIT_WAITING: u8 = 3;
+/// Exit code: interrupted (Ctrl-C) while driving a run; the run resumes with `resume`.
+pub(crate) const EXIT_INTERRUPTED: u8 = 130;
+
+const AFTER_HELP: &str = "\
+Exit codes of `run` and `inbox answer`: 0 the run is DONE; 1 FAILED, CANCELLED or BLOCKED
+(or the command failed); 2 invalid document, parameters or answer (nothing started);
+3 the run waits on a gate (answer it with `magrathea inbox answer`).";
+
+/// Run, validate and inspect Magrathea workflows of a project.
+#[derive(Debug, Parser)]
+#[command(name = "magrathea", version, after_help = AFTER_HELP)]
+struct Cli {
+    #[command(flatten)]
+    location: Location,
+    #[command(subcommand)]
+    command: Command,
+}
+
+/// Where the project and its store are; accepted before or after the subcommand.
+#[derive(Debug, Clone, clap::Args)]
+pub(crate) struct Location {
+    /// The project directory, holding `_vance/` [default: the current directory].
+    #[arg(long, value_name = "DIR", global = true)]
+    pub(crate) project: Option<PathBuf>,
+    /// The store directory; the journal is `<store>/journal.redb` [default: `<project>/.magrathea/`].
+    #[arg(long, value_name = "PATH", global = true)]
+    pub(crate) store: Option<PathBuf>,
+}
+
+#[derive(Debug, Subcommand)]
+enum Command {
+    /// Start a workflow run and drive it until it is DONE, FAILED, CANCELLED, BLOCKED or
+    /// waits on a gate.
+    Run(run::RunArgs),
+    /// Validate workflow documents (default: every `_vance/workflows/*.yaml` of the project).
+    Validate(validate::ValidateArgs),
+    /// Recover every unfinished run of the store and drive it until it settles.
+    Resume(resume::ResumeArgs),
+    /// List and show runs.
+    #[command(subcommand)]
+    Runs(runs::RunsCommand),
+    /// Print a run's journal.
+    Journal(journal::JournalArgs),
+    /// List and answer the gates' inbox items.
+    #[command(subcommand)]
+    Inbox(inbox::InboxCommand),
+    /// Print a workflow's state graph (Mermaid or Graphviz DOT).
+    Graph(graph::GraphArgs),
+}
+
+/// A failure the command reports with exit code 2 (invalid input; nothing was done).
+#[derive(Debug)]
+pub(crate) struct Invalid(pub(crate) String);
+
+impl fmt::Display for Invalid {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(&self.0)
+    }
+}
+
+impl std::error::Error for Invalid {}
+
+/// Parses the arguments, runs the command and turns its outcome into the exit code.
+pub(crate) async fn main() -> ExitCode {
+    let cli = Cli::parse();
+    let loc = cli.location;
+    let result = match cli.command {
+        Command::Run(a) => run::run(&loc, a).await,
+        Command::Validate(a) => validate::validate(&loc, a),
+        Command::Resume(a) => resume::resume(&loc, a).await,
+        Command::Runs(c) => runs::runs(&loc, c).await,
+        Command::Journal(a) => journal::journal(&loc, a).await,
+        Command::Inbox(c) => inbox::inbox(&loc, c).await,
+        Command::Graph(a) => graph::graph(&loc, a),
+    };
+    match result {
+        Ok(code) => ExitCode::from(code),
+        Err(e) => {
+            eprintln!("error: {e:#}");
+            if e.downcast_ref::<Invalid>().is_some() {
+                ExitCode::from(EXIT_INVALID)
+            } else {
+                ExitCode::from(EXIT_FAILED)
+            }
+        }
+    }
+}

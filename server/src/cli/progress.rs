@@ -1,0 +1,187 @@
+//! Driving a run until it settles while showing its progress on stderr.
+//!
+//! Progress comes from the engine's journal broadcast: each committed record of any run this
+//! process drives (the run and its children) becomes at most one line, e.g.
+//!
+//! ```text
+//! → state run_checks
+//!   shell_task run_checks: success (1.2 s)
+//! ```
+
+use std::collections::HashMap;
+
+use magrathea_core::{Engine, Entry, JournalUpdate, Record, RunId, RunView, Step};
+use tokio::sync::broadcast::{self, error::RecvError, error::TryRecvError};
+
+use super::output::{compact, duration, timestamp};
+
+/// How driving a run ended.
+#[derive(Debug)]
+pub(crate) enum Driven {
+    /// The run is terminal, waiting on a gate or blocked.
+    Settled(Box<RunView>),
+    /// Ctrl-C: the run stays as journaled and carries on with `magrathea resume`.
+    Interrupted,
+}
+
+/// Waits until `run` settles (`Engine::wait_settled`), printing progress from `updates`
+/// (subscribed before the run was started or answered, so no record is missed).
+pub(crate) async fn drive(
+    engine: &Engine,
+    run: RunId,
+    mut updates: broadcast::Receiver<JournalUpdate>,
+) -> anyhow::Result<Driven> {
+    let mut progress = Progress::new(run);
+    let settled = engine.wait_settled(run);
+    tokio::pin!(settled);
+    let interrupt = tokio::signal::ctrl_c();
+    tokio::pin!(interrupt);
+    let mut open = true;
+    loop {
+        tokio::select! {
+            view = &mut settled => {
+                let view = view?;
+                // Records are broadcast before the status change that settles the run.
+                loop {
+                    match updates.try_recv() {
+                        Ok(u) => progress.show(&u),
+                        Err(TryRecvError::Lagged(_)) => continue,
+                        Err(_) => break,
+                    }
+                }
+                return Ok(Driven::Settled(Box::new(view)));
+            }
+            update = updates.recv(), if open => match update {
+                Ok(u) => progress.show(&u),
+                Err(RecvError::Lagged(n)) => eprintln!("  … {n} progress updates skipped"),
+                Err(RecvError::Closed) => open = false,
+            },
+            _ = &mut interrupt => {
+                eprintln!(
+                    "interrupted: run {run} stays as journaled; `magrathea resume` carries it on"
+                );
+                return Ok(Driven::Interrupted);
+            }
+        }
+    }
+}
+
+/// Turns journal records into progress lines.
+#[derive(Debug)]
+struct Progress {
+    main: RunId,
+    names: HashMap<RunId, String>,
+    /// Start time, task kind and name of each task attempt in flight.
+    started: HashMap<(RunId, Step), (u64, String, String)>,
+}
+
+impl Progress {
+    fn new(main: RunId) -> Self {
+        Self {
+            main,
+            names: HashMap::new(),
+            started: HashMap::new(),
+        }
+    }
+
+    fn show(&mut self, update: &JournalUpdate) {
+        for entry in update.entries.iter() {
+            if let Some(line) = self.line(update.run_id, entry) {
+                if update.run_id == self.main {
+                    eprintln!("{line}");
+                } else {
+                    let name = self
+                        .names
+                        .get(&update.run_id)
+                        .map_or("child", String::as_str);
+                    eprintln!("  [{name} {}] {line}", short(update.run_id));
+                }
+            }
+        }
+    }
+
+    fn line(&mut self, run: RunId, e: &Entry) -> Option<String> {
+        Some(match &e.record {
+            Record::Start(s) => {
+                self.names.insert(run, s.workflow_name.clone());
+                format!(
+                    "▶ {} started (run {run}) at {}",
+                    s.workflow_name,
+                    timestamp(e.at_ms)
+                )
+            }
+            Record::StateEntered { state, .. } => format!("→ state {state}"),
+            Record::TaskStarted {
+                step, task, name, ..
+            } => {
+                self.started
+                    .insert((run, *step), (e.at_ms, task.clone(), name.clone()));
+                return None;
+            }
+            Record::TaskResult {
+                step,
+                attempt,
+                outcome,
+                error,
+                is_final,
+                ..
+            } => {
+                let (t0, task, name) = self.started.remove(&(run, *step)).unwrap_or((
+                    e.at_ms,
+                    "task".into(),
+                    format!("#{step}"),
+                ));
+                let took = duration(e.at_ms.saturating_sub(t0));
+                let attempt = if *attempt > 1 {
+                    format!("attempt {attempt}, ")
+                } else {
+                    String::new()
+                };
+                let error = error
+                    .as_deref()
+                    .map(|m| format!(" — {m}"))
+                    .unwrap_or_default();
+                let retry = if *is_final { "" } else { "; will retry" };
+                format!("  {task} {name}: {outcome} ({attempt}{took}){error}{retry}")
+            }
+            Record::Var { key, value, .. } => format!("  storeAs {key} = {}", compact(value)),
+            Record::TimerSet {
+                fire_at_ms,
+                purpose,
+                ..
+            } => format!(
+                "  ⏲ {purpose} timer: fires in {}",
+                duration(fire_at_ms.saturating_sub(e.at_ms))
+            ),
+            Record::TimerFired { .. } => "  ⏲ timer fired".to_string(),
+            Record::GateOpened { step, gate } => format!(
+                "  ⏸ {} gate: {} (inbox item {run}-{step})",
+                gate.kind.as_str(),
+                gate.title
+            ),
+            Record::GateAnswered { answer, .. } => {
+                format!("  ✔ gate answered: {}", compact(&answer.value))
+            }
+            Record::ChildStarted {
+                workflow,
+                child_run_id,
+                ..
+            } => {
+                self.names.insert(*child_run_id, workflow.clone());
+                format!("  ↳ sub-run {workflow} ({child_run_id})")
+            }
+            Record::ChildFinished { status, .. } => format!("  ↲ sub-run {status}"),
+            Record::Status { status, reason } => match reason {
+                Some(r) => format!("■ {status}: {r}"),
+                None => format!("■ {status}"),
+            },
+            Record::CancelRequested { reason } => format!("  cancel requested: {reason}"),
+            Record::Ignored { what, .. } => format!("  ignored a late {what}"),
+            _ => return None,
+        })
+    }
+}
+
+fn short(run: RunId) -> String {
+    run.to_string()[..8].to_string()
+}

@@ -1,0 +1,141 @@
+//! `magrathea resume`: recover every unfinished run and drive it until it settles.
+//!
+//! "Settled" here means: terminal, `WAITING` on a gate, `BLOCKED`, or parked — `RUNNING` with
+//! no task attempt in flight and nothing due soon, i.e. sleeping on a timer that fires more
+//! than a second from now, waiting for a signal, or waiting for a sub-run that is itself
+//! settled. A timer due within a second is waited for. The command polls every 100 ms and
+//! returns once every run has been settled for a quiet period of 300 ms without new journal
+//! records, so a run that is between two steps is not mistaken for parked.
+
+use std::collections::{HashMap, HashSet};
+use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
+
+use magrathea_core::{Engine, Entry, Record, RunId, RunStatus};
+
+use super::output::print_run;
+use super::store::Project;
+use super::{EXIT_OK, Location};
+
+/// Arguments of `magrathea resume`.
+#[derive(Debug, clap::Args)]
+#[command(after_help = "\
+Recovers every run that is not DONE, FAILED or CANCELLED and drives it until it is terminal,
+WAITING, BLOCKED, or sleeping on a timer due more than a second from now. Prints each run
+(with --json one JSON object per line). Exit code 0 unless the store cannot be opened.")]
+pub(crate) struct ResumeArgs {
+    /// Print each run as one JSON object per line.
+    #[arg(long)]
+    json: bool,
+}
+
+const POLL: Duration = Duration::from_millis(100);
+const QUIET: Duration = Duration::from_millis(300);
+const DUE_SOON_MS: u64 = 1000;
+
+pub(crate) async fn resume(loc: &Location, args: ResumeArgs) -> anyhow::Result<u8> {
+    let project = Project::locate(loc)?;
+    if !project.journal_path().exists() {
+        eprintln!(
+            "nothing to resume: no store at {}",
+            project.journal_path().display()
+        );
+        return Ok(EXIT_OK);
+    }
+    let engine = project.engine(&project.runtime(), true).await?;
+    let scope = project.scope_string();
+    let mut runs = Vec::new();
+    for run in engine.store().active_runs()? {
+        if engine.summary(run).is_ok_and(|s| s.scope == scope) {
+            runs.push(run);
+        }
+    }
+    if runs.is_empty() {
+        eprintln!("nothing to resume: every run of {scope} has finished");
+        return Ok(EXIT_OK);
+    }
+    eprintln!("resuming {} run(s)", runs.len());
+    let mut lengths: HashMap<RunId, usize> = HashMap::new();
+    let mut quiet_since = Instant::now();
+    loop {
+        let mut all_settled = true;
+        for &run in &runs {
+            let entries = engine.journal(run)?;
+            if lengths.insert(run, entries.len()) != Some(entries.len()) {
+                quiet_since = Instant::now();
+            }
+            if !settled(&engine, run, &entries)? {
+                all_settled = false;
+            }
+        }
+        if all_settled && quiet_since.elapsed() >= QUIET {
+            break;
+        }
+        tokio::time::sleep(POLL).await;
+    }
+    for run in runs {
+        let view = engine.run(run)?;
+        print_run(&view, args.json, &[]);
+    }
+    Ok(EXIT_OK)
+}
+
+fn settled(engine: &Engine, run: RunId, entries: &[Entry]) -> anyhow::Result<bool> {
+    Ok(match engine.status(run)? {
+        RunStatus::Running => parked(engine, entries),
+        _ => true,
+    })
+}
+
+/// Whether a `RUNNING` run waits only on things that are not due soon.
+fn parked(engine: &Engine, entries: &[Entry]) -> bool {
+    let now = SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .map_or(0, |d| d.as_millis() as u64);
+    let mut tasks = HashSet::new();
+    let mut timers = HashMap::new();
+    let mut children = HashMap::new();
+    let mut signals = HashSet::new();
+    for e in entries {
+        match &e.record {
+            Record::TaskStarted { step, attempt, .. } => {
+                tasks.insert((*step, *attempt));
+            }
+            Record::TaskResult { step, attempt, .. } => {
+                tasks.remove(&(*step, *attempt));
+            }
+            Record::TimerSet {
+                step, fire_at_ms, ..
+            } => {
+                timers.insert(*step, *fire_at_ms);
+            }
+            Record::TimerFired { step } | Record::GateAnswered { step, .. } => {
+                timers.remove(step);
+            }
+            Record::ChildStarted {
+                step, child_run_id, ..
+            } => {
+                children.insert(*step, *child_run_id);
+            }
+            Record::ChildFinished { step, .. } => {
+                children.remove(step);
+            }
+            Record::SignalAwaited { step, .. } => {
+                signals.insert(*step);
+            }
+            Record::SignalReceived {
+                step: Some(step), ..
+            }
+            | Record::SignalDelivered { step, .. } => {
+                signals.remove(step);
+            }
+            _ => {}
+        }
+    }
+    if !tasks.is_empty() || timers.values().any(|&at| at <= now + DUE_SOON_MS) {
+        return false;
+    }
+    let child_settled = |c: &RunId| engine.status(*c).is_ok_and(|s| s != RunStatus::Running);
+    !timers.is_empty()
+        || !signals.is_empty()
+        || (!children.is_empty() && children.values().all(child_settled))
+}

@@ -1,0 +1,201 @@
+//! `magrathea run NAME`: start a run and drive it until it settles.
+
+use anyhow::Context;
+use magrathea_core::{Engine, JournalUpdate, RunId};
+use serde_json::{Map, Value};
+use tokio::sync::broadcast;
+
+use super::output::{exit_code, print_run};
+use super::progress::{Driven, drive};
+use super::runtime::YamlStartError;
+use super::store::Project;
+use super::{EXIT_INTERRUPTED, EXIT_INVALID, Invalid, Location};
+
+/// Arguments of `magrathea run`.
+#[derive(Debug, clap::Args)]
+#[command(after_help = "\
+Parameters: `--params` takes a JSON object; each `--param KEY=VALUE` then sets one key. When
+the document declares KEY with `type: string`, VALUE is that string as typed. Otherwise VALUE
+is read as JSON when it is a JSON number, boolean, null, object or array (`--param n=3`,
+`--param tags='[\"a\"]'`), and is kept verbatim as a string otherwise (`--param url=https://x`,
+`--param q='\"x\"'` is the 3-character string `\"x\"`). To pass a string such as \"3\" or
+\"true\", use `--params '{\"n\": \"3\"}'`.
+
+Exit codes: 0 DONE; 1 FAILED, CANCELLED or BLOCKED; 2 invalid document or parameters (nothing
+started; diagnostics on stderr as `path:line:column: message`); 3 waiting on a gate.")]
+pub(crate) struct RunArgs {
+    /// The workflow: `_vance/workflows/NAME.yaml` of the project, else of its tenant.
+    name: String,
+    /// One parameter, `KEY=VALUE` (repeatable; overrides `--params`).
+    #[arg(long = "param", value_name = "KEY=VALUE")]
+    param: Vec<String>,
+    /// All parameters as a JSON object.
+    #[arg(long, value_name = "JSON")]
+    params: Option<String>,
+    /// Who starts the run [default: $USER, else `cli`].
+    #[arg(long, value_name = "WHO")]
+    started_by: Option<String>,
+    /// Print the run as one JSON object on stdout.
+    #[arg(long)]
+    json: bool,
+}
+
+pub(crate) async fn run(loc: &Location, args: RunArgs) -> anyhow::Result<u8> {
+    let project = Project::locate(loc)?;
+    let runtime = project.runtime();
+    // `--param` values are typed by the document's `parameters:` where it declares the key.
+    let declared = runtime
+        .load(&project.scope, &args.name)
+        .map(|(_, _, loaded)| loaded.doc.parameters)
+        .unwrap_or_default();
+    let params = parse_params(args.params.as_deref(), &args.param, &declared)?;
+    let engine = project.engine(&runtime, false).await?;
+    let updates = engine.subscribe_journal();
+    let started_by = args.started_by.unwrap_or_else(default_user);
+    let run = match runtime
+        .start(&engine, &project.scope, &args.name, params, &started_by)
+        .await
+    {
+        Ok(run) => run,
+        Err(YamlStartError::Invalid(diags)) => {
+            for d in diags.iter() {
+                eprintln!("{d}");
+            }
+            eprintln!(
+                "error: workflow `{}` is invalid; nothing was started",
+                args.name
+            );
+            return Ok(EXIT_INVALID);
+        }
+        Err(YamlStartError::Engine(e)) => {
+            return Err(e).context(format!("could not start workflow `{}`", args.name));
+        }
+        Err(e) => {
+            eprintln!("error: {e}");
+            eprintln!("nothing was started");
+            return Ok(EXIT_INVALID);
+        }
+    };
+    finish(&engine, run, updates, args.json).await
+}
+
+/// Drives `run` until it settles, prints it and returns its exit code.
+pub(crate) async fn finish(
+    engine: &Engine,
+    run: RunId,
+    updates: broadcast::Receiver<JournalUpdate>,
+    json: bool,
+) -> anyhow::Result<u8> {
+    match drive(engine, run, updates).await? {
+        Driven::Settled(view) => {
+            let pending = engine.inbox(true).unwrap_or_default();
+            print_run(&view, json, &pending);
+            Ok(exit_code(view.status))
+        }
+        Driven::Interrupted => Ok(EXIT_INTERRUPTED),
+    }
+}
+
+/// Who is running the command.
+pub(crate) fn default_user() -> String {
+    std::env::var("USER")
+        .or_else(|_| std::env::var("USERNAME"))
+        .ok()
+        .filter(|u| !u.is_empty())
+        .unwrap_or_else(|| "cli".into())
+}
+
+/// `--params` (an object) with each `--param KEY=VALUE` set on top.
+fn parse_params(
+    json: Option<&str>,
+    pairs: &[String],
+    declared: &indexmap::IndexMap<String, magrathea_yaml::ParamSchema>,
+) -> Result<Value, Invalid> {
+    let mut params = match json {
+        None => Map::new(),
+        Some(text) => match serde_json::from_str::<Value>(text) {
+            Ok(Value::Object(m)) => m,
+            Ok(_) => {
+                return Err(Invalid(
+                    "--params must be a JSON object, e.g. '{\"pr_url\": \"…\"}'".into(),
+                ));
+            }
+            Err(e) => return Err(Invalid(format!("--params is not valid JSON: {e}"))),
+        },
+    };
+    for pair in pairs {
+        let Some((key, value)) = pair.split_once('=').filter(|(k, _)| !k.is_empty()) else {
+            return Err(Invalid(format!("--param `{pair}` must be KEY=VALUE")));
+        };
+        let value = match declared.get(key).map(|p| p.ty) {
+            Some(magrathea_yaml::ParamType::String) => Value::String(value.to_string()),
+            _ => param_value(value),
+        };
+        params.insert(key.to_string(), value);
+    }
+    Ok(Value::Object(params))
+}
+
+/// For a key the document does not declare as a string: a JSON number, boolean, null, object
+/// or array as such; anything else (including a JSON string literal) verbatim as a string.
+fn param_value(text: &str) -> Value {
+    match serde_json::from_str::<Value>(text) {
+        Ok(Value::String(_)) | Err(_) => Value::String(text.to_string()),
+        Ok(v) => v,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use indexmap::IndexMap;
+    use serde_json::json;
+
+    #[test]
+    fn param_values_are_json_when_they_parse_and_strings_otherwise() {
+        assert_eq!(param_value("3"), json!(3));
+        assert_eq!(param_value("true"), json!(true));
+        assert_eq!(param_value("null"), json!(null));
+        assert_eq!(param_value("[1,2]"), json!([1, 2]));
+        assert_eq!(param_value("{\"a\":1}"), json!({"a": 1}));
+        assert_eq!(param_value("\"3\""), json!("\"3\""));
+        assert_eq!(param_value("https://x/y"), json!("https://x/y"));
+        assert_eq!(param_value("hello world"), json!("hello world"));
+        assert_eq!(param_value(""), json!(""));
+    }
+
+    #[test]
+    fn params_merge_with_param_overriding() {
+        let none = IndexMap::new();
+        let p = parse_params(
+            Some(r#"{"a": 1, "b": "x"}"#),
+            &["b=y".into(), "c=2".into(), "d=a=b".into()],
+            &none,
+        )
+        .unwrap();
+        assert_eq!(p, json!({"a": 1, "b": "y", "c": 2, "d": "a=b"}));
+        assert!(parse_params(Some("[1]"), &[], &none).is_err());
+        assert!(parse_params(Some("{"), &[], &none).is_err());
+        assert!(parse_params(None, &["novalue".into()], &none).is_err());
+        assert!(parse_params(None, &["=v".into()], &none).is_err());
+    }
+
+    #[test]
+    fn a_param_declared_as_string_stays_the_string_typed() {
+        let mut declared = IndexMap::new();
+        declared.insert(
+            "version".to_string(),
+            magrathea_yaml::ParamSchema {
+                name: "version".into(),
+                ty: magrathea_yaml::ParamType::String,
+                required: false,
+                default: None,
+                description: None,
+                enum_values: None,
+                span: magrathea_yaml::Span { line: 1, column: 1 },
+            },
+        );
+        let p = parse_params(None, &["version=1".into(), "n=1".into()], &declared).unwrap();
+        assert_eq!(p, json!({"version": "1", "n": 1}));
+    }
+}

@@ -1,0 +1,100 @@
+//! `magrathea runs list|show`: the project's runs.
+
+use magrathea_core::{RunFilter, RunView};
+
+use super::output::{print_run, run_json, timestamp};
+use super::store::Project;
+use super::{EXIT_OK, Location};
+
+/// `magrathea runs …`.
+#[derive(Debug, clap::Subcommand)]
+pub(crate) enum RunsCommand {
+    /// List the project's runs, newest first (`--json`: one JSON array of run objects).
+    List {
+        /// Only runs of this workflow.
+        #[arg(long, value_name = "NAME")]
+        workflow: Option<String>,
+        /// At most this many runs (0: all).
+        #[arg(long, default_value_t = 0)]
+        limit: usize,
+        /// Print a JSON array of run objects.
+        #[arg(long)]
+        json: bool,
+    },
+    /// Show one run (exit 1 when it does not exist in this project).
+    Show {
+        /// The run id (32 hex digits).
+        run_id: String,
+        /// Print the run as one JSON object.
+        #[arg(long)]
+        json: bool,
+    },
+}
+
+pub(crate) async fn runs(loc: &Location, cmd: RunsCommand) -> anyhow::Result<u8> {
+    let project = Project::locate(loc)?;
+    let engine = project.existing_engine().await?;
+    match cmd {
+        RunsCommand::List {
+            workflow,
+            limit,
+            json,
+        } => {
+            let mut views: Vec<RunView> = Vec::new();
+            if let Some(engine) = &engine {
+                let filter = RunFilter {
+                    workflow,
+                    scope: Some(project.scope_string()),
+                    limit,
+                    ..RunFilter::default()
+                };
+                for summary in engine.list_runs(&filter)? {
+                    views.push(engine.run(summary.run_id)?);
+                }
+            }
+            if json {
+                println!("{}", serde_json::to_string(&views)?);
+            } else if views.is_empty() {
+                eprintln!("no runs");
+            } else {
+                println!(
+                    "{:<32}  {:<24}  {:<9}  {:<20}  {:<19}",
+                    "RUN", "WORKFLOW", "STATUS", "STATE", "STARTED (UTC)"
+                );
+                for v in &views {
+                    println!(
+                        "{:<32}  {:<24}  {:<9}  {:<20}  {}",
+                        v.workflow_run_id,
+                        v.workflow_name,
+                        v.status.as_str(),
+                        v.current_state.as_deref().unwrap_or("-"),
+                        timestamp(v.created_at)
+                    );
+                }
+            }
+            Ok(EXIT_OK)
+        }
+        RunsCommand::Show { run_id, json } => {
+            let view = project.run(engine.as_ref(), &run_id)?;
+            if json {
+                println!("{}", run_json(&view));
+            } else {
+                let pending = match &engine {
+                    Some(e) => e.inbox(true)?,
+                    None => Vec::new(),
+                };
+                print_run(&view, false, &pending);
+                println!("  params: {}", view.params);
+                if !view.vars.is_empty() {
+                    println!("  vars:   {}", serde_json::Value::Object(view.vars.clone()));
+                }
+                println!(
+                    "  started {} by {}",
+                    timestamp(view.created_at),
+                    view.started_by
+                );
+            }
+            Ok(EXIT_OK)
+        }
+    }
+}

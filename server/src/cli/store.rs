@@ -1,0 +1,137 @@
+//! The project a command works on, and opening its store as an [`Engine`].
+
+use std::path::{Path, PathBuf};
+
+use anyhow::{Context, anyhow};
+use magrathea_core::{Engine, OpenError, RunError, RunId, RunView, StoreError};
+
+use super::Location;
+use super::runtime::{DocumentSource, Scope, YamlRuntime, scope_string};
+
+/// The project directory, its scope and its store.
+#[derive(Debug)]
+pub(crate) struct Project {
+    /// The directory as the user gave it (`.` by default), for paths shown to the user.
+    pub(crate) dir: PathBuf,
+    /// Its tenant and project names.
+    pub(crate) scope: Scope,
+    docs: DocumentSource,
+    store_dir: PathBuf,
+}
+
+impl Project {
+    /// Resolves `--project` (default: the current directory) and `--store` (default
+    /// `<project>/.magrathea/`).
+    pub(crate) fn locate(loc: &Location) -> anyhow::Result<Self> {
+        let dir = loc.project.clone().unwrap_or_else(|| PathBuf::from("."));
+        let canonical = dir.canonicalize().with_context(|| {
+            format!(
+                "the project directory {} does not exist; pass --project DIR",
+                dir.display()
+            )
+        })?;
+        if !canonical.is_dir() {
+            anyhow::bail!("{} is not a directory; pass --project DIR", dir.display());
+        }
+        let store_dir = loc
+            .store
+            .clone()
+            .unwrap_or_else(|| canonical.join(".magrathea"));
+        let (docs, scope) = DocumentSource::for_project_dir(&canonical);
+        Ok(Self {
+            dir,
+            scope,
+            docs,
+            store_dir,
+        })
+    }
+
+    /// The document source of the project (and its tenant).
+    pub(crate) fn docs(&self) -> &DocumentSource {
+        &self.docs
+    }
+
+    /// A YAML runtime reading this project's documents.
+    pub(crate) fn runtime(&self) -> YamlRuntime {
+        YamlRuntime::new(self.docs.clone())
+    }
+
+    /// `tenant/project`.
+    pub(crate) fn scope_string(&self) -> String {
+        scope_string(&self.scope)
+    }
+
+    /// The redb file.
+    pub(crate) fn journal_path(&self) -> PathBuf {
+        self.store_dir.join("journal.redb")
+    }
+
+    /// Opens (creating if needed) the store. With `recover`, every unfinished run is
+    /// recovered and driven; without, only runs the command touches are.
+    pub(crate) async fn engine(
+        &self,
+        runtime: &YamlRuntime,
+        recover: bool,
+    ) -> anyhow::Result<Engine> {
+        std::fs::create_dir_all(&self.store_dir).with_context(|| {
+            format!(
+                "could not create the store directory {}",
+                self.store_dir.display()
+            )
+        })?;
+        let builder = Engine::builder().path(self.journal_path()).recover(recover);
+        runtime
+            .install(builder)
+            .build()
+            .await
+            .map_err(|e| open_error(e, &self.journal_path()))
+    }
+
+    /// Opens the store for reading, or `None` when it does not exist yet (no run was ever
+    /// started here), so that reading commands create nothing.
+    pub(crate) async fn existing_engine(&self) -> anyhow::Result<Option<Engine>> {
+        if !self.journal_path().exists() {
+            return Ok(None);
+        }
+        self.engine(&self.runtime(), false).await.map(Some)
+    }
+
+    /// The run, if it exists in this store and belongs to this project's scope.
+    pub(crate) fn run(&self, engine: Option<&Engine>, id: &str) -> anyhow::Result<RunView> {
+        let run = parse_run_id(id)?;
+        let not_found = || self.not_found(run);
+        let Some(engine) = engine else {
+            return Err(not_found());
+        };
+        match engine.run(run) {
+            Ok(view) if view.scope == self.scope_string() => Ok(view),
+            Ok(_) | Err(RunError::NotFound(_)) => Err(not_found()),
+            Err(e) => Err(e.into()),
+        }
+    }
+
+    /// The error for a run that is not in this project.
+    pub(crate) fn not_found(&self, run: RunId) -> anyhow::Error {
+        anyhow!(
+            "[MAG-RN001] run {run} not found in project {} (store {}); `magrathea runs list` shows its runs",
+            self.scope_string(),
+            self.journal_path().display()
+        )
+    }
+}
+
+/// Parses a 32-hex run id.
+pub(crate) fn parse_run_id(id: &str) -> anyhow::Result<RunId> {
+    id.trim().parse::<RunId>().map_err(|e| anyhow!("{e}"))
+}
+
+fn open_error(e: OpenError, path: &Path) -> anyhow::Error {
+    match e {
+        OpenError::Store(StoreError::Locked(_)) => anyhow!(
+            "{e}\nhint: another magrathea process (a `magrathea run`, `resume`, `inbox answer` or \
+             `serve`) has this store open; wait for it to finish or stop it, or pass --store \
+             to use another store"
+        ),
+        e => anyhow!("could not open the store {}: {e}", path.display()),
+    }
+}

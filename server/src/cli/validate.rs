@@ -1,0 +1,124 @@
+//! `magrathea validate [NAME...]`: check workflow documents without running anything.
+//!
+//! Output: `ok: <path>` on stdout for each valid document; every diagnostic (errors and
+//! warnings) on stderr as `path:line:column: [MAG-Ynnn] message`, the path as the user would
+//! pass it (relative to the current directory when the file is below it). Exit 0 when every
+//! document is valid, 1 otherwise.
+
+use std::path::{Path, PathBuf};
+
+use anyhow::Context;
+use magrathea_yaml::{LoadOptions, load_workflow};
+
+use super::store::Project;
+use super::{EXIT_FAILED, EXIT_OK, Location};
+
+/// Arguments of `magrathea validate`.
+#[derive(Debug, clap::Args)]
+#[command(after_help = "\
+Prints `ok: <path>` on stdout per valid document and every diagnostic on stderr as
+`path:line:column: [MAG-Ynnn] message` (warnings do not fail validation).
+Exit codes: 0 all valid; 1 an error in some document, or a workflow not found.")]
+pub(crate) struct ValidateArgs {
+    /// Workflow names (resolved like `run`: project, then tenant) or paths to `.yaml` files
+    /// [default: every `_vance/workflows/*.yaml` of the project].
+    names: Vec<String>,
+}
+
+pub(crate) fn validate(loc: &Location, args: ValidateArgs) -> anyhow::Result<u8> {
+    let project = Project::locate(loc)?;
+    let cwd = std::env::current_dir()
+        .and_then(|d| d.canonicalize())
+        .unwrap_or_default();
+    let mut docs: Vec<(String, anyhow::Result<String>)> = Vec::new();
+    if args.names.is_empty() {
+        let dir = project.dir.join("_vance").join("workflows");
+        for path in yaml_files(&dir)? {
+            let text = std::fs::read_to_string(&path)
+                .with_context(|| format!("could not read {}", path.display()));
+            docs.push((label(&path), text));
+        }
+        if docs.is_empty() {
+            eprintln!("no workflows in {}", label(&dir));
+            return Ok(EXIT_OK);
+        }
+    } else {
+        for name in &args.names {
+            if is_path(name) {
+                let text =
+                    std::fs::read_to_string(name).with_context(|| format!("could not read {name}"));
+                docs.push((name.clone(), text));
+            } else {
+                match project.docs().workflow(&project.scope, name) {
+                    Ok((path, text)) => docs.push((relative(&path, &cwd), Ok(text))),
+                    Err(e) => docs.push((name.clone(), Err(anyhow::anyhow!("{e}")))),
+                }
+            }
+        }
+    }
+    let mut invalid = 0;
+    for (label, text) in &docs {
+        let text = match text {
+            Ok(t) => t,
+            Err(e) => {
+                eprintln!("error: {e:#}");
+                invalid += 1;
+                continue;
+            }
+        };
+        match load_workflow(label, text, &LoadOptions::default()) {
+            Ok(loaded) => {
+                println!("ok: {label}");
+                for w in loaded.warnings.iter() {
+                    eprintln!("{w}");
+                }
+            }
+            Err(diags) => {
+                invalid += 1;
+                for d in diags.iter() {
+                    eprintln!("{d}");
+                }
+            }
+        }
+    }
+    if invalid > 0 {
+        eprintln!("{invalid} of {} workflow(s) invalid", docs.len());
+        Ok(EXIT_FAILED)
+    } else {
+        Ok(EXIT_OK)
+    }
+}
+
+/// The `*.yaml` files of `dir`, sorted by name.
+fn yaml_files(dir: &Path) -> anyhow::Result<Vec<PathBuf>> {
+    let entries = std::fs::read_dir(dir).with_context(|| {
+        format!(
+            "{} does not exist: is this a project? Pass --project DIR (the directory holding `_vance/`)",
+            label(dir)
+        )
+    })?;
+    let mut files: Vec<PathBuf> = entries
+        .filter_map(|e| e.ok().map(|e| e.path()))
+        .filter(|p| p.is_file() && p.extension().is_some_and(|e| e == "yaml"))
+        .collect();
+    files.sort();
+    Ok(files)
+}
+
+fn is_path(name: &str) -> bool {
+    name.ends_with(".yaml") || name.ends_with(".yml") || name.contains(['/', '\\'])
+}
+
+/// A path as the user typed it: without a leading `./`.
+fn label(path: &Path) -> String {
+    path.strip_prefix(".").unwrap_or(path).display().to_string()
+}
+
+/// `path` relative to `cwd` when below it.
+fn relative(path: &Path, cwd: &Path) -> String {
+    let path = path.canonicalize().unwrap_or_else(|_| path.to_path_buf());
+    path.strip_prefix(cwd)
+        .unwrap_or(&path)
+        .display()
+        .to_string()
+}

@@ -1,0 +1,469 @@
+//! End-to-end tests of the `magrathea` binary in temporary project directories
+//! (`<tmp>/acme/shop/_vance/workflows/`, tenant `acme`, project `shop`).
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+
+use serde_json::Value;
+
+const BIN: &str = env!("CARGO_BIN_EXE_magrathea");
+
+struct Project {
+    _tmp: tempfile::TempDir,
+    root: PathBuf,
+    dir: PathBuf,
+}
+
+impl Project {
+    fn new() -> Self {
+        let tmp = tempfile::tempdir().unwrap();
+        let root = tmp.path().canonicalize().unwrap();
+        let dir = root.join("acme").join("shop");
+        std::fs::create_dir_all(dir.join("_vance/workflows")).unwrap();
+        Self {
+            _tmp: tmp,
+            root,
+            dir,
+        }
+    }
+
+    fn workflow(&self, name: &str, yaml: &str) -> &Self {
+        std::fs::write(self.dir.join(format!("_vance/workflows/{name}.yaml")), yaml).unwrap();
+        self
+    }
+
+    /// Runs the binary with the project as the current directory.
+    fn cli(&self, args: &[&str]) -> Output {
+        self.cli_in(&self.dir, args)
+    }
+
+    fn cli_in(&self, cwd: &Path, args: &[&str]) -> Output {
+        Command::new(BIN)
+            .args(args)
+            .current_dir(cwd)
+            .env("USER", "tester")
+            .output()
+            .unwrap()
+    }
+}
+
+fn code(o: &Output) -> i32 {
+    o.status.code().expect("exited with a code")
+}
+
+fn stdout(o: &Output) -> String {
+    String::from_utf8_lossy(&o.stdout).into_owned()
+}
+
+fn stderr(o: &Output) -> String {
+    String::from_utf8_lossy(&o.stderr).into_owned()
+}
+
+fn json(o: &Output) -> Value {
+    serde_json::from_slice(&o.stdout)
+        .unwrap_or_else(|e| panic!("stdout is not JSON ({e}): {}\n{}", stdout(o), stderr(o)))
+}
+
+const HELLO: &str = "\
+start: done
+states:
+  done:
+    type: terminal
+    result:
+      greeting: \"hello ${params.who}\"
+";
+
+const FAIL: &str = "\
+start: broken
+states:
+  broken:
+    type: terminal
+    outcome: failure
+";
+
+const REVIEW: &str = "\
+start: review
+parameters:
+  pr_url: { type: string, required: true }
+states:
+  review:
+    type: gate_task
+    inbox:
+      kind: APPROVAL
+      title: \"Approve ${params.pr_url}?\"
+    storeAs: decision
+    on:
+      approved: route
+      rejected: escalate
+  route:
+    type: condition_task
+    transitions:
+      - if: \"#params['pr_url'] == 'urgent'\"
+        to: escalate
+      - else: done
+  done:
+    type: terminal
+    result: { merged: true }
+  escalate:
+    type: terminal
+    outcome: failure
+";
+
+const BAD: &str = "\
+start: a
+states:
+  a:
+    type: terminal
+  b:
+    type: shell_task
+    run: \"true\"
+    on:
+      success: nowhere
+";
+
+#[test]
+fn validate_reports_ok_and_every_error_with_its_position() {
+    let p = Project::new();
+    p.workflow("hello", HELLO).workflow("bad", BAD);
+
+    let all = p.cli(&["validate"]);
+    assert_eq!(code(&all), 1, "{}", stderr(&all));
+    assert!(
+        stdout(&all).contains("ok: _vance/workflows/hello.yaml"),
+        "{}",
+        stdout(&all)
+    );
+    let err = stderr(&all);
+    let line = err
+        .lines()
+        .find(|l| l.starts_with("_vance/workflows/bad.yaml:") && l.contains("nowhere"))
+        .unwrap_or_else(|| panic!("no positioned diagnostic in:\n{err}"));
+    let mut parts = line.splitn(4, ':');
+    let (_, l, c) = (parts.next(), parts.next().unwrap(), parts.next().unwrap());
+    assert!(
+        l.parse::<u32>().is_ok() && c.parse::<u32>().is_ok(),
+        "{line}"
+    );
+    assert!(line.contains("[MAG-Y010]"), "{line}");
+
+    let one = p.cli(&["validate", "hello"]);
+    assert_eq!(code(&one), 0, "{}", stderr(&one));
+    assert_eq!(stdout(&one).trim(), "ok: _vance/workflows/hello.yaml");
+
+    // From elsewhere, paths are as the user would pass them.
+    let outside = p.cli_in(&p.root, &["validate", "--project", "acme/shop"]);
+    assert_eq!(code(&outside), 1);
+    assert!(stdout(&outside).contains("ok: acme/shop/_vance/workflows/hello.yaml"));
+    assert!(stderr(&outside).contains("acme/shop/_vance/workflows/bad.yaml:"));
+
+    let missing = p.cli(&["validate", "nope"]);
+    assert_eq!(code(&missing), 1);
+}
+
+#[test]
+fn run_of_a_terminal_workflow_is_done() {
+    let p = Project::new();
+    p.workflow("hello", HELLO);
+    let out = p.cli(&[
+        "run",
+        "hello",
+        "--param",
+        "who=world",
+        "--param",
+        "n=3",
+        "--json",
+    ]);
+    assert_eq!(code(&out), 0, "{}", stderr(&out));
+    let run = json(&out);
+    assert_eq!(run["status"], "DONE");
+    assert_eq!(run["workflowName"], "hello");
+    assert_eq!(run["currentState"], "done");
+    assert_eq!(run["params"]["n"], 3);
+    assert_eq!(run["params"]["who"], "world");
+    assert_eq!(run["result"]["greeting"], "hello world");
+    assert!(run.get("reason").is_some_and(Value::is_null), "{run}");
+    assert_eq!(run["workflowRunId"].as_str().unwrap().len(), 32);
+    assert!(stderr(&out).contains("→ state done"), "{}", stderr(&out));
+
+    let human = p.cli(&["run", "hello"]);
+    assert_eq!(code(&human), 0);
+    assert!(stdout(&human).contains("DONE"), "{}", stdout(&human));
+}
+
+#[test]
+fn a_failure_terminal_exits_1_with_a_reason() {
+    let p = Project::new();
+    p.workflow("fail", FAIL);
+    let out = p.cli(&["run", "fail", "--json"]);
+    assert_eq!(code(&out), 1, "{}", stderr(&out));
+    let run = json(&out);
+    assert_eq!(run["status"], "FAILED");
+    assert!(run["reason"].is_string(), "{run}");
+    assert!(run.get("result").is_some(), "{run}");
+}
+
+#[test]
+fn a_gate_waits_and_its_answer_drives_the_run_on() {
+    let p = Project::new();
+    p.workflow("review", REVIEW);
+    let out = p.cli(&[
+        "run",
+        "review",
+        "--params",
+        r#"{"pr_url": "pr/1"}"#,
+        "--json",
+    ]);
+    assert_eq!(code(&out), 3, "{}", stderr(&out));
+    let run = json(&out);
+    assert_eq!(run["status"], "WAITING");
+    assert_eq!(run["currentState"], "review");
+
+    let list = p.cli(&["inbox", "list", "--json"]);
+    assert_eq!(code(&list), 0);
+    let items = json(&list);
+    let items = items.as_array().unwrap();
+    assert_eq!(items.len(), 1, "{items:?}");
+    let item = &items[0];
+    assert_eq!(item["kind"], "APPROVAL");
+    assert_eq!(item["title"], "Approve pr/1?");
+    assert_eq!(item["workflowRunId"], run["workflowRunId"]);
+    assert_eq!(item["workflowState"], "review");
+    assert_eq!(item["status"], "PENDING");
+    for field in ["id", "body", "options", "assignedTo"] {
+        assert!(item.get(field).is_some(), "{field} missing in {item}");
+    }
+    let id = item["id"].as_str().unwrap();
+
+    // An answer that does not fit the gate changes nothing.
+    let wrong = p.cli(&["inbox", "answer", id, "--choose", "maybe"]);
+    assert_eq!(code(&wrong), 2, "{}", stderr(&wrong));
+    assert!(stderr(&wrong).contains("MAG-GT002"), "{}", stderr(&wrong));
+
+    let answered = p.cli(&[
+        "inbox",
+        "answer",
+        id,
+        "--approve",
+        "--comment",
+        "lgtm",
+        "--json",
+    ]);
+    assert_eq!(code(&answered), 0, "{}", stderr(&answered));
+    let done = json(&answered);
+    assert_eq!(done["status"], "DONE");
+    assert_eq!(done["result"]["merged"], true);
+    assert!(done["vars"]["decision"].is_object(), "{done}");
+
+    let empty = p.cli(&["inbox", "list", "--json"]);
+    assert_eq!(json(&empty), Value::Array(vec![]));
+
+    // A second answer is ignored and says so.
+    let again = p.cli(&["inbox", "answer", id, "--reject"]);
+    assert_eq!(code(&again), 0, "{}", stderr(&again));
+    assert!(
+        stderr(&again).contains("answer ignored"),
+        "{}",
+        stderr(&again)
+    );
+
+    let unknown = p.cli(&["inbox", "answer", "nope-1", "--approve"]);
+    assert_eq!(code(&unknown), 1);
+}
+
+#[test]
+fn invalid_parameters_exit_2_and_start_nothing() {
+    let p = Project::new();
+    p.workflow("review", REVIEW);
+    let out = p.cli(&["run", "review", "--json"]);
+    assert_eq!(code(&out), 2, "{}", stderr(&out));
+    assert!(stderr(&out).contains("pr_url"), "{}", stderr(&out));
+    assert!(stdout(&out).is_empty());
+    let runs = p.cli(&["runs", "list", "--json"]);
+    assert_eq!(code(&runs), 0, "{}", stderr(&runs));
+    assert_eq!(json(&runs), Value::Array(vec![]));
+
+    let bad_json = p.cli(&["run", "review", "--params", "[1]"]);
+    assert_eq!(code(&bad_json), 2);
+    let bad_pair = p.cli(&["run", "review", "--param", "novalue"]);
+    assert_eq!(code(&bad_pair), 2);
+}
+
+#[test]
+fn an_invalid_document_exits_2_with_positioned_diagnostics() {
+    let p = Project::new();
+    p.workflow("bad", BAD);
+    let out = p.cli(&["run", "bad"]);
+    assert_eq!(code(&out), 2, "{}", stderr(&out));
+    assert!(
+        stderr(&out)
+            .lines()
+            .any(|l| l.contains("bad.yaml:") && l.contains("[MAG-Y")),
+        "{}",
+        stderr(&out)
+    );
+}
+
+#[test]
+fn an_unknown_workflow_exits_2_naming_both_places_searched() {
+    let p = Project::new();
+    let out = p.cli(&["run", "nope"]);
+    assert_eq!(code(&out), 2, "{}", stderr(&out));
+    let err = stderr(&out);
+    assert!(
+        err.contains("acme/shop/_vance/workflows/nope.yaml"),
+        "{err}"
+    );
+    assert!(
+        err.contains("acme/_tenant/_vance/workflows/nope.yaml"),
+        "{err}"
+    );
+}
+
+#[test]
+fn tenant_workflows_are_the_fallback() {
+    let p = Project::new();
+    let tenant = p.root.join("acme/_tenant/_vance/workflows");
+    std::fs::create_dir_all(&tenant).unwrap();
+    std::fs::write(tenant.join("shared.yaml"), HELLO).unwrap();
+    let out = p.cli(&["run", "shared", "--json"]);
+    assert_eq!(code(&out), 0, "{}", stderr(&out));
+    assert_eq!(json(&out)["workflowName"], "shared");
+}
+
+#[test]
+fn journal_lines_each_name_their_record_type() {
+    let p = Project::new();
+    p.workflow("hello", HELLO);
+    let run = json(&p.cli(&["run", "hello", "--json"]));
+    let id = run["workflowRunId"].as_str().unwrap();
+    let out = p.cli(&["journal", id, "--json"]);
+    assert_eq!(code(&out), 0, "{}", stderr(&out));
+    let records: Vec<Value> = stdout(&out)
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    assert!(records.len() >= 3);
+    assert_eq!(records[0]["type"], "StartRecord");
+    assert!(
+        records
+            .iter()
+            .all(|r| r["type"].is_string() && r["seq"].is_u64())
+    );
+    assert!(records.iter().any(|r| r["type"] == "StatusRecord"));
+
+    let human = p.cli(&["journal", id]);
+    assert!(stdout(&human).contains("StateEnteredRecord"));
+
+    let unknown = p.cli(&["journal", "0123456789abcdef0123456789abcdef"]);
+    assert_eq!(code(&unknown), 1);
+    assert!(
+        stderr(&unknown).contains("not found"),
+        "{}",
+        stderr(&unknown)
+    );
+}
+
+#[test]
+fn runs_list_filters_by_workflow_and_show_reads_one() {
+    let p = Project::new();
+    p.workflow("hello", HELLO).workflow("fail", FAIL);
+    let first = json(&p.cli(&["run", "hello", "--json"]));
+    p.cli(&["run", "fail"]);
+    let second = json(&p.cli(&["run", "hello", "--json"]));
+
+    let all = json(&p.cli(&["runs", "list", "--json"]));
+    assert_eq!(all.as_array().unwrap().len(), 3);
+    let hello = json(&p.cli(&["runs", "list", "--workflow", "hello", "--json"]));
+    let ids: Vec<&Value> = hello
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|r| &r["workflowRunId"])
+        .collect();
+    // Newest first.
+    assert_eq!(ids, [&second["workflowRunId"], &first["workflowRunId"]]);
+
+    let id = first["workflowRunId"].as_str().unwrap();
+    let show = p.cli(&["runs", "show", id, "--json"]);
+    assert_eq!(code(&show), 0);
+    assert_eq!(json(&show)["status"], "DONE");
+
+    let missing = p.cli(&["runs", "show", "0123456789abcdef0123456789abcdef"]);
+    assert_eq!(code(&missing), 1);
+    let malformed = p.cli(&["runs", "show", "xyz"]);
+    assert_eq!(code(&malformed), 1);
+    assert!(
+        stderr(&malformed).contains("MAG-ID001"),
+        "{}",
+        stderr(&malformed)
+    );
+}
+
+#[test]
+fn graph_labels_every_transition() {
+    let p = Project::new();
+    p.workflow("review", REVIEW);
+    let out = p.cli(&["graph", "review"]);
+    assert_eq!(code(&out), 0, "{}", stderr(&out));
+    let text = stdout(&out);
+    assert!(text.starts_with("stateDiagram-v2"), "{text}");
+    assert!(text.contains("review --> route : approved"), "{text}");
+    assert!(text.contains("review --> escalate : rejected"), "{text}");
+    assert!(text.contains("route --> done : else"), "{text}");
+    assert!(text.contains("route --> escalate : if"), "{text}");
+
+    let dot = p.cli(&["graph", "review", "--format", "dot"]);
+    assert_eq!(code(&dot), 0);
+    assert!(
+        stdout(&dot).contains("[label=\"approved\"]"),
+        "{}",
+        stdout(&dot)
+    );
+}
+
+#[test]
+fn resume_prints_every_unfinished_run() {
+    let p = Project::new();
+    p.workflow("review", REVIEW);
+    let nothing = p.cli(&["resume"]);
+    assert_eq!(code(&nothing), 0);
+    let waiting = json(&p.cli(&["run", "review", "--param", "pr_url=x", "--json"]));
+    let out = p.cli(&["resume", "--json"]);
+    assert_eq!(code(&out), 0, "{}", stderr(&out));
+    let lines: Vec<Value> = stdout(&out)
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    assert_eq!(lines.len(), 1, "{lines:?}");
+    assert_eq!(lines[0]["workflowRunId"], waiting["workflowRunId"]);
+    assert_eq!(lines[0]["status"], "WAITING");
+}
+
+#[test]
+fn a_store_in_use_is_reported() {
+    let p = Project::new();
+    p.workflow(
+        "slow",
+        "start: wait\nstates:\n  wait:\n    type: shell_task\n    run: \"sleep 3\"\n    dirName: workspace\n    on:\n      success: done\n  done:\n    type: terminal\n",
+    );
+    let mut child = Command::new(BIN)
+        .args(["run", "slow"])
+        .current_dir(&p.dir)
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .unwrap();
+    let journal = p.dir.join(".magrathea/journal.redb");
+    for _ in 0..100 {
+        if journal.exists() {
+            break;
+        }
+        std::thread::sleep(std::time::Duration::from_millis(50));
+    }
+    std::thread::sleep(std::time::Duration::from_millis(300));
+    let out = p.cli(&["runs", "list"]);
+    let status = child.wait().unwrap();
+    assert!(status.success(), "the slow run failed");
+    assert_eq!(code(&out), 1, "{}", stderr(&out));
+    assert!(stderr(&out).contains("MAG-ST002"), "{}", stderr(&out));
+}
