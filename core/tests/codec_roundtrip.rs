@@ -269,7 +269,6 @@ proptest! {
 /// parser reads `0.011899999999999999` back one ULP high; this passes once the workspace enables
 /// serde_json's `float_roundtrip` feature.
 #[test]
-#[ignore = "serde_json's default float parsing is not bit-exact; needs its `float_roundtrip` feature"]
 fn floats_round_trip_bit_for_bit() {
     let value = f64::from_bits(4_578_013_504_733_464_179);
     let record = Record::Var {
