@@ -526,20 +526,113 @@ async fn s3_8_terminal_without_result_writes_no_result_record() {
 
 #[tokio::test]
 async fn the_example_pr_review_runs_without_an_llm_through_its_gate() {
-    let example = Path::new(env!("CARGO_MANIFEST_DIR")).join("../examples/_vance/workflows/pr-review.yaml");
+    let example =
+        Path::new(env!("CARGO_MANIFEST_DIR")).join("../examples/_vance/workflows/pr-review.yaml");
     let body = std::fs::read_to_string(example).unwrap();
     let p = project(&[("pr-review", &body)]).await;
     std::fs::create_dir_all(p.project.join("_vance")).unwrap();
-    let v = p.run("pr-review", json!({"pr_url": "https://example.invalid/pr/1"})).await;
+    let v = p
+        .run(
+            "pr-review",
+            json!({"pr_url": "https://example.invalid/pr/1"}),
+        )
+        .await;
     assert_eq!(v.status, RunStatus::Waiting, "{v:?}");
     assert_eq!(v.current_state.as_deref(), Some("human_review"));
     let item = p.engine.inbox(true).unwrap().remove(0);
     assert_eq!(item.assigned_to, "@maintainers");
-    p.engine.answer_gate(&item.id, GateAnswer::approve()).await.unwrap();
+    p.engine
+        .answer_gate(&item.id, GateAnswer::approve())
+        .await
+        .unwrap();
     let v = p.engine.wait(v.workflow_run_id).await.unwrap();
     assert_eq!(v.status, RunStatus::Done, "{v:?}");
-    assert_eq!(v.result, Some(json!({"summary": "merged https://example.invalid/pr/1\n"})));
+    assert_eq!(
+        v.result,
+        Some(json!({"summary": "merged https://example.invalid/pr/1\n"}))
+    );
 
-    let auto = p.run("pr-review", json!({"pr_url": "u", "auto_merge": true})).await;
+    let auto = p
+        .run("pr-review", json!({"pr_url": "u", "auto_merge": true}))
+        .await;
     assert_eq!(auto.status, RunStatus::Done, "{auto:?}");
+}
+
+/// Reads `start <ns>` / `end <ns>` pairs written by concurrent shell steps and says whether
+/// any two intervals overlapped.
+fn intervals_overlap(log: &str) -> bool {
+    let mut spans: Vec<(u128, u128)> = Vec::new();
+    let mut open: Vec<u128> = Vec::new();
+    for line in log.lines() {
+        let (what, ns) = line.split_once(' ').unwrap();
+        let ns: u128 = ns.trim().parse().unwrap();
+        match what {
+            "start" => open.push(ns),
+            _ => spans.push((open.remove(0), ns)),
+        }
+    }
+    spans.sort();
+    spans.windows(2).any(|w| w[1].0 < w[0].1)
+}
+
+const LANE_DOC: &str = r#"
+start: work
+states:
+  work:
+    type: shell_task
+    run: "echo start $(date +%s%N) >> LOG; sleep 0.3; echo end $(date +%s%N) >> LOG"
+    dirName: shared
+    on:
+      success: done
+  done: { type: terminal }
+"#;
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn s11_a_projects_synchronous_tasks_run_one_at_a_time_other_projects_do_not_wait() {
+    let shared = tempfile::tempdir().unwrap();
+    let log = shared.path().join("lane.log");
+    let doc = LANE_DOC.replace("LOG", &log.display().to_string());
+    let settings = format!("workspaces:\n  shared: {}\n", shared.path().display());
+
+    // One project, two runs at once: the lane serialises them.
+    let p = project(&[("lane", &doc)]).await;
+    std::fs::write(p.project.join("_vance/settings.yaml"), &settings).unwrap();
+    let a = p
+        .runtime
+        .start(&p.engine, &p.scope, "lane", json!({}), "t")
+        .await
+        .unwrap();
+    let b = p
+        .runtime
+        .start(&p.engine, &p.scope, "lane", json!({}), "t")
+        .await
+        .unwrap();
+    assert_eq!(p.engine.wait(a).await.unwrap().status, RunStatus::Done);
+    assert_eq!(p.engine.wait(b).await.unwrap().status, RunStatus::Done);
+    assert!(
+        !intervals_overlap(&std::fs::read_to_string(&log).unwrap()),
+        "same lane overlapped"
+    );
+
+    // A project that raises its limit runs them side by side.
+    std::fs::remove_file(&log).unwrap();
+    let q = project(&[("lane", &doc)]).await;
+    let raised = format!("{settings}lanes:\n  maxConcurrentTasks: 2\n");
+    std::fs::write(q.project.join("_vance/settings.yaml"), raised).unwrap();
+    let a = q
+        .runtime
+        .start(&q.engine, &q.scope, "lane", json!({}), "t")
+        .await
+        .unwrap();
+    let b = q
+        .runtime
+        .start(&q.engine, &q.scope, "lane", json!({}), "t")
+        .await
+        .unwrap();
+    q.engine.wait(a).await.unwrap();
+    q.engine.wait(b).await.unwrap();
+    assert!(
+        intervals_overlap(&std::fs::read_to_string(&log).unwrap()),
+        "raised limit still serialised"
+    );
 }

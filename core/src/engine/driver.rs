@@ -132,6 +132,11 @@ struct Driver {
     deferred: Vec<Command>,
     /// Gates created and not yet resolved: the run is WAITING while there are any.
     open_gates: usize,
+    /// The code's result when it finished during replay, before the journal's end.
+    replayed_result: Option<Result<Value, WorkflowError>>,
+    /// Steps that wait for a completion from the world (tasks, timers, gates, signals,
+    /// children) and have none yet. Kept so per-event checks do not walk every step.
+    pending: std::collections::BTreeSet<Step>,
 }
 
 fn step_of(r: &Record) -> Option<Step> {
@@ -264,6 +269,8 @@ impl Driver {
             replaying: false,
             deferred: Vec::new(),
             open_gates: 0,
+            replayed_result: None,
+            pending: std::collections::BTreeSet::new(),
         }
     }
 
@@ -444,6 +451,11 @@ impl Driver {
         }
         self.replaying = false;
         lock(&self.shared).replaying = false;
+        if let Some(result) = self.replayed_result.take() {
+            if !self.terminal && self.blocked.is_none() {
+                self.finish(result);
+            }
+        }
         if self.terminal || self.blocked.is_some() {
             return true;
         }
@@ -566,6 +578,15 @@ impl Driver {
         while let Ok(ev) = self.rx.try_recv() {
             self.reply_error(ev, &error);
         }
+        // Callers waiting on the failed commit learn why; nothing of it was written.
+        for reply in std::mem::take(&mut self.replies) {
+            match reply {
+                Reply::Answer(tx, _) => drop(tx.send(Err(DeliverError::Store(error.clone())))),
+                Reply::Signal(tx) => drop(tx.send(Err(DeliverError::Store(error.clone())))),
+                Reply::Cancel(tx, _) => drop(tx.send(Err(DeliverError::Store(error.clone())))),
+                Reply::Start(tx) => drop(tx.send(Err(StartError::Store(error.clone())))),
+            }
+        }
         let existed = self.start.is_some() && self.next_seq > 0 && !self.is_fresh_failure();
         if existed {
             let engine = self.engine.clone();
@@ -606,7 +627,7 @@ impl Driver {
         }
         let horizon = now_ms() + self.engine.config.evict_after.as_millis() as u64;
         let mut pending = 0;
-        for st in self.steps.values().filter(|s| !s.resolved) {
+        for st in self.pending.iter().filter_map(|s| self.steps.get(s)) {
             match st.kind {
                 StepKind::Task => {
                     let t = st.task.as_ref();
@@ -636,7 +657,14 @@ impl Driver {
             self.process_commands();
             if let Poll::Ready(result) = polled {
                 self.future = None;
-                if self.blocked.is_none() {
+                if self.blocked.is_some() {
+                    return;
+                }
+                if self.replaying {
+                    // The rest of the journal must still agree with the code (a record of a
+                    // step the code no longer reaches blocks the run); finish after it.
+                    self.replayed_result = Some(result);
+                } else {
                     self.finish(result);
                 }
                 return;
@@ -707,6 +735,9 @@ impl Driver {
         }
         if c.kind == StepKind::Gate {
             self.open_gates += 1;
+        }
+        if !st.resolved {
+            self.pending.insert(c.step);
         }
         st
     }
@@ -838,6 +869,9 @@ impl Driver {
             return;
         }
         st.resolved = true;
+        // A resolved task's input is no longer needed (no more attempts).
+        st.task = None;
+        self.pending.remove(&step);
         if st.kind == StepKind::Gate {
             self.open_gates = self.open_gates.saturating_sub(1);
         }
@@ -974,23 +1008,7 @@ impl Driver {
             Record::CancelRequested { reason } => {
                 self.cancel_requested = true;
                 lock(&self.shared).cancelled = Some(reason.clone());
-                let mut pending: Vec<Step> = self
-                    .steps
-                    .iter()
-                    .filter(|(_, s)| {
-                        !s.resolved
-                            && matches!(
-                                s.kind,
-                                StepKind::Task
-                                    | StepKind::Timer
-                                    | StepKind::Gate
-                                    | StepKind::Signal
-                                    | StepKind::Child
-                            )
-                    })
-                    .map(|(k, _)| *k)
-                    .collect();
-                pending.sort_unstable();
+                let pending: Vec<Step> = self.pending.iter().copied().collect();
                 for step in pending {
                     self.resolve(step, seq, Resolution::Cancelled(reason.clone()));
                 }
@@ -1097,21 +1115,22 @@ impl Driver {
                 result,
             } => {
                 self.executing.remove(&step);
-                let current = self.steps.get(&step).and_then(|s| {
-                    let t = s.task.as_ref()?;
-                    Some((s.resolved, t.attempt, t.open))
-                });
-                match current {
-                    Some((false, a, true)) if a == attempt && !self.terminal => {
-                        self.task_result(step, attempt, result);
-                    }
-                    Some(_) => {
-                        self.append(Record::Ignored {
-                            step,
-                            what: "task result".into(),
-                        });
-                    }
-                    None => {}
+                let Some(st) = self.steps.get(&step) else {
+                    return;
+                };
+                let current = !st.resolved
+                    && !self.terminal
+                    && st
+                        .task
+                        .as_ref()
+                        .is_some_and(|t| t.attempt == attempt && t.open);
+                if current {
+                    self.task_result(step, attempt, result);
+                } else {
+                    self.append(Record::Ignored {
+                        step,
+                        what: "task result".into(),
+                    });
                 }
             }
             Event::TimerFired { step, purpose } => self.timer_fired(step, purpose),
@@ -1151,17 +1170,14 @@ impl Driver {
                     let _ = reply.send(Ok(()));
                     return;
                 }
-                let waiting = self
-                    .steps
-                    .iter()
-                    .filter(|(k, s)| {
-                        s.kind == StepKind::Signal
-                            && !s.resolved
-                            && s.name == name
-                            && !lock(&self.shared).dropped.contains(k)
-                    })
-                    .map(|(k, _)| *k)
-                    .min();
+                let dropped = lock(&self.shared).dropped.clone();
+                let waiting = self.pending.iter().copied().find(|k| {
+                    !dropped.contains(k)
+                        && self
+                            .steps
+                            .get(k)
+                            .is_some_and(|s| s.kind == StepKind::Signal && s.name == name)
+                });
                 self.append_apply(Record::SignalReceived {
                     name,
                     payload,
@@ -1243,7 +1259,10 @@ impl Driver {
                     .get(&step)
                     .and_then(|s| s.task.as_ref())
                     .map(|t| t.options.retry.clone());
-                let retry = policy.as_ref().is_some_and(|p| p.should_retry(attempt, &e));
+                // Nobody awaits a dropped step (a select's loser): do not retry it.
+                let dropped = lock(&self.shared).dropped.contains(&step);
+                let retry =
+                    !dropped && policy.as_ref().is_some_and(|p| p.should_retry(attempt, &e));
                 self.append_apply(Record::TaskResult {
                     step,
                     attempt,

@@ -1,0 +1,193 @@
+//! Changed workflow code meets an old journal: the run is BLOCKED with both sides named, never
+//! failed or re-executed, and restoring the original code un-blocks it.
+//!
+//! Each scenario runs the original `nd` workflow on a redb file until it waits on a gate,
+//! "crashes" the engine (shuts its runtime down), and reopens the file with changed code
+//! registered under the same name and version.
+
+use std::path::Path;
+use std::time::Duration;
+
+use magrathea::prelude::*;
+use magrathea::{AnswerAck, EngineBuilder, Record};
+use magrathea_tests::{build_retrying, runtime, wait_for};
+
+#[task]
+async fn nd_first(n: u64) -> Result<u64, TaskError> {
+    Ok(n + 1)
+}
+
+#[task]
+async fn nd_other(n: u64) -> Result<u64, TaskError> {
+    Ok(n * 100)
+}
+
+/// The original: task `nd_first` (step 0), an approval gate (step 1), task `nd_other` (step 2).
+#[workflow(name = "nd", version = "1")]
+async fn nd_original(ctx: Context, n: u64) -> Result<u64, WorkflowError> {
+    let a = ctx.task(nd_first, n).await?;
+    match ctx.approval("continue?").await {
+        GateOutcome::Answered(_) => Ok(ctx.task(nd_other, a).await?),
+        other => Err(WorkflowError::failed(format!("{other:?}"))),
+    }
+}
+
+/// Changed: calls `nd_other` at step 0 where the journal has `nd_first`.
+#[workflow(name = "nd", version = "1")]
+async fn nd_swapped(ctx: Context, n: u64) -> Result<u64, WorkflowError> {
+    let a = ctx.task(nd_other, n).await?;
+    match ctx.approval("continue?").await {
+        GateOutcome::Answered(_) => Ok(ctx.task(nd_first, a).await?),
+        other => Err(WorkflowError::failed(format!("{other:?}"))),
+    }
+}
+
+/// Changed: the gate (journaled at step 1) was removed; the code ends after step 0.
+#[workflow(name = "nd", version = "1")]
+async fn nd_gate_removed(ctx: Context, n: u64) -> Result<u64, WorkflowError> {
+    Ok(ctx.task(nd_first, n).await?)
+}
+
+fn builder(db: &Path) -> EngineBuilder {
+    Engine::builder().path(db).task(nd_first).task(nd_other)
+}
+
+/// Runs `nd_original` until it waits on its gate, then kills the engine; returns the run.
+fn run_until_gate_then_crash(db: &Path) -> RunId {
+    let rt = runtime();
+    let run = rt.block_on(async {
+        let engine = builder(db).workflow(nd_original).build().await.unwrap();
+        let run = engine.start(nd_original, 1).await.unwrap();
+        let view = engine.wait_settled(run).await.unwrap();
+        assert_eq!(view.status, RunStatus::Waiting);
+        run
+    });
+    rt.shutdown_background();
+    run
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_different_task_at_a_journaled_step_blocks_with_nd001_until_the_code_is_restored() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = dir.path().join("journal.redb");
+    let run = tokio::task::spawn_blocking({
+        let db = db.clone();
+        move || run_until_gate_then_crash(&db)
+    })
+    .await
+    .unwrap();
+
+    let engine = build_retrying(|| builder(&db).workflow(nd_swapped))
+        .await
+        .unwrap();
+    let view = engine
+        .wait_until(run, |s| s == RunStatus::Blocked)
+        .await
+        .unwrap();
+    let reason = view.reason.unwrap_or_default();
+    assert!(reason.contains("[MAG-ND001]"), "{reason}");
+    assert!(
+        reason.contains("nd_first") && reason.contains("nd_other"),
+        "the reason names the journaled and the requested step: {reason}"
+    );
+    assert!(reason.contains("step 0"), "{reason}");
+
+    let err = engine
+        .answer_gate(&format!("{run}-1"), GateAnswer::approve())
+        .await
+        .unwrap_err();
+    assert!(err.to_string().contains("[MAG-GT003]"), "{err}");
+    let journal = engine.journal(run).unwrap();
+    assert!(
+        !journal.iter().any(|e| matches!(
+            e.record,
+            Record::GateAnswered { .. } | Record::Result { .. }
+        )),
+        "a blocked run takes no answer and writes no result"
+    );
+    let nd_other_started = journal
+        .iter()
+        .any(|e| matches!(&e.record, Record::TaskStarted { task, .. } if task == "nd_other"));
+    assert!(!nd_other_started, "the changed code must not execute tasks");
+    drop(engine);
+
+    reopen_with_original_and_finish(&db, run).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_removed_journaled_step_blocks_with_nd002_until_the_code_is_restored() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = dir.path().join("journal.redb");
+    let run = tokio::task::spawn_blocking({
+        let db = db.clone();
+        move || run_until_gate_then_crash(&db)
+    })
+    .await
+    .unwrap();
+
+    let engine = build_retrying(|| builder(&db).workflow(nd_gate_removed))
+        .await
+        .unwrap();
+    let view = engine
+        .wait_until(run, |s| s != RunStatus::Waiting && s != RunStatus::Running)
+        .await
+        .unwrap();
+    let reason = view.reason.clone().unwrap_or_default();
+    assert_eq!(view.status, RunStatus::Blocked, "{view:?}");
+    assert!(reason.contains("[MAG-ND002]"), "{reason}");
+    assert!(
+        reason.contains("continue?"),
+        "names the removed gate: {reason}"
+    );
+    let journal = engine.journal(run).unwrap();
+    let finished: Vec<&Record> = journal
+        .iter()
+        .map(|e| &e.record)
+        .filter(|r| {
+            matches!(r, Record::Result { .. })
+                || matches!(r, Record::Status { status, .. } if status.is_terminal())
+        })
+        .collect();
+    assert!(
+        finished.is_empty(),
+        "a run whose code no longer matches its journal must not be finished: {finished:?}"
+    );
+    drop(engine);
+
+    reopen_with_original_and_finish(&db, run).await;
+}
+
+/// Reopens with the original code: the run replays cleanly, waits on its gate again, and
+/// finishes DONE once the gate is answered.
+async fn reopen_with_original_and_finish(db: &Path, run: RunId) {
+    let engine = build_retrying(|| builder(db).workflow(nd_original))
+        .await
+        .unwrap();
+    let settled = engine.wait_until(run, |s| s != RunStatus::Blocked && s != RunStatus::Running);
+    let view = tokio::time::timeout(Duration::from_secs(10), settled)
+        .await
+        .expect("restoring the original code un-blocks the run within 10 s")
+        .unwrap();
+    assert_eq!(view.status, RunStatus::Waiting, "{:?}", view.reason);
+    assert_eq!(
+        engine
+            .answer_gate(&format!("{run}-1"), GateAnswer::approve())
+            .await
+            .unwrap(),
+        AnswerAck::Applied
+    );
+    let result = tokio::time::timeout(Duration::from_secs(10), engine.result(nd_original, run));
+    assert_eq!(result.await.expect("the run finishes").unwrap(), 200);
+    let journal = engine.journal(run).unwrap();
+    assert!(
+        journal.iter().any(|e| matches!(
+            &e.record,
+            Record::Status { status: RunStatus::Running, reason: Some(r) } if r == "unblocked"
+        )),
+        "un-blocking is journaled"
+    );
+    wait_for("the run to leave memory", Duration::from_secs(5), || {
+        engine.runs_in_memory() == 0
+    })
+    .await;
+}

@@ -1,0 +1,237 @@
+//! Promises that must hold across an engine restart on the same redb file: durable timers,
+//! gate timeouts that win over late answers, and idempotent starts.
+//!
+//! "Crash" here means shutting down the tokio runtime that drives the engine
+//! (`Runtime::shutdown_background`): every driver, task and timer of that engine stops at once,
+//! and only what was committed to the file survives. Each test runs outside any runtime and
+//! builds one runtime per engine incarnation.
+
+use std::path::Path;
+use std::time::Duration;
+
+use magrathea::prelude::*;
+use magrathea::{AnswerAck, EngineBuilder, Entry, Record, RunFilter, StartOptions};
+use magrathea_tests::{build_retrying, runtime};
+use serde_json::json;
+
+#[workflow]
+async fn sleeper(ctx: Context, ms: u64) -> Result<u64, WorkflowError> {
+    ctx.sleep(Duration::from_millis(ms)).await?;
+    Ok(ms)
+}
+
+#[workflow]
+async fn gate_with_timeout(ctx: Context, timeout_ms: u64) -> Result<String, WorkflowError> {
+    let mut spec = gate_spec(GateKind::Approval, "ship it?");
+    spec.timeout_ms = Some(timeout_ms);
+    Ok(match ctx.gate(spec).await {
+        GateOutcome::Answered(a) => format!("answered {}", a.value),
+        GateOutcome::TimedOut => "timed out".to_string(),
+        GateOutcome::Cancelled(r) => format!("cancelled {r}"),
+    })
+}
+
+#[workflow]
+async fn approval_echo(ctx: Context, input: String) -> Result<String, WorkflowError> {
+    match ctx.approval("approve?").await {
+        GateOutcome::Answered(_) => Ok(input),
+        other => Err(WorkflowError::failed(format!("{other:?}"))),
+    }
+}
+
+fn builder(db: &Path) -> EngineBuilder {
+    Engine::builder()
+        .path(db)
+        .workflow(sleeper)
+        .workflow(gate_with_timeout)
+        .workflow(approval_echo)
+}
+
+fn count(journal: &[Entry], pred: impl Fn(&Record) -> bool) -> usize {
+    journal.iter().filter(|e| pred(&e.record)).count()
+}
+
+fn timer_set_at(journal: &[Entry]) -> u64 {
+    journal
+        .iter()
+        .find_map(|e| match e.record {
+            Record::TimerSet { fire_at_ms, .. } => Some(fire_at_ms),
+            _ => None,
+        })
+        .expect("a TimerSetRecord")
+}
+
+/// Runs `f` with a fresh engine in its own runtime, then kills that runtime.
+fn incarnation<T>(db: &Path, f: impl AsyncFnOnce(Engine) -> T) -> T {
+    let rt = runtime();
+    let db = db.to_path_buf();
+    let out = rt.block_on(async move {
+        let engine = build_retrying(|| builder(&db)).await.unwrap();
+        f(engine).await
+    });
+    rt.shutdown_background();
+    out
+}
+
+#[test]
+fn durable_timers_fire_once_after_a_restart_before_or_after_their_due_time() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = dir.path().join("journal.redb");
+    // `long` is due after the restart, `short` before it.
+    let (long, short) = incarnation(&db, async |engine: Engine| {
+        let long = engine.start(sleeper, 1500).await.unwrap();
+        let short = engine.start(sleeper, 300).await.unwrap();
+        for run in [long, short] {
+            wait_for_async(&engine, run, |j| {
+                count(j, |r| matches!(r, Record::TimerSet { .. })) == 1
+            })
+            .await;
+        }
+        tokio::time::sleep(Duration::from_millis(200)).await;
+        (long, short)
+    });
+    // Let `short` come due while no engine runs.
+    std::thread::sleep(Duration::from_millis(300));
+
+    let rt = runtime();
+    rt.block_on(async {
+        let engine = build_retrying(|| builder(&db)).await.unwrap();
+        for (run, ms) in [(long, 1500), (short, 300)] {
+            let done = tokio::time::timeout(Duration::from_secs(10), engine.result(sleeper, run));
+            assert_eq!(done.await.expect("the timer fires").unwrap(), ms);
+            let journal = engine.journal(run).unwrap();
+            assert_eq!(
+                count(&journal, |r| matches!(r, Record::TimerFired { .. })),
+                1,
+                "exactly one TimerFiredRecord: {journal:#?}"
+            );
+            assert_eq!(
+                count(&journal, |r| matches!(r, Record::TimerSet { .. })),
+                1,
+                "the timer is not set again on replay"
+            );
+            let due = timer_set_at(&journal);
+            let fired = journal
+                .iter()
+                .find(|e| matches!(e.record, Record::TimerFired { .. }))
+                .unwrap();
+            assert!(
+                fired.at_ms >= due,
+                "run {run}: fired at {} before its due time {due}",
+                fired.at_ms
+            );
+        }
+    });
+    rt.shutdown_background();
+}
+
+async fn wait_for_async(engine: &Engine, run: RunId, pred: impl Fn(&[Entry]) -> bool) {
+    magrathea_tests::wait_for("a journal condition", Duration::from_secs(10), || {
+        engine.journal(run).is_ok_and(|j| pred(&j))
+    })
+    .await;
+}
+
+#[test]
+fn a_gate_answered_after_its_timeout_fired_is_ignored_and_recorded_across_restarts() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = dir.path().join("journal.redb");
+    let run = incarnation(&db, async |engine: Engine| {
+        let run = engine.start(gate_with_timeout, 300).await.unwrap();
+        let view = engine.wait_settled(run).await.unwrap();
+        assert_eq!(view.status, RunStatus::Waiting);
+        run
+    });
+    // The timeout comes due while no engine runs.
+    std::thread::sleep(Duration::from_millis(400));
+    let item = format!("{run}-0");
+
+    let item2 = item.clone();
+    incarnation(&db, async move |engine: Engine| {
+        let view = tokio::time::timeout(Duration::from_secs(10), engine.wait(run))
+            .await
+            .expect("the gate's timeout fires after the restart")
+            .unwrap();
+        assert_eq!(view.status, RunStatus::Done);
+        assert_eq!(view.result, Some(json!("timed out")));
+        let ack = engine
+            .answer_gate(&item2, GateAnswer::approve())
+            .await
+            .unwrap();
+        assert_eq!(ack, AnswerAck::Ignored);
+    });
+
+    // Once more, on a fresh engine that has the run only on disk.
+    let journal = incarnation(&db, async move |engine: Engine| {
+        let ack = engine
+            .answer_gate(&item, GateAnswer::reject())
+            .await
+            .unwrap();
+        assert_eq!(ack, AnswerAck::Ignored);
+        engine.journal(run).unwrap()
+    });
+    assert_eq!(
+        count(&journal, |r| matches!(r, Record::GateAnswered { .. })),
+        0,
+        "a late answer is never applied"
+    );
+    assert_eq!(
+        count(
+            &journal,
+            |r| matches!(r, Record::Ignored { what, .. } if what == "gate answer")
+        ),
+        2,
+        "each late answer is journaled as ignored: {journal:#?}"
+    );
+    assert_eq!(
+        count(&journal, |r| matches!(r, Record::TimerFired { .. })),
+        1
+    );
+}
+
+#[test]
+fn an_idempotent_start_after_a_restart_returns_the_first_run() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = dir.path().join("journal.redb");
+    let key = || StartOptions {
+        idempotency_key: Some("order-42".into()),
+        started_by: None,
+    };
+    let first = incarnation(&db, async move |engine: Engine| {
+        let run = engine
+            .start_with(approval_echo, "first".into(), key())
+            .await
+            .unwrap();
+        engine.wait_settled(run).await.unwrap();
+        run
+    });
+    let (second, journal, runs) = incarnation(&db, async move |engine: Engine| {
+        let second = engine
+            .start_with(approval_echo, "second".into(), key())
+            .await
+            .unwrap();
+        engine
+            .answer_gate(&format!("{second}-0"), GateAnswer::approve())
+            .await
+            .unwrap();
+        let out = engine.result(approval_echo, second).await.unwrap();
+        assert_eq!(out, "first", "the first run's input, not the second's");
+        let again = engine
+            .start_with(approval_echo, "third".into(), key())
+            .await
+            .unwrap();
+        assert_eq!(again, second, "a finished run is found by its key too");
+        (
+            second,
+            engine.journal(second).unwrap(),
+            engine.list_runs(&RunFilter::default()).unwrap(),
+        )
+    });
+    assert_eq!(first, second);
+    assert_eq!(runs.len(), 1, "no second run: {runs:?}");
+    assert_eq!(
+        count(&journal, |r| matches!(r, Record::Start(_))),
+        1,
+        "one StartRecord"
+    );
+}
