@@ -451,10 +451,11 @@ impl Driver {
         }
         self.replaying = false;
         lock(&self.shared).replaying = false;
-        if let Some(result) = self.replayed_result.take() {
-            if !self.terminal && self.blocked.is_none() {
-                self.finish(result);
-            }
+        if let Some(result) = self.replayed_result.take()
+            && !self.terminal
+            && self.blocked.is_none()
+        {
+            self.finish(result);
         }
         if self.terminal || self.blocked.is_some() {
             return true;
