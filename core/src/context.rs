@@ -147,12 +147,19 @@ pub(crate) struct Shared {
     pub(crate) replaying: bool,
     pub(crate) cancelled: Option<String>,
     pub(crate) result_state: Option<String>,
+    /// Names of the tasks registered with the engine.
+    pub(crate) tasks: Arc<HashSet<String>>,
 }
 
 impl Shared {
-    pub(crate) fn new(run_id: RunId, journaled: HashMap<Step, Record>) -> Self {
+    pub(crate) fn new(
+        run_id: RunId,
+        journaled: HashMap<Step, Record>,
+        tasks: Arc<HashSet<String>>,
+    ) -> Self {
         Self {
             run_id,
+            tasks,
             next_step: 0,
             commands: Vec::new(),
             resolved: HashMap::new(),
@@ -223,6 +230,12 @@ impl WorkflowContext {
             step,
             map: Some(Box::new(map)),
         }
+    }
+
+    /// Whether a task of this name is registered with the engine (registrations are fixed
+    /// when the engine is built, so the answer is the same on replay).
+    pub fn is_task_registered(&self, name: &str) -> bool {
+        self.lock().tasks.contains(name)
     }
 
     /// This run's id.

@@ -239,6 +239,7 @@ fn check_answer(gate: &GateSpec, answer: &GateAnswer) -> Result<(), DeliverError
 
 impl Driver {
     fn new(engine: Arc<EngineInner>, run_id: RunId, rx: mpsc::UnboundedReceiver<Event>) -> Self {
+        let task_names = engine.task_names.clone();
         let wake = Arc::new(WakeFlag {
             woken: AtomicBool::new(true),
             notify: Notify::new(),
@@ -247,7 +248,7 @@ impl Driver {
             engine,
             run_id,
             rx,
-            shared: Arc::new(Mutex::new(Shared::new(run_id, HashMap::new()))),
+            shared: Arc::new(Mutex::new(Shared::new(run_id, HashMap::new(), task_names))),
             waker: Waker::from(wake.clone()),
             wake,
             future: None,

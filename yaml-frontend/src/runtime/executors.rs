@@ -18,7 +18,17 @@ fn options() -> TaskOptions {
     }
 }
 
-fn technical(msg: String) -> TaskError {
+/// The `tenant/project` scope the interpreter put in a task's `$run`.
+pub(crate) fn scope_of(input: &Value) -> String {
+    input
+        .pointer("/$run/scope")
+        .and_then(Value::as_str)
+        .unwrap_or_default()
+        .to_string()
+}
+
+/// A `technical_error` that retrying cannot fix, carrying its message as output.
+pub(crate) fn technical(msg: String) -> TaskError {
     TaskError::terminal(msg.clone())
         .with_kind("technical_error")
         .with_output(json!({ "error": msg }))
@@ -35,28 +45,47 @@ pub(crate) fn registrations(rt: Arc<RuntimeInner>) -> Vec<TaskRegistration> {
         TaskRegistration::new("condition_task", options(), move |input, _| {
             let rt = cond_rt.clone();
             async move {
-                let scope = input
-                    .get("scope")
-                    .and_then(Value::as_str)
-                    .unwrap_or_default()
-                    .to_string();
+                let scope = scope_of(&input);
                 let _lane = rt.lanes.enter(&scope).await;
                 condition(&input)
             }
         }),
     ];
-    for ty in ["script_task", "tool_task", "agent_task"] {
-        regs.push(TaskRegistration::new(
-            ty,
-            options(),
-            move |_, _| async move {
-                Err(technical(format!(
-                    "[MAG-YR002] {ty} is not available in this build: documents using it load and \
-                 validate, and route its failure through `catch: technical_error`"
-                )))
-            },
-        ));
-    }
+    let script_rt = rt.clone();
+    regs.push(TaskRegistration::new(
+        "script_task",
+        options(),
+        move |input, ctx| {
+            let rt = script_rt.clone();
+            async move {
+                let scope = scope_of(&input);
+                let _lane = rt.lanes.enter(&scope).await;
+                super::script::execute(&rt, input, ctx).await
+            }
+        },
+    ));
+    let tool_rt = rt.clone();
+    regs.push(TaskRegistration::new(
+        "tool_task",
+        options(),
+        move |input, ctx| {
+            let rt = tool_rt.clone();
+            async move {
+                let scope = scope_of(&input);
+                let _lane = rt.lanes.enter(&scope).await;
+                super::tools::execute(&rt, input, ctx).await
+            }
+        },
+    ));
+    let agent_rt = rt;
+    regs.push(TaskRegistration::new(
+        "agent_task",
+        options(),
+        move |input, ctx| {
+            let rt = agent_rt.clone();
+            async move { super::agent::execute(&rt, input, ctx).await }
+        },
+    ));
     regs
 }
 
@@ -79,11 +108,7 @@ async fn shell(rt: &RuntimeInner, input: Value) -> Result<Value, TaskError> {
         .and_then(Value::as_str)
         .unwrap_or_default()
         .to_string();
-    let scope_key = input
-        .get("scope")
-        .and_then(Value::as_str)
-        .unwrap_or_default()
-        .to_string();
+    let scope_key = scope_of(&input);
     let Some(dir_name) = input.get("dirName").and_then(Value::as_str) else {
         return Err(technical(
             "[MAG-SH001] shell_task has no `dirName:`; name a workspace directory (e.g. \

@@ -26,6 +26,8 @@ struct Completion {
     outcome: String,
     output: Value,
     next: Option<String>,
+    /// What the task cost (agent tasks), for `bounds.maxTotalCostUsd`.
+    cost_usd: f64,
 }
 
 impl Completion {
@@ -34,6 +36,7 @@ impl Completion {
             outcome: outcome.into(),
             output,
             next: None,
+            cost_usd: 0.0,
         }
     }
     fn from_task(result: Result<Value, TaskError>) -> Self {
@@ -62,6 +65,7 @@ pub(crate) async fn interpret(
     let bounds = doc.bounds.unwrap_or_default();
     let started_ms = bounds.max_wallclock_seconds.map(|_| ctx.now());
     let mut spawns: u64 = 0;
+    let mut cost_usd = 0.0f64;
     let mut current = doc.start.value.clone();
     loop {
         let Some(state) = doc.states.get(&current) else {
@@ -83,7 +87,14 @@ pub(crate) async fn interpret(
             }
             spawns += 1;
             let spec = resolve_value(&state.raw, &params, &Value::Object(vars.clone()));
-            let done = execute(&ctx, &rt, &start, state, &spec, &params, &vars).await;
+            let run = RunInfo {
+                start: &start,
+                doc: &doc,
+                params: &params,
+                vars: &vars,
+            };
+            let done = execute(&ctx, &rt, &run, state, &spec).await;
+            cost_usd += done.cost_usd;
             if let Some(key) = &state.store_as
                 && !done.output.is_null()
             {
@@ -107,6 +118,11 @@ pub(crate) async fn interpret(
             }
             break done;
         };
+        if let Some(max) = bounds.max_total_cost_usd.filter(|max| cost_usd > *max) {
+            return Err(WorkflowError::failed(format!(
+                "bounds exhausted: maxTotalCostUsd {max} exceeded (spent {cost_usd:.4} USD)"
+            )));
+        }
         if let (Some(max), Some(t0)) = (bounds.max_wallclock_seconds, started_ms) {
             let elapsed = ctx.now().saturating_sub(t0) as f64 / 1000.0;
             if elapsed > max {
@@ -191,15 +207,45 @@ fn timeout_of(spec: &Value) -> Option<Duration> {
         .map(Duration::from_secs_f64)
 }
 
+/// What every state's task may need to know about its run.
+struct RunInfo<'a> {
+    start: &'a StartRecord,
+    doc: &'a WorkflowDoc,
+    params: &'a Value,
+    vars: &'a Map<String, Value>,
+}
+
+impl RunInfo<'_> {
+    /// The `$run` object added to the input of tasks that reach outside: executors read the
+    /// scope, the run's parameters and variables, and the workflow's allowed tools from it.
+    fn describe(&self) -> Value {
+        json!({
+            "scope": self.start.scope,
+            "workflowName": self.start.workflow_name,
+            "startedBy": self.start.started_by,
+            "params": self.params,
+            "vars": Value::Object(self.vars.clone()),
+            "allowedTools": self.doc.allowed_tools,
+        })
+    }
+
+    fn with_run(&self, spec: &Value) -> Value {
+        let mut input = spec.clone();
+        if let Value::Object(m) = &mut input {
+            m.insert("$run".into(), self.describe());
+        }
+        input
+    }
+}
+
 async fn execute(
     ctx: &WorkflowContext,
     rt: &Arc<RuntimeInner>,
-    start: &StartRecord,
+    run: &RunInfo<'_>,
     state: &StateSpec,
     spec: &Value,
-    params: &Value,
-    vars: &Map<String, Value>,
 ) -> Completion {
+    let (start, params, vars) = (run.start, run.params, run.vars);
     let call = |task: &str, input: Value| {
         ctx.task_with(TaskCall {
             task: task.into(),
@@ -209,25 +255,27 @@ async fn execute(
         })
     };
     match state.task_type {
-        TaskType::ShellTask | TaskType::ScriptTask | TaskType::ToolTask | TaskType::AgentTask => {
-            let mut input = spec.clone();
-            if let Value::Object(m) = &mut input {
-                m.insert("scope".into(), Value::String(start.scope.clone()));
-                m.insert("params".into(), params.clone());
-                m.insert("vars".into(), Value::Object(vars.clone()));
-                if state.task_type != TaskType::ShellTask && state.task_type != TaskType::ScriptTask
-                {
-                    m.remove("vars");
-                }
+        TaskType::ShellTask | TaskType::ScriptTask => {
+            Completion::from_task(call(state.task_type.as_str(), run.with_run(spec)).await)
+        }
+        TaskType::ToolTask => tool(ctx, rt, run, state, spec).await,
+        TaskType::AgentTask => {
+            let mut done = Completion::from_task(call("agent_task", run.with_run(spec)).await);
+            // The agent executor reports `{data, usage, costUsd}`; `data` is the task output.
+            if let Some(obj) = done.output.as_object()
+                && obj.contains_key("data")
+            {
+                done.cost_usd = obj.get("costUsd").and_then(Value::as_f64).unwrap_or(0.0);
+                done.output = obj.get("data").cloned().unwrap_or(Value::Null);
             }
-            Completion::from_task(call(state.task_type.as_str(), input).await)
+            done
         }
         TaskType::ConditionTask => {
             let input = json!({
                 "transitions": spec.get("transitions").cloned().unwrap_or(Value::Null),
                 "state": Value::Object(vars.clone()),
                 "params": params,
-                "scope": start.scope,
+                "$run": { "scope": start.scope },
             });
             let mut done = Completion::from_task(call("condition_task", input).await);
             if done.outcome == "success" {
@@ -256,6 +304,52 @@ async fn execute(
         TaskType::WorkflowTask => sub_workflow(ctx, rt, start, state, spec).await,
         TaskType::Terminal => Completion::of("success", Value::Null),
     }
+}
+
+/// `tool_task`: the permission cascade (§10), journaled as a side effect because it reads the
+/// tenant's and project's settings; then a registered `#[task]` of that name, or a tool of the
+/// runtime's registry.
+async fn tool(
+    ctx: &WorkflowContext,
+    rt: &Arc<RuntimeInner>,
+    run: &RunInfo<'_>,
+    state: &StateSpec,
+    spec: &Value,
+) -> Completion {
+    let name = spec
+        .get("tool")
+        .and_then(Value::as_str)
+        .unwrap_or_default()
+        .to_string();
+    let scope = Scope::parse(&run.start.scope).unwrap_or_else(|| Scope::new("_", "_"));
+    let allowed = run.doc.allowed_tools.as_deref();
+    let decision = ctx.side_effect("tool_permission", || {
+        super::tools::permission(rt, &scope, allowed, &name)
+    });
+    if decision.get("allowed").and_then(Value::as_bool) != Some(true) {
+        let reason = decision
+            .get("reason")
+            .and_then(Value::as_str)
+            .unwrap_or("denied");
+        return Completion::of(
+            "permission_error",
+            json!({ "error": format!("[MAG-TL002] tool `{name}` is not allowed: {reason}") }),
+        );
+    }
+    let call = |task: &str, input: Value| {
+        ctx.task_with(TaskCall {
+            task: task.into(),
+            name: Some(state.name.clone()),
+            input,
+            options: no_retry(),
+        })
+    };
+    if ctx.is_task_registered(&name) {
+        let input = spec.get("params").cloned().unwrap_or(Value::Null);
+        let input = if input.is_null() { json!({}) } else { input };
+        return Completion::from_task(call(&name, input).await);
+    }
+    Completion::from_task(call("tool_task", run.with_run(spec)).await)
 }
 
 fn gate_spec(start: &StartRecord, state: &StateSpec, spec: &Value) -> GateSpec {

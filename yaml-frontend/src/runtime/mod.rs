@@ -5,13 +5,16 @@
 //! cascade, validates it and its parameters, and starts a run whose `StartRecord` carries the
 //! frozen YAML body.
 
+mod agent;
 mod documents;
 mod executors;
 mod graph;
 mod interpreter;
 mod lanes;
+mod script;
 mod settings;
 mod shell;
+mod tools;
 
 use std::sync::Arc;
 
@@ -49,9 +52,16 @@ fn render(d: &Diagnostics) -> String {
         .join("\n")
 }
 
+#[allow(
+    dead_code,
+    reason = "executors of the task types that reach outside use these"
+)]
 pub(crate) struct RuntimeInner {
     pub(crate) docs: DocumentSource,
     pub(crate) lanes: lanes::Lanes,
+    pub(crate) tools: tools::Tools,
+    pub(crate) scripts: script::Scripts,
+    pub(crate) agents: agent::Agents,
 }
 
 impl std::fmt::Debug for RuntimeInner {
@@ -73,7 +83,13 @@ impl YamlRuntime {
     pub fn new(docs: DocumentSource) -> Self {
         let lanes = lanes::Lanes::new(docs.clone());
         Self {
-            inner: Arc::new(RuntimeInner { docs, lanes }),
+            inner: Arc::new(RuntimeInner {
+                tools: tools::Tools::new(&docs),
+                scripts: script::Scripts::new(&docs),
+                agents: agent::Agents::new(&docs),
+                docs,
+                lanes,
+            }),
         }
     }
 
