@@ -161,28 +161,28 @@ fn step_of(r: &Record) -> Option<Step> {
 }
 
 /// The kind, name and (where journaled) input hash of a step's first record.
-fn identity(r: &Record) -> Option<(StepKind, String, Option<u64>)> {
+fn identity(r: &Record) -> Option<(StepKind, &str, Option<u64>)> {
     Some(match r {
         Record::TaskStarted {
             name, input_hash, ..
-        } => (StepKind::Task, name.clone(), Some(*input_hash)),
-        Record::TimerSet { purpose, .. } => (StepKind::Timer, purpose.clone(), None),
+        } => (StepKind::Task, name.as_str(), Some(*input_hash)),
+        Record::TimerSet { purpose, .. } => (StepKind::Timer, purpose.as_str(), None),
         Record::GateOpened { gate, .. } => (
             StepKind::Gate,
-            gate.title.clone(),
+            gate.title.as_str(),
             Some(input_hash(
                 &serde_json::to_value(gate).unwrap_or(Value::Null),
             )),
         ),
-        Record::SignalAwaited { name, .. } => (StepKind::Signal, name.clone(), None),
+        Record::SignalAwaited { name, .. } => (StepKind::Signal, name.as_str(), None),
         Record::ChildStarted {
             workflow,
             input_hash,
             ..
-        } => (StepKind::Child, workflow.clone(), Some(*input_hash)),
-        Record::SideEffect { name, .. } => (StepKind::SideEffect, name.clone(), None),
-        Record::StateEntered { state, .. } => (StepKind::State, state.clone(), None),
-        Record::Var { key, value, .. } => (StepKind::Var, key.clone(), Some(input_hash(value))),
+        } => (StepKind::Child, workflow.as_str(), Some(*input_hash)),
+        Record::SideEffect { name, .. } => (StepKind::SideEffect, name.as_str(), None),
+        Record::StateEntered { state, .. } => (StepKind::State, state.as_str(), None),
+        Record::Var { key, value, .. } => (StepKind::Var, key.as_str(), Some(input_hash(value))),
         _ => return None,
     })
 }
@@ -417,11 +417,12 @@ impl Driver {
         self.start = Some(start);
         if self.terminal {
             // The code is not run again; late deliveries only need to know the steps.
-            let journaled = lock(&self.shared).journaled.clone();
+            let journaled = std::mem::take(&mut lock(&self.shared).journaled);
             for (step, record) in journaled {
                 let Some((kind, name, _)) = identity(&record) else {
                     continue;
                 };
+                let name = name.to_string();
                 let gate = match record {
                     Record::GateOpened { gate, .. } => Some(gate),
                     _ => None,
@@ -680,7 +681,8 @@ impl Driver {
             if self.blocked.is_some() {
                 return;
             }
-            let journaled = lock(&self.shared).journaled.get(&c.step).cloned();
+            // Each step is matched once; its journaled first record is not needed after.
+            let journaled = lock(&self.shared).journaled.remove(&c.step);
             match journaled {
                 Some(record) => self.command_replayed(c, &record),
                 None if self.replaying => self.deferred.push(c),
@@ -751,7 +753,7 @@ impl Driver {
         if !matches {
             let (jk, jn) = identity(record)
                 .map(|(k, n, _)| (kind_name(k), n))
-                .unwrap_or(("record", record.type_name().to_string()));
+                .unwrap_or(("record", record.type_name()));
             let hash_note = match identity(record) {
                 Some((k, n, Some(h))) if k == c.kind && n == c.name && h != c.hash => {
                     " with a different input"
