@@ -107,6 +107,9 @@ pub enum Code {
     InvalidValue,
     /// `MAG-Y027`: a state is never reached from `start` (warning).
     Unreachable,
+    /// `MAG-Y028`: a `shell_task` splices `${params.…}` into its command (warning: use the
+    /// `MAGRATHEA_PARAM_<KEY>` environment variable instead).
+    ShellSplice,
 }
 
 impl Code {
@@ -141,6 +144,7 @@ impl Code {
             Self::DuplicateKey => "MAG-Y025",
             Self::InvalidValue => "MAG-Y026",
             Self::Unreachable => "MAG-Y027",
+            Self::ShellSplice => "MAG-Y028",
         }
     }
 }

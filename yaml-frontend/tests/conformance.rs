@@ -636,3 +636,58 @@ async fn s11_a_projects_synchronous_tasks_run_one_at_a_time_other_projects_do_no
         "raised limit still serialised"
     );
 }
+
+#[tokio::test]
+async fn shell_steps_see_params_and_vars_as_environment_and_long_output_keeps_its_tail() {
+    let doc = r#"
+parameters:
+  pr-url: { type: string, required: true }
+start: first
+states:
+  first:
+    type: shell_task
+    run: 'printf "%s|%s" "$MAGRATHEA_PARAM_PR_URL" "$MAGRATHEA_STATE"'
+    dirName: workspace
+    storeAs: first
+    on:
+      success: second
+  second:
+    type: shell_task
+    run: 'echo "$MAGRATHEA_VAR_FIRST"; head -c 5000 /dev/zero | tr "\0" x; echo END'
+    dirName: workspace
+    storeAs: second
+    on:
+      success: done
+  done: { type: terminal }
+"#;
+    let p = project(&[("env", doc)]).await;
+    std::fs::write(
+        p.project.join("_vance/settings.yaml"),
+        "shell:\n  maxOutputBytes: 100\n",
+    )
+    .unwrap();
+    let v = p
+        .run("env", json!({"pr-url": "https://x/1; rm -rf /"}))
+        .await;
+    assert_eq!(v.status, RunStatus::Done, "{v:?}");
+    assert_eq!(v.vars["first"]["stdout"], "https://x/1; rm -rf /|first");
+    let second = &v.vars["second"];
+    assert_eq!(second["stdoutTruncated"], true);
+    let out = second["stdout"].as_str().unwrap();
+    assert!(out.starts_with("[… "), "{out}");
+    assert!(out.ends_with("xxxxEND\n"), "{out}");
+}
+
+#[test]
+fn validate_warns_when_a_shell_command_splices_a_parameter() {
+    let doc = "start: a\nstates:\n  a:\n    type: shell_task\n    run: \"git checkout ${params.branch}\"\n    dirName: workspace\n    on:\n      success: done\n  done: { type: terminal }\n";
+    let loaded = magrathea_yaml::load_workflow("w.yaml", doc, &Default::default()).unwrap();
+    let warnings: Vec<String> = loaded.warnings.iter().map(|d| d.to_string()).collect();
+    assert!(
+        warnings
+            .iter()
+            .any(|w| w.starts_with("w.yaml:5:10: [MAG-Y028]")
+                && w.contains("$MAGRATHEA_PARAM_BRANCH")),
+        "{warnings:?}"
+    );
+}

@@ -395,10 +395,36 @@ fn task_spec(ctx: &mut Ctx<'_>, t: TaskType, node: &YamlNode, what: &str) -> Tas
             recipe: req(ctx, "recipe"),
             params: json_field(node, "params"),
         },
-        TaskType::ShellTask => TaskSpec::Shell {
-            run: req(ctx, "run"),
-            dir_name: ctx.opt_str(node, "dirName", what),
-        },
+        TaskType::ShellTask => {
+            let run = req(ctx, "run");
+            if let Some(at) = run.find("${params.") {
+                let key: String = run[at + 9..].chars().take_while(|c| *c != '}').collect();
+                let env: String = key
+                    .chars()
+                    .map(|c| {
+                        if c.is_ascii_alphanumeric() {
+                            c.to_ascii_uppercase()
+                        } else {
+                            '_'
+                        }
+                    })
+                    .collect();
+                let span = node.get("run").map_or(node.span, |n| n.span);
+                ctx.warn(
+                    span,
+                    Code::ShellSplice,
+                    format_args!(
+                        "run of {what} splices '${{params.{key}}}' into the shell command, where \
+                         a value with quotes or ';' becomes code: use \"$MAGRATHEA_PARAM_{env}\" \
+                         instead"
+                    ),
+                );
+            }
+            TaskSpec::Shell {
+                run,
+                dir_name: ctx.opt_str(node, "dirName", what),
+            }
+        }
         TaskType::ScriptTask => TaskSpec::Script {
             source: word(
                 ctx,

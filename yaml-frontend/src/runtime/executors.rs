@@ -3,7 +3,7 @@
 use std::path::PathBuf;
 use std::sync::Arc;
 
-use magrathea_core::{RetryPolicy, TaskError, TaskOptions, TaskRegistration};
+use magrathea_core::{RetryPolicy, TaskContext, TaskError, TaskOptions, TaskRegistration};
 use serde_json::{Value, json};
 
 use super::RuntimeInner;
@@ -38,9 +38,9 @@ pub(crate) fn registrations(rt: Arc<RuntimeInner>) -> Vec<TaskRegistration> {
     let shell_rt = rt.clone();
     let cond_rt = rt.clone();
     let mut regs = vec![
-        TaskRegistration::new("shell_task", options(), move |input, _| {
+        TaskRegistration::new("shell_task", options(), move |input, ctx| {
             let rt = shell_rt.clone();
-            async move { shell(&rt, input).await }
+            async move { shell(&rt, input, ctx).await }
         }),
         TaskRegistration::new("condition_task", options(), move |input, _| {
             let rt = cond_rt.clone();
@@ -102,7 +102,7 @@ fn workspace_dir(rt: &RuntimeInner, scope: &Scope, name: &str) -> Option<PathBuf
     }
 }
 
-async fn shell(rt: &RuntimeInner, input: Value) -> Result<Value, TaskError> {
+async fn shell(rt: &RuntimeInner, input: Value, ctx: TaskContext) -> Result<Value, TaskError> {
     let run = input
         .get("run")
         .and_then(Value::as_str)
@@ -129,7 +129,9 @@ async fn shell(rt: &RuntimeInner, input: Value) -> Result<Value, TaskError> {
         .filter(|s| *s > 0.0)
         .map(std::time::Duration::from_secs_f64);
     let _lane = rt.lanes.enter(&scope_key).await;
-    run_shell(&run, dir, timeout, Vec::new()).await
+    let limit = rt.docs.settings(&scope).shell.max_output_bytes;
+    let env = super::shell::environment(&input, &ctx);
+    run_shell(&run, dir, timeout, env, limit).await
 }
 
 fn condition(input: &Value) -> Result<Value, TaskError> {

@@ -6,6 +6,8 @@
 //! workspaces:
 //!   workspace: .              # the workspace named `workspace` (default: the project dir)
 //!   build: /srv/build         # relative paths are relative to the project dir
+//! shell:
+//!   maxOutputBytes: 1048576   # per stream; the tail is kept and the cut marked (default 1 MiB)
 //! ```
 
 use std::collections::BTreeMap;
@@ -23,6 +25,30 @@ pub struct ProjectSettings {
     /// Named workspace directories.
     #[serde(default)]
     pub workspaces: BTreeMap<String, PathBuf>,
+    /// `shell_task` settings.
+    #[serde(default)]
+    pub shell: ShellSettings,
+}
+
+/// How `shell_task` captures output.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct ShellSettings {
+    /// Most bytes kept of each of stdout and stderr; the tail is kept (default 1 MiB).
+    #[serde(default = "one_mib")]
+    pub max_output_bytes: usize,
+}
+
+fn one_mib() -> usize {
+    1 << 20
+}
+
+impl Default for ShellSettings {
+    fn default() -> Self {
+        Self {
+            max_output_bytes: one_mib(),
+        }
+    }
 }
 
 /// How many synchronous tasks of a project may run at once.

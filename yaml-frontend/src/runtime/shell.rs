@@ -5,12 +5,22 @@
 //! `{status, exitCode, stdout, stderr, durationMs}` with the reference's outcome mapping:
 //! exit 0 → `success`, exit ≠ 0 → `business_error`, killed on timeout → `timeout`, cannot
 //! start → `technical_error`.
+//!
+//! The process sees the run's parameters and stored variables as environment variables, so a
+//! command need not splice `${params.x}` into its text (a shell-injection risk):
+//! `MAGRATHEA_PARAM_<KEY>` and `MAGRATHEA_VAR_<KEY>`, the key upper-cased with every character
+//! other than `A-Z`, `0-9` and `_` replaced by `_`; strings as they are, other values as
+//! compact JSON. Also `MAGRATHEA_RUN_ID`, `MAGRATHEA_WORKFLOW` and `MAGRATHEA_STATE`.
+//!
+//! Each of stdout and stderr keeps at most `shell.maxOutputBytes` (settings; 1 MiB by
+//! default): the tail is kept, a `[… N bytes truncated …]` line marks the cut, and
+//! `stdoutTruncated` / `stderrTruncated` say so.
 
 use std::path::PathBuf;
 use std::process::Stdio;
 use std::time::{Duration, Instant};
 
-use magrathea_core::TaskError;
+use magrathea_core::{TaskContext, TaskError};
 use nix::sys::signal::{Signal, killpg};
 use nix::unistd::Pid;
 use serde_json::{Value, json};
@@ -33,6 +43,7 @@ pub(crate) async fn run_shell(
     dir: PathBuf,
     timeout: Option<Duration>,
     env: Vec<(String, String)>,
+    max_output: usize,
 ) -> Result<Value, TaskError> {
     let started = Instant::now();
     let technical = |msg: String| {
@@ -109,13 +120,21 @@ pub(crate) async fn run_shell(
     drop(std::mem::replace(&mut guard, GroupGuard(None)));
     let status =
         status.map_err(|e| technical(format!("[MAG-SH004] waiting for the command: {e}")))?;
-    let output = json!({
+    let (out, out_cut) = tail(&out, max_output);
+    let (err, err_cut) = tail(&err, max_output);
+    let mut output = json!({
         "status": "COMPLETED",
         "exitCode": status.code(),
-        "stdout": String::from_utf8_lossy(&out),
-        "stderr": String::from_utf8_lossy(&err),
+        "stdout": out,
+        "stderr": err,
         "durationMs": duration_ms,
     });
+    if out_cut {
+        output["stdoutTruncated"] = Value::Bool(true);
+    }
+    if err_cut {
+        output["stderrTruncated"] = Value::Bool(true);
+    }
     match status.code() {
         Some(0) => Ok(output),
         Some(code) => Err(
@@ -128,9 +147,91 @@ pub(crate) async fn run_shell(
             .with_output(json!({
                 "status": "KILLED",
                 "exitCode": null,
-                "stdout": String::from_utf8_lossy(&out),
-                "stderr": String::from_utf8_lossy(&err),
+                "stdout": out,
+                "stderr": err,
                 "durationMs": duration_ms,
             }))),
+    }
+}
+
+/// The last `max` bytes of `bytes` as text, with a line marking what was cut.
+fn tail(bytes: &[u8], max: usize) -> (String, bool) {
+    if bytes.len() <= max {
+        return (String::from_utf8_lossy(bytes).into_owned(), false);
+    }
+    let cut = bytes.len() - max;
+    let kept = String::from_utf8_lossy(&bytes[cut..]);
+    (format!("[… {cut} bytes truncated …]\n{kept}"), true)
+}
+
+/// The environment of a shell step: run parameters, stored variables and the run's identity.
+pub(crate) fn environment(input: &Value, ctx: &TaskContext) -> Vec<(String, String)> {
+    let name = |prefix: &str, key: &str| {
+        let key: String = key
+            .chars()
+            .map(|c| {
+                if c.is_ascii_alphanumeric() {
+                    c.to_ascii_uppercase()
+                } else {
+                    '_'
+                }
+            })
+            .collect();
+        format!("MAGRATHEA_{prefix}_{key}")
+    };
+    let text = |v: &Value| match v {
+        Value::String(s) => s.clone(),
+        other => other.to_string(),
+    };
+    let mut env = vec![
+        ("MAGRATHEA_RUN_ID".to_string(), ctx.run_id.to_string()),
+        ("MAGRATHEA_STATE".to_string(), ctx.name.clone()),
+    ];
+    if let Some(w) = input.pointer("/$run/workflowName").and_then(Value::as_str) {
+        env.push(("MAGRATHEA_WORKFLOW".into(), w.to_string()));
+    }
+    for (prefix, pointer) in [("PARAM", "/$run/params"), ("VAR", "/$run/vars")] {
+        if let Some(map) = input.pointer(pointer).and_then(Value::as_object) {
+            env.extend(map.iter().map(|(k, v)| (name(prefix, k), text(v))));
+        }
+    }
+    env
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn tail_keeps_the_end_and_marks_the_cut() {
+        assert_eq!(tail(b"hello", 10), ("hello".to_string(), false));
+        let (t, cut) = tail(b"0123456789", 4);
+        assert!(cut);
+        assert_eq!(t, "[… 6 bytes truncated …]\n6789");
+    }
+
+    #[test]
+    fn environment_names_are_sanitised_and_values_rendered() {
+        let input = json!({"$run": {
+            "workflowName": "wf",
+            "params": {"pr-url": "https://x", "n": 3},
+            "vars": {"plan": {"risk": "low"}}
+        }});
+        let ctx = TaskContext {
+            run_id: magrathea_core::RunId::new(),
+            step: 0,
+            attempt: 1,
+            name: "check".into(),
+        };
+        let env = environment(&input, &ctx);
+        let get = |k: &str| env.iter().find(|(n, _)| n == k).map(|(_, v)| v.clone());
+        assert_eq!(get("MAGRATHEA_PARAM_PR_URL").as_deref(), Some("https://x"));
+        assert_eq!(get("MAGRATHEA_PARAM_N").as_deref(), Some("3"));
+        assert_eq!(
+            get("MAGRATHEA_VAR_PLAN").as_deref(),
+            Some(r#"{"risk":"low"}"#)
+        );
+        assert_eq!(get("MAGRATHEA_STATE").as_deref(), Some("check"));
+        assert_eq!(get("MAGRATHEA_WORKFLOW").as_deref(), Some("wf"));
     }
 }
