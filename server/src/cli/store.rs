@@ -80,11 +80,14 @@ impl Project {
             )
         })?;
         let builder = Engine::builder().path(self.journal_path()).recover(recover);
-        runtime
+        let engine = runtime
             .install(builder)
             .build()
             .await
-            .map_err(|e| open_error(e, &self.journal_path()))
+            .map_err(|e| open_error(e, &self.journal_path()))?;
+        // Tools that start runs or read the inbox (workflow_start, inbox_read) use the engine.
+        runtime.attach(&engine);
+        Ok(engine)
     }
 
     /// Opens the store for reading, or `None` when it does not exist yet (no run was ever

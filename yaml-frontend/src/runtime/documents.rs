@@ -188,6 +188,18 @@ impl DocumentSource {
         names
     }
 
+    /// The workspace directory named `name` for a scope: the project's `workspaces:` setting
+    /// (relative paths are relative to the project), else `workspace` = the project directory.
+    pub fn workspace_dir(&self, scope: &Scope, name: &str) -> Option<PathBuf> {
+        let project = self.project_dir(scope);
+        match self.settings(scope).workspaces.get(name) {
+            Some(p) if p.is_absolute() => Some(p.clone()),
+            Some(p) => Some(project.join(p)),
+            None if name == "workspace" => Some(project),
+            None => None,
+        }
+    }
+
     /// The project's settings (`_vance/settings.yaml`), or defaults.
     pub fn settings(&self, scope: &Scope) -> super::settings::ProjectSettings {
         let path = self.project_dir(scope).join("_vance").join("settings.yaml");

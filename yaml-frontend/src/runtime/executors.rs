@@ -1,6 +1,5 @@
 //! Task executors of the synchronous YAML task types, registered as engine tasks.
 
-use std::path::PathBuf;
 use std::sync::Arc;
 
 use magrathea_core::{RetryPolicy, TaskContext, TaskError, TaskOptions, TaskRegistration};
@@ -89,19 +88,6 @@ pub(crate) fn registrations(rt: Arc<RuntimeInner>) -> Vec<TaskRegistration> {
     regs
 }
 
-/// The workspace directory named `name` for a scope: the project's settings first, then
-/// `workspace` = the project directory.
-fn workspace_dir(rt: &RuntimeInner, scope: &Scope, name: &str) -> Option<PathBuf> {
-    let project = rt.docs.project_dir(scope);
-    let settings = rt.docs.settings(scope);
-    match settings.workspaces.get(name) {
-        Some(p) if p.is_absolute() => Some(p.clone()),
-        Some(p) => Some(project.join(p)),
-        None if name == "workspace" => Some(project),
-        None => None,
-    }
-}
-
 async fn shell(rt: &RuntimeInner, input: Value, ctx: TaskContext) -> Result<Value, TaskError> {
     let run = input
         .get("run")
@@ -117,7 +103,7 @@ async fn shell(rt: &RuntimeInner, input: Value, ctx: TaskContext) -> Result<Valu
         ));
     };
     let scope = Scope::parse(&scope_key).unwrap_or_else(|| Scope::new("_", "_"));
-    let Some(dir) = workspace_dir(rt, &scope, dir_name) else {
+    let Some(dir) = rt.docs.workspace_dir(&scope, dir_name) else {
         return Err(technical(format!(
             "[MAG-SH005] unknown workspace `{dir_name}`: declare it under `workspaces:` in \
              _vance/settings.yaml"

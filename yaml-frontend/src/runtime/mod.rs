@@ -21,9 +21,14 @@ use std::sync::Arc;
 use magrathea_core::{Engine, EngineBuilder, RunId, StartError, StartRequest};
 use serde_json::Value;
 
+pub use agent::{
+    AgentEngine, AgentError, AgentReply, AgentRequest, AgentRunInfo, ApiKey, ChatMessage,
+    CloseReason, OpenAiEngine, Prices, Recipe, ReplyFormat, Usage,
+};
 pub use documents::{DocumentError, DocumentSource, Scope, check_name};
 pub use graph::{Edge, StateGraph};
 pub use settings::{LaneSettings, ProjectSettings};
+pub use tools::{Tool, ToolContext, ToolError};
 
 use crate::{Diagnostics, LoadOptions, ParamErrors, load_workflow, validate_params};
 

@@ -1,28 +1,324 @@
 //! `script_task`: JavaScript in an embedded engine (reference §3.2).
+//!
+//! ```yaml
+//! transform:
+//!   type: script_task
+//!   source: document          # document (default) | workspace
+//!   path: _vance/scripts/transform.js
+//!   dirName: workspace        # with `source: workspace`: the workspace root dir (default `workspace`)
+//!   timeoutSeconds: 120
+//! ```
+//!
+//! The file is the body of an async function `(params, state) => …`: `return <value>` gives
+//! the task output (any JSON-compatible value), `await` works. `params` are the run's
+//! parameters, `state` its variables. The script runs in QuickJS (see [`engine`]) on a
+//! blocking thread, with its own runtime per execution: no file system, network or process
+//! access, a memory limit, and `timeoutSeconds` enforced by interrupting the script.
+//!
+//! Outcomes: `success` (the return value); `technical_error` with
+//! `{error, message, name, line}` when the script throws, does not compile, exceeds the
+//! memory limit or returns something JSON cannot carry; `timeout` when interrupted at its
+//! deadline.
+
+mod engine;
+
+use std::path::{Component, Path, PathBuf};
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::time::Duration;
 
 use magrathea_core::{TaskContext, TaskError};
-use serde_json::Value;
+use serde_json::{Value, json};
 
 use super::RuntimeInner;
+use super::documents::{DocumentSource, Scope};
+use super::executors::{scope_of, technical};
+use engine::{Failure, Job, Limits};
 
-/// The script engine of a runtime.
-#[derive(Debug, Default)]
-pub(crate) struct Scripts;
+/// The heap a script may use.
+const MEMORY_LIMIT_BYTES: usize = 64 * 1024 * 1024;
+/// The JavaScript stack a script may use (well inside a blocking thread's 2 MiB stack).
+const STACK_LIMIT_BYTES: usize = 512 * 1024;
+/// The timeout of a `script_task` without `timeoutSeconds:`.
+const DEFAULT_TIMEOUT: Duration = Duration::from_secs(60);
+/// How long past its timeout the task waits for the interrupted script's thread before it
+/// reports the timeout anyway.
+const GRACE: Duration = Duration::from_secs(5);
+
+/// The script engine of a runtime: the limits every execution runs under.
+#[derive(Debug, Clone)]
+pub(crate) struct Scripts {
+    limits: Limits,
+}
 
 impl Scripts {
-    pub(crate) fn new(_docs: &super::DocumentSource) -> Self {
-        Self
+    /// The engine of a runtime reading documents from `_docs`, with the default limits
+    /// (64 MiB heap, 512 KiB stack, 60 s without `timeoutSeconds:`).
+    pub(crate) fn new(_docs: &DocumentSource) -> Self {
+        Self {
+            limits: Limits {
+                memory_bytes: MEMORY_LIMIT_BYTES,
+                stack_bytes: STACK_LIMIT_BYTES,
+                timeout: DEFAULT_TIMEOUT,
+            },
+        }
+    }
+}
+
+/// Sets the flag when the task's future is dropped (its run was cancelled), which interrupts
+/// the script still running on its blocking thread.
+struct CancelOnDrop(Arc<AtomicBool>);
+
+impl Drop for CancelOnDrop {
+    fn drop(&mut self) {
+        self.0.store(true, Ordering::Relaxed);
     }
 }
 
 /// Runs one `script_task` attempt. `input` is the resolved state spec plus `scope`, `params`,
 /// `vars`, `startedBy`, `workflowName` and `allowedTools`.
 pub(crate) async fn execute(
-    _rt: &RuntimeInner,
-    _input: Value,
-    _ctx: TaskContext,
+    rt: &RuntimeInner,
+    input: Value,
+    ctx: TaskContext,
 ) -> Result<Value, TaskError> {
-    Err(super::executors::technical(
-        "[MAG-YR002] script_task is not available in this build".into(),
-    ))
+    let scope_key = scope_of(&input);
+    let scope = Scope::parse(&scope_key).ok_or_else(|| {
+        technical(format!(
+            "[MAG-JS015] script_task runs in no project scope (`{scope_key}`)"
+        ))
+    })?;
+    let Some(path) = input
+        .get("path")
+        .and_then(Value::as_str)
+        .filter(|p| !p.is_empty())
+        .map(str::to_string)
+    else {
+        return Err(technical(
+            "[MAG-JS001] script_task has no `path:`; name the script file (e.g. \
+             `path: _vance/scripts/transform.js`)"
+                .into(),
+        ));
+    };
+    let source = input
+        .get("source")
+        .and_then(Value::as_str)
+        .unwrap_or("document")
+        .to_string();
+    let dir_name = input
+        .get("dirName")
+        .and_then(Value::as_str)
+        .filter(|d| !d.is_empty())
+        .unwrap_or("workspace")
+        .to_string();
+    let mut limits = rt.scripts.limits.clone();
+    if let Some(t) = timeout_of(&input) {
+        limits.timeout = t;
+    }
+    let params = input
+        .pointer("/$run/params")
+        .cloned()
+        .filter(|v| !v.is_null())
+        .unwrap_or_else(|| json!({}));
+    let state = input
+        .pointer("/$run/vars")
+        .cloned()
+        .filter(|v| !v.is_null())
+        .unwrap_or_else(|| json!({}));
+    let docs = rt.docs.clone();
+    let label = format!("{} {}", ctx.run_id, ctx.name);
+    let cancel = Arc::new(AtomicBool::new(false));
+    let _cancel_on_drop = CancelOnDrop(cancel.clone());
+    let timeout = limits.timeout;
+    let script_path = path.clone();
+    let handle = tokio::task::spawn_blocking(move || {
+        let body = read_script(&docs, &scope, &source, &dir_name, &script_path)?;
+        let job = Job {
+            body: &body,
+            file_name: &script_path,
+            params: &params,
+            state: &state,
+            log_label: &label,
+        };
+        engine::run(&job, &limits, cancel).map_err(|f| failed(&script_path, timeout, f))
+    });
+    match tokio::time::timeout(timeout + GRACE, handle).await {
+        Ok(Ok(result)) => result,
+        Ok(Err(join)) => Err(technical(format!(
+            "[MAG-JS015] script `{path}` crashed the script engine: {join}"
+        ))),
+        Err(_) => Err(failed(&path, timeout, Failure::Timeout)),
+    }
+}
+
+/// `timeoutSeconds:` as a positive number (or numeric text, after `${…}` resolution).
+fn timeout_of(input: &Value) -> Option<Duration> {
+    let v = input.get("timeoutSeconds")?;
+    let secs = v
+        .as_f64()
+        .or_else(|| v.as_str().and_then(|s| s.trim().parse().ok()))?;
+    (secs.is_finite() && secs > 0.0).then(|| Duration::from_secs_f64(secs.min(1e9)))
+}
+
+/// The task error of a failed execution.
+fn failed(path: &str, timeout: Duration, failure: Failure) -> TaskError {
+    match failure {
+        Failure::Thrown {
+            name,
+            message,
+            line,
+        } => {
+            let what = match &name {
+                Some(n) => format!("{n}: {message}"),
+                None => message.clone(),
+            };
+            let at = line.map(|l| format!(" at line {l}")).unwrap_or_default();
+            let msg = format!("[MAG-JS010] script `{path}` failed{at}: {what}");
+            TaskError::terminal(msg.clone())
+                .with_kind("technical_error")
+                .with_output(
+                    json!({ "error": msg, "message": message, "name": name, "line": line }),
+                )
+        }
+        Failure::Timeout => {
+            let secs = timeout.as_secs_f64();
+            let msg = format!(
+                "[MAG-JS011] script `{path}` did not finish within its timeout of {secs} s and \
+                 was interrupted"
+            );
+            TaskError::terminal(msg.clone())
+                .with_kind(TaskError::TIMEOUT)
+                .with_output(json!({ "error": msg, "timeoutSeconds": secs }))
+        }
+        Failure::Cancelled => {
+            let msg = format!("[MAG-JS016] script `{path}` was interrupted: its run was cancelled");
+            TaskError::terminal(msg.clone())
+                .with_kind(TaskError::CANCELLED)
+                .with_output(json!({ "error": msg }))
+        }
+        Failure::OutOfMemory => technical(format!(
+            "[MAG-JS012] script `{path}` ran out of memory: it exceeded the memory limit of {} \
+             MiB",
+            MEMORY_LIMIT_BYTES / (1024 * 1024)
+        )),
+        Failure::NeverSettled => technical(format!(
+            "[MAG-JS013] script `{path}` awaited a promise that never settles (the sandbox has \
+             no timers or I/O to settle it)"
+        )),
+        Failure::BadResult(why) => technical(format!(
+            "[MAG-JS014] script `{path}` returned no JSON value: {why}"
+        )),
+        Failure::Engine(why) => technical(format!(
+            "[MAG-JS015] script `{path}` could not run in the script engine: {why}"
+        )),
+    }
+}
+
+/// Reads the script: `source: document` from the project directory, then the tenant
+/// directory (the cascade); `source: workspace` from the workspace directory `dir_name`.
+fn read_script(
+    docs: &DocumentSource,
+    scope: &Scope,
+    source: &str,
+    dir_name: &str,
+    path: &str,
+) -> Result<String, TaskError> {
+    let rel = relative(path)?;
+    let roots = match source {
+        "document" => vec![docs.project_dir(scope), docs.tenant_dir(scope)],
+        "workspace" => match docs.workspace_dir(scope, dir_name) {
+            Some(dir) => vec![dir],
+            None => {
+                return Err(technical(format!(
+                    "[MAG-JS005] unknown workspace `{dir_name}`: declare it under \
+                     `workspaces:` in _vance/settings.yaml"
+                )));
+            }
+        },
+        other => {
+            return Err(technical(format!(
+                "[MAG-JS006] unknown script source `{other}`: use `document` or `workspace`"
+            )));
+        }
+    };
+    for root in &roots {
+        let file = root.join(&rel);
+        if !file.exists() {
+            continue;
+        }
+        // No escape through symbolic links either: the file must stay under its root.
+        let inside = match (root.canonicalize(), file.canonicalize()) {
+            (Ok(r), Ok(f)) => f.starts_with(r),
+            _ => false,
+        };
+        if !inside {
+            return Err(technical(format!(
+                "[MAG-JS002] invalid script path `{path}`: it leads outside {}",
+                root.display()
+            )));
+        }
+        return std::fs::read_to_string(&file).map_err(|e| {
+            technical(format!(
+                "[MAG-JS004] cannot read script {}: {e}",
+                file.display()
+            ))
+        });
+    }
+    let looked: Vec<String> = roots
+        .iter()
+        .map(|r| r.join(&rel).display().to_string())
+        .collect();
+    Err(technical(format!(
+        "[MAG-JS003] script `{path}` not found: looked for {}",
+        looked.join(" and ")
+    )))
+}
+
+/// `path` as a relative path that stays inside its root: no absolute paths, no `..`.
+fn relative(path: &str) -> Result<PathBuf, TaskError> {
+    let p = Path::new(path);
+    let plain = !path.contains('\0')
+        && p.components()
+            .all(|c| matches!(c, Component::Normal(_) | Component::CurDir))
+        && p.components().any(|c| matches!(c, Component::Normal(_)));
+    if plain {
+        Ok(p.to_path_buf())
+    } else {
+        Err(technical(format!(
+            "[MAG-JS002] invalid script path `{path}`: use a path relative to the project or \
+             workspace directory, without `..`"
+        )))
+    }
+}
+
+/// The workspace directory `name` of a scope: the project's settings first, then
+/// `workspace` = the project directory. (The same rule as `shell_task`'s, kept here because
+/// that helper is private to the executors.)
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn escaping_paths_are_rejected() {
+        for bad in ["../x.js", "/etc/passwd", "a/../../x.js", "", ".", "a/.."] {
+            assert!(relative(bad).is_err(), "{bad}");
+        }
+        for good in ["x.js", "_vance/scripts/t.js", "./a/b.js"] {
+            assert!(relative(good).is_ok(), "{good}");
+        }
+    }
+
+    #[test]
+    fn timeouts_are_positive_numbers() {
+        assert_eq!(
+            timeout_of(&json!({"timeoutSeconds": 2})),
+            Some(Duration::from_secs(2))
+        );
+        assert_eq!(
+            timeout_of(&json!({"timeoutSeconds": "1.5"})),
+            Some(Duration::from_millis(1500))
+        );
+        assert_eq!(timeout_of(&json!({"timeoutSeconds": 0})), None);
+        assert_eq!(timeout_of(&json!({})), None);
+    }
 }

@@ -1,0 +1,677 @@
+//! `agent_task`: LLM engines by recipe (reference §1, §3.1, §9).
+//!
+//! # Recipes
+//!
+//! A state names a recipe (`recipe: reviewer`); inline definitions are rejected by the loader
+//! (`recipe:` must be a string). The recipe is resolved at each attempt by the cascade —
+//! `<project>/_vance/recipes/<name>.yaml`, then `<tenant>/_tenant/_vance/recipes/<name>.yaml` —
+//! so, unlike the workflow, it is not frozen into the run. An unknown recipe is a
+//! `technical_error` naming both paths searched.
+//!
+//! ```yaml
+//! engine: jeltz              # jeltz | chat | the name of a host engine
+//! provider: openai           # optional; the built-in engines speak OpenAI chat completions
+//! baseUrl: http://127.0.0.1:8080/v1   # optional; default https://api.openai.com/v1
+//! model: gpt-4o-mini         # required by the built-in engines
+//! apiKeyEnv: OPENAI_API_KEY  # optional; the key is read from this variable at call time
+//! temperature: 0             # optional
+//! maxTokens: 2000            # optional (max_tokens)
+//! timeoutSeconds: 60         # optional; the state's timeoutSeconds wins; default 600
+//! prices: { inputPerMTokUsd: 0.15, outputPerMTokUsd: 0.6 }   # optional → costUsd
+//! system: "You are …"        # optional system message
+//! jsonMode: true             # optional (jeltz); send response_format json_object
+//! ```
+//!
+//! The built-in engines reject fields they do not know; host engines get them in
+//! [`Recipe::extra`]. The API key is never written anywhere: it is read through the runtime's
+//! key source (the process environment unless [`YamlRuntime::with_agent_env`] replaces it),
+//! handed to the engine as an [`ApiKey`] (whose `Debug` is redacted) and sent only as the
+//! `Authorization: Bearer` header. If `apiKeyEnv` names an unset variable the attempt is a
+//! `technical_error`; without `apiKeyEnv` no `Authorization` header is sent (local servers).
+//!
+//! # Engines and outcomes
+//!
+//! An [`AgentEngine`] runs one attempt: it gets the recipe, the state's `params` as
+//! `engineParams` and the run's identity, and answers with an [`AgentReply`] (close reason,
+//! messages, token usage). The runtime maps the reply to the task's outcome by the engine's
+//! [`ReplyFormat`]:
+//!
+//! * [`ReplyFormat::Wrapper`] (Jeltz): the last assistant message must be a JSON object
+//!   `{"success": bool, "data": …}` (a single Markdown code fence around it is tolerated).
+//!   `success: true` with `data` matching `params.schema` → `success`, output `data`.
+//!   `success: false`, a schema violation, no JSON or no wrapper → `agent_error`, output the
+//!   last invalid reply (the parsed JSON, or the raw text when it is not JSON).
+//! * [`ReplyFormat::LastMessage`] (other engines): the close reason decides. `Done`/`AutoClose`
+//!   → `success` with the last assistant message (a string) as output; `Stale` →
+//!   `technical_error`; `Stopped`/`Archived`/`UserDelete`/`Abandoned` → `cancelled`. With the
+//!   wrapper format the same close reasons apply before the wrapper parse.
+//!
+//! `params.schema` is either a complete JSON Schema or, as in the reference's `pr-review`, a
+//! *properties map* (`risk: {type: string}`), read as an object schema with those properties,
+//! all required. An invalid schema, a missing `params.prompt` or a bad recipe is a
+//! `technical_error` before any call is made.
+//!
+//! Engine errors: a transport failure (connection refused, HTTP status ≥ 400, a response that
+//! is not a chat completion) → `technical_error`; the attempt's time limit (the state's
+//! `timeoutSeconds`, else the recipe's, else 600 s) → `timeout`; [`AgentError::Cancelled`] →
+//! `cancelled`.
+//!
+//! Tool calling by agents is out of scope for now: the built-in engines send no `tools`.
+//!
+//! # Output contract with the interpreter
+//!
+//! `{"data": <task output>, "usage": {"promptTokens", "completionTokens", "totalTokens"} |
+//! null, "costUsd": <number> | null}`, on success and, as the error's output, on failures that
+//! got a reply (`agent_error`); the interpreter stores `data` with `storeAs` and adds `costUsd`
+//! to the run's cost for `bounds.maxTotalCostUsd`. The whole object (usage included) is
+//! journaled in the `TaskResultRecord`. Failures without a reply (technical errors, timeouts)
+//! carry `{"error": <message>}` like every other executor. `costUsd` is the engine's own figure
+//! if it reports one, else the usage priced by the recipe's `prices`, else `null` (unpriced
+//! recipes do not count against the bound).
+
+mod jeltz;
+mod openai;
+mod recipe;
+
+use std::collections::HashMap;
+use std::fmt;
+use std::sync::{Arc, PoisonError, RwLock};
+use std::time::Duration;
+
+use futures::future::BoxFuture;
+use magrathea_core::{TaskContext, TaskError};
+use serde::Serialize;
+use serde_json::{Value, json};
+
+pub use openai::OpenAiEngine;
+pub use recipe::{Prices, Recipe};
+
+use super::documents::{DocumentError, Scope};
+use super::executors::{scope_of, technical};
+use super::{RuntimeInner, YamlRuntime};
+
+/// The attempt's time limit when neither the state nor the recipe sets `timeoutSeconds`.
+const DEFAULT_TIMEOUT: Duration = Duration::from_secs(600);
+
+/// An engine that runs recipes: code (Jeltz, Ford, …), configured by a [`Recipe`].
+///
+/// The runtime registers [`OpenAiEngine::jeltz`] as `jeltz` and [`OpenAiEngine::chat`] as
+/// `chat`; a host replaces or adds engines with [`YamlRuntime::with_agent_engine`]. A recipe
+/// picks its engine with `engine:`.
+pub trait AgentEngine: Send + Sync + 'static {
+    /// Runs one attempt. The runtime enforces the time limit (`request.timeout`) by dropping
+    /// the future, and maps the reply to the task's outcome by [`AgentEngine::reply_format`].
+    fn run(&self, request: AgentRequest) -> BoxFuture<'_, Result<AgentReply, AgentError>>;
+
+    /// How the reply becomes the task's outcome; [`ReplyFormat::LastMessage`] unless the
+    /// engine speaks the Jeltz wrapper.
+    fn reply_format(&self) -> ReplyFormat {
+        ReplyFormat::LastMessage
+    }
+}
+
+/// How an engine's reply becomes an `agent_task` outcome (reference §3.1).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum ReplyFormat {
+    /// Jeltz: the last assistant message is a `{success, data}` wrapper validated against
+    /// `params.schema`.
+    Wrapper,
+    /// The close reason decides; the last assistant message is the output.
+    LastMessage,
+}
+
+/// An API key, read at call time. Its `Debug` does not show it and it is not serialisable.
+#[derive(Clone)]
+pub struct ApiKey(String);
+
+impl ApiKey {
+    /// A key.
+    pub fn new(key: impl Into<String>) -> Self {
+        Self(key.into())
+    }
+
+    /// The key, for the `Authorization` header.
+    pub fn expose(&self) -> &str {
+        &self.0
+    }
+}
+
+impl fmt::Debug for ApiKey {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("ApiKey(<redacted>)")
+    }
+}
+
+/// Who asks: the run and state an attempt belongs to.
+#[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct AgentRunInfo {
+    /// The workflow run.
+    pub run_id: String,
+    /// The state (the task's journaled label).
+    pub state: String,
+    /// The attempt, from 1.
+    pub attempt: u32,
+    /// Stable across re-executions of the same attempt: pass it on to dedupe.
+    pub idempotency_key: String,
+    /// `tenant/project`.
+    pub scope: String,
+    /// The workflow.
+    pub workflow_name: String,
+    /// Who started the run.
+    pub started_by: String,
+    /// The workflow's `allowedTools:` (not used by the built-in engines).
+    pub allowed_tools: Vec<String>,
+}
+
+/// One attempt of an `agent_task`, as handed to an [`AgentEngine`].
+#[derive(Debug, Clone)]
+#[non_exhaustive]
+pub struct AgentRequest {
+    /// The recipe's name (`recipe:` of the state).
+    pub recipe_name: String,
+    /// The recipe.
+    pub recipe: Recipe,
+    /// The state's resolved `params:` (`prompt`, `schema`, engine-specific fields).
+    pub engine_params: Value,
+    /// The run.
+    pub run: AgentRunInfo,
+    /// The key named by the recipe's `apiKeyEnv`, if it names one.
+    pub api_key: Option<ApiKey>,
+    /// The attempt's time limit (the runtime enforces it too).
+    pub timeout: Option<Duration>,
+}
+
+/// Why an engine's conversation ended (reference §3.1).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum CloseReason {
+    /// The engine finished.
+    Done,
+    /// The engine closed itself automatically after finishing.
+    AutoClose,
+    /// The process went stale (→ `technical_error`).
+    Stale,
+    /// Stopped (→ `cancelled`).
+    Stopped,
+    /// Archived (→ `cancelled`).
+    Archived,
+    /// Deleted by a user (→ `cancelled`).
+    UserDelete,
+    /// Abandoned (→ `cancelled`).
+    Abandoned,
+}
+
+/// A chat message.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct ChatMessage {
+    /// `system`, `user` or `assistant`.
+    pub role: String,
+    /// The text.
+    pub content: String,
+}
+
+impl ChatMessage {
+    /// A message.
+    pub fn new(role: impl Into<String>, content: impl Into<String>) -> Self {
+        Self {
+            role: role.into(),
+            content: content.into(),
+        }
+    }
+}
+
+/// Token usage of an attempt.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Usage {
+    /// Prompt (input) tokens.
+    pub prompt_tokens: u64,
+    /// Completion (output) tokens.
+    pub completion_tokens: u64,
+    /// Total tokens.
+    pub total_tokens: u64,
+}
+
+/// What an engine answers.
+#[derive(Debug, Clone, PartialEq)]
+#[non_exhaustive]
+pub struct AgentReply {
+    /// Why the conversation ended.
+    pub close_reason: CloseReason,
+    /// The conversation; the last `assistant` message is the answer.
+    pub messages: Vec<ChatMessage>,
+    /// Token usage, if known.
+    pub usage: Option<Usage>,
+    /// The cost, if the engine knows it; otherwise the recipe's `prices` price `usage`.
+    pub cost_usd: Option<f64>,
+}
+
+impl AgentReply {
+    /// A reply without usage.
+    pub fn new(close_reason: CloseReason, messages: Vec<ChatMessage>) -> Self {
+        Self {
+            close_reason,
+            messages,
+            usage: None,
+            cost_usd: None,
+        }
+    }
+
+    /// With token usage.
+    pub fn with_usage(mut self, usage: Usage) -> Self {
+        self.usage = Some(usage);
+        self
+    }
+
+    /// With the engine's own cost figure.
+    pub fn with_cost_usd(mut self, cost: f64) -> Self {
+        self.cost_usd = Some(cost);
+        self
+    }
+
+    /// The text of the last assistant message.
+    pub fn last_assistant(&self) -> Option<&str> {
+        self.messages
+            .iter()
+            .rev()
+            .find(|m| m.role == "assistant")
+            .map(|m| m.content.as_str())
+    }
+}
+
+/// Why an engine produced no reply.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
+pub enum AgentError {
+    /// The endpoint could not be reached or answered with an error (→ `technical_error`).
+    #[error("{0}")]
+    Transport(String),
+    /// The recipe or the task's params are unusable (→ `technical_error`).
+    #[error("{0}")]
+    Config(String),
+    /// The call ran out of time (→ `timeout`).
+    #[error("{0}")]
+    Timeout(String),
+    /// The engine's process was stopped (→ `cancelled`).
+    #[error("{0}")]
+    Cancelled(String),
+}
+
+impl AgentError {
+    fn kind(&self) -> &'static str {
+        match self {
+            Self::Transport(_) | Self::Config(_) => TaskError::TECHNICAL,
+            Self::Timeout(_) => TaskError::TIMEOUT,
+            Self::Cancelled(_) => TaskError::CANCELLED,
+        }
+    }
+}
+
+type EnvFn = Arc<dyn Fn(&str) -> Option<String> + Send + Sync>;
+
+/// The agent engines of a runtime, and where API keys come from.
+pub(crate) struct Agents {
+    engines: RwLock<HashMap<String, Arc<dyn AgentEngine>>>,
+    env: RwLock<EnvFn>,
+}
+
+impl fmt::Debug for Agents {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let mut names: Vec<String> = self
+            .engines
+            .read()
+            .unwrap_or_else(PoisonError::into_inner)
+            .keys()
+            .cloned()
+            .collect();
+        names.sort();
+        f.debug_struct("Agents").field("engines", &names).finish()
+    }
+}
+
+impl Agents {
+    pub(crate) fn new(_docs: &super::DocumentSource) -> Self {
+        let mut engines: HashMap<String, Arc<dyn AgentEngine>> = HashMap::new();
+        engines.insert("jeltz".into(), Arc::new(OpenAiEngine::jeltz()));
+        engines.insert("chat".into(), Arc::new(OpenAiEngine::chat()));
+        Self {
+            engines: RwLock::new(engines),
+            env: RwLock::new(Arc::new(|name: &str| std::env::var(name).ok())),
+        }
+    }
+
+    fn engine(&self, name: &str) -> Result<Arc<dyn AgentEngine>, Vec<String>> {
+        let engines = self.engines.read().unwrap_or_else(PoisonError::into_inner);
+        engines.get(name).cloned().ok_or_else(|| {
+            let mut names: Vec<String> = engines.keys().cloned().collect();
+            names.sort();
+            names
+        })
+    }
+
+    fn key(&self, name: &str) -> Option<String> {
+        let env = self
+            .env
+            .read()
+            .unwrap_or_else(PoisonError::into_inner)
+            .clone();
+        env(name)
+    }
+}
+
+impl YamlRuntime {
+    /// Registers `engine` under `name` (replacing a built-in one of that name); recipes with
+    /// `engine: <name>` run on it. Also affects engines already built with [`Self::install`].
+    pub fn with_agent_engine(self, name: impl Into<String>, engine: impl AgentEngine) -> Self {
+        self.inner
+            .agents
+            .engines
+            .write()
+            .unwrap_or_else(PoisonError::into_inner)
+            .insert(name.into(), Arc::new(engine));
+        self
+    }
+
+    /// Replaces where agent engines' API keys are read from (the process environment by
+    /// default): `lookup(name)` is called with a recipe's `apiKeyEnv` at each attempt.
+    pub fn with_agent_env(
+        self,
+        lookup: impl Fn(&str) -> Option<String> + Send + Sync + 'static,
+    ) -> Self {
+        *self
+            .inner
+            .agents
+            .env
+            .write()
+            .unwrap_or_else(PoisonError::into_inner) = Arc::new(lookup);
+        self
+    }
+}
+
+/// Runs one `agent_task` attempt. `input` is the resolved state spec (`recipe`, `params`,
+/// `timeoutSeconds`, …) plus `$run` (`scope`, `workflowName`, `startedBy`, `allowedTools`, …).
+pub(crate) async fn execute(
+    rt: &RuntimeInner,
+    input: Value,
+    ctx: TaskContext,
+) -> Result<Value, TaskError> {
+    let prepared = prepare(rt, &input, &ctx)?;
+    let Prepared {
+        engine,
+        request,
+        validator,
+        timeout,
+    } = prepared;
+    let prices = request.recipe.prices;
+    let key = request.api_key.clone();
+    let reply = match tokio::time::timeout(timeout, engine.run(request)).await {
+        Ok(Ok(reply)) => reply,
+        Ok(Err(e)) => {
+            // An endpoint may echo the request's headers in its error body: the key never
+            // reaches the journal.
+            let mut message = e.to_string();
+            if let Some(k) = key.as_ref().filter(|k| !k.0.is_empty()) {
+                message = message.replace(k.expose(), "<redacted>");
+            }
+            return Err(plain(e.kind(), message));
+        }
+        Err(_) => {
+            return Err(plain(
+                TaskError::TIMEOUT,
+                format!(
+                    "[MAG-AG006] the agent did not answer within {} s",
+                    timeout.as_secs_f64()
+                ),
+            ));
+        }
+    };
+    outcome(&reply, engine.reply_format(), validator.as_ref(), prices)
+}
+
+struct Prepared {
+    engine: Arc<dyn AgentEngine>,
+    request: AgentRequest,
+    validator: Option<jsonschema::Validator>,
+    timeout: Duration,
+}
+
+fn prepare(rt: &RuntimeInner, input: &Value, ctx: &TaskContext) -> Result<Prepared, TaskError> {
+    let Some(name) = input.get("recipe").and_then(Value::as_str) else {
+        return Err(technical(
+            "[MAG-AG001] agent_task needs `recipe:` naming a recipe; inline recipe definitions \
+             are not allowed"
+                .into(),
+        ));
+    };
+    let scope_key = scope_of(input);
+    let scope = Scope::parse(&scope_key).unwrap_or_else(|| Scope::new("_", "_"));
+    let (path, text) = rt
+        .docs
+        .document(&scope, "recipes", name)
+        .map_err(|e| technical(recipe_error(e)))?;
+    let recipe = Recipe::parse(&recipe::label(&path), &text).map_err(technical)?;
+    let engine = rt.agents.engine(&recipe.engine).map_err(|known| {
+        technical(format!(
+            "[MAG-AG003] recipe `{name}` ({}) names the unknown engine `{}` (known: {})",
+            path.display(),
+            recipe.engine,
+            known.join(", ")
+        ))
+    })?;
+    let api_key = match recipe.api_key_env.as_deref() {
+        None => None,
+        Some(var) => match rt.agents.key(var) {
+            Some(k) if !k.is_empty() => Some(ApiKey(k)),
+            _ => {
+                return Err(technical(format!(
+                    "[MAG-AG007] the environment variable `{var}` named by `apiKeyEnv` of recipe \
+                     `{name}` is not set"
+                )));
+            }
+        },
+    };
+    let engine_params = input.get("params").cloned().unwrap_or_else(|| json!({}));
+    let validator = match engine_params.get("schema") {
+        Some(s) if engine.reply_format() == ReplyFormat::Wrapper && !s.is_null() => Some(
+            jeltz::normalise_schema(s)
+                .and_then(|s| jeltz::compile(&s))
+                .map_err(|e| technical(format!("[MAG-AG004] agent_task params: {e}")))?,
+        ),
+        _ => None,
+    };
+    let timeout = input
+        .get("timeoutSeconds")
+        .and_then(Value::as_f64)
+        .filter(|s| s.is_finite() && *s > 0.0)
+        .map(Duration::from_secs_f64)
+        .or_else(|| recipe.timeout())
+        .unwrap_or(DEFAULT_TIMEOUT);
+    let run = input.get("$run").cloned().unwrap_or(Value::Null);
+    let text_of = |key: &str| {
+        run.get(key)
+            .and_then(Value::as_str)
+            .unwrap_or_default()
+            .to_string()
+    };
+    let allowed_tools = run
+        .get("allowedTools")
+        .and_then(Value::as_array)
+        .map(|a| {
+            a.iter()
+                .filter_map(Value::as_str)
+                .map(str::to_string)
+                .collect()
+        })
+        .unwrap_or_default();
+    let request = AgentRequest {
+        recipe_name: name.to_string(),
+        recipe,
+        engine_params,
+        run: AgentRunInfo {
+            run_id: ctx.run_id.to_string(),
+            state: ctx.name.clone(),
+            attempt: ctx.attempt,
+            idempotency_key: ctx.idempotency_key(),
+            scope: scope_key,
+            workflow_name: text_of("workflowName"),
+            started_by: text_of("startedBy"),
+            allowed_tools,
+        },
+        api_key,
+        timeout: Some(timeout),
+    };
+    Ok(Prepared {
+        engine,
+        request,
+        validator,
+        timeout,
+    })
+}
+
+fn recipe_error(e: DocumentError) -> String {
+    match e {
+        DocumentError::UnknownWorkflow {
+            name,
+            project,
+            tenant,
+        } => format!(
+            "[MAG-AG001] unknown recipe '{name}': looked for {} and {}",
+            project.display(),
+            tenant.display()
+        ),
+        other => other.to_string(),
+    }
+}
+
+/// A failure without a reply: `{"error": message}` like every other executor.
+fn plain(kind: &str, message: String) -> TaskError {
+    TaskError::terminal(message.clone())
+        .with_kind(kind)
+        .with_output(json!({ "error": message }))
+}
+
+/// The §3.1 outcome mapping of a reply.
+fn outcome(
+    reply: &AgentReply,
+    format: ReplyFormat,
+    validator: Option<&jsonschema::Validator>,
+    prices: Option<Prices>,
+) -> Result<Value, TaskError> {
+    let usage = reply.usage;
+    let cost = reply.cost_usd.or_else(|| {
+        let (p, u) = (prices?, usage?);
+        Some(p.cost_usd(u.prompt_tokens, u.completion_tokens))
+    });
+    let envelope = |data: Value| json!({ "data": data, "usage": usage, "costUsd": cost });
+    let fail = |kind: &str, message: String, data: Value| {
+        TaskError::terminal(message)
+            .with_kind(kind)
+            .with_output(envelope(data))
+    };
+    let last = reply.last_assistant();
+    match reply.close_reason {
+        CloseReason::Done | CloseReason::AutoClose => {}
+        CloseReason::Stale => {
+            return Err(fail(
+                TaskError::TECHNICAL,
+                "[MAG-AG008] the agent went stale".into(),
+                last.map_or(Value::Null, Value::from),
+            ));
+        }
+        reason => {
+            return Err(fail(
+                TaskError::CANCELLED,
+                format!("[MAG-AG008] the agent was closed: {reason:?}"),
+                last.map_or(Value::Null, Value::from),
+            ));
+        }
+    }
+    match format {
+        ReplyFormat::LastMessage => Ok(envelope(last.map_or(Value::Null, Value::from))),
+        ReplyFormat::Wrapper => {
+            let Some(text) = last else {
+                return Err(fail(
+                    "agent_error",
+                    "[MAG-AG009] the agent gave no answer".into(),
+                    Value::Null,
+                ));
+            };
+            match jeltz::parse_wrapper(text, validator) {
+                jeltz::Wrapper::Success(data) => Ok(envelope(data)),
+                jeltz::Wrapper::Invalid {
+                    last_invalid,
+                    reason,
+                } => Err(fail(
+                    "agent_error",
+                    format!("[MAG-AG009] {reason}"),
+                    last_invalid,
+                )),
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn reply(reason: CloseReason, text: &str) -> AgentReply {
+        AgentReply::new(reason, vec![ChatMessage::new("assistant", text)]).with_usage(Usage {
+            prompt_tokens: 1_000,
+            completion_tokens: 500,
+            total_tokens: 1_500,
+        })
+    }
+
+    #[test]
+    fn close_reasons_map_to_outcomes() {
+        let prices = Some(Prices {
+            input_per_m_tok_usd: 1.0,
+            output_per_m_tok_usd: 2.0,
+        });
+        let ok = outcome(
+            &reply(CloseReason::AutoClose, "hi"),
+            ReplyFormat::LastMessage,
+            None,
+            prices,
+        )
+        .unwrap();
+        assert_eq!(ok["data"], "hi");
+        assert_eq!(ok["usage"]["totalTokens"], 1_500);
+        assert!((ok["costUsd"].as_f64().unwrap() - 0.002).abs() < 1e-12);
+        let stale = outcome(
+            &reply(CloseReason::Stale, "x"),
+            ReplyFormat::LastMessage,
+            None,
+            None,
+        )
+        .unwrap_err();
+        assert_eq!(stale.kind, "technical_error");
+        for r in [
+            CloseReason::Stopped,
+            CloseReason::Archived,
+            CloseReason::UserDelete,
+            CloseReason::Abandoned,
+        ] {
+            let e = outcome(&reply(r, "x"), ReplyFormat::Wrapper, None, None).unwrap_err();
+            assert_eq!(e.kind, "cancelled", "{r:?}");
+        }
+        let bad = outcome(
+            &reply(CloseReason::Done, "{\"success\": false}"),
+            ReplyFormat::Wrapper,
+            None,
+            None,
+        )
+        .unwrap_err();
+        assert_eq!(bad.kind, "agent_error");
+        assert_eq!(bad.output["data"], json!({"success": false}));
+        assert_eq!(bad.output["costUsd"], Value::Null);
+    }
+
+    #[test]
+    fn the_api_key_does_not_debug_print() {
+        assert!(!format!("{:?}", ApiKey::new("sk-secret")).contains("sk-secret"));
+    }
+}

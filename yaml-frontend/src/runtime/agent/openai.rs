@@ -1,0 +1,203 @@
+//! The built-in engines: any OpenAI-compatible chat-completions endpoint.
+
+use std::sync::OnceLock;
+
+use futures::future::BoxFuture;
+use serde_json::{Value, json};
+
+use super::{
+    AgentEngine, AgentError, AgentReply, AgentRequest, ChatMessage, CloseReason, ReplyFormat,
+    Usage, jeltz,
+};
+
+/// The recipe fields the built-in engines understand (besides `engine`).
+const KNOWN_FIELDS: &str = "engine, provider, baseUrl, model, apiKeyEnv, temperature, \
+                            maxTokens, timeoutSeconds, prices, system, jsonMode";
+
+const DEFAULT_BASE_URL: &str = "https://api.openai.com/v1";
+
+/// What the built-in engine does with the task's `params`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Mode {
+    /// `prompt` + `schema` → `{success, data}` (the runtime does the wrapper parse).
+    Jeltz,
+    /// `prompt` → the last assistant message.
+    Chat,
+}
+
+/// A built-in engine that talks to an OpenAI-compatible chat-completions endpoint
+/// (`POST {baseUrl}/chat/completions`, `Authorization: Bearer <key>`), one request per attempt.
+///
+/// [`OpenAiEngine::jeltz`] is registered as `jeltz`, [`OpenAiEngine::chat`] as `chat`. Tool
+/// calling is not supported: the request carries no `tools`, and a reply without text content
+/// is an empty assistant message.
+#[derive(Debug)]
+pub struct OpenAiEngine {
+    mode: Mode,
+    client: OnceLock<Result<reqwest::Client, String>>,
+}
+
+impl OpenAiEngine {
+    /// The Jeltz engine: `params.prompt` and `params.schema`, JSON mode, wrapper reply.
+    pub fn jeltz() -> Self {
+        Self {
+            mode: Mode::Jeltz,
+            client: OnceLock::new(),
+        }
+    }
+
+    /// The plain chat engine: `params.prompt`; the last assistant message is the output.
+    pub fn chat() -> Self {
+        Self {
+            mode: Mode::Chat,
+            client: OnceLock::new(),
+        }
+    }
+
+    fn client(&self) -> Result<reqwest::Client, AgentError> {
+        self.client
+            .get_or_init(|| {
+                reqwest::Client::builder()
+                    .build()
+                    .map_err(|e| format!("cannot build the HTTP client: {e}"))
+            })
+            .clone()
+            .map_err(AgentError::Transport)
+    }
+
+    async fn call(&self, req: AgentRequest) -> Result<AgentReply, AgentError> {
+        let recipe = &req.recipe;
+        let name = &req.recipe_name;
+        if !recipe.extra.is_empty() {
+            let keys: Vec<&String> = recipe.extra.keys().collect();
+            return Err(AgentError::Config(format!(
+                "[MAG-AG003] recipe `{name}`: unknown field(s) {keys:?} for engine `{}` (known: \
+                 {KNOWN_FIELDS})",
+                recipe.engine
+            )));
+        }
+        if let Some(p) = recipe.provider.as_deref()
+            && p != "openai"
+        {
+            return Err(AgentError::Config(format!(
+                "[MAG-AG003] recipe `{name}`: provider `{p}` is not supported; the built-in \
+                 engines speak `openai` (chat completions)"
+            )));
+        }
+        let Some(model) = recipe.model.as_deref() else {
+            return Err(AgentError::Config(format!(
+                "[MAG-AG003] recipe `{name}` has no `model:`"
+            )));
+        };
+        let Some(prompt) = req.engine_params.get("prompt").and_then(Value::as_str) else {
+            return Err(AgentError::Config(
+                "[MAG-AG004] agent_task has no `params.prompt` string".into(),
+            ));
+        };
+        let schema = match req.engine_params.get("schema") {
+            Some(s) if self.mode == Mode::Jeltz && !s.is_null() => {
+                Some(jeltz::normalise_schema(s).map_err(AgentError::Config)?)
+            }
+            _ => None,
+        };
+        let mut messages = Vec::new();
+        if let Some(system) = recipe.system.as_deref() {
+            messages.push(ChatMessage::new("system", system));
+        }
+        let user = match self.mode {
+            Mode::Jeltz => jeltz::user_message(prompt, schema.as_ref()),
+            Mode::Chat => prompt.to_string(),
+        };
+        messages.push(ChatMessage::new("user", user));
+
+        let mut body = json!({ "model": model, "messages": messages });
+        if let Some(t) = recipe.temperature {
+            body["temperature"] = json!(t);
+        }
+        if let Some(n) = recipe.max_tokens {
+            body["max_tokens"] = json!(n);
+        }
+        if self.mode == Mode::Jeltz && recipe.json_mode.unwrap_or(true) {
+            body["response_format"] = json!({ "type": "json_object" });
+        }
+        let base = recipe.base_url.as_deref().unwrap_or(DEFAULT_BASE_URL);
+        let url = format!("{}/chat/completions", base.trim_end_matches('/'));
+        let mut http = self.client()?.post(&url).json(&body);
+        if let Some(key) = &req.api_key {
+            http = http.bearer_auth(key.expose());
+        }
+        if let Some(t) = req.timeout {
+            http = http.timeout(t);
+        }
+        let response = http.send().await.map_err(|e| transport(&url, e))?;
+        let status = response.status();
+        let text = response.text().await.map_err(|e| transport(&url, e))?;
+        if !status.is_success() {
+            return Err(AgentError::Transport(format!(
+                "[MAG-AG005] POST {url}: HTTP {status}: {}",
+                clip(&text, 500)
+            )));
+        }
+        let reply: Value = serde_json::from_str(&text).map_err(|e| {
+            AgentError::Transport(format!(
+                "[MAG-AG005] POST {url}: the response is not chat-completion JSON ({e}): {}",
+                clip(&text, 500)
+            ))
+        })?;
+        let Some(message) = reply.pointer("/choices/0/message") else {
+            return Err(AgentError::Transport(format!(
+                "[MAG-AG005] POST {url}: the response has no `choices[0].message`: {}",
+                clip(&text, 500)
+            )));
+        };
+        let content = message
+            .get("content")
+            .and_then(Value::as_str)
+            .unwrap_or_default();
+        messages.push(ChatMessage::new("assistant", content));
+        let usage = reply.get("usage").map(|u| {
+            let n = |k: &str| u.get(k).and_then(Value::as_u64).unwrap_or(0);
+            let (p, c) = (n("prompt_tokens"), n("completion_tokens"));
+            Usage {
+                prompt_tokens: p,
+                completion_tokens: c,
+                total_tokens: u
+                    .get("total_tokens")
+                    .and_then(Value::as_u64)
+                    .unwrap_or(p + c),
+            }
+        });
+        let mut out = AgentReply::new(CloseReason::Done, messages);
+        out.usage = usage;
+        Ok(out)
+    }
+}
+
+impl AgentEngine for OpenAiEngine {
+    fn run(&self, request: AgentRequest) -> BoxFuture<'_, Result<AgentReply, AgentError>> {
+        Box::pin(self.call(request))
+    }
+
+    fn reply_format(&self) -> ReplyFormat {
+        match self.mode {
+            Mode::Jeltz => ReplyFormat::Wrapper,
+            Mode::Chat => ReplyFormat::LastMessage,
+        }
+    }
+}
+
+fn transport(url: &str, e: reqwest::Error) -> AgentError {
+    let e = e.without_url();
+    if e.is_timeout() {
+        AgentError::Timeout(format!("[MAG-AG006] POST {url}: timed out: {e}"))
+    } else {
+        AgentError::Transport(format!("[MAG-AG005] POST {url}: {e}"))
+    }
+}
+
+fn clip(text: &str, max: usize) -> String {
+    match text.char_indices().nth(max) {
+        Some((i, _)) => format!("{}…", &text[..i]),
+        None => text.to_string(),
+    }
+}

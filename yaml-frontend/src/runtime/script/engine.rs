@@ -1,0 +1,381 @@
+//! The JavaScript sandbox of `script_task`: one QuickJS runtime per execution.
+//!
+//! The sandbox is a bare QuickJS context (the language's intrinsics only): there is no module
+//! loader, no `std`/`os` modules, no `require`, no `fetch`, no timers; nothing reaches the file
+//! system, the network or processes. The runtime's allocator is capped by a memory limit, and
+//! an interrupt handler stops the script at its deadline or when the task is abandoned.
+
+use std::cell::Cell;
+use std::rc::Rc;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::time::{Duration, Instant};
+
+use rquickjs::context::EvalOptions;
+use rquickjs::function::Rest;
+use rquickjs::promise::PromiseState;
+use rquickjs::{CaughtError, Context, Ctx, Function, Promise, Runtime};
+use serde_json::Value;
+
+/// The file name under which the runtime's own helpers are compiled, so that their frames
+/// are never mistaken for the user's lines.
+const HELPER_FILE: &str = "<magrathea>";
+
+/// At most this many `console` lines of one execution reach the log.
+const MAX_CONSOLE_LINES: usize = 1000;
+
+/// What one execution may use.
+#[derive(Debug, Clone)]
+pub(crate) struct Limits {
+    /// The cap on the runtime's heap, in bytes.
+    pub(crate) memory_bytes: usize,
+    /// The cap on the JavaScript stack, in bytes.
+    pub(crate) stack_bytes: usize,
+    /// How long the script may run.
+    pub(crate) timeout: Duration,
+}
+
+/// A script to run and what it sees.
+#[derive(Debug)]
+pub(crate) struct Job<'a> {
+    /// The body of the async function, as written by the user.
+    pub(crate) body: &'a str,
+    /// The name errors and stack traces report (the script's path).
+    pub(crate) file_name: &'a str,
+    /// The run's parameters, bound to `params`.
+    pub(crate) params: &'a Value,
+    /// The run's variables, bound to `state`.
+    pub(crate) state: &'a Value,
+    /// A label for `console` lines in the log (the run and state).
+    pub(crate) log_label: &'a str,
+}
+
+/// Why a script produced no value.
+#[derive(Debug, Clone, PartialEq)]
+pub(crate) enum Failure {
+    /// The script threw (or its promise rejected), or it did not compile.
+    Thrown {
+        /// The error's name (`Error`, `TypeError`, `SyntaxError`, …), if it is an `Error`.
+        name: Option<String>,
+        /// The error's message, or the thrown value as text.
+        message: String,
+        /// The line of the user's file the error points at, from 1.
+        line: Option<u32>,
+    },
+    /// The script ran past its timeout and was interrupted.
+    Timeout,
+    /// The task was abandoned (its run was cancelled) and the script was interrupted.
+    Cancelled,
+    /// The script exceeded the memory limit.
+    OutOfMemory,
+    /// The script's promise never settled: nothing left to run could settle it.
+    NeverSettled,
+    /// The return value is not JSON-compatible.
+    BadResult(String),
+    /// The sandbox itself failed.
+    Engine(String),
+}
+
+/// Why the interrupt handler stopped the script.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Stop {
+    Timeout,
+    Cancelled,
+}
+
+/// Runs `job` to completion on the current thread (call it from a blocking thread). `cancel`
+/// stops the script when set.
+pub(crate) fn run(
+    job: &Job<'_>,
+    limits: &Limits,
+    cancel: Arc<AtomicBool>,
+) -> Result<Value, Failure> {
+    let rt = Runtime::new().map_err(|e| Failure::Engine(format!("cannot create runtime: {e}")))?;
+    rt.set_memory_limit(limits.memory_bytes);
+    rt.set_max_stack_size(limits.stack_bytes);
+    let deadline = Instant::now() + limits.timeout;
+    let stop: Rc<Cell<Option<Stop>>> = Rc::new(Cell::new(None));
+    let handler_stop = stop.clone();
+    let handler_cancel = cancel.clone();
+    rt.set_interrupt_handler(Some(Box::new(move || {
+        if handler_stop.get().is_some() {
+            return true;
+        }
+        if handler_cancel.load(Ordering::Relaxed) {
+            handler_stop.set(Some(Stop::Cancelled));
+        } else if Instant::now() >= deadline {
+            handler_stop.set(Some(Stop::Timeout));
+        }
+        handler_stop.get().is_some()
+    })));
+    let ctx =
+        Context::full(&rt).map_err(|e| Failure::Engine(format!("cannot create context: {e}")))?;
+    let result = ctx.with(|ctx| {
+        let outcome = drive(&ctx, job, deadline, &cancel, &stop);
+        // An interrupt wins over whatever error it surfaced as.
+        match stop.get() {
+            Some(Stop::Timeout) => Err(Failure::Timeout),
+            Some(Stop::Cancelled) => Err(Failure::Cancelled),
+            None => outcome,
+        }
+    });
+    drop(ctx);
+    drop(rt);
+    result
+}
+
+/// Compiles the body, calls it and runs the job queue until its promise settles.
+fn drive<'js>(
+    ctx: &Ctx<'js>,
+    job: &Job<'_>,
+    deadline: Instant,
+    cancel: &AtomicBool,
+    stop: &Cell<Option<Stop>>,
+) -> Result<Value, Failure> {
+    install_console(ctx, job.log_label).map_err(|e| failure(ctx, job.file_name, e))?;
+    let to_json: Function = helper(ctx, TO_JSON).map_err(|e| failure(ctx, job.file_name, e))?;
+    let params = json_in(ctx, job.params)?;
+    let state = json_in(ctx, job.state)?;
+    // The wrapper opens on the body's first line, so the user's line numbers are the file's.
+    let source = format!("(async function (params, state) {{{}\n}})", job.body);
+    let mut options = EvalOptions::default();
+    options.strict = false;
+    options.filename = Some(job.file_name.to_string());
+    let func: Function = ctx
+        .eval_with_options(source, options)
+        .map_err(|e| failure(ctx, job.file_name, e))?;
+    let promise: Promise = func
+        .call((params, state))
+        .map_err(|e| failure(ctx, job.file_name, e))?;
+    while promise.state() == PromiseState::Pending {
+        if stop.get().is_some() {
+            break;
+        }
+        if cancel.load(Ordering::Relaxed) {
+            stop.set(Some(Stop::Cancelled));
+            break;
+        }
+        if Instant::now() >= deadline {
+            stop.set(Some(Stop::Timeout));
+            break;
+        }
+        if !ctx.execute_pending_job() {
+            break;
+        }
+    }
+    match promise.state() {
+        PromiseState::Pending => Err(Failure::NeverSettled),
+        PromiseState::Rejected | PromiseState::Resolved => {
+            let value: rquickjs::Value = promise
+                .result()
+                .unwrap_or(Err(rquickjs::Error::WouldBlock))
+                .map_err(|e| failure(ctx, job.file_name, e))?;
+            let text: Option<String> =
+                to_json
+                    .call((value,))
+                    .map_err(|e| match failure(ctx, job.file_name, e) {
+                        Failure::Thrown { message, .. } => Failure::BadResult(message),
+                        other => other,
+                    })?;
+            match text {
+                None => Ok(Value::Null),
+                Some(text) => serde_json::from_str(&text)
+                    .map_err(|e| Failure::BadResult(format!("the return value is not JSON: {e}"))),
+            }
+        }
+    }
+}
+
+/// Converts the script's value to JSON text with the original `JSON.stringify`, refusing what
+/// JSON cannot carry instead of dropping it silently. `undefined` gives `undefined` (→ null),
+/// `NaN` and `Infinity` give `null`, `Date`s their ISO text.
+const TO_JSON: &str = r#"(function () {
+  const stringify = JSON.stringify;
+  return function (value) {
+    return stringify(value, function (key, v) {
+      const t = typeof v;
+      if (t === "function" || t === "symbol" || t === "bigint") {
+        const at = key === "" ? "" : " at key \"" + key + "\"";
+        throw new TypeError("the return value contains a " + t + at +
+          "; return JSON-compatible values only (objects, arrays, strings, numbers, booleans, null)");
+      }
+      return v;
+    });
+  };
+})()"#;
+
+/// A `console` whose lines go to the log (bounded), not to the task's output.
+const CONSOLE: &str = r#"(function (sink) {
+  const stringify = JSON.stringify;
+  const fmt = function (v) {
+    if (typeof v === "string") return v;
+    try { const s = stringify(v); return s === undefined ? String(v) : s; }
+    catch (_) { return String(v); }
+  };
+  const log = function (level) {
+    return function (...args) { sink(level, args.map(fmt).join(" ")); };
+  };
+  globalThis.console = {
+    log: log("info"), info: log("info"), debug: log("debug"),
+    warn: log("warn"), error: log("error"),
+  };
+})"#;
+
+fn helper<'js>(ctx: &Ctx<'js>, source: &str) -> rquickjs::Result<Function<'js>> {
+    let mut options = EvalOptions::default();
+    options.filename = Some(HELPER_FILE.to_string());
+    ctx.eval_with_options(source, options)
+}
+
+fn install_console<'js>(ctx: &Ctx<'js>, label: &str) -> rquickjs::Result<()> {
+    let label = label.to_string();
+    let count = Cell::new(0usize);
+    let sink = Function::new(ctx.clone(), move |args: Rest<String>| {
+        let n = count.get();
+        count.set(n + 1);
+        if n > MAX_CONSOLE_LINES {
+            return;
+        }
+        let (level, line) = match args.0.as_slice() {
+            [level, line, ..] => (level.as_str(), line.as_str()),
+            _ => return,
+        };
+        if n == MAX_CONSOLE_LINES {
+            tracing::warn!(target: "magrathea_yaml::script", script = %label, "console output truncated");
+            return;
+        }
+        match level {
+            "error" => tracing::error!(target: "magrathea_yaml::script", script = %label, "{line}"),
+            "warn" => tracing::warn!(target: "magrathea_yaml::script", script = %label, "{line}"),
+            "debug" => tracing::debug!(target: "magrathea_yaml::script", script = %label, "{line}"),
+            _ => tracing::info!(target: "magrathea_yaml::script", script = %label, "{line}"),
+        }
+    })?;
+    let install = helper(ctx, CONSOLE)?;
+    install.call::<_, ()>((sink,))
+}
+
+fn json_in<'js>(ctx: &Ctx<'js>, value: &Value) -> Result<rquickjs::Value<'js>, Failure> {
+    let text = serde_json::to_string(value)
+        .map_err(|e| Failure::Engine(format!("cannot pass a value to the script: {e}")))?;
+    ctx.json_parse(text)
+        .map_err(|e| failure(ctx, HELPER_FILE, e))
+}
+
+/// Turns an rquickjs error (usually a pending exception) into a [`Failure`].
+fn failure<'js>(ctx: &Ctx<'js>, file: &str, error: rquickjs::Error) -> Failure {
+    match CaughtError::from_error(ctx, error) {
+        CaughtError::Error(rquickjs::Error::Allocation) => Failure::OutOfMemory,
+        CaughtError::Error(e) => Failure::Engine(e.to_string()),
+        CaughtError::Exception(ex) => {
+            let message = ex.message().unwrap_or_default();
+            let name: Option<String> = ex.as_object().get("name").ok();
+            if name.as_deref() == Some("InternalError") && message.starts_with("out of memory") {
+                return Failure::OutOfMemory;
+            }
+            let line = ex.stack().and_then(|s| line_in(&s, file));
+            Failure::Thrown {
+                name,
+                message,
+                line,
+            }
+        }
+        // QuickJS throws `null` when it cannot even allocate the error object.
+        CaughtError::Value(v) if v.is_null() => Failure::OutOfMemory,
+        CaughtError::Value(v) => {
+            let message = v
+                .get::<rquickjs::Coerced<String>>()
+                .map(|c| c.0)
+                .unwrap_or_else(|_| format!("a thrown {}", v.type_name()));
+            Failure::Thrown {
+                name: None,
+                message,
+                line: None,
+            }
+        }
+    }
+}
+
+/// The line of the innermost frame of `file` in a QuickJS stack trace
+/// (`    at f (file:3:11)` or `    at file:3:5`).
+fn line_in(stack: &str, file: &str) -> Option<u32> {
+    let needle = format!("{file}:");
+    stack.lines().find_map(|frame| {
+        frame.match_indices(&needle).find_map(|(at, _)| {
+            let rest = &frame[at + needle.len()..];
+            let digits: String = rest.chars().take_while(char::is_ascii_digit).collect();
+            digits.parse().ok()
+        })
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn lines_come_from_the_users_frames() {
+        let stack =
+            "    at <magrathea>:4:2\n    at f (a/b.js:7:3)\n    at <anonymous> (a/b.js:2:1)\n";
+        assert_eq!(line_in(stack, "a/b.js"), Some(7));
+        assert_eq!(line_in("    at a/b.js:12:5\n", "a/b.js"), Some(12));
+        assert_eq!(line_in("    at x.js:1:1\n", "a/b.js"), None);
+    }
+
+    fn job<'a>(body: &'a str, empty: &'a Value) -> Job<'a> {
+        Job {
+            body,
+            file_name: "t.js",
+            params: empty,
+            state: empty,
+            log_label: "test",
+        }
+    }
+
+    fn limits(timeout: Duration) -> Limits {
+        Limits {
+            memory_bytes: 16 << 20,
+            stack_bytes: 256 << 10,
+            timeout,
+        }
+    }
+
+    #[test]
+    fn the_cancel_flag_interrupts_a_running_script() {
+        let cancel = Arc::new(AtomicBool::new(false));
+        let flag = cancel.clone();
+        let setter = std::thread::spawn(move || {
+            std::thread::sleep(Duration::from_millis(100));
+            flag.store(true, Ordering::Relaxed);
+        });
+        let empty = serde_json::json!({});
+        let t0 = Instant::now();
+        let got = run(
+            &job("while (true) {}", &empty),
+            &limits(Duration::from_secs(30)),
+            cancel,
+        );
+        assert_eq!(got, Err(Failure::Cancelled));
+        assert!(t0.elapsed() < Duration::from_secs(5));
+        setter.join().unwrap();
+    }
+
+    #[test]
+    fn console_goes_to_the_log_and_a_dead_promise_is_reported() {
+        let empty = serde_json::json!({});
+        let cancel = Arc::new(AtomicBool::new(false));
+        let body = "console.log('x', {a: 1}, [2]); console.error(new Error('e')); return 1;";
+        let got = run(
+            &job(body, &empty),
+            &limits(Duration::from_secs(5)),
+            cancel.clone(),
+        );
+        assert_eq!(got, Ok(serde_json::json!(1)));
+        let got = run(
+            &job("await new Promise(() => {});", &empty),
+            &limits(Duration::from_secs(5)),
+            cancel,
+        );
+        assert_eq!(got, Err(Failure::NeverSettled));
+    }
+}

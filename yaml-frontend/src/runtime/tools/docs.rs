@@ -1,0 +1,249 @@
+//! `doc_read` and `doc_list`: the caller's project documents, never anything outside.
+//!
+//! Paths are relative to the project directory (`<root>/<tenant>/<project>`), with `/`
+//! separators, e.g. `_vance/notes/today.md`. Absolute paths and `..` are refused, and so is
+//! any path that resolves (through symbolic links) outside the project: those are
+//! [`ToolError::PermissionDenied`] (`permission_error`). A missing document, a directory
+//! given to `doc_read`, a file larger than 4 MiB or one that is not UTF-8 text are
+//! [`ToolError::Failed`] (`technical_error`).
+
+use std::path::{Component, Path, PathBuf};
+
+use futures::future::BoxFuture;
+use serde_json::{Value, json};
+
+use super::{Tool, ToolContext, ToolError};
+use crate::runtime::DocumentSource;
+
+/// Largest document `doc_read` returns.
+const MAX_READ_BYTES: u64 = 4 * 1024 * 1024;
+/// Most entries `doc_list` returns; more set `truncated`.
+const MAX_ENTRIES: usize = 10_000;
+
+/// A document path of a project, resolved and checked to stay inside it.
+struct Resolved {
+    /// The canonical project directory.
+    root: PathBuf,
+    /// The canonical target.
+    path: PathBuf,
+}
+
+impl Resolved {
+    /// `path` relative to the project, `/`-separated (`""` for the project itself).
+    fn relative(&self, path: &Path) -> String {
+        relative(&self.root, path)
+    }
+}
+
+fn relative(root: &Path, path: &Path) -> String {
+    path.strip_prefix(root)
+        .unwrap_or(path)
+        .components()
+        .map(|c| c.as_os_str().to_string_lossy().into_owned())
+        .collect::<Vec<_>>()
+        .join("/")
+}
+
+fn resolve(docs: &DocumentSource, ctx: &ToolContext, rel: &str) -> Result<Resolved, ToolError> {
+    let escape = || ToolError::PermissionDenied(format!("path `{rel}` is outside the project"));
+    let given = Path::new(rel);
+    for c in given.components() {
+        match c {
+            Component::Normal(_) | Component::CurDir => {}
+            Component::ParentDir | Component::RootDir | Component::Prefix(_) => {
+                return Err(escape());
+            }
+        }
+    }
+    let project = docs.project_dir(&ctx.scope());
+    let root = project.canonicalize().map_err(|e| {
+        ToolError::Failed(format!(
+            "the project directory {} is not readable: {e}",
+            project.display()
+        ))
+    })?;
+    let path = root.join(given).canonicalize().map_err(|e| {
+        if e.kind() == std::io::ErrorKind::NotFound {
+            ToolError::Failed(format!("no document `{rel}` in the project"))
+        } else {
+            ToolError::Failed(format!("cannot open `{rel}`: {e}"))
+        }
+    })?;
+    if !path.starts_with(&root) {
+        return Err(escape());
+    }
+    Ok(Resolved { root, path })
+}
+
+/// `doc_read`: one document's text.
+pub(crate) struct DocRead {
+    docs: DocumentSource,
+}
+
+impl DocRead {
+    pub(crate) fn new(docs: DocumentSource) -> Self {
+        Self { docs }
+    }
+
+    fn run(&self, params: &Value, ctx: &ToolContext) -> Result<Value, ToolError> {
+        let rel = params
+            .get("path")
+            .and_then(Value::as_str)
+            .unwrap_or_default();
+        let r = resolve(&self.docs, ctx, rel)?;
+        let meta = std::fs::metadata(&r.path)
+            .map_err(|e| ToolError::Failed(format!("cannot open `{rel}`: {e}")))?;
+        if !meta.is_file() {
+            return Err(ToolError::Failed(format!(
+                "`{rel}` is a directory; list it with doc_list"
+            )));
+        }
+        if meta.len() > MAX_READ_BYTES {
+            return Err(ToolError::Failed(format!(
+                "`{rel}` has {} bytes, more than doc_read's limit of {MAX_READ_BYTES}",
+                meta.len()
+            )));
+        }
+        let bytes = std::fs::read(&r.path)
+            .map_err(|e| ToolError::Failed(format!("cannot read `{rel}`: {e}")))?;
+        let size = bytes.len();
+        let content = String::from_utf8(bytes)
+            .map_err(|_| ToolError::Failed(format!("`{rel}` is not UTF-8 text")))?;
+        Ok(json!({ "path": r.relative(&r.path), "content": content, "size": size }))
+    }
+}
+
+impl Tool for DocRead {
+    fn name(&self) -> &str {
+        "doc_read"
+    }
+
+    fn description(&self) -> &str {
+        "Reads a text document of the caller's project by its path relative to the project \
+         directory (e.g. `_vance/notes/today.md`)."
+    }
+
+    fn parameters(&self) -> Value {
+        json!({
+            "type": "object",
+            "required": ["path"],
+            "properties": {
+                "path": { "type": "string", "description": "relative to the project directory" }
+            },
+            "additionalProperties": false
+        })
+    }
+
+    fn invoke<'a>(
+        &'a self,
+        params: Value,
+        ctx: &'a ToolContext,
+    ) -> BoxFuture<'a, Result<Value, ToolError>> {
+        Box::pin(async move { self.run(&params, ctx) })
+    }
+}
+
+/// `doc_list`: the entries of a project directory.
+pub(crate) struct DocList {
+    docs: DocumentSource,
+}
+
+impl DocList {
+    pub(crate) fn new(docs: DocumentSource) -> Self {
+        Self { docs }
+    }
+
+    fn run(&self, params: &Value, ctx: &ToolContext) -> Result<Value, ToolError> {
+        let rel = params
+            .get("path")
+            .and_then(Value::as_str)
+            .unwrap_or("_vance");
+        let recursive = params
+            .get("recursive")
+            .and_then(Value::as_bool)
+            .unwrap_or(false);
+        let r = resolve(&self.docs, ctx, rel)?;
+        if !r.path.is_dir() {
+            return Err(ToolError::Failed(format!(
+                "`{rel}` is not a directory; read it with doc_read"
+            )));
+        }
+        let mut entries = Vec::new();
+        let mut truncated = false;
+        let mut pending = vec![r.path.clone()];
+        while let Some(dir) = pending.pop() {
+            let read = std::fs::read_dir(&dir)
+                .map_err(|e| ToolError::Failed(format!("cannot list `{rel}`: {e}")))?;
+            for entry in read.flatten() {
+                let path = entry.path();
+                let is_link = entry.file_type().is_ok_and(|t| t.is_symlink());
+                // A link is listed only when its target is inside the project too.
+                if is_link && !path.canonicalize().is_ok_and(|t| t.starts_with(&r.root)) {
+                    continue;
+                }
+                let Ok(meta) = std::fs::metadata(&path) else {
+                    continue;
+                };
+                if entries.len() >= MAX_ENTRIES {
+                    truncated = true;
+                    break;
+                }
+                let kind = if meta.is_dir() { "dir" } else { "file" };
+                let size = if meta.is_dir() { 0 } else { meta.len() };
+                entries.push(json!({
+                    "path": r.relative(&path),
+                    "kind": kind,
+                    "size": size,
+                }));
+                // Links are not followed when descending: no cycles, no double listing.
+                if recursive && meta.is_dir() && !is_link {
+                    pending.push(path);
+                }
+            }
+            if truncated {
+                break;
+            }
+        }
+        entries.sort_by(|a, b| a["path"].as_str().cmp(&b["path"].as_str()));
+        Ok(json!({
+            "path": r.relative(&r.path),
+            "entries": entries,
+            "truncated": truncated,
+        }))
+    }
+}
+
+impl Tool for DocList {
+    fn name(&self) -> &str {
+        "doc_list"
+    }
+
+    fn description(&self) -> &str {
+        "Lists the documents of a directory of the caller's project (default `_vance`), \
+         optionally recursively: each entry's path relative to the project, kind (file or \
+         dir) and size in bytes."
+    }
+
+    fn parameters(&self) -> Value {
+        json!({
+            "type": "object",
+            "properties": {
+                "path": {
+                    "type": "string",
+                    "description": "directory relative to the project directory; `.` is the project",
+                    "default": "_vance"
+                },
+                "recursive": { "type": "boolean", "default": false }
+            },
+            "additionalProperties": false
+        })
+    }
+
+    fn invoke<'a>(
+        &'a self,
+        params: Value,
+        ctx: &'a ToolContext,
+    ) -> BoxFuture<'a, Result<Value, ToolError>> {
+        Box::pin(async move { self.run(&params, ctx) })
+    }
+}

@@ -1,0 +1,567 @@
+//! `agent_task` (reference §3.1, §9) against a fake OpenAI-compatible chat-completions server
+//! started by each test.
+
+use std::net::SocketAddr;
+use std::path::{Path, PathBuf};
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use axum::Json;
+use axum::extract::State;
+use axum::http::{HeaderMap, StatusCode};
+use axum::response::{IntoResponse, Response};
+use axum::routing::post;
+use futures::future::BoxFuture;
+use magrathea_core::{Engine, MemoryStore, RunStatus, RunView};
+use magrathea_yaml::runtime::{
+    AgentEngine, AgentError, AgentReply, AgentRequest, ChatMessage, CloseReason,
+};
+use magrathea_yaml::{DocumentSource, Scope, YamlRuntime, YamlStartError};
+use serde_json::{Value, json};
+
+const KEY_VAR: &str = "MAGRATHEA_TEST_AGENT_KEY";
+const KEY: &str = "sk-test-5f0c1d9e-never-journal-me";
+
+// ---------------------------------------------------------------------------------------------
+// The fake server.
+
+/// What the fake endpoint answers.
+#[derive(Clone)]
+enum Canned {
+    /// A chat completion whose assistant message is this text.
+    Reply(String),
+    /// An HTTP error with this body.
+    Status(u16, &'static str),
+    /// A reply after a delay.
+    Slow(Duration, String),
+    /// HTTP 401 whose body echoes the Authorization header (as some proxies do).
+    EchoAuth,
+}
+
+struct Server {
+    canned: Canned,
+    /// `(Authorization header, request body)` of every call.
+    seen: Mutex<Vec<(Option<String>, Value)>>,
+}
+
+struct Fake {
+    addr: SocketAddr,
+    server: Arc<Server>,
+}
+
+impl Fake {
+    fn base_url(&self) -> String {
+        format!("http://{}/v1", self.addr)
+    }
+    fn requests(&self) -> Vec<(Option<String>, Value)> {
+        self.server.seen.lock().unwrap().clone()
+    }
+}
+
+async fn fake(canned: Canned) -> Fake {
+    let server = Arc::new(Server {
+        canned,
+        seen: Mutex::new(Vec::new()),
+    });
+    let app = axum::Router::new()
+        .route("/v1/chat/completions", post(completions))
+        .with_state(server.clone());
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let addr = listener.local_addr().unwrap();
+    tokio::spawn(async move {
+        axum::serve(listener, app).await.unwrap();
+    });
+    Fake { addr, server }
+}
+
+async fn completions(
+    State(server): State<Arc<Server>>,
+    headers: HeaderMap,
+    Json(body): Json<Value>,
+) -> Response {
+    let auth = headers
+        .get("authorization")
+        .and_then(|v| v.to_str().ok())
+        .map(str::to_string);
+    server.seen.lock().unwrap().push((auth, body.clone()));
+    let model = body["model"].clone();
+    let content = match &server.canned {
+        Canned::Reply(text) => text.clone(),
+        Canned::Status(code, text) => {
+            return (StatusCode::from_u16(*code).unwrap(), *text).into_response();
+        }
+        Canned::EchoAuth => {
+            let auth = server.seen.lock().unwrap().last().unwrap().0.clone();
+            let body = format!("invalid credentials: {}", auth.unwrap_or_default());
+            return (StatusCode::UNAUTHORIZED, body).into_response();
+        }
+        Canned::Slow(delay, text) => {
+            tokio::time::sleep(*delay).await;
+            text.clone()
+        }
+    };
+    Json(json!({
+        "id": "chatcmpl-test-1",
+        "object": "chat.completion",
+        "created": 1_700_000_000,
+        "model": model,
+        "choices": [{
+            "index": 0,
+            "message": { "role": "assistant", "content": content },
+            "logprobs": null,
+            "finish_reason": "stop"
+        }],
+        "usage": { "prompt_tokens": 1200, "completion_tokens": 300, "total_tokens": 1500 }
+    }))
+    .into_response()
+}
+
+// ---------------------------------------------------------------------------------------------
+// The project.
+
+struct Project {
+    _dir: tempfile::TempDir,
+    project: PathBuf,
+    runtime: YamlRuntime,
+    scope: Scope,
+    engine: Engine,
+}
+
+async fn project(runtime: impl FnOnce(YamlRuntime) -> YamlRuntime) -> Project {
+    let dir = tempfile::tempdir().unwrap();
+    let project = dir.path().join("acme").join("shop");
+    std::fs::create_dir_all(project.join("_vance/workflows")).unwrap();
+    std::fs::create_dir_all(project.join("_vance/recipes")).unwrap();
+    let (source, scope) = DocumentSource::for_project_dir(&project);
+    // The API key comes from this lookup instead of the process environment.
+    let runtime = runtime(
+        YamlRuntime::new(source).with_agent_env(|name| (name == KEY_VAR).then(|| KEY.into())),
+    );
+    let engine = runtime
+        .install(Engine::builder().store(Arc::new(MemoryStore::new())))
+        .build()
+        .await
+        .unwrap();
+    Project {
+        _dir: dir,
+        project,
+        runtime,
+        scope,
+        engine,
+    }
+}
+
+fn write(dir: &Path, name: &str, body: &str) {
+    std::fs::create_dir_all(dir).unwrap();
+    std::fs::write(dir.join(format!("{name}.yaml")), body).unwrap();
+}
+
+fn recipe(base_url: &str, extra: &str) -> String {
+    format!(
+        "engine: jeltz\nprovider: openai\nbaseUrl: {base_url}\nmodel: gpt-test\n\
+         apiKeyEnv: {KEY_VAR}\ntemperature: 0\nsystem: You review pull requests.\n{extra}"
+    )
+}
+
+/// The reference's `plan` state, routed: success → done, agent_error → review,
+/// technical_error → broken, timeout → slow.
+fn workflow(recipe: &str, head: &str) -> String {
+    format!(
+        r#"
+start: plan
+{head}
+parameters:
+  pr_url: {{ type: string, required: true }}
+states:
+  plan:
+    type: agent_task
+    recipe: {recipe}
+    params:
+      prompt: "Analyse PR ${{params.pr_url}}, identify risks, propose review plan."
+      schema:
+        risk:        {{ type: string, enum: [low, medium, high] }}
+        focus_areas: {{ type: array,  items: {{ type: string }} }}
+    storeAs: plan_output
+    timeoutSeconds: 5
+    on:
+      success: done
+    catch:
+      agent_error: review
+      technical_error: broken
+      timeout: slow
+  done:
+    type: terminal
+    result:
+      risk: "${{state.plan_output.risk}}"
+  review:
+    type: terminal
+    outcome: failure
+  broken:
+    type: terminal
+    outcome: failure
+  slow:
+    type: terminal
+    outcome: failure
+"#
+    )
+}
+
+impl Project {
+    fn recipe(&self, name: &str, body: &str) {
+        write(&self.project.join("_vance/recipes"), name, body);
+    }
+    fn workflow(&self, name: &str, body: &str) {
+        write(&self.project.join("_vance/workflows"), name, body);
+    }
+    async fn run(&self, name: &str) -> RunView {
+        let run = self
+            .runtime
+            .start(
+                &self.engine,
+                &self.scope,
+                name,
+                json!({ "pr_url": "https://git.example/pr/42" }),
+                "tester",
+            )
+            .await
+            .unwrap();
+        tokio::time::timeout(Duration::from_secs(30), self.engine.wait_settled(run))
+            .await
+            .expect("the run settles")
+            .unwrap()
+    }
+    fn journal(&self, view: &RunView) -> Vec<Value> {
+        self.engine
+            .journal(view.workflow_run_id)
+            .unwrap()
+            .into_iter()
+            .map(|e| serde_json::to_value(e).unwrap())
+            .collect()
+    }
+    /// The final TaskResultRecord of the `plan` state.
+    fn plan_result(&self, view: &RunView) -> Value {
+        self.journal(view)
+            .into_iter()
+            .rfind(|r| r["type"] == "TaskResultRecord")
+            .expect("a TaskResultRecord")
+    }
+    fn assert_key_not_journaled(&self, view: &RunView) {
+        let text = serde_json::to_string(&self.journal(view)).unwrap();
+        assert!(!text.contains(KEY), "the API key leaked into the journal");
+        assert!(
+            !text.contains("sk-test"),
+            "the API key leaked into the journal"
+        );
+    }
+}
+
+async fn scenario(canned: Canned, recipe_extra: &str, head: &str) -> (Project, Fake, RunView) {
+    let server = fake(canned).await;
+    let p = project(|rt| rt).await;
+    p.recipe("reviewer", &recipe(&server.base_url(), recipe_extra));
+    p.workflow("pr-review", &workflow("reviewer", head));
+    let view = p.run("pr-review").await;
+    p.assert_key_not_journaled(&view);
+    (p, server, view)
+}
+
+// ---------------------------------------------------------------------------------------------
+// The cases.
+
+#[tokio::test]
+async fn a_valid_reply_succeeds_stores_data_and_journals_usage() {
+    let data = json!({ "risk": "medium", "focus_areas": ["migrations", "auth"] });
+    let reply = json!({ "success": true, "data": data }).to_string();
+    let (p, server, v) = scenario(Canned::Reply(reply), "", "").await;
+    assert_eq!(v.status, RunStatus::Done, "{v:?}");
+    assert_eq!(v.vars["plan_output"], data);
+    assert_eq!(v.result, Some(json!({ "risk": "medium" })));
+
+    let r = p.plan_result(&v);
+    assert_eq!(r["outcome"], "success");
+    assert_eq!(r["output"]["data"], data);
+    assert_eq!(
+        r["output"]["usage"],
+        json!({ "promptTokens": 1200, "completionTokens": 300, "totalTokens": 1500 })
+    );
+    assert_eq!(r["output"]["costUsd"], Value::Null, "no prices, no cost");
+
+    // The request spoke the chat-completions protocol with the key and the recipe's model.
+    let requests = server.requests();
+    assert_eq!(requests.len(), 1);
+    let (auth, body) = &requests[0];
+    assert_eq!(auth.as_deref(), Some(format!("Bearer {KEY}").as_str()));
+    assert_eq!(body["model"], "gpt-test");
+    assert_eq!(body["temperature"], 0.0);
+    assert_eq!(body["response_format"], json!({ "type": "json_object" }));
+    assert_eq!(body["messages"][0]["role"], "system");
+    assert_eq!(body["messages"][0]["content"], "You review pull requests.");
+    assert_eq!(body["messages"][1]["role"], "user");
+    let user = body["messages"][1]["content"].as_str().unwrap();
+    assert!(
+        user.contains("Analyse PR https://git.example/pr/42"),
+        "{user}"
+    );
+    assert!(
+        user.contains("focus_areas") && user.contains("\"success\""),
+        "{user}"
+    );
+}
+
+#[tokio::test]
+async fn success_false_is_an_agent_error_caught_with_the_reply_as_output() {
+    let reply = json!({ "success": false, "error": "cannot open the PR" });
+    let (p, _server, v) = scenario(Canned::Reply(reply.to_string()), "", "").await;
+    assert_eq!(v.status, RunStatus::Failed);
+    assert_eq!(
+        v.current_state.as_deref(),
+        Some("review"),
+        "routed by catch"
+    );
+    let r = p.plan_result(&v);
+    assert_eq!(r["outcome"], "agent_error");
+    assert_eq!(r["output"]["data"], reply, "output = lastInvalid");
+    assert_eq!(r["output"]["usage"]["totalTokens"], 1500);
+    assert!(
+        r["error"].as_str().unwrap().contains("cannot open the PR"),
+        "{r}"
+    );
+    assert_eq!(v.vars["plan_output"], reply);
+}
+
+#[tokio::test]
+async fn a_schema_violation_is_an_agent_error_with_the_invalid_reply() {
+    let reply = json!({ "success": true, "data": { "risk": "catastrophic", "focus_areas": [1] } });
+    let (p, _server, v) = scenario(Canned::Reply(reply.to_string()), "", "").await;
+    assert_eq!(v.current_state.as_deref(), Some("review"));
+    let r = p.plan_result(&v);
+    assert_eq!(r["outcome"], "agent_error");
+    assert_eq!(r["output"]["data"], reply);
+    let error = r["error"].as_str().unwrap();
+    assert!(error.contains("does not match the schema"), "{error}");
+    assert!(error.contains("/risk"), "{error}");
+
+    // A missing property of the properties map is a violation too.
+    let reply = json!({ "success": true, "data": { "risk": "low" } });
+    let (p, _server, v) = scenario(Canned::Reply(reply.to_string()), "", "").await;
+    assert_eq!(p.plan_result(&v)["outcome"], "agent_error");
+}
+
+#[tokio::test]
+async fn malformed_json_is_an_agent_error_with_the_raw_text() {
+    let text = "Sure! Here is the plan: {success: yes";
+    let (p, _server, v) = scenario(Canned::Reply(text.into()), "", "").await;
+    assert_eq!(v.current_state.as_deref(), Some("review"));
+    let r = p.plan_result(&v);
+    assert_eq!(r["outcome"], "agent_error");
+    assert_eq!(r["output"]["data"], text);
+}
+
+#[tokio::test]
+async fn http_500_is_a_technical_error() {
+    let (p, _server, v) = scenario(Canned::Status(500, "upstream exploded"), "", "").await;
+    assert_eq!(v.current_state.as_deref(), Some("broken"));
+    let r = p.plan_result(&v);
+    assert_eq!(r["outcome"], "technical_error");
+    let error = r["error"].as_str().unwrap();
+    assert!(
+        error.contains("500") && error.contains("upstream exploded"),
+        "{error}"
+    );
+}
+
+#[tokio::test]
+async fn an_error_body_echoing_the_key_does_not_journal_it() {
+    // `scenario` asserts that the key is nowhere in the journal.
+    let (p, _server, v) = scenario(Canned::EchoAuth, "", "").await;
+    let r = p.plan_result(&v);
+    assert_eq!(r["outcome"], "technical_error");
+    let error = r["error"].as_str().unwrap();
+    assert!(
+        error.contains("401") && error.contains("<redacted>"),
+        "{error}"
+    );
+}
+
+#[tokio::test]
+async fn a_slow_server_times_out() {
+    let reply = json!({ "success": true, "data": {} }).to_string();
+    let server = fake(Canned::Slow(Duration::from_secs(20), reply)).await;
+    let p = project(|rt| rt).await;
+    p.recipe("reviewer", &recipe(&server.base_url(), ""));
+    p.workflow(
+        "pr-review",
+        &workflow("reviewer", "").replace("timeoutSeconds: 5", "timeoutSeconds: 0.3"),
+    );
+    let started = std::time::Instant::now();
+    let v = p.run("pr-review").await;
+    assert!(started.elapsed() < Duration::from_secs(10));
+    assert_eq!(v.current_state.as_deref(), Some("slow"));
+    assert_eq!(p.plan_result(&v)["outcome"], "timeout");
+}
+
+#[tokio::test]
+async fn the_recipe_timeout_applies_when_the_state_has_none() {
+    let reply = json!({ "success": true, "data": {} }).to_string();
+    let server = fake(Canned::Slow(Duration::from_secs(20), reply)).await;
+    let p = project(|rt| rt).await;
+    p.recipe(
+        "reviewer",
+        &recipe(&server.base_url(), "timeoutSeconds: 0.3\n"),
+    );
+    p.workflow(
+        "pr-review",
+        &workflow("reviewer", "").replace("    timeoutSeconds: 5\n", ""),
+    );
+    let v = p.run("pr-review").await;
+    assert_eq!(p.plan_result(&v)["outcome"], "timeout");
+}
+
+#[tokio::test]
+async fn priced_usage_exhausts_max_total_cost_usd() {
+    let reply = json!({ "success": true, "data": { "risk": "low", "focus_areas": [] } });
+    let (p, _server, v) = scenario(
+        Canned::Reply(reply.to_string()),
+        "prices: { inputPerMTokUsd: 1.0, outputPerMTokUsd: 2.0 }\n",
+        "bounds:\n  maxTotalCostUsd: 0.000001\n",
+    )
+    .await;
+    assert_eq!(v.status, RunStatus::Failed);
+    let reason = v.reason.as_deref().unwrap();
+    assert!(
+        reason.starts_with("bounds exhausted: maxTotalCostUsd"),
+        "{reason}"
+    );
+    let cost = p.plan_result(&v)["output"]["costUsd"].as_f64().unwrap();
+    // 1200 prompt tokens at $1/M + 300 completion tokens at $2/M.
+    assert!((cost - 0.0018).abs() < 1e-12, "{cost}");
+
+    // Within the bound the same run succeeds.
+    let (_p, _server, v) = scenario(
+        Canned::Reply(reply.to_string()),
+        "prices: { inputPerMTokUsd: 1.0, outputPerMTokUsd: 2.0 }\n",
+        "bounds:\n  maxTotalCostUsd: 1.0\n",
+    )
+    .await;
+    assert_eq!(v.status, RunStatus::Done, "{v:?}");
+}
+
+#[tokio::test]
+async fn an_inline_recipe_definition_is_rejected_at_load_time() {
+    let p = project(|rt| rt).await;
+    p.workflow(
+        "inline",
+        "start: a\nstates:\n  a:\n    type: agent_task\n    recipe:\n      engine: jeltz\n      \
+         model: gpt-test\n    params: { prompt: hi }\n    on: { success: done }\n  done:\n    \
+         type: terminal\n",
+    );
+    let err = p
+        .runtime
+        .start(&p.engine, &p.scope, "inline", json!({}), "tester")
+        .await
+        .unwrap_err();
+    assert!(matches!(err, YamlStartError::Invalid(_)), "{err}");
+    assert!(err.to_string().contains("recipe"), "{err}");
+}
+
+#[tokio::test]
+async fn an_unknown_recipe_names_both_places_searched() {
+    let p = project(|rt| rt).await;
+    p.workflow("pr-review", &workflow("nowhere", ""));
+    let v = p.run("pr-review").await;
+    assert_eq!(v.current_state.as_deref(), Some("broken"));
+    let r = p.plan_result(&v);
+    assert_eq!(r["outcome"], "technical_error");
+    let error = r["error"].as_str().unwrap();
+    assert!(
+        error.contains("acme/shop/_vance/recipes/nowhere.yaml")
+            && error.contains("acme/_tenant/_vance/recipes/nowhere.yaml"),
+        "{error}"
+    );
+}
+
+#[tokio::test]
+async fn an_unset_key_variable_is_a_technical_error_before_any_call() {
+    let server = fake(Canned::Reply("{}".into())).await;
+    let p = project(|rt| rt.with_agent_env(|_| None)).await;
+    p.recipe("reviewer", &recipe(&server.base_url(), ""));
+    p.workflow("pr-review", &workflow("reviewer", ""));
+    let v = p.run("pr-review").await;
+    let r = p.plan_result(&v);
+    assert_eq!(r["outcome"], "technical_error");
+    assert!(r["error"].as_str().unwrap().contains(KEY_VAR), "{r}");
+    assert!(server.requests().is_empty());
+}
+
+#[tokio::test]
+async fn the_chat_engine_from_the_tenant_returns_the_last_assistant_message() {
+    let server = fake(Canned::Reply("LGTM, ship it".into())).await;
+    let p = project(|rt| rt).await;
+    let tenant = p.project.parent().unwrap().join("_tenant/_vance/recipes");
+    write(
+        &tenant,
+        "chatty",
+        &format!(
+            "engine: chat\nbaseUrl: {}\nmodel: gpt-test\nprices: {{ inputPerMTokUsd: 0.15, \
+             outputPerMTokUsd: 0.6 }}\n",
+            server.base_url()
+        ),
+    );
+    p.workflow("pr-review", &workflow("chatty", ""));
+    let v = p.run("pr-review").await;
+    assert_eq!(v.vars["plan_output"], "LGTM, ship it");
+    let r = p.plan_result(&v);
+    assert_eq!(r["outcome"], "success");
+    assert!(r["output"]["costUsd"].as_f64().unwrap() > 0.0);
+    let (auth, body) = &server.requests()[0];
+    assert_eq!(auth, &None, "no apiKeyEnv, no Authorization header");
+    assert_eq!(body.get("response_format"), None);
+    assert_eq!(
+        body["messages"],
+        json!([{ "role": "user", "content": "Analyse PR https://git.example/pr/42, identify risks, propose review plan." }])
+    );
+}
+
+/// A host engine that closes with a fixed reason.
+struct Closing(CloseReason);
+
+impl AgentEngine for Closing {
+    fn run(&self, request: AgentRequest) -> BoxFuture<'_, Result<AgentReply, AgentError>> {
+        let reason = self.0;
+        Box::pin(async move {
+            assert_eq!(
+                request.engine_params["prompt"]
+                    .as_str()
+                    .map(|p| p.starts_with("Analyse")),
+                Some(true)
+            );
+            assert_eq!(request.run.workflow_name, "pr-review");
+            assert_eq!(request.recipe.extra["persona"], "marvin");
+            Ok(AgentReply::new(
+                reason,
+                vec![ChatMessage::new("assistant", "brain the size of a planet")],
+            ))
+        })
+    }
+}
+
+#[tokio::test]
+async fn host_engines_map_close_reasons_to_outcomes() {
+    for (reason, outcome) in [
+        (CloseReason::Done, "success"),
+        (CloseReason::AutoClose, "success"),
+        (CloseReason::Stale, "technical_error"),
+        (CloseReason::Stopped, "cancelled"),
+        (CloseReason::UserDelete, "cancelled"),
+    ] {
+        let p = project(|rt| rt.with_agent_engine("marvin", Closing(reason))).await;
+        p.recipe("depressed", "engine: marvin\npersona: marvin\n");
+        p.workflow("pr-review", &workflow("depressed", ""));
+        let v = p.run("pr-review").await;
+        let r = p.plan_result(&v);
+        assert_eq!(r["outcome"], outcome, "{reason:?}");
+        if outcome == "success" {
+            assert_eq!(v.vars["plan_output"], "brain the size of a planet");
+        }
+    }
+}
