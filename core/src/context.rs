@@ -104,6 +104,8 @@ pub struct ChildRequest {
     pub input: Value,
     /// The parent's state name (YAML), journaled as the child's `parentState`.
     pub parent_state: Option<String>,
+    /// The child's `tenant/project` scope; `None` runs it in the parent's scope.
+    pub scope: Option<String>,
 }
 
 impl ChildRequest {
@@ -116,6 +118,7 @@ impl ChildRequest {
             version: String::new(),
             input,
             parent_state: None,
+            scope: None,
         }
     }
 }

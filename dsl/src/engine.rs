@@ -113,6 +113,14 @@ impl EngineBuilder {
         }
     }
 
+    /// Applies `f` to the untyped builder, e.g. to install a front end:
+    /// `.with_core(|b| yaml_runtime.install(b))`.
+    pub fn with_core(self, f: impl FnOnce(core::EngineBuilder) -> core::EngineBuilder) -> Self {
+        Self {
+            inner: f(self.inner),
+        }
+    }
+
     /// Registers a front end's interpreter.
     pub fn interpreter(self, frontend: impl Into<String>, f: InterpreterFn) -> Self {
         Self {

@@ -1506,7 +1506,7 @@ impl Driver {
             input: req.input.clone(),
             idempotency_key: None,
             started_by: start.started_by.clone(),
-            scope: start.scope.clone(),
+            scope: req.scope.clone().unwrap_or_else(|| start.scope.clone()),
             parent: Some(ParentRef {
                 run_id: self.run_id,
                 step,

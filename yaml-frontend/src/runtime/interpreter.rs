@@ -467,49 +467,16 @@ async fn sub_workflow(
     let scope = Scope::parse(&start.scope).unwrap_or_else(|| Scope::new("_", "_"));
     // The sub-workflow's document is read once and journaled, so replay starts (or finds)
     // the same child on the same definition.
-    let found = ctx.side_effect("workflow_document", || {
-        match rt.docs.workflow(&scope, &name) {
-            Ok((path, text)) => json!({ "path": path.display().to_string(), "definition": text }),
-            Err(e) => json!({ "error": e.to_string() }),
-        }
-    });
-    if let Some(err) = found.get("error").and_then(Value::as_str) {
-        return Completion::of("failure", json!({ "error": err }));
-    }
-    let definition = found
-        .get("definition")
-        .and_then(Value::as_str)
-        .unwrap_or_default()
-        .to_string();
-    let path = found
-        .get("path")
-        .and_then(Value::as_str)
-        .unwrap_or_default()
-        .to_string();
-    let loaded = match load_workflow(&path, &definition, &LoadOptions::default()) {
-        Ok(l) => l,
-        Err(diags) => {
-            let msgs: Vec<String> = diags.iter().map(|d| d.to_string()).collect();
-            return Completion::of("failure", json!({ "error": msgs.join("\n") }));
-        }
-    };
     let given = spec
         .get("params")
         .cloned()
         .filter(|v| !v.is_null())
         .unwrap_or_else(|| json!({}));
-    let input = match validate_params(&loaded.doc.parameters, &given) {
-        Ok(p) => p,
-        Err(e) => return Completion::of("failure", json!({ "error": e.to_string() })),
+    let mut request = match frozen_child(ctx, rt, &scope, &name, given) {
+        Ok(r) => r,
+        Err(error) => return Completion::of("failure", json!({ "error": error })),
     };
-    let request = ChildRequest {
-        workflow: name,
-        frontend: "yaml".into(),
-        definition: Some(definition),
-        version: loaded.doc.version.clone().unwrap_or_default(),
-        input,
-        parent_state: Some(state.name.clone()),
-    };
+    request.parent_state = Some(state.name.clone());
     let parent = ctx.clone();
     let child = ctx.child(request).map(move |o| {
         let ok = o.status == RunStatus::Done;
@@ -535,6 +502,52 @@ async fn sub_workflow(
             ctx.select(vec![child, timer]).await.1
         }
     }
+}
+
+/// A child request for the YAML workflow `name` of `scope`: the document is read by the
+/// cascade once and journaled (a side effect), so replay starts — or finds — the same child on
+/// the same frozen definition; its parameters are validated and defaulted.
+pub(crate) fn frozen_child(
+    ctx: &WorkflowContext,
+    rt: &RuntimeInner,
+    scope: &Scope,
+    name: &str,
+    params: Value,
+) -> Result<ChildRequest, String> {
+    let found = ctx.side_effect("workflow_document", || {
+        match rt.docs.workflow(scope, name) {
+            Ok((path, text)) => json!({ "path": path.display().to_string(), "definition": text }),
+            Err(e) => json!({ "error": e.to_string() }),
+        }
+    });
+    if let Some(err) = found.get("error").and_then(Value::as_str) {
+        return Err(err.to_string());
+    }
+    let text = |k: &str| {
+        found
+            .get(k)
+            .and_then(Value::as_str)
+            .unwrap_or_default()
+            .to_string()
+    };
+    let (path, definition) = (text("path"), text("definition"));
+    let loaded = load_workflow(&path, &definition, &LoadOptions::default()).map_err(|diags| {
+        diags
+            .iter()
+            .map(|d| d.to_string())
+            .collect::<Vec<_>>()
+            .join("\n")
+    })?;
+    let input = validate_params(&loaded.doc.parameters, &params).map_err(|e| e.to_string())?;
+    Ok(ChildRequest {
+        workflow: name.to_string(),
+        frontend: "yaml".into(),
+        definition: Some(definition),
+        version: loaded.doc.version.clone().unwrap_or_default(),
+        input,
+        parent_state: None,
+        scope: Some(scope.key()),
+    })
 }
 
 /// Why a workflow document cannot run: the frozen body no longer loads.

@@ -132,6 +132,21 @@ impl YamlRuntime {
         Ok((path, text, loaded))
     }
 
+    /// For a code workflow that starts a YAML workflow as its child:
+    /// `ctx.child_request(runtime.child_request(ctx.raw(), &scope, "build", params)?)`. The
+    /// document is read once and journaled, so the child runs the definition it was started
+    /// with, also after a replay. Errors (unknown document, invalid document or parameters) are
+    /// messages for the workflow to fail with.
+    pub fn child_request(
+        &self,
+        ctx: &magrathea_core::WorkflowContext,
+        scope: &Scope,
+        name: &str,
+        params: Value,
+    ) -> Result<magrathea_core::ChildRequest, String> {
+        interpreter::frozen_child(ctx, &self.inner, scope, name, params)
+    }
+
     /// Starts a run of the workflow `name`: resolves it by the cascade, validates it and the
     /// parameters (filling defaults), and journals the frozen body in the StartRecord.
     pub async fn start(
