@@ -1,5 +1,8 @@
-//! magrathea-server: the Magrathea HTTP server (to come) and the `magrathea` command-line
-//! binary.
+//! magrathea-server: the Magrathea HTTP server and the `magrathea` command-line binary.
+//!
+//! The server lives in [`http`]: [`serve`] a [`ServeConfig`] to get the bound address and a
+//! [`ServerHandle`]; `magrathea serve` does the same from the command line. The routes are
+//! documented at `GET /openapi.json` and in [`http::routes`]; tokens in [`http::auth`].
 //!
 //! The binary's commands live in `src/cli/` and are private to it; their contract (arguments,
 //! output formats, exit codes) is documented in `magrathea --help` and tested in
@@ -11,3 +14,7 @@
 //! | 1 | the run is `FAILED`, `CANCELLED` or `BLOCKED`, or the command failed (store in use, unknown run, …) |
 //! | 2 | invalid document, parameters or answer: nothing was started or answered |
 //! | 3 | the run waits on a gate (`WAITING`): answer it with `magrathea inbox answer` |
+
+pub mod http;
+
+pub use http::{DEFAULT_ADDR, ServeConfig, ServeError, ServerHandle, serve};

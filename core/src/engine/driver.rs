@@ -853,9 +853,9 @@ impl Driver {
             seq,
             bytes,
         });
-        if self.engine.journal_tx.receiver_count() > 0 {
-            self.new_entries.push(Entry { seq, at_ms, record });
-        }
+        // Kept (not cloned) until the commit, then published if anyone listens by then: a
+        // subscriber that joins while the batch is open still sees all of it.
+        self.new_entries.push(Entry { seq, at_ms, record });
         seq
     }
 
@@ -1355,7 +1355,9 @@ impl Driver {
             self.engine.writer.append(batch).await?;
         }
         // Durable from here on: act.
-        if !self.new_entries.is_empty() {
+        if self.engine.journal_tx.receiver_count() == 0 {
+            self.new_entries.clear();
+        } else if !self.new_entries.is_empty() {
             let entries = Arc::new(std::mem::take(&mut self.new_entries));
             let _ = self.engine.journal_tx.send(JournalUpdate {
                 run_id: self.run_id,

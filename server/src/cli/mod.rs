@@ -9,6 +9,7 @@ mod resume;
 mod run;
 mod runs;
 mod runtime;
+mod serve;
 mod store;
 mod validate;
 
@@ -74,6 +75,8 @@ enum Command {
     Inbox(inbox::InboxCommand),
     /// Print a workflow's state graph (Mermaid or Graphviz DOT).
     Graph(graph::GraphArgs),
+    /// Serve the HTTP API (runs, inbox, events, documents) over a tree of tenants and projects.
+    Serve(serve::ServeArgs),
 }
 
 /// A failure the command reports with exit code 2 (invalid input; nothing was done).
@@ -100,6 +103,7 @@ pub(crate) async fn main() -> ExitCode {
         Command::Journal(a) => journal::journal(&loc, a).await,
         Command::Inbox(c) => inbox::inbox(&loc, c).await,
         Command::Graph(a) => graph::graph(&loc, a),
+        Command::Serve(a) => serve::serve(&loc, a).await,
     };
     match result {
         Ok(code) => ExitCode::from(code),

@@ -1,0 +1,207 @@
+//! Documents of a project over REST: `GET|PUT …/documents/{*path}` and
+//! `GET …/documents?dir=`, where paths are relative to the project's `_vance/` directory
+//! (e.g. `workflows/pr-review.yaml`). Every path segment must be a plain name (letters,
+//! digits, `.`, `_`, `-`; no `..`, no hidden files), so nothing outside `_vance/` is reached.
+//!
+//! Reading needs `workflow.read`, writing `workflow.write`. `settings.yaml` may hold event
+//! tokens, so reading it needs `workflow.write` too. A PUT of `workflows/<name>.yaml` is
+//! validated first: an invalid document is refused with 422 and the diagnostics of
+//! `magrathea validate` (`path:line:column: [MAG-Ynnn] message`, the path relative to the
+//! root). Documents are written atomically (temporary file, then rename).
+
+use std::path::PathBuf;
+
+use axum::Json;
+use axum::body::Bytes;
+use axum::extract::rejection::BytesRejection;
+use axum::extract::{Path, Query, State};
+use axum::http::{HeaderMap, StatusCode, header};
+use axum::response::{IntoResponse, Response};
+use magrathea_yaml::runtime::check_name;
+use magrathea_yaml::{LoadOptions, Scope, load_workflow};
+use serde::Deserialize;
+use serde_json::{Value, json};
+
+use super::auth::ApiScope;
+use super::body::body_error;
+use super::error::ApiError;
+use super::state::AppState;
+
+/// `{tenant}`, `{project}` and the document path.
+#[derive(Debug, Deserialize)]
+pub(crate) struct DocumentPath {
+    tenant: String,
+    project: String,
+    path: String,
+}
+
+/// `{tenant}` and `{project}`.
+#[derive(Debug, Deserialize)]
+pub(crate) struct ProjectPath {
+    tenant: String,
+    project: String,
+}
+
+/// Query of the listing.
+#[derive(Debug, Deserialize)]
+pub(crate) struct ListQuery {
+    dir: Option<String>,
+}
+
+/// The segments of a relative path, each a plain name; 400 otherwise.
+fn segments(path: &str) -> Result<Vec<&str>, ApiError> {
+    let parts: Vec<&str> = path.split('/').filter(|s| !s.is_empty()).collect();
+    for part in &parts {
+        check_name(part)
+            .map_err(|e| ApiError::bad_request("MAG-HTTP-INVALID-PATH", e.to_string()))?;
+    }
+    Ok(parts)
+}
+
+fn vance_dir(state: &AppState, scope: &Scope) -> PathBuf {
+    state.docs().project_dir(scope).join("_vance")
+}
+
+fn needs_write_to_read(parts: &[&str]) -> bool {
+    parts == ["settings.yaml"]
+}
+
+/// `GET …/documents/{*path}` → the document's text.
+pub(crate) async fn get(
+    State(state): State<AppState>,
+    Path(p): Path<DocumentPath>,
+    headers: HeaderMap,
+) -> Result<Response, ApiError> {
+    let who = state.authorize(&headers, &p.tenant, ApiScope::Read)?;
+    let scope = state.scope(&p.tenant, &p.project)?;
+    let parts = segments(&p.path)?;
+    if needs_write_to_read(&parts) {
+        who.require(ApiScope::Write)?;
+    }
+    let file = parts
+        .iter()
+        .fold(vance_dir(&state, &scope), |d, s| d.join(s));
+    match tokio::fs::read(&file).await {
+        Ok(bytes) if file.is_file() => Ok((
+            [(header::CONTENT_TYPE, "application/yaml; charset=utf-8")],
+            bytes,
+        )
+            .into_response()),
+        Ok(_) => Err(ApiError::not_found(format!(
+            "document `{}` not found",
+            p.path
+        ))),
+        Err(e)
+            if matches!(
+                e.kind(),
+                std::io::ErrorKind::NotFound | std::io::ErrorKind::IsADirectory
+            ) =>
+        {
+            Err(ApiError::not_found(format!(
+                "document `{}` not found",
+                p.path
+            )))
+        }
+        Err(e) => Err(ApiError::internal(e)),
+    }
+}
+
+/// `PUT …/documents/{*path}` with the document's text → 201 (created) or 200 (replaced)
+/// `{path, warnings}`; 422 with diagnostics for an invalid workflow.
+pub(crate) async fn put(
+    State(state): State<AppState>,
+    Path(p): Path<DocumentPath>,
+    headers: HeaderMap,
+    body: Result<Bytes, BytesRejection>,
+) -> Result<Response, ApiError> {
+    state.authorize(&headers, &p.tenant, ApiScope::Write)?;
+    let scope = state.scope(&p.tenant, &p.project)?;
+    let parts = segments(&p.path)?;
+    if parts.is_empty() {
+        return Err(ApiError::bad_request(
+            "MAG-HTTP-INVALID-PATH",
+            "empty document path",
+        ));
+    }
+    let body = body.map_err(|e| body_error(e.status(), e.body_text()))?;
+    let text = String::from_utf8(body.to_vec()).map_err(|_| {
+        ApiError::bad_request(
+            "MAG-HTTP-INVALID-DOCUMENT",
+            "the document is not UTF-8 text",
+        )
+    })?;
+    let rel = parts.join("/");
+    let mut warnings = Vec::new();
+    if parts.len() == 2 && parts[0] == "workflows" && parts[1].ends_with(".yaml") {
+        let label = format!("{}/{}/_vance/{rel}", scope.tenant, scope.project);
+        match load_workflow(&label, &text, &LoadOptions::default()) {
+            Ok(loaded) => warnings = loaded.warnings.iter().map(|w| w.to_string()).collect(),
+            Err(diags) => {
+                return Err(ApiError::invalid_document(
+                    diags.iter().map(|d| d.to_string()).collect(),
+                ));
+            }
+        }
+    }
+    let file = parts
+        .iter()
+        .fold(vance_dir(&state, &scope), |d, s| d.join(s));
+    let created = !file.exists();
+    write_atomically(&file, text.as_bytes())
+        .await
+        .map_err(ApiError::internal)?;
+    let status = if created {
+        StatusCode::CREATED
+    } else {
+        StatusCode::OK
+    };
+    Ok((status, Json(json!({ "path": rel, "warnings": warnings }))).into_response())
+}
+
+async fn write_atomically(file: &std::path::Path, bytes: &[u8]) -> std::io::Result<()> {
+    let dir = file.parent().unwrap_or(file);
+    tokio::fs::create_dir_all(dir).await?;
+    let name = file
+        .file_name()
+        .map(|n| n.to_string_lossy().into_owned())
+        .unwrap_or_default();
+    let tmp = dir.join(format!(".{name}.{}.tmp", std::process::id()));
+    tokio::fs::write(&tmp, bytes).await?;
+    tokio::fs::rename(&tmp, file).await
+}
+
+/// `GET …/documents?dir=workflows` → `{items: [{name, path, kind: "file"|"dir"}]}`, sorted
+/// by name; `dir` defaults to `_vance/` itself. A missing directory lists nothing.
+pub(crate) async fn list(
+    State(state): State<AppState>,
+    Path(p): Path<ProjectPath>,
+    Query(q): Query<ListQuery>,
+    headers: HeaderMap,
+) -> Result<Json<Value>, ApiError> {
+    state.authorize(&headers, &p.tenant, ApiScope::Read)?;
+    let scope = state.scope(&p.tenant, &p.project)?;
+    let dir_arg = q.dir.unwrap_or_default();
+    let parts = segments(&dir_arg)?;
+    let dir = parts
+        .iter()
+        .fold(vance_dir(&state, &scope), |d, s| d.join(s));
+    let mut items = Vec::new();
+    if let Ok(entries) = std::fs::read_dir(&dir) {
+        for entry in entries.flatten() {
+            let name = entry.file_name().to_string_lossy().into_owned();
+            if check_name(&name).is_err() {
+                continue;
+            }
+            let kind = if entry.path().is_dir() { "dir" } else { "file" };
+            let path = parts
+                .iter()
+                .copied()
+                .chain([name.as_str()])
+                .collect::<Vec<_>>()
+                .join("/");
+            items.push(json!({ "name": name, "path": path, "kind": kind }));
+        }
+    }
+    items.sort_by(|a, b| a["name"].as_str().cmp(&b["name"].as_str()));
+    Ok(Json(json!({ "items": items })))
+}

@@ -1,0 +1,115 @@
+//! The API's error type: a stable code, a message and the HTTP status it answers with.
+//!
+//! Every error body is `{"error": {"code": "MAG-HTTP-…", "message": "…"}}`; invalid documents
+//! add `"diagnostics": ["path:line:column: [MAG-Ynnn] message", …]`.
+
+use axum::Json;
+use axum::http::StatusCode;
+use axum::response::{IntoResponse, Response};
+use serde_json::json;
+
+/// An error answered to an API client.
+#[derive(Debug, Clone)]
+pub struct ApiError {
+    /// The HTTP status.
+    pub status: StatusCode,
+    /// A stable code, `MAG-HTTP-…`, for clients and searches.
+    pub code: &'static str,
+    /// A message for people.
+    pub message: String,
+    /// Positioned findings of an invalid document (422 only).
+    pub diagnostics: Vec<String>,
+}
+
+impl ApiError {
+    /// An error with a status, a stable code and a message.
+    pub fn new(status: StatusCode, code: &'static str, message: impl Into<String>) -> Self {
+        Self {
+            status,
+            code,
+            message: message.into(),
+            diagnostics: Vec::new(),
+        }
+    }
+
+    /// 401: no token, or a token that is not configured.
+    pub fn unauthorized(message: impl Into<String>) -> Self {
+        Self::new(StatusCode::UNAUTHORIZED, "MAG-HTTP-401", message)
+    }
+
+    /// 403: the token lacks the route's scope.
+    pub fn forbidden(message: impl Into<String>) -> Self {
+        Self::new(StatusCode::FORBIDDEN, "MAG-HTTP-403", message)
+    }
+
+    /// 404 for anything outside the caller's tenant and project, or that does not exist;
+    /// the two are indistinguishable on purpose.
+    pub fn not_found(what: impl Into<String>) -> Self {
+        Self::new(StatusCode::NOT_FOUND, "MAG-HTTP-404", what)
+    }
+
+    /// 400: a malformed request.
+    pub fn bad_request(code: &'static str, message: impl Into<String>) -> Self {
+        Self::new(StatusCode::BAD_REQUEST, code, message)
+    }
+
+    /// 422: an invalid workflow document, with its diagnostics.
+    pub fn invalid_document(diagnostics: Vec<String>) -> Self {
+        Self {
+            status: StatusCode::UNPROCESSABLE_ENTITY,
+            code: "MAG-HTTP-422",
+            message: format!("invalid workflow document ({} error(s))", diagnostics.len()),
+            diagnostics,
+        }
+    }
+
+    /// 500: a failure of the server or its store; the message is logged, not hidden.
+    pub fn internal(message: impl std::fmt::Display) -> Self {
+        tracing::error!(error = %message, "internal error");
+        Self::new(
+            StatusCode::INTERNAL_SERVER_ERROR,
+            "MAG-HTTP-500",
+            message.to_string(),
+        )
+    }
+}
+
+impl std::fmt::Display for ApiError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "[{}] {}", self.code, self.message)
+    }
+}
+
+impl std::error::Error for ApiError {}
+
+impl IntoResponse for ApiError {
+    fn into_response(self) -> Response {
+        let mut error = json!({ "code": self.code, "message": self.message });
+        if !self.diagnostics.is_empty() {
+            error["diagnostics"] = json!(self.diagnostics);
+        }
+        let mut response = (self.status, Json(json!({ "error": error }))).into_response();
+        if self.status == StatusCode::UNAUTHORIZED {
+            response.headers_mut().insert(
+                axum::http::header::WWW_AUTHENTICATE,
+                axum::http::HeaderValue::from_static("Bearer"),
+            );
+        }
+        response
+    }
+}
+
+impl From<magrathea_core::StoreError> for ApiError {
+    fn from(e: magrathea_core::StoreError) -> Self {
+        Self::internal(e)
+    }
+}
+
+/// The answer of the router's fallback: no route has this path.
+pub(crate) async fn no_route() -> ApiError {
+    ApiError::new(
+        StatusCode::NOT_FOUND,
+        "MAG-HTTP-NO-ROUTE",
+        "no such route; GET /openapi.json lists them",
+    )
+}

@@ -1,0 +1,247 @@
+//! The inbox over REST: the items gates open, and answering them.
+//!
+//! Items are scoped like runs: an item of a run of another tenant or project is 404.
+
+use std::collections::HashMap;
+
+use axum::Json;
+use axum::extract::{Path, Query, State};
+use axum::http::HeaderMap;
+use magrathea_core::{AnswerAck, DeliverError, GateAnswer, InboxItem, InboxStatus, RunView};
+use serde::{Deserialize, Serialize};
+
+use super::auth::{ApiScope, Principal};
+use super::body::JsonBody;
+use super::error::ApiError;
+use super::state::AppState;
+
+/// `{tenant}` and `{project}`.
+#[derive(Debug, Deserialize)]
+pub(crate) struct ProjectPath {
+    tenant: String,
+    project: String,
+}
+
+/// An item of a project.
+#[derive(Debug, Deserialize)]
+pub(crate) struct ItemPath {
+    tenant: String,
+    project: String,
+    item_id: String,
+}
+
+/// Query of `GET …/inbox`.
+#[derive(Debug, Deserialize)]
+pub(crate) struct InboxQuery {
+    assignee: Option<String>,
+    /// `pending` (default), `answered`, `timed_out`, `closed` or `all`.
+    status: Option<String>,
+}
+
+/// The items of runs whose scope satisfies `keep`, filtered by status and assignee.
+pub(crate) fn items(
+    state: &AppState,
+    keep: impl Fn(&str) -> bool,
+    status: Option<&str>,
+    assignee: Option<&str>,
+) -> Result<Vec<(String, InboxItem)>, ApiError> {
+    let wanted = match status.unwrap_or("pending").to_ascii_lowercase().as_str() {
+        "pending" => Some(InboxStatus::Pending),
+        "answered" => Some(InboxStatus::Answered),
+        "timed_out" | "timedout" => Some(InboxStatus::TimedOut),
+        "closed" => Some(InboxStatus::Closed),
+        "all" => None,
+        other => {
+            return Err(ApiError::bad_request(
+                "MAG-HTTP-INVALID-STATUS",
+                format!("unknown status `{other}`: pending, answered, timed_out, closed or all"),
+            ));
+        }
+    };
+    let mut scopes = HashMap::new();
+    let mut out = Vec::new();
+    for item in state.engine.inbox(wanted == Some(InboxStatus::Pending))? {
+        if wanted.is_some_and(|w| w != item.status)
+            || assignee.is_some_and(|a| a != item.assigned_to)
+        {
+            continue;
+        }
+        let run = item.workflow_run_id;
+        let scope = match scopes.get(&run) {
+            Some(s) => s,
+            None => {
+                let s = state
+                    .engine
+                    .summary(run)
+                    .map(|s| s.scope)
+                    .unwrap_or_default();
+                scopes.entry(run).or_insert(s)
+            }
+        };
+        if keep(scope) {
+            out.push((scope.clone(), item));
+        }
+    }
+    Ok(out)
+}
+
+/// `GET /brain/{tenant}/project/{project}/inbox?assignee=&status=` → the project's items,
+/// oldest first (pending ones by default).
+pub(crate) async fn list(
+    State(state): State<AppState>,
+    Path(p): Path<ProjectPath>,
+    Query(q): Query<InboxQuery>,
+    headers: HeaderMap,
+) -> Result<Json<Vec<InboxItem>>, ApiError> {
+    state.authorize(&headers, &p.tenant, ApiScope::Read)?;
+    let key = state.scope(&p.tenant, &p.project)?.key();
+    let items = items(
+        &state,
+        |s| s == key,
+        q.status.as_deref(),
+        q.assignee.as_deref(),
+    )?;
+    Ok(Json(items.into_iter().map(|(_, i)| i).collect()))
+}
+
+/// The item `id` if its run's scope satisfies `keep`; 404 otherwise.
+pub(crate) fn scoped_item(
+    state: &AppState,
+    id: &str,
+    keep: impl Fn(&str) -> bool,
+) -> Result<InboxItem, ApiError> {
+    let not_found = || ApiError::not_found(format!("inbox item `{id}` not found"));
+    let item = match state.engine.inbox_item(id) {
+        Ok(item) => item,
+        Err(DeliverError::ItemNotFound(_)) => return Err(not_found()),
+        Err(e) => return Err(ApiError::internal(e)),
+    };
+    match state.engine.summary(item.workflow_run_id) {
+        Ok(s) if keep(&s.scope) => Ok(item),
+        _ => Err(not_found()),
+    }
+}
+
+/// `GET …/inbox/{item_id}` → the item, pending or not.
+pub(crate) async fn get(
+    State(state): State<AppState>,
+    Path(p): Path<ItemPath>,
+    headers: HeaderMap,
+) -> Result<Json<InboxItem>, ApiError> {
+    state.authorize(&headers, &p.tenant, ApiScope::Read)?;
+    let key = state.scope(&p.tenant, &p.project)?.key();
+    Ok(Json(scoped_item(&state, &p.item_id, |s| s == key)?))
+}
+
+/// Body of `POST …/inbox/{item_id}/answer`.
+#[derive(Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(crate) struct AnswerBody {
+    /// `approve`, `reject`, `choose`, `text`, `insufficient_info` or `undecidable`.
+    kind: String,
+    /// The option, for `choose`.
+    option: Option<String>,
+    /// The text, for `text`.
+    text: Option<String>,
+    comment: Option<String>,
+}
+
+impl AnswerBody {
+    fn answer(self) -> Result<GateAnswer, ApiError> {
+        let missing = |field: &str| {
+            ApiError::bad_request(
+                "MAG-HTTP-INVALID-ANSWER",
+                format!("`kind: {}` needs `{field}`", self.kind),
+            )
+        };
+        let answer = match self.kind.as_str() {
+            "approve" => GateAnswer::approve(),
+            "reject" => GateAnswer::reject(),
+            "choose" => GateAnswer::choose(self.option.clone().ok_or_else(|| missing("option"))?),
+            "text" => GateAnswer::text(self.text.clone().ok_or_else(|| missing("text"))?),
+            "insufficient_info" => GateAnswer::insufficient_info(),
+            "undecidable" => GateAnswer::undecidable(),
+            other => {
+                return Err(ApiError::bad_request(
+                    "MAG-HTTP-INVALID-ANSWER",
+                    format!(
+                        "unknown answer kind `{other}`: approve, reject, choose, text, \
+                         insufficient_info or undecidable"
+                    ),
+                ));
+            }
+        };
+        Ok(match self.comment {
+            Some(c) => answer.with_comment(c),
+            None => answer,
+        })
+    }
+}
+
+/// Reply of an answer: whether it was applied, and the run afterwards.
+#[derive(Debug, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Answered {
+    /// The answer was journaled and drives the run on.
+    pub applied: bool,
+    /// The gate had already completed: the answer was journaled as ignored.
+    pub ignored: bool,
+    /// The run, right after the answer.
+    pub run: RunView,
+}
+
+/// Answers `item` (already scope-checked) as `who`.
+pub(crate) async fn answer_item(
+    state: &AppState,
+    item: &InboxItem,
+    answer: GateAnswer,
+    who: &Principal,
+) -> Result<Answered, ApiError> {
+    let answer = answer.by(who.subject.clone());
+    let ack = match state.engine.answer_gate(&item.id, answer).await {
+        Ok(ack) => ack,
+        Err(DeliverError::InvalidAnswer(m)) => {
+            return Err(ApiError::bad_request(
+                "MAG-HTTP-INVALID-ANSWER",
+                format!(
+                    "[MAG-GT002] invalid answer for this {} gate: {m}",
+                    item.kind.as_str()
+                ),
+            ));
+        }
+        Err(DeliverError::ItemNotFound(_)) => {
+            return Err(ApiError::not_found(format!(
+                "inbox item `{}` not found",
+                item.id
+            )));
+        }
+        Err(e @ DeliverError::Blocked(..)) => {
+            return Err(ApiError::new(
+                axum::http::StatusCode::CONFLICT,
+                "MAG-HTTP-RUN-BLOCKED",
+                e.to_string(),
+            ));
+        }
+        Err(e) => return Err(ApiError::internal(e)),
+    };
+    Ok(Answered {
+        applied: ack == AnswerAck::Applied,
+        ignored: ack == AnswerAck::Ignored,
+        run: state.view(item.workflow_run_id)?,
+    })
+}
+
+/// `POST …/inbox/{item_id}/answer` with `{kind, option?, text?, comment?}` → [`Answered`].
+/// Answering a completed gate again is 200 with `applied: false, ignored: true`.
+pub(crate) async fn answer(
+    State(state): State<AppState>,
+    Path(p): Path<ItemPath>,
+    headers: HeaderMap,
+    JsonBody(body): JsonBody<AnswerBody>,
+) -> Result<Json<Answered>, ApiError> {
+    let who = state.authorize(&headers, &p.tenant, ApiScope::Run)?;
+    let key = state.scope(&p.tenant, &p.project)?.key();
+    let item = scoped_item(&state, &p.item_id, |s| s == key)?;
+    let answer = body.answer()?;
+    Ok(Json(answer_item(&state, &item, answer, &who).await?))
+}

@@ -1,0 +1,208 @@
+//! Prometheus metrics: HTTP requests, runs started and finished, and the journal writer's
+//! counters. `GET /metrics` renders them in the text exposition format.
+//!
+//! | metric | type | labels |
+//! |---|---|---|
+//! | `magrathea_http_requests_total` | counter | `method`, `route` (the matched route pattern), `status` |
+//! | `magrathea_http_request_duration_seconds` | histogram | `route` |
+//! | `magrathea_runs_started_total` | counter | `trigger` (`rest`, `ws`, `event`) |
+//! | `magrathea_runs_finished_total` | counter | `status` (`DONE`, `FAILED`, `CANCELLED`) |
+//! | `magrathea_journal_commits_total` | counter | |
+//! | `magrathea_journal_batches_total` | counter | |
+//! | `magrathea_journal_records_total` | counter | |
+//! | `magrathea_journal_commit_seconds_total` | counter | (divide by commits for the mean latency) |
+
+use std::sync::Mutex;
+use std::sync::atomic::Ordering;
+use std::time::Instant;
+
+use axum::extract::{MatchedPath, Request, State};
+use axum::http::{StatusCode, header};
+use axum::middleware::Next;
+use axum::response::{IntoResponse, Response};
+use magrathea_core::{Engine, RunStatus};
+use prometheus::{
+    Counter, Encoder, HistogramOpts, HistogramVec, IntCounter, IntCounterVec, Opts, Registry,
+    TextEncoder,
+};
+use tokio::sync::broadcast::error::RecvError;
+
+use super::state::AppState;
+
+/// The server's metrics.
+#[derive(Debug)]
+pub struct Metrics {
+    registry: Registry,
+    http_requests: IntCounterVec,
+    http_duration: HistogramVec,
+    runs_started: IntCounterVec,
+    runs_finished: IntCounterVec,
+    journal_commits: IntCounter,
+    journal_batches: IntCounter,
+    journal_records: IntCounter,
+    journal_commit_seconds: Counter,
+    // The writer's counters are cumulative; scrapes add the difference to the last scrape's.
+    scrape: Mutex<()>,
+}
+
+impl Metrics {
+    /// Registers every metric.
+    pub fn new() -> Result<Self, prometheus::Error> {
+        let registry = Registry::new();
+        let http_requests = IntCounterVec::new(
+            Opts::new("magrathea_http_requests_total", "HTTP requests answered"),
+            &["method", "route", "status"],
+        )?;
+        let http_duration = HistogramVec::new(
+            HistogramOpts::new(
+                "magrathea_http_request_duration_seconds",
+                "Time to answer an HTTP request (streams: until the headers)",
+            ),
+            &["route"],
+        )?;
+        let runs_started = IntCounterVec::new(
+            Opts::new(
+                "magrathea_runs_started_total",
+                "Runs started by this server",
+            ),
+            &["trigger"],
+        )?;
+        let runs_finished = IntCounterVec::new(
+            Opts::new(
+                "magrathea_runs_finished_total",
+                "Runs that reached a terminal status while this server ran",
+            ),
+            &["status"],
+        )?;
+        let journal_commits = IntCounter::new(
+            "magrathea_journal_commits_total",
+            "Journal commits (fsyncs)",
+        )?;
+        let journal_batches = IntCounter::new(
+            "magrathea_journal_batches_total",
+            "Appends committed (many per commit under load)",
+        )?;
+        let journal_records = IntCounter::new(
+            "magrathea_journal_records_total",
+            "Journal records committed",
+        )?;
+        let journal_commit_seconds = Counter::new(
+            "magrathea_journal_commit_seconds_total",
+            "Total time spent in journal commits",
+        )?;
+        registry.register(Box::new(http_requests.clone()))?;
+        registry.register(Box::new(http_duration.clone()))?;
+        registry.register(Box::new(runs_started.clone()))?;
+        registry.register(Box::new(runs_finished.clone()))?;
+        registry.register(Box::new(journal_commits.clone()))?;
+        registry.register(Box::new(journal_batches.clone()))?;
+        registry.register(Box::new(journal_records.clone()))?;
+        registry.register(Box::new(journal_commit_seconds.clone()))?;
+        Ok(Self {
+            registry,
+            http_requests,
+            http_duration,
+            runs_started,
+            runs_finished,
+            journal_commits,
+            journal_batches,
+            journal_records,
+            journal_commit_seconds,
+            scrape: Mutex::new(()),
+        })
+    }
+
+    /// Counts a run started through `trigger`.
+    pub fn run_started(&self, trigger: &str) {
+        self.runs_started.with_label_values(&[trigger]).inc();
+    }
+
+    /// Counts terminal status changes until the engine closes.
+    pub fn watch_runs(self: &std::sync::Arc<Self>, engine: &Engine) {
+        let mut updates = engine.subscribe_status();
+        let metrics = self.clone();
+        tokio::spawn(async move {
+            loop {
+                match updates.recv().await {
+                    Ok(u) if u.status.is_terminal() => {
+                        metrics
+                            .runs_finished
+                            .with_label_values(&[status_label(u.status)])
+                            .inc();
+                    }
+                    Ok(_) | Err(RecvError::Lagged(_)) => {}
+                    Err(RecvError::Closed) => break,
+                }
+            }
+        });
+    }
+
+    /// The text exposition of every metric.
+    pub fn render(&self, engine: &Engine) -> String {
+        {
+            let _guard = self.scrape.lock().unwrap_or_else(|p| p.into_inner());
+            let stats = engine.writer_stats();
+            let catch_up = |c: &IntCounter, now: u64| c.inc_by(now.saturating_sub(c.get()));
+            catch_up(&self.journal_commits, stats.commits.load(Ordering::Relaxed));
+            catch_up(&self.journal_batches, stats.batches.load(Ordering::Relaxed));
+            catch_up(&self.journal_records, stats.records.load(Ordering::Relaxed));
+            let secs = stats.commit_micros.load(Ordering::Relaxed) as f64 / 1e6;
+            let prev = self.journal_commit_seconds.get();
+            if secs > prev {
+                self.journal_commit_seconds.inc_by(secs - prev);
+            }
+        }
+        let mut out = Vec::new();
+        if let Err(e) = TextEncoder::new().encode(&self.registry.gather(), &mut out) {
+            tracing::error!(error = %e, "cannot encode metrics");
+        }
+        String::from_utf8(out).unwrap_or_default()
+    }
+}
+
+fn status_label(s: RunStatus) -> &'static str {
+    match s {
+        RunStatus::Running => "RUNNING",
+        RunStatus::Waiting => "WAITING",
+        RunStatus::Done => "DONE",
+        RunStatus::Failed => "FAILED",
+        RunStatus::Cancelled => "CANCELLED",
+        RunStatus::Blocked => "BLOCKED",
+    }
+}
+
+/// Middleware counting every request by method, route pattern and status.
+pub(crate) async fn track(State(state): State<AppState>, req: Request, next: Next) -> Response {
+    let route = req
+        .extensions()
+        .get::<MatchedPath>()
+        .map(|p| p.as_str().to_owned())
+        .unwrap_or_else(|| "unmatched".into());
+    let method = req.method().as_str().to_owned();
+    let started = Instant::now();
+    let response = next.run(req).await;
+    state
+        .metrics
+        .http_duration
+        .with_label_values(&[&route])
+        .observe(started.elapsed().as_secs_f64());
+    state
+        .metrics
+        .http_requests
+        .with_label_values(&[&method, &route, response.status().as_str()])
+        .inc();
+    response
+}
+
+/// `GET /metrics`.
+pub(crate) async fn metrics(State(state): State<AppState>) -> Response {
+    (
+        StatusCode::OK,
+        [(
+            header::CONTENT_TYPE,
+            "text/plain; version=0.0.4; charset=utf-8",
+        )],
+        state.metrics.render(&state.engine),
+    )
+        .into_response()
+}

@@ -1,0 +1,240 @@
+//! The HTTP server: runs, inbox, approvals, events, live updates, documents and operations
+//! over one axum router.
+//!
+//! [`serve`] opens the engine (redb at `<store>/journal.redb`, recovering every unfinished
+//! run), binds, and serves until [`ServerHandle::shutdown`]. The routes are listed in
+//! [`routes::routes`] and at `GET /openapi.json`; authentication is described in [`auth`].
+
+pub mod approvals;
+pub mod auth;
+pub mod body;
+pub mod documents;
+pub mod error;
+pub mod events;
+mod follow;
+pub mod health;
+pub mod inbox;
+pub mod metrics;
+pub mod openapi;
+pub mod routes;
+pub mod runs;
+pub mod sse;
+pub mod state;
+pub mod ws;
+
+use std::future::Future;
+use std::net::SocketAddr;
+use std::path::PathBuf;
+use std::sync::Arc;
+use std::time::Duration;
+
+use axum::Router;
+use axum::extract::DefaultBodyLimit;
+use magrathea_core::{Engine, OpenError};
+use magrathea_yaml::{DocumentSource, YamlRuntime};
+use tokio::sync::oneshot;
+use tokio::task::JoinHandle;
+use tower_http::trace::TraceLayer;
+
+pub use auth::{ApiScope, Auth, AuthFileError, Principal};
+pub use error::ApiError;
+pub use state::AppState;
+
+/// The default address: loopback only, port 7878.
+pub const DEFAULT_ADDR: &str = "127.0.0.1:7878";
+
+/// Largest request body: 1 MiB (413 past it).
+pub const BODY_LIMIT: usize = 1024 * 1024;
+
+/// How long [`ServerHandle::shutdown`] lets in-flight requests finish (streams and
+/// WebSockets never do on their own) before it closes the remaining connections.
+pub const SHUTDOWN_GRACE: Duration = Duration::from_secs(10);
+
+/// What to serve.
+#[derive(Debug, Clone)]
+pub struct ServeConfig {
+    root: PathBuf,
+    addr: SocketAddr,
+    store: Option<PathBuf>,
+    insecure_no_auth: bool,
+}
+
+impl ServeConfig {
+    /// Serves the document tree `root` (`<root>/<tenant>/<project>/_vance/…`). Defaults: address
+    /// [`DEFAULT_ADDR`], store `<root>/.magrathea/`, tokens required.
+    pub fn new(root: impl Into<PathBuf>) -> Self {
+        Self {
+            root: root.into(),
+            addr: DEFAULT_ADDR.parse().expect("a valid address"),
+            store: None,
+            insecure_no_auth: false,
+        }
+    }
+
+    /// The address to bind; port 0 picks a free port (see the address [`serve`] returns).
+    pub fn addr(mut self, addr: SocketAddr) -> Self {
+        self.addr = addr;
+        self
+    }
+
+    /// The store directory; the journal is `<store>/journal.redb`.
+    pub fn store(mut self, store: impl Into<PathBuf>) -> Self {
+        self.store = Some(store.into());
+        self
+    }
+
+    /// Lets every request through without a token, as subject `anonymous` with every scope.
+    /// For trusted machines only.
+    pub fn insecure_no_auth(mut self, yes: bool) -> Self {
+        self.insecure_no_auth = yes;
+        self
+    }
+
+    /// The store directory in effect.
+    pub fn store_dir(&self) -> PathBuf {
+        self.store
+            .clone()
+            .unwrap_or_else(|| self.root.join(".magrathea"))
+    }
+}
+
+/// Why the server did not start.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum ServeError {
+    /// The store directory cannot be created: check the path and its permissions.
+    #[error("[MAG-SV001] cannot create the store directory {path}: {source}")]
+    StoreDir {
+        /// The directory.
+        path: PathBuf,
+        /// The I/O error.
+        source: std::io::Error,
+    },
+    /// The engine could not open the store (e.g. another process holds it).
+    #[error("[MAG-SV002] cannot open the store: {0}")]
+    Open(#[from] OpenError),
+    /// The token file is unreadable or invalid.
+    #[error(transparent)]
+    Auth(#[from] AuthFileError),
+    /// The address cannot be bound (in use, or not local).
+    #[error("[MAG-SV003] cannot listen on {addr}: {source}")]
+    Bind {
+        /// The address.
+        addr: SocketAddr,
+        /// The I/O error.
+        source: std::io::Error,
+    },
+    /// The metrics registry refused a metric (a bug).
+    #[error("[MAG-SV004] metrics: {0}")]
+    Metrics(#[from] prometheus::Error),
+}
+
+/// The running server.
+#[derive(Debug)]
+pub struct ServerHandle {
+    shutdown: Option<oneshot::Sender<()>>,
+    task: JoinHandle<std::io::Result<()>>,
+    engine: Engine,
+}
+
+impl ServerHandle {
+    /// The engine the server drives.
+    pub fn engine(&self) -> &Engine {
+        &self.engine
+    }
+
+    /// Stops accepting connections, lets in-flight requests finish for up to
+    /// [`SHUTDOWN_GRACE`], then closes what remains.
+    pub async fn shutdown(mut self) -> std::io::Result<()> {
+        if let Some(tx) = self.shutdown.take() {
+            let _ = tx.send(());
+        }
+        match tokio::time::timeout(SHUTDOWN_GRACE, &mut self.task).await {
+            Ok(joined) => joined.unwrap_or(Ok(())),
+            Err(_) => {
+                self.task.abort();
+                Ok(())
+            }
+        }
+    }
+
+    /// Serves until `signal` completes, then shuts down as [`ServerHandle::shutdown`].
+    pub async fn run_until(self, signal: impl Future<Output = ()>) -> std::io::Result<()> {
+        signal.await;
+        self.shutdown().await
+    }
+}
+
+/// The router over `state`, with tracing, metrics and the body limit.
+pub fn router(state: AppState) -> Router {
+    let mut router = Router::new();
+    for route in routes::routes() {
+        router = router.route(route.path, (route.handler)());
+    }
+    router
+        .fallback(error::no_route)
+        .layer(axum::middleware::from_fn_with_state(
+            state.clone(),
+            metrics::track,
+        ))
+        .layer(DefaultBodyLimit::max(BODY_LIMIT))
+        .layer(TraceLayer::new_for_http())
+        .with_state(state)
+}
+
+/// Opens the engine and the tokens, binds `config.addr` and serves in the background.
+/// Returns the bound address (useful with port 0) and the handle that stops the server.
+pub async fn serve(config: ServeConfig) -> Result<(SocketAddr, ServerHandle), ServeError> {
+    let auth = Auth::load(auth::token_file(&config.root), config.insecure_no_auth)?;
+    let store = config.store_dir();
+    std::fs::create_dir_all(&store).map_err(|source| ServeError::StoreDir {
+        path: store.clone(),
+        source,
+    })?;
+    let runtime = YamlRuntime::new(DocumentSource::new(config.root.clone()));
+    let engine = runtime
+        .install(
+            Engine::builder()
+                .path(store.join("journal.redb"))
+                .recover(true),
+        )
+        .build()
+        .await?;
+    // Tools that start runs or read the inbox (workflow_start, inbox_read) use the engine.
+    runtime.attach(&engine);
+    let metrics = Arc::new(metrics::Metrics::new()?);
+    metrics.watch_runs(&engine);
+    let state = AppState {
+        engine: engine.clone(),
+        runtime,
+        auth: Arc::new(auth),
+        metrics,
+    };
+    let listener = tokio::net::TcpListener::bind(config.addr)
+        .await
+        .map_err(|source| ServeError::Bind {
+            addr: config.addr,
+            source,
+        })?;
+    let addr = listener.local_addr().map_err(|source| ServeError::Bind {
+        addr: config.addr,
+        source,
+    })?;
+    let (tx, rx) = oneshot::channel::<()>();
+    let app = router(state);
+    let task = tokio::spawn(async move {
+        axum::serve(listener, app)
+            .with_graceful_shutdown(async move {
+                let _ = rx.await;
+            })
+            .await
+    });
+    Ok((
+        addr,
+        ServerHandle {
+            shutdown: Some(tx),
+            task,
+            engine,
+        },
+    ))
+}

@@ -1,0 +1,251 @@
+//! The route table: every route once, with what the OpenAPI document says about it. The
+//! router and `/openapi.json` are both built from [`routes`], so they cannot disagree.
+
+use axum::routing::{MethodRouter, any, get, post, put};
+
+use super::auth::ApiScope;
+use super::state::AppState;
+use super::{approvals, documents, events, health, inbox, metrics, openapi, runs, sse, ws};
+
+/// Who may call a route.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Access {
+    /// Anyone (health, metrics, the OpenAPI document).
+    Public,
+    /// An API token of the route's tenant holding this scope.
+    Token(ApiScope),
+    /// The event document's own Bearer token, if it names one.
+    EventToken,
+}
+
+/// One route of the server.
+#[derive(Debug, Clone)]
+pub struct Route {
+    /// HTTP methods, upper case.
+    pub methods: &'static [&'static str],
+    /// The axum path pattern (`{param}`, `{*rest}`).
+    pub path: &'static str,
+    /// A stable operation id.
+    pub operation: &'static str,
+    /// One line for people.
+    pub summary: &'static str,
+    /// Query parameters it reads.
+    pub query: &'static [&'static str],
+    /// Who may call it.
+    pub access: Access,
+    /// The handlers of its methods.
+    pub(crate) handler: fn() -> MethodRouter<AppState>,
+}
+
+/// Every route, in the order the OpenAPI document lists them.
+pub fn routes() -> Vec<Route> {
+    use Access::{EventToken, Public, Token};
+    use ApiScope::{Read, Run, Write};
+    vec![
+        Route {
+            methods: &["GET"],
+            path: "/healthz",
+            operation: "health",
+            summary: "Liveness: 200 {status: \"ok\"}",
+            query: &[],
+            access: Public,
+            handler: || get(health::healthz),
+        },
+        Route {
+            methods: &["GET"],
+            path: "/metrics",
+            operation: "metrics",
+            summary: "Prometheus text exposition",
+            query: &[],
+            access: Public,
+            handler: || get(metrics::metrics),
+        },
+        Route {
+            methods: &["GET"],
+            path: "/openapi.json",
+            operation: "openapi",
+            summary: "This document",
+            query: &[],
+            access: Public,
+            handler: || get(openapi::document),
+        },
+        Route {
+            methods: &["POST"],
+            path: "/brain/{tenant}/project/{project}/workflows/{name}/start",
+            operation: "workflows.start",
+            summary: "Start a run: {params, startedBy?} -> 201 {workflowRunId, workflowName}",
+            query: &[],
+            access: Token(Run),
+            handler: || post(runs::start),
+        },
+        Route {
+            methods: &["GET"],
+            path: "/brain/{tenant}/project/{project}/workflows/runs",
+            operation: "workflows.runs.list",
+            summary: "Runs, newest first: {items, nextCursor}",
+            query: &["workflow", "limit", "cursor"],
+            access: Token(Read),
+            handler: || get(runs::list),
+        },
+        Route {
+            methods: &["GET"],
+            path: "/brain/{tenant}/project/{project}/workflows/runs/{run_id}",
+            operation: "workflows.runs.get",
+            summary: "The run (status, currentState, vars, params, result, timestamps)",
+            query: &[],
+            access: Token(Read),
+            handler: || get(runs::get),
+        },
+        Route {
+            methods: &["POST"],
+            path: "/brain/{tenant}/project/{project}/workflows/runs/{run_id}/cancel",
+            operation: "workflows.runs.cancel",
+            summary: "Request cancellation: {reason?} -> {cancel, run}",
+            query: &[],
+            access: Token(Run),
+            handler: || post(runs::cancel),
+        },
+        Route {
+            methods: &["GET"],
+            path: "/brain/{tenant}/project/{project}/workflows/runs/{run_id}/journal",
+            operation: "workflows.runs.journal",
+            summary: "The run's journal records, in order",
+            query: &[],
+            access: Token(Read),
+            handler: || get(runs::journal),
+        },
+        Route {
+            methods: &["GET"],
+            path: "/brain/{tenant}/project/{project}/workflows/runs/{run_id}/events",
+            operation: "workflows.runs.events",
+            summary: "Server-sent events: the run's records until it ends",
+            query: &[],
+            access: Token(Read),
+            handler: || get(sse::events),
+        },
+        Route {
+            methods: &["GET"],
+            path: "/brain/{tenant}/project/{project}/inbox",
+            operation: "inbox.list",
+            summary: "The project's inbox items (pending by default)",
+            query: &["assignee", "status"],
+            access: Token(Read),
+            handler: || get(inbox::list),
+        },
+        Route {
+            methods: &["GET"],
+            path: "/brain/{tenant}/project/{project}/inbox/{item_id}",
+            operation: "inbox.get",
+            summary: "One inbox item",
+            query: &[],
+            access: Token(Read),
+            handler: || get(inbox::get),
+        },
+        Route {
+            methods: &["POST"],
+            path: "/brain/{tenant}/project/{project}/inbox/{item_id}/answer",
+            operation: "inbox.answer",
+            summary: "Answer: {kind, option?, text?, comment?} -> {applied, ignored, run}",
+            query: &[],
+            access: Token(Run),
+            handler: || post(inbox::answer),
+        },
+        Route {
+            methods: &["GET"],
+            path: "/v1/workflow-approvals",
+            operation: "workflows.approvals.list",
+            summary: "Approvals of the token's tenant",
+            query: &["assignee", "status"],
+            access: Token(Run),
+            handler: || get(approvals::list),
+        },
+        Route {
+            methods: &["GET"],
+            path: "/v1/workflow-approvals/{id}",
+            operation: "workflows.approvals.get",
+            summary: "One approval",
+            query: &[],
+            access: Token(Run),
+            handler: || get(approvals::get),
+        },
+        Route {
+            methods: &["POST"],
+            path: "/v1/workflow-approvals/{id}/approve",
+            operation: "workflows.approvals.approve",
+            summary: "Approve: {comment?} -> {applied, ignored, run}",
+            query: &[],
+            access: Token(Run),
+            handler: || post(approvals::approve),
+        },
+        Route {
+            methods: &["POST"],
+            path: "/v1/workflow-approvals/{id}/reject",
+            operation: "workflows.approvals.reject",
+            summary: "Reject: {comment?} -> {applied, ignored, run}",
+            query: &[],
+            access: Token(Run),
+            handler: || post(approvals::reject),
+        },
+        Route {
+            methods: &["GET", "POST"],
+            path: "/brain/{tenant}/event/{project}/{event}",
+            operation: "events.trigger",
+            summary: "Event trigger: starts the event document's workflow -> 202",
+            query: &[],
+            access: EventToken,
+            // Methods the event document does not list answer 405 from the handler.
+            handler: || any(events::trigger),
+        },
+        Route {
+            methods: &["GET"],
+            path: "/brain/{tenant}/project/{project}/ws",
+            operation: "ws",
+            summary: "WebSocket session: workflow-start, subscribe",
+            query: &["token"],
+            access: Token(Read),
+            handler: || get(ws::connect),
+        },
+        Route {
+            methods: &["GET"],
+            path: "/brain/{tenant}/project/{project}/documents",
+            operation: "documents.list",
+            summary: "Documents of a directory under _vance/: {items}",
+            query: &["dir"],
+            access: Token(Read),
+            handler: || get(documents::list),
+        },
+        Route {
+            methods: &["GET"],
+            path: "/brain/{tenant}/project/{project}/documents/{*path}",
+            operation: "documents.get",
+            summary: "A document under _vance/ (settings.yaml needs workflow.write)",
+            query: &[],
+            access: Token(Read),
+            handler: || get(documents::get),
+        },
+        Route {
+            methods: &["PUT"],
+            path: "/brain/{tenant}/project/{project}/documents/{*path}",
+            operation: "documents.put",
+            summary: "Write a document under _vance/; workflows are validated first (422)",
+            query: &[],
+            access: Token(Write),
+            handler: || put(documents::put),
+        },
+    ]
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn paths_and_operations_are_unique() {
+        let routes = routes();
+        let mut seen = std::collections::HashSet::new();
+        for r in &routes {
+            assert!(seen.insert(r.operation), "{}", r.operation);
+            assert!(r.path.starts_with('/'));
+        }
+    }
+}

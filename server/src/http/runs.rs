@@ -1,0 +1,202 @@
+//! Runs over REST (reference §8.2): start, read, list, cancel, journal.
+//!
+//! Every route is scoped by `{tenant}/{project}`: a run of another scope is answered 404,
+//! exactly like a run that does not exist.
+
+use axum::Json;
+use axum::extract::{Path, Query, State};
+use axum::http::{HeaderMap, StatusCode};
+use magrathea_core::{CancelAck, Entry, RunFilter, RunId, RunView};
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+
+use super::auth::ApiScope;
+use super::body::JsonBody;
+use super::error::ApiError;
+use super::state::AppState;
+
+/// Largest page of `GET …/workflows/runs` (the reference's cap).
+pub const MAX_PAGE: usize = 100;
+
+/// `{tenant}` and `{project}` of a route.
+#[derive(Debug, Deserialize)]
+pub(crate) struct ProjectPath {
+    tenant: String,
+    project: String,
+}
+
+/// A workflow of a project.
+#[derive(Debug, Deserialize)]
+pub(crate) struct WorkflowPath {
+    tenant: String,
+    project: String,
+    name: String,
+}
+
+/// A run of a project.
+#[derive(Debug, Deserialize)]
+pub(crate) struct RunPath {
+    pub(crate) tenant: String,
+    pub(crate) project: String,
+    pub(crate) run_id: String,
+}
+
+/// Body of `POST …/workflows/{name}/start`.
+#[derive(Debug, Default, Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub(crate) struct StartBody {
+    #[serde(default)]
+    params: Value,
+    #[serde(default)]
+    started_by: Option<String>,
+}
+
+/// Reply of a start (REST, WebSocket and events).
+#[derive(Debug, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Started {
+    /// The new run.
+    pub workflow_run_id: RunId,
+    /// Its workflow.
+    pub workflow_name: String,
+}
+
+/// `POST /brain/{tenant}/project/{project}/workflows/{name}/start` → 201 [`Started`].
+/// `startedBy` defaults to the token's subject.
+pub(crate) async fn start(
+    State(state): State<AppState>,
+    Path(p): Path<WorkflowPath>,
+    headers: HeaderMap,
+    JsonBody(body): JsonBody<StartBody>,
+) -> Result<(StatusCode, Json<Started>), ApiError> {
+    let who = state.authorize(&headers, &p.tenant, ApiScope::Run)?;
+    let scope = state.scope(&p.tenant, &p.project)?;
+    let started_by = body.started_by.unwrap_or(who.subject);
+    let run = state
+        .start(&scope, &p.name, body.params, &started_by, "rest")
+        .await?;
+    Ok((
+        StatusCode::CREATED,
+        Json(Started {
+            workflow_run_id: run,
+            workflow_name: p.name,
+        }),
+    ))
+}
+
+/// `GET …/workflows/runs/{run_id}` → the run view.
+pub(crate) async fn get(
+    State(state): State<AppState>,
+    Path(p): Path<RunPath>,
+    headers: HeaderMap,
+) -> Result<Json<RunView>, ApiError> {
+    state.authorize(&headers, &p.tenant, ApiScope::Read)?;
+    let scope = state.scope(&p.tenant, &p.project)?;
+    Ok(Json(state.scoped_run(&scope, &p.run_id)?))
+}
+
+/// Query of `GET …/workflows/runs`.
+#[derive(Debug, Deserialize)]
+pub(crate) struct ListQuery {
+    workflow: Option<String>,
+    limit: Option<usize>,
+    cursor: Option<String>,
+}
+
+/// A page of runs.
+#[derive(Debug, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct RunPage {
+    /// Runs, newest first.
+    pub items: Vec<RunView>,
+    /// Pass as `cursor` for the next (older) page; absent on the last page.
+    pub next_cursor: Option<String>,
+}
+
+/// `GET …/workflows/runs?workflow=&limit=&cursor=` → [`RunPage`], newest first, `limit`
+/// (default and maximum 100) per page.
+pub(crate) async fn list(
+    State(state): State<AppState>,
+    Path(p): Path<ProjectPath>,
+    Query(q): Query<ListQuery>,
+    headers: HeaderMap,
+) -> Result<Json<RunPage>, ApiError> {
+    state.authorize(&headers, &p.tenant, ApiScope::Read)?;
+    let scope = state.scope(&p.tenant, &p.project)?;
+    let limit = q.limit.unwrap_or(MAX_PAGE).clamp(1, MAX_PAGE);
+    let before = match q.cursor.as_deref().filter(|c| !c.is_empty()) {
+        Some(c) => Some(c.parse::<RunId>().map_err(|_| {
+            ApiError::bad_request("MAG-HTTP-INVALID-CURSOR", format!("invalid cursor `{c}`"))
+        })?),
+        None => None,
+    };
+    let filter = RunFilter {
+        workflow: q.workflow.filter(|w| !w.is_empty()),
+        scope: Some(scope.key()),
+        before,
+        limit: limit + 1,
+    };
+    let mut summaries = state.engine.list_runs(&filter)?;
+    let more = summaries.len() > limit;
+    summaries.truncate(limit);
+    let next_cursor = more
+        .then(|| summaries.last().map(|s| s.run_id.to_string()))
+        .flatten();
+    let items = summaries
+        .iter()
+        .map(|s| state.view(s.run_id))
+        .collect::<Result<_, _>>()?;
+    Ok(Json(RunPage { items, next_cursor }))
+}
+
+/// Body of `POST …/cancel`.
+#[derive(Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(crate) struct CancelBody {
+    reason: Option<String>,
+}
+
+/// `POST …/workflows/runs/{run_id}/cancel` with `{reason?}` → `{cancel, run}` where `cancel`
+/// is `requested`, `alreadyRequested` or `alreadyFinished`.
+pub(crate) async fn cancel(
+    State(state): State<AppState>,
+    Path(p): Path<RunPath>,
+    headers: HeaderMap,
+    JsonBody(body): JsonBody<CancelBody>,
+) -> Result<Json<Value>, ApiError> {
+    let who = state.authorize(&headers, &p.tenant, ApiScope::Run)?;
+    let scope = state.scope(&p.tenant, &p.project)?;
+    let summary = state.scoped_summary(&scope, &p.run_id)?;
+    let reason = body
+        .reason
+        .unwrap_or_else(|| format!("cancelled by {}", who.subject));
+    let ack = state
+        .engine
+        .cancel(summary.run_id, &reason)
+        .await
+        .map_err(ApiError::internal)?;
+    let cancel = match ack {
+        CancelAck::Requested => "requested",
+        CancelAck::AlreadyRequested => "alreadyRequested",
+        CancelAck::AlreadyFinished => "alreadyFinished",
+    };
+    let run = state.view(summary.run_id)?;
+    Ok(Json(serde_json::json!({ "cancel": cancel, "run": run })))
+}
+
+/// `GET …/workflows/runs/{run_id}/journal` → the run's records, in order.
+pub(crate) async fn journal(
+    State(state): State<AppState>,
+    Path(p): Path<RunPath>,
+    headers: HeaderMap,
+) -> Result<Json<Vec<Entry>>, ApiError> {
+    state.authorize(&headers, &p.tenant, ApiScope::Read)?;
+    let scope = state.scope(&p.tenant, &p.project)?;
+    let summary = state.scoped_summary(&scope, &p.run_id)?;
+    Ok(Json(
+        state
+            .engine
+            .journal(summary.run_id)
+            .map_err(ApiError::internal)?,
+    ))
+}

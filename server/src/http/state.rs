@@ -1,0 +1,150 @@
+//! What every handler shares: the engine, the YAML runtime, the tokens and the metrics; and
+//! the scope checks every run, inbox and document route goes through.
+
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+use axum::http::{HeaderMap, StatusCode};
+use magrathea_core::{Engine, RunError, RunId, RunSummary, RunView, StartError};
+use magrathea_yaml::{DocumentError, DocumentSource, Scope, YamlRuntime, YamlStartError};
+use serde_json::Value;
+
+use super::auth::{ApiScope, Auth, Principal, bearer};
+use super::error::ApiError;
+use super::metrics::Metrics;
+
+/// The state of the server, shared by every handler. Cheap to clone.
+#[derive(Debug, Clone)]
+pub struct AppState {
+    /// The engine.
+    pub engine: Engine,
+    /// The YAML runtime (documents, interpreter).
+    pub runtime: YamlRuntime,
+    /// API tokens.
+    pub auth: Arc<Auth>,
+    /// Prometheus metrics.
+    pub metrics: Arc<Metrics>,
+}
+
+impl AppState {
+    /// The document source.
+    pub fn docs(&self) -> &DocumentSource {
+        self.runtime.documents()
+    }
+
+    /// The root directory of documents.
+    pub fn root(&self) -> &Path {
+        self.docs().root()
+    }
+
+    /// The caller of a tenant's route, from the `Authorization` header (see [`Auth`]).
+    pub fn authorize(
+        &self,
+        headers: &HeaderMap,
+        tenant: &str,
+        scope: ApiScope,
+    ) -> Result<Principal, ApiError> {
+        self.auth.authorize(bearer(headers), tenant, scope)
+    }
+
+    /// The scope of a route's `{tenant}` and `{project}`. Names that cannot be directories
+    /// of the document tree cannot hold anything: 404.
+    pub fn scope(&self, tenant: &str, project: &str) -> Result<Scope, ApiError> {
+        for name in [tenant, project] {
+            if magrathea_yaml::runtime::check_name(name).is_err() || name == "_tenant" {
+                return Err(ApiError::not_found(format!(
+                    "project `{tenant}/{project}` not found"
+                )));
+            }
+        }
+        Ok(Scope::new(tenant, project))
+    }
+
+    /// The summary of `run` if it belongs to `scope`; 404 otherwise, whether the run does not
+    /// exist or belongs to another tenant or project.
+    pub fn scoped_summary(&self, scope: &Scope, run: &str) -> Result<RunSummary, ApiError> {
+        let not_found = || ApiError::not_found(format!("run `{run}` not found"));
+        let id: RunId = run.parse().map_err(|_| not_found())?;
+        match self.engine.summary(id) {
+            Ok(s) if s.scope == scope.key() => Ok(s),
+            Ok(_) | Err(RunError::NotFound(_)) => Err(not_found()),
+            Err(e) => Err(ApiError::internal(e)),
+        }
+    }
+
+    /// The run view of `run` if it belongs to `scope`; 404 otherwise.
+    pub fn scoped_run(&self, scope: &Scope, run: &str) -> Result<RunView, ApiError> {
+        let summary = self.scoped_summary(scope, run)?;
+        self.view(summary.run_id)
+    }
+
+    /// The run view of a run known to exist.
+    pub fn view(&self, run: RunId) -> Result<RunView, ApiError> {
+        self.engine.run(run).map_err(ApiError::internal)
+    }
+
+    /// Starts the YAML workflow `name` of `scope`; `trigger` labels the metric.
+    pub async fn start(
+        &self,
+        scope: &Scope,
+        name: &str,
+        params: Value,
+        started_by: &str,
+        trigger: &str,
+    ) -> Result<RunId, ApiError> {
+        let params = if params.is_null() {
+            Value::Object(Default::default())
+        } else {
+            params
+        };
+        let run = self
+            .runtime
+            .start(&self.engine, scope, name, params, started_by)
+            .await
+            .map_err(|e| self.start_error(e))?;
+        self.metrics.run_started(trigger);
+        Ok(run)
+    }
+
+    fn start_error(&self, e: YamlStartError) -> ApiError {
+        match e {
+            YamlStartError::Document(DocumentError::UnknownWorkflow { name, .. }) => ApiError::new(
+                StatusCode::NOT_FOUND,
+                "MAG-HTTP-WORKFLOW-NOT-FOUND",
+                format!("[MAG-DOC001] unknown workflow `{name}`"),
+            ),
+            YamlStartError::Document(e @ DocumentError::InvalidName(_)) => {
+                ApiError::bad_request("MAG-HTTP-INVALID-NAME", e.to_string())
+            }
+            YamlStartError::Invalid(diags) => ApiError::invalid_document(
+                diags
+                    .iter()
+                    .map(|d| {
+                        let path = self.label(Path::new(&d.path));
+                        format!("{path}:{}:{}: {}", d.line, d.column, d.message)
+                    })
+                    .collect(),
+            ),
+            YamlStartError::Params(p) => {
+                ApiError::bad_request("MAG-HTTP-INVALID-PARAMS", format!("[MAG-YP001] {p}"))
+            }
+            YamlStartError::Engine(StartError::InvalidInput(m)) => {
+                ApiError::bad_request("MAG-HTTP-INVALID-PARAMS", m)
+            }
+            e => ApiError::internal(e),
+        }
+    }
+
+    /// A document path as clients see it: relative to the root (`acme/shop/_vance/…`), so
+    /// the server's directory layout is not revealed.
+    pub fn label(&self, path: &Path) -> String {
+        let root = self.root();
+        let canonical_root = root.canonicalize().unwrap_or_else(|_| root.to_path_buf());
+        path.strip_prefix(root)
+            .or_else(|_| path.strip_prefix(&canonical_root))
+            .map(PathBuf::from)
+            .unwrap_or_else(|_| path.to_path_buf())
+            .display()
+            .to_string()
+    }
+}

@@ -1,0 +1,194 @@
+//! The WebSocket session (reference §8.3): `GET /brain/{tenant}/project/{project}/ws`.
+//!
+//! The token comes in the `Authorization` header or as `?token=`; connecting needs
+//! `workflow.read`, starting runs `workflow.run`. Messages are JSON `{type, data}`:
+//!
+//! | client → server | server → client |
+//! |---|---|
+//! | `{type: "workflow-start", data: {name, params?, startedBy?}}` | `{type: "workflow-start", data: {workflowRunId, workflowName}}` |
+//! | `{type: "subscribe", data: {workflowRunId}}` | `{type: "run-event", data: <journal record>}` per record (existing ones first), then `{type: "run-end", data: {workflowRunId}}` after the terminal one |
+//! | `{type: "ping"}` | `{type: "pong"}` |
+//!
+//! A request that fails is answered `{type: "error", data: {request, code, message}}` with the
+//! codes of the REST routes (e.g. `MAG-HTTP-404` for a run of another project).
+
+use axum::extract::ws::{Message, WebSocket, WebSocketUpgrade};
+use axum::extract::{Path, Query, State};
+use axum::http::HeaderMap;
+use axum::response::Response;
+use futures::{SinkExt, StreamExt};
+use magrathea_yaml::Scope;
+use serde::Deserialize;
+use serde_json::{Value, json};
+use tokio::sync::mpsc;
+use tokio::task::JoinHandle;
+
+use super::auth::{ApiScope, Principal, bearer};
+use super::error::ApiError;
+use super::follow::follow;
+use super::runs::Started;
+use super::state::AppState;
+
+/// `{tenant}` and `{project}`.
+#[derive(Debug, Deserialize)]
+pub(crate) struct ProjectPath {
+    tenant: String,
+    project: String,
+}
+
+/// `?token=`, for clients that cannot set headers on a WebSocket.
+#[derive(Debug, Deserialize)]
+pub(crate) struct TokenQuery {
+    token: Option<String>,
+}
+
+/// Upgrades to a session of the project.
+pub(crate) async fn connect(
+    State(state): State<AppState>,
+    Path(p): Path<ProjectPath>,
+    Query(q): Query<TokenQuery>,
+    headers: HeaderMap,
+    upgrade: WebSocketUpgrade,
+) -> Result<Response, ApiError> {
+    let token = bearer(&headers).or(q.token.as_deref());
+    let who = state.auth.authorize(token, &p.tenant, ApiScope::Read)?;
+    let scope = state.scope(&p.tenant, &p.project)?;
+    Ok(upgrade.on_upgrade(move |socket| session(state, scope, who, socket)))
+}
+
+#[derive(Debug, Deserialize)]
+struct ClientMessage {
+    #[serde(rename = "type")]
+    kind: String,
+    #[serde(default)]
+    data: Value,
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(rename_all = "camelCase")]
+struct StartData {
+    name: String,
+    #[serde(default)]
+    params: Value,
+    started_by: Option<String>,
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(rename_all = "camelCase")]
+struct SubscribeData {
+    workflow_run_id: String,
+}
+
+async fn session(state: AppState, scope: Scope, who: Principal, socket: WebSocket) {
+    let (mut sink, mut incoming) = socket.split();
+    let (out, mut outgoing) = mpsc::channel::<Value>(256);
+    let writer = tokio::spawn(async move {
+        while let Some(message) = outgoing.recv().await {
+            if sink
+                .send(Message::Text(message.to_string().into()))
+                .await
+                .is_err()
+            {
+                break;
+            }
+        }
+    });
+    let mut subscriptions: Vec<JoinHandle<()>> = Vec::new();
+    while let Some(Ok(message)) = incoming.next().await {
+        let text = match message {
+            Message::Text(t) => t,
+            Message::Close(_) => break,
+            _ => continue,
+        };
+        let reply = match serde_json::from_str::<ClientMessage>(&text) {
+            Ok(m) => handle(&state, &scope, &who, m, &out, &mut subscriptions).await,
+            Err(e) => Some(error(
+                "",
+                &ApiError::bad_request("MAG-HTTP-INVALID-JSON", format!("invalid message: {e}")),
+            )),
+        };
+        if let Some(reply) = reply
+            && out.send(reply).await.is_err()
+        {
+            break;
+        }
+    }
+    for s in subscriptions {
+        s.abort();
+    }
+    drop(out);
+    let _ = writer.await;
+}
+
+fn error(request: &str, e: &ApiError) -> Value {
+    json!({
+        "type": "error",
+        "data": { "request": request, "code": e.code, "message": e.message },
+    })
+}
+
+async fn handle(
+    state: &AppState,
+    scope: &Scope,
+    who: &Principal,
+    message: ClientMessage,
+    out: &mpsc::Sender<Value>,
+    subscriptions: &mut Vec<JoinHandle<()>>,
+) -> Option<Value> {
+    let kind = message.kind.as_str();
+    let invalid = |e: serde_json::Error| {
+        ApiError::bad_request(
+            "MAG-HTTP-INVALID-JSON",
+            format!("invalid `{kind}` data: {e}"),
+        )
+    };
+    let result = match kind {
+        "ping" => return Some(json!({ "type": "pong" })),
+        "workflow-start" => {
+            async {
+                who.require(ApiScope::Run)?;
+                let data: StartData = serde_json::from_value(message.data).map_err(invalid)?;
+                let started_by = data.started_by.unwrap_or_else(|| who.subject.clone());
+                let run = state
+                    .start(scope, &data.name, data.params, &started_by, "ws")
+                    .await?;
+                let started = Started {
+                    workflow_run_id: run,
+                    workflow_name: data.name,
+                };
+                Ok(Some(json!({ "type": "workflow-start", "data": started })))
+            }
+            .await
+        }
+        "subscribe" => (|| {
+            let data: SubscribeData = serde_json::from_value(message.data).map_err(invalid)?;
+            let summary = state.scoped_summary(scope, &data.workflow_run_id)?;
+            let mut records = follow(state.engine.clone(), summary.run_id);
+            let out = out.clone();
+            subscriptions.retain(|s| !s.is_finished());
+            subscriptions.push(tokio::spawn(async move {
+                while let Some(entry) = records.recv().await {
+                    let end = super::follow::is_end(&entry);
+                    if out
+                        .send(json!({ "type": "run-event", "data": entry }))
+                        .await
+                        .is_err()
+                    {
+                        return;
+                    }
+                    if end {
+                        let data = json!({ "workflowRunId": summary.run_id });
+                        let _ = out.send(json!({ "type": "run-end", "data": data })).await;
+                        return;
+                    }
+                }
+            }));
+            Ok(None)
+        })(),
+        other => Err(ApiError::bad_request(
+            "MAG-HTTP-WS-TYPE",
+            format!("unknown message type `{other}`: workflow-start, subscribe or ping"),
+        )),
+    };
+    result.unwrap_or_else(|e: ApiError| Some(error(kind, &e)))
+}

@@ -1,0 +1,188 @@
+//! Shared fixture of the HTTP tests: a document tree with tokens and workflows, and a server
+//! on 127.0.0.1 port 0 in this process.
+
+#![allow(dead_code, unreachable_pub, missing_docs)]
+
+use std::net::SocketAddr;
+use std::path::{Path, PathBuf};
+use std::time::{Duration, Instant};
+
+use magrathea_server::http::auth::token_sha256;
+use magrathea_server::{ServeConfig, ServerHandle, serve};
+use serde_json::{Value, json};
+
+/// acme, every scope.
+pub const ACME: &str = "acme-all-token";
+/// acme, workflow.read only.
+pub const ACME_READ: &str = "acme-read-token";
+/// globex (another tenant), every scope.
+pub const GLOBEX: &str = "globex-all-token";
+
+pub const HELLO: &str = r#"
+parameters:
+  who: { type: string, required: false, default: world }
+start: greet
+states:
+  greet:
+    type: shell_task
+    run: "echo hello ${params.who}"
+    dirName: workspace
+    on:
+      success: done
+  done:
+    type: terminal
+    result: greeted
+"#;
+
+pub const APPROVE: &str = r#"
+start: review
+states:
+  review:
+    type: gate_task
+    inbox: { kind: APPROVAL, title: "Ship it?" }
+    on:
+      approved: yes
+    catch:
+      human_rejected: no
+  yes: { type: terminal, result: approved }
+  no: { type: terminal, result: rejected }
+"#;
+
+pub const NEEDS_PARAM: &str = r#"
+parameters:
+  pr_url: { type: string, required: true }
+start: done
+states:
+  done: { type: terminal, result: ok }
+"#;
+
+pub const BROKEN: &str = "start: nowhere\nstates:\n  a:\n    type: terminal\n";
+
+pub fn tokens_yaml() -> String {
+    format!(
+        "tokens:\n\
+         \x20 - tokenSha256: {}\n    tenant: acme\n    subject: alice\n    scopes: [workflow.read, workflow.write, workflow.run]\n\
+         \x20 - token: {ACME_READ}\n    tenant: acme\n    subject: reader\n    scopes: [workflow.read]\n\
+         \x20 - tokenSha256: {}\n    tenant: globex\n    subject: mallory\n    scopes: [workflow.read, workflow.write, workflow.run]\n",
+        token_sha256(ACME),
+        token_sha256(GLOBEX),
+    )
+}
+
+pub fn write(path: &Path, text: &str) {
+    std::fs::create_dir_all(path.parent().unwrap()).unwrap();
+    std::fs::write(path, text).unwrap();
+}
+
+/// A tree with tenants acme (projects shop, lab) and globex (project shop), each holding the
+/// test workflows.
+pub fn tree(root: &Path) {
+    write(&root.join("_auth/tokens.yaml"), &tokens_yaml());
+    for (t, p) in [("acme", "shop"), ("acme", "lab"), ("globex", "shop")] {
+        let dir = root.join(t).join(p).join("_vance/workflows");
+        write(&dir.join("hello.yaml"), HELLO);
+        write(&dir.join("approve.yaml"), APPROVE);
+        write(&dir.join("needs-param.yaml"), NEEDS_PARAM);
+        write(&dir.join("broken.yaml"), BROKEN);
+    }
+}
+
+pub struct Server {
+    pub tmp: tempfile::TempDir,
+    pub root: PathBuf,
+    pub addr: SocketAddr,
+    pub handle: Option<ServerHandle>,
+    pub client: reqwest::Client,
+}
+
+impl Server {
+    pub async fn start() -> Self {
+        Self::start_with(|c| c).await
+    }
+
+    pub async fn start_with(f: impl FnOnce(ServeConfig) -> ServeConfig) -> Self {
+        let tmp = tempfile::tempdir().unwrap();
+        let root = tmp.path().canonicalize().unwrap();
+        tree(&root);
+        let config = f(ServeConfig::new(&root).addr("127.0.0.1:0".parse().unwrap()));
+        let (addr, handle) = serve(config).await.unwrap();
+        Self {
+            tmp,
+            root,
+            addr,
+            handle: Some(handle),
+            client: reqwest::Client::new(),
+        }
+    }
+
+    pub fn url(&self, path: &str) -> String {
+        format!("http://{}{}", self.addr, path)
+    }
+
+    pub fn get(&self, path: &str, token: Option<&str>) -> reqwest::RequestBuilder {
+        auth(self.client.get(self.url(path)), token)
+    }
+
+    pub fn post(&self, path: &str, token: Option<&str>) -> reqwest::RequestBuilder {
+        auth(self.client.post(self.url(path)), token)
+    }
+
+    /// Starts `name` in `acme/shop` and returns the run id.
+    pub async fn start_run(&self, project: &str, name: &str, params: Value) -> String {
+        let r = self
+            .post(
+                &format!("/brain/acme/project/{project}/workflows/{name}/start"),
+                Some(ACME),
+            )
+            .json(&json!({ "params": params }))
+            .send()
+            .await
+            .unwrap();
+        assert_eq!(r.status(), 201, "{}", r.text().await.unwrap());
+        let body: Value = r.json().await.unwrap();
+        body["workflowRunId"].as_str().unwrap().to_string()
+    }
+
+    /// Polls the run until its status is one of `statuses`.
+    pub async fn wait_status(&self, project: &str, run: &str, statuses: &[&str]) -> Value {
+        let deadline = Instant::now() + Duration::from_secs(30);
+        loop {
+            let v: Value = self
+                .get(
+                    &format!("/brain/acme/project/{project}/workflows/runs/{run}"),
+                    Some(ACME),
+                )
+                .send()
+                .await
+                .unwrap()
+                .json()
+                .await
+                .unwrap();
+            if statuses.iter().any(|s| v["status"] == *s) {
+                return v;
+            }
+            assert!(
+                Instant::now() < deadline,
+                "run never reached {statuses:?}: {v}"
+            );
+            tokio::time::sleep(Duration::from_millis(25)).await;
+        }
+    }
+}
+
+pub fn auth(b: reqwest::RequestBuilder, token: Option<&str>) -> reqwest::RequestBuilder {
+    match token {
+        Some(t) => b.bearer_auth(t),
+        None => b,
+    }
+}
+
+/// The error code of an error body.
+pub async fn code(r: reqwest::Response) -> (u16, String) {
+    let status = r.status().as_u16();
+    let body: Value = r.json().await.unwrap_or(Value::Null);
+    (
+        status,
+        body["error"]["code"].as_str().unwrap_or("").to_string(),
+    )
+}

@@ -1,0 +1,176 @@
+//! Gates answered over HTTP drive YAML runs to their end; answering twice is idempotent;
+//! Friday's `/v1/workflow-approvals` routes act on the same inbox.
+
+mod http_common;
+
+use http_common::*;
+use serde_json::{Value, json};
+
+async fn pending(s: &Server, run: &str) -> Value {
+    let items: Vec<Value> = s
+        .get("/brain/acme/project/shop/inbox", Some(ACME))
+        .send()
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap();
+    items
+        .into_iter()
+        .find(|i| i["workflowRunId"] == run)
+        .expect("the run's item is pending")
+}
+
+#[tokio::test]
+async fn an_answer_over_http_drives_the_run_to_done_and_a_second_is_ignored() {
+    let s = Server::start().await;
+    let run = s.start_run("shop", "approve", json!({})).await;
+    s.wait_status("shop", &run, &["WAITING"]).await;
+    let item = pending(&s, &run).await;
+    assert_eq!(item["kind"], "APPROVAL");
+    assert_eq!(item["status"], "PENDING");
+    let id = item["id"].as_str().unwrap();
+    let got: Value = s
+        .get(&format!("/brain/acme/project/shop/inbox/{id}"), Some(ACME))
+        .send()
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap();
+    assert_eq!(got["title"], "Ship it?");
+
+    let answer = format!("/brain/acme/project/shop/inbox/{id}/answer");
+    let bad = s
+        .post(&answer, Some(ACME))
+        .json(&json!({"kind": "maybe"}))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(code(bad).await, (400, "MAG-HTTP-INVALID-ANSWER".into()));
+    let r = s
+        .post(&answer, Some(ACME))
+        .json(&json!({"kind": "approve", "comment": "lgtm"}))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(r.status(), 200);
+    let a: Value = r.json().await.unwrap();
+    assert_eq!(
+        (a["applied"].clone(), a["ignored"].clone()),
+        (json!(true), json!(false)),
+        "{a}"
+    );
+    let v = s.wait_status("shop", &run, &["DONE", "FAILED"]).await;
+    assert_eq!(v["result"], "approved", "{v}");
+
+    let r = s
+        .post(&answer, Some(ACME))
+        .json(&json!({"kind": "reject"}))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(r.status(), 200);
+    let a: Value = r.json().await.unwrap();
+    assert_eq!(
+        (a["applied"].clone(), a["ignored"].clone()),
+        (json!(false), json!(true)),
+        "{a}"
+    );
+    assert_eq!(a["run"]["result"], "approved");
+
+    let answered: Vec<Value> = s
+        .get("/brain/acme/project/shop/inbox?status=all", Some(ACME))
+        .send()
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap();
+    let mine = answered.iter().find(|i| i["id"] == id);
+    // Inbox items are listed for unfinished runs only; a finished run's item is read by id.
+    if let Some(mine) = mine {
+        assert_eq!(mine["status"], "ANSWERED");
+    }
+    let got: Value = s
+        .get(&format!("/brain/acme/project/shop/inbox/{id}"), Some(ACME))
+        .send()
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap();
+    assert_eq!(got["status"], "ANSWERED");
+    assert_eq!(got["answer"]["answeredBy"], "alice");
+    assert_eq!(got["answer"]["comment"], "lgtm");
+}
+
+#[tokio::test]
+async fn approvals_routes_list_approve_and_reject_within_the_tenant() {
+    let s = Server::start().await;
+    let yes = s.start_run("shop", "approve", json!({})).await;
+    let no = s.start_run("lab", "approve", json!({})).await;
+    s.wait_status("shop", &yes, &["WAITING"]).await;
+    s.wait_status("lab", &no, &["WAITING"]).await;
+    let list: Vec<Value> = s
+        .get("/v1/workflow-approvals", Some(ACME))
+        .send()
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap();
+    assert_eq!(list.len(), 2, "both projects of the tenant: {list:?}");
+    let id_of = |run: &str| {
+        list.iter()
+            .find(|a| a["workflowRunId"] == run)
+            .map(|a| (a["id"].as_str().unwrap().to_string(), a["scope"].clone()))
+            .unwrap()
+    };
+    let (yes_id, scope) = id_of(&yes);
+    assert_eq!(scope, "acme/shop");
+    let (no_id, _) = id_of(&no);
+    let one: Value = s
+        .get(&format!("/v1/workflow-approvals/{yes_id}"), Some(ACME))
+        .send()
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap();
+    assert_eq!(one["title"], "Ship it?");
+
+    let r: Value = s
+        .post(
+            &format!("/v1/workflow-approvals/{yes_id}/approve"),
+            Some(ACME),
+        )
+        .json(&json!({"comment": "ok"}))
+        .send()
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap();
+    assert_eq!(r["applied"], true, "{r}");
+    let r: Value = s
+        .post(
+            &format!("/v1/workflow-approvals/{no_id}/reject"),
+            Some(ACME),
+        )
+        .send()
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap();
+    assert_eq!(r["applied"], true, "{r}");
+    assert_eq!(
+        s.wait_status("shop", &yes, &["DONE"]).await["result"],
+        "approved"
+    );
+    assert_eq!(
+        s.wait_status("lab", &no, &["DONE"]).await["result"],
+        "rejected"
+    );
+}

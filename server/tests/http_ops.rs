@@ -1,0 +1,206 @@
+//! Operations and documents: health, metrics, the OpenAPI document (each of its routes exists
+//! in the router), and documents read, listed and written with validation.
+
+mod http_common;
+
+use http_common::*;
+use serde_json::{Value, json};
+
+#[tokio::test]
+async fn health_and_metrics() {
+    let s = Server::start().await;
+    let h: Value = s
+        .get("/healthz", None)
+        .send()
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap();
+    assert_eq!(h, json!({"status": "ok"}));
+    let run = s.start_run("shop", "hello", json!({})).await;
+    s.wait_status("shop", &run, &["DONE"]).await;
+    let text = s
+        .get("/metrics", None)
+        .send()
+        .await
+        .unwrap()
+        .text()
+        .await
+        .unwrap();
+    for needle in [
+        "magrathea_runs_started_total{trigger=\"rest\"} 1",
+        "magrathea_runs_finished_total{status=\"DONE\"} 1",
+        "magrathea_journal_commits_total",
+        "magrathea_journal_records_total",
+        "magrathea_journal_commit_seconds_total",
+        "magrathea_http_requests_total{method=\"POST\",route=\"/brain/{tenant}/project/{project}/workflows/{name}/start\",status=\"201\"} 1",
+        "magrathea_http_request_duration_seconds_bucket",
+    ] {
+        assert!(text.contains(needle), "missing {needle} in\n{text}");
+    }
+}
+
+#[tokio::test]
+async fn every_openapi_route_exists_in_the_router() {
+    let s = Server::start().await;
+    let doc: Value = s
+        .get("/openapi.json", None)
+        .send()
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap();
+    assert_eq!(doc["openapi"], "3.1.0");
+    let paths = doc["paths"].as_object().unwrap();
+    assert!(paths.len() >= 18, "{}", paths.len());
+    let mut checked = 0;
+    for (path, item) in paths {
+        let concrete = path
+            .replace("{tenant}", "acme")
+            .replace("{project}", "shop")
+            .replace("{path}", "workflows/hello.yaml")
+            .replace('{', "x")
+            .replace('}', "");
+        for method in item.as_object().unwrap().keys() {
+            let m = reqwest::Method::from_bytes(method.to_uppercase().as_bytes()).unwrap();
+            let r = s
+                .client
+                .request(m, s.url(&concrete))
+                .bearer_auth(ACME)
+                .send()
+                .await
+                .unwrap();
+            let status = r.status().as_u16();
+            let (_, code) = code(r).await;
+            assert_ne!(code, "MAG-HTTP-NO-ROUTE", "{method} {path}");
+            assert_ne!(status, 405, "{method} {path}: the router lacks the method");
+            checked += 1;
+        }
+    }
+    assert!(checked >= 20, "{checked}");
+    let r = s.get("/no/such/route", Some(ACME)).send().await.unwrap();
+    assert_eq!(code(r).await, (404, "MAG-HTTP-NO-ROUTE".into()));
+}
+
+#[tokio::test]
+async fn documents_are_read_listed_and_written_with_validation() {
+    let s = Server::start().await;
+    let base = "/brain/acme/project/shop/documents";
+    let text = s
+        .get(&format!("{base}/workflows/hello.yaml"), Some(ACME_READ))
+        .send()
+        .await
+        .unwrap()
+        .text()
+        .await
+        .unwrap();
+    assert_eq!(text, HELLO);
+    let list: Value = s
+        .get(&format!("{base}?dir=workflows"), Some(ACME_READ))
+        .send()
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap();
+    let names: Vec<&str> = list["items"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|i| i["name"].as_str().unwrap())
+        .collect();
+    assert_eq!(
+        names,
+        [
+            "approve.yaml",
+            "broken.yaml",
+            "hello.yaml",
+            "needs-param.yaml"
+        ]
+    );
+    let top: Value = s
+        .get(base, Some(ACME))
+        .send()
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap();
+    assert_eq!(
+        top["items"][0],
+        json!({"name": "workflows", "path": "workflows", "kind": "dir"})
+    );
+
+    let put = |path: &str, body: &str, token: &str| {
+        s.client
+            .put(s.url(&format!("{base}/{path}")))
+            .bearer_auth(token)
+            .body(body.to_string())
+            .send()
+    };
+    let r = put("workflows/new.yaml", BROKEN, ACME).await.unwrap();
+    assert_eq!(r.status(), 422);
+    let body: Value = r.json().await.unwrap();
+    let first = body["error"]["diagnostics"][0].as_str().unwrap();
+    assert!(
+        first.starts_with("acme/shop/_vance/workflows/new.yaml:"),
+        "{first}"
+    );
+    assert!(first.contains(": [MAG-Y"), "{first}");
+    assert!(!s.root.join("acme/shop/_vance/workflows/new.yaml").exists());
+
+    let r = put("workflows/new.yaml", HELLO, ACME).await.unwrap();
+    assert_eq!(r.status(), 201);
+    let r = put("workflows/new.yaml", HELLO, ACME).await.unwrap();
+    assert_eq!(r.status(), 200);
+    let run = s.start_run("shop", "new", json!({})).await;
+    s.wait_status("shop", &run, &["DONE"]).await;
+
+    for bad in [
+        "../../../etc/passwd",
+        "workflows/../../x",
+        "..",
+        ".hidden",
+        "a/%2e%2e/b",
+    ] {
+        let r = s
+            .get(&format!("{base}/{bad}"), Some(ACME))
+            .send()
+            .await
+            .unwrap();
+        assert!(
+            matches!(r.status().as_u16(), 400 | 404),
+            "{bad}: {}",
+            r.status()
+        );
+    }
+    let r = put("x/..%2F..%2Fescape.yaml", "a: 1", ACME).await.unwrap();
+    assert_eq!(r.status(), 400);
+    assert!(!s.root.join("acme/escape.yaml").exists());
+    let r = s
+        .get(&format!("{base}/workflows/none.yaml"), Some(ACME))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(code(r).await, (404, "MAG-HTTP-404".into()));
+
+    // settings.yaml may hold event tokens: reading it needs workflow.write.
+    write(
+        &s.root.join("acme/shop/_vance/settings.yaml"),
+        "events: {}\n",
+    );
+    let r = s
+        .get(&format!("{base}/settings.yaml"), Some(ACME_READ))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(r.status(), 403);
+    let r = s
+        .get(&format!("{base}/settings.yaml"), Some(ACME))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(r.status(), 200);
+}
