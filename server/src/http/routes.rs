@@ -82,7 +82,7 @@ pub fn routes() -> Vec<Route> {
             methods: &["GET"],
             path: "/brain/{tenant}/project/{project}/workflows/runs",
             operation: "workflows.runs.list",
-            summary: "Runs, newest first: {items, nextCursor}",
+            summary: "Runs, newest first: a JSON array; X-Next-Cursor / Link headers name the next page",
             query: &["workflow", "limit", "cursor"],
             access: Token(Read),
             handler: || get(runs::list),

@@ -103,24 +103,20 @@ pub(crate) struct ListQuery {
     cursor: Option<String>,
 }
 
-/// A page of runs.
-#[derive(Debug, Serialize, Deserialize)]
-#[serde(rename_all = "camelCase")]
-pub struct RunPage {
-    /// Runs, newest first.
-    pub items: Vec<RunView>,
-    /// Pass as `cursor` for the next (older) page; absent on the last page.
-    pub next_cursor: Option<String>,
-}
+/// The header that carries the cursor of the next (older) page; absent on the last page.
+pub const NEXT_CURSOR_HEADER: &str = "x-next-cursor";
 
-/// `GET …/workflows/runs?workflow=&limit=&cursor=` → [`RunPage`], newest first, `limit`
-/// (default and maximum 100) per page.
+/// `GET …/workflows/runs?workflow=&limit=&cursor=` → a JSON array of run DTOs, newest first,
+/// as the reference's `List<MagratheaProcessDto>`; `limit` (default and maximum 100) per page.
+/// When older runs remain, the `X-Next-Cursor` header holds the `cursor` of the next page and
+/// a `Link: <…>; rel="next"` header the whole URL.
 pub(crate) async fn list(
     State(state): State<AppState>,
     Path(p): Path<ProjectPath>,
     Query(q): Query<ListQuery>,
     headers: HeaderMap,
-) -> Result<Json<RunPage>, ApiError> {
+) -> Result<axum::response::Response, ApiError> {
+    use axum::response::IntoResponse;
     state.authorize(&headers, &p.tenant, ApiScope::Read)?;
     let scope = state.scope(&p.tenant, &p.project)?;
     let limit = q.limit.unwrap_or(MAX_PAGE).clamp(1, MAX_PAGE);
@@ -130,8 +126,9 @@ pub(crate) async fn list(
         })?),
         None => None,
     };
+    let workflow = q.workflow.filter(|w| !w.is_empty());
     let filter = RunFilter {
-        workflow: q.workflow.filter(|w| !w.is_empty()),
+        workflow: workflow.clone(),
         scope: Some(scope.key()),
         before,
         limit: limit + 1,
@@ -142,11 +139,28 @@ pub(crate) async fn list(
     let next_cursor = more
         .then(|| summaries.last().map(|s| s.run_id.to_string()))
         .flatten();
-    let items = summaries
+    let items: Vec<RunView> = summaries
         .iter()
         .map(|s| state.view(s.run_id))
         .collect::<Result<_, _>>()?;
-    Ok(Json(RunPage { items, next_cursor }))
+    let mut response = Json(items).into_response();
+    if let Some(cursor) = next_cursor {
+        let mut next = format!(
+            "/brain/{}/project/{}/workflows/runs?limit={limit}&cursor={cursor}",
+            p.tenant, p.project
+        );
+        if let Some(w) = &workflow {
+            next.push_str(&format!("&workflow={w}"));
+        }
+        let h = response.headers_mut();
+        if let Ok(v) = cursor.parse() {
+            h.insert(NEXT_CURSOR_HEADER, v);
+        }
+        if let Ok(v) = format!("<{next}>; rel=\"next\"").parse() {
+            h.insert(axum::http::header::LINK, v);
+        }
+    }
+    Ok(response)
 }
 
 /// Body of `POST …/cancel`.
