@@ -3,6 +3,7 @@
 
 use std::net::SocketAddr;
 use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
@@ -10,7 +11,7 @@ use axum::Json;
 use axum::extract::State;
 use axum::http::{HeaderMap, StatusCode};
 use axum::response::{IntoResponse, Response};
-use axum::routing::post;
+use axum::routing::{any, post};
 use futures::future::BoxFuture;
 use magrathea_core::{Engine, MemoryStore, RunStatus, RunView};
 use magrathea_yaml::runtime::{
@@ -36,12 +37,17 @@ enum Canned {
     Slow(Duration, String),
     /// HTTP 401 whose body echoes the Authorization header (as some proxies do).
     EchoAuth,
+    /// The n-th call gets the n-th assistant message (the last one repeats); a message with
+    /// `tool_calls` finishes with `tool_calls`, the others with `stop`.
+    Script(Vec<Value>),
 }
 
 struct Server {
-    canned: Canned,
+    canned: Mutex<Canned>,
     /// `(Authorization header, request body)` of every call.
     seen: Mutex<Vec<(Option<String>, Value)>>,
+    /// Calls of `/target`, a URL a tool may be pointed at.
+    target_hits: AtomicUsize,
 }
 
 struct Fake {
@@ -56,15 +62,24 @@ impl Fake {
     fn requests(&self) -> Vec<(Option<String>, Value)> {
         self.server.seen.lock().unwrap().clone()
     }
+    /// Replaces what the endpoint answers.
+    fn answer(&self, canned: Canned) {
+        *self.server.canned.lock().unwrap() = canned;
+    }
+    fn target_url(&self) -> String {
+        format!("http://{}/target", self.addr)
+    }
 }
 
 async fn fake(canned: Canned) -> Fake {
     let server = Arc::new(Server {
-        canned,
+        canned: Mutex::new(canned),
         seen: Mutex::new(Vec::new()),
+        target_hits: AtomicUsize::new(0),
     });
     let app = axum::Router::new()
         .route("/v1/chat/completions", post(completions))
+        .route("/target", any(target))
         .with_state(server.clone());
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
     let addr = listener.local_addr().unwrap();
@@ -83,10 +98,24 @@ async fn completions(
         .get("authorization")
         .and_then(|v| v.to_str().ok())
         .map(str::to_string);
-    server.seen.lock().unwrap().push((auth, body.clone()));
+    let n = {
+        let mut seen = server.seen.lock().unwrap();
+        seen.push((auth, body.clone()));
+        seen.len()
+    };
     let model = body["model"].clone();
-    let content = match &server.canned {
+    let canned = server.canned.lock().unwrap().clone();
+    let content = match &canned {
         Canned::Reply(text) => text.clone(),
+        Canned::Script(messages) => {
+            let message = messages[(n - 1).min(messages.len() - 1)].clone();
+            let finish = if message.get("tool_calls").is_some() {
+                "tool_calls"
+            } else {
+                "stop"
+            };
+            return completion(&model, message, finish).into_response();
+        }
         Canned::Status(code, text) => {
             return (StatusCode::from_u16(*code).unwrap(), *text).into_response();
         }
@@ -100,6 +129,15 @@ async fn completions(
             text.clone()
         }
     };
+    completion(
+        &model,
+        json!({ "role": "assistant", "content": content }),
+        "stop",
+    )
+    .into_response()
+}
+
+fn completion(model: &Value, message: Value, finish_reason: &str) -> Json<Value> {
     Json(json!({
         "id": "chatcmpl-test-1",
         "object": "chat.completion",
@@ -107,13 +145,35 @@ async fn completions(
         "model": model,
         "choices": [{
             "index": 0,
-            "message": { "role": "assistant", "content": content },
+            "message": message,
             "logprobs": null,
-            "finish_reason": "stop"
+            "finish_reason": finish_reason
         }],
         "usage": { "prompt_tokens": 1200, "completion_tokens": 300, "total_tokens": 1500 }
     }))
-    .into_response()
+}
+
+async fn target(State(server): State<Arc<Server>>) -> &'static str {
+    server.target_hits.fetch_add(1, Ordering::SeqCst);
+    "hit"
+}
+
+/// An assistant message asking for one tool call (`arguments` as the JSON text OpenAI sends).
+fn tool_call(id: &str, name: &str, arguments: Value) -> Value {
+    json!({
+        "role": "assistant",
+        "content": null,
+        "tool_calls": [{
+            "id": id,
+            "type": "function",
+            "function": { "name": name, "arguments": arguments.to_string() }
+        }]
+    })
+}
+
+/// A final assistant message.
+fn answer(text: &str) -> Value {
+    json!({ "role": "assistant", "content": text })
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -564,4 +624,255 @@ async fn host_engines_map_close_reasons_to_outcomes() {
             assert_eq!(v.vars["plan_output"], "brain the size of a planet");
         }
     }
+}
+
+// ---------------------------------------------------------------------------------------------
+// Tool calling (§10: agents' tool calls pass the same permission cascade as tool_task).
+
+const TOOLS: &str = "tools: [doc_read, http_request]\n";
+
+fn plan_json() -> Value {
+    json!({ "risk": "low", "focus_areas": ["docs"] })
+}
+
+fn final_answer() -> Value {
+    answer(&json!({ "success": true, "data": plan_json() }).to_string())
+}
+
+/// A project with `notes/pr.md`, the `reviewer` recipe (`recipe_extra` added) and the
+/// `pr-review` workflow (`head` added), run against `script`.
+async fn tool_scenario(
+    script: impl FnOnce(&Fake) -> Vec<Value>,
+    recipe_extra: &str,
+    head: &str,
+    setup: impl FnOnce(&Project),
+) -> (Project, Fake, RunView) {
+    let server = fake(Canned::Reply(String::new())).await;
+    server.answer(Canned::Script(script(&server)));
+    let p = project(|rt| rt).await;
+    std::fs::create_dir_all(p.project.join("notes")).unwrap();
+    std::fs::write(
+        p.project.join("notes/pr.md"),
+        "PR 42 touches the payment migrations.",
+    )
+    .unwrap();
+    setup(&p);
+    p.recipe("reviewer", &recipe(&server.base_url(), recipe_extra));
+    p.workflow("pr-review", &workflow("reviewer", head));
+    let view = p.run("pr-review").await;
+    p.assert_key_not_journaled(&view);
+    (p, server, view)
+}
+
+/// The tool message answering `id` in a request body.
+fn tool_message(body: &Value, id: &str) -> Value {
+    body["messages"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|m| m["role"] == "tool" && m["tool_call_id"] == id)
+        .cloned()
+        .unwrap_or_else(|| panic!("no tool message for {id} in {body}"))
+}
+
+/// The JSON in a tool message's content.
+fn tool_result(message: &Value) -> Value {
+    serde_json::from_str(message["content"].as_str().unwrap()).unwrap()
+}
+
+#[tokio::test]
+async fn an_allowed_doc_read_call_is_executed_and_its_result_sent_back() {
+    let (p, server, v) = tool_scenario(
+        |_| {
+            vec![
+                tool_call("call_1", "doc_read", json!({ "path": "notes/pr.md" })),
+                final_answer(),
+            ]
+        },
+        TOOLS,
+        "allowedTools: [doc_read]",
+        |_| {},
+    )
+    .await;
+    assert_eq!(v.status, RunStatus::Done, "{v:?}");
+    assert_eq!(v.vars["plan_output"], plan_json());
+
+    let requests = server.requests();
+    assert_eq!(requests.len(), 2);
+    // Both registered tools are offered, with their schemas.
+    let tools = &requests[0].1["tools"];
+    let names: Vec<&str> = tools
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|t| t["function"]["name"].as_str().unwrap())
+        .collect();
+    assert_eq!(names, ["doc_read", "http_request"]);
+    assert_eq!(tools[0]["type"], "function");
+    assert_eq!(
+        tools[0]["function"]["parameters"]["required"],
+        json!(["path"])
+    );
+    // The second request carries the assistant's call and the tool's result.
+    let second = &requests[1].1;
+    let messages = second["messages"].as_array().unwrap();
+    assert_eq!(messages[2]["role"], "assistant");
+    assert_eq!(messages[2]["tool_calls"][0]["id"], "call_1");
+    let result = tool_result(&tool_message(second, "call_1"));
+    assert_eq!(result["content"], "PR 42 touches the payment migrations.");
+    assert_eq!(
+        second["tools"], *tools,
+        "the tools are offered in every round"
+    );
+
+    let r = p.plan_result(&v);
+    assert_eq!(r["outcome"], "success");
+    assert_eq!(
+        r["output"]["toolCalls"],
+        json!([{ "name": "doc_read", "allowed": true, "ok": true }])
+    );
+    // Usage adds up over both rounds.
+    assert_eq!(
+        r["output"]["usage"],
+        json!({ "promptTokens": 2400, "completionTokens": 600, "totalTokens": 3000 })
+    );
+}
+
+#[tokio::test]
+async fn a_tool_the_workflow_does_not_allow_is_not_executed() {
+    let (p, server, v) = tool_scenario(
+        |s| {
+            vec![
+                tool_call(
+                    "call_1",
+                    "http_request",
+                    json!({ "method": "GET", "url": s.target_url() }),
+                ),
+                final_answer(),
+            ]
+        },
+        TOOLS,
+        "allowedTools: [doc_read]",
+        |_| {},
+    )
+    .await;
+    assert_eq!(server.server.target_hits.load(Ordering::SeqCst), 0);
+    assert_eq!(v.status, RunStatus::Done, "the model answers anyway: {v:?}");
+    assert_eq!(v.vars["plan_output"], plan_json());
+
+    let requests = server.requests();
+    assert_eq!(requests.len(), 2);
+    let error = tool_result(&tool_message(&requests[1].1, "call_1"));
+    let error = error["error"].as_str().unwrap();
+    assert!(
+        error.starts_with("permission denied:") && error.contains("allowedTools [doc_read]"),
+        "{error}"
+    );
+    let r = p.plan_result(&v);
+    let calls = &r["output"]["toolCalls"];
+    assert_eq!(calls[0]["name"], "http_request");
+    assert_eq!(calls[0]["allowed"], false);
+    assert_eq!(calls[0]["ok"], false);
+    assert!(
+        calls[0]["error"]
+            .as_str()
+            .unwrap()
+            .contains("permission denied")
+    );
+
+    // A workflow without allowedTools gets the default pool: doc_read yes, http_request no.
+    let (p, server, v) = tool_scenario(
+        |s| {
+            vec![
+                tool_call("a", "doc_read", json!({ "path": "notes/pr.md" })),
+                tool_call("b", "http_request", json!({ "url": s.target_url() })),
+                final_answer(),
+            ]
+        },
+        TOOLS,
+        "",
+        |_| {},
+    )
+    .await;
+    assert_eq!(v.status, RunStatus::Done, "{v:?}");
+    assert_eq!(server.server.target_hits.load(Ordering::SeqCst), 0);
+    let third = &server.requests()[2].1;
+    assert!(tool_result(&tool_message(third, "a"))["content"].is_string());
+    let error = tool_result(&tool_message(third, "b"))["error"].to_string();
+    assert!(error.contains("default tool pool"), "{error}");
+    let calls = &p.plan_result(&v)["output"]["toolCalls"];
+    assert_eq!(calls[0]["allowed"], true);
+    assert_eq!(calls[1]["allowed"], false);
+}
+
+#[tokio::test]
+async fn tenant_and_project_denials_win_over_the_workflows_allowed_tools() {
+    for level in ["tenant", "project"] {
+        let (p, server, v) = tool_scenario(
+            |_| {
+                vec![
+                    tool_call("call_1", "doc_read", json!({ "path": "notes/pr.md" })),
+                    final_answer(),
+                ]
+            },
+            TOOLS,
+            "allowedTools: [doc_read]",
+            |p| {
+                let dir = match level {
+                    "tenant" => p.project.parent().unwrap().join("_tenant/_vance"),
+                    _ => p.project.join("_vance"),
+                };
+                std::fs::create_dir_all(&dir).unwrap();
+                std::fs::write(dir.join("settings.yaml"), "tools:\n  denied: [doc_read]\n")
+                    .unwrap();
+            },
+        )
+        .await;
+        assert_eq!(v.status, RunStatus::Done, "{level}: {v:?}");
+        let error = tool_result(&tool_message(&server.requests()[1].1, "call_1"));
+        let error = error["error"].as_str().unwrap();
+        assert!(
+            error.starts_with("permission denied:")
+                && error.contains(&format!("the {level}'s tools.denied")),
+            "{level}: {error}"
+        );
+        assert!(!error.contains("payment"), "the document was not read");
+        let calls = &p.plan_result(&v)["output"]["toolCalls"];
+        assert_eq!(calls[0]["allowed"], false, "{level}");
+    }
+}
+
+#[tokio::test]
+async fn more_tool_rounds_than_max_tool_rounds_is_a_technical_error() {
+    let (p, server, v) = tool_scenario(
+        // The model never stops calling tools.
+        |_| {
+            vec![tool_call(
+                "again",
+                "doc_read",
+                json!({ "path": "notes/pr.md" }),
+            )]
+        },
+        &format!(
+            "{TOOLS}maxToolRounds: 2\nprices: {{ inputPerMTokUsd: 1.0, outputPerMTokUsd: 2.0 }}\n"
+        ),
+        "allowedTools: [doc_read]",
+        |_| {},
+    )
+    .await;
+    assert_eq!(v.current_state.as_deref(), Some("broken"), "{v:?}");
+    assert_eq!(
+        server.requests().len(),
+        3,
+        "two rounds of calls, then the limit"
+    );
+    let r = p.plan_result(&v);
+    assert_eq!(r["outcome"], "technical_error");
+    let error = r["error"].as_str().unwrap();
+    assert!(error.contains("maxToolRounds (2)"), "{error}");
+    assert_eq!(r["output"]["toolCalls"].as_array().unwrap().len(), 2);
+    assert_eq!(r["output"]["usage"]["totalTokens"], 4500);
+    // The rounds were paid for: 3 × (1200 × $1/M + 300 × $2/M).
+    let cost = r["output"]["costUsd"].as_f64().unwrap();
+    assert!((cost - 0.0054).abs() < 1e-12, "{cost}");
 }

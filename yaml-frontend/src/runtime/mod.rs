@@ -23,7 +23,7 @@ use serde_json::Value;
 
 pub use agent::{
     AgentEngine, AgentError, AgentReply, AgentRequest, AgentRunInfo, ApiKey, ChatMessage,
-    CloseReason, OpenAiEngine, Prices, Recipe, ReplyFormat, Usage,
+    CloseReason, OpenAiEngine, Prices, Recipe, ReplyFormat, ToolBox, ToolCallRecord, Usage,
 };
 pub use documents::{DocumentError, DocumentSource, Scope, check_name};
 pub use graph::{Edge, StateGraph};

@@ -20,6 +20,8 @@
 //! prices: { inputPerMTokUsd: 0.15, outputPerMTokUsd: 0.6 }   # optional → costUsd
 //! system: "You are …"        # optional system message
 //! jsonMode: true             # optional (jeltz); send response_format json_object
+//! tools: [doc_read, http_request]   # optional; registered tools offered to the model
+//! maxToolRounds: 8           # optional; rounds of tool calls before technical_error
 //! ```
 //!
 //! The built-in engines reject fields they do not know; host engines get them in
@@ -56,22 +58,37 @@
 //! `timeoutSeconds`, else the recipe's, else 600 s) → `timeout`; [`AgentError::Cancelled`] →
 //! `cancelled`.
 //!
-//! Tool calling by agents is out of scope for now: the built-in engines send no `tools`.
+//! # Tools
+//!
+//! A recipe's `tools:` names tools of the runtime's registry (built-in or host tools; unknown
+//! names are skipped). The engine gets them as a [`ToolBox`] in [`AgentRequest::tools`]: the
+//! built-in engines send them as the OpenAI `tools` array and run the usual loop — while the
+//! reply asks for `tool_calls`, each call is executed and answered with a `tool` message
+//! (`content`: the JSON result, or `{"error": "…"}`), then the model is asked again; more than
+//! `maxToolRounds` (default 8) rounds of calls is a `technical_error`. Every call passes the
+//! same permission cascade as a `tool_task` (§10: tenant ∩ project ∩ the workflow's
+//! `allowedTools`, or the default pool; `denied:` always wins) before it runs: a refused call
+//! does not run and the model is told `{"error": "permission denied: …"}`, as it is for an
+//! unknown tool or invalid arguments. Usage and cost add up over all rounds. The calls are
+//! recorded in the task output as `toolCalls: [{name, allowed, ok, error?}]`.
 //!
 //! # Output contract with the interpreter
 //!
 //! `{"data": <task output>, "usage": {"promptTokens", "completionTokens", "totalTokens"} |
-//! null, "costUsd": <number> | null}`, on success and, as the error's output, on failures that
-//! got a reply (`agent_error`); the interpreter stores `data` with `storeAs` and adds `costUsd`
+//! null, "costUsd": <number> | null, "toolCalls": [...]}` (`toolCalls` only when the recipe
+//! offers tools), on success and, as the error's output, on failures that got a reply
+//! (`agent_error`, too many tool rounds, where `data` is `{"error": <message>}`); the
+//! interpreter stores `data` with `storeAs` and adds `costUsd`
 //! to the run's cost for `bounds.maxTotalCostUsd`. The whole object (usage included) is
 //! journaled in the `TaskResultRecord`. Failures without a reply (technical errors, timeouts)
-//! carry `{"error": <message>}` like every other executor. `costUsd` is the engine's own figure
+//! carry `{"error": <message>}` like every other executor (plus `toolCalls` if calls were made). `costUsd` is the engine's own figure
 //! if it reports one, else the usage priced by the recipe's `prices`, else `null` (unpriced
 //! recipes do not count against the bound).
 
 mod jeltz;
 mod openai;
 mod recipe;
+mod toolbox;
 
 use std::collections::HashMap;
 use std::fmt;
@@ -85,13 +102,18 @@ use serde_json::{Value, json};
 
 pub use openai::OpenAiEngine;
 pub use recipe::{Prices, Recipe};
+pub use toolbox::{ToolBox, ToolCallRecord};
 
 use super::documents::{DocumentError, Scope};
 use super::executors::{scope_of, technical};
+use super::tools::ToolContext;
 use super::{RuntimeInner, YamlRuntime};
 
 /// The attempt's time limit when neither the state nor the recipe sets `timeoutSeconds`.
 const DEFAULT_TIMEOUT: Duration = Duration::from_secs(600);
+
+/// Rounds of tool calls when the recipe sets no `maxToolRounds`.
+pub(crate) const DEFAULT_MAX_TOOL_ROUNDS: u32 = 8;
 
 /// An engine that runs recipes: code (Jeltz, Ford, …), configured by a [`Recipe`].
 ///
@@ -161,7 +183,8 @@ pub struct AgentRunInfo {
     pub workflow_name: String,
     /// Who started the run.
     pub started_by: String,
-    /// The workflow's `allowedTools:` (not used by the built-in engines).
+    /// The workflow's `allowedTools:` (empty when it declares none; [`AgentRequest::tools`]
+    /// applies the cascade).
     pub allowed_tools: Vec<String>,
 }
 
@@ -181,6 +204,8 @@ pub struct AgentRequest {
     pub api_key: Option<ApiKey>,
     /// The attempt's time limit (the runtime enforces it too).
     pub timeout: Option<Duration>,
+    /// The recipe's tools, permission-checked per call (empty without `tools:`).
+    pub tools: ToolBox,
 }
 
 /// Why an engine's conversation ended (reference §3.1).
@@ -297,12 +322,21 @@ pub enum AgentError {
     /// The engine's process was stopped (→ `cancelled`).
     #[error("{0}")]
     Cancelled(String),
+    /// The model kept calling tools beyond the recipe's `maxToolRounds` (→ `technical_error`);
+    /// `usage` is what the rounds consumed, so it still counts against the run's cost bound.
+    #[error("{message}")]
+    ToolRounds {
+        /// What happened.
+        message: String,
+        /// The usage of all rounds, if known.
+        usage: Option<Usage>,
+    },
 }
 
 impl AgentError {
     fn kind(&self) -> &'static str {
         match self {
-            Self::Transport(_) | Self::Config(_) => TaskError::TECHNICAL,
+            Self::Transport(_) | Self::Config(_) | Self::ToolRounds { .. } => TaskError::TECHNICAL,
             Self::Timeout(_) => TaskError::TIMEOUT,
             Self::Cancelled(_) => TaskError::CANCELLED,
         }
@@ -406,6 +440,12 @@ pub(crate) async fn execute(
     } = prepared;
     let prices = request.recipe.prices;
     let key = request.api_key.clone();
+    let toolbox = request.tools.clone();
+    // The calls for the output: always when the recipe offers tools, else only if made.
+    let tool_calls = || {
+        let calls = toolbox.calls();
+        (!toolbox.is_empty() || !calls.is_empty()).then(|| json!(calls))
+    };
     let reply = match tokio::time::timeout(timeout, engine.run(request)).await {
         Ok(Ok(reply)) => reply,
         Ok(Err(e)) => {
@@ -415,19 +455,63 @@ pub(crate) async fn execute(
             if let Some(k) = key.as_ref().filter(|k| !k.0.is_empty()) {
                 message = message.replace(k.expose(), "<redacted>");
             }
-            return Err(plain(e.kind(), message));
+            let mut error = plain(e.kind(), message.clone());
+            if let AgentError::ToolRounds { usage, .. } = e {
+                // The rounds were paid for: an envelope, so the cost counts.
+                error.output = envelope(
+                    json!({ "error": message }),
+                    usage,
+                    cost_of(None, usage, prices),
+                    tool_calls(),
+                );
+            } else if let Some(calls) = tool_calls().filter(|c| c != &json!([])) {
+                error.output["toolCalls"] = calls;
+            }
+            return Err(error);
         }
         Err(_) => {
-            return Err(plain(
+            let mut error = plain(
                 TaskError::TIMEOUT,
                 format!(
                     "[MAG-AG006] the agent did not answer within {} s",
                     timeout.as_secs_f64()
                 ),
-            ));
+            );
+            if let Some(calls) = tool_calls().filter(|c| c != &json!([])) {
+                error.output["toolCalls"] = calls;
+            }
+            return Err(error);
         }
     };
-    outcome(&reply, engine.reply_format(), validator.as_ref(), prices)
+    outcome(
+        &reply,
+        engine.reply_format(),
+        validator.as_ref(),
+        prices,
+        tool_calls(),
+    )
+}
+
+/// The cost of an attempt: the engine's own figure, else `usage` priced by `prices`.
+fn cost_of(reported: Option<f64>, usage: Option<Usage>, prices: Option<Prices>) -> Option<f64> {
+    reported.or_else(|| {
+        let (p, u) = (prices?, usage?);
+        Some(p.cost_usd(u.prompt_tokens, u.completion_tokens))
+    })
+}
+
+/// The output of an attempt that got replies (see the module docs).
+fn envelope(
+    data: Value,
+    usage: Option<Usage>,
+    cost: Option<f64>,
+    tool_calls: Option<Value>,
+) -> Value {
+    let mut out = json!({ "data": data, "usage": usage, "costUsd": cost });
+    if let Some(calls) = tool_calls {
+        out["toolCalls"] = calls;
+    }
+    out
 }
 
 struct Prepared {
@@ -495,16 +579,27 @@ fn prepare(rt: &RuntimeInner, input: &Value, ctx: &TaskContext) -> Result<Prepar
             .unwrap_or_default()
             .to_string()
     };
-    let allowed_tools = run
-        .get("allowedTools")
-        .and_then(Value::as_array)
-        .map(|a| {
+    // `None` (the workflow declares no `allowedTools:`) means the default pool.
+    let workflow_allowed: Option<Vec<String>> =
+        run.get("allowedTools").and_then(Value::as_array).map(|a| {
             a.iter()
                 .filter_map(Value::as_str)
                 .map(str::to_string)
                 .collect()
-        })
-        .unwrap_or_default();
+        });
+    let tool_ctx = ToolContext {
+        tenant: scope.tenant.clone(),
+        project: scope.project.clone(),
+        user: text_of("startedBy"),
+        workflow_run_id: Some(ctx.run_id),
+        workflow_name: Some(text_of("workflowName")).filter(|s| !s.is_empty()),
+        state: Some(ctx.name.clone()),
+        // Per attempt; the tool box adds the call's index.
+        idempotency_key: Some(ctx.idempotency_key()),
+        engine: rt.tools.engine.get().cloned(),
+    };
+    let tools = ToolBox::new(rt, scope, workflow_allowed.clone(), &recipe.tools, tool_ctx);
+    let allowed_tools = workflow_allowed.unwrap_or_default();
     let request = AgentRequest {
         recipe_name: name.to_string(),
         recipe,
@@ -521,6 +616,7 @@ fn prepare(rt: &RuntimeInner, input: &Value, ctx: &TaskContext) -> Result<Prepar
         },
         api_key,
         timeout: Some(timeout),
+        tools,
     };
     Ok(Prepared {
         engine,
@@ -558,13 +654,11 @@ fn outcome(
     format: ReplyFormat,
     validator: Option<&jsonschema::Validator>,
     prices: Option<Prices>,
+    tool_calls: Option<Value>,
 ) -> Result<Value, TaskError> {
     let usage = reply.usage;
-    let cost = reply.cost_usd.or_else(|| {
-        let (p, u) = (prices?, usage?);
-        Some(p.cost_usd(u.prompt_tokens, u.completion_tokens))
-    });
-    let envelope = |data: Value| json!({ "data": data, "usage": usage, "costUsd": cost });
+    let cost = cost_of(reply.cost_usd, usage, prices);
+    let envelope = |data: Value| envelope(data, usage, cost, tool_calls.clone());
     let fail = |kind: &str, message: String, data: Value| {
         TaskError::terminal(message)
             .with_kind(kind)
@@ -636,6 +730,7 @@ mod tests {
             ReplyFormat::LastMessage,
             None,
             prices,
+            None,
         )
         .unwrap();
         assert_eq!(ok["data"], "hi");
@@ -644,6 +739,7 @@ mod tests {
         let stale = outcome(
             &reply(CloseReason::Stale, "x"),
             ReplyFormat::LastMessage,
+            None,
             None,
             None,
         )
@@ -655,12 +751,13 @@ mod tests {
             CloseReason::UserDelete,
             CloseReason::Abandoned,
         ] {
-            let e = outcome(&reply(r, "x"), ReplyFormat::Wrapper, None, None).unwrap_err();
+            let e = outcome(&reply(r, "x"), ReplyFormat::Wrapper, None, None, None).unwrap_err();
             assert_eq!(e.kind, "cancelled", "{r:?}");
         }
         let bad = outcome(
             &reply(CloseReason::Done, "{\"success\": false}"),
             ReplyFormat::Wrapper,
+            None,
             None,
             None,
         )

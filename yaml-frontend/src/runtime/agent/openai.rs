@@ -6,13 +6,14 @@ use futures::future::BoxFuture;
 use serde_json::{Value, json};
 
 use super::{
-    AgentEngine, AgentError, AgentReply, AgentRequest, ChatMessage, CloseReason, ReplyFormat,
-    Usage, jeltz,
+    AgentEngine, AgentError, AgentReply, AgentRequest, ChatMessage, CloseReason,
+    DEFAULT_MAX_TOOL_ROUNDS, ReplyFormat, Usage, jeltz,
 };
 
 /// The recipe fields the built-in engines understand (besides `engine`).
 const KNOWN_FIELDS: &str = "engine, provider, baseUrl, model, apiKeyEnv, temperature, \
-                            maxTokens, timeoutSeconds, prices, system, jsonMode";
+                            maxTokens, timeoutSeconds, prices, system, jsonMode, tools, \
+                            maxToolRounds";
 
 const DEFAULT_BASE_URL: &str = "https://api.openai.com/v1";
 
@@ -26,11 +27,13 @@ enum Mode {
 }
 
 /// A built-in engine that talks to an OpenAI-compatible chat-completions endpoint
-/// (`POST {baseUrl}/chat/completions`, `Authorization: Bearer <key>`), one request per attempt.
+/// (`POST {baseUrl}/chat/completions`, `Authorization: Bearer <key>`).
 ///
-/// [`OpenAiEngine::jeltz`] is registered as `jeltz`, [`OpenAiEngine::chat`] as `chat`. Tool
-/// calling is not supported: the request carries no `tools`, and a reply without text content
-/// is an empty assistant message.
+/// [`OpenAiEngine::jeltz`] is registered as `jeltz`, [`OpenAiEngine::chat`] as `chat`. Without
+/// recipe `tools:` an attempt is one request (a reply without text content is an empty
+/// assistant message); with them the request carries the OpenAI `tools` array and the engine
+/// executes the model's `tool_calls` through the request's tool box (permission-checked) and
+/// asks again, for at most the recipe's `maxToolRounds` rounds.
 #[derive(Debug)]
 pub struct OpenAiEngine {
     mode: Mode,
@@ -110,7 +113,7 @@ impl OpenAiEngine {
         };
         messages.push(ChatMessage::new("user", user));
 
-        let mut body = json!({ "model": model, "messages": messages });
+        let mut body = json!({ "model": model });
         if let Some(t) = recipe.temperature {
             body["temperature"] = json!(t);
         }
@@ -120,57 +123,133 @@ impl OpenAiEngine {
         if self.mode == Mode::Jeltz && recipe.json_mode.unwrap_or(true) {
             body["response_format"] = json!({ "type": "json_object" });
         }
+        let specs = req.tools.specs();
+        if !specs.is_empty() {
+            body["tools"] = Value::Array(specs);
+        }
         let base = recipe.base_url.as_deref().unwrap_or(DEFAULT_BASE_URL);
         let url = format!("{}/chat/completions", base.trim_end_matches('/'));
-        let mut http = self.client()?.post(&url).json(&body);
+        let max_rounds = recipe.max_tool_rounds.unwrap_or(DEFAULT_MAX_TOOL_ROUNDS);
+        // The conversation as sent: assistant tool calls and tool results do not fit
+        // `ChatMessage`.
+        let mut wire: Vec<Value> = messages
+            .iter()
+            .map(|m| json!({ "role": m.role, "content": m.content }))
+            .collect();
+        let mut usage: Option<Usage> = None;
+        let mut round = 0;
+        loop {
+            body["messages"] = Value::Array(wire.clone());
+            let reply = self.post(&url, &body, &req).await?;
+            if let Some(u) = usage_of(&reply) {
+                let total = usage.get_or_insert_with(Usage::default);
+                total.prompt_tokens += u.prompt_tokens;
+                total.completion_tokens += u.completion_tokens;
+                total.total_tokens += u.total_tokens;
+            }
+            let Some(message) = reply.pointer("/choices/0/message") else {
+                return Err(AgentError::Transport(format!(
+                    "[MAG-AG005] POST {url}: the response has no `choices[0].message`: {}",
+                    clip(&reply.to_string(), 500)
+                )));
+            };
+            let content = message
+                .get("content")
+                .and_then(Value::as_str)
+                .unwrap_or_default();
+            let calls: &[Value] = message
+                .get("tool_calls")
+                .and_then(Value::as_array)
+                .map_or(&[], Vec::as_slice);
+            let finish = reply.pointer("/choices/0/finish_reason");
+            if req.tools.is_empty() || calls.is_empty() {
+                if !req.tools.is_empty() && finish == Some(&json!("tool_calls")) {
+                    return Err(AgentError::Transport(format!(
+                        "[MAG-AG005] POST {url}: finish_reason `tool_calls` without \
+                         `choices[0].message.tool_calls`: {}",
+                        clip(&reply.to_string(), 500)
+                    )));
+                }
+                messages.push(ChatMessage::new("assistant", content));
+                break;
+            }
+            if round >= max_rounds {
+                return Err(AgentError::ToolRounds {
+                    message: format!(
+                        "[MAG-AG010] recipe `{name}`: the model still calls tools after \
+                         maxToolRounds ({max_rounds}) rounds"
+                    ),
+                    usage,
+                });
+            }
+            round += 1;
+            wire.push(json!({
+                "role": "assistant",
+                "content": message.get("content").cloned().unwrap_or(Value::Null),
+                "tool_calls": calls,
+            }));
+            messages.push(ChatMessage::new("assistant", content));
+            for call in calls {
+                let id = call.get("id").cloned().unwrap_or(Value::Null);
+                let function = call.get("function").unwrap_or(&Value::Null);
+                let tool = function
+                    .get("name")
+                    .and_then(Value::as_str)
+                    .unwrap_or_default();
+                let arguments = function.get("arguments").cloned().unwrap_or(Value::Null);
+                let result = match req.tools.call(tool, arguments).await {
+                    Ok(v) => v.to_string(),
+                    Err(e) => json!({ "error": e.to_string() }).to_string(),
+                };
+                wire.push(json!({ "role": "tool", "tool_call_id": id, "content": result }));
+                messages.push(ChatMessage::new("tool", result));
+            }
+        }
+        let mut out = AgentReply::new(CloseReason::Done, messages);
+        out.usage = usage;
+        Ok(out)
+    }
+
+    /// One chat-completions request; the parsed response.
+    async fn post(&self, url: &str, body: &Value, req: &AgentRequest) -> Result<Value, AgentError> {
+        let mut http = self.client()?.post(url).json(body);
         if let Some(key) = &req.api_key {
             http = http.bearer_auth(key.expose());
         }
         if let Some(t) = req.timeout {
             http = http.timeout(t);
         }
-        let response = http.send().await.map_err(|e| transport(&url, e))?;
+        let response = http.send().await.map_err(|e| transport(url, e))?;
         let status = response.status();
-        let text = response.text().await.map_err(|e| transport(&url, e))?;
+        let text = response.text().await.map_err(|e| transport(url, e))?;
         if !status.is_success() {
             return Err(AgentError::Transport(format!(
                 "[MAG-AG005] POST {url}: HTTP {status}: {}",
                 clip(&text, 500)
             )));
         }
-        let reply: Value = serde_json::from_str(&text).map_err(|e| {
+        serde_json::from_str(&text).map_err(|e| {
             AgentError::Transport(format!(
                 "[MAG-AG005] POST {url}: the response is not chat-completion JSON ({e}): {}",
                 clip(&text, 500)
             ))
-        })?;
-        let Some(message) = reply.pointer("/choices/0/message") else {
-            return Err(AgentError::Transport(format!(
-                "[MAG-AG005] POST {url}: the response has no `choices[0].message`: {}",
-                clip(&text, 500)
-            )));
-        };
-        let content = message
-            .get("content")
-            .and_then(Value::as_str)
-            .unwrap_or_default();
-        messages.push(ChatMessage::new("assistant", content));
-        let usage = reply.get("usage").map(|u| {
-            let n = |k: &str| u.get(k).and_then(Value::as_u64).unwrap_or(0);
-            let (p, c) = (n("prompt_tokens"), n("completion_tokens"));
-            Usage {
-                prompt_tokens: p,
-                completion_tokens: c,
-                total_tokens: u
-                    .get("total_tokens")
-                    .and_then(Value::as_u64)
-                    .unwrap_or(p + c),
-            }
-        });
-        let mut out = AgentReply::new(CloseReason::Done, messages);
-        out.usage = usage;
-        Ok(out)
+        })
     }
+}
+
+fn usage_of(reply: &Value) -> Option<Usage> {
+    reply.get("usage").filter(|u| u.is_object()).map(|u| {
+        let n = |k: &str| u.get(k).and_then(Value::as_u64).unwrap_or(0);
+        let (p, c) = (n("prompt_tokens"), n("completion_tokens"));
+        Usage {
+            prompt_tokens: p,
+            completion_tokens: c,
+            total_tokens: u
+                .get("total_tokens")
+                .and_then(Value::as_u64)
+                .unwrap_or(p + c),
+        }
+    })
 }
 
 impl AgentEngine for OpenAiEngine {

@@ -69,6 +69,13 @@ pub struct Recipe {
     /// Whether to send `response_format: {type: json_object}` (Jeltz only; default `true`).
     #[serde(default)]
     pub json_mode: Option<bool>,
+    /// The registered tools offered to the model (built-in engines: the OpenAI `tools`).
+    #[serde(default)]
+    pub tools: Vec<String>,
+    /// How many rounds of tool calls the model may make (default 8); one more is a
+    /// `technical_error`.
+    #[serde(default)]
+    pub max_tool_rounds: Option<u32>,
     /// Engine-specific fields the built-in engines do not know.
     #[serde(flatten)]
     pub extra: Map<String, Value>,

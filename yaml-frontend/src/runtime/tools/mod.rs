@@ -39,7 +39,7 @@ use serde_json::{Value, json};
 use super::documents::Scope;
 use super::{DocumentSource, RuntimeInner, YamlRuntime};
 
-pub(crate) use permission::permission;
+pub(crate) use permission::{decide, permission};
 
 /// A tool callable from a `tool_task` (and, through the registry, by agents).
 ///
@@ -197,7 +197,7 @@ pub(crate) struct Tools {
     registry: RwLock<BTreeMap<String, Arc<dyn Tool>>>,
     /// Set by [`YamlRuntime::attach`]. The engine holds the runtime's task executors and
     /// the runtime holds the engine: both live as long as the process uses them.
-    engine: OnceLock<Engine>,
+    pub(crate) engine: OnceLock<Engine>,
 }
 
 impl fmt::Debug for Tools {
