@@ -15,7 +15,11 @@ type PResult = Result<Expr, ConditionError>;
 /// Parses `src` into an expression.
 pub(crate) fn parse(src: &str) -> PResult {
     let toks = lex(src)?;
-    let mut p = Parser { toks, pos: 0 };
+    let mut p = Parser {
+        toks,
+        pos: 0,
+        depth: 0,
+    };
     let e = p.expr()?;
     let t = p.peek();
     if t.tok != Tok::Eof {
@@ -33,7 +37,13 @@ pub(crate) fn parse(src: &str) -> PResult {
 struct Parser {
     toks: Vec<Token>,
     pos: usize,
+    /// Current nesting of sub-expressions; bounded so that hostile input (`((((…`, `!!!!…`)
+    /// is an error, not a stack overflow of the process that loads the document.
+    depth: usize,
 }
+
+/// Deepest nesting of parentheses, ternaries, indexes and negations a condition may have.
+const MAX_DEPTH: usize = 64;
 
 fn describe(t: &Tok) -> String {
     match t {
@@ -108,7 +118,24 @@ impl Parser {
         ))
     }
 
+    fn nested(&mut self, f: fn(&mut Self) -> PResult) -> PResult {
+        if self.depth >= MAX_DEPTH {
+            return Err(ConditionError::syntax(
+                self.peek().offset,
+                format!("expression nested too deeply: at most {MAX_DEPTH} levels"),
+            ));
+        }
+        self.depth += 1;
+        let result = f(self);
+        self.depth -= 1;
+        result
+    }
+
     fn expr(&mut self) -> PResult {
+        self.nested(Self::expr_inner)
+    }
+
+    fn expr_inner(&mut self) -> PResult {
         let cond = self.or()?;
         let t = self.peek().clone();
         match t.tok {
@@ -254,6 +281,10 @@ impl Parser {
     }
 
     fn unary(&mut self) -> PResult {
+        self.nested(Self::unary_inner)
+    }
+
+    fn unary_inner(&mut self) -> PResult {
         let t = self.peek().clone();
         if t.tok == Tok::Not || word_is(&t.tok, "not") {
             self.bump();

@@ -204,3 +204,18 @@ fn syntax_errors_with_offsets() {
         assert!(e.message.contains(msg), "{src}: {e}");
     }
 }
+
+#[test]
+fn hostile_nesting_is_an_error_not_a_stack_overflow() {
+    for src in [
+        format!("{}true{}", "(".repeat(100_000), ")".repeat(100_000)),
+        format!("{}true", "!".repeat(100_000)),
+        format!("#state{}", "[#state".repeat(50_000)),
+        "true ? ".repeat(50_000) + "1",
+    ] {
+        let err = Condition::parse(&src).unwrap_err();
+        assert!(err.message.contains("nested too deeply"), "{}", err.message);
+    }
+    let ok = format!("{}true{}", "(".repeat(30), ")".repeat(30));
+    assert!(Condition::parse(&ok).is_ok());
+}
