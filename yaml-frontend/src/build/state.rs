@@ -399,23 +399,14 @@ fn task_spec(ctx: &mut Ctx<'_>, t: TaskType, node: &YamlNode, what: &str) -> Tas
             let run = req(ctx, "run");
             if let Some(at) = run.find("${params.") {
                 let key: String = run[at + 9..].chars().take_while(|c| *c != '}').collect();
-                let env: String = key
-                    .chars()
-                    .map(|c| {
-                        if c.is_ascii_alphanumeric() {
-                            c.to_ascii_uppercase()
-                        } else {
-                            '_'
-                        }
-                    })
-                    .collect();
+                let env = crate::runtime::env_name("PARAM", &key);
                 let span = node.get("run").map_or(node.span, |n| n.span);
                 ctx.warn(
                     span,
                     Code::ShellSplice,
                     format_args!(
                         "run of {what} splices '${{params.{key}}}' into the shell command, where \
-                         a value with quotes or ';' becomes code: use \"$MAGRATHEA_PARAM_{env}\" \
+                         a value with quotes or ';' becomes code: use \"${env}\" \
                          instead"
                     ),
                 );

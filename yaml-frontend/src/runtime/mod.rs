@@ -28,6 +28,7 @@ pub use agent::{
 pub use documents::{DocumentError, DocumentSource, Scope, check_name};
 pub use graph::{Edge, StateGraph};
 pub use settings::{LaneSettings, ProjectSettings};
+pub(crate) use shell::env_name;
 pub use tools::{Tool, ToolContext, ToolError};
 
 use crate::{Diagnostics, LoadOptions, ParamErrors, load_workflow, validate_params};

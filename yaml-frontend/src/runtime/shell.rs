@@ -164,21 +164,26 @@ fn tail(bytes: &[u8], max: usize) -> (String, bool) {
     (format!("[… {cut} bytes truncated …]\n{kept}"), true)
 }
 
+/// The environment variable that carries a run parameter (`PARAM`) or variable (`VAR`):
+/// `MAGRATHEA_<PREFIX>_<KEY>`, the key upper-cased with every character other than `A-Z`,
+/// `0-9` and `_` replaced by `_`.
+pub(crate) fn env_name(prefix: &str, key: &str) -> String {
+    let key: String = key
+        .chars()
+        .map(|c| {
+            if c.is_ascii_alphanumeric() {
+                c.to_ascii_uppercase()
+            } else {
+                '_'
+            }
+        })
+        .collect();
+    format!("MAGRATHEA_{prefix}_{key}")
+}
+
 /// The environment of a shell step: run parameters, stored variables and the run's identity.
 pub(crate) fn environment(input: &Value, ctx: &TaskContext) -> Vec<(String, String)> {
-    let name = |prefix: &str, key: &str| {
-        let key: String = key
-            .chars()
-            .map(|c| {
-                if c.is_ascii_alphanumeric() {
-                    c.to_ascii_uppercase()
-                } else {
-                    '_'
-                }
-            })
-            .collect();
-        format!("MAGRATHEA_{prefix}_{key}")
-    };
+    let name = env_name;
     let text = |v: &Value| match v {
         Value::String(s) => s.clone(),
         other => other.to_string(),
