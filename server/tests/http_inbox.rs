@@ -8,13 +8,8 @@ use serde_json::{Value, json};
 
 async fn pending(s: &Server, run: &str) -> Value {
     let items: Vec<Value> = s
-        .get("/brain/acme/project/shop/inbox", Some(ACME))
-        .send()
-        .await
-        .unwrap()
-        .json()
-        .await
-        .unwrap();
+        .get_json("/brain/acme/project/shop/inbox", Some(ACME))
+        .await;
     items
         .into_iter()
         .find(|i| i["workflowRunId"] == run)
@@ -31,13 +26,8 @@ async fn an_answer_over_http_drives_the_run_to_done_and_a_second_is_ignored() {
     assert_eq!(item["status"], "PENDING");
     let id = item["id"].as_str().unwrap();
     let got: Value = s
-        .get(&format!("/brain/acme/project/shop/inbox/{id}"), Some(ACME))
-        .send()
-        .await
-        .unwrap()
-        .json()
-        .await
-        .unwrap();
+        .get_json(&format!("/brain/acme/project/shop/inbox/{id}"), Some(ACME))
+        .await;
     assert_eq!(got["title"], "Ship it?");
 
     let answer = format!("/brain/acme/project/shop/inbox/{id}/answer");
@@ -80,26 +70,16 @@ async fn an_answer_over_http_drives_the_run_to_done_and_a_second_is_ignored() {
     assert_eq!(a["run"]["result"], "approved");
 
     let answered: Vec<Value> = s
-        .get("/brain/acme/project/shop/inbox?status=all", Some(ACME))
-        .send()
-        .await
-        .unwrap()
-        .json()
-        .await
-        .unwrap();
+        .get_json("/brain/acme/project/shop/inbox?status=all", Some(ACME))
+        .await;
     let mine = answered.iter().find(|i| i["id"] == id);
     // Inbox items are listed for unfinished runs only; a finished run's item is read by id.
     if let Some(mine) = mine {
         assert_eq!(mine["status"], "ANSWERED");
     }
     let got: Value = s
-        .get(&format!("/brain/acme/project/shop/inbox/{id}"), Some(ACME))
-        .send()
-        .await
-        .unwrap()
-        .json()
-        .await
-        .unwrap();
+        .get_json(&format!("/brain/acme/project/shop/inbox/{id}"), Some(ACME))
+        .await;
     assert_eq!(got["status"], "ANSWERED");
     assert_eq!(got["answer"]["answeredBy"], "alice");
     assert_eq!(got["answer"]["comment"], "lgtm");
@@ -112,14 +92,7 @@ async fn approvals_routes_list_approve_and_reject_within_the_tenant() {
     let no = s.start_run("lab", "approve", json!({})).await;
     s.wait_status("shop", &yes, &["WAITING"]).await;
     s.wait_status("lab", &no, &["WAITING"]).await;
-    let list: Vec<Value> = s
-        .get("/v1/workflow-approvals", Some(ACME))
-        .send()
-        .await
-        .unwrap()
-        .json()
-        .await
-        .unwrap();
+    let list: Vec<Value> = s.get_json("/v1/workflow-approvals", Some(ACME)).await;
     assert_eq!(list.len(), 2, "both projects of the tenant: {list:?}");
     let id_of = |run: &str| {
         list.iter()
@@ -131,27 +104,17 @@ async fn approvals_routes_list_approve_and_reject_within_the_tenant() {
     assert_eq!(scope, "acme/shop");
     let (no_id, _) = id_of(&no);
     let one: Value = s
-        .get(&format!("/v1/workflow-approvals/{yes_id}"), Some(ACME))
-        .send()
-        .await
-        .unwrap()
-        .json()
-        .await
-        .unwrap();
+        .get_json(&format!("/v1/workflow-approvals/{yes_id}"), Some(ACME))
+        .await;
     assert_eq!(one["title"], "Ship it?");
 
     let r: Value = s
-        .post(
+        .post_json(
             &format!("/v1/workflow-approvals/{yes_id}/approve"),
             Some(ACME),
+            &json!({"comment": "ok"}),
         )
-        .json(&json!({"comment": "ok"}))
-        .send()
-        .await
-        .unwrap()
-        .json()
-        .await
-        .unwrap();
+        .await;
     assert_eq!(r["applied"], true, "{r}");
     let r: Value = s
         .post(

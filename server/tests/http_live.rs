@@ -41,13 +41,8 @@ async fn sse_streams_a_run_from_start_to_done_without_duplicates() {
     let body = tokio::spawn(async move { response.text().await.unwrap() });
     tokio::time::sleep(Duration::from_millis(200)).await;
     let item: Vec<Value> = s
-        .get("/brain/acme/project/shop/inbox", Some(ACME))
-        .send()
-        .await
-        .unwrap()
-        .json()
-        .await
-        .unwrap();
+        .get_json("/brain/acme/project/shop/inbox", Some(ACME))
+        .await;
     let id = item[0]["id"].as_str().unwrap();
     s.post(
         &format!("/brain/acme/project/shop/inbox/{id}/answer"),
@@ -64,16 +59,11 @@ async fn sse_streams_a_run_from_start_to_done_without_duplicates() {
         .unwrap();
     let got = records(&body);
     let journal: Vec<Value> = s
-        .get(
+        .get_json(
             &format!("/brain/acme/project/shop/workflows/runs/{run}/journal"),
             Some(ACME),
         )
-        .send()
-        .await
-        .unwrap()
-        .json()
-        .await
-        .unwrap();
+        .await;
     assert_eq!(got, journal, "every record once, in order");
     assert_eq!(got[0]["type"], "StartRecord");
     let last = got.last().unwrap();

@@ -9,14 +9,7 @@ use serde_json::{Value, json};
 #[tokio::test]
 async fn health_and_metrics() {
     let s = Server::start().await;
-    let h: Value = s
-        .get("/healthz", None)
-        .send()
-        .await
-        .unwrap()
-        .json()
-        .await
-        .unwrap();
+    let h: Value = s.get_json("/healthz", None).await;
     assert_eq!(h, json!({"status": "ok"}));
     let run = s.start_run("shop", "hello", json!({})).await;
     s.wait_status("shop", &run, &["DONE"]).await;
@@ -44,14 +37,7 @@ async fn health_and_metrics() {
 #[tokio::test]
 async fn every_openapi_route_exists_in_the_router() {
     let s = Server::start().await;
-    let doc: Value = s
-        .get("/openapi.json", None)
-        .send()
-        .await
-        .unwrap()
-        .json()
-        .await
-        .unwrap();
+    let doc: Value = s.get_json("/openapi.json", None).await;
     assert_eq!(doc["openapi"], "3.1.0");
     let paths = doc["paths"].as_object().unwrap();
     assert!(paths.len() >= 18, "{}", paths.len());
@@ -98,13 +84,8 @@ async fn documents_are_read_listed_and_written_with_validation() {
         .unwrap();
     assert_eq!(text, HELLO);
     let list: Value = s
-        .get(&format!("{base}?dir=workflows"), Some(ACME_READ))
-        .send()
-        .await
-        .unwrap()
-        .json()
-        .await
-        .unwrap();
+        .get_json(&format!("{base}?dir=workflows"), Some(ACME_READ))
+        .await;
     let names: Vec<&str> = list["items"]
         .as_array()
         .unwrap()
@@ -120,14 +101,7 @@ async fn documents_are_read_listed_and_written_with_validation() {
             "needs-param.yaml"
         ]
     );
-    let top: Value = s
-        .get(base, Some(ACME))
-        .send()
-        .await
-        .unwrap()
-        .json()
-        .await
-        .unwrap();
+    let top: Value = s.get_json(base, Some(ACME)).await;
     assert_eq!(
         top["items"][0],
         json!({"name": "workflows", "path": "workflows", "kind": "dir"})

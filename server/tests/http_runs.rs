@@ -21,16 +21,11 @@ async fn start_get_list_journal_and_pagination() {
     assert_eq!(v["scope"], "acme/shop");
 
     let journal: Vec<Value> = s
-        .get(
+        .get_json(
             &format!("/brain/acme/project/shop/workflows/runs/{run}/journal"),
             Some(ACME),
         )
-        .send()
-        .await
-        .unwrap()
-        .json()
-        .await
-        .unwrap();
+        .await;
     assert_eq!(journal[0]["type"], "StartRecord");
     assert!(
         journal
@@ -171,17 +166,12 @@ async fn cancel_ends_a_waiting_run() {
     let run = s.start_run("shop", "approve", json!({})).await;
     s.wait_status("shop", &run, &["WAITING"]).await;
     let r: Value = s
-        .post(
+        .post_json(
             &format!("/brain/acme/project/shop/workflows/runs/{run}/cancel"),
             Some(ACME),
+            &json!({"reason": "not needed"}),
         )
-        .json(&json!({"reason": "not needed"}))
-        .send()
-        .await
-        .unwrap()
-        .json()
-        .await
-        .unwrap();
+        .await;
     assert_eq!(r["cancel"], "requested", "{r}");
     let v = s.wait_status("shop", &run, &["CANCELLED"]).await;
     assert_eq!(v["reason"], "not needed");
@@ -205,13 +195,8 @@ async fn runs_and_items_of_another_tenant_or_project_are_404_everywhere() {
     let run = s.start_run("shop", "approve", json!({})).await;
     s.wait_status("shop", &run, &["WAITING"]).await;
     let items: Vec<Value> = s
-        .get("/brain/acme/project/shop/inbox", Some(ACME))
-        .send()
-        .await
-        .unwrap()
-        .json()
-        .await
-        .unwrap();
+        .get_json("/brain/acme/project/shop/inbox", Some(ACME))
+        .await;
     let item = items[0]["id"].as_str().unwrap().to_string();
 
     // (tenant, project, token): another project of the tenant, another tenant's route with
@@ -253,13 +238,8 @@ async fn runs_and_items_of_another_tenant_or_project_are_404_everywhere() {
             );
         }
         let list: Value = s
-            .get(&format!("{base}/workflows/runs"), Some(token))
-            .send()
-            .await
-            .unwrap()
-            .json()
-            .await
-            .unwrap();
+            .get_json(&format!("{base}/workflows/runs"), Some(token))
+            .await;
         if t == "acme" && p == "shop" {
             assert_eq!(list["error"]["code"], "MAG-HTTP-404");
         } else {
@@ -267,14 +247,7 @@ async fn runs_and_items_of_another_tenant_or_project_are_404_everywhere() {
         }
     }
     // Globex's approvals do not include acme's item, and cannot answer it.
-    let approvals: Value = s
-        .get("/v1/workflow-approvals", Some(GLOBEX))
-        .send()
-        .await
-        .unwrap()
-        .json()
-        .await
-        .unwrap();
+    let approvals: Value = s.get_json("/v1/workflow-approvals", Some(GLOBEX)).await;
     assert_eq!(approvals, json!([]));
     let r = s
         .post(

@@ -128,6 +128,38 @@ impl Server {
     }
 
     /// Starts `name` in `acme/shop` and returns the run id.
+    /// GET `path` and read the JSON body (any status).
+    pub async fn get_json<T: serde::de::DeserializeOwned>(
+        &self,
+        path: &str,
+        token: Option<&str>,
+    ) -> T {
+        self.get(path, token)
+            .send()
+            .await
+            .unwrap()
+            .json()
+            .await
+            .unwrap()
+    }
+
+    /// POST `body` as JSON to `path` and read the JSON reply (any status).
+    pub async fn post_json<T: serde::de::DeserializeOwned>(
+        &self,
+        path: &str,
+        token: Option<&str>,
+        body: &Value,
+    ) -> T {
+        self.post(path, token)
+            .json(body)
+            .send()
+            .await
+            .unwrap()
+            .json()
+            .await
+            .unwrap()
+    }
+
     pub async fn start_run(&self, project: &str, name: &str, params: Value) -> String {
         let r = self
             .post(
