@@ -15,8 +15,13 @@ use tokio::sync::oneshot;
 use crate::error::StoreError;
 use crate::store::{CommitBatch, Store};
 
+/// Called after every successful commit with the number of records and the commit's duration
+/// in microseconds (for histograms in metrics exporters). Runs on the writer thread: keep it
+/// cheap.
+pub type CommitObserver = Box<dyn Fn(usize, u64) + Send + Sync>;
+
 /// Counters of the writer, for metrics and benches.
-#[derive(Debug, Default)]
+#[derive(Default)]
 pub struct WriterStats {
     /// Commits made.
     pub commits: AtomicU64,
@@ -26,6 +31,25 @@ pub struct WriterStats {
     pub records: AtomicU64,
     /// Total time spent in commits, in microseconds.
     pub commit_micros: AtomicU64,
+    observer: std::sync::OnceLock<CommitObserver>,
+}
+
+impl std::fmt::Debug for WriterStats {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("WriterStats")
+            .field("commits", &self.commits)
+            .field("batches", &self.batches)
+            .field("records", &self.records)
+            .field("commit_micros", &self.commit_micros)
+            .finish_non_exhaustive()
+    }
+}
+
+impl WriterStats {
+    /// Installs the commit observer; only the first call takes effect (returns `false` after).
+    pub fn observe_commits(&self, observer: CommitObserver) -> bool {
+        self.observer.set(observer).is_ok()
+    }
 }
 
 struct Request {
@@ -117,6 +141,9 @@ fn run(store: Arc<dyn Store>, rx: mpsc::Receiver<Request>, stats: Arc<WriterStat
                 .fetch_add(group.len() as u64, Ordering::Relaxed);
             stats.records.fetch_add(records as u64, Ordering::Relaxed);
             stats.commit_micros.fetch_add(micros, Ordering::Relaxed);
+            if let Some(observe) = stats.observer.get() {
+                observe(records, micros);
+            }
         } else if let Err(e) = &result {
             tracing::error!(error = %e, appends = group.len(), "journal commit failed");
         }

@@ -29,6 +29,9 @@ async fn health_and_metrics() {
         "magrathea_journal_commit_seconds_total",
         "magrathea_http_requests_total{method=\"POST\",route=\"/brain/{tenant}/project/{project}/workflows/{name}/start\",status=\"201\"} 1",
         "magrathea_http_request_duration_seconds_bucket",
+        "magrathea_journal_commit_records_bucket",
+        "magrathea_journal_commit_duration_seconds_bucket",
+        "magrathea_step_duration_seconds_count{task=\"shell_task\"} 1",
     ] {
         assert!(text.contains(needle), "missing {needle} in\n{text}");
     }

@@ -1453,7 +1453,15 @@ impl Driver {
         let attempt = t.attempt;
         let engine = self.engine.clone();
         let run = self.run_id;
-        let handle = tokio::spawn(async move {
+        let span = tracing::info_span!(
+            "task",
+            run = %run,
+            step,
+            attempt,
+            task = %task_name,
+            name = %st.name
+        );
+        let attempt_future = async move {
             let result = match registration {
                 None => Err(TaskError::terminal(format!(
                     "[MAG-TK001] unknown task `{task_name}`: register it with EngineBuilder::task"
@@ -1481,6 +1489,9 @@ impl Driver {
                     })
                 }
             };
+            if let Err(e) = &result {
+                tracing::debug!(kind = %e.kind, error = %e.message, "task attempt failed");
+            }
             engine.deliver(
                 run,
                 Event::TaskDone {
@@ -1489,7 +1500,8 @@ impl Driver {
                     result,
                 },
             );
-        });
+        };
+        let handle = tokio::spawn(tracing::Instrument::instrument(attempt_future, span));
         self.executing.insert(step, handle.abort_handle());
     }
 

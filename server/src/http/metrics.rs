@@ -11,6 +11,9 @@
 //! | `magrathea_journal_batches_total` | counter | |
 //! | `magrathea_journal_records_total` | counter | |
 //! | `magrathea_journal_commit_seconds_total` | counter | (divide by commits for the mean latency) |
+//! | `magrathea_journal_commit_records` | histogram | records per commit (the group-commit batch size) |
+//! | `magrathea_journal_commit_duration_seconds` | histogram | one commit, fsync included |
+//! | `magrathea_step_duration_seconds` | histogram | `task` — a task attempt, from its `TaskStartedRecord` to its `TaskResultRecord` |
 
 use std::sync::Mutex;
 use std::sync::atomic::Ordering;
@@ -41,6 +44,9 @@ pub struct Metrics {
     journal_batches: IntCounter,
     journal_records: IntCounter,
     journal_commit_seconds: Counter,
+    commit_records: prometheus::Histogram,
+    commit_duration: prometheus::Histogram,
+    step_duration: HistogramVec,
     // The writer's counters are cumulative; scrapes add the difference to the last scrape's.
     scrape: Mutex<()>,
 }
@@ -90,6 +96,30 @@ impl Metrics {
             "magrathea_journal_commit_seconds_total",
             "Total time spent in journal commits",
         )?;
+        let commit_records = prometheus::Histogram::with_opts(
+            HistogramOpts::new(
+                "magrathea_journal_commit_records",
+                "Records per journal commit (the group-commit batch size)",
+            )
+            .buckets(prometheus::exponential_buckets(1.0, 4.0, 8)?),
+        )?;
+        let commit_duration = prometheus::Histogram::with_opts(
+            HistogramOpts::new(
+                "magrathea_journal_commit_duration_seconds",
+                "Duration of one journal commit, fsync included",
+            )
+            .buckets(prometheus::exponential_buckets(0.000_05, 2.0, 14)?),
+        )?;
+        let step_duration = HistogramVec::new(
+            HistogramOpts::new(
+                "magrathea_step_duration_seconds",
+                "A task attempt, from its TaskStartedRecord to its TaskResultRecord",
+            ),
+            &["task"],
+        )?;
+        registry.register(Box::new(commit_records.clone()))?;
+        registry.register(Box::new(commit_duration.clone()))?;
+        registry.register(Box::new(step_duration.clone()))?;
         registry.register(Box::new(http_requests.clone()))?;
         registry.register(Box::new(http_duration.clone()))?;
         registry.register(Box::new(runs_started.clone()))?;
@@ -108,6 +138,9 @@ impl Metrics {
             journal_batches,
             journal_records,
             journal_commit_seconds,
+            commit_records,
+            commit_duration,
+            step_duration,
             scrape: Mutex::new(()),
         })
     }
@@ -115,6 +148,62 @@ impl Metrics {
     /// Counts a run started through `trigger`.
     pub fn run_started(&self, trigger: &str) {
         self.runs_started.with_label_values(&[trigger]).inc();
+    }
+
+    /// Observes every journal commit (batch size and duration) and every task attempt's
+    /// duration, read from the committed journal stream.
+    pub fn watch_journal(self: &std::sync::Arc<Self>, engine: &Engine) {
+        let metrics = self.clone();
+        engine
+            .writer_stats()
+            .observe_commits(Box::new(move |records, micros| {
+                metrics.commit_records.observe(records as f64);
+                metrics.commit_duration.observe(micros as f64 / 1e6);
+            }));
+        let mut updates = engine.subscribe_journal();
+        let metrics = self.clone();
+        tokio::spawn(async move {
+            let mut open: std::collections::HashMap<
+                (magrathea_core::RunId, u32, u32),
+                (u64, String),
+            > = std::collections::HashMap::new();
+            loop {
+                match updates.recv().await {
+                    Ok(update) => {
+                        for e in update.entries.iter() {
+                            match &e.record {
+                                magrathea_core::Record::TaskStarted {
+                                    step,
+                                    attempt,
+                                    task,
+                                    ..
+                                } => {
+                                    open.insert(
+                                        (update.run_id, *step, *attempt),
+                                        (e.at_ms, task.clone()),
+                                    );
+                                }
+                                magrathea_core::Record::TaskResult { step, attempt, .. } => {
+                                    if let Some((started, task)) =
+                                        open.remove(&(update.run_id, *step, *attempt))
+                                    {
+                                        let secs = e.at_ms.saturating_sub(started) as f64 / 1000.0;
+                                        metrics
+                                            .step_duration
+                                            .with_label_values(&[&task])
+                                            .observe(secs);
+                                    }
+                                }
+                                _ => {}
+                            }
+                        }
+                    }
+                    // A lagging watcher misses some steps; drop what can no longer finish.
+                    Err(RecvError::Lagged(_)) => open.clear(),
+                    Err(RecvError::Closed) => break,
+                }
+            }
+        });
     }
 
     /// Counts terminal status changes until the engine closes.

@@ -204,6 +204,7 @@ pub async fn serve(config: ServeConfig) -> Result<(SocketAddr, ServerHandle), Se
     runtime.attach(&engine);
     let metrics = Arc::new(metrics::Metrics::new()?);
     metrics.watch_runs(&engine);
+    metrics.watch_journal(&engine);
     let state = AppState {
         engine: engine.clone(),
         runtime,
