@@ -26,21 +26,31 @@ use proc_macro::TokenStream;
 ///
 /// # Shape
 ///
-/// ```ignore
+/// ```
 /// use magrathea::{task, TaskContext, TaskError};
+/// use serde::{Deserialize, Serialize};
+///
+/// #[derive(Serialize, Deserialize)]
+/// pub struct Order { pub cents: u64 }
+/// #[derive(Serialize, Deserialize)]
+/// pub struct Receipt { pub id: String }
 ///
 /// /// Charges the order's card.
 /// #[task(name = "payments.charge", retry(max_attempts = 3, backoff_ms = 100), timeout_ms = 5000)]
-/// async fn charge(order: Order) -> Result<Receipt, PaymentError> {
-///     let receipt = gateway::charge(&order).await?;
-///     Ok(receipt)
+/// async fn charge(order: Order) -> Result<Receipt, TaskError> {
+///     Ok(Receipt { id: format!("pay-{}", order.cents) })
 /// }
 ///
+/// /// Checks the gateway.
 /// #[task]
 /// async fn ping() -> Result<(), std::io::Error> { Ok(()) }            // no input: `()`
 ///
+/// /// Uploads with an idempotency key the gateway can dedupe on.
 /// #[task]
-/// async fn upload(ctx: TaskContext, file: File) -> Result<Url, TaskError> { /* ... */ }
+/// async fn upload(ctx: TaskContext, name: String) -> Result<String, TaskError> {
+///     Ok(format!("{name}@{}", ctx.idempotency_key()))
+/// }
+/// # fn main() {}
 /// ```
 ///
 /// * The function must be an `async fn`, not generic, without `self`.
@@ -94,18 +104,30 @@ pub fn task(args: TokenStream, item: TokenStream) -> TokenStream {
 ///
 /// # Shape
 ///
-/// ```ignore
-/// use magrathea::{workflow, Context, WorkflowError};
+/// ```
+/// use magrathea::{task, workflow, Context, TaskError, WorkflowError};
+/// use serde::{Deserialize, Serialize};
+///
+/// #[derive(Clone, Serialize, Deserialize)]
+/// pub struct Order { pub cents: u64 }
+/// #[derive(Serialize, Deserialize)]
+/// pub struct Summary { pub receipt: String }
+///
+/// /// Charges the order's card.
+/// #[task]
+/// async fn charge(o: Order) -> Result<String, TaskError> { Ok(format!("{}", o.cents)) }
 ///
 /// /// Charges and ships an order.
 /// #[workflow(name = "order", version = "2")]
 /// async fn order(ctx: Context, input: Order) -> Result<Summary, WorkflowError> {
-///     let receipt = ctx.call(charge, input.clone()).await?;
+///     let receipt = ctx.task(charge, input.clone()).await?;
 ///     Ok(Summary { receipt })
 /// }
 ///
+/// /// Runs every minute.
 /// #[workflow]
 /// async fn tick(ctx: Context) -> Result<(), WorkflowError> { Ok(()) }   // no input: `()`
+/// # fn main() {}
 /// ```
 ///
 /// * The function must be an `async fn`, not generic, without `self`.
