@@ -30,6 +30,12 @@ impl Scope {
         let (t, p) = key.split_once('/')?;
         Some(Self::new(t, p))
     }
+
+    /// The scope a run's tasks resolve documents and workspaces in: the run's `tenant/project`,
+    /// or, for a run started without one (a code workflow's child), tenant `_`, project `_`.
+    pub fn of_run(key: &str) -> Self {
+        Self::parse(key).unwrap_or_else(|| Self::new("_", "_"))
+    }
 }
 
 /// Why a document could not be read.

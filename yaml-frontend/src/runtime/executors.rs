@@ -102,7 +102,7 @@ async fn shell(rt: &RuntimeInner, input: Value, ctx: TaskContext) -> Result<Valu
                 .into(),
         ));
     };
-    let scope = Scope::parse(&scope_key).unwrap_or_else(|| Scope::new("_", "_"));
+    let scope = Scope::of_run(&scope_key);
     let Some(dir) = rt.docs.workspace_dir(&scope, dir_name) else {
         return Err(technical(format!(
             "[MAG-SH005] unknown workspace `{dir_name}`: declare it under `workspaces:` in \

@@ -193,6 +193,14 @@ fn terminal(
     }
 }
 
+/// A string field of a resolved spec, empty when absent (the loader made sure it is there).
+fn text_field(spec: &Value, key: &str) -> String {
+    spec.get(key)
+        .and_then(Value::as_str)
+        .unwrap_or_default()
+        .to_string()
+}
+
 fn no_retry() -> Option<TaskOptions> {
     Some(TaskOptions {
         retry: RetryPolicy::none(),
@@ -316,12 +324,8 @@ async fn tool(
     state: &StateSpec,
     spec: &Value,
 ) -> Completion {
-    let name = spec
-        .get("tool")
-        .and_then(Value::as_str)
-        .unwrap_or_default()
-        .to_string();
-    let scope = Scope::parse(&run.start.scope).unwrap_or_else(|| Scope::new("_", "_"));
+    let name = text_field(spec, "tool");
+    let scope = Scope::of_run(&run.start.scope);
     let allowed = run.doc.allowed_tools.as_deref();
     let decision = ctx.side_effect("tool_permission", || {
         super::tools::permission(rt, &scope, allowed, &name)
@@ -459,12 +463,8 @@ async fn sub_workflow(
     state: &StateSpec,
     spec: &Value,
 ) -> Completion {
-    let name = spec
-        .get("workflow")
-        .and_then(Value::as_str)
-        .unwrap_or_default()
-        .to_string();
-    let scope = Scope::parse(&start.scope).unwrap_or_else(|| Scope::new("_", "_"));
+    let name = text_field(spec, "workflow");
+    let scope = Scope::of_run(&start.scope);
     // The sub-workflow's document is read once and journaled, so replay starts (or finds)
     // the same child on the same definition.
     let given = spec

@@ -530,7 +530,7 @@ fn prepare(rt: &RuntimeInner, input: &Value, ctx: &TaskContext) -> Result<Prepar
         ));
     };
     let scope_key = scope_of(input);
-    let scope = Scope::parse(&scope_key).unwrap_or_else(|| Scope::new("_", "_"));
+    let scope = Scope::of_run(&scope_key);
     let (path, text) = rt
         .docs
         .document(&scope, "recipes", name)

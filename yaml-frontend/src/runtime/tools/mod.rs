@@ -363,7 +363,7 @@ pub(crate) async fn execute(
         .to_string();
     let run = input.get("$run").cloned().unwrap_or(Value::Null);
     let text = |k: &str| run.get(k).and_then(Value::as_str).unwrap_or_default();
-    let scope = Scope::parse(text("scope")).unwrap_or_else(|| Scope::new("_", "_"));
+    let scope = Scope::of_run(text("scope"));
     let allowed: Option<Vec<String>> = run.get("allowedTools").and_then(|v| {
         v.as_array().map(|a| {
             a.iter()
