@@ -2,7 +2,7 @@
 //! started by each test.
 
 use std::net::SocketAddr;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
@@ -13,11 +13,11 @@ use axum::http::{HeaderMap, StatusCode};
 use axum::response::{IntoResponse, Response};
 use axum::routing::{any, post};
 use futures::future::BoxFuture;
-use magrathea_core::{Engine, MemoryStore, RunStatus, RunView};
+use magrathea_core::{RunStatus, RunView};
 use magrathea_yaml::runtime::{
     AgentEngine, AgentError, AgentReply, AgentRequest, ChatMessage, CloseReason,
 };
-use magrathea_yaml::{DocumentSource, Scope, YamlRuntime, YamlStartError};
+use magrathea_yaml::{YamlRuntime, YamlStartError};
 use serde_json::{Value, json};
 
 const KEY_VAR: &str = "MAGRATHEA_TEST_AGENT_KEY";
@@ -179,36 +179,12 @@ fn answer(text: &str) -> Value {
 // ---------------------------------------------------------------------------------------------
 // The project.
 
-struct Project {
-    _dir: tempfile::TempDir,
-    project: PathBuf,
-    runtime: YamlRuntime,
-    scope: Scope,
-    engine: Engine,
-}
+mod common;
+use common::Project;
 
 async fn project(runtime: impl FnOnce(YamlRuntime) -> YamlRuntime) -> Project {
-    let dir = tempfile::tempdir().unwrap();
-    let project = dir.path().join("acme").join("shop");
-    std::fs::create_dir_all(project.join("_vance/workflows")).unwrap();
-    std::fs::create_dir_all(project.join("_vance/recipes")).unwrap();
-    let (source, scope) = DocumentSource::for_project_dir(&project);
     // The API key comes from this lookup instead of the process environment.
-    let runtime = runtime(
-        YamlRuntime::new(source).with_agent_env(|name| (name == KEY_VAR).then(|| KEY.into())),
-    );
-    let engine = runtime
-        .install(Engine::builder().store(Arc::new(MemoryStore::new())))
-        .build()
-        .await
-        .unwrap();
-    Project {
-        _dir: dir,
-        project,
-        runtime,
-        scope,
-        engine,
-    }
+    Project::new(|r| runtime(r.with_agent_env(|name| (name == KEY_VAR).then(|| KEY.into())))).await
 }
 
 fn write(dir: &Path, name: &str, body: &str) {
@@ -268,12 +244,9 @@ states:
 
 impl Project {
     fn recipe(&self, name: &str, body: &str) {
-        write(&self.project.join("_vance/recipes"), name, body);
+        self.document("recipes", name, body);
     }
-    fn workflow(&self, name: &str, body: &str) {
-        write(&self.project.join("_vance/workflows"), name, body);
-    }
-    async fn run(&self, name: &str) -> RunView {
+    async fn run_pr(&self, name: &str) -> RunView {
         let run = self
             .runtime
             .start(
@@ -320,7 +293,7 @@ async fn scenario(canned: Canned, recipe_extra: &str, head: &str) -> (Project, F
     let p = project(|rt| rt).await;
     p.recipe("reviewer", &recipe(&server.base_url(), recipe_extra));
     p.workflow("pr-review", &workflow("reviewer", head));
-    let view = p.run("pr-review").await;
+    let view = p.run_pr("pr-review").await;
     p.assert_key_not_journaled(&view);
     (p, server, view)
 }
@@ -454,7 +427,7 @@ async fn a_slow_server_times_out() {
         &workflow("reviewer", "").replace("timeoutSeconds: 5", "timeoutSeconds: 0.3"),
     );
     let started = std::time::Instant::now();
-    let v = p.run("pr-review").await;
+    let v = p.run_pr("pr-review").await;
     assert!(started.elapsed() < Duration::from_secs(10));
     assert_eq!(v.current_state.as_deref(), Some("slow"));
     assert_eq!(p.plan_result(&v)["outcome"], "timeout");
@@ -473,7 +446,7 @@ async fn the_recipe_timeout_applies_when_the_state_has_none() {
         "pr-review",
         &workflow("reviewer", "").replace("    timeoutSeconds: 5\n", ""),
     );
-    let v = p.run("pr-review").await;
+    let v = p.run_pr("pr-review").await;
     assert_eq!(p.plan_result(&v)["outcome"], "timeout");
 }
 
@@ -528,7 +501,7 @@ async fn an_inline_recipe_definition_is_rejected_at_load_time() {
 async fn an_unknown_recipe_names_both_places_searched() {
     let p = project(|rt| rt).await;
     p.workflow("pr-review", &workflow("nowhere", ""));
-    let v = p.run("pr-review").await;
+    let v = p.run_pr("pr-review").await;
     assert_eq!(v.current_state.as_deref(), Some("broken"));
     let r = p.plan_result(&v);
     assert_eq!(r["outcome"], "technical_error");
@@ -546,7 +519,7 @@ async fn an_unset_key_variable_is_a_technical_error_before_any_call() {
     let p = project(|rt| rt.with_agent_env(|_| None)).await;
     p.recipe("reviewer", &recipe(&server.base_url(), ""));
     p.workflow("pr-review", &workflow("reviewer", ""));
-    let v = p.run("pr-review").await;
+    let v = p.run_pr("pr-review").await;
     let r = p.plan_result(&v);
     assert_eq!(r["outcome"], "technical_error");
     assert!(r["error"].as_str().unwrap().contains(KEY_VAR), "{r}");
@@ -568,7 +541,7 @@ async fn the_chat_engine_from_the_tenant_returns_the_last_assistant_message() {
         ),
     );
     p.workflow("pr-review", &workflow("chatty", ""));
-    let v = p.run("pr-review").await;
+    let v = p.run_pr("pr-review").await;
     assert_eq!(v.vars["plan_output"], "LGTM, ship it");
     let r = p.plan_result(&v);
     assert_eq!(r["outcome"], "success");
@@ -617,7 +590,7 @@ async fn host_engines_map_close_reasons_to_outcomes() {
         let p = project(|rt| rt.with_agent_engine("marvin", Closing(reason))).await;
         p.recipe("depressed", "engine: marvin\npersona: marvin\n");
         p.workflow("pr-review", &workflow("depressed", ""));
-        let v = p.run("pr-review").await;
+        let v = p.run_pr("pr-review").await;
         let r = p.plan_result(&v);
         assert_eq!(r["outcome"], outcome, "{reason:?}");
         if outcome == "success" {
@@ -659,7 +632,7 @@ async fn tool_scenario(
     setup(&p);
     p.recipe("reviewer", &recipe(&server.base_url(), recipe_extra));
     p.workflow("pr-review", &workflow("reviewer", head));
-    let view = p.run("pr-review").await;
+    let view = p.run_pr("pr-review").await;
     p.assert_key_not_journaled(&view);
     (p, server, view)
 }

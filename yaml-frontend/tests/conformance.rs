@@ -5,44 +5,23 @@ use std::path::Path;
 use std::sync::Arc;
 use std::time::Duration;
 
-use magrathea_core::{Engine, GateAnswer, MemoryStore, Record, RunStatus, RunView, Store};
-use magrathea_yaml::{DocumentSource, Scope, YamlRuntime, YamlStartError};
-use serde_json::{Value, json};
+use magrathea_core::{GateAnswer, MemoryStore, Record, RunStatus, RunView, Store};
+use magrathea_yaml::YamlStartError;
+use serde_json::json;
 
-struct Project {
-    _dir: tempfile::TempDir,
-    project: std::path::PathBuf,
-    runtime: YamlRuntime,
-    scope: Scope,
-    engine: Engine,
-}
+mod common;
+use common::Project;
 
 async fn project(docs: &[(&str, &str)]) -> Project {
     project_on(Arc::new(MemoryStore::new()), docs).await
 }
 
 async fn project_on(store: Arc<dyn Store>, docs: &[(&str, &str)]) -> Project {
-    let dir = tempfile::tempdir().unwrap();
-    let project = dir.path().join("acme").join("shop");
-    let wf = project.join("_vance/workflows");
-    std::fs::create_dir_all(&wf).unwrap();
+    let p = Project::on(store, |r| r).await;
     for (name, body) in docs {
-        write_doc(&project, name, body);
+        p.workflow(name, body);
     }
-    let (source, scope) = DocumentSource::for_project_dir(&project);
-    let runtime = YamlRuntime::new(source);
-    let engine = runtime
-        .install(Engine::builder().store(store))
-        .build()
-        .await
-        .unwrap();
-    Project {
-        _dir: dir,
-        project,
-        runtime,
-        scope,
-        engine,
-    }
+    p
 }
 
 fn write_doc(project: &Path, name: &str, body: &str) {
@@ -56,22 +35,6 @@ fn write_doc(project: &Path, name: &str, body: &str) {
 }
 
 impl Project {
-    async fn run(&self, name: &str, params: Value) -> RunView {
-        let run = self
-            .runtime
-            .start(&self.engine, &self.scope, name, params, "tester")
-            .await
-            .unwrap();
-        self.engine.wait_settled(run).await.unwrap()
-    }
-    fn records(&self, view: &RunView) -> Vec<Record> {
-        self.engine
-            .journal(view.workflow_run_id)
-            .unwrap()
-            .into_iter()
-            .map(|e| e.record)
-            .collect()
-    }
     fn count(&self, view: &RunView, type_name: &str) -> usize {
         self.records(view)
             .iter()

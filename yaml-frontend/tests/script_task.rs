@@ -2,40 +2,18 @@
 //! YAML runtime end to end.
 
 use std::path::Path;
-use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use magrathea_core::{Engine, MemoryStore, Record, RunStatus, RunView};
-use magrathea_yaml::{DocumentSource, Scope, YamlRuntime};
+use magrathea_core::{Record, RunStatus, RunView};
 use serde_json::{Value, json};
 
-struct Project {
-    _dir: tempfile::TempDir,
-    project: std::path::PathBuf,
-    runtime: YamlRuntime,
-    scope: Scope,
-    engine: Engine,
-}
+mod common;
+use common::Project;
 
 async fn project() -> Project {
-    let dir = tempfile::tempdir().unwrap();
-    let project = dir.path().join("acme").join("shop");
-    std::fs::create_dir_all(project.join("_vance/workflows")).unwrap();
-    std::fs::create_dir_all(project.join("_vance/scripts")).unwrap();
-    let (source, scope) = DocumentSource::for_project_dir(&project);
-    let runtime = YamlRuntime::new(source);
-    let engine = runtime
-        .install(Engine::builder().store(Arc::new(MemoryStore::new())))
-        .build()
-        .await
-        .unwrap();
-    Project {
-        _dir: dir,
-        project,
-        runtime,
-        scope,
-        engine,
-    }
+    let p = Project::new(|r| r).await;
+    std::fs::create_dir_all(p.project.join("_vance/scripts")).unwrap();
+    p
 }
 
 fn write(path: &Path, text: &str) {
@@ -80,30 +58,11 @@ struct Attempt {
 }
 
 impl Project {
-    fn workflow(&self, name: &str, body: &str) {
-        write(
-            &self
-                .project
-                .join("_vance/workflows")
-                .join(format!("{name}.yaml")),
-            body,
-        );
-    }
-
     /// Writes `_vance/scripts/<name>.js` and a workflow `<name>` running it.
     fn script(&self, name: &str, js: &str, extra: &str) {
         write(&self.project.join(format!("_vance/scripts/{name}.js")), js);
         let spec = format!("    path: _vance/scripts/{name}.js\n{extra}");
         self.workflow(name, &one_script(&spec));
-    }
-
-    async fn run(&self, name: &str, params: Value) -> RunView {
-        let run = self
-            .runtime
-            .start(&self.engine, &self.scope, name, params, "tester")
-            .await
-            .unwrap();
-        self.engine.wait_settled(run).await.unwrap()
     }
 
     fn attempts(&self, view: &RunView) -> Vec<Attempt> {
