@@ -29,13 +29,14 @@ pub enum DecodeError {
     Corrupt(&'static str),
 }
 
-struct Writer<'a>(&'a mut Vec<u8>);
+/// Appends the building blocks of the format to a buffer (shared with the store's log frames).
+pub(crate) struct Writer<'a>(pub(crate) &'a mut Vec<u8>);
 
 impl Writer<'_> {
     fn u8(&mut self, v: u8) {
         self.0.push(v);
     }
-    fn varint(&mut self, mut v: u64) {
+    pub(crate) fn varint(&mut self, mut v: u64) {
         loop {
             let byte = (v & 0x7f) as u8;
             v >>= 7;
@@ -71,13 +72,14 @@ impl Writer<'_> {
             self.str(s);
         }
     }
-    fn run_id(&mut self, id: RunId) {
+    pub(crate) fn run_id(&mut self, id: RunId) {
         self.0.extend_from_slice(&id.to_bytes());
     }
 }
 
-struct Reader<'a> {
-    buf: &'a [u8],
+/// Reads the building blocks of the format from a buffer (shared with the store's log frames).
+pub(crate) struct Reader<'a> {
+    pub(crate) buf: &'a [u8],
 }
 
 type R<T> = Result<T, DecodeError>;
@@ -91,7 +93,7 @@ impl<'a> Reader<'a> {
         self.buf = rest;
         Ok(b)
     }
-    fn varint(&mut self) -> R<u64> {
+    pub(crate) fn varint(&mut self) -> R<u64> {
         let mut v = 0u64;
         for shift in (0..64).step_by(7) {
             let b = self.u8()?;
@@ -105,7 +107,7 @@ impl<'a> Reader<'a> {
     fn u32(&mut self) -> R<u32> {
         u32::try_from(self.varint()?).map_err(|_| DecodeError::Corrupt("step out of range"))
     }
-    fn bytes(&mut self) -> R<&'a [u8]> {
+    pub(crate) fn bytes(&mut self) -> R<&'a [u8]> {
         let len = usize::try_from(self.varint()?).map_err(|_| DecodeError::Corrupt("length"))?;
         if len > self.buf.len() {
             return Err(DecodeError::Corrupt("truncated"));
@@ -139,7 +141,7 @@ impl<'a> Reader<'a> {
             _ => Err(DecodeError::Corrupt("bool")),
         }
     }
-    fn run_id(&mut self) -> R<RunId> {
+    pub(crate) fn run_id(&mut self) -> R<RunId> {
         if self.buf.len() < 16 {
             return Err(DecodeError::Corrupt("truncated run id"));
         }

@@ -8,7 +8,7 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::mpsc;
 use std::thread::JoinHandle;
-use std::time::Instant;
+use std::time::{Duration, Instant};
 
 use tokio::sync::oneshot;
 
@@ -119,9 +119,20 @@ impl JournalWriter {
     }
 }
 
+/// How long the writer waits for an append before giving the store an idle [`Store::maintain`].
+const IDLE_TICK: Duration = Duration::from_millis(250);
+
 fn run(store: Arc<dyn Store>, rx: mpsc::Receiver<Request>, stats: Arc<WriterStats>) {
     let mut group: Vec<Request> = Vec::new();
-    while let Ok(first) = rx.recv() {
+    loop {
+        let first = match rx.recv_timeout(IDLE_TICK) {
+            Ok(r) => r,
+            Err(mpsc::RecvTimeoutError::Timeout) => {
+                maintain(&*store);
+                continue;
+            }
+            Err(mpsc::RecvTimeoutError::Disconnected) => break,
+        };
         group.push(first);
         while group.len() < MAX_GROUP {
             match rx.try_recv() {
@@ -150,6 +161,14 @@ fn run(store: Arc<dyn Store>, rx: mpsc::Receiver<Request>, stats: Arc<WriterStat
         for r in group.drain(..) {
             let _ = r.ack.send(result.clone());
         }
+        maintain(&*store);
+    }
+}
+
+fn maintain(store: &dyn Store) {
+    // A failed housekeeping step leaves the store as it was; the next one retries.
+    if let Err(e) = store.maintain() {
+        tracing::warn!(error = %e, "journal store maintenance failed");
     }
 }
 

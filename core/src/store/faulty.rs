@@ -45,6 +45,9 @@ impl<S: Store> Store for FaultyStore<S> {
         }
         self.inner.commit(batches)
     }
+    fn maintain(&self) -> Result<(), StoreError> {
+        self.inner.maintain()
+    }
     fn read_journal_raw(&self, run_id: RunId) -> Result<Vec<(u64, Vec<u8>)>, StoreError> {
         self.inner.read_journal_raw(run_id)
     }

@@ -1,11 +1,12 @@
 //! Where journals live: the [`Store`] trait, its redb and in-memory implementations.
 //!
 //! A store holds three things, all written in one atomic commit per [`CommitBatch`] group:
-//! the journal (`(run_id, seq) -> encoded record`), the run index (one [`RunSummary`] per run,
-//! a projection of the journal kept for listing), and the idempotency keys of starts.
+//! the journal (records addressed by `(run_id, seq)`), the run index (one [`RunSummary`] per
+//! run, a projection of the journal kept for listing), and the idempotency keys of starts.
 
 #[cfg(any(test, feature = "test-util"))]
 mod faulty;
+mod log_frame;
 mod memory;
 mod redb_store;
 
@@ -97,6 +98,14 @@ pub struct RunFilter {
 pub trait Store: Send + Sync + 'static {
     /// Commits the batches atomically, in one transaction.
     fn commit(&self, batches: &[&CommitBatch]) -> Result<(), StoreError>;
+
+    /// Housekeeping, called by the journal writer between commits (after acknowledging the
+    /// last one) and when it has been idle for a while. It may write (it runs on the writer's
+    /// thread, so the single-writer contract holds) and must leave every read unchanged. The
+    /// default does nothing.
+    fn maintain(&self) -> Result<(), StoreError> {
+        Ok(())
+    }
 
     /// The raw records of a run, in `seq` order, as `(seq, bytes)`.
     fn read_journal_raw(&self, run_id: RunId) -> Result<Vec<(u64, Vec<u8>)>, StoreError>;

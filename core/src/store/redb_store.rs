@@ -1,17 +1,64 @@
 //! The default store: one redb file.
+//!
+//! A group commit appends **one row** to `journal_log`, keyed by a commit counter: a frame of
+//! every record in the commit ([`log_frame`](super::log_frame)). Rows at the right edge of a
+//! B-tree are cheap, so a commit of 1,000 records from 1,000 runs writes a handful of pages
+//! instead of one leaf per run. The committed records are also kept in memory (the *unfolded*
+//! set) so reads see them at once. From time to time — when the unfolded set is large or the
+//! writer is idle — [`Store::maintain`] *folds* them: one transaction moves them into `journal`,
+//! keyed `(run_id, seq)`, and deletes the log rows it covered. A run's records then land in one
+//! place per fold instead of once per commit. Opening the file folds whatever a crash left in
+//! the log.
 
+use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{PoisonError, RwLock};
+use std::time::{Duration, Instant};
 
 use redb::{ReadableDatabase, ReadableTable, TableDefinition};
 
-use super::{CommitBatch, RunFilter, RunSummary, Store, summary_matches};
+use super::{CommitBatch, EncodedRecord, RunFilter, RunSummary, Store, log_frame, summary_matches};
 use crate::error::StoreError;
 use crate::id::RunId;
 
 const JOURNAL: TableDefinition<(u128, u64), &[u8]> = TableDefinition::new("journal");
+const LOG: TableDefinition<u64, &[u8]> = TableDefinition::new("journal_log");
 const RUNS: TableDefinition<u128, &[u8]> = TableDefinition::new("runs");
 const ACTIVE: TableDefinition<u128, ()> = TableDefinition::new("active_runs");
 const KEYS: TableDefinition<&str, u128> = TableDefinition::new("idempotency_keys");
+
+/// When the unfolded records are moved into `journal`.
+#[derive(Debug, Clone, Copy)]
+struct FoldPolicy {
+    /// Fold after a commit once this many records are unfolded.
+    records: usize,
+    /// ... or once their bytes reach this.
+    bytes: usize,
+    /// Fold anything unfolded once the writer has had nothing to do for this long.
+    idle: Duration,
+}
+
+const DEFAULT_FOLD: FoldPolicy = FoldPolicy {
+    records: 32 * 1024,
+    bytes: 8 << 20,
+    idle: Duration::from_millis(200),
+};
+
+/// One run's unfolded records: `(seq, encoded record)` in seq order.
+type RunRecords = Vec<(u64, Box<[u8]>)>;
+
+/// Records committed to `journal_log` and not yet folded into `journal`, by run then seq.
+#[derive(Debug, Default)]
+struct Unfolded {
+    runs: BTreeMap<u128, RunRecords>,
+    records: usize,
+    bytes: usize,
+    /// The last `journal_log` key the set covers.
+    last_log_key: Option<u64>,
+    /// When the writer last committed.
+    last_commit: Option<Instant>,
+}
 
 /// How hard a commit works to reach the disk.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
@@ -30,6 +77,9 @@ pub struct RedbStore {
     db: redb::Database,
     path: PathBuf,
     durability: Durability,
+    unfolded: RwLock<Unfolded>,
+    next_log_key: AtomicU64,
+    fold: FoldPolicy,
 }
 
 fn io<E: std::fmt::Display>(e: E) -> StoreError {
@@ -50,23 +100,99 @@ impl RedbStore {
             other => io(other),
         })?;
         let tx = db.begin_write().map_err(io)?;
+        let mut left_in_log = Unfolded::default();
         {
             tx.open_table(JOURNAL).map_err(io)?;
             tx.open_table(RUNS).map_err(io)?;
             tx.open_table(ACTIVE).map_err(io)?;
             tx.open_table(KEYS).map_err(io)?;
+            // What the last process committed but did not fold (it crashed, or stopped soon
+            // after writing): fold it now, so every open starts with an empty log.
+            let log = tx.open_table(LOG).map_err(io)?;
+            for row in log.iter().map_err(io)? {
+                let (k, v) = row.map_err(io)?;
+                for r in log_frame::decode(v.value())? {
+                    left_in_log.add(&r);
+                }
+                left_in_log.last_log_key = Some(k.value());
+            }
         }
         tx.commit().map_err(io)?;
-        Ok(Self {
+        let store = Self {
             db,
             path,
             durability,
-        })
+            next_log_key: AtomicU64::new(left_in_log.last_log_key.map_or(0, |k| k + 1)),
+            unfolded: RwLock::new(left_in_log),
+            fold: DEFAULT_FOLD,
+        };
+        store.fold()?;
+        Ok(store)
     }
 
     /// The file's path.
     pub fn path(&self) -> &Path {
         &self.path
+    }
+
+    /// Records committed but not yet folded into the `journal` table.
+    pub fn unfolded_records(&self) -> usize {
+        self.unfolded
+            .read()
+            .unwrap_or_else(PoisonError::into_inner)
+            .records
+    }
+
+    fn redb_durability(&self) -> redb::Durability {
+        match self.durability {
+            Durability::Immediate => redb::Durability::Immediate,
+            Durability::RelaxedForTests => redb::Durability::None,
+        }
+    }
+
+    /// Moves every unfolded record into `journal` and deletes the log rows they came from, in
+    /// one transaction; only then forgets them in memory, so a reader always finds each record
+    /// in one place or the other (or briefly both; reads keep one copy).
+    fn fold(&self) -> Result<(), StoreError> {
+        let unfolded = self.unfolded.read().unwrap_or_else(PoisonError::into_inner);
+        let Some(last) = unfolded.last_log_key else {
+            return Ok(());
+        };
+        let mut tx = self.db.begin_write().map_err(io)?;
+        tx.set_durability(self.redb_durability()).map_err(io)?;
+        {
+            let mut journal = tx.open_table(JOURNAL).map_err(io)?;
+            for (run, records) in &unfolded.runs {
+                for (seq, bytes) in records {
+                    journal.insert((*run, *seq), &bytes[..]).map_err(io)?;
+                }
+            }
+            let mut log = tx.open_table(LOG).map_err(io)?;
+            log.retain_in(..=last, |_, _| false).map_err(io)?;
+        }
+        tx.commit().map_err(io)?;
+        drop(unfolded);
+        let mut unfolded = self
+            .unfolded
+            .write()
+            .unwrap_or_else(PoisonError::into_inner);
+        let last_commit = unfolded.last_commit;
+        *unfolded = Unfolded {
+            last_commit,
+            ..Unfolded::default()
+        };
+        Ok(())
+    }
+}
+
+impl Unfolded {
+    fn add(&mut self, r: &EncodedRecord) {
+        self.records += 1;
+        self.bytes += r.bytes.len();
+        self.runs
+            .entry(r.run_id.as_u128())
+            .or_default()
+            .push((r.seq, r.bytes.clone().into_boxed_slice()));
     }
 }
 
@@ -77,19 +203,17 @@ fn decode_summary(bytes: &[u8]) -> Result<RunSummary, StoreError> {
 impl Store for RedbStore {
     fn commit(&self, batches: &[&CommitBatch]) -> Result<(), StoreError> {
         let mut tx = self.db.begin_write().map_err(io)?;
-        tx.set_durability(match self.durability {
-            Durability::Immediate => redb::Durability::Immediate,
-            Durability::RelaxedForTests => redb::Durability::None,
-        })
-        .map_err(io)?;
+        tx.set_durability(self.redb_durability()).map_err(io)?;
+        let records = batches.iter().flat_map(|b| &b.records);
+        let log_key = self.next_log_key.load(Ordering::Relaxed);
+        let mut frame = Vec::new();
+        for r in records.clone() {
+            log_frame::push(r, &mut frame);
+        }
         {
-            let mut journal = tx.open_table(JOURNAL).map_err(io)?;
-            for batch in batches {
-                for r in &batch.records {
-                    journal
-                        .insert((r.run_id.as_u128(), r.seq), r.bytes.as_slice())
-                        .map_err(io)?;
-                }
+            if !frame.is_empty() {
+                let mut log = tx.open_table(LOG).map_err(io)?;
+                log.insert(log_key, frame.as_slice()).map_err(io)?;
             }
             let has_summaries = batches.iter().any(|b| !b.summaries.is_empty());
             if has_summaries {
@@ -114,21 +238,62 @@ impl Store for RedbStore {
             }
         }
         // Dropping an uncommitted transaction aborts it: an error above applies nothing.
-        tx.commit().map_err(io)
+        tx.commit().map_err(io)?;
+        let mut unfolded = self
+            .unfolded
+            .write()
+            .unwrap_or_else(PoisonError::into_inner);
+        if !frame.is_empty() {
+            for r in records {
+                unfolded.add(r);
+            }
+            unfolded.last_log_key = Some(log_key);
+            self.next_log_key.store(log_key + 1, Ordering::Relaxed);
+        }
+        unfolded.last_commit = Some(Instant::now());
+        Ok(())
+    }
+
+    fn maintain(&self) -> Result<(), StoreError> {
+        let due = {
+            let u = self.unfolded.read().unwrap_or_else(PoisonError::into_inner);
+            u.records >= self.fold.records
+                || u.bytes >= self.fold.bytes
+                || (u.records > 0 && u.last_commit.is_some_and(|t| t.elapsed() >= self.fold.idle))
+        };
+        if due { self.fold() } else { Ok(()) }
     }
 
     fn read_journal_raw(&self, run_id: RunId) -> Result<Vec<(u64, Vec<u8>)>, StoreError> {
+        let id = run_id.as_u128();
+        // Unfolded records first, then the table: a fold that commits in between moves
+        // records from the first place to the second, so this order never misses one.
+        let recent: Vec<(u64, Vec<u8>)> = self
+            .unfolded
+            .read()
+            .unwrap_or_else(PoisonError::into_inner)
+            .runs
+            .get(&id)
+            .map(|rs| rs.iter().map(|(seq, b)| (*seq, b.to_vec())).collect())
+            .unwrap_or_default();
         let tx = self.db.begin_read().map_err(io)?;
         let table = tx.open_table(JOURNAL).map_err(io)?;
-        let id = run_id.as_u128();
-        table
+        let mut out = table
             .range((id, 0)..=(id, u64::MAX))
             .map_err(io)?
             .map(|row| {
                 let (k, v) = row.map_err(io)?;
                 Ok((k.value().1, v.value().to_vec()))
             })
-            .collect()
+            .collect::<Result<Vec<_>, StoreError>>()?;
+        // A run's records are folded in seq order, so the folded ones are a prefix.
+        let folded_up_to = out.last().map(|(seq, _)| *seq);
+        out.extend(
+            recent
+                .into_iter()
+                .filter(|(seq, _)| folded_up_to.is_none_or(|last| *seq > last)),
+        );
+        Ok(out)
     }
 
     fn run_summary(&self, run_id: RunId) -> Result<Option<RunSummary>, StoreError> {
@@ -194,7 +359,36 @@ impl Store for RedbStore {
 
 #[cfg(test)]
 mod tests {
+    use redb::ReadableTableMetadata;
+
     use super::*;
+
+    fn record(run: RunId, seq: u64) -> EncodedRecord {
+        EncodedRecord {
+            run_id: run,
+            seq,
+            bytes: vec![seq as u8; 3],
+        }
+    }
+
+    fn batch(run: RunId, seqs: std::ops::Range<u64>) -> CommitBatch {
+        CommitBatch {
+            records: seqs.map(|s| record(run, s)).collect(),
+            ..Default::default()
+        }
+    }
+
+    fn seqs(store: &RedbStore, run: RunId) -> Vec<u64> {
+        let rows = store.read_journal_raw(run).unwrap();
+        for (seq, bytes) in &rows {
+            assert_eq!(
+                bytes,
+                &vec![*seq as u8; 3],
+                "record {seq} reads back its own bytes"
+            );
+        }
+        rows.into_iter().map(|(s, _)| s).collect()
+    }
 
     #[test]
     fn keeps_the_store_contracts() {
@@ -204,24 +398,109 @@ mod tests {
     }
 
     #[test]
-    fn survives_reopen() {
+    fn keeps_the_store_contracts_when_folding_after_every_commit() {
+        let dir = tempfile::tempdir().unwrap();
+        let mut store = RedbStore::open(dir.path().join("j.redb"), Durability::Immediate).unwrap();
+        store.fold.records = 1;
+        super::super::contract_tests::check_all(&StoreThatMaintainsAfterCommits(store));
+    }
+
+    /// Calls `maintain` after every commit, as the journal writer does.
+    struct StoreThatMaintainsAfterCommits(RedbStore);
+
+    impl Store for StoreThatMaintainsAfterCommits {
+        fn commit(&self, batches: &[&CommitBatch]) -> Result<(), StoreError> {
+            self.0.commit(batches)?;
+            self.0.maintain()
+        }
+        fn read_journal_raw(&self, run_id: RunId) -> Result<Vec<(u64, Vec<u8>)>, StoreError> {
+            self.0.read_journal_raw(run_id)
+        }
+        fn run_summary(&self, run_id: RunId) -> Result<Option<RunSummary>, StoreError> {
+            self.0.run_summary(run_id)
+        }
+        fn list_runs(&self, filter: &RunFilter) -> Result<Vec<RunSummary>, StoreError> {
+            self.0.list_runs(filter)
+        }
+        fn active_runs(&self) -> Result<Vec<RunId>, StoreError> {
+            self.0.active_runs()
+        }
+        fn find_idempotency_key(&self, key: &str) -> Result<Option<RunId>, StoreError> {
+            self.0.find_idempotency_key(key)
+        }
+    }
+
+    #[test]
+    fn reads_join_folded_and_unfolded_records_in_order() {
+        let dir = tempfile::tempdir().unwrap();
+        let store = RedbStore::open(dir.path().join("j.redb"), Durability::Immediate).unwrap();
+        let (a, b) = (RunId::new(), RunId::new());
+        store.commit(&[&batch(a, 0..3), &batch(b, 0..1)]).unwrap();
+        assert_eq!(store.unfolded_records(), 4);
+        assert_eq!(seqs(&store, a), [0, 1, 2]);
+        store.fold().unwrap();
+        assert_eq!(store.unfolded_records(), 0);
+        store.commit(&[&batch(a, 3..5)]).unwrap();
+        assert_eq!(
+            seqs(&store, a),
+            [0, 1, 2, 3, 4],
+            "folded prefix, then unfolded"
+        );
+        assert_eq!(seqs(&store, b), [0]);
+        let tx = store.db.begin_read().unwrap();
+        assert_eq!(
+            tx.open_table(LOG).unwrap().len().unwrap(),
+            1,
+            "folded rows are deleted"
+        );
+    }
+
+    #[test]
+    fn maintain_folds_only_past_the_threshold_or_after_idling() {
+        let dir = tempfile::tempdir().unwrap();
+        let mut store = RedbStore::open(dir.path().join("j.redb"), Durability::Immediate).unwrap();
+        store.fold = FoldPolicy {
+            records: 10,
+            bytes: usize::MAX,
+            idle: Duration::from_secs(3600),
+        };
+        let run = RunId::new();
+        store.commit(&[&batch(run, 0..9)]).unwrap();
+        store.maintain().unwrap();
+        assert_eq!(store.unfolded_records(), 9, "below the threshold");
+        store.commit(&[&batch(run, 9..10)]).unwrap();
+        store.maintain().unwrap();
+        assert_eq!(store.unfolded_records(), 0, "at the threshold");
+
+        store.fold.idle = Duration::ZERO;
+        store.commit(&[&batch(run, 10..11)]).unwrap();
+        store.maintain().unwrap();
+        assert_eq!(store.unfolded_records(), 0, "idle");
+        assert_eq!(seqs(&store, run), (0..11).collect::<Vec<_>>());
+    }
+
+    #[test]
+    fn opening_folds_what_the_last_process_left_in_the_log() {
         let dir = tempfile::tempdir().unwrap();
         let path = dir.path().join("sub/j.redb");
         let run = RunId::new();
         {
             let store = RedbStore::open(&path, Durability::Immediate).unwrap();
-            let batch = CommitBatch {
-                records: vec![super::super::EncodedRecord {
-                    run_id: run,
-                    seq: 0,
-                    bytes: vec![9],
-                }],
-                ..Default::default()
-            };
-            store.commit(&[&batch]).unwrap();
+            store.commit(&[&batch(run, 0..2)]).unwrap();
+            store.fold().unwrap();
+            store.commit(&[&batch(run, 2..4)]).unwrap();
+            store.commit(&[&batch(run, 4..5)]).unwrap();
+            assert_eq!(store.unfolded_records(), 3);
+            // Dropped without a fold, like a process that stops right after a commit.
         }
         let store = RedbStore::open(&path, Durability::Immediate).unwrap();
-        assert_eq!(store.read_journal_raw(run).unwrap(), vec![(0, vec![9])]);
+        assert_eq!(store.unfolded_records(), 0);
+        assert_eq!(seqs(&store, run), [0, 1, 2, 3, 4]);
+        let tx = store.db.begin_read().unwrap();
+        assert!(tx.open_table(LOG).unwrap().is_empty().unwrap());
+        drop(tx);
+        store.commit(&[&batch(run, 5..6)]).unwrap();
+        assert_eq!(seqs(&store, run), [0, 1, 2, 3, 4, 5]);
     }
 
     #[test]
