@@ -42,11 +42,12 @@ async fn engine(dir: &std::path::Path) -> Engine {
         .expect("building the engine")
 }
 
-/// `(commits, records)` made so far.
-fn counts(stats: &WriterStats) -> (u64, u64) {
+/// `(commits, records, µs inside commits)` so far.
+fn counts(stats: &WriterStats) -> (u64, u64, u64) {
     (
         stats.commits.load(Ordering::Relaxed),
         stats.records.load(Ordering::Relaxed),
+        stats.commit_micros.load(Ordering::Relaxed),
     )
 }
 
@@ -88,10 +89,12 @@ fn latency(c: &mut Criterion) {
     });
     let after = counts(&stats);
     if runs > 0 {
+        let commits = (after.0 - before.0) as f64;
         println!(
-            "latency/ten_steps: {:.1} commits and {:.1} records per run",
-            (after.0 - before.0) as f64 / runs as f64,
-            (after.1 - before.1) as f64 / runs as f64
+            "latency/ten_steps: {:.1} commits and {:.1} records per run, {:.0} us per commit",
+            commits / runs as f64,
+            (after.1 - before.1) as f64 / runs as f64,
+            (after.2 - before.2) as f64 / commits
         );
     }
     g.finish();
