@@ -5,7 +5,7 @@
 //! acted on; on replay it is matched against the journal by step number, kind, name and input
 //! hash, and its journaled completion is fed back instead of acting again.
 
-use std::collections::{HashMap, HashSet};
+use std::collections::HashSet;
 use std::fmt;
 use std::future::Future;
 use std::pin::Pin;
@@ -17,7 +17,7 @@ use serde_json::Value;
 
 use crate::codec::input_hash;
 use crate::id::RunId;
-use crate::record::{GateAnswer, GateSpec, Record, RunStatus, Step, StepKind};
+use crate::record::{Entry, GateAnswer, GateSpec, Record, RunStatus, Step, StepKind};
 use crate::task::{TaskError, TaskOptions};
 
 /// How a step ended, as fed to the code.
@@ -54,6 +54,13 @@ pub struct ChildOutcome {
     /// The child's failure reason.
     pub reason: Option<String>,
 }
+
+/// A map keyed by step number. Steps are small sequential integers hashed many times per
+/// step in long replays; FxHash costs a fraction of the default SipHash and needs no
+/// protection against chosen keys (the engine numbers the steps).
+pub(crate) type StepMap<V> = rustc_hash::FxHashMap<Step, V>;
+/// A set of step numbers (see [`StepMap`]).
+pub(crate) type StepSet = rustc_hash::FxHashSet<Step>;
 
 /// A step the code asked for; the driver journals and acts on it (or matches it on replay).
 #[derive(Debug, Clone)]
@@ -141,12 +148,15 @@ pub(crate) struct Shared {
     pub(crate) next_step: Step,
     pub(crate) commands: Vec<Command>,
     /// Completions delivered and not yet taken, with their journal seq (select order).
-    pub(crate) resolved: HashMap<Step, (u64, Resolution)>,
-    pub(crate) wakers: HashMap<Step, Waker>,
+    pub(crate) resolved: StepMap<(u64, Resolution)>,
+    pub(crate) wakers: StepMap<Waker>,
     /// Steps whose futures were dropped before completing.
-    pub(crate) dropped: HashSet<Step>,
-    /// The journal's first record of each step, for values replay must return unchanged.
-    pub(crate) journaled: HashMap<Step, Record>,
+    pub(crate) dropped: StepSet,
+    /// The journal being replayed (dropped once every journaled step was requested again).
+    pub(crate) journal: Option<Arc<Vec<Entry>>>,
+    /// The index in `journal` of each step's first record, for values replay must return
+    /// unchanged.
+    pub(crate) journaled: StepMap<usize>,
     pub(crate) replaying: bool,
     pub(crate) cancelled: Option<String>,
     pub(crate) result_state: Option<String>,
@@ -155,24 +165,27 @@ pub(crate) struct Shared {
 }
 
 impl Shared {
-    pub(crate) fn new(
-        run_id: RunId,
-        journaled: HashMap<Step, Record>,
-        tasks: Arc<HashSet<String>>,
-    ) -> Self {
+    pub(crate) fn new(run_id: RunId, tasks: Arc<HashSet<String>>) -> Self {
         Self {
             run_id,
             tasks,
             next_step: 0,
             commands: Vec::new(),
-            resolved: HashMap::new(),
-            wakers: HashMap::new(),
-            dropped: HashSet::new(),
-            journaled,
+            resolved: StepMap::default(),
+            wakers: StepMap::default(),
+            dropped: StepSet::default(),
+            journal: None,
+            journaled: StepMap::default(),
             replaying: false,
             cancelled: None,
             result_state: None,
         }
+    }
+
+    /// The journal's first record of `step`, while it is being replayed.
+    pub(crate) fn journaled(&self, step: Step) -> Option<&Record> {
+        let i = *self.journaled.get(&step)?;
+        self.journal.as_ref()?.get(i).map(|e| &e.record)
     }
 }
 
@@ -314,7 +327,7 @@ impl WorkflowContext {
         at: impl FnOnce(u64) -> u64,
     ) -> StepFuture<Result<(), TaskError>> {
         let step = self.lock().next_step;
-        let fire_at_ms = match self.lock().journaled.get(&step) {
+        let fire_at_ms = match self.lock().journaled(step) {
             Some(Record::TimerSet { fire_at_ms, .. }) => *fire_at_ms,
             _ => at(wall_ms()),
         };
@@ -364,7 +377,7 @@ impl WorkflowContext {
     /// and step as its parent.
     pub fn child(&self, request: ChildRequest) -> StepFuture<ChildOutcome> {
         let step = self.lock().next_step;
-        let child_run_id = match self.lock().journaled.get(&step) {
+        let child_run_id = match self.lock().journaled(step) {
             Some(Record::ChildStarted { child_run_id, .. }) => *child_run_id,
             _ => RunId::new(),
         };
@@ -398,7 +411,7 @@ impl WorkflowContext {
     /// with effects belongs in a task.
     pub fn side_effect(&self, name: &str, make: impl FnOnce() -> Value) -> Value {
         let step = self.lock().next_step;
-        let journaled = match self.lock().journaled.get(&step) {
+        let journaled = match self.lock().journaled(step) {
             Some(Record::SideEffect { name: n, value, .. }) if n == name => Some(value.clone()),
             _ => None,
         };

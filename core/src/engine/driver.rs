@@ -7,7 +7,7 @@
 //! a task execution, a timer, a child start, a reply to an API caller — happens before its
 //! commit (invariant 1 of the architecture).
 
-use std::collections::{HashMap, VecDeque};
+use std::collections::VecDeque;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 use std::task::{Context as TaskCx, Poll, Wake, Waker};
@@ -21,7 +21,7 @@ use super::timers::{Registration, TimerPurpose, now_ms};
 use super::{AnswerAck, CancelAck, EngineInner, Event, JournalUpdate, RunUpdate, WorkflowError};
 use crate::codec::{self, input_hash};
 use crate::context::{
-    ChildOutcome, ChildRequest, Command, CommandDetail, GateOutcome, Resolution, Shared,
+    ChildOutcome, ChildRequest, Command, CommandDetail, GateOutcome, Resolution, Shared, StepMap,
     WorkflowContext, lock,
 };
 use crate::error::{DeliverError, StartError, StoreError};
@@ -73,10 +73,12 @@ struct StepState {
     kind: StepKind,
     name: String,
     resolved: bool,
-    task: Option<TaskState>,
+    /// Boxed, like `gate`: a long run keeps a state per step, most of them resolved, so the
+    /// inline part stays small.
+    task: Option<Box<TaskState>>,
     /// Due time of the step's timer (sleep, gate timeout).
     timer_at: Option<u64>,
-    gate: Option<GateSpec>,
+    gate: Option<Box<GateSpec>>,
     timed_out: bool,
     child: Option<(RunId, Box<ChildRequest>)>,
 }
@@ -114,7 +116,7 @@ struct Driver {
     waker: Waker,
     future: Option<BoxFuture<'static, Result<Value, WorkflowError>>>,
     start: Option<StartRecord>,
-    steps: HashMap<Step, StepState>,
+    steps: StepMap<StepState>,
     next_seq: u64,
     batch: CommitBatch,
     new_entries: Vec<Entry>,
@@ -127,9 +129,13 @@ struct Driver {
     last_status_record: Option<(RunStatus, Option<String>)>,
     cancel_requested: bool,
     signals: VecDeque<(u64, String, Value)>,
-    executing: HashMap<Step, tokio::task::AbortHandle>,
+    executing: StepMap<tokio::task::AbortHandle>,
     replaying: bool,
     deferred: Vec<Command>,
+    /// The journal being replayed, while some of its steps were not requested again.
+    journal: Option<Arc<Vec<Entry>>>,
+    /// The emptied command list, kept for its allocation.
+    command_buf: Vec<Command>,
     /// Gates created and not yet resolved: the run is WAITING while there are any.
     open_gates: usize,
     /// The code's result when it finished during replay, before the journal's end.
@@ -248,12 +254,12 @@ impl Driver {
             engine,
             run_id,
             rx,
-            shared: Arc::new(Mutex::new(Shared::new(run_id, HashMap::new(), task_names))),
+            shared: Arc::new(Mutex::new(Shared::new(run_id, task_names))),
             waker: Waker::from(wake.clone()),
             wake,
             future: None,
             start: None,
-            steps: HashMap::new(),
+            steps: StepMap::default(),
             next_seq: 0,
             batch: CommitBatch::default(),
             new_entries: Vec::new(),
@@ -266,9 +272,11 @@ impl Driver {
             last_status_record: None,
             cancel_requested: false,
             signals: VecDeque::new(),
-            executing: HashMap::new(),
+            executing: StepMap::default(),
             replaying: false,
             deferred: Vec::new(),
+            command_buf: Vec::new(),
+            journal: None,
             open_gates: 0,
             replayed_result: None,
             pending: std::collections::BTreeSet::new(),
@@ -388,10 +396,14 @@ impl Driver {
         };
         let start = start.clone();
         self.summary = Some(summary);
-        let mut journaled = HashMap::new();
-        for e in &entries {
+        // Most steps have two or three records; sizing the maps once avoids rehashing
+        // thousands of entries in long runs.
+        let mut journaled =
+            StepMap::with_capacity_and_hasher(entries.len() / 2, Default::default());
+        self.steps.reserve(entries.len() / 2);
+        for (i, e) in entries.iter().enumerate() {
             if let Some(step) = step_of(&e.record) {
-                journaled.entry(step).or_insert_with(|| e.record.clone());
+                journaled.entry(step).or_insert(i);
             }
             if let Record::Status { status, reason } = &e.record {
                 self.last_status_record = Some((*status, reason.clone()));
@@ -401,8 +413,11 @@ impl Driver {
             }
         }
         self.next_seq = entries.last().map_or(0, |e| e.seq + 1);
+        let entries = Arc::new(entries);
+        self.journal = Some(entries.clone());
         {
             let mut s = lock(&self.shared);
+            s.journal = Some(entries.clone());
             s.journaled = journaled;
             s.replaying = true;
         }
@@ -418,13 +433,16 @@ impl Driver {
         if self.terminal {
             // The code is not run again; late deliveries only need to know the steps.
             let journaled = std::mem::take(&mut lock(&self.shared).journaled);
-            for (step, record) in journaled {
-                let Some((kind, name, _)) = identity(&record) else {
+            lock(&self.shared).journal = None;
+            self.journal = None;
+            for (step, i) in journaled {
+                let record = &entries[i].record;
+                let Some((kind, name, _)) = identity(record) else {
                     continue;
                 };
                 let name = name.to_string();
                 let gate = match record {
-                    Record::GateOpened { gate, .. } => Some(gate),
+                    Record::GateOpened { gate, .. } => Some(Box::new(gate.clone())),
                     _ => None,
                 };
                 self.steps.insert(
@@ -676,25 +694,44 @@ impl Driver {
     }
 
     fn process_commands(&mut self) {
-        let commands = std::mem::take(&mut lock(&self.shared).commands);
-        for c in commands {
+        // Swapped with a kept buffer rather than taken: one allocation per run, not per step.
+        let mut commands = std::mem::take(&mut self.command_buf);
+        std::mem::swap(&mut lock(&self.shared).commands, &mut commands);
+        for c in commands.drain(..) {
             if self.blocked.is_some() {
-                return;
+                break;
             }
             // Each step is matched once; its journaled first record is not needed after.
-            let journaled = lock(&self.shared).journaled.remove(&c.step);
-            match journaled {
-                Some(record) => self.command_replayed(c, &record),
+            let (index, last) = {
+                let mut s = lock(&self.shared);
+                let i = s.journaled.remove(&c.step);
+                let last = i.is_some() && s.journaled.is_empty();
+                if last {
+                    // The last journaled step was requested: the journal can go.
+                    s.journal = None;
+                }
+                (i, last)
+            };
+            let journal = index.and(self.journal.take());
+            match journal.as_ref().zip(index) {
+                Some((journal, i)) => self.command_replayed(c, &journal[i].record),
                 None if self.replaying => self.deferred.push(c),
                 None => self.command_live(c),
             }
+            if !last && journal.is_some() {
+                self.journal = journal;
+            }
         }
+        self.command_buf = commands;
     }
 
-    fn new_step(&mut self, c: &Command) -> StepState {
+    /// The state of a newly requested step; takes the command's details. A step that is one
+    /// record (a side effect, a variable, a state) hands that record back.
+    fn new_step(&mut self, c: Command) -> (StepState, Option<Record>) {
+        let mut own_record = None;
         let mut st = StepState {
             kind: c.kind,
-            name: c.name.clone(),
+            name: c.name,
             resolved: false,
             task: None,
             timer_at: None,
@@ -702,37 +739,41 @@ impl Driver {
             timed_out: false,
             child: None,
         };
-        match &c.detail {
+        match c.detail {
             CommandDetail::Task {
                 task,
                 input,
                 options,
             } => {
-                let options = options.clone().unwrap_or_else(|| {
+                let options = options.unwrap_or_else(|| {
                     self.engine
                         .tasks
-                        .get(task)
+                        .get(&task)
                         .map(|r| r.options.clone())
                         .unwrap_or_default()
                 });
-                st.task = Some(TaskState {
-                    task: task.clone(),
-                    input: input.clone(),
+                st.task = Some(Box::new(TaskState {
+                    task,
+                    input,
                     options,
                     attempt: 0,
                     open: false,
                     retry_at: None,
-                });
+                }));
             }
-            CommandDetail::Timer { fire_at_ms } => st.timer_at = Some(*fire_at_ms),
-            CommandDetail::Gate { spec } => st.gate = Some(spec.clone()),
+            CommandDetail::Timer { fire_at_ms } => st.timer_at = Some(fire_at_ms),
+            CommandDetail::Gate { spec } => st.gate = Some(Box::new(spec)),
             CommandDetail::Child {
                 request,
                 child_run_id,
             } => {
-                st.child = Some((*child_run_id, request.clone()));
+                st.child = Some((child_run_id, request));
             }
-            CommandDetail::Signal | CommandDetail::Record { .. } => st.resolved = true,
+            CommandDetail::Signal => st.resolved = true,
+            CommandDetail::Record { record } => {
+                st.resolved = true;
+                own_record = Some(record);
+            }
         }
         if c.kind == StepKind::Signal {
             st.resolved = false;
@@ -743,7 +784,7 @@ impl Driver {
         if !st.resolved {
             self.pending.insert(c.step);
         }
-        st
+        (st, own_record)
     }
 
     fn command_replayed(&mut self, c: Command, record: &Record) {
@@ -771,73 +812,82 @@ impl Driver {
             ));
             return;
         }
-        let st = self.new_step(&c);
-        self.steps.insert(c.step, st);
+        let step = c.step;
+        let (st, _) = self.new_step(c);
+        self.steps.insert(step, st);
     }
 
     fn command_live(&mut self, c: Command) {
-        let st = self.new_step(&c);
         let step = c.step;
-        self.steps.insert(step, st);
-        match c.detail {
+        // The step's records and effects, taken from the command before the step takes it.
+        let mut records = Vec::with_capacity(1);
+        let mut effects = Vec::with_capacity(1);
+        match &c.detail {
             CommandDetail::Task { task, input, .. } => {
-                self.append_apply(Record::TaskStarted {
+                records.push(Record::TaskStarted {
                     step,
                     attempt: 1,
-                    task,
-                    name: c.name,
+                    task: task.clone(),
+                    name: c.name.clone(),
                     input_hash: c.hash,
-                    input,
+                    input: input.clone(),
                 });
-                self.effects.push(Effect::Execute(step));
+                effects.push(Effect::Execute(step));
             }
             CommandDetail::Timer { fire_at_ms } => {
-                self.append_apply(Record::TimerSet {
+                records.push(Record::TimerSet {
                     step,
-                    fire_at_ms,
-                    purpose: c.name,
+                    fire_at_ms: *fire_at_ms,
+                    purpose: c.name.clone(),
                 });
-                self.effects
-                    .push(Effect::Timer(step, fire_at_ms, TimerPurpose::Sleep));
+                effects.push(Effect::Timer(step, *fire_at_ms, TimerPurpose::Sleep));
             }
             CommandDetail::Gate { spec } => {
-                let timeout = spec.timeout_ms;
-                self.append_apply(Record::GateOpened { step, gate: spec });
-                if let Some(t) = timeout {
+                records.push(Record::GateOpened {
+                    step,
+                    gate: spec.clone(),
+                });
+                if let Some(t) = spec.timeout_ms {
                     let at = now_ms() + t;
-                    self.append_apply(Record::TimerSet {
+                    records.push(Record::TimerSet {
                         step,
                         fire_at_ms: at,
                         purpose: TimerPurpose::GateTimeout.as_str().into(),
                     });
-                    self.effects
-                        .push(Effect::Timer(step, at, TimerPurpose::GateTimeout));
+                    effects.push(Effect::Timer(step, at, TimerPurpose::GateTimeout));
                 }
             }
             CommandDetail::Signal => {
-                self.append_apply(Record::SignalAwaited {
+                records.push(Record::SignalAwaited {
                     step,
                     name: c.name.clone(),
                 });
                 if let Some(i) = self.signals.iter().position(|(_, n, _)| *n == c.name) {
                     let signal_seq = self.signals[i].0;
-                    self.append_apply(Record::SignalDelivered { step, signal_seq });
+                    records.push(Record::SignalDelivered { step, signal_seq });
                 }
             }
             CommandDetail::Child {
                 request,
                 child_run_id,
             } => {
-                self.append_apply(Record::ChildStarted {
+                records.push(Record::ChildStarted {
                     step,
-                    child_run_id,
+                    child_run_id: *child_run_id,
                     workflow: request.workflow.clone(),
                     input_hash: c.hash,
                 });
-                self.effects.push(Effect::StartChild(step));
+                effects.push(Effect::StartChild(step));
             }
-            CommandDetail::Record { record } => self.append_apply(record),
+            CommandDetail::Record { .. } => {}
         }
+        let (st, own_record) = self.new_step(c);
+        self.steps.insert(step, st);
+        records.extend(own_record);
+        for record in records {
+            self.append_apply(record);
+        }
+        self.effects.extend(effects);
     }
 
     // ---- records ---------------------------------------------------------------------------
@@ -1094,11 +1144,7 @@ impl Driver {
         if self.terminal || self.blocked.is_some() {
             return;
         }
-        let waiting = self
-            .steps
-            .values()
-            .any(|s| s.kind == StepKind::Gate && !s.resolved);
-        self.set_status(if waiting {
+        self.set_status(if self.open_gates > 0 {
             RunStatus::Waiting
         } else {
             RunStatus::Running
