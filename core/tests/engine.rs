@@ -387,3 +387,83 @@ async fn unknown_workflow_is_refused_before_anything_is_journaled() {
     assert!(err.to_string().contains("[MAG-EN002]"), "{err}");
     assert!(engine.list_runs(&Default::default()).unwrap().is_empty());
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_tasks_of_a_fan_out_run_concurrently() {
+    // Each task waits until all three have started: they finish only if they run at once.
+    let barrier = Arc::new(tokio::sync::Barrier::new(3));
+    let meet = TaskRegistration::new("meet", TaskOptions::default(), move |v, _| {
+        let barrier = barrier.clone();
+        async move {
+            barrier.wait().await;
+            Ok(v)
+        }
+    });
+    let wf = WorkflowRegistration::new("fan", "", |ctx, _| async move {
+        let (a, b, c) = tokio::join!(
+            ctx.task("meet", json!(1)),
+            ctx.task("meet", json!(2)),
+            ctx.task("meet", json!(3))
+        );
+        Ok::<_, WorkflowError>(json!([a?, b?, c?]))
+    });
+    let engine = engine_with(Arc::new(MemoryStore::new()), |b| b.workflow(wf).task(meet)).await;
+    let run = engine
+        .start(StartRequest::code("fan", Value::Null))
+        .await
+        .unwrap();
+    let view = tokio::time::timeout(Duration::from_secs(20), engine.wait(run))
+        .await
+        .expect("the three tasks met")
+        .unwrap();
+    assert_eq!(view.status, RunStatus::Done);
+    assert_eq!(view.result, Some(json!([1, 2, 3])));
+}
+
+#[tokio::test]
+async fn cancelling_a_run_stops_its_running_task() {
+    struct SetOnDrop(Arc<std::sync::atomic::AtomicBool>);
+    impl Drop for SetOnDrop {
+        fn drop(&mut self) {
+            self.0.store(true, Ordering::SeqCst);
+        }
+    }
+    let started = Arc::new(tokio::sync::Notify::new());
+    let stopped = Arc::new(std::sync::atomic::AtomicBool::new(false));
+    let hang = {
+        let (started, stopped) = (started.clone(), stopped.clone());
+        TaskRegistration::new("hang", TaskOptions::default(), move |_, _| {
+            let guard = SetOnDrop(stopped.clone());
+            let started = started.clone();
+            async move {
+                let _guard = guard;
+                started.notify_one();
+                tokio::time::sleep(Duration::from_secs(3600)).await;
+                Ok(Value::Null)
+            }
+        })
+    };
+    let wf = WorkflowRegistration::new("h", "", |ctx, _| async move {
+        ctx.task("hang", Value::Null).await?;
+        Ok::<_, WorkflowError>(json!("finished"))
+    });
+    let engine = engine_with(Arc::new(MemoryStore::new()), |b| b.workflow(wf).task(hang)).await;
+    let run = engine
+        .start(StartRequest::code("h", Value::Null))
+        .await
+        .unwrap();
+    started.notified().await;
+    assert_eq!(
+        engine.cancel(run, "user asked").await.unwrap(),
+        CancelAck::Requested
+    );
+    let view = tokio::time::timeout(Duration::from_secs(20), engine.wait(run))
+        .await
+        .expect("the run ended")
+        .unwrap();
+    assert_eq!(view.status, RunStatus::Cancelled);
+    assert!(
+        stopped.load(Ordering::SeqCst),
+        "the task's future was dropped"
+    );
+}

@@ -8,6 +8,8 @@
 //! commit (invariant 1 of the architecture).
 
 use std::collections::VecDeque;
+use std::future::Future;
+use std::pin::Pin;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 use std::task::{Context as TaskCx, Poll, Wake, Waker};
@@ -51,6 +53,32 @@ pub(crate) fn spawn(
         let mut driver = Driver::new(engine, run, rx);
         driver.run(init).await;
     });
+}
+
+/// Where a task attempt runs.
+enum Running {
+    /// In its own tokio task.
+    Spawned(tokio::task::AbortHandle),
+    /// Polled by the driver itself ([`Driver::local`]).
+    Local,
+}
+
+/// The result of a task attempt.
+type AttemptFuture = Pin<Box<dyn Future<Output = Result<Value, TaskError>> + Send>>;
+
+/// An attempt the driver polls itself: step, attempt number, the attempt.
+struct LocalAttempt {
+    step: Step,
+    attempt: u32,
+    future: AttemptFuture,
+}
+
+/// The local attempt's result, once it has one.
+async fn poll_local(local: &mut Option<LocalAttempt>) -> Result<Value, TaskError> {
+    match local {
+        Some(l) => l.future.as_mut().await,
+        None => std::future::pending().await,
+    }
 }
 
 struct WakeFlag {
@@ -129,7 +157,9 @@ struct Driver {
     last_status_record: Option<(RunStatus, Option<String>)>,
     cancel_requested: bool,
     signals: VecDeque<(u64, String, Value)>,
-    executing: StepMap<tokio::task::AbortHandle>,
+    executing: StepMap<Running>,
+    /// The attempt that runs inside this driver's own task (see [`Driver::execute`]).
+    local: Option<LocalAttempt>,
     replaying: bool,
     deferred: Vec<Command>,
     /// The journal being replayed, while some of its steps were not requested again.
@@ -273,6 +303,7 @@ impl Driver {
             cancel_requested: false,
             signals: VecDeque::new(),
             executing: StepMap::default(),
+            local: None,
             replaying: false,
             deferred: Vec::new(),
             command_buf: Vec::new(),
@@ -559,6 +590,11 @@ impl Driver {
                     Some(ev) => self.handle_event(ev),
                     None => return,
                 },
+                result = poll_local(&mut self.local), if self.local.is_some() => {
+                    if let Some(LocalAttempt { step, attempt, .. }) = self.local.take() {
+                        self.handle_event(Event::TaskDone { step, attempt, result });
+                    }
+                }
                 () = self.wake.notify.notified() => {}
             }
             while let Ok(ev) = self.rx.try_recv() {
@@ -588,10 +624,7 @@ impl Driver {
     /// A commit failed: nothing of it is durable. Drop all in-memory state, tell waiting
     /// callers, and recover the run from its journal shortly.
     fn fail_stop(&mut self, error: StoreError) {
-        for h in self.executing.values() {
-            h.abort();
-        }
-        self.executing.clear();
+        self.abort_attempts();
         {
             let mut active = self.engine.active();
             active.remove(&self.run_id);
@@ -1124,10 +1157,7 @@ impl Driver {
         self.append(Record::Status { status, reason });
         self.terminal = true;
         self.set_status(status);
-        for h in self.executing.values() {
-            h.abort();
-        }
-        self.executing.clear();
+        self.abort_attempts();
     }
 
     fn set_status(&mut self, status: RunStatus) {
@@ -1252,10 +1282,7 @@ impl Driver {
                 } else if self.cancel_requested {
                     CancelAck::AlreadyRequested
                 } else {
-                    for h in self.executing.values() {
-                        h.abort();
-                    }
-                    self.executing.clear();
+                    self.abort_attempts();
                     self.append_apply(Record::CancelRequested { reason });
                     CancelAck::Requested
                 };
@@ -1497,11 +1524,9 @@ impl Driver {
         let timeout = t.options.timeout;
         let task_name = t.task.clone();
         let attempt = t.attempt;
-        let engine = self.engine.clone();
-        let run = self.run_id;
         let span = tracing::info_span!(
             "task",
-            run = %run,
+            run = %self.run_id,
             step,
             attempt,
             task = %task_name,
@@ -1538,6 +1563,26 @@ impl Driver {
             if let Err(e) = &result {
                 tracing::debug!(kind = %e.kind, error = %e.message, "task attempt failed");
             }
+            result
+        };
+        let attempt_future = tracing::Instrument::instrument(attempt_future, span);
+        // The run's only running attempt is polled by the driver itself: a step then costs no
+        // task spawn and no cross-task wake-up, which on a multi-threaded runtime also spares
+        // waking a second worker to steal work. Further concurrent attempts (a fan-out) get
+        // their own tasks so that they run in parallel.
+        if self.local.is_none() && self.executing.is_empty() {
+            self.local = Some(LocalAttempt {
+                step,
+                attempt,
+                future: Box::pin(attempt_future),
+            });
+            self.executing.insert(step, Running::Local);
+            return;
+        }
+        let engine = self.engine.clone();
+        let run = self.run_id;
+        let handle = tokio::spawn(async move {
+            let result = attempt_future.await;
             engine.deliver(
                 run,
                 Event::TaskDone {
@@ -1546,9 +1591,20 @@ impl Driver {
                     result,
                 },
             );
-        };
-        let handle = tokio::spawn(tracing::Instrument::instrument(attempt_future, span));
-        self.executing.insert(step, handle.abort_handle());
+        });
+        self.executing
+            .insert(step, Running::Spawned(handle.abort_handle()));
+    }
+
+    /// Stops every running attempt (spawned ones at their next await point).
+    fn abort_attempts(&mut self) {
+        for running in self.executing.values() {
+            if let Running::Spawned(h) = running {
+                h.abort();
+            }
+        }
+        self.executing.clear();
+        self.local = None;
     }
 
     fn child_start_request(&self, step: Step) -> Option<super::StartRequest> {
