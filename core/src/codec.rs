@@ -417,7 +417,7 @@ pub fn decode(bytes: &[u8]) -> Result<(Record, u64), DecodeError> {
                 }),
                 _ => return Err(DecodeError::Corrupt("parent flag")),
             };
-            Record::Start(StartRecord {
+            Record::Start(Box::new(StartRecord {
                 workflow_name,
                 workflow_version,
                 frontend,
@@ -427,7 +427,7 @@ pub fn decode(bytes: &[u8]) -> Result<(Record, u64), DecodeError> {
                 started_by: r.str()?,
                 idempotency_key: r.opt_str()?,
                 scope: r.str()?,
-            })
+            }))
         }
         tag::STATE_ENTERED => Record::StateEntered {
             step: r.u32()?,
@@ -503,7 +503,10 @@ pub fn decode(bytes: &[u8]) -> Result<(Record, u64), DecodeError> {
                 },
                 meta: r.json()?,
             };
-            Record::GateOpened { step, gate }
+            Record::GateOpened {
+                step,
+                gate: Box::new(gate),
+            }
         }
         tag::GATE_ANSWERED => {
             let step = r.u32()?;

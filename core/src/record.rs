@@ -316,7 +316,7 @@ pub enum StepKind {
 pub enum Record {
     /// The run started.
     #[serde(rename = "StartRecord")]
-    Start(StartRecord),
+    Start(Box<StartRecord>),
     /// The YAML interpreter entered a state.
     #[serde(rename = "StateEnteredRecord")]
     StateEntered {
@@ -409,7 +409,7 @@ pub enum Record {
         /// Step number.
         step: Step,
         /// What it asks.
-        gate: GateSpec,
+        gate: Box<GateSpec>,
     },
     /// A gate was answered.
     #[serde(rename = "GateAnsweredRecord")]

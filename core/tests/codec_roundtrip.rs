@@ -65,7 +65,7 @@ fn start() -> impl Strategy<Value = Record> {
                 (workflow_name, workflow_version, frontend, params, definition),
                 (parent, started_by, idempotency_key, scope),
             )| {
-                Record::Start(StartRecord {
+                Record::Start(Box::new(StartRecord {
                     workflow_name,
                     workflow_version,
                     frontend,
@@ -75,7 +75,7 @@ fn start() -> impl Strategy<Value = Record> {
                     started_by,
                     idempotency_key,
                     scope,
-                })
+                }))
             },
         )
 }
@@ -175,7 +175,10 @@ fn record() -> impl Strategy<Value = Record> {
             }
         }),
         step().prop_map(|step| Record::TimerFired { step }),
-        (step(), gate()).prop_map(|(step, gate)| Record::GateOpened { step, gate }),
+        (step(), gate()).prop_map(|(step, gate)| Record::GateOpened {
+            step,
+            gate: Box::new(gate),
+        }),
         (step(), answer()).prop_map(|(step, answer)| Record::GateAnswered { step, answer }),
         (step(), text()).prop_map(|(step, name)| Record::SignalAwaited { step, name }),
         (text(), json(), option::of(step())).prop_map(|(name, payload, step)| {

@@ -79,7 +79,7 @@ fn canned_journal() -> Vec<Record> {
         meta: json!({ "workflowState": "approve" }),
     };
     vec![
-        Record::Start(start),
+        Record::Start(Box::new(start)),
         Record::StateEntered {
             step: 0,
             state: "charge".into(),
@@ -134,7 +134,7 @@ fn canned_journal() -> Vec<Record> {
         },
         Record::GateOpened {
             step: 3,
-            gate: decision.clone(),
+            gate: Box::new(decision.clone()),
         },
         Record::Status {
             status: RunStatus::Waiting,
@@ -197,7 +197,7 @@ fn canned_journal() -> Vec<Record> {
             status: RunStatus::Cancelled,
             reason: Some("customer cancelled".into()),
         },
-        Record::Start(StartRecord {
+        Record::Start(Box::new(StartRecord {
             workflow_name: "hello".into(),
             workflow_version: String::new(),
             frontend: "code".into(),
@@ -207,10 +207,10 @@ fn canned_journal() -> Vec<Record> {
             started_by: String::new(),
             idempotency_key: None,
             scope: String::new(),
-        }),
+        })),
         Record::GateOpened {
             step: 0,
-            gate: GateSpec {
+            gate: Box::new(GateSpec {
                 kind: GateKind::Approval,
                 title: "Ship order A-1?".into(),
                 body: String::new(),
@@ -220,7 +220,7 @@ fn canned_journal() -> Vec<Record> {
                 tags: vec![],
                 timeout_ms: None,
                 meta: json!(null),
-            },
+            }),
         },
         Record::GateAnswered {
             step: 0,

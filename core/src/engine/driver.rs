@@ -387,7 +387,7 @@ impl Driver {
         if let Some(key) = &start.idempotency_key {
             self.batch.idempotency_keys.push((key.clone(), self.run_id));
         }
-        self.append(Record::Start(start.clone()));
+        self.append(Record::Start(Box::new(start.clone())));
         if let Err(reason) = self.instantiate(&start) {
             let _ = ack.send(Err(StartError::UnknownWorkflow(reason)));
             return false;
@@ -456,11 +456,11 @@ impl Driver {
         if !self.terminal
             && let Err(reason) = self.instantiate(&start)
         {
-            self.start = Some(start);
+            self.start = Some(*start);
             self.block(reason);
             return true;
         }
-        self.start = Some(start);
+        self.start = Some(*start);
         if self.terminal {
             // The code is not run again; late deliveries only need to know the steps.
             let journaled = std::mem::take(&mut lock(&self.shared).journaled);
@@ -473,7 +473,7 @@ impl Driver {
                 };
                 let name = name.to_string();
                 let gate = match record {
-                    Record::GateOpened { gate, .. } => Some(Box::new(gate.clone())),
+                    Record::GateOpened { gate, .. } => Some(gate.clone()),
                     _ => None,
                 };
                 self.steps.insert(
@@ -878,7 +878,7 @@ impl Driver {
             CommandDetail::Gate { spec } => {
                 records.push(Record::GateOpened {
                     step,
-                    gate: spec.clone(),
+                    gate: Box::new(spec.clone()),
                 });
                 if let Some(t) = spec.timeout_ms {
                     let at = now_ms() + t;

@@ -150,7 +150,7 @@ pub(crate) mod contract_tests {
 
     fn start(run: RunId, name: &str) -> CommitBatch {
         let mut bytes = Vec::new();
-        let rec = Record::Start(StartRecord {
+        let rec = Record::Start(Box::new(StartRecord {
             workflow_name: name.into(),
             workflow_version: String::new(),
             frontend: "code".into(),
@@ -160,7 +160,7 @@ pub(crate) mod contract_tests {
             started_by: "test".into(),
             idempotency_key: Some(format!("key-{run}")),
             scope: String::new(),
-        });
+        }));
         codec::encode(&rec, 7, &mut bytes);
         CommitBatch {
             records: vec![EncodedRecord {
