@@ -163,7 +163,12 @@ impl RedbStore {
         // growing a vector of ten thousand of them shows in replay times).
         let range = || table.range((id, 0)..=(id, u64::MAX)).map_err(io);
         let last_folded = range()?.next_back().transpose().map_err(io)?;
-        let capacity = last_folded.map_or(0, |(k, _)| k.value().1 as usize + 1) + recent.len();
+        // A hint only, capped so that a corrupt seq cannot ask for a huge allocation.
+        let last_seq = last_folded.map_or(0, |(k, _)| k.value().1);
+        let capacity = usize::try_from(last_seq)
+            .unwrap_or(usize::MAX)
+            .saturating_add(1 + recent.len())
+            .min(1 << 20);
         let mut out = Vec::with_capacity(capacity);
         let mut folded_up_to = None;
         for row in range()? {
