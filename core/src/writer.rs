@@ -241,7 +241,7 @@ fn run(shared: &Shared, rx: &mpsc::Receiver<Request>) {
 mod tests {
     use super::*;
     use crate::id::RunId;
-    use crate::store::{EncodedRecord, FaultyStore, MemoryStore, RunFilter, RunSummary};
+    use crate::store::{EncodedRecord, FaultyStore, MemoryStore};
 
     fn batch(run: RunId, seq: u64) -> CommitBatch {
         CommitBatch {
@@ -254,54 +254,29 @@ mod tests {
         }
     }
 
-    /// A store whose commits take `delay` (like an fsync) and that notes which threads
-    /// committed.
-    struct SlowStore {
-        inner: MemoryStore,
+    /// The names of the threads that made each commit.
+    type CommitThreads = Arc<Mutex<Vec<Option<String>>>>;
+
+    /// A memory store whose commits take `delay` (like an fsync), behind a writer that notes
+    /// which thread made each commit.
+    fn slow_writer(
         delay: Duration,
-        threads: Mutex<Vec<std::thread::ThreadId>>,
-    }
-
-    impl SlowStore {
-        fn new(delay: Duration) -> Self {
-            Self {
-                inner: MemoryStore::new(),
-                delay,
-                threads: Mutex::new(Vec::new()),
-            }
-        }
-    }
-
-    impl Store for SlowStore {
-        fn commit(&self, batches: &[&CommitBatch]) -> Result<(), StoreError> {
-            self.threads
-                .lock()
-                .unwrap()
-                .push(std::thread::current().id());
-            std::thread::sleep(self.delay);
-            self.inner.commit(batches)
-        }
-        fn read_journal_raw(&self, run_id: RunId) -> Result<Vec<(u64, Vec<u8>)>, StoreError> {
-            self.inner.read_journal_raw(run_id)
-        }
-        fn run_summary(&self, run_id: RunId) -> Result<Option<RunSummary>, StoreError> {
-            self.inner.run_summary(run_id)
-        }
-        fn list_runs(&self, filter: &RunFilter) -> Result<Vec<RunSummary>, StoreError> {
-            self.inner.list_runs(filter)
-        }
-        fn active_runs(&self) -> Result<Vec<RunId>, StoreError> {
-            self.inner.active_runs()
-        }
-        fn find_idempotency_key(&self, key: &str) -> Result<Option<RunId>, StoreError> {
-            self.inner.find_idempotency_key(key)
-        }
+    ) -> (Arc<FaultyStore<MemoryStore>>, JournalWriter, CommitThreads) {
+        let store = Arc::new(FaultyStore::new(MemoryStore::new()));
+        store.delay_commits(delay);
+        let w = JournalWriter::start(store.clone());
+        let threads = Arc::new(Mutex::new(Vec::new()));
+        let seen = threads.clone();
+        w.stats().observe_commits(Box::new(move |_, _| {
+            let name = std::thread::current().name().map(str::to_owned);
+            seen.lock().unwrap().push(name);
+        }));
+        (store, w, threads)
     }
 
     #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
     async fn concurrent_appends_share_commits_and_are_all_durable() {
-        let store = Arc::new(SlowStore::new(Duration::from_millis(5)));
-        let w = JournalWriter::start(store.clone());
+        let (store, w, _) = slow_writer(Duration::from_millis(5));
         let runs: Vec<RunId> = (0..500).map(|_| RunId::new()).collect();
         let tasks: Vec<_> = runs
             .iter()
@@ -327,39 +302,39 @@ mod tests {
 
     #[tokio::test(flavor = "current_thread")]
     async fn a_lone_append_commits_on_the_callers_thread() {
-        let store = Arc::new(SlowStore::new(Duration::ZERO));
-        let w = JournalWriter::start(store.clone());
+        let (store, w, threads) = slow_writer(Duration::ZERO);
         let run = RunId::new();
         for seq in 0..3 {
             w.append(batch(run, seq)).await.unwrap();
         }
-        let me = std::thread::current().id();
-        assert_eq!(*store.threads.lock().unwrap(), vec![me; 3]);
+        let me = std::thread::current().name().map(str::to_owned);
+        assert_ne!(me.as_deref(), Some("magrathea-journal"));
+        assert_eq!(*threads.lock().unwrap(), vec![me; 3]);
         assert_eq!(store.read_journal_raw(run).unwrap().len(), 3);
     }
 
     #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-    async fn appends_that_overlap_a_commit_go_through_the_writer_thread() {
-        let store = Arc::new(SlowStore::new(Duration::from_millis(50)));
-        let w = JournalWriter::start(store.clone());
-        let (a, b) = (RunId::new(), RunId::new());
-        let first = tokio::spawn({
-            let w = w.clone();
-            async move { w.append(batch(a, 0)).await }
-        });
-        while store.threads.lock().unwrap().is_empty() {
-            tokio::task::yield_now().await;
-        }
-        // The first commit is in progress: this append must wait in the queue.
-        w.append(batch(b, 0)).await.unwrap();
-        first.await.unwrap().unwrap();
-        let threads = store.threads.lock().unwrap().clone();
-        assert_eq!(threads.len(), 2);
-        assert_ne!(
-            threads[0], threads[1],
-            "the second commit ran on the writer thread"
+    async fn an_append_that_overlaps_a_commit_goes_through_the_writer_thread() {
+        let (store, w, threads) = slow_writer(Duration::ZERO);
+        let run = RunId::new();
+        let append = {
+            // A commit in progress: the append cannot commit alone and must queue.
+            let _in_progress = w.shared.commit_lock.lock().unwrap();
+            let append = tokio::spawn({
+                let w = w.clone();
+                async move { w.append(batch(run, 0)).await }
+            });
+            while w.shared.queued.load(Ordering::SeqCst) == 0 {
+                std::thread::yield_now();
+            }
+            append
+        };
+        append.await.unwrap().unwrap();
+        assert_eq!(
+            *threads.lock().unwrap(),
+            vec![Some("magrathea-journal".to_owned())]
         );
-        assert_eq!(w.stats().commits.load(Ordering::Relaxed), 2);
+        assert_eq!(store.read_journal_raw(run).unwrap().len(), 1);
     }
 
     #[tokio::test]

@@ -1,17 +1,21 @@
-//! A store that fails commits on demand, to prove that failures lose nothing acknowledged.
+//! A store that fails or slows commits on demand: to prove that failures lose nothing
+//! acknowledged, and to give commits the duration of a real fsync over a memory store.
 
 use std::sync::Arc;
-use std::sync::atomic::{AtomicU32, Ordering};
+use std::sync::atomic::{AtomicU32, AtomicU64, Ordering};
+use std::time::Duration;
 
 use super::{CommitBatch, RunFilter, RunSummary, Store};
 use crate::error::StoreError;
 use crate::id::RunId;
 
-/// Wraps a store; the next `n` commits fail (applying nothing) after [`FaultyStore::fail_next`].
+/// Wraps a store; the next `n` commits fail (applying nothing) after [`FaultyStore::fail_next`],
+/// and every commit takes at least [`FaultyStore::delay_commits`].
 #[derive(Debug)]
 pub struct FaultyStore<S> {
     inner: S,
     failures: Arc<AtomicU32>,
+    delay_micros: AtomicU64,
 }
 
 impl<S: Store> FaultyStore<S> {
@@ -20,7 +24,14 @@ impl<S: Store> FaultyStore<S> {
         Self {
             inner,
             failures: Arc::new(AtomicU32::new(0)),
+            delay_micros: AtomicU64::new(0),
         }
+    }
+
+    /// Makes every commit take `delay` longer (a slow disk); zero turns it off.
+    pub fn delay_commits(&self, delay: Duration) {
+        let micros = u64::try_from(delay.as_micros()).unwrap_or(u64::MAX);
+        self.delay_micros.store(micros, Ordering::SeqCst);
     }
 
     /// Makes the next `n` commits fail.
@@ -42,6 +53,10 @@ impl<S: Store> Store for FaultyStore<S> {
             .is_ok();
         if armed {
             return Err(StoreError::Io("injected commit failure".into()));
+        }
+        let delay = self.delay_micros.load(Ordering::SeqCst);
+        if delay > 0 {
+            std::thread::sleep(Duration::from_micros(delay));
         }
         self.inner.commit(batches)
     }
