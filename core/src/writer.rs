@@ -25,8 +25,8 @@ use crate::error::StoreError;
 use crate::store::{CommitBatch, Store};
 
 /// Called after every successful commit with the number of records and the commit's duration
-/// in microseconds (for histograms in metrics exporters). Runs on the writer thread: keep it
-/// cheap.
+/// in microseconds (for histograms in metrics exporters). Runs on the thread that committed
+/// (the writer thread, or a lone appender's) before the commit is acknowledged: keep it cheap.
 pub type CommitObserver = Box<dyn Fn(usize, u64) + Send + Sync>;
 
 /// Counters of the writer, for metrics and benches.
