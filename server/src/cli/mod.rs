@@ -48,10 +48,10 @@ struct Cli {
 /// Where the project and its store are; accepted before or after the subcommand.
 #[derive(Debug, Clone, clap::Args)]
 pub(crate) struct Location {
-    /// The project directory, holding `_vance/` [default: the current directory].
+    /// The project directory, holding `_vance/` (default: the current directory).
     #[arg(long, value_name = "DIR", global = true)]
     pub(crate) project: Option<PathBuf>,
-    /// The store directory; the journal is `<store>/journal.redb` [default: `<project>/.magrathea/`].
+    /// The store directory; the journal is `<store>/journal.redb` (default: `<project>/.magrathea/`).
     #[arg(long, value_name = "PATH", global = true)]
     pub(crate) store: Option<PathBuf>,
 }

@@ -4,7 +4,7 @@
 //! before its task runs; the task's result, the `storeAs` variable and the transition follow
 //! the order of the reference's `handleCompletion` (§4.3): result, variable, terminal special
 //! case, retry check (retry preempts routing), bounds check, then the resolver (§4.1:
-//! `nextStateOverride`, `on:`, `catch:`, else fail with "no transition for outcome '<x>'").
+//! `nextStateOverride`, `on:`, `catch:`, else fail with `no transition for outcome '<x>'`).
 
 use std::sync::Arc;
 use std::time::Duration;
