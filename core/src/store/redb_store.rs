@@ -507,6 +507,26 @@ mod tests {
     }
 
     #[test]
+    fn a_corrupt_log_row_fails_the_open_with_a_journal_error() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("j.redb");
+        {
+            let db = redb::Database::create(&path).unwrap();
+            let tx = db.begin_write().unwrap();
+            // A frame entry that claims 9 bytes of record and holds none.
+            let frame = [[0u8; 16].as_slice(), &[0, 9]].concat();
+            tx.open_table(LOG)
+                .unwrap()
+                .insert(0, frame.as_slice())
+                .unwrap();
+            tx.commit().unwrap();
+        }
+        let err = RedbStore::open(&path, Durability::Immediate).unwrap_err();
+        assert!(matches!(err, StoreError::Decode(_)), "{err}");
+        assert!(err.to_string().contains("[MAG-JF003]"), "{err}");
+    }
+
+    #[test]
     fn a_second_open_of_the_same_file_is_refused_clearly() {
         let dir = tempfile::tempdir().unwrap();
         let path = dir.path().join("j.redb");
