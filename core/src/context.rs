@@ -18,7 +18,7 @@ use serde_json::Value;
 use crate::codec::input_hash;
 use crate::id::RunId;
 use crate::record::{Entry, GateAnswer, GateSpec, Record, RunStatus, Step, StepKind};
-use crate::task::{TaskError, TaskOptions};
+use crate::task::{TaskError, TaskOptions, TaskRegistration};
 
 /// How a step ended, as fed to the code.
 #[derive(Debug, Clone)]
@@ -78,6 +78,7 @@ pub(crate) enum CommandDetail {
         task: String,
         input: Value,
         options: Option<TaskOptions>,
+        registration: Option<TaskRegistration>,
     },
     Timer {
         fire_at_ms: u64,
@@ -141,6 +142,10 @@ pub struct TaskCall {
     pub input: Value,
     /// Options; `None` takes the registration's.
     pub options: Option<TaskOptions>,
+    /// The task's body, for tasks the engine was not given by name: a call that carries its
+    /// body runs without `EngineBuilder::task` (registering by name only exposes a task to
+    /// YAML and tools). A task registered under the same name takes precedence.
+    pub registration: Option<TaskRegistration>,
 }
 
 pub(crate) struct Shared {
@@ -284,6 +289,7 @@ impl WorkflowContext {
             name: None,
             input,
             options: None,
+            registration: None,
         })
     }
 
@@ -295,6 +301,7 @@ impl WorkflowContext {
             task: call.task,
             input: call.input,
             options: call.options,
+            registration: call.registration,
         };
         let step = self.push(StepKind::Task, name, hash, detail);
         self.future(step, |r| match r {

@@ -28,8 +28,8 @@ pub use context::{
     ChildOutcome, ChildRequest, GateOutcome, Select, StepFuture, TaskCall, WorkflowContext,
 };
 pub use engine::{
-    AnswerAck, CancelAck, Engine, EngineBuilder, InterpreterFn, JournalUpdate, RunUpdate,
-    StartRequest, WorkflowError, WorkflowFn, WorkflowRegistration,
+    AnswerAck, CancelAck, Engine, EngineBuilder, InboxFilter, InterpreterFn, JournalUpdate,
+    RunUpdate, StartRequest, WorkflowError, WorkflowFn, WorkflowRegistration,
 };
 pub use error::{DeliverError, OpenError, RunError, StartError, StoreError};
 pub use id::RunId;
@@ -38,5 +38,5 @@ pub use record::{
     StartRecord, Step, StepKind,
 };
 pub use store::{Durability, MemoryStore, RedbStore, RunFilter, RunSummary, Store};
-pub use task::{RetryPolicy, TaskContext, TaskError, TaskOptions, TaskRegistration};
+pub use task::{AppData, RetryPolicy, TaskContext, TaskError, TaskOptions, TaskRegistration};
 pub use view::{InboxItem, InboxStatus, RunView};

@@ -1,5 +1,7 @@
 //! What a task is to the engine: its options, its error type and what it sees when it runs.
 
+use std::any::{Any, TypeId};
+use std::collections::HashMap;
 use std::fmt;
 use std::sync::Arc;
 use std::time::Duration;
@@ -204,6 +206,35 @@ impl<E: std::error::Error + Send + Sync + 'static> From<E> for TaskError {
     }
 }
 
+/// Values an application hands to its tasks (a database pool, an HTTP client), one per type.
+///
+/// Filled with [`EngineBuilder::data`](crate::EngineBuilder::data) and read in a task with
+/// [`TaskContext::data`]. Cheap to clone: clones share the values.
+#[derive(Clone, Default)]
+pub struct AppData {
+    values: Arc<HashMap<TypeId, Arc<dyn Any + Send + Sync>>>,
+}
+
+impl fmt::Debug for AppData {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("AppData")
+            .field("values", &self.values.len())
+            .finish()
+    }
+}
+
+impl AppData {
+    /// Adds `value`, replacing an earlier value of the same type.
+    pub fn insert<T: Send + Sync + 'static>(&mut self, value: T) {
+        Arc::make_mut(&mut self.values).insert(TypeId::of::<T>(), Arc::new(value));
+    }
+
+    /// The value of type `T`, if one was added.
+    pub fn get<T: Send + Sync + 'static>(&self) -> Option<&T> {
+        self.values.get(&TypeId::of::<T>())?.downcast_ref::<T>()
+    }
+}
+
 /// What a running task attempt knows about itself.
 #[derive(Debug, Clone)]
 pub struct TaskContext {
@@ -215,9 +246,49 @@ pub struct TaskContext {
     pub attempt: u32,
     /// The journaled label of the step (the YAML state, or the task name).
     pub name: String,
+    data: AppData,
 }
 
 impl TaskContext {
+    /// The context of attempt `attempt` of step `step` of run `run_id`, labelled `name`, with
+    /// no application data (the engine builds these; front ends and tests may too).
+    pub fn new(run_id: RunId, step: Step, attempt: u32, name: impl Into<String>) -> Self {
+        Self {
+            run_id,
+            step,
+            attempt,
+            name: name.into(),
+            data: AppData::default(),
+        }
+    }
+
+    /// The same context with the application's data.
+    pub fn with_data(mut self, data: AppData) -> Self {
+        self.data = data;
+        self
+    }
+
+    /// The application's value of type `T`, registered with
+    /// [`EngineBuilder::data`](crate::EngineBuilder::data); `None` if none was.
+    ///
+    /// ```
+    /// # use magrathea_core::{AppData, RunId, TaskContext};
+    /// struct Pool(&'static str);
+    /// let mut data = AppData::default();
+    /// data.insert(Pool("db"));
+    /// let ctx = TaskContext::new(RunId::new(), 0, 1, "charge").with_data(data);
+    /// assert_eq!(ctx.data::<Pool>().map(|p| p.0), Some("db"));
+    /// assert!(ctx.data::<String>().is_none());
+    /// ```
+    pub fn data<T: Send + Sync + 'static>(&self) -> Option<&T> {
+        self.data.get::<T>()
+    }
+
+    /// All of the application's data.
+    pub fn app_data(&self) -> &AppData {
+        &self.data
+    }
+
     /// A key that is stable across re-executions of the same attempt after a crash:
     /// `<run_id>-<step>-<attempt>`. Pass it to external systems to dedupe side effects.
     pub fn idempotency_key(&self) -> String {

@@ -195,7 +195,7 @@ async fn gates_are_answered_through_the_engine_and_answering_twice_is_ignored() 
         .unwrap();
     let view = engine.wait_settled(run).await.unwrap();
     assert_eq!(view.status, RunStatus::Waiting);
-    let items = engine.inbox(true).unwrap();
+    let items = engine.inbox(magrathea_core::InboxFilter::Pending).unwrap();
     assert_eq!(items.len(), 1);
     assert_eq!(items[0].workflow_run_id, run);
     let bad = engine
@@ -222,7 +222,12 @@ async fn gates_are_answered_through_the_engine_and_answering_twice_is_ignored() 
             .iter()
             .any(|e| matches!(e.record, Record::Ignored { .. }))
     );
-    assert!(engine.inbox(true).unwrap().is_empty());
+    assert!(
+        engine
+            .inbox(magrathea_core::InboxFilter::Pending)
+            .unwrap()
+            .is_empty()
+    );
 }
 
 #[tokio::test]

@@ -241,7 +241,7 @@ async fn run(path: std::path::PathBuf) -> anyhow::Result<Outcome> {
         );
     }
     let item = engine
-        .inbox(true)?
+        .inbox(magrathea::InboxFilter::Pending)?
         .into_iter()
         .find(|i| i.workflow_run_id == run)
         .context("the waiting run has no pending inbox item")?;

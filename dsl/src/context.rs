@@ -99,6 +99,7 @@ impl Context {
             name: None,
             input: to_value(&input),
             options,
+            registration: None,
         };
         self.inner
             .task_with(call)

@@ -34,10 +34,10 @@ mod traits;
 pub use context::{ChildError, Context, gate_spec};
 pub use engine::{Engine, EngineBuilder, ResultError, StartOptions};
 pub use magrathea_core::{
-    AnswerAck, AnswerOutcome, CancelAck, ChildOutcome, ChildRequest, DeliverError, Durability,
-    Entry, GateAnswer, GateKind, GateOutcome, GateSpec, InboxItem, InboxStatus, OpenError, Record,
-    RetryPolicy, RunError, RunFilter, RunId, RunStatus, RunSummary, RunView, StartError,
-    StepFuture, TaskContext, TaskError, TaskOptions, WorkflowError,
+    AnswerAck, AnswerOutcome, AppData, CancelAck, ChildOutcome, ChildRequest, DeliverError,
+    Durability, Entry, GateAnswer, GateKind, GateOutcome, GateSpec, InboxFilter, InboxItem,
+    InboxStatus, OpenError, Record, RetryPolicy, RunError, RunFilter, RunId, RunStatus, RunSummary,
+    RunView, StartError, StepFuture, TaskContext, TaskError, TaskOptions, WorkflowError,
 };
 pub use magrathea_macros::{task, workflow};
 pub use traits::{Journaled, Task, Workflow};

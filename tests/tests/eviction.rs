@@ -84,5 +84,11 @@ async fn a_thousand_week_long_sleeps_leave_memory_and_still_answer() {
     )
     .await;
     assert_eq!(engine.status(runs[3]).unwrap(), RunStatus::Waiting);
-    assert_eq!(engine.inbox(true).unwrap().len(), 997);
+    assert_eq!(
+        engine
+            .inbox(magrathea_core::InboxFilter::Pending)
+            .unwrap()
+            .len(),
+        997
+    );
 }

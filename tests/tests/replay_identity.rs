@@ -107,7 +107,7 @@ fn spawn_answerer(engine: Engine) {
     tokio::spawn(async move {
         let mut answered = HashSet::new();
         loop {
-            if let Ok(items) = engine.inbox(true) {
+            if let Ok(items) = engine.inbox(magrathea_core::InboxFilter::Pending) {
                 for item in items {
                     if answered.insert(item.id.clone()) {
                         let _ = engine.answer_gate(&item.id, GateAnswer::approve()).await;

@@ -262,7 +262,11 @@ states:
     let p = project(&[("ask", doc)]).await;
     let v = p.run("ask", json!({"pr": "#7"})).await;
     assert_eq!(v.status, RunStatus::Waiting);
-    let item = p.engine.inbox(true).unwrap().remove(0);
+    let item = p
+        .engine
+        .inbox(magrathea_core::InboxFilter::Pending)
+        .unwrap()
+        .remove(0);
     assert_eq!(item.title, "Merge #7?");
     assert_eq!(
         item.assigned_to, "tester",
@@ -279,7 +283,11 @@ states:
     assert_eq!(v.vars["decision"]["chosen"], "abort");
 
     let v = p.run("ask", json!({"pr": "#8"})).await;
-    let item = p.engine.inbox(true).unwrap().remove(0);
+    let item = p
+        .engine
+        .inbox(magrathea_core::InboxFilter::Pending)
+        .unwrap()
+        .remove(0);
     p.engine
         .answer_gate(&item.id, GateAnswer::insufficient_info())
         .await
@@ -311,7 +319,11 @@ states:
     let quick = doc.replace("timeoutSeconds: 600", "timeoutSeconds: 0.2");
     let p = project(&[("review", doc), ("quick", &quick)]).await;
     let v = p.run("review", json!({})).await;
-    let item = p.engine.inbox(true).unwrap().remove(0);
+    let item = p
+        .engine
+        .inbox(magrathea_core::InboxFilter::Pending)
+        .unwrap()
+        .remove(0);
     p.engine
         .answer_gate(&item.id, GateAnswer::reject())
         .await
@@ -444,7 +456,11 @@ async fn s7_frozen_snapshot_edits_do_not_affect_a_waiting_run() {
         "snap",
         &v1.replace("result: old", "result: new"),
     );
-    let item = p.engine.inbox(true).unwrap().remove(0);
+    let item = p
+        .engine
+        .inbox(magrathea_core::InboxFilter::Pending)
+        .unwrap()
+        .remove(0);
     p.engine
         .answer_gate(&item.id, GateAnswer::approve())
         .await
@@ -502,7 +518,11 @@ async fn the_example_pr_review_runs_without_an_llm_through_its_gate() {
         .await;
     assert_eq!(v.status, RunStatus::Waiting, "{v:?}");
     assert_eq!(v.current_state.as_deref(), Some("human_review"));
-    let item = p.engine.inbox(true).unwrap().remove(0);
+    let item = p
+        .engine
+        .inbox(magrathea_core::InboxFilter::Pending)
+        .unwrap()
+        .remove(0);
     assert_eq!(item.assigned_to, "@maintainers");
     p.engine
         .answer_gate(&item.id, GateAnswer::approve())

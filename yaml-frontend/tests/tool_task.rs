@@ -553,7 +553,12 @@ states:
 
 async fn wait_for_pending(engine: &Engine, n: usize) {
     for _ in 0..300 {
-        if engine.inbox(true).unwrap().len() >= n {
+        if engine
+            .inbox(magrathea_core::InboxFilter::Pending)
+            .unwrap()
+            .len()
+            >= n
+        {
             return;
         }
         tokio::time::sleep(Duration::from_millis(20)).await;

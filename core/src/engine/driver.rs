@@ -33,7 +33,7 @@ use crate::record::{
     StartRecord, Step, StepKind,
 };
 use crate::store::{CommitBatch, EncodedRecord, RunSummary};
-use crate::task::{TaskContext, TaskError, TaskOptions};
+use crate::task::{TaskContext, TaskError, TaskOptions, TaskRegistration};
 
 pub(crate) enum Init {
     Fresh {
@@ -113,6 +113,8 @@ struct StepState {
 
 struct TaskState {
     task: String,
+    /// The body the call carried, used when no task of that name is registered.
+    registration: Option<TaskRegistration>,
     input: Value,
     options: TaskOptions,
     attempt: u32,
@@ -777,16 +779,19 @@ impl Driver {
                 task,
                 input,
                 options,
+                registration,
             } => {
                 let options = options.unwrap_or_else(|| {
                     self.engine
                         .tasks
                         .get(&task)
+                        .or(registration.as_ref())
                         .map(|r| r.options.clone())
                         .unwrap_or_default()
                 });
                 st.task = Some(Box::new(TaskState {
                     task,
+                    registration,
                     input,
                     options,
                     attempt: 0,
@@ -1513,13 +1518,14 @@ impl Driver {
             return;
         };
         let Some(t) = st.task.as_ref() else { return };
-        let registration = self.engine.tasks.get(&t.task).cloned();
-        let tctx = TaskContext {
-            run_id: self.run_id,
-            step,
-            attempt: t.attempt,
-            name: st.name.clone(),
-        };
+        let registration = self
+            .engine
+            .tasks
+            .get(&t.task)
+            .or(t.registration.as_ref())
+            .cloned();
+        let tctx = TaskContext::new(self.run_id, step, t.attempt, st.name.clone())
+            .with_data(self.engine.data.clone());
         let input = t.input.clone();
         let timeout = t.options.timeout;
         let task_name = t.task.clone();

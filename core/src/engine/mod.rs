@@ -18,7 +18,7 @@ use crate::error::{DeliverError, OpenError, RunError, StartError, StoreError};
 use crate::id::RunId;
 use crate::record::{Entry, GateAnswer, ParentRef, RunStatus, StartRecord, Step};
 use crate::store::{Durability, MemoryStore, RedbStore, RunFilter, RunSummary, Store};
-use crate::task::{TaskError, TaskRegistration};
+use crate::task::{AppData, TaskError, TaskRegistration};
 use crate::view::{InboxItem, InboxStatus, RunView, inbox_items, parse_inbox_item_id};
 use crate::writer::{JournalWriter, WriterStats};
 
@@ -191,6 +191,16 @@ impl StartRequest {
     }
 }
 
+/// Which inbox items [`Engine::inbox`] lists.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum InboxFilter {
+    /// Items still awaiting an answer.
+    Pending,
+    /// Every item of the runs that have not ended, answered or not.
+    All,
+}
+
 /// Whether a gate answer was applied.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum AnswerAck {
@@ -276,6 +286,7 @@ pub(crate) struct EngineInner {
     pub(crate) status_tx: broadcast::Sender<RunUpdate>,
     pub(crate) journal_tx: broadcast::Sender<JournalUpdate>,
     pub(crate) replay_permits: Semaphore,
+    pub(crate) data: AppData,
     start_lock: tokio::sync::Mutex<()>,
     pub(crate) config: Config,
 }
@@ -402,6 +413,7 @@ pub struct EngineBuilder {
     interpreters: Vec<(String, InterpreterFn)>,
     recover: bool,
     evict_after: Duration,
+    data: AppData,
 }
 
 impl fmt::Debug for EngineBuilder {
@@ -427,6 +439,7 @@ impl Default for EngineBuilder {
             interpreters: Vec::new(),
             recover: true,
             evict_after: Duration::from_secs(2),
+            data: AppData::default(),
         }
     }
 }
@@ -464,6 +477,16 @@ impl EngineBuilder {
     /// Registers a task.
     pub fn task(mut self, registration: TaskRegistration) -> Self {
         self.tasks.push(registration);
+        self
+    }
+
+    /// Hands `value` to every task attempt, readable with [`TaskContext::data`] by its type
+    /// (one value per type; a later one replaces an earlier). For an application's own
+    /// resources — a database pool, an HTTP client — without statics.
+    ///
+    /// [`TaskContext::data`]: crate::TaskContext::data
+    pub fn data<T: Send + Sync + 'static>(mut self, value: T) -> Self {
+        self.data.insert(value);
         self
     }
 
@@ -523,6 +546,7 @@ impl EngineBuilder {
             status_tx: broadcast::channel(4096).0,
             journal_tx: broadcast::channel(4096).0,
             replay_permits: Semaphore::new(64),
+            data: self.data,
             start_lock: tokio::sync::Mutex::new(()),
             config: Config {
                 evict_after: self.evict_after,
@@ -635,8 +659,9 @@ impl Engine {
         Ok(entries)
     }
 
-    /// Inbox items of non-terminal runs; `pending_only` keeps those awaiting an answer.
-    pub fn inbox(&self, pending_only: bool) -> Result<Vec<InboxItem>, StoreError> {
+    /// Inbox items of non-terminal runs, oldest first, as `filter` says.
+    pub fn inbox(&self, filter: InboxFilter) -> Result<Vec<InboxItem>, StoreError> {
+        let pending_only = filter == InboxFilter::Pending;
         let mut items = Vec::new();
         for run in self.inner.store.active_runs()? {
             let Some(summary) = self.inner.store.run_summary(run)? else {

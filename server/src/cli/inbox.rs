@@ -96,7 +96,7 @@ pub(crate) async fn inbox(loc: &Location, cmd: InboxCommand) -> anyhow::Result<u
                 Some(engine) => {
                     let scope = project.scope_string();
                     let mut items = Vec::new();
-                    for item in engine.inbox(true)? {
+                    for item in engine.inbox(magrathea_core::InboxFilter::Pending)? {
                         if engine
                             .summary(item.workflow_run_id)
                             .is_ok_and(|s| s.scope == scope)

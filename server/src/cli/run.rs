@@ -88,7 +88,9 @@ pub(crate) async fn finish(
 ) -> anyhow::Result<u8> {
     match drive(engine, run, updates).await? {
         Driven::Settled(view) => {
-            let pending = engine.inbox(true).unwrap_or_default();
+            let pending = engine
+                .inbox(magrathea_core::InboxFilter::Pending)
+                .unwrap_or_default();
             print_run(&view, json, &pending);
             Ok(exit_code(view.status))
         }

@@ -80,7 +80,7 @@ pub(crate) async fn runs(loc: &Location, cmd: RunsCommand) -> anyhow::Result<u8>
                 println!("{}", run_json(&view));
             } else {
                 let pending = match &engine {
-                    Some(e) => e.inbox(true)?,
+                    Some(e) => e.inbox(magrathea_core::InboxFilter::Pending)?,
                     None => Vec::new(),
                 };
                 print_run(&view, false, &pending);

@@ -60,7 +60,14 @@ pub(crate) fn items(
     };
     let mut scopes = HashMap::new();
     let mut out = Vec::new();
-    for item in state.engine.inbox(wanted == Some(InboxStatus::Pending))? {
+    for item in state
+        .engine
+        .inbox(if wanted == Some(InboxStatus::Pending) {
+            magrathea_core::InboxFilter::Pending
+        } else {
+            magrathea_core::InboxFilter::All
+        })?
+    {
         if wanted.is_some_and(|w| w != item.status)
             || assignee.is_some_and(|a| a != item.assigned_to)
         {

@@ -260,6 +260,7 @@ async fn execute(
             name: Some(state.name.clone()),
             input,
             options: no_retry(),
+            registration: None,
         })
     };
     match state.task_type {
@@ -346,6 +347,7 @@ async fn tool(
             name: Some(state.name.clone()),
             input,
             options: no_retry(),
+            registration: None,
         })
     };
     if ctx.is_task_registered(&name) {

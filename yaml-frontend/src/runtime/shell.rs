@@ -222,12 +222,7 @@ mod tests {
             "params": {"pr-url": "https://x", "n": 3},
             "vars": {"plan": {"risk": "low"}}
         }});
-        let ctx = TaskContext {
-            run_id: magrathea_core::RunId::new(),
-            step: 0,
-            attempt: 1,
-            name: "check".into(),
-        };
+        let ctx = TaskContext::new(magrathea_core::RunId::new(), 0, 1, "check");
         let env = environment(&input, &ctx);
         let get = |k: &str| env.iter().find(|(n, _)| n == k).map(|(_, v)| v.clone());
         assert_eq!(get("MAGRATHEA_PARAM_PR_URL").as_deref(), Some("https://x"));

@@ -32,7 +32,11 @@ impl InboxRead {
         let pending_only = !status.eq_ignore_ascii_case("ALL");
         let scope = ctx.scope().key();
         let items = engine
-            .inbox(pending_only)
+            .inbox(if pending_only {
+                magrathea_core::InboxFilter::Pending
+            } else {
+                magrathea_core::InboxFilter::All
+            })
             .map_err(|e| ToolError::Failed(format!("cannot read the inbox: {e}")))?;
         let mut scopes: HashMap<magrathea_core::RunId, bool> = HashMap::new();
         let mut out = Vec::new();
