@@ -18,6 +18,7 @@ use serde_json::Value;
 use crate::codec::input_hash;
 use crate::id::RunId;
 use crate::record::{Entry, GateAnswer, GateSpec, Record, RunStatus, Step, StepKind};
+use crate::replay::{Replayed, due_after, patch_marker};
 use crate::task::{TaskError, TaskOptions, TaskRegistration};
 
 /// How a step ended, as fed to the code.
@@ -167,6 +168,9 @@ pub(crate) struct Shared {
     pub(crate) result_state: Option<String>,
     /// Names of the tasks registered with the engine.
     pub(crate) tasks: Arc<HashSet<String>>,
+    /// Patch markers the code asked about where the journal holds another marker: step, the
+    /// journal's marker, the code's marker.
+    pub(crate) patch_conflicts: Vec<(Step, String, String)>,
 }
 
 impl Shared {
@@ -184,13 +188,17 @@ impl Shared {
             replaying: false,
             cancelled: None,
             result_state: None,
+            patch_conflicts: Vec::new(),
         }
     }
 
-    /// The journal's first record of `step`, while it is being replayed.
-    pub(crate) fn journaled(&self, step: Step) -> Option<&Record> {
+    /// What the journal recorded for `step`, while it is being replayed.
+    pub(crate) fn replayed(&self, step: Step) -> Option<Replayed<'_>> {
         let i = *self.journaled.get(&step)?;
-        self.journal.as_ref()?.get(i).map(|e| &e.record)
+        self.journal
+            .as_ref()?
+            .get(i)
+            .map(|e| Replayed::of(&e.record))
     }
 }
 
@@ -215,7 +223,7 @@ pub(crate) fn lock(shared: &Mutex<Shared>) -> MutexGuard<'_, Shared> {
 fn wall_ms() -> u64 {
     SystemTime::now()
         .duration_since(UNIX_EPOCH)
-        .map_or(0, |d| d.as_millis() as u64)
+        .map_or(0, |d| u64::try_from(d.as_millis()).unwrap_or(u64::MAX))
 }
 
 impl WorkflowContext {
@@ -315,9 +323,14 @@ impl WorkflowContext {
 
     /// A durable sleep. The timer is journaled; it survives restarts, and a suspended run holds
     /// no memory while it waits. Replay returns at once if the timer fired.
+    ///
+    /// A duration too long to represent in milliseconds since the epoch saturates: the timer
+    /// is due at the end of time, never at once.
     pub fn sleep(&self, duration: Duration) -> StepFuture<Result<(), TaskError>> {
-        let ms = duration.as_millis() as u64;
-        self.timer("sleep", input_hash(&Value::from(ms)), move |now| now + ms)
+        let ms = u64::try_from(duration.as_millis()).unwrap_or(u64::MAX);
+        self.timer("sleep", input_hash(&Value::from(ms)), move |now| {
+            due_after(now, ms)
+        })
     }
 
     /// Sleeps until a wall-clock time (ms since the Unix epoch).
@@ -334,8 +347,8 @@ impl WorkflowContext {
         at: impl FnOnce(u64) -> u64,
     ) -> StepFuture<Result<(), TaskError>> {
         let step = self.lock().next_step;
-        let fire_at_ms = match self.lock().journaled(step) {
-            Some(Record::TimerSet { fire_at_ms, .. }) => *fire_at_ms,
+        let fire_at_ms = match self.lock().replayed(step) {
+            Some(Replayed::TimerAt(at)) => at,
             _ => at(wall_ms()),
         };
         let step = self.push(
@@ -384,8 +397,8 @@ impl WorkflowContext {
     /// and step as its parent.
     pub fn child(&self, request: ChildRequest) -> StepFuture<ChildOutcome> {
         let step = self.lock().next_step;
-        let child_run_id = match self.lock().journaled(step) {
-            Some(Record::ChildStarted { child_run_id, .. }) => *child_run_id,
+        let child_run_id = match self.lock().replayed(step) {
+            Some(Replayed::Child(id)) => id,
             _ => RunId::new(),
         };
         let hash = input_hash(&request.input);
@@ -418,8 +431,8 @@ impl WorkflowContext {
     /// with effects belongs in a task.
     pub fn side_effect(&self, name: &str, make: impl FnOnce() -> Value) -> Value {
         let step = self.lock().next_step;
-        let journaled = match self.lock().journaled(step) {
-            Some(Record::SideEffect { name: n, value, .. }) if n == name => Some(value.clone()),
+        let journaled = match self.lock().replayed(step) {
+            Some(Replayed::Value { name: n, value }) if n == name => Some(value.clone()),
             _ => None,
         };
         let value = journaled.unwrap_or_else(make);
@@ -436,6 +449,73 @@ impl WorkflowContext {
             CommandDetail::Record { record },
         );
         value
+    }
+
+    /// Whether this run takes the code path added by patch `id`: a way to change the code of a
+    /// workflow while runs of the old code are still in flight.
+    ///
+    /// New runs, and runs that reach this call for the first time after the change, record a
+    /// patch marker and get `true`. A run whose journal was written by the old code (it has
+    /// another step where the marker would be) gets `false` and records nothing, so it goes on
+    /// replaying the old path. Once no run of the old code is left, replace the call with
+    /// [`deprecate_patch`](Self::deprecate_patch) and keep only the new path; once no run
+    /// with the marker is left, remove that call too.
+    ///
+    /// ```text
+    /// if ctx.patched("send-receipt") { ctx.task("send_receipt", order).await?; }
+    /// ```
+    ///
+    /// Replay: a recorded marker of another patch at this step is a non-determinism error
+    /// (`[MAG-ND005]`); patch calls must stay in the order the runs recorded them.
+    pub fn patched(&self, id: &str) -> bool {
+        let marker = patch_marker(id);
+        let step = self.lock().next_step;
+        let recorded = match self.lock().replayed(step) {
+            None => None,
+            Some(Replayed::Value { name, .. }) if name.starts_with("patch:") => {
+                Some(Some(name.to_string()))
+            }
+            // The journal holds a step of the old code here.
+            Some(_) => Some(None),
+        };
+        match recorded {
+            Some(None) => return false,
+            Some(Some(name)) if name != marker => {
+                let mut s = self.lock();
+                s.patch_conflicts.push((step, name, marker));
+                return true;
+            }
+            _ => {}
+        }
+        self.push_marker(step, marker);
+        true
+    }
+
+    /// Marks patch `id` as the only path: the marker is no longer recorded, and one that a run
+    /// recorded at this step is accepted. See [`patched`](Self::patched).
+    pub fn deprecate_patch(&self, id: &str) {
+        let marker = patch_marker(id);
+        let step = self.lock().next_step;
+        let recorded = matches!(self.lock().replayed(step),
+            Some(Replayed::Value { name, .. }) if name == marker);
+        if recorded {
+            self.push_marker(step, marker);
+        }
+    }
+
+    fn push_marker(&self, step: Step, marker: String) {
+        let record = Record::SideEffect {
+            step,
+            name: marker.clone(),
+            value: Value::Bool(true),
+        };
+        let hash = input_hash(&Value::String(marker.clone()));
+        self.push(
+            StepKind::SideEffect,
+            marker,
+            hash,
+            CommandDetail::Record { record },
+        );
     }
 
     /// The current time in ms since the Unix epoch, journaled: replay returns the same value.

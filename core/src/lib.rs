@@ -18,9 +18,13 @@ pub mod context;
 mod engine;
 pub mod error;
 pub mod id;
+mod panic;
 pub mod record;
+pub mod replay;
 pub mod store;
 pub mod task;
+#[cfg(any(test, feature = "test-util"))]
+pub mod testing;
 pub mod view;
 pub mod writer;
 
@@ -29,7 +33,7 @@ pub use context::{
 };
 pub use engine::{
     AnswerAck, CancelAck, Engine, EngineBuilder, InboxFilter, InterpreterFn, JournalUpdate,
-    RunUpdate, StartRequest, WorkflowError, WorkflowFn, WorkflowRegistration,
+    ReplayError, RunUpdate, StartRequest, WorkflowError, WorkflowFn, WorkflowRegistration,
 };
 pub use error::{DeliverError, OpenError, RunError, StartError, StoreError};
 pub use id::RunId;

@@ -16,7 +16,7 @@ use tokio::sync::{Semaphore, broadcast, mpsc, oneshot};
 use crate::context::{ChildOutcome, WorkflowContext};
 use crate::error::{DeliverError, OpenError, RunError, StartError, StoreError};
 use crate::id::RunId;
-use crate::record::{Entry, GateAnswer, ParentRef, RunStatus, StartRecord, Step};
+use crate::record::{Entry, GateAnswer, ParentRef, Record, RunStatus, StartRecord, Step};
 use crate::store::{Durability, MemoryStore, RedbStore, RunFilter, RunSummary, Store};
 use crate::task::{AppData, TaskError, TaskRegistration};
 use crate::view::{InboxItem, InboxStatus, RunView, inbox_items, parse_inbox_item_id};
@@ -201,6 +201,12 @@ pub enum InboxFilter {
     All,
 }
 
+/// Why a journal does not replay against the current code: the reason the run would block,
+/// with its `[MAG-…]` code.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("{0}")]
+pub struct ReplayError(pub String);
+
 /// Whether a gate answer was applied.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum AnswerAck {
@@ -296,6 +302,23 @@ impl EngineInner {
         &self,
     ) -> std::sync::MutexGuard<'_, HashMap<RunId, mpsc::UnboundedSender<Event>>> {
         self.active.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    /// The records of a run's journal that can be decoded.
+    pub(crate) fn readable_journal(&self, run: RunId) -> Result<Vec<Entry>, StoreError> {
+        match self.store.read_journal(run) {
+            Ok(entries) => Ok(entries),
+            Err(StoreError::Decode(_)) => Ok(self
+                .store
+                .read_journal_raw(run)?
+                .into_iter()
+                .filter_map(|(seq, bytes)| {
+                    let (record, at_ms) = crate::codec::decode(&bytes).ok()?;
+                    Some(Entry { seq, at_ms, record })
+                })
+                .collect()),
+            Err(e) => Err(e),
+        }
     }
 
     /// Sends an event to a run, starting (replaying) its driver if it is not in memory.
@@ -604,16 +627,24 @@ impl Engine {
         Ok(self.summary(run)?.status)
     }
 
-    /// The run as a projection of its journal.
+    /// The run as a projection of its journal. A journal with records that cannot be decoded
+    /// is shown from the records that can (its run is `BLOCKED` with `[MAG-RC001]` once the
+    /// engine has tried to load it).
     pub fn run(&self, run: RunId) -> Result<RunView, RunError> {
         let summary = self.summary(run)?;
-        let entries = self.inner.store.read_journal(run)?;
+        let entries = self.inner.readable_journal(run)?;
         Ok(RunView::project(&entries, &summary))
     }
 
-    /// Waits until the run is `DONE`, `FAILED` or `CANCELLED`.
+    /// Waits until the run is `DONE`, `FAILED` or `CANCELLED` — or `BLOCKED` with nobody
+    /// driving it (non-determinism, a panic, an unreadable journal: it needs fixed code or a
+    /// restored store, and a reopened engine).
     pub async fn wait(&self, run: RunId) -> Result<RunView, RunError> {
-        self.wait_until(run, RunStatus::is_terminal).await
+        let inner = self.inner.clone();
+        self.wait_until(run, move |s| {
+            s.is_terminal() || (s == RunStatus::Blocked && !inner.active().contains_key(&run))
+        })
+        .await
     }
 
     /// Waits until the run settles: terminal, `WAITING` on a gate, or `BLOCKED`.
@@ -667,7 +698,14 @@ impl Engine {
             let Some(summary) = self.inner.store.run_summary(run)? else {
                 continue;
             };
-            let entries = self.inner.store.read_journal(run)?;
+            // One unreadable run must not hide every other run's items.
+            let entries = match self.inner.store.read_journal(run) {
+                Ok(entries) => entries,
+                Err(e) => {
+                    tracing::warn!(%run, error = %e, "inbox: skipping a run whose journal cannot be read");
+                    continue;
+                }
+            };
             items.extend(
                 inbox_items(&entries, &summary)
                     .into_iter()
@@ -753,6 +791,41 @@ impl Engine {
         );
         done.await
             .map_err(|_| DeliverError::Store(StoreError::Closed))?
+    }
+
+    /// Replays a run's journal (e.g. one exported with `magrathea journal RUN --export`)
+    /// against this engine's workflows, without running tasks, starting children or writing
+    /// anything. `Ok` when the code still agrees with the journal; otherwise the reason the run
+    /// would block — a non-determinism report (`[MAG-ND…]`) with both sides, a panic
+    /// (`[MAG-WF001]`), a missing or changed workflow.
+    ///
+    /// For tests that keep journals of runs in flight and prove that a change of the code can
+    /// replay them (see `magrathea::testing`).
+    pub fn check_replay(&self, entries: Vec<Entry>) -> Result<(), ReplayError> {
+        let Some(Entry {
+            record: Record::Start(start),
+            ..
+        }) = entries.first()
+        else {
+            return Err(ReplayError(
+                "[MAG-RC001] the journal does not begin with its StartRecord".into(),
+            ));
+        };
+        let run_id = RunId::new();
+        let summary = RunSummary {
+            run_id,
+            workflow_name: start.workflow_name.clone(),
+            frontend: start.frontend.clone(),
+            status: RunStatus::Running,
+            created_ms: entries[0].at_ms,
+            updated_ms: entries[0].at_ms,
+            parent: start.parent.as_ref().map(|p| p.run_id),
+            scope: start.scope.clone(),
+        };
+        match driver::check(self.inner.clone(), entries, summary) {
+            None => Ok(()),
+            Some(reason) => Err(ReplayError(reason)),
+        }
     }
 
     /// Committed status changes of every run.

@@ -15,26 +15,7 @@ use super::{EngineInner, Event};
 use crate::id::RunId;
 use crate::record::Step;
 
-/// What a timer is for.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
-pub(crate) enum TimerPurpose {
-    /// A `sleep`/`sleep_until` step.
-    Sleep,
-    /// The backoff before a task's next attempt.
-    Retry,
-    /// A gate's timeout.
-    GateTimeout,
-}
-
-impl TimerPurpose {
-    pub(crate) fn as_str(self) -> &'static str {
-        match self {
-            TimerPurpose::Sleep => "sleep",
-            TimerPurpose::Retry => "retry",
-            TimerPurpose::GateTimeout => "gate-timeout",
-        }
-    }
-}
+pub(crate) use crate::replay::TimerPurpose;
 
 type Key = (RunId, Step, TimerPurpose);
 

@@ -1,0 +1,133 @@
+//! Events from the world (task results, timers, answers, signals, children, cancellation),
+//! turned into records by the run state and answered once they are durable.
+
+use super::Driver;
+use super::outbox::{Reply, now_ms};
+use crate::context::lock;
+use crate::engine::{CancelAck, Event};
+use crate::error::{DeliverError, StoreError};
+use crate::id::RunId;
+use crate::record::{Record, RunStatus};
+
+/// Answers an event's caller with a store failure.
+pub(super) fn reply_error(ev: Event, error: &StoreError) {
+    match ev {
+        Event::Answer { reply, .. } => drop(reply.send(Err(DeliverError::Store(error.clone())))),
+        Event::Signal { reply, .. } => drop(reply.send(Err(DeliverError::Store(error.clone())))),
+        Event::Cancel { reply, .. } => drop(reply.send(Err(DeliverError::Store(error.clone())))),
+        _ => {}
+    }
+}
+
+/// Answers an event's caller: this process cannot drive the run.
+pub(super) fn refuse(ev: Event, run: RunId) {
+    match ev {
+        Event::Answer { reply, .. } => drop(reply.send(Err(super::unsupported(run)))),
+        Event::Signal { reply, .. } => drop(reply.send(Err(super::unsupported(run)))),
+        Event::Cancel { reply, .. } => drop(reply.send(Err(super::unsupported(run)))),
+        _ => {}
+    }
+}
+
+impl Driver {
+    pub(super) fn handle_event(&mut self, ev: Event) {
+        if self.blocked.is_some() {
+            self.handle_event_blocked(ev);
+            return;
+        }
+        match ev {
+            Event::TaskDone {
+                step,
+                attempt,
+                result,
+            } => {
+                self.attempts.finished(step);
+                // Nobody awaits a dropped step (a select's loser): it is not retried.
+                let dropped = lock(&self.shared).dropped.contains(&step);
+                let actions = self
+                    .state
+                    .task_done(step, attempt, result, dropped, now_ms());
+                self.perform(actions);
+            }
+            Event::TimerFired { step, purpose } => {
+                let actions = self.state.timer_due(step, purpose);
+                self.perform(actions);
+            }
+            Event::Answer {
+                step,
+                answer,
+                reply,
+            } => match self.state.answer(step, answer) {
+                Ok((record, ack)) => {
+                    self.append_apply(record);
+                    self.outbox.replies.push(Reply::Answer(reply, ack));
+                }
+                Err(e) => drop(reply.send(Err(e))),
+            },
+            Event::Signal {
+                name,
+                payload,
+                reply,
+            } => {
+                let dropped = lock(&self.shared).dropped.clone();
+                match self.state.signal(name, payload, &dropped) {
+                    Some(record) => {
+                        self.append_apply(record);
+                        self.outbox.replies.push(Reply::Signal(reply));
+                    }
+                    // The run has ended: nothing waits for signals any more.
+                    None => drop(reply.send(Ok(()))),
+                }
+            }
+            Event::ChildDone { step, outcome } => {
+                if let Some(record) = self.state.child_done(step, outcome) {
+                    self.append_apply(record);
+                }
+            }
+            Event::Cancel { reason, reply } => {
+                let (record, ack) = self.state.cancel(reason);
+                if let Some(record) = record {
+                    self.attempts.abort_all();
+                    self.append_apply(record);
+                }
+                self.outbox.replies.push(Reply::Cancel(reply, ack));
+            }
+        }
+        self.refresh_status();
+    }
+
+    fn handle_event_blocked(&mut self, ev: Event) {
+        let reason = self.blocked.clone().unwrap_or_default();
+        match ev {
+            Event::Answer { reply, .. } => {
+                let _ = reply.send(Err(DeliverError::Blocked(self.run_id, reason)));
+            }
+            Event::Signal { reply, .. } => {
+                let _ = reply.send(Err(DeliverError::Blocked(self.run_id, reason)));
+            }
+            Event::Cancel { reason: why, reply } => {
+                // A blocked run cannot run its code, so it cannot clean up: cancel it outright.
+                self.outbox.append(Record::CancelRequested {
+                    reason: why.clone(),
+                });
+                self.append_apply(Record::Status {
+                    status: RunStatus::Cancelled,
+                    reason: Some(why),
+                });
+                self.blocked = None;
+                self.outbox.set_status(RunStatus::Cancelled);
+                self.outbox
+                    .replies
+                    .push(Reply::Cancel(reply, CancelAck::Requested));
+            }
+            Event::TaskDone { step, .. } => {
+                self.attempts.finished(step);
+                self.outbox.append(Record::Ignored {
+                    step,
+                    what: "task result".into(),
+                });
+            }
+            Event::TimerFired { .. } | Event::ChildDone { .. } => {}
+        }
+    }
+}

@@ -1,0 +1,506 @@
+//! A run's driver: the one task that owns a run while it is in memory.
+//!
+//! The driver is the run's single journal writer and a loop: poll the workflow code, flush
+//! (commit what it and the world produced, then act), wait for the next event. What the
+//! journal says about each step lives in the pure [`RunState`]; the code reaches the driver
+//! only through the commands its context emits. Nothing that follows from a record — a task
+//! execution, a timer, a child start, a reply to an API caller — happens before its commit
+//! (invariant 1 of the architecture).
+
+mod attempts;
+mod children;
+mod events;
+mod outbox;
+mod replay;
+
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex};
+use std::task::{Context as TaskCx, Poll, Wake, Waker};
+
+use futures::future::BoxFuture;
+use serde_json::Value;
+use tokio::sync::{Notify, mpsc, oneshot};
+
+use super::{EngineInner, Event, RunUpdate, WorkflowError};
+use crate::context::{Command, Shared, lock};
+use crate::error::{DeliverError, StartError, StoreError};
+use crate::id::RunId;
+use crate::record::{Entry, Record, RunStatus, StartRecord};
+use crate::replay::{Resolved, RunState, resolve_options};
+use attempts::Attempts;
+use outbox::{Outbox, Reply};
+
+pub(crate) enum Init {
+    Fresh {
+        start: Box<StartRecord>,
+        ack: oneshot::Sender<Result<(), StartError>>,
+    },
+    Recover,
+}
+
+pub(crate) fn spawn(
+    engine: Arc<EngineInner>,
+    run: RunId,
+    rx: mpsc::UnboundedReceiver<Event>,
+    init: Init,
+) {
+    tokio::spawn(async move {
+        let mut driver = Driver::new(engine, run, rx);
+        driver.run(init).await;
+    });
+}
+
+/// Replays a journal against the engine's code without acting on it (see
+/// [`Engine::check_replay`](crate::Engine::check_replay)).
+pub(crate) fn check(
+    engine: Arc<EngineInner>,
+    entries: Vec<Entry>,
+    summary: crate::store::RunSummary,
+) -> Option<String> {
+    let (_tx, rx) = mpsc::unbounded_channel();
+    let mut driver = Driver::new(engine, summary.run_id, rx);
+    driver.check(entries, summary)
+}
+
+struct WakeFlag {
+    woken: AtomicBool,
+    notify: Notify,
+}
+
+impl Wake for WakeFlag {
+    fn wake(self: Arc<Self>) {
+        self.wake_by_ref();
+    }
+    fn wake_by_ref(self: &Arc<Self>) {
+        self.woken.store(true, Ordering::Release);
+        self.notify.notify_one();
+    }
+}
+
+/// Where a replay stands while the code catches up with the journal.
+#[derive(Default)]
+struct ReplayCursor {
+    /// The journal, while some of its steps were not requested again.
+    journal: Option<Arc<Vec<Entry>>>,
+    /// Commands for steps past the journal's end, made live once replay is over.
+    deferred: Vec<Command>,
+    /// The code's result when it finished before the journal's end.
+    result: Option<Result<Value, WorkflowError>>,
+    /// The status the journal ended with.
+    journaled_status: Option<(RunStatus, Option<String>)>,
+}
+
+struct Driver {
+    engine: Arc<EngineInner>,
+    run_id: RunId,
+    rx: mpsc::UnboundedReceiver<Event>,
+    /// What the code and the driver share: commands one way, completions the other.
+    shared: Arc<Mutex<Shared>>,
+    wake: Arc<WakeFlag>,
+    waker: Waker,
+    future: Option<BoxFuture<'static, Result<Value, WorkflowError>>>,
+    start: Option<StartRecord>,
+    state: RunState,
+    outbox: Outbox,
+    attempts: Attempts,
+    /// Why the run is blocked (non-determinism, a panic, an unreadable journal).
+    blocked: Option<String>,
+    /// Set while the code is replayed against the journal.
+    replay: Option<ReplayCursor>,
+    /// The emptied command list, kept for its allocation.
+    command_buf: Vec<Command>,
+}
+
+impl Driver {
+    fn new(engine: Arc<EngineInner>, run_id: RunId, rx: mpsc::UnboundedReceiver<Event>) -> Self {
+        let task_names = engine.task_names.clone();
+        let wake = Arc::new(WakeFlag {
+            woken: AtomicBool::new(true),
+            notify: Notify::new(),
+        });
+        Self {
+            engine,
+            run_id,
+            rx,
+            shared: Arc::new(Mutex::new(Shared::new(run_id, task_names))),
+            waker: Waker::from(wake.clone()),
+            wake,
+            future: None,
+            start: None,
+            state: RunState::new(run_id),
+            outbox: Outbox::new(run_id),
+            attempts: Attempts::default(),
+            blocked: None,
+            replay: None,
+            command_buf: Vec::new(),
+        }
+    }
+
+    async fn run(&mut self, init: Init) {
+        let ok = match init {
+            Init::Fresh { start, ack } => self.begin_fresh(*start, ack),
+            Init::Recover => self.recover().await,
+        };
+        if !ok {
+            self.exit_now();
+            return;
+        }
+        self.main_loop().await;
+    }
+
+    fn begin_fresh(
+        &mut self,
+        start: StartRecord,
+        ack: oneshot::Sender<Result<(), StartError>>,
+    ) -> bool {
+        self.outbox.begin(&start);
+        self.outbox.append(Record::Start(Box::new(start.clone())));
+        match self.instantiate(&start) {
+            Ok(()) => {}
+            Err(replay::Unrunnable::Panicked(p)) => {
+                // The start is journaled with the block, so the run is visible and can be
+                // unblocked by fixed code.
+                self.start = Some(start);
+                self.outbox.replies.push(Reply::Start(ack));
+                self.block(p.to_string());
+                return true;
+            }
+            Err(replay::Unrunnable::Refused(reason) | replay::Unrunnable::NoFrontend(reason)) => {
+                let _ = ack.send(Err(StartError::UnknownWorkflow(reason)));
+                return false;
+            }
+        }
+        self.start = Some(start);
+        self.outbox.replies.push(Reply::Start(ack));
+        true
+    }
+
+    // ---- the loop --------------------------------------------------------------------------
+
+    async fn main_loop(&mut self) {
+        loop {
+            self.poll_workflow();
+            if let Err(e) = self.flush().await {
+                self.fail_stop(e);
+                return;
+            }
+            let idle = self.state.is_terminal() || self.blocked.is_some() || self.can_evict();
+            if idle {
+                match self.try_exit() {
+                    None => return,
+                    Some(ev) => {
+                        self.handle_event(ev);
+                        continue;
+                    }
+                }
+            }
+            tokio::select! {
+                ev = self.rx.recv() => match ev {
+                    Some(ev) => self.handle_event(ev),
+                    None => return,
+                },
+                (step, attempt, result) = self.attempts.poll_local() => {
+                    self.handle_event(Event::TaskDone { step, attempt, result });
+                }
+                () = self.wake.notify.notified() => {}
+            }
+            while let Ok(ev) = self.rx.try_recv() {
+                self.poll_workflow();
+                self.handle_event(ev);
+            }
+        }
+    }
+
+    /// Leaves memory unless an event is waiting; the check and the removal happen under the
+    /// engine's lock of in-memory runs, so no event can slip in between.
+    fn try_exit(&mut self) -> Option<Event> {
+        let mut active = self.engine.active();
+        match self.rx.try_recv() {
+            Ok(ev) => Some(ev),
+            Err(_) => {
+                active.remove(&self.run_id);
+                drop(active);
+                if self.blocked.is_some() {
+                    // Waiters learn that nobody drives the run any more.
+                    let _ = self.engine.status_tx.send(RunUpdate {
+                        run_id: self.run_id,
+                        status: RunStatus::Blocked,
+                    });
+                }
+                None
+            }
+        }
+    }
+
+    fn exit_now(&mut self) {
+        self.engine.active().remove(&self.run_id);
+        while let Ok(ev) = self.rx.try_recv() {
+            events::refuse(ev, self.run_id);
+        }
+    }
+
+    /// A commit failed: nothing of it is durable. Drop all in-memory state, tell waiting
+    /// callers, and recover the run from its journal shortly.
+    fn fail_stop(&mut self, error: StoreError) {
+        self.attempts.abort_all();
+        {
+            let mut active = self.engine.active();
+            active.remove(&self.run_id);
+        }
+        while let Ok(ev) = self.rx.try_recv() {
+            events::reply_error(ev, &error);
+        }
+        // Callers waiting on the failed commit learn why; nothing of it was written.
+        for reply in std::mem::take(&mut self.outbox.replies) {
+            reply.fail(&error);
+        }
+        let existed = self.start.is_some() && self.outbox.next_seq > 0 && !self.is_fresh_failure();
+        if existed {
+            let engine = self.engine.clone();
+            let run = self.run_id;
+            tokio::spawn(async move {
+                tokio::time::sleep(std::time::Duration::from_millis(200)).await;
+                engine.recover(run);
+            });
+        }
+    }
+
+    fn is_fresh_failure(&self) -> bool {
+        // A fresh run whose StartRecord never committed does not exist.
+        matches!(self.engine.store.run_summary(self.run_id), Ok(None))
+    }
+
+    fn can_evict(&self) -> bool {
+        if self.future.is_none() || !self.attempts.is_empty() || !self.outbox.effects.is_empty() {
+            return false;
+        }
+        if self.wake.woken.load(Ordering::Acquire) {
+            return false;
+        }
+        let evict_ms =
+            u64::try_from(self.engine.config.evict_after.as_millis()).unwrap_or(u64::MAX);
+        let horizon = outbox::now_ms().saturating_add(evict_ms);
+        self.state.waits_beyond(horizon)
+    }
+
+    // ---- polling and commands --------------------------------------------------------------
+
+    fn poll_workflow(&mut self) {
+        while self.blocked.is_none() && self.wake.woken.swap(false, Ordering::AcqRel) {
+            let Some(fut) = self.future.as_mut() else {
+                return;
+            };
+            let mut cx = TaskCx::from_waker(&self.waker);
+            let polled = match crate::panic::catch(|| fut.as_mut().poll(&mut cx)) {
+                Ok(polled) => polled,
+                Err(panic) => {
+                    // Steps the code asked for before it panicked are not journaled: the run
+                    // stops here, and fixed code asks again on replay.
+                    lock(&self.shared).commands.clear();
+                    self.block(panic.to_string());
+                    return;
+                }
+            };
+            self.process_commands();
+            if let Poll::Ready(result) = polled {
+                self.future = None;
+                if self.blocked.is_some() {
+                    return;
+                }
+                match self.replay.as_mut() {
+                    // The rest of the journal must still agree with the code (a record of a
+                    // step the code no longer reaches blocks the run); finish after it.
+                    Some(cursor) => cursor.result = Some(result),
+                    None => self.finish(result),
+                }
+                return;
+            }
+        }
+    }
+
+    fn process_commands(&mut self) {
+        // Swapped with a kept buffer rather than taken: one allocation per run, not per step.
+        let mut commands = std::mem::take(&mut self.command_buf);
+        let conflict = {
+            let mut s = lock(&self.shared);
+            std::mem::swap(&mut s.commands, &mut commands);
+            s.patch_conflicts.pop()
+        };
+        if let Some((step, journal, code)) = conflict {
+            let strip = |m: &str| m.trim_start_matches("patch:").to_string();
+            let nd = self
+                .state
+                .patch_mismatch(step, &strip(&journal), &strip(&code));
+            commands.clear();
+            self.command_buf = commands;
+            self.block(nd.to_string());
+            return;
+        }
+        for mut c in commands.drain(..) {
+            if self.blocked.is_some() {
+                break;
+            }
+            let engine = &self.engine;
+            resolve_options(&mut c.detail, |task| {
+                engine.tasks.get(task).map(|r| r.options.clone())
+            });
+            match self.replay.as_mut() {
+                Some(cursor) => {
+                    // Each step is matched once; its journaled first record is not needed after.
+                    let (index, last) = {
+                        let mut s = lock(&self.shared);
+                        let i = s.journaled.remove(&c.step);
+                        let last = i.is_some() && s.journaled.is_empty();
+                        if last {
+                            // The last journaled step was requested: the journal can go.
+                            s.journal = None;
+                        }
+                        (i, last)
+                    };
+                    let journal = index.and(cursor.journal.take());
+                    match journal.as_ref().zip(index) {
+                        Some((journal, i)) => {
+                            if let Err(nd) = self.state.request_replayed(c, &journal[i].record) {
+                                self.block(nd.to_string());
+                            }
+                        }
+                        None => cursor.deferred.push(c),
+                    }
+                    if !last
+                        && journal.is_some()
+                        && let Some(cursor) = self.replay.as_mut()
+                    {
+                        cursor.journal = journal;
+                    }
+                }
+                None => {
+                    let actions = self.state.request_live(c, outbox::now_ms());
+                    self.perform(actions);
+                }
+            }
+        }
+        self.command_buf = commands;
+    }
+
+    /// Appends and applies the records, and keeps the effects for after their commit.
+    fn perform(&mut self, actions: crate::replay::Actions) {
+        for record in actions.records {
+            self.append_apply(record);
+        }
+        self.outbox.effects.extend(actions.effects);
+    }
+
+    /// Appends a record after applying it to the run state (the one way records take effect
+    /// live), and feeds the completions it causes to the code.
+    fn append_apply(&mut self, record: Record) {
+        let seq = self.outbox.next_seq;
+        self.apply(seq, &record);
+        self.outbox.append(record);
+    }
+
+    /// Applies a record to the run state and feeds the completions it causes to the code.
+    fn apply(&mut self, seq: u64, record: &Record) {
+        if let Record::CancelRequested { reason } = record {
+            // The code learns of it before it sees its pending steps end.
+            lock(&self.shared).cancelled = Some(reason.clone());
+        }
+        let mut resolved = Vec::new();
+        if let Err(nd) = self.state.apply(seq, record, &mut resolved) {
+            self.block(nd.to_string());
+            return;
+        }
+        self.deliver(resolved);
+    }
+
+    /// Hands completions to the step futures (not to dropped ones: nobody awaits those).
+    fn deliver(&mut self, resolved: Vec<Resolved>) {
+        if resolved.is_empty() {
+            return;
+        }
+        let mut wake = Vec::new();
+        {
+            let mut s = lock(&self.shared);
+            for r in resolved {
+                if s.dropped.contains(&r.step) {
+                    continue;
+                }
+                s.resolved.insert(r.step, (r.seq, r.resolution));
+                wake.extend(s.wakers.remove(&r.step));
+            }
+        }
+        for w in wake {
+            w.wake();
+        }
+    }
+
+    fn block(&mut self, reason: String) {
+        tracing::error!(run = %self.run_id, %reason, "run blocked");
+        self.blocked = Some(reason.clone());
+        self.future = None;
+        self.attempts.abort_all();
+        let journaled = self
+            .replay
+            .as_ref()
+            .and_then(|c| c.journaled_status.clone());
+        let already = matches!(self.state.last_status().or(journaled.as_ref()),
+            Some((RunStatus::Blocked, Some(r))) if *r == reason)
+            || matches!(&journaled, Some((RunStatus::Blocked, Some(r))) if *r == reason);
+        if let Some(cursor) = self.replay.as_mut() {
+            cursor.deferred.clear();
+        }
+        if !already {
+            // During replay `next_seq` is already past the journal's end.
+            self.outbox.append(Record::Status {
+                status: RunStatus::Blocked,
+                reason: Some(reason),
+            });
+        }
+        self.outbox.set_status(RunStatus::Blocked);
+    }
+
+    fn finish(&mut self, result: Result<Value, WorkflowError>) {
+        let result_state = lock(&self.shared).result_state.clone();
+        let (status, reason) = match result {
+            Ok(v) => {
+                // A run that returns nothing from a named state (a YAML terminal without
+                // `result:`) writes no ResultRecord, as the reference says.
+                if !v.is_null() || result_state.is_none() {
+                    self.outbox.append(Record::Result {
+                        state: result_state,
+                        result: v,
+                    });
+                }
+                (RunStatus::Done, None)
+            }
+            Err(e) => {
+                if let Some(r) = e.result {
+                    self.outbox.append(Record::Result {
+                        state: result_state,
+                        result: r,
+                    });
+                }
+                let status = if e.cancelled {
+                    RunStatus::Cancelled
+                } else {
+                    RunStatus::Failed
+                };
+                (status, Some(e.message))
+            }
+        };
+        self.append_apply(Record::Status { status, reason });
+        self.outbox.set_status(status);
+        self.attempts.abort_all();
+    }
+
+    fn refresh_status(&mut self) {
+        if self.state.is_terminal() || self.blocked.is_some() {
+            return;
+        }
+        self.outbox.set_status(self.state.live_status());
+    }
+}
+
+/// Whether a delivery to a run this process cannot drive is refused with this error.
+pub(crate) fn unsupported(run: RunId) -> DeliverError {
+    DeliverError::Unsupported(run)
+}

@@ -1,0 +1,255 @@
+//! Bringing a run back into memory: instantiate its code and replay it against the journal.
+
+use std::collections::HashSet;
+use std::sync::{Arc, Mutex, OnceLock};
+
+use super::{Driver, ReplayCursor};
+use crate::context::{StepMap, WorkflowContext, lock};
+use crate::panic::Panic;
+use crate::record::{Entry, Record, RunStatus, StartRecord};
+use crate::replay::step_of;
+use crate::store::RunSummary;
+
+/// Why a run's code cannot be made to run.
+pub(super) enum Unrunnable {
+    /// The workflow or its version is not what the run started with: the run is blocked.
+    Refused(String),
+    /// The code panicked while being set up: the run is blocked.
+    Panicked(Panic),
+    /// This process has no front end for the run at all (e.g. a YAML-only server meeting a
+    /// code workflow's run in a shared store): the run is left as it is.
+    NoFrontend(String),
+}
+
+/// Front ends this process already said it lacks, so it says so once.
+fn warned() -> &'static Mutex<HashSet<String>> {
+    static WARNED: OnceLock<Mutex<HashSet<String>>> = OnceLock::new();
+    WARNED.get_or_init(|| Mutex::new(HashSet::new()))
+}
+
+impl Driver {
+    pub(super) fn instantiate(&mut self, start: &StartRecord) -> Result<(), Unrunnable> {
+        let ctx = WorkflowContext::new(self.shared.clone());
+        let fut = if start.frontend == "code" {
+            if self.engine.workflows.is_empty() {
+                return Err(Unrunnable::NoFrontend(start.frontend.clone()));
+            }
+            let reg = self
+                .engine
+                .workflows
+                .get(&start.workflow_name)
+                .ok_or_else(|| {
+                    Unrunnable::Refused(format!(
+                        "[MAG-ND004] workflow `{}` is not registered with this engine; register it \
+                         and reopen the engine",
+                        start.workflow_name
+                    ))
+                })?;
+            if reg.version != start.workflow_version {
+                return Err(Unrunnable::Refused(format!(
+                    "[MAG-ND003] run started on version `{}` of workflow `{}`, but version `{}` \
+                     is registered; run the old version or cancel the run",
+                    start.workflow_version, start.workflow_name, reg.version
+                )));
+            }
+            let body = reg.body.clone();
+            let params = start.params.clone();
+            crate::panic::catch(move || body(ctx, params)).map_err(Unrunnable::Panicked)?
+        } else {
+            let Some(interp) = self.engine.interpreters.get(&start.frontend).cloned() else {
+                return Err(Unrunnable::NoFrontend(start.frontend.clone()));
+            };
+            crate::panic::catch(|| interp(ctx, start))
+                .map_err(Unrunnable::Panicked)?
+                .map_err(Unrunnable::Refused)?
+        };
+        self.future = Some(fut);
+        Ok(())
+    }
+
+    /// Reads the run's journal and replays it. Returns whether the driver stays (it leaves
+    /// when the run cannot be loaded at all or this process has no front end for it).
+    pub(super) async fn recover(&mut self) -> bool {
+        let engine = self.engine.clone();
+        let permit = engine.replay_permits.acquire().await;
+        let summary = match self.engine.store.run_summary(self.run_id) {
+            Ok(Some(s)) => s,
+            Ok(None) => return false,
+            Err(e) => {
+                tracing::error!(run = %self.run_id, error = %e, "cannot read run summary");
+                return false;
+            }
+        };
+        let stays = match self.engine.store.read_journal(self.run_id) {
+            Ok(entries) => self.replay(entries, summary),
+            Err(e) => self.unreadable(summary, &e.to_string()),
+        };
+        drop(permit);
+        stays
+    }
+
+    /// The journal cannot be decoded: the run is blocked (visible, with the reason), with the
+    /// status record after the last record that is there.
+    fn unreadable(&mut self, summary: RunSummary, error: &str) -> bool {
+        let reason = format!(
+            "[MAG-RC001] the journal of run {} cannot be read: {error}. Restore the store from a \
+             backup, or cancel the run",
+            self.run_id
+        );
+        let last = self.engine.store.read_journal_raw(self.run_id).ok();
+        let next_seq = last
+            .as_ref()
+            .and_then(|raw| raw.last())
+            .map_or(0, |(seq, _)| seq + 1);
+        self.outbox.next_seq = next_seq;
+        let reported = summary.status == RunStatus::Blocked;
+        self.outbox.summary = Some(summary);
+        if reported {
+            // Said before: stay blocked without journaling it again.
+            tracing::error!(run = %self.run_id, %reason, "run blocked");
+            self.blocked = Some(reason);
+        } else {
+            self.block(reason);
+        }
+        true
+    }
+
+    /// Replays `entries` against the registered code without acting or writing: returns why
+    /// the run would block (non-determinism, a panic, a missing workflow), if it would.
+    pub(crate) fn check(&mut self, entries: Vec<Entry>, summary: RunSummary) -> Option<String> {
+        if !self.replay(entries, summary) {
+            return Some(format!(
+                "[MAG-EN005] run {} cannot be replayed here: this engine has no front end for it",
+                self.run_id
+            ));
+        }
+        self.attempts.abort_all();
+        self.blocked.take()
+    }
+
+    /// Re-runs the code against the journal: each record is applied in journal order and the
+    /// code is polled after each, so that it sees completions in the order they were journaled.
+    pub(super) fn replay(&mut self, entries: Vec<Entry>, summary: RunSummary) -> bool {
+        self.outbox.next_seq = entries.last().map_or(0, |e| e.seq + 1);
+        self.outbox.summary = Some(summary);
+        let Some(Entry {
+            record: Record::Start(start),
+            ..
+        }) = entries.first()
+        else {
+            let reason = format!(
+                "[MAG-RC001] the journal of run {} does not begin with its StartRecord. Restore \
+                 the store from a backup, or cancel the run",
+                self.run_id
+            );
+            self.block(reason);
+            return true;
+        };
+        let start = start.clone();
+        // Most steps have two or three records; sizing the maps once avoids rehashing
+        // thousands of entries in long runs.
+        let mut journaled =
+            StepMap::with_capacity_and_hasher(entries.len() / 2, Default::default());
+        self.state.reserve(entries.len() / 2);
+        let mut last_status = None;
+        for (i, e) in entries.iter().enumerate() {
+            if let Some(step) = step_of(&e.record) {
+                journaled.entry(step).or_insert(i);
+            }
+            if let Record::Status { .. } = &e.record {
+                last_status = Some(i);
+            }
+        }
+        let journaled_status = last_status.and_then(|i| match &entries[i].record {
+            Record::Status { status, reason } => Some((*status, reason.clone())),
+            _ => None,
+        });
+        if journaled_status
+            .as_ref()
+            .is_some_and(|(s, _)| s.is_terminal())
+        {
+            // The code is not run again; late deliveries only need to know the steps.
+            if let Some(i) = last_status {
+                let _ = self
+                    .state
+                    .apply(entries[i].seq, &entries[i].record, &mut Vec::new());
+            }
+            self.state.load_ended(&entries, journaled);
+            self.start = Some(*start);
+            return true;
+        }
+        let entries = Arc::new(entries);
+        self.replay = Some(ReplayCursor {
+            journal: Some(entries.clone()),
+            journaled_status: journaled_status.clone(),
+            ..ReplayCursor::default()
+        });
+        {
+            let mut s = lock(&self.shared);
+            s.journal = Some(entries.clone());
+            s.journaled = journaled;
+            s.replaying = true;
+        }
+        match self.instantiate(&start) {
+            Ok(()) => {}
+            Err(Unrunnable::NoFrontend(frontend)) => {
+                if warned()
+                    .lock()
+                    .unwrap_or_else(|p| p.into_inner())
+                    .insert(frontend.clone())
+                {
+                    tracing::warn!(
+                        frontend = %frontend,
+                        "this process has no `{frontend}` front end: runs of it in this store are \
+                         left as they are, for a process that has one"
+                    );
+                }
+                return false;
+            }
+            Err(Unrunnable::Refused(reason)) => {
+                self.start = Some(*start);
+                self.block(reason);
+                return true;
+            }
+            Err(Unrunnable::Panicked(p)) => {
+                self.start = Some(*start);
+                self.block(p.to_string());
+                return true;
+            }
+        }
+        self.start = Some(*start);
+        self.poll_workflow();
+        for e in &entries[1..] {
+            if self.blocked.is_some() {
+                break;
+            }
+            self.apply(e.seq, &e.record);
+            self.poll_workflow();
+        }
+        lock(&self.shared).replaying = false;
+        let cursor = self.replay.take().unwrap_or_default();
+        if self.blocked.is_some() {
+            return true;
+        }
+        // A run blocked before and now replaying cleanly is running again.
+        if matches!(cursor.journaled_status, Some((RunStatus::Blocked, _))) {
+            self.append_apply(Record::Status {
+                status: RunStatus::Running,
+                reason: Some("unblocked".into()),
+            });
+        }
+        if let Some(result) = cursor.result {
+            self.finish(result);
+            return true;
+        }
+        // Steps from the journal that still wait act again; new steps act as they are made.
+        let effects = self.state.rearm();
+        self.outbox.effects.extend(effects);
+        for c in cursor.deferred {
+            let actions = self.state.request_live(c, super::outbox::now_ms());
+            self.perform(actions);
+        }
+        self.refresh_status();
+        true
+    }
+}

@@ -1,0 +1,921 @@
+//! The pure state of one run: what its journal says, step by step.
+//!
+//! No tokio, no store, no clock: the [`RunState`] applies records ([`RunState::apply`]), answers
+//! the steps the code asks for — matching them against the journal on replay
+//! ([`RunState::request_replayed`]) or deciding their records and effects live
+//! ([`RunState::request_live`]) — and decides what a completion from the world becomes (a record,
+//! an ignored duplicate, a retry). Each step kind is a small machine in its own module whose
+//! phases are an enum, so that impossible combinations (a task with a gate, a timer both
+//! pending and fired) cannot be written down. The driver around it only loops poll → flush → act.
+
+mod child;
+mod gate;
+mod nondeterminism;
+mod signal;
+mod task;
+mod timer;
+
+use std::collections::BTreeSet;
+
+use serde_json::Value;
+
+pub use nondeterminism::{Divergence, NonDeterminism, StepIdentity};
+pub(crate) use task::TaskCallSpec;
+pub(crate) use timer::{TimerPurpose, due_after};
+
+use crate::codec::input_hash;
+use crate::context::{
+    ChildOutcome, ChildRequest, Command, CommandDetail, GateOutcome, Resolution, StepMap, StepSet,
+};
+use crate::engine::{AnswerAck, CancelAck};
+use crate::error::DeliverError;
+use crate::id::RunId;
+use crate::record::{Entry, GateAnswer, Record, RunStatus, Step, StepKind};
+use crate::task::{TaskError, TaskOptions};
+use child::ChildStep;
+use gate::{GatePhase, GateStep};
+use signal::{Buffered, SignalBuffer, SignalStep};
+use task::TaskStep;
+use timer::TimerStep;
+
+/// The step a record belongs to, if any.
+pub(crate) fn step_of(r: &Record) -> Option<Step> {
+    match r {
+        Record::StateEntered { step, .. }
+        | Record::TaskStarted { step, .. }
+        | Record::TaskResult { step, .. }
+        | Record::Var { step, .. }
+        | Record::TimerSet { step, .. }
+        | Record::TimerFired { step }
+        | Record::GateOpened { step, .. }
+        | Record::GateAnswered { step, .. }
+        | Record::SignalAwaited { step, .. }
+        | Record::SignalDelivered { step, .. }
+        | Record::ChildStarted { step, .. }
+        | Record::ChildFinished { step, .. }
+        | Record::SideEffect { step, .. }
+        | Record::Ignored { step, .. } => Some(*step),
+        Record::SignalReceived { step, .. } => *step,
+        _ => None,
+    }
+}
+
+/// The kind, name and (where journaled) input hash of a step's first record.
+pub(crate) fn identity(r: &Record) -> Option<(StepKind, &str, Option<u64>)> {
+    Some(match r {
+        Record::TaskStarted {
+            name, input_hash, ..
+        } => (StepKind::Task, name.as_str(), Some(*input_hash)),
+        Record::TimerSet { purpose, .. } => (StepKind::Timer, purpose.as_str(), None),
+        Record::GateOpened { gate, .. } => (
+            StepKind::Gate,
+            gate.title.as_str(),
+            Some(input_hash(
+                &serde_json::to_value(gate).unwrap_or(Value::Null),
+            )),
+        ),
+        Record::SignalAwaited { name, .. } => (StepKind::Signal, name.as_str(), None),
+        Record::ChildStarted {
+            workflow,
+            input_hash,
+            ..
+        } => (StepKind::Child, workflow.as_str(), Some(*input_hash)),
+        Record::SideEffect { name, .. } => (StepKind::SideEffect, name.as_str(), None),
+        Record::StateEntered { state, .. } => (StepKind::State, state.as_str(), None),
+        Record::Var { key, value, .. } => (StepKind::Var, key.as_str(), Some(input_hash(value))),
+        _ => return None,
+    })
+}
+
+/// The side-effect name under which a patch marker is journaled.
+pub(crate) fn patch_marker(id: &str) -> String {
+    format!("patch:{id}")
+}
+
+/// What the journal recorded for a step, as the code needs it while replaying: values that
+/// were decided when the step was first made (a timer's due time, a child's run id, a side
+/// effect's value) and must be the same again.
+#[derive(Debug, Clone, Copy)]
+pub(crate) enum Replayed<'a> {
+    /// A timer due at this time.
+    TimerAt(u64),
+    /// A child run with this id.
+    Child(RunId),
+    /// A recorded value (side effect, `now()`, a patch marker).
+    Value { name: &'a str, value: &'a Value },
+    /// Another kind of step.
+    Other,
+}
+
+impl<'a> Replayed<'a> {
+    pub(crate) fn of(record: &'a Record) -> Self {
+        match record {
+            Record::TimerSet { fire_at_ms, .. } => Replayed::TimerAt(*fire_at_ms),
+            Record::ChildStarted { child_run_id, .. } => Replayed::Child(*child_run_id),
+            Record::SideEffect { name, value, .. } => Replayed::Value { name, value },
+            _ => Replayed::Other,
+        }
+    }
+}
+
+/// Something the driver does once the records that led to it are durable.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Effect {
+    /// Run the step's current attempt.
+    Execute(Step),
+    /// Register a timer.
+    Timer(Step, u64, TimerPurpose),
+    /// Start the step's child run.
+    StartChild(Step),
+    /// Find out how the step's child run is doing (after a restart).
+    CheckChild(Step),
+}
+
+/// Records to append (in order) and effects to perform after their commit.
+#[derive(Debug, Default)]
+pub(crate) struct Actions {
+    pub(crate) records: Vec<Record>,
+    pub(crate) effects: Vec<Effect>,
+}
+
+impl Actions {
+    fn record(record: Record) -> Self {
+        Self {
+            records: vec![record],
+            effects: Vec::new(),
+        }
+    }
+}
+
+/// A completion to feed to the code: step, the seq of the record that completed it, how.
+#[derive(Debug)]
+pub(crate) struct Resolved {
+    pub(crate) step: Step,
+    pub(crate) seq: u64,
+    pub(crate) resolution: Resolution,
+}
+
+/// One step's machine.
+#[derive(Debug)]
+enum Machine {
+    Task(TaskStep),
+    Timer(TimerStep),
+    Gate(GateStep),
+    Signal(SignalStep),
+    Child(ChildStep),
+    /// A step that is one record and complete with it (side effect, state entered, variable).
+    Recorded(StepKind),
+}
+
+impl Machine {
+    fn kind(&self) -> StepKind {
+        match self {
+            Machine::Task(_) => StepKind::Task,
+            Machine::Timer(_) => StepKind::Timer,
+            Machine::Gate(_) => StepKind::Gate,
+            Machine::Signal(_) => StepKind::Signal,
+            Machine::Child(_) => StepKind::Child,
+            Machine::Recorded(kind) => *kind,
+        }
+    }
+
+    fn is_resolved(&self) -> bool {
+        match self {
+            Machine::Task(t) => t.is_resolved(),
+            Machine::Timer(t) => t.is_resolved(),
+            Machine::Gate(g) => g.is_resolved(),
+            Machine::Signal(s) => s.is_resolved(),
+            Machine::Child(c) => c.is_resolved(),
+            Machine::Recorded(_) => true,
+        }
+    }
+
+    /// Ends a pending step by cancellation; returns whether it was pending.
+    fn cancel(&mut self) -> bool {
+        match self {
+            Machine::Task(t) => t.complete(),
+            Machine::Timer(t) => t.fire(),
+            Machine::Gate(g) => g.close(GatePhase::Cancelled),
+            Machine::Signal(s) => !std::mem::replace(s, SignalStep::Received).is_resolved(),
+            Machine::Child(c) => c.finish(),
+            Machine::Recorded(_) => false,
+        }
+    }
+
+    /// The machine of a step of a run that had ended when it was loaded: complete, knowing only
+    /// what late deliveries need (a gate's question, a child's id).
+    fn ended(kind: StepKind, first: &Record) -> Self {
+        match (kind, first) {
+            (StepKind::Gate, Record::GateOpened { gate, .. }) => Machine::Gate(GateStep {
+                spec: gate.clone(),
+                phase: GatePhase::Closed,
+            }),
+            (StepKind::Child, Record::ChildStarted { child_run_id, .. }) => {
+                Machine::Child(ChildStep::Finished {
+                    child: *child_run_id,
+                })
+            }
+            (StepKind::Task, _) => Machine::Task(TaskStep::Completed),
+            (StepKind::Timer, _) => Machine::Timer(TimerStep::Fired),
+            (StepKind::Signal, _) => Machine::Signal(SignalStep::Received),
+            (kind, _) => Machine::Recorded(kind),
+        }
+    }
+}
+
+/// A step: its journaled name and its machine.
+#[derive(Debug)]
+struct StepEntry {
+    name: String,
+    machine: Machine,
+}
+
+fn task_error_from_record(outcome: &str, output: &Value, error: &Option<String>) -> TaskError {
+    TaskError {
+        kind: outcome.to_string(),
+        message: error.clone().unwrap_or_else(|| outcome.to_string()),
+        output: output.clone(),
+        retryable: false,
+    }
+}
+
+/// Everything the journal says about one run, step by step.
+#[derive(Debug)]
+pub(crate) struct RunState {
+    run_id: RunId,
+    steps: StepMap<StepEntry>,
+    signals: SignalBuffer,
+    /// Steps that wait for a completion from the world, in step order.
+    pending: BTreeSet<Step>,
+    /// Gates not yet completed: the run is WAITING while there are any.
+    open_gates: usize,
+    cancel_requested: bool,
+    /// The last `StatusRecord`.
+    last_status: Option<(RunStatus, Option<String>)>,
+}
+
+impl RunState {
+    pub(crate) fn new(run_id: RunId) -> Self {
+        Self {
+            run_id,
+            steps: StepMap::default(),
+            signals: SignalBuffer::default(),
+            pending: BTreeSet::new(),
+            open_gates: 0,
+            cancel_requested: false,
+            last_status: None,
+        }
+    }
+
+    /// Room for `n` steps (a replay knows roughly how many it will see).
+    pub(crate) fn reserve(&mut self, n: usize) {
+        self.steps.reserve(n);
+    }
+
+    /// The last journaled status and its reason.
+    pub(crate) fn last_status(&self) -> Option<&(RunStatus, Option<String>)> {
+        self.last_status.as_ref()
+    }
+
+    /// Whether a terminal status is journaled.
+    pub(crate) fn is_terminal(&self) -> bool {
+        self.last_status
+            .as_ref()
+            .is_some_and(|(s, _)| s.is_terminal())
+    }
+
+    /// `WAITING` while a gate is open, else `RUNNING` (for runs that are neither ended nor
+    /// blocked).
+    pub(crate) fn live_status(&self) -> RunStatus {
+        if self.open_gates > 0 {
+            RunStatus::Waiting
+        } else {
+            RunStatus::Running
+        }
+    }
+
+    fn non_determinism(&self, step: Step, divergence: Divergence) -> NonDeterminism {
+        NonDeterminism {
+            run_id: self.run_id,
+            step,
+            divergence,
+        }
+    }
+
+    // ---- steps the code asks for -----------------------------------------------------------
+
+    /// Creates the step's machine; a step that is one record hands that record back.
+    fn insert(&mut self, c: Command) -> Option<Record> {
+        let mut own_record = None;
+        let machine = match c.detail {
+            CommandDetail::Task {
+                task,
+                input,
+                options,
+                registration,
+            } => Machine::Task(TaskStep::Requested(Box::new(TaskCallSpec {
+                task,
+                input,
+                options: options.unwrap_or_default(),
+                registration,
+                hash: c.hash,
+            }))),
+            CommandDetail::Timer { fire_at_ms } => {
+                Machine::Timer(TimerStep::Pending { at: fire_at_ms })
+            }
+            CommandDetail::Gate { spec } => {
+                self.open_gates += 1;
+                Machine::Gate(GateStep::open(Box::new(spec)))
+            }
+            CommandDetail::Signal => Machine::Signal(SignalStep::Waiting),
+            CommandDetail::Child {
+                request,
+                child_run_id,
+            } => Machine::Child(ChildStep::Running {
+                child: child_run_id,
+                request,
+            }),
+            CommandDetail::Record { record } => {
+                own_record = Some(record);
+                Machine::Recorded(c.kind)
+            }
+        };
+        if !machine.is_resolved() {
+            self.pending.insert(c.step);
+        }
+        self.steps.insert(
+            c.step,
+            StepEntry {
+                name: c.name,
+                machine,
+            },
+        );
+        own_record
+    }
+
+    /// Replay: the code asks for step `c.step`, whose first journaled record is `journaled`.
+    /// The step must have the same kind, name and input hash.
+    pub(crate) fn request_replayed(
+        &mut self,
+        c: Command,
+        journaled: &Record,
+    ) -> Result<(), NonDeterminism> {
+        let matches = identity(journaled).is_some_and(|(kind, name, hash)| {
+            kind == c.kind && name == c.name && hash.is_none_or(|h| h == c.hash)
+        });
+        if !matches {
+            let different_input = matches!(identity(journaled),
+                Some((k, n, Some(h))) if k == c.kind && n == c.name && h != c.hash);
+            return Err(self.non_determinism(
+                c.step,
+                Divergence::Mismatch {
+                    journal: StepIdentity::of_record(journaled),
+                    code: StepIdentity::new(c.kind, c.name),
+                    different_input,
+                },
+            ));
+        }
+        self.insert(c);
+        Ok(())
+    }
+
+    /// A patch marker the code asks about is at a step where the journal holds another one.
+    pub(crate) fn patch_mismatch(&self, step: Step, journal: &str, code: &str) -> NonDeterminism {
+        self.non_determinism(
+            step,
+            Divergence::Patch {
+                journal: journal.to_string(),
+                code: code.to_string(),
+            },
+        )
+    }
+
+    /// Live: the records that journal a new step and what to do once they are durable.
+    pub(crate) fn request_live(&mut self, c: Command, now_ms: u64) -> Actions {
+        let step = c.step;
+        let mut out = Actions::default();
+        match &c.detail {
+            CommandDetail::Task { task, input, .. } => {
+                out.records.push(Record::TaskStarted {
+                    step,
+                    attempt: 1,
+                    task: task.clone(),
+                    name: c.name.clone(),
+                    input_hash: c.hash,
+                    input: input.clone(),
+                });
+                out.effects.push(Effect::Execute(step));
+            }
+            CommandDetail::Timer { fire_at_ms } => {
+                out.records.push(Record::TimerSet {
+                    step,
+                    fire_at_ms: *fire_at_ms,
+                    purpose: c.name.clone(),
+                });
+                out.effects
+                    .push(Effect::Timer(step, *fire_at_ms, TimerPurpose::Sleep));
+            }
+            CommandDetail::Gate { spec } => {
+                out.records.push(Record::GateOpened {
+                    step,
+                    gate: Box::new(spec.clone()),
+                });
+                if let Some(t) = spec.timeout_ms {
+                    let at = due_after(now_ms, t);
+                    out.records.push(Record::TimerSet {
+                        step,
+                        fire_at_ms: at,
+                        purpose: TimerPurpose::GateTimeout.as_str().into(),
+                    });
+                    out.effects
+                        .push(Effect::Timer(step, at, TimerPurpose::GateTimeout));
+                }
+            }
+            CommandDetail::Signal => {
+                out.records.push(Record::SignalAwaited {
+                    step,
+                    name: c.name.clone(),
+                });
+                if let Some(signal_seq) = self.signals.first_named(&c.name) {
+                    out.records
+                        .push(Record::SignalDelivered { step, signal_seq });
+                }
+            }
+            CommandDetail::Child {
+                request,
+                child_run_id,
+            } => {
+                out.records.push(Record::ChildStarted {
+                    step,
+                    child_run_id: *child_run_id,
+                    workflow: request.workflow.clone(),
+                    input_hash: c.hash,
+                });
+                out.effects.push(Effect::StartChild(step));
+            }
+            CommandDetail::Record { .. } => {}
+        }
+        out.records.extend(self.insert(c));
+        out
+    }
+
+    // ---- records ---------------------------------------------------------------------------
+
+    fn resolve(&mut self, step: Step, seq: u64, resolution: Resolution, out: &mut Vec<Resolved>) {
+        self.pending.remove(&step);
+        out.push(Resolved {
+            step,
+            seq,
+            resolution,
+        });
+    }
+
+    fn close_gate(&mut self, step: Step, to: GatePhase) -> bool {
+        let closed = match self.steps.get_mut(&step).map(|s| &mut s.machine) {
+            Some(Machine::Gate(g)) => g.close(to),
+            _ => false,
+        };
+        if closed {
+            self.open_gates = self.open_gates.saturating_sub(1);
+        }
+        closed
+    }
+
+    /// Applies a record: the one place where records take effect, for live appends and replay
+    /// alike. Completions it causes are pushed to `out`, in order.
+    pub(crate) fn apply(
+        &mut self,
+        seq: u64,
+        record: &Record,
+        out: &mut Vec<Resolved>,
+    ) -> Result<(), NonDeterminism> {
+        if let Some(step) = step_of(record)
+            && !self.steps.contains_key(&step)
+            && !matches!(record, Record::Ignored { .. })
+        {
+            return Err(self.non_determinism(
+                step,
+                Divergence::Missing {
+                    journal: StepIdentity::of_record(record),
+                },
+            ));
+        }
+        fn machine<'a>(s: &'a mut RunState, step: &Step) -> Option<&'a mut Machine> {
+            s.steps.get_mut(step).map(|e| &mut e.machine)
+        }
+        match record {
+            Record::TaskStarted { step, attempt, .. } => {
+                if let Some(Machine::Task(t)) = machine(self, step) {
+                    t.started(*attempt);
+                }
+            }
+            Record::TaskResult {
+                step,
+                outcome,
+                output,
+                error,
+                is_final,
+                ..
+            } => {
+                if let Some(Machine::Task(t)) = machine(self, step)
+                    && t.result(*is_final)
+                {
+                    let result = if outcome == "success" {
+                        Ok(output.clone())
+                    } else {
+                        Err(task_error_from_record(outcome, output, error))
+                    };
+                    self.resolve(*step, seq, Resolution::Task(result), out);
+                }
+            }
+            Record::TimerSet {
+                step,
+                fire_at_ms,
+                purpose,
+            } => match machine(self, step) {
+                Some(Machine::Task(t)) if purpose == TimerPurpose::Retry.as_str() => {
+                    t.retry_set(*fire_at_ms);
+                }
+                Some(Machine::Timer(t)) => t.set(*fire_at_ms),
+                Some(Machine::Gate(g)) => g.timeout_set(*fire_at_ms),
+                _ => {}
+            },
+            Record::TimerFired { step } => match machine(self, step) {
+                Some(Machine::Timer(t)) => {
+                    let fired = t.fire();
+                    if fired {
+                        self.resolve(*step, seq, Resolution::Timer, out);
+                    }
+                }
+                Some(Machine::Gate(_)) => {
+                    let timed_out = self.close_gate(*step, GatePhase::TimedOut);
+                    if timed_out {
+                        self.resolve(*step, seq, Resolution::Gate(GateOutcome::TimedOut), out);
+                    }
+                }
+                Some(Machine::Task(t)) => t.retry_fired(),
+                _ => {}
+            },
+            Record::GateAnswered { step, answer } => {
+                let answered = self.close_gate(*step, GatePhase::Answered);
+                if answered {
+                    let outcome = GateOutcome::Answered(answer.clone());
+                    self.resolve(*step, seq, Resolution::Gate(outcome), out);
+                }
+            }
+            Record::SignalReceived {
+                name,
+                payload,
+                step,
+            } => match step {
+                Some(s) => self.signal_arrived(*s, seq, payload.clone(), out),
+                None => self.signals.push(Buffered {
+                    seq,
+                    name: name.clone(),
+                    payload: payload.clone(),
+                }),
+            },
+            Record::SignalDelivered { step, signal_seq } => {
+                if let Some(signal) = self.signals.take(*signal_seq) {
+                    self.signal_arrived(*step, seq, signal.payload, out);
+                }
+            }
+            Record::ChildFinished {
+                step,
+                status,
+                result,
+                reason,
+            } => {
+                if let Some(Machine::Child(c)) = machine(self, step) {
+                    let run_id = c.child();
+                    if c.finish() {
+                        let outcome = ChildOutcome {
+                            run_id,
+                            status: *status,
+                            result: result.clone(),
+                            reason: reason.clone(),
+                        };
+                        self.resolve(*step, seq, Resolution::Child(outcome), out);
+                    }
+                }
+            }
+            Record::CancelRequested { reason } => {
+                self.cancel_requested = true;
+                let pending: Vec<Step> = self.pending.iter().copied().collect();
+                for step in pending {
+                    let Some(entry) = self.steps.get_mut(&step) else {
+                        continue;
+                    };
+                    let was_gate = entry.machine.kind() == StepKind::Gate;
+                    if entry.machine.cancel() {
+                        if was_gate {
+                            self.open_gates = self.open_gates.saturating_sub(1);
+                        }
+                        self.resolve(step, seq, Resolution::Cancelled(reason.clone()), out);
+                    }
+                }
+            }
+            Record::Status { status, reason } => {
+                self.last_status = Some((*status, reason.clone()));
+            }
+            _ => {}
+        }
+        Ok(())
+    }
+
+    fn signal_arrived(&mut self, step: Step, seq: u64, payload: Value, out: &mut Vec<Resolved>) {
+        if let Some(StepEntry {
+            machine: Machine::Signal(s),
+            ..
+        }) = self.steps.get_mut(&step)
+            && !s.is_resolved()
+        {
+            *s = SignalStep::Received;
+            self.resolve(step, seq, Resolution::Signal(payload), out);
+        }
+    }
+
+    // ---- completions from the world --------------------------------------------------------
+
+    /// An attempt's result. `dropped`: nobody awaits the step any more (a select's loser), so
+    /// it is not retried.
+    pub(crate) fn task_done(
+        &self,
+        step: Step,
+        attempt: u32,
+        result: Result<Value, TaskError>,
+        dropped: bool,
+        now_ms: u64,
+    ) -> Actions {
+        let current = !self.is_terminal()
+            && matches!(self.steps.get(&step).map(|e| &e.machine),
+                Some(Machine::Task(t)) if t.running() == Some(attempt));
+        if !current {
+            return Actions::record(Record::Ignored {
+                step,
+                what: "task result".into(),
+            });
+        }
+        match result {
+            Ok(output) => Actions::record(Record::TaskResult {
+                step,
+                attempt,
+                outcome: "success".into(),
+                output,
+                error: None,
+                is_final: true,
+            }),
+            Err(e) => {
+                let policy = match self.steps.get(&step).map(|e| &e.machine) {
+                    Some(Machine::Task(t)) => t.call().map(|c| c.options.retry.clone()),
+                    _ => None,
+                };
+                let retry =
+                    !dropped && policy.as_ref().is_some_and(|p| p.should_retry(attempt, &e));
+                let mut out = Actions::record(Record::TaskResult {
+                    step,
+                    attempt,
+                    outcome: e.kind,
+                    output: e.output,
+                    error: Some(e.message),
+                    is_final: !retry,
+                });
+                if let (true, Some(p)) = (retry, policy) {
+                    let delay =
+                        u64::try_from(p.backoff_after(attempt).as_millis()).unwrap_or(u64::MAX);
+                    let at = due_after(now_ms, delay);
+                    out.records.push(Record::TimerSet {
+                        step,
+                        fire_at_ms: at,
+                        purpose: TimerPurpose::Retry.as_str().into(),
+                    });
+                    out.effects
+                        .push(Effect::Timer(step, at, TimerPurpose::Retry));
+                }
+                out
+            }
+        }
+    }
+
+    /// A timer of `step` is due.
+    pub(crate) fn timer_due(&self, step: Step, purpose: TimerPurpose) -> Actions {
+        if self.is_terminal() {
+            return Actions::default();
+        }
+        let Some(entry) = self.steps.get(&step) else {
+            return Actions::default();
+        };
+        match (&entry.machine, purpose) {
+            (Machine::Timer(t), TimerPurpose::Sleep) if !t.is_resolved() => {
+                Actions::record(Record::TimerFired { step })
+            }
+            (Machine::Gate(g), TimerPurpose::GateTimeout) => match g.phase {
+                GatePhase::Open { .. } => Actions::record(Record::TimerFired { step }),
+                GatePhase::TimedOut => Actions::default(),
+                _ => Actions::record(Record::Ignored {
+                    step,
+                    what: "gate timeout".into(),
+                }),
+            },
+            (Machine::Task(t), TimerPurpose::Retry) => {
+                let (Some(call), Some(_)) = (t.call(), t.retry_at()) else {
+                    return Actions::default();
+                };
+                Actions {
+                    records: vec![
+                        Record::TimerFired { step },
+                        Record::TaskStarted {
+                            step,
+                            attempt: t.attempt() + 1,
+                            task: call.task.clone(),
+                            name: entry.name.clone(),
+                            input_hash: call.hash,
+                            input: call.input.clone(),
+                        },
+                    ],
+                    effects: vec![Effect::Execute(step)],
+                }
+            }
+            _ => Actions::default(),
+        }
+    }
+
+    /// An answer to the gate at `step`: its record (applied, or ignored when the gate had
+    /// already completed) and what the caller is told.
+    pub(crate) fn answer(
+        &self,
+        step: Step,
+        answer: GateAnswer,
+    ) -> Result<(Record, AnswerAck), DeliverError> {
+        let Some(Machine::Gate(g)) = self.steps.get(&step).map(|e| &e.machine) else {
+            let id = crate::view::inbox_item_id(self.run_id, step);
+            return Err(DeliverError::ItemNotFound(id));
+        };
+        gate::check_answer(&g.spec, &answer)?;
+        if g.is_resolved() || self.is_terminal() {
+            let ignored = Record::Ignored {
+                step,
+                what: "gate answer".into(),
+            };
+            return Ok((ignored, AnswerAck::Ignored));
+        }
+        Ok((Record::GateAnswered { step, answer }, AnswerAck::Applied))
+    }
+
+    /// A signal: it completes the oldest pending wait of its name that the code still awaits
+    /// (not in `dropped`), or is buffered. `None` once the run has ended.
+    pub(crate) fn signal(&self, name: String, payload: Value, dropped: &StepSet) -> Option<Record> {
+        if self.is_terminal() {
+            return None;
+        }
+        let waiting = self.pending.iter().copied().find(|k| {
+            !dropped.contains(k)
+                && self.steps.get(k).is_some_and(|e| {
+                    matches!(e.machine, Machine::Signal(SignalStep::Waiting)) && e.name == name
+                })
+        });
+        Some(Record::SignalReceived {
+            name,
+            payload,
+            step: waiting,
+        })
+    }
+
+    /// The child of `step` ended.
+    pub(crate) fn child_done(&self, step: Step, outcome: ChildOutcome) -> Option<Record> {
+        let running = matches!(self.steps.get(&step).map(|e| &e.machine),
+            Some(Machine::Child(c)) if !c.is_resolved());
+        (running && !self.is_terminal()).then_some(Record::ChildFinished {
+            step,
+            status: outcome.status,
+            result: outcome.result,
+            reason: outcome.reason,
+        })
+    }
+
+    /// A cancellation request: its record, if it takes effect, and what the caller is told.
+    pub(crate) fn cancel(&self, reason: String) -> (Option<Record>, CancelAck) {
+        if self.is_terminal() {
+            (None, CancelAck::AlreadyFinished)
+        } else if self.cancel_requested {
+            (None, CancelAck::AlreadyRequested)
+        } else {
+            (
+                Some(Record::CancelRequested { reason }),
+                CancelAck::Requested,
+            )
+        }
+    }
+
+    // ---- what the driver asks ----------------------------------------------------------------
+
+    /// After replay: the effects that pending steps need again (attempts to run, timers to
+    /// register, children to check), in step order.
+    pub(crate) fn rearm(&self) -> Vec<Effect> {
+        let mut effects = Vec::new();
+        for &step in &self.pending {
+            let Some(entry) = self.steps.get(&step) else {
+                continue;
+            };
+            match &entry.machine {
+                Machine::Task(t) => {
+                    if t.running().is_some() {
+                        effects.push(Effect::Execute(step));
+                    } else if let Some(at) = t.retry_at() {
+                        effects.push(Effect::Timer(step, at, TimerPurpose::Retry));
+                    }
+                }
+                Machine::Timer(t) => {
+                    if let Some(at) = t.due() {
+                        effects.push(Effect::Timer(step, at, TimerPurpose::Sleep));
+                    }
+                }
+                Machine::Gate(g) => {
+                    if let Some(at) = g.timeout_at() {
+                        effects.push(Effect::Timer(step, at, TimerPurpose::GateTimeout));
+                    }
+                }
+                Machine::Child(_) => effects.push(Effect::CheckChild(step)),
+                Machine::Signal(_) | Machine::Recorded(_) => {}
+            }
+        }
+        effects
+    }
+
+    /// Whether the run waits only on things further away than `horizon` (ms since the epoch)
+    /// or on people and signals: then it can leave memory and be replayed when woken.
+    pub(crate) fn waits_beyond(&self, horizon: u64) -> bool {
+        let mut waiting = 0;
+        for entry in self.pending.iter().filter_map(|s| self.steps.get(s)) {
+            match &entry.machine {
+                Machine::Task(t)
+                    if t.running().is_some() || t.retry_at().is_none_or(|at| at <= horizon) =>
+                {
+                    return false;
+                }
+                Machine::Timer(t) if t.due().is_none_or(|at| at <= horizon) => return false,
+                Machine::Gate(g) if g.timeout_at().is_some_and(|at| at <= horizon) => {
+                    return false;
+                }
+                Machine::Recorded(_) => continue,
+                _ => {}
+            }
+            waiting += 1;
+        }
+        waiting > 0
+    }
+
+    /// The task attempt of `step` to run: its label, call and attempt number.
+    pub(crate) fn attempt(&self, step: Step) -> Option<(&str, &TaskCallSpec, u32)> {
+        let entry = self.steps.get(&step)?;
+        match &entry.machine {
+            Machine::Task(t) => Some((entry.name.as_str(), t.call()?, t.running()?)),
+            _ => None,
+        }
+    }
+
+    /// The child of `step` while it runs: its run id and what it runs.
+    pub(crate) fn child(&self, step: Step) -> Option<(RunId, &ChildRequest)> {
+        match &self.steps.get(&step)?.machine {
+            Machine::Child(c) => Some((c.child(), c.request()?)),
+            _ => None,
+        }
+    }
+
+    /// For a run that had ended when it was loaded: knows its steps (from each step's first
+    /// record, `journaled` indexing `entries`) without running its code, so that late
+    /// deliveries can be told apart and journaled as ignored.
+    pub(crate) fn load_ended(&mut self, entries: &[Entry], journaled: StepMap<usize>) {
+        for (step, i) in journaled {
+            let record = &entries[i].record;
+            let Some((kind, name, _)) = identity(record) else {
+                continue;
+            };
+            let entry = StepEntry {
+                name: name.to_string(),
+                machine: Machine::ended(kind, record),
+            };
+            self.steps.insert(step, entry);
+        }
+    }
+}
+
+/// Options for a task call: the call's own, else those of the task registered under its name.
+pub(crate) fn resolve_options(
+    detail: &mut CommandDetail,
+    registered: impl FnOnce(&str) -> Option<TaskOptions>,
+) {
+    if let CommandDetail::Task {
+        task,
+        options,
+        registration,
+        ..
+    } = detail
+        && options.is_none()
+    {
+        *options = registered(task).or_else(|| registration.as_ref().map(|r| r.options.clone()));
+    }
+}
+
+#[cfg(test)]
+mod tests;

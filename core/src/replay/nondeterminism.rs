@@ -1,0 +1,148 @@
+//! The typed non-determinism report: what the journal holds and what the code asked for.
+
+use std::fmt;
+
+use crate::id::RunId;
+use crate::record::{Record, Step, StepKind};
+
+/// A step as one side knows it: its kind and name (for a record that opens no step, its type).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct StepIdentity {
+    /// The step's kind; `None` for a record that is not the first record of a step.
+    pub kind: Option<StepKind>,
+    /// The step's name (task label, timer purpose, gate title, …) or the record's type name.
+    pub name: String,
+}
+
+impl StepIdentity {
+    pub(crate) fn new(kind: StepKind, name: impl Into<String>) -> Self {
+        Self {
+            kind: Some(kind),
+            name: name.into(),
+        }
+    }
+
+    pub(crate) fn of_record(record: &Record) -> Self {
+        match super::identity(record) {
+            Some((kind, name, _)) => Self::new(kind, name),
+            None => Self {
+                kind: None,
+                name: record.type_name().to_string(),
+            },
+        }
+    }
+}
+
+impl fmt::Display for StepIdentity {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self.kind {
+            Some(kind) => write!(f, "{} `{}`", kind_name(kind), self.name),
+            None => write!(f, "record `{}`", self.name),
+        }
+    }
+}
+
+/// How the code and the journal disagree.
+#[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum Divergence {
+    /// `[MAG-ND001]`: the code asks for another step than the journal holds at this number.
+    Mismatch {
+        /// What the journal holds.
+        journal: StepIdentity,
+        /// What the code asks for.
+        code: StepIdentity,
+        /// Same kind and name, but the input's hash differs.
+        different_input: bool,
+    },
+    /// `[MAG-ND002]`: the journal holds a step that the code no longer asks for.
+    Missing {
+        /// What the journal holds.
+        journal: StepIdentity,
+    },
+    /// `[MAG-ND005]`: the journal holds a patch marker of another patch at this step.
+    Patch {
+        /// The patch the journal holds.
+        journal: String,
+        /// The patch the code asks about.
+        code: String,
+    },
+}
+
+/// The code of a run no longer matches its journal: the run is blocked, with both sides shown.
+///
+/// Raised during replay, never silently: the run stays `BLOCKED` until the engine is reopened
+/// with code that matches the journal (or the run is cancelled).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct NonDeterminism {
+    /// The run.
+    pub run_id: RunId,
+    /// The step number where the two sides part.
+    pub step: Step,
+    /// How they differ.
+    pub divergence: Divergence,
+}
+
+impl NonDeterminism {
+    /// The stable code (`MAG-ND001`, `MAG-ND002`, `MAG-ND005`).
+    pub fn code(&self) -> &'static str {
+        match self.divergence {
+            Divergence::Mismatch { .. } => "MAG-ND001",
+            Divergence::Missing { .. } => "MAG-ND002",
+            Divergence::Patch { .. } => "MAG-ND005",
+        }
+    }
+}
+
+const REMEDY: &str = "The workflow code changed since the run started: restore the code the run \
+                      started with, or cancel the run";
+
+impl fmt::Display for NonDeterminism {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let (run, step) = (self.run_id, self.step);
+        match &self.divergence {
+            Divergence::Mismatch {
+                journal,
+                code,
+                different_input,
+            } => {
+                let note = if *different_input {
+                    " with a different input"
+                } else {
+                    ""
+                };
+                write!(
+                    f,
+                    "[MAG-ND001] non-determinism in run {run} at step {step}: the journal has \
+                     {journal} but the code now requests {code}{note}. {REMEDY}"
+                )
+            }
+            Divergence::Missing { journal } => write!(
+                f,
+                "[MAG-ND002] non-determinism in run {run}: the journal has step {step} \
+                 ({journal}) but the code no longer requests it. {REMEDY}"
+            ),
+            Divergence::Patch { journal, code } => write!(
+                f,
+                "[MAG-ND005] non-determinism in run {run} at step {step}: the journal has patch \
+                 marker `{journal}` but the code asks for patch `{code}`. Keep the patch calls in \
+                 the order the run recorded them, or cancel the run"
+            ),
+        }
+    }
+}
+
+impl std::error::Error for NonDeterminism {}
+
+pub(crate) fn kind_name(k: StepKind) -> &'static str {
+    match k {
+        StepKind::Task => "task",
+        StepKind::Timer => "timer",
+        StepKind::Gate => "gate",
+        StepKind::Signal => "signal wait",
+        StepKind::Child => "child workflow",
+        StepKind::SideEffect => "side effect",
+        StepKind::State => "state",
+        StepKind::Var => "variable",
+    }
+}

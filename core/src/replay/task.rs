@@ -1,0 +1,204 @@
+//! A task step: attempts, their results and the backoff between them.
+//!
+//! ```text
+//! (requested) ──TaskStarted{n}──▶ Running{n} ──TaskResult{final}──▶ Completed
+//!                                    │
+//!                                    └─TaskResult{!final}──▶ BackingOff{n, None}
+//!      BackingOff{n, None} ──TimerSet(retry, at)──▶ BackingOff{n, Some(at)}
+//!      BackingOff{n, Some} ──TimerFired──▶ BackingOff{n, None} ──TaskStarted{n+1}──▶ Running{n+1}
+//! ```
+//! Cancellation completes the step from any phase. A completed step keeps nothing of its call.
+
+use serde_json::Value;
+
+use crate::task::{TaskOptions, TaskRegistration};
+
+/// What a task step runs: everything an attempt needs, kept until the step completes.
+#[derive(Debug, Clone)]
+pub(crate) struct TaskCallSpec {
+    /// The registered task (or task type) that runs.
+    pub(crate) task: String,
+    pub(crate) input: Value,
+    /// Resolved options: the call's, else the registration's.
+    pub(crate) options: TaskOptions,
+    /// The body the call carried, for tasks not registered by name.
+    pub(crate) registration: Option<TaskRegistration>,
+    /// The input hash journaled with every attempt.
+    pub(crate) hash: u64,
+}
+
+/// A task step's phase.
+#[derive(Debug)]
+pub(crate) enum TaskStep {
+    /// Asked for; no attempt journaled yet (only seen during replay, between the code's request
+    /// and the application of its `TaskStartedRecord`).
+    Requested(Box<TaskCallSpec>),
+    /// Attempt `attempt` is journaled as started and has no result.
+    Running {
+        call: Box<TaskCallSpec>,
+        attempt: u32,
+    },
+    /// Attempt `attempt` failed and another follows: at `retry_at` while the backoff timer is
+    /// set and has not fired.
+    BackingOff {
+        call: Box<TaskCallSpec>,
+        attempt: u32,
+        retry_at: Option<u64>,
+    },
+    /// A final result (or cancellation) completed the step.
+    Completed,
+}
+
+impl TaskStep {
+    pub(crate) fn is_resolved(&self) -> bool {
+        matches!(self, TaskStep::Completed)
+    }
+
+    pub(crate) fn call(&self) -> Option<&TaskCallSpec> {
+        match self {
+            TaskStep::Requested(call)
+            | TaskStep::Running { call, .. }
+            | TaskStep::BackingOff { call, .. } => Some(call),
+            TaskStep::Completed => None,
+        }
+    }
+
+    /// The attempt that is journaled as started and has no result.
+    pub(crate) fn running(&self) -> Option<u32> {
+        match self {
+            TaskStep::Running { attempt, .. } => Some(*attempt),
+            _ => None,
+        }
+    }
+
+    /// When the next attempt is due, while the backoff timer is set.
+    pub(crate) fn retry_at(&self) -> Option<u64> {
+        match self {
+            TaskStep::BackingOff { retry_at, .. } => *retry_at,
+            _ => None,
+        }
+    }
+
+    /// The last journaled attempt (0 before the first).
+    pub(crate) fn attempt(&self) -> u32 {
+        match self {
+            TaskStep::Running { attempt, .. } | TaskStep::BackingOff { attempt, .. } => *attempt,
+            TaskStep::Requested(_) | TaskStep::Completed => 0,
+        }
+    }
+
+    fn take_call(&mut self) -> Option<Box<TaskCallSpec>> {
+        match std::mem::replace(self, TaskStep::Completed) {
+            TaskStep::Requested(call)
+            | TaskStep::Running { call, .. }
+            | TaskStep::BackingOff { call, .. } => Some(call),
+            TaskStep::Completed => None,
+        }
+    }
+
+    /// `TaskStartedRecord` of `attempt`.
+    pub(crate) fn started(&mut self, attempt: u32) {
+        if let Some(call) = self.take_call() {
+            *self = TaskStep::Running { call, attempt };
+        }
+    }
+
+    /// `TaskResultRecord`; returns whether it completes the step.
+    pub(crate) fn result(&mut self, is_final: bool) -> bool {
+        if self.is_resolved() {
+            return false;
+        }
+        if is_final {
+            *self = TaskStep::Completed;
+            return true;
+        }
+        let attempt = self.attempt();
+        if let Some(call) = self.take_call() {
+            *self = TaskStep::BackingOff {
+                call,
+                attempt,
+                retry_at: None,
+            };
+        }
+        false
+    }
+
+    /// The retry timer was set (`TimerSetRecord`, purpose `retry`).
+    pub(crate) fn retry_set(&mut self, at: u64) {
+        if let TaskStep::BackingOff { retry_at, .. } = self {
+            *retry_at = Some(at);
+        }
+    }
+
+    /// The retry timer fired: the next attempt may start.
+    pub(crate) fn retry_fired(&mut self) {
+        if let TaskStep::BackingOff { retry_at, .. } = self {
+            *retry_at = None;
+        }
+    }
+
+    /// Completes the step without a result (cancellation).
+    pub(crate) fn complete(&mut self) -> bool {
+        !std::mem::replace(self, TaskStep::Completed).is_resolved()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn requested() -> TaskStep {
+        TaskStep::Requested(Box::new(TaskCallSpec {
+            task: "charge".into(),
+            input: Value::from(1),
+            options: TaskOptions::default(),
+            registration: None,
+            hash: 7,
+        }))
+    }
+
+    #[test]
+    fn a_first_attempt_that_succeeds() {
+        let mut t = requested();
+        assert_eq!(t.attempt(), 0);
+        t.started(1);
+        assert_eq!(t.running(), Some(1));
+        assert!(t.result(true));
+        assert!(t.is_resolved());
+        assert!(
+            t.call().is_none(),
+            "a completed step keeps nothing of its call"
+        );
+        assert!(!t.result(true), "a second result completes nothing");
+    }
+
+    #[test]
+    fn a_retry_waits_for_its_timer_then_starts_the_next_attempt() {
+        let mut t = requested();
+        t.started(1);
+        assert!(!t.result(false));
+        assert_eq!(t.running(), None);
+        assert_eq!(t.retry_at(), None);
+        t.retry_set(500);
+        assert_eq!(t.retry_at(), Some(500));
+        t.retry_fired();
+        assert_eq!(t.retry_at(), None);
+        assert_eq!(t.attempt(), 1);
+        t.started(2);
+        assert_eq!(t.running(), Some(2));
+        assert_eq!(t.call().map(|c| c.hash), Some(7));
+    }
+
+    #[test]
+    fn cancellation_completes_from_any_phase() {
+        let mut t = requested();
+        t.started(1);
+        t.result(false);
+        t.retry_set(9);
+        assert!(t.complete());
+        assert!(t.is_resolved());
+        assert!(!t.complete());
+        t.started(3);
+        assert!(t.is_resolved(), "no attempt starts after completion");
+    }
+}

@@ -1,0 +1,445 @@
+//! The run state on canned journals: replay matching, non-determinism, and what completions
+//! from the world become.
+
+use serde_json::{Value, json};
+
+use super::*;
+use crate::record::{GateKind, GateSpec};
+use crate::task::RetryPolicy;
+use crate::testing::{JournalBuilder, task_input_hash};
+
+fn run_id() -> RunId {
+    RunId::from_u128(42)
+}
+
+fn task_command(step: Step, task: &str, input: Value, retry: Option<RetryPolicy>) -> Command {
+    Command {
+        step,
+        kind: StepKind::Task,
+        name: task.into(),
+        hash: task_input_hash(task, &input),
+        detail: CommandDetail::Task {
+            task: task.into(),
+            input,
+            options: retry.map(|retry| TaskOptions {
+                retry,
+                ..TaskOptions::default()
+            }),
+            registration: None,
+        },
+    }
+}
+
+fn gate_spec(timeout_ms: Option<u64>) -> GateSpec {
+    GateSpec {
+        kind: GateKind::Approval,
+        title: "ship?".into(),
+        body: String::new(),
+        options: vec![],
+        assigned_to: String::new(),
+        criticality: "NORMAL".into(),
+        tags: vec![],
+        timeout_ms,
+        meta: Value::Null,
+    }
+}
+
+fn gate_command(step: Step, spec: GateSpec) -> Command {
+    Command {
+        step,
+        kind: StepKind::Gate,
+        name: spec.title.clone(),
+        hash: input_hash(&serde_json::to_value(&spec).unwrap_or(Value::Null)),
+        detail: CommandDetail::Gate { spec },
+    }
+}
+
+/// Applies every record after the start, collecting completions.
+fn apply_all(state: &mut RunState, journal: &[Entry]) -> Result<Vec<Resolved>, NonDeterminism> {
+    let mut out = Vec::new();
+    for e in &journal[1..] {
+        state.apply(e.seq, &e.record, &mut out)?;
+    }
+    Ok(out)
+}
+
+/// Applies records produced live, with the seqs that follow `next`.
+fn apply_live(state: &mut RunState, next: &mut u64, records: &[Record]) -> Vec<Resolved> {
+    let mut out = Vec::new();
+    for r in records {
+        state
+            .apply(*next, r, &mut out)
+            .expect("live records apply cleanly");
+        *next += 1;
+    }
+    out
+}
+
+#[test]
+fn a_replayed_task_step_resolves_with_its_journaled_result() {
+    let journal = JournalBuilder::start("order", json!({}))
+        .task("charge", json!(5))
+        .task_ok(0, 1, json!("paid"))
+        .build();
+    let mut state = RunState::new(run_id());
+    state
+        .request_replayed(
+            task_command(0, "charge", json!(5), None),
+            &journal[1].record,
+        )
+        .expect("the step matches its journal entry");
+    let resolved = apply_all(&mut state, &journal).expect("no divergence");
+    assert_eq!(resolved.len(), 1);
+    assert_eq!(resolved[0].step, 0);
+    assert_eq!(resolved[0].seq, 2);
+    assert!(matches!(&resolved[0].resolution, Resolution::Task(Ok(v)) if *v == json!("paid")));
+    assert!(
+        state.rearm().is_empty(),
+        "a completed step needs nothing again"
+    );
+}
+
+#[test]
+fn another_task_at_a_journaled_step_is_nd001_with_both_sides() {
+    let journal = JournalBuilder::start("order", json!({}))
+        .task("charge", json!(5))
+        .build();
+    let mut state = RunState::new(run_id());
+    let nd = state
+        .request_replayed(
+            task_command(0, "refund", json!(5), None),
+            &journal[1].record,
+        )
+        .expect_err("a different task diverges");
+    assert_eq!(nd.code(), "MAG-ND001");
+    assert_eq!(nd.step, 0);
+    let text = nd.to_string();
+    assert!(text.contains("the journal has task `charge`"), "{text}");
+    assert!(
+        text.contains("the code now requests task `refund`"),
+        "{text}"
+    );
+}
+
+#[test]
+fn the_same_task_with_another_input_is_nd001_naming_the_input() {
+    let journal = JournalBuilder::start("order", json!({}))
+        .task("charge", json!(5))
+        .build();
+    let mut state = RunState::new(run_id());
+    let nd = state
+        .request_replayed(
+            task_command(0, "charge", json!(6), None),
+            &journal[1].record,
+        )
+        .expect_err("a different input diverges");
+    assert!(matches!(
+        nd.divergence,
+        Divergence::Mismatch {
+            different_input: true,
+            ..
+        }
+    ));
+    assert!(nd.to_string().contains("with a different input"));
+}
+
+#[test]
+fn a_journaled_step_the_code_no_longer_asks_for_is_nd002() {
+    let journal = JournalBuilder::start("order", json!({}))
+        .task("charge", json!(5))
+        .task_ok(0, 1, json!("paid"))
+        .build();
+    let mut state = RunState::new(run_id());
+    let nd = apply_all(&mut state, &journal).expect_err("step 0 was never requested");
+    assert_eq!(nd.code(), "MAG-ND002");
+    assert_eq!(
+        nd.divergence,
+        Divergence::Missing {
+            journal: StepIdentity::new(StepKind::Task, "charge"),
+        }
+    );
+}
+
+#[test]
+fn a_retryable_failure_backs_off_on_a_durable_timer_then_starts_attempt_two() {
+    let mut state = RunState::new(run_id());
+    let retry = RetryPolicy::exponential(
+        3,
+        std::time::Duration::from_millis(100),
+        std::time::Duration::from_secs(1),
+    );
+    let mut next = 1;
+    let live = state.request_live(task_command(0, "charge", json!(1), Some(retry)), 1_000);
+    assert_eq!(live.effects, vec![Effect::Execute(0)]);
+    apply_live(&mut state, &mut next, &live.records);
+    assert_eq!(state.attempt(0).map(|(_, _, a)| a), Some(1));
+
+    let failed = state.task_done(0, 1, Err(TaskError::retryable("down")), false, 5_000);
+    assert!(matches!(
+        failed.records.as_slice(),
+        [
+            Record::TaskResult {
+                is_final: false,
+                ..
+            },
+            Record::TimerSet {
+                fire_at_ms: 5_100,
+                ..
+            }
+        ]
+    ));
+    assert_eq!(
+        failed.effects,
+        vec![Effect::Timer(0, 5_100, TimerPurpose::Retry)]
+    );
+    assert!(apply_live(&mut state, &mut next, &failed.records).is_empty());
+    assert!(
+        !state.waits_beyond(6_000),
+        "a retry due soon keeps the run in memory"
+    );
+    assert!(state.waits_beyond(5_000), "a retry due later lets it leave");
+    assert_eq!(
+        state.rearm(),
+        vec![Effect::Timer(0, 5_100, TimerPurpose::Retry)]
+    );
+
+    let due = state.timer_due(0, TimerPurpose::Retry);
+    assert!(matches!(
+        due.records.as_slice(),
+        [
+            Record::TimerFired { step: 0 },
+            Record::TaskStarted { attempt: 2, .. }
+        ]
+    ));
+    apply_live(&mut state, &mut next, &due.records);
+    let stale = state.task_done(0, 1, Ok(json!("late")), false, 6_000);
+    assert!(
+        matches!(stale.records.as_slice(), [Record::Ignored { step: 0, .. }]),
+        "a result of an earlier attempt is ignored"
+    );
+    let ok = state.task_done(0, 2, Ok(json!("paid")), false, 6_000);
+    let resolved = apply_live(&mut state, &mut next, &ok.records);
+    assert!(matches!(&resolved[0].resolution, Resolution::Task(Ok(v)) if *v == json!("paid")));
+}
+
+#[test]
+fn a_dropped_step_is_not_retried() {
+    let mut state = RunState::new(run_id());
+    let retry = RetryPolicy::exponential(
+        3,
+        std::time::Duration::from_millis(100),
+        std::time::Duration::from_secs(1),
+    );
+    let mut next = 1;
+    let live = state.request_live(task_command(0, "charge", json!(1), Some(retry)), 1_000);
+    apply_live(&mut state, &mut next, &live.records);
+    let failed = state.task_done(0, 1, Err(TaskError::retryable("down")), true, 5_000);
+    assert!(matches!(
+        failed.records.as_slice(),
+        [Record::TaskResult { is_final: true, .. }]
+    ));
+}
+
+#[test]
+fn a_gate_takes_the_first_completion_and_ignores_the_other() {
+    // Answered first: the timeout is ignored.
+    let mut state = RunState::new(run_id());
+    let mut next = 1;
+    let live = state.request_live(gate_command(0, gate_spec(Some(60_000))), 1_000);
+    assert_eq!(
+        live.effects,
+        vec![Effect::Timer(0, 61_000, TimerPurpose::GateTimeout)]
+    );
+    apply_live(&mut state, &mut next, &live.records);
+    assert_eq!(state.live_status(), RunStatus::Waiting);
+    assert!(
+        state.waits_beyond(10_000),
+        "a run waiting on a person can leave memory"
+    );
+    let (record, ack) = state
+        .answer(0, GateAnswer::approve())
+        .expect("a valid answer");
+    assert_eq!(ack, AnswerAck::Applied);
+    let resolved = apply_live(&mut state, &mut next, &[record]);
+    assert!(matches!(
+        resolved[0].resolution,
+        Resolution::Gate(GateOutcome::Answered(_))
+    ));
+    assert_eq!(state.live_status(), RunStatus::Running);
+    let late = state.timer_due(0, TimerPurpose::GateTimeout);
+    assert!(
+        matches!(late.records.as_slice(), [Record::Ignored { step: 0, what }] if what == "gate timeout")
+    );
+    let (again, ack) = state
+        .answer(0, GateAnswer::reject())
+        .expect("a valid answer");
+    assert_eq!(ack, AnswerAck::Ignored);
+    assert!(matches!(again, Record::Ignored { .. }));
+
+    // Timed out first: a late answer is ignored.
+    let journal = JournalBuilder::start("order", json!({}))
+        .gate(gate_spec(Some(60_000)), Some(61_000))
+        .timer_fired(0)
+        .build();
+    let mut state = RunState::new(run_id());
+    state
+        .request_replayed(gate_command(0, gate_spec(Some(60_000))), &journal[1].record)
+        .expect("the gate matches");
+    let resolved = apply_all(&mut state, &journal).expect("no divergence");
+    assert!(matches!(
+        resolved[0].resolution,
+        Resolution::Gate(GateOutcome::TimedOut)
+    ));
+    let (_, ack) = state
+        .answer(0, GateAnswer::approve())
+        .expect("a valid answer");
+    assert_eq!(ack, AnswerAck::Ignored);
+    assert!(state.answer(0, GateAnswer::choose("x")).is_err());
+    assert!(matches!(
+        state.answer(7, GateAnswer::approve()),
+        Err(DeliverError::ItemNotFound(_))
+    ));
+}
+
+#[test]
+fn a_signal_sent_before_the_wait_is_buffered_and_delivered_to_it() {
+    let mut state = RunState::new(run_id());
+    let mut next = 1;
+    let early = state
+        .signal("go".into(), json!(1), &StepSet::default())
+        .expect("the run has not ended");
+    assert!(matches!(early, Record::SignalReceived { step: None, .. }));
+    apply_live(&mut state, &mut next, &[early]);
+    let wait = Command {
+        step: 0,
+        kind: StepKind::Signal,
+        name: "go".into(),
+        hash: input_hash(&Value::String("go".into())),
+        detail: CommandDetail::Signal,
+    };
+    let live = state.request_live(wait, 1_000);
+    assert!(matches!(
+        live.records.as_slice(),
+        [
+            Record::SignalAwaited { step: 0, .. },
+            Record::SignalDelivered {
+                step: 0,
+                signal_seq: 1
+            }
+        ]
+    ));
+    let resolved = apply_live(&mut state, &mut next, &live.records);
+    assert!(matches!(&resolved[0].resolution, Resolution::Signal(v) if *v == json!(1)));
+}
+
+#[test]
+fn cancellation_ends_every_pending_step_once() {
+    let mut state = RunState::new(run_id());
+    let mut next = 1;
+    for c in [
+        task_command(0, "charge", json!(1), None),
+        gate_command(1, gate_spec(None)),
+    ] {
+        let live = state.request_live(c, 1_000);
+        apply_live(&mut state, &mut next, &live.records);
+    }
+    let (record, ack) = state.cancel("stop".into());
+    assert_eq!(ack, CancelAck::Requested);
+    let resolved = apply_live(
+        &mut state,
+        &mut next,
+        &record.into_iter().collect::<Vec<_>>(),
+    );
+    assert_eq!(resolved.len(), 2);
+    assert!(
+        resolved
+            .iter()
+            .all(|r| matches!(&r.resolution, Resolution::Cancelled(why) if why == "stop"))
+    );
+    assert_eq!(state.live_status(), RunStatus::Running, "the gate closed");
+    assert_eq!(state.cancel("again".into()).1, CancelAck::AlreadyRequested);
+    apply_live(
+        &mut state,
+        &mut next,
+        &[Record::Status {
+            status: RunStatus::Cancelled,
+            reason: None,
+        }],
+    );
+    assert_eq!(state.cancel("late".into()).1, CancelAck::AlreadyFinished);
+    assert!(
+        state
+            .signal("go".into(), json!(1), &StepSet::default())
+            .is_none()
+    );
+}
+
+#[test]
+fn rearm_after_replay_acts_again_on_what_still_waits() {
+    let child = RunId::from_u128(7);
+    let journal = JournalBuilder::start("order", json!({}))
+        .task("charge", json!(1))
+        .sleep(90_000)
+        .child("ship", child, &json!(2))
+        .build();
+    let mut state = RunState::new(run_id());
+    let commands = [
+        task_command(0, "charge", json!(1), None),
+        Command {
+            step: 1,
+            kind: StepKind::Timer,
+            name: "sleep".into(),
+            hash: 0,
+            detail: CommandDetail::Timer { fire_at_ms: 90_000 },
+        },
+        Command {
+            step: 2,
+            kind: StepKind::Child,
+            name: "ship".into(),
+            hash: input_hash(&json!(2)),
+            detail: CommandDetail::Child {
+                request: Box::new(ChildRequest::code("ship", json!(2))),
+                child_run_id: child,
+            },
+        },
+    ];
+    for (c, e) in commands.into_iter().zip(&journal[1..]) {
+        state.request_replayed(c, &e.record).expect("matches");
+    }
+    apply_all(&mut state, &journal).expect("no divergence");
+    assert_eq!(
+        state.rearm(),
+        vec![
+            Effect::Execute(0),
+            Effect::Timer(1, 90_000, TimerPurpose::Sleep),
+            Effect::CheckChild(2),
+        ]
+    );
+    assert_eq!(state.child(2).map(|(id, _)| id), Some(child));
+    assert!(
+        !state.waits_beyond(0),
+        "a running attempt keeps the run in memory"
+    );
+}
+
+#[test]
+fn an_ended_run_knows_its_gates_for_late_answers() {
+    let journal = JournalBuilder::start("order", json!({}))
+        .gate(gate_spec(None), None)
+        .answer(0, GateAnswer::approve())
+        .status(RunStatus::Done, None)
+        .build();
+    let mut state = RunState::new(run_id());
+    let mut journaled = StepMap::default();
+    journaled.insert(0, 1);
+    state
+        .apply(3, &journal[3].record, &mut Vec::new())
+        .expect("a status applies");
+    state.load_ended(&journal, journaled);
+    let (record, ack) = state
+        .answer(0, GateAnswer::approve())
+        .expect("the gate is known");
+    assert_eq!(ack, AnswerAck::Ignored);
+    assert!(matches!(record, Record::Ignored { step: 0, .. }));
+    assert!(state.answer(0, GateAnswer::choose("nope")).is_err());
+}
