@@ -29,6 +29,7 @@
 
 mod context;
 mod engine;
+pub mod testing;
 mod traits;
 
 pub use context::{ChildError, Context, gate_spec};

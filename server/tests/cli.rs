@@ -354,6 +354,33 @@ fn journal_lines_each_name_their_record_type() {
     let human = p.cli(&["journal", id]);
     assert!(stdout(&human).contains("StateEnteredRecord"));
 
+    let file = p.dir.join("hello.jsonl");
+    let exported = p.cli(&["journal", id, "--export", file.to_str().unwrap()]);
+    assert_eq!(code(&exported), 0, "{}", stderr(&exported));
+    assert!(
+        stdout(&exported).is_empty(),
+        "the export goes to the file only"
+    );
+    let lines: Vec<Value> = std::fs::read_to_string(&file)
+        .unwrap()
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    assert_eq!(
+        lines, records,
+        "the export holds the records `--json` prints"
+    );
+    let entries: Vec<magrathea_core::Entry> = std::fs::read_to_string(&file)
+        .unwrap()
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    assert_eq!(
+        entries.len(),
+        records.len(),
+        "each line reads back as a journal entry"
+    );
+
     let unknown = p.cli(&["journal", "0123456789abcdef0123456789abcdef"]);
     assert_eq!(code(&unknown), 1);
     assert!(

@@ -1,5 +1,6 @@
 //! `magrathea journal RUN_ID`: a run's journal records.
 
+use anyhow::Context as _;
 use magrathea_core::{Entry, Record};
 
 use super::output::{compact, timestamp};
@@ -15,6 +16,10 @@ pub(crate) struct JournalArgs {
     /// `TaskResultRecord`, …) plus the record's fields.
     #[arg(long)]
     json: bool,
+    /// Write the journal to FILE, one JSON object per line as `--json` prints them, for a
+    /// replay test of the workflow's code (`magrathea::testing`).
+    #[arg(long, value_name = "FILE")]
+    export: Option<std::path::PathBuf>,
 }
 
 pub(crate) async fn journal(loc: &Location, args: JournalArgs) -> anyhow::Result<u8> {
@@ -24,7 +29,24 @@ pub(crate) async fn journal(loc: &Location, args: JournalArgs) -> anyhow::Result
     let Some(engine) = engine else {
         return Err(project.not_found(view.workflow_run_id));
     };
-    for entry in engine.journal(view.workflow_run_id)? {
+    let entries = engine.journal(view.workflow_run_id)?;
+    if let Some(path) = &args.export {
+        let mut text = String::new();
+        for entry in &entries {
+            text.push_str(&serde_json::to_string(entry)?);
+            text.push('\n');
+        }
+        std::fs::write(path, text)
+            .with_context(|| format!("cannot write the journal to {}", path.display()))?;
+        eprintln!(
+            "exported {} records of run {} to {}",
+            entries.len(),
+            view.workflow_run_id,
+            path.display()
+        );
+        return Ok(EXIT_OK);
+    }
+    for entry in entries {
         if args.json {
             println!("{}", serde_json::to_string(&entry)?);
         } else {
