@@ -6,6 +6,8 @@
 
 #[cfg(any(test, feature = "test-util"))]
 mod faulty;
+#[cfg(any(test, feature = "test-util"))]
+mod faulty_backend;
 mod log_frame;
 mod memory;
 mod redb_store;
@@ -14,6 +16,8 @@ use serde::{Deserialize, Serialize};
 
 #[cfg(any(test, feature = "test-util"))]
 pub use faulty::FaultyStore;
+#[cfg(any(test, feature = "test-util"))]
+pub use faulty_backend::{DiskFaults, FaultyBackend};
 pub use memory::MemoryStore;
 pub use redb_store::{Durability, RedbStore};
 
