@@ -6,8 +6,9 @@
 //! ([`markdown`]), and tests check that the codes are unique and that every code used in the
 //! workspace's sources is registered here.
 //!
-//! A code is `MAG-`, an area prefix ([`AREAS`]) and a number. A code keeps its meaning forever:
-//! a new meaning gets a new code, never a reused one.
+//! A code is `MAG-`, an area prefix ([`AREAS`]) and a three-digit number; the HTTP API's codes,
+//! the `code` of its JSON error bodies, are `MAG-HTTP-` and a status or a name in capitals. A code
+//! keeps its meaning forever: a new meaning gets a new code, never a reused one.
 
 /// One error code: what it means and what the user should do.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -126,6 +127,10 @@ pub const AREAS: &[Area] = &[
     Area {
         prefix: "AUTH",
         title: "Authentication",
+    },
+    Area {
+        prefix: "HTTP",
+        title: "HTTP API (the `code` of an error response)",
     },
 ];
 
@@ -656,6 +661,111 @@ pub const CODES: &[ErrorCode] = &[
         meaning: "The token file is invalid.",
         remedy: "Fix its format (the message says where).",
     },
+    ErrorCode {
+        code: "MAG-HTTP-401",
+        meaning: "The request has no bearer token, or a token the server does not know.",
+        remedy: "Send `Authorization: Bearer <token>` with a configured token.",
+    },
+    ErrorCode {
+        code: "MAG-HTTP-403",
+        meaning: "The token lacks the scope the route needs.",
+        remedy: "Use a token with that scope.",
+    },
+    ErrorCode {
+        code: "MAG-HTTP-404",
+        meaning: "Nothing with this id or name exists in the caller's tenant and project (another scope's resources are reported the same way).",
+        remedy: "Check the id, the tenant and the project.",
+    },
+    ErrorCode {
+        code: "MAG-HTTP-405",
+        meaning: "The event does not accept this HTTP method.",
+        remedy: "Use one of the methods the event document lists.",
+    },
+    ErrorCode {
+        code: "MAG-HTTP-413",
+        meaning: "The request body exceeds the server's limit.",
+        remedy: "Send a smaller body.",
+    },
+    ErrorCode {
+        code: "MAG-HTTP-422",
+        meaning: "The workflow document is invalid; the body's `diagnostics` list each finding with its position and code.",
+        remedy: "Fix the document at the positions given.",
+    },
+    ErrorCode {
+        code: "MAG-HTTP-500",
+        meaning: "The server or its store failed; the message says why and the server logs it.",
+        remedy: "Check the server's log; retry once the cause is fixed.",
+    },
+    ErrorCode {
+        code: "MAG-HTTP-BODY",
+        meaning: "The request body cannot be read.",
+        remedy: "Send a complete body with the right content type.",
+    },
+    ErrorCode {
+        code: "MAG-HTTP-INVALID-ANSWER",
+        meaning: "A gate answer is malformed: an unknown kind, a missing field, or one the gate does not accept.",
+        remedy: "Send one of the answer kinds with the fields it needs.",
+    },
+    ErrorCode {
+        code: "MAG-HTTP-INVALID-CURSOR",
+        meaning: "The pagination cursor is not a run id.",
+        remedy: "Pass the cursor from the previous page unchanged.",
+    },
+    ErrorCode {
+        code: "MAG-HTTP-INVALID-DOCUMENT",
+        meaning: "The uploaded document is not UTF-8 text.",
+        remedy: "Upload the document as UTF-8.",
+    },
+    ErrorCode {
+        code: "MAG-HTTP-INVALID-EVENT",
+        meaning: "An event document does not parse.",
+        remedy: "Fix the event document.",
+    },
+    ErrorCode {
+        code: "MAG-HTTP-INVALID-JSON",
+        meaning: "The body (or a WebSocket message) is not valid JSON for the route, or has unknown fields.",
+        remedy: "Send the JSON the route's schema describes (GET /openapi.json).",
+    },
+    ErrorCode {
+        code: "MAG-HTTP-INVALID-NAME",
+        meaning: "A workflow or document name is not a plain file name.",
+        remedy: "Use letters, digits, `-` and `_` only.",
+    },
+    ErrorCode {
+        code: "MAG-HTTP-INVALID-PARAMS",
+        meaning: "A run's parameters do not match the workflow's parameter schema.",
+        remedy: "Pass parameters that the schema accepts.",
+    },
+    ErrorCode {
+        code: "MAG-HTTP-INVALID-PATH",
+        meaning: "A document path is empty or has a segment that is not a plain name.",
+        remedy: "Use a relative path of plain names.",
+    },
+    ErrorCode {
+        code: "MAG-HTTP-INVALID-STATUS",
+        meaning: "The inbox filter names an unknown status.",
+        remedy: "Use pending, answered, timed_out, closed or all.",
+    },
+    ErrorCode {
+        code: "MAG-HTTP-NO-ROUTE",
+        meaning: "No route has this path.",
+        remedy: "See GET /openapi.json for the routes.",
+    },
+    ErrorCode {
+        code: "MAG-HTTP-RUN-BLOCKED",
+        meaning: "The run is blocked, so the gate answer was not accepted.",
+        remedy: "Resolve the block (see the run's reason) and reopen the engine.",
+    },
+    ErrorCode {
+        code: "MAG-HTTP-WORKFLOW-NOT-FOUND",
+        meaning: "No workflow document of this name exists in the project or tenant.",
+        remedy: "Create `_vance/workflows/<name>.yaml`, or fix the name.",
+    },
+    ErrorCode {
+        code: "MAG-HTTP-WS-TYPE",
+        meaning: "A WebSocket message has an unknown type.",
+        remedy: "Send workflow-start, subscribe or ping.",
+    },
 ];
 
 /// The registered code `code` (with or without brackets: `MAG-ST001` or `[MAG-ST001]`).
@@ -665,11 +775,11 @@ pub fn lookup(code: &str) -> Option<&'static ErrorCode> {
 }
 
 impl ErrorCode {
-    /// The area letters of the code: `ST` for `MAG-ST001`.
+    /// The area letters of the code: `ST` for `MAG-ST001`, `HTTP` for `MAG-HTTP-404`.
     pub fn prefix(&self) -> &'static str {
-        self.code
-            .trim_start_matches("MAG-")
-            .trim_end_matches(|c: char| c.is_ascii_digit())
+        let body = self.code.trim_start_matches("MAG-");
+        let letters = body.bytes().take_while(u8::is_ascii_uppercase).count();
+        &body[..letters]
     }
 }
 

@@ -44,13 +44,21 @@ fn codes_are_unique_well_formed_and_described() {
     for c in CODES {
         assert!(seen.insert(c.code), "{} is registered twice", c.code);
         let body = c.code.strip_prefix("MAG-").unwrap_or("");
-        let digits = body.trim_start_matches(|ch: char| ch.is_ascii_uppercase());
-        assert!(
-            !body.is_empty()
-                && digits.len() == 3
+        let well_formed = if let Some(name) = body.strip_prefix("HTTP-") {
+            !name.is_empty()
+                && !name.ends_with('-')
+                && name
+                    .bytes()
+                    .all(|b| b.is_ascii_uppercase() || b.is_ascii_digit() || b == b'-')
+        } else {
+            let digits = body.trim_start_matches(|ch: char| ch.is_ascii_uppercase());
+            digits.len() == 3
                 && digits.len() < body.len()
-                && digits.bytes().all(|b| b.is_ascii_digit()),
-            "{} is not MAG-<letters><3 digits>",
+                && digits.bytes().all(|b| b.is_ascii_digit())
+        };
+        assert!(
+            well_formed,
+            "{} is neither MAG-<letters><3 digits> nor MAG-HTTP-<NAME>",
             c.code
         );
         let area = prefixes
@@ -76,22 +84,41 @@ fn codes_are_unique_well_formed_and_described() {
     );
 }
 
-/// Every `MAG-<letters><digits>` in `text`, with its line number.
+/// Every `MAG-<letters><digits>` and `MAG-HTTP-<NAME>` in `text`, with its line number.
 fn codes_in(text: &str) -> Vec<(usize, String)> {
     let mut found = Vec::new();
     for (n, line) in text.lines().enumerate() {
         let mut rest = line;
         while let Some(at) = rest.find("MAG-") {
             let tail = &rest[at + 4..];
-            let letters = tail.bytes().take_while(|b| b.is_ascii_uppercase()).count();
-            let digits = tail[letters..]
-                .bytes()
-                .take_while(|b| b.is_ascii_digit())
-                .count();
-            if letters > 0 && digits > 0 {
-                found.push((n + 1, format!("MAG-{}", &tail[..letters + digits])));
+            let letters = tail.bytes().take_while(u8::is_ascii_uppercase).count();
+            let len = if tail[..letters] == *"HTTP" && tail[letters..].starts_with('-') {
+                let name = &tail[letters + 1..];
+                let name_len = name
+                    .bytes()
+                    .take_while(|b| b.is_ascii_uppercase() || b.is_ascii_digit() || *b == b'-')
+                    .count();
+                let name_len = name[..name_len].trim_end_matches('-').len();
+                if name_len > 0 {
+                    letters + 1 + name_len
+                } else {
+                    0
+                }
+            } else {
+                let digits = tail[letters..]
+                    .bytes()
+                    .take_while(u8::is_ascii_digit)
+                    .count();
+                if letters > 0 && digits > 0 {
+                    letters + digits
+                } else {
+                    0
+                }
+            };
+            if len > 0 {
+                found.push((n + 1, format!("MAG-{}", &tail[..len])));
             }
-            rest = &tail[letters + digits..];
+            rest = &tail[len.max(letters)..];
         }
     }
     found
@@ -119,16 +146,29 @@ fn rust_sources(dir: &Path, out: &mut Vec<PathBuf>) {
 fn the_scanner_finds_codes_with_and_without_brackets() {
     // Built at run time, so that the walk below does not find these codes in this file.
     let text = [
-        "x ",
-        "[MAG-",
+        "x [MAG-",
         "QQ123] y\n",
         "\"MAG-",
         "Y7\" MAG-",
-        "HTTP-404 MAG-",
+        "HTTP-…\n",
+        "(\"MAG-",
+        "HTTP-NO-",
+        "WAY\", MAG-",
+        "HTTP-4",
+        "04)",
     ]
     .concat();
-    let (a, b) = (["MAG-", "QQ123"].concat(), ["MAG-", "Y7"].concat());
-    assert_eq!(codes_in(&text), [(1, a), (2, b)]);
+    let codes: Vec<String> = ["QQ123", "Y7", "HTTP-NO-WAY", "HTTP-404"]
+        .iter()
+        .map(|c| ["MAG-", c].concat())
+        .collect();
+    let expected = vec![
+        (1, codes[0].clone()),
+        (2, codes[1].clone()),
+        (3, codes[2].clone()),
+        (3, codes[3].clone()),
+    ];
+    assert_eq!(codes_in(&text), expected);
 }
 
 #[test]
