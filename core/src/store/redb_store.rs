@@ -372,6 +372,60 @@ impl RedbStore {
         };
         Ok(())
     }
+
+    /// Writes the batches in one transaction: one `journal_log` row for all their records.
+    fn commit_in(&self, db: &redb::Database, batches: &[&CommitBatch]) -> Result<(), StoreError> {
+        let mut tx = db.begin_write().map_err(io)?;
+        tx.set_durability(self.redb_durability()).map_err(io)?;
+        let records = batches.iter().flat_map(|b| &b.records);
+        let log_key = self.next_log_key.load(Ordering::Relaxed);
+        let mut frame = Vec::new();
+        for r in records.clone() {
+            log_frame::push(r, &mut frame);
+        }
+        {
+            if !frame.is_empty() {
+                let mut log = tx.open_table(LOG).map_err(io)?;
+                log.insert(log_key, frame.as_slice()).map_err(io)?;
+            }
+            let has_summaries = batches.iter().any(|b| !b.summaries.is_empty());
+            if has_summaries {
+                let mut runs = tx.open_table(RUNS).map_err(io)?;
+                let mut active = tx.open_table(ACTIVE).map_err(io)?;
+                for s in batches.iter().flat_map(|b| &b.summaries) {
+                    let bytes = serde_json::to_vec(s).map_err(StoreError::io)?;
+                    runs.insert(s.run_id.as_u128(), bytes.as_slice())
+                        .map_err(io)?;
+                    if s.status.is_terminal() {
+                        active.remove(s.run_id.as_u128()).map_err(io)?;
+                    } else {
+                        active.insert(s.run_id.as_u128(), ()).map_err(io)?;
+                    }
+                }
+            }
+            if batches.iter().any(|b| !b.idempotency_keys.is_empty()) {
+                let mut keys = tx.open_table(KEYS).map_err(io)?;
+                for (k, id) in batches.iter().flat_map(|b| &b.idempotency_keys) {
+                    keys.insert(k.as_str(), id.as_u128()).map_err(io)?;
+                }
+            }
+        }
+        // Dropping an uncommitted transaction aborts it: an error above applies nothing.
+        tx.commit().map_err(io)?;
+        let mut unfolded = self
+            .unfolded
+            .write()
+            .unwrap_or_else(PoisonError::into_inner);
+        if !frame.is_empty() {
+            for r in records {
+                unfolded.add(r);
+            }
+            unfolded.last_log_key = Some(log_key);
+            self.next_log_key.store(log_key + 1, Ordering::Relaxed);
+        }
+        unfolded.last_commit = Some(Instant::now());
+        Ok(())
+    }
 }
 
 impl Unfolded {
@@ -461,61 +515,6 @@ impl Store for RedbStore {
                 .map_err(io)?
                 .map(|v| RunId::from_u128(v.value())))
         })
-    }
-}
-
-impl RedbStore {
-    fn commit_in(&self, db: &redb::Database, batches: &[&CommitBatch]) -> Result<(), StoreError> {
-        let mut tx = db.begin_write().map_err(io)?;
-        tx.set_durability(self.redb_durability()).map_err(io)?;
-        let records = batches.iter().flat_map(|b| &b.records);
-        let log_key = self.next_log_key.load(Ordering::Relaxed);
-        let mut frame = Vec::new();
-        for r in records.clone() {
-            log_frame::push(r, &mut frame);
-        }
-        {
-            if !frame.is_empty() {
-                let mut log = tx.open_table(LOG).map_err(io)?;
-                log.insert(log_key, frame.as_slice()).map_err(io)?;
-            }
-            let has_summaries = batches.iter().any(|b| !b.summaries.is_empty());
-            if has_summaries {
-                let mut runs = tx.open_table(RUNS).map_err(io)?;
-                let mut active = tx.open_table(ACTIVE).map_err(io)?;
-                for s in batches.iter().flat_map(|b| &b.summaries) {
-                    let bytes = serde_json::to_vec(s).map_err(StoreError::io)?;
-                    runs.insert(s.run_id.as_u128(), bytes.as_slice())
-                        .map_err(io)?;
-                    if s.status.is_terminal() {
-                        active.remove(s.run_id.as_u128()).map_err(io)?;
-                    } else {
-                        active.insert(s.run_id.as_u128(), ()).map_err(io)?;
-                    }
-                }
-            }
-            if batches.iter().any(|b| !b.idempotency_keys.is_empty()) {
-                let mut keys = tx.open_table(KEYS).map_err(io)?;
-                for (k, id) in batches.iter().flat_map(|b| &b.idempotency_keys) {
-                    keys.insert(k.as_str(), id.as_u128()).map_err(io)?;
-                }
-            }
-        }
-        // Dropping an uncommitted transaction aborts it: an error above applies nothing.
-        tx.commit().map_err(io)?;
-        let mut unfolded = self
-            .unfolded
-            .write()
-            .unwrap_or_else(PoisonError::into_inner);
-        if !frame.is_empty() {
-            for r in records {
-                unfolded.add(r);
-            }
-            unfolded.last_log_key = Some(log_key);
-            self.next_log_key.store(log_key + 1, Ordering::Relaxed);
-        }
-        unfolded.last_commit = Some(Instant::now());
-        Ok(())
     }
 }
 
