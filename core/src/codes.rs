@@ -474,7 +474,7 @@ pub const CODES: &[ErrorCode] = &[
     ErrorCode {
         code: "MAG-SH002",
         meaning: "The workspace directory of a shell_task does not exist.",
-        remedy: "Create the directory, or fix `workspaces:` in the tenant settings.",
+        remedy: "Create the directory, or point `workspaces:` in `_vance/settings.yaml` at an existing one.",
     },
     ErrorCode {
         code: "MAG-SH003",
@@ -489,7 +489,7 @@ pub const CODES: &[ErrorCode] = &[
     ErrorCode {
         code: "MAG-SH005",
         meaning: "A shell_task names an unknown workspace.",
-        remedy: "Declare it under `workspaces:` in the tenant settings.",
+        remedy: "Declare it under `workspaces:` in `_vance/settings.yaml`.",
     },
     ErrorCode {
         code: "MAG-JS001",
@@ -514,7 +514,7 @@ pub const CODES: &[ErrorCode] = &[
     ErrorCode {
         code: "MAG-JS005",
         meaning: "A script_task names an unknown workspace.",
-        remedy: "Declare it under `workspaces:` in the tenant settings.",
+        remedy: "Declare it under `workspaces:` in `_vance/settings.yaml`.",
     },
     ErrorCode {
         code: "MAG-JS006",
@@ -534,7 +534,7 @@ pub const CODES: &[ErrorCode] = &[
     ErrorCode {
         code: "MAG-JS012",
         meaning: "The script exceeded its memory limit.",
-        remedy: "Make the script use less memory, or raise its memory limit.",
+        remedy: "Make the script use less memory.",
     },
     ErrorCode {
         code: "MAG-JS013",
@@ -569,7 +569,7 @@ pub const CODES: &[ErrorCode] = &[
     ErrorCode {
         code: "MAG-TL002",
         meaning: "The tool is not allowed here: the permission cascade denied it.",
-        remedy: "Allow the tool in the tenant, project or recipe settings, or use another one.",
+        remedy: "Allow the tool in the settings the message names, or use another tool.",
     },
     ErrorCode {
         code: "MAG-TL003",
