@@ -13,7 +13,8 @@
 //! After redb reports an I/O failure it refuses every later operation on that database
 //! (`PreviousIo`) until it is reopened. The store therefore reopens the file before its next
 //! operation, and folds what the log holds as a fresh open does: a transient disk error fails the
-//! commits it hit, not every commit after it.
+//! commits it hit, not every commit after it. A commit whose final fsync failed may turn out to
+//! be on disk after the reopen (see the [`Store`] contract).
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
