@@ -1,25 +1,81 @@
 //! Errors, one enum per operation. Every message starts with a stable `[MAG-…]` code.
 
+use std::fmt;
+use std::sync::Arc;
+
 use crate::codec::DecodeError;
 use crate::id::RunId;
 
+/// The underlying cause of a [`StoreError::Io`]: the `std::io::Error`, or the storage engine's
+/// own error when it is not an I/O error. Shared, because one failed group commit answers every
+/// waiter of the group with a clone of the same error.
+pub type IoSource = Arc<dyn std::error::Error + Send + Sync + 'static>;
+
 /// A failure of the underlying store.
-#[derive(Debug, Clone, thiserror::Error)]
+#[derive(Debug, Clone)]
 #[non_exhaustive]
 pub enum StoreError {
     /// The storage layer failed (I/O, a full disk, a failed commit). Nothing in the failed
-    /// commit was applied; the engine re-reads the journal and retries the run's work.
-    #[error("[MAG-ST001] store failure: {0}")]
-    Io(String),
+    /// commit was applied; the engine re-reads the journal and retries the run's work. The
+    /// cause is the error's [`source`](std::error::Error::source), so it can be downcast (to a
+    /// `std::io::Error`, for instance).
+    Io(IoSource),
     /// A stored record could not be decoded; the journal is corrupt or from a newer version.
-    #[error(transparent)]
-    Decode(#[from] DecodeError),
+    Decode(DecodeError),
     /// The store is already open in another process; stop that process or use another path.
-    #[error("[MAG-ST002] the store at {0} is in use by another process")]
     Locked(String),
     /// The engine has shut down.
-    #[error("[MAG-ST003] the journal writer has stopped")]
     Closed,
+    /// An entry of the run index (a run's summary) could not be decoded: the store is corrupt.
+    /// The journal itself may be intact; restore the store from a backup.
+    CorruptIndex(String),
+}
+
+impl StoreError {
+    /// An [`StoreError::Io`] caused by `source`.
+    pub fn io(source: impl Into<Box<dyn std::error::Error + Send + Sync + 'static>>) -> Self {
+        Self::Io(Arc::from(source.into()))
+    }
+}
+
+impl fmt::Display for StoreError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Self::Io(source) => write!(f, "[MAG-ST001] store failure: {source}"),
+            Self::Decode(e) => e.fmt(f),
+            Self::Locked(path) => write!(
+                f,
+                "[MAG-ST002] the store at {path} is in use by another process"
+            ),
+            Self::Closed => f.write_str("[MAG-ST003] the journal writer has stopped"),
+            Self::CorruptIndex(why) => write!(f, "[MAG-ST004] corrupt run index: {why}"),
+        }
+    }
+}
+
+// By hand rather than derived: a derived `source` would return the `Arc` itself, which cannot be
+// downcast to the error it holds.
+impl std::error::Error for StoreError {
+    fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
+        match self {
+            Self::Io(source) => Some(&**source),
+            // Transparent: the decode error's own message is this error's message.
+            Self::Decode(e) => e.source(),
+            Self::Locked(_) | Self::Closed | Self::CorruptIndex(_) => None,
+        }
+    }
+}
+
+impl From<DecodeError> for StoreError {
+    fn from(e: DecodeError) -> Self {
+        Self::Decode(e)
+    }
+}
+
+impl From<std::io::Error> for StoreError {
+    fn from(e: std::io::Error) -> Self {
+        Self::Io(Arc::new(e))
+    }
 }
 
 /// Why an engine could not be built.
@@ -87,4 +143,43 @@ pub enum DeliverError {
     /// of a run in a shared store); deliver it through a process that runs that workflow.
     #[error("[MAG-EN005] run {0} cannot be driven by this process: it has no front end for it")]
     Unsupported(RunId),
+}
+
+#[cfg(test)]
+mod tests {
+    use std::error::Error as _;
+
+    use super::*;
+
+    #[test]
+    fn an_io_error_keeps_its_cause_as_the_source() {
+        let err = StoreError::from(std::io::Error::new(
+            std::io::ErrorKind::StorageFull,
+            "no space left",
+        ));
+        assert_eq!(err.to_string(), "[MAG-ST001] store failure: no space left");
+        let source = err.source().expect("the I/O error is the source");
+        let io = source
+            .downcast_ref::<std::io::Error>()
+            .expect("the source is the std::io::Error itself");
+        assert_eq!(io.kind(), std::io::ErrorKind::StorageFull);
+        // Every waiter of a failed group commit gets a clone; each sees the same cause.
+        let clone = err.clone();
+        assert!(std::ptr::addr_eq(
+            clone.source().unwrap(),
+            err.source().unwrap()
+        ));
+    }
+
+    #[test]
+    fn other_variants_keep_their_codes() {
+        assert!(StoreError::Closed.source().is_none());
+        let e = StoreError::from(DecodeError::UnknownTag(99));
+        assert_eq!(e.to_string(), "[MAG-JF002] unknown record tag 99");
+        assert!(
+            StoreError::CorruptIndex("x".into())
+                .to_string()
+                .starts_with("[MAG-ST004]")
+        );
+    }
 }

@@ -11,9 +11,11 @@
 //! - [`writer`]: the group-commit journal writer;
 //! - [`context`]: what workflow code sees ([`WorkflowContext`]);
 //! - [`Engine`]: runs, replay, timers, gates, signals, children, cancellation;
-//! - [`view`]: projections of the journal (run views, the inbox).
+//! - [`view`]: projections of the journal (run views, the inbox);
+//! - [`codes`]: every error code, with its meaning and remedy.
 
 pub mod codec;
+pub mod codes;
 pub mod context;
 mod engine;
 pub mod error;

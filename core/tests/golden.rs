@@ -405,3 +405,16 @@ fn the_input_hash_is_stable() {
         0xa895_5bd9_31ab_67cc
     );
 }
+
+#[test]
+fn the_input_hash_of_a_nested_object_is_pinned() {
+    // Keys at every depth, in an order other than the sorted one, with escapes and a float: the
+    // hash is over the canonical (key-sorted) serialisation, whatever order a map keeps.
+    let value = json!({
+        "zeta": [1, { "b": true, "a": null, "c": [] }],
+        "alpha": { "y": "\u{fc}\"q\n", "x": 1.5, "w": {} },
+        "mid": -7,
+        "Mid": u64::MAX,
+    });
+    assert_eq!(codec::input_hash(&value), 0x1acb_d82c_1d3f_8066);
+}

@@ -52,7 +52,9 @@ impl<S: Store> Store for FaultyStore<S> {
             .fetch_update(Ordering::SeqCst, Ordering::SeqCst, |n| n.checked_sub(1))
             .is_ok();
         if armed {
-            return Err(StoreError::Io("injected commit failure".into()));
+            return Err(StoreError::io(std::io::Error::other(
+                "injected commit failure",
+            )));
         }
         let delay = self.delay_micros.load(Ordering::SeqCst);
         if delay > 0 {

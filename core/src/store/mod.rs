@@ -6,6 +6,8 @@
 
 #[cfg(any(test, feature = "test-util"))]
 mod faulty;
+#[cfg(any(test, feature = "test-util"))]
+mod faulty_backend;
 mod log_frame;
 mod memory;
 mod redb_store;
@@ -14,6 +16,8 @@ use serde::{Deserialize, Serialize};
 
 #[cfg(any(test, feature = "test-util"))]
 pub use faulty::FaultyStore;
+#[cfg(any(test, feature = "test-util"))]
+pub use faulty_backend::{DiskFaults, FaultyBackend};
 pub use memory::MemoryStore;
 pub use redb_store::{Durability, RedbStore};
 
@@ -90,7 +94,11 @@ pub struct RunFilter {
 /// Contracts every implementation keeps (the engine relies on them; tests check them):
 /// 1. **Atomic, durable commits.** [`Store::commit`] applies every batch it is given, or none;
 ///    when it returns `Ok`, all of it survives a crash (subject to the configured durability;
-///    the default is durable). When it returns `Err`, nothing of it is visible.
+///    the default is durable). When it returns `Err`, nothing of it is visible. (The one
+///    exception no store can rule out: when the final fsync fails, the disk may have kept the
+///    commit anyway, and it becomes visible once the store is reopened. Its records are then
+///    replayed like any others; a caller told of the failure that retries is deduplicated by
+///    first-completion-wins and idempotency keys.)
 /// 2. **Read your commits.** After `commit` returns `Ok`, every read sees the batch.
 /// 3. **Order.** [`Store::read_journal`] returns a run's records in `seq` order.
 /// 4. **Single writer.** `commit` is called by one thread at a time (the journal writer);

@@ -9,11 +9,17 @@
 //! keyed `(run_id, seq)`, and deletes the log rows it covered. A run's records then land in one
 //! place per fold instead of once per commit. Opening the file folds whatever a crash left in
 //! the log.
+//!
+//! After redb reports an I/O failure it refuses every later operation on that database
+//! (`PreviousIo`) until it is reopened. The store therefore reopens the file before its next
+//! operation, and folds what the log holds as a fresh open does: a transient disk error fails the
+//! commits it hit, not every commit after it. A commit whose final fsync failed may turn out to
+//! be on disk after the reopen (see the [`Store`] contract).
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
-use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::{PoisonError, RwLock};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::{Arc, PoisonError, RwLock};
 use std::time::{Duration, Instant};
 
 use redb::{ReadableDatabase, ReadableTable, TableDefinition};
@@ -73,10 +79,16 @@ pub enum Durability {
     RelaxedForTests,
 }
 
+/// Opens the store's database: at open, and again after an I/O failure.
+type OpenDatabase = Box<dyn Fn() -> Result<redb::Database, StoreError> + Send + Sync>;
+
 /// A [`Store`] in one redb file.
-#[derive(Debug)]
 pub struct RedbStore {
-    db: redb::Database,
+    /// `None` only between dropping a failed database and a successful reopen.
+    db: RwLock<Option<redb::Database>>,
+    open_database: OpenDatabase,
+    /// redb reported an I/O failure: the database must be reopened before it is used again.
+    io_failed: AtomicBool,
     path: PathBuf,
     durability: Durability,
     unfolded: RwLock<Unfolded>,
@@ -84,8 +96,42 @@ pub struct RedbStore {
     fold: FoldPolicy,
 }
 
-fn io<E: std::fmt::Display>(e: E) -> StoreError {
-    StoreError::Io(e.to_string())
+impl std::fmt::Debug for RedbStore {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("RedbStore")
+            .field("path", &self.path)
+            .field("durability", &self.durability)
+            .field("io_failed", &self.io_failed)
+            .finish_non_exhaustive()
+    }
+}
+
+/// A redb error as a [`StoreError::Io`] whose source is the `std::io::Error` when there is one,
+/// else redb's error.
+fn io(e: impl Into<redb::Error>) -> StoreError {
+    match e.into() {
+        redb::Error::Io(e) => StoreError::Io(Arc::new(e)),
+        other => StoreError::Io(Arc::new(other)),
+    }
+}
+
+/// Whether redb has latched a failure that only a reopen clears.
+fn needs_reopen(e: &StoreError) -> bool {
+    let StoreError::Io(source) = e else {
+        return false;
+    };
+    source.is::<std::io::Error>()
+        || matches!(
+            source.downcast_ref::<redb::Error>(),
+            Some(redb::Error::PreviousIo)
+        )
+}
+
+fn open_error(e: redb::DatabaseError, path: &Path) -> StoreError {
+    match e {
+        redb::DatabaseError::DatabaseAlreadyOpen => StoreError::Locked(path.display().to_string()),
+        other => io(other),
+    }
 }
 
 impl RedbStore {
@@ -93,14 +139,57 @@ impl RedbStore {
     pub fn open(path: impl AsRef<Path>, durability: Durability) -> Result<Self, StoreError> {
         let path = path.as_ref().to_path_buf();
         if let Some(dir) = path.parent().filter(|d| !d.as_os_str().is_empty()) {
-            std::fs::create_dir_all(dir).map_err(io)?;
+            std::fs::create_dir_all(dir)?;
         }
-        let db = redb::Database::create(&path).map_err(|e| match e {
-            redb::DatabaseError::DatabaseAlreadyOpen => {
-                StoreError::Locked(path.display().to_string())
-            }
-            other => io(other),
-        })?;
+        let file = path.clone();
+        let open_database =
+            Box::new(move || redb::Database::create(&file).map_err(|e| open_error(e, &file)));
+        Self::open_with(path, durability, open_database)
+    }
+
+    /// Opens a store over a redb storage backend that `backend` makes; it is called again to
+    /// reopen the database after an I/O failure. `path` is what [`RedbStore::path`] reports.
+    /// For tests that inject faults below redb (see [`FaultyBackend`](super::FaultyBackend)).
+    #[cfg(any(test, feature = "test-util"))]
+    pub fn open_with_backend<B: redb::StorageBackend>(
+        path: impl AsRef<Path>,
+        durability: Durability,
+        backend: impl Fn() -> Result<B, StoreError> + Send + Sync + 'static,
+    ) -> Result<Self, StoreError> {
+        let path = path.as_ref().to_path_buf();
+        let file = path.clone();
+        let open_database = Box::new(move || {
+            redb::Builder::new()
+                .create_with_backend(backend()?)
+                .map_err(|e| open_error(e, &file))
+        });
+        Self::open_with(path, durability, open_database)
+    }
+
+    fn open_with(
+        path: PathBuf,
+        durability: Durability,
+        open_database: OpenDatabase,
+    ) -> Result<Self, StoreError> {
+        let db = open_database()?;
+        let left_in_log = Self::read_log(&db)?;
+        let store = Self {
+            db: RwLock::new(Some(db)),
+            open_database,
+            io_failed: AtomicBool::new(false),
+            path,
+            durability,
+            next_log_key: AtomicU64::new(left_in_log.next_log_key()),
+            unfolded: RwLock::new(left_in_log),
+            fold: DEFAULT_FOLD,
+        };
+        store.fold()?;
+        Ok(store)
+    }
+
+    /// Creates the tables of a freshly opened database and reads what its log holds: what the
+    /// last process (or the database before a reopen) committed but did not fold.
+    fn read_log(db: &redb::Database) -> Result<Unfolded, StoreError> {
         let tx = db.begin_write().map_err(io)?;
         let mut left_in_log = Unfolded::default();
         {
@@ -108,8 +197,6 @@ impl RedbStore {
             tx.open_table(RUNS).map_err(io)?;
             tx.open_table(ACTIVE).map_err(io)?;
             tx.open_table(KEYS).map_err(io)?;
-            // What the last process committed but did not fold (it crashed, or stopped soon
-            // after writing): fold it now, so every open starts with an empty log.
             let log = tx.open_table(LOG).map_err(io)?;
             for row in log.iter().map_err(io)? {
                 let (k, v) = row.map_err(io)?;
@@ -120,16 +207,63 @@ impl RedbStore {
             }
         }
         tx.commit().map_err(io)?;
-        let store = Self {
-            db,
-            path,
-            durability,
-            next_log_key: AtomicU64::new(left_in_log.last_log_key.map_or(0, |k| k + 1)),
-            unfolded: RwLock::new(left_in_log),
-            fold: DEFAULT_FOLD,
-        };
-        store.fold()?;
-        Ok(store)
+        Ok(left_in_log)
+    }
+
+    /// Runs `f` on the database, reopening it first if an earlier operation left it failed.
+    fn with_db<T>(
+        &self,
+        f: impl FnOnce(&redb::Database) -> Result<T, StoreError>,
+    ) -> Result<T, StoreError> {
+        if self.io_failed.load(Ordering::Acquire) {
+            self.reopen()?;
+        }
+        let guard = self.db.read().unwrap_or_else(PoisonError::into_inner);
+        let db = guard.as_ref().ok_or_else(|| {
+            StoreError::io("the database is closed after an I/O failure and not yet reopened")
+        })?;
+        let result = f(db);
+        if let Err(e) = &result
+            && needs_reopen(e)
+        {
+            self.io_failed.store(true, Ordering::Release);
+        }
+        result
+    }
+
+    /// Drops the failed database and opens it again; then, like an open, folds the log. Holding
+    /// the database exclusively keeps out every reader and the writer meanwhile.
+    fn reopen(&self) -> Result<(), StoreError> {
+        let mut db = self.db.write().unwrap_or_else(PoisonError::into_inner);
+        if !self.io_failed.load(Ordering::Acquire) {
+            return Ok(()); // another thread reopened it first
+        }
+        // The old database must close (and release its file lock) before the file is reopened.
+        *db = None;
+        let fresh = (self.open_database)()?;
+        let left_in_log = Self::read_log(&fresh)?;
+        {
+            let mut unfolded = self
+                .unfolded
+                .write()
+                .unwrap_or_else(PoisonError::into_inner);
+            self.next_log_key
+                .store(left_in_log.next_log_key(), Ordering::Relaxed);
+            *unfolded = Unfolded {
+                last_commit: unfolded.last_commit,
+                ..left_in_log
+            };
+        }
+        tracing::warn!(path = %self.path.display(), "reopened the journal store after an I/O failure");
+        self.io_failed.store(false, Ordering::Release);
+        let db = db.insert(fresh);
+        let folded = self.fold_in(db);
+        if let Err(e) = &folded
+            && needs_reopen(e)
+        {
+            self.io_failed.store(true, Ordering::Release);
+        }
+        folded
     }
 
     /// The file's path.
@@ -157,7 +291,16 @@ impl RedbStore {
         let unfolded = self.unfolded.read().unwrap_or_else(PoisonError::into_inner);
         let recent: Vec<(u64, Box<[u8]>)> = unfolded.runs.get(&id).cloned().unwrap_or_default();
         drop(unfolded);
-        let tx = self.db.begin_read().map_err(io)?;
+        self.with_db(|db| Self::read_run_in(db, id, recent, &mut each))
+    }
+
+    fn read_run_in<T>(
+        db: &redb::Database,
+        id: u128,
+        recent: RunRecords,
+        each: &mut impl FnMut(u64, &[u8]) -> Result<T, StoreError>,
+    ) -> Result<Vec<T>, StoreError> {
+        let tx = db.begin_read().map_err(io)?;
         let table = tx.open_table(JOURNAL).map_err(io)?;
         // Seqs are dense from 0: the last one sizes the result (records are large enough that
         // growing a vector of ten thousand of them shows in replay times).
@@ -197,11 +340,15 @@ impl RedbStore {
     /// one transaction; only then forgets them in memory, so a reader always finds each record
     /// in one place or the other (or briefly both; reads keep one copy).
     fn fold(&self) -> Result<(), StoreError> {
+        self.with_db(|db| self.fold_in(db))
+    }
+
+    fn fold_in(&self, db: &redb::Database) -> Result<(), StoreError> {
         let unfolded = self.unfolded.read().unwrap_or_else(PoisonError::into_inner);
         let Some(last) = unfolded.last_log_key else {
             return Ok(());
         };
-        let mut tx = self.db.begin_write().map_err(io)?;
+        let mut tx = db.begin_write().map_err(io)?;
         tx.set_durability(self.redb_durability()).map_err(io)?;
         {
             let mut journal = tx.open_table(JOURNAL).map_err(io)?;
@@ -226,26 +373,10 @@ impl RedbStore {
         };
         Ok(())
     }
-}
 
-impl Unfolded {
-    fn add(&mut self, r: &EncodedRecord) {
-        self.records += 1;
-        self.bytes += r.bytes.len();
-        self.runs
-            .entry(r.run_id.as_u128())
-            .or_default()
-            .push((r.seq, r.bytes.clone().into_boxed_slice()));
-    }
-}
-
-fn decode_summary(bytes: &[u8]) -> Result<RunSummary, StoreError> {
-    serde_json::from_slice(bytes).map_err(|e| StoreError::Io(format!("corrupt run index: {e}")))
-}
-
-impl Store for RedbStore {
-    fn commit(&self, batches: &[&CommitBatch]) -> Result<(), StoreError> {
-        let mut tx = self.db.begin_write().map_err(io)?;
+    /// Writes the batches in one transaction: one `journal_log` row for all their records.
+    fn commit_in(&self, db: &redb::Database, batches: &[&CommitBatch]) -> Result<(), StoreError> {
+        let mut tx = db.begin_write().map_err(io)?;
         tx.set_durability(self.redb_durability()).map_err(io)?;
         let records = batches.iter().flat_map(|b| &b.records);
         let log_key = self.next_log_key.load(Ordering::Relaxed);
@@ -263,7 +394,7 @@ impl Store for RedbStore {
                 let mut runs = tx.open_table(RUNS).map_err(io)?;
                 let mut active = tx.open_table(ACTIVE).map_err(io)?;
                 for s in batches.iter().flat_map(|b| &b.summaries) {
-                    let bytes = serde_json::to_vec(s).map_err(io)?;
+                    let bytes = serde_json::to_vec(s).map_err(StoreError::io)?;
                     runs.insert(s.run_id.as_u128(), bytes.as_slice())
                         .map_err(io)?;
                     if s.status.is_terminal() {
@@ -296,8 +427,38 @@ impl Store for RedbStore {
         unfolded.last_commit = Some(Instant::now());
         Ok(())
     }
+}
+
+impl Unfolded {
+    /// The `journal_log` key of the next commit.
+    fn next_log_key(&self) -> u64 {
+        self.last_log_key.map_or(0, |k| k + 1)
+    }
+
+    fn add(&mut self, r: &EncodedRecord) {
+        self.records += 1;
+        self.bytes += r.bytes.len();
+        self.runs
+            .entry(r.run_id.as_u128())
+            .or_default()
+            .push((r.seq, r.bytes.clone().into_boxed_slice()));
+    }
+}
+
+fn decode_summary(bytes: &[u8]) -> Result<RunSummary, StoreError> {
+    serde_json::from_slice(bytes).map_err(|e| StoreError::CorruptIndex(e.to_string()))
+}
+
+impl Store for RedbStore {
+    fn commit(&self, batches: &[&CommitBatch]) -> Result<(), StoreError> {
+        self.with_db(|db| self.commit_in(db, batches))
+    }
 
     fn maintain(&self) -> Result<(), StoreError> {
+        if self.io_failed.load(Ordering::Acquire) {
+            // Heal while idle, so that reads need not wait for the next commit.
+            self.reopen()?;
+        }
         let due = {
             let u = self.unfolded.read().unwrap_or_else(PoisonError::into_inner);
             u.records >= self.fold.records
@@ -320,64 +481,74 @@ impl Store for RedbStore {
     }
 
     fn run_summary(&self, run_id: RunId) -> Result<Option<RunSummary>, StoreError> {
-        let tx = self.db.begin_read().map_err(io)?;
-        let table = tx.open_table(RUNS).map_err(io)?;
-        match table.get(run_id.as_u128()).map_err(io)? {
-            Some(v) => decode_summary(v.value()).map(Some),
-            None => Ok(None),
-        }
+        self.with_db(|db| {
+            let tx = db.begin_read().map_err(io)?;
+            let table = tx.open_table(RUNS).map_err(io)?;
+            match table.get(run_id.as_u128()).map_err(io)? {
+                Some(v) => decode_summary(v.value()).map(Some),
+                None => Ok(None),
+            }
+        })
     }
 
     fn list_runs(&self, filter: &RunFilter) -> Result<Vec<RunSummary>, StoreError> {
-        let tx = self.db.begin_read().map_err(io)?;
-        let table = tx.open_table(RUNS).map_err(io)?;
-        let upper = filter.before.map_or(u128::MAX, |b| b.as_u128());
-        let limit = if filter.limit == 0 {
-            usize::MAX
-        } else {
-            filter.limit
-        };
-        let mut out = Vec::new();
-        for row in table.range(..upper).map_err(io)?.rev() {
-            let (_, v) = row.map_err(io)?;
-            let s = decode_summary(v.value())?;
-            if summary_matches(&s, filter) {
-                out.push(s);
-                if out.len() >= limit {
-                    break;
-                }
-            }
-        }
-        if filter.before.is_none() && out.len() < limit {
-            // `..u128::MAX` excludes the largest possible id; include it for completeness.
-            if let Some(v) = table.get(u128::MAX).map_err(io)? {
-                let s = decode_summary(v.value())?;
-                if summary_matches(&s, filter) {
-                    out.insert(0, s);
-                }
-            }
-        }
-        Ok(out)
+        self.with_db(|db| list_runs_in(db, filter))
     }
 
     fn active_runs(&self) -> Result<Vec<RunId>, StoreError> {
-        let tx = self.db.begin_read().map_err(io)?;
-        let table = tx.open_table(ACTIVE).map_err(io)?;
-        table
-            .iter()
-            .map_err(io)?
-            .map(|row| Ok(RunId::from_u128(row.map_err(io)?.0.value())))
-            .collect()
+        self.with_db(|db| {
+            let tx = db.begin_read().map_err(io)?;
+            let table = tx.open_table(ACTIVE).map_err(io)?;
+            table
+                .iter()
+                .map_err(io)?
+                .map(|row| Ok(RunId::from_u128(row.map_err(io)?.0.value())))
+                .collect()
+        })
     }
 
     fn find_idempotency_key(&self, key: &str) -> Result<Option<RunId>, StoreError> {
-        let tx = self.db.begin_read().map_err(io)?;
-        let table = tx.open_table(KEYS).map_err(io)?;
-        Ok(table
-            .get(key)
-            .map_err(io)?
-            .map(|v| RunId::from_u128(v.value())))
+        self.with_db(|db| {
+            let tx = db.begin_read().map_err(io)?;
+            let table = tx.open_table(KEYS).map_err(io)?;
+            Ok(table
+                .get(key)
+                .map_err(io)?
+                .map(|v| RunId::from_u128(v.value())))
+        })
     }
+}
+
+fn list_runs_in(db: &redb::Database, filter: &RunFilter) -> Result<Vec<RunSummary>, StoreError> {
+    let tx = db.begin_read().map_err(io)?;
+    let table = tx.open_table(RUNS).map_err(io)?;
+    let upper = filter.before.map_or(u128::MAX, |b| b.as_u128());
+    let limit = if filter.limit == 0 {
+        usize::MAX
+    } else {
+        filter.limit
+    };
+    let mut out = Vec::new();
+    for row in table.range(..upper).map_err(io)?.rev() {
+        let (_, v) = row.map_err(io)?;
+        let s = decode_summary(v.value())?;
+        if summary_matches(&s, filter) {
+            out.push(s);
+            if out.len() >= limit {
+                break;
+            }
+        }
+    }
+    if filter.before.is_none() && out.len() < limit {
+        // `..u128::MAX` excludes the largest possible id; include it for completeness.
+        if let Some(v) = table.get(u128::MAX).map_err(io)? {
+            let s = decode_summary(v.value())?;
+            if summary_matches(&s, filter) {
+                out.insert(0, s);
+            }
+        }
+    }
+    Ok(out)
 }
 
 #[cfg(test)]
@@ -450,7 +621,14 @@ mod tests {
             "folded prefix, then unfolded"
         );
         assert_eq!(seqs(&store, b), [0]);
-        let tx = store.db.begin_read().unwrap();
+        let tx = store
+            .db
+            .read()
+            .unwrap()
+            .as_ref()
+            .unwrap()
+            .begin_read()
+            .unwrap();
         assert_eq!(
             tx.open_table(LOG).unwrap().len().unwrap(),
             1,
@@ -499,7 +677,14 @@ mod tests {
         let store = RedbStore::open(&path, Durability::Immediate).unwrap();
         assert_eq!(store.unfolded_records(), 0);
         assert_eq!(seqs(&store, run), [0, 1, 2, 3, 4]);
-        let tx = store.db.begin_read().unwrap();
+        let tx = store
+            .db
+            .read()
+            .unwrap()
+            .as_ref()
+            .unwrap()
+            .begin_read()
+            .unwrap();
         assert!(tx.open_table(LOG).unwrap().is_empty().unwrap());
         drop(tx);
         store.commit(&[&batch(run, 5..6)]).unwrap();

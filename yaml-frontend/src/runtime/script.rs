@@ -85,7 +85,7 @@ pub(crate) async fn execute(
     let scope_key = scope_of(&input);
     let scope = Scope::parse(&scope_key).ok_or_else(|| {
         technical(format!(
-            "[MAG-JS015] script_task runs in no project scope (`{scope_key}`)"
+            "[MAG-JS017] script_task runs in no project scope (`{scope_key}`)"
         ))
     })?;
     let Some(path) = input

@@ -1,0 +1,807 @@
+//! The registry of every error code.
+//!
+//! Every user-facing error message in Magrathea starts with a stable code in brackets, such as
+//! `[MAG-ST001]`, so that users can search for it. [`CODES`] lists each code once, with what it
+//! means and what to do about it; `docs/error-codes.md` is generated from it
+//! ([`markdown`]), and tests check that the codes are unique and that every code used in the
+//! workspace's sources is registered here.
+//!
+//! A code is `MAG-`, an area prefix ([`AREAS`]) and a three-digit number; the HTTP API's codes,
+//! the `code` of its JSON error bodies, are `MAG-HTTP-` and a status or a name in capitals. A code
+//! keeps its meaning forever: a new meaning gets a new code, never a reused one.
+
+/// One error code: what it means and what the user should do.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct ErrorCode {
+    /// The code without brackets, e.g. `MAG-ST001`; messages show it as `[MAG-ST001]`.
+    pub code: &'static str,
+    /// What went wrong, in one line.
+    pub meaning: &'static str,
+    /// What the user should do about it.
+    pub remedy: &'static str,
+}
+
+/// An area of the codes: the letters after `MAG-`, and what they cover.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Area {
+    /// The letters, e.g. `ST` for `MAG-ST001`.
+    pub prefix: &'static str,
+    /// What the area covers.
+    pub title: &'static str,
+}
+
+/// The areas, in the order of [`CODES`].
+pub const AREAS: &[Area] = &[
+    Area {
+        prefix: "ST",
+        title: "Store and journal writer",
+    },
+    Area {
+        prefix: "JF",
+        title: "Journal format",
+    },
+    Area {
+        prefix: "ID",
+        title: "Identifiers",
+    },
+    Area {
+        prefix: "EN",
+        title: "Engine setup and starts",
+    },
+    Area {
+        prefix: "RN",
+        title: "Runs",
+    },
+    Area {
+        prefix: "WF",
+        title: "Workflow code",
+    },
+    Area {
+        prefix: "RC",
+        title: "Recovery",
+    },
+    Area {
+        prefix: "ND",
+        title: "Non-determinism",
+    },
+    Area {
+        prefix: "GT",
+        title: "Gates, signals and the inbox",
+    },
+    Area {
+        prefix: "TK",
+        title: "Tasks",
+    },
+    Area {
+        prefix: "CX",
+        title: "Cancellation",
+    },
+    Area {
+        prefix: "CH",
+        title: "Child runs",
+    },
+    Area {
+        prefix: "SE",
+        title: "Serialisation of typed values",
+    },
+    Area {
+        prefix: "Y",
+        title: "YAML documents",
+    },
+    Area {
+        prefix: "YC",
+        title: "YAML conditions at run time",
+    },
+    Area {
+        prefix: "YP",
+        title: "YAML run parameters",
+    },
+    Area {
+        prefix: "YR",
+        title: "YAML recovery",
+    },
+    Area {
+        prefix: "DOC",
+        title: "Workflow documents",
+    },
+    Area {
+        prefix: "SH",
+        title: "Shell tasks",
+    },
+    Area {
+        prefix: "JS",
+        title: "Script tasks",
+    },
+    Area {
+        prefix: "TL",
+        title: "Tools",
+    },
+    Area {
+        prefix: "AG",
+        title: "Agent tasks",
+    },
+    Area {
+        prefix: "SV",
+        title: "Server",
+    },
+    Area {
+        prefix: "AUTH",
+        title: "Authentication",
+    },
+    Area {
+        prefix: "HTTP",
+        title: "HTTP API (the `code` of an error response)",
+    },
+];
+
+/// Every error code of the workspace, grouped by area in the order of [`AREAS`].
+pub const CODES: &[ErrorCode] = &[
+    ErrorCode {
+        code: "MAG-ST001",
+        meaning: "The storage layer failed: an I/O error, a full disk, a failed commit. Nothing of the failed commit was applied.",
+        remedy: "Check the disk (space, permissions, health). The engine recovers the affected runs from their journals once the store works again; the error's source holds the underlying I/O error.",
+    },
+    ErrorCode {
+        code: "MAG-ST002",
+        meaning: "The store file is already open in another process.",
+        remedy: "Stop the other process, or talk to it as a client; or open another path.",
+    },
+    ErrorCode {
+        code: "MAG-ST003",
+        meaning: "The journal writer has stopped: the engine is shutting down.",
+        remedy: "Retry against a running engine.",
+    },
+    ErrorCode {
+        code: "MAG-ST004",
+        meaning: "An entry of the run index (a run's summary) cannot be decoded: the store is corrupt.",
+        remedy: "Restore the store from a backup; the journals themselves may still be intact.",
+    },
+    ErrorCode {
+        code: "MAG-JF001",
+        meaning: "A journal record was written by a newer (or unknown) format version.",
+        remedy: "Upgrade Magrathea to a version that reads this format.",
+    },
+    ErrorCode {
+        code: "MAG-JF002",
+        meaning: "A journal record has an unknown type tag: a newer build wrote it, or the journal is corrupt.",
+        remedy: "Upgrade Magrathea, or restore the store from a backup.",
+    },
+    ErrorCode {
+        code: "MAG-JF003",
+        meaning: "A journal record's bytes end early or hold an invalid value: the journal is corrupt.",
+        remedy: "Restore the store from a backup.",
+    },
+    ErrorCode {
+        code: "MAG-ID001",
+        meaning: "The text is not a run id.",
+        remedy: "Pass 32 hex digits: a UUID without dashes.",
+    },
+    ErrorCode {
+        code: "MAG-EN001",
+        meaning: "Two workflows or tasks are registered under one name.",
+        remedy: "Rename one of them.",
+    },
+    ErrorCode {
+        code: "MAG-EN002",
+        meaning: "A start names a workflow the engine does not know.",
+        remedy: "Register the workflow with EngineBuilder::workflow, or fix the name.",
+    },
+    ErrorCode {
+        code: "MAG-EN003",
+        meaning: "A start names a front end that has no interpreter.",
+        remedy: "Register an interpreter for it with EngineBuilder::interpreter.",
+    },
+    ErrorCode {
+        code: "MAG-EN004",
+        meaning: "The input of a start cannot be serialised.",
+        remedy: "Pass an input that serialises to JSON.",
+    },
+    ErrorCode {
+        code: "MAG-RN001",
+        meaning: "No run with this id exists in this scope.",
+        remedy: "Check the id and the project (`magrathea runs list` shows the runs).",
+    },
+    ErrorCode {
+        code: "MAG-RN002",
+        meaning: "A run whose result was asked for ended without success (failed, cancelled or blocked).",
+        remedy: "Read the run's journal or view for the reason; fix and start it again.",
+    },
+    ErrorCode {
+        code: "MAG-WF001",
+        meaning: "Workflow code panicked: the run is BLOCKED with the panic message and its location.",
+        remedy: "Fix the code and reopen the engine; the run replays from its journal.",
+    },
+    ErrorCode {
+        code: "MAG-RC001",
+        meaning: "At recovery a run's journal cannot be decoded or lacks its start record: the run is BLOCKED.",
+        remedy: "Restore the store from a backup, or cancel the run.",
+    },
+    ErrorCode {
+        code: "MAG-ND001",
+        meaning: "Replay found a different step than the journal holds at this position (kind or name differ): the workflow code changed under a running run.",
+        remedy: "Restore the code the run started with, or guard the change with a patch marker; the run stays BLOCKED until then.",
+    },
+    ErrorCode {
+        code: "MAG-ND002",
+        meaning: "The journal holds a step the replayed code never asked for.",
+        remedy: "Restore the code the run started with, or guard the change with a patch marker.",
+    },
+    ErrorCode {
+        code: "MAG-ND003",
+        meaning: "The run started on another version of the workflow than the engine has registered.",
+        remedy: "Register the version the run started with, or let the run finish on the engine that has it.",
+    },
+    ErrorCode {
+        code: "MAG-ND004",
+        meaning: "The run's workflow (or front end interpreter) is not registered with this engine.",
+        remedy: "Register the workflow or interpreter the run was started with and reopen the engine.",
+    },
+    ErrorCode {
+        code: "MAG-ND005",
+        meaning: "A patch marker disagrees with the journal.",
+        remedy: "Restore the code the run started with, or keep the patch.",
+    },
+    ErrorCode {
+        code: "MAG-GT001",
+        meaning: "No inbox item has this id.",
+        remedy: "Use an id of the form `<run_id>-<step>`; `magrathea inbox list` shows the pending ones.",
+    },
+    ErrorCode {
+        code: "MAG-GT002",
+        meaning: "The answer does not fit the gate (an option it does not offer, a missing field).",
+        remedy: "Answer with one of the gate's options or the shape it asks for.",
+    },
+    ErrorCode {
+        code: "MAG-GT003",
+        meaning: "The run is blocked, so it takes no answers, signals or cancellations.",
+        remedy: "Resolve the block (see the run's reason) and reopen the engine.",
+    },
+    ErrorCode {
+        code: "MAG-TK001",
+        meaning: "The workflow calls a task that is not registered with the engine.",
+        remedy: "Register it with EngineBuilder::task.",
+    },
+    ErrorCode {
+        code: "MAG-TK002",
+        meaning: "A task's input does not decode as the task's input type.",
+        remedy: "Pass the input the task expects.",
+    },
+    ErrorCode {
+        code: "MAG-CX001",
+        meaning: "The run was cancelled while the task ran; the task's result is discarded.",
+        remedy: "Nothing, if the cancellation was intended; otherwise start the run again.",
+    },
+    ErrorCode {
+        code: "MAG-CH001",
+        meaning: "A child run ended without success.",
+        remedy: "Read the child run's journal for its reason.",
+    },
+    ErrorCode {
+        code: "MAG-SE001",
+        meaning: "A value (a workflow's or task's output) cannot be serialised to JSON.",
+        remedy: "Make the type serialise to JSON (string map keys, no non-finite floats).",
+    },
+    ErrorCode {
+        code: "MAG-SE002",
+        meaning: "A stored value does not decode as the expected type: the output of a run or child has another shape.",
+        remedy: "Align the Rust type with the workflow's output, or read it as a JSON value.",
+    },
+    ErrorCode {
+        code: "MAG-SE003",
+        meaning: "A workflow's input does not decode as its input type.",
+        remedy: "Pass the input the workflow expects.",
+    },
+    ErrorCode {
+        code: "MAG-Y001",
+        meaning: "The text is not well-formed YAML.",
+        remedy: "Fix the syntax at the reported line and column.",
+    },
+    ErrorCode {
+        code: "MAG-Y002",
+        meaning: "The document exceeds the size limit (LoadOptions::max_bytes).",
+        remedy: "Split the document, or raise the limit.",
+    },
+    ErrorCode {
+        code: "MAG-Y003",
+        meaning: "The document has too many nodes, nests too deep, or an alias expands too far.",
+        remedy: "Simplify the document; avoid alias chains.",
+    },
+    ErrorCode {
+        code: "MAG-Y004",
+        meaning: "A state names an unknown task type.",
+        remedy: "Use one of the task types the schema lists.",
+    },
+    ErrorCode {
+        code: "MAG-Y005",
+        meaning: "A mapping has an unknown field.",
+        remedy: "Remove or rename the field (the message suggests the closest known one).",
+    },
+    ErrorCode {
+        code: "MAG-Y006",
+        meaning: "A required field is missing.",
+        remedy: "Add the field.",
+    },
+    ErrorCode {
+        code: "MAG-Y007",
+        meaning: "A field has the wrong kind of value.",
+        remedy: "Give the field the type the schema asks for.",
+    },
+    ErrorCode {
+        code: "MAG-Y008",
+        meaning: "`start` does not name a state.",
+        remedy: "Name one of the states under `states:`.",
+    },
+    ErrorCode {
+        code: "MAG-Y009",
+        meaning: "`states` is empty.",
+        remedy: "Declare at least one state.",
+    },
+    ErrorCode {
+        code: "MAG-Y010",
+        meaning: "A transition targets something that is not a state.",
+        remedy: "Name an existing state.",
+    },
+    ErrorCode {
+        code: "MAG-Y011",
+        meaning: "`else:` is not the last rule of a condition, or appears twice.",
+        remedy: "Keep one `else:`, as the last rule.",
+    },
+    ErrorCode {
+        code: "MAG-Y012",
+        meaning: "A condition rule lacks `if` or `to`.",
+        remedy: "Give every rule both `if:` and `to:`.",
+    },
+    ErrorCode {
+        code: "MAG-Y013",
+        meaning: "A terminal state declares transitions.",
+        remedy: "Remove its transitions, or make it non-terminal.",
+    },
+    ErrorCode {
+        code: "MAG-Y014",
+        meaning: "A non-terminal state has no way out (a warning).",
+        remedy: "Add a transition, or make the state terminal.",
+    },
+    ErrorCode {
+        code: "MAG-Y015",
+        meaning: "`catch:` or `retry.on` names an unknown error kind.",
+        remedy: "Use one of the error kinds of the reference.",
+    },
+    ErrorCode {
+        code: "MAG-Y016",
+        meaning: "The parameter schema is invalid.",
+        remedy: "Fix the `parameters:` block.",
+    },
+    ErrorCode {
+        code: "MAG-Y017",
+        meaning: "A duration does not parse.",
+        remedy: "Fix the duration at the reported position.",
+    },
+    ErrorCode {
+        code: "MAG-Y018",
+        meaning: "A retry block is invalid.",
+        remedy: "Fix `retry:` (attempts, backoff, `on`).",
+    },
+    ErrorCode {
+        code: "MAG-Y019",
+        meaning: "A bounds block is invalid.",
+        remedy: "Fix `bounds:`.",
+    },
+    ErrorCode {
+        code: "MAG-Y020",
+        meaning: "`timeoutSeconds` is invalid.",
+        remedy: "Give a positive number of seconds.",
+    },
+    ErrorCode {
+        code: "MAG-Y021",
+        meaning: "`storeAs` is not a plain identifier.",
+        remedy: "Use a plain identifier as the variable name.",
+    },
+    ErrorCode {
+        code: "MAG-Y022",
+        meaning: "A condition expression does not parse.",
+        remedy: "Fix the expression at the reported position.",
+    },
+    ErrorCode {
+        code: "MAG-Y023",
+        meaning: "A condition expression leaves the sandbox.",
+        remedy: "Use only the variables, operators and functions the condition language offers.",
+    },
+    ErrorCode {
+        code: "MAG-Y024",
+        meaning: "A `${...}` template is malformed.",
+        remedy: "Close the template and use a valid path inside it.",
+    },
+    ErrorCode {
+        code: "MAG-Y025",
+        meaning: "A mapping key appears twice.",
+        remedy: "Keep one of them.",
+    },
+    ErrorCode {
+        code: "MAG-Y026",
+        meaning: "A value is not one of the allowed words.",
+        remedy: "Use one of the words the message lists.",
+    },
+    ErrorCode {
+        code: "MAG-Y027",
+        meaning: "A state is never reached from `start` (a warning).",
+        remedy: "Add a transition to it, or remove it.",
+    },
+    ErrorCode {
+        code: "MAG-Y028",
+        meaning: "A shell_task splices `${params.…}` into its command (a warning: shell injection).",
+        remedy: "Pass parameters through the environment instead of the command text.",
+    },
+    ErrorCode {
+        code: "MAG-YC001",
+        meaning: "A transition's condition does not parse at run time.",
+        remedy: "Fix the condition in the workflow document.",
+    },
+    ErrorCode {
+        code: "MAG-YC002",
+        meaning: "A transition's condition fails to evaluate (a missing variable, a type mismatch).",
+        remedy: "Fix the condition, or make sure the variables it reads are set.",
+    },
+    ErrorCode {
+        code: "MAG-YP001",
+        meaning: "A run's parameters do not match the workflow's parameter schema.",
+        remedy: "Pass parameters that the schema accepts.",
+    },
+    ErrorCode {
+        code: "MAG-YR001",
+        meaning: "A run's frozen workflow definition no longer loads (the run cannot continue).",
+        remedy: "Restore a Magrathea version that reads the definition, or cancel the run.",
+    },
+    ErrorCode {
+        code: "MAG-DOC001",
+        meaning: "No workflow document of this name exists in the project or tenant.",
+        remedy: "Create `_vance/workflows/<name>.yaml`, or fix the name.",
+    },
+    ErrorCode {
+        code: "MAG-DOC002",
+        meaning: "A document name is not a plain file name.",
+        remedy: "Use letters, digits, `-` and `_` only.",
+    },
+    ErrorCode {
+        code: "MAG-DOC003",
+        meaning: "A document cannot be read.",
+        remedy: "Check the file's permissions and encoding.",
+    },
+    ErrorCode {
+        code: "MAG-SH001",
+        meaning: "A shell_task has no `dirName:`.",
+        remedy: "Name a workspace directory with `dirName:`.",
+    },
+    ErrorCode {
+        code: "MAG-SH002",
+        meaning: "The workspace directory of a shell_task does not exist.",
+        remedy: "Create the directory, or point `workspaces:` in `_vance/settings.yaml` at an existing one.",
+    },
+    ErrorCode {
+        code: "MAG-SH003",
+        meaning: "The shell (`sh -c`) cannot be started.",
+        remedy: "Check that `sh` exists and the server may run processes.",
+    },
+    ErrorCode {
+        code: "MAG-SH004",
+        meaning: "Waiting for the command failed.",
+        remedy: "Check the host (process limits, signals); the task may be retried.",
+    },
+    ErrorCode {
+        code: "MAG-SH005",
+        meaning: "A shell_task names an unknown workspace.",
+        remedy: "Declare it under `workspaces:` in `_vance/settings.yaml`.",
+    },
+    ErrorCode {
+        code: "MAG-JS001",
+        meaning: "A script_task has no `path:`.",
+        remedy: "Name the script file, e.g. `path: _vance/scripts/transform.js`.",
+    },
+    ErrorCode {
+        code: "MAG-JS002",
+        meaning: "A script path is absolute or leads outside its root.",
+        remedy: "Use a path relative to the project or workspace, without `..`.",
+    },
+    ErrorCode {
+        code: "MAG-JS003",
+        meaning: "The script file does not exist.",
+        remedy: "Create the script, or fix `path:`.",
+    },
+    ErrorCode {
+        code: "MAG-JS004",
+        meaning: "The script file cannot be read.",
+        remedy: "Check the file's permissions and encoding.",
+    },
+    ErrorCode {
+        code: "MAG-JS005",
+        meaning: "A script_task names an unknown workspace.",
+        remedy: "Declare it under `workspaces:` in `_vance/settings.yaml`.",
+    },
+    ErrorCode {
+        code: "MAG-JS006",
+        meaning: "A script_task names an unknown script source.",
+        remedy: "Use `document` or `workspace`.",
+    },
+    ErrorCode {
+        code: "MAG-JS010",
+        meaning: "The script threw an error.",
+        remedy: "Fix the script (the message names the line).",
+    },
+    ErrorCode {
+        code: "MAG-JS011",
+        meaning: "The script did not finish within its timeout and was interrupted.",
+        remedy: "Make the script faster, or raise `timeoutSeconds`.",
+    },
+    ErrorCode {
+        code: "MAG-JS012",
+        meaning: "The script exceeded its memory limit.",
+        remedy: "Make the script use less memory.",
+    },
+    ErrorCode {
+        code: "MAG-JS013",
+        meaning: "The script awaited a promise that never settles (the sandbox has no timers or I/O).",
+        remedy: "Remove the await, or return the value directly.",
+    },
+    ErrorCode {
+        code: "MAG-JS014",
+        meaning: "The script returned no JSON value.",
+        remedy: "Return a JSON-serialisable value.",
+    },
+    ErrorCode {
+        code: "MAG-JS015",
+        meaning: "The script engine crashed or could not run the script.",
+        remedy: "Report it with the script; the task may be retried.",
+    },
+    ErrorCode {
+        code: "MAG-JS016",
+        meaning: "The script was interrupted because its run was cancelled.",
+        remedy: "Nothing, if the cancellation was intended.",
+    },
+    ErrorCode {
+        code: "MAG-JS017",
+        meaning: "A script_task ran outside a project scope.",
+        remedy: "Start the run in a `tenant/project` scope.",
+    },
+    ErrorCode {
+        code: "MAG-TL001",
+        meaning: "An unknown tool was called: neither a registered task nor a known tool.",
+        remedy: "Register the task, or fix the tool's name (the agent's recipe lists the tools it offers).",
+    },
+    ErrorCode {
+        code: "MAG-TL002",
+        meaning: "The tool is not allowed here: the permission cascade denied it.",
+        remedy: "Allow the tool in the settings the message names, or use another tool.",
+    },
+    ErrorCode {
+        code: "MAG-TL003",
+        meaning: "The tool's parameters are invalid.",
+        remedy: "Pass the parameters the tool's schema asks for.",
+    },
+    ErrorCode {
+        code: "MAG-TL004",
+        meaning: "The tool failed.",
+        remedy: "Read the tool's message; the task may be retried.",
+    },
+    ErrorCode {
+        code: "MAG-AG001",
+        meaning: "The agent_task's recipe is missing or unknown.",
+        remedy: "Name an existing recipe with `recipe:` (the message lists where it looked).",
+    },
+    ErrorCode {
+        code: "MAG-AG002",
+        meaning: "The recipe document is invalid.",
+        remedy: "Fix the recipe (it needs at least `engine:`).",
+    },
+    ErrorCode {
+        code: "MAG-AG003",
+        meaning: "The recipe does not fit its engine: an unknown engine, provider or field, or no `model:`.",
+        remedy: "Fix the recipe (the message lists what the engine knows).",
+    },
+    ErrorCode {
+        code: "MAG-AG004",
+        meaning: "The agent_task's parameters are invalid (no `params.prompt` string, for instance).",
+        remedy: "Fix the task's `params:`.",
+    },
+    ErrorCode {
+        code: "MAG-AG005",
+        meaning: "The model's endpoint failed or answered something that is not a chat completion.",
+        remedy: "Check the endpoint, the key and the model; the task may be retried.",
+    },
+    ErrorCode {
+        code: "MAG-AG006",
+        meaning: "The agent did not answer within its timeout.",
+        remedy: "Raise `timeoutSeconds`, or retry.",
+    },
+    ErrorCode {
+        code: "MAG-AG007",
+        meaning: "The environment variable named by the recipe's `apiKeyEnv` is not set.",
+        remedy: "Set it in the server's environment.",
+    },
+    ErrorCode {
+        code: "MAG-AG008",
+        meaning: "The agent session went stale or was closed.",
+        remedy: "Retry the task.",
+    },
+    ErrorCode {
+        code: "MAG-AG009",
+        meaning: "The agent gave no answer.",
+        remedy: "Retry the task, or adjust the prompt.",
+    },
+    ErrorCode {
+        code: "MAG-AG010",
+        meaning: "The model still called tools after `maxToolRounds` rounds.",
+        remedy: "Raise `maxToolRounds`, or adjust the prompt or the tools.",
+    },
+    ErrorCode {
+        code: "MAG-SV001",
+        meaning: "The server cannot create the store directory.",
+        remedy: "Check the path and its permissions.",
+    },
+    ErrorCode {
+        code: "MAG-SV002",
+        meaning: "The server cannot open the store.",
+        remedy: "See the nested store error (another process may hold it).",
+    },
+    ErrorCode {
+        code: "MAG-SV003",
+        meaning: "The server cannot listen on the address.",
+        remedy: "Choose a free address or port, or stop what holds it.",
+    },
+    ErrorCode {
+        code: "MAG-SV004",
+        meaning: "The metrics exporter cannot start.",
+        remedy: "Check the metrics settings.",
+    },
+    ErrorCode {
+        code: "MAG-AUTH001",
+        meaning: "The token file cannot be read.",
+        remedy: "Check its path and permissions.",
+    },
+    ErrorCode {
+        code: "MAG-AUTH002",
+        meaning: "The token file is invalid.",
+        remedy: "Fix its format (the message says where).",
+    },
+    ErrorCode {
+        code: "MAG-HTTP-401",
+        meaning: "The request has no bearer token, or a token the server does not know.",
+        remedy: "Send `Authorization: Bearer <token>` with a configured token.",
+    },
+    ErrorCode {
+        code: "MAG-HTTP-403",
+        meaning: "The token lacks the scope the route needs.",
+        remedy: "Use a token with that scope.",
+    },
+    ErrorCode {
+        code: "MAG-HTTP-404",
+        meaning: "Nothing with this id or name exists in the caller's tenant and project (another scope's resources are reported the same way).",
+        remedy: "Check the id, the tenant and the project.",
+    },
+    ErrorCode {
+        code: "MAG-HTTP-405",
+        meaning: "The event does not accept this HTTP method.",
+        remedy: "Use one of the methods the event document lists.",
+    },
+    ErrorCode {
+        code: "MAG-HTTP-413",
+        meaning: "The request body exceeds the server's limit.",
+        remedy: "Send a smaller body.",
+    },
+    ErrorCode {
+        code: "MAG-HTTP-422",
+        meaning: "The workflow document is invalid; the body's `diagnostics` list each finding with its position and code.",
+        remedy: "Fix the document at the positions given.",
+    },
+    ErrorCode {
+        code: "MAG-HTTP-500",
+        meaning: "The server or its store failed; the message says why and the server logs it.",
+        remedy: "Check the server's log; retry once the cause is fixed.",
+    },
+    ErrorCode {
+        code: "MAG-HTTP-BODY",
+        meaning: "The request body cannot be read.",
+        remedy: "Send a complete body with the right content type.",
+    },
+    ErrorCode {
+        code: "MAG-HTTP-INVALID-ANSWER",
+        meaning: "A gate answer is malformed: an unknown kind, a missing field, or one the gate does not accept.",
+        remedy: "Send one of the answer kinds with the fields it needs.",
+    },
+    ErrorCode {
+        code: "MAG-HTTP-INVALID-CURSOR",
+        meaning: "The pagination cursor is not a run id.",
+        remedy: "Pass the cursor from the previous page unchanged.",
+    },
+    ErrorCode {
+        code: "MAG-HTTP-INVALID-DOCUMENT",
+        meaning: "The uploaded document is not UTF-8 text.",
+        remedy: "Upload the document as UTF-8.",
+    },
+    ErrorCode {
+        code: "MAG-HTTP-INVALID-EVENT",
+        meaning: "An event document does not parse.",
+        remedy: "Fix the event document.",
+    },
+    ErrorCode {
+        code: "MAG-HTTP-INVALID-JSON",
+        meaning: "The body (or a WebSocket message) is not valid JSON for the route, or has unknown fields.",
+        remedy: "Send the JSON the route's schema describes (GET /openapi.json).",
+    },
+    ErrorCode {
+        code: "MAG-HTTP-INVALID-NAME",
+        meaning: "A workflow or document name is not a plain file name.",
+        remedy: "Use letters, digits, `-` and `_` only.",
+    },
+    ErrorCode {
+        code: "MAG-HTTP-INVALID-PARAMS",
+        meaning: "A run's parameters do not match the workflow's parameter schema.",
+        remedy: "Pass parameters that the schema accepts.",
+    },
+    ErrorCode {
+        code: "MAG-HTTP-INVALID-PATH",
+        meaning: "A document path is empty or has a segment that is not a plain name.",
+        remedy: "Use a relative path of plain names.",
+    },
+    ErrorCode {
+        code: "MAG-HTTP-INVALID-STATUS",
+        meaning: "The inbox filter names an unknown status.",
+        remedy: "Use pending, answered, timed_out, closed or all.",
+    },
+    ErrorCode {
+        code: "MAG-HTTP-NO-ROUTE",
+        meaning: "No route has this path.",
+        remedy: "See GET /openapi.json for the routes.",
+    },
+    ErrorCode {
+        code: "MAG-HTTP-RUN-BLOCKED",
+        meaning: "The run is blocked, so the gate answer was not accepted.",
+        remedy: "Resolve the block (see the run's reason) and reopen the engine.",
+    },
+    ErrorCode {
+        code: "MAG-HTTP-WORKFLOW-NOT-FOUND",
+        meaning: "No workflow document of this name exists in the project or tenant.",
+        remedy: "Create `_vance/workflows/<name>.yaml`, or fix the name.",
+    },
+    ErrorCode {
+        code: "MAG-HTTP-WS-TYPE",
+        meaning: "A WebSocket message has an unknown type.",
+        remedy: "Send workflow-start, subscribe or ping.",
+    },
+];
+
+/// The registered code `code` (with or without brackets: `MAG-ST001` or `[MAG-ST001]`).
+pub fn lookup(code: &str) -> Option<&'static ErrorCode> {
+    let code = code.trim_start_matches('[').trim_end_matches(']');
+    CODES.iter().find(|c| c.code == code)
+}
+
+impl ErrorCode {
+    /// The area letters of the code: `ST` for `MAG-ST001`, `HTTP` for `MAG-HTTP-404`.
+    pub fn prefix(&self) -> &'static str {
+        let body = self.code.trim_start_matches("MAG-");
+        let letters = body.bytes().take_while(u8::is_ascii_uppercase).count();
+        &body[..letters]
+    }
+}
+
+/// The text of `docs/error-codes.md`: one section per area, one table row per code.
+pub fn markdown() -> String {
+    let mut out = String::from(
+        "# Error codes\n\n\
+         Every error message of Magrathea starts with one of these codes, e.g. `[MAG-ST001]`.\n\
+         This file is generated from `core/src/codes.rs`; after changing the registry, run\n\
+         `MAGRATHEA_BLESS=1 cargo test -p magrathea-core --test error_codes`.\n",
+    );
+    for area in AREAS {
+        out.push_str(&format!("\n## {} ({})\n\n", area.title, area.prefix));
+        out.push_str("| code | meaning | what to do |\n|---|---|---|\n");
+        for c in CODES.iter().filter(|c| c.prefix() == area.prefix) {
+            out.push_str(&format!(
+                "| `{}` | {} | {} |\n",
+                c.code,
+                c.meaning.replace('|', "\\|"),
+                c.remedy.replace('|', "\\|")
+            ));
+        }
+    }
+    out
+}
