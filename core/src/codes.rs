@@ -57,6 +57,10 @@ pub const AREAS: &[Area] = &[
         title: "Workflow code",
     },
     Area {
+        prefix: "RP",
+        title: "Replay tests",
+    },
+    Area {
         prefix: "RC",
         title: "Recovery",
     },
@@ -197,6 +201,11 @@ pub const CODES: &[ErrorCode] = &[
         remedy: "Pass an input that serialises to JSON.",
     },
     ErrorCode {
+        code: "MAG-EN005",
+        meaning: "This process has no front end for the run (e.g. a server without the code workflow of a run in a shared store); the run is left as it is.",
+        remedy: "Deliver to the run through a process that registers its workflow (or the YAML runtime).",
+    },
+    ErrorCode {
         code: "MAG-RN001",
         meaning: "No run with this id exists in this scope.",
         remedy: "Check the id and the project (`magrathea runs list` shows the runs).",
@@ -210,6 +219,16 @@ pub const CODES: &[ErrorCode] = &[
         code: "MAG-WF001",
         meaning: "Workflow code panicked: the run is BLOCKED with the panic message and its location.",
         remedy: "Fix the code and reopen the engine; the run replays from its journal.",
+    },
+    ErrorCode {
+        code: "MAG-RP001",
+        meaning: "A journal file for a replay test cannot be read.",
+        remedy: "Check the path; export the journal with `magrathea journal RUN --export FILE`.",
+    },
+    ErrorCode {
+        code: "MAG-RP002",
+        meaning: "A line of a journal file for a replay test is not a journal entry.",
+        remedy: "Use the file as `magrathea journal RUN --export FILE` wrote it (one JSON entry per line).",
     },
     ErrorCode {
         code: "MAG-RC001",
