@@ -43,6 +43,6 @@ pub use record::{
     AnswerOutcome, Entry, GateAnswer, GateKind, GateSpec, ParentRef, Record, RunStatus,
     StartRecord, Step, StepKind,
 };
-pub use store::{Durability, MemoryStore, RedbStore, RunFilter, RunSummary, Store};
+pub use store::{Durability, MemoryStore, RedbStore, RunFilter, RunSummary, Store, StoreReader};
 pub use task::{AppData, RetryPolicy, TaskContext, TaskError, TaskOptions, TaskRegistration};
 pub use view::{InboxItem, InboxStatus, RunView};

@@ -17,7 +17,7 @@ use crate::context::{ChildOutcome, WorkflowContext};
 use crate::error::{DeliverError, OpenError, RunError, StartError, StoreError};
 use crate::id::RunId;
 use crate::record::{Entry, GateAnswer, ParentRef, Record, RunStatus, StartRecord, Step};
-use crate::store::{Durability, MemoryStore, RedbStore, RunFilter, RunSummary, Store};
+use crate::store::{Durability, MemoryStore, RedbStore, RunFilter, RunSummary, Store, StoreReader};
 use crate::task::{AppData, TaskError, TaskRegistration};
 use crate::view::{InboxItem, InboxStatus, RunView, inbox_items, parse_inbox_item_id};
 use crate::writer::{JournalWriter, WriterStats};
@@ -843,9 +843,9 @@ impl Engine {
         self.inner.writer.stats().clone()
     }
 
-    /// The store.
-    pub fn store(&self) -> Arc<dyn Store> {
-        self.inner.store.clone()
+    /// The store, for reading (writes go through the engine only).
+    pub fn store(&self) -> StoreReader {
+        StoreReader::new(self.inner.store.clone())
     }
 
     /// Number of runs held in memory (not evicted).

@@ -10,6 +10,7 @@ mod faulty;
 mod faulty_backend;
 mod log_frame;
 mod memory;
+mod reader;
 mod redb_store;
 
 use serde::{Deserialize, Serialize};
@@ -19,6 +20,7 @@ pub use faulty::FaultyStore;
 #[cfg(any(test, feature = "test-util"))]
 pub use faulty_backend::{DiskFaults, FaultyBackend};
 pub use memory::MemoryStore;
+pub use reader::StoreReader;
 pub use redb_store::{Durability, RedbStore};
 
 use crate::codec;
