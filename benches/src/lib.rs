@@ -13,7 +13,7 @@ use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 use magrathea_core::codec;
-use magrathea_core::record::Record;
+use magrathea_core::Record;
 use magrathea_core::{
     Engine, Step, TaskOptions, TaskRegistration, WorkflowError, WorkflowRegistration,
 };

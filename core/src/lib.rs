@@ -5,29 +5,34 @@
 //! (one fsync for many appends), and after a crash replays each run's code against its
 //! journal to carry on exactly where it stopped.
 //!
-//! The parts, from the bottom up:
-//! - [`record`] and [`codec`]: the journal's vocabulary and its byte encoding;
-//! - [`store`]: the [`Store`] trait, with redb and in-memory implementations;
+//! The crate root holds the API: the [`Engine`] and its builder, what workflow code sees
+//! ([`WorkflowContext`]), the journal's vocabulary ([`Record`], [`Entry`], [`RunStatus`]), tasks
+//! ([`TaskRegistration`], [`TaskError`]), views ([`RunView`], [`InboxItem`]), the typed
+//! non-determinism report ([`NonDeterminism`]) and the errors of each operation. Four modules
+//! are public for those who build on the journal itself:
+//! - [`codec`]: the byte encoding of records (documented in `core/docs/journal-format.md`);
+//! - [`store`]: the [`Store`] trait with its contracts, and its redb and in-memory
+//!   implementations, for writing a store of your own;
 //! - [`writer`]: the group-commit journal writer;
-//! - [`context`]: what workflow code sees ([`WorkflowContext`]);
-//! - [`Engine`]: runs, replay, timers, gates, signals, children, cancellation;
-//! - [`view`]: projections of the journal (run views, the inbox);
 //! - [`codes`]: every error code, with its meaning and remedy.
+//!
+//! Inside, a run's pure replay state (one small state machine per step kind) is driven by one
+//! driver task per run in memory; see `ARCHITECTURE.md`.
 
 pub mod codec;
 pub mod codes;
-pub mod context;
+mod context;
 mod engine;
-pub mod error;
-pub mod id;
+mod error;
+mod id;
 mod panic;
-pub mod record;
-pub mod replay;
+mod record;
+mod replay;
 pub mod store;
-pub mod task;
+mod task;
 #[cfg(any(test, feature = "test-util"))]
 pub mod testing;
-pub mod view;
+mod view;
 pub mod writer;
 
 pub use context::{
@@ -37,12 +42,15 @@ pub use engine::{
     AnswerAck, CancelAck, Engine, EngineBuilder, InboxFilter, InterpreterFn, JournalUpdate,
     ReplayError, RunUpdate, StartRequest, WorkflowError, WorkflowFn, WorkflowRegistration,
 };
-pub use error::{DeliverError, OpenError, RunError, StartError, StoreError};
+pub use error::{DeliverError, IoSource, OpenError, RunError, StartError, StoreError};
 pub use id::RunId;
 pub use record::{
     AnswerOutcome, Entry, GateAnswer, GateKind, GateSpec, ParentRef, Record, RunStatus,
     StartRecord, Step, StepKind,
 };
 pub use store::{Durability, MemoryStore, RedbStore, RunFilter, RunSummary, Store, StoreReader};
-pub use task::{AppData, RetryPolicy, TaskContext, TaskError, TaskOptions, TaskRegistration};
+pub use replay::{Divergence, NonDeterminism, StepIdentity};
+pub use task::{
+    AppData, RetryPolicy, TaskContext, TaskError, TaskFn, TaskOptions, TaskRegistration,
+};
 pub use view::{InboxItem, InboxStatus, RunView};

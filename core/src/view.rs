@@ -147,18 +147,18 @@ pub struct InboxItem {
 }
 
 /// The id of the inbox item of `step` in `run`.
-pub fn inbox_item_id(run: RunId, step: Step) -> String {
+pub(crate) fn inbox_item_id(run: RunId, step: Step) -> String {
     format!("{run}-{step}")
 }
 
 /// Splits an inbox item id into run and step.
-pub fn parse_inbox_item_id(id: &str) -> Option<(RunId, Step)> {
+pub(crate) fn parse_inbox_item_id(id: &str) -> Option<(RunId, Step)> {
     let (run, step) = id.rsplit_once('-')?;
     Some((run.parse().ok()?, step.parse().ok()?))
 }
 
 /// The inbox items a run's journal opened, in order.
-pub fn inbox_items(entries: &[Entry], summary: &RunSummary) -> Vec<InboxItem> {
+pub(crate) fn inbox_items(entries: &[Entry], summary: &RunSummary) -> Vec<InboxItem> {
     let mut items: Vec<InboxItem> = Vec::new();
     let find = |items: &mut Vec<InboxItem>, step: Step| {
         let id = inbox_item_id(summary.run_id, step);
