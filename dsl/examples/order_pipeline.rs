@@ -163,11 +163,22 @@ async fn order(ctx: Context, input: Order) -> Result<Summary, WorkflowError> {
     // A durable timer: a restart during the wait resumes it instead of starting over.
     ctx.sleep(Duration::from_millis(200)).await?;
 
-    let approved_by = match ctx.approval(&format!("Ship order {}?", input.id)).await {
-        GateOutcome::Answered(answer) if answer.value["approved"] == true => answer.answered_by,
-        GateOutcome::Answered(_) => return Err(WorkflowError::failed("shipping was rejected")),
-        GateOutcome::TimedOut => return Err(WorkflowError::failed("approval timed out")),
-        GateOutcome::Cancelled(reason) => return Err(WorkflowError::cancelled(reason)),
+    let gate = Gate::approval(&format!("Ship order {}?", input.id))
+        .body(format!(
+            "{} lines for {}",
+            input.lines.len(),
+            input.customer
+        ))
+        .assigned_to("@ops")
+        .timeout(Duration::from_secs(24 * 3600));
+    let approved_by = match ctx.approval(gate).await {
+        Approval::Approved { by, .. } => by,
+        Approval::Rejected { by, .. } => {
+            return Err(WorkflowError::failed(format!("{by} rejected shipping")));
+        }
+        Approval::Undecided { .. } => return Err(WorkflowError::failed("nobody decided")),
+        Approval::TimedOut => return Err(WorkflowError::failed("approval timed out")),
+        Approval::Cancelled(reason) => return Err(WorkflowError::cancelled(reason)),
     };
 
     let request = ShipRequest {
@@ -175,10 +186,7 @@ async fn order(ctx: Context, input: Order) -> Result<Summary, WorkflowError> {
         customer: input.customer.clone(),
         parcels: u32::try_from(input.lines.len()).unwrap_or(u32::MAX),
     };
-    let shipment = ctx
-        .child(ship, request)
-        .await
-        .map_err(|e| WorkflowError::failed(e.to_string()))?;
+    let shipment = ctx.child(ship, request).await?;
 
     Ok(Summary {
         order_id: input.id,
@@ -217,48 +225,47 @@ struct Outcome {
 
 async fn run(path: std::path::PathBuf) -> anyhow::Result<Outcome> {
     eprintln!("journal: {}", path.display());
+    // Tasks need no registration: each call carries its task's body.
     let engine = Engine::builder()
         .path(&path)
         .workflow(order)
         .workflow(ship)
-        .task(charge)
-        .task(reserve)
-        .task(book_courier)
         .build()
         .await
         .context("opening the journal")?;
 
     let run = engine.start(order, sample_order()).await?;
-    eprintln!("started run {run}");
+    eprintln!("started run {}", run.id());
 
     // The run stops at the approval gate: answer its inbox item as a person would.
-    let settled = engine.wait_settled(run).await?;
+    let settled = run.wait_settled().await?;
     if settled.status != RunStatus::Waiting {
         bail!(
-            "run {run} settled as {} instead of waiting for approval: {}",
+            "run {} settled as {} instead of waiting for approval: {}",
+            run.id(),
             settled.status,
             settled.reason.unwrap_or_default()
         );
     }
     let item = engine
-        .inbox(magrathea::InboxFilter::Pending)?
+        .inbox(InboxFilter::Pending)?
         .into_iter()
-        .find(|i| i.workflow_run_id == run)
+        .find(|i| i.workflow_run_id == run.id())
         .context("the waiting run has no pending inbox item")?;
     eprintln!("inbox: {} ({})", item.title, item.id);
     engine
         .answer_gate(&item.id, GateAnswer::approve().by("ops@example.com"))
         .await?;
 
-    let summary = engine.result(order, run).await?;
+    let summary = run.result().await?;
     eprintln!(
         "shipped {} via {} ({})",
         summary.order_id, summary.shipment.carrier, summary.shipment.tracking
     );
 
-    let view = engine.run(run)?;
+    let view = run.run()?;
     if view.status != RunStatus::Done {
-        bail!("run {run} ended {}", view.status);
+        bail!("run {} ended {}", run.id(), view.status);
     }
     Ok(Outcome {
         workflow_run_id: view.workflow_run_id,
