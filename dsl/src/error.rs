@@ -124,8 +124,17 @@ impl From<ChildError> for WorkflowError {
 ///
 /// The run ends `FAILED` with the error's message and its sources as the reason, or
 /// `CANCELLED` when the error is a cancelled step or child (or a cancelling
-/// [`WorkflowError`]). Like `anyhow::Error`, it is not itself a `std::error::Error`; see the
-/// [module docs](self) for why.
+/// [`WorkflowError`]).
+///
+/// # Why a type of its own
+///
+/// `?` needs one type that converts from every error a body meets. [`WorkflowError`] converts
+/// from [`StepError`] and [`ChildError`], but a conversion from *every* `std::error::Error`
+/// would have to live in the core, where it would forbid `WorkflowError` from being an error
+/// itself (`From<T> for T` already covers that case). So this type holds the blanket
+/// conversion, as `anyhow::Error` does, and for the same reason is not a `std::error::Error`.
+/// Steps fail with a [`StepError`] rather than the core's [`TaskError`] for the same reason:
+/// `TaskError` converts from every error (so `?` works in task bodies) and so cannot be one.
 ///
 /// ```
 /// use magrathea::prelude::*;
