@@ -267,6 +267,15 @@ impl Engine {
         self.inner.wait_settled(run).await
     }
 
+    /// Waits until the run's status satisfies `pred`.
+    pub async fn wait_until(
+        &self,
+        run: RunId,
+        pred: impl Fn(RunStatus) -> bool,
+    ) -> Result<RunView, RunError> {
+        self.inner.wait_until(run, pred).await
+    }
+
     /// Runs, newest first.
     pub fn list_runs(&self, filter: &RunFilter) -> Result<Vec<RunSummary>, StoreError> {
         self.inner.list_runs(filter)

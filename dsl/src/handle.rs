@@ -60,6 +60,13 @@ impl<W: Workflow> fmt::Debug for RunHandle<W> {
     }
 }
 
+impl<W> fmt::Display for RunHandle<W> {
+    /// The run's id.
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        fmt::Display::fmt(&self.id, f)
+    }
+}
+
 impl<W: Workflow> RunHandle<W> {
     pub(crate) fn new(engine: Engine, id: RunId) -> Self {
         Self {
