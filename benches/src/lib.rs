@@ -12,8 +12,8 @@
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
-use magrathea_core::codec;
 use magrathea_core::Record;
+use magrathea_core::codec;
 use magrathea_core::{
     Engine, Step, TaskOptions, TaskRegistration, WorkflowError, WorkflowRegistration,
 };

@@ -48,8 +48,8 @@ pub use record::{
     AnswerOutcome, Entry, GateAnswer, GateKind, GateSpec, ParentRef, Record, RunStatus,
     StartRecord, Step, StepKind,
 };
-pub use store::{Durability, MemoryStore, RedbStore, RunFilter, RunSummary, Store, StoreReader};
 pub use replay::{Divergence, NonDeterminism, StepIdentity};
+pub use store::{Durability, MemoryStore, RedbStore, RunFilter, RunSummary, Store, StoreReader};
 pub use task::{
     AppData, RetryPolicy, TaskContext, TaskError, TaskFn, TaskOptions, TaskRegistration,
 };

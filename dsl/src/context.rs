@@ -1,14 +1,16 @@
 //! The typed workflow context.
 
-use std::marker::PhantomData;
 use std::time::Duration;
 
 use magrathea_core::{
-    ChildOutcome, ChildRequest, GateKind, GateOutcome, GateSpec, RunId, RunStatus, Select,
-    StepFuture, TaskCall, TaskError, TaskOptions, WorkflowContext,
+    ChildOutcome, ChildRequest, GateOutcome, GateSpec, RunId, RunStatus, Select, StepFuture,
+    TaskCall, TaskError, TaskOptions, WorkflowContext,
 };
 use serde_json::Value;
 
+use crate::error::{ChildError, StepError};
+use crate::gate::{Approval, Decision, Feedback, FromOutcome, Gate};
+use crate::registration;
 use crate::traits::{Journaled, Task, Workflow};
 
 /// What a workflow's code uses to reach the world. Every call is a journaled step; see each
@@ -21,27 +23,15 @@ pub struct Context {
     inner: WorkflowContext,
 }
 
-/// Why a child workflow did not produce its output.
-#[derive(Debug, Clone, PartialEq, thiserror::Error)]
-#[error("[MAG-CH001] child run {run_id} ended {status}: {reason}")]
-pub struct ChildError {
-    /// The child's run.
-    pub run_id: RunId,
-    /// How it ended.
-    pub status: RunStatus,
-    /// Why.
-    pub reason: String,
-}
-
 fn to_value<T: serde::Serialize>(v: &T) -> Value {
     serde_json::to_value(v).unwrap_or_else(
         |e| serde_json::json!({ "$error": format!("[MAG-SE001] value cannot be serialised: {e}") }),
     )
 }
 
-fn decode<T: Journaled>(v: Value, what: &str) -> Result<T, TaskError> {
+fn decode<T: Journaled>(v: Value, what: &str) -> Result<T, StepError> {
     serde_json::from_value(v).map_err(|e| {
-        TaskError::terminal(format!("[MAG-SE002] {what} has an unexpected shape: {e}"))
+        TaskError::terminal(format!("[MAG-SE002] {what} has an unexpected shape: {e}")).into()
     })
 }
 
@@ -51,7 +41,9 @@ impl Context {
         Self { inner }
     }
 
-    /// The untyped context (used by front ends such as YAML).
+    /// The untyped context, for front ends that interpret definitions of their own (YAML).
+    /// Workflow code has no use for it: every step it may take is a method of `Context`.
+    #[doc(hidden)]
     pub fn raw(&self) -> &WorkflowContext {
         &self.inner
     }
@@ -66,7 +58,15 @@ impl Context {
         self.inner.cancellation()
     }
 
-    /// Runs a task with its registered retry policy and timeout.
+    /// Runs a task with its retry policy and timeout (those of its `#[task]` attribute).
+    ///
+    /// The call carries the task's body, so the task runs whether or not it was registered
+    /// with [`EngineBuilder::task`](crate::EngineBuilder::task); registering it only exposes it
+    /// by name to YAML workflows and tools (and a registration under the same name takes
+    /// precedence).
+    ///
+    /// Fails with a [`StepError`] once the task has failed for good: its retries are used up,
+    /// it returned a terminal error, or the run was cancelled while it ran.
     ///
     /// Replay: returns the journaled result without running the task. A task that was running
     /// when the process died runs again with the same idempotency key.
@@ -74,7 +74,7 @@ impl Context {
         &self,
         task: T,
         input: T::Input,
-    ) -> StepFuture<Result<T::Output, TaskError>> {
+    ) -> StepFuture<Result<T::Output, StepError>> {
         self.call(task, input, None)
     }
 
@@ -84,7 +84,7 @@ impl Context {
         task: T,
         input: T::Input,
         options: TaskOptions,
-    ) -> StepFuture<Result<T::Output, TaskError>> {
+    ) -> StepFuture<Result<T::Output, StepError>> {
         self.call(task, input, Some(options))
     }
 
@@ -93,46 +93,99 @@ impl Context {
         _task: T,
         input: T::Input,
         options: Option<TaskOptions>,
-    ) -> StepFuture<Result<T::Output, TaskError>> {
+    ) -> StepFuture<Result<T::Output, StepError>> {
         let call = TaskCall {
             task: T::NAME.into(),
             name: None,
             input: to_value(&input),
             options,
-            registration: None,
+            registration: Some(registration::task::<T>()),
         };
-        self.inner
-            .task_with(call)
-            .map(|r| r.and_then(|v| decode(v, "the task's output")))
+        self.inner.task_with(call).map(|r| {
+            r.map_err(StepError::from)
+                .and_then(|v| decode(v, "the task's output"))
+        })
     }
 
     /// A durable sleep: a journaled timer that survives restarts; the run holds no memory
-    /// while it waits. Replay returns at once once the timer has fired.
-    pub fn sleep(&self, duration: Duration) -> StepFuture<Result<(), TaskError>> {
-        self.inner.sleep(duration)
+    /// while it waits. Replay returns at once once the timer has fired. Fails only when the
+    /// run is cancelled during the sleep.
+    pub fn sleep(&self, duration: Duration) -> StepFuture<Result<(), StepError>> {
+        self.inner
+            .sleep(duration)
+            .map(|r| r.map_err(StepError::from))
     }
 
     /// Sleeps until a wall-clock time in ms since the Unix epoch.
-    pub fn sleep_until(&self, at_ms: u64) -> StepFuture<Result<(), TaskError>> {
-        self.inner.sleep_until(at_ms)
+    pub fn sleep_until(&self, at_ms: u64) -> StepFuture<Result<(), StepError>> {
+        self.inner
+            .sleep_until(at_ms)
+            .map(|r| r.map_err(StepError::from))
     }
 
-    /// Opens an inbox item (APPROVAL, DECISION or FEEDBACK) and waits for its answer or its
-    /// timeout, whichever is journaled first. Replay returns the journaled outcome.
+    /// Asks for approval and waits for the answer, the gate's timeout or the run's
+    /// cancellation, whichever is journaled first. Takes a title or a [`Gate::approval`].
+    ///
+    /// Replay returns the journaled outcome; the inbox item is not shown again.
+    ///
+    /// ```
+    /// use magrathea::prelude::*;
+    /// use std::time::Duration;
+    ///
+    /// #[workflow]
+    /// async fn ship(ctx: Context, order: String) -> Result<String, WorkflowError> {
+    ///     let gate = Gate::approval(&format!("Ship {order}?")).timeout(Duration::from_secs(3600));
+    ///     match ctx.approval(gate).await {
+    ///         Approval::Approved { by, .. } => Ok(format!("shipped, approved by {by}")),
+    ///         Approval::Rejected { comment, .. } => Ok(format!("held: {}", comment.unwrap_or_default())),
+    ///         Approval::Undecided { .. } | Approval::TimedOut => Ok("held".into()),
+    ///         Approval::Cancelled(reason) => Err(WorkflowError::cancelled(reason)),
+    ///     }
+    /// }
+    ///
+    /// # #[tokio::main(flavor = "current_thread")]
+    /// # async fn main() -> Result<(), Box<dyn std::error::Error>> {
+    /// let engine = Engine::builder().in_memory().workflow(ship).build().await?;
+    /// let run = engine.start(ship, "A-1".into()).await?;
+    /// run.wait_settled().await?; // waiting on the gate
+    /// let item = engine.inbox(InboxFilter::Pending)?.remove(0);
+    /// engine.answer_gate(&item.id, GateAnswer::approve().by("ann")).await?;
+    /// assert_eq!(run.result().await?, "shipped, approved by ann");
+    /// # Ok(()) }
+    /// ```
+    pub fn approval(&self, gate: impl Into<Gate<Approval>>) -> StepFuture<Approval> {
+        self.ask(gate.into())
+    }
+
+    /// Asks a person to choose one of the gate's options; see [`Context::approval`] for the
+    /// races and replay.
+    pub fn decision(&self, gate: Gate<Decision>) -> StepFuture<Decision> {
+        self.ask(gate)
+    }
+
+    /// Asks a person for text; see [`Context::approval`] for the races and replay. Takes a
+    /// title or a [`Gate::feedback`].
+    pub fn feedback(&self, gate: impl Into<Gate<Feedback>>) -> StepFuture<Feedback> {
+        self.ask(gate.into())
+    }
+
+    fn ask<A: FromOutcome + 'static>(&self, gate: Gate<A>) -> StepFuture<A> {
+        self.inner.gate(gate.into_spec()).map(A::from_outcome)
+    }
+
+    /// Opens an inbox item from an untyped spec and returns the untyped outcome; prefer
+    /// [`Context::approval`], [`Context::decision`] and [`Context::feedback`].
     pub fn gate(&self, spec: GateSpec) -> StepFuture<GateOutcome> {
         self.inner.gate(spec)
     }
 
-    /// An APPROVAL gate with a title and no timeout.
-    pub fn approval(&self, title: &str) -> StepFuture<GateOutcome> {
-        self.gate(gate_spec(GateKind::Approval, title))
-    }
-
     /// Waits for the next signal `name`, decoded as `T`. Replay returns the journaled payload.
-    pub fn signal<T: Journaled>(&self, name: &str) -> StepFuture<Result<T, TaskError>> {
-        self.inner
-            .signal(name)
-            .map(|r| r.and_then(|v| decode(v, "the signal's payload")))
+    /// Fails when the payload does not decode as `T` or the run is cancelled meanwhile.
+    pub fn signal<T: Journaled>(&self, name: &str) -> StepFuture<Result<T, StepError>> {
+        self.inner.signal(name).map(|r| {
+            r.map_err(StepError::from)
+                .and_then(|v| decode(v, "the signal's payload"))
+        })
     }
 
     /// Starts a child run of workflow `W` and waits for its output. The child's StartRecord
@@ -144,7 +197,6 @@ impl Context {
     ) -> StepFuture<Result<W::Output, ChildError>> {
         let mut req = ChildRequest::code(W::NAME, to_value(&input));
         req.version = W::VERSION.into();
-        let _ = PhantomData::<W>;
         self.inner.child(req).map(|o: ChildOutcome| match o.status {
             RunStatus::Done => serde_json::from_value(o.result).map_err(|e| ChildError {
                 run_id: o.run_id,
@@ -162,6 +214,24 @@ impl Context {
     /// Starts a child from an explicit request (e.g. a YAML workflow) and waits for it.
     pub fn child_request(&self, request: ChildRequest) -> StepFuture<ChildOutcome> {
         self.inner.child(request)
+    }
+
+    /// Whether this run takes the code path added by patch `id`: `true` on new runs and on runs
+    /// that reach the call for the first time after the change (a marker is journaled),
+    /// `false` on runs whose journal was written by the old code there. Retire a patch with
+    /// [`Context::deprecate_patch`] once no run of the old code is left. `docs/changing-code.md`
+    /// walks through an example.
+    ///
+    /// Replay: a journal holding the marker of another patch at this step blocks the run
+    /// (`[MAG-ND005]`).
+    pub fn patched(&self, id: &str) -> bool {
+        self.inner.patched(id)
+    }
+
+    /// The only path now is patch `id`'s: accepts the marker where a run recorded it, records
+    /// none on new runs. Remove the call once no run with the marker is left.
+    pub fn deprecate_patch(&self, id: &str) {
+        self.inner.deprecate_patch(id);
     }
 
     /// The time in ms since the Unix epoch, journaled: replay returns the same value.
@@ -184,20 +254,5 @@ impl Context {
     /// ignored. To join instead, use `futures::join!` or [`futures::future::join_all`].
     pub fn select<T>(&self, futures: Vec<StepFuture<T>>) -> Select<T> {
         self.inner.select(futures)
-    }
-}
-
-/// A gate of `kind` with a title; set the other fields on the returned value.
-pub fn gate_spec(kind: GateKind, title: &str) -> GateSpec {
-    GateSpec {
-        kind,
-        title: title.into(),
-        body: String::new(),
-        options: Vec::new(),
-        assigned_to: String::new(),
-        criticality: "NORMAL".into(),
-        tags: Vec::new(),
-        timeout_ms: None,
-        meta: Value::Null,
     }
 }

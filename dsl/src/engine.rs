@@ -1,161 +1,166 @@
 //! The typed engine and its builder.
 
-use std::ops::Deref;
 use std::path::PathBuf;
+use std::sync::Arc;
 use std::time::Duration;
 
 use magrathea_core as core;
 use magrathea_core::{
-    Durability, InterpreterFn, OpenError, RunError, RunId, RunStatus, RunView, StartError,
-    StartRequest, Store, TaskError, TaskRegistration, WorkflowError, WorkflowRegistration,
+    AnswerAck, CancelAck, DeliverError, Durability, Entry, GateAnswer, InboxFilter, InboxItem,
+    InterpreterFn, OpenError, RunError, RunFilter, RunId, RunStatus, RunSummary, RunUpdate,
+    RunView, StartError, StartRequest, Store, StoreError, TaskRegistration, WorkflowRegistration,
 };
 use serde_json::Value;
+use tokio::sync::broadcast;
 
-use crate::context::Context;
+use crate::handle::{HandleError, RunHandle};
+use crate::registration;
 use crate::traits::{Task, Workflow};
 
-/// Builds an [`Engine`]: where the journal lives and which workflows and tasks it runs.
+/// Whether building the engine picks up the runs a previous process left unfinished.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+#[non_exhaustive]
+pub enum Recovery {
+    /// Every non-terminal run is replayed and driven on as soon as the engine is built.
+    #[default]
+    OnBuild,
+    /// Nothing is recovered until [`Engine::resume`] names a run (for tools that inspect a
+    /// journal without driving it).
+    Manual,
+}
+
+/// Builds an [`Engine`]: where the journal lives, which workflows and tasks it exposes by
+/// name, and what tasks get from the application.
 ///
-/// Defaults: a redb file at `./.magrathea/journal.redb`, [`Durability::Immediate`], every
-/// non-terminal run recovered on build.
+/// Defaults: a redb file at `./.magrathea/journal.redb`, [`Durability::Immediate`],
+/// [`Recovery::OnBuild`], suspended runs evicted after 2 s.
+///
+/// ```
+/// use magrathea::prelude::*;
+///
+/// /// What the application hands its tasks: here a greeting; in life a database pool.
+/// struct Greeter {
+///     greeting: &'static str,
+/// }
+///
+/// #[task]
+/// async fn greet(ctx: TaskContext, name: String) -> Result<String, TaskError> {
+///     let greeter = ctx
+///         .data::<Greeter>()
+///         .ok_or_else(|| TaskError::terminal("no Greeter: add one with EngineBuilder::data"))?;
+///     Ok(format!("{}, {name}", greeter.greeting))
+/// }
+///
+/// #[workflow]
+/// async fn hello(ctx: Context, name: String) -> Result<String, WorkflowError> {
+///     Ok(ctx.task(greet, name).await?)
+/// }
+///
+/// # #[tokio::main(flavor = "current_thread")]
+/// # async fn main() -> Result<(), Box<dyn std::error::Error>> {
+/// let engine = Engine::builder()
+///     .in_memory()
+///     .data(Greeter { greeting: "so long" })
+///     .workflow(hello)
+///     .build()
+///     .await?;
+/// let run = engine.start(hello, "and thanks for all the fish".into()).await?;
+/// assert_eq!(run.result().await?, "so long, and thanks for all the fish");
+/// # Ok(()) }
+/// ```
 #[derive(Debug, Default)]
 pub struct EngineBuilder {
     inner: core::EngineBuilder,
 }
 
 impl EngineBuilder {
-    /// The redb journal file.
+    /// The redb journal file (created if missing).
     pub fn path(self, path: impl Into<PathBuf>) -> Self {
-        Self {
-            inner: self.inner.path(path),
-        }
+        self.map(|b| b.path(path))
     }
+
     /// Uses a store of your own.
-    pub fn store(self, store: std::sync::Arc<dyn Store>) -> Self {
-        Self {
-            inner: self.inner.store(store),
-        }
+    pub fn store(self, store: Arc<dyn Store>) -> Self {
+        self.map(|b| b.store(store))
     }
-    /// An in-memory store: nothing survives the process. For tests.
+
+    /// An in-memory store: nothing survives the process. For tests and examples.
     pub fn in_memory(self) -> Self {
-        Self {
-            inner: self.inner.in_memory(),
-        }
+        self.map(core::EngineBuilder::in_memory)
     }
-    /// Commit durability.
+
+    /// Commit durability of the redb file.
     pub fn durability(self, durability: Durability) -> Self {
-        Self {
-            inner: self.inner.durability(durability),
-        }
+        self.map(|b| b.durability(durability))
     }
-    /// Whether building recovers every non-terminal run (default `true`).
-    pub fn recover(self, recover: bool) -> Self {
-        Self {
-            inner: self.inner.recover(recover),
-        }
+
+    /// Whether building recovers every unfinished run (default [`Recovery::OnBuild`]).
+    pub fn recovery(self, recovery: Recovery) -> Self {
+        self.map(|b| b.recover(recovery == Recovery::OnBuild))
     }
+
     /// Evicts suspended runs whose next wake-up is further away than this (default 2 s).
     pub fn evict_after(self, d: Duration) -> Self {
-        Self {
-            inner: self.inner.evict_after(d),
-        }
+        self.map(|b| b.evict_after(d))
     }
 
-    /// Registers a `#[workflow]`.
+    /// Hands `value` to every task attempt, read with
+    /// [`TaskContext::data`](crate::TaskContext::data) by its type: a database pool, an HTTP
+    /// client, configuration. One value per type; a later one replaces an earlier. Share a
+    /// value that is not cheap to clone by wrapping it in an `Arc`.
+    pub fn data<T: Send + Sync + 'static>(self, value: T) -> Self {
+        self.map(|b| b.data(value))
+    }
+
+    /// Registers a `#[workflow]` so that runs of it can be started and recovered.
     pub fn workflow<W: Workflow>(self, _workflow: W) -> Self {
-        let reg = WorkflowRegistration::new(W::NAME, W::VERSION, |ctx, input: Value| async move {
-            let input: W::Input = serde_json::from_value(input).map_err(|e| {
-                WorkflowError::failed(format!(
-                    "[MAG-SE003] invalid input for workflow `{}`: {e}",
-                    W::NAME
-                ))
-            })?;
-            let output = W::run(Context::from_raw(ctx), input).await?;
-            serde_json::to_value(output).map_err(|e| {
-                WorkflowError::failed(format!("[MAG-SE001] output cannot be serialised: {e}"))
-            })
-        });
-        Self {
-            inner: self.inner.workflow(reg),
-        }
+        self.map(|b| b.workflow(registration::workflow::<W>()))
     }
 
-    /// Registers a `#[task]`. YAML workflows can call it as a tool by its name.
+    /// Exposes a `#[task]` by its name: YAML workflows can call it as a `tool_task`, and tools
+    /// list it. Code workflows do not need this: [`Context::task`](crate::Context::task)
+    /// carries the task's body.
     pub fn task<T: Task>(self, _task: T) -> Self {
-        let reg = TaskRegistration::new(T::NAME, T::options(), |input: Value, ctx| async move {
-            let input: T::Input = serde_json::from_value(input).map_err(|e| {
-                TaskError::terminal(format!(
-                    "[MAG-TK002] invalid input for task `{}`: {e}",
-                    T::NAME
-                ))
-            })?;
-            let output = T::run(input, ctx).await?;
-            serde_json::to_value(output).map_err(|e| {
-                TaskError::terminal(format!("[MAG-SE001] output cannot be serialised: {e}"))
-            })
-        });
-        Self {
-            inner: self.inner.task(reg),
-        }
+        self.map(|b| b.task(registration::task::<T>()))
     }
 
     /// Registers an untyped task.
     pub fn task_registration(self, registration: TaskRegistration) -> Self {
-        Self {
-            inner: self.inner.task(registration),
-        }
+        self.map(|b| b.task(registration))
     }
 
     /// Registers an untyped workflow.
     pub fn workflow_registration(self, registration: WorkflowRegistration) -> Self {
-        Self {
-            inner: self.inner.workflow(registration),
-        }
+        self.map(|b| b.workflow(registration))
     }
 
     /// Applies `f` to the untyped builder, e.g. to install a front end:
     /// `.with_core(|b| yaml_runtime.install(b))`.
     pub fn with_core(self, f: impl FnOnce(core::EngineBuilder) -> core::EngineBuilder) -> Self {
-        Self {
-            inner: f(self.inner),
-        }
+        self.map(f)
     }
 
     /// Registers a front end's interpreter.
     pub fn interpreter(self, frontend: impl Into<String>, f: InterpreterFn) -> Self {
-        Self {
-            inner: self.inner.interpreter(frontend, f),
-        }
+        self.map(|b| b.interpreter(frontend, f))
+    }
+
+    /// The untyped builder, for what builds the engine itself (e.g. the server's
+    /// `Server::new`); wrap the engine it builds with [`Engine::from_core`].
+    pub fn into_core(self) -> core::EngineBuilder {
+        self.inner
     }
 
     /// Opens the journal and starts the engine. Must run inside a tokio runtime.
     pub async fn build(self) -> Result<Engine, OpenError> {
-        Ok(Engine {
-            inner: self.inner.build().await?,
-        })
+        Ok(Engine::from_core(self.inner.build().await?))
     }
-}
 
-/// Why a run produced no output.
-#[derive(Debug, thiserror::Error)]
-#[non_exhaustive]
-pub enum ResultError {
-    /// The run ended without success.
-    #[error("[MAG-RN002] run {run_id} ended {status}: {reason}")]
-    Unsuccessful {
-        /// The run.
-        run_id: RunId,
-        /// How it ended.
-        status: RunStatus,
-        /// Why.
-        reason: String,
-    },
-    /// The output did not decode as the workflow's output type.
-    #[error("[MAG-SE002] the output of run {0} has an unexpected shape: {1}")]
-    Decode(RunId, String),
-    /// The run could not be read.
-    #[error(transparent)]
-    Run(#[from] RunError),
+    fn map(self, f: impl FnOnce(core::EngineBuilder) -> core::EngineBuilder) -> Self {
+        Self {
+            inner: f(self.inner),
+        }
+    }
 }
 
 /// Options of a start.
@@ -167,24 +172,25 @@ pub struct StartOptions {
     pub started_by: Option<String>,
 }
 
-/// The engine, typed: start `#[workflow]`s and read their outputs. Dereferences to the core
-/// engine for everything untyped (answering gates, signals, cancel, journals, listing).
+/// The engine, typed: start `#[workflow]`s and get [`RunHandle`]s, answer gates, signal and
+/// cancel runs, read journals and the inbox. Cheap to clone; clones share everything.
+///
+/// What is not here (writer statistics, the store, journal subscriptions) is on the core
+/// engine, reached with [`Engine::core`].
 #[derive(Debug, Clone)]
 pub struct Engine {
     inner: core::Engine,
-}
-
-impl Deref for Engine {
-    type Target = core::Engine;
-    fn deref(&self) -> &core::Engine {
-        &self.inner
-    }
 }
 
 impl Engine {
     /// A builder.
     pub fn builder() -> EngineBuilder {
         EngineBuilder::default()
+    }
+
+    /// Wraps an engine built from [`EngineBuilder::into_core`] (or by a front end).
+    pub fn from_core(engine: core::Engine) -> Self {
+        Self { inner: engine }
     }
 
     /// The untyped engine.
@@ -197,7 +203,7 @@ impl Engine {
         &self,
         workflow: W,
         input: W::Input,
-    ) -> Result<RunId, StartError> {
+    ) -> Result<RunHandle<W>, StartError> {
         self.start_with(workflow, input, StartOptions::default())
             .await
     }
@@ -208,30 +214,121 @@ impl Engine {
         _workflow: W,
         input: W::Input,
         options: StartOptions,
-    ) -> Result<RunId, StartError> {
+    ) -> Result<RunHandle<W>, StartError> {
         let input =
             serde_json::to_value(input).map_err(|e| StartError::InvalidInput(e.to_string()))?;
         let mut req = StartRequest::code(W::NAME, input);
         req.idempotency_key = options.idempotency_key;
         req.started_by = options.started_by.unwrap_or_default();
-        self.inner.start(req).await
+        let id = self.inner.start(req).await?;
+        Ok(RunHandle::new(self.clone(), id))
     }
 
-    /// Waits for a run of `W` to end and returns its output.
-    pub async fn result<W: Workflow>(
+    /// A handle on an existing run of `W`, e.g. from an id kept across a restart. Fails when
+    /// the run does not exist or belongs to another workflow.
+    pub fn handle<W: Workflow>(
         &self,
         _workflow: W,
-        run: RunId,
-    ) -> Result<W::Output, ResultError> {
-        let view: RunView = self.inner.wait(run).await?;
-        if view.status != RunStatus::Done {
-            return Err(ResultError::Unsuccessful {
-                run_id: run,
-                status: view.status,
-                reason: view.reason.unwrap_or_default(),
+        id: RunId,
+    ) -> Result<RunHandle<W>, HandleError> {
+        let summary = self.inner.summary(id)?;
+        if summary.workflow_name != W::NAME {
+            return Err(HandleError::OtherWorkflow {
+                run_id: id,
+                expected: W::NAME,
+                actual: summary.workflow_name,
             });
         }
-        serde_json::from_value(view.result.unwrap_or(Value::Null))
-            .map_err(|e| ResultError::Decode(run, e.to_string()))
+        Ok(RunHandle::new(self.clone(), id))
+    }
+
+    /// The run's status.
+    pub fn status(&self, run: RunId) -> Result<RunStatus, RunError> {
+        self.inner.status(run)
+    }
+
+    /// The run as a projection of its journal.
+    pub fn run(&self, run: RunId) -> Result<RunView, RunError> {
+        self.inner.run(run)
+    }
+
+    /// The run's indexed summary.
+    pub fn summary(&self, run: RunId) -> Result<RunSummary, RunError> {
+        self.inner.summary(run)
+    }
+
+    /// Waits until the run is `DONE`, `FAILED` or `CANCELLED`.
+    pub async fn wait(&self, run: RunId) -> Result<RunView, RunError> {
+        self.inner.wait(run).await
+    }
+
+    /// Waits until the run settles: ended, `WAITING` on a gate, or `BLOCKED`.
+    pub async fn wait_settled(&self, run: RunId) -> Result<RunView, RunError> {
+        self.inner.wait_settled(run).await
+    }
+
+    /// Waits until the run's status satisfies `pred`.
+    pub async fn wait_until(
+        &self,
+        run: RunId,
+        pred: impl Fn(RunStatus) -> bool,
+    ) -> Result<RunView, RunError> {
+        self.inner.wait_until(run, pred).await
+    }
+
+    /// Runs, newest first.
+    pub fn list_runs(&self, filter: &RunFilter) -> Result<Vec<RunSummary>, StoreError> {
+        self.inner.list_runs(filter)
+    }
+
+    /// The run's journal as typed records.
+    pub fn journal(&self, run: RunId) -> Result<Vec<Entry>, RunError> {
+        self.inner.journal(run)
+    }
+
+    /// Inbox items of unfinished runs, oldest first: pending ones, or all.
+    pub fn inbox(&self, filter: InboxFilter) -> Result<Vec<InboxItem>, StoreError> {
+        self.inner.inbox(filter)
+    }
+
+    /// One inbox item, pending or not.
+    pub fn inbox_item(&self, id: &str) -> Result<InboxItem, DeliverError> {
+        self.inner.inbox_item(id)
+    }
+
+    /// Answers a gate's inbox item. The first completion journaled wins: an answer after the
+    /// gate's timeout fired (or after another answer) is journaled as ignored.
+    pub async fn answer_gate(
+        &self,
+        item_id: &str,
+        answer: GateAnswer,
+    ) -> Result<AnswerAck, DeliverError> {
+        self.inner.answer_gate(item_id, answer).await
+    }
+
+    /// Sends signal `name` to a run (untyped; [`RunHandle::signal`] takes a typed payload).
+    pub async fn signal(&self, run: RunId, name: &str, payload: Value) -> Result<(), DeliverError> {
+        self.inner.signal(run, name, payload).await
+    }
+
+    /// Requests cancellation of a run; see [`RunHandle::cancel`].
+    pub async fn cancel(&self, run: RunId, reason: &str) -> Result<CancelAck, DeliverError> {
+        self.inner.cancel(run, reason).await
+    }
+
+    /// Replays and drives one run that is not in memory (after [`Recovery::Manual`]).
+    pub fn resume(&self, run: RunId) {
+        self.inner.resume(run);
+    }
+
+    /// Committed status changes of every run.
+    pub fn subscribe_status(&self) -> broadcast::Receiver<RunUpdate> {
+        self.inner.subscribe_status()
+    }
+}
+
+impl From<core::Engine> for Engine {
+    fn from(engine: core::Engine) -> Self {
+        Self::from_core(engine)
     }
 }

@@ -21,19 +21,37 @@
 //! }
 //!
 //! # async fn run() -> Result<(), Box<dyn std::error::Error>> {
-//! let engine = Engine::builder().path("journal.redb").workflow(hello).task(greet).build().await?;
+//! let engine = Engine::builder().path("journal.redb").workflow(hello).build().await?;
 //! let run = engine.start(hello, "world".to_string()).await?;
-//! assert_eq!(engine.result(hello, run).await?, "hello, world");
+//! assert_eq!(run.result().await?, "hello, world");
 //! # Ok(()) }
 //! ```
+//!
+//! * Tasks reach the application's own resources (a database pool, an HTTP client) through
+//!   [`EngineBuilder::data`] and [`TaskContext::data`].
+//! * A task needs no registration to be called from code; [`EngineBuilder::task`] exposes it by
+//!   name to YAML workflows and tools.
+//! * [`Engine::start`] returns a typed [`RunHandle`]; [`Engine::handle`] makes one from a
+//!   [`RunId`].
+//! * Workflow bodies return `Result<T, WorkflowError>`, or `Result<T, magrathea::Error>` to
+//!   use `?` on any error type; see [`Error`].
+//! * Gates are built with [`Gate`] and answered as an [`Approval`], [`Decision`] or
+//!   [`Feedback`].
 
 mod context;
 mod engine;
+mod error;
+mod gate;
+mod handle;
+mod registration;
 pub mod testing;
 mod traits;
 
-pub use context::{ChildError, Context, gate_spec};
-pub use engine::{Engine, EngineBuilder, ResultError, StartOptions};
+pub use context::Context;
+pub use engine::{Engine, EngineBuilder, Recovery, StartOptions};
+pub use error::{ChildError, Error, StepError};
+pub use gate::{Approval, Criticality, Decision, Feedback, Gate, NoDecision};
+pub use handle::{HandleError, ResultError, RunHandle, SignalError};
 pub use magrathea_core::{
     AnswerAck, AnswerOutcome, AppData, CancelAck, ChildOutcome, ChildRequest, DeliverError,
     Durability, Entry, GateAnswer, GateKind, GateOutcome, GateSpec, InboxFilter, InboxItem,
@@ -55,8 +73,9 @@ pub use magrathea_server as server;
 /// What a workflow author needs.
 pub mod prelude {
     pub use crate::{
-        Context, Engine, GateAnswer, GateKind, GateOutcome, RetryPolicy, RunId, RunStatus, Task,
-        TaskContext, TaskError, TaskOptions, Workflow, WorkflowError, gate_spec, task, workflow,
+        Approval, ChildError, Context, Decision, Engine, Feedback, Gate, GateAnswer, GateKind,
+        GateOutcome, InboxFilter, RetryPolicy, RunHandle, RunId, RunStatus, StepError, Task,
+        TaskContext, TaskError, TaskOptions, Workflow, WorkflowError, task, workflow,
     };
 }
 

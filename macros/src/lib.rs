@@ -5,7 +5,8 @@
 //!
 //! Each macro turns an `async fn` into a unit struct of the same name that implements
 //! `magrathea::Task` or `magrathea::Workflow`. The function's body is kept as written; the
-//! struct is what you pass to the engine (`ctx.call(charge, order)`, `engine.register(order)`).
+//! struct is what you pass around: `ctx.task(charge, order)`, `Engine::builder().workflow(order)`,
+//! `engine.start(order, input)`.
 //!
 //! The macros work in three steps, each in its own module: `parse` reads the tokens, `validate`
 //! checks the function's shape and reports every problem at the tokens that cause it, `expand`
@@ -133,9 +134,37 @@ pub fn task(args: TokenStream, item: TokenStream) -> TokenStream {
 /// * The function must be an `async fn`, not generic, without `self`.
 /// * Its **first** parameter is its `ctx: Context` (recognised by the type's name).
 /// * After the context it takes at most one input; group several values into a struct.
-/// * It returns `Result<T, E>` with `E: Into<WorkflowError>` (`WorkflowError` itself, a
-///   `TaskError`, or any `std::error::Error + Send + Sync + 'static`).
+/// * It returns `Result<T, E>` with `E: Into<WorkflowError>`: `WorkflowError` itself,
+///   `magrathea::Error`, `magrathea::StepError`, `magrathea::ChildError` or `TaskError`.
 /// * Input and output must be owned serde types (`magrathea::Journaled`).
+///
+/// # Errors and `?`
+///
+/// With `WorkflowError`, `?` takes the errors of the context's steps (`StepError`) and of
+/// child workflows (`ChildError`). Declare `magrathea::Error` to use `?` on any
+/// `std::error::Error + Send + Sync + 'static` as well (a `serde_json::Error`, a
+/// `ParseIntError`, your own error type): the run fails with the error's message and sources,
+/// and a cancelled step or child still ends it `CANCELLED`.
+///
+/// ```
+/// use magrathea::{workflow, Context};
+///
+/// /// Reads a quantity and asks a child for its price.
+/// #[workflow]
+/// async fn quote(ctx: Context, quantity: String) -> Result<u64, magrathea::Error> {
+///     let quantity: u64 = quantity.trim().parse()?;             // std::num::ParseIntError
+///     let unit = ctx.child(unit_price, ()).await?;              // magrathea::ChildError
+///     let unit: u64 = serde_json::from_value(unit)?;            // serde_json::Error
+///     Ok(quantity * unit)
+/// }
+///
+/// /// The price of one unit, as JSON.
+/// #[workflow]
+/// async fn unit_price(_ctx: Context) -> Result<serde_json::Value, magrathea::Error> {
+///     Ok(serde_json::json!(42))
+/// }
+/// # fn main() {}
+/// ```
 ///
 /// # Arguments
 ///

@@ -1,7 +1,8 @@
 //! magrathea-server: the Magrathea HTTP server and the `magrathea` command-line binary.
 //!
 //! The server lives in [`http`]: [`serve`] a [`ServeConfig`] to get the bound address and a
-//! [`ServerHandle`]; `magrathea serve` does the same from the command line. The routes are
+//! [`ServerHandle`]; `magrathea serve` does the same from the command line. An application
+//! that builds its own engine, with code workflows and tasks, serves it with [`Server`]. The routes are
 //! documented at `GET /openapi.json` and in [`http::routes`]; tokens in [`http::auth`].
 //!
 //! The binary's commands live in `src/cli/` and are private to it; their contract (arguments,
@@ -17,4 +18,4 @@
 
 pub mod http;
 
-pub use http::{DEFAULT_ADDR, ServeConfig, ServeError, ServerHandle, serve};
+pub use http::{Access, DEFAULT_ADDR, ServeConfig, ServeError, Server, ServerHandle, serve};

@@ -37,7 +37,7 @@ async fn a_cancelled_week_long_sleep_runs_its_cleanup_and_ends_cancelled() {
         .build()
         .await
         .unwrap();
-    let run = engine.start(week_sleeper, "tmp".into()).await.unwrap();
+    let run = engine.start(week_sleeper, "tmp".into()).await.unwrap().id();
     magrathea_tests::wait_for("the sleep to be journaled", Duration::from_secs(5), || {
         engine.journal(run).is_ok_and(|j| {
             j.iter()

@@ -17,11 +17,13 @@ async fn dormant(ctx: Context, _n: u64) -> Result<String, WorkflowError> {
     let wake = ctx
         .signal::<String>("wake")
         .map(|r| r.map(|p| format!("woken by {p}")));
-    let gate = ctx.approval("release?").map(|g| match g {
-        GateOutcome::Answered(a) => Ok(format!("released {}", a.value["approved"])),
-        GateOutcome::TimedOut => Ok("gate timed out".to_string()),
-        GateOutcome::Cancelled(r) => Err(WorkflowError::cancelled(r)),
-    });
+    let gate = ctx
+        .gate(Gate::approval("release?").into_spec())
+        .map(|g| match g {
+            GateOutcome::Answered(a) => Ok(format!("released {}", a.value["approved"])),
+            GateOutcome::TimedOut => Ok("gate timed out".to_string()),
+            GateOutcome::Cancelled(r) => Err(WorkflowError::cancelled(r)),
+        });
     let week = week.map(|r| r.map_err(WorkflowError::from));
     let wake = wake.map(|r| r.map_err(WorkflowError::from));
     let (_, out) = ctx.select(vec![week, wake, gate]).await;
@@ -39,10 +41,10 @@ async fn a_thousand_week_long_sleeps_leave_memory_and_still_answer() {
         .unwrap();
     let mut runs = Vec::new();
     for n in 0..1000 {
-        runs.push(engine.start(dormant, n).await.unwrap());
+        runs.push(engine.start(dormant, n).await.unwrap().id());
     }
     wait_for("every run to be evicted", Duration::from_secs(30), || {
-        engine.runs_in_memory() == 0
+        engine.core().runs_in_memory() == 0
     })
     .await;
     for run in &runs {
@@ -80,7 +82,7 @@ async fn a_thousand_week_long_sleeps_leave_memory_and_still_answer() {
     wait_for(
         "the woken runs to leave memory",
         Duration::from_secs(10),
-        || engine.runs_in_memory() == 0,
+        || engine.core().runs_in_memory() == 0,
     )
     .await;
     assert_eq!(engine.status(runs[3]).unwrap(), RunStatus::Waiting);

@@ -33,7 +33,7 @@ fn five_expected(n: u64) -> u64 {
 
 #[workflow]
 async fn approve_then_add(ctx: Context, n: u64) -> Result<u64, WorkflowError> {
-    match ctx.approval("go?").await {
+    match ctx.gate(Gate::approval("go?").into_spec()).await {
         GateOutcome::Answered(_) => Ok(ctx.task(slow_add, (n, 1)).await?),
         other => Err(WorkflowError::failed(format!("{other:?}"))),
     }
@@ -62,9 +62,14 @@ async fn a_start_whose_commit_fails_is_an_error_and_no_run_exists() {
     assert_eq!(trigger.load(Ordering::SeqCst), 0, "the failure was used");
     assert!(engine.list_runs(&RunFilter::default()).unwrap().is_empty());
     // The engine still works afterwards.
-    let run = engine.start(five_steps, 1).await.unwrap();
+    let run = engine.start(five_steps, 1).await.unwrap().id();
     assert_eq!(
-        engine.result(five_steps, run).await.unwrap(),
+        engine
+            .handle(five_steps, run)
+            .unwrap()
+            .result()
+            .await
+            .unwrap(),
         five_expected(1)
     );
     assert_eq!(engine.list_runs(&RunFilter::default()).unwrap().len(), 1);
@@ -78,7 +83,7 @@ async fn a_start_whose_commit_fails_is_an_error_and_no_run_exists() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_gate_answer_whose_commit_fails_leaves_the_gate_pending_and_a_later_answer_works() {
     let (engine, trigger, _) = engine_on_faulty().await;
-    let run = engine.start(approve_then_add, 10).await.unwrap();
+    let run = engine.start(approve_then_add, 10).await.unwrap().id();
     assert_eq!(
         engine.wait_settled(run).await.unwrap().status,
         RunStatus::Waiting
@@ -107,10 +112,8 @@ async fn a_gate_answer_whose_commit_fails_leaves_the_gate_pending_and_a_later_an
         .await
         .unwrap();
     assert_eq!(ack, magrathea::AnswerAck::Applied);
-    let out = tokio::time::timeout(
-        Duration::from_secs(10),
-        engine.result(approve_then_add, run),
-    );
+    let handle = engine.handle(approve_then_add, run).unwrap();
+    let out = tokio::time::timeout(Duration::from_secs(10), handle.result());
     assert_eq!(out.await.expect("the run finishes").unwrap(), 21);
     // Checked last, so that the checks above run even while this one fails.
     assert!(
@@ -122,10 +125,10 @@ async fn a_gate_answer_whose_commit_fails_leaves_the_gate_pending_and_a_later_an
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn runs_caught_by_failed_commits_finish_and_nothing_acknowledged_is_lost() {
     let (engine, trigger, store) = engine_on_faulty().await;
-    let mut committed = engine.subscribe_journal();
+    let mut committed = engine.core().subscribe_journal();
     let mut runs = Vec::new();
     for n in 0..20 {
-        runs.push((n, engine.start(five_steps, n).await.unwrap()));
+        runs.push((n, engine.start(five_steps, n).await.unwrap().id()));
     }
     let mut snapshots: Vec<HashMap<RunId, Vec<Entry>>> = Vec::new();
     for _ in 0..3 {
@@ -138,7 +141,8 @@ async fn runs_caught_by_failed_commits_finish_and_nothing_acknowledged_is_lost()
         trigger.store(2, Ordering::SeqCst);
     }
     for (n, run) in &runs {
-        let out = tokio::time::timeout(Duration::from_secs(20), engine.result(five_steps, *run));
+        let handle = engine.handle(five_steps, *run).unwrap();
+        let out = tokio::time::timeout(Duration::from_secs(20), handle.result());
         assert_eq!(
             out.await.expect("every run finishes").unwrap(),
             five_expected(*n),

@@ -26,7 +26,7 @@ async fn nd_other(n: u64) -> Result<u64, TaskError> {
 #[workflow(name = "nd", version = "1")]
 async fn nd_original(ctx: Context, n: u64) -> Result<u64, WorkflowError> {
     let a = ctx.task(nd_first, n).await?;
-    match ctx.approval("continue?").await {
+    match ctx.gate(Gate::approval("continue?").into_spec()).await {
         GateOutcome::Answered(_) => Ok(ctx.task(nd_other, a).await?),
         other => Err(WorkflowError::failed(format!("{other:?}"))),
     }
@@ -36,7 +36,7 @@ async fn nd_original(ctx: Context, n: u64) -> Result<u64, WorkflowError> {
 #[workflow(name = "nd", version = "1")]
 async fn nd_swapped(ctx: Context, n: u64) -> Result<u64, WorkflowError> {
     let a = ctx.task(nd_other, n).await?;
-    match ctx.approval("continue?").await {
+    match ctx.gate(Gate::approval("continue?").into_spec()).await {
         GateOutcome::Answered(_) => Ok(ctx.task(nd_first, a).await?),
         other => Err(WorkflowError::failed(format!("{other:?}"))),
     }
@@ -57,7 +57,7 @@ fn run_until_gate_then_crash(db: &Path) -> RunId {
     let rt = runtime();
     let run = rt.block_on(async {
         let engine = builder(db).workflow(nd_original).build().await.unwrap();
-        let run = engine.start(nd_original, 1).await.unwrap();
+        let run = engine.start(nd_original, 1).await.unwrap().id();
         let view = engine.wait_settled(run).await.unwrap();
         assert_eq!(view.status, RunStatus::Waiting);
         run
@@ -176,7 +176,8 @@ async fn reopen_with_original_and_finish(db: &Path, run: RunId) {
             .unwrap(),
         AnswerAck::Applied
     );
-    let result = tokio::time::timeout(Duration::from_secs(10), engine.result(nd_original, run));
+    let handle = engine.handle(nd_original, run).unwrap();
+    let result = tokio::time::timeout(Duration::from_secs(10), handle.result());
     assert_eq!(result.await.expect("the run finishes").unwrap(), 200);
     let journal = engine.journal(run).unwrap();
     assert!(
@@ -187,7 +188,7 @@ async fn reopen_with_original_and_finish(db: &Path, run: RunId) {
         "un-blocking is journaled"
     );
     wait_for("the run to leave memory", Duration::from_secs(5), || {
-        engine.runs_in_memory() == 0
+        engine.core().runs_in_memory() == 0
     })
     .await;
 }

@@ -79,7 +79,7 @@ async fn shape_flow(ctx: Context, shape: Vec<Node>) -> Result<Vec<Value>, Workfl
                 ctx.sleep(Duration::from_millis(ms)).await?;
                 json!("slept")
             }
-            Node::Gate => match ctx.approval("shape gate").await {
+            Node::Gate => match ctx.gate(Gate::approval("shape gate").into_spec()).await {
                 GateOutcome::Answered(a) => a.value,
                 other => return Err(WorkflowError::failed(format!("{other:?}"))),
             },
@@ -204,7 +204,7 @@ fn run_to_end(shape: &[Node], crash_after: Option<Duration>) -> (Vec<Entry>, Vec
     let Some(crash_after) = crash_after else {
         let journal = rt.block_on(async {
             let engine = engine_on(store.clone()).await;
-            let run = engine.start(shape_flow, shape.to_vec()).await.unwrap();
+            let run = engine.start(shape_flow, shape.to_vec()).await.unwrap().id();
             finish(engine, run).await
         });
         rt.shutdown_background();
@@ -212,7 +212,7 @@ fn run_to_end(shape: &[Node], crash_after: Option<Duration>) -> (Vec<Entry>, Vec
     };
     let run = rt.block_on(async {
         let engine = engine_on(store.clone()).await;
-        engine.start(shape_flow, shape.to_vec()).await.unwrap()
+        engine.start(shape_flow, shape.to_vec()).await.unwrap().id()
     });
     std::thread::sleep(crash_after);
     rt.shutdown_background();

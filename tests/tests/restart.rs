@@ -22,9 +22,8 @@ async fn sleeper(ctx: Context, ms: u64) -> Result<u64, WorkflowError> {
 
 #[workflow]
 async fn gate_with_timeout(ctx: Context, timeout_ms: u64) -> Result<String, WorkflowError> {
-    let mut spec = gate_spec(GateKind::Approval, "ship it?");
-    spec.timeout_ms = Some(timeout_ms);
-    Ok(match ctx.gate(spec).await {
+    let spec = Gate::approval("ship it?").timeout(Duration::from_millis(timeout_ms));
+    Ok(match ctx.gate(spec.into_spec()).await {
         GateOutcome::Answered(a) => format!("answered {}", a.value),
         GateOutcome::TimedOut => "timed out".to_string(),
         GateOutcome::Cancelled(r) => format!("cancelled {r}"),
@@ -33,7 +32,7 @@ async fn gate_with_timeout(ctx: Context, timeout_ms: u64) -> Result<String, Work
 
 #[workflow]
 async fn approval_echo(ctx: Context, input: String) -> Result<String, WorkflowError> {
-    match ctx.approval("approve?").await {
+    match ctx.gate(Gate::approval("approve?").into_spec()).await {
         GateOutcome::Answered(_) => Ok(input),
         other => Err(WorkflowError::failed(format!("{other:?}"))),
     }
@@ -79,8 +78,8 @@ fn durable_timers_fire_once_after_a_restart_before_or_after_their_due_time() {
     let db = dir.path().join("journal.redb");
     // `long` is due after the restart, `short` before it.
     let (long, short) = incarnation(&db, async |engine: Engine| {
-        let long = engine.start(sleeper, 1500).await.unwrap();
-        let short = engine.start(sleeper, 300).await.unwrap();
+        let long = engine.start(sleeper, 1500).await.unwrap().id();
+        let short = engine.start(sleeper, 300).await.unwrap().id();
         for run in [long, short] {
             wait_for_async(&engine, run, |j| {
                 count(j, |r| matches!(r, Record::TimerSet { .. })) == 1
@@ -97,7 +96,8 @@ fn durable_timers_fire_once_after_a_restart_before_or_after_their_due_time() {
     rt.block_on(async {
         let engine = build_retrying(|| builder(&db)).await.unwrap();
         for (run, ms) in [(long, 1500), (short, 300)] {
-            let done = tokio::time::timeout(Duration::from_secs(10), engine.result(sleeper, run));
+            let handle = engine.handle(sleeper, run).unwrap();
+            let done = tokio::time::timeout(Duration::from_secs(10), handle.result());
             assert_eq!(done.await.expect("the timer fires").unwrap(), ms);
             let journal = engine.journal(run).unwrap();
             assert_eq!(
@@ -137,7 +137,7 @@ fn a_gate_answered_after_its_timeout_fired_is_ignored_and_recorded_across_restar
     let dir = tempfile::tempdir().unwrap();
     let db = dir.path().join("journal.redb");
     let run = incarnation(&db, async |engine: Engine| {
-        let run = engine.start(gate_with_timeout, 300).await.unwrap();
+        let run = engine.start(gate_with_timeout, 300).await.unwrap().id();
         let view = engine.wait_settled(run).await.unwrap();
         assert_eq!(view.status, RunStatus::Waiting);
         run
@@ -201,7 +201,8 @@ fn an_idempotent_start_after_a_restart_returns_the_first_run() {
         let run = engine
             .start_with(approval_echo, "first".into(), key())
             .await
-            .unwrap();
+            .unwrap()
+            .id();
         engine.wait_settled(run).await.unwrap();
         run
     });
@@ -209,17 +210,24 @@ fn an_idempotent_start_after_a_restart_returns_the_first_run() {
         let second = engine
             .start_with(approval_echo, "second".into(), key())
             .await
-            .unwrap();
+            .unwrap()
+            .id();
         engine
             .answer_gate(&format!("{second}-0"), GateAnswer::approve())
             .await
             .unwrap();
-        let out = engine.result(approval_echo, second).await.unwrap();
+        let out = engine
+            .handle(approval_echo, second)
+            .unwrap()
+            .result()
+            .await
+            .unwrap();
         assert_eq!(out, "first", "the first run's input, not the second's");
         let again = engine
             .start_with(approval_echo, "third".into(), key())
             .await
-            .unwrap();
+            .unwrap()
+            .id();
         assert_eq!(again, second, "a finished run is found by its key too");
         (
             second,

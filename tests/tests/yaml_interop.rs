@@ -105,8 +105,8 @@ async fn a_workflow_starts_a_yaml_child_that_calls_a_task_as_a_tool() {
         .build()
         .await
         .unwrap();
-    let run = engine.start(parent, "Ford".to_string()).await.unwrap();
-    let result = engine.result(parent, run).await.unwrap();
+    let run = engine.start(parent, "Ford".to_string()).await.unwrap().id();
+    let result = engine.handle(parent, run).unwrap().result().await.unwrap();
     assert_eq!(result, json!({ "greeting": "hello, Ford!" }));
 
     let child = engine
@@ -125,7 +125,7 @@ async fn a_workflow_starts_a_yaml_child_that_calls_a_task_as_a_tool() {
 
     // A #[task] called with input of the wrong shape is a technical_error naming the field.
     let bad = runtime
-        .start(&engine, scope, "bad-input", json!({}), "t")
+        .start(engine.core(), scope, "bad-input", json!({}), "t")
         .await
         .unwrap();
     let view = engine.wait(bad).await.unwrap();

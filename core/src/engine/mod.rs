@@ -66,6 +66,8 @@ impl fmt::Display for WorkflowError {
     }
 }
 
+impl std::error::Error for WorkflowError {}
+
 impl From<TaskError> for WorkflowError {
     /// A task failure fails the workflow; a cancelled step cancels it.
     fn from(e: TaskError) -> Self {

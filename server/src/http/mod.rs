@@ -2,7 +2,9 @@
 //! over one axum router.
 //!
 //! [`serve`] opens the engine (redb at `<store>/journal.redb`, recovering every unfinished
-//! run), binds, and serves until [`ServerHandle::shutdown`]. The routes are listed in
+//! run), binds, and serves until [`ServerHandle::shutdown`]. [`Server`] does the same over an
+//! engine the application builds, so its code workflows and tasks are served next to the
+//! YAML documents. The routes are listed in
 //! [`routes::routes`] and at `GET /openapi.json`; authentication is described in [`auth`].
 
 pub mod approvals;
@@ -18,6 +20,7 @@ pub mod metrics;
 pub mod openapi;
 pub mod routes;
 pub mod runs;
+mod server;
 pub mod sse;
 pub mod state;
 pub mod ws;
@@ -30,7 +33,7 @@ use std::time::Duration;
 
 use axum::Router;
 use axum::extract::DefaultBodyLimit;
-use magrathea_core::{Engine, OpenError};
+use magrathea_core::{Engine, EngineBuilder, OpenError};
 use magrathea_yaml::{DocumentSource, YamlRuntime};
 use tokio::sync::oneshot;
 use tokio::task::JoinHandle;
@@ -38,6 +41,7 @@ use tower_http::trace::TraceLayer;
 
 pub use auth::{ApiScope, Auth, AuthFileError, Principal};
 pub use error::ApiError;
+pub use server::{Access, Server};
 pub use state::AppState;
 
 /// The default address: loopback only, port 7878.
@@ -184,6 +188,9 @@ pub fn router(state: AppState) -> Router {
 
 /// Opens the engine and the tokens, binds `config.addr` and serves in the background.
 /// Returns the bound address (useful with port 0) and the handle that stops the server.
+///
+/// To serve an engine of your own, with code workflows and tasks next to the YAML documents,
+/// use [`Server`].
 pub async fn serve(config: ServeConfig) -> Result<(SocketAddr, ServerHandle), ServeError> {
     let auth = Auth::load(auth::token_file(&config.root), config.insecure_no_auth)?;
     let store = config.store_dir();
@@ -191,15 +198,20 @@ pub async fn serve(config: ServeConfig) -> Result<(SocketAddr, ServerHandle), Se
         path: store.clone(),
         source,
     })?;
+    let engine = Engine::builder()
+        .path(store.join("journal.redb"))
+        .recover(true);
+    start(engine, &config, auth).await
+}
+
+/// Installs the YAML runtime of `config.root` into `engine`, builds it and serves it.
+async fn start(
+    engine: EngineBuilder,
+    config: &ServeConfig,
+    auth: Auth,
+) -> Result<(SocketAddr, ServerHandle), ServeError> {
     let runtime = YamlRuntime::new(DocumentSource::new(config.root.clone()));
-    let engine = runtime
-        .install(
-            Engine::builder()
-                .path(store.join("journal.redb"))
-                .recover(true),
-        )
-        .build()
-        .await?;
+    let engine = runtime.install(engine).build().await?;
     // Tools that start runs or read the inbox (workflow_start, inbox_read) use the engine.
     runtime.attach(&engine);
     let metrics = Arc::new(metrics::Metrics::new()?);

@@ -5,7 +5,7 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 use axum::http::{HeaderMap, StatusCode};
-use magrathea_core::{Engine, RunError, RunId, RunSummary, RunView, StartError};
+use magrathea_core::{Engine, RunError, RunId, RunSummary, RunView, StartError, StartRequest};
 use magrathea_yaml::{DocumentError, DocumentSource, Scope, YamlRuntime, YamlStartError};
 use serde_json::Value;
 
@@ -83,7 +83,9 @@ impl AppState {
         self.engine.run(run).map_err(ApiError::internal)
     }
 
-    /// Starts the YAML workflow `name` of `scope`; `trigger` labels the metric.
+    /// Starts the YAML workflow `name` of `scope`, or, when the scope has no such document,
+    /// the code workflow `name` registered with the engine (with `params` as its input);
+    /// `trigger` labels the metric.
     pub async fn start(
         &self,
         scope: &Scope,
@@ -92,18 +94,50 @@ impl AppState {
         started_by: &str,
         trigger: &str,
     ) -> Result<RunId, ApiError> {
-        let params = if params.is_null() {
+        let yaml_params = if params.is_null() {
             Value::Object(Default::default())
         } else {
-            params
+            params.clone()
         };
-        let run = self
+        let run = match self
             .runtime
-            .start(&self.engine, scope, name, params, started_by)
+            .start(&self.engine, scope, name, yaml_params, started_by)
             .await
-            .map_err(|e| self.start_error(e))?;
+        {
+            Ok(run) => run,
+            Err(YamlStartError::Document(DocumentError::UnknownWorkflow { .. })) => {
+                self.start_code(scope, name, params, started_by).await?
+            }
+            Err(e) => return Err(self.start_error(e)),
+        };
         self.metrics.run_started(trigger);
         Ok(run)
+    }
+
+    /// Starts the registered code workflow `name` in `scope`; 404 when there is none, as for
+    /// an unknown document.
+    async fn start_code(
+        &self,
+        scope: &Scope,
+        name: &str,
+        input: Value,
+        started_by: &str,
+    ) -> Result<RunId, ApiError> {
+        let request = StartRequest::code(name, input)
+            .scope(scope.key())
+            .started_by(started_by);
+        match self.engine.start(request).await {
+            Ok(run) => Ok(run),
+            Err(StartError::UnknownWorkflow(_)) => Err(ApiError::new(
+                StatusCode::NOT_FOUND,
+                "MAG-HTTP-WORKFLOW-NOT-FOUND",
+                format!("[MAG-DOC001] unknown workflow `{name}`"),
+            )),
+            Err(StartError::InvalidInput(m)) => {
+                Err(ApiError::bad_request("MAG-HTTP-INVALID-PARAMS", m))
+            }
+            Err(e) => Err(ApiError::internal(e)),
+        }
     }
 
     fn start_error(&self, e: YamlStartError) -> ApiError {

@@ -37,11 +37,11 @@ fn main() -> anyhow::Result<()> {
                 idempotency_key: Some(format!("w-{i}")),
                 started_by: Some("crash_worker".into()),
             };
-            ids.push((i, engine.start_with(crash_flow, i, options).await?));
+            ids.push((i, engine.start_with(crash_flow, i, options).await?.id()));
         }
         let mut wrong = 0;
         for (i, run) in ids {
-            let out = engine.result(crash_flow, run).await?;
+            let out = engine.handle(crash_flow, run).unwrap().result().await?;
             if out != crash_expected(i) {
                 eprintln!(
                     "run {run} (input {i}) ended with {out}, expected {}",

@@ -109,6 +109,8 @@ struct Driver {
     replay: Option<ReplayCursor>,
     /// The emptied command list, kept for its allocation.
     command_buf: Vec<Command>,
+    /// Replaying to check the code against a journal, ended runs included; nothing is acted on.
+    checking: bool,
 }
 
 impl Driver {
@@ -133,6 +135,7 @@ impl Driver {
             blocked: None,
             replay: None,
             command_buf: Vec::new(),
+            checking: false,
         }
     }
 

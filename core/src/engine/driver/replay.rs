@@ -117,6 +117,7 @@ impl Driver {
     /// Replays `entries` against the registered code without acting or writing: returns why
     /// the run would block (non-determinism, a panic, a missing workflow), if it would.
     pub(crate) fn check(&mut self, entries: Vec<Entry>, summary: RunSummary) -> Option<String> {
+        self.checking = true;
         if !self.replay(entries, summary) {
             return Some(format!(
                 "[MAG-EN005] run {} cannot be replayed here: this engine has no front end for it",
@@ -164,10 +165,10 @@ impl Driver {
             Record::Status { status, reason } => Some((*status, reason.clone())),
             _ => None,
         });
-        if journaled_status
+        let ended = journaled_status
             .as_ref()
-            .is_some_and(|(s, _)| s.is_terminal())
-        {
+            .is_some_and(|(s, _)| s.is_terminal());
+        if ended && !self.checking {
             // The code is not run again; late deliveries only need to know the steps.
             if let Some(i) = last_status {
                 let _ = self
