@@ -1,6 +1,7 @@
 //! The engine: runs, their drivers, and the API to start, answer, signal, cancel and read them.
 
 mod driver;
+mod key_locks;
 mod timers;
 
 use std::collections::HashMap;
@@ -276,7 +277,9 @@ pub(crate) struct EngineInner {
     pub(crate) status_tx: broadcast::Sender<RunUpdate>,
     pub(crate) journal_tx: broadcast::Sender<JournalUpdate>,
     pub(crate) replay_permits: Semaphore,
-    start_lock: tokio::sync::Mutex<()>,
+    /// Serialises starts per idempotency key (never across keys, so that distinct keys share
+    /// group commits).
+    start_locks: key_locks::KeyLocks,
     pub(crate) config: Config,
 }
 
@@ -349,9 +352,11 @@ impl EngineInner {
             scope: req.scope,
         };
         self.can_run(&start)?;
+        // Held until the StartRecord and its key are durable, so that a concurrent start with
+        // the same key finds the key; starts with other keys go on and share the commit.
         let _guard = match &req.idempotency_key {
             Some(key) => {
-                let guard = self.start_lock.lock().await;
+                let guard = self.start_locks.lock(key).await;
                 if let Some(existing) = self.store.find_idempotency_key(key)? {
                     return Ok(existing);
                 }
@@ -523,7 +528,7 @@ impl EngineBuilder {
             status_tx: broadcast::channel(4096).0,
             journal_tx: broadcast::channel(4096).0,
             replay_permits: Semaphore::new(64),
-            start_lock: tokio::sync::Mutex::new(()),
+            start_locks: key_locks::KeyLocks::default(),
             config: Config {
                 evict_after: self.evict_after,
             },
