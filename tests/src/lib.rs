@@ -2,8 +2,9 @@
 //!
 //! The crash-recovery workflows live here because two programs need them: the `crash_worker`
 //! binary, which runs them and is killed with SIGKILL, and the tests that check its journal.
-//! The helpers "crash" an engine inside one process by shutting down the tokio runtime that
-//! drives it, and reopen redb files once the dead engine has let go of them.
+//! The helpers stop an engine inside one process by shutting down the tokio runtime that drives
+//! it (a restart, not a crash: only `crash_worker` is killed), and reopen redb files once the
+//! stopped engine has let go of them.
 
 use std::fs::File;
 use std::io::Write;
@@ -141,7 +142,7 @@ pub async fn crash_parent(ctx: Context, input: u64) -> Result<u64, WorkflowError
     Ok(sum)
 }
 
-/// A multi-threaded runtime of 2 workers, to run (and kill) one engine.
+/// A multi-threaded runtime of 2 workers, to run (and shut down) one engine.
 pub fn runtime() -> tokio::runtime::Runtime {
     tokio::runtime::Builder::new_multi_thread()
         .worker_threads(2)
