@@ -220,3 +220,119 @@ async fn starts_with_distinct_keys_do_not_wait_for_each_others_commits_and_share
         "{STARTS} starts with distinct keys took {commits} commits: none was shared"
     );
 }
+
+/// A redb store whose first commit waits until the test lets it go, and that counts key
+/// lookups.
+struct GatedFirstCommit {
+    inner: RedbStore,
+    commits: AtomicUsize,
+    lookups: AtomicUsize,
+    /// (first commit entered, first commit released)
+    gate: Mutex<(bool, bool)>,
+    changed: Condvar,
+}
+
+impl GatedFirstCommit {
+    fn release(&self) {
+        self.gate.lock().unwrap().1 = true;
+        self.changed.notify_all();
+    }
+}
+
+impl Store for GatedFirstCommit {
+    fn commit(&self, batches: &[&CommitBatch]) -> Result<(), StoreError> {
+        if self.commits.fetch_add(1, Ordering::SeqCst) == 0 {
+            let deadline = Instant::now() + Duration::from_secs(10);
+            let mut gate = self.gate.lock().unwrap();
+            gate.0 = true;
+            self.changed.notify_all();
+            while !gate.1 && Instant::now() < deadline {
+                gate = self
+                    .changed
+                    .wait_timeout(gate, Duration::from_millis(100))
+                    .unwrap()
+                    .0;
+            }
+        }
+        self.inner.commit(batches)
+    }
+    fn maintain(&self) -> Result<(), StoreError> {
+        self.inner.maintain()
+    }
+    fn read_journal_raw(&self, run_id: RunId) -> Result<Vec<(u64, Vec<u8>)>, StoreError> {
+        self.inner.read_journal_raw(run_id)
+    }
+    fn run_summary(&self, run_id: RunId) -> Result<Option<RunSummary>, StoreError> {
+        self.inner.run_summary(run_id)
+    }
+    fn list_runs(&self, filter: &RunFilter) -> Result<Vec<RunSummary>, StoreError> {
+        self.inner.list_runs(filter)
+    }
+    fn active_runs(&self) -> Result<Vec<RunId>, StoreError> {
+        self.inner.active_runs()
+    }
+    fn find_idempotency_key(&self, key: &str) -> Result<Option<RunId>, StoreError> {
+        self.lookups.fetch_add(1, Ordering::SeqCst);
+        self.inner.find_idempotency_key(key)
+    }
+}
+
+/// An HTTP client that hangs up drops its start mid-commit; the start is still committed, and
+/// a retry with the same key must find it rather than start a second run.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_keyed_start_dropped_before_its_commit_still_holds_its_key_until_committed() {
+    let dir = tempfile::tempdir().unwrap();
+    let store = Arc::new(GatedFirstCommit {
+        inner: RedbStore::open(dir.path().join("journal.redb"), Durability::Immediate).unwrap(),
+        commits: AtomicUsize::new(0),
+        lookups: AtomicUsize::new(0),
+        gate: Mutex::new((false, false)),
+        changed: Condvar::new(),
+    });
+    let engine = Engine::builder()
+        .store(store.clone())
+        .workflow(parked)
+        .build()
+        .await
+        .unwrap();
+
+    let first = {
+        let engine = engine.clone();
+        tokio::spawn(async move { engine.start_with(parked, 1, keyed("k".into())).await })
+    };
+    magrathea_tests::wait_for("the first start's commit", Duration::from_secs(10), || {
+        store.gate.lock().unwrap().0
+    })
+    .await;
+    first.abort();
+    assert!(first.await.unwrap_err().is_cancelled());
+
+    let retry = {
+        let engine = engine.clone();
+        tokio::spawn(async move { engine.start_with(parked, 2, keyed("k".into())).await })
+    };
+    // A retry that does not wait for the key looks it up at once; give it the chance to, then
+    // let the first commit go.
+    let deadline = Instant::now() + Duration::from_millis(300);
+    while store.lookups.load(Ordering::SeqCst) < 2 && Instant::now() < deadline {
+        tokio::time::sleep(Duration::from_millis(5)).await;
+    }
+    store.release();
+    let retried = retry.await.unwrap().unwrap();
+
+    let runs = engine.list_runs(&RunFilter::default()).unwrap();
+    assert_eq!(runs.len(), 1, "one run for the key: {runs:?}");
+    assert_eq!(
+        retried, runs[0].run_id,
+        "the retry gets the first start's run"
+    );
+    let journal = engine.journal(retried).unwrap();
+    let Record::Start(start) = &journal[0].record else {
+        panic!("the journal begins with its StartRecord");
+    };
+    assert_eq!(
+        start.params,
+        serde_json::json!(1),
+        "the first start's input"
+    );
+}

@@ -36,11 +36,13 @@ impl KeyLocks {
     }
 
     /// Waits for the lock of `key`. Cancel-safe: dropping the future while it waits removes
-    /// the key's entry if nobody else uses it.
-    pub(crate) async fn lock(&self, key: &str) -> KeyGuard<'_> {
+    /// the key's entry if nobody else uses it. The guard owns what it needs, so that it can
+    /// outlive the caller (a start that must hold its key until its commit, see
+    /// `EngineInner::start`).
+    pub(crate) async fn lock(self: &Arc<Self>, key: &str) -> KeyGuard {
         let entry = self.map().entry(key.to_owned()).or_default().clone();
         let handle = Handle {
-            locks: self,
+            locks: self.clone(),
             key: key.to_owned(),
             entry: Some(entry.clone()),
         };
@@ -59,20 +61,20 @@ impl KeyLocks {
 }
 
 /// Holds the lock of one key until dropped.
-pub(crate) struct KeyGuard<'a> {
+pub(crate) struct KeyGuard {
     // Dropped first: the lock is released before the entry's count is checked.
     _guard: tokio::sync::OwnedMutexGuard<()>,
-    _handle: Handle<'a>,
+    _handle: Handle,
 }
 
 /// A start's claim on a key's entry; the last one removes the entry.
-struct Handle<'a> {
-    locks: &'a KeyLocks,
+struct Handle {
+    locks: Arc<KeyLocks>,
     key: String,
     entry: Option<Entry>,
 }
 
-impl Drop for Handle<'_> {
+impl Drop for Handle {
     fn drop(&mut self) {
         let mut map = self.locks.map();
         if let Some(entry) = self.entry.take() {
@@ -94,7 +96,7 @@ mod tests {
 
     #[tokio::test]
     async fn one_key_is_exclusive_and_other_keys_are_not() {
-        let locks = KeyLocks::default();
+        let locks = Arc::new(KeyLocks::default());
         let a = locks.lock("a").await;
         // Another key is free while `a` is held.
         let b = locks.lock("b").await;
@@ -112,7 +114,7 @@ mod tests {
 
     #[tokio::test]
     async fn a_waiter_dropped_while_waiting_leaves_no_entry_behind() {
-        let locks = KeyLocks::default();
+        let locks = Arc::new(KeyLocks::default());
         let a = locks.lock("a").await;
         {
             let mut waiting = Box::pin(locks.lock("a"));

@@ -279,7 +279,7 @@ pub(crate) struct EngineInner {
     pub(crate) replay_permits: Semaphore,
     /// Serialises starts per idempotency key (never across keys, so that distinct keys share
     /// group commits).
-    start_locks: key_locks::KeyLocks,
+    start_locks: Arc<key_locks::KeyLocks>,
     pub(crate) config: Config,
 }
 
@@ -354,7 +354,7 @@ impl EngineInner {
         self.can_run(&start)?;
         // Held until the StartRecord and its key are durable, so that a concurrent start with
         // the same key finds the key; starts with other keys go on and share the commit.
-        let _guard = match &req.idempotency_key {
+        let guard = match &req.idempotency_key {
             Some(key) => {
                 let guard = self.start_locks.lock(key).await;
                 if let Some(existing) = self.store.find_idempotency_key(key)? {
@@ -387,6 +387,22 @@ impl EngineInner {
                 },
             );
         }
+        let done = match guard {
+            None => done,
+            // The driver commits the start whether or not this caller still waits: a caller
+            // that goes away (an HTTP client that hung up) must not release the key before the
+            // commit, or a retry with the same key would find no run and start a second one.
+            Some(guard) => {
+                let (forward, forwarded) = oneshot::channel();
+                tokio::spawn(async move {
+                    let result = done.await;
+                    drop(guard);
+                    let _ =
+                        forward.send(result.unwrap_or(Err(StartError::Store(StoreError::Closed))));
+                });
+                forwarded
+            }
+        };
         done.await
             .map_err(|_| StartError::Store(StoreError::Closed))??;
         Ok(run_id)
@@ -528,7 +544,7 @@ impl EngineBuilder {
             status_tx: broadcast::channel(4096).0,
             journal_tx: broadcast::channel(4096).0,
             replay_permits: Semaphore::new(64),
-            start_locks: key_locks::KeyLocks::default(),
+            start_locks: Arc::default(),
             config: Config {
                 evict_after: self.evict_after,
             },
