@@ -238,10 +238,10 @@ fn parents_waiting_on_children(db: &Path) -> usize {
         .count()
 }
 
-const PARENTS: u64 = 40;
+const PARENTS: u64 = 150;
 const PARENT_KILLS: usize = 4;
 
-/// Parents that start children, across real SIGKILLs: `crash_worker … parents` runs 40 runs of
+/// Parents that start children, across real SIGKILLs: `crash_worker … parents` runs 150 runs of
 /// `crash_parent`, each starting 3 `crash_flow` children (one, then two at once). After the
 /// kills and a last incarnation that finishes, every parent is DONE with the sum of its
 /// children's results, and each parent has exactly its 3 children in the store: a child whose
