@@ -239,19 +239,35 @@ fn sigkilled_worker_recovers_every_run_and_journals_each_result_once() {
     );
 }
 
-/// Parents in the store at `db` that have started a child and not yet seen it finish.
-fn parents_waiting_on_children(db: &Path) -> usize {
+/// In the store at `db`: parents that have started a child and not yet seen it finish, and
+/// children that a parent journaled as started but whose own start was not committed.
+fn parents_waiting_on_children(db: &Path) -> (usize, usize) {
     let store = RedbStore::open(db, Durability::Immediate).unwrap();
     let runs = store.list_runs(&RunFilter::default()).unwrap();
-    runs.iter()
+    let (mut waiting, mut unstarted) = (0, 0);
+    for parent in runs
+        .iter()
         .filter(|s| s.parent.is_none() && !s.status.is_terminal())
-        .filter(|s| {
-            let journal = store.read_journal(s.run_id).unwrap();
-            let count = |f: fn(&Record) -> bool| journal.iter().filter(|e| f(&e.record)).count();
-            count(|r| matches!(r, Record::ChildStarted { .. }))
-                > count(|r| matches!(r, Record::ChildFinished { .. }))
-        })
-        .count()
+    {
+        let journal = store.read_journal(parent.run_id).unwrap();
+        let mut open = 0i64;
+        for e in &journal {
+            match &e.record {
+                Record::ChildStarted { child_run_id, .. } => {
+                    open += 1;
+                    if store.run_summary(*child_run_id).unwrap().is_none() {
+                        unstarted += 1;
+                    }
+                }
+                Record::ChildFinished { .. } => open -= 1,
+                _ => {}
+            }
+        }
+        if open > 0 {
+            waiting += 1;
+        }
+    }
+    (waiting, unstarted)
 }
 
 const PARENTS: u64 = 150;
@@ -268,17 +284,26 @@ fn sigkilled_worker_finishes_every_parent_with_its_children_and_starts_no_child_
     let dir = tempfile::tempdir().unwrap();
     let db = dir.path().join("journal.redb");
     let side = dir.path().join("executions.log");
-    // Parents that a kill caught with a child started and not finished.
-    let mut caught = 0;
+    // Parents that a kill caught with a child started and not finished, and children caught
+    // between their parent's ChildStartedRecord and their own StartRecord.
+    let (mut caught, mut unstarted) = (0, 0);
     kill_then_finish(
         PARENT_KILLS,
         &side,
         || spawn_worker_with(&db, &side, PARENTS, &["parents"]),
-        || caught += parents_waiting_on_children(&db),
+        || {
+            let (w, u) = parents_waiting_on_children(&db);
+            caught += w;
+            unstarted += u;
+        },
     );
     assert!(
         caught > 0,
         "no kill landed while a parent waited on a child; the test proves nothing"
+    );
+    assert!(
+        unstarted > 0,
+        "no kill landed between a ChildStartedRecord and the child's StartRecord"
     );
 
     let store = RedbStore::open(&db, Durability::Immediate).unwrap();
@@ -381,7 +406,7 @@ fn sigkilled_worker_finishes_every_parent_with_its_children_and_starts_no_child_
     }
     eprintln!(
         "crash recovery with children: {PARENT_KILLS} kills caught {caught} parents waiting on \
-         children, {} runs, {:?}",
+         children and {unstarted} children journaled but not started, {} runs, {:?}",
         runs.len(),
         began.elapsed()
     );
