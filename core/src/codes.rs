@@ -216,6 +216,11 @@ pub const CODES: &[ErrorCode] = &[
         remedy: "Read the run's journal or view for the reason; fix and start it again.",
     },
     ErrorCode {
+        code: "MAG-RN003",
+        meaning: "A run handle was asked for a run of another workflow.",
+        remedy: "Ask for the handle with the workflow the run was started with (its `workflowName`).",
+    },
+    ErrorCode {
         code: "MAG-WF001",
         meaning: "Workflow code panicked: the run is BLOCKED with the panic message and its location.",
         remedy: "Fix the code and reopen the engine; the run replays from its journal.",

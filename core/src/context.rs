@@ -580,8 +580,9 @@ impl WorkflowContext {
     }
 
     /// Waits for the first of `futures` to complete, by journal order: live and on replay the
-    /// same one wins. Returns its index and output; the others are dropped, and their late
-    /// completions are journaled as ignored.
+    /// same one wins. Returns its index and output; the others are dropped: their late
+    /// completions are journaled (a losing task's result once, as final — a dropped task is not
+    /// retried, and not run again after a restart) and delivered to nobody.
     pub fn select<T>(&self, futures: Vec<StepFuture<T>>) -> Select<T> {
         Select { futures }
     }

@@ -74,12 +74,21 @@ impl RetryPolicy {
     }
 
     /// The delay before the attempt after `attempt` (1-based).
+    ///
+    /// Saturates, never panics: a product too large for a `Duration` (a huge initial delay, a
+    /// large multiplier, many attempts) is `max_backoff`; a negative or NaN product (a
+    /// negative or NaN multiplier) is zero.
     pub fn backoff_after(&self, attempt: u32) -> Duration {
         let exp = self
             .multiplier
             .powi(attempt.saturating_sub(1).min(64) as i32);
-        let d = self.initial_backoff.as_secs_f64() * exp;
-        Duration::from_secs_f64(d.min(self.max_backoff.as_secs_f64()).max(0.0))
+        let secs = self.initial_backoff.as_secs_f64() * exp;
+        if secs.is_nan() || secs <= 0.0 {
+            return Duration::ZERO;
+        }
+        Duration::try_from_secs_f64(secs)
+            .unwrap_or(Duration::MAX)
+            .min(self.max_backoff)
     }
 
     /// Whether a failed attempt number `attempt` with this error is retried.
@@ -345,6 +354,66 @@ mod tests {
         assert_eq!(p.backoff_after(1), Duration::from_millis(100));
         assert_eq!(p.backoff_after(2), Duration::from_millis(200));
         assert_eq!(p.backoff_after(3), Duration::from_millis(300));
+    }
+
+    #[test]
+    fn huge_backoffs_and_many_attempts_saturate_at_max_backoff() {
+        let huge = RetryPolicy {
+            max_attempts: u32::MAX,
+            initial_backoff: Duration::MAX,
+            multiplier: 1e300,
+            max_backoff: Duration::MAX,
+            retry_on: None,
+        };
+        for attempt in [0, 1, 2, 64, 65, 1_000, u32::MAX] {
+            assert_eq!(
+                huge.backoff_after(attempt),
+                Duration::MAX,
+                "attempt {attempt}"
+            );
+        }
+        let capped = RetryPolicy::exponential(
+            u32::MAX,
+            Duration::from_secs(u64::MAX / 2),
+            Duration::from_secs(3600),
+        );
+        for attempt in [1, 2, 63, 64, 65, 10_000, u32::MAX] {
+            assert_eq!(
+                capped.backoff_after(attempt),
+                Duration::from_secs(3600),
+                "attempt {attempt}"
+            );
+        }
+        // Doubling from 1 s for ever reaches the cap and stays there.
+        let doubling =
+            RetryPolicy::exponential(u32::MAX, Duration::from_secs(1), Duration::from_secs(60));
+        assert_eq!(doubling.backoff_after(7), Duration::from_secs(60));
+        assert_eq!(doubling.backoff_after(u32::MAX), Duration::from_secs(60));
+        let mut previous = Duration::ZERO;
+        for attempt in 1..200 {
+            let d = doubling.backoff_after(attempt);
+            assert!(d >= previous, "attempt {attempt}: {d:?} < {previous:?}");
+            previous = d;
+        }
+    }
+
+    #[test]
+    fn nan_infinite_and_negative_multipliers_never_panic() {
+        let with = |multiplier: f64| RetryPolicy {
+            multiplier,
+            max_backoff: Duration::MAX,
+            ..RetryPolicy::exponential(10, Duration::from_secs(5), Duration::MAX)
+        };
+        assert_eq!(with(f64::NAN).backoff_after(3), Duration::ZERO);
+        assert_eq!(with(-2.0).backoff_after(2), Duration::ZERO);
+        assert_eq!(with(f64::INFINITY).backoff_after(2), Duration::MAX);
+        assert_eq!(with(f64::INFINITY).backoff_after(1), Duration::from_secs(5));
+        assert_eq!(with(0.0).backoff_after(2), Duration::ZERO);
+        let zero = RetryPolicy {
+            initial_backoff: Duration::ZERO,
+            ..with(f64::INFINITY)
+        };
+        assert_eq!(zero.backoff_after(5), Duration::ZERO, "0 × ∞ is no delay");
     }
 
     #[test]

@@ -77,15 +77,18 @@ async fn sequential_tasks_run_in_order_and_the_result_is_journaled() {
 #[tokio::test]
 async fn a_failing_task_is_retried_per_its_policy_and_each_attempt_is_journaled() {
     let calls = Arc::new(AtomicU32::new(0));
-    let c = calls.clone();
+    // (call number, attempt number the task saw): checked after the run, since a panic in a
+    // task body is only a retryable failure to the engine.
+    let seen = Arc::new(std::sync::Mutex::new(Vec::new()));
+    let (c, s) = (calls.clone(), seen.clone());
     let flaky = TaskRegistration::new(
         "flaky",
         TaskOptions::default().retry(RetryPolicy::fixed(3, Duration::from_millis(5))),
         move |_, ctx| {
-            let c = c.clone();
+            let (c, s) = (c.clone(), s.clone());
             async move {
                 let n = c.fetch_add(1, Ordering::SeqCst) + 1;
-                assert_eq!(ctx.attempt, n);
+                s.lock().unwrap().push((n, ctx.attempt));
                 if n < 3 {
                     Err(TaskError::retryable(format!("boom {n}")))
                 } else {
@@ -104,6 +107,11 @@ async fn a_failing_task_is_retried_per_its_policy_and_each_attempt_is_journaled(
         .unwrap();
     let view = engine.wait(run).await.unwrap();
     assert_eq!(view.result, Some(json!(3)));
+    assert_eq!(
+        *seen.lock().unwrap(),
+        vec![(1, 1), (2, 2), (3, 3)],
+        "each call sees its attempt number"
+    );
     let attempts: Vec<(u32, String, bool)> = engine
         .journal(run)
         .unwrap()

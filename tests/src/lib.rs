@@ -1,9 +1,10 @@
 //! End-to-end tests of Magrathea: shared workflows and helpers.
 //!
-//! The crash-recovery workflow lives here because two programs need it: the `crash_worker`
-//! binary, which runs it and is killed with SIGKILL, and the test that checks its journal.
-//! The helpers "crash" an engine inside one process by shutting down the tokio runtime that
-//! drives it, and reopen redb files once the dead engine has let go of them.
+//! The crash-recovery workflows live here because two programs need them: the `crash_worker`
+//! binary, which runs them and is killed with SIGKILL, and the tests that check its journal.
+//! The helpers stop an engine inside one process by shutting down the tokio runtime that drives
+//! it (a restart, not a crash: only `crash_worker` is killed), and reopen redb files once the
+//! stopped engine has let go of them.
 
 use std::fs::File;
 use std::io::Write;
@@ -13,7 +14,7 @@ use std::time::{Duration, Instant};
 
 use magrathea::core::StoreError;
 use magrathea::prelude::*;
-use magrathea::{EngineBuilder, OpenError};
+use magrathea::{ChildError, EngineBuilder, OpenError};
 use serde::{Deserialize, Serialize};
 
 /// Task steps of [`crash_flow`] (the durable sleep is one more step, between them).
@@ -108,7 +109,40 @@ pub async fn crash_flow(ctx: Context, input: u64) -> Result<u64, WorkflowError> 
     Ok(acc)
 }
 
-/// A multi-threaded runtime of 2 workers, to run (and kill) one engine.
+/// Children that each run of [`crash_parent`] starts.
+pub const CRASH_CHILDREN: u64 = 3;
+
+/// The input of child `j` of the [`crash_parent`] run with input `parent`.
+pub fn crash_child_input(parent: u64, j: u64) -> u64 {
+    1_000 + parent * CRASH_CHILDREN + j
+}
+
+/// The result a run of [`crash_parent`] with `input` must end with: the sum of its children's.
+pub fn crash_parent_expected(input: u64) -> u64 {
+    (0..CRASH_CHILDREN)
+        .map(|j| crash_expected(crash_child_input(input, j)))
+        .sum()
+}
+
+/// Starts [`CRASH_CHILDREN`] runs of [`crash_flow`] as its children: the first alone, then the
+/// others at once, so that kills land before, between and during child starts. Returns the sum
+/// of their results ([`crash_parent_expected`]).
+#[workflow]
+pub async fn crash_parent(ctx: Context, input: u64) -> Result<u64, WorkflowError> {
+    let child_failed = |e: ChildError| WorkflowError::failed(e.to_string());
+    let first = ctx
+        .child(crash_flow, crash_child_input(input, 0))
+        .await
+        .map_err(child_failed)?;
+    let rest = (1..CRASH_CHILDREN).map(|j| ctx.child(crash_flow, crash_child_input(input, j)));
+    let mut sum = first;
+    for out in futures::future::join_all(rest).await {
+        sum += out.map_err(child_failed)?;
+    }
+    Ok(sum)
+}
+
+/// A multi-threaded runtime of 2 workers, to run (and shut down) one engine.
 pub fn runtime() -> tokio::runtime::Runtime {
     tokio::runtime::Builder::new_multi_thread()
         .worker_threads(2)

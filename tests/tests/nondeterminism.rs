@@ -2,8 +2,9 @@
 //! failed or re-executed, and restoring the original code un-blocks it.
 //!
 //! Each scenario runs the original `nd` workflow on a redb file until it waits on a gate,
-//! "crashes" the engine (shuts its runtime down), and reopens the file with changed code
-//! registered under the same name and version.
+//! stops the engine by shutting its tokio runtime down (in-process, not a killed process: the
+//! SIGKILL tests are in `crash_recovery.rs`), and reopens the file with changed code registered
+//! under the same name and version.
 
 use std::path::Path;
 use std::time::Duration;
@@ -52,8 +53,9 @@ fn builder(db: &Path) -> EngineBuilder {
     Engine::builder().path(db).task(nd_first).task(nd_other)
 }
 
-/// Runs `nd_original` until it waits on its gate, then kills the engine; returns the run.
-fn run_until_gate_then_crash(db: &Path) -> RunId {
+/// Runs `nd_original` until it waits on its gate, then shuts the engine's runtime down;
+/// returns the run.
+fn run_until_gate_then_drop_runtime(db: &Path) -> RunId {
     let rt = runtime();
     let run = rt.block_on(async {
         let engine = builder(db).workflow(nd_original).build().await.unwrap();
@@ -72,7 +74,7 @@ async fn a_different_task_at_a_journaled_step_blocks_with_nd001_until_the_code_i
     let db = dir.path().join("journal.redb");
     let run = tokio::task::spawn_blocking({
         let db = db.clone();
-        move || run_until_gate_then_crash(&db)
+        move || run_until_gate_then_drop_runtime(&db)
     })
     .await
     .unwrap();
@@ -120,7 +122,7 @@ async fn a_removed_journaled_step_blocks_with_nd002_until_the_code_is_restored()
     let db = dir.path().join("journal.redb");
     let run = tokio::task::spawn_blocking({
         let db = db.clone();
-        move || run_until_gate_then_crash(&db)
+        move || run_until_gate_then_drop_runtime(&db)
     })
     .await
     .unwrap();

@@ -6,10 +6,11 @@
 //! winner is the same in every run), short durable sleeps, approval gates answered from
 //! outside, and `now()`/`random()` side effects.
 //! 1. The *reference*: the shape runs uninterrupted on its own `MemoryStore`.
-//! 2. The *crash*: the shape runs on a shared `Arc<MemoryStore>` in a dedicated tokio runtime,
-//!    which is shut down (`shutdown_background`) at a random moment within the time the
-//!    reference took; once that engine has let go
-//!    of the store (its writer thread has drained and exited), the journal is snapshotted.
+//! 2. The *interruption*: the shape runs on a shared `Arc<MemoryStore>` in a dedicated tokio
+//!    runtime, which is shut down (`shutdown_background`) at a random moment within the time the
+//!    reference took (an in-process stop, not a killed process: the SIGKILL tests are in
+//!    `crash_recovery.rs`); once that engine has let go of the store (its writer thread has
+//!    drained and exited), the journal is snapshotted.
 //! 3. The *recovery*: a second engine is built on the same store (`recover(true)`) and runs the
 //!    shape to its end.
 //!
@@ -186,10 +187,10 @@ fn result_of(journal: &[Entry]) -> Vec<Value> {
         .expect("a ResultRecord")
 }
 
-/// Runs `shape` to its end; with `crash_after`, kills the first engine that long after the
-/// start and finishes with a second one. Returns the journal at the crash (empty without one)
-/// and the final journal.
-fn run_to_end(shape: &[Node], crash_after: Option<Duration>) -> (Vec<Entry>, Vec<Entry>) {
+/// Runs `shape` to its end; with `stop_after`, shuts the first engine's runtime down that long
+/// after the start and finishes with a second engine. Returns the journal at the stop (empty
+/// without one) and the final journal.
+fn run_to_end(shape: &[Node], stop_after: Option<Duration>) -> (Vec<Entry>, Vec<Entry>) {
     let mem = Arc::new(MemoryStore::new());
     let store: Arc<dyn Store> = mem.clone();
     let finish = async |engine: Engine, run: RunId| {
@@ -201,7 +202,7 @@ fn run_to_end(shape: &[Node], crash_after: Option<Duration>) -> (Vec<Entry>, Vec
         engine.journal(run).unwrap()
     };
     let rt = runtime();
-    let Some(crash_after) = crash_after else {
+    let Some(stop_after) = stop_after else {
         let journal = rt.block_on(async {
             let engine = engine_on(store.clone()).await;
             let run = engine.start(shape_flow, shape.to_vec()).await.unwrap().id();
@@ -214,10 +215,10 @@ fn run_to_end(shape: &[Node], crash_after: Option<Duration>) -> (Vec<Entry>, Vec
         let engine = engine_on(store.clone()).await;
         engine.start(shape_flow, shape.to_vec()).await.unwrap().id()
     });
-    std::thread::sleep(crash_after);
+    std::thread::sleep(stop_after);
     rt.shutdown_background();
     wait_for_blocking(
-        "the killed engine to let go of the store",
+        "the stopped engine to let go of the store",
         Duration::from_secs(10),
         || Arc::strong_count(&mem) == 2,
     );
@@ -237,23 +238,23 @@ proptest! {
     #[test]
     fn a_recovered_run_reproduces_the_uninterrupted_journal(
         shape in prop::collection::vec(node(), 1..6),
-        crash_permille in 0u32..1000,
+        stop_permille in 0u32..1000,
     ) {
         let began = std::time::Instant::now();
         let (_, reference) = run_to_end(&shape, None);
-        // Crash somewhere within the time an uninterrupted run takes.
-        let crash_after = began.elapsed().mul_f64(f64::from(crash_permille) / 1000.0);
-        let (snapshot, recovered) = run_to_end(&shape, Some(crash_after));
+        // Stop somewhere within the time an uninterrupted run takes.
+        let stop_after = began.elapsed().mul_f64(f64::from(stop_permille) / 1000.0);
+        let (snapshot, recovered) = run_to_end(&shape, Some(stop_after));
 
         eprintln!(
-            "crash after {crash_after:?}: {} of {} records journaled before it",
+            "stopped after {stop_after:?}: {} of {} records journaled before it",
             snapshot.len(),
             recovered.len()
         );
-        prop_assert!(!snapshot.is_empty(), "the start was acknowledged before the crash");
+        prop_assert!(!snapshot.is_empty(), "the start was acknowledged before the stop");
         prop_assert!(
             recovered.len() >= snapshot.len() && recovered[..snapshot.len()] == snapshot[..],
-            "the journal at the crash is not a prefix of the final journal"
+            "the journal at the stop is not a prefix of the final journal"
         );
         prop_assert!(recovered.windows(2).all(|w| w[0].seq + 1 == w[1].seq));
         prop_assert_eq!(by_step(&recovered), by_step(&reference));

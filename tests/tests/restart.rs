@@ -1,10 +1,12 @@
 //! Promises that must hold across an engine restart on the same redb file: durable timers,
 //! gate timeouts that win over late answers, and idempotent starts.
 //!
-//! "Crash" here means shutting down the tokio runtime that drives the engine
+//! An engine stops here by the shutdown of the tokio runtime that drives it
 //! (`Runtime::shutdown_background`): every driver, task and timer of that engine stops at once,
-//! and only what was committed to the file survives. Each test runs outside any runtime and
-//! builds one runtime per engine incarnation.
+//! and the next engine sees only what was committed to the file. This is a restart within one
+//! process, not a crash: the process lives on and the store is closed by being dropped (the
+//! SIGKILL tests are in `crash_recovery.rs`). Each test runs outside any runtime and builds one
+//! runtime per engine incarnation.
 
 use std::path::Path;
 use std::time::Duration;
@@ -60,7 +62,7 @@ fn timer_set_at(journal: &[Entry]) -> u64 {
         .expect("a TimerSetRecord")
 }
 
-/// Runs `f` with a fresh engine in its own runtime, then kills that runtime.
+/// Runs `f` with a fresh engine in its own runtime, then shuts that runtime down.
 fn incarnation<T>(db: &Path, f: impl AsyncFnOnce(Engine) -> T) -> T {
     let rt = runtime();
     let db = db.to_path_buf();

@@ -2,8 +2,34 @@
 //! shortcut (`7d`, `4h`, `30m`, `45s`, `250ms`, also `2w`).
 //!
 //! ISO years and months are rejected: they have no fixed length.
+//!
+//! **Limit.** No duration of a document may exceed [`MAX_DURATION_SECS`] (100 years of 365.25
+//! days): validation rejects a longer `duration`, `timeoutSeconds`, `retry.backoffSeconds` or
+//! `bounds.maxWallclockSeconds` with the limit in its message, and a duration only known at
+//! run time (a template, a tool's parameter) is either rejected the same way
+//! ([`parse_duration`]) or clamped to the limit ([`saturating_secs`]). A timer a hundred
+//! years away is as good as never; the limit keeps every due time far from overflowing a
+//! millisecond timestamp or a `Duration`.
 
 use std::time::Duration;
+
+/// The longest duration a document may give, in seconds: 100 years of 365.25 days.
+pub const MAX_DURATION_SECS: u64 = 3_155_760_000;
+
+/// [`MAX_DURATION_SECS`] as a duration.
+pub const MAX_DURATION: Duration = Duration::from_secs(MAX_DURATION_SECS);
+
+/// A number of seconds as a duration, clamped to `0..=MAX_DURATION`; NaN and negative values
+/// give zero. Never panics, unlike `Duration::from_secs_f64`.
+pub fn saturating_secs(secs: f64) -> Duration {
+    if secs.is_nan() || secs <= 0.0 {
+        Duration::ZERO
+    } else if secs >= MAX_DURATION_SECS as f64 {
+        MAX_DURATION
+    } else {
+        Duration::from_secs_f64(secs)
+    }
+}
 
 /// Why a duration text was rejected.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
@@ -20,8 +46,10 @@ pub enum DurationError {
         "invalid duration '{0}': years and months have no fixed length; use days (D) or weeks (W)"
     )]
     CalendarUnit(String),
-    /// The value does not fit a `Duration`.
-    #[error("invalid duration '{0}': value is too large")]
+    /// The value is longer than [`MAX_DURATION_SECS`] (100 years); give a shorter one.
+    #[error(
+        "invalid duration '{0}': longer than the limit of 100 years ({MAX_DURATION_SECS} seconds)"
+    )]
     Overflow(String),
 }
 
@@ -58,7 +86,10 @@ fn number(s: &str) -> Option<f64> {
 }
 
 fn to_duration(secs: f64, text: &str) -> Result<Duration, DurationError> {
-    Duration::try_from_secs_f64(secs).map_err(|_| DurationError::Overflow(text.to_owned()))
+    if secs > MAX_DURATION_SECS as f64 {
+        return Err(DurationError::Overflow(text.to_owned()));
+    }
+    Duration::try_from_secs_f64(secs).map_err(|_| DurationError::Syntax(text.to_owned()))
 }
 
 fn parse_iso(t: &str, text: &str) -> Result<Duration, DurationError> {
@@ -149,5 +180,44 @@ mod tests {
         );
         let msg = parse_duration("soon").map_err(|e| e.to_string());
         assert!(msg.is_err_and(|m| m.contains("invalid duration 'soon'") && m.contains("PT5M30S")));
+    }
+
+    #[test]
+    fn durations_up_to_a_hundred_years_are_taken_and_longer_ones_rejected() {
+        assert_eq!(parse_duration("36525d"), Ok(MAX_DURATION));
+        assert_eq!(
+            parse_duration(&format!("{MAX_DURATION_SECS}s")),
+            Ok(MAX_DURATION)
+        );
+        for long in [
+            "36526d",
+            "5218w",
+            "P36526D",
+            "PT876601H",
+            "99999999999999999999999999999999h",
+            &format!("1{}d", "0".repeat(400)),
+            "P1000000000000000000000W",
+        ] {
+            let err = parse_duration(long);
+            assert_eq!(err, Err(DurationError::Overflow(long.to_owned())), "{long}");
+            let msg = err.unwrap_err().to_string();
+            assert!(
+                msg.contains("100 years") && msg.contains("3155760000 seconds"),
+                "{msg}"
+            );
+        }
+    }
+
+    #[test]
+    fn saturating_secs_clamps_and_never_panics() {
+        assert_eq!(saturating_secs(1.5), Duration::from_millis(1500));
+        assert_eq!(saturating_secs(0.0), Duration::ZERO);
+        assert_eq!(saturating_secs(-3.0), Duration::ZERO);
+        assert_eq!(saturating_secs(f64::NAN), Duration::ZERO);
+        assert_eq!(saturating_secs(f64::NEG_INFINITY), Duration::ZERO);
+        assert_eq!(saturating_secs(1e20), MAX_DURATION);
+        assert_eq!(saturating_secs(1e300), MAX_DURATION);
+        assert_eq!(saturating_secs(f64::INFINITY), MAX_DURATION);
+        assert_eq!(saturating_secs(f64::MAX), MAX_DURATION);
     }
 }

@@ -35,7 +35,9 @@ pub use condition::{
     CompareOp, Condition, ConditionError, ConditionErrorKind, EvalError, Expr, ExprKind, Variable,
 };
 pub use diagnostic::{Code, Diagnostic, Diagnostics, Severity, Span};
-pub use duration::{DurationError, parse_duration};
+pub use duration::{
+    DurationError, MAX_DURATION, MAX_DURATION_SECS, parse_duration, saturating_secs,
+};
 pub use error_kind::ErrorKind;
 pub use loader::{LoadOptions, parse_yaml};
 pub use node::{YamlKind, YamlNode};

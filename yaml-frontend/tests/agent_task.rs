@@ -555,21 +555,22 @@ async fn the_chat_engine_from_the_tenant_returns_the_last_assistant_message() {
     );
 }
 
-/// A host engine that closes with a fixed reason.
-struct Closing(CloseReason);
+/// What a host engine saw of a request: the prompt, the workflow and the recipe's persona.
+type Seen = Arc<Mutex<Vec<(Value, String, Value)>>>;
+
+/// A host engine that closes with a fixed reason and notes what it saw, for the test to check
+/// after the run (a panic inside the engine would only be a failed attempt).
+struct Closing(CloseReason, Seen);
 
 impl AgentEngine for Closing {
     fn run(&self, request: AgentRequest) -> BoxFuture<'_, Result<AgentReply, AgentError>> {
         let reason = self.0;
+        self.1.lock().unwrap().push((
+            request.engine_params["prompt"].clone(),
+            request.run.workflow_name.clone(),
+            request.recipe.extra["persona"].clone(),
+        ));
         Box::pin(async move {
-            assert_eq!(
-                request.engine_params["prompt"]
-                    .as_str()
-                    .map(|p| p.starts_with("Analyse")),
-                Some(true)
-            );
-            assert_eq!(request.run.workflow_name, "pr-review");
-            assert_eq!(request.recipe.extra["persona"], "marvin");
             Ok(AgentReply::new(
                 reason,
                 vec![ChatMessage::new("assistant", "brain the size of a planet")],
@@ -587,7 +588,9 @@ async fn host_engines_map_close_reasons_to_outcomes() {
         (CloseReason::Stopped, "cancelled"),
         (CloseReason::UserDelete, "cancelled"),
     ] {
-        let p = project(|rt| rt.with_agent_engine("marvin", Closing(reason))).await;
+        let seen = Seen::default();
+        let engine = Closing(reason, seen.clone());
+        let p = project(|rt| rt.with_agent_engine("marvin", engine)).await;
         p.recipe("depressed", "engine: marvin\npersona: marvin\n");
         p.workflow("pr-review", &workflow("depressed", ""));
         let v = p.run_pr("pr-review").await;
@@ -596,6 +599,15 @@ async fn host_engines_map_close_reasons_to_outcomes() {
         if outcome == "success" {
             assert_eq!(v.vars["plan_output"], "brain the size of a planet");
         }
+        let seen = seen.lock().unwrap();
+        assert_eq!(seen.len(), 1, "{reason:?}: one request, no retry: {seen:?}");
+        let (prompt, workflow_name, persona) = &seen[0];
+        assert!(
+            prompt.as_str().is_some_and(|p| p.starts_with("Analyse")),
+            "{prompt}"
+        );
+        assert_eq!(workflow_name, "pr-review");
+        assert_eq!(persona, "marvin");
     }
 }
 

@@ -321,6 +321,73 @@ fn bounds_timeout_store_as() {
     );
 }
 
+/// Every duration of a document is at most 100 years (3,155,760,000 s): longer ones, however
+/// written (an exponent, an integer past i64, `.inf`), are rejected with the limit in the
+/// message, never taken as a `Duration` that overflows.
+#[test]
+fn durations_past_a_hundred_years_are_rejected_with_the_limit() {
+    let text = format!(
+        "start: a\nbounds:\n  maxWallclockSeconds: .inf\nstates:\n  a:\n    type: shell_task\n    run: x\n    timeoutSeconds: 1e20\n    on: {{ success: b }}\n    retry:\n      maxAttempts: 3\n      on: [timeout]\n      backoffSeconds: 1e300\n  b:\n    type: timer_task\n    duration: 36526d\n    timeoutSeconds: 99999999999999999999\n    on: {{ fired: c }}\n  c:\n    type: timer_task\n    duration: P1000000000000000000000W\n    on: {{ fired: end }}\n{END}"
+    );
+    has(
+        &text,
+        "wf.yaml:3:24: [MAG-Y019] bounds.maxWallclockSeconds is a number (inf): expected at most 3155760000 seconds (100 years)",
+    );
+    has(
+        &text,
+        "wf.yaml:8:21: [MAG-Y020] timeoutSeconds of state 'a' is a number (1e20): expected at most 3155760000 seconds (100 years)",
+    );
+    has(
+        &text,
+        "wf.yaml:13:23: [MAG-Y018] retry.backoffSeconds of state 'a' is a number (1e300): expected at most 3155760000 seconds (100 years)",
+    );
+    has(
+        &text,
+        "wf.yaml:16:15: [MAG-Y017] invalid duration '36526d': longer than the limit of 100 years (3155760000 seconds) in state 'b'",
+    );
+    has(
+        &text,
+        "wf.yaml:17:21: [MAG-Y020] timeoutSeconds of state 'b' is a number (1e20): expected at most 3155760000 seconds (100 years)",
+    );
+    has(
+        &text,
+        "wf.yaml:21:15: [MAG-Y017] invalid duration 'P1000000000000000000000W': longer than the limit of 100 years (3155760000 seconds) in state 'c'",
+    );
+    assert_eq!(diags(&text).errors().count(), 6, "{}", diags(&text));
+}
+
+#[test]
+fn durations_of_exactly_a_hundred_years_are_taken() {
+    let text = format!(
+        "start: a\nbounds:\n  maxWallclockSeconds: 3155760000\nstates:\n  a:\n    type: timer_task\n    duration: 36525d\n    timeoutSeconds: 3155760000\n    on: {{ fired: end }}\n    retry:\n      maxAttempts: 2\n      on: [timeout]\n      backoffSeconds: 3.15576e9\n{END}"
+    );
+    let loaded =
+        load_workflow("wf.yaml", &text, &LoadOptions::default()).unwrap_or_else(|d| panic!("{d}"));
+    assert!(loaded.warnings.is_empty(), "{}", loaded.warnings);
+    let a = &loaded.doc.states["a"];
+    assert_eq!(a.timeout_seconds, Some(3_155_760_000.0));
+    assert_eq!(a.retry.as_ref().map(|r| r.backoff_seconds), Some(3.15576e9));
+}
+
+#[test]
+fn negative_and_not_a_number_durations_are_rejected() {
+    let text = format!(
+        "start: a\nbounds:\n  maxWallclockSeconds: -.inf\nstates:\n  a:\n    type: shell_task\n    run: x\n    timeoutSeconds: .nan\n    on: {{ success: end }}\n    retry:\n      maxAttempts: 3\n      on: [timeout]\n      backoffSeconds: -1e300\n{END}"
+    );
+    has(
+        &text,
+        "wf.yaml:3:24: [MAG-Y019] bounds.maxWallclockSeconds is a number (-inf): expected a non-negative number",
+    );
+    has(
+        &text,
+        "wf.yaml:8:21: [MAG-Y020] timeoutSeconds of state 'a' is a number (NaN): expected a positive number of seconds",
+    );
+    has(
+        &text,
+        "wf.yaml:13:23: [MAG-Y018] retry.backoffSeconds of state 'a' is a number (-1e300): expected a number >= 0",
+    );
+}
+
 #[test]
 fn parameter_schemas() {
     let text = format!("start: a\nparameters:\n  p1: {{ type: strng }}\n  p2: {{ type: integer, required: yes, default: \"x\" }}\n  p3: {{ required: true }}\nstates:\n{END}").replace("start: a", "start: end");

@@ -1,6 +1,7 @@
 //! The engine: runs, their drivers, and the API to start, answer, signal, cancel and read them.
 
 mod driver;
+mod key_locks;
 mod timers;
 
 use std::collections::HashMap;
@@ -295,7 +296,9 @@ pub(crate) struct EngineInner {
     pub(crate) journal_tx: broadcast::Sender<JournalUpdate>,
     pub(crate) replay_permits: Semaphore,
     pub(crate) data: AppData,
-    start_lock: tokio::sync::Mutex<()>,
+    /// Serialises starts per idempotency key (never across keys, so that distinct keys share
+    /// group commits).
+    start_locks: Arc<key_locks::KeyLocks>,
     pub(crate) config: Config,
 }
 
@@ -385,9 +388,11 @@ impl EngineInner {
             scope: req.scope,
         };
         self.can_run(&start)?;
-        let _guard = match &req.idempotency_key {
+        // Held until the StartRecord and its key are durable, so that a concurrent start with
+        // the same key finds the key; starts with other keys go on and share the commit.
+        let guard = match &req.idempotency_key {
             Some(key) => {
-                let guard = self.start_lock.lock().await;
+                let guard = self.start_locks.lock(key).await;
                 if let Some(existing) = self.store.find_idempotency_key(key)? {
                     return Ok(existing);
                 }
@@ -418,6 +423,22 @@ impl EngineInner {
                 },
             );
         }
+        let done = match guard {
+            None => done,
+            // The driver commits the start whether or not this caller still waits: a caller
+            // that goes away (an HTTP client that hung up) must not release the key before the
+            // commit, or a retry with the same key would find no run and start a second one.
+            Some(guard) => {
+                let (forward, forwarded) = oneshot::channel();
+                tokio::spawn(async move {
+                    let result = done.await;
+                    drop(guard);
+                    let _ =
+                        forward.send(result.unwrap_or(Err(StartError::Store(StoreError::Closed))));
+                });
+                forwarded
+            }
+        };
         done.await
             .map_err(|_| StartError::Store(StoreError::Closed))??;
         Ok(run_id)
@@ -572,7 +593,7 @@ impl EngineBuilder {
             journal_tx: broadcast::channel(4096).0,
             replay_permits: Semaphore::new(64),
             data: self.data,
-            start_lock: tokio::sync::Mutex::new(()),
+            start_locks: Arc::default(),
             config: Config {
                 evict_after: self.evict_after,
             },

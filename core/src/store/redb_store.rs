@@ -411,12 +411,15 @@ impl RedbStore {
                 }
             }
         }
-        // Dropping an uncommitted transaction aborts it: an error above applies nothing.
-        tx.commit().map_err(io)?;
+        // The unfolded set is locked across the commit, so that a reader that sees this
+        // commit's summaries (a run just ended) and then reads the journal finds its records:
+        // the journal read waits for them to be published.
         let mut unfolded = self
             .unfolded
             .write()
             .unwrap_or_else(PoisonError::into_inner);
+        // Dropping an uncommitted transaction aborts it: an error above applies nothing.
+        tx.commit().map_err(io)?;
         if !frame.is_empty() {
             for r in records {
                 unfolded.add(r);

@@ -1,23 +1,31 @@
 //! The process that `tests/crash_recovery.rs` kills with SIGKILL.
 //!
-//! `crash_worker <journal.redb> <side-file> <runs>` opens an engine on the redb file
+//! `crash_worker <journal.redb> <side-file> <runs> [parents]` opens an engine on the redb file
 //! (`Durability::Immediate`; building it recovers every unfinished run), starts runs
 //! `0..runs` of `crash_flow` idempotently (keys `w-0`, `w-1`, …, so a restart finds the runs
 //! of the killed process instead of starting new ones), waits for all of them and exits 0 if
-//! every result is the expected one, 1 otherwise.
+//! every result is the expected one, 1 otherwise. With `parents`, the runs are of
+//! `crash_parent` (keys `p-0`, `p-1`, …), each of which starts `crash_flow` children.
 
 use std::path::PathBuf;
 
 use magrathea::prelude::*;
 use magrathea::{Durability, StartOptions};
-use magrathea_tests::{crash_expected, crash_flow, crash_step, set_side_file};
+use magrathea_tests::{
+    crash_expected, crash_flow, crash_parent, crash_parent_expected, crash_step, set_side_file,
+};
 
 fn main() -> anyhow::Result<()> {
     let mut args = std::env::args().skip(1);
     let (Some(db), Some(side), Some(runs)) = (args.next(), args.next(), args.next()) else {
-        anyhow::bail!("usage: crash_worker <journal.redb> <side-file> <runs>");
+        anyhow::bail!("usage: crash_worker <journal.redb> <side-file> <runs> [parents]");
     };
     let runs: u64 = runs.parse()?;
+    let parents = match args.next().as_deref() {
+        None => false,
+        Some("parents") => true,
+        Some(other) => anyhow::bail!("unknown mode `{other}`: expected `parents` or nothing"),
+    };
     set_side_file(&PathBuf::from(side))?;
     let rt = tokio::runtime::Builder::new_multi_thread()
         .worker_threads(2)
@@ -28,25 +36,38 @@ fn main() -> anyhow::Result<()> {
             .path(db)
             .durability(Durability::Immediate)
             .workflow(crash_flow)
+            .workflow(crash_parent)
             .task(crash_step)
             .build()
             .await?;
         let mut ids = Vec::new();
         for i in 0..runs {
-            let options = StartOptions {
-                idempotency_key: Some(format!("w-{i}")),
+            let options = |prefix: &str| StartOptions {
+                idempotency_key: Some(format!("{prefix}-{i}")),
                 started_by: Some("crash_worker".into()),
             };
-            ids.push((i, engine.start_with(crash_flow, i, options).await?.id()));
+            let run = if parents {
+                engine.start_with(crash_parent, i, options("p")).await?.id()
+            } else {
+                engine.start_with(crash_flow, i, options("w")).await?.id()
+            };
+            ids.push((i, run));
         }
         let mut wrong = 0;
         for (i, run) in ids {
-            let out = engine.handle(crash_flow, run).unwrap().result().await?;
-            if out != crash_expected(i) {
-                eprintln!(
-                    "run {run} (input {i}) ended with {out}, expected {}",
-                    crash_expected(i)
-                );
+            let (out, expected) = if parents {
+                (
+                    engine.handle(crash_parent, run)?.result().await?,
+                    crash_parent_expected(i),
+                )
+            } else {
+                (
+                    engine.handle(crash_flow, run)?.result().await?,
+                    crash_expected(i),
+                )
+            };
+            if out != expected {
+                eprintln!("run {run} (input {i}) ended with {out}, expected {expected}");
                 wrong += 1;
             }
         }

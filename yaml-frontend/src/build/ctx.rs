@@ -3,6 +3,7 @@
 use std::fmt::Display;
 
 use crate::diagnostic::{Code, Diagnostic, Diagnostics, Span};
+use crate::duration::MAX_DURATION_SECS;
 use crate::node::{YamlKind, YamlNode};
 use crate::suggest;
 
@@ -120,11 +121,45 @@ pub(crate) fn number(node: &YamlNode) -> Option<f64> {
     }
 }
 
+/// A number of seconds, if the node is a number: like [`number`], but `.inf` is taken (as too
+/// long) rather than refused as not a number.
+pub(crate) fn seconds(node: &YamlNode) -> Option<f64> {
+    match node.kind {
+        YamlKind::Float(f) if f == f64::INFINITY => Some(f),
+        _ => number(node),
+    }
+}
+
+/// Reports `secs` seconds if it is longer than [`MAX_DURATION_SECS`]; `field` names the field
+/// as the message shows it (`timeoutSeconds of state 'a'`). Returns whether it was in range.
+pub(crate) fn within_duration_limit(
+    ctx: &mut Ctx<'_>,
+    node: &YamlNode,
+    code: Code,
+    field: &str,
+    secs: f64,
+) -> bool {
+    if secs <= MAX_DURATION_SECS as f64 {
+        return true;
+    }
+    ctx.error(
+        node.span,
+        code,
+        format_args!(
+            "{field} is {}: expected at most {MAX_DURATION_SECS} seconds (100 years)",
+            found(node)
+        ),
+    );
+    false
+}
+
 /// `a string 'x'`, `an integer (3)`, ... for messages.
 pub(crate) fn found(node: &YamlNode) -> String {
     match &node.kind {
         YamlKind::Str(s) => format!("a string '{s}'"),
         YamlKind::Int(i) => format!("an integer ({i})"),
+        // `1e20`, not twenty digits.
+        YamlKind::Float(f) if f.is_finite() && f.abs() >= 1e16 => format!("a number ({f:e})"),
         YamlKind::Float(f) => format!("a number ({f})"),
         YamlKind::Bool(b) => format!("a boolean ({b})"),
         _ => node.kind_name().to_owned(),

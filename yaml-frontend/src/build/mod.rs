@@ -248,8 +248,13 @@ fn bounds(ctx: &mut Ctx<'_>, node: &YamlNode) -> Option<Bounds> {
     let mut b = Bounds::default();
     let non_negative = |ctx: &mut Ctx<'_>, key: &str| {
         let v = node.get(key)?;
-        match ctx::number(v) {
-            Some(n) if n >= 0.0 => Some(n),
+        let limit = |ctx: &mut Ctx<'_>, n: f64| {
+            let field = format!("bounds.{key}");
+            ctx::within_duration_limit(ctx, v, Code::InvalidBounds, &field, n).then_some(n)
+        };
+        match ctx::seconds(v) {
+            Some(n) if n >= 0.0 && key == "maxWallclockSeconds" => limit(ctx, n),
+            Some(n) if n >= 0.0 && n.is_finite() => Some(n),
             _ => {
                 ctx.error(
                     v.span,

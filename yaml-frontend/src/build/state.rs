@@ -75,8 +75,11 @@ pub(super) fn build_state(
     let description = ctx.opt_str(node, "description", &what);
     let timeout_seconds = node
         .get("timeoutSeconds")
-        .and_then(|v| match ctx::number(v) {
-            Some(n) if n > 0.0 => Some(n),
+        .and_then(|v| match ctx::seconds(v) {
+            Some(n) if n > 0.0 => {
+                let field = format!("timeoutSeconds of {what}");
+                ctx::within_duration_limit(ctx, v, Code::InvalidTimeout, &field, n).then_some(n)
+            }
             _ => {
                 ctx.error(
                     v.span,
@@ -330,8 +333,15 @@ fn retry_block(ctx: &mut Ctx<'_>, node: &YamlNode, what: &str) -> Option<RetrySp
     }
     let backoff_seconds = match block.get("backoffSeconds") {
         None => 0.0,
-        Some(v) => match ctx::number(v) {
-            Some(n) if n >= 0.0 => n,
+        Some(v) => match ctx::seconds(v) {
+            Some(n) if n >= 0.0 => {
+                let field = format!("retry.backoffSeconds of {what}");
+                if ctx::within_duration_limit(ctx, v, Code::InvalidRetry, &field, n) {
+                    n
+                } else {
+                    0.0
+                }
+            }
             _ => {
                 ctx.error(
                     v.span,

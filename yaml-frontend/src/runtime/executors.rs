@@ -113,7 +113,7 @@ async fn shell(rt: &RuntimeInner, input: Value, ctx: TaskContext) -> Result<Valu
         .get("timeoutSeconds")
         .and_then(Value::as_f64)
         .filter(|s| *s > 0.0)
-        .map(std::time::Duration::from_secs_f64);
+        .map(crate::saturating_secs);
     let _lane = rt.lanes.enter(&scope_key).await;
     let limit = rt.docs.settings(&scope).shell.max_output_bytes;
     let env = super::shell::environment(&input, &ctx);

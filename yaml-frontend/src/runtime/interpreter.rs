@@ -108,7 +108,7 @@ pub(crate) async fn interpret(
                 {
                     retries += 1;
                     if retry.backoff_seconds > 0.0 {
-                        let backoff = Duration::from_secs_f64(retry.backoff_seconds);
+                        let backoff = crate::saturating_secs(retry.backoff_seconds);
                         if ctx.sleep(backoff).await.is_err() {
                             break Completion::of("cancelled", Value::Null);
                         }
@@ -212,7 +212,7 @@ fn timeout_of(spec: &Value) -> Option<Duration> {
     spec.get("timeoutSeconds")
         .and_then(Value::as_f64)
         .filter(|s| *s > 0.0)
-        .map(Duration::from_secs_f64)
+        .map(crate::saturating_secs)
 }
 
 /// What every state's task may need to know about its run.

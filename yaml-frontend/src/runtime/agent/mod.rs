@@ -569,7 +569,7 @@ fn prepare(rt: &RuntimeInner, input: &Value, ctx: &TaskContext) -> Result<Prepar
         .get("timeoutSeconds")
         .and_then(Value::as_f64)
         .filter(|s| s.is_finite() && *s > 0.0)
-        .map(Duration::from_secs_f64)
+        .map(crate::saturating_secs)
         .or_else(|| recipe.timeout())
         .unwrap_or(DEFAULT_TIMEOUT);
     let run = input.get("$run").cloned().unwrap_or(Value::Null);

@@ -110,7 +110,7 @@ impl Recipe {
 
     /// [`Recipe::timeout_seconds`] as a duration.
     pub fn timeout(&self) -> Option<Duration> {
-        self.timeout_seconds.map(Duration::from_secs_f64)
+        self.timeout_seconds.map(crate::saturating_secs)
     }
 }
 

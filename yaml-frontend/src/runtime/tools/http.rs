@@ -16,7 +16,6 @@
 //! the tool through the permission cascade.
 
 use std::sync::OnceLock;
-use std::time::Duration;
 
 use futures::future::BoxFuture;
 use reqwest::header::{CONTENT_TYPE, HeaderMap, HeaderName, HeaderValue};
@@ -101,7 +100,7 @@ impl HttpRequest {
             .client()?
             .request(method.clone(), url.clone())
             .headers(headers)
-            .timeout(Duration::from_secs_f64(timeout));
+            .timeout(crate::saturating_secs(timeout));
         if let Some(b) = body {
             req = req.body(b);
         }
