@@ -31,7 +31,7 @@ fn the_committed_code_list_matches_the_registry() {
     let committed = std::fs::read_to_string(&path).unwrap_or_default();
     assert!(
         committed == generated,
-        "docs/error-codes.md differs from the registry in core/src/codes.rs; regenerate it with \
+        "docs/error-codes.md differs from the registry in core/src/codes/; regenerate it with \
          MAGRATHEA_BLESS=1 cargo test -p magrathea-core --test error_codes"
     );
 }
@@ -198,6 +198,6 @@ fn every_code_used_in_the_workspace_is_registered() {
     assert!(used > CODES.len(), "the walk found the codes in use");
     assert!(
         missing.is_empty(),
-        "codes used in source but missing from core/src/codes.rs: {missing:#?}"
+        "codes used in source but missing from core/src/codes/: {missing:#?}"
     );
 }

@@ -1,253 +1,36 @@
 //! The engine: runs, their drivers, and the API to start, answer, signal, cancel and read them.
 
+mod builder;
 mod driver;
 mod key_locks;
+mod requests;
 mod timers;
+mod workflow;
 
 use std::collections::HashMap;
 use std::fmt;
-use std::path::PathBuf;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use futures::future::BoxFuture;
 use serde_json::Value;
 use tokio::sync::{Semaphore, broadcast, mpsc, oneshot};
 
-use crate::context::{ChildOutcome, WorkflowContext};
-use crate::error::{DeliverError, OpenError, RunError, StartError, StoreError};
+use crate::context::ChildOutcome;
+use crate::error::{DeliverError, RunError, StartError, StoreError};
 use crate::id::RunId;
-use crate::record::{Entry, GateAnswer, ParentRef, Record, RunStatus, StartRecord, Step};
-use crate::store::{Durability, MemoryStore, RedbStore, RunFilter, RunSummary, Store, StoreReader};
+use crate::record::{Entry, GateAnswer, Record, RunStatus, StartRecord, Step};
+use crate::store::{RunFilter, RunSummary, Store, StoreReader};
 use crate::task::{AppData, TaskError, TaskRegistration};
 use crate::view::{InboxItem, InboxStatus, RunView, inbox_items, parse_inbox_item_id};
 use crate::writer::{JournalWriter, WriterStats};
 
+pub use builder::EngineBuilder;
+pub use requests::{
+    AnswerAck, CancelAck, InboxFilter, JournalUpdate, ReplayError, RunUpdate, StartRequest,
+};
 pub(crate) use timers::TimerPurpose;
 use timers::Timers;
-
-/// Why a workflow ended without a result.
-#[derive(Debug, Clone, PartialEq)]
-pub struct WorkflowError {
-    /// A message for people; journaled as the run's `reason`.
-    pub message: String,
-    /// Whether the run ends `CANCELLED` rather than `FAILED`.
-    pub cancelled: bool,
-    /// A result to journal even though the run failed (a YAML failure terminal's `result:`).
-    pub result: Option<Value>,
-}
-
-impl WorkflowError {
-    /// A failure with a message.
-    pub fn failed(message: impl Into<String>) -> Self {
-        Self {
-            message: message.into(),
-            cancelled: false,
-            result: None,
-        }
-    }
-    /// Ends the run as cancelled.
-    pub fn cancelled(message: impl Into<String>) -> Self {
-        Self {
-            message: message.into(),
-            cancelled: true,
-            result: None,
-        }
-    }
-    /// Journals a result with the failure.
-    pub fn with_result(mut self, result: Value) -> Self {
-        self.result = Some(result);
-        self
-    }
-}
-
-impl fmt::Display for WorkflowError {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(&self.message)
-    }
-}
-
-impl std::error::Error for WorkflowError {}
-
-impl From<TaskError> for WorkflowError {
-    /// A task failure fails the workflow; a cancelled step cancels it.
-    fn from(e: TaskError) -> Self {
-        Self {
-            cancelled: e.is_cancelled(),
-            message: e.to_string(),
-            result: None,
-        }
-    }
-}
-
-/// The type-erased body of a code workflow.
-pub type WorkflowFn = Arc<
-    dyn Fn(WorkflowContext, Value) -> BoxFuture<'static, Result<Value, WorkflowError>>
-        + Send
-        + Sync,
->;
-
-/// Runs definitions of a front end (e.g. YAML): given the context and the run's `StartRecord`
-/// (with its frozen definition), returns the workflow future, or why it cannot run.
-pub type InterpreterFn = Arc<
-    dyn Fn(
-            WorkflowContext,
-            &StartRecord,
-        ) -> Result<BoxFuture<'static, Result<Value, WorkflowError>>, String>
-        + Send
-        + Sync,
->;
-
-/// A code workflow registered with the engine.
-#[derive(Clone)]
-pub struct WorkflowRegistration {
-    /// Its name.
-    pub name: String,
-    /// Its version, journaled in each run's `StartRecord`.
-    pub version: String,
-    /// Its body.
-    pub body: WorkflowFn,
-}
-
-impl fmt::Debug for WorkflowRegistration {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_struct("WorkflowRegistration")
-            .field("name", &self.name)
-            .field("version", &self.version)
-            .finish_non_exhaustive()
-    }
-}
-
-impl WorkflowRegistration {
-    /// Registers a closure as a workflow.
-    pub fn new<F, Fut>(name: impl Into<String>, version: impl Into<String>, f: F) -> Self
-    where
-        F: Fn(WorkflowContext, Value) -> Fut + Send + Sync + 'static,
-        Fut: std::future::Future<Output = Result<Value, WorkflowError>> + Send + 'static,
-    {
-        Self {
-            name: name.into(),
-            version: version.into(),
-            body: Arc::new(move |c, v| Box::pin(f(c, v))),
-        }
-    }
-}
-
-/// What to start.
-#[derive(Debug, Clone)]
-pub struct StartRequest {
-    /// The workflow's name.
-    pub workflow: String,
-    /// The front end: `code` (registered workflows) or an interpreter's name (`yaml`).
-    pub frontend: String,
-    /// The version; `None` takes the registration's.
-    pub version: Option<String>,
-    /// The frozen definition, for interpreted front ends.
-    pub definition: Option<String>,
-    /// The input (parameters).
-    pub input: Value,
-    /// Starting twice with the same key returns the first run.
-    pub idempotency_key: Option<String>,
-    /// Who starts it.
-    pub started_by: String,
-    /// `tenant/project`, or empty.
-    pub scope: String,
-    /// The parent, for child runs.
-    pub parent: Option<ParentRef>,
-    /// A chosen run id (children use the id journaled by their parent).
-    pub run_id: Option<RunId>,
-}
-
-impl StartRequest {
-    /// Starts the registered code workflow `workflow` with `input`.
-    pub fn code(workflow: impl Into<String>, input: Value) -> Self {
-        Self {
-            workflow: workflow.into(),
-            frontend: "code".into(),
-            version: None,
-            definition: None,
-            input,
-            idempotency_key: None,
-            started_by: String::new(),
-            scope: String::new(),
-            parent: None,
-            run_id: None,
-        }
-    }
-
-    /// Sets the idempotency key.
-    pub fn idempotency_key(mut self, key: impl Into<String>) -> Self {
-        self.idempotency_key = Some(key.into());
-        self
-    }
-
-    /// Sets who starts the run.
-    pub fn started_by(mut self, who: impl Into<String>) -> Self {
-        self.started_by = who.into();
-        self
-    }
-
-    /// Sets the scope.
-    pub fn scope(mut self, scope: impl Into<String>) -> Self {
-        self.scope = scope.into();
-        self
-    }
-}
-
-/// Which inbox items [`Engine::inbox`] lists.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-#[non_exhaustive]
-pub enum InboxFilter {
-    /// Items still awaiting an answer.
-    Pending,
-    /// Every item of the runs that have not ended, answered or not.
-    All,
-}
-
-/// Why a journal does not replay against the current code: the reason the run would block,
-/// with its `[MAG-…]` code.
-#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-#[error("{0}")]
-pub struct ReplayError(pub String);
-
-/// Whether a gate answer was applied.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum AnswerAck {
-    /// The answer was journaled and drives the run on.
-    Applied,
-    /// The gate had already completed (answered, timed out, cancelled or the run ended): the
-    /// answer was journaled as ignored and changes nothing.
-    Ignored,
-}
-
-/// Whether a cancellation took effect.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum CancelAck {
-    /// The cancellation was journaled and delivered to the run.
-    Requested,
-    /// Cancellation had been requested before.
-    AlreadyRequested,
-    /// The run had already ended.
-    AlreadyFinished,
-}
-
-/// A committed status change of a run.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct RunUpdate {
-    /// The run.
-    pub run_id: RunId,
-    /// Its new status.
-    pub status: RunStatus,
-}
-
-/// Records committed to a run's journal.
-#[derive(Debug, Clone)]
-pub struct JournalUpdate {
-    /// The run.
-    pub run_id: RunId,
-    /// The records, in order.
-    pub entries: Arc<Vec<Entry>>,
-}
+pub use workflow::{InterpreterFn, WorkflowError, WorkflowFn, WorkflowRegistration};
 
 pub(crate) enum Event {
     TaskDone {
@@ -442,168 +225,6 @@ impl EngineInner {
         done.await
             .map_err(|_| StartError::Store(StoreError::Closed))??;
         Ok(run_id)
-    }
-}
-
-/// Builds an [`Engine`].
-///
-/// Defaults: a redb store at `./.magrathea/journal.redb`, [`Durability::Immediate`], recovery
-/// of every non-terminal run on build, suspended runs evicted from memory when nothing they
-/// wait for is due within 2 s.
-pub struct EngineBuilder {
-    path: Option<PathBuf>,
-    store: Option<Arc<dyn Store>>,
-    durability: Durability,
-    workflows: Vec<WorkflowRegistration>,
-    tasks: Vec<TaskRegistration>,
-    interpreters: Vec<(String, InterpreterFn)>,
-    recover: bool,
-    evict_after: Duration,
-    data: AppData,
-}
-
-impl fmt::Debug for EngineBuilder {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_struct("EngineBuilder")
-            .field("path", &self.path)
-            .field("durability", &self.durability)
-            .field("workflows", &self.workflows)
-            .field("tasks", &self.tasks)
-            .field("recover", &self.recover)
-            .finish_non_exhaustive()
-    }
-}
-
-impl Default for EngineBuilder {
-    fn default() -> Self {
-        Self {
-            path: None,
-            store: None,
-            durability: Durability::Immediate,
-            workflows: Vec::new(),
-            tasks: Vec::new(),
-            interpreters: Vec::new(),
-            recover: true,
-            evict_after: Duration::from_secs(2),
-            data: AppData::default(),
-        }
-    }
-}
-
-impl EngineBuilder {
-    /// The redb file to use (created if missing).
-    pub fn path(mut self, path: impl Into<PathBuf>) -> Self {
-        self.path = Some(path.into());
-        self
-    }
-
-    /// Uses this store instead of a redb file.
-    pub fn store(mut self, store: Arc<dyn Store>) -> Self {
-        self.store = Some(store);
-        self
-    }
-
-    /// Uses a fresh in-memory store (nothing survives the process).
-    pub fn in_memory(self) -> Self {
-        self.store(Arc::new(MemoryStore::new()))
-    }
-
-    /// Commit durability of the redb store.
-    pub fn durability(mut self, durability: Durability) -> Self {
-        self.durability = durability;
-        self
-    }
-
-    /// Registers a code workflow.
-    pub fn workflow(mut self, registration: WorkflowRegistration) -> Self {
-        self.workflows.push(registration);
-        self
-    }
-
-    /// Registers a task.
-    pub fn task(mut self, registration: TaskRegistration) -> Self {
-        self.tasks.push(registration);
-        self
-    }
-
-    /// Hands `value` to every task attempt, readable with [`TaskContext::data`] by its type
-    /// (one value per type; a later one replaces an earlier). For an application's own
-    /// resources — a database pool, an HTTP client — without statics.
-    ///
-    /// [`TaskContext::data`]: crate::TaskContext::data
-    pub fn data<T: Send + Sync + 'static>(mut self, value: T) -> Self {
-        self.data.insert(value);
-        self
-    }
-
-    /// Registers the interpreter of a front end (e.g. `yaml`).
-    pub fn interpreter(mut self, frontend: impl Into<String>, f: InterpreterFn) -> Self {
-        self.interpreters.push((frontend.into(), f));
-        self
-    }
-
-    /// Whether building the engine recovers every non-terminal run (default `true`).
-    pub fn recover(mut self, recover: bool) -> Self {
-        self.recover = recover;
-        self
-    }
-
-    /// A suspended run is evicted from memory when nothing it waits for is due sooner than
-    /// this (default 2 s).
-    pub fn evict_after(mut self, d: Duration) -> Self {
-        self.evict_after = d;
-        self
-    }
-
-    /// Opens the store, starts the journal writer and timer service and, unless disabled,
-    /// recovers every non-terminal run. Must be called within a tokio runtime.
-    pub async fn build(self) -> Result<Engine, OpenError> {
-        let store: Arc<dyn Store> = match self.store {
-            Some(s) => s,
-            None => {
-                let path = self
-                    .path
-                    .unwrap_or_else(|| PathBuf::from(".magrathea/journal.redb"));
-                Arc::new(RedbStore::open(path, self.durability)?)
-            }
-        };
-        let mut workflows = HashMap::new();
-        for w in self.workflows {
-            if workflows.insert(w.name.clone(), w.clone()).is_some() {
-                return Err(OpenError::DuplicateRegistration(w.name));
-            }
-        }
-        let mut tasks = HashMap::new();
-        for t in self.tasks {
-            if tasks.insert(t.name.clone(), t.clone()).is_some() {
-                return Err(OpenError::DuplicateRegistration(t.name));
-            }
-        }
-        let writer = JournalWriter::start(store.clone());
-        let inner = Arc::new_cyclic(|weak| EngineInner {
-            store: store.clone(),
-            writer,
-            workflows,
-            task_names: Arc::new(tasks.keys().cloned().collect()),
-            tasks,
-            interpreters: self.interpreters.into_iter().collect(),
-            active: Mutex::new(HashMap::new()),
-            timers: Timers::start(weak.clone()),
-            status_tx: broadcast::channel(4096).0,
-            journal_tx: broadcast::channel(4096).0,
-            replay_permits: Semaphore::new(64),
-            data: self.data,
-            start_locks: Arc::default(),
-            config: Config {
-                evict_after: self.evict_after,
-            },
-        });
-        if self.recover {
-            for run in store.active_runs()? {
-                inner.recover(run);
-            }
-        }
-        Ok(Engine { inner })
     }
 }
 

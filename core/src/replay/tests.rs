@@ -4,6 +4,11 @@
 use serde_json::{Value, json};
 
 use super::*;
+use crate::codec::input_hash;
+use crate::context::StepSet;
+use crate::engine::{AnswerAck, CancelAck};
+use crate::error::DeliverError;
+use crate::record::GateAnswer;
 use crate::record::{GateKind, GateSpec};
 use crate::task::RetryPolicy;
 use crate::testing::{JournalBuilder, task_input_hash};

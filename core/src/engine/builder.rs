@@ -1,0 +1,178 @@
+//! The engine's builder: where the journal lives, what runs, and the defaults.
+
+use std::collections::HashMap;
+use std::fmt;
+use std::path::PathBuf;
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use tokio::sync::{Semaphore, broadcast};
+
+use super::timers::Timers;
+use super::{Config, Engine, EngineInner, InterpreterFn, WorkflowRegistration};
+use crate::error::OpenError;
+use crate::store::{Durability, MemoryStore, RedbStore, Store};
+use crate::task::{AppData, TaskRegistration};
+use crate::writer::JournalWriter;
+
+/// Builds an [`Engine`].
+///
+/// Defaults: a redb store at `./.magrathea/journal.redb`, [`Durability::Immediate`], recovery
+/// of every non-terminal run on build, suspended runs evicted from memory when nothing they
+/// wait for is due within 2 s.
+pub struct EngineBuilder {
+    path: Option<PathBuf>,
+    store: Option<Arc<dyn Store>>,
+    durability: Durability,
+    workflows: Vec<WorkflowRegistration>,
+    tasks: Vec<TaskRegistration>,
+    interpreters: Vec<(String, InterpreterFn)>,
+    recover: bool,
+    evict_after: Duration,
+    data: AppData,
+}
+
+impl fmt::Debug for EngineBuilder {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("EngineBuilder")
+            .field("path", &self.path)
+            .field("durability", &self.durability)
+            .field("workflows", &self.workflows)
+            .field("tasks", &self.tasks)
+            .field("recover", &self.recover)
+            .finish_non_exhaustive()
+    }
+}
+
+impl Default for EngineBuilder {
+    fn default() -> Self {
+        Self {
+            path: None,
+            store: None,
+            durability: Durability::Immediate,
+            workflows: Vec::new(),
+            tasks: Vec::new(),
+            interpreters: Vec::new(),
+            recover: true,
+            evict_after: Duration::from_secs(2),
+            data: AppData::default(),
+        }
+    }
+}
+
+impl EngineBuilder {
+    /// The redb file to use (created if missing).
+    pub fn path(mut self, path: impl Into<PathBuf>) -> Self {
+        self.path = Some(path.into());
+        self
+    }
+
+    /// Uses this store instead of a redb file.
+    pub fn store(mut self, store: Arc<dyn Store>) -> Self {
+        self.store = Some(store);
+        self
+    }
+
+    /// Uses a fresh in-memory store (nothing survives the process).
+    pub fn in_memory(self) -> Self {
+        self.store(Arc::new(MemoryStore::new()))
+    }
+
+    /// Commit durability of the redb store.
+    pub fn durability(mut self, durability: Durability) -> Self {
+        self.durability = durability;
+        self
+    }
+
+    /// Registers a code workflow.
+    pub fn workflow(mut self, registration: WorkflowRegistration) -> Self {
+        self.workflows.push(registration);
+        self
+    }
+
+    /// Registers a task.
+    pub fn task(mut self, registration: TaskRegistration) -> Self {
+        self.tasks.push(registration);
+        self
+    }
+
+    /// Hands `value` to every task attempt, readable with [`TaskContext::data`] by its type
+    /// (one value per type; a later one replaces an earlier). For an application's own
+    /// resources — a database pool, an HTTP client — without statics.
+    ///
+    /// [`TaskContext::data`]: crate::TaskContext::data
+    pub fn data<T: Send + Sync + 'static>(mut self, value: T) -> Self {
+        self.data.insert(value);
+        self
+    }
+
+    /// Registers the interpreter of a front end (e.g. `yaml`).
+    pub fn interpreter(mut self, frontend: impl Into<String>, f: InterpreterFn) -> Self {
+        self.interpreters.push((frontend.into(), f));
+        self
+    }
+
+    /// Whether building the engine recovers every non-terminal run (default `true`).
+    pub fn recover(mut self, recover: bool) -> Self {
+        self.recover = recover;
+        self
+    }
+
+    /// A suspended run is evicted from memory when nothing it waits for is due sooner than
+    /// this (default 2 s).
+    pub fn evict_after(mut self, d: Duration) -> Self {
+        self.evict_after = d;
+        self
+    }
+
+    /// Opens the store, starts the journal writer and timer service and, unless disabled,
+    /// recovers every non-terminal run. Must be called within a tokio runtime.
+    pub async fn build(self) -> Result<Engine, OpenError> {
+        let store: Arc<dyn Store> = match self.store {
+            Some(s) => s,
+            None => {
+                let path = self
+                    .path
+                    .unwrap_or_else(|| PathBuf::from(".magrathea/journal.redb"));
+                Arc::new(RedbStore::open(path, self.durability)?)
+            }
+        };
+        let mut workflows = HashMap::new();
+        for w in self.workflows {
+            if workflows.insert(w.name.clone(), w.clone()).is_some() {
+                return Err(OpenError::DuplicateRegistration(w.name));
+            }
+        }
+        let mut tasks = HashMap::new();
+        for t in self.tasks {
+            if tasks.insert(t.name.clone(), t.clone()).is_some() {
+                return Err(OpenError::DuplicateRegistration(t.name));
+            }
+        }
+        let writer = JournalWriter::start(store.clone());
+        let inner = Arc::new_cyclic(|weak| EngineInner {
+            store: store.clone(),
+            writer,
+            workflows,
+            task_names: Arc::new(tasks.keys().cloned().collect()),
+            tasks,
+            interpreters: self.interpreters.into_iter().collect(),
+            active: Mutex::new(HashMap::new()),
+            timers: Timers::start(weak.clone()),
+            status_tx: broadcast::channel(4096).0,
+            journal_tx: broadcast::channel(4096).0,
+            replay_permits: Semaphore::new(64),
+            data: self.data,
+            start_locks: Arc::default(),
+            config: Config {
+                evict_after: self.evict_after,
+            },
+        });
+        if self.recover {
+            for run in store.active_runs()? {
+                inner.recover(run);
+            }
+        }
+        Ok(Engine { inner })
+    }
+}

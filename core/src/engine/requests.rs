@@ -1,0 +1,125 @@
+//! What callers ask of the engine and what it answers: starts, inbox filters, acknowledgements
+//! of answers and cancellations, and the updates it publishes.
+
+use std::sync::Arc;
+
+use serde_json::Value;
+
+use crate::id::RunId;
+use crate::record::{Entry, ParentRef, RunStatus};
+
+/// What to start.
+#[derive(Debug, Clone)]
+pub struct StartRequest {
+    /// The workflow's name.
+    pub workflow: String,
+    /// The front end: `code` (registered workflows) or an interpreter's name (`yaml`).
+    pub frontend: String,
+    /// The version; `None` takes the registration's.
+    pub version: Option<String>,
+    /// The frozen definition, for interpreted front ends.
+    pub definition: Option<String>,
+    /// The input (parameters).
+    pub input: Value,
+    /// Starting twice with the same key returns the first run.
+    pub idempotency_key: Option<String>,
+    /// Who starts it.
+    pub started_by: String,
+    /// `tenant/project`, or empty.
+    pub scope: String,
+    /// The parent, for child runs.
+    pub parent: Option<ParentRef>,
+    /// A chosen run id (children use the id journaled by their parent).
+    pub run_id: Option<RunId>,
+}
+
+impl StartRequest {
+    /// Starts the registered code workflow `workflow` with `input`.
+    pub fn code(workflow: impl Into<String>, input: Value) -> Self {
+        Self {
+            workflow: workflow.into(),
+            frontend: "code".into(),
+            version: None,
+            definition: None,
+            input,
+            idempotency_key: None,
+            started_by: String::new(),
+            scope: String::new(),
+            parent: None,
+            run_id: None,
+        }
+    }
+
+    /// Sets the idempotency key.
+    pub fn idempotency_key(mut self, key: impl Into<String>) -> Self {
+        self.idempotency_key = Some(key.into());
+        self
+    }
+
+    /// Sets who starts the run.
+    pub fn started_by(mut self, who: impl Into<String>) -> Self {
+        self.started_by = who.into();
+        self
+    }
+
+    /// Sets the scope.
+    pub fn scope(mut self, scope: impl Into<String>) -> Self {
+        self.scope = scope.into();
+        self
+    }
+}
+
+/// Which inbox items [`Engine::inbox`](crate::Engine::inbox) lists.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum InboxFilter {
+    /// Items still awaiting an answer.
+    Pending,
+    /// Every item of the runs that have not ended, answered or not.
+    All,
+}
+
+/// Why a journal does not replay against the current code: the reason the run would block,
+/// with its `[MAG-…]` code.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("{0}")]
+pub struct ReplayError(pub String);
+
+/// Whether a gate answer was applied.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum AnswerAck {
+    /// The answer was journaled and drives the run on.
+    Applied,
+    /// The gate had already completed (answered, timed out, cancelled or the run ended): the
+    /// answer was journaled as ignored and changes nothing.
+    Ignored,
+}
+
+/// Whether a cancellation took effect.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum CancelAck {
+    /// The cancellation was journaled and delivered to the run.
+    Requested,
+    /// Cancellation had been requested before.
+    AlreadyRequested,
+    /// The run had already ended.
+    AlreadyFinished,
+}
+
+/// A committed status change of a run.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct RunUpdate {
+    /// The run.
+    pub run_id: RunId,
+    /// Its new status.
+    pub status: RunStatus,
+}
+
+/// Records committed to a run's journal.
+#[derive(Debug, Clone)]
+pub struct JournalUpdate {
+    /// The run.
+    pub run_id: RunId,
+    /// The records, in order.
+    pub entries: Arc<Vec<Entry>>,
+}

@@ -1,0 +1,88 @@
+//! What replay reads from records: the step a record belongs to, a step's identity, and the
+//! values the code gets back on replay.
+
+use serde_json::Value;
+
+use crate::codec::input_hash;
+use crate::id::RunId;
+use crate::record::{Record, Step, StepKind};
+
+/// The step a record belongs to, if any.
+pub(crate) fn step_of(r: &Record) -> Option<Step> {
+    match r {
+        Record::StateEntered { step, .. }
+        | Record::TaskStarted { step, .. }
+        | Record::TaskResult { step, .. }
+        | Record::Var { step, .. }
+        | Record::TimerSet { step, .. }
+        | Record::TimerFired { step }
+        | Record::GateOpened { step, .. }
+        | Record::GateAnswered { step, .. }
+        | Record::SignalAwaited { step, .. }
+        | Record::SignalDelivered { step, .. }
+        | Record::ChildStarted { step, .. }
+        | Record::ChildFinished { step, .. }
+        | Record::SideEffect { step, .. }
+        | Record::Ignored { step, .. } => Some(*step),
+        Record::SignalReceived { step, .. } => *step,
+        _ => None,
+    }
+}
+
+/// The kind, name and (where journaled) input hash of a step's first record.
+pub(crate) fn identity(r: &Record) -> Option<(StepKind, &str, Option<u64>)> {
+    Some(match r {
+        Record::TaskStarted {
+            name, input_hash, ..
+        } => (StepKind::Task, name.as_str(), Some(*input_hash)),
+        Record::TimerSet { purpose, .. } => (StepKind::Timer, purpose.as_str(), None),
+        Record::GateOpened { gate, .. } => (
+            StepKind::Gate,
+            gate.title.as_str(),
+            Some(input_hash(
+                &serde_json::to_value(gate).unwrap_or(Value::Null),
+            )),
+        ),
+        Record::SignalAwaited { name, .. } => (StepKind::Signal, name.as_str(), None),
+        Record::ChildStarted {
+            workflow,
+            input_hash,
+            ..
+        } => (StepKind::Child, workflow.as_str(), Some(*input_hash)),
+        Record::SideEffect { name, .. } => (StepKind::SideEffect, name.as_str(), None),
+        Record::StateEntered { state, .. } => (StepKind::State, state.as_str(), None),
+        Record::Var { key, value, .. } => (StepKind::Var, key.as_str(), Some(input_hash(value))),
+        _ => return None,
+    })
+}
+
+/// The side-effect name under which a patch marker is journaled.
+pub(crate) fn patch_marker(id: &str) -> String {
+    format!("patch:{id}")
+}
+
+/// What the journal recorded for a step, as the code needs it while replaying: values that
+/// were decided when the step was first made (a timer's due time, a child's run id, a side
+/// effect's value) and must be the same again.
+#[derive(Debug, Clone, Copy)]
+pub(crate) enum Replayed<'a> {
+    /// A timer due at this time.
+    TimerAt(u64),
+    /// A child run with this id.
+    Child(RunId),
+    /// A recorded value (side effect, `now()`, a patch marker).
+    Value { name: &'a str, value: &'a Value },
+    /// Another kind of step.
+    Other,
+}
+
+impl<'a> Replayed<'a> {
+    pub(crate) fn of(record: &'a Record) -> Self {
+        match record {
+            Record::TimerSet { fire_at_ms, .. } => Replayed::TimerAt(*fire_at_ms),
+            Record::ChildStarted { child_run_id, .. } => Replayed::Child(*child_run_id),
+            Record::SideEffect { name, value, .. } => Replayed::Value { name, value },
+            _ => Replayed::Other,
+        }
+    }
+}

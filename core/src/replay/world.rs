@@ -1,0 +1,185 @@
+//! Completions from the world — task results, timers, answers, signals, children, cancellation
+//! — and the records they become.
+
+use serde_json::Value;
+
+use super::{
+    Actions, Effect, GatePhase, Machine, RunState, SignalStep, TimerPurpose, due_after, gate,
+};
+use crate::context::{ChildOutcome, StepSet};
+use crate::engine::{AnswerAck, CancelAck};
+use crate::error::DeliverError;
+use crate::record::{GateAnswer, Record, Step};
+use crate::task::TaskError;
+
+impl RunState {
+    /// An attempt's result. `dropped`: nobody awaits the step any more (a select's loser), so
+    /// it is not retried.
+    pub(crate) fn task_done(
+        &self,
+        step: Step,
+        attempt: u32,
+        result: Result<Value, TaskError>,
+        dropped: bool,
+        now_ms: u64,
+    ) -> Actions {
+        let current = !self.is_terminal()
+            && matches!(self.steps.get(&step).map(|e| &e.machine),
+                Some(Machine::Task(t)) if t.running() == Some(attempt));
+        if !current {
+            return Actions::record(Record::Ignored {
+                step,
+                what: "task result".into(),
+            });
+        }
+        match result {
+            Ok(output) => Actions::record(Record::TaskResult {
+                step,
+                attempt,
+                outcome: "success".into(),
+                output,
+                error: None,
+                is_final: true,
+            }),
+            Err(e) => {
+                let policy = match self.steps.get(&step).map(|e| &e.machine) {
+                    Some(Machine::Task(t)) => t.call().map(|c| c.options.retry.clone()),
+                    _ => None,
+                };
+                let retry =
+                    !dropped && policy.as_ref().is_some_and(|p| p.should_retry(attempt, &e));
+                let mut out = Actions::record(Record::TaskResult {
+                    step,
+                    attempt,
+                    outcome: e.kind,
+                    output: e.output,
+                    error: Some(e.message),
+                    is_final: !retry,
+                });
+                if let (true, Some(p)) = (retry, policy) {
+                    let delay =
+                        u64::try_from(p.backoff_after(attempt).as_millis()).unwrap_or(u64::MAX);
+                    let at = due_after(now_ms, delay);
+                    out.records.push(Record::TimerSet {
+                        step,
+                        fire_at_ms: at,
+                        purpose: TimerPurpose::Retry.as_str().into(),
+                    });
+                    out.effects
+                        .push(Effect::Timer(step, at, TimerPurpose::Retry));
+                }
+                out
+            }
+        }
+    }
+
+    /// A timer of `step` is due.
+    pub(crate) fn timer_due(&self, step: Step, purpose: TimerPurpose) -> Actions {
+        if self.is_terminal() {
+            return Actions::default();
+        }
+        let Some(entry) = self.steps.get(&step) else {
+            return Actions::default();
+        };
+        match (&entry.machine, purpose) {
+            (Machine::Timer(t), TimerPurpose::Sleep) if !t.is_resolved() => {
+                Actions::record(Record::TimerFired { step })
+            }
+            (Machine::Gate(g), TimerPurpose::GateTimeout) => match g.phase {
+                GatePhase::Open { .. } => Actions::record(Record::TimerFired { step }),
+                GatePhase::TimedOut => Actions::default(),
+                _ => Actions::record(Record::Ignored {
+                    step,
+                    what: "gate timeout".into(),
+                }),
+            },
+            (Machine::Task(t), TimerPurpose::Retry) => {
+                let (Some(call), Some(_)) = (t.call(), t.retry_at()) else {
+                    return Actions::default();
+                };
+                Actions {
+                    records: vec![
+                        Record::TimerFired { step },
+                        Record::TaskStarted {
+                            step,
+                            attempt: t.attempt() + 1,
+                            task: call.task.clone(),
+                            name: entry.name.clone(),
+                            input_hash: call.hash,
+                            input: call.input.clone(),
+                        },
+                    ],
+                    effects: vec![Effect::Execute(step)],
+                }
+            }
+            _ => Actions::default(),
+        }
+    }
+
+    /// An answer to the gate at `step`: its record (applied, or ignored when the gate had
+    /// already completed) and what the caller is told.
+    pub(crate) fn answer(
+        &self,
+        step: Step,
+        answer: GateAnswer,
+    ) -> Result<(Record, AnswerAck), DeliverError> {
+        let Some(Machine::Gate(g)) = self.steps.get(&step).map(|e| &e.machine) else {
+            let id = crate::view::inbox_item_id(self.run_id, step);
+            return Err(DeliverError::ItemNotFound(id));
+        };
+        gate::check_answer(&g.spec, &answer)?;
+        if g.is_resolved() || self.is_terminal() {
+            let ignored = Record::Ignored {
+                step,
+                what: "gate answer".into(),
+            };
+            return Ok((ignored, AnswerAck::Ignored));
+        }
+        Ok((Record::GateAnswered { step, answer }, AnswerAck::Applied))
+    }
+
+    /// A signal: it completes the oldest pending wait of its name that the code still awaits
+    /// (not in `dropped`), or is buffered. `None` once the run has ended.
+    pub(crate) fn signal(&self, name: String, payload: Value, dropped: &StepSet) -> Option<Record> {
+        if self.is_terminal() {
+            return None;
+        }
+        let waiting = self.pending.iter().copied().find(|k| {
+            !dropped.contains(k)
+                && self.steps.get(k).is_some_and(|e| {
+                    matches!(e.machine, Machine::Signal(SignalStep::Waiting)) && e.name == name
+                })
+        });
+        Some(Record::SignalReceived {
+            name,
+            payload,
+            step: waiting,
+        })
+    }
+
+    /// The child of `step` ended.
+    pub(crate) fn child_done(&self, step: Step, outcome: ChildOutcome) -> Option<Record> {
+        let running = matches!(self.steps.get(&step).map(|e| &e.machine),
+            Some(Machine::Child(c)) if !c.is_resolved());
+        (running && !self.is_terminal()).then_some(Record::ChildFinished {
+            step,
+            status: outcome.status,
+            result: outcome.result,
+            reason: outcome.reason,
+        })
+    }
+
+    /// A cancellation request: its record, if it takes effect, and what the caller is told.
+    pub(crate) fn cancel(&self, reason: String) -> (Option<Record>, CancelAck) {
+        if self.is_terminal() {
+            (None, CancelAck::AlreadyFinished)
+        } else if self.cancel_requested {
+            (None, CancelAck::AlreadyRequested)
+        } else {
+            (
+                Some(Record::CancelRequested { reason }),
+                CancelAck::Requested,
+            )
+        }
+    }
+}
