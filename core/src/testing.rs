@@ -4,7 +4,7 @@ use serde_json::Value;
 
 use crate::codec::input_hash;
 use crate::id::RunId;
-use crate::record::{Entry, GateAnswer, GateSpec, Record, RunStatus, StartRecord, Step};
+use crate::record::{Entry, GateAnswer, GateKind, GateSpec, Record, RunStatus, StartRecord, Step};
 
 /// Builds a journal record by record, numbering seqs and steps the way the engine does.
 ///
@@ -30,6 +30,22 @@ use crate::record::{Entry, GateAnswer, GateSpec, Record, RunStatus, StartRecord,
 pub struct JournalBuilder {
     entries: Vec<Entry>,
     next_step: Step,
+}
+
+/// A gate of `kind` titled `title`, with everything else empty (criticality `NORMAL`, no
+/// timeout), as a canned journal or a test workflow needs it.
+pub fn gate_spec(kind: GateKind, title: &str) -> GateSpec {
+    GateSpec {
+        kind,
+        title: title.into(),
+        body: String::new(),
+        options: Vec::new(),
+        assigned_to: String::new(),
+        criticality: "NORMAL".into(),
+        tags: Vec::new(),
+        timeout_ms: None,
+        meta: Value::Null,
+    }
 }
 
 /// The hash the engine journals for a task call's input.

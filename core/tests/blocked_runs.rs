@@ -5,6 +5,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use magrathea_core::store::{CommitBatch, EncodedRecord};
+use magrathea_core::testing::gate_spec;
 use magrathea_core::{
     DeliverError, Engine, EngineBuilder, GateKind, GateSpec, InboxFilter, MemoryStore, Record,
     RunId, RunStatus, StartRequest, Store, TaskOptions, TaskRegistration, WorkflowError,
@@ -17,17 +18,7 @@ fn echo() -> TaskRegistration {
 }
 
 fn approval() -> GateSpec {
-    GateSpec {
-        kind: GateKind::Approval,
-        title: "go?".into(),
-        body: String::new(),
-        options: vec![],
-        assigned_to: String::new(),
-        criticality: "NORMAL".into(),
-        tags: vec![],
-        timeout_ms: None,
-        meta: Value::Null,
-    }
+    gate_spec(GateKind::Approval, "go?")
 }
 
 /// A workflow `w` (version `version`) that runs a task, waits at a gate, then either panics
@@ -75,6 +66,14 @@ fn statuses(engine: &Engine, run: RunId) -> Vec<(RunStatus, Option<String>)> {
         .collect()
 }
 
+/// Waits until the run has ended or is blocked with nobody driving it (never longer than 10 s).
+async fn ended(engine: &Engine, run: RunId) -> magrathea_core::RunView {
+    tokio::time::timeout(Duration::from_secs(10), engine.wait(run))
+        .await
+        .expect("wait returns for an ended or blocked run")
+        .expect("the run reads")
+}
+
 #[tokio::test]
 async fn a_panic_in_workflow_code_blocks_the_run_and_fixed_code_unblocks_it() {
     let store = Arc::new(MemoryStore::new());
@@ -86,10 +85,7 @@ async fn a_panic_in_workflow_code_blocks_the_run_and_fixed_code_unblocks_it() {
             .unwrap();
         engine.wait_settled(run).await.unwrap();
         answer_the_gate(&engine, run).await;
-        let view = tokio::time::timeout(Duration::from_secs(10), engine.wait(run))
-            .await
-            .expect("wait returns for a blocked run")
-            .unwrap();
+        let view = ended(&engine, run).await;
         assert_eq!(view.status, RunStatus::Blocked);
         let reason = view.reason.unwrap_or_default();
         assert!(
@@ -106,10 +102,7 @@ async fn a_panic_in_workflow_code_blocks_the_run_and_fixed_code_unblocks_it() {
     // Reopened with the same broken code: still blocked, and the block is journaled once.
     {
         let engine = build(&store, |b| b.workflow(gated("1", true))).await;
-        let view = tokio::time::timeout(Duration::from_secs(10), engine.wait(run))
-            .await
-            .expect("wait returns")
-            .unwrap();
+        let view = ended(&engine, run).await;
         assert_eq!(view.status, RunStatus::Blocked);
         let blocked = statuses(&engine, run)
             .into_iter()
@@ -118,10 +111,7 @@ async fn a_panic_in_workflow_code_blocks_the_run_and_fixed_code_unblocks_it() {
         assert_eq!(blocked, 1, "the same block is journaled once");
     }
     let engine = build(&store, |b| b.workflow(gated("1", false))).await;
-    let view = tokio::time::timeout(Duration::from_secs(10), engine.wait(run))
-        .await
-        .expect("the fixed run finishes")
-        .unwrap();
+    let view = ended(&engine, run).await;
     assert_eq!(view.status, RunStatus::Done);
     assert_eq!(view.result, Some(json!("done")));
     let statuses = statuses(&engine, run);
@@ -142,10 +132,7 @@ async fn a_workflow_that_panics_before_its_first_step_is_blocked_not_lost() {
         .start(StartRequest::code("w", json!({"bad": true})))
         .await
         .expect("the run is journaled, blocked");
-    let view = tokio::time::timeout(Duration::from_secs(10), engine.wait(run))
-        .await
-        .expect("wait returns")
-        .unwrap();
+    let view = ended(&engine, run).await;
     assert_eq!(view.status, RunStatus::Blocked);
     assert!(
         view.reason
@@ -190,10 +177,7 @@ async fn an_unreadable_journal_blocks_its_run_and_spares_the_others() {
         .expect("the corrupt record is written");
 
     let engine = build(&store, |b| b.workflow(gated("1", false))).await;
-    let view = tokio::time::timeout(Duration::from_secs(10), engine.wait(bad))
-        .await
-        .expect("wait returns for the unreadable run")
-        .unwrap();
+    let view = ended(&engine, bad).await;
     assert_eq!(view.status, RunStatus::Blocked);
     let reason = view.reason.unwrap_or_default();
     assert!(reason.starts_with("[MAG-RC001]"), "{reason}");
@@ -239,10 +223,7 @@ async fn a_journal_without_its_start_record_blocks_its_run() {
         }])
         .unwrap();
     let engine = build(&store, |b| b.workflow(gated("1", false))).await;
-    let view = tokio::time::timeout(Duration::from_secs(10), engine.wait(run))
-        .await
-        .expect("wait returns")
-        .unwrap();
+    let view = ended(&engine, run).await;
     assert_eq!(view.status, RunStatus::Blocked);
     assert!(view.reason.unwrap_or_default().contains("[MAG-RC001]"));
 }
@@ -261,20 +242,14 @@ async fn recovery_blocks_runs_of_another_version_or_an_unregistered_workflow() {
     };
     {
         let engine = build(&store, |b| b.workflow(gated("2", false))).await;
-        let view = tokio::time::timeout(Duration::from_secs(10), engine.wait(run))
-            .await
-            .expect("wait returns")
-            .unwrap();
+        let view = ended(&engine, run).await;
         assert_eq!(view.status, RunStatus::Blocked);
         assert!(view.reason.unwrap_or_default().starts_with("[MAG-ND003]"));
     }
     {
         let other = WorkflowRegistration::new("other", "1", |_, v| async move { Ok(v) });
         let engine = build(&store, |b| b.workflow(other)).await;
-        let view = tokio::time::timeout(Duration::from_secs(10), engine.wait(run))
-            .await
-            .expect("wait returns")
-            .unwrap();
+        let view = ended(&engine, run).await;
         assert_eq!(view.status, RunStatus::Blocked);
         assert!(view.reason.unwrap_or_default().starts_with("[MAG-ND004]"));
     }

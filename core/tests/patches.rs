@@ -5,6 +5,7 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicU32, Ordering};
 use std::time::Duration;
 
+use magrathea_core::testing::gate_spec;
 use magrathea_core::{
     Engine, EngineBuilder, GateAnswer, GateKind, GateSpec, InboxFilter, MemoryStore, Record,
     RetryPolicy, RunId, RunStatus, StartRequest, TaskError, TaskOptions, TaskRegistration,
@@ -19,17 +20,7 @@ fn echo(name: &'static str) -> TaskRegistration {
 }
 
 fn approval() -> GateSpec {
-    GateSpec {
-        kind: GateKind::Approval,
-        title: "go?".into(),
-        body: String::new(),
-        options: vec![],
-        assigned_to: String::new(),
-        criticality: "NORMAL".into(),
-        tags: vec![],
-        timeout_ms: None,
-        meta: Value::Null,
-    }
+    gate_spec(GateKind::Approval, "go?")
 }
 
 async fn build(store: &Arc<MemoryStore>, wf: WorkflowRegistration) -> Engine {
@@ -110,6 +101,14 @@ fn patched_code() -> WorkflowRegistration {
         };
         Ok(json!([first, last]))
     })
+}
+
+/// Waits until the run has ended or is blocked with nobody driving it (never longer than 10 s).
+async fn ended(engine: &Engine, run: RunId) -> magrathea_core::RunView {
+    tokio::time::timeout(Duration::from_secs(10), engine.wait(run))
+        .await
+        .expect("wait returns for an ended or blocked run")
+        .expect("the run reads")
 }
 
 #[tokio::test]
@@ -204,10 +203,7 @@ async fn a_marker_of_another_patch_is_nd005() {
         Ok(Value::Null)
     });
     let engine = build(&store, renamed).await;
-    let view = tokio::time::timeout(Duration::from_secs(10), engine.wait(run))
-        .await
-        .expect("wait returns for a blocked run")
-        .unwrap();
+    let view = ended(&engine, run).await;
     assert_eq!(view.status, RunStatus::Blocked);
     let reason = view.reason.unwrap_or_default();
     assert!(reason.starts_with("[MAG-ND005]"), "{reason}");

@@ -37,15 +37,8 @@ fn task_command(step: Step, task: &str, input: Value, retry: Option<RetryPolicy>
 
 fn gate_spec(timeout_ms: Option<u64>) -> GateSpec {
     GateSpec {
-        kind: GateKind::Approval,
-        title: "ship?".into(),
-        body: String::new(),
-        options: vec![],
-        assigned_to: String::new(),
-        criticality: "NORMAL".into(),
-        tags: vec![],
         timeout_ms,
-        meta: Value::Null,
+        ..crate::testing::gate_spec(GateKind::Approval, "ship?")
     }
 }
 
