@@ -188,7 +188,7 @@ pub fn encode(record: &Record, at_ms: u64, out: &mut Vec<u8>) {
             w.varint(at_ms);
             w.str(&s.workflow_name);
             w.str(&s.workflow_version);
-            w.str(&s.frontend);
+            w.str(s.frontend.as_str());
             w.json(&s.params);
             w.opt_str(&s.definition);
             match &s.parent {
@@ -202,7 +202,7 @@ pub fn encode(record: &Record, at_ms: u64, out: &mut Vec<u8>) {
             }
             w.str(&s.started_by);
             w.opt_str(&s.idempotency_key);
-            w.str(&s.scope);
+            w.str(s.scope.as_str());
         }
         Record::StateEntered { step, state } => {
             w.u8(tag::STATE_ENTERED);
@@ -239,7 +239,7 @@ pub fn encode(record: &Record, at_ms: u64, out: &mut Vec<u8>) {
             w.varint(at_ms);
             w.varint(u64::from(*step));
             w.varint(u64::from(*attempt));
-            w.str(outcome);
+            w.str(outcome.as_str());
             w.json(output);
             w.opt_str(error);
             w.u8(u8::from(*is_final));
@@ -420,13 +420,13 @@ pub fn decode(bytes: &[u8]) -> Result<(Record, u64), DecodeError> {
             Record::Start(Box::new(StartRecord {
                 workflow_name,
                 workflow_version,
-                frontend,
+                frontend: frontend.into(),
                 params,
                 definition,
                 parent,
                 started_by: r.str()?,
                 idempotency_key: r.opt_str()?,
-                scope: r.str()?,
+                scope: r.str()?.into(),
             }))
         }
         tag::STATE_ENTERED => Record::StateEntered {
@@ -456,7 +456,7 @@ pub fn decode(bytes: &[u8]) -> Result<(Record, u64), DecodeError> {
         tag::TASK_RESULT => Record::TaskResult {
             step: r.u32()?,
             attempt: r.u32()?,
-            outcome: r.str()?,
+            outcome: r.str()?.into(),
             output: r.json()?,
             error: r.opt_str()?,
             is_final: r.bool()?,

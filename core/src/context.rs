@@ -20,6 +20,7 @@ use crate::id::RunId;
 use crate::record::{Entry, GateAnswer, GateSpec, Record, RunStatus, Step, StepKind};
 use crate::replay::{Replayed, due_after, patch_marker};
 use crate::task::{TaskError, TaskOptions, TaskRegistration};
+use crate::vocabulary::{Frontend, RunScope};
 
 /// How a step ended, as fed to the code.
 #[derive(Debug, Clone)]
@@ -104,7 +105,7 @@ pub struct ChildRequest {
     /// The child's workflow name.
     pub workflow: String,
     /// The front end (`code`, `yaml`).
-    pub frontend: String,
+    pub frontend: Frontend,
     /// The frozen definition, for front ends that have one.
     pub definition: Option<String>,
     /// The workflow's version.
@@ -114,7 +115,7 @@ pub struct ChildRequest {
     /// The parent's state name (YAML), journaled as the child's `parentState`.
     pub parent_state: Option<String>,
     /// The child's `tenant/project` scope; `None` runs it in the parent's scope.
-    pub scope: Option<String>,
+    pub scope: Option<RunScope>,
 }
 
 impl ChildRequest {

@@ -33,6 +33,7 @@ mod task;
 #[cfg(any(test, feature = "test-util"))]
 pub mod testing;
 mod view;
+mod vocabulary;
 pub mod writer;
 
 pub use context::{
@@ -54,3 +55,4 @@ pub use task::{
     AppData, RetryPolicy, TaskContext, TaskError, TaskFn, TaskOptions, TaskRegistration,
 };
 pub use view::{InboxItem, InboxStatus, RunView};
+pub use vocabulary::{Frontend, Outcome, RunScope};

@@ -10,6 +10,7 @@ use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
 use crate::id::RunId;
+use crate::vocabulary::{Frontend, Outcome, RunScope};
 
 /// A step number within a run, assigned in program order.
 pub type Step = u32;
@@ -133,7 +134,7 @@ pub struct StartRecord {
     /// The workflow's version (free text; empty when none).
     pub workflow_version: String,
     /// Which front end runs the definition: `code` for `#[workflow]`s, `yaml` for documents.
-    pub frontend: String,
+    pub frontend: Frontend,
     /// The caller's parameters (the workflow input).
     pub params: Value,
     /// The frozen definition (the YAML body), when the front end has one.
@@ -148,8 +149,8 @@ pub struct StartRecord {
     #[serde(skip_serializing_if = "Option::is_none")]
     pub idempotency_key: Option<String>,
     /// Scope of the run (`tenant/project`, or empty).
-    #[serde(skip_serializing_if = "String::is_empty", default)]
-    pub scope: String,
+    #[serde(skip_serializing_if = "RunScope::is_empty", default)]
+    pub scope: RunScope,
 }
 
 /// The three kinds of inbox item a gate opens (the Vancetope `gate_task` kinds).
@@ -349,7 +350,7 @@ pub enum Record {
         /// Attempt number.
         attempt: u32,
         /// `success`, or the error kind (`technical_error`, `timeout`, …).
-        outcome: String,
+        outcome: Outcome,
         /// The output, or the error's data.
         output: Value,
         /// The error message, for failures.

@@ -65,7 +65,7 @@ impl JournalBuilder {
             parent: None,
             started_by: String::new(),
             idempotency_key: None,
-            scope: String::new(),
+            scope: Default::default(),
         };
         Self {
             entries: Vec::new(),

@@ -6,6 +6,7 @@ use serde_json::{Map, Value};
 use crate::id::RunId;
 use crate::record::{Entry, GateAnswer, GateKind, Record, RunStatus, Step};
 use crate::store::RunSummary;
+use crate::vocabulary::RunScope;
 
 /// A run as the API and the `magrathea` command show it: a projection of its journal.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -34,7 +35,7 @@ pub struct RunView {
     /// The parent run, for child runs.
     pub parent_run_id: Option<RunId>,
     /// `tenant/project` scope, or empty.
-    pub scope: String,
+    pub scope: RunScope,
     /// Start time, ms since the epoch.
     pub created_at: u64,
     /// Time of the last record, ms since the epoch.

@@ -217,7 +217,7 @@ async fn a_journal_without_its_start_record_blocks_its_run() {
                 created_ms: 1,
                 updated_ms: 1,
                 parent: None,
-                scope: String::new(),
+                scope: Default::default(),
             }],
             ..CommitBatch::default()
         }])

@@ -68,13 +68,13 @@ fn start() -> impl Strategy<Value = Record> {
                 Record::Start(Box::new(StartRecord {
                     workflow_name,
                     workflow_version,
-                    frontend,
+                    frontend: frontend.into(),
                     params,
                     definition,
                     parent,
                     started_by,
                     idempotency_key,
-                    scope,
+                    scope: scope.into(),
                 }))
             },
         )
@@ -157,7 +157,7 @@ fn record() -> impl Strategy<Value = Record> {
                 Record::TaskResult {
                     step,
                     attempt,
-                    outcome,
+                    outcome: outcome.into(),
                     output,
                     error,
                     is_final,

@@ -122,7 +122,7 @@ async fn a_failing_task_is_retried_per_its_policy_and_each_attempt_is_journaled(
                 outcome,
                 is_final,
                 ..
-            } => Some((attempt, outcome, is_final)),
+            } => Some((attempt, outcome.into_string(), is_final)),
             _ => None,
         })
         .collect();

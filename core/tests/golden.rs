@@ -206,7 +206,7 @@ fn canned_journal() -> Vec<Record> {
             parent: None,
             started_by: String::new(),
             idempotency_key: None,
-            scope: String::new(),
+            scope: Default::default(),
         })),
         Record::GateOpened {
             step: 0,

@@ -87,7 +87,7 @@ states:
         .records(&bad)
         .into_iter()
         .filter_map(|r| match r {
-            Record::TaskResult { outcome, .. } => Some(outcome),
+            Record::TaskResult { outcome, .. } => Some(outcome.into_string()),
             _ => None,
         })
         .collect();

@@ -77,7 +77,7 @@ impl Project {
                     error,
                     ..
                 } => Some(Attempt {
-                    outcome,
+                    outcome: outcome.into_string(),
                     output,
                     error,
                 }),

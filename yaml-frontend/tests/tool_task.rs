@@ -196,7 +196,7 @@ impl Env {
             .unwrap()
             .into_iter()
             .filter_map(|e| match e.record {
-                Record::TaskResult { outcome, .. } => Some(outcome),
+                Record::TaskResult { outcome, .. } => Some(outcome.into_string()),
                 _ => None,
             })
             .collect()

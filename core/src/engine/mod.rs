@@ -143,8 +143,8 @@ impl EngineInner {
             if !self.workflows.contains_key(&start.workflow_name) {
                 return Err(StartError::UnknownWorkflow(start.workflow_name.clone()));
             }
-        } else if !self.interpreters.contains_key(&start.frontend) {
-            return Err(StartError::UnknownFrontend(start.frontend.clone()));
+        } else if !self.interpreters.contains_key(start.frontend.as_str()) {
+            return Err(StartError::UnknownFrontend(start.frontend.to_string()));
         }
         Ok(())
     }

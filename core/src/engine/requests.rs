@@ -7,6 +7,7 @@ use serde_json::Value;
 
 use crate::id::RunId;
 use crate::record::{Entry, ParentRef, RunStatus};
+use crate::vocabulary::{Frontend, RunScope};
 
 /// What to start.
 #[derive(Debug, Clone)]
@@ -14,7 +15,7 @@ pub struct StartRequest {
     /// The workflow's name.
     pub workflow: String,
     /// The front end: `code` (registered workflows) or an interpreter's name (`yaml`).
-    pub frontend: String,
+    pub frontend: Frontend,
     /// The version; `None` takes the registration's.
     pub version: Option<String>,
     /// The frozen definition, for interpreted front ends.
@@ -26,7 +27,7 @@ pub struct StartRequest {
     /// Who starts it.
     pub started_by: String,
     /// `tenant/project`, or empty.
-    pub scope: String,
+    pub scope: RunScope,
     /// The parent, for child runs.
     pub parent: Option<ParentRef>,
     /// A chosen run id (children use the id journaled by their parent).
@@ -44,7 +45,7 @@ impl StartRequest {
             input,
             idempotency_key: None,
             started_by: String::new(),
-            scope: String::new(),
+            scope: RunScope::default(),
             parent: None,
             run_id: None,
         }
@@ -63,7 +64,7 @@ impl StartRequest {
     }
 
     /// Sets the scope.
-    pub fn scope(mut self, scope: impl Into<String>) -> Self {
+    pub fn scope(mut self, scope: impl Into<RunScope>) -> Self {
         self.scope = scope.into();
         self
     }

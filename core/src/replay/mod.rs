@@ -443,7 +443,7 @@ impl RunState {
                     let result = if outcome == "success" {
                         Ok(output.clone())
                     } else {
-                        Err(task_error_from_record(outcome, output, error))
+                        Err(task_error_from_record(outcome.as_str(), output, error))
                     };
                     self.resolve(*step, seq, Resolution::Task(result), out);
                 }

@@ -51,7 +51,7 @@ impl RunState {
                 let mut out = Actions::record(Record::TaskResult {
                     step,
                     attempt,
-                    outcome: e.kind,
+                    outcome: e.kind.into(),
                     output: e.output,
                     error: Some(e.message),
                     is_final: !retry,

@@ -27,6 +27,7 @@ use crate::codec;
 use crate::error::StoreError;
 use crate::id::RunId;
 use crate::record::{Entry, RunStatus};
+use crate::vocabulary::{Frontend, RunScope};
 
 /// The indexed summary of a run: what listing needs without reading journals.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -36,7 +37,7 @@ pub struct RunSummary {
     /// Its workflow.
     pub workflow_name: String,
     /// `code` or `yaml`.
-    pub frontend: String,
+    pub frontend: Frontend,
     /// Current status.
     pub status: RunStatus,
     /// Start time, ms since the epoch.
@@ -46,7 +47,7 @@ pub struct RunSummary {
     /// Parent run, for child runs.
     pub parent: Option<RunId>,
     /// `tenant/project` scope, or empty.
-    pub scope: String,
+    pub scope: RunScope,
 }
 
 /// One encoded journal record to append.
@@ -149,7 +150,7 @@ pub(crate) fn summary_matches(s: &RunSummary, filter: &RunFilter) -> bool {
         .workflow
         .as_ref()
         .is_none_or(|w| *w == s.workflow_name)
-        && filter.scope.as_ref().is_none_or(|sc| *sc == s.scope)
+        && filter.scope.as_ref().is_none_or(|sc| s.scope == *sc)
 }
 
 #[cfg(test)]
@@ -169,7 +170,7 @@ pub(crate) mod contract_tests {
             parent: None,
             started_by: "test".into(),
             idempotency_key: Some(format!("key-{run}")),
-            scope: String::new(),
+            scope: RunScope::default(),
         }));
         codec::encode(&rec, 7, &mut bytes);
         CommitBatch {
@@ -186,7 +187,7 @@ pub(crate) mod contract_tests {
                 created_ms: 7,
                 updated_ms: 7,
                 parent: None,
-                scope: String::new(),
+                scope: RunScope::default(),
             }],
             idempotency_keys: vec![(format!("key-{run}"), run)],
         }

@@ -92,7 +92,7 @@ pub(crate) async fn get(
     let scope = state
         .engine
         .summary(item.workflow_run_id)
-        .map(|s| s.scope)
+        .map(|s| s.scope.into_string())
         .unwrap_or_default();
     Ok(Json(Approval { scope, item }))
 }

@@ -80,7 +80,7 @@ pub(crate) fn items(
                 let s = state
                     .engine
                     .summary(run)
-                    .map(|s| s.scope)
+                    .map(|s| s.scope.into_string())
                     .unwrap_or_default();
                 scopes.entry(run).or_insert(s)
             }
@@ -124,7 +124,7 @@ pub(crate) fn scoped_item(
         Err(e) => return Err(ApiError::internal(e)),
     };
     match state.engine.summary(item.workflow_run_id) {
-        Ok(s) if keep(&s.scope) => Ok(item),
+        Ok(s) if keep(s.scope.as_str()) => Ok(item),
         _ => Err(not_found()),
     }
 }

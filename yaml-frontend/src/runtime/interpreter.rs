@@ -326,7 +326,7 @@ async fn tool(
     spec: &Value,
 ) -> Completion {
     let name = text_field(spec, "tool");
-    let scope = Scope::of_run(&run.start.scope);
+    let scope = Scope::of_run(run.start.scope.as_str());
     let allowed = run.doc.allowed_tools.as_deref();
     let decision = ctx.side_effect("tool_permission", || {
         super::tools::permission(rt, &scope, allowed, &name)
@@ -466,7 +466,7 @@ async fn sub_workflow(
     spec: &Value,
 ) -> Completion {
     let name = text_field(spec, "workflow");
-    let scope = Scope::of_run(&start.scope);
+    let scope = Scope::of_run(start.scope.as_str());
     // The sub-workflow's document is read once and journaled, so replay starts (or finds)
     // the same child on the same definition.
     let given = spec
@@ -548,7 +548,7 @@ pub(crate) fn frozen_child(
         version: loaded.doc.version.clone().unwrap_or_default(),
         input,
         parent_state: None,
-        scope: Some(scope.key()),
+        scope: Some(scope.key().into()),
     })
 }
 

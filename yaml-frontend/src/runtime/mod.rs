@@ -166,7 +166,7 @@ impl YamlRuntime {
         req.version = Some(loaded.doc.version.clone().unwrap_or_default());
         req.definition = Some(text);
         req.started_by = started_by.into();
-        req.scope = scope.key();
+        req.scope = scope.key().into();
         Ok(engine.start(req).await?)
     }
 }

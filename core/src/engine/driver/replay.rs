@@ -32,7 +32,7 @@ impl Driver {
         let ctx = WorkflowContext::new(self.shared.clone());
         let fut = if start.frontend == "code" {
             if self.engine.workflows.is_empty() {
-                return Err(Unrunnable::NoFrontend(start.frontend.clone()));
+                return Err(Unrunnable::NoFrontend(start.frontend.to_string()));
             }
             let reg = self
                 .engine
@@ -56,8 +56,13 @@ impl Driver {
             let params = start.params.clone();
             crate::panic::catch(move || body(ctx, params)).map_err(Unrunnable::Panicked)?
         } else {
-            let Some(interp) = self.engine.interpreters.get(&start.frontend).cloned() else {
-                return Err(Unrunnable::NoFrontend(start.frontend.clone()));
+            let Some(interp) = self
+                .engine
+                .interpreters
+                .get(start.frontend.as_str())
+                .cloned()
+            else {
+                return Err(Unrunnable::NoFrontend(start.frontend.to_string()));
             };
             crate::panic::catch(|| interp(ctx, start))
                 .map_err(Unrunnable::Panicked)?

@@ -125,7 +125,7 @@ impl WorkflowStart {
         req.version = Some(loaded.doc.version.clone().unwrap_or_default());
         req.definition = Some(text);
         req.started_by = ctx.user.clone();
-        req.scope = scope.key();
+        req.scope = scope.key().into();
         if let Some(key) = &ctx.idempotency_key {
             req = req.idempotency_key(format!("workflow_start:{key}"));
         }
