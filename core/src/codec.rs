@@ -10,6 +10,7 @@ use crate::id::RunId;
 use crate::record::{
     AnswerOutcome, GateAnswer, GateKind, GateSpec, ParentRef, Record, RunStatus, StartRecord,
 };
+use crate::vocabulary::TimerPurpose;
 
 /// The format byte that starts every encoded record.
 pub const FORMAT_VERSION: u8 = 1;
@@ -272,7 +273,7 @@ pub fn encode(record: &Record, at_ms: u64, out: &mut Vec<u8>) {
             w.varint(at_ms);
             w.varint(u64::from(*step));
             w.varint(*fire_at_ms);
-            w.str(purpose);
+            w.str(purpose.as_str());
         }
         Record::TimerFired { step } => {
             w.u8(tag::TIMER_FIRED);
@@ -477,7 +478,8 @@ pub fn decode(bytes: &[u8]) -> Result<(Record, u64), DecodeError> {
         tag::TIMER_SET => Record::TimerSet {
             step: r.u32()?,
             fire_at_ms: r.varint()?,
-            purpose: r.str()?,
+            purpose: TimerPurpose::parse(&r.str()?)
+                .ok_or(DecodeError::Corrupt("unknown timer purpose"))?,
         },
         tag::TIMER_FIRED => Record::TimerFired { step: r.u32()? },
         tag::GATE_OPENED => {

@@ -55,4 +55,4 @@ pub use task::{
     AppData, RetryPolicy, TaskContext, TaskError, TaskFn, TaskOptions, TaskRegistration,
 };
 pub use view::{InboxItem, InboxStatus, RunView};
-pub use vocabulary::{Frontend, Outcome, RunScope};
+pub use vocabulary::{Frontend, Outcome, RunScope, TimerPurpose};

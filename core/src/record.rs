@@ -10,7 +10,7 @@ use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
 use crate::id::RunId;
-use crate::vocabulary::{Frontend, Outcome, RunScope};
+use crate::vocabulary::{Frontend, Outcome, RunScope, TimerPurpose};
 
 /// A step number within a run, assigned in program order.
 pub type Step = u32;
@@ -396,7 +396,7 @@ pub enum Record {
         /// When it fires, ms since the epoch.
         fire_at_ms: u64,
         /// What it is for (`sleep`, `retry`, `gate-timeout`).
-        purpose: String,
+        purpose: TimerPurpose,
     },
     /// A timer fired.
     #[serde(rename = "TimerFiredRecord")]

@@ -5,6 +5,7 @@ use serde_json::Value;
 use crate::codec::input_hash;
 use crate::id::RunId;
 use crate::record::{Entry, GateAnswer, GateKind, GateSpec, Record, RunStatus, StartRecord, Step};
+use crate::vocabulary::TimerPurpose;
 
 /// Builds a journal record by record, numbering seqs and steps the way the engine does.
 ///
@@ -161,7 +162,7 @@ impl JournalBuilder {
         self.record(Record::TimerSet {
             step,
             fire_at_ms,
-            purpose: "retry".into(),
+            purpose: TimerPurpose::Retry,
         })
     }
 
@@ -171,7 +172,7 @@ impl JournalBuilder {
         self.record(Record::TimerSet {
             step,
             fire_at_ms,
-            purpose: "sleep".into(),
+            purpose: TimerPurpose::Sleep,
         })
     }
 
@@ -191,7 +192,7 @@ impl JournalBuilder {
             b = b.record(Record::TimerSet {
                 step,
                 fire_at_ms,
-                purpose: "gate-timeout".into(),
+                purpose: TimerPurpose::GateTimeout,
             });
         }
         b

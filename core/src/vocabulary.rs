@@ -143,6 +143,53 @@ impl RunScope {
     }
 }
 
+/// What a durable timer is for, as its `TimerSetRecord` says.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
+pub enum TimerPurpose {
+    /// A `sleep` step.
+    #[serde(rename = "sleep")]
+    Sleep,
+    /// A `sleep_until` step.
+    #[serde(rename = "sleep_until")]
+    SleepUntil,
+    /// The backoff before a task's next attempt.
+    #[serde(rename = "retry")]
+    Retry,
+    /// A gate's timeout.
+    #[serde(rename = "gate-timeout")]
+    GateTimeout,
+}
+
+impl TimerPurpose {
+    /// The word written in the journal.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            TimerPurpose::Sleep => "sleep",
+            TimerPurpose::SleepUntil => "sleep_until",
+            TimerPurpose::Retry => "retry",
+            TimerPurpose::GateTimeout => "gate-timeout",
+        }
+    }
+
+    /// The purpose written as `word`, if it is one.
+    pub fn parse(word: &str) -> Option<Self> {
+        [
+            TimerPurpose::Sleep,
+            TimerPurpose::SleepUntil,
+            TimerPurpose::Retry,
+            TimerPurpose::GateTimeout,
+        ]
+        .into_iter()
+        .find(|p| p.as_str() == word)
+    }
+}
+
+impl fmt::Display for TimerPurpose {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -160,5 +207,16 @@ mod tests {
         assert!(Frontend::code().is_code() && !Frontend::from("yaml").is_code());
         assert!(RunScope::default().is_empty());
         assert_eq!(RunScope::from("acme/shop").to_string(), "acme/shop");
+        for p in [
+            TimerPurpose::Sleep,
+            TimerPurpose::SleepUntil,
+            TimerPurpose::Retry,
+            TimerPurpose::GateTimeout,
+        ] {
+            assert_eq!(TimerPurpose::parse(p.as_str()), Some(p));
+            let json = serde_json::to_string(&p).unwrap();
+            assert_eq!(json, format!("\"{}\"", p.as_str()));
+        }
+        assert_eq!(TimerPurpose::parse("nap"), None);
     }
 }

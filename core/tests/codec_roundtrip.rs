@@ -6,7 +6,8 @@
 
 use magrathea_core::codec::{self, DecodeError};
 use magrathea_core::{
-    AnswerOutcome, GateAnswer, GateKind, GateSpec, ParentRef, Record, RunId, RunStatus, StartRecord,
+    AnswerOutcome, GateAnswer, GateKind, GateSpec, ParentRef, Record, RunId, RunStatus,
+    StartRecord, TimerPurpose,
 };
 use proptest::collection::{btree_map, vec};
 use proptest::option;
@@ -167,13 +168,21 @@ fn record() -> impl Strategy<Value = Record> {
         (status(), option::of(text()))
             .prop_map(|(status, reason)| Record::Status { status, reason }),
         (option::of(text()), json()).prop_map(|(state, result)| Record::Result { state, result }),
-        (step(), any::<u64>(), text()).prop_map(|(step, fire_at_ms, purpose)| {
-            Record::TimerSet {
+        (
+            step(),
+            any::<u64>(),
+            prop_oneof![
+                Just(TimerPurpose::Sleep),
+                Just(TimerPurpose::SleepUntil),
+                Just(TimerPurpose::Retry),
+                Just(TimerPurpose::GateTimeout),
+            ]
+        )
+            .prop_map(|(step, fire_at_ms, purpose)| Record::TimerSet {
                 step,
                 fire_at_ms,
                 purpose,
-            }
-        }),
+            }),
         step().prop_map(|step| Record::TimerFired { step }),
         (step(), gate()).prop_map(|(step, gate)| Record::GateOpened {
             step,

@@ -22,7 +22,8 @@ use std::sync::OnceLock;
 
 use magrathea_core::codec::{self, DecodeError, FORMAT_VERSION};
 use magrathea_core::{
-    AnswerOutcome, GateAnswer, GateKind, GateSpec, ParentRef, Record, RunId, RunStatus, StartRecord,
+    AnswerOutcome, GateAnswer, GateKind, GateSpec, ParentRef, Record, RunId, RunStatus,
+    StartRecord, TimerPurpose,
 };
 use serde_json::json;
 
@@ -103,7 +104,7 @@ fn canned_journal() -> Vec<Record> {
         Record::TimerSet {
             step: 1,
             fire_at_ms: T0 + 200,
-            purpose: "retry".into(),
+            purpose: TimerPurpose::Retry,
         },
         Record::TimerFired { step: 1 },
         Record::TaskStarted {

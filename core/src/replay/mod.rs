@@ -330,7 +330,7 @@ impl RunState {
                 out.records.push(Record::TimerSet {
                     step,
                     fire_at_ms: *fire_at_ms,
-                    purpose: c.name.clone(),
+                    purpose: TimerPurpose::parse(&c.name).unwrap_or(TimerPurpose::Sleep),
                 });
                 out.effects
                     .push(Effect::Timer(step, *fire_at_ms, TimerPurpose::Sleep));
@@ -345,7 +345,7 @@ impl RunState {
                     out.records.push(Record::TimerSet {
                         step,
                         fire_at_ms: at,
-                        purpose: TimerPurpose::GateTimeout.as_str().into(),
+                        purpose: TimerPurpose::GateTimeout,
                     });
                     out.effects
                         .push(Effect::Timer(step, at, TimerPurpose::GateTimeout));
@@ -453,7 +453,7 @@ impl RunState {
                 fire_at_ms,
                 purpose,
             } => match machine(self, step) {
-                Some(Machine::Task(t)) if purpose == TimerPurpose::Retry.as_str() => {
+                Some(Machine::Task(t)) if *purpose == TimerPurpose::Retry => {
                     t.retry_set(*fire_at_ms);
                 }
                 Some(Machine::Timer(t)) => t.set(*fire_at_ms),

@@ -5,26 +5,7 @@
 //!                           └──CancelRequested──▶ Fired (resolved as cancelled)
 //! ```
 
-/// What a timer is for; journaled as the `purpose` of its `TimerSetRecord`.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
-pub(crate) enum TimerPurpose {
-    /// A `sleep`/`sleep_until` step.
-    Sleep,
-    /// The backoff before a task's next attempt.
-    Retry,
-    /// A gate's timeout.
-    GateTimeout,
-}
-
-impl TimerPurpose {
-    pub(crate) fn as_str(self) -> &'static str {
-        match self {
-            TimerPurpose::Sleep => "sleep",
-            TimerPurpose::Retry => "retry",
-            TimerPurpose::GateTimeout => "gate-timeout",
-        }
-    }
-}
+pub(crate) use crate::vocabulary::TimerPurpose;
 
 /// A timer step's phase.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

@@ -63,7 +63,7 @@ impl RunState {
                     out.records.push(Record::TimerSet {
                         step,
                         fire_at_ms: at,
-                        purpose: TimerPurpose::Retry.as_str().into(),
+                        purpose: TimerPurpose::Retry,
                     });
                     out.effects
                         .push(Effect::Timer(step, at, TimerPurpose::Retry));
