@@ -105,8 +105,13 @@ impl AppState {
             .await
         {
             Ok(run) => run,
-            Err(YamlStartError::Document(DocumentError::UnknownWorkflow { .. })) => {
-                self.start_code(scope, name, params, started_by).await?
+            Err(e @ YamlStartError::Document(DocumentError::UnknownWorkflow { .. })) => {
+                // No document of that name: a registered code workflow, else the document
+                // error as it always was.
+                match self.start_code(scope, name, params, started_by).await? {
+                    Some(run) => run,
+                    None => return Err(self.start_error(e)),
+                }
             }
             Err(e) => return Err(self.start_error(e)),
         };
@@ -114,25 +119,20 @@ impl AppState {
         Ok(run)
     }
 
-    /// Starts the registered code workflow `name` in `scope`; 404 when there is none, as for
-    /// an unknown document.
+    /// Starts the registered code workflow `name` in `scope`; `None` when there is none.
     async fn start_code(
         &self,
         scope: &Scope,
         name: &str,
         input: Value,
         started_by: &str,
-    ) -> Result<RunId, ApiError> {
+    ) -> Result<Option<RunId>, ApiError> {
         let request = StartRequest::code(name, input)
             .scope(scope.key())
             .started_by(started_by);
         match self.engine.start(request).await {
-            Ok(run) => Ok(run),
-            Err(StartError::UnknownWorkflow(_)) => Err(ApiError::new(
-                StatusCode::NOT_FOUND,
-                "MAG-HTTP-WORKFLOW-NOT-FOUND",
-                format!("[MAG-DOC001] unknown workflow `{name}`"),
-            )),
+            Ok(run) => Ok(Some(run)),
+            Err(StartError::UnknownWorkflow(_)) => Ok(None),
             Err(StartError::InvalidInput(m)) => {
                 Err(ApiError::bad_request("MAG-HTTP-INVALID-PARAMS", m))
             }
