@@ -141,7 +141,10 @@ pub enum DeliverError {
     Store(#[from] StoreError),
     /// This process has no front end for the run (e.g. a server without the code workflows
     /// of a run in a shared store); deliver it through a process that runs that workflow.
-    #[error("[MAG-EN005] run {0} cannot be driven by this process: it has no front end for it")]
+    #[error(
+        "[MAG-EN005] run {0} cannot be driven by this process: it has no front end for it; \
+         deliver through a process that registers its workflow (or the YAML runtime)"
+    )]
     Unsupported(RunId),
 }
 

@@ -226,6 +226,15 @@ async fn a_journal_without_its_start_record_blocks_its_run() {
     let view = ended(&engine, run).await;
     assert_eq!(view.status, RunStatus::Blocked);
     assert!(view.reason.unwrap_or_default().contains("[MAG-RC001]"));
+    drop(engine);
+    // Reopened: still blocked, and the block is not journaled a second time.
+    let engine = build(&store, |b| b.workflow(gated("1", false))).await;
+    assert_eq!(ended(&engine, run).await.status, RunStatus::Blocked);
+    let blocks = statuses(&engine, run)
+        .into_iter()
+        .filter(|(s, _)| *s == RunStatus::Blocked)
+        .count();
+    assert_eq!(blocks, 1, "the block is journaled once");
 }
 
 #[tokio::test]

@@ -441,13 +441,16 @@ impl Driver {
         self.blocked = Some(reason.clone());
         self.future = None;
         self.attempts.abort_all();
+        // The same block, already the run's last status (live, or at the end of the journal
+        // being replayed), is not journaled again on every reopen.
         let journaled = self
             .replay
             .as_ref()
-            .and_then(|c| c.journaled_status.clone());
-        let already = matches!(self.state.last_status().or(journaled.as_ref()),
-            Some((RunStatus::Blocked, Some(r))) if *r == reason)
-            || matches!(&journaled, Some((RunStatus::Blocked, Some(r))) if *r == reason);
+            .and_then(|c| c.journaled_status.as_ref());
+        let already = [self.state.last_status(), journaled]
+            .into_iter()
+            .flatten()
+            .any(|(s, r)| *s == RunStatus::Blocked && r.as_deref() == Some(reason.as_str()));
         if let Some(cursor) = self.replay.as_mut() {
             cursor.deferred.clear();
         }

@@ -107,16 +107,25 @@ impl Driver {
             .and_then(|raw| raw.last())
             .map_or(0, |(seq, _)| seq + 1);
         self.outbox.next_seq = next_seq;
-        let reported = summary.status == RunStatus::Blocked;
         self.outbox.summary = Some(summary);
+        self.block_unloadable(reason);
+        true
+    }
+
+    /// Blocks a run whose journal cannot be loaded. Its status records cannot be read, so the
+    /// summary says whether the block was journaled before (it is not journaled again).
+    fn block_unloadable(&mut self, reason: String) {
+        let reported = self
+            .outbox
+            .summary
+            .as_ref()
+            .is_some_and(|s| s.status == RunStatus::Blocked);
         if reported {
-            // Said before: stay blocked without journaling it again.
             tracing::error!(run = %self.run_id, %reason, "run blocked");
             self.blocked = Some(reason);
         } else {
             self.block(reason);
         }
-        true
     }
 
     /// Replays `entries` against the registered code without acting or writing: returns why
@@ -125,7 +134,8 @@ impl Driver {
         self.checking = true;
         if !self.replay(entries, summary) {
             return Some(format!(
-                "[MAG-EN005] run {} cannot be replayed here: this engine has no front end for it",
+                "[MAG-EN005] run {} cannot be replayed here: this engine has no front end for \
+                 it; register its workflow (or interpreter) on the engine's builder",
                 self.run_id
             ));
         }
@@ -148,7 +158,7 @@ impl Driver {
                  the store from a backup, or cancel the run",
                 self.run_id
             );
-            self.block(reason);
+            self.block_unloadable(reason);
             return true;
         };
         let start = start.clone();
