@@ -7,52 +7,19 @@
 //! `nextStateOverride`, `on:`, `catch:`, else fail with `no transition for outcome '<x>'`).
 
 use std::sync::Arc;
-use std::time::Duration;
 
 use magrathea_core::{
-    AnswerOutcome, ChildRequest, GateKind, GateOutcome, GateSpec, RetryPolicy, RunStatus,
-    StartRecord, TaskCall, TaskError, TaskOptions, WorkflowContext, WorkflowError,
+    AnswerOutcome, ChildRequest, GateKind, GateOutcome, GateSpec, RunStatus, StartRecord, TaskCall,
+    WorkflowContext, WorkflowError,
 };
 use serde_json::{Map, Value, json};
 
 use super::RuntimeInner;
+use super::dispatch::{self, Completion, RunInfo, no_retry, text_field, timeout_of};
 use super::documents::Scope;
 use crate::ast::{StateSpec, TaskSpec, TaskType, TerminalOutcome, WorkflowDoc};
 use crate::error_kind::ErrorKind;
 use crate::{LoadOptions, load_workflow, parse_duration, resolve_value, validate_params};
-
-/// What a state's task produced.
-struct Completion {
-    outcome: String,
-    output: Value,
-    next: Option<String>,
-    /// What the task cost (agent tasks), for `bounds.maxTotalCostUsd`.
-    cost_usd: f64,
-}
-
-impl Completion {
-    fn of(outcome: &str, output: Value) -> Self {
-        Self {
-            outcome: outcome.into(),
-            output,
-            next: None,
-            cost_usd: 0.0,
-        }
-    }
-    fn from_task(result: Result<Value, TaskError>) -> Self {
-        match result {
-            Ok(v) => Self::of("success", v),
-            Err(e) => {
-                let output = if e.output.is_null() {
-                    json!({ "error": e.message })
-                } else {
-                    e.output
-                };
-                Self::of(&e.kind, output)
-            }
-        }
-    }
-}
 
 pub(crate) async fn interpret(
     ctx: WorkflowContext,
@@ -89,7 +56,7 @@ pub(crate) async fn interpret(
             let spec = resolve_value(&state.raw, &params, &Value::Object(vars.clone()));
             let run = RunInfo {
                 start: &start,
-                doc: &doc,
+                allowed_tools: doc.allowed_tools.as_deref(),
                 params: &params,
                 vars: &vars,
             };
@@ -193,59 +160,6 @@ fn terminal(
     }
 }
 
-/// A string field of a resolved spec, empty when absent (the loader made sure it is there).
-fn text_field(spec: &Value, key: &str) -> String {
-    spec.get(key)
-        .and_then(Value::as_str)
-        .unwrap_or_default()
-        .to_string()
-}
-
-fn no_retry() -> Option<TaskOptions> {
-    Some(TaskOptions {
-        retry: RetryPolicy::none(),
-        timeout: None,
-    })
-}
-
-fn timeout_of(spec: &Value) -> Option<Duration> {
-    spec.get("timeoutSeconds")
-        .and_then(Value::as_f64)
-        .filter(|s| *s > 0.0)
-        .map(crate::saturating_secs)
-}
-
-/// What every state's task may need to know about its run.
-struct RunInfo<'a> {
-    start: &'a StartRecord,
-    doc: &'a WorkflowDoc,
-    params: &'a Value,
-    vars: &'a Map<String, Value>,
-}
-
-impl RunInfo<'_> {
-    /// The `$run` object added to the input of tasks that reach outside: executors read the
-    /// scope, the run's parameters and variables, and the workflow's allowed tools from it.
-    fn describe(&self) -> Value {
-        json!({
-            "scope": self.start.scope,
-            "workflowName": self.start.workflow_name,
-            "startedBy": self.start.started_by,
-            "params": self.params,
-            "vars": Value::Object(self.vars.clone()),
-            "allowedTools": self.doc.allowed_tools,
-        })
-    }
-
-    fn with_run(&self, spec: &Value) -> Value {
-        let mut input = spec.clone();
-        if let Value::Object(m) = &mut input {
-            m.insert("$run".into(), self.describe());
-        }
-        input
-    }
-}
-
 async fn execute(
     ctx: &WorkflowContext,
     rt: &Arc<RuntimeInner>,
@@ -264,20 +178,8 @@ async fn execute(
         })
     };
     match state.task_type {
-        TaskType::ShellTask | TaskType::ScriptTask => {
-            Completion::from_task(call(state.task_type.as_str(), run.with_run(spec)).await)
-        }
-        TaskType::ToolTask => tool(ctx, rt, run, state, spec).await,
-        TaskType::AgentTask => {
-            let mut done = Completion::from_task(call("agent_task", run.with_run(spec)).await);
-            // The agent executor reports `{data, usage, costUsd}`; `data` is the task output.
-            if let Some(obj) = done.output.as_object()
-                && obj.contains_key("data")
-            {
-                done.cost_usd = obj.get("costUsd").and_then(Value::as_f64).unwrap_or(0.0);
-                done.output = obj.get("data").cloned().unwrap_or(Value::Null);
-            }
-            done
+        TaskType::ShellTask | TaskType::ScriptTask | TaskType::ToolTask | TaskType::AgentTask => {
+            dispatch::external(ctx, rt, run, &state.name, state.task_type, spec).await
         }
         TaskType::ConditionTask => {
             let input = json!({
@@ -313,49 +215,6 @@ async fn execute(
         TaskType::WorkflowTask => sub_workflow(ctx, rt, start, state, spec).await,
         TaskType::Terminal => Completion::of("success", Value::Null),
     }
-}
-
-/// `tool_task`: the permission cascade (§10), journaled as a side effect because it reads the
-/// tenant's and project's settings; then a registered `#[task]` of that name, or a tool of the
-/// runtime's registry.
-async fn tool(
-    ctx: &WorkflowContext,
-    rt: &Arc<RuntimeInner>,
-    run: &RunInfo<'_>,
-    state: &StateSpec,
-    spec: &Value,
-) -> Completion {
-    let name = text_field(spec, "tool");
-    let scope = Scope::of_run(run.start.scope.as_str());
-    let allowed = run.doc.allowed_tools.as_deref();
-    let decision = ctx.side_effect("tool_permission", || {
-        super::tools::permission(rt, &scope, allowed, &name)
-    });
-    if decision.get("allowed").and_then(Value::as_bool) != Some(true) {
-        let reason = decision
-            .get("reason")
-            .and_then(Value::as_str)
-            .unwrap_or("denied");
-        return Completion::of(
-            "permission_error",
-            json!({ "error": format!("[MAG-TL002] tool `{name}` is not allowed: {reason}") }),
-        );
-    }
-    let call = |task: &str, input: Value| {
-        ctx.task_with(TaskCall {
-            task: task.into(),
-            name: Some(state.name.clone()),
-            input,
-            options: no_retry(),
-            registration: None,
-        })
-    };
-    if ctx.is_task_registered(&name) {
-        let input = spec.get("params").cloned().unwrap_or(Value::Null);
-        let input = if input.is_null() { json!({}) } else { input };
-        return Completion::from_task(call(&name, input).await);
-    }
-    Completion::from_task(call("tool_task", run.with_run(spec)).await)
 }
 
 fn gate_spec(start: &StartRecord, state: &StateSpec, spec: &Value) -> GateSpec {

@@ -6,6 +6,7 @@
 //! frozen YAML body.
 
 mod agent;
+mod dispatch;
 mod documents;
 mod executors;
 mod graph;
