@@ -99,7 +99,7 @@ pub enum Code {
     ConditionSyntax,
     /// `MAG-Y023`: a condition expression leaves the sandbox.
     ConditionSandbox,
-    /// `MAG-Y024`: a `${...}` template is malformed.
+    /// `MAG-Y024`: a `${…}` that is left as text looks like a misspelt placeholder (warning).
     Template,
     /// `MAG-Y025`: a mapping key appears twice.
     DuplicateKey,

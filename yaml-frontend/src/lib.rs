@@ -4,7 +4,8 @@
 //! - [`load_workflow`] reads a document with a span-preserving YAML 1.2 reader
 //!   ([`parse_yaml`]), builds the typed [`WorkflowDoc`] and validates it, reporting every
 //!   problem at once as [`Diagnostics`] rendered `path:line:column: [MAG-Ynnn] message`.
-//! - [`resolve_value`] substitutes `${params.X}` / `${state.X}` across a state's raw spec.
+//! - [`Template`] / [`TemplateValue`] (and [`resolve_value`]) resolve `${params.X}` /
+//!   `${state.X}`: a whole placeholder keeps its JSON type, one inside text becomes text.
 //! - [`Condition`] parses and evaluates the sandboxed SpEL subset of `condition_task`.
 //! - [`parse_duration`] reads `timer_task` durations.
 //! - [`validate_params`] checks caller parameters against `parameters:`.
@@ -19,6 +20,7 @@ mod error_kind;
 mod loader;
 mod node;
 mod params;
+pub mod plan;
 pub mod runtime;
 mod scalar;
 mod suggest;
@@ -42,7 +44,9 @@ pub use error_kind::ErrorKind;
 pub use loader::{LoadOptions, parse_yaml};
 pub use node::{YamlKind, YamlNode};
 pub use params::{ParamError, ParamErrors, validate_params};
-pub use runtime::{DocumentError, DocumentSource, Scope, StateGraph, YamlRuntime, YamlStartError};
+pub use plan::{Plan, StateGraph};
+pub use runtime::{DocumentError, DocumentSource, Scope, YamlRuntime, YamlStartError};
 pub use template::{
-    Placeholder, TemplateError, TemplateRoot, parse_placeholders, resolve_str, resolve_value,
+    Placeholder, Template, TemplateRoot, TemplateValue, TemplateWarning, likely_typos,
+    parse_placeholders, resolve_str, resolve_value,
 };

@@ -1,16 +1,25 @@
-//! `${params.X}` / `${state.X}` text templates (reference §2.4).
+//! `${params.X}` / `${state.X}` templates (reference §2.4).
 //!
-//! A placeholder is `${` root (`.` segment)+ `}` with root `params` or `state`; a segment is a
-//! map key, or an array index when it is all digits (`${state.items.0}`). Resolution
-//! substitutes text: a missing key renders as the empty string, `null` as the empty string,
-//! strings as themselves, numbers and booleans as their plain text, objects and arrays as
-//! compact JSON — even when the placeholder is the whole string. Text without `${` is returned
-//! unchanged, and `$` not followed by `{` is literal. At run time a malformed placeholder
-//! (unknown root, unterminated `${`) is kept literally; the loader reports it beforehand.
+//! A placeholder is exactly `${` root (`.` segment)+ `}` with root `params` or `state`; a
+//! segment is a map key, or an array index when it is all digits (`${state.items.0}`), and
+//! holds no space, `.`, `{`, `}` or `$`. Nothing else is a placeholder: `${HOME}`,
+//! `${VAR:-default}`, a JavaScript template literal, `${ params.x }` with spaces or an
+//! unterminated `${params.x` are text and stay as written. `$${` writes a literal `${`.
+//!
+//! Resolution follows what the reference's authors meant by "substitutes text" while keeping
+//! typed data typed, as Step Functions and GitHub Actions do:
+//! - a string that is **one placeholder and nothing else** (`n: "${params.n}"`) takes the
+//!   value's JSON type — number, boolean, object, array or null — so typed parameters and
+//!   stored results flow into tool parameters, sub-workflows and results unchanged;
+//! - a placeholder **inside text** is replaced by text: strings as themselves, numbers and
+//!   booleans as their plain text, objects and arrays as compact JSON, `null` as nothing;
+//! - a **missing** key resolves to the empty string in both cases (the reference: "A missing
+//!   key resolves to an empty string (no crash)").
+//!
+//! Documents are parsed once into [`Template`]s and [`TemplateValue`]s by the plan; at run
+//! time only lookups happen.
 
-use std::borrow::Cow;
-
-use serde_json::Value;
+use serde_json::{Map, Value};
 
 /// Which variable map a placeholder reads.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
@@ -35,85 +44,324 @@ pub struct Placeholder {
     pub path: Vec<String>,
 }
 
-/// A malformed placeholder.
-#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-#[error("{message}")]
-pub struct TemplateError {
-    /// Byte offset of the offending `${` in the text.
+impl Placeholder {
+    /// Reads the placeholder's value; `None` when a key is missing.
+    #[must_use]
+    pub fn lookup<'v>(&self, params: &'v Value, state: &'v Value) -> Option<&'v Value> {
+        let root = match self.root {
+            TemplateRoot::Params => params,
+            TemplateRoot::State => state,
+        };
+        lookup(root, &self.path)
+    }
+}
+
+/// A `${…}` that is text but looks like a placeholder with a typo (`${param.x}`,
+/// `${states.x}`, `${ params.x }`): worth a warning, never an error.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct TemplateWarning {
+    /// Byte offset of the `$` in the text.
     pub offset: usize,
-    /// What was found and what was expected.
+    /// What looks wrong and what was probably meant.
     pub message: String,
 }
 
-/// Every placeholder in `text`, or every malformed one.
-pub fn parse_placeholders(text: &str) -> Result<Vec<Placeholder>, Vec<TemplateError>> {
-    let mut ok = Vec::new();
-    let mut errs = Vec::new();
-    let mut i = 0;
-    while let Some(rel) = text[i..].find("${") {
-        let start = i + rel;
-        match parse_one(text, start) {
-            Ok(p) => {
-                i = start + p.len;
-                ok.push(p);
-            }
-            Err((e, next)) => {
-                errs.push(e);
-                i = next;
-            }
-        }
-    }
-    if errs.is_empty() { Ok(ok) } else { Err(errs) }
+/// A piece of a parsed template string.
+#[derive(Debug, Clone, PartialEq, Eq)]
+enum Part {
+    Text(String),
+    Var(Placeholder),
 }
 
-/// Parses the placeholder at `start` (which holds `${`). On error also returns where to resume.
-fn parse_one(text: &str, start: usize) -> Result<Placeholder, (TemplateError, usize)> {
-    let body_start = start + 2;
-    let Some(close) = text[body_start..].find('}') else {
-        let e = TemplateError {
-            offset: start,
-            message: "unterminated '${': expected '}' closing the placeholder".to_owned(),
-        };
-        return Err((e, text.len()));
-    };
-    let body = &text[body_start..body_start + close];
-    let end = body_start + close + 1;
-    let fail = |message: String| {
-        Err((
-            TemplateError {
-                offset: start,
-                message,
-            },
-            end,
-        ))
-    };
-    let mut parts = body.split('.');
-    let root = match parts.next().unwrap_or_default() {
+/// A parsed template string: literal text and placeholders.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Template {
+    parts: Vec<Part>,
+}
+
+impl Template {
+    /// Parses `text`. Never fails: whatever is not a placeholder is text.
+    #[must_use]
+    pub fn parse(text: &str) -> Self {
+        let mut parts = Vec::new();
+        let mut lit = String::new();
+        let mut i = 0;
+        while let Some(rel) = text[i..].find('$') {
+            let at = i + rel;
+            lit.push_str(&text[i..at]);
+            if text[at..].starts_with("$${") {
+                lit.push_str("${");
+                i = at + 3;
+            } else if let Some(p) = placeholder_at(text, at) {
+                if !lit.is_empty() {
+                    parts.push(Part::Text(std::mem::take(&mut lit)));
+                }
+                i = at + p.len;
+                parts.push(Part::Var(p));
+            } else {
+                lit.push('$');
+                i = at + 1;
+            }
+        }
+        lit.push_str(&text[i..]);
+        if !lit.is_empty() {
+            parts.push(Part::Text(lit));
+        }
+        Self { parts }
+    }
+
+    /// The placeholder when the template is exactly one placeholder and nothing else.
+    #[must_use]
+    pub fn whole(&self) -> Option<&Placeholder> {
+        match self.parts.as_slice() {
+            [Part::Var(p)] => Some(p),
+            _ => None,
+        }
+    }
+
+    /// The text when the template holds no placeholder (with `$${` already unescaped).
+    #[must_use]
+    pub fn as_literal(&self) -> Option<&str> {
+        match self.parts.as_slice() {
+            [] => Some(""),
+            [Part::Text(t)] => Some(t),
+            _ => None,
+        }
+    }
+
+    /// The placeholders, in order.
+    pub fn placeholders(&self) -> impl Iterator<Item = &Placeholder> {
+        self.parts.iter().filter_map(|p| match p {
+            Part::Var(v) => Some(v),
+            Part::Text(_) => None,
+        })
+    }
+
+    /// Renders the template as text.
+    #[must_use]
+    pub fn render(&self, params: &Value, state: &Value) -> String {
+        let mut out = String::new();
+        for part in &self.parts {
+            match part {
+                Part::Text(t) => out.push_str(t),
+                Part::Var(p) => match p.lookup(params, state) {
+                    None | Some(Value::Null) => {}
+                    Some(Value::String(s)) => out.push_str(s),
+                    Some(other) => out.push_str(&other.to_string()),
+                },
+            }
+        }
+        out
+    }
+
+    /// Resolves the template as a value: a whole placeholder keeps its JSON type (a missing
+    /// key is `""`); anything else is rendered text.
+    #[must_use]
+    pub fn resolve(&self, params: &Value, state: &Value) -> Value {
+        match self.whole() {
+            Some(p) => p
+                .lookup(params, state)
+                .cloned()
+                .unwrap_or_else(|| Value::String(String::new())),
+            None => Value::String(self.render(params, state)),
+        }
+    }
+}
+
+/// A document value with every string parsed as a [`Template`] (map keys are not templates).
+#[derive(Debug, Clone, PartialEq)]
+#[non_exhaustive]
+pub enum TemplateValue {
+    /// A value without any placeholder, used as it is.
+    Literal(Value),
+    /// A string with at least one placeholder.
+    Template(Template),
+    /// An array with a placeholder somewhere inside.
+    Array(Vec<TemplateValue>),
+    /// A map with a placeholder somewhere inside, in document order.
+    Object(Vec<(String, TemplateValue)>),
+}
+
+impl TemplateValue {
+    /// Parses every string below `value`.
+    #[must_use]
+    pub fn compile(value: &Value) -> Self {
+        match value {
+            Value::String(s) => {
+                let t = Template::parse(s);
+                match t.as_literal() {
+                    Some(text) => Self::Literal(Value::String(text.to_string())),
+                    None => Self::Template(t),
+                }
+            }
+            Value::Array(items) => {
+                let items: Vec<Self> = items.iter().map(Self::compile).collect();
+                if items.iter().all(|i| matches!(i, Self::Literal(_))) {
+                    Self::Literal(Value::Array(
+                        items.into_iter().map(Self::into_literal).collect(),
+                    ))
+                } else {
+                    Self::Array(items)
+                }
+            }
+            Value::Object(map) => {
+                let entries: Vec<(String, Self)> = map
+                    .iter()
+                    .map(|(k, v)| (k.clone(), Self::compile(v)))
+                    .collect();
+                if entries.iter().all(|(_, v)| matches!(v, Self::Literal(_))) {
+                    Self::Literal(Value::Object(
+                        entries
+                            .into_iter()
+                            .map(|(k, v)| (k, v.into_literal()))
+                            .collect(),
+                    ))
+                } else {
+                    Self::Object(entries)
+                }
+            }
+            other => Self::Literal(other.clone()),
+        }
+    }
+
+    fn into_literal(self) -> Value {
+        match self {
+            Self::Literal(v) => v,
+            _ => Value::Null,
+        }
+    }
+
+    /// Resolves every template below.
+    #[must_use]
+    pub fn resolve(&self, params: &Value, state: &Value) -> Value {
+        match self {
+            Self::Literal(v) => v.clone(),
+            Self::Template(t) => t.resolve(params, state),
+            Self::Array(items) => {
+                Value::Array(items.iter().map(|i| i.resolve(params, state)).collect())
+            }
+            Self::Object(entries) => Value::Object(
+                entries
+                    .iter()
+                    .map(|(k, v)| (k.clone(), v.resolve(params, state)))
+                    .collect::<Map<_, _>>(),
+            ),
+        }
+    }
+
+    /// Every placeholder below, in document order.
+    pub fn placeholders(&self) -> Vec<&Placeholder> {
+        let mut out = Vec::new();
+        self.collect(&mut out);
+        out
+    }
+
+    fn collect<'a>(&'a self, out: &mut Vec<&'a Placeholder>) {
+        match self {
+            Self::Literal(_) => {}
+            Self::Template(t) => out.extend(t.placeholders()),
+            Self::Array(items) => items.iter().for_each(|i| i.collect(out)),
+            Self::Object(entries) => entries.iter().for_each(|(_, v)| v.collect(out)),
+        }
+    }
+}
+
+/// Every placeholder in `text`.
+#[must_use]
+pub fn parse_placeholders(text: &str) -> Vec<Placeholder> {
+    Template::parse(text).placeholders().cloned().collect()
+}
+
+/// The placeholder starting at `start` (which holds `$`), if the text there is one.
+fn placeholder_at(text: &str, start: usize) -> Option<Placeholder> {
+    let rest = text[start..].strip_prefix("${")?;
+    let close = rest.find('}')?;
+    let body = &rest[..close];
+    let mut segs = body.split('.');
+    let root = match segs.next()? {
         "params" => TemplateRoot::Params,
         "state" => TemplateRoot::State,
-        other => {
-            return fail(format!(
-                "unknown placeholder root '{other}' in '${{{body}}}': expected '${{params.<key>}}' \
-                 or '${{state.<key>}}'"
-            ));
-        }
+        _ => return None,
     };
-    let path: Vec<String> = parts.map(str::to_owned).collect();
-    let bad_segment = path
-        .iter()
-        .any(|s| s.is_empty() || s.contains(['{', '$']) || s.trim() != s);
-    if path.is_empty() || bad_segment {
-        return fail(format!(
-            "malformed placeholder '${{{body}}}': expected '${{params.<key>}}' or \
-             '${{state.<key>.<field>}}' with non-empty keys"
-        ));
+    let path: Vec<String> = segs.map(str::to_owned).collect();
+    let bad =
+        |s: &String| s.is_empty() || s.contains(|c: char| c.is_whitespace() || "{$".contains(c));
+    if path.is_empty() || path.iter().any(bad) {
+        return None;
     }
-    Ok(Placeholder {
+    Some(Placeholder {
         offset: start,
-        len: end - start,
+        len: 2 + close + 1,
         root,
         path,
     })
+}
+
+/// `${…}` in `text` that are not placeholders but probably meant to be: a root misspelt
+/// (`param`, `states`, `Params`, `vars`), spaces inside the braces, an empty or unterminated
+/// path. Everything else (`${HOME}`, `${VAR:-x}`, JavaScript) is left alone.
+#[must_use]
+pub fn likely_typos(text: &str) -> Vec<TemplateWarning> {
+    const NEAR: [(&str, &str); 8] = [
+        ("param", "params"),
+        ("parameters", "params"),
+        ("Params", "params"),
+        ("PARAMS", "params"),
+        ("states", "state"),
+        ("State", "state"),
+        ("vars", "state"),
+        ("var", "state"),
+    ];
+    let mut out = Vec::new();
+    let mut i = 0;
+    while let Some(rel) = text[i..].find("${") {
+        let at = i + rel;
+        i = at + 2;
+        if at > 0 && text[..at].ends_with('$') {
+            continue; // `$${`: an escaped literal
+        }
+        if placeholder_at(text, at).is_some() {
+            continue;
+        }
+        let rest = &text[at + 2..];
+        let body = rest.find('}').map(|c| &rest[..c]);
+        let message = match body {
+            None if rest.starts_with("params.") || rest.starts_with("state.") => {
+                "unterminated placeholder: expected '}' (left as text)".to_string()
+            }
+            None => continue,
+            Some(body) => {
+                let trimmed = body.trim();
+                let root = trimmed.split('.').next().unwrap_or_default();
+                if trimmed != body && matches!(root, "params" | "state") {
+                    format!(
+                        "'${{{body}}}' has spaces inside the braces and is left as text; write \
+                         '${{{trimmed}}}'"
+                    )
+                } else if let Some((_, meant)) = NEAR.iter().find(|(typo, _)| *typo == root)
+                    && trimmed.contains('.')
+                {
+                    format!(
+                        "'${{{body}}}' is left as text: only '${{params.…}}' and '${{state.…}}' \
+                         are placeholders; did you mean '${{{meant}{}}}'?",
+                        &trimmed[root.len()..]
+                    )
+                } else if matches!(root, "params" | "state") {
+                    format!(
+                        "'${{{body}}}' is left as text: expected '${{{root}.<key>}}' with \
+                         non-empty keys"
+                    )
+                } else {
+                    continue;
+                }
+            }
+        };
+        out.push(TemplateWarning {
+            offset: at,
+            message,
+        });
+    }
+    out
 }
 
 /// Reads `path` below `root`: keys in objects, digit segments as array indices.
@@ -125,59 +373,17 @@ fn lookup<'v>(root: &'v Value, path: &[String]) -> Option<&'v Value> {
     })
 }
 
-fn render(v: Option<&Value>, out: &mut String) {
-    match v {
-        None | Some(Value::Null) => {}
-        Some(Value::String(s)) => out.push_str(s),
-        Some(other) => out.push_str(&other.to_string()),
-    }
-}
-
-/// Substitutes every well-formed placeholder in `text`.
+/// Renders `text` with every placeholder replaced by text (even a whole placeholder).
 #[must_use]
-pub fn resolve_str<'t>(text: &'t str, params: &Value, state: &Value) -> Cow<'t, str> {
-    if !text.contains("${") {
-        return Cow::Borrowed(text);
-    }
-    let mut out = String::with_capacity(text.len());
-    let mut i = 0;
-    while let Some(rel) = text[i..].find("${") {
-        let start = i + rel;
-        out.push_str(&text[i..start]);
-        match parse_one(text, start) {
-            Ok(p) => {
-                let root = match p.root {
-                    TemplateRoot::Params => params,
-                    TemplateRoot::State => state,
-                };
-                render(lookup(root, &p.path), &mut out);
-                i = start + p.len;
-            }
-            Err((_, next)) => {
-                out.push_str(&text[start..next]);
-                i = next;
-            }
-        }
-    }
-    out.push_str(&text[i..]);
-    Cow::Owned(out)
+pub fn resolve_str(text: &str, params: &Value, state: &Value) -> String {
+    Template::parse(text).render(params, state)
 }
 
-/// Resolves every string inside `spec` (recursively through maps and arrays; keys untouched).
+/// Resolves every string inside `spec` (recursively through maps and arrays; keys untouched);
+/// a string that is one whole placeholder takes the value's JSON type.
 #[must_use]
 pub fn resolve_value(spec: &Value, params: &Value, state: &Value) -> Value {
-    match spec {
-        Value::String(s) => Value::String(resolve_str(s, params, state).into_owned()),
-        Value::Array(a) => {
-            Value::Array(a.iter().map(|v| resolve_value(v, params, state)).collect())
-        }
-        Value::Object(m) => Value::Object(
-            m.iter()
-                .map(|(k, v)| (k.clone(), resolve_value(v, params, state)))
-                .collect(),
-        ),
-        other => other.clone(),
-    }
+    TemplateValue::compile(spec).resolve(params, state)
 }
 
 #[cfg(test)]
@@ -196,30 +402,38 @@ mod tests {
     }
 
     #[test]
-    fn substitutes_params_and_nested_state() {
+    fn substitutes_params_and_nested_state_inside_text() {
         let (p, s) = ctx();
         assert_eq!(
             resolve_str("PR ${params.pr_url} ok", &p, &s),
             "PR https://x/1 ok"
         );
-        assert_eq!(resolve_str("${state.review.summary}", &p, &s), "LGTM");
         assert_eq!(resolve_str("${state.items.1}", &p, &s), "one");
         assert_eq!(
             resolve_str("${params.n}/${state.review.score}", &p, &s),
             "3/9.5"
         );
-        assert_eq!(resolve_str("${state.review.ok}", &p, &s), "true");
+        assert_eq!(
+            resolve_str("tags: ${state.review.tags}", &p, &s),
+            r#"tags: ["a","b"]"#
+        );
     }
 
     #[test]
-    fn whole_placeholder_still_renders_text_and_json() {
+    fn a_whole_placeholder_keeps_the_json_type() {
         let (p, s) = ctx();
-        assert_eq!(resolve_str("${state.review.tags}", &p, &s), r#"["a","b"]"#);
-        assert_eq!(resolve_value(&json!("${params.n}"), &p, &s), json!("3"));
+        let r = |t: &str| resolve_value(&json!(t), &p, &s);
+        assert_eq!(r("${params.n}"), json!(3));
+        assert_eq!(r("${state.review.ok}"), json!(true));
+        assert_eq!(r("${state.review.tags}"), json!(["a", "b"]));
+        assert_eq!(r("${state.review}")["score"], json!(9.5));
+        assert_eq!(r("${state.nothing}"), Value::Null);
+        assert_eq!(r("${state.missing}"), json!(""));
+        assert_eq!(r(" ${params.n}"), json!(" 3"));
     }
 
     #[test]
-    fn missing_and_null_render_empty() {
+    fn missing_and_null_render_empty_in_text() {
         let (p, s) = ctx();
         assert_eq!(resolve_str("[${state.nope.deeper}]", &p, &s), "[]");
         assert_eq!(resolve_str("[${state.nothing}]", &p, &s), "[]");
@@ -227,20 +441,39 @@ mod tests {
     }
 
     #[test]
-    fn literal_text_is_untouched() {
+    fn only_params_and_state_are_placeholders() {
         let (p, s) = ctx();
-        assert!(matches!(
-            resolve_str("cost $5 {x}", &p, &s),
-            Cow::Borrowed("cost $5 {x}")
-        ));
+        for text in [
+            "cost $5 {x}",
+            "${HOME}/bin",
+            "${VAR:-default}",
+            "`${a + b}`",
+            "${ params.n }",
+            "${params.}",
+            "${params.n",
+            "${foo.x}",
+            "$",
+            "a$",
+        ] {
+            assert_eq!(resolve_str(text, &p, &s), text, "{text}");
+            assert_eq!(resolve_value(&json!(text), &p, &s), json!(text), "{text}");
+        }
+        assert_eq!(resolve_str("${HOME} ${params.n}", &p, &s), "${HOME} 3");
+    }
+
+    #[test]
+    fn dollar_dollar_brace_is_a_literal_placeholder_text() {
+        let (p, s) = ctx();
+        assert_eq!(resolve_str("$${params.n}", &p, &s), "${params.n}");
         assert_eq!(
-            resolve_str("a $ {params.n} $${params.n}", &p, &s),
-            "a $ {params.n} $3"
+            resolve_str("$${params.n} ${params.n}", &p, &s),
+            "${params.n} 3"
         );
         assert_eq!(
-            resolve_str("${foo.x} ${params.n", &p, &s),
-            "${foo.x} ${params.n"
+            resolve_value(&json!("$${params.n}"), &p, &s),
+            json!("${params.n}")
         );
+        assert_eq!(resolve_str("a $$ b", &p, &s), "a $$ b");
     }
 
     #[test]
@@ -256,16 +489,27 @@ mod tests {
     }
 
     #[test]
-    fn reports_malformed_placeholders_with_offsets() {
-        let errs = parse_placeholders("ok ${params.a} ${foo.x} ${state.} ${params.b")
-            .err()
-            .unwrap_or_default();
-        let offs: Vec<usize> = errs.iter().map(|e| e.offset).collect();
-        assert_eq!(offs, vec![15, 24, 34]);
-        assert!(errs[0].message.contains("unknown placeholder root 'foo'"));
-        assert!(errs[2].message.contains("unterminated"));
-        let ok = parse_placeholders("${state.a.b}").unwrap_or_default();
-        assert_eq!(ok[0].path, vec!["a", "b"]);
-        assert_eq!(ok[0].root, TemplateRoot::State);
+    fn placeholders_carry_offsets_and_paths() {
+        let ok = parse_placeholders("ok ${params.a} ${foo.x} ${state.a.b}");
+        assert_eq!(ok.len(), 2);
+        assert_eq!(ok[0].offset, 3);
+        assert_eq!(ok[1].path, vec!["a", "b"]);
+        assert_eq!(ok[1].root, TemplateRoot::State);
+    }
+
+    #[test]
+    fn likely_typos_are_named_and_the_rest_left_alone() {
+        let w = likely_typos("${param.x} ${states.y} ${ params.z } ${HOME} ${VAR:-1} $${param.q}");
+        let offs: Vec<usize> = w.iter().map(|w| w.offset).collect();
+        assert_eq!(offs, vec![0, 11, 23]);
+        assert!(
+            w[0].message.contains("did you mean '${params.x}'"),
+            "{}",
+            w[0].message
+        );
+        assert!(w[1].message.contains("'${state.y}'"), "{}", w[1].message);
+        assert!(w[2].message.contains("spaces"), "{}", w[2].message);
+        assert!(likely_typos("${params.ok} `${js}`").is_empty());
+        assert_eq!(likely_typos("${params.x")[0].offset, 0);
     }
 }

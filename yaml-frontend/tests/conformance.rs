@@ -82,7 +82,8 @@ states:
 
     let bad = p.run("build", json!({"code": 3})).await;
     assert_eq!(bad.status, RunStatus::Failed);
-    assert_eq!(bad.result, Some(json!({"code": "3"})));
+    // A whole `${…}` keeps the value's JSON type: the exit code stays a number.
+    assert_eq!(bad.result, Some(json!({"code": 3})));
     let outcomes: Vec<String> = p
         .records(&bad)
         .into_iter()

@@ -225,7 +225,7 @@ states:
         view.vars["second"],
         json!({"sum": 45, "inc": 4, "keys": ["first"], "greeting": "hi ann"})
     );
-    assert_eq!(view.result, Some(json!("45")));
+    assert_eq!(view.result, Some(json!(45)));
 }
 
 #[tokio::test]

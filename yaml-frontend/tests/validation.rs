@@ -425,18 +425,21 @@ fn timer_durations() {
 }
 
 #[test]
-fn template_errors_point_into_the_string() {
+fn likely_template_typos_are_warnings_pointing_into_the_string() {
     let text = doc(&format!(
-        "  a:\n    type: tool_task\n    tool: t\n    params:\n      url: \"see ${{foo.x}}\"\n      other: \"${{params.x\"\n    on: {{ success: end }}\n{END}"
+        "  a:\n    type: tool_task\n    tool: t\n    params:\n      url: \"see ${{param.x}}\"\n      other: \"${{params.x\"\n      home: \"${{HOME}}/x ${{VAR:-1}} `${{js}}` $${{params.x}}\"\n    on: {{ success: end }}\n{END}"
     ));
+    let d = diags(&text);
+    assert!(!d.has_errors(), "{d}");
     has(
         &text,
-        "wf.yaml:7:17: [MAG-Y024] unknown placeholder root 'foo' in '${foo.x}': expected '${params.<key>}' or '${state.<key>}'",
+        "wf.yaml:7:17: [MAG-Y024] '${param.x}' is left as text: only '${params.…}' and '${state.…}' are placeholders; did you mean '${params.x}'?",
     );
     has(
         &text,
-        "wf.yaml:8:15: [MAG-Y024] unterminated '${': expected '}' closing the placeholder",
+        "wf.yaml:8:15: [MAG-Y024] unterminated placeholder: expected '}' (left as text)",
     );
+    assert_eq!(d.iter().count(), 2, "{d}");
 }
 
 #[test]

@@ -296,8 +296,8 @@ pub const CODES: &[ErrorCode] = &[
     },
     ErrorCode {
         code: "MAG-Y024",
-        meaning: "A `${...}` template is malformed.",
-        remedy: "Close the template and use a valid path inside it.",
+        meaning: "A `${...}` is left as text but looks like a misspelt placeholder (warning).",
+        remedy: "Write `${params.<key>}` or `${state.<key>}` without spaces; `$${` writes a literal `${`.",
     },
     ErrorCode {
         code: "MAG-Y025",

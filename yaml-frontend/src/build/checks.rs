@@ -4,19 +4,19 @@
 use crate::condition::{Condition, ConditionErrorKind};
 use crate::diagnostic::Code;
 use crate::node::{YamlKind, YamlNode};
-use crate::template::parse_placeholders;
+use crate::template::likely_typos;
 
 use super::Ctx;
 
-/// Reports every malformed placeholder in every string below `node` (keys are not templates).
+/// Warns about every `${…}` below `node` that is left as text but looks like a misspelt
+/// placeholder (keys are not templates). Such text is not an error: only `${params.…}` and
+/// `${state.…}` are placeholders, so `${HOME}` or a JavaScript template literal is fine.
 pub(crate) fn check_templates(ctx: &mut Ctx<'_>, node: &YamlNode) {
     match &node.kind {
         YamlKind::Str(s) => {
-            if let Err(errs) = parse_placeholders(s) {
-                for e in errs {
-                    let chars = s.get(..e.offset).map_or(0, |p| p.chars().count());
-                    ctx.error(node.span_at(chars), Code::Template, e.message);
-                }
+            for w in likely_typos(s) {
+                let chars = s.get(..w.offset).map_or(0, |p| p.chars().count());
+                ctx.warn(node.span_at(chars), Code::Template, w.message);
             }
         }
         YamlKind::Seq(items) => items.iter().for_each(|n| check_templates(ctx, n)),

@@ -3,7 +3,6 @@
 //! becomes the state's [`Completion`].
 
 use std::sync::Arc;
-use std::time::Duration;
 
 use magrathea_core::{RetryPolicy, StartRecord, TaskCall, TaskError, TaskOptions, WorkflowContext};
 use serde_json::{Map, Value, json};
@@ -58,13 +57,6 @@ pub(crate) fn no_retry() -> Option<TaskOptions> {
         retry: RetryPolicy::none(),
         timeout: None,
     })
-}
-
-pub(crate) fn timeout_of(spec: &Value) -> Option<Duration> {
-    spec.get("timeoutSeconds")
-        .and_then(Value::as_f64)
-        .filter(|s| *s > 0.0)
-        .map(crate::saturating_secs)
 }
 
 /// What every state's task may need to know about its run.

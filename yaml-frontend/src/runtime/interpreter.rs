@@ -1,87 +1,109 @@
-//! The StateGraph interpreter: a deterministic workflow on the replay core.
+//! The plan's interpreter: a deterministic workflow on the replay core.
 //!
-//! Each state is entered with a `StateEnteredRecord`; its spec is resolved (`${…}`) right
-//! before its task runs; the task's result, the `storeAs` variable and the transition follow
-//! the order of the reference's `handleCompletion` (§4.3): result, variable, terminal special
-//! case, retry check (retry preempts routing), bounds check, then the resolver (§4.1:
+//! Each state is entered with a `StateEnteredRecord`; its templates are resolved right before
+//! its task runs; the task's result, the `storeAs` variable and the transition follow the order
+//! of the reference's `handleCompletion` (§4.3): result, variable, terminal special case, retry
+//! check (retry preempts routing), bounds check, then the resolver (§4.1:
 //! `nextStateOverride`, `on:`, `catch:`, else fail with `no transition for outcome '<x>'`).
+//!
+//! The journal grows with the work: a state journals its entry, what its step needs (its
+//! resolved input) and its result — never the run's parameters or variables again.
 
 use std::sync::Arc;
 
-use magrathea_core::{
-    AnswerOutcome, ChildRequest, GateKind, GateOutcome, GateSpec, RunStatus, StartRecord, TaskCall,
-    WorkflowContext, WorkflowError,
-};
+use magrathea_core::{ChildRequest, RunStatus, StartRecord, WorkflowContext, WorkflowError};
 use serde_json::{Map, Value, json};
 
 use super::RuntimeInner;
-use super::dispatch::{self, Completion, RunInfo, no_retry, text_field, timeout_of};
+use super::dispatch::{self, Completion, RunInfo};
 use super::documents::Scope;
-use crate::ast::{StateSpec, TaskSpec, TaskType, TerminalOutcome, WorkflowDoc};
-use crate::error_kind::ErrorKind;
-use crate::{LoadOptions, load_workflow, parse_duration, resolve_value, validate_params};
+use super::steps;
+use crate::ast::TerminalOutcome;
+use crate::plan::{Plan, PlanState, Step};
+use crate::template::{Template, TemplateValue};
+use crate::{LoadOptions, load_workflow, validate_params};
+
+/// What the interpreter keeps of a run: its parameters, its variables and its budget.
+pub(super) struct Run<'a> {
+    pub(super) ctx: &'a WorkflowContext,
+    pub(super) start: &'a StartRecord,
+    pub(super) params: &'a Value,
+    /// `storeAs` variables, always an object.
+    pub(super) vars: Value,
+}
+
+impl Run<'_> {
+    /// A template rendered as text against the run's parameters and variables.
+    pub(super) fn text(&self, t: &Template) -> String {
+        t.render(self.params, &self.vars)
+    }
+
+    /// A templated value resolved against the run's parameters and variables.
+    pub(super) fn value(&self, t: &TemplateValue) -> Value {
+        t.resolve(self.params, &self.vars)
+    }
+
+    fn store(&mut self, key: &str, value: Value) {
+        self.ctx.set_var(key, value.clone());
+        if let Value::Object(m) = &mut self.vars {
+            m.insert(key.to_string(), value);
+        }
+    }
+}
 
 pub(crate) async fn interpret(
     ctx: WorkflowContext,
-    doc: WorkflowDoc,
+    plan: Plan,
     start: StartRecord,
     rt: Arc<RuntimeInner>,
 ) -> Result<Value, WorkflowError> {
     let params = start.params.clone();
-    let mut vars = Map::new();
-    let bounds = doc.bounds.unwrap_or_default();
+    let mut run = Run {
+        ctx: &ctx,
+        start: &start,
+        params: &params,
+        vars: Value::Object(Map::new()),
+    };
+    let bounds = plan.bounds;
     let started_ms = bounds.max_wallclock_seconds.map(|_| ctx.now());
     let mut spawns: u64 = 0;
     let mut cost_usd = 0.0f64;
-    let mut current = doc.start.value.clone();
+    let mut current = plan.start;
     loop {
-        let Some(state) = doc.states.get(&current) else {
-            return Err(WorkflowError::failed(format!("unknown state '{current}'")));
-        };
-        ctx.enter_state(&current);
-        let mut retries = 0u32;
+        let state = &plan.states[current];
+        ctx.enter_state(&state.name);
+        if let Step::Terminal { outcome, result } = &state.step {
+            let result = result.as_ref().map_or(Value::Null, |r| run.value(r));
+            return terminal(&ctx, state, *outcome, result);
+        }
+        let mut attempts = 1u32;
         let done = loop {
-            if state.task_type == TaskType::Terminal {
-                let spec = resolve_value(&state.raw, &params, &Value::Object(vars.clone()));
-                return terminal(&ctx, state, &spec);
-            }
             if let Some(max) = bounds.max_task_spawns
                 && spawns >= max
             {
                 return Err(WorkflowError::failed(format!(
-                    "bounds exhausted: maxTaskSpawns {max} reached before state '{current}'"
+                    "bounds exhausted: maxTaskSpawns {max} reached before state '{}'",
+                    state.name
                 )));
             }
             spawns += 1;
-            let spec = resolve_value(&state.raw, &params, &Value::Object(vars.clone()));
-            let run = RunInfo {
-                start: &start,
-                allowed_tools: doc.allowed_tools.as_deref(),
-                params: &params,
-                vars: &vars,
-            };
-            let done = execute(&ctx, &rt, &run, state, &spec).await;
+            let done = execute(&run, &rt, &plan, state).await;
             cost_usd += done.cost_usd;
             if let Some(key) = &state.store_as
                 && !done.output.is_null()
             {
-                vars.insert(key.clone(), done.output.clone());
-                ctx.set_var(key, done.output.clone());
+                run.store(key, done.output.clone());
             }
-            if let Some(retry) = &state.retry {
-                let retried_kind =
-                    ErrorKind::parse(&done.outcome).is_some_and(|k| retry.on.contains(&k));
-                if retried_kind && retries + 1 < retry.max_attempts && ctx.cancellation().is_none()
-                {
-                    retries += 1;
-                    if retry.backoff_seconds > 0.0 {
-                        let backoff = crate::saturating_secs(retry.backoff_seconds);
-                        if ctx.sleep(backoff).await.is_err() {
-                            break Completion::of("cancelled", Value::Null);
-                        }
-                    }
-                    continue;
+            if let Some(retry) = &state.retry
+                && state.retries(&done.outcome)
+                && attempts < retry.max_attempts
+                && ctx.cancellation().is_none()
+            {
+                attempts += 1;
+                if !retry.backoff.is_zero() && ctx.sleep(retry.backoff).await.is_err() {
+                    break Completion::of("cancelled", Value::Null);
                 }
+                continue;
             }
             break done;
         };
@@ -98,7 +120,11 @@ pub(crate) async fn interpret(
                 )));
             }
         }
-        match resolve(state, &done) {
+        let next = match &done.next {
+            Some(name) => plan.state_named(name),
+            None => state.route(&done.outcome),
+        };
+        match next {
             Some(next) => current = next,
             None => {
                 if done.outcome == "cancelled"
@@ -115,35 +141,44 @@ pub(crate) async fn interpret(
     }
 }
 
-/// The resolver of reference §4.1.
-fn resolve(state: &StateSpec, done: &Completion) -> Option<String> {
-    if let Some(next) = &done.next {
-        return Some(next.clone());
+/// Runs the step of a non-terminal state once.
+async fn execute(
+    run: &Run<'_>,
+    rt: &Arc<RuntimeInner>,
+    plan: &Plan,
+    state: &PlanState,
+) -> Completion {
+    match &state.step {
+        Step::External { spec, .. } => {
+            let spec = run.value(spec);
+            let vars = run.vars.as_object().cloned().unwrap_or_default();
+            let info = RunInfo {
+                start: run.start,
+                allowed_tools: plan.allowed_tools.as_deref(),
+                params: run.params,
+                vars: &vars,
+            };
+            dispatch::external(run.ctx, rt, &info, &state.name, state.task_type, &spec).await
+        }
+        Step::Condition { rules, otherwise } => steps::condition(run, plan, rules, *otherwise),
+        Step::Timer(duration) => steps::timer(run, duration).await,
+        Step::Gate(gate) => steps::gate(run, state, gate).await,
+        Step::Workflow { workflow, params } => {
+            let name = run.text(workflow);
+            let params = run.value(params);
+            sub_workflow(run.ctx, rt, run.start, state, &name, params).await
+        }
+        Step::Terminal { .. } => Completion::of("success", Value::Null),
     }
-    if let Some(t) = state.on.iter().find(|t| t.outcome == done.outcome) {
-        return Some(t.target.clone());
-    }
-    let kind = ErrorKind::parse(&done.outcome).or_else(|| {
-        (done.outcome.eq_ignore_ascii_case("rejected")).then_some(ErrorKind::HumanRejected)
-    })?;
-    state
-        .catch
-        .iter()
-        .find(|c| c.kind == kind)
-        .map(|c| c.target.clone())
 }
 
 fn terminal(
     ctx: &WorkflowContext,
-    state: &StateSpec,
-    spec: &Value,
+    state: &PlanState,
+    outcome: TerminalOutcome,
+    result: Value,
 ) -> Result<Value, WorkflowError> {
     ctx.set_result_state(&state.name);
-    let result = spec.get("result").cloned().unwrap_or(Value::Null);
-    let outcome = match &state.task {
-        TaskSpec::Terminal { outcome, .. } => *outcome,
-        _ => TerminalOutcome::Success,
-    };
     match outcome {
         TerminalOutcome::Success => Ok(result),
         _ => {
@@ -160,180 +195,20 @@ fn terminal(
     }
 }
 
-async fn execute(
-    ctx: &WorkflowContext,
-    rt: &Arc<RuntimeInner>,
-    run: &RunInfo<'_>,
-    state: &StateSpec,
-    spec: &Value,
-) -> Completion {
-    let (start, params, vars) = (run.start, run.params, run.vars);
-    let call = |task: &str, input: Value| {
-        ctx.task_with(TaskCall {
-            task: task.into(),
-            name: Some(state.name.clone()),
-            input,
-            options: no_retry(),
-            registration: None,
-        })
-    };
-    match state.task_type {
-        TaskType::ShellTask | TaskType::ScriptTask | TaskType::ToolTask | TaskType::AgentTask => {
-            dispatch::external(ctx, rt, run, &state.name, state.task_type, spec).await
-        }
-        TaskType::ConditionTask => {
-            let input = json!({
-                "transitions": spec.get("transitions").cloned().unwrap_or(Value::Null),
-                "state": Value::Object(vars.clone()),
-                "params": params,
-                "$run": { "scope": start.scope },
-            });
-            let mut done = Completion::from_task(call("condition_task", input).await);
-            if done.outcome == "success" {
-                done.next = done
-                    .output
-                    .get("next")
-                    .and_then(Value::as_str)
-                    .map(str::to_string);
-            }
-            done
-        }
-        TaskType::TimerTask => {
-            let text = spec
-                .get("duration")
-                .and_then(Value::as_str)
-                .unwrap_or_default();
-            match parse_duration(text) {
-                Ok(d) => match ctx.sleep(d).await {
-                    Ok(()) => Completion::of("fired", Value::Null),
-                    Err(e) => Completion::of(&e.kind, Value::Null),
-                },
-                Err(e) => Completion::of("technical_error", json!({ "error": e.to_string() })),
-            }
-        }
-        TaskType::GateTask => gate(ctx, start, state, spec).await,
-        TaskType::WorkflowTask => sub_workflow(ctx, rt, start, state, spec).await,
-        TaskType::Terminal => Completion::of("success", Value::Null),
-    }
-}
-
-fn gate_spec(start: &StartRecord, state: &StateSpec, spec: &Value) -> GateSpec {
-    let inbox = spec.get("inbox").cloned().unwrap_or(Value::Null);
-    let text = |k: &str| inbox.get(k).and_then(Value::as_str).map(str::to_string);
-    let list = |k: &str| -> Vec<String> {
-        inbox
-            .get(k)
-            .and_then(Value::as_array)
-            .map(|a| {
-                a.iter()
-                    .map(|v| v.as_str().map_or_else(|| v.to_string(), str::to_string))
-                    .collect()
-            })
-            .unwrap_or_default()
-    };
-    let kind = match text("kind")
-        .unwrap_or_default()
-        .to_ascii_uppercase()
-        .as_str()
-    {
-        "DECISION" => GateKind::Decision,
-        "FEEDBACK" => GateKind::Feedback,
-        _ => GateKind::Approval,
-    };
-    let assigned_to = text("assignedTo")
-        .filter(|s| !s.is_empty())
-        .or_else(|| Some(start.started_by.clone()).filter(|s| !s.is_empty()))
-        .unwrap_or_else(|| "@system".into());
-    GateSpec {
-        kind,
-        title: text("title").unwrap_or_else(|| state.name.clone()),
-        body: text("body").unwrap_or_default(),
-        options: list("options"),
-        assigned_to,
-        criticality: text("criticality")
-            .unwrap_or_else(|| "NORMAL".into())
-            .to_ascii_uppercase(),
-        tags: list("tags"),
-        timeout_ms: timeout_of(spec).map(|d| d.as_millis() as u64),
-        meta: json!({
-            "kind": "workflow.gate",
-            "workflowName": start.workflow_name,
-            "workflowState": state.name,
-        }),
-    }
-}
-
-async fn gate(
-    ctx: &WorkflowContext,
-    start: &StartRecord,
-    state: &StateSpec,
-    spec: &Value,
-) -> Completion {
-    let gate = gate_spec(start, state, spec);
-    let kind = gate.kind;
-    match ctx.gate(gate).await {
-        GateOutcome::TimedOut => Completion::of("timeout", Value::Null),
-        GateOutcome::Cancelled(_) => Completion::of("cancelled", Value::Null),
-        GateOutcome::Answered(answer) => {
-            let mut output = match &answer.value {
-                Value::Object(m) => m.clone(),
-                Value::Null => Map::new(),
-                other => Map::from_iter([("value".to_string(), other.clone())]),
-            };
-            if let Some(c) = &answer.comment {
-                output.insert("comment".into(), Value::String(c.clone()));
-            }
-            if !answer.answered_by.is_empty() {
-                output.insert(
-                    "answeredBy".into(),
-                    Value::String(answer.answered_by.clone()),
-                );
-            }
-            let outcome = match answer.outcome {
-                AnswerOutcome::InsufficientInfo => "insufficient_info".to_string(),
-                AnswerOutcome::Undecidable => "undecidable".to_string(),
-                AnswerOutcome::Decided => match kind {
-                    GateKind::Approval => {
-                        let approved = answer.value.get("approved").and_then(Value::as_bool);
-                        if approved == Some(true) {
-                            "approved"
-                        } else {
-                            "rejected"
-                        }
-                        .to_string()
-                    }
-                    GateKind::Decision => answer
-                        .value
-                        .get("chosen")
-                        .and_then(Value::as_str)
-                        .unwrap_or_default()
-                        .to_string(),
-                    GateKind::Feedback => "success".to_string(),
-                },
-            };
-            output.insert("outcome".into(), Value::String(outcome.clone()));
-            Completion::of(&outcome, Value::Object(output))
-        }
-    }
-}
-
+/// `workflow_task`: the sub-run of `name` with the resolved (typed) `params`.
 async fn sub_workflow(
     ctx: &WorkflowContext,
     rt: &Arc<RuntimeInner>,
     start: &StartRecord,
-    state: &StateSpec,
-    spec: &Value,
+    state: &PlanState,
+    name: &str,
+    params: Value,
 ) -> Completion {
-    let name = text_field(spec, "workflow");
     let scope = Scope::of_run(start.scope.as_str());
     // The sub-workflow's document is read once and journaled, so replay starts (or finds)
     // the same child on the same definition.
-    let given = spec
-        .get("params")
-        .cloned()
-        .filter(|v| !v.is_null())
-        .unwrap_or_else(|| json!({}));
-    let mut request = match frozen_child(ctx, rt, &scope, &name, given) {
+    let given = if params.is_null() { json!({}) } else { params };
+    let mut request = match frozen_child(ctx, rt, &scope, name, given) {
         Ok(r) => r,
         Err(error) => return Completion::of("failure", json!({ "error": error })),
     };
@@ -353,7 +228,7 @@ async fn sub_workflow(
         };
         Completion::of(outcome, output)
     });
-    match timeout_of(spec) {
+    match state.timeout {
         None => child.await,
         Some(t) => {
             let timer = ctx.sleep(t).map(|r| match r {
@@ -411,12 +286,12 @@ pub(crate) fn frozen_child(
     })
 }
 
-/// Why a workflow document cannot run: the frozen body no longer loads.
-pub(crate) fn load_frozen(start: &StartRecord) -> Result<WorkflowDoc, String> {
+/// The plan of a run's frozen document, or why it cannot run: the frozen body no longer loads.
+pub(crate) fn load_frozen(start: &StartRecord) -> Result<Plan, String> {
     let text = start.definition.as_deref().unwrap_or_default();
     let label = format!("{}.yaml (frozen)", start.workflow_name);
     load_workflow(&label, text, &LoadOptions::default())
-        .map(|l| l.doc)
+        .map(|l| Plan::compile(&l.doc))
         .map_err(|diags| {
             let msgs: Vec<String> = diags.iter().map(|d| d.to_string()).collect();
             format!(

@@ -9,12 +9,12 @@ mod agent;
 mod dispatch;
 mod documents;
 mod executors;
-mod graph;
 mod interpreter;
 mod lanes;
 mod script;
 mod settings;
 mod shell;
+mod steps;
 mod tools;
 
 use std::sync::Arc;
@@ -27,7 +27,6 @@ pub use agent::{
     CloseReason, OpenAiEngine, Prices, Recipe, ReplyFormat, ToolBox, ToolCallRecord, Usage,
 };
 pub use documents::{DocumentError, DocumentSource, Scope, check_name};
-pub use graph::{Edge, StateGraph};
 pub use settings::{LaneSettings, ProjectSettings};
 pub(crate) use shell::env_name;
 pub use tools::{Tool, ToolContext, ToolError};

@@ -1,6 +1,7 @@
 //! The StateGraph: states and labelled transitions of a document, and its renderings.
 
-use crate::ast::{TaskSpec, WorkflowDoc};
+use super::{Plan, StateId, Step};
+use crate::ast::WorkflowDoc;
 
 /// One labelled transition.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -25,38 +26,47 @@ pub struct StateGraph {
 }
 
 impl StateGraph {
-    /// Compiles the graph of a validated document.
+    /// The graph of a validated document.
+    #[must_use]
     pub fn from_doc(doc: &WorkflowDoc) -> Self {
+        Self::from_plan(&Plan::compile(doc))
+    }
+
+    /// The graph of a plan: condition rules (`if …`, `else`), `on:` outcomes and `catch:`
+    /// kinds, in that order per state.
+    #[must_use]
+    pub fn from_plan(plan: &Plan) -> Self {
+        let name = |id: StateId| plan.states[id].name.clone();
         let mut edges = Vec::new();
-        for (name, state) in &doc.states {
-            let mut add = |to: &str, label: String| {
+        for state in &plan.states {
+            let mut add = |to: StateId, label: String| {
                 edges.push(Edge {
-                    from: name.clone(),
-                    to: to.to_string(),
+                    from: state.name.clone(),
+                    to: name(to),
                     label,
                 });
             };
-            if let TaskSpec::Condition { rules, otherwise } = &state.task {
-                for r in rules {
-                    add(&r.target, format!("if {}", r.condition.source()));
+            if let Step::Condition { rules, otherwise } = &state.step {
+                for (condition, to) in rules {
+                    add(*to, format!("if {}", condition.source()));
                 }
-                if let Some(o) = otherwise {
-                    add(&o.value, "else".into());
+                if let Some(to) = otherwise {
+                    add(*to, "else".into());
                 }
             }
-            for t in &state.on {
-                add(&t.target, t.outcome.clone());
+            for (outcome, to) in &state.on {
+                add(*to, outcome.clone());
             }
-            for c in &state.catch {
-                add(&c.target, format!("catch {}", c.kind));
+            for (kind, to) in &state.catch {
+                add(*to, format!("catch {kind}"));
             }
         }
         Self {
-            start: doc.start.value.clone(),
-            states: doc
+            start: name(plan.start),
+            states: plan
                 .states
                 .iter()
-                .map(|(n, s)| (n.clone(), s.task_type.as_str().to_string()))
+                .map(|s| (s.name.clone(), s.task_type.as_str().to_string()))
                 .collect(),
             edges,
         }

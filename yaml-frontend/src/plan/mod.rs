@@ -1,0 +1,313 @@
+//! The compiled plan of a validated document: what the interpreter runs, `graph` draws and the
+//! static analysis reads.
+//!
+//! The loader turns text into a [`WorkflowDoc`] with positions for diagnostics; [`Plan::compile`]
+//! turns a valid document into typed states whose targets are indices, whose conditions are
+//! parsed once and whose text fields are parsed [`Template`]s. Nothing in the plan is read from
+//! raw JSON at run time, and nothing in it can be invalid: the loader has checked it all.
+
+mod graph;
+
+use std::time::Duration;
+
+use serde_json::{Map, Value};
+
+use crate::ast::{
+    Bounds, Criticality, InboxKind, ParamSchema, StateSpec, TaskSpec, TaskType, TerminalOutcome,
+    WorkflowDoc,
+};
+use crate::condition::Condition;
+use crate::error_kind::ErrorKind;
+use crate::template::{Template, TemplateValue};
+
+pub use graph::{Edge, StateGraph};
+
+/// The index of a state in [`Plan::states`].
+pub type StateId = usize;
+
+/// A compiled workflow.
+#[derive(Debug, Clone)]
+pub struct Plan {
+    /// The state runs start in.
+    pub start: StateId,
+    /// The states, in document order.
+    pub states: Vec<PlanState>,
+    /// The run's bounds (reference §8); all limits absent when the document has none.
+    pub bounds: Bounds,
+    /// `allowedTools:` of the document, when it restricts tools.
+    pub allowed_tools: Option<Vec<String>>,
+    /// The declared parameters.
+    pub parameters: Vec<ParamSchema>,
+    /// `version:` as written.
+    pub version: Option<String>,
+    /// `description:`.
+    pub description: Option<String>,
+    /// `tags:`.
+    pub tags: Vec<String>,
+}
+
+/// One state of the plan.
+#[derive(Debug, Clone)]
+pub struct PlanState {
+    /// The state's name.
+    pub name: String,
+    /// Its task type.
+    pub task_type: TaskType,
+    /// What the state does.
+    pub step: Step,
+    /// `storeAs:`.
+    pub store_as: Option<String>,
+    /// `on:` transitions: outcome → state.
+    pub on: Vec<(String, StateId)>,
+    /// `catch:` transitions: error kind → state.
+    pub catch: Vec<(ErrorKind, StateId)>,
+    /// `retry:`.
+    pub retry: Option<Retry>,
+    /// `timeoutSeconds:`.
+    pub timeout: Option<Duration>,
+}
+
+/// A state's `retry:` block.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Retry {
+    /// Attempts in all, the first included.
+    pub max_attempts: u32,
+    /// The error kinds that are retried.
+    pub on: Vec<ErrorKind>,
+    /// The pause between attempts.
+    pub backoff: Duration,
+}
+
+/// What a state does.
+#[derive(Debug, Clone)]
+#[non_exhaustive]
+pub enum Step {
+    /// `shell_task`, `script_task`, `tool_task` or `agent_task`: an executor outside the
+    /// workflow, given the state's task fields (the routing fields removed), resolved.
+    External {
+        /// The task fields (`run`, `dirName`, `tool`, `params`, `recipe`, `timeoutSeconds`…).
+        spec: TemplateValue,
+        /// `tool:` of a `tool_task` (the permission check needs it before the call).
+        tool: Option<Template>,
+    },
+    /// `condition_task`: the first rule whose condition holds, else `else:`.
+    Condition {
+        /// `(condition, target)` in order.
+        rules: Vec<(Condition, StateId)>,
+        /// `else:`.
+        otherwise: Option<StateId>,
+    },
+    /// `timer_task`.
+    Timer(TimerDuration),
+    /// `gate_task`.
+    Gate(GatePlan),
+    /// `workflow_task`.
+    Workflow {
+        /// The sub-workflow's name.
+        workflow: Template,
+        /// Its parameters.
+        params: TemplateValue,
+    },
+    /// `terminal`.
+    Terminal {
+        /// Success or failure.
+        outcome: TerminalOutcome,
+        /// `result:`.
+        result: Option<TemplateValue>,
+    },
+}
+
+/// A timer's duration: fixed, or a template read when the timer starts.
+#[derive(Debug, Clone)]
+#[non_exhaustive]
+pub enum TimerDuration {
+    /// Known at load time.
+    Fixed(Duration),
+    /// `duration: "${params.wait}"`: parsed when the state is entered.
+    Templated(Template),
+}
+
+/// A gate's inbox item, with templated texts.
+#[derive(Debug, Clone)]
+pub struct GatePlan {
+    /// APPROVAL, DECISION or FEEDBACK.
+    pub kind: InboxKind,
+    /// `title:` (the state's name when absent).
+    pub title: Option<Template>,
+    /// `body:`.
+    pub body: Option<Template>,
+    /// `assignedTo:` (the run's starter when absent).
+    pub assigned_to: Option<Template>,
+    /// `criticality:`.
+    pub criticality: Criticality,
+    /// `tags:`.
+    pub tags: Vec<Template>,
+    /// `options:` of a DECISION.
+    pub options: Vec<Template>,
+}
+
+/// The fields of a state that route or describe it rather than configure its task.
+const ROUTING_FIELDS: [&str; 6] = ["type", "description", "storeAs", "on", "catch", "retry"];
+
+impl Plan {
+    /// Compiles a validated document.
+    ///
+    /// # Panics
+    /// Never for a document [`crate::load_workflow`] accepted: every target it names exists.
+    #[must_use]
+    pub fn compile(doc: &WorkflowDoc) -> Self {
+        let index = |name: &str| {
+            doc.states
+                .get_index_of(name)
+                .expect("the loader checked every transition target")
+        };
+        let states = doc
+            .states
+            .values()
+            .map(|s| compile_state(s, &index))
+            .collect();
+        Self {
+            start: index(&doc.start.value),
+            states,
+            bounds: doc.bounds.unwrap_or_default(),
+            allowed_tools: doc.allowed_tools.clone(),
+            parameters: doc.parameters.values().cloned().collect(),
+            version: doc.version.clone(),
+            description: doc.description.clone(),
+            tags: doc.tags.clone(),
+        }
+    }
+
+    /// The state called `name`.
+    #[must_use]
+    pub fn state_named(&self, name: &str) -> Option<StateId> {
+        self.states.iter().position(|s| s.name == name)
+    }
+
+    /// The graph of states and labelled transitions.
+    #[must_use]
+    pub fn graph(&self) -> StateGraph {
+        StateGraph::from_plan(self)
+    }
+}
+
+impl PlanState {
+    /// Where the outcome `outcome` goes by `on:` then `catch:` (reference §4.1, without the
+    /// condition override).
+    #[must_use]
+    pub fn route(&self, outcome: &str) -> Option<StateId> {
+        if let Some((_, to)) = self.on.iter().find(|(o, _)| o == outcome) {
+            return Some(*to);
+        }
+        let kind = ErrorKind::parse(outcome).or_else(|| {
+            outcome
+                .eq_ignore_ascii_case("rejected")
+                .then_some(ErrorKind::HumanRejected)
+        })?;
+        self.catch
+            .iter()
+            .find(|(k, _)| *k == kind)
+            .map(|(_, to)| *to)
+    }
+
+    /// Whether `retry:` retries the outcome `outcome`.
+    #[must_use]
+    pub fn retries(&self, outcome: &str) -> bool {
+        let Some(retry) = &self.retry else {
+            return false;
+        };
+        ErrorKind::parse(outcome)
+            .or_else(|| {
+                outcome
+                    .eq_ignore_ascii_case("rejected")
+                    .then_some(ErrorKind::HumanRejected)
+            })
+            .is_some_and(|k| retry.on.contains(&k))
+    }
+}
+
+fn compile_state(s: &StateSpec, index: &impl Fn(&str) -> StateId) -> PlanState {
+    let text = |t: &Option<String>| t.as_deref().map(Template::parse);
+    let step = match &s.task {
+        TaskSpec::Agent { .. } | TaskSpec::Shell { .. } | TaskSpec::Script { .. } => {
+            Step::External {
+                spec: task_fields(&s.raw),
+                tool: None,
+            }
+        }
+        TaskSpec::Tool { tool, .. } => Step::External {
+            spec: task_fields(&s.raw),
+            tool: Some(Template::parse(tool)),
+        },
+        TaskSpec::Condition { rules, otherwise } => Step::Condition {
+            rules: rules
+                .iter()
+                .map(|r| (r.condition.clone(), index(&r.target)))
+                .collect(),
+            otherwise: otherwise.as_ref().map(|o| index(&o.value)),
+        },
+        TaskSpec::Timer { duration, parsed } => Step::Timer(match parsed {
+            Some(d) => TimerDuration::Fixed(*d),
+            None => TimerDuration::Templated(Template::parse(duration)),
+        }),
+        TaskSpec::Gate(inbox) => Step::Gate(GatePlan {
+            kind: inbox.kind,
+            title: text(&inbox.title),
+            body: text(&inbox.body),
+            assigned_to: text(&inbox.assigned_to),
+            criticality: inbox.criticality,
+            tags: inbox.tags.iter().map(|t| Template::parse(t)).collect(),
+            options: inbox.options.iter().map(|t| Template::parse(t)).collect(),
+        }),
+        TaskSpec::Workflow { workflow, params } => Step::Workflow {
+            workflow: Template::parse(workflow),
+            params: TemplateValue::compile(params),
+        },
+        TaskSpec::Terminal { outcome, result } => Step::Terminal {
+            outcome: *outcome,
+            result: result.as_ref().map(TemplateValue::compile),
+        },
+    };
+    PlanState {
+        name: s.name.clone(),
+        task_type: s.task_type,
+        step,
+        store_as: s.store_as.clone(),
+        on: s
+            .on
+            .iter()
+            .map(|t| (t.outcome.clone(), index(&t.target)))
+            .collect(),
+        catch: s.catch.iter().map(|c| (c.kind, index(&c.target))).collect(),
+        retry: s.retry.as_ref().map(|r| Retry {
+            max_attempts: r.max_attempts,
+            on: r.on.clone(),
+            backoff: if r.backoff_seconds > 0.0 {
+                crate::saturating_secs(r.backoff_seconds)
+            } else {
+                Duration::ZERO
+            },
+        }),
+        timeout: s
+            .timeout_seconds
+            .filter(|t| *t > 0.0)
+            .map(crate::saturating_secs),
+    }
+}
+
+/// The state's task fields: its raw spec without the routing fields.
+fn task_fields(raw: &Value) -> TemplateValue {
+    let fields: Map<String, Value> = raw
+        .as_object()
+        .map(|m| {
+            m.iter()
+                .filter(|(k, _)| !ROUTING_FIELDS.contains(&k.as_str()))
+                .map(|(k, v)| (k.clone(), v.clone()))
+                .collect()
+        })
+        .unwrap_or_default();
+    TemplateValue::compile(&Value::Object(fields))
+}
+
+#[cfg(test)]
+mod tests;

@@ -1,0 +1,160 @@
+//! The steps the workflow itself performs: `condition_task` (evaluated in the workflow — it
+//! is a pure function of journaled data), `timer_task` and `gate_task` (durable waits).
+
+use magrathea_core::{AnswerOutcome, GateKind, GateOutcome, GateSpec};
+use serde_json::{Map, Value, json};
+
+use super::dispatch::Completion;
+use super::interpreter::Run;
+use crate::ast::{Criticality, InboxKind};
+use crate::condition::Condition;
+use crate::parse_duration;
+use crate::plan::{GatePlan, Plan, PlanState, StateId, TimerDuration};
+
+/// `condition_task`: the first rule that holds routes (`nextStateOverride`), else `else:`.
+///
+/// The choice is journaled as a side effect (`{matched, next}` or `{error}`): the run's
+/// journal says why it went where it went, and a replay takes the recorded choice.
+pub(super) fn condition(
+    run: &Run<'_>,
+    plan: &Plan,
+    rules: &[(Condition, StateId)],
+    otherwise: Option<StateId>,
+) -> Completion {
+    let decided = run.ctx.side_effect("condition", || {
+        for (cond, to) in rules {
+            match cond.evaluate(&run.vars, run.params) {
+                Ok(true) => {
+                    return json!({ "matched": cond.source(), "next": plan.states[*to].name });
+                }
+                Ok(false) => {}
+                Err(e) => {
+                    return json!({
+                        "error": format!("[MAG-YC002] condition `{}`: {e}", cond.source())
+                    });
+                }
+            }
+        }
+        match otherwise {
+            Some(to) => json!({ "matched": "else", "next": plan.states[to].name }),
+            None => json!({ "next": null }),
+        }
+    });
+    if let Some(error) = decided.get("error") {
+        return Completion::of("technical_error", json!({ "error": error }));
+    }
+    let mut done = Completion::of("success", decided.clone());
+    done.next = decided
+        .get("next")
+        .and_then(Value::as_str)
+        .map(str::to_string);
+    done
+}
+
+/// `timer_task`: a durable sleep. A templated duration that does not parse ends the state
+/// with `technical_error`, and the journal records why (a `timer_duration` side effect).
+pub(super) async fn timer(run: &Run<'_>, duration: &TimerDuration) -> Completion {
+    let d = match duration {
+        TimerDuration::Fixed(d) => *d,
+        TimerDuration::Templated(t) => {
+            let text = run.text(t);
+            match parse_duration(&text) {
+                Ok(d) => d,
+                Err(e) => {
+                    let error = format!("[MAG-Y017] timer duration '{text}': {e}");
+                    let recorded = run
+                        .ctx
+                        .side_effect("timer_duration", || json!({ "error": error }));
+                    return Completion::of("technical_error", recorded);
+                }
+            }
+        }
+    };
+    match run.ctx.sleep(d).await {
+        Ok(()) => Completion::of("fired", Value::Null),
+        Err(e) => Completion::of(&e.kind, Value::Null),
+    }
+}
+
+fn gate_spec(run: &Run<'_>, state: &PlanState, gate: &GatePlan) -> GateSpec {
+    let text = |t: &Option<crate::Template>| t.as_ref().map(|t| run.text(t));
+    let kind = match gate.kind {
+        InboxKind::Decision => GateKind::Decision,
+        InboxKind::Feedback => GateKind::Feedback,
+        InboxKind::Approval => GateKind::Approval,
+    };
+    let criticality = match gate.criticality {
+        Criticality::Low => "LOW",
+        Criticality::Critical => "CRITICAL",
+        Criticality::Normal => "NORMAL",
+    };
+    let assigned_to = text(&gate.assigned_to)
+        .filter(|s| !s.is_empty())
+        .or_else(|| Some(run.start.started_by.clone()).filter(|s| !s.is_empty()))
+        .unwrap_or_else(|| "@system".into());
+    GateSpec {
+        kind,
+        title: text(&gate.title).unwrap_or_else(|| state.name.clone()),
+        body: text(&gate.body).unwrap_or_default(),
+        options: gate.options.iter().map(|o| run.text(o)).collect(),
+        assigned_to,
+        criticality: criticality.into(),
+        tags: gate.tags.iter().map(|t| run.text(t)).collect(),
+        timeout_ms: state.timeout.map(|d| d.as_millis() as u64),
+        meta: json!({
+            "kind": "workflow.gate",
+            "workflowName": run.start.workflow_name,
+            "workflowState": state.name,
+        }),
+    }
+}
+
+/// `gate_task`: an inbox item; the answer's outcome routes (reference §3.4).
+pub(super) async fn gate(run: &Run<'_>, state: &PlanState, plan: &GatePlan) -> Completion {
+    let gate = gate_spec(run, state, plan);
+    let kind = gate.kind;
+    match run.ctx.gate(gate).await {
+        GateOutcome::TimedOut => Completion::of("timeout", Value::Null),
+        GateOutcome::Cancelled(_) => Completion::of("cancelled", Value::Null),
+        GateOutcome::Answered(answer) => {
+            let mut output = match &answer.value {
+                Value::Object(m) => m.clone(),
+                Value::Null => Map::new(),
+                other => Map::from_iter([("value".to_string(), other.clone())]),
+            };
+            if let Some(c) = &answer.comment {
+                output.insert("comment".into(), Value::String(c.clone()));
+            }
+            if !answer.answered_by.is_empty() {
+                output.insert(
+                    "answeredBy".into(),
+                    Value::String(answer.answered_by.clone()),
+                );
+            }
+            let outcome = match answer.outcome {
+                AnswerOutcome::InsufficientInfo => "insufficient_info".to_string(),
+                AnswerOutcome::Undecidable => "undecidable".to_string(),
+                AnswerOutcome::Decided => match kind {
+                    GateKind::Approval => {
+                        let approved = answer.value.get("approved").and_then(Value::as_bool);
+                        if approved == Some(true) {
+                            "approved"
+                        } else {
+                            "rejected"
+                        }
+                        .to_string()
+                    }
+                    GateKind::Decision => answer
+                        .value
+                        .get("chosen")
+                        .and_then(Value::as_str)
+                        .unwrap_or_default()
+                        .to_string(),
+                    GateKind::Feedback => "success".to_string(),
+                },
+            };
+            output.insert("outcome".into(), Value::String(outcome.clone()));
+            Completion::of(&outcome, Value::Object(output))
+        }
+    }
+}
