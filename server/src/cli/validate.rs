@@ -10,6 +10,7 @@ use std::path::{Path, PathBuf};
 use anyhow::Context;
 use magrathea_yaml::{LoadOptions, load_workflow};
 
+use super::output::{errln, outln};
 use super::store::Project;
 use super::{EXIT_FAILED, EXIT_OK, Location};
 
@@ -39,7 +40,7 @@ pub(crate) fn validate(loc: &Location, args: ValidateArgs) -> anyhow::Result<u8>
             docs.push((label(&path), text));
         }
         if docs.is_empty() {
-            eprintln!("no workflows in {}", label(&dir));
+            errln!("no workflows in {}", label(&dir));
             return Ok(EXIT_OK);
         }
     } else {
@@ -61,28 +62,28 @@ pub(crate) fn validate(loc: &Location, args: ValidateArgs) -> anyhow::Result<u8>
         let text = match text {
             Ok(t) => t,
             Err(e) => {
-                eprintln!("error: {e:#}");
+                errln!("error: {e:#}");
                 invalid += 1;
                 continue;
             }
         };
         match load_workflow(label, text, &LoadOptions::default()) {
             Ok(loaded) => {
-                println!("ok: {label}");
+                outln!("ok: {label}")?;
                 for w in loaded.warnings.iter() {
-                    eprintln!("{w}");
+                    errln!("{w}");
                 }
             }
             Err(diags) => {
                 invalid += 1;
                 for d in diags.iter() {
-                    eprintln!("{d}");
+                    errln!("{d}");
                 }
             }
         }
     }
     if invalid > 0 {
-        eprintln!("{invalid} of {} workflow(s) invalid", docs.len());
+        errln!("{invalid} of {} workflow(s) invalid", docs.len());
         Ok(EXIT_FAILED)
     } else {
         Ok(EXIT_OK)
