@@ -584,3 +584,28 @@ fn a_blocked_run_exits_1_from_inbox_answer_and_resume() {
     assert_eq!(blocked["status"], "BLOCKED");
     assert!(!stderr(&resumed).contains("error:"), "{}", stderr(&resumed));
 }
+
+#[test]
+fn catch_failure_routes_a_failed_sub_workflow_as_in_the_reference() {
+    let p = Project::new();
+    p.workflow(
+        "parent",
+        "start: build\nstates:\n  build:\n    type: workflow_task\n    workflow: child\n    on:\n      success: deploy\n    catch:\n      failure: escalate\n  deploy:\n    type: terminal\n  escalate:\n    type: terminal\n    result: escalated\n",
+    )
+    .workflow(
+        "child",
+        "start: broken\nstates:\n  broken:\n    type: terminal\n    outcome: failure\n",
+    );
+    let valid = p.cli(&["validate", "parent"]);
+    assert_eq!(code(&valid), 0, "{}", stderr(&valid));
+    let out = p.cli(&["run", "parent", "--json"]);
+    assert_eq!(code(&out), 0, "{}", stderr(&out));
+    let run = json(&out);
+    assert_eq!(run["currentState"], "escalate");
+    assert_eq!(run["result"], "escalated");
+    let graph = stdout(&p.cli(&["graph", "parent"]));
+    assert!(
+        graph.contains("build --> escalate : catch failure"),
+        "{graph}"
+    );
+}
