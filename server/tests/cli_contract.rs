@@ -609,3 +609,23 @@ fn catch_failure_routes_a_failed_sub_workflow_as_in_the_reference() {
         "{graph}"
     );
 }
+
+#[test]
+fn validate_piped_into_a_reader_that_closes_early_still_reports_an_invalid_document() {
+    let p = Project::new();
+    // Many valid documents print many `ok:` lines; the invalid one sorts last.
+    for i in 0..2000 {
+        p.workflow(
+            &format!("a{i:04}-{}", "x".repeat(60)),
+            "start: done\nstates:\n  done:\n    type: terminal\n",
+        );
+    }
+    p.workflow(
+        "zz-bad",
+        "start: nowhere\nstates:\n  a:\n    type: terminal\n",
+    );
+    let out = with_reader_closing_early(&p, &["validate"]);
+    assert_eq!(code(&out), 1, "{}", stderr(&out));
+    assert!(stderr(&out).contains("zz-bad.yaml:"), "{}", stderr(&out));
+    assert!(!stderr(&out).contains("panicked"), "{}", stderr(&out));
+}

@@ -3,14 +3,14 @@
 //! Output: `ok: <path>` on stdout for each valid document; every diagnostic (errors and
 //! warnings) on stderr as `path:line:column: [MAG-Ynnn] message`, the path as the user would
 //! pass it (relative to the current directory when the file is below it). Exit 0 when every
-//! document is valid, 1 otherwise.
+//! document is valid, 1 otherwise — also when the reader of stdout closed it early.
 
 use std::path::{Path, PathBuf};
 
 use anyhow::Context;
 use magrathea_yaml::{LoadOptions, load_workflow};
 
-use super::output::{errln, outln};
+use super::output::{errln, is_stdout_closed, outln};
 use super::store::Project;
 use super::{EXIT_FAILED, EXIT_OK, Location};
 
@@ -58,6 +58,9 @@ pub(crate) fn validate(loc: &Location, args: ValidateArgs) -> anyhow::Result<u8>
         }
     }
     let mut invalid = 0;
+    // The exit code says whether every document is valid, even when the reader of stdout
+    // went away (`| head`): validation goes on, only the `ok:` lines stop.
+    let mut stdout_open = true;
     for (label, text) in &docs {
         let text = match text {
             Ok(t) => t,
@@ -69,7 +72,12 @@ pub(crate) fn validate(loc: &Location, args: ValidateArgs) -> anyhow::Result<u8>
         };
         match load_workflow(label, text, &LoadOptions::default()) {
             Ok(loaded) => {
-                outln!("ok: {label}")?;
+                if stdout_open && let Err(e) = outln!("ok: {label}") {
+                    if !is_stdout_closed(&e) {
+                        return Err(e);
+                    }
+                    stdout_open = false;
+                }
                 for w in loaded.warnings.iter() {
                     errln!("{w}");
                 }
