@@ -7,7 +7,8 @@
 //!
 //! The binary's commands live in `src/cli/` and are private to it; their contract (arguments,
 //! output formats, exit codes) is documented in `magrathea --help` and tested in
-//! `tests/cli.rs`. Exit codes shared by the commands that drive a run (`run`, `inbox answer`):
+//! `tests/cli.rs` and `tests/cli_contract.rs`. Exit codes shared by the commands that drive a
+//! run (`run`, `inbox answer`):
 //!
 //! | code | meaning |
 //! |------|---------|
@@ -15,6 +16,11 @@
 //! | 1 | the run is `FAILED`, `CANCELLED` or `BLOCKED`, or the command failed (store in use, unknown run, …) |
 //! | 2 | invalid document, parameters or answer: nothing was started or answered |
 //! | 3 | the run waits on a gate (`WAITING`): answer it with `magrathea inbox answer` |
+//! | 130 | interrupted (Ctrl-C) while driving the run; it stays as journaled, `magrathea resume` carries it on |
+//!
+//! `resume` exits 1 when a run it resumed is `FAILED`, `CANCELLED` or `BLOCKED`, else 0. A
+//! reader that closes stdout early (`magrathea journal RUN | head -1`) ends a command quietly:
+//! exit 0, or the run's code for the commands above.
 
 pub mod http;
 

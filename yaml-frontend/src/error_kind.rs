@@ -1,8 +1,14 @@
 //! The ErrorKind vocabulary of `catch:` and `retry.on` (reference §4.2).
+//!
+//! The seven kinds of §4.2, plus `failure`: the outcome of a `workflow_task` whose sub-run
+//! failed, which the reference's own §3.7 example catches (`catch: {failure: escalate}`).
+//! Both `catch:` keys and outcomes are read by [`ErrorKind::parse`], so a key and the outcome
+//! it catches agree on spelling: case-insensitive, dashes read as underscores (§2.2), and a
+//! gate's `rejected` read as `human_rejected` (§4.2: "alias for gate-`rejected`").
 
 use std::fmt;
 
-/// One of the seven error categories that `catch:` and `retry.on` understand.
+/// One of the error categories that `catch:` and `retry.on` understand.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
 #[non_exhaustive]
 pub enum ErrorKind {
@@ -20,11 +26,13 @@ pub enum ErrorKind {
     HumanRejected,
     /// The run was stopped by cancel or bounds exhaustion.
     Cancelled,
+    /// A `workflow_task`'s sub-run ended `FAILED` (reference §3.7: outcome `failure`).
+    Failure,
 }
 
 impl ErrorKind {
-    /// All seven kinds, in reference order.
-    pub const ALL: [ErrorKind; 7] = [
+    /// Every kind: the seven of §4.2 in reference order, then `failure` (§3.7).
+    pub const ALL: [ErrorKind; 8] = [
         Self::TechnicalError,
         Self::BusinessError,
         Self::AgentError,
@@ -32,6 +40,7 @@ impl ErrorKind {
         Self::PermissionError,
         Self::HumanRejected,
         Self::Cancelled,
+        Self::Failure,
     ];
 
     /// The canonical snake_case name.
@@ -45,14 +54,19 @@ impl ErrorKind {
             Self::PermissionError => "permission_error",
             Self::HumanRejected => "human_rejected",
             Self::Cancelled => "cancelled",
+            Self::Failure => "failure",
         }
     }
 
-    /// Parses an outcome or key: case-insensitive, dashes read as underscores
-    /// (`Technical-Error` is `technical_error`). `None` for anything else.
+    /// Parses an outcome, a `catch:` key or a `retry.on` item: case-insensitive, dashes read
+    /// as underscores (`Technical-Error` is `technical_error`), and `rejected` — the outcome of
+    /// a rejected APPROVAL gate — is [`ErrorKind::HumanRejected`]. `None` for anything else.
     #[must_use]
     pub fn parse(text: &str) -> Option<Self> {
         let norm = text.trim().to_ascii_lowercase().replace('-', "_");
+        if norm == "rejected" {
+            return Some(Self::HumanRejected);
+        }
         Self::ALL.into_iter().find(|k| k.as_str() == norm)
     }
 }
@@ -78,9 +92,32 @@ mod tests {
             ErrorKind::parse("human_rejected"),
             Some(ErrorKind::HumanRejected)
         );
-        assert_eq!(ErrorKind::parse("rejected"), None);
         for k in ErrorKind::ALL {
             assert_eq!(ErrorKind::parse(k.as_str()), Some(k));
         }
+        assert_eq!(ErrorKind::parse("approved"), None);
+        assert_eq!(ErrorKind::parse("success"), None);
+    }
+
+    #[test]
+    fn a_gates_rejected_is_human_rejected_in_any_spelling() {
+        for text in ["rejected", "Rejected", "REJECTED", " rejected "] {
+            assert_eq!(
+                ErrorKind::parse(text),
+                Some(ErrorKind::HumanRejected),
+                "{text}"
+            );
+        }
+        assert_eq!(
+            ErrorKind::parse("human-rejected"),
+            Some(ErrorKind::HumanRejected)
+        );
+    }
+
+    #[test]
+    fn a_failed_sub_runs_outcome_is_the_failure_kind() {
+        assert_eq!(ErrorKind::parse("failure"), Some(ErrorKind::Failure));
+        assert_eq!(ErrorKind::parse("FAILURE"), Some(ErrorKind::Failure));
+        assert_eq!(ErrorKind::Failure.to_string(), "failure");
     }
 }

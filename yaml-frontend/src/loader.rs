@@ -123,6 +123,7 @@ pub fn parse_yaml(path: &str, text: &str, opts: &LoadOptions) -> Result<YamlNode
     Ok(root.unwrap_or(YamlNode {
         span: Span::new(1, 1),
         content: None,
+        written: None,
         kind: YamlKind::Null,
     }))
 }
@@ -192,6 +193,7 @@ impl Reader<'_> {
                     let node = YamlNode {
                         span,
                         content: None,
+                        written: None,
                         kind: YamlKind::Null,
                     };
                     self.stack.push(Frame::Seq {
@@ -206,6 +208,7 @@ impl Reader<'_> {
                     let node = YamlNode {
                         span,
                         content: None,
+                        written: None,
                         kind: YamlKind::Null,
                     };
                     self.stack.push(Frame::Map {
@@ -301,6 +304,7 @@ impl Reader<'_> {
         } else {
             YamlKind::Str(value.to_owned())
         };
+        let written = matches!(kind, YamlKind::Int(_) | YamlKind::Float(_)).then(|| value.into());
         let skip = match style {
             ScalarStyle::Plain => Some(0),
             ScalarStyle::SingleQuoted | ScalarStyle::DoubleQuoted => Some(1),
@@ -316,6 +320,7 @@ impl Reader<'_> {
         Ok(YamlNode {
             span,
             content,
+            written,
             kind,
         })
     }

@@ -13,6 +13,9 @@ pub struct YamlNode {
     /// that character `i` of the value sits at `content.shifted(i)`. `None` for collections and
     /// for scalars with escapes, folding or several lines.
     pub content: Option<Span>,
+    /// The characters as written, for a plain scalar that resolved to a number: `1.10` is the
+    /// float 1.1, but a free-text field such as `version:` keeps `"1.10"`. `None` otherwise.
+    pub written: Option<Box<str>>,
     /// The value.
     pub kind: YamlKind,
 }
@@ -85,6 +88,16 @@ impl YamlNode {
             YamlKind::Float(f) => Some(f.to_string()),
             YamlKind::Str(s) => Some(s.clone()),
             YamlKind::Seq(_) | YamlKind::Map(_) => None,
+        }
+    }
+
+    /// The scalar as the author wrote it when it is a number ([`YamlNode::written`]), else
+    /// [`YamlNode::key_text`]: the text a free-text field takes from a number.
+    #[must_use]
+    pub fn text_as_written(&self) -> Option<String> {
+        match &self.written {
+            Some(w) => Some(w.to_string()),
+            None => self.key_text(),
         }
     }
 

@@ -448,6 +448,111 @@ states:
 }
 
 #[tokio::test]
+async fn s3_7_catch_failure_routes_a_failed_sub_run_as_in_the_reference_example() {
+    let p = project(&[
+        (
+            "parent",
+            r#"
+start: build_subprojects
+states:
+  build_subprojects:
+    type: workflow_task
+    workflow: build-and-test
+    params:
+      repo_url: "${params.repo_url}"
+    storeAs: build_result
+    timeoutSeconds: 3600
+    on:
+      success: deploy
+    catch:
+      failure: escalate
+  deploy: { type: terminal, result: deployed }
+  escalate:
+    type: terminal
+    result:
+      escalated: "${state.build_result.status}"
+"#,
+        ),
+        (
+            "build-and-test",
+            r#"
+start: test
+states:
+  test:
+    type: shell_task
+    run: "exit 1"
+    dirName: workspace
+    catch:
+      business_error: broken
+  broken: { type: terminal, outcome: failure }
+"#,
+        ),
+    ])
+    .await;
+    let v = p.run("parent", json!({"repo_url": "r"})).await;
+    let v = p.engine.wait(v.workflow_run_id).await.unwrap();
+    assert_eq!(v.status, RunStatus::Done, "{v:?}");
+    assert_eq!(v.current_state.as_deref(), Some("escalate"));
+    assert_eq!(v.result, Some(json!({"escalated": "FAILED"})));
+    assert_eq!(p.count(&v, "ChildFinishedRecord"), 1);
+}
+
+#[tokio::test]
+async fn s4_3_retry_on_rejected_reads_it_as_human_rejected_like_catch() {
+    let doc = r#"
+start: review
+states:
+  review:
+    type: gate_task
+    inbox: { kind: APPROVAL, title: "ok?" }
+    retry:
+      maxAttempts: 2
+      on: [Rejected]
+    on:
+      approved: yes
+    catch:
+      rejected: no
+  yes: { type: terminal, result: approved }
+  no: { type: terminal, result: rejected }
+"#;
+    let p = project(&[("review", doc)]).await;
+    // Answers the run's next gate: the first pending item not answered before.
+    let answered = std::sync::Mutex::new(Vec::<String>::new());
+    let answer = |answer: GateAnswer| async {
+        let mut polls = 0;
+        let item = loop {
+            polls += 1;
+            assert!(polls < 3000, "no new gate opened");
+            let fresh = p
+                .engine
+                .inbox(magrathea_core::InboxFilter::Pending)
+                .unwrap()
+                .into_iter()
+                .find(|i| !answered.lock().unwrap().contains(&i.id));
+            match fresh {
+                Some(item) => break item,
+                None => tokio::time::sleep(Duration::from_millis(10)).await,
+            }
+        };
+        answered.lock().unwrap().push(item.id.clone());
+        p.engine.answer_gate(&item.id, answer).await.unwrap();
+    };
+    // Rejected, retried with a new gate, approved.
+    let v = p.run("review", json!({})).await;
+    answer(GateAnswer::reject()).await;
+    answer(GateAnswer::approve()).await;
+    let done = p.engine.wait(v.workflow_run_id).await.unwrap();
+    assert_eq!(done.result, Some(json!("approved")));
+    assert_eq!(p.count(&done, "GateOpenedRecord"), 2);
+    // Rejected twice: the attempts are spent and `catch: rejected` routes.
+    let v = p.run("review", json!({})).await;
+    answer(GateAnswer::reject()).await;
+    answer(GateAnswer::reject()).await;
+    let done = p.engine.wait(v.workflow_run_id).await.unwrap();
+    assert_eq!(done.result, Some(json!("rejected")));
+}
+
+#[tokio::test]
 async fn s7_frozen_snapshot_edits_do_not_affect_a_waiting_run() {
     let v1 = "start: g\nstates:\n  g:\n    type: gate_task\n    inbox: { kind: APPROVAL, title: t }\n    on:\n      approved: done\n  done: { type: terminal, result: old }\n";
     let p = project(&[("snap", v1)]).await;

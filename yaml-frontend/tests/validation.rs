@@ -1,6 +1,6 @@
 //! Every validation rule: message, code and line:column.
 
-use magrathea_yaml::{Diagnostics, LoadOptions, Severity, load_workflow};
+use magrathea_yaml::{Diagnostics, ErrorKind, LoadOptions, Severity, load_workflow};
 
 fn diags(text: &str) -> Diagnostics {
     match load_workflow("wf.yaml", text, &LoadOptions::default()) {
@@ -266,13 +266,65 @@ fn error_kinds_normalized_and_unknown_rejected() {
     ));
     has(
         &text,
-        "wf.yaml:8:7: [MAG-Y015] unknown error kind 'tiemout' in 'catch' of state 'a': expected one of [technical_error, business_error, agent_error, timeout, permission_error, human_rejected, cancelled] (did you mean 'timeout'?)",
+        "wf.yaml:8:7: [MAG-Y015] unknown error kind 'tiemout' in 'catch' of state 'a': expected one of [technical_error, business_error, agent_error, timeout, permission_error, human_rejected, cancelled, failure] (did you mean 'timeout'?)",
     );
     has(
         &text,
-        "wf.yaml:11:21: [MAG-Y015] unknown error kind 'oops' in retry.on of state 'a': expected one of [technical_error, business_error, agent_error, timeout, permission_error, human_rejected, cancelled]",
+        "wf.yaml:11:21: [MAG-Y015] unknown error kind 'oops' in retry.on of state 'a': expected one of [technical_error, business_error, agent_error, timeout, permission_error, human_rejected, cancelled, failure]",
     );
     assert_eq!(diags(&text).errors().count(), 2);
+}
+
+#[test]
+fn catch_failure_of_the_reference_workflow_task_example_loads() {
+    let text = doc(&format!(
+        "  a:\n    type: workflow_task\n    workflow: build-and-test\n    on:\n      success: end\n    catch:\n      failure: end\n{END}"
+    ));
+    let loaded =
+        load_workflow("wf.yaml", &text, &LoadOptions::default()).unwrap_or_else(|d| panic!("{d}"));
+    assert!(loaded.warnings.is_empty(), "{}", loaded.warnings);
+    let catch = &loaded.doc.states["a"].catch;
+    assert_eq!(catch[0].kind, ErrorKind::Failure);
+}
+
+#[test]
+fn rejected_is_human_rejected_in_catch_and_retry_on() {
+    let text = doc(&format!(
+        "  a:\n    type: gate_task\n    inbox: {{ kind: APPROVAL, title: t }}\n    retry:\n      maxAttempts: 2\n      on: [Rejected, human-rejected]\n    on:\n      approved: end\n    catch:\n      REJECTED: end\n{END}"
+    ));
+    let loaded =
+        load_workflow("wf.yaml", &text, &LoadOptions::default()).unwrap_or_else(|d| panic!("{d}"));
+    let a = &loaded.doc.states["a"];
+    assert_eq!(a.catch[0].kind, ErrorKind::HumanRejected);
+    let retry = a.retry.as_ref().unwrap();
+    assert_eq!(
+        retry.on,
+        [ErrorKind::HumanRejected, ErrorKind::HumanRejected]
+    );
+}
+
+#[test]
+fn a_numeric_version_keeps_its_text() {
+    for (written, kept) in [
+        ("1.10", "1.10"),
+        ("2", "2"),
+        ("1.0", "1.0"),
+        ("\"1.10\"", "1.10"),
+        ("0x10", "0x10"),
+    ] {
+        let text = format!("version: {written}\nstart: end\nstates:\n{END}");
+        let loaded = load_workflow("wf.yaml", &text, &LoadOptions::default())
+            .unwrap_or_else(|d| panic!("{d}"));
+        assert_eq!(
+            loaded.doc.version.as_deref(),
+            Some(kept),
+            "version: {written}"
+        );
+    }
+    has(
+        "version: [1]\nstart: end\nstates:\n  end:\n    type: terminal\n",
+        "wf.yaml:1:10: [MAG-Y007] 'version' is a list: expected a string",
+    );
 }
 
 #[test]

@@ -3,6 +3,7 @@
 
 use magrathea_yaml::{LoadOptions, load_workflow};
 
+use super::output::{errln, out};
 use super::runtime::StateGraph;
 use super::store::Project;
 use super::{EXIT_INVALID, EXIT_OK, Location};
@@ -38,18 +39,18 @@ pub(crate) fn graph(loc: &Location, args: GraphArgs) -> anyhow::Result<u8> {
         Ok(loaded) => loaded.doc,
         Err(diags) => {
             for d in diags.iter() {
-                eprintln!("{d}");
+                errln!("{d}");
             }
             return Ok(EXIT_INVALID);
         }
     };
     let graph = StateGraph::from_doc(&doc);
-    print!(
+    out!(
         "{}",
         match args.format {
             Format::Mermaid => graph.to_mermaid(),
             Format::Dot => graph.to_dot(),
         }
-    );
+    )?;
     Ok(EXIT_OK)
 }

@@ -3,7 +3,7 @@
 use clap::ArgGroup;
 use magrathea_core::{AnswerAck, DeliverError, GateAnswer, InboxItem};
 
-use super::output::answer_hint;
+use super::output::{answer_hint, errln, outln};
 use super::run::{default_user, finish};
 use super::store::Project;
 use super::{EXIT_OK, Invalid, Location};
@@ -22,11 +22,12 @@ pub(crate) enum InboxCommand {
     #[command(
         group(ArgGroup::new("answer").required(true).multiple(false)),
         after_help = "\
-Prints the run like `magrathea run`. Exit codes: 0 DONE; 1 FAILED, CANCELLED or BLOCKED, or no
-such item; 2 the answer does not fit the gate (e.g. an option that is not offered; nothing was
-recorded); 3 the run waits on a gate again. An answer to a gate that already completed
-(answered, timed out, run ended) is journaled as ignored: the command says so on stderr and
-exits per the run's status."
+Prints the run like `magrathea run`. Exit codes: 0 DONE; 1 FAILED, CANCELLED or BLOCKED (an
+answer to a BLOCKED run is not recorded), or no such item (`[MAG-GT001]`, naming the id);
+2 the answer does not fit the gate (e.g. an option that is not offered; nothing was recorded);
+3 the run waits on a gate again. An answer to a gate that already completed (answered, timed
+out, run ended) is journaled as ignored: the command says so on stderr and exits per the
+run's status."
     )]
     Answer(AnswerArgs),
 }
@@ -109,12 +110,12 @@ pub(crate) async fn inbox(loc: &Location, cmd: InboxCommand) -> anyhow::Result<u
                 None => Vec::new(),
             };
             if json {
-                println!("{}", serde_json::to_string(&items)?);
+                outln!("{}", serde_json::to_string(&items)?)?;
             } else if items.is_empty() {
-                eprintln!("no pending inbox items");
+                errln!("no pending inbox items");
             } else {
                 for item in &items {
-                    print_item(item);
+                    print_item(item)?;
                 }
             }
             Ok(EXIT_OK)
@@ -123,10 +124,10 @@ pub(crate) async fn inbox(loc: &Location, cmd: InboxCommand) -> anyhow::Result<u
     }
 }
 
-fn print_item(item: &InboxItem) {
-    println!("{}  {} {}", item.id, item.kind.as_str(), item.title);
+fn print_item(item: &InboxItem) -> anyhow::Result<()> {
+    outln!("{}  {} {}", item.id, item.kind.as_str(), item.title)?;
     let state = item.workflow_state.as_deref().unwrap_or("-");
-    println!(
+    outln!(
         "    run {} ({}, state {state}), assigned to {}",
         item.workflow_run_id,
         item.workflow_name,
@@ -135,15 +136,15 @@ fn print_item(item: &InboxItem) {
         } else {
             &item.assigned_to
         }
-    );
+    )?;
     if !item.body.is_empty() {
-        println!("    {}", item.body.replace('\n', "\n    "));
+        outln!("    {}", item.body.replace('\n', "\n    "))?;
     }
-    println!(
+    outln!(
         "    answer: magrathea inbox answer {} {}",
         item.id,
         answer_hint(item)
-    );
+    )
 }
 
 async fn answer(project: &Project, args: AnswerArgs) -> anyhow::Result<u8> {
@@ -164,7 +165,7 @@ async fn answer(project: &Project, args: AnswerArgs) -> anyhow::Result<u8> {
     match engine.answer_gate(&args.id, args.answer()).await {
         Ok(AnswerAck::Applied) => {}
         Ok(AnswerAck::Ignored) => {
-            eprintln!("answer ignored: the gate had already completed");
+            errln!("answer ignored: the gate had already completed");
         }
         Err(DeliverError::InvalidAnswer(m)) => {
             let hint = answer_hint(&item);
@@ -175,6 +176,8 @@ async fn answer(project: &Project, args: AnswerArgs) -> anyhow::Result<u8> {
             .into());
         }
         Err(DeliverError::ItemNotFound(_)) => return Err(item_not_found(&args.id)),
+        // Nothing was recorded; the run is shown as it is, and exits 1 as BLOCKED.
+        Err(e @ DeliverError::Blocked(..)) => errln!("answer not recorded: {e}"),
         Err(e) => return Err(e.into()),
     }
     finish(&engine, item.workflow_run_id, updates, args.json).await

@@ -3,7 +3,7 @@
 use anyhow::Context as _;
 use magrathea_core::{Entry, Record};
 
-use super::output::{compact, timestamp};
+use super::output::{compact, errln, outln, timestamp};
 use super::store::Project;
 use super::{EXIT_OK, Location};
 
@@ -25,7 +25,7 @@ pub(crate) struct JournalArgs {
 pub(crate) async fn journal(loc: &Location, args: JournalArgs) -> anyhow::Result<u8> {
     let project = Project::locate(loc)?;
     let engine = project.existing_engine().await?;
-    let view = project.run(engine.as_ref(), &args.run_id)?;
+    let view = project.run(engine.as_ref(), &args.run_id)?.run;
     let Some(engine) = engine else {
         return Err(project.not_found(view.workflow_run_id));
     };
@@ -38,7 +38,7 @@ pub(crate) async fn journal(loc: &Location, args: JournalArgs) -> anyhow::Result
         }
         std::fs::write(path, text)
             .with_context(|| format!("cannot write the journal to {}", path.display()))?;
-        eprintln!(
+        errln!(
             "exported {} records of run {} to {}",
             entries.len(),
             view.workflow_run_id,
@@ -48,15 +48,15 @@ pub(crate) async fn journal(loc: &Location, args: JournalArgs) -> anyhow::Result
     }
     for entry in entries {
         if args.json {
-            println!("{}", serde_json::to_string(&entry)?);
+            outln!("{}", serde_json::to_string(&entry)?)?;
         } else {
-            println!(
+            outln!(
                 "{:>4}  {}  {:<22} {}",
                 entry.seq,
                 timestamp(entry.at_ms),
                 entry.record.type_name(),
                 describe(&entry)
-            );
+            )?;
         }
     }
     Ok(EXIT_OK)

@@ -19,6 +19,8 @@ use std::process::ExitCode;
 
 use clap::{Parser, Subcommand};
 
+use output::{errln, is_stdout_closed};
+
 /// Exit code: the run is `DONE` / the command succeeded.
 pub(crate) const EXIT_OK: u8 = 0;
 /// Exit code: the run `FAILED`, was `CANCELLED` or is `BLOCKED`; or the command failed.
@@ -33,7 +35,9 @@ pub(crate) const EXIT_INTERRUPTED: u8 = 130;
 const AFTER_HELP: &str = "\
 Exit codes of `run` and `inbox answer`: 0 the run is DONE; 1 FAILED, CANCELLED or BLOCKED
 (or the command failed); 2 invalid document, parameters or answer (nothing started);
-3 the run waits on a gate (answer it with `magrathea inbox answer`).";
+3 the run waits on a gate (answer it with `magrathea inbox answer`); 130 interrupted (Ctrl-C;
+`magrathea resume` carries the run on). A reader closing stdout early (`| head`) ends any
+command quietly.";
 
 /// Run, validate and inspect Magrathea workflows of a project.
 #[derive(Debug, Parser)]
@@ -107,8 +111,10 @@ pub(crate) async fn main() -> ExitCode {
     };
     match result {
         Ok(code) => ExitCode::from(code),
+        // The reader of stdout went away (`| head`): it has what it wanted.
+        Err(e) if is_stdout_closed(&e) => ExitCode::from(EXIT_OK),
         Err(e) => {
-            eprintln!("error: {e:#}");
+            errln!("error: {e:#}");
             if e.downcast_ref::<Invalid>().is_some() {
                 ExitCode::from(EXIT_INVALID)
             } else {

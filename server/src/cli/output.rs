@@ -1,10 +1,81 @@
-//! How runs are printed: one JSON object (the `RunView` serialisation) or a short summary,
-//! and the exit code a run's status maps to.
+//! How the commands write: [`outln!`] to stdout, [`errln!`] to stderr; how runs are printed
+//! (one JSON object or a short summary); and the exit code a run's status maps to.
+//!
+//! A closed stdout — the reader of a pipe went away, as in `magrathea journal RUN | head -1`
+//! — is not an error the user should see: [`outln!`] reports it as [`StdoutClosed`], which
+//! `main` turns into a quiet exit with code 0 (what `git` and `ripgrep` do), after the command
+//! has returned and closed its store. Commands that drive a run (`run`, `inbox answer`) exit
+//! per the run's status even so. Any other write error on stdout (a full disk behind `>`) is
+//! reported as an error. Writes to stderr never fail a command: messages to a closed stderr
+//! are dropped.
 
-use magrathea_core::{InboxItem, RunStatus, RunView};
+use std::fmt;
+use std::io::{self, Write};
+
+use magrathea_core::{InboxItem, RunStatus};
+use magrathea_server::http::runs::RunDto;
 use serde_json::Value;
 
 use super::{EXIT_FAILED, EXIT_OK, EXIT_WAITING};
+
+/// Writes a line to stdout: `outln!("…", args)`; evaluates to `anyhow::Result<()>`, an
+/// error being [`StdoutClosed`] when the reader went away.
+macro_rules! outln {
+    () => {
+        $crate::cli::output::write_stdout(format_args!("\n"))
+    };
+    ($($arg:tt)*) => {
+        $crate::cli::output::write_stdout(format_args!("{}\n", format_args!($($arg)*)))
+    };
+}
+
+/// Writes to stdout without a newline; like [`outln!`].
+macro_rules! out {
+    ($($arg:tt)*) => {
+        $crate::cli::output::write_stdout(format_args!($($arg)*))
+    };
+}
+
+/// Writes a line to stderr, dropping it when stderr is closed.
+macro_rules! errln {
+    ($($arg:tt)*) => {
+        $crate::cli::output::write_stderr(format_args!("{}\n", format_args!($($arg)*)))
+    };
+}
+
+pub(crate) use {errln, out, outln};
+
+/// Stdout was closed by its reader (`EPIPE`): the command stops writing and exits quietly.
+#[derive(Debug)]
+pub(crate) struct StdoutClosed;
+
+impl fmt::Display for StdoutClosed {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("stdout was closed by its reader")
+    }
+}
+
+impl std::error::Error for StdoutClosed {}
+
+/// Writes `args` to stdout and flushes, so that a closed pipe is noticed at this write.
+pub(crate) fn write_stdout(args: fmt::Arguments<'_>) -> anyhow::Result<()> {
+    let mut stdout = io::stdout().lock();
+    match stdout.write_fmt(args).and_then(|()| stdout.flush()) {
+        Ok(()) => Ok(()),
+        Err(e) if e.kind() == io::ErrorKind::BrokenPipe => Err(StdoutClosed.into()),
+        Err(e) => Err(anyhow::Error::new(e).context("cannot write to stdout")),
+    }
+}
+
+/// Writes `args` to stderr; a failed write is dropped (there is nowhere left to report it).
+pub(crate) fn write_stderr(args: fmt::Arguments<'_>) {
+    let _ = io::stderr().lock().write_fmt(args);
+}
+
+/// Whether `error` is (or wraps) [`StdoutClosed`].
+pub(crate) fn is_stdout_closed(error: &anyhow::Error) -> bool {
+    error.downcast_ref::<StdoutClosed>().is_some()
+}
 
 /// The exit code of a command that drove a run to `status`.
 pub(crate) fn exit_code(status: RunStatus) -> u8 {
@@ -16,45 +87,62 @@ pub(crate) fn exit_code(status: RunStatus) -> u8 {
     }
 }
 
-/// The run as one line of JSON. `RunView` serialises every field, `null` when absent, so
-/// `result` and `reason` are always present.
-pub(crate) fn run_json(view: &RunView) -> String {
-    serde_json::to_string(view).unwrap_or_else(|e| format!("{{\"error\":\"{e}\"}}"))
+/// The run as one line of JSON: the API's run DTO, which serialises every field (`null` or
+/// `[]` when absent), so `result`, `reason`, `description` and `tags` are always present.
+pub(crate) fn run_json(run: &RunDto) -> String {
+    serde_json::to_string(run).unwrap_or_else(|e| format!("{{\"error\":\"{e}\"}}"))
 }
 
 /// Prints the run to stdout: JSON, or a summary with what to do next for waiting runs.
-pub(crate) fn print_run(view: &RunView, json: bool, pending: &[InboxItem]) {
+pub(crate) fn print_run(run: &RunDto, json: bool, pending: &[InboxItem]) -> anyhow::Result<()> {
     if json {
-        println!("{}", run_json(view));
-        return;
+        return outln!("{}", run_json(run));
     }
-    println!(
+    let view = &run.run;
+    outln!(
         "run {} ({}) {}",
-        view.workflow_run_id, view.workflow_name, view.status
-    );
+        view.workflow_run_id,
+        view.workflow_name,
+        view.status
+    )?;
     if let Some(state) = &view.current_state {
-        println!("  state:  {state}");
+        outln!("  state:  {state}")?;
     }
     if let Some(reason) = &view.reason {
-        println!("  reason: {reason}");
+        outln!("  reason: {reason}")?;
     }
     if let Some(result) = view.result.as_ref().filter(|r| !r.is_null()) {
-        println!("  result: {}", compact(result));
+        outln!("  result: {}", compact(result))?;
     }
     if let (Some(end), start) = (view.finished_at, view.created_at) {
-        println!("  took:   {}", duration(end.saturating_sub(start)));
+        outln!("  took:   {}", duration(end.saturating_sub(start)))?;
     }
     for item in pending
         .iter()
         .filter(|i| i.workflow_run_id == view.workflow_run_id)
     {
-        println!("  waits on {} gate: {}", item.kind.as_str(), item.title);
-        println!(
+        outln!("  waits on {} gate: {}", item.kind.as_str(), item.title)?;
+        outln!(
             "    answer: magrathea inbox answer {} {}",
             item.id,
             answer_hint(item)
-        );
+        )?;
     }
+    Ok(())
+}
+
+/// The workflow's version and the document's description and tags, for `runs show`.
+pub(crate) fn print_labels(run: &RunDto) -> anyhow::Result<()> {
+    if !run.run.workflow_version.is_empty() {
+        outln!("  version: {}", run.run.workflow_version)?;
+    }
+    if let Some(description) = run.description.as_deref().map(str::trim) {
+        outln!("  description: {}", description.replace('\n', "\n    "))?;
+    }
+    if !run.tags.is_empty() {
+        outln!("  tags:   {}", run.tags.join(", "))?;
+    }
+    Ok(())
 }
 
 /// The flags that answer an item of this kind.

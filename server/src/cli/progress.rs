@@ -13,7 +13,7 @@ use std::collections::HashMap;
 use magrathea_core::{Engine, Entry, JournalUpdate, Record, RunId, RunView, Step};
 use tokio::sync::broadcast::{self, error::RecvError, error::TryRecvError};
 
-use super::output::{compact, duration, timestamp};
+use super::output::{compact, duration, errln, timestamp};
 
 /// How driving a run ended.
 #[derive(Debug)]
@@ -53,11 +53,11 @@ pub(crate) async fn drive(
             }
             update = updates.recv(), if open => match update {
                 Ok(u) => progress.show(&u),
-                Err(RecvError::Lagged(n)) => eprintln!("  … {n} progress updates skipped"),
+                Err(RecvError::Lagged(n)) => errln!("  … {n} progress updates skipped"),
                 Err(RecvError::Closed) => open = false,
             },
             _ = &mut interrupt => {
-                eprintln!(
+                errln!(
                     "interrupted: run {run} stays as journaled; `magrathea resume` carries it on"
                 );
                 return Ok(Driven::Interrupted);
@@ -88,13 +88,13 @@ impl Progress {
         for entry in update.entries.iter() {
             if let Some(line) = self.line(update.run_id, entry) {
                 if update.run_id == self.main {
-                    eprintln!("{line}");
+                    errln!("{line}");
                 } else {
                     let name = self
                         .names
                         .get(&update.run_id)
                         .map_or("child", String::as_str);
-                    eprintln!("  [{name} {}] {line}", short(update.run_id));
+                    errln!("  [{name} {}] {line}", short(update.run_id));
                 }
             }
         }

@@ -10,18 +10,23 @@
 use std::collections::{HashMap, HashSet};
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
-use magrathea_core::{Engine, Entry, Record, RunId, RunStatus};
+use magrathea_core::{Engine, Entry, Record, RunError, RunId, RunStatus, StoreError};
+use magrathea_server::http::runs::RunDto;
 
-use super::output::print_run;
+use super::output::{errln, is_stdout_closed, print_run};
 use super::store::Project;
-use super::{EXIT_OK, Location};
+use super::{EXIT_FAILED, EXIT_OK, Location};
 
 /// Arguments of `magrathea resume`.
 #[derive(Debug, clap::Args)]
 #[command(after_help = "\
 Recovers every run that is not DONE, FAILED or CANCELLED and drives it until it is terminal,
 WAITING, BLOCKED, or sleeping on a timer due more than a second from now. Prints each run
-(with --json one JSON object per line). Exit code 0 unless the store cannot be opened.")]
+(with --json one JSON object per line).
+
+Exit codes: 0 every resumed run is DONE, WAITING or still running (asleep on a timer), or
+there was nothing to resume; 1 some resumed run ended FAILED or CANCELLED or is BLOCKED, or
+the store cannot be opened.")]
 pub(crate) struct ResumeArgs {
     /// Print each run as one JSON object per line.
     #[arg(long)]
@@ -35,7 +40,7 @@ const DUE_SOON_MS: u64 = 1000;
 pub(crate) async fn resume(loc: &Location, args: ResumeArgs) -> anyhow::Result<u8> {
     let project = Project::locate(loc)?;
     if !project.journal_path().exists() {
-        eprintln!(
+        errln!(
             "nothing to resume: no store at {}",
             project.journal_path().display()
         );
@@ -50,16 +55,22 @@ pub(crate) async fn resume(loc: &Location, args: ResumeArgs) -> anyhow::Result<u
         }
     }
     if runs.is_empty() {
-        eprintln!("nothing to resume: every run of {scope} has finished");
+        errln!("nothing to resume: every run of {scope} has finished");
         return Ok(EXIT_OK);
     }
-    eprintln!("resuming {} run(s)", runs.len());
+    errln!("resuming {} run(s)", runs.len());
     let mut lengths: HashMap<RunId, usize> = HashMap::new();
     let mut quiet_since = Instant::now();
     loop {
         let mut all_settled = true;
         for &run in &runs {
-            let entries = engine.journal(run)?;
+            let entries = match engine.journal(run) {
+                Ok(entries) => entries,
+                // A journal with unreadable records: the engine blocks its run ([MAG-RC001])
+                // as it recovers it, and that status settles it here.
+                Err(RunError::Store(StoreError::Decode(_))) => Vec::new(),
+                Err(e) => return Err(e.into()),
+            };
             if lengths.insert(run, entries.len()) != Some(entries.len()) {
                 quiet_since = Instant::now();
             }
@@ -72,11 +83,22 @@ pub(crate) async fn resume(loc: &Location, args: ResumeArgs) -> anyhow::Result<u
         }
         tokio::time::sleep(POLL).await;
     }
+    let mut code = EXIT_OK;
     for run in runs {
-        let view = engine.run(run)?;
-        print_run(&view, args.json, &[]);
+        let dto = RunDto::load(&engine, run)?;
+        if matches!(
+            dto.run.status,
+            RunStatus::Failed | RunStatus::Cancelled | RunStatus::Blocked
+        ) {
+            code = EXIT_FAILED;
+        }
+        // The runs' statuses are the answer; a reader that closed stdout does not change it.
+        match print_run(&dto, args.json, &[]) {
+            Err(e) if is_stdout_closed(&e) => {}
+            other => other?,
+        }
     }
-    Ok(EXIT_OK)
+    Ok(code)
 }
 
 fn settled(engine: &Engine, run: RunId, entries: &[Entry]) -> anyhow::Result<bool> {

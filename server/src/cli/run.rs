@@ -2,10 +2,11 @@
 
 use anyhow::Context;
 use magrathea_core::{Engine, JournalUpdate, RunId};
+use magrathea_server::http::runs::RunDto;
 use serde_json::{Map, Value};
 use tokio::sync::broadcast;
 
-use super::output::{exit_code, print_run};
+use super::output::{errln, exit_code, is_stdout_closed, print_run};
 use super::progress::{Driven, drive};
 use super::runtime::YamlStartError;
 use super::store::Project;
@@ -22,7 +23,8 @@ is read as JSON when it is a JSON number, boolean, null, object or array (`--par
 \"true\", use `--params '{\"n\": \"3\"}'`.
 
 Exit codes: 0 DONE; 1 FAILED, CANCELLED or BLOCKED; 2 invalid document or parameters (nothing
-started; diagnostics on stderr as `path:line:column: message`); 3 waiting on a gate.")]
+started; diagnostics on stderr as `path:line:column: message`); 3 waiting on a gate; 130
+interrupted with Ctrl-C (the run stays as journaled; `magrathea resume` carries it on).")]
 pub(crate) struct RunArgs {
     /// The workflow: `_vance/workflows/NAME.yaml` of the project, else of its tenant.
     name: String,
@@ -59,9 +61,9 @@ pub(crate) async fn run(loc: &Location, args: RunArgs) -> anyhow::Result<u8> {
         Ok(run) => run,
         Err(YamlStartError::Invalid(diags)) => {
             for d in diags.iter() {
-                eprintln!("{d}");
+                errln!("{d}");
             }
-            eprintln!(
+            errln!(
                 "error: workflow `{}` is invalid; nothing was started",
                 args.name
             );
@@ -71,8 +73,8 @@ pub(crate) async fn run(loc: &Location, args: RunArgs) -> anyhow::Result<u8> {
             return Err(e).context(format!("could not start workflow `{}`", args.name));
         }
         Err(e) => {
-            eprintln!("error: {e}");
-            eprintln!("nothing was started");
+            errln!("error: {e}");
+            errln!("nothing was started");
             return Ok(EXIT_INVALID);
         }
     };
@@ -91,7 +93,13 @@ pub(crate) async fn finish(
             let pending = engine
                 .inbox(magrathea_core::InboxFilter::Pending)
                 .unwrap_or_default();
-            print_run(&view, json, &pending);
+            let dto =
+                RunDto::load(engine, run).unwrap_or_else(|_| RunDto::new(*view.clone(), None));
+            // The run's status is the answer; a reader that closed stdout does not change it.
+            match print_run(&dto, json, &pending) {
+                Err(e) if !is_stdout_closed(&e) => return Err(e),
+                _ => {}
+            }
             Ok(exit_code(view.status))
         }
         Driven::Interrupted => Ok(EXIT_INTERRUPTED),

@@ -1,15 +1,17 @@
 //! `magrathea runs list|show`: the project's runs.
 
-use magrathea_core::{RunFilter, RunView};
+use magrathea_core::RunFilter;
+use magrathea_server::http::runs::RunDto;
 
-use super::output::{print_run, run_json, timestamp};
+use super::output::{errln, outln, print_labels, print_run, run_json, timestamp};
 use super::store::Project;
 use super::{EXIT_OK, Location};
 
 /// `magrathea runs …`.
 #[derive(Debug, clap::Subcommand)]
 pub(crate) enum RunsCommand {
-    /// List the project's runs, newest first (`--json`: one JSON array of run objects).
+    /// List the project's runs, newest first (`--json`: one JSON array of run objects, each
+    /// with the workflow document's `description` and `tags`).
     List {
         /// Only runs of this workflow.
         #[arg(long, value_name = "NAME")]
@@ -21,7 +23,8 @@ pub(crate) enum RunsCommand {
         #[arg(long)]
         json: bool,
     },
-    /// Show one run (exit 1 when it does not exist in this project).
+    /// Show one run, with the workflow's version and the document's description and tags
+    /// (exit 0 whatever its status; exit 1 when it does not exist in this project).
     Show {
         /// The run id (32 hex digits).
         run_id: String,
@@ -40,7 +43,7 @@ pub(crate) async fn runs(loc: &Location, cmd: RunsCommand) -> anyhow::Result<u8>
             limit,
             json,
         } => {
-            let mut views: Vec<RunView> = Vec::new();
+            let mut views: Vec<RunDto> = Vec::new();
             if let Some(engine) = &engine {
                 let filter = RunFilter {
                     workflow,
@@ -49,50 +52,56 @@ pub(crate) async fn runs(loc: &Location, cmd: RunsCommand) -> anyhow::Result<u8>
                     ..RunFilter::default()
                 };
                 for summary in engine.list_runs(&filter)? {
-                    views.push(engine.run(summary.run_id)?);
+                    views.push(RunDto::load(engine, summary.run_id)?);
                 }
             }
             if json {
-                println!("{}", serde_json::to_string(&views)?);
+                outln!("{}", serde_json::to_string(&views)?)?;
             } else if views.is_empty() {
-                eprintln!("no runs");
+                errln!("no runs");
             } else {
-                println!(
+                outln!(
                     "{:<32}  {:<24}  {:<9}  {:<20}  {:<19}",
-                    "RUN", "WORKFLOW", "STATUS", "STATE", "STARTED (UTC)"
-                );
-                for v in &views {
-                    println!(
+                    "RUN",
+                    "WORKFLOW",
+                    "STATUS",
+                    "STATE",
+                    "STARTED (UTC)"
+                )?;
+                for v in views.iter().map(|d| &d.run) {
+                    outln!(
                         "{:<32}  {:<24}  {:<9}  {:<20}  {}",
                         v.workflow_run_id,
                         v.workflow_name,
                         v.status.as_str(),
                         v.current_state.as_deref().unwrap_or("-"),
                         timestamp(v.created_at)
-                    );
+                    )?;
                 }
             }
             Ok(EXIT_OK)
         }
         RunsCommand::Show { run_id, json } => {
-            let view = project.run(engine.as_ref(), &run_id)?;
+            let dto = project.run(engine.as_ref(), &run_id)?;
+            let view = &dto.run;
             if json {
-                println!("{}", run_json(&view));
+                outln!("{}", run_json(&dto))?;
             } else {
                 let pending = match &engine {
                     Some(e) => e.inbox(magrathea_core::InboxFilter::Pending)?,
                     None => Vec::new(),
                 };
-                print_run(&view, false, &pending);
-                println!("  params: {}", view.params);
+                print_run(&dto, false, &pending)?;
+                print_labels(&dto)?;
+                outln!("  params: {}", view.params)?;
                 if !view.vars.is_empty() {
-                    println!("  vars:   {}", serde_json::Value::Object(view.vars.clone()));
+                    outln!("  vars:   {}", serde_json::Value::Object(view.vars.clone()))?;
                 }
-                println!(
+                outln!(
                     "  started {} by {}",
                     timestamp(view.created_at),
                     view.started_by
-                );
+                )?;
             }
             Ok(EXIT_OK)
         }

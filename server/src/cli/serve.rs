@@ -6,6 +6,7 @@ use std::path::PathBuf;
 use anyhow::Context;
 use magrathea_server::{DEFAULT_ADDR, ServeConfig, serve as start_server};
 
+use super::output::{errln, outln};
 use super::{EXIT_OK, Location};
 
 /// Arguments of `magrathea serve`.
@@ -49,16 +50,16 @@ pub(crate) async fn serve(loc: &Location, args: ServeArgs) -> anyhow::Result<u8>
         config = config.store(store);
     }
     if args.insecure_no_auth {
-        eprintln!(
+        errln!(
             "WARNING: --insecure-no-auth: every request is accepted without a token, with every \
              scope on every tenant. Do not expose this server."
         );
     }
     let signal = shutdown_signal()?;
     let (addr, handle) = start_server(config).await?;
-    println!("listening on http://{addr}");
+    outln!("listening on http://{addr}")?;
     handle.run_until(signal).await?;
-    eprintln!("stopped");
+    errln!("stopped");
     Ok(EXIT_OK)
 }
 
@@ -87,6 +88,6 @@ fn shutdown_signal() -> anyhow::Result<impl std::future::Future<Output = ()>> {
         futures::future::select(Box::pin(term.recv()), Box::pin(int.recv())).await;
         #[cfg(not(unix))]
         let _ = tokio::signal::ctrl_c().await;
-        eprintln!("shutting down: finishing in-flight requests");
+        errln!("shutting down: finishing in-flight requests");
     })
 }

@@ -3,7 +3,8 @@
 use std::path::{Path, PathBuf};
 
 use anyhow::{Context, anyhow};
-use magrathea_core::{Engine, OpenError, RunError, RunId, RunView, StoreError};
+use magrathea_core::{Engine, OpenError, RunError, RunId, StoreError};
+use magrathea_server::http::runs::RunDto;
 
 use super::Location;
 use super::runtime::{DocumentSource, Scope, YamlRuntime, scope_string};
@@ -100,14 +101,14 @@ impl Project {
     }
 
     /// The run, if it exists in this store and belongs to this project's scope.
-    pub(crate) fn run(&self, engine: Option<&Engine>, id: &str) -> anyhow::Result<RunView> {
+    pub(crate) fn run(&self, engine: Option<&Engine>, id: &str) -> anyhow::Result<RunDto> {
         let run = parse_run_id(id)?;
         let not_found = || self.not_found(run);
         let Some(engine) = engine else {
             return Err(not_found());
         };
-        match engine.run(run) {
-            Ok(view) if view.scope == self.scope_string() => Ok(view),
+        match RunDto::load(engine, run) {
+            Ok(dto) if dto.run.scope == self.scope_string() => Ok(dto),
             Ok(_) | Err(RunError::NotFound(_)) => Err(not_found()),
             Err(e) => Err(e.into()),
         }

@@ -3,13 +3,14 @@
 //! Output: `ok: <path>` on stdout for each valid document; every diagnostic (errors and
 //! warnings) on stderr as `path:line:column: [MAG-Ynnn] message`, the path as the user would
 //! pass it (relative to the current directory when the file is below it). Exit 0 when every
-//! document is valid, 1 otherwise.
+//! document is valid, 1 otherwise — also when the reader of stdout closed it early.
 
 use std::path::{Path, PathBuf};
 
 use anyhow::Context;
 use magrathea_yaml::{LoadOptions, load_workflow};
 
+use super::output::{errln, is_stdout_closed, outln};
 use super::store::Project;
 use super::{EXIT_FAILED, EXIT_OK, Location};
 
@@ -39,7 +40,7 @@ pub(crate) fn validate(loc: &Location, args: ValidateArgs) -> anyhow::Result<u8>
             docs.push((label(&path), text));
         }
         if docs.is_empty() {
-            eprintln!("no workflows in {}", label(&dir));
+            errln!("no workflows in {}", label(&dir));
             return Ok(EXIT_OK);
         }
     } else {
@@ -57,32 +58,40 @@ pub(crate) fn validate(loc: &Location, args: ValidateArgs) -> anyhow::Result<u8>
         }
     }
     let mut invalid = 0;
+    // The exit code says whether every document is valid, even when the reader of stdout
+    // went away (`| head`): validation goes on, only the `ok:` lines stop.
+    let mut stdout_open = true;
     for (label, text) in &docs {
         let text = match text {
             Ok(t) => t,
             Err(e) => {
-                eprintln!("error: {e:#}");
+                errln!("error: {e:#}");
                 invalid += 1;
                 continue;
             }
         };
         match load_workflow(label, text, &LoadOptions::default()) {
             Ok(loaded) => {
-                println!("ok: {label}");
+                if stdout_open && let Err(e) = outln!("ok: {label}") {
+                    if !is_stdout_closed(&e) {
+                        return Err(e);
+                    }
+                    stdout_open = false;
+                }
                 for w in loaded.warnings.iter() {
-                    eprintln!("{w}");
+                    errln!("{w}");
                 }
             }
             Err(diags) => {
                 invalid += 1;
                 for d in diags.iter() {
-                    eprintln!("{d}");
+                    errln!("{d}");
                 }
             }
         }
     }
     if invalid > 0 {
-        eprintln!("{invalid} of {} workflow(s) invalid", docs.len());
+        errln!("{invalid} of {} workflow(s) invalid", docs.len());
         Ok(EXIT_FAILED)
     } else {
         Ok(EXIT_OK)

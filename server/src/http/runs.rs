@@ -6,7 +6,10 @@
 use axum::Json;
 use axum::extract::{Path, Query, State};
 use axum::http::{HeaderMap, StatusCode};
-use magrathea_core::{CancelAck, Entry, RunFilter, RunId, RunView};
+use magrathea_core::{
+    CancelAck, Engine, Entry, Record, RunError, RunFilter, RunId, RunView, StartRecord, StoreError,
+};
+use magrathea_yaml::{LoadOptions, YamlNode, parse_yaml};
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
@@ -61,6 +64,96 @@ pub struct Started {
     pub workflow_name: String,
 }
 
+/// A run as the API and the `magrathea` command show it (the reference's
+/// `MagratheaProcessDto`): the fields of its [`RunView`], a projection of the journal, plus the
+/// `description` and `tags` of the workflow document (reference §2.1: "visible in Web UI
+/// listings").
+///
+/// The two labels are read from the run's frozen definition (`StartRecord.definitionYaml`), so
+/// they are what the run executes, whatever became of the document since. Both are always
+/// present: a code workflow has no document, so its `description` is `null` and its `tags`
+/// are `[]`, exactly like a document that declares neither.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct RunDto {
+    /// The run as its journal shows it (serialised inline: `workflowRunId`, `status`, …).
+    #[serde(flatten)]
+    pub run: RunView,
+    /// The workflow document's `description:`; `null` when it has none or is code.
+    pub description: Option<String>,
+    /// The workflow document's `tags:`; empty when it has none or is code.
+    #[serde(default)]
+    pub tags: Vec<String>,
+}
+
+impl RunDto {
+    /// The DTO of `run`, reading its journal once. A journal with records that cannot be
+    /// decoded is shown like [`Engine::run`] shows it, from the records that can.
+    pub fn load(engine: &Engine, run: RunId) -> Result<Self, RunError> {
+        let summary = engine.summary(run)?;
+        let store = engine.store();
+        match store.read_journal(run) {
+            Ok(entries) => {
+                let start = entries.iter().find_map(|e| match &e.record {
+                    Record::Start(s) => Some(s),
+                    _ => None,
+                });
+                Ok(Self::new(
+                    RunView::project(&entries, &summary),
+                    start.map(|s| &**s),
+                ))
+            }
+            Err(StoreError::Decode(_)) => {
+                let view = engine.run(run)?;
+                let start = store.read_journal_raw(run)?.iter().find_map(|(_, bytes)| {
+                    match magrathea_core::codec::decode(bytes) {
+                        Ok((Record::Start(s), _)) => Some(s),
+                        _ => None,
+                    }
+                });
+                Ok(Self::new(view, start.as_deref()))
+            }
+            Err(e) => Err(e.into()),
+        }
+    }
+
+    /// The DTO of a run whose view and `StartRecord` are at hand (`None`: no labels).
+    pub fn new(run: RunView, start: Option<&StartRecord>) -> Self {
+        let (description, tags) = start.map(labels).unwrap_or_default();
+        Self {
+            run,
+            description,
+            tags,
+        }
+    }
+}
+
+/// `description` and `tags` of a YAML run's frozen definition. The definition was valid when
+/// the run started; it is read with the YAML reader only (not validated again), so that a
+/// later, stricter validation rule cannot hide an old run's labels.
+fn labels(start: &StartRecord) -> (Option<String>, Vec<String>) {
+    let text = match &start.definition {
+        Some(text) if !start.frontend.is_code() => text,
+        _ => return (None, Vec::new()),
+    };
+    let Ok(root) = parse_yaml(&start.workflow_name, text, &LoadOptions::default()) else {
+        return (None, Vec::new());
+    };
+    let description = root
+        .get("description")
+        .and_then(YamlNode::as_str)
+        .map(str::to_owned);
+    let tags = root
+        .get("tags")
+        .and_then(YamlNode::as_seq)
+        .unwrap_or_default()
+        .iter()
+        .filter_map(YamlNode::as_str)
+        .map(str::to_owned)
+        .collect();
+    (description, tags)
+}
+
 /// `POST /brain/{tenant}/project/{project}/workflows/{name}/start` → 201 [`Started`].
 /// `startedBy` defaults to the token's subject.
 pub(crate) async fn start(
@@ -84,15 +177,21 @@ pub(crate) async fn start(
     ))
 }
 
-/// `GET …/workflows/runs/{run_id}` → the run view.
+/// `GET …/workflows/runs/{run_id}` → the [`RunDto`].
 pub(crate) async fn get(
     State(state): State<AppState>,
     Path(p): Path<RunPath>,
     headers: HeaderMap,
-) -> Result<Json<RunView>, ApiError> {
+) -> Result<Json<RunDto>, ApiError> {
     state.authorize(&headers, &p.tenant, ApiScope::Read)?;
     let scope = state.scope(&p.tenant, &p.project)?;
-    Ok(Json(state.scoped_run(&scope, &p.run_id)?))
+    let summary = state.scoped_summary(&scope, &p.run_id)?;
+    Ok(Json(dto(&state, summary.run_id)?))
+}
+
+/// The [`RunDto`] of a run known to exist.
+fn dto(state: &AppState, run: RunId) -> Result<RunDto, ApiError> {
+    RunDto::load(&state.engine, run).map_err(ApiError::internal)
 }
 
 /// Query of `GET …/workflows/runs`.
@@ -106,7 +205,7 @@ pub(crate) struct ListQuery {
 /// The header that carries the cursor of the next (older) page; absent on the last page.
 pub const NEXT_CURSOR_HEADER: &str = "x-next-cursor";
 
-/// `GET …/workflows/runs?workflow=&limit=&cursor=` → a JSON array of run DTOs, newest first,
+/// `GET …/workflows/runs?workflow=&limit=&cursor=` → a JSON array of [`RunDto`]s, newest first,
 /// as the reference's `List<MagratheaProcessDto>`; `limit` (default and maximum 100) per page.
 /// When older runs remain, the `X-Next-Cursor` header holds the `cursor` of the next page and
 /// a `Link: <…>; rel="next"` header the whole URL.
@@ -139,9 +238,9 @@ pub(crate) async fn list(
     let next_cursor = more
         .then(|| summaries.last().map(|s| s.run_id.to_string()))
         .flatten();
-    let items: Vec<RunView> = summaries
+    let items: Vec<RunDto> = summaries
         .iter()
-        .map(|s| state.view(s.run_id))
+        .map(|s| dto(&state, s.run_id))
         .collect::<Result<_, _>>()?;
     let mut response = Json(items).into_response();
     if let Some(cursor) = next_cursor {
@@ -171,7 +270,7 @@ pub(crate) struct CancelBody {
 }
 
 /// `POST …/workflows/runs/{run_id}/cancel` with `{reason?}` → `{cancel, run}` where `cancel`
-/// is `requested`, `alreadyRequested` or `alreadyFinished`.
+/// is `requested`, `alreadyRequested` or `alreadyFinished` and `run` the [`RunDto`].
 pub(crate) async fn cancel(
     State(state): State<AppState>,
     Path(p): Path<RunPath>,
@@ -194,7 +293,7 @@ pub(crate) async fn cancel(
         CancelAck::AlreadyRequested => "alreadyRequested",
         CancelAck::AlreadyFinished => "alreadyFinished",
     };
-    let run = state.view(summary.run_id)?;
+    let run = dto(&state, summary.run_id)?;
     Ok(Json(serde_json::json!({ "cancel": cancel, "run": run })))
 }
 

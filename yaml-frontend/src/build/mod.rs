@@ -35,7 +35,8 @@ pub(crate) fn build(ctx: &mut Ctx<'_>, root: &YamlNode) -> Option<WorkflowDoc> {
     let description = ctx.opt_str(root, "description", "the workflow");
     let version = root.get("version").and_then(|v| match &v.kind {
         YamlKind::Str(s) => Some(s.clone()),
-        YamlKind::Int(_) | YamlKind::Float(_) => v.key_text(),
+        // Free text: `version: 1.10` is "1.10" as written, not the number 1.1.
+        YamlKind::Int(_) | YamlKind::Float(_) => v.text_as_written(),
         _ => {
             ctx.wrong_type(v, "'version'", "a string");
             None
