@@ -199,11 +199,7 @@ impl PlanState {
         if let Some((_, to)) = self.on.iter().find(|(o, _)| o == outcome) {
             return Some(*to);
         }
-        let kind = ErrorKind::parse(outcome).or_else(|| {
-            outcome
-                .eq_ignore_ascii_case("rejected")
-                .then_some(ErrorKind::HumanRejected)
-        })?;
+        let kind = ErrorKind::parse(outcome)?;
         self.catch
             .iter()
             .find(|(k, _)| *k == kind)
@@ -216,13 +212,7 @@ impl PlanState {
         let Some(retry) = &self.retry else {
             return false;
         };
-        ErrorKind::parse(outcome)
-            .or_else(|| {
-                outcome
-                    .eq_ignore_ascii_case("rejected")
-                    .then_some(ErrorKind::HumanRejected)
-            })
-            .is_some_and(|k| retry.on.contains(&k))
+        ErrorKind::parse(outcome).is_some_and(|k| retry.on.contains(&k))
     }
 }
 
