@@ -1,8 +1,9 @@
-//! Template resolution never panics, and text without `${` comes back untouched.
+//! Template resolution and the typo check never panic, and text without `${` comes back
+//! untouched.
 #![no_main]
 
 use libfuzzer_sys::fuzz_target;
-use magrathea_yaml::resolve_str;
+use magrathea_yaml::{Template, likely_typos, resolve_str};
 use serde_json::json;
 
 fuzz_target!(|data: &[u8]| {
@@ -12,6 +13,10 @@ fuzz_target!(|data: &[u8]| {
         let out = resolve_str(text, &params, &state);
         if !text.contains("${") {
             assert_eq!(out, text);
+        }
+        let _ = Template::parse(text).resolve(&params, &state);
+        for w in likely_typos(text) {
+            assert!(text.is_char_boundary(w.offset));
         }
     }
 });
