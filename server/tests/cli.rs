@@ -494,3 +494,22 @@ fn a_store_in_use_is_reported() {
     assert_eq!(code(&out), 1, "{}", stderr(&out));
     assert!(stderr(&out).contains("MAG-ST002"), "{}", stderr(&out));
 }
+
+#[test]
+fn a_typed_parameter_reaches_a_sub_workflow_as_its_type() {
+    let p = Project::new();
+    p.workflow(
+        "child",
+        "start: done\nparameters:\n  n: { type: integer, required: true }\nstates:\n  done:\n    type: terminal\n    result: { n: \"${params.n}\", text: \"n is ${params.n}\" }\n",
+    );
+    p.workflow(
+        "parent",
+        "start: call\nparameters:\n  n: { type: integer, required: true }\nstates:\n  call:\n    type: workflow_task\n    workflow: child\n    params: { n: \"${params.n}\" }\n    storeAs: sub\n    on: { success: done }\n  done:\n    type: terminal\n    result: \"${state.sub}\"\n",
+    );
+    let out = p.cli(&["run", "parent", "--param", "n=3", "--json"]);
+    assert_eq!(code(&out), 0, "{}{}", stdout(&out), stderr(&out));
+    let run = json(&out);
+    assert_eq!(run["status"], "DONE", "{run}");
+    assert_eq!(run["result"]["n"], 3, "{run}");
+    assert_eq!(run["result"]["text"], "n is 3", "{run}");
+}
