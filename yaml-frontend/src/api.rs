@@ -1,5 +1,6 @@
 //! The entry point: text in, validated [`WorkflowDoc`] or every diagnostic out.
 
+use crate::analysis::{self, WorkflowRef};
 use crate::ast::WorkflowDoc;
 use crate::build;
 use crate::diagnostic::Diagnostics;
@@ -13,9 +14,14 @@ pub struct Loaded {
     pub doc: WorkflowDoc,
     /// Warnings (never errors), sorted by position.
     pub warnings: Diagnostics,
+    /// The label the diagnostics carry as their path.
+    pub path: String,
+    /// The `workflow:` of every `workflow_task`, for [`Loaded::check_sub_workflows`].
+    pub workflow_refs: Vec<WorkflowRef>,
 }
 
-/// Parses, structurally builds and semantically validates a workflow document.
+/// Parses, structurally builds and semantically validates a workflow document, then
+/// analyses a valid one (`analysis/`: outcomes, reachability, loops).
 ///
 /// `path_label` is only used to label diagnostics. On failure, returns all errors and
 /// warnings found (sorted by position); syntax and size errors stop before validation.
@@ -29,13 +35,18 @@ pub fn load_workflow(
     let doc = build::build(&mut ctx, &root);
     if let Some(doc) = &doc {
         validate(&mut ctx, doc);
+        if !ctx.diags.has_errors() {
+            analysis::analyse(&mut ctx, doc);
+        }
     }
     let mut diags = ctx.diags;
     diags.sort();
     match doc {
         Some(doc) if !diags.has_errors() => Ok(Loaded {
+            workflow_refs: analysis::workflow_refs(&root, &doc),
             doc,
             warnings: diags,
+            path: path_label.to_owned(),
         }),
         _ => Err(diags),
     }
