@@ -8,6 +8,8 @@
 //!   unreachable states, loops that can run forever) into warnings, and
 //!   [`Loaded::check_sub_workflows`] looks up the workflows its `workflow_task`s start.
 //! - [`Outcome`]: what each task type can end with, the one table of outcomes.
+//! - [`schema`]: JSON Schemas of workflow, settings, recipe and event documents, generated
+//!   from the types that describe them (checked in under `schemas/`).
 //! - [`resolve_value`] substitutes `${params.X}` / `${state.X}` across a state's raw spec.
 //! - [`Condition`] parses and evaluates the sandboxed SpEL subset of `condition_task`.
 //! - [`parse_duration`] reads `timer_task` durations.
@@ -27,6 +29,7 @@ mod outcome;
 mod params;
 pub mod runtime;
 mod scalar;
+pub mod schema;
 mod suggest;
 mod template;
 mod validate;
