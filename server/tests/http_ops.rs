@@ -270,3 +270,35 @@ states:
             .exists()
     );
 }
+
+#[tokio::test]
+async fn the_document_schemas_are_served_without_a_token() {
+    let s = Server::start().await;
+    let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+        .parent()
+        .unwrap()
+        .join("schemas");
+    for name in ["workflow", "settings", "recipe", "event"] {
+        let r = s
+            .get(&format!("/schemas/{name}.schema.json"), None)
+            .send()
+            .await
+            .unwrap();
+        assert_eq!(r.status(), 200, "{name}");
+        assert_eq!(
+            r.headers()[reqwest::header::CONTENT_TYPE],
+            "application/schema+json"
+        );
+        let served: Value = r.json().await.unwrap();
+        let file = std::fs::read_to_string(root.join(format!("{name}.schema.json"))).unwrap();
+        let committed: Value = serde_json::from_str(&file).unwrap();
+        assert_eq!(served, committed, "{name}");
+    }
+    let r = s
+        .get("/schemas/nope.schema.json", None)
+        .send()
+        .await
+        .unwrap();
+    let (status, code) = code(r).await;
+    assert_eq!((status, code.as_str()), (404, "MAG-HTTP-404"));
+}
