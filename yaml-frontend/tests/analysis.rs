@@ -290,3 +290,11 @@ fn the_reference_example_is_valid_and_its_gaps_are_warnings() {
         ]
     );
 }
+
+#[test]
+fn the_shipped_example_routes_every_outcome() {
+    let text = include_str!("../../examples/_vance/workflows/pr-review.yaml");
+    let loaded = load_workflow("pr-review.yaml", text, &LoadOptions::default())
+        .unwrap_or_else(|d| panic!("{d}"));
+    assert!(loaded.warnings.is_empty(), "{}", loaded.warnings);
+}
