@@ -214,6 +214,10 @@ fn schema_refuses_the_shapes_the_loader_refuses() {
             "    type: shell_task\n    run: x\n    retry: { on: [timeout] }\n    on: { success: z }\n",
         ),
         state("    type: terminal\n    on: { success: z }\n"),
+        state("    type: gate_task\n    inbox: { kind: Decision }\n    on: { go: z }\n"),
+        state(
+            "    type: gate_task\n    inbox: { kind: DECISION, options: [] }\n    on: { go: z }\n",
+        ),
         state("    type: condition_task\n    transitions:\n      - if: \"true\"\n"),
         "start: a\nstates: {}\n".to_owned(),
         "states:\n  a: { type: terminal }\n".to_owned(),

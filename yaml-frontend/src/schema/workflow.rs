@@ -223,6 +223,13 @@ pub struct GateTask {
 /// The `inbox:` of a gate.
 #[derive(Debug, JsonSchema)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
+#[schemars(extend(
+    "if" = { "properties": { "kind": { "pattern": "^[dD][eE][cC][iI][sS][iI][oO][nN]$" } } },
+    "then" = {
+        "required": ["options"],
+        "properties": { "options": { "minItems": 1 } }
+    }
+))]
 pub struct Inbox {
     /// APPROVAL ends `approved`/`rejected`; DECISION ends with the chosen option; FEEDBACK
     /// ends `success`. Every kind can also end `insufficient_info` or `undecidable`.
