@@ -209,20 +209,14 @@ impl TaskType {
                 all.push(TIMEOUT, Routing::Expected);
                 all
             }
-            Self::ShellTask => Outcomes::new(
-                &[
-                    Outcome::Success,
-                    Outcome::Error(ErrorKind::BusinessError),
-                    TECHNICAL,
-                    TIMEOUT,
-                ],
-                &[],
-            ),
-            Self::TimerTask => Outcomes::new(&[Outcome::Fired], &[TECHNICAL]),
-            Self::WorkflowTask => {
-                Outcomes::new(&[Outcome::Success, Outcome::Failure, TIMEOUT], &[])
+            // The most a state of the type can end with: with `timeoutSeconds`, and (for a
+            // timer) a `${…}` duration that may resolve to no duration.
+            Self::TimerTask => {
+                let mut o = self.outcomes_as_configured(true);
+                o.push(TECHNICAL, Routing::Optional);
+                o
             }
-            _ => self.outcomes_as_configured(false),
+            _ => self.outcomes_as_configured(true),
         };
         if self != Self::Terminal {
             all.push(CANCELLED, Routing::Optional);
@@ -230,10 +224,9 @@ impl TaskType {
         all
     }
 
-    /// The outcomes of the types whose outcomes do not depend on their settings, and of
-    /// `shell_task`, `gate_task`, `timer_task`, `workflow_task` as `configured`.
+    /// The outcomes of a state of this type (not a gate), `with_timeout` telling whether it
+    /// has `timeoutSeconds`.
     fn outcomes_as_configured(self, with_timeout: bool) -> Outcomes {
-        let maybe_timeout: &[Outcome] = if with_timeout { &[TIMEOUT] } else { &[] };
         let mut out = match self {
             Self::ShellTask => Outcomes::new(
                 &[
@@ -272,10 +265,8 @@ impl TaskType {
         };
         // Only these two enforce the state's `timeoutSeconds` themselves; script and agent
         // tasks always have a limit, a timer's wait is its duration.
-        if matches!(self, Self::ShellTask | Self::WorkflowTask) {
-            for o in maybe_timeout {
-                out.push(o.clone(), Routing::Expected);
-            }
+        if with_timeout && matches!(self, Self::ShellTask | Self::WorkflowTask) {
+            out.push(TIMEOUT, Routing::Expected);
         }
         out
     }
