@@ -513,3 +513,83 @@ fn a_typed_parameter_reaches_a_sub_workflow_as_its_type() {
     assert_eq!(run["result"]["n"], 3, "{run}");
     assert_eq!(run["result"]["text"], "n is 3", "{run}");
 }
+
+#[test]
+fn validate_prints_warnings_and_fails_on_them_only_with_strict() {
+    let p = Project::new();
+    p.workflow("hello", HELLO).workflow(
+        "poll",
+        "\
+start: check
+states:
+  check:
+    type: shell_task
+    run: \"true\"
+    dirName: workspace
+    on: { success: done }
+    catch: { business_error: check }
+  sub:
+    type: workflow_task
+    workflow: missing
+    on: { success: done, failure: done }
+  done: { type: terminal }
+",
+    );
+    let out = p.cli(&["validate"]);
+    assert_eq!(code(&out), 0, "{}", stderr(&out));
+    assert!(stdout(&out).contains("ok: _vance/workflows/poll.yaml"));
+    let err = stderr(&out);
+    let warnings: Vec<&str> = err.lines().collect();
+    assert_eq!(
+        warnings,
+        [
+            "_vance/workflows/poll.yaml:3:3: warning: [MAG-YA003] a `technical_error` of shell_task `check` would fail the run: no 'on:' or 'catch:' routes it",
+            "_vance/workflows/poll.yaml:3:3: warning: [MAG-YA006] state 'check' goes back to itself with no timer_task or gate_task on it, and the workflow sets no bounds: a run can loop forever; expected bounds.maxTaskSpawns or bounds.maxWallclockSeconds, or a timer or gate on the loop",
+            "_vance/workflows/poll.yaml:9:3: warning: [MAG-Y027] state 'sub' is never reached from start state 'check': expected a transition to it",
+            "_vance/workflows/poll.yaml:11:15: warning: [MAG-YA005] workflow_task 'sub' starts workflow 'missing', which is not a workflow of the project or its tenant: expected _vance/workflows/missing.yaml; the task would end with 'failure'",
+        ]
+    );
+
+    let strict = p.cli(&["validate", "--strict"]);
+    assert_eq!(code(&strict), 1, "{}", stderr(&strict));
+    assert!(
+        stderr(&strict).contains("4 warning(s), and --strict fails on warnings"),
+        "{}",
+        stderr(&strict)
+    );
+    // A document without warnings passes --strict.
+    let clean = p.cli(&["validate", "--strict", "hello"]);
+    assert_eq!(code(&clean), 0, "{}", stderr(&clean));
+    assert_eq!(stderr(&clean), "");
+
+    // The workflow it starts may come from the tenant.
+    let tenant = p.root.join("acme/_tenant/_vance/workflows");
+    std::fs::create_dir_all(&tenant).unwrap();
+    std::fs::write(tenant.join("missing.yaml"), HELLO).unwrap();
+    let out = p.cli(&["validate", "poll"]);
+    assert!(!stderr(&out).contains("[MAG-YA005]"), "{}", stderr(&out));
+}
+
+#[test]
+fn validate_refuses_a_transition_the_task_can_never_take() {
+    let p = Project::new();
+    p.workflow(
+        "wait",
+        "start: wait\nstates:\n  wait:\n    type: timer_task\n    duration: 5m\n    on:\n      success: done\n  done: { type: terminal }\n",
+    );
+    let out = p.cli(&["validate", "wait"]);
+    assert_eq!(code(&out), 1);
+    let err = stderr(&out);
+    assert!(
+        err.lines().any(|l| l.starts_with(
+            "_vance/workflows/wait.yaml:7:7: [MAG-YA001] state 'wait' has 'on: success', but a \
+             timer_task never ends that way: it ends with fired"
+        )),
+        "{err}"
+    );
+    // And the outcome it does end with is named as unrouted.
+    assert!(
+        err.contains("wait.yaml:3:3: warning: [MAG-YA003] a `fired` of timer_task `wait`"),
+        "{err}"
+    );
+}

@@ -181,3 +181,124 @@ async fn documents_are_read_listed_and_written_with_validation() {
         .unwrap();
     assert_eq!(r.status(), 200);
 }
+
+#[tokio::test]
+async fn a_workflow_written_with_warnings_is_written_and_its_warnings_returned() {
+    let s = Server::start().await;
+    let url = s.url("/brain/acme/project/shop/documents/workflows/parent.yaml");
+    let parent = "\
+start: child
+states:
+  child:
+    type: workflow_task
+    workflow: no-such-workflow
+    timeoutSeconds: 60
+    on: { success: again, failure: done }
+  again:
+    type: workflow_task
+    workflow: parent
+    on: { success: common, failure: done }
+  common:
+    type: workflow_task
+    workflow: shared
+    on: { success: done, failure: done }
+  done: { type: terminal }
+";
+    write(
+        &s.root.join("acme/_tenant/_vance/workflows/shared.yaml"),
+        HELLO,
+    );
+    let r = s
+        .client
+        .put(url.clone())
+        .bearer_auth(ACME)
+        .body(parent)
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(r.status(), 201);
+    let body: Value = r.json().await.unwrap();
+    let label = "acme/shop/_vance/workflows/parent.yaml";
+    assert_eq!(
+        body["warnings"],
+        json!([
+            format!(
+                "{label}:3:3: [MAG-YA003] a `timeout` of workflow_task `child` would fail the run: no 'on:' or 'catch:' routes it"
+            ),
+            format!(
+                "{label}:5:15: [MAG-YA005] workflow_task 'child' starts workflow 'no-such-workflow', which is not a workflow of the project or its tenant: expected _vance/workflows/no-such-workflow.yaml; the task would end with 'failure'"
+            ),
+        ]),
+        "a workflow that starts itself, or one of the tenant, is no warning"
+    );
+    assert!(
+        s.root
+            .join("acme/shop/_vance/workflows/parent.yaml")
+            .exists()
+    );
+
+    // A transition that can never be taken is refused like any other error.
+    let never = "\
+start: wait
+states:
+  wait:
+    type: timer_task
+    duration: 5m
+    on: { success: done }
+  done: { type: terminal }
+";
+    let r = s
+        .client
+        .put(s.url("/brain/acme/project/shop/documents/workflows/never.yaml"))
+        .bearer_auth(ACME)
+        .body(never)
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(r.status(), 422);
+    let body: Value = r.json().await.unwrap();
+    assert_eq!(
+        body["error"]["diagnostics"],
+        json!([
+            "acme/shop/_vance/workflows/never.yaml:3:3: [MAG-YA003] a `fired` of timer_task `wait` would fail the run: no 'on:' or 'catch:' routes it",
+            "acme/shop/_vance/workflows/never.yaml:6:11: [MAG-YA001] state 'wait' has 'on: success', but a timer_task never ends that way: it ends with fired; the transition can never be taken",
+        ])
+    );
+    assert!(
+        !s.root
+            .join("acme/shop/_vance/workflows/never.yaml")
+            .exists()
+    );
+}
+
+#[tokio::test]
+async fn the_document_schemas_are_served_without_a_token() {
+    let s = Server::start().await;
+    let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+        .parent()
+        .unwrap()
+        .join("schemas");
+    for name in ["workflow", "settings", "recipe", "event"] {
+        let r = s
+            .get(&format!("/schemas/{name}.schema.json"), None)
+            .send()
+            .await
+            .unwrap();
+        assert_eq!(r.status(), 200, "{name}");
+        assert_eq!(
+            r.headers()[reqwest::header::CONTENT_TYPE],
+            "application/schema+json"
+        );
+        let served: Value = r.json().await.unwrap();
+        let file = std::fs::read_to_string(root.join(format!("{name}.schema.json"))).unwrap();
+        let committed: Value = serde_json::from_str(&file).unwrap();
+        assert_eq!(served, committed, "{name}");
+    }
+    let r = s
+        .get("/schemas/nope.schema.json", None)
+        .send()
+        .await
+        .unwrap();
+    let (status, code) = code(r).await;
+    assert_eq!((status, code.as_str()), (404, "MAG-HTTP-404"));
+}

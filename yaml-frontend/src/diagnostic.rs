@@ -49,7 +49,7 @@ pub enum Severity {
     Warning,
 }
 
-/// The stable code of a diagnostic. Rendered as `MAG-Ynnn`.
+/// The stable code of a diagnostic. Rendered as `MAG-Ynnn` (`MAG-YAnnn` for static analysis).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 #[non_exhaustive]
 pub enum Code {
@@ -110,6 +110,19 @@ pub enum Code {
     /// `MAG-Y028`: a `shell_task` splices `${params.…}` into its command (warning: use the
     /// `MAGRATHEA_PARAM_<KEY>` environment variable instead).
     ShellSplice,
+    /// `MAG-YA001`: a transition on an outcome the task can never end with (a warning for
+    /// `failure`, an error otherwise).
+    ImpossibleOutcome,
+    /// `MAG-YA002`: a transition its state, as configured, never takes (warning).
+    InertTransition,
+    /// `MAG-YA003`: outcomes the task can end with that no `on:`/`catch:` routes (warning).
+    UnroutedOutcome,
+    /// `MAG-YA004`: a `condition_task` without `else` whose rules may all be false (warning).
+    NoElse,
+    /// `MAG-YA005`: a `workflow_task` names a workflow that does not exist (warning).
+    UnknownSubWorkflow,
+    /// `MAG-YA006`: a loop with no timer, gate or bound on it (warning).
+    UnboundedLoop,
 }
 
 impl Code {
@@ -145,6 +158,12 @@ impl Code {
             Self::InvalidValue => "MAG-Y026",
             Self::Unreachable => "MAG-Y027",
             Self::ShellSplice => "MAG-Y028",
+            Self::ImpossibleOutcome => "MAG-YA001",
+            Self::InertTransition => "MAG-YA002",
+            Self::UnroutedOutcome => "MAG-YA003",
+            Self::NoElse => "MAG-YA004",
+            Self::UnknownSubWorkflow => "MAG-YA005",
+            Self::UnboundedLoop => "MAG-YA006",
         }
     }
 }

@@ -3,13 +3,21 @@
 //!
 //! - [`load_workflow`] reads a document with a span-preserving YAML 1.2 reader
 //!   ([`parse_yaml`]), builds the typed [`WorkflowDoc`] and validates it, reporting every
-//!   problem at once as [`Diagnostics`] rendered `path:line:column: [MAG-Ynnn] message`.
+//!   problem at once as [`Diagnostics`] rendered `path:line:column: [MAG-Ynnn] message`;
+//!   a valid document is then analysed (outcomes nothing routes, transitions never taken,
+//!   unreachable states, loops that can run forever) into warnings, and
+//!   [`Loaded::check_sub_workflows`] looks up the workflows its `workflow_task`s start.
+//! - [`Outcome`]: what each task type can end with, the one table of outcomes.
+//! - [`schema`]: JSON Schemas of workflow, settings, recipe and event documents, generated
+//!   from the types that describe them (checked in under `schemas/`).
+//! - [`Plan`]: a valid document compiled for the interpreter and `graph`.
 //! - [`Template`] / [`TemplateValue`] (and [`resolve_value`]) resolve `${params.X}` /
 //!   `${state.X}`: a whole placeholder keeps its JSON type, one inside text becomes text.
 //! - [`Condition`] parses and evaluates the sandboxed SpEL subset of `condition_task`.
 //! - [`parse_duration`] reads `timer_task` durations.
 //! - [`validate_params`] checks caller parameters against `parameters:`.
 
+mod analysis;
 mod api;
 mod ast;
 mod build;
@@ -19,14 +27,17 @@ mod duration;
 mod error_kind;
 mod loader;
 mod node;
+mod outcome;
 mod params;
 pub mod plan;
 pub mod runtime;
 mod scalar;
+pub mod schema;
 mod suggest;
 mod template;
 mod validate;
 
+pub use analysis::WorkflowRef;
 pub use api::{Loaded, load_workflow};
 pub use ast::{
     Bounds, CatchTransition, ConditionRule, Criticality, InboxKind, InboxSpec, OnTransition,
@@ -43,6 +54,7 @@ pub use duration::{
 pub use error_kind::ErrorKind;
 pub use loader::{LoadOptions, parse_yaml};
 pub use node::{YamlKind, YamlNode};
+pub use outcome::{Outcome, Outcomes, PossibleOutcome, Routing, catch_kind};
 pub use params::{ParamError, ParamErrors, validate_params};
 pub use plan::{Plan, StateGraph};
 pub use runtime::{DocumentError, DocumentSource, Scope, YamlRuntime, YamlStartError};

@@ -1,7 +1,6 @@
 //! Semantic pass over a built document: `start` and every transition target must name a
-//! state; warns about states with no way out and states never reached from `start`.
-
-use std::collections::HashSet;
+//! state; warns about states with no way out. What the document does when it runs (states
+//! never reached, outcomes nothing routes, ...) is `analysis/`'s.
 
 use crate::ast::{TaskSpec, TaskType, WorkflowDoc};
 use crate::build::Ctx;
@@ -68,40 +67,5 @@ pub(crate) fn validate(ctx: &mut Ctx<'_>, doc: &WorkflowDoc) {
                 ),
             );
         }
-    }
-    unreachable(ctx, doc);
-}
-
-fn unreachable(ctx: &mut Ctx<'_>, doc: &WorkflowDoc) {
-    if !doc.states.contains_key(&doc.start.value) {
-        return;
-    }
-    let mut seen: HashSet<&str> = HashSet::new();
-    let mut todo = vec![doc.start.value.as_str()];
-    while let Some(n) = todo.pop() {
-        if !seen.insert(n) {
-            continue;
-        }
-        let Some(s) = doc.states.get(n) else { continue };
-        todo.extend(s.on.iter().map(|t| t.target.as_str()));
-        todo.extend(s.catch.iter().map(|t| t.target.as_str()));
-        if let TaskSpec::Condition { rules, otherwise } = &s.task {
-            todo.extend(rules.iter().map(|r| r.target.as_str()));
-            todo.extend(otherwise.iter().map(|o| o.value.as_str()));
-        }
-    }
-    for s in doc
-        .states
-        .values()
-        .filter(|s| !seen.contains(s.name.as_str()))
-    {
-        ctx.warn(
-            s.span,
-            Code::Unreachable,
-            format_args!(
-                "state '{}' is never reached from start state '{}': expected a transition to it",
-                s.name, doc.start.value
-            ),
-        );
     }
 }

@@ -169,7 +169,10 @@ states:
             _ => None,
         })
         .unwrap_or_else(|| panic!("no condition record in {records:?}"));
-    assert_eq!(choice, json!({"matched": "#params['n'] > 2", "next": "big"}));
+    assert_eq!(
+        choice,
+        json!({"matched": "#params['n'] > 2", "next": "big"})
+    );
     assert!(
         !records
             .iter()

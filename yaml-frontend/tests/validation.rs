@@ -30,11 +30,19 @@ fn doc(states: &str) -> String {
 const END: &str = "  end:\n    type: terminal\n";
 
 #[test]
-fn reference_example_loads_without_diagnostics() {
+fn reference_example_loads_with_only_analysis_warnings() {
     let text = include_str!("fixtures/pr-review.yaml");
     let loaded = load_workflow("pr-review.yaml", text, &LoadOptions::default())
         .unwrap_or_else(|d| panic!("{d}"));
-    assert!(loaded.warnings.is_empty(), "{}", loaded.warnings);
+    // What static analysis finds in it is listed in tests/analysis.rs.
+    assert!(
+        loaded
+            .warnings
+            .iter()
+            .all(|w| w.message.starts_with("[MAG-YA")),
+        "{}",
+        loaded.warnings
+    );
     let doc = loaded.doc;
     assert_eq!(doc.start.value, "plan");
     assert_eq!(doc.states.len(), 9);
@@ -491,7 +499,8 @@ fn likely_template_typos_are_warnings_pointing_into_the_string() {
         &text,
         "wf.yaml:8:15: [MAG-Y024] unterminated placeholder: expected '}' (left as text)",
     );
-    assert_eq!(d.iter().count(), 2, "{d}");
+    let templates = d.iter().filter(|d| d.code.as_str() == "MAG-Y024").count();
+    assert_eq!(templates, 2, "{d}");
 }
 
 #[test]

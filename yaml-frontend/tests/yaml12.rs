@@ -26,7 +26,8 @@ fn on_off_yes_no_stay_strings_as_keys_and_values() {
 
 #[test]
 fn transition_block_named_on_is_read_as_on() {
-    let text = "start: a\nstates:\n  a:\n    type: shell_task\n    run: x\n    on:\n      yes: b\n  b:\n    type: terminal\n";
+    // A DECISION gate, so that `yes` is an outcome its state can end with.
+    let text = "start: a\nstates:\n  a:\n    type: gate_task\n    inbox: { kind: DECISION, options: [yes, no] }\n    on:\n      yes: b\n  b:\n    type: terminal\n";
     let doc = load_workflow("t.yaml", text, &LoadOptions::default()).map(|l| l.doc);
     let doc = doc.unwrap_or_else(|d| panic!("{d}"));
     assert_eq!(doc.states["a"].on[0].outcome, "yes");

@@ -320,6 +320,36 @@ pub const CODES: &[ErrorCode] = &[
         remedy: "Pass parameters through the environment instead of the command text.",
     },
     ErrorCode {
+        code: "MAG-YA001",
+        meaning: "A transition names an outcome its task can never end with (e.g. `on: success` on a timer_task, which only ends `fired`); it can never be taken. An error, except for `failure`, which the reference writes loosely and is a warning.",
+        remedy: "Route an outcome the task type produces (the message lists them), or remove the transition.",
+    },
+    ErrorCode {
+        code: "MAG-YA002",
+        meaning: "A transition its state, as configured, never takes (a warning): `catch: timeout` without `timeoutSeconds`, `on: success` on a condition_task with `else`.",
+        remedy: "Set what makes the outcome possible (e.g. `timeoutSeconds`), or remove the transition.",
+    },
+    ErrorCode {
+        code: "MAG-YA003",
+        meaning: "A task can end with outcomes that no `on:` or `catch:` routes (a warning): such an outcome fails the run with \"no transition for outcome\".",
+        remedy: "Route the outcomes the message names, or accept that they fail the run.",
+    },
+    ErrorCode {
+        code: "MAG-YA004",
+        meaning: "A condition_task has no `else` and its rules may all be false (a warning): then the run fails.",
+        remedy: "End the rules with `- else: <state>`, or route `on: success`.",
+    },
+    ErrorCode {
+        code: "MAG-YA005",
+        meaning: "A workflow_task names a workflow that is neither in the project nor in its tenant (a warning): the task would end `failure`.",
+        remedy: "Create `_vance/workflows/<name>.yaml` in the project or in `_tenant`, or fix the name.",
+    },
+    ErrorCode {
+        code: "MAG-YA006",
+        meaning: "States form a loop with no timer_task or gate_task on it and the workflow sets no bounds (a warning): a run can loop forever.",
+        remedy: "Set `bounds.maxTaskSpawns` or `bounds.maxWallclockSeconds`, or put a timer or gate on the loop.",
+    },
+    ErrorCode {
         code: "MAG-YC001",
         meaning: "A transition's condition does not parse at run time.",
         remedy: "Fix the condition in the workflow document.",

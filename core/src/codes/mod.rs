@@ -93,6 +93,10 @@ pub const AREAS: &[Area] = &[
         title: "YAML documents",
     },
     Area {
+        prefix: "YA",
+        title: "YAML static analysis",
+    },
+    Area {
         prefix: "YC",
         title: "YAML conditions at run time",
     },

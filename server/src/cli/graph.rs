@@ -4,7 +4,6 @@
 use magrathea_yaml::{LoadOptions, load_workflow};
 
 use super::output::{errln, out};
-use super::runtime::StateGraph;
 use super::store::Project;
 use super::{EXIT_INVALID, EXIT_OK, Location};
 
@@ -35,8 +34,8 @@ pub(crate) fn graph(loc: &Location, args: GraphArgs) -> anyhow::Result<u8> {
         .workflow(&project.scope, &args.name)
         .map_err(|e| anyhow::anyhow!("{e}"))?;
     let label = path.display().to_string();
-    let doc = match load_workflow(&label, &text, &LoadOptions::default()) {
-        Ok(loaded) => loaded.doc,
+    let plan = match load_workflow(&label, &text, &LoadOptions::default()) {
+        Ok(loaded) => loaded.plan,
         Err(diags) => {
             for d in diags.iter() {
                 errln!("{d}");
@@ -44,7 +43,7 @@ pub(crate) fn graph(loc: &Location, args: GraphArgs) -> anyhow::Result<u8> {
             return Ok(EXIT_INVALID);
         }
     };
-    let graph = StateGraph::from_doc(&doc);
+    let graph = plan.graph();
     out!(
         "{}",
         match args.format {

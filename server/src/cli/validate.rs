@@ -1,14 +1,18 @@
 //! `magrathea validate [NAME...]`: check workflow documents without running anything.
 //!
-//! Output: `ok: <path>` on stdout for each valid document; every diagnostic (errors and
-//! warnings) on stderr as `path:line:column: [MAG-Ynnn] message`, the path as the user would
-//! pass it (relative to the current directory when the file is below it). Exit 0 when every
-//! document is valid, 1 otherwise — also when the reader of stdout closed it early.
+//! Output: `ok: <path>` on stdout for each valid document; every error on stderr as
+//! `path:line:column: [MAG-Ynnn] message` and every warning as
+//! `path:line:column: warning: [MAG-Ynnn] message`, the path as the user would pass it
+//! (relative to the current directory when the file is below it). Warnings include what
+//! static analysis finds, and `workflow_task`s naming a workflow that neither the project
+//! nor its tenant has. Exit 0 when every document is valid, 1 otherwise — and with
+//! `--strict`, 1 also when there is a warning. The exit code holds even when the reader of
+//! stdout closed it early.
 
 use std::path::{Path, PathBuf};
 
 use anyhow::Context;
-use magrathea_yaml::{LoadOptions, load_workflow};
+use magrathea_yaml::{Diagnostic, LoadOptions, Severity, load_workflow};
 
 use super::output::{errln, is_stdout_closed, outln};
 use super::store::Project;
@@ -18,9 +22,14 @@ use super::{EXIT_FAILED, EXIT_OK, Location};
 #[derive(Debug, clap::Args)]
 #[command(after_help = "\
 Prints `ok: <path>` on stdout per valid document and every diagnostic on stderr as
-`path:line:column: [MAG-Ynnn] message` (warnings do not fail validation).
-Exit codes: 0 all valid; 1 an error in some document, or a workflow not found.")]
+`path:line:column: [MAG-Ynnn] message`, warnings as `path:line:column: warning: [MAG-Ynnn] message`
+(warnings do not fail validation unless --strict).
+Exit codes: 0 all valid; 1 an error in some document, or a workflow not found, or (with
+--strict) a warning.")]
 pub(crate) struct ValidateArgs {
+    /// Fail (exit 1) when any document has a warning.
+    #[arg(long)]
+    strict: bool,
     /// Workflow names (resolved like `run`: project, then tenant) or paths to `.yaml` files
     /// [default: every `_vance/workflows/*.yaml` of the project].
     names: Vec<String>,
@@ -61,6 +70,7 @@ pub(crate) fn validate(loc: &Location, args: ValidateArgs) -> anyhow::Result<u8>
     // The exit code says whether every document is valid, even when the reader of stdout
     // went away (`| head`): validation goes on, only the `ok:` lines stop.
     let mut stdout_open = true;
+    let mut warnings = 0;
     for (label, text) in &docs {
         let text = match text {
             Ok(t) => t,
@@ -78,14 +88,23 @@ pub(crate) fn validate(loc: &Location, args: ValidateArgs) -> anyhow::Result<u8>
                     }
                     stdout_open = false;
                 }
-                for w in loaded.warnings.iter() {
-                    errln!("{w}");
+                let mut found = loaded.warnings.clone();
+                found.extend(loaded.check_sub_workflows(|name| {
+                    project.docs().workflow(&project.scope, name).is_ok()
+                }));
+                found.sort();
+                for w in found.iter() {
+                    errln!("{}", warning(w));
                 }
+                warnings += found.len();
             }
             Err(diags) => {
                 invalid += 1;
                 for d in diags.iter() {
-                    errln!("{d}");
+                    match d.severity {
+                        Severity::Warning => errln!("{}", warning(d)),
+                        _ => errln!("{d}"),
+                    }
                 }
             }
         }
@@ -93,9 +112,17 @@ pub(crate) fn validate(loc: &Location, args: ValidateArgs) -> anyhow::Result<u8>
     if invalid > 0 {
         errln!("{invalid} of {} workflow(s) invalid", docs.len());
         Ok(EXIT_FAILED)
+    } else if args.strict && warnings > 0 {
+        errln!("{warnings} warning(s), and --strict fails on warnings");
+        Ok(EXIT_FAILED)
     } else {
         Ok(EXIT_OK)
     }
+}
+
+/// `path:line:column: warning: [MAG-Ynnn] message`.
+fn warning(d: &Diagnostic) -> String {
+    format!("{}:{}:{}: warning: {}", d.path, d.line, d.column, d.message)
 }
 
 /// The `*.yaml` files of `dir`, sorted by name.

@@ -7,7 +7,9 @@
 //! tokens, so reading it needs `workflow.write` too. A PUT of `workflows/<name>.yaml` is
 //! validated first: an invalid document is refused with 422 and the diagnostics of
 //! `magrathea validate` (`path:line:column: [MAG-Ynnn] message`, the path relative to the
-//! root). Documents are written atomically (temporary file, then rename).
+//! root). A valid workflow is written, and the response lists its warnings in the same form:
+//! what static analysis finds, and `workflow_task`s naming a workflow that neither the project
+//! nor its tenant has. Documents are written atomically (temporary file, then rename).
 
 use std::path::PathBuf;
 
@@ -135,7 +137,16 @@ pub(crate) async fn put(
     if parts.len() == 2 && parts[0] == "workflows" && parts[1].ends_with(".yaml") {
         let label = format!("{}/{}/_vance/{rel}", scope.tenant, scope.project);
         match load_workflow(&label, &text, &LoadOptions::default()) {
-            Ok(loaded) => warnings = loaded.warnings.iter().map(|w| w.to_string()).collect(),
+            Ok(loaded) => {
+                // The document may start itself; it exists once this write succeeds.
+                let own = parts[1].trim_end_matches(".yaml");
+                let mut found = loaded.warnings.clone();
+                found.extend(loaded.check_sub_workflows(|name| {
+                    name == own || state.docs().workflow(&scope, name).is_ok()
+                }));
+                found.sort();
+                warnings = found.iter().map(|w| w.to_string()).collect();
+            }
             Err(diags) => {
                 return Err(ApiError::invalid_document(
                     diags.iter().map(|d| d.to_string()).collect(),

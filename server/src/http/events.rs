@@ -12,6 +12,9 @@
 //!   source: github
 //! ```
 //!
+//! The document is read as [`EventDoc`] (the JSON Schema `schemas/event.schema.json` is
+//! generated from it).
+//!
 //! `auth.tokenSetting` is a dotted path into the project's `_vance/settings.yaml` (falling back
 //! to the tenant's `_tenant/_vance/settings.yaml`), e.g. `events: {github: {token: "…"}}`. The
 //! request must carry `Authorization: Bearer <that value>`, compared in constant time; a
@@ -31,9 +34,10 @@ use axum::extract::rejection::BytesRejection;
 use axum::extract::{Path, Query, State};
 use axum::http::{HeaderMap, HeaderValue, Method, StatusCode, header};
 use axum::response::{IntoResponse, Response};
+use magrathea_yaml::schema::EventDocument as EventDoc;
 use magrathea_yaml::{DocumentError, Scope};
 use serde::Deserialize;
-use serde_json::{Map, Value};
+use serde_json::Value;
 use subtle::ConstantTimeEq;
 
 use super::auth::bearer;
@@ -51,28 +55,6 @@ pub(crate) struct EventPath {
     tenant: String,
     project: String,
     event: String,
-}
-
-#[derive(Debug, Deserialize)]
-#[serde(rename_all = "camelCase")]
-struct EventDoc {
-    workflow: String,
-    #[serde(default = "post_only")]
-    methods: Vec<String>,
-    #[serde(default)]
-    auth: Option<EventAuth>,
-    #[serde(default)]
-    params: Map<String, Value>,
-}
-
-#[derive(Debug, Deserialize)]
-#[serde(rename_all = "camelCase")]
-struct EventAuth {
-    token_setting: Option<String>,
-}
-
-fn post_only() -> Vec<String> {
-    vec!["POST".into()]
 }
 
 fn load(state: &AppState, scope: &Scope, event: &str) -> Result<EventDoc, ApiError> {

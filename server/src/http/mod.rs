@@ -20,6 +20,7 @@ pub mod metrics;
 pub mod openapi;
 pub mod routes;
 pub mod runs;
+pub mod schemas;
 mod server;
 pub mod sse;
 pub mod state;

@@ -5,12 +5,14 @@ use axum::routing::{MethodRouter, any, get, post, put};
 
 use super::auth::ApiScope;
 use super::state::AppState;
-use super::{approvals, documents, events, health, inbox, metrics, openapi, runs, sse, ws};
+use super::{
+    approvals, documents, events, health, inbox, metrics, openapi, runs, schemas, sse, ws,
+};
 
 /// Who may call a route.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Access {
-    /// Anyone (health, metrics, the OpenAPI document).
+    /// Anyone (health, metrics, the OpenAPI document, the document schemas).
     Public,
     /// An API token of the route's tenant holding this scope.
     Token(ApiScope),
@@ -68,6 +70,15 @@ pub fn routes() -> Vec<Route> {
             query: &[],
             access: Public,
             handler: || get(openapi::document),
+        },
+        Route {
+            methods: &["GET"],
+            path: "/schemas/{file}",
+            operation: "schemas.get",
+            summary: "JSON Schema of a document: workflow|settings|recipe|event.schema.json",
+            query: &[],
+            access: Public,
+            handler: || get(schemas::get),
         },
         Route {
             methods: &["POST"],

@@ -5,7 +5,7 @@
 
 mod checks;
 mod ctx;
-mod state;
+pub(crate) mod state;
 
 use indexmap::IndexMap;
 use serde_json::Value;
@@ -17,7 +17,7 @@ use crate::suggest;
 
 pub(crate) use ctx::Ctx;
 
-const TOP_FIELDS: &[&str] = &[
+pub(crate) const TOP_FIELDS: &[&str] = &[
     "description",
     "version",
     "start",
@@ -121,7 +121,7 @@ pub(crate) fn build(ctx: &mut Ctx<'_>, root: &YamlNode) -> Option<WorkflowDoc> {
     })
 }
 
-const PARAM_FIELDS: &[&str] = &["type", "required", "default", "description", "enum"];
+pub(crate) const PARAM_FIELDS: &[&str] = &["type", "required", "default", "description", "enum"];
 
 fn parameters(ctx: &mut Ctx<'_>, node: &YamlNode) -> IndexMap<String, ParamSchema> {
     let mut out = IndexMap::new();
@@ -241,7 +241,8 @@ fn parameters(ctx: &mut Ctx<'_>, node: &YamlNode) -> IndexMap<String, ParamSchem
     out
 }
 
-const BOUNDS_FIELDS: &[&str] = &["maxTotalCostUsd", "maxWallclockSeconds", "maxTaskSpawns"];
+pub(crate) const BOUNDS_FIELDS: &[&str] =
+    &["maxTotalCostUsd", "maxWallclockSeconds", "maxTaskSpawns"];
 
 fn bounds(ctx: &mut Ctx<'_>, node: &YamlNode) -> Option<Bounds> {
     let node = ctx.map(node, "'bounds'")?;

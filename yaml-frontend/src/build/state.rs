@@ -15,7 +15,7 @@ use crate::suggest;
 use super::checks::{check_templates, parse_condition};
 use super::ctx::{self, Ctx};
 
-const COMMON: &[&str] = &[
+pub(crate) const COMMON: &[&str] = &[
     "type",
     "description",
     "timeoutSeconds",
@@ -25,7 +25,7 @@ const COMMON: &[&str] = &[
     "retry",
 ];
 
-fn type_fields(t: TaskType) -> &'static [&'static str] {
+pub(crate) fn type_fields(t: TaskType) -> &'static [&'static str] {
     match t {
         TaskType::AgentTask => &["recipe", "params"],
         TaskType::ShellTask => &["run", "dirName"],
@@ -485,7 +485,7 @@ fn task_spec(ctx: &mut Ctx<'_>, t: TaskType, node: &YamlNode, what: &str) -> Tas
     }
 }
 
-const INBOX_FIELDS: &[&str] = &[
+pub(crate) const INBOX_FIELDS: &[&str] = &[
     "kind",
     "title",
     "body",

@@ -206,6 +206,20 @@ impl PlanState {
             .map(|(_, to)| *to)
     }
 
+    /// Every state this one can go to next: its condition's rules and `else`, `on:`, `catch:`.
+    pub fn targets(&self) -> impl Iterator<Item = StateId> + '_ {
+        let (rules, otherwise) = match &self.step {
+            Step::Condition { rules, otherwise } => (rules.as_slice(), *otherwise),
+            _ => (&[][..], None),
+        };
+        rules
+            .iter()
+            .map(|(_, to)| *to)
+            .chain(otherwise)
+            .chain(self.on.iter().map(|(_, to)| *to))
+            .chain(self.catch.iter().map(|(_, to)| *to))
+    }
+
     /// Whether `retry:` retries the outcome `outcome`.
     #[must_use]
     pub fn retries(&self, outcome: &str) -> bool {

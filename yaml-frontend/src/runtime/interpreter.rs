@@ -291,7 +291,7 @@ pub(crate) fn load_frozen(start: &StartRecord) -> Result<Plan, String> {
     let text = start.definition.as_deref().unwrap_or_default();
     let label = format!("{}.yaml (frozen)", start.workflow_name);
     load_workflow(&label, text, &LoadOptions::default())
-        .map(|l| Plan::compile(&l.doc))
+        .map(|l| l.plan)
         .map_err(|diags| {
             let msgs: Vec<String> = diags.iter().map(|d| d.to_string()).collect();
             format!(

@@ -13,10 +13,11 @@
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
+use schemars::JsonSchema;
 use serde::Deserialize;
 
 /// Settings of one project.
-#[derive(Debug, Clone, Default, Deserialize)]
+#[derive(Debug, Clone, Default, Deserialize, JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct ProjectSettings {
     /// Lane settings.
@@ -31,7 +32,7 @@ pub struct ProjectSettings {
 }
 
 /// How `shell_task` captures output.
-#[derive(Debug, Clone, Deserialize)]
+#[derive(Debug, Clone, Deserialize, JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct ShellSettings {
     /// Most bytes kept of each of stdout and stderr; the tail is kept (default 1 MiB).
@@ -52,7 +53,7 @@ impl Default for ShellSettings {
 }
 
 /// How many synchronous tasks of a project may run at once.
-#[derive(Debug, Clone, Deserialize)]
+#[derive(Debug, Clone, Deserialize, JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct LaneSettings {
     /// At most this many at once (default 1, as the reference's project lane).

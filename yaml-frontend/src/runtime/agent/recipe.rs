@@ -3,11 +3,12 @@
 use std::path::Path;
 use std::time::Duration;
 
+use schemars::JsonSchema;
 use serde::Deserialize;
 use serde_json::{Map, Value};
 
 /// Token prices of a recipe's model, in US dollars per million tokens.
-#[derive(Debug, Clone, Copy, PartialEq, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Deserialize, JsonSchema)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 pub struct Prices {
     /// Price of a million prompt (input) tokens.
@@ -31,7 +32,7 @@ impl Prices {
 /// The fields the built-in engines understand are typed; anything else stays in
 /// [`Recipe::extra`] for host engines (the built-in engines reject unknown fields, so a typo
 /// such as `apikeyEnv` is an error rather than an unauthenticated call).
-#[derive(Debug, Clone, PartialEq, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Deserialize, JsonSchema)]
 #[serde(rename_all = "camelCase")]
 #[non_exhaustive]
 pub struct Recipe {

@@ -1,0 +1,92 @@
+//! Static analysis of a valid workflow document: what can happen when it runs, found before
+//! it runs.
+//!
+//! - `outcomes.rs`: a transition on an outcome the task can never end with (an error; a
+//!   warning for `failure`, which the reference's own example writes on an `agent_task`),
+//!   a transition that its state as configured never takes, outcomes no `on:`/`catch:`
+//!   routes, and a `condition_task` without `else` whose rules may all be false.
+//! - `reach.rs`: states never reached from `start`, and loops with no timer, gate or bound
+//!   on them (a run that can loop forever).
+//! - [`Loaded::check_sub_workflows`]: a `workflow_task` naming a workflow that does not
+//!   exist. It needs the document cascade, so the caller runs it with a lookup.
+//!
+//! The outcomes of each task type come from one table, [`crate::outcome`].
+
+mod outcomes;
+mod reach;
+
+use crate::api::Loaded;
+use crate::ast::{Spanned, TaskType, WorkflowDoc};
+use crate::build::Ctx;
+use crate::diagnostic::{Code, Diagnostic, Diagnostics};
+use crate::node::YamlNode;
+use crate::plan::Plan;
+
+/// Runs every check that needs nothing but the document and its plan (the document gives
+/// the positions, the plan the graph).
+pub(crate) fn analyse(ctx: &mut Ctx<'_>, doc: &WorkflowDoc, plan: &Plan) {
+    outcomes::check(ctx, doc);
+    let reachable = reach::unreachable(ctx, doc, plan);
+    reach::unbounded_loops(ctx, doc, plan, &reachable);
+}
+
+/// A `workflow_task`'s reference to another workflow.
+#[derive(Debug, Clone, PartialEq)]
+pub struct WorkflowRef {
+    /// The state holding the `workflow_task`.
+    pub state: String,
+    /// The workflow's name, and where its `workflow:` value is written.
+    pub name: Spanned<String>,
+}
+
+/// The `workflow:` of every `workflow_task` state, with its position.
+pub(crate) fn workflow_refs(root: &YamlNode, doc: &WorkflowDoc) -> Vec<WorkflowRef> {
+    let Some(states) = root.get("states").and_then(YamlNode::as_map) else {
+        return Vec::new();
+    };
+    states
+        .iter()
+        .filter_map(|(k, v)| {
+            let state = doc.states.get(&k.key_text()?)?;
+            if state.task_type != TaskType::WorkflowTask {
+                return None;
+            }
+            let w = v.get("workflow")?;
+            Some(WorkflowRef {
+                state: state.name.clone(),
+                name: Spanned {
+                    value: w.as_str()?.to_owned(),
+                    span: w.content.unwrap_or(w.span),
+                },
+            })
+        })
+        .collect()
+}
+
+impl Loaded {
+    /// Warns (`MAG-YA005`) about every `workflow_task` whose workflow `exists` does not
+    /// know. `exists` answers by the caller's document cascade (project, then tenant), e.g.
+    /// `|name| docs.workflow(&scope, name).is_ok()`. Names written as a `${…}` template are
+    /// resolved at run time and not checked.
+    pub fn check_sub_workflows(&self, mut exists: impl FnMut(&str) -> bool) -> Diagnostics {
+        let mut out = Diagnostics::new();
+        for r in &self.workflow_refs {
+            let name = &r.name.value;
+            if name.contains("${") || exists(name) {
+                continue;
+            }
+            out.push(Diagnostic::warning(
+                &self.path,
+                r.name.span,
+                Code::UnknownSubWorkflow,
+                format_args!(
+                    "workflow_task '{}' starts workflow '{name}', which is not a workflow of \
+                     the project or its tenant: expected _vance/workflows/{name}.yaml; the \
+                     task would end with 'failure'",
+                    r.state
+                ),
+            ));
+        }
+        out
+    }
+}

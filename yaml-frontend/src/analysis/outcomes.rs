@@ -1,0 +1,231 @@
+//! Transitions against the outcome table: transitions that can never be taken, outcomes that
+//! nothing routes, and conditions that may fall through.
+
+use crate::ast::{InboxKind, StateSpec, TaskSpec, TaskType, WorkflowDoc};
+use crate::build::Ctx;
+use crate::condition::{Condition, ExprKind};
+use crate::diagnostic::{Code, Span};
+use crate::outcome::{Outcome, Outcomes, Routing};
+
+/// `failure` is the reference's generic word for a task that did not succeed, and its own
+/// example writes `on: failure` on an `agent_task`; a transition on it where it cannot happen
+/// is reported as a warning rather than refused.
+const GENERIC_FAILURE: &str = "failure";
+
+pub(super) fn check(ctx: &mut Ctx<'_>, doc: &WorkflowDoc) {
+    for s in doc.states.values() {
+        if s.task_type == TaskType::Terminal {
+            continue;
+        }
+        let of_type = match &s.task {
+            TaskSpec::Gate(inbox) => inbox.outcomes(),
+            _ => s.task_type.outcomes(),
+        };
+        let configured = s.outcomes();
+        for t in &s.on {
+            let key = t.outcome.as_str();
+            let taken = |o: &Outcomes| o.can_end_with(key);
+            transition(
+                ctx,
+                s,
+                &of_type,
+                &configured,
+                t.span,
+                &format!("on: {key}"),
+                key,
+                taken,
+            );
+        }
+        for c in &s.catch {
+            let key = c.kind.as_str();
+            let taken = |o: &Outcomes| o.can_be_caught_as(c.kind);
+            transition(
+                ctx,
+                s,
+                &of_type,
+                &configured,
+                c.span,
+                &format!("catch: {key}"),
+                key,
+                taken,
+            );
+        }
+        unrouted(ctx, s, &configured);
+        fall_through(ctx, s);
+    }
+}
+
+/// What a task of `s`'s kind ends with, for messages: `fired`, `success, failure, timeout`.
+fn listing(o: &Outcomes) -> String {
+    let names: Vec<&str> = o
+        .iter()
+        .filter(|p| p.routing == Routing::Expected)
+        .map(|p| p.outcome.as_str())
+        .collect();
+    if names.is_empty() {
+        "no outcome that reaches 'on:' (its rules route by themselves)".to_owned()
+    } else {
+        names.join(", ")
+    }
+}
+
+fn kind_of(s: &StateSpec) -> String {
+    match &s.task {
+        TaskSpec::Gate(inbox) => {
+            let kind = match inbox.kind {
+                InboxKind::Approval => "APPROVAL",
+                InboxKind::Decision => "DECISION",
+                _ => "FEEDBACK",
+            };
+            format!("{} {kind} gate_task", article(kind))
+        }
+        _ => format!("{} {}", article(s.task_type.as_str()), s.task_type.as_str()),
+    }
+}
+
+fn article(word: &str) -> &'static str {
+    if word.starts_with(['a', 'e', 'i', 'o', 'u', 'A', 'E', 'I', 'O', 'U']) {
+        "an"
+    } else {
+        "a"
+    }
+}
+
+#[allow(
+    clippy::too_many_arguments,
+    reason = "one call site per transition block"
+)]
+fn transition(
+    ctx: &mut Ctx<'_>,
+    s: &StateSpec,
+    of_type: &Outcomes,
+    configured: &Outcomes,
+    span: Span,
+    written: &str,
+    key: &str,
+    taken: impl Fn(&Outcomes) -> bool,
+) {
+    let name = &s.name;
+    if !taken(of_type) {
+        let text = format!(
+            "state '{name}' has '{written}', but {} never ends that way: it ends with {}; the \
+             transition can never be taken",
+            kind_of(s),
+            listing(of_type)
+        );
+        if key == GENERIC_FAILURE {
+            ctx.warn(
+                span,
+                Code::ImpossibleOutcome,
+                format_args!("{text} (only a workflow_task ends with 'failure')"),
+            );
+        } else {
+            ctx.error(span, Code::ImpossibleOutcome, text);
+        }
+    } else if !taken(configured) {
+        let why = match &s.task {
+            TaskSpec::Condition { .. } => {
+                "a condition_task with 'else' always routes by its rules".to_owned()
+            }
+            TaskSpec::Timer { .. } => {
+                "only a timer whose duration is a ${…} template can fail".to_owned()
+            }
+            _ if key == "timeout" => format!(
+                "it has no timeoutSeconds, so {} never times out",
+                kind_of(s)
+            ),
+            _ => format!("as configured it ends with {}", listing(configured)),
+        };
+        ctx.warn(
+            span,
+            Code::InertTransition,
+            format_args!("state '{name}' has '{written}', which is never taken: {why}"),
+        );
+    }
+}
+
+fn unrouted(ctx: &mut Ctx<'_>, s: &StateSpec, configured: &Outcomes) {
+    // A state with no transitions at all is reported once, as MAG-Y014; a condition's
+    // fall-through as MAG-YA004.
+    if (s.on.is_empty() && s.catch.is_empty()) || matches!(s.task, TaskSpec::Condition { .. }) {
+        return;
+    }
+    let missing: Vec<&Outcome> = configured
+        .iter()
+        .filter(|p| p.routing == Routing::Expected)
+        .map(|p| &p.outcome)
+        .filter(|o| {
+            let by_on = s.on.iter().any(|t| t.outcome == o.as_str());
+            let by_catch = o
+                .catch_kind()
+                .is_some_and(|k| s.catch.iter().any(|c| c.kind == k));
+            !(by_on || by_catch)
+        })
+        .collect();
+    if missing.is_empty() {
+        return;
+    }
+    let names: Vec<String> = missing.iter().map(|o| format!("`{o}`")).collect();
+    let (list, them) = match names.as_slice() {
+        [one] => (one.clone(), "it"),
+        [init @ .., last] => (format!("{} or {last}", init.join(", ")), "them"),
+        [] => return,
+    };
+    ctx.warn(
+        s.span,
+        Code::UnroutedOutcome,
+        format_args!(
+            "{} {list} of {} `{}` would fail the run: no 'on:' or 'catch:' routes {them}",
+            article(&list[1..]),
+            s.task_type.as_str(),
+            s.name
+        ),
+    );
+}
+
+/// A condition without `else` whose rules may all be false ends with `success` and no
+/// target; unless `on: success` routes that, the run fails.
+fn fall_through(ctx: &mut Ctx<'_>, s: &StateSpec) {
+    let TaskSpec::Condition {
+        rules,
+        otherwise: None,
+    } = &s.task
+    else {
+        return;
+    };
+    if rules.is_empty()
+        || s.on.iter().any(|t| t.outcome == "success")
+        || rules.iter().any(|r| always_true(&r.condition))
+    {
+        return;
+    }
+    ctx.warn(
+        s.span,
+        Code::NoElse,
+        format_args!(
+            "condition_task '{}' has no 'else' and its rules may all be false: then the run \
+             fails with \"no transition for outcome 'success'\"; expected a last rule \
+             '- else: <state>' (or 'on: success')",
+            s.name
+        ),
+    );
+}
+
+/// True for a condition that reads no variable and evaluates to true.
+fn always_true(c: &Condition) -> bool {
+    fn reads_variables(e: &crate::condition::Expr) -> bool {
+        use ExprKind as K;
+        match &e.kind {
+            K::Var(_) => true,
+            K::Literal(_) => false,
+            K::Index(a, b) | K::And(a, b) | K::Or(a, b) | K::Compare(_, a, b) | K::Elvis(a, b) => {
+                reads_variables(a) || reads_variables(b)
+            }
+            K::Property(a, _) | K::Not(a) | K::Matches(a, _) => reads_variables(a),
+            K::In(a, items) => reads_variables(a) || items.iter().any(reads_variables),
+            K::Ternary(a, b, c) => reads_variables(a) || reads_variables(b) || reads_variables(c),
+        }
+    }
+    let null = serde_json::Value::Null;
+    !reads_variables(c.expr()) && c.evaluate(&null, &null) == Ok(true)
+}

@@ -1,0 +1,85 @@
+//! The shapes of `_vance/settings.yaml` and `_vance/events/<name>.yaml`.
+
+use schemars::JsonSchema;
+use serde::Deserialize;
+use serde_json::{Map, Value};
+
+use crate::runtime::ProjectSettings;
+
+/// `_vance/settings.yaml` of a project (or of `_tenant`).
+#[derive(Debug, JsonSchema)]
+#[schemars(
+    title = "Magrathea settings",
+    description = "Settings of a project or tenant, `_vance/settings.yaml`. Sections not listed here (e.g. event tokens named by an event document's `auth.tokenSetting`) are allowed."
+)]
+pub struct SettingsDocument {
+    /// Lanes, workspaces and shell limits.
+    #[serde(flatten)]
+    pub project: ProjectSettings,
+    /// The tool permission cascade at this level (reference §10).
+    pub tools: Option<ToolSettings>,
+}
+
+/// The `tools:` section of the settings. Unknown keys make every tool of the scope denied
+/// (fail closed), so the schema refuses them too.
+#[derive(Debug, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct ToolSettings {
+    /// The tools allowed at this level; absent puts no restriction here, `[]` allows nothing.
+    pub allowed: Option<Vec<String>>,
+    /// Tools denied at this level, over every allow.
+    pub denied: Option<Vec<String>>,
+}
+
+/// `_vance/events/<event>.yaml`: `GET|POST /brain/{tenant}/event/{project}/{event}` starts
+/// `workflow` with `params` plus the request's `payload` (reference §8.6).
+#[derive(Debug, Clone, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+#[schemars(
+    deny_unknown_fields,
+    title = "Magrathea event",
+    description = "An event trigger, `_vance/events/<event>.yaml`: a request to /brain/{tenant}/event/{project}/{event} starts `workflow`."
+)]
+#[non_exhaustive]
+pub struct EventDocument {
+    /// Audit marker.
+    #[serde(default)]
+    pub description: Option<String>,
+    /// The workflow to start (project, then tenant).
+    pub workflow: String,
+    /// The HTTP methods accepted (default `[POST]`); others answer 405.
+    #[serde(default = "post_only")]
+    #[schemars(with = "Vec<super::words::Words<HttpMethodWords>>")]
+    pub methods: Vec<String>,
+    /// Requires a Bearer token, if set.
+    #[serde(default)]
+    pub auth: Option<EventAuth>,
+    /// Static parameters of the run; the request adds `payload`.
+    #[serde(default)]
+    pub params: Map<String, Value>,
+}
+
+/// The `auth:` of an event document.
+#[derive(Debug, Clone, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+#[schemars(deny_unknown_fields)]
+#[non_exhaustive]
+pub struct EventAuth {
+    /// A dotted path into the settings (project, then tenant), e.g. `events.github.token`,
+    /// whose value requests must present as `Authorization: Bearer <value>`.
+    #[serde(default)]
+    pub token_setting: Option<String>,
+}
+
+fn post_only() -> Vec<String> {
+    vec!["POST".into()]
+}
+
+/// HTTP methods an event can accept.
+#[derive(Debug)]
+pub struct HttpMethodWords;
+
+impl super::words::WordList for HttpMethodWords {
+    const NAME: &'static str = "HttpMethod";
+    const WORDS: &'static [&'static str] = &["GET", "POST", "PUT", "PATCH", "DELETE"];
+}

@@ -1,0 +1,361 @@
+//! The shape of `_vance/workflows/<name>.yaml` for the JSON Schema (reference §2). The loader
+//! (`build/`) reads documents with positions and reports every problem; these types say the
+//! same to editors. `tests` below hold both to the same field lists.
+
+use indexmap::IndexMap;
+use schemars::JsonSchema;
+use serde_json::Value;
+
+use super::words::{ErrorKindKey, ErrorKindList, Words};
+
+/// A workflow document: a state machine of typed tasks, started by triggers.
+#[derive(Debug, JsonSchema)]
+#[schemars(
+    title = "Magrathea workflow",
+    description = "A workflow document, `_vance/workflows/<name>.yaml` (the Vancetope workflow format). The file name without `.yaml` is the workflow's name."
+)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct WorkflowDocument {
+    /// Audit marker, shown in listings.
+    pub description: Option<String>,
+    /// Free version string; it lands in the run's StartRecord.
+    pub version: Option<Version>,
+    /// Name of the initial state; must be a key of `states`.
+    pub start: String,
+    /// Caller parameters by name. Parameters outside the schema are passed through.
+    pub parameters: Option<IndexMap<String, Parameter>>,
+    /// Guardrails per run.
+    pub bounds: Option<Bounds>,
+    /// Tool whitelist of this workflow, intersected with the project's and tenant's.
+    pub allowed_tools: Option<Vec<String>>,
+    /// Audit labels.
+    pub tags: Option<Vec<String>>,
+    /// The states by name, at least one.
+    #[schemars(extend("minProperties" = 1))]
+    pub states: IndexMap<String, State>,
+}
+
+/// A version: text, or a number kept as its text.
+#[derive(Debug, JsonSchema)]
+#[serde(untagged)]
+pub enum Version {
+    /// `"1.2"`.
+    Text(String),
+    /// `2`.
+    Number(f64),
+}
+
+/// The schema of one caller parameter.
+#[derive(Debug, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct Parameter {
+    /// The JSON type the value must have.
+    #[serde(rename = "type")]
+    pub ty: ParamTypeName,
+    /// Whether the caller must pass it (default false).
+    pub required: Option<bool>,
+    /// The value used when the caller omits it.
+    pub default: Option<Value>,
+    /// What the parameter is for.
+    pub description: Option<String>,
+    /// The allowed values.
+    #[serde(rename = "enum")]
+    pub allowed: Option<Vec<Value>>,
+}
+
+/// A parameter's JSON type.
+#[derive(Debug, JsonSchema)]
+#[serde(rename_all = "lowercase")]
+pub enum ParamTypeName {
+    /// A string.
+    String,
+    /// Any number.
+    Number,
+    /// An integral number.
+    Integer,
+    /// `true` or `false`.
+    Boolean,
+    /// A mapping.
+    Object,
+    /// A list.
+    Array,
+}
+
+/// Guardrails per run (reference §9): past one, the run fails; bounds do not route.
+#[derive(Debug, JsonSchema)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct Bounds {
+    /// Cost limit in US dollars of the run's agent tasks.
+    #[schemars(range(min = 0))]
+    pub max_total_cost_usd: Option<f64>,
+    /// Hard wall-clock limit of the run, in seconds.
+    #[schemars(range(min = 0))]
+    pub max_wallclock_seconds: Option<f64>,
+    /// Cap on started tasks, retries included.
+    #[schemars(range(min = 0))]
+    pub max_task_spawns: Option<u64>,
+}
+
+/// One state: its task type and that type's fields, transitions, retry.
+#[derive(Debug, JsonSchema)]
+#[serde(tag = "type", rename_all = "snake_case")]
+pub enum State {
+    /// Spawns an engine by recipe; ends `success`, `agent_error`, `technical_error`, `timeout`.
+    AgentTask(AgentTask),
+    /// Runs a shell command in a workspace; ends `success`, `business_error` (exit ≠ 0),
+    /// `technical_error`, `timeout` (with `timeoutSeconds`).
+    ShellTask(ShellTask),
+    /// Runs a sandboxed JavaScript file; ends `success`, `technical_error`, `timeout`.
+    ScriptTask(ScriptTask),
+    /// Calls a tool; ends `success`, `permission_error`, `technical_error`.
+    ToolTask(ToolTask),
+    /// Waits for a person's inbox answer.
+    GateTask(GateTask),
+    /// Waits for a duration; ends `fired`.
+    TimerTask(TimerTask),
+    /// Branches on conditions; the first rule that holds wins.
+    ConditionTask(ConditionTask),
+    /// Runs a sub-workflow; ends `success`, `failure`, `timeout` (with `timeoutSeconds`).
+    WorkflowTask(WorkflowTask),
+    /// Ends the run.
+    Terminal(Terminal),
+}
+
+/// The fields every non-terminal state has.
+#[derive(Debug, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct Common {
+    /// Audit string.
+    pub description: Option<String>,
+    /// The task's time limit in seconds.
+    #[schemars(extend("exclusiveMinimum" = 0))]
+    pub timeout_seconds: Option<f64>,
+    /// The variable that receives the task's output (`${state.<name>}`).
+    #[schemars(regex(pattern = r"^[A-Za-z_][A-Za-z0-9_]*$"))]
+    pub store_as: Option<String>,
+    /// Outcome → next state, matched exactly; checked before `catch:`.
+    pub on: Option<IndexMap<String, String>>,
+    /// Error kind → next state (case-insensitive, dashes read as underscores).
+    pub catch: Option<ErrorKindKey>,
+    /// Retries the task on some error kinds before routing.
+    pub retry: Option<Retry>,
+}
+
+/// A state-level retry (reference §4.3): it preempts routing.
+#[derive(Debug, JsonSchema)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct Retry {
+    /// Attempts including the first.
+    #[schemars(range(min = 1))]
+    pub max_attempts: u32,
+    /// The error kinds that are retried.
+    pub on: Option<ErrorKindList>,
+    /// Seconds to wait before each retry (default 0).
+    #[schemars(range(min = 0))]
+    pub backoff_seconds: Option<f64>,
+}
+
+/// `agent_task`.
+#[derive(Debug, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct AgentTask {
+    /// Common fields.
+    #[serde(flatten)]
+    pub common: Common,
+    /// The recipe (`_vance/recipes/<name>.yaml`) that configures the engine.
+    pub recipe: String,
+    /// Engine parameters (`prompt`, `schema`, …).
+    pub params: Option<Value>,
+}
+
+/// `shell_task`.
+#[derive(Debug, JsonSchema)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct ShellTask {
+    /// Common fields.
+    #[serde(flatten)]
+    pub common: Common,
+    /// The command line (`sh -c`). Parameters are in `$MAGRATHEA_PARAM_<KEY>`.
+    pub run: String,
+    /// The workspace directory it runs in (settings `workspaces:`; `workspace` is the project).
+    pub dir_name: Option<String>,
+}
+
+/// `script_task`.
+#[derive(Debug, JsonSchema)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct ScriptTask {
+    /// Common fields.
+    #[serde(flatten)]
+    pub common: Common,
+    /// Where the script lives: `document` (default) or `workspace`.
+    pub source: Option<Words<ScriptSourceWords>>,
+    /// The script's path.
+    pub path: String,
+    /// The workspace directory (for `source: workspace`).
+    pub dir_name: Option<String>,
+}
+
+/// `tool_task`.
+#[derive(Debug, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct ToolTask {
+    /// Common fields.
+    #[serde(flatten)]
+    pub common: Common,
+    /// The tool (or registered `#[task]`) to call.
+    pub tool: String,
+    /// The tool's parameters.
+    pub params: Option<Value>,
+}
+
+/// `gate_task`.
+#[derive(Debug, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct GateTask {
+    /// Common fields.
+    #[serde(flatten)]
+    pub common: Common,
+    /// The inbox item a person answers.
+    pub inbox: Inbox,
+}
+
+/// The `inbox:` of a gate.
+#[derive(Debug, JsonSchema)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+#[schemars(extend(
+    "if" = { "properties": { "kind": { "pattern": "^[dD][eE][cC][iI][sS][iI][oO][nN]$" } } },
+    "then" = {
+        "required": ["options"],
+        "properties": { "options": { "minItems": 1 } }
+    }
+))]
+pub struct Inbox {
+    /// APPROVAL ends `approved`/`rejected`; DECISION ends with the chosen option; FEEDBACK
+    /// ends `success`. Every kind can also end `insufficient_info` or `undecidable`.
+    pub kind: Words<InboxKindWords>,
+    /// Title (`${…}` allowed).
+    pub title: Option<String>,
+    /// Body (`${…}` allowed).
+    pub body: Option<String>,
+    /// A user, a tag or `@group`; defaults to who started the run.
+    pub assigned_to: Option<String>,
+    /// LOW, NORMAL (default) or CRITICAL.
+    pub criticality: Option<Words<CriticalityWords>>,
+    /// Tags of the item.
+    pub tags: Option<Vec<String>>,
+    /// The options of a DECISION (required there, non-empty).
+    pub options: Option<Vec<String>>,
+}
+
+/// `timer_task`.
+#[derive(Debug, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct TimerTask {
+    /// Common fields.
+    #[serde(flatten)]
+    pub common: Common,
+    /// ISO-8601 (`P7D`, `PT5M30S`) or a shortcut (`7d`, `4h`, `30m`, `45s`, `250ms`).
+    pub duration: String,
+}
+
+/// `condition_task`.
+#[derive(Debug, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct ConditionTask {
+    /// Common fields.
+    #[serde(flatten)]
+    pub common: Common,
+    /// Rules in order; an optional `else` comes last.
+    pub transitions: Vec<Rule>,
+}
+
+/// One rule of a condition.
+#[derive(Debug, JsonSchema)]
+#[serde(untagged)]
+pub enum Rule {
+    /// `{if: <condition>, to: <state>}`.
+    If(IfRule),
+    /// `{else: <state>}`.
+    Else(ElseRule),
+}
+
+/// `{if: <condition>, to: <state>}`.
+#[derive(Debug, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct IfRule {
+    /// A condition over `#state['k']` and `#params['k']` (a sandboxed SpEL subset).
+    #[serde(rename = "if")]
+    pub condition: String,
+    /// The next state when it holds.
+    pub to: String,
+}
+
+/// `{else: <state>}`.
+#[derive(Debug, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct ElseRule {
+    /// The next state when no rule holds.
+    #[serde(rename = "else")]
+    pub otherwise: String,
+}
+
+/// `workflow_task`.
+#[derive(Debug, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct WorkflowTask {
+    /// Common fields.
+    #[serde(flatten)]
+    pub common: Common,
+    /// The sub-workflow (project, then tenant).
+    pub workflow: String,
+    /// Its parameters.
+    pub params: Option<Value>,
+}
+
+/// `terminal`: no transitions, no retry.
+#[derive(Debug, JsonSchema)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct Terminal {
+    /// Audit string.
+    pub description: Option<String>,
+    /// Not used by a terminal state.
+    #[schemars(extend("exclusiveMinimum" = 0))]
+    pub timeout_seconds: Option<f64>,
+    /// Not used by a terminal state.
+    pub store_as: Option<String>,
+    /// `success` (default): the run is DONE; `failure`: FAILED.
+    pub outcome: Option<Words<TerminalOutcomeWords>>,
+    /// The run's result (`${…}` allowed).
+    pub result: Option<Value>,
+}
+
+/// `document` or `workspace`.
+#[derive(Debug)]
+pub struct ScriptSourceWords;
+/// `APPROVAL`, `DECISION` or `FEEDBACK`.
+#[derive(Debug)]
+pub struct InboxKindWords;
+/// `LOW`, `NORMAL` or `CRITICAL`.
+#[derive(Debug)]
+pub struct CriticalityWords;
+/// `success` or `failure`.
+#[derive(Debug)]
+pub struct TerminalOutcomeWords;
+
+impl super::words::WordList for ScriptSourceWords {
+    const NAME: &'static str = "ScriptSource";
+    const WORDS: &'static [&'static str] = &["document", "workspace"];
+}
+impl super::words::WordList for InboxKindWords {
+    const NAME: &'static str = "InboxKind";
+    const WORDS: &'static [&'static str] = &["APPROVAL", "DECISION", "FEEDBACK"];
+}
+impl super::words::WordList for CriticalityWords {
+    const NAME: &'static str = "Criticality";
+    const WORDS: &'static [&'static str] = &["LOW", "NORMAL", "CRITICAL"];
+}
+impl super::words::WordList for TerminalOutcomeWords {
+    const NAME: &'static str = "TerminalOutcome";
+    const WORDS: &'static [&'static str] = &["success", "failure"];
+}
