@@ -34,6 +34,15 @@ pub(crate) async fn drive(
     let mut progress = Progress::new(run);
     let settled = engine.wait_settled(run);
     tokio::pin!(settled);
+    // The handler is installed here, before any progress is printed: `ctrl_c()` would only
+    // install it when first polled, and a Ctrl-C right after the first line would kill the
+    // process instead of interrupting it.
+    #[cfg(unix)]
+    let mut sigint = tokio::signal::unix::signal(tokio::signal::unix::SignalKind::interrupt())
+        .map_err(|e| anyhow::anyhow!("cannot handle Ctrl-C: {e}"))?;
+    #[cfg(unix)]
+    let interrupt = sigint.recv();
+    #[cfg(not(unix))]
     let interrupt = tokio::signal::ctrl_c();
     tokio::pin!(interrupt);
     let mut open = true;
