@@ -177,6 +177,7 @@ mod tag {
     pub(super) const SIDE_EFFECT: u8 = 17;
     pub(super) const CANCEL_REQUESTED: u8 = 18;
     pub(super) const IGNORED: u8 = 19;
+    pub(super) const CHILD_CANCEL_REQUESTED: u8 = 20;
 }
 
 /// Encodes a record appended at `at_ms` into `out` (which is not cleared).
@@ -390,6 +391,17 @@ pub fn encode(record: &Record, at_ms: u64, out: &mut Vec<u8>) {
             w.varint(u64::from(*step));
             w.str(what);
         }
+        Record::ChildCancelRequested {
+            step,
+            child_run_id,
+            reason,
+        } => {
+            w.u8(tag::CHILD_CANCEL_REQUESTED);
+            w.varint(at_ms);
+            w.varint(u64::from(*step));
+            w.run_id(*child_run_id);
+            w.str(reason);
+        }
     }
 }
 
@@ -580,6 +592,11 @@ pub fn decode(bytes: &[u8]) -> Result<(Record, u64), DecodeError> {
         tag::IGNORED => Record::Ignored {
             step: r.u32()?,
             what: r.str()?,
+        },
+        tag::CHILD_CANCEL_REQUESTED => Record::ChildCancelRequested {
+            step: r.u32()?,
+            child_run_id: r.run_id()?,
+            reason: r.str()?,
         },
         other => return Err(DecodeError::UnknownTag(other)),
     };

@@ -116,6 +116,12 @@ pub struct ChildRequest {
     pub parent_state: Option<String>,
     /// The child's `tenant/project` scope; `None` runs it in the parent's scope.
     pub scope: Option<RunScope>,
+    /// The deepest sub-run nesting allowed for this child (a root run is at depth 0, its
+    /// children at 1, …): a child that would run deeper is not started and its step fails with
+    /// `[MAG-CH002]`. `None` takes the engine's limit
+    /// ([`EngineBuilder::max_child_depth`](crate::EngineBuilder::max_child_depth), 32 by
+    /// default); the YAML front end sets it from `subRuns.maxDepth` in the project's settings.
+    pub max_depth: Option<u32>,
 }
 
 impl ChildRequest {
@@ -129,7 +135,14 @@ impl ChildRequest {
             input,
             parent_state: None,
             scope: None,
+            max_depth: None,
         }
+    }
+
+    /// Sets the nesting depth limit for this child (see [`max_depth`](Self::max_depth)).
+    pub fn with_max_depth(mut self, max_depth: u32) -> Self {
+        self.max_depth = Some(max_depth);
+        self
     }
 }
 
@@ -159,6 +172,9 @@ pub(crate) struct Shared {
     pub(crate) wakers: StepMap<Waker>,
     /// Steps whose futures were dropped before completing.
     pub(crate) dropped: StepSet,
+    /// Steps dropped since the driver last looked (it cancels the children of dropped child
+    /// steps).
+    pub(crate) newly_dropped: Vec<Step>,
     /// The journal being replayed (dropped once every journaled step was requested again).
     pub(crate) journal: Option<Arc<Vec<Entry>>>,
     /// The index in `journal` of each step's first record, for values replay must return
@@ -184,6 +200,7 @@ impl Shared {
             resolved: StepMap::default(),
             wakers: StepMap::default(),
             dropped: StepSet::default(),
+            newly_dropped: Vec::new(),
             journal: None,
             journaled: StepMap::default(),
             replaying: false,
@@ -396,6 +413,18 @@ impl WorkflowContext {
 
     /// Starts a child run and waits for it to end. The child's `StartRecord` names this run
     /// and step as its parent.
+    ///
+    /// A child lives and dies with its parent (Temporal's default parent-close policy,
+    /// "request cancel"): it is cancelled, with a reason naming this run, when this run is
+    /// cancelled, when this run ends while the child still runs, and when this future is
+    /// dropped before the child ended (the loser of a [`select`](Self::select), e.g. a
+    /// timeout). Each such cancellation is journaled in both runs: here as a
+    /// `ChildCancelRequestedRecord` on this step, durable before the child is told, and in the
+    /// child as its `CancelRequestedRecord`. The child's own children follow it the same way.
+    ///
+    /// A child that would be nested deeper than the limit (see
+    /// [`ChildRequest::max_depth`]) is not started: the step ends `FAILED` with a
+    /// `[MAG-CH002]` reason that shows the chain of runs.
     pub fn child(&self, request: ChildRequest) -> StepFuture<ChildOutcome> {
         let step = self.lock().next_step;
         let child_run_id = match self.lock().replayed(step) {
@@ -583,7 +612,8 @@ impl WorkflowContext {
     /// Waits for the first of `futures` to complete, by journal order: live and on replay the
     /// same one wins. Returns its index and output; the others are dropped: their late
     /// completions are journaled (a losing task's result once, as final — a dropped task is not
-    /// retried, and not run again after a restart) and delivered to nobody.
+    /// retried, and not run again after a restart) and delivered to nobody. A losing child
+    /// step's run is cancelled (see [`child`](Self::child)).
     pub fn select<T>(&self, futures: Vec<StepFuture<T>>) -> Select<T> {
         Select { futures }
     }
@@ -660,8 +690,8 @@ impl<T> Drop for StepFuture<T> {
         if self.map.is_some() {
             let mut s = lock(&self.shared);
             s.wakers.remove(&self.step);
-            if s.resolved.remove(&self.step).is_none() {
-                s.dropped.insert(self.step);
+            if s.resolved.remove(&self.step).is_none() && s.dropped.insert(self.step) {
+                s.newly_dropped.push(self.step);
             }
         }
     }

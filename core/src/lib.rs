@@ -40,8 +40,9 @@ pub use context::{
     ChildOutcome, ChildRequest, GateOutcome, Select, StepFuture, TaskCall, WorkflowContext,
 };
 pub use engine::{
-    AnswerAck, CancelAck, Engine, EngineBuilder, InboxFilter, InterpreterFn, JournalUpdate,
-    ReplayError, RunUpdate, StartRequest, WorkflowError, WorkflowFn, WorkflowRegistration,
+    AnswerAck, CancelAck, DEFAULT_MAX_CHILD_DEPTH, Engine, EngineBuilder, InboxFilter,
+    InterpreterFn, JournalUpdate, ReplayError, RunUpdate, StartRequest, WorkflowError, WorkflowFn,
+    WorkflowRegistration,
 };
 pub use error::{DeliverError, IoSource, OpenError, RunError, StartError, StoreError};
 pub use id::RunId;

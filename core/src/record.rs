@@ -488,6 +488,19 @@ pub enum Record {
         /// Why.
         reason: String,
     },
+    /// This run asked its child run (started at `step`) to cancel: because this run was
+    /// cancelled, because it ended while the child still ran, or because nothing awaits the
+    /// child any more (the loser of a select, e.g. a timeout). Durable before the child is
+    /// told; the child journals a `CancelRequestedRecord` with the same reason.
+    #[serde(rename = "ChildCancelRequestedRecord", rename_all = "camelCase")]
+    ChildCancelRequested {
+        /// The step that started the child.
+        step: Step,
+        /// The child's run id.
+        child_run_id: RunId,
+        /// The reason the child is given.
+        reason: String,
+    },
     /// A completion arrived for a step that was already complete and was not applied.
     #[serde(rename = "IgnoredRecord")]
     Ignored {
@@ -520,6 +533,7 @@ impl Record {
             Record::ChildFinished { .. } => "ChildFinishedRecord",
             Record::SideEffect { .. } => "SideEffectRecord",
             Record::CancelRequested { .. } => "CancelRequestedRecord",
+            Record::ChildCancelRequested { .. } => "ChildCancelRequestedRecord",
             Record::Ignored { .. } => "IgnoredRecord",
         }
     }

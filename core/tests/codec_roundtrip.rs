@@ -222,6 +222,13 @@ fn record() -> impl Strategy<Value = Record> {
         }),
         text().prop_map(|reason| Record::CancelRequested { reason }),
         (step(), text()).prop_map(|(step, what)| Record::Ignored { step, what }),
+        (step(), run_id(), text()).prop_map(|(step, child_run_id, reason)| {
+            Record::ChildCancelRequested {
+                step,
+                child_run_id,
+                reason,
+            }
+        }),
     ]
 }
 

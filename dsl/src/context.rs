@@ -190,6 +190,13 @@ impl Context {
 
     /// Starts a child run of workflow `W` and waits for its output. The child's StartRecord
     /// names this run as its parent. Replay reuses the journaled child.
+    ///
+    /// The child lives and dies with this run: it is cancelled (journaled in both runs, with
+    /// a reason naming this run) when this run is cancelled, when this run ends while the child
+    /// still runs, and when this future is dropped before the child ended — e.g. the loser of
+    /// a [`select`](Self::select) against a timeout. A child nested deeper than
+    /// [`EngineBuilder::max_child_depth`](crate::EngineBuilder::max_child_depth) (32 by
+    /// default) is not started: the step fails with `[MAG-CH002]`.
     pub fn child<W: Workflow>(
         &self,
         _workflow: W,
@@ -251,7 +258,8 @@ impl Context {
 
     /// Waits for the first of `futures` by journal order (live and replay agree). Returns its
     /// index and output; the others are dropped and their late completions journaled as
-    /// ignored. To join instead, use `futures::join!` or [`futures::future::join_all`].
+    /// ignored (a dropped child run is cancelled). To join instead, use `futures::join!` or
+    /// [`futures::future::join_all`].
     pub fn select<T>(&self, futures: Vec<StepFuture<T>>) -> Select<T> {
         self.inner.select(futures)
     }

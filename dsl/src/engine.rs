@@ -104,6 +104,14 @@ impl EngineBuilder {
         self.map(|b| b.evict_after(d))
     }
 
+    /// The deepest child workflows may be nested (default 32; a root run is at depth 0): a
+    /// child that would run deeper is not started, and its step fails with `[MAG-CH002]` and
+    /// the chain of runs, so that a workflow that starts itself stops instead of recursing
+    /// without end.
+    pub fn max_child_depth(self, depth: u32) -> Self {
+        self.map(|b| b.max_child_depth(depth))
+    }
+
     /// Hands `value` to every task attempt, read with
     /// [`TaskContext::data`](crate::TaskContext::data) by its type: a database pool, an HTTP
     /// client, configuration. One value per type; a later one replaces an earlier. Share a

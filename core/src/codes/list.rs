@@ -165,6 +165,11 @@ pub const CODES: &[ErrorCode] = &[
         remedy: "Read the child run's journal for its reason.",
     },
     ErrorCode {
+        code: "MAG-CH002",
+        meaning: "A child run was not started: it would be nested deeper than the sub-run depth limit (32 by default); the message shows the chain of runs.",
+        remedy: "End the recursion with a condition, or raise the limit with EngineBuilder::max_child_depth or `subRuns.maxDepth` in _vance/settings.yaml.",
+    },
+    ErrorCode {
         code: "MAG-SE001",
         meaning: "A value (a workflow's or task's output) cannot be serialised to JSON.",
         remedy: "Make the type serialise to JSON (string map keys, no non-finite floats).",

@@ -19,7 +19,7 @@ use crate::writer::JournalWriter;
 ///
 /// Defaults: a redb store at `./.magrathea/journal.redb`, [`Durability::Immediate`], recovery
 /// of every non-terminal run on build, suspended runs evicted from memory when nothing they
-/// wait for is due within 2 s.
+/// wait for is due within 2 s, sub-runs nested at most 32 deep.
 pub struct EngineBuilder {
     path: Option<PathBuf>,
     store: Option<Arc<dyn Store>>,
@@ -29,6 +29,7 @@ pub struct EngineBuilder {
     interpreters: Vec<(String, InterpreterFn)>,
     recover: bool,
     evict_after: Duration,
+    max_child_depth: u32,
     data: AppData,
 }
 
@@ -40,6 +41,7 @@ impl fmt::Debug for EngineBuilder {
             .field("workflows", &self.workflows)
             .field("tasks", &self.tasks)
             .field("recover", &self.recover)
+            .field("max_child_depth", &self.max_child_depth)
             .finish_non_exhaustive()
     }
 }
@@ -55,6 +57,7 @@ impl Default for EngineBuilder {
             interpreters: Vec::new(),
             recover: true,
             evict_after: Duration::from_secs(2),
+            max_child_depth: super::DEFAULT_MAX_CHILD_DEPTH,
             data: AppData::default(),
         }
     }
@@ -125,6 +128,19 @@ impl EngineBuilder {
         self
     }
 
+    /// The deepest sub-runs may be nested (default 32): a root run is at depth 0, the children
+    /// it starts at 1, theirs at 2, and so on. A step that would start a child deeper than this
+    /// does not start it: the step ends `FAILED` with `[MAG-CH002]` and the chain of runs, so
+    /// that a workflow that starts itself stops instead of recursing without end. A child
+    /// request can carry its own limit ([`ChildRequest::max_depth`]; the YAML front end sets it
+    /// from `subRuns.maxDepth` in a project's `_vance/settings.yaml`).
+    ///
+    /// [`ChildRequest::max_depth`]: crate::ChildRequest::max_depth
+    pub fn max_child_depth(mut self, depth: u32) -> Self {
+        self.max_child_depth = depth;
+        self
+    }
+
     /// Opens the store, starts the journal writer and timer service and, unless disabled,
     /// recovers every non-terminal run. Must be called within a tokio runtime.
     pub async fn build(self) -> Result<Engine, OpenError> {
@@ -166,6 +182,7 @@ impl EngineBuilder {
             start_locks: Arc::default(),
             config: Config {
                 evict_after: self.evict_after,
+                max_child_depth: self.max_child_depth,
             },
         });
         if self.recover {

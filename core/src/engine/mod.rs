@@ -64,7 +64,12 @@ pub(crate) enum Event {
 
 pub(crate) struct Config {
     pub(crate) evict_after: Duration,
+    /// The deepest a sub-run may be nested (root = 0) unless its request says otherwise.
+    pub(crate) max_child_depth: u32,
 }
+
+/// The default of [`EngineBuilder::max_child_depth`].
+pub const DEFAULT_MAX_CHILD_DEPTH: u32 = 32;
 
 pub(crate) struct EngineInner {
     pub(crate) store: Arc<dyn Store>,
@@ -149,7 +154,8 @@ impl EngineInner {
         Ok(())
     }
 
-    pub(crate) async fn start(self: &Arc<Self>, req: StartRequest) -> Result<RunId, StartError> {
+    /// The `StartRecord` a request journals (the version defaults to the registration's).
+    fn start_record(&self, req: StartRequest) -> StartRecord {
         let version = match (&req.version, req.frontend.as_str()) {
             (Some(v), _) => v.clone(),
             (None, "code") => self
@@ -159,7 +165,7 @@ impl EngineInner {
                 .unwrap_or_default(),
             (None, _) => String::new(),
         };
-        let start = StartRecord {
+        StartRecord {
             workflow_name: req.workflow,
             workflow_version: version,
             frontend: req.frontend,
@@ -167,13 +173,66 @@ impl EngineInner {
             definition: req.definition,
             parent: req.parent,
             started_by: req.started_by,
-            idempotency_key: req.idempotency_key.clone(),
+            idempotency_key: req.idempotency_key,
             scope: req.scope,
-        };
+        }
+    }
+
+    /// Hands a new run to its driver, which commits its `StartRecord`; returns the receiver
+    /// of that commit's outcome, or `None` when a run with this id is in memory or (with
+    /// `stored_check`) in the store already. Synchronous: once it returns, the run is known to
+    /// the engine (a delivery reaches the new driver after its start).
+    fn spawn_start(
+        self: &Arc<Self>,
+        start: StartRecord,
+        run_id: RunId,
+        stored_check: bool,
+        depth: Option<u32>,
+    ) -> Result<Option<oneshot::Receiver<Result<(), StartError>>>, StartError> {
+        if stored_check && self.store.run_summary(run_id)?.is_some() {
+            return Ok(None);
+        }
+        let (ack, done) = oneshot::channel();
+        let mut active = self.active();
+        if active.contains_key(&run_id) {
+            return Ok(None);
+        }
+        let (tx, rx) = mpsc::unbounded_channel();
+        active.insert(run_id, tx);
+        drop(active);
+        driver::spawn(
+            self.clone(),
+            run_id,
+            rx,
+            driver::Init::Fresh {
+                start: Box::new(start),
+                ack,
+                depth,
+            },
+        );
+        Ok(Some(done))
+    }
+
+    /// Starts a child run (a request with its run id and parent, no idempotency key) at
+    /// nesting depth `depth`; see [`spawn_start`](Self::spawn_start).
+    pub(crate) fn start_child(
+        self: &Arc<Self>,
+        req: StartRequest,
+        depth: u32,
+    ) -> Result<Option<oneshot::Receiver<Result<(), StartError>>>, StartError> {
+        let run_id = req.run_id.unwrap_or_default();
+        let start = self.start_record(req);
+        self.can_run(&start)?;
+        self.spawn_start(start, run_id, true, Some(depth))
+    }
+
+    pub(crate) async fn start(self: &Arc<Self>, req: StartRequest) -> Result<RunId, StartError> {
+        let chosen_id = req.run_id;
+        let start = self.start_record(req);
         self.can_run(&start)?;
         // Held until the StartRecord and its key are durable, so that a concurrent start with
         // the same key finds the key; starts with other keys go on and share the commit.
-        let guard = match &req.idempotency_key {
+        let guard = match &start.idempotency_key {
             Some(key) => {
                 let guard = self.start_locks.lock(key).await;
                 if let Some(existing) = self.store.find_idempotency_key(key)? {
@@ -183,29 +242,10 @@ impl EngineInner {
             }
             None => None,
         };
-        let run_id = req.run_id.unwrap_or_default();
-        if req.run_id.is_some() && self.store.run_summary(run_id)?.is_some() {
+        let run_id = chosen_id.unwrap_or_default();
+        let Some(done) = self.spawn_start(start, run_id, chosen_id.is_some(), None)? else {
             return Ok(run_id);
-        }
-        let (ack, done) = oneshot::channel();
-        {
-            let mut active = self.active();
-            if active.contains_key(&run_id) {
-                return Ok(run_id);
-            }
-            let (tx, rx) = mpsc::unbounded_channel();
-            active.insert(run_id, tx);
-            drop(active);
-            driver::spawn(
-                self.clone(),
-                run_id,
-                rx,
-                driver::Init::Fresh {
-                    start: Box::new(start),
-                    ack,
-                },
-            );
-        }
+        };
         let done = match guard {
             None => done,
             // The driver commits the start whether or not this caller still waits: a caller
@@ -421,6 +461,12 @@ impl Engine {
 
     /// Requests cancellation of a run. The workflow sees its pending steps fail with a
     /// `cancelled` error and may clean up; a run that returns that error ends `CANCELLED`.
+    ///
+    /// Its child runs that are still running are cancelled too, recursively, with the reason
+    /// `parent run <id> was cancelled: <reason>`: the run journals a
+    /// `ChildCancelRequestedRecord` on each child's step with its `CancelRequestedRecord`, and
+    /// tells each child once that is durable (after a crash in between, recovery tells them).
+    /// The reply comes once this run's records are durable, before the children have ended.
     pub async fn cancel(&self, run: RunId, reason: &str) -> Result<CancelAck, DeliverError> {
         if self.inner.store.run_summary(run)?.is_none() {
             return Err(DeliverError::RunNotFound(run));

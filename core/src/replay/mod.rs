@@ -22,7 +22,7 @@ use std::collections::BTreeSet;
 use serde_json::Value;
 
 pub use nondeterminism::{Divergence, NonDeterminism, StepIdentity};
-pub(crate) use records::{Replayed, identity, patch_marker, step_of};
+pub(crate) use records::{Replayed, identity, patch_marker, step_of, unfinished_children};
 pub(crate) use task::TaskCallSpec;
 pub(crate) use timer::{TimerPurpose, due_after};
 
@@ -49,6 +49,9 @@ pub(crate) enum Effect {
     StartChild(Step),
     /// Find out how the step's child run is doing (after a restart).
     CheckChild(Step),
+    /// Tell the step's child run to cancel (its `ChildCancelRequestedRecord` is journaled):
+    /// unless it has ended or never started.
+    CancelChild(Step),
 }
 
 /// Records to append (in order) and effects to perform after their commit.
@@ -170,8 +173,18 @@ pub(crate) struct RunState {
     /// Gates not yet completed: the run is WAITING while there are any.
     open_gates: usize,
     cancel_requested: bool,
+    /// The children this run asked to cancel (its `ChildCancelRequestedRecord`s), by step,
+    /// until their step learns how they ended.
+    child_cancels: StepMap<ChildCancel>,
     /// The last `StatusRecord`.
     last_status: Option<(RunStatus, Option<String>)>,
+}
+
+/// A child run this run asked to cancel, and the reason it gave.
+#[derive(Debug)]
+struct ChildCancel {
+    child: RunId,
+    reason: String,
 }
 
 impl RunState {
@@ -183,6 +196,7 @@ impl RunState {
             pending: BTreeSet::new(),
             open_gates: 0,
             cancel_requested: false,
+            child_cancels: StepMap::default(),
             last_status: None,
         }
     }
@@ -195,6 +209,11 @@ impl RunState {
     /// The last journaled status and its reason.
     pub(crate) fn last_status(&self) -> Option<&(RunStatus, Option<String>)> {
         self.last_status.as_ref()
+    }
+
+    /// Whether cancellation of the run is journaled.
+    pub(crate) fn cancel_requested(&self) -> bool {
+        self.cancel_requested
     }
 
     /// Whether a terminal status is journaled.
@@ -506,6 +525,8 @@ impl RunState {
                 result,
                 reason,
             } => {
+                // The child ended: there is nothing left to tell it.
+                self.child_cancels.remove(step);
                 if let Some(Machine::Child(c)) = machine(self, step) {
                     let run_id = c.child();
                     if c.finish() {
@@ -535,12 +556,26 @@ impl RunState {
                     }
                 }
             }
+            Record::ChildCancelRequested {
+                step,
+                child_run_id,
+                reason,
+            } => {
+                self.note_child_cancel(*step, *child_run_id, reason.clone());
+            }
             Record::Status { status, reason } => {
                 self.last_status = Some((*status, reason.clone()));
             }
             _ => {}
         }
         Ok(())
+    }
+
+    /// Remembers that the child of `step` was asked to cancel (for a journaled
+    /// `ChildCancelRequestedRecord`).
+    pub(crate) fn note_child_cancel(&mut self, step: Step, child: RunId, reason: String) {
+        self.child_cancels
+            .insert(step, ChildCancel { child, reason });
     }
 
     fn signal_arrived(&mut self, step: Step, seq: u64, payload: Value, out: &mut Vec<Resolved>) {
@@ -587,6 +622,11 @@ impl RunState {
                 Machine::Signal(_) | Machine::Recorded(_) => {}
             }
         }
+        // Children this run asked to cancel may not have been told before a crash: tell them
+        // again (a child that ended, or had been told, ignores it).
+        let mut cancels: Vec<Step> = self.child_cancels.keys().copied().collect();
+        cancels.sort_unstable();
+        effects.extend(cancels.into_iter().map(Effect::CancelChild));
         effects
     }
 
@@ -627,6 +667,49 @@ impl RunState {
         match &self.steps.get(&step)?.machine {
             Machine::Child(c) => Some((c.child(), c.request()?)),
             _ => None,
+        }
+    }
+
+    /// The child of `step` that this run asked to cancel, and the reason it gave.
+    pub(crate) fn child_cancel(&self, step: Step) -> Option<(RunId, &str)> {
+        self.child_cancels
+            .get(&step)
+            .map(|c| (c.child, c.reason.as_str()))
+    }
+
+    /// The records that cancel every child still running that was not asked to cancel yet,
+    /// each with the reason `reason(step)`, and the effects that tell them once the records
+    /// are durable.
+    pub(crate) fn cancel_children(&self, reason: impl Fn(Step) -> String) -> Actions {
+        let mut out = Actions::default();
+        for &step in &self.pending {
+            if let Some((child, _)) = self.child(step)
+                && !self.child_cancels.contains_key(&step)
+            {
+                out.records.push(Record::ChildCancelRequested {
+                    step,
+                    child_run_id: child,
+                    reason: reason(step),
+                });
+                out.effects.push(Effect::CancelChild(step));
+            }
+        }
+        out
+    }
+
+    /// The records that cancel the child of `step` (whose future was dropped), if it still
+    /// runs and was not asked to cancel yet.
+    pub(crate) fn cancel_child(&self, step: Step, reason: impl FnOnce() -> String) -> Actions {
+        match self.child(step) {
+            Some((child, _)) if !self.child_cancels.contains_key(&step) => Actions {
+                records: vec![Record::ChildCancelRequested {
+                    step,
+                    child_run_id: child,
+                    reason: reason(),
+                }],
+                effects: vec![Effect::CancelChild(step)],
+            },
+            _ => Actions::default(),
         }
     }
 

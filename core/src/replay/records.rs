@@ -5,7 +5,7 @@ use serde_json::Value;
 
 use crate::codec::input_hash;
 use crate::id::RunId;
-use crate::record::{Record, Step, StepKind};
+use crate::record::{Entry, Record, Step, StepKind};
 
 /// The step a record belongs to, if any.
 pub(crate) fn step_of(r: &Record) -> Option<Step> {
@@ -22,6 +22,7 @@ pub(crate) fn step_of(r: &Record) -> Option<Step> {
         | Record::SignalDelivered { step, .. }
         | Record::ChildStarted { step, .. }
         | Record::ChildFinished { step, .. }
+        | Record::ChildCancelRequested { step, .. }
         | Record::SideEffect { step, .. }
         | Record::Ignored { step, .. } => Some(*step),
         Record::SignalReceived { step, .. } => *step,
@@ -85,4 +86,24 @@ impl<'a> Replayed<'a> {
             _ => Replayed::Other,
         }
     }
+}
+
+/// The children a journal started that it does not know to have ended or been asked to cancel:
+/// step and child run id, in step order. (For a run whose code cannot be replayed.)
+pub(crate) fn unfinished_children(entries: &[Entry]) -> Vec<(Step, RunId)> {
+    let mut children = std::collections::BTreeMap::new();
+    for e in entries {
+        match &e.record {
+            Record::ChildStarted {
+                step, child_run_id, ..
+            } => {
+                children.insert(*step, *child_run_id);
+            }
+            Record::ChildFinished { step, .. } | Record::ChildCancelRequested { step, .. } => {
+                children.remove(step);
+            }
+            _ => {}
+        }
+    }
+    children.into_iter().collect()
 }

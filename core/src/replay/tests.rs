@@ -341,13 +341,10 @@ fn cancellation_ends_every_pending_step_once() {
         let live = state.request_live(c, 1_000);
         apply_live(&mut state, &mut next, &live.records);
     }
-    let (record, ack) = state.cancel("stop".into());
+    let (actions, ack) = state.cancel("stop".into(), |why| format!("parent: {why}"));
     assert_eq!(ack, CancelAck::Requested);
-    let resolved = apply_live(
-        &mut state,
-        &mut next,
-        &record.into_iter().collect::<Vec<_>>(),
-    );
+    assert!(actions.effects.is_empty(), "no child to tell");
+    let resolved = apply_live(&mut state, &mut next, &actions.records);
     assert_eq!(resolved.len(), 2);
     assert!(
         resolved
@@ -355,7 +352,10 @@ fn cancellation_ends_every_pending_step_once() {
             .all(|r| matches!(&r.resolution, Resolution::Cancelled(why) if why == "stop"))
     );
     assert_eq!(state.live_status(), RunStatus::Running, "the gate closed");
-    assert_eq!(state.cancel("again".into()).1, CancelAck::AlreadyRequested);
+    assert_eq!(
+        state.cancel("again".into(), str::to_string).1,
+        CancelAck::AlreadyRequested
+    );
     apply_live(
         &mut state,
         &mut next,
@@ -364,7 +364,10 @@ fn cancellation_ends_every_pending_step_once() {
             reason: None,
         }],
     );
-    assert_eq!(state.cancel("late".into()).1, CancelAck::AlreadyFinished);
+    assert_eq!(
+        state.cancel("late".into(), str::to_string).1,
+        CancelAck::AlreadyFinished
+    );
     assert!(
         state
             .signal("go".into(), json!(1), &StepSet::default())
@@ -440,4 +443,114 @@ fn an_ended_run_knows_its_gates_for_late_answers() {
     assert_eq!(ack, AnswerAck::Ignored);
     assert!(matches!(record, Record::Ignored { step: 0, .. }));
     assert!(state.answer(0, GateAnswer::choose("nope")).is_err());
+}
+
+fn child_command(step: Step, workflow: &str, child: RunId) -> Command {
+    Command {
+        step,
+        kind: StepKind::Child,
+        name: workflow.into(),
+        hash: input_hash(&json!(step)),
+        detail: CommandDetail::Child {
+            request: Box::new(ChildRequest::code(workflow, json!(step))),
+            child_run_id: child,
+        },
+    }
+}
+
+#[test]
+fn cancelling_a_run_journals_the_cancellation_of_each_running_child() {
+    let (a, b) = (RunId::from_u128(7), RunId::from_u128(8));
+    let mut state = RunState::new(run_id());
+    let mut next = 1;
+    for c in [child_command(0, "ship", a), child_command(1, "bill", b)] {
+        let live = state.request_live(c, 1_000);
+        apply_live(&mut state, &mut next, &live.records);
+    }
+    // The first child ended before the cancellation: it is not cancelled.
+    apply_live(
+        &mut state,
+        &mut next,
+        &[Record::ChildFinished {
+            step: 0,
+            status: RunStatus::Done,
+            result: json!(1),
+            reason: None,
+        }],
+    );
+    let (actions, ack) = state.cancel("stop".into(), |why| format!("parent was cancelled: {why}"));
+    assert_eq!(ack, CancelAck::Requested);
+    assert!(matches!(
+        actions.records.as_slice(),
+        [
+            Record::CancelRequested { reason },
+            Record::ChildCancelRequested { step: 1, child_run_id, reason: to_child },
+        ] if reason == "stop" && *child_run_id == b && to_child == "parent was cancelled: stop"
+    ));
+    assert_eq!(actions.effects, vec![Effect::CancelChild(1)]);
+    let resolved = apply_live(&mut state, &mut next, &actions.records);
+    assert!(matches!(
+        resolved.as_slice(),
+        [Resolved { step: 1, resolution: Resolution::Cancelled(why), .. }] if why == "stop"
+    ));
+    assert_eq!(
+        state.child_cancel(1),
+        Some((b, "parent was cancelled: stop"))
+    );
+    // Asked once: the run's end does not ask again.
+    assert!(state.cancel_children(|_| "ended".into()).records.is_empty());
+    // After a restart the child is told again.
+    assert_eq!(state.rearm(), vec![Effect::CancelChild(1)]);
+}
+
+#[test]
+fn a_dropped_child_step_is_cancelled_once_and_forgotten_when_the_child_ends() {
+    let child = RunId::from_u128(9);
+    let mut state = RunState::new(run_id());
+    let mut next = 1;
+    let live = state.request_live(child_command(0, "ship", child), 1_000);
+    apply_live(&mut state, &mut next, &live.records);
+    let cancel = state.cancel_child(0, || "dropped".into());
+    assert_eq!(cancel.effects, vec![Effect::CancelChild(0)]);
+    apply_live(&mut state, &mut next, &cancel.records);
+    assert!(state.cancel_child(0, || "again".into()).records.is_empty());
+    assert!(state.cancel_children(|_| "ended".into()).records.is_empty());
+    assert_eq!(
+        state.rearm(),
+        vec![Effect::CheckChild(0), Effect::CancelChild(0)],
+        "the step still waits for the child's end, and the child is told again"
+    );
+    apply_live(
+        &mut state,
+        &mut next,
+        &[Record::ChildFinished {
+            step: 0,
+            status: RunStatus::Cancelled,
+            result: Value::Null,
+            reason: Some("dropped".into()),
+        }],
+    );
+    assert_eq!(state.child_cancel(0), None);
+    assert!(state.rearm().is_empty());
+}
+
+#[test]
+fn unfinished_children_are_read_from_a_journal() {
+    let (a, b, c) = (
+        RunId::from_u128(1),
+        RunId::from_u128(2),
+        RunId::from_u128(3),
+    );
+    let journal = JournalBuilder::start("order", json!({}))
+        .child("a", a, &json!(1))
+        .child("b", b, &json!(2))
+        .child("c", c, &json!(3))
+        .child_finished(0, RunStatus::Done, json!(1))
+        .record(Record::ChildCancelRequested {
+            step: 1,
+            child_run_id: b,
+            reason: "x".into(),
+        })
+        .build();
+    assert_eq!(unfinished_children(&journal), vec![(2, c)]);
 }

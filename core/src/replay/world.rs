@@ -169,17 +169,25 @@ impl RunState {
         })
     }
 
-    /// A cancellation request: its record, if it takes effect, and what the caller is told.
-    pub(crate) fn cancel(&self, reason: String) -> (Option<Record>, CancelAck) {
+    /// A cancellation request: its records, if it takes effect, and what the caller is told.
+    /// The run's `CancelRequestedRecord` is followed by a `ChildCancelRequestedRecord` for
+    /// each child still running, whose reason `child_reason` makes from the run's.
+    pub(crate) fn cancel(
+        &self,
+        reason: String,
+        child_reason: impl Fn(&str) -> String,
+    ) -> (Actions, CancelAck) {
         if self.is_terminal() {
-            (None, CancelAck::AlreadyFinished)
+            (Actions::default(), CancelAck::AlreadyFinished)
         } else if self.cancel_requested {
-            (None, CancelAck::AlreadyRequested)
+            (Actions::default(), CancelAck::AlreadyRequested)
         } else {
-            (
-                Some(Record::CancelRequested { reason }),
-                CancelAck::Requested,
-            )
+            let for_children = child_reason(&reason);
+            let children = self.cancel_children(|_| for_children.clone());
+            let mut out = Actions::record(Record::CancelRequested { reason });
+            out.records.extend(children.records);
+            out.effects.extend(children.effects);
+            (out, CancelAck::Requested)
         }
     }
 }

@@ -283,6 +283,7 @@ pub(crate) fn frozen_child(
         input,
         parent_state: None,
         scope: Some(scope.key().into()),
+        max_depth: rt.docs.settings(scope).sub_runs.max_depth,
     })
 }
 

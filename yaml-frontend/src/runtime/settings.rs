@@ -8,6 +8,8 @@
 //!   build: /srv/build         # relative paths are relative to the project dir
 //! shell:
 //!   maxOutputBytes: 1048576   # per stream; the tail is kept and the cut marked (default 1 MiB)
+//! subRuns:
+//!   maxDepth: 8               # sub-runs nest at most this deep (default: the engine's, 32)
 //! ```
 
 use std::collections::BTreeMap;
@@ -29,6 +31,22 @@ pub struct ProjectSettings {
     /// `shell_task` settings.
     #[serde(default)]
     pub shell: ShellSettings,
+    /// Sub-run (`workflow_task`) settings.
+    #[serde(default)]
+    pub sub_runs: SubRunSettings,
+}
+
+/// How sub-runs (`workflow_task`, and YAML children of code workflows) of a project nest.
+#[derive(Debug, Clone, Default, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct SubRunSettings {
+    /// The deepest a sub-run that the project's workflows start may be nested (a run started
+    /// from outside is at depth 0, its sub-runs at 1, …). A `workflow_task` whose sub-run
+    /// would be deeper does not start it and ends with outcome `failure` and a `[MAG-CH002]`
+    /// error naming the chain of runs. Absent: the engine's limit
+    /// (`EngineBuilder::max_child_depth`, 32 by default).
+    #[serde(default)]
+    pub max_depth: Option<u32>,
 }
 
 /// How `shell_task` captures output.

@@ -85,10 +85,15 @@ impl Driver {
                 }
             }
             Event::Cancel { reason, reply } => {
-                let (record, ack) = self.state.cancel(reason);
-                if let Some(record) = record {
+                // The run's CancelRequestedRecord, then one ChildCancelRequestedRecord per
+                // child still running; the children are told after the commit.
+                let run = self.run_id;
+                let (actions, ack) = self
+                    .state
+                    .cancel(reason, |why| super::children::parent_cancelled(run, why));
+                if !actions.records.is_empty() {
                     self.attempts.abort_all();
-                    self.append_apply(record);
+                    self.perform(actions);
                 }
                 self.outbox.replies.push(Reply::Cancel(reply, ack));
             }
@@ -110,6 +115,7 @@ impl Driver {
                 self.outbox.append(Record::CancelRequested {
                     reason: why.clone(),
                 });
+                self.cancel_children_of_blocked(&why);
                 self.append_apply(Record::Status {
                     status: RunStatus::Cancelled,
                     reason: Some(why),

@@ -34,6 +34,8 @@ pub(crate) enum Init {
     Fresh {
         start: Box<StartRecord>,
         ack: oneshot::Sender<Result<(), StartError>>,
+        /// The run's sub-run nesting depth, when the starter knows it (a parent does).
+        depth: Option<u32>,
     },
     Recover,
 }
@@ -111,6 +113,8 @@ struct Driver {
     command_buf: Vec<Command>,
     /// Replaying to check the code against a journal, ended runs included; nothing is acted on.
     checking: bool,
+    /// The run's sub-run nesting depth (root = 0), once known.
+    depth: Option<u32>,
 }
 
 impl Driver {
@@ -136,13 +140,23 @@ impl Driver {
             replay: None,
             command_buf: Vec::new(),
             checking: false,
+            depth: None,
         }
     }
 
     async fn run(&mut self, init: Init) {
         let ok = match init {
-            Init::Fresh { start, ack } => self.begin_fresh(*start, ack),
-            Init::Recover => self.recover().await,
+            Init::Fresh { start, ack, depth } => {
+                self.depth = depth;
+                self.begin_fresh(*start, ack)
+            }
+            Init::Recover => {
+                let ok = self.recover().await;
+                if ok {
+                    self.cancel_if_parent_did();
+                }
+                ok
+            }
         };
         if !ok {
             self.exit_now();
@@ -305,6 +319,9 @@ impl Driver {
                 }
             };
             self.process_commands();
+            if polled.is_pending() {
+                self.cancel_dropped_children();
+            }
             if let Poll::Ready(result) = polled {
                 self.future = None;
                 if self.blocked.is_some() {
@@ -465,6 +482,20 @@ impl Driver {
     }
 
     fn finish(&mut self, result: Result<Value, WorkflowError>) {
+        // Children still running do not outlive the run: they are cancelled, each with a
+        // record on its step, in the commit that ends the run.
+        lock(&self.shared).newly_dropped.clear();
+        let (ending, why) = match &result {
+            Ok(_) => (RunStatus::Done, None),
+            Err(e) if e.cancelled => (RunStatus::Cancelled, Some(e.message.as_str())),
+            Err(e) => (RunStatus::Failed, Some(e.message.as_str())),
+        };
+        let reason = match why {
+            Some(why) => format!("parent run {} ended {ending}: {why}", self.run_id),
+            None => format!("parent run {} ended {ending}", self.run_id),
+        };
+        let cancels = self.state.cancel_children(|_| reason.clone());
+        self.perform(cancels);
         let result_state = lock(&self.shared).result_state.clone();
         let (status, reason) = match result {
             Ok(v) => {

@@ -215,6 +215,7 @@ impl Driver {
             }
             Effect::StartChild(step) => self.start_child(step),
             Effect::CheckChild(step) => self.check_child(step),
+            Effect::CancelChild(step) => self.cancel_child(step),
         }
     }
 }

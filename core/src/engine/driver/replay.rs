@@ -265,6 +265,9 @@ impl Driver {
             let actions = self.state.request_live(c, super::outbox::now_ms());
             self.perform(actions);
         }
+        // Children of steps the code dropped while replaying that the journal does not show
+        // cancelled (the process died before that was journaled) are cancelled now.
+        self.cancel_dropped_children();
         self.refresh_status();
         true
     }
