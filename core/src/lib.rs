@@ -41,7 +41,8 @@ pub use context::{
 };
 pub use engine::{
     AnswerAck, CancelAck, Engine, EngineBuilder, InboxFilter, InterpreterFn, JournalUpdate,
-    ReplayError, RunUpdate, StartRequest, WorkflowError, WorkflowFn, WorkflowRegistration,
+    ReplayError, RunUpdate, StartRequest, WeakEngine, WorkflowError, WorkflowFn,
+    WorkflowRegistration,
 };
 pub use error::{DeliverError, IoSource, OpenError, RunError, StartError, StoreError};
 pub use id::RunId;
