@@ -29,10 +29,8 @@ fn workflow(hidden: &'static str, started: Arc<AtomicBool>) -> WorkflowRegistrat
     WorkflowRegistration::new("carrier", "", move |ctx, input| {
         let started = started.clone();
         async move {
-            let body = TaskRegistration::new(
-                "carried",
-                TaskOptions::default(),
-                move |input: Value, _| {
+            let body =
+                TaskRegistration::new("carried", TaskOptions::default(), move |input: Value, _| {
                     let started = started.clone();
                     async move {
                         started.store(true, Ordering::SeqCst);
@@ -41,8 +39,7 @@ fn workflow(hidden: &'static str, started: Arc<AtomicBool>) -> WorkflowRegistrat
                         }
                         Ok(json!({ "input": input, "hidden": hidden }))
                     }
-                },
-            );
+                });
             let out = ctx
                 .task_with(TaskCall {
                     task: "carried".into(),

@@ -109,6 +109,10 @@ pub const AREAS: &[Area] = &[
         title: "Workflow documents",
     },
     Area {
+        prefix: "EX",
+        title: "Task executors",
+    },
+    Area {
         prefix: "SH",
         title: "Shell tasks",
     },

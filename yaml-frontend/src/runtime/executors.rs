@@ -1,13 +1,12 @@
-//! Task executors of the synchronous YAML task types, registered as engine tasks.
+//! The executor of `condition_task`, registered as an engine task. (The executors of the task
+//! types that reach outside live in `magrathea-exec`; see [`super::dispatch`].)
 
 use std::sync::Arc;
 
-use magrathea_core::{RetryPolicy, TaskContext, TaskError, TaskOptions, TaskRegistration};
+use magrathea_core::{RetryPolicy, TaskError, TaskOptions, TaskRegistration};
 use serde_json::{Value, json};
 
 use super::RuntimeInner;
-use super::documents::Scope;
-use super::shell::run_shell;
 use crate::Condition;
 
 fn options() -> TaskOptions {
@@ -18,7 +17,7 @@ fn options() -> TaskOptions {
 }
 
 /// The `tenant/project` scope the interpreter put in a task's `$run`.
-pub(crate) fn scope_of(input: &Value) -> String {
+fn scope_of(input: &Value) -> String {
     input
         .pointer("/$run/scope")
         .and_then(Value::as_str)
@@ -27,97 +26,25 @@ pub(crate) fn scope_of(input: &Value) -> String {
 }
 
 /// A `technical_error` that retrying cannot fix, carrying its message as output.
-pub(crate) fn technical(msg: String) -> TaskError {
+fn technical(msg: String) -> TaskError {
     TaskError::terminal(msg.clone())
         .with_kind("technical_error")
         .with_output(json!({ "error": msg }))
 }
 
 pub(crate) fn registrations(rt: Arc<RuntimeInner>) -> Vec<TaskRegistration> {
-    let shell_rt = rt.clone();
-    let cond_rt = rt.clone();
-    let mut regs = vec![
-        TaskRegistration::new("shell_task", options(), move |input, ctx| {
-            let rt = shell_rt.clone();
-            async move { shell(&rt, input, ctx).await }
-        }),
-        TaskRegistration::new("condition_task", options(), move |input, _| {
-            let rt = cond_rt.clone();
+    vec![TaskRegistration::new(
+        "condition_task",
+        options(),
+        move |input, _| {
+            let rt = rt.clone();
             async move {
                 let scope = scope_of(&input);
-                let _lane = rt.lanes.enter(&scope).await;
+                let _lane = rt.exec.enter_lane(&scope).await;
                 condition(&input)
             }
-        }),
-    ];
-    let script_rt = rt.clone();
-    regs.push(TaskRegistration::new(
-        "script_task",
-        options(),
-        move |input, ctx| {
-            let rt = script_rt.clone();
-            async move {
-                let scope = scope_of(&input);
-                let _lane = rt.lanes.enter(&scope).await;
-                super::script::execute(&rt, input, ctx).await
-            }
         },
-    ));
-    let tool_rt = rt.clone();
-    regs.push(TaskRegistration::new(
-        "tool_task",
-        options(),
-        move |input, ctx| {
-            let rt = tool_rt.clone();
-            async move {
-                let scope = scope_of(&input);
-                let _lane = rt.lanes.enter(&scope).await;
-                super::tools::execute(&rt, input, ctx).await
-            }
-        },
-    ));
-    let agent_rt = rt;
-    regs.push(TaskRegistration::new(
-        "agent_task",
-        options(),
-        move |input, ctx| {
-            let rt = agent_rt.clone();
-            async move { super::agent::execute(&rt, input, ctx).await }
-        },
-    ));
-    regs
-}
-
-async fn shell(rt: &RuntimeInner, input: Value, ctx: TaskContext) -> Result<Value, TaskError> {
-    let run = input
-        .get("run")
-        .and_then(Value::as_str)
-        .unwrap_or_default()
-        .to_string();
-    let scope_key = scope_of(&input);
-    let Some(dir_name) = input.get("dirName").and_then(Value::as_str) else {
-        return Err(technical(
-            "[MAG-SH001] shell_task has no `dirName:`; name a workspace directory (e.g. \
-             `dirName: workspace`)"
-                .into(),
-        ));
-    };
-    let scope = Scope::of_run(&scope_key);
-    let Some(dir) = rt.docs.workspace_dir(&scope, dir_name) else {
-        return Err(technical(format!(
-            "[MAG-SH005] unknown workspace `{dir_name}`: declare it under `workspaces:` in \
-             _vance/settings.yaml"
-        )));
-    };
-    let timeout = input
-        .get("timeoutSeconds")
-        .and_then(Value::as_f64)
-        .filter(|s| *s > 0.0)
-        .map(crate::saturating_secs);
-    let _lane = rt.lanes.enter(&scope_key).await;
-    let limit = rt.docs.settings(&scope).shell.max_output_bytes;
-    let env = super::shell::environment(&input, &ctx);
-    run_shell(&run, dir, timeout, env, limit).await
+    )]
 }
 
 fn condition(input: &Value) -> Result<Value, TaskError> {
