@@ -26,7 +26,7 @@ mod engine;
 
 use std::path::{Component, Path, PathBuf};
 use std::sync::Arc;
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::time::Duration;
 
 use magrathea_core::{TaskContext, TaskError};
@@ -136,10 +136,11 @@ impl IntoExecCall for ScriptInput {
     }
 }
 
-/// The limits every execution runs under.
+/// The limits every execution runs under, and the executions running now.
 #[derive(Debug, Clone)]
 pub(crate) struct Scripts {
     limits: Limits,
+    running: Arc<AtomicUsize>,
 }
 
 impl Scripts {
@@ -151,7 +152,32 @@ impl Scripts {
                 stack_bytes: STACK_LIMIT_BYTES,
                 timeout: DEFAULT_TIMEOUT,
             },
+            running: Arc::new(AtomicUsize::new(0)),
         }
+    }
+}
+
+/// Counts an execution on its blocking thread, from its start to its very end.
+struct Running(Arc<AtomicUsize>);
+
+impl Running {
+    fn enter(count: &Arc<AtomicUsize>) -> Self {
+        count.fetch_add(1, Ordering::SeqCst);
+        Self(count.clone())
+    }
+}
+
+impl Drop for Running {
+    fn drop(&mut self) {
+        self.0.fetch_sub(1, Ordering::SeqCst);
+    }
+}
+
+impl crate::Executors {
+    /// How many scripts are executing now, each on its blocking thread: those of running
+    /// steps, and those interrupted (timeout, cancelled run) that have not stopped yet.
+    pub fn scripts_running(&self) -> usize {
+        self.inner.scripts.running.load(Ordering::SeqCst)
     }
 }
 
@@ -209,7 +235,9 @@ pub(crate) async fn execute(
     let _cancel_on_drop = CancelOnDrop(cancel.clone());
     let timeout = limits.timeout;
     let script_path = path.clone();
+    let running = Running::enter(&scripts.running);
     let handle = tokio::task::spawn_blocking(move || {
+        let _running = running;
         let body = read_script(&docs, &scope, &source, &dir_name, &script_path)?;
         let job = Job {
             body: &body,
@@ -225,7 +253,18 @@ pub(crate) async fn execute(
         Ok(Err(join)) => Err(technical(format!(
             "[MAG-JS015] script `{path}` crashed the script engine: {join}"
         ))),
-        Err(_) => Err(failed(&path, timeout, Failure::Timeout)),
+        Err(_) => {
+            // The interrupt did not stop the script: report the timeout anyway, and say so.
+            let secs = timeout.as_secs_f64();
+            let msg = format!(
+                "[MAG-JS011] script `{path}` did not finish within its timeout of {secs} s and \
+                 had not stopped {} s after it was interrupted",
+                GRACE.as_secs()
+            );
+            Err(TaskError::terminal(msg.clone())
+                .with_kind(TaskError::TIMEOUT)
+                .with_output(json!({ "error": msg, "timeoutSeconds": secs, "stillRunning": true })))
+        }
     }
 }
 
