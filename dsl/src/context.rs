@@ -123,6 +123,8 @@ impl Context {
     /// runs again.
     ///
     /// ```no_run
+    /// # #[cfg(feature = "exec")]
+    /// # mod demo {
     /// use magrathea::exec::{IntoExecCall, Scope, ShellInput, ShellOutput};
     /// use magrathea::prelude::*;
     ///
@@ -133,6 +135,7 @@ impl Context {
     ///     let out: ShellOutput = ctx.exec(call).await?;
     ///     Ok(out.stdout)
     /// }
+    /// # }
     /// ```
     #[cfg(feature = "exec-base")]
     pub fn exec<C: magrathea_exec::IntoExecCall>(

@@ -11,9 +11,11 @@
 //! parameters and variables, which grow with the run) travels as [`RunData`] inside the call.
 //!
 //! ```no_run
-//! # use magrathea_core::{Engine, WorkflowContext};
+//! # #[cfg(all(feature = "shell", feature = "tools"))]
+//! # mod demo {
+//! # use magrathea_core::WorkflowContext;
 //! use magrathea_exec::{DocumentSource, Executors, Scope, ShellInput, ToolInput};
-//! # async fn demo(ctx: WorkflowContext, engine: Engine) {
+//! # async fn demo(ctx: WorkflowContext) {
 //! let executors = Executors::new(DocumentSource::new("/srv/projects"));
 //! // In a workflow: a shell command in the project's `workspace` directory, journaled.
 //! let scope = Scope::new("acme", "shop");
@@ -24,6 +26,7 @@
 //!     .call(ToolInput::new("doc_read", serde_json::json!({"path": "README.md"})))
 //!     .scope(&scope);
 //! let read = ctx.task_with(call.into_task_call()).await;
+//! # }
 //! # }
 //! ```
 //!
