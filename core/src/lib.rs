@@ -41,8 +41,8 @@ pub use context::{
 };
 pub use engine::{
     AnswerAck, CancelAck, DEFAULT_MAX_CHILD_DEPTH, Engine, EngineBuilder, InboxFilter,
-    InterpreterFn, JournalUpdate, ReplayError, RunUpdate, StartRequest, WorkflowError, WorkflowFn,
-    WorkflowRegistration,
+    InterpreterFn, JournalUpdate, ReplayError, RunUpdate, StartRequest, WeakEngine, WorkflowError,
+    WorkflowFn, WorkflowRegistration,
 };
 pub use error::{DeliverError, IoSource, OpenError, RunError, StartError, StoreError};
 pub use id::RunId;

@@ -107,6 +107,48 @@ impl Context {
         })
     }
 
+    /// Runs an executor of `magrathea-exec` as a journaled task: a shell command
+    /// ([`ShellInput`](magrathea_exec::ShellInput)), a script, a tool through the permission
+    /// cascade ([`ToolInput`](magrathea_exec::ToolInput)) or an agent recipe. Takes a typed
+    /// input, or an [`ExecCall`](magrathea_exec::ExecCall) made from one to set the step's
+    /// label, scope, run context or executors.
+    ///
+    /// The journal holds the input and the call's run context; the executors come from the
+    /// call or from the engine ([`EngineBuilder::executors`](crate::EngineBuilder::executors)).
+    /// Fails with a [`StepError`] whose [`kind`](StepError::kind) is the executor's outcome
+    /// (`business_error` for a non-zero exit, `timeout`, `permission_error`, …) and whose
+    /// [`output`](StepError::output) is what it reported (a shell command's output, say).
+    ///
+    /// Replay: returns the journaled result. A call that was running when the process died
+    /// runs again.
+    ///
+    /// ```no_run
+    /// # #[cfg(feature = "exec")]
+    /// # mod demo {
+    /// use magrathea::exec::{IntoExecCall, Scope, ShellInput, ShellOutput};
+    /// use magrathea::prelude::*;
+    ///
+    /// #[workflow]
+    /// async fn test_suite(ctx: Context, project: String) -> Result<String, WorkflowError> {
+    ///     let scope = Scope::new("acme", &project);
+    ///     let call = ShellInput::new("cargo test").into_exec_call().scope(&scope);
+    ///     let out: ShellOutput = ctx.exec(call).await?;
+    ///     Ok(out.stdout)
+    /// }
+    /// # }
+    /// ```
+    #[cfg(feature = "exec-base")]
+    pub fn exec<C: magrathea_exec::IntoExecCall>(
+        &self,
+        call: C,
+    ) -> StepFuture<Result<C::Output, StepError>> {
+        let call = call.into_exec_call().into_task_call();
+        self.inner.task_with(call).map(|r| {
+            r.map_err(StepError::from)
+                .and_then(|v| decode(v, "the executor's output"))
+        })
+    }
+
     /// A durable sleep: a journaled timer that survives restarts; the run holds no memory
     /// while it waits. Replay returns at once once the timer has fired. Fails only when the
     /// run is cancelled during the sleep.

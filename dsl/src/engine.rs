@@ -71,6 +71,9 @@ pub enum Recovery {
 #[derive(Debug, Default)]
 pub struct EngineBuilder {
     inner: core::EngineBuilder,
+    /// Executors to attach to the engine once it is built.
+    #[cfg(feature = "exec-base")]
+    executors: Vec<magrathea_exec::Executors>,
 }
 
 impl EngineBuilder {
@@ -148,6 +151,15 @@ impl EngineBuilder {
         self.map(f)
     }
 
+    /// Gives [`Context::exec`](crate::Context::exec) calls these executors (they go into the
+    /// engine's data), and gives the executors the engine once it is built (for the tools
+    /// that reach it).
+    #[cfg(feature = "exec-base")]
+    pub fn executors(mut self, executors: &magrathea_exec::Executors) -> Self {
+        self.executors.push(executors.clone());
+        self.map(|b| executors.install(b))
+    }
+
     /// Registers a front end's interpreter.
     pub fn interpreter(self, frontend: impl Into<String>, f: InterpreterFn) -> Self {
         self.map(|b| b.interpreter(frontend, f))
@@ -161,13 +173,17 @@ impl EngineBuilder {
 
     /// Opens the journal and starts the engine. Must run inside a tokio runtime.
     pub async fn build(self) -> Result<Engine, OpenError> {
-        Ok(Engine::from_core(self.inner.build().await?))
+        let engine = self.inner.build().await?;
+        #[cfg(feature = "exec-base")]
+        for executors in &self.executors {
+            executors.attach(&engine);
+        }
+        Ok(Engine::from_core(engine))
     }
 
-    fn map(self, f: impl FnOnce(core::EngineBuilder) -> core::EngineBuilder) -> Self {
-        Self {
-            inner: f(self.inner),
-        }
+    fn map(mut self, f: impl FnOnce(core::EngineBuilder) -> core::EngineBuilder) -> Self {
+        self.inner = f(std::mem::take(&mut self.inner));
+        self
     }
 }
 

@@ -37,6 +37,9 @@
 //!   use `?` on any error type; see [`Error`].
 //! * Gates are built with [`Gate`] and answered as an [`Approval`], [`Decision`] or
 //!   [`Feedback`].
+//! * With the `exec` feature, `Context::exec` runs the executors of `magrathea-exec` (a shell
+//!   command, a script, a tool through the permission cascade, an agent recipe) as journaled
+//!   tasks; give the engine the executors with `EngineBuilder::executors`.
 
 mod context;
 mod engine;
@@ -63,6 +66,9 @@ pub use traits::{Journaled, Task, Workflow};
 
 /// The core crate, for front ends and advanced use.
 pub use magrathea_core as core;
+
+#[cfg(feature = "exec-base")]
+pub use magrathea_exec as exec;
 
 #[cfg(feature = "yaml")]
 pub use magrathea_yaml as yaml;

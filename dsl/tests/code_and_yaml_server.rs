@@ -159,7 +159,7 @@ async fn code_and_yaml_workflows_run_side_by_side_over_http() {
     assert_eq!(status, 200);
     assert_eq!(
         (&view["status"], &view["result"]),
-        (&json!("DONE"), &json!("15"))
+        (&json!("DONE"), &json!(15))
     );
 
     // A code run belongs to the project it was started in, like a YAML run.

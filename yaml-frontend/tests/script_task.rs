@@ -300,6 +300,23 @@ async fn thrown_errors_are_technical_errors_with_message_and_line() {
     assert_eq!(view.vars["out"], "caught x");
 }
 
+/// The attempt ended in `timeout` because the script was interrupted at its deadline (not
+/// given up on while it kept running).
+fn interrupted_at_its_timeout(attempt: &Attempt) {
+    assert_eq!(attempt.outcome, "timeout", "{:?}", attempt.output);
+    let error = attempt.output["error"].as_str().unwrap();
+    assert!(
+        error.contains("[MAG-JS011]") && error.contains("was interrupted"),
+        "{error}"
+    );
+    assert_eq!(
+        attempt.output.get("stillRunning"),
+        None,
+        "{:?}",
+        attempt.output
+    );
+}
+
 #[tokio::test]
 async fn an_infinite_loop_is_stopped_by_its_timeout() {
     let p = project().await;
@@ -307,25 +324,17 @@ async fn an_infinite_loop_is_stopped_by_its_timeout() {
     let (view, attempt) = p
         .run_script("spin", "while (true) {}\n", "    timeoutSeconds: 1\n")
         .await;
-    let elapsed = t0.elapsed();
+    // A lower bound only: load can only make it later.
+    assert!(
+        t0.elapsed() >= Duration::from_millis(900),
+        "{:?}",
+        t0.elapsed()
+    );
     assert_eq!(view.status, RunStatus::Done, "{view:?}");
     assert_eq!(view.result, Some(json!("timeout")));
-    assert_eq!(attempt.outcome, "timeout");
-    assert!(
-        attempt.output["error"]
-            .as_str()
-            .unwrap()
-            .contains("[MAG-JS011]"),
-        "{:?}",
-        attempt.output
-    );
-    assert!(
-        elapsed >= Duration::from_millis(900) && elapsed < Duration::from_secs(5),
-        "{elapsed:?}"
-    );
+    interrupted_at_its_timeout(&attempt);
 
     // The interrupt cannot be caught, and a loop of microtasks is stopped as well.
-    let t0 = Instant::now();
     let (_, attempt) = p
         .run_script(
             "stubborn",
@@ -333,7 +342,7 @@ async fn an_infinite_loop_is_stopped_by_its_timeout() {
             "    timeoutSeconds: 0.5\n",
         )
         .await;
-    assert_eq!(attempt.outcome, "timeout");
+    interrupted_at_its_timeout(&attempt);
     let (_, attempt) = p
         .run_script(
             "ticks",
@@ -341,7 +350,7 @@ async fn an_infinite_loop_is_stopped_by_its_timeout() {
             "    timeoutSeconds: 0.5\n",
         )
         .await;
-    assert_eq!(attempt.outcome, "timeout");
+    interrupted_at_its_timeout(&attempt);
     // Catastrophic regex backtracking is interrupted too.
     let (_, attempt) = p
         .run_script(
@@ -350,19 +359,21 @@ async fn an_infinite_loop_is_stopped_by_its_timeout() {
             "    timeoutSeconds: 0.5\n",
         )
         .await;
-    assert_eq!(attempt.outcome, "timeout");
-    assert!(t0.elapsed() < Duration::from_secs(6), "{:?}", t0.elapsed());
+    interrupted_at_its_timeout(&attempt);
+    // Every interrupted script has stopped: none is left spinning on its thread.
+    assert_eq!(p.runtime.executors().scripts_running(), 0);
 }
 
 #[tokio::test]
 async fn an_allocation_bomb_is_stopped_by_the_memory_limit() {
+    // The timeouts are far away: only the memory limit can end these scripts with a
+    // technical error.
     let p = project().await;
-    let t0 = Instant::now();
     let (view, attempt) = p
         .run_script(
             "bomb",
             "let a = [];\nwhile (true) a.push(new Array(1e6).fill(1));\n",
-            "    timeoutSeconds: 30\n",
+            "    timeoutSeconds: 3600\n",
         )
         .await;
     assert_eq!(view.status, RunStatus::Done, "{view:?}");
@@ -370,20 +381,18 @@ async fn an_allocation_bomb_is_stopped_by_the_memory_limit() {
     assert_eq!(attempt.outcome, "technical_error");
     let msg = attempt.output["error"].as_str().unwrap();
     assert!(msg.contains("memory"), "{msg}");
-    assert!(t0.elapsed() < Duration::from_secs(10), "{:?}", t0.elapsed());
 
     // A string bomb too: a million distinct 1 MB strings.
     let (_, attempt) = p
         .run_script(
             "strings",
             "const parts = [];\nwhile (true) parts.push('x'.repeat(1e6) + parts.length);\n",
-            "    timeoutSeconds: 30\n",
+            "    timeoutSeconds: 3600\n",
         )
         .await;
     assert_eq!(attempt.outcome, "technical_error");
     let msg = attempt.output["error"].as_str().unwrap();
     assert!(msg.contains("memory"), "{msg}");
-    assert!(t0.elapsed() < Duration::from_secs(20), "{:?}", t0.elapsed());
 
     // Runaway recursion hits the stack limit instead of the process's stack.
     let (_, attempt) = p
@@ -550,24 +559,29 @@ async fn scripts_come_from_the_workspace_or_the_tenant_and_cannot_escape() {
 }
 
 #[tokio::test]
-async fn cancelling_the_run_ends_a_spinning_script_promptly() {
+async fn cancelling_the_run_interrupts_a_spinning_script() {
     let p = project().await;
-    p.script("spin", "while (true) {}\n", "    timeoutSeconds: 60\n");
+    // Only the cancellation can stop this script: its timeout is an hour away.
+    p.script("spin", "while (true) {}\n", "    timeoutSeconds: 3600\n");
     let run = p
         .runtime
         .start(&p.engine, &p.scope, "spin", json!({}), "tester")
         .await
         .unwrap();
-    tokio::time::sleep(Duration::from_millis(300)).await;
-    let t0 = Instant::now();
+    let executors = p.runtime.executors();
+    while executors.scripts_running() == 0 {
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
     p.engine.cancel(run, "test").await.unwrap();
-    let view = tokio::time::timeout(Duration::from_secs(10), p.engine.wait_settled(run))
-        .await
-        .expect("the cancelled run settles")
-        .unwrap();
+    let view = p.engine.wait_settled(run).await.unwrap();
     assert_eq!(view.status, RunStatus::Cancelled, "{view:?}");
-    assert!(t0.elapsed() < Duration::from_secs(5), "{:?}", t0.elapsed());
-    // The project's lane is free again: the next script runs at once.
+    // The interrupt stopped the script's thread (a generous bound, far below its timeout).
+    let deadline = Instant::now() + Duration::from_secs(60);
+    while executors.scripts_running() > 0 {
+        assert!(Instant::now() < deadline, "the cancelled script still runs");
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
+    // The project's lane is free again: the next script runs.
     let (view, _) = p.run_script("after", "return 'next';", "").await;
     assert_eq!(view.vars["out"], "next");
 }

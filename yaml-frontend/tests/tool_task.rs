@@ -814,3 +814,88 @@ fn tools_describe_themselves_with_a_json_schema() {
         assert_eq!(tool.parameters()["type"], "object", "{name}");
     }
 }
+
+/// A host tool that never answers.
+struct Stall;
+
+impl Tool for Stall {
+    fn name(&self) -> &str {
+        "stall"
+    }
+    fn description(&self) -> &str {
+        "Never answers."
+    }
+    fn parameters(&self) -> Value {
+        json!({ "type": "object" })
+    }
+    fn invoke<'a>(
+        &'a self,
+        _params: Value,
+        _ctx: &'a ToolContext,
+    ) -> BoxFuture<'a, Result<Value, ToolError>> {
+        Box::pin(std::future::pending())
+    }
+}
+
+#[tokio::test]
+async fn a_tool_task_ends_with_outcome_timeout_at_its_timeout_seconds() {
+    let dir = tempfile::tempdir().unwrap();
+    let root = dir.path();
+    std::fs::create_dir_all(root.join("acme/shop/_vance/workflows")).unwrap();
+    let rt = YamlRuntime::new(DocumentSource::new(root)).with_tool(Stall);
+    // A registered task that never answers either: a #[task] called as a tool.
+    let slow = TaskRegistration::new("slow", TaskOptions::default(), |_, _| {
+        std::future::pending::<Result<Value, TaskError>>()
+    });
+    let engine = rt
+        .install(Engine::builder().in_memory().task(slow))
+        .build()
+        .await
+        .unwrap();
+    std::fs::write(
+        root.join("acme/shop/_vance/workflows/stalls.yaml"),
+        r#"
+allowedTools: [stall, slow]
+start: tool
+states:
+  tool:
+    type: tool_task
+    tool: stall
+    timeoutSeconds: 0.2
+    storeAs: tool
+    catch:
+      timeout: task
+  task:
+    type: tool_task
+    tool: slow
+    timeoutSeconds: 0.2
+    storeAs: task
+    catch:
+      timeout: done
+  done: { type: terminal, result: both timed out }
+"#,
+    )
+    .unwrap();
+    let scope = Scope::new("acme", "shop");
+    let run = rt
+        .start(&engine, &scope, "stalls", json!({}), "tester")
+        .await
+        .unwrap();
+    let v = tokio::time::timeout(Duration::from_secs(30), engine.wait(run))
+        .await
+        .expect("the timeouts end the run")
+        .unwrap();
+    assert_eq!(v.status, RunStatus::Done, "{v:?}");
+    assert_eq!(v.result, Some(json!("both timed out")));
+    let error = v.vars["tool"]["error"].as_str().unwrap();
+    assert!(
+        error.contains("[MAG-TL005]") && error.contains("stall"),
+        "{error}"
+    );
+    assert!(
+        v.vars["task"]["error"]
+            .as_str()
+            .unwrap()
+            .contains("timed out")
+    );
+}

@@ -390,6 +390,16 @@ pub const CODES: &[ErrorCode] = &[
         remedy: "Check the file's permissions and encoding.",
     },
     ErrorCode {
+        code: "MAG-EX001",
+        meaning: "An executor task (shell, script, tool or agent) ran without executors: its call was bound to none and the engine's data holds none.",
+        remedy: "Install the executors on the engine with Executors::install (YamlRuntime::install does), or bind the call with Executors::call.",
+    },
+    ErrorCode {
+        code: "MAG-EX002",
+        meaning: "A call names an executor this build of magrathea-exec leaves out.",
+        remedy: "Enable the executor's cargo feature (`shell`, `script`, `tools`, `agent`).",
+    },
+    ErrorCode {
         code: "MAG-SH001",
         meaning: "A shell_task has no `dirName:`.",
         remedy: "Name a workspace directory with `dirName:`.",
@@ -503,6 +513,11 @@ pub const CODES: &[ErrorCode] = &[
         code: "MAG-TL004",
         meaning: "The tool failed.",
         remedy: "Read the tool's message; the task may be retried.",
+    },
+    ErrorCode {
+        code: "MAG-TL005",
+        meaning: "The tool did not finish within the tool_task's `timeoutSeconds` (outcome `timeout`).",
+        remedy: "Raise `timeoutSeconds`, or find out why the tool is slow.",
     },
     ErrorCode {
         code: "MAG-AG001",

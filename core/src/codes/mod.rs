@@ -113,6 +113,10 @@ pub const AREAS: &[Area] = &[
         title: "Workflow documents",
     },
     Area {
+        prefix: "EX",
+        title: "Task executors",
+    },
+    Area {
         prefix: "SH",
         title: "Shell tasks",
     },

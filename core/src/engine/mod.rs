@@ -9,7 +9,7 @@ mod workflow;
 
 use std::collections::HashMap;
 use std::fmt;
-use std::sync::{Arc, Mutex};
+use std::sync::{Arc, Mutex, Weak};
 use std::time::Duration;
 
 use serde_json::Value;
@@ -541,5 +541,35 @@ impl Engine {
     /// Number of runs held in memory (not evicted).
     pub fn runs_in_memory(&self) -> usize {
         self.inner.active().len()
+    }
+
+    /// A handle that does not keep the engine alive, for what the engine itself holds (task
+    /// executors, interpreters) and that needs the engine back: holding an [`Engine`] there
+    /// would make a cycle that keeps the store open after every other handle is gone.
+    pub fn downgrade(&self) -> WeakEngine {
+        WeakEngine {
+            inner: Arc::downgrade(&self.inner),
+        }
+    }
+}
+
+/// An [`Engine`] handle that does not keep it alive (see [`Engine::downgrade`]).
+#[derive(Clone)]
+pub struct WeakEngine {
+    inner: Weak<EngineInner>,
+}
+
+impl fmt::Debug for WeakEngine {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("WeakEngine")
+            .field("alive", &(self.inner.strong_count() > 0))
+            .finish()
+    }
+}
+
+impl WeakEngine {
+    /// The engine, while any [`Engine`] handle to it (or a run it drives) is alive.
+    pub fn upgrade(&self) -> Option<Engine> {
+        self.inner.upgrade().map(|inner| Engine { inner })
     }
 }

@@ -1,14 +1,24 @@
 //! Dispatch of the task types that run outside the workflow (`shell_task`, `script_task`,
-//! `tool_task`, `agent_task`): what a state hands its executor, and how the executor's result
-//! becomes the state's [`Completion`].
+//! `tool_task`, `agent_task`) to the executors of `magrathea-exec`: what a state hands its
+//! executor, and how the executor's result becomes the state's [`Completion`].
+//!
+//! A step journals its typed input (taken from the state's resolved spec) and the run's small
+//! constant context (scope, workflow, `startedBy`, and for tools and agents `allowedTools`).
+//! The run's parameters and variables, which a shell step sees as `MAGRATHEA_PARAM_*` /
+//! `MAGRATHEA_VAR_*` and a script as `params` / `state`, travel inside the call as
+//! [`RunData`] and are not journaled: a run of N states journals O(N) bytes of them, not
+//! O(N²). Replay rebuilds the same parameters (the StartRecord's) and variables (journaled
+//! results) for the same step, so a step re-run after a restart sees the same.
 
 use std::sync::Arc;
 
 use magrathea_core::{RetryPolicy, StartRecord, TaskCall, TaskError, TaskOptions, WorkflowContext};
+use magrathea_exec::{
+    AgentInput, ExecCall, IntoExecCall, RunContext, RunData, ScriptInput, ShellInput, ToolInput,
+};
 use serde_json::{Map, Value, json};
 
 use super::RuntimeInner;
-use super::documents::Scope;
 use crate::ast::TaskType;
 
 /// What a state's task produced.
@@ -44,21 +54,6 @@ impl Completion {
     }
 }
 
-/// A string field of a resolved spec, empty when absent (the loader made sure it is there).
-pub(crate) fn text_field(spec: &Value, key: &str) -> String {
-    spec.get(key)
-        .and_then(Value::as_str)
-        .unwrap_or_default()
-        .to_string()
-}
-
-pub(crate) fn no_retry() -> Option<TaskOptions> {
-    Some(TaskOptions {
-        retry: RetryPolicy::none(),
-        timeout: None,
-    })
-}
-
 /// What every state's task may need to know about its run.
 pub(crate) struct RunInfo<'a> {
     pub(crate) start: &'a StartRecord,
@@ -68,25 +63,23 @@ pub(crate) struct RunInfo<'a> {
 }
 
 impl RunInfo<'_> {
-    /// The `$run` object added to the input of tasks that reach outside: executors read the
-    /// scope, the run's parameters and variables, and the workflow's allowed tools from it.
-    fn describe(&self) -> Value {
-        json!({
-            "scope": self.start.scope,
-            "workflowName": self.start.workflow_name,
-            "startedBy": self.start.started_by,
-            "params": self.params,
-            "vars": Value::Object(self.vars.clone()),
-            "allowedTools": self.allowed_tools,
-        })
+    /// The journaled run context of a step: scope, workflow and who started the run.
+    fn context(&self) -> RunContext {
+        RunContext::new()
+            .scope_key(self.start.scope.as_str())
+            .workflow(&self.start.workflow_name)
+            .started_by(&self.start.started_by)
     }
 
-    fn with_run(&self, spec: &Value) -> Value {
-        let mut input = spec.clone();
-        if let Value::Object(m) = &mut input {
-            m.insert("$run".into(), self.describe());
-        }
-        input
+    /// The context of a step that calls tools: with the workflow's `allowedTools:`.
+    fn tool_context(&self) -> RunContext {
+        self.context()
+            .allowed_tools(self.allowed_tools.map(<[String]>::to_vec))
+    }
+
+    /// The run's parameters and variables as they are now, for the executor only.
+    fn data(&self) -> Arc<RunData> {
+        Arc::new(RunData::new(self.params.clone(), self.vars.clone()))
     }
 }
 
@@ -100,19 +93,24 @@ pub(crate) async fn external(
     task_type: TaskType,
     spec: &Value,
 ) -> Completion {
-    let call = |task: &str, input: Value| {
-        ctx.task_with(TaskCall {
-            task: task.into(),
-            name: Some(state.to_string()),
-            input,
-            options: no_retry(),
-            registration: None,
-        })
-    };
+    let call =
+        |call: ExecCall<Value>| ctx.task_with(call.on(&rt.exec).label(state).into_task_call());
     match task_type {
+        TaskType::ShellTask => {
+            let shell = ShellInput::from_spec(spec).into_exec_call().untyped();
+            let result = call(shell.run_context(run.context()).run_data(run.data())).await;
+            Completion::from_task(result)
+        }
+        TaskType::ScriptTask => {
+            let script = ScriptInput::from_spec(spec).into_exec_call().untyped();
+            let result = call(script.run_context(run.context()).run_data(run.data())).await;
+            Completion::from_task(result)
+        }
         TaskType::ToolTask => tool(ctx, rt, run, state, spec).await,
         TaskType::AgentTask => {
-            let mut done = Completion::from_task(call("agent_task", run.with_run(spec)).await);
+            let agent = AgentInput::from_spec(spec).into_exec_call().untyped();
+            let result = call(agent.run_context(run.tool_context())).await;
+            let mut done = Completion::from_task(result);
             // The agent executor reports `{data, usage, costUsd}`; `data` is the task output.
             if let Some(obj) = done.output.as_object()
                 && obj.contains_key("data")
@@ -122,13 +120,16 @@ pub(crate) async fn external(
             }
             done
         }
-        other => Completion::from_task(call(other.as_str(), run.with_run(spec)).await),
+        other => Completion::of(
+            "technical_error",
+            json!({ "error": format!("`{}` does not run outside the workflow", other.as_str()) }),
+        ),
     }
 }
 
 /// `tool_task`: the permission cascade (§10), journaled as a side effect because it reads the
-/// tenant's and project's settings; then a registered `#[task]` of that name, or a tool of the
-/// runtime's registry.
+/// tenant's and project's settings; then a registered `#[task]` of that name (within the
+/// state's `timeoutSeconds`), or a tool of the executors' registry.
 async fn tool(
     ctx: &WorkflowContext,
     rt: &Arc<RuntimeInner>,
@@ -136,11 +137,18 @@ async fn tool(
     state: &str,
     spec: &Value,
 ) -> Completion {
-    let name = text_field(spec, "tool");
-    let scope = Scope::of_run(run.start.scope.as_str());
-    let allowed = run.allowed_tools;
+    let input = ToolInput::from_spec(spec);
+    let name = input.tool.clone();
+    let context = run.tool_context();
+    let scope = context.scope();
     let decision = ctx.side_effect("tool_permission", || {
-        super::tools::permission(rt, &scope, allowed, &name)
+        match rt
+            .exec
+            .tool_permission(&scope, context.allowed_tools.as_deref(), &name)
+        {
+            Ok(()) => json!({ "allowed": true, "reason": "allowed" }),
+            Err(reason) => json!({ "allowed": false, "reason": reason }),
+        }
     });
     if decision.get("allowed").and_then(Value::as_bool) != Some(true) {
         let reason = decision
@@ -152,19 +160,30 @@ async fn tool(
             json!({ "error": format!("[MAG-TL002] tool `{name}` is not allowed: {reason}") }),
         );
     }
-    let call = |task: &str, input: Value| {
-        ctx.task_with(TaskCall {
-            task: task.into(),
-            name: Some(state.to_string()),
-            input,
-            options: no_retry(),
-            registration: None,
-        })
-    };
     if ctx.is_task_registered(&name) {
-        let input = spec.get("params").cloned().unwrap_or(Value::Null);
-        let input = if input.is_null() { json!({}) } else { input };
-        return Completion::from_task(call(&name, input).await);
+        let params = if input.params.is_null() {
+            json!({})
+        } else {
+            input.params
+        };
+        let options = TaskOptions {
+            retry: RetryPolicy::none(),
+            timeout: input.timeout_seconds.map(crate::saturating_secs),
+        };
+        let result = ctx
+            .task_with(TaskCall {
+                task: name,
+                name: Some(state.to_string()),
+                input: params,
+                options: Some(options),
+                registration: None,
+            })
+            .await;
+        return Completion::from_task(result);
     }
-    Completion::from_task(call("tool_task", run.with_run(spec)).await)
+    let call = input.into_exec_call().on(&rt.exec).label(state);
+    Completion::from_task(
+        ctx.task_with(call.run_context(context).into_task_call())
+            .await,
+    )
 }

@@ -1,35 +1,39 @@
 //! Running YAML workflows on the replay core.
 //!
-//! [`YamlRuntime::install`] registers the `yaml` interpreter and the task executors of the
-//! synchronous task types with an engine; [`YamlRuntime::start`] resolves a document by the
+//! [`YamlRuntime::install`] registers the `yaml` interpreter with an engine (conditions are
+//! evaluated by the interpreter itself); [`YamlRuntime::start`] resolves a document by the
 //! cascade, validates it and its parameters, and starts a run whose `StartRecord` carries the
 //! frozen YAML body.
+//!
+//! The executors of `shell_task`, `script_task`, `tool_task` and `agent_task` live in
+//! `magrathea-exec` ([`Executors`]); the interpreter calls them through [`dispatch`], each call
+//! carrying its executor's body, so they are not registered by name. Their types are
+//! re-exported here.
 
-mod agent;
 mod dispatch;
-mod documents;
-mod executors;
 mod interpreter;
-mod lanes;
-mod script;
-mod settings;
-mod shell;
 mod steps;
-mod tools;
+mod workflow_start;
+
+/// The project tree, under the path the interpreter imports it from.
+mod documents {
+    pub(crate) use magrathea_exec::Scope;
+}
 
 use std::sync::Arc;
 
 use magrathea_core::{Engine, EngineBuilder, RunId, StartError, StartRequest};
 use serde_json::Value;
 
-pub use agent::{
+pub use magrathea_exec::agent::{
     AgentEngine, AgentError, AgentReply, AgentRequest, AgentRunInfo, ApiKey, ChatMessage,
     CloseReason, OpenAiEngine, Prices, Recipe, ReplyFormat, ToolBox, ToolCallRecord, Usage,
 };
-pub use documents::{DocumentError, DocumentSource, Scope, check_name};
-pub use settings::{LaneSettings, ProjectSettings};
-pub(crate) use shell::env_name;
-pub use tools::{Tool, ToolContext, ToolError};
+pub(crate) use magrathea_exec::shell::env_name;
+pub use magrathea_exec::{
+    DocumentError, DocumentSource, Executors, LaneSettings, ProjectSettings, Scope, Tool,
+    ToolContext, ToolError, check_name,
+};
 
 use crate::{Diagnostics, LoadOptions, ParamErrors, load_workflow, validate_params};
 
@@ -58,44 +62,40 @@ fn render(d: &Diagnostics) -> String {
         .join("\n")
 }
 
-#[allow(
-    dead_code,
-    reason = "executors of the task types that reach outside use these"
-)]
+/// What the interpreter shares with the executors it calls: the documents and the
+/// executors (which own the lanes).
 pub(crate) struct RuntimeInner {
     pub(crate) docs: DocumentSource,
-    pub(crate) lanes: lanes::Lanes,
-    pub(crate) tools: tools::Tools,
-    pub(crate) scripts: script::Scripts,
-    pub(crate) agents: agent::Agents,
+    pub(crate) exec: Executors,
 }
 
 impl std::fmt::Debug for RuntimeInner {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("RuntimeInner")
-            .field("docs", &self.docs)
+            .field("exec", &self.exec)
             .finish_non_exhaustive()
     }
 }
 
-/// The YAML front end's runtime: documents, lanes and task executors.
+/// The YAML front end's runtime: documents, the interpreter and the executors it calls.
 #[derive(Debug, Clone)]
 pub struct YamlRuntime {
     inner: Arc<RuntimeInner>,
 }
 
 impl YamlRuntime {
-    /// A runtime reading documents from `docs`.
+    /// A runtime reading documents from `docs`, with the executors of `magrathea-exec` and
+    /// the `workflow_start` tool.
     pub fn new(docs: DocumentSource) -> Self {
-        let lanes = lanes::Lanes::new(docs.clone());
+        Self::with_executors(Executors::new(docs))
+    }
+
+    /// A runtime over `executors` (and their documents), adding the `workflow_start` tool.
+    pub fn with_executors(exec: Executors) -> Self {
+        let docs = exec.documents().clone();
+        exec.register_tool(Arc::new(workflow_start::WorkflowStart::new(docs.clone())));
         Self {
-            inner: Arc::new(RuntimeInner {
-                tools: tools::Tools::new(&docs),
-                scripts: script::Scripts::new(&docs),
-                agents: agent::Agents::new(&docs),
-                docs,
-                lanes,
-            }),
+            inner: Arc::new(RuntimeInner { docs, exec }),
         }
     }
 
@@ -104,20 +104,26 @@ impl YamlRuntime {
         &self.inner.docs
     }
 
-    /// Registers the `yaml` interpreter and the executors of `shell_task`, `condition_task`,
-    /// `script_task`, `tool_task` and `agent_task`.
+    /// The executors the interpreter calls (shared: tools and agent engines added here are
+    /// theirs).
+    pub fn executors(&self) -> &Executors {
+        &self.inner.exec
+    }
+
+    /// Registers the `yaml` interpreter, and puts the
+    /// executors in the engine's data (so that code workflows' calls find them). Call
+    /// [`YamlRuntime::attach`] once the engine is built.
     pub fn install(&self, builder: EngineBuilder) -> EngineBuilder {
         let rt = self.inner.clone();
         let interpreter: magrathea_core::InterpreterFn = Arc::new(move |ctx, start| {
-            let doc = interpreter::load_frozen(start)?;
-            let fut = interpreter::interpret(ctx, doc, start.clone(), rt.clone());
+            let plan = interpreter::load_frozen(start)?;
+            let fut = interpreter::interpret(ctx, plan, start.clone(), rt.clone());
             Ok(Box::pin(fut))
         });
-        let mut builder = builder.interpreter("yaml", interpreter);
-        for reg in executors::registrations(self.inner.clone()) {
-            builder = builder.task(reg);
-        }
-        builder
+        self.inner
+            .exec
+            .install(builder)
+            .interpreter("yaml", interpreter)
     }
 
     /// Loads and validates the workflow `name` of `scope` by the cascade.
@@ -168,5 +174,88 @@ impl YamlRuntime {
         req.started_by = started_by.into();
         req.scope = scope.key().into();
         Ok(engine.start(req).await?)
+    }
+}
+
+/// The executors' tools and agent engines, through the runtime (see [`Executors`]).
+impl YamlRuntime {
+    /// Adds a host tool, replacing a registered tool (built-in or not) of the same name.
+    /// Workflows still need it in their `allowedTools:` (§10).
+    pub fn with_tool(self, tool: impl Tool + 'static) -> Self {
+        self.register_tool(Arc::new(tool));
+        self
+    }
+
+    /// Adds a host tool to a runtime that is already shared.
+    pub fn register_tool(&self, tool: Arc<dyn Tool>) {
+        self.inner.exec.register_tool(tool);
+    }
+
+    /// Gives the executors (the engine-backed tools `inbox_read`, `workflow_start`) the
+    /// engine. Call it once the engine built from [`YamlRuntime::install`] exists; later calls
+    /// are ignored. The executors hold the engine weakly.
+    pub fn attach(&self, engine: &Engine) {
+        self.inner.exec.attach(engine);
+    }
+
+    /// The names of the registered tools, sorted.
+    pub fn tool_names(&self) -> Vec<String> {
+        self.inner.exec.tool_names()
+    }
+
+    /// The registered tool `name`.
+    pub fn tool(&self, name: &str) -> Option<Arc<dyn Tool>> {
+        self.inner.exec.tool(name)
+    }
+
+    /// A context for `user` in `scope` carrying the attached engine, for calling tools
+    /// outside a run with [`YamlRuntime::invoke_tool`].
+    pub fn tool_context(&self, scope: &Scope, user: &str) -> ToolContext {
+        self.inner.exec.tool_context(scope, user)
+    }
+
+    /// Calls the registered tool `name` directly: schema check and invoke, without the
+    /// permission cascade (use [`YamlRuntime::tool_permission`] for that).
+    pub async fn invoke_tool(
+        &self,
+        name: &str,
+        params: Value,
+        ctx: &ToolContext,
+    ) -> Result<Value, ToolError> {
+        self.inner.exec.invoke_tool(name, params, ctx).await
+    }
+
+    /// The permission cascade of §10 for calling `tool` from a workflow of `scope` that
+    /// declares `workflow_allowed` (`allowedTools:`, `None` when absent): `Ok(())` or the
+    /// reason it is refused.
+    pub fn tool_permission(
+        &self,
+        scope: &Scope,
+        workflow_allowed: Option<&[String]>,
+        tool: &str,
+    ) -> Result<(), String> {
+        self.inner
+            .exec
+            .tool_permission(scope, workflow_allowed, tool)
+    }
+
+    /// Registers the agent engine `engine` under `name` (see
+    /// [`Executors::with_agent_engine`]).
+    pub fn with_agent_engine(self, name: impl Into<String>, engine: impl AgentEngine) -> Self {
+        self.inner
+            .exec
+            .register_agent_engine(name, Arc::new(engine));
+        self
+    }
+
+    /// Replaces where agent engines' API keys are read from (see
+    /// [`Executors::with_agent_env`]).
+    pub fn with_agent_env(
+        self,
+        lookup: impl Fn(&str) -> Option<String> + Send + Sync + 'static,
+    ) -> Self {
+        // Executors are a shared handle: the builder sets the lookup on the shared state.
+        let _ = self.inner.exec.clone().with_agent_env(lookup);
+        self
     }
 }

@@ -32,13 +32,11 @@
 use std::path::{Path, PathBuf};
 
 use serde::Deserialize;
-use serde_json::{Value, json};
 
-use super::super::RuntimeInner;
-use super::super::documents::{DocumentSource, Scope};
+use crate::documents::{DocumentSource, Scope};
 
 /// The tools a workflow without `allowedTools:` may call.
-pub(crate) const DEFAULT_POOL: [&str; 4] = ["web_search", "doc_read", "doc_list", "inbox_read"];
+pub const DEFAULT_POOL: [&str; 4] = ["web_search", "doc_read", "doc_list", "inbox_read"];
 
 /// The `tools:` section of a settings file.
 #[derive(Debug, Clone, Default, Deserialize)]
@@ -51,7 +49,7 @@ struct ToolSettings {
     denied: Vec<String>,
 }
 
-/// A settings file; other sections are read by [`super::super::settings`].
+/// A settings file; other sections are read by [`ProjectSettings`](crate::ProjectSettings).
 #[derive(Debug, Default, Deserialize)]
 struct SettingsFile {
     #[serde(default)]
@@ -81,7 +79,7 @@ fn project_file(docs: &DocumentSource, scope: &Scope) -> PathBuf {
 }
 
 /// The cascade: `Ok(())` or why `tool` is refused.
-pub(crate) fn decide(
+pub fn decide(
     docs: &DocumentSource,
     scope: &Scope,
     workflow: Option<&[String]>,
@@ -130,21 +128,6 @@ pub(crate) fn decide(
         }
     }
     Ok(())
-}
-
-/// The permission decision for calling `tool` from a workflow of `scope` whose document
-/// declares `allowed` (`allowedTools:`), as `{"allowed": bool, "reason": "..."}` — the
-/// value the interpreter journals as a side effect.
-pub(crate) fn permission(
-    rt: &RuntimeInner,
-    scope: &Scope,
-    allowed: Option<&[String]>,
-    tool: &str,
-) -> Value {
-    match decide(&rt.docs, scope, allowed, tool) {
-        Ok(()) => json!({ "allowed": true, "reason": "allowed" }),
-        Err(reason) => json!({ "allowed": false, "reason": reason }),
-    }
 }
 
 #[cfg(test)]

@@ -37,7 +37,7 @@ pub struct ProjectSettings {
 }
 
 /// How sub-runs (`workflow_task`, and YAML children of code workflows) of a project nest.
-#[derive(Debug, Clone, Default, Deserialize)]
+#[derive(Debug, Clone, Default, Deserialize, JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct SubRunSettings {
     /// The deepest a sub-run that the project's workflows start may be nested (a run started

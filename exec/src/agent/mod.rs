@@ -26,7 +26,7 @@
 //!
 //! The built-in engines reject fields they do not know; host engines get them in
 //! [`Recipe::extra`]. The API key is never written anywhere: it is read through the runtime's
-//! key source (the process environment unless [`YamlRuntime::with_agent_env`] replaces it),
+//! key source (the process environment unless [`Executors::with_agent_env`] replaces it),
 //! handed to the engine as an [`ApiKey`] (whose `Debug` is redacted) and sent only as the
 //! `Authorization: Bearer` header. If `apiKeyEnv` names an unset variable the attempt is a
 //! `technical_error`; without `apiKeyEnv` no `Authorization` header is sent (local servers).
@@ -96,18 +96,90 @@ use std::sync::{Arc, PoisonError, RwLock};
 use std::time::Duration;
 
 use futures::future::BoxFuture;
-use magrathea_core::{TaskContext, TaskError};
-use serde::Serialize;
+use magrathea_core::{Engine, TaskContext, TaskError};
+use serde::{Deserialize, Serialize};
 use serde_json::{Value, json};
 
 pub use openai::OpenAiEngine;
 pub use recipe::{Prices, Recipe};
 pub use toolbox::{ToolBox, ToolCallRecord};
 
-use super::documents::{DocumentError, Scope};
-use super::executors::{scope_of, technical};
-use super::tools::ToolContext;
-use super::{RuntimeInner, YamlRuntime};
+use crate::Executors;
+use crate::call::{ExecCall, IntoExecCall, call_of, decode};
+use crate::documents::{DocumentError, DocumentSource};
+use crate::tools::{ToolContext, Tools};
+use crate::{positive_secs, saturating_secs, technical, text_field};
+
+/// The task name agent steps are journaled under.
+pub const TASK: &str = "agent_task";
+
+/// An agent recipe to run: the journaled input of an `agent_task`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+#[non_exhaustive]
+pub struct AgentInput {
+    /// The recipe's name (`_vance/recipes/<name>.yaml` by the cascade).
+    pub recipe: String,
+    /// The engine's parameters (`prompt`, `schema`, …).
+    #[serde(default, skip_serializing_if = "Value::is_null")]
+    pub params: Value,
+    /// The attempt's time limit; else the recipe's, else 600 s.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub timeout_seconds: Option<f64>,
+}
+
+impl AgentInput {
+    /// Runs `recipe` with `params`.
+    pub fn new(recipe: impl Into<String>, params: Value) -> Self {
+        Self {
+            recipe: recipe.into(),
+            params,
+            timeout_seconds: None,
+        }
+    }
+
+    /// Within `timeout`.
+    pub fn timeout(mut self, timeout: Duration) -> Self {
+        self.timeout_seconds = Some(timeout.as_secs_f64());
+        self
+    }
+
+    /// The input of a YAML state from its resolved spec (`recipe`, `params`,
+    /// `timeoutSeconds`).
+    pub fn from_spec(spec: &Value) -> Self {
+        Self {
+            recipe: text_field(spec, "recipe"),
+            params: spec.get("params").cloned().unwrap_or(Value::Null),
+            timeout_seconds: positive_secs(spec.get("timeoutSeconds")),
+        }
+    }
+}
+
+impl IntoExecCall for AgentInput {
+    type Output = AgentOutput;
+    fn into_exec_call(self) -> ExecCall<AgentOutput> {
+        call_of(TASK, &self)
+    }
+}
+
+/// What an `agent_task` answers (see "Output contract" above).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+#[non_exhaustive]
+pub struct AgentOutput {
+    /// The task's output proper: the validated `data` of the Jeltz wrapper, or the last
+    /// assistant message.
+    pub data: Value,
+    /// Token usage, if known.
+    #[serde(default)]
+    pub usage: Option<Usage>,
+    /// What the attempt cost, if known.
+    #[serde(default)]
+    pub cost_usd: Option<f64>,
+    /// The tool calls the agent made, when the recipe offers tools.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub tool_calls: Option<Vec<ToolCallRecord>>,
+}
 
 /// The attempt's time limit when neither the state nor the recipe sets `timeoutSeconds`.
 const DEFAULT_TIMEOUT: Duration = Duration::from_secs(600);
@@ -118,7 +190,7 @@ pub(crate) const DEFAULT_MAX_TOOL_ROUNDS: u32 = 8;
 /// An engine that runs recipes: code (Jeltz, Ford, …), configured by a [`Recipe`].
 ///
 /// The runtime registers [`OpenAiEngine::jeltz`] as `jeltz` and [`OpenAiEngine::chat`] as
-/// `chat`; a host replaces or adds engines with [`YamlRuntime::with_agent_engine`]. A recipe
+/// `chat`; a host replaces or adds engines with [`Executors::with_agent_engine`]. A recipe
 /// picks its engine with `engine:`.
 pub trait AgentEngine: Send + Sync + 'static {
     /// Runs one attempt. The runtime enforces the time limit (`request.timeout`) by dropping
@@ -248,7 +320,7 @@ impl ChatMessage {
 }
 
 /// Token usage of an attempt.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct Usage {
     /// Prompt (input) tokens.
@@ -345,7 +417,7 @@ impl AgentError {
 
 type EnvFn = Arc<dyn Fn(&str) -> Option<String> + Send + Sync>;
 
-/// The agent engines of a runtime, and where API keys come from.
+/// The agent engines of the executors, and where API keys come from.
 pub(crate) struct Agents {
     engines: RwLock<HashMap<String, Arc<dyn AgentEngine>>>,
     env: RwLock<EnvFn>,
@@ -366,7 +438,7 @@ impl fmt::Debug for Agents {
 }
 
 impl Agents {
-    pub(crate) fn new(_docs: &super::DocumentSource) -> Self {
+    pub(crate) fn new() -> Self {
         let mut engines: HashMap<String, Arc<dyn AgentEngine>> = HashMap::new();
         engines.insert("jeltz".into(), Arc::new(OpenAiEngine::jeltz()));
         engines.insert("chat".into(), Arc::new(OpenAiEngine::chat()));
@@ -395,17 +467,23 @@ impl Agents {
     }
 }
 
-impl YamlRuntime {
+impl Executors {
     /// Registers `engine` under `name` (replacing a built-in one of that name); recipes with
-    /// `engine: <name>` run on it. Also affects engines already built with [`Self::install`].
+    /// `engine: <name>` run on it.
     pub fn with_agent_engine(self, name: impl Into<String>, engine: impl AgentEngine) -> Self {
+        self.register_agent_engine(name, Arc::new(engine));
+        self
+    }
+
+    /// Registers `engine` under `name` with executors that are already shared; calls made
+    /// from then on use it.
+    pub fn register_agent_engine(&self, name: impl Into<String>, engine: Arc<dyn AgentEngine>) {
         self.inner
             .agents
             .engines
             .write()
             .unwrap_or_else(PoisonError::into_inner)
-            .insert(name.into(), Arc::new(engine));
-        self
+            .insert(name.into(), engine);
     }
 
     /// Replaces where agent engines' API keys are read from (the process environment by
@@ -424,14 +502,16 @@ impl YamlRuntime {
     }
 }
 
-/// Runs one `agent_task` attempt. `input` is the resolved state spec (`recipe`, `params`,
-/// `timeoutSeconds`, …) plus `$run` (`scope`, `workflowName`, `startedBy`, `allowedTools`, …).
+/// Runs one `agent_task` attempt.
 pub(crate) async fn execute(
-    rt: &RuntimeInner,
+    docs: &DocumentSource,
+    agents: &Agents,
+    tools: &Tools,
+    engine: Option<Engine>,
     input: Value,
     ctx: TaskContext,
 ) -> Result<Value, TaskError> {
-    let prepared = prepare(rt, &input, &ctx)?;
+    let prepared = prepare(docs, agents, tools, engine, input, &ctx)?;
     let Prepared {
         engine,
         request,
@@ -521,22 +601,29 @@ struct Prepared {
     timeout: Duration,
 }
 
-fn prepare(rt: &RuntimeInner, input: &Value, ctx: &TaskContext) -> Result<Prepared, TaskError> {
-    let Some(name) = input.get("recipe").and_then(Value::as_str) else {
+fn prepare(
+    docs: &DocumentSource,
+    agents: &Agents,
+    tools: &Tools,
+    engine: Option<Engine>,
+    input: Value,
+    ctx: &TaskContext,
+) -> Result<Prepared, TaskError> {
+    let (input, run): (AgentInput, _) = decode(TASK, input)?;
+    let name = input.recipe.as_str();
+    if name.is_empty() {
         return Err(technical(
             "[MAG-AG001] agent_task needs `recipe:` naming a recipe; inline recipe definitions \
              are not allowed"
                 .into(),
         ));
-    };
-    let scope_key = scope_of(input);
-    let scope = Scope::of_run(&scope_key);
-    let (path, text) = rt
-        .docs
+    }
+    let scope = run.scope();
+    let (path, text) = docs
         .document(&scope, "recipes", name)
         .map_err(|e| technical(recipe_error(e)))?;
     let recipe = Recipe::parse(&recipe::label(&path), &text).map_err(technical)?;
-    let engine = rt.agents.engine(&recipe.engine).map_err(|known| {
+    let agent = agents.engine(&recipe.engine).map_err(|known| {
         technical(format!(
             "[MAG-AG003] recipe `{name}` ({}) names the unknown engine `{}` (known: {})",
             path.display(),
@@ -546,7 +633,7 @@ fn prepare(rt: &RuntimeInner, input: &Value, ctx: &TaskContext) -> Result<Prepar
     })?;
     let api_key = match recipe.api_key_env.as_deref() {
         None => None,
-        Some(var) => match rt.agents.key(var) {
+        Some(var) => match agents.key(var) {
             Some(k) if !k.is_empty() => Some(ApiKey(k)),
             _ => {
                 return Err(technical(format!(
@@ -556,9 +643,13 @@ fn prepare(rt: &RuntimeInner, input: &Value, ctx: &TaskContext) -> Result<Prepar
             }
         },
     };
-    let engine_params = input.get("params").cloned().unwrap_or_else(|| json!({}));
+    let engine_params = if input.params.is_null() {
+        json!({})
+    } else {
+        input.params.clone()
+    };
     let validator = match engine_params.get("schema") {
-        Some(s) if engine.reply_format() == ReplyFormat::Wrapper && !s.is_null() => Some(
+        Some(s) if agent.reply_format() == ReplyFormat::Wrapper && !s.is_null() => Some(
             jeltz::normalise_schema(s)
                 .and_then(|s| jeltz::compile(&s))
                 .map_err(|e| technical(format!("[MAG-AG004] agent_task params: {e}")))?,
@@ -566,39 +657,31 @@ fn prepare(rt: &RuntimeInner, input: &Value, ctx: &TaskContext) -> Result<Prepar
         _ => None,
     };
     let timeout = input
-        .get("timeoutSeconds")
-        .and_then(Value::as_f64)
-        .filter(|s| s.is_finite() && *s > 0.0)
-        .map(crate::saturating_secs)
+        .timeout_seconds
+        .map(saturating_secs)
         .or_else(|| recipe.timeout())
         .unwrap_or(DEFAULT_TIMEOUT);
-    let run = input.get("$run").cloned().unwrap_or(Value::Null);
-    let text_of = |key: &str| {
-        run.get(key)
-            .and_then(Value::as_str)
-            .unwrap_or_default()
-            .to_string()
-    };
     // `None` (the workflow declares no `allowedTools:`) means the default pool.
-    let workflow_allowed: Option<Vec<String>> =
-        run.get("allowedTools").and_then(Value::as_array).map(|a| {
-            a.iter()
-                .filter_map(Value::as_str)
-                .map(str::to_string)
-                .collect()
-        });
+    let workflow_allowed = run.allowed_tools.clone();
     let tool_ctx = ToolContext {
         tenant: scope.tenant.clone(),
         project: scope.project.clone(),
-        user: text_of("startedBy"),
+        user: run.started_by.clone(),
         workflow_run_id: Some(ctx.run_id),
-        workflow_name: Some(text_of("workflowName")).filter(|s| !s.is_empty()),
+        workflow_name: Some(run.workflow_name.clone()).filter(|s| !s.is_empty()),
         state: Some(ctx.name.clone()),
         // Per attempt; the tool box adds the call's index.
         idempotency_key: Some(ctx.idempotency_key()),
-        engine: rt.tools.engine.get().cloned(),
+        engine,
     };
-    let tools = ToolBox::new(rt, scope, workflow_allowed.clone(), &recipe.tools, tool_ctx);
+    let toolbox = ToolBox::new(
+        docs,
+        tools,
+        scope,
+        workflow_allowed.clone(),
+        &recipe.tools,
+        tool_ctx,
+    );
     let allowed_tools = workflow_allowed.unwrap_or_default();
     let request = AgentRequest {
         recipe_name: name.to_string(),
@@ -609,17 +692,17 @@ fn prepare(rt: &RuntimeInner, input: &Value, ctx: &TaskContext) -> Result<Prepar
             state: ctx.name.clone(),
             attempt: ctx.attempt,
             idempotency_key: ctx.idempotency_key(),
-            scope: scope_key,
-            workflow_name: text_of("workflowName"),
-            started_by: text_of("startedBy"),
+            scope: run.scope.clone(),
+            workflow_name: run.workflow_name.clone(),
+            started_by: run.started_by.clone(),
             allowed_tools,
         },
         api_key,
         timeout: Some(timeout),
-        tools,
+        tools: toolbox,
     };
     Ok(Prepared {
-        engine,
+        engine: agent,
         request,
         validator,
         timeout,

@@ -1,8 +1,8 @@
 //! `tool_task`, the tool registry and the built-in tools (reference §3.3, §8.1, §10).
 //!
 //! A [`Tool`] has a name, a description, a JSON Schema of its parameters and an async
-//! `invoke` returning a JSON value or a [`ToolError`]. Every [`YamlRuntime`] starts with the
-//! built-in tools; hosts add their own with [`YamlRuntime::with_tool`]:
+//! `invoke` returning a JSON value or a [`ToolError`]. Every [`Executors`] starts with the
+//! built-in tools; hosts add their own with [`Executors::with_tool`]:
 //!
 //! | tool | params | result |
 //! | --- | --- | --- |
@@ -10,36 +10,94 @@
 //! | `doc_read` | `path` (relative to the project directory) | `{path, content, size}` |
 //! | `doc_list` | `path` (default `_vance`), `recursive` | `{path, entries: [{path, kind, size}], truncated}` |
 //! | `inbox_read` | `status`: `PENDING` (default) or `ALL` | `{items, count}` of the caller's scope |
-//! | `workflow_start` | `name`, `params` | `{workflowRunId, workflowName}` (§8.1) |
 //!
-//! `inbox_read` and `workflow_start` need the engine: call [`YamlRuntime::attach`] once the
-//! engine is built. `web_search` is in the default pool of §10 but has no built-in
-//! implementation; a host registers one with [`YamlRuntime::with_tool`].
+//! `inbox_read` needs the engine: call [`Executors::attach`] once the engine is built. The YAML
+//! front end adds `workflow_start` (`name`, `params` → `{workflowRunId, workflowName}`, §8.1).
+//! `web_search` is in the default pool of §10 but has no built-in implementation; a host
+//! registers one with [`Executors::with_tool`].
 //!
-//! A `tool_task` first passes the permission cascade (see [`permission`] and the settings
-//! format documented there), then runs a `#[task]` of that name registered with the engine
-//! (the interpreter does that) or a tool of this registry (see [`execute`]). Outcomes:
-//! `success` (output = the tool's result), `permission_error` ([`ToolError::PermissionDenied`]
-//! or the cascade said no), `technical_error` (anything else: unknown tool, invalid
+//! A `tool_task` ([`ToolInput`]) passes the permission cascade (see [`permission`] and the
+//! settings format documented there) and runs a tool of this registry, within its
+//! `timeoutSeconds` if it has one. (A YAML `tool_task` naming a `#[task]` registered with the
+//! engine runs that task instead; the interpreter does that.) Outcomes: `success` (output =
+//! the tool's result), `permission_error` ([`ToolError::PermissionDenied`] or the cascade said
+//! no), `timeout` (`[MAG-TL005]`), `technical_error` (anything else: unknown tool, invalid
 //! parameters, [`ToolError::Failed`]).
 
 mod docs;
 mod engine_tools;
 mod http;
-mod permission;
+pub mod permission;
 
 use std::collections::BTreeMap;
 use std::fmt;
-use std::sync::{Arc, OnceLock, RwLock};
+use std::sync::{Arc, RwLock};
+use std::time::Duration;
 
 use futures::future::BoxFuture;
 use magrathea_core::{Engine, RunId, TaskContext, TaskError};
+use serde::{Deserialize, Serialize};
 use serde_json::{Value, json};
 
-use super::documents::Scope;
-use super::{DocumentSource, RuntimeInner, YamlRuntime};
+use crate::Executors;
+use crate::call::{ExecCall, IntoExecCall, call_of, decode};
+use crate::documents::{DocumentSource, Scope};
+use crate::lanes::Lanes;
+use crate::{positive_secs, saturating_secs, text_field};
 
-pub(crate) use permission::{decide, permission};
+pub(crate) use permission::decide;
+
+/// The task name tool steps are journaled under.
+pub const TASK: &str = "tool_task";
+
+/// A tool call: the journaled input of a `tool_task`. The workflow's `allowedTools:` come
+/// with the call's [`RunContext`](crate::RunContext).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+#[non_exhaustive]
+pub struct ToolInput {
+    /// The tool's name.
+    pub tool: String,
+    /// Its parameters (`{}` when null).
+    #[serde(default, skip_serializing_if = "Value::is_null")]
+    pub params: Value,
+    /// The call ends with outcome `timeout` after this many seconds.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub timeout_seconds: Option<f64>,
+}
+
+impl ToolInput {
+    /// Calls `tool` with `params`.
+    pub fn new(tool: impl Into<String>, params: Value) -> Self {
+        Self {
+            tool: tool.into(),
+            params,
+            timeout_seconds: None,
+        }
+    }
+
+    /// Ends with outcome `timeout` after `timeout`.
+    pub fn timeout(mut self, timeout: Duration) -> Self {
+        self.timeout_seconds = Some(timeout.as_secs_f64());
+        self
+    }
+
+    /// The input of a YAML state from its resolved spec (`tool`, `params`, `timeoutSeconds`).
+    pub fn from_spec(spec: &Value) -> Self {
+        Self {
+            tool: text_field(spec, "tool"),
+            params: spec.get("params").cloned().unwrap_or(Value::Null),
+            timeout_seconds: positive_secs(spec.get("timeoutSeconds")),
+        }
+    }
+}
+
+impl IntoExecCall for ToolInput {
+    type Output = Value;
+    fn into_exec_call(self) -> ExecCall<Value> {
+        call_of(TASK, &self)
+    }
+}
 
 /// A tool callable from a `tool_task` (and, through the registry, by agents).
 ///
@@ -48,7 +106,7 @@ pub(crate) use permission::{decide, permission};
 ///
 /// ```
 /// use futures::future::BoxFuture;
-/// use magrathea_yaml::runtime::{Tool, ToolContext, ToolError};
+/// use magrathea_exec::{Tool, ToolContext, ToolError};
 /// use serde_json::{Value, json};
 ///
 /// struct Echo;
@@ -74,7 +132,7 @@ pub(crate) use permission::{decide, permission};
 /// ```
 #[diagnostic::on_unimplemented(
     message = "`{Self}` is not a tool",
-    note = "implement `magrathea_yaml::runtime::Tool` (name, description, parameters, invoke)"
+    note = "implement `magrathea_exec::Tool` (name, description, parameters, invoke)"
 )]
 pub trait Tool: Send + Sync {
     /// The name workflows call it by (`tool: <name>`), also the name in `allowedTools:`.
@@ -140,7 +198,7 @@ pub struct ToolContext {
     /// Stable across re-executions of the same `tool_task` (not across its retries'
     /// differing inputs): tools with external effects use it to deduplicate.
     pub idempotency_key: Option<String>,
-    /// The engine, once [`YamlRuntime::attach`] was called.
+    /// The engine, once [`Executors::attach`] was called.
     pub engine: Option<Engine>,
 }
 
@@ -189,22 +247,27 @@ impl ToolContext {
     pub fn scope(&self) -> Scope {
         Scope::new(&self.tenant, &self.project)
     }
+
+    /// The engine, or the error of a `tool` that needs one and has none.
+    pub fn require_engine(&self, tool: &str) -> Result<&Engine, ToolError> {
+        self.engine.as_ref().ok_or_else(|| {
+            ToolError::Failed(format!(
+                "{tool} needs an engine: attach the executors to the engine once it is built \
+                 (Executors::attach or YamlRuntime::attach)"
+            ))
+        })
+    }
 }
 
-/// The tool registry of a runtime: the built-ins plus host tools, and the engine handle the
-/// engine-backed tools use.
+/// The tool registry of the executors: the built-ins plus host tools.
 pub(crate) struct Tools {
     registry: RwLock<BTreeMap<String, Arc<dyn Tool>>>,
-    /// Set by [`YamlRuntime::attach`]. The engine holds the runtime's task executors and
-    /// the runtime holds the engine: both live as long as the process uses them.
-    pub(crate) engine: OnceLock<Engine>,
 }
 
 impl fmt::Debug for Tools {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("Tools")
             .field("tools", &self.names())
-            .field("engine", &self.engine.get().is_some())
             .finish()
     }
 }
@@ -213,13 +276,11 @@ impl Tools {
     pub(crate) fn new(docs: &DocumentSource) -> Self {
         let tools = Self {
             registry: RwLock::new(BTreeMap::new()),
-            engine: OnceLock::new(),
         };
         tools.register(Arc::new(http::HttpRequest::new()));
         tools.register(Arc::new(docs::DocRead::new(docs.clone())));
         tools.register(Arc::new(docs::DocList::new(docs.clone())));
         tools.register(Arc::new(engine_tools::InboxRead));
-        tools.register(Arc::new(engine_tools::WorkflowStart::new(docs.clone())));
         tools
     }
 
@@ -262,10 +323,20 @@ impl Tools {
         check_params(&schema, &params).map_err(ToolError::InvalidParams)?;
         tool.invoke(params, ctx).await
     }
+
+    fn unknown(&self, name: &str) -> String {
+        let names = self.names();
+        let hint = crate::suggest::hint(name, names.iter().map(String::as_str));
+        format!(
+            "[MAG-TL001] unknown tool `{name}`{hint}: neither a registered task nor a tool; \
+             registered tools are {}",
+            crate::suggest::list(names.iter().map(String::as_str))
+        )
+    }
 }
 
-/// Builder and tool methods of the runtime (kept next to the registry).
-impl YamlRuntime {
+/// The tool registry and the permission cascade.
+impl Executors {
     /// Adds a host tool, replacing a registered tool (built-in or not) of the same name.
     /// Workflows still need it in their `allowedTools:` (§10).
     pub fn with_tool(self, tool: impl Tool + 'static) -> Self {
@@ -273,15 +344,9 @@ impl YamlRuntime {
         self
     }
 
-    /// Adds a host tool to a runtime that is already shared.
+    /// Adds a host tool to executors that are already shared.
     pub fn register_tool(&self, tool: Arc<dyn Tool>) {
         self.inner.tools.register(tool);
-    }
-
-    /// Gives the engine-backed tools (`inbox_read`, `workflow_start`) the engine. Call it
-    /// once the engine built from [`YamlRuntime::install`] exists; later calls are ignored.
-    pub fn attach(&self, engine: &Engine) {
-        let _ = self.inner.tools.engine.set(engine.clone());
     }
 
     /// The names of the registered tools, sorted.
@@ -295,27 +360,28 @@ impl YamlRuntime {
     }
 
     /// A context for `user` in `scope` carrying the attached engine, for calling tools
-    /// outside a run with [`YamlRuntime::invoke_tool`].
+    /// outside a run with [`Executors::invoke_tool`].
     pub fn tool_context(&self, scope: &Scope, user: &str) -> ToolContext {
         let ctx = ToolContext::new(scope, user);
-        match self.inner.tools.engine.get() {
-            Some(e) => ctx.with_engine(e.clone()),
+        match self.engine() {
+            Some(e) => ctx.with_engine(e),
             None => ctx,
         }
     }
 
     /// Calls the registered tool `name` directly: schema check and invoke, without the
-    /// permission cascade (use [`YamlRuntime::tool_permission`] for that).
+    /// permission cascade (use [`Executors::tool_permission`] for that).
     pub async fn invoke_tool(
         &self,
         name: &str,
         params: Value,
         ctx: &ToolContext,
     ) -> Result<Value, ToolError> {
-        let Some(tool) = self.inner.tools.get(name) else {
-            return Err(ToolError::Failed(unknown_tool(&self.inner, name)));
+        let tools = &self.inner.tools;
+        let Some(tool) = tools.get(name) else {
+            return Err(ToolError::Failed(tools.unknown(name)));
         };
-        self.inner.tools.invoke(&tool, params, ctx).await
+        tools.invoke(&tool, params, ctx).await
     }
 
     /// The permission cascade of §10 for calling `tool` from a workflow of `scope` that
@@ -331,16 +397,6 @@ impl YamlRuntime {
     }
 }
 
-fn unknown_tool(rt: &RuntimeInner, name: &str) -> String {
-    let names = rt.tools.names();
-    let hint = crate::suggest::hint(name, names.iter().map(String::as_str));
-    format!(
-        "[MAG-TL001] unknown tool `{name}`{hint}: neither a registered task nor a tool; \
-         registered tools are {}",
-        crate::suggest::list(names.iter().map(String::as_str))
-    )
-}
-
 /// A task error with `kind`, carrying its message as output.
 fn task_error(kind: &str, msg: String) -> TaskError {
     TaskError::terminal(msg.clone())
@@ -348,68 +404,68 @@ fn task_error(kind: &str, msg: String) -> TaskError {
         .with_output(json!({ "error": msg }))
 }
 
-/// Runs a built-in (or host-registered) tool for one `tool_task` attempt. `input` is the
-/// resolved state spec (`tool`, `params`) plus `$run` (`scope`, `workflowName`,
-/// `startedBy`, `allowedTools`, …).
+/// Runs a built-in (or host-registered) tool for one `tool_task` attempt.
 pub(crate) async fn execute(
-    rt: &RuntimeInner,
+    docs: &DocumentSource,
+    lanes: &Lanes,
+    tools: &Tools,
+    engine: Option<Engine>,
     input: Value,
     ctx: TaskContext,
 ) -> Result<Value, TaskError> {
-    let name = input
-        .get("tool")
-        .and_then(Value::as_str)
-        .unwrap_or_default()
-        .to_string();
-    let run = input.get("$run").cloned().unwrap_or(Value::Null);
-    let text = |k: &str| run.get(k).and_then(Value::as_str).unwrap_or_default();
-    let scope = Scope::of_run(text("scope"));
-    let allowed: Option<Vec<String>> = run.get("allowedTools").and_then(|v| {
-        v.as_array().map(|a| {
-            a.iter()
-                .filter_map(Value::as_str)
-                .map(str::to_string)
-                .collect()
-        })
-    });
-    // The interpreter checked (and journaled) the cascade already; settings may have
+    let (input, run): (ToolInput, _) = decode(TASK, input)?;
+    let name = input.tool;
+    let scope = run.scope();
+    // The YAML interpreter checked (and journaled) the cascade already; settings may have
     // changed since, and a denial must never run a tool.
-    if let Err(reason) = permission::decide(&rt.docs, &scope, allowed.as_deref(), &name) {
+    if let Err(reason) = permission::decide(docs, &scope, run.allowed_tools.as_deref(), &name) {
         return Err(task_error(
             "permission_error",
             format!("[MAG-TL002] tool `{name}` is not allowed: {reason}"),
         ));
     }
-    let Some(tool) = rt.tools.get(&name) else {
-        return Err(task_error("technical_error", unknown_tool(rt, &name)));
+    let Some(tool) = tools.get(&name) else {
+        return Err(task_error("technical_error", tools.unknown(&name)));
     };
     let tool_ctx = ToolContext {
         tenant: scope.tenant.clone(),
         project: scope.project.clone(),
-        user: text("startedBy").to_string(),
+        user: run.started_by.clone(),
         workflow_run_id: Some(ctx.run_id),
-        workflow_name: Some(text("workflowName").to_string()).filter(|s| !s.is_empty()),
+        workflow_name: Some(run.workflow_name.clone()).filter(|s| !s.is_empty()),
         state: Some(ctx.name.clone()),
         // Without the attempt: a re-executed tool_task (reclaim) deduplicates.
         idempotency_key: Some(format!("{}-{}-tool", ctx.run_id, ctx.step)),
-        engine: rt.tools.engine.get().cloned(),
+        engine,
     };
-    let params = input.get("params").cloned().unwrap_or(Value::Null);
-    rt.tools
-        .invoke(&tool, params, &tool_ctx)
-        .await
-        .map_err(|e| {
-            let msg = match &e {
-                ToolError::PermissionDenied(m) => {
-                    format!("[MAG-TL002] tool `{name}` denied: {m}")
-                }
-                ToolError::InvalidParams(m) => {
-                    format!("[MAG-TL003] invalid params for tool `{name}`: {m}")
-                }
-                ToolError::Failed(m) => format!("[MAG-TL004] tool `{name}` failed: {m}"),
-            };
-            task_error(e.outcome(), msg)
-        })
+    let _lane = lanes.enter(&run.scope).await;
+    let call = tools.invoke(&tool, input.params, &tool_ctx);
+    let result = match input.timeout_seconds {
+        None => call.await,
+        Some(secs) => match tokio::time::timeout(saturating_secs(secs), call).await {
+            Ok(result) => result,
+            Err(_) => {
+                return Err(task_error(
+                    TaskError::TIMEOUT,
+                    format!(
+                        "[MAG-TL005] tool `{name}` did not finish within its timeout of {secs} s"
+                    ),
+                ));
+            }
+        },
+    };
+    result.map_err(|e| {
+        let msg = match &e {
+            ToolError::PermissionDenied(m) => {
+                format!("[MAG-TL002] tool `{name}` denied: {m}")
+            }
+            ToolError::InvalidParams(m) => {
+                format!("[MAG-TL003] invalid params for tool `{name}`: {m}")
+            }
+            ToolError::Failed(m) => format!("[MAG-TL004] tool `{name}` failed: {m}"),
+        };
+        task_error(e.outcome(), msg)
+    })
 }
 
 /// Converts text to the type the schema declares, recursively through `properties`:

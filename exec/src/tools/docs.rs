@@ -13,7 +13,7 @@ use futures::future::BoxFuture;
 use serde_json::{Value, json};
 
 use super::{Tool, ToolContext, ToolError};
-use crate::runtime::DocumentSource;
+use crate::DocumentSource;
 
 /// Largest document `doc_read` returns.
 const MAX_READ_BYTES: u64 = 4 * 1024 * 1024;

@@ -241,14 +241,14 @@ fn install_console<'js>(ctx: &Ctx<'js>, label: &str) -> rquickjs::Result<()> {
             _ => return,
         };
         if n == MAX_CONSOLE_LINES {
-            tracing::warn!(target: "magrathea_yaml::script", script = %label, "console output truncated");
+            tracing::warn!(target: "magrathea_exec::script", script = %label, "console output truncated");
             return;
         }
         match level {
-            "error" => tracing::error!(target: "magrathea_yaml::script", script = %label, "{line}"),
-            "warn" => tracing::warn!(target: "magrathea_yaml::script", script = %label, "{line}"),
-            "debug" => tracing::debug!(target: "magrathea_yaml::script", script = %label, "{line}"),
-            _ => tracing::info!(target: "magrathea_yaml::script", script = %label, "{line}"),
+            "error" => tracing::error!(target: "magrathea_exec::script", script = %label, "{line}"),
+            "warn" => tracing::warn!(target: "magrathea_exec::script", script = %label, "{line}"),
+            "debug" => tracing::debug!(target: "magrathea_exec::script", script = %label, "{line}"),
+            _ => tracing::info!(target: "magrathea_exec::script", script = %label, "{line}"),
         }
     })?;
     let install = helper(ctx, CONSOLE)?;
@@ -349,14 +349,13 @@ mod tests {
             flag.store(true, Ordering::Relaxed);
         });
         let empty = serde_json::json!({});
-        let t0 = Instant::now();
+        // Only the flag can end this loop with `Cancelled` (its deadline is an hour away).
         let got = run(
             &job("while (true) {}", &empty),
-            &limits(Duration::from_secs(30)),
+            &limits(Duration::from_secs(3600)),
             cancel,
         );
         assert_eq!(got, Err(Failure::Cancelled));
-        assert!(t0.elapsed() < Duration::from_secs(5));
         setter.join().unwrap();
     }
 

@@ -4,15 +4,14 @@
 use std::fmt;
 use std::sync::{Arc, Mutex, PoisonError};
 
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 use serde_json::{Value, json};
 
-use super::super::RuntimeInner;
-use super::super::documents::{DocumentSource, Scope};
-use super::super::tools::{self, Tool, ToolContext, ToolError};
+use crate::documents::{DocumentSource, Scope};
+use crate::tools::{self, Tool, ToolContext, ToolError, Tools};
 
 /// One tool call an agent made, journaled in the task output's `toolCalls`.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[non_exhaustive]
 pub struct ToolCallRecord {
     /// The tool the model asked for.
@@ -22,7 +21,7 @@ pub struct ToolCallRecord {
     /// Whether the tool ran and returned a result.
     pub ok: bool,
     /// Why it did not (the text the model was sent as `{"error": …}`).
-    #[serde(skip_serializing_if = "Option::is_none")]
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub error: Option<String>,
 }
 
@@ -61,10 +60,11 @@ impl fmt::Debug for ToolBox {
 }
 
 impl ToolBox {
-    /// The tools named by `wanted` that are registered with the runtime (unknown names are
+    /// The tools named by `wanted` that are registered with the executors (unknown names are
     /// skipped; a call to them is answered as unknown).
     pub(super) fn new(
-        rt: &RuntimeInner,
+        docs: &DocumentSource,
+        registry: &Tools,
         scope: Scope,
         workflow_allowed: Option<Vec<String>>,
         wanted: &[String],
@@ -72,7 +72,7 @@ impl ToolBox {
     ) -> Self {
         let mut offered: Vec<Arc<dyn Tool>> = Vec::new();
         for name in wanted {
-            if let Some(tool) = rt.tools.get(name)
+            if let Some(tool) = registry.get(name)
                 && !offered.iter().any(|t| t.name() == name)
             {
                 offered.push(tool);
@@ -80,7 +80,7 @@ impl ToolBox {
         }
         Self {
             inner: Arc::new(Inner {
-                docs: rt.docs.clone(),
+                docs: docs.clone(),
                 scope,
                 workflow_allowed,
                 offered,

@@ -10,8 +10,10 @@
 //! ```
 //!
 //! The file is the body of an async function `(params, state) => …`: `return <value>` gives
-//! the task output (any JSON-compatible value), `await` works. `params` are the run's
-//! parameters, `state` its variables. The script runs in QuickJS (see [`engine`]) on a
+//! the task output (any JSON-compatible value), `await` works. In a YAML run `params` are the
+//! run's parameters and `state` its variables, handed over as the call's [`RunData`] (not
+//! journaled); a call from code passes them in [`ScriptInput::params`] and
+//! [`ScriptInput::state`] (journaled). The script runs in QuickJS (see [`engine`]) on a
 //! blocking thread, with its own runtime per execution: no file system, network or process
 //! access, a memory limit, and `timeoutSeconds` enforced by interrupting the script.
 //!
@@ -24,16 +26,21 @@ mod engine;
 
 use std::path::{Component, Path, PathBuf};
 use std::sync::Arc;
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::time::Duration;
 
 use magrathea_core::{TaskContext, TaskError};
+use serde::{Deserialize, Serialize};
 use serde_json::{Value, json};
 
-use super::RuntimeInner;
-use super::documents::{DocumentSource, Scope};
-use super::executors::{scope_of, technical};
+use crate::call::{ExecCall, IntoExecCall, RunData, call_of, decode};
+use crate::documents::{DocumentSource, Scope};
+use crate::lanes::Lanes;
+use crate::{opt_text, positive_secs, saturating_secs, technical, text_field};
 use engine::{Failure, Job, Limits};
+
+/// The task name script steps are journaled under.
+pub const TASK: &str = "script_task";
 
 /// The heap a script may use.
 const MEMORY_LIMIT_BYTES: usize = 64 * 1024 * 1024;
@@ -45,23 +52,132 @@ const DEFAULT_TIMEOUT: Duration = Duration::from_secs(60);
 /// reports the timeout anyway.
 const GRACE: Duration = Duration::from_secs(5);
 
-/// The script engine of a runtime: the limits every execution runs under.
+/// A script to run: the journaled input of a `script_task`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+#[non_exhaustive]
+pub struct ScriptInput {
+    /// The script file, relative to its root (no `..`).
+    pub path: String,
+    /// `document` (default): the project directory, then the tenant's; `workspace`: the
+    /// workspace directory [`ScriptInput::dir_name`].
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub source: Option<String>,
+    /// With `source: workspace`, the workspace (default `workspace`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub dir_name: Option<String>,
+    /// The script is interrupted after this many seconds (default 60).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub timeout_seconds: Option<f64>,
+    /// The script's `params`, journaled; without them, the call's [`RunData`] parameters.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub params: Option<Value>,
+    /// The script's `state`, journaled; without it, the call's [`RunData`] variables.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub state: Option<Value>,
+}
+
+impl ScriptInput {
+    /// The project document `path` (e.g. `_vance/scripts/transform.js`).
+    pub fn new(path: impl Into<String>) -> Self {
+        Self {
+            path: path.into(),
+            source: None,
+            dir_name: None,
+            timeout_seconds: None,
+            params: None,
+            state: None,
+        }
+    }
+
+    /// `path` in the workspace directory `dir_name` instead.
+    pub fn in_workspace(mut self, dir_name: impl Into<String>) -> Self {
+        self.source = Some("workspace".into());
+        self.dir_name = Some(dir_name.into());
+        self
+    }
+
+    /// Interrupted after `timeout`.
+    pub fn timeout(mut self, timeout: Duration) -> Self {
+        self.timeout_seconds = Some(timeout.as_secs_f64());
+        self
+    }
+
+    /// With `params` for the script.
+    pub fn params(mut self, params: Value) -> Self {
+        self.params = Some(params);
+        self
+    }
+
+    /// With `state` for the script.
+    pub fn state(mut self, state: Value) -> Self {
+        self.state = Some(state);
+        self
+    }
+
+    /// The input of a YAML state from its resolved spec (`path`, `source`, `dirName`,
+    /// `timeoutSeconds`).
+    pub fn from_spec(spec: &Value) -> Self {
+        Self {
+            path: text_field(spec, "path"),
+            source: opt_text(spec, "source"),
+            dir_name: opt_text(spec, "dirName"),
+            timeout_seconds: positive_secs(spec.get("timeoutSeconds")),
+            params: None,
+            state: None,
+        }
+    }
+}
+
+impl IntoExecCall for ScriptInput {
+    type Output = Value;
+    fn into_exec_call(self) -> ExecCall<Value> {
+        call_of(TASK, &self)
+    }
+}
+
+/// The limits every execution runs under, and the executions running now.
 #[derive(Debug, Clone)]
 pub(crate) struct Scripts {
     limits: Limits,
+    running: Arc<AtomicUsize>,
 }
 
 impl Scripts {
-    /// The engine of a runtime reading documents from `_docs`, with the default limits
-    /// (64 MiB heap, 512 KiB stack, 60 s without `timeoutSeconds:`).
-    pub(crate) fn new(_docs: &DocumentSource) -> Self {
+    /// The default limits (64 MiB heap, 512 KiB stack, 60 s without `timeoutSeconds:`).
+    pub(crate) fn new() -> Self {
         Self {
             limits: Limits {
                 memory_bytes: MEMORY_LIMIT_BYTES,
                 stack_bytes: STACK_LIMIT_BYTES,
                 timeout: DEFAULT_TIMEOUT,
             },
+            running: Arc::new(AtomicUsize::new(0)),
         }
+    }
+}
+
+/// Counts an execution on its blocking thread, from its start to its very end.
+struct Running(Arc<AtomicUsize>);
+
+impl Running {
+    fn enter(count: &Arc<AtomicUsize>) -> Self {
+        count.fetch_add(1, Ordering::SeqCst);
+        Self(count.clone())
+    }
+}
+
+impl Drop for Running {
+    fn drop(&mut self) {
+        self.0.fetch_sub(1, Ordering::SeqCst);
+    }
+}
+
+impl crate::Executors {
+    /// How many scripts are executing now, each on its blocking thread: those of running
+    /// steps, and those interrupted (timeout, cancelled run) that have not stopped yet.
+    pub fn scripts_running(&self) -> usize {
+        self.inner.scripts.running.load(Ordering::SeqCst)
     }
 }
 
@@ -75,63 +191,53 @@ impl Drop for CancelOnDrop {
     }
 }
 
-/// Runs one `script_task` attempt. `input` is the resolved state spec plus `scope`, `params`,
-/// `vars`, `startedBy`, `workflowName` and `allowedTools`.
+/// Runs one `script_task` attempt.
 pub(crate) async fn execute(
-    rt: &RuntimeInner,
+    docs: &DocumentSource,
+    lanes: &Lanes,
+    scripts: &Scripts,
     input: Value,
+    data: Option<&RunData>,
     ctx: TaskContext,
 ) -> Result<Value, TaskError> {
-    let scope_key = scope_of(&input);
-    let scope = Scope::parse(&scope_key).ok_or_else(|| {
+    let (input, run): (ScriptInput, _) = decode(TASK, input)?;
+    let scope = Scope::parse(&run.scope).ok_or_else(|| {
         technical(format!(
-            "[MAG-JS017] script_task runs in no project scope (`{scope_key}`)"
+            "[MAG-JS017] script_task runs in no project scope (`{}`)",
+            run.scope
         ))
     })?;
-    let Some(path) = input
-        .get("path")
-        .and_then(Value::as_str)
-        .filter(|p| !p.is_empty())
-        .map(str::to_string)
-    else {
+    let path = input.path.clone();
+    if path.is_empty() {
         return Err(technical(
             "[MAG-JS001] script_task has no `path:`; name the script file (e.g. \
              `path: _vance/scripts/transform.js`)"
                 .into(),
         ));
-    };
-    let source = input
-        .get("source")
-        .and_then(Value::as_str)
-        .unwrap_or("document")
-        .to_string();
-    let dir_name = input
-        .get("dirName")
-        .and_then(Value::as_str)
-        .filter(|d| !d.is_empty())
-        .unwrap_or("workspace")
-        .to_string();
-    let mut limits = rt.scripts.limits.clone();
-    if let Some(t) = timeout_of(&input) {
-        limits.timeout = t;
     }
-    let params = input
-        .pointer("/$run/params")
-        .cloned()
-        .filter(|v| !v.is_null())
-        .unwrap_or_else(|| json!({}));
-    let state = input
-        .pointer("/$run/vars")
-        .cloned()
-        .filter(|v| !v.is_null())
-        .unwrap_or_else(|| json!({}));
-    let docs = rt.docs.clone();
+    let source = input.source.unwrap_or_else(|| "document".into());
+    let dir_name = input.dir_name.unwrap_or_else(|| "workspace".into());
+    let mut limits = scripts.limits.clone();
+    if let Some(t) = input.timeout_seconds {
+        limits.timeout = saturating_secs(t);
+    }
+    let object = |v: Option<Value>| v.filter(|v| !v.is_null()).unwrap_or_else(|| json!({}));
+    let params = object(input.params.or_else(|| data.map(|d| d.params.clone())));
+    let state = object(
+        input
+            .state
+            .or_else(|| data.map(|d| Value::Object(d.vars.clone()))),
+    );
+    let _lane = lanes.enter(&run.scope).await;
+    let docs = docs.clone();
     let label = format!("{} {}", ctx.run_id, ctx.name);
     let cancel = Arc::new(AtomicBool::new(false));
     let _cancel_on_drop = CancelOnDrop(cancel.clone());
     let timeout = limits.timeout;
     let script_path = path.clone();
+    let running = Running::enter(&scripts.running);
     let handle = tokio::task::spawn_blocking(move || {
+        let _running = running;
         let body = read_script(&docs, &scope, &source, &dir_name, &script_path)?;
         let job = Job {
             body: &body,
@@ -147,17 +253,19 @@ pub(crate) async fn execute(
         Ok(Err(join)) => Err(technical(format!(
             "[MAG-JS015] script `{path}` crashed the script engine: {join}"
         ))),
-        Err(_) => Err(failed(&path, timeout, Failure::Timeout)),
+        Err(_) => {
+            // The interrupt did not stop the script: report the timeout anyway, and say so.
+            let secs = timeout.as_secs_f64();
+            let msg = format!(
+                "[MAG-JS011] script `{path}` did not finish within its timeout of {secs} s and \
+                 had not stopped {} s after it was interrupted",
+                GRACE.as_secs()
+            );
+            Err(TaskError::terminal(msg.clone())
+                .with_kind(TaskError::TIMEOUT)
+                .with_output(json!({ "error": msg, "timeoutSeconds": secs, "stillRunning": true })))
+        }
     }
-}
-
-/// `timeoutSeconds:` as a positive number (or numeric text, after `${…}` resolution).
-fn timeout_of(input: &Value) -> Option<Duration> {
-    let v = input.get("timeoutSeconds")?;
-    let secs = v
-        .as_f64()
-        .or_else(|| v.as_str().and_then(|s| s.trim().parse().ok()))?;
-    (secs.is_finite() && secs > 0.0).then(|| Duration::from_secs_f64(secs.min(1e9)))
 }
 
 /// The task error of a failed execution.
@@ -291,9 +399,6 @@ fn relative(path: &str) -> Result<PathBuf, TaskError> {
     }
 }
 
-/// The workspace directory `name` of a scope: the project's settings first, then
-/// `workspace` = the project directory. (The same rule as `shell_task`'s, kept here because
-/// that helper is private to the executors.)
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -309,16 +414,14 @@ mod tests {
     }
 
     #[test]
-    fn timeouts_are_positive_numbers() {
+    fn timeouts_are_positive_numbers_or_numeric_text() {
+        let of = |v: Value| ScriptInput::from_spec(&v).timeout_seconds;
+        assert_eq!(of(json!({"path": "a.js", "timeoutSeconds": 2})), Some(2.0));
         assert_eq!(
-            timeout_of(&json!({"timeoutSeconds": 2})),
-            Some(Duration::from_secs(2))
+            of(json!({"path": "a.js", "timeoutSeconds": "1.5"})),
+            Some(1.5)
         );
-        assert_eq!(
-            timeout_of(&json!({"timeoutSeconds": "1.5"})),
-            Some(Duration::from_millis(1500))
-        );
-        assert_eq!(timeout_of(&json!({"timeoutSeconds": 0})), None);
-        assert_eq!(timeout_of(&json!({})), None);
+        assert_eq!(of(json!({"path": "a.js", "timeoutSeconds": 0})), None);
+        assert_eq!(of(json!({"path": "a.js"})), None);
     }
 }

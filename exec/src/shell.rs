@@ -1,0 +1,453 @@
+//! `shell_task`: a real process via `sh -c` in a named workspace directory (reference §3.2).
+//!
+//! The command runs in its own process group; a timeout (or a cancelled run) kills the whole
+//! group, so a `sleep` started by the script does not outlive it. Output is a [`ShellOutput`]
+//! `{status, exitCode, stdout, stderr, durationMs}` with the reference's outcome mapping:
+//! exit 0 → `success`, exit ≠ 0 → `business_error`, killed on timeout → `timeout` (with the
+//! output produced until then), cannot start → `technical_error`.
+//!
+//! The process sees the run's parameters and stored variables as environment variables, so a
+//! command need not splice `${params.x}` into its text (a shell-injection risk):
+//! `MAGRATHEA_PARAM_<KEY>` and `MAGRATHEA_VAR_<KEY>`, the key upper-cased with every character
+//! other than `A-Z`, `0-9` and `_` replaced by `_`; strings as they are, other values as
+//! compact JSON. They come from the call's [`RunData`], which is not journaled. Also
+//! `MAGRATHEA_RUN_ID`, `MAGRATHEA_WORKFLOW` and `MAGRATHEA_STATE`, and the input's own `env`
+//! (journaled).
+//!
+//! Each of stdout and stderr is read as it is produced into a buffer that keeps at most
+//! `shell.maxOutputBytes` (settings; 1 MiB by default): the tail is kept, a
+//! `[… N bytes truncated …]` line marks the cut, and `stdoutTruncated` / `stderrTruncated`
+//! say so. A command's output is never held whole in memory.
+
+use std::collections::{BTreeMap, VecDeque};
+use std::path::PathBuf;
+use std::process::Stdio;
+use std::time::{Duration, Instant};
+
+use magrathea_core::{TaskContext, TaskError};
+use nix::sys::signal::{Signal, killpg};
+use nix::unistd::Pid;
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+use tokio::io::{AsyncRead, AsyncReadExt};
+
+use crate::call::{ExecCall, IntoExecCall, RunData, call_of, decode};
+use crate::documents::{DocumentSource, Scope};
+use crate::lanes::Lanes;
+use crate::{opt_text, positive_secs, saturating_secs, technical, text_field};
+
+/// The task name shell steps are journaled under.
+pub const TASK: &str = "shell_task";
+
+/// A shell command to run: the journaled input of a `shell_task`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+#[non_exhaustive]
+pub struct ShellInput {
+    /// The command, run with `sh -c`.
+    pub run: String,
+    /// The workspace directory it runs in: a name declared under `workspaces:` in the
+    /// project's settings, or `workspace` (the project directory). `None` is an error
+    /// (`[MAG-SH001]`), as a YAML state without `dirName:`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub dir_name: Option<String>,
+    /// Kills the process group after this many seconds (outcome `timeout`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub timeout_seconds: Option<f64>,
+    /// More environment variables, journaled with the input (the run's parameters and
+    /// variables come from [`RunData`] instead).
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub env: BTreeMap<String, String>,
+}
+
+impl ShellInput {
+    /// `command` in the workspace `workspace` (the project directory), without a timeout.
+    pub fn new(command: impl Into<String>) -> Self {
+        Self {
+            run: command.into(),
+            dir_name: Some("workspace".into()),
+            timeout_seconds: None,
+            env: BTreeMap::new(),
+        }
+    }
+
+    /// In the workspace directory `name`.
+    pub fn dir(mut self, name: impl Into<String>) -> Self {
+        self.dir_name = Some(name.into());
+        self
+    }
+
+    /// Killed after `timeout`.
+    pub fn timeout(mut self, timeout: Duration) -> Self {
+        self.timeout_seconds = Some(timeout.as_secs_f64());
+        self
+    }
+
+    /// With the environment variable `name` set to `value`.
+    pub fn env(mut self, name: impl Into<String>, value: impl Into<String>) -> Self {
+        self.env.insert(name.into(), value.into());
+        self
+    }
+
+    /// The input of a YAML state from its resolved spec (`run`, `dirName`, `timeoutSeconds`
+    /// as a number or numeric text).
+    pub fn from_spec(spec: &Value) -> Self {
+        Self {
+            run: text_field(spec, "run"),
+            dir_name: opt_text(spec, "dirName"),
+            timeout_seconds: positive_secs(spec.get("timeoutSeconds")),
+            env: BTreeMap::new(),
+        }
+    }
+}
+
+impl IntoExecCall for ShellInput {
+    type Output = ShellOutput;
+    fn into_exec_call(self) -> ExecCall<ShellOutput> {
+        call_of(TASK, &self)
+    }
+}
+
+/// How the process ended.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "SCREAMING_SNAKE_CASE")]
+pub enum ShellStatus {
+    /// It exited (with any status).
+    Completed,
+    /// It was killed: at its timeout, or by a signal.
+    Killed,
+    /// It could not be started or waited for.
+    Failed,
+}
+
+/// What a shell command produced: the task's output, and the output of its `business_error`,
+/// `timeout` and `technical_error` failures.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+#[non_exhaustive]
+pub struct ShellOutput {
+    /// How it ended.
+    pub status: ShellStatus,
+    /// The exit status, if it exited.
+    pub exit_code: Option<i32>,
+    /// Standard output (its tail, if longer than the limit).
+    pub stdout: String,
+    /// Standard error (its tail, if longer than the limit).
+    pub stderr: String,
+    /// How long it ran.
+    pub duration_ms: u64,
+    /// Whether `stdout` lost its beginning to the limit.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub stdout_truncated: bool,
+    /// Whether `stderr` lost its beginning to the limit.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub stderr_truncated: bool,
+}
+
+impl ShellOutput {
+    /// The output a failed shell step carries, e.g. from a workflow's `StepError::output`.
+    pub fn of_failure(output: &Value) -> Option<Self> {
+        serde_json::from_value(output.clone()).ok()
+    }
+
+    fn to_value(&self) -> Value {
+        serde_json::to_value(self).unwrap_or(Value::Null)
+    }
+}
+
+/// Runs one `shell_task` attempt.
+pub(crate) async fn execute(
+    docs: &DocumentSource,
+    lanes: &Lanes,
+    input: Value,
+    data: Option<&RunData>,
+    ctx: TaskContext,
+) -> Result<Value, TaskError> {
+    let (input, run): (ShellInput, _) = decode(TASK, input)?;
+    let Some(dir_name) = input.dir_name.as_deref() else {
+        return Err(technical(
+            "[MAG-SH001] shell_task has no `dirName:`; name a workspace directory (e.g. \
+             `dirName: workspace`)"
+                .into(),
+        ));
+    };
+    let scope: Scope = run.scope();
+    let Some(dir) = docs.workspace_dir(&scope, dir_name) else {
+        return Err(technical(format!(
+            "[MAG-SH005] unknown workspace `{dir_name}`: declare it under `workspaces:` in \
+             _vance/settings.yaml"
+        )));
+    };
+    let timeout = input.timeout_seconds.map(saturating_secs);
+    let _lane = lanes.enter(&run.scope).await;
+    let limit = docs.settings(&scope).shell.max_output_bytes;
+    let mut env = environment(data, &ctx);
+    if !run.workflow_name.is_empty() {
+        env.push(("MAGRATHEA_WORKFLOW".into(), run.workflow_name.clone()));
+    }
+    env.extend(input.env);
+    run_shell(&input.run, dir, timeout, env, limit).await
+}
+
+/// Kills the process group when dropped (timeout, cancellation, or a dropped task future).
+struct GroupGuard(Option<i32>);
+
+impl Drop for GroupGuard {
+    fn drop(&mut self) {
+        if let Some(pgid) = self.0.take() {
+            let _ = killpg(Pid::from_raw(pgid), Signal::SIGKILL);
+        }
+    }
+}
+
+/// The last `max` bytes of a stream, and how many came before them.
+#[derive(Debug)]
+struct Tail {
+    max: usize,
+    kept: VecDeque<u8>,
+    cut: u64,
+}
+
+impl Tail {
+    fn new(max: usize) -> Self {
+        Self {
+            max,
+            kept: VecDeque::new(),
+            cut: 0,
+        }
+    }
+
+    fn push(&mut self, bytes: &[u8]) {
+        // Only the last `max` bytes of this chunk can survive.
+        let skip = bytes.len().saturating_sub(self.max);
+        self.cut += skip as u64;
+        self.kept.extend(&bytes[skip..]);
+        let excess = self.kept.len().saturating_sub(self.max);
+        if excess > 0 {
+            self.kept.drain(..excess);
+            self.cut += excess as u64;
+        }
+    }
+
+    /// The kept text, with a line marking the cut, and whether there was one.
+    fn text(&self) -> (String, bool) {
+        let (a, b) = self.kept.as_slices();
+        let bytes = [a, b].concat();
+        let kept = String::from_utf8_lossy(&bytes);
+        if self.cut == 0 {
+            (kept.into_owned(), false)
+        } else {
+            (format!("[… {} bytes truncated …]\n{kept}", self.cut), true)
+        }
+    }
+}
+
+/// Reads `stream` to its end into `tail`.
+async fn pump(stream: Option<impl AsyncRead + Unpin>, tail: &mut Tail) {
+    let Some(mut stream) = stream else { return };
+    let mut buf = vec![0u8; 16 * 1024];
+    loop {
+        match stream.read(&mut buf).await {
+            Ok(0) | Err(_) => return,
+            Ok(n) => tail.push(&buf[..n]),
+        }
+    }
+}
+
+/// Runs `command` with `sh -c` in `dir`.
+pub(crate) async fn run_shell(
+    command: &str,
+    dir: PathBuf,
+    timeout: Option<Duration>,
+    env: Vec<(String, String)>,
+    max_output: usize,
+) -> Result<Value, TaskError> {
+    let started = Instant::now();
+    let technical = |msg: String| {
+        let output = ShellOutput {
+            status: ShellStatus::Failed,
+            exit_code: None,
+            stdout: String::new(),
+            stderr: msg.clone(),
+            duration_ms: started.elapsed().as_millis() as u64,
+            stdout_truncated: false,
+            stderr_truncated: false,
+        };
+        TaskError::terminal(msg)
+            .with_kind(TaskError::TECHNICAL)
+            .with_output(output.to_value())
+    };
+    if !dir.is_dir() {
+        return Err(technical(format!(
+            "[MAG-SH002] workspace directory {} does not exist",
+            dir.display()
+        )));
+    }
+    let mut cmd = tokio::process::Command::new("sh");
+    cmd.arg("-c")
+        .arg(command)
+        .current_dir(&dir)
+        .envs(env)
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .process_group(0)
+        .kill_on_drop(true);
+    let mut child = cmd
+        .spawn()
+        .map_err(|e| technical(format!("[MAG-SH003] cannot start `sh -c`: {e}")))?;
+    let mut guard = GroupGuard(child.id().map(|id| id as i32));
+    let (stdout, stderr) = (child.stdout.take(), child.stderr.take());
+    let mut out = Tail::new(max_output);
+    let mut err = Tail::new(max_output);
+    let finished = {
+        let collect = async {
+            tokio::join!(pump(stdout, &mut out), pump(stderr, &mut err));
+            child.wait().await
+        };
+        match timeout {
+            Some(t) => tokio::time::timeout(t, collect).await.ok(),
+            None => Some(collect.await),
+        }
+    };
+    let duration_ms = started.elapsed().as_millis() as u64;
+    let ((stdout, stdout_truncated), (stderr, stderr_truncated)) = (out.text(), err.text());
+    let output = |status, exit_code| ShellOutput {
+        status,
+        exit_code,
+        stdout: stdout.clone(),
+        stderr: stderr.clone(),
+        duration_ms,
+        stdout_truncated,
+        stderr_truncated,
+    };
+    let Some(status) = finished else {
+        drop(guard); // kills the group
+        return Err(TaskError::terminal(format!(
+            "command killed after its timeout of {} s",
+            timeout.map_or(0.0, |t| t.as_secs_f64())
+        ))
+        .with_kind(TaskError::TIMEOUT)
+        .with_output(output(ShellStatus::Killed, None).to_value()));
+    };
+    // The shell exited; anything it left in its group goes with it.
+    drop(std::mem::replace(&mut guard, GroupGuard(None)));
+    let status =
+        status.map_err(|e| technical(format!("[MAG-SH004] waiting for the command: {e}")))?;
+    match status.code() {
+        Some(0) => Ok(output(ShellStatus::Completed, Some(0)).to_value()),
+        Some(code) => Err(
+            TaskError::terminal(format!("command exited with status {code}"))
+                .with_kind("business_error")
+                .with_output(output(ShellStatus::Completed, Some(code)).to_value()),
+        ),
+        None => Err(TaskError::terminal("command was killed by a signal")
+            .with_kind(TaskError::TECHNICAL)
+            .with_output(output(ShellStatus::Killed, None).to_value())),
+    }
+}
+
+/// The environment variable that carries a run parameter (`PARAM`) or variable (`VAR`):
+/// `MAGRATHEA_<PREFIX>_<KEY>`, the key upper-cased with every character other than `A-Z`,
+/// `0-9` and `_` replaced by `_`.
+pub fn env_name(prefix: &str, key: &str) -> String {
+    let key: String = key
+        .chars()
+        .map(|c| {
+            if c.is_ascii_alphanumeric() {
+                c.to_ascii_uppercase()
+            } else {
+                '_'
+            }
+        })
+        .collect();
+    format!("MAGRATHEA_{prefix}_{key}")
+}
+
+/// The environment of a shell step: the run's identity, parameters and stored variables.
+fn environment(data: Option<&RunData>, ctx: &TaskContext) -> Vec<(String, String)> {
+    let text = |v: &Value| match v {
+        Value::String(s) => s.clone(),
+        other => other.to_string(),
+    };
+    let mut env = vec![
+        ("MAGRATHEA_RUN_ID".to_string(), ctx.run_id.to_string()),
+        ("MAGRATHEA_STATE".to_string(), ctx.name.clone()),
+    ];
+    if let Some(data) = data {
+        if let Some(params) = data.params.as_object() {
+            env.extend(params.iter().map(|(k, v)| (env_name("PARAM", k), text(v))));
+        }
+        env.extend(data.vars.iter().map(|(k, v)| (env_name("VAR", k), text(v))));
+    }
+    env
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    #[test]
+    fn the_tail_keeps_the_end_and_marks_the_cut() {
+        let mut t = Tail::new(10);
+        t.push(b"hello");
+        assert_eq!(t.text(), ("hello".to_string(), false));
+        let mut t = Tail::new(4);
+        t.push(b"0123456789");
+        assert_eq!(
+            t.text(),
+            ("[… 6 bytes truncated …]\n6789".to_string(), true)
+        );
+        // Chunk by chunk, as the pipe delivers it.
+        let mut t = Tail::new(4);
+        for chunk in [&b"01"[..], b"234", b"5", b"6789"] {
+            t.push(chunk);
+        }
+        assert_eq!(
+            t.text(),
+            ("[… 6 bytes truncated …]\n6789".to_string(), true)
+        );
+        assert!(t.kept.len() <= 4);
+        let mut t = Tail::new(0);
+        t.push(b"abc");
+        assert_eq!(t.text(), ("[… 3 bytes truncated …]\n".to_string(), true));
+    }
+
+    #[test]
+    fn environment_names_are_sanitised_and_values_rendered() {
+        let mut vars = serde_json::Map::new();
+        vars.insert("plan".into(), json!({"risk": "low"}));
+        let data = RunData::new(json!({"pr-url": "https://x", "n": 3}), vars);
+        let ctx = TaskContext::new(magrathea_core::RunId::new(), 0, 1, "check");
+        let env = environment(Some(&data), &ctx);
+        let get = |k: &str| env.iter().find(|(n, _)| n == k).map(|(_, v)| v.clone());
+        assert_eq!(get("MAGRATHEA_PARAM_PR_URL").as_deref(), Some("https://x"));
+        assert_eq!(get("MAGRATHEA_PARAM_N").as_deref(), Some("3"));
+        assert_eq!(
+            get("MAGRATHEA_VAR_PLAN").as_deref(),
+            Some(r#"{"risk":"low"}"#)
+        );
+        assert_eq!(get("MAGRATHEA_STATE").as_deref(), Some("check"));
+    }
+
+    #[test]
+    fn the_input_comes_from_a_resolved_spec() {
+        let spec = json!({
+            "type": "shell_task", "run": "make", "dirName": "build",
+            "timeoutSeconds": "2.5", "storeAs": "x", "on": {"success": "done"}
+        });
+        let input = ShellInput::from_spec(&spec);
+        assert_eq!(
+            input,
+            ShellInput::new("make")
+                .dir("build")
+                .timeout(Duration::from_millis(2500))
+        );
+        assert_eq!(
+            serde_json::to_value(&input).unwrap(),
+            json!({"run": "make", "dirName": "build", "timeoutSeconds": 2.5})
+        );
+        assert_eq!(ShellInput::from_spec(&json!({"run": "x"})).dir_name, None);
+    }
+}

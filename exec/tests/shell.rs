@@ -1,0 +1,121 @@
+//! `shell_task` through the executors' own API: a workflow of the core calls the executor as a
+//! journaled task. Output is read as it comes into bounded buffers; a timeout keeps what the
+//! command printed until then.
+
+#![cfg(feature = "shell")]
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use magrathea_core::{Engine, RunStatus, StartRequest, WorkflowRegistration};
+use magrathea_exec::{
+    DocumentSource, Executors, RunData, Scope, ShellInput, ShellOutput, ShellStatus,
+};
+use serde_json::{Map, Value, json};
+
+/// A project `acme/shop` with `settings`, and an engine whose workflow `sh` runs the
+/// [`ShellInput`] it is started with (with `RunData` of `{"who": "ford"}`) and answers
+/// `{kind, output}`.
+async fn setup(settings: &str) -> (tempfile::TempDir, Engine) {
+    let dir = tempfile::tempdir().unwrap();
+    let project = dir.path().join("acme/shop");
+    std::fs::create_dir_all(project.join("_vance")).unwrap();
+    std::fs::write(project.join("_vance/settings.yaml"), settings).unwrap();
+    let executors = Executors::new(DocumentSource::new(dir.path()));
+    let scope = Scope::new("acme", "shop");
+    let wf = WorkflowRegistration::new("sh", "", move |ctx, input: Value| {
+        let (executors, scope) = (executors.clone(), scope.clone());
+        async move {
+            let input: ShellInput = serde_json::from_value(input).unwrap();
+            let data = RunData::new(json!({ "who": "ford" }), Map::new());
+            let call = executors
+                .call(input)
+                .scope(&scope)
+                .label("step")
+                .run_data(Arc::new(data));
+            Ok(match ctx.task_with(call.into_task_call()).await {
+                Ok(output) => json!({ "kind": "success", "output": output }),
+                Err(e) => json!({ "kind": e.kind, "output": e.output }),
+            })
+        }
+    });
+    let engine = Engine::builder()
+        .in_memory()
+        .workflow(wf)
+        .build()
+        .await
+        .unwrap();
+    (dir, engine)
+}
+
+async fn run(engine: &Engine, input: ShellInput) -> (String, ShellOutput) {
+    let run = engine
+        .start(StartRequest::code(
+            "sh",
+            serde_json::to_value(input).unwrap(),
+        ))
+        .await
+        .unwrap();
+    let view = tokio::time::timeout(Duration::from_secs(60), engine.wait(run))
+        .await
+        .expect("the run ends")
+        .unwrap();
+    assert_eq!(view.status, RunStatus::Done, "{view:?}");
+    let result = view.result.unwrap();
+    let output = ShellOutput::of_failure(&result["output"]).expect("a shell output");
+    (result["kind"].as_str().unwrap().to_string(), output)
+}
+
+#[tokio::test]
+async fn a_command_killed_at_its_timeout_keeps_what_it_printed() {
+    let (_dir, engine) = setup("shell:\n  maxOutputBytes: 100\n").await;
+    let input = ShellInput::new(
+        "printf start; head -c 5000 /dev/zero | tr '\\0' x; echo >&2 oops; exec sleep 60",
+    )
+    .timeout(Duration::from_secs(2));
+    let (kind, out) = run(&engine, input).await;
+    assert_eq!(kind, "timeout");
+    assert_eq!(out.status, ShellStatus::Killed);
+    assert_eq!(out.exit_code, None);
+    assert!(out.stdout_truncated, "{out:?}");
+    assert!(
+        out.stdout.starts_with("[… 4905 bytes truncated …]\n")
+            && out.stdout.ends_with(&"x".repeat(100)),
+        "{out:?}"
+    );
+    assert_eq!(out.stderr, "oops\n");
+    assert!(!out.stderr_truncated);
+}
+
+#[tokio::test]
+async fn output_far_beyond_the_limit_keeps_its_tail() {
+    let (_dir, engine) = setup("shell:\n  maxOutputBytes: 1000\n").await;
+    // 64 MiB through the pipe; only the last 1000 bytes are ever held.
+    let input = ShellInput::new("head -c 67108864 /dev/zero | tr '\\0' y; printf END");
+    let (kind, out) = run(&engine, input).await;
+    assert_eq!(kind, "success");
+    assert_eq!(out.status, ShellStatus::Completed);
+    assert_eq!(out.exit_code, Some(0));
+    let cut = 67_108_864 + 3 - 1000;
+    assert!(
+        out.stdout
+            .starts_with(&format!("[… {cut} bytes truncated …]\n")),
+        "{}",
+        &out.stdout[..60]
+    );
+    assert!(out.stdout.ends_with("yyyEND"));
+    assert!(out.stdout.len() < 1100);
+}
+
+#[tokio::test]
+async fn the_environment_has_the_inputs_variables_and_the_runs_data() {
+    let (_dir, engine) = setup("").await;
+    let input = ShellInput::new(
+        r#"printf "%s %s %s" "$GREETING" "$MAGRATHEA_PARAM_WHO" "$MAGRATHEA_STATE"; exit 3"#,
+    )
+    .env("GREETING", "hello");
+    let (kind, out) = run(&engine, input).await;
+    assert_eq!(kind, "business_error");
+    assert_eq!(out.exit_code, Some(3));
+    assert_eq!(out.stdout, "hello ford step");
+}
