@@ -63,7 +63,7 @@ pub mod script;
 #[cfg(feature = "shell")]
 pub mod shell;
 #[cfg(feature = "tools")]
-mod suggest;
+pub mod suggest;
 #[cfg(feature = "tools")]
 pub mod tools;
 

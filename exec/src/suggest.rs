@@ -1,11 +1,11 @@
-//! "Did you mean" suggestions by edit distance (the YAML front end's rule, for tool names and
-//! parameters).
+//! "Did you mean" suggestions by edit distance: the one rule of tool names and parameters
+//! here and of the YAML loader's diagnostics.
 
 /// The closest candidate to `word`, if it is close enough to be a plausible typo.
 ///
 /// Closeness: Damerau-Levenshtein distance at most one third of the longer word (at least 1),
 /// or a case-insensitive / separator-insensitive exact match.
-pub(crate) fn did_you_mean<'a, I>(word: &str, candidates: I) -> Option<&'a str>
+pub fn did_you_mean<'a, I>(word: &str, candidates: I) -> Option<&'a str>
 where
     I: IntoIterator<Item = &'a str>,
 {
@@ -27,7 +27,7 @@ where
 }
 
 /// `" (did you mean 'x'?)"` or the empty string.
-pub(crate) fn hint<'a, I>(word: &str, candidates: I) -> String
+pub fn hint<'a, I>(word: &str, candidates: I) -> String
 where
     I: IntoIterator<Item = &'a str>,
 {
@@ -37,7 +37,7 @@ where
 }
 
 /// `[a, b, c]`.
-pub(crate) fn list<'a, I>(items: I) -> String
+pub fn list<'a, I>(items: I) -> String
 where
     I: IntoIterator<Item = &'a str>,
 {

@@ -33,7 +33,7 @@ pub mod plan;
 pub mod runtime;
 mod scalar;
 pub mod schema;
-mod suggest;
+use magrathea_exec::suggest;
 mod template;
 mod validate;
 
