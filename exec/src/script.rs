@@ -13,7 +13,7 @@
 //! the task output (any JSON-compatible value), `await` works. In a YAML run `params` are the
 //! run's parameters and `state` its variables, handed over as the call's [`RunData`] (not
 //! journaled); a call from code passes them in [`ScriptInput::params`] and
-//! [`ScriptInput::state`] (journaled). The script runs in QuickJS (see [`engine`]) on a
+//! [`ScriptInput::state`] (journaled). The script runs in QuickJS (see its `engine` module) on a
 //! blocking thread, with its own runtime per execution: no file system, network or process
 //! access, a memory limit, and `timeoutSeconds` enforced by interrupting the script.
 //!

@@ -87,6 +87,7 @@
 
 mod jeltz;
 mod openai;
+mod protocol;
 mod recipe;
 mod toolbox;
 
@@ -95,12 +96,15 @@ use std::fmt;
 use std::sync::{Arc, PoisonError, RwLock};
 use std::time::Duration;
 
-use futures::future::BoxFuture;
 use magrathea_core::{Engine, TaskContext, TaskError};
 use serde::{Deserialize, Serialize};
 use serde_json::{Value, json};
 
 pub use openai::OpenAiEngine;
+pub use protocol::{
+    AgentEngine, AgentError, AgentReply, AgentRequest, AgentRunInfo, ApiKey, ChatMessage,
+    CloseReason, ReplyFormat, Usage,
+};
 pub use recipe::{Prices, Recipe};
 pub use toolbox::{ToolBox, ToolCallRecord};
 
@@ -186,234 +190,6 @@ const DEFAULT_TIMEOUT: Duration = Duration::from_secs(600);
 
 /// Rounds of tool calls when the recipe sets no `maxToolRounds`.
 pub(crate) const DEFAULT_MAX_TOOL_ROUNDS: u32 = 8;
-
-/// An engine that runs recipes: code (Jeltz, Ford, …), configured by a [`Recipe`].
-///
-/// The runtime registers [`OpenAiEngine::jeltz`] as `jeltz` and [`OpenAiEngine::chat`] as
-/// `chat`; a host replaces or adds engines with [`Executors::with_agent_engine`]. A recipe
-/// picks its engine with `engine:`.
-pub trait AgentEngine: Send + Sync + 'static {
-    /// Runs one attempt. The runtime enforces the time limit (`request.timeout`) by dropping
-    /// the future, and maps the reply to the task's outcome by [`AgentEngine::reply_format`].
-    fn run(&self, request: AgentRequest) -> BoxFuture<'_, Result<AgentReply, AgentError>>;
-
-    /// How the reply becomes the task's outcome; [`ReplyFormat::LastMessage`] unless the
-    /// engine speaks the Jeltz wrapper.
-    fn reply_format(&self) -> ReplyFormat {
-        ReplyFormat::LastMessage
-    }
-}
-
-/// How an engine's reply becomes an `agent_task` outcome (reference §3.1).
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-#[non_exhaustive]
-pub enum ReplyFormat {
-    /// Jeltz: the last assistant message is a `{success, data}` wrapper validated against
-    /// `params.schema`.
-    Wrapper,
-    /// The close reason decides; the last assistant message is the output.
-    LastMessage,
-}
-
-/// An API key, read at call time. Its `Debug` does not show it and it is not serialisable.
-#[derive(Clone)]
-pub struct ApiKey(String);
-
-impl ApiKey {
-    /// A key.
-    pub fn new(key: impl Into<String>) -> Self {
-        Self(key.into())
-    }
-
-    /// The key, for the `Authorization` header.
-    pub fn expose(&self) -> &str {
-        &self.0
-    }
-}
-
-impl fmt::Debug for ApiKey {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str("ApiKey(<redacted>)")
-    }
-}
-
-/// Who asks: the run and state an attempt belongs to.
-#[derive(Debug, Clone, PartialEq, Eq)]
-#[non_exhaustive]
-pub struct AgentRunInfo {
-    /// The workflow run.
-    pub run_id: String,
-    /// The state (the task's journaled label).
-    pub state: String,
-    /// The attempt, from 1.
-    pub attempt: u32,
-    /// Stable across re-executions of the same attempt: pass it on to dedupe.
-    pub idempotency_key: String,
-    /// `tenant/project`.
-    pub scope: String,
-    /// The workflow.
-    pub workflow_name: String,
-    /// Who started the run.
-    pub started_by: String,
-    /// The workflow's `allowedTools:` (empty when it declares none; [`AgentRequest::tools`]
-    /// applies the cascade).
-    pub allowed_tools: Vec<String>,
-}
-
-/// One attempt of an `agent_task`, as handed to an [`AgentEngine`].
-#[derive(Debug, Clone)]
-#[non_exhaustive]
-pub struct AgentRequest {
-    /// The recipe's name (`recipe:` of the state).
-    pub recipe_name: String,
-    /// The recipe.
-    pub recipe: Recipe,
-    /// The state's resolved `params:` (`prompt`, `schema`, engine-specific fields).
-    pub engine_params: Value,
-    /// The run.
-    pub run: AgentRunInfo,
-    /// The key named by the recipe's `apiKeyEnv`, if it names one.
-    pub api_key: Option<ApiKey>,
-    /// The attempt's time limit (the runtime enforces it too).
-    pub timeout: Option<Duration>,
-    /// The recipe's tools, permission-checked per call (empty without `tools:`).
-    pub tools: ToolBox,
-}
-
-/// Why an engine's conversation ended (reference §3.1).
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-#[non_exhaustive]
-pub enum CloseReason {
-    /// The engine finished.
-    Done,
-    /// The engine closed itself automatically after finishing.
-    AutoClose,
-    /// The process went stale (→ `technical_error`).
-    Stale,
-    /// Stopped (→ `cancelled`).
-    Stopped,
-    /// Archived (→ `cancelled`).
-    Archived,
-    /// Deleted by a user (→ `cancelled`).
-    UserDelete,
-    /// Abandoned (→ `cancelled`).
-    Abandoned,
-}
-
-/// A chat message.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
-pub struct ChatMessage {
-    /// `system`, `user` or `assistant`.
-    pub role: String,
-    /// The text.
-    pub content: String,
-}
-
-impl ChatMessage {
-    /// A message.
-    pub fn new(role: impl Into<String>, content: impl Into<String>) -> Self {
-        Self {
-            role: role.into(),
-            content: content.into(),
-        }
-    }
-}
-
-/// Token usage of an attempt.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
-#[serde(rename_all = "camelCase")]
-pub struct Usage {
-    /// Prompt (input) tokens.
-    pub prompt_tokens: u64,
-    /// Completion (output) tokens.
-    pub completion_tokens: u64,
-    /// Total tokens.
-    pub total_tokens: u64,
-}
-
-/// What an engine answers.
-#[derive(Debug, Clone, PartialEq)]
-#[non_exhaustive]
-pub struct AgentReply {
-    /// Why the conversation ended.
-    pub close_reason: CloseReason,
-    /// The conversation; the last `assistant` message is the answer.
-    pub messages: Vec<ChatMessage>,
-    /// Token usage, if known.
-    pub usage: Option<Usage>,
-    /// The cost, if the engine knows it; otherwise the recipe's `prices` price `usage`.
-    pub cost_usd: Option<f64>,
-}
-
-impl AgentReply {
-    /// A reply without usage.
-    pub fn new(close_reason: CloseReason, messages: Vec<ChatMessage>) -> Self {
-        Self {
-            close_reason,
-            messages,
-            usage: None,
-            cost_usd: None,
-        }
-    }
-
-    /// With token usage.
-    pub fn with_usage(mut self, usage: Usage) -> Self {
-        self.usage = Some(usage);
-        self
-    }
-
-    /// With the engine's own cost figure.
-    pub fn with_cost_usd(mut self, cost: f64) -> Self {
-        self.cost_usd = Some(cost);
-        self
-    }
-
-    /// The text of the last assistant message.
-    pub fn last_assistant(&self) -> Option<&str> {
-        self.messages
-            .iter()
-            .rev()
-            .find(|m| m.role == "assistant")
-            .map(|m| m.content.as_str())
-    }
-}
-
-/// Why an engine produced no reply.
-#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-#[non_exhaustive]
-pub enum AgentError {
-    /// The endpoint could not be reached or answered with an error (→ `technical_error`).
-    #[error("{0}")]
-    Transport(String),
-    /// The recipe or the task's params are unusable (→ `technical_error`).
-    #[error("{0}")]
-    Config(String),
-    /// The call ran out of time (→ `timeout`).
-    #[error("{0}")]
-    Timeout(String),
-    /// The engine's process was stopped (→ `cancelled`).
-    #[error("{0}")]
-    Cancelled(String),
-    /// The model kept calling tools beyond the recipe's `maxToolRounds` (→ `technical_error`);
-    /// `usage` is what the rounds consumed, so it still counts against the run's cost bound.
-    #[error("{message}")]
-    ToolRounds {
-        /// What happened.
-        message: String,
-        /// The usage of all rounds, if known.
-        usage: Option<Usage>,
-    },
-}
-
-impl AgentError {
-    fn kind(&self) -> &'static str {
-        match self {
-            Self::Transport(_) | Self::Config(_) | Self::ToolRounds { .. } => TaskError::TECHNICAL,
-            Self::Timeout(_) => TaskError::TIMEOUT,
-            Self::Cancelled(_) => TaskError::CANCELLED,
-        }
-    }
-}
 
 type EnvFn = Arc<dyn Fn(&str) -> Option<String> + Send + Sync>;
 

@@ -6,7 +6,7 @@
 //! frozen YAML body.
 //!
 //! The executors of `shell_task`, `script_task`, `tool_task` and `agent_task` live in
-//! `magrathea-exec` ([`Executors`]); the interpreter calls them through [`dispatch`], each call
+//! `magrathea-exec` ([`Executors`]); the interpreter calls them through its `dispatch` module, each call
 //! carrying its executor's body, so they are not registered by name. Their types are
 //! re-exported here.
 
