@@ -1,68 +1,12 @@
 //! End-to-end tests of the `magrathea` binary in temporary project directories
 //! (`<tmp>/acme/shop/_vance/workflows/`, tenant `acme`, project `shop`).
 
-use std::path::{Path, PathBuf};
-use std::process::{Command, Output};
+use std::process::Command;
 
 use serde_json::Value;
 
-const BIN: &str = env!("CARGO_BIN_EXE_magrathea");
-
-struct Project {
-    _tmp: tempfile::TempDir,
-    root: PathBuf,
-    dir: PathBuf,
-}
-
-impl Project {
-    fn new() -> Self {
-        let tmp = tempfile::tempdir().unwrap();
-        let root = tmp.path().canonicalize().unwrap();
-        let dir = root.join("acme").join("shop");
-        std::fs::create_dir_all(dir.join("_vance/workflows")).unwrap();
-        Self {
-            _tmp: tmp,
-            root,
-            dir,
-        }
-    }
-
-    fn workflow(&self, name: &str, yaml: &str) -> &Self {
-        std::fs::write(self.dir.join(format!("_vance/workflows/{name}.yaml")), yaml).unwrap();
-        self
-    }
-
-    /// Runs the binary with the project as the current directory.
-    fn cli(&self, args: &[&str]) -> Output {
-        self.cli_in(&self.dir, args)
-    }
-
-    fn cli_in(&self, cwd: &Path, args: &[&str]) -> Output {
-        Command::new(BIN)
-            .args(args)
-            .current_dir(cwd)
-            .env("USER", "tester")
-            .output()
-            .unwrap()
-    }
-}
-
-fn code(o: &Output) -> i32 {
-    o.status.code().expect("exited with a code")
-}
-
-fn stdout(o: &Output) -> String {
-    String::from_utf8_lossy(&o.stdout).into_owned()
-}
-
-fn stderr(o: &Output) -> String {
-    String::from_utf8_lossy(&o.stderr).into_owned()
-}
-
-fn json(o: &Output) -> Value {
-    serde_json::from_slice(&o.stdout)
-        .unwrap_or_else(|e| panic!("stdout is not JSON ({e}): {}\n{}", stdout(o), stderr(o)))
-}
+mod cli_common;
+use cli_common::{BIN, Project, code, json, stderr, stdout};
 
 const HELLO: &str = "\
 start: done

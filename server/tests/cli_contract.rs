@@ -4,80 +4,13 @@
 //! real signals and real pipes, in temporary project directories (`<tmp>/acme/shop`).
 
 use std::io::{BufRead, BufReader, Read};
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::process::{Child, Command, Output, Stdio};
 
 use serde_json::Value;
 
-const BIN: &str = env!("CARGO_BIN_EXE_magrathea");
-
-struct Project {
-    _tmp: tempfile::TempDir,
-    root: PathBuf,
-    dir: PathBuf,
-}
-
-impl Project {
-    fn new() -> Self {
-        let tmp = tempfile::tempdir().unwrap();
-        let root = tmp.path().canonicalize().unwrap();
-        let dir = root.join("acme").join("shop");
-        std::fs::create_dir_all(dir.join("_vance/workflows")).unwrap();
-        Self {
-            _tmp: tmp,
-            root,
-            dir,
-        }
-    }
-
-    fn workflow(&self, name: &str, yaml: &str) -> &Self {
-        std::fs::write(self.dir.join(format!("_vance/workflows/{name}.yaml")), yaml).unwrap();
-        self
-    }
-
-    fn command(&self, args: &[&str]) -> Command {
-        let mut c = Command::new(BIN);
-        c.args(args).current_dir(&self.dir).env("USER", "tester");
-        c
-    }
-
-    fn cli(&self, args: &[&str]) -> Output {
-        self.command(args).output().unwrap()
-    }
-
-    /// Spawns the command with stdin closed and stdout and stderr piped.
-    fn spawn(&self, args: &[&str]) -> Child {
-        self.command(args)
-            .stdin(Stdio::null())
-            .stdout(Stdio::piped())
-            .stderr(Stdio::piped())
-            .spawn()
-            .unwrap()
-    }
-
-    fn store(&self) -> PathBuf {
-        self.dir.join(".magrathea")
-    }
-}
-
-fn code(o: &Output) -> i32 {
-    o.status
-        .code()
-        .expect("exited with a code, not by a signal")
-}
-
-fn stdout(o: &Output) -> String {
-    String::from_utf8_lossy(&o.stdout).into_owned()
-}
-
-fn stderr(o: &Output) -> String {
-    String::from_utf8_lossy(&o.stderr).into_owned()
-}
-
-fn json(o: &Output) -> Value {
-    serde_json::from_slice(&o.stdout)
-        .unwrap_or_else(|e| panic!("stdout is not JSON ({e}): {}\n{}", stdout(o), stderr(o)))
-}
+mod cli_common;
+use cli_common::{BIN, Project, code, json, stderr, stdout};
 
 /// Waits until `path` exists, or fails the test after a generous bound.
 fn wait_for_file(path: &Path) {
