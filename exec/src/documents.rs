@@ -77,6 +77,7 @@ pub enum DocumentError {
 #[derive(Debug, Clone)]
 pub struct DocumentSource {
     root: PathBuf,
+    served: bool,
 }
 
 /// Checks that `name` is a plain document name.
@@ -97,7 +98,23 @@ pub fn check_name(name: &str) -> Result<(), DocumentError> {
 impl DocumentSource {
     /// Documents under `root` in the `<tenant>/<project>` layout.
     pub fn new(root: impl Into<PathBuf>) -> Self {
-        Self { root: root.into() }
+        Self {
+            root: root.into(),
+            served: false,
+        }
+    }
+
+    /// The same tree, marked as served to remote clients (`magrathea serve`, an application's
+    /// HTTP server) rather than run by its owner from the `magrathea` command. What a served
+    /// project's runs may execute is stricter by default; see [`TenantSettings`](crate::TenantSettings).
+    pub fn served(mut self) -> Self {
+        self.served = true;
+        self
+    }
+
+    /// Whether the tree is served to remote clients (see [`DocumentSource::served`]).
+    pub fn is_served(&self) -> bool {
+        self.served
     }
 
     /// A single project directory (the `magrathea` command's view): the project is the
@@ -120,7 +137,13 @@ impl DocumentSource {
             .parent()
             .map(Path::to_path_buf)
             .unwrap_or_else(|| tenant_dir.clone());
-        (Self { root }, Scope::new(tenant, project))
+        (
+            Self {
+                root,
+                served: false,
+            },
+            Scope::new(tenant, project),
+        )
     }
 
     /// The root directory.
@@ -204,6 +227,13 @@ impl DocumentSource {
             None if name == "workspace" => Some(project),
             None => None,
         }
+    }
+
+    /// The tenant's settings (`<tenant>/_tenant/_vance/settings.yaml`), or defaults. The
+    /// documents API cannot write this file: it belongs to the tenant's administrator.
+    pub fn tenant_settings(&self, scope: &Scope) -> super::settings::TenantSettings {
+        let path = self.tenant_dir(scope).join("_vance").join("settings.yaml");
+        super::settings::TenantSettings::read(&path)
     }
 
     /// The project's settings (`_vance/settings.yaml`), or defaults.

@@ -91,6 +91,30 @@ impl Default for LaneSettings {
     }
 }
 
+/// Settings of one tenant: `<root>/<tenant>/_tenant/_vance/settings.yaml`.
+///
+/// The tenant's administrator writes this file on the server's disk; the documents API cannot
+/// (its `{project}` is never `_tenant`). What it decides therefore holds against a token that
+/// can write a project's documents and settings. Unknown keys are ignored: the same file holds
+/// other settings (e.g. event tokens under `events:`).
+#[derive(Debug, Clone, Default, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct TenantSettings {}
+
+impl TenantSettings {
+    /// Reads the file; a missing file gives the defaults, an invalid one is logged and gives
+    /// the defaults.
+    pub fn read(path: &Path) -> Self {
+        match std::fs::read_to_string(path) {
+            Ok(text) => serde_yaml_ng::from_str(&text).unwrap_or_else(|e| {
+                tracing::warn!(path = %path.display(), error = %e, "ignoring invalid tenant settings");
+                Self::default()
+            }),
+            Err(_) => Self::default(),
+        }
+    }
+}
+
 impl ProjectSettings {
     /// Reads the file; a missing file gives the defaults, an unreadable one is logged and
     /// gives the defaults.

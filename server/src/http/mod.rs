@@ -211,7 +211,7 @@ async fn start(
     config: &ServeConfig,
     auth: Auth,
 ) -> Result<(SocketAddr, ServerHandle), ServeError> {
-    let runtime = YamlRuntime::new(DocumentSource::new(config.root.clone()));
+    let runtime = YamlRuntime::new(DocumentSource::new(config.root.clone()).served());
     let engine = runtime.install(engine).build().await?;
     // Tools that start runs or read the inbox (workflow_start, inbox_read) use the engine.
     runtime.attach(&engine);
