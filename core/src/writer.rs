@@ -13,7 +13,7 @@
 //! async runtime is bounded by the condition: as soon as appends overlap, they go through the
 //! queue and are grouped again.
 
-use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 use std::sync::mpsc;
 use std::sync::{Arc, Mutex, PoisonError};
 use std::thread::JoinHandle;
@@ -61,6 +61,17 @@ impl WriterStats {
     }
 }
 
+/// Whether the journal accepts commits, as far as the last one tells.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum JournalHealth {
+    /// The last commit succeeded (or none was made yet).
+    Healthy,
+    /// The last commit failed, e.g. with a full disk. Appends fail until the store works
+    /// again; [`JournalWriter::probe`] tells when it does.
+    CommitFailed,
+}
+
 struct Request {
     batch: CommitBatch,
     ack: oneshot::Sender<Result<(), StoreError>>,
@@ -76,6 +87,9 @@ struct Shared {
     queued: AtomicUsize,
     /// Appends in the last commit.
     last_group: AtomicUsize,
+    /// Whether the last commit (or [`JournalWriter::probe`]) failed: one store per commit, so
+    /// that reporting health costs the hot path nothing more.
+    failed: AtomicBool,
 }
 
 impl Shared {
@@ -85,6 +99,7 @@ impl Shared {
         let result = self.store.commit(batches);
         let micros = started.elapsed().as_micros() as u64;
         self.last_group.store(batches.len(), Ordering::Relaxed);
+        self.failed.store(result.is_err(), Ordering::Relaxed);
         match &result {
             Ok(()) => {
                 let records: usize = batches.iter().map(|b| b.records.len()).sum();
@@ -145,6 +160,7 @@ impl JournalWriter {
             commit_lock: Mutex::new(()),
             queued: AtomicUsize::new(0),
             last_group: AtomicUsize::new(0),
+            failed: AtomicBool::new(false),
         });
         let sh = shared.clone();
         let thread = std::thread::Builder::new()
@@ -183,6 +199,35 @@ impl JournalWriter {
         }
         let _guard = shared.commit_lock.try_lock().ok()?;
         Some(shared.commit(&[batch]))
+    }
+
+    /// Whether the journal accepted its last commit. Reading it costs one atomic load; it
+    /// changes with every commit, and with every [`JournalWriter::probe`].
+    pub fn health(&self) -> JournalHealth {
+        if self.shared.failed.load(Ordering::Relaxed) {
+            JournalHealth::CommitFailed
+        } else {
+            JournalHealth::Healthy
+        }
+    }
+
+    /// Commits an empty transaction, waiting for any commit in progress, and records the
+    /// outcome as [`JournalWriter::health`] does. A store that failed reopens itself first
+    /// (see [`RedbStore`](crate::RedbStore)), so a probe notices that the disk recovered
+    /// without waiting for the next append. It costs one commit (one fsync): callers rate-limit
+    /// it.
+    pub fn probe(&self) -> Result<(), StoreError> {
+        let shared = &*self.shared;
+        let _guard = shared
+            .commit_lock
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner);
+        let result = shared.store.commit(&[]);
+        shared.failed.store(result.is_err(), Ordering::Relaxed);
+        if let Err(e) = &result {
+            tracing::warn!(error = %e, "journal health probe failed");
+        }
+        result
     }
 
     /// The writer's counters.
@@ -348,5 +393,30 @@ mod tests {
         assert!(store.read_journal_raw(run).unwrap().is_empty());
         w.append(batch(run, 0)).await.unwrap();
         assert_eq!(store.read_journal_raw(run).unwrap().len(), 1);
+    }
+
+    #[tokio::test]
+    async fn health_follows_the_last_commit_and_a_probe_notices_the_disk_recovering() {
+        use crate::store::{DiskFaults, Durability, FaultyBackend};
+        let dir = tempfile::tempdir().unwrap();
+        let faults = DiskFaults::new();
+        let store =
+            FaultyBackend::open_store(dir.path().join("j.redb"), Durability::Immediate, &faults)
+                .unwrap();
+        let w = JournalWriter::start(Arc::new(store));
+        let run = RunId::new();
+        w.append(batch(run, 0)).await.unwrap();
+        assert_eq!(w.health(), JournalHealth::Healthy);
+
+        faults.fail_next_writes(u32::MAX);
+        w.append(batch(run, 1)).await.unwrap_err();
+        assert_eq!(w.health(), JournalHealth::CommitFailed);
+        w.probe().unwrap_err();
+        assert_eq!(w.health(), JournalHealth::CommitFailed, "the disk still fails");
+
+        faults.clear();
+        w.probe().unwrap();
+        assert_eq!(w.health(), JournalHealth::Healthy);
+        w.append(batch(run, 1)).await.unwrap();
     }
 }

@@ -22,7 +22,7 @@ use crate::record::{Entry, GateAnswer, Record, RunStatus, StartRecord, Step};
 use crate::store::{RunFilter, RunSummary, Store, StoreReader};
 use crate::task::{AppData, TaskError, TaskRegistration};
 use crate::view::{InboxItem, InboxStatus, RunView, inbox_items, parse_inbox_item_id};
-use crate::writer::{JournalWriter, WriterStats};
+use crate::writer::{JournalHealth, JournalWriter, WriterStats};
 
 pub use builder::EngineBuilder;
 pub use requests::{
@@ -526,6 +526,20 @@ impl Engine {
     /// Records as they are committed, for every run.
     pub fn subscribe_journal(&self) -> broadcast::Receiver<JournalUpdate> {
         self.inner.journal_tx.subscribe()
+    }
+
+    /// Whether the journal accepted its last commit (one atomic load). After a failed commit,
+    /// e.g. with a full disk, it stays [`JournalHealth::CommitFailed`] until a commit succeeds:
+    /// the next append's, or [`Engine::probe_journal`]'s.
+    pub fn health(&self) -> JournalHealth {
+        self.inner.writer.health()
+    }
+
+    /// Commits an empty transaction to learn whether the store works again, updating
+    /// [`Engine::health`]. A store that failed reopens itself first. Costs one commit (an fsync
+    /// under `Durability::Immediate`): rate-limit it.
+    pub fn probe_journal(&self) -> Result<(), StoreError> {
+        self.inner.writer.probe()
     }
 
     /// The journal writer's counters.
