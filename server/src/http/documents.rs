@@ -10,6 +10,11 @@
 //! root). A valid workflow is written, and the response lists its warnings in the same form:
 //! what static analysis finds, and `workflow_task`s naming a workflow that neither the project
 //! nor its tenant has. Documents are written atomically (temporary file, then rename).
+//!
+//! Symbolic links inside a project may not lead out of it: a read, a write or a listing that
+//! would is refused with 403 (`MAG-HTTP-OUTSIDE-PROJECT`), and a listing leaves such links
+//! out. Names over 255 bytes and paths over 1,024 bytes are refused with 400. See
+//! [`doc_paths`](super::doc_paths).
 
 use std::path::PathBuf;
 
@@ -26,6 +31,7 @@ use serde_json::{Value, json};
 
 use super::auth::ApiScope;
 use super::body::body_error;
+use super::doc_paths::{check_writable, entry_inside, resolve_existing, segments};
 use super::error::ApiError;
 use super::state::AppState;
 
@@ -50,18 +56,16 @@ pub(crate) struct ListQuery {
     dir: Option<String>,
 }
 
-/// The segments of a relative path, each a plain name; 400 otherwise.
-fn segments(path: &str) -> Result<Vec<&str>, ApiError> {
-    let parts: Vec<&str> = path.split('/').filter(|s| !s.is_empty()).collect();
-    for part in &parts {
-        check_name(part)
-            .map_err(|e| ApiError::bad_request("MAG-HTTP-INVALID-PATH", e.to_string()))?;
-    }
-    Ok(parts)
-}
-
 fn vance_dir(state: &AppState, scope: &Scope) -> PathBuf {
     state.docs().project_dir(scope).join("_vance")
+}
+
+/// A document path as messages name it: relative to the project.
+fn project_rel(parts: &[&str]) -> String {
+    std::iter::once("_vance")
+        .chain(parts.iter().copied())
+        .collect::<Vec<_>>()
+        .join("/")
 }
 
 fn needs_write_to_read(parts: &[&str]) -> bool {
@@ -83,26 +87,25 @@ pub(crate) async fn get(
     let file = parts
         .iter()
         .fold(vance_dir(&state, &scope), |d, s| d.join(s));
+    let not_found = || ApiError::not_found(format!("document `{}` not found", p.path));
+    let project = state.docs().project_dir(&scope);
+    let Some(file) = resolve_existing(&project, &file, &project_rel(&parts))? else {
+        return Err(not_found());
+    };
     match tokio::fs::read(&file).await {
         Ok(bytes) if file.is_file() => Ok((
             [(header::CONTENT_TYPE, "application/yaml; charset=utf-8")],
             bytes,
         )
             .into_response()),
-        Ok(_) => Err(ApiError::not_found(format!(
-            "document `{}` not found",
-            p.path
-        ))),
+        Ok(_) => Err(not_found()),
         Err(e)
             if matches!(
                 e.kind(),
                 std::io::ErrorKind::NotFound | std::io::ErrorKind::IsADirectory
             ) =>
         {
-            Err(ApiError::not_found(format!(
-                "document `{}` not found",
-                p.path
-            )))
+            Err(not_found())
         }
         Err(e) => Err(ApiError::internal(e)),
     }
@@ -157,6 +160,11 @@ pub(crate) async fn put(
     let file = parts
         .iter()
         .fold(vance_dir(&state, &scope), |d, s| d.join(s));
+    check_writable(
+        &state.docs().project_dir(&scope),
+        &file,
+        &project_rel(&parts),
+    )?;
     let created = !file.exists();
     write_atomically(&file, text.as_bytes())
         .await
@@ -196,11 +204,20 @@ pub(crate) async fn list(
     let dir = parts
         .iter()
         .fold(vance_dir(&state, &scope), |d, s| d.join(s));
+    let project = state.docs().project_dir(&scope);
     let mut items = Vec::new();
-    if let Ok(entries) = std::fs::read_dir(&dir) {
+    if let Some(dir) = resolve_existing(&project, &dir, &project_rel(&parts))?
+        && let Ok(entries) = std::fs::read_dir(&dir)
+    {
+        // `resolve_existing` found the directory, so the project exists.
+        let base = project.canonicalize().map_err(ApiError::internal)?;
         for entry in entries.flatten() {
             let name = entry.file_name().to_string_lossy().into_owned();
             if check_name(&name).is_err() {
+                continue;
+            }
+            let is_link = entry.file_type().is_ok_and(|t| t.is_symlink());
+            if is_link && !entry_inside(&base, &entry.path()) {
                 continue;
             }
             let kind = if entry.path().is_dir() { "dir" } else { "file" };
