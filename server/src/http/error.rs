@@ -2,6 +2,14 @@
 //!
 //! Every error body is `{"error": {"code": "MAG-HTTP-…", "message": "…"}}`; invalid documents
 //! add `"diagnostics": ["path:line:column: [MAG-Ynnn] message", …]`.
+//!
+//! No message names a path of the server's disk: documents are named relative to the root
+//! (`acme/shop/_vance/workflows/x.yaml`) or to the project. A failure of the server or its
+//! store ([`ApiError::internal`]) answers a generic message with a reference that the server
+//! logs next to the full error, so an operator can find it and a client learns nothing of the
+//! machine.
+
+use std::sync::atomic::{AtomicU64, Ordering};
 
 use axum::Json;
 use axum::http::StatusCode;
@@ -63,15 +71,32 @@ impl ApiError {
         }
     }
 
-    /// 500: a failure of the server or its store; the message is logged, not hidden.
-    pub fn internal(message: impl std::fmt::Display) -> Self {
-        tracing::error!(error = %message, "internal error");
+    /// 500: a failure of the server or its store. The full error is logged with a reference;
+    /// the client gets only the reference (errors of the store or the disk may name files of
+    /// the server).
+    pub fn internal(error: impl std::fmt::Display) -> Self {
+        let reference = next_reference();
+        tracing::error!(reference = %reference, error = %error, "internal error");
         Self::new(
             StatusCode::INTERNAL_SERVER_ERROR,
             "MAG-HTTP-500",
-            message.to_string(),
+            format!("internal server error (reference {reference}; the server log has the details)"),
         )
     }
+}
+
+/// A reference unique within this process and unlikely to repeat across restarts: the
+/// process's start time and a counter.
+fn next_reference() -> String {
+    static STARTED: std::sync::OnceLock<u64> = std::sync::OnceLock::new();
+    static NEXT: AtomicU64 = AtomicU64::new(1);
+    let started = *STARTED.get_or_init(|| {
+        std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map(|d| d.as_secs())
+            .unwrap_or_default()
+    });
+    format!("E{started:x}-{}", NEXT.fetch_add(1, Ordering::Relaxed))
 }
 
 impl std::fmt::Display for ApiError {

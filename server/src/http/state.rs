@@ -1,7 +1,7 @@
 //! What every handler shares: the engine, the YAML runtime, the tokens and the metrics; and
 //! the scope checks every run, inbox and document route goes through.
 
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::sync::Arc;
 
 use axum::http::{HeaderMap, StatusCode};
@@ -159,6 +159,11 @@ impl AppState {
                     })
                     .collect(),
             ),
+            YamlStartError::Document(DocumentError::Io { path, message }) => ApiError::new(
+                StatusCode::INTERNAL_SERVER_ERROR,
+                "MAG-HTTP-500",
+                format!("[MAG-DOC003] cannot read {}: {message}", self.label(&path)),
+            ),
             YamlStartError::Params(p) => {
                 ApiError::bad_request("MAG-HTTP-INVALID-PARAMS", format!("[MAG-YP001] {p}"))
             }
@@ -170,15 +175,21 @@ impl AppState {
     }
 
     /// A document path as clients see it: relative to the root (`acme/shop/_vance/…`), so
-    /// the server's directory layout is not revealed.
+    /// the server's directory layout is not revealed. A path outside the root (which no
+    /// document has) is shown by its file name only: never an absolute path of the server.
     pub fn label(&self, path: &Path) -> String {
         let root = self.root();
         let canonical_root = root.canonicalize().unwrap_or_else(|_| root.to_path_buf());
-        path.strip_prefix(root)
+        match path
+            .strip_prefix(root)
             .or_else(|_| path.strip_prefix(&canonical_root))
-            .map(PathBuf::from)
-            .unwrap_or_else(|_| path.to_path_buf())
-            .display()
-            .to_string()
+        {
+            Ok(rel) if rel.is_relative() => rel.display().to_string(),
+            _ if path.is_relative() => path.display().to_string(),
+            _ => path
+                .file_name()
+                .map(|n| n.to_string_lossy().into_owned())
+                .unwrap_or_default(),
+        }
     }
 }
