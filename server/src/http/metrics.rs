@@ -3,7 +3,7 @@
 //!
 //! | metric | type | labels |
 //! |---|---|---|
-//! | `magrathea_http_requests_total` | counter | `method`, `route` (the matched route pattern), `status` |
+//! | `magrathea_http_requests_total` | counter | `method` (a standard method, else `other`), `route` (the matched route pattern, else `unmatched`), `status` |
 //! | `magrathea_http_request_duration_seconds` | histogram | `route` |
 //! | `magrathea_runs_started_total` | counter | `trigger` (`rest`, `ws`, `event`) |
 //! | `magrathea_runs_finished_total` | counter | `status` (`DONE`, `FAILED`, `CANCELLED`) |
@@ -14,6 +14,10 @@
 //! | `magrathea_journal_commit_records` | histogram | records per commit (the group-commit batch size) |
 //! | `magrathea_journal_commit_duration_seconds` | histogram | one commit, fsync included |
 //! | `magrathea_step_duration_seconds` | histogram | `task` — a task attempt, from its `TaskStartedRecord` to its `TaskResultRecord` |
+//!
+//! No label takes a value a request controls: a path that matches no route counts as
+//! `unmatched`, whatever it is, and a method outside the standard ones as `other`, so a
+//! client cannot grow the number of series (and the scrape) without bound.
 
 use std::sync::Mutex;
 use std::sync::atomic::Ordering;
@@ -267,7 +271,7 @@ pub(crate) async fn track(State(state): State<AppState>, req: Request, next: Nex
         .get::<MatchedPath>()
         .map(|p| p.as_str().to_owned())
         .unwrap_or_else(|| "unmatched".into());
-    let method = req.method().as_str().to_owned();
+    let method = method_label(req.method());
     let started = Instant::now();
     let response = next.run(req).await;
     state
@@ -278,9 +282,26 @@ pub(crate) async fn track(State(state): State<AppState>, req: Request, next: Nex
     state
         .metrics
         .http_requests
-        .with_label_values(&[&method, &route, response.status().as_str()])
+        .with_label_values(&[method, &route, response.status().as_str()])
         .inc();
     response
+}
+
+/// The method's label: one of the standard methods, else `other`.
+fn method_label(method: &axum::http::Method) -> &'static str {
+    use axum::http::Method;
+    match *method {
+        Method::GET => "GET",
+        Method::HEAD => "HEAD",
+        Method::POST => "POST",
+        Method::PUT => "PUT",
+        Method::DELETE => "DELETE",
+        Method::PATCH => "PATCH",
+        Method::OPTIONS => "OPTIONS",
+        Method::CONNECT => "CONNECT",
+        Method::TRACE => "TRACE",
+        _ => "other",
+    }
 }
 
 /// `GET /metrics`.
