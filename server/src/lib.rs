@@ -24,4 +24,7 @@
 
 pub mod http;
 
-pub use http::{Access, DEFAULT_ADDR, ServeConfig, ServeError, Server, ServerHandle, serve};
+pub use http::{
+    Access, ConnectionLimits, DEFAULT_ADDR, DEFAULT_HEADER_READ_TIMEOUT, DEFAULT_IDLE_TIMEOUT,
+    DEFAULT_MAX_CONNECTIONS, ServeConfig, ServeError, Server, ServerHandle, serve,
+};

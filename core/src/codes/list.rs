@@ -590,6 +590,11 @@ pub const CODES: &[ErrorCode] = &[
         remedy: "Check the metrics settings.",
     },
     ErrorCode {
+        code: "MAG-SV010",
+        meaning: "A server without authentication (`--insecure-no-auth`) was asked to bind an address that is not loopback.",
+        remedy: "Bind 127.0.0.1 or [::1], or configure tokens in `_auth/tokens.yaml` instead.",
+    },
+    ErrorCode {
         code: "MAG-AUTH001",
         meaning: "The token file cannot be read.",
         remedy: "Check its path and permissions.",
@@ -631,13 +636,28 @@ pub const CODES: &[ErrorCode] = &[
     },
     ErrorCode {
         code: "MAG-HTTP-500",
-        meaning: "The server or its store failed; the message says why and the server logs it.",
-        remedy: "Check the server's log; retry once the cause is fixed.",
+        meaning: "The server or its store failed; the message gives a reference under which the server logs the full error.",
+        remedy: "Look up the reference in the server's log; retry once the cause is fixed.",
     },
     ErrorCode {
         code: "MAG-HTTP-BODY",
         meaning: "The request body cannot be read.",
         remedy: "Send a complete body with the right content type.",
+    },
+    ErrorCode {
+        code: "MAG-HTTP-HOST",
+        meaning: "A server without authentication got a request whose `Host` is not its loopback address (e.g. a DNS-rebinding page).",
+        remedy: "Address the server as 127.0.0.1:PORT, localhost:PORT or [::1]:PORT.",
+    },
+    ErrorCode {
+        code: "MAG-HTTP-ORIGIN",
+        meaning: "A server without authentication got a request from a web page of another origin.",
+        remedy: "Call the server from a page it serves, or from a client that sends no foreign `Origin`; or configure tokens.",
+    },
+    ErrorCode {
+        code: "MAG-HTTP-OUTSIDE-PROJECT",
+        meaning: "The document path leads outside the project through a symbolic link; the documents API reads, writes and lists only inside the project.",
+        remedy: "Replace the link with the document itself, or with a link that stays inside the project.",
     },
     ErrorCode {
         code: "MAG-HTTP-INVALID-ANSWER",

@@ -2,9 +2,13 @@
 
 use std::net::SocketAddr;
 use std::path::PathBuf;
+use std::time::Duration;
 
 use anyhow::Context;
-use magrathea_server::{DEFAULT_ADDR, ServeConfig, serve as start_server};
+use magrathea_server::{
+    DEFAULT_ADDR, DEFAULT_HEADER_READ_TIMEOUT, DEFAULT_IDLE_TIMEOUT, DEFAULT_MAX_CONNECTIONS,
+    ServeConfig, serve as start_server,
+};
 
 use super::output::{errln, outln};
 use super::{EXIT_OK, Location};
@@ -23,8 +27,20 @@ read from <root>/_auth/tokens.yaml:
       scopes: [workflow.read, workflow.write, workflow.run]
 
 With no token configured every API route answers 401 (health, metrics and event routes
-excepted), unless --insecure-no-auth is given. Stops gracefully on SIGTERM or Ctrl-C;
-unfinished runs resume on the next start.")]
+excepted), unless --insecure-no-auth is given. --insecure-no-auth binds only loopback
+addresses (127.0.0.1, [::1]; others fail with MAG-SV010) and answers only requests whose
+Host (and Origin, when sent) is 127.0.0.1:PORT, localhost:PORT or [::1]:PORT, so that web
+pages of other sites cannot reach it.
+
+Connections: a request's head must arrive within --header-read-timeout of its first byte
+(or of the connection), a keep-alive connection with no request in flight is closed after
+--idle-timeout (streams such as SSE are in flight), and at most --max-connections are
+served at once; more wait in the listen backlog until one closes.
+
+GET /healthz answers 503 {\"status\":\"unhealthy\"} after the journal failed to commit
+(e.g. a full disk) and 200 again once the store works, without a restart.
+
+Stops gracefully on SIGTERM or Ctrl-C; unfinished runs resume on the next start.")]
 pub(crate) struct ServeArgs {
     /// The document tree: `<root>/<tenant>/<project>/_vance/…` [default: the current directory].
     #[arg(long, value_name = "DIR")]
@@ -32,9 +48,20 @@ pub(crate) struct ServeArgs {
     /// The address to listen on; keep it on loopback unless a proxy with TLS is in front.
     #[arg(long, value_name = "ADDR", default_value = DEFAULT_ADDR)]
     addr: SocketAddr,
-    /// Accept every request without a token (every scope, every tenant). Trusted machines only.
+    /// Accept every request without a token (every scope, every tenant). Trusted machines only;
+    /// loopback addresses only.
     #[arg(long)]
     insecure_no_auth: bool,
+    /// Seconds a request's head (request line and headers) may take to arrive.
+    #[arg(long, value_name = "SECONDS", default_value_t = DEFAULT_HEADER_READ_TIMEOUT.as_secs())]
+    header_read_timeout: u64,
+    /// Seconds a keep-alive connection may wait, with no request in flight, for the next one.
+    #[arg(long, value_name = "SECONDS", default_value_t = DEFAULT_IDLE_TIMEOUT.as_secs())]
+    idle_timeout: u64,
+    /// Connections served at once; more wait until one closes.
+    #[arg(long, value_name = "N", default_value_t = DEFAULT_MAX_CONNECTIONS as u64,
+          value_parser = clap::value_parser!(u64).range(1..))]
+    max_connections: u64,
 }
 
 pub(crate) async fn serve(loc: &Location, args: ServeArgs) -> anyhow::Result<u8> {
@@ -45,18 +72,21 @@ pub(crate) async fn serve(loc: &Location, args: ServeArgs) -> anyhow::Result<u8>
         .with_context(|| format!("the root directory {} does not exist", root.display()))?;
     let mut config = ServeConfig::new(&root)
         .addr(args.addr)
-        .insecure_no_auth(args.insecure_no_auth);
+        .insecure_no_auth(args.insecure_no_auth)
+        .header_read_timeout(Duration::from_secs(args.header_read_timeout))
+        .idle_timeout(Duration::from_secs(args.idle_timeout))
+        .max_connections(usize::try_from(args.max_connections).unwrap_or(usize::MAX));
     if let Some(store) = &loc.store {
         config = config.store(store);
     }
+    let signal = shutdown_signal()?;
+    let (addr, handle) = start_server(config).await?;
     if args.insecure_no_auth {
         errln!(
             "WARNING: --insecure-no-auth: every request is accepted without a token, with every \
              scope on every tenant. Do not expose this server."
         );
     }
-    let signal = shutdown_signal()?;
-    let (addr, handle) = start_server(config).await?;
     outln!("listening on http://{addr}")?;
     handle.run_until(signal).await?;
     errln!("stopped");

@@ -1,9 +1,68 @@
-//! `GET /healthz`: liveness, without authentication.
+//! `GET /healthz`: whether the server can do its work, without authentication.
+//!
+//! 200 `{"status": "ok"}` while the journal accepts commits. After a commit failed (an I/O
+//! error such as a full disk), 503 `{"status": "unhealthy", "reason": "…"}`: runs cannot
+//! start or advance. While unhealthy, a health check probes the store with an empty commit
+//! (at most once per [`PROBE_INTERVAL`]; the store reopens itself first), so the server
+//! reports itself healthy again as soon as the disk recovers, without waiting for traffic or
+//! a restart. A supervisor that restarts unhealthy processes may do so; it is not needed.
 
+use std::sync::{Arc, Mutex, PoisonError};
+use std::time::{Duration, Instant};
+
+use axum::extract::{Extension, State};
+use axum::http::StatusCode;
+use axum::response::{IntoResponse, Response};
 use axum::Json;
-use serde_json::{Value, json};
+use magrathea_core::{Engine, JournalHealth};
+use serde_json::json;
 
-/// 200 `{"status": "ok"}` while the server answers.
-pub(crate) async fn healthz() -> Json<Value> {
-    Json(json!({ "status": "ok" }))
+use super::state::AppState;
+
+/// Least time between two probes of a failed store by health checks.
+pub const PROBE_INTERVAL: Duration = Duration::from_secs(1);
+
+/// Rate-limits the store probes of health checks.
+#[derive(Debug, Default)]
+pub(crate) struct HealthProbe {
+    last: Mutex<Option<Instant>>,
+}
+
+impl HealthProbe {
+    /// Probes the journal of `engine` unless a probe ran in the last [`PROBE_INTERVAL`].
+    async fn probe(&self, engine: &Engine) {
+        {
+            let mut last = self.last.lock().unwrap_or_else(PoisonError::into_inner);
+            if last.is_some_and(|t| t.elapsed() < PROBE_INTERVAL) {
+                return;
+            }
+            *last = Some(Instant::now());
+        }
+        let engine = engine.clone();
+        // A commit blocks on the disk: keep it off the request threads.
+        let _ = tokio::task::spawn_blocking(move || engine.probe_journal()).await;
+    }
+}
+
+/// 200 `{"status": "ok"}`, or 503 `{"status": "unhealthy", "reason": …}` after a failed commit.
+pub(crate) async fn healthz(
+    State(state): State<AppState>,
+    Extension(probe): Extension<Arc<HealthProbe>>,
+) -> Response {
+    if state.engine.health() == JournalHealth::CommitFailed {
+        probe.probe(&state.engine).await;
+    }
+    match state.engine.health() {
+        JournalHealth::Healthy => Json(json!({ "status": "ok" })).into_response(),
+        _ => (
+            StatusCode::SERVICE_UNAVAILABLE,
+            Json(json!({
+                "status": "unhealthy",
+                "reason": "the journal store failed to commit (an I/O error such as a full \
+                           disk; the server log has the details); runs cannot start or advance \
+                           until it recovers",
+            })),
+        )
+            .into_response(),
+    }
 }

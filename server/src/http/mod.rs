@@ -6,16 +6,24 @@
 //! engine the application builds, so its code workflows and tasks are served next to the
 //! YAML documents. The routes are listed in
 //! [`routes::routes`] and at `GET /openapi.json`; authentication is described in [`auth`].
+//!
+//! Connections are served within [`ConnectionLimits`] (a header read timeout, an idle
+//! timeout, a cap on concurrent connections; see [`connections`]). A server without
+//! authentication binds only loopback addresses and checks `Host` and `Origin` (see
+//! [`loopback`]). `GET /healthz` turns 503 while the journal store fails (see [`health`]).
 
 pub mod approvals;
 pub mod auth;
 pub mod body;
+pub mod connections;
+mod doc_paths;
 pub mod documents;
 pub mod error;
 pub mod events;
 mod follow;
 pub mod health;
 pub mod inbox;
+pub mod loopback;
 pub mod metrics;
 pub mod openapi;
 pub mod routes;
@@ -33,6 +41,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use axum::Router;
+use axum::Extension;
 use axum::extract::DefaultBodyLimit;
 use magrathea_core::{Engine, EngineBuilder, OpenError};
 use magrathea_yaml::{DocumentSource, YamlRuntime};
@@ -41,6 +50,9 @@ use tokio::task::JoinHandle;
 use tower_http::trace::TraceLayer;
 
 pub use auth::{ApiScope, Auth, AuthFileError, Principal};
+pub use connections::{
+    ConnectionLimits, DEFAULT_HEADER_READ_TIMEOUT, DEFAULT_IDLE_TIMEOUT, DEFAULT_MAX_CONNECTIONS,
+};
 pub use error::ApiError;
 pub use server::{Access, Server};
 pub use state::AppState;
@@ -62,17 +74,20 @@ pub struct ServeConfig {
     addr: SocketAddr,
     store: Option<PathBuf>,
     insecure_no_auth: bool,
+    limits: ConnectionLimits,
 }
 
 impl ServeConfig {
     /// Serves the document tree `root` (`<root>/<tenant>/<project>/_vance/…`). Defaults: address
-    /// [`DEFAULT_ADDR`], store `<root>/.magrathea/`, tokens required.
+    /// [`DEFAULT_ADDR`], store `<root>/.magrathea/`, tokens required, the
+    /// [default connection limits](ConnectionLimits::default).
     pub fn new(root: impl Into<PathBuf>) -> Self {
         Self {
             root: root.into(),
             addr: DEFAULT_ADDR.parse().expect("a valid address"),
             store: None,
             insecure_no_auth: false,
+            limits: ConnectionLimits::default(),
         }
     }
 
@@ -89,10 +104,45 @@ impl ServeConfig {
     }
 
     /// Lets every request through without a token, as subject `anonymous` with every scope.
-    /// For trusted machines only.
+    /// For trusted machines only: the address must then be a loopback address (serving fails
+    /// with [`ServeError::InsecureNotLoopback`] otherwise), and requests must name it in
+    /// `Host` and `Origin` (see [`loopback`]).
     pub fn insecure_no_auth(mut self, yes: bool) -> Self {
         self.insecure_no_auth = yes;
         self
+    }
+
+    /// How long a request's head may take to arrive, from its first byte (or from the
+    /// accept); the connection is closed past it. Default [`DEFAULT_HEADER_READ_TIMEOUT`].
+    pub fn header_read_timeout(mut self, timeout: Duration) -> Self {
+        self.limits.header_read_timeout = timeout;
+        self
+    }
+
+    /// How long a keep-alive connection may wait, with no request in flight, for its next
+    /// request; streaming responses are in flight. Default [`DEFAULT_IDLE_TIMEOUT`].
+    pub fn idle_timeout(mut self, timeout: Duration) -> Self {
+        self.limits.idle_timeout = timeout;
+        self
+    }
+
+    /// How many connections are served at once (WebSockets included); more wait in the
+    /// listen backlog until one closes. Default [`DEFAULT_MAX_CONNECTIONS`]; 0 counts as 1.
+    pub fn max_connections(mut self, max: usize) -> Self {
+        self.limits.max_connections = max.max(1);
+        self
+    }
+
+    /// All connection limits at once.
+    pub fn connection_limits(mut self, limits: ConnectionLimits) -> Self {
+        self.limits = limits;
+        self.limits.max_connections = self.limits.max_connections.max(1);
+        self
+    }
+
+    /// The connection limits in effect.
+    pub fn limits(&self) -> ConnectionLimits {
+        self.limits
     }
 
     /// The store directory in effect.
@@ -132,6 +182,17 @@ pub enum ServeError {
     /// The metrics registry refused a metric (a bug).
     #[error("[MAG-SV004] metrics: {0}")]
     Metrics(#[from] prometheus::Error),
+    /// A server without authentication was asked to bind an address other machines can
+    /// reach: bind a loopback address (`127.0.0.1`, `::1`), or configure tokens.
+    #[error(
+        "[MAG-SV010] refusing to serve without authentication on {addr}, which is not a \
+         loopback address: use 127.0.0.1 or [::1], or configure tokens in _auth/tokens.yaml \
+         instead of --insecure-no-auth"
+    )]
+    InsecureNotLoopback {
+        /// The address asked for.
+        addr: SocketAddr,
+    },
 }
 
 /// The running server.
@@ -183,6 +244,7 @@ pub fn router(state: AppState) -> Router {
             metrics::track,
         ))
         .layer(DefaultBodyLimit::max(BODY_LIMIT))
+        .layer(Extension(Arc::new(health::HealthProbe::default())))
         .layer(TraceLayer::new_for_http())
         .with_state(state)
 }
@@ -193,6 +255,7 @@ pub fn router(state: AppState) -> Router {
 /// To serve an engine of your own, with code workflows and tasks next to the YAML documents,
 /// use [`Server`].
 pub async fn serve(config: ServeConfig) -> Result<(SocketAddr, ServerHandle), ServeError> {
+    check_insecure_addr(config.insecure_no_auth, config.addr)?;
     let auth = Auth::load(auth::token_file(&config.root), config.insecure_no_auth)?;
     let store = config.store_dir();
     std::fs::create_dir_all(&store).map_err(|source| ServeError::StoreDir {
@@ -205,12 +268,22 @@ pub async fn serve(config: ServeConfig) -> Result<(SocketAddr, ServerHandle), Se
     start(engine, &config, auth).await
 }
 
+/// Refuses to serve without authentication on an address other machines can reach.
+fn check_insecure_addr(insecure: bool, addr: SocketAddr) -> Result<(), ServeError> {
+    if insecure && !addr.ip().is_loopback() {
+        return Err(ServeError::InsecureNotLoopback { addr });
+    }
+    Ok(())
+}
+
 /// Installs the YAML runtime of `config.root` into `engine`, builds it and serves it.
 async fn start(
     engine: EngineBuilder,
     config: &ServeConfig,
     auth: Auth,
 ) -> Result<(SocketAddr, ServerHandle), ServeError> {
+    let insecure = auth.insecure();
+    check_insecure_addr(insecure, config.addr)?;
     let runtime = YamlRuntime::new(DocumentSource::new(config.root.clone()).served());
     let engine = runtime.install(engine).build().await?;
     // Tools that start runs or read the inbox (workflow_start, inbox_read) use the engine.
@@ -235,14 +308,14 @@ async fn start(
         source,
     })?;
     let (tx, rx) = oneshot::channel::<()>();
-    let app = router(state);
-    let task = tokio::spawn(async move {
-        axum::serve(listener, app)
-            .with_graceful_shutdown(async move {
-                let _ = rx.await;
-            })
-            .await
-    });
+    let mut app = router(state);
+    if insecure {
+        app = app.layer(axum::middleware::from_fn_with_state(
+            Arc::new(loopback::LoopbackNames::new(addr.port())),
+            loopback::check,
+        ));
+    }
+    let task = tokio::spawn(connections::serve(listener, app, config.limits, rx));
     Ok((
         addr,
         ServerHandle {

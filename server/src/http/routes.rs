@@ -48,7 +48,7 @@ pub fn routes() -> Vec<Route> {
             methods: &["GET"],
             path: "/healthz",
             operation: "health",
-            summary: "Liveness: 200 {status: \"ok\"}",
+            summary: "Health: 200 {status: \"ok\"}, or 503 {status: \"unhealthy\", reason} after a failed journal commit",
             query: &[],
             access: Public,
             handler: || get(health::healthz),

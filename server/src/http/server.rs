@@ -7,7 +7,7 @@ use std::path::PathBuf;
 use magrathea_core::EngineBuilder;
 
 use super::auth::{self, Auth};
-use super::{ServeConfig, ServeError, ServerHandle, start};
+use super::{ConnectionLimits, ServeConfig, ServeError, ServerHandle, start};
 
 /// Whether requests need a token.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
@@ -67,7 +67,16 @@ impl Server {
         self
     }
 
-    /// Whether requests need a token (default [`Access::Tokens`]).
+    /// The connection limits (default [`ConnectionLimits::default`]); see
+    /// [`ServeConfig::header_read_timeout`] and the methods next to it.
+    pub fn connection_limits(mut self, limits: ConnectionLimits) -> Self {
+        self.config = self.config.connection_limits(limits);
+        self
+    }
+
+    /// Whether requests need a token (default [`Access::Tokens`]). Without
+    /// ([`Access::InsecureNoAuth`]) the address must be a loopback address, and requests
+    /// must name it in `Host` and `Origin` (see [`loopback`](super::loopback)).
     pub fn access(mut self, access: Access) -> Self {
         self.access = access;
         self
