@@ -302,3 +302,77 @@ async fn the_document_schemas_are_served_without_a_token() {
     let (status, code) = code(r).await;
     assert_eq!((status, code.as_str()), (404, "MAG-HTTP-404"));
 }
+
+/// The lines of `magrathea_http_requests_total` and of the duration histogram's counts in a
+/// scrape.
+async fn request_series(s: &Server) -> (Vec<String>, usize) {
+    let text = s
+        .get("/metrics", None)
+        .send()
+        .await
+        .unwrap()
+        .text()
+        .await
+        .unwrap();
+    let requests: Vec<String> = text
+        .lines()
+        .filter(|l| l.starts_with("magrathea_http_requests_total{"))
+        .map(str::to_owned)
+        .collect();
+    let durations = text
+        .lines()
+        .filter(|l| l.starts_with("magrathea_http_request_duration_seconds_count{"))
+        .count();
+    (requests, durations)
+}
+
+#[tokio::test]
+async fn request_metrics_keep_one_series_for_unknown_paths_and_methods() {
+    let s = Server::start().await;
+    // The scrape's own series exists from the first scrape on.
+    request_series(&s).await;
+    // 100 distinct paths and 100 distinct methods, in two rounds.
+    let round = |from: usize| {
+        let s = &s;
+        async move {
+            for i in from..from + 50 {
+                s.get(&format!("/no-such-path-{i}"), None)
+                    .send()
+                    .await
+                    .unwrap();
+                let method = reqwest::Method::from_bytes(format!("BREW{i}").as_bytes()).unwrap();
+                s.client
+                    .request(method.clone(), s.url("/healthz"))
+                    .send()
+                    .await
+                    .unwrap();
+                s.client
+                    .request(method, s.url(&format!("/elsewhere/{i}")))
+                    .send()
+                    .await
+                    .unwrap();
+            }
+        }
+    };
+    round(0).await;
+    let (first, first_durations) = request_series(&s).await;
+    round(50).await;
+    let (second, second_durations) = request_series(&s).await;
+    let labels = |lines: &[String]| -> Vec<String> {
+        lines
+            .iter()
+            .map(|l| l.rsplit_once(' ').unwrap().0.to_owned())
+            .collect()
+    };
+    assert_eq!(
+        labels(&first),
+        labels(&second),
+        "50 more distinct paths and methods added series"
+    );
+    assert_eq!(first_durations, second_durations);
+    assert!(first.len() <= 5, "{first:#?}");
+    let all = second.join("\n");
+    assert!(all.contains("method=\"other\""), "{all}");
+    assert!(all.contains("route=\"unmatched\""), "{all}");
+    assert!(!all.contains("no-such-path") && !all.contains("BREW"), "{all}");
+}

@@ -138,3 +138,19 @@ pub(crate) async fn no_route() -> ApiError {
         "no such route; GET /openapi.json lists them",
     )
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn an_internal_error_answers_a_reference_not_its_text() {
+        let a = ApiError::internal("cannot open /srv/magrathea/acme/journal.redb: disk full");
+        let b = ApiError::internal("the same again");
+        assert_eq!(a.status, StatusCode::INTERNAL_SERVER_ERROR);
+        assert!(!a.message.contains("/srv"), "{}", a.message);
+        assert!(!a.message.contains("disk full"), "{}", a.message);
+        assert!(a.message.contains("reference E"), "{}", a.message);
+        assert_ne!(a.message, b.message, "each error gets its own reference");
+    }
+}
