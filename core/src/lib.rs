@@ -51,10 +51,10 @@ pub use record::{
     StartRecord, Step, StepKind,
 };
 pub use replay::{Divergence, NonDeterminism, StepIdentity};
-pub use writer::JournalHealth;
 pub use store::{Durability, MemoryStore, RedbStore, RunFilter, RunSummary, Store, StoreReader};
 pub use task::{
     AppData, RetryPolicy, TaskContext, TaskError, TaskFn, TaskOptions, TaskRegistration,
 };
 pub use view::{InboxItem, InboxStatus, RunView};
 pub use vocabulary::{Frontend, Outcome, RunScope, TimerPurpose};
+pub use writer::JournalHealth;

@@ -412,7 +412,11 @@ mod tests {
         w.append(batch(run, 1)).await.unwrap_err();
         assert_eq!(w.health(), JournalHealth::CommitFailed);
         w.probe().unwrap_err();
-        assert_eq!(w.health(), JournalHealth::CommitFailed, "the disk still fails");
+        assert_eq!(
+            w.health(),
+            JournalHealth::CommitFailed,
+            "the disk still fails"
+        );
 
         faults.clear();
         w.probe().unwrap();

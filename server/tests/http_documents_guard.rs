@@ -26,7 +26,11 @@ async fn a_document_linked_out_of_the_project_is_not_read() {
         workflows.join("theirs.yaml"),
     )
     .unwrap();
-    symlink("/nonexistent/elsewhere.yaml", workflows.join("dangling.yaml")).unwrap();
+    symlink(
+        "/nonexistent/elsewhere.yaml",
+        workflows.join("dangling.yaml"),
+    )
+    .unwrap();
     for name in ["x.yaml", "theirs.yaml", "dangling.yaml"] {
         let r = s
             .get(&format!("{DOCS}/workflows/{name}"), Some(ACME))
@@ -37,7 +41,10 @@ async fn a_document_linked_out_of_the_project_is_not_read() {
         let body = r.text().await.unwrap();
         assert_eq!(status, 403, "{name}: {body}");
         assert!(body.contains("MAG-HTTP-OUTSIDE-PROJECT"), "{body}");
-        assert!(!body.contains("root:") && !body.contains("start:"), "{body}");
+        assert!(
+            !body.contains("root:") && !body.contains("start:"),
+            "{body}"
+        );
         assert!(!body.contains(s.root.to_str().unwrap()), "{body}");
     }
     // A link that stays inside the project is read as its target.
@@ -56,7 +63,11 @@ async fn a_directory_linked_to_another_tenant_is_neither_listed_nor_written() {
     let s = Server::start().await;
     let vance = s.root.join("acme/shop/_vance");
     std::fs::remove_dir_all(vance.join("workflows")).unwrap();
-    symlink("../../../globex/shop/_vance/workflows", vance.join("workflows")).unwrap();
+    symlink(
+        "../../../globex/shop/_vance/workflows",
+        vance.join("workflows"),
+    )
+    .unwrap();
     let theirs = s.root.join("globex/shop/_vance/workflows");
 
     let (status, code) = code(
@@ -96,7 +107,9 @@ async fn a_listing_leaves_out_links_that_lead_out_of_the_project() {
     symlink("/etc/passwd", workflows.join("leak.yaml")).unwrap();
     symlink("/etc", workflows.join("etc")).unwrap();
     symlink("hello.yaml", workflows.join("alias.yaml")).unwrap();
-    let listed: Value = s.get_json(&format!("{DOCS}?dir=workflows"), Some(ACME)).await;
+    let listed: Value = s
+        .get_json(&format!("{DOCS}?dir=workflows"), Some(ACME))
+        .await;
     let names: Vec<&str> = listed["items"]
         .as_array()
         .unwrap()
@@ -190,8 +203,14 @@ async fn no_error_body_names_the_servers_root() {
         bodies.push(body);
     }
     for body in &bodies {
-        assert!(!body.contains(&root), "the root path reached a client: {body}");
-        assert!(!body.contains("/tmp"), "a server path reached a client: {body}");
+        assert!(
+            !body.contains(&root),
+            "the root path reached a client: {body}"
+        );
+        assert!(
+            !body.contains("/tmp"),
+            "a server path reached a client: {body}"
+        );
     }
     // The documents are still named, relative to the root.
     assert!(
@@ -199,5 +218,9 @@ async fn no_error_body_names_the_servers_root() {
         "{}",
         bodies[0]
     );
-    assert!(bodies[3].contains("acme/shop/_vance/workflows/dir.yaml"), "{}", bodies[3]);
+    assert!(
+        bodies[3].contains("acme/shop/_vance/workflows/dir.yaml"),
+        "{}",
+        bodies[3]
+    );
 }

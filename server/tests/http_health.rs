@@ -47,7 +47,10 @@ async fn healthz_turns_unhealthy_after_a_failed_commit_and_healthy_once_the_disk
         .unwrap();
     let base = format!("http://{addr}");
     let client = reqwest::Client::new();
-    assert_eq!(healthz(&client, &base).await, (200, json!({"status": "ok"})));
+    assert_eq!(
+        healthz(&client, &base).await,
+        (200, json!({"status": "ok"}))
+    );
 
     // The disk refuses every write: the start cannot be journaled.
     faults.fail_next_writes(u32::MAX);
@@ -61,7 +64,10 @@ async fn healthz_turns_unhealthy_after_a_failed_commit_and_healthy_once_the_disk
     let (status, body) = healthz(&client, &base).await;
     assert_eq!(status, 503, "{body}");
     assert_eq!(body["status"], "unhealthy");
-    assert!(body["reason"].as_str().unwrap().contains("journal"), "{body}");
+    assert!(
+        body["reason"].as_str().unwrap().contains("journal"),
+        "{body}"
+    );
 
     // The disk recovers: health checks notice it on their own, without another request.
     faults.clear();

@@ -64,12 +64,20 @@ const RUNS: &str = "/brain/acme/project/shop/workflows/runs";
 async fn without_authentication_a_foreign_host_or_origin_is_refused() {
     let s = Server::start_with(|c| c.insecure_no_auth(true)).await;
     let port = s.addr.port();
-    for host in ["evil.example", "evil.example:80", &format!("rebind.evil.example:{port}")] {
+    for host in [
+        "evil.example",
+        "evil.example:80",
+        &format!("rebind.evil.example:{port}"),
+    ] {
         let answer = exchange(s.addr, &request("POST", START, host, None)).await;
         assert_eq!(status(&answer), 421, "{host}: {answer}");
         assert!(answer.contains("MAG-HTTP-HOST"), "{answer}");
     }
-    for origin in ["http://evil.example", "null", &format!("https://localhost:{port}")] {
+    for origin in [
+        "http://evil.example",
+        "null",
+        &format!("https://localhost:{port}"),
+    ] {
         let host = format!("127.0.0.1:{port}");
         let answer = exchange(s.addr, &request("POST", START, &host, Some(origin))).await;
         assert_eq!(status(&answer), 403, "{origin}: {answer}");
@@ -79,7 +87,10 @@ async fn without_authentication_a_foreign_host_or_origin_is_refused() {
     let host = format!("localhost:{port}");
     let runs = exchange(s.addr, &request("GET", RUNS, &host, None)).await;
     assert_eq!(status(&runs), 200, "{runs}");
-    assert!(!runs.contains("approve"), "a refused request started a run: {runs}");
+    assert!(
+        !runs.contains("approve"),
+        "a refused request started a run: {runs}"
+    );
 
     // The server's own names pass, with or without a matching Origin.
     for name in [
@@ -110,9 +121,7 @@ async fn with_tokens_host_and_origin_are_not_checked() {
     // Without the token the answer is 401, not a Host or Origin refusal.
     let answer = exchange(
         s.addr,
-        &format!(
-            "GET {RUNS} HTTP/1.1\r\nHost: proxy.example.com\r\nConnection: close\r\n\r\n"
-        ),
+        &format!("GET {RUNS} HTTP/1.1\r\nHost: proxy.example.com\r\nConnection: close\r\n\r\n"),
     )
     .await;
     assert_eq!(status(&answer), 401, "{answer}");

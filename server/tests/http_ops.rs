@@ -374,5 +374,8 @@ async fn request_metrics_keep_one_series_for_unknown_paths_and_methods() {
     let all = second.join("\n");
     assert!(all.contains("method=\"other\""), "{all}");
     assert!(all.contains("route=\"unmatched\""), "{all}");
-    assert!(!all.contains("no-such-path") && !all.contains("BREW"), "{all}");
+    assert!(
+        !all.contains("no-such-path") && !all.contains("BREW"),
+        "{all}"
+    );
 }

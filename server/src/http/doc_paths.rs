@@ -160,6 +160,9 @@ mod tests {
         let e = segments(&deep).unwrap_err();
         assert_eq!(e.status, StatusCode::BAD_REQUEST);
         assert!(e.message.contains("at most 1024"), "{}", e.message);
-        assert_eq!(segments("workflows/x.yaml").unwrap(), ["workflows", "x.yaml"]);
+        assert_eq!(
+            segments("workflows/x.yaml").unwrap(),
+            ["workflows", "x.yaml"]
+        );
     }
 }

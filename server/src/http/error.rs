@@ -80,7 +80,9 @@ impl ApiError {
         Self::new(
             StatusCode::INTERNAL_SERVER_ERROR,
             "MAG-HTTP-500",
-            format!("internal server error (reference {reference}; the server log has the details)"),
+            format!(
+                "internal server error (reference {reference}; the server log has the details)"
+            ),
         )
     }
 }

@@ -114,7 +114,12 @@ mod tests {
     #[test]
     fn only_the_loopback_names_of_the_bound_port_pass() {
         let names = LoopbackNames::new(7878);
-        for ok in ["127.0.0.1:7878", "localhost:7878", "LOCALHOST:7878", "[::1]:7878"] {
+        for ok in [
+            "127.0.0.1:7878",
+            "localhost:7878",
+            "LOCALHOST:7878",
+            "[::1]:7878",
+        ] {
             names.check(&headers(ok, None)).unwrap();
             names
                 .check(&headers(ok, Some(&format!("http://{ok}"))))

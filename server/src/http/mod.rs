@@ -40,8 +40,8 @@ use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::Duration;
 
-use axum::Router;
 use axum::Extension;
+use axum::Router;
 use axum::extract::DefaultBodyLimit;
 use magrathea_core::{Engine, EngineBuilder, OpenError};
 use magrathea_yaml::{DocumentSource, YamlRuntime};
