@@ -13,8 +13,7 @@
 //!
 //! Symbolic links inside a project may not lead out of it: a read, a write or a listing that
 //! would is refused with 403 (`MAG-HTTP-OUTSIDE-PROJECT`), and a listing leaves such links
-//! out. Names over 255 bytes and paths over 1,024 bytes are refused with 400. See
-//! [`doc_paths`](super::doc_paths).
+//! out. Names over 255 bytes and paths over 1,024 bytes are refused with 400.
 
 use std::path::PathBuf;
 
