@@ -3,6 +3,7 @@
 
 use std::net::SocketAddr;
 use std::path::PathBuf;
+use std::time::Duration;
 
 use magrathea_core::EngineBuilder;
 
@@ -71,6 +72,24 @@ impl Server {
     /// [`ServeConfig::header_read_timeout`] and the methods next to it.
     pub fn connection_limits(mut self, limits: ConnectionLimits) -> Self {
         self.config = self.config.connection_limits(limits);
+        self
+    }
+
+    /// How long a request's head may take to arrive (see [`ServeConfig::header_read_timeout`]).
+    pub fn header_read_timeout(mut self, timeout: Duration) -> Self {
+        self.config = self.config.header_read_timeout(timeout);
+        self
+    }
+
+    /// How long an idle keep-alive connection is kept (see [`ServeConfig::idle_timeout`]).
+    pub fn idle_timeout(mut self, timeout: Duration) -> Self {
+        self.config = self.config.idle_timeout(timeout);
+        self
+    }
+
+    /// How many connections are served at once (see [`ServeConfig::max_connections`]).
+    pub fn max_connections(mut self, max: usize) -> Self {
+        self.config = self.config.max_connections(max);
         self
     }
 
