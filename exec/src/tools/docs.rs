@@ -57,9 +57,13 @@ fn resolve(docs: &DocumentSource, ctx: &ToolContext, rel: &str) -> Result<Resolv
     }
     let project = docs.project_dir(&ctx.scope());
     let root = project.canonicalize().map_err(|e| {
+        // The server's layout is not the workflow's business: name the project, not its path.
+        let scope = ctx.scope();
         ToolError::Failed(format!(
-            "the project directory {} is not readable: {e}",
-            project.display()
+            "the project directory of {}/{} is not readable: {}",
+            scope.tenant,
+            scope.project,
+            e.kind()
         ))
     })?;
     let path = root.join(given).canonicalize().map_err(|e| {
