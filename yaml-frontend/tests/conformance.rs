@@ -52,7 +52,7 @@ start: check
 states:
   check:
     type: shell_task
-    run: "echo out; echo err >&2; exit ${params.code}"
+    run: 'echo out; echo err >&2; exit "$MAGRATHEA_PARAM_CODE"'
     dirName: workspace
     storeAs: check_output
     on:
