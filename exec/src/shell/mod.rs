@@ -277,14 +277,12 @@ fn check_workspace_root(
     if real.starts_with(&project) || tenant.workspace_roots.iter().any(|r| inside(r)) {
         return Ok(());
     }
-    let msg = format!(
+    // `technical_error`, as every shell step that cannot start (reference §3.2).
+    Err(technical(format!(
         "[MAG-SH011] workspace `{name}` lies outside the project directory: a served \
          project's workspaces stay inside it unless the tenant's administrator lists their \
          root under `shell.workspaceRoots` in _tenant/_vance/settings.yaml"
-    );
-    Err(TaskError::terminal(msg.clone())
-        .with_kind("permission_error")
-        .with_output(serde_json::json!({ "error": msg })))
+    )))
 }
 
 /// Kills the process group when dropped (timeout, cancellation, or a dropped task future).
