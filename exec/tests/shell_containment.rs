@@ -62,7 +62,11 @@ async fn tree(served: bool, tenant: &str, project: &str) -> Tree {
         let (executors, scope, data) = (e1.clone(), s1.clone(), d1.clone());
         async move {
             let input: ShellInput = serde_json::from_value(input).unwrap();
-            let call = executors.call(input).scope(&scope).label("step").run_data(data);
+            let call = executors
+                .call(input)
+                .scope(&scope)
+                .label("step")
+                .run_data(data);
             Ok(answer(ctx.task_with(call.into_task_call()).await))
         }
     });
@@ -70,7 +74,11 @@ async fn tree(served: bool, tenant: &str, project: &str) -> Tree {
         let (executors, scope, data) = (executors.clone(), scope.clone(), data.clone());
         async move {
             let input: ScriptInput = serde_json::from_value(input).unwrap();
-            let call = executors.call(input).scope(&scope).label("step").run_data(data);
+            let call = executors
+                .call(input)
+                .scope(&scope)
+                .label("step")
+                .run_data(data);
             Ok(answer(ctx.task_with(call.into_task_call()).await))
         }
     });
@@ -114,9 +122,7 @@ impl Tree {
 
     /// Runs `input` to its end: `(kind, output)`.
     async fn shell(&self, input: ShellInput) -> (String, Value) {
-        let run = self
-            .start("sh", serde_json::to_value(input).unwrap())
-            .await;
+        let run = self.start("sh", serde_json::to_value(input).unwrap()).await;
         let result = self.finish(run).await;
         (
             result["kind"].as_str().unwrap().to_string(),
@@ -155,7 +161,10 @@ async fn a_shell_step_sees_none_of_the_servers_environment_but_what_the_tenant_p
     assert!(var(&env, "LANG").is_some(), "{env}");
     assert_eq!(var(&env, "MAGRATHEA_PARAM_WHO"), Some("ford"));
     let tmpdir = var(&env, "TMPDIR").expect("a private TMPDIR");
-    assert!(!Path::new(tmpdir).exists(), "the private TMPDIR is removed after the step");
+    assert!(
+        !Path::new(tmpdir).exists(),
+        "the private TMPDIR is removed after the step"
+    );
 
     let t = tree(
         true,
@@ -180,7 +189,10 @@ async fn a_sandboxed_step_cannot_read_auth_or_another_tenant_but_uses_its_worksp
     ] {
         let out = t.output(command).await;
         assert_ne!(out.exit_code, Some(0), "{command}: {out:?}");
-        assert!(out.stderr.contains("Permission denied"), "{command}: {out:?}");
+        assert!(
+            out.stderr.contains("Permission denied"),
+            "{command}: {out:?}"
+        );
         assert!(!out.stdout.contains(TOKEN), "{command}: {out:?}");
     }
     assert!(!t.root.join("acme/lab.txt").exists());
@@ -236,7 +248,12 @@ async fn the_sandbox_follows_the_tenants_setting_and_the_local_default_is_off() 
 
 #[tokio::test]
 async fn a_served_workspace_outside_the_project_is_refused() {
-    let t = tree(true, "", "workspaces:\n  escape: /\n  up: ..\n  inside: build\n").await;
+    let t = tree(
+        true,
+        "",
+        "workspaces:\n  escape: /\n  up: ..\n  inside: build\n",
+    )
+    .await;
     std::fs::create_dir_all(t.root.join("acme/shop/build")).unwrap();
     for name in ["escape", "up"] {
         let (kind, output) = t.shell(ShellInput::new("ls").dir(name)).await;

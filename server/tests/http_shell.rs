@@ -36,7 +36,7 @@ states:
   probe:
     type: shell_task
     run: |
-      for c in 'cat ../../_auth/tokens.yaml' 'ls ../../globex/' 'cat ../../globex/shop/_vance/workflows/hello.yaml' 'echo x > ../../globex/shop/planted'; do
+      for c in 'cat ../../_auth/tokens.yaml' 'ls ../../globex/' 'cat ../../globex/shop/_vance/workflows/hello.yaml' 'echo x > ../../globex/shop/planted' "cat /proc/$PPID/environ"; do
         if sh -c "$c"; then echo "READ: $c"; else echo "DENIED: $c"; fi
       done
       echo made > made.txt && cat made.txt
@@ -174,8 +174,14 @@ async fn a_served_shell_step_sees_none_of_the_servers_environment() {
     let env = v["result"].as_str().unwrap();
     assert!(!env.contains(SECRET), "{env}");
     assert!(!env.contains("MAGRATHEA_TEST_SECRET"), "{env}");
-    assert!(!env.contains(AWS) && !env.contains("AWS_SECRET_ACCESS_KEY"), "{env}");
-    assert!(env.contains(&format!("MAGRATHEA_TEST_PASSED={PASSED}")), "{env}");
+    assert!(
+        !env.contains(AWS) && !env.contains("AWS_SECRET_ACCESS_KEY"),
+        "{env}"
+    );
+    assert!(
+        env.contains(&format!("MAGRATHEA_TEST_PASSED={PASSED}")),
+        "{env}"
+    );
     let home = format!("HOME={}", s.root.join("acme/shop").display());
     assert!(env.lines().any(|l| l == home), "{env}");
 }
@@ -198,8 +204,14 @@ async fn a_served_shell_step_cannot_read_auth_or_another_tenant_but_uses_its_wor
             "{probe}: {stdout}"
         );
     }
+    // The server's own environment, through /proc, is out of reach too.
+    assert!(stdout.contains("DENIED: cat /proc/"), "{stdout}");
+    assert!(!stdout.contains(SECRET), "{stdout}");
     assert!(stderr.contains("Permission denied"), "{stderr}");
-    assert!(!stdout.contains(ACME_READ) && !stdout.contains("tokenSha256"), "{stdout}");
+    assert!(
+        !stdout.contains(ACME_READ) && !stdout.contains("tokenSha256"),
+        "{stdout}"
+    );
     assert!(!stdout.contains("approve.yaml"), "{stdout}");
     assert!(!s.root.join("globex/shop/planted").exists());
     assert!(stdout.ends_with("made\nELF\n"), "{stdout}");

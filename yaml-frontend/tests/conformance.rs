@@ -770,15 +770,17 @@ states:
 #[test]
 fn a_placeholder_in_a_shell_command_is_an_error_naming_the_variable_to_use() {
     let doc = "start: a\nstates:\n  a:\n    type: shell_task\n    run: \"git checkout ${params.branch} && echo ${state.plan.risk}\"\n    dirName: workspace\n    on:\n      success: done\n  done: { type: terminal }\n";
-    let errors: Vec<String> = match magrathea_yaml::load_workflow("w.yaml", doc, &Default::default())
-    {
-        Ok(_) => panic!("a splicing shell command must not load"),
-        Err(d) => d.errors().map(|d| d.to_string()).collect(),
-    };
+    let errors: Vec<String> =
+        match magrathea_yaml::load_workflow("w.yaml", doc, &Default::default()) {
+            Ok(_) => panic!("a splicing shell command must not load"),
+            Err(d) => d.errors().map(|d| d.to_string()).collect(),
+        };
     assert!(
-        errors.iter().any(|e| e.starts_with("w.yaml:5:10: [MAG-Y028]")
-            && e.contains("\"$MAGRATHEA_PARAM_BRANCH\"")
-            && e.contains("splice: quoted")),
+        errors
+            .iter()
+            .any(|e| e.starts_with("w.yaml:5:10: [MAG-Y028]")
+                && e.contains("\"$MAGRATHEA_PARAM_BRANCH\"")
+                && e.contains("splice: quoted")),
         "{errors:?}"
     );
     assert!(

@@ -72,6 +72,10 @@ states:
     for hostile in ["'; echo pwned", "$(echo pwned)", "a'\\''b `id` \"q\" ;|&"] {
         let view = p.run("sh", json!({ "who": hostile })).await;
         assert_eq!(view.status, RunStatus::Done, "{view:?}");
-        assert_eq!(view.result, Some(json!(format!("{hostile}||"))), "{hostile}");
+        assert_eq!(
+            view.result,
+            Some(json!(format!("{hostile}||"))),
+            "{hostile}"
+        );
     }
 }

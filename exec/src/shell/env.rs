@@ -185,8 +185,9 @@ mod tests {
         let env = flattened("PARAM", params.as_object().unwrap().iter());
         // The top-level value and MAX_DEPTH nested levels.
         assert_eq!(env.len(), 1 + MAX_DEPTH);
-        let wide: serde_json::Map<String, Value> =
-            (0..5000).map(|i| (format!("k{i}"), json!({"v": i}))).collect();
+        let wide: serde_json::Map<String, Value> = (0..5000)
+            .map(|i| (format!("k{i}"), json!({"v": i})))
+            .collect();
         let env = flattened("VAR", wide.iter());
         assert_eq!(env.len(), 5000 + MAX_NESTED);
     }

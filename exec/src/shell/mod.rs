@@ -6,7 +6,7 @@
 //! exit 0 → `success`, exit ≠ 0 → `business_error`, killed on timeout → `timeout` (with the
 //! output produced until then), cannot start → `technical_error`.
 //!
-//! The process starts from a clean environment (see [`env`]): never the server's own. It sees
+//! The process starts from a clean environment (see [`mod@env`]): never the server's own. It sees
 //! the run's parameters and stored variables as environment variables, so a command need not
 //! splice `${params.x}` into its text (a shell-injection risk): `MAGRATHEA_PARAM_<KEY>` and
 //! `MAGRATHEA_VAR_<KEY>`, the key upper-cased with every character other than `A-Z`, `0-9`
@@ -24,7 +24,7 @@
 //! - a step that declares no timeout gets the project's `shell.defaultTimeoutSeconds`, at
 //!   most the tenant's (default 3600 s);
 //! - shell steps wait in the project's shell lane, apart from script and tool steps
-//!   (see [`crate::lanes`]).
+//!   (`lanes.maxConcurrentTasks` wide, like the other).
 //!
 //! Each of stdout and stderr is read as it is produced into a buffer that keeps at most
 //! `shell.maxOutputBytes` (settings; 1 MiB by default): the tail is kept, a
@@ -199,9 +199,11 @@ pub(crate) async fn execute(
     };
     let tenant = docs.tenant_settings(&scope).shell;
     let project = docs.settings(&scope).shell;
-    if docs.is_served() {
-        check_workspace_root(&docs.project_dir(&scope), &dir, dir_name, &tenant)?;
-    }
+    let dir = if docs.is_served() {
+        check_workspace_root(&docs.project_dir(&scope), dir, dir_name, &tenant)?
+    } else {
+        dir
+    };
     let sandbox = tenant.sandbox.unwrap_or(if docs.is_served() {
         SandboxMode::On
     } else {
@@ -254,28 +256,25 @@ fn default_timeout(tenant: &TenantShellSettings, project: Option<f64>) -> f64 {
 
 /// Refuses a workspace of a served project whose real path is neither inside the project
 /// directory nor under one of the tenant's `shell.workspaceRoots`: a token that may write a
-/// project's settings must not make `/` (or another tenant's tree) a workspace.
+/// project's settings must not make `/` (or another tenant's tree) a workspace. Gives the
+/// real path, which the step then runs in (and the sandbox allows), so that a symlink swapped
+/// after the check changes nothing.
 fn check_workspace_root(
     project: &Path,
-    dir: &Path,
+    dir: PathBuf,
     name: &str,
     tenant: &TenantShellSettings,
-) -> Result<(), TaskError> {
-    // A workspace that does not exist yet is reported by `run_shell` ([MAG-SH002]); its
-    // parent decides where it would be.
-    let real = dir
-        .canonicalize()
-        .or_else(|_| dir.parent().map_or(Ok(dir.to_path_buf()), Path::canonicalize))
-        .unwrap_or_else(|_| dir.to_path_buf());
+) -> Result<PathBuf, TaskError> {
+    // A workspace that does not exist is reported by `run_shell` ([MAG-SH002]).
+    let Ok(real) = dir.canonicalize() else {
+        return Ok(dir);
+    };
     let project = project
         .canonicalize()
         .unwrap_or_else(|_| project.to_path_buf());
-    let inside = |root: &Path| {
-        root.canonicalize()
-            .is_ok_and(|root| real.starts_with(root))
-    };
+    let inside = |root: &Path| root.canonicalize().is_ok_and(|root| real.starts_with(root));
     if real.starts_with(&project) || tenant.workspace_roots.iter().any(|r| inside(r)) {
-        return Ok(());
+        return Ok(real);
     }
     // `technical_error`, as every shell step that cannot start (reference §3.2).
     Err(technical(format!(

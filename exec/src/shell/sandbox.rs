@@ -2,14 +2,18 @@
 //! filesystem it needs.
 //!
 //! Allowed to read and execute: the system directories (`/usr`, `/bin`, `/sbin`, `/lib*`,
-//! `/etc`, `/opt`, `/proc`, `/sys`), a few device files (`/dev/null`, `/dev/zero`,
+//! `/etc`, `/opt`, `/sys`), a few device files (`/dev/null`, `/dev/zero`,
 //! `/dev/full`, `/dev/random`, `/dev/urandom`, `/dev/tty`, read and write), and the tenant's
 //! `shell.readPaths`. Allowed to read, write and execute: the step's workspace directory, its
 //! private temporary directory and the tenant's `shell.writePaths`. Everything else — the
 //! document root with other projects, other tenants and `_auth/`, `/tmp`, `/root`, `/home`,
-//! block devices — is denied, to root as well. The process may also not signal processes
-//! outside its sandbox nor reach abstract Unix sockets created outside it (where the kernel
-//! knows these scopes, ABI 6). Network, CPU, memory and other system calls are not confined.
+//! block devices — is denied, to root as well. `/proc` is denied too: it holds every
+//! process's environment (the server's included), and not every kernel that enforces
+//! Landlock's filesystem rules also enforces its ptrace rule that would hide them; a tenant
+//! that needs `ps` or `/dev/fd` lists `/proc` in `shell.readPaths`. The process may also not
+//! signal processes outside its sandbox nor reach abstract Unix sockets created outside it
+//! (where the kernel knows these scopes, ABI 6). Network, CPU, memory and other system calls
+//! are not confined.
 //!
 //! **How it is applied.** Landlock confines the thread that calls `landlock_restrict_self`
 //! and every process that thread starts afterwards. The executor therefore starts each
@@ -30,8 +34,7 @@ use crate::settings::TenantShellSettings;
 
 /// System directories a shell step may read and execute from.
 const SYSTEM_READ: &[&str] = &[
-    "/usr", "/bin", "/sbin", "/lib", "/lib32", "/lib64", "/libx32", "/etc", "/opt", "/proc",
-    "/sys",
+    "/usr", "/bin", "/sbin", "/lib", "/lib32", "/lib64", "/libx32", "/etc", "/opt", "/sys",
 ];
 
 /// Device files a shell step may read and write.

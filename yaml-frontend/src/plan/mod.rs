@@ -13,8 +13,8 @@ use std::time::Duration;
 use serde_json::{Map, Value};
 
 use crate::ast::{
-    Bounds, Criticality, InboxKind, ParamSchema, Splice, StateSpec, TaskSpec, TaskType, TerminalOutcome,
-    WorkflowDoc,
+    Bounds, Criticality, InboxKind, ParamSchema, Splice, StateSpec, TaskSpec, TaskType,
+    TerminalOutcome, WorkflowDoc,
 };
 use crate::condition::Condition;
 use crate::error_kind::ErrorKind;
