@@ -405,18 +405,7 @@ async fn run_shell(command: &str, job: Job) -> Result<Value, TaskError> {
         None => cmd.spawn().map_err(SandboxError::Spawn),
         Some(sandbox) => sandbox.spawn(cmd).await,
     };
-    let mut child = spawned.map_err(|e| match e {
-        SandboxError::Spawn(e) => technical(format!("[MAG-SH003] cannot start `sh -c`: {e}")),
-        SandboxError::Unavailable => technical(
-            "[MAG-SH010] the shell sandbox (Landlock) is not available on this server's \
-             kernel, so shell steps do not run; the tenant's administrator may run them \
-             unconfined with `shell: {sandbox: off}` in _tenant/_vance/settings.yaml"
-                .into(),
-        ),
-        SandboxError::Setup(e) => {
-            technical(format!("[MAG-SH012] cannot set up the shell sandbox: {e}"))
-        }
-    })?;
+    let mut child = spawned.map_err(|e| technical(spawn_error(e)))?;
     let mut guard = GroupGuard(child.id().map(|id| id as i32));
     let (stdout, stderr) = (child.stdout.take(), child.stderr.take());
     let mut out = Tail::new(max_output);
@@ -465,6 +454,19 @@ async fn run_shell(command: &str, job: Job) -> Result<Value, TaskError> {
         None => Err(TaskError::terminal("command was killed by a signal")
             .with_kind(TaskError::TECHNICAL)
             .with_output(output(ShellStatus::Killed, None).to_value())),
+    }
+}
+
+/// The message of a command that did not start.
+fn spawn_error(e: SandboxError) -> String {
+    match e {
+        SandboxError::Spawn(e) => format!("[MAG-SH003] cannot start `sh -c`: {e}"),
+        SandboxError::Unavailable => "[MAG-SH010] the shell sandbox (Landlock) is not \
+             available on this server's kernel, so shell steps do not run; the tenant's \
+             administrator may run them unconfined with `shell: {sandbox: off}` in \
+             _tenant/_vance/settings.yaml"
+            .into(),
+        SandboxError::Setup(e) => format!("[MAG-SH012] cannot set up the shell sandbox: {e}"),
     }
 }
 
@@ -535,6 +537,14 @@ mod tests {
             Some(r#"{"risk":"low"}"#)
         );
         assert_eq!(get("MAGRATHEA_STATE").as_deref(), Some("check"));
+    }
+
+    #[test]
+    fn without_landlock_a_sandboxed_step_is_refused_naming_the_setting_that_turns_it_off() {
+        let msg = spawn_error(SandboxError::Unavailable);
+        assert!(msg.starts_with("[MAG-SH010]"), "{msg}");
+        assert!(msg.contains("`shell: {sandbox: off}`"), "{msg}");
+        assert!(msg.contains("_tenant/_vance/settings.yaml"), "{msg}");
     }
 
     #[test]
