@@ -245,9 +245,12 @@ pub(crate) async fn execute(
     run_shell(&input.run, job).await
 }
 
-/// The timeout of a step that declares none: the project's default, at most the tenant's.
+/// The timeout of a step that declares none: the project's default, at most the tenant's (a
+/// tenant value that is not a positive number counts as the default hour).
 fn default_timeout(tenant: &TenantShellSettings, project: Option<f64>) -> f64 {
-    let cap = tenant.default_timeout_seconds;
+    let cap = Some(tenant.default_timeout_seconds)
+        .filter(|c| c.is_finite() && *c > 0.0)
+        .unwrap_or(3600.0);
     match project {
         Some(p) if p.is_finite() && p > 0.0 => p.min(cap),
         _ => cap,
