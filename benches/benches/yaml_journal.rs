@@ -30,7 +30,7 @@ fn chain(n: usize) -> String {
             ));
         } else {
             doc.push_str(&format!(
-                "  s{i}:\n    type: shell_task\n    run: \"echo step {i} of ${{params.label}}\"\n    dirName: workspace\n    storeAs: v{i}\n    on: {{ success: {next} }}\n"
+                "  s{i}:\n    type: shell_task\n    run: \"echo step {i} of \\\"$MAGRATHEA_PARAM_LABEL\\\"\"\n    dirName: workspace\n    storeAs: v{i}\n    on: {{ success: {next} }}\n"
             ));
         }
     }

@@ -94,11 +94,17 @@ impl Executors {
         self.inner.engine.get().and_then(WeakEngine::upgrade)
     }
 
-    /// Waits for a place in the lane of the scope `scope_key` (`tenant/project`): a project's
-    /// shell, script and tool steps run at most `lanes.maxConcurrentTasks` at a time (1 by
-    /// default), across all its runs.
+    /// Waits for a place in the task lane of the scope `scope_key` (`tenant/project`): a
+    /// project's script and tool steps run at most `lanes.maxConcurrentTasks` at a time (1 by
+    /// default), across all its runs. Its shell steps have a lane of their own of the same
+    /// width, so a slow shell step never holds up script and tool steps.
     pub async fn enter_lane(&self, scope_key: &str) -> LanePermit {
-        LanePermit(self.inner.lanes.enter(scope_key).await)
+        LanePermit(
+            self.inner
+                .lanes
+                .enter(scope_key, crate::lanes::Lane::Tasks)
+                .await,
+        )
     }
 
     /// `call` bound to these executors (it runs on them whatever the engine's data holds).

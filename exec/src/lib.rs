@@ -70,7 +70,9 @@ pub mod tools;
 pub use call::{ExecCall, IntoExecCall, RunContext, RunData};
 pub use documents::{DocumentError, DocumentSource, Scope, check_name};
 pub use executors::{Executors, LanePermit};
-pub use settings::{LaneSettings, ProjectSettings, ShellSettings, TenantSettings};
+pub use settings::{
+    LaneSettings, ProjectSettings, SandboxMode, ShellSettings, TenantSettings, TenantShellSettings,
+};
 
 #[cfg(feature = "agent")]
 pub use agent::{AgentEngine, AgentInput, AgentOutput};

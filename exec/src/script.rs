@@ -228,7 +228,7 @@ pub(crate) async fn execute(
             .state
             .or_else(|| data.map(|d| Value::Object(d.vars.clone()))),
     );
-    let _lane = lanes.enter(&run.scope).await;
+    let _lane = lanes.enter(&run.scope, crate::lanes::Lane::Tasks).await;
     let docs = docs.clone();
     let label = format!("{} {}", ctx.run_id, ctx.name);
     let cancel = Arc::new(AtomicBool::new(false));

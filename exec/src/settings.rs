@@ -8,8 +8,23 @@
 //!   build: /srv/build         # relative paths are relative to the project dir
 //! shell:
 //!   maxOutputBytes: 1048576   # per stream; the tail is kept and the cut marked (default 1 MiB)
+//!   defaultTimeoutSeconds: 600  # timeout of shell steps that declare none; at most the
+//!                             # tenant's `shell.defaultTimeoutSeconds` (a larger value is cut)
 //! subRuns:
 //!   maxDepth: 8               # sub-runs nest at most this deep (default: the engine's, 32)
+//! ```
+//!
+//! Tenant settings: `<root>/<tenant>/_tenant/_vance/settings.yaml` (see [`TenantSettings`]).
+//!
+//! ```yaml
+//! shell:
+//!   passEnv: [CARGO_HOME]     # server variables a shell step sees (when set); none by default
+//!   env: { CI: "true" }       # variables every shell step of the tenant sees
+//!   defaultTimeoutSeconds: 3600 # timeout of shell steps that declare none (default 1 hour)
+//!   sandbox: on               # on | off; absent: on when served, off from the local CLI
+//!   readPaths: [/srv/tools]   # more directories the sandbox lets shell steps read
+//!   writePaths: [/srv/cache]  # more directories the sandbox lets shell steps write
+//!   workspaceRoots: [/srv/build] # where workspaces outside the project may live (served)
 //! ```
 
 use std::collections::BTreeMap;
@@ -56,6 +71,10 @@ pub struct ShellSettings {
     /// Most bytes kept of each of stdout and stderr; the tail is kept (default 1 MiB).
     #[serde(default = "one_mib")]
     pub max_output_bytes: usize,
+    /// The timeout of shell steps that declare none. Never larger than the tenant's
+    /// [`TenantShellSettings::default_timeout_seconds`]: a larger value is cut to it.
+    #[serde(default)]
+    pub default_timeout_seconds: Option<f64>,
 }
 
 fn one_mib() -> usize {
@@ -66,6 +85,7 @@ impl Default for ShellSettings {
     fn default() -> Self {
         Self {
             max_output_bytes: one_mib(),
+            default_timeout_seconds: None,
         }
     }
 }
@@ -99,7 +119,75 @@ impl Default for LaneSettings {
 /// other settings (e.g. event tokens under `events:`).
 #[derive(Debug, Clone, Default, Deserialize, JsonSchema)]
 #[serde(rename_all = "camelCase")]
-pub struct TenantSettings {}
+pub struct TenantSettings {
+    /// What the tenant's shell steps see and may touch.
+    #[serde(default)]
+    pub shell: TenantShellSettings,
+}
+
+/// Whether shell steps run confined by the sandbox (Landlock; see the README's "Shell
+/// sandbox").
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize, JsonSchema)]
+#[serde(rename_all = "lowercase")]
+pub enum SandboxMode {
+    /// Confined: a kernel without Landlock refuses to run shell steps (`[MAG-SH010]`).
+    On,
+    /// Not confined: a shell step reads and writes whatever the server's user may.
+    Off,
+}
+
+/// The tenant's rules for `shell_task`: its environment, its sandbox, its default timeout
+/// and where its workspaces may live. Only the tenant's administrator writes them.
+#[derive(Debug, Clone, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+#[non_exhaustive]
+pub struct TenantShellSettings {
+    /// Names of the server's environment variables a shell step sees, copied when set. A
+    /// shell step otherwise starts from an empty environment plus `PATH`, `HOME`, `LANG`,
+    /// `TMPDIR` and the `MAGRATHEA_*` variables.
+    #[serde(default)]
+    pub pass_env: Vec<String>,
+    /// Variables every shell step of the tenant sees, with their values.
+    #[serde(default)]
+    pub env: BTreeMap<String, String>,
+    /// The timeout of a shell step that declares none, and the most a project's
+    /// `shell.defaultTimeoutSeconds` may set (default 3600 s).
+    #[serde(default = "one_hour")]
+    pub default_timeout_seconds: f64,
+    /// `on` or `off`. Absent: on for a served tree, off for the local `magrathea` command.
+    #[serde(default)]
+    pub sandbox: Option<SandboxMode>,
+    /// More directories (and what is beneath them) the sandbox lets shell steps read and
+    /// execute.
+    #[serde(default)]
+    pub read_paths: Vec<PathBuf>,
+    /// More directories the sandbox lets shell steps read, write and execute.
+    #[serde(default)]
+    pub write_paths: Vec<PathBuf>,
+    /// Directories outside the project where a served project's `workspaces:` may point. A
+    /// workspace of a served project outside its project directory and outside these is
+    /// refused (`[MAG-SH011]`).
+    #[serde(default)]
+    pub workspace_roots: Vec<PathBuf>,
+}
+
+fn one_hour() -> f64 {
+    3600.0
+}
+
+impl Default for TenantShellSettings {
+    fn default() -> Self {
+        Self {
+            pass_env: Vec::new(),
+            env: BTreeMap::new(),
+            default_timeout_seconds: one_hour(),
+            sandbox: None,
+            read_paths: Vec::new(),
+            write_paths: Vec::new(),
+            workspace_roots: Vec::new(),
+        }
+    }
+}
 
 impl TenantSettings {
     /// Reads the file; a missing file gives the defaults, an invalid one is logged and gives

@@ -261,6 +261,8 @@ pub enum TaskSpec {
         run: String,
         /// Workspace root dir.
         dir_name: Option<String>,
+        /// Whether `${…}` in `run:` is refused (the default) or spliced shell-quoted.
+        splice: Splice,
     },
     /// `script_task`.
     Script {
@@ -308,6 +310,19 @@ pub enum TaskSpec {
         /// Optional result value.
         result: Option<Value>,
     },
+}
+
+/// What a `shell_task`'s `run:` does with `${params.…}` / `${state.…}` (`splice:`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+#[non_exhaustive]
+pub enum Splice {
+    /// `none` (default): a placeholder in `run:` is an error (`MAG-Y028`); values reach the
+    /// command as `$MAGRATHEA_PARAM_*` / `$MAGRATHEA_VAR_*`.
+    #[default]
+    None,
+    /// `quoted`: each placeholder's value is spliced POSIX-single-quoted, so it arrives as one
+    /// word of data whatever it holds.
+    Quoted,
 }
 
 /// Where a `script_task` reads its script.

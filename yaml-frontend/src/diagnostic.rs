@@ -107,8 +107,9 @@ pub enum Code {
     InvalidValue,
     /// `MAG-Y027`: a state is never reached from `start` (warning).
     Unreachable,
-    /// `MAG-Y028`: a `shell_task` splices `${params.…}` into its command (warning: use the
-    /// `MAGRATHEA_PARAM_<KEY>` environment variable instead).
+    /// `MAG-Y028`: a `shell_task` splices `${params.…}` or `${state.…}` into its command (an
+    /// error unless the state says `splice: quoted`: use the `MAGRATHEA_PARAM_<KEY>` /
+    /// `MAGRATHEA_VAR_<KEY>` environment variable instead).
     ShellSplice,
     /// `MAG-YA001`: a transition on an outcome the task can never end with (a warning for
     /// `failure`, an error otherwise).

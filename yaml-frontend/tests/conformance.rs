@@ -52,7 +52,7 @@ start: check
 states:
   check:
     type: shell_task
-    run: "echo out; echo err >&2; exit ${params.code}"
+    run: 'echo out; echo err >&2; exit "$MAGRATHEA_PARAM_CODE"'
     dirName: workspace
     storeAs: check_output
     on:
@@ -768,15 +768,28 @@ states:
 }
 
 #[test]
-fn validate_warns_when_a_shell_command_splices_a_parameter() {
-    let doc = "start: a\nstates:\n  a:\n    type: shell_task\n    run: \"git checkout ${params.branch}\"\n    dirName: workspace\n    on:\n      success: done\n  done: { type: terminal }\n";
-    let loaded = magrathea_yaml::load_workflow("w.yaml", doc, &Default::default()).unwrap();
-    let warnings: Vec<String> = loaded.warnings.iter().map(|d| d.to_string()).collect();
+fn a_placeholder_in_a_shell_command_is_an_error_naming_the_variable_to_use() {
+    let doc = "start: a\nstates:\n  a:\n    type: shell_task\n    run: \"git checkout ${params.branch} && echo ${state.plan.risk}\"\n    dirName: workspace\n    on:\n      success: done\n  done: { type: terminal }\n";
+    let errors: Vec<String> =
+        match magrathea_yaml::load_workflow("w.yaml", doc, &Default::default()) {
+            Ok(_) => panic!("a splicing shell command must not load"),
+            Err(d) => d.errors().map(|d| d.to_string()).collect(),
+        };
     assert!(
-        warnings
+        errors
             .iter()
-            .any(|w| w.starts_with("w.yaml:5:10: [MAG-Y028]")
-                && w.contains("$MAGRATHEA_PARAM_BRANCH")),
-        "{warnings:?}"
+            .any(|e| e.starts_with("w.yaml:5:10: [MAG-Y028]")
+                && e.contains("\"$MAGRATHEA_PARAM_BRANCH\"")
+                && e.contains("splice: quoted")),
+        "{errors:?}"
     );
+    assert!(
+        errors
+            .iter()
+            .any(|e| e.contains("[MAG-Y028]") && e.contains("\"$MAGRATHEA_VAR_PLAN_RISK\"")),
+        "{errors:?}"
+    );
+    // Opting in with `splice: quoted` loads.
+    let quoted = doc.replace("    dirName:", "    splice: quoted\n    dirName:");
+    assert!(magrathea_yaml::load_workflow("w.yaml", &quoted, &Default::default()).is_ok());
 }

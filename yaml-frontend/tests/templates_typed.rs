@@ -85,6 +85,7 @@ states:
   echo:
     type: shell_task
     run: "echo ${UNSET_IN_THIS_TEST:-fallback} '$${params.who}' ${params.who}"
+    splice: quoted
     dirName: workspace
     storeAs: out
     on: { success: done }

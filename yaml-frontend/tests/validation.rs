@@ -136,7 +136,7 @@ fn unknown_fields_suggest_the_right_one() {
     ));
     has(
         &text,
-        "wf.yaml:6:5: [MAG-Y005] unknown field 'storAs' in state 'a' (shell_task): expected one of [type, description, timeoutSeconds, storeAs, on, catch, retry, run, dirName] (did you mean 'storeAs'?)",
+        "wf.yaml:6:5: [MAG-Y005] unknown field 'storAs' in state 'a' (shell_task): expected one of [type, description, timeoutSeconds, storeAs, on, catch, retry, run, dirName, splice] (did you mean 'storeAs'?)",
     );
     has(
         "start: a\nstaets: {}\n",

@@ -321,8 +321,8 @@ pub const CODES: &[ErrorCode] = &[
     },
     ErrorCode {
         code: "MAG-Y028",
-        meaning: "A shell_task splices `${params.…}` into its command (a warning: shell injection).",
-        remedy: "Pass parameters through the environment instead of the command text.",
+        meaning: "A shell_task splices `${params.…}` or `${state.…}` into its command (an error: a value with quotes or `;` would become code).",
+        remedy: "Use the value's environment variable, quoted (`\"$MAGRATHEA_PARAM_X\"`, `\"$MAGRATHEA_VAR_X\"`; the message names it), or opt the state into shell-quoted splicing with `splice: quoted`.",
     },
     ErrorCode {
         code: "MAG-YA001",
@@ -423,6 +423,26 @@ pub const CODES: &[ErrorCode] = &[
         code: "MAG-SH005",
         meaning: "A shell_task names an unknown workspace.",
         remedy: "Declare it under `workspaces:` in `_vance/settings.yaml`.",
+    },
+    ErrorCode {
+        code: "MAG-SH010",
+        meaning: "A shell_task must run in the sandbox (the default for served trees) but this server's kernel does not enforce Landlock.",
+        remedy: "Run the server on a kernel with Landlock (Linux 5.13+, enabled in `lsm=`), or let the tenant's administrator set `shell: {sandbox: off}` in `_tenant/_vance/settings.yaml` to run shell steps unconfined.",
+    },
+    ErrorCode {
+        code: "MAG-SH011",
+        meaning: "A shell_task of a served project names a workspace whose real path lies outside the project directory.",
+        remedy: "Keep workspaces inside the project, or let the tenant's administrator list their root under `shell.workspaceRoots` in `_tenant/_vance/settings.yaml`.",
+    },
+    ErrorCode {
+        code: "MAG-SH012",
+        meaning: "The shell sandbox's rules could not be built or applied.",
+        remedy: "Read the message (an unreadable path in `shell.readPaths`/`writePaths`, a process limit); the task may be retried.",
+    },
+    ErrorCode {
+        code: "MAG-SH013",
+        meaning: "A shell_task's private temporary directory could not be created.",
+        remedy: "Check that the server's temporary directory exists, is writable and has space.",
     },
     ErrorCode {
         code: "MAG-JS001",

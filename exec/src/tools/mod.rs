@@ -438,7 +438,7 @@ pub(crate) async fn execute(
         idempotency_key: Some(format!("{}-{}-tool", ctx.run_id, ctx.step)),
         engine,
     };
-    let _lane = lanes.enter(&run.scope).await;
+    let _lane = lanes.enter(&run.scope, crate::lanes::Lane::Tasks).await;
     let call = tools.invoke(&tool, input.params, &tool_ctx);
     let result = match input.timeout_seconds {
         None => call.await,

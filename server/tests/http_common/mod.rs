@@ -25,7 +25,7 @@ start: greet
 states:
   greet:
     type: shell_task
-    run: "echo hello ${params.who}"
+    run: 'echo hello "$MAGRATHEA_PARAM_WHO"'
     dirName: workspace
     on:
       success: done

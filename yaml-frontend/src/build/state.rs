@@ -4,7 +4,7 @@ use serde_json::Value;
 
 use crate::ast::{
     CatchTransition, ConditionRule, Criticality, InboxKind, InboxSpec, OnTransition, RetrySpec,
-    ScriptSource, Spanned, StateSpec, TaskSpec, TaskType, TerminalOutcome,
+    ScriptSource, Spanned, Splice, StateSpec, TaskSpec, TaskType, TerminalOutcome,
 };
 use crate::diagnostic::{Code, Span};
 use crate::duration::parse_duration;
@@ -28,7 +28,7 @@ pub(crate) const COMMON: &[&str] = &[
 pub(crate) fn type_fields(t: TaskType) -> &'static [&'static str] {
     match t {
         TaskType::AgentTask => &["recipe", "params"],
-        TaskType::ShellTask => &["run", "dirName"],
+        TaskType::ShellTask => &["run", "dirName", "splice"],
         TaskType::ScriptTask => &["source", "path", "dirName"],
         TaskType::ToolTask => &["tool", "params"],
         TaskType::GateTask => &["inbox"],
@@ -398,6 +398,29 @@ fn json_field(node: &YamlNode, key: &str) -> Value {
     node.get(key).map_or(Value::Null, YamlNode::to_json)
 }
 
+/// `MAG-Y028`: a placeholder in a shell command is code injection waiting for a value with a
+/// quote or `;`. One error per placeholder, naming the variable that carries its value.
+fn check_splice(ctx: &mut Ctx<'_>, node: &YamlNode, run: &str, what: &str) {
+    let span = node.get("run").map_or(node.span, |n| n.span);
+    for p in crate::template::parse_placeholders(run) {
+        let (root, prefix) = match p.root {
+            crate::template::TemplateRoot::Params => ("params", "PARAM"),
+            _ => ("state", "VAR"),
+        };
+        let path = p.path.join(".");
+        let env = crate::runtime::env_name(prefix, &path);
+        ctx.error(
+            span,
+            Code::ShellSplice,
+            format_args!(
+                "run of {what} splices '${{{root}.{path}}}' into the shell command, where a \
+                 value with quotes or ';' becomes code: use \"${env}\" instead (double-quoted), \
+                 or set `splice: quoted` on the state to splice each value single-quoted"
+            ),
+        );
+    }
+}
+
 fn task_spec(ctx: &mut Ctx<'_>, t: TaskType, node: &YamlNode, what: &str) -> TaskSpec {
     let req = |ctx: &mut Ctx<'_>, key: &str| ctx.required_str(node, key, what).unwrap_or_default();
     match t {
@@ -407,23 +430,21 @@ fn task_spec(ctx: &mut Ctx<'_>, t: TaskType, node: &YamlNode, what: &str) -> Tas
         },
         TaskType::ShellTask => {
             let run = req(ctx, "run");
-            if let Some(at) = run.find("${params.") {
-                let key: String = run[at + 9..].chars().take_while(|c| *c != '}').collect();
-                let env = crate::runtime::env_name("PARAM", &key);
-                let span = node.get("run").map_or(node.span, |n| n.span);
-                ctx.warn(
-                    span,
-                    Code::ShellSplice,
-                    format_args!(
-                        "run of {what} splices '${{params.{key}}}' into the shell command, where \
-                         a value with quotes or ';' becomes code: use \"${env}\" \
-                         instead"
-                    ),
-                );
+            let splice = word(
+                ctx,
+                node,
+                "splice",
+                &[("none", Splice::None), ("quoted", Splice::Quoted)],
+                what,
+            )
+            .unwrap_or_default();
+            if splice == Splice::None {
+                check_splice(ctx, node, &run, what);
             }
             TaskSpec::Shell {
                 run,
                 dir_name: ctx.opt_str(node, "dirName", what),
+                splice,
             }
         }
         TaskType::ScriptTask => TaskSpec::Script {

@@ -13,8 +13,8 @@ use std::time::Duration;
 use serde_json::{Map, Value};
 
 use crate::ast::{
-    Bounds, Criticality, InboxKind, ParamSchema, StateSpec, TaskSpec, TaskType, TerminalOutcome,
-    WorkflowDoc,
+    Bounds, Criticality, InboxKind, ParamSchema, Splice, StateSpec, TaskSpec, TaskType,
+    TerminalOutcome, WorkflowDoc,
 };
 use crate::condition::Condition;
 use crate::error_kind::ErrorKind;
@@ -89,6 +89,9 @@ pub enum Step {
         spec: TemplateValue,
         /// `tool:` of a `tool_task` (the permission check needs it before the call).
         tool: Option<Template>,
+        /// `run:` of a `shell_task` with `splice: quoted`: rendered with each value
+        /// shell-quoted, in place of the plain rendering in `spec`.
+        quoted_run: Option<Template>,
     },
     /// `condition_task`: the first rule whose condition holds, else `else:`.
     Condition {
@@ -233,15 +236,20 @@ impl PlanState {
 fn compile_state(s: &StateSpec, index: &impl Fn(&str) -> StateId) -> PlanState {
     let text = |t: &Option<String>| t.as_deref().map(Template::parse);
     let step = match &s.task {
-        TaskSpec::Agent { .. } | TaskSpec::Shell { .. } | TaskSpec::Script { .. } => {
-            Step::External {
-                spec: task_fields(&s.raw),
-                tool: None,
-            }
-        }
+        TaskSpec::Shell { run, splice, .. } => Step::External {
+            spec: task_fields(&s.raw),
+            tool: None,
+            quoted_run: (*splice == Splice::Quoted).then(|| Template::parse(run)),
+        },
+        TaskSpec::Agent { .. } | TaskSpec::Script { .. } => Step::External {
+            spec: task_fields(&s.raw),
+            tool: None,
+            quoted_run: None,
+        },
         TaskSpec::Tool { tool, .. } => Step::External {
             spec: task_fields(&s.raw),
             tool: Some(Template::parse(tool)),
+            quoted_run: None,
         },
         TaskSpec::Condition { rules, otherwise } => Step::Condition {
             rules: rules

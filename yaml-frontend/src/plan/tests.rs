@@ -28,7 +28,7 @@ states:
     on: { fired: build }
   build:
     type: shell_task
-    run: "make -j${params.n}"
+    run: "make -j\"$MAGRATHEA_PARAM_N\""
     dirName: workspace
     timeoutSeconds: 30
     storeAs: built
@@ -70,7 +70,7 @@ fn external_steps_carry_only_their_task_fields() {
     let input = spec.resolve(&json!({"n": 4}), &json!({}));
     assert_eq!(
         input,
-        json!({"run": "make -j4", "dirName": "workspace", "timeoutSeconds": 30})
+        json!({"run": "make -j\"$MAGRATHEA_PARAM_N\"", "dirName": "workspace", "timeoutSeconds": 30})
     );
     assert_eq!(build.timeout, Some(Duration::from_secs(30)));
     let retry = build.retry.clone().unwrap_or_else(|| panic!("retry"));

@@ -149,8 +149,14 @@ async fn execute(
     state: &PlanState,
 ) -> Completion {
     match &state.step {
-        Step::External { spec, .. } => {
-            let spec = run.value(spec);
+        Step::External {
+            spec, quoted_run, ..
+        } => {
+            let mut spec = run.value(spec);
+            if let (Some(template), Some(fields)) = (quoted_run, spec.as_object_mut()) {
+                let command = template.render_shell_quoted(run.params, &run.vars);
+                fields.insert("run".into(), Value::String(command));
+            }
             let vars = run.vars.as_object().cloned().unwrap_or_default();
             let info = RunInfo {
                 start: run.start,

@@ -16,7 +16,7 @@ pub use words::{ErrorKindKey, ErrorKindList, WordList, Words};
 pub use workflow::{
     AgentTask, Bounds, Common, ConditionTask, CriticalityWords, ElseRule, GateTask, IfRule, Inbox,
     InboxKindWords, ParamTypeName, Parameter, Retry, Rule, ScriptSourceWords, ScriptTask,
-    ShellTask, State, Terminal, TerminalOutcomeWords, TimerTask, ToolTask, Version,
+    ShellTask, SpliceWords, State, Terminal, TerminalOutcomeWords, TimerTask, ToolTask, Version,
     WorkflowDocument, WorkflowTask,
 };
 

@@ -175,10 +175,15 @@ pub struct ShellTask {
     /// Common fields.
     #[serde(flatten)]
     pub common: Common,
-    /// The command line (`sh -c`). Parameters are in `$MAGRATHEA_PARAM_<KEY>`.
+    /// The command line (`sh -c`). Parameters are in `$MAGRATHEA_PARAM_<KEY>`, variables in
+    /// `$MAGRATHEA_VAR_<KEY>`; `${params.…}` / `${state.…}` here is an error unless
+    /// `splice: quoted`.
     pub run: String,
     /// The workspace directory it runs in (settings `workspaces:`; `workspace` is the project).
     pub dir_name: Option<String>,
+    /// `none` (default): `${…}` in `run:` is an error; `quoted`: each value is spliced
+    /// single-quoted for the shell, as one word of data.
+    pub splice: Option<Words<SpliceWords>>,
 }
 
 /// `script_task`.
@@ -330,6 +335,9 @@ pub struct Terminal {
     pub result: Option<Value>,
 }
 
+/// `none` or `quoted`.
+#[derive(Debug)]
+pub struct SpliceWords;
 /// `document` or `workspace`.
 #[derive(Debug)]
 pub struct ScriptSourceWords;
@@ -343,6 +351,10 @@ pub struct CriticalityWords;
 #[derive(Debug)]
 pub struct TerminalOutcomeWords;
 
+impl super::words::WordList for SpliceWords {
+    const NAME: &'static str = "Splice";
+    const WORDS: &'static [&'static str] = &["none", "quoted"];
+}
 impl super::words::WordList for ScriptSourceWords {
     const NAME: &'static str = "ScriptSource";
     const WORDS: &'static [&'static str] = &["document", "workspace"];

@@ -6,21 +6,36 @@
 //! exit 0 → `success`, exit ≠ 0 → `business_error`, killed on timeout → `timeout` (with the
 //! output produced until then), cannot start → `technical_error`.
 //!
-//! The process sees the run's parameters and stored variables as environment variables, so a
-//! command need not splice `${params.x}` into its text (a shell-injection risk):
-//! `MAGRATHEA_PARAM_<KEY>` and `MAGRATHEA_VAR_<KEY>`, the key upper-cased with every character
-//! other than `A-Z`, `0-9` and `_` replaced by `_`; strings as they are, other values as
-//! compact JSON. They come from the call's [`RunData`], which is not journaled. Also
-//! `MAGRATHEA_RUN_ID`, `MAGRATHEA_WORKFLOW` and `MAGRATHEA_STATE`, and the input's own `env`
-//! (journaled).
+//! The process starts from a clean environment (see [`mod@env`]): never the server's own. It sees
+//! the run's parameters and stored variables as environment variables, so a command need not
+//! splice `${params.x}` into its text (a shell-injection risk): `MAGRATHEA_PARAM_<KEY>` and
+//! `MAGRATHEA_VAR_<KEY>`, the key upper-cased with every character other than `A-Z`, `0-9`
+//! and `_` replaced by `_`; strings as they are, other values as compact JSON, nested values
+//! under their joined path. They come from the call's [`RunData`], which is not journaled.
+//! Also `MAGRATHEA_RUN_ID`, `MAGRATHEA_WORKFLOW` and `MAGRATHEA_STATE`, and the input's own
+//! `env` (journaled).
+//!
+//! **Containment** (the tenant's `shell:` settings, [`TenantShellSettings`]):
+//! - the process runs in the Landlock [`sandbox`]: on by default for served trees (a kernel
+//!   without Landlock then refuses shell steps, `[MAG-SH010]`), off by default for the local
+//!   `magrathea` command; `shell.sandbox: on | off` decides;
+//! - in a served tree, a workspace whose real path lies outside the project directory is
+//!   refused (`[MAG-SH011]`) unless it lies under one of the tenant's `shell.workspaceRoots`;
+//! - a step that declares no timeout gets the project's `shell.defaultTimeoutSeconds`, at
+//!   most the tenant's (default 3600 s);
+//! - shell steps wait in the project's shell lane, apart from script and tool steps
+//!   (`lanes.maxConcurrentTasks` wide, like the other).
 //!
 //! Each of stdout and stderr is read as it is produced into a buffer that keeps at most
 //! `shell.maxOutputBytes` (settings; 1 MiB by default): the tail is kept, a
 //! `[… N bytes truncated …]` line marks the cut, and `stdoutTruncated` / `stderrTruncated`
 //! say so. A command's output is never held whole in memory.
 
+pub mod env;
+pub mod sandbox;
+
 use std::collections::{BTreeMap, VecDeque};
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::process::Stdio;
 use std::time::{Duration, Instant};
 
@@ -31,9 +46,13 @@ use serde::{Deserialize, Serialize};
 use serde_json::Value;
 use tokio::io::{AsyncRead, AsyncReadExt};
 
+pub use env::env_name;
+
+use self::sandbox::{Sandbox, SandboxError};
 use crate::call::{ExecCall, IntoExecCall, RunData, call_of, decode};
 use crate::documents::{DocumentSource, Scope};
-use crate::lanes::Lanes;
+use crate::lanes::{Lane, Lanes};
+use crate::settings::{SandboxMode, TenantShellSettings};
 use crate::{opt_text, positive_secs, saturating_secs, technical, text_field};
 
 /// The task name shell steps are journaled under.
@@ -178,15 +197,94 @@ pub(crate) async fn execute(
              _vance/settings.yaml"
         )));
     };
-    let timeout = input.timeout_seconds.map(saturating_secs);
-    let _lane = lanes.enter(&run.scope).await;
-    let limit = docs.settings(&scope).shell.max_output_bytes;
-    let mut env = environment(data, &ctx);
+    let tenant = docs.tenant_settings(&scope).shell;
+    let project = docs.settings(&scope).shell;
+    let dir = if docs.is_served() {
+        check_workspace_root(&docs.project_dir(&scope), dir, dir_name, &tenant)?
+    } else {
+        dir
+    };
+    let sandbox = tenant.sandbox.unwrap_or(if docs.is_served() {
+        SandboxMode::On
+    } else {
+        SandboxMode::Off
+    });
+    let timeout = input
+        .timeout_seconds
+        .unwrap_or_else(|| default_timeout(&tenant, project.default_timeout_seconds));
+    let _lane = lanes.enter(&run.scope, Lane::Shell).await;
+    let tmp = tempfile::Builder::new()
+        .prefix("magrathea-shell-")
+        .tempdir()
+        .map_err(|e| {
+            technical(format!(
+                "[MAG-SH013] cannot create the shell step's temporary directory: {e}"
+            ))
+        })?;
+    let places = env::Places {
+        workspace: &dir,
+        tmp: tmp.path(),
+    };
+    let mut vars = env::base(&places, &tenant);
+    vars.extend(run_variables(data, &ctx));
     if !run.workflow_name.is_empty() {
-        env.push(("MAGRATHEA_WORKFLOW".into(), run.workflow_name.clone()));
+        vars.push(("MAGRATHEA_WORKFLOW".into(), run.workflow_name.clone()));
     }
-    env.extend(input.env);
-    run_shell(&input.run, dir, timeout, env, limit).await
+    vars.extend(input.env);
+    let sandbox = match sandbox {
+        SandboxMode::On => Some(Sandbox::new(&dir, tmp.path(), &tenant)),
+        SandboxMode::Off => None,
+    };
+    let job = Job {
+        dir,
+        timeout: Some(saturating_secs(timeout)),
+        env: vars,
+        max_output: project.max_output_bytes,
+        sandbox,
+    };
+    run_shell(&input.run, job).await
+}
+
+/// The timeout of a step that declares none: the project's default, at most the tenant's (a
+/// tenant value that is not a positive number counts as the default hour).
+fn default_timeout(tenant: &TenantShellSettings, project: Option<f64>) -> f64 {
+    let cap = Some(tenant.default_timeout_seconds)
+        .filter(|c| c.is_finite() && *c > 0.0)
+        .unwrap_or(3600.0);
+    match project {
+        Some(p) if p.is_finite() && p > 0.0 => p.min(cap),
+        _ => cap,
+    }
+}
+
+/// Refuses a workspace of a served project whose real path is neither inside the project
+/// directory nor under one of the tenant's `shell.workspaceRoots`: a token that may write a
+/// project's settings must not make `/` (or another tenant's tree) a workspace. Gives the
+/// real path, which the step then runs in (and the sandbox allows), so that a symlink swapped
+/// after the check changes nothing.
+fn check_workspace_root(
+    project: &Path,
+    dir: PathBuf,
+    name: &str,
+    tenant: &TenantShellSettings,
+) -> Result<PathBuf, TaskError> {
+    // A workspace that does not exist is reported by `run_shell` ([MAG-SH002]).
+    let Ok(real) = dir.canonicalize() else {
+        return Ok(dir);
+    };
+    let project = project
+        .canonicalize()
+        .unwrap_or_else(|_| project.to_path_buf());
+    let inside = |root: &Path| root.canonicalize().is_ok_and(|root| real.starts_with(root));
+    if real.starts_with(&project) || tenant.workspace_roots.iter().any(|r| inside(r)) {
+        return Ok(real);
+    }
+    // `technical_error`, as every shell step that cannot start (reference §3.2).
+    Err(technical(format!(
+        "[MAG-SH011] workspace `{name}` lies outside the project directory: a served \
+         project's workspaces stay inside it unless the tenant's administrator lists their \
+         root under `shell.workspaceRoots` in _tenant/_vance/settings.yaml"
+    )))
 }
 
 /// Kills the process group when dropped (timeout, cancellation, or a dropped task future).
@@ -254,14 +352,25 @@ async fn pump(stream: Option<impl AsyncRead + Unpin>, tail: &mut Tail) {
     }
 }
 
-/// Runs `command` with `sh -c` in `dir`.
-pub(crate) async fn run_shell(
-    command: &str,
+/// Where and how a command runs.
+struct Job {
     dir: PathBuf,
     timeout: Option<Duration>,
     env: Vec<(String, String)>,
     max_output: usize,
-) -> Result<Value, TaskError> {
+    /// `None`: not confined.
+    sandbox: Option<Sandbox>,
+}
+
+/// Runs `command` with `sh -c` in the job's directory, with exactly the job's environment.
+async fn run_shell(command: &str, job: Job) -> Result<Value, TaskError> {
+    let Job {
+        dir,
+        timeout,
+        env,
+        max_output,
+        sandbox,
+    } = job;
     let started = Instant::now();
     let technical = |msg: String| {
         let output = ShellOutput {
@@ -278,24 +387,28 @@ pub(crate) async fn run_shell(
             .with_output(output.to_value())
     };
     if !dir.is_dir() {
-        return Err(technical(format!(
-            "[MAG-SH002] workspace directory {} does not exist",
-            dir.display()
-        )));
+        return Err(technical(
+            "[MAG-SH002] the workspace directory does not exist: create it, or point \
+             `workspaces:` in _vance/settings.yaml at one that does"
+                .into(),
+        ));
     }
     let mut cmd = tokio::process::Command::new("sh");
     cmd.arg("-c")
         .arg(command)
         .current_dir(&dir)
+        .env_clear()
         .envs(env)
         .stdin(Stdio::null())
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
         .process_group(0)
         .kill_on_drop(true);
-    let mut child = cmd
-        .spawn()
-        .map_err(|e| technical(format!("[MAG-SH003] cannot start `sh -c`: {e}")))?;
+    let spawned = match sandbox {
+        None => cmd.spawn().map_err(SandboxError::Spawn),
+        Some(sandbox) => sandbox.spawn(cmd).await,
+    };
+    let mut child = spawned.map_err(|e| technical(spawn_error(e)))?;
     let mut guard = GroupGuard(child.id().map(|id| id as i32));
     let (stdout, stderr) = (child.stdout.take(), child.stderr.take());
     let mut out = Tail::new(max_output);
@@ -347,38 +460,36 @@ pub(crate) async fn run_shell(
     }
 }
 
-/// The environment variable that carries a run parameter (`PARAM`) or variable (`VAR`):
-/// `MAGRATHEA_<PREFIX>_<KEY>`, the key upper-cased with every character other than `A-Z`,
-/// `0-9` and `_` replaced by `_`.
-pub fn env_name(prefix: &str, key: &str) -> String {
-    let key: String = key
-        .chars()
-        .map(|c| {
-            if c.is_ascii_alphanumeric() {
-                c.to_ascii_uppercase()
-            } else {
-                '_'
-            }
-        })
-        .collect();
-    format!("MAGRATHEA_{prefix}_{key}")
+/// The message of a command that did not start.
+fn spawn_error(e: SandboxError) -> String {
+    match e {
+        SandboxError::Spawn(e) => format!("[MAG-SH003] cannot start `sh -c`: {e}"),
+        SandboxError::Unavailable => "[MAG-SH010] the shell sandbox (Landlock) is not \
+             available on this server's kernel, so shell steps do not run; the tenant's \
+             administrator may run them unconfined with `shell: {sandbox: off}` in \
+             _tenant/_vance/settings.yaml"
+            .into(),
+        SandboxError::Setup(e) => format!("[MAG-SH012] cannot set up the shell sandbox: {e}"),
+    }
 }
 
-/// The environment of a shell step: the run's identity, parameters and stored variables.
-fn environment(data: Option<&RunData>, ctx: &TaskContext) -> Vec<(String, String)> {
-    let text = |v: &Value| match v {
-        Value::String(s) => s.clone(),
-        other => other.to_string(),
-    };
+/// Whether this kernel enforces the shell sandbox (Landlock). Without it, a served tree's
+/// shell steps are refused unless the tenant turns the sandbox off.
+pub fn sandbox_available() -> bool {
+    sandbox::available()
+}
+
+/// The run's identity, parameters and stored variables as `MAGRATHEA_*` variables.
+fn run_variables(data: Option<&RunData>, ctx: &TaskContext) -> Vec<(String, String)> {
     let mut env = vec![
         ("MAGRATHEA_RUN_ID".to_string(), ctx.run_id.to_string()),
         ("MAGRATHEA_STATE".to_string(), ctx.name.clone()),
     ];
     if let Some(data) = data {
         if let Some(params) = data.params.as_object() {
-            env.extend(params.iter().map(|(k, v)| (env_name("PARAM", k), text(v))));
+            env.extend(env::flattened("PARAM", params.iter()));
         }
-        env.extend(data.vars.iter().map(|(k, v)| (env_name("VAR", k), text(v))));
+        env.extend(env::flattened("VAR", data.vars.iter()));
     }
     env
 }
@@ -420,7 +531,7 @@ mod tests {
         vars.insert("plan".into(), json!({"risk": "low"}));
         let data = RunData::new(json!({"pr-url": "https://x", "n": 3}), vars);
         let ctx = TaskContext::new(magrathea_core::RunId::new(), 0, 1, "check");
-        let env = environment(Some(&data), &ctx);
+        let env = run_variables(Some(&data), &ctx);
         let get = |k: &str| env.iter().find(|(n, _)| n == k).map(|(_, v)| v.clone());
         assert_eq!(get("MAGRATHEA_PARAM_PR_URL").as_deref(), Some("https://x"));
         assert_eq!(get("MAGRATHEA_PARAM_N").as_deref(), Some("3"));
@@ -429,6 +540,14 @@ mod tests {
             Some(r#"{"risk":"low"}"#)
         );
         assert_eq!(get("MAGRATHEA_STATE").as_deref(), Some("check"));
+    }
+
+    #[test]
+    fn without_landlock_a_sandboxed_step_is_refused_naming_the_setting_that_turns_it_off() {
+        let msg = spawn_error(SandboxError::Unavailable);
+        assert!(msg.starts_with("[MAG-SH010]"), "{msg}");
+        assert!(msg.contains("`shell: {sandbox: off}`"), "{msg}");
+        assert!(msg.contains("_tenant/_vance/settings.yaml"), "{msg}");
     }
 
     #[test]

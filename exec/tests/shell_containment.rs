@@ -1,0 +1,335 @@
+//! What contains a shell step: a clean environment, the Landlock sandbox of served trees,
+//! workspaces kept inside the project, the default timeout, and the shell lane that keeps a
+//! slow shell step from holding up script steps. Each test runs real processes through the
+//! executors' own API, as a code workflow's journaled tasks.
+
+#![cfg(all(feature = "shell", feature = "script"))]
+
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+use std::time::Duration;
+
+use magrathea_core::{Engine, RunId, RunStatus, StartRequest, WorkflowRegistration};
+use magrathea_exec::{
+    DocumentSource, Executors, RunData, Scope, ScriptInput, ShellInput, ShellOutput,
+};
+use serde_json::{Map, Value, json};
+
+/// A token that must never reach a shell step of another scope.
+const TOKEN: &str = "tok-7f3a9c-never-leak";
+
+struct Tree {
+    _dir: tempfile::TempDir,
+    root: PathBuf,
+    engine: Engine,
+}
+
+fn write(path: &Path, text: &str) {
+    std::fs::create_dir_all(path.parent().unwrap()).unwrap();
+    std::fs::write(path, text).unwrap();
+}
+
+/// A document root with `_auth/tokens.yaml`, tenant `globex`, and project `acme/shop` with
+/// `project` settings and tenant settings `tenant`; served or not. The engine's workflow `sh`
+/// runs the [`ShellInput`] it is started with, `js` the [`ScriptInput`]; both answer
+/// `{kind, output}`.
+async fn tree(served: bool, tenant: &str, project: &str) -> Tree {
+    let dir = tempfile::tempdir().unwrap();
+    let root = dir.path().canonicalize().unwrap();
+    write(
+        &root.join("_auth/tokens.yaml"),
+        &format!("tokens:\n  - token: {TOKEN}\n    tenant: acme\n"),
+    );
+    write(
+        &root.join("globex/shop/_vance/workflows/x.yaml"),
+        &format!("# {TOKEN}\n"),
+    );
+    write(&root.join("acme/shop/_vance/settings.yaml"), project);
+    write(&root.join("acme/_tenant/_vance/settings.yaml"), tenant);
+    write(
+        &root.join("acme/shop/_vance/scripts/quick.js"),
+        "return { quick: true };",
+    );
+    let mut docs = DocumentSource::new(&root);
+    if served {
+        docs = docs.served();
+    }
+    let executors = Executors::new(docs);
+    let scope = Scope::new("acme", "shop");
+    let data = Arc::new(RunData::new(json!({ "who": "ford" }), Map::new()));
+    let (e1, s1, d1) = (executors.clone(), scope.clone(), data.clone());
+    let sh = WorkflowRegistration::new("sh", "", move |ctx, input: Value| {
+        let (executors, scope, data) = (e1.clone(), s1.clone(), d1.clone());
+        async move {
+            let input: ShellInput = serde_json::from_value(input).unwrap();
+            let call = executors
+                .call(input)
+                .scope(&scope)
+                .label("step")
+                .run_data(data);
+            Ok(answer(ctx.task_with(call.into_task_call()).await))
+        }
+    });
+    let js = WorkflowRegistration::new("js", "", move |ctx, input: Value| {
+        let (executors, scope, data) = (executors.clone(), scope.clone(), data.clone());
+        async move {
+            let input: ScriptInput = serde_json::from_value(input).unwrap();
+            let call = executors
+                .call(input)
+                .scope(&scope)
+                .label("step")
+                .run_data(data);
+            Ok(answer(ctx.task_with(call.into_task_call()).await))
+        }
+    });
+    let engine = Engine::builder()
+        .in_memory()
+        .workflow(sh)
+        .workflow(js)
+        .build()
+        .await
+        .unwrap();
+    Tree {
+        _dir: dir,
+        root,
+        engine,
+    }
+}
+
+fn answer(result: Result<Value, magrathea_core::TaskError>) -> Value {
+    match result {
+        Ok(output) => json!({ "kind": "success", "output": output }),
+        Err(e) => json!({ "kind": e.kind, "output": e.output }),
+    }
+}
+
+impl Tree {
+    async fn start(&self, workflow: &str, input: Value) -> RunId {
+        self.engine
+            .start(StartRequest::code(workflow, input))
+            .await
+            .unwrap()
+    }
+
+    async fn finish(&self, run: RunId) -> Value {
+        let view = tokio::time::timeout(Duration::from_secs(60), self.engine.wait(run))
+            .await
+            .expect("the run ends")
+            .unwrap();
+        assert_eq!(view.status, RunStatus::Done, "{view:?}");
+        view.result.unwrap()
+    }
+
+    /// Runs `input` to its end: `(kind, output)`.
+    async fn shell(&self, input: ShellInput) -> (String, Value) {
+        let run = self.start("sh", serde_json::to_value(input).unwrap()).await;
+        let result = self.finish(run).await;
+        (
+            result["kind"].as_str().unwrap().to_string(),
+            result["output"].clone(),
+        )
+    }
+
+    /// Runs `command` and returns its output (any outcome).
+    async fn output(&self, command: &str) -> ShellOutput {
+        let (_, output) = self.shell(ShellInput::new(command)).await;
+        ShellOutput::of_failure(&output).unwrap_or_else(|| panic!("no shell output: {output}"))
+    }
+}
+
+fn var<'a>(env: &'a str, name: &str) -> Option<&'a str> {
+    env.lines()
+        .find_map(|l| l.strip_prefix(name).and_then(|r| r.strip_prefix('=')))
+}
+
+#[tokio::test]
+async fn a_shell_step_sees_none_of_the_servers_environment_but_what_the_tenant_passes() {
+    // Cargo sets this in every test process: it stands for the server's own secrets.
+    let secret = std::env::var("CARGO_MANIFEST_DIR").expect("cargo sets CARGO_MANIFEST_DIR");
+    let t = tree(true, "", "").await;
+    let env = t.output("env").await.stdout;
+    assert_eq!(var(&env, "CARGO_MANIFEST_DIR"), None, "{env}");
+    assert!(!env.contains(&secret), "{env}");
+    assert_eq!(
+        var(&env, "HOME"),
+        Some(t.root.join("acme/shop").to_str().unwrap())
+    );
+    assert_eq!(
+        var(&env, "PATH"),
+        Some(magrathea_exec::shell::env::DEFAULT_PATH)
+    );
+    assert!(var(&env, "LANG").is_some(), "{env}");
+    assert_eq!(var(&env, "MAGRATHEA_PARAM_WHO"), Some("ford"));
+    let tmpdir = var(&env, "TMPDIR").expect("a private TMPDIR");
+    assert!(
+        !Path::new(tmpdir).exists(),
+        "the private TMPDIR is removed after the step"
+    );
+
+    let t = tree(
+        true,
+        "shell:\n  passEnv: [CARGO_MANIFEST_DIR, NOT_SET_ANYWHERE]\n  env: { CI: \"yes\" }\n",
+        "",
+    )
+    .await;
+    let env = t.output("env").await.stdout;
+    assert_eq!(var(&env, "CARGO_MANIFEST_DIR"), Some(secret.as_str()));
+    assert_eq!(var(&env, "NOT_SET_ANYWHERE"), None);
+    assert_eq!(var(&env, "CI"), Some("yes"));
+}
+
+#[tokio::test]
+async fn a_sandboxed_step_cannot_read_auth_or_another_tenant_but_uses_its_workspace() {
+    let t = tree(true, "", "").await;
+    for command in [
+        "cat ../../_auth/tokens.yaml",
+        "ls ../../globex/",
+        "cat ../../globex/shop/_vance/workflows/x.yaml",
+        "echo x > ../lab.txt",
+    ] {
+        let out = t.output(command).await;
+        assert_ne!(out.exit_code, Some(0), "{command}: {out:?}");
+        assert!(
+            out.stderr.contains("Permission denied"),
+            "{command}: {out:?}"
+        );
+        assert!(!out.stdout.contains(TOKEN), "{command}: {out:?}");
+    }
+    assert!(!t.root.join("acme/lab.txt").exists());
+    let out = t
+        .output("echo made > made.txt && cat made.txt && head -c 4 /usr/bin/env | tail -c 3 && echo tmp > \"$TMPDIR/t\" && cat \"$TMPDIR/t\"")
+        .await;
+    assert_eq!(out.exit_code, Some(0), "{out:?}");
+    assert_eq!(out.stdout, "made\nELFtmp\n");
+    assert!(t.root.join("acme/shop/made.txt").exists());
+}
+
+#[tokio::test]
+async fn the_sandbox_follows_the_tenants_setting_and_the_local_default_is_off() {
+    // Local (not served): off by default, so the owner's own files are readable.
+    let t = tree(false, "", "").await;
+    let out = t.output("cat ../../_auth/tokens.yaml").await;
+    assert_eq!(out.exit_code, Some(0), "{out:?}");
+    // Turned on by the tenant, also locally.
+    let t = tree(false, "shell:\n  sandbox: on\n", "").await;
+    let out = t.output("cat ../../_auth/tokens.yaml").await;
+    assert_ne!(out.exit_code, Some(0), "{out:?}");
+    // Turned off by the tenant for a served tree.
+    let t = tree(true, "shell:\n  sandbox: off\n", "").await;
+    let out = t.output("cat ../../_auth/tokens.yaml").await;
+    assert_eq!(out.exit_code, Some(0), "{out:?}");
+    // Extra paths the tenant names: read-only, or writable.
+    let shared = tempfile::tempdir().unwrap();
+    let shared = shared.path().canonicalize().unwrap();
+    std::fs::write(shared.join("tool.txt"), "shared tool\n").unwrap();
+    let cache = tempfile::tempdir().unwrap();
+    let cache = cache.path().canonicalize().unwrap();
+    let t = tree(
+        true,
+        &format!(
+            "shell:\n  readPaths: [{}]\n  writePaths: [{}]\n",
+            shared.display(),
+            cache.display()
+        ),
+        "",
+    )
+    .await;
+    let out = t
+        .output(&format!(
+            "cat {0}/tool.txt && echo c > {1}/c && cat {1}/c",
+            shared.display(),
+            cache.display()
+        ))
+        .await;
+    assert_eq!(out.stdout, "shared tool\nc\n", "{out:?}");
+    let out = t.output(&format!("echo x > {}/w", shared.display())).await;
+    assert!(out.stderr.contains("Permission denied"), "{out:?}");
+}
+
+#[tokio::test]
+async fn a_served_workspace_outside_the_project_is_refused() {
+    let t = tree(
+        true,
+        "",
+        "workspaces:\n  escape: /\n  up: ..\n  inside: build\n",
+    )
+    .await;
+    std::fs::create_dir_all(t.root.join("acme/shop/build")).unwrap();
+    for name in ["escape", "up"] {
+        let (kind, output) = t.shell(ShellInput::new("ls").dir(name)).await;
+        assert_eq!(kind, "technical_error", "{name}: {output}");
+        let error = output["error"].as_str().unwrap();
+        assert!(error.starts_with("[MAG-SH011]"), "{error}");
+        assert!(error.contains("shell.workspaceRoots"), "{error}");
+        assert!(!error.contains(t.root.to_str().unwrap()), "{error}");
+    }
+    let (kind, output) = t.shell(ShellInput::new("pwd").dir("inside")).await;
+    assert_eq!(kind, "success", "{output}");
+
+    // The tenant may allow a root outside the project.
+    let outside = tempfile::tempdir().unwrap();
+    let outside = outside.path().canonicalize().unwrap();
+    let t = tree(
+        true,
+        &format!("shell:\n  workspaceRoots: [{}]\n", outside.display()),
+        &format!("workspaces:\n  build: {}\n", outside.display()),
+    )
+    .await;
+    let (kind, output) = t
+        .shell(ShellInput::new("echo x > f && cat f").dir("build"))
+        .await;
+    assert_eq!(kind, "success", "{output}");
+}
+
+#[tokio::test]
+async fn a_step_without_a_timeout_ends_at_the_tenants_default() {
+    let t = tree(true, "shell:\n  defaultTimeoutSeconds: 1\n", "").await;
+    let (kind, output) = t.shell(ShellInput::new("sleep 30")).await;
+    assert_eq!(kind, "timeout", "{output}");
+    // A project may not raise it.
+    let t = tree(
+        true,
+        "shell:\n  defaultTimeoutSeconds: 1\n",
+        "shell:\n  defaultTimeoutSeconds: 600\n",
+    )
+    .await;
+    let (kind, output) = t.shell(ShellInput::new("sleep 30")).await;
+    assert_eq!(kind, "timeout", "{output}");
+    // A step's own timeout wins over the default.
+    let (kind, output) = t
+        .shell(ShellInput::new("sleep 0.2").timeout(Duration::from_secs(20)))
+        .await;
+    assert_eq!(kind, "success", "{output}");
+}
+
+#[tokio::test]
+async fn a_slow_shell_step_does_not_hold_up_another_runs_script_step() {
+    let t = tree(true, "", "").await;
+    let started = t.root.join("acme/shop/started");
+    // Run A's shell step holds the project's shell lane until the test cancels it.
+    let a = t
+        .start(
+            "sh",
+            serde_json::to_value(ShellInput::new("touch started; exec sleep 600")).unwrap(),
+        )
+        .await;
+    while !started.exists() {
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    // Run B's script step in the same project runs to its end meanwhile.
+    let b = t
+        .start(
+            "js",
+            serde_json::to_value(ScriptInput::new("_vance/scripts/quick.js")).unwrap(),
+        )
+        .await;
+    let result = t.finish(b).await;
+    assert_eq!(result["kind"], "success", "{result}");
+    assert_eq!(result["output"], json!({ "quick": true }));
+    // A is still in its shell step: B passed it.
+    let a_view = t.engine.run(a).unwrap();
+    assert_eq!(a_view.status, RunStatus::Running, "{a_view:?}");
+    t.engine.cancel(a, "test over").await.unwrap();
+    let a_result = t.finish(a).await;
+    assert_eq!(a_result["kind"], "cancelled", "{a_result}");
+}
