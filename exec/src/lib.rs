@@ -52,8 +52,10 @@
 
 mod call;
 mod documents;
+pub mod egress;
 mod executors;
 mod lanes;
+pub mod policy;
 mod settings;
 
 #[cfg(feature = "agent")]
@@ -69,7 +71,9 @@ pub mod tools;
 
 pub use call::{ExecCall, IntoExecCall, RunContext, RunData};
 pub use documents::{DocumentError, DocumentSource, Scope, check_name};
+pub use egress::EgressPolicy;
 pub use executors::{Executors, LanePermit};
+pub use policy::{ExecutionPolicy, TaskType};
 pub use settings::{LaneSettings, ProjectSettings, ShellSettings, TenantSettings};
 
 #[cfg(feature = "agent")]
