@@ -670,6 +670,11 @@ pub const CODES: &[ErrorCode] = &[
         remedy: "Fix the event document.",
     },
     ErrorCode {
+        code: "MAG-HTTP-INVALID-IDEMPOTENCY-KEY",
+        meaning: "The `Idempotency-Key` header is empty, longer than 255 bytes, or not visible ASCII.",
+        remedy: "Send a key of 1 to 255 visible ASCII characters (a UUID, for instance).",
+    },
+    ErrorCode {
         code: "MAG-HTTP-INVALID-JSON",
         meaning: "The body (or a WebSocket message) is not valid JSON for the route, or has unknown fields.",
         remedy: "Send the JSON the route's schema describes (GET /openapi.json).",

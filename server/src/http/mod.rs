@@ -24,6 +24,7 @@ pub mod schemas;
 mod server;
 pub mod sse;
 pub mod state;
+pub mod visible;
 pub mod ws;
 
 use std::future::Future;
