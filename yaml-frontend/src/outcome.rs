@@ -356,6 +356,7 @@ mod tests {
                 "success",
                 "business_error",
                 "technical_error",
+                "permission_error",
                 "timeout",
                 "cancelled"
             ]
