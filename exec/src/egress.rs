@@ -33,7 +33,8 @@ use std::net::{IpAddr, Ipv4Addr, Ipv6Addr};
 use schemars::JsonSchema;
 use serde::Deserialize;
 
-/// The tenant's `egress:` settings (see the [module docs](self)).
+/// The tenant's `egress:` settings: where the `http_request` tool may connect. Private,
+/// loopback and reserved addresses are refused unless the host is listed.
 #[derive(Debug, Clone, Default, PartialEq, Eq, Deserialize, JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct EgressPolicy {

@@ -37,7 +37,8 @@ use crate::documents::{DocumentSource, Scope};
 /// The error kind of a refused call.
 pub const PERMISSION_ERROR: &str = "permission_error";
 
-/// The tenant's `execution:` settings (see the [module docs](self)).
+/// The tenant's `execution:` settings: which task types its projects may run. An absent key
+/// denies on a served tree and allows for the local `magrathea` command.
 #[derive(Debug, Clone, Default, Deserialize, JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct ExecutionPolicy {
