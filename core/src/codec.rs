@@ -205,6 +205,12 @@ pub fn encode(record: &Record, at_ms: u64, out: &mut Vec<u8>) {
             w.str(&s.started_by);
             w.opt_str(&s.idempotency_key);
             w.str(s.scope.as_str());
+            // An optional tail: absent entirely when there is none, so records without it are
+            // byte for byte those of earlier versions.
+            if let Some(who) = &s.requested_by {
+                w.u8(1);
+                w.str(who);
+            }
         }
         Record::StateEntered { step, state } => {
             w.u8(tag::STATE_ENTERED);
@@ -440,6 +446,14 @@ pub fn decode(bytes: &[u8]) -> Result<(Record, u64), DecodeError> {
                 started_by: r.str()?,
                 idempotency_key: r.opt_str()?,
                 scope: r.str()?.into(),
+                requested_by: match r.buf.first() {
+                    None => None,
+                    Some(1) => {
+                        r.u8()?;
+                        Some(r.str()?)
+                    }
+                    Some(_) => return Err(DecodeError::Corrupt("trailing bytes")),
+                },
             }))
         }
         tag::STATE_ENTERED => Record::StateEntered {

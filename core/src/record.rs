@@ -151,6 +151,10 @@ pub struct StartRecord {
     /// Scope of the run (`tenant/project`, or empty).
     #[serde(skip_serializing_if = "RunScope::is_empty", default)]
     pub scope: RunScope,
+    /// Who the caller said the run is for, when that differs from the authenticated
+    /// `started_by` (e.g. a `startedBy` in an API request's body). Not verified.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub requested_by: Option<String>,
 }
 
 /// The three kinds of inbox item a gate opens (the Vancetope `gate_task` kinds).

@@ -67,6 +67,7 @@ impl JournalBuilder {
             started_by: String::new(),
             idempotency_key: None,
             scope: Default::default(),
+            requested_by: None,
         };
         Self {
             entries: Vec::new(),

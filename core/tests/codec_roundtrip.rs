@@ -59,12 +59,18 @@ fn start() -> impl Strategy<Value = Record> {
     ));
     (
         (text(), text(), text(), json(), option::of(text())),
-        (parent, text(), option::of(text()), text()),
+        (
+            parent,
+            text(),
+            option::of(text()),
+            text(),
+            option::of(text()),
+        ),
     )
         .prop_map(
             |(
                 (workflow_name, workflow_version, frontend, params, definition),
-                (parent, started_by, idempotency_key, scope),
+                (parent, started_by, idempotency_key, scope, requested_by),
             )| {
                 Record::Start(Box::new(StartRecord {
                     workflow_name,
@@ -76,6 +82,7 @@ fn start() -> impl Strategy<Value = Record> {
                     started_by,
                     idempotency_key,
                     scope: scope.into(),
+                    requested_by,
                 }))
             },
         )

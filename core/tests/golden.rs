@@ -69,6 +69,7 @@ fn canned_journal() -> Vec<Record> {
         started_by: "arthur".into(),
         idempotency_key: Some("order-42".into()),
         scope: "acme/shop".into(),
+        requested_by: None,
     };
     let decision = GateSpec {
         kind: GateKind::Decision,
@@ -210,6 +211,7 @@ fn canned_journal() -> Vec<Record> {
             started_by: String::new(),
             idempotency_key: None,
             scope: Default::default(),
+            requested_by: None,
         })),
         Record::GateOpened {
             step: 0,

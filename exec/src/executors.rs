@@ -9,7 +9,7 @@ use serde_json::Value;
 use tokio::sync::OwnedSemaphorePermit;
 
 use crate::call::{ExecCall, IntoExecCall, RunData};
-use crate::documents::DocumentSource;
+use crate::documents::{DocumentSource, Scope};
 use crate::lanes::Lanes;
 
 /// The task executors of one document tree. Cheap to clone: clones share everything.
@@ -123,6 +123,27 @@ impl Executors {
         ctx: TaskContext,
     ) -> Result<Value, TaskError> {
         let inner = &self.inner;
+        // The tenant decides which task types run: checked here, where every shell and script
+        // call passes (the `http_request` tool checks its own, as agents call it directly).
+        let policed = match task {
+            #[cfg(feature = "shell")]
+            crate::shell::TASK => Some(crate::policy::TaskType::Shell),
+            #[cfg(feature = "script")]
+            crate::script::TASK => Some(crate::policy::TaskType::Script),
+            _ => None,
+        };
+        if let Some(task_type) = policed {
+            let scope = input
+                .get("$run")
+                .and_then(|r| r.get("scope"))
+                .and_then(Value::as_str)
+                .map_or_else(|| Scope::of_run(""), Scope::of_run);
+            if let Err(msg) = crate::policy::check(&inner.docs, &scope, task_type) {
+                return Err(TaskError::terminal(msg.clone())
+                    .with_kind(crate::policy::PERMISSION_ERROR)
+                    .with_output(serde_json::json!({ "error": msg })));
+            }
+        }
         match task {
             #[cfg(feature = "shell")]
             crate::shell::TASK => {

@@ -52,8 +52,10 @@
 
 mod call;
 mod documents;
+pub mod egress;
 mod executors;
 mod lanes;
+pub mod policy;
 mod settings;
 
 #[cfg(feature = "agent")]
@@ -69,10 +71,12 @@ pub mod tools;
 
 pub use call::{ExecCall, IntoExecCall, RunContext, RunData};
 pub use documents::{DocumentError, DocumentSource, Scope, check_name};
+pub use egress::EgressPolicy;
 pub use executors::{Executors, LanePermit};
 pub use settings::{
     LaneSettings, ProjectSettings, SandboxMode, ShellSettings, TenantSettings, TenantShellSettings,
 };
+pub use policy::{ExecutionPolicy, TaskType};
 
 #[cfg(feature = "agent")]
 pub use agent::{AgentEngine, AgentInput, AgentOutput};

@@ -26,12 +26,19 @@
 //!   writePaths: [/srv/cache]  # more directories the sandbox lets shell steps write
 //!   workspaceRoots: [/srv/build] # where workspaces outside the project may live (served)
 //! ```
+//!
+//! The same file's `execution:` (which task types a project may run; see
+//! [`ExecutionPolicy`]) and `egress:` (where `http_request` may connect; see [`EgressPolicy`])
+//! are the tenant's too.
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
 use schemars::JsonSchema;
 use serde::Deserialize;
+
+use crate::egress::EgressPolicy;
+use crate::policy::ExecutionPolicy;
 
 /// Settings of one project.
 #[derive(Debug, Clone, Default, Deserialize, JsonSchema)]
@@ -117,12 +124,32 @@ impl Default for LaneSettings {
 /// (its `{project}` is never `_tenant`). What it decides therefore holds against a token that
 /// can write a project's documents and settings. Unknown keys are ignored: the same file holds
 /// other settings (e.g. event tokens under `events:`).
+///
+/// ```yaml
+/// execution:                  # which task types the tenant's projects may run
+///   shellTask: true           # absent: denied when served, allowed for the local command
+///   scriptTask: true
+///   httpRequest: true
+///   projects: { shop: { shellTask: false } }
+/// egress:                     # where http_request may connect
+///   allowHosts: ["api.example.com", "*.corp.example", "127.0.0.1:8080"]
+///   allowPrivate: false
+/// ```
+///
+/// See [`ExecutionPolicy`] and [`EgressPolicy`] for what each key decides.
 #[derive(Debug, Clone, Default, Deserialize, JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct TenantSettings {
     /// What the tenant's shell steps see and may touch.
     #[serde(default)]
     pub shell: TenantShellSettings,
+    /// Which task types (`shell_task`, `script_task`, `http_request`) the tenant's projects
+    /// may run.
+    #[serde(default)]
+    pub execution: ExecutionPolicy,
+    /// Where the `http_request` tool may connect.
+    #[serde(default)]
+    pub egress: EgressPolicy,
 }
 
 /// Whether shell steps run confined by the sandbox (Landlock; see the README's "Shell

@@ -187,6 +187,7 @@ impl<'a> IntoIterator for &'a Outcomes {
 const TECHNICAL: Outcome = Outcome::Error(ErrorKind::TechnicalError);
 const TIMEOUT: Outcome = Outcome::Error(ErrorKind::Timeout);
 const CANCELLED: Outcome = Outcome::Error(ErrorKind::Cancelled);
+const PERMISSION: Outcome = Outcome::Error(ErrorKind::PermissionError);
 
 impl TaskType {
     /// Everything a task of this type can end with, whatever the state's settings: a
@@ -228,15 +229,19 @@ impl TaskType {
     /// has `timeoutSeconds`.
     fn outcomes_as_configured(self, with_timeout: bool) -> Outcomes {
         let mut out = match self {
+            // Both end with `permission_error` when the tenant's `execution:` settings refuse
+            // the task type: a route for it is allowed, its absence is not worth a warning.
             Self::ShellTask => Outcomes::new(
                 &[
                     Outcome::Success,
                     Outcome::Error(ErrorKind::BusinessError),
                     TECHNICAL,
                 ],
-                &[],
+                &[PERMISSION],
             ),
-            Self::ScriptTask => Outcomes::new(&[Outcome::Success, TECHNICAL, TIMEOUT], &[]),
+            Self::ScriptTask => {
+                Outcomes::new(&[Outcome::Success, TECHNICAL, TIMEOUT], &[PERMISSION])
+            }
             Self::ToolTask => {
                 let mut o = Outcomes::new(
                     &[
@@ -351,6 +356,7 @@ mod tests {
                 "success",
                 "business_error",
                 "technical_error",
+                "permission_error",
                 "timeout",
                 "cancelled"
             ]

@@ -861,3 +861,36 @@ async fn more_tool_rounds_than_max_tool_rounds_is_a_technical_error() {
     let cost = r["output"]["costUsd"].as_f64().unwrap();
     assert!((cost - 0.0054).abs() < 1e-12, "{cost}");
 }
+
+#[tokio::test]
+async fn an_agent_s_http_request_is_held_to_the_tenant_s_egress_policy() {
+    let script = |s: &Fake| {
+        vec![
+            tool_call("call_1", "http_request", json!({ "url": s.target_url() })),
+            final_answer(),
+        ]
+    };
+    let (_, server, v) = tool_scenario(script, TOOLS, "allowedTools: [http_request]", |_| {}).await;
+    assert_eq!(v.status, RunStatus::Done, "{v:?}");
+    assert_eq!(server.server.target_hits.load(Ordering::SeqCst), 0);
+    let error = tool_result(&tool_message(&server.requests()[1].1, "call_1"));
+    let error = error["error"].as_str().unwrap();
+    assert!(
+        error.starts_with("permission denied:") && error.contains("[MAG-EG001]"),
+        "{error}"
+    );
+
+    // Allowed by the tenant, the same call reaches the target.
+    let allow = |p: &Project| {
+        let settings = p.project.parent().unwrap().join("_tenant/_vance");
+        std::fs::create_dir_all(&settings).unwrap();
+        std::fs::write(
+            settings.join("settings.yaml"),
+            "egress:\n  allowHosts: [\"127.0.0.1\"]\n",
+        )
+        .unwrap();
+    };
+    let (_, server, v) = tool_scenario(script, TOOLS, "allowedTools: [http_request]", allow).await;
+    assert_eq!(v.status, RunStatus::Done, "{v:?}");
+    assert_eq!(server.server.target_hits.load(Ordering::SeqCst), 1);
+}

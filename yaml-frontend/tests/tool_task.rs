@@ -137,6 +137,13 @@ async fn env_with(runtime: impl FnOnce(YamlRuntime) -> YamlRuntime, attach: bool
     for p in ["acme/shop/_vance/workflows", "acme/other/_vance/workflows"] {
         std::fs::create_dir_all(root.join(p)).unwrap();
     }
+    // The tests' HTTP server is on loopback, which the egress policy refuses unless allowed.
+    std::fs::create_dir_all(root.join("acme/_tenant/_vance")).unwrap();
+    std::fs::write(
+        root.join("acme/_tenant/_vance/settings.yaml"),
+        "egress:\n  allowHosts: [\"127.0.0.1\"]\n",
+    )
+    .unwrap();
     let rt = runtime(YamlRuntime::new(DocumentSource::new(&root)));
     let engine = rt
         .install(Engine::builder().in_memory().task(greet()))

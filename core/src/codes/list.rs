@@ -540,6 +540,16 @@ pub const CODES: &[ErrorCode] = &[
         remedy: "Raise `timeoutSeconds`, or find out why the tool is slow.",
     },
     ErrorCode {
+        code: "MAG-PL001",
+        meaning: "The tenant's settings do not allow this task type (`shell_task`, `script_task` or `http_request`) for the project (error kind `permission_error`). Served trees deny each type unless allowed; the local `magrathea` command allows it unless denied.",
+        remedy: "Set `execution.<type>: true` (or `execution.projects.<project>.<type>: true`) in the tenant's `_tenant/_vance/settings.yaml`, as the message names it.",
+    },
+    ErrorCode {
+        code: "MAG-EG001",
+        meaning: "The egress policy refused an `http_request` destination: a private, loopback or reserved address (also after resolving a name, and on a redirect hop), or an allowed host on another port (error kind `permission_error`).",
+        remedy: "Add the host to `egress.allowHosts` (or set `egress.allowPrivate: true`) in the tenant's `_tenant/_vance/settings.yaml`.",
+    },
+    ErrorCode {
         code: "MAG-AG001",
         meaning: "The agent_task's recipe is missing or unknown.",
         remedy: "Name an existing recipe with `recipe:` (the message lists where it looked).",
@@ -698,6 +708,11 @@ pub const CODES: &[ErrorCode] = &[
         code: "MAG-HTTP-INVALID-EVENT",
         meaning: "An event document does not parse.",
         remedy: "Fix the event document.",
+    },
+    ErrorCode {
+        code: "MAG-HTTP-INVALID-IDEMPOTENCY-KEY",
+        meaning: "The `Idempotency-Key` header is empty, longer than 255 bytes, or not visible ASCII.",
+        remedy: "Send a key of 1 to 255 visible ASCII characters (a UUID, for instance).",
     },
     ErrorCode {
         code: "MAG-HTTP-INVALID-JSON",

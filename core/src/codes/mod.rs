@@ -129,6 +129,14 @@ pub const AREAS: &[Area] = &[
         title: "Tools",
     },
     Area {
+        prefix: "PL",
+        title: "Task-type policy",
+    },
+    Area {
+        prefix: "EG",
+        title: "Egress policy",
+    },
+    Area {
         prefix: "AG",
         title: "Agent tasks",
     },

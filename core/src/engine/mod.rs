@@ -175,6 +175,7 @@ impl EngineInner {
             started_by: req.started_by,
             idempotency_key: req.idempotency_key,
             scope: req.scope,
+            requested_by: req.requested_by,
         }
     }
 

@@ -32,6 +32,8 @@ pub struct StartRequest {
     pub parent: Option<ParentRef>,
     /// A chosen run id (children use the id journaled by their parent).
     pub run_id: Option<RunId>,
+    /// Who the caller says the run is for, recorded beside `started_by` (not verified).
+    pub requested_by: Option<String>,
 }
 
 impl StartRequest {
@@ -48,6 +50,7 @@ impl StartRequest {
             scope: RunScope::default(),
             parent: None,
             run_id: None,
+            requested_by: None,
         }
     }
 
@@ -60,6 +63,12 @@ impl StartRequest {
     /// Sets who starts the run.
     pub fn started_by(mut self, who: impl Into<String>) -> Self {
         self.started_by = who.into();
+        self
+    }
+
+    /// Records who the caller says the run is for (see [`StartRequest::requested_by`]).
+    pub fn requested_by(mut self, who: impl Into<String>) -> Self {
+        self.requested_by = Some(who.into());
         self
     }
 

@@ -171,6 +171,7 @@ pub(crate) mod contract_tests {
             started_by: "test".into(),
             idempotency_key: Some(format!("key-{run}")),
             scope: RunScope::default(),
+            requested_by: None,
         }));
         codec::encode(&rec, 7, &mut bytes);
         CommitBatch {

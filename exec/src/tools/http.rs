@@ -12,43 +12,148 @@
 //!
 //! Failures are `technical_error`: invalid URL, connection errors, timeouts, and a response
 //! larger than `maxResponseBytes` (an error rather than a silently truncated body).
-//! Redirects are followed (at most 10). There is no egress filter: restrict who may call
-//! the tool through the permission cascade.
+//! Redirects are followed (at most 10).
+//!
+//! Two tenant settings hold whoever calls the tool (a `tool_task` or an agent): the project
+//! must be allowed to make requests at all (`execution.httpRequest`, see
+//! [`policy`](crate::policy); `[MAG-PL001]`), and every destination — the URL, each redirect
+//! hop, each address a name resolves to — must pass the egress policy (`egress:`, see
+//! [`egress`](crate::egress); `[MAG-EG001]`). Both refusals are `permission_error`.
 
-use std::sync::OnceLock;
+use std::net::{IpAddr, SocketAddr};
+use std::sync::Arc;
 
 use futures::future::BoxFuture;
 use reqwest::header::{CONTENT_TYPE, HeaderMap, HeaderName, HeaderValue};
 use serde_json::{Map, Value, json};
 
 use super::{Tool, ToolContext, ToolError};
+use crate::documents::DocumentSource;
+use crate::egress::{EgressPolicy, HostVerdict};
+use crate::policy::{self, TaskType};
 
 const DEFAULT_TIMEOUT_SECONDS: f64 = 30.0;
 const DEFAULT_MAX_RESPONSE_BYTES: u64 = 1024 * 1024;
+const MAX_REDIRECTS: usize = 10;
 
 pub(crate) struct HttpRequest {
-    client: OnceLock<reqwest::Client>,
+    docs: DocumentSource,
+}
+
+/// A destination the egress policy refuses; found again in the error chain of the request.
+#[derive(Debug)]
+struct Denied(String);
+
+impl std::fmt::Display for Denied {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "[MAG-EG001] {}", self.0)
+    }
+}
+
+impl std::error::Error for Denied {}
+
+/// The verdict on a URL's host: refused, or allowed (names are checked again by
+/// [`Resolver`] after resolution).
+fn check_url(egress: &EgressPolicy, url: &reqwest::Url) -> Result<(), Denied> {
+    let Some(host) = url.host_str() else {
+        return Err(Denied(format!("url `{url}` has no host")));
+    };
+    // The URL parser has normalised every IPv4 spelling (`2130706433`, `0x7f.1`, `127.1`) to
+    // dotted quads and IPv6 to its bracketed canonical form, so a literal parses here.
+    let ip = host
+        .trim_start_matches('[')
+        .trim_end_matches(']')
+        .parse::<IpAddr>()
+        .ok();
+    let port = url.port_or_known_default().unwrap_or(0);
+    match egress.check_host(host, ip, port) {
+        HostVerdict::Denied(m) => Err(Denied(m)),
+        HostVerdict::Allowed | HostVerdict::Resolve => Ok(()),
+    }
+}
+
+/// Resolves names once and hands the connector only the addresses the policy allows, so the
+/// connection goes to an address that was checked (no second lookup after the check).
+struct Resolver {
+    egress: EgressPolicy,
+}
+
+impl reqwest::dns::Resolve for Resolver {
+    fn resolve(&self, name: reqwest::dns::Name) -> reqwest::dns::Resolving {
+        let egress = self.egress.clone();
+        Box::pin(async move {
+            let host = name.as_str().to_string();
+            let addrs: Vec<SocketAddr> =
+                tokio::net::lookup_host((host.as_str(), 0)).await?.collect();
+            let listed = egress.allow_private || egress.host_listed(&host);
+            let kept: Vec<SocketAddr> = addrs
+                .iter()
+                .copied()
+                .filter(|a| listed || egress.address_allowed(a.ip()))
+                .collect();
+            if kept.is_empty() && !addrs.is_empty() {
+                let shown: Vec<String> = addrs.iter().map(|a| a.ip().to_string()).collect();
+                return Err(Box::new(Denied(format!(
+                    "{host} resolves to private, loopback or reserved addresses only ({}): add                      it to `egress.allowHosts` (or set `egress.allowPrivate: true`)",
+                    shown.join(", ")
+                )))
+                    as Box<dyn std::error::Error + Send + Sync>);
+            }
+            Ok(Box::new(kept.into_iter()) as reqwest::dns::Addrs)
+        })
+    }
+}
+
+/// The settings file a refusal names, relative to the tree.
+fn settings_file(ctx: &ToolContext) -> String {
+    format!("{}/_tenant/_vance/settings.yaml", ctx.tenant)
+}
+
+/// The refusal in `e`'s source chain, if the egress policy stopped the request.
+fn denial(e: &reqwest::Error) -> Option<String> {
+    let mut src: Option<&(dyn std::error::Error + 'static)> = Some(e);
+    while let Some(s) = src {
+        if let Some(d) = s.downcast_ref::<Denied>() {
+            return Some(d.to_string());
+        }
+        src = s.source();
+    }
+    None
 }
 
 impl HttpRequest {
-    pub(crate) fn new() -> Self {
-        Self {
-            client: OnceLock::new(),
-        }
+    pub(crate) fn new(docs: DocumentSource) -> Self {
+        Self { docs }
     }
 
-    fn client(&self) -> Result<&reqwest::Client, ToolError> {
-        if let Some(c) = self.client.get() {
-            return Ok(c);
-        }
-        let client = reqwest::Client::builder()
+    /// A client bound to `egress`: its resolver and redirect policy enforce it. Built per
+    /// call, as the policy is the calling tenant's.
+    fn client(&self, egress: &EgressPolicy) -> Result<reqwest::Client, ToolError> {
+        let hops = egress.clone();
+        reqwest::Client::builder()
             .user_agent(concat!("magrathea/", env!("CARGO_PKG_VERSION")))
+            // A proxy would connect to the destination on our behalf, unchecked.
+            .no_proxy()
+            .dns_resolver(Arc::new(Resolver {
+                egress: egress.clone(),
+            }))
+            .redirect(reqwest::redirect::Policy::custom(move |attempt| {
+                if attempt.previous().len() >= MAX_REDIRECTS {
+                    return attempt.error("too many redirects");
+                }
+                match check_url(&hops, attempt.url()) {
+                    Ok(()) => attempt.follow(),
+                    Err(denied) => attempt.error(denied),
+                }
+            }))
             .build()
-            .map_err(|e| ToolError::Failed(format!("cannot build the HTTP client: {e}")))?;
-        Ok(self.client.get_or_init(|| client))
+            .map_err(|e| ToolError::Failed(format!("cannot build the HTTP client: {e}")))
     }
 
-    async fn run(&self, params: Value) -> Result<Value, ToolError> {
+    async fn run(&self, params: Value, ctx: &ToolContext) -> Result<Value, ToolError> {
+        policy::check(&self.docs, &ctx.scope(), TaskType::HttpRequest)
+            .map_err(ToolError::PermissionDenied)?;
+        let egress = self.docs.tenant_settings(&ctx.scope()).egress;
         let text = |k: &str| params.get(k).and_then(Value::as_str);
         let method = text("method").unwrap_or("GET").to_ascii_uppercase();
         let method = reqwest::Method::from_bytes(method.as_bytes())
@@ -61,6 +166,8 @@ impl HttpRequest {
                 "url `{url}` must be http or https"
             )));
         }
+        check_url(&egress, &url)
+            .map_err(|d| ToolError::PermissionDenied(format!("{d} (in {})", settings_file(ctx))))?;
         let timeout = params
             .get("timeoutSeconds")
             .and_then(Value::as_f64)
@@ -97,7 +204,7 @@ impl HttpRequest {
             }
         };
         let mut req = self
-            .client()?
+            .client(&egress)?
             .request(method.clone(), url.clone())
             .headers(headers)
             .timeout(crate::saturating_secs(timeout));
@@ -105,7 +212,12 @@ impl HttpRequest {
             req = req.body(b);
         }
         let describe = |e: reqwest::Error| {
-            if e.is_timeout() {
+            if let Some(d) = denial(&e) {
+                ToolError::PermissionDenied(format!(
+                    "{method} {url}: {d} (in {})",
+                    settings_file(ctx)
+                ))
+            } else if e.is_timeout() {
                 ToolError::Failed(format!("{method} {url} timed out after {timeout} s"))
             } else {
                 let mut msg = e.to_string();
@@ -212,8 +324,8 @@ impl Tool for HttpRequest {
     fn invoke<'a>(
         &'a self,
         params: Value,
-        _ctx: &'a ToolContext,
+        ctx: &'a ToolContext,
     ) -> BoxFuture<'a, Result<Value, ToolError>> {
-        Box::pin(self.run(params))
+        Box::pin(self.run(params, ctx))
     }
 }

@@ -277,7 +277,7 @@ impl Tools {
         let tools = Self {
             registry: RwLock::new(BTreeMap::new()),
         };
-        tools.register(Arc::new(http::HttpRequest::new()));
+        tools.register(Arc::new(http::HttpRequest::new(docs.clone())));
         tools.register(Arc::new(docs::DocRead::new(docs.clone())));
         tools.register(Arc::new(docs::DocList::new(docs.clone())));
         tools.register(Arc::new(engine_tools::InboxRead));

@@ -1,5 +1,7 @@
 //! Friday's approval routes (`/v1/workflow-approvals…`, scope `workflow.run`), mapped onto
 //! the inbox: an approval is an `APPROVAL` inbox item of any project of the token's tenant.
+//! The run in the reply of approve and reject is shown whole only to a token that also has
+//! `workflow.read` (else its [`RunBrief`](super::visible::RunBrief)).
 
 use axum::Json;
 use axum::extract::{Path, Query, State};

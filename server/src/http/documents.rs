@@ -4,7 +4,8 @@
 //! digits, `.`, `_`, `-`; no `..`, no hidden files), so nothing outside `_vance/` is reached.
 //!
 //! Reading needs `workflow.read`, writing `workflow.write`. `settings.yaml` may hold event
-//! tokens, so reading it needs `workflow.write` too. A PUT of `workflows/<name>.yaml` is
+//! tokens, so reading it needs `workflow.write` too, and writing it `workflow.run` as well
+//! (it decides who may fire events, so changing it is a way to run workflows). A PUT of `workflows/<name>.yaml` is
 //! validated first: an invalid document is refused with 422 and the diagnostics of
 //! `magrathea validate` (`path:line:column: [MAG-Ynnn] message`, the path relative to the
 //! root). A valid workflow is written, and the response lists its warnings in the same form:
@@ -118,13 +119,20 @@ pub(crate) async fn put(
     headers: HeaderMap,
     body: Result<Bytes, BytesRejection>,
 ) -> Result<Response, ApiError> {
-    state.authorize(&headers, &p.tenant, ApiScope::Write)?;
+    let who = state.authorize(&headers, &p.tenant, ApiScope::Write)?;
     let scope = state.scope(&p.tenant, &p.project)?;
     let parts = segments(&p.path)?;
     if parts.is_empty() {
         return Err(ApiError::bad_request(
             "MAG-HTTP-INVALID-PATH",
             "empty document path",
+        ));
+    }
+    if parts == ["settings.yaml"] && !who.has(ApiScope::Run) {
+        // The project's settings hold event tokens and workspace paths: changing them is a
+        // way to run workflows, so it takes the right to run them.
+        return Err(ApiError::forbidden(
+            "writing _vance/settings.yaml needs the scopes `workflow.write` and `workflow.run`",
         ));
     }
     let body = body.map_err(|e| body_error(e.status(), e.body_text()))?;

@@ -15,16 +15,28 @@
 //! The document is read as [`EventDoc`] (the JSON Schema `schemas/event.schema.json` is
 //! generated from it).
 //!
-//! `auth.tokenSetting` is a dotted path into the project's `_vance/settings.yaml` (falling back
-//! to the tenant's `_tenant/_vance/settings.yaml`), e.g. `events: {github: {token: "…"}}`. The
-//! request must carry `Authorization: Bearer <that value>`, compared in constant time; a
-//! setting that is missing refuses every request (401). Without `auth`, the event is open.
-//! API tokens play no part here.
+//! Who may fire an event:
+//! - With `auth.tokenSetting`: the holder of that token. The setting is a dotted path into the
+//!   project's `_vance/settings.yaml` (falling back to the tenant's
+//!   `_tenant/_vance/settings.yaml`: the project's value wins when both hold one), e.g.
+//!   `events: {github: {token: "…"}}`. The request must carry `Authorization: Bearer <that
+//!   value>`, compared in constant time; a setting that is missing refuses every request.
+//!   Changing a project's `_vance/settings.yaml` through the documents API needs
+//!   `workflow.run` as well as `workflow.write`, so writing documents never grants this.
+//! - Without `auth.tokenSetting` (no `auth:` at all): an API token (see
+//!   [`auth`](super::auth)) of the route's tenant with `workflow.run`. Writing an event
+//!   document therefore never opens a way to run a workflow without a token.
+//!
+//! Credentials are checked before the event's name: without valid credentials the answer is
+//! the same 401 (`MAG-HTTP-401`, one message) whether the event exists or not. An unknown
+//! event answers 404 only to an API token of the tenant with `workflow.run` (another tenant's
+//! token gets 404 for the tenant, a token without the scope 403, as on every route).
 //!
 //! The run's parameters are the static `params` plus `payload`: the POST body (JSON, or the
 //! body as a string when it is not JSON; absent when empty), or for GET the query parameters
 //! as an object. The body is limited to [`EVENT_BODY_LIMIT`] (413 past it). Reply: 202
-//! `{workflowRunId, workflowName}`; `startedBy` is `event:<event>`.
+//! `{workflowRunId, workflowName}`; `startedBy` is `event:<event>`, and when an API token
+//! fired it, the run's `requestedBy` is the token's subject.
 
 use std::collections::BTreeMap;
 
@@ -40,11 +52,11 @@ use serde::Deserialize;
 use serde_json::Value;
 use subtle::ConstantTimeEq;
 
-use super::auth::bearer;
+use super::auth::{ApiScope, Principal, bearer};
 use super::body::body_error;
 use super::error::ApiError;
 use super::runs::Started;
-use super::state::AppState;
+use super::state::{AppState, Starter};
 
 /// Largest accepted event body: 1 MiB.
 pub const EVENT_BODY_LIMIT: usize = 1024 * 1024;
@@ -57,22 +69,50 @@ pub(crate) struct EventPath {
     event: String,
 }
 
-fn load(state: &AppState, scope: &Scope, event: &str) -> Result<EventDoc, ApiError> {
-    let not_found = || ApiError::not_found(format!("event `{event}` not found"));
+/// What the event's name leads to, before anyone is told.
+enum Lookup {
+    /// The document.
+    Found(EventDoc),
+    /// No such event (or a name that cannot be one).
+    Missing,
+    /// The document does not parse: the 422 to answer once the caller may know.
+    Invalid(ApiError),
+}
+
+fn load(state: &AppState, scope: &Scope, event: &str) -> Result<Lookup, ApiError> {
     let (path, text) = match state.docs().document(scope, "events", event) {
         Ok(found) => found,
         Err(DocumentError::UnknownWorkflow { .. } | DocumentError::InvalidName(_)) => {
-            return Err(not_found());
+            return Ok(Lookup::Missing);
         }
         Err(e) => return Err(ApiError::internal(e)),
     };
-    serde_yaml_ng::from_str(&text).map_err(|e| {
-        ApiError::new(
+    Ok(match serde_yaml_ng::from_str(&text) {
+        Ok(doc) => Lookup::Found(doc),
+        Err(e) => Lookup::Invalid(ApiError::new(
             StatusCode::UNPROCESSABLE_ENTITY,
             "MAG-HTTP-INVALID-EVENT",
             format!("invalid event document {}: {e}", state.label(&path)),
-        )
+        )),
     })
+}
+
+/// The one 401 of this route, whatever was wrong or missing, so that it tells nothing about
+/// the event.
+fn refused() -> ApiError {
+    ApiError::unauthorized(
+        "missing or invalid credentials for this event: send its token, or an API token with \
+         `workflow.run`",
+    )
+}
+
+/// The caller of an event without a token setting: an API token of the tenant with
+/// `workflow.run`. A 401 becomes [`refused`]; 404 (another tenant) and 403 stay.
+fn api_caller(state: &AppState, tenant: &str, headers: &HeaderMap) -> Result<Principal, ApiError> {
+    state
+        .auth
+        .authorize(bearer(headers), tenant, ApiScope::Run)
+        .map_err(|e| if e.status == 401 { refused() } else { e })
 }
 
 /// The value at a dotted path of the project's (else the tenant's) settings.
@@ -95,32 +135,28 @@ fn setting(state: &AppState, scope: &Scope, dotted: &str) -> Option<String> {
     })
 }
 
+/// Checks the event token of `key` (a dotted settings path).
 fn check_token(
     state: &AppState,
     scope: &Scope,
     event: &str,
-    doc: &EventDoc,
+    key: &str,
     headers: &HeaderMap,
 ) -> Result<(), ApiError> {
-    let Some(key) = doc.auth.as_ref().and_then(|a| a.token_setting.as_deref()) else {
-        return Ok(());
-    };
     let Some(expected) = setting(state, scope, key) else {
         tracing::warn!(
             event,
             setting = key,
             "event token setting is not set; refusing"
         );
-        return Err(ApiError::unauthorized(format!(
-            "event `{event}` requires a token, and its setting is not configured"
-        )));
+        return Err(refused());
     };
     let presented = bearer(headers).unwrap_or("");
     // Equal lengths are compared in constant time; the length itself is not secret.
     if bool::from(presented.as_bytes().ct_eq(expected.as_bytes())) {
         Ok(())
     } else {
-        Err(ApiError::unauthorized("missing or wrong event token"))
+        Err(refused())
     }
 }
 
@@ -133,9 +169,36 @@ pub(crate) async fn trigger(
     headers: HeaderMap,
     body: Result<Bytes, BytesRejection>,
 ) -> Result<Response, ApiError> {
-    let scope = state.scope(&p.tenant, &p.project)?;
-    let doc = load(&state, &scope, &p.event)?;
-    check_token(&state, &scope, &p.event, &doc, &headers)?;
+    // A name that cannot be a project is treated like an unknown event: credentials first.
+    let Ok(scope) = state.scope(&p.tenant, &p.project) else {
+        api_caller(&state, &p.tenant, &headers)?;
+        return Err(ApiError::not_found(format!(
+            "project `{}/{}` not found",
+            p.tenant, p.project
+        )));
+    };
+    let doc = match load(&state, &scope, &p.event)? {
+        Lookup::Found(doc) => doc,
+        Lookup::Missing => {
+            api_caller(&state, &p.tenant, &headers)?;
+            return Err(ApiError::not_found(format!(
+                "event `{}` not found",
+                p.event
+            )));
+        }
+        Lookup::Invalid(e) => {
+            api_caller(&state, &p.tenant, &headers)?;
+            return Err(e);
+        }
+    };
+    let token_setting = doc.auth.as_ref().and_then(|a| a.token_setting.as_deref());
+    let requested_by = match token_setting {
+        Some(key) => {
+            check_token(&state, &scope, &p.event, key, &headers)?;
+            None
+        }
+        None => Some(api_caller(&state, &p.tenant, &headers)?.subject),
+    };
     if !doc
         .methods
         .iter()
@@ -167,13 +230,16 @@ pub(crate) async fn trigger(
             .unwrap_or_else(|_| Value::String(String::from_utf8_lossy(&body).into_owned()));
         params.insert("payload".into(), payload);
     }
-    let started_by = format!("event:{}", p.event);
-    let run = state
-        .start(
+    let starter = Starter {
+        requested_by,
+        ..Starter::new(&format!("event:{}", p.event))
+    };
+    let (run, _) = state
+        .start_as(
             &scope,
             &doc.workflow,
             Value::Object(params),
-            &started_by,
+            &starter,
             "event",
         )
         .await?;

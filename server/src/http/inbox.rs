@@ -1,13 +1,17 @@
 //! The inbox over REST: the items gates open, and answering them.
 //!
 //! Items are scoped like runs: an item of a run of another tenant or project is 404.
+//!
+//! Answering needs `workflow.run`; the run in the reply is shown whole only to a token that
+//! also has `workflow.read` (else its [`RunBrief`](super::visible::RunBrief): id, workflow,
+//! status, current state).
 
 use std::collections::HashMap;
 
 use axum::Json;
 use axum::extract::{Path, Query, State};
 use axum::http::HeaderMap;
-use magrathea_core::{AnswerAck, DeliverError, GateAnswer, InboxItem, InboxStatus, RunView};
+use magrathea_core::{AnswerAck, DeliverError, GateAnswer, InboxItem, InboxStatus};
 use serde::{Deserialize, Serialize};
 
 use super::auth::{ApiScope, Principal};
@@ -193,8 +197,9 @@ pub struct Answered {
     pub applied: bool,
     /// The gate had already completed: the answer was journaled as ignored.
     pub ignored: bool,
-    /// The run, right after the answer.
-    pub run: RunView,
+    /// The run, right after the answer: the whole run view for a caller with
+    /// `workflow.read`, else its [`RunBrief`](super::visible::RunBrief).
+    pub run: serde_json::Value,
 }
 
 /// Answers `item` (already scope-checked) as `who`.
@@ -234,7 +239,10 @@ pub(crate) async fn answer_item(
     Ok(Answered {
         applied: ack == AnswerAck::Applied,
         ignored: ack == AnswerAck::Ignored,
-        run: state.view(item.workflow_run_id)?,
+        run: {
+            let view = state.view(item.workflow_run_id)?;
+            super::visible::visible_run(&view, &view, who)
+        },
     })
 }
 

@@ -32,6 +32,7 @@ pub mod schemas;
 mod server;
 pub mod sse;
 pub mod state;
+pub mod visible;
 pub mod ws;
 
 use std::future::Future;

@@ -52,8 +52,8 @@ fn operation(route: &Route, method: &str) -> Value {
             }
         }
         Access::EventToken => {
-            op["security"] = json!([{ "eventToken": [] }, {}]);
-            for code in ["401", "404", "405", "413"] {
+            op["security"] = json!([{ "eventToken": [] }, { "bearer": ["workflow.run"] }]);
+            for code in ["401", "403", "404", "405", "413"] {
                 responses.insert(code.into(), error.clone());
             }
         }

@@ -16,7 +16,8 @@ pub enum Access {
     Public,
     /// An API token of the route's tenant holding this scope.
     Token(ApiScope),
-    /// The event document's own Bearer token, if it names one.
+    /// The event document's own Bearer token when it names one (`auth.tokenSetting`), else an
+    /// API token of the route's tenant with `workflow.run`.
     EventToken,
 }
 
@@ -84,7 +85,7 @@ pub fn routes() -> Vec<Route> {
             methods: &["POST"],
             path: "/brain/{tenant}/project/{project}/workflows/{name}/start",
             operation: "workflows.start",
-            summary: "Start a run: {params, startedBy?} -> 201 {workflowRunId, workflowName}",
+            summary: "Start a run: {params, startedBy?} (+ Idempotency-Key header) -> 201 {workflowRunId, workflowName}, 200 when the key started it before; startedBy = the token's subject, a body startedBy is recorded as requestedBy",
             query: &[],
             access: Token(Run),
             handler: || post(runs::start),
@@ -111,7 +112,7 @@ pub fn routes() -> Vec<Route> {
             methods: &["POST"],
             path: "/brain/{tenant}/project/{project}/workflows/runs/{run_id}/cancel",
             operation: "workflows.runs.cancel",
-            summary: "Request cancellation: {reason?} -> {cancel, run}",
+            summary: "Request cancellation: {reason?} -> {cancel, run}; run is {workflowRunId, workflowName, status, currentState} without workflow.read",
             query: &[],
             access: Token(Run),
             handler: || post(runs::cancel),
@@ -156,7 +157,7 @@ pub fn routes() -> Vec<Route> {
             methods: &["POST"],
             path: "/brain/{tenant}/project/{project}/inbox/{item_id}/answer",
             operation: "inbox.answer",
-            summary: "Answer: {kind, option?, text?, comment?} -> {applied, ignored, run}",
+            summary: "Answer: {kind, option?, text?, comment?} -> {applied, ignored, run}; run is brief without workflow.read",
             query: &[],
             access: Token(Run),
             handler: || post(inbox::answer),
@@ -183,7 +184,7 @@ pub fn routes() -> Vec<Route> {
             methods: &["POST"],
             path: "/v1/workflow-approvals/{id}/approve",
             operation: "workflows.approvals.approve",
-            summary: "Approve: {comment?} -> {applied, ignored, run}",
+            summary: "Approve: {comment?} -> {applied, ignored, run}; run is brief without workflow.read",
             query: &[],
             access: Token(Run),
             handler: || post(approvals::approve),
@@ -192,7 +193,7 @@ pub fn routes() -> Vec<Route> {
             methods: &["POST"],
             path: "/v1/workflow-approvals/{id}/reject",
             operation: "workflows.approvals.reject",
-            summary: "Reject: {comment?} -> {applied, ignored, run}",
+            summary: "Reject: {comment?} -> {applied, ignored, run}; run is brief without workflow.read",
             query: &[],
             access: Token(Run),
             handler: || post(approvals::reject),
@@ -201,7 +202,7 @@ pub fn routes() -> Vec<Route> {
             methods: &["GET", "POST"],
             path: "/brain/{tenant}/event/{project}/{event}",
             operation: "events.trigger",
-            summary: "Event trigger: starts the event document's workflow -> 202",
+            summary: "Event trigger: starts the event document's workflow -> 202; needs the event's token (auth.tokenSetting) or else an API token with workflow.run; 401 before any 404",
             query: &[],
             access: EventToken,
             // Methods the event document does not list answer 405 from the handler.
@@ -238,7 +239,7 @@ pub fn routes() -> Vec<Route> {
             methods: &["PUT"],
             path: "/brain/{tenant}/project/{project}/documents/{*path}",
             operation: "documents.put",
-            summary: "Write a document under _vance/; workflows are validated first (422)",
+            summary: "Write a document under _vance/; workflows are validated first (422); settings.yaml needs workflow.run too",
             query: &[],
             access: Token(Write),
             handler: || put(documents::put),

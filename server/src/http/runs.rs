@@ -2,6 +2,14 @@
 //!
 //! Every route is scoped by `{tenant}/{project}`: a run of another scope is answered 404,
 //! exactly like a run that does not exist.
+//!
+//! A start records `startedBy` = the token's subject (`anonymous` with `--insecure-no-auth`);
+//! a `startedBy` in the body is not trusted and is recorded as the run's `requestedBy`. An
+//! `Idempotency-Key` header (1 to 255 visible ASCII characters, else 400) makes a start
+//! repeatable: the same key for the same workflow of the same `tenant/project` answers 200
+//! with the run it started first, instead of 201 with a new one; keys of different projects,
+//! tenants or workflows never meet. The run in the reply of `cancel` is shown whole only to a
+//! token that also has `workflow.read` (else its [`RunBrief`](super::visible::RunBrief)).
 
 use axum::Json;
 use axum::extract::{Path, Query, State};
@@ -16,7 +24,14 @@ use serde_json::Value;
 use super::auth::ApiScope;
 use super::body::JsonBody;
 use super::error::ApiError;
-use super::state::AppState;
+use super::state::{AppState, Starter};
+use super::visible::visible_run;
+
+/// The request header that makes a start repeatable.
+pub const IDEMPOTENCY_KEY_HEADER: &str = "idempotency-key";
+
+/// The longest accepted `Idempotency-Key`, in bytes.
+pub const MAX_IDEMPOTENCY_KEY: usize = 255;
 
 /// Largest page of `GET …/workflows/runs` (the reference's cap).
 pub const MAX_PAGE: usize = 100;
@@ -84,6 +99,10 @@ pub struct RunDto {
     /// The workflow document's `tags:`; empty when it has none or is code.
     #[serde(default)]
     pub tags: Vec<String>,
+    /// Who the starter said the run is for (an API body's `startedBy`, not verified), or the
+    /// subject of the token that fired an event; absent when none was given.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub requested_by: Option<String>,
 }
 
 impl RunDto {
@@ -124,6 +143,7 @@ impl RunDto {
             run,
             description,
             tags,
+            requested_by: start.and_then(|s| s.requested_by.clone()),
         }
     }
 }
@@ -154,8 +174,9 @@ fn labels(start: &StartRecord) -> (Option<String>, Vec<String>) {
     (description, tags)
 }
 
-/// `POST /brain/{tenant}/project/{project}/workflows/{name}/start` → 201 [`Started`].
-/// `startedBy` defaults to the token's subject.
+/// `POST /brain/{tenant}/project/{project}/workflows/{name}/start` → 201 [`Started`] (200
+/// with the earlier run when its `Idempotency-Key` started one). `startedBy` is the token's
+/// subject; a body's `startedBy` is recorded as `requestedBy`.
 pub(crate) async fn start(
     State(state): State<AppState>,
     Path(p): Path<WorkflowPath>,
@@ -164,17 +185,51 @@ pub(crate) async fn start(
 ) -> Result<(StatusCode, Json<Started>), ApiError> {
     let who = state.authorize(&headers, &p.tenant, ApiScope::Run)?;
     let scope = state.scope(&p.tenant, &p.project)?;
-    let started_by = body.started_by.unwrap_or(who.subject);
-    let run = state
-        .start(&scope, &p.name, body.params, &started_by, "rest")
+    let key = idempotency_key(&headers)?;
+    let starter = Starter {
+        started_by: who.subject,
+        requested_by: body.started_by,
+        // Scoped by project and workflow, so one tenant's key never finds another's run.
+        idempotency_key: key.map(|k| format!("api:{}:{}:{k}", scope.key(), p.name)),
+    };
+    let (run, created) = state
+        .start_as(&scope, &p.name, body.params, &starter, "rest")
         .await?;
+    let status = if created {
+        StatusCode::CREATED
+    } else {
+        StatusCode::OK
+    };
     Ok((
-        StatusCode::CREATED,
+        status,
         Json(Started {
             workflow_run_id: run,
             workflow_name: p.name,
         }),
     ))
+}
+
+/// The request's `Idempotency-Key`: 400 unless 1 to [`MAX_IDEMPOTENCY_KEY`] visible ASCII
+/// characters.
+fn idempotency_key(headers: &HeaderMap) -> Result<Option<String>, ApiError> {
+    let Some(value) = headers.get(IDEMPOTENCY_KEY_HEADER) else {
+        return Ok(None);
+    };
+    let bytes = value.as_bytes();
+    if bytes.is_empty()
+        || bytes.len() > MAX_IDEMPOTENCY_KEY
+        || !bytes.iter().all(u8::is_ascii_graphic)
+    {
+        return Err(ApiError::bad_request(
+            "MAG-HTTP-INVALID-IDEMPOTENCY-KEY",
+            format!(
+                "`Idempotency-Key` must be 1 to {MAX_IDEMPOTENCY_KEY} visible ASCII characters \
+                 (got {} bytes)",
+                bytes.len()
+            ),
+        ));
+    }
+    Ok(Some(String::from_utf8_lossy(bytes).into_owned()))
 }
 
 /// `GET …/workflows/runs/{run_id}` → the [`RunDto`].
@@ -270,7 +325,8 @@ pub(crate) struct CancelBody {
 }
 
 /// `POST …/workflows/runs/{run_id}/cancel` with `{reason?}` → `{cancel, run}` where `cancel`
-/// is `requested`, `alreadyRequested` or `alreadyFinished` and `run` the [`RunDto`].
+/// is `requested`, `alreadyRequested` or `alreadyFinished` and `run` the [`RunDto`] (its
+/// [`RunBrief`](super::visible::RunBrief) for a token without `workflow.read`).
 pub(crate) async fn cancel(
     State(state): State<AppState>,
     Path(p): Path<RunPath>,
@@ -294,6 +350,7 @@ pub(crate) async fn cancel(
         CancelAck::AlreadyFinished => "alreadyFinished",
     };
     let run = dto(&state, summary.run_id)?;
+    let run = visible_run(&run, &run.run, &who);
     Ok(Json(serde_json::json!({ "cancel": cancel, "run": run })))
 }
 

@@ -94,6 +94,32 @@ impl AppState {
         started_by: &str,
         trigger: &str,
     ) -> Result<RunId, ApiError> {
+        let starter = Starter::new(started_by);
+        Ok(self
+            .start_as(scope, name, params, &starter, trigger)
+            .await?
+            .0)
+    }
+
+    /// [`AppState::start`] with who asked and an idempotency key: the run and whether it is
+    /// new (`false`: the key had started it before, and nothing was started now).
+    pub async fn start_as(
+        &self,
+        scope: &Scope,
+        name: &str,
+        params: Value,
+        starter: &Starter,
+        trigger: &str,
+    ) -> Result<(RunId, bool), ApiError> {
+        if let Some(key) = &starter.idempotency_key
+            && let Some(existing) = self
+                .engine
+                .store()
+                .find_idempotency_key(key)
+                .map_err(ApiError::internal)?
+        {
+            return Ok((existing, false));
+        }
         let yaml_params = if params.is_null() {
             Value::Object(Default::default())
         } else {
@@ -101,14 +127,14 @@ impl AppState {
         };
         let run = match self
             .runtime
-            .start(&self.engine, scope, name, yaml_params, started_by)
+            .start_with(&self.engine, scope, name, yaml_params, |r| starter.apply(r))
             .await
         {
             Ok(run) => run,
             Err(e @ YamlStartError::Document(DocumentError::UnknownWorkflow { .. })) => {
                 // No document of that name: a registered code workflow, else the document
                 // error as it always was.
-                match self.start_code(scope, name, params, started_by).await? {
+                match self.start_code(scope, name, params, starter).await? {
                     Some(run) => run,
                     None => return Err(self.start_error(e)),
                 }
@@ -116,7 +142,7 @@ impl AppState {
             Err(e) => return Err(self.start_error(e)),
         };
         self.metrics.run_started(trigger);
-        Ok(run)
+        Ok((run, true))
     }
 
     /// Starts the registered code workflow `name` in `scope`; `None` when there is none.
@@ -125,11 +151,9 @@ impl AppState {
         scope: &Scope,
         name: &str,
         input: Value,
-        started_by: &str,
+        starter: &Starter,
     ) -> Result<Option<RunId>, ApiError> {
-        let request = StartRequest::code(name, input)
-            .scope(scope.key())
-            .started_by(started_by);
+        let request = starter.apply(StartRequest::code(name, input).scope(scope.key()));
         match self.engine.start(request).await {
             Ok(run) => Ok(Some(run)),
             Err(StartError::UnknownWorkflow(_)) => Ok(None),
@@ -191,5 +215,33 @@ impl AppState {
                 .map(|n| n.to_string_lossy().into_owned())
                 .unwrap_or_default(),
         }
+    }
+}
+
+/// Who starts a run over the API, and how it is deduplicated.
+#[derive(Debug, Clone, Default)]
+pub struct Starter {
+    /// The authenticated starter: the token's subject, or `event:<name>`.
+    pub started_by: String,
+    /// Who the caller says the run is for (a body's `startedBy`), recorded as `requestedBy`.
+    pub requested_by: Option<String>,
+    /// The engine's idempotency key: a second start with it returns the first run.
+    pub idempotency_key: Option<String>,
+}
+
+impl Starter {
+    /// Started by `who`, nothing else.
+    pub fn new(who: &str) -> Self {
+        Self {
+            started_by: who.to_string(),
+            ..Self::default()
+        }
+    }
+
+    fn apply(&self, mut req: StartRequest) -> StartRequest {
+        req.started_by = self.started_by.clone();
+        req.requested_by = self.requested_by.clone();
+        req.idempotency_key = self.idempotency_key.clone();
+        req
     }
 }

@@ -11,6 +11,9 @@
 //!
 //! A request that fails is answered `{type: "error", data: {request, code, message}}` with the
 //! codes of the REST routes (e.g. `MAG-HTTP-404` for a run of another project).
+//!
+//! A started run's `startedBy` is the token's subject; a `startedBy` in the message is
+//! recorded as its `requestedBy`.
 
 use axum::extract::ws::{Message, WebSocket, WebSocketUpgrade};
 use axum::extract::{Path, Query, State};
@@ -148,9 +151,13 @@ async fn handle(
             async {
                 who.require(ApiScope::Run)?;
                 let data: StartData = serde_json::from_value(message.data).map_err(invalid)?;
-                let started_by = data.started_by.unwrap_or_else(|| who.subject.clone());
-                let run = state
-                    .start(scope, &data.name, data.params, &started_by, "ws")
+                // The token's subject starts it; a claimed `startedBy` is only recorded.
+                let starter = super::state::Starter {
+                    requested_by: data.started_by,
+                    ..super::state::Starter::new(&who.subject)
+                };
+                let (run, _) = state
+                    .start_as(scope, &data.name, data.params, &starter, "ws")
                     .await?;
                 let started = Started {
                     workflow_run_id: run,

@@ -15,6 +15,10 @@ use serde_json::{Value, json};
 pub const ACME: &str = "acme-all-token";
 /// acme, workflow.read only.
 pub const ACME_READ: &str = "acme-read-token";
+/// acme, workflow.read and workflow.write: may write documents, may not run.
+pub const ACME_WRITE: &str = "acme-write-token";
+/// acme, workflow.run only: may act on runs, may not read them.
+pub const ACME_RUN: &str = "acme-run-token";
 /// globex (another tenant), every scope.
 pub const GLOBEX: &str = "globex-all-token";
 
@@ -63,6 +67,8 @@ pub fn tokens_yaml() -> String {
         "tokens:\n\
          \x20 - tokenSha256: {}\n    tenant: acme\n    subject: alice\n    scopes: [workflow.read, workflow.write, workflow.run]\n\
          \x20 - token: {ACME_READ}\n    tenant: acme\n    subject: reader\n    scopes: [workflow.read]\n\
+         \x20 - token: {ACME_WRITE}\n    tenant: acme\n    subject: writer\n    scopes: [workflow.read, workflow.write]\n\
+         \x20 - token: {ACME_RUN}\n    tenant: acme\n    subject: runner\n    scopes: [workflow.run]\n\
          \x20 - tokenSha256: {}\n    tenant: globex\n    subject: mallory\n    scopes: [workflow.read, workflow.write, workflow.run]\n",
         token_sha256(ACME),
         token_sha256(GLOBEX),
@@ -76,8 +82,18 @@ pub fn write(path: &Path, text: &str) {
 
 /// A tree with tenants acme (projects shop, lab) and globex (project shop), each holding the
 /// test workflows.
+/// The tenant settings the fixture's tenants start with: their projects may run shell steps
+/// (a served tree denies them unless the tenant allows them).
+pub const TENANT_SETTINGS: &str = "execution:\n  shellTask: true\n";
+
 pub fn tree(root: &Path) {
     write(&root.join("_auth/tokens.yaml"), &tokens_yaml());
+    for t in ["acme", "globex"] {
+        write(
+            &root.join(t).join("_tenant/_vance/settings.yaml"),
+            TENANT_SETTINGS,
+        );
+    }
     for (t, p) in [("acme", "shop"), ("acme", "lab"), ("globex", "shop")] {
         let dir = root.join(t).join(p).join("_vance/workflows");
         write(&dir.join("hello.yaml"), HELLO);

@@ -164,14 +164,30 @@ impl YamlRuntime {
         params: Value,
         started_by: &str,
     ) -> Result<RunId, YamlStartError> {
+        self.start_with(engine, scope, name, params, |req| {
+            req.started_by(started_by)
+        })
+        .await
+    }
+
+    /// [`YamlRuntime::start`] with the request completed by `complete` (who starts it, an
+    /// idempotency key, `requested_by`); the workflow, definition, parameters and scope are the
+    /// document's.
+    pub async fn start_with(
+        &self,
+        engine: &Engine,
+        scope: &Scope,
+        name: &str,
+        params: Value,
+        complete: impl FnOnce(StartRequest) -> StartRequest,
+    ) -> Result<RunId, YamlStartError> {
         let (_, text, loaded) = self.load(scope, name)?;
         let params =
             validate_params(&loaded.doc.parameters, &params).map_err(YamlStartError::Params)?;
-        let mut req = StartRequest::code(name, params);
+        let mut req = complete(StartRequest::code(name, params));
         req.frontend = "yaml".into();
         req.version = Some(loaded.doc.version.clone().unwrap_or_default());
         req.definition = Some(text);
-        req.started_by = started_by.into();
         req.scope = scope.key().into();
         Ok(engine.start(req).await?)
     }

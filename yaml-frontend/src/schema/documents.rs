@@ -18,6 +18,10 @@ pub struct SettingsDocument {
     pub project: ProjectSettings,
     /// The tool permission cascade at this level (reference §10).
     pub tools: Option<ToolSettings>,
+    /// The tenant's own sections (`execution:`, `egress:`, …): read from
+    /// `_tenant/_vance/settings.yaml` only, never from a project's file.
+    #[serde(flatten)]
+    pub tenant: magrathea_exec::TenantSettings,
 }
 
 /// The `tools:` section of the settings. Unknown keys make every tool of the scope denied

@@ -44,6 +44,7 @@ impl Driver {
             input: req.input.clone(),
             idempotency_key: None,
             started_by: start.started_by.clone(),
+            requested_by: start.requested_by.clone(),
             scope: req.scope.clone().unwrap_or_else(|| start.scope.clone()),
             parent: Some(ParentRef {
                 run_id: self.run_id,
