@@ -374,6 +374,30 @@ impl Engine {
         Ok(entries)
     }
 
+    /// A page of the run's journal: at most `limit` records whose `seq` is `from_seq` or later,
+    /// in `seq` order, decoded. The next page starts at the last record's `seq + 1`; an empty
+    /// page means nothing is journaled from `from_seq` on (yet: a running run grows).
+    ///
+    /// Unlike [`Engine::journal`], it holds one page in memory however long the journal is,
+    /// which is what readers of long runs (the HTTP journal route, live followers) need. An
+    /// unknown run reads as an empty page; ask [`Engine::summary`] to tell the two apart.
+    pub fn journal_page(
+        &self,
+        run: RunId,
+        from_seq: u64,
+        limit: usize,
+    ) -> Result<Vec<Entry>, StoreError> {
+        self.inner
+            .store
+            .read_journal_range(run, from_seq, limit)?
+            .into_iter()
+            .map(|(seq, bytes)| {
+                let (record, at_ms) = crate::codec::decode(&bytes)?;
+                Ok(Entry { seq, at_ms, record })
+            })
+            .collect()
+    }
+
     /// Inbox items of non-terminal runs, oldest first, as `filter` says.
     pub fn inbox(&self, filter: InboxFilter) -> Result<Vec<InboxItem>, StoreError> {
         let pending_only = filter == InboxFilter::Pending;
