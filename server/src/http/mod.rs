@@ -13,9 +13,10 @@ pub mod body;
 pub mod documents;
 pub mod error;
 pub mod events;
-mod follow;
+pub mod follow;
 pub mod health;
 pub mod inbox;
+pub mod journal;
 pub mod metrics;
 pub mod openapi;
 pub mod routes;
@@ -62,6 +63,8 @@ pub struct ServeConfig {
     addr: SocketAddr,
     store: Option<PathBuf>,
     insecure_no_auth: bool,
+    max_followers_per_subject: usize,
+    max_subscriptions_per_connection: usize,
 }
 
 impl ServeConfig {
@@ -73,6 +76,8 @@ impl ServeConfig {
             addr: DEFAULT_ADDR.parse().expect("a valid address"),
             store: None,
             insecure_no_auth: false,
+            max_followers_per_subject: follow::DEFAULT_MAX_FOLLOWERS_PER_SUBJECT,
+            max_subscriptions_per_connection: follow::DEFAULT_MAX_SUBSCRIPTIONS_PER_CONNECTION,
         }
     }
 
@@ -92,6 +97,23 @@ impl ServeConfig {
     /// For trusted machines only.
     pub fn insecure_no_auth(mut self, yes: bool) -> Self {
         self.insecure_no_auth = yes;
+        self
+    }
+
+    /// How many runs one token subject may follow at once, over SSE and WebSocket
+    /// subscriptions together (default
+    /// [`DEFAULT_MAX_FOLLOWERS_PER_SUBJECT`](follow::DEFAULT_MAX_FOLLOWERS_PER_SUBJECT)). One
+    /// more SSE stream is answered 429, one more subscription an `error` message.
+    pub fn max_followers_per_subject(mut self, n: usize) -> Self {
+        self.max_followers_per_subject = n;
+        self
+    }
+
+    /// How many subscriptions one WebSocket connection may hold at once (default
+    /// [`DEFAULT_MAX_SUBSCRIPTIONS_PER_CONNECTION`](follow::DEFAULT_MAX_SUBSCRIPTIONS_PER_CONNECTION));
+    /// one more is answered with an `error` message on the socket.
+    pub fn max_subscriptions_per_connection(mut self, n: usize) -> Self {
+        self.max_subscriptions_per_connection = n;
         self
     }
 
@@ -223,6 +245,10 @@ async fn start(
         runtime,
         auth: Arc::new(auth),
         metrics,
+        followers: Arc::new(follow::Followers::new(
+            config.max_followers_per_subject,
+            config.max_subscriptions_per_connection,
+        )),
     };
     let listener = tokio::net::TcpListener::bind(config.addr)
         .await
