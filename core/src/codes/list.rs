@@ -105,6 +105,16 @@ pub const CODES: &[ErrorCode] = &[
         remedy: "Wait for a subscribed run to end, or open another connection.",
     },
     ErrorCode {
+        code: "MAG-BD001",
+        meaning: "Bounds exhausted: the run's journal grew past the most bytes a run may hold; the run ended FAILED in the commit that crossed it.",
+        remedy: "Keep large data out of the journal (return references, not blobs), bound loops, or raise EngineBuilder::max_journal_bytes_per_run.",
+    },
+    ErrorCode {
+        code: "MAG-BD002",
+        meaning: "A task's output is larger than the most a task output may hold; the attempt failed with technical_error, was not retried, and its output was not journaled.",
+        remedy: "Return less, or store large data outside the journal and return a reference; or raise EngineBuilder::max_task_output_bytes.",
+    },
+    ErrorCode {
         code: "MAG-WF001",
         meaning: "Workflow code panicked: the run is BLOCKED with the panic message and its location.",
         remedy: "Fix the code and reopen the engine; the run replays from its journal.",

@@ -66,10 +66,26 @@ pub(crate) struct Config {
     pub(crate) evict_after: Duration,
     /// The deepest a sub-run may be nested (root = 0) unless its request says otherwise.
     pub(crate) max_child_depth: u32,
+    /// The most bytes one run's journal may hold before the run fails.
+    pub(crate) max_journal_bytes_per_run: u64,
+    /// Lower journal limits for runs of some scopes.
+    pub(crate) journal_bytes_limit: Option<JournalBytesLimit>,
+    /// The most bytes of JSON one task attempt's output may take.
+    pub(crate) max_task_output_bytes: usize,
 }
 
 /// The default of [`EngineBuilder::max_child_depth`].
 pub const DEFAULT_MAX_CHILD_DEPTH: u32 = 32;
+
+/// The default of [`EngineBuilder::max_journal_bytes_per_run`]: 256 MiB.
+pub const DEFAULT_MAX_JOURNAL_BYTES_PER_RUN: u64 = 256 << 20;
+
+/// The default of [`EngineBuilder::max_task_output_bytes`]: 4 MiB.
+pub const DEFAULT_MAX_TASK_OUTPUT_BYTES: usize = 4 << 20;
+
+/// A run's journal limit by its scope, below the engine's (see
+/// [`EngineBuilder::journal_bytes_limit`]); `None` leaves the engine's.
+pub type JournalBytesLimit = Arc<dyn Fn(&crate::RunScope) -> Option<u64> + Send + Sync>;
 
 pub(crate) struct EngineInner {
     pub(crate) store: Arc<dyn Store>,

@@ -156,6 +156,24 @@ pub trait Store: Send + Sync + 'static {
     /// The run started with this idempotency key.
     fn find_idempotency_key(&self, key: &str) -> Result<Option<RunId>, StoreError>;
 
+    /// The decoded journal of a run and the bytes its encoded records take (what the engine
+    /// counts against
+    /// [`EngineBuilder::max_journal_bytes_per_run`](crate::EngineBuilder::max_journal_bytes_per_run)
+    /// when it recovers a run).
+    fn read_journal_measured(&self, run_id: RunId) -> Result<(Vec<Entry>, u64), StoreError> {
+        let mut bytes = 0u64;
+        let entries = self
+            .read_journal_raw(run_id)?
+            .into_iter()
+            .map(|(seq, raw)| {
+                bytes += raw.len() as u64;
+                let (record, at_ms) = codec::decode(&raw)?;
+                Ok(Entry { seq, at_ms, record })
+            })
+            .collect::<Result<_, StoreError>>()?;
+        Ok((entries, bytes))
+    }
+
     /// The decoded journal of a run.
     fn read_journal(&self, run_id: RunId) -> Result<Vec<Entry>, StoreError> {
         self.read_journal_raw(run_id)?
@@ -272,6 +290,15 @@ pub(crate) mod contract_tests {
             RunStatus::Done
         );
         assert!(store.read_journal(RunId::new()).unwrap().is_empty());
+
+        let (entries, bytes) = store.read_journal_measured(b).unwrap();
+        let raw = store.read_journal_raw(b).unwrap();
+        assert_eq!(entries, store.read_journal(b).unwrap());
+        assert_eq!(
+            bytes,
+            raw.iter().map(|(_, r)| r.len() as u64).sum::<u64>(),
+            "the journal's encoded bytes"
+        );
     }
 
     /// `count` records of `run` from seq `first`, each holding its own seq as bytes.

@@ -531,6 +531,16 @@ impl Store for RedbStore {
         self.read_range(run_id, from_seq, limit)
     }
 
+    fn read_journal_measured(&self, run_id: RunId) -> Result<(Vec<Entry>, u64), StoreError> {
+        let mut total = 0u64;
+        let entries = self.read_run(run_id, |seq, bytes| {
+            total += bytes.len() as u64;
+            let (record, at_ms) = codec::decode(bytes)?;
+            Ok(Entry { seq, at_ms, record })
+        })?;
+        Ok((entries, total))
+    }
+
     fn read_journal(&self, run_id: RunId) -> Result<Vec<Entry>, StoreError> {
         // Decodes straight from redb's pages, without copying each record first.
         self.read_run(run_id, |seq, bytes| {
