@@ -40,9 +40,10 @@ pub use context::{
     ChildOutcome, ChildRequest, GateOutcome, Select, StepFuture, TaskCall, WorkflowContext,
 };
 pub use engine::{
-    AnswerAck, CancelAck, DEFAULT_MAX_CHILD_DEPTH, Engine, EngineBuilder, InboxFilter,
-    InterpreterFn, JournalUpdate, ReplayError, RunUpdate, StartRequest, WeakEngine, WorkflowError,
-    WorkflowFn, WorkflowRegistration,
+    AnswerAck, CancelAck, DEFAULT_MAX_CHILD_DEPTH, DEFAULT_MAX_JOURNAL_BYTES_PER_RUN,
+    DEFAULT_MAX_TASK_OUTPUT_BYTES, Engine, EngineBuilder, InboxFilter, InterpreterFn,
+    JournalBytesLimit, JournalUpdate, ReplayError, RunUpdate, StartRequest, WeakEngine,
+    WorkflowError, WorkflowFn, WorkflowRegistration,
 };
 pub use error::{DeliverError, IoSource, OpenError, RunError, StartError, StoreError};
 pub use id::RunId;
@@ -53,7 +54,8 @@ pub use record::{
 pub use replay::{Divergence, NonDeterminism, StepIdentity};
 pub use store::{Durability, MemoryStore, RedbStore, RunFilter, RunSummary, Store, StoreReader};
 pub use task::{
-    AppData, RetryPolicy, TaskContext, TaskError, TaskFn, TaskOptions, TaskRegistration,
+    AppData, RetryPolicy, TaskContext, TaskError, TaskFn, TaskOptions, TaskOutputLimit,
+    TaskRegistration,
 };
 pub use view::{InboxItem, InboxStatus, RunView};
 pub use vocabulary::{Frontend, Outcome, RunScope, TimerPurpose};

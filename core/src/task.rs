@@ -232,6 +232,14 @@ impl fmt::Debug for AppData {
     }
 }
 
+/// The engine's limit on one task attempt's output, in bytes of JSON
+/// ([`EngineBuilder::max_task_output_bytes`](crate::EngineBuilder::max_task_output_bytes)).
+/// The engine puts it in every task's [`TaskContext::data`]: an executor that reads an output
+/// from outside (an HTTP body, a process's output) stops reading past it instead of holding
+/// what the engine would refuse anyway.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct TaskOutputLimit(pub usize);
+
 impl AppData {
     /// Adds `value`, replacing an earlier value of the same type.
     pub fn insert<T: Send + Sync + 'static>(&mut self, value: T) {

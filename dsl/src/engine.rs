@@ -115,6 +115,20 @@ impl EngineBuilder {
         self.map(|b| b.max_child_depth(depth))
     }
 
+    /// The most bytes one run's journal may hold (default 256 MiB): a run whose journal grows
+    /// past it ends `FAILED` with `[MAG-BD001] bounds exhausted: …` (see
+    /// [`core::EngineBuilder::max_journal_bytes_per_run`]).
+    pub fn max_journal_bytes_per_run(self, bytes: u64) -> Self {
+        self.map(|b| b.max_journal_bytes_per_run(bytes))
+    }
+
+    /// The most bytes of JSON one task attempt's output may take (default 4 MiB): a larger
+    /// output fails the attempt with `technical_error` and `[MAG-BD002]`, not retried (see
+    /// [`core::EngineBuilder::max_task_output_bytes`]).
+    pub fn max_task_output_bytes(self, bytes: usize) -> Self {
+        self.map(|b| b.max_task_output_bytes(bytes))
+    }
+
     /// Hands `value` to every task attempt, read with
     /// [`TaskContext::data`](crate::TaskContext::data) by its type: a database pool, an HTTP
     /// client, configuration. One value per type; a later one replaces an earlier. Share a

@@ -73,10 +73,10 @@ pub use call::{ExecCall, IntoExecCall, RunContext, RunData};
 pub use documents::{DocumentError, DocumentSource, Scope, check_name};
 pub use egress::EgressPolicy;
 pub use executors::{Executors, LanePermit};
+pub use policy::{ExecutionPolicy, TaskType};
 pub use settings::{
     LaneSettings, ProjectSettings, SandboxMode, ShellSettings, TenantSettings, TenantShellSettings,
 };
-pub use policy::{ExecutionPolicy, TaskType};
 
 #[cfg(feature = "agent")]
 pub use agent::{AgentEngine, AgentInput, AgentOutput};

@@ -85,6 +85,36 @@ pub const CODES: &[ErrorCode] = &[
         remedy: "Ask for the handle with the workflow the run was started with (its `workflowName`).",
     },
     ErrorCode {
+        code: "MAG-RD001",
+        meaning: "The journal page's `cursor` is not one the server handed out.",
+        remedy: "Pass the `X-Next-Cursor` of the previous page unchanged, or leave `cursor` out for the first page.",
+    },
+    ErrorCode {
+        code: "MAG-RD002",
+        meaning: "The journal page's `limit` is not a whole number from 1 to 10000.",
+        remedy: "Ask for at most 10000 records per page and follow `X-Next-Cursor` for the rest.",
+    },
+    ErrorCode {
+        code: "MAG-RD003",
+        meaning: "The token's subject already follows as many runs (SSE streams and WebSocket subscriptions together) as the server allows (HTTP 429).",
+        remedy: "Close a stream or subscription first, or have the operator raise `ServeConfig::max_followers_per_subject`.",
+    },
+    ErrorCode {
+        code: "MAG-RD004",
+        meaning: "The WebSocket connection already holds as many subscriptions that have not ended as the server allows.",
+        remedy: "Wait for a subscribed run to end, or open another connection.",
+    },
+    ErrorCode {
+        code: "MAG-BD001",
+        meaning: "Bounds exhausted: the run's journal grew past the most bytes a run may hold; the run ended FAILED in the commit that crossed it.",
+        remedy: "Keep large data out of the journal (return references, not blobs), bound loops, or raise EngineBuilder::max_journal_bytes_per_run.",
+    },
+    ErrorCode {
+        code: "MAG-BD002",
+        meaning: "A task's output is larger than the most a task output may hold; the attempt failed with technical_error, was not retried, and its output was not journaled.",
+        remedy: "Return less, or store large data outside the journal and return a reference; or raise EngineBuilder::max_task_output_bytes.",
+    },
+    ErrorCode {
         code: "MAG-WF001",
         meaning: "Workflow code panicked: the run is BLOCKED with the panic message and its location.",
         remedy: "Fix the code and reopen the engine; the run replays from its journal.",

@@ -53,6 +53,14 @@ pub const AREAS: &[Area] = &[
         title: "Runs",
     },
     Area {
+        prefix: "RD",
+        title: "Journal readers: paging and live followers",
+    },
+    Area {
+        prefix: "BD",
+        title: "Run bounds: journal size, task output, task spawns",
+    },
+    Area {
         prefix: "WF",
         title: "Workflow code",
     },

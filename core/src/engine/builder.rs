@@ -19,7 +19,8 @@ use crate::writer::JournalWriter;
 ///
 /// Defaults: a redb store at `./.magrathea/journal.redb`, [`Durability::Immediate`], recovery
 /// of every non-terminal run on build, suspended runs evicted from memory when nothing they
-/// wait for is due within 2 s, sub-runs nested at most 32 deep.
+/// wait for is due within 2 s, sub-runs nested at most 32 deep, a run's journal at most
+/// 256 MiB, a task attempt's output at most 4 MiB of JSON.
 pub struct EngineBuilder {
     path: Option<PathBuf>,
     store: Option<Arc<dyn Store>>,
@@ -30,6 +31,9 @@ pub struct EngineBuilder {
     recover: bool,
     evict_after: Duration,
     max_child_depth: u32,
+    max_journal_bytes_per_run: u64,
+    journal_bytes_limit: Option<super::JournalBytesLimit>,
+    max_task_output_bytes: usize,
     data: AppData,
 }
 
@@ -42,6 +46,8 @@ impl fmt::Debug for EngineBuilder {
             .field("tasks", &self.tasks)
             .field("recover", &self.recover)
             .field("max_child_depth", &self.max_child_depth)
+            .field("max_journal_bytes_per_run", &self.max_journal_bytes_per_run)
+            .field("max_task_output_bytes", &self.max_task_output_bytes)
             .finish_non_exhaustive()
     }
 }
@@ -58,6 +64,9 @@ impl Default for EngineBuilder {
             recover: true,
             evict_after: Duration::from_secs(2),
             max_child_depth: super::DEFAULT_MAX_CHILD_DEPTH,
+            max_journal_bytes_per_run: super::DEFAULT_MAX_JOURNAL_BYTES_PER_RUN,
+            journal_bytes_limit: None,
+            max_task_output_bytes: super::DEFAULT_MAX_TASK_OUTPUT_BYTES,
             data: AppData::default(),
         }
     }
@@ -141,6 +150,42 @@ impl EngineBuilder {
         self
     }
 
+    /// The most bytes one run's journal may hold (default
+    /// [`DEFAULT_MAX_JOURNAL_BYTES_PER_RUN`](super::DEFAULT_MAX_JOURNAL_BYTES_PER_RUN),
+    /// 256 MiB), counted as encoded records. A run whose journal grows past it ends `FAILED`
+    /// with `[MAG-BD001] bounds exhausted: …` in the commit that crossed it, its running tasks
+    /// stopped and its children cancelled, as a run whose code failed; the engine goes on with
+    /// every other run. The decision is journaled (the `StatusRecord`), so replay sees it; a
+    /// run recovered before that commit recounts its journal and decides again.
+    pub fn max_journal_bytes_per_run(mut self, bytes: u64) -> Self {
+        self.max_journal_bytes_per_run = bytes;
+        self
+    }
+
+    /// A lower journal limit for the runs of some scopes (e.g. from a tenant's settings):
+    /// `limit` is asked once each time a run is loaded (started or recovered) with the run's
+    /// scope, and the lower of its answer and
+    /// [`max_journal_bytes_per_run`](Self::max_journal_bytes_per_run) applies.
+    pub fn journal_bytes_limit(
+        mut self,
+        limit: impl Fn(&crate::RunScope) -> Option<u64> + Send + Sync + 'static,
+    ) -> Self {
+        self.journal_bytes_limit = Some(Arc::new(limit));
+        self
+    }
+
+    /// The most bytes of JSON one task attempt's output may take (default
+    /// [`DEFAULT_MAX_TASK_OUTPUT_BYTES`](super::DEFAULT_MAX_TASK_OUTPUT_BYTES), 4 MiB). An
+    /// attempt whose output is larger fails with kind `technical_error`, not retried, and
+    /// `[MAG-BD002]` naming the limit and the size; the output is not journaled. Executors
+    /// that read outputs from outside (HTTP bodies, processes) should stop reading at this
+    /// size: tasks find it as [`TaskOutputLimit`](crate::TaskOutputLimit) in their
+    /// [`TaskContext::data`](crate::TaskContext::data).
+    pub fn max_task_output_bytes(mut self, bytes: usize) -> Self {
+        self.max_task_output_bytes = bytes;
+        self
+    }
+
     /// Opens the store, starts the journal writer and timer service and, unless disabled,
     /// recovers every non-terminal run. Must be called within a tokio runtime.
     pub async fn build(self) -> Result<Engine, OpenError> {
@@ -166,6 +211,8 @@ impl EngineBuilder {
             }
         }
         let writer = JournalWriter::start(store.clone());
+        let mut data = self.data;
+        data.insert(crate::TaskOutputLimit(self.max_task_output_bytes));
         let inner = Arc::new_cyclic(|weak| EngineInner {
             store: store.clone(),
             writer,
@@ -178,11 +225,14 @@ impl EngineBuilder {
             status_tx: broadcast::channel(4096).0,
             journal_tx: broadcast::channel(4096).0,
             replay_permits: Semaphore::new(64),
-            data: self.data,
+            data,
             start_locks: Arc::default(),
             config: Config {
                 evict_after: self.evict_after,
                 max_child_depth: self.max_child_depth,
+                max_journal_bytes_per_run: self.max_journal_bytes_per_run,
+                journal_bytes_limit: self.journal_bytes_limit,
+                max_task_output_bytes: self.max_task_output_bytes,
             },
         });
         if self.recover {

@@ -66,10 +66,26 @@ pub(crate) struct Config {
     pub(crate) evict_after: Duration,
     /// The deepest a sub-run may be nested (root = 0) unless its request says otherwise.
     pub(crate) max_child_depth: u32,
+    /// The most bytes one run's journal may hold before the run fails.
+    pub(crate) max_journal_bytes_per_run: u64,
+    /// Lower journal limits for runs of some scopes.
+    pub(crate) journal_bytes_limit: Option<JournalBytesLimit>,
+    /// The most bytes of JSON one task attempt's output may take.
+    pub(crate) max_task_output_bytes: usize,
 }
 
 /// The default of [`EngineBuilder::max_child_depth`].
 pub const DEFAULT_MAX_CHILD_DEPTH: u32 = 32;
+
+/// The default of [`EngineBuilder::max_journal_bytes_per_run`]: 256 MiB.
+pub const DEFAULT_MAX_JOURNAL_BYTES_PER_RUN: u64 = 256 << 20;
+
+/// The default of [`EngineBuilder::max_task_output_bytes`]: 4 MiB.
+pub const DEFAULT_MAX_TASK_OUTPUT_BYTES: usize = 4 << 20;
+
+/// A run's journal limit by its scope, below the engine's (see
+/// [`EngineBuilder::journal_bytes_limit`]); `None` leaves the engine's.
+pub type JournalBytesLimit = Arc<dyn Fn(&crate::RunScope) -> Option<u64> + Send + Sync>;
 
 pub(crate) struct EngineInner {
     pub(crate) store: Arc<dyn Store>,
@@ -373,6 +389,30 @@ impl Engine {
             return Err(RunError::NotFound(run));
         }
         Ok(entries)
+    }
+
+    /// A page of the run's journal: at most `limit` records whose `seq` is `from_seq` or later,
+    /// in `seq` order, decoded. The next page starts at the last record's `seq + 1`; an empty
+    /// page means nothing is journaled from `from_seq` on (yet: a running run grows).
+    ///
+    /// Unlike [`Engine::journal`], it holds one page in memory however long the journal is,
+    /// which is what readers of long runs (the HTTP journal route, live followers) need. An
+    /// unknown run reads as an empty page; ask [`Engine::summary`] to tell the two apart.
+    pub fn journal_page(
+        &self,
+        run: RunId,
+        from_seq: u64,
+        limit: usize,
+    ) -> Result<Vec<Entry>, StoreError> {
+        self.inner
+            .store
+            .read_journal_range(run, from_seq, limit)?
+            .into_iter()
+            .map(|(seq, bytes)| {
+                let (record, at_ms) = crate::codec::decode(&bytes)?;
+                Ok(Entry { seq, at_ms, record })
+            })
+            .collect()
     }
 
     /// Inbox items of non-terminal runs, oldest first, as `filter` says.

@@ -68,6 +68,20 @@ impl<S: Store> Store for FaultyStore<S> {
     fn read_journal_raw(&self, run_id: RunId) -> Result<Vec<(u64, Vec<u8>)>, StoreError> {
         self.inner.read_journal_raw(run_id)
     }
+    fn read_journal_range(
+        &self,
+        run_id: RunId,
+        from_seq: u64,
+        limit: usize,
+    ) -> Result<Vec<(u64, Vec<u8>)>, StoreError> {
+        self.inner.read_journal_range(run_id, from_seq, limit)
+    }
+    fn read_journal_measured(
+        &self,
+        run_id: RunId,
+    ) -> Result<(Vec<crate::record::Entry>, u64), StoreError> {
+        self.inner.read_journal_measured(run_id)
+    }
     fn run_summary(&self, run_id: RunId) -> Result<Option<RunSummary>, StoreError> {
         self.inner.run_summary(run_id)
     }

@@ -65,6 +65,21 @@ impl Store for MemoryStore {
             .collect())
     }
 
+    fn read_journal_range(
+        &self,
+        run_id: RunId,
+        from_seq: u64,
+        limit: usize,
+    ) -> Result<Vec<(u64, Vec<u8>)>, StoreError> {
+        let inner = self.lock();
+        Ok(inner
+            .journal
+            .range((run_id, from_seq)..=(run_id, u64::MAX))
+            .take(limit)
+            .map(|((_, seq), b)| (*seq, b.clone()))
+            .collect())
+    }
+
     fn run_summary(&self, run_id: RunId) -> Result<Option<RunSummary>, StoreError> {
         Ok(self.lock().runs.get(&run_id).cloned())
     }
@@ -101,5 +116,10 @@ mod tests {
     #[test]
     fn keeps_the_store_contracts() {
         super::super::contract_tests::check_all(&super::MemoryStore::new());
+    }
+
+    #[test]
+    fn reads_journal_ranges_as_slices_of_the_journal() {
+        super::super::contract_tests::check_ranges(&super::MemoryStore::new());
     }
 }

@@ -103,7 +103,8 @@ pub struct RunFilter {
 ///    replayed like any others; a caller told of the failure that retries is deduplicated by
 ///    first-completion-wins and idempotency keys.)
 /// 2. **Read your commits.** After `commit` returns `Ok`, every read sees the batch.
-/// 3. **Order.** [`Store::read_journal`] returns a run's records in `seq` order.
+/// 3. **Order.** [`Store::read_journal`] returns a run's records in `seq` order, and
+///    [`Store::read_journal_range`] a contiguous slice of that same sequence.
 /// 4. **Single writer.** `commit` is called by one thread at a time (the journal writer);
 ///    reads may run concurrently with it.
 pub trait Store: Send + Sync + 'static {
@@ -121,6 +122,28 @@ pub trait Store: Send + Sync + 'static {
     /// The raw records of a run, in `seq` order, as `(seq, bytes)`.
     fn read_journal_raw(&self, run_id: RunId) -> Result<Vec<(u64, Vec<u8>)>, StoreError>;
 
+    /// At most `limit` raw records of a run whose `seq` is `from_seq` or later, in `seq` order,
+    /// as `(seq, bytes)`: the same records [`Store::read_journal_raw`] returns from that point
+    /// on, including those committed but not yet in a store's final table. Empty for an unknown
+    /// run, a `from_seq` past the end or a `limit` of 0.
+    ///
+    /// A reader that pages through a journal with it holds at most one page in memory. The
+    /// default reads the whole journal and keeps the slice; stores that can seek override it.
+    fn read_journal_range(
+        &self,
+        run_id: RunId,
+        from_seq: u64,
+        limit: usize,
+    ) -> Result<Vec<(u64, Vec<u8>)>, StoreError> {
+        if limit == 0 {
+            return Ok(Vec::new());
+        }
+        let mut all = self.read_journal_raw(run_id)?;
+        all.retain(|(seq, _)| *seq >= from_seq);
+        all.truncate(limit);
+        Ok(all)
+    }
+
     /// The run's summary, if the run exists.
     fn run_summary(&self, run_id: RunId) -> Result<Option<RunSummary>, StoreError>;
 
@@ -132,6 +155,24 @@ pub trait Store: Send + Sync + 'static {
 
     /// The run started with this idempotency key.
     fn find_idempotency_key(&self, key: &str) -> Result<Option<RunId>, StoreError>;
+
+    /// The decoded journal of a run and the bytes its encoded records take (what the engine
+    /// counts against
+    /// [`EngineBuilder::max_journal_bytes_per_run`](crate::EngineBuilder::max_journal_bytes_per_run)
+    /// when it recovers a run).
+    fn read_journal_measured(&self, run_id: RunId) -> Result<(Vec<Entry>, u64), StoreError> {
+        let mut bytes = 0u64;
+        let entries = self
+            .read_journal_raw(run_id)?
+            .into_iter()
+            .map(|(seq, raw)| {
+                bytes += raw.len() as u64;
+                let (record, at_ms) = codec::decode(&raw)?;
+                Ok(Entry { seq, at_ms, record })
+            })
+            .collect::<Result<_, StoreError>>()?;
+        Ok((entries, bytes))
+    }
 
     /// The decoded journal of a run.
     fn read_journal(&self, run_id: RunId) -> Result<Vec<Entry>, StoreError> {
@@ -250,5 +291,86 @@ pub(crate) mod contract_tests {
             RunStatus::Done
         );
         assert!(store.read_journal(RunId::new()).unwrap().is_empty());
+
+        let (entries, bytes) = store.read_journal_measured(b).unwrap();
+        let raw = store.read_journal_raw(b).unwrap();
+        assert_eq!(entries, store.read_journal(b).unwrap());
+        assert_eq!(
+            bytes,
+            raw.iter().map(|(_, r)| r.len() as u64).sum::<u64>(),
+            "the journal's encoded bytes"
+        );
+    }
+
+    /// `count` records of `run` from seq `first`, each holding its own seq as bytes.
+    pub(crate) fn records(run: RunId, first: u64, count: u64) -> CommitBatch {
+        CommitBatch {
+            records: (first..first + count)
+                .map(|seq| EncodedRecord {
+                    run_id: run,
+                    seq,
+                    bytes: seq.to_le_bytes().to_vec(),
+                })
+                .collect(),
+            ..Default::default()
+        }
+    }
+
+    /// The seqs of a ranged read, each checked against the bytes it carries.
+    fn range_seqs(store: &dyn Store, run: RunId, from: u64, limit: usize) -> Vec<u64> {
+        store
+            .read_journal_range(run, from, limit)
+            .unwrap()
+            .into_iter()
+            .map(|(seq, bytes)| {
+                assert_eq!(bytes, seq.to_le_bytes(), "record {seq} reads its own bytes");
+                seq
+            })
+            .collect()
+    }
+
+    /// [`Store::read_journal_range`]: slices of the full journal, whatever the store did with
+    /// the records between commits (`maintain` may move them; reads must not notice).
+    pub(crate) fn check_ranges(store: &dyn Store) {
+        let (run, other) = (RunId::new(), RunId::new());
+        store
+            .commit(&[&records(run, 0, 10), &records(other, 0, 3)])
+            .unwrap();
+        store.maintain().unwrap();
+        store.commit(&[&records(run, 10, 5)]).unwrap();
+        assert_eq!(range_seqs(store, run, 0, 100), (0..15).collect::<Vec<_>>());
+        assert_eq!(range_seqs(store, run, 3, 4), [3, 4, 5, 6]);
+        assert_eq!(
+            range_seqs(store, run, 8, 4),
+            [8, 9, 10, 11],
+            "across two commits"
+        );
+        assert_eq!(range_seqs(store, run, 13, 100), [13, 14]);
+        assert!(range_seqs(store, run, 15, 100).is_empty(), "past the end");
+        assert!(range_seqs(store, run, 0, 0).is_empty(), "a limit of 0");
+        assert!(
+            range_seqs(store, RunId::new(), 0, 10).is_empty(),
+            "unknown run"
+        );
+        assert_eq!(
+            range_seqs(store, other, 0, 100),
+            [0, 1, 2],
+            "runs do not mix"
+        );
+        // Paging from each page's last seq + 1 reads every record exactly once.
+        let mut paged = Vec::new();
+        let mut from = 0;
+        loop {
+            let page = range_seqs(store, run, from, 4);
+            let Some(&last) = page.last() else { break };
+            paged.extend(page);
+            from = last + 1;
+        }
+        assert_eq!(paged, (0..15).collect::<Vec<_>>());
+        assert_eq!(
+            store.read_journal_range(run, 2, 3).unwrap(),
+            store.read_journal_raw(run).unwrap()[2..5].to_vec(),
+            "the same records as the full read"
+        );
     }
 }

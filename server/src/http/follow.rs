@@ -1,4 +1,14 @@
 //! Following a run's journal live: what the SSE and WebSocket routes stream.
+//!
+//! A follower reads the journal from the store by seq range, [`CHUNK`] records at a time, and
+//! reads the next chunk only once the previous one went into its client's channel: a client
+//! that does not read stops its follower at a full channel, so it costs at most one chunk and
+//! one channel of records, however long the run's journal. How many followers one token
+//! subject may hold at once is bounded by [`Followers`].
+
+use std::collections::HashMap;
+use std::ops::ControlFlow;
+use std::sync::{Arc, Mutex, PoisonError};
 
 use magrathea_core::{Engine, Entry, Record, RunId};
 use tokio::sync::broadcast::error::RecvError;
@@ -7,14 +17,98 @@ use tokio::sync::mpsc;
 /// How often a follower re-reads the journal when nothing was broadcast.
 const RESYNC: std::time::Duration = std::time::Duration::from_secs(2);
 
+/// Records a follower reads from the store at once.
+pub const CHUNK: usize = 256;
+
+/// Records a follower's channel holds before the follower waits for its client.
+const CHANNEL: usize = 64;
+
+/// Concurrent followers (SSE streams and WebSocket subscriptions together) one token subject
+/// of one tenant may hold, unless [`ServeConfig`](crate::ServeConfig) says otherwise.
+pub const DEFAULT_MAX_FOLLOWERS_PER_SUBJECT: usize = 128;
+
+/// Active subscriptions one WebSocket connection may hold, unless
+/// [`ServeConfig`](crate::ServeConfig) says otherwise.
+pub const DEFAULT_MAX_SUBSCRIPTIONS_PER_CONNECTION: usize = 32;
+
+/// The followers each token subject holds, against a cap; and the cap on one WebSocket
+/// connection's subscriptions.
+#[derive(Debug)]
+pub struct Followers {
+    max_per_subject: usize,
+    max_per_connection: usize,
+    held: Mutex<HashMap<(String, String), usize>>,
+}
+
+/// One follower's place under the cap, given back when dropped.
+#[derive(Debug)]
+pub(crate) struct FollowerSlot {
+    followers: Arc<Followers>,
+    key: (String, String),
+}
+
+impl Followers {
+    /// A registry allowing `max_per_subject` followers per subject and `max_per_connection`
+    /// subscriptions per WebSocket connection.
+    pub fn new(max_per_subject: usize, max_per_connection: usize) -> Self {
+        Self {
+            max_per_subject,
+            max_per_connection,
+            held: Mutex::new(HashMap::new()),
+        }
+    }
+
+    /// A place for one more follower of `subject` in `tenant`, or `None` at the cap.
+    pub(crate) fn acquire(self: &Arc<Self>, tenant: &str, subject: &str) -> Option<FollowerSlot> {
+        let key = (tenant.to_owned(), subject.to_owned());
+        let mut held = self.held.lock().unwrap_or_else(PoisonError::into_inner);
+        let count = held.entry(key.clone()).or_default();
+        if *count >= self.max_per_subject {
+            return None;
+        }
+        *count += 1;
+        Some(FollowerSlot {
+            followers: self.clone(),
+            key,
+        })
+    }
+
+    /// The cap per subject.
+    pub fn max_per_subject(&self) -> usize {
+        self.max_per_subject
+    }
+
+    /// The cap per WebSocket connection.
+    pub fn max_per_connection(&self) -> usize {
+        self.max_per_connection
+    }
+}
+
+impl Drop for FollowerSlot {
+    fn drop(&mut self) {
+        let mut held = self
+            .followers
+            .held
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner);
+        if let Some(count) = held.get_mut(&self.key) {
+            *count -= 1;
+            if *count == 0 {
+                held.remove(&self.key);
+            }
+        }
+    }
+}
+
 /// The run's records in `seq` order, each exactly once: first those already journaled, then
 /// new ones as they commit. The channel closes after a terminal `StatusRecord`, when the
-/// engine closes, or (the task stops) when the receiver is dropped.
-pub(crate) fn follow(engine: Engine, run: RunId) -> mpsc::Receiver<Entry> {
-    let (tx, rx) = mpsc::channel(64);
+/// engine closes, or (the task stops and gives `slot` back) when the receiver is dropped.
+pub(crate) fn follow(engine: Engine, run: RunId, slot: FollowerSlot) -> mpsc::Receiver<Entry> {
+    let (tx, rx) = mpsc::channel(CHANNEL);
     tokio::spawn(async move {
-        // Subscribing before reading the journal: a record committed in between arrives
-        // twice (read and broadcast), never not at all; `next` drops the duplicate.
+        let _slot = slot;
+        // Subscribing before reading the journal: a record committed after a read is
+        // announced on a channel we already listen to, so it is read by the next catch-up.
         // The journal broadcast carries only records appended while someone listened, so a
         // batch appended before we subscribed and committed after our read is never
         // broadcast: status changes and a slow tick re-read the journal to catch up.
@@ -23,61 +117,97 @@ pub(crate) fn follow(engine: Engine, run: RunId) -> mpsc::Receiver<Entry> {
         let mut tick = tokio::time::interval(RESYNC);
         tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
         let mut next = 0u64;
-        let initial = engine.journal(run).unwrap_or_default();
-        if forward(&tx, initial, &mut next).await.is_break() {
-            return;
-        }
         loop {
-            let entries: Vec<Entry> = tokio::select! {
-                update = updates.recv() => match update {
-                    Ok(u) if u.run_id == run => {
-                        if u.entries.first().is_some_and(|e| e.seq > next) {
-                            engine.journal(run).unwrap_or_default()
-                        } else {
-                            u.entries.to_vec()
-                        }
-                    }
-                    Ok(_) => continue,
-                    Err(RecvError::Lagged(_)) => engine.journal(run).unwrap_or_default(),
-                    Err(RecvError::Closed) => return,
-                },
-                status = statuses.recv() => match status {
-                    Ok(u) if u.run_id == run => engine.journal(run).unwrap_or_default(),
-                    Ok(_) => continue,
-                    Err(RecvError::Lagged(_)) => engine.journal(run).unwrap_or_default(),
-                    Err(RecvError::Closed) => return,
-                },
-                _ = tick.tick() => engine.journal(run).unwrap_or_default(),
-                () = tx.closed() => return,
-            };
-            if forward(&tx, entries, &mut next).await.is_break() {
+            if catch_up(&engine, run, &tx, &mut next).await.is_break() {
                 return;
+            }
+            // Wait for a sign that the run has new records; other runs' news is skipped
+            // without a read. A lagging receiver missed news: catching up reads it anyway.
+            loop {
+                let ours = tokio::select! {
+                    update = updates.recv() => match update {
+                        Ok(u) => u.run_id == run && u.entries.last().is_none_or(|e| e.seq >= next),
+                        Err(RecvError::Lagged(_)) => true,
+                        Err(RecvError::Closed) => return,
+                    },
+                    status = statuses.recv() => match status {
+                        Ok(u) => u.run_id == run,
+                        Err(RecvError::Lagged(_)) => true,
+                        Err(RecvError::Closed) => return,
+                    },
+                    _ = tick.tick() => true,
+                    () = tx.closed() => return,
+                };
+                if ours {
+                    break;
+                }
             }
         }
     });
     rx
 }
 
-/// Sends the entries from `next` on; breaks when the receiver is gone or the run ended.
-async fn forward(
+/// Sends every record from `next` on, reading one chunk at a time and each only after the last
+/// one was taken by the channel; breaks when the receiver is gone or the run ended.
+async fn catch_up(
+    engine: &Engine,
+    run: RunId,
     tx: &mpsc::Sender<Entry>,
-    entries: Vec<Entry>,
     next: &mut u64,
-) -> std::ops::ControlFlow<()> {
-    for entry in entries {
-        if entry.seq < *next {
-            continue;
+) -> ControlFlow<()> {
+    loop {
+        let chunk = match engine.journal_page(run, *next, CHUNK) {
+            Ok(chunk) => chunk,
+            Err(e) => {
+                // Retried at the next sign of news or tick; the client sees no gap.
+                tracing::warn!(%run, error = %e, "follower: journal read failed");
+                return ControlFlow::Continue(());
+            }
+        };
+        let full = chunk.len() == CHUNK;
+        for entry in chunk {
+            if entry.seq < *next {
+                continue;
+            }
+            *next = entry.seq + 1;
+            let end = is_end(&entry);
+            if tx.send(entry).await.is_err() || end {
+                return ControlFlow::Break(());
+            }
         }
-        *next = entry.seq + 1;
-        let end = is_end(&entry);
-        if tx.send(entry).await.is_err() || end {
-            return std::ops::ControlFlow::Break(());
+        if !full {
+            return ControlFlow::Continue(());
         }
     }
-    std::ops::ControlFlow::Continue(())
 }
 
 /// Whether the entry is the run's terminal `StatusRecord`.
 pub(crate) fn is_end(entry: &Entry) -> bool {
     matches!(&entry.record, Record::Status { status, .. } if status.is_terminal())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_subject_holds_at_most_its_cap_and_gets_places_back() {
+        let followers = Arc::new(Followers::new(2, 1));
+        let a = followers.acquire("acme", "alice").unwrap();
+        let _b = followers.acquire("acme", "alice").unwrap();
+        assert!(followers.acquire("acme", "alice").is_none(), "at the cap");
+        assert!(
+            followers.acquire("acme", "bob").is_some(),
+            "another subject"
+        );
+        assert!(
+            followers.acquire("globex", "alice").is_some(),
+            "another tenant"
+        );
+        drop(a);
+        assert!(
+            followers.acquire("acme", "alice").is_some(),
+            "a place given back"
+        );
+    }
 }

@@ -20,9 +20,10 @@ mod doc_paths;
 pub mod documents;
 pub mod error;
 pub mod events;
-mod follow;
+pub mod follow;
 pub mod health;
 pub mod inbox;
+pub mod journal;
 pub mod loopback;
 pub mod metrics;
 pub mod openapi;
@@ -76,6 +77,8 @@ pub struct ServeConfig {
     store: Option<PathBuf>,
     insecure_no_auth: bool,
     limits: ConnectionLimits,
+    max_followers_per_subject: usize,
+    max_subscriptions_per_connection: usize,
 }
 
 impl ServeConfig {
@@ -89,6 +92,8 @@ impl ServeConfig {
             store: None,
             insecure_no_auth: false,
             limits: ConnectionLimits::default(),
+            max_followers_per_subject: follow::DEFAULT_MAX_FOLLOWERS_PER_SUBJECT,
+            max_subscriptions_per_connection: follow::DEFAULT_MAX_SUBSCRIPTIONS_PER_CONNECTION,
         }
     }
 
@@ -144,6 +149,23 @@ impl ServeConfig {
     /// The connection limits in effect.
     pub fn limits(&self) -> ConnectionLimits {
         self.limits
+    }
+
+    /// How many runs one token subject may follow at once, over SSE and WebSocket
+    /// subscriptions together (default
+    /// [`DEFAULT_MAX_FOLLOWERS_PER_SUBJECT`](follow::DEFAULT_MAX_FOLLOWERS_PER_SUBJECT)). One
+    /// more SSE stream is answered 429, one more subscription an `error` message.
+    pub fn max_followers_per_subject(mut self, n: usize) -> Self {
+        self.max_followers_per_subject = n;
+        self
+    }
+
+    /// How many subscriptions one WebSocket connection may hold at once (default
+    /// [`DEFAULT_MAX_SUBSCRIPTIONS_PER_CONNECTION`](follow::DEFAULT_MAX_SUBSCRIPTIONS_PER_CONNECTION));
+    /// one more is answered with an `error` message on the socket.
+    pub fn max_subscriptions_per_connection(mut self, n: usize) -> Self {
+        self.max_subscriptions_per_connection = n;
+        self
     }
 
     /// The store directory in effect.
@@ -297,6 +319,10 @@ async fn start(
         runtime,
         auth: Arc::new(auth),
         metrics,
+        followers: Arc::new(follow::Followers::new(
+            config.max_followers_per_subject,
+            config.max_subscriptions_per_connection,
+        )),
     };
     let listener = tokio::net::TcpListener::bind(config.addr)
         .await

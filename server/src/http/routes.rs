@@ -6,7 +6,7 @@ use axum::routing::{MethodRouter, any, get, post, put};
 use super::auth::ApiScope;
 use super::state::AppState;
 use super::{
-    approvals, documents, events, health, inbox, metrics, openapi, runs, schemas, sse, ws,
+    approvals, documents, events, health, inbox, journal, metrics, openapi, runs, schemas, sse, ws,
 };
 
 /// Who may call a route.
@@ -121,10 +121,10 @@ pub fn routes() -> Vec<Route> {
             methods: &["GET"],
             path: "/brain/{tenant}/project/{project}/workflows/runs/{run_id}/journal",
             operation: "workflows.runs.journal",
-            summary: "The run's journal records, in order",
-            query: &[],
+            summary: "The run's journal records, in order, paged: a JSON array of at most `limit` (default 1000, max 10000) from `cursor`; X-Next-Cursor / Link headers name the next page",
+            query: &["cursor", "limit"],
             access: Token(Read),
-            handler: || get(runs::journal),
+            handler: || get(journal::journal),
         },
         Route {
             methods: &["GET"],

@@ -1,4 +1,4 @@
-//! Runs over REST (reference §8.2): start, read, list, cancel, journal.
+//! Runs over REST (reference §8.2): start, read, list, cancel (the journal: [`super::journal`]).
 //!
 //! Every route is scoped by `{tenant}/{project}`: a run of another scope is answered 404,
 //! exactly like a run that does not exist.
@@ -15,7 +15,7 @@ use axum::Json;
 use axum::extract::{Path, Query, State};
 use axum::http::{HeaderMap, StatusCode};
 use magrathea_core::{
-    CancelAck, Engine, Entry, Record, RunError, RunFilter, RunId, RunView, StartRecord, StoreError,
+    CancelAck, Engine, Record, RunError, RunFilter, RunId, RunView, StartRecord, StoreError,
 };
 use magrathea_yaml::{LoadOptions, YamlNode, parse_yaml};
 use serde::{Deserialize, Serialize};
@@ -352,21 +352,4 @@ pub(crate) async fn cancel(
     let run = dto(&state, summary.run_id)?;
     let run = visible_run(&run, &run.run, &who);
     Ok(Json(serde_json::json!({ "cancel": cancel, "run": run })))
-}
-
-/// `GET …/workflows/runs/{run_id}/journal` → the run's records, in order.
-pub(crate) async fn journal(
-    State(state): State<AppState>,
-    Path(p): Path<RunPath>,
-    headers: HeaderMap,
-) -> Result<Json<Vec<Entry>>, ApiError> {
-    state.authorize(&headers, &p.tenant, ApiScope::Read)?;
-    let scope = state.scope(&p.tenant, &p.project)?;
-    let summary = state.scoped_summary(&scope, &p.run_id)?;
-    Ok(Json(
-        state
-            .engine
-            .journal(summary.run_id)
-            .map_err(ApiError::internal)?,
-    ))
 }

@@ -2,7 +2,10 @@
 //!
 //! Each record is one event `record` with `id: <seq>` and the record as JSON data (the
 //! shape of `GET …/journal`'s items). The stream starts with the records already journaled,
-//! carries new ones as they commit, and ends after the terminal `StatusRecord`.
+//! carries new ones as they commit, and ends after the terminal `StatusRecord`. The journal is
+//! read by range as the client reads (see [`follow`](super::follow)); one token subject may
+//! hold a bounded number of streams and subscriptions at once, beyond which a stream is
+//! answered 429 `MAG-RD003`.
 
 use std::convert::Infallible;
 use std::time::Duration;
@@ -26,16 +29,18 @@ pub(crate) async fn events(
     Path(p): Path<RunPath>,
     headers: HeaderMap,
 ) -> Result<Sse<impl Stream<Item = Result<Event, Infallible>>>, ApiError> {
-    state.authorize(&headers, &p.tenant, ApiScope::Read)?;
+    let who = state.authorize(&headers, &p.tenant, ApiScope::Read)?;
     let scope = state.scope(&p.tenant, &p.project)?;
     let summary = state.scoped_summary(&scope, &p.run_id)?;
-    let stream = ReceiverStream::new(follow(state.engine.clone(), summary.run_id)).map(|entry| {
-        let event = Event::default()
-            .event("record")
-            .id(entry.seq.to_string())
-            .json_data(&entry)
-            .unwrap_or_else(|e| Event::default().event("error").data(e.to_string()));
-        Ok(event)
-    });
+    let slot = state.follower_slot(&p.tenant, &who)?;
+    let stream =
+        ReceiverStream::new(follow(state.engine.clone(), summary.run_id, slot)).map(|entry| {
+            let event = Event::default()
+                .event("record")
+                .id(entry.seq.to_string())
+                .json_data(&entry)
+                .unwrap_or_else(|e| Event::default().event("error").data(e.to_string()));
+            Ok(event)
+        });
     Ok(Sse::new(stream).keep_alive(KeepAlive::new().interval(Duration::from_secs(15))))
 }

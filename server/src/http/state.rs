@@ -11,6 +11,7 @@ use serde_json::Value;
 
 use super::auth::{ApiScope, Auth, Principal, bearer};
 use super::error::ApiError;
+use super::follow::Followers;
 use super::metrics::Metrics;
 
 /// The state of the server, shared by every handler. Cheap to clone.
@@ -24,6 +25,8 @@ pub struct AppState {
     pub auth: Arc<Auth>,
     /// Prometheus metrics.
     pub metrics: Arc<Metrics>,
+    /// Live followers (SSE streams, WebSocket subscriptions) against their caps.
+    pub followers: Arc<Followers>,
 }
 
 impl AppState {
@@ -58,6 +61,26 @@ impl AppState {
             }
         }
         Ok(Scope::new(tenant, project))
+    }
+
+    /// A place for one more live follower of the caller: 429 once the token's subject holds
+    /// as many as [`Followers`] allows.
+    pub(crate) fn follower_slot(
+        &self,
+        tenant: &str,
+        who: &Principal,
+    ) -> Result<super::follow::FollowerSlot, ApiError> {
+        self.followers.acquire(tenant, &who.subject).ok_or_else(|| {
+            ApiError::new(
+                StatusCode::TOO_MANY_REQUESTS,
+                "MAG-RD003",
+                format!(
+                    "[MAG-RD003] `{}` already follows {} runs (SSE streams and WebSocket subscriptions together), the most one subject may; close one first",
+                    who.subject,
+                    self.followers.max_per_subject()
+                ),
+            )
+        })
     }
 
     /// The summary of `run` if it belongs to `scope`; 404 otherwise, whether the run does not

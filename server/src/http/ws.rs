@@ -9,6 +9,13 @@
 //! | `{type: "subscribe", data: {workflowRunId}}` | `{type: "run-event", data: <journal record>}` per record (existing ones first), then `{type: "run-end", data: {workflowRunId}}` after the terminal one |
 //! | `{type: "ping"}` | `{type: "pong"}` |
 //!
+//! A connection holds at most [`ServeConfig::max_subscriptions_per_connection`] subscriptions
+//! that have not ended (one more is answered `MAG-RD004`), and a token subject at most
+//! [`ServeConfig::max_followers_per_subject`] followers across SSE and WebSocket (`MAG-RD003`).
+//!
+//! [`ServeConfig::max_subscriptions_per_connection`]: crate::ServeConfig::max_subscriptions_per_connection
+//! [`ServeConfig::max_followers_per_subject`]: crate::ServeConfig::max_followers_per_subject
+//!
 //! A request that fails is answered `{type: "error", data: {request, code, message}}` with the
 //! codes of the REST routes (e.g. `MAG-HTTP-404` for a run of another project).
 //!
@@ -17,7 +24,7 @@
 
 use axum::extract::ws::{Message, WebSocket, WebSocketUpgrade};
 use axum::extract::{Path, Query, State};
-use axum::http::HeaderMap;
+use axum::http::{HeaderMap, StatusCode};
 use axum::response::Response;
 use futures::{SinkExt, StreamExt};
 use magrathea_yaml::Scope;
@@ -170,9 +177,20 @@ async fn handle(
         "subscribe" => (|| {
             let data: SubscribeData = serde_json::from_value(message.data).map_err(invalid)?;
             let summary = state.scoped_summary(scope, &data.workflow_run_id)?;
-            let mut records = follow(state.engine.clone(), summary.run_id);
-            let out = out.clone();
             subscriptions.retain(|s| !s.is_finished());
+            let max = state.followers.max_per_connection();
+            if subscriptions.len() >= max {
+                return Err(ApiError::new(
+                    StatusCode::TOO_MANY_REQUESTS,
+                    "MAG-RD004",
+                    format!(
+                        "[MAG-RD004] this connection already holds {max} subscriptions, the most one connection may; wait for one to end or open another connection"
+                    ),
+                ));
+            }
+            let slot = state.follower_slot(&scope.tenant, who)?;
+            let mut records = follow(state.engine.clone(), summary.run_id, slot);
+            let out = out.clone();
             subscriptions.push(tokio::spawn(async move {
                 while let Some(entry) = records.recv().await {
                     let end = super::follow::is_end(&entry);

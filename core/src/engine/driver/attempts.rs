@@ -94,6 +94,7 @@ impl Driver {
         let input = call.input.clone();
         let timeout = call.options.timeout;
         let task_name = call.task.clone();
+        let max_output = self.engine.config.max_task_output_bytes;
         let span = tracing::info_span!(
             "task",
             run = %self.run_id,
@@ -126,6 +127,7 @@ impl Driver {
                     })
                 }
             };
+            let result = super::bounds::check_output(result, max_output);
             if let Err(e) = &result {
                 tracing::debug!(kind = %e.kind, error = %e.message, "task attempt failed");
             }

@@ -8,6 +8,7 @@
 //! (invariant 1 of the architecture).
 
 mod attempts;
+mod bounds;
 mod children;
 mod events;
 mod outbox;
@@ -115,6 +116,9 @@ struct Driver {
     checking: bool,
     /// The run's sub-run nesting depth (root = 0), once known.
     depth: Option<u32>,
+    /// The most bytes the run's journal may hold ([`Driver::journal_limit`], set when the run
+    /// is loaded).
+    journal_cap: u64,
 }
 
 impl Driver {
@@ -141,6 +145,7 @@ impl Driver {
             command_buf: Vec::new(),
             checking: false,
             depth: None,
+            journal_cap: u64::MAX,
         }
     }
 
@@ -172,6 +177,7 @@ impl Driver {
     ) -> bool {
         self.outbox.begin(&start);
         self.outbox.append(Record::Start(Box::new(start.clone())));
+        self.journal_cap = self.journal_limit(&start.scope);
         match self.instantiate(&start) {
             Ok(()) => {}
             Err(replay::Unrunnable::Panicked(p)) => {

@@ -64,6 +64,8 @@ pub(super) struct Outbox {
     pub(super) replies: Vec<Reply>,
     pub(super) summary: Option<RunSummary>,
     summary_dirty: bool,
+    /// Bytes of the run's journal: those read at recovery and every record appended since.
+    pub(super) journal_bytes: u64,
 }
 
 impl Outbox {
@@ -77,6 +79,7 @@ impl Outbox {
             replies: Vec::new(),
             summary: None,
             summary_dirty: false,
+            journal_bytes: 0,
         }
     }
 
@@ -105,6 +108,7 @@ impl Outbox {
         let at_ms = now_ms();
         let mut bytes = Vec::with_capacity(64);
         codec::encode(&record, at_ms, &mut bytes);
+        self.journal_bytes += bytes.len() as u64;
         self.batch.records.push(EncodedRecord {
             run_id: self.run_id,
             seq,
@@ -131,6 +135,7 @@ impl Driver {
     /// Commits what the run produced, then acts on it: publishes the records and the status,
     /// answers callers, performs effects.
     pub(super) async fn flush(&mut self) -> Result<(), StoreError> {
+        self.check_journal_bound();
         self.refresh_status();
         let out = &mut self.outbox;
         if out.summary_dirty

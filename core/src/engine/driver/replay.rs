@@ -85,8 +85,11 @@ impl Driver {
                 return false;
             }
         };
-        let stays = match self.engine.store.read_journal(self.run_id) {
-            Ok(entries) => self.replay(entries, summary),
+        let stays = match self.engine.store.read_journal_measured(self.run_id) {
+            Ok((entries, bytes)) => {
+                self.outbox.journal_bytes = bytes;
+                self.replay(entries, summary)
+            }
             Err(e) => self.unreadable(summary, &e.to_string()),
         };
         drop(permit);
@@ -162,6 +165,7 @@ impl Driver {
             return true;
         };
         let start = start.clone();
+        self.journal_cap = self.journal_limit(&start.scope);
         // Most steps have two or three records; sizing the maps once avoids rehashing
         // thousands of entries in long runs.
         let mut journaled =

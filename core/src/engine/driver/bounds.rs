@@ -1,0 +1,143 @@
+//! The bounds the engine keeps on every run: the bytes of its journal and the size of each
+//! task attempt's output.
+//!
+//! Both are checked off the journal's hot path: a task's output is measured in the attempt's
+//! own future, before its result reaches the driver, and the journal's bytes are a counter the
+//! outbox adds each record's length to, compared once per flush.
+
+use serde_json::Value;
+
+use super::Driver;
+use crate::record::{Record, RunStatus};
+use crate::task::TaskError;
+use crate::vocabulary::RunScope;
+
+/// `result`, or a `technical_error` that is not retried when its output takes more than `max`
+/// bytes of JSON: the output is dropped, never journaled.
+pub(super) fn check_output(
+    result: Result<Value, TaskError>,
+    max: usize,
+) -> Result<Value, TaskError> {
+    match result {
+        Ok(value) => {
+            let size = json_size(&value);
+            if size > max {
+                return Err(TaskError::terminal(format!(
+                    "[MAG-BD002] the task's output is {size} bytes of JSON, more than the \
+                     {max} bytes a task output may hold (EngineBuilder::max_task_output_bytes); \
+                     return less, or keep large data outside the journal and return a reference"
+                )));
+            }
+            Ok(value)
+        }
+        Err(e) => Err(e),
+    }
+}
+
+/// The length of `value` as compact JSON, counted without building the text.
+fn json_size(value: &Value) -> usize {
+    struct Count(usize);
+    impl std::io::Write for Count {
+        fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+            self.0 += buf.len();
+            Ok(buf.len())
+        }
+        fn flush(&mut self) -> std::io::Result<()> {
+            Ok(())
+        }
+    }
+    let mut count = Count(0);
+    // Writing a `Value` cannot fail, and `Count` never does.
+    let _ = serde_json::to_writer(&mut count, value);
+    count.0
+}
+
+impl Driver {
+    /// The journal limit of a run of `scope`: the engine's, or the lower one of its scope.
+    pub(super) fn journal_limit(&self, scope: &RunScope) -> u64 {
+        let config = &self.engine.config;
+        let by_scope = config
+            .journal_bytes_limit
+            .as_ref()
+            .and_then(|limit| limit(scope));
+        by_scope.map_or(config.max_journal_bytes_per_run, |l| {
+            l.min(config.max_journal_bytes_per_run)
+        })
+    }
+
+    /// Ends the run `FAILED` once its journal holds more bytes than its limit, in the commit
+    /// that crossed it: running tasks stop, children are cancelled, the code is not polled
+    /// again. A run already ended or blocked is left as it is.
+    pub(super) fn check_journal_bound(&mut self) {
+        if self.outbox.journal_bytes <= self.journal_cap
+            || self.checking
+            || self.blocked.is_some()
+            || self.state.is_terminal()
+        {
+            return;
+        }
+        let reason = format!(
+            "[MAG-BD001] bounds exhausted: the run's journal holds {} bytes, more than its limit \
+             of {} bytes (EngineBuilder::max_journal_bytes_per_run, or the tenant's \
+             bounds.maxJournalBytes)",
+            self.outbox.journal_bytes, self.journal_cap
+        );
+        tracing::warn!(run = %self.run_id, %reason, "run failed");
+        self.future = None;
+        self.attempts.abort_all();
+        if let Some(cursor) = self.replay.as_mut() {
+            cursor.deferred.clear();
+        }
+        let why = format!("parent run {} ended FAILED: {reason}", self.run_id);
+        let cancels = self.state.cancel_children(|_| why.clone());
+        self.perform(cancels);
+        self.append_apply(Record::Status {
+            status: RunStatus::Failed,
+            reason: Some(reason),
+        });
+        self.outbox.set_status(RunStatus::Failed);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use serde_json::json;
+
+    use super::*;
+
+    #[test]
+    fn an_output_is_measured_as_its_compact_json() {
+        for v in [
+            json!(null),
+            json!("é\"x"),
+            json!({"a": [1, 2.5, true], "b": {}}),
+        ] {
+            assert_eq!(
+                json_size(&v),
+                serde_json::to_string(&v).unwrap().len(),
+                "{v}"
+            );
+        }
+    }
+
+    #[test]
+    fn an_output_over_the_limit_is_a_technical_error_that_is_not_retried() {
+        let big = json!("x".repeat(100));
+        assert_eq!(check_output(Ok(big.clone()), 102), Ok(big.clone()));
+        let e = check_output(Ok(big), 101).unwrap_err();
+        assert_eq!(e.kind, TaskError::TECHNICAL);
+        assert!(!e.retryable);
+        assert!(e.message.contains("[MAG-BD002]"), "{}", e.message);
+        assert!(
+            e.message.contains("102 bytes") && e.message.contains("101 bytes"),
+            "{}",
+            e.message
+        );
+        let failed = Err(TaskError::retryable("boom"));
+        assert_eq!(
+            check_output(failed.clone(), 0),
+            failed,
+            "errors pass through"
+        );
+    }
+}
