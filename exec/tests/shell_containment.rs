@@ -45,7 +45,9 @@ async fn tree(served: bool, tenant: &str, project: &str) -> Tree {
         &format!("# {TOKEN}\n"),
     );
     write(&root.join("acme/shop/_vance/settings.yaml"), project);
-    write(&root.join("acme/_tenant/_vance/settings.yaml"), tenant);
+    // Served trees run shell and script steps only where the tenant allows them.
+    let tenant = format!("execution:\n  shellTask: true\n  scriptTask: true\n{tenant}");
+    write(&root.join("acme/_tenant/_vance/settings.yaml"), &tenant);
     write(
         &root.join("acme/shop/_vance/scripts/quick.js"),
         "return { quick: true };",

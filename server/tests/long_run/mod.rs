@@ -40,6 +40,7 @@ pub fn write_long_run(store: &Path, vars: u64, value_len: usize) -> (RunId, u64)
             definition: None,
             parent: None,
             started_by: "alice".into(),
+            requested_by: None,
             idempotency_key: None,
             scope: "acme/shop".into(),
         })),
