@@ -1,7 +1,7 @@
 //! `GET …/workflows/runs/{run_id}/journal?cursor=&limit=`: a run's journal, paged and streamed.
 //!
 //! The body is a JSON array of the run's records in `seq` order (the shape of
-//! [`Entry`](magrathea_core::Entry)), at most `limit` of them (default [`DEFAULT_LIMIT`], at
+//! [`Entry`]), at most `limit` of them (default [`DEFAULT_LIMIT`], at
 //! most [`MAX_LIMIT`]). When records remain after the page, the `X-Next-Cursor` header holds
 //! the `cursor` of the next page and a `Link: <…>; rel="next"` header the whole URL, exactly as
 //! `GET …/workflows/runs` pages. A cursor is opaque to clients: pass it back unchanged.
