@@ -1,0 +1,123 @@
+//! Reading the store: a run's records from the two places they live (the folded `journal`
+//! table and the unfolded set), and the `runs` index.
+
+use std::sync::PoisonError;
+
+use redb::ReadableDatabase;
+
+use super::log::RunRecords;
+use super::{JOURNAL, RUNS, RedbStore, io};
+use crate::error::StoreError;
+use crate::id::RunId;
+use crate::store::{RunFilter, RunSummary, summary_matches};
+
+impl RedbStore {
+    /// At most `limit` of a run's records from `from_seq` on, in seq order, each passed
+    /// through `each` as `(seq, bytes)`: a range scan of `journal`, then the unfolded records
+    /// past what the scan found. Only the slice asked for is copied.
+    pub(super) fn read_run<T>(
+        &self,
+        run_id: RunId,
+        from_seq: u64,
+        limit: usize,
+        mut each: impl FnMut(u64, &[u8]) -> Result<T, StoreError>,
+    ) -> Result<Vec<T>, StoreError> {
+        if limit == 0 {
+            return Ok(Vec::new());
+        }
+        let id = run_id.as_u128();
+        // Unfolded records first, then the table: a fold that commits in between moves
+        // records from the first place to the second, so this order never misses one.
+        let unfolded = self.unfolded.read().unwrap_or_else(PoisonError::into_inner);
+        let recent: RunRecords = unfolded.runs.get(&id).map_or_else(Vec::new, |records| {
+            let first = records.partition_point(|(seq, _)| *seq < from_seq);
+            records[first..].iter().take(limit).cloned().collect()
+        });
+        drop(unfolded);
+        self.with_db(|db| Self::read_run_in(db, id, from_seq, limit, recent, &mut each))
+    }
+
+    fn read_run_in<T>(
+        db: &redb::Database,
+        id: u128,
+        from_seq: u64,
+        limit: usize,
+        recent: RunRecords,
+        each: &mut impl FnMut(u64, &[u8]) -> Result<T, StoreError>,
+    ) -> Result<Vec<T>, StoreError> {
+        let tx = db.begin_read().map_err(io)?;
+        let table = tx.open_table(JOURNAL).map_err(io)?;
+        // Seqs are dense from 0: the last one sizes the result (records are large enough that
+        // growing a vector of ten thousand of them shows in replay times).
+        let range = || table.range((id, from_seq)..=(id, u64::MAX)).map_err(io);
+        let last_folded = range()?.next_back().transpose().map_err(io)?;
+        // A hint only, capped so that a corrupt seq cannot ask for a huge allocation.
+        let folded = last_folded.map_or(0, |(k, _)| k.value().1.saturating_sub(from_seq) + 1);
+        let capacity = usize::try_from(folded)
+            .unwrap_or(usize::MAX)
+            .saturating_add(recent.len())
+            .min(limit)
+            .min(1 << 20);
+        let mut out = Vec::with_capacity(capacity);
+        let mut folded_up_to = None;
+        for row in range()? {
+            if out.len() >= limit {
+                return Ok(out);
+            }
+            let (k, v) = row.map_err(io)?;
+            let seq = k.value().1;
+            out.push(each(seq, v.value())?);
+            folded_up_to = Some(seq);
+        }
+        // A run's records are folded in seq order, so the folded ones are a prefix; a record
+        // folded since `recent` was taken is in both places and kept once.
+        for (seq, bytes) in recent {
+            if out.len() >= limit {
+                break;
+            }
+            if folded_up_to.is_none_or(|last| seq > last) {
+                out.push(each(seq, &bytes)?);
+            }
+        }
+        Ok(out)
+    }
+}
+
+pub(super) fn decode_summary(bytes: &[u8]) -> Result<RunSummary, StoreError> {
+    serde_json::from_slice(bytes).map_err(|e| StoreError::CorruptIndex(e.to_string()))
+}
+
+pub(super) fn list_runs_in(
+    db: &redb::Database,
+    filter: &RunFilter,
+) -> Result<Vec<RunSummary>, StoreError> {
+    let tx = db.begin_read().map_err(io)?;
+    let table = tx.open_table(RUNS).map_err(io)?;
+    let upper = filter.before.map_or(u128::MAX, |b| b.as_u128());
+    let limit = if filter.limit == 0 {
+        usize::MAX
+    } else {
+        filter.limit
+    };
+    let mut out = Vec::new();
+    for row in table.range(..upper).map_err(io)?.rev() {
+        let (_, v) = row.map_err(io)?;
+        let s = decode_summary(v.value())?;
+        if summary_matches(&s, filter) {
+            out.push(s);
+            if out.len() >= limit {
+                break;
+            }
+        }
+    }
+    if filter.before.is_none() && out.len() < limit {
+        // `..u128::MAX` excludes the largest possible id; include it for completeness.
+        if let Some(v) = table.get(u128::MAX).map_err(io)? {
+            let s = decode_summary(v.value())?;
+            if summary_matches(&s, filter) {
+                out.insert(0, s);
+            }
+        }
+    }
+    Ok(out)
+}

@@ -1,0 +1,196 @@
+//! The redb store's own tests; the shared store contract runs here too.
+
+use std::time::Duration;
+
+use redb::ReadableTableMetadata;
+
+use super::*;
+use crate::store::EncodedRecord;
+
+fn record(run: RunId, seq: u64) -> EncodedRecord {
+    EncodedRecord {
+        run_id: run,
+        seq,
+        bytes: vec![seq as u8; 3],
+    }
+}
+
+fn batch(run: RunId, seqs: std::ops::Range<u64>) -> CommitBatch {
+    CommitBatch {
+        records: seqs.map(|s| record(run, s)).collect(),
+        ..Default::default()
+    }
+}
+
+fn seqs(store: &RedbStore, run: RunId) -> Vec<u64> {
+    let rows = store.read_journal_raw(run).unwrap();
+    for (seq, bytes) in &rows {
+        assert_eq!(
+            bytes,
+            &vec![*seq as u8; 3],
+            "record {seq} reads back its own bytes"
+        );
+    }
+    rows.into_iter().map(|(s, _)| s).collect()
+}
+
+#[test]
+fn keeps_the_store_contracts() {
+    let dir = tempfile::tempdir().unwrap();
+    let store = RedbStore::open(dir.path().join("j.redb"), Durability::Immediate).unwrap();
+    super::super::contract_tests::check_all(&store);
+}
+
+#[test]
+fn keeps_the_store_contracts_when_folding_after_every_commit() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut store = RedbStore::open(dir.path().join("j.redb"), Durability::Immediate).unwrap();
+    store.fold.records = 1;
+    super::super::contract_tests::check_all(&store);
+    assert_eq!(
+        store.unfolded_records(),
+        0,
+        "the contract's maintain folded"
+    );
+}
+
+#[test]
+fn reads_journal_ranges_as_slices_of_the_journal() {
+    let dir = tempfile::tempdir().unwrap();
+    let store = RedbStore::open(dir.path().join("j.redb"), Durability::Immediate).unwrap();
+    super::super::contract_tests::check_ranges(&store);
+    assert_eq!(
+        store.unfolded_records(),
+        18,
+        "the ranges above were read unfolded"
+    );
+    store.fold().unwrap();
+    super::super::contract_tests::check_ranges(&store);
+}
+
+#[test]
+fn reads_journal_ranges_across_folded_and_unfolded_records() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut store = RedbStore::open(dir.path().join("j.redb"), Durability::Immediate).unwrap();
+    store.fold.records = 1;
+    // `maintain` folds after every commit here: the first ten records are folded, the
+    // last five are not.
+    super::super::contract_tests::check_ranges(&store);
+    assert!(store.unfolded_records() > 0);
+}
+
+#[test]
+fn reads_join_folded_and_unfolded_records_in_order() {
+    let dir = tempfile::tempdir().unwrap();
+    let store = RedbStore::open(dir.path().join("j.redb"), Durability::Immediate).unwrap();
+    let (a, b) = (RunId::new(), RunId::new());
+    store.commit(&[&batch(a, 0..3), &batch(b, 0..1)]).unwrap();
+    assert_eq!(store.unfolded_records(), 4);
+    assert_eq!(seqs(&store, a), [0, 1, 2]);
+    store.fold().unwrap();
+    assert_eq!(store.unfolded_records(), 0);
+    store.commit(&[&batch(a, 3..5)]).unwrap();
+    assert_eq!(
+        seqs(&store, a),
+        [0, 1, 2, 3, 4],
+        "folded prefix, then unfolded"
+    );
+    assert_eq!(seqs(&store, b), [0]);
+    let tx = store
+        .db
+        .read()
+        .unwrap()
+        .as_ref()
+        .unwrap()
+        .begin_read()
+        .unwrap();
+    assert_eq!(
+        tx.open_table(LOG).unwrap().len().unwrap(),
+        1,
+        "folded rows are deleted"
+    );
+}
+
+#[test]
+fn maintain_folds_only_past_the_threshold_or_after_idling() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut store = RedbStore::open(dir.path().join("j.redb"), Durability::Immediate).unwrap();
+    store.fold = FoldPolicy {
+        records: 10,
+        bytes: usize::MAX,
+        idle: Duration::from_secs(3600),
+    };
+    let run = RunId::new();
+    store.commit(&[&batch(run, 0..9)]).unwrap();
+    store.maintain().unwrap();
+    assert_eq!(store.unfolded_records(), 9, "below the threshold");
+    store.commit(&[&batch(run, 9..10)]).unwrap();
+    store.maintain().unwrap();
+    assert_eq!(store.unfolded_records(), 0, "at the threshold");
+
+    store.fold.idle = Duration::ZERO;
+    store.commit(&[&batch(run, 10..11)]).unwrap();
+    store.maintain().unwrap();
+    assert_eq!(store.unfolded_records(), 0, "idle");
+    assert_eq!(seqs(&store, run), (0..11).collect::<Vec<_>>());
+}
+
+#[test]
+fn opening_folds_what_the_last_process_left_in_the_log() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("sub/j.redb");
+    let run = RunId::new();
+    {
+        let store = RedbStore::open(&path, Durability::Immediate).unwrap();
+        store.commit(&[&batch(run, 0..2)]).unwrap();
+        store.fold().unwrap();
+        store.commit(&[&batch(run, 2..4)]).unwrap();
+        store.commit(&[&batch(run, 4..5)]).unwrap();
+        assert_eq!(store.unfolded_records(), 3);
+        // Dropped without a fold, like a process that stops right after a commit.
+    }
+    let store = RedbStore::open(&path, Durability::Immediate).unwrap();
+    assert_eq!(store.unfolded_records(), 0);
+    assert_eq!(seqs(&store, run), [0, 1, 2, 3, 4]);
+    let tx = store
+        .db
+        .read()
+        .unwrap()
+        .as_ref()
+        .unwrap()
+        .begin_read()
+        .unwrap();
+    assert!(tx.open_table(LOG).unwrap().is_empty().unwrap());
+    drop(tx);
+    store.commit(&[&batch(run, 5..6)]).unwrap();
+    assert_eq!(seqs(&store, run), [0, 1, 2, 3, 4, 5]);
+}
+
+#[test]
+fn a_corrupt_log_row_fails_the_open_with_a_journal_error() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("j.redb");
+    {
+        let db = redb::Database::create(&path).unwrap();
+        let tx = db.begin_write().unwrap();
+        // A frame entry that claims 9 bytes of record and holds none.
+        let frame = [[0u8; 16].as_slice(), &[0, 9]].concat();
+        tx.open_table(LOG)
+            .unwrap()
+            .insert(0, frame.as_slice())
+            .unwrap();
+        tx.commit().unwrap();
+    }
+    let err = RedbStore::open(&path, Durability::Immediate).unwrap_err();
+    assert!(matches!(err, StoreError::Decode(_)), "{err}");
+    assert!(err.to_string().contains("[MAG-JF003]"), "{err}");
+}
+
+#[test]
+fn a_second_open_of_the_same_file_is_refused_clearly() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("j.redb");
+    let _first = RedbStore::open(&path, Durability::Immediate).unwrap();
+    let err = RedbStore::open(&path, Durability::Immediate).unwrap_err();
+    assert!(matches!(err, StoreError::Locked(_)), "{err}");
+}
