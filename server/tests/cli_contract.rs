@@ -5,12 +5,14 @@
 
 use std::io::{BufRead, BufReader, Read};
 use std::path::Path;
-use std::process::{Child, Command, Output, Stdio};
+use std::process::{Child, Command, Output};
 
 use serde_json::Value;
 
 mod cli_common;
+mod serve_child;
 use cli_common::{BIN, Project, code, json, stderr, stdout};
+use serve_child::{ServeChild, serve_command};
 
 /// Waits until `path` exists, or fails the test after a generous bound.
 fn wait_for_file(path: &Path) {
@@ -321,30 +323,10 @@ fn answering_an_unknown_inbox_item_names_it_and_exits_1() {
 /// Serves the project's tree and store with `magrathea serve`, cancels `run` over HTTP, and
 /// stops the server with SIGTERM (its exit releases the store).
 fn cancel_over_http(p: &Project, run: &str) {
-    let mut server = Command::new(BIN)
-        .args([
-            "serve",
-            "--addr",
-            "127.0.0.1:0",
-            "--insecure-no-auth",
-            "--root",
-        ])
-        .arg(&p.root)
-        .arg("--store")
-        .arg(p.store())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::null())
-        .spawn()
-        .unwrap();
-    let mut line = String::new();
-    BufReader::new(server.stdout.take().unwrap())
-        .read_line(&mut line)
-        .unwrap();
-    let addr = line
-        .trim()
-        .strip_prefix("listening on ")
-        .unwrap_or_else(|| panic!("unexpected first line {line:?}"))
-        .to_owned();
+    let mut cmd = serve_command(&p.root);
+    cmd.arg("--insecure-no-auth").arg("--store").arg(p.store());
+    let mut server = ServeChild::spawn(cmd);
+    let addr = server.base.clone();
     let runs = format!("{addr}/brain/acme/project/shop/workflows/runs/{run}");
     let rt = tokio::runtime::Runtime::new().unwrap();
     rt.block_on(async {
@@ -377,8 +359,7 @@ fn cancel_over_http(p: &Project, run: &str) {
         }
         assert_eq!(status, "CANCELLED");
     });
-    signal(&server, "TERM");
-    assert!(server.wait().unwrap().success());
+    server.stop();
 }
 
 #[test]

@@ -2,16 +2,13 @@
 //! finishes; SIGTERM stops it gracefully.
 
 mod http_common;
+mod serve_child;
 
-use std::io::{BufRead, BufReader};
-use std::path::Path;
-use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
 use http_common::*;
 use serde_json::{Value, json};
-
-const BIN: &str = env!("CARGO_BIN_EXE_magrathea");
+use serve_child::ServeChild;
 
 const SLOW: &str = r#"
 start: work
@@ -25,26 +22,6 @@ states:
   done: { type: terminal, result: finished }
 "#;
 
-fn spawn(root: &Path) -> (Child, String) {
-    let mut child = Command::new(BIN)
-        .args(["serve", "--addr", "127.0.0.1:0", "--root"])
-        .arg(root)
-        .stdout(Stdio::piped())
-        .stderr(Stdio::null())
-        .spawn()
-        .unwrap();
-    let mut line = String::new();
-    BufReader::new(child.stdout.take().unwrap())
-        .read_line(&mut line)
-        .unwrap();
-    let addr = line
-        .trim()
-        .strip_prefix("listening on ")
-        .unwrap_or_else(|| panic!("unexpected first line {line:?}"))
-        .to_string();
-    (child, addr)
-}
-
 #[tokio::test]
 async fn runs_in_flight_at_sigkill_finish_after_restart() {
     let tmp = tempfile::tempdir().unwrap();
@@ -57,7 +34,8 @@ async fn runs_in_flight_at_sigkill_finish_after_restart() {
     );
     let client = reqwest::Client::new();
 
-    let (mut child, base) = spawn(&root);
+    let mut server = ServeChild::start(&root);
+    let base = server.base.clone();
     let mut runs = Vec::new();
     for _ in 0..12 {
         let r: Value = client
@@ -74,10 +52,10 @@ async fn runs_in_flight_at_sigkill_finish_after_restart() {
             .unwrap();
         runs.push(r["workflowRunId"].as_str().unwrap().to_string());
     }
-    child.kill().unwrap(); // SIGKILL
-    child.wait().unwrap();
+    server.kill(); // SIGKILL
 
-    let (mut child, base) = spawn(&root);
+    let mut server = ServeChild::start(&root);
+    let base = server.base.clone();
     let deadline = Instant::now() + Duration::from_secs(60);
     for run in &runs {
         loop {
@@ -100,24 +78,7 @@ async fn runs_in_flight_at_sigkill_finish_after_restart() {
             tokio::time::sleep(Duration::from_millis(50)).await;
         }
     }
-    stop(&mut child);
-}
-
-fn stop(child: &mut Child) {
-    let pid = child.id() as i32;
-    std::process::Command::new("kill")
-        .args(["-TERM", &pid.to_string()])
-        .status()
-        .unwrap();
-    let deadline = Instant::now() + Duration::from_secs(20);
-    loop {
-        if let Some(status) = child.try_wait().unwrap() {
-            assert!(status.success(), "{status}");
-            return;
-        }
-        assert!(Instant::now() < deadline, "no graceful stop on SIGTERM");
-        std::thread::sleep(Duration::from_millis(20));
-    }
+    server.stop();
 }
 
 #[tokio::test]
@@ -125,8 +86,10 @@ async fn sigterm_stops_the_server_gracefully() {
     let tmp = tempfile::tempdir().unwrap();
     let root = tmp.path().canonicalize().unwrap();
     tree(&root);
-    let (mut child, base) = spawn(&root);
-    let r = reqwest::get(format!("{base}/healthz")).await.unwrap();
+    let mut server = ServeChild::start(&root);
+    let r = reqwest::get(format!("{}/healthz", server.base))
+        .await
+        .unwrap();
     assert_eq!(r.status(), 200);
-    stop(&mut child);
+    server.stop();
 }

@@ -5,41 +5,18 @@
 
 mod http_common;
 mod long_run;
+mod serve_child;
 
-use std::io::{BufRead, BufReader};
-use std::path::Path;
-use std::process::{Child, Command, Stdio};
 use std::time::Duration;
 
 use http_common::*;
-
-const BIN: &str = env!("CARGO_BIN_EXE_magrathea");
+use serve_child::ServeChild;
 
 /// Records of the long run, and the bytes of each one's value.
 const VARS: u64 = 300_000;
 const VALUE_LEN: usize = 100;
 /// Followers that connect and stop reading.
 const FOLLOWERS: usize = 5;
-
-fn spawn(root: &Path) -> (Child, String) {
-    let mut child = Command::new(BIN)
-        .args(["serve", "--addr", "127.0.0.1:0", "--root"])
-        .arg(root)
-        .stdout(Stdio::piped())
-        .stderr(Stdio::null())
-        .spawn()
-        .unwrap();
-    let mut line = String::new();
-    BufReader::new(child.stdout.take().unwrap())
-        .read_line(&mut line)
-        .unwrap();
-    let addr = line
-        .trim()
-        .strip_prefix("listening on ")
-        .unwrap_or_else(|| panic!("unexpected first line {line:?}"))
-        .to_string();
-    (child, addr)
-}
 
 /// The process's resident memory, in bytes.
 fn rss(pid: u32) -> u64 {
@@ -72,8 +49,8 @@ async fn followers_that_do_not_read_cost_bounded_memory_on_a_long_run() {
     let root = tmp.path().canonicalize().unwrap();
     tree(&root);
     let (run, journal_bytes) = long_run::write_long_run(&root.join(".magrathea"), VARS, VALUE_LEN);
-    let (mut child, base) = spawn(&root);
-    let pid = child.id();
+    let server = ServeChild::start(&root);
+    let (pid, base) = (server.pid(), server.base.clone());
     let client = reqwest::Client::new();
     let events = format!("{base}/brain/acme/project/shop/workflows/runs/{run}/events");
 
@@ -122,6 +99,5 @@ async fn followers_that_do_not_read_cost_bounded_memory_on_a_long_run() {
         "the server kept {} MiB after its followers left",
         after.saturating_sub(before) / MIB
     );
-    child.kill().unwrap();
-    child.wait().unwrap();
+    drop(server);
 }

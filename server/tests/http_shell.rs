@@ -3,16 +3,13 @@
 //! `_auth/` or another tenant's files, and cannot make `/` its workspace.
 
 mod http_common;
+mod serve_child;
 
-use std::io::{BufRead, BufReader};
-use std::path::Path;
-use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
 use http_common::*;
 use serde_json::{Value, json};
-
-const BIN: &str = env!("CARGO_BIN_EXE_magrathea");
+use serve_child::{ServeChild, serve_command};
 
 const SECRET: &str = "s3cr3t-of-the-server-9d1e";
 const AWS: &str = "aws-key-of-the-server-44c2";
@@ -66,8 +63,7 @@ states:
 struct Served {
     _tmp: tempfile::TempDir,
     root: std::path::PathBuf,
-    child: Child,
-    base: String,
+    server: ServeChild,
     client: reqwest::Client,
 }
 
@@ -85,12 +81,15 @@ impl Served {
         write(&shop.join("workflows/probe.yaml"), PROBE);
         write(&shop.join("workflows/escape.yaml"), ESCAPE);
         write(&shop.join("settings.yaml"), "workspaces:\n  escape: /\n");
-        let (child, base) = spawn(&root);
+        let mut cmd = serve_command(&root);
+        cmd.env("MAGRATHEA_TEST_SECRET", SECRET)
+            .env("AWS_SECRET_ACCESS_KEY", AWS)
+            .env("MAGRATHEA_TEST_PASSED", PASSED);
+        let server = ServeChild::spawn(cmd);
         Self {
             _tmp: tmp,
             root,
-            child,
-            base,
+            server,
             client: reqwest::Client::new(),
         }
     }
@@ -101,7 +100,7 @@ impl Served {
             .client
             .post(format!(
                 "{}/brain/acme/project/shop/workflows/{name}/start",
-                self.base
+                self.server.base
             ))
             .bearer_auth(ACME)
             .json(&json!({}))
@@ -118,7 +117,7 @@ impl Served {
                 .client
                 .get(format!(
                     "{}/brain/acme/project/shop/workflows/runs/{run}",
-                    self.base
+                    self.server.base
                 ))
                 .bearer_auth(ACME)
                 .send()
@@ -134,36 +133,6 @@ impl Served {
             tokio::time::sleep(Duration::from_millis(25)).await;
         }
     }
-}
-
-impl Drop for Served {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-    }
-}
-
-fn spawn(root: &Path) -> (Child, String) {
-    let mut child = Command::new(BIN)
-        .args(["serve", "--addr", "127.0.0.1:0", "--root"])
-        .arg(root)
-        .env("MAGRATHEA_TEST_SECRET", SECRET)
-        .env("AWS_SECRET_ACCESS_KEY", AWS)
-        .env("MAGRATHEA_TEST_PASSED", PASSED)
-        .stdout(Stdio::piped())
-        .stderr(Stdio::null())
-        .spawn()
-        .unwrap();
-    let mut line = String::new();
-    BufReader::new(child.stdout.take().unwrap())
-        .read_line(&mut line)
-        .unwrap();
-    let addr = line
-        .trim()
-        .strip_prefix("listening on ")
-        .unwrap_or_else(|| panic!("unexpected first line {line:?}"))
-        .to_string();
-    (child, addr)
 }
 
 #[tokio::test]

@@ -1,0 +1,89 @@
+//! `magrathea serve` as a child process on 127.0.0.1 port 0, for the tests that need a real
+//! process: SIGKILL and restart, its resident memory, the environment it hands shell steps.
+
+// Each test binary uses a part of this module.
+#![allow(dead_code, unreachable_pub)]
+
+use std::io::{BufRead, BufReader};
+use std::path::Path;
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+
+/// The `magrathea` binary under test.
+pub const BIN: &str = env!("CARGO_BIN_EXE_magrathea");
+
+/// `magrathea serve --addr 127.0.0.1:0 --root <root>`; callers add flags and environment.
+pub fn serve_command(root: &Path) -> Command {
+    let mut cmd = Command::new(BIN);
+    cmd.args(["serve", "--addr", "127.0.0.1:0", "--root"])
+        .arg(root);
+    cmd
+}
+
+/// A served child process and the base URL it printed; killed (SIGKILL) when dropped.
+pub struct ServeChild {
+    /// The process.
+    pub child: Child,
+    /// `http://127.0.0.1:<port>`.
+    pub base: String,
+}
+
+impl ServeChild {
+    /// `magrathea serve` on `root` with no further flags.
+    pub fn start(root: &Path) -> Self {
+        Self::spawn(serve_command(root))
+    }
+
+    /// Runs `cmd` (a `serve` command) and waits for its `listening on <base>` line.
+    pub fn spawn(mut cmd: Command) -> Self {
+        let mut child = cmd
+            .stdout(Stdio::piped())
+            .stderr(Stdio::null())
+            .spawn()
+            .unwrap();
+        let mut line = String::new();
+        BufReader::new(child.stdout.take().unwrap())
+            .read_line(&mut line)
+            .unwrap();
+        let Some(base) = line.trim().strip_prefix("listening on ") else {
+            let _ = child.kill();
+            panic!("unexpected first line {line:?}");
+        };
+        Self {
+            base: base.to_owned(),
+            child,
+        }
+    }
+
+    /// The process id.
+    pub fn pid(&self) -> u32 {
+        self.child.id()
+    }
+
+    /// SIGKILL, then reaps the process.
+    pub fn kill(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+
+    /// SIGTERM, and asserts the process exits with success within 20 s.
+    pub fn stop(&mut self) {
+        let pid = self.child.id().to_string();
+        Command::new("kill").args(["-TERM", &pid]).status().unwrap();
+        let deadline = Instant::now() + Duration::from_secs(20);
+        loop {
+            if let Some(status) = self.child.try_wait().unwrap() {
+                assert!(status.success(), "{status}");
+                return;
+            }
+            assert!(Instant::now() < deadline, "no graceful stop on SIGTERM");
+            std::thread::sleep(Duration::from_millis(20));
+        }
+    }
+}
+
+impl Drop for ServeChild {
+    fn drop(&mut self) {
+        self.kill();
+    }
+}
