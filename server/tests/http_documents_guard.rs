@@ -110,14 +110,8 @@ async fn a_listing_leaves_out_links_that_lead_out_of_the_project() {
     let listed: Value = s
         .get_json(&format!("{DOCS}?dir=workflows"), Some(ACME))
         .await;
-    let names: Vec<&str> = listed["items"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|i| i["name"].as_str().unwrap())
-        .collect();
     assert_eq!(
-        names,
+        item_names(&listed),
         [
             "alias.yaml",
             "approve.yaml",

@@ -2,21 +2,13 @@
 //! and a WebSocket client that starts a run and follows it.
 
 mod http_common;
+mod live_common;
 
 use std::time::Duration;
 
-use futures::{SinkExt, StreamExt};
 use http_common::*;
+use live_common::*;
 use serde_json::{Value, json};
-use tokio_tungstenite::tungstenite::Message;
-
-/// Parses `data:` lines of an SSE body into JSON records.
-fn records(body: &str) -> Vec<Value> {
-    body.lines()
-        .filter_map(|l| l.strip_prefix("data:"))
-        .map(|d| serde_json::from_str(d.trim()).unwrap())
-        .collect()
-}
 
 #[tokio::test]
 async fn sse_streams_a_run_from_start_to_done_without_duplicates() {
@@ -57,7 +49,7 @@ async fn sse_streams_a_run_from_start_to_done_without_duplicates() {
         .await
         .unwrap()
         .unwrap();
-    let got = records(&body);
+    let got = sse_records(&body);
     let journal: Vec<Value> = s
         .get_json(
             &format!("/brain/acme/project/shop/workflows/runs/{run}/journal"),
@@ -86,92 +78,54 @@ async fn sse_streams_a_run_from_start_to_done_without_duplicates() {
         .text()
         .await
         .unwrap();
-    assert_eq!(records(&again), journal);
+    assert_eq!(sse_records(&again), journal);
 }
 
 #[tokio::test]
 async fn a_websocket_client_starts_a_run_and_follows_it() {
     let s = Server::start().await;
-    let url = format!("ws://{}/brain/acme/project/shop/ws?token={ACME}", s.addr);
-    let (mut ws, _) = tokio_tungstenite::connect_async(url).await.unwrap();
-    let send = |v: Value| Message::Text(v.to_string().into());
-    ws.send(send(
+    let mut ws = ws_connect(s.addr, ACME).await;
+    send(
+        &mut ws,
         json!({"type": "workflow-start", "data": {"name": "hello", "params": {"who": "ws"}}}),
-    ))
-    .await
-    .unwrap();
+    )
+    .await;
     let reply = recv(&mut ws).await;
     assert_eq!(reply["type"], "workflow-start", "{reply}");
     assert_eq!(reply["data"]["workflowName"], "hello");
     let run = reply["data"]["workflowRunId"].as_str().unwrap().to_string();
 
-    ws.send(send(
-        json!({"type": "subscribe", "data": {"workflowRunId": run}}),
-    ))
-    .await
-    .unwrap();
-    let mut seqs = Vec::new();
-    loop {
-        let m = recv(&mut ws).await;
-        match m["type"].as_str().unwrap() {
-            "run-event" => seqs.push(m["data"]["seq"].as_u64().unwrap()),
-            "run-end" => break,
-            other => panic!("unexpected {other}: {m}"),
-        }
-    }
+    subscribe(&mut ws, &run).await;
+    let seqs = events_to_end(&mut ws).await;
     assert_eq!(seqs, (0..seqs.len() as u64).collect::<Vec<_>>());
     let v = s.wait_status("shop", &run, &["DONE"]).await;
     assert_eq!(v["startedBy"], "alice");
     assert_eq!(v["params"]["who"], "ws");
 
     // Errors are answered in-band; a run of another project is not found.
-    ws.send(send(
-        json!({"type": "subscribe", "data": {"workflowRunId": "0".repeat(32)}}),
-    ))
-    .await
-    .unwrap();
+    subscribe(&mut ws, &"0".repeat(32)).await;
     let e = recv(&mut ws).await;
     assert_eq!(
         (e["type"].as_str(), e["data"]["code"].as_str()),
         (Some("error"), Some("MAG-HTTP-404"))
     );
-    ws.send(send(
+    send(
+        &mut ws,
         json!({"type": "workflow-start", "data": {"name": "missing"}}),
-    ))
-    .await
-    .unwrap();
+    )
+    .await;
     let e = recv(&mut ws).await;
     assert_eq!(e["data"]["code"], "MAG-HTTP-WORKFLOW-NOT-FOUND");
     ws.close(None).await.unwrap();
 
     // A read-only token connects but cannot start; no token cannot connect.
-    let url = format!(
-        "ws://{}/brain/acme/project/shop/ws?token={ACME_READ}",
-        s.addr
-    );
-    let (mut ro, _) = tokio_tungstenite::connect_async(url).await.unwrap();
-    ro.send(send(
+    let mut ro = ws_connect(s.addr, ACME_READ).await;
+    send(
+        &mut ro,
         json!({"type": "workflow-start", "data": {"name": "hello"}}),
-    ))
-    .await
-    .unwrap();
+    )
+    .await;
     assert_eq!(recv(&mut ro).await["data"]["code"], "MAG-HTTP-403");
     let url = format!("ws://{}/brain/acme/project/shop/ws", s.addr);
     assert!(tokio_tungstenite::connect_async(url).await.is_err());
-}
-
-async fn recv<S>(ws: &mut S) -> Value
-where
-    S: futures::Stream<Item = Result<Message, tokio_tungstenite::tungstenite::Error>> + Unpin,
-{
-    loop {
-        let m = tokio::time::timeout(Duration::from_secs(20), ws.next())
-            .await
-            .expect("a message in time")
-            .unwrap()
-            .unwrap();
-        if let Message::Text(t) = m {
-            return serde_json::from_str(&t).unwrap();
-        }
-    }
 }

@@ -89,14 +89,8 @@ async fn documents_are_read_listed_and_written_with_validation() {
     let list: Value = s
         .get_json(&format!("{base}?dir=workflows"), Some(ACME_READ))
         .await;
-    let names: Vec<&str> = list["items"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|i| i["name"].as_str().unwrap())
-        .collect();
     assert_eq!(
-        names,
+        item_names(&list),
         [
             "approve.yaml",
             "broken.yaml",

@@ -3,15 +3,15 @@
 //! WebSocket connection holds a bounded number of followers.
 
 mod http_common;
+mod live_common;
 mod long_run;
 
 use std::time::{Duration, Instant};
 
-use futures::{SinkExt, StreamExt};
 use http_common::*;
+use live_common::*;
 use magrathea_server::ServeConfig;
 use serde_json::{Value, json};
-use tokio_tungstenite::tungstenite::Message;
 
 /// A server whose store holds a finished run of `vars + 2` records in `acme/shop`.
 async fn with_long_run(
@@ -121,14 +121,6 @@ async fn a_bad_cursor_or_limit_is_400_and_a_foreign_run_404() {
     assert_eq!(code(lab).await, (404, "MAG-HTTP-404".to_string()));
 }
 
-/// Parses `data:` lines of an SSE body into JSON records.
-fn sse_records(body: &str) -> Vec<Value> {
-    body.lines()
-        .filter_map(|l| l.strip_prefix("data:"))
-        .map(|d| serde_json::from_str(d.trim()).unwrap())
-        .collect()
-}
-
 #[tokio::test]
 async fn followers_of_a_long_run_get_every_record_once_in_order_through_its_end() {
     let (s, run, _store) = with_long_run(2_000, |c| c).await;
@@ -146,56 +138,10 @@ async fn followers_of_a_long_run_get_every_record_once_in_order_through_its_end(
     let got = sse_records(&body);
     assert_eq!(seqs(&got), (0..2_002).collect::<Vec<_>>());
 
-    let url = format!("ws://{}/brain/acme/project/shop/ws?token={ACME}", s.addr);
-    let (mut ws, _) = tokio_tungstenite::connect_async(url).await.unwrap();
-    ws.send(text(
-        json!({"type": "subscribe", "data": {"workflowRunId": run}}),
-    ))
-    .await
-    .unwrap();
-    let mut got = Vec::new();
-    loop {
-        let m = recv(&mut ws).await;
-        match m["type"].as_str().unwrap() {
-            "run-event" => got.push(m["data"]["seq"].as_u64().unwrap()),
-            "run-end" => break,
-            other => panic!("unexpected {other}: {m}"),
-        }
-    }
+    let mut ws = ws_connect(s.addr, ACME).await;
+    subscribe(&mut ws, &run).await;
+    let got = events_to_end(&mut ws).await;
     assert_eq!(got, (0..2_002).collect::<Vec<_>>());
-}
-
-fn text(v: Value) -> Message {
-    Message::Text(v.to_string().into())
-}
-
-async fn recv<S>(ws: &mut S) -> Value
-where
-    S: futures::Stream<Item = Result<Message, tokio_tungstenite::tungstenite::Error>> + Unpin,
-{
-    loop {
-        let m = tokio::time::timeout(Duration::from_secs(20), ws.next())
-            .await
-            .expect("a message in time")
-            .unwrap()
-            .unwrap();
-        if let Message::Text(t) = m {
-            return serde_json::from_str(&t).unwrap();
-        }
-    }
-}
-
-/// Reads messages until an `error`, skipping run events; returns its code.
-async fn next_error<S>(ws: &mut S) -> String
-where
-    S: futures::Stream<Item = Result<Message, tokio_tungstenite::tungstenite::Error>> + Unpin,
-{
-    loop {
-        let m = recv(ws).await;
-        if m["type"] == "error" {
-            return m["data"]["code"].as_str().unwrap().to_string();
-        }
-    }
 }
 
 #[tokio::test]
@@ -220,13 +166,8 @@ async fn sse_followers_beyond_the_subjects_cap_are_refused_with_429() {
     assert_eq!(reader.status(), 200);
 
     // It counts WebSocket subscriptions too.
-    let url = format!("ws://{}/brain/acme/project/shop/ws?token={ACME}", s.addr);
-    let (mut ws, _) = tokio_tungstenite::connect_async(url).await.unwrap();
-    ws.send(text(
-        json!({"type": "subscribe", "data": {"workflowRunId": run}}),
-    ))
-    .await
-    .unwrap();
+    let mut ws = ws_connect(s.addr, ACME).await;
+    subscribe(&mut ws, &run).await;
     assert_eq!(next_error(&mut ws).await, "MAG-RD003");
 
     // A closed stream gives its place back.
@@ -256,18 +197,13 @@ async fn a_websocket_connection_beyond_its_subscription_cap_gets_an_error_messag
         s.wait_status("shop", &run, &["WAITING"]).await;
         runs.push(run);
     }
-    let url = format!("ws://{}/brain/acme/project/shop/ws?token={ACME}", s.addr);
-    let (mut ws, _) = tokio_tungstenite::connect_async(url).await.unwrap();
+    let mut ws = ws_connect(s.addr, ACME).await;
     for run in &runs {
-        ws.send(text(
-            json!({"type": "subscribe", "data": {"workflowRunId": run}}),
-        ))
-        .await
-        .unwrap();
+        subscribe(&mut ws, run).await;
     }
     assert_eq!(next_error(&mut ws).await, "MAG-RD004");
     // The connection stays usable.
-    ws.send(text(json!({"type": "ping"}))).await.unwrap();
+    send(&mut ws, json!({"type": "ping"})).await;
     loop {
         let m = recv(&mut ws).await;
         assert_ne!(m["type"], "error", "{m}");
@@ -276,14 +212,8 @@ async fn a_websocket_connection_beyond_its_subscription_cap_gets_an_error_messag
         }
     }
     // Another connection has its own subscriptions.
-    let url = format!("ws://{}/brain/acme/project/shop/ws?token={ACME}", s.addr);
-    let (mut other, _) = tokio_tungstenite::connect_async(url).await.unwrap();
-    other
-        .send(text(
-            json!({"type": "subscribe", "data": {"workflowRunId": runs[2]}}),
-        ))
-        .await
-        .unwrap();
+    let mut other = ws_connect(s.addr, ACME).await;
+    subscribe(&mut other, &runs[2]).await;
     let m = recv(&mut other).await;
     assert_eq!(m["type"], "run-event", "{m}");
 }

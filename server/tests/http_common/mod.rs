@@ -218,6 +218,16 @@ impl Server {
     }
 }
 
+/// The `name` of each item of a documents listing, in the order listed.
+pub fn item_names(listing: &Value) -> Vec<&str> {
+    listing["items"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|i| i["name"].as_str().unwrap())
+        .collect()
+}
+
 pub fn auth(b: reqwest::RequestBuilder, token: Option<&str>) -> reqwest::RequestBuilder {
     match token {
         Some(t) => b.bearer_auth(t),
