@@ -120,14 +120,7 @@ async fn an_sse_stream_is_not_cut_by_the_idle_timeout() {
     s.client = fresh_client();
     let run = s.start_run("shop", "approve", json!({})).await;
     s.wait_status("shop", &run, &["WAITING"]).await;
-    let response = s
-        .get(
-            &format!("/brain/acme/project/shop/workflows/runs/{run}/events"),
-            Some(ACME),
-        )
-        .send()
-        .await
-        .unwrap();
+    let response = s.events(&run).await;
     assert_eq!(response.status(), 200);
     let body = tokio::spawn(async move { response.text().await });
     // Well past both timeouts, with the stream waiting for the run.

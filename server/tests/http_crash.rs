@@ -4,10 +4,7 @@
 mod http_common;
 mod serve_child;
 
-use std::time::{Duration, Instant};
-
 use http_common::*;
-use serde_json::{Value, json};
 use serve_child::ServeChild;
 
 const SLOW: &str = r#"
@@ -35,48 +32,16 @@ async fn runs_in_flight_at_sigkill_finish_after_restart() {
     let client = reqwest::Client::new();
 
     let mut server = ServeChild::start(&root);
-    let base = server.base.clone();
     let mut runs = Vec::new();
     for _ in 0..12 {
-        let r: Value = client
-            .post(format!(
-                "{base}/brain/acme/project/shop/workflows/slow/start"
-            ))
-            .bearer_auth(ACME)
-            .json(&json!({}))
-            .send()
-            .await
-            .unwrap()
-            .json()
-            .await
-            .unwrap();
-        runs.push(r["workflowRunId"].as_str().unwrap().to_string());
+        runs.push(server.start_run(&client, "slow", ACME).await);
     }
     server.kill(); // SIGKILL
 
     let mut server = ServeChild::start(&root);
-    let base = server.base.clone();
-    let deadline = Instant::now() + Duration::from_secs(60);
     for run in &runs {
-        loop {
-            let v: Value = client
-                .get(format!(
-                    "{base}/brain/acme/project/shop/workflows/runs/{run}"
-                ))
-                .bearer_auth(ACME)
-                .send()
-                .await
-                .unwrap()
-                .json()
-                .await
-                .unwrap();
-            if v["status"] == "DONE" {
-                assert_eq!(v["result"], "finished");
-                break;
-            }
-            assert!(Instant::now() < deadline, "run {run} did not finish: {v}");
-            tokio::time::sleep(Duration::from_millis(50)).await;
-        }
+        let v = server.wait_status(&client, run, ACME, &["DONE"]).await;
+        assert_eq!(v["result"], "finished");
     }
     server.stop();
 }

@@ -15,14 +15,7 @@ async fn sse_streams_a_run_from_start_to_done_without_duplicates() {
     let s = Server::start().await;
     let run = s.start_run("shop", "approve", json!({})).await;
     s.wait_status("shop", &run, &["WAITING"]).await;
-    let response = s
-        .get(
-            &format!("/brain/acme/project/shop/workflows/runs/{run}/events"),
-            Some(ACME),
-        )
-        .send()
-        .await
-        .unwrap();
+    let response = s.events(&run).await;
     assert_eq!(response.status(), 200);
     assert!(
         response.headers()["content-type"]
@@ -67,17 +60,7 @@ async fn sse_streams_a_run_from_start_to_done_without_duplicates() {
     assert!(body.contains("event: record"));
 
     // A finished run streams its journal and ends at once.
-    let again = s
-        .get(
-            &format!("/brain/acme/project/shop/workflows/runs/{run}/events"),
-            Some(ACME),
-        )
-        .send()
-        .await
-        .unwrap()
-        .text()
-        .await
-        .unwrap();
+    let again = s.events(&run).await.text().await.unwrap();
     assert_eq!(sse_records(&again), journal);
 }
 

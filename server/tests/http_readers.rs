@@ -124,17 +124,7 @@ async fn a_bad_cursor_or_limit_is_400_and_a_foreign_run_404() {
 #[tokio::test]
 async fn followers_of_a_long_run_get_every_record_once_in_order_through_its_end() {
     let (s, run, _store) = with_long_run(2_000, |c| c).await;
-    let body = s
-        .get(
-            &format!("/brain/acme/project/shop/workflows/runs/{run}/events"),
-            Some(ACME),
-        )
-        .send()
-        .await
-        .unwrap()
-        .text()
-        .await
-        .unwrap();
+    let body = s.events(&run).await.text().await.unwrap();
     let got = sse_records(&body);
     assert_eq!(seqs(&got), (0..2_002).collect::<Vec<_>>());
 

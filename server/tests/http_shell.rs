@@ -5,10 +5,8 @@
 mod http_common;
 mod serve_child;
 
-use std::time::{Duration, Instant};
-
 use http_common::*;
-use serde_json::{Value, json};
+use serde_json::Value;
 use serve_child::{ServeChild, serve_command};
 
 const SECRET: &str = "s3cr3t-of-the-server-9d1e";
@@ -96,42 +94,10 @@ impl Served {
 
     /// Starts `name` in acme/shop and waits for it to end.
     async fn run(&self, name: &str) -> Value {
-        let r: Value = self
-            .client
-            .post(format!(
-                "{}/brain/acme/project/shop/workflows/{name}/start",
-                self.server.base
-            ))
-            .bearer_auth(ACME)
-            .json(&json!({}))
-            .send()
+        let run = self.server.start_run(&self.client, name, ACME).await;
+        self.server
+            .wait_status(&self.client, &run, ACME, &["DONE", "FAILED"])
             .await
-            .unwrap()
-            .json()
-            .await
-            .unwrap();
-        let run = r["workflowRunId"].as_str().unwrap_or_else(|| panic!("{r}"));
-        let deadline = Instant::now() + Duration::from_secs(60);
-        loop {
-            let v: Value = self
-                .client
-                .get(format!(
-                    "{}/brain/acme/project/shop/workflows/runs/{run}",
-                    self.server.base
-                ))
-                .bearer_auth(ACME)
-                .send()
-                .await
-                .unwrap()
-                .json()
-                .await
-                .unwrap();
-            if v["status"] == "DONE" || v["status"] == "FAILED" {
-                return v;
-            }
-            assert!(Instant::now() < deadline, "run {run} did not end: {v}");
-            tokio::time::sleep(Duration::from_millis(25)).await;
-        }
     }
 }
 

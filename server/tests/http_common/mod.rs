@@ -192,6 +192,17 @@ impl Server {
     }
 
     /// Polls the run until its status is one of `statuses`.
+    /// Opens acme/shop's SSE stream of `run` with the ACME token.
+    pub async fn events(&self, run: &str) -> reqwest::Response {
+        self.get(
+            &format!("/brain/acme/project/shop/workflows/runs/{run}/events"),
+            Some(ACME),
+        )
+        .send()
+        .await
+        .unwrap()
+    }
+
     pub async fn wait_status(&self, project: &str, run: &str, statuses: &[&str]) -> Value {
         let deadline = Instant::now() + Duration::from_secs(30);
         loop {

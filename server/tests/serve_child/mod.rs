@@ -55,6 +55,61 @@ impl ServeChild {
         }
     }
 
+    /// Starts `name` in acme/shop with `token` and no parameters; returns the run's id.
+    pub async fn start_run(&self, client: &reqwest::Client, name: &str, token: &str) -> String {
+        let r: serde_json::Value = client
+            .post(format!(
+                "{}/brain/acme/project/shop/workflows/{name}/start",
+                self.base
+            ))
+            .bearer_auth(token)
+            .json(&serde_json::json!({}))
+            .send()
+            .await
+            .unwrap()
+            .json()
+            .await
+            .unwrap();
+        r["workflowRunId"]
+            .as_str()
+            .unwrap_or_else(|| panic!("{r}"))
+            .to_owned()
+    }
+
+    /// Polls acme/shop's run `run` with `token` until its status is one of `statuses`, for at
+    /// most 60 s; returns its view.
+    pub async fn wait_status(
+        &self,
+        client: &reqwest::Client,
+        run: &str,
+        token: &str,
+        statuses: &[&str],
+    ) -> serde_json::Value {
+        let deadline = Instant::now() + Duration::from_secs(60);
+        loop {
+            let v: serde_json::Value = client
+                .get(format!(
+                    "{}/brain/acme/project/shop/workflows/runs/{run}",
+                    self.base
+                ))
+                .bearer_auth(token)
+                .send()
+                .await
+                .unwrap()
+                .json()
+                .await
+                .unwrap();
+            if statuses.iter().any(|s| v["status"] == *s) {
+                return v;
+            }
+            assert!(
+                Instant::now() < deadline,
+                "run {run} never reached {statuses:?}: {v}"
+            );
+            tokio::time::sleep(Duration::from_millis(25)).await;
+        }
+    }
+
     /// The process id.
     pub fn pid(&self) -> u32 {
         self.child.id()
