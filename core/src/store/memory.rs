@@ -115,11 +115,11 @@ impl Store for MemoryStore {
 mod tests {
     #[test]
     fn keeps_the_store_contracts() {
-        super::super::contract_tests::check_all(&super::MemoryStore::new());
+        crate::store::contract::check_all(&super::MemoryStore::new());
     }
 
     #[test]
     fn reads_journal_ranges_as_slices_of_the_journal() {
-        super::super::contract_tests::check_ranges(&super::MemoryStore::new());
+        crate::store::contract::check_ranges(&super::MemoryStore::new());
     }
 }

@@ -38,7 +38,7 @@ fn seqs(store: &RedbStore, run: RunId) -> Vec<u64> {
 fn keeps_the_store_contracts() {
     let dir = tempfile::tempdir().unwrap();
     let store = RedbStore::open(dir.path().join("j.redb"), Durability::Immediate).unwrap();
-    super::super::contract_tests::check_all(&store);
+    crate::store::contract::check_all(&store);
 }
 
 #[test]
@@ -46,7 +46,7 @@ fn keeps_the_store_contracts_when_folding_after_every_commit() {
     let dir = tempfile::tempdir().unwrap();
     let mut store = RedbStore::open(dir.path().join("j.redb"), Durability::Immediate).unwrap();
     store.fold.records = 1;
-    super::super::contract_tests::check_all(&store);
+    crate::store::contract::check_all(&store);
     assert_eq!(
         store.unfolded_records(),
         0,
@@ -58,14 +58,14 @@ fn keeps_the_store_contracts_when_folding_after_every_commit() {
 fn reads_journal_ranges_as_slices_of_the_journal() {
     let dir = tempfile::tempdir().unwrap();
     let store = RedbStore::open(dir.path().join("j.redb"), Durability::Immediate).unwrap();
-    super::super::contract_tests::check_ranges(&store);
+    crate::store::contract::check_ranges(&store);
     assert_eq!(
         store.unfolded_records(),
         18,
         "the ranges above were read unfolded"
     );
     store.fold().unwrap();
-    super::super::contract_tests::check_ranges(&store);
+    crate::store::contract::check_ranges(&store);
 }
 
 #[test]
@@ -75,7 +75,7 @@ fn reads_journal_ranges_across_folded_and_unfolded_records() {
     store.fold.records = 1;
     // `maintain` folds after every commit here: the first ten records are folded, the
     // last five are not.
-    super::super::contract_tests::check_ranges(&store);
+    crate::store::contract::check_ranges(&store);
     assert!(store.unfolded_records() > 0);
 }
 

@@ -1,0 +1,184 @@
+//! The [`Store`](super::Store) contracts as checks any implementation can run in its tests
+//! (with the `test-util` feature): the redb and in-memory stores here, PostgreSQL in its crate.
+//! Each panics, naming the contract, when the store breaks one.
+
+use super::{CommitBatch, EncodedRecord, RunFilter, RunSummary, Store};
+use crate::codec;
+use crate::id::RunId;
+use crate::record::{Record, RunStatus, StartRecord};
+use crate::vocabulary::RunScope;
+
+fn start(run: RunId, name: &str) -> CommitBatch {
+    let mut bytes = Vec::new();
+    let rec = Record::Start(Box::new(StartRecord {
+        workflow_name: name.into(),
+        workflow_version: String::new(),
+        frontend: "code".into(),
+        params: serde_json::json!({"n": 1}),
+        definition: None,
+        parent: None,
+        started_by: "test".into(),
+        idempotency_key: Some(format!("key-{run}")),
+        scope: RunScope::default(),
+        requested_by: None,
+    }));
+    codec::encode(&rec, 7, &mut bytes);
+    CommitBatch {
+        records: vec![EncodedRecord {
+            run_id: run,
+            seq: 0,
+            bytes,
+        }],
+        summaries: vec![RunSummary {
+            run_id: run,
+            workflow_name: name.into(),
+            frontend: "code".into(),
+            status: RunStatus::Running,
+            created_ms: 7,
+            updated_ms: 7,
+            parent: None,
+            scope: RunScope::default(),
+        }],
+        idempotency_keys: vec![(format!("key-{run}"), run)],
+    }
+}
+
+/// Commits, reads, listing, active runs, idempotency keys and measured reads.
+pub fn check_all(store: &dyn Store) {
+    let a = RunId::new();
+    std::thread::sleep(std::time::Duration::from_millis(2));
+    let b = RunId::new();
+    let (ba, bb) = (start(a, "alpha"), start(b, "beta"));
+    store.commit(&[&ba, &bb]).unwrap();
+    // Housekeeping between commits leaves every read unchanged (checked by all below).
+    store.maintain().unwrap();
+
+    let journal = store.read_journal(a).unwrap();
+    assert_eq!(journal.len(), 1);
+    assert_eq!(journal[0].at_ms, 7);
+    assert!(matches!(&journal[0].record, Record::Start(s) if s.workflow_name == "alpha"));
+
+    let all = store.list_runs(&RunFilter::default()).unwrap();
+    assert_eq!(
+        all.iter().map(|s| s.run_id).collect::<Vec<_>>(),
+        vec![b, a],
+        "newest first"
+    );
+    let only = store
+        .list_runs(&RunFilter {
+            workflow: Some("alpha".into()),
+            ..Default::default()
+        })
+        .unwrap();
+    assert_eq!(only.len(), 1);
+    let page = store
+        .list_runs(&RunFilter {
+            before: Some(b),
+            ..Default::default()
+        })
+        .unwrap();
+    assert_eq!(page.iter().map(|s| s.run_id).collect::<Vec<_>>(), vec![a]);
+
+    assert_eq!(
+        store.find_idempotency_key(&format!("key-{a}")).unwrap(),
+        Some(a)
+    );
+    assert_eq!(store.find_idempotency_key("nope").unwrap(), None);
+    assert_eq!(store.active_runs().unwrap(), vec![a, b]);
+
+    let mut done = store.run_summary(a).unwrap().unwrap();
+    done.status = RunStatus::Done;
+    store
+        .commit(&[&CommitBatch {
+            summaries: vec![done],
+            ..Default::default()
+        }])
+        .unwrap();
+    assert_eq!(store.active_runs().unwrap(), vec![b]);
+    assert_eq!(
+        store.run_summary(a).unwrap().unwrap().status,
+        RunStatus::Done
+    );
+    assert!(store.read_journal(RunId::new()).unwrap().is_empty());
+
+    let (entries, bytes) = store.read_journal_measured(b).unwrap();
+    let raw = store.read_journal_raw(b).unwrap();
+    assert_eq!(entries, store.read_journal(b).unwrap());
+    assert_eq!(
+        bytes,
+        raw.iter().map(|(_, r)| r.len() as u64).sum::<u64>(),
+        "the journal's encoded bytes"
+    );
+}
+
+/// `count` records of `run` from seq `first`, each holding its own seq as bytes.
+pub fn records(run: RunId, first: u64, count: u64) -> CommitBatch {
+    CommitBatch {
+        records: (first..first + count)
+            .map(|seq| EncodedRecord {
+                run_id: run,
+                seq,
+                bytes: seq.to_le_bytes().to_vec(),
+            })
+            .collect(),
+        ..Default::default()
+    }
+}
+
+/// The seqs of a ranged read, each checked against the bytes it carries.
+fn range_seqs(store: &dyn Store, run: RunId, from: u64, limit: usize) -> Vec<u64> {
+    store
+        .read_journal_range(run, from, limit)
+        .unwrap()
+        .into_iter()
+        .map(|(seq, bytes)| {
+            assert_eq!(bytes, seq.to_le_bytes(), "record {seq} reads its own bytes");
+            seq
+        })
+        .collect()
+}
+
+/// [`Store::read_journal_range`]: slices of the full journal, whatever the store did with
+/// the records between commits (`maintain` may move them; reads must not notice).
+pub fn check_ranges(store: &dyn Store) {
+    let (run, other) = (RunId::new(), RunId::new());
+    store
+        .commit(&[&records(run, 0, 10), &records(other, 0, 3)])
+        .unwrap();
+    store.maintain().unwrap();
+    store.commit(&[&records(run, 10, 5)]).unwrap();
+    assert_eq!(range_seqs(store, run, 0, 100), (0..15).collect::<Vec<_>>());
+    assert_eq!(range_seqs(store, run, 3, 4), [3, 4, 5, 6]);
+    assert_eq!(
+        range_seqs(store, run, 8, 4),
+        [8, 9, 10, 11],
+        "across two commits"
+    );
+    assert_eq!(range_seqs(store, run, 13, 100), [13, 14]);
+    assert!(range_seqs(store, run, 15, 100).is_empty(), "past the end");
+    assert!(range_seqs(store, run, 0, 0).is_empty(), "a limit of 0");
+    assert!(
+        range_seqs(store, RunId::new(), 0, 10).is_empty(),
+        "unknown run"
+    );
+    assert_eq!(
+        range_seqs(store, other, 0, 100),
+        [0, 1, 2],
+        "runs do not mix"
+    );
+    // Paging from each page's last seq + 1 reads every record exactly once.
+    let mut paged = Vec::new();
+    let mut from = 0;
+    loop {
+        let page = range_seqs(store, run, from, 4);
+        let Some(&last) = page.last() else { break };
+        paged.extend(page);
+        from = last + 1;
+    }
+    assert_eq!(paged, (0..15).collect::<Vec<_>>());
+    assert_eq!(
+        store.read_journal_range(run, 2, 3).unwrap(),
+        store.read_journal_raw(run).unwrap()[2..5].to_vec(),
+        "the same records as the full read"
+    );
+}
