@@ -87,6 +87,15 @@ impl EngineBuilder {
         self.map(|b| b.store(store))
     }
 
+    /// The journal on the PostgreSQL database at `url` (`postgres://user@host:port/database`),
+    /// which several worker processes may share; its schema is created or migrated now.
+    /// Fails when the database cannot be reached or was migrated by a newer version.
+    #[cfg(feature = "postgres")]
+    pub fn postgres(self, url: &str) -> Result<Self, StoreError> {
+        let store = magrathea_postgres::PgStore::connect(url)?;
+        Ok(self.store(Arc::new(store)))
+    }
+
     /// An in-memory store: nothing survives the process. For tests and examples.
     pub fn in_memory(self) -> Self {
         self.map(core::EngineBuilder::in_memory)

@@ -33,7 +33,7 @@ mod store;
 #[cfg(feature = "test-util")]
 pub mod testing;
 
-pub use store::PgStore;
+pub use store::{PgStore, redact};
 
 /// Whether `url` names a PostgreSQL database (`postgres://…` or `postgresql://…`).
 pub fn is_postgres_url(url: &str) -> bool {

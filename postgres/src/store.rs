@@ -88,8 +88,8 @@ impl PgStore {
     }
 }
 
-/// `url` with the password, if any, replaced by `***`.
-fn redact(url: &str) -> String {
+/// `url` with the password, if any, replaced by `***` (for messages and logs).
+pub fn redact(url: &str) -> String {
     let Some((scheme, rest)) = url.split_once("://") else {
         return url.to_owned();
     };

@@ -23,8 +23,10 @@
 //! exit 0, or the run's code for the commands above.
 
 pub mod http;
+mod store_location;
 
 pub use http::{
     Access, ConnectionLimits, DEFAULT_ADDR, DEFAULT_HEADER_READ_TIMEOUT, DEFAULT_IDLE_TIMEOUT,
     DEFAULT_MAX_CONNECTIONS, ServeConfig, ServeError, Server, ServerHandle, serve,
 };
+pub use store_location::StoreLocation;

@@ -55,8 +55,9 @@ pub(crate) struct Location {
     /// The project directory, holding `_vance/` (default: the current directory).
     #[arg(long, value_name = "DIR", global = true)]
     pub(crate) project: Option<PathBuf>,
-    /// The store directory; the journal is `<store>/journal.redb` (default: `<project>/.magrathea/`).
-    #[arg(long, value_name = "PATH", global = true)]
+    /// The store: a directory, whose journal is `<store>/journal.redb` (default:
+    /// `<project>/.magrathea/`), or a PostgreSQL URL (`postgres://user@host:port/database`).
+    #[arg(long, value_name = "PATH|URL", global = true)]
     pub(crate) store: Option<PathBuf>,
 }
 

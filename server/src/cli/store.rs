@@ -1,9 +1,10 @@
 //! The project a command works on, and opening its store as an [`Engine`].
 
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 
 use anyhow::{Context, anyhow};
 use magrathea_core::{Engine, OpenError, RunError, RunId, StoreError};
+use magrathea_server::StoreLocation;
 use magrathea_server::http::runs::RunDto;
 
 use super::Location;
@@ -17,12 +18,12 @@ pub(crate) struct Project {
     /// Its tenant and project names.
     pub(crate) scope: Scope,
     docs: DocumentSource,
-    store_dir: PathBuf,
+    store: StoreLocation,
 }
 
 impl Project {
-    /// Resolves `--project` (default: the current directory) and `--store` (default
-    /// `<project>/.magrathea/`).
+    /// Resolves `--project` (default: the current directory) and `--store` (a directory,
+    /// default `<project>/.magrathea/`, or a PostgreSQL URL).
     pub(crate) fn locate(loc: &Location) -> anyhow::Result<Self> {
         let dir = loc.project.clone().unwrap_or_else(|| PathBuf::from("."));
         let canonical = dir.canonicalize().with_context(|| {
@@ -34,16 +35,17 @@ impl Project {
         if !canonical.is_dir() {
             anyhow::bail!("{} is not a directory; pass --project DIR", dir.display());
         }
-        let store_dir = loc
-            .store
-            .clone()
-            .unwrap_or_else(|| canonical.join(".magrathea"));
+        let store = StoreLocation::from_arg(
+            &loc.store
+                .clone()
+                .unwrap_or_else(|| canonical.join(".magrathea")),
+        );
         let (docs, scope) = DocumentSource::for_project_dir(&canonical);
         Ok(Self {
             dir,
             scope,
             docs,
-            store_dir,
+            store,
         })
     }
 
@@ -62,9 +64,14 @@ impl Project {
         scope_string(&self.scope)
     }
 
-    /// The redb file.
-    pub(crate) fn journal_path(&self) -> PathBuf {
-        self.store_dir.join("journal.redb")
+    /// Whether the store may hold runs (see [`StoreLocation::may_exist`]).
+    pub(crate) fn store_may_exist(&self) -> bool {
+        self.store.may_exist()
+    }
+
+    /// The store, as messages name it (the redb file, or the URL without its password).
+    pub(crate) fn store_name(&self) -> String {
+        self.store.describe()
     }
 
     /// Opens (creating if needed) the store. With `recover`, every unfinished run is
@@ -74,18 +81,20 @@ impl Project {
         runtime: &YamlRuntime,
         recover: bool,
     ) -> anyhow::Result<Engine> {
-        std::fs::create_dir_all(&self.store_dir).with_context(|| {
-            format!(
-                "could not create the store directory {}",
-                self.store_dir.display()
-            )
-        })?;
-        let builder = Engine::builder().path(self.journal_path()).recover(recover);
+        if let StoreLocation::Redb(dir) = &self.store {
+            std::fs::create_dir_all(dir).with_context(|| {
+                format!("could not create the store directory {}", dir.display())
+            })?;
+        }
+        let builder = self
+            .store
+            .install(Engine::builder().recover(recover))
+            .map_err(|e| open_error(OpenError::Store(e), &self.store_name()))?;
         let engine = runtime
             .install(builder)
             .build()
             .await
-            .map_err(|e| open_error(e, &self.journal_path()))?;
+            .map_err(|e| open_error(e, &self.store_name()))?;
         // Tools that start runs or read the inbox (workflow_start, inbox_read) use the engine.
         runtime.attach(&engine);
         Ok(engine)
@@ -94,7 +103,7 @@ impl Project {
     /// Opens the store for reading, or `None` when it does not exist yet (no run was ever
     /// started here), so that reading commands create nothing.
     pub(crate) async fn existing_engine(&self) -> anyhow::Result<Option<Engine>> {
-        if !self.journal_path().exists() {
+        if !self.store_may_exist() {
             return Ok(None);
         }
         self.engine(&self.runtime(), false).await.map(Some)
@@ -119,7 +128,7 @@ impl Project {
         anyhow!(
             "[MAG-RN001] run {run} not found in project {} (store {}); `magrathea runs list` shows its runs",
             self.scope_string(),
-            self.journal_path().display()
+            self.store_name()
         )
     }
 }
@@ -129,13 +138,13 @@ pub(crate) fn parse_run_id(id: &str) -> anyhow::Result<RunId> {
     id.trim().parse::<RunId>().map_err(|e| anyhow!("{e}"))
 }
 
-fn open_error(e: OpenError, path: &Path) -> anyhow::Error {
+fn open_error(e: OpenError, store: &str) -> anyhow::Error {
     match e {
         OpenError::Store(StoreError::Locked(_)) => anyhow!(
             "{e}\nhint: another magrathea process (a `magrathea run`, `resume`, `inbox answer` or \
              `serve`) has this store open; wait for it to finish or stop it, or pass --store \
              to use another store"
         ),
-        e => anyhow!("could not open the store {}: {e}", path.display()),
+        e => anyhow!("could not open the store {store}: {e}"),
     }
 }

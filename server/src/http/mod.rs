@@ -46,6 +46,8 @@ use axum::Extension;
 use axum::Router;
 use axum::extract::DefaultBodyLimit;
 use magrathea_core::{Engine, EngineBuilder, OpenError};
+
+use crate::StoreLocation;
 use magrathea_yaml::{DocumentSource, YamlRuntime};
 use tokio::sync::oneshot;
 use tokio::task::JoinHandle;
@@ -103,7 +105,8 @@ impl ServeConfig {
         self
     }
 
-    /// The store directory; the journal is `<store>/journal.redb`.
+    /// The store: a directory (the journal is `<store>/journal.redb`), or a PostgreSQL URL
+    /// (`postgres://user@host:port/database`) that several servers share.
     pub fn store(mut self, store: impl Into<PathBuf>) -> Self {
         self.store = Some(store.into());
         self
@@ -173,6 +176,11 @@ impl ServeConfig {
         self.store
             .clone()
             .unwrap_or_else(|| self.root.join(".magrathea"))
+    }
+
+    /// The store, as [`ServeConfig::store`] named it.
+    pub fn store_location(&self) -> StoreLocation {
+        StoreLocation::from_arg(&self.store_dir())
     }
 }
 
@@ -280,14 +288,16 @@ pub fn router(state: AppState) -> Router {
 pub async fn serve(config: ServeConfig) -> Result<(SocketAddr, ServerHandle), ServeError> {
     check_insecure_addr(config.insecure_no_auth, config.addr)?;
     let auth = Auth::load(auth::token_file(&config.root), config.insecure_no_auth)?;
-    let store = config.store_dir();
-    std::fs::create_dir_all(&store).map_err(|source| ServeError::StoreDir {
-        path: store.clone(),
-        source,
-    })?;
-    let engine = Engine::builder()
-        .path(store.join("journal.redb"))
-        .recover(true);
+    let location = config.store_location();
+    if let StoreLocation::Redb(dir) = &location {
+        std::fs::create_dir_all(dir).map_err(|source| ServeError::StoreDir {
+            path: dir.clone(),
+            source,
+        })?;
+    }
+    let engine = location
+        .install(Engine::builder().recover(true))
+        .map_err(|e| ServeError::Open(OpenError::Store(e)))?;
     start(engine, &config, auth).await
 }
 

@@ -1,0 +1,58 @@
+//! Where a server or a command keeps its journal: a redb file in a directory (the default), or
+//! a PostgreSQL database that several `magrathea` workers share (`--store postgres://…`).
+
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+use magrathea_core::{EngineBuilder, StoreError};
+
+/// A journal store, as `--store` names it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum StoreLocation {
+    /// `<dir>/journal.redb`.
+    Redb(PathBuf),
+    /// A PostgreSQL URL (`postgres://user@host:port/database`).
+    Postgres(String),
+}
+
+impl StoreLocation {
+    /// A `postgres://` or `postgresql://` URL names a database; anything else a directory.
+    pub fn from_arg(arg: &Path) -> Self {
+        match arg.to_str() {
+            Some(url) if magrathea_postgres::is_postgres_url(url) => Self::Postgres(url.into()),
+            _ => Self::Redb(arg.to_path_buf()),
+        }
+    }
+
+    /// The redb file, for a directory store.
+    pub fn journal_path(&self) -> Option<PathBuf> {
+        match self {
+            Self::Redb(dir) => Some(dir.join("journal.redb")),
+            Self::Postgres(_) => None,
+        }
+    }
+
+    /// Whether the store may hold runs already: a redb file that exists, or any database.
+    pub fn may_exist(&self) -> bool {
+        self.journal_path().is_none_or(|p| p.exists())
+    }
+
+    /// The store as messages name it: the redb file, or the URL without its password.
+    pub fn describe(&self) -> String {
+        match self {
+            Self::Redb(dir) => dir.join("journal.redb").display().to_string(),
+            Self::Postgres(url) => magrathea_postgres::redact(url),
+        }
+    }
+
+    /// `builder` with this store: the redb file (its directory is created by the engine), or a
+    /// connection to the database, whose schema is created or migrated now.
+    pub fn install(&self, builder: EngineBuilder) -> Result<EngineBuilder, StoreError> {
+        Ok(match self {
+            Self::Redb(dir) => builder.path(dir.join("journal.redb")),
+            Self::Postgres(url) => {
+                builder.store(Arc::new(magrathea_postgres::PgStore::connect(url)?))
+            }
+        })
+    }
+}
