@@ -45,7 +45,9 @@ fn run_runs_and_journal_work_on_a_postgres_store() {
     let url = cluster().create_database();
     let p = Project::new();
     p.workflow("greet", GREET);
-    let out = p.cli(&["run", "greet", "--store", &url, "--param", "who=pg", "--json"]);
+    let out = p.cli(&[
+        "run", "greet", "--store", &url, "--param", "who=pg", "--json",
+    ]);
     assert_eq!(code(&out), 0, "{}", stderr(&out));
     let run = json(&out);
     assert_eq!(run["status"], "DONE", "{run}");
@@ -61,7 +63,11 @@ fn run_runs_and_journal_work_on_a_postgres_store() {
     assert_eq!(show["result"], "hello pg");
     let journal = p.cli(&["journal", &id, "--store", &url]);
     assert_eq!(code(&journal), 0, "{}", stderr(&journal));
-    assert!(stdout(&journal).contains("StartRecord"), "{}", stdout(&journal));
+    assert!(
+        stdout(&journal).contains("StartRecord"),
+        "{}",
+        stdout(&journal)
+    );
 }
 
 #[test]
@@ -96,6 +102,9 @@ fn an_unreachable_database_is_named_without_its_password() {
     assert_eq!(code(&out), 1, "{}", stderr(&out));
     let err = stderr(&out);
     assert!(err.contains("[MAG-ST001]"), "{err}");
-    assert!(err.contains(&format!("postgres://me:***@127.0.0.1:{port}/db")), "{err}");
+    assert!(
+        err.contains(&format!("postgres://me:***@127.0.0.1:{port}/db")),
+        "{err}"
+    );
     assert!(!err.contains("hunter2"), "{err}");
 }
