@@ -29,6 +29,13 @@ pub enum StoreError {
     /// An entry of the run index (a run's summary) could not be decoded: the store is corrupt.
     /// The journal itself may be intact; restore the store from a backup.
     CorruptIndex(String),
+    /// A store shared by several workers refused an append to a run whose lease this worker no
+    /// longer holds (another worker reclaimed it): nothing of the append was written, and this
+    /// worker stops driving the run.
+    Fenced(RunId),
+    /// A store shared by several workers refused a start whose idempotency key another
+    /// worker's start took first: nothing of it was written; the key names that run.
+    KeyTaken(RunId),
 }
 
 impl StoreError {
@@ -49,6 +56,16 @@ impl fmt::Display for StoreError {
             ),
             Self::Closed => f.write_str("[MAG-ST003] the journal writer has stopped"),
             Self::CorruptIndex(why) => write!(f, "[MAG-ST004] corrupt run index: {why}"),
+            Self::Fenced(run) => write!(
+                f,
+                "[MAG-ST005] run {run} is driven by another worker now: this worker lost its \
+                 lease, and its append was refused"
+            ),
+            Self::KeyTaken(run) => write!(
+                f,
+                "[MAG-ST006] the idempotency key was taken by run {run}, started by another \
+                 worker at the same time"
+            ),
         }
     }
 }
@@ -61,7 +78,11 @@ impl std::error::Error for StoreError {
             Self::Io(source) => Some(&**source),
             // Transparent: the decode error's own message is this error's message.
             Self::Decode(e) => e.source(),
-            Self::Locked(_) | Self::Closed | Self::CorruptIndex(_) => None,
+            Self::Locked(_)
+            | Self::Closed
+            | Self::CorruptIndex(_)
+            | Self::Fenced(_)
+            | Self::KeyTaken(_) => None,
         }
     }
 }

@@ -22,7 +22,7 @@ use std::time::{Duration, Instant};
 use tokio::sync::oneshot;
 
 use crate::error::StoreError;
-use crate::store::{CommitBatch, Store};
+use crate::store::{CommitBatch, Refusal, Store};
 
 /// Called after every successful commit with the number of records and the commit's duration
 /// in microseconds (for histograms in metrics exporters). Runs on the thread that committed
@@ -93,16 +93,22 @@ struct Shared {
 }
 
 impl Shared {
-    /// Commits `batches` (the caller holds `commit_lock`) and counts it.
-    fn commit(&self, batches: &[&CommitBatch]) -> Result<(), StoreError> {
+    /// Commits `batches` (the caller holds `commit_lock`) and counts it; returns the batches
+    /// a shared store refused (see [`Store::commit_checked`]).
+    fn commit(&self, batches: &[&CommitBatch]) -> Result<Vec<Refusal>, StoreError> {
         let started = Instant::now();
-        let result = self.store.commit(batches);
+        let result = self.store.commit_checked(batches);
         let micros = started.elapsed().as_micros() as u64;
         self.last_group.store(batches.len(), Ordering::Relaxed);
         self.failed.store(result.is_err(), Ordering::Relaxed);
         match &result {
-            Ok(()) => {
-                let records: usize = batches.iter().map(|b| b.records.len()).sum();
+            Ok(refused) => {
+                let records: usize = batches
+                    .iter()
+                    .enumerate()
+                    .filter(|(i, _)| !refused.iter().any(|r| r.batch == *i))
+                    .map(|(_, b)| b.records.len())
+                    .sum();
                 let stats = &self.stats;
                 stats.commits.fetch_add(1, Ordering::Relaxed);
                 stats
@@ -198,7 +204,14 @@ impl JournalWriter {
             return None;
         }
         let _guard = shared.commit_lock.try_lock().ok()?;
-        Some(shared.commit(&[batch]))
+        Some(
+            shared
+                .commit(&[batch])
+                .and_then(|refused| match refused.into_iter().next() {
+                    Some(refusal) => Err(refusal.error),
+                    None => Ok(()),
+                }),
+        )
     }
 
     /// Whether the journal accepted its last commit. Reading it costs one atomic load; it
@@ -275,8 +288,15 @@ fn run(shared: &Shared, rx: &mpsc::Receiver<Request>) {
         let batches: Vec<&CommitBatch> = group.iter().map(|r| &r.batch).collect();
         let result = shared.commit(&batches);
         drop(guard);
-        for r in group.drain(..) {
-            let _ = r.ack.send(result.clone());
+        for (i, r) in group.drain(..).enumerate() {
+            let outcome = match &result {
+                Err(e) => Err(e.clone()),
+                Ok(refused) => match refused.iter().find(|f| f.batch == i) {
+                    Some(refusal) => Err(refusal.error.clone()),
+                    None => Ok(()),
+                },
+            };
+            let _ = r.ack.send(outcome);
         }
         shared.maintain();
     }

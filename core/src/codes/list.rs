@@ -25,6 +25,16 @@ pub const CODES: &[ErrorCode] = &[
         remedy: "Restore the store from a backup; the journals themselves may still be intact.",
     },
     ErrorCode {
+        code: "MAG-ST005",
+        meaning: "A shared store (PostgreSQL) refused a worker's append to a run whose lease it lost: another worker reclaimed the run after the lease expired. Nothing of the append was written.",
+        remedy: "Nothing to do: the worker stops driving the run and the new owner replays it. If it happens often, the workers miss heartbeats (overloaded, paused, or a lease grace period that is too short).",
+    },
+    ErrorCode {
+        code: "MAG-ST006",
+        meaning: "Two workers started runs with the same idempotency key at the same time; the other worker's start took the key first.",
+        remedy: "Nothing to do: the start returns the run that took the key.",
+    },
+    ErrorCode {
         code: "MAG-JF001",
         meaning: "A journal record was written by a newer (or unknown) format version.",
         remedy: "Upgrade Magrathea to a version that reads this format.",

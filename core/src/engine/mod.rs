@@ -279,9 +279,15 @@ impl EngineInner {
                 forwarded
             }
         };
-        done.await
-            .map_err(|_| StartError::Store(StoreError::Closed))??;
-        Ok(run_id)
+        match done
+            .await
+            .map_err(|_| StartError::Store(StoreError::Closed))?
+        {
+            // Another worker sharing the store started a run with this key first.
+            Err(StartError::Store(StoreError::KeyTaken(existing))) => Ok(existing),
+            Err(e) => Err(e),
+            Ok(()) => Ok(run_id),
+        }
     }
 }
 

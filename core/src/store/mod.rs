@@ -10,6 +10,7 @@ pub mod contract;
 mod faulty;
 #[cfg(any(test, feature = "test-util"))]
 mod faulty_backend;
+mod leases;
 mod log_frame;
 mod memory;
 mod reader;
@@ -21,6 +22,7 @@ use serde::{Deserialize, Serialize};
 pub use faulty::FaultyStore;
 #[cfg(any(test, feature = "test-util"))]
 pub use faulty_backend::{DiskFaults, FaultyBackend};
+pub use leases::{Claim, Leases, Mail};
 pub use memory::MemoryStore;
 pub use reader::StoreReader;
 pub use redb_store::{Durability, RedbStore};
@@ -81,6 +83,17 @@ impl CommitBatch {
     }
 }
 
+/// A batch a store shared by several workers refused while committing the others of its
+/// group: its index in the slice given to [`Store::commit_checked`], and why
+/// ([`StoreError::Fenced`], [`StoreError::KeyTaken`]).
+#[derive(Debug, Clone)]
+pub struct Refusal {
+    /// Index of the refused batch.
+    pub batch: usize,
+    /// Why it was refused.
+    pub error: StoreError,
+}
+
 /// Which runs to list.
 #[derive(Debug, Clone, Default)]
 pub struct RunFilter {
@@ -112,6 +125,22 @@ pub struct RunFilter {
 pub trait Store: Send + Sync + 'static {
     /// Commits the batches atomically, in one transaction.
     fn commit(&self, batches: &[&CommitBatch]) -> Result<(), StoreError>;
+
+    /// Commits the batches it accepts atomically, in one transaction, and names the ones it
+    /// refused (none of whose rows were written). Only a store shared by several workers
+    /// refuses batches: one with records of a run whose lease this worker lost
+    /// ([`StoreError::Fenced`]), or a start whose idempotency key another worker took
+    /// ([`StoreError::KeyTaken`]). The journal writer calls this; the default commits
+    /// everything with [`Store::commit`] and refuses nothing.
+    fn commit_checked(&self, batches: &[&CommitBatch]) -> Result<Vec<Refusal>, StoreError> {
+        self.commit(batches).map(|()| Vec::new())
+    }
+
+    /// The leases of a store several worker processes share; `None` (the default) for a store
+    /// one process owns, whose engine drives every run in it.
+    fn leases(&self) -> Option<&dyn Leases> {
+        None
+    }
 
     /// Housekeeping, called by the journal writer between commits (after acknowledging the
     /// last one) and when it has been idle for a while. It may write (it runs on the writer's

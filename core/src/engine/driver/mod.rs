@@ -277,7 +277,10 @@ impl Driver {
         for reply in std::mem::take(&mut self.outbox.replies) {
             reply.fail(&error);
         }
-        let existed = self.start.is_some() && self.outbox.next_seq > 0 && !self.is_fresh_failure();
+        // A worker that lost the run's lease leaves it to the new owner.
+        let fenced = matches!(error, StoreError::Fenced(_));
+        let existed =
+            !fenced && self.start.is_some() && self.outbox.next_seq > 0 && !self.is_fresh_failure();
         if existed {
             let engine = self.engine.clone();
             let run = self.run_id;
