@@ -51,6 +51,9 @@ pub(crate) fn spawn(
         let mut driver = Driver::new(engine.clone(), run, rx);
         driver.run(init).await;
         let journal_bytes = driver.outbox.journal_bytes;
+        if driver.state.is_terminal() && !driver.checking {
+            engine.timers.forget_run(run);
+        }
         // Everything the run held goes with the driver: its state, outbox and attempts.
         drop(driver);
         if engine
