@@ -258,10 +258,7 @@ async fn an_endless_model_reply_fails_the_agent_task_at_the_task_output_limit() 
 #[tokio::test]
 async fn a_script_returning_a_huge_string_fails_with_the_output_limit_named() {
     let e = env().await;
-    e.project(
-        "_vance/scripts/big.js",
-        "return 'x'.repeat(1048576);\n",
-    );
+    e.project("_vance/scripts/big.js", "return 'x'.repeat(1048576);\n");
     e.project(
         "_vance/workflows/big.yaml",
         &one_state("    type: script_task\n    path: _vance/scripts/big.js\n"),

@@ -100,6 +100,10 @@ mod tests {
         assert_eq!(t.trims(), 1, "no second trim inside the interval");
         until_trims(&t, 2).await;
         tokio::time::sleep(MIN_INTERVAL * 3).await;
-        assert_eq!(t.trims(), 2, "the requests inside the interval made one trim");
+        assert_eq!(
+            t.trims(),
+            2,
+            "the requests inside the interval made one trim"
+        );
     }
 }

@@ -157,7 +157,11 @@ mod tests {
         }
         assert_eq!(timers.count().await, 4);
         timers.forget_run(ended);
-        assert_eq!(timers.count().await, 1, "only the other run's timer is left");
+        assert_eq!(
+            timers.count().await,
+            1,
+            "only the other run's timer is left"
+        );
         timers.forget_run(ended);
         assert_eq!(timers.count().await, 1);
     }
