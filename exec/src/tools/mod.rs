@@ -200,10 +200,9 @@ pub struct ToolContext {
     pub idempotency_key: Option<String>,
     /// The engine, once [`Executors::attach`] was called.
     pub engine: Option<Engine>,
-    /// The most bytes of output the calling task may return: the engine's
-    /// [`TaskOutputLimit`](magrathea_core::TaskOutputLimit) when called from a task. A tool
-    /// that reads data from outside (an HTTP body) stops reading past it, so an oversized
-    /// answer never sits whole in memory.
+    /// The most bytes of output the calling task may return: the engine's [`TaskOutputLimit`]
+    /// when called from a task. A tool that reads data from outside (an HTTP body) stops
+    /// reading past it, so an oversized answer never sits whole in memory.
     pub output_limit: Option<usize>,
 }
 
