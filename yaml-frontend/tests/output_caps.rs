@@ -87,6 +87,30 @@ impl Endless {
     }
 }
 
+/// A server on 127.0.0.1 that declares a `content-length` of `declared` bytes, sends none of
+/// them and waits for the client to hang up.
+async fn declaring(declared: u64) -> (u16, Arc<AtomicBool>) {
+    let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let port = listener.local_addr().unwrap().port();
+    let hung_up = Arc::new(AtomicBool::new(false));
+    let h = hung_up.clone();
+    tokio::spawn(async move {
+        while let Ok((mut sock, _)) = listener.accept().await {
+            let hung_up = h.clone();
+            tokio::spawn(async move {
+                let mut buf = vec![0u8; 64 * 1024];
+                let _ = sock.read(&mut buf).await;
+                let head = format!("HTTP/1.1 200 OK\r\ncontent-length: {declared}\r\n\r\n");
+                let _ = sock.write_all(head.as_bytes()).await;
+                // Nothing more is sent: only the client can end the exchange.
+                while matches!(sock.read(&mut buf).await, Ok(n) if n > 0) {}
+                hung_up.store(true, Ordering::SeqCst);
+            });
+        }
+    });
+    (port, hung_up)
+}
+
 struct Env {
     _dir: tempfile::TempDir,
     root: PathBuf,
@@ -277,4 +301,30 @@ async fn a_script_returning_a_huge_string_fails_with_the_output_limit_named() {
         r["output"].to_string().len() < LIMIT,
         "the oversized output is not journaled"
     );
+}
+
+#[tokio::test]
+async fn a_body_declared_larger_than_the_limit_is_refused_before_it_is_read() {
+    let (port, hung_up) = declaring(100 << 20).await;
+    let e = env().await;
+    e.project(
+        "_vance/workflows/fetch.yaml",
+        &one_state(&format!(
+            "    type: tool_task\n    tool: http_request\n    params:\n      \
+             url: http://127.0.0.1:{port}/big\n      maxResponseBytes: 104857600\n      \
+             timeoutSeconds: 30\n"
+        )),
+    );
+    let view = e.run("fetch").await;
+    // Waiting for the 100 MiB that never come would end in a timeout instead.
+    let error = e.technical_error(&view);
+    assert!(
+        error.contains("[MAG-BD020]") && error.contains(&LIMIT.to_string()),
+        "{error}"
+    );
+    let deadline = Instant::now() + Duration::from_secs(30);
+    while !hung_up.load(Ordering::SeqCst) && Instant::now() < deadline {
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    assert!(hung_up.load(Ordering::SeqCst), "the client hung up");
 }
