@@ -50,6 +50,8 @@
     allow(dead_code, unused_imports, unused_variables)
 )]
 
+#[cfg(feature = "tools")]
+mod body;
 mod call;
 mod documents;
 pub mod egress;

@@ -125,6 +125,11 @@ pub const CODES: &[ErrorCode] = &[
         remedy: "Return less, or store large data outside the journal and return a reference; or raise EngineBuilder::max_task_output_bytes.",
     },
     ErrorCode {
+        code: "MAG-BD020",
+        meaning: "An HTTP response (an `http_request` body, or a model service's reply to an agent) is larger than the task may read: the request's `maxResponseBytes` or the engine's task output limit, whichever is lower. Reading stopped at the limit and the connection was closed; the attempt failed with technical_error.",
+        remedy: "Ask for less (a smaller page, a shorter answer, a lower `maxTokens`), raise `maxResponseBytes` up to the task output limit, or raise EngineBuilder::max_task_output_bytes.",
+    },
+    ErrorCode {
         code: "MAG-WF001",
         meaning: "Workflow code panicked: the run is BLOCKED with the panic message and its location.",
         remedy: "Fix the code and reopen the engine; the run replays from its journal.",

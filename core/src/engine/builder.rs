@@ -20,7 +20,8 @@ use crate::writer::JournalWriter;
 /// Defaults: a redb store at `./.magrathea/journal.redb`, [`Durability::Immediate`], recovery
 /// of every non-terminal run on build, suspended runs evicted from memory when nothing they
 /// wait for is due within 2 s, sub-runs nested at most 32 deep, a run's journal at most
-/// 256 MiB, a task attempt's output at most 4 MiB of JSON.
+/// 256 MiB, a task attempt's output at most 4 MiB of JSON, freed heap returned to the operating
+/// system after a run whose journal reached 8 MiB.
 pub struct EngineBuilder {
     path: Option<PathBuf>,
     store: Option<Arc<dyn Store>>,
@@ -34,6 +35,7 @@ pub struct EngineBuilder {
     max_journal_bytes_per_run: u64,
     journal_bytes_limit: Option<super::JournalBytesLimit>,
     max_task_output_bytes: usize,
+    heap_trim_threshold: Option<u64>,
     data: AppData,
 }
 
@@ -48,6 +50,7 @@ impl fmt::Debug for EngineBuilder {
             .field("max_child_depth", &self.max_child_depth)
             .field("max_journal_bytes_per_run", &self.max_journal_bytes_per_run)
             .field("max_task_output_bytes", &self.max_task_output_bytes)
+            .field("heap_trim_threshold", &self.heap_trim_threshold)
             .finish_non_exhaustive()
     }
 }
@@ -67,6 +70,7 @@ impl Default for EngineBuilder {
             max_journal_bytes_per_run: super::DEFAULT_MAX_JOURNAL_BYTES_PER_RUN,
             journal_bytes_limit: None,
             max_task_output_bytes: super::DEFAULT_MAX_TASK_OUTPUT_BYTES,
+            heap_trim_threshold: Some(super::DEFAULT_HEAP_TRIM_THRESHOLD),
             data: AppData::default(),
         }
     }
@@ -186,6 +190,17 @@ impl EngineBuilder {
         self
     }
 
+    /// When a run's memory is returned to the operating system: after the driver of a run whose
+    /// journal holds at least this many bytes leaves memory (default
+    /// [`DEFAULT_HEAP_TRIM_THRESHOLD`](super::DEFAULT_HEAP_TRIM_THRESHOLD), 8 MiB), the engine
+    /// asks the allocator to release its free pages (glibc's `malloc_trim`), on a blocking
+    /// thread and at most once every 5 s; without it, glibc keeps a large run's peak memory
+    /// in the process for good. `None` never asks. Does nothing on targets without glibc.
+    pub fn heap_trim_threshold(mut self, journal_bytes: Option<u64>) -> Self {
+        self.heap_trim_threshold = journal_bytes;
+        self
+    }
+
     /// Opens the store, starts the journal writer and timer service and, unless disabled,
     /// recovers every non-terminal run. Must be called within a tokio runtime.
     pub async fn build(self) -> Result<Engine, OpenError> {
@@ -233,7 +248,9 @@ impl EngineBuilder {
                 max_journal_bytes_per_run: self.max_journal_bytes_per_run,
                 journal_bytes_limit: self.journal_bytes_limit,
                 max_task_output_bytes: self.max_task_output_bytes,
+                heap_trim_threshold: self.heap_trim_threshold,
             },
+            heap: Arc::default(),
         });
         if self.recover {
             for run in store.active_runs()? {

@@ -2,6 +2,7 @@
 
 mod builder;
 mod driver;
+mod heap;
 mod key_locks;
 mod requests;
 mod timers;
@@ -72,6 +73,8 @@ pub(crate) struct Config {
     pub(crate) journal_bytes_limit: Option<JournalBytesLimit>,
     /// The most bytes of JSON one task attempt's output may take.
     pub(crate) max_task_output_bytes: usize,
+    /// The journal size from which a run leaving memory asks for a heap trim.
+    pub(crate) heap_trim_threshold: Option<u64>,
 }
 
 /// The default of [`EngineBuilder::max_child_depth`].
@@ -82,6 +85,9 @@ pub const DEFAULT_MAX_JOURNAL_BYTES_PER_RUN: u64 = 256 << 20;
 
 /// The default of [`EngineBuilder::max_task_output_bytes`]: 4 MiB.
 pub const DEFAULT_MAX_TASK_OUTPUT_BYTES: usize = 4 << 20;
+
+/// The default of [`EngineBuilder::heap_trim_threshold`]: 8 MiB of journal.
+pub const DEFAULT_HEAP_TRIM_THRESHOLD: u64 = 8 << 20;
 
 /// A run's journal limit by its scope, below the engine's (see
 /// [`EngineBuilder::journal_bytes_limit`]); `None` leaves the engine's.
@@ -104,6 +110,8 @@ pub(crate) struct EngineInner {
     /// group commits).
     start_locks: Arc<key_locks::KeyLocks>,
     pub(crate) config: Config,
+    /// Returns freed memory to the operating system after large runs.
+    pub(crate) heap: Arc<heap::HeapTrimmer>,
 }
 
 impl EngineInner {

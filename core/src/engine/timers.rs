@@ -3,9 +3,11 @@
 //! Timers are journaled by their runs (`TimerSetRecord`); this service only keeps the due
 //! times in memory (a few dozen bytes per timer, so a suspended run costs almost nothing) and
 //! tells the run when one is due. After a restart, replaying a run registers its timers again;
-//! registrations are deduplicated by `(run, step, purpose)`.
+//! registrations are deduplicated by `(run, step, purpose)`. When a run ends, its pending
+//! timers (a gate's timeout, a sleep that lost a select) are forgotten at once, so an ended run
+//! costs the service nothing and is never loaded again just to drop a stale timer.
 
-use std::collections::{BTreeSet, HashMap};
+use std::collections::{BTreeMap, BTreeSet};
 use std::sync::Weak;
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
@@ -26,9 +28,19 @@ pub(crate) struct Registration {
     pub(crate) at_ms: u64,
 }
 
+/// What the service is told.
+enum Message {
+    Register(Registration),
+    /// The run ended: drop its pending timers.
+    ForgetRun(RunId),
+    /// How many timers are pending.
+    #[cfg(test)]
+    Count(tokio::sync::oneshot::Sender<usize>),
+}
+
 #[derive(Clone, Debug)]
 pub(crate) struct Timers {
-    tx: mpsc::UnboundedSender<Registration>,
+    tx: mpsc::UnboundedSender<Message>,
 }
 
 pub(crate) fn now_ms() -> u64 {
@@ -45,13 +57,26 @@ impl Timers {
     }
 
     pub(crate) fn register(&self, r: Registration) {
-        let _ = self.tx.send(r);
+        let _ = self.tx.send(Message::Register(r));
+    }
+
+    /// Drops the pending timers of `run`, which ended.
+    pub(crate) fn forget_run(&self, run: RunId) {
+        let _ = self.tx.send(Message::ForgetRun(run));
+    }
+
+    #[cfg(test)]
+    async fn count(&self) -> usize {
+        let (tx, rx) = tokio::sync::oneshot::channel();
+        let _ = self.tx.send(Message::Count(tx));
+        rx.await.unwrap_or(0)
     }
 }
 
-async fn run(engine: Weak<EngineInner>, mut rx: mpsc::UnboundedReceiver<Registration>) {
+async fn run(engine: Weak<EngineInner>, mut rx: mpsc::UnboundedReceiver<Message>) {
     let mut due: BTreeSet<(u64, Key)> = BTreeSet::new();
-    let mut by_key: HashMap<Key, u64> = HashMap::new();
+    // Ordered by run first, so that one run's timers are one range.
+    let mut by_key: BTreeMap<Key, u64> = BTreeMap::new();
     loop {
         let next = due.first().map(|(at, _)| *at);
         let registration = match next {
@@ -77,12 +102,67 @@ async fn run(engine: Weak<EngineInner>, mut rx: mpsc::UnboundedReceiver<Registra
                 }
             }
         };
-        let Some(r) = registration else { return };
+        let r = match registration {
+            None => return,
+            Some(Message::Register(r)) => r,
+            Some(Message::ForgetRun(run)) => {
+                let keys: Vec<Key> = by_key
+                    .range((run, 0, TimerPurpose::Sleep)..)
+                    .take_while(|(k, _)| k.0 == run)
+                    .map(|(k, _)| *k)
+                    .collect();
+                for key in keys {
+                    if let Some(at) = by_key.remove(&key) {
+                        due.remove(&(at, key));
+                    }
+                }
+                continue;
+            }
+            #[cfg(test)]
+            Some(Message::Count(reply)) => {
+                let _ = reply.send(by_key.len());
+                continue;
+            }
+        };
         let key = (r.run, r.step, r.purpose);
         if by_key.contains_key(&key) {
             continue;
         }
         by_key.insert(key, r.at_ms);
         due.insert((r.at_ms, key));
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[tokio::test]
+    async fn an_ended_runs_pending_timers_are_forgotten_and_others_kept() {
+        let timers = Timers::start(Weak::new());
+        let (ended, other) = (RunId::new(), RunId::new());
+        let far = now_ms() + 3_600_000;
+        for (run, step, purpose) in [
+            (ended, 0, TimerPurpose::Sleep),
+            (ended, 3, TimerPurpose::Retry),
+            (ended, 7, TimerPurpose::GateTimeout),
+            (other, 1, TimerPurpose::GateTimeout),
+        ] {
+            timers.register(Registration {
+                run,
+                step,
+                purpose,
+                at_ms: far,
+            });
+        }
+        assert_eq!(timers.count().await, 4);
+        timers.forget_run(ended);
+        assert_eq!(
+            timers.count().await,
+            1,
+            "only the other run's timer is left"
+        );
+        timers.forget_run(ended);
+        assert_eq!(timers.count().await, 1);
     }
 }

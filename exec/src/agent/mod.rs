@@ -96,7 +96,7 @@ use std::fmt;
 use std::sync::{Arc, PoisonError, RwLock};
 use std::time::Duration;
 
-use magrathea_core::{Engine, TaskContext, TaskError};
+use magrathea_core::{Engine, TaskContext, TaskError, TaskOutputLimit};
 use serde::{Deserialize, Serialize};
 use serde_json::{Value, json};
 
@@ -439,6 +439,7 @@ fn prepare(
         .unwrap_or(DEFAULT_TIMEOUT);
     // `None` (the workflow declares no `allowedTools:`) means the default pool.
     let workflow_allowed = run.allowed_tools.clone();
+    let output_limit = ctx.data::<TaskOutputLimit>().map(|l| l.0);
     let tool_ctx = ToolContext {
         tenant: scope.tenant.clone(),
         project: scope.project.clone(),
@@ -449,6 +450,7 @@ fn prepare(
         // Per attempt; the tool box adds the call's index.
         idempotency_key: Some(ctx.idempotency_key()),
         engine,
+        output_limit,
     };
     let toolbox = ToolBox::new(
         docs,
@@ -476,6 +478,7 @@ fn prepare(
         api_key,
         timeout: Some(timeout),
         tools: toolbox,
+        output_limit,
     };
     Ok(Prepared {
         engine: agent,

@@ -5,6 +5,8 @@ use std::sync::OnceLock;
 use futures::future::BoxFuture;
 use serde_json::{Value, json};
 
+use crate::body::{BodyError, read_capped};
+
 use super::{
     AgentEngine, AgentError, AgentReply, AgentRequest, ChatMessage, CloseReason,
     DEFAULT_MAX_TOOL_ROUNDS, ReplyFormat, Usage, jeltz,
@@ -16,6 +18,11 @@ const KNOWN_FIELDS: &str = "engine, provider, baseUrl, model, apiKeyEnv, tempera
                             maxToolRounds";
 
 const DEFAULT_BASE_URL: &str = "https://api.openai.com/v1";
+
+/// What a chat-completions response may hold beyond the task's output limit: its JSON
+/// envelope (ids, usage, tool calls' framing). A reply past limit + envelope cannot become an
+/// output the engine accepts, so it is not read further.
+const REPLY_ENVELOPE_BYTES: usize = 64 * 1024;
 
 /// What the built-in engine does with the task's `params`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -221,7 +228,24 @@ impl OpenAiEngine {
         }
         let response = http.send().await.map_err(|e| transport(url, e))?;
         let status = response.status();
-        let text = response.text().await.map_err(|e| transport(url, e))?;
+        let limit = req
+            .output_limit
+            .unwrap_or(magrathea_core::DEFAULT_MAX_TASK_OUTPUT_BYTES);
+        let cap = limit.saturating_add(REPLY_ENVELOPE_BYTES) as u64;
+        let bytes = match read_capped(response, cap).await {
+            Ok(bytes) => bytes,
+            Err(BodyError::Transport(e)) => return Err(transport(url, e)),
+            Err(BodyError::TooLarge) => {
+                return Err(AgentError::Transport(format!(
+                    "[MAG-BD020] POST {url}: the model service's response is larger than {cap} \
+                     bytes: the {limit} bytes a task's output may hold \
+                     (EngineBuilder::max_task_output_bytes) plus {REPLY_ENVELOPE_BYTES} for \
+                     the response's envelope; reading stopped there (lower the recipe's \
+                     `maxTokens`, or ask for a shorter answer)"
+                )));
+            }
+        };
+        let text = String::from_utf8_lossy(&bytes);
         if !status.is_success() {
             return Err(AgentError::Transport(format!(
                 "[MAG-AG005] POST {url}: HTTP {status}: {}",

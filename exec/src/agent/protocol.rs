@@ -106,6 +106,11 @@ pub struct AgentRequest {
     pub timeout: Option<Duration>,
     /// The recipe's tools, permission-checked per call (empty without `tools:`).
     pub tools: ToolBox,
+    /// The most bytes of output the task may return (the engine's
+    /// [`TaskOutputLimit`](magrathea_core::TaskOutputLimit)). An engine that reads its reply
+    /// from a service stops reading once the reply is clearly past it, so an oversized reply
+    /// never sits whole in memory.
+    pub output_limit: Option<usize>,
 }
 
 /// Why an engine's conversation ended (reference §3.1).

@@ -11,7 +11,11 @@
 //! and parses, else the text (invalid UTF-8 replaced).
 //!
 //! Failures are `technical_error`: invalid URL, connection errors, timeouts, and a response
-//! larger than `maxResponseBytes` (an error rather than a silently truncated body).
+//! body larger than `maxResponseBytes` or than the calling task's output limit (the engine's
+//! [`TaskOutputLimit`](magrathea_core::TaskOutputLimit), 4 MiB by default), whichever is
+//! lower: `[MAG-BD020]`, an error rather than a silently truncated body. The body is read as
+//! a stream and reading stops at the limit, so an oversized or endless body never sits whole
+//! in memory.
 //! Redirects are followed (at most 10).
 //!
 //! Two tenant settings hold whoever calls the tool (a `tool_task` or an agent): the project
@@ -28,6 +32,7 @@ use reqwest::header::{CONTENT_TYPE, HeaderMap, HeaderName, HeaderValue};
 use serde_json::{Map, Value, json};
 
 use super::{Tool, ToolContext, ToolError};
+use crate::body::{BodyError, read_capped};
 use crate::documents::DocumentSource;
 use crate::egress::{EgressPolicy, HostVerdict};
 use crate::policy::{self, TaskType};
@@ -101,6 +106,15 @@ impl reqwest::dns::Resolve for Resolver {
             }
             Ok(Box::new(kept.into_iter()) as reqwest::dns::Addrs)
         })
+    }
+}
+
+/// The most bytes of body to read: the request's `maxResponseBytes`, or the calling task's
+/// output limit when that is lower (then `true`: the engine's limit is the one that binds).
+fn body_cap(max_response_bytes: u64, output_limit: Option<usize>) -> (u64, bool) {
+    match output_limit.map(|l| l as u64) {
+        Some(l) if l < max_response_bytes => (l, true),
+        _ => (max_response_bytes, false),
     }
 }
 
@@ -230,7 +244,7 @@ impl HttpRequest {
                 ToolError::Failed(format!("{method} {url}: {msg}"))
             }
         };
-        let mut resp = req.send().await.map_err(describe)?;
+        let resp = req.send().await.map_err(describe)?;
         let status = resp.status().as_u16();
         let mut out_headers = Map::new();
         for (k, v) in resp.headers() {
@@ -245,14 +259,6 @@ impl HttpRequest {
                 }
             }
         }
-        let too_big = || {
-            ToolError::Failed(format!(
-                "{method} {url}: the response body exceeds maxResponseBytes ({max})"
-            ))
-        };
-        if resp.content_length().is_some_and(|n| n > max) {
-            return Err(too_big());
-        }
         let is_json = resp
             .headers()
             .get(CONTENT_TYPE)
@@ -261,13 +267,24 @@ impl HttpRequest {
                 let ct = ct.to_ascii_lowercase();
                 ct.contains("/json") || ct.contains("+json")
             });
-        let mut buf: Vec<u8> = Vec::new();
-        while let Some(chunk) = resp.chunk().await.map_err(describe)? {
-            if (buf.len() + chunk.len()) as u64 > max {
-                return Err(too_big());
+        let (cap, by_engine) = body_cap(max, ctx.output_limit);
+        let buf = match read_capped(resp, cap).await {
+            Ok(buf) => buf,
+            Err(BodyError::Transport(e)) => return Err(describe(e)),
+            Err(BodyError::TooLarge) if by_engine => {
+                return Err(ToolError::Failed(format!(
+                    "[MAG-BD020] {method} {url}: the response body is larger than {cap} bytes, \
+                     the most a task's output may hold (EngineBuilder::max_task_output_bytes); \
+                     reading stopped there"
+                )));
             }
-            buf.extend_from_slice(&chunk);
-        }
+            Err(BodyError::TooLarge) => {
+                return Err(ToolError::Failed(format!(
+                    "[MAG-BD020] {method} {url}: the response body is larger than \
+                     maxResponseBytes ({cap}); reading stopped there"
+                )));
+            }
+        };
         let body = is_json
             .then(|| serde_json::from_slice::<Value>(&buf).ok())
             .flatten()

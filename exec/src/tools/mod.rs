@@ -35,7 +35,7 @@ use std::sync::{Arc, RwLock};
 use std::time::Duration;
 
 use futures::future::BoxFuture;
-use magrathea_core::{Engine, RunId, TaskContext, TaskError};
+use magrathea_core::{Engine, RunId, TaskContext, TaskError, TaskOutputLimit};
 use serde::{Deserialize, Serialize};
 use serde_json::{Value, json};
 
@@ -200,6 +200,10 @@ pub struct ToolContext {
     pub idempotency_key: Option<String>,
     /// The engine, once [`Executors::attach`] was called.
     pub engine: Option<Engine>,
+    /// The most bytes of output the calling task may return: the engine's [`TaskOutputLimit`]
+    /// when called from a task. A tool that reads data from outside (an HTTP body) stops
+    /// reading past it, so an oversized answer never sits whole in memory.
+    pub output_limit: Option<usize>,
 }
 
 impl fmt::Debug for ToolContext {
@@ -212,6 +216,7 @@ impl fmt::Debug for ToolContext {
             .field("workflow_name", &self.workflow_name)
             .field("state", &self.state)
             .field("engine", &self.engine.is_some())
+            .field("output_limit", &self.output_limit)
             .finish_non_exhaustive()
     }
 }
@@ -228,7 +233,15 @@ impl ToolContext {
             state: None,
             idempotency_key: None,
             engine: None,
+            output_limit: None,
         }
+    }
+
+    /// With a limit on the bytes of output the caller accepts (see
+    /// [`ToolContext::output_limit`]).
+    pub fn with_output_limit(mut self, bytes: usize) -> Self {
+        self.output_limit = Some(bytes);
+        self
     }
 
     /// With an engine (for `inbox_read`, `workflow_start` and host tools that need one).
@@ -437,6 +450,7 @@ pub(crate) async fn execute(
         // Without the attempt: a re-executed tool_task (reclaim) deduplicates.
         idempotency_key: Some(format!("{}-{}-tool", ctx.run_id, ctx.step)),
         engine,
+        output_limit: ctx.data::<TaskOutputLimit>().map(|l| l.0),
     };
     let _lane = lanes.enter(&run.scope, crate::lanes::Lane::Tasks).await;
     let call = tools.invoke(&tool, input.params, &tool_ctx);

@@ -48,8 +48,21 @@ pub(crate) fn spawn(
     init: Init,
 ) {
     tokio::spawn(async move {
-        let mut driver = Driver::new(engine, run, rx);
+        let mut driver = Driver::new(engine.clone(), run, rx);
         driver.run(init).await;
+        let journal_bytes = driver.outbox.journal_bytes;
+        if driver.state.is_terminal() && !driver.checking {
+            engine.timers.forget_run(run);
+        }
+        // Everything the run held goes with the driver: its state, outbox and attempts.
+        drop(driver);
+        if engine
+            .config
+            .heap_trim_threshold
+            .is_some_and(|t| journal_bytes >= t)
+        {
+            engine.heap.request();
+        }
     });
 }
 
