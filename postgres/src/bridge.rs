@@ -32,6 +32,18 @@ impl Bridge {
     }
 }
 
+impl Bridge {
+    /// Runs `f` in the background on the store's runtime; it stops with the store.
+    pub(crate) fn spawn<F>(&self, f: F) -> Result<(), StoreError>
+    where
+        F: Future<Output = ()> + Send + 'static,
+    {
+        let rt = self.rt.as_ref().ok_or(StoreError::Closed)?;
+        drop(rt.spawn(f));
+        Ok(())
+    }
+}
+
 impl Drop for Bridge {
     fn drop(&mut self) {
         // A runtime dropped inside another runtime's context must not block.

@@ -28,12 +28,14 @@
 //! runtime or not.
 
 mod bridge;
+mod commit;
+mod leases;
 mod schema;
 mod store;
 #[cfg(feature = "test-util")]
 pub mod testing;
 
-pub use store::{PgStore, redact};
+pub use store::{PgOptions, PgStore, redact};
 
 /// Whether `url` names a PostgreSQL database (`postgres://…` or `postgresql://…`).
 pub fn is_postgres_url(url: &str) -> bool {

@@ -7,7 +7,10 @@ use crate::store::pg;
 
 /// `(version, SQL)`, in order. A new migration is appended with the next version; an applied
 /// one is never edited.
-const MIGRATIONS: &[(i32, &str)] = &[(1, include_str!("../migrations/0001_journal.sql"))];
+const MIGRATIONS: &[(i32, &str)] = &[
+    (1, include_str!("../migrations/0001_journal.sql")),
+    (2, include_str!("../migrations/0002_leases.sql")),
+];
 
 /// The advisory lock that serialises migrations across workers ("magrathea" in ASCII).
 const MIGRATION_LOCK: i64 = 0x6d61_6772_6174_6865;

@@ -1,16 +1,19 @@
 //! [`PgStore`]: the [`Store`] contract on PostgreSQL.
 
-use std::sync::Arc;
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
 
 use deadpool_postgres::{Manager, ManagerConfig, Pool, RecyclingMethod};
-use magrathea_core::store::{CommitBatch, RunFilter, RunSummary, Store};
+use magrathea_core::store::{CommitBatch, Leases, Refusal, RunFilter, RunSummary, Store};
 use magrathea_core::{RunId, StoreError};
 use tokio_postgres::NoTls;
 use uuid::Uuid;
 
 use crate::bridge::Bridge;
 
-/// Connections the store keeps open: one for the journal writer, the rest for readers.
+/// Connections the store keeps open: the journal writer, the heartbeat, the mailbox and
+/// readers.
 const POOL_SIZE: usize = 8;
 
 /// A PostgreSQL error (or a pool's) as a [`StoreError::Io`].
@@ -18,10 +21,46 @@ pub(crate) fn pg(e: impl std::error::Error + Send + Sync + 'static) -> StoreErro
     StoreError::io(e)
 }
 
+/// How a worker holds runs on a shared database (see [`PgStore::connect_with`]).
+#[derive(Debug, Clone)]
+pub struct PgOptions {
+    /// How long a lease lasts without a heartbeat: after it, another worker reclaims the run.
+    /// The reference's default is 5 minutes.
+    pub lease_grace: Duration,
+    /// How often the worker renews its leases (default: a tenth of the grace period).
+    pub heartbeat: Option<Duration>,
+    /// How many reclaims a run survives (the reference's `maxClaimAttempts`, default 3).
+    pub max_claim_attempts: u32,
+    /// The worker's name in leases and records (default: host, process id and a random part).
+    pub worker: Option<String>,
+}
+
+impl Default for PgOptions {
+    fn default() -> Self {
+        Self {
+            lease_grace: Duration::from_secs(300),
+            heartbeat: None,
+            max_claim_attempts: 3,
+            worker: None,
+        }
+    }
+}
+
+/// What the store and its heartbeat share.
+pub(crate) struct Inner {
+    pub(crate) pool: Pool,
+    pub(crate) worker: String,
+    pub(crate) options: PgOptions,
+    /// Runs this worker holds, with their epochs (`None`: an ended run, which has no lease).
+    pub(crate) held: Mutex<HashMap<RunId, Option<i64>>>,
+    /// Runs whose leases were found lost, not yet reported.
+    pub(crate) lost: Mutex<Vec<RunId>>,
+}
+
 /// A [`Store`] on a PostgreSQL database (see the [crate] docs).
 pub struct PgStore {
-    bridge: Bridge,
-    pool: Pool,
+    pub(crate) inner: Arc<Inner>,
+    pub(crate) bridge: Bridge,
     /// The URL without its password, for messages.
     url: String,
 }
@@ -30,14 +69,21 @@ impl std::fmt::Debug for PgStore {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("PgStore")
             .field("url", &self.url)
+            .field("worker", &self.inner.worker)
             .finish_non_exhaustive()
     }
 }
 
 impl PgStore {
     /// Connects to the database at `url` (`postgres://user[:password]@host[:port]/database`,
-    /// or any form `tokio_postgres::Config` parses) and applies the migrations it lacks.
+    /// or any form `tokio_postgres::Config` parses) with the default [`PgOptions`], and
+    /// applies the migrations it lacks.
     pub fn connect(url: &str) -> Result<Self, StoreError> {
+        Self::connect_with(url, PgOptions::default())
+    }
+
+    /// [`PgStore::connect`] with options for the leases.
+    pub fn connect_with(url: &str, options: PgOptions) -> Result<Self, StoreError> {
         let config: tokio_postgres::Config = url.parse().map_err(|e| {
             StoreError::io(format!(
                 "not a PostgreSQL URL ({e}); expected postgres://user@host:port/database"
@@ -61,9 +107,18 @@ impl PgStore {
         bridge
             .run(async move { crate::schema::migrate(&migrating).await })
             .map_err(|e| StoreError::io(format!("PostgreSQL at {shown}: {e}")))?;
-        Ok(Self {
-            bridge,
+        let worker = options.worker.clone().unwrap_or_else(worker_name);
+        let inner = Arc::new(Inner {
             pool,
+            worker,
+            options,
+            held: Mutex::default(),
+            lost: Mutex::default(),
+        });
+        bridge.spawn(crate::leases::heartbeat(Arc::downgrade(&inner)))?;
+        Ok(Self {
+            inner,
+            bridge,
             url: shown,
         })
     }
@@ -74,18 +129,36 @@ impl PgStore {
     }
 
     /// Runs `f` with a pooled connection on the store's runtime.
-    fn with_client<T, F, Fut>(&self, f: F) -> Result<T, StoreError>
+    pub(crate) fn with_client<T, F, Fut>(&self, f: F) -> Result<T, StoreError>
     where
         F: FnOnce(deadpool_postgres::Object) -> Fut + Send + 'static,
         Fut: std::future::Future<Output = Result<T, StoreError>> + Send,
         T: Send + 'static,
     {
-        let pool = self.pool.clone();
+        let pool = self.inner.pool.clone();
         self.bridge.run(async move {
             let client = pool.get().await.map_err(pg)?;
             f(client).await
         })
     }
+}
+
+impl Drop for PgStore {
+    fn drop(&mut self) {
+        // Other workers take this worker's runs at once instead of after the grace period.
+        if let Err(e) = crate::leases::release_all(self) {
+            tracing::warn!(error = %e, "could not release the leases at shutdown");
+        }
+    }
+}
+
+/// Host, process id and a random part: unique per process, readable in a lease table.
+fn worker_name() -> String {
+    let host = std::fs::read_to_string("/proc/sys/kernel/hostname")
+        .map(|h| h.trim().to_owned())
+        .unwrap_or_else(|_| "host".into());
+    let random = Uuid::new_v4().simple().to_string();
+    format!("{host}-{}-{}", std::process::id(), &random[..8])
 }
 
 /// `url` with the password, if any, replaced by `***` (for messages and logs).
@@ -102,15 +175,15 @@ pub fn redact(url: &str) -> String {
     }
 }
 
-fn uuid(run: RunId) -> Uuid {
+pub(crate) fn uuid(run: RunId) -> Uuid {
     Uuid::from_u128(run.as_u128())
 }
 
-fn run_id(id: Uuid) -> RunId {
+pub(crate) fn run_id(id: Uuid) -> RunId {
     RunId::from_u128(id.as_u128())
 }
 
-fn seq(seq: u64) -> Result<i64, StoreError> {
+pub(crate) fn seq(seq: u64) -> Result<i64, StoreError> {
     i64::try_from(seq).map_err(|_| StoreError::io(format!("seq {seq} is out of range")))
 }
 
@@ -118,119 +191,20 @@ fn decode_summary(bytes: &[u8]) -> Result<RunSummary, StoreError> {
     serde_json::from_slice(bytes).map_err(|e| StoreError::CorruptIndex(e.to_string()))
 }
 
-/// One commit's rows, as the arrays its statements take.
-#[derive(Default)]
-struct Rows {
-    record_runs: Vec<Uuid>,
-    record_seqs: Vec<i64>,
-    record_bytes: Vec<Vec<u8>>,
-    summary_runs: Vec<Uuid>,
-    workflows: Vec<String>,
-    scopes: Vec<String>,
-    active: Vec<bool>,
-    summaries: Vec<Vec<u8>>,
-    keys: Vec<String>,
-    key_runs: Vec<Uuid>,
-}
-
-impl Rows {
-    fn of(batches: &[&CommitBatch]) -> Result<Self, StoreError> {
-        let mut rows = Rows::default();
-        for r in batches.iter().flat_map(|b| &b.records) {
-            rows.record_runs.push(uuid(r.run_id));
-            rows.record_seqs.push(seq(r.seq)?);
-            rows.record_bytes.push(r.bytes.clone());
-        }
-        // One row per run and per key: an upsert may not touch a row twice, and the last
-        // summary of a run in the commit is its newest.
-        let mut summaries = std::collections::HashMap::new();
-        for s in batches.iter().flat_map(|b| &b.summaries) {
-            summaries.insert(s.run_id, s);
-        }
-        for s in summaries.into_values() {
-            rows.summary_runs.push(uuid(s.run_id));
-            rows.workflows.push(s.workflow_name.clone());
-            rows.scopes.push(s.scope.as_str().to_owned());
-            rows.active.push(!s.status.is_terminal());
-            rows.summaries
-                .push(serde_json::to_vec(s).map_err(|e| StoreError::io(e.to_string()))?);
-        }
-        let mut keys = std::collections::HashMap::new();
-        for (key, run) in batches.iter().flat_map(|b| &b.idempotency_keys) {
-            keys.insert(key.as_str(), *run);
-        }
-        for (key, run) in keys {
-            rows.keys.push(key.to_owned());
-            rows.key_runs.push(uuid(run));
-        }
-        Ok(rows)
-    }
-}
-
-async fn commit(mut client: deadpool_postgres::Object, rows: Rows) -> Result<(), StoreError> {
-    let tx = client.transaction().await.map_err(pg)?;
-    let (journal, runs, keys) = futures::try_join!(
-        tx.prepare_cached(
-            "INSERT INTO magrathea_journal (run_id, seq, bytes)
-             SELECT * FROM UNNEST($1::uuid[], $2::int8[], $3::bytea[])",
-        ),
-        tx.prepare_cached(
-            "INSERT INTO magrathea_runs (run_id, workflow, scope, active, summary)
-             SELECT * FROM UNNEST($1::uuid[], $2::text[], $3::text[], $4::bool[], $5::bytea[])
-             ON CONFLICT (run_id) DO UPDATE SET workflow = EXCLUDED.workflow,
-                 scope = EXCLUDED.scope, active = EXCLUDED.active, summary = EXCLUDED.summary",
-        ),
-        tx.prepare_cached(
-            "INSERT INTO magrathea_idempotency_keys (key, run_id)
-             SELECT * FROM UNNEST($1::text[], $2::uuid[])
-             ON CONFLICT (key) DO UPDATE SET run_id = EXCLUDED.run_id",
-        ),
-    )
-    .map_err(pg)?;
-    // Pipelined on the one connection: the statements travel together.
-    let records = async {
-        if rows.record_runs.is_empty() {
-            return Ok(0);
-        }
-        tx.execute(
-            &journal,
-            &[&rows.record_runs, &rows.record_seqs, &rows.record_bytes],
-        )
-        .await
-    };
-    let summaries = async {
-        if rows.summary_runs.is_empty() {
-            return Ok(0);
-        }
-        tx.execute(
-            &runs,
-            &[
-                &rows.summary_runs,
-                &rows.workflows,
-                &rows.scopes,
-                &rows.active,
-                &rows.summaries,
-            ],
-        )
-        .await
-    };
-    let idempotency = async {
-        if rows.keys.is_empty() {
-            return Ok(0);
-        }
-        tx.execute(&keys, &[&rows.keys, &rows.key_runs]).await
-    };
-    futures::try_join!(records, summaries, idempotency).map_err(pg)?;
-    tx.commit().await.map_err(pg)
-}
-
 impl Store for PgStore {
     fn commit(&self, batches: &[&CommitBatch]) -> Result<(), StoreError> {
-        let rows = Rows::of(batches)?;
-        if rows.record_runs.is_empty() && rows.summary_runs.is_empty() && rows.keys.is_empty() {
-            return Ok(());
+        match self.commit_checked(batches)?.into_iter().next() {
+            Some(refusal) => Err(refusal.error),
+            None => Ok(()),
         }
-        self.with_client(move |client| commit(client, rows))
+    }
+
+    fn commit_checked(&self, batches: &[&CommitBatch]) -> Result<Vec<Refusal>, StoreError> {
+        crate::commit::commit(self, batches)
+    }
+
+    fn leases(&self) -> Option<&dyn Leases> {
+        Some(self)
     }
 
     fn read_journal_raw(&self, run_id: RunId) -> Result<Vec<(u64, Vec<u8>)>, StoreError> {
@@ -334,13 +308,5 @@ impl Store for PgStore {
                 .map_err(pg)?;
             Ok(row.map(|row| run_id(row.get(0))))
         })
-    }
-}
-
-/// The store behind an `Arc`, as [`EngineBuilder::store`](magrathea_core::EngineBuilder::store)
-/// takes it.
-impl From<PgStore> for Arc<dyn Store> {
-    fn from(store: PgStore) -> Self {
-        Arc::new(store)
     }
 }

@@ -35,6 +35,11 @@ pub const CODES: &[ErrorCode] = &[
         remedy: "Nothing to do: the start returns the run that took the key.",
     },
     ErrorCode {
+        code: "MAG-LS001",
+        meaning: "A run was reclaimed after a lost lease more often than maxClaimAttempts allows: the worker driving it stopped heartbeating each time (crashed, was killed, or froze). The run ends FAILED with a technical_error instead of going round the workers for ever.",
+        remedy: "Find out why the workers die while driving this run (its tasks' memory or time, a crash in workflow code) and fix it; then start the run again. The limit is the PostgreSQL store's maxClaimAttempts (default 3).",
+    },
+    ErrorCode {
         code: "MAG-JF001",
         meaning: "A journal record was written by a newer (or unknown) format version.",
         remedy: "Upgrade Magrathea to a version that reads this format.",

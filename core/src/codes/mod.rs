@@ -37,6 +37,10 @@ pub const AREAS: &[Area] = &[
         title: "Store and journal writer",
     },
     Area {
+        prefix: "LS",
+        title: "Leases of runs on a store several workers share",
+    },
+    Area {
         prefix: "JF",
         title: "Journal format",
     },

@@ -257,6 +257,7 @@ impl EngineBuilder {
                 inner.recover(run);
             }
         }
+        super::workers::start(&inner, self.recover);
         Ok(Engine { inner })
     }
 }

@@ -6,6 +6,7 @@ mod heap;
 mod key_locks;
 mod requests;
 mod timers;
+mod workers;
 mod workflow;
 
 use std::collections::HashMap;
@@ -138,9 +139,21 @@ impl EngineInner {
         }
     }
 
-    /// Sends an event to a run, starting (replaying) its driver if it is not in memory.
+    /// Sends an event to a run, starting (replaying) its driver if it is not in memory. On a
+    /// store several workers share, a run another worker holds gets the event through the
+    /// mailbox instead (see [`workers`]).
     pub(crate) fn deliver(self: &Arc<Self>, run: RunId, event: Event) {
+        let event = match self.send_in_memory(run, event) {
+            Ok(()) => return,
+            Err(event) => event,
+        };
+        let reclaims = match workers::claim(self, run) {
+            Ok(Some(reclaims)) => reclaims,
+            Ok(None) => return workers::forward(self, run, event),
+            Err(e) => return driver::reply_error(event, &e),
+        };
         let mut active = self.active();
+        // Another delivery may have started the driver meanwhile.
         let event = match active.get(&run) {
             Some(tx) => match tx.send(event) {
                 Ok(()) => return,
@@ -152,11 +165,32 @@ impl EngineInner {
         let _ = tx.send(event);
         active.insert(run, tx);
         drop(active);
-        driver::spawn(self.clone(), run, rx, driver::Init::Recover);
+        driver::spawn(self.clone(), run, rx, driver::Init::Recover { reclaims });
     }
 
-    /// Starts a run's driver for recovery unless it is already in memory.
+    /// Sends `event` to the driver of `run` if it is in memory; else hands it back.
+    fn send_in_memory(&self, run: RunId, event: Event) -> Result<(), Event> {
+        match self.active().get(&run) {
+            Some(tx) => tx.send(event).map_err(|mpsc::error::SendError(e)| e),
+            None => Err(event),
+        }
+    }
+
+    /// Starts a run's driver for recovery unless it is already in memory, or (on a store
+    /// several workers share) another worker holds it.
     pub(crate) fn recover(self: &Arc<Self>, run: RunId) {
+        if self.active().contains_key(&run) {
+            return;
+        }
+        match workers::claim(self, run) {
+            Ok(Some(reclaims)) => self.recover_claimed(run, reclaims),
+            Ok(None) => {}
+            Err(e) => tracing::warn!(%run, error = %e, "cannot claim the run to recover it"),
+        }
+    }
+
+    /// Starts the driver of a run this worker may drive, unless it is in memory already.
+    pub(crate) fn recover_claimed(self: &Arc<Self>, run: RunId, reclaims: u32) {
         let mut active = self.active();
         if active.contains_key(&run) {
             return;
@@ -164,7 +198,7 @@ impl EngineInner {
         let (tx, rx) = mpsc::unbounded_channel();
         active.insert(run, tx);
         drop(active);
-        driver::spawn(self.clone(), run, rx, driver::Init::Recover);
+        driver::spawn(self.clone(), run, rx, driver::Init::Recover { reclaims });
     }
 
     pub(crate) fn can_run(&self, start: &StartRecord) -> Result<(), StartError> {
@@ -536,6 +570,18 @@ impl Engine {
         );
         done.await
             .map_err(|_| DeliverError::Store(StoreError::Closed))?
+    }
+
+    /// On a store several workers share (PostgreSQL): gives up every run lease this engine
+    /// holds, so that other workers adopt its runs at once rather than after the lease's grace
+    /// period. Call it when the process is about to exit (the `magrathea` commands do); the
+    /// engine must not be used to drive runs afterwards. Does nothing on a store one process
+    /// owns.
+    pub fn release_leases(&self) -> Result<(), StoreError> {
+        match self.inner.store.leases() {
+            Some(leases) => leases.release_all(),
+            None => Ok(()),
+        }
     }
 
     /// Replays a run's journal (e.g. one exported with `magrathea journal RUN --export`)

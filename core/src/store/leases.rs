@@ -54,8 +54,9 @@ pub trait Leases: Send + Sync {
     /// Claims `run` for this worker (see [`Claim`]).
     fn claim(&self, run: RunId) -> Result<Claim, StoreError>;
 
-    /// Claims up to `limit` runs whose leases expired, for this worker: with each, its reclaim
-    /// count including this claim.
+    /// Claims up to `limit` runs whose leases expired, for this worker, with each its reclaim
+    /// count including this claim; and adopts active runs that have no lease (their worker
+    /// released it when it left), which is no reclaim.
     fn reclaim_expired(&self, limit: usize) -> Result<Vec<(RunId, u32)>, StoreError>;
 
     /// Runs whose leases this worker lost since the last call (a heartbeat found them taken,
@@ -65,6 +66,10 @@ pub trait Leases: Send + Sync {
     /// Gives up the leases of runs this worker no longer drives (they ended, or the worker is
     /// shutting down), so other workers need not wait out the grace period.
     fn release(&self, runs: &[RunId]) -> Result<(), StoreError>;
+
+    /// Gives up every lease this worker holds (it is leaving): other workers adopt its runs
+    /// at once instead of after the grace period.
+    fn release_all(&self) -> Result<(), StoreError>;
 
     /// How many reclaims a run survives; the next one fails it.
     fn max_claim_attempts(&self) -> u32;

@@ -110,6 +110,7 @@ pub(crate) async fn main() -> ExitCode {
         Command::Graph(a) => graph::graph(&loc, a),
         Command::Serve(a) => serve::serve(&loc, a).await,
     };
+    store::release_leases();
     match result {
         Ok(code) => ExitCode::from(code),
         // The reader of stdout went away (`| head`): it has what it wanted.

@@ -97,6 +97,10 @@ impl Project {
             .map_err(|e| open_error(e, &self.store_name()))?;
         // Tools that start runs or read the inbox (workflow_start, inbox_read) use the engine.
         runtime.attach(&engine);
+        opened()
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .push(engine.clone());
         Ok(engine)
     }
 
@@ -130,6 +134,28 @@ impl Project {
             self.scope_string(),
             self.store_name()
         )
+    }
+}
+
+/// The engines this command opened.
+fn opened() -> &'static std::sync::Mutex<Vec<Engine>> {
+    static OPENED: std::sync::OnceLock<std::sync::Mutex<Vec<Engine>>> = std::sync::OnceLock::new();
+    OPENED.get_or_init(Default::default)
+}
+
+/// Before the command exits: on a store several workers share, gives up the leases of the
+/// runs this command drove, so that `magrathea serve` workers (or the next command) take them
+/// on at once.
+pub(crate) fn release_leases() {
+    let engines = std::mem::take(
+        &mut *opened()
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner),
+    );
+    for engine in engines {
+        if let Err(e) = engine.release_leases() {
+            tracing::warn!(error = %e, "could not release the run leases");
+        }
     }
 }
 

@@ -1,5 +1,5 @@
-//! The bounds the engine keeps on every run: the bytes of its journal and the size of each
-//! task attempt's output.
+//! The bounds the engine keeps on every run: the bytes of its journal, the size of each task
+//! attempt's output, and (on a store several workers share) how often it may be reclaimed.
 //!
 //! Both are checked off the journal's hot path: a task's output is measured in the attempt's
 //! own future, before its result reaches the driver, and the journal's bytes are a counter the
@@ -82,6 +82,30 @@ impl Driver {
              bounds.maxJournalBytes)",
             self.outbox.journal_bytes, self.journal_cap
         );
+        self.fail_run(reason);
+    }
+
+    /// With a store several workers share: ends the run `FAILED` once it was reclaimed after
+    /// a lost lease more often than the store allows (`maxClaimAttempts`): a run whose
+    /// worker dies each time it drives it must not go round the fleet for ever.
+    pub(super) fn fail_if_reclaimed_too_often(&mut self, reclaims: u32) {
+        let Some(leases) = self.engine.store.leases() else {
+            return;
+        };
+        let max = leases.max_claim_attempts();
+        if reclaims <= max || self.state.is_terminal() || self.blocked.is_some() {
+            return;
+        }
+        self.fail_run(format!(
+            "[MAG-LS001] technical_error: the run was reclaimed {reclaims} times after its \
+             worker stopped heartbeating, more than maxClaimAttempts ({max}); the last \
+             reclaim failed it instead of driving it again"
+        ));
+    }
+
+    /// Ends the run `FAILED` with `reason`, in the next commit: running tasks stop, children
+    /// are cancelled, the code is not polled again.
+    fn fail_run(&mut self, reason: String) {
         tracing::warn!(run = %self.run_id, %reason, "run failed");
         self.future = None;
         self.attempts.abort_all();

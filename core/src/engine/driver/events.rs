@@ -10,7 +10,7 @@ use crate::id::RunId;
 use crate::record::{Record, RunStatus};
 
 /// Answers an event's caller with a store failure.
-pub(super) fn reply_error(ev: Event, error: &StoreError) {
+pub(crate) fn reply_error(ev: Event, error: &StoreError) {
     match ev {
         Event::Answer { reply, .. } => drop(reply.send(Err(DeliverError::Store(error.clone())))),
         Event::Signal { reply, .. } => drop(reply.send(Err(DeliverError::Store(error.clone())))),

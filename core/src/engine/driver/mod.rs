@@ -38,8 +38,12 @@ pub(crate) enum Init {
         /// The run's sub-run nesting depth, when the starter knows it (a parent does).
         depth: Option<u32>,
     },
-    Recover,
+    /// Replay the run from its journal. `reclaims` counts the times a worker sharing the
+    /// store reclaimed it after its lease expired (0 with a store one process owns).
+    Recover { reclaims: u32 },
 }
+
+pub(crate) use events::reply_error;
 
 pub(crate) fn spawn(
     engine: Arc<EngineInner>,
@@ -168,10 +172,11 @@ impl Driver {
                 self.depth = depth;
                 self.begin_fresh(*start, ack)
             }
-            Init::Recover => {
+            Init::Recover { reclaims } => {
                 let ok = self.recover().await;
                 if ok {
                     self.cancel_if_parent_did();
+                    self.fail_if_reclaimed_too_often(reclaims);
                 }
                 ok
             }

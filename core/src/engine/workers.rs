@@ -1,0 +1,288 @@
+//! The engine on a store several workers share (see [`Leases`]): a run is driven here only
+//! under this worker's lease, deliveries to runs other workers hold go through the mailbox,
+//! and a background loop reclaims the runs of workers that died, hands this worker's mail to
+//! its drivers, and stops the drivers of runs whose leases were lost.
+//!
+//! With a store one process owns (`Store::leases` is `None`) none of this runs: every run is
+//! this engine's.
+
+use std::sync::{Arc, Weak};
+use std::time::Duration;
+
+use serde_json::{Value, json};
+use tokio::sync::oneshot;
+
+use super::{AnswerAck, CancelAck, EngineInner, Event};
+use crate::context::ChildOutcome;
+use crate::error::{DeliverError, StoreError};
+use crate::id::RunId;
+use crate::record::{GateAnswer, RunStatus};
+use crate::store::{Claim, Leases};
+
+/// How often the loop looks for mail, lost leases and expired ones.
+const TICK: Duration = Duration::from_millis(50);
+/// How often, in ticks, it looks for expired leases (a query over every lease).
+const RECLAIM_EVERY: u32 = 10;
+/// How long a sender waits for the reply to a message before giving up.
+const REPLY_WAIT: Duration = Duration::from_secs(30);
+/// How often a sender looks for the reply.
+const REPLY_POLL: Duration = Duration::from_millis(20);
+
+/// Whether this engine may drive `run` now: always with a store one process owns; with a
+/// shared store, once this worker holds (or has just claimed) its lease. `Ok(Some(reclaims))`
+/// when it may, with the run's reclaim count.
+pub(super) fn claim(inner: &EngineInner, run: RunId) -> Result<Option<u32>, StoreError> {
+    match inner.store.leases() {
+        None => Ok(Some(0)),
+        Some(leases) => match leases.claim(run)? {
+            Claim::Granted { reclaims } => Ok(Some(reclaims)),
+            Claim::Elsewhere => Ok(None),
+        },
+    }
+}
+
+/// Hands `event` for `run` to the worker that holds it, through the mailbox, and forwards
+/// the reply to the event's caller.
+pub(super) fn forward(inner: &Arc<EngineInner>, run: RunId, event: Event) {
+    let Some(body) = encode(&event) else {
+        // Task results and timer fires are the holder's own business.
+        return;
+    };
+    let inner = inner.clone();
+    tokio::spawn(async move {
+        let Some(leases) = inner.store.leases() else {
+            return;
+        };
+        let reply = match leases.post(run, body) {
+            Ok(id) => wait_reply(leases, id).await,
+            Err(e) => Err(e),
+        };
+        answer(event, reply);
+    });
+}
+
+async fn wait_reply(leases: &dyn Leases, id: i64) -> Result<Value, StoreError> {
+    let deadline = tokio::time::Instant::now() + REPLY_WAIT;
+    loop {
+        if let Some(reply) = leases.take_reply(id)? {
+            return Ok(reply);
+        }
+        if tokio::time::Instant::now() >= deadline {
+            return Err(StoreError::io(format!(
+                "no reply from the worker that holds the run within {} s",
+                REPLY_WAIT.as_secs()
+            )));
+        }
+        tokio::time::sleep(REPLY_POLL).await;
+    }
+}
+
+/// The mail body of an event another worker's driver takes; `None` for the events only the
+/// holder itself produces.
+fn encode(event: &Event) -> Option<Value> {
+    Some(match event {
+        Event::Answer { step, answer, .. } => json!({"answer": {"step": step, "answer": answer}}),
+        Event::Signal { name, payload, .. } => {
+            json!({"signal": {"name": name, "payload": payload}})
+        }
+        Event::Cancel { reason, .. } => json!({"cancel": {"reason": reason}}),
+        Event::ChildDone { step, outcome } => json!({"childDone": {
+            "step": step,
+            "runId": outcome.run_id.to_string(),
+            "status": outcome.status,
+            "result": outcome.result,
+            "reason": outcome.reason,
+        }}),
+        Event::TaskDone { .. } | Event::TimerFired { .. } => return None,
+    })
+}
+
+/// A reply to the sender, as JSON: `{"ok": …}` or `{"error": "…"}`.
+enum Replier {
+    Answer(oneshot::Receiver<Result<AnswerAck, DeliverError>>),
+    Signal(oneshot::Receiver<Result<(), DeliverError>>),
+    Cancel(oneshot::Receiver<Result<CancelAck, DeliverError>>),
+    None,
+}
+
+/// The event a mail body describes, with the receiver of its outcome.
+fn decode(body: &Value) -> Option<(Event, Replier)> {
+    if let Some(a) = body.get("answer") {
+        let (reply, rx) = oneshot::channel();
+        let step = u32::try_from(a["step"].as_u64()?).ok()?;
+        let answer: GateAnswer = serde_json::from_value(a["answer"].clone()).ok()?;
+        return Some((
+            Event::Answer {
+                step,
+                answer,
+                reply,
+            },
+            Replier::Answer(rx),
+        ));
+    }
+    if let Some(s) = body.get("signal") {
+        let (reply, rx) = oneshot::channel();
+        return Some((
+            Event::Signal {
+                name: s["name"].as_str()?.to_owned(),
+                payload: s["payload"].clone(),
+                reply,
+            },
+            Replier::Signal(rx),
+        ));
+    }
+    if let Some(c) = body.get("cancel") {
+        let (reply, rx) = oneshot::channel();
+        return Some((
+            Event::Cancel {
+                reason: c["reason"].as_str()?.to_owned(),
+                reply,
+            },
+            Replier::Cancel(rx),
+        ));
+    }
+    let c = body.get("childDone")?;
+    let status: RunStatus = serde_json::from_value(c["status"].clone()).ok()?;
+    Some((
+        Event::ChildDone {
+            step: u32::try_from(c["step"].as_u64()?).ok()?,
+            outcome: ChildOutcome {
+                run_id: c["runId"].as_str()?.parse().ok()?,
+                status,
+                result: c["result"].clone(),
+                reason: c["reason"].as_str().map(str::to_owned),
+            },
+        },
+        Replier::None,
+    ))
+}
+
+async fn reply_of(replier: Replier) -> Value {
+    fn wrap<T>(
+        r: Result<Result<T, DeliverError>, oneshot::error::RecvError>,
+        ok: impl Fn(T) -> Value,
+    ) -> Value {
+        match r {
+            Ok(Ok(v)) => json!({"ok": ok(v)}),
+            Ok(Err(e)) => json!({"error": e.to_string()}),
+            Err(_) => json!({"error": StoreError::Closed.to_string()}),
+        }
+    }
+    match replier {
+        Replier::Answer(rx) => wrap(rx.await, |a| {
+            json!(match a {
+                AnswerAck::Applied => "applied",
+                AnswerAck::Ignored => "ignored",
+            })
+        }),
+        Replier::Signal(rx) => wrap(rx.await, |()| Value::Null),
+        Replier::Cancel(rx) => wrap(rx.await, |c| {
+            json!(match c {
+                CancelAck::Requested => "requested",
+                CancelAck::AlreadyRequested => "alreadyRequested",
+                CancelAck::AlreadyFinished => "alreadyFinished",
+            })
+        }),
+        Replier::None => Value::Null,
+    }
+}
+
+/// Answers the original caller of a forwarded event with the holder's reply.
+fn answer(event: Event, reply: Result<Value, StoreError>) {
+    let remote = |v: &Value| -> Result<Value, DeliverError> {
+        match v.get("error").and_then(Value::as_str) {
+            Some(e) => Err(DeliverError::Store(StoreError::io(e.to_owned()))),
+            None => Ok(v.get("ok").cloned().unwrap_or(Value::Null)),
+        }
+    };
+    let reply = reply.map_err(DeliverError::Store);
+    match event {
+        Event::Answer { reply: tx, .. } => {
+            let r = reply.and_then(|v| remote(&v)).map(|v| {
+                if v == "ignored" {
+                    AnswerAck::Ignored
+                } else {
+                    AnswerAck::Applied
+                }
+            });
+            let _ = tx.send(r);
+        }
+        Event::Signal { reply: tx, .. } => {
+            let _ = tx.send(reply.and_then(|v| remote(&v)).map(drop));
+        }
+        Event::Cancel { reply: tx, .. } => {
+            let r = reply.and_then(|v| remote(&v)).map(|v| match v.as_str() {
+                Some("alreadyRequested") => CancelAck::AlreadyRequested,
+                Some("alreadyFinished") => CancelAck::AlreadyFinished,
+                _ => CancelAck::Requested,
+            });
+            let _ = tx.send(r);
+        }
+        Event::ChildDone { .. } | Event::TaskDone { .. } | Event::TimerFired { .. } => {}
+    }
+}
+
+/// Starts the background loop of a shared store's engine; it ends with the engine. Without
+/// `reclaim` (an engine that recovers nothing on its own, such as a command that only reads),
+/// it leaves expired leases to other workers.
+pub(super) fn start(inner: &Arc<EngineInner>, reclaim: bool) {
+    if inner.store.leases().is_none() {
+        return;
+    }
+    let weak = Arc::downgrade(inner);
+    tokio::spawn(async move {
+        let mut tick = 0u32;
+        loop {
+            tokio::time::sleep(TICK).await;
+            let Some(inner) = weak.upgrade() else { return };
+            tick = tick.wrapping_add(1);
+            round(&inner, reclaim && tick.is_multiple_of(RECLAIM_EVERY));
+        }
+    });
+}
+
+/// One round of the loop: lost leases, mail, and (every few rounds) expired leases.
+fn round(inner: &Arc<EngineInner>, reclaim: bool) {
+    let Some(leases) = inner.store.leases() else {
+        return;
+    };
+    for run in leases.take_lost() {
+        // Dropping its channel stops the driver at its next turn; its appends are fenced.
+        if inner.active().remove(&run).is_some() {
+            tracing::warn!(%run, "lost the run's lease to another worker; stopped driving it");
+        }
+    }
+    match leases.take_mail(256) {
+        Ok(mail) => {
+            for m in mail {
+                let Some((event, replier)) = decode(&m.body) else {
+                    let _ = leases.reply(m.id, json!({"error": "unreadable message"}));
+                    continue;
+                };
+                inner.deliver(m.run, event);
+                let weak: Weak<EngineInner> = Arc::downgrade(inner);
+                tokio::spawn(async move {
+                    let reply = reply_of(replier).await;
+                    if let Some(inner) = weak.upgrade()
+                        && let Some(leases) = inner.store.leases()
+                        && let Err(e) = leases.reply(m.id, reply)
+                    {
+                        tracing::warn!(error = %e, "could not post a mailbox reply");
+                    }
+                });
+            }
+        }
+        Err(e) => tracing::warn!(error = %e, "could not read the mailbox"),
+    }
+    if reclaim {
+        match leases.reclaim_expired(64) {
+            Ok(runs) => {
+                for (run, reclaims) in runs {
+                    tracing::warn!(%run, reclaims, "reclaimed a run whose worker stopped heartbeating");
+                    inner.recover_claimed(run, reclaims);
+                }
+            }
+            Err(e) => tracing::warn!(error = %e, "could not reclaim expired leases"),
+        }
+    }
+}

@@ -1,0 +1,319 @@
+//! The lease side of [`PgStore`] (see [`Leases`]): claims, reclaims, the heartbeat, release
+//! and the mailbox, on the tables of `migrations/0002_leases.sql`.
+
+use std::sync::{Arc, PoisonError, Weak};
+use std::time::Duration;
+
+use magrathea_core::store::{Claim, Leases, Mail};
+use magrathea_core::{RunId, StoreError};
+use serde_json::Value;
+use uuid::Uuid;
+
+use crate::store::{Inner, PgStore, pg, run_id, uuid};
+
+impl Leases for PgStore {
+    fn worker(&self) -> &str {
+        &self.inner.worker
+    }
+
+    fn claim(&self, run: RunId) -> Result<Claim, StoreError> {
+        let id = uuid(run);
+        let worker = self.inner.worker.clone();
+        let grace = self.inner.options.lease_grace.as_secs_f64();
+        let claimed = self.with_client(move |client| async move {
+            let active: Option<bool> = client
+                .query_opt(
+                    "SELECT active FROM magrathea_runs WHERE run_id = $1",
+                    &[&id],
+                )
+                .await
+                .map_err(pg)?
+                .map(|row| row.get(0));
+            if active != Some(true) {
+                // An ended (or unknown) run has no lease: whoever delivers to it answers.
+                return Ok(Some((None, 0)));
+            }
+            // Granted when nobody holds it, this worker does, or the holder's lease expired;
+            // a claim from another worker raises the epoch, one after an expiry counts.
+            let row = client
+                .query_opt(
+                    "INSERT INTO magrathea_leases AS l (run_id, owner, epoch, expires_at)
+                     VALUES ($1, $2, 1, now() + make_interval(secs => $3))
+                     ON CONFLICT (run_id) DO UPDATE SET
+                         owner = EXCLUDED.owner,
+                         epoch = l.epoch + CASE WHEN l.owner = EXCLUDED.owner THEN 0 ELSE 1 END,
+                         expires_at = EXCLUDED.expires_at,
+                         reclaims = l.reclaims
+                             + CASE WHEN l.owner <> EXCLUDED.owner THEN 1 ELSE 0 END
+                     WHERE l.owner = EXCLUDED.owner OR l.expires_at < now()
+                     RETURNING epoch, reclaims",
+                    &[&id, &worker, &grace],
+                )
+                .await
+                .map_err(pg)?;
+            Ok(row.map(|row| (Some(row.get::<_, i64>(0)), row.get::<_, i32>(1))))
+        })?;
+        Ok(match claimed {
+            None => Claim::Elsewhere,
+            Some((epoch, reclaims)) => {
+                if epoch.is_some() {
+                    self.hold(run, epoch);
+                }
+                Claim::Granted {
+                    reclaims: u32::try_from(reclaims).unwrap_or(0),
+                }
+            }
+        })
+    }
+
+    fn reclaim_expired(&self, limit: usize) -> Result<Vec<(RunId, u32)>, StoreError> {
+        let worker = self.inner.worker.clone();
+        let grace = self.inner.options.lease_grace.as_secs_f64();
+        let limit = i64::try_from(limit).unwrap_or(i64::MAX);
+        let rows = self.with_client(move |client| async move {
+            let mut rows = client
+                .query(
+                    "UPDATE magrathea_leases l SET owner = $1, epoch = l.epoch + 1,
+                         expires_at = now() + make_interval(secs => $2),
+                         reclaims = l.reclaims + 1
+                     WHERE l.run_id IN (
+                         SELECT run_id FROM magrathea_leases
+                         WHERE expires_at < now() AND owner <> $1
+                         ORDER BY expires_at LIMIT $3 FOR UPDATE SKIP LOCKED)
+                     RETURNING l.run_id, l.epoch, l.reclaims",
+                    &[&worker, &grace, &limit],
+                )
+                .await
+                .map_err(pg)?;
+            // Runs left without a lease by workers that left: adopted, not reclaimed.
+            rows.extend(
+                client
+                    .query(
+                        "INSERT INTO magrathea_leases (run_id, owner, epoch, expires_at)
+                         SELECT r.run_id, $1, 1, now() + make_interval(secs => $2)
+                         FROM magrathea_runs r
+                         WHERE r.active AND NOT EXISTS
+                             (SELECT 1 FROM magrathea_leases l WHERE l.run_id = r.run_id)
+                         LIMIT $3
+                         ON CONFLICT (run_id) DO NOTHING
+                         RETURNING run_id, epoch, reclaims",
+                        &[&worker, &grace, &limit],
+                    )
+                    .await
+                    .map_err(pg)?,
+            );
+            Ok(rows
+                .iter()
+                .map(|r| (run_id(r.get(0)), r.get::<_, i64>(1), r.get::<_, i32>(2)))
+                .collect::<Vec<_>>())
+        })?;
+        Ok(rows
+            .into_iter()
+            .map(|(run, epoch, reclaims)| {
+                self.hold(run, Some(epoch));
+                (run, u32::try_from(reclaims).unwrap_or(0))
+            })
+            .collect())
+    }
+
+    fn take_lost(&self) -> Vec<RunId> {
+        std::mem::take(
+            &mut *self
+                .inner
+                .lost
+                .lock()
+                .unwrap_or_else(PoisonError::into_inner),
+        )
+    }
+
+    fn release(&self, runs: &[RunId]) -> Result<(), StoreError> {
+        if runs.is_empty() {
+            return Ok(());
+        }
+        {
+            let mut held = self
+                .inner
+                .held
+                .lock()
+                .unwrap_or_else(PoisonError::into_inner);
+            for run in runs {
+                held.remove(run);
+            }
+        }
+        let ids: Vec<Uuid> = runs.iter().map(|r| uuid(*r)).collect();
+        let worker = self.inner.worker.clone();
+        self.with_client(move |client| async move {
+            client
+                .execute(
+                    "DELETE FROM magrathea_leases WHERE run_id = ANY($1) AND owner = $2",
+                    &[&ids, &worker],
+                )
+                .await
+                .map_err(pg)?;
+            Ok(())
+        })
+    }
+
+    fn release_all(&self) -> Result<(), StoreError> {
+        release_all(self)
+    }
+
+    fn max_claim_attempts(&self) -> u32 {
+        self.inner.options.max_claim_attempts
+    }
+
+    fn post(&self, run: RunId, body: Value) -> Result<i64, StoreError> {
+        let id = uuid(run);
+        self.with_client(move |client| async move {
+            let row = client
+                .query_one(
+                    "INSERT INTO magrathea_mailbox (run_id, body) VALUES ($1, $2) RETURNING id",
+                    &[&id, &body],
+                )
+                .await
+                .map_err(pg)?;
+            Ok(row.get(0))
+        })
+    }
+
+    fn take_mail(&self, limit: usize) -> Result<Vec<Mail>, StoreError> {
+        let worker = self.inner.worker.clone();
+        let limit = i64::try_from(limit).unwrap_or(i64::MAX);
+        self.with_client(move |client| async move {
+            let rows = client
+                .query(
+                    "UPDATE magrathea_mailbox m SET taken = true
+                     WHERE m.id IN (
+                         SELECT m2.id FROM magrathea_mailbox m2
+                         JOIN magrathea_leases l ON l.run_id = m2.run_id
+                         WHERE NOT m2.taken AND l.owner = $1
+                         ORDER BY m2.id LIMIT $2 FOR UPDATE OF m2 SKIP LOCKED)
+                     RETURNING m.id, m.run_id, m.body",
+                    &[&worker, &limit],
+                )
+                .await
+                .map_err(pg)?;
+            let mut mail: Vec<Mail> = rows
+                .iter()
+                .map(|r| Mail {
+                    id: r.get(0),
+                    run: run_id(r.get(1)),
+                    body: r.get(2),
+                })
+                .collect();
+            mail.sort_by_key(|m| m.id);
+            Ok(mail)
+        })
+    }
+
+    fn reply(&self, id: i64, reply: Value) -> Result<(), StoreError> {
+        self.with_client(move |client| async move {
+            client
+                .execute(
+                    "UPDATE magrathea_mailbox SET reply = $2 WHERE id = $1",
+                    &[&id, &reply],
+                )
+                .await
+                .map_err(pg)?;
+            Ok(())
+        })
+    }
+
+    fn take_reply(&self, id: i64) -> Result<Option<Value>, StoreError> {
+        self.with_client(move |client| async move {
+            let row = client
+                .query_opt(
+                    "DELETE FROM magrathea_mailbox WHERE id = $1 AND reply IS NOT NULL
+                     RETURNING reply",
+                    &[&id],
+                )
+                .await
+                .map_err(pg)?;
+            Ok(row.map(|r| r.get(0)))
+        })
+    }
+}
+
+impl PgStore {
+    fn hold(&self, run: RunId, epoch: Option<i64>) {
+        self.inner
+            .held
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .insert(run, epoch);
+    }
+}
+
+/// Renews this worker's leases every heartbeat; a held run whose lease is not renewed (another
+/// worker took it) is lost. Ends when the store is dropped.
+pub(crate) async fn heartbeat(inner: Weak<Inner>) {
+    loop {
+        let period = match inner.upgrade() {
+            Some(i) => i
+                .options
+                .heartbeat
+                .unwrap_or(i.options.lease_grace / 10)
+                .max(Duration::from_millis(10)),
+            None => return,
+        };
+        tokio::time::sleep(period).await;
+        let Some(inner) = inner.upgrade() else { return };
+        if let Err(e) = beat(&inner).await {
+            tracing::warn!(error = %e, "lease heartbeat failed");
+        }
+    }
+}
+
+async fn beat(inner: &Arc<Inner>) -> Result<(), StoreError> {
+    let client = inner.pool.get().await.map_err(pg)?;
+    let grace = inner.options.lease_grace.as_secs_f64();
+    let rows = client
+        .query(
+            "UPDATE magrathea_leases SET expires_at = now() + make_interval(secs => $2)
+             WHERE owner = $1 RETURNING run_id, epoch",
+            &[&inner.worker, &grace],
+        )
+        .await
+        .map_err(pg)?;
+    let renewed: std::collections::HashMap<RunId, i64> =
+        rows.iter().map(|r| (run_id(r.get(0)), r.get(1))).collect();
+    let mut held = inner.held.lock().unwrap_or_else(PoisonError::into_inner);
+    let lost: Vec<RunId> = held
+        .iter()
+        .filter(|(run, epoch)| match epoch {
+            Some(e) => renewed.get(run) != Some(e),
+            None => false,
+        })
+        .map(|(run, _)| *run)
+        .collect();
+    for run in &lost {
+        held.remove(run);
+    }
+    drop(held);
+    if !lost.is_empty() {
+        inner
+            .lost
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .extend(lost);
+    }
+    Ok(())
+}
+
+/// Gives up every lease this worker holds.
+pub(crate) fn release_all(store: &PgStore) -> Result<(), StoreError> {
+    store
+        .inner
+        .held
+        .lock()
+        .unwrap_or_else(PoisonError::into_inner)
+        .clear();
+    let worker = store.inner.worker.clone();
+    store.with_client(move |client| async move {
+        client
+            .execute("DELETE FROM magrathea_leases WHERE owner = $1", &[&worker])
+            .await
+            .map_err(pg)?;
+        Ok(())
+    })
+}
