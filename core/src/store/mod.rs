@@ -213,6 +213,7 @@ pub(crate) mod contract_tests {
             idempotency_key: Some(format!("key-{run}")),
             scope: RunScope::default(),
             requested_by: None,
+            bounds: None,
         }));
         codec::encode(&rec, 7, &mut bytes);
         CommitBatch {
