@@ -50,6 +50,7 @@
     allow(dead_code, unused_imports, unused_variables)
 )]
 
+pub mod bounds;
 mod call;
 mod documents;
 pub mod egress;
@@ -69,6 +70,7 @@ pub mod suggest;
 #[cfg(feature = "tools")]
 pub mod tools;
 
+pub use bounds::TenantBounds;
 pub use call::{ExecCall, IntoExecCall, RunContext, RunData};
 pub use documents::{DocumentError, DocumentSource, Scope, check_name};
 pub use egress::EgressPolicy;
