@@ -81,7 +81,8 @@ impl Executors {
     ///
     /// Also sets the engine's per-scope journal limit
     /// ([`EngineBuilder::journal_bytes_limit`]) from each run's tenant settings
-    /// (`bounds.maxJournalBytes`; see [`crate::bounds`]).
+    /// (`bounds.maxJournalBytes`; see [`crate::bounds`]), replacing a limit set on `builder`
+    /// before; set one after `install` to replace it.
     pub fn install(&self, builder: EngineBuilder) -> EngineBuilder {
         let docs = self.inner.docs.clone();
         builder
