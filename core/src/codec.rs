@@ -180,6 +180,48 @@ mod tag {
     pub(super) const CHILD_CANCEL_REQUESTED: u8 = 20;
 }
 
+/// The optional tail of a `StartRecord`: tagged fields after its scope, each at most once and
+/// in tag order, each written only when present. A record with none ends at its scope.
+mod start_tail {
+    use serde_json::Value;
+
+    use super::{DecodeError, R, Reader};
+
+    /// `requestedBy`: a string.
+    pub(super) const REQUESTED_BY: u8 = 1;
+    /// `bounds`: JSON.
+    pub(super) const BOUNDS: u8 = 2;
+
+    /// The tail's fields.
+    #[derive(Default)]
+    pub(super) struct Tail {
+        pub(super) requested_by: Option<String>,
+        pub(super) bounds: Option<Value>,
+    }
+
+    /// Reads the tail up to the end of the record.
+    pub(super) fn decode(r: &mut Reader<'_>) -> R<Tail> {
+        let mut tail = Tail::default();
+        let mut last = 0u8;
+        while !r.buf.is_empty() {
+            let tag = r.u8()?;
+            if !(REQUESTED_BY..=BOUNDS).contains(&tag) {
+                // Not a field: bytes after the record.
+                return Err(DecodeError::Corrupt("trailing bytes"));
+            }
+            if tag <= last {
+                return Err(DecodeError::Corrupt("start record tail out of order"));
+            }
+            last = tag;
+            match tag {
+                REQUESTED_BY => tail.requested_by = Some(r.str()?),
+                _ => tail.bounds = Some(r.json()?),
+            }
+        }
+        Ok(tail)
+    }
+}
+
 /// Encodes a record appended at `at_ms` into `out` (which is not cleared).
 pub fn encode(record: &Record, at_ms: u64, out: &mut Vec<u8>) {
     let mut w = Writer(out);
@@ -205,11 +247,15 @@ pub fn encode(record: &Record, at_ms: u64, out: &mut Vec<u8>) {
             w.str(&s.started_by);
             w.opt_str(&s.idempotency_key);
             w.str(s.scope.as_str());
-            // An optional tail: absent entirely when there is none, so records without it are
-            // byte for byte those of earlier versions.
+            // An optional tail of tagged fields, each written only when present and in tag
+            // order, so records without them are byte for byte those of earlier versions.
             if let Some(who) = &s.requested_by {
-                w.u8(1);
+                w.u8(start_tail::REQUESTED_BY);
                 w.str(who);
+            }
+            if let Some(bounds) = &s.bounds {
+                w.u8(start_tail::BOUNDS);
+                w.json(bounds);
             }
         }
         Record::StateEntered { step, state } => {
@@ -436,6 +482,10 @@ pub fn decode(bytes: &[u8]) -> Result<(Record, u64), DecodeError> {
                 }),
                 _ => return Err(DecodeError::Corrupt("parent flag")),
             };
+            let started_by = r.str()?;
+            let idempotency_key = r.opt_str()?;
+            let scope = r.str()?.into();
+            let tail = start_tail::decode(&mut r)?;
             Record::Start(Box::new(StartRecord {
                 workflow_name,
                 workflow_version,
@@ -443,17 +493,11 @@ pub fn decode(bytes: &[u8]) -> Result<(Record, u64), DecodeError> {
                 params,
                 definition,
                 parent,
-                started_by: r.str()?,
-                idempotency_key: r.opt_str()?,
-                scope: r.str()?.into(),
-                requested_by: match r.buf.first() {
-                    None => None,
-                    Some(1) => {
-                        r.u8()?;
-                        Some(r.str()?)
-                    }
-                    Some(_) => return Err(DecodeError::Corrupt("trailing bytes")),
-                },
+                started_by,
+                idempotency_key,
+                scope,
+                requested_by: tail.requested_by,
+                bounds: tail.bounds,
             }))
         }
         tag::STATE_ENTERED => Record::StateEntered {

@@ -122,6 +122,10 @@ pub struct ChildRequest {
     /// ([`EngineBuilder::max_child_depth`](crate::EngineBuilder::max_child_depth), 32 by
     /// default); the YAML front end sets it from `subRuns.maxDepth` in the project's settings.
     pub max_depth: Option<u32>,
+    /// Bounds the child's scope sets where its definition declares none, frozen in the
+    /// child's [`StartRecord::bounds`](crate::StartRecord::bounds). Whoever builds the request
+    /// must build the same value on replay (the YAML front end journals it with the document).
+    pub bounds: Option<Value>,
 }
 
 impl ChildRequest {
@@ -136,6 +140,7 @@ impl ChildRequest {
             parent_state: None,
             scope: None,
             max_depth: None,
+            bounds: None,
         }
     }
 

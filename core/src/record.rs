@@ -155,6 +155,13 @@ pub struct StartRecord {
     /// `started_by` (e.g. a `startedBy` in an API request's body). Not verified.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub requested_by: Option<String>,
+    /// Bounds the run's scope set when it started, for the bounds its definition declares
+    /// none of (e.g. `{"maxTaskSpawns": 10000, "setting": "bounds.maxTaskSpawns"}` from the
+    /// tenant's settings). Frozen here so that replay applies the bounds the run started
+    /// with, never the settings of the day; the front end gives the object its meaning.
+    /// Absent for runs started without such defaults.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub bounds: Option<Value>,
 }
 
 /// The three kinds of inbox item a gate opens (the Vancetope `gate_task` kinds).

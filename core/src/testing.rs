@@ -68,6 +68,7 @@ impl JournalBuilder {
             idempotency_key: None,
             scope: Default::default(),
             requested_by: None,
+            bounds: None,
         };
         Self {
             entries: Vec::new(),

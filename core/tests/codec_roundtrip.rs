@@ -1,5 +1,6 @@
 //! Property tests of the journal codec: every record survives encode/decode unchanged, a strict
-//! prefix of an encoding never decodes, and arbitrary bytes never panic the decoder.
+//! prefix of an encoding never decodes (but
+//! for the optional tail of a start record), and arbitrary bytes never panic the decoder.
 //!
 //! JSON payloads are generated without floating-point numbers: they cross the journal as
 //! serde_json text, whose default float parsing is not guaranteed to round-trip every bit.
@@ -65,12 +66,13 @@ fn start() -> impl Strategy<Value = Record> {
             option::of(text()),
             text(),
             option::of(text()),
+            option::of(json()),
         ),
     )
         .prop_map(
             |(
                 (workflow_name, workflow_version, frontend, params, definition),
-                (parent, started_by, idempotency_key, scope, requested_by),
+                (parent, started_by, idempotency_key, scope, requested_by, bounds),
             )| {
                 Record::Start(Box::new(StartRecord {
                     workflow_name,
@@ -83,6 +85,7 @@ fn start() -> impl Strategy<Value = Record> {
                     idempotency_key,
                     scope: scope.into(),
                     requested_by,
+                    bounds,
                 }))
             },
         )
@@ -268,13 +271,29 @@ proptest! {
         prop_assert_eq!(&out[prefix.len()..], &alone[..]);
     }
 
+    /// A cut record is corrupt, except a start record cut between the fields of its optional
+    /// tail, which reads as the record without the fields cut off (never as the whole record).
     #[test]
     fn a_strict_prefix_never_decodes(record in record(), at_ms in any::<u64>(), cut in any::<prop::sample::Index>()) {
         let mut bytes = Vec::new();
         codec::encode(&record, at_ms, &mut bytes);
         let len = cut.index(bytes.len());
-        let err = codec::decode(&bytes[..len]).unwrap_err();
-        prop_assert!(matches!(err, DecodeError::Corrupt(_)), "{}", err);
+        match codec::decode(&bytes[..len]) {
+            Err(err) => prop_assert!(matches!(err, DecodeError::Corrupt(_)), "{}", err),
+            Ok((Record::Start(cut_start), _)) => {
+                let Record::Start(whole) = &record else {
+                    return Err(TestCaseError::fail("a cut record of another kind decoded"));
+                };
+                prop_assert_ne!(&cut_start, whole);
+                let mut without_tail = cut_start.clone();
+                without_tail.requested_by = whole.requested_by.clone();
+                without_tail.bounds = whole.bounds.clone();
+                prop_assert_eq!(&without_tail, whole);
+            }
+            Ok((other, _)) => {
+                return Err(TestCaseError::fail(format!("a cut record decoded: {other:?}")));
+            }
+        }
     }
 
     #[test]
@@ -306,4 +325,69 @@ fn floats_round_trip_bit_for_bit() {
     codec::encode(&record, 0, &mut bytes);
     let (decoded, _) = codec::decode(&bytes).unwrap();
     assert_eq!(decoded, record);
+}
+
+/// A start record with the optional fields given, encoded and decoded again.
+fn start_with_tail(requested_by: Option<&str>, bounds: Option<Value>) -> (Vec<u8>, Record) {
+    let record = Record::Start(Box::new(StartRecord {
+        workflow_name: "loop".into(),
+        workflow_version: String::new(),
+        frontend: "yaml".into(),
+        params: serde_json::json!({}),
+        definition: Some("start: a".into()),
+        parent: None,
+        started_by: "cli:ann".into(),
+        idempotency_key: None,
+        scope: "acme/shop".into(),
+        requested_by: requested_by.map(str::to_string),
+        bounds,
+    }));
+    let mut bytes = Vec::new();
+    codec::encode(&record, 7, &mut bytes);
+    let (decoded, at) = codec::decode(&bytes).unwrap();
+    assert_eq!(at, 7);
+    assert_eq!(decoded, record);
+    (bytes, record)
+}
+
+#[test]
+fn a_start_record_keeps_requested_by_and_bounds_in_any_combination() {
+    let bounds = serde_json::json!({"maxTaskSpawns": 5, "setting": "bounds.maxTaskSpawns"});
+    let (none, _) = start_with_tail(None, None);
+    let (who, _) = start_with_tail(Some("ann"), None);
+    let (frozen, _) = start_with_tail(None, Some(bounds.clone()));
+    let (both, _) = start_with_tail(Some("ann"), Some(bounds.clone()));
+    // Each field is appended after the record without it, tagged 1 and 2.
+    assert_eq!(&who[..none.len()], &none[..]);
+    assert_eq!(who[none.len()], 1);
+    assert_eq!(&frozen[..none.len()], &none[..]);
+    assert_eq!(frozen[none.len()], 2);
+    assert_eq!(&both[..who.len()], &who[..]);
+    assert_eq!(both[who.len()], 2);
+}
+
+#[test]
+fn a_start_record_tail_with_an_unknown_or_repeated_field_is_corrupt() {
+    let (none, _) = start_with_tail(None, None);
+    let mut unknown = none.clone();
+    unknown.extend([3, 0]);
+    assert!(matches!(
+        codec::decode(&unknown),
+        Err(DecodeError::Corrupt(_))
+    ));
+    // Fields come once each, in tag order: bounds before requestedBy is not a tail.
+    let (frozen, _) = start_with_tail(None, Some(serde_json::json!({})));
+    let mut reordered = frozen.clone();
+    reordered.extend([1, 3, b'a', b'n', b'n']);
+    assert!(matches!(
+        codec::decode(&reordered),
+        Err(DecodeError::Corrupt(_))
+    ));
+    let (who, _) = start_with_tail(Some("ann"), None);
+    let mut twice = who.clone();
+    twice.extend([1, 3, b'b', b'o', b'b']);
+    assert!(matches!(
+        codec::decode(&twice),
+        Err(DecodeError::Corrupt(_))
+    ));
 }

@@ -70,6 +70,7 @@ fn canned_journal() -> Vec<Record> {
         idempotency_key: Some("order-42".into()),
         scope: "acme/shop".into(),
         requested_by: None,
+        bounds: None,
     };
     let decision = GateSpec {
         kind: GateKind::Decision,
@@ -212,6 +213,7 @@ fn canned_journal() -> Vec<Record> {
             idempotency_key: None,
             scope: Default::default(),
             requested_by: None,
+            bounds: None,
         })),
         Record::GateOpened {
             step: 0,

@@ -78,8 +78,18 @@ impl Executors {
 
     /// Puts the executors in the engine's data, so that calls not bound to a handle find
     /// them. Call [`Executors::attach`] once the engine is built.
+    ///
+    /// Also sets the engine's per-scope journal limit
+    /// ([`EngineBuilder::journal_bytes_limit`]) from each run's tenant settings
+    /// (`bounds.maxJournalBytes`; see [`crate::bounds`]), replacing a limit set on `builder`
+    /// before; set one after `install` to replace it.
     pub fn install(&self, builder: EngineBuilder) -> EngineBuilder {
-        builder.data(self.clone())
+        let docs = self.inner.docs.clone();
+        builder
+            .data(self.clone())
+            .journal_bytes_limit(move |scope| {
+                crate::bounds::journal_bytes_limit(&docs, scope.as_str())
+            })
     }
 
     /// Gives the executors the engine, for the tools that reach it (`inbox_read`, host tools

@@ -52,6 +52,7 @@
 
 #[cfg(feature = "tools")]
 mod body;
+pub mod bounds;
 mod call;
 mod documents;
 pub mod egress;
@@ -71,6 +72,7 @@ pub mod suggest;
 #[cfg(feature = "tools")]
 pub mod tools;
 
+pub use bounds::TenantBounds;
 pub use call::{ExecCall, IntoExecCall, RunContext, RunData};
 pub use documents::{DocumentError, DocumentSource, Scope, check_name};
 pub use egress::EgressPolicy;

@@ -28,8 +28,21 @@
 //! ```
 //!
 //! The same file's `execution:` (which task types a project may run; see
-//! [`ExecutionPolicy`]) and `egress:` (where `http_request` may connect; see [`EgressPolicy`])
-//! are the tenant's too.
+//! [`ExecutionPolicy`]), `egress:` (where `http_request` may connect; see [`EgressPolicy`])
+//! and `bounds:` (default per-run bounds; see [`TenantBounds`]) are the tenant's too:
+//!
+//! ```yaml
+//! bounds:
+//!   maxTaskSpawns: 10000      # tasks a YAML run whose document declares no
+//!                             # bounds.maxTaskSpawns may spawn (default 10000; 0: no default)
+//!   maxJournalBytes: 67108864 # most bytes of a run's journal ([MAG-BD001]); absent: the
+//!                             # engine's limit (256 MiB), which it never exceeds
+//!   projects:
+//!     shop: { maxTaskSpawns: 500 } # a project's entry wins over the tenant-wide key
+//! ```
+//!
+//! The spawn default is frozen in each run's start record when the run starts: a change of
+//! the settings applies to runs started after it, never to a run being replayed.
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
@@ -37,6 +50,7 @@ use std::path::{Path, PathBuf};
 use schemars::JsonSchema;
 use serde::Deserialize;
 
+use crate::bounds::TenantBounds;
 use crate::egress::EgressPolicy;
 use crate::policy::ExecutionPolicy;
 
@@ -134,9 +148,13 @@ impl Default for LaneSettings {
 /// egress:                     # where http_request may connect
 ///   allowHosts: ["api.example.com", "*.corp.example", "127.0.0.1:8080"]
 ///   allowPrivate: false
+/// bounds:                     # defaults for runs whose document declares none
+///   maxTaskSpawns: 10000      # 0 turns the default off
+///   maxJournalBytes: 67108864 # absent: the engine's limit
+///   projects: { shop: { maxTaskSpawns: 500 } }
 /// ```
 ///
-/// See [`ExecutionPolicy`] and [`EgressPolicy`] for what each key decides.
+/// See [`ExecutionPolicy`], [`EgressPolicy`] and [`TenantBounds`] for what each key decides.
 #[derive(Debug, Clone, Default, Deserialize, JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct TenantSettings {
@@ -150,6 +168,9 @@ pub struct TenantSettings {
     /// Where the `http_request` tool may connect.
     #[serde(default)]
     pub egress: EgressPolicy,
+    /// Default bounds of the tenant's runs whose definition declares none.
+    #[serde(default)]
+    pub bounds: TenantBounds,
 }
 
 /// Whether shell steps run confined by the sandbox (Landlock; see the README's "Shell

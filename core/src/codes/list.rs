@@ -122,7 +122,7 @@ pub const CODES: &[ErrorCode] = &[
     ErrorCode {
         code: "MAG-BD001",
         meaning: "Bounds exhausted: the run's journal grew past the most bytes a run may hold; the run ended FAILED in the commit that crossed it.",
-        remedy: "Keep large data out of the journal (return references, not blobs), bound loops, or raise EngineBuilder::max_journal_bytes_per_run.",
+        remedy: "Keep large data out of the journal (return references, not blobs), bound loops, or raise EngineBuilder::max_journal_bytes_per_run (or the tenant's bounds.maxJournalBytes, which may only lower it).",
     },
     ErrorCode {
         code: "MAG-BD002",

@@ -234,6 +234,7 @@ impl EngineInner {
             idempotency_key: req.idempotency_key,
             scope: req.scope,
             requested_by: req.requested_by,
+            bounds: req.bounds,
         }
     }
 

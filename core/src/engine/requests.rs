@@ -34,6 +34,9 @@ pub struct StartRequest {
     pub run_id: Option<RunId>,
     /// Who the caller says the run is for, recorded beside `started_by` (not verified).
     pub requested_by: Option<String>,
+    /// Bounds the run's scope sets where its definition declares none, frozen in its
+    /// [`StartRecord::bounds`](crate::StartRecord::bounds).
+    pub bounds: Option<Value>,
 }
 
 impl StartRequest {
@@ -51,6 +54,7 @@ impl StartRequest {
             parent: None,
             run_id: None,
             requested_by: None,
+            bounds: None,
         }
     }
 
@@ -69,6 +73,12 @@ impl StartRequest {
     /// Records who the caller says the run is for (see [`StartRequest::requested_by`]).
     pub fn requested_by(mut self, who: impl Into<String>) -> Self {
         self.requested_by = Some(who.into());
+        self
+    }
+
+    /// Freezes default bounds in the run's start record (see [`StartRequest::bounds`]).
+    pub fn bounds(mut self, bounds: Value) -> Self {
+        self.bounds = Some(bounds);
         self
     }
 

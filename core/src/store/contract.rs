@@ -21,6 +21,7 @@ fn start(run: RunId, name: &str) -> CommitBatch {
         idempotency_key: Some(format!("key-{run}")),
         scope: RunScope::default(),
         requested_by: None,
+        bounds: None,
     }));
     codec::encode(&rec, 7, &mut bytes);
     CommitBatch {

@@ -15,6 +15,7 @@ use magrathea_core::{ChildRequest, RunStatus, StartRecord, WorkflowContext, Work
 use serde_json::{Map, Value, json};
 
 use super::RuntimeInner;
+use super::default_bounds::{self, SpawnLimit};
 use super::dispatch::{self, Completion, RunInfo};
 use super::documents::Scope;
 use super::steps;
@@ -65,6 +66,7 @@ pub(crate) async fn interpret(
         vars: Value::Object(Map::new()),
     };
     let bounds = plan.bounds;
+    let spawn_limit = SpawnLimit::of(&bounds, &start);
     let started_ms = bounds.max_wallclock_seconds.map(|_| ctx.now());
     let mut spawns: u64 = 0;
     let mut cost_usd = 0.0f64;
@@ -78,13 +80,10 @@ pub(crate) async fn interpret(
         }
         let mut attempts = 1u32;
         let done = loop {
-            if let Some(max) = bounds.max_task_spawns
-                && spawns >= max
+            if let Some(limit) = &spawn_limit
+                && spawns >= limit.max
             {
-                return Err(WorkflowError::failed(format!(
-                    "bounds exhausted: maxTaskSpawns {max} reached before state '{}'",
-                    state.name
-                )));
+                return Err(WorkflowError::failed(limit.exhausted(&state.name)));
             }
             spawns += 1;
             let done = execute(&run, &rt, &plan, state).await;
@@ -256,9 +255,17 @@ pub(crate) fn frozen_child(
     name: &str,
     params: Value,
 ) -> Result<ChildRequest, String> {
+    // The tenant's default bounds are journaled with the document: the child freezes the
+    // defaults of the day its parent first asked for it, also when the parent is replayed.
     let found = ctx.side_effect("workflow_document", || {
         match rt.docs.workflow(scope, name) {
-            Ok((path, text)) => json!({ "path": path.display().to_string(), "definition": text }),
+            Ok((path, text)) => {
+                let mut found = json!({ "path": path.display().to_string(), "definition": text });
+                if let Some(defaults) = default_bounds::tenant_defaults(&rt.docs, scope) {
+                    found["defaultBounds"] = defaults;
+                }
+                found
+            }
             Err(e) => json!({ "error": e.to_string() }),
         }
     });
@@ -290,6 +297,10 @@ pub(crate) fn frozen_child(
         parent_state: None,
         scope: Some(scope.key().into()),
         max_depth: rt.docs.settings(scope).sub_runs.max_depth,
+        bounds: default_bounds::for_document(
+            &loaded.plan.bounds,
+            found.get("defaultBounds").cloned(),
+        ),
     })
 }
 

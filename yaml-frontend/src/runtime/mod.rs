@@ -10,6 +10,7 @@
 //! carrying its executor's body, so they are not registered by name. Their types are
 //! re-exported here.
 
+mod default_bounds;
 mod dispatch;
 mod interpreter;
 mod steps;
@@ -155,7 +156,8 @@ impl YamlRuntime {
     }
 
     /// Starts a run of the workflow `name`: resolves it by the cascade, validates it and the
-    /// parameters (filling defaults), and journals the frozen body in the StartRecord.
+    /// parameters (filling defaults), and journals the frozen body in the StartRecord, with
+    /// the tenant's default bounds for those the document declares none of.
     pub async fn start(
         &self,
         engine: &Engine,
@@ -189,6 +191,10 @@ impl YamlRuntime {
         req.version = Some(loaded.doc.version.clone().unwrap_or_default());
         req.definition = Some(text);
         req.scope = scope.key().into();
+        req.bounds = default_bounds::for_document(
+            &loaded.plan.bounds,
+            default_bounds::tenant_defaults(&self.inner.docs, scope),
+        );
         Ok(engine.start(req).await?)
     }
 }

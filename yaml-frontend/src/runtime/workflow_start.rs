@@ -50,6 +50,10 @@ impl WorkflowStart {
         req.definition = Some(text);
         req.started_by = ctx.user.clone();
         req.scope = scope.key().into();
+        req.bounds = super::default_bounds::for_document(
+            &loaded.plan.bounds,
+            super::default_bounds::tenant_defaults(&self.docs, &scope),
+        );
         if let Some(key) = &ctx.idempotency_key {
             req = req.idempotency_key(format!("workflow_start:{key}"));
         }

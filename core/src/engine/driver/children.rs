@@ -45,6 +45,7 @@ impl Driver {
             idempotency_key: None,
             started_by: start.started_by.clone(),
             requested_by: start.requested_by.clone(),
+            bounds: req.bounds.clone(),
             scope: req.scope.clone().unwrap_or_else(|| start.scope.clone()),
             parent: Some(ParentRef {
                 run_id: self.run_id,
