@@ -17,7 +17,7 @@ use magrathea_core::store::{CommitBatch, Refusal};
 use magrathea_core::{RunId, StoreError};
 use uuid::Uuid;
 
-use crate::store::{PgStore, pg, seq, uuid};
+use crate::store::{Held, PgStore, pg, seq, uuid};
 
 /// One commit's rows, as the arrays its statements take.
 #[derive(Default)]
@@ -111,7 +111,7 @@ pub(crate) fn commit(
             .map(|b| Check {
                 fences: fenced_runs(b)
                     .into_iter()
-                    .map(|run| (run, held.get(&run).copied()))
+                    .map(|run| (run, held.get(&run).map(|h| h.epoch)))
                     .collect(),
                 keys: b.idempotency_keys.clone(),
             })
@@ -248,7 +248,7 @@ pub(crate) fn commit(
         .lock()
         .unwrap_or_else(std::sync::PoisonError::into_inner);
     for run in new_runs {
-        held.insert(run, Some(1));
+        held.insert(run, Held::now(Some(1)));
     }
     for run in ended {
         held.remove(&run);

@@ -9,7 +9,7 @@ use magrathea_core::{RunId, StoreError};
 use serde_json::Value;
 use uuid::Uuid;
 
-use crate::store::{Inner, PgStore, pg, run_id, uuid};
+use crate::store::{Held, Inner, PgStore, pg, run_id, uuid};
 
 impl Leases for PgStore {
     fn worker(&self) -> &str {
@@ -240,7 +240,7 @@ impl PgStore {
             .held
             .lock()
             .unwrap_or_else(PoisonError::into_inner)
-            .insert(run, epoch);
+            .insert(run, Held::now(epoch));
     }
 }
 
@@ -266,12 +266,23 @@ pub(crate) async fn heartbeat(inner: Weak<Inner>) {
 
 async fn beat(inner: &Arc<Inner>) -> Result<(), StoreError> {
     let client = inner.pool.get().await.map_err(pg)?;
+    let read_at = std::time::Instant::now();
     let grace = inner.options.lease_grace.as_secs_f64();
+    // Rows a commit of this worker holds locked are skipped (renewed next time): waiting for
+    // them could deadlock with that commit, which may delete an ended run's lease.
+    client
+        .execute(
+            "UPDATE magrathea_leases SET expires_at = now() + make_interval(secs => $2)
+             WHERE run_id IN (SELECT run_id FROM magrathea_leases WHERE owner = $1
+                              FOR UPDATE SKIP LOCKED)",
+            &[&inner.worker, &grace],
+        )
+        .await
+        .map_err(pg)?;
     let rows = client
         .query(
-            "UPDATE magrathea_leases SET expires_at = now() + make_interval(secs => $2)
-             WHERE owner = $1 RETURNING run_id, epoch",
-            &[&inner.worker, &grace],
+            "SELECT run_id, epoch FROM magrathea_leases WHERE owner = $1",
+            &[&inner.worker],
         )
         .await
         .map_err(pg)?;
@@ -280,8 +291,8 @@ async fn beat(inner: &Arc<Inner>) -> Result<(), StoreError> {
     let mut held = inner.held.lock().unwrap_or_else(PoisonError::into_inner);
     let lost: Vec<RunId> = held
         .iter()
-        .filter(|(run, epoch)| match epoch {
-            Some(e) => renewed.get(run) != Some(e),
+        .filter(|(run, held)| match held.epoch {
+            Some(e) => held.since < read_at && renewed.get(run) != Some(&e),
             None => false,
         })
         .map(|(run, _)| *run)

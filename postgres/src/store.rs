@@ -46,13 +46,32 @@ impl Default for PgOptions {
     }
 }
 
+/// A run this worker holds.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct Held {
+    /// The lease's epoch (`None`: an ended run, which has no lease).
+    pub(crate) epoch: Option<i64>,
+    /// When this worker claimed it: a heartbeat judges only leases claimed before it read
+    /// the lease table.
+    pub(crate) since: std::time::Instant,
+}
+
+impl Held {
+    pub(crate) fn now(epoch: Option<i64>) -> Self {
+        Self {
+            epoch,
+            since: std::time::Instant::now(),
+        }
+    }
+}
+
 /// What the store and its heartbeat share.
 pub(crate) struct Inner {
     pub(crate) pool: Pool,
     pub(crate) worker: String,
     pub(crate) options: PgOptions,
-    /// Runs this worker holds, with their epochs (`None`: an ended run, which has no lease).
-    pub(crate) held: Mutex<HashMap<RunId, Option<i64>>>,
+    /// Runs this worker holds.
+    pub(crate) held: Mutex<HashMap<RunId, Held>>,
     /// Runs whose leases were found lost, not yet reported.
     pub(crate) lost: Mutex<Vec<RunId>>,
 }

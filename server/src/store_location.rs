@@ -5,6 +5,7 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 use magrathea_core::{EngineBuilder, StoreError};
+use magrathea_postgres::PgOptions;
 
 /// A journal store, as `--store` names it.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -48,11 +49,20 @@ impl StoreLocation {
     /// `builder` with this store: the redb file (its directory is created by the engine), or a
     /// connection to the database, whose schema is created or migrated now.
     pub fn install(&self, builder: EngineBuilder) -> Result<EngineBuilder, StoreError> {
+        self.install_with(builder, &PgOptions::default())
+    }
+
+    /// [`StoreLocation::install`], with `options` for a PostgreSQL store's leases.
+    pub fn install_with(
+        &self,
+        builder: EngineBuilder,
+        options: &PgOptions,
+    ) -> Result<EngineBuilder, StoreError> {
         Ok(match self {
             Self::Redb(dir) => builder.path(dir.join("journal.redb")),
-            Self::Postgres(url) => {
-                builder.store(Arc::new(magrathea_postgres::PgStore::connect(url)?))
-            }
+            Self::Postgres(url) => builder.store(Arc::new(
+                magrathea_postgres::PgStore::connect_with(url, options.clone())?,
+            )),
         })
     }
 }

@@ -62,6 +62,23 @@ pub(crate) struct ServeArgs {
     #[arg(long, value_name = "N", default_value_t = DEFAULT_MAX_CONNECTIONS as u64,
           value_parser = clap::value_parser!(u64).range(1..))]
     max_connections: u64,
+    /// With a PostgreSQL store (--store postgres://…): seconds a worker's lease of a run lasts
+    /// without a heartbeat; after it, another worker reclaims the run and replays it.
+    #[arg(long, value_name = "SECONDS", default_value_t = 300.0,
+          value_parser = parse_grace)]
+    lease_grace: f64,
+    /// With a PostgreSQL store: how many reclaims after a lost lease a run survives; the next
+    /// one fails it with a technical_error (MAG-LS001).
+    #[arg(long, value_name = "N", default_value_t = 3)]
+    max_claim_attempts: u32,
+}
+
+/// A lease grace period: positive seconds, at least 0.1.
+fn parse_grace(s: &str) -> Result<f64, String> {
+    match s.parse::<f64>() {
+        Ok(v) if v >= 0.1 && v.is_finite() => Ok(v),
+        _ => Err(format!("`{s}` is not a number of seconds of at least 0.1")),
+    }
 }
 
 pub(crate) async fn serve(loc: &Location, args: ServeArgs) -> anyhow::Result<u8> {
@@ -79,6 +96,11 @@ pub(crate) async fn serve(loc: &Location, args: ServeArgs) -> anyhow::Result<u8>
     if let Some(store) = &loc.store {
         config = config.store(store);
     }
+    config = config.postgres_options(magrathea_postgres::PgOptions {
+        lease_grace: Duration::from_secs_f64(args.lease_grace),
+        max_claim_attempts: args.max_claim_attempts,
+        ..Default::default()
+    });
     let signal = shutdown_signal()?;
     let (addr, handle) = start_server(config).await?;
     if args.insecure_no_auth {
@@ -88,7 +110,12 @@ pub(crate) async fn serve(loc: &Location, args: ServeArgs) -> anyhow::Result<u8>
         );
     }
     outln!("listening on http://{addr}")?;
+    let engine = handle.engine().clone();
     handle.run_until(signal).await?;
+    // Other workers on a shared store take this one's runs on at once.
+    if let Err(e) = engine.release_leases() {
+        errln!("warning: could not release the run leases: {e}");
+    }
     errln!("stopped");
     Ok(EXIT_OK)
 }

@@ -77,6 +77,7 @@ pub struct ServeConfig {
     root: PathBuf,
     addr: SocketAddr,
     store: Option<PathBuf>,
+    postgres: magrathea_postgres::PgOptions,
     insecure_no_auth: bool,
     limits: ConnectionLimits,
     max_followers_per_subject: usize,
@@ -92,6 +93,7 @@ impl ServeConfig {
             root: root.into(),
             addr: DEFAULT_ADDR.parse().expect("a valid address"),
             store: None,
+            postgres: magrathea_postgres::PgOptions::default(),
             insecure_no_auth: false,
             limits: ConnectionLimits::default(),
             max_followers_per_subject: follow::DEFAULT_MAX_FOLLOWERS_PER_SUBJECT,
@@ -109,6 +111,13 @@ impl ServeConfig {
     /// (`postgres://user@host:port/database`) that several servers share.
     pub fn store(mut self, store: impl Into<PathBuf>) -> Self {
         self.store = Some(store.into());
+        self
+    }
+
+    /// How this server holds runs as one of several workers on a PostgreSQL store (lease
+    /// grace period, `maxClaimAttempts`); ignored with a directory store.
+    pub fn postgres_options(mut self, options: magrathea_postgres::PgOptions) -> Self {
+        self.postgres = options;
         self
     }
 
@@ -296,7 +305,7 @@ pub async fn serve(config: ServeConfig) -> Result<(SocketAddr, ServerHandle), Se
         })?;
     }
     let engine = location
-        .install(Engine::builder().recover(true))
+        .install_with(Engine::builder().recover(true), &config.postgres)
         .map_err(|e| ServeError::Open(OpenError::Store(e)))?;
     start(engine, &config, auth).await
 }

@@ -1,0 +1,401 @@
+//! Several `magrathea serve` workers on one PostgreSQL database: runs survive SIGKILLs of
+//! workers with exactly one result per step, a worker frozen past its lease cannot add a record
+//! behind the worker that reclaimed its runs, and a run whose worker dies every time it drives
+//! it fails after `--max-claim-attempts` reclaims.
+
+mod http_common;
+mod serve_child;
+
+use std::collections::BTreeMap;
+use std::path::Path;
+use std::sync::OnceLock;
+use std::time::{Duration, Instant};
+
+use http_common::write;
+use magrathea_postgres::testing::TestCluster;
+use rand::Rng;
+use serde_json::{Value, json};
+use serve_child::{ServeChild, serve_command};
+
+fn cluster() -> &'static TestCluster {
+    static CLUSTER: OnceLock<TestCluster> = OnceLock::new();
+    CLUSTER.get_or_init(TestCluster::start)
+}
+
+/// Five script steps, each adding one to the last, with a short timer between them.
+const CHAIN: &str = "\
+parameters:
+  n: { type: integer, required: true }
+start: s1
+states:
+  s1: { type: script_task, path: _vance/scripts/inc.js, storeAs: v, on: { success: w1 } }
+  w1: { type: timer_task, duration: 100ms, on: { fired: s2 } }
+  s2: { type: script_task, path: _vance/scripts/inc.js, storeAs: v, on: { success: w2 } }
+  w2: { type: timer_task, duration: 100ms, on: { fired: s3 } }
+  s3: { type: script_task, path: _vance/scripts/inc.js, storeAs: v, on: { success: w3 } }
+  w3: { type: timer_task, duration: 100ms, on: { fired: s4 } }
+  s4: { type: script_task, path: _vance/scripts/inc.js, storeAs: v, on: { success: s5 } }
+  s5: { type: script_task, path: _vance/scripts/inc.js, storeAs: v, on: { success: done } }
+  done: { type: terminal, result: \"${state.v}\" }
+";
+
+/// One shell step that takes a while.
+const SLOW: &str = "\
+start: work
+states:
+  work:
+    type: shell_task
+    run: sleep 3
+    dirName: workspace
+    on: { success: done }
+  done: { type: terminal, result: finished }
+";
+
+const FOREVER: &str = "\
+start: work
+states:
+  work:
+    type: shell_task
+    run: sleep 600
+    dirName: workspace
+    on: { success: done }
+    catch: { technical_error: done }
+  done: { type: terminal }
+";
+
+/// A document tree for tenant acme, project shop, with script and shell steps allowed and
+/// room for many steps at once.
+fn tree(root: &Path) {
+    write(
+        &root.join("acme/_tenant/_vance/settings.yaml"),
+        "execution: { shellTask: true, scriptTask: true }\n",
+    );
+    let shop = root.join("acme/shop/_vance");
+    write(
+        &shop.join("settings.yaml"),
+        "lanes:\n  maxConcurrentTasks: 256\n",
+    );
+    write(
+        &shop.join("scripts/inc.js"),
+        "return (state.v === undefined ? params.n : state.v) + 1;\n",
+    );
+    write(&shop.join("workflows/chain.yaml"), CHAIN);
+    write(&shop.join("workflows/slow.yaml"), SLOW);
+    write(&shop.join("workflows/forever.yaml"), FOREVER);
+}
+
+/// A worker: `magrathea serve` on the shared database.
+fn worker(root: &Path, url: &str, grace: &str, max_claims: &str) -> ServeChild {
+    let mut cmd = serve_command(root);
+    cmd.args(["--insecure-no-auth", "--store", url]).args([
+        "--lease-grace",
+        grace,
+        "--max-claim-attempts",
+        max_claims,
+    ]);
+    ServeChild::spawn(cmd)
+}
+
+const RUNS: &str = "/brain/acme/project/shop/workflows";
+
+/// Starts `name` through the first worker that answers, with an idempotency key so that a
+/// retry after a worker died never starts a second run.
+async fn start(
+    client: &reqwest::Client,
+    workers: &[ServeChild],
+    name: &str,
+    params: Value,
+    key: &str,
+) -> String {
+    let deadline = Instant::now() + Duration::from_secs(60);
+    loop {
+        for w in workers {
+            let sent = client
+                .post(format!("{}{RUNS}/{name}/start", w.base))
+                .header("Idempotency-Key", key)
+                .json(&params)
+                .send()
+                .await;
+            if let Ok(r) = sent
+                && r.status().is_success()
+                && let Ok(v) = r.json::<Value>().await
+                && let Some(id) = v["workflowRunId"].as_str()
+            {
+                return id.to_owned();
+            }
+        }
+        assert!(Instant::now() < deadline, "no worker started {name}");
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+}
+
+/// GETs `path` from the first worker that answers.
+async fn get(client: &reqwest::Client, workers: &[ServeChild], path: &str) -> Value {
+    let deadline = Instant::now() + Duration::from_secs(60);
+    loop {
+        for w in workers {
+            if let Ok(r) = client.get(format!("{}{path}", w.base)).send().await
+                && r.status().is_success()
+                && let Ok(v) = r.json::<Value>().await
+            {
+                return v;
+            }
+        }
+        assert!(Instant::now() < deadline, "no worker answered GET {path}");
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+}
+
+/// Waits until every run in `runs` has one of `statuses`; returns their views.
+async fn wait_all(
+    client: &reqwest::Client,
+    workers: &[ServeChild],
+    runs: &[String],
+    statuses: &[&str],
+    within: Duration,
+) -> Vec<Value> {
+    let deadline = Instant::now() + within;
+    let mut views = Vec::new();
+    for run in runs {
+        loop {
+            let v = get(client, workers, &format!("{RUNS}/runs/{run}")).await;
+            if statuses.iter().any(|s| v["status"] == *s) {
+                views.push(v);
+                break;
+            }
+            assert!(
+                Instant::now() < deadline,
+                "run {run} did not reach {statuses:?}: {v}"
+            );
+            tokio::time::sleep(Duration::from_millis(50)).await;
+        }
+    }
+    views
+}
+
+/// The number of task results journaled for each step of `run`.
+async fn results_per_step(
+    client: &reqwest::Client,
+    workers: &[ServeChild],
+    run: &str,
+) -> BTreeMap<u64, usize> {
+    let journal = get(client, workers, &format!("{RUNS}/runs/{run}/journal")).await;
+    let records = journal.as_array().unwrap_or_else(|| panic!("{journal}"));
+    let mut counts = BTreeMap::new();
+    for (i, r) in records.iter().enumerate() {
+        assert_eq!(r["seq"], i as u64, "seqs are dense: {r}");
+        if r["type"] == "TaskResultRecord" {
+            *counts.entry(r["step"].as_u64().unwrap()).or_insert(0) += 1;
+        }
+    }
+    counts
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn runs_survive_workers_killed_at_random_with_one_result_per_step() {
+    let url = cluster().create_database();
+    let tmp = tempfile::tempdir().unwrap();
+    let root = tmp.path().canonicalize().unwrap();
+    tree(&root);
+    let client = reqwest::Client::builder()
+        .timeout(Duration::from_secs(10))
+        .build()
+        .unwrap();
+    let mut workers: Vec<ServeChild> = (0..3).map(|_| worker(&root, &url, "1", "1000")).collect();
+
+    let mut runs = Vec::new();
+    for n in 0..300u64 {
+        let run = start(
+            &client,
+            &workers,
+            "chain",
+            json!({"n": n}),
+            &format!("chain-{n}"),
+        )
+        .await;
+        runs.push((run, n));
+    }
+    // Kill a random worker at random moments while the runs go on, and restart it.
+    let mut rng = rand::rng();
+    for _ in 0..6 {
+        tokio::time::sleep(Duration::from_millis(rng.random_range(200..900))).await;
+        let victim = rng.random_range(0..workers.len());
+        workers[victim].kill();
+        workers[victim] = worker(&root, &url, "1", "1000");
+    }
+    let ids: Vec<String> = runs.iter().map(|(r, _)| r.clone()).collect();
+    let views = wait_all(
+        &client,
+        &workers,
+        &ids,
+        &["DONE", "FAILED", "BLOCKED"],
+        Duration::from_secs(240),
+    )
+    .await;
+    for ((run, n), view) in runs.iter().zip(&views) {
+        assert_eq!(view["status"], "DONE", "run {run}: {view}");
+        let result = &view["result"];
+        assert!(
+            *result == json!(n + 5) || *result == json!((n + 5).to_string()),
+            "run {run} of n={n}: {result}"
+        );
+        let counts = results_per_step(&client, &workers, run).await;
+        assert_eq!(counts.len(), 5, "five task steps in {run}: {counts:?}");
+        assert!(
+            counts.values().all(|c| *c == 1),
+            "exactly one result per step in {run}: {counts:?}"
+        );
+    }
+}
+
+/// The lease owner of `run`, from the database.
+fn owner(url: &str, run: &str) -> Option<String> {
+    let out = std::process::Command::new("psql")
+        .args(["-X", "-q", "-t", "-A", "-d", url, "-c"])
+        .arg(format!(
+            "SELECT owner FROM magrathea_leases WHERE run_id = '{run}'"
+        ))
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let s = String::from_utf8_lossy(&out.stdout).trim().to_owned();
+    (!s.is_empty()).then_some(s)
+}
+
+/// Waits until `run`'s lease is held by a worker other than `not`; returns it.
+async fn owner_other_than(url: &str, run: &str, not: Option<&str>) -> String {
+    let deadline = Instant::now() + Duration::from_secs(60);
+    loop {
+        if let Some(o) = owner(url, run)
+            && Some(o.as_str()) != not
+        {
+            return o;
+        }
+        assert!(Instant::now() < deadline, "nobody claimed {run}");
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_worker_frozen_past_its_lease_adds_nothing_after_another_reclaimed_its_runs() {
+    let url = cluster().create_database();
+    let tmp = tempfile::tempdir().unwrap();
+    let root = tmp.path().canonicalize().unwrap();
+    tree(&root);
+    let client = reqwest::Client::builder()
+        .timeout(Duration::from_secs(10))
+        .build()
+        .unwrap();
+    let frozen = worker(&root, &url, "1", "1000");
+    let mut runs = Vec::new();
+    for i in 0..5 {
+        let run = start(
+            &client,
+            std::slice::from_ref(&frozen),
+            "slow",
+            json!({}),
+            &format!("slow-{i}"),
+        )
+        .await;
+        runs.push(run);
+    }
+    // Every run's shell step is running on the first worker.
+    let first_owner = owner_other_than(&url, &runs[4], None).await;
+    tokio::time::sleep(Duration::from_millis(500)).await;
+    let pid = nix::unistd::Pid::from_raw(frozen.pid() as i32);
+    nix::sys::signal::kill(pid, nix::sys::signal::Signal::SIGSTOP).unwrap();
+
+    let other = worker(&root, &url, "1", "1000");
+    for run in &runs {
+        owner_other_than(&url, run, Some(&first_owner)).await;
+    }
+    // The frozen worker wakes up after its runs moved; its shell steps have long ended.
+    nix::sys::signal::kill(pid, nix::sys::signal::Signal::SIGCONT).unwrap();
+    let both = [other, frozen];
+    let views = wait_all(
+        &client,
+        &both,
+        &runs,
+        &["DONE", "FAILED"],
+        Duration::from_secs(60),
+    )
+    .await;
+    for (run, view) in runs.iter().zip(&views) {
+        assert_eq!(view["status"], "DONE", "{view}");
+        let counts = results_per_step(&client, &both, run).await;
+        assert_eq!(
+            counts.values().copied().collect::<Vec<_>>(),
+            [1],
+            "one result for the shell step of {run}, from the worker that reclaimed it"
+        );
+    }
+    // Give the woken worker time to try its late appends, then look again.
+    tokio::time::sleep(Duration::from_secs(2)).await;
+    for run in &runs {
+        let counts = results_per_step(&client, &both, run).await;
+        assert_eq!(counts.values().copied().collect::<Vec<_>>(), [1], "{run}");
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_run_whose_worker_dies_on_every_claim_fails_after_max_claim_attempts() {
+    let url = cluster().create_database();
+    let tmp = tempfile::tempdir().unwrap();
+    let root = tmp.path().canonicalize().unwrap();
+    tree(&root);
+    let client = reqwest::Client::builder()
+        .timeout(Duration::from_secs(10))
+        .build()
+        .unwrap();
+    let mut current = worker(&root, &url, "1", "2");
+    let run = start(
+        &client,
+        std::slice::from_ref(&current),
+        "forever",
+        json!({}),
+        "forever",
+    )
+    .await;
+    let mut last = owner_other_than(&url, &run, None).await;
+    // The first claim and two reclaims are allowed; each driver is killed under the run.
+    for _ in 0..3 {
+        tokio::time::sleep(Duration::from_millis(300)).await;
+        current.kill();
+        current = worker(&root, &url, "1", "2");
+        let deadline = Instant::now() + Duration::from_secs(60);
+        loop {
+            let o = owner(&url, &run);
+            if o.as_deref().is_some_and(|o| o != last) {
+                last = o.unwrap();
+                break;
+            }
+            let v = get(
+                &client,
+                std::slice::from_ref(&current),
+                &format!("{RUNS}/runs/{run}"),
+            )
+            .await;
+            if v["status"] == "FAILED" {
+                break;
+            }
+            assert!(Instant::now() < deadline, "the run was not reclaimed: {v}");
+            tokio::time::sleep(Duration::from_millis(50)).await;
+        }
+    }
+    let views = wait_all(
+        &client,
+        std::slice::from_ref(&current),
+        std::slice::from_ref(&run),
+        &["FAILED"],
+        Duration::from_secs(60),
+    )
+    .await;
+    let error = views[0].to_string();
+    assert!(error.contains("MAG-LS001"), "{error}");
+    assert!(error.contains("technical_error"), "{error}");
+    assert!(error.contains("maxClaimAttempts (2)"), "{error}");
+}
