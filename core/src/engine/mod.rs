@@ -5,6 +5,7 @@ mod driver;
 mod key_locks;
 mod requests;
 mod timers;
+mod worker;
 mod workflow;
 
 use std::collections::HashMap;
