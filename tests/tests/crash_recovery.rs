@@ -225,7 +225,10 @@ fn sigkilled_worker_recovers_every_run_and_journals_each_result_once() {
 
     for (attempt, counted) in &restarted {
         let expected: Vec<u32> = (2..2 + counted.len() as u32).collect();
-        assert_eq!(counted, &expected, "{attempt:?}: executions counted in order");
+        assert_eq!(
+            counted, &expected,
+            "{attempt:?}: executions counted in order"
+        );
     }
     let mut reexecuted = 0;
     for (attempt, n) in &executions {
