@@ -178,6 +178,7 @@ mod tag {
     pub(super) const CANCEL_REQUESTED: u8 = 18;
     pub(super) const IGNORED: u8 = 19;
     pub(super) const CHILD_CANCEL_REQUESTED: u8 = 20;
+    pub(super) const TASK_RESTARTED: u8 = 21;
 }
 
 /// The optional tail of a `StartRecord`: tagged fields after its scope, each at most once and
@@ -454,6 +455,19 @@ pub fn encode(record: &Record, at_ms: u64, out: &mut Vec<u8>) {
             w.run_id(*child_run_id);
             w.str(reason);
         }
+        Record::TaskRestarted {
+            step,
+            attempt,
+            execution,
+            worker,
+        } => {
+            w.u8(tag::TASK_RESTARTED);
+            w.varint(at_ms);
+            w.varint(u64::from(*step));
+            w.varint(u64::from(*attempt));
+            w.varint(u64::from(*execution));
+            w.str(worker);
+        }
     }
 }
 
@@ -655,6 +669,12 @@ pub fn decode(bytes: &[u8]) -> Result<(Record, u64), DecodeError> {
             step: r.u32()?,
             child_run_id: r.run_id()?,
             reason: r.str()?,
+        },
+        tag::TASK_RESTARTED => Record::TaskRestarted {
+            step: r.u32()?,
+            attempt: r.u32()?,
+            execution: r.u32()?,
+            worker: r.str()?,
         },
         other => return Err(DecodeError::UnknownTag(other)),
     };

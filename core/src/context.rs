@@ -313,7 +313,8 @@ impl WorkflowContext {
     /// Live: the attempt's `TaskStartedRecord` is durable before the task runs; each attempt is
     /// journaled; retries wait on durable timers. Replay: the journaled final result is returned
     /// and the task does not run again. A task whose start was journaled without a result (a
-    /// crash mid-task) runs again with the same idempotency key.
+    /// crash mid-task) runs again with the same idempotency key, after a `TaskRestartedRecord`
+    /// for that execution is durable.
     pub fn task(&self, task: &str, input: Value) -> StepFuture<Result<Value, TaskError>> {
         self.task_with(TaskCall {
             task: task.into(),

@@ -57,6 +57,6 @@ pub use task::{
     AppData, RetryPolicy, TaskContext, TaskError, TaskFn, TaskOptions, TaskOutputLimit,
     TaskRegistration,
 };
-pub use view::{InboxItem, InboxStatus, RunView};
+pub use view::{InboxItem, InboxStatus, ReExecution, RunView};
 pub use vocabulary::{Frontend, Outcome, RunScope, TimerPurpose};
 pub use writer::JournalHealth;

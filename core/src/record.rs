@@ -353,6 +353,22 @@ pub enum Record {
         /// The input.
         input: Value,
     },
+    /// An attempt whose start is journaled and whose result is not runs again: the process
+    /// that ran it stopped (a crash, a kill, a lost lease) and recovery executes it once more.
+    /// Durable before the attempt runs again, so the journal shows every execution of a side
+    /// effect. Not a workflow command: replay counts it and asks nothing of the code.
+    #[serde(rename = "TaskRestartedRecord", rename_all = "camelCase")]
+    TaskRestarted {
+        /// Step number.
+        step: Step,
+        /// The attempt that runs again (its `TaskStartedRecord` keeps the number).
+        attempt: u32,
+        /// Which execution of the attempt this is: 2 for the first re-execution (the
+        /// `TaskStartedRecord` stands for the first), 3 for the next, and so on.
+        execution: u32,
+        /// The process that runs it again (`host:pid`, or a worker's name).
+        worker: String,
+    },
     /// An attempt of a task finished.
     #[serde(rename = "TaskResultRecord", rename_all = "camelCase")]
     TaskResult {
@@ -529,6 +545,7 @@ impl Record {
             Record::Start(_) => "StartRecord",
             Record::StateEntered { .. } => "StateEnteredRecord",
             Record::TaskStarted { .. } => "TaskStartedRecord",
+            Record::TaskRestarted { .. } => "TaskRestartedRecord",
             Record::TaskResult { .. } => "TaskResultRecord",
             Record::Var { .. } => "VarRecord",
             Record::Status { .. } => "StatusRecord",

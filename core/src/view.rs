@@ -42,6 +42,29 @@ pub struct RunView {
     pub updated_at: u64,
     /// End time, for terminal runs.
     pub finished_at: Option<u64>,
+    /// Every execution of a task attempt after the first, in journal order: the attempt was
+    /// running when the process driving the run stopped (a crash, a kill, a lost lease), and
+    /// recovery ran it again, so its side effects may have happened more than once.
+    #[serde(default)]
+    pub re_executions: Vec<ReExecution>,
+}
+
+/// One journaled re-execution of a task attempt (a `TaskRestartedRecord`).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct ReExecution {
+    /// The task's step.
+    pub step: Step,
+    /// The step's label: the YAML state, or the task name for code.
+    pub name: String,
+    /// The attempt that ran again.
+    pub attempt: u32,
+    /// Which execution of the attempt: 2 for the first re-execution.
+    pub execution: u32,
+    /// The process that ran it again (`host:pid`).
+    pub worker: String,
+    /// When it was journaled, ms since the epoch.
+    pub at: u64,
 }
 
 impl RunView {
@@ -63,8 +86,9 @@ impl RunView {
             created_at: summary.created_ms,
             updated_at: summary.updated_ms,
             finished_at: None,
+            re_executions: Vec::new(),
         };
-        for e in entries {
+        for (i, e) in entries.iter().enumerate() {
             view.updated_at = view.updated_at.max(e.at_ms);
             match &e.record {
                 Record::Start(s) => {
@@ -78,6 +102,20 @@ impl RunView {
                     view.vars.insert(key.clone(), value.clone());
                 }
                 Record::Result { result, .. } => view.result = Some(result.clone()),
+                Record::TaskRestarted {
+                    step,
+                    attempt,
+                    execution,
+                    worker,
+                } => view.re_executions.push(ReExecution {
+                    step: *step,
+                    // Rare: looked up when met rather than tracked for every task.
+                    name: task_name(&entries[..i], *step),
+                    attempt: *attempt,
+                    execution: *execution,
+                    worker: worker.clone(),
+                    at: e.at_ms,
+                }),
                 Record::Status { status, reason } => {
                     if status.is_terminal() {
                         view.finished_at = Some(e.at_ms);
@@ -95,6 +133,18 @@ impl RunView {
         }
         view
     }
+}
+
+/// The label of the task at `step`, from its last `TaskStartedRecord` in `entries`.
+fn task_name(entries: &[Entry], step: Step) -> String {
+    entries
+        .iter()
+        .rev()
+        .find_map(|e| match &e.record {
+            Record::TaskStarted { step: s, name, .. } if *s == step => Some(name.clone()),
+            _ => None,
+        })
+        .unwrap_or_default()
 }
 
 /// The state of an inbox item.

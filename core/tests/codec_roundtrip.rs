@@ -232,6 +232,14 @@ fn record() -> impl Strategy<Value = Record> {
         }),
         text().prop_map(|reason| Record::CancelRequested { reason }),
         (step(), text()).prop_map(|(step, what)| Record::Ignored { step, what }),
+        (step(), any::<u32>(), any::<u32>(), text()).prop_map(
+            |(step, attempt, execution, worker)| Record::TaskRestarted {
+                step,
+                attempt,
+                execution,
+                worker,
+            }
+        ),
         (step(), run_id(), text()).prop_map(|(step, child_run_id, reason)| {
             Record::ChildCancelRequested {
                 step,
@@ -302,7 +310,7 @@ proptest! {
     }
 
     #[test]
-    fn bytes_after_a_valid_header_never_panic(tag in 1u8..=19, rest in vec(any::<u8>(), 0..64)) {
+    fn bytes_after_a_valid_header_never_panic(tag in 1u8..=21, rest in vec(any::<u8>(), 0..64)) {
         let mut bytes = vec![codec::FORMAT_VERSION, tag];
         bytes.extend(rest);
         let _ = codec::decode(&bytes);

@@ -35,8 +35,8 @@ const PARENT: u128 = 0x0194_1a2b_3c4d_7e5f_8a9b_0c1d_2e3f_4a5b;
 /// The child the canned run starts.
 const CHILD: u128 = 0x0194_1a2b_3c4e_7001_8002_0003_0004_0005;
 
-/// How many record types format version 1 has (tags 1 to 20).
-const RECORD_TYPES: usize = 20;
+/// How many record types format version 1 has (tags 1 to 21).
+const RECORD_TYPES: usize = 21;
 
 /// A run's journal with every record type, in a plausible order:
 ///
@@ -53,7 +53,8 @@ const RECORD_TYPES: usize = 20;
 /// `None`/`false` encodings: 25 a root `StartRecord` with every option absent,
 /// 26 a `GateOpenedRecord` without timeout, 27 a `GateAnsweredRecord` without comment; and
 /// 28 a `ChildCancelRequestedRecord` (tag 20, added after the others: appended, so that the
-/// bytes of records 0 to 27 stay as they were).
+/// bytes of records 0 to 27 stay as they were); 29 a `TaskRestartedRecord` (tag 21, appended
+/// likewise).
 fn canned_journal() -> Vec<Record> {
     let start = StartRecord {
         workflow_name: "order".into(),
@@ -243,6 +244,12 @@ fn canned_journal() -> Vec<Record> {
             child_run_id: RunId::from_u128(CHILD),
             reason: "parent run cancelled".into(),
         },
+        Record::TaskRestarted {
+            step: 1,
+            attempt: 1,
+            execution: 2,
+            worker: "deep-thought:42".into(),
+        },
     ]
 }
 
@@ -381,7 +388,7 @@ fn an_unknown_format_version_is_refused_with_mag_jf001() {
 
 #[test]
 fn an_unknown_tag_is_refused_with_mag_jf002() {
-    for tag in [0u8, 21, 0x7f, 0xff] {
+    for tag in [0u8, 22, 0x7f, 0xff] {
         // Format byte, tag, then a valid `at_ms` varint: only the tag is wrong.
         let err = codec::decode(&[FORMAT_VERSION, tag, 0x00]).unwrap_err();
         assert_eq!(err, DecodeError::UnknownTag(tag));

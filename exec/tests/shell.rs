@@ -119,3 +119,23 @@ async fn the_environment_has_the_inputs_variables_and_the_runs_data() {
     assert_eq!(out.exit_code, Some(3));
     assert_eq!(out.stdout, "hello ford step");
 }
+
+#[tokio::test]
+async fn a_command_reads_an_empty_input_and_keeps_its_own_exit_status() {
+    let (_dir, engine) = setup("").await;
+    // The lifeline pipe that ties the step to its worker is not the command's input: `cat`
+    // meets the end of an empty input at once instead of waiting on it.
+    let (kind, output) = run(&engine, ShellInput::new("cat; echo \"read $?\"; exit 3")).await;
+    assert_eq!(kind, "business_error");
+    assert_eq!(output.exit_code, Some(3));
+    assert_eq!(output.stdout, "read 0\n");
+}
+
+#[tokio::test]
+async fn a_command_killed_by_a_signal_is_reported_as_killed() {
+    let (_dir, engine) = setup("").await;
+    let (kind, output) = run(&engine, ShellInput::new("kill -KILL $$")).await;
+    assert_eq!(kind, "technical_error");
+    assert_eq!(output.status, ShellStatus::Killed);
+    assert_eq!(output.exit_code, None);
+}

@@ -171,13 +171,14 @@ impl Drop for PgStore {
     }
 }
 
-/// Host, process id and a random part: unique per process, readable in a lease table.
+/// `host:pid:random`: unique per process (a restarted process is a new worker), readable in a
+/// lease table, and beginning like the `host:pid` of re-execution records.
 fn worker_name() -> String {
     let host = std::fs::read_to_string("/proc/sys/kernel/hostname")
         .map(|h| h.trim().to_owned())
         .unwrap_or_else(|_| "host".into());
     let random = Uuid::new_v4().simple().to_string();
-    format!("{host}-{}-{}", std::process::id(), &random[..8])
+    format!("{host}:{}:{}", std::process::id(), &random[..8])
 }
 
 /// `url` with the password, if any, replaced by `***` (for messages and logs).

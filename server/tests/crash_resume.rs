@@ -1,6 +1,8 @@
-//! SIGKILL of `magrathea run` in the middle of a shell step, then `magrathea resume`: the run
-//! finishes, the interrupted step ran again (its start was journaled, its result was not), and
-//! every step's result is journaled exactly once.
+//! SIGKILL of `magrathea run` in the middle of a shell step, then `magrathea resume`: the
+//! interrupted step died with the killed process (it never finishes beside its re-execution),
+//! the run finishes, the interrupted step ran again (its start was journaled, its result was
+//! not) with that re-execution journaled and shown by `runs show`, and every step's result is
+//! journaled exactly once.
 
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
@@ -20,7 +22,7 @@ states:
       success: slow
   slow:
     type: shell_task
-    run: "echo slow-start >> executions.log; sleep 2; echo slow-end >> executions.log"
+    run: "echo slow-start >> executions.log; if [ ! -e first.pid ]; then sleep 30 & echo $! > first.pid; wait; fi; echo slow-end >> executions.log"
     dirName: workspace
     storeAs: slow_output
     on:
@@ -52,21 +54,36 @@ fn a_killed_run_resumes_and_each_step_result_is_recorded_once() {
         .spawn()
         .unwrap();
     let deadline = Instant::now() + Duration::from_secs(30);
-    while !std::fs::read_to_string(&log)
-        .unwrap_or_default()
-        .contains("slow-start")
-    {
+    let sleeper = loop {
+        let pid = std::fs::read_to_string(dir.join("first.pid")).unwrap_or_default();
+        if pid.ends_with('\n') {
+            break pid.trim().to_owned();
+        }
         assert!(Instant::now() < deadline, "the slow step never started");
         std::thread::sleep(Duration::from_millis(20));
-    }
+    };
     child.kill().unwrap(); // SIGKILL
     child.wait().unwrap();
+    // The step's `sleep 30` goes with the killed process instead of finishing beside the
+    // step's re-execution.
+    let deadline = Instant::now() + Duration::from_secs(10);
+    while sleeps(&sleeper) {
+        assert!(
+            Instant::now() < deadline,
+            "the killed run's shell step outlived it"
+        );
+        std::thread::sleep(Duration::from_millis(20));
+    }
 
-    let resumed = Command::new(BIN)
+    let resume = Command::new(BIN)
         .args(["resume", "--json"])
         .current_dir(&dir)
-        .output()
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
         .unwrap();
+    let resumer = resume.id();
+    let resumed = resume.wait_with_output().unwrap();
     assert!(
         resumed.status.success(),
         "{}",
@@ -122,4 +139,71 @@ fn a_killed_run_resumes_and_each_step_result_is_recorded_once() {
         "the interrupted step ran again after resume"
     );
     assert_eq!(count("last"), 1);
+    assert_eq!(
+        count("slow-end"),
+        1,
+        "only the re-execution of the interrupted step finished"
+    );
+
+    // The re-execution is on record, before the step's result.
+    let slow_step = records
+        .iter()
+        .find(|r| r["type"] == "TaskStartedRecord" && r["name"] == "slow")
+        .map(|r| r["step"].clone())
+        .unwrap();
+    let restarts: Vec<&Value> = records
+        .iter()
+        .filter(|r| r["type"] == "TaskRestartedRecord")
+        .collect();
+    assert_eq!(restarts.len(), 1, "{restarts:?}");
+    assert_eq!(restarts[0]["step"], slow_step);
+    assert_eq!(restarts[0]["attempt"], 1);
+    assert_eq!(restarts[0]["execution"], 2);
+    assert!(
+        restarts[0]["worker"]
+            .as_str()
+            .unwrap()
+            .ends_with(&format!(":{resumer}")),
+        "{restarts:?}"
+    );
+    let seq_of = |r: &Value| r["seq"].as_u64().unwrap();
+    let slow_result = records
+        .iter()
+        .find(|r| r["type"] == "TaskResultRecord" && r["step"] == slow_step)
+        .unwrap();
+    assert!(seq_of(restarts[0]) < seq_of(slow_result));
+
+    // `journal` and `runs show` say so.
+    let text = |args: &[&str]| {
+        let out = Command::new(BIN)
+            .args(args)
+            .current_dir(&dir)
+            .output()
+            .unwrap();
+        assert!(out.status.success(), "{args:?}");
+        String::from_utf8_lossy(&out.stdout).into_owned()
+    };
+    let journal = text(&["journal", id]);
+    assert!(
+        journal.contains("TaskRestartedRecord") && journal.contains("runs again (execution 2)"),
+        "{journal}"
+    );
+    let show = text(&["runs", "show", id]);
+    assert!(
+        show.contains("re-executed") && show.contains("slow attempt 1 (execution 2)"),
+        "{show}"
+    );
+    let shown: Value = serde_json::from_str(&text(&["runs", "show", id, "--json"])).unwrap();
+    assert_eq!(shown["reExecutions"][0]["name"], "slow", "{shown}");
+    assert_eq!(shown["reExecutions"][0]["execution"], 2, "{shown}");
+}
+
+/// Whether process `pid` is a live `sleep` (not a zombie, not another process with its pid).
+fn sleeps(pid: &str) -> bool {
+    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).unwrap_or_default();
+    let zombie = stat
+        .rsplit_once(')')
+        .is_some_and(|(_, rest)| rest.trim_start().starts_with('Z'));
+    let cmdline = std::fs::read(format!("/proc/{pid}/cmdline")).unwrap_or_default();
+    !zombie && String::from_utf8_lossy(&cmdline).starts_with("sleep")
 }

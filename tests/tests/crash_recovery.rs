@@ -11,7 +11,10 @@
 //! - every execution in the side file has its `TaskStartedRecord` journaled (journal, then
 //!   act), with the idempotency key `<run>-<step>-<attempt>`;
 //! - an attempt that executed more than once has no more than one result journaled, and
-//!   re-executions happened (side effects at least once).
+//!   re-executions happened (side effects at least once);
+//! - every execution of an attempt is on record: the side file never shows an attempt
+//!   executed more often than its `TaskStartedRecord` plus its `TaskRestartedRecord`s say,
+//!   and those count executions 2, 3, … in order.
 //!
 //! A second test does the same with parents that start child workflows (`crash_worker …
 //! parents`): every parent ends DONE with its children's results, and no child is started
@@ -145,6 +148,8 @@ fn sigkilled_worker_recovers_every_run_and_journals_each_result_once() {
     // (run, step, attempt) -> number of TaskStarted / TaskResult records
     let mut started: HashMap<(String, u32, u32), usize> = HashMap::new();
     let mut results: HashMap<(String, u32, u32), usize> = HashMap::new();
+    // (run, step, attempt) -> the executions its TaskRestarted records count, in journal order
+    let mut restarted: HashMap<(String, u32, u32), Vec<u32>> = HashMap::new();
     for summary in &runs {
         let run = summary.run_id;
         assert_eq!(summary.status, RunStatus::Done, "run {run}");
@@ -174,6 +179,15 @@ fn sigkilled_worker_recovers_every_run_and_journals_each_result_once() {
                         .entry((run.to_string(), *step, *attempt))
                         .or_default() += 1;
                 }
+                Record::TaskRestarted {
+                    step,
+                    attempt,
+                    execution,
+                    ..
+                } => restarted
+                    .entry((run.to_string(), *step, *attempt))
+                    .or_default()
+                    .push(*execution),
                 Record::TaskResult {
                     step,
                     attempt,
@@ -209,11 +223,23 @@ fn sigkilled_worker_recovers_every_run_and_journals_each_result_once() {
         "an attempt has two results in the journal"
     );
 
+    for (attempt, counted) in &restarted {
+        let expected: Vec<u32> = (2..2 + counted.len() as u32).collect();
+        assert_eq!(
+            counted, &expected,
+            "{attempt:?}: executions counted in order"
+        );
+    }
     let mut reexecuted = 0;
     for (attempt, n) in &executions {
         assert!(
             started.contains_key(attempt),
             "{attempt:?} executed without its TaskStartedRecord in the journal"
+        );
+        let on_record = 1 + restarted.get(attempt).map_or(0, Vec::len);
+        assert!(
+            *n <= on_record,
+            "{attempt:?} executed {n} times, {on_record} on record"
         );
         if *n > 1 {
             reexecuted += 1;

@@ -19,7 +19,9 @@
 //!   rewritten; timestamps included);
 //! - per step (and for the step-less records), the final journal holds the same records as the
 //!   reference, in the same order, once timestamps, timer due times and side-effect values are
-//!   blanked (joined tasks finish in any order, so the interleaving *between* steps may differ);
+//!   blanked (joined tasks finish in any order, so the interleaving *between* steps may differ),
+//!   apart from the one record recovery adds by design: a `TaskRestartedRecord` (execution 2)
+//!   for each task attempt the snapshot shows started and unfinished, and for no other;
 //! - the result carries, for each `now()`/`random()`, exactly the value journaled for that step
 //!   (replay returns the journaled value, it does not draw a new one), and the deterministic
 //!   rest of the result equals the reference's.
@@ -167,6 +169,46 @@ fn step_of(record: &Record) -> Option<u32> {
     }
 }
 
+/// `(step, attempt, 2)` of each task attempt `journal` shows started and without a result,
+/// sorted: the executions a recovery must put on record.
+fn interrupted(journal: &[Entry]) -> Vec<(u32, u32, u32)> {
+    let finished = |step: u32, attempt: u32| {
+        journal.iter().any(|e| {
+            matches!(&e.record, Record::TaskResult { step: s, attempt: a, .. }
+                if *s == step && *a == attempt)
+        })
+    };
+    let mut attempts: Vec<(u32, u32, u32)> = journal
+        .iter()
+        .filter_map(|e| match &e.record {
+            Record::TaskStarted { step, attempt, .. } if !finished(*step, *attempt) => {
+                Some((*step, *attempt, 2))
+            }
+            _ => None,
+        })
+        .collect();
+    attempts.sort_unstable();
+    attempts
+}
+
+/// `(step, attempt, execution)` of each `TaskRestartedRecord` in `journal`, sorted.
+fn restarts(journal: &[Entry]) -> Vec<(u32, u32, u32)> {
+    let mut restarts: Vec<(u32, u32, u32)> = journal
+        .iter()
+        .filter_map(|e| match &e.record {
+            Record::TaskRestarted {
+                step,
+                attempt,
+                execution,
+                ..
+            } => Some((*step, *attempt, *execution)),
+            _ => None,
+        })
+        .collect();
+    restarts.sort_unstable();
+    restarts
+}
+
 fn by_step(journal: &[Entry]) -> BTreeMap<Option<u32>, Vec<String>> {
     let mut map: BTreeMap<Option<u32>, Vec<String>> = BTreeMap::new();
     for e in journal {
@@ -257,7 +299,18 @@ proptest! {
             "the journal at the stop is not a prefix of the final journal"
         );
         prop_assert!(recovered.windows(2).all(|w| w[0].seq + 1 == w[1].seq));
-        prop_assert_eq!(by_step(&recovered), by_step(&reference));
+        // Recovery re-executes exactly the attempts the stop interrupted, each once on record.
+        prop_assert_eq!(
+            restarts(&recovered),
+            interrupted(&snapshot),
+            "one re-execution record (execution 2) per interrupted attempt"
+        );
+        let without_restarts: Vec<Entry> = recovered
+            .iter()
+            .filter(|e| !matches!(e.record, Record::TaskRestarted { .. }))
+            .cloned()
+            .collect();
+        prop_assert_eq!(by_step(&without_restarts), by_step(&reference));
 
         let result = result_of(&recovered);
         let side_effects: Vec<&Value> = recovered

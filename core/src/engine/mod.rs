@@ -6,6 +6,7 @@ mod heap;
 mod key_locks;
 mod requests;
 mod timers;
+mod worker;
 mod workers;
 mod workflow;
 

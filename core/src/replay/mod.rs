@@ -448,6 +448,16 @@ impl RunState {
                     t.started(*attempt);
                 }
             }
+            Record::TaskRestarted {
+                step,
+                attempt,
+                execution,
+                ..
+            } => {
+                if let Some(Machine::Task(t)) = machine(self, step) {
+                    t.restarted(*attempt, *execution);
+                }
+            }
             Record::TaskResult {
                 step,
                 outcome,
@@ -594,6 +604,29 @@ impl RunState {
 
     /// After replay: the effects that pending steps need again (attempts to run, timers to
     /// register, children to check), in step order.
+    /// After replay: the records that put on record each attempt the journal shows started
+    /// and unfinished, which [`RunState::rearm`] executes again (side effects at least once;
+    /// each execution journaled). To be appended, and durable, before those effects act.
+    pub(crate) fn restarts(&self, worker: &str) -> Vec<Record> {
+        let mut records = Vec::new();
+        for &step in &self.pending {
+            if let Some(StepEntry {
+                machine: Machine::Task(t),
+                ..
+            }) = self.steps.get(&step)
+                && let (Some(attempt), Some(executions)) = (t.running(), t.executions())
+            {
+                records.push(Record::TaskRestarted {
+                    step,
+                    attempt,
+                    execution: executions.saturating_add(1),
+                    worker: worker.to_string(),
+                });
+            }
+        }
+        records
+    }
+
     pub(crate) fn rearm(&self) -> Vec<Effect> {
         let mut effects = Vec::new();
         for &step in &self.pending {

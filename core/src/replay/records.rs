@@ -12,6 +12,7 @@ pub(crate) fn step_of(r: &Record) -> Option<Step> {
     match r {
         Record::StateEntered { step, .. }
         | Record::TaskStarted { step, .. }
+        | Record::TaskRestarted { step, .. }
         | Record::TaskResult { step, .. }
         | Record::Var { step, .. }
         | Record::TimerSet { step, .. }

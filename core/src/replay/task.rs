@@ -2,6 +2,8 @@
 //!
 //! ```text
 //! (requested) ──TaskStarted{n}──▶ Running{n} ──TaskResult{final}──▶ Completed
+//!                                    │ ▲
+//!                                    │ └─TaskRestarted{n, e}── (the attempt runs again: execution e)
 //!                                    │
 //!                                    └─TaskResult{!final}──▶ BackingOff{n, None}
 //!      BackingOff{n, None} ──TimerSet(retry, at)──▶ BackingOff{n, Some(at)}
@@ -33,10 +35,12 @@ pub(crate) enum TaskStep {
     /// Asked for; no attempt journaled yet (only seen during replay, between the code's request
     /// and the application of its `TaskStartedRecord`).
     Requested(Box<TaskCallSpec>),
-    /// Attempt `attempt` is journaled as started and has no result.
+    /// Attempt `attempt` is journaled as started and has no result; it has been executed
+    /// `executions` times as far as the journal knows (1, plus one per `TaskRestartedRecord`).
     Running {
         call: Box<TaskCallSpec>,
         attempt: u32,
+        executions: u32,
     },
     /// Attempt `attempt` failed and another follows: at `retry_at` while the backoff timer is
     /// set and has not fired.
@@ -99,7 +103,33 @@ impl TaskStep {
     /// `TaskStartedRecord` of `attempt`.
     pub(crate) fn started(&mut self, attempt: u32) {
         if let Some(call) = self.take_call() {
-            *self = TaskStep::Running { call, attempt };
+            *self = TaskStep::Running {
+                call,
+                attempt,
+                executions: 1,
+            };
+        }
+    }
+
+    /// `TaskRestartedRecord` of `attempt`, its `execution`th execution. A record of another
+    /// attempt than the running one changes nothing.
+    pub(crate) fn restarted(&mut self, of: u32, execution: u32) {
+        if let TaskStep::Running {
+            attempt,
+            executions,
+            ..
+        } = self
+            && *attempt == of
+        {
+            *executions = (*executions).max(execution);
+        }
+    }
+
+    /// How often the running attempt has been executed, as far as the journal knows.
+    pub(crate) fn executions(&self) -> Option<u32> {
+        match self {
+            TaskStep::Running { executions, .. } => Some(*executions),
+            _ => None,
         }
     }
 
@@ -187,6 +217,26 @@ mod tests {
         t.started(2);
         assert_eq!(t.running(), Some(2));
         assert_eq!(t.call().map(|c| c.hash), Some(7));
+    }
+
+    #[test]
+    fn each_re_execution_of_the_running_attempt_is_counted() {
+        let mut t = requested();
+        assert_eq!(t.executions(), None);
+        t.started(1);
+        assert_eq!(t.executions(), Some(1));
+        t.restarted(1, 2);
+        assert_eq!(t.executions(), Some(2));
+        t.restarted(7, 5);
+        assert_eq!(
+            t.executions(),
+            Some(2),
+            "another attempt's record counts nothing"
+        );
+        t.restarted(1, 3);
+        assert_eq!((t.running(), t.executions()), (Some(1), Some(3)));
+        assert!(t.result(true));
+        assert_eq!(t.executions(), None);
     }
 
     #[test]

@@ -554,3 +554,60 @@ fn unfinished_children_are_read_from_a_journal() {
         .build();
     assert_eq!(unfinished_children(&journal), vec![(2, c)]);
 }
+
+#[test]
+fn an_unfinished_attempt_is_restarted_on_record_and_each_restart_counts() {
+    // An old journal without restart records: the attempt ran once.
+    let journal = JournalBuilder::start("order", json!({}))
+        .task("charge", json!(1))
+        .build();
+    let mut state = RunState::new(run_id());
+    state
+        .request_replayed(
+            task_command(0, "charge", json!(1), None),
+            &journal[1].record,
+        )
+        .expect("matches");
+    apply_all(&mut state, &journal).expect("no divergence");
+    let first = state.restarts("host:1");
+    assert_eq!(
+        first,
+        vec![Record::TaskRestarted {
+            step: 0,
+            attempt: 1,
+            execution: 2,
+            worker: "host:1".into(),
+        }]
+    );
+    // Journaled, it replays without asking anything of the code, and the next recovery
+    // counts on from it.
+    let mut out = Vec::new();
+    state.apply(2, &first[0], &mut out).expect("no divergence");
+    assert!(out.is_empty(), "a restart completes nothing");
+    assert_eq!(state.rearm(), vec![Effect::Execute(0)]);
+    assert!(matches!(
+        state.restarts("host:2").as_slice(),
+        [Record::TaskRestarted {
+            execution: 3,
+            attempt: 1,
+            ..
+        }]
+    ));
+}
+
+#[test]
+fn a_finished_task_is_not_restarted() {
+    let journal = JournalBuilder::start("order", json!({}))
+        .task("charge", json!(1))
+        .task_ok(0, 1, json!(2))
+        .build();
+    let mut state = RunState::new(run_id());
+    state
+        .request_replayed(
+            task_command(0, "charge", json!(1), None),
+            &journal[1].record,
+        )
+        .expect("matches");
+    apply_all(&mut state, &journal).expect("no divergence");
+    assert!(state.restarts("host:1").is_empty());
+}

@@ -1,7 +1,9 @@
 //! `shell_task`: a real process via `sh -c` in a named workspace directory (reference §3.2).
 //!
 //! The command runs in its own process group; a timeout (or a cancelled run) kills the whole
-//! group, so a `sleep` started by the script does not outlive it. Output is a [`ShellOutput`]
+//! group, so a `sleep` started by the script does not outlive it. The group also dies with the
+//! process that started it, even when that process is killed with SIGKILL (the lifeline in `run_shell`):
+//! after a crash, the step's re-execution never runs beside its orphaned original. Output is a [`ShellOutput`]
 //! `{status, exitCode, stdout, stderr, durationMs}` with the reference's outcome mapping:
 //! exit 0 → `success`, exit ≠ 0 → `business_error`, killed on timeout → `timeout` (with the
 //! output produced until then), cannot start → `technical_error`.
@@ -287,6 +289,26 @@ fn check_workspace_root(
     )))
 }
 
+/// The script that starts every shell step: `sh -c LIFELINE sh <command>`.
+///
+/// The step's standard input is a pipe whose only writing end is held by the process that
+/// started the step (close-on-exec, so no other program inherits it). The script starts a
+/// watcher in the step's process group that reads that pipe; then it `exec`s `sh -c
+/// <command>` with `/dev/null` as its input, so the command keeps the process id, the exit
+/// status and the signal the executor waits for. The watcher holds none of the command's output
+/// pipes, which end when the command's own processes are done. When the starting process ends
+/// in any way — SIGKILL included — the kernel closes the pipe, the watcher reads its end, and
+/// kills the whole group with SIGKILL: the command and everything it started in its group.
+///
+/// A parent-death signal (`PR_SET_PDEATHSIG`) would not do: the kernel sends it when the
+/// *thread* that forked the child ends, and sandboxed steps are forked from a thread that ends
+/// right after the fork (see [`sandbox`]). It would also reach only the direct child, not the
+/// processes the command starts. The watcher is a shell builtin loop, so it runs in the
+/// sandbox and needs nothing outside it.
+const LIFELINE: &str = "exec 3<&0; \
+    { while read -r _ <&3; do :; done; kill -KILL 0; } </dev/null >/dev/null 2>&1 & \
+    exec sh -c \"$1\" sh 3<&- </dev/null";
+
 /// Kills the process group when dropped (timeout, cancellation, or a dropped task future).
 struct GroupGuard(Option<i32>);
 
@@ -395,11 +417,13 @@ async fn run_shell(command: &str, job: Job) -> Result<Value, TaskError> {
     }
     let mut cmd = tokio::process::Command::new("sh");
     cmd.arg("-c")
+        .arg(LIFELINE)
+        .arg("sh")
         .arg(command)
         .current_dir(&dir)
         .env_clear()
         .envs(env)
-        .stdin(Stdio::null())
+        .stdin(Stdio::piped())
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
         .process_group(0)
@@ -410,6 +434,8 @@ async fn run_shell(command: &str, job: Job) -> Result<Value, TaskError> {
     };
     let mut child = spawned.map_err(|e| technical(spawn_error(e)))?;
     let mut guard = GroupGuard(child.id().map(|id| id as i32));
+    // Held until the command has ended: closing it (or dying) kills the group (`LIFELINE`).
+    let lifeline = child.stdin.take();
     let (stdout, stderr) = (child.stdout.take(), child.stderr.take());
     let mut out = Tail::new(max_output);
     let mut err = Tail::new(max_output);
@@ -445,6 +471,7 @@ async fn run_shell(command: &str, job: Job) -> Result<Value, TaskError> {
     };
     // The shell exited; anything it left in its group goes with it.
     drop(std::mem::replace(&mut guard, GroupGuard(None)));
+    drop(lifeline);
     let status =
         status.map_err(|e| technical(format!("[MAG-SH004] waiting for the command: {e}")))?;
     match status.code() {

@@ -97,6 +97,12 @@ fn describe(entry: &Entry) -> String {
                 compact(output)
             )
         }
+        Record::TaskRestarted {
+            step,
+            attempt,
+            execution,
+            worker,
+        } => format!("#{step} attempt {attempt} runs again (execution {execution}) on {worker}"),
         Record::Var { step, key, value } => format!("#{step} {key} = {}", compact(value)),
         Record::Status { status, reason } => match reason {
             Some(r) => format!("{status}: {r}"),

@@ -153,6 +153,20 @@ impl Progress {
                 let retry = if *is_final { "" } else { "; will retry" };
                 format!("  {task} {name}: {outcome} ({attempt}{took}){error}{retry}")
             }
+            Record::TaskRestarted {
+                step,
+                attempt,
+                execution,
+                ..
+            } => {
+                let name = self
+                    .started
+                    .get(&(run, *step))
+                    .map_or_else(|| format!("#{step}"), |(_, _, name)| name.clone());
+                format!(
+                    "  ↻ {name}: attempt {attempt} runs again after recovery (execution {execution})"
+                )
+            }
             Record::Var { key, value, .. } => format!("  storeAs {key} = {}", compact(value)),
             Record::TimerSet {
                 fire_at_ms,

@@ -102,6 +102,18 @@ pub(crate) async fn runs(loc: &Location, cmd: RunsCommand) -> anyhow::Result<u8>
                     timestamp(view.created_at),
                     view.started_by
                 )?;
+                // Side effects that may have happened more than once, each on record.
+                for r in &view.re_executions {
+                    outln!(
+                        "  re-executed #{} {} attempt {} (execution {}) after recovery, {} on {}",
+                        r.step,
+                        r.name,
+                        r.attempt,
+                        r.execution,
+                        timestamp(r.at),
+                        r.worker
+                    )?;
+                }
             }
             Ok(EXIT_OK)
         }

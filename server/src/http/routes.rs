@@ -103,7 +103,7 @@ pub fn routes() -> Vec<Route> {
             methods: &["GET"],
             path: "/brain/{tenant}/project/{project}/workflows/runs/{run_id}",
             operation: "workflows.runs.get",
-            summary: "The run (status, currentState, vars, params, result, timestamps)",
+            summary: "The run (status, currentState, vars, params, result, timestamps, reExecutions)",
             query: &[],
             access: Token(Read),
             handler: || get(runs::get),

@@ -262,6 +262,11 @@ impl Driver {
             self.finish(result);
             return true;
         }
+        // Attempts the journal shows started and unfinished run again: each such execution is
+        // journaled first, and the flush that makes it durable comes before the effect acts.
+        for restart in self.state.restarts(crate::engine::worker::worker_name()) {
+            self.append_apply(restart);
+        }
         // Steps from the journal that still wait act again; new steps act as they are made.
         let effects = self.state.rearm();
         self.outbox.effects.extend(effects);
