@@ -22,18 +22,19 @@ fn cluster() -> &'static TestCluster {
     CLUSTER.get_or_init(TestCluster::start)
 }
 
-/// Five script steps, each adding one to the last, with a short timer between them.
+/// Five script steps, each adding one to the last, with timers between them: a run takes
+/// about a second, so that kills land in the middle of runs.
 const CHAIN: &str = "\
 parameters:
   n: { type: integer, required: true }
 start: s1
 states:
   s1: { type: script_task, path: _vance/scripts/inc.js, storeAs: v, on: { success: w1 } }
-  w1: { type: timer_task, duration: 100ms, on: { fired: s2 } }
+  w1: { type: timer_task, duration: 300ms, on: { fired: s2 } }
   s2: { type: script_task, path: _vance/scripts/inc.js, storeAs: v, on: { success: w2 } }
-  w2: { type: timer_task, duration: 100ms, on: { fired: s3 } }
+  w2: { type: timer_task, duration: 300ms, on: { fired: s3 } }
   s3: { type: script_task, path: _vance/scripts/inc.js, storeAs: v, on: { success: w3 } }
-  w3: { type: timer_task, duration: 100ms, on: { fired: s4 } }
+  w3: { type: timer_task, duration: 300ms, on: { fired: s4 } }
   s4: { type: script_task, path: _vance/scripts/inc.js, storeAs: v, on: { success: s5 } }
   s5: { type: script_task, path: _vance/scripts/inc.js, storeAs: v, on: { success: done } }
   done: { type: terminal, result: \"${state.v}\" }
@@ -113,7 +114,7 @@ async fn start(
             let sent = client
                 .post(format!("{}{RUNS}/{name}/start", w.base))
                 .header("Idempotency-Key", key)
-                .json(&params)
+                .json(&json!({ "params": params }))
                 .send()
                 .await;
             if let Ok(r) = sent
@@ -203,26 +204,31 @@ async fn runs_survive_workers_killed_at_random_with_one_result_per_step() {
         .unwrap();
     let mut workers: Vec<ServeChild> = (0..3).map(|_| worker(&root, &url, "1", "1000")).collect();
 
+    // Start the runs in six waves; after each, kill a random worker at a random moment (while
+    // it holds runs in flight) and restart it.
     let mut runs = Vec::new();
-    for n in 0..300u64 {
-        let run = start(
-            &client,
-            &workers,
-            "chain",
-            json!({"n": n}),
-            &format!("chain-{n}"),
-        )
-        .await;
-        runs.push((run, n));
-    }
-    // Kill a random worker at random moments while the runs go on, and restart it.
     let mut rng = rand::rng();
-    for _ in 0..6 {
-        tokio::time::sleep(Duration::from_millis(rng.random_range(200..900))).await;
+    let mut killed_holding = 0;
+    for wave in 0..6u64 {
+        for n in wave * 50..(wave + 1) * 50 {
+            let run = start(
+                &client,
+                &workers,
+                "chain",
+                json!({"n": n}),
+                &format!("chain-{n}"),
+            )
+            .await;
+            runs.push((run, n));
+        }
+        tokio::time::sleep(Duration::from_millis(rng.random_range(100..600))).await;
         let victim = rng.random_range(0..workers.len());
+        killed_holding += held_by(&url, workers[victim].pid());
         workers[victim].kill();
         workers[victim] = worker(&root, &url, "1", "1000");
     }
+    eprintln!("the six kills hit workers holding {killed_holding} runs in all");
+    assert!(killed_holding > 0, "the kills hit workers that held runs");
     let ids: Vec<String> = runs.iter().map(|(r, _)| r.clone()).collect();
     let views = wait_all(
         &client,
@@ -246,6 +252,29 @@ async fn runs_survive_workers_killed_at_random_with_one_result_per_step() {
             "exactly one result per step in {run}: {counts:?}"
         );
     }
+}
+
+/// How many runs the worker with process id `pid` holds.
+fn held_by(url: &str, pid: u32) -> u64 {
+    psql(
+        url,
+        &format!("SELECT count(*) FROM magrathea_leases WHERE owner LIKE '%:{pid}:%'"),
+    )
+    .parse()
+    .unwrap()
+}
+
+fn psql(url: &str, sql: &str) -> String {
+    let out = std::process::Command::new("psql")
+        .args(["-X", "-q", "-t", "-A", "-d", url, "-c", sql])
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    String::from_utf8_lossy(&out.stdout).trim().to_owned()
 }
 
 /// The lease owner of `run`, from the database.

@@ -1,0 +1,182 @@
+//! The lease side of the PostgreSQL store, worker against worker on one database: fencing of a
+//! worker whose lease was reclaimed, claims, mail between workers, idempotency keys raced by
+//! two workers, ended runs, and adoption of runs a leaving worker released.
+
+use std::sync::OnceLock;
+use std::time::Duration;
+
+use magrathea_core::store::contract::records;
+use magrathea_core::store::{Claim, CommitBatch, Leases, RunSummary};
+use magrathea_core::{RunId, RunScope, RunStatus, Store, StoreError};
+use magrathea_postgres::testing::TestCluster;
+use magrathea_postgres::{PgOptions, PgStore};
+use serde_json::json;
+
+fn cluster() -> &'static TestCluster {
+    static CLUSTER: OnceLock<TestCluster> = OnceLock::new();
+    CLUSTER.get_or_init(TestCluster::start)
+}
+
+/// A worker whose leases expire 300 ms after a claim and are never renewed by a heartbeat: a
+/// worker frozen from the database's point of view.
+fn frozen_worker(url: &str, name: &str) -> PgStore {
+    PgStore::connect_with(
+        url,
+        PgOptions {
+            lease_grace: Duration::from_millis(300),
+            heartbeat: Some(Duration::from_secs(3600)),
+            worker: Some(name.into()),
+            ..Default::default()
+        },
+    )
+    .unwrap()
+}
+
+fn summary(run: RunId, status: RunStatus) -> RunSummary {
+    RunSummary {
+        run_id: run,
+        workflow_name: "w".into(),
+        frontend: "code".into(),
+        status,
+        created_ms: 1,
+        updated_ms: 1,
+        parent: None,
+        scope: RunScope::default(),
+    }
+}
+
+/// The start of `run`: its record 0 and an active summary, with an optional key.
+fn start(run: RunId, key: Option<&str>) -> CommitBatch {
+    CommitBatch {
+        summaries: vec![summary(run, RunStatus::Running)],
+        idempotency_keys: key.map(|k| (k.to_owned(), run)).into_iter().collect(),
+        ..records(run, 0, 1)
+    }
+}
+
+#[test]
+fn a_worker_whose_lease_was_reclaimed_cannot_append_and_the_new_owner_can() {
+    let url = cluster().create_database();
+    let a = frozen_worker(&url, "a");
+    let b = frozen_worker(&url, "b");
+    let run = RunId::new();
+    a.commit(&[&start(run, None)]).unwrap();
+    assert_eq!(a.claim(run).unwrap(), Claim::Granted { reclaims: 0 });
+    assert_eq!(
+        b.claim(run).unwrap(),
+        Claim::Elsewhere,
+        "a holds a live lease"
+    );
+
+    std::thread::sleep(Duration::from_millis(400));
+    assert_eq!(b.reclaim_expired(10).unwrap(), vec![(run, 1)]);
+
+    // A's late append goes nowhere, whatever seqs it uses.
+    let late = records(run, 1, 3);
+    let refused = a.commit_checked(&[&late]).unwrap();
+    assert_eq!(refused.len(), 1);
+    assert!(matches!(refused[0].error, StoreError::Fenced(r) if r == run));
+    assert_eq!(a.take_lost(), vec![run]);
+    assert_eq!(a.read_journal_raw(run).unwrap().len(), 1);
+
+    // The new owner appends; the old one's claim finds it elsewhere.
+    b.commit(&[&records(run, 1, 3)]).unwrap();
+    assert_eq!(b.read_journal_raw(run).unwrap().len(), 4);
+    assert_eq!(a.claim(run).unwrap(), Claim::Elsewhere);
+}
+
+#[test]
+fn in_one_group_commit_only_the_fenced_batch_is_refused() {
+    let url = cluster().create_database();
+    let a = frozen_worker(&url, "a");
+    let b = frozen_worker(&url, "b");
+    let (lost, kept) = (RunId::new(), RunId::new());
+    a.commit(&[&start(lost, None), &start(kept, None)]).unwrap();
+    std::thread::sleep(Duration::from_millis(400));
+    // Kept stays with a: it claims it again (a renewal of its own expired lease).
+    assert_eq!(a.claim(kept).unwrap(), Claim::Granted { reclaims: 0 });
+    assert_eq!(b.reclaim_expired(10).unwrap(), vec![(lost, 1)]);
+    let refused = a
+        .commit_checked(&[&records(lost, 1, 1), &records(kept, 1, 1)])
+        .unwrap();
+    assert_eq!(refused.len(), 1);
+    assert_eq!(refused[0].batch, 0);
+    assert_eq!(a.read_journal_raw(kept).unwrap().len(), 2);
+    assert_eq!(a.read_journal_raw(lost).unwrap().len(), 1);
+}
+
+#[test]
+fn a_run_this_worker_never_claimed_is_refused() {
+    let url = cluster().create_database();
+    let a = frozen_worker(&url, "a");
+    let b = frozen_worker(&url, "b");
+    let run = RunId::new();
+    a.commit(&[&start(run, None)]).unwrap();
+    let refused = b.commit_checked(&[&records(run, 1, 1)]).unwrap();
+    assert!(matches!(refused[0].error, StoreError::Fenced(r) if r == run));
+}
+
+#[test]
+fn two_workers_starting_with_one_key_get_one_run() {
+    let url = cluster().create_database();
+    let a = frozen_worker(&url, "a");
+    let b = frozen_worker(&url, "b");
+    let (first, second) = (RunId::new(), RunId::new());
+    a.commit(&[&start(first, Some("order-1"))]).unwrap();
+    let refused = b
+        .commit_checked(&[&start(second, Some("order-1"))])
+        .unwrap();
+    assert!(matches!(refused[0].error, StoreError::KeyTaken(r) if r == first));
+    assert!(
+        b.read_journal_raw(second).unwrap().is_empty(),
+        "nothing of it was written"
+    );
+    assert!(b.run_summary(second).unwrap().is_none());
+    assert_eq!(b.find_idempotency_key("order-1").unwrap(), Some(first));
+}
+
+#[test]
+fn mail_reaches_the_holder_and_its_reply_the_sender() {
+    let url = cluster().create_database();
+    let a = frozen_worker(&url, "a");
+    let b = frozen_worker(&url, "b");
+    let run = RunId::new();
+    a.commit(&[&start(run, None)]).unwrap();
+    let id = b.post(run, json!({"signal": {"name": "go"}})).unwrap();
+    assert!(b.take_mail(10).unwrap().is_empty(), "b holds nothing");
+    let mail = a.take_mail(10).unwrap();
+    assert_eq!(mail.len(), 1);
+    assert_eq!((mail[0].id, mail[0].run), (id, run));
+    assert_eq!(mail[0].body["signal"]["name"], "go");
+    assert!(a.take_mail(10).unwrap().is_empty(), "taken once");
+    assert_eq!(b.take_reply(id).unwrap(), None, "no reply yet");
+    a.reply(id, json!({"ok": null})).unwrap();
+    assert_eq!(b.take_reply(id).unwrap(), Some(json!({"ok": null})));
+    assert_eq!(b.take_reply(id).unwrap(), None, "a reply is taken once");
+}
+
+#[test]
+fn an_ended_run_has_no_lease_and_a_released_one_is_adopted_without_a_reclaim() {
+    let url = cluster().create_database();
+    let a = frozen_worker(&url, "a");
+    let b = frozen_worker(&url, "b");
+    let (ended, left) = (RunId::new(), RunId::new());
+    a.commit(&[&start(ended, None), &start(left, None)])
+        .unwrap();
+    a.commit(&[&CommitBatch {
+        summaries: vec![summary(ended, RunStatus::Done)],
+        ..records(ended, 1, 1)
+    }])
+    .unwrap();
+    // Anyone may deliver to an ended run (to be told it ended); nobody holds it.
+    assert_eq!(b.claim(ended).unwrap(), Claim::Granted { reclaims: 0 });
+    assert_eq!(a.claim(ended).unwrap(), Claim::Granted { reclaims: 0 });
+
+    a.release_all().unwrap();
+    assert_eq!(
+        b.reclaim_expired(10).unwrap(),
+        vec![(left, 0)],
+        "adopted, not reclaimed"
+    );
+    assert_eq!(a.claim(left).unwrap(), Claim::Elsewhere);
+}
