@@ -428,3 +428,62 @@ async fn a_run_whose_worker_dies_on_every_claim_fails_after_max_claim_attempts()
     assert!(error.contains("technical_error"), "{error}");
     assert!(error.contains("maxClaimAttempts (2)"), "{error}");
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_follower_on_one_worker_sees_every_record_of_a_run_driven_by_another() {
+    let url = cluster().create_database();
+    let tmp = tempfile::tempdir().unwrap();
+    let root = tmp.path().canonicalize().unwrap();
+    tree(&root);
+    let client = reqwest::Client::builder()
+        .timeout(Duration::from_secs(60))
+        .build()
+        .unwrap();
+    let driver = worker(&root, &url, "5", "3");
+    let reader = worker(&root, &url, "5", "3");
+    let run = start(
+        &client,
+        std::slice::from_ref(&driver),
+        "chain",
+        json!({"n": 1}),
+        "follow",
+    )
+    .await;
+    assert_eq!(
+        owner_other_than(&url, &run, None).await.split(':').nth(1),
+        Some(driver.pid().to_string().as_str())
+    );
+    // The stream ends by itself after the run's terminal record.
+    let body = client
+        .get(format!("{}{RUNS}/runs/{run}/events", reader.base))
+        .send()
+        .await
+        .unwrap()
+        .text()
+        .await
+        .unwrap();
+    let seqs: Vec<u64> = body
+        .lines()
+        .filter_map(|l| l.strip_prefix("data:"))
+        .map(|d| {
+            serde_json::from_str::<Value>(d.trim()).unwrap()["seq"]
+                .as_u64()
+                .unwrap()
+        })
+        .collect();
+    assert!(!seqs.is_empty());
+    assert_eq!(
+        seqs,
+        (0..seqs.len() as u64).collect::<Vec<_>>(),
+        "every record once, in order"
+    );
+    let both = [driver, reader];
+    let view = get(&client, &both, &format!("{RUNS}/runs/{run}")).await;
+    assert_eq!(view["status"], "DONE", "{view}");
+    let journal = get(&client, &both, &format!("{RUNS}/runs/{run}/journal")).await;
+    assert_eq!(
+        journal.as_array().unwrap().len(),
+        seqs.len(),
+        "the follower saw the whole journal"
+    );
+}

@@ -138,3 +138,19 @@ fn an_idempotency_key_returns_the_same_run_across_engines() {
     });
     assert_eq!(first, second);
 }
+
+#[test]
+fn a_run_driven_by_one_worker_is_awaited_through_another() {
+    let url = cluster().create_database();
+    runtime().block_on(async {
+        let driving = builder(&url).build().await.unwrap();
+        let waiting = builder(&url).build().await.unwrap();
+        let run = driving.start(pipeline, 7).await.unwrap();
+        let view = tokio::time::timeout(Duration::from_secs(20), waiting.wait(run.id()))
+            .await
+            .expect("the other worker's progress is seen through the store")
+            .unwrap();
+        assert_eq!(view.status, RunStatus::Done);
+        assert_eq!(view.result, Some(serde_json::json!(28)));
+    });
+}

@@ -79,6 +79,10 @@ pub(crate) struct Config {
     pub(crate) heap_trim_threshold: Option<u64>,
 }
 
+/// How often [`Engine::wait_until`] looks at the store when the run may be driven by another
+/// worker.
+const SHARED_STORE_POLL: Duration = Duration::from_millis(250);
+
 /// The default of [`EngineBuilder::max_child_depth`].
 pub const DEFAULT_MAX_CHILD_DEPTH: u32 = 32;
 
@@ -410,12 +414,23 @@ impl Engine {
         pred: impl Fn(RunStatus) -> bool,
     ) -> Result<RunView, RunError> {
         let mut updates = self.inner.status_tx.subscribe();
+        // On a store other workers share, the run may be driven elsewhere, where its status
+        // changes are not announced here: look at the store now and then as well.
+        let shared = self.is_shared_store();
         loop {
             if pred(self.status(run)?) {
                 return self.run(run);
             }
             loop {
-                match updates.recv().await {
+                let update = if shared {
+                    match tokio::time::timeout(SHARED_STORE_POLL, updates.recv()).await {
+                        Ok(update) => update,
+                        Err(_) => break,
+                    }
+                } else {
+                    updates.recv().await
+                };
+                match update {
                     Ok(u) if u.run_id == run => break,
                     Ok(_) => continue,
                     Err(broadcast::error::RecvError::Lagged(_)) => break,
@@ -572,6 +587,14 @@ impl Engine {
         );
         done.await
             .map_err(|_| DeliverError::Store(StoreError::Closed))?
+    }
+
+    /// Whether the engine's store is shared with other worker processes (PostgreSQL), whose
+    /// drivers' progress is not announced on this engine's channels
+    /// ([`Engine::subscribe_status`], [`Engine::subscribe_journal`]): readers that follow a run
+    /// then also read the store now and then.
+    pub fn is_shared_store(&self) -> bool {
+        self.inner.store.leases().is_some()
     }
 
     /// On a store several workers share (PostgreSQL): gives up every run lease this engine

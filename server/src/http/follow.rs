@@ -16,6 +16,8 @@ use tokio::sync::mpsc;
 
 /// How often a follower re-reads the journal when nothing was broadcast.
 const RESYNC: std::time::Duration = std::time::Duration::from_secs(2);
+/// The same on a store other workers share, where the run's driver may be elsewhere.
+const SHARED_RESYNC: std::time::Duration = std::time::Duration::from_millis(250);
 
 /// Records a follower reads from the store at once.
 pub const CHUNK: usize = 256;
@@ -114,7 +116,12 @@ pub(crate) fn follow(engine: Engine, run: RunId, slot: FollowerSlot) -> mpsc::Re
         // broadcast: status changes and a slow tick re-read the journal to catch up.
         let mut updates = engine.subscribe_journal();
         let mut statuses = engine.subscribe_status();
-        let mut tick = tokio::time::interval(RESYNC);
+        // On a shared store another worker may drive the run, unannounced here: re-read often.
+        let mut tick = tokio::time::interval(if engine.is_shared_store() {
+            SHARED_RESYNC
+        } else {
+            RESYNC
+        });
         tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
         let mut next = 0u64;
         loop {
