@@ -64,6 +64,17 @@ states:
   done: { type: terminal }
 ";
 
+const REVIEW: &str = "\
+start: review
+states:
+  review:
+    type: gate_task
+    inbox: { kind: APPROVAL, title: \"Ship it?\" }
+    on: { approved: done, rejected: nope }
+  done: { type: terminal, result: shipped }
+  nope: { type: terminal, outcome: failure }
+";
+
 /// A document tree for tenant acme, project shop, with script and shell steps allowed and
 /// room for many steps at once.
 fn tree(root: &Path) {
@@ -83,6 +94,7 @@ fn tree(root: &Path) {
     write(&shop.join("workflows/chain.yaml"), CHAIN);
     write(&shop.join("workflows/slow.yaml"), SLOW);
     write(&shop.join("workflows/forever.yaml"), FOREVER);
+    write(&shop.join("workflows/review.yaml"), REVIEW);
 }
 
 /// A worker: `magrathea serve` on the shared database.
@@ -485,5 +497,82 @@ async fn a_follower_on_one_worker_sees_every_record_of_a_run_driven_by_another()
         journal.as_array().unwrap().len(),
         seqs.len(),
         "the follower saw the whole journal"
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_gate_and_a_cancel_sent_to_another_worker_reach_the_run() {
+    let url = cluster().create_database();
+    let tmp = tempfile::tempdir().unwrap();
+    let root = tmp.path().canonicalize().unwrap();
+    tree(&root);
+    let client = reqwest::Client::builder()
+        .timeout(Duration::from_secs(60))
+        .build()
+        .unwrap();
+    let a = worker(&root, &url, "5", "3");
+    let b = worker(&root, &url, "5", "3");
+    let approved = start(&client, std::slice::from_ref(&a), "review", json!({}), "r1").await;
+    let cancelled = start(&client, std::slice::from_ref(&a), "review", json!({}), "r2").await;
+    let both = [a, b];
+    wait_all(
+        &client,
+        &both,
+        &[approved.clone(), cancelled.clone()],
+        &["WAITING"],
+        Duration::from_secs(30),
+    )
+    .await;
+
+    // Worker b lists a's inbox items and answers one; a drives the run on.
+    let inbox = get(&client, &both[1..], "/brain/acme/project/shop/inbox").await;
+    let item = inbox
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|i| i["id"].as_str().unwrap().starts_with(&approved))
+        .unwrap_or_else(|| panic!("{inbox}"))["id"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    let answer = client
+        .post(format!(
+            "{}/brain/acme/project/shop/inbox/{item}/answer",
+            both[1].base
+        ))
+        .json(&json!({"kind": "approve"}))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(answer.status(), 200, "{}", answer.text().await.unwrap());
+    let cancel = client
+        .post(format!("{}{RUNS}/runs/{cancelled}/cancel", both[1].base))
+        .json(&json!({"reason": "not needed"}))
+        .send()
+        .await
+        .unwrap();
+    assert!(
+        cancel.status().is_success(),
+        "{}",
+        cancel.text().await.unwrap()
+    );
+
+    let views = wait_all(
+        &client,
+        &both,
+        &[approved.clone(), cancelled.clone()],
+        &["DONE", "CANCELLED", "FAILED"],
+        Duration::from_secs(30),
+    )
+    .await;
+    assert_eq!(
+        (views[0]["status"].as_str(), &views[0]["result"]),
+        (Some("DONE"), &json!("shipped"))
+    );
+    assert_eq!(views[1]["status"], "CANCELLED", "{}", views[1]);
+    // Both runs stayed with the worker that started them.
+    assert!(
+        owner(&url, &approved).is_none(),
+        "an ended run holds no lease"
     );
 }
