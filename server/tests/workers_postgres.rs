@@ -97,6 +97,38 @@ fn tree(root: &Path) {
     write(&shop.join("workflows/review.yaml"), REVIEW);
 }
 
+/// A fresh database, a document tree (see [`tree`]) and an HTTP client.
+struct Setup {
+    url: String,
+    _tmp: tempfile::TempDir,
+    root: std::path::PathBuf,
+    client: reqwest::Client,
+}
+
+impl Setup {
+    fn new() -> Self {
+        let tmp = tempfile::tempdir().unwrap();
+        let root = tmp.path().canonicalize().unwrap();
+        tree(&root);
+        Self {
+            url: cluster().create_database(),
+            _tmp: tmp,
+            root,
+            client: reqwest::Client::builder()
+                .timeout(Duration::from_secs(30))
+                .build()
+                .unwrap(),
+        }
+    }
+}
+
+impl Setup {
+    /// A worker on the database, with `--lease-grace` and `--max-claim-attempts`.
+    fn worker(&self, grace: &str, max_claims: &str) -> ServeChild {
+        worker(&self.root, &self.url, grace, max_claims)
+    }
+}
+
 /// A worker: `magrathea serve` on the shared database.
 fn worker(root: &Path, url: &str, grace: &str, max_claims: &str) -> ServeChild {
     let mut cmd = serve_command(root);
@@ -206,15 +238,8 @@ async fn results_per_step(
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn runs_survive_workers_killed_at_random_with_one_result_per_step() {
-    let url = cluster().create_database();
-    let tmp = tempfile::tempdir().unwrap();
-    let root = tmp.path().canonicalize().unwrap();
-    tree(&root);
-    let client = reqwest::Client::builder()
-        .timeout(Duration::from_secs(10))
-        .build()
-        .unwrap();
-    let mut workers: Vec<ServeChild> = (0..3).map(|_| worker(&root, &url, "1", "1000")).collect();
+    let s = Setup::new();
+    let mut workers: Vec<ServeChild> = (0..3).map(|_| s.worker("1", "1000")).collect();
 
     // Start the runs in six waves; after each, kill a random worker at a random moment (while
     // it holds runs in flight) and restart it.
@@ -224,7 +249,7 @@ async fn runs_survive_workers_killed_at_random_with_one_result_per_step() {
     for wave in 0..6u64 {
         for n in wave * 50..(wave + 1) * 50 {
             let run = start(
-                &client,
+                &s.client,
                 &workers,
                 "chain",
                 json!({"n": n}),
@@ -235,15 +260,15 @@ async fn runs_survive_workers_killed_at_random_with_one_result_per_step() {
         }
         tokio::time::sleep(Duration::from_millis(rng.random_range(100..600))).await;
         let victim = rng.random_range(0..workers.len());
-        killed_holding += held_by(&url, workers[victim].pid());
+        killed_holding += held_by(&s.url, workers[victim].pid());
         workers[victim].kill();
-        workers[victim] = worker(&root, &url, "1", "1000");
+        workers[victim] = s.worker("1", "1000");
     }
     eprintln!("the six kills hit workers holding {killed_holding} runs in all");
     assert!(killed_holding > 0, "the kills hit workers that held runs");
     let ids: Vec<String> = runs.iter().map(|(r, _)| r.clone()).collect();
     let views = wait_all(
-        &client,
+        &s.client,
         &workers,
         &ids,
         &["DONE", "FAILED", "BLOCKED"],
@@ -257,7 +282,7 @@ async fn runs_survive_workers_killed_at_random_with_one_result_per_step() {
             *result == json!(n + 5) || *result == json!((n + 5).to_string()),
             "run {run} of n={n}: {result}"
         );
-        let counts = results_per_step(&client, &workers, run).await;
+        let counts = results_per_step(&s.client, &workers, run).await;
         assert_eq!(counts.len(), 5, "five task steps in {run}: {counts:?}");
         assert!(
             counts.values().all(|c| *c == 1),
@@ -323,19 +348,12 @@ async fn owner_other_than(url: &str, run: &str, not: Option<&str>) -> String {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_worker_frozen_past_its_lease_adds_nothing_after_another_reclaimed_its_runs() {
-    let url = cluster().create_database();
-    let tmp = tempfile::tempdir().unwrap();
-    let root = tmp.path().canonicalize().unwrap();
-    tree(&root);
-    let client = reqwest::Client::builder()
-        .timeout(Duration::from_secs(10))
-        .build()
-        .unwrap();
-    let frozen = worker(&root, &url, "1", "1000");
+    let s = Setup::new();
+    let frozen = s.worker("1", "1000");
     let mut runs = Vec::new();
     for i in 0..5 {
         let run = start(
-            &client,
+            &s.client,
             std::slice::from_ref(&frozen),
             "slow",
             json!({}),
@@ -345,20 +363,20 @@ async fn a_worker_frozen_past_its_lease_adds_nothing_after_another_reclaimed_its
         runs.push(run);
     }
     // Every run's shell step is running on the first worker.
-    let first_owner = owner_other_than(&url, &runs[4], None).await;
+    let first_owner = owner_other_than(&s.url, &runs[4], None).await;
     tokio::time::sleep(Duration::from_millis(500)).await;
     let pid = nix::unistd::Pid::from_raw(frozen.pid() as i32);
     nix::sys::signal::kill(pid, nix::sys::signal::Signal::SIGSTOP).unwrap();
 
-    let other = worker(&root, &url, "1", "1000");
+    let other = s.worker("1", "1000");
     for run in &runs {
-        owner_other_than(&url, run, Some(&first_owner)).await;
+        owner_other_than(&s.url, run, Some(&first_owner)).await;
     }
     // The frozen worker wakes up after its runs moved; its shell steps have long ended.
     nix::sys::signal::kill(pid, nix::sys::signal::Signal::SIGCONT).unwrap();
     let both = [other, frozen];
     let views = wait_all(
-        &client,
+        &s.client,
         &both,
         &runs,
         &["DONE", "FAILED"],
@@ -367,7 +385,7 @@ async fn a_worker_frozen_past_its_lease_adds_nothing_after_another_reclaimed_its
     .await;
     for (run, view) in runs.iter().zip(&views) {
         assert_eq!(view["status"], "DONE", "{view}");
-        let counts = results_per_step(&client, &both, run).await;
+        let counts = results_per_step(&s.client, &both, run).await;
         assert_eq!(
             counts.values().copied().collect::<Vec<_>>(),
             [1],
@@ -377,45 +395,38 @@ async fn a_worker_frozen_past_its_lease_adds_nothing_after_another_reclaimed_its
     // Give the woken worker time to try its late appends, then look again.
     tokio::time::sleep(Duration::from_secs(2)).await;
     for run in &runs {
-        let counts = results_per_step(&client, &both, run).await;
+        let counts = results_per_step(&s.client, &both, run).await;
         assert_eq!(counts.values().copied().collect::<Vec<_>>(), [1], "{run}");
     }
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_run_whose_worker_dies_on_every_claim_fails_after_max_claim_attempts() {
-    let url = cluster().create_database();
-    let tmp = tempfile::tempdir().unwrap();
-    let root = tmp.path().canonicalize().unwrap();
-    tree(&root);
-    let client = reqwest::Client::builder()
-        .timeout(Duration::from_secs(10))
-        .build()
-        .unwrap();
-    let mut current = worker(&root, &url, "1", "2");
+    let s = Setup::new();
+    let mut current = s.worker("1", "2");
     let run = start(
-        &client,
+        &s.client,
         std::slice::from_ref(&current),
         "forever",
         json!({}),
         "forever",
     )
     .await;
-    let mut last = owner_other_than(&url, &run, None).await;
+    let mut last = owner_other_than(&s.url, &run, None).await;
     // The first claim and two reclaims are allowed; each driver is killed under the run.
     for _ in 0..3 {
         tokio::time::sleep(Duration::from_millis(300)).await;
         current.kill();
-        current = worker(&root, &url, "1", "2");
+        current = s.worker("1", "2");
         let deadline = Instant::now() + Duration::from_secs(60);
         loop {
-            let o = owner(&url, &run);
+            let o = owner(&s.url, &run);
             if o.as_deref().is_some_and(|o| o != last) {
                 last = o.unwrap();
                 break;
             }
             let v = get(
-                &client,
+                &s.client,
                 std::slice::from_ref(&current),
                 &format!("{RUNS}/runs/{run}"),
             )
@@ -428,7 +439,7 @@ async fn a_run_whose_worker_dies_on_every_claim_fails_after_max_claim_attempts()
         }
     }
     let views = wait_all(
-        &client,
+        &s.client,
         std::slice::from_ref(&current),
         std::slice::from_ref(&run),
         &["FAILED"],
@@ -443,18 +454,11 @@ async fn a_run_whose_worker_dies_on_every_claim_fails_after_max_claim_attempts()
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_follower_on_one_worker_sees_every_record_of_a_run_driven_by_another() {
-    let url = cluster().create_database();
-    let tmp = tempfile::tempdir().unwrap();
-    let root = tmp.path().canonicalize().unwrap();
-    tree(&root);
-    let client = reqwest::Client::builder()
-        .timeout(Duration::from_secs(60))
-        .build()
-        .unwrap();
-    let driver = worker(&root, &url, "5", "3");
-    let reader = worker(&root, &url, "5", "3");
+    let s = Setup::new();
+    let driver = s.worker("5", "3");
+    let reader = s.worker("5", "3");
     let run = start(
-        &client,
+        &s.client,
         std::slice::from_ref(&driver),
         "chain",
         json!({"n": 1}),
@@ -462,11 +466,12 @@ async fn a_follower_on_one_worker_sees_every_record_of_a_run_driven_by_another()
     )
     .await;
     assert_eq!(
-        owner_other_than(&url, &run, None).await.split(':').nth(1),
+        owner_other_than(&s.url, &run, None).await.split(':').nth(1),
         Some(driver.pid().to_string().as_str())
     );
     // The stream ends by itself after the run's terminal record.
-    let body = client
+    let body = s
+        .client
         .get(format!("{}{RUNS}/runs/{run}/events", reader.base))
         .send()
         .await
@@ -490,9 +495,9 @@ async fn a_follower_on_one_worker_sees_every_record_of_a_run_driven_by_another()
         "every record once, in order"
     );
     let both = [driver, reader];
-    let view = get(&client, &both, &format!("{RUNS}/runs/{run}")).await;
+    let view = get(&s.client, &both, &format!("{RUNS}/runs/{run}")).await;
     assert_eq!(view["status"], "DONE", "{view}");
-    let journal = get(&client, &both, &format!("{RUNS}/runs/{run}/journal")).await;
+    let journal = get(&s.client, &both, &format!("{RUNS}/runs/{run}/journal")).await;
     assert_eq!(
         journal.as_array().unwrap().len(),
         seqs.len(),
@@ -502,21 +507,28 @@ async fn a_follower_on_one_worker_sees_every_record_of_a_run_driven_by_another()
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_gate_and_a_cancel_sent_to_another_worker_reach_the_run() {
-    let url = cluster().create_database();
-    let tmp = tempfile::tempdir().unwrap();
-    let root = tmp.path().canonicalize().unwrap();
-    tree(&root);
-    let client = reqwest::Client::builder()
-        .timeout(Duration::from_secs(60))
-        .build()
-        .unwrap();
-    let a = worker(&root, &url, "5", "3");
-    let b = worker(&root, &url, "5", "3");
-    let approved = start(&client, std::slice::from_ref(&a), "review", json!({}), "r1").await;
-    let cancelled = start(&client, std::slice::from_ref(&a), "review", json!({}), "r2").await;
+    let s = Setup::new();
+    let a = s.worker("5", "3");
+    let b = s.worker("5", "3");
+    let approved = start(
+        &s.client,
+        std::slice::from_ref(&a),
+        "review",
+        json!({}),
+        "r1",
+    )
+    .await;
+    let cancelled = start(
+        &s.client,
+        std::slice::from_ref(&a),
+        "review",
+        json!({}),
+        "r2",
+    )
+    .await;
     let both = [a, b];
     wait_all(
-        &client,
+        &s.client,
         &both,
         &[approved.clone(), cancelled.clone()],
         &["WAITING"],
@@ -525,7 +537,7 @@ async fn a_gate_and_a_cancel_sent_to_another_worker_reach_the_run() {
     .await;
 
     // Worker b lists a's inbox items and answers one; a drives the run on.
-    let inbox = get(&client, &both[1..], "/brain/acme/project/shop/inbox").await;
+    let inbox = get(&s.client, &both[1..], "/brain/acme/project/shop/inbox").await;
     let item = inbox
         .as_array()
         .unwrap()
@@ -535,7 +547,8 @@ async fn a_gate_and_a_cancel_sent_to_another_worker_reach_the_run() {
         .as_str()
         .unwrap()
         .to_owned();
-    let answer = client
+    let answer = s
+        .client
         .post(format!(
             "{}/brain/acme/project/shop/inbox/{item}/answer",
             both[1].base
@@ -545,7 +558,8 @@ async fn a_gate_and_a_cancel_sent_to_another_worker_reach_the_run() {
         .await
         .unwrap();
     assert_eq!(answer.status(), 200, "{}", answer.text().await.unwrap());
-    let cancel = client
+    let cancel = s
+        .client
         .post(format!("{}{RUNS}/runs/{cancelled}/cancel", both[1].base))
         .json(&json!({"reason": "not needed"}))
         .send()
@@ -558,7 +572,7 @@ async fn a_gate_and_a_cancel_sent_to_another_worker_reach_the_run() {
     );
 
     let views = wait_all(
-        &client,
+        &s.client,
         &both,
         &[approved.clone(), cancelled.clone()],
         &["DONE", "CANCELLED", "FAILED"],
@@ -572,7 +586,7 @@ async fn a_gate_and_a_cancel_sent_to_another_worker_reach_the_run() {
     assert_eq!(views[1]["status"], "CANCELLED", "{}", views[1]);
     // Both runs stayed with the worker that started them.
     assert!(
-        owner(&url, &approved).is_none(),
+        owner(&s.url, &approved).is_none(),
         "an ended run holds no lease"
     );
 }
