@@ -158,13 +158,9 @@ states:
       success: tick
 "#;
 
-#[test]
-fn a_killed_run_resumes_with_the_spawn_default_it_started_with_not_the_new_settings() {
-    let p = Project::new();
-    p.workflow("ticker", TICKER);
-    let settings = tenant_settings(&p, "bounds:\n  maxTaskSpawns: 4\n");
+/// Runs the ticker with `magrathea run` and SIGKILLs it in the middle of its second tick.
+fn kill_in_second_tick(p: &Project) {
     let log = p.dir.join("ticks.log");
-
     let running = Killed(
         p.command(&["run", "ticker", "--json"])
             .stdin(Stdio::null())
@@ -186,17 +182,30 @@ fn a_killed_run_resumes_with_the_spawn_default_it_started_with_not_the_new_setti
         );
         std::thread::sleep(Duration::from_millis(20));
     }
-    // In the middle of the second tick: SIGKILL, then a new default the run must not see.
     drop(running);
+}
+
+/// The run `magrathea resume --json` finished, from its output.
+fn resumed_run(resumed: &Output) -> Value {
+    stdout(resumed)
+        .lines()
+        .find_map(|l| serde_json::from_str(l).ok())
+        .expect("resume finished the interrupted run")
+}
+
+#[test]
+fn a_killed_run_resumes_with_the_spawn_default_it_started_with_not_the_new_settings() {
+    let p = Project::new();
+    p.workflow("ticker", TICKER);
+    let settings = tenant_settings(&p, "bounds:\n  maxTaskSpawns: 4\n");
+    // In the middle of the second tick: SIGKILL, then a new default the run must not see.
+    kill_in_second_tick(&p);
     std::fs::write(&settings, "bounds:\n  maxTaskSpawns: 6\n").unwrap();
 
     let resumed = run_bounded(p.command(&["resume", "--json"]));
     // Exit code 1: a resumed run ended FAILED.
     assert_eq!(code(&resumed), 1, "{}", stderr(&resumed));
-    let run: Value = stdout(&resumed)
-        .lines()
-        .find_map(|l| serde_json::from_str(l).ok())
-        .expect("resume finished the interrupted run");
+    let run = resumed_run(&resumed);
     assert_eq!(run["status"], "FAILED", "{run}");
     let reason = run["reason"].as_str().unwrap_or_default();
     assert!(
@@ -221,30 +230,7 @@ fn a_journal_limit_set_while_the_process_was_down_stops_the_resumed_run() {
     let p = Project::new();
     p.workflow("ticker", TICKER);
     let settings = tenant_settings(&p, "bounds:\n  maxTaskSpawns: 0\n");
-    let log = p.dir.join("ticks.log");
-
-    let running = Killed(
-        p.command(&["run", "ticker", "--json"])
-            .stdin(Stdio::null())
-            .stdout(Stdio::null())
-            .stderr(Stdio::null())
-            .spawn()
-            .unwrap(),
-    );
-    let started = Instant::now();
-    while std::fs::read_to_string(&log)
-        .unwrap_or_default()
-        .lines()
-        .count()
-        < 2
-    {
-        assert!(
-            started.elapsed() < DEADLINE,
-            "the second tick never started"
-        );
-        std::thread::sleep(Duration::from_millis(20));
-    }
-    drop(running);
+    kill_in_second_tick(&p);
     // Without a limit the ticker never ends, and `resume` would run into the deadline.
     std::fs::write(
         &settings,
@@ -254,10 +240,7 @@ fn a_journal_limit_set_while_the_process_was_down_stops_the_resumed_run() {
 
     let resumed = run_bounded(p.command(&["resume", "--json"]));
     assert_eq!(code(&resumed), 1, "{}", stderr(&resumed));
-    let run: Value = stdout(&resumed)
-        .lines()
-        .find_map(|l| serde_json::from_str(l).ok())
-        .expect("resume finished the interrupted run");
+    let run = resumed_run(&resumed);
     assert_eq!(run["status"], "FAILED", "{run}");
     let reason = run["reason"].as_str().unwrap_or_default();
     assert!(
