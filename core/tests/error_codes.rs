@@ -41,7 +41,7 @@ fn codes_are_unique_well_formed_and_described() {
     let mut seen = BTreeSet::new();
     let prefixes: Vec<&str> = AREAS.iter().map(|a| a.prefix).collect();
     let mut last_area = 0;
-    for c in CODES {
+    for c in CODES.iter() {
         assert!(seen.insert(c.code), "{} is registered twice", c.code);
         let body = c.code.strip_prefix("MAG-").unwrap_or("");
         let well_formed = if let Some(name) = body.strip_prefix("HTTP-") {

@@ -1,0 +1,217 @@
+//! The codes of the executors: shell, script, tools, policy, egress and agents (areas EX to AG).
+
+use super::ErrorCode;
+
+/// The codes of the executors: shell, script, tools, policy, egress and agents (areas EX to AG), in the order of [`AREAS`](crate::codes::AREAS).
+pub(super) const CODES: &[ErrorCode] = &[
+    ErrorCode {
+        code: "MAG-EX001",
+        meaning: "An executor task (shell, script, tool or agent) ran without executors: its call was bound to none and the engine's data holds none.",
+        remedy: "Install the executors on the engine with Executors::install (YamlRuntime::install does), or bind the call with Executors::call.",
+    },
+    ErrorCode {
+        code: "MAG-EX002",
+        meaning: "A call names an executor this build of magrathea-exec leaves out.",
+        remedy: "Enable the executor's cargo feature (`shell`, `script`, `tools`, `agent`).",
+    },
+    ErrorCode {
+        code: "MAG-SH001",
+        meaning: "A shell_task has no `dirName:`.",
+        remedy: "Name a workspace directory with `dirName:`.",
+    },
+    ErrorCode {
+        code: "MAG-SH002",
+        meaning: "The workspace directory of a shell_task does not exist.",
+        remedy: "Create the directory, or point `workspaces:` in `_vance/settings.yaml` at an existing one.",
+    },
+    ErrorCode {
+        code: "MAG-SH003",
+        meaning: "The shell (`sh -c`) cannot be started.",
+        remedy: "Check that `sh` exists and the server may run processes.",
+    },
+    ErrorCode {
+        code: "MAG-SH004",
+        meaning: "Waiting for the command failed.",
+        remedy: "Check the host (process limits, signals); the task may be retried.",
+    },
+    ErrorCode {
+        code: "MAG-SH005",
+        meaning: "A shell_task names an unknown workspace.",
+        remedy: "Declare it under `workspaces:` in `_vance/settings.yaml`.",
+    },
+    ErrorCode {
+        code: "MAG-SH010",
+        meaning: "A shell_task must run in the sandbox (the default for served trees) but this server's kernel does not enforce Landlock.",
+        remedy: "Run the server on a kernel with Landlock (Linux 5.13+, enabled in `lsm=`), or let the tenant's administrator set `shell: {sandbox: off}` in `_tenant/_vance/settings.yaml` to run shell steps unconfined.",
+    },
+    ErrorCode {
+        code: "MAG-SH011",
+        meaning: "A shell_task of a served project names a workspace whose real path lies outside the project directory.",
+        remedy: "Keep workspaces inside the project, or let the tenant's administrator list their root under `shell.workspaceRoots` in `_tenant/_vance/settings.yaml`.",
+    },
+    ErrorCode {
+        code: "MAG-SH012",
+        meaning: "The shell sandbox's rules could not be built or applied.",
+        remedy: "Read the message (an unreadable path in `shell.readPaths`/`writePaths`, a process limit); the task may be retried.",
+    },
+    ErrorCode {
+        code: "MAG-SH013",
+        meaning: "A shell_task's private temporary directory could not be created.",
+        remedy: "Check that the server's temporary directory exists, is writable and has space.",
+    },
+    ErrorCode {
+        code: "MAG-JS001",
+        meaning: "A script_task has no `path:`.",
+        remedy: "Name the script file, e.g. `path: _vance/scripts/transform.js`.",
+    },
+    ErrorCode {
+        code: "MAG-JS002",
+        meaning: "A script path is absolute or leads outside its root.",
+        remedy: "Use a path relative to the project or workspace, without `..`.",
+    },
+    ErrorCode {
+        code: "MAG-JS003",
+        meaning: "The script file does not exist.",
+        remedy: "Create the script, or fix `path:`.",
+    },
+    ErrorCode {
+        code: "MAG-JS004",
+        meaning: "The script file cannot be read.",
+        remedy: "Check the file's permissions and encoding.",
+    },
+    ErrorCode {
+        code: "MAG-JS005",
+        meaning: "A script_task names an unknown workspace.",
+        remedy: "Declare it under `workspaces:` in `_vance/settings.yaml`.",
+    },
+    ErrorCode {
+        code: "MAG-JS006",
+        meaning: "A script_task names an unknown script source.",
+        remedy: "Use `document` or `workspace`.",
+    },
+    ErrorCode {
+        code: "MAG-JS010",
+        meaning: "The script threw an error.",
+        remedy: "Fix the script (the message names the line).",
+    },
+    ErrorCode {
+        code: "MAG-JS011",
+        meaning: "The script did not finish within its timeout and was interrupted.",
+        remedy: "Make the script faster, or raise `timeoutSeconds`.",
+    },
+    ErrorCode {
+        code: "MAG-JS012",
+        meaning: "The script exceeded its memory limit.",
+        remedy: "Make the script use less memory.",
+    },
+    ErrorCode {
+        code: "MAG-JS013",
+        meaning: "The script awaited a promise that never settles (the sandbox has no timers or I/O).",
+        remedy: "Remove the await, or return the value directly.",
+    },
+    ErrorCode {
+        code: "MAG-JS014",
+        meaning: "The script returned no JSON value.",
+        remedy: "Return a JSON-serialisable value.",
+    },
+    ErrorCode {
+        code: "MAG-JS015",
+        meaning: "The script engine crashed or could not run the script.",
+        remedy: "Report it with the script; the task may be retried.",
+    },
+    ErrorCode {
+        code: "MAG-JS016",
+        meaning: "The script was interrupted because its run was cancelled.",
+        remedy: "Nothing, if the cancellation was intended.",
+    },
+    ErrorCode {
+        code: "MAG-JS017",
+        meaning: "A script_task ran outside a project scope.",
+        remedy: "Start the run in a `tenant/project` scope.",
+    },
+    ErrorCode {
+        code: "MAG-TL001",
+        meaning: "An unknown tool was called: neither a registered task nor a known tool.",
+        remedy: "Register the task, or fix the tool's name (the agent's recipe lists the tools it offers).",
+    },
+    ErrorCode {
+        code: "MAG-TL002",
+        meaning: "The tool is not allowed here: the permission cascade denied it.",
+        remedy: "Allow the tool in the settings the message names, or use another tool.",
+    },
+    ErrorCode {
+        code: "MAG-TL003",
+        meaning: "The tool's parameters are invalid.",
+        remedy: "Pass the parameters the tool's schema asks for.",
+    },
+    ErrorCode {
+        code: "MAG-TL004",
+        meaning: "The tool failed.",
+        remedy: "Read the tool's message; the task may be retried.",
+    },
+    ErrorCode {
+        code: "MAG-TL005",
+        meaning: "The tool did not finish within the tool_task's `timeoutSeconds` (outcome `timeout`).",
+        remedy: "Raise `timeoutSeconds`, or find out why the tool is slow.",
+    },
+    ErrorCode {
+        code: "MAG-PL001",
+        meaning: "The tenant's settings do not allow this task type (`shell_task`, `script_task` or `http_request`) for the project (error kind `permission_error`). Served trees deny each type unless allowed; the local `magrathea` command allows it unless denied.",
+        remedy: "Set `execution.<type>: true` (or `execution.projects.<project>.<type>: true`) in the tenant's `_tenant/_vance/settings.yaml`, as the message names it.",
+    },
+    ErrorCode {
+        code: "MAG-EG001",
+        meaning: "The egress policy refused an `http_request` destination: a private, loopback or reserved address (also after resolving a name, and on a redirect hop), or an allowed host on another port (error kind `permission_error`).",
+        remedy: "Add the host to `egress.allowHosts` (or set `egress.allowPrivate: true`) in the tenant's `_tenant/_vance/settings.yaml`.",
+    },
+    ErrorCode {
+        code: "MAG-AG001",
+        meaning: "The agent_task's recipe is missing or unknown.",
+        remedy: "Name an existing recipe with `recipe:` (the message lists where it looked).",
+    },
+    ErrorCode {
+        code: "MAG-AG002",
+        meaning: "The recipe document is invalid.",
+        remedy: "Fix the recipe (it needs at least `engine:`).",
+    },
+    ErrorCode {
+        code: "MAG-AG003",
+        meaning: "The recipe does not fit its engine: an unknown engine, provider or field, or no `model:`.",
+        remedy: "Fix the recipe (the message lists what the engine knows).",
+    },
+    ErrorCode {
+        code: "MAG-AG004",
+        meaning: "The agent_task's parameters are invalid (no `params.prompt` string, for instance).",
+        remedy: "Fix the task's `params:`.",
+    },
+    ErrorCode {
+        code: "MAG-AG005",
+        meaning: "The model's endpoint failed or answered something that is not a chat completion.",
+        remedy: "Check the endpoint, the key and the model; the task may be retried.",
+    },
+    ErrorCode {
+        code: "MAG-AG006",
+        meaning: "The agent did not answer within its timeout.",
+        remedy: "Raise `timeoutSeconds`, or retry.",
+    },
+    ErrorCode {
+        code: "MAG-AG007",
+        meaning: "The environment variable named by the recipe's `apiKeyEnv` is not set.",
+        remedy: "Set it in the server's environment.",
+    },
+    ErrorCode {
+        code: "MAG-AG008",
+        meaning: "The agent session went stale or was closed.",
+        remedy: "Retry the task.",
+    },
+    ErrorCode {
+        code: "MAG-AG009",
+        meaning: "The agent gave no answer.",
+        remedy: "Retry the task, or adjust the prompt.",
+    },
+    ErrorCode {
+        code: "MAG-AG010",
+        meaning: "The model still called tools after `maxToolRounds` rounds.",
+        remedy: "Raise `maxToolRounds`, or adjust the prompt or the tools.",
+    },
+];

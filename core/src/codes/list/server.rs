@@ -1,0 +1,167 @@
+//! The codes of the server and its HTTP API (areas SV, AUTH and HTTP).
+
+use super::ErrorCode;
+
+/// The codes of the server and its HTTP API (areas SV, AUTH and HTTP), in the order of [`AREAS`](crate::codes::AREAS).
+pub(super) const CODES: &[ErrorCode] = &[
+    ErrorCode {
+        code: "MAG-SV001",
+        meaning: "The server cannot create the store directory.",
+        remedy: "Check the path and its permissions.",
+    },
+    ErrorCode {
+        code: "MAG-SV002",
+        meaning: "The server cannot open the store.",
+        remedy: "See the nested store error (another process may hold it).",
+    },
+    ErrorCode {
+        code: "MAG-SV003",
+        meaning: "The server cannot listen on the address.",
+        remedy: "Choose a free address or port, or stop what holds it.",
+    },
+    ErrorCode {
+        code: "MAG-SV004",
+        meaning: "The metrics exporter cannot start.",
+        remedy: "Check the metrics settings.",
+    },
+    ErrorCode {
+        code: "MAG-SV010",
+        meaning: "A server without authentication (`--insecure-no-auth`) was asked to bind an address that is not loopback.",
+        remedy: "Bind 127.0.0.1 or [::1], or configure tokens in `_auth/tokens.yaml` instead.",
+    },
+    ErrorCode {
+        code: "MAG-AUTH001",
+        meaning: "The token file cannot be read.",
+        remedy: "Check its path and permissions.",
+    },
+    ErrorCode {
+        code: "MAG-AUTH002",
+        meaning: "The token file is invalid.",
+        remedy: "Fix its format (the message says where).",
+    },
+    ErrorCode {
+        code: "MAG-HTTP-401",
+        meaning: "The request has no bearer token, or a token the server does not know.",
+        remedy: "Send `Authorization: Bearer <token>` with a configured token.",
+    },
+    ErrorCode {
+        code: "MAG-HTTP-403",
+        meaning: "The token lacks the scope the route needs.",
+        remedy: "Use a token with that scope.",
+    },
+    ErrorCode {
+        code: "MAG-HTTP-404",
+        meaning: "Nothing with this id or name exists in the caller's tenant and project (another scope's resources are reported the same way).",
+        remedy: "Check the id, the tenant and the project.",
+    },
+    ErrorCode {
+        code: "MAG-HTTP-405",
+        meaning: "The event does not accept this HTTP method.",
+        remedy: "Use one of the methods the event document lists.",
+    },
+    ErrorCode {
+        code: "MAG-HTTP-413",
+        meaning: "The request body exceeds the server's limit.",
+        remedy: "Send a smaller body.",
+    },
+    ErrorCode {
+        code: "MAG-HTTP-422",
+        meaning: "The workflow document is invalid; the body's `diagnostics` list each finding with its position and code.",
+        remedy: "Fix the document at the positions given.",
+    },
+    ErrorCode {
+        code: "MAG-HTTP-500",
+        meaning: "The server or its store failed; the message gives a reference under which the server logs the full error.",
+        remedy: "Look up the reference in the server's log; retry once the cause is fixed.",
+    },
+    ErrorCode {
+        code: "MAG-HTTP-BODY",
+        meaning: "The request body cannot be read.",
+        remedy: "Send a complete body with the right content type.",
+    },
+    ErrorCode {
+        code: "MAG-HTTP-HOST",
+        meaning: "A server without authentication got a request whose `Host` is not its loopback address (e.g. a DNS-rebinding page).",
+        remedy: "Address the server as 127.0.0.1:PORT, localhost:PORT or [::1]:PORT.",
+    },
+    ErrorCode {
+        code: "MAG-HTTP-ORIGIN",
+        meaning: "A server without authentication got a request from a web page of another origin.",
+        remedy: "Call the server from a page it serves, or from a client that sends no foreign `Origin`; or configure tokens.",
+    },
+    ErrorCode {
+        code: "MAG-HTTP-OUTSIDE-PROJECT",
+        meaning: "The document path leads outside the project through a symbolic link; the documents API reads, writes and lists only inside the project.",
+        remedy: "Replace the link with the document itself, or with a link that stays inside the project.",
+    },
+    ErrorCode {
+        code: "MAG-HTTP-INVALID-ANSWER",
+        meaning: "A gate answer is malformed: an unknown kind, a missing field, or one the gate does not accept.",
+        remedy: "Send one of the answer kinds with the fields it needs.",
+    },
+    ErrorCode {
+        code: "MAG-HTTP-INVALID-CURSOR",
+        meaning: "The pagination cursor is not a run id.",
+        remedy: "Pass the cursor from the previous page unchanged.",
+    },
+    ErrorCode {
+        code: "MAG-HTTP-INVALID-DOCUMENT",
+        meaning: "The uploaded document is not UTF-8 text.",
+        remedy: "Upload the document as UTF-8.",
+    },
+    ErrorCode {
+        code: "MAG-HTTP-INVALID-EVENT",
+        meaning: "An event document does not parse.",
+        remedy: "Fix the event document.",
+    },
+    ErrorCode {
+        code: "MAG-HTTP-INVALID-IDEMPOTENCY-KEY",
+        meaning: "The `Idempotency-Key` header is empty, longer than 255 bytes, or not visible ASCII.",
+        remedy: "Send a key of 1 to 255 visible ASCII characters (a UUID, for instance).",
+    },
+    ErrorCode {
+        code: "MAG-HTTP-INVALID-JSON",
+        meaning: "The body (or a WebSocket message) is not valid JSON for the route, or has unknown fields.",
+        remedy: "Send the JSON the route's schema describes (GET /openapi.json).",
+    },
+    ErrorCode {
+        code: "MAG-HTTP-INVALID-NAME",
+        meaning: "A workflow or document name is not a plain file name.",
+        remedy: "Use letters, digits, `-` and `_` only.",
+    },
+    ErrorCode {
+        code: "MAG-HTTP-INVALID-PARAMS",
+        meaning: "A run's parameters do not match the workflow's parameter schema.",
+        remedy: "Pass parameters that the schema accepts.",
+    },
+    ErrorCode {
+        code: "MAG-HTTP-INVALID-PATH",
+        meaning: "A document path is empty or has a segment that is not a plain name.",
+        remedy: "Use a relative path of plain names.",
+    },
+    ErrorCode {
+        code: "MAG-HTTP-INVALID-STATUS",
+        meaning: "The inbox filter names an unknown status.",
+        remedy: "Use pending, answered, timed_out, closed or all.",
+    },
+    ErrorCode {
+        code: "MAG-HTTP-NO-ROUTE",
+        meaning: "No route has this path.",
+        remedy: "See GET /openapi.json for the routes.",
+    },
+    ErrorCode {
+        code: "MAG-HTTP-RUN-BLOCKED",
+        meaning: "The run is blocked, so the gate answer was not accepted.",
+        remedy: "Resolve the block (see the run's reason) and reopen the engine.",
+    },
+    ErrorCode {
+        code: "MAG-HTTP-WORKFLOW-NOT-FOUND",
+        meaning: "No workflow document of this name exists in the project or tenant.",
+        remedy: "Create `_vance/workflows/<name>.yaml`, or fix the name.",
+    },
+    ErrorCode {
+        code: "MAG-HTTP-WS-TYPE",
+        meaning: "A WebSocket message has an unknown type.",
+        remedy: "Send workflow-start, subscribe or ping.",
+    },
+];

@@ -1,0 +1,212 @@
+//! The codes of YAML documents: loading, analysis, the plan and its runtime (areas Y to DOC).
+
+use super::ErrorCode;
+
+/// The codes of YAML documents: loading, analysis, the plan and its runtime (areas Y to DOC), in the order of [`AREAS`](crate::codes::AREAS).
+pub(super) const CODES: &[ErrorCode] = &[
+    ErrorCode {
+        code: "MAG-Y001",
+        meaning: "The text is not well-formed YAML.",
+        remedy: "Fix the syntax at the reported line and column.",
+    },
+    ErrorCode {
+        code: "MAG-Y002",
+        meaning: "The document exceeds the size limit (LoadOptions::max_bytes).",
+        remedy: "Split the document, or raise the limit.",
+    },
+    ErrorCode {
+        code: "MAG-Y003",
+        meaning: "The document has too many nodes, nests too deep, or an alias expands too far.",
+        remedy: "Simplify the document; avoid alias chains.",
+    },
+    ErrorCode {
+        code: "MAG-Y004",
+        meaning: "A state names an unknown task type.",
+        remedy: "Use one of the task types the schema lists.",
+    },
+    ErrorCode {
+        code: "MAG-Y005",
+        meaning: "A mapping has an unknown field.",
+        remedy: "Remove or rename the field (the message suggests the closest known one).",
+    },
+    ErrorCode {
+        code: "MAG-Y006",
+        meaning: "A required field is missing.",
+        remedy: "Add the field.",
+    },
+    ErrorCode {
+        code: "MAG-Y007",
+        meaning: "A field has the wrong kind of value.",
+        remedy: "Give the field the type the schema asks for.",
+    },
+    ErrorCode {
+        code: "MAG-Y008",
+        meaning: "`start` does not name a state.",
+        remedy: "Name one of the states under `states:`.",
+    },
+    ErrorCode {
+        code: "MAG-Y009",
+        meaning: "`states` is empty.",
+        remedy: "Declare at least one state.",
+    },
+    ErrorCode {
+        code: "MAG-Y010",
+        meaning: "A transition targets something that is not a state.",
+        remedy: "Name an existing state.",
+    },
+    ErrorCode {
+        code: "MAG-Y011",
+        meaning: "`else:` is not the last rule of a condition, or appears twice.",
+        remedy: "Keep one `else:`, as the last rule.",
+    },
+    ErrorCode {
+        code: "MAG-Y012",
+        meaning: "A condition rule lacks `if` or `to`.",
+        remedy: "Give every rule both `if:` and `to:`.",
+    },
+    ErrorCode {
+        code: "MAG-Y013",
+        meaning: "A terminal state declares transitions.",
+        remedy: "Remove its transitions, or make it non-terminal.",
+    },
+    ErrorCode {
+        code: "MAG-Y014",
+        meaning: "A non-terminal state has no way out (a warning).",
+        remedy: "Add a transition, or make the state terminal.",
+    },
+    ErrorCode {
+        code: "MAG-Y015",
+        meaning: "`catch:` or `retry.on` names an unknown error kind.",
+        remedy: "Use one of the error kinds of the reference.",
+    },
+    ErrorCode {
+        code: "MAG-Y016",
+        meaning: "The parameter schema is invalid.",
+        remedy: "Fix the `parameters:` block.",
+    },
+    ErrorCode {
+        code: "MAG-Y017",
+        meaning: "A duration does not parse.",
+        remedy: "Fix the duration at the reported position.",
+    },
+    ErrorCode {
+        code: "MAG-Y018",
+        meaning: "A retry block is invalid.",
+        remedy: "Fix `retry:` (attempts, backoff, `on`).",
+    },
+    ErrorCode {
+        code: "MAG-Y019",
+        meaning: "A bounds block is invalid.",
+        remedy: "Fix `bounds:`.",
+    },
+    ErrorCode {
+        code: "MAG-Y020",
+        meaning: "`timeoutSeconds` is invalid.",
+        remedy: "Give a positive number of seconds.",
+    },
+    ErrorCode {
+        code: "MAG-Y021",
+        meaning: "`storeAs` is not a plain identifier.",
+        remedy: "Use a plain identifier as the variable name.",
+    },
+    ErrorCode {
+        code: "MAG-Y022",
+        meaning: "A condition expression does not parse.",
+        remedy: "Fix the expression at the reported position.",
+    },
+    ErrorCode {
+        code: "MAG-Y023",
+        meaning: "A condition expression leaves the sandbox.",
+        remedy: "Use only the variables, operators and functions the condition language offers.",
+    },
+    ErrorCode {
+        code: "MAG-Y024",
+        meaning: "A `${...}` is left as text but looks like a misspelt placeholder (warning).",
+        remedy: "Write `${params.<key>}` or `${state.<key>}` without spaces; `$${` writes a literal `${`.",
+    },
+    ErrorCode {
+        code: "MAG-Y025",
+        meaning: "A mapping key appears twice.",
+        remedy: "Keep one of them.",
+    },
+    ErrorCode {
+        code: "MAG-Y026",
+        meaning: "A value is not one of the allowed words.",
+        remedy: "Use one of the words the message lists.",
+    },
+    ErrorCode {
+        code: "MAG-Y027",
+        meaning: "A state is never reached from `start` (a warning).",
+        remedy: "Add a transition to it, or remove it.",
+    },
+    ErrorCode {
+        code: "MAG-Y028",
+        meaning: "A shell_task splices `${params.…}` or `${state.…}` into its command (an error: a value with quotes or `;` would become code).",
+        remedy: "Use the value's environment variable, quoted (`\"$MAGRATHEA_PARAM_X\"`, `\"$MAGRATHEA_VAR_X\"`; the message names it), or opt the state into shell-quoted splicing with `splice: quoted`.",
+    },
+    ErrorCode {
+        code: "MAG-YA001",
+        meaning: "A transition names an outcome its task can never end with (e.g. `on: success` on a timer_task, which only ends `fired`); it can never be taken. An error, except for `failure`, which the reference writes loosely and is a warning.",
+        remedy: "Route an outcome the task type produces (the message lists them), or remove the transition.",
+    },
+    ErrorCode {
+        code: "MAG-YA002",
+        meaning: "A transition its state, as configured, never takes (a warning): `catch: timeout` without `timeoutSeconds`, `on: success` on a condition_task with `else`.",
+        remedy: "Set what makes the outcome possible (e.g. `timeoutSeconds`), or remove the transition.",
+    },
+    ErrorCode {
+        code: "MAG-YA003",
+        meaning: "A task can end with outcomes that no `on:` or `catch:` routes (a warning): such an outcome fails the run with \"no transition for outcome\".",
+        remedy: "Route the outcomes the message names, or accept that they fail the run.",
+    },
+    ErrorCode {
+        code: "MAG-YA004",
+        meaning: "A condition_task has no `else` and its rules may all be false (a warning): then the run fails.",
+        remedy: "End the rules with `- else: <state>`, or route `on: success`.",
+    },
+    ErrorCode {
+        code: "MAG-YA005",
+        meaning: "A workflow_task names a workflow that is neither in the project nor in its tenant (a warning): the task would end `failure`.",
+        remedy: "Create `_vance/workflows/<name>.yaml` in the project or in `_tenant`, or fix the name.",
+    },
+    ErrorCode {
+        code: "MAG-YA006",
+        meaning: "States form a loop with no timer_task or gate_task on it and the workflow sets no bounds (a warning): a run can loop forever.",
+        remedy: "Set `bounds.maxTaskSpawns` or `bounds.maxWallclockSeconds`, or put a timer or gate on the loop.",
+    },
+    ErrorCode {
+        code: "MAG-YC001",
+        meaning: "A transition's condition does not parse at run time.",
+        remedy: "Fix the condition in the workflow document.",
+    },
+    ErrorCode {
+        code: "MAG-YC002",
+        meaning: "A transition's condition fails to evaluate (a missing variable, a type mismatch).",
+        remedy: "Fix the condition, or make sure the variables it reads are set.",
+    },
+    ErrorCode {
+        code: "MAG-YP001",
+        meaning: "A run's parameters do not match the workflow's parameter schema.",
+        remedy: "Pass parameters that the schema accepts.",
+    },
+    ErrorCode {
+        code: "MAG-YR001",
+        meaning: "A run's frozen workflow definition no longer loads (the run cannot continue).",
+        remedy: "Restore a Magrathea version that reads the definition, or cancel the run.",
+    },
+    ErrorCode {
+        code: "MAG-DOC001",
+        meaning: "No workflow document of this name exists in the project or tenant.",
+        remedy: "Create `_vance/workflows/<name>.yaml`, or fix the name.",
+    },
+    ErrorCode {
+        code: "MAG-DOC002",
+        meaning: "A document name is not a plain file name.",
+        remedy: "Use letters, digits, `-` and `_` only.",
+    },
+    ErrorCode {
+        code: "MAG-DOC003",
+        meaning: "A document cannot be read.",
+        remedy: "Check the file's permissions and encoding.",
+    },
+];
