@@ -1,4 +1,4 @@
-//! The [`Store`](super::Store) contracts as checks any implementation can run in its tests
+//! The [`Store`] contracts as checks any implementation can run in its tests
 //! (with the `test-util` feature): the redb and in-memory stores here, PostgreSQL in its crate.
 //! Each panics, naming the contract, when the store breaks one.
 

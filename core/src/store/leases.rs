@@ -1,21 +1,4 @@
-//! Who drives which run when several worker processes share one store (PostgreSQL).
-//!
-//! Every run is driven by at most one worker at a time, under a **lease**: a row naming the
-//! worker and a **fencing epoch** that grows with every claim. A worker heartbeats all its
-//! leases at once; one that stops (killed, frozen, cut off) lets them expire, and after the grace
-//! period another worker **reclaims** its runs and replays them. The store itself fences: an
-//! append carrying records of a run whose lease this worker no longer holds is refused
-//! ([`StoreError::Fenced`]) in the same transaction that would have written it, so a worker that
-//! wakes up after losing its leases cannot add a record behind the new owner's back.
-//!
-//! Deliveries to a run another worker holds (a gate's answer, a signal, a cancel, a child's end)
-//! go through the store's **mailbox**: the owner takes its mail, delivers it to its driver, and
-//! posts the reply, which the sender waits for.
-//!
-//! A run's first claim makes its lease; each reclaim after an expiry counts, and a run
-//! reclaimed more than [`Leases::max_claim_attempts`] times fails with a `technical_error`
-//! (the reference's §12): a run whose worker dies every time it drives it must not take the
-//! whole fleet down with it.
+//! The lease side of a store several worker processes share (see [`Leases`]).
 
 use serde_json::Value;
 
@@ -35,7 +18,8 @@ pub enum Claim {
     Elsewhere,
 }
 
-/// A message for a run's driver, through the mailbox (see the [module docs](self)).
+/// A message for a run's driver, through the mailbox of a store several workers share (see
+/// [`Leases::post`]).
 #[derive(Debug, Clone, PartialEq)]
 pub struct Mail {
     /// The mailbox's id of the message; its reply is posted under it.
@@ -46,7 +30,26 @@ pub struct Mail {
     pub body: Value,
 }
 
-/// The lease side of a store several workers share ([`Store::leases`](super::Store::leases)).
+/// Who drives which run when several worker processes share one store (PostgreSQL).
+///
+/// Every run is driven by at most one worker at a time, under a **lease**: a row naming the
+/// worker and a **fencing epoch** that grows with every claim. A worker heartbeats all its
+/// leases at once; one that stops (killed, frozen, cut off) lets them expire, and after the grace
+/// period another worker **reclaims** its runs and replays them. The store itself fences: an
+/// append carrying records of a run whose lease this worker no longer holds is refused
+/// ([`StoreError::Fenced`]) in the same transaction that would have written it, so a worker that
+/// wakes up after losing its leases cannot add a record behind the new owner's back.
+///
+/// Deliveries to a run another worker holds (a gate's answer, a signal, a cancel, a child's end)
+/// go through the store's **mailbox**: the owner takes its mail, delivers it to its driver, and
+/// posts the reply, which the sender waits for.
+///
+/// A run's first claim makes its lease; each reclaim after an expiry counts, and a run
+/// reclaimed more than [`Leases::max_claim_attempts`] times fails with a `technical_error`
+/// (the reference's §12): a run whose worker dies every time it drives it must not take the
+/// whole fleet down with it.
+///
+/// A store exposes it through [`Store::leases`](super::Store::leases).
 pub trait Leases: Send + Sync {
     /// This worker's identity, as leases and re-execution records name it.
     fn worker(&self) -> &str;
