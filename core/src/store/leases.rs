@@ -42,7 +42,7 @@ pub enum Claim {
     Elsewhere,
 }
 
-/// A message for a run's driver, through the mailbox (see the [module docs](self)).
+/// A message for a run's driver, through the mailbox (see [`Leases::post`]).
 #[derive(Debug, Clone, PartialEq)]
 pub struct Mail {
     /// The mailbox's id of the message; its reply is posted under it.
