@@ -6,11 +6,10 @@ use std::sync::{Arc, OnceLock};
 
 use magrathea_core::{Engine, EngineBuilder, TaskContext, TaskError, WeakEngine};
 use serde_json::Value;
-use tokio::sync::OwnedSemaphorePermit;
 
 use crate::call::{ExecCall, IntoExecCall, RunData};
 use crate::documents::{DocumentSource, Scope};
-use crate::lanes::Lanes;
+use crate::lanes::{LanePlace, Lanes};
 
 /// The task executors of one document tree. Cheap to clone: clones share everything.
 ///
@@ -50,7 +49,7 @@ impl fmt::Debug for Executors {
 
 /// A place in a project's lane (see [`Executors::enter_lane`]); dropping it frees the place.
 #[derive(Debug)]
-pub struct LanePermit(#[allow(dead_code, reason = "held for its drop")] OwnedSemaphorePermit);
+pub struct LanePermit(#[allow(dead_code, reason = "held for its drop")] LanePlace);
 
 impl Executors {
     /// The executors of the documents under `docs`, with the built-in tools and agent
@@ -97,6 +96,7 @@ impl Executors {
     /// they never keep the engine (and its store) alive. Later calls are ignored.
     pub fn attach(&self, engine: &Engine) {
         let _ = self.inner.engine.set(engine.downgrade());
+        self.inner.lanes.attach(engine.downgrade());
     }
 
     /// The attached engine, while it lives.
@@ -106,7 +106,7 @@ impl Executors {
 
     /// Waits for a place in the task lane of the scope `scope_key` (`tenant/project`): a
     /// project's script and tool steps run at most `lanes.maxConcurrentTasks` at a time (1 by
-    /// default), across all its runs. Its shell steps have a lane of their own of the same
+    /// default), across all its runs — and, on a store several workers share, across all workers. Its shell steps have a lane of their own of the same
     /// width, so a slow shell step never holds up script and tool steps.
     pub async fn enter_lane(&self, scope_key: &str) -> LanePermit {
         LanePermit(

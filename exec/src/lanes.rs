@@ -8,13 +8,30 @@
 //! reach the workspace only through the tool layer. Keeping them apart means a slow shell
 //! step of one run never holds up another run's script or tool steps, while two shell steps of
 //! a project still never run in its workspace at once (with the default width of 1).
+//!
+//! The limit holds across every process driving the engine's store. A store one process owns
+//! (redb, memory) has one engine driving it, so a semaphore in that process is the lane. A
+//! store several workers share (PostgreSQL) keeps the lane's slots itself
+//! ([`LaneSlots`]): a step takes one before it runs, polling with a short backoff while all
+//! are held, and gives it back when it ends; a worker that dies holding slots loses them after
+//! the store's lease grace period.
 
 use std::collections::HashMap;
-use std::sync::{Arc, Mutex};
+use std::fmt;
+use std::sync::{Arc, Mutex, OnceLock};
+use std::time::Duration;
 
+use magrathea_core::WeakEngine;
+use magrathea_core::store::{LaneSlot, LaneSlots};
 use tokio::sync::{OwnedSemaphorePermit, Semaphore};
 
 use super::documents::{DocumentSource, Scope};
+
+/// The first wait for a shared lane's slot while all are held; it doubles up to
+/// [`SLOT_WAIT_MAX`].
+const SLOT_WAIT_MIN: Duration = Duration::from_millis(10);
+/// The longest wait between two asks for a shared lane's slot.
+const SLOT_WAIT_MAX: Duration = Duration::from_millis(200);
 
 /// Which of a project's two lanes a step waits in.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
@@ -26,32 +43,108 @@ pub(crate) enum Lane {
     Tasks,
 }
 
+impl Lane {
+    /// The lane's name in a shared store, after the scope's key.
+    fn suffix(self) -> &'static str {
+        match self {
+            Self::Shell => "shell",
+            Self::Tasks => "tasks",
+        }
+    }
+}
+
 pub(crate) struct Lanes {
     docs: DocumentSource,
-    lanes: Mutex<HashMap<(String, Lane), Arc<Semaphore>>>,
+    local: Mutex<HashMap<(String, Lane), Arc<Semaphore>>>,
+    /// The engine, once attached: its store decides whether lanes are local or shared. Weak,
+    /// as everywhere in the executors (see `Inner::engine`).
+    engine: OnceLock<WeakEngine>,
+}
+
+/// A place in a lane; dropping it frees the place.
+pub(crate) enum LanePlace {
+    /// A permit of this process's semaphore.
+    Local(#[allow(dead_code, reason = "held for its drop")] OwnedSemaphorePermit),
+    /// A slot of the shared store.
+    Shared(SharedPlace),
+}
+
+impl fmt::Debug for LanePlace {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Self::Local(_) => f.write_str("LanePlace::Local"),
+            Self::Shared(place) => f
+                .debug_tuple("LanePlace::Shared")
+                .field(&place.slot)
+                .finish(),
+        }
+    }
+}
+
+/// A slot of a shared lane, given back on drop.
+pub(crate) struct SharedPlace {
+    slots: LaneSlots,
+    slot: LaneSlot,
+}
+
+impl Drop for SharedPlace {
+    fn drop(&mut self) {
+        let (slots, slot) = (self.slots.clone(), self.slot.clone());
+        let release = move || {
+            if let Err(e) = slots.release(&slot) {
+                // The slot stays held until the heartbeat stops renewing it (this worker
+                // leaves) or the store answers again at the worker's next release of it.
+                tracing::warn!(error = %e, lane = %slot.lane, "could not give a lane slot back");
+            }
+        };
+        // The release waits for the database: off the async runtime's threads when on one.
+        match tokio::runtime::Handle::try_current() {
+            Ok(handle) => drop(handle.spawn_blocking(release)),
+            Err(_) => release(),
+        }
+    }
 }
 
 impl Lanes {
     pub(crate) fn new(docs: DocumentSource) -> Self {
         Self {
             docs,
-            lanes: Mutex::new(HashMap::new()),
+            local: Mutex::new(HashMap::new()),
+            engine: OnceLock::new(),
         }
     }
 
+    /// Lets the lanes see the engine's store; later calls are ignored.
+    pub(crate) fn attach(&self, engine: WeakEngine) {
+        let _ = self.engine.set(engine);
+    }
+
+    fn width(&self, scope_key: &str) -> usize {
+        Scope::parse(scope_key)
+            .map(|s| self.docs.settings(&s).lanes.max_concurrent_tasks)
+            .unwrap_or(1)
+            .max(1)
+    }
+
     /// Waits for a place in the scope's lane `lane`.
-    pub(crate) async fn enter(&self, scope_key: &str, lane: Lane) -> OwnedSemaphorePermit {
+    pub(crate) async fn enter(&self, scope_key: &str, lane: Lane) -> LanePlace {
+        let shared = self
+            .engine
+            .get()
+            .and_then(WeakEngine::upgrade)
+            .and_then(|engine| engine.lane_slots());
+        match shared {
+            Some(slots) => LanePlace::Shared(self.enter_shared(slots, scope_key, lane).await),
+            None => LanePlace::Local(self.enter_local(scope_key, lane).await),
+        }
+    }
+
+    async fn enter_local(&self, scope_key: &str, lane: Lane) -> OwnedSemaphorePermit {
         let semaphore = {
-            let mut lanes = self.lanes.lock().unwrap_or_else(|p| p.into_inner());
+            let mut lanes = self.local.lock().unwrap_or_else(|p| p.into_inner());
             lanes
                 .entry((scope_key.to_string(), lane))
-                .or_insert_with(|| {
-                    let permits = Scope::parse(scope_key)
-                        .map(|s| self.docs.settings(&s).lanes.max_concurrent_tasks)
-                        .unwrap_or(1)
-                        .max(1);
-                    Arc::new(Semaphore::new(permits))
-                })
+                .or_insert_with(|| Arc::new(Semaphore::new(self.width(scope_key))))
                 .clone()
         };
         // The semaphore is never closed.
@@ -59,5 +152,39 @@ impl Lanes {
             .acquire_owned()
             .await
             .expect("lane semaphores are never closed")
+    }
+
+    /// Polls the shared store for a slot, backing off while all are held. The width is read
+    /// from the settings at each ask, so a raised limit takes effect without a restart.
+    async fn enter_shared(&self, slots: LaneSlots, scope_key: &str, lane: Lane) -> SharedPlace {
+        let name = format!("{scope_key}/{}", lane.suffix());
+        let mut wait = SLOT_WAIT_MIN;
+        loop {
+            let width = u32::try_from(self.width(scope_key)).unwrap_or(u32::MAX);
+            let (asking, lane_name) = (slots.clone(), name.clone());
+            // The ask runs on a blocking thread; if this future is dropped meanwhile (the step
+            // was cancelled), a slot it took is given back when its place is dropped there.
+            let taken = tokio::task::spawn_blocking(move || {
+                asking.acquire(&lane_name, width).map(|slot| {
+                    slot.map(|slot| SharedPlace {
+                        slots: asking.clone(),
+                        slot,
+                    })
+                })
+            })
+            .await;
+            match taken {
+                Ok(Ok(Some(place))) => return place,
+                Ok(Ok(None)) => {}
+                Ok(Err(e)) => {
+                    tracing::warn!(error = %e, lane = %name, "cannot ask the store for a lane slot");
+                }
+                Err(e) => {
+                    tracing::warn!(error = %e, lane = %name, "the ask for a lane slot failed");
+                }
+            }
+            tokio::time::sleep(wait).await;
+            wait = (wait * 2).min(SLOT_WAIT_MAX);
+        }
     }
 }

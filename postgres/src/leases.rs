@@ -1,10 +1,10 @@
 //! The lease side of [`PgStore`] (see [`Leases`]): claims, reclaims, the heartbeat, release
-//! and the mailbox, on the tables of `migrations/0002_leases.sql`.
+//! and the mailbox, on the tables of `migrations/0002_leases.sql` (lane slots: [`crate::lanes`]).
 
 use std::sync::{Arc, PoisonError, Weak};
 use std::time::Duration;
 
-use magrathea_core::store::{Claim, Leases, Mail};
+use magrathea_core::store::{Claim, LaneSlot, Leases, Mail};
 use magrathea_core::{RunId, StoreError};
 use serde_json::Value;
 use uuid::Uuid;
@@ -219,6 +219,14 @@ impl Leases for PgStore {
         })
     }
 
+    fn acquire_slot(&self, lane: &str, width: u32) -> Result<Option<LaneSlot>, StoreError> {
+        crate::lanes::acquire(self, lane, width)
+    }
+
+    fn release_slot(&self, slot: &LaneSlot) -> Result<(), StoreError> {
+        crate::lanes::release(self, slot)
+    }
+
     fn take_reply(&self, id: i64) -> Result<Option<Value>, StoreError> {
         self.with_client(move |client| async move {
             let row = client
@@ -279,6 +287,7 @@ async fn beat(inner: &Arc<Inner>) -> Result<(), StoreError> {
         )
         .await
         .map_err(pg)?;
+    crate::lanes::renew(&client, &inner.worker, grace).await?;
     let rows = client
         .query(
             "SELECT run_id, epoch FROM magrathea_leases WHERE owner = $1",
@@ -325,6 +334,6 @@ pub(crate) fn release_all(store: &PgStore) -> Result<(), StoreError> {
             .execute("DELETE FROM magrathea_leases WHERE owner = $1", &[&worker])
             .await
             .map_err(pg)?;
-        Ok(())
+        crate::lanes::release_all(&client, &worker).await
     })
 }

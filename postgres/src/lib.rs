@@ -29,6 +29,7 @@
 
 mod bridge;
 mod commit;
+mod lanes;
 mod leases;
 mod schema;
 mod store;

@@ -10,6 +10,7 @@ use crate::store::pg;
 const MIGRATIONS: &[(i32, &str)] = &[
     (1, include_str!("../migrations/0001_journal.sql")),
     (2, include_str!("../migrations/0002_leases.sql")),
+    (3, include_str!("../migrations/0003_lanes.sql")),
 ];
 
 /// The advisory lock that serialises migrations across workers ("magrathea" in ASCII).

@@ -678,6 +678,12 @@ impl Engine {
         StoreReader::new(self.inner.store.clone())
     }
 
+    /// The lane slots of the engine's store when several workers share it (see
+    /// [`LaneSlots`](crate::store::LaneSlots)); `None` for a store this process owns.
+    pub fn lane_slots(&self) -> Option<crate::store::LaneSlots> {
+        crate::store::LaneSlots::of(&self.inner.store)
+    }
+
     /// Number of runs held in memory (not evicted).
     pub fn runs_in_memory(&self) -> usize {
         self.inner.active().len()

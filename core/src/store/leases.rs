@@ -30,6 +30,18 @@ pub struct Mail {
     pub body: Value,
 }
 
+/// A slot of a lane this worker holds (see [`Leases::acquire_slot`]).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct LaneSlot {
+    /// The lane, as the caller named it.
+    pub lane: String,
+    /// Which of the lane's slots, from 0 to its width.
+    pub slot: u32,
+    /// This acquisition's own mark: a release frees the slot only while it still carries it,
+    /// so releasing a slot that expired and was taken again since frees nothing.
+    pub token: String,
+}
+
 /// Who drives which run when several worker processes share one store (PostgreSQL).
 ///
 /// Every run is driven by at most one worker at a time, under a **lease**: a row naming the
@@ -48,6 +60,13 @@ pub struct Mail {
 /// reclaimed more than [`Leases::max_claim_attempts`] times fails with a `technical_error`
 /// (the reference's §12): a run whose worker dies every time it drives it must not take the
 /// whole fleet down with it.
+///
+/// **Lane slots** make a concurrency limit hold across workers (the reference's §11 lanes): a
+/// lane of width `n` has `n` slots in the store, a task takes one before it runs
+/// ([`Leases::acquire_slot`]) and gives it back when it ends ([`Leases::release_slot`]). A
+/// held slot is renewed by the worker's heartbeat like its leases, so the slots of a worker
+/// that died come free after the grace period. The store knows nothing of what a lane stands
+/// for: its callers name it.
 ///
 /// A store exposes it through [`Store::leases`](super::Store::leases).
 pub trait Leases: Send + Sync {
@@ -88,4 +107,13 @@ pub trait Leases: Send + Sync {
 
     /// The reply to message `id`, once there is one (and forgets the message).
     fn take_reply(&self, id: i64) -> Result<Option<Value>, StoreError>;
+
+    /// Takes a free slot of `lane` for this worker, of slots `0..width`: `None` while all of
+    /// them are held (by any worker; the caller waits and asks again). A slot is free when
+    /// nobody holds it or its holder stopped renewing it for the grace period. A width of 0
+    /// counts as 1. Callers that ask with different widths share the slots below the smaller.
+    fn acquire_slot(&self, lane: &str, width: u32) -> Result<Option<LaneSlot>, StoreError>;
+
+    /// Gives `slot` back (nothing happens if it expired and was taken again since).
+    fn release_slot(&self, slot: &LaneSlot) -> Result<(), StoreError>;
 }

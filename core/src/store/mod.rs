@@ -15,6 +15,7 @@ mod log_frame;
 mod memory;
 mod reader;
 mod redb_store;
+mod slots;
 
 use serde::{Deserialize, Serialize};
 
@@ -22,10 +23,11 @@ use serde::{Deserialize, Serialize};
 pub use faulty::FaultyStore;
 #[cfg(any(test, feature = "test-util"))]
 pub use faulty_backend::{DiskFaults, FaultyBackend};
-pub use leases::{Claim, Leases, Mail};
+pub use leases::{Claim, LaneSlot, Leases, Mail};
 pub use memory::MemoryStore;
 pub use reader::StoreReader;
 pub use redb_store::{Durability, RedbStore};
+pub use slots::LaneSlots;
 
 use crate::codec;
 use crate::error::StoreError;
