@@ -675,6 +675,21 @@ pub const CODES: &[ErrorCode] = &[
         remedy: "Bind 127.0.0.1 or [::1], or configure tokens in `_auth/tokens.yaml` instead.",
     },
     ErrorCode {
+        code: "MAG-CS001",
+        meaning: "The process that owns the store could not be reached over its control socket, or went away before it answered.",
+        remedy: "Run the command again: a new owner answers, or, with none left, the command opens the store itself.",
+    },
+    ErrorCode {
+        code: "MAG-CS002",
+        meaning: "A request on a store's control socket is not one the owner understands, or is larger than it reads.",
+        remedy: "Use a `magrathea` command of the same version as the owner; the socket is not a public API.",
+    },
+    ErrorCode {
+        code: "MAG-CS003",
+        meaning: "The owner of a store cannot serve its control socket (a read-only store directory, or a path too long for a Unix socket).",
+        remedy: "Fix the directory's permissions or use a shorter --store path; until then other commands on the store fail while this one runs.",
+    },
+    ErrorCode {
         code: "MAG-AUTH001",
         meaning: "The token file cannot be read.",
         remedy: "Check its path and permissions.",
