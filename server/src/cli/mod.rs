@@ -1,5 +1,7 @@
 //! The `magrathea` command line: argument parsing and dispatch to one module per command.
 
+mod backend;
+mod control;
 mod graph;
 mod inbox;
 mod journal;
@@ -110,6 +112,9 @@ pub(crate) async fn main() -> ExitCode {
         Command::Graph(a) => graph::graph(&loc, a),
         Command::Serve(a) => serve::serve(&loc, a).await,
     };
+    // Clients that started or answered runs here see them settle before this process
+    // gives up the store.
+    control::owner::shutdown(control::owner::Shutdown::Drain).await;
     store::release_leases();
     match result {
         Ok(code) => ExitCode::from(code),
