@@ -76,6 +76,21 @@ states:
     type: terminal
 ";
 
+/// Like [`HOLD`], on the files `holding2` and `release2`.
+const HOLD2: &str = "\
+start: work
+states:
+  work:
+    type: shell_task
+    run: \"touch holding2; while [ ! -e release2 ]; do sleep 0.05; done\"
+    dirName: workspace
+    on:
+      success: done
+  done:
+    type: terminal
+    result: { held: twice }
+";
+
 /// Sleeps on a timer for an hour: `run` follows it until interrupted.
 const NAP: &str = "\
 start: nap
@@ -101,6 +116,7 @@ fn project() -> Project {
         .workflow("broken", BROKEN)
         .workflow("review", REVIEW)
         .workflow("hold", HOLD)
+        .workflow("hold2", HOLD2)
         .workflow("nap", NAP);
     std::fs::write(p.dir.join("_vance/settings.yaml"), SETTINGS).unwrap();
     // A served owner runs shell steps only where the tenant allows them.
@@ -597,4 +613,36 @@ fn the_owner_refuses_a_malformed_or_oversized_request() {
     // The owner still serves.
     let list = cli(&p, &["runs", "list", "--json"]);
     assert_eq!(code(&list), 0, "{}", stderr(&list));
+}
+
+#[test]
+fn an_owner_that_finished_its_run_drives_its_clients_run_to_the_end() {
+    let p = project();
+    let mut owner = run_owner(&p);
+    let mut cmd = p.command(&["run", "hold2", "--json"]);
+    cmd.stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null());
+    let mut client = Guard(cmd.spawn().unwrap());
+    let mut out = client.0.stdout.take().unwrap();
+    let printed = std::thread::spawn(move || {
+        let mut text = String::new();
+        let _ = out.read_to_string(&mut text);
+        text
+    });
+    wait_for("the client's shell step", || {
+        p.dir.join("holding2").exists()
+    });
+    // The owner's own run ends first; it still owns the store and drives the client's run.
+    std::fs::write(p.dir.join("release"), "").unwrap();
+    wait_for("the owner's run to be DONE", || {
+        let list = cli(&p, &["runs", "list", "--workflow", "hold", "--json"]);
+        stdout(&list).contains("\"status\":\"DONE\"")
+    });
+    std::fs::write(p.dir.join("release2"), "").unwrap();
+    assert_eq!(client.wait(), Some(0));
+    let text = printed.join().unwrap();
+    assert!(text.contains("\"held\":\"twice\""), "{text}");
+    assert_eq!(owner.wait(), Some(0));
+    assert!(!socket(&p).exists(), "the socket outlived its owner");
 }

@@ -1,7 +1,9 @@
 //! The owner's side: serving the control socket while this process holds the store.
 
 use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, PoisonError};
+use std::time::Duration;
 
 use anyhow::Context as _;
 use magrathea_core::Engine;
@@ -15,12 +17,16 @@ use crate::cli::backend::{Backend, FollowEvent, Follower};
 /// How [`shutdown`] treats the clients still connected.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) enum Shutdown {
-    /// Wait until each has its answer: runs a client started are followed until they settle,
-    /// so a `magrathea run` owner does not leave its clients' runs half driven.
+    /// Serve on until no client is connected: runs a client started are followed until they
+    /// settle, so a `magrathea run` owner does not leave its clients' runs half driven, and
+    /// other commands keep being answered meanwhile.
     Drain,
     /// Close them now (the engine is stopping; their runs resume with the next owner).
     Abort,
 }
+
+/// How often a draining owner looks whether its last client has gone.
+const DRAIN_POLL: Duration = Duration::from_millis(20);
 
 /// A socket this process serves.
 #[derive(Debug)]
@@ -28,7 +34,25 @@ struct Served {
     path: PathBuf,
     accept: tokio::task::JoinHandle<()>,
     slots: Arc<Semaphore>,
+    /// Connections being served.
+    active: Arc<AtomicUsize>,
     stop: watch::Sender<bool>,
+}
+
+/// Counts a connection as active while it lives.
+struct Active(Arc<AtomicUsize>);
+
+impl Active {
+    fn new(count: &Arc<AtomicUsize>) -> Self {
+        count.fetch_add(1, Ordering::SeqCst);
+        Self(count.clone())
+    }
+}
+
+impl Drop for Active {
+    fn drop(&mut self) {
+        self.0.fetch_sub(1, Ordering::SeqCst);
+    }
 }
 
 fn served() -> &'static Mutex<Vec<Served>> {
@@ -55,6 +79,8 @@ pub(crate) fn serve(engine: &Engine, dir: &Path) -> anyhow::Result<()> {
     let (stop, stopped) = watch::channel(false);
     let engine = engine.clone();
     let accept_slots = slots.clone();
+    let active = Arc::new(AtomicUsize::new(0));
+    let accept_active = active.clone();
     let accept = tokio::spawn(async move {
         loop {
             let Ok(slot) = accept_slots.clone().acquire_owned().await else {
@@ -65,9 +91,10 @@ pub(crate) fn serve(engine: &Engine, dir: &Path) -> anyhow::Result<()> {
             };
             let engine = engine.clone();
             let stopped = stopped.clone();
+            let active = Active::new(&accept_active);
             tokio::spawn(async move {
                 connection(engine, stream, stopped).await;
-                drop(slot);
+                drop((active, slot));
             });
         }
     });
@@ -78,6 +105,7 @@ pub(crate) fn serve(engine: &Engine, dir: &Path) -> anyhow::Result<()> {
             path,
             accept,
             slots,
+            active,
             stop,
         });
     Ok(())
@@ -95,12 +123,17 @@ fn bind(temp: &Path, path: &Path) -> std::io::Result<UnixListener> {
     Ok(listener)
 }
 
-/// Stops serving: the socket files are removed at once (a command started from now on opens
-/// the store itself once this process has closed it), then the connected clients are
-/// served to the end or closed, as `how` says.
+/// Stops serving, once no client is connected ([`Shutdown::Drain`]) or at once
+/// ([`Shutdown::Abort`]); the socket file is removed, so that a command started from then on
+/// opens the store itself once this process has closed it.
 pub(crate) async fn shutdown(how: Shutdown) {
     let all = std::mem::take(&mut *served().lock().unwrap_or_else(PoisonError::into_inner));
     for s in all {
+        if how == Shutdown::Drain {
+            while s.active.load(Ordering::SeqCst) > 0 {
+                tokio::time::sleep(DRAIN_POLL).await;
+            }
+        }
         s.accept.abort();
         let _ = std::fs::remove_file(&s.path);
         if how == Shutdown::Abort {
