@@ -466,11 +466,21 @@ fn an_invalid_document_or_parameter_is_refused_by_the_client_with_exit_2() {
 }
 
 #[test]
-fn inbox_answer_as_a_client_answers_and_drives_the_run_as_without_an_owner() {
-    let p = project();
-    let first = run_id(&cli(&p, &["run", "review", "--json"]));
-    let second = run_id(&cli(&p, &["run", "review", "--json"]));
-    let items = cli(&p, &["inbox", "list", "--json"]);
+fn inbox_answer_as_a_client_of_a_serve_owner_answers_and_drives_the_run_as_without_one() {
+    answers_through(&project(), serve_owner);
+}
+
+#[test]
+fn inbox_answer_as_a_client_of_a_run_waiting_on_a_shell_step_answers_as_without_one() {
+    answers_through(&project(), run_owner);
+}
+
+/// `inbox answer` as a client: an invalid answer, an unknown item, the answer, a late answer;
+/// each prints and exits as without an owner.
+fn answers_through(p: &Project, owner: impl Fn(&Project) -> Guard) {
+    let first = run_id(&cli(p, &["run", "review", "--json"]));
+    let second = run_id(&cli(p, &["run", "review", "--json"]));
+    let items = cli(p, &["inbox", "list", "--json"]);
     let items: serde_json::Value = serde_json::from_slice(&items.stdout).unwrap();
     let item = |run: &str| -> String {
         items
@@ -513,13 +523,13 @@ fn inbox_answer_as_a_client_answers_and_drives_the_run_as_without_an_owner() {
             .iter()
             .map(|c| {
                 let args: Vec<&str> = c.iter().map(String::as_str).collect();
-                cli(&p, &args)
+                cli(p, &args)
             })
             .collect()
     };
-    let owner = serve_owner(&p);
+    let guard = owner(p);
     let client = answer(&first);
-    drop(owner);
+    drop(guard);
     let alone = answer(&second);
     let uniform_all = |o: &[Output]| o.iter().map(uniform_result).collect::<Vec<_>>();
     assert_eq!(uniform_all(&client), uniform_all(&alone));

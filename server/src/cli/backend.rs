@@ -191,14 +191,14 @@ pub(crate) enum FollowEvent {
 #[derive(Debug)]
 pub(crate) enum Follower {
     /// Driven by this process's engine.
-    Local(LocalFollower),
+    Local(Box<LocalFollower>),
     /// Driven by the store's owner, which streams the events.
     Remote(RemoteFollower),
 }
 
 impl Follower {
     fn local(engine: &Engine, run: RunId, updates: broadcast::Receiver<JournalUpdate>) -> Self {
-        Self::Local(LocalFollower::new(engine, run, updates))
+        Self::Local(Box::new(LocalFollower::new(engine, run, updates)))
     }
 
     /// The next event; after [`FollowEvent::Settled`] there is none.

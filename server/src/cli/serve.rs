@@ -110,10 +110,10 @@ pub(crate) async fn serve(loc: &Location, args: ServeArgs) -> anyhow::Result<u8>
     let signal = shutdown_signal()?;
     let (addr, handle) = start_server(config).await?;
     // Other `magrathea` commands on this store become clients of this server.
-    if let StoreLocation::Redb(dir) = &location {
-        if let Err(e) = control::owner::serve(handle.engine(), dir) {
-            errln!("warning: {e:#}");
-        }
+    if let StoreLocation::Redb(dir) = &location
+        && let Err(e) = control::owner::serve(handle.engine(), dir)
+    {
+        errln!("warning: {e:#}");
     }
     if args.insecure_no_auth {
         errln!(

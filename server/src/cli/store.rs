@@ -132,7 +132,10 @@ impl Project {
                 return Ok(Backend::Remote(owner));
             }
             if tokio::time::Instant::now() >= deadline {
-                return Err(locked);
+                return Err(locked.context(format!(
+                    "no owner answered on the store's control socket within {} s",
+                    OWNER_WAIT.as_secs()
+                )));
             }
             tokio::time::sleep(OWNER_RETRY).await;
         }
@@ -218,7 +221,7 @@ fn open_error(e: OpenError, store: &str) -> anyhow::Error {
         OpenError::Store(StoreError::Locked(_)) => anyhow::Error::new(Locked(format!(
             "{e}\nhint: another magrathea process (a `magrathea run`, `resume`, `inbox answer` or \
              `serve`) has this store open; wait for it to finish or stop it, or pass --store \
-             to use another store; no owner answered on the store's control socket"
+             to use another store"
         ))),
         e => anyhow!("could not open the store {store}: {e}"),
     }
