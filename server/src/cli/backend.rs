@@ -219,9 +219,20 @@ pub(crate) struct LocalFollower {
     settled: Settling,
     /// The run and its sub-runs, as their `ChildStarted` records name them.
     followed: HashSet<RunId>,
-    /// The settled view, once known; the updates still queued are delivered first.
-    view: Option<RunView>,
+    /// Where following stands.
+    phase: Phase,
     open: bool,
+}
+
+/// The phases of following a run.
+#[derive(Debug)]
+enum Phase {
+    /// The run has not settled yet.
+    Following,
+    /// The run settled with this view; the updates still queued are delivered first.
+    Draining(Box<RunView>),
+    /// [`FollowEvent::Settled`] was delivered.
+    Done,
 }
 
 impl std::fmt::Debug for LocalFollower {
@@ -239,7 +250,7 @@ impl LocalFollower {
             updates,
             settled: Box::pin(async move { engine.wait_settled(run).await }),
             followed: HashSet::from([run]),
-            view: None,
+            phase: Phase::Following,
             open: true,
         }
     }
@@ -259,21 +270,27 @@ impl LocalFollower {
 
     async fn next(&mut self) -> anyhow::Result<FollowEvent> {
         loop {
-            if self.view.is_some() {
-                // Records are broadcast before the status change that settles the run.
-                match self.updates.try_recv() {
-                    Ok(u) if self.follows(&u) => return Ok(FollowEvent::Update(u)),
-                    Ok(_) | Err(TryRecvError::Lagged(_)) => continue,
-                    Err(_) => {
-                        let view = self.view.take().map(Box::new);
-                        return view
-                            .map(FollowEvent::Settled)
-                            .ok_or_else(|| anyhow::anyhow!("the run was already followed"));
+            match &self.phase {
+                Phase::Following => {}
+                Phase::Draining(_) => {
+                    // Records are broadcast before the status change that settles the run.
+                    match self.updates.try_recv() {
+                        Ok(u) if self.follows(&u) => return Ok(FollowEvent::Update(u)),
+                        Ok(_) | Err(TryRecvError::Lagged(_)) => continue,
+                        Err(_) => {
+                            let phase = std::mem::replace(&mut self.phase, Phase::Done);
+                            if let Phase::Draining(view) = phase {
+                                return Ok(FollowEvent::Settled(view));
+                            }
+                        }
                     }
+                }
+                Phase::Done => {
+                    anyhow::bail!("the run has settled; there is nothing more to follow")
                 }
             }
             tokio::select! {
-                view = &mut self.settled => self.view = Some(view?),
+                view = &mut self.settled => self.phase = Phase::Draining(Box::new(view?)),
                 update = self.updates.recv(), if self.open => match update {
                     Ok(u) if self.follows(&u) => return Ok(FollowEvent::Update(u)),
                     Ok(_) => {}
