@@ -35,7 +35,7 @@ pub enum Claim {
     Elsewhere,
 }
 
-/// A message for a run's driver, through the mailbox (see the [module docs](self)).
+/// A message for a run's driver, through the mailbox this module describes.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Mail {
     /// The mailbox's id of the message; its reply is posted under it.
