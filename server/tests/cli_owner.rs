@@ -656,3 +656,16 @@ fn an_owner_that_finished_its_run_drives_its_clients_run_to_the_end() {
     assert_eq!(owner.wait(), Some(0));
     assert!(!socket(&p).exists(), "the socket outlived its owner");
 }
+
+#[test]
+fn an_owner_that_cannot_serve_its_socket_warns_and_still_drives_its_run() {
+    let p = project();
+    // Longer than a Unix socket's path may be (108 bytes).
+    let store = p.root.join("s".repeat(60)).join("t".repeat(60));
+    let mut cmd = p.command(&["run", "echo", "--store"]);
+    cmd.arg(&store);
+    let out = finish(cmd);
+    assert_eq!(code(&out), 0, "{}", stderr(&out));
+    assert!(stderr(&out).contains("[MAG-CS003]"), "{}", stderr(&out));
+    assert!(stdout(&out).contains("DONE"), "{}", stdout(&out));
+}
