@@ -157,6 +157,10 @@ pub const AREAS: &[Area] = &[
         title: "Server",
     },
     Area {
+        prefix: "CS",
+        title: "The control socket of a store's owner",
+    },
+    Area {
         prefix: "AUTH",
         title: "Authentication",
     },

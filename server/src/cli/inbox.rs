@@ -1,8 +1,9 @@
 //! `magrathea inbox list|answer`: the inbox items gates open, and answering them.
 
 use clap::ArgGroup;
-use magrathea_core::{AnswerAck, DeliverError, GateAnswer, InboxItem};
+use magrathea_core::{GateAnswer, InboxItem};
 
+use super::backend::Answered;
 use super::output::{answer_hint, errln, outln};
 use super::run::{default_user, finish};
 use super::store::Project;
@@ -93,20 +94,8 @@ pub(crate) async fn inbox(loc: &Location, cmd: InboxCommand) -> anyhow::Result<u
     let project = Project::locate(loc)?;
     match cmd {
         InboxCommand::List { json } => {
-            let items = match project.existing_engine().await? {
-                Some(engine) => {
-                    let scope = project.scope_string();
-                    let mut items = Vec::new();
-                    for item in engine.inbox(magrathea_core::InboxFilter::Pending)? {
-                        if engine
-                            .summary(item.workflow_run_id)
-                            .is_ok_and(|s| s.scope == scope)
-                        {
-                            items.push(item);
-                        }
-                    }
-                    items
-                }
+            let items = match project.existing_backend().await? {
+                Some(backend) => backend.pending(Some(project.scope_string())).await?,
                 None => Vec::new(),
             };
             if json {
@@ -149,38 +138,32 @@ fn print_item(item: &InboxItem) -> anyhow::Result<()> {
 
 async fn answer(project: &Project, args: AnswerArgs) -> anyhow::Result<u8> {
     let runtime = project.runtime();
-    let engine = project.engine(&runtime, false).await?;
-    let item = match engine.inbox_item(&args.id) {
-        Ok(item) => item,
-        Err(DeliverError::ItemNotFound(_)) => return Err(item_not_found(&args.id)),
-        Err(e) => return Err(e.into()),
+    let backend = project.backend(&runtime).await?;
+    let item = match backend.inbox_item(&args.id).await? {
+        Some((item, scope)) if scope.as_deref() == Some(project.scope_string().as_str()) => item,
+        _ => return Err(item_not_found(&args.id)),
     };
-    if engine
-        .summary(item.workflow_run_id)
-        .map_or(true, |s| s.scope != project.scope_string())
-    {
-        return Err(item_not_found(&args.id));
-    }
-    let updates = engine.subscribe_journal();
-    match engine.answer_gate(&args.id, args.answer()).await {
-        Ok(AnswerAck::Applied) => {}
-        Ok(AnswerAck::Ignored) => {
+    let (answered, follower) = backend
+        .answer(item.workflow_run_id, &args.id, args.answer())
+        .await?;
+    match answered {
+        Answered::Applied => {}
+        Answered::Ignored => {
             errln!("answer ignored: the gate had already completed");
         }
-        Err(DeliverError::InvalidAnswer(m)) => {
+        Answered::Invalid { message } => {
             let hint = answer_hint(&item);
             return Err(Invalid(format!(
-                "[MAG-GT002] invalid answer: {m}; this {} gate takes {hint}",
+                "[MAG-GT002] invalid answer: {message}; this {} gate takes {hint}",
                 item.kind.as_str()
             ))
             .into());
         }
-        Err(DeliverError::ItemNotFound(_)) => return Err(item_not_found(&args.id)),
+        Answered::NotFound => return Err(item_not_found(&args.id)),
         // Nothing was recorded; the run is shown as it is, and exits 1 as BLOCKED.
-        Err(e @ DeliverError::Blocked(..)) => errln!("answer not recorded: {e}"),
-        Err(e) => return Err(e.into()),
+        Answered::Blocked { message } => errln!("answer not recorded: {message}"),
     }
-    finish(&engine, item.workflow_run_id, updates, args.json).await
+    finish(&backend, item.workflow_run_id, follower, args.json).await
 }
 
 fn item_not_found(id: &str) -> anyhow::Error {

@@ -24,12 +24,12 @@ pub(crate) struct JournalArgs {
 
 pub(crate) async fn journal(loc: &Location, args: JournalArgs) -> anyhow::Result<u8> {
     let project = Project::locate(loc)?;
-    let engine = project.existing_engine().await?;
-    let view = project.run(engine.as_ref(), &args.run_id)?.run;
-    let Some(engine) = engine else {
+    let backend = project.existing_backend().await?;
+    let view = project.run(backend.as_ref(), &args.run_id).await?.run;
+    let Some(backend) = backend else {
         return Err(project.not_found(view.workflow_run_id));
     };
-    let entries = engine.journal(view.workflow_run_id)?;
+    let entries = backend.journal(view.workflow_run_id).await?;
     if let Some(path) = &args.export {
         let mut text = String::new();
         for entry in &entries {

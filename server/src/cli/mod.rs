@@ -1,5 +1,7 @@
 //! The `magrathea` command line: argument parsing and dispatch to one module per command.
 
+mod backend;
+mod control;
 mod graph;
 mod inbox;
 mod journal;
@@ -37,7 +39,11 @@ Exit codes of `run` and `inbox answer`: 0 the run is DONE; 1 FAILED, CANCELLED o
 (or the command failed); 2 invalid document, parameters or answer (nothing started);
 3 the run waits on a gate (answer it with `magrathea inbox answer`); 130 interrupted (Ctrl-C;
 `magrathea resume` carries the run on). A reader closing stdout early (`| head`) ends any
-command quietly.";
+command quietly.
+
+One process owns a directory store at a time (`serve`, or a `run`, `resume` or `inbox answer`
+while it drives); `runs`, `journal`, `inbox` and `run` on the same store meanwhile ask it over
+<store>/control.sock (mode 0600) and print what they would print as the owner.";
 
 /// Run, validate and inspect Magrathea workflows of a project.
 #[derive(Debug, Parser)]
@@ -110,6 +116,13 @@ pub(crate) async fn main() -> ExitCode {
         Command::Graph(a) => graph::graph(&loc, a),
         Command::Serve(a) => serve::serve(&loc, a).await,
     };
+    // Clients that started or answered runs here see them settle before this process gives
+    // up the store; after a Ctrl-C it leaves at once (their runs resume with the next owner).
+    let how = match result {
+        Ok(EXIT_INTERRUPTED) => control::owner::Shutdown::Abort,
+        _ => control::owner::Shutdown::Drain,
+    };
+    control::owner::shutdown(how).await;
     store::release_leases();
     match result {
         Ok(code) => ExitCode::from(code),

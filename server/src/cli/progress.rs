@@ -1,7 +1,7 @@
 //! Driving a run until it settles while showing its progress on stderr.
 //!
-//! Progress comes from the engine's journal broadcast: each committed record of any run this
-//! process drives (the run and its children) becomes at most one line, e.g.
+//! Progress comes from the run's [`Follower`]: each committed record of the run and its
+//! sub-runs, whichever process drives them, becomes at most one line, e.g.
 //!
 //! ```text
 //! → state run_checks
@@ -10,9 +10,9 @@
 
 use std::collections::HashMap;
 
-use magrathea_core::{Engine, Entry, JournalUpdate, Record, RunId, RunView, Step};
-use tokio::sync::broadcast::{self, error::RecvError, error::TryRecvError};
+use magrathea_core::{Entry, JournalUpdate, Record, RunId, RunView, Step};
 
+use super::backend::{FollowEvent, Follower};
 use super::output::{compact, duration, errln, timestamp};
 
 /// How driving a run ended.
@@ -24,16 +24,10 @@ pub(crate) enum Driven {
     Interrupted,
 }
 
-/// Waits until `run` settles (`Engine::wait_settled`), printing progress from `updates`
-/// (subscribed before the run was started or answered, so no record is missed).
-pub(crate) async fn drive(
-    engine: &Engine,
-    run: RunId,
-    mut updates: broadcast::Receiver<JournalUpdate>,
-) -> anyhow::Result<Driven> {
+/// Follows `run` until it settles, printing progress from `follower` (which saw every record
+/// since the run was started or answered, so none is missed).
+pub(crate) async fn drive(run: RunId, mut follower: Follower) -> anyhow::Result<Driven> {
     let mut progress = Progress::new(run);
-    let settled = engine.wait_settled(run);
-    tokio::pin!(settled);
     // The handler is installed here, before any progress is printed: `ctrl_c()` would only
     // install it when first polled, and a Ctrl-C right after the first line would kill the
     // process instead of interrupting it.
@@ -45,25 +39,12 @@ pub(crate) async fn drive(
     #[cfg(not(unix))]
     let interrupt = tokio::signal::ctrl_c();
     tokio::pin!(interrupt);
-    let mut open = true;
     loop {
         tokio::select! {
-            view = &mut settled => {
-                let view = view?;
-                // Records are broadcast before the status change that settles the run.
-                loop {
-                    match updates.try_recv() {
-                        Ok(u) => progress.show(&u),
-                        Err(TryRecvError::Lagged(_)) => continue,
-                        Err(_) => break,
-                    }
-                }
-                return Ok(Driven::Settled(Box::new(view)));
-            }
-            update = updates.recv(), if open => match update {
-                Ok(u) => progress.show(&u),
-                Err(RecvError::Lagged(n)) => errln!("  … {n} progress updates skipped"),
-                Err(RecvError::Closed) => open = false,
+            event = follower.next() => match event? {
+                FollowEvent::Update(u) => progress.show(&u),
+                FollowEvent::Skipped(n) => errln!("  … {n} progress updates skipped"),
+                FollowEvent::Settled(view) => return Ok(Driven::Settled(view)),
             },
             _ = &mut interrupt => {
                 errln!(

@@ -1,11 +1,11 @@
 //! `magrathea run NAME`: start a run and drive it until it settles.
 
 use anyhow::Context;
-use magrathea_core::{Engine, JournalUpdate, RunId};
+use magrathea_core::RunId;
 use magrathea_server::http::runs::RunDto;
 use serde_json::{Map, Value};
-use tokio::sync::broadcast;
 
+use super::backend::{Backend, Follower};
 use super::output::{errln, exit_code, is_stdout_closed, print_run};
 use super::progress::{Driven, drive};
 use super::runtime::YamlStartError;
@@ -51,14 +51,14 @@ pub(crate) async fn run(loc: &Location, args: RunArgs) -> anyhow::Result<u8> {
         .map(|(_, _, loaded)| loaded.doc.parameters)
         .unwrap_or_default();
     let params = parse_params(args.params.as_deref(), &args.param, &declared)?;
-    let engine = project.engine(&runtime, false).await?;
-    let updates = engine.subscribe_journal();
     let started_by = args.started_by.unwrap_or_else(default_user);
-    let run = match runtime
-        .start(&engine, &project.scope, &args.name, params, &started_by)
-        .await
-    {
-        Ok(run) => run,
+    let backend = project.backend(&runtime).await?;
+    // The document is resolved, validated and frozen here, from this project, whichever
+    // process drives the run.
+    let request = match runtime.start_request(&project.scope, &args.name, params, |req| {
+        req.started_by(&started_by)
+    }) {
+        Ok(request) => request,
         Err(YamlStartError::Invalid(diags)) => {
             for d in diags.iter() {
                 errln!("{d}");
@@ -69,32 +69,33 @@ pub(crate) async fn run(loc: &Location, args: RunArgs) -> anyhow::Result<u8> {
             );
             return Ok(EXIT_INVALID);
         }
-        Err(YamlStartError::Engine(e)) => {
-            return Err(e).context(format!("could not start workflow `{}`", args.name));
-        }
         Err(e) => {
             errln!("error: {e}");
             errln!("nothing was started");
             return Ok(EXIT_INVALID);
         }
     };
-    finish(&engine, run, updates, args.json).await
+    let (run, follower) = backend
+        .start(request)
+        .await
+        .with_context(|| format!("could not start workflow `{}`", args.name))?;
+    finish(&backend, run, follower, args.json).await
 }
 
-/// Drives `run` until it settles, prints it and returns its exit code.
+/// Follows `run` until it settles, prints it and returns its exit code.
 pub(crate) async fn finish(
-    engine: &Engine,
+    backend: &Backend,
     run: RunId,
-    updates: broadcast::Receiver<JournalUpdate>,
+    follower: Follower,
     json: bool,
 ) -> anyhow::Result<u8> {
-    match drive(engine, run, updates).await? {
+    match drive(run, follower).await? {
         Driven::Settled(view) => {
-            let pending = engine
-                .inbox(magrathea_core::InboxFilter::Pending)
-                .unwrap_or_default();
-            let dto =
-                RunDto::load(engine, run).unwrap_or_else(|_| RunDto::new(*view.clone(), None));
+            let pending = backend.pending(None).await.unwrap_or_default();
+            let dto = match backend.run(run).await {
+                Ok(Some(dto)) => dto,
+                _ => RunDto::new(*view.clone(), None),
+            };
             // The run's status is the answer; a reader that closed stdout does not change it.
             match print_run(&dto, json, &pending) {
                 Err(e) if !is_stdout_closed(&e) => return Err(e),

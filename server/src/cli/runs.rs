@@ -1,6 +1,5 @@
 //! `magrathea runs list|show`: the project's runs.
 
-use magrathea_core::RunFilter;
 use magrathea_server::http::runs::RunDto;
 
 use super::output::{errln, outln, print_labels, print_run, run_json, timestamp};
@@ -36,25 +35,21 @@ pub(crate) enum RunsCommand {
 
 pub(crate) async fn runs(loc: &Location, cmd: RunsCommand) -> anyhow::Result<u8> {
     let project = Project::locate(loc)?;
-    let engine = project.existing_engine().await?;
+    let backend = project.existing_backend().await?;
     match cmd {
         RunsCommand::List {
             workflow,
             limit,
             json,
         } => {
-            let mut views: Vec<RunDto> = Vec::new();
-            if let Some(engine) = &engine {
-                let filter = RunFilter {
-                    workflow,
-                    scope: Some(project.scope_string()),
-                    limit,
-                    ..RunFilter::default()
-                };
-                for summary in engine.list_runs(&filter)? {
-                    views.push(RunDto::load(engine, summary.run_id)?);
+            let views: Vec<RunDto> = match &backend {
+                Some(backend) => {
+                    backend
+                        .list_runs(workflow, project.scope_string(), limit)
+                        .await?
                 }
-            }
+                None => Vec::new(),
+            };
             if json {
                 outln!("{}", serde_json::to_string(&views)?)?;
             } else if views.is_empty() {
@@ -82,13 +77,13 @@ pub(crate) async fn runs(loc: &Location, cmd: RunsCommand) -> anyhow::Result<u8>
             Ok(EXIT_OK)
         }
         RunsCommand::Show { run_id, json } => {
-            let dto = project.run(engine.as_ref(), &run_id)?;
+            let dto = project.run(backend.as_ref(), &run_id).await?;
             let view = &dto.run;
             if json {
                 outln!("{}", run_json(&dto))?;
             } else {
-                let pending = match &engine {
-                    Some(e) => e.inbox(magrathea_core::InboxFilter::Pending)?,
+                let pending = match &backend {
+                    Some(b) => b.pending(None).await?,
                     None => Vec::new(),
                 };
                 print_run(&dto, false, &pending)?;

@@ -7,9 +7,10 @@ use std::time::Duration;
 use anyhow::Context;
 use magrathea_server::{
     DEFAULT_ADDR, DEFAULT_HEADER_READ_TIMEOUT, DEFAULT_IDLE_TIMEOUT, DEFAULT_MAX_CONNECTIONS,
-    ServeConfig, serve as start_server,
+    ServeConfig, StoreLocation, serve as start_server,
 };
 
+use super::control;
 use super::output::{errln, outln};
 use super::{EXIT_OK, Location};
 
@@ -39,6 +40,10 @@ served at once; more wait in the listen backlog until one closes.
 
 GET /healthz answers 503 {\"status\":\"unhealthy\"} after the journal failed to commit
 (e.g. a full disk) and 200 again once the store works, without a restart.
+
+Other `magrathea` commands on the same directory store (`runs`, `journal`, `inbox`, `run`)
+work while the server runs: they reach it over the store's control socket,
+<store>/control.sock (mode 0600: whoever may open the store may drive its runs).
 
 Stops gracefully on SIGTERM or Ctrl-C; unfinished runs resume on the next start.")]
 pub(crate) struct ServeArgs {
@@ -101,8 +106,15 @@ pub(crate) async fn serve(loc: &Location, args: ServeArgs) -> anyhow::Result<u8>
         max_claim_attempts: args.max_claim_attempts,
         ..Default::default()
     });
+    let location = config.store_location();
     let signal = shutdown_signal()?;
     let (addr, handle) = start_server(config).await?;
+    // Other `magrathea` commands on this store become clients of this server.
+    if let StoreLocation::Redb(dir) = &location
+        && let Err(e) = control::owner::serve(handle.engine(), dir)
+    {
+        errln!("warning: {e:#}");
+    }
     if args.insecure_no_auth {
         errln!(
             "WARNING: --insecure-no-auth: every request is accepted without a token, with every \
@@ -112,6 +124,8 @@ pub(crate) async fn serve(loc: &Location, args: ServeArgs) -> anyhow::Result<u8>
     outln!("listening on http://{addr}")?;
     let engine = handle.engine().clone();
     handle.run_until(signal).await?;
+    // The runs clients follow resume with the next owner.
+    control::owner::shutdown(control::owner::Shutdown::Abort).await;
     // Other workers on a shared store take this one's runs on at once.
     if let Err(e) = engine.release_leases() {
         errln!("warning: could not release the run leases: {e}");

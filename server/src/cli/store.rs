@@ -3,11 +3,14 @@
 use std::path::PathBuf;
 
 use anyhow::{Context, anyhow};
-use magrathea_core::{Engine, OpenError, RunError, RunId, StoreError};
+use magrathea_core::{Engine, OpenError, RunId, StoreError};
 use magrathea_server::StoreLocation;
 use magrathea_server::http::runs::RunDto;
 
 use super::Location;
+use super::backend::Backend;
+use super::control::{self, client::OwnerClient};
+use super::output::errln;
 use super::runtime::{DocumentSource, Scope, YamlRuntime, scope_string};
 
 /// The project directory, its scope and its store.
@@ -97,6 +100,12 @@ impl Project {
             .map_err(|e| open_error(e, &self.store_name()))?;
         // Tools that start runs or read the inbox (workflow_start, inbox_read) use the engine.
         runtime.attach(&engine);
+        if let StoreLocation::Redb(dir) = &self.store {
+            // Without the socket this process still works; only its would-be clients fail.
+            if let Err(e) = control::owner::serve(&engine, dir) {
+                errln!("warning: {e:#}");
+            }
+        }
         opened()
             .lock()
             .unwrap_or_else(std::sync::PoisonError::into_inner)
@@ -104,26 +113,52 @@ impl Project {
         Ok(engine)
     }
 
-    /// Opens the store for reading, or `None` when it does not exist yet (no run was ever
-    /// started here), so that reading commands create nothing.
-    pub(crate) async fn existing_engine(&self) -> anyhow::Result<Option<Engine>> {
+    /// The store to read and drive runs through: opened by this process (creating it if
+    /// needed), or, while another process owns it, that owner over its control socket. An
+    /// owner is told by the store's lock; it may still be binding its socket, or just closing
+    /// the store, so both are tried again for a while before the lock's error is reported.
+    pub(crate) async fn backend(&self, runtime: &YamlRuntime) -> anyhow::Result<Backend> {
+        let StoreLocation::Redb(dir) = &self.store else {
+            return self.engine(runtime, false).await.map(Backend::Local);
+        };
+        let deadline = tokio::time::Instant::now() + OWNER_WAIT;
+        loop {
+            let locked = match self.engine(runtime, false).await {
+                Ok(engine) => return Ok(Backend::Local(engine)),
+                Err(e) if e.downcast_ref::<Locked>().is_some() => e,
+                Err(e) => return Err(e),
+            };
+            if let Ok(owner) = OwnerClient::connect(dir).await {
+                return Ok(Backend::Remote(owner));
+            }
+            if tokio::time::Instant::now() >= deadline {
+                return Err(locked.context(format!(
+                    "no owner answered on the store's control socket within {} s",
+                    OWNER_WAIT.as_secs()
+                )));
+            }
+            tokio::time::sleep(OWNER_RETRY).await;
+        }
+    }
+
+    /// The store for reading, or `None` when it does not exist yet (no run was ever started
+    /// here), so that reading commands create nothing.
+    pub(crate) async fn existing_backend(&self) -> anyhow::Result<Option<Backend>> {
         if !self.store_may_exist() {
             return Ok(None);
         }
-        self.engine(&self.runtime(), false).await.map(Some)
+        self.backend(&self.runtime()).await.map(Some)
     }
 
     /// The run, if it exists in this store and belongs to this project's scope.
-    pub(crate) fn run(&self, engine: Option<&Engine>, id: &str) -> anyhow::Result<RunDto> {
+    pub(crate) async fn run(&self, backend: Option<&Backend>, id: &str) -> anyhow::Result<RunDto> {
         let run = parse_run_id(id)?;
-        let not_found = || self.not_found(run);
-        let Some(engine) = engine else {
-            return Err(not_found());
+        let Some(backend) = backend else {
+            return Err(self.not_found(run));
         };
-        match RunDto::load(engine, run) {
-            Ok(dto) if dto.run.scope == self.scope_string() => Ok(dto),
-            Ok(_) | Err(RunError::NotFound(_)) => Err(not_found()),
-            Err(e) => Err(e.into()),
+        match backend.run(run).await? {
+            Some(dto) if dto.run.scope.as_str() == self.scope_string() => Ok(dto),
+            _ => Err(self.not_found(run)),
         }
     }
 
@@ -164,13 +199,30 @@ pub(crate) fn parse_run_id(id: &str) -> anyhow::Result<RunId> {
     id.trim().parse::<RunId>().map_err(|e| anyhow!("{e}"))
 }
 
+/// How long a command looks for the owner of a locked store.
+const OWNER_WAIT: std::time::Duration = std::time::Duration::from_secs(10);
+/// How often it looks.
+const OWNER_RETRY: std::time::Duration = std::time::Duration::from_millis(50);
+
+/// The store is open in another process (its message is the error's).
+#[derive(Debug)]
+struct Locked(String);
+
+impl std::fmt::Display for Locked {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&self.0)
+    }
+}
+
+impl std::error::Error for Locked {}
+
 fn open_error(e: OpenError, store: &str) -> anyhow::Error {
     match e {
-        OpenError::Store(StoreError::Locked(_)) => anyhow!(
+        OpenError::Store(StoreError::Locked(_)) => anyhow::Error::new(Locked(format!(
             "{e}\nhint: another magrathea process (a `magrathea run`, `resume`, `inbox answer` or \
              `serve`) has this store open; wait for it to finish or stop it, or pass --store \
              to use another store"
-        ),
+        ))),
         e => anyhow!("could not open the store {store}: {e}"),
     }
 }

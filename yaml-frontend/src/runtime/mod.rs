@@ -183,6 +183,21 @@ impl YamlRuntime {
         params: Value,
         complete: impl FnOnce(StartRequest) -> StartRequest,
     ) -> Result<RunId, YamlStartError> {
+        let req = self.start_request(scope, name, params, complete)?;
+        Ok(engine.start(req).await?)
+    }
+
+    /// The request [`YamlRuntime::start_with`] hands the engine, without starting it: the
+    /// document resolved by the cascade and validated, the parameters checked (defaults
+    /// filled), the frozen body, scope and bounds set. A process that does not own the store
+    /// builds the request this way and has the store's owner start it.
+    pub fn start_request(
+        &self,
+        scope: &Scope,
+        name: &str,
+        params: Value,
+        complete: impl FnOnce(StartRequest) -> StartRequest,
+    ) -> Result<StartRequest, YamlStartError> {
         let (_, text, loaded) = self.load(scope, name)?;
         let params =
             validate_params(&loaded.doc.parameters, &params).map_err(YamlStartError::Params)?;
@@ -195,7 +210,7 @@ impl YamlRuntime {
             &loaded.plan.bounds,
             default_bounds::tenant_defaults(&self.inner.docs, scope),
         );
-        Ok(engine.start(req).await?)
+        Ok(req)
     }
 }
 

@@ -1,8 +1,8 @@
-//! The codes of the server and its HTTP API (areas SV, AUTH and HTTP).
+//! The codes of the server and its HTTP API (areas SV, CS, AUTH and HTTP).
 
 use super::ErrorCode;
 
-/// The codes of the server and its HTTP API (areas SV, AUTH and HTTP), in the order of [`AREAS`](crate::codes::AREAS).
+/// The codes of the server and its HTTP API (areas SV, CS, AUTH and HTTP), in the order of [`AREAS`](crate::codes::AREAS).
 pub(super) const CODES: &[ErrorCode] = &[
     ErrorCode {
         code: "MAG-SV001",
@@ -28,6 +28,21 @@ pub(super) const CODES: &[ErrorCode] = &[
         code: "MAG-SV010",
         meaning: "A server without authentication (`--insecure-no-auth`) was asked to bind an address that is not loopback.",
         remedy: "Bind 127.0.0.1 or [::1], or configure tokens in `_auth/tokens.yaml` instead.",
+    },
+    ErrorCode {
+        code: "MAG-CS001",
+        meaning: "The process that owns the store could not be reached over its control socket, or went away before it answered.",
+        remedy: "Run the command again: a new owner answers, or, with none left, the command opens the store itself.",
+    },
+    ErrorCode {
+        code: "MAG-CS002",
+        meaning: "A request on a store's control socket is not one the owner understands, or is larger than it reads.",
+        remedy: "Use a `magrathea` command of the same version as the owner; the socket is not a public API.",
+    },
+    ErrorCode {
+        code: "MAG-CS003",
+        meaning: "The owner of a store cannot serve its control socket (a read-only store directory, or a path too long for a Unix socket).",
+        remedy: "Fix the directory's permissions or use a shorter --store path; until then other commands on the store fail while this one runs.",
     },
     ErrorCode {
         code: "MAG-AUTH001",

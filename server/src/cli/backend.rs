@@ -1,0 +1,311 @@
+//! What a command reads and drives runs through: the engine of a store this process owns, or
+//! the process that owns it (over its control socket, see [`super::control`]).
+//!
+//! The commands are written once against [`Backend`]; both sides give the same values, so a
+//! command prints the same bytes and exits with the same code whichever process owns the
+//! store. The owner answers its clients by calling [`Backend::Local`] itself.
+
+use std::collections::HashSet;
+use std::future::Future;
+use std::pin::Pin;
+use std::sync::Arc;
+
+use magrathea_core::{
+    AnswerAck, DeliverError, Engine, Entry, GateAnswer, InboxFilter, InboxItem, JournalUpdate,
+    Record, RunError, RunFilter, RunId, RunView, StartRequest,
+};
+use magrathea_server::http::runs::RunDto;
+use serde::{Deserialize, Serialize};
+use tokio::sync::broadcast::{self, error::RecvError, error::TryRecvError};
+
+use super::control::client::{OwnerClient, RemoteFollower};
+
+/// The store a command works on.
+#[derive(Debug)]
+pub(crate) enum Backend {
+    /// This process owns the store.
+    Local(Engine),
+    /// Another process owns it; this one is its client.
+    Remote(OwnerClient),
+}
+
+/// How a gate answer was taken, as `inbox answer` reports it.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[serde(tag = "outcome", rename_all = "camelCase")]
+pub(crate) enum Answered {
+    /// The answer was journaled.
+    Applied,
+    /// The gate had already completed; the answer is journaled as ignored.
+    Ignored,
+    /// The answer does not fit the gate; nothing was recorded.
+    Invalid {
+        /// Why.
+        message: String,
+    },
+    /// No such item.
+    NotFound,
+    /// The run is blocked; nothing was recorded.
+    Blocked {
+        /// The error as the engine words it.
+        message: String,
+    },
+}
+
+impl Backend {
+    /// Runs of `scope` (optionally of one workflow), newest first, at most `limit` (0: all).
+    pub(crate) async fn list_runs(
+        &self,
+        workflow: Option<String>,
+        scope: String,
+        limit: usize,
+    ) -> anyhow::Result<Vec<RunDto>> {
+        match self {
+            Self::Local(engine) => {
+                let filter = RunFilter {
+                    workflow,
+                    scope: Some(scope),
+                    limit,
+                    ..RunFilter::default()
+                };
+                let mut views = Vec::new();
+                for summary in engine.list_runs(&filter)? {
+                    views.push(RunDto::load(engine, summary.run_id)?);
+                }
+                Ok(views)
+            }
+            Self::Remote(owner) => owner.list_runs(workflow, scope, limit).await,
+        }
+    }
+
+    /// The run, or `None` when the store has no such run.
+    pub(crate) async fn run(&self, run: RunId) -> anyhow::Result<Option<RunDto>> {
+        match self {
+            Self::Local(engine) => match RunDto::load(engine, run) {
+                Ok(dto) => Ok(Some(dto)),
+                Err(RunError::NotFound(_)) => Ok(None),
+                Err(e) => Err(e.into()),
+            },
+            Self::Remote(owner) => owner.run(run).await,
+        }
+    }
+
+    /// The pending inbox items, oldest first; with `scope`, only those of its runs.
+    pub(crate) async fn pending(&self, scope: Option<String>) -> anyhow::Result<Vec<InboxItem>> {
+        match self {
+            Self::Local(engine) => {
+                let mut items = engine.inbox(InboxFilter::Pending)?;
+                if let Some(scope) = scope {
+                    items.retain(|item| {
+                        engine
+                            .summary(item.workflow_run_id)
+                            .is_ok_and(|s| s.scope.as_str() == scope)
+                    });
+                }
+                Ok(items)
+            }
+            Self::Remote(owner) => owner.pending(scope).await,
+        }
+    }
+
+    /// The run's journal.
+    pub(crate) async fn journal(&self, run: RunId) -> anyhow::Result<Vec<Entry>> {
+        match self {
+            Self::Local(engine) => Ok(engine.journal(run)?),
+            Self::Remote(owner) => owner.journal(run).await,
+        }
+    }
+
+    /// The inbox item `id` and the scope of its run, or `None` when there is no such item.
+    pub(crate) async fn inbox_item(
+        &self,
+        id: &str,
+    ) -> anyhow::Result<Option<(InboxItem, Option<String>)>> {
+        match self {
+            Self::Local(engine) => match engine.inbox_item(id) {
+                Ok(item) => {
+                    let scope = engine
+                        .summary(item.workflow_run_id)
+                        .ok()
+                        .map(|s| s.scope.into_string());
+                    Ok(Some((item, scope)))
+                }
+                Err(DeliverError::ItemNotFound(_)) => Ok(None),
+                Err(e) => Err(e.into()),
+            },
+            Self::Remote(owner) => owner.inbox_item(id).await,
+        }
+    }
+
+    /// Starts the run `request` describes and follows it from its first record.
+    pub(crate) async fn start(&self, request: StartRequest) -> anyhow::Result<(RunId, Follower)> {
+        match self {
+            Self::Local(engine) => {
+                // Subscribed before the start, so that no record is missed.
+                let updates = engine.subscribe_journal();
+                let run = engine.start(request).await?;
+                Ok((run, Follower::local(engine, run, updates)))
+            }
+            Self::Remote(owner) => owner.start(request).await,
+        }
+    }
+
+    /// Answers the inbox item `id` of `run` and follows the run from the answer on.
+    pub(crate) async fn answer(
+        &self,
+        run: RunId,
+        id: &str,
+        answer: GateAnswer,
+    ) -> anyhow::Result<(Answered, Follower)> {
+        match self {
+            Self::Local(engine) => {
+                let updates = engine.subscribe_journal();
+                let answered = match engine.answer_gate(id, answer).await {
+                    Ok(AnswerAck::Applied) => Answered::Applied,
+                    Ok(AnswerAck::Ignored) => Answered::Ignored,
+                    Err(DeliverError::InvalidAnswer(message)) => Answered::Invalid { message },
+                    Err(DeliverError::ItemNotFound(_)) => Answered::NotFound,
+                    Err(e @ DeliverError::Blocked(..)) => Answered::Blocked {
+                        message: e.to_string(),
+                    },
+                    Err(e) => return Err(e.into()),
+                };
+                Ok((answered, Follower::local(engine, run, updates)))
+            }
+            Self::Remote(owner) => owner.answer(run, id, answer).await,
+        }
+    }
+}
+
+/// What following a run yields, in journal order.
+#[derive(Debug)]
+pub(crate) enum FollowEvent {
+    /// Records committed to the run or one of its sub-runs.
+    Update(JournalUpdate),
+    /// This many updates went by too fast to be shown.
+    Skipped(u64),
+    /// The run is terminal, waiting on a gate or blocked; every update came before this.
+    Settled(Box<RunView>),
+}
+
+/// Follows one run until it settles.
+#[derive(Debug)]
+pub(crate) enum Follower {
+    /// Driven by this process's engine.
+    Local(Box<LocalFollower>),
+    /// Driven by the store's owner, which streams the events.
+    Remote(RemoteFollower),
+}
+
+impl Follower {
+    fn local(engine: &Engine, run: RunId, updates: broadcast::Receiver<JournalUpdate>) -> Self {
+        Self::Local(Box::new(LocalFollower::new(engine, run, updates)))
+    }
+
+    /// The next event; after [`FollowEvent::Settled`] there is none.
+    pub(crate) async fn next(&mut self) -> anyhow::Result<FollowEvent> {
+        match self {
+            Self::Local(f) => f.next().await,
+            Self::Remote(f) => f.next().await,
+        }
+    }
+}
+
+type Settling = Pin<Box<dyn Future<Output = Result<RunView, RunError>> + Send>>;
+
+/// Follows a run this process drives: the journal broadcast, restricted to the run and the
+/// sub-runs it starts (an owner drives other processes' runs too), until the run settles.
+pub(crate) struct LocalFollower {
+    updates: broadcast::Receiver<JournalUpdate>,
+    settled: Settling,
+    /// The run and its sub-runs, as their `ChildStarted` records name them.
+    followed: HashSet<RunId>,
+    /// Where following stands.
+    phase: Phase,
+    open: bool,
+}
+
+/// The phases of following a run.
+#[derive(Debug)]
+enum Phase {
+    /// The run has not settled yet.
+    Following,
+    /// The run settled with this view; the updates still queued are delivered first.
+    Draining(Box<RunView>),
+    /// [`FollowEvent::Settled`] was delivered.
+    Done,
+}
+
+impl std::fmt::Debug for LocalFollower {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("LocalFollower")
+            .field("followed", &self.followed)
+            .finish_non_exhaustive()
+    }
+}
+
+impl LocalFollower {
+    fn new(engine: &Engine, run: RunId, updates: broadcast::Receiver<JournalUpdate>) -> Self {
+        let engine = engine.clone();
+        Self {
+            updates,
+            settled: Box::pin(async move { engine.wait_settled(run).await }),
+            followed: HashSet::from([run]),
+            phase: Phase::Following,
+            open: true,
+        }
+    }
+
+    /// Whether `update` belongs to the followed runs; learns the sub-runs it starts.
+    fn follows(&mut self, update: &JournalUpdate) -> bool {
+        if !self.followed.contains(&update.run_id) {
+            return false;
+        }
+        for entry in update.entries.iter() {
+            if let Record::ChildStarted { child_run_id, .. } = &entry.record {
+                self.followed.insert(*child_run_id);
+            }
+        }
+        true
+    }
+
+    async fn next(&mut self) -> anyhow::Result<FollowEvent> {
+        loop {
+            match &self.phase {
+                Phase::Following => {}
+                Phase::Draining(_) => {
+                    // Records are broadcast before the status change that settles the run.
+                    match self.updates.try_recv() {
+                        Ok(u) if self.follows(&u) => return Ok(FollowEvent::Update(u)),
+                        Ok(_) | Err(TryRecvError::Lagged(_)) => continue,
+                        Err(_) => {
+                            let phase = std::mem::replace(&mut self.phase, Phase::Done);
+                            if let Phase::Draining(view) = phase {
+                                return Ok(FollowEvent::Settled(view));
+                            }
+                        }
+                    }
+                }
+                Phase::Done => {
+                    anyhow::bail!("the run has settled; there is nothing more to follow")
+                }
+            }
+            tokio::select! {
+                view = &mut self.settled => self.phase = Phase::Draining(Box::new(view?)),
+                update = self.updates.recv(), if self.open => match update {
+                    Ok(u) if self.follows(&u) => return Ok(FollowEvent::Update(u)),
+                    Ok(_) => {}
+                    Err(RecvError::Lagged(n)) => return Ok(FollowEvent::Skipped(n)),
+                    Err(RecvError::Closed) => self.open = false,
+                },
+            }
+        }
+    }
+}
+
+/// A journal update as a follower yields it, from records received on the control socket.
+pub(crate) fn update(run_id: RunId, entries: Vec<Entry>) -> JournalUpdate {
+    JournalUpdate {
+        run_id,
+        entries: Arc::new(entries),
+    }
+}

@@ -1,0 +1,180 @@
+//! The client's side: asking the store's owner over its control socket.
+
+use std::path::{Path, PathBuf};
+
+use anyhow::anyhow;
+use magrathea_core::{Entry, GateAnswer, InboxItem, RunId, StartRequest};
+use magrathea_server::http::runs::RunDto;
+use tokio::io::BufReader;
+use tokio::net::UnixStream;
+use tokio::net::unix::{OwnedReadHalf, OwnedWriteHalf};
+
+use super::owner::{read_line, send};
+use super::{MAX_REPLY_BYTES, Reply, Request, socket_path};
+use crate::cli::backend::{Answered, FollowEvent, Follower, update};
+
+/// The owner of a store, reached over its control socket.
+#[derive(Debug)]
+pub(crate) struct OwnerClient {
+    socket: PathBuf,
+}
+
+/// A connection with a request sent, waiting for its replies.
+#[derive(Debug)]
+struct Exchange {
+    reader: BufReader<OwnedReadHalf>,
+    // Kept open: the owner takes a closed end for a client that went away.
+    _writer: OwnedWriteHalf,
+}
+
+impl Exchange {
+    async fn next(&mut self) -> anyhow::Result<Reply> {
+        let line = read_line(&mut self.reader, MAX_REPLY_BYTES)
+            .await
+            .map_err(|e| went_away(&e.to_string()))?
+            .ok_or_else(|| went_away("it closed the connection"))?;
+        match serde_json::from_slice::<Reply>(&line) {
+            Ok(Reply::Error { message }) => Err(anyhow!(message)),
+            Ok(reply) => Ok(reply),
+            Err(e) => Err(went_away(&format!("its reply is not understood: {e}"))),
+        }
+    }
+}
+
+fn went_away(why: &str) -> anyhow::Error {
+    anyhow!(
+        "[MAG-CS001] lost the store's owner (the magrathea process that has the store open): \
+         {why}; run the command again"
+    )
+}
+
+fn unexpected(reply: &Reply) -> anyhow::Error {
+    went_away(&format!("unexpected reply {reply:?}"))
+}
+
+impl OwnerClient {
+    /// The owner of the store in `dir`, if one answers on its socket.
+    pub(crate) async fn connect(dir: &Path) -> std::io::Result<Self> {
+        let socket = socket_path(dir);
+        UnixStream::connect(&socket).await?;
+        Ok(Self { socket })
+    }
+
+    async fn exchange(&self, request: &Request) -> anyhow::Result<Exchange> {
+        let stream = UnixStream::connect(&self.socket)
+            .await
+            .map_err(|e| went_away(&e.to_string()))?;
+        let (read, mut write) = stream.into_split();
+        send(&mut write, request)
+            .await
+            .map_err(|e| went_away(&e.to_string()))?;
+        Ok(Exchange {
+            reader: BufReader::new(read),
+            _writer: write,
+        })
+    }
+
+    async fn call(&self, request: &Request) -> anyhow::Result<Reply> {
+        self.exchange(request).await?.next().await
+    }
+
+    pub(crate) async fn list_runs(
+        &self,
+        workflow: Option<String>,
+        scope: String,
+        limit: usize,
+    ) -> anyhow::Result<Vec<RunDto>> {
+        match self
+            .call(&Request::ListRuns {
+                workflow,
+                scope,
+                limit,
+            })
+            .await?
+        {
+            Reply::Runs { runs } => Ok(runs),
+            other => Err(unexpected(&other)),
+        }
+    }
+
+    pub(crate) async fn run(&self, run: RunId) -> anyhow::Result<Option<RunDto>> {
+        match self.call(&Request::Run { run }).await? {
+            Reply::Run { run } => Ok(run.map(|r| *r)),
+            other => Err(unexpected(&other)),
+        }
+    }
+
+    pub(crate) async fn pending(&self, scope: Option<String>) -> anyhow::Result<Vec<InboxItem>> {
+        match self.call(&Request::Pending { scope }).await? {
+            Reply::Items { items } => Ok(items),
+            other => Err(unexpected(&other)),
+        }
+    }
+
+    pub(crate) async fn journal(&self, run: RunId) -> anyhow::Result<Vec<Entry>> {
+        match self.call(&Request::Journal { run }).await? {
+            Reply::Journal { entries } => Ok(entries),
+            other => Err(unexpected(&other)),
+        }
+    }
+
+    pub(crate) async fn inbox_item(
+        &self,
+        id: &str,
+    ) -> anyhow::Result<Option<(InboxItem, Option<String>)>> {
+        match self.call(&Request::InboxItem { id: id.into() }).await? {
+            Reply::Item { item, scope } => Ok(item.map(|i| (*i, scope))),
+            other => Err(unexpected(&other)),
+        }
+    }
+
+    pub(crate) async fn start(&self, request: StartRequest) -> anyhow::Result<(RunId, Follower)> {
+        let mut exchange = self
+            .exchange(&Request::Start {
+                request: Box::new(request.into()),
+            })
+            .await?;
+        match exchange.next().await? {
+            Reply::Started { run } => Ok((run, Follower::Remote(RemoteFollower { exchange }))),
+            other => Err(unexpected(&other)),
+        }
+    }
+
+    pub(crate) async fn answer(
+        &self,
+        run: RunId,
+        id: &str,
+        answer: GateAnswer,
+    ) -> anyhow::Result<(Answered, Follower)> {
+        let mut exchange = self
+            .exchange(&Request::Answer {
+                run,
+                id: id.into(),
+                answer,
+            })
+            .await?;
+        match exchange.next().await? {
+            Reply::Answered { answered } => {
+                Ok((answered, Follower::Remote(RemoteFollower { exchange })))
+            }
+            other => Err(unexpected(&other)),
+        }
+    }
+}
+
+/// Follows a run the owner drives, from the events it streams.
+#[derive(Debug)]
+pub(crate) struct RemoteFollower {
+    exchange: Exchange,
+}
+
+impl RemoteFollower {
+    pub(crate) async fn next(&mut self) -> anyhow::Result<FollowEvent> {
+        match self.exchange.next().await? {
+            Reply::Update { run, entries } => Ok(FollowEvent::Update(update(run, entries))),
+            Reply::Skipped { count } => Ok(FollowEvent::Skipped(count)),
+            Reply::Settled { view } => Ok(FollowEvent::Settled(view)),
+            other => Err(unexpected(&other)),
+        }
+    }
+}

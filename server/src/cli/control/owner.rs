@@ -1,0 +1,276 @@
+//! The owner's side: serving the control socket while this process holds the store.
+
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex, PoisonError};
+use std::time::Duration;
+
+use anyhow::Context as _;
+use magrathea_core::Engine;
+use tokio::io::{AsyncBufRead, AsyncBufReadExt, AsyncReadExt, AsyncWriteExt, BufReader};
+use tokio::net::{UnixListener, UnixStream};
+use tokio::sync::{Semaphore, watch};
+
+use super::{MAX_CLIENTS, MAX_REQUEST_BYTES, Reply, Request, socket_path};
+use crate::cli::backend::{Backend, FollowEvent, Follower};
+
+/// How [`shutdown`] treats the clients still connected.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Shutdown {
+    /// Serve on until no client is connected: runs a client started are followed until they
+    /// settle, so a `magrathea run` owner does not leave its clients' runs half driven, and
+    /// other commands keep being answered meanwhile.
+    Drain,
+    /// Close them now (the engine is stopping; their runs resume with the next owner).
+    Abort,
+}
+
+/// How often a draining owner looks whether its last client has gone.
+const DRAIN_POLL: Duration = Duration::from_millis(20);
+
+/// A socket this process serves.
+#[derive(Debug)]
+struct Served {
+    path: PathBuf,
+    accept: tokio::task::JoinHandle<()>,
+    slots: Arc<Semaphore>,
+    /// Connections being served.
+    active: Arc<AtomicUsize>,
+    stop: watch::Sender<bool>,
+}
+
+/// Counts a connection as active while it lives.
+struct Active(Arc<AtomicUsize>);
+
+impl Active {
+    fn new(count: &Arc<AtomicUsize>) -> Self {
+        count.fetch_add(1, Ordering::SeqCst);
+        Self(count.clone())
+    }
+}
+
+impl Drop for Active {
+    fn drop(&mut self) {
+        self.0.fetch_sub(1, Ordering::SeqCst);
+    }
+}
+
+fn served() -> &'static Mutex<Vec<Served>> {
+    static SERVED: Mutex<Vec<Served>> = Mutex::new(Vec::new());
+    &SERVED
+}
+
+/// Serves the control socket of the store in `dir`, whose engine this process owns. The
+/// socket is bound under a temporary name, given mode 0600 and renamed into place, so it
+/// never exists with wider permissions; a socket left by an owner that crashed is replaced
+/// (holding the store's lock proves that no other owner is alive).
+pub(crate) fn serve(engine: &Engine, dir: &Path) -> anyhow::Result<()> {
+    let path = socket_path(dir);
+    let temp = dir.join(format!("control.{}.sock", std::process::id()));
+    let _ = std::fs::remove_file(&temp);
+    let listener = bind(&temp, &path).with_context(|| {
+        format!(
+            "[MAG-CS003] cannot serve the control socket {}; other magrathea commands on this \
+             store will fail while this one runs",
+            path.display()
+        )
+    })?;
+    let slots = Arc::new(Semaphore::new(MAX_CLIENTS));
+    let (stop, stopped) = watch::channel(false);
+    let engine = engine.clone();
+    let accept_slots = slots.clone();
+    let active = Arc::new(AtomicUsize::new(0));
+    let accept_active = active.clone();
+    let accept = tokio::spawn(async move {
+        loop {
+            let Ok(slot) = accept_slots.clone().acquire_owned().await else {
+                return;
+            };
+            let Ok((stream, _)) = listener.accept().await else {
+                continue;
+            };
+            let engine = engine.clone();
+            let stopped = stopped.clone();
+            let active = Active::new(&accept_active);
+            tokio::spawn(async move {
+                connection(engine, stream, stopped).await;
+                drop((active, slot));
+            });
+        }
+    });
+    served()
+        .lock()
+        .unwrap_or_else(PoisonError::into_inner)
+        .push(Served {
+            path,
+            accept,
+            slots,
+            active,
+            stop,
+        });
+    Ok(())
+}
+
+fn bind(temp: &Path, path: &Path) -> std::io::Result<UnixListener> {
+    use std::os::unix::fs::PermissionsExt as _;
+    let listener = UnixListener::bind(temp)?;
+    let placed = std::fs::set_permissions(temp, std::fs::Permissions::from_mode(0o600))
+        .and_then(|()| std::fs::rename(temp, path));
+    if let Err(e) = placed {
+        let _ = std::fs::remove_file(temp);
+        return Err(e);
+    }
+    Ok(listener)
+}
+
+/// Stops serving, once no client is connected ([`Shutdown::Drain`]) or at once
+/// ([`Shutdown::Abort`]); the socket file is removed, so that a command started from then on
+/// opens the store itself once this process has closed it.
+pub(crate) async fn shutdown(how: Shutdown) {
+    let all = std::mem::take(&mut *served().lock().unwrap_or_else(PoisonError::into_inner));
+    for s in all {
+        if how == Shutdown::Drain {
+            while s.active.load(Ordering::SeqCst) > 0 {
+                tokio::time::sleep(DRAIN_POLL).await;
+            }
+        }
+        s.accept.abort();
+        let _ = std::fs::remove_file(&s.path);
+        if how == Shutdown::Abort {
+            let _ = s.stop.send(true);
+        }
+        let permits = u32::try_from(MAX_CLIENTS).unwrap_or(u32::MAX);
+        let _ = s.slots.acquire_many(permits).await;
+    }
+}
+
+/// One client: one request, its answer (or stream of answers).
+async fn connection(engine: Engine, stream: UnixStream, mut stopped: watch::Receiver<bool>) {
+    let (read, mut write) = stream.into_split();
+    let mut reader = BufReader::new(read);
+    let request = match read_line(&mut reader, MAX_REQUEST_BYTES).await {
+        // A client that only checked that the owner is alive.
+        Ok(None) => return,
+        Ok(Some(line)) => serde_json::from_slice::<Request>(&line)
+            .map_err(|e| format!("[MAG-CS002] invalid request to the store's owner: {e}")),
+        Err(e) => Err(format!(
+            "[MAG-CS002] invalid request to the store's owner: {e}"
+        )),
+    };
+    let request = match request {
+        Ok(r) => r,
+        Err(message) => {
+            let _ = send(&mut write, &Reply::Error { message }).await;
+            return;
+        }
+    };
+    let backend = Backend::Local(engine);
+    let (first, follower) = answer(&backend, request).await;
+    if send(&mut write, &first).await.is_err() {
+        return;
+    }
+    let Some(mut follower) = follower else {
+        return;
+    };
+    let mut probe = [0u8; 1];
+    loop {
+        let reply = tokio::select! {
+            event = follower.next() => match event {
+                Ok(FollowEvent::Update(u)) => Reply::Update {
+                    run: u.run_id,
+                    entries: u.entries.as_ref().clone(),
+                },
+                Ok(FollowEvent::Skipped(count)) => Reply::Skipped { count },
+                Ok(FollowEvent::Settled(view)) => Reply::Settled { view },
+                Err(e) => Reply::Error { message: format!("{e:#}") },
+            },
+            // The client closed its end (Ctrl-C): the run goes on without it.
+            _ = reader.read(&mut probe) => return,
+            _ = stopped.changed() => return,
+        };
+        let last = matches!(reply, Reply::Settled { .. } | Reply::Error { .. });
+        if send(&mut write, &reply).await.is_err() || last {
+            return;
+        }
+    }
+}
+
+/// The reply to `request`, and the run to follow for a start or an answer.
+async fn answer(backend: &Backend, request: Request) -> (Reply, Option<Follower>) {
+    let reply = match request {
+        Request::ListRuns {
+            workflow,
+            scope,
+            limit,
+        } => backend
+            .list_runs(workflow, scope, limit)
+            .await
+            .map(|runs| Reply::Runs { runs }),
+        Request::Run { run } => backend.run(run).await.map(|run| Reply::Run {
+            run: run.map(Box::new),
+        }),
+        Request::Pending { scope } => backend
+            .pending(scope)
+            .await
+            .map(|items| Reply::Items { items }),
+        Request::Journal { run } => backend
+            .journal(run)
+            .await
+            .map(|entries| Reply::Journal { entries }),
+        Request::InboxItem { id } => backend.inbox_item(&id).await.map(|found| match found {
+            Some((item, scope)) => Reply::Item {
+                item: Some(Box::new(item)),
+                scope,
+            },
+            None => Reply::Item {
+                item: None,
+                scope: None,
+            },
+        }),
+        Request::Start { request } => match backend.start((*request).into()).await {
+            Ok((run, follower)) => return (Reply::Started { run }, Some(follower)),
+            Err(e) => Err(e),
+        },
+        Request::Answer { run, id, answer } => match backend.answer(run, &id, answer).await {
+            Ok((answered, follower)) => return (Reply::Answered { answered }, Some(follower)),
+            Err(e) => Err(e),
+        },
+    };
+    let reply = reply.unwrap_or_else(|e| Reply::Error {
+        message: format!("{e:#}"),
+    });
+    (reply, None)
+}
+
+/// Writes `reply` as one line.
+pub(super) async fn send(
+    write: &mut (impl AsyncWriteExt + Unpin),
+    reply: &impl serde::Serialize,
+) -> std::io::Result<()> {
+    let mut line = serde_json::to_vec(reply).map_err(std::io::Error::other)?;
+    line.push(b'\n');
+    write.write_all(&line).await?;
+    write.flush().await
+}
+
+/// Reads one line of at most `limit` bytes; `None` at the end of the stream.
+pub(super) async fn read_line(
+    reader: &mut (impl AsyncBufRead + Unpin),
+    limit: u64,
+) -> std::io::Result<Option<Vec<u8>>> {
+    let mut line = Vec::new();
+    let n = reader.take(limit + 1).read_until(b'\n', &mut line).await?;
+    if n == 0 {
+        return Ok(None);
+    }
+    if line.last() != Some(&b'\n') {
+        let why = if line.len() as u64 > limit {
+            format!("a line is longer than {limit} bytes")
+        } else {
+            "the line ends early".to_string()
+        };
+        return Err(std::io::Error::new(std::io::ErrorKind::InvalidData, why));
+    }
+    line.pop();
+    Ok(Some(line))
+}
