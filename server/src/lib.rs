@@ -8,7 +8,7 @@
 //! The binary's commands live in `src/cli/` and are private to it; their contract (arguments,
 //! output formats, exit codes) is documented in `magrathea --help` and tested in
 //! `tests/cli.rs` and `tests/cli_contract.rs`. Exit codes shared by the commands that drive a
-//! run (`run`, `inbox answer`):
+//! run (`run`, `inbox answer`, `cancel`):
 //!
 //! | code | meaning |
 //! |------|---------|

@@ -669,3 +669,53 @@ fn an_owner_that_cannot_serve_its_socket_warns_and_still_drives_its_run() {
     assert!(stderr(&out).contains("[MAG-CS003]"), "{}", stderr(&out));
     assert!(stdout(&out).contains("DONE"), "{}", stdout(&out));
 }
+
+/// The uniform result of a command on an unknown run, without the store's path (which differs
+/// from one project to the next).
+fn unknown_run(o: &Output) -> (i32, String, String) {
+    let (code, out, err) = uniform_result(o);
+    let err = err.split(" (store ").next().unwrap_or_default().to_owned();
+    (code, out, err)
+}
+
+/// `cancel` of a run waiting on its gate, then of the same (ended) run again, and of an unknown
+/// run: exit codes and outputs, made uniform.
+fn cancels(p: &Project) -> Vec<(i32, String, String)> {
+    let waiting = run_id(&cli(p, &["run", "review", "--json"]));
+    let mut out = vec![
+        uniform_result(&cli(p, &["cancel", &waiting, "--reason", "not needed"])),
+        uniform_result(&cli(p, &["cancel", &waiting, "--json"])),
+        unknown_run(&cli(p, &["cancel", &"0".repeat(32)])),
+    ];
+    let shown = cli(p, &["runs", "show", &waiting, "--json"]);
+    let view: serde_json::Value = serde_json::from_slice(&shown.stdout).unwrap();
+    out.push((0, view["status"].to_string(), String::new()));
+    out
+}
+
+#[test]
+fn cancel_ends_a_waiting_run_cancelled_alone_and_through_an_owner_alike() {
+    let alone = cancels(&project());
+    let (status, exits) = (&alone[3].1, [alone[0].0, alone[1].0, alone[2].0]);
+    assert_eq!(status, "\"CANCELLED\"", "{alone:?}");
+    assert_eq!(
+        exits,
+        [1, 1, 1],
+        "CANCELLED exits 1; an unknown run too: {alone:?}"
+    );
+    assert!(alone[0].1.contains("CANCELLED"), "{alone:?}");
+    assert!(alone[1].2.contains("had already ended"), "{alone:?}");
+    assert!(
+        alone[2]
+            .2
+            .starts_with("error: [MAG-RNN] run <id> not found in project acme/shop"),
+        "{alone:?}"
+    );
+
+    let p = project();
+    let _owner = serve_owner(&p);
+    assert_eq!(cancels(&p), alone, "through a serve owner");
+    let p = project();
+    let _owner = run_owner(&p);
+    assert_eq!(cancels(&p), alone, "through a run that owns the store");
+}

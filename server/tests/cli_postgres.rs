@@ -108,3 +108,23 @@ fn an_unreachable_database_is_named_without_its_password() {
     );
     assert!(!err.contains("hunter2"), "{err}");
 }
+
+#[test]
+fn cancel_ends_a_waiting_run_on_a_postgres_store() {
+    let url = cluster().create_database();
+    let p = Project::new();
+    p.workflow("review", REVIEW);
+    let out = p.cli(&["run", "review", "--store", &url, "--json"]);
+    assert_eq!(code(&out), 3, "{}", stderr(&out));
+    let id = json(&out)["workflowRunId"].as_str().unwrap().to_owned();
+    let cancelled = p.cli(&["cancel", &id, "--store", &url, "--json"]);
+    assert_eq!(
+        code(&cancelled),
+        1,
+        "a CANCELLED run exits 1: {}",
+        stderr(&cancelled)
+    );
+    assert_eq!(json(&cancelled)["status"], "CANCELLED");
+    let show = json(&p.cli(&["runs", "show", &id, "--store", &url, "--json"]));
+    assert_eq!(show["status"], "CANCELLED", "{show}");
+}

@@ -11,8 +11,8 @@ use std::pin::Pin;
 use std::sync::Arc;
 
 use magrathea_core::{
-    AnswerAck, DeliverError, Engine, Entry, GateAnswer, InboxFilter, InboxItem, JournalUpdate,
-    Record, RunError, RunFilter, RunId, RunView, StartRequest,
+    AnswerAck, CancelAck, DeliverError, Engine, Entry, GateAnswer, InboxFilter, InboxItem,
+    JournalUpdate, Record, RunError, RunFilter, RunId, RunView, StartRequest,
 };
 use magrathea_server::http::runs::RunDto;
 use serde::{Deserialize, Serialize};
@@ -49,6 +49,18 @@ pub(crate) enum Answered {
         /// The error as the engine words it.
         message: String,
     },
+}
+
+/// How a cancellation was taken, as `cancel` reports it.
+#[derive(Debug, Clone, Copy, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub(crate) enum Cancelled {
+    /// The cancellation was journaled and delivered to the run.
+    Requested,
+    /// Cancellation had been requested before.
+    AlreadyRequested,
+    /// The run had already ended.
+    AlreadyFinished,
 }
 
 impl Backend {
@@ -172,6 +184,28 @@ impl Backend {
                 Ok((answered, Follower::local(engine, run, updates)))
             }
             Self::Remote(owner) => owner.answer(run, id, answer).await,
+        }
+    }
+}
+
+impl Backend {
+    /// Requests the cancellation of `run` with `reason` and follows the run from there.
+    pub(crate) async fn cancel(
+        &self,
+        run: RunId,
+        reason: &str,
+    ) -> anyhow::Result<(Cancelled, Follower)> {
+        match self {
+            Self::Local(engine) => {
+                let updates = engine.subscribe_journal();
+                let cancelled = match engine.cancel(run, reason).await? {
+                    CancelAck::Requested => Cancelled::Requested,
+                    CancelAck::AlreadyRequested => Cancelled::AlreadyRequested,
+                    CancelAck::AlreadyFinished => Cancelled::AlreadyFinished,
+                };
+                Ok((cancelled, Follower::local(engine, run, updates)))
+            }
+            Self::Remote(owner) => owner.cancel(run, reason).await,
         }
     }
 }

@@ -1,6 +1,7 @@
 //! The `magrathea` command line: argument parsing and dispatch to one module per command.
 
 mod backend;
+mod cancel;
 mod control;
 mod graph;
 mod inbox;
@@ -35,14 +36,14 @@ pub(crate) const EXIT_WAITING: u8 = 3;
 pub(crate) const EXIT_INTERRUPTED: u8 = 130;
 
 const AFTER_HELP: &str = "\
-Exit codes of `run` and `inbox answer`: 0 the run is DONE; 1 FAILED, CANCELLED or BLOCKED
+Exit codes of `run`, `inbox answer` and `cancel`: 0 the run is DONE; 1 FAILED, CANCELLED or BLOCKED
 (or the command failed); 2 invalid document, parameters or answer (nothing started);
 3 the run waits on a gate (answer it with `magrathea inbox answer`); 130 interrupted (Ctrl-C;
 `magrathea resume` carries the run on). A reader closing stdout early (`| head`) ends any
 command quietly.
 
 One process owns a directory store at a time (`serve`, or a `run`, `resume` or `inbox answer`
-while it drives); `runs`, `journal`, `inbox` and `run` on the same store meanwhile ask it over
+while it drives); `runs`, `journal`, `inbox`, `cancel` and `run` on the same store meanwhile ask it over
 <store>/control.sock (mode 0600) and print what they would print as the owner.";
 
 /// Run, validate and inspect Magrathea workflows of a project.
@@ -84,6 +85,8 @@ enum Command {
     /// List and answer the gates' inbox items.
     #[command(subcommand)]
     Inbox(inbox::InboxCommand),
+    /// Cancel a run and drive it until it settles.
+    Cancel(cancel::CancelArgs),
     /// Print a workflow's state graph (Mermaid or Graphviz DOT).
     Graph(graph::GraphArgs),
     /// Serve the HTTP API (runs, inbox, events, documents) over a tree of tenants and projects.
@@ -113,6 +116,7 @@ pub(crate) async fn main() -> ExitCode {
         Command::Runs(c) => runs::runs(&loc, c).await,
         Command::Journal(a) => journal::journal(&loc, a).await,
         Command::Inbox(c) => inbox::inbox(&loc, c).await,
+        Command::Cancel(a) => cancel::cancel(&loc, a).await,
         Command::Graph(a) => graph::graph(&loc, a),
         Command::Serve(a) => serve::serve(&loc, a).await,
     };

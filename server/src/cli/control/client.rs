@@ -11,7 +11,7 @@ use tokio::net::unix::{OwnedReadHalf, OwnedWriteHalf};
 
 use super::owner::{read_line, send};
 use super::{MAX_REPLY_BYTES, Reply, Request, socket_path};
-use crate::cli::backend::{Answered, FollowEvent, Follower, update};
+use crate::cli::backend::{Answered, Cancelled, FollowEvent, Follower, update};
 
 /// The owner of a store, reached over its control socket.
 #[derive(Debug)]
@@ -156,6 +156,28 @@ impl OwnerClient {
         match exchange.next().await? {
             Reply::Answered { answered } => {
                 Ok((answered, Follower::Remote(RemoteFollower { exchange })))
+            }
+            other => Err(unexpected(&other)),
+        }
+    }
+}
+
+impl OwnerClient {
+    /// Asks the owner to cancel `run`, then follows the run.
+    pub(crate) async fn cancel(
+        &self,
+        run: RunId,
+        reason: &str,
+    ) -> anyhow::Result<(Cancelled, Follower)> {
+        let mut exchange = self
+            .exchange(&Request::Cancel {
+                run,
+                reason: reason.into(),
+            })
+            .await?;
+        match exchange.next().await? {
+            Reply::Cancelled { cancelled } => {
+                Ok((cancelled, Follower::Remote(RemoteFollower { exchange })))
             }
             other => Err(unexpected(&other)),
         }

@@ -32,7 +32,7 @@ use magrathea_server::http::runs::RunDto;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
-use super::backend::Answered;
+use super::backend::{Answered, Cancelled};
 
 /// The socket's file name in the store directory.
 pub(crate) const SOCKET_NAME: &str = "control.sock";
@@ -71,6 +71,8 @@ pub(crate) enum Request {
     InboxItem { id: String },
     /// Start a run: [`Reply::Started`], then the follow stream.
     Start { request: Box<WireStart> },
+    /// Cancel a run: [`Reply::Cancelled`], then the follow stream.
+    Cancel { run: RunId, reason: String },
     /// Answer a gate: [`Reply::Answered`], then the follow stream.
     Answer {
         run: RunId,
@@ -104,6 +106,9 @@ pub(crate) enum Reply {
     },
     Answered {
         answered: Answered,
+    },
+    Cancelled {
+        cancelled: Cancelled,
     },
     Update {
         run: RunId,

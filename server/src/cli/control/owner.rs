@@ -231,6 +231,10 @@ async fn answer(backend: &Backend, request: Request) -> (Reply, Option<Follower>
             Ok((run, follower)) => return (Reply::Started { run }, Some(follower)),
             Err(e) => Err(e),
         },
+        Request::Cancel { run, reason } => match backend.cancel(run, &reason).await {
+            Ok((cancelled, follower)) => return (Reply::Cancelled { cancelled }, Some(follower)),
+            Err(e) => Err(e),
+        },
         Request::Answer { run, id, answer } => match backend.answer(run, &id, answer).await {
             Ok((answered, follower)) => return (Reply::Answered { answered }, Some(follower)),
             Err(e) => Err(e),
