@@ -18,18 +18,18 @@
 //!   in this process: the database sees separate workers, the CPU is shared as it would be by
 //!   worker processes on one machine.
 
-use std::collections::HashSet;
 use std::sync::Arc;
 use std::sync::atomic::Ordering;
 use std::time::{Duration, Instant};
 
 use criterion::{Criterion, criterion_group, criterion_main};
-use magrathea_benches::{ms, noop_task, quantile, selected, small_record, steps_workflow};
-use magrathea_core::{Engine, RunId, StartRequest, writer::WriterStats};
+use magrathea_benches::{
+    ms, noop_task, quantile, run_concurrently, selected, small_record, steps_workflow,
+};
+use magrathea_core::{Engine, StartRequest, writer::WriterStats};
 use magrathea_postgres::testing::TestCluster;
 use magrathea_postgres::{PgOptions, PgStore};
 use serde_json::json;
-use tokio::sync::broadcast::error::RecvError;
 use tokio_postgres::{Client, NoTls};
 use uuid::Uuid;
 
@@ -196,46 +196,16 @@ fn latency(c: &mut Criterion) {
     }
 }
 
-/// Starts `n` runs of `steps` no-op tasks round-robin on `workers` and waits until all ended.
-async fn run_concurrently(workers: &[Engine], n: usize, steps: u64) {
+/// Starts `n` runs of `steps` no-op tasks spread over the workers, all at once, and waits until
+/// all have ended.
+async fn run_on_workers(workers: &[Engine], n: usize, steps: u64) {
     let waits: Vec<_> = workers
         .iter()
         .enumerate()
         .map(|(i, engine)| {
             let engine = engine.clone();
             let mine = (i..n).step_by(workers.len()).count();
-            // Subscribed before the starts, so no end is missed.
-            let mut updates = engine.subscribe_status();
-            tokio::spawn(async move {
-                let starts: Vec<_> = (0..mine)
-                    .map(|_| {
-                        let engine = engine.clone();
-                        tokio::spawn(async move {
-                            engine
-                                .start(StartRequest::code("steps", json!(steps)))
-                                .await
-                                .expect("start")
-                        })
-                    })
-                    .collect();
-                let mut pending: HashSet<RunId> = HashSet::with_capacity(mine);
-                for s in starts {
-                    pending.insert(s.await.expect("start task"));
-                }
-                while !pending.is_empty() {
-                    match updates.recv().await {
-                        Ok(u) if u.status.is_terminal() => {
-                            pending.remove(&u.run_id);
-                        }
-                        Ok(_) => {}
-                        Err(RecvError::Lagged(_)) => {
-                            pending
-                                .retain(|run| !engine.status(*run).expect("status").is_terminal());
-                        }
-                        Err(RecvError::Closed) => panic!("the engine closed"),
-                    }
-                }
-            })
+            tokio::spawn(async move { run_concurrently(&engine, mine, steps).await })
         })
         .collect();
     for w in waits {
@@ -259,11 +229,11 @@ fn throughput(_c: &mut Criterion) {
             .collect();
         let before: Vec<_> = workers.iter().map(|w| counts(&w.writer_stats())).collect();
         // One warm-up round, not counted.
-        rt.block_on(run_concurrently(&workers, RUNS, STEPS));
+        rt.block_on(run_on_workers(&workers, RUNS, STEPS));
         let mut rates = Vec::new();
         for _ in 0..ROUNDS {
             let started = Instant::now();
-            rt.block_on(run_concurrently(&workers, RUNS, STEPS));
+            rt.block_on(run_on_workers(&workers, RUNS, STEPS));
             rates.push((RUNS as u64 * STEPS) as f64 / started.elapsed().as_secs_f64());
         }
         rates.sort_by(f64::total_cmp);

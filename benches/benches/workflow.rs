@@ -14,18 +14,16 @@
 //! - `throughput/1000x10`: 1,000 concurrent workflows of 10 no-op tasks each, from the first
 //!   start to the last completion; throughput in steps (tasks) per second.
 
-use std::collections::HashSet;
 use std::sync::atomic::Ordering;
 use std::time::{Duration, Instant};
 
 use criterion::{Criterion, SamplingMode, Throughput, criterion_group, criterion_main};
 use magrathea_benches::{
-    bench_dir, ms, noop_task, quantile, raw_commit, raw_redb, selected, small_record,
-    steps_workflow,
+    bench_dir, ms, noop_task, quantile, raw_commit, raw_redb, run_concurrently, selected,
+    small_record, steps_workflow,
 };
-use magrathea_core::{Engine, RunId, StartRequest, writer::WriterStats};
+use magrathea_core::{Engine, StartRequest, writer::WriterStats};
 use serde_json::json;
-use tokio::sync::broadcast::error::RecvError;
 use uuid::Uuid;
 
 fn runtime() -> tokio::runtime::Runtime {
@@ -135,40 +133,6 @@ fn latency(c: &mut Criterion) {
             ratios[PAIRS / 10],
             ratios[PAIRS * 9 / 10]
         );
-    }
-}
-
-/// Starts `n` runs of `steps` no-op tasks at once and waits until all have ended.
-async fn run_concurrently(engine: &Engine, n: usize, steps: u64) {
-    // One subscriber for all runs: `Engine::wait` per run would have each of the n waiters
-    // read every status update of every run (n² receives), which measures the harness.
-    let mut updates = engine.subscribe_status();
-    let starts: Vec<_> = (0..n)
-        .map(|_| {
-            let engine = engine.clone();
-            tokio::spawn(async move {
-                engine
-                    .start(StartRequest::code("steps", json!(steps)))
-                    .await
-                    .expect("start")
-            })
-        })
-        .collect();
-    let mut pending: HashSet<RunId> = HashSet::with_capacity(n);
-    for s in starts {
-        pending.insert(s.await.expect("start task"));
-    }
-    while !pending.is_empty() {
-        match updates.recv().await {
-            Ok(u) if u.status.is_terminal() => {
-                pending.remove(&u.run_id);
-            }
-            Ok(_) => {}
-            Err(RecvError::Lagged(_)) => {
-                pending.retain(|run| !engine.status(*run).expect("status").is_terminal());
-            }
-            Err(RecvError::Closed) => panic!("the engine closed"),
-        }
     }
 }
 

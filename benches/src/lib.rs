@@ -9,16 +9,19 @@
 //! Bench files go to a directory on a real disk: `$MAGRATHEA_BENCH_DIR` if set, else the
 //! system temp directory (ext4 on the reference machine; check with `df -T`, never tmpfs).
 
+use std::collections::HashSet;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 use magrathea_core::Record;
 use magrathea_core::codec;
 use magrathea_core::{
-    Engine, Step, TaskOptions, TaskRegistration, WorkflowError, WorkflowRegistration,
+    Engine, RunId, StartRequest, Step, TaskOptions, TaskRegistration, WorkflowError,
+    WorkflowRegistration,
 };
 use redb::TableDefinition;
 use serde_json::{Value, json};
+use tokio::sync::broadcast::error::RecvError;
 
 /// The engine's journal table layout, for the raw redb baselines.
 pub const JOURNAL: TableDefinition<(u128, u64), &[u8]> = TableDefinition::new("journal");
@@ -144,4 +147,38 @@ pub fn quantile(samples: &mut [Duration], q: f64) -> Duration {
 /// Milliseconds, for printing.
 pub fn ms(d: Duration) -> f64 {
     d.as_secs_f64() * 1e3
+}
+
+/// Starts `n` runs of `steps` no-op tasks at once and waits until all have ended.
+pub async fn run_concurrently(engine: &Engine, n: usize, steps: u64) {
+    // One subscriber for all runs: `Engine::wait` per run would have each of the n waiters
+    // read every status update of every run (n² receives), which measures the harness.
+    let mut updates = engine.subscribe_status();
+    let starts: Vec<_> = (0..n)
+        .map(|_| {
+            let engine = engine.clone();
+            tokio::spawn(async move {
+                engine
+                    .start(StartRequest::code("steps", json!(steps)))
+                    .await
+                    .expect("start")
+            })
+        })
+        .collect();
+    let mut pending: HashSet<RunId> = HashSet::with_capacity(n);
+    for s in starts {
+        pending.insert(s.await.expect("start task"));
+    }
+    while !pending.is_empty() {
+        match updates.recv().await {
+            Ok(u) if u.status.is_terminal() => {
+                pending.remove(&u.run_id);
+            }
+            Ok(_) => {}
+            Err(RecvError::Lagged(_)) => {
+                pending.retain(|run| !engine.status(*run).expect("status").is_terminal());
+            }
+            Err(RecvError::Closed) => panic!("the engine closed"),
+        }
+    }
 }
