@@ -547,6 +547,20 @@ async fn a_gate_and_a_cancel_sent_to_another_worker_reach_the_run() {
         .as_str()
         .unwrap()
         .to_owned();
+    // An answer the gate does not take is refused as such through the other worker too.
+    let invalid = s
+        .client
+        .post(format!(
+            "{}/brain/acme/project/shop/inbox/{item}/answer",
+            both[1].base
+        ))
+        .json(&json!({"kind": "choose", "option": "maybe"}))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(invalid.status(), 400);
+    let body: Value = invalid.json().await.unwrap();
+    assert_eq!(body["error"]["code"], "MAG-HTTP-INVALID-ANSWER", "{body}");
     let answer = s
         .client
         .post(format!(

@@ -164,8 +164,8 @@ async fn reply_of(replier: Replier) -> Value {
     ) -> Value {
         match r {
             Ok(Ok(v)) => json!({"ok": ok(v)}),
-            Ok(Err(e)) => json!({"error": e.to_string()}),
-            Err(_) => json!({"error": StoreError::Closed.to_string()}),
+            Ok(Err(e)) => error_reply(&e),
+            Err(_) => error_reply(&DeliverError::Store(StoreError::Closed)),
         }
     }
     match replier {
@@ -187,11 +187,50 @@ async fn reply_of(replier: Replier) -> Value {
     }
 }
 
+/// A delivery error as a reply, with what the sender needs to give its caller the same error
+/// as the holder would have (an invalid answer stays an invalid answer, not a store failure).
+fn error_reply(e: &DeliverError) -> Value {
+    let (kind, detail) = match e {
+        DeliverError::RunNotFound(run) => ("runNotFound", run.to_string()),
+        DeliverError::ItemNotFound(id) => ("itemNotFound", id.clone()),
+        DeliverError::InvalidAnswer(why) => ("invalidAnswer", why.clone()),
+        DeliverError::Blocked(run, why) => ("blocked", format!("{run} {why}")),
+        DeliverError::Unsupported(run) => ("unsupported", run.to_string()),
+        DeliverError::Store(_) => ("store", String::new()),
+    };
+    json!({"error": {"kind": kind, "detail": detail, "message": e.to_string()}})
+}
+
+/// The error [`error_reply`] describes.
+fn delivery_error(e: &Value) -> DeliverError {
+    let detail = e["detail"].as_str().unwrap_or_default().to_owned();
+    let run = |s: &str| s.parse::<RunId>().ok();
+    let store = || {
+        DeliverError::Store(StoreError::io(
+            e["message"]
+                .as_str()
+                .unwrap_or("the holder failed")
+                .to_owned(),
+        ))
+    };
+    match e["kind"].as_str() {
+        Some("runNotFound") => run(&detail).map_or_else(store, DeliverError::RunNotFound),
+        Some("itemNotFound") => DeliverError::ItemNotFound(detail),
+        Some("invalidAnswer") => DeliverError::InvalidAnswer(detail),
+        Some("blocked") => match detail.split_once(' ') {
+            Some((r, why)) => run(r).map_or_else(store, |r| DeliverError::Blocked(r, why.into())),
+            None => store(),
+        },
+        Some("unsupported") => run(&detail).map_or_else(store, DeliverError::Unsupported),
+        _ => store(),
+    }
+}
+
 /// Answers the original caller of a forwarded event with the holder's reply.
 fn answer(event: Event, reply: Result<Value, StoreError>) {
     let remote = |v: &Value| -> Result<Value, DeliverError> {
-        match v.get("error").and_then(Value::as_str) {
-            Some(e) => Err(DeliverError::Store(StoreError::io(e.to_owned()))),
+        match v.get("error") {
+            Some(e) => Err(delivery_error(e)),
             None => Ok(v.get("ok").cloned().unwrap_or(Value::Null)),
         }
     };
@@ -256,7 +295,8 @@ fn round(inner: &Arc<EngineInner>, reclaim: bool) {
         Ok(mail) => {
             for m in mail {
                 let Some((event, replier)) = decode(&m.body) else {
-                    let _ = leases.reply(m.id, json!({"error": "unreadable message"}));
+                    let unreadable = StoreError::io("an unreadable mailbox message");
+                    let _ = leases.reply(m.id, error_reply(&DeliverError::Store(unreadable)));
                     continue;
                 };
                 inner.deliver(m.run, event);
