@@ -19,14 +19,14 @@
 //!   worker processes on one machine.
 
 use std::sync::Arc;
-use std::sync::atomic::Ordering;
 use std::time::{Duration, Instant};
 
 use criterion::{Criterion, criterion_group, criterion_main};
 use magrathea_benches::{
-    ms, noop_task, quantile, run_concurrently, selected, small_record, steps_workflow,
+    commit_counts, noop_task, paired, print_commits_per_run, run_concurrently, selected,
+    small_record, steps_workflow,
 };
-use magrathea_core::{Engine, StartRequest, writer::WriterStats};
+use magrathea_core::{Engine, StartRequest};
 use magrathea_postgres::testing::TestCluster;
 use magrathea_postgres::{PgOptions, PgStore};
 use serde_json::json;
@@ -101,14 +101,6 @@ async fn ten_steps(engine: &Engine) {
 }
 
 /// `(commits, records, µs inside commits)` so far.
-fn counts(stats: &WriterStats) -> (u64, u64, u64) {
-    (
-        stats.commits.load(Ordering::Relaxed),
-        stats.records.load(Ordering::Relaxed),
-        stats.commit_micros.load(Ordering::Relaxed),
-    )
-}
-
 fn cluster() -> &'static TestCluster {
     static CLUSTER: std::sync::OnceLock<TestCluster> = std::sync::OnceLock::new();
     CLUSTER.get_or_init(TestCluster::start)
@@ -145,7 +137,7 @@ fn latency(c: &mut Criterion) {
 
     let engine = rt.block_on(worker(&url, "lone"));
     let stats = engine.writer_stats();
-    let before = counts(&stats);
+    let before = commit_counts(&stats);
     let mut runs = 0u64;
     g.bench_function("ten_steps", |b| {
         b.to_async(&rt).iter(|| {
@@ -154,44 +146,18 @@ fn latency(c: &mut Criterion) {
             async move { ten_steps(&engine).await }
         })
     });
-    let after = counts(&stats);
-    if runs > 0 {
-        let commits = (after.0 - before.0) as f64;
-        println!(
-            "pg_latency/ten_steps: {:.1} commits and {:.1} records per run, {:.0} us per commit",
-            commits / runs as f64,
-            (after.1 - before.1) as f64 / runs as f64,
-            (after.2 - before.2) as f64 / commits
-        );
-    }
+    let after = commit_counts(&stats);
+    print_commits_per_run("pg_latency/ten_steps", before, after, runs);
     g.finish();
 
     if selected("pg_latency/paired") {
         const PAIRS: usize = 100;
-        let (mut raw, mut wf, mut ratios) = (Vec::new(), Vec::new(), Vec::new());
-        for _ in 0..PAIRS {
-            let started = Instant::now();
-            rt.block_on(raw_ten_commits(&mut client, &bytes));
-            let r = started.elapsed();
-            let started = Instant::now();
-            rt.block_on(ten_steps(&engine));
-            let w = started.elapsed();
-            raw.push(r);
-            wf.push(w);
-            ratios.push(w.as_secs_f64() / r.as_secs_f64());
-        }
-        ratios.sort_by(f64::total_cmp);
-        println!(
-            "pg_latency/paired: {PAIRS} pairs: raw_10_commits p50 {:.2} ms p90 {:.2} ms; \
-             ten_steps p50 {:.2} ms p90 {:.2} ms; ratio ten_steps/raw p50 {:.2} (p10 {:.2}, \
-             p90 {:.2})",
-            ms(quantile(&mut raw, 0.5)),
-            ms(quantile(&mut raw, 0.9)),
-            ms(quantile(&mut wf, 0.5)),
-            ms(quantile(&mut wf, 0.9)),
-            ratios[PAIRS / 2],
-            ratios[PAIRS / 10],
-            ratios[PAIRS * 9 / 10]
+        paired(
+            "pg_latency/paired",
+            "raw_10_commits",
+            PAIRS,
+            || rt.block_on(raw_ten_commits(&mut client, &bytes)),
+            || rt.block_on(ten_steps(&engine)),
         );
     }
 }
@@ -227,7 +193,10 @@ fn throughput(_c: &mut Criterion) {
         let workers: Vec<Engine> = (0..n)
             .map(|i| rt.block_on(worker(&url, &format!("bench-{n}-{i}"))))
             .collect();
-        let before: Vec<_> = workers.iter().map(|w| counts(&w.writer_stats())).collect();
+        let before: Vec<_> = workers
+            .iter()
+            .map(|w| commit_counts(&w.writer_stats()))
+            .collect();
         // One warm-up round, not counted.
         rt.block_on(run_on_workers(&workers, RUNS, STEPS));
         let mut rates = Vec::new();
@@ -239,7 +208,7 @@ fn throughput(_c: &mut Criterion) {
         rates.sort_by(f64::total_cmp);
         let (mut commits, mut records, mut micros) = (0, 0, 0);
         for (w, b) in workers.iter().zip(&before) {
-            let a = counts(&w.writer_stats());
+            let a = commit_counts(&w.writer_stats());
             commits += a.0 - b.0;
             records += a.1 - b.1;
             micros += a.2 - b.2;

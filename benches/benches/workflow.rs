@@ -14,15 +14,14 @@
 //! - `throughput/1000x10`: 1,000 concurrent workflows of 10 no-op tasks each, from the first
 //!   start to the last completion; throughput in steps (tasks) per second.
 
-use std::sync::atomic::Ordering;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use criterion::{Criterion, SamplingMode, Throughput, criterion_group, criterion_main};
 use magrathea_benches::{
-    bench_dir, ms, noop_task, quantile, raw_commit, raw_redb, run_concurrently, selected,
-    small_record, steps_workflow,
+    bench_dir, commit_counts, noop_task, paired, print_commits_per_run, raw_commit, raw_redb,
+    run_concurrently, selected, small_record, steps_workflow,
 };
-use magrathea_core::{Engine, StartRequest, writer::WriterStats};
+use magrathea_core::{Engine, StartRequest};
 use serde_json::json;
 use uuid::Uuid;
 
@@ -41,14 +40,6 @@ async fn engine(dir: &std::path::Path) -> Engine {
 }
 
 /// `(commits, records, µs inside commits)` so far.
-fn counts(stats: &WriterStats) -> (u64, u64, u64) {
-    (
-        stats.commits.load(Ordering::Relaxed),
-        stats.records.load(Ordering::Relaxed),
-        stats.commit_micros.load(Ordering::Relaxed),
-    )
-}
-
 fn latency(c: &mut Criterion) {
     let rt = runtime();
     let dir = bench_dir();
@@ -70,7 +61,7 @@ fn latency(c: &mut Criterion) {
 
     let engine = rt.block_on(engine(dir.path()));
     let stats = engine.writer_stats();
-    let before = counts(&stats);
+    let before = commit_counts(&stats);
     let mut runs = 0u64;
     g.bench_function("ten_steps", |b| {
         b.to_async(&rt).iter(|| {
@@ -85,53 +76,31 @@ fn latency(c: &mut Criterion) {
             }
         })
     });
-    let after = counts(&stats);
-    if runs > 0 {
-        let commits = (after.0 - before.0) as f64;
-        println!(
-            "latency/ten_steps: {:.1} commits and {:.1} records per run, {:.0} us per commit",
-            commits / runs as f64,
-            (after.1 - before.1) as f64 / runs as f64,
-            (after.2 - before.2) as f64 / commits
-        );
-    }
+    let after = commit_counts(&stats);
+    print_commits_per_run("latency/ten_steps", before, after, runs);
     g.finish();
 
     if selected("latency/paired") {
         const PAIRS: usize = 200;
-        let (mut raw, mut wf, mut ratios) = (Vec::new(), Vec::new(), Vec::new());
-        for _ in 0..PAIRS {
-            let started = Instant::now();
-            let run = Uuid::now_v7().as_u128();
-            for seq in 0..10 {
-                raw_commit(&db, [(run, seq)], &value);
-            }
-            let r = started.elapsed();
-            let started = Instant::now();
-            rt.block_on(async {
-                let run = engine
-                    .start(StartRequest::code("steps", json!(10)))
-                    .await
-                    .expect("start");
-                engine.wait(run).await.expect("wait")
-            });
-            let w = started.elapsed();
-            raw.push(r);
-            wf.push(w);
-            ratios.push(w.as_secs_f64() / r.as_secs_f64());
-        }
-        ratios.sort_by(f64::total_cmp);
-        println!(
-            "latency/paired: {PAIRS} pairs: raw_redb_10_commits p50 {:.2} ms p90 {:.2} ms; \
-             ten_steps p50 {:.2} ms p90 {:.2} ms; ratio ten_steps/raw p50 {:.2} (p10 {:.2}, \
-             p90 {:.2})",
-            ms(quantile(&mut raw, 0.5)),
-            ms(quantile(&mut raw, 0.9)),
-            ms(quantile(&mut wf, 0.5)),
-            ms(quantile(&mut wf, 0.9)),
-            ratios[PAIRS / 2],
-            ratios[PAIRS / 10],
-            ratios[PAIRS * 9 / 10]
+        paired(
+            "latency/paired",
+            "raw_redb_10_commits",
+            PAIRS,
+            || {
+                let run = Uuid::now_v7().as_u128();
+                for seq in 0..10 {
+                    raw_commit(&db, [(run, seq)], &value);
+                }
+            },
+            || {
+                rt.block_on(async {
+                    let run = engine
+                        .start(StartRequest::code("steps", json!(10)))
+                        .await
+                        .expect("start");
+                    engine.wait(run).await.expect("wait")
+                });
+            },
         );
     }
 }
@@ -150,7 +119,7 @@ fn throughput(c: &mut Criterion) {
         .warm_up_time(Duration::from_secs(2))
         .measurement_time(Duration::from_secs(10))
         .throughput(Throughput::Elements(RUNS as u64 * STEPS));
-    let before = counts(&stats);
+    let before = commit_counts(&stats);
     let mut batches = 0u64;
     g.bench_function("1000x10", |b| {
         b.to_async(&rt).iter(|| {
@@ -159,7 +128,7 @@ fn throughput(c: &mut Criterion) {
             async move { run_concurrently(&engine, RUNS, STEPS).await }
         })
     });
-    let after = counts(&stats);
+    let after = commit_counts(&stats);
     if batches > 0 {
         let (commits, records) = (after.0 - before.0, after.1 - before.1);
         println!(

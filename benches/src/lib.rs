@@ -182,3 +182,70 @@ pub async fn run_concurrently(engine: &Engine, n: usize, steps: u64) {
         }
     }
 }
+
+/// The journal writer's counters: commits, records, microseconds spent committing.
+pub fn commit_counts(stats: &magrathea_core::writer::WriterStats) -> (u64, u64, u64) {
+    use std::sync::atomic::Ordering;
+    (
+        stats.commits.load(Ordering::Relaxed),
+        stats.records.load(Ordering::Relaxed),
+        stats.commit_micros.load(Ordering::Relaxed),
+    )
+}
+
+/// Prints `name: C commits and R records per run, U us per commit` for `runs` runs between two
+/// [`commit_counts`].
+pub fn print_commits_per_run(
+    name: &str,
+    before: (u64, u64, u64),
+    after: (u64, u64, u64),
+    runs: u64,
+) {
+    if runs == 0 {
+        return;
+    }
+    let commits = (after.0 - before.0) as f64;
+    println!(
+        "{name}: {:.1} commits and {:.1} records per run, {:.0} us per commit",
+        commits / runs as f64,
+        (after.1 - before.1) as f64 / runs as f64,
+        (after.2 - before.2) as f64 / commits
+    );
+}
+
+/// Times `baseline` and then `ten_steps` `pairs` times in turn, so that both see the same disk,
+/// and prints `name: P pairs: BASE p50 … p90 …; ten_steps p50 … p90 …; ratio ten_steps/raw p50 …
+/// (p10 …, p90 …)`.
+pub fn paired(
+    name: &str,
+    baseline_name: &str,
+    pairs: usize,
+    mut baseline: impl FnMut(),
+    mut ten_steps: impl FnMut(),
+) {
+    let (mut raw, mut wf, mut ratios) = (Vec::new(), Vec::new(), Vec::new());
+    for _ in 0..pairs {
+        let started = std::time::Instant::now();
+        baseline();
+        let r = started.elapsed();
+        let started = std::time::Instant::now();
+        ten_steps();
+        let w = started.elapsed();
+        raw.push(r);
+        wf.push(w);
+        ratios.push(w.as_secs_f64() / r.as_secs_f64());
+    }
+    ratios.sort_by(f64::total_cmp);
+    println!(
+        "{name}: {pairs} pairs: {baseline_name} p50 {:.2} ms p90 {:.2} ms; \
+         ten_steps p50 {:.2} ms p90 {:.2} ms; ratio ten_steps/raw p50 {:.2} (p10 {:.2}, \
+         p90 {:.2})",
+        ms(quantile(&mut raw, 0.5)),
+        ms(quantile(&mut raw, 0.9)),
+        ms(quantile(&mut wf, 0.5)),
+        ms(quantile(&mut wf, 0.9)),
+        ratios[pairs / 2],
+        ratios[pairs / 10],
+        ratios[pairs * 9 / 10]
+    );
+}
