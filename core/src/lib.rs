@@ -52,7 +52,10 @@ pub use record::{
     StartRecord, Step, StepKind,
 };
 pub use replay::{Divergence, NonDeterminism, StepIdentity};
-pub use store::{Durability, MemoryStore, RedbStore, RunFilter, RunSummary, Store, StoreReader};
+pub use store::catalog::SharedCatalog;
+pub use store::{
+    Catalog, Durability, MemoryStore, RedbStore, RunFilter, RunSummary, Store, StoreReader,
+};
 pub use task::{
     AppData, RetryPolicy, TaskContext, TaskError, TaskFn, TaskOptions, TaskOutputLimit,
     TaskRegistration,

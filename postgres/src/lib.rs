@@ -28,6 +28,7 @@
 //! runtime or not.
 
 mod bridge;
+mod catalog;
 mod commit;
 mod lanes;
 mod leases;

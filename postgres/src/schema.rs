@@ -11,6 +11,7 @@ const MIGRATIONS: &[(i32, &str)] = &[
     (1, include_str!("../migrations/0001_journal.sql")),
     (2, include_str!("../migrations/0002_leases.sql")),
     (3, include_str!("../migrations/0003_lanes.sql")),
+    (4, include_str!("../migrations/0004_catalog.sql")),
 ];
 
 /// The advisory lock that serialises migrations across workers ("magrathea" in ASCII).

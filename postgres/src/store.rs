@@ -227,6 +227,10 @@ impl Store for PgStore {
         Some(self)
     }
 
+    fn catalog(&self) -> Option<&dyn magrathea_core::Catalog> {
+        Some(self)
+    }
+
     fn read_journal_raw(&self, run_id: RunId) -> Result<Vec<(u64, Vec<u8>)>, StoreError> {
         self.read_journal_range(run_id, 0, usize::MAX)
     }

@@ -678,6 +678,12 @@ impl Engine {
         StoreReader::new(self.inner.store.clone())
     }
 
+    /// The store's catalog of keyed values beside the journals (trigger registrations,
+    /// cursors, deliveries), if the store keeps one (redb, memory and PostgreSQL do).
+    pub fn catalog(&self) -> Option<crate::store::catalog::SharedCatalog> {
+        crate::store::catalog::SharedCatalog::of(self.inner.store.clone())
+    }
+
     /// The lane slots of the engine's store when several workers share it (see
     /// [`LaneSlots`](crate::store::LaneSlots)); `None` for a store this process owns.
     pub fn lane_slots(&self) -> Option<crate::store::LaneSlots> {

@@ -46,6 +46,9 @@ fn start(run: RunId, name: &str) -> CommitBatch {
 
 /// Commits, reads, listing, active runs, idempotency keys and measured reads.
 pub fn check_all(store: &dyn Store) {
+    if let Some(catalog) = store.catalog() {
+        super::catalog::contract::run(catalog);
+    }
     let a = RunId::new();
     std::thread::sleep(std::time::Duration::from_millis(2));
     let b = RunId::new();

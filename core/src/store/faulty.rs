@@ -62,6 +62,10 @@ impl<S: Store> Store for FaultyStore<S> {
         }
         self.inner.commit(batches)
     }
+    fn catalog(&self) -> Option<&dyn super::Catalog> {
+        self.inner.catalog()
+    }
+
     fn maintain(&self) -> Result<(), StoreError> {
         self.inner.maintain()
     }

@@ -3,6 +3,7 @@
 use std::collections::{BTreeMap, BTreeSet, HashMap};
 use std::sync::Mutex;
 
+use super::catalog::{self, Catalog};
 use super::{CommitBatch, RunFilter, RunSummary, Store, summary_matches};
 use crate::error::StoreError;
 use crate::id::RunId;
@@ -11,6 +12,7 @@ use crate::id::RunId;
 #[derive(Debug, Default)]
 pub struct MemoryStore {
     inner: Mutex<Inner>,
+    catalog: Mutex<BTreeMap<(String, String), Vec<u8>>>,
 }
 
 #[derive(Debug, Default)]
@@ -34,7 +36,90 @@ impl MemoryStore {
     }
 }
 
+impl Catalog for MemoryStore {
+    fn get(&self, table: &str, key: &str) -> Result<Option<Vec<u8>>, StoreError> {
+        Ok(self.entries().get(&(table.into(), key.into())).cloned())
+    }
+
+    fn put(&self, table: &str, key: &str, value: &[u8]) -> Result<(), StoreError> {
+        catalog::check(key, Some(value))?;
+        self.entries()
+            .insert((table.into(), key.into()), value.to_vec());
+        Ok(())
+    }
+
+    fn insert_new(
+        &self,
+        table: &str,
+        key: &str,
+        value: &[u8],
+    ) -> Result<Option<Vec<u8>>, StoreError> {
+        catalog::check(key, Some(value))?;
+        let mut entries = self.entries();
+        match entries.get(&(table.into(), key.into())) {
+            Some(held) => Ok(Some(held.clone())),
+            None => {
+                entries.insert((table.into(), key.into()), value.to_vec());
+                Ok(None)
+            }
+        }
+    }
+
+    fn swap(
+        &self,
+        table: &str,
+        key: &str,
+        expected: Option<&[u8]>,
+        value: &[u8],
+    ) -> Result<bool, StoreError> {
+        catalog::check(key, Some(value))?;
+        let mut entries = self.entries();
+        let slot = (table.to_owned(), key.to_owned());
+        if entries.get(&slot).map(Vec::as_slice) != expected {
+            return Ok(false);
+        }
+        entries.insert(slot, value.to_vec());
+        Ok(true)
+    }
+
+    fn delete(&self, table: &str, keys: &[String]) -> Result<usize, StoreError> {
+        let mut entries = self.entries();
+        Ok(keys
+            .iter()
+            .filter(|k| entries.remove(&(table.to_owned(), (*k).clone())).is_some())
+            .count())
+    }
+
+    fn scan(
+        &self,
+        table: &str,
+        prefix: &str,
+        after: Option<&str>,
+        limit: usize,
+    ) -> Result<Vec<(String, Vec<u8>)>, StoreError> {
+        let entries = self.entries();
+        let from = (table.to_owned(), prefix.to_owned());
+        Ok(entries
+            .range(from..)
+            .take_while(|((t, k), _)| t == table && k.starts_with(prefix))
+            .filter(|((_, k), _)| after.is_none_or(|a| k.as_str() > a))
+            .take(limit)
+            .map(|((_, k), v)| (k.clone(), v.clone()))
+            .collect())
+    }
+}
+
+impl MemoryStore {
+    fn entries(&self) -> std::sync::MutexGuard<'_, BTreeMap<(String, String), Vec<u8>>> {
+        self.catalog.lock().unwrap_or_else(|p| p.into_inner())
+    }
+}
+
 impl Store for MemoryStore {
+    fn catalog(&self) -> Option<&dyn Catalog> {
+        Some(self)
+    }
+
     fn commit(&self, batches: &[&CommitBatch]) -> Result<(), StoreError> {
         let mut inner = self.lock();
         for batch in batches {
@@ -123,3 +208,4 @@ mod tests {
         crate::store::contract::check_ranges(&super::MemoryStore::new());
     }
 }
+

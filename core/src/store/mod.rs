@@ -3,7 +3,9 @@
 //! A store holds three things, all written in one atomic commit per [`CommitBatch`] group:
 //! the journal (records addressed by `(run_id, seq)`), the run index (one [`RunSummary`] per
 //! run, a projection of the journal kept for listing), and the idempotency keys of starts.
+//! Beside them, outside the journal, a store may keep a [`Catalog`] of small keyed values.
 
+pub mod catalog;
 #[cfg(any(test, feature = "test-util"))]
 pub mod contract;
 #[cfg(any(test, feature = "test-util"))]
@@ -23,6 +25,7 @@ use serde::{Deserialize, Serialize};
 pub use faulty::FaultyStore;
 #[cfg(any(test, feature = "test-util"))]
 pub use faulty_backend::{DiskFaults, FaultyBackend};
+pub use catalog::Catalog;
 pub use leases::{Claim, LaneSlot, Leases, Mail};
 pub use memory::MemoryStore;
 pub use reader::StoreReader;
@@ -141,6 +144,12 @@ pub trait Store: Send + Sync + 'static {
     /// The leases of a store several worker processes share; `None` (the default) for a store
     /// one process owns, whose engine drives every run in it.
     fn leases(&self) -> Option<&dyn Leases> {
+        None
+    }
+
+    /// The store's [`Catalog`] (trigger registrations, cursors, delivery records); `None`
+    /// (the default) for a store that keeps none.
+    fn catalog(&self) -> Option<&dyn Catalog> {
         None
     }
 

@@ -28,6 +28,7 @@ use crate::error::StoreError;
 use crate::id::RunId;
 use crate::record::Entry;
 
+mod catalog;
 mod log;
 mod read;
 #[cfg(test)]
@@ -239,6 +240,10 @@ impl RedbStore {
 }
 
 impl Store for RedbStore {
+    fn catalog(&self) -> Option<&dyn super::Catalog> {
+        Some(self)
+    }
+
     fn commit(&self, batches: &[&CommitBatch]) -> Result<(), StoreError> {
         self.with_db(|db| self.commit_in(db, batches))
     }
