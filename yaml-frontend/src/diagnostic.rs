@@ -49,7 +49,8 @@ pub enum Severity {
     Warning,
 }
 
-/// The stable code of a diagnostic. Rendered as `MAG-Ynnn` (`MAG-YAnnn` for static analysis).
+/// The stable code of a diagnostic. Rendered as `MAG-Ynnn` (`MAG-YAnnn` for static analysis,
+/// `MAG-SCnnn` for scheduler documents).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 #[non_exhaustive]
 pub enum Code {
@@ -124,6 +125,26 @@ pub enum Code {
     UnknownSubWorkflow,
     /// `MAG-YA006`: a loop with no timer, gate or bound on it (warning).
     UnboundedLoop,
+    /// `MAG-SC001`: a scheduler document sets both `recipe:` and `workflow:`.
+    ScheduleRecipeAndWorkflow,
+    /// `MAG-SC002`: a scheduler document names a `recipe:`, which Magrathea does not schedule.
+    ScheduleRecipe,
+    /// `MAG-SC003`: a scheduler document names no `workflow:`.
+    ScheduleNoWorkflow,
+    /// `MAG-SC004`: a scheduler document sets both `cron:` and `at:`.
+    ScheduleCronAndAt,
+    /// `MAG-SC005`: a scheduler document sets neither `cron:` nor `at:`.
+    ScheduleNoTime,
+    /// `MAG-SC006`: a `cron:` expression does not parse.
+    ScheduleCron,
+    /// `MAG-SC007`: a `timezone:` is not an IANA time zone.
+    ScheduleTimezone,
+    /// `MAG-SC008`: an `at:` is not an ISO-8601 instant with an offset.
+    ScheduleAt,
+    /// `MAG-SC009`: `timezone:` is given with `at:`, which carries its own offset.
+    ScheduleTimezoneWithAt,
+    /// `MAG-SC010`: a `cron:` expression matches no time at all (e.g. 30 February).
+    ScheduleNeverFires,
 }
 
 impl Code {
@@ -165,6 +186,16 @@ impl Code {
             Self::NoElse => "MAG-YA004",
             Self::UnknownSubWorkflow => "MAG-YA005",
             Self::UnboundedLoop => "MAG-YA006",
+            Self::ScheduleRecipeAndWorkflow => "MAG-SC001",
+            Self::ScheduleRecipe => "MAG-SC002",
+            Self::ScheduleNoWorkflow => "MAG-SC003",
+            Self::ScheduleCronAndAt => "MAG-SC004",
+            Self::ScheduleNoTime => "MAG-SC005",
+            Self::ScheduleCron => "MAG-SC006",
+            Self::ScheduleTimezone => "MAG-SC007",
+            Self::ScheduleAt => "MAG-SC008",
+            Self::ScheduleTimezoneWithAt => "MAG-SC009",
+            Self::ScheduleNeverFires => "MAG-SC010",
         }
     }
 }

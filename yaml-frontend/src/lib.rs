@@ -16,6 +16,8 @@
 //! - [`Condition`] parses and evaluates the sandboxed SpEL subset of `condition_task`.
 //! - [`parse_duration`] reads `timer_task` durations.
 //! - [`validate_params`] checks caller parameters against `parameters:`.
+//! - [`scheduler`] reads `_vance/scheduler/<name>.yaml` ([`scheduler::load_schedule`]) and
+//!   computes its ticks, across time zones and daylight saving.
 
 mod analysis;
 mod api;
@@ -32,6 +34,7 @@ mod params;
 pub mod plan;
 pub mod runtime;
 mod scalar;
+pub mod scheduler;
 pub mod schema;
 use magrathea_exec::suggest;
 mod template;

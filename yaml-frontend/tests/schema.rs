@@ -11,6 +11,7 @@
 
 use std::path::{Path, PathBuf};
 
+use magrathea_yaml::scheduler::load_schedule;
 use magrathea_yaml::schema::{DOCUMENTS, schema, schemas};
 use magrathea_yaml::{LoadOptions, load_workflow, parse_yaml};
 use serde_json::Value;
@@ -54,6 +55,8 @@ fn kind_of(path: &Path) -> Option<&'static str> {
         Some("recipe")
     } else if p.contains("/_vance/events/") {
         Some("event")
+    } else if p.contains("/_vance/scheduler/") {
+        Some("scheduler")
     } else {
         None
     }
@@ -107,6 +110,9 @@ fn every_document_of_the_repository_matches_its_schema() {
         assert!(found.is_empty(), "{label} ({kind}):\n{}", found.join("\n"));
         if kind == "workflow" {
             load_workflow(&label, &text, &LoadOptions::default()).unwrap_or_else(|d| panic!("{d}"));
+        }
+        if kind == "scheduler" {
+            load_schedule(&label, "s", &text).unwrap_or_else(|d| panic!("{d}"));
         }
         checked += 1;
     }
@@ -269,4 +275,31 @@ fn settings_recipes_and_events_are_checked_by_their_schemas() {
             "{kind} schema accepts:\n{text}"
         );
     }
+}
+
+/// A schedule that sets every field.
+const EVERY_SCHEDULE_FIELD: &str = r#"
+description: "Start Daily Audit Workflow at 06:00"
+cron: "0 0 6 * * *"
+workflow: daily-audit
+params: { scope: production }
+runAs: ops
+timezone: Europe/Berlin
+enabled: true
+overlap: buffer_one
+catchupWindow: 5m
+jitter: 10s
+"#;
+
+#[test]
+fn schema_and_loader_accept_the_same_schedule() {
+    load_schedule("s.yaml", "s", EVERY_SCHEDULE_FIELD).unwrap_or_else(|d| panic!("{d}"));
+    let found = problems("scheduler", &as_json("s.yaml", EVERY_SCHEDULE_FIELD));
+    assert!(found.is_empty(), "{}", found.join("\n"));
+    let one_shot = "workflow: w\nat: \"2026-12-24T18:00:00+01:00\"\n";
+    load_schedule("s.yaml", "s", one_shot).unwrap_or_else(|d| panic!("{d}"));
+    assert!(problems("scheduler", &as_json("s.yaml", one_shot)).is_empty());
+    let wrong = "workflow: w\ncron: \"* * * * *\"\noverlap: sometimes\nrecipe: r\n";
+    assert!(load_schedule("s.yaml", "s", wrong).is_err());
+    assert_eq!(problems("scheduler", &as_json("s.yaml", wrong)).len(), 2);
 }

@@ -125,6 +125,10 @@ pub const AREAS: &[Area] = &[
         title: "Workflow documents",
     },
     Area {
+        prefix: "SC",
+        title: "Scheduler documents",
+    },
+    Area {
         prefix: "EX",
         title: "Task executors",
     },

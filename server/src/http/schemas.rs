@@ -1,5 +1,5 @@
 //! `GET /schemas/{name}.schema.json`: the JSON Schemas of the documents under `_vance/`
-//! (`workflow`, `settings`, `recipe`, `event`), without authentication, for editors: point a
+//! (`workflow`, `settings`, `recipe`, `event`, `scheduler`), without authentication, for editors: point a
 //! YAML language server at them to complete and check documents while they are written.
 //! They are generated from the same types as the repository's `schemas/` files.
 

@@ -15,7 +15,7 @@ use crate::diagnostic::Code;
 use crate::node::{YamlKind, YamlNode};
 use crate::suggest;
 
-pub(crate) use ctx::Ctx;
+pub(crate) use ctx::{Ctx, found};
 
 pub(crate) const TOP_FIELDS: &[&str] = &[
     "description",

@@ -1,9 +1,10 @@
 //! JSON Schemas of the documents under `_vance/`, derived from the types that describe them:
-//! workflows, settings, recipes and events. The repository keeps them in `schemas/` (a test
+//! workflows, settings, recipes, events and schedules. The repository keeps them in `schemas/` (a test
 //! regenerates and compares them) and the server serves them at `/schemas/<name>.schema.json`,
 //! so an editor's YAML language server can complete and check documents.
 
 mod documents;
+mod scheduler;
 mod words;
 mod workflow;
 
@@ -12,6 +13,7 @@ use schemars::{JsonSchema, Schema};
 use serde_json::{Value, json};
 
 pub use documents::{EventAuth, EventDocument, HttpMethodWords, SettingsDocument, ToolSettings};
+pub use scheduler::{OverlapWord, SchedulerDocument};
 pub use words::{ErrorKindKey, ErrorKindList, WordList, Words};
 pub use workflow::{
     AgentTask, Bounds, Common, ConditionTask, CriticalityWords, ElseRule, GateTask, IfRule, Inbox,
@@ -24,11 +26,12 @@ use crate::ast::TaskType;
 use crate::runtime::Recipe;
 
 /// The documents that have a schema: the name in `<name>.schema.json`, and what it covers.
-pub const DOCUMENTS: [(&str, &str); 4] = [
+pub const DOCUMENTS: [(&str, &str); 5] = [
     ("workflow", "_vance/workflows/*.yaml"),
     ("settings", "_vance/settings.yaml"),
     ("recipe", "_vance/recipes/*.yaml"),
     ("event", "_vance/events/*.yaml"),
+    ("scheduler", "_vance/scheduler/*.yaml"),
 ];
 
 fn generate<T: JsonSchema>() -> Schema {
@@ -46,6 +49,7 @@ pub fn schema(name: &str) -> Option<Value> {
         "settings" => generate::<SettingsDocument>(),
         "recipe" => generate::<Recipe>(),
         "event" => generate::<EventDocument>(),
+        "scheduler" => generate::<SchedulerDocument>(),
         _ => return None,
     };
     let mut value = schema.to_value();
@@ -178,6 +182,26 @@ mod tests {
             }
             assert_eq!(properties(variant), expected, "{name}");
         }
+    }
+
+    #[test]
+    fn the_scheduler_schema_has_the_fields_the_loader_reads_but_recipe() {
+        let s = schema("scheduler").unwrap();
+        let mut expected = set(crate::scheduler::FIELDS.iter().copied());
+        // The loader reads `recipe:` only to say it is not supported.
+        expected.remove("recipe");
+        assert_eq!(properties(&s), expected);
+        let overlap: Vec<&str> = crate::scheduler::Overlap::ALL
+            .iter()
+            .map(|(w, _)| *w)
+            .collect();
+        let words: Vec<&Value> = s["definitions"]["OverlapWord"]["oneOf"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|w| &w["const"])
+            .collect();
+        assert_eq!(json!(words), json!(overlap));
     }
 
     #[test]

@@ -1,8 +1,8 @@
-//! The codes of YAML documents: loading, analysis, the plan and its runtime (areas Y to DOC).
+//! The codes of YAML documents: loading, analysis, the plan and its runtime (areas Y to SC).
 
 use super::ErrorCode;
 
-/// The codes of YAML documents: loading, analysis, the plan and its runtime (areas Y to DOC), in the order of [`AREAS`](crate::codes::AREAS).
+/// The codes of YAML documents: loading, analysis, the plan and its runtime (areas Y to SC), in the order of [`AREAS`](crate::codes::AREAS).
 pub(super) const CODES: &[ErrorCode] = &[
     ErrorCode {
         code: "MAG-Y001",
@@ -208,5 +208,55 @@ pub(super) const CODES: &[ErrorCode] = &[
         code: "MAG-DOC003",
         meaning: "A document cannot be read.",
         remedy: "Check the file's permissions and encoding.",
+    },
+    ErrorCode {
+        code: "MAG-SC001",
+        meaning: "A scheduler document sets both `recipe:` and `workflow:`; they are mutually exclusive.",
+        remedy: "Keep `workflow:` and remove `recipe:`.",
+    },
+    ErrorCode {
+        code: "MAG-SC002",
+        meaning: "A scheduler document names a `recipe:`; Magrathea schedules workflows only.",
+        remedy: "Replace `recipe:` with `workflow: <name>` of a workflow that runs the recipe.",
+    },
+    ErrorCode {
+        code: "MAG-SC003",
+        meaning: "A scheduler document names no `workflow:` to start.",
+        remedy: "Add `workflow: <name>`.",
+    },
+    ErrorCode {
+        code: "MAG-SC004",
+        meaning: "A scheduler document sets both `cron:` and `at:`.",
+        remedy: "Keep `cron:` for a repeating schedule or `at:` for a one-shot, not both.",
+    },
+    ErrorCode {
+        code: "MAG-SC005",
+        meaning: "A scheduler document sets neither `cron:` nor `at:`, so it never fires.",
+        remedy: "Add `cron: \"<pattern>\"` (5 fields, or 6 with seconds first) or `at: <ISO-8601 instant>`.",
+    },
+    ErrorCode {
+        code: "MAG-SC006",
+        meaning: "A scheduler document's `cron:` expression does not parse; the message says why.",
+        remedy: "Write 5 fields (minute hour day-of-month month day-of-week) or 6 with seconds first, e.g. `0 0 6 * * *`.",
+    },
+    ErrorCode {
+        code: "MAG-SC007",
+        meaning: "A scheduler document's `timezone:` is not an IANA time zone name.",
+        remedy: "Use a name such as `Europe/Berlin`, `America/New_York` or `UTC`.",
+    },
+    ErrorCode {
+        code: "MAG-SC008",
+        meaning: "A scheduler document's `at:` is not an ISO-8601 instant with an offset or `Z`.",
+        remedy: "Write e.g. `2026-12-24T18:00:00+01:00` or `2026-12-24T17:00:00Z`.",
+    },
+    ErrorCode {
+        code: "MAG-SC009",
+        meaning: "A scheduler document gives `timezone:` with `at:`; the instant carries its own offset, so the zone would be ignored.",
+        remedy: "Remove `timezone:`, or write the offset into `at:`.",
+    },
+    ErrorCode {
+        code: "MAG-SC010",
+        meaning: "A scheduler document's `cron:` expression matches no time at all (e.g. 30 February), so it never fires.",
+        remedy: "Fix the day and month fields.",
     },
 ];

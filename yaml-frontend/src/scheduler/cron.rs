@@ -1,0 +1,202 @@
+//! A cron pattern in a time zone: which instants it fires at, by the rule of the module docs.
+//!
+//! croner finds the wall-clock times a pattern matches; jiff's zone database maps each to the
+//! instant it fires at. Matching runs on civil (zone-less) times, so a pattern means the same
+//! in every zone; only the mapping knows about daylight saving.
+
+use std::fmt;
+use std::str::FromStr;
+
+use croner::Cron;
+use croner::parser::{CronParser, Seconds, Year};
+use jiff::civil::DateTime;
+use jiff::tz::{AmbiguousOffset, Offset, TimeZone};
+use jiff::{SignedDuration, Timestamp};
+
+/// Offsets are sampled this far around an instant to bound where its wall-clock time may lie:
+/// zones change their offset at most once in such a span.
+const NEAR: SignedDuration = SignedDuration::from_hours(6);
+
+/// A parsed cron pattern and the zone its wall-clock times are read in.
+#[derive(Clone)]
+pub(crate) struct CronTicks {
+    expression: String,
+    cron: Cron,
+    zone_name: String,
+    zone: TimeZone,
+}
+
+impl fmt::Debug for CronTicks {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("CronTicks")
+            .field("expression", &self.expression)
+            .field("zone", &self.zone_name)
+            .finish_non_exhaustive()
+    }
+}
+
+/// Parses a pattern of 5 fields (minute first) or 6 (seconds first); the error says why not.
+pub(crate) fn parse_pattern(expression: &str) -> Result<Cron, String> {
+    let fields = expression.split_whitespace().count();
+    if !(5..=6).contains(&fields) {
+        return Err(format!(
+            "it has {fields} field(s): expected 5 (minute hour day-of-month month day-of-week) \
+             or 6 (with seconds first)"
+        ));
+    }
+    CronParser::builder()
+        .seconds(Seconds::Optional)
+        .year(Year::Disallowed)
+        .build()
+        .parse(expression)
+        .map_err(|e| e.to_string())
+}
+
+/// The zone named `name` from the compiled-in IANA database.
+pub(crate) fn zone(name: &str) -> Option<TimeZone> {
+    TimeZone::get(name).ok()
+}
+
+/// Whether `cron` matches any wall-clock time at all (a pattern for 30 February never does).
+pub(crate) fn ever_matches(cron: &Cron) -> bool {
+    // Without a year field every pattern that matches anything matches within 28 years
+    // (the calendar repeats); croner gives up on its own search limit otherwise.
+    let start = DateTime::constant(2000, 1, 1, 0, 0, 0, 0);
+    cron.find_next_occurrence(&start, true)
+        .is_ok_and(|t| t.year() <= 2029)
+}
+
+impl CronTicks {
+    pub(crate) fn new(expression: String, cron: Cron, zone_name: String, zone: TimeZone) -> Self {
+        Self {
+            expression,
+            cron,
+            zone_name,
+            zone,
+        }
+    }
+
+    pub(crate) fn expression(&self) -> &str {
+        &self.expression
+    }
+
+    pub(crate) fn zone_name(&self) -> &str {
+        &self.zone_name
+    }
+
+    /// The instant (UTC milliseconds) at which the matching wall-clock time `wall` fires: its
+    /// only instant; the first of two in a fold; the end of the gap it falls into.
+    fn fire_at(&self, wall: DateTime) -> Option<i64> {
+        let ts = match self.zone.to_ambiguous_timestamp(wall).offset() {
+            AmbiguousOffset::Unambiguous { offset } => offset.to_timestamp(wall).ok()?,
+            // `before` is the larger offset of a fold: the earlier instant.
+            AmbiguousOffset::Fold { before, .. } => before.to_timestamp(wall).ok()?,
+            AmbiguousOffset::Gap { after, .. } => {
+                // Read with the later offset, `wall` lies before the shift; the first
+                // transition after that instant is the shift.
+                let before_shift = after.to_timestamp(wall).ok()?;
+                self.zone.following(before_shift).next()?.timestamp()
+            }
+        };
+        Some(ts.as_millisecond())
+    }
+
+    fn offset_at(&self, ms: i64, shift: SignedDuration) -> Option<Offset> {
+        let ts = Timestamp::from_millisecond(ms).ok()?;
+        Some(self.zone.to_offset(ts.checked_add(shift).unwrap_or(ts)))
+    }
+
+    /// The first instant strictly after `after_ms` at which the pattern fires.
+    pub(crate) fn next_after(&self, after_ms: i64) -> Option<i64> {
+        // Every wall-clock time firing after `after_ms` lies at or after `after_ms` read with
+        // the smallest offset near it (see the proof in the module docs of `ticks`).
+        let low = self
+            .offset_at(after_ms, SignedDuration::ZERO)?
+            .min(self.offset_at(after_ms, NEAR)?);
+        let mut wall = low.to_datetime(Timestamp::from_millisecond(after_ms).ok()?);
+        let mut inclusive = true;
+        loop {
+            wall = self.cron.find_next_occurrence(&wall, inclusive).ok()?;
+            inclusive = false;
+            let at = self.fire_at(wall)?;
+            if at > after_ms {
+                return Some(at);
+            }
+        }
+    }
+
+    /// The last instant at or before `to_ms` at which the pattern fires.
+    pub(crate) fn last_at_or_before(&self, to_ms: i64) -> Option<i64> {
+        // Mirror of `next_after`: wall-clock times firing by `to_ms` lie at or before `to_ms`
+        // read with the largest offset near it.
+        let high = self
+            .offset_at(to_ms, SignedDuration::ZERO)?
+            .max(self.offset_at(to_ms, -NEAR)?);
+        let mut wall = high.to_datetime(Timestamp::from_millisecond(to_ms).ok()?);
+        let mut inclusive = true;
+        loop {
+            wall = self.cron.find_previous_occurrence(&wall, inclusive).ok()?;
+            inclusive = false;
+            let at = self.fire_at(wall)?;
+            if at <= to_ms {
+                return Some(at);
+            }
+        }
+    }
+}
+
+impl FromStr for CronTicks {
+    type Err = String;
+
+    /// A pattern in UTC, for tests.
+    fn from_str(expression: &str) -> Result<Self, String> {
+        let cron = parse_pattern(expression)?;
+        Ok(Self::new(
+            expression.to_owned(),
+            cron,
+            "UTC".to_owned(),
+            TimeZone::UTC,
+        ))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn ms(text: &str) -> i64 {
+        text.parse::<Timestamp>().unwrap().as_millisecond()
+    }
+
+    #[test]
+    fn five_and_six_fields_parse_and_four_or_seven_do_not() {
+        assert!(parse_pattern("0 6 * * *").is_ok());
+        assert!(parse_pattern("0 0 6 * * *").is_ok());
+        let four = parse_pattern("0 6 * *").unwrap_err();
+        assert!(four.contains("4 field(s)"), "{four}");
+        assert!(parse_pattern("0 0 6 * * * 2026").is_err());
+    }
+
+    #[test]
+    fn a_pattern_for_30_february_never_matches() {
+        assert!(!ever_matches(&parse_pattern("0 0 30 2 *").unwrap()));
+        assert!(ever_matches(&parse_pattern("0 0 29 2 *").unwrap()));
+    }
+
+    #[test]
+    fn utc_ticks_step_forward_and_back() {
+        let c: CronTicks = "*/20 * * * * *".parse().unwrap();
+        let t = ms("2026-01-01T00:00:00Z");
+        assert_eq!(c.next_after(t), Some(t + 20_000));
+        assert_eq!(c.next_after(t - 1), Some(t));
+        assert_eq!(c.last_at_or_before(t), Some(t));
+        assert_eq!(c.last_at_or_before(t - 1), Some(t - 20_000));
+    }
+
+    #[test]
+    fn out_of_range_instants_have_no_tick() {
+        let c: CronTicks = "* * * * *".parse().unwrap();
+        assert_eq!(c.next_after(i64::MAX), None);
+        assert_eq!(c.last_at_or_before(i64::MIN), None);
+    }
+}
