@@ -24,6 +24,7 @@
 
 pub mod http;
 mod store_location;
+pub mod webhook;
 
 pub use http::{
     Access, ConnectionLimits, DEFAULT_ADDR, DEFAULT_HEADER_READ_TIMEOUT, DEFAULT_IDLE_TIMEOUT,

@@ -169,6 +169,10 @@ pub const AREAS: &[Area] = &[
         title: "Authentication",
     },
     Area {
+        prefix: "WH",
+        title: "Webhooks: configuration and the verification of deliveries",
+    },
+    Area {
         prefix: "HTTP",
         title: "HTTP API (the `code` of an error response)",
     },

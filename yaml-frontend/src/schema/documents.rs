@@ -61,6 +61,11 @@ pub struct EventDocument {
     /// Static parameters of the run; the request adds `payload`.
     #[serde(default)]
     pub params: Map<String, Value>,
+    /// Also starts `workflow` from `POST /v1/workflow-webhooks/{pathToken}`, with optional
+    /// HMAC-SHA256 signatures and delivery dedupe, if set.
+    // Boxed: most events have none, and the block is several times the size of the rest.
+    #[serde(default)]
+    pub webhook: Option<Box<super::WebhookConfig>>,
 }
 
 /// The `auth:` of an event document.

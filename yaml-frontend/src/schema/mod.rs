@@ -5,6 +5,7 @@
 
 mod documents;
 mod scheduler;
+mod webhook;
 mod words;
 mod workflow;
 
@@ -14,6 +15,11 @@ use serde_json::{Value, json};
 
 pub use documents::{EventAuth, EventDocument, HttpMethodWords, SettingsDocument, ToolSettings};
 pub use scheduler::{OverlapWord, SchedulerDocument};
+pub use webhook::{
+    DedupeSource, DocDuration, MAX_DEDUPE_WINDOW, MAX_PASSED_HEADERS, MAX_PREFIX_LEN,
+    MAX_TOLERANCE, MIN_DEDUPE_WINDOW, MIN_TOLERANCE, SignatureEncoding, WEBHOOK_MAX_BODY_BYTES,
+    WebhookConfig, WebhookDedupe, WebhookSignature,
+};
 pub use words::{ErrorKindKey, ErrorKindList, WordList, Words};
 pub use workflow::{
     AgentTask, Bounds, Common, ConditionTask, CriticalityWords, ElseRule, GateTask, IfRule, Inbox,

@@ -1,8 +1,8 @@
-//! The codes of the server and its HTTP API (areas SV, CS, AUTH and HTTP).
+//! The codes of the server and its HTTP API (areas SV, CS, AUTH, WH and HTTP).
 
 use super::ErrorCode;
 
-/// The codes of the server and its HTTP API (areas SV, CS, AUTH and HTTP), in the order of [`AREAS`](crate::codes::AREAS).
+/// The codes of the server and its HTTP API (areas SV, CS, AUTH, WH and HTTP), in the order of [`AREAS`](crate::codes::AREAS).
 pub(super) const CODES: &[ErrorCode] = &[
     ErrorCode {
         code: "MAG-SV001",
@@ -53,6 +53,61 @@ pub(super) const CODES: &[ErrorCode] = &[
         code: "MAG-AUTH002",
         meaning: "The token file is invalid.",
         remedy: "Fix its format (the message says where).",
+    },
+    ErrorCode {
+        code: "MAG-WH001",
+        meaning: "A webhook was called with a method other than POST.",
+        remedy: "Send the delivery as POST.",
+    },
+    ErrorCode {
+        code: "MAG-WH002",
+        meaning: "A webhook delivery's body is larger than the webhook's `maxBodyBytes`.",
+        remedy: "Send a smaller body, or raise `maxBodyBytes` (at most 1 MiB).",
+    },
+    ErrorCode {
+        code: "MAG-WH003",
+        meaning: "A webhook that requires a signature got a delivery without its signature header.",
+        remedy: "Configure the sender with the secret, or fix `signature.header` to the header it sends.",
+    },
+    ErrorCode {
+        code: "MAG-WH004",
+        meaning: "A webhook delivery's signature is malformed (prefix, hex or base64) or does not match any configured secret.",
+        remedy: "Check that the sender and the setting named by `signature.secretSetting` hold the same secret, and the `prefix` and `encoding`.",
+    },
+    ErrorCode {
+        code: "MAG-WH005",
+        meaning: "A webhook that requires a timestamp got a delivery without its timestamp header.",
+        remedy: "Send the timestamp header named by `signature.timestampHeader`, or unset it (GitHub sends none).",
+    },
+    ErrorCode {
+        code: "MAG-WH006",
+        meaning: "A webhook delivery's timestamp header is not a number of unix seconds.",
+        remedy: "Send the time of sending as whole unix seconds.",
+    },
+    ErrorCode {
+        code: "MAG-WH007",
+        meaning: "A webhook delivery is correctly signed but its timestamp is further from the server's clock than `signature.tolerance`.",
+        remedy: "Check the sender's and the server's clocks; a replayed old delivery is refused on purpose.",
+    },
+    ErrorCode {
+        code: "MAG-WH008",
+        meaning: "A webhook with `dedupe:` got a delivery without a key (the header is absent, or the pointer finds no string or number in a JSON body).",
+        remedy: "Send the key, or fix `dedupe.header` or `dedupe.pointer`.",
+    },
+    ErrorCode {
+        code: "MAG-WH009",
+        meaning: "A webhook that requires a signature has no secret: the setting named by `signature.secretSetting` is absent or empty, so every delivery is refused.",
+        remedy: "Set the secret (or a list of secrets) in the project's or tenant's `_vance/settings.yaml`.",
+    },
+    ErrorCode {
+        code: "MAG-WH010",
+        meaning: "A webhook block of an event document is invalid (a bound, a header name, a settings path or a JSON pointer).",
+        remedy: "Fix the field the message names; see docs/webhooks.md.",
+    },
+    ErrorCode {
+        code: "MAG-WH011",
+        meaning: "A webhook's path token (the setting named by `tokenSetting`) is missing, shorter than 32 characters, or has characters other than letters, digits, `-` and `_`.",
+        remedy: "Set a long random token, e.g. 32 or more characters from `openssl rand -hex 24`.",
     },
     ErrorCode {
         code: "MAG-HTTP-401",
