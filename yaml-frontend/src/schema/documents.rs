@@ -61,6 +61,10 @@ pub struct EventDocument {
     /// Static parameters of the run; the request adds `payload`.
     #[serde(default)]
     pub params: Map<String, Value>,
+    /// Starts `workflow` on the engine's own events too (run and approval events), with
+    /// `params` plus `event`, the event's JSON; see [`crate::events`].
+    #[serde(default)]
+    pub subscribe: Option<crate::events::Subscription>,
 }
 
 /// The `auth:` of an event document.

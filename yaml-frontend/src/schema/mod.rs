@@ -1,9 +1,10 @@
 //! JSON Schemas of the documents under `_vance/`, derived from the types that describe them:
-//! workflows, settings, recipes and events. The repository keeps them in `schemas/` (a test
+//! workflows, settings, recipes, events and hooks. The repository keeps them in `schemas/` (a test
 //! regenerates and compares them) and the server serves them at `/schemas/<name>.schema.json`,
 //! so an editor's YAML language server can complete and check documents.
 
 mod documents;
+mod hook;
 mod words;
 mod workflow;
 
@@ -12,6 +13,9 @@ use schemars::{JsonSchema, Schema};
 use serde_json::{Value, json};
 
 pub use documents::{EventAuth, EventDocument, HttpMethodWords, SettingsDocument, ToolSettings};
+pub use hook::{
+    CheckedHook, DEFAULT_HOOK_TIMEOUT_SECONDS, HookDocument, HookState, MAX_HOOK_TIMEOUT_SECONDS,
+};
 pub use words::{ErrorKindKey, ErrorKindList, WordList, Words};
 pub use workflow::{
     AgentTask, Bounds, Common, ConditionTask, CriticalityWords, ElseRule, GateTask, IfRule, Inbox,
@@ -24,11 +28,12 @@ use crate::ast::TaskType;
 use crate::runtime::Recipe;
 
 /// The documents that have a schema: the name in `<name>.schema.json`, and what it covers.
-pub const DOCUMENTS: [(&str, &str); 4] = [
+pub const DOCUMENTS: [(&str, &str); 5] = [
     ("workflow", "_vance/workflows/*.yaml"),
     ("settings", "_vance/settings.yaml"),
     ("recipe", "_vance/recipes/*.yaml"),
     ("event", "_vance/events/*.yaml"),
+    ("hook", "_vance/hooks/*.yaml"),
 ];
 
 fn generate<T: JsonSchema>() -> Schema {
@@ -46,6 +51,7 @@ pub fn schema(name: &str) -> Option<Value> {
         "settings" => generate::<SettingsDocument>(),
         "recipe" => generate::<Recipe>(),
         "event" => generate::<EventDocument>(),
+        "hook" => generate::<HookDocument>(),
         _ => return None,
     };
     let mut value = schema.to_value();
