@@ -8,12 +8,15 @@
 //!   unreachable states, loops that can run forever) into warnings, and
 //!   [`Loaded::check_sub_workflows`] looks up the workflows its `workflow_task`s start.
 //! - [`Outcome`]: what each task type can end with, the one table of outcomes.
-//! - [`schema`]: JSON Schemas of workflow, settings, recipe and event documents, generated
-//!   from the types that describe them (checked in under `schemas/`).
+//! - [`schema`]: JSON Schemas of workflow, settings, recipe, event and hook documents,
+//!   generated from the types that describe them (checked in under `schemas/`).
+//! - [`events`]: the engine's internal events, their JSON, and the `subscribe:` block of
+//!   event documents; hooks subscribe with [`schema::HookDocument`].
 //! - [`Plan`]: a valid document compiled for the interpreter and `graph`.
 //! - [`Template`] / [`TemplateValue`] (and [`resolve_value`]) resolve `${params.X}` /
 //!   `${state.X}`: a whole placeholder keeps its JSON type, one inside text becomes text.
-//! - [`Condition`] parses and evaluates the sandboxed SpEL subset of `condition_task`.
+//! - [`Condition`] parses and evaluates the sandboxed SpEL subset of `condition_task`, and
+//!   event filters over `#event` ([`Condition::parse_filter`]).
 //! - [`parse_duration`] reads `timer_task` durations.
 //! - [`validate_params`] checks caller parameters against `parameters:`.
 //! - [`scheduler`] reads `_vance/scheduler/<name>.yaml` ([`scheduler::load_schedule`]) and
@@ -27,6 +30,7 @@ mod condition;
 mod diagnostic;
 mod duration;
 mod error_kind;
+pub mod events;
 mod loader;
 mod node;
 mod outcome;

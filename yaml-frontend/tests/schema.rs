@@ -57,6 +57,8 @@ fn kind_of(path: &Path) -> Option<&'static str> {
         Some("event")
     } else if p.contains("/_vance/scheduler/") {
         Some("scheduler")
+    } else if p.contains("/_vance/hooks/") {
+        Some("hook")
     } else {
         None
     }
@@ -242,7 +244,7 @@ fn schema_refuses_the_shapes_the_loader_refuses() {
 }
 
 #[test]
-fn settings_recipes_and_events_are_checked_by_their_schemas() {
+fn settings_recipes_events_and_hooks_are_checked_by_their_schemas() {
     let ok = [
         (
             "settings",
@@ -256,6 +258,14 @@ fn settings_recipes_and_events_are_checked_by_their_schemas() {
             "event",
             "description: GitHub PR hook\nworkflow: pr-review\nmethods: [POST, get]\nauth: { tokenSetting: events.github.token }\nparams: { source: github }\n",
         ),
+        (
+            "event",
+            "workflow: notify-failure\nsubscribe:\n  source: internal\n  event: workflow.run.failed\n  filter: \"#event['workflowName'] == 'deploy'\"\nparams: { channel: ops }\n",
+        ),
+        (
+            "hook",
+            "description: review\non: workflow.run.failed\nfilter: \"#event['workflowName'] == 'deploy'\"\nscript: _vance/hooks/review.js\ntimeoutSeconds: 10\nenabled: true\n",
+        ),
     ];
     for (kind, text) in ok {
         let found = problems(kind, &as_json(kind, text));
@@ -268,6 +278,29 @@ fn settings_recipes_and_events_are_checked_by_their_schemas() {
         ("recipe", "engine: jeltz\nprices: { inputPerMTok: 1 }\n"),
         ("event", "methods: [POST]\n"),
         ("event", "workflow: w\nmetods: [GET]\n"),
+        (
+            "event",
+            "workflow: w\nsubscribe: { event: workflow.run.faild }\n",
+        ),
+        (
+            "event",
+            "workflow: w\nsubscribe: { event: workflow.run.failed, source: kafka }\n",
+        ),
+        (
+            "event",
+            "workflow: w\nsubscribe: { event: workflow.run.failed, when: x }\n",
+        ),
+        ("hook", "script: a.js\n"),
+        ("hook", "on: workflow.run.failed\n"),
+        ("hook", "on: workflow.run.failed\nscript: a.py\n"),
+        (
+            "hook",
+            "on: workflow.run.failed\nscript: a.js\ntimeoutSeconds: 61\n",
+        ),
+        (
+            "hook",
+            "on: workflow.run.failed\nscript: a.js\nenabled: yes\n",
+        ),
     ];
     for (kind, text) in bad {
         assert!(

@@ -157,6 +157,10 @@ pub const AREAS: &[Area] = &[
         title: "Agent tasks",
     },
     Area {
+        prefix: "HK",
+        title: "Hooks and internal-event subscriptions",
+    },
+    Area {
         prefix: "SV",
         title: "Server",
     },

@@ -112,10 +112,19 @@ pub mod contract {
             c.put("s", k, k.as_bytes()).unwrap();
         }
         let keys = |v: Vec<(String, Vec<u8>)>| v.into_iter().map(|(k, _)| k).collect::<Vec<_>>();
-        assert_eq!(keys(c.scan("s", "p/", None, 10).unwrap()), ["p/1", "p/2", "p/3"]);
-        assert_eq!(keys(c.scan("s", "p/", Some("p/1"), 10).unwrap()), ["p/2", "p/3"]);
+        assert_eq!(
+            keys(c.scan("s", "p/", None, 10).unwrap()),
+            ["p/1", "p/2", "p/3"]
+        );
+        assert_eq!(
+            keys(c.scan("s", "p/", Some("p/1"), 10).unwrap()),
+            ["p/2", "p/3"]
+        );
         assert_eq!(keys(c.scan("s", "p/", None, 2).unwrap()), ["p/1", "p/2"]);
-        assert_eq!(keys(c.scan("s", "", None, 10).unwrap()), ["p", "p/1", "p/2", "p/3", "q/1"]);
+        assert_eq!(
+            keys(c.scan("s", "", None, 10).unwrap()),
+            ["p", "p/1", "p/2", "p/3", "q/1"]
+        );
         assert!(c.scan("s", "p/", None, 0).unwrap().is_empty());
         assert!(c.scan("none", "", None, 10).unwrap().is_empty());
 
@@ -124,11 +133,20 @@ pub mod contract {
             .delete("s", &["p/1".into(), "p/9".into(), "q/1".into()])
             .unwrap();
         assert_eq!(gone, 2);
-        assert_eq!(keys(c.scan("s", "", None, 10).unwrap()), ["p", "p/2", "p/3"]);
-        assert_eq!(c.get("u", "a").unwrap().as_deref(), Some(&b"other table"[..]));
+        assert_eq!(
+            keys(c.scan("s", "", None, 10).unwrap()),
+            ["p", "p/2", "p/3"]
+        );
+        assert_eq!(
+            c.get("u", "a").unwrap().as_deref(),
+            Some(&b"other table"[..])
+        );
 
         // Limits.
-        assert!(c.put("t", &"k".repeat(super::MAX_KEY_BYTES + 1), b"v").is_err());
+        assert!(
+            c.put("t", &"k".repeat(super::MAX_KEY_BYTES + 1), b"v")
+                .is_err()
+        );
     }
 }
 

@@ -208,4 +208,3 @@ mod tests {
         crate::store::contract::check_ranges(&super::MemoryStore::new());
     }
 }
-

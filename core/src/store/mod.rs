@@ -21,11 +21,11 @@ mod slots;
 
 use serde::{Deserialize, Serialize};
 
+pub use catalog::Catalog;
 #[cfg(any(test, feature = "test-util"))]
 pub use faulty::FaultyStore;
 #[cfg(any(test, feature = "test-util"))]
 pub use faulty_backend::{DiskFaults, FaultyBackend};
-pub use catalog::Catalog;
 pub use leases::{Claim, LaneSlot, Leases, Mail};
 pub use memory::MemoryStore;
 pub use reader::StoreReader;

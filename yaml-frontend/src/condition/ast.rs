@@ -22,6 +22,8 @@ pub enum Variable {
     Params,
     /// `#tasks`: reserved by the reference; always evaluates to `null`.
     Tasks,
+    /// `#event`: the internal event an event filter is matched against (filters only).
+    Event,
 }
 
 /// Comparison operators.
@@ -48,7 +50,7 @@ pub enum CompareOp {
 pub enum ExprKind {
     /// A string, number, boolean or null literal.
     Literal(Value),
-    /// `#state`, `#params`, `#tasks`.
+    /// `#state`, `#params`, `#tasks` (workflow conditions) or `#event` (event filters).
     Var(Variable),
     /// `target[index]`.
     Index(Box<Expr>, Box<Expr>),

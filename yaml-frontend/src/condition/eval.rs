@@ -35,6 +35,7 @@ fn kind_name(v: &Value) -> &'static str {
 pub(crate) struct Env<'v> {
     pub(crate) state: &'v Value,
     pub(crate) params: &'v Value,
+    pub(crate) event: &'v Value,
 }
 
 pub(crate) fn truthy(v: &Value, offset: usize) -> Result<bool, EvalError> {
@@ -100,6 +101,7 @@ pub(crate) fn eval(e: &Expr, env: &Env<'_>) -> Result<Value, EvalError> {
         ExprKind::Var(Variable::State) => env.state.clone(),
         ExprKind::Var(Variable::Params) => env.params.clone(),
         ExprKind::Var(Variable::Tasks) => Value::Null,
+        ExprKind::Var(Variable::Event) => env.event.clone(),
         ExprKind::Index(t, i) => {
             let key = eval(i, env)?;
             index(eval(t, env)?, &key)

@@ -12,6 +12,10 @@
 //! assignment, arithmetic, selection/projection, bare names and any variable other than
 //! `#state`, `#params`, `#tasks`. Evaluation semantics are documented in `eval.rs` and on
 //! [`Condition::evaluate`].
+//!
+//! Event filters ([`Condition::parse_filter`]) are the same language over one variable,
+//! `#event` (the event's JSON: `#event['workflowName'] == 'deploy'`, `#event.status`); they
+//! refuse the workflow's variables, and a workflow's conditions refuse `#event`.
 
 mod ast;
 mod error;
@@ -20,6 +24,8 @@ mod lexer;
 mod parser;
 
 use serde_json::Value;
+
+use parser::Dialect;
 
 pub use ast::{CompareOp, Expr, ExprKind, Variable};
 pub use error::{ConditionError, ConditionErrorKind, EvalError};
@@ -32,11 +38,22 @@ pub struct Condition {
 }
 
 impl Condition {
-    /// Parses and sandbox-checks `source`.
+    /// Parses and sandbox-checks `source` as a workflow condition (`#state`, `#params`,
+    /// `#tasks`; `#event` is refused).
     pub fn parse(source: &str) -> Result<Self, ConditionError> {
         Ok(Self {
             source: source.to_owned(),
-            expr: parser::parse(source)?,
+            expr: parser::parse(source, Dialect::Workflow)?,
+        })
+    }
+
+    /// Parses and sandbox-checks `source` as an event filter: it reads `#event` only, and
+    /// `#state`, `#params` and `#tasks` are refused with an error saying so. Match it with
+    /// [`Condition::matches_event`].
+    pub fn parse_filter(source: &str) -> Result<Self, ConditionError> {
+        Ok(Self {
+            source: source.to_owned(),
+            expr: parser::parse(source, Dialect::Filter)?,
         })
     }
 
@@ -54,7 +71,15 @@ impl Condition {
 
     /// Evaluates to a value (no boolean coercion of the result).
     pub fn evaluate_value(&self, state: &Value, params: &Value) -> Result<Value, EvalError> {
-        eval::eval(&self.expr, &eval::Env { state, params })
+        let event = &Value::Null;
+        eval::eval(
+            &self.expr,
+            &eval::Env {
+                state,
+                params,
+                event,
+            },
+        )
     }
 
     /// Evaluates as a branch condition: `true`/`false` as they are, `null` is false, any
@@ -64,7 +89,23 @@ impl Condition {
     pub fn evaluate(&self, state: &Value, params: &Value) -> Result<bool, EvalError> {
         eval::truthy(&self.evaluate_value(state, params)?, 0)
     }
+
+    /// Whether `event` passes this filter (parsed with [`Condition::parse_filter`]), with the
+    /// truthiness rules of [`Condition::evaluate`]: `true`/`false` as they are, `null` (e.g. a
+    /// missing key) is false, any other result is [`EvalError::NotBoolean`].
+    pub fn matches_event(&self, event: &Value) -> Result<bool, EvalError> {
+        let null = &Value::Null;
+        let env = eval::Env {
+            state: null,
+            params: null,
+            event,
+        };
+        eval::truthy(&eval::eval(&self.expr, &env)?, 0)
+    }
 }
 
 #[cfg(test)]
 mod tests;
+
+#[cfg(test)]
+mod filter_tests;

@@ -12,13 +12,23 @@ use super::lexer::{Tok, Token, lex};
 
 type PResult = Result<Expr, ConditionError>;
 
-/// Parses `src` into an expression.
-pub(crate) fn parse(src: &str) -> PResult {
+/// Which variables an expression may read.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Dialect {
+    /// A workflow's conditions: `#state`, `#params`, `#tasks`.
+    Workflow,
+    /// An event filter: `#event` only.
+    Filter,
+}
+
+/// Parses `src` into an expression of `dialect`.
+pub(crate) fn parse(src: &str, dialect: Dialect) -> PResult {
     let toks = lex(src)?;
     let mut p = Parser {
         toks,
         pos: 0,
         depth: 0,
+        dialect,
     };
     let e = p.expr()?;
     let t = p.peek();
@@ -40,6 +50,8 @@ struct Parser {
     /// Current nesting of sub-expressions; bounded so that hostile input (`((((…`, `!!!!…`)
     /// is an error, not a stack overflow of the process that loads the document.
     depth: usize,
+    /// The variables this expression may read.
+    dialect: Dialect,
 }
 
 /// Deepest nesting of parentheses, ternaries, indexes and negations a condition may have.
@@ -95,6 +107,32 @@ fn bx(e: Expr) -> Box<Expr> {
 }
 
 impl Parser {
+    /// The variable `#name` at `offset`, if this dialect has it.
+    fn variable(&self, name: &str, offset: usize) -> Result<Variable, ConditionError> {
+        let sandbox = |message: String| Err(ConditionError::sandbox(offset, message));
+        match (self.dialect, name) {
+            (Dialect::Workflow, "state") => Ok(Variable::State),
+            (Dialect::Workflow, "params") => Ok(Variable::Params),
+            (Dialect::Workflow, "tasks") => Ok(Variable::Tasks),
+            (Dialect::Workflow, "event") => sandbox(
+                "'#event' exists only in event filters (`subscribe.filter:`, a hook's \
+                 `filter:`); a workflow's conditions read #state, #params or #tasks"
+                    .to_owned(),
+            ),
+            (Dialect::Workflow, _) => sandbox(format!(
+                "unknown variable '#{name}': expected #state, #params or #tasks"
+            )),
+            (Dialect::Filter, "event") => Ok(Variable::Event),
+            (Dialect::Filter, "state" | "params" | "tasks") => sandbox(format!(
+                "'#{name}' is a workflow variable: event filters see only #event (the event's \
+                 JSON, e.g. #event['workflowName'])"
+            )),
+            (Dialect::Filter, _) => sandbox(format!(
+                "unknown variable '#{name}': event filters see only #event"
+            )),
+        }
+    }
+
     fn peek(&self) -> &Token {
         &self.toks[self.pos.min(self.toks.len() - 1)]
     }
@@ -392,19 +430,7 @@ impl Parser {
                         format!("function calls are not allowed in conditions: '#{name}(...)'"),
                     ));
                 }
-                let v = match name.as_str() {
-                    "state" => Variable::State,
-                    "params" => Variable::Params,
-                    "tasks" => Variable::Tasks,
-                    _ => {
-                        return Err(ConditionError::sandbox(
-                            t.offset,
-                            format!(
-                                "unknown variable '#{name}': expected #state, #params or #tasks"
-                            ),
-                        ));
-                    }
-                };
+                let v = self.variable(name, t.offset)?;
                 Ok(Expr {
                     offset: t.offset,
                     kind: ExprKind::Var(v),
@@ -434,10 +460,16 @@ impl Parser {
                     )),
                     _ => Err(ConditionError::sandbox(
                         t.offset,
-                        format!(
-                            "bare name '{w}' is not allowed in conditions: read variables as \
-                             #state['key'] or #params['key']"
-                        ),
+                        match self.dialect {
+                            Dialect::Workflow => format!(
+                                "bare name '{w}' is not allowed in conditions: read variables \
+                                 as #state['key'] or #params['key']"
+                            ),
+                            Dialect::Filter => format!(
+                                "bare name '{w}' is not allowed in event filters: read the \
+                                 event as #event['key'] or #event.key"
+                            ),
+                        },
                     )),
                 }
             }

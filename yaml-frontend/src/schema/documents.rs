@@ -66,6 +66,10 @@ pub struct EventDocument {
     // Boxed: most events have none, and the block is several times the size of the rest.
     #[serde(default)]
     pub webhook: Option<Box<super::WebhookConfig>>,
+    /// Starts `workflow` on the engine's own events too (run and approval events), with
+    /// `params` plus `event`, the event's JSON; see [`crate::events`].
+    #[serde(default)]
+    pub subscribe: Option<crate::events::Subscription>,
 }
 
 /// The `auth:` of an event document.

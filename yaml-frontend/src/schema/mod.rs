@@ -1,9 +1,10 @@
 //! JSON Schemas of the documents under `_vance/`, derived from the types that describe them:
-//! workflows, settings, recipes, events and schedules. The repository keeps them in `schemas/` (a test
+//! workflows, settings, recipes, events, schedules and hooks. The repository keeps them in `schemas/` (a test
 //! regenerates and compares them) and the server serves them at `/schemas/<name>.schema.json`,
 //! so an editor's YAML language server can complete and check documents.
 
 mod documents;
+mod hook;
 mod scheduler;
 mod webhook;
 mod words;
@@ -14,6 +15,9 @@ use schemars::{JsonSchema, Schema};
 use serde_json::{Value, json};
 
 pub use documents::{EventAuth, EventDocument, HttpMethodWords, SettingsDocument, ToolSettings};
+pub use hook::{
+    CheckedHook, DEFAULT_HOOK_TIMEOUT_SECONDS, HookDocument, HookState, MAX_HOOK_TIMEOUT_SECONDS,
+};
 pub use scheduler::{OverlapWord, SchedulerDocument};
 pub use webhook::{
     DedupeSource, DocDuration, MAX_DEDUPE_WINDOW, MAX_PASSED_HEADERS, MAX_PREFIX_LEN,
@@ -32,12 +36,13 @@ use crate::ast::TaskType;
 use crate::runtime::Recipe;
 
 /// The documents that have a schema: the name in `<name>.schema.json`, and what it covers.
-pub const DOCUMENTS: [(&str, &str); 5] = [
+pub const DOCUMENTS: [(&str, &str); 6] = [
     ("workflow", "_vance/workflows/*.yaml"),
     ("settings", "_vance/settings.yaml"),
     ("recipe", "_vance/recipes/*.yaml"),
     ("event", "_vance/events/*.yaml"),
     ("scheduler", "_vance/scheduler/*.yaml"),
+    ("hook", "_vance/hooks/*.yaml"),
 ];
 
 fn generate<T: JsonSchema>() -> Schema {
@@ -56,6 +61,7 @@ pub fn schema(name: &str) -> Option<Value> {
         "recipe" => generate::<Recipe>(),
         "event" => generate::<EventDocument>(),
         "scheduler" => generate::<SchedulerDocument>(),
+        "hook" => generate::<HookDocument>(),
         _ => return None,
     };
     let mut value = schema.to_value();

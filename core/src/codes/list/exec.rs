@@ -214,4 +214,69 @@ pub(super) const CODES: &[ErrorCode] = &[
         meaning: "The model still called tools after `maxToolRounds` rounds.",
         remedy: "Raise `maxToolRounds`, or adjust the prompt or the tools.",
     },
+    ErrorCode {
+        code: "MAG-HK001",
+        meaning: "A hook script threw an error (or its promise rejected).",
+        remedy: "Read the message and the line it names, and fix the script; catch errors the hook can live with.",
+    },
+    ErrorCode {
+        code: "MAG-HK002",
+        meaning: "A hook script does not compile.",
+        remedy: "Fix the syntax error at the line named in the message.",
+    },
+    ErrorCode {
+        code: "MAG-HK003",
+        meaning: "A hook script ran past its `timeoutSeconds` and was interrupted.",
+        remedy: "Make the script finish sooner, or raise `timeoutSeconds` (at most 60).",
+    },
+    ErrorCode {
+        code: "MAG-HK004",
+        meaning: "A hook script exceeded the sandbox's memory limit.",
+        remedy: "Keep less data in the script.",
+    },
+    ErrorCode {
+        code: "MAG-HK005",
+        meaning: "A hook script awaited a promise that never settles (the sandbox has no timers or I/O).",
+        remedy: "Await only promises the script itself settles, or `workflows.start` results.",
+    },
+    ErrorCode {
+        code: "MAG-HK006",
+        meaning: "A hook script returned a value JSON cannot carry.",
+        remedy: "Return JSON-compatible values only (objects, arrays, strings, numbers, booleans, null), or nothing.",
+    },
+    ErrorCode {
+        code: "MAG-HK007",
+        meaning: "The script engine could not run the hook (it failed to start or crashed).",
+        remedy: "Retry; if it persists, report it with the hook script.",
+    },
+    ErrorCode {
+        code: "MAG-HK008",
+        meaning: "A hook called `workflows.start` more often than one execution allows.",
+        remedy: "Start fewer workflows per event, or start one workflow that fans out.",
+    },
+    ErrorCode {
+        code: "MAG-HK009",
+        meaning: "`workflows.start` was called with a bad argument (a name that is not text, params that are not an object).",
+        remedy: "Call `workflows.start(\"name\", { ...params })`.",
+    },
+    ErrorCode {
+        code: "MAG-HK010",
+        meaning: "An event subscription or hook names an internal event that does not exist.",
+        remedy: "Use one of the internal events the message lists (e.g. `workflow.run.failed`).",
+    },
+    ErrorCode {
+        code: "MAG-HK011",
+        meaning: "An event filter does not parse, or reads a variable other than `#event`.",
+        remedy: "Fix the filter at the character named; filters read the event as `#event['key']`.",
+    },
+    ErrorCode {
+        code: "MAG-HK012",
+        meaning: "A hook's `script:` is not a relative `.js` path inside the project.",
+        remedy: "Name a `.js` document relative to the project directory, without `..`, e.g. `_vance/hooks/review.js`.",
+    },
+    ErrorCode {
+        code: "MAG-HK013",
+        meaning: "A hook's `timeoutSeconds` is outside 1 to 60.",
+        remedy: "Set `timeoutSeconds` between 1 and 60 (default 10).",
+    },
 ];
