@@ -195,10 +195,12 @@ fn when(ctx: &mut Ctx<'_>, root: &YamlNode) -> Option<When> {
             let pattern = match cron::parse_pattern(&expression) {
                 Ok(p) => p,
                 Err(why) => {
+                    // Point at the field at fault when the pattern is verbatim on its line.
+                    let span = why.offset.map_or(c.span, |o| c.span_at(o));
                     ctx.error(
-                        c.span,
+                        span,
                         Code::ScheduleCron,
-                        format_args!("invalid cron expression '{expression}': {why}"),
+                        format_args!("invalid cron expression '{expression}': {}", why.message),
                     );
                     return None;
                 }
