@@ -667,3 +667,57 @@ fn every_error_is_reported_at_once() {
         "{all:#?}"
     );
 }
+
+// ---- forward and backward agree across the changes ----------------------------------
+
+/// Around each change, for every instant on a 10-minute grid: the next tick after it is the
+/// first tick of the span that follows, and with a zero window catch-up fires exactly the last
+/// tick of the span that precedes it (and skips the others).
+#[test]
+fn next_tick_and_catch_up_agree_with_enumeration_across_daylight_saving() {
+    let cases = [
+        ("Europe/Berlin", "2026-03-29T01:00:00Z"),
+        ("Europe/Berlin", "2026-10-25T01:00:00Z"),
+        ("America/New_York", "2026-03-08T07:00:00Z"),
+        ("America/New_York", "2026-11-01T06:00:00Z"),
+    ];
+    for (zone, change) in cases {
+        for pattern in [
+            "*/15 * * * *",
+            "0 30 2 * * *",
+            "30 1 * * *",
+            "*/20 * 2 * * *",
+        ] {
+            let s = cron(pattern, zone);
+            let zero = schedule(&format!(
+                "cron: \"{pattern}\"\ntimezone: {zone}\ncatchupWindow: 0s\n"
+            ));
+            let c = ms(change);
+            let mut t = c - 4 * 3_600_000;
+            while t <= c + 4 * 3_600_000 {
+                let before = s.ticks_between(t - 86_400_000, t, 100_000);
+                let after = s.ticks_between(t, t + 2 * 86_400_000, 1);
+                assert_eq!(
+                    s.next_tick(t),
+                    after.first().copied(),
+                    "{zone} {pattern} {}",
+                    iso(t)
+                );
+                let caught = zero.catch_up(t - 86_400_000, t, 100_000);
+                assert_eq!(
+                    caught.fire,
+                    before.last().copied().into_iter().collect::<Vec<_>>(),
+                    "{zone} {pattern} {}",
+                    iso(t)
+                );
+                assert_eq!(
+                    caught.skipped.len() + caught.fire.len(),
+                    before.len(),
+                    "{zone} {pattern} {}",
+                    iso(t)
+                );
+                t += 600_000;
+            }
+        }
+    }
+}

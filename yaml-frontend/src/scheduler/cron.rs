@@ -54,6 +54,28 @@ const SIX: [&str; 6] = [
     "day-of-week",
 ];
 
+/// The whitespace-separated fields of `expression`, each with its offset in characters.
+fn fields(expression: &str) -> Vec<(usize, &str)> {
+    let mut out = Vec::new();
+    let mut start: Option<(usize, usize)> = None;
+    let mut chars = 0;
+    for (byte, c) in expression.char_indices() {
+        match (c.is_whitespace(), start) {
+            (false, None) => start = Some((byte, chars)),
+            (true, Some((from, offset))) => {
+                out.push((offset, &expression[from..byte]));
+                start = None;
+            }
+            _ => {}
+        }
+        chars += 1;
+    }
+    if let Some((from, offset)) = start {
+        out.push((offset, &expression[from..]));
+    }
+    out
+}
+
 fn parser() -> CronParser {
     CronParser::builder()
         .seconds(Seconds::Optional)
@@ -64,22 +86,7 @@ fn parser() -> CronParser {
 /// Parses a pattern of 5 fields (minute first) or 6 (seconds first); the error says why not
 /// and, when one field is at fault, which.
 pub(crate) fn parse_pattern(expression: &str) -> Result<Cron, PatternError> {
-    let fields: Vec<(usize, &str)> = expression
-        .char_indices()
-        .filter(|&(i, c)| {
-            !c.is_whitespace()
-                && (i == 0
-                    || expression[..i]
-                        .chars()
-                        .next_back()
-                        .is_some_and(char::is_whitespace))
-        })
-        .map(|(i, _)| {
-            let rest = &expression[i..];
-            let end = rest.find(char::is_whitespace).unwrap_or(rest.len());
-            (expression[..i].chars().count(), &rest[..end])
-        })
-        .collect();
+    let fields = fields(expression);
     let names: &[&str] = match fields.len() {
         5 => &FIVE,
         6 => &SIX,
@@ -239,6 +246,15 @@ mod tests {
         assert!(four.message.contains("4 field(s)"), "{four:?}");
         assert_eq!(four.offset, None);
         assert!(parse_pattern("0 0 6 * * * 2026").is_err());
+    }
+
+    #[test]
+    fn fields_carry_their_character_offsets() {
+        assert_eq!(
+            fields(" 0\t61  ü *"),
+            [(1, "0"), (3, "61"), (7, "ü"), (9, "*")]
+        );
+        assert!(fields("   ").is_empty());
     }
 
     #[test]
