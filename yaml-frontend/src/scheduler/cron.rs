@@ -58,8 +58,7 @@ const SIX: [&str; 6] = [
 fn fields(expression: &str) -> Vec<(usize, &str)> {
     let mut out = Vec::new();
     let mut start: Option<(usize, usize)> = None;
-    let mut chars = 0;
-    for (byte, c) in expression.char_indices() {
+    for (chars, (byte, c)) in expression.char_indices().enumerate() {
         match (c.is_whitespace(), start) {
             (false, None) => start = Some((byte, chars)),
             (true, Some((from, offset))) => {
@@ -68,7 +67,6 @@ fn fields(expression: &str) -> Vec<(usize, &str)> {
             }
             _ => {}
         }
-        chars += 1;
     }
     if let Some((from, offset)) = start {
         out.push((offset, &expression[from..]));

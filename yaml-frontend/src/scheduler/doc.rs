@@ -217,9 +217,9 @@ fn when(ctx: &mut Ctx<'_>, root: &YamlNode) -> Option<When> {
                 return None;
             }
             let (zone_name, zone) = zone?;
-            Some(When::Cron(CronTicks::new(
+            Some(When::Cron(Box::new(CronTicks::new(
                 expression, pattern, zone_name, zone,
-            )))
+            ))))
         }
     }
 }

@@ -104,7 +104,8 @@ impl std::fmt::Display for Overlap {
 /// When a schedule fires: a repeating pattern or a single instant.
 #[derive(Debug, Clone)]
 enum When {
-    Cron(CronTicks),
+    // Boxed: a parsed pattern is large, an instant is a number.
+    Cron(Box<CronTicks>),
     At(i64),
 }
 
