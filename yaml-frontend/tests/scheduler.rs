@@ -286,6 +286,9 @@ fn at_fires_once_at_its_instant() {
     let late = s.catch_up(at - 1, at + 3_600_000, 10);
     assert_eq!(late.fire, [at], "the latest tick due fires, however late");
     assert_eq!(s.catch_up(at, at + 3_600_000, 10).fire, Vec::<i64>::new());
+    // Unquoted, YAML 1.2 reads the instant as a string too.
+    let plain = schedule("at: 2026-12-24T17:00:00Z\n");
+    assert_eq!(plain.at_ms(), Some(at));
 }
 
 // ---- catch-up -----------------------------------------------------------------------
@@ -475,6 +478,10 @@ fn no_workflow_is_an_error() {
             "{P}:1:1: [MAG-SC003] the scheduler document has no 'workflow': expected \
              'workflow: <name of the workflow to start>'"
         ),
+    );
+    has(
+        "cron: \"* * * * *\"\nworkflow: \"\"\n",
+        &format!("{P}:2:11: [MAG-Y007] 'workflow' is a string '': expected the name of a workflow"),
     );
     has(
         "cron: \"* * * * *\"\nworkflow: 12\n",

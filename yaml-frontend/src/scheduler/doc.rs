@@ -130,15 +130,14 @@ fn workflow(ctx: &mut Ctx<'_>, root: &YamlNode) -> Option<String> {
             );
             None
         }
-        (None, Some(_)) => ctx
-            .opt_str(root, "workflow", WHAT)
-            .filter(|w| !w.trim().is_empty())
-            .or_else(|| {
-                if let Some(v) = root.get("workflow").filter(|v| v.as_str().is_some()) {
-                    ctx.wrong_type(v, "'workflow'", "the name of a workflow");
-                }
-                None
-            }),
+        (None, Some((_, value))) => {
+            let name = ctx.opt_str(root, "workflow", WHAT)?;
+            if name.trim().is_empty() {
+                ctx.wrong_type(value, "'workflow'", "the name of a workflow");
+                return None;
+            }
+            Some(name)
+        }
     }
 }
 
