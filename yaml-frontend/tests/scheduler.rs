@@ -286,6 +286,9 @@ fn at_fires_once_at_its_instant() {
     let late = s.catch_up(at - 1, at + 3_600_000, 10);
     assert_eq!(late.fire, [at], "the latest tick due fires, however late");
     assert_eq!(s.catch_up(at, at + 3_600_000, 10).fire, Vec::<i64>::new());
+    // Unquoted, YAML 1.2 reads the instant as a string too.
+    let plain = schedule("at: 2026-12-24T17:00:00Z\n");
+    assert_eq!(plain.at_ms(), Some(at));
 }
 
 // ---- catch-up -----------------------------------------------------------------------
@@ -477,6 +480,10 @@ fn no_workflow_is_an_error() {
         ),
     );
     has(
+        "cron: \"* * * * *\"\nworkflow: \"\"\n",
+        &format!("{P}:2:11: [MAG-Y007] 'workflow' is a string '': expected the name of a workflow"),
+    );
+    has(
         "cron: \"* * * * *\"\nworkflow: 12\n",
         &format!(
             "{P}:2:11: [MAG-Y007] 'workflow' of the scheduler document is an integer (12): \
@@ -516,12 +523,28 @@ fn a_bad_cron_says_why() {
              expected 5 (minute hour day-of-month month day-of-week) or 6 (with seconds first)"
         ),
     );
-    let all = errors("workflow: a\ncron: \"0 61 * * *\"\n");
-    assert!(
-        all.iter().any(|d| d.starts_with(&format!(
-            "{P}:2:7: [MAG-SC006] invalid cron expression '0 61 * * *': "
-        ))),
-        "{all:#?}"
+    // The field at fault is named, and pointed at.
+    has(
+        "workflow: a\ncron: \"0 61 * * *\"\n",
+        &format!(
+            "{P}:2:10: [MAG-SC006] invalid cron expression '0 61 * * *': the hour field '61' is \
+             refused: Component error: Number out of bounds."
+        ),
+    );
+    has(
+        "workflow: a\ncron: 70 0 6 * * *\n",
+        &format!(
+            "{P}:2:7: [MAG-SC006] invalid cron expression '70 0 6 * * *': the second field '70' \
+             is refused: Component error: Number out of bounds."
+        ),
+    );
+    has(
+        "workflow: a\ncron: \"0 0 6 * * FOO\"\n",
+        &format!(
+            "{P}:2:18: [MAG-SC006] invalid cron expression '0 0 6 * * FOO': the day-of-week \
+             field 'FOO' is refused: Pattern contains illegal characters: CronPattern contains \
+             illegal character 'F' in part 'FOO'"
+        ),
     );
 }
 
@@ -643,11 +666,65 @@ fn every_error_is_reported_at_once() {
         codes,
         [
             ("_vance/scheduler/s.yaml:1:1", "MAG-SC002"),
-            ("_vance/scheduler/s.yaml:2:7", "MAG-SC006"),
+            ("_vance/scheduler/s.yaml:2:10", "MAG-SC006"),
             ("_vance/scheduler/s.yaml:3:11", "MAG-SC007"),
             ("_vance/scheduler/s.yaml:4:10", "MAG-Y026"),
             ("_vance/scheduler/s.yaml:5:9", "MAG-Y017"),
         ],
         "{all:#?}"
     );
+}
+
+// ---- forward and backward agree across the changes ----------------------------------
+
+/// Around each change, for every instant on a 10-minute grid: the next tick after it is the
+/// first tick of the span that follows, and with a zero window catch-up fires exactly the last
+/// tick of the span that precedes it (and skips the others).
+#[test]
+fn next_tick_and_catch_up_agree_with_enumeration_across_daylight_saving() {
+    let cases = [
+        ("Europe/Berlin", "2026-03-29T01:00:00Z"),
+        ("Europe/Berlin", "2026-10-25T01:00:00Z"),
+        ("America/New_York", "2026-03-08T07:00:00Z"),
+        ("America/New_York", "2026-11-01T06:00:00Z"),
+    ];
+    for (zone, change) in cases {
+        for pattern in [
+            "*/15 * * * *",
+            "0 30 2 * * *",
+            "30 1 * * *",
+            "*/20 * 2 * * *",
+        ] {
+            let s = cron(pattern, zone);
+            let zero = schedule(&format!(
+                "cron: \"{pattern}\"\ntimezone: {zone}\ncatchupWindow: 0s\n"
+            ));
+            let c = ms(change);
+            let mut t = c - 4 * 3_600_000;
+            while t <= c + 4 * 3_600_000 {
+                let before = s.ticks_between(t - 86_400_000, t, 100_000);
+                let after = s.ticks_between(t, t + 2 * 86_400_000, 1);
+                assert_eq!(
+                    s.next_tick(t),
+                    after.first().copied(),
+                    "{zone} {pattern} {}",
+                    iso(t)
+                );
+                let caught = zero.catch_up(t - 86_400_000, t, 100_000);
+                assert_eq!(
+                    caught.fire,
+                    before.last().copied().into_iter().collect::<Vec<_>>(),
+                    "{zone} {pattern} {}",
+                    iso(t)
+                );
+                assert_eq!(
+                    caught.skipped.len() + caught.fire.len(),
+                    before.len(),
+                    "{zone} {pattern} {}",
+                    iso(t)
+                );
+                t += 600_000;
+            }
+        }
+    }
 }

@@ -1,4 +1,9 @@
-//! `magrathea validate [NAME...]`: check workflow documents without running anything.
+//! `magrathea validate [NAME...]`: check workflow and scheduler documents without running
+//! anything.
+//!
+//! With no names, every `_vance/workflows/*.yaml` and every `_vance/scheduler/*.yaml` of the
+//! project is checked; a path to a file under `_vance/scheduler/` is checked as a schedule
+//! (`magrathea_yaml::scheduler::load_schedule`), any other name or path as a workflow.
 //!
 //! Output: `ok: <path>` on stdout for each valid document; every error on stderr as
 //! `path:line:column: [MAG-Ynnn] message` and every warning as
@@ -12,7 +17,8 @@
 use std::path::{Path, PathBuf};
 
 use anyhow::Context;
-use magrathea_yaml::{Diagnostic, LoadOptions, Severity, load_workflow};
+use magrathea_yaml::scheduler::load_schedule;
+use magrathea_yaml::{Diagnostic, Diagnostics, LoadOptions, Severity, load_workflow};
 
 use super::output::{errln, is_stdout_closed, outln};
 use super::store::Project;
@@ -24,14 +30,18 @@ use super::{EXIT_FAILED, EXIT_OK, Location};
 Prints `ok: <path>` on stdout per valid document and every diagnostic on stderr as
 `path:line:column: [MAG-Ynnn] message`, warnings as `path:line:column: warning: [MAG-Ynnn] message`
 (warnings do not fail validation unless --strict).
+Without names, checks every `_vance/workflows/*.yaml` and `_vance/scheduler/*.yaml` of the
+project; a path under `_vance/scheduler/` is checked as a scheduler document (cron or at,
+workflow, timezone, overlap, catchupWindow, jitter; codes MAG-SCnnn).
 Exit codes: 0 all valid; 1 an error in some document, or a workflow not found, or (with
 --strict) a warning.")]
 pub(crate) struct ValidateArgs {
     /// Fail (exit 1) when any document has a warning.
     #[arg(long)]
     strict: bool,
-    /// Workflow names (resolved like `run`: project, then tenant) or paths to `.yaml` files
-    /// [default: every `_vance/workflows/*.yaml` of the project].
+    /// Workflow names (resolved like `run`: project, then tenant) or paths to `.yaml` files,
+    /// those under `_vance/scheduler/` read as schedules [default: every
+    /// `_vance/workflows/*.yaml` and `_vance/scheduler/*.yaml` of the project].
     names: Vec<String>,
 }
 
@@ -40,13 +50,17 @@ pub(crate) fn validate(loc: &Location, args: ValidateArgs) -> anyhow::Result<u8>
     let cwd = std::env::current_dir()
         .and_then(|d| d.canonicalize())
         .unwrap_or_default();
-    let mut docs: Vec<(String, anyhow::Result<String>)> = Vec::new();
+    let mut docs: Vec<(Kind, String, anyhow::Result<String>)> = Vec::new();
     if args.names.is_empty() {
         let dir = project.dir.join("_vance").join("workflows");
         for path in yaml_files(&dir)? {
-            let text = std::fs::read_to_string(&path)
-                .with_context(|| format!("could not read {}", path.display()));
-            docs.push((label(&path), text));
+            docs.push((Kind::Workflow, label(&path), read(&path)));
+        }
+        let scheduler = project.dir.join("_vance").join("scheduler");
+        if scheduler.is_dir() {
+            for path in yaml_files(&scheduler)? {
+                docs.push((Kind::Schedule(stem(&path)), label(&path), read(&path)));
+            }
         }
         if docs.is_empty() {
             errln!("no workflows in {}", label(&dir));
@@ -55,13 +69,21 @@ pub(crate) fn validate(loc: &Location, args: ValidateArgs) -> anyhow::Result<u8>
     } else {
         for name in &args.names {
             if is_path(name) {
-                let text =
-                    std::fs::read_to_string(name).with_context(|| format!("could not read {name}"));
-                docs.push((name.clone(), text));
+                let path = Path::new(name);
+                let kind = if is_schedule(path) {
+                    Kind::Schedule(stem(path))
+                } else {
+                    Kind::Workflow
+                };
+                docs.push((kind, name.clone(), read(path)));
             } else {
                 match project.docs().workflow(&project.scope, name) {
-                    Ok((path, text)) => docs.push((relative(&path, &cwd), Ok(text))),
-                    Err(e) => docs.push((name.clone(), Err(anyhow::anyhow!("{e}")))),
+                    Ok((path, text)) => {
+                        docs.push((Kind::Workflow, relative(&path, &cwd), Ok(text)));
+                    }
+                    Err(e) => {
+                        docs.push((Kind::Workflow, name.clone(), Err(anyhow::anyhow!("{e}"))))
+                    }
                 }
             }
         }
@@ -71,7 +93,7 @@ pub(crate) fn validate(loc: &Location, args: ValidateArgs) -> anyhow::Result<u8>
     // went away (`| head`): validation goes on, only the `ok:` lines stop.
     let mut stdout_open = true;
     let mut warnings = 0;
-    for (label, text) in &docs {
+    for (kind, label, text) in &docs {
         let text = match text {
             Ok(t) => t,
             Err(e) => {
@@ -80,18 +102,24 @@ pub(crate) fn validate(loc: &Location, args: ValidateArgs) -> anyhow::Result<u8>
                 continue;
             }
         };
-        match load_workflow(label, text, &LoadOptions::default()) {
-            Ok(loaded) => {
+        let checked = match kind {
+            Kind::Workflow => load_workflow(label, text, &LoadOptions::default()).map(|loaded| {
+                let mut found = loaded.warnings.clone();
+                found.extend(loaded.check_sub_workflows(|name| {
+                    project.docs().workflow(&project.scope, name).is_ok()
+                }));
+                found
+            }),
+            Kind::Schedule(name) => load_schedule(label, name, text).map(|_| Diagnostics::new()),
+        };
+        match checked {
+            Ok(mut found) => {
                 if stdout_open && let Err(e) = outln!("ok: {label}") {
                     if !is_stdout_closed(&e) {
                         return Err(e);
                     }
                     stdout_open = false;
                 }
-                let mut found = loaded.warnings.clone();
-                found.extend(loaded.check_sub_workflows(|name| {
-                    project.docs().workflow(&project.scope, name).is_ok()
-                }));
                 found.sort();
                 for w in found.iter() {
                     errln!("{}", warning(w));
@@ -110,7 +138,12 @@ pub(crate) fn validate(loc: &Location, args: ValidateArgs) -> anyhow::Result<u8>
         }
     }
     if invalid > 0 {
-        errln!("{invalid} of {} workflow(s) invalid", docs.len());
+        let what = if docs.iter().any(|(k, ..)| matches!(k, Kind::Schedule(_))) {
+            "document(s)"
+        } else {
+            "workflow(s)"
+        };
+        errln!("{invalid} of {} {what} invalid", docs.len());
         Ok(EXIT_FAILED)
     } else if args.strict && warnings > 0 {
         errln!("{warnings} warning(s), and --strict fails on warnings");
@@ -118,6 +151,32 @@ pub(crate) fn validate(loc: &Location, args: ValidateArgs) -> anyhow::Result<u8>
     } else {
         Ok(EXIT_OK)
     }
+}
+
+/// What a document is read as.
+enum Kind {
+    /// A workflow, `_vance/workflows/<name>.yaml` or any other path.
+    Workflow,
+    /// A scheduler document, `_vance/scheduler/<name>.yaml`, with its name.
+    Schedule(String),
+}
+
+fn read(path: &Path) -> anyhow::Result<String> {
+    std::fs::read_to_string(path).with_context(|| format!("could not read {}", label(path)))
+}
+
+/// Whether `path` lies directly in a `_vance/scheduler/` directory.
+fn is_schedule(path: &Path) -> bool {
+    let mut dirs = path.parent().into_iter().flat_map(Path::components).rev();
+    let scheduler = dirs.next().is_some_and(|c| c.as_os_str() == "scheduler");
+    scheduler && dirs.next().is_some_and(|c| c.as_os_str() == "_vance")
+}
+
+/// The file name without its extension: a schedule's name.
+fn stem(path: &Path) -> String {
+    path.file_stem()
+        .map(|s| s.to_string_lossy().into_owned())
+        .unwrap_or_default()
 }
 
 /// `path:line:column: warning: [MAG-Ynnn] message`.

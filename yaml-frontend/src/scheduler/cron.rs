@@ -35,21 +35,89 @@ impl fmt::Debug for CronTicks {
     }
 }
 
-/// Parses a pattern of 5 fields (minute first) or 6 (seconds first); the error says why not.
-pub(crate) fn parse_pattern(expression: &str) -> Result<Cron, String> {
-    let fields = expression.split_whitespace().count();
-    if !(5..=6).contains(&fields) {
-        return Err(format!(
-            "it has {fields} field(s): expected 5 (minute hour day-of-month month day-of-week) \
-             or 6 (with seconds first)"
-        ));
+/// Why a pattern does not parse, and where.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct PatternError {
+    /// What is wrong and what was expected.
+    pub(crate) message: String,
+    /// The character offset of the field at fault in the pattern, when one field is.
+    pub(crate) offset: Option<usize>,
+}
+
+const FIVE: [&str; 5] = ["minute", "hour", "day-of-month", "month", "day-of-week"];
+const SIX: [&str; 6] = [
+    "second",
+    "minute",
+    "hour",
+    "day-of-month",
+    "month",
+    "day-of-week",
+];
+
+/// The whitespace-separated fields of `expression`, each with its offset in characters.
+fn fields(expression: &str) -> Vec<(usize, &str)> {
+    let mut out = Vec::new();
+    let mut start: Option<(usize, usize)> = None;
+    for (chars, (byte, c)) in expression.char_indices().enumerate() {
+        match (c.is_whitespace(), start) {
+            (false, None) => start = Some((byte, chars)),
+            (true, Some((from, offset))) => {
+                out.push((offset, &expression[from..byte]));
+                start = None;
+            }
+            _ => {}
+        }
     }
+    if let Some((from, offset)) = start {
+        out.push((offset, &expression[from..]));
+    }
+    out
+}
+
+fn parser() -> CronParser {
     CronParser::builder()
         .seconds(Seconds::Optional)
         .year(Year::Disallowed)
         .build()
-        .parse(expression)
-        .map_err(|e| e.to_string())
+}
+
+/// Parses a pattern of 5 fields (minute first) or 6 (seconds first); the error says why not
+/// and, when one field is at fault, which.
+pub(crate) fn parse_pattern(expression: &str) -> Result<Cron, PatternError> {
+    let fields = fields(expression);
+    let names: &[&str] = match fields.len() {
+        5 => &FIVE,
+        6 => &SIX,
+        n => {
+            return Err(PatternError {
+                message: format!(
+                    "it has {n} field(s): expected 5 (minute hour day-of-month month \
+                     day-of-week) or 6 (with seconds first)"
+                ),
+                offset: None,
+            });
+        }
+    };
+    let whole = match parser().parse(expression) {
+        Ok(cron) => return Ok(cron),
+        Err(e) => e.to_string(),
+    };
+    // croner does not say which field it refused: try each alone among wildcards.
+    for (i, (offset, field)) in fields.iter().enumerate() {
+        let alone: Vec<&str> = (0..fields.len())
+            .map(|j| if j == i { *field } else { "*" })
+            .collect();
+        if let Err(e) = parser().parse(&alone.join(" ")) {
+            return Err(PatternError {
+                message: format!("the {} field '{field}' is refused: {e}", names[i]),
+                offset: Some(*offset),
+            });
+        }
+    }
+    Err(PatternError {
+        message: whole,
+        offset: None,
+    })
 }
 
 /// The zone named `name` from the compiled-in IANA database.
@@ -150,7 +218,7 @@ impl FromStr for CronTicks {
 
     /// A pattern in UTC, for tests.
     fn from_str(expression: &str) -> Result<Self, String> {
-        let cron = parse_pattern(expression)?;
+        let cron = parse_pattern(expression).map_err(|e| e.message)?;
         Ok(Self::new(
             expression.to_owned(),
             cron,
@@ -173,8 +241,34 @@ mod tests {
         assert!(parse_pattern("0 6 * * *").is_ok());
         assert!(parse_pattern("0 0 6 * * *").is_ok());
         let four = parse_pattern("0 6 * *").unwrap_err();
-        assert!(four.contains("4 field(s)"), "{four}");
+        assert!(four.message.contains("4 field(s)"), "{four:?}");
+        assert_eq!(four.offset, None);
         assert!(parse_pattern("0 0 6 * * * 2026").is_err());
+    }
+
+    #[test]
+    fn fields_carry_their_character_offsets() {
+        assert_eq!(
+            fields(" 0\t61  ü *"),
+            [(1, "0"), (3, "61"), (7, "ü"), (9, "*")]
+        );
+        assert!(fields("   ").is_empty());
+    }
+
+    #[test]
+    fn the_field_at_fault_is_named_with_its_offset() {
+        let e = parse_pattern("0  61 * * *").unwrap_err();
+        assert!(
+            e.message.starts_with("the hour field '61' is refused: "),
+            "{e:?}"
+        );
+        assert_eq!(e.offset, Some(3));
+        let e = parse_pattern("*/5 0 6 * * MON-XYZ").unwrap_err();
+        assert!(
+            e.message.starts_with("the day-of-week field 'MON-XYZ'"),
+            "{e:?}"
+        );
+        assert_eq!(e.offset, Some(12));
     }
 
     #[test]

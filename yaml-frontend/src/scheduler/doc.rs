@@ -130,15 +130,14 @@ fn workflow(ctx: &mut Ctx<'_>, root: &YamlNode) -> Option<String> {
             );
             None
         }
-        (None, Some(_)) => ctx
-            .opt_str(root, "workflow", WHAT)
-            .filter(|w| !w.trim().is_empty())
-            .or_else(|| {
-                if let Some(v) = root.get("workflow").filter(|v| v.as_str().is_some()) {
-                    ctx.wrong_type(v, "'workflow'", "the name of a workflow");
-                }
-                None
-            }),
+        (None, Some((_, value))) => {
+            let name = ctx.opt_str(root, "workflow", WHAT)?;
+            if name.trim().is_empty() {
+                ctx.wrong_type(value, "'workflow'", "the name of a workflow");
+                return None;
+            }
+            Some(name)
+        }
     }
 }
 
@@ -195,10 +194,12 @@ fn when(ctx: &mut Ctx<'_>, root: &YamlNode) -> Option<When> {
             let pattern = match cron::parse_pattern(&expression) {
                 Ok(p) => p,
                 Err(why) => {
+                    // Point at the field at fault when the pattern is verbatim on its line.
+                    let span = why.offset.map_or(c.span, |o| c.span_at(o));
                     ctx.error(
-                        c.span,
+                        span,
                         Code::ScheduleCron,
-                        format_args!("invalid cron expression '{expression}': {why}"),
+                        format_args!("invalid cron expression '{expression}': {}", why.message),
                     );
                     return None;
                 }
@@ -215,9 +216,9 @@ fn when(ctx: &mut Ctx<'_>, root: &YamlNode) -> Option<When> {
                 return None;
             }
             let (zone_name, zone) = zone?;
-            Some(When::Cron(CronTicks::new(
+            Some(When::Cron(Box::new(CronTicks::new(
                 expression, pattern, zone_name, zone,
-            )))
+            ))))
         }
     }
 }

@@ -2,8 +2,8 @@
 //! their ticks.
 //!
 //! [`load_schedule`] reads a document with the span-preserving reader and validates it into a
-//! [`Schedule`], or reports every problem as [`Diagnostics`] (`path:line:column: [MAG-SCnnn]
-//! …`). A [`Schedule`] answers, on UTC milliseconds so that any clock can drive it, when it
+//! [`Schedule`], or reports every problem as [`Diagnostics`](crate::Diagnostics)
+//! (`path:line:column: [MAG-SCnnn] …`). A [`Schedule`] answers, on UTC milliseconds so that any clock can drive it, when it
 //! fires next ([`Schedule::next_tick`]), which ticks fall in a span
 //! ([`Schedule::ticks_between`]), which missed ticks to fire after a pause
 //! ([`Schedule::catch_up`]) and how far to delay a tick ([`Schedule::jitter_ms`]). Keeping
@@ -104,7 +104,8 @@ impl std::fmt::Display for Overlap {
 /// When a schedule fires: a repeating pattern or a single instant.
 #[derive(Debug, Clone)]
 enum When {
-    Cron(CronTicks),
+    // Boxed: a parsed pattern is large, an instant is a number.
+    Cron(Box<CronTicks>),
     At(i64),
 }
 
