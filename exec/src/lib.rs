@@ -85,7 +85,9 @@ pub use settings::{
 #[cfg(feature = "agent")]
 pub use agent::{AgentEngine, AgentInput, AgentOutput};
 #[cfg(feature = "script")]
-pub use script::ScriptInput;
+pub use script::{
+    HookError, HookHost, HookLogLevel, HookOutcome, HookScript, ScriptInput, run_hook,
+};
 #[cfg(feature = "shell")]
 pub use shell::{ShellInput, ShellOutput, ShellStatus};
 #[cfg(feature = "tools")]

@@ -17,12 +17,16 @@
 //! blocking thread, with its own runtime per execution: no file system, network or process
 //! access, a memory limit, and `timeoutSeconds` enforced by interrupting the script.
 //!
+//! Hooks ([`run_hook`]) run in the same sandbox with another view: the event, `workflows.start`
+//! and `log.*` (see the `hook` module's documentation on [`HookHost`]).
+//!
 //! Outcomes: `success` (the return value); `technical_error` with
 //! `{error, message, name, line}` when the script throws, does not compile, exceeds the
 //! memory limit or returns something JSON cannot carry; `timeout` when interrupted at its
 //! deadline.
 
 mod engine;
+mod hook;
 
 use std::path::{Component, Path, PathBuf};
 use std::sync::Arc;
@@ -38,6 +42,9 @@ use crate::documents::{DocumentSource, Scope};
 use crate::lanes::Lanes;
 use crate::{opt_text, positive_secs, saturating_secs, technical, text_field};
 use engine::{Failure, Job, Limits};
+pub use hook::{
+    HookError, HookHost, HookLogLevel, HookOutcome, HookScript, MAX_STARTS, MAX_TIMEOUT, run_hook,
+};
 
 /// The task name script steps are journaled under.
 pub const TASK: &str = "script_task";
@@ -272,6 +279,11 @@ pub(crate) async fn execute(
 fn failed(path: &str, timeout: Duration, failure: Failure) -> TaskError {
     match failure {
         Failure::Thrown {
+            name,
+            message,
+            line,
+        }
+        | Failure::Compile {
             name,
             message,
             line,

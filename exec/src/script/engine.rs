@@ -1,4 +1,8 @@
-//! The JavaScript sandbox of `script_task`: one QuickJS runtime per execution.
+//! The JavaScript sandbox of `script_task` and of hooks: one QuickJS runtime per execution.
+//!
+//! A script is the body of an async function whose parameters are what the script sees
+//! (`params` and `state` for `script_task`, `event`, `workflows` and `log` for a hook); a
+//! [`Setup`] names them and builds their values in the script's context.
 //!
 //! The sandbox is a bare QuickJS context (the language's intrinsics only): there is no module
 //! loader, no `std`/`os` modules, no `require`, no `fetch`, no timers; nothing reaches the file
@@ -50,10 +54,58 @@ pub(crate) struct Job<'a> {
     pub(crate) log_label: &'a str,
 }
 
+/// The script of one execution, whatever it is given to see.
+#[derive(Debug)]
+pub(crate) struct Program<'a> {
+    /// The body of the async function, as written by the user.
+    pub(crate) body: &'a str,
+    /// The name errors and stack traces report (the script's path).
+    pub(crate) file_name: &'a str,
+    /// A label for `console` lines in the log.
+    pub(crate) log_label: &'a str,
+}
+
+/// What a script sees: the parameters of its function, built in its context.
+pub(crate) trait Setup {
+    /// The parameters' names and values, in order. Host functions made here run on the
+    /// script's thread.
+    fn arguments<'js>(
+        &self,
+        ctx: &Ctx<'js>,
+    ) -> Result<Vec<(&'static str, rquickjs::Value<'js>)>, Failure>;
+}
+
+/// `script_task`'s view: `params` and `state`.
+struct TaskArguments<'a> {
+    params: &'a Value,
+    state: &'a Value,
+}
+
+impl Setup for TaskArguments<'_> {
+    fn arguments<'js>(
+        &self,
+        ctx: &Ctx<'js>,
+    ) -> Result<Vec<(&'static str, rquickjs::Value<'js>)>, Failure> {
+        Ok(vec![
+            ("params", json_in(ctx, self.params)?),
+            ("state", json_in(ctx, self.state)?),
+        ])
+    }
+}
+
 /// Why a script produced no value.
 #[derive(Debug, Clone, PartialEq)]
 pub(crate) enum Failure {
-    /// The script threw (or its promise rejected), or it did not compile.
+    /// The script did not compile.
+    Compile {
+        /// The error's name (usually `SyntaxError`), if it is an `Error`.
+        name: Option<String>,
+        /// The error's message.
+        message: String,
+        /// The line of the user's file the error points at, from 1.
+        line: Option<u32>,
+    },
+    /// The script threw (or its promise rejected).
     Thrown {
         /// The error's name (`Error`, `TypeError`, `SyntaxError`, …), if it is an `Error`.
         name: Option<String>,
@@ -90,6 +142,26 @@ pub(crate) fn run(
     limits: &Limits,
     cancel: Arc<AtomicBool>,
 ) -> Result<Value, Failure> {
+    let program = Program {
+        body: job.body,
+        file_name: job.file_name,
+        log_label: job.log_label,
+    };
+    let arguments = TaskArguments {
+        params: job.params,
+        state: job.state,
+    };
+    execute(&program, &arguments, limits, cancel)
+}
+
+/// Runs `program` with what `setup` gives it, to completion on the current thread (call it
+/// from a blocking thread). `cancel` stops the script when set.
+pub(crate) fn execute(
+    program: &Program<'_>,
+    setup: &impl Setup,
+    limits: &Limits,
+    cancel: Arc<AtomicBool>,
+) -> Result<Value, Failure> {
     let rt = Runtime::new().map_err(|e| Failure::Engine(format!("cannot create runtime: {e}")))?;
     rt.set_memory_limit(limits.memory_bytes);
     rt.set_max_stack_size(limits.stack_bytes);
@@ -111,7 +183,7 @@ pub(crate) fn run(
     let ctx =
         Context::full(&rt).map_err(|e| Failure::Engine(format!("cannot create context: {e}")))?;
     let result = ctx.with(|ctx| {
-        let outcome = drive(&ctx, job, deadline, &cancel, &stop);
+        let outcome = drive(&ctx, program, setup, deadline, &cancel, &stop);
         // An interrupt wins over whatever error it surfaced as.
         match stop.get() {
             Some(Stop::Timeout) => Err(Failure::Timeout),
@@ -127,25 +199,37 @@ pub(crate) fn run(
 /// Compiles the body, calls it and runs the job queue until its promise settles.
 fn drive<'js>(
     ctx: &Ctx<'js>,
-    job: &Job<'_>,
+    job: &Program<'_>,
+    setup: &impl Setup,
     deadline: Instant,
     cancel: &AtomicBool,
     stop: &Cell<Option<Stop>>,
 ) -> Result<Value, Failure> {
     install_console(ctx, job.log_label).map_err(|e| failure(ctx, job.file_name, e))?;
     let to_json: Function = helper(ctx, TO_JSON).map_err(|e| failure(ctx, job.file_name, e))?;
-    let params = json_in(ctx, job.params)?;
-    let state = json_in(ctx, job.state)?;
+    let (names, values): (Vec<&str>, Vec<rquickjs::Value<'js>>) =
+        setup.arguments(ctx)?.into_iter().unzip();
     // The wrapper opens on the body's first line, so the user's line numbers are the file's.
-    let source = format!("(async function (params, state) {{{}\n}})", job.body);
+    let source = format!("(async function ({}) {{{}\n}})", names.join(", "), job.body);
     let mut options = EvalOptions::default();
     options.strict = false;
     options.filename = Some(job.file_name.to_string());
-    let func: Function = ctx
-        .eval_with_options(source, options)
-        .map_err(|e| failure(ctx, job.file_name, e))?;
+    let func: Function = ctx.eval_with_options(source, options).map_err(|e| {
+        match failure(ctx, job.file_name, e) {
+            Failure::Thrown {
+                name,
+                message,
+                line,
+            } => Failure::Compile {
+                name,
+                message,
+                line,
+            },
+            other => other,
+        }
+    })?;
     let promise: Promise = func
-        .call((params, state))
+        .call((Rest(values),))
         .map_err(|e| failure(ctx, job.file_name, e))?;
     while promise.state() == PromiseState::Pending {
         if stop.get().is_some() {
@@ -221,7 +305,8 @@ const CONSOLE: &str = r#"(function (sink) {
   };
 })"#;
 
-fn helper<'js>(ctx: &Ctx<'js>, source: &str) -> rquickjs::Result<Function<'js>> {
+/// Compiles one of the runtime's own helpers (never reported as the user's lines).
+pub(crate) fn helper<'js>(ctx: &Ctx<'js>, source: &str) -> rquickjs::Result<Function<'js>> {
     let mut options = EvalOptions::default();
     options.filename = Some(HELPER_FILE.to_string());
     ctx.eval_with_options(source, options)
@@ -255,7 +340,8 @@ fn install_console<'js>(ctx: &Ctx<'js>, label: &str) -> rquickjs::Result<()> {
     install.call::<_, ()>((sink,))
 }
 
-fn json_in<'js>(ctx: &Ctx<'js>, value: &Value) -> Result<rquickjs::Value<'js>, Failure> {
+/// `value` as a JavaScript value of `ctx`.
+pub(crate) fn json_in<'js>(ctx: &Ctx<'js>, value: &Value) -> Result<rquickjs::Value<'js>, Failure> {
     let text = serde_json::to_string(value)
         .map_err(|e| Failure::Engine(format!("cannot pass a value to the script: {e}")))?;
     ctx.json_parse(text)
@@ -263,7 +349,7 @@ fn json_in<'js>(ctx: &Ctx<'js>, value: &Value) -> Result<rquickjs::Value<'js>, F
 }
 
 /// Turns an rquickjs error (usually a pending exception) into a [`Failure`].
-fn failure<'js>(ctx: &Ctx<'js>, file: &str, error: rquickjs::Error) -> Failure {
+pub(crate) fn failure<'js>(ctx: &Ctx<'js>, file: &str, error: rquickjs::Error) -> Failure {
     match CaughtError::from_error(ctx, error) {
         CaughtError::Error(rquickjs::Error::Allocation) => Failure::OutOfMemory,
         CaughtError::Error(e) => Failure::Engine(e.to_string()),
