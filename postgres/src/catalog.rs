@@ -2,8 +2,8 @@
 //! `insert_new` and `swap` are single statements, so workers sharing the database agree on
 //! who inserted or swapped first.
 
-use magrathea_core::store::catalog::{self, Catalog};
 use magrathea_core::StoreError;
+use magrathea_core::store::catalog::{self, Catalog};
 
 use crate::store::{PgStore, pg};
 

@@ -24,6 +24,7 @@
 
 pub mod http;
 mod store_location;
+pub mod triggers;
 pub mod webhook;
 
 pub use http::{

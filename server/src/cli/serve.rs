@@ -41,6 +41,10 @@ served at once; more wait in the listen backlog until one closes.
 GET /healthz answers 503 {\"status\":\"unhealthy\"} after the journal failed to commit
 (e.g. a full disk) and 200 again once the store works, without a restart.
 
+Triggers run inside the server: schedules (_vance/scheduler/), webhooks
+(POST /v1/workflow-webhooks/{pathToken}), internal events and hooks; each delivery is recorded
+and kept --delivery-retention-days days, at most --deliveries-per-trigger per trigger.
+
 Other `magrathea` commands on the same directory store (`runs`, `journal`, `inbox`, `run`)
 work while the server runs: they reach it over the store's control socket,
 <store>/control.sock (mode 0600: whoever may open the store may drive its runs).
@@ -76,6 +80,14 @@ pub(crate) struct ServeArgs {
     /// one fails it with a technical_error (MAG-LS001).
     #[arg(long, value_name = "N", default_value_t = 3)]
     max_claim_attempts: u32,
+    /// Days a trigger delivery record (schedule tick, webhook request, event) is kept.
+    #[arg(long, value_name = "DAYS", default_value_t = 7,
+          value_parser = clap::value_parser!(u64).range(1..=3650))]
+    delivery_retention_days: u64,
+    /// Delivery records kept per trigger at most (the newest).
+    #[arg(long, value_name = "N", default_value_t = 10_000,
+          value_parser = clap::value_parser!(u64).range(1..=10_000_000))]
+    deliveries_per_trigger: u64,
 }
 
 /// A lease grace period: positive seconds, at least 0.1.
@@ -104,6 +116,13 @@ pub(crate) async fn serve(loc: &Location, args: ServeArgs) -> anyhow::Result<u8>
     config = config.postgres_options(magrathea_postgres::PgOptions {
         lease_grace: Duration::from_secs_f64(args.lease_grace),
         max_claim_attempts: args.max_claim_attempts,
+        ..Default::default()
+    });
+    config = config.triggers(magrathea_server::triggers::TriggerConfig {
+        retention: magrathea_server::triggers::Retention {
+            max_age: Duration::from_secs(args.delivery_retention_days * 86_400),
+            max_per_trigger: usize::try_from(args.deliveries_per_trigger).unwrap_or(usize::MAX),
+        },
         ..Default::default()
     });
     let location = config.store_location();

@@ -12,6 +12,12 @@
 //! what static analysis finds, and `workflow_task`s naming a workflow that neither the project
 //! nor its tenant has. Documents are written atomically (temporary file, then rename).
 //!
+//! Trigger documents (`scheduler/`, `events/`, `hooks/`) start runs on their own, so writing
+//! them needs `workflow.run` as well as `workflow.write`. A schedule is validated like a
+//! workflow (422 with diagnostics). After a trigger document or `settings.yaml` is written, the
+//! project's triggers are rebuilt at once, and the response's `warnings` name what keeps one
+//! of the document's triggers from working (a webhook's token setting that is not set, …).
+//!
 //! Symbolic links inside a project may not lead out of it: a read, a write or a listing that
 //! would is refused with 403 (`MAG-HTTP-OUTSIDE-PROJECT`), and a listing leaves such links
 //! out. Names over 255 bytes and paths over 1,024 bytes are refused with 400.
@@ -135,6 +141,15 @@ pub(crate) async fn put(
             "writing _vance/settings.yaml needs the scopes `workflow.write` and `workflow.run`",
         ));
     }
+    let trigger_doc = is_trigger_document(&parts);
+    if trigger_doc && !who.has(ApiScope::Run) {
+        // Schedules, webhooks, event subscriptions and hooks start runs on their own: writing
+        // one is a way to run workflows, so it takes the right to run them.
+        return Err(ApiError::forbidden(format!(
+            "writing _vance/{}/ needs the scopes `workflow.write` and `workflow.run`: its documents start runs",
+            parts[0]
+        )));
+    }
     let body = body.map_err(|e| body_error(e.status(), e.body_text()))?;
     let text = String::from_utf8(body.to_vec()).map_err(|_| {
         ApiError::bad_request(
@@ -164,6 +179,16 @@ pub(crate) async fn put(
             }
         }
     }
+    if parts.len() == 2 && parts[0] == "scheduler" && parts[1].ends_with(".yaml") {
+        // A schedule is checked like a workflow: refused with its diagnostics when invalid.
+        let label = format!("{}/{}/_vance/{rel}", scope.tenant, scope.project);
+        let name = parts[1].trim_end_matches(".yaml");
+        if let Err(diags) = magrathea_yaml::scheduler::load_schedule(&label, name, &text) {
+            return Err(ApiError::invalid_document(
+                diags.iter().map(|d| d.to_string()).collect(),
+            ));
+        }
+    }
     let file = parts
         .iter()
         .fold(vance_dir(&state, &scope), |d, s| d.join(s));
@@ -176,12 +201,35 @@ pub(crate) async fn put(
     write_atomically(&file, text.as_bytes())
         .await
         .map_err(ApiError::internal)?;
+    if trigger_doc || parts == ["settings.yaml"] {
+        // Registrations follow the documents at once (settings hold webhook path tokens).
+        if let Err(e) = state.triggers.resync(&state, &scope) {
+            tracing::warn!(error = %e, "could not resync the project's triggers");
+        }
+        if let Ok(catalog) = state.triggers.catalog()
+            && let Ok(regs) = crate::triggers::registry::list(catalog, &scope, None)
+        {
+            let doc = project_rel(&parts);
+            warnings.extend(
+                regs.iter()
+                    .filter(|r| r.document == doc)
+                    .filter_map(|r| r.error.as_ref())
+                    .map(|e| format!("{doc}: {e}")),
+            );
+        }
+    }
     let status = if created {
         StatusCode::CREATED
     } else {
         StatusCode::OK
     };
     Ok((status, Json(json!({ "path": rel, "warnings": warnings }))).into_response())
+}
+
+/// Whether a path under `_vance/` is a trigger document (or a hook's script): its directory
+/// is `scheduler`, `events` or `hooks`.
+fn is_trigger_document(parts: &[&str]) -> bool {
+    parts.len() >= 2 && matches!(parts[0], "scheduler" | "events" | "hooks")
 }
 
 async fn write_atomically(file: &std::path::Path, bytes: &[u8]) -> std::io::Result<()> {

@@ -117,22 +117,7 @@ fn api_caller(state: &AppState, tenant: &str, headers: &HeaderMap) -> Result<Pri
 
 /// The value at a dotted path of the project's (else the tenant's) settings.
 fn setting(state: &AppState, scope: &Scope, dotted: &str) -> Option<String> {
-    let files = [
-        state.docs().project_dir(scope).join("_vance/settings.yaml"),
-        state.docs().tenant_dir(scope).join("_vance/settings.yaml"),
-    ];
-    files.iter().find_map(|file| {
-        let text = std::fs::read_to_string(file).ok()?;
-        let mut value: serde_yaml_ng::Value = serde_yaml_ng::from_str(&text).ok()?;
-        for key in dotted.split('.') {
-            value = value.get(key)?.clone();
-        }
-        match value {
-            serde_yaml_ng::Value::String(s) => Some(s),
-            serde_yaml_ng::Value::Number(n) => Some(n.to_string()),
-            _ => None,
-        }
-    })
+    super::setting::text(state.docs(), scope, dotted)
 }
 
 /// Checks the event token of `key` (a dotted settings path).

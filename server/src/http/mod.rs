@@ -31,9 +31,12 @@ pub mod routes;
 pub mod runs;
 pub mod schemas;
 mod server;
+pub(crate) mod setting;
 pub mod sse;
 pub mod state;
+pub mod triggers;
 pub mod visible;
+pub(crate) mod webhooks;
 pub mod ws;
 
 use std::future::Future;
@@ -82,6 +85,7 @@ pub struct ServeConfig {
     limits: ConnectionLimits,
     max_followers_per_subject: usize,
     max_subscriptions_per_connection: usize,
+    triggers: crate::triggers::TriggerConfig,
 }
 
 impl ServeConfig {
@@ -98,7 +102,15 @@ impl ServeConfig {
             limits: ConnectionLimits::default(),
             max_followers_per_subject: follow::DEFAULT_MAX_FOLLOWERS_PER_SUBJECT,
             max_subscriptions_per_connection: follow::DEFAULT_MAX_SUBSCRIPTIONS_PER_CONNECTION,
+            triggers: crate::triggers::TriggerConfig::default(),
         }
+    }
+
+    /// How the triggers run: their clock, the retention of delivery records, whether they run
+    /// at all (default: the system clock, seven days and 10,000 deliveries per trigger, on).
+    pub fn triggers(mut self, triggers: crate::triggers::TriggerConfig) -> Self {
+        self.triggers = triggers;
+        self
     }
 
     /// The address to bind; port 0 picks a free port (see the address [`serve`] returns).
@@ -241,6 +253,7 @@ pub struct ServerHandle {
     shutdown: Option<oneshot::Sender<()>>,
     task: JoinHandle<std::io::Result<()>>,
     engine: Engine,
+    state: AppState,
 }
 
 impl ServerHandle {
@@ -249,9 +262,21 @@ impl ServerHandle {
         &self.engine
     }
 
+    /// The server's triggers.
+    pub fn triggers(&self) -> &Arc<crate::triggers::Triggers> {
+        &self.state.triggers
+    }
+
+    /// The state the handlers share (for driving the triggers by hand in tests:
+    /// `handle.triggers().tick(handle.state())`).
+    pub fn state(&self) -> &AppState {
+        &self.state
+    }
+
     /// Stops accepting connections, lets in-flight requests finish for up to
     /// [`SHUTDOWN_GRACE`], then closes what remains.
     pub async fn shutdown(mut self) -> std::io::Result<()> {
+        self.state.triggers.stop();
         if let Some(tx) = self.shutdown.take() {
             let _ = tx.send(());
         }
@@ -268,6 +293,13 @@ impl ServerHandle {
     pub async fn run_until(self, signal: impl Future<Output = ()>) -> std::io::Result<()> {
         signal.await;
         self.shutdown().await
+    }
+}
+
+impl Drop for ServerHandle {
+    fn drop(&mut self) {
+        // Nothing fires for a server that is gone.
+        self.state.triggers.stop();
     }
 }
 
@@ -333,7 +365,12 @@ async fn start(
     let metrics = Arc::new(metrics::Metrics::new()?);
     metrics.watch_runs(&engine);
     metrics.watch_journal(&engine);
+    let triggers = Arc::new(crate::triggers::Triggers::new(
+        engine.catalog(),
+        config.triggers.clone(),
+    ));
     let state = AppState {
+        triggers: triggers.clone(),
         engine: engine.clone(),
         runtime,
         auth: Arc::new(auth),
@@ -354,13 +391,14 @@ async fn start(
         source,
     })?;
     let (tx, rx) = oneshot::channel::<()>();
-    let mut app = router(state);
+    let mut app = router(state.clone());
     if insecure {
         app = app.layer(axum::middleware::from_fn_with_state(
             Arc::new(loopback::LoopbackNames::new(addr.port())),
             loopback::check,
         ));
     }
+    triggers.spawn(state.clone());
     let task = tokio::spawn(connections::serve(listener, app, config.limits, rx));
     Ok((
         addr,
@@ -368,6 +406,7 @@ async fn start(
             shutdown: Some(tx),
             task,
             engine,
+            state,
         },
     ))
 }

@@ -1,12 +1,13 @@
 //! The route table: every route once, with what the OpenAPI document says about it. The
 //! router and `/openapi.json` are both built from [`routes`], so they cannot disagree.
 
-use axum::routing::{MethodRouter, any, get, post, put};
+use axum::routing::{MethodRouter, any, get, patch, post, put};
 
 use super::auth::ApiScope;
 use super::state::AppState;
 use super::{
-    approvals, documents, events, health, inbox, journal, metrics, openapi, runs, schemas, sse, ws,
+    approvals, documents, events, health, inbox, journal, metrics, openapi, runs, schemas, sse,
+    triggers, webhooks, ws,
 };
 
 /// Who may call a route.
@@ -197,6 +198,106 @@ pub fn routes() -> Vec<Route> {
             query: &[],
             access: Token(Run),
             handler: || post(approvals::reject),
+        },
+        Route {
+            methods: &["GET"],
+            path: "/v1/workflows/{workflowId}/triggers",
+            operation: "workflows.triggers.list",
+            summary: "Every trigger of a workflow (`<project>:<name>`, or a bare name for every project of the token's tenant): schedules with their next fire times, webhooks, event subscriptions, each with its last delivery",
+            query: &[],
+            access: Token(Read),
+            handler: || get(triggers::list_for_workflow),
+        },
+        Route {
+            methods: &["POST"],
+            path: "/v1/workflows/{workflowId}/triggers/resync",
+            operation: "workflows.triggers.resync",
+            summary: "Rebuilds the trigger registrations of the workflow's projects from their documents",
+            query: &[],
+            access: Token(Write),
+            handler: || post(triggers::resync_workflow),
+        },
+        Route {
+            methods: &["PATCH"],
+            path: "/v1/workflow-triggers/{id}",
+            operation: "workflows.triggers.update",
+            summary: "Enables or disables (pauses) a trigger: {enabled}",
+            query: &[],
+            access: Token(Write),
+            handler: || patch(triggers::patch),
+        },
+        Route {
+            methods: &["GET"],
+            path: "/v1/workflow-triggers/{id}/deliveries",
+            operation: "workflows.triggers.deliveries",
+            summary: "A trigger's delivery records, newest first: {deliveries, next?}",
+            query: &["status", "cursor", "limit"],
+            access: Token(Read),
+            handler: || get(triggers::deliveries_of),
+        },
+        Route {
+            methods: &["POST"],
+            path: "/v1/workflow-webhooks/{pathToken}",
+            operation: "workflows.webhooks.invoke",
+            summary: "A webhook delivery: verified by the event document's `webhook:` block (HMAC signature, timestamp, dedupe); 202 {workflowRunId, workflowName, duplicate: false}, or 200 with duplicate: true",
+            query: &[],
+            access: Public,
+            // Every method reaches the handler, so that a wrong one is recorded as a delivery.
+            handler: || any(webhooks::invoke),
+        },
+        Route {
+            methods: &["GET"],
+            path: "/brain/{tenant}/project/{project}/triggers",
+            operation: "project.triggers.list",
+            summary: "Every trigger of the project, with next fire times and last deliveries",
+            query: &[],
+            access: Token(Read),
+            handler: || get(triggers::list_project),
+        },
+        Route {
+            methods: &["POST"],
+            path: "/brain/{tenant}/project/{project}/triggers/resync",
+            operation: "project.triggers.resync",
+            summary: "Rebuilds the project's trigger registrations from its documents",
+            query: &[],
+            access: Token(Write),
+            handler: || post(triggers::resync_project),
+        },
+        Route {
+            methods: &["GET"],
+            path: "/brain/{tenant}/project/{project}/triggers/deliveries",
+            operation: "project.triggers.deliveries",
+            summary: "The project's delivery records, newest first: {deliveries, next?}",
+            query: &["trigger", "status", "cursor", "limit"],
+            access: Token(Read),
+            handler: || get(triggers::deliveries_of_project),
+        },
+        Route {
+            methods: &["PATCH"],
+            path: "/brain/{tenant}/project/{project}/triggers/{name}",
+            operation: "project.triggers.update",
+            summary: "Enables or disables (pauses) a trigger of the project, by id or document name: {enabled}",
+            query: &[],
+            access: Token(Write),
+            handler: || patch(triggers::patch_project),
+        },
+        Route {
+            methods: &["GET"],
+            path: "/brain/{tenant}/project/{project}/workflows/{name}/triggers",
+            operation: "project.workflow.triggers",
+            summary: "Every trigger of one workflow of the project",
+            query: &[],
+            access: Token(Read),
+            handler: || get(triggers::list_project_workflow),
+        },
+        Route {
+            methods: &["POST"],
+            path: "/brain/{tenant}/project/{project}/schedules/{name}/trigger",
+            operation: "project.schedules.trigger",
+            summary: "Fires a schedule now: 202 {workflowRunId, workflowName, delivery}",
+            query: &[],
+            access: Token(Run),
+            handler: || post(triggers::fire_schedule),
         },
         Route {
             methods: &["GET", "POST"],

@@ -93,6 +93,12 @@ impl Server {
         self
     }
 
+    /// How the triggers run (see [`ServeConfig::triggers`]).
+    pub fn triggers(mut self, triggers: crate::triggers::TriggerConfig) -> Self {
+        self.config = self.config.triggers(triggers);
+        self
+    }
+
     /// Whether requests need a token (default [`Access::Tokens`]). Without
     /// ([`Access::InsecureNoAuth`]) the address must be a loopback address, and requests
     /// must name it in `Host` and `Origin` (see [`loopback`](super::loopback)).

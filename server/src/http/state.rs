@@ -27,6 +27,8 @@ pub struct AppState {
     pub metrics: Arc<Metrics>,
     /// Live followers (SSE streams, WebSocket subscriptions) against their caps.
     pub followers: Arc<Followers>,
+    /// The triggers: schedules, webhooks, internal events and hooks.
+    pub triggers: Arc<crate::triggers::Triggers>,
 }
 
 impl AppState {

@@ -1,0 +1,456 @@
+//! Delivery records (Friday's `workflow_trigger_deliveries`): one per scheduler tick, webhook
+//! request, internal event and hook execution — accepted with its run, a duplicate, rejected
+//! with a reason code, skipped (overlap, outside the catch-up window) or failed (the start
+//! was refused). Kept in the store's catalog twice, by project and by trigger, newest first,
+//! and pruned by age and count (see [`Retention`]).
+
+use std::time::Duration;
+
+use magrathea_core::{Catalog, StoreError};
+use serde::{Deserialize, Serialize};
+
+use super::registry::{Registration, TriggerKind};
+
+/// Deliveries by project: `{tenant}/{project}/{newest-first time}/{id}`.
+const BY_PROJECT: &str = "trigger.delivery";
+/// Deliveries by trigger: `{trigger id}/{newest-first time}/{id}`.
+const BY_TRIGGER: &str = "trigger.delivery.by";
+
+/// What became of a delivery.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum DeliveryStatus {
+    /// A run was started (`runId`).
+    Accepted,
+    /// The same delivery came before, inside the dedupe window: nothing started; `runId` is
+    /// the first delivery's run.
+    Duplicate,
+    /// Refused before anything started (`reason`: bad signature, expired timestamp, …).
+    Rejected,
+    /// Not fired on purpose (`reason`: `overlap`, `outside_catchup_window`, `filtered`, …).
+    Skipped,
+    /// Accepted, but the run could not be started (`reason`, `message`).
+    Failed,
+}
+
+impl DeliveryStatus {
+    /// The word in JSON and on the command line.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::Accepted => "accepted",
+            Self::Duplicate => "duplicate",
+            Self::Rejected => "rejected",
+            Self::Skipped => "skipped",
+            Self::Failed => "failed",
+        }
+    }
+}
+
+/// One delivery.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Delivery {
+    /// Its id (32 hex digits, time-ordered).
+    pub id: String,
+    /// The trigger's registration id.
+    pub trigger_id: String,
+    /// The trigger's document name.
+    pub trigger: String,
+    /// The trigger's kind.
+    pub kind: TriggerKind,
+    /// The tenant.
+    pub tenant: String,
+    /// The project.
+    pub project: String,
+    /// What became of it.
+    pub status: DeliveryStatus,
+    /// A stable snake_case reason code for every status but `accepted`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub reason: Option<String>,
+    /// Details for people (never a secret).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub message: Option<String>,
+    /// The run started (or, for a duplicate, the first delivery's run).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub run_id: Option<String>,
+    /// The dedupe key of a webhook delivery.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub dedupe_key: Option<String>,
+    /// The scheduler tick (ms since the epoch, UTC) a schedule's delivery is for.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub tick_ms: Option<i64>,
+    /// The internal event a subscription or hook delivery is for.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub event: Option<String>,
+    /// When it was recorded (ms since the epoch).
+    pub at_ms: i64,
+}
+
+impl Delivery {
+    /// A delivery of `reg` at `at_ms` with `status`; the rest is filled in by the caller.
+    pub fn new(reg: &Registration, status: DeliveryStatus, at_ms: i64) -> Self {
+        Self {
+            id: uuid::Uuid::now_v7().simple().to_string(),
+            trigger_id: reg.id.clone(),
+            trigger: reg.name.clone(),
+            kind: reg.kind,
+            tenant: reg.tenant.clone(),
+            project: reg.project.clone(),
+            status,
+            reason: None,
+            message: None,
+            run_id: None,
+            dedupe_key: None,
+            tick_ms: None,
+            event: None,
+            at_ms,
+        }
+    }
+
+    /// With a reason code.
+    pub fn reason(mut self, reason: &str) -> Self {
+        self.reason = Some(reason.to_owned());
+        self
+    }
+
+    /// With a message.
+    pub fn message(mut self, message: impl Into<String>) -> Self {
+        self.message = Some(message.into());
+        self
+    }
+
+    /// With a run.
+    pub fn run(mut self, run: impl ToString) -> Self {
+        self.run_id = Some(run.to_string());
+        self
+    }
+}
+
+/// Newest first: keys sort by the complement of the time, then of the id (time-ordered too),
+/// so that deliveries of one millisecond keep their order.
+fn time_key(at_ms: i64) -> String {
+    format!(
+        "{:016x}",
+        u64::MAX - u64::try_from(at_ms.max(0)).unwrap_or(0)
+    )
+}
+
+/// The key part of a delivery: `{newest-first time}/{newest-first id}`.
+fn order_key(d: &Delivery) -> String {
+    let id = u128::from_str_radix(&d.id, 16).unwrap_or(0);
+    format!("{}/{:032x}", time_key(d.at_ms), u128::MAX - id)
+}
+
+/// Records a delivery.
+pub fn record(catalog: &dyn Catalog, d: &Delivery) -> Result<(), StoreError> {
+    let bytes = serde_json::to_vec(d).map_err(|e| StoreError::io(e.to_string()))?;
+    let k = order_key(d);
+    catalog.put(BY_TRIGGER, &format!("{}/{k}", d.trigger_id), &bytes)?;
+    catalog.put(
+        BY_PROJECT,
+        &format!("{}/{}/{k}", d.tenant, d.project),
+        &bytes,
+    )
+}
+
+/// Records the delivery of a scheduler tick, once: the first record of a tick stands (a
+/// second pass over the same tick, after a crash or on another worker, records nothing).
+pub fn record_tick(catalog: &dyn Catalog, d: &Delivery, tick_ms: i64) -> Result<(), StoreError> {
+    let mut d = d.clone();
+    d.at_ms = tick_ms;
+    d.tick_ms = Some(tick_ms);
+    // The id is the tick's, so both processes name the same record.
+    d.id = format!("{:032x}", u128::from(tick_ms.unsigned_abs()));
+    let bytes = serde_json::to_vec(&d).map_err(|e| StoreError::io(e.to_string()))?;
+    let k = order_key(&d);
+    let first = catalog
+        .insert_new(BY_TRIGGER, &format!("{}/{k}", d.trigger_id), &bytes)?
+        .is_none();
+    if first {
+        catalog.put(
+            BY_PROJECT,
+            &format!("{}/{}/{k}", d.tenant, d.project),
+            &bytes,
+        )?;
+    }
+    Ok(())
+}
+
+/// What to list.
+#[derive(Debug, Clone, Default)]
+pub struct DeliveryQuery {
+    /// Only this trigger's (a registration id).
+    pub trigger_id: Option<String>,
+    /// Only with this status.
+    pub status: Option<DeliveryStatus>,
+    /// The page starts after this cursor (the `next` of the previous page).
+    pub cursor: Option<String>,
+    /// At most this many (capped at [`MAX_PAGE`]).
+    pub limit: usize,
+}
+
+/// The largest page of deliveries.
+pub const MAX_PAGE: usize = 1000;
+
+/// A page of deliveries, newest first, and the cursor of the next page.
+#[derive(Debug, Clone, Serialize)]
+pub struct DeliveryPage {
+    /// The deliveries.
+    pub deliveries: Vec<Delivery>,
+    /// Pass as `cursor` for the next page; absent on the last.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub next: Option<String>,
+}
+
+/// Deliveries of a project, newest first.
+pub fn list(
+    catalog: &dyn Catalog,
+    tenant: &str,
+    project: &str,
+    q: &DeliveryQuery,
+) -> Result<DeliveryPage, StoreError> {
+    let (table, prefix) = match &q.trigger_id {
+        Some(id) => (BY_TRIGGER, format!("{id}/")),
+        None => (BY_PROJECT, format!("{tenant}/{project}/")),
+    };
+    let limit = q.limit.clamp(1, MAX_PAGE);
+    let mut out = Vec::new();
+    let mut after = q.cursor.as_ref().map(|c| format!("{prefix}{c}"));
+    // Filtering by status may need several reads; each is bounded.
+    loop {
+        let rows = catalog.scan(table, &prefix, after.as_deref(), MAX_PAGE)?;
+        let done = rows.len() < MAX_PAGE;
+        for (key, bytes) in rows {
+            after = Some(key);
+            let Ok(d) = serde_json::from_slice::<Delivery>(&bytes) else {
+                continue;
+            };
+            // A trigger id names one project's trigger; still check the scope.
+            if d.tenant != tenant || d.project != project {
+                continue;
+            }
+            if q.status.is_some_and(|s| s != d.status) {
+                continue;
+            }
+            out.push(d);
+            if out.len() == limit {
+                let next = after.as_ref().map(|k| k[prefix.len()..].to_owned());
+                return Ok(DeliveryPage {
+                    deliveries: out,
+                    next,
+                });
+            }
+        }
+        if done {
+            return Ok(DeliveryPage {
+                deliveries: out,
+                next: None,
+            });
+        }
+    }
+}
+
+/// How long and how many deliveries are kept.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Retention {
+    /// Deliveries older than this are deleted.
+    pub max_age: Duration,
+    /// At most this many per trigger (the newest).
+    pub max_per_trigger: usize,
+}
+
+impl Default for Retention {
+    fn default() -> Self {
+        Self {
+            max_age: Duration::from_secs(7 * 24 * 3600),
+            max_per_trigger: 10_000,
+        }
+    }
+}
+
+/// Deletes deliveries past the retention; how many.
+pub fn prune(
+    catalog: &dyn Catalog,
+    retention: Retention,
+    now_ms: i64,
+) -> Result<usize, StoreError> {
+    let oldest =
+        now_ms.saturating_sub(i64::try_from(retention.max_age.as_millis()).unwrap_or(i64::MAX));
+    let mut gone = 0;
+    let mut after: Option<String> = None;
+    let mut current_trigger = String::new();
+    let mut kept = 0usize;
+    loop {
+        let rows = catalog.scan(BY_TRIGGER, "", after.as_deref(), MAX_PAGE)?;
+        let done = rows.len() < MAX_PAGE;
+        let mut doomed: Vec<Delivery> = Vec::new();
+        for (key, bytes) in rows {
+            after = Some(key.clone());
+            let Ok(d) = serde_json::from_slice::<Delivery>(&bytes) else {
+                catalog.delete(BY_TRIGGER, &[key])?;
+                continue;
+            };
+            if d.trigger_id != current_trigger {
+                current_trigger.clone_from(&d.trigger_id);
+                kept = 0;
+            }
+            if d.at_ms < oldest || kept >= retention.max_per_trigger {
+                doomed.push(d);
+            } else {
+                kept += 1;
+            }
+        }
+        let by_trigger: Vec<String> = doomed
+            .iter()
+            .map(|d| format!("{}/{}", d.trigger_id, order_key(d)))
+            .collect();
+        let by_project: Vec<String> = doomed
+            .iter()
+            .map(|d| format!("{}/{}/{}", d.tenant, d.project, order_key(d)))
+            .collect();
+        gone += catalog.delete(BY_TRIGGER, &by_trigger)?;
+        catalog.delete(BY_PROJECT, &by_project)?;
+        if done {
+            return Ok(gone);
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::time::Duration;
+
+    use magrathea_core::MemoryStore;
+    use magrathea_yaml::Scope;
+
+    use super::*;
+
+    fn reg(name: &str) -> Registration {
+        Registration::new(&Scope::new("acme", "shop"), TriggerKind::Webhook, name, "x")
+    }
+
+    fn statuses(page: &DeliveryPage) -> Vec<i64> {
+        page.deliveries.iter().map(|d| d.at_ms).collect()
+    }
+
+    #[test]
+    fn deliveries_list_newest_first_in_pages_by_project_and_by_trigger() {
+        let store = MemoryStore::new();
+        let (a, b) = (reg("a"), reg("b"));
+        for t in 1..=5 {
+            record(
+                &store,
+                &Delivery::new(&a, DeliveryStatus::Accepted, t * 1000),
+            )
+            .unwrap();
+        }
+        record(&store, &Delivery::new(&b, DeliveryStatus::Rejected, 2500)).unwrap();
+        let all = list(
+            &store,
+            "acme",
+            "shop",
+            &DeliveryQuery {
+                limit: 10,
+                ..Default::default()
+            },
+        )
+        .unwrap();
+        assert_eq!(statuses(&all), [5000, 4000, 3000, 2500, 2000, 1000]);
+        let q = DeliveryQuery {
+            trigger_id: Some(a.id.clone()),
+            limit: 2,
+            ..Default::default()
+        };
+        let first = list(&store, "acme", "shop", &q).unwrap();
+        assert_eq!(statuses(&first), [5000, 4000]);
+        let second = list(
+            &store,
+            "acme",
+            "shop",
+            &DeliveryQuery {
+                cursor: first.next.clone(),
+                ..q.clone()
+            },
+        )
+        .unwrap();
+        assert_eq!(statuses(&second), [3000, 2000]);
+        let rejected = list(
+            &store,
+            "acme",
+            "shop",
+            &DeliveryQuery {
+                status: Some(DeliveryStatus::Rejected),
+                limit: 10,
+                ..Default::default()
+            },
+        )
+        .unwrap();
+        assert_eq!(statuses(&rejected), [2500]);
+        // Another project sees none of them.
+        let other = list(
+            &store,
+            "acme",
+            "lab",
+            &DeliveryQuery {
+                limit: 10,
+                ..Default::default()
+            },
+        )
+        .unwrap();
+        assert!(other.deliveries.is_empty());
+    }
+
+    #[test]
+    fn pruning_keeps_the_retention_by_age_and_by_count() {
+        let store = MemoryStore::new();
+        let a = reg("a");
+        for t in 1..=20 {
+            record(
+                &store,
+                &Delivery::new(&a, DeliveryStatus::Accepted, t * 1000),
+            )
+            .unwrap();
+        }
+        let retention = Retention {
+            max_age: Duration::from_secs(15),
+            max_per_trigger: 4,
+        };
+        // Now = 25 s: older than 10 s goes, and of the rest only the newest 4 stay.
+        let gone = prune(&store, retention, 25_000).unwrap();
+        assert_eq!(gone, 16);
+        let left = list(
+            &store,
+            "acme",
+            "shop",
+            &DeliveryQuery {
+                limit: 100,
+                ..Default::default()
+            },
+        )
+        .unwrap();
+        assert_eq!(statuses(&left), [20_000, 19_000, 18_000, 17_000]);
+    }
+
+    #[test]
+    fn a_tick_is_recorded_once_whoever_records_it() {
+        let store = MemoryStore::new();
+        let a = reg("a");
+        let first = Delivery::new(&a, DeliveryStatus::Accepted, 1).run("r1");
+        let second = Delivery::new(&a, DeliveryStatus::Skipped, 2).reason("overlap");
+        record_tick(&store, &first, 60_000).unwrap();
+        record_tick(&store, &second, 60_000).unwrap();
+        let all = list(
+            &store,
+            "acme",
+            "shop",
+            &DeliveryQuery {
+                limit: 10,
+                ..Default::default()
+            },
+        )
+        .unwrap();
+        assert_eq!(all.deliveries.len(), 1);
+        assert_eq!(all.deliveries[0].run_id.as_deref(), Some("r1"));
+        assert_eq!(all.deliveries[0].tick_ms, Some(60_000));
+    }
+}

@@ -1,0 +1,299 @@
+//! Reading trigger documents: which projects exist, what each project's scheduler, event and
+//! hook documents declare, and the parsed forms the scheduler and the hub run on.
+
+use std::path::Path;
+
+use magrathea_yaml::Condition;
+use magrathea_yaml::Scope;
+use magrathea_yaml::scheduler::Schedule;
+use magrathea_yaml::schema::{CheckedHook, EventDocument, HookDocument};
+use serde_json::{Map, Value};
+use sha2::{Digest, Sha256};
+
+use super::registry::{Registration, TriggerKind};
+use magrathea_yaml::DocumentSource;
+
+/// Most documents read from one directory.
+const MAX_DOCUMENTS: usize = 1000;
+/// The largest trigger document (or hook script) read.
+const MAX_BYTES: u64 = 256 * 1024;
+
+/// The projects of a document tree: `<root>/<tenant>/<project>/` with a `_vance/` directory.
+pub fn projects(root: &Path) -> Vec<Scope> {
+    let mut out = Vec::new();
+    for tenant in dir_names(root) {
+        if tenant.starts_with('_') {
+            continue; // `_auth` and the like
+        }
+        for project in dir_names(&root.join(&tenant)) {
+            if project == "_tenant" || !root.join(&tenant).join(&project).join("_vance").is_dir() {
+                continue;
+            }
+            out.push(Scope::new(&tenant, &project));
+        }
+    }
+    out
+}
+
+/// Names of the directories in `dir` that can be tenants or projects, sorted.
+fn dir_names(dir: &Path) -> Vec<String> {
+    let Ok(entries) = std::fs::read_dir(dir) else {
+        return Vec::new();
+    };
+    let mut names: Vec<String> = entries
+        .filter_map(Result::ok)
+        .filter(|e| e.file_type().is_ok_and(|t| t.is_dir()))
+        .filter_map(|e| e.file_name().to_str().map(str::to_owned))
+        .filter(|n| magrathea_yaml::runtime::check_name(n).is_ok())
+        .collect();
+    names.sort();
+    names
+}
+
+/// The `.yaml` documents of `_vance/<dir>/` of a project, by name (symlinks are not followed
+/// out of the project: only regular files are read).
+fn documents(project: &Path, dir: &str) -> Vec<(String, String)> {
+    let path = project.join("_vance").join(dir);
+    let Ok(entries) = std::fs::read_dir(&path) else {
+        return Vec::new();
+    };
+    let mut out: Vec<(String, String)> = entries
+        .filter_map(Result::ok)
+        .filter(|e| e.file_type().is_ok_and(|t| t.is_file()))
+        .filter_map(|e| {
+            let file = e.file_name().to_str()?.to_owned();
+            let name = file.strip_suffix(".yaml")?.to_owned();
+            magrathea_yaml::runtime::check_name(&name).ok()?;
+            Some(name)
+        })
+        .take(MAX_DOCUMENTS)
+        .filter_map(|name| {
+            let text = read_bounded(&path.join(format!("{name}.yaml")))?;
+            Some((name, text))
+        })
+        .collect();
+    out.sort();
+    out
+}
+
+fn read_bounded(path: &Path) -> Option<String> {
+    let meta = std::fs::symlink_metadata(path).ok()?;
+    if !meta.is_file() || meta.len() > MAX_BYTES {
+        return None;
+    }
+    std::fs::read_to_string(path).ok()
+}
+
+fn digest(text: &str) -> String {
+    use std::fmt::Write;
+    Sha256::digest(text.as_bytes())
+        .iter()
+        .fold(String::new(), |mut s, b| {
+            let _ = write!(s, "{b:02x}");
+            s
+        })
+}
+
+/// The registrations a project's documents declare.
+pub fn scan_scope(docs: &DocumentSource, scope: &Scope) -> Vec<Registration> {
+    let project = docs.project_dir(scope);
+    let mut regs = Vec::new();
+    for (name, text) in documents(&project, "scheduler") {
+        regs.push(schedule_registration(scope, &name, &text));
+    }
+    for (name, text) in documents(&project, "events") {
+        regs.extend(event_registrations(docs, scope, &name, &text));
+    }
+    for (name, text) in documents(&project, "hooks") {
+        regs.push(hook_registration(scope, &name, &text));
+    }
+    regs
+}
+
+fn schedule_registration(scope: &Scope, name: &str, text: &str) -> Registration {
+    let mut reg = Registration::new(scope, TriggerKind::Cron, name, text);
+    let label = reg.document.clone();
+    match magrathea_yaml::scheduler::load_schedule(&label, name, text) {
+        Ok(s) => {
+            reg.workflow = Some(s.workflow().to_owned());
+            reg.description = s.description().map(str::to_owned);
+            reg.enabled_in_document = s.enabled();
+            reg.cron = s.cron().map(str::to_owned);
+            reg.at = s.at_ms().map(super::iso);
+            reg.timezone = Some(s.timezone().to_owned());
+            reg.overlap = Some(s.overlap().as_str().to_owned());
+        }
+        Err(diags) => reg.error = Some(diags.to_string().trim().to_owned()),
+    }
+    reg
+}
+
+fn parse_event(text: &str) -> Result<EventDocument, String> {
+    serde_yaml_ng::from_str::<EventDocument>(text).map_err(|e| e.to_string())
+}
+
+fn event_registrations(
+    docs: &DocumentSource,
+    scope: &Scope,
+    name: &str,
+    text: &str,
+) -> Vec<Registration> {
+    let doc = match parse_event(text) {
+        Ok(doc) => doc,
+        Err(e) => {
+            // Not a trigger unless it has a block; a broken document shows under both kinds
+            // only if it mentions them.
+            let mut out = Vec::new();
+            for (kind, word) in [
+                (TriggerKind::Webhook, "webhook:"),
+                (TriggerKind::Event, "subscribe:"),
+            ] {
+                if text.contains(word) {
+                    let mut reg = Registration::new(scope, kind, name, text);
+                    reg.error = Some(format!("invalid event document: {e}"));
+                    out.push(reg);
+                }
+            }
+            return out;
+        }
+    };
+    let mut out = Vec::new();
+    if let Some(hook) = &doc.webhook {
+        let mut reg = Registration::new(scope, TriggerKind::Webhook, name, text);
+        reg.workflow = Some(doc.workflow.clone());
+        reg.description.clone_from(&doc.description);
+        reg.dedupe_window_sec = Some(crate::webhook::dedupe_window_ms(hook).unsigned_abs() / 1000);
+        if let Err(e) = hook.check() {
+            reg.error = Some(e);
+        } else {
+            match crate::http::setting::text(docs, scope, &hook.token_setting) {
+                Some(token) => match crate::webhook::check_path_token(&token) {
+                    Ok(()) => {
+                        reg.webhook_token_sha256 = Some(crate::webhook::path_token_hash(&token));
+                    }
+                    Err(e) => {
+                        reg.error = Some(format!("the setting `{}`: {e}", hook.token_setting))
+                    }
+                },
+                None => {
+                    reg.error = Some(format!(
+                        "[MAG-TR002] the setting `{}` (the webhook's path token) is not set in the project's or the tenant's _vance/settings.yaml",
+                        hook.token_setting
+                    ));
+                }
+            }
+        }
+        out.push(reg);
+    }
+    if let Some(sub) = &doc.subscribe {
+        let mut reg = Registration::new(scope, TriggerKind::Event, name, text);
+        reg.workflow = Some(doc.workflow.clone());
+        reg.description.clone_from(&doc.description);
+        match magrathea_yaml::events::check_subscription(sub) {
+            Ok(checked) => {
+                reg.event = Some(checked.event.as_str().to_owned());
+                reg.filter = checked.filter.as_ref().map(|f| f.source().to_owned());
+            }
+            Err(e) => reg.error = Some(e),
+        }
+        out.push(reg);
+    }
+    out
+}
+
+fn hook_registration(scope: &Scope, name: &str, text: &str) -> Registration {
+    let mut reg = Registration::new(scope, TriggerKind::Hook, name, text);
+    match parse_hook(text) {
+        Ok(h) => {
+            reg.description.clone_from(&h.doc.description);
+            reg.enabled_in_document = h.doc.enabled.unwrap_or(true);
+            reg.event = Some(h.checked.event.as_str().to_owned());
+            reg.filter = h.checked.filter.as_ref().map(|f| f.source().to_owned());
+        }
+        Err(e) => reg.error = Some(e),
+    }
+    reg
+}
+
+/// A hook document, checked.
+#[derive(Debug, Clone)]
+pub(super) struct Hook {
+    /// The document.
+    pub doc: HookDocument,
+    /// Its checked form: event, filter, script, timeout.
+    pub checked: CheckedHook,
+}
+
+fn parse_hook(text: &str) -> Result<Hook, String> {
+    let doc: HookDocument =
+        serde_yaml_ng::from_str(text).map_err(|e| format!("invalid hook document: {e}"))?;
+    let checked = doc.check()?;
+    Ok(Hook { doc, checked })
+}
+
+/// The text of a registration's document now, and its digest.
+fn read_document(docs: &DocumentSource, reg: &Registration) -> Option<(String, String)> {
+    let path = docs.project_dir(&reg.scope()).join(&reg.document);
+    let text = read_bounded(&path)?;
+    Some((digest(&text), text))
+}
+
+/// The parsed schedule of a registration and the digest of the text it came from.
+pub fn load_schedule(docs: &DocumentSource, reg: &Registration) -> Option<(String, Schedule)> {
+    let (digest, text) = read_document(docs, reg)?;
+    let schedule =
+        magrathea_yaml::scheduler::load_schedule(&reg.document, &reg.name, &text).ok()?;
+    Some((digest, schedule))
+}
+
+/// A subscription, ready to match events.
+#[derive(Debug, Clone)]
+pub(super) struct Subscription {
+    /// The workflow it starts.
+    pub workflow: String,
+    /// The filter.
+    pub filter: Option<Condition>,
+    /// The static parameters.
+    pub params: Map<String, Value>,
+}
+
+/// The parsed subscription of an event registration and its document's digest.
+pub(super) fn load_subscription(
+    docs: &DocumentSource,
+    reg: &Registration,
+) -> Option<(String, Subscription)> {
+    let (digest, text) = read_document(docs, reg)?;
+    let doc = parse_event(&text).ok()?;
+    let sub = doc.subscribe.as_ref()?;
+    let checked = magrathea_yaml::events::check_subscription(sub).ok()?;
+    Some((
+        digest,
+        Subscription {
+            workflow: doc.workflow.clone(),
+            filter: checked.filter,
+            params: doc.params.clone(),
+        },
+    ))
+}
+
+/// The parsed hook of a hook registration, its script's source, and the document's digest.
+pub(super) fn load_hook(
+    docs: &DocumentSource,
+    reg: &Registration,
+) -> Option<(String, Hook, String)> {
+    let (digest, text) = read_document(docs, reg)?;
+    let hook = parse_hook(&text).ok()?;
+    let project = docs.project_dir(&reg.scope());
+    let source = read_bounded(&project.join(&hook.checked.script))?;
+    Some((digest, hook, source))
+}
+
+/// The webhook block of a webhook registration, with the document's workflow and static
+/// parameters.
+pub(crate) fn load_webhook(docs: &DocumentSource, reg: &Registration) -> Option<EventDocument> {
+    let (digest, text) = read_document(docs, reg)?;
+    if digest != reg.digest {
+        return None;
+    }
+    parse_event(&text).ok().filter(|d| d.webhook.is_some())
+}

@@ -1,0 +1,512 @@
+//! The internal event hub (Friday §6.3): the engine's run and approval events, delivered to
+//! event subscriptions (event documents with `subscribe:`) and hook scripts (reference §8.5).
+//!
+//! Events are read from the journal as it is committed, so an event is never announced before
+//! it is durable:
+//!
+//! | event | record |
+//! |-------|--------|
+//! | `workflow.run.started` | `StartRecord` |
+//! | `workflow.run.completed` / `failed` / `cancelled` | `StatusRecord` DONE / FAILED / CANCELLED |
+//! | `workflow.approval.requested` | `GateOpenedRecord` of an approval gate |
+//! | `workflow.approval.approved` / `rejected` | its `GateAnsweredRecord` |
+//! | `workflow.approval.expired` | the `TimerFiredRecord` of its timeout |
+//!
+//! A subscription or hook sees the events of runs of its own project only (never another
+//! project's, never another tenant's), and never those of runs it started itself (a
+//! subscription to `workflow.run.failed` whose workflow fails does not start itself again).
+//! Each start's idempotency key names the event (`event:{trigger}:{run}:{seq}`), so an event
+//! seen twice starts one run.
+//!
+//! Delivery is by the process that commits the record. Events committed while a process
+//! stops and before it announced them are not delivered again after a restart.
+
+use std::collections::HashMap;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::time::Duration;
+
+use magrathea_core::{
+    Entry, GateKind, GateSpec, JournalUpdate, Record, RunId, RunStatus, StartRecord,
+};
+use magrathea_exec::{HookHost, HookLogLevel, HookScript, run_hook};
+use magrathea_yaml::Scope;
+use serde_json::{Map, Value, json};
+use tokio::sync::broadcast::error::RecvError;
+
+use super::Triggers;
+use super::deliveries::{self, Delivery, DeliveryStatus};
+use super::documents::{self, Hook, Subscription};
+use super::registry::{self, Registration, TriggerKind};
+use crate::http::state::{AppState, Starter};
+
+/// An internal event: its name and its JSON.
+#[derive(Debug, Clone)]
+struct Event {
+    name: &'static str,
+    run: RunId,
+    seq: u64,
+    tenant: String,
+    project: String,
+    started_by: String,
+    body: Value,
+}
+
+/// Parsed subscriptions and hooks, by registration key and digest.
+#[derive(Default)]
+struct Memory {
+    subscriptions: HashMap<String, (String, Arc<Subscription>)>,
+    hooks: HashMap<String, (String, Arc<(Hook, String)>)>,
+}
+
+/// Deliveries (starts, hook scripts) in flight at once; more wait.
+const MAX_IN_FLIGHT: usize = 16;
+
+/// How long the hub's copy of the registrations is used before it reads them again.
+const REGISTRATIONS_FRESH: Duration = Duration::from_millis(500);
+
+pub(super) fn spawn(triggers: Arc<Triggers>, state: AppState) {
+    let mut updates = state.engine.subscribe_journal();
+    tokio::spawn(async move {
+        let mut memory = Memory::default();
+        let slots = Arc::new(tokio::sync::Semaphore::new(MAX_IN_FLIGHT));
+        let mut regs: Vec<Registration> = Vec::new();
+        let mut read_at: Option<tokio::time::Instant> = None;
+        while !triggers.is_stopped() {
+            let update = match tokio::time::timeout(Duration::from_secs(1), updates.recv()).await {
+                Ok(Ok(u)) => u,
+                Ok(Err(RecvError::Lagged(n))) => {
+                    tracing::warn!(
+                        missed = n,
+                        "the trigger hub fell behind; events were missed"
+                    );
+                    continue;
+                }
+                Ok(Err(RecvError::Closed)) => return,
+                Err(_) => continue,
+            };
+            if read_at.is_none_or(|t| t.elapsed() >= REGISTRATIONS_FRESH) {
+                let Ok(catalog) = triggers.catalog() else {
+                    return;
+                };
+                match registry::list_all(catalog) {
+                    Ok(all) => {
+                        regs = all
+                            .into_iter()
+                            .filter(|r| {
+                                r.active && matches!(r.kind, TriggerKind::Event | TriggerKind::Hook)
+                            })
+                            .collect();
+                        read_at = Some(tokio::time::Instant::now());
+                    }
+                    Err(e) => {
+                        tracing::warn!(error = %e, "could not read the trigger registrations");
+                        continue;
+                    }
+                }
+            }
+            // Most updates concern no subscriber: nothing is decoded for them.
+            if regs.is_empty() || !has_event_records(&update) {
+                continue;
+            }
+            for event in events_of(&state, &update) {
+                for reg in regs.iter().filter(|r| {
+                    r.event.as_deref() == Some(event.name)
+                        && r.tenant == event.tenant
+                        && r.project == event.project
+                }) {
+                    let Some(work) = prepare(&state, &mut memory, reg, &event) else {
+                        continue;
+                    };
+                    let Ok(permit) = slots.clone().acquire_owned().await else {
+                        return;
+                    };
+                    let (triggers, state, reg, event) =
+                        (triggers.clone(), state.clone(), reg.clone(), event.clone());
+                    tokio::spawn(async move {
+                        deliver(&triggers, &state, &reg, &event, work).await;
+                        drop(permit);
+                    });
+                }
+            }
+        }
+    });
+}
+
+/// Whether an update holds a record that can be an event.
+fn has_event_records(update: &JournalUpdate) -> bool {
+    update.entries.iter().any(|e| {
+        matches!(
+            e.record,
+            Record::Start(_)
+                | Record::Status { .. }
+                | Record::GateOpened { .. }
+                | Record::GateAnswered { .. }
+                | Record::TimerFired { .. }
+        )
+    })
+}
+
+/// The events of a journal update.
+fn events_of(state: &AppState, update: &JournalUpdate) -> Vec<Event> {
+    let mut out = Vec::new();
+    let mut start: Option<StartRecord> = None;
+    for entry in update.entries.iter() {
+        let name = match &entry.record {
+            Record::Start(s) => {
+                start = Some((**s).clone());
+                Some("workflow.run.started")
+            }
+            Record::Status { status, .. } => match status {
+                RunStatus::Done => Some("workflow.run.completed"),
+                RunStatus::Failed => Some("workflow.run.failed"),
+                RunStatus::Cancelled => Some("workflow.run.cancelled"),
+                _ => None,
+            },
+            Record::GateOpened { gate, .. } if gate.kind == GateKind::Approval => {
+                Some("workflow.approval.requested")
+            }
+            Record::GateAnswered { .. } | Record::TimerFired { .. } => Some("gate"),
+            _ => None,
+        };
+        let Some(name) = name else { continue };
+        if let Some(event) = event(state, update.run_id, entry, name, &mut start) {
+            out.push(event);
+        }
+    }
+    out
+}
+
+fn event(
+    state: &AppState,
+    run: RunId,
+    entry: &Entry,
+    name: &'static str,
+    start: &mut Option<StartRecord>,
+) -> Option<Event> {
+    if start.is_none() {
+        // The run's first record says who started it and where.
+        let first = state.engine.store().read_journal_range(run, 0, 1).ok()?;
+        let (_, bytes) = first.first()?;
+        if let (Record::Start(s), _) = magrathea_core::codec::decode(bytes).ok()? {
+            *start = Some(*s);
+        }
+    }
+    let s = start.as_ref()?;
+    let (tenant, project) = s.scope.as_str().split_once('/')?;
+    let mut body = json!({
+        "runId": run.to_string(),
+        "workflowName": s.workflow_name,
+        "tenant": tenant,
+        "project": project,
+        "startedBy": s.started_by,
+    });
+    let map = body.as_object_mut()?;
+    let name = match (&entry.record, name) {
+        (Record::Status { status, reason }, _) => {
+            map.insert("status".into(), json!(status));
+            if let Some(reason) = reason {
+                map.insert(
+                    "error".into(),
+                    json!({ "kind": status_kind(*status), "message": reason }),
+                );
+            }
+            name
+        }
+        (Record::GateOpened { step, gate }, _) => {
+            approval_fields(map, run, *step, gate);
+            name
+        }
+        (Record::GateAnswered { step, answer }, _) => {
+            let gate = approval_gate(state, run, *step)?;
+            approval_fields(map, run, *step, &gate);
+            if !answer.answered_by.is_empty() {
+                map.insert("answeredBy".into(), json!(answer.answered_by));
+            }
+            if let Some(c) = &answer.comment {
+                map.insert("comment".into(), json!(c));
+            }
+            if answer.value.get("approved") == Some(&Value::Bool(true)) {
+                "workflow.approval.approved"
+            } else {
+                "workflow.approval.rejected"
+            }
+        }
+        (Record::TimerFired { step }, _) => {
+            let gate = approval_gate(state, run, *step)?;
+            approval_fields(map, run, *step, &gate);
+            "workflow.approval.expired"
+        }
+        (Record::Start(_), _) => {
+            map.insert("status".into(), json!(RunStatus::Running));
+            name
+        }
+        _ => name,
+    };
+    map.insert("event".into(), json!(name));
+    Some(Event {
+        name,
+        run,
+        seq: entry.seq,
+        tenant: tenant.to_owned(),
+        project: project.to_owned(),
+        started_by: s.started_by.clone(),
+        body,
+    })
+}
+
+/// The approval gate at `step` of `run`, if that step is one.
+fn approval_gate(state: &AppState, run: RunId, step: u32) -> Option<GateSpec> {
+    let journal = state.engine.journal(run).ok()?;
+    journal.into_iter().find_map(|e| match e.record {
+        Record::GateOpened { step: s, gate } if s == step && gate.kind == GateKind::Approval => {
+            Some(*gate)
+        }
+        _ => None,
+    })
+}
+
+/// The fields of an approval event: the inbox item, the gate's state (its YAML state, else its
+/// step), its title and assignee.
+fn approval_fields(map: &mut Map<String, Value>, run: RunId, step: u32, gate: &GateSpec) {
+    map.insert("itemId".into(), json!(format!("{run}-{step}")));
+    let state = gate
+        .meta
+        .get("workflowState")
+        .and_then(Value::as_str)
+        .map_or_else(|| step.to_string(), str::to_owned);
+    map.insert("step".into(), json!(state));
+    map.insert("title".into(), json!(gate.title));
+    if !gate.assigned_to.is_empty() {
+        map.insert("assignee".into(), json!(gate.assigned_to));
+    }
+}
+
+/// The error kind of a run that ended without success.
+fn status_kind(status: RunStatus) -> &'static str {
+    match status {
+        RunStatus::Cancelled => "cancelled",
+        _ => "failure",
+    }
+}
+
+/// What a matching registration does with an event.
+enum Work {
+    Subscription(Arc<Subscription>),
+    Hook(Arc<(Hook, String)>),
+}
+
+/// The parsed subscription or hook of `reg`, unless the event is its own run's.
+fn prepare(
+    state: &AppState,
+    memory: &mut Memory,
+    reg: &Registration,
+    event: &Event,
+) -> Option<Work> {
+    let own = match reg.kind {
+        TriggerKind::Hook => format!("hook:{}", reg.name),
+        _ => format!("event:{}", reg.name),
+    };
+    if event.started_by == own {
+        return None;
+    }
+    let key = reg.key();
+    match reg.kind {
+        TriggerKind::Event => Some(Work::Subscription(match memory.subscriptions.get(&key) {
+            Some((digest, s)) if *digest == reg.digest => s.clone(),
+            _ => {
+                let (digest, s) = documents::load_subscription(state.docs(), reg)?;
+                let s = Arc::new(s);
+                memory.subscriptions.insert(key, (digest, s.clone()));
+                s
+            }
+        })),
+        TriggerKind::Hook => Some(Work::Hook(match memory.hooks.get(&key) {
+            Some((digest, h)) if *digest == reg.digest => h.clone(),
+            _ => {
+                let (digest, hook, source) = documents::load_hook(state.docs(), reg)?;
+                let h = Arc::new((hook, source));
+                memory.hooks.insert(key, (digest, h.clone()));
+                h
+            }
+        })),
+        _ => None,
+    }
+}
+
+async fn deliver(
+    triggers: &Triggers,
+    state: &AppState,
+    reg: &Registration,
+    event: &Event,
+    work: Work,
+) {
+    let delivery = match work {
+        Work::Subscription(sub) => deliver_subscription(triggers, state, reg, event, &sub).await,
+        Work::Hook(hook) => deliver_hook(triggers, state, reg, event, &hook.0, &hook.1).await,
+    };
+    if let (Some(mut d), Ok(catalog)) = (delivery, triggers.catalog()) {
+        d.event = Some(event.name.to_owned());
+        if let Err(e) = deliveries::record(catalog, &d) {
+            tracing::warn!(trigger = %reg.key(), error = %e, "could not record a delivery");
+        }
+    }
+}
+
+/// `Ok` when the event passes the filter; else `Err(Some(delivery))` to record (the filter
+/// failed), or `Err(None)` when it does not match.
+fn filtered(
+    filter: Option<&magrathea_yaml::Condition>,
+    reg: &Registration,
+    event: &Event,
+    now: i64,
+) -> Result<(), Option<Box<Delivery>>> {
+    let Some(filter) = filter else { return Ok(()) };
+    match filter.matches_event(&event.body) {
+        Ok(true) => Ok(()),
+        Ok(false) => Err(None),
+        Err(e) => Err(Some(Box::new(
+            Delivery::new(reg, DeliveryStatus::Failed, now)
+                .reason("filter_error")
+                .message(e.to_string()),
+        ))),
+    }
+}
+
+async fn deliver_subscription(
+    triggers: &Triggers,
+    state: &AppState,
+    reg: &Registration,
+    event: &Event,
+    sub: &Subscription,
+) -> Option<Delivery> {
+    let now = triggers.now_ms();
+    if let Err(d) = filtered(sub.filter.as_ref(), reg, event, now) {
+        return d.map(|d| *d);
+    }
+    let mut params: Map<String, Value> = sub.params.clone();
+    params.insert("event".into(), event.body.clone());
+    let starter = Starter {
+        started_by: format!("event:{}", reg.name),
+        requested_by: None,
+        idempotency_key: Some(format!("event:{}:{}:{}", reg.key(), event.run, event.seq)),
+    };
+    Some(
+        match state
+            .start_as(
+                &reg.scope(),
+                &sub.workflow,
+                Value::Object(params),
+                &starter,
+                "event",
+            )
+            .await
+        {
+            Ok((run, _)) => Delivery::new(reg, DeliveryStatus::Accepted, now).run(run),
+            Err(e) => Delivery::new(reg, DeliveryStatus::Failed, now)
+                .reason("start_refused")
+                .message(e.message),
+        },
+    )
+}
+
+async fn deliver_hook(
+    triggers: &Triggers,
+    state: &AppState,
+    reg: &Registration,
+    event: &Event,
+    hook: &Hook,
+    source: &str,
+) -> Option<Delivery> {
+    let now = triggers.now_ms();
+    if let Err(d) = filtered(hook.checked.filter.as_ref(), reg, event, now) {
+        return d.map(|d| *d);
+    }
+    let scope = reg.scope();
+    // A hook runs JavaScript: only where the tenant lets the project run scripts.
+    if let Err(why) = magrathea_exec::policy::check(
+        state.docs(),
+        &scope,
+        magrathea_exec::policy::TaskType::Script,
+    ) {
+        return Some(
+            Delivery::new(reg, DeliveryStatus::Rejected, now)
+                .reason("scripts_not_allowed")
+                .message(why),
+        );
+    }
+    let host = Arc::new(Host {
+        state: state.clone(),
+        scope,
+        hook: reg.name.clone(),
+        key: format!("hook:{}:{}:{}", reg.key(), event.run, event.seq),
+        handle: tokio::runtime::Handle::current(),
+        starts: AtomicUsize::new(0),
+    });
+    let script = HookScript {
+        name: reg.name.clone(),
+        source: source.to_owned(),
+        event: event.body.clone(),
+        timeout: hook.checked.timeout,
+    };
+    Some(match run_hook(script, host).await {
+        Ok(outcome) => {
+            let mut d = Delivery::new(reg, DeliveryStatus::Accepted, now);
+            if let Some(first) = outcome.started.first() {
+                d = d.run(first);
+            }
+            if outcome.started.len() > 1 {
+                d = d.message(format!("started runs {}", outcome.started.join(", ")));
+            }
+            d
+        }
+        Err(e) => Delivery::new(reg, DeliveryStatus::Failed, now)
+            .reason("hook_failed")
+            .message(e.to_string()),
+    })
+}
+
+/// What a hook's script reaches: starts in its own project, as `hook:<name>`.
+struct Host {
+    state: AppState,
+    scope: Scope,
+    hook: String,
+    key: String,
+    handle: tokio::runtime::Handle,
+    starts: AtomicUsize,
+}
+
+impl HookHost for Host {
+    fn start_workflow(&self, name: &str, params: Value) -> Result<Option<String>, String> {
+        // A plain name of this project: never a path, never another tenant or project.
+        magrathea_yaml::runtime::check_name(name).map_err(|e| e.to_string())?;
+        let n = self.starts.fetch_add(1, Ordering::SeqCst);
+        let starter = Starter {
+            started_by: format!("hook:{}", self.hook),
+            requested_by: None,
+            idempotency_key: Some(format!("{}#{n}", self.key)),
+        };
+        let params = if params.is_null() {
+            Value::Object(Map::new())
+        } else {
+            params
+        };
+        // The script runs on a blocking thread: waiting for the start here is allowed.
+        self.handle
+            .block_on(
+                self.state
+                    .start_as(&self.scope, name, params, &starter, "hook"),
+            )
+            .map(|(run, _)| Some(run.to_string()))
+            .map_err(|e| e.message)
+    }
+
+    fn log(&self, level: HookLogLevel, message: &str, fields: Value) {
+        let (hook, scope) = (&self.hook, self.scope.key());
+        match level {
+            HookLogLevel::Error => tracing::error!(hook, scope, %fields, "{message}"),
+            HookLogLevel::Warn => tracing::warn!(hook, scope, %fields, "{message}"),
+            _ => tracing::info!(hook, scope, %fields, "{message}"),
+        }
+    }
+}

@@ -1,0 +1,284 @@
+//! Triggers: what starts runs on its own — the scheduler (reference §8.4), webhooks (Friday
+//! §6.2), internal events and hooks (Friday §6.3, reference §8.5) — each delivery on record.
+//!
+//! Every trigger starts its run through the engine's idempotent start, with a key that names
+//! the delivery (a schedule and its tick's instant, a webhook's dedupe key, an event's run and
+//! journal position). A crash between "due" and "started" therefore never loses nor doubles a
+//! run: after a restart the same delivery is made again and the key returns the run started
+//! the first time, on redb and on PostgreSQL alike (where several workers may make it at once).
+//!
+//! The pieces:
+//! - [`registry`]: registrations rebuilt from the documents, kept in the store's catalog.
+//! - [`deliveries`]: the record of every delivery, with retention.
+//! - `scheduler`: ticks, catch-up, overlap, jitter, against a [`Clock`].
+//! - `hub`: the engine's run and approval events, event subscriptions and hook scripts.
+//! - Webhook requests are served by the HTTP layer (`POST /v1/workflow-webhooks/{pathToken}`)
+//!   with [`crate::webhook`] verifying them.
+//!
+//! [`Triggers::spawn`] runs them in the background of a server; `magrathea serve` and
+//! [`Server`](crate::Server) do so.
+
+mod clock;
+pub mod dedupe;
+pub mod deliveries;
+mod documents;
+mod hub;
+pub mod registry;
+mod scheduler;
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use magrathea_core::{Catalog, SharedCatalog, StoreError};
+use magrathea_yaml::Scope;
+use tokio::sync::Notify;
+
+pub use clock::{Clock, ManualClock, SystemClock};
+pub use deliveries::{Delivery, DeliveryPage, DeliveryQuery, DeliveryStatus, Retention};
+pub(crate) use documents::load_webhook;
+pub use documents::{load_schedule, projects, scan_scope};
+pub use registry::{Registration, Resynced, TriggerKind};
+pub use scheduler::{Cursor, cursor};
+
+use crate::http::state::AppState;
+
+/// How often the documents are read again for changes made on disk (changes through the API
+/// take effect at once).
+pub const RESYNC_EVERY: Duration = Duration::from_secs(30);
+
+/// How often the background loop looks for due ticks (and finished runs a buffered tick waits
+/// for).
+pub const POLL_EVERY: Duration = Duration::from_millis(100);
+
+/// How often deliveries are pruned.
+const PRUNE_EVERY: Duration = Duration::from_secs(60);
+
+/// Configuration of the triggers.
+#[derive(Debug, Clone)]
+pub struct TriggerConfig {
+    /// The clock schedules run on (default the system's).
+    pub clock: Arc<dyn Clock>,
+    /// How long and how many delivery records are kept.
+    pub retention: Retention,
+    /// Whether the background loop runs at all (default true). Without it nothing fires on
+    /// its own; webhooks still answer.
+    pub enabled: bool,
+}
+
+impl Default for TriggerConfig {
+    fn default() -> Self {
+        Self {
+            clock: Arc::new(SystemClock),
+            retention: Retention::default(),
+            enabled: true,
+        }
+    }
+}
+
+/// Why a trigger operation failed.
+#[derive(Debug, thiserror::Error)]
+pub enum TriggerError {
+    /// The store keeps no catalog (a custom [`Store`](magrathea_core::Store) without one).
+    #[error("[MAG-TR001] the store keeps no catalog, so it cannot hold triggers")]
+    NoCatalog,
+    /// The store failed.
+    #[error(transparent)]
+    Store(#[from] StoreError),
+}
+
+/// The triggers of a server: shared by its handlers and its background loop.
+#[derive(Debug)]
+pub struct Triggers {
+    catalog: Option<SharedCatalog>,
+    config: TriggerConfig,
+    /// Wakes the loop early (a resync, a manual fire).
+    wake: Notify,
+    /// Serialises passes of the loop with [`Triggers::tick`] calls.
+    pass: tokio::sync::Mutex<scheduler::Memory>,
+    /// Set when the server stops: the background loop and the hub end.
+    stopped: std::sync::atomic::AtomicBool,
+}
+
+impl Triggers {
+    /// Triggers over `catalog` (the engine's, see [`Engine::catalog`](magrathea_core::Engine::catalog)).
+    pub fn new(catalog: Option<SharedCatalog>, config: TriggerConfig) -> Self {
+        Self {
+            catalog,
+            config,
+            wake: Notify::new(),
+            pass: tokio::sync::Mutex::new(scheduler::Memory::default()),
+            stopped: std::sync::atomic::AtomicBool::new(false),
+        }
+    }
+
+    /// Stops the background loop and the hub (the server stopped).
+    pub fn stop(&self) {
+        self.stopped
+            .store(true, std::sync::atomic::Ordering::SeqCst);
+        self.wake.notify_one();
+    }
+
+    fn is_stopped(&self) -> bool {
+        self.stopped.load(std::sync::atomic::Ordering::SeqCst)
+    }
+
+    /// The catalog.
+    pub fn catalog(&self) -> Result<&dyn Catalog, TriggerError> {
+        self.catalog
+            .as_ref()
+            .map(|c| c as &dyn Catalog)
+            .ok_or(TriggerError::NoCatalog)
+    }
+
+    /// The clock.
+    pub fn clock(&self) -> &dyn Clock {
+        self.config.clock.as_ref()
+    }
+
+    /// Now, by the triggers' clock.
+    pub fn now_ms(&self) -> i64 {
+        self.config.clock.now_ms()
+    }
+
+    /// The retention of deliveries.
+    pub fn retention(&self) -> Retention {
+        self.config.retention
+    }
+
+    /// Rebuilds a project's registrations from its documents.
+    pub fn resync(&self, state: &AppState, scope: &Scope) -> Result<Resynced, TriggerError> {
+        let regs = scan_scope(state.docs(), scope);
+        let report = registry::replace_scope(self.catalog()?, scope, &regs)?;
+        self.wake.notify_one();
+        Ok(report)
+    }
+
+    /// Rebuilds every project's registrations, and drops those of projects that are gone.
+    pub fn resync_all(&self, state: &AppState) -> Result<(), TriggerError> {
+        let catalog = self.catalog()?;
+        let mut seen: Vec<Scope> = Vec::new();
+        for scope in documents::projects(state.root()) {
+            self.resync(state, &scope)?;
+            seen.push(scope);
+        }
+        for scope in registry::registered_scopes(catalog)? {
+            if !seen
+                .iter()
+                .any(|s| s.tenant == scope.tenant && s.project == scope.project)
+            {
+                registry::replace_scope(catalog, &scope, &[])?;
+            }
+        }
+        Ok(())
+    }
+
+    /// One pass of the background loop, now: fires what is due, starts buffered ticks whose
+    /// previous run ended. For tests that move a [`ManualClock`].
+    pub async fn tick(&self, state: &AppState) -> Result<(), TriggerError> {
+        let mut memory = self.pass.lock().await;
+        scheduler::pass(self, state, &mut memory).await
+    }
+
+    /// Fires the schedule `name` of `scope` now, outside its cron (`magrathea schedules
+    /// trigger`, the API): the run and its delivery.
+    pub async fn fire_now(
+        &self,
+        state: &AppState,
+        scope: &Scope,
+        name: &str,
+        by: &str,
+    ) -> Result<Result<Delivery, String>, TriggerError> {
+        let mut memory = self.pass.lock().await;
+        scheduler::fire_manually(self, state, &mut memory, scope, name, by).await
+    }
+
+    /// Runs the triggers in the background until the server stops: resyncs the documents at
+    /// once and every [`RESYNC_EVERY`], fires due ticks, delivers internal events to
+    /// subscriptions and hooks, prunes deliveries.
+    pub fn spawn(self: &Arc<Self>, state: AppState) {
+        if !self.config.enabled || self.catalog.is_none() {
+            return;
+        }
+        hub::spawn(self.clone(), state.clone());
+        let triggers = self.clone();
+        tokio::spawn(async move {
+            let mut last_resync: Option<tokio::time::Instant> = None;
+            let mut last_prune: Option<tokio::time::Instant> = None;
+            while !triggers.is_stopped() {
+                let now = tokio::time::Instant::now();
+                if last_resync.is_none_or(|t| now.duration_since(t) >= RESYNC_EVERY) {
+                    if let Err(e) = triggers.resync_all(&state) {
+                        tracing::warn!(error = %e, "could not read the trigger documents");
+                    }
+                    last_resync = Some(now);
+                }
+                if let Err(e) = triggers.tick(&state).await {
+                    tracing::warn!(error = %e, "the scheduler's pass failed");
+                }
+                if last_prune.is_none_or(|t| now.duration_since(t) >= PRUNE_EVERY) {
+                    if let Ok(catalog) = triggers.catalog() {
+                        let now_ms = triggers.now_ms();
+                        if let Err(e) = deliveries::prune(catalog, triggers.retention(), now_ms)
+                            .and_then(|_| dedupe::prune(catalog, now_ms))
+                        {
+                            tracing::warn!(error = %e, "could not prune trigger deliveries");
+                        }
+                    }
+                    last_prune = Some(now);
+                }
+                let wake = async { triggers.wake.notified().await };
+                let _ = tokio::time::timeout(POLL_EVERY, wake).await;
+            }
+        });
+    }
+}
+
+/// The next `n` fire times (ms, UTC, with jitter) of an active schedule after its cursor (or
+/// now, when it has none yet).
+pub fn next_fire_times(
+    state: &AppState,
+    reg: &Registration,
+    cursor: Option<&Cursor>,
+    now_ms: i64,
+    n: usize,
+) -> Vec<i64> {
+    next_fire_times_in(state.docs(), reg, cursor, now_ms, n)
+}
+
+/// [`next_fire_times`] from a document source.
+pub fn next_fire_times_in(
+    docs: &magrathea_yaml::DocumentSource,
+    reg: &Registration,
+    cursor: Option<&Cursor>,
+    now_ms: i64,
+    n: usize,
+) -> Vec<i64> {
+    let Some((_, schedule)) = documents::load_schedule(docs, reg) else {
+        return Vec::new();
+    };
+    let mut from = cursor.map_or(now_ms, |c| c.cursor_ms);
+    let mut out = Vec::new();
+    while out.len() < n {
+        let Some(tick) = schedule.next_tick(from) else {
+            break;
+        };
+        out.push(tick + schedule.jitter_ms(&reg.id, tick));
+        from = tick;
+    }
+    out
+}
+
+/// An instant (ms since the epoch) as RFC 3339 in UTC, e.g. `2026-12-01T06:00:00Z`.
+pub fn iso(ms: i64) -> String {
+    jiff::Timestamp::from_millisecond(ms).map_or_else(|_| ms.to_string(), |t| t.to_string())
+}
+
+/// Notes a run fired by hand as the schedule's last (the overlap policy looks at it).
+pub fn note_manual_run(
+    catalog: &dyn Catalog,
+    id: &str,
+    run: &str,
+    now_ms: i64,
+) -> Result<(), StoreError> {
+    scheduler::note_run(catalog, id, run, now_ms)
+}

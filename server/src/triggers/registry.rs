@@ -1,0 +1,380 @@
+//! Registrations: every trigger the documents declare, one per document and kind, kept in the
+//! store's catalog so that the API, the command line and every worker see the same list.
+//!
+//! A project's triggers come from its own `_vance/scheduler/`, `_vance/events/` and
+//! `_vance/hooks/` directories (tenant-wide `_tenant/_vance/` documents declare no triggers:
+//! a trigger starts runs in one project). [`resync`] rebuilds a project's registrations from
+//! its documents: at start, when a document is written through the API, on
+//! `POST …/triggers/resync`, and every [`RESYNC_EVERY`](super::RESYNC_EVERY) for files changed
+//! on disk.
+//!
+//! Catalog tables: `trigger.registration` (`{tenant}/{project}/{kind}/{name}` → JSON),
+//! `trigger.id` (id → that key), `trigger.paused` (id → pause by an operator, kept across
+//! resyncs), `trigger.webhook` (SHA-256 of a webhook's path token → key).
+
+use magrathea_core::{Catalog, StoreError};
+use magrathea_yaml::Scope;
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+use sha2::{Digest, Sha256};
+
+/// `{tenant}/{project}/{kind}/{name}` → [`Registration`].
+pub(crate) const REGISTRATIONS: &str = "trigger.registration";
+/// Registration id → its key.
+const IDS: &str = "trigger.id";
+/// Registration id → paused by an operator (`PATCH … {enabled: false}`, `schedules pause`).
+const PAUSED: &str = "trigger.paused";
+/// SHA-256 (hex) of a webhook path token → the registration's key.
+const WEBHOOKS: &str = "trigger.webhook";
+
+/// What starts runs.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum TriggerKind {
+    /// A scheduler document (`_vance/scheduler/<name>.yaml`): cron or a one-shot `at`.
+    Cron,
+    /// An event document's `webhook:` block: `POST /v1/workflow-webhooks/{pathToken}`.
+    Webhook,
+    /// An event document's `subscribe:` block: an internal event.
+    Event,
+    /// A hook document (`_vance/hooks/<name>.yaml`): a script run on an internal event.
+    Hook,
+}
+
+impl TriggerKind {
+    /// The word in JSON, keys and on the command line.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::Cron => "cron",
+            Self::Webhook => "webhook",
+            Self::Event => "event",
+            Self::Hook => "hook",
+        }
+    }
+
+    /// The documents directory under `_vance/` that declares it.
+    pub fn directory(self) -> &'static str {
+        match self {
+            Self::Cron => "scheduler",
+            Self::Webhook | Self::Event => "events",
+            Self::Hook => "hooks",
+        }
+    }
+}
+
+/// One trigger, as the catalog keeps it and the API shows it.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Registration {
+    /// A stable id: `trg_` and 24 hex digits of the SHA-256 of its key.
+    pub id: String,
+    /// The tenant.
+    pub tenant: String,
+    /// The project.
+    pub project: String,
+    /// What kind of trigger.
+    #[serde(rename = "triggerType")]
+    pub kind: TriggerKind,
+    /// The document's name.
+    pub name: String,
+    /// The document, relative to the project (`_vance/scheduler/nightly.yaml`).
+    pub document: String,
+    /// The workflow it starts (none for a hook, whose script decides).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub workflow: Option<String>,
+    /// The document's `description`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub description: Option<String>,
+    /// The document's `enabled` (default true).
+    pub enabled_in_document: bool,
+    /// Paused by an operator; kept across resyncs.
+    #[serde(default)]
+    pub paused: bool,
+    /// Whether it fires: enabled in its document, not paused and valid.
+    #[serde(default)]
+    pub active: bool,
+    /// Why the document does not make a working trigger (it then never fires).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub error: Option<String>,
+    /// A schedule's cron expression.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cron: Option<String>,
+    /// A one-shot schedule's instant.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub at: Option<String>,
+    /// A schedule's time zone.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub timezone: Option<String>,
+    /// A schedule's overlap policy.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub overlap: Option<String>,
+    /// The internal event a subscription or hook listens to.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub event: Option<String>,
+    /// Its filter.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub filter: Option<String>,
+    /// A webhook's dedupe window in seconds.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub dedupe_window_sec: Option<u64>,
+    /// SHA-256 of the webhook's path token (never the token); not shown by the API.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub webhook_token_sha256: Option<String>,
+    /// SHA-256 of the document's text: a changed document is a changed registration.
+    pub digest: String,
+}
+
+impl Registration {
+    /// The catalog key: `{tenant}/{project}/{kind}/{name}`.
+    pub fn key(&self) -> String {
+        key_of(&self.tenant, &self.project, self.kind, &self.name)
+    }
+
+    /// The run scope.
+    pub fn scope(&self) -> Scope {
+        Scope::new(&self.tenant, &self.project)
+    }
+
+    /// A new registration of `kind` for the document `name` of `scope`, with `text`'s digest.
+    pub fn new(scope: &Scope, kind: TriggerKind, name: &str, text: &str) -> Self {
+        let key = key_of(&scope.tenant, &scope.project, kind, name);
+        Self {
+            id: id_of(&key),
+            tenant: scope.tenant.clone(),
+            project: scope.project.clone(),
+            kind,
+            name: name.to_owned(),
+            document: format!("_vance/{}/{name}.yaml", kind.directory()),
+            workflow: None,
+            description: None,
+            enabled_in_document: true,
+            paused: false,
+            active: false,
+            error: None,
+            cron: None,
+            at: None,
+            timezone: None,
+            overlap: None,
+            event: None,
+            filter: None,
+            dedupe_window_sec: None,
+            webhook_token_sha256: None,
+            digest: hex(&Sha256::digest(text.as_bytes())),
+        }
+    }
+
+    fn settle(&mut self) {
+        self.active = self.enabled_in_document && !self.paused && self.error.is_none();
+    }
+}
+
+fn hex(bytes: &[u8]) -> String {
+    use std::fmt::Write;
+    bytes.iter().fold(String::new(), |mut s, b| {
+        let _ = write!(s, "{b:02x}");
+        s
+    })
+}
+
+/// The catalog key of a trigger.
+pub fn key_of(tenant: &str, project: &str, kind: TriggerKind, name: &str) -> String {
+    format!("{tenant}/{project}/{}/{name}", kind.as_str())
+}
+
+/// The id of the trigger with `key`.
+pub fn id_of(key: &str) -> String {
+    format!("trg_{}", &hex(&Sha256::digest(key.as_bytes()))[..24])
+}
+
+fn store_err(e: serde_json::Error) -> StoreError {
+    StoreError::io(format!("a trigger registration does not decode: {e}"))
+}
+
+fn decode(bytes: &[u8]) -> Result<Registration, StoreError> {
+    serde_json::from_slice(bytes).map_err(store_err)
+}
+
+/// Whether an operator paused the trigger `id`.
+pub fn is_paused(catalog: &dyn Catalog, id: &str) -> Result<bool, StoreError> {
+    Ok(catalog.get(PAUSED, id)?.is_some())
+}
+
+/// Pauses (or resumes) the trigger `id`. A resumed schedule does not catch up on the ticks
+/// it missed while paused.
+pub fn set_paused(catalog: &dyn Catalog, id: &str, paused: bool) -> Result<(), StoreError> {
+    if paused {
+        catalog.put(PAUSED, id, b"1")
+    } else {
+        catalog.delete(PAUSED, &[id.to_owned()]).map(drop)
+    }
+}
+
+/// The registrations of a project (of one kind, when given), by kind and name, with their
+/// pause applied.
+pub fn list(
+    catalog: &dyn Catalog,
+    scope: &Scope,
+    kind: Option<TriggerKind>,
+) -> Result<Vec<Registration>, StoreError> {
+    let prefix = match kind {
+        Some(k) => format!("{}/{}/{}/", scope.tenant, scope.project, k.as_str()),
+        None => format!("{}/{}/", scope.tenant, scope.project),
+    };
+    let mut out = Vec::new();
+    let mut after: Option<String> = None;
+    loop {
+        let rows = catalog.scan(REGISTRATIONS, &prefix, after.as_deref(), 1000)?;
+        let done = rows.len() < 1000;
+        for (key, bytes) in rows {
+            after = Some(key);
+            let mut reg = decode(&bytes)?;
+            // A project named like another's prefix (`a` and `a/b` cannot be: names have no `/`).
+            reg.paused = is_paused(catalog, &reg.id)?;
+            reg.settle();
+            out.push(reg);
+        }
+        if done {
+            return Ok(out);
+        }
+    }
+}
+
+/// Every registration of every project (for the scheduler and the event hub).
+pub fn list_all(catalog: &dyn Catalog) -> Result<Vec<Registration>, StoreError> {
+    let mut out = Vec::new();
+    let mut after: Option<String> = None;
+    loop {
+        let rows = catalog.scan(REGISTRATIONS, "", after.as_deref(), 1000)?;
+        let done = rows.len() < 1000;
+        for (key, bytes) in rows {
+            after = Some(key);
+            let mut reg = decode(&bytes)?;
+            reg.paused = is_paused(catalog, &reg.id)?;
+            reg.settle();
+            out.push(reg);
+        }
+        if done {
+            return Ok(out);
+        }
+    }
+}
+
+/// The registration with id `id`.
+pub fn by_id(catalog: &dyn Catalog, id: &str) -> Result<Option<Registration>, StoreError> {
+    let Some(key) = catalog.get(IDS, id)? else {
+        return Ok(None);
+    };
+    let key = String::from_utf8_lossy(&key).into_owned();
+    by_key(catalog, &key)
+}
+
+/// The registration with catalog key `key`.
+pub fn by_key(catalog: &dyn Catalog, key: &str) -> Result<Option<Registration>, StoreError> {
+    let Some(bytes) = catalog.get(REGISTRATIONS, key)? else {
+        return Ok(None);
+    };
+    let mut reg = decode(&bytes)?;
+    reg.paused = is_paused(catalog, &reg.id)?;
+    reg.settle();
+    Ok(Some(reg))
+}
+
+/// The webhook whose path token hashes to `sha256`.
+pub fn by_webhook_token(
+    catalog: &dyn Catalog,
+    sha256: &str,
+) -> Result<Option<Registration>, StoreError> {
+    let Some(key) = catalog.get(WEBHOOKS, sha256)? else {
+        return Ok(None);
+    };
+    let key = String::from_utf8_lossy(&key).into_owned();
+    Ok(by_key(catalog, &key)?.filter(|r| r.webhook_token_sha256.as_deref() == Some(sha256)))
+}
+
+/// What a resync changed.
+#[derive(Debug, Clone, Default, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Resynced {
+    /// Registrations added or changed.
+    pub updated: usize,
+    /// Registrations removed (their documents are gone).
+    pub removed: usize,
+    /// Registrations now in the project.
+    pub total: usize,
+}
+
+/// Makes the catalog hold exactly `regs` for `scope` (registrations of other projects are
+/// untouched). Unchanged registrations are not written again.
+pub fn replace_scope(
+    catalog: &dyn Catalog,
+    scope: &Scope,
+    regs: &[Registration],
+) -> Result<Resynced, StoreError> {
+    let old = list(catalog, scope, None)?;
+    let mut report = Resynced {
+        total: regs.len(),
+        ..Resynced::default()
+    };
+    for reg in regs {
+        let key = reg.key();
+        let mut stored = reg.clone();
+        // The pause lives in its own table; the stored copy never carries it.
+        stored.paused = false;
+        stored.active = false;
+        let bytes = serde_json::to_vec(&stored).map_err(store_err)?;
+        if catalog.get(REGISTRATIONS, &key)?.as_deref() == Some(&bytes[..]) {
+            continue;
+        }
+        if let Some(previous) = old.iter().find(|o| o.key() == key)
+            && let Some(hash) = &previous.webhook_token_sha256
+            && previous.webhook_token_sha256 != reg.webhook_token_sha256
+        {
+            catalog.delete(WEBHOOKS, std::slice::from_ref(hash))?;
+        }
+        catalog.put(REGISTRATIONS, &key, &bytes)?;
+        catalog.put(IDS, &reg.id, key.as_bytes())?;
+        if let Some(hash) = &reg.webhook_token_sha256 {
+            catalog.put(WEBHOOKS, hash, key.as_bytes())?;
+        }
+        report.updated += 1;
+    }
+    for gone in old
+        .iter()
+        .filter(|o| !regs.iter().any(|r| r.key() == o.key()))
+    {
+        catalog.delete(REGISTRATIONS, &[gone.key()])?;
+        catalog.delete(IDS, std::slice::from_ref(&gone.id))?;
+        catalog.delete(PAUSED, std::slice::from_ref(&gone.id))?;
+        if let Some(hash) = &gone.webhook_token_sha256 {
+            catalog.delete(WEBHOOKS, std::slice::from_ref(hash))?;
+        }
+        super::scheduler::forget(catalog, &gone.id)?;
+        report.removed += 1;
+    }
+    Ok(report)
+}
+
+/// The projects that hold registrations (`tenant`, `project`), for removing those of deleted
+/// projects.
+pub fn registered_scopes(catalog: &dyn Catalog) -> Result<Vec<Scope>, StoreError> {
+    let mut scopes: Vec<Scope> = Vec::new();
+    for reg in list_all(catalog)? {
+        if !scopes
+            .iter()
+            .any(|s| s.tenant == reg.tenant && s.project == reg.project)
+        {
+            scopes.push(reg.scope());
+        }
+    }
+    Ok(scopes)
+}
+
+/// The JSON the API shows of a registration: everything but the webhook token's hash.
+pub fn shown(reg: &Registration) -> Value {
+    let mut v = serde_json::to_value(reg).unwrap_or(Value::Null);
+    if let Some(map) = v.as_object_mut() {
+        map.remove("webhookTokenSha256");
+        map.remove("digest");
+    }
+    v
+}

@@ -1,0 +1,404 @@
+//! The scheduler: fires each due tick of every active schedule once, in order.
+//!
+//! A schedule's progress is its *cursor* (catalog table `trigger.cursor`, by registration
+//! id): the last tick handled (fired, skipped or buffered), the next fire time, the last run it
+//! started and a buffered tick. A pass reads the cursor, asks the schedule which ticks lie
+//! between it and now (see [`Schedule::catch_up`]), and handles them in order:
+//!
+//! 1. A tick whose run exists already (its idempotency key `schedule:{key}@{tick}` is taken)
+//!    is that run: the process stopped after starting it and before moving the cursor.
+//! 2. Otherwise the overlap policy looks at the last run: `skip` records the tick as skipped
+//!    while it runs, `buffer_one` keeps one tick to start when it ends (a later one is
+//!    skipped), `allow_all` starts anyway, `cancel_other` cancels it and starts.
+//! 3. The run starts with the tick's idempotency key; its delivery is recorded (once per tick:
+//!    the record's key is the tick's), then the cursor moves past the tick.
+//!
+//! Ticks older than the catch-up window are recorded as skipped
+//! (`outside_catchup_window`). Jitter delays a tick's start by a fixed amount per tick. Inactive
+//! schedules (disabled, paused, invalid) keep their cursor at now: resumed, they do not catch up
+//! on what they missed. Cursors move by compare-and-swap, so workers sharing a PostgreSQL store
+//! may run passes at once: the idempotency key and the tick's record make every tick one run
+//! and one delivery whoever handles it.
+
+use std::collections::HashMap;
+use std::sync::Arc;
+
+use magrathea_core::{Catalog, RunId, StoreError};
+use magrathea_yaml::Scope;
+use magrathea_yaml::scheduler::{Overlap, Schedule};
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+
+use super::deliveries::{self, Delivery, DeliveryStatus};
+use super::registry::{self, Registration, TriggerKind};
+use super::{TriggerError, Triggers};
+use crate::http::state::{AppState, Starter};
+
+/// Registration id → [`Cursor`].
+const CURSORS: &str = "trigger.cursor";
+
+/// Most ticks handled per schedule and pass (the rest wait for the next pass).
+const MAX_TICKS_PER_PASS: usize = 100;
+
+/// A schedule's progress, in the catalog.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Cursor {
+    /// Ticks up to this instant (ms, UTC) are handled.
+    pub cursor_ms: i64,
+    /// The next tick's fire time (with its jitter), if there is one.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub next_ms: Option<i64>,
+    /// The last run the schedule started.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub last_run: Option<String>,
+    /// The tick of that run (absent for a manual fire).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub last_tick_ms: Option<i64>,
+    /// A tick waiting for the last run to end (`overlap: buffer_one`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub buffered_ms: Option<i64>,
+}
+
+/// The cursor of the schedule `id`.
+pub fn cursor(catalog: &dyn Catalog, id: &str) -> Result<Option<Cursor>, StoreError> {
+    Ok(catalog
+        .get(CURSORS, id)?
+        .and_then(|b| serde_json::from_slice(&b).ok()))
+}
+
+/// Forgets the cursor of a removed schedule.
+pub(super) fn forget(catalog: &dyn Catalog, id: &str) -> Result<(), StoreError> {
+    catalog.delete(CURSORS, &[id.to_owned()]).map(drop)
+}
+
+/// Parsed schedules, by registration key and document digest.
+#[derive(Debug, Default)]
+pub(super) struct Memory {
+    schedules: HashMap<String, (String, Arc<Schedule>)>,
+}
+
+impl Memory {
+    /// The parsed schedule of `reg`, reading its document when it changed.
+    fn schedule(&mut self, state: &AppState, reg: &Registration) -> Option<Arc<Schedule>> {
+        let key = reg.key();
+        if let Some((digest, s)) = self.schedules.get(&key)
+            && *digest == reg.digest
+        {
+            return Some(s.clone());
+        }
+        let (digest, schedule) = super::documents::load_schedule(state.docs(), reg)?;
+        if digest != reg.digest {
+            // Changed on disk since the registration: the next resync brings both together.
+            return None;
+        }
+        let schedule = Arc::new(schedule);
+        self.schedules.insert(key, (digest, schedule.clone()));
+        Some(schedule)
+    }
+}
+
+/// Stores `next` if the cursor still is `prev`; whether it did.
+fn save(
+    catalog: &dyn Catalog,
+    id: &str,
+    prev: &Option<Vec<u8>>,
+    next: &Cursor,
+) -> Result<Option<Vec<u8>>, StoreError> {
+    let bytes = serde_json::to_vec(next).map_err(|e| StoreError::io(e.to_string()))?;
+    if prev.as_deref() == Some(&bytes[..]) {
+        return Ok(Some(bytes));
+    }
+    Ok(catalog
+        .swap(CURSORS, id, prev.as_deref(), &bytes)?
+        .then_some(bytes))
+}
+
+/// One pass over every schedule.
+pub(super) async fn pass(
+    triggers: &Triggers,
+    state: &AppState,
+    memory: &mut Memory,
+) -> Result<(), TriggerError> {
+    let catalog = triggers.catalog()?;
+    let regs = registry::list_all(catalog)?;
+    for reg in regs.iter().filter(|r| r.kind == TriggerKind::Cron) {
+        if let Err(e) = pass_one(triggers, state, memory, reg).await {
+            tracing::warn!(trigger = %reg.key(), error = %e, "a schedule's pass failed");
+        }
+    }
+    // Parsed schedules of removed registrations go too.
+    memory
+        .schedules
+        .retain(|k, _| regs.iter().any(|r| r.key() == *k));
+    Ok(())
+}
+
+async fn pass_one(
+    triggers: &Triggers,
+    state: &AppState,
+    memory: &mut Memory,
+    reg: &Registration,
+) -> Result<(), TriggerError> {
+    let catalog = triggers.catalog()?;
+    let now = triggers.now_ms();
+    let raw = catalog.get(CURSORS, &reg.id)?;
+    let Some(mut cur) = raw
+        .as_deref()
+        .and_then(|b| serde_json::from_slice::<Cursor>(b).ok())
+    else {
+        // A new schedule starts from now: it does not fire the ticks before it existed.
+        let fresh = Cursor {
+            cursor_ms: now,
+            ..Cursor::default()
+        };
+        save(catalog, &reg.id, &raw, &fresh)?;
+        return Ok(());
+    };
+    let schedule = if reg.active {
+        memory.schedule(state, reg)
+    } else {
+        None
+    };
+    let Some(schedule) = schedule else {
+        // Inactive: keep the cursor at now, so that resuming does not catch up.
+        if cur.cursor_ms < now || cur.next_ms.is_some() || cur.buffered_ms.is_some() {
+            let next = Cursor {
+                cursor_ms: cur.cursor_ms.max(now),
+                next_ms: None,
+                buffered_ms: None,
+                ..cur.clone()
+            };
+            save(catalog, &reg.id, &raw, &next)?;
+        }
+        return Ok(());
+    };
+    let mut raw = raw;
+    // A buffered tick starts once the run before it ended.
+    if let Some(tick) = cur.buffered_ms
+        && !last_run_active(state, &cur)
+    {
+        cur.buffered_ms = None;
+        fire_tick(triggers, state, reg, &schedule, &mut cur, tick, now, true).await?;
+        match save(catalog, &reg.id, &raw, &cur)? {
+            Some(bytes) => raw = Some(bytes),
+            None => return Ok(()), // another worker moved it: its view wins
+        }
+    }
+    let due = schedule.catch_up(cur.cursor_ms, now, MAX_TICKS_PER_PASS);
+    for tick in &due.skipped {
+        let d = Delivery::new(reg, DeliveryStatus::Skipped, *tick)
+            .reason("outside_catchup_window")
+            .message("the tick was missed while no process ran and is older than catchupWindow");
+        deliveries::record_tick(catalog, &d, *tick)?;
+        cur.cursor_ms = cur.cursor_ms.max(*tick);
+    }
+    if due.skipped_more {
+        tracing::warn!(trigger = %reg.key(), "more ticks were missed than are recorded");
+    }
+    for tick in due.fire {
+        let at = tick + schedule.jitter_ms(&reg.id, tick);
+        if at > now {
+            break;
+        }
+        fire_tick(triggers, state, reg, &schedule, &mut cur, tick, now, false).await?;
+        cur.cursor_ms = tick;
+        match save(catalog, &reg.id, &raw, &cur)? {
+            Some(bytes) => raw = Some(bytes),
+            None => return Ok(()),
+        }
+    }
+    let next = schedule
+        .next_tick(cur.cursor_ms)
+        .map(|t| t + schedule.jitter_ms(&reg.id, t));
+    if cur.next_ms != next {
+        cur.next_ms = next;
+    }
+    save(catalog, &reg.id, &raw, &cur)?;
+    Ok(())
+}
+
+/// Whether the schedule's last run is still going.
+fn last_run_active(state: &AppState, cur: &Cursor) -> bool {
+    let Some(run) = cur
+        .last_run
+        .as_deref()
+        .and_then(|r| r.parse::<RunId>().ok())
+    else {
+        return false;
+    };
+    state.engine.status(run).is_ok_and(|s| !s.is_terminal())
+}
+
+/// The idempotency key of a tick.
+fn tick_key(reg: &Registration, tick: i64) -> String {
+    format!("schedule:{}@{tick}", reg.key())
+}
+
+/// Handles one due tick: see the module docs. `buffered`: the tick waited for the last run,
+/// so the overlap policy has had its say.
+#[allow(clippy::too_many_arguments)]
+async fn fire_tick(
+    triggers: &Triggers,
+    state: &AppState,
+    reg: &Registration,
+    schedule: &Schedule,
+    cur: &mut Cursor,
+    tick: i64,
+    now: i64,
+    buffered: bool,
+) -> Result<(), TriggerError> {
+    let catalog = triggers.catalog()?;
+    let key = tick_key(reg, tick);
+    // 1. Started before a crash: that run is the tick's.
+    if let Some(run) = state.engine.store().find_idempotency_key(&key)? {
+        let d = Delivery::new(reg, DeliveryStatus::Accepted, tick).run(run);
+        deliveries::record_tick(catalog, &d, tick)?;
+        cur.last_run = Some(run.to_string());
+        cur.last_tick_ms = Some(tick);
+        return Ok(());
+    }
+    // 2. The overlap policy.
+    if !buffered && last_run_active(state, cur) {
+        let last = cur.last_run.clone().unwrap_or_default();
+        match schedule.overlap() {
+            Overlap::Skip => {
+                let d = Delivery::new(reg, DeliveryStatus::Skipped, tick)
+                    .reason("overlap")
+                    .message(format!(
+                        "run {last} of this schedule is still going (overlap: skip)"
+                    ));
+                deliveries::record_tick(catalog, &d, tick)?;
+                return Ok(());
+            }
+            Overlap::BufferOne => {
+                if cur.buffered_ms.is_none() {
+                    cur.buffered_ms = Some(tick);
+                } else {
+                    let d = Delivery::new(reg, DeliveryStatus::Skipped, tick)
+                        .reason("overlap")
+                        .message(format!(
+                            "run {last} of this schedule is still going and a tick already waits for it (overlap: buffer_one)"
+                        ));
+                    deliveries::record_tick(catalog, &d, tick)?;
+                }
+                return Ok(());
+            }
+            Overlap::AllowAll => {}
+            _ => {
+                if let Ok(run) = last.parse::<RunId>()
+                    && let Err(e) = state
+                        .engine
+                        .cancel(
+                            run,
+                            "cancelled by a newer tick of its schedule (overlap: cancel_other)",
+                        )
+                        .await
+                {
+                    tracing::warn!(run = %run, error = %e, "could not cancel the schedule's previous run");
+                }
+            }
+        }
+    }
+    // 3. Start.
+    let delivery = start(state, reg, schedule, &key, tick, now).await;
+    if let Some(run) = &delivery.run_id {
+        cur.last_run = Some(run.clone());
+        cur.last_tick_ms = Some(tick);
+    }
+    deliveries::record_tick(catalog, &delivery, tick)?;
+    Ok(())
+}
+
+/// Starts the schedule's workflow with `key`; the delivery that says how it went.
+async fn start(
+    state: &AppState,
+    reg: &Registration,
+    schedule: &Schedule,
+    key: &str,
+    tick: i64,
+    now: i64,
+) -> Delivery {
+    let starter = Starter {
+        started_by: schedule.run_as().to_owned(),
+        requested_by: None,
+        idempotency_key: Some(key.to_owned()),
+    };
+    let params = Value::Object(schedule.params().clone());
+    let at = if tick > 0 { tick } else { now };
+    match state
+        .start_as(
+            &reg.scope(),
+            schedule.workflow(),
+            params,
+            &starter,
+            "schedule",
+        )
+        .await
+    {
+        Ok((run, _)) => Delivery::new(reg, DeliveryStatus::Accepted, at).run(run),
+        Err(e) => Delivery::new(reg, DeliveryStatus::Failed, at)
+            .reason("start_refused")
+            .message(e.message),
+    }
+}
+
+/// Fires a schedule now (`schedules trigger`): its workflow starts with a fresh key; the
+/// overlap policy does not apply (an operator asked for it).
+pub(super) async fn fire_manually(
+    triggers: &Triggers,
+    state: &AppState,
+    memory: &mut Memory,
+    scope: &Scope,
+    name: &str,
+    by: &str,
+) -> Result<Result<Delivery, String>, TriggerError> {
+    let catalog = triggers.catalog()?;
+    let key = registry::key_of(&scope.tenant, &scope.project, TriggerKind::Cron, name);
+    let Some(reg) = registry::by_key(catalog, &key)? else {
+        return Ok(Err(format!("no schedule `{name}` in this project")));
+    };
+    if let Some(e) = &reg.error {
+        return Ok(Err(format!("the schedule `{name}` is invalid: {e}")));
+    }
+    let Some(schedule) = memory.schedule(state, &reg) else {
+        return Ok(Err(format!(
+            "the schedule `{name}` changed on disk; resync and try again"
+        )));
+    };
+    let now = triggers.now_ms();
+    let key = format!(
+        "schedule:{}@manual:{}",
+        reg.key(),
+        uuid::Uuid::now_v7().simple()
+    );
+    let mut d = start(state, &reg, &schedule, &key, 0, now).await;
+    d.reason = Some("manual".into());
+    d.message = Some(format!("fired by {by}"));
+    deliveries::record(catalog, &d)?;
+    if let Some(run) = &d.run_id {
+        note_run(catalog, &reg.id, run, now)?;
+    }
+    Ok(Ok(d))
+}
+
+/// Notes `run` as the schedule's last run (fired by hand: it has no tick).
+pub(super) fn note_run(
+    catalog: &dyn Catalog,
+    id: &str,
+    run: &str,
+    now: i64,
+) -> Result<(), StoreError> {
+    let raw = catalog.get(CURSORS, id)?;
+    let mut cur: Cursor = raw
+        .as_deref()
+        .and_then(|b| serde_json::from_slice(b).ok())
+        .unwrap_or(Cursor {
+            cursor_ms: now,
+            ..Cursor::default()
+        });
+    cur.last_run = Some(run.to_owned());
+    cur.last_tick_ms = None;
+    // Lost to a concurrent pass: the pass's view of the cursor stands.
+    save(catalog, id, &raw, &cur).map(drop)
+}
