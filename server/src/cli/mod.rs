@@ -12,6 +12,7 @@ mod resume;
 mod run;
 mod runs;
 mod runtime;
+mod schedules;
 mod serve;
 mod store;
 mod validate;
@@ -89,6 +90,12 @@ enum Command {
     Cancel(cancel::CancelArgs),
     /// Print a workflow's state graph (Mermaid or Graphviz DOT).
     Graph(graph::GraphArgs),
+    /// List, fire, pause and resume the project's schedules (`_vance/scheduler/`).
+    #[command(subcommand)]
+    Schedules(schedules::SchedulesCommand),
+    /// List the record of trigger deliveries (schedules, webhooks, events, hooks).
+    #[command(subcommand)]
+    Deliveries(schedules::DeliveriesCommand),
     /// Serve the HTTP API (runs, inbox, events, documents) over a tree of tenants and projects.
     Serve(serve::ServeArgs),
 }
@@ -118,6 +125,8 @@ pub(crate) async fn main() -> ExitCode {
         Command::Inbox(c) => inbox::inbox(&loc, c).await,
         Command::Cancel(a) => cancel::cancel(&loc, a).await,
         Command::Graph(a) => graph::graph(&loc, a),
+        Command::Schedules(c) => schedules::schedules(&loc, c).await,
+        Command::Deliveries(c) => schedules::deliveries(&loc, c).await,
         Command::Serve(a) => serve::serve(&loc, a).await,
     };
     // Clients that started or answered runs here see them settle before this process gives

@@ -53,6 +53,13 @@ fn unexpected(reply: &Reply) -> anyhow::Error {
 }
 
 impl OwnerClient {
+    /// The owner's catalog (trigger state), over the socket.
+    pub(crate) fn catalog(&self) -> super::catalog::RemoteCatalog {
+        super::catalog::RemoteCatalog {
+            socket: self.socket.clone(),
+        }
+    }
+
     /// The owner of the store in `dir`, if one answers on its socket.
     pub(crate) async fn connect(dir: &Path) -> std::io::Result<Self> {
         let socket = socket_path(dir);

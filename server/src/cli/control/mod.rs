@@ -21,6 +21,7 @@
 //! The redb lock, not the socket, says who owns the store: an owner that crashed leaves its
 //! socket file behind, and the next owner (it holds the lock) replaces it.
 
+pub(crate) mod catalog;
 pub(crate) mod client;
 pub(crate) mod owner;
 
@@ -79,6 +80,8 @@ pub(crate) enum Request {
         id: String,
         answer: GateAnswer,
     },
+    /// A call on the store's catalog (trigger state): [`Reply::Catalog`].
+    Catalog { call: catalog::CatalogOp },
 }
 
 /// What the owner answers.
@@ -119,6 +122,9 @@ pub(crate) enum Reply {
     },
     Settled {
         view: Box<RunView>,
+    },
+    Catalog {
+        result: catalog::CatalogResult,
     },
     /// The request failed; `message` is the error as the owner-less command would word it.
     Error {

@@ -239,6 +239,12 @@ async fn answer(backend: &Backend, request: Request) -> (Reply, Option<Follower>
             Ok((answered, follower)) => return (Reply::Answered { answered }, Some(follower)),
             Err(e) => Err(e),
         },
+        Request::Catalog { call } => match backend {
+            Backend::Local(engine) => super::catalog::apply(engine, call)
+                .map(|result| Reply::Catalog { result })
+                .map_err(anyhow::Error::from),
+            Backend::Remote(_) => Err(anyhow::anyhow!("this process does not own the store")),
+        },
     };
     let reply = reply.unwrap_or_else(|e| Reply::Error {
         message: format!("{e:#}"),

@@ -1,0 +1,367 @@
+//! `magrathea schedules list|trigger|pause|resume` and `magrathea deliveries list`: the
+//! project's schedules (`_vance/scheduler/*.yaml`) and the record of every trigger delivery.
+
+use magrathea_core::Catalog;
+use magrathea_server::triggers::deliveries::{self, Delivery, DeliveryQuery, DeliveryStatus};
+use magrathea_server::triggers::registry::{self, Registration, TriggerKind};
+use magrathea_server::triggers::{self, Cursor};
+use serde_json::{Value, json};
+
+use super::backend::Backend;
+use super::output::{errln, outln, timestamp};
+use super::run::finish;
+use super::store::Project;
+use super::{EXIT_FAILED, EXIT_INVALID, EXIT_OK, Location};
+
+/// `magrathea schedules …`.
+#[derive(Debug, clap::Subcommand)]
+pub(crate) enum SchedulesCommand {
+    /// The project's schedules: name, cron (or one-shot instant), zone, next fire times, last
+    /// run and its status (`--json`: one JSON array).
+    List {
+        /// Print a JSON array.
+        #[arg(long)]
+        json: bool,
+    },
+    /// Fire a schedule now: start its workflow as the schedule would (its `params`, `runAs`),
+    /// outside its cron and its overlap policy, then drive or follow the run like `magrathea
+    /// run` (same output, same exit codes).
+    Trigger {
+        /// The schedule (`_vance/scheduler/NAME.yaml`).
+        name: String,
+        /// Print the run as one JSON object.
+        #[arg(long)]
+        json: bool,
+    },
+    /// Pause a schedule: it fires no tick until resumed (kept across restarts and document
+    /// changes).
+    Pause {
+        /// The schedule.
+        name: String,
+    },
+    /// Resume a paused schedule. The ticks it missed while paused are not fired.
+    Resume {
+        /// The schedule.
+        name: String,
+    },
+}
+
+/// `magrathea deliveries …`.
+#[derive(Debug, clap::Subcommand)]
+pub(crate) enum DeliveriesCommand {
+    /// The project's trigger deliveries, newest first: accepted (with the run), duplicate,
+    /// rejected (with the reason code), skipped, failed (`--json`: `{deliveries, next}`).
+    List {
+        /// Only this trigger's: its document name or its id (`trg_…`).
+        #[arg(long, value_name = "NAME")]
+        trigger: Option<String>,
+        /// Only deliveries with this status: accepted, duplicate, rejected, skipped, failed.
+        #[arg(long, value_name = "STATUS")]
+        status: Option<String>,
+        /// At most this many (1–1000).
+        #[arg(long, default_value_t = 50)]
+        limit: usize,
+        /// Print `{deliveries, next}` as JSON.
+        #[arg(long)]
+        json: bool,
+    },
+}
+
+/// The catalog of the store, wherever it is held.
+fn catalog_of(backend: &Backend) -> anyhow::Result<Box<dyn Catalog>> {
+    match backend {
+        Backend::Local(engine) => {
+            Ok(Box::new(engine.catalog().ok_or_else(|| {
+                anyhow::anyhow!("the store keeps no catalog")
+            })?))
+        }
+        Backend::Remote(owner) => Ok(Box::new(owner.catalog())),
+    }
+}
+
+/// Brings the catalog's registrations of the project in line with its documents, and returns
+/// them.
+fn synced(project: &Project, catalog: &dyn Catalog) -> anyhow::Result<Vec<Registration>> {
+    let regs = triggers::scan_scope(project.docs(), &project.scope);
+    registry::replace_scope(catalog, &project.scope, &regs)?;
+    Ok(registry::list(catalog, &project.scope, None)?)
+}
+
+fn schedule_named(regs: &[Registration], name: &str) -> anyhow::Result<Registration> {
+    regs.iter()
+        .find(|r| r.kind == TriggerKind::Cron && r.name == name)
+        .cloned()
+        .ok_or_else(|| {
+            let known: Vec<&str> = regs
+                .iter()
+                .filter(|r| r.kind == TriggerKind::Cron)
+                .map(|r| r.name.as_str())
+                .collect();
+            anyhow::anyhow!(
+                "no schedule `{name}` in this project (_vance/scheduler/{name}.yaml); known: {}",
+                if known.is_empty() {
+                    "none".to_owned()
+                } else {
+                    known.join(", ")
+                }
+            )
+        })
+}
+
+pub(crate) async fn schedules(loc: &Location, cmd: SchedulesCommand) -> anyhow::Result<u8> {
+    let project = Project::locate(loc)?;
+    let runtime = project.runtime();
+    let backend = project.backend(&runtime).await?;
+    let catalog = catalog_of(&backend)?;
+    let regs = synced(&project, catalog.as_ref())?;
+    match cmd {
+        SchedulesCommand::List { json } => {
+            list(&project, &backend, catalog.as_ref(), &regs, json).await
+        }
+        SchedulesCommand::Pause { name } => {
+            let reg = schedule_named(&regs, &name)?;
+            registry::set_paused(catalog.as_ref(), &reg.id, true)?;
+            outln!("paused schedule {name}")?;
+            Ok(EXIT_OK)
+        }
+        SchedulesCommand::Resume { name } => {
+            let reg = schedule_named(&regs, &name)?;
+            registry::set_paused(catalog.as_ref(), &reg.id, false)?;
+            if !reg.enabled_in_document {
+                errln!(
+                    "note: the document says `enabled: false`; the schedule stays off until it says otherwise"
+                );
+            }
+            outln!("resumed schedule {name}")?;
+            Ok(EXIT_OK)
+        }
+        SchedulesCommand::Trigger { name, json } => {
+            let reg = schedule_named(&regs, &name)?;
+            if let Some(e) = &reg.error {
+                errln!("error: the schedule `{name}` is invalid: {e}");
+                errln!("nothing was started");
+                return Ok(EXIT_INVALID);
+            }
+            let Some((_, schedule)) = triggers::load_schedule(project.docs(), &reg) else {
+                errln!("error: cannot read _vance/scheduler/{name}.yaml");
+                return Ok(EXIT_FAILED);
+            };
+            let by = schedule.run_as().to_owned();
+            let key = format!(
+                "schedule:{}@manual:{}",
+                reg.key(),
+                uuid::Uuid::now_v7().simple()
+            );
+            let params = Value::Object(schedule.params().clone());
+            let request =
+                match runtime.start_request(&project.scope, schedule.workflow(), params, |req| {
+                    req.started_by(&by).idempotency_key(&key)
+                }) {
+                    Ok(r) => r,
+                    Err(e) => {
+                        errln!("error: {e}");
+                        errln!("nothing was started");
+                        return Ok(EXIT_INVALID);
+                    }
+                };
+            let now = triggers::Clock::now_ms(&triggers::SystemClock);
+            let (run, follower) = backend.start(request).await?;
+            let mut d = Delivery::new(&reg, DeliveryStatus::Accepted, now)
+                .reason("manual")
+                .message(format!(
+                    "fired by {} from the command line",
+                    super::run::default_user()
+                ))
+                .run(run);
+            d.event = None;
+            deliveries::record(catalog.as_ref(), &d)?;
+            triggers::note_manual_run(catalog.as_ref(), &reg.id, &run.to_string(), now)?;
+            finish(&backend, run, follower, json).await
+        }
+    }
+}
+
+async fn list(
+    project: &Project,
+    backend: &Backend,
+    catalog: &dyn Catalog,
+    regs: &[Registration],
+    json: bool,
+) -> anyhow::Result<u8> {
+    let now = triggers::Clock::now_ms(&triggers::SystemClock);
+    let mut rows = Vec::new();
+    for reg in regs.iter().filter(|r| r.kind == TriggerKind::Cron) {
+        let cursor: Option<Cursor> = triggers::cursor(catalog, &reg.id)?;
+        let next = if reg.active {
+            triggers::next_fire_times_in(project.docs(), reg, cursor.as_ref(), now, 3)
+        } else {
+            Vec::new()
+        };
+        let last_run = cursor.as_ref().and_then(|c| c.last_run.clone());
+        let last_status = match last_run.as_deref().and_then(|r| r.parse().ok()) {
+            Some(run) => backend
+                .run(run)
+                .await
+                .ok()
+                .flatten()
+                .map(|dto| dto.run.status.as_str().to_owned()),
+            None => None,
+        };
+        let mut v = registry::shown(reg);
+        if let Some(map) = v.as_object_mut() {
+            map.insert("nextFireMs".into(), json!(next.first()));
+            map.insert(
+                "nextFireTimes".into(),
+                json!(next.iter().map(|t| triggers::iso(*t)).collect::<Vec<_>>()),
+            );
+            map.insert("lastRunId".into(), json!(last_run));
+            map.insert("lastRunStatus".into(), json!(last_status));
+        }
+        rows.push(v);
+    }
+    if json {
+        outln!("{}", serde_json::to_string(&rows)?)?;
+        return Ok(EXIT_OK);
+    }
+    if rows.is_empty() {
+        errln!("no schedules (documents go in _vance/scheduler/NAME.yaml)");
+        return Ok(EXIT_OK);
+    }
+    outln!(
+        "{:<20}  {:<18}  {:<16}  {:<19}  {:<32}  {}",
+        "NAME",
+        "CRON",
+        "ZONE",
+        "NEXT (UTC)",
+        "LAST RUN",
+        "STATUS"
+    )?;
+    for v in &rows {
+        let s = |k: &str| v.get(k).and_then(Value::as_str).unwrap_or("-").to_owned();
+        let when = match (
+            v.get("cron").and_then(Value::as_str),
+            v.get("at").and_then(Value::as_str),
+        ) {
+            (Some(c), _) => c.to_owned(),
+            (None, Some(at)) => format!("at {at}"),
+            _ => "-".into(),
+        };
+        let next = v
+            .get("nextFireMs")
+            .and_then(Value::as_i64)
+            .map_or_else(|| state_word(v), |ms| timestamp(ms.unsigned_abs()));
+        outln!(
+            "{:<20}  {:<18}  {:<16}  {:<19}  {:<32}  {}",
+            s("name"),
+            when,
+            s("timezone"),
+            next,
+            s("lastRunId"),
+            s("lastRunStatus")
+        )?;
+    }
+    Ok(EXIT_OK)
+}
+
+/// Why a schedule has no next fire time.
+fn state_word(v: &Value) -> String {
+    if v.get("error").is_some() {
+        "invalid".into()
+    } else if v.get("paused").and_then(Value::as_bool) == Some(true) {
+        "paused".into()
+    } else if v.get("enabledInDocument").and_then(Value::as_bool) == Some(false) {
+        "disabled".into()
+    } else {
+        "-".into()
+    }
+}
+
+pub(crate) async fn deliveries(loc: &Location, cmd: DeliveriesCommand) -> anyhow::Result<u8> {
+    let project = Project::locate(loc)?;
+    let Some(backend) = project.existing_backend().await? else {
+        errln!("no deliveries");
+        return Ok(EXIT_OK);
+    };
+    let catalog = catalog_of(&backend)?;
+    let DeliveriesCommand::List {
+        trigger,
+        status,
+        limit,
+        json,
+    } = cmd;
+    let status = match status.as_deref() {
+        None | Some("all") => None,
+        Some(s) => Some(
+            serde_json::from_value::<DeliveryStatus>(json!(s)).map_err(|_| {
+                anyhow::anyhow!(
+                    "unknown status `{s}`: use accepted, duplicate, rejected, skipped, failed or all"
+                )
+            })?,
+        ),
+    };
+    let trigger_id = match &trigger {
+        None => None,
+        Some(t) => {
+            let regs = registry::list(catalog.as_ref(), &project.scope, None)?;
+            let found: Vec<&Registration> =
+                regs.iter().filter(|r| r.id == *t || r.name == *t).collect();
+            match found.as_slice() {
+                [] => {
+                    errln!("error: no trigger `{t}` in this project");
+                    return Ok(EXIT_FAILED);
+                }
+                [one] => Some(one.id.clone()),
+                many => {
+                    errln!(
+                        "error: `{t}` declares several triggers; name one by its id: {}",
+                        many.iter()
+                            .map(|r| format!("{} ({})", r.id, r.kind.as_str()))
+                            .collect::<Vec<_>>()
+                            .join(", ")
+                    );
+                    return Ok(EXIT_FAILED);
+                }
+            }
+        }
+    };
+    let page = deliveries::list(
+        catalog.as_ref(),
+        &project.scope.tenant,
+        &project.scope.project,
+        &DeliveryQuery {
+            trigger_id,
+            status,
+            cursor: None,
+            limit: limit.clamp(1, deliveries::MAX_PAGE),
+        },
+    )?;
+    if json {
+        outln!("{}", serde_json::to_string(&page)?)?;
+        return Ok(EXIT_OK);
+    }
+    if page.deliveries.is_empty() {
+        errln!("no deliveries");
+        return Ok(EXIT_OK);
+    }
+    outln!(
+        "{:<19}  {:<20}  {:<7}  {:<9}  {:<22}  {}",
+        "AT (UTC)",
+        "TRIGGER",
+        "KIND",
+        "STATUS",
+        "REASON",
+        "RUN"
+    )?;
+    for d in &page.deliveries {
+        outln!(
+            "{:<19}  {:<20}  {:<7}  {:<9}  {:<22}  {}",
+            timestamp(d.at_ms.unsigned_abs()),
+            d.trigger,
+            d.kind.as_str(),
+            d.status.as_str(),
+            d.reason.as_deref().unwrap_or("-"),
+            d.run_id.as_deref().unwrap_or("-")
+        )?;
+    }
+    Ok(EXIT_OK)
+}
