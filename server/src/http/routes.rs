@@ -77,7 +77,7 @@ pub fn routes() -> Vec<Route> {
             methods: &["GET"],
             path: "/schemas/{file}",
             operation: "schemas.get",
-            summary: "JSON Schema of a document: workflow|settings|recipe|event.schema.json",
+            summary: "JSON Schema of a document: workflow|settings|recipe|event|scheduler|hook.schema.json",
             query: &[],
             access: Public,
             handler: || get(schemas::get),
