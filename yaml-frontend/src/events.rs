@@ -379,7 +379,10 @@ mod tests {
     fn a_subscription_filter_must_be_an_event_filter() {
         let sub = Subscription::new("workflow.run.failed").filter("#state['x'] == 1");
         let err = check_subscription(&sub).unwrap_err();
-        assert!(err.starts_with("[MAG-HK011] invalid `subscribe.filter`"), "{err}");
+        assert!(
+            err.starts_with("[MAG-HK011] invalid `subscribe.filter`"),
+            "{err}"
+        );
         assert!(err.contains("at character 1"), "{err}");
         assert!(err.contains("event filters see only #event"), "{err}");
         let sub = Subscription::new("workflow.run.failed").filter("#event['x'] ==");
@@ -389,8 +392,8 @@ mod tests {
 
     #[test]
     fn a_checked_subscription_matches_its_event_through_its_filter() {
-        let sub = Subscription::new("workflow.run.failed")
-            .filter("#event['workflowName'] == 'deploy'");
+        let sub =
+            Subscription::new("workflow.run.failed").filter("#event['workflowName'] == 'deploy'");
         let checked = check_subscription(&sub).unwrap();
         let event = |name: &str, workflow: &str| {
             serde_json::to_value(RunEvent {
@@ -405,11 +408,23 @@ mod tests {
             })
             .unwrap()
         };
-        assert_eq!(checked.matches(&event("workflow.run.failed", "deploy")), Ok(true));
-        assert_eq!(checked.matches(&event("workflow.run.failed", "build")), Ok(false));
-        assert_eq!(checked.matches(&event("workflow.run.completed", "deploy")), Ok(false));
+        assert_eq!(
+            checked.matches(&event("workflow.run.failed", "deploy")),
+            Ok(true)
+        );
+        assert_eq!(
+            checked.matches(&event("workflow.run.failed", "build")),
+            Ok(false)
+        );
+        assert_eq!(
+            checked.matches(&event("workflow.run.completed", "deploy")),
+            Ok(false)
+        );
         let all = check_subscription(&Subscription::new("workflow.run.failed")).unwrap();
-        assert_eq!(all.matches(&event("workflow.run.failed", "build")), Ok(true));
+        assert_eq!(
+            all.matches(&event("workflow.run.failed", "build")),
+            Ok(true)
+        );
     }
 
     #[test]

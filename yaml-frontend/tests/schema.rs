@@ -272,14 +272,29 @@ fn settings_recipes_events_and_hooks_are_checked_by_their_schemas() {
         ("recipe", "engine: jeltz\nprices: { inputPerMTok: 1 }\n"),
         ("event", "methods: [POST]\n"),
         ("event", "workflow: w\nmetods: [GET]\n"),
-        ("event", "workflow: w\nsubscribe: { event: workflow.run.faild }\n"),
-        ("event", "workflow: w\nsubscribe: { event: workflow.run.failed, source: kafka }\n"),
-        ("event", "workflow: w\nsubscribe: { event: workflow.run.failed, when: x }\n"),
+        (
+            "event",
+            "workflow: w\nsubscribe: { event: workflow.run.faild }\n",
+        ),
+        (
+            "event",
+            "workflow: w\nsubscribe: { event: workflow.run.failed, source: kafka }\n",
+        ),
+        (
+            "event",
+            "workflow: w\nsubscribe: { event: workflow.run.failed, when: x }\n",
+        ),
         ("hook", "script: a.js\n"),
         ("hook", "on: workflow.run.failed\n"),
         ("hook", "on: workflow.run.failed\nscript: a.py\n"),
-        ("hook", "on: workflow.run.failed\nscript: a.js\ntimeoutSeconds: 61\n"),
-        ("hook", "on: workflow.run.failed\nscript: a.js\nenabled: yes\n"),
+        (
+            "hook",
+            "on: workflow.run.failed\nscript: a.js\ntimeoutSeconds: 61\n",
+        ),
+        (
+            "hook",
+            "on: workflow.run.failed\nscript: a.js\nenabled: yes\n",
+        ),
     ];
     for (kind, text) in bad {
         assert!(

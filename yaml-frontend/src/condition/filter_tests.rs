@@ -34,13 +34,19 @@ fn a_filter_selects_the_events_it_names() {
 fn property_access_reads_the_event_like_indexing() {
     let ev = failed_deploy();
     assert_eq!(matches("#event.workflowName == 'deploy'", &ev), Ok(true));
-    assert_eq!(matches("#event.error.kind == 'technical_error'", &ev), Ok(true));
+    assert_eq!(
+        matches("#event.error.kind == 'technical_error'", &ev),
+        Ok(true)
+    );
     assert_eq!(
         matches("#event['error']['message'] matches 'exit [0-9]+'", &ev),
         Ok(true)
     );
     assert_eq!(
-        matches("#event.tenant in {'acme', 'globex'} and not (#event.project == 'x')", &ev),
+        matches(
+            "#event.tenant in {'acme', 'globex'} and not (#event.project == 'x')",
+            &ev
+        ),
         Ok(true)
     );
 }
@@ -92,7 +98,8 @@ fn workflow_conditions_refuse_the_event() {
     assert_eq!(err.kind, ConditionErrorKind::Sandbox);
     assert_eq!(err.offset, 16);
     assert!(
-        err.message.contains("'#event' exists only in event filters"),
+        err.message
+            .contains("'#event' exists only in event filters"),
         "{}",
         err.message
     );
@@ -108,6 +115,11 @@ fn filters_keep_the_sandbox_of_the_language() {
         "@bean",
     ] {
         let err = Condition::parse_filter(src).expect_err(src);
-        assert_eq!(err.kind, ConditionErrorKind::Sandbox, "{src}: {}", err.message);
+        assert_eq!(
+            err.kind,
+            ConditionErrorKind::Sandbox,
+            "{src}: {}",
+            err.message
+        );
     }
 }

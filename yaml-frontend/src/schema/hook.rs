@@ -192,11 +192,26 @@ mod tests {
                 "on: workflow.run.failed\nfilter: \"#params['x']\"\nscript: a.js\n",
                 "[MAG-HK011]",
             ),
-            ("on: workflow.run.failed\nscript: ../other/a.js\n", "[MAG-HK012]"),
-            ("on: workflow.run.failed\nscript: /etc/a.js\n", "[MAG-HK012]"),
-            ("on: workflow.run.failed\nscript: _vance/hooks/a.py\n", "[MAG-HK012]"),
-            ("on: workflow.run.failed\nscript: a.js\ntimeoutSeconds: 61\n", "[MAG-HK013]"),
-            ("on: workflow.run.failed\nscript: a.js\ntimeoutSeconds: 0\n", "[MAG-HK013]"),
+            (
+                "on: workflow.run.failed\nscript: ../other/a.js\n",
+                "[MAG-HK012]",
+            ),
+            (
+                "on: workflow.run.failed\nscript: /etc/a.js\n",
+                "[MAG-HK012]",
+            ),
+            (
+                "on: workflow.run.failed\nscript: _vance/hooks/a.py\n",
+                "[MAG-HK012]",
+            ),
+            (
+                "on: workflow.run.failed\nscript: a.js\ntimeoutSeconds: 61\n",
+                "[MAG-HK013]",
+            ),
+            (
+                "on: workflow.run.failed\nscript: a.js\ntimeoutSeconds: 0\n",
+                "[MAG-HK013]",
+            ),
         ];
         for (yaml, code) in cases {
             let err = doc(yaml).unwrap().check().unwrap_err();
