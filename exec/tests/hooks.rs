@@ -158,7 +158,7 @@ async fn without_an_engine_start_returns_null_and_a_warning_is_logged() {
 
 #[tokio::test]
 async fn a_refused_start_throws_an_error_the_script_can_catch() {
-    let host = Recorder::new(Answer::Refused("[MAG-XX001] workflow `nope` not found"));
+    let host = Recorder::new(Answer::Refused("unknown workflow `nope` in this project"));
     let source = r#"
         try {
             workflows.start("nope", {});
@@ -170,7 +170,7 @@ async fn a_refused_start_throws_an_error_the_script_can_catch() {
     let outcome = run(source, &host).await.unwrap();
     assert_eq!(
         outcome.result,
-        json!({"isError": true, "message": "[MAG-XX001] workflow `nope` not found"})
+        json!({"isError": true, "message": "unknown workflow `nope` in this project"})
     );
     assert!(outcome.started.is_empty());
 }
