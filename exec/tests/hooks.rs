@@ -158,7 +158,7 @@ async fn without_an_engine_start_returns_null_and_a_warning_is_logged() {
 
 #[tokio::test]
 async fn a_refused_start_throws_an_error_the_script_can_catch() {
-    let host = Recorder::new(Answer::Refused("[MAG-XX001] workflow `nope` not found"));
+    let host = Recorder::new(Answer::Refused("unknown workflow `nope` in this project"));
     let source = r#"
         try {
             workflows.start("nope", {});
@@ -170,7 +170,7 @@ async fn a_refused_start_throws_an_error_the_script_can_catch() {
     let outcome = run(source, &host).await.unwrap();
     assert_eq!(
         outcome.result,
-        json!({"isError": true, "message": "[MAG-XX001] workflow `nope` not found"})
+        json!({"isError": true, "message": "unknown workflow `nope` in this project"})
     );
     assert!(outcome.started.is_empty());
 }
@@ -357,4 +357,37 @@ async fn a_host_may_block_on_an_async_start() {
     let outcome = run_hook(script, Arc::new(AsyncHost)).await.unwrap();
     assert_eq!(outcome.result, json!("async-deploy"));
     assert_eq!(outcome.started, vec!["async-deploy".to_owned()]);
+}
+
+/// A host that panics: a bug of the embedding application, not of the script.
+struct PanickingHost;
+
+impl HookHost for PanickingHost {
+    fn start_workflow(&self, _: &str, _: Value) -> Result<Option<String>, String> {
+        panic!("the host's own bug");
+    }
+
+    fn log(&self, _: HookLogLevel, _: &str, _: Value) {}
+}
+
+#[tokio::test]
+async fn a_panicking_host_fails_the_hook_without_taking_the_caller_down() {
+    let script = HookScript {
+        name: "boom".into(),
+        source: "workflows.start('deploy');".into(),
+        event: json!({}),
+        timeout: Duration::from_secs(10),
+    };
+    let err = run_hook(script, Arc::new(PanickingHost)).await.unwrap_err();
+    assert!(matches!(err, HookError::Engine { .. }), "{err:?}");
+    assert!(
+        err.to_string().starts_with("[MAG-HK007] hook `boom`"),
+        "{err}"
+    );
+    // The runtime still runs hooks afterwards.
+    let host = Recorder::new(Answer::Started);
+    let outcome = run("return workflows.start('after');", &host)
+        .await
+        .unwrap();
+    assert_eq!(outcome.result, json!("run-1"));
 }

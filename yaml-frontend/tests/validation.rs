@@ -237,6 +237,17 @@ fn condition_errors_point_at_the_failing_character() {
 }
 
 #[test]
+fn a_workflow_condition_reading_the_event_is_refused_where_it_reads_it() {
+    let text = doc(&format!(
+        "  a:\n    type: condition_task\n    transitions:\n      - if: \"#event['status'] == 'FAILED'\"\n        to: end\n      - else: end\n{END}"
+    ));
+    has(
+        &text,
+        "wf.yaml:6:14: [MAG-Y023] invalid condition in rule 1 of state 'a': '#event' exists only in event filters (`subscribe.filter:`, a hook's `filter:`); a workflow's conditions read #state, #params or #tasks",
+    );
+}
+
+#[test]
 fn terminal_has_no_transitions() {
     let text =
         doc("  a:\n    type: terminal\n    on:\n      success: a\n    catch:\n      timeout: a\n");

@@ -23,7 +23,7 @@ use serde_json::Value;
 
 /// The file name under which the runtime's own helpers are compiled, so that their frames
 /// are never mistaken for the user's lines.
-const HELPER_FILE: &str = "<magrathea>";
+pub(crate) const HELPER_FILE: &str = "<magrathea>";
 
 /// At most this many `console` lines of one execution reach the log.
 const MAX_CONSOLE_LINES: usize = 1000;

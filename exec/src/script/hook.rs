@@ -325,7 +325,7 @@ impl Setup for HookArguments<'_> {
         &self,
         ctx: &Ctx<'js>,
     ) -> Result<Vec<(&'static str, rquickjs::Value<'js>)>, Failure> {
-        let err = |e| engine::failure(ctx, "<magrathea>", e);
+        let err = |e| engine::failure(ctx, engine::HELPER_FILE, e);
         let start = self.start_function(ctx).map_err(err)?;
         let sink = self.log_function(ctx).map_err(err)?;
         let install = engine::helper(ctx, HOOK_API).map_err(err)?;
