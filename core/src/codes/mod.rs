@@ -161,6 +161,10 @@ pub const AREAS: &[Area] = &[
         title: "Hooks and internal-event subscriptions",
     },
     Area {
+        prefix: "TR",
+        title: "Triggers: registrations, schedules, deliveries",
+    },
+    Area {
         prefix: "SV",
         title: "Server",
     },

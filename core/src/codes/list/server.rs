@@ -5,6 +5,16 @@ use super::ErrorCode;
 /// The codes of the server and its HTTP API (areas SV, CS, AUTH, WH and HTTP), in the order of [`AREAS`](crate::codes::AREAS).
 pub(super) const CODES: &[ErrorCode] = &[
     ErrorCode {
+        code: "MAG-TR001",
+        meaning: "The engine's store keeps no catalog, so it cannot hold trigger registrations, cursors or deliveries (a custom `Store` without `catalog()`).",
+        remedy: "Serve a redb, in-memory or PostgreSQL store, or implement `Store::catalog` for yours.",
+    },
+    ErrorCode {
+        code: "MAG-TR002",
+        meaning: "A webhook's `tokenSetting` names a setting that is set neither in the project's nor in the tenant's `_vance/settings.yaml`; the webhook is registered with this error and answers nothing.",
+        remedy: "Set the path token there (32 or more random characters, e.g. from `openssl rand -hex 24`).",
+    },
+    ErrorCode {
         code: "MAG-SV001",
         meaning: "The server cannot create the store directory.",
         remedy: "Check the path and its permissions.",
@@ -223,6 +233,31 @@ pub(super) const CODES: &[ErrorCode] = &[
         code: "MAG-HTTP-RUN-BLOCKED",
         meaning: "The run is blocked, so the gate answer was not accepted.",
         remedy: "Resolve the block (see the run's reason) and reopen the engine.",
+    },
+    ErrorCode {
+        code: "MAG-HTTP-AMBIGUOUS-TRIGGER",
+        meaning: "A document name given for a trigger declares several triggers (an event document with both `webhook:` and `subscribe:`).",
+        remedy: "Name the trigger by its id (`trg_…`), as the message lists them.",
+    },
+    ErrorCode {
+        code: "MAG-HTTP-INVALID-QUERY",
+        meaning: "A query parameter has a value the route does not know (e.g. a delivery `status`).",
+        remedy: "Use one of the values the message lists.",
+    },
+    ErrorCode {
+        code: "MAG-HTTP-TRIGGER-DISABLED",
+        meaning: "The webhook is paused or its document says `enabled: false`; the delivery is recorded as `trigger_disabled` and nothing starts.",
+        remedy: "Enable it: `PATCH …/triggers/{id}` with `{\"enabled\": true}`, or the document's `enabled:`.",
+    },
+    ErrorCode {
+        code: "MAG-HTTP-TRIGGER-FAILED",
+        meaning: "A schedule fired by hand could not start its workflow (the delivery is recorded as `failed`).",
+        remedy: "Read the message: usually the workflow is missing or invalid, or its parameters do not fit.",
+    },
+    ErrorCode {
+        code: "MAG-HTTP-WEBHOOK-REJECTED",
+        meaning: "A webhook delivery failed verification; the message starts with its `MAG-WH` code and the delivery is recorded with its reason.",
+        remedy: "See the `MAG-WH` code: the sender's secret, signature header, timestamp, method, size or dedupe key.",
     },
     ErrorCode {
         code: "MAG-HTTP-WORKFLOW-NOT-FOUND",
