@@ -272,7 +272,14 @@ async fn the_document_schemas_are_served_without_a_token() {
         .parent()
         .unwrap()
         .join("schemas");
-    for name in ["workflow", "settings", "recipe", "event", "scheduler", "hook"] {
+    for name in [
+        "workflow",
+        "settings",
+        "recipe",
+        "event",
+        "scheduler",
+        "hook",
+    ] {
         let r = s
             .get(&format!("/schemas/{name}.schema.json"), None)
             .send()

@@ -3,7 +3,7 @@
 //!
 //! A project's triggers come from its own `_vance/scheduler/`, `_vance/events/` and
 //! `_vance/hooks/` directories (tenant-wide `_tenant/_vance/` documents declare no triggers:
-//! a trigger starts runs in one project). [`resync`] rebuilds a project's registrations from
+//! a trigger starts runs in one project). [`Triggers::resync`](super::Triggers::resync) rebuilds a project's registrations from
 //! its documents: at start, when a document is written through the API, on
 //! `POST …/triggers/resync`, and every [`RESYNC_EVERY`](super::RESYNC_EVERY) for files changed
 //! on disk.
