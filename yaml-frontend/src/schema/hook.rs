@@ -35,7 +35,7 @@ pub struct HookDocument {
     /// `#event['workflowName'] == 'deploy'`; without it every event of the kind runs the hook.
     #[serde(default)]
     pub filter: Option<String>,
-    /// The script, a document path relative to the project (or tenant) directory, e.g.
+    /// The script, a document path relative to the project directory, e.g.
     /// `_vance/hooks/review.js`: no `..`, ending in `.js`.
     #[schemars(regex(pattern = r"^[^/].*\.js$"))]
     pub script: String,
@@ -65,7 +65,7 @@ pub struct CheckedHook {
     pub event: InternalEvent,
     /// The filter, parsed with [`Condition::parse_filter`].
     pub filter: Option<Condition>,
-    /// The script's document path, relative to the project (or tenant) directory.
+    /// The script's document path, relative to the project directory.
     pub script: String,
     /// How long the script may run.
     pub timeout: Duration,
