@@ -220,41 +220,53 @@ pub fn list(
         Some(k) => format!("{}/{}/{}/", scope.tenant, scope.project, k.as_str()),
         None => format!("{}/{}/", scope.tenant, scope.project),
     };
-    let mut out = Vec::new();
-    let mut after: Option<String> = None;
-    loop {
-        let rows = catalog.scan(REGISTRATIONS, &prefix, after.as_deref(), 1000)?;
-        let done = rows.len() < 1000;
-        for (key, bytes) in rows {
-            after = Some(key);
-            let mut reg = decode(&bytes)?;
-            // A project named like another's prefix (`a` and `a/b` cannot be: names have no `/`).
-            reg.paused = is_paused(catalog, &reg.id)?;
-            reg.settle();
-            out.push(reg);
-        }
-        if done {
-            return Ok(out);
-        }
-    }
+    scan_registrations(catalog, &prefix)
 }
 
 /// Every registration of every project (for the scheduler and the event hub).
 pub fn list_all(catalog: &dyn Catalog) -> Result<Vec<Registration>, StoreError> {
+    scan_registrations(catalog, "")
+}
+
+/// The registrations under `prefix`, with the pauses read in one scan.
+fn scan_registrations(
+    catalog: &dyn Catalog,
+    prefix: &str,
+) -> Result<Vec<Registration>, StoreError> {
     let mut out = Vec::new();
     let mut after: Option<String> = None;
     loop {
-        let rows = catalog.scan(REGISTRATIONS, "", after.as_deref(), 1000)?;
+        let rows = catalog.scan(REGISTRATIONS, prefix, after.as_deref(), 1000)?;
         let done = rows.len() < 1000;
         for (key, bytes) in rows {
             after = Some(key);
-            let mut reg = decode(&bytes)?;
-            reg.paused = is_paused(catalog, &reg.id)?;
-            reg.settle();
-            out.push(reg);
+            out.push(decode(&bytes)?);
         }
         if done {
-            return Ok(out);
+            break;
+        }
+    }
+    let paused = paused_ids(catalog)?;
+    for reg in &mut out {
+        reg.paused = paused.contains(&reg.id);
+        reg.settle();
+    }
+    Ok(out)
+}
+
+/// The ids of every paused trigger.
+fn paused_ids(catalog: &dyn Catalog) -> Result<std::collections::HashSet<String>, StoreError> {
+    let mut ids = std::collections::HashSet::new();
+    let mut after: Option<String> = None;
+    loop {
+        let rows = catalog.scan(PAUSED, "", after.as_deref(), 1000)?;
+        let done = rows.len() < 1000;
+        for (key, _) in rows {
+            after = Some(key.clone());
+            ids.insert(key);
+        }
+        if done {
+            return Ok(ids);
         }
     }
 }
