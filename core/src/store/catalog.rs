@@ -58,6 +58,30 @@ pub trait Catalog: Send + Sync {
     ) -> Result<Vec<(String, Vec<u8>)>, StoreError>;
 }
 
+/// Calls `f` with every entry of `table` under `prefix`, in key order, reading a page of
+/// `page` entries at a time (so memory holds one page, whatever the table's size).
+pub fn scan_all(
+    catalog: &dyn Catalog,
+    table: &str,
+    prefix: &str,
+    page: usize,
+    mut f: impl FnMut(String, Vec<u8>) -> Result<(), StoreError>,
+) -> Result<(), StoreError> {
+    let page = page.max(1);
+    let mut after: Option<String> = None;
+    loop {
+        let rows = catalog.scan(table, prefix, after.as_deref(), page)?;
+        let done = rows.len() < page;
+        for (key, value) in rows {
+            after = Some(key.clone());
+            f(key, value)?;
+        }
+        if done {
+            return Ok(());
+        }
+    }
+}
+
 /// Checks a key and a value against the limits.
 pub fn check(key: &str, value: Option<&[u8]>) -> Result<(), StoreError> {
     if key.len() > MAX_KEY_BYTES {

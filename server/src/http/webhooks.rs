@@ -16,7 +16,6 @@ use axum::extract::{Path, State};
 use axum::http::{HeaderMap, Method, StatusCode};
 use axum::response::{IntoResponse, Response};
 use serde_json::{Value, json};
-use sha2::{Digest, Sha256};
 
 use super::error::ApiError;
 use super::state::{AppState, Starter};
@@ -27,16 +26,6 @@ use crate::webhook::{self, Incoming};
 
 fn not_found() -> ApiError {
     ApiError::not_found("no webhook has this path token")
-}
-
-fn hash_hex(text: &str) -> String {
-    use std::fmt::Write;
-    Sha256::digest(text.as_bytes())
-        .iter()
-        .fold(String::new(), |mut s, b| {
-            let _ = write!(s, "{b:02x}");
-            s
-        })
 }
 
 /// Records `d`; a failure to record is logged, never the caller's problem.
@@ -138,7 +127,7 @@ pub(crate) async fn invoke(
     let mut start_key = format!("webhook:{}:{}", reg.key(), uuid::Uuid::now_v7().simple());
     let mut claimed = None;
     if let Some(key) = &accepted.dedupe_key {
-        let key_hash = hash_hex(key);
+        let key_hash = registry::sha256_hex(key);
         match dedupe::claim(
             catalog,
             &reg.id,

@@ -93,25 +93,21 @@ pub fn started(
 
 /// Deletes the keys whose window has passed; how many.
 pub fn prune(catalog: &dyn Catalog, now_ms: i64) -> Result<usize, StoreError> {
+    let mut doomed = Vec::new();
+    magrathea_core::store::catalog::scan_all(catalog, DEDUPE, "", 1000, |key, bytes| {
+        let expired = serde_json::from_slice::<Seen>(&bytes)
+            .map_or(true, |s| now_ms - s.first_ms >= s.window_ms);
+        if expired {
+            doomed.push(key);
+        }
+        Ok(())
+    })?;
+    // Deleted in batches, so that one transaction stays small.
     let mut gone = 0;
-    let mut after: Option<String> = None;
-    loop {
-        let rows = catalog.scan(DEDUPE, "", after.as_deref(), 1000)?;
-        let done = rows.len() < 1000;
-        let mut doomed = Vec::new();
-        for (key, bytes) in rows {
-            after = Some(key.clone());
-            let expired = serde_json::from_slice::<Seen>(&bytes)
-                .map_or(true, |s| now_ms - s.first_ms >= s.window_ms);
-            if expired {
-                doomed.push(key);
-            }
-        }
-        gone += catalog.delete(DEDUPE, &doomed)?;
-        if done {
-            return Ok(gone);
-        }
+    for batch in doomed.chunks(1000) {
+        gone += catalog.delete(DEDUPE, batch)?;
     }
+    Ok(gone)
 }
 
 #[cfg(test)]

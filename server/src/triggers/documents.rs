@@ -8,7 +8,6 @@ use magrathea_yaml::Scope;
 use magrathea_yaml::scheduler::Schedule;
 use magrathea_yaml::schema::{CheckedHook, EventDocument, HookDocument};
 use serde_json::{Map, Value};
-use sha2::{Digest, Sha256};
 
 use super::registry::{Registration, TriggerKind};
 use magrathea_yaml::DocumentSource;
@@ -82,16 +81,6 @@ fn read_bounded(path: &Path) -> Option<String> {
         return None;
     }
     std::fs::read_to_string(path).ok()
-}
-
-fn digest(text: &str) -> String {
-    use std::fmt::Write;
-    Sha256::digest(text.as_bytes())
-        .iter()
-        .fold(String::new(), |mut s, b| {
-            let _ = write!(s, "{b:02x}");
-            s
-        })
 }
 
 /// The registrations a project's documents declare.
@@ -235,7 +224,7 @@ fn parse_hook(text: &str) -> Result<Hook, String> {
 fn read_document(docs: &DocumentSource, reg: &Registration) -> Option<(String, String)> {
     let path = docs.project_dir(&reg.scope()).join(&reg.document);
     let text = read_bounded(&path)?;
-    Some((digest(&text), text))
+    Some((super::registry::sha256_hex(&text), text))
 }
 
 /// The parsed schedule of a registration and the digest of the text it came from.

@@ -12,6 +12,7 @@
 //! `trigger.id` (id → that key), `trigger.paused` (id → pause by an operator, kept across
 //! resyncs), `trigger.webhook` (SHA-256 of a webhook's path token → key).
 
+use magrathea_core::store::catalog::scan_all;
 use magrathea_core::{Catalog, StoreError};
 use magrathea_yaml::Scope;
 use serde::{Deserialize, Serialize};
@@ -26,6 +27,8 @@ const IDS: &str = "trigger.id";
 const PAUSED: &str = "trigger.paused";
 /// SHA-256 (hex) of a webhook path token → the registration's key.
 const WEBHOOKS: &str = "trigger.webhook";
+/// Entries read per catalog page.
+const PAGE: usize = 1000;
 
 /// What starts runs.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
@@ -159,7 +162,7 @@ impl Registration {
             filter: None,
             dedupe_window_sec: None,
             webhook_token_sha256: None,
-            digest: hex(&Sha256::digest(text.as_bytes())),
+            digest: sha256_hex(text),
         }
     }
 
@@ -168,12 +171,9 @@ impl Registration {
     }
 }
 
-fn hex(bytes: &[u8]) -> String {
-    use std::fmt::Write;
-    bytes.iter().fold(String::new(), |mut s, b| {
-        let _ = write!(s, "{b:02x}");
-        s
-    })
+/// The SHA-256 of `text` in lower-case hex: document digests, ids, dedupe keys.
+pub fn sha256_hex(text: &str) -> String {
+    hex::encode(Sha256::digest(text.as_bytes()))
 }
 
 /// The catalog key of a trigger.
@@ -183,7 +183,7 @@ pub fn key_of(tenant: &str, project: &str, kind: TriggerKind, name: &str) -> Str
 
 /// The id of the trigger with `key`.
 pub fn id_of(key: &str) -> String {
-    format!("trg_{}", &hex(&Sha256::digest(key.as_bytes()))[..24])
+    format!("trg_{}", &sha256_hex(key)[..24])
 }
 
 fn store_err(e: serde_json::Error) -> StoreError {
@@ -234,18 +234,10 @@ fn scan_registrations(
     prefix: &str,
 ) -> Result<Vec<Registration>, StoreError> {
     let mut out = Vec::new();
-    let mut after: Option<String> = None;
-    loop {
-        let rows = catalog.scan(REGISTRATIONS, prefix, after.as_deref(), 1000)?;
-        let done = rows.len() < 1000;
-        for (key, bytes) in rows {
-            after = Some(key);
-            out.push(decode(&bytes)?);
-        }
-        if done {
-            break;
-        }
-    }
+    scan_all(catalog, REGISTRATIONS, prefix, PAGE, |_, bytes| {
+        out.push(decode(&bytes)?);
+        Ok(())
+    })?;
     let paused = paused_ids(catalog)?;
     for reg in &mut out {
         reg.paused = paused.contains(&reg.id);
@@ -257,18 +249,11 @@ fn scan_registrations(
 /// The ids of every paused trigger.
 fn paused_ids(catalog: &dyn Catalog) -> Result<std::collections::HashSet<String>, StoreError> {
     let mut ids = std::collections::HashSet::new();
-    let mut after: Option<String> = None;
-    loop {
-        let rows = catalog.scan(PAUSED, "", after.as_deref(), 1000)?;
-        let done = rows.len() < 1000;
-        for (key, _) in rows {
-            after = Some(key.clone());
-            ids.insert(key);
-        }
-        if done {
-            return Ok(ids);
-        }
-    }
+    scan_all(catalog, PAUSED, "", PAGE, |key, _| {
+        ids.insert(key);
+        Ok(())
+    })?;
+    Ok(ids)
 }
 
 /// The registration with id `id`.
