@@ -193,6 +193,9 @@ pub struct InboxItem {
     pub answer: Option<GateAnswer>,
     /// Opened at, ms since the epoch.
     pub created_at: u64,
+    /// When the gate's timeout fires, ms since the epoch (gates with a timeout only).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub expires_at: Option<u64>,
     /// Extra data (`payload.kind = "workflow.gate"` for YAML gates).
     pub meta: Value,
 }
@@ -236,6 +239,7 @@ pub(crate) fn inbox_items(entries: &[Entry], summary: &RunSummary) -> Vec<InboxI
                 status: InboxStatus::Pending,
                 answer: None,
                 created_at: e.at_ms,
+                expires_at: gate.timeout_ms.map(|t| e.at_ms.saturating_add(t)),
                 meta: gate.meta.clone(),
             }),
             Record::GateAnswered { step, answer } => {

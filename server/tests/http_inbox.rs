@@ -137,3 +137,97 @@ async fn approvals_routes_list_approve_and_reject_within_the_tenant() {
         "rejected"
     );
 }
+
+#[tokio::test]
+async fn friday_routes_speak_friday_status_words_and_page_through_finished_runs() {
+    let s = Server::start().await;
+    let mut runs = Vec::new();
+    for _ in 0..3 {
+        let run = s.start_run("shop", "approve", json!({})).await;
+        s.wait_status("shop", &run, &["WAITING"]).await;
+        runs.push(run);
+    }
+    let item = |run: &str| format!("{run}-1");
+    let decide = |run: String, verb: &'static str| {
+        let s = &s;
+        async move {
+            let r = s
+                .post(
+                    &format!("/v1/workflow-approvals/{}/{verb}", item(&run)),
+                    Some(ACME),
+                )
+                .send()
+                .await
+                .unwrap();
+            assert_eq!(r.status(), 200);
+        }
+    };
+    decide(runs[0].clone(), "approve").await;
+    decide(runs[1].clone(), "reject").await;
+    s.wait_status("shop", &runs[0], &["DONE"]).await;
+    s.wait_status("shop", &runs[1], &["DONE"]).await;
+    let status_of = |list: &[Value], run: &str| {
+        list.iter()
+            .find(|a| a["workflowRunId"] == run)
+            .map(|a| (a["status"].clone(), a["inboxStatus"].clone()))
+    };
+    let all: Vec<Value> = s
+        .get_json("/v1/workflow-approvals?status=all", Some(ACME))
+        .await;
+    assert_eq!(
+        status_of(&all, &runs[0]),
+        Some((json!("approved"), json!("ANSWERED")))
+    );
+    assert_eq!(
+        status_of(&all, &runs[1]),
+        Some((json!("rejected"), json!("ANSWERED")))
+    );
+    assert_eq!(
+        status_of(&all, &runs[2]),
+        Some((json!("pending"), json!("PENDING")))
+    );
+    let approved: Vec<Value> = s
+        .get_json("/v1/workflow-approvals?status=approved", Some(ACME))
+        .await;
+    assert_eq!(approved.len(), 1);
+    assert_eq!(approved[0]["workflowRunId"], runs[0].as_str());
+    // Pages of one, oldest first, with the cursor in X-Next-Cursor.
+    let mut seen = Vec::new();
+    let mut cursor: Option<String> = None;
+    loop {
+        let url = match &cursor {
+            Some(c) => format!("/v1/workflow-approvals?status=all&limit=1&cursor={c}"),
+            None => "/v1/workflow-approvals?status=all&limit=1".to_owned(),
+        };
+        let r = s.get(&url, Some(ACME)).send().await.unwrap();
+        cursor = r
+            .headers()
+            .get("x-next-cursor")
+            .map(|v| v.to_str().unwrap().to_owned());
+        let page: Vec<Value> = r.json().await.unwrap();
+        assert_eq!(page.len(), 1);
+        seen.push(page[0]["workflowRunId"].as_str().unwrap().to_owned());
+        if cursor.is_none() {
+            break;
+        }
+    }
+    assert_eq!(seen, runs, "every approval once, oldest first");
+}
+
+#[tokio::test]
+async fn an_inbox_item_with_a_timeout_shows_when_it_expires() {
+    let s = Server::start().await;
+    write(
+        &s.root.join("acme/shop/_vance/workflows/timed.yaml"),
+        "start: review\nstates:\n  review:\n    type: gate_task\n    timeoutSeconds: 3600\n    inbox: { kind: APPROVAL, title: \"Ship it?\" }\n    on:\n      approved: done\n    catch:\n      timeout: done\n  done: { type: terminal }\n",
+    );
+    let run = s.start_run("shop", "timed", json!({})).await;
+    s.wait_status("shop", &run, &["WAITING"]).await;
+    let list: Vec<Value> = s.get_json("/v1/workflow-approvals", Some(ACME)).await;
+    let a = list
+        .iter()
+        .find(|a| a["workflowRunId"] == run.as_str())
+        .unwrap();
+    let created = a["createdAt"].as_u64().unwrap();
+    assert_eq!(a["expiresAt"].as_u64().unwrap(), created + 3_600_000, "{a}");
+}

@@ -484,7 +484,20 @@ impl Engine {
     pub fn inbox(&self, filter: InboxFilter) -> Result<Vec<InboxItem>, StoreError> {
         let pending_only = filter == InboxFilter::Pending;
         let mut items = Vec::new();
-        for run in self.inner.store.active_runs()? {
+        let mut runs = self.inner.store.active_runs()?;
+        if let InboxFilter::Recent(n) = filter {
+            let recent = self.inner.store.list_runs(&RunFilter {
+                limit: n,
+                ..RunFilter::default()
+            })?;
+            runs.extend(
+                recent
+                    .into_iter()
+                    .filter(|s| s.status.is_terminal())
+                    .map(|s| s.run_id),
+            );
+        }
+        for run in runs {
             let Some(summary) = self.inner.store.run_summary(run)? else {
                 continue;
             };

@@ -97,6 +97,9 @@ pub enum InboxFilter {
     Pending,
     /// Every item of the runs that have not ended, answered or not.
     All,
+    /// Every item of the runs that have not ended, and of the `n` most recently started runs
+    /// that have (answered, expired or closed items of finished runs).
+    Recent(usize),
 }
 
 /// Why a journal does not replay against the current code: the reason the run would block,

@@ -1,12 +1,22 @@
 //! Friday's approval routes (`/v1/workflow-approvals…`, scope `workflow.run`), mapped onto
 //! the inbox: an approval is an `APPROVAL` inbox item of any project of the token's tenant.
+//!
+//! An approval shows the inbox item, the `tenant/project` of its run, `status` in Friday's
+//! words — `pending`, `approved`, `rejected` (answered with anything but an approval),
+//! `expired` (its timeout fired first), `cancelled` (its run ended or was cancelled first) — and
+//! the inbox's own word as `inboxStatus`. `expiresAt` is when an item with a timeout expires.
+//! The listing takes `?status=` (Friday's words, the inbox's, or `all`; default `pending`),
+//! `?assignee=`, and pages with `?limit=` (default and most 1,000) and `?cursor=` (the
+//! `X-Next-Cursor` header of the previous page, absent on the last), oldest first; it includes
+//! the answered, expired and cancelled items of finished runs (of the
+//! [`FINISHED_RUNS_LISTED`](super::inbox::FINISHED_RUNS_LISTED) most recently started ones).
 //! The run in the reply of approve and reject is shown whole only to a token that also has
 //! `workflow.read` (else its [`RunBrief`](super::visible::RunBrief)).
 
 use axum::Json;
 use axum::extract::{Path, Query, State};
 use axum::http::HeaderMap;
-use magrathea_core::{GateAnswer, GateKind, InboxItem};
+use magrathea_core::{GateAnswer, GateKind, InboxItem, InboxStatus};
 use serde::{Deserialize, Serialize};
 
 use super::auth::{ApiScope, Principal, bearer};
@@ -16,23 +26,66 @@ use super::inbox::{Answered, answer_item, items, scoped_item};
 use super::state::AppState;
 
 /// An approval: the inbox item and the `tenant/project` of its run.
-#[derive(Debug, Serialize, Deserialize)]
-#[serde(rename_all = "camelCase")]
+#[derive(Debug)]
 pub struct Approval {
     /// `tenant/project` of the run.
     pub scope: String,
     /// The inbox item.
-    #[serde(flatten)]
     pub item: InboxItem,
+}
+
+impl Approval {
+    /// Friday's word for the item's status.
+    pub fn status(&self) -> &'static str {
+        friday_status(&self.item)
+    }
+}
+
+/// Friday's status word of an approval item.
+pub fn friday_status(item: &InboxItem) -> &'static str {
+    match item.status {
+        InboxStatus::Pending => "pending",
+        InboxStatus::Answered => {
+            let approved = item
+                .answer
+                .as_ref()
+                .is_some_and(|a| a.value.get("approved") == Some(&serde_json::Value::Bool(true)));
+            if approved { "approved" } else { "rejected" }
+        }
+        InboxStatus::TimedOut => "expired",
+        InboxStatus::Closed => "cancelled",
+    }
+}
+
+impl Serialize for Approval {
+    fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        let mut v = serde_json::to_value(&self.item).map_err(serde::ser::Error::custom)?;
+        if let Some(map) = v.as_object_mut() {
+            if let Some(inbox) = map.remove("status") {
+                map.insert("inboxStatus".into(), inbox);
+            }
+            map.insert("status".into(), self.status().into());
+            map.insert("scope".into(), self.scope.clone().into());
+        }
+        v.serialize(serializer)
+    }
 }
 
 /// Query of `GET /v1/workflow-approvals`.
 #[derive(Debug, Deserialize)]
 pub(crate) struct ApprovalQuery {
     assignee: Option<String>,
-    /// `pending` (default), `answered`, `timed_out`, `closed` or `all`.
+    /// `pending` (default), `approved`, `rejected`, `expired`, `cancelled`; or the inbox's
+    /// `answered`, `timed_out`, `closed`; or `all`.
     status: Option<String>,
+    /// Page size (default and most 1,000).
+    limit: Option<usize>,
+    /// The `X-Next-Cursor` of the previous page.
+    cursor: Option<String>,
 }
+
+/// Largest page of approvals.
+const MAX_APPROVALS: usize = 1000;
 
 /// Body of approve and reject.
 #[derive(Debug, Default, Deserialize)]
@@ -53,26 +106,57 @@ fn in_tenant(who: &Principal, scope: &str) -> bool {
         .is_some_and(|(tenant, _)| who.may_access(tenant))
 }
 
-/// `GET /v1/workflow-approvals?assignee=&status=` → the tenant's approvals, oldest first.
+/// `GET /v1/workflow-approvals?assignee=&status=&limit=&cursor=` → the tenant's approvals,
+/// oldest first, a page at a time.
 pub(crate) async fn list(
     State(state): State<AppState>,
     Query(q): Query<ApprovalQuery>,
     headers: HeaderMap,
-) -> Result<Json<Vec<Approval>>, ApiError> {
+) -> Result<axum::response::Response, ApiError> {
+    use axum::response::IntoResponse;
     let who = caller(&state, &headers)?;
-    let found = items(
+    let wanted = q
+        .status
+        .as_deref()
+        .unwrap_or("pending")
+        .to_ascii_lowercase();
+    let friday = ["approved", "rejected", "expired", "cancelled"].contains(&wanted.as_str());
+    let inbox_status = if friday { "all" } else { wanted.as_str() };
+    let mut found: Vec<Approval> = items(
         &state,
         |s| in_tenant(&who, s),
-        q.status.as_deref(),
+        Some(inbox_status),
         q.assignee.as_deref(),
-    )?;
-    Ok(Json(
-        found
-            .into_iter()
-            .filter(|(_, i)| i.kind == GateKind::Approval)
-            .map(|(scope, item)| Approval { scope, item })
-            .collect(),
-    ))
+    )?
+    .into_iter()
+    .filter(|(_, i)| i.kind == GateKind::Approval)
+    .map(|(scope, item)| Approval { scope, item })
+    .filter(|a| !friday || a.status() == wanted)
+    .collect();
+    found.sort_by(|a, b| (a.item.created_at, &a.item.id).cmp(&(b.item.created_at, &b.item.id)));
+    if let Some(cursor) = &q.cursor {
+        match found.iter().position(|a| a.item.id == *cursor) {
+            Some(at) => drop(found.drain(..=at)),
+            None => {
+                return Err(ApiError::bad_request(
+                    "MAG-HTTP-INVALID-CURSOR",
+                    format!(
+                        "unknown cursor `{cursor}`: pass the X-Next-Cursor of the previous page"
+                    ),
+                ));
+            }
+        }
+    }
+    let limit = q.limit.unwrap_or(MAX_APPROVALS).clamp(1, MAX_APPROVALS);
+    let next = (found.len() > limit).then(|| found[limit - 1].item.id.clone());
+    found.truncate(limit);
+    let mut response = Json(found).into_response();
+    if let Some(next) = next
+        && let Ok(value) = axum::http::HeaderValue::from_str(&next)
+    {
+        response.headers_mut().insert("x-next-cursor", value);
+    }
+    Ok(response)
 }
 
 fn approval(state: &AppState, who: &Principal, id: &str) -> Result<InboxItem, ApiError> {

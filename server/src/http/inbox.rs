@@ -19,6 +19,10 @@ use super::body::JsonBody;
 use super::error::ApiError;
 use super::state::AppState;
 
+/// How many of the most recently started finished runs a listing of answered, expired or
+/// closed items reads (besides every run still going).
+pub const FINISHED_RUNS_LISTED: usize = 1000;
+
 /// `{tenant}` and `{project}`.
 #[derive(Debug, Deserialize)]
 pub(crate) struct ProjectPath {
@@ -69,7 +73,7 @@ pub(crate) fn items(
         .inbox(if wanted == Some(InboxStatus::Pending) {
             magrathea_core::InboxFilter::Pending
         } else {
-            magrathea_core::InboxFilter::All
+            magrathea_core::InboxFilter::Recent(FINISHED_RUNS_LISTED)
         })?
     {
         if wanted.is_some_and(|w| w != item.status)
