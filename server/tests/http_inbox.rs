@@ -231,3 +231,38 @@ async fn an_inbox_item_with_a_timeout_shows_when_it_expires() {
     let created = a["createdAt"].as_u64().unwrap();
     assert_eq!(a["expiresAt"].as_u64().unwrap(), created + 3_600_000, "{a}");
 }
+
+#[tokio::test]
+async fn a_rejection_nothing_routes_fails_the_run_with_approval_rejected() {
+    let s = Server::start().await;
+    write(
+        &s.root.join("acme/shop/_vance/workflows/strict.yaml"),
+        "start: review\nstates:\n  review:\n    type: gate_task\n    inbox: { kind: APPROVAL, title: \"Ship it?\" }\n    on:\n      approved: done\n  done: { type: terminal }\n",
+    );
+    let run = s.start_run("shop", "strict", json!({})).await;
+    s.wait_status("shop", &run, &["WAITING"]).await;
+    let r = s
+        .post(
+            &format!("/v1/workflow-approvals/{run}-1/reject"),
+            Some(ACME),
+        )
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(r.status(), 200);
+    let view = s.wait_status("shop", &run, &["FAILED"]).await;
+    let reason = view["reason"].as_str().unwrap();
+    assert!(reason.starts_with("APPROVAL_REJECTED: "), "{reason}");
+    // `on: rejected` (Friday's reject_branch) still routes, as the fixture's approve shows.
+    let routed = s.start_run("shop", "approve", json!({})).await;
+    s.wait_status("shop", &routed, &["WAITING"]).await;
+    s.post(
+        &format!("/v1/workflow-approvals/{routed}-1/reject"),
+        Some(ACME),
+    )
+    .send()
+    .await
+    .unwrap();
+    let view = s.wait_status("shop", &routed, &["DONE"]).await;
+    assert_eq!(view["result"], "rejected");
+}

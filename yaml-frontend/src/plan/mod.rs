@@ -67,6 +67,13 @@ pub struct PlanState {
     pub timeout: Option<Duration>,
 }
 
+impl PlanState {
+    /// Whether the state is a `gate_task` asking for an APPROVAL.
+    pub fn is_approval_gate(&self) -> bool {
+        matches!(&self.step, Step::Gate(g) if g.kind == InboxKind::Approval)
+    }
+}
+
 /// A state's `retry:` block.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Retry {

@@ -131,6 +131,17 @@ pub(crate) async fn interpret(
                 {
                     return Err(WorkflowError::cancelled(reason));
                 }
+                // A rejected approval nothing routes ends the run with Friday's reason code
+                // (its `onReject: fail`; `reject_branch` is an `on: rejected` route).
+                if state.is_approval_gate()
+                    && crate::ErrorKind::parse(&done.outcome)
+                        == Some(crate::ErrorKind::HumanRejected)
+                {
+                    return Err(WorkflowError::failed(format!(
+                        "APPROVAL_REJECTED: the approval of state '{}' was rejected (no transition for outcome '{}')",
+                        state.name, done.outcome
+                    )));
+                }
                 return Err(WorkflowError::failed(format!(
                     "no transition for outcome '{}'",
                     done.outcome
