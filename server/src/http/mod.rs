@@ -24,6 +24,7 @@ pub mod follow;
 pub mod health;
 pub mod inbox;
 pub mod journal;
+pub(crate) mod live_events;
 pub mod loopback;
 pub mod metrics;
 pub mod openapi;

@@ -6,8 +6,8 @@ use axum::routing::{MethodRouter, any, get, patch, post, put};
 use super::auth::ApiScope;
 use super::state::AppState;
 use super::{
-    approvals, documents, events, health, inbox, journal, metrics, openapi, runs, schemas, sse,
-    triggers, webhooks, ws,
+    approvals, documents, events, health, inbox, journal, live_events, metrics, openapi, runs,
+    schemas, sse, triggers, webhooks, ws,
 };
 
 /// Who may call a route.
@@ -198,6 +198,15 @@ pub fn routes() -> Vec<Route> {
             query: &[],
             access: Token(Run),
             handler: || post(approvals::reject),
+        },
+        Route {
+            methods: &["GET"],
+            path: "/v1/workflow-events",
+            operation: "workflows.events.stream",
+            summary: "Server-sent events of the token's tenant: workflow.run.started|completed|failed|cancelled and workflow.approval.requested|approved|rejected|expired, each named after itself with the event's JSON",
+            query: &["project"],
+            access: Token(Read),
+            handler: || get(live_events::stream),
         },
         Route {
             methods: &["GET"],

@@ -105,11 +105,20 @@ pub(super) fn spawn(triggers: Arc<Triggers>, state: AppState) {
                     }
                 }
             }
-            // Most updates concern no subscriber: nothing is decoded for them.
-            if regs.is_empty() || !has_event_records(&update) {
+            // Most updates concern no subscriber and no follower: nothing is decoded for them.
+            let followed = triggers.events.receiver_count() > 0;
+            if (regs.is_empty() && !followed) || !has_event_records(&update) {
                 continue;
             }
             for event in events_of(&state, &update) {
+                if followed {
+                    let _ = triggers.events.send(Arc::new(super::HubEvent {
+                        name: event.name,
+                        tenant: event.tenant.clone(),
+                        project: event.project.clone(),
+                        body: event.body.clone(),
+                    }));
+                }
                 for reg in regs.iter().filter(|r| {
                     r.event.as_deref() == Some(event.name)
                         && r.tenant == event.tenant

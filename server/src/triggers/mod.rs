@@ -97,7 +97,25 @@ pub struct Triggers {
     pass: tokio::sync::Mutex<scheduler::Memory>,
     /// Set when the server stops: the background loop and the hub end.
     stopped: std::sync::atomic::AtomicBool,
+    /// The internal events, for live followers (`GET /v1/workflow-events`).
+    events: tokio::sync::broadcast::Sender<Arc<HubEvent>>,
 }
+
+/// An internal event as the hub read it from the journal (see `docs/hooks.md` for its JSON).
+#[derive(Debug, Clone)]
+pub struct HubEvent {
+    /// `workflow.run.failed`, `workflow.approval.requested`, ….
+    pub name: &'static str,
+    /// The run's tenant.
+    pub tenant: String,
+    /// The run's project.
+    pub project: String,
+    /// The event's JSON.
+    pub body: serde_json::Value,
+}
+
+/// Events a live follower may fall behind by before it is told it missed some.
+const EVENT_BUFFER: usize = 1024;
 
 impl Triggers {
     /// Triggers over `catalog` (the engine's, see [`Engine::catalog`](magrathea_core::Engine::catalog)).
@@ -108,7 +126,14 @@ impl Triggers {
             wake: Notify::new(),
             pass: tokio::sync::Mutex::new(scheduler::Memory::default()),
             stopped: std::sync::atomic::AtomicBool::new(false),
+            events: tokio::sync::broadcast::channel(EVENT_BUFFER).0,
         }
+    }
+
+    /// Follows the internal events of every tenant (the caller filters): run started,
+    /// completed, failed, cancelled; approval requested, approved, rejected, expired.
+    pub fn subscribe_events(&self) -> tokio::sync::broadcast::Receiver<Arc<HubEvent>> {
+        self.events.subscribe()
     }
 
     /// Stops the background loop and the hub (the server stopped).

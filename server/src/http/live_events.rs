@@ -1,0 +1,86 @@
+//! `GET /v1/workflow-events`: the token's tenant's internal events as server-sent events
+//! (Friday §7's realtime events): `workflow.run.started|completed|failed|cancelled` and
+//! `workflow.approval.requested|approved|rejected|expired`, each an SSE event named after it
+//! whose data is the event's JSON (see `docs/hooks.md`). `?project=` keeps one project's.
+//!
+//! Events are read from the journal as it commits, so none is announced before it is durable;
+//! the stream carries what happens while it is open (no history). A follower that falls more
+//! than 1,024 events behind gets an event `lagged` with `{missed}` and goes on. One token
+//! subject holds a bounded number of live followers (429 `MAG-RD003` past it), as for runs'
+//! streams.
+
+use std::convert::Infallible;
+use std::time::Duration;
+
+use axum::extract::{Query, State};
+use axum::http::HeaderMap;
+use axum::response::sse::{Event, KeepAlive, Sse};
+use futures::Stream;
+use serde::Deserialize;
+use tokio::sync::broadcast::error::RecvError;
+
+use super::auth::{ApiScope, bearer};
+use super::error::ApiError;
+use super::state::AppState;
+
+/// Query of `GET /v1/workflow-events`.
+#[derive(Debug, Deserialize)]
+pub(crate) struct EventsQuery {
+    /// Only this project's events.
+    project: Option<String>,
+}
+
+/// The stream.
+pub(crate) async fn stream(
+    State(state): State<AppState>,
+    Query(q): Query<EventsQuery>,
+    headers: HeaderMap,
+) -> Result<Sse<impl Stream<Item = Result<Event, Infallible>>>, ApiError> {
+    let who = state.auth.authenticate(bearer(&headers))?;
+    who.require(ApiScope::Read)?;
+    let tenant = who.tenant.clone();
+    let slot = state.follower_slot(tenant.as_deref().unwrap_or("*"), &who)?;
+    let mut events = state.triggers.subscribe_events();
+    let stream = async_stream(move |tx| async move {
+        let _slot = slot;
+        loop {
+            let event = match events.recv().await {
+                Ok(e) => e,
+                Err(RecvError::Lagged(n)) => {
+                    let lagged = Event::default()
+                        .event("lagged")
+                        .data(format!("{{\"missed\":{n}}}"));
+                    if tx.send(Ok(lagged)).await.is_err() {
+                        return;
+                    }
+                    continue;
+                }
+                Err(RecvError::Closed) => return,
+            };
+            if tenant.as_deref().is_some_and(|t| t != event.tenant)
+                || q.project.as_deref().is_some_and(|p| p != event.project)
+            {
+                continue;
+            }
+            let sse = Event::default()
+                .event(event.name)
+                .json_data(&event.body)
+                .unwrap_or_else(|e| Event::default().event("error").data(e.to_string()));
+            if tx.send(Ok(sse)).await.is_err() {
+                return;
+            }
+        }
+    });
+    Ok(Sse::new(stream).keep_alive(KeepAlive::new().interval(Duration::from_secs(15))))
+}
+
+/// A stream fed by a task through a small channel (the task ends when the client goes).
+fn async_stream<F, Fut>(f: F) -> impl Stream<Item = Result<Event, Infallible>>
+where
+    F: FnOnce(tokio::sync::mpsc::Sender<Result<Event, Infallible>>) -> Fut,
+    Fut: std::future::Future<Output = ()> + Send + 'static,
+{
+    let (tx, rx) = tokio::sync::mpsc::channel(64);
+    tokio::spawn(f(tx));
+    tokio_stream::wrappers::ReceiverStream::new(rx)
+}
