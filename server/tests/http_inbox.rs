@@ -266,3 +266,116 @@ async fn a_rejection_nothing_routes_fails_the_run_with_approval_rejected() {
     let view = s.wait_status("shop", &routed, &["DONE"]).await;
     assert_eq!(view["result"], "rejected");
 }
+
+/// Tokens with roles: `ops-bob` (role ops), `dev-carol` (role dev), of tenant acme.
+fn approver_tokens(root: &std::path::Path) {
+    let mut tokens = std::fs::read_to_string(root.join("_auth/tokens.yaml")).unwrap();
+    tokens.push_str(
+        "  - token: ops-bob\n    tenant: acme\n    subject: bob\n    scopes: [workflow.read, workflow.run]\n    roles: [ops]\n\
+         \x20 - token: ops-dave\n    tenant: acme\n    subject: dave\n    scopes: [workflow.read, workflow.run]\n    roles: [ops]\n\
+         \x20 - token: dev-carol\n    tenant: acme\n    subject: carol\n    scopes: [workflow.read, workflow.run]\n    roles: [dev]\n",
+    );
+    write(&root.join("_auth/tokens.yaml"), &tokens);
+}
+
+const GUARDED: &str = "start: review\nstates:\n  review:\n    type: gate_task\n    inbox:\n      kind: APPROVAL\n      title: Deploy?\n      approvers: { roles: [ops], users: [alice] }\n      quorum: 2\n      selfApproval: false\n    on:\n      approved: done\n      rejected: stopped\n  done: { type: terminal, result: deployed }\n  stopped: { type: terminal, result: stopped }\n";
+
+#[tokio::test]
+async fn approvers_quorum_and_self_approval_are_enforced_and_refusals_recorded() {
+    // Tokens are read at start: add the role tokens, then serve the tree again (on a store of
+    // its own, the first server holds the default one).
+    let fixture = Server::start().await;
+    approver_tokens(&fixture.root);
+    let (addr, _handle) = magrathea_server::serve(
+        magrathea_server::ServeConfig::new(&fixture.root)
+            .addr("127.0.0.1:0".parse().unwrap())
+            .store(fixture.root.join("second-store")),
+    )
+    .await
+    .unwrap();
+    let url = |p: &str| format!("http://{addr}{p}");
+    let client = reqwest::Client::new();
+    write(
+        &fixture.root.join("acme/shop/_vance/workflows/guarded.yaml"),
+        GUARDED,
+    );
+    // alice (full token) starts it: she may not approve her own run.
+    let r: Value = client
+        .post(url("/brain/acme/project/shop/workflows/guarded/start"))
+        .bearer_auth(ACME)
+        .json(&json!({}))
+        .send()
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap();
+    let run = r["workflowRunId"].as_str().unwrap().to_owned();
+    let item = format!("{run}-1");
+    let approve = |token: &'static str| {
+        client
+            .post(url(&format!("/v1/workflow-approvals/{item}/approve")))
+            .bearer_auth(token)
+            .send()
+    };
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(30);
+    loop {
+        let v: Value = client
+            .get(url(&format!(
+                "/brain/acme/project/shop/workflows/runs/{run}"
+            )))
+            .bearer_auth(ACME)
+            .send()
+            .await
+            .unwrap()
+            .json()
+            .await
+            .unwrap();
+        if v["status"] == "WAITING" {
+            break;
+        }
+        assert!(std::time::Instant::now() < deadline, "{v}");
+        tokio::time::sleep(std::time::Duration::from_millis(20)).await;
+    }
+    let r = approve(ACME).await.unwrap();
+    assert_eq!(r.status(), 403, "self approval");
+    let r = approve("dev-carol").await.unwrap();
+    assert_eq!(r.status(), 403, "not an approver");
+    let r: Value = approve("ops-bob").await.unwrap().json().await.unwrap();
+    assert_eq!(r["applied"], false);
+    assert_eq!(r["pending"], json!({"approvals": ["bob"], "quorum": 2}));
+    // The same approver twice still counts once.
+    let r: Value = approve("ops-bob").await.unwrap().json().await.unwrap();
+    assert_eq!(r["pending"]["approvals"], json!(["bob"]));
+    let r: Value = approve("ops-dave").await.unwrap().json().await.unwrap();
+    assert_eq!(r["applied"], true, "{r}");
+    let one: Value = client
+        .get(url(&format!("/v1/workflow-approvals/{item}")))
+        .bearer_auth(ACME)
+        .send()
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap();
+    assert_eq!(one["status"], "approved");
+    assert_eq!(one["answer"]["value"]["approvers"], json!(["bob", "dave"]));
+    let refused: Vec<(String, String)> = one["refusals"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|r| {
+            (
+                r["by"].as_str().unwrap().into(),
+                r["reason"].as_str().unwrap().into(),
+            )
+        })
+        .collect();
+    assert_eq!(
+        refused,
+        vec![
+            ("alice".into(), "self_approval".into()),
+            ("carol".into(), "not_an_approver".into())
+        ]
+    );
+}

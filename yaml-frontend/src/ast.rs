@@ -386,6 +386,21 @@ pub struct InboxSpec {
     pub tags: Vec<String>,
     /// Options; non-empty for `DECISION`.
     pub options: Vec<String>,
+    /// Who may answer: users and roles (absent: anyone who may answer the inbox).
+    pub approvers: Option<Approvers>,
+    /// Approvals needed before the gate is approved (default 1).
+    pub quorum: u32,
+    /// Whether whoever started the run may answer (default true).
+    pub self_approval: bool,
+}
+
+/// `approvers:` of an inbox: who may answer.
+#[derive(Debug, Clone, Default, PartialEq, Eq, serde::Serialize)]
+pub struct Approvers {
+    /// Token subjects.
+    pub users: Vec<String>,
+    /// Roles of tokens (`roles:` in the token file).
+    pub roles: Vec<String>,
 }
 
 /// One `if`/`to` rule of a `condition_task`.

@@ -540,3 +540,43 @@ fn duplicate_keys_are_errors() {
         "wf.yaml:2:1: [MAG-Y025] duplicate key 'start': expected each key once (first defined at 1:1)",
     );
 }
+
+#[test]
+fn approval_rules_are_checked_where_they_are_written() {
+    let gate = |inbox: &str| {
+        doc(&format!(
+            "  a:\n    type: gate_task\n    inbox:\n{inbox}    on:\n      approved: a\n"
+        ))
+    };
+    let ok = gate(
+        "      kind: APPROVAL\n      approvers: { users: [alice], roles: [ops] }\n      quorum: 2\n      selfApproval: false\n",
+    );
+    assert!(diags(&ok).errors().next().is_none(), "{:?}", rendered(&ok));
+    has(
+        &gate("      kind: DECISION\n      options: [a]\n      quorum: 2\n"),
+        "wf.yaml:8:15: [MAG-Y026] the inbox of state 'a': approvers, quorum and selfApproval apply to APPROVAL inboxes only",
+    );
+    mentions(
+        &gate("      kind: APPROVAL\n      quorum: 0\n"),
+        "'quorum' of the inbox of state 'a' is an integer (0): expected a whole number of approvals from 1 to 100",
+    );
+    mentions(
+        &gate("      kind: APPROVAL\n      approvers: {}\n"),
+        "names nobody",
+    );
+    mentions(
+        &gate("      kind: APPROVAL\n      selfApproval: nope\n"),
+        "'selfApproval' of the inbox of state 'a'",
+    );
+}
+
+/// Asserts that some diagnostic contains `part`, at a line and column.
+#[track_caller]
+fn mentions(text: &str, part: &str) {
+    let all = rendered(text);
+    assert!(
+        all.iter()
+            .any(|d| d.starts_with("wf.yaml:") && d.contains(part)),
+        "expected {part:?} in {all:#?}"
+    );
+}

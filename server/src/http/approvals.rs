@@ -167,12 +167,13 @@ fn approval(state: &AppState, who: &Principal, id: &str) -> Result<InboxItem, Ap
     Ok(item)
 }
 
-/// `GET /v1/workflow-approvals/{id}` → the approval.
+/// `GET /v1/workflow-approvals/{id}` → the approval, with the `approvals` counted towards its
+/// quorum and the `refusals` of answers its approvers rules left out.
 pub(crate) async fn get(
     State(state): State<AppState>,
     Path(id): Path<String>,
     headers: HeaderMap,
-) -> Result<Json<Approval>, ApiError> {
+) -> Result<Json<serde_json::Value>, ApiError> {
     let who = caller(&state, &headers)?;
     let item = approval(&state, &who, &id)?;
     let scope = state
@@ -180,7 +181,17 @@ pub(crate) async fn get(
         .summary(item.workflow_run_id)
         .map(|s| s.scope.into_string())
         .unwrap_or_default();
-    Ok(Json(Approval { scope, item }))
+    let mut v = serde_json::to_value(Approval { scope, item }).map_err(ApiError::internal)?;
+    if let Some(map) = v.as_object_mut() {
+        // The approvals counted towards a quorum and the refused answers.
+        let votes = super::approvers::votes(state.triggers.catalog()?, &id)?;
+        map.insert("approvals".into(), serde_json::json!(votes));
+        map.insert(
+            "refusals".into(),
+            serde_json::json!(super::approvers::refusals(&state, &id)?),
+        );
+    }
+    Ok(Json(v))
 }
 
 async fn decide(

@@ -8,6 +8,7 @@
 //!     tenant: acme          # the token works on this tenant's projects only
 //!     subject: alice        # the default `startedBy` and `answeredBy`
 //!     scopes: [workflow.read, workflow.write, workflow.run]
+//!     roles: [ops]          # optional: the roles an approval gate's `approvers` may name
 //!   - token: a-plain-secret # accepted, but prefer tokenSha256 (hex SHA-256 of the token)
 //!     tenant: acme
 //!     subject: ci
@@ -68,6 +69,8 @@ pub struct Principal {
     pub tenant: Option<String>,
     /// Who the token stands for.
     pub subject: String,
+    /// The roles the token's entry names (`roles: [ops]`), for approval gates' `approvers`.
+    pub roles: Vec<String>,
     scopes: BTreeSet<ApiScope>,
 }
 
@@ -135,6 +138,8 @@ struct TokenEntry {
     subject: String,
     #[serde(default)]
     scopes: Vec<String>,
+    #[serde(default)]
+    roles: Vec<String>,
 }
 
 #[derive(Debug)]
@@ -220,6 +225,7 @@ impl Auth {
                 principal: Principal {
                     tenant: Some(entry.tenant),
                     subject: entry.subject,
+                    roles: entry.roles,
                     scopes,
                 },
             });
@@ -247,6 +253,7 @@ impl Auth {
             return Ok(Principal {
                 tenant: None,
                 subject: "anonymous".into(),
+                roles: Vec::new(),
                 scopes: [ApiScope::Read, ApiScope::Write, ApiScope::Run].into(),
             });
         }

@@ -204,6 +204,9 @@ pub struct Answered {
     /// The run, right after the answer: the whole run view for a caller with
     /// `workflow.read`, else its [`RunBrief`](super::visible::RunBrief).
     pub run: serde_json::Value,
+    /// An approval counted towards a quorum not yet reached: `{approvals, quorum}`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub pending: Option<serde_json::Value>,
 }
 
 /// Answers `item` (already scope-checked) as `who`.
@@ -214,6 +217,18 @@ pub(crate) async fn answer_item(
     who: &Principal,
 ) -> Result<Answered, ApiError> {
     let answer = answer.by(who.subject.clone());
+    let answer = match super::approvers::check(state, item, answer, who)? {
+        super::approvers::Decision::Answer(a) => a,
+        super::approvers::Decision::Pending { approvals, quorum } => {
+            let view = state.view(item.workflow_run_id)?;
+            return Ok(Answered {
+                applied: false,
+                ignored: false,
+                run: super::visible::visible_run(&view, &view, who),
+                pending: Some(serde_json::json!({ "approvals": approvals, "quorum": quorum })),
+            });
+        }
+    };
     let ack = match state.engine.answer_gate(&item.id, answer).await {
         Ok(ack) => ack,
         Err(DeliverError::InvalidAnswer(m)) => {
@@ -247,6 +262,7 @@ pub(crate) async fn answer_item(
             let view = state.view(item.workflow_run_id)?;
             super::visible::visible_run(&view, &view, who)
         },
+        pending: None,
     })
 }
 

@@ -13,6 +13,7 @@
 //! [`loopback`]). `GET /healthz` turns 503 while the journal store fails (see [`health`]).
 
 pub mod approvals;
+pub(crate) mod approvers;
 pub mod auth;
 pub mod body;
 pub mod connections;

@@ -514,6 +514,9 @@ pub(crate) const INBOX_FIELDS: &[&str] = &[
     "criticality",
     "tags",
     "options",
+    "approvers",
+    "quorum",
+    "selfApproval",
 ];
 
 fn inbox(ctx: &mut Ctx<'_>, node: &YamlNode, what: &str) -> InboxSpec {
@@ -525,6 +528,9 @@ fn inbox(ctx: &mut Ctx<'_>, node: &YamlNode, what: &str) -> InboxSpec {
         criticality: Criticality::Normal,
         tags: Vec::new(),
         options: Vec::new(),
+        approvers: None,
+        quorum: 1,
+        self_approval: true,
     };
     let Some(block) = node.get("inbox") else {
         ctx.error(
@@ -571,6 +577,7 @@ fn inbox(ctx: &mut Ctx<'_>, node: &YamlNode, what: &str) -> InboxSpec {
             .str_list(o, &format!("'options' of {iw}"))
             .unwrap_or_default();
     }
+    approval_rules(ctx, block, &iw, &mut spec);
     if spec.kind == InboxKind::Decision && spec.options.is_empty() {
         let at = block.get("options").map_or(block.span, |o| o.span);
         ctx.error(
@@ -580,6 +587,72 @@ fn inbox(ctx: &mut Ctx<'_>, node: &YamlNode, what: &str) -> InboxSpec {
         );
     }
     spec
+}
+
+/// `approvers:`, `quorum:` and `selfApproval:` of an APPROVAL inbox (Friday's approvers).
+fn approval_rules(ctx: &mut Ctx<'_>, block: &YamlNode, iw: &str, spec: &mut InboxSpec) {
+    let named = ["approvers", "quorum", "selfApproval"]
+        .iter()
+        .filter_map(|k| block.get(k))
+        .next();
+    if let Some(first) = named
+        && spec.kind != InboxKind::Approval
+    {
+        ctx.error(
+            first.span,
+            Code::InvalidValue,
+            format_args!("{iw}: approvers, quorum and selfApproval apply to APPROVAL inboxes only"),
+        );
+        return;
+    }
+    if let Some(a) = block.get("approvers") {
+        let what = format!("'approvers' of {iw}");
+        if let Some(map) = ctx.map(a, &what) {
+            ctx.check_fields(map, &["users", "roles"], &what);
+            let mut approvers = crate::ast::Approvers::default();
+            if let Some(u) = map.get("users") {
+                approvers.users = ctx
+                    .str_list(u, &format!("'users' of {what}"))
+                    .unwrap_or_default();
+            }
+            if let Some(r) = map.get("roles") {
+                approvers.roles = ctx
+                    .str_list(r, &format!("'roles' of {what}"))
+                    .unwrap_or_default();
+            }
+            if approvers.users.is_empty() && approvers.roles.is_empty() {
+                ctx.error(
+                    map.span,
+                    Code::InvalidValue,
+                    format_args!(
+                        "{what} names nobody: expected 'users' or 'roles' with at least one entry"
+                    ),
+                );
+            }
+            spec.approvers = Some(approvers);
+        }
+    }
+    if let Some(q) = block.get("quorum") {
+        match q.kind {
+            crate::node::YamlKind::Int(n) if (1..=100).contains(&n) => {
+                spec.quorum = u32::try_from(n).unwrap_or(1);
+            }
+            _ => ctx.error(
+                q.span,
+                Code::InvalidValue,
+                format_args!(
+                    "'quorum' of {iw} is {}: expected a whole number of approvals from 1 to 100",
+                    crate::build::ctx::found(q)
+                ),
+            ),
+        }
+    }
+    if let Some(b) = block.get("selfApproval") {
+        match b.kind {
+            crate::node::YamlKind::Bool(v) => spec.self_approval = v,
+            _ => ctx.wrong_type(b, &format!("'selfApproval' of {iw}"), "true or false"),
+        }
+    }
 }
 
 fn condition(ctx: &mut Ctx<'_>, node: &YamlNode, what: &str) -> TaskSpec {

@@ -154,6 +154,12 @@ pub struct GatePlan {
     pub tags: Vec<Template>,
     /// `options:` of a DECISION.
     pub options: Vec<Template>,
+    /// `approvers:` of an APPROVAL.
+    pub approvers: Option<crate::ast::Approvers>,
+    /// `quorum:` (1 unless declared).
+    pub quorum: u32,
+    /// `selfApproval:` (true unless declared).
+    pub self_approval: bool,
 }
 
 /// The fields of a state that route or describe it rather than configure its task.
@@ -277,6 +283,9 @@ fn compile_state(s: &StateSpec, index: &impl Fn(&str) -> StateId) -> PlanState {
             criticality: inbox.criticality,
             tags: inbox.tags.iter().map(|t| Template::parse(t)).collect(),
             options: inbox.options.iter().map(|t| Template::parse(t)).collect(),
+            approvers: inbox.approvers.clone(),
+            quorum: inbox.quorum,
+            self_approval: inbox.self_approval,
         }),
         TaskSpec::Workflow { workflow, params } => Step::Workflow {
             workflow: Template::parse(workflow),

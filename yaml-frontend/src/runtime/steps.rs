@@ -101,12 +101,30 @@ fn gate_spec(run: &Run<'_>, state: &PlanState, gate: &GatePlan) -> GateSpec {
         criticality: criticality.into(),
         tags: gate.tags.iter().map(|t| run.text(t)).collect(),
         timeout_ms: state.timeout.map(|d| d.as_millis() as u64),
-        meta: json!({
-            "kind": "workflow.gate",
-            "workflowName": run.start.workflow_name,
-            "workflowState": state.name,
-        }),
+        meta: gate_meta(run, state, gate),
     }
+}
+
+/// The gate's `meta`: what the inbox shows, and the approval rules the server enforces when
+/// a document declares them (absent otherwise, so existing items keep their exact meta).
+fn gate_meta(run: &Run<'_>, state: &PlanState, gate: &GatePlan) -> Value {
+    let mut meta = json!({
+        "kind": "workflow.gate",
+        "workflowName": run.start.workflow_name,
+        "workflowState": state.name,
+    });
+    let declared = gate.approvers.is_some() || gate.quorum > 1 || !gate.self_approval;
+    if declared && let Some(m) = meta.as_object_mut() {
+        if let Some(a) = &gate.approvers {
+            m.insert("approvers".into(), json!(a));
+        }
+        m.insert("quorum".into(), json!(gate.quorum));
+        m.insert("selfApproval".into(), json!(gate.self_approval));
+        let mut starters = vec![run.start.started_by.clone()];
+        starters.extend(run.start.requested_by.clone());
+        m.insert("startedBy".into(), json!(starters));
+    }
+    meta
 }
 
 /// `gate_task`: an inbox item; the answer's outcome routes (reference §3.4).

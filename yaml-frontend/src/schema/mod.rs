@@ -27,9 +27,9 @@ pub use webhook::{
 pub use words::{ErrorKindKey, ErrorKindList, WordList, Words};
 pub use workflow::{
     AgentTask, Bounds, Common, ConditionTask, CriticalityWords, ElseRule, GateTask, IfRule, Inbox,
-    InboxKindWords, ParamTypeName, Parameter, Retry, Rule, ScriptSourceWords, ScriptTask,
-    ShellTask, SpliceWords, State, Terminal, TerminalOutcomeWords, TimerTask, ToolTask, Version,
-    WorkflowDocument, WorkflowTask,
+    InboxApprovers, InboxKindWords, ParamTypeName, Parameter, Retry, Rule, ScriptSourceWords,
+    ScriptTask, ShellTask, SpliceWords, State, Terminal, TerminalOutcomeWords, TimerTask, ToolTask,
+    Version, WorkflowDocument, WorkflowTask,
 };
 
 use crate::ast::TaskType;

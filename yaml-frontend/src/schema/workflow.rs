@@ -251,6 +251,25 @@ pub struct Inbox {
     pub tags: Option<Vec<String>>,
     /// The options of a DECISION (required there, non-empty).
     pub options: Option<Vec<String>>,
+    /// APPROVAL only: who may answer (token subjects and roles); absent, anyone whose token
+    /// may answer the inbox.
+    pub approvers: Option<InboxApprovers>,
+    /// APPROVAL only: approvals from distinct approvers needed (default 1); one rejection
+    /// rejects.
+    #[schemars(range(min = 1, max = 100))]
+    pub quorum: Option<u32>,
+    /// APPROVAL only: whether whoever started the run may answer (default true).
+    pub self_approval: Option<bool>,
+}
+
+/// `approvers:` of an APPROVAL inbox.
+#[derive(Debug, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct InboxApprovers {
+    /// Token subjects who may answer.
+    pub users: Option<Vec<String>>,
+    /// Roles (a token's `roles:` in the token file) whose holders may answer.
+    pub roles: Option<Vec<String>>,
 }
 
 /// `timer_task`.

@@ -225,6 +225,11 @@ pub(super) const CODES: &[ErrorCode] = &[
         remedy: "Use pending, answered, timed_out, closed or all.",
     },
     ErrorCode {
+        code: "MAG-HTTP-NOT-APPROVER",
+        meaning: "The approval gate names its approvers (users, roles) or forbids self-approval, and the answering token's subject is not allowed; the refusal is recorded.",
+        remedy: "Answer with a token whose subject or roles the gate's `approvers` name, and not as the run's starter when `selfApproval: false`.",
+    },
+    ErrorCode {
         code: "MAG-HTTP-NO-ROUTE",
         meaning: "No route has this path.",
         remedy: "See GET /openapi.json for the routes.",

@@ -1,0 +1,208 @@
+//! Friday's approvers (§1, §5.8) on approval gates: who may answer, how many approvals it
+//! takes, and whether the run's starter may approve it.
+//!
+//! ```yaml
+//! review:
+//!   type: gate_task
+//!   inbox:
+//!     kind: APPROVAL
+//!     title: Deploy to production?
+//!     approvers: { users: [alice], roles: [ops] }   # a token's `roles:` in the token file
+//!     quorum: 2                                      # approvals from distinct approvers
+//!     selfApproval: false                            # the run's starter may not answer
+//! ```
+//!
+//! The rules travel in the gate's journaled `meta`, so they are the ones of the frozen
+//! definition. Over HTTP (the inbox's answer route and `/v1/workflow-approvals/{id}/approve|
+//! reject`), an answer from someone the rules leave out is refused with 403
+//! `MAG-HTTP-NOT-APPROVER` and recorded (listed as `refusals` by `GET
+//! /v1/workflow-approvals/{id}`). With a quorum, each approval is kept (catalog table
+//! `approval.vote`) and answered with `applied: false, pending: {approvals, quorum}` until
+//! the quorum is reached; the last one answers the gate with `{approved: true, approvers}`. A
+//! rejection by an allowed approver rejects at once. The local `magrathea inbox answer` is the
+//! store owner's own hand and is not checked.
+
+use magrathea_core::{Catalog, GateAnswer, InboxItem, InboxStatus};
+use serde::{Deserialize, Serialize};
+use serde_json::{Value, json};
+
+use super::auth::Principal;
+use super::error::ApiError;
+use super::state::AppState;
+
+const VOTES: &str = "approval.vote";
+const REFUSALS: &str = "approval.refusal";
+
+/// The approval rules of a gate, from its `meta`.
+#[derive(Debug, Default)]
+struct Rules {
+    users: Vec<String>,
+    roles: Vec<String>,
+    restricted: bool,
+    quorum: u32,
+    self_approval: bool,
+    started_by: Vec<String>,
+}
+
+fn rules(item: &InboxItem) -> Option<Rules> {
+    let meta = &item.meta;
+    meta.get("quorum")?;
+    let list = |v: Option<&Value>| -> Vec<String> {
+        v.and_then(Value::as_array)
+            .map(|a| {
+                a.iter()
+                    .filter_map(Value::as_str)
+                    .map(str::to_owned)
+                    .collect()
+            })
+            .unwrap_or_default()
+    };
+    let approvers = meta.get("approvers");
+    Some(Rules {
+        users: list(approvers.and_then(|a| a.get("users"))),
+        roles: list(approvers.and_then(|a| a.get("roles"))),
+        restricted: approvers.is_some(),
+        quorum: meta
+            .get("quorum")
+            .and_then(Value::as_u64)
+            .map_or(1, |q| u32::try_from(q).unwrap_or(1)),
+        self_approval: meta
+            .get("selfApproval")
+            .and_then(Value::as_bool)
+            .unwrap_or(true),
+        started_by: list(meta.get("startedBy")),
+    })
+}
+
+/// A refused answer, as recorded.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub(crate) struct Refusal {
+    /// Who answered.
+    pub by: String,
+    /// `not_an_approver` or `self_approval`.
+    pub reason: String,
+    /// When (ms since the epoch).
+    pub at_ms: u64,
+}
+
+/// What to do with an answer.
+#[derive(Debug)]
+pub(crate) enum Decision {
+    /// Answer the gate with this.
+    Answer(GateAnswer),
+    /// An approval was counted; the quorum is not reached.
+    Pending {
+        /// Who approved so far.
+        approvals: Vec<String>,
+        /// How many it takes.
+        quorum: u32,
+    },
+}
+
+fn now_ms() -> u64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| u64::try_from(d.as_millis()).unwrap_or(u64::MAX))
+}
+
+fn catalog(state: &AppState) -> Result<&dyn Catalog, ApiError> {
+    Ok(state.triggers.catalog()?)
+}
+
+fn refuse(state: &AppState, item: &InboxItem, who: &Principal, reason: &str) -> ApiError {
+    let r = Refusal {
+        by: who.subject.clone(),
+        reason: reason.to_owned(),
+        at_ms: now_ms(),
+    };
+    if let (Ok(c), Ok(bytes)) = (catalog(state), serde_json::to_vec(&r)) {
+        let key = format!(
+            "{}/{:020}/{}",
+            item.id,
+            r.at_ms,
+            uuid::Uuid::now_v7().simple()
+        );
+        if let Err(e) = c.put(REFUSALS, &key, &bytes) {
+            tracing::warn!(item = %item.id, error = %e, "could not record a refused answer");
+        }
+    }
+    let why = match reason {
+        "self_approval" => {
+            "this approval may not be answered by whoever started the run (selfApproval: false)"
+        }
+        _ => {
+            "this approval names its approvers, and this token's subject and roles are not among them"
+        }
+    };
+    ApiError::new(
+        axum::http::StatusCode::FORBIDDEN,
+        "MAG-HTTP-NOT-APPROVER",
+        format!("`{}` may not answer: {why}", who.subject),
+    )
+}
+
+/// Checks `answer` by `who` against the gate's rules.
+pub(crate) fn check(
+    state: &AppState,
+    item: &InboxItem,
+    answer: GateAnswer,
+    who: &Principal,
+) -> Result<Decision, ApiError> {
+    let Some(rules) = rules(item) else {
+        return Ok(Decision::Answer(answer));
+    };
+    if item.status != InboxStatus::Pending {
+        // The engine records a late answer as ignored.
+        return Ok(Decision::Answer(answer));
+    }
+    if !rules.self_approval && rules.started_by.contains(&who.subject) {
+        return Err(refuse(state, item, who, "self_approval"));
+    }
+    if rules.restricted
+        && !rules.users.contains(&who.subject)
+        && !who.roles.iter().any(|r| rules.roles.contains(r))
+    {
+        return Err(refuse(state, item, who, "not_an_approver"));
+    }
+    let approves = answer.value.get("approved") == Some(&Value::Bool(true));
+    if !approves || rules.quorum <= 1 {
+        return Ok(Decision::Answer(answer));
+    }
+    let c = catalog(state)?;
+    c.put(VOTES, &format!("{}/{}", item.id, who.subject), b"1")?;
+    let approvals = votes(c, &item.id)?;
+    if approvals.len() < rules.quorum as usize {
+        return Ok(Decision::Pending {
+            approvals,
+            quorum: rules.quorum,
+        });
+    }
+    let mut answer = answer;
+    answer.value = json!({ "approved": true, "approvers": approvals });
+    Ok(Decision::Answer(answer))
+}
+
+/// Who approved `item` so far.
+pub(crate) fn votes(catalog: &dyn Catalog, item: &str) -> Result<Vec<String>, ApiError> {
+    let prefix = format!("{item}/");
+    let mut out = Vec::new();
+    magrathea_core::store::catalog::scan_all(catalog, VOTES, &prefix, 1000, |key, _| {
+        out.push(key[prefix.len()..].to_owned());
+        Ok(())
+    })?;
+    Ok(out)
+}
+
+/// The refused answers of `item`, oldest first.
+pub(crate) fn refusals(state: &AppState, item: &str) -> Result<Vec<Refusal>, ApiError> {
+    let c = catalog(state)?;
+    let mut out = Vec::new();
+    magrathea_core::store::catalog::scan_all(c, REFUSALS, &format!("{item}/"), 1000, |_, v| {
+        if let Ok(r) = serde_json::from_slice(&v) {
+            out.push(r);
+        }
+        Ok(())
+    })?;
+    Ok(out)
+}
