@@ -6,8 +6,8 @@ use axum::routing::{MethodRouter, any, get, patch, post, put};
 use super::auth::ApiScope;
 use super::state::AppState;
 use super::{
-    approvals, documents, events, health, inbox, journal, live_events, metrics, openapi, runs,
-    schemas, sse, triggers, webhooks, ws,
+    approvals, documents, events, health, inbox, journal, live_events, metrics, openapi, rerun,
+    runs, schemas, sse, triggers, webhooks, ws,
 };
 
 /// Who may call a route.
@@ -117,6 +117,24 @@ pub fn routes() -> Vec<Route> {
             query: &[],
             access: Token(Run),
             handler: || post(runs::cancel),
+        },
+        Route {
+            methods: &["POST"],
+            path: "/brain/{tenant}/project/{project}/workflows/runs/{run_id}/rerun",
+            operation: "runs.rerun",
+            summary: "A new run of the same workflow with the same parameters: {definition?: current|frozen} → 202 {workflowRunId, workflowName, rerunOf, definition}",
+            query: &[],
+            access: Token(Run),
+            handler: || post(rerun::rerun),
+        },
+        Route {
+            methods: &["GET"],
+            path: "/brain/{tenant}/project/{project}/workflows/runs/{run_id}/origin",
+            operation: "runs.origin",
+            summary: "Where a run came from: {rerunOf, definition} for a rerun, {} otherwise",
+            query: &[],
+            access: Token(Read),
+            handler: || get(rerun::origin),
         },
         Route {
             methods: &["GET"],

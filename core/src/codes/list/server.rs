@@ -235,6 +235,11 @@ pub(super) const CODES: &[ErrorCode] = &[
         remedy: "See GET /openapi.json for the routes.",
     },
     ErrorCode {
+        code: "MAG-HTTP-RERUN-CHILD",
+        meaning: "A sub-run cannot be rerun on its own: its parent started it and awaits its result.",
+        remedy: "Rerun the parent run.",
+    },
+    ErrorCode {
         code: "MAG-HTTP-RUN-BLOCKED",
         meaning: "The run is blocked, so the gate answer was not accepted.",
         remedy: "Resolve the block (see the run's reason) and reopen the engine.",

@@ -1,0 +1,133 @@
+//! `POST …/workflows/runs/{run_id}/rerun` (scope `workflow.run`) with `{definition?:
+//! "current" | "frozen"}` → 202 `{workflowRunId, workflowName, rerunOf, definition}`: a new run
+//! of the same workflow with the same parameters (Friday's rerun), started by the caller.
+//!
+//! `current` (the default) starts the workflow as its document (or registered code) is now,
+//! validating the parameters again; `frozen` starts exactly the definition, version and bounds
+//! the original run started with, whatever became of the document since. The link is kept in
+//! the store (`run.origin`) and shown as `rerunOf` by `GET …/runs/{run_id}/origin`.
+
+use axum::Json;
+use axum::extract::{Path, State};
+use axum::http::{HeaderMap, StatusCode};
+use magrathea_core::{Record, RunId, StartRecord, StartRequest};
+use serde::Deserialize;
+use serde_json::{Value, json};
+
+use super::auth::ApiScope;
+use super::body::JsonBody;
+use super::error::ApiError;
+use super::runs::RunPath;
+use super::state::{AppState, Starter};
+
+/// Run id → `{kind, of}`: where a run came from.
+const ORIGINS: &str = "run.origin";
+
+/// Body of a rerun.
+#[derive(Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(crate) struct RerunBody {
+    definition: Option<String>,
+}
+
+fn start_record(state: &AppState, run: RunId) -> Result<StartRecord, ApiError> {
+    let first = state
+        .engine
+        .store()
+        .read_journal_range(run, 0, 1)
+        .map_err(ApiError::internal)?;
+    match first.first().map(|(_, b)| magrathea_core::codec::decode(b)) {
+        Some(Ok((Record::Start(s), _))) => Ok(*s),
+        _ => Err(ApiError::internal(
+            "the run's journal does not start with its StartRecord",
+        )),
+    }
+}
+
+/// The handler.
+pub(crate) async fn rerun(
+    State(state): State<AppState>,
+    Path(p): Path<RunPath>,
+    headers: HeaderMap,
+    JsonBody(body): JsonBody<RerunBody>,
+) -> Result<(StatusCode, Json<Value>), ApiError> {
+    let who = state.authorize(&headers, &p.tenant, ApiScope::Run)?;
+    let scope = state.scope(&p.tenant, &p.project)?;
+    let summary = state.scoped_summary(&scope, &p.run_id)?;
+    let original = start_record(&state, summary.run_id)?;
+    if original.parent.is_some() {
+        return Err(ApiError::bad_request(
+            "MAG-HTTP-RERUN-CHILD",
+            "a sub-run is rerun through its parent: rerun the parent run",
+        ));
+    }
+    let which = body.definition.as_deref().unwrap_or("current");
+    let starter = Starter::new(&who.subject);
+    let run = match which {
+        "current" => {
+            state
+                .start_as(
+                    &scope,
+                    &original.workflow_name,
+                    original.params.clone(),
+                    &starter,
+                    "api",
+                )
+                .await?
+                .0
+        }
+        "frozen" => {
+            let mut req =
+                StartRequest::code(original.workflow_name.clone(), original.params.clone());
+            req.frontend = original.frontend.clone();
+            req.version = Some(original.workflow_version.clone());
+            req.definition = original.definition.clone();
+            req.scope = original.scope.clone();
+            req.bounds = original.bounds.clone();
+            req.started_by = who.subject.clone();
+            state.engine.start(req).await.map_err(ApiError::internal)?
+        }
+        other => {
+            return Err(ApiError::bad_request(
+                "MAG-HTTP-INVALID-JSON",
+                format!("`definition: {other}`: expected `current` or `frozen`"),
+            ));
+        }
+    };
+    let origin = json!({ "kind": "rerun", "of": summary.run_id.to_string(), "definition": which });
+    if let Ok(catalog) = state.triggers.catalog()
+        && let Err(e) = catalog.put(ORIGINS, &run.to_string(), origin.to_string().as_bytes())
+    {
+        tracing::warn!(%run, error = %e, "could not record where a rerun came from");
+    }
+    Ok((
+        StatusCode::ACCEPTED,
+        Json(json!({
+            "workflowRunId": run.to_string(),
+            "workflowName": original.workflow_name,
+            "rerunOf": summary.run_id.to_string(),
+            "definition": which,
+        })),
+    ))
+}
+
+/// `GET …/workflows/runs/{run_id}/origin` → `{rerunOf, definition}` for a rerun, `{}` for a
+/// run started otherwise.
+pub(crate) async fn origin(
+    State(state): State<AppState>,
+    Path(p): Path<RunPath>,
+    headers: HeaderMap,
+) -> Result<Json<Value>, ApiError> {
+    state.authorize(&headers, &p.tenant, ApiScope::Read)?;
+    let scope = state.scope(&p.tenant, &p.project)?;
+    let summary = state.scoped_summary(&scope, &p.run_id)?;
+    let found = state
+        .triggers
+        .catalog()?
+        .get(ORIGINS, &summary.run_id.to_string())?
+        .and_then(|b| serde_json::from_slice::<Value>(&b).ok());
+    Ok(Json(match found {
+        Some(o) => json!({ "rerunOf": o["of"], "definition": o["definition"] }),
+        None => json!({}),
+    }))
+}
