@@ -22,6 +22,19 @@ pub(crate) enum RunsCommand {
         #[arg(long)]
         json: bool,
     },
+    /// Start the run's workflow again with the same parameters (as the document is now, or
+    /// with `--frozen` exactly as the run started), then drive or follow it like `magrathea
+    /// run` (same output, same exit codes).
+    Rerun {
+        /// The run id (32 hex digits).
+        run_id: String,
+        /// Run the original's frozen definition, version and bounds, not the current document.
+        #[arg(long)]
+        frozen: bool,
+        /// Print the new run as one JSON object.
+        #[arg(long)]
+        json: bool,
+    },
     /// Show one run, with the workflow's version and the document's description and tags
     /// (exit 0 whatever its status; exit 1 when it does not exist in this project).
     Show {
@@ -35,6 +48,14 @@ pub(crate) enum RunsCommand {
 
 pub(crate) async fn runs(loc: &Location, cmd: RunsCommand) -> anyhow::Result<u8> {
     let project = Project::locate(loc)?;
+    let cmd = match cmd {
+        RunsCommand::Rerun {
+            run_id,
+            frozen,
+            json,
+        } => return rerun(&project, &run_id, frozen, json).await,
+        other => other,
+    };
     let backend = project.existing_backend().await?;
     match cmd {
         RunsCommand::List {
@@ -76,6 +97,7 @@ pub(crate) async fn runs(loc: &Location, cmd: RunsCommand) -> anyhow::Result<u8>
             }
             Ok(EXIT_OK)
         }
+        RunsCommand::Rerun { .. } => unreachable_rerun(),
         RunsCommand::Show { run_id, json } => {
             let dto = project.run(backend.as_ref(), &run_id).await?;
             let view = &dto.run;
@@ -113,4 +135,72 @@ pub(crate) async fn runs(loc: &Location, cmd: RunsCommand) -> anyhow::Result<u8>
             Ok(EXIT_OK)
         }
     }
+}
+
+/// `magrathea runs rerun`.
+async fn rerun(project: &Project, run_id: &str, frozen: bool, json: bool) -> anyhow::Result<u8> {
+    let runtime = project.runtime();
+    let backend = project.backend(&runtime).await?;
+    let original = project
+        .run(Some(&backend), run_id)
+        .await?
+        .run
+        .workflow_run_id;
+    let journal = backend.journal(original).await?;
+    let Some(start) = journal.iter().find_map(|e| match &e.record {
+        magrathea_core::Record::Start(s) => Some((**s).clone()),
+        _ => None,
+    }) else {
+        anyhow::bail!("run {original} has no StartRecord");
+    };
+    if start.parent.is_some() {
+        errln!("error: run {original} is a sub-run: rerun its parent");
+        return Ok(super::EXIT_FAILED);
+    }
+    let by = super::run::default_user();
+    let request = if frozen {
+        let mut req =
+            magrathea_core::StartRequest::code(start.workflow_name.clone(), start.params.clone());
+        req.frontend = start.frontend.clone();
+        req.version = Some(start.workflow_version.clone());
+        req.definition = start.definition.clone();
+        req.scope = start.scope.clone();
+        req.bounds = start.bounds.clone();
+        req.started_by = by;
+        req
+    } else {
+        match runtime.start_request(
+            &project.scope,
+            &start.workflow_name,
+            start.params.clone(),
+            |req| req.started_by(&by),
+        ) {
+            Ok(req) => req,
+            Err(e) => {
+                errln!("error: {e}");
+                errln!("nothing was started");
+                return Ok(super::EXIT_INVALID);
+            }
+        }
+    };
+    let (run, follower) = backend.start(request).await?;
+    let origin = serde_json::json!({
+        "kind": "rerun",
+        "of": original.to_string(),
+        "definition": if frozen { "frozen" } else { "current" },
+    });
+    if let Ok(catalog) = super::schedules::catalog_of(&backend) {
+        let _ = catalog.put(
+            "run.origin",
+            &run.to_string(),
+            origin.to_string().as_bytes(),
+        );
+    }
+    errln!("rerun of {original}: run {run}");
+    super::run::finish(&backend, run, follower, json).await
+}
+
+/// `runs rerun` returns before the listing commands are matched.
+fn unreachable_rerun() -> anyhow::Result<u8> {
+    anyhow::bail!("rerun is handled before the other runs commands")
 }

@@ -68,7 +68,7 @@ pub(crate) enum DeliveriesCommand {
 }
 
 /// The catalog of the store, wherever it is held.
-fn catalog_of(backend: &Backend) -> anyhow::Result<Box<dyn Catalog>> {
+pub(crate) fn catalog_of(backend: &Backend) -> anyhow::Result<Box<dyn Catalog>> {
     match backend {
         Backend::Local(engine) => {
             Ok(Box::new(engine.catalog().ok_or_else(|| {
