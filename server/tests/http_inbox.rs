@@ -379,3 +379,22 @@ async fn approvers_quorum_and_self_approval_are_enforced_and_refusals_recorded()
         ]
     );
 }
+
+#[tokio::test]
+async fn a_documents_default_gate_timeout_expires_an_unanswered_approval() {
+    let s = Server::start().await;
+    write(
+        &s.root.join("acme/shop/_vance/workflows/hurry.yaml"),
+        "start: review\ndefaults:\n  gateTimeoutSeconds: 1\nstates:\n  review:\n    type: gate_task\n    inbox: { kind: APPROVAL, title: \"Ship it?\" }\n    on:\n      approved: done\n    catch:\n      timeout: late\n  done: { type: terminal, result: shipped }\n  late: { type: terminal, result: expired }\n",
+    );
+    let run = s.start_run("shop", "hurry", json!({})).await;
+    let view = s.wait_status("shop", &run, &["DONE"]).await;
+    assert_eq!(view["result"], "expired");
+    let all: Vec<Value> = s
+        .get_json("/v1/workflow-approvals?status=expired", Some(ACME))
+        .await;
+    assert!(
+        all.iter().any(|a| a["workflowRunId"] == run.as_str()),
+        "{all:?}"
+    );
+}

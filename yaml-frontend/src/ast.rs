@@ -36,8 +36,21 @@ pub struct WorkflowDoc {
     pub allowed_tools: Option<Vec<String>>,
     /// Audit labels.
     pub tags: Vec<String>,
+    /// `defaults:`: timeouts for states that declare none (Friday's `defaultNodeTimeoutMs`).
+    pub defaults: Defaults,
     /// States in document order; never empty after validation.
     pub states: IndexMap<String, StateSpec>,
+}
+
+/// `defaults:` of a workflow: what a state without its own `timeoutSeconds` gets. Absent, a
+/// state has no timeout but its executor's (the document means what it always meant).
+#[derive(Debug, Clone, Copy, Default, PartialEq)]
+pub struct Defaults {
+    /// `taskTimeoutSeconds`: `shell_task`, `script_task`, `tool_task`, `agent_task` and
+    /// `workflow_task` states.
+    pub task_timeout_seconds: Option<f64>,
+    /// `gateTimeoutSeconds`: `gate_task` states (the gate then ends `timeout`).
+    pub gate_timeout_seconds: Option<f64>,
 }
 
 /// The JSON type a parameter must have.

@@ -25,6 +25,7 @@ pub(crate) const TOP_FIELDS: &[&str] = &[
     "bounds",
     "allowedTools",
     "tags",
+    "defaults",
     "states",
 ];
 
@@ -83,6 +84,10 @@ pub(crate) fn build(ctx: &mut Ctx<'_>, root: &YamlNode) -> Option<WorkflowDoc> {
         .get("tags")
         .and_then(|t| ctx.str_list(t, "'tags'"))
         .unwrap_or_default();
+    let defaults = root
+        .get("defaults")
+        .map(|d| defaults(ctx, d))
+        .unwrap_or_default();
     let mut states = IndexMap::new();
     match root.get("states") {
         None => ctx.error(
@@ -117,6 +122,7 @@ pub(crate) fn build(ctx: &mut Ctx<'_>, root: &YamlNode) -> Option<WorkflowDoc> {
         bounds,
         allowed_tools,
         tags,
+        defaults,
         states,
     })
 }
@@ -239,6 +245,40 @@ fn parameters(ctx: &mut Ctx<'_>, node: &YamlNode) -> IndexMap<String, ParamSchem
         );
     }
     out
+}
+
+pub(crate) const DEFAULTS_FIELDS: &[&str] = &["taskTimeoutSeconds", "gateTimeoutSeconds"];
+
+/// `defaults:`: positive numbers of seconds within the duration limit.
+fn defaults(ctx: &mut Ctx<'_>, node: &YamlNode) -> crate::ast::Defaults {
+    let mut d = crate::ast::Defaults::default();
+    let Some(node) = ctx.map(node, "'defaults'") else {
+        return d;
+    };
+    ctx.check_fields(node, DEFAULTS_FIELDS, "'defaults'");
+    let mut read = |ctx: &mut Ctx<'_>, key: &str| {
+        let v = node.get(key)?;
+        match ctx::seconds(v) {
+            Some(n) if n > 0.0 && n.is_finite() => {
+                let field = format!("defaults.{key}");
+                ctx::within_duration_limit(ctx, v, Code::InvalidValue, &field, n).then_some(n)
+            }
+            _ => {
+                ctx.error(
+                    v.span,
+                    Code::InvalidValue,
+                    format_args!(
+                        "'defaults.{key}' is {}: expected a positive number of seconds",
+                        found(v)
+                    ),
+                );
+                None
+            }
+        }
+    };
+    d.task_timeout_seconds = read(ctx, "taskTimeoutSeconds");
+    d.gate_timeout_seconds = read(ctx, "gateTimeoutSeconds");
+    d
 }
 
 pub(crate) const BOUNDS_FIELDS: &[&str] =

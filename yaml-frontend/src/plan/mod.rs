@@ -180,7 +180,7 @@ impl Plan {
         let states = doc
             .states
             .values()
-            .map(|s| compile_state(s, &index))
+            .map(|s| compile_state(s, &index, &doc.defaults))
             .collect();
         Self {
             start: index(&doc.start.value),
@@ -246,21 +246,46 @@ impl PlanState {
     }
 }
 
-fn compile_state(s: &StateSpec, index: &impl Fn(&str) -> StateId) -> PlanState {
+fn compile_state(
+    s: &StateSpec,
+    index: &impl Fn(&str) -> StateId,
+    defaults: &crate::ast::Defaults,
+) -> PlanState {
     let text = |t: &Option<String>| t.as_deref().map(Template::parse);
+    // A state without its own timeout takes the document's default for its kind.
+    let default_timeout = match &s.task {
+        TaskSpec::Gate(_) => defaults.gate_timeout_seconds,
+        TaskSpec::Shell { .. }
+        | TaskSpec::Agent { .. }
+        | TaskSpec::Script { .. }
+        | TaskSpec::Tool { .. }
+        | TaskSpec::Workflow { .. } => defaults.task_timeout_seconds,
+        _ => None,
+    }
+    .filter(|_| s.timeout_seconds.is_none());
+    let raw_with_default;
+    let raw = match (default_timeout, s.raw.as_object()) {
+        (Some(t), Some(fields)) => {
+            let mut fields = fields.clone();
+            fields.insert("timeoutSeconds".into(), serde_json::json!(t));
+            raw_with_default = Value::Object(fields);
+            &raw_with_default
+        }
+        _ => &s.raw,
+    };
     let step = match &s.task {
         TaskSpec::Shell { run, splice, .. } => Step::External {
-            spec: task_fields(&s.raw),
+            spec: task_fields(raw),
             tool: None,
             quoted_run: (*splice == Splice::Quoted).then(|| Template::parse(run)),
         },
         TaskSpec::Agent { .. } | TaskSpec::Script { .. } => Step::External {
-            spec: task_fields(&s.raw),
+            spec: task_fields(raw),
             tool: None,
             quoted_run: None,
         },
         TaskSpec::Tool { tool, .. } => Step::External {
-            spec: task_fields(&s.raw),
+            spec: task_fields(raw),
             tool: Some(Template::parse(tool)),
             quoted_run: None,
         },
@@ -318,6 +343,7 @@ fn compile_state(s: &StateSpec, index: &impl Fn(&str) -> StateId) -> PlanState {
         }),
         timeout: s
             .timeout_seconds
+            .or(default_timeout)
             .filter(|t| *t > 0.0)
             .map(crate::saturating_secs),
     }

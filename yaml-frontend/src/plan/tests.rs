@@ -133,3 +133,51 @@ fn the_graph_is_drawn_from_the_plan() {
         ]
     );
 }
+
+#[test]
+fn defaults_give_timeouts_to_the_states_that_declare_none() {
+    let p = plan(
+        r#"
+start: build
+defaults:
+  taskTimeoutSeconds: 600
+  gateTimeoutSeconds: 3600
+states:
+  build:
+    type: shell_task
+    run: make
+    on: { success: slow }
+  slow:
+    type: shell_task
+    run: make all
+    timeoutSeconds: 30
+    on: { success: review }
+  review:
+    type: gate_task
+    inbox: { kind: APPROVAL }
+    on: { approved: done }
+    catch: { timeout: done }
+  done: { type: terminal }
+"#,
+    );
+    let timeout = |name: &str| p.states[p.state_named(name).unwrap()].timeout;
+    assert_eq!(timeout("build"), Some(Duration::from_secs(600)));
+    assert_eq!(
+        timeout("slow"),
+        Some(Duration::from_secs(30)),
+        "its own wins"
+    );
+    assert_eq!(timeout("review"), Some(Duration::from_secs(3600)));
+    assert_eq!(timeout("done"), None);
+    // The executor sees the default too.
+    let Step::External { spec, .. } = &p.states[p.state_named("build").unwrap()].step else {
+        panic!("a shell step");
+    };
+    let rendered = spec.resolve(&json!({}), &json!({}));
+    assert_eq!(rendered["timeoutSeconds"], json!(600.0));
+    // Without `defaults:` nothing changes.
+    let bare = plan(
+        "start: a\nstates:\n  a:\n    type: shell_task\n    run: x\n    on: { success: b }\n  b: { type: terminal }\n",
+    );
+    assert_eq!(bare.states[0].timeout, None);
+}

@@ -26,10 +26,10 @@ pub use webhook::{
 };
 pub use words::{ErrorKindKey, ErrorKindList, WordList, Words};
 pub use workflow::{
-    AgentTask, Bounds, Common, ConditionTask, CriticalityWords, ElseRule, GateTask, IfRule, Inbox,
-    InboxApprovers, InboxKindWords, ParamTypeName, Parameter, Retry, Rule, ScriptSourceWords,
-    ScriptTask, ShellTask, SpliceWords, State, Terminal, TerminalOutcomeWords, TimerTask, ToolTask,
-    Version, WorkflowDocument, WorkflowTask,
+    AgentTask, Bounds, Common, ConditionTask, CriticalityWords, Defaults, ElseRule, GateTask,
+    IfRule, Inbox, InboxApprovers, InboxKindWords, ParamTypeName, Parameter, Retry, Rule,
+    ScriptSourceWords, ScriptTask, ShellTask, SpliceWords, State, Terminal, TerminalOutcomeWords,
+    TimerTask, ToolTask, Version, WorkflowDocument, WorkflowTask,
 };
 
 use crate::ast::TaskType;

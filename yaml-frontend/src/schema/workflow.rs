@@ -26,6 +26,8 @@ pub struct WorkflowDocument {
     pub parameters: Option<IndexMap<String, Parameter>>,
     /// Guardrails per run.
     pub bounds: Option<Bounds>,
+    /// Timeouts for states that declare none (Friday's `defaultNodeTimeoutMs`).
+    pub defaults: Option<Defaults>,
     /// Tool whitelist of this workflow, intersected with the project's and tenant's.
     pub allowed_tools: Option<Vec<String>>,
     /// Audit labels.
@@ -260,6 +262,19 @@ pub struct Inbox {
     pub quorum: Option<u32>,
     /// APPROVAL only: whether whoever started the run may answer (default true).
     pub self_approval: Option<bool>,
+}
+
+/// `defaults:` of a workflow.
+#[derive(Debug, JsonSchema)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct Defaults {
+    /// Seconds for `shell_task`, `script_task`, `tool_task`, `agent_task` and `workflow_task`
+    /// states without `timeoutSeconds` (they then end `timeout`).
+    #[schemars(range(min = 0.001))]
+    pub task_timeout_seconds: Option<f64>,
+    /// Seconds for `gate_task` states without `timeoutSeconds` (they then end `timeout`).
+    #[schemars(range(min = 0.001))]
+    pub gate_timeout_seconds: Option<f64>,
 }
 
 /// `approvers:` of an APPROVAL inbox.
