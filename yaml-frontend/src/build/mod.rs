@@ -256,7 +256,7 @@ fn defaults(ctx: &mut Ctx<'_>, node: &YamlNode) -> crate::ast::Defaults {
         return d;
     };
     ctx.check_fields(node, DEFAULTS_FIELDS, "'defaults'");
-    let mut read = |ctx: &mut Ctx<'_>, key: &str| {
+    let read = |ctx: &mut Ctx<'_>, key: &str| {
         let v = node.get(key)?;
         match ctx::seconds(v) {
             Some(n) if n > 0.0 && n.is_finite() => {
