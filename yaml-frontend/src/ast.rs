@@ -38,8 +38,25 @@ pub struct WorkflowDoc {
     pub tags: Vec<String>,
     /// `defaults:`: timeouts for states that declare none (Friday's `defaultNodeTimeoutMs`).
     pub defaults: Defaults,
+    /// `onFailure:`: what an outcome nothing routes does (Friday's `failurePolicy`).
+    pub on_failure: FailurePolicy,
     /// States in document order; never empty after validation.
     pub states: IndexMap<String, StateSpec>,
+}
+
+/// `onFailure:` of a workflow: applied only when a state's `on:`/`catch:` do not route its
+/// outcome, so documents without it behave as they always did.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub enum FailurePolicy {
+    /// The run fails (the reference's behaviour).
+    #[default]
+    FailFast,
+    /// Follow the state's `on: success` target, the error stored in `lastError`.
+    ContinueOnError,
+    /// Go to this state, the error stored in `lastError`.
+    Fallback(Spanned<String>),
+    /// Run the `compensate:` states of the completed states in reverse order, then fail.
+    Compensate,
 }
 
 /// `defaults:` of a workflow: what a state without its own `timeoutSeconds` gets. Absent, a
@@ -251,6 +268,8 @@ pub struct StateSpec {
     pub catch: Vec<CatchTransition>,
     /// Retry block.
     pub retry: Option<RetrySpec>,
+    /// `compensate:`: the state that undoes this one's work when the run compensates.
+    pub compensate: Option<Spanned<String>>,
     /// Type-specific fields.
     pub task: TaskSpec,
     /// The state's spec as JSON, for `${...}` resolution right before the task runs.

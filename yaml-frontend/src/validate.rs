@@ -37,7 +37,13 @@ pub(crate) fn validate(ctx: &mut Ctx<'_>, doc: &WorkflowDoc) {
             ),
         );
     }
+    if let crate::ast::FailurePolicy::Fallback(f) = &doc.on_failure {
+        check(ctx, &f.value, f.span, "fallback state");
+    }
     for s in doc.states.values() {
+        if let Some(c) = &s.compensate {
+            check(ctx, &c.value, c.span, "compensation state");
+        }
         for t in &s.on {
             check(ctx, &t.target, t.target_span, "transition target");
         }

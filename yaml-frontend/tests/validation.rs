@@ -136,11 +136,11 @@ fn unknown_fields_suggest_the_right_one() {
     ));
     has(
         &text,
-        "wf.yaml:6:5: [MAG-Y005] unknown field 'storAs' in state 'a' (shell_task): expected one of [type, description, timeoutSeconds, storeAs, on, catch, retry, run, dirName, splice] (did you mean 'storeAs'?)",
+        "wf.yaml:6:5: [MAG-Y005] unknown field 'storAs' in state 'a' (shell_task): expected one of [type, description, timeoutSeconds, storeAs, on, catch, retry, compensate, run, dirName, splice] (did you mean 'storeAs'?)",
     );
     has(
         "start: a\nstaets: {}\n",
-        "wf.yaml:2:1: [MAG-Y005] unknown field 'staets' in the workflow document: expected one of [description, version, start, parameters, bounds, allowedTools, tags, states] (did you mean 'states'?)",
+        "wf.yaml:2:1: [MAG-Y005] unknown field 'staets' in the workflow document: expected one of [description, version, start, parameters, bounds, allowedTools, tags, defaults, onFailure, states] (did you mean 'states'?)",
     );
 }
 
@@ -525,7 +525,7 @@ fn gate_inbox_rules() {
     );
     has(
         &text,
-        "wf.yaml:7:7: [MAG-Y005] unknown field 'titel' in the inbox of state 'a': expected one of [kind, title, body, assignedTo, criticality, tags, options] (did you mean 'title'?)",
+        "wf.yaml:7:7: [MAG-Y005] unknown field 'titel' in the inbox of state 'a': expected one of [kind, title, body, assignedTo, criticality, tags, options, approvers, quorum, selfApproval] (did you mean 'title'?)",
     );
     has(
         &text,

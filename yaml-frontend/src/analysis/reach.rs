@@ -11,9 +11,15 @@ use crate::plan::{Plan, StateId, Step};
 pub(super) fn unreachable(ctx: &mut Ctx<'_>, doc: &WorkflowDoc, plan: &Plan) -> Vec<bool> {
     let mut seen = vec![false; plan.states.len()];
     let mut todo = vec![plan.start];
+    // The fallback of `onFailure:` and the `compensate:` states are reached without a
+    // transition.
+    if let crate::plan::OnFailure::Fallback(f) = plan.on_failure {
+        todo.push(f);
+    }
     while let Some(id) = todo.pop() {
         if !std::mem::replace(&mut seen[id], true) {
             todo.extend(plan.states[id].targets());
+            todo.extend(plan.states[id].compensate);
         }
     }
     for (s, _) in doc.states.values().zip(&seen).filter(|(_, seen)| !**seen) {

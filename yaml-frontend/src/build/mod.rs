@@ -26,6 +26,7 @@ pub(crate) const TOP_FIELDS: &[&str] = &[
     "allowedTools",
     "tags",
     "defaults",
+    "onFailure",
     "states",
 ];
 
@@ -88,6 +89,10 @@ pub(crate) fn build(ctx: &mut Ctx<'_>, root: &YamlNode) -> Option<WorkflowDoc> {
         .get("defaults")
         .map(|d| defaults(ctx, d))
         .unwrap_or_default();
+    let on_failure = root
+        .get("onFailure")
+        .map(|f| on_failure(ctx, f))
+        .unwrap_or_default();
     let mut states = IndexMap::new();
     match root.get("states") {
         None => ctx.error(
@@ -123,6 +128,7 @@ pub(crate) fn build(ctx: &mut Ctx<'_>, root: &YamlNode) -> Option<WorkflowDoc> {
         allowed_tools,
         tags,
         defaults,
+        on_failure,
         states,
     })
 }
@@ -245,6 +251,57 @@ fn parameters(ctx: &mut Ctx<'_>, node: &YamlNode) -> IndexMap<String, ParamSchem
         );
     }
     out
+}
+
+/// `onFailure:`: a policy word, or `{policy: fallback, fallback: <state>}`.
+fn on_failure(ctx: &mut Ctx<'_>, node: &YamlNode) -> crate::ast::FailurePolicy {
+    use crate::ast::FailurePolicy;
+    const WORDS: &str = "fail_fast, continue_on_error, fallback or compensate";
+    let (word_node, fallback) = match node.as_map() {
+        Some(_) => {
+            ctx.check_fields(node, &["policy", "fallback"], "'onFailure'");
+            (node.get("policy"), node.get("fallback"))
+        }
+        None => (Some(node), None),
+    };
+    let Some(word_node) = word_node else {
+        ctx.error(
+            node.span,
+            Code::MissingField,
+            format_args!("'onFailure' has no 'policy': expected one of {WORDS}"),
+        );
+        return FailurePolicy::FailFast;
+    };
+    match word_node.as_str() {
+        Some("fail_fast") => FailurePolicy::FailFast,
+        Some("continue_on_error") => FailurePolicy::ContinueOnError,
+        Some("compensate") => FailurePolicy::Compensate,
+        Some("fallback") => match fallback.and_then(|f| f.as_str().map(|s| (s, f.span))) {
+            Some((s, span)) => FailurePolicy::Fallback(Spanned {
+                value: s.to_owned(),
+                span,
+            }),
+            None => {
+                ctx.error(
+                    node.span,
+                    Code::MissingField,
+                    "'onFailure: fallback' names no state: expected 'onFailure: {policy: fallback, fallback: <state>}'",
+                );
+                FailurePolicy::FailFast
+            }
+        },
+        _ => {
+            ctx.error(
+                word_node.span,
+                Code::InvalidValue,
+                format_args!(
+                    "'onFailure' is {}: expected one of {WORDS}",
+                    found(word_node)
+                ),
+            );
+            FailurePolicy::FailFast
+        }
+    }
 }
 
 pub(crate) const DEFAULTS_FIELDS: &[&str] = &["taskTimeoutSeconds", "gateTimeoutSeconds"];

@@ -23,6 +23,7 @@ pub(crate) const COMMON: &[&str] = &[
     "on",
     "catch",
     "retry",
+    "compensate",
 ];
 
 pub(crate) fn type_fields(t: TaskType) -> &'static [&'static str] {
@@ -116,8 +117,26 @@ pub(super) fn build_state(
             retry_block(ctx, node, &what),
         )
     };
+    let compensate = node.get("compensate").and_then(|v| match v.as_str() {
+        Some(s) if task_type != TaskType::Terminal => Some(Spanned {
+            value: s.to_owned(),
+            span: v.span,
+        }),
+        _ => {
+            ctx.error(
+                v.span,
+                Code::InvalidValue,
+                format_args!(
+                    "compensate of {what} is {}: expected the name of a state (and no compensate on a terminal)",
+                    ctx::found(v)
+                ),
+            );
+            None
+        }
+    });
     let task = task_spec(ctx, task_type, node, &what);
     Some(StateSpec {
+        compensate,
         name: name.to_owned(),
         span,
         task_type,

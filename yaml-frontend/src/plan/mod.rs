@@ -32,6 +32,8 @@ pub struct Plan {
     pub start: StateId,
     /// The states, in document order.
     pub states: Vec<PlanState>,
+    /// `onFailure:`.
+    pub on_failure: OnFailure,
     /// The run's bounds (reference §8); all limits absent when the document has none.
     pub bounds: Bounds,
     /// `allowedTools:` of the document, when it restricts tools.
@@ -65,6 +67,22 @@ pub struct PlanState {
     pub retry: Option<Retry>,
     /// `timeoutSeconds:`.
     pub timeout: Option<Duration>,
+    /// `compensate:`: the state that undoes this one.
+    pub compensate: Option<StateId>,
+}
+
+/// What an outcome nothing routes does (`onFailure:`).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub enum OnFailure {
+    /// The run fails.
+    #[default]
+    FailFast,
+    /// The state's `on: success` target.
+    ContinueOnError,
+    /// This state.
+    Fallback(StateId),
+    /// The compensations of the completed states, in reverse order; then the run fails.
+    Compensate,
 }
 
 impl PlanState {
@@ -182,9 +200,16 @@ impl Plan {
             .values()
             .map(|s| compile_state(s, &index, &doc.defaults))
             .collect();
+        let on_failure = match &doc.on_failure {
+            crate::ast::FailurePolicy::FailFast => OnFailure::FailFast,
+            crate::ast::FailurePolicy::ContinueOnError => OnFailure::ContinueOnError,
+            crate::ast::FailurePolicy::Fallback(f) => OnFailure::Fallback(index(&f.value)),
+            crate::ast::FailurePolicy::Compensate => OnFailure::Compensate,
+        };
         Self {
             start: index(&doc.start.value),
             states,
+            on_failure,
             bounds: doc.bounds.unwrap_or_default(),
             allowed_tools: doc.allowed_tools.clone(),
             parameters: doc.parameters.values().cloned().collect(),
@@ -341,6 +366,7 @@ fn compile_state(
                 Duration::ZERO
             },
         }),
+        compensate: s.compensate.as_ref().map(|c| index(&c.value)),
         timeout: s
             .timeout_seconds
             .or(default_timeout)

@@ -20,7 +20,7 @@ use super::dispatch::{self, Completion, RunInfo};
 use super::documents::Scope;
 use super::steps;
 use crate::ast::TerminalOutcome;
-use crate::plan::{Plan, PlanState, Step};
+use crate::plan::{OnFailure, Plan, PlanState, Step};
 use crate::template::{Template, TemplateValue};
 use crate::{LoadOptions, load_workflow, validate_params};
 
@@ -66,11 +66,16 @@ pub(crate) async fn interpret(
         vars: Value::Object(Map::new()),
     };
     let bounds = plan.bounds;
-    let spawn_limit = SpawnLimit::of(&bounds, &start);
+    let mut budget = Budget {
+        limit: SpawnLimit::of(&bounds, &start),
+        spawns: 0,
+        cost_usd: 0.0,
+    };
     let started_ms = bounds.max_wallclock_seconds.map(|_| ctx.now());
-    let mut spawns: u64 = 0;
-    let mut cost_usd = 0.0f64;
+    let mut cost_usd;
     let mut current = plan.start;
+    // States whose work a compensation would undo, in order of completion.
+    let mut completed: Vec<crate::plan::StateId> = Vec::new();
     loop {
         let state = &plan.states[current];
         ctx.enter_state(&state.name);
@@ -78,34 +83,8 @@ pub(crate) async fn interpret(
             let result = result.as_ref().map_or(Value::Null, |r| run.value(r));
             return terminal(&ctx, state, *outcome, result);
         }
-        let mut attempts = 1u32;
-        let done = loop {
-            if let Some(limit) = &spawn_limit
-                && spawns >= limit.max
-            {
-                return Err(WorkflowError::failed(limit.exhausted(&state.name)));
-            }
-            spawns += 1;
-            let done = execute(&run, &rt, &plan, state).await;
-            cost_usd += done.cost_usd;
-            if let Some(key) = &state.store_as
-                && !done.output.is_null()
-            {
-                run.store(key, done.output.clone());
-            }
-            if let Some(retry) = &state.retry
-                && state.retries(&done.outcome)
-                && attempts < retry.max_attempts
-                && ctx.cancellation().is_none()
-            {
-                attempts += 1;
-                if !retry.backoff.is_zero() && ctx.sleep(retry.backoff).await.is_err() {
-                    break Completion::of("cancelled", Value::Null);
-                }
-                continue;
-            }
-            break done;
-        };
+        let done = attempt(&mut run, &rt, &plan, state, &mut budget).await?;
+        cost_usd = budget.cost_usd;
         if let Some(max) = bounds.max_total_cost_usd.filter(|max| cost_usd > *max) {
             return Err(WorkflowError::failed(format!(
                 "bounds exhausted: maxTotalCostUsd {max} exceeded (spent {cost_usd:.4} USD)"
@@ -123,6 +102,10 @@ pub(crate) async fn interpret(
             Some(name) => plan.state_named(name),
             None => state.route(&done.outcome),
         };
+        let failure = crate::ErrorKind::parse(&done.outcome).is_some();
+        if !failure && state.compensate.is_some() {
+            completed.push(current);
+        }
         match next {
             Some(next) => current = next,
             None => {
@@ -130,6 +113,36 @@ pub(crate) async fn interpret(
                     && let Some(reason) = ctx.cancellation()
                 {
                     return Err(WorkflowError::cancelled(reason));
+                }
+                // `onFailure:` (Friday's failurePolicy) decides what an unrouted outcome does.
+                match plan.on_failure {
+                    OnFailure::ContinueOnError | OnFailure::Fallback(_) => {
+                        let to = match plan.on_failure {
+                            OnFailure::Fallback(f) => Some(f),
+                            _ => state.route("success"),
+                        };
+                        if let Some(to) = to {
+                            run.store(
+                                "lastError",
+                                json!({ "state": state.name, "outcome": done.outcome, "output": done.output }),
+                            );
+                            current = to;
+                            continue;
+                        }
+                    }
+                    OnFailure::Compensate => {
+                        let reason = format!("no transition for outcome '{}'", done.outcome);
+                        return Err(compensate(
+                            &mut run,
+                            &rt,
+                            &plan,
+                            &completed,
+                            &mut budget,
+                            reason,
+                        )
+                        .await);
+                    }
+                    OnFailure::FailFast => {}
                 }
                 // A rejected approval nothing routes ends the run with Friday's reason code
                 // (its `onReject: fail`; `reject_branch` is an `on: rejected` route).
@@ -149,6 +162,100 @@ pub(crate) async fn interpret(
             }
         }
     }
+}
+
+/// What the run has spent: task spawns (against `maxTaskSpawns`) and cost.
+struct Budget {
+    limit: Option<SpawnLimit>,
+    spawns: u64,
+    cost_usd: f64,
+}
+
+/// Runs a state's step with its retry policy (reference §4.3: retry preempts routing): its
+/// completion, its output stored in `storeAs`.
+async fn attempt(
+    run: &mut Run<'_>,
+    rt: &Arc<RuntimeInner>,
+    plan: &Plan,
+    state: &PlanState,
+    budget: &mut Budget,
+) -> Result<Completion, WorkflowError> {
+    let mut attempts = 1u32;
+    loop {
+        if let Some(limit) = &budget.limit
+            && budget.spawns >= limit.max
+        {
+            return Err(WorkflowError::failed(limit.exhausted(&state.name)));
+        }
+        budget.spawns += 1;
+        let done = execute(run, rt, plan, state).await;
+        budget.cost_usd += done.cost_usd;
+        if let Some(key) = &state.store_as
+            && !done.output.is_null()
+        {
+            run.store(key, done.output.clone());
+        }
+        if let Some(retry) = &state.retry
+            && state.retries(&done.outcome)
+            && attempts < retry.max_attempts
+            && run.ctx.cancellation().is_none()
+        {
+            attempts += 1;
+            if !retry.backoff.is_zero() && run.ctx.sleep(retry.backoff).await.is_err() {
+                return Ok(Completion::of("cancelled", Value::Null));
+            }
+            continue;
+        }
+        return Ok(done);
+    }
+}
+
+/// The saga: runs the `compensate:` state of each completed state, most recent first, each
+/// with its own retry and timeout and each journaled like any state; then the run fails with
+/// the original reason and every compensation's outcome in its result. A compensation that
+/// still fails after its retries is reported, and the next one runs all the same.
+async fn compensate(
+    run: &mut Run<'_>,
+    rt: &Arc<RuntimeInner>,
+    plan: &Plan,
+    completed: &[crate::plan::StateId],
+    budget: &mut Budget,
+    reason: String,
+) -> WorkflowError {
+    let mut outcomes = Vec::new();
+    for &done_id in completed.iter().rev() {
+        let Some(comp_id) = plan.states[done_id].compensate else {
+            continue;
+        };
+        let comp = &plan.states[comp_id];
+        run.ctx.enter_state(&comp.name);
+        let entry = match attempt(run, rt, plan, comp, budget).await {
+            Ok(c) => json!({
+                "state": plan.states[done_id].name,
+                "compensation": comp.name,
+                "outcome": c.outcome,
+                "output": c.output,
+            }),
+            Err(e) => json!({
+                "state": plan.states[done_id].name,
+                "compensation": comp.name,
+                "outcome": "technical_error",
+                "output": e.message,
+            }),
+        };
+        outcomes.push(entry);
+    }
+    let all_ok = outcomes.iter().all(|o| o["outcome"] == "success");
+    WorkflowError::failed(format!(
+        "{reason}; compensated {} state(s){}",
+        outcomes.len(),
+        if all_ok {
+            ""
+        } else {
+            ", some compensations failed"
+        }
+    ))
+    .with_result(json!({ "error": reason, "compensations": outcomes }))
 }
 
 /// Runs the step of a non-terminal state once.

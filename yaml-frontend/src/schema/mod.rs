@@ -26,10 +26,11 @@ pub use webhook::{
 };
 pub use words::{ErrorKindKey, ErrorKindList, WordList, Words};
 pub use workflow::{
-    AgentTask, Bounds, Common, ConditionTask, CriticalityWords, Defaults, ElseRule, GateTask,
-    IfRule, Inbox, InboxApprovers, InboxKindWords, ParamTypeName, Parameter, Retry, Rule,
-    ScriptSourceWords, ScriptTask, ShellTask, SpliceWords, State, Terminal, TerminalOutcomeWords,
-    TimerTask, ToolTask, Version, WorkflowDocument, WorkflowTask,
+    AgentTask, Bounds, Common, ConditionTask, CriticalityWords, Defaults, ElseRule,
+    FailurePolicyWords, GateTask, IfRule, Inbox, InboxApprovers, InboxKindWords, OnFailure,
+    OnFailureBlock, ParamTypeName, Parameter, Retry, Rule, ScriptSourceWords, ScriptTask,
+    ShellTask, SpliceWords, State, Terminal, TerminalOutcomeWords, TimerTask, ToolTask, Version,
+    WorkflowDocument, WorkflowTask,
 };
 
 use crate::ast::TaskType;
@@ -188,7 +189,7 @@ mod tests {
             let mut expected = set(COMMON.iter().copied());
             expected.extend(type_fields(ty).iter().copied());
             if ty == TaskType::Terminal {
-                for transition in ["on", "catch", "retry"] {
+                for transition in ["on", "catch", "retry", "compensate"] {
                     expected.remove(transition);
                 }
             }

@@ -28,6 +28,9 @@ pub struct WorkflowDocument {
     pub bounds: Option<Bounds>,
     /// Timeouts for states that declare none (Friday's `defaultNodeTimeoutMs`).
     pub defaults: Option<Defaults>,
+    /// What an outcome no `on:`/`catch:` routes does (Friday's `failurePolicy`): `fail_fast`
+    /// (default), `continue_on_error`, `compensate`, or `{policy: fallback, fallback: <state>}`.
+    pub on_failure: Option<OnFailure>,
     /// Tool whitelist of this workflow, intersected with the project's and tenant's.
     pub allowed_tools: Option<Vec<String>>,
     /// Audit labels.
@@ -141,6 +144,9 @@ pub struct Common {
     pub catch: Option<ErrorKindKey>,
     /// Retries the task on some error kinds before routing.
     pub retry: Option<Retry>,
+    /// The state that undoes this one's work when the run compensates (`onFailure:
+    /// compensate`).
+    pub compensate: Option<String>,
 }
 
 /// A state-level retry (reference §4.3): it preempts routing.
@@ -262,6 +268,35 @@ pub struct Inbox {
     pub quorum: Option<u32>,
     /// APPROVAL only: whether whoever started the run may answer (default true).
     pub self_approval: Option<bool>,
+}
+
+/// `onFailure:` of a workflow.
+#[derive(Debug, JsonSchema)]
+#[serde(untagged)]
+pub enum OnFailure {
+    /// `fail_fast`, `continue_on_error` or `compensate`.
+    Policy(Words<FailurePolicyWords>),
+    /// `{policy: fallback, fallback: <state>}` (or another policy word).
+    Block(OnFailureBlock),
+}
+
+/// The block form of `onFailure:`.
+#[derive(Debug, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct OnFailureBlock {
+    /// The policy: `fail_fast`, `continue_on_error`, `fallback` or `compensate`.
+    pub policy: String,
+    /// The state `fallback` goes to.
+    pub fallback: Option<String>,
+}
+
+/// The policy words of `onFailure:`.
+#[derive(Debug)]
+pub struct FailurePolicyWords;
+
+impl super::words::WordList for FailurePolicyWords {
+    const NAME: &'static str = "FailurePolicy";
+    const WORDS: &'static [&'static str] = &["fail_fast", "continue_on_error", "compensate"];
 }
 
 /// `defaults:` of a workflow.
