@@ -2,6 +2,7 @@
 //! failing compensation reported after its retries, continue_on_error and fallback.
 
 mod http_common;
+mod serve_child;
 
 use http_common::{Server, write};
 use serde_json::{Value, json};
@@ -169,4 +170,76 @@ async fn fallback_goes_to_the_named_state() {
     assert_eq!(view["status"], "FAILED", "{view}");
     assert!(view["result"]["cleaned"].is_string(), "{view}");
     assert_eq!(view["currentState"], "cleanup");
+}
+
+/// Like [`SAGA`], with a refund that waits for the file `release-refund` in the workspace
+/// (writing `refunding` first), so the server can be killed in the middle of compensating.
+const HELD_SAGA: &str = r#"
+onFailure: compensate
+start: reserve
+states:
+  reserve:
+    type: shell_task
+    run: "echo reserved >> saga.log"
+    dirName: workspace
+    compensate: release
+    on: { success: charge }
+  charge:
+    type: shell_task
+    run: "echo charged >> saga.log"
+    dirName: workspace
+    compensate: refund
+    on: { success: ship }
+  ship:
+    type: shell_task
+    run: "exit 3"
+    dirName: workspace
+    on: { success: done }
+  release:
+    type: shell_task
+    run: "echo released >> saga.log"
+    dirName: workspace
+  refund:
+    type: shell_task
+    run: "touch refunding; while [ ! -e release-refund ]; do sleep 0.05; done; echo refunded >> saga.log"
+    dirName: workspace
+  done: { type: terminal }
+"#;
+
+#[tokio::test]
+async fn a_compensation_interrupted_by_sigkill_carries_on_after_restart() {
+    let tmp = tempfile::tempdir().unwrap();
+    let root = tmp.path().canonicalize().unwrap();
+    http_common::tree(&root);
+    let project = root.join("acme/shop");
+    write(&project.join("_vance/workflows/held.yaml"), HELD_SAGA);
+    let client = reqwest::Client::new();
+    let mut server = serve_child::ServeChild::start(&root);
+    let run = server.start_run(&client, "held", http_common::ACME).await;
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(60);
+    while !project.join("refunding").exists() {
+        assert!(
+            std::time::Instant::now() < deadline,
+            "the refund never started"
+        );
+        tokio::time::sleep(std::time::Duration::from_millis(20)).await;
+    }
+    server.kill(); // SIGKILL in the middle of the refund
+    std::fs::write(project.join("release-refund"), "").unwrap();
+    let mut server = serve_child::ServeChild::start(&root);
+    let view = server
+        .wait_status(&client, &run, http_common::ACME, &["FAILED"])
+        .await;
+    let comps: Vec<&str> = view["result"]["compensations"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|c| c["compensation"].as_str().unwrap())
+        .collect();
+    assert_eq!(comps, ["refund", "release"], "{view}");
+    let log = std::fs::read_to_string(project.join("saga.log")).unwrap();
+    // Each forward step once; the refund (re-executed after the crash) then the release.
+    assert!(log.starts_with("reserved\ncharged\n"), "{log}");
+    assert!(log.ends_with("refunded\nreleased\n"), "{log}");
+    server.stop();
 }
