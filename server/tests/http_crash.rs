@@ -102,7 +102,16 @@ async fn a_shell_step_dies_with_its_killed_server_and_its_re_execution_is_on_rec
     let run = server.start_run(&client, "orphan", ACME).await;
     let sleeper = pid_file(&project.join("sleeper.pid"));
     let shell = pid_file(&project.join("shell.pid"));
-    assert!(runs(&sleeper, "sleep") && runs(&shell, "sh"));
+    // A forked child shows its own command once it has exec'd it: under load that can lag
+    // behind the pid file.
+    let started = std::time::Instant::now();
+    while !(runs(&sleeper, "sleep") && runs(&shell, "sh")) {
+        assert!(
+            started.elapsed() < std::time::Duration::from_secs(10),
+            "the step's shell and sleep are not running"
+        );
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    }
     server.kill(); // SIGKILL: no chance to clean up
 
     // The step's shell and the sleep it started go with the server (the sleep alone would
