@@ -54,20 +54,32 @@ fn reactflow_places_nodes_where_the_layout_file_says() {
         "viewport": {"x": 1, "y": 2, "zoom": 2}
     });
     let states = ["ask", "done", "stop"].map(String::from);
-    let layout =
-        Layout::from_editor_graph(graph.to_string().as_bytes(), "flow", &states).unwrap();
+    let layout = Layout::from_editor_graph(graph.to_string().as_bytes(), "flow", &states).unwrap();
     layout
         .write(&editor_graph::layout_path(&p.dir, "flow"), "flow")
         .unwrap();
     let printed = json(&p.cli(&["graph", "flow", "--format", "reactflow"]));
-    assert_eq!(node(&printed, "done")["position"], json!({"x": 7.5, "y": -3.0}));
+    assert_eq!(
+        node(&printed, "done")["position"],
+        json!({"x": 7.5, "y": -3.0})
+    );
     assert_eq!(node(&printed, "done")["height"], 40.0);
-    assert_eq!(node(&printed, "ask")["position"], json!({"x": 0.0, "y": 0.0}));
-    assert_eq!(printed["viewport"], json!({"x": 1.0, "y": 2.0, "zoom": 2.0}));
+    assert_eq!(
+        node(&printed, "ask")["position"],
+        json!({"x": 0.0, "y": 0.0})
+    );
+    assert_eq!(
+        printed["viewport"],
+        json!({"x": 1.0, "y": 2.0, "zoom": 2.0})
+    );
     // The layout file is not a workflow: validating the project checks only the document.
     let validate = p.cli(&["validate"]);
     assert_eq!(code(&validate), 0, "{}", stderr(&validate));
-    assert!(!stdout(&validate).contains("layout"), "{}", stdout(&validate));
+    assert!(
+        !stdout(&validate).contains("layout"),
+        "{}",
+        stdout(&validate)
+    );
 }
 
 #[test]
@@ -78,7 +90,10 @@ fn a_broken_layout_file_exits_2_naming_it_and_mermaid_stays_the_default() {
     let out = p.cli(&["graph", "flow", "--format", "reactflow"]);
     assert_eq!(code(&out), 2);
     let err = stderr(&out);
-    assert!(err.contains("MAG-GR007") && err.contains("flow.layout.json"), "{err}");
+    assert!(
+        err.contains("MAG-GR007") && err.contains("flow.layout.json"),
+        "{err}"
+    );
     // The text formats do not read layout at all.
     let mermaid = p.cli(&["graph", "flow"]);
     assert_eq!(code(&mermaid), 0);
