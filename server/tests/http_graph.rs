@@ -521,3 +521,40 @@ async fn layout_files_are_not_taken_for_workflows() {
         json!({"x": 0.0, "y": 0.0})
     );
 }
+
+#[tokio::test]
+async fn a_tenant_workflow_is_laid_out_per_project() {
+    let s = Server::start().await;
+    write(
+        &s.root.join("acme/_tenant/_vance/workflows/shared.yaml"),
+        REVIEW,
+    );
+    let shop = "/brain/acme/project/shop/workflows/shared/graph";
+    let lab = "/brain/acme/project/lab/workflows/shared/graph";
+    let r = auth(s.client.put(s.url(shop)), Some(ACME))
+        .json(&json!({"nodes": [{"id": "build", "position": {"x": 99, "y": 99}}]}))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(r.status(), 200);
+    assert!(
+        s.root
+            .join("acme/shop/_vance/workflows/shared.layout.json")
+            .is_file()
+    );
+    assert!(
+        !s.root
+            .join("acme/_tenant/_vance/workflows/shared.layout.json")
+            .exists()
+    );
+    let in_shop: Value = s.get_json(shop, Some(ACME)).await;
+    let in_lab: Value = s.get_json(lab, Some(ACME)).await;
+    assert_eq!(
+        node(&in_shop, "build")["position"],
+        json!({"x": 99.0, "y": 99.0})
+    );
+    assert_eq!(
+        node(&in_lab, "build")["position"],
+        json!({"x": 0.0, "y": 0.0})
+    );
+}
