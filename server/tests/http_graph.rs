@@ -558,3 +558,20 @@ async fn a_tenant_workflow_is_laid_out_per_project() {
         json!({"x": 0.0, "y": 0.0})
     );
 }
+
+#[tokio::test]
+async fn an_unreadable_layout_answers_500_without_a_server_path() {
+    let s = Server::start().await;
+    server_with_review(&s);
+    let file = s.root.join("acme/shop/_vance/workflows/review.layout.json");
+    std::fs::create_dir_all(&file).unwrap();
+    for r in [
+        s.get(GRAPH, Some(ACME)).send().await.unwrap(),
+        put_graph(&s, ACME, &json!({"nodes": []})).await,
+    ] {
+        assert_eq!(r.status(), 500);
+        let body = r.text().await.unwrap();
+        assert!(body.contains("MAG-HTTP-500"), "{body}");
+        assert!(!body.contains(s.root.to_str().unwrap()), "{body}");
+    }
+}

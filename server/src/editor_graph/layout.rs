@@ -256,4 +256,15 @@ mod tests {
             "{e}"
         );
     }
+
+    #[test]
+    fn a_layout_path_that_cannot_be_read_or_written_is_an_io_error() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("x.layout.json");
+        std::fs::create_dir(&path).unwrap();
+        let e = Layout::read(&path, "x.layout.json").unwrap_err();
+        assert_eq!(e.code(), "MAG-GR008");
+        let e = Layout::default().write(&path, "x.layout.json").unwrap_err();
+        assert_eq!(e.code(), "MAG-GR008");
+    }
 }
