@@ -181,6 +181,10 @@ pub const AREAS: &[Area] = &[
         title: "Webhooks: configuration and the verification of deliveries",
     },
     Area {
+        prefix: "GR",
+        title: "The editor graph of a workflow and its layout file",
+    },
+    Area {
         prefix: "HTTP",
         title: "HTTP API (the `code` of an error response)",
     },

@@ -22,6 +22,7 @@ pub mod documents;
 pub mod error;
 pub mod events;
 pub mod follow;
+pub(crate) mod graph;
 pub mod health;
 pub mod inbox;
 pub mod journal;

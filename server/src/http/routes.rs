@@ -4,6 +4,7 @@
 use axum::routing::{MethodRouter, any, get, patch, post, put};
 
 use super::auth::ApiScope;
+use super::graph;
 use super::state::AppState;
 use super::{
     approvals, documents, events, health, inbox, journal, live_events, metrics, openapi, rerun,
@@ -335,6 +336,24 @@ pub fn routes() -> Vec<Route> {
             access: EventToken,
             // Methods the event document does not list answer 405 from the handler.
             handler: || any(events::trigger),
+        },
+        Route {
+            methods: &["GET"],
+            path: "/brain/{tenant}/project/{project}/workflows/{name}/graph",
+            operation: "workflows.graph.get",
+            summary: "The workflow's graph: format=reactflow (default; the editor's React Flow JSON, positions from the layout file or automatic), mermaid or dot (text)",
+            query: &["format"],
+            access: Token(Read),
+            handler: || get(graph::get),
+        },
+        Route {
+            methods: &["PUT"],
+            path: "/brain/{tenant}/project/{project}/workflows/{name}/graph",
+            operation: "workflows.graph.put",
+            summary: "Stores node positions, sizes and the viewport of an editor graph in _vance/workflows/<name>.layout.json (edges and node data are ignored) -> the graph as stored; 422 for nodes that are not states",
+            query: &[],
+            access: Token(Write),
+            handler: || put(graph::put),
         },
         Route {
             methods: &["GET"],

@@ -1,8 +1,8 @@
-//! The codes of the server and its HTTP API (areas SV, CS, AUTH, WH and HTTP).
+//! The codes of the server and its HTTP API (areas SV, CS, AUTH, WH, GR and HTTP).
 
 use super::ErrorCode;
 
-/// The codes of the server and its HTTP API (areas SV, CS, AUTH, WH and HTTP), in the order of [`AREAS`](crate::codes::AREAS).
+/// The codes of the server and its HTTP API (areas SV, CS, AUTH, WH, GR and HTTP), in the order of [`AREAS`](crate::codes::AREAS).
 pub(super) const CODES: &[ErrorCode] = &[
     ErrorCode {
         code: "MAG-TR001",
@@ -118,6 +118,46 @@ pub(super) const CODES: &[ErrorCode] = &[
         code: "MAG-WH011",
         meaning: "A webhook's path token (the setting named by `tokenSetting`) is missing, shorter than 32 characters, or has characters other than letters, digits, `-` and `_`.",
         remedy: "Set a long random token, e.g. 32 or more characters from `openssl rand -hex 24`.",
+    },
+    ErrorCode {
+        code: "MAG-GR001",
+        meaning: "A workflow graph was asked for in a format that does not exist.",
+        remedy: "Ask for `format=reactflow` (the default), `mermaid` or `dot`.",
+    },
+    ErrorCode {
+        code: "MAG-GR002",
+        meaning: "The body of a graph `PUT` is not JSON of an editor graph (no `nodes` array, a node without `id` or `position`, …).",
+        remedy: "Send the graph as `GET …/graph` exports it: `{schemaVersion: \"1.0\", nodes: [{id, position: {x, y}}], viewport?}`.",
+    },
+    ErrorCode {
+        code: "MAG-GR003",
+        meaning: "An editor graph names a `schemaVersion` other than `1.0`.",
+        remedy: "Send a `FridayWorkflowEditorGraphV1` graph, `schemaVersion: \"1.0\"`.",
+    },
+    ErrorCode {
+        code: "MAG-GR004",
+        meaning: "An editor graph has nodes that are not states of the workflow; the graph only places states, it does not add them.",
+        remedy: "Remove those nodes, or add the states to the workflow document first.",
+    },
+    ErrorCode {
+        code: "MAG-GR005",
+        meaning: "An editor graph names one node twice.",
+        remedy: "Send each node once.",
+    },
+    ErrorCode {
+        code: "MAG-GR006",
+        meaning: "An editor graph has a node width or height, or a viewport zoom, that is zero or negative.",
+        remedy: "Send sizes and a zoom above zero, or leave sizes out.",
+    },
+    ErrorCode {
+        code: "MAG-GR007",
+        meaning: "The layout file `_vance/workflows/<name>.layout.json` is not a valid layout (not JSON, unknown fields, another schemaVersion).",
+        remedy: "`PUT` the graph again to rewrite it, or delete the file to get the automatic layout.",
+    },
+    ErrorCode {
+        code: "MAG-GR008",
+        meaning: "The layout file cannot be read or written.",
+        remedy: "Check the permissions of the project's `_vance/workflows/` directory and the free disk space.",
     },
     ErrorCode {
         code: "MAG-HTTP-401",

@@ -1,0 +1,270 @@
+//! The layout file: where the editor put a workflow's nodes, and its viewport.
+//!
+//! `_vance/workflows/<name>.layout.json` holds
+//! `{"schemaVersion": "1.0", "nodes": {"<state>": {"x", "y", "width"?, "height"?}}, "viewport"?: {"x", "y", "zoom"}}`.
+//! It is written whole by each `PUT` of the graph (atomically: a temporary file, then a
+//! rename) and read by each export; nodes it names that are no longer states are skipped.
+
+use std::collections::BTreeMap;
+use std::collections::HashSet;
+use std::path::Path;
+
+use serde::{Deserialize, Serialize};
+
+use super::model::{Position, Viewport};
+use super::{GraphError, SCHEMA_VERSION};
+
+/// `schemaVersion` of layout files.
+pub const LAYOUT_SCHEMA_VERSION: &str = "1.0";
+
+/// Where the editor placed a workflow's nodes.
+#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct Layout {
+    /// Always [`LAYOUT_SCHEMA_VERSION`].
+    pub schema_version: String,
+    /// Placement per state name.
+    pub nodes: BTreeMap<String, NodeLayout>,
+    /// The viewport, when the editor sent one.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub viewport: Option<Viewport>,
+}
+
+/// Where one node stands, and its size when the editor sent one.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct NodeLayout {
+    /// Horizontal position.
+    pub x: f64,
+    /// Vertical position.
+    pub y: f64,
+    /// Width.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub width: Option<f64>,
+    /// Height.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub height: Option<f64>,
+}
+
+/// What a `PUT` of the graph is read as: only ids, positions, sizes and the viewport; edges,
+/// node data and any other field are ignored (the document is the truth).
+#[derive(Debug, Deserialize)]
+#[serde(rename_all = "camelCase")]
+struct Sent {
+    schema_version: Option<String>,
+    nodes: Vec<SentNode>,
+    #[serde(default)]
+    viewport: Option<Viewport>,
+}
+
+#[derive(Debug, Deserialize)]
+struct SentNode {
+    id: String,
+    position: Position,
+    #[serde(default)]
+    width: Option<f64>,
+    #[serde(default)]
+    height: Option<f64>,
+}
+
+impl Layout {
+    /// The layout an editor graph (JSON, as the export writes it) asks for, checked against
+    /// the `states` of `workflow`: every node must be a state, once; sizes and zoom above zero.
+    pub fn from_editor_graph(
+        body: &[u8],
+        workflow: &str,
+        states: &[String],
+    ) -> Result<Self, GraphError> {
+        let sent: Sent = serde_json::from_slice(body).map_err(|e| GraphError::NotAGraph {
+            reason: e.to_string(),
+        })?;
+        if let Some(v) = &sent.schema_version
+            && v != SCHEMA_VERSION
+        {
+            return Err(GraphError::SchemaVersion { given: v.clone() });
+        }
+        let known: HashSet<&str> = states.iter().map(String::as_str).collect();
+        let unknown: Vec<String> = sent
+            .nodes
+            .iter()
+            .filter(|n| !known.contains(n.id.as_str()))
+            .map(|n| n.id.clone())
+            .collect();
+        if !unknown.is_empty() {
+            return Err(GraphError::UnknownNodes {
+                workflow: workflow.to_string(),
+                ids: unknown,
+                states: states.to_vec(),
+            });
+        }
+        if let Some(v) = sent.viewport {
+            positive("viewport.zoom".into(), Some(v.zoom))?;
+        }
+        let mut nodes = BTreeMap::new();
+        for n in sent.nodes {
+            positive(format!("the width of node `{}`", n.id), n.width)?;
+            positive(format!("the height of node `{}`", n.id), n.height)?;
+            let placed = NodeLayout {
+                x: n.position.x,
+                y: n.position.y,
+                width: n.width,
+                height: n.height,
+            };
+            if nodes.insert(n.id.clone(), placed).is_some() {
+                return Err(GraphError::DuplicateNode { id: n.id });
+            }
+        }
+        Ok(Self {
+            schema_version: LAYOUT_SCHEMA_VERSION.into(),
+            nodes,
+            viewport: sent.viewport,
+        })
+    }
+
+    /// Reads the layout file at `path`; `None` when there is none. `label` names the file in
+    /// errors (relative to the project, never a path of the server's disk).
+    pub fn read(path: &Path, label: &str) -> Result<Option<Self>, GraphError> {
+        let bytes = match std::fs::read(path) {
+            Ok(b) => b,
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(None),
+            Err(source) => {
+                return Err(GraphError::LayoutIo {
+                    file: label.into(),
+                    source,
+                });
+            }
+        };
+        let invalid = |reason: String| GraphError::InvalidLayout {
+            file: label.into(),
+            reason,
+        };
+        let layout: Self = serde_json::from_slice(&bytes).map_err(|e| invalid(e.to_string()))?;
+        if layout.schema_version != LAYOUT_SCHEMA_VERSION {
+            return Err(invalid(format!(
+                "schemaVersion `{}` is not supported; expected \"{LAYOUT_SCHEMA_VERSION}\"",
+                layout.schema_version
+            )));
+        }
+        Ok(Some(layout))
+    }
+
+    /// Writes the layout to `path` atomically (a temporary file beside it, then a rename),
+    /// creating its directory.
+    pub fn write(&self, path: &Path, label: &str) -> Result<(), GraphError> {
+        let io = |source| GraphError::LayoutIo {
+            file: label.into(),
+            source,
+        };
+        let dir = path.parent().unwrap_or(path);
+        std::fs::create_dir_all(dir).map_err(io)?;
+        let mut text = serde_json::to_string_pretty(self).map_err(|e| io(e.into()))?;
+        text.push('\n');
+        let name = path
+            .file_name()
+            .map(|n| n.to_string_lossy().into_owned())
+            .unwrap_or_default();
+        let tmp = dir.join(format!(".{name}.{}.tmp", std::process::id()));
+        std::fs::write(&tmp, text).map_err(io)?;
+        std::fs::rename(&tmp, path).map_err(io)
+    }
+}
+
+fn positive(what: String, value: Option<f64>) -> Result<(), GraphError> {
+    match value {
+        Some(v) if v <= 0.0 || !v.is_finite() => Err(GraphError::NotPositive { what, value: v }),
+        _ => Ok(()),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn states() -> Vec<String> {
+        vec!["a".into(), "b".into()]
+    }
+
+    #[test]
+    fn only_positions_sizes_and_the_viewport_are_kept() {
+        let body = br#"{"schemaVersion":"1.0","reactFlowVersion":"11",
+            "nodes":[{"id":"a","type":"workflow_node","position":{"x":1,"y":2},"width":100,"data":{"x":1}}],
+            "edges":[{"id":"e","source":"a","target":"zzz"}],
+            "viewport":{"x":3,"y":4,"zoom":0.5}}"#;
+        let l = Layout::from_editor_graph(body, "w", &states()).unwrap();
+        assert_eq!(l.nodes.len(), 1);
+        assert_eq!(
+            l.nodes["a"],
+            NodeLayout {
+                x: 1.0,
+                y: 2.0,
+                width: Some(100.0),
+                height: None
+            }
+        );
+        assert_eq!(l.viewport.unwrap().zoom, 0.5);
+    }
+
+    #[test]
+    fn nodes_that_are_not_states_are_refused_by_name() {
+        let body = br#"{"nodes":[{"id":"ghost","position":{"x":1,"y":2}}]}"#;
+        let e = Layout::from_editor_graph(body, "w", &states()).unwrap_err();
+        assert_eq!(e.code(), "MAG-GR004");
+        let m = e.to_string();
+        assert!(m.contains("`ghost`") && m.contains("`a`, `b`"), "{m}");
+    }
+
+    #[test]
+    fn malformed_graphs_are_refused_with_what_was_expected() {
+        for (body, code) in [
+            (&b"not json"[..], "MAG-GR002"),
+            (br#"{"nodes":[{"id":"a"}]}"#, "MAG-GR002"),
+            (br#"{"schemaVersion":"2.0","nodes":[]}"#, "MAG-GR003"),
+            (
+                br#"{"nodes":[{"id":"a","position":{"x":1,"y":2}},{"id":"a","position":{"x":1,"y":2}}]}"#,
+                "MAG-GR005",
+            ),
+            (
+                br#"{"nodes":[],"viewport":{"x":0,"y":0,"zoom":0}}"#,
+                "MAG-GR006",
+            ),
+            (
+                br#"{"nodes":[{"id":"a","position":{"x":1,"y":2},"height":-3}]}"#,
+                "MAG-GR006",
+            ),
+        ] {
+            let e = Layout::from_editor_graph(body, "w", &states()).unwrap_err();
+            assert_eq!(e.code(), code, "{e}");
+        }
+        let e = Layout::from_editor_graph(b"[]", "w", &states()).unwrap_err();
+        assert!(e.to_string().contains("expected JSON"), "{e}");
+    }
+
+    #[test]
+    fn a_written_layout_reads_back_and_a_broken_file_is_named() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("w/x.layout.json");
+        assert!(Layout::read(&path, "x").unwrap().is_none());
+        let body = br#"{"nodes":[{"id":"b","position":{"x":-5.5,"y":2}}]}"#;
+        let l = Layout::from_editor_graph(body, "w", &states()).unwrap();
+        l.write(&path, "x").unwrap();
+        assert_eq!(Layout::read(&path, "x").unwrap(), Some(l));
+        std::fs::write(&path, "{").unwrap();
+        let e = Layout::read(&path, "_vance/workflows/x.layout.json").unwrap_err();
+        assert_eq!(e.code(), "MAG-GR007");
+        assert!(
+            e.to_string().contains("_vance/workflows/x.layout.json"),
+            "{e}"
+        );
+    }
+
+    #[test]
+    fn a_layout_path_that_cannot_be_read_or_written_is_an_io_error() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("x.layout.json");
+        std::fs::create_dir(&path).unwrap();
+        let e = Layout::read(&path, "x.layout.json").unwrap_err();
+        assert_eq!(e.code(), "MAG-GR008");
+        let e = Layout::default().write(&path, "x.layout.json").unwrap_err();
+        assert_eq!(e.code(), "MAG-GR008");
+    }
+}

@@ -1,0 +1,122 @@
+//! A workflow's graph over REST: `GET …/workflows/{name}/graph?format=` renders it (the
+//! editor's React Flow JSON by default, or Mermaid or DOT text), and `PUT` with an editor
+//! graph stores where its nodes stand, in the project's layout file
+//! `_vance/workflows/<name>.layout.json` (see [`crate::editor_graph`]).
+//!
+//! A `PUT` keeps only node ids, positions, sizes and the viewport: edges and node data are
+//! ignored, because the document is the truth. It replaces the whole layout (states it does
+//! not name go back to the automatic layout) and answers the graph as the next `GET` will.
+//! Nodes that are not states of the document answer 422 (`MAG-GR004`); a body that is not an
+//! editor graph 400 (`MAG-GR002`); an unknown `format` 400 (`MAG-GR001`).
+
+use axum::Json;
+use axum::body::Bytes;
+use axum::extract::rejection::BytesRejection;
+use axum::extract::{Path, Query, State};
+use axum::http::{HeaderMap, StatusCode, header};
+use axum::response::{IntoResponse, Response};
+use magrathea_yaml::{DocumentError, LoadOptions, Loaded, Scope, load_workflow};
+use serde::Deserialize;
+
+use super::auth::ApiScope;
+use super::body::body_error;
+use super::error::ApiError;
+use super::state::AppState;
+use crate::editor_graph::{self, GraphError, GraphFormat, Layout};
+
+/// `{tenant}`, `{project}` and `{name}`.
+#[derive(Debug, Deserialize)]
+pub(crate) struct GraphPath {
+    tenant: String,
+    project: String,
+    name: String,
+}
+
+/// Query of the `GET`.
+#[derive(Debug, Deserialize)]
+pub(crate) struct GraphQuery {
+    format: Option<String>,
+}
+
+impl From<GraphError> for ApiError {
+    fn from(e: GraphError) -> Self {
+        let status = match &e {
+            GraphError::UnknownFormat { .. } | GraphError::NotAGraph { .. } => {
+                StatusCode::BAD_REQUEST
+            }
+            GraphError::LayoutIo { .. } => return ApiError::internal(e),
+            _ => StatusCode::UNPROCESSABLE_ENTITY,
+        };
+        ApiError::new(status, e.code(), e.to_string())
+    }
+}
+
+/// The workflow `name` of `scope`, loaded and valid: 404 when there is none, 422 with its
+/// diagnostics when it is invalid.
+fn load(state: &AppState, scope: &Scope, name: &str) -> Result<Loaded, ApiError> {
+    let (path, text) = match state.docs().workflow(scope, name) {
+        Ok(found) => found,
+        Err(DocumentError::UnknownWorkflow { .. } | DocumentError::InvalidName(_)) => {
+            return Err(ApiError::new(
+                StatusCode::NOT_FOUND,
+                "MAG-HTTP-WORKFLOW-NOT-FOUND",
+                format!("[MAG-DOC001] unknown workflow `{name}`"),
+            ));
+        }
+        Err(e) => return Err(ApiError::internal(e)),
+    };
+    load_workflow(&state.label(&path), &text, &LoadOptions::default())
+        .map_err(|diags| ApiError::invalid_document(diags.iter().map(|d| d.to_string()).collect()))
+}
+
+/// The layout file of `name` and how clients see its path.
+fn layout_file(state: &AppState, scope: &Scope, name: &str) -> (std::path::PathBuf, String) {
+    let path = editor_graph::layout_path(&state.docs().project_dir(scope), name);
+    (path, format!("_vance/workflows/{name}.layout.json"))
+}
+
+/// `GET …/workflows/{name}/graph?format=reactflow|mermaid|dot`.
+pub(crate) async fn get(
+    State(state): State<AppState>,
+    Path(p): Path<GraphPath>,
+    Query(q): Query<GraphQuery>,
+    headers: HeaderMap,
+) -> Result<Response, ApiError> {
+    state.authorize(&headers, &p.tenant, ApiScope::Read)?;
+    let scope = state.scope(&p.tenant, &p.project)?;
+    let format = match q.format.as_deref() {
+        None => GraphFormat::default(),
+        Some(f) => f.parse::<GraphFormat>()?,
+    };
+    let loaded = load(&state, &scope, &p.name)?;
+    let text = |body: String| {
+        ([(header::CONTENT_TYPE, "text/plain; charset=utf-8")], body).into_response()
+    };
+    Ok(match format {
+        GraphFormat::Mermaid => text(loaded.plan.graph().to_mermaid()),
+        GraphFormat::Dot => text(loaded.plan.graph().to_dot()),
+        GraphFormat::ReactFlow => {
+            let (path, label) = layout_file(&state, &scope, &p.name);
+            let layout = Layout::read(&path, &label)?;
+            Json(editor_graph::export(&loaded, layout.as_ref())).into_response()
+        }
+    })
+}
+
+/// `PUT …/workflows/{name}/graph` with an editor graph → 200 with the graph as stored.
+pub(crate) async fn put(
+    State(state): State<AppState>,
+    Path(p): Path<GraphPath>,
+    headers: HeaderMap,
+    body: Result<Bytes, BytesRejection>,
+) -> Result<Response, ApiError> {
+    state.authorize(&headers, &p.tenant, ApiScope::Write)?;
+    let scope = state.scope(&p.tenant, &p.project)?;
+    let loaded = load(&state, &scope, &p.name)?;
+    let body = body.map_err(|e| body_error(e.status(), e.body_text()))?;
+    let states: Vec<String> = loaded.plan.states.iter().map(|s| s.name.clone()).collect();
+    let layout = Layout::from_editor_graph(&body, &p.name, &states)?;
+    let (path, label) = layout_file(&state, &scope, &p.name);
+    layout.write(&path, &label)?;
+    Ok(Json(editor_graph::export(&loaded, Some(&layout))).into_response())
+}

@@ -1,0 +1,103 @@
+//! `magrathea graph NAME --format reactflow`: the editor graph the HTTP API serves, placed by
+//! the project's layout file when there is one; the other formats stay as they were.
+
+mod cli_common;
+
+use cli_common::*;
+use magrathea_server::editor_graph::{self, Layout};
+use magrathea_yaml::{LoadOptions, load_workflow};
+use serde_json::{Value, json};
+
+const FLOW: &str = "\
+start: ask
+states:
+  ask:
+    type: gate_task
+    inbox: { kind: APPROVAL, title: Go? }
+    on:
+      approved: done
+      rejected: stop
+  done: { type: terminal, result: yes }
+  stop: { type: terminal, outcome: failure }
+";
+
+fn node<'a>(graph: &'a Value, id: &str) -> &'a Value {
+    graph["nodes"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|n| n["id"] == id)
+        .unwrap_or_else(|| panic!("no node {id} in {graph}"))
+}
+
+#[test]
+fn reactflow_prints_the_editor_graph_the_library_exports() {
+    let p = Project::new();
+    p.workflow("flow", FLOW);
+    let out = p.cli(&["graph", "flow", "--format", "reactflow"]);
+    assert_eq!(code(&out), 0, "{}", stderr(&out));
+    let printed = json(&out);
+    assert_eq!(printed["schemaVersion"], "1.0");
+    assert_eq!(node(&printed, "ask")["data"]["type"], "approval");
+    assert_eq!(node(&printed, "stop")["data"]["type"], "terminal");
+    let loaded = load_workflow("flow", FLOW, &LoadOptions::default()).unwrap();
+    let library = serde_json::to_value(editor_graph::export(&loaded, None)).unwrap();
+    assert_eq!(printed, library);
+}
+
+#[test]
+fn reactflow_places_nodes_where_the_layout_file_says() {
+    let p = Project::new();
+    p.workflow("flow", FLOW);
+    let graph = json!({
+        "nodes": [{"id": "done", "position": {"x": 7.5, "y": -3}, "height": 40}],
+        "viewport": {"x": 1, "y": 2, "zoom": 2}
+    });
+    let states = ["ask", "done", "stop"].map(String::from);
+    let layout = Layout::from_editor_graph(graph.to_string().as_bytes(), "flow", &states).unwrap();
+    layout
+        .write(&editor_graph::layout_path(&p.dir, "flow"), "flow")
+        .unwrap();
+    let printed = json(&p.cli(&["graph", "flow", "--format", "reactflow"]));
+    assert_eq!(
+        node(&printed, "done")["position"],
+        json!({"x": 7.5, "y": -3.0})
+    );
+    assert_eq!(node(&printed, "done")["height"], 40.0);
+    assert_eq!(
+        node(&printed, "ask")["position"],
+        json!({"x": 0.0, "y": 0.0})
+    );
+    assert_eq!(
+        printed["viewport"],
+        json!({"x": 1.0, "y": 2.0, "zoom": 2.0})
+    );
+    // The layout file is not a workflow: validating the project checks only the document.
+    let validate = p.cli(&["validate"]);
+    assert_eq!(code(&validate), 0, "{}", stderr(&validate));
+    assert!(
+        !stdout(&validate).contains("layout"),
+        "{}",
+        stdout(&validate)
+    );
+}
+
+#[test]
+fn a_broken_layout_file_exits_2_naming_it_and_mermaid_stays_the_default() {
+    let p = Project::new();
+    p.workflow("flow", FLOW);
+    std::fs::write(p.dir.join("_vance/workflows/flow.layout.json"), "[1,2]").unwrap();
+    let out = p.cli(&["graph", "flow", "--format", "reactflow"]);
+    assert_eq!(code(&out), 2);
+    let err = stderr(&out);
+    assert!(
+        err.contains("MAG-GR007") && err.contains("flow.layout.json"),
+        "{err}"
+    );
+    // The text formats do not read layout at all.
+    let mermaid = p.cli(&["graph", "flow"]);
+    assert_eq!(code(&mermaid), 0);
+    assert!(stdout(&mermaid).starts_with("stateDiagram-v2"));
+    let missing = p.cli(&["graph", "nope", "--format", "reactflow"]);
+    assert_eq!(code(&missing), 1);
+}
