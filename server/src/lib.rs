@@ -25,6 +25,7 @@
 pub mod http;
 mod store_location;
 pub mod triggers;
+pub mod versions;
 pub mod webhook;
 
 pub use http::{

@@ -40,6 +40,10 @@ pub(crate) struct RunArgs {
     /// Print the run as one JSON object on stdout.
     #[arg(long)]
     json: bool,
+    /// Start the project's draft, `_vance/workflow-drafts/NAME.yaml`, instead of the live
+    /// document (the run's version ends with `+draft`).
+    #[arg(long)]
+    draft: bool,
 }
 
 pub(crate) async fn run(loc: &Location, args: RunArgs) -> anyhow::Result<u8> {
@@ -55,9 +59,13 @@ pub(crate) async fn run(loc: &Location, args: RunArgs) -> anyhow::Result<u8> {
     let backend = project.backend(&runtime).await?;
     // The document is resolved, validated and frozen here, from this project, whichever
     // process drives the run.
-    let request = match runtime.start_request(&project.scope, &args.name, params, |req| {
-        req.started_by(&started_by)
-    }) {
+    let complete = |req: magrathea_core::StartRequest| req.started_by(&started_by);
+    let request = if args.draft {
+        runtime.draft_request(&project.scope, &args.name, params, complete)
+    } else {
+        runtime.start_request(&project.scope, &args.name, params, complete)
+    };
+    let request = match request {
         Ok(request) => request,
         Err(YamlStartError::Invalid(diags)) => {
             for d in diags.iter() {
