@@ -319,3 +319,47 @@ async fn archiving_an_unknown_workflow_is_404() {
     assert_eq!(code(r).await, (404, "MAG-HTTP-WORKFLOW-NOT-FOUND".into()));
     assert!(!vance(&s, "workflow-state/nope.yaml").exists());
 }
+
+#[tokio::test]
+async fn the_documents_api_cannot_overwrite_the_history_but_stores_drafts() {
+    let s = Server::start().await;
+    write(&vance(&s, "workflow-drafts/hello.yaml"), DRAFT);
+    let r = post(&s, "hello/publish", ACME).await;
+    assert_eq!(r.status(), 200);
+    let entry = format!("workflow-history/hello/{}.yaml", sha(HELLO));
+    let r = s
+        .client
+        .put(s.url(&format!("/brain/acme/project/shop/documents/{entry}")))
+        .bearer_auth(ACME)
+        .body("tampered")
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(code(r).await, (409, "MAG-VR005".into()));
+    assert_eq!(std::fs::read_to_string(vance(&s, &entry)).unwrap(), HELLO);
+
+    // A draft is written through the documents API, then published.
+    let r = s
+        .client
+        .put(s.url("/brain/acme/project/shop/documents/workflow-drafts/hello.yaml"))
+        .bearer_auth(ACME_WRITE)
+        .body(HELLO)
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(r.status(), 201);
+    let p: Value = s
+        .post(
+            "/brain/acme/project/shop/workflows/hello/publish",
+            Some(ACME_WRITE),
+        )
+        .send()
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap();
+    // The first text is live again; the text it replaces is kept in the history in its turn.
+    assert_eq!(p["version"], sha(HELLO), "{p}");
+    assert_eq!(p["previous"], sha(DRAFT), "{p}");
+}

@@ -230,6 +230,11 @@ pub(super) const CODES: &[ErrorCode] = &[
         remedy: "Restore the history file from a backup: history entries are never overwritten.",
     },
     ErrorCode {
+        code: "MAG-VR005",
+        meaning: "A write under `_vance/workflow-history/` was refused: the history of published workflows is immutable.",
+        remedy: "Write the new text as a draft (`_vance/workflow-drafts/<name>.yaml`) and publish it.",
+    },
+    ErrorCode {
         code: "MAG-SC001",
         meaning: "A scheduler document sets both `recipe:` and `workflow:`; they are mutually exclusive.",
         remedy: "Keep `workflow:` and remove `recipe:`.",
