@@ -363,3 +363,39 @@ async fn the_documents_api_cannot_overwrite_the_history_but_stores_drafts() {
     assert_eq!(p["version"], sha(HELLO), "{p}");
     assert_eq!(p["previous"], sha(DRAFT), "{p}");
 }
+
+#[tokio::test]
+async fn a_schedule_of_an_archived_workflow_records_a_refused_delivery() {
+    let s = Server::start().await;
+    let r = s
+        .client
+        .put(s.url("/brain/acme/project/shop/documents/scheduler/nightly.yaml"))
+        .bearer_auth(ACME)
+        .body("cron: \"0 3 * * *\"\nworkflow: hello\n")
+        .send()
+        .await
+        .unwrap();
+    assert!(r.status().is_success(), "{}", r.text().await.unwrap());
+    let r = post(&s, "hello/archive", ACME).await;
+    assert_eq!(r.status(), 200);
+    let r = s
+        .post(
+            "/brain/acme/project/shop/schedules/nightly/trigger",
+            Some(ACME),
+        )
+        .send()
+        .await
+        .unwrap();
+    let status = r.status();
+    let body: Value = r.json().await.unwrap();
+    assert_eq!(status, 422, "{body}");
+    let message = body["error"]["message"].as_str().unwrap();
+    assert!(message.contains("[MAG-VR001]"), "{body}");
+    let deliveries: Value = s
+        .get_json("/brain/acme/project/shop/triggers/deliveries", Some(ACME))
+        .await;
+    assert!(
+        deliveries.to_string().contains("[MAG-VR001]"),
+        "{deliveries}"
+    );
+}
