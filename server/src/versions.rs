@@ -306,7 +306,7 @@ pub fn set_archived(
 mod tests {
     use super::*;
 
-    const VALID: &str = "initial: a\nstates:\n  a:\n    type: end\n";
+    const VALID: &str = "start: a\nstates:\n  a:\n    type: terminal\n";
 
     fn project() -> (tempfile::TempDir, DocumentSource, Scope) {
         let dir = tempfile::tempdir().unwrap();
