@@ -62,6 +62,18 @@ pub enum DocumentError {
          '.', '_' and '-' (no path separators, no '..')"
     )]
     InvalidName(String),
+    /// The workflow is archived: it refuses new starts (see [`DocumentSource::is_archived`]).
+    #[error(
+        "[MAG-VR001] workflow '{0}' is archived: it refuses new starts (runs already started \
+         finish); unarchive it to start it again"
+    )]
+    Archived(String),
+    /// A draft start asked for a workflow that has no draft in the project.
+    #[error(
+        "[MAG-VR002] workflow '{0}' has no draft: looked for _vance/{DRAFTS_DIR}/{0}.yaml in \
+         the project"
+    )]
+    NoDraft(String),
     /// The file exists but could not be read.
     #[error("[MAG-DOC003] cannot read {path}: {message}")]
     Io {
@@ -71,6 +83,18 @@ pub enum DocumentError {
         message: String,
     },
 }
+
+/// The directory under `_vance/` that holds drafts of workflows: `<name>.yaml`, started only
+/// explicitly, published into `workflows/`.
+pub const DRAFTS_DIR: &str = "workflow-drafts";
+
+/// The directory under `_vance/` that keeps every replaced live workflow document, immutable:
+/// `<name>/<sha256 of the text>.yaml`.
+pub const HISTORY_DIR: &str = "workflow-history";
+
+/// The directory under `_vance/` of the workflows' lifecycle markers: `<name>.yaml` exists
+/// while the workflow is archived.
+pub const STATE_DIR: &str = "workflow-state";
 
 /// A directory tree of documents: `<root>/<tenant>/<project>/_vance/…`, with
 /// `<root>/<tenant>/_tenant/_vance/…` as the tenant-wide fallback.
@@ -200,6 +224,56 @@ impl DocumentSource {
         self.document(scope, "workflows", name)
     }
 
+    /// The document a new run of `name` starts from: the live workflow by the cascade, or,
+    /// with `draft`, the project's `_vance/workflow-drafts/<name>.yaml`. An archived workflow
+    /// refuses both ([`DocumentError::Archived`]).
+    pub fn workflow_to_start(
+        &self,
+        scope: &Scope,
+        name: &str,
+        draft: bool,
+    ) -> Result<(PathBuf, String), DocumentError> {
+        check_name(name)?;
+        if self.is_archived(scope, name) {
+            return Err(DocumentError::Archived(name.to_string()));
+        }
+        if !draft {
+            return self.workflow(scope, name);
+        }
+        let path = self.draft_path(scope, name);
+        match std::fs::read_to_string(&path) {
+            Ok(text) => Ok((path, text)),
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
+                Err(DocumentError::NoDraft(name.to_string()))
+            }
+            Err(e) => Err(DocumentError::Io {
+                path,
+                message: e.to_string(),
+            }),
+        }
+    }
+
+    /// The project's draft of the workflow `name` (which may not exist).
+    pub fn draft_path(&self, scope: &Scope, name: &str) -> PathBuf {
+        self.project_dir(scope)
+            .join("_vance")
+            .join(DRAFTS_DIR)
+            .join(format!("{name}.yaml"))
+    }
+
+    /// The marker that archives the workflow `name` in the project (which may not exist).
+    pub fn archive_marker(&self, scope: &Scope, name: &str) -> PathBuf {
+        self.project_dir(scope)
+            .join("_vance")
+            .join(STATE_DIR)
+            .join(format!("{name}.yaml"))
+    }
+
+    /// Whether the workflow `name` is archived in the project: its marker exists.
+    pub fn is_archived(&self, scope: &Scope, name: &str) -> bool {
+        check_name(name).is_ok() && self.archive_marker(scope, name).is_file()
+    }
+
     /// Names of the workflows visible in the scope (project first, then tenant), sorted.
     pub fn workflow_names(&self, scope: &Scope) -> Vec<String> {
         let mut names: Vec<String> = [self.project_dir(scope), self.tenant_dir(scope)]
@@ -279,6 +353,38 @@ mod tests {
             let err = docs.workflow(&scope, bad).unwrap_err();
             assert!(err.to_string().contains("[MAG-DOC002]"), "{bad}: {err}");
         }
+    }
+
+    #[test]
+    fn drafts_start_only_from_the_project_and_archived_workflows_refuse_starts() {
+        let dir = tempfile::tempdir().unwrap();
+        let root = dir.path();
+        let scope = Scope::new("acme", "shop");
+        let docs = DocumentSource::new(root);
+        let vance = root.join("acme/shop/_vance");
+        std::fs::create_dir_all(vance.join("workflows")).unwrap();
+        std::fs::write(vance.join("workflows/a.yaml"), "live").unwrap();
+        let err = docs.workflow_to_start(&scope, "a", true).unwrap_err();
+        assert!(err.to_string().contains("[MAG-VR002]"), "{err}");
+        std::fs::create_dir_all(vance.join(DRAFTS_DIR)).unwrap();
+        std::fs::write(vance.join(DRAFTS_DIR).join("a.yaml"), "draft").unwrap();
+        assert_eq!(
+            docs.workflow_to_start(&scope, "a", false).unwrap().1,
+            "live"
+        );
+        assert_eq!(
+            docs.workflow_to_start(&scope, "a", true).unwrap().1,
+            "draft"
+        );
+        std::fs::create_dir_all(vance.join(STATE_DIR)).unwrap();
+        std::fs::write(docs.archive_marker(&scope, "a"), "archived: true\n").unwrap();
+        assert!(docs.is_archived(&scope, "a"));
+        for draft in [false, true] {
+            let err = docs.workflow_to_start(&scope, "a", draft).unwrap_err();
+            assert!(err.to_string().contains("[MAG-VR001]"), "{err}");
+        }
+        // Reading the document (validate, graph) is not a start.
+        assert_eq!(docs.workflow(&scope, "a").unwrap().1, "live");
     }
 
     #[test]

@@ -74,7 +74,9 @@ pub mod tools;
 
 pub use bounds::TenantBounds;
 pub use call::{ExecCall, IntoExecCall, RunContext, RunData};
-pub use documents::{DocumentError, DocumentSource, Scope, check_name};
+pub use documents::{
+    DRAFTS_DIR, DocumentError, DocumentSource, HISTORY_DIR, STATE_DIR, Scope, check_name,
+};
 pub use egress::EgressPolicy;
 pub use executors::{Executors, LanePermit};
 pub use policy::{ExecutionPolicy, TaskType};

@@ -26,6 +26,7 @@ pub mod editor_graph;
 pub mod http;
 mod store_location;
 pub mod triggers;
+pub mod versions;
 pub mod webhook;
 
 pub use http::{

@@ -688,6 +688,20 @@ async fn workflow_start_starts_a_run_pinned_to_the_callers_scope_and_user() {
     assert_eq!(v.result, Some(json!("denied")), "{v:?}");
 }
 
+#[tokio::test]
+async fn workflow_start_of_an_archived_workflow_fails_naming_the_archive() {
+    let e = env().await;
+    e.workflow("child", "start: d\nstates:\n  d: { type: terminal }\n");
+    e.write("_vance/workflow-state/child.yaml", "archived: true\n");
+    e.workflow(
+        "parent",
+        &one_tool("[workflow_start]", "workflow_start", "{ name: child }"),
+    );
+    let v = e.run("parent", json!({})).await;
+    assert_eq!(v.result, Some(json!("broken")), "{v:?}");
+    assert!(error_of(&v).contains("[MAG-VR001]"), "{v:?}");
+}
+
 // ---------------------------------------------------------------------------------------
 // #[task]s and host tools
 

@@ -125,6 +125,10 @@ pub const AREAS: &[Area] = &[
         title: "Workflow documents",
     },
     Area {
+        prefix: "VR",
+        title: "Workflow versions: drafts, publishing, history, archive",
+    },
+    Area {
         prefix: "SC",
         title: "Scheduler documents",
     },

@@ -16,6 +16,7 @@ mod schedules;
 mod serve;
 mod store;
 mod validate;
+mod versions;
 
 use std::fmt;
 use std::path::PathBuf;
@@ -98,6 +99,15 @@ enum Command {
     Deliveries(schedules::DeliveriesCommand),
     /// Serve the HTTP API (runs, inbox, events, documents) over a tree of tenants and projects.
     Serve(serve::ServeArgs),
+    /// Publish a workflow's draft (`_vance/workflow-drafts/NAME.yaml`): validate it, keep the
+    /// live document in `_vance/workflow-history/`, make the draft live.
+    Publish(versions::NameArgs),
+    /// List a workflow's live document and its history, newest first.
+    Versions(versions::NameArgs),
+    /// Archive a workflow: new starts are refused (exit 2), running runs finish.
+    Archive(versions::NameArgs),
+    /// Unarchive a workflow: starts are accepted again.
+    Unarchive(versions::NameArgs),
 }
 
 /// A failure the command reports with exit code 2 (invalid input; nothing was done).
@@ -128,6 +138,10 @@ pub(crate) async fn main() -> ExitCode {
         Command::Schedules(c) => schedules::schedules(&loc, c).await,
         Command::Deliveries(c) => schedules::deliveries(&loc, c).await,
         Command::Serve(a) => serve::serve(&loc, a).await,
+        Command::Publish(a) => versions::publish(&loc, a),
+        Command::Versions(a) => versions::list(&loc, a),
+        Command::Archive(a) => versions::set_archived(&loc, a, true),
+        Command::Unarchive(a) => versions::set_archived(&loc, a, false),
     };
     // Clients that started or answered runs here see them settle before this process gives
     // up the store; after a Ctrl-C it leaves at once (their runs resume with the next owner).

@@ -136,6 +136,10 @@ pub(crate) fn print_labels(run: &RunDto) -> anyhow::Result<()> {
     if !run.run.workflow_version.is_empty() {
         outln!("  version: {}", run.run.workflow_version)?;
     }
+    if let Some(hash) = &run.definition_hash {
+        let draft = if run.draft { " (draft)" } else { "" };
+        outln!("  definition: sha256 {hash}{draft}")?;
+    }
     if let Some(description) = run.description.as_deref().map(str::trim) {
         outln!("  description: {}", description.replace('\n', "\n    "))?;
     }

@@ -40,24 +40,43 @@ pub(crate) struct RunArgs {
     /// Print the run as one JSON object on stdout.
     #[arg(long)]
     json: bool,
+    /// Start the project's draft, `_vance/workflow-drafts/NAME.yaml`, instead of the live
+    /// document (the run's version ends with `+draft`).
+    #[arg(long)]
+    draft: bool,
 }
 
 pub(crate) async fn run(loc: &Location, args: RunArgs) -> anyhow::Result<u8> {
     let project = Project::locate(loc)?;
     let runtime = project.runtime();
     // `--param` values are typed by the document's `parameters:` where it declares the key.
-    let declared = runtime
-        .load(&project.scope, &args.name)
-        .map(|(_, _, loaded)| loaded.doc.parameters)
-        .unwrap_or_default();
+    let declared = if args.draft {
+        // A draft's own `parameters:` type its values.
+        std::fs::read_to_string(project.docs().draft_path(&project.scope, &args.name))
+            .ok()
+            .and_then(|text| {
+                magrathea_yaml::load_workflow(&args.name, &text, &Default::default()).ok()
+            })
+            .map(|loaded| loaded.doc.parameters)
+            .unwrap_or_default()
+    } else {
+        runtime
+            .load(&project.scope, &args.name)
+            .map(|(_, _, loaded)| loaded.doc.parameters)
+            .unwrap_or_default()
+    };
     let params = parse_params(args.params.as_deref(), &args.param, &declared)?;
     let started_by = args.started_by.unwrap_or_else(default_user);
     let backend = project.backend(&runtime).await?;
     // The document is resolved, validated and frozen here, from this project, whichever
     // process drives the run.
-    let request = match runtime.start_request(&project.scope, &args.name, params, |req| {
-        req.started_by(&started_by)
-    }) {
+    let complete = |req: magrathea_core::StartRequest| req.started_by(&started_by);
+    let request = if args.draft {
+        runtime.draft_request(&project.scope, &args.name, params, complete)
+    } else {
+        runtime.start_request(&project.scope, &args.name, params, complete)
+    };
+    let request = match request {
         Ok(request) => request,
         Err(YamlStartError::Invalid(diags)) => {
             for d in diags.iter() {

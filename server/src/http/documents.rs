@@ -18,6 +18,11 @@
 //! project's triggers are rebuilt at once, and the response's `warnings` name what keeps one
 //! of the document's triggers from working (a webhook's token setting that is not set, …).
 //!
+//! Versions have their own routes (see [`super::versions`]): a PUT under
+//! `workflow-history/` is refused with 409 (`MAG-VR005`), since the history is written by
+//! publishing only; a draft under `workflow-drafts/` is stored as it is (a draft may be work
+//! in progress) and validated when it is published.
+//!
 //! Symbolic links inside a project may not lead out of it: a read, a write or a listing that
 //! would is refused with 403 (`MAG-HTTP-OUTSIDE-PROJECT`), and a listing leaves such links
 //! out. Names over 255 bytes and paths over 1,024 bytes are refused with 400.
@@ -139,6 +144,20 @@ pub(crate) async fn put(
         // way to run workflows, so it takes the right to run them.
         return Err(ApiError::forbidden(
             "writing _vance/settings.yaml needs the scopes `workflow.write` and `workflow.run`",
+        ));
+    }
+    if parts[0] == magrathea_yaml::runtime::HISTORY_DIR {
+        // The history keeps every replaced version by its content hash: written by publish
+        // only, never overwritten.
+        return Err(ApiError::new(
+            StatusCode::CONFLICT,
+            "MAG-VR005",
+            format!(
+                "[MAG-VR005] _vance/{}/ is the immutable history of published workflows; \
+                 write a draft to _vance/{}/ and publish it instead",
+                magrathea_yaml::runtime::HISTORY_DIR,
+                magrathea_yaml::runtime::DRAFTS_DIR
+            ),
         ));
     }
     let trigger_doc = is_trigger_document(&parts);

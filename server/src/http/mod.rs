@@ -39,6 +39,7 @@ pub(crate) mod setting;
 pub mod sse;
 pub mod state;
 pub mod triggers;
+pub mod versions;
 pub mod visible;
 pub(crate) mod webhooks;
 pub mod ws;

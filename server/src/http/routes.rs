@@ -8,7 +8,7 @@ use super::graph;
 use super::state::AppState;
 use super::{
     approvals, documents, events, health, inbox, journal, live_events, metrics, openapi, rerun,
-    runs, schemas, sse, triggers, webhooks, ws,
+    runs, schemas, sse, triggers, versions, webhooks, ws,
 };
 
 /// Who may call a route.
@@ -87,8 +87,8 @@ pub fn routes() -> Vec<Route> {
             methods: &["POST"],
             path: "/brain/{tenant}/project/{project}/workflows/{name}/start",
             operation: "workflows.start",
-            summary: "Start a run: {params, startedBy?} (+ Idempotency-Key header) -> 201 {workflowRunId, workflowName}, 200 when the key started it before; startedBy = the token's subject, a body startedBy is recorded as requestedBy",
-            query: &[],
+            summary: "Start a run: {params, startedBy?, draft?} (or ?draft=true: the project's draft; 409 MAG-VR001 when archived) (+ Idempotency-Key header) -> 201 {workflowRunId, workflowName}, 200 when the key started it before; startedBy = the token's subject, a body startedBy is recorded as requestedBy",
+            query: &["draft"],
             access: Token(Run),
             handler: || post(runs::start),
         },
@@ -390,6 +390,42 @@ pub fn routes() -> Vec<Route> {
             query: &[],
             access: Token(Write),
             handler: || put(documents::put),
+        },
+        Route {
+            methods: &["POST"],
+            path: "/brain/{tenant}/project/{project}/workflows/{name}/publish",
+            operation: "workflows.publish",
+            summary: "Publish the draft: validate it (422), keep the live document in the history under its SHA-256, make the draft live -> {name, version, previous}",
+            query: &[],
+            access: Token(Write),
+            handler: || post(versions::publish),
+        },
+        Route {
+            methods: &["GET"],
+            path: "/brain/{tenant}/project/{project}/workflows/{name}/versions",
+            operation: "workflows.versions",
+            summary: "The live document and its history, newest first: {name, archived, draft, versions: [{hash, state, at, size}]}",
+            query: &[],
+            access: Token(Read),
+            handler: || get(versions::list),
+        },
+        Route {
+            methods: &["POST"],
+            path: "/brain/{tenant}/project/{project}/workflows/{name}/archive",
+            operation: "workflows.archive",
+            summary: "Archive: new starts are refused (409 MAG-VR001), running runs finish -> {name, archived: true}",
+            query: &[],
+            access: Token(Write),
+            handler: || post(versions::archive),
+        },
+        Route {
+            methods: &["POST"],
+            path: "/brain/{tenant}/project/{project}/workflows/{name}/unarchive",
+            operation: "workflows.unarchive",
+            summary: "Unarchive: starts are accepted again -> {name, archived: false}",
+            query: &[],
+            access: Token(Write),
+            handler: || post(versions::unarchive),
         },
     ]
 }

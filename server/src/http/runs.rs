@@ -67,6 +67,18 @@ pub(crate) struct StartBody {
     params: Value,
     #[serde(default)]
     started_by: Option<String>,
+    /// Start the project's draft (`_vance/workflow-drafts/<name>.yaml`) instead of the live
+    /// document.
+    #[serde(default)]
+    draft: bool,
+}
+
+/// Query of `POST …/workflows/{name}/start`.
+#[derive(Debug, Default, Deserialize)]
+pub(crate) struct StartQuery {
+    /// `?draft=true`: like `"draft": true` in the body.
+    #[serde(default)]
+    draft: bool,
 }
 
 /// Reply of a start (REST, WebSocket and events).
@@ -103,6 +115,14 @@ pub struct RunDto {
     /// subject of the token that fired an event; absent when none was given.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub requested_by: Option<String>,
+    /// The SHA-256 (hex) of the frozen definition the run executes, the version it runs: the
+    /// same as the `version` a publish answered and `versions` lists. `null` for a code
+    /// workflow.
+    #[serde(default)]
+    pub definition_hash: Option<String>,
+    /// Whether the run was started from a draft (its version ends with `+draft`).
+    #[serde(default)]
+    pub draft: bool,
 }
 
 impl RunDto {
@@ -144,6 +164,14 @@ impl RunDto {
             description,
             tags,
             requested_by: start.and_then(|s| s.requested_by.clone()),
+            definition_hash: start
+                .filter(|s| !s.frontend.is_code())
+                .and_then(|s| s.definition.as_deref())
+                .map(crate::triggers::registry::sha256_hex),
+            draft: start.is_some_and(|s| {
+                !s.frontend.is_code()
+                    && magrathea_yaml::runtime::is_draft_version(&s.workflow_version)
+            }),
         }
     }
 }
@@ -180,6 +208,7 @@ fn labels(start: &StartRecord) -> (Option<String>, Vec<String>) {
 pub(crate) async fn start(
     State(state): State<AppState>,
     Path(p): Path<WorkflowPath>,
+    Query(q): Query<StartQuery>,
     headers: HeaderMap,
     JsonBody(body): JsonBody<StartBody>,
 ) -> Result<(StatusCode, Json<Started>), ApiError> {
@@ -193,7 +222,14 @@ pub(crate) async fn start(
         idempotency_key: key.map(|k| format!("api:{}:{}:{k}", scope.key(), p.name)),
     };
     let (run, created) = state
-        .start_as(&scope, &p.name, body.params, &starter, "rest")
+        .start_from(
+            &scope,
+            &p.name,
+            body.params,
+            &starter,
+            "rest",
+            body.draft || q.draft,
+        )
         .await?;
     let status = if created {
         StatusCode::CREATED

@@ -136,6 +136,21 @@ impl AppState {
         starter: &Starter,
         trigger: &str,
     ) -> Result<(RunId, bool), ApiError> {
+        self.start_from(scope, name, params, starter, trigger, false)
+            .await
+    }
+
+    /// [`AppState::start_as`] of the live document, or with `draft` of the project's draft
+    /// (`_vance/workflow-drafts/<name>.yaml`; never a code workflow).
+    pub async fn start_from(
+        &self,
+        scope: &Scope,
+        name: &str,
+        params: Value,
+        starter: &Starter,
+        trigger: &str,
+        draft: bool,
+    ) -> Result<(RunId, bool), ApiError> {
         if let Some(key) = &starter.idempotency_key
             && let Some(existing) = self
                 .engine
@@ -150,11 +165,20 @@ impl AppState {
         } else {
             params.clone()
         };
-        let run = match self
-            .runtime
-            .start_with(&self.engine, scope, name, yaml_params, |r| starter.apply(r))
-            .await
-        {
+        let started = if draft {
+            match self
+                .runtime
+                .draft_request(scope, name, yaml_params, |r| starter.apply(r))
+            {
+                Ok(req) => self.engine.start(req).await.map_err(YamlStartError::from),
+                Err(e) => Err(e),
+            }
+        } else {
+            self.runtime
+                .start_with(&self.engine, scope, name, yaml_params, |r| starter.apply(r))
+                .await
+        };
+        let run = match started {
             Ok(run) => run,
             Err(e @ YamlStartError::Document(DocumentError::UnknownWorkflow { .. })) => {
                 // No document of that name: a registered code workflow, else the document
@@ -196,6 +220,12 @@ impl AppState {
                 "MAG-HTTP-WORKFLOW-NOT-FOUND",
                 format!("[MAG-DOC001] unknown workflow `{name}`"),
             ),
+            YamlStartError::Document(e @ DocumentError::Archived(_)) => {
+                ApiError::new(StatusCode::CONFLICT, "MAG-VR001", e.to_string())
+            }
+            YamlStartError::Document(e @ DocumentError::NoDraft(_)) => {
+                ApiError::new(StatusCode::NOT_FOUND, "MAG-VR002", e.to_string())
+            }
             YamlStartError::Document(e @ DocumentError::InvalidName(_)) => {
                 ApiError::bad_request("MAG-HTTP-INVALID-NAME", e.to_string())
             }

@@ -374,7 +374,11 @@ pub(super) async fn fire_manually(
     );
     let mut d = start(state, &reg, &schedule, &key, 0, now).await;
     d.reason = Some("manual".into());
-    d.message = Some(format!("fired by {by}"));
+    // A refused start keeps its reason after who fired it (an archived workflow, …).
+    d.message = Some(match d.message.take() {
+        Some(why) if d.run_id.is_none() => format!("fired by {by}: {why}"),
+        _ => format!("fired by {by}"),
+    });
     deliveries::record(catalog, &d)?;
     if let Some(run) = &d.run_id {
         note_run(catalog, &reg.id, run, now)?;

@@ -376,7 +376,7 @@ pub(crate) fn frozen_child(
     // The tenant's default bounds are journaled with the document: the child freezes the
     // defaults of the day its parent first asked for it, also when the parent is replayed.
     let found = ctx.side_effect("workflow_document", || {
-        match rt.docs.workflow(scope, name) {
+        match rt.docs.workflow_to_start(scope, name, false) {
             Ok((path, text)) => {
                 let mut found = json!({ "path": path.display().to_string(), "definition": text });
                 if let Some(defaults) = default_bounds::tenant_defaults(&rt.docs, scope) {

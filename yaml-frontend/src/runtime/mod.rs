@@ -32,8 +32,8 @@ pub use magrathea_exec::agent::{
 };
 pub(crate) use magrathea_exec::shell::env_name;
 pub use magrathea_exec::{
-    DocumentError, DocumentSource, Executors, LaneSettings, ProjectSettings, Scope, Tool,
-    ToolContext, ToolError, check_name,
+    DRAFTS_DIR, DocumentError, DocumentSource, Executors, HISTORY_DIR, LaneSettings,
+    ProjectSettings, STATE_DIR, Scope, Tool, ToolContext, ToolError, check_name,
 };
 
 use crate::{Diagnostics, LoadOptions, ParamErrors, load_workflow, validate_params};
@@ -61,6 +61,16 @@ fn render(d: &Diagnostics) -> String {
         .map(|d| d.to_string())
         .collect::<Vec<_>>()
         .join("\n")
+}
+
+/// What a draft run's version ends with: the document's `version:` (possibly empty) and
+/// `+draft`, semantic versioning's build metadata, so the run's `StartRecord` says that it
+/// ran a draft without a field of its own.
+pub const DRAFT_VERSION_SUFFIX: &str = "+draft";
+
+/// Whether a run's journaled version marks a draft run (see [`DRAFT_VERSION_SUFFIX`]).
+pub fn is_draft_version(version: &str) -> bool {
+    version.ends_with(DRAFT_VERSION_SUFFIX)
 }
 
 /// What the interpreter shares with the executors it calls: the documents and the
@@ -191,6 +201,7 @@ impl YamlRuntime {
     /// document resolved by the cascade and validated, the parameters checked (defaults
     /// filled), the frozen body, scope and bounds set. A process that does not own the store
     /// builds the request this way and has the store's owner start it.
+    /// An archived workflow is refused ([`DocumentError::Archived`]).
     pub fn start_request(
         &self,
         scope: &Scope,
@@ -198,12 +209,42 @@ impl YamlRuntime {
         params: Value,
         complete: impl FnOnce(StartRequest) -> StartRequest,
     ) -> Result<StartRequest, YamlStartError> {
-        let (_, text, loaded) = self.load(scope, name)?;
+        self.request_of(scope, name, false, params, complete)
+    }
+
+    /// [`YamlRuntime::start_request`] for the project's draft of `name`
+    /// (`_vance/workflow-drafts/<name>.yaml`): the run's version is the draft's `version:`
+    /// followed by [`DRAFT_VERSION_SUFFIX`]. No draft: [`DocumentError::NoDraft`].
+    pub fn draft_request(
+        &self,
+        scope: &Scope,
+        name: &str,
+        params: Value,
+        complete: impl FnOnce(StartRequest) -> StartRequest,
+    ) -> Result<StartRequest, YamlStartError> {
+        self.request_of(scope, name, true, params, complete)
+    }
+
+    fn request_of(
+        &self,
+        scope: &Scope,
+        name: &str,
+        draft: bool,
+        params: Value,
+        complete: impl FnOnce(StartRequest) -> StartRequest,
+    ) -> Result<StartRequest, YamlStartError> {
+        let (path, text) = self.inner.docs.workflow_to_start(scope, name, draft)?;
+        let loaded = load_workflow(&path.display().to_string(), &text, &LoadOptions::default())
+            .map_err(YamlStartError::Invalid)?;
         let params =
             validate_params(&loaded.doc.parameters, &params).map_err(YamlStartError::Params)?;
         let mut req = complete(StartRequest::code(name, params));
         req.frontend = "yaml".into();
-        req.version = Some(loaded.doc.version.clone().unwrap_or_default());
+        let mut version = loaded.doc.version.clone().unwrap_or_default();
+        if draft {
+            version.push_str(DRAFT_VERSION_SUFFIX);
+        }
+        req.version = Some(version);
         req.definition = Some(text);
         req.scope = scope.key().into();
         req.bounds = default_bounds::for_document(

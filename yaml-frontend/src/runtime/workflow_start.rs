@@ -30,7 +30,7 @@ impl WorkflowStart {
         let scope = ctx.scope();
         let (path, text) = self
             .docs
-            .workflow(&scope, &name)
+            .workflow_to_start(&scope, &name, false)
             .map_err(|e| ToolError::Failed(e.to_string()))?;
         let loaded = load_workflow(&path.display().to_string(), &text, &LoadOptions::default())
             .map_err(|d| {

@@ -210,6 +210,31 @@ pub(super) const CODES: &[ErrorCode] = &[
         remedy: "Check the file's permissions and encoding.",
     },
     ErrorCode {
+        code: "MAG-VR001",
+        meaning: "The workflow is archived: it refuses new starts; runs already started finish.",
+        remedy: "Unarchive it (`magrathea unarchive NAME`, `POST …/workflows/{name}/unarchive`) to start it again.",
+    },
+    ErrorCode {
+        code: "MAG-VR002",
+        meaning: "A draft start or a publish found no draft of the workflow in the project.",
+        remedy: "Write the draft to `_vance/workflow-drafts/<name>.yaml` first.",
+    },
+    ErrorCode {
+        code: "MAG-VR003",
+        meaning: "The draft is not a valid workflow document, so it was not published; nothing changed.",
+        remedy: "Fix the draft at the places the diagnostics name, then publish again.",
+    },
+    ErrorCode {
+        code: "MAG-VR004",
+        meaning: "A history entry exists under the content hash of the live document but holds other text.",
+        remedy: "Restore the history file from a backup: history entries are never overwritten.",
+    },
+    ErrorCode {
+        code: "MAG-VR005",
+        meaning: "A write under `_vance/workflow-history/` was refused: the history of published workflows is immutable.",
+        remedy: "Write the new text as a draft (`_vance/workflow-drafts/<name>.yaml`) and publish it.",
+    },
+    ErrorCode {
         code: "MAG-SC001",
         meaning: "A scheduler document sets both `recipe:` and `workflow:`; they are mutually exclusive.",
         remedy: "Keep `workflow:` and remove `recipe:`.",

@@ -1,0 +1,107 @@
+//! Versions of a workflow over REST: `POST …/workflows/{name}/publish`, `GET …/versions`,
+//! `POST …/archive` and `…/unarchive` (see [`crate::versions`]). Publishing and archiving need
+//! `workflow.write`, listing `workflow.read`; another tenant's project is answered 404 like a
+//! workflow that does not exist.
+
+use axum::Json;
+use axum::extract::{Path, State};
+use axum::http::{HeaderMap, StatusCode};
+use serde::Deserialize;
+use serde_json::{Value, json};
+
+use super::auth::ApiScope;
+use super::error::ApiError;
+use super::state::AppState;
+use crate::versions::{self, Published, VersionError, Versions};
+
+/// `{tenant}`, `{project}` and the workflow.
+#[derive(Debug, Deserialize)]
+pub(crate) struct WorkflowPath {
+    tenant: String,
+    project: String,
+    name: String,
+}
+
+fn api_error(e: VersionError) -> ApiError {
+    match e {
+        VersionError::InvalidName(_) => {
+            ApiError::bad_request("MAG-HTTP-INVALID-NAME", e.to_string())
+        }
+        VersionError::NoDraft(_) => {
+            ApiError::new(StatusCode::NOT_FOUND, "MAG-VR002", e.to_string())
+        }
+        VersionError::UnknownWorkflow(_) => ApiError::new(
+            StatusCode::NOT_FOUND,
+            "MAG-HTTP-WORKFLOW-NOT-FOUND",
+            e.to_string(),
+        ),
+        VersionError::Invalid { diagnostics, .. } => ApiError::invalid_document(diagnostics),
+        VersionError::HistoryMismatch(_) => {
+            ApiError::new(StatusCode::CONFLICT, "MAG-VR004", e.to_string())
+        }
+        VersionError::Io { .. } => ApiError::internal(e),
+    }
+}
+
+/// `POST …/workflows/{name}/publish` → `{name, version, previous}`; 422 with diagnostics for
+/// an invalid draft (nothing changes), 404 (`MAG-VR002`) without a draft.
+pub(crate) async fn publish(
+    State(state): State<AppState>,
+    Path(p): Path<WorkflowPath>,
+    headers: HeaderMap,
+) -> Result<Json<Published>, ApiError> {
+    state.authorize(&headers, &p.tenant, ApiScope::Write)?;
+    let scope = state.scope(&p.tenant, &p.project)?;
+    let docs = state.docs().clone();
+    let published = tokio::task::spawn_blocking(move || versions::publish(&docs, &scope, &p.name))
+        .await
+        .map_err(ApiError::internal)?
+        .map_err(api_error)?;
+    Ok(Json(published))
+}
+
+/// `GET …/workflows/{name}/versions` → `{name, archived, draft, versions: [{hash, state, at,
+/// size}]}`, the live document first, then the history, newest first.
+pub(crate) async fn list(
+    State(state): State<AppState>,
+    Path(p): Path<WorkflowPath>,
+    headers: HeaderMap,
+) -> Result<Json<Versions>, ApiError> {
+    state.authorize(&headers, &p.tenant, ApiScope::Read)?;
+    let scope = state.scope(&p.tenant, &p.project)?;
+    versions::versions(state.docs(), &scope, &p.name)
+        .map(Json)
+        .map_err(api_error)
+}
+
+async fn set_archived(
+    state: AppState,
+    p: WorkflowPath,
+    headers: HeaderMap,
+    archived: bool,
+) -> Result<Json<Value>, ApiError> {
+    let who = state.authorize(&headers, &p.tenant, ApiScope::Write)?;
+    let scope = state.scope(&p.tenant, &p.project)?;
+    let now = versions::set_archived(state.docs(), &scope, &p.name, archived, &who.subject)
+        .map_err(api_error)?;
+    Ok(Json(json!({ "name": p.name, "archived": now })))
+}
+
+/// `POST …/workflows/{name}/archive` → `{name, archived: true}`: new starts are refused with
+/// 409 (`MAG-VR001`); runs already started finish.
+pub(crate) async fn archive(
+    State(state): State<AppState>,
+    Path(p): Path<WorkflowPath>,
+    headers: HeaderMap,
+) -> Result<Json<Value>, ApiError> {
+    set_archived(state, p, headers, true).await
+}
+
+/// `POST …/workflows/{name}/unarchive` → `{name, archived: false}`.
+pub(crate) async fn unarchive(
+    State(state): State<AppState>,
+    Path(p): Path<WorkflowPath>,
+    headers: HeaderMap,
+) -> Result<Json<Value>, ApiError> {
+    set_archived(state, p, headers, false).await
+}

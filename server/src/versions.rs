@@ -1,0 +1,377 @@
+//! Versions of a project's workflows: drafts, publishing, the history of replaced documents,
+//! and archiving. The HTTP API and the `magrathea` command both call these functions.
+//!
+//! * A **draft** is `_vance/workflow-drafts/<name>.yaml`; it is started only explicitly.
+//! * **Publishing** validates the draft, keeps the live `_vance/workflows/<name>.yaml` in the
+//!   history as `_vance/workflow-history/<name>/<sha256 of its text>.yaml` (written once,
+//!   never overwritten: the same hash is the same text), makes the draft the live document by
+//!   a temporary file and a rename, and removes the draft.
+//! * **Archiving** writes the marker `_vance/workflow-state/<name>.yaml`; while it exists the
+//!   workflow refuses new starts (`[MAG-VR001]`) and runs already started finish. A marker file
+//!   of its own per workflow, rather than moving the document away, keeps the document where
+//!   `validate`, `graph` and the documents API find it, and keeps two archive requests of
+//!   different workflows from racing over one shared file. Writing the marker takes
+//!   `workflow.write`, exactly as writing any document does.
+
+use std::path::{Path, PathBuf};
+use std::sync::Mutex;
+use std::time::SystemTime;
+
+use magrathea_yaml::runtime::{DRAFTS_DIR, HISTORY_DIR, check_name};
+use magrathea_yaml::{DocumentSource, LoadOptions, Scope, load_workflow};
+use serde::{Deserialize, Serialize};
+
+use crate::triggers::registry::sha256_hex;
+
+/// Publishes and archive changes of this process, one at a time (they move files).
+static CHANGES: Mutex<()> = Mutex::new(());
+
+/// Why a version operation did nothing.
+#[derive(Debug, thiserror::Error)]
+pub enum VersionError {
+    /// The name is not a plain document name.
+    #[error("[MAG-DOC002] invalid workflow name '{0}': use letters, digits, '.', '_' and '-'")]
+    InvalidName(String),
+    /// Publishing found no draft.
+    #[error("[MAG-VR002] workflow '{0}' has no draft: looked for _vance/{DRAFTS_DIR}/{0}.yaml")]
+    NoDraft(String),
+    /// The project has neither a live document nor a draft of that name.
+    #[error("[MAG-DOC001] unknown workflow '{0}': the project has no _vance/workflows/{0}.yaml")]
+    UnknownWorkflow(String),
+    /// The draft is invalid: its diagnostics, each `path:line:column: [code] message`.
+    #[error("[MAG-VR003] the draft of '{name}' is invalid; nothing was published:\n{}", .diagnostics.join("\n"))]
+    Invalid {
+        /// The workflow.
+        name: String,
+        /// The draft's diagnostics.
+        diagnostics: Vec<String>,
+    },
+    /// A history entry under the live document's hash holds other text.
+    #[error(
+        "[MAG-VR004] the history entry {0} holds other text than its hash says; nothing was published"
+    )]
+    HistoryMismatch(String),
+    /// The file system refused.
+    #[error("cannot change the versions of '{name}': {message}")]
+    Io {
+        /// The workflow.
+        name: String,
+        /// The I/O error, without the server's paths.
+        message: String,
+    },
+}
+
+/// What a publish did.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Published {
+    /// The workflow.
+    pub name: String,
+    /// The SHA-256 (hex) of the new live text.
+    pub version: String,
+    /// The SHA-256 of the replaced live text, now in the history; `None` on a first publish.
+    pub previous: Option<String>,
+}
+
+/// One version of a workflow, as `versions` lists them.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct VersionEntry {
+    /// The SHA-256 (hex) of the text.
+    pub hash: String,
+    /// `live` or `history`.
+    pub state: String,
+    /// When the file was written (RFC 3339): for a history entry, when it was archived into
+    /// the history; for the live document, when it was last written.
+    pub at: Option<String>,
+    /// Its size in bytes.
+    pub size: u64,
+}
+
+/// The versions of a workflow.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Versions {
+    /// The workflow.
+    pub name: String,
+    /// Whether it is archived (refuses new starts).
+    pub archived: bool,
+    /// Whether it has a draft.
+    pub draft: bool,
+    /// The live document first, then the history, newest first.
+    pub versions: Vec<VersionEntry>,
+}
+
+fn vance(docs: &DocumentSource, scope: &Scope) -> PathBuf {
+    docs.project_dir(scope).join("_vance")
+}
+
+fn live_path(docs: &DocumentSource, scope: &Scope, name: &str) -> PathBuf {
+    vance(docs, scope)
+        .join("workflows")
+        .join(format!("{name}.yaml"))
+}
+
+fn history_dir(docs: &DocumentSource, scope: &Scope, name: &str) -> PathBuf {
+    vance(docs, scope).join(HISTORY_DIR).join(name)
+}
+
+fn io(name: &str, what: &str, e: std::io::Error) -> VersionError {
+    VersionError::Io {
+        name: name.to_string(),
+        message: format!("{what}: {}", e.kind()),
+    }
+}
+
+fn checked(name: &str) -> Result<(), VersionError> {
+    check_name(name).map_err(|_| VersionError::InvalidName(name.to_string()))
+}
+
+fn read_optional(path: &Path) -> std::io::Result<Option<String>> {
+    match std::fs::read_to_string(path) {
+        Ok(t) => Ok(Some(t)),
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(None),
+        Err(e) => Err(e),
+    }
+}
+
+/// Writes `bytes` to `file` through a temporary file and a rename, creating its directory.
+fn write_atomically(file: &Path, bytes: &[u8]) -> std::io::Result<()> {
+    let dir = file.parent().unwrap_or(file);
+    std::fs::create_dir_all(dir)?;
+    let name = file
+        .file_name()
+        .map(|n| n.to_string_lossy().into_owned())
+        .unwrap_or_default();
+    let tmp = dir.join(format!(".{name}.{}.tmp", std::process::id()));
+    std::fs::write(&tmp, bytes)?;
+    std::fs::rename(&tmp, file)
+}
+
+/// Publishes the project's draft of `name`: validates it, keeps the live document in the
+/// history under its hash, makes the draft live and removes it. An invalid draft changes
+/// nothing.
+pub fn publish(
+    docs: &DocumentSource,
+    scope: &Scope,
+    name: &str,
+) -> Result<Published, VersionError> {
+    checked(name)?;
+    let _one = CHANGES.lock().unwrap_or_else(|e| e.into_inner());
+    let draft_path = docs.draft_path(scope, name);
+    let draft = read_optional(&draft_path)
+        .map_err(|e| io(name, "reading the draft", e))?
+        .ok_or_else(|| VersionError::NoDraft(name.to_string()))?;
+    let label = format!(
+        "{}/{}/_vance/{DRAFTS_DIR}/{name}.yaml",
+        scope.tenant, scope.project
+    );
+    if let Err(diags) = load_workflow(&label, &draft, &LoadOptions::default()) {
+        return Err(VersionError::Invalid {
+            name: name.to_string(),
+            diagnostics: diags.iter().map(|d| d.to_string()).collect(),
+        });
+    }
+    let live = live_path(docs, scope, name);
+    let current = read_optional(&live).map_err(|e| io(name, "reading the live document", e))?;
+    let previous = match &current {
+        Some(text) => {
+            let hash = sha256_hex(text);
+            let entry = history_dir(docs, scope, name).join(format!("{hash}.yaml"));
+            match read_optional(&entry).map_err(|e| io(name, "reading the history", e))? {
+                // Same hash, same text: the entry is already kept.
+                Some(kept) if kept == *text => {}
+                Some(_) => {
+                    return Err(VersionError::HistoryMismatch(format!(
+                        "_vance/{HISTORY_DIR}/{name}/{hash}.yaml"
+                    )));
+                }
+                None => write_atomically(&entry, text.as_bytes())
+                    .map_err(|e| io(name, "writing the history", e))?,
+            }
+            Some(hash)
+        }
+        None => None,
+    };
+    write_atomically(&live, draft.as_bytes())
+        .map_err(|e| io(name, "writing the live document", e))?;
+    std::fs::remove_file(&draft_path).map_err(|e| io(name, "removing the draft", e))?;
+    Ok(Published {
+        name: name.to_string(),
+        version: sha256_hex(&draft),
+        previous,
+    })
+}
+
+fn rfc3339(t: SystemTime) -> Option<String> {
+    let ts = jiff::Timestamp::try_from(t).ok()?;
+    Some(format!("{ts:.3}"))
+}
+
+/// The versions of `name` in the project: the live document, then its history, newest first.
+/// A name with neither a live document, a draft nor a history is unknown.
+pub fn versions(
+    docs: &DocumentSource,
+    scope: &Scope,
+    name: &str,
+) -> Result<Versions, VersionError> {
+    checked(name)?;
+    let mut out = Vec::new();
+    let live = live_path(docs, scope, name);
+    if let Some(text) =
+        read_optional(&live).map_err(|e| io(name, "reading the live document", e))?
+    {
+        let at = std::fs::metadata(&live).and_then(|m| m.modified()).ok();
+        out.push(VersionEntry {
+            hash: sha256_hex(&text),
+            state: "live".into(),
+            at: at.and_then(rfc3339),
+            size: text.len() as u64,
+        });
+    }
+    let mut history = Vec::new();
+    if let Ok(entries) = std::fs::read_dir(history_dir(docs, scope, name)) {
+        for entry in entries.flatten() {
+            let file = entry.file_name().to_string_lossy().into_owned();
+            let Some(hash) = file.strip_suffix(".yaml") else {
+                continue;
+            };
+            if hash.len() != 64 || !hash.bytes().all(|b| b.is_ascii_hexdigit()) {
+                continue;
+            }
+            let Ok(meta) = entry.metadata() else { continue };
+            let at = meta.modified().ok();
+            history.push((
+                at,
+                VersionEntry {
+                    hash: hash.to_string(),
+                    state: "history".into(),
+                    at: at.and_then(rfc3339),
+                    size: meta.len(),
+                },
+            ));
+        }
+    }
+    history.sort_by(|a, b| b.0.cmp(&a.0).then_with(|| a.1.hash.cmp(&b.1.hash)));
+    out.extend(history.into_iter().map(|(_, e)| e));
+    let draft = docs.draft_path(scope, name).is_file();
+    if out.is_empty() && !draft {
+        return Err(VersionError::UnknownWorkflow(name.to_string()));
+    }
+    Ok(Versions {
+        name: name.to_string(),
+        archived: docs.is_archived(scope, name),
+        draft,
+        versions: out,
+    })
+}
+
+/// Archives (`true`) or unarchives (`false`) the workflow `name` of the project; `by` is
+/// recorded in the marker. Returns whether it is archived now. Archiving needs the workflow
+/// to exist (live in the project or the tenant, or as a draft); unarchiving a workflow that
+/// is not archived does nothing.
+pub fn set_archived(
+    docs: &DocumentSource,
+    scope: &Scope,
+    name: &str,
+    archived: bool,
+    by: &str,
+) -> Result<bool, VersionError> {
+    checked(name)?;
+    let _one = CHANGES.lock().unwrap_or_else(|e| e.into_inner());
+    let marker = docs.archive_marker(scope, name);
+    if archived {
+        if docs.workflow(scope, name).is_err() && !docs.draft_path(scope, name).is_file() {
+            return Err(VersionError::UnknownWorkflow(name.to_string()));
+        }
+        let at = rfc3339(SystemTime::now()).unwrap_or_default();
+        let text = format!(
+            "# Archived: new starts of `{name}` are refused; runs already started finish.\n\
+             archived: true\narchivedAt: {}\narchivedBy: {}\n",
+            serde_json::Value::from(at),
+            serde_json::Value::from(by)
+        );
+        write_atomically(&marker, text.as_bytes())
+            .map_err(|e| io(name, "writing the marker", e))?;
+    } else {
+        match std::fs::remove_file(&marker) {
+            Ok(()) => {}
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
+            Err(e) => return Err(io(name, "removing the marker", e)),
+        }
+    }
+    Ok(archived)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const VALID: &str = "start: a\nstates:\n  a:\n    type: terminal\n";
+
+    fn project() -> (tempfile::TempDir, DocumentSource, Scope) {
+        let dir = tempfile::tempdir().unwrap();
+        let docs = DocumentSource::new(dir.path());
+        let scope = Scope::new("acme", "shop");
+        std::fs::create_dir_all(docs.project_dir(&scope).join("_vance/workflow-drafts")).unwrap();
+        (dir, docs, scope)
+    }
+
+    #[test]
+    fn a_first_publish_has_no_previous_and_a_second_keeps_the_first_in_history() {
+        let (_d, docs, scope) = project();
+        std::fs::write(docs.draft_path(&scope, "w"), VALID).unwrap();
+        let first = publish(&docs, &scope, "w").unwrap();
+        assert_eq!(first.previous, None);
+        assert_eq!(first.version, sha256_hex(VALID));
+        assert!(!docs.draft_path(&scope, "w").exists());
+        let second_text = format!("description: two\n{VALID}");
+        std::fs::write(docs.draft_path(&scope, "w"), &second_text).unwrap();
+        let second = publish(&docs, &scope, "w").unwrap();
+        assert_eq!(second.previous.as_deref(), Some(first.version.as_str()));
+        let kept = history_dir(&docs, &scope, "w").join(format!("{}.yaml", first.version));
+        assert_eq!(std::fs::read_to_string(kept).unwrap(), VALID);
+        let listed = versions(&docs, &scope, "w").unwrap();
+        let states: Vec<_> = listed.versions.iter().map(|v| v.state.as_str()).collect();
+        assert_eq!(states, ["live", "history"]);
+        assert_eq!(listed.versions[0].hash, second.version);
+    }
+
+    #[test]
+    fn a_history_entry_with_other_text_is_never_overwritten() {
+        let (_d, docs, scope) = project();
+        std::fs::write(docs.draft_path(&scope, "w"), VALID).unwrap();
+        publish(&docs, &scope, "w").unwrap();
+        let entry = history_dir(&docs, &scope, "w").join(format!("{}.yaml", sha256_hex(VALID)));
+        std::fs::create_dir_all(entry.parent().unwrap()).unwrap();
+        std::fs::write(&entry, "tampered").unwrap();
+        std::fs::write(docs.draft_path(&scope, "w"), format!("tags: [x]\n{VALID}")).unwrap();
+        let err = publish(&docs, &scope, "w").unwrap_err();
+        assert!(err.to_string().contains("[MAG-VR004]"), "{err}");
+        assert_eq!(std::fs::read_to_string(&entry).unwrap(), "tampered");
+        assert_eq!(
+            std::fs::read_to_string(live_path(&docs, &scope, "w")).unwrap(),
+            VALID
+        );
+    }
+
+    #[test]
+    fn unknown_names_and_traversal_are_refused() {
+        let (_d, docs, scope) = project();
+        assert!(matches!(
+            versions(&docs, &scope, "nope"),
+            Err(VersionError::UnknownWorkflow(_))
+        ));
+        assert!(matches!(
+            set_archived(&docs, &scope, "nope", true, "ann"),
+            Err(VersionError::UnknownWorkflow(_))
+        ));
+        assert!(matches!(
+            publish(&docs, &scope, "../x"),
+            Err(VersionError::InvalidName(_))
+        ));
+        assert!(matches!(
+            publish(&docs, &scope, "nodraft"),
+            Err(VersionError::NoDraft(_))
+        ));
+    }
+}
