@@ -2,6 +2,7 @@
 //! another tenant's.
 
 mod http_common;
+mod live_common;
 
 use std::time::Duration;
 
@@ -108,4 +109,31 @@ async fn a_tenants_stream_carries_its_approval_and_run_events_and_no_other_tenan
         assert_eq!(body["tenant"], "globex", "{seen:?}");
     }
     assert_eq!(seen[0].1["runId"], theirs["workflowRunId"]);
+}
+
+#[tokio::test]
+async fn a_websocket_session_follows_its_projects_events() {
+    let s = Server::start().await;
+    let mut ws = live_common::ws_connect(s.addr, ACME).await;
+    live_common::send(&mut ws, json!({"type": "subscribe-events"})).await;
+    let ack = live_common::recv(&mut ws).await;
+    assert_eq!(ack["type"], "subscribe-events", "{ack}");
+    // A run of another project first, then one of this one (the session is acme/shop's).
+    let lab = s.start_run("lab", "approve", json!({})).await;
+    let shop = s.start_run("shop", "approve", json!({})).await;
+    let mut seen = Vec::new();
+    loop {
+        let m = live_common::recv(&mut ws).await;
+        assert_eq!(m["type"], "workflow-event", "{m}");
+        assert_ne!(m["data"]["runId"], lab.as_str(), "another project's event");
+        seen.push(m["data"]["event"].as_str().unwrap().to_owned());
+        if m["data"]["event"] == "workflow.approval.requested" {
+            assert_eq!(m["data"]["runId"], shop.as_str());
+            break;
+        }
+    }
+    assert_eq!(
+        seen,
+        ["workflow.run.started", "workflow.approval.requested"]
+    );
 }

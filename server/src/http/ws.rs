@@ -7,6 +7,7 @@
 //! |---|---|
 //! | `{type: "workflow-start", data: {name, params?, startedBy?}}` | `{type: "workflow-start", data: {workflowRunId, workflowName}}` |
 //! | `{type: "subscribe", data: {workflowRunId}}` | `{type: "run-event", data: <journal record>}` per record (existing ones first), then `{type: "run-end", data: {workflowRunId}}` after the terminal one |
+//! | `{type: "subscribe-events"}` | `{type: "workflow-event", data: <event JSON>}` for each internal event of the project's runs (`workflow.run.*`, `workflow.approval.*`; `data.event` names it), as long as the connection lasts |
 //! | `{type: "ping"}` | `{type: "pong"}` |
 //!
 //! A connection holds at most [`ServeConfig::max_subscriptions_per_connection`] subscriptions
@@ -210,9 +211,43 @@ async fn handle(
             }));
             Ok(None)
         })(),
+        "subscribe-events" => (|| {
+            subscriptions.retain(|s| !s.is_finished());
+            let slot = state.follower_slot(&scope.tenant, who)?;
+            let mut events = state.triggers.subscribe_events();
+            let (out, scope) = (out.clone(), scope.clone());
+            subscriptions.push(tokio::spawn(async move {
+                let _slot = slot;
+                loop {
+                    let event = match events.recv().await {
+                        Ok(e) => e,
+                        Err(tokio::sync::broadcast::error::RecvError::Lagged(n)) => {
+                            let lagged = json!({ "type": "lagged", "data": { "missed": n } });
+                            if out.send(lagged).await.is_err() {
+                                return;
+                            }
+                            continue;
+                        }
+                        Err(tokio::sync::broadcast::error::RecvError::Closed) => return,
+                    };
+                    if event.tenant != scope.tenant || event.project != scope.project {
+                        continue;
+                    }
+                    let message = json!({ "type": "workflow-event", "data": event.body });
+                    if out.send(message).await.is_err() {
+                        return;
+                    }
+                }
+            }));
+            Ok(Some(
+                json!({ "type": "subscribe-events", "data": { "subscribed": true } }),
+            ))
+        })(),
         other => Err(ApiError::bad_request(
             "MAG-HTTP-WS-TYPE",
-            format!("unknown message type `{other}`: workflow-start, subscribe or ping"),
+            format!(
+                "unknown message type `{other}`: workflow-start, subscribe, subscribe-events or ping"
+            ),
         )),
     };
     result.unwrap_or_else(|e: ApiError| Some(error(kind, &e)))
