@@ -213,6 +213,16 @@ async fn handle(
         })(),
         "subscribe-events" => (|| {
             subscriptions.retain(|s| !s.is_finished());
+            let max = state.followers.max_per_connection();
+            if subscriptions.len() >= max {
+                return Err(ApiError::new(
+                    StatusCode::TOO_MANY_REQUESTS,
+                    "MAG-RD004",
+                    format!(
+                        "[MAG-RD004] this connection already holds {max} subscriptions, the most one connection may; wait for one to end or open another connection"
+                    ),
+                ));
+            }
             let slot = state.follower_slot(&scope.tenant, who)?;
             let mut events = state.triggers.subscribe_events();
             let (out, scope) = (out.clone(), scope.clone());
