@@ -131,6 +131,25 @@ async fn session(state: AppState, scope: Scope, who: Principal, socket: WebSocke
     let _ = writer.await;
 }
 
+/// 429 `MAG-RD004` once the connection holds as many live subscriptions as it may.
+fn room_for_one_more(
+    state: &AppState,
+    subscriptions: &mut Vec<JoinHandle<()>>,
+) -> Result<(), ApiError> {
+    subscriptions.retain(|s| !s.is_finished());
+    let max = state.followers.max_per_connection();
+    if subscriptions.len() >= max {
+        return Err(ApiError::new(
+            StatusCode::TOO_MANY_REQUESTS,
+            "MAG-RD004",
+            format!(
+                "[MAG-RD004] this connection already holds {max} subscriptions, the most one connection may; wait for one to end or open another connection"
+            ),
+        ));
+    }
+    Ok(())
+}
+
 fn error(request: &str, e: &ApiError) -> Value {
     json!({
         "type": "error",
@@ -178,17 +197,7 @@ async fn handle(
         "subscribe" => (|| {
             let data: SubscribeData = serde_json::from_value(message.data).map_err(invalid)?;
             let summary = state.scoped_summary(scope, &data.workflow_run_id)?;
-            subscriptions.retain(|s| !s.is_finished());
-            let max = state.followers.max_per_connection();
-            if subscriptions.len() >= max {
-                return Err(ApiError::new(
-                    StatusCode::TOO_MANY_REQUESTS,
-                    "MAG-RD004",
-                    format!(
-                        "[MAG-RD004] this connection already holds {max} subscriptions, the most one connection may; wait for one to end or open another connection"
-                    ),
-                ));
-            }
+            room_for_one_more(state, subscriptions)?;
             let slot = state.follower_slot(&scope.tenant, who)?;
             let mut records = follow(state.engine.clone(), summary.run_id, slot);
             let out = out.clone();
@@ -212,17 +221,7 @@ async fn handle(
             Ok(None)
         })(),
         "subscribe-events" => (|| {
-            subscriptions.retain(|s| !s.is_finished());
-            let max = state.followers.max_per_connection();
-            if subscriptions.len() >= max {
-                return Err(ApiError::new(
-                    StatusCode::TOO_MANY_REQUESTS,
-                    "MAG-RD004",
-                    format!(
-                        "[MAG-RD004] this connection already holds {max} subscriptions, the most one connection may; wait for one to end or open another connection"
-                    ),
-                ));
-            }
+            room_for_one_more(state, subscriptions)?;
             let slot = state.follower_slot(&scope.tenant, who)?;
             let mut events = state.triggers.subscribe_events();
             let (out, scope) = (out.clone(), scope.clone());
