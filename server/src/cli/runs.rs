@@ -48,21 +48,18 @@ pub(crate) enum RunsCommand {
 
 pub(crate) async fn runs(loc: &Location, cmd: RunsCommand) -> anyhow::Result<u8> {
     let project = Project::locate(loc)?;
-    let cmd = match cmd {
+    match cmd {
         RunsCommand::Rerun {
             run_id,
             frozen,
             json,
-        } => return rerun(&project, &run_id, frozen, json).await,
-        other => other,
-    };
-    let backend = project.existing_backend().await?;
-    match cmd {
+        } => rerun(&project, &run_id, frozen, json).await,
         RunsCommand::List {
             workflow,
             limit,
             json,
         } => {
+            let backend = project.existing_backend().await?;
             let views: Vec<RunDto> = match &backend {
                 Some(backend) => {
                     backend
@@ -97,8 +94,8 @@ pub(crate) async fn runs(loc: &Location, cmd: RunsCommand) -> anyhow::Result<u8>
             }
             Ok(EXIT_OK)
         }
-        RunsCommand::Rerun { .. } => unreachable_rerun(),
         RunsCommand::Show { run_id, json } => {
+            let backend = project.existing_backend().await?;
             let dto = project.run(backend.as_ref(), &run_id).await?;
             let view = &dto.run;
             if json {
@@ -198,9 +195,4 @@ async fn rerun(project: &Project, run_id: &str, frozen: bool, json: bool) -> any
     }
     errln!("rerun of {original}: run {run}");
     super::run::finish(&backend, run, follower, json).await
-}
-
-/// `runs rerun` returns before the listing commands are matched.
-fn unreachable_rerun() -> anyhow::Result<u8> {
-    anyhow::bail!("rerun is handled before the other runs commands")
 }
