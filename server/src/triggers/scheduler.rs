@@ -122,8 +122,15 @@ pub(super) async fn pass(
 ) -> Result<(), TriggerError> {
     let catalog = triggers.catalog()?;
     let regs = registry::list_all(catalog)?;
+    // Every cursor in one read: a pass costs the same few reads however many schedules run.
+    let mut cursors: HashMap<String, Vec<u8>> = HashMap::new();
+    magrathea_core::store::catalog::scan_all(catalog, CURSORS, "", 1000, |id, value| {
+        cursors.insert(id, value);
+        Ok(())
+    })?;
     for reg in regs.iter().filter(|r| r.kind == TriggerKind::Cron) {
-        if let Err(e) = pass_one(triggers, state, memory, reg).await {
+        let raw = cursors.remove(&reg.id);
+        if let Err(e) = pass_one(triggers, state, memory, reg, raw).await {
             tracing::warn!(trigger = %reg.key(), error = %e, "a schedule's pass failed");
         }
     }
@@ -139,10 +146,10 @@ async fn pass_one(
     state: &AppState,
     memory: &mut Memory,
     reg: &Registration,
+    raw: Option<Vec<u8>>,
 ) -> Result<(), TriggerError> {
     let catalog = triggers.catalog()?;
     let now = triggers.now_ms();
-    let raw = catalog.get(CURSORS, &reg.id)?;
     let Some(mut cur) = raw
         .as_deref()
         .and_then(|b| serde_json::from_slice::<Cursor>(b).ok())
