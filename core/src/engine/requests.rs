@@ -58,6 +58,20 @@ impl StartRequest {
         }
     }
 
+    /// A new top-level run exactly as `start` began: the same workflow, front end, version,
+    /// frozen definition, parameters, scope and bounds (a rerun on the frozen definition). Who
+    /// starts it, and any key, are the caller's to set.
+    pub fn repeat_of(start: &crate::record::StartRecord) -> Self {
+        Self {
+            frontend: start.frontend.clone(),
+            version: Some(start.workflow_version.clone()),
+            definition: start.definition.clone(),
+            scope: start.scope.clone(),
+            bounds: start.bounds.clone(),
+            ..Self::code(start.workflow_name.clone(), start.params.clone())
+        }
+    }
+
     /// Sets the idempotency key.
     pub fn idempotency_key(mut self, key: impl Into<String>) -> Self {
         self.idempotency_key = Some(key.into());

@@ -156,15 +156,7 @@ async fn rerun(project: &Project, run_id: &str, frozen: bool, json: bool) -> any
     }
     let by = super::run::default_user();
     let request = if frozen {
-        let mut req =
-            magrathea_core::StartRequest::code(start.workflow_name.clone(), start.params.clone());
-        req.frontend = start.frontend.clone();
-        req.version = Some(start.workflow_version.clone());
-        req.definition = start.definition.clone();
-        req.scope = start.scope.clone();
-        req.bounds = start.bounds.clone();
-        req.started_by = by;
-        req
+        magrathea_core::StartRequest::repeat_of(&start).started_by(by)
     } else {
         match runtime.start_request(
             &project.scope,
@@ -181,17 +173,9 @@ async fn rerun(project: &Project, run_id: &str, frozen: bool, json: bool) -> any
         }
     };
     let (run, follower) = backend.start(request).await?;
-    let origin = serde_json::json!({
-        "kind": "rerun",
-        "of": original.to_string(),
-        "definition": if frozen { "frozen" } else { "current" },
-    });
     if let Ok(catalog) = super::schedules::catalog_of(&backend) {
-        let _ = catalog.put(
-            "run.origin",
-            &run.to_string(),
-            origin.to_string().as_bytes(),
-        );
+        let definition = if frozen { "frozen" } else { "current" };
+        magrathea_server::http::rerun::record_origin(catalog.as_ref(), run, original, definition);
     }
     errln!("rerun of {original}: run {run}");
     super::run::finish(&backend, run, follower, json).await

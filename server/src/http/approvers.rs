@@ -100,12 +100,6 @@ pub(crate) enum Decision {
     },
 }
 
-fn now_ms() -> u64 {
-    std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .map_or(0, |d| u64::try_from(d.as_millis()).unwrap_or(u64::MAX))
-}
-
 fn catalog(state: &AppState) -> Result<&dyn Catalog, ApiError> {
     Ok(state.triggers.catalog()?)
 }
@@ -114,7 +108,7 @@ fn refuse(state: &AppState, item: &InboxItem, who: &Principal, reason: &str) -> 
     let r = Refusal {
         by: who.subject.clone(),
         reason: reason.to_owned(),
-        at_ms: now_ms(),
+        at_ms: u64::try_from(state.triggers.now_ms()).unwrap_or(0),
     };
     if let (Ok(c), Ok(bytes)) = (catalog(state), serde_json::to_vec(&r)) {
         let key = format!(

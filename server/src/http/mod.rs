@@ -30,7 +30,7 @@ pub(crate) mod live_events;
 pub mod loopback;
 pub mod metrics;
 pub mod openapi;
-pub(crate) mod rerun;
+pub mod rerun;
 pub mod routes;
 pub mod runs;
 pub mod schemas;

@@ -23,6 +23,20 @@ use super::state::{AppState, Starter};
 /// Run id → `{kind, of}`: where a run came from.
 const ORIGINS: &str = "run.origin";
 
+/// Records that `run` reruns `of` on the `definition` (`current` or `frozen`); a failure to
+/// record is logged, the run stands.
+pub fn record_origin(
+    catalog: &dyn magrathea_core::Catalog,
+    run: RunId,
+    of: RunId,
+    definition: &str,
+) {
+    let origin = json!({ "kind": "rerun", "of": of.to_string(), "definition": definition });
+    if let Err(e) = catalog.put(ORIGINS, &run.to_string(), origin.to_string().as_bytes()) {
+        tracing::warn!(%run, error = %e, "could not record where a rerun came from");
+    }
+}
+
 /// Body of a rerun.
 #[derive(Debug, Default, Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -77,14 +91,7 @@ pub(crate) async fn rerun(
                 .0
         }
         "frozen" => {
-            let mut req =
-                StartRequest::code(original.workflow_name.clone(), original.params.clone());
-            req.frontend = original.frontend.clone();
-            req.version = Some(original.workflow_version.clone());
-            req.definition = original.definition.clone();
-            req.scope = original.scope.clone();
-            req.bounds = original.bounds.clone();
-            req.started_by = who.subject.clone();
+            let req = StartRequest::repeat_of(&original).started_by(&who.subject);
             state.engine.start(req).await.map_err(ApiError::internal)?
         }
         other => {
@@ -94,11 +101,8 @@ pub(crate) async fn rerun(
             ));
         }
     };
-    let origin = json!({ "kind": "rerun", "of": summary.run_id.to_string(), "definition": which });
-    if let Ok(catalog) = state.triggers.catalog()
-        && let Err(e) = catalog.put(ORIGINS, &run.to_string(), origin.to_string().as_bytes())
-    {
-        tracing::warn!(%run, error = %e, "could not record where a rerun came from");
+    if let Ok(catalog) = state.triggers.catalog() {
+        record_origin(catalog, run, summary.run_id, which);
     }
     Ok((
         StatusCode::ACCEPTED,
