@@ -100,3 +100,78 @@ async fn a_webhook_whose_token_setting_is_missing_is_registered_with_its_error()
             .contains("webhooks.github.path")
     );
 }
+
+#[tokio::test]
+async fn the_trigger_routes_refuse_what_they_cannot_do_and_say_why() {
+    let s = Server::start().await;
+    let (status, _) = put(&s, "scheduler/nightly.yaml", ACME, SCHEDULE).await;
+    assert_eq!(status, 201);
+    // Fired by hand: 202 with the run and its delivery; an unknown schedule: 404.
+    let r = s
+        .post(
+            "/brain/acme/project/shop/schedules/nightly/trigger",
+            Some(ACME),
+        )
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(r.status(), 202);
+    let fired: Value = r.json().await.unwrap();
+    assert_eq!(fired["workflowName"], "hello");
+    assert_eq!(fired["delivery"]["reason"], "manual");
+    assert!(fired["workflowRunId"].is_string());
+    let r = s
+        .post(
+            "/brain/acme/project/shop/schedules/nope/trigger",
+            Some(ACME),
+        )
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(r.status(), 404);
+    // A PATCH must say what it wants.
+    let r = s
+        .client
+        .patch(s.url("/brain/acme/project/shop/triggers/nightly"))
+        .bearer_auth(ACME)
+        .json(&serde_json::json!({}))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(r.status(), 400);
+    assert!(r.text().await.unwrap().contains("enabled"));
+    // An unknown delivery status is named with the known ones.
+    let r = s
+        .get(
+            "/brain/acme/project/shop/triggers/deliveries?status=weird",
+            Some(ACME),
+        )
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(r.status(), 400);
+    assert!(r.text().await.unwrap().contains("accepted, duplicate"));
+    // A document that declares two triggers is named by id, as the answer lists them.
+    let (status, _) = put(
+        &s,
+        "events/both.yaml",
+        ACME,
+        "workflow: hello\nwebhook:\n  tokenSetting: webhooks.path\nsubscribe:\n  event: workflow.run.failed\n",
+    )
+    .await;
+    assert_eq!(status, 201);
+    let r = s
+        .client
+        .patch(s.url("/brain/acme/project/shop/triggers/both"))
+        .bearer_auth(ACME)
+        .json(&serde_json::json!({"enabled": false}))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(r.status(), 400);
+    let text = r.text().await.unwrap();
+    assert!(
+        text.contains("MAG-HTTP-AMBIGUOUS-TRIGGER") && text.contains("trg_"),
+        "{text}"
+    );
+}
