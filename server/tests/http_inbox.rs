@@ -398,3 +398,15 @@ async fn a_documents_default_gate_timeout_expires_an_unanswered_approval() {
         "{all:?}"
     );
 }
+
+#[tokio::test]
+async fn an_unknown_approvals_cursor_is_refused_naming_what_to_pass() {
+    let s = Server::start().await;
+    let r = s
+        .get("/v1/workflow-approvals?status=all&cursor=nope", Some(ACME))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(r.status(), 400);
+    assert!(r.text().await.unwrap().contains("X-Next-Cursor"));
+}
