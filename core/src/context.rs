@@ -20,7 +20,7 @@ use crate::id::RunId;
 use crate::record::{Entry, GateAnswer, GateSpec, Record, RunStatus, Step, StepKind};
 use crate::replay::{Replayed, due_after, patch_marker};
 use crate::task::{TaskError, TaskOptions, TaskRegistration};
-use crate::vocabulary::{Frontend, RunScope};
+use crate::vocabulary::{Frontend, RunScope, TimerPurpose};
 
 /// How a step ended, as fed to the code.
 #[derive(Debug, Clone)]
@@ -187,6 +187,11 @@ pub(crate) struct Shared {
     pub(crate) journaled: StepMap<usize>,
     pub(crate) replaying: bool,
     pub(crate) cancelled: Option<String>,
+    /// The run's deadline timer (see [`WorkflowContext::deadline`]): its step and the reason
+    /// the run is cancelled with when it fires.
+    pub(crate) deadline: Option<(Step, String)>,
+    /// Whether the deadline timer's `TimerFiredRecord` was applied.
+    pub(crate) deadline_fired: bool,
     pub(crate) result_state: Option<String>,
     /// Names of the tasks registered with the engine.
     pub(crate) tasks: Arc<HashSet<String>>,
@@ -210,6 +215,8 @@ impl Shared {
             journaled: StepMap::default(),
             replaying: false,
             cancelled: None,
+            deadline: None,
+            deadline_fired: false,
             result_state: None,
             patch_conflicts: Vec::new(),
         }
@@ -306,6 +313,42 @@ impl WorkflowContext {
     /// clean up.
     pub fn cancellation(&self) -> Option<String> {
         self.lock().cancelled.clone()
+    }
+
+    /// Sets the run's deadline, `after` from now: a durable timer (its `TimerSetRecord` says
+    /// `deadline`) that, when it fires, requests the run's cancellation with `reason` in the
+    /// same commit as its `TimerFiredRecord` — every pending step ends `cancelled` (running
+    /// tasks are stopped, children cancelled, gates closed), as with an operator's cancel.
+    /// [`deadline_exceeded`](Self::deadline_exceeded) tells the two apart; steps created
+    /// afterwards run normally, so the code can route or clean up.
+    ///
+    /// Whether the deadline fired is decided by the journal: replay applies the journaled
+    /// firing and cancellation, never the clock. Call it at most once per run; a later call
+    /// is ignored.
+    pub fn deadline(&self, after: Duration, reason: &str) {
+        if self.lock().deadline.is_some() {
+            return;
+        }
+        let ms = u64::try_from(after.as_millis()).unwrap_or(u64::MAX);
+        let step = self.lock().next_step;
+        let fire_at_ms = match self.lock().replayed(step) {
+            Some(Replayed::TimerAt(at)) => at,
+            _ => due_after(wall_ms(), ms),
+        };
+        let step = self.push(
+            StepKind::Timer,
+            TimerPurpose::Deadline.as_str().into(),
+            input_hash(&Value::from(ms)),
+            CommandDetail::Timer { fire_at_ms },
+        );
+        self.lock().deadline = Some((step, reason.to_string()));
+    }
+
+    /// Whether the run's [`deadline`](Self::deadline) fired (then
+    /// [`cancellation`](Self::cancellation) holds its reason, unless an operator's cancel came
+    /// first).
+    pub fn deadline_exceeded(&self) -> bool {
+        self.lock().deadline_fired
     }
 
     /// Runs a registered task with its registered options.

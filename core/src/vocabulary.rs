@@ -158,6 +158,10 @@ pub enum TimerPurpose {
     /// A gate's timeout.
     #[serde(rename = "gate-timeout")]
     GateTimeout,
+    /// The run's deadline ([`WorkflowContext::deadline`](crate::WorkflowContext::deadline)):
+    /// when it fires, the run's `CancelRequestedRecord` follows in the same commit.
+    #[serde(rename = "deadline")]
+    Deadline,
 }
 
 impl TimerPurpose {
@@ -168,6 +172,7 @@ impl TimerPurpose {
             TimerPurpose::SleepUntil => "sleep_until",
             TimerPurpose::Retry => "retry",
             TimerPurpose::GateTimeout => "gate-timeout",
+            TimerPurpose::Deadline => "deadline",
         }
     }
 
@@ -178,6 +183,7 @@ impl TimerPurpose {
             TimerPurpose::SleepUntil,
             TimerPurpose::Retry,
             TimerPurpose::GateTimeout,
+            TimerPurpose::Deadline,
         ]
         .into_iter()
         .find(|p| p.as_str() == word)
@@ -212,6 +218,7 @@ mod tests {
             TimerPurpose::SleepUntil,
             TimerPurpose::Retry,
             TimerPurpose::GateTimeout,
+            TimerPurpose::Deadline,
         ] {
             assert_eq!(TimerPurpose::parse(p.as_str()), Some(p));
             let json = serde_json::to_string(&p).unwrap();

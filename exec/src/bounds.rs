@@ -43,6 +43,10 @@ pub struct TenantBounds {
     /// default). A larger value than the engine's limit has no effect.
     #[serde(default)]
     pub max_journal_bytes: Option<u64>,
+    /// The deadline, in seconds from its start, of a YAML run whose document declares no
+    /// `bounds.maxWallclockSeconds` (absent or 0: none).
+    #[serde(default)]
+    pub max_wallclock_seconds: Option<f64>,
     /// Per-project overrides, by project name.
     #[serde(default)]
     pub projects: BTreeMap<String, ProjectBounds>,
@@ -59,6 +63,9 @@ pub struct ProjectBounds {
     /// Overrides `bounds.maxJournalBytes` for this project (0: the engine's limit).
     #[serde(default)]
     pub max_journal_bytes: Option<u64>,
+    /// Overrides `bounds.maxWallclockSeconds` for this project (0 turns it off).
+    #[serde(default)]
+    pub max_wallclock_seconds: Option<f64>,
 }
 
 fn default_max_task_spawns() -> u64 {
@@ -70,6 +77,7 @@ impl Default for TenantBounds {
         Self {
             max_task_spawns: DEFAULT_MAX_TASK_SPAWNS,
             max_journal_bytes: None,
+            max_wallclock_seconds: None,
             projects: BTreeMap::new(),
         }
     }
@@ -104,6 +112,27 @@ impl TenantBounds {
             value,
             setting: format!("{key} in {}", settings_file(scope)),
         })
+    }
+
+    /// The default deadline (seconds) of `scope`'s YAML runs and where it is set; `None`
+    /// when none is set (or 0).
+    pub fn wallclock_seconds(&self, scope: &Scope) -> Option<(f64, String)> {
+        let (value, key) = match self
+            .projects
+            .get(&scope.project)
+            .and_then(|p| p.max_wallclock_seconds)
+        {
+            Some(v) => (
+                v,
+                format!("bounds.projects.{}.maxWallclockSeconds", scope.project),
+            ),
+            None => (
+                self.max_wallclock_seconds?,
+                "bounds.maxWallclockSeconds".to_string(),
+            ),
+        };
+        (value > 0.0 && value.is_finite())
+            .then(|| (value, format!("{key} in {}", settings_file(scope))))
     }
 
     /// The journal limit of `scope`'s project in bytes; `None` leaves the engine's.

@@ -82,6 +82,7 @@ pub use executors::{Executors, LanePermit};
 pub use policy::{ExecutionPolicy, TaskType};
 pub use settings::{
     LaneSettings, ProjectSettings, SandboxMode, ShellSettings, TenantSettings, TenantShellSettings,
+    TimeoutDefaults,
 };
 
 #[cfg(feature = "agent")]

@@ -12,6 +12,9 @@
 //!                             # tenant's `shell.defaultTimeoutSeconds` (a larger value is cut)
 //! subRuns:
 //!   maxDepth: 8               # sub-runs nest at most this deep (default: the engine's, 32)
+//! defaults:                   # timeouts of YAML states that declare none (see TimeoutDefaults)
+//!   taskTimeoutSeconds: 600
+//!   gateTimeoutSeconds: 86400
 //! ```
 //!
 //! Tenant settings: `<root>/<tenant>/_tenant/_vance/settings.yaml` (see [`TenantSettings`]).
@@ -37,8 +40,11 @@
 //!                             # bounds.maxTaskSpawns may spawn (default 10000; 0: no default)
 //!   maxJournalBytes: 67108864 # most bytes of a run's journal ([MAG-BD001]); absent: the
 //!                             # engine's limit (256 MiB), which it never exceeds
+//!   maxWallclockSeconds: 86400 # deadline of YAML runs whose document declares none
 //!   projects:
 //!     shop: { maxTaskSpawns: 500 } # a project's entry wins over the tenant-wide key
+//! defaults:                   # timeouts of YAML states that declare none; a project's win
+//!   taskTimeoutSeconds: 3600
 //! ```
 //!
 //! The spawn default is frozen in each run's start record when the run starts: a change of
@@ -70,6 +76,41 @@ pub struct ProjectSettings {
     /// Sub-run (`workflow_task`) settings.
     #[serde(default)]
     pub sub_runs: SubRunSettings,
+    /// Default timeouts of the project's YAML states that declare none (Friday's
+    /// `defaultNodeTimeoutMs`); they win over the tenant's.
+    #[serde(default)]
+    pub defaults: TimeoutDefaults,
+}
+
+/// `defaults:` of the project or tenant settings: the timeouts of YAML states that declare no
+/// `timeoutSeconds` of their own and whose document's `defaults:` sets none. Each applies
+/// only when declared. Precedence: the state's `timeoutSeconds` > the document's
+/// `defaults:` > the project's settings > the tenant's. They are read when a run starts and
+/// frozen in its start record, so a change applies to runs started after it.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct TimeoutDefaults {
+    /// The timeout of `shell_task`, `script_task`, `tool_task`, `agent_task` and
+    /// `workflow_task` states, in seconds.
+    #[serde(default)]
+    pub task_timeout_seconds: Option<f64>,
+    /// The timeout of `gate_task` states, in seconds (the gate then ends `timeout`).
+    #[serde(default)]
+    pub gate_timeout_seconds: Option<f64>,
+}
+
+impl TimeoutDefaults {
+    /// These defaults, each filled from `fallback` where unset; values that are not positive
+    /// finite numbers count as unset.
+    pub fn or(self, fallback: TimeoutDefaults) -> TimeoutDefaults {
+        let ok = |v: Option<f64>| v.filter(|n| *n > 0.0 && n.is_finite());
+        TimeoutDefaults {
+            task_timeout_seconds: ok(self.task_timeout_seconds)
+                .or(ok(fallback.task_timeout_seconds)),
+            gate_timeout_seconds: ok(self.gate_timeout_seconds)
+                .or(ok(fallback.gate_timeout_seconds)),
+        }
+    }
 }
 
 /// How sub-runs (`workflow_task`, and YAML children of code workflows) of a project nest.
@@ -171,6 +212,9 @@ pub struct TenantSettings {
     /// Default bounds of the tenant's runs whose definition declares none.
     #[serde(default)]
     pub bounds: TenantBounds,
+    /// Default timeouts of the tenant's YAML states (a project's `defaults:` wins).
+    #[serde(default)]
+    pub defaults: TimeoutDefaults,
 }
 
 /// Whether shell steps run confined by the sandbox (Landlock; see the README's "Shell

@@ -57,6 +57,14 @@ pub enum FailurePolicy {
     Fallback(Spanned<String>),
     /// Run the `compensate:` states of the completed states in reverse order, then fail.
     Compensate,
+    /// Ask a person (a DECISION inbox item: `retry`, `fallback` when a state is given, or
+    /// `abort`) what to do.
+    PauseForApproval {
+        /// The state `fallback` goes to.
+        fallback: Option<Spanned<String>>,
+        /// `timeoutSeconds`: how long the decision may wait (then the run aborts).
+        timeout_seconds: Option<f64>,
+    },
 }
 
 /// `defaults:` of a workflow: what a state without its own `timeoutSeconds` gets. Absent, a

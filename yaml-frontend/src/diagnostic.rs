@@ -112,6 +112,11 @@ pub enum Code {
     /// error unless the state says `splice: quoted`: use the `MAGRATHEA_PARAM_<KEY>` /
     /// `MAGRATHEA_VAR_<KEY>` environment variable instead).
     ShellSplice,
+    /// `MAG-Y037`: `bounds` sets both `maxWallclockSeconds` and `runTimeoutMs`.
+    DeadlineTwice,
+    /// `MAG-Y038`: `onFailure:` has a `timeoutSeconds` that is not a positive number of
+    /// seconds, or one without `policy: pause_for_approval`.
+    InvalidPauseForApproval,
     /// `MAG-YA001`: a transition on an outcome the task can never end with (a warning for
     /// `failure`, an error otherwise).
     ImpossibleOutcome,
@@ -180,6 +185,8 @@ impl Code {
             Self::InvalidValue => "MAG-Y026",
             Self::Unreachable => "MAG-Y027",
             Self::ShellSplice => "MAG-Y028",
+            Self::DeadlineTwice => "MAG-Y037",
+            Self::InvalidPauseForApproval => "MAG-Y038",
             Self::ImpossibleOutcome => "MAG-YA001",
             Self::InertTransition => "MAG-YA002",
             Self::UnroutedOutcome => "MAG-YA003",

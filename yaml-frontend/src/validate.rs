@@ -37,8 +37,12 @@ pub(crate) fn validate(ctx: &mut Ctx<'_>, doc: &WorkflowDoc) {
             ),
         );
     }
-    if let crate::ast::FailurePolicy::Fallback(f) = &doc.on_failure {
-        check(ctx, &f.value, f.span, "fallback state");
+    match &doc.on_failure {
+        crate::ast::FailurePolicy::Fallback(f)
+        | crate::ast::FailurePolicy::PauseForApproval {
+            fallback: Some(f), ..
+        } => check(ctx, &f.value, f.span, "fallback state"),
+        _ => {}
     }
     for s in doc.states.values() {
         if let Some(c) = &s.compensate {

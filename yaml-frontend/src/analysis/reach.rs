@@ -13,8 +13,12 @@ pub(super) fn unreachable(ctx: &mut Ctx<'_>, doc: &WorkflowDoc, plan: &Plan) -> 
     let mut todo = vec![plan.start];
     // The fallback of `onFailure:` and the `compensate:` states are reached without a
     // transition.
-    if let crate::plan::OnFailure::Fallback(f) = plan.on_failure {
-        todo.push(f);
+    match plan.on_failure {
+        crate::plan::OnFailure::Fallback(f)
+        | crate::plan::OnFailure::PauseForApproval {
+            fallback: Some(f), ..
+        } => todo.push(f),
+        _ => {}
     }
     while let Some(id) = todo.pop() {
         if !std::mem::replace(&mut seen[id], true) {

@@ -256,14 +256,29 @@ fn parameters(ctx: &mut Ctx<'_>, node: &YamlNode) -> IndexMap<String, ParamSchem
 /// `onFailure:`: a policy word, or `{policy: fallback, fallback: <state>}`.
 fn on_failure(ctx: &mut Ctx<'_>, node: &YamlNode) -> crate::ast::FailurePolicy {
     use crate::ast::FailurePolicy;
-    const WORDS: &str = "fail_fast, continue_on_error, fallback or compensate";
+    const WORDS: &str =
+        "fail_fast, continue_on_error, fallback, compensate or pause_for_approval";
     let (word_node, fallback) = match node.as_map() {
         Some(_) => {
-            ctx.check_fields(node, &["policy", "fallback"], "'onFailure'");
+            ctx.check_fields(
+                node,
+                &["policy", "fallback", "timeoutSeconds"],
+                "'onFailure'",
+            );
             (node.get("policy"), node.get("fallback"))
         }
         None => (Some(node), None),
     };
+    let timeout = node.as_map().and_then(|_| node.get("timeoutSeconds"));
+    if let Some(t) = timeout
+        && word_node.and_then(YamlNode::as_str) != Some("pause_for_approval")
+    {
+        ctx.error(
+            t.span,
+            Code::InvalidPauseForApproval,
+            "'onFailure.timeoutSeconds' applies to 'policy: pause_for_approval' only",
+        );
+    }
     let Some(word_node) = word_node else {
         ctx.error(
             node.span,
@@ -276,6 +291,47 @@ fn on_failure(ctx: &mut Ctx<'_>, node: &YamlNode) -> crate::ast::FailurePolicy {
         Some("fail_fast") => FailurePolicy::FailFast,
         Some("continue_on_error") => FailurePolicy::ContinueOnError,
         Some("compensate") => FailurePolicy::Compensate,
+        Some("pause_for_approval") => {
+            let fallback = fallback.and_then(|f| match f.as_str() {
+                Some(s) => Some(Spanned {
+                    value: s.to_owned(),
+                    span: f.span,
+                }),
+                None => {
+                    ctx.error(
+                        f.span,
+                        Code::WrongType,
+                        format_args!("'onFailure.fallback' is {}: expected a state name", found(f)),
+                    );
+                    None
+                }
+            });
+            let timeout_seconds = timeout.and_then(|t| match ctx::seconds(t) {
+                Some(n) if n > 0.0 && n.is_finite() => ctx::within_duration_limit(
+                    ctx,
+                    t,
+                    Code::InvalidPauseForApproval,
+                    "onFailure.timeoutSeconds",
+                    n,
+                )
+                .then_some(n),
+                _ => {
+                    ctx.error(
+                        t.span,
+                        Code::InvalidPauseForApproval,
+                        format_args!(
+                            "'onFailure.timeoutSeconds' is {}: expected a positive number of seconds",
+                            found(t)
+                        ),
+                    );
+                    None
+                }
+            });
+            FailurePolicy::PauseForApproval {
+                fallback,
+                timeout_seconds,
+            }
+        }
         Some("fallback") => match fallback.and_then(|f| f.as_str().map(|s| (s, f.span))) {
             Some((s, span)) => FailurePolicy::Fallback(Spanned {
                 value: s.to_owned(),
@@ -338,8 +394,12 @@ fn defaults(ctx: &mut Ctx<'_>, node: &YamlNode) -> crate::ast::Defaults {
     d
 }
 
-pub(crate) const BOUNDS_FIELDS: &[&str] =
-    &["maxTotalCostUsd", "maxWallclockSeconds", "maxTaskSpawns"];
+pub(crate) const BOUNDS_FIELDS: &[&str] = &[
+    "maxTotalCostUsd",
+    "maxWallclockSeconds",
+    "runTimeoutMs",
+    "maxTaskSpawns",
+];
 
 fn bounds(ctx: &mut Ctx<'_>, node: &YamlNode) -> Option<Bounds> {
     let node = ctx.map(node, "'bounds'")?;
@@ -369,6 +429,39 @@ fn bounds(ctx: &mut Ctx<'_>, node: &YamlNode) -> Option<Bounds> {
     };
     b.max_total_cost_usd = non_negative(ctx, "maxTotalCostUsd");
     b.max_wallclock_seconds = non_negative(ctx, "maxWallclockSeconds");
+    // Friday's spelling of the deadline, in milliseconds: one of the two, never both.
+    if let Some(v) = node.get("runTimeoutMs") {
+        if node.get("maxWallclockSeconds").is_some() {
+            ctx.error(
+                v.span,
+                Code::DeadlineTwice,
+                "bounds sets both 'maxWallclockSeconds' and 'runTimeoutMs' (the same deadline, \
+                 in seconds and in milliseconds): keep one",
+            );
+        } else {
+            match ctx::seconds(v) {
+                Some(ms) if ms >= 0.0 && ms.is_finite() => {
+                    let n = ms / 1000.0;
+                    b.max_wallclock_seconds = ctx::within_duration_limit(
+                        ctx,
+                        v,
+                        Code::InvalidBounds,
+                        "bounds.runTimeoutMs",
+                        n,
+                    )
+                    .then_some(n);
+                }
+                _ => ctx.error(
+                    v.span,
+                    Code::InvalidBounds,
+                    format_args!(
+                        "bounds.runTimeoutMs is {}: expected a non-negative number of milliseconds",
+                        ctx::found(v)
+                    ),
+                ),
+            }
+        }
+    }
     if let Some(v) = node.get("maxTaskSpawns") {
         match v.kind {
             YamlKind::Int(i) if i >= 0 => b.max_task_spawns = u64::try_from(i).ok(),

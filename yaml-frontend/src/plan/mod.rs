@@ -83,6 +83,13 @@ pub enum OnFailure {
     Fallback(StateId),
     /// The compensations of the completed states, in reverse order; then the run fails.
     Compensate,
+    /// A DECISION gate: `retry` the state, go to `fallback` (when given), or `abort`.
+    PauseForApproval {
+        /// The state the `fallback` answer goes to.
+        fallback: Option<StateId>,
+        /// How long the decision waits before the run aborts.
+        timeout: Option<Duration>,
+    },
 }
 
 impl PlanState {
@@ -205,6 +212,13 @@ impl Plan {
             crate::ast::FailurePolicy::ContinueOnError => OnFailure::ContinueOnError,
             crate::ast::FailurePolicy::Fallback(f) => OnFailure::Fallback(index(&f.value)),
             crate::ast::FailurePolicy::Compensate => OnFailure::Compensate,
+            crate::ast::FailurePolicy::PauseForApproval {
+                fallback,
+                timeout_seconds,
+            } => OnFailure::PauseForApproval {
+                fallback: fallback.as_ref().map(|f| index(&f.value)),
+                timeout: timeout_seconds.map(crate::saturating_secs),
+            },
         };
         Self {
             start: index(&doc.start.value),

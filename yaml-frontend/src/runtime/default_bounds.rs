@@ -16,24 +16,98 @@
 
 use magrathea_core::StartRecord;
 use magrathea_exec::{DocumentSource, Scope};
-use serde_json::{Value, json};
+use serde_json::{Map, Value, json};
 
-use crate::ast::Bounds;
+use crate::ast::{Bounds, Defaults};
 
 const MAX_TASK_SPAWNS: &str = "maxTaskSpawns";
 const MAX_TASK_SPAWNS_SETTING: &str = "maxTaskSpawnsSetting";
+const MAX_WALLCLOCK: &str = "maxWallclockSeconds";
+const MAX_WALLCLOCK_SETTING: &str = "maxWallclockSecondsSetting";
+const DEFAULTS: &str = "defaults";
+const TASK_TIMEOUT: &str = "taskTimeoutSeconds";
+const GATE_TIMEOUT: &str = "gateTimeoutSeconds";
 
-/// The tenant's defaults for runs of `scope`, as frozen in a start record; `None` when there
-/// are none (the settings turn them off).
+/// The tenant's (and the project's) defaults for runs of `scope`, as frozen in a start
+/// record; `None` when there are none.
 pub(crate) fn tenant_defaults(docs: &DocumentSource, scope: &Scope) -> Option<Value> {
-    let spawns = docs.tenant_settings(scope).bounds.task_spawns(scope)?;
-    Some(json!({ MAX_TASK_SPAWNS: spawns.value, MAX_TASK_SPAWNS_SETTING: spawns.setting }))
+    let tenant = docs.tenant_settings(scope);
+    let mut out = Map::new();
+    if let Some(spawns) = tenant.bounds.task_spawns(scope) {
+        out.insert(MAX_TASK_SPAWNS.into(), json!(spawns.value));
+        out.insert(MAX_TASK_SPAWNS_SETTING.into(), json!(spawns.setting));
+    }
+    if let Some((secs, setting)) = tenant.bounds.wallclock_seconds(scope) {
+        out.insert(MAX_WALLCLOCK.into(), json!(secs));
+        out.insert(MAX_WALLCLOCK_SETTING.into(), json!(setting));
+    }
+    let timeouts = docs.settings(scope).defaults.or(tenant.defaults);
+    let mut defaults = Map::new();
+    if let Some(t) = timeouts.task_timeout_seconds {
+        defaults.insert(TASK_TIMEOUT.into(), json!(t));
+    }
+    if let Some(t) = timeouts.gate_timeout_seconds {
+        defaults.insert(GATE_TIMEOUT.into(), json!(t));
+    }
+    if !defaults.is_empty() {
+        out.insert(DEFAULTS.into(), Value::Object(defaults));
+    }
+    (!out.is_empty()).then_some(Value::Object(out))
 }
 
 /// What of `defaults` a run of a document with `declared` bounds freezes: the defaults of the
-/// bounds the document leaves open, or `None`.
+/// bounds the document leaves open and the settings' default timeouts (which apply only
+/// where neither a state nor the document's `defaults:` sets one), or `None`.
 pub(crate) fn for_document(declared: &Bounds, defaults: Option<Value>) -> Option<Value> {
-    defaults.filter(|_| declared.max_task_spawns.is_none())
+    let Value::Object(mut m) = defaults? else {
+        return None;
+    };
+    if declared.max_task_spawns.is_some() {
+        m.remove(MAX_TASK_SPAWNS);
+        m.remove(MAX_TASK_SPAWNS_SETTING);
+    }
+    if declared.max_wallclock_seconds.is_some() {
+        m.remove(MAX_WALLCLOCK);
+        m.remove(MAX_WALLCLOCK_SETTING);
+    }
+    (!m.is_empty()).then_some(Value::Object(m))
+}
+
+/// The document's `defaults:`, each unset key filled from the settings' timeouts frozen in
+/// `start` (precedence: state > document > project settings > tenant settings).
+pub(crate) fn timeout_defaults(declared: Defaults, start: &StartRecord) -> Defaults {
+    let frozen = start.bounds.as_ref().and_then(|b| b.get(DEFAULTS));
+    let read = |key: &str| {
+        frozen
+            .and_then(|d| d.get(key))
+            .and_then(Value::as_f64)
+            .filter(|n| *n > 0.0 && n.is_finite())
+    };
+    Defaults {
+        task_timeout_seconds: declared.task_timeout_seconds.or_else(|| read(TASK_TIMEOUT)),
+        gate_timeout_seconds: declared.gate_timeout_seconds.or_else(|| read(GATE_TIMEOUT)),
+    }
+}
+
+/// The run's deadline in seconds and its failure reason: the document's
+/// `bounds.maxWallclockSeconds`, else the default frozen in `start`.
+pub(super) fn deadline(declared: &Bounds, start: &StartRecord) -> Option<(f64, String)> {
+    if let Some(max) = declared.max_wallclock_seconds {
+        return Some((max, format!("bounds exhausted: maxWallclockSeconds {max} exceeded")));
+    }
+    let frozen = start.bounds.as_ref()?;
+    let max = frozen.get(MAX_WALLCLOCK)?.as_f64()?;
+    let setting = frozen
+        .get(MAX_WALLCLOCK_SETTING)
+        .and_then(Value::as_str)
+        .unwrap_or("bounds.maxWallclockSeconds in the tenant's _tenant/_vance/settings.yaml");
+    Some((
+        max,
+        format!(
+            "bounds exhausted: maxWallclockSeconds {max} exceeded (the tenant's default, \
+             {setting}; a document's own bounds.maxWallclockSeconds replaces it)"
+        ),
+    ))
 }
 
 /// The spawn limit a run works under.

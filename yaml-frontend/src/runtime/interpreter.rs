@@ -18,7 +18,7 @@ use super::RuntimeInner;
 use super::default_bounds::{self, SpawnLimit};
 use super::dispatch::{self, Completion, RunInfo};
 use super::documents::Scope;
-use super::steps;
+use super::{failure, steps};
 use crate::ast::TerminalOutcome;
 use crate::plan::{OnFailure, Plan, PlanState, Step};
 use crate::template::{Template, TemplateValue};
@@ -44,7 +44,7 @@ impl Run<'_> {
         t.resolve(self.params, &self.vars)
     }
 
-    fn store(&mut self, key: &str, value: Value) {
+    pub(super) fn store(&mut self, key: &str, value: Value) {
         self.ctx.set_var(key, value.clone());
         if let Value::Object(m) = &mut self.vars {
             m.insert(key.to_string(), value);
@@ -71,7 +71,14 @@ pub(crate) async fn interpret(
         spawns: 0,
         cost_usd: 0.0,
     };
-    let started_ms = bounds.max_wallclock_seconds.map(|_| ctx.now());
+    let deadline = default_bounds::deadline(&bounds, &start);
+    let started_ms = deadline.as_ref().map(|_| ctx.now());
+    // The deadline is a durable timer that preempts whatever the run waits on; a run
+    // journaled before that existed checks it between states.
+    let durable_deadline = deadline
+        .as_ref()
+        .is_some_and(|(max, reason)| failure::set_deadline(&ctx, *max, reason));
+    let mut deadline_handled = false;
     let mut cost_usd;
     let mut current = plan.start;
     // States whose work a compensation would undo, in order of completion.
@@ -90,12 +97,31 @@ pub(crate) async fn interpret(
                 "bounds exhausted: maxTotalCostUsd {max} exceeded (spent {cost_usd:.4} USD)"
             )));
         }
-        if let (Some(max), Some(t0)) = (bounds.max_wallclock_seconds, started_ms) {
-            let elapsed = ctx.now().saturating_sub(t0) as f64 / 1000.0;
-            if elapsed > max {
-                return Err(WorkflowError::failed(format!(
-                    "bounds exhausted: maxWallclockSeconds {max} exceeded ({elapsed:.1} s)"
-                )));
+        if let Some((max, reason)) = &deadline {
+            if durable_deadline {
+                // The deadline preempts routing, once: what runs after it runs without one.
+                if !deadline_handled && ctx.deadline_exceeded() {
+                    deadline_handled = true;
+                    let reason = reason.clone();
+                    current = failure::after_deadline(
+                        &mut run,
+                        &rt,
+                        &plan,
+                        state,
+                        &completed,
+                        &mut budget,
+                        reason,
+                    )
+                    .await?;
+                    continue;
+                }
+            } else if let Some(t0) = started_ms {
+                let elapsed = ctx.now().saturating_sub(t0) as f64 / 1000.0;
+                if elapsed > *max {
+                    return Err(WorkflowError::failed(format!(
+                        "bounds exhausted: maxWallclockSeconds {max} exceeded ({elapsed:.1} s)"
+                    )));
+                }
             }
         }
         let next = match &done.next {
@@ -114,6 +140,7 @@ pub(crate) async fn interpret(
                 {
                     return Err(WorkflowError::cancelled(reason));
                 }
+                let unrouted = format!("no transition for outcome '{}'", done.outcome);
                 // `onFailure:` (Friday's failurePolicy) decides what an unrouted outcome does.
                 match plan.on_failure {
                     OnFailure::ContinueOnError | OnFailure::Fallback(_) => {
@@ -122,27 +149,48 @@ pub(crate) async fn interpret(
                             _ => state.route("success"),
                         };
                         if let Some(to) = to {
-                            run.store(
-                                "lastError",
-                                json!({ "state": state.name, "outcome": done.outcome, "output": done.output }),
-                            );
+                            run.store("lastError", failure::last_error(state, &done));
                             current = to;
                             continue;
                         }
                     }
                     OnFailure::Compensate => {
-                        let reason = format!("no transition for outcome '{}'", done.outcome);
-                        return Err(compensate(
+                        return Err(failure::compensate(
                             &mut run,
                             &rt,
                             &plan,
                             &completed,
                             &mut budget,
-                            reason,
+                            unrouted,
                         )
                         .await);
                     }
-                    OnFailure::FailFast => {}
+                    OnFailure::PauseForApproval { fallback, timeout }
+                        if ctx.cancellation().is_none() =>
+                    {
+                        match failure::decide(&run, state, &done, fallback, timeout, &plan).await
+                        {
+                            // The failed state runs again (a spawn like any other).
+                            failure::Decision::Retry => continue,
+                            failure::Decision::Fallback(to) => {
+                                run.store("lastError", failure::last_error(state, &done));
+                                current = to;
+                                continue;
+                            }
+                            failure::Decision::Abort(_)
+                                if ctx.deadline_exceeded() && !deadline_handled =>
+                            {
+                                let reason = deadline.map(|(_, r)| r).unwrap_or_default();
+                                return Err(WorkflowError::failed(reason));
+                            }
+                            failure::Decision::Abort(how) => {
+                                return Err(WorkflowError::failed(format!(
+                                    "{unrouted} (onFailure: pause_for_approval: {how})"
+                                )));
+                            }
+                        }
+                    }
+                    OnFailure::FailFast | OnFailure::PauseForApproval { .. } => {}
                 }
                 // A rejected approval nothing routes ends the run with Friday's reason code
                 // (its `onReject: fail`; `reject_branch` is an `on: rejected` route).
@@ -151,21 +199,18 @@ pub(crate) async fn interpret(
                         == Some(crate::ErrorKind::HumanRejected)
                 {
                     return Err(WorkflowError::failed(format!(
-                        "APPROVAL_REJECTED: the approval of state '{}' was rejected (no transition for outcome '{}')",
-                        state.name, done.outcome
+                        "APPROVAL_REJECTED: the approval of state '{}' was rejected ({unrouted})",
+                        state.name
                     )));
                 }
-                return Err(WorkflowError::failed(format!(
-                    "no transition for outcome '{}'",
-                    done.outcome
-                )));
+                return Err(WorkflowError::failed(unrouted));
             }
         }
     }
 }
 
 /// What the run has spent: task spawns (against `maxTaskSpawns`) and cost.
-struct Budget {
+pub(super) struct Budget {
     limit: Option<SpawnLimit>,
     spawns: u64,
     cost_usd: f64,
@@ -173,7 +218,7 @@ struct Budget {
 
 /// Runs a state's step with its retry policy (reference §4.3: retry preempts routing): its
 /// completion, its output stored in `storeAs`.
-async fn attempt(
+pub(super) async fn attempt(
     run: &mut Run<'_>,
     rt: &Arc<RuntimeInner>,
     plan: &Plan,
@@ -208,54 +253,6 @@ async fn attempt(
         }
         return Ok(done);
     }
-}
-
-/// The saga: runs the `compensate:` state of each completed state, most recent first, each
-/// with its own retry and timeout and each journaled like any state; then the run fails with
-/// the original reason and every compensation's outcome in its result. A compensation that
-/// still fails after its retries is reported, and the next one runs all the same.
-async fn compensate(
-    run: &mut Run<'_>,
-    rt: &Arc<RuntimeInner>,
-    plan: &Plan,
-    completed: &[crate::plan::StateId],
-    budget: &mut Budget,
-    reason: String,
-) -> WorkflowError {
-    let mut outcomes = Vec::new();
-    for &done_id in completed.iter().rev() {
-        let Some(comp_id) = plan.states[done_id].compensate else {
-            continue;
-        };
-        let comp = &plan.states[comp_id];
-        run.ctx.enter_state(&comp.name);
-        let entry = match attempt(run, rt, plan, comp, budget).await {
-            Ok(c) => json!({
-                "state": plan.states[done_id].name,
-                "compensation": comp.name,
-                "outcome": c.outcome,
-                "output": c.output,
-            }),
-            Err(e) => json!({
-                "state": plan.states[done_id].name,
-                "compensation": comp.name,
-                "outcome": "technical_error",
-                "output": e.message,
-            }),
-        };
-        outcomes.push(entry);
-    }
-    let all_ok = outcomes.iter().all(|o| o["outcome"] == "success");
-    WorkflowError::failed(format!(
-        "{reason}; compensated {} state(s){}",
-        outcomes.len(),
-        if all_ok {
-            ""
-        } else {
-            ", some compensations failed"
-        }
-    ))
-    .with_result(json!({ "error": reason, "compensations": outcomes }))
 }
 
 /// Runs the step of a non-terminal state once.
@@ -427,7 +424,18 @@ pub(crate) fn load_frozen(start: &StartRecord) -> Result<Plan, String> {
     let text = start.definition.as_deref().unwrap_or_default();
     let label = format!("{}.yaml (frozen)", start.workflow_name);
     load_workflow(&label, text, &LoadOptions::default())
-        .map(|l| l.plan)
+        .map(|l| {
+            // The settings' default timeouts frozen at the start fill what the document
+            // leaves open.
+            let defaults = default_bounds::timeout_defaults(l.doc.defaults, start);
+            if defaults == l.doc.defaults {
+                l.plan
+            } else {
+                let mut doc = l.doc;
+                doc.defaults = defaults;
+                Plan::compile(&doc)
+            }
+        })
         .map_err(|diags| {
             let msgs: Vec<String> = diags.iter().map(|d| d.to_string()).collect();
             format!(

@@ -96,6 +96,9 @@ pub struct Bounds {
     /// Hard wall-clock limit of the run, in seconds.
     #[schemars(range(min = 0))]
     pub max_wallclock_seconds: Option<f64>,
+    /// Friday's spelling of `maxWallclockSeconds`, in milliseconds (one or the other).
+    #[schemars(range(min = 0))]
+    pub run_timeout_ms: Option<f64>,
     /// Cap on started tasks, retries included.
     #[schemars(range(min = 0))]
     pub max_task_spawns: Option<u64>,
@@ -282,12 +285,17 @@ pub enum OnFailure {
 
 /// The block form of `onFailure:`.
 #[derive(Debug, JsonSchema)]
-#[serde(deny_unknown_fields)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
 pub struct OnFailureBlock {
-    /// The policy: `fail_fast`, `continue_on_error`, `fallback` or `compensate`.
+    /// The policy: `fail_fast`, `continue_on_error`, `fallback`, `compensate` or
+    /// `pause_for_approval`.
     pub policy: String,
-    /// The state `fallback` goes to.
+    /// The state `fallback` goes to (for `pause_for_approval`: the state the `fallback`
+    /// answer goes to, which offers that answer only when given).
     pub fallback: Option<String>,
+    /// `pause_for_approval` only: how long the decision waits before the run aborts.
+    #[schemars(range(min = 0))]
+    pub timeout_seconds: Option<f64>,
 }
 
 /// The policy words of `onFailure:`.
@@ -296,7 +304,12 @@ pub struct FailurePolicyWords;
 
 impl super::words::WordList for FailurePolicyWords {
     const NAME: &'static str = "FailurePolicy";
-    const WORDS: &'static [&'static str] = &["fail_fast", "continue_on_error", "compensate"];
+    const WORDS: &'static [&'static str] = &[
+        "fail_fast",
+        "continue_on_error",
+        "compensate",
+        "pause_for_approval",
+    ];
 }
 
 /// `defaults:` of a workflow.

@@ -145,6 +145,16 @@ pub(super) const CODES: &[ErrorCode] = &[
         remedy: "Use the value's environment variable, quoted (`\"$MAGRATHEA_PARAM_X\"`, `\"$MAGRATHEA_VAR_X\"`; the message names it), or opt the state into shell-quoted splicing with `splice: quoted`.",
     },
     ErrorCode {
+        code: "MAG-Y037",
+        meaning: "`bounds` sets both `maxWallclockSeconds` and `runTimeoutMs`, the same deadline in seconds and in milliseconds.",
+        remedy: "Keep one of them.",
+    },
+    ErrorCode {
+        code: "MAG-Y038",
+        meaning: "`onFailure:` has a `timeoutSeconds` that is not a positive number of seconds, or one without `policy: pause_for_approval` (the only policy that waits).",
+        remedy: "Write `onFailure: {policy: pause_for_approval, fallback: <state>, timeoutSeconds: <n>}` (`fallback` and `timeoutSeconds` are optional), or drop `timeoutSeconds`.",
+    },
+    ErrorCode {
         code: "MAG-YA001",
         meaning: "A transition names an outcome its task can never end with (e.g. `on: success` on a timer_task, which only ends `fired`); it can never be taken. An error, except for `failure`, which the reference writes loosely and is a warning.",
         remedy: "Route an outcome the task type produces (the message lists them), or remove the transition.",

@@ -51,7 +51,17 @@ impl Driver {
             }
             Event::TimerFired { step, purpose } => {
                 let actions = self.state.timer_due(step, purpose);
+                let fired = !actions.records.is_empty();
                 self.perform(actions);
+                // The run's deadline: its cancellation is journaled in the same commit as the
+                // firing, so a replay finds both and never asks the clock.
+                let deadline = lock(&self.shared).deadline.clone();
+                if let Some((at, reason)) = deadline
+                    && fired
+                    && at == step
+                {
+                    self.request_cancel(reason);
+                }
             }
             Event::Answer {
                 step,
@@ -85,20 +95,26 @@ impl Driver {
                 }
             }
             Event::Cancel { reason, reply } => {
-                // The run's CancelRequestedRecord, then one ChildCancelRequestedRecord per
-                // child still running; the children are told after the commit.
-                let run = self.run_id;
-                let (actions, ack) = self
-                    .state
-                    .cancel(reason, |why| super::children::parent_cancelled(run, why));
-                if !actions.records.is_empty() {
-                    self.attempts.abort_all();
-                    self.perform(actions);
-                }
+                let ack = self.request_cancel(reason);
                 self.outbox.replies.push(Reply::Cancel(reply, ack));
             }
         }
         self.refresh_status();
+    }
+
+    /// Cancels the run (an operator's cancel or its deadline): the run's
+    /// CancelRequestedRecord, then one ChildCancelRequestedRecord per child still running;
+    /// the children are told after the commit, running attempts are stopped now.
+    fn request_cancel(&mut self, reason: String) -> CancelAck {
+        let run = self.run_id;
+        let (actions, ack) = self
+            .state
+            .cancel(reason, |why| super::children::parent_cancelled(run, why));
+        if !actions.records.is_empty() {
+            self.attempts.abort_all();
+            self.perform(actions);
+        }
+        ack
     }
 
     fn handle_event_blocked(&mut self, ev: Event) {

@@ -447,9 +447,18 @@ impl Driver {
 
     /// Applies a record to the run state and feeds the completions it causes to the code.
     fn apply(&mut self, seq: u64, record: &Record) {
-        if let Record::CancelRequested { reason } = record {
-            // The code learns of it before it sees its pending steps end.
-            lock(&self.shared).cancelled = Some(reason.clone());
+        match record {
+            Record::CancelRequested { reason } => {
+                // The code learns of it before it sees its pending steps end.
+                lock(&self.shared).cancelled = Some(reason.clone());
+            }
+            Record::TimerFired { step } => {
+                let mut s = lock(&self.shared);
+                if s.deadline.as_ref().is_some_and(|(at, _)| at == step) {
+                    s.deadline_fired = true;
+                }
+            }
+            _ => {}
         }
         let mut resolved = Vec::new();
         if let Err(nd) = self.state.apply(seq, record, &mut resolved) {
