@@ -71,9 +71,6 @@ async fn the_decision_names_the_state_and_its_error_and_offers_its_options() {
     );
     assert!(full["body"].as_str().unwrap().contains("exitCode"), "{full}");
     assert_eq!(full["options"], json!(["retry", "fallback", "abort"]), "{full}");
-    // Friday's approvals route lists it too.
-    let approvals: Value = s.get_json("/v1/workflow-approvals", Some(ACME)).await;
-    assert!(approvals.to_string().contains(id), "{approvals}");
 }
 
 #[tokio::test]
