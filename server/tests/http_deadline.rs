@@ -253,3 +253,23 @@ async fn a_deadline_that_passed_while_the_server_was_down_fails_the_run_once_aft
     assert_eq!(ends, 1, "the run failed once: {records:?}");
     server.stop();
 }
+
+#[tokio::test]
+async fn a_tenant_default_deadline_applies_to_a_document_that_declares_none() {
+    let s = Server::start().await;
+    write(
+        &s.root.join("acme/_tenant/_vance/settings.yaml"),
+        &format!(
+            "{}bounds:\n  maxWallclockSeconds: 1\n",
+            http_common::TENANT_SETTINGS
+        ),
+    );
+    let (_, view) = run(&s, "gated", &GATE.replace("bounds: { maxWallclockSeconds: 1 }\n", "")).await;
+    assert_eq!(view["status"], "FAILED", "{view}");
+    assert_eq!(
+        view["reason"],
+        "bounds exhausted: maxWallclockSeconds 1 exceeded (the tenant's default, \
+         bounds.maxWallclockSeconds in acme/_tenant/_vance/settings.yaml; a document's own \
+         bounds.maxWallclockSeconds replaces it)"
+    );
+}
