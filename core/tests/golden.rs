@@ -54,7 +54,7 @@ const RECORD_TYPES: usize = 21;
 /// 26 a `GateOpenedRecord` without timeout, 27 a `GateAnsweredRecord` without comment; and
 /// 28 a `ChildCancelRequestedRecord` (tag 20, added after the others: appended, so that the
 /// bytes of records 0 to 27 stay as they were); 29 a `TaskRestartedRecord` (tag 21, appended
-/// likewise).
+/// likewise); 30 a `TimerSetRecord` whose purpose is a run's `deadline` (appended likewise).
 fn canned_journal() -> Vec<Record> {
     let start = StartRecord {
         workflow_name: "order".into(),
@@ -249,6 +249,11 @@ fn canned_journal() -> Vec<Record> {
             attempt: 1,
             execution: 2,
             worker: "deep-thought:42".into(),
+        },
+        Record::TimerSet {
+            step: 7,
+            fire_at_ms: T0 + 86_400_000,
+            purpose: TimerPurpose::Deadline,
         },
     ]
 }

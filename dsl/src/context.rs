@@ -58,6 +58,17 @@ impl Context {
         self.inner.cancellation()
     }
 
+    /// Sets the run's deadline, `after` from now (see [`WorkflowContext::deadline`]): when the
+    /// durable timer fires, the run is cancelled with `reason`.
+    pub fn deadline(&self, after: Duration, reason: &str) {
+        self.inner.deadline(after, reason);
+    }
+
+    /// Whether the run's deadline fired (see [`WorkflowContext::deadline_exceeded`]).
+    pub fn deadline_exceeded(&self) -> bool {
+        self.inner.deadline_exceeded()
+    }
+
     /// Runs a task with its retry policy and timeout (those of its `#[task]` attribute).
     ///
     /// The call carries the task's body, so the task runs whether or not it was registered

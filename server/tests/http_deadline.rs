@@ -30,7 +30,9 @@ async fn run(s: &Server, name: &str, doc: &str) -> (String, Value) {
         doc,
     );
     let id = s.start_run("shop", name, json!({})).await;
-    let view = s.wait_status("shop", &id, &["DONE", "FAILED", "CANCELLED"]).await;
+    let view = s
+        .wait_status("shop", &id, &["DONE", "FAILED", "CANCELLED"])
+        .await;
     (id, view)
 }
 
@@ -110,7 +112,10 @@ states:
     let pid = pid.trim();
     let until = Instant::now() + Duration::from_secs(10);
     while sleeps(pid) {
-        assert!(Instant::now() < until, "the step's process {pid} still runs");
+        assert!(
+            Instant::now() < until,
+            "the step's process {pid} still runs"
+        );
         tokio::time::sleep(Duration::from_millis(25)).await;
     }
 }
@@ -139,7 +144,11 @@ states:
         .to_string();
     let child_view = s.wait_status("shop", &child, &["CANCELLED"]).await;
     assert_eq!(child_view["status"], "CANCELLED", "{child_view}");
-    assert_eq!(count(&records, "ChildCancelRequestedRecord"), 1, "{records:?}");
+    assert_eq!(
+        count(&records, "ChildCancelRequestedRecord"),
+        1,
+        "{records:?}"
+    );
 }
 
 #[tokio::test]
@@ -226,7 +235,10 @@ async fn a_deadline_that_passed_while_the_server_was_down_fails_the_run_once_aft
         .wait_status(&client, &run, ACME, &["FAILED", "DONE", "CANCELLED"])
         .await;
     assert_eq!(view["status"], "FAILED", "{view}");
-    assert_eq!(view["reason"], "bounds exhausted: maxWallclockSeconds 3 exceeded");
+    assert_eq!(
+        view["reason"],
+        "bounds exhausted: maxWallclockSeconds 3 exceeded"
+    );
     let records: Value = client
         .get(format!(
             "{}/brain/acme/project/shop/workflows/runs/{run}/journal",
@@ -264,7 +276,12 @@ async fn a_tenant_default_deadline_applies_to_a_document_that_declares_none() {
             http_common::TENANT_SETTINGS
         ),
     );
-    let (_, view) = run(&s, "gated", &GATE.replace("bounds: { maxWallclockSeconds: 1 }\n", "")).await;
+    let (_, view) = run(
+        &s,
+        "gated",
+        &GATE.replace("bounds: { maxWallclockSeconds: 1 }\n", ""),
+    )
+    .await;
     assert_eq!(view["status"], "FAILED", "{view}");
     assert_eq!(
         view["reason"],

@@ -118,7 +118,10 @@ async fn the_document_and_the_state_win_over_the_settings() {
         Some("defaults:\n  gateTimeoutSeconds: 6\n"),
     );
     let doc = GATES
-        .replace("start: first", "defaults: { gateTimeoutSeconds: 7 }\nstart: first")
+        .replace(
+            "start: first",
+            "defaults: { gateTimeoutSeconds: 7 }\nstart: first",
+        )
         .replace(
             "  second:\n    type: gate_task\n",
             "  second:\n    type: gate_task\n    timeoutSeconds: 8\n",
@@ -127,7 +130,10 @@ async fn the_document_and_the_state_win_over_the_settings() {
     approve_pending(&s, &run).await;
     let until = std::time::Instant::now() + std::time::Duration::from_secs(30);
     while gate_timeouts(&s, &run).await.len() < 2 {
-        assert!(std::time::Instant::now() < until, "the second gate never opened");
+        assert!(
+            std::time::Instant::now() < until,
+            "the second gate never opened"
+        );
         tokio::time::sleep(std::time::Duration::from_millis(25)).await;
     }
     assert_eq!(gate_timeouts(&s, &run).await, [json!(7_000), json!(8_000)]);
@@ -143,7 +149,10 @@ async fn the_settings_defaults_are_frozen_when_the_run_starts() {
     approve_pending(&s, &run).await;
     let until = std::time::Instant::now() + std::time::Duration::from_secs(30);
     while gate_timeouts(&s, &run).await.len() < 2 {
-        assert!(std::time::Instant::now() < until, "the second gate never opened");
+        assert!(
+            std::time::Instant::now() < until,
+            "the second gate never opened"
+        );
         tokio::time::sleep(std::time::Duration::from_millis(25)).await;
     }
     assert_eq!(

@@ -69,8 +69,15 @@ async fn the_decision_names_the_state_and_its_error_and_offers_its_options() {
         title.contains("'flaky'") && title.contains("business_error"),
         "{full}"
     );
-    assert!(full["body"].as_str().unwrap().contains("exitCode"), "{full}");
-    assert_eq!(full["options"], json!(["retry", "fallback", "abort"]), "{full}");
+    assert!(
+        full["body"].as_str().unwrap().contains("exitCode"),
+        "{full}"
+    );
+    assert_eq!(
+        full["options"],
+        json!(["retry", "fallback", "abort"]),
+        "{full}"
+    );
 }
 
 #[tokio::test]
@@ -128,7 +135,10 @@ async fn without_a_fallback_state_fallback_is_not_offered_and_a_timeout_aborts()
     let items: Vec<Value> = s
         .get_json("/brain/acme/project/shop/inbox?status=all", Some(ACME))
         .await;
-    let item = items.iter().find(|i| i["workflowRunId"] == run.as_str()).unwrap();
+    let item = items
+        .iter()
+        .find(|i| i["workflowRunId"] == run.as_str())
+        .unwrap();
     let id = item["id"].as_str().unwrap();
     let full: Value = s
         .get_json(&format!("/brain/acme/project/shop/inbox/{id}"), Some(ACME))

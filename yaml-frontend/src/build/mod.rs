@@ -256,8 +256,7 @@ fn parameters(ctx: &mut Ctx<'_>, node: &YamlNode) -> IndexMap<String, ParamSchem
 /// `onFailure:`: a policy word, or `{policy: fallback, fallback: <state>}`.
 fn on_failure(ctx: &mut Ctx<'_>, node: &YamlNode) -> crate::ast::FailurePolicy {
     use crate::ast::FailurePolicy;
-    const WORDS: &str =
-        "fail_fast, continue_on_error, fallback, compensate or pause_for_approval";
+    const WORDS: &str = "fail_fast, continue_on_error, fallback, compensate or pause_for_approval";
     let (word_node, fallback) = match node.as_map() {
         Some(_) => {
             ctx.check_fields(
@@ -301,7 +300,10 @@ fn on_failure(ctx: &mut Ctx<'_>, node: &YamlNode) -> crate::ast::FailurePolicy {
                     ctx.error(
                         f.span,
                         Code::WrongType,
-                        format_args!("'onFailure.fallback' is {}: expected a state name", found(f)),
+                        format_args!(
+                            "'onFailure.fallback' is {}: expected a state name",
+                            found(f)
+                        ),
                     );
                     None
                 }

@@ -1,18 +1,24 @@
-//! The tenant's default bounds of a YAML run, frozen in its start record.
+//! The tenant's default bounds and the settings' default timeouts of a YAML run, frozen in
+//! its start record.
 //!
 //! A document that declares no `bounds.maxTaskSpawns` runs under its tenant's default
 //! (`bounds.maxTaskSpawns` in `<tenant>/_tenant/_vance/settings.yaml`, 10000 unless set; see
-//! [`magrathea_exec::bounds`]). The default is read when the run starts and journaled in its
-//! `StartRecord` as `bounds`:
+//! [`magrathea_exec::bounds`]); one that declares no `bounds.maxWallclockSeconds` under the
+//! tenant's `bounds.maxWallclockSeconds` when it sets one. The `defaults:` timeouts of the
+//! project's and the tenant's settings fill what neither a state nor the document sets. All
+//! are read when the run starts and journaled in its `StartRecord` as `bounds`:
 //!
 //! ```json
 //! {"maxTaskSpawns": 10000,
-//!  "maxTaskSpawnsSetting": "bounds.maxTaskSpawns in acme/_tenant/_vance/settings.yaml"}
+//!  "maxTaskSpawnsSetting": "bounds.maxTaskSpawns in acme/_tenant/_vance/settings.yaml",
+//!  "maxWallclockSeconds": 3600,
+//!  "maxWallclockSecondsSetting": "bounds.maxWallclockSeconds in acme/_tenant/_vance/settings.yaml",
+//!  "defaults": {"taskTimeoutSeconds": 600, "gateTimeoutSeconds": 86400}}
 //! ```
 //!
-//! The interpreter reads it from there, so a replay applies the default the run started with
-//! whatever the settings say by then, and a run started before defaults existed (no `bounds`
-//! in its record) keeps running without one.
+//! The interpreter reads them from there, so a replay applies the defaults the run started
+//! with whatever the settings say by then, and a run started before defaults existed (no
+//! `bounds` in its record) keeps running without them.
 
 use magrathea_core::StartRecord;
 use magrathea_exec::{DocumentSource, Scope};
@@ -93,7 +99,10 @@ pub(crate) fn timeout_defaults(declared: Defaults, start: &StartRecord) -> Defau
 /// `bounds.maxWallclockSeconds`, else the default frozen in `start`.
 pub(super) fn deadline(declared: &Bounds, start: &StartRecord) -> Option<(f64, String)> {
     if let Some(max) = declared.max_wallclock_seconds {
-        return Some((max, format!("bounds exhausted: maxWallclockSeconds {max} exceeded")));
+        return Some((
+            max,
+            format!("bounds exhausted: maxWallclockSeconds {max} exceeded"),
+        ));
     }
     let frozen = start.bounds.as_ref()?;
     let max = frozen.get(MAX_WALLCLOCK)?.as_f64()?;

@@ -123,7 +123,9 @@ pub(super) async fn decide(
     };
     match run.ctx.gate(spec).await {
         GateOutcome::TimedOut => Decision::Abort("the decision timed out".into()),
-        GateOutcome::Cancelled(why) => Decision::Abort(format!("the decision was cancelled: {why}")),
+        GateOutcome::Cancelled(why) => {
+            Decision::Abort(format!("the decision was cancelled: {why}"))
+        }
         GateOutcome::Answered(answer) => {
             let chosen = answer
                 .value
@@ -139,7 +141,9 @@ pub(super) async fn decide(
                 ("retry", _) => Decision::Retry,
                 ("fallback", Some(f)) => Decision::Fallback(f),
                 ("abort", _) => Decision::Abort(format!("aborted{by}")),
-                (other, _) => Decision::Abort(format!("answered '{other}'{by}, which is not retry, fallback or abort")),
+                (other, _) => Decision::Abort(format!(
+                    "answered '{other}'{by}, which is not retry, fallback or abort"
+                )),
             }
         }
     }

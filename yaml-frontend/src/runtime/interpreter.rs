@@ -168,8 +168,7 @@ pub(crate) async fn interpret(
                     OnFailure::PauseForApproval { fallback, timeout }
                         if ctx.cancellation().is_none() =>
                     {
-                        match failure::decide(&run, state, &done, fallback, timeout, &plan).await
-                        {
+                        match failure::decide(&run, state, &done, fallback, timeout, &plan).await {
                             // The failed state runs again (a spawn like any other).
                             failure::Decision::Retry => continue,
                             failure::Decision::Fallback(to) => {
