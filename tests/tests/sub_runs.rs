@@ -463,9 +463,13 @@ async fn a_run_failed_by_bounds_exhaustion_cancels_the_sub_run_it_left() {
         "{why}"
     );
     assert_eq!(s.ended(child).await.status, RunStatus::Cancelled);
+    // The deadline preempts the sub-run: the child is cancelled when it fires, before the
+    // parent ends.
     let reason = cancelled_by_parent(&s, parent, child);
-    assert_eq!(reason, format!("parent run {parent} ended FAILED: {why}"));
-    // The record is in the commit that ended the parent: before its final status.
+    assert_eq!(
+        reason,
+        format!("parent run {parent} passed its deadline: {why}")
+    );
     let journal = s.journal(parent);
     let asked = journal
         .iter()

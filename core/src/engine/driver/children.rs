@@ -344,3 +344,8 @@ impl Driver {
 pub(super) fn parent_cancelled(parent: RunId, reason: &str) -> String {
     format!("parent run {parent} was cancelled: {reason}")
 }
+
+/// The reason a child is cancelled with when its parent's deadline fires.
+pub(super) fn parent_deadline(parent: RunId, reason: &str) -> String {
+    format!("parent run {parent} passed its deadline: {reason}")
+}

@@ -60,7 +60,7 @@ impl Driver {
                     && fired
                     && at == step
                 {
-                    self.request_cancel(reason);
+                    self.request_cancel(reason, super::children::parent_deadline);
                 }
             }
             Event::Answer {
@@ -95,7 +95,7 @@ impl Driver {
                 }
             }
             Event::Cancel { reason, reply } => {
-                let ack = self.request_cancel(reason);
+                let ack = self.request_cancel(reason, super::children::parent_cancelled);
                 self.outbox.replies.push(Reply::Cancel(reply, ack));
             }
         }
@@ -105,11 +105,9 @@ impl Driver {
     /// Cancels the run (an operator's cancel or its deadline): the run's
     /// CancelRequestedRecord, then one ChildCancelRequestedRecord per child still running;
     /// the children are told after the commit, running attempts are stopped now.
-    fn request_cancel(&mut self, reason: String) -> CancelAck {
+    fn request_cancel(&mut self, reason: String, child: fn(RunId, &str) -> String) -> CancelAck {
         let run = self.run_id;
-        let (actions, ack) = self
-            .state
-            .cancel(reason, |why| super::children::parent_cancelled(run, why));
+        let (actions, ack) = self.state.cancel(reason, |why| child(run, why));
         if !actions.records.is_empty() {
             self.attempts.abort_all();
             self.perform(actions);
