@@ -191,3 +191,35 @@ async fn a_pending_decision_survives_sigkill_and_its_answer_still_works() {
     assert_eq!(view["result"], "fixed");
     server.stop();
 }
+
+#[tokio::test]
+async fn only_the_named_approvers_may_answer_the_decision() {
+    let s = Server::start().await;
+    let doc = DOC.replace(
+        "fallback: cleanup }",
+        "fallback: cleanup, approvers: { users: [runner] } }",
+    );
+    let run = start(&s, &doc).await;
+    let item = decision(&s, &run).await;
+    let id = item["id"].as_str().unwrap();
+    let path = format!("/brain/acme/project/shop/inbox/{id}/answer");
+    let refused = s
+        .post(&path, Some(ACME))
+        .json(&json!({"kind": "choose", "option": "abort"}))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(
+        http_common::code(refused).await,
+        (403, "MAG-HTTP-NOT-APPROVER".into())
+    );
+    let r = s
+        .post(&path, Some(http_common::ACME_RUN))
+        .json(&json!({"kind": "choose", "option": "fallback"}))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(r.status(), 200, "{}", r.text().await.unwrap());
+    let view = s.wait_status("shop", &run, &["DONE", "FAILED"]).await;
+    assert_eq!(view["result"], "cleaned after business_error", "{view}");
+}

@@ -64,6 +64,8 @@ pub enum FailurePolicy {
         fallback: Option<Spanned<String>>,
         /// `timeoutSeconds`: how long the decision may wait (then the run aborts).
         timeout_seconds: Option<f64>,
+        /// `approvers`: who may answer the decision (anyone with access when absent).
+        approvers: Option<Approvers>,
     },
 }
 

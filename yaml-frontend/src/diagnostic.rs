@@ -115,7 +115,7 @@ pub enum Code {
     /// `MAG-Y037`: `bounds` sets both `maxWallclockSeconds` and `runTimeoutMs`.
     DeadlineTwice,
     /// `MAG-Y038`: `onFailure:` has a `timeoutSeconds` that is not a positive number of
-    /// seconds, or one without `policy: pause_for_approval`.
+    /// seconds, or a `timeoutSeconds` or `approvers` without `policy: pause_for_approval`.
     InvalidPauseForApproval,
     /// `MAG-YA001`: a transition on an outcome the task can never end with (a warning for
     /// `failure`, an error otherwise).

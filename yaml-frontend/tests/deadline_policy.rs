@@ -84,6 +84,14 @@ fn a_malformed_pause_for_approval_is_refused() {
         &format!("onFailure: {{ policy: fallback, fallback: b, timeoutSeconds: 5 }}\n{STATES}"),
         "wf.yaml:1:61: [MAG-Y038] 'onFailure.timeoutSeconds' applies to 'policy: pause_for_approval' only",
     );
+    has(
+        &format!("onFailure: {{ policy: compensate, approvers: {{ users: [ann] }} }}\n{STATES}"),
+        "wf.yaml:1:45: [MAG-Y038] 'onFailure.approvers' applies to 'policy: pause_for_approval' only",
+    );
+    has(
+        &format!("onFailure: {{ policy: pause_for_approval, approvers: {{}} }}\n{STATES}"),
+        "wf.yaml:1:53: [MAG-Y026] 'onFailure.approvers' names nobody: expected 'users' or 'roles' with at least one entry",
+    );
     let all = errors(&format!(
         "onFailure: {{ policy: pause_for_approval, fallback: nowhere }}\n{STATES}"
     ));

@@ -261,7 +261,7 @@ fn on_failure(ctx: &mut Ctx<'_>, node: &YamlNode) -> crate::ast::FailurePolicy {
         Some(_) => {
             ctx.check_fields(
                 node,
-                &["policy", "fallback", "timeoutSeconds"],
+                &["policy", "fallback", "timeoutSeconds", "approvers"],
                 "'onFailure'",
             );
             (node.get("policy"), node.get("fallback"))
@@ -269,14 +269,17 @@ fn on_failure(ctx: &mut Ctx<'_>, node: &YamlNode) -> crate::ast::FailurePolicy {
         None => (Some(node), None),
     };
     let timeout = node.as_map().and_then(|_| node.get("timeoutSeconds"));
-    if let Some(t) = timeout
-        && word_node.and_then(YamlNode::as_str) != Some("pause_for_approval")
-    {
-        ctx.error(
-            t.span,
-            Code::InvalidPauseForApproval,
-            "'onFailure.timeoutSeconds' applies to 'policy: pause_for_approval' only",
-        );
+    let approvers_node = node.as_map().and_then(|_| node.get("approvers"));
+    if word_node.and_then(YamlNode::as_str) != Some("pause_for_approval") {
+        for (key, n) in [("timeoutSeconds", timeout), ("approvers", approvers_node)] {
+            if let Some(n) = n {
+                ctx.error(
+                    n.span,
+                    Code::InvalidPauseForApproval,
+                    format_args!("'onFailure.{key}' applies to 'policy: pause_for_approval' only"),
+                );
+            }
+        }
     }
     let Some(word_node) = word_node else {
         ctx.error(
@@ -329,9 +332,12 @@ fn on_failure(ctx: &mut Ctx<'_>, node: &YamlNode) -> crate::ast::FailurePolicy {
                     None
                 }
             });
+            let approvers =
+                approvers_node.and_then(|a| state::approvers(ctx, a, "'onFailure.approvers'"));
             FailurePolicy::PauseForApproval {
                 fallback,
                 timeout_seconds,
+                approvers,
             }
         }
         Some("fallback") => match fallback.and_then(|f| f.as_str().map(|s| (s, f.span))) {

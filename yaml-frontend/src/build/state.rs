@@ -608,6 +608,38 @@ fn inbox(ctx: &mut Ctx<'_>, node: &YamlNode, what: &str) -> InboxSpec {
     spec
 }
 
+/// An `approvers: {users, roles}` block (`what` names it in messages); `None` when it is not
+/// a mapping.
+pub(crate) fn approvers(
+    ctx: &mut Ctx<'_>,
+    a: &YamlNode,
+    what: &str,
+) -> Option<crate::ast::Approvers> {
+    let map = ctx.map(a, what)?;
+    ctx.check_fields(map, &["users", "roles"], what);
+    let mut approvers = crate::ast::Approvers::default();
+    if let Some(u) = map.get("users") {
+        approvers.users = ctx
+            .str_list(u, &format!("'users' of {what}"))
+            .unwrap_or_default();
+    }
+    if let Some(r) = map.get("roles") {
+        approvers.roles = ctx
+            .str_list(r, &format!("'roles' of {what}"))
+            .unwrap_or_default();
+    }
+    if approvers.users.is_empty() && approvers.roles.is_empty() {
+        ctx.error(
+            map.span,
+            Code::InvalidValue,
+            format_args!(
+                "{what} names nobody: expected 'users' or 'roles' with at least one entry"
+            ),
+        );
+    }
+    Some(approvers)
+}
+
 /// `approvers:`, `quorum:` and `selfApproval:` of an APPROVAL inbox (Friday's approvers).
 fn approval_rules(ctx: &mut Ctx<'_>, block: &YamlNode, iw: &str, spec: &mut InboxSpec) {
     let named = ["approvers", "quorum", "selfApproval"]
@@ -625,31 +657,7 @@ fn approval_rules(ctx: &mut Ctx<'_>, block: &YamlNode, iw: &str, spec: &mut Inbo
         return;
     }
     if let Some(a) = block.get("approvers") {
-        let what = format!("'approvers' of {iw}");
-        if let Some(map) = ctx.map(a, &what) {
-            ctx.check_fields(map, &["users", "roles"], &what);
-            let mut approvers = crate::ast::Approvers::default();
-            if let Some(u) = map.get("users") {
-                approvers.users = ctx
-                    .str_list(u, &format!("'users' of {what}"))
-                    .unwrap_or_default();
-            }
-            if let Some(r) = map.get("roles") {
-                approvers.roles = ctx
-                    .str_list(r, &format!("'roles' of {what}"))
-                    .unwrap_or_default();
-            }
-            if approvers.users.is_empty() && approvers.roles.is_empty() {
-                ctx.error(
-                    map.span,
-                    Code::InvalidValue,
-                    format_args!(
-                        "{what} names nobody: expected 'users' or 'roles' with at least one entry"
-                    ),
-                );
-            }
-            spec.approvers = Some(approvers);
-        }
+        spec.approvers = approvers(ctx, a, &format!("'approvers' of {iw}"));
     }
     if let Some(q) = block.get("quorum") {
         match q.kind {

@@ -34,6 +34,8 @@ pub struct Plan {
     pub states: Vec<PlanState>,
     /// `onFailure:`.
     pub on_failure: OnFailure,
+    /// `onFailure.approvers` of `pause_for_approval`: who may answer its decision.
+    pub on_failure_approvers: Option<crate::ast::Approvers>,
     /// The run's bounds (reference §8); all limits absent when the document has none.
     pub bounds: Bounds,
     /// `allowedTools:` of the document, when it restricts tools.
@@ -215,6 +217,7 @@ impl Plan {
             crate::ast::FailurePolicy::PauseForApproval {
                 fallback,
                 timeout_seconds,
+                ..
             } => OnFailure::PauseForApproval {
                 fallback: fallback.as_ref().map(|f| index(&f.value)),
                 timeout: timeout_seconds.map(crate::saturating_secs),
@@ -224,6 +227,10 @@ impl Plan {
             start: index(&doc.start.value),
             states,
             on_failure,
+            on_failure_approvers: match &doc.on_failure {
+                crate::ast::FailurePolicy::PauseForApproval { approvers, .. } => approvers.clone(),
+                _ => None,
+            },
             bounds: doc.bounds.unwrap_or_default(),
             allowed_tools: doc.allowed_tools.clone(),
             parameters: doc.parameters.values().cloned().collect(),

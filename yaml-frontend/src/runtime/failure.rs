@@ -113,13 +113,7 @@ pub(super) async fn decide(
         criticality: "CRITICAL".into(),
         tags: vec!["onFailure".into()],
         timeout_ms: timeout.map(|d| u64::try_from(d.as_millis()).unwrap_or(u64::MAX)),
-        meta: json!({
-            "kind": "workflow.gate",
-            "workflowName": run.start.workflow_name,
-            "workflowState": state.name,
-            "onFailure": "pause_for_approval",
-            "outcome": done.outcome,
-        }),
+        meta: decision_meta(run, state, done, plan),
     };
     match run.ctx.gate(spec).await {
         GateOutcome::TimedOut => Decision::Abort("the decision timed out".into()),
@@ -147,6 +141,25 @@ pub(super) async fn decide(
             }
         }
     }
+}
+
+/// The decision's `meta`: what the inbox shows and, with `approvers`, the rules the server
+/// enforces on answers (as for an approval gate's `approvers`).
+fn decision_meta(run: &Run<'_>, state: &PlanState, done: &Completion, plan: &Plan) -> Value {
+    let mut meta = json!({
+        "kind": "workflow.gate",
+        "workflowName": run.start.workflow_name,
+        "workflowState": state.name,
+        "onFailure": "pause_for_approval",
+        "outcome": done.outcome,
+    });
+    if let (Some(a), Some(m)) = (&plan.on_failure_approvers, meta.as_object_mut()) {
+        m.insert("approvers".into(), json!(a));
+        m.insert("quorum".into(), json!(1));
+        m.insert("selfApproval".into(), json!(true));
+        m.insert("startedBy".into(), json!([run.start.started_by]));
+    }
+    meta
 }
 
 /// The saga: runs the `compensate:` state of each completed state, most recent first, each

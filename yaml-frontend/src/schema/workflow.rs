@@ -296,6 +296,8 @@ pub struct OnFailureBlock {
     /// `pause_for_approval` only: how long the decision waits before the run aborts.
     #[schemars(range(min = 0))]
     pub timeout_seconds: Option<f64>,
+    /// `pause_for_approval` only: who may answer the decision.
+    pub approvers: Option<InboxApprovers>,
 }
 
 /// The policy words of `onFailure:`.

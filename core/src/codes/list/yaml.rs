@@ -151,8 +151,8 @@ pub(super) const CODES: &[ErrorCode] = &[
     },
     ErrorCode {
         code: "MAG-Y038",
-        meaning: "`onFailure:` has a `timeoutSeconds` that is not a positive number of seconds, or one without `policy: pause_for_approval` (the only policy that waits).",
-        remedy: "Write `onFailure: {policy: pause_for_approval, fallback: <state>, timeoutSeconds: <n>}` (`fallback` and `timeoutSeconds` are optional), or drop `timeoutSeconds`.",
+        meaning: "`onFailure:` has a `timeoutSeconds` that is not a positive number of seconds, or a `timeoutSeconds` or `approvers` without `policy: pause_for_approval` (the only policy that asks a person).",
+        remedy: "Write `onFailure: {policy: pause_for_approval, fallback: <state>, timeoutSeconds: <n>, approvers: {users: [...], roles: [...]}}` (all but `policy` optional), or drop the field.",
     },
     ErrorCode {
         code: "MAG-YA001",
