@@ -5,6 +5,7 @@
 
 mod checks;
 mod ctx;
+mod on_failure;
 pub(crate) mod state;
 
 use indexmap::IndexMap;
@@ -91,7 +92,7 @@ pub(crate) fn build(ctx: &mut Ctx<'_>, root: &YamlNode) -> Option<WorkflowDoc> {
         .unwrap_or_default();
     let on_failure = root
         .get("onFailure")
-        .map(|f| on_failure(ctx, f))
+        .map(|f| on_failure::on_failure(ctx, f))
         .unwrap_or_default();
     let mut states = IndexMap::new();
     match root.get("states") {
@@ -251,121 +252,6 @@ fn parameters(ctx: &mut Ctx<'_>, node: &YamlNode) -> IndexMap<String, ParamSchem
         );
     }
     out
-}
-
-/// `onFailure:`: a policy word, or `{policy: fallback, fallback: <state>}`.
-fn on_failure(ctx: &mut Ctx<'_>, node: &YamlNode) -> crate::ast::FailurePolicy {
-    use crate::ast::FailurePolicy;
-    const WORDS: &str = "fail_fast, continue_on_error, fallback, compensate or pause_for_approval";
-    let (word_node, fallback) = match node.as_map() {
-        Some(_) => {
-            ctx.check_fields(
-                node,
-                &["policy", "fallback", "timeoutSeconds", "approvers"],
-                "'onFailure'",
-            );
-            (node.get("policy"), node.get("fallback"))
-        }
-        None => (Some(node), None),
-    };
-    let timeout = node.as_map().and_then(|_| node.get("timeoutSeconds"));
-    let approvers_node = node.as_map().and_then(|_| node.get("approvers"));
-    if word_node.and_then(YamlNode::as_str) != Some("pause_for_approval") {
-        for (key, n) in [("timeoutSeconds", timeout), ("approvers", approvers_node)] {
-            if let Some(n) = n {
-                ctx.error(
-                    n.span,
-                    Code::InvalidPauseForApproval,
-                    format_args!("'onFailure.{key}' applies to 'policy: pause_for_approval' only"),
-                );
-            }
-        }
-    }
-    let Some(word_node) = word_node else {
-        ctx.error(
-            node.span,
-            Code::MissingField,
-            format_args!("'onFailure' has no 'policy': expected one of {WORDS}"),
-        );
-        return FailurePolicy::FailFast;
-    };
-    match word_node.as_str() {
-        Some("fail_fast") => FailurePolicy::FailFast,
-        Some("continue_on_error") => FailurePolicy::ContinueOnError,
-        Some("compensate") => FailurePolicy::Compensate,
-        Some("pause_for_approval") => {
-            let fallback = fallback.and_then(|f| match f.as_str() {
-                Some(s) => Some(Spanned {
-                    value: s.to_owned(),
-                    span: f.span,
-                }),
-                None => {
-                    ctx.error(
-                        f.span,
-                        Code::WrongType,
-                        format_args!(
-                            "'onFailure.fallback' is {}: expected a state name",
-                            found(f)
-                        ),
-                    );
-                    None
-                }
-            });
-            let timeout_seconds = timeout.and_then(|t| match ctx::seconds(t) {
-                Some(n) if n > 0.0 && n.is_finite() => ctx::within_duration_limit(
-                    ctx,
-                    t,
-                    Code::InvalidPauseForApproval,
-                    "onFailure.timeoutSeconds",
-                    n,
-                )
-                .then_some(n),
-                _ => {
-                    ctx.error(
-                        t.span,
-                        Code::InvalidPauseForApproval,
-                        format_args!(
-                            "'onFailure.timeoutSeconds' is {}: expected a positive number of seconds",
-                            found(t)
-                        ),
-                    );
-                    None
-                }
-            });
-            let approvers =
-                approvers_node.and_then(|a| state::approvers(ctx, a, "'onFailure.approvers'"));
-            FailurePolicy::PauseForApproval {
-                fallback,
-                timeout_seconds,
-                approvers,
-            }
-        }
-        Some("fallback") => match fallback.and_then(|f| f.as_str().map(|s| (s, f.span))) {
-            Some((s, span)) => FailurePolicy::Fallback(Spanned {
-                value: s.to_owned(),
-                span,
-            }),
-            None => {
-                ctx.error(
-                    node.span,
-                    Code::MissingField,
-                    "'onFailure: fallback' names no state: expected 'onFailure: {policy: fallback, fallback: <state>}'",
-                );
-                FailurePolicy::FailFast
-            }
-        },
-        _ => {
-            ctx.error(
-                word_node.span,
-                Code::InvalidValue,
-                format_args!(
-                    "'onFailure' is {}: expected one of {WORDS}",
-                    found(word_node)
-                ),
-            );
-            FailurePolicy::FailFast
-        }
-    }
 }
 
 pub(crate) const DEFAULTS_FIELDS: &[&str] = &["taskTimeoutSeconds", "gateTimeoutSeconds"];
