@@ -623,6 +623,21 @@ impl WorkflowContext {
     pub fn select<T>(&self, futures: Vec<StepFuture<T>>) -> Select<T> {
         Select { futures }
     }
+
+    /// Waits for the first of `futures` to complete, by journal order (the rule of
+    /// [`select`](Self::select), so replay picks the same one), and takes it out of the vector:
+    /// returns its index (at the time of the call) and output. Unlike `select`, the others stay
+    /// in `futures`, still pending and untouched (a child step keeps its run), so a caller can
+    /// keep a sliding window of steps in flight: add steps, wait for the next completed, repeat.
+    /// Dropping what is left in `futures` drops those steps as `select` does its losers.
+    ///
+    /// Pending forever when `futures` is empty.
+    pub fn next_completed<'a, T>(
+        &self,
+        futures: &'a mut Vec<StepFuture<T>>,
+    ) -> NextCompleted<'a, T> {
+        NextCompleted { futures }
+    }
 }
 
 /// The future of one step. Resolves when the step's completion is delivered.
@@ -728,6 +743,46 @@ impl<T> Future for Select<T> {
                 match Pin::new(&mut fut).poll(cx) {
                     Poll::Ready(v) => Poll::Ready((i, v)),
                     Poll::Pending => Poll::Pending,
+                }
+            }
+            None => {
+                for f in self.futures.iter_mut() {
+                    let _ = Pin::new(f).poll(cx);
+                }
+                Poll::Pending
+            }
+        }
+    }
+}
+
+/// The future of [`WorkflowContext::next_completed`].
+#[must_use = "next_completed does nothing unless awaited"]
+#[derive(Debug)]
+pub struct NextCompleted<'a, T> {
+    futures: &'a mut Vec<StepFuture<T>>,
+}
+
+impl<T> Future for NextCompleted<'_, T> {
+    type Output = (usize, T);
+
+    fn poll(mut self: Pin<&mut Self>, cx: &mut TaskCx<'_>) -> Poll<(usize, T)> {
+        let winner = self
+            .futures
+            .iter()
+            .enumerate()
+            .filter_map(|(i, f)| f.resolved_seq().map(|seq| (seq, i)))
+            .min()
+            .map(|(_, i)| i);
+        match winner {
+            Some(i) => {
+                let mut fut = self.futures.remove(i);
+                match Pin::new(&mut fut).poll(cx) {
+                    Poll::Ready(v) => Poll::Ready((i, v)),
+                    // Unreachable: a resolved step is ready; keep it rather than drop it.
+                    Poll::Pending => {
+                        self.futures.insert(i, fut);
+                        Poll::Pending
+                    }
                 }
             }
             None => {

@@ -37,7 +37,8 @@ mod vocabulary;
 pub mod writer;
 
 pub use context::{
-    ChildOutcome, ChildRequest, GateOutcome, Select, StepFuture, TaskCall, WorkflowContext,
+    ChildOutcome, ChildRequest, GateOutcome, NextCompleted, Select, StepFuture, TaskCall,
+    WorkflowContext,
 };
 pub use engine::{
     AnswerAck, CancelAck, DEFAULT_HEAP_TRIM_THRESHOLD, DEFAULT_MAX_CHILD_DEPTH,
