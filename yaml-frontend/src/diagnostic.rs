@@ -112,6 +112,13 @@ pub enum Code {
     /// error unless the state says `splice: quoted`: use the `MAGRATHEA_PARAM_<KEY>` /
     /// `MAGRATHEA_VAR_<KEY>` environment variable instead).
     ShellSplice,
+    /// `MAG-Y029`: a `parallel_task` or `foreach_task` names no sub-run, or both a `workflow:`
+    /// and inline `states:`.
+    FanOutBody,
+    /// `MAG-Y030`: `maxParallelism` is not an integer of at least 1.
+    InvalidParallelism,
+    /// `MAG-Y031`: `toleratedFailures` is neither a count nor a percentage.
+    InvalidTolerance,
     /// `MAG-YA001`: a transition on an outcome the task can never end with (a warning for
     /// `failure`, an error otherwise).
     ImpossibleOutcome,
@@ -180,6 +187,9 @@ impl Code {
             Self::InvalidValue => "MAG-Y026",
             Self::Unreachable => "MAG-Y027",
             Self::ShellSplice => "MAG-Y028",
+            Self::FanOutBody => "MAG-Y029",
+            Self::InvalidParallelism => "MAG-Y030",
+            Self::InvalidTolerance => "MAG-Y031",
             Self::ImpossibleOutcome => "MAG-YA001",
             Self::InertTransition => "MAG-YA002",
             Self::UnroutedOutcome => "MAG-YA003",

@@ -5,6 +5,7 @@
 
 mod checks;
 mod ctx;
+mod fanout;
 pub(crate) mod state;
 
 use indexmap::IndexMap;

@@ -6,6 +6,7 @@
 //! parsed once and whose text fields are parsed [`Template`]s. Nothing in the plan is read from
 //! raw JSON at run time, and nothing in it can be invalid: the loader has checked it all.
 
+mod fanout;
 mod graph;
 
 use std::time::Duration;
@@ -20,6 +21,7 @@ use crate::condition::Condition;
 use crate::error_kind::ErrorKind;
 use crate::template::{Template, TemplateValue};
 
+pub use fanout::{BodyPlan, FanKind, FanOutPlan, INDEX_VAR, ITEM_VAR};
 pub use graph::{Edge, StateGraph};
 
 /// The index of a state in [`Plan::states`].
@@ -136,6 +138,8 @@ pub enum Step {
         /// Its parameters.
         params: TemplateValue,
     },
+    /// `parallel_task` or `foreach_task`: sub-runs side by side.
+    FanOut(Box<FanOutPlan>),
     /// `terminal`.
     Terminal {
         /// Success or failure.
@@ -341,6 +345,9 @@ fn compile_state(
             workflow: Template::parse(workflow),
             params: TemplateValue::compile(params),
         },
+        TaskSpec::Parallel { .. } | TaskSpec::Foreach { .. } => {
+            Step::FanOut(Box::new(FanOutPlan::of(&s.task).expect("a fan-out spec")))
+        }
         TaskSpec::Terminal { outcome, result } => Step::Terminal {
             outcome: *outcome,
             result: result.as_ref().map(TemplateValue::compile),

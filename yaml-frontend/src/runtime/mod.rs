@@ -12,6 +12,7 @@
 
 mod default_bounds;
 mod dispatch;
+mod fanout;
 mod interpreter;
 mod steps;
 mod workflow_start;
