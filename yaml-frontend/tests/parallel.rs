@@ -322,7 +322,10 @@ states:
 "#,
     );
     let view = p.run("each", json!({ "files": "a,b" })).await;
-    let error = view.result.unwrap()["error"].as_str().unwrap().to_string();
+    let error = view.result.clone().unwrap()["error"]
+        .as_str()
+        .unwrap()
+        .to_string();
     assert_eq!(
         error,
         "[MAG-PR001] items of state 'each' resolved to a string: expected a JSON array"
@@ -481,4 +484,106 @@ fn an_inline_branch_is_checked_as_a_document_at_its_place_in_the_file() {
             && e.contains("'nowhere'")),
         "{errors:#?}"
     );
+}
+
+#[tokio::test]
+async fn a_fan_out_timeout_cancels_every_sub_run_and_routes_timeout() {
+    let p = Project::new(|rt| rt).await;
+    p.workflow(
+        "slow",
+        r#"
+start: fan
+states:
+  fan:
+    type: parallel_task
+    timeoutSeconds: 0.2
+    branches:
+      a:
+        start: wait
+        states:
+          wait: { type: timer_task, duration: "1h", on: { fired: ok } }
+          ok: { type: terminal }
+      b:
+        start: wait
+        states:
+          wait: { type: timer_task, duration: "1h", on: { fired: ok } }
+          ok: { type: terminal }
+    storeAs: out
+    on: { success: end, timeout: late }
+  end: { type: terminal }
+  late: { type: terminal, result: "${state.out}" }
+"#,
+    );
+    let view = p.run("slow", json!({})).await;
+    assert_eq!(view.status, RunStatus::Done, "{:?}", view.reason);
+    let error = view.result.clone().unwrap()["error"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    assert!(error.starts_with("[MAG-PR003]"), "{error}");
+    let (ids, _) = children(&p.records(&view));
+    assert_eq!(ids.len(), 2);
+    for id in ids {
+        assert_eq!(
+            p.engine.wait(id).await.unwrap().status,
+            RunStatus::Cancelled
+        );
+    }
+}
+
+#[tokio::test]
+async fn a_foreach_over_too_many_items_is_refused() {
+    let p = Project::new(|rt| rt).await;
+    p.workflow("process", ECHO);
+    p.workflow(
+        "each",
+        r#"
+start: each
+states:
+  each:
+    type: foreach_task
+    items: "${params.files}"
+    workflow: process
+    storeAs: out
+    on: { success: end, failure: end }
+  end: { type: terminal, result: "${state.out}" }
+"#,
+    );
+    let files: Vec<Value> = (0..10_001).map(|i| json!(i)).collect();
+    let view = p.run("each", json!({ "files": files })).await;
+    let error = view.result.clone().unwrap()["error"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    assert!(error.starts_with("[MAG-PR002]"), "{error}");
+    assert!(children(&p.records(&view)).0.is_empty(), "nothing started");
+}
+
+#[tokio::test]
+async fn each_sub_run_counts_as_one_task_spawn() {
+    let p = Project::new(|rt| rt).await;
+    p.workflow("process", ECHO);
+    p.workflow(
+        "each",
+        r#"
+start: each
+bounds: { maxTaskSpawns: 2 }
+states:
+  each:
+    type: foreach_task
+    items: [1, 2, 3]
+    workflow: process
+    maxParallelism: 1
+    on: { success: end }
+  end: { type: terminal }
+"#,
+    );
+    let view = p.run("each", json!({})).await;
+    assert_eq!(view.status, RunStatus::Failed);
+    let reason = view.reason.clone().unwrap_or_default();
+    assert!(
+        reason.contains("maxTaskSpawns 2 reached before state 'each'"),
+        "{reason}"
+    );
+    assert_eq!(children(&p.records(&view)).0.len(), 2);
 }
