@@ -101,3 +101,53 @@ fn a_broken_layout_file_exits_2_naming_it_and_mermaid_stays_the_default() {
     let missing = p.cli(&["graph", "nope", "--format", "reactflow"]);
     assert_eq!(code(&missing), 1);
 }
+
+const FAN: &str = "\
+start: fan
+states:
+  fan:
+    type: parallel_task
+    branches:
+      build: { workflow: build }
+      lint:
+        start: run
+        states:
+          run: { type: shell_task, run: 'true', on: { success: ok } }
+          ok: { type: terminal }
+    maxParallelism: 2
+    on: { success: each, failure: stop }
+  each:
+    type: foreach_task
+    items: [1, 2]
+    workflow: build
+    on: { success: done }
+  done: { type: terminal }
+  stop: { type: terminal, outcome: failure }
+";
+
+#[test]
+fn fan_out_states_are_drawn_in_every_format_as_actions_of_their_type() {
+    let p = Project::new();
+    p.workflow("fan", FAN);
+    let mermaid = p.cli(&["graph", "fan"]);
+    assert_eq!(code(&mermaid), 0, "{}", stderr(&mermaid));
+    let text = stdout(&mermaid);
+    assert!(
+        text.contains("fan --> each") || text.contains("fan -->"),
+        "{text}"
+    );
+    let dot = p.cli(&["graph", "fan", "--format", "dot"]);
+    assert_eq!(code(&dot), 0, "{}", stderr(&dot));
+    assert!(
+        stdout(&dot).contains("\"fan\" -> \"each\""),
+        "{}",
+        stdout(&dot)
+    );
+    let out = p.cli(&["graph", "fan", "--format", "reactflow"]);
+    assert_eq!(code(&out), 0, "{}", stderr(&out));
+    let printed = json(&out);
+    for (id, ty) in [("fan", "parallel_task"), ("each", "foreach_task")] {
+        assert_eq!(node(&printed, id)["data"]["type"], "action");
+        assert_eq!(node(&printed, id)["data"]["config"]["actionType"], ty);
+    }
+}
