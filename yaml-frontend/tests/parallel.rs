@@ -587,3 +587,28 @@ states:
     );
     assert_eq!(children(&p.records(&view)).0.len(), 2);
 }
+
+#[test]
+fn a_fan_out_naming_an_unknown_workflow_is_warned_about() {
+    let text = "start: p\nstates:\n  p:\n    type: parallel_task\n    branches:\n      \
+                a: { workflow: known }\n      b: { workflow: nope }\n    on: { success: e }\n  \
+                e:\n    type: foreach_task\n    items: [1]\n    workflow: gone\n    \
+                on: { success: end }\n  end: { type: terminal }\n";
+    let loaded = load_workflow("wf.yaml", text, &LoadOptions::default()).unwrap();
+    let warnings: Vec<String> = loaded
+        .check_sub_workflows(|n| n == "known")
+        .iter()
+        .map(ToString::to_string)
+        .collect();
+    assert_eq!(warnings.len(), 2, "{warnings:#?}");
+    assert!(
+        warnings[0]
+            .starts_with("wf.yaml:7:22: [MAG-YA005] parallel_task 'p' starts workflow 'nope'"),
+        "{warnings:#?}"
+    );
+    assert!(
+        warnings[1]
+            .starts_with("wf.yaml:12:15: [MAG-YA005] foreach_task 'e' starts workflow 'gone'"),
+        "{warnings:#?}"
+    );
+}
