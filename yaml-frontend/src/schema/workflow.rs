@@ -416,7 +416,7 @@ pub enum Branch {
     /// `workflow:` + `params:`.
     Workflow(WorkflowBranch),
     /// `start:` + `states:`.
-    Inline(InlineBranch),
+    Inline(Box<InlineBranch>),
 }
 
 /// A branch that runs a workflow document.
