@@ -612,3 +612,58 @@ fn a_fan_out_naming_an_unknown_workflow_is_warned_about() {
         "{warnings:#?}"
     );
 }
+
+#[tokio::test]
+async fn cancelling_the_parent_cancels_every_branch() {
+    let p = Project::new(|rt| rt).await;
+    p.workflow(
+        "sleepy",
+        r#"
+start: fan
+states:
+  fan:
+    type: foreach_task
+    items: [1, 2, 3]
+    maxParallelism: 2
+    start: wait
+    states:
+      wait: { type: timer_task, duration: "1h", on: { fired: ok } }
+      ok: { type: terminal }
+    on: { success: end }
+  end: { type: terminal }
+"#,
+    );
+    let run = p
+        .runtime
+        .start(&p.engine, &p.scope, "sleepy", json!({}), "tester")
+        .await
+        .unwrap();
+    // Wait until both children of the window have started.
+    for _ in 0..500 {
+        let records: Vec<Record> = p
+            .engine
+            .journal(run)
+            .unwrap()
+            .into_iter()
+            .map(|e| e.record)
+            .collect();
+        if children(&records).0.len() == 2 {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    p.engine.cancel(run, "operator").await.unwrap();
+    let view = p.engine.wait(run).await.unwrap();
+    assert_eq!(view.status, RunStatus::Cancelled);
+    let (ids, most) = children(&p.records(&view));
+    assert_eq!((ids.len(), most), (2, 2), "the third item never started");
+    for id in ids {
+        let child = p.engine.wait(id).await.unwrap();
+        assert_eq!(child.status, RunStatus::Cancelled);
+        assert!(
+            child.workflow_name.starts_with("sleepy#fan."),
+            "{}",
+            child.workflow_name
+        );
+    }
+}

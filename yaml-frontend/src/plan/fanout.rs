@@ -58,7 +58,10 @@ pub enum BodyPlan {
 
 impl FanOutPlan {
     /// The plan of a fan-out task spec; `None` for other specs.
-    pub(super) fn of(spec: &TaskSpec) -> Option<Self> {
+    /// `allowed_tools`: the parent document's `allowedTools:`, which an inline branch cannot
+    /// widen (its own list is intersected with it).
+    pub(super) fn of(spec: &TaskSpec, allowed_tools: Option<&[String]>) -> Option<Self> {
+        let body = |b: &BranchBody| body(b, allowed_tools);
         let (kind, fan) = match spec {
             TaskSpec::Parallel { branches, fan } => (
                 FanKind::Parallel(
@@ -94,17 +97,37 @@ impl FanOutPlan {
     }
 }
 
-fn body(b: &BranchBody) -> BodyPlan {
+fn body(b: &BranchBody, allowed_tools: Option<&[String]>) -> BodyPlan {
     match b {
         BranchBody::Workflow { workflow, params } => BodyPlan::Workflow {
             workflow: Template::parse(&rewrite(workflow)),
             params: TemplateValue::compile(&item_vars(params)),
         },
         BranchBody::Inline { definition, params } => BodyPlan::Inline {
-            definition: definition.clone(),
+            definition: within_tools(definition, allowed_tools),
             params: TemplateValue::compile(&item_vars(params)),
         },
     }
+}
+
+/// An inline branch's document with its `allowedTools:` narrowed to the parent's: the parent's
+/// list when the branch has none, else the tools on both lists.
+fn within_tools(definition: &str, parent: Option<&[String]>) -> String {
+    let (Some(parent), Ok(Value::Object(mut doc))) =
+        (parent, serde_json::from_str::<Value>(definition))
+    else {
+        return definition.to_string();
+    };
+    let tools: Vec<Value> = match doc.get("allowedTools").and_then(Value::as_array) {
+        Some(own) => own
+            .iter()
+            .filter(|t| t.as_str().is_some_and(|t| parent.iter().any(|p| p == t)))
+            .cloned()
+            .collect(),
+        None => parent.iter().map(|t| Value::String(t.clone())).collect(),
+    };
+    doc.insert("allowedTools".into(), Value::Array(tools));
+    Value::Object(doc).to_string()
 }
 
 /// `${item…}` and `${index}` rewritten as placeholders of the variables the interpreter sets
@@ -167,5 +190,20 @@ mod tests {
             rewrite("$${item} ${items} ${params.x}"),
             "$${item} ${items} ${params.x}"
         );
+    }
+}
+
+#[cfg(test)]
+mod tool_tests {
+    use super::within_tools;
+
+    #[test]
+    fn an_inline_branch_never_gets_more_tools_than_its_parent() {
+        let parent = ["a".to_string(), "b".to_string()];
+        let none = r#"{"start":"x","states":{}}"#;
+        assert!(within_tools(none, Some(&parent)).contains(r#""allowedTools":["a","b"]"#));
+        let own = r#"{"allowedTools":["b","c"],"start":"x","states":{}}"#;
+        assert!(within_tools(own, Some(&parent)).contains(r#""allowedTools":["b"]"#));
+        assert_eq!(within_tools(own, None), own);
     }
 }

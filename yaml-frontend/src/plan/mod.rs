@@ -202,7 +202,7 @@ impl Plan {
         let states = doc
             .states
             .values()
-            .map(|s| compile_state(s, &index, &doc.defaults))
+            .map(|s| compile_state(s, &index, &doc.defaults, doc.allowed_tools.as_deref()))
             .collect();
         let on_failure = match &doc.on_failure {
             crate::ast::FailurePolicy::FailFast => OnFailure::FailFast,
@@ -279,6 +279,7 @@ fn compile_state(
     s: &StateSpec,
     index: &impl Fn(&str) -> StateId,
     defaults: &crate::ast::Defaults,
+    allowed_tools: Option<&[String]>,
 ) -> PlanState {
     let text = |t: &Option<String>| t.as_deref().map(Template::parse);
     // A state without its own timeout takes the document's default for its kind.
@@ -345,9 +346,9 @@ fn compile_state(
             workflow: Template::parse(workflow),
             params: TemplateValue::compile(params),
         },
-        TaskSpec::Parallel { .. } | TaskSpec::Foreach { .. } => {
-            Step::FanOut(Box::new(FanOutPlan::of(&s.task).expect("a fan-out spec")))
-        }
+        TaskSpec::Parallel { .. } | TaskSpec::Foreach { .. } => Step::FanOut(Box::new(
+            FanOutPlan::of(&s.task, allowed_tools).expect("a fan-out spec"),
+        )),
         TaskSpec::Terminal { outcome, result } => Step::Terminal {
             outcome: *outcome,
             result: result.as_ref().map(TemplateValue::compile),

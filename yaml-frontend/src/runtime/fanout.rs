@@ -138,6 +138,10 @@ pub(super) async fn fan_out(
             }
         }
         if in_flight == 0 {
+            // Nothing more starts once the run is being cancelled.
+            if ctx.cancellation().is_some() {
+                return Ok(Completion::of("cancelled", Value::Null));
+            }
             break;
         }
         let (_, event) = ctx.next_completed(&mut pending).await;
@@ -261,6 +265,12 @@ fn request(
             if let Value::Object(extra) = params.resolve(run.params, &vars) {
                 merged.extend(extra);
             }
+            // The tenant's default bounds frozen for the parent hold for the branch too,
+            // unless the branch declares its own.
+            let declares = serde_json::from_str::<Value>(definition)
+                .ok()
+                .and_then(|d| d.pointer("/bounds/maxTaskSpawns").cloned())
+                .is_some();
             let mut fork = run.vars.clone();
             if let (Some((item, index)), Value::Object(m)) = (&slot.item, &mut fork) {
                 m.insert("item".into(), item.clone());
@@ -275,7 +285,11 @@ fn request(
                 parent_state: None,
                 scope: Some(scope.key().into()),
                 max_depth: rt.docs.settings(&scope).sub_runs.max_depth,
-                bounds: None,
+                bounds: if declares {
+                    None
+                } else {
+                    run.start.bounds.clone()
+                },
             }
         }
     };
