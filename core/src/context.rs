@@ -17,6 +17,7 @@ use serde_json::Value;
 
 use crate::codec::input_hash;
 use crate::id::RunId;
+use crate::next_completed::NextCompleted;
 use crate::record::{Entry, GateAnswer, GateSpec, Record, RunStatus, Step, StepKind};
 use crate::replay::{Replayed, due_after, patch_marker};
 use crate::task::{TaskError, TaskOptions, TaskRegistration};
@@ -676,7 +677,7 @@ impl<T> StepFuture<T> {
         }
     }
 
-    fn resolved_seq(&self) -> Option<u64> {
+    pub(crate) fn resolved_seq(&self) -> Option<u64> {
         lock(&self.shared)
             .resolved
             .get(&self.step)
@@ -743,46 +744,6 @@ impl<T> Future for Select<T> {
                 match Pin::new(&mut fut).poll(cx) {
                     Poll::Ready(v) => Poll::Ready((i, v)),
                     Poll::Pending => Poll::Pending,
-                }
-            }
-            None => {
-                for f in self.futures.iter_mut() {
-                    let _ = Pin::new(f).poll(cx);
-                }
-                Poll::Pending
-            }
-        }
-    }
-}
-
-/// The future of [`WorkflowContext::next_completed`].
-#[must_use = "next_completed does nothing unless awaited"]
-#[derive(Debug)]
-pub struct NextCompleted<'a, T> {
-    futures: &'a mut Vec<StepFuture<T>>,
-}
-
-impl<T> Future for NextCompleted<'_, T> {
-    type Output = (usize, T);
-
-    fn poll(mut self: Pin<&mut Self>, cx: &mut TaskCx<'_>) -> Poll<(usize, T)> {
-        let winner = self
-            .futures
-            .iter()
-            .enumerate()
-            .filter_map(|(i, f)| f.resolved_seq().map(|seq| (seq, i)))
-            .min()
-            .map(|(_, i)| i);
-        match winner {
-            Some(i) => {
-                let mut fut = self.futures.remove(i);
-                match Pin::new(&mut fut).poll(cx) {
-                    Poll::Ready(v) => Poll::Ready((i, v)),
-                    // Unreachable: a resolved step is ready; keep it rather than drop it.
-                    Poll::Pending => {
-                        self.futures.insert(i, fut);
-                        Poll::Pending
-                    }
                 }
             }
             None => {

@@ -25,6 +25,7 @@ mod context;
 mod engine;
 mod error;
 mod id;
+mod next_completed;
 mod panic;
 mod record;
 mod replay;
@@ -37,8 +38,7 @@ mod vocabulary;
 pub mod writer;
 
 pub use context::{
-    ChildOutcome, ChildRequest, GateOutcome, NextCompleted, Select, StepFuture, TaskCall,
-    WorkflowContext,
+    ChildOutcome, ChildRequest, GateOutcome, Select, StepFuture, TaskCall, WorkflowContext,
 };
 pub use engine::{
     AnswerAck, CancelAck, DEFAULT_HEAP_TRIM_THRESHOLD, DEFAULT_MAX_CHILD_DEPTH,
@@ -48,6 +48,7 @@ pub use engine::{
 };
 pub use error::{DeliverError, IoSource, OpenError, RunError, StartError, StoreError};
 pub use id::RunId;
+pub use next_completed::NextCompleted;
 pub use record::{
     AnswerOutcome, Entry, GateAnswer, GateKind, GateSpec, ParentRef, Record, RunStatus,
     StartRecord, Step, StepKind,

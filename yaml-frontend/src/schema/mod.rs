@@ -4,6 +4,7 @@
 //! so an editor's YAML language server can complete and check documents.
 
 mod documents;
+mod fanout;
 mod hook;
 mod scheduler;
 mod webhook;
