@@ -17,6 +17,7 @@ use serde_json::Value;
 
 use crate::codec::input_hash;
 use crate::id::RunId;
+use crate::next_completed::NextCompleted;
 use crate::record::{Entry, GateAnswer, GateSpec, Record, RunStatus, Step, StepKind};
 use crate::replay::{Replayed, due_after, patch_marker};
 use crate::task::{TaskError, TaskOptions, TaskRegistration};
@@ -666,6 +667,21 @@ impl WorkflowContext {
     pub fn select<T>(&self, futures: Vec<StepFuture<T>>) -> Select<T> {
         Select { futures }
     }
+
+    /// Waits for the first of `futures` to complete, by journal order (the rule of
+    /// [`select`](Self::select), so replay picks the same one), and takes it out of the vector:
+    /// returns its index (at the time of the call) and output. Unlike `select`, the others stay
+    /// in `futures`, still pending and untouched (a child step keeps its run), so a caller can
+    /// keep a sliding window of steps in flight: add steps, wait for the next completed, repeat.
+    /// Dropping what is left in `futures` drops those steps as `select` does its losers.
+    ///
+    /// Pending forever when `futures` is empty.
+    pub fn next_completed<'a, T>(
+        &self,
+        futures: &'a mut Vec<StepFuture<T>>,
+    ) -> NextCompleted<'a, T> {
+        NextCompleted { futures }
+    }
 }
 
 /// The future of one step. Resolves when the step's completion is delivered.
@@ -704,7 +720,7 @@ impl<T> StepFuture<T> {
         }
     }
 
-    fn resolved_seq(&self) -> Option<u64> {
+    pub(crate) fn resolved_seq(&self) -> Option<u64> {
         lock(&self.shared)
             .resolved
             .get(&self.step)

@@ -25,6 +25,7 @@ mod context;
 mod engine;
 mod error;
 mod id;
+mod next_completed;
 mod panic;
 mod record;
 mod replay;
@@ -47,6 +48,7 @@ pub use engine::{
 };
 pub use error::{DeliverError, IoSource, OpenError, RunError, StartError, StoreError};
 pub use id::RunId;
+pub use next_completed::NextCompleted;
 pub use record::{
     AnswerOutcome, Entry, GateAnswer, GateKind, GateSpec, ParentRef, Record, RunStatus,
     StartRecord, Step, StepKind,

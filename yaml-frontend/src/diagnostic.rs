@@ -117,6 +117,13 @@ pub enum Code {
     /// `MAG-Y038`: `onFailure:` has a `timeoutSeconds` that is not a positive number of
     /// seconds, or a `timeoutSeconds` or `approvers` without `policy: pause_for_approval`.
     InvalidPauseForApproval,
+    /// `MAG-Y029`: a `parallel_task` or `foreach_task` names no sub-run, or both a `workflow:`
+    /// and inline `states:`.
+    FanOutBody,
+    /// `MAG-Y030`: `maxParallelism` is not an integer of at least 1.
+    InvalidParallelism,
+    /// `MAG-Y031`: `toleratedFailures` is neither a count nor a percentage.
+    InvalidTolerance,
     /// `MAG-YA001`: a transition on an outcome the task can never end with (a warning for
     /// `failure`, an error otherwise).
     ImpossibleOutcome,
@@ -187,6 +194,9 @@ impl Code {
             Self::ShellSplice => "MAG-Y028",
             Self::DeadlineTwice => "MAG-Y037",
             Self::InvalidPauseForApproval => "MAG-Y038",
+            Self::FanOutBody => "MAG-Y029",
+            Self::InvalidParallelism => "MAG-Y030",
+            Self::InvalidTolerance => "MAG-Y031",
             Self::ImpossibleOutcome => "MAG-YA001",
             Self::InertTransition => "MAG-YA002",
             Self::UnroutedOutcome => "MAG-YA003",

@@ -47,9 +47,9 @@ mod validate;
 pub use analysis::WorkflowRef;
 pub use api::{Loaded, load_workflow};
 pub use ast::{
-    Bounds, CatchTransition, ConditionRule, Criticality, InboxKind, InboxSpec, OnTransition,
-    ParamSchema, ParamType, RetrySpec, ScriptSource, Spanned, StateSpec, TaskSpec, TaskType,
-    TerminalOutcome, WorkflowDoc,
+    Bounds, Branch, BranchBody, CatchTransition, ConditionRule, Criticality, FanOut, InboxKind,
+    InboxSpec, OnTransition, ParamSchema, ParamType, RetrySpec, ScriptSource, Spanned, StateSpec,
+    TaskSpec, TaskType, TerminalOutcome, Tolerance, WorkflowDoc,
 };
 pub use condition::{
     CompareOp, Condition, ConditionError, ConditionErrorKind, EvalError, Expr, ExprKind, Variable,

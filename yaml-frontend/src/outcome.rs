@@ -15,6 +15,7 @@
 //! | `timer_task` | `fired`; `technical_error` only when a `${…}` duration resolves to no duration |
 //! | `condition_task` | `success` when no rule matches (a matching rule or `else` routes by itself); `technical_error` when a rule fails to evaluate |
 //! | `workflow_task` | `success`, `failure`, `timeout` (only with `timeoutSeconds`) |
+//! | `parallel_task`, `foreach_task` | `success` (failures within `toleratedFailures`), `failure`, `timeout` (only with `timeoutSeconds`) |
 //! | `terminal` | none: it ends the run |
 //!
 //! Every task can also end `cancelled`, but only while its run is being cancelled.
@@ -265,12 +266,19 @@ impl TaskType {
             ),
             Self::TimerTask => Outcomes::new(&[Outcome::Fired], &[]),
             Self::ConditionTask => Outcomes::new(&[Outcome::Success], &[TECHNICAL]),
-            Self::WorkflowTask => Outcomes::new(&[Outcome::Success, Outcome::Failure], &[]),
+            Self::WorkflowTask | Self::ParallelTask | Self::ForeachTask => {
+                Outcomes::new(&[Outcome::Success, Outcome::Failure], &[])
+            }
             Self::GateTask | Self::Terminal => Outcomes::none(),
         };
         // Only these two enforce the state's `timeoutSeconds` themselves; script and agent
         // tasks always have a limit, a timer's wait is its duration.
-        if with_timeout && matches!(self, Self::ShellTask | Self::WorkflowTask) {
+        if with_timeout
+            && matches!(
+                self,
+                Self::ShellTask | Self::WorkflowTask | Self::ParallelTask | Self::ForeachTask
+            )
+        {
             out.push(TIMEOUT, Routing::Expected);
         }
         out

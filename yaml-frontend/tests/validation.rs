@@ -121,11 +121,11 @@ fn all_errors_are_reported_at_once() {
 fn unknown_task_type_and_missing_type() {
     has(
         &doc("  a:\n    type: shel_task\n"),
-        "wf.yaml:4:11: [MAG-Y004] unknown task type 'shel_task' in state 'a': expected one of [agent_task, shell_task, script_task, tool_task, gate_task, timer_task, condition_task, workflow_task, terminal] (did you mean 'shell_task'?)",
+        "wf.yaml:4:11: [MAG-Y004] unknown task type 'shel_task' in state 'a': expected one of [agent_task, shell_task, script_task, tool_task, gate_task, timer_task, condition_task, workflow_task, parallel_task, foreach_task, terminal] (did you mean 'shell_task'?)",
     );
     has(
         &doc("  a:\n    description: x\n"),
-        "wf.yaml:4:5: [MAG-Y006] state 'a' has no 'type': expected one of [agent_task, shell_task, script_task, tool_task, gate_task, timer_task, condition_task, workflow_task, terminal]",
+        "wf.yaml:4:5: [MAG-Y006] state 'a' has no 'type': expected one of [agent_task, shell_task, script_task, tool_task, gate_task, timer_task, condition_task, workflow_task, parallel_task, foreach_task, terminal]",
     );
 }
 

@@ -121,6 +121,10 @@ pub const AREAS: &[Area] = &[
         title: "YAML recovery",
     },
     Area {
+        prefix: "PR",
+        title: "Parallel branches: parallel_task and foreach_task",
+    },
+    Area {
         prefix: "DOC",
         title: "Workflow documents",
     },

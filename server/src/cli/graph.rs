@@ -2,6 +2,8 @@
 //! outcome (`on:`), error kind (`catch:`) or condition (`if …` / `else`); `--format reactflow`
 //! prints the editor's graph JSON, as `GET …/workflows/{name}/graph` serves it, placed by the
 //! project's layout file `_vance/workflows/<name>.layout.json` when there is one.
+//! `magrathea graph import FILE --name NAME` turns a Friday editor graph into the draft
+//! `_vance/workflow-drafts/NAME.yaml`.
 
 use magrathea_server::editor_graph::{self, Layout};
 use magrathea_yaml::{LoadOptions, load_workflow};
@@ -24,17 +26,75 @@ pub(crate) enum Format {
 /// Arguments of `magrathea graph`.
 #[derive(Debug, clap::Args)]
 #[command(
-    after_help = "Exit codes: 0 printed; 1 workflow not found; 2 invalid document or layout file."
+    after_help = "Exit codes: 0 printed (or imported); 1 workflow not found; 2 invalid document, \
+                  layout file or graph to import.\n\
+                  `magrathea graph import FILE --name NAME` writes a Friday editor graph as the \
+                  draft _vance/workflow-drafts/NAME.yaml (series-parallel graphs only)."
 )]
 pub(crate) struct GraphArgs {
-    /// The workflow (resolved like `run`: project, then tenant).
+    /// The workflow (resolved like `run`: project, then tenant), or `import`.
     name: String,
+    /// With `import`: the editor graph JSON file.
+    file: Option<std::path::PathBuf>,
+    /// With `import`: the draft's name.
+    #[arg(long = "name")]
+    draft: Option<String>,
     /// Output format.
     #[arg(long, value_enum, default_value = "mermaid")]
     format: Format,
 }
 
+/// `graph import FILE --name NAME`: the draft of an editor graph.
+fn import(loc: &Location, file: &std::path::Path, draft: Option<&str>) -> anyhow::Result<u8> {
+    let Some(name) = draft.filter(|n| {
+        !n.is_empty()
+            && n.chars()
+                .all(|c| c.is_ascii_alphanumeric() || "-_".contains(c))
+    }) else {
+        errln!("graph import needs --name NAME (letters, digits, '-', '_')");
+        return Ok(EXIT_INVALID);
+    };
+    let text = std::fs::read_to_string(file)
+        .map_err(|e| anyhow::anyhow!("cannot read {}: {e}", file.display()))?;
+    let graph: serde_json::Value = match serde_json::from_str(&text) {
+        Ok(g) => g,
+        Err(e) => {
+            errln!("[MAG-GR009] {} is not JSON: {e}", file.display());
+            return Ok(EXIT_INVALID);
+        }
+    };
+    let doc = match editor_graph::import(&graph) {
+        Ok(doc) => doc,
+        Err(e) => {
+            errln!("{}: {e}", file.display());
+            return Ok(EXIT_INVALID);
+        }
+    };
+    let yaml = format!("{}\n", serde_json::to_string_pretty(&doc)?);
+    let label = format!("{name}.yaml (imported)");
+    if let Err(diags) = load_workflow(&label, &yaml, &LoadOptions::default()) {
+        for d in diags.iter() {
+            errln!("{d}");
+        }
+        return Ok(EXIT_INVALID);
+    }
+    let project = Project::locate(loc)?;
+    let dir = project
+        .docs()
+        .project_dir(&project.scope)
+        .join("_vance")
+        .join("workflow-drafts");
+    std::fs::create_dir_all(&dir)?;
+    let path = dir.join(format!("{name}.yaml"));
+    std::fs::write(&path, yaml)?;
+    out!("{}\n", path.display())?;
+    Ok(EXIT_OK)
+}
+
 pub(crate) fn graph(loc: &Location, args: GraphArgs) -> anyhow::Result<u8> {
+    if let (Some(file), "import") = (&args.file, args.name.as_str()) {
+        return import(loc, file, args.draft.as_deref());
+    }
     let project = Project::locate(loc)?;
     let (path, text) = project
         .docs()

@@ -10,6 +10,7 @@
 //!
 //! - [`export`]: a loaded document (and its layout) → [`EditorGraph`].
 //! - [`Layout::from_editor_graph`]: a graph an editor sends back → the [`Layout`] to store.
+//! - [`import`]: a Friday editor graph → a workflow draft (series-parallel graphs only).
 //! - [`GraphFormat`]: the formats the graph is served in (React Flow, Mermaid, DOT).
 
 use std::path::{Path, PathBuf};
@@ -20,12 +21,14 @@ pub mod auto_layout;
 mod error;
 mod export;
 mod format;
+mod import;
 mod layout;
 mod model;
 
 pub use error::GraphError;
 pub use export::{export, node_type_of};
 pub use format::GraphFormat;
+pub use import::{ImportError, import};
 pub use layout::{LAYOUT_SCHEMA_VERSION, Layout, NodeLayout};
 pub use model::{
     EdgeData, EditorGraph, GraphEdge, GraphNode, NodeData, NodeType, Position, REACT_FLOW_VERSION,

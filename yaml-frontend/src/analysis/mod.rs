@@ -30,37 +30,54 @@ pub(crate) fn analyse(ctx: &mut Ctx<'_>, doc: &WorkflowDoc, plan: &Plan) {
     reach::unbounded_loops(ctx, doc, plan, &reachable);
 }
 
-/// A `workflow_task`'s reference to another workflow.
+/// A `workflow_task`'s (or a fan-out's) reference to another workflow.
 #[derive(Debug, Clone, PartialEq)]
 pub struct WorkflowRef {
-    /// The state holding the `workflow_task`.
+    /// The state holding the `workflow_task`, `parallel_task` or `foreach_task`.
     pub state: String,
+    /// That state's type.
+    pub task_type: TaskType,
     /// The workflow's name, and where its `workflow:` value is written.
     pub name: Spanned<String>,
 }
 
-/// The `workflow:` of every `workflow_task` state, with its position.
+/// The `workflow:` of every `workflow_task` and `foreach_task` state and of every
+/// `parallel_task` branch, with its position.
 pub(crate) fn workflow_refs(root: &YamlNode, doc: &WorkflowDoc) -> Vec<WorkflowRef> {
     let Some(states) = root.get("states").and_then(YamlNode::as_map) else {
         return Vec::new();
     };
-    states
-        .iter()
-        .filter_map(|(k, v)| {
-            let state = doc.states.get(&k.key_text()?)?;
-            if state.task_type != TaskType::WorkflowTask {
-                return None;
+    let mut out = Vec::new();
+    for (k, v) in states {
+        let Some(state) = k.key_text().and_then(|k| doc.states.get(&k)) else {
+            continue;
+        };
+        let nodes: Vec<&YamlNode> = match state.task_type {
+            TaskType::WorkflowTask | TaskType::ForeachTask => {
+                v.get("workflow").into_iter().collect()
             }
-            let w = v.get("workflow")?;
-            Some(WorkflowRef {
+            TaskType::ParallelTask => v
+                .get("branches")
+                .and_then(YamlNode::as_map)
+                .unwrap_or_default()
+                .iter()
+                .filter_map(|(_, b)| b.get("workflow"))
+                .collect(),
+            _ => Vec::new(),
+        };
+        for w in nodes {
+            let Some(name) = w.as_str() else { continue };
+            out.push(WorkflowRef {
                 state: state.name.clone(),
+                task_type: state.task_type,
                 name: Spanned {
-                    value: w.as_str()?.to_owned(),
+                    value: name.to_owned(),
                     span: w.content.unwrap_or(w.span),
                 },
-            })
-        })
-        .collect()
+            });
+        }
+    }
+    out
 }
 
 impl Loaded {
@@ -80,9 +97,10 @@ impl Loaded {
                 r.name.span,
                 Code::UnknownSubWorkflow,
                 format_args!(
-                    "workflow_task '{}' starts workflow '{name}', which is not a workflow of \
+                    "{} '{}' starts workflow '{name}', which is not a workflow of \
                      the project or its tenant: expected _vance/workflows/{name}.yaml; the \
                      task would end with 'failure'",
+                    r.task_type.as_str(),
                     r.state
                 ),
             ));

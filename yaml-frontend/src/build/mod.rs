@@ -5,6 +5,7 @@
 
 mod checks;
 mod ctx;
+mod fanout;
 mod on_failure;
 pub(crate) mod state;
 

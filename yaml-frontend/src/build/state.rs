@@ -36,6 +36,16 @@ pub(crate) fn type_fields(t: TaskType) -> &'static [&'static str] {
         TaskType::TimerTask => &["duration"],
         TaskType::ConditionTask => &["transitions"],
         TaskType::WorkflowTask => &["workflow", "params"],
+        TaskType::ParallelTask => &["branches", "maxParallelism", "toleratedFailures"],
+        TaskType::ForeachTask => &[
+            "items",
+            "workflow",
+            "params",
+            "start",
+            "states",
+            "maxParallelism",
+            "toleratedFailures",
+        ],
         TaskType::Terminal => &["outcome", "result"],
     }
 }
@@ -521,6 +531,8 @@ fn task_spec(ctx: &mut Ctx<'_>, t: TaskType, node: &YamlNode, what: &str) -> Tas
             result: node.get("result").map(YamlNode::to_json),
         },
         TaskType::GateTask => TaskSpec::Gate(inbox(ctx, node, what)),
+        TaskType::ParallelTask => super::fanout::parallel(ctx, node, what),
+        TaskType::ForeachTask => super::fanout::foreach(ctx, node, what),
         TaskType::ConditionTask => condition(ctx, node, what),
     }
 }

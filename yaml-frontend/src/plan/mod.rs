@@ -6,6 +6,7 @@
 //! parsed once and whose text fields are parsed [`Template`]s. Nothing in the plan is read from
 //! raw JSON at run time, and nothing in it can be invalid: the loader has checked it all.
 
+mod fanout;
 mod graph;
 
 use std::time::Duration;
@@ -20,6 +21,7 @@ use crate::condition::Condition;
 use crate::error_kind::ErrorKind;
 use crate::template::{Template, TemplateValue};
 
+pub use fanout::{BodyPlan, FanKind, FanOutPlan, INDEX_VAR, ITEM_VAR};
 pub use graph::{Edge, StateGraph};
 
 /// The index of a state in [`Plan::states`].
@@ -145,6 +147,8 @@ pub enum Step {
         /// Its parameters.
         params: TemplateValue,
     },
+    /// `parallel_task` or `foreach_task`: sub-runs side by side.
+    FanOut(Box<FanOutPlan>),
     /// `terminal`.
     Terminal {
         /// Success or failure.
@@ -207,7 +211,7 @@ impl Plan {
         let states = doc
             .states
             .values()
-            .map(|s| compile_state(s, &index, &doc.defaults))
+            .map(|s| compile_state(s, &index, &doc.defaults, doc.allowed_tools.as_deref()))
             .collect();
         let on_failure = match &doc.on_failure {
             crate::ast::FailurePolicy::FailFast => OnFailure::FailFast,
@@ -296,6 +300,7 @@ fn compile_state(
     s: &StateSpec,
     index: &impl Fn(&str) -> StateId,
     defaults: &crate::ast::Defaults,
+    allowed_tools: Option<&[String]>,
 ) -> PlanState {
     let text = |t: &Option<String>| t.as_deref().map(Template::parse);
     // A state without its own timeout takes the document's default for its kind.
@@ -362,6 +367,9 @@ fn compile_state(
             workflow: Template::parse(workflow),
             params: TemplateValue::compile(params),
         },
+        TaskSpec::Parallel { .. } | TaskSpec::Foreach { .. } => Step::FanOut(Box::new(
+            FanOutPlan::of(&s.task, allowed_tools).expect("a fan-out spec"),
+        )),
         TaskSpec::Terminal { outcome, result } => Step::Terminal {
             outcome: *outcome,
             result: result.as_ref().map(TemplateValue::compile),

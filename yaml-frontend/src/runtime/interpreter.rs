@@ -12,7 +12,7 @@
 use std::sync::Arc;
 
 use magrathea_core::{ChildRequest, RunStatus, StartRecord, WorkflowContext, WorkflowError};
-use serde_json::{Map, Value, json};
+use serde_json::{Value, json};
 
 use super::RuntimeInner;
 use super::default_bounds::{self, SpawnLimit};
@@ -58,12 +58,12 @@ pub(crate) async fn interpret(
     start: StartRecord,
     rt: Arc<RuntimeInner>,
 ) -> Result<Value, WorkflowError> {
-    let params = start.params.clone();
+    let (params, vars) = super::fanout::inputs_of(&start);
     let mut run = Run {
         ctx: &ctx,
         start: &start,
         params: &params,
-        vars: Value::Object(Map::new()),
+        vars,
     };
     let bounds = plan.bounds;
     let mut budget = Budget {
@@ -208,11 +208,12 @@ pub(crate) async fn interpret(
     }
 }
 
-/// What the run has spent: task spawns (against `maxTaskSpawns`) and cost.
+/// What the run has spent: task spawns (against `maxTaskSpawns`; a fan-out's sub-runs count
+/// one each) and cost.
 pub(super) struct Budget {
-    limit: Option<SpawnLimit>,
-    spawns: u64,
-    cost_usd: f64,
+    pub(super) limit: Option<SpawnLimit>,
+    pub(super) spawns: u64,
+    pub(super) cost_usd: f64,
 }
 
 /// Runs a state's step with its retry policy (reference §4.3: retry preempts routing): its
@@ -226,13 +227,17 @@ pub(super) async fn attempt(
 ) -> Result<Completion, WorkflowError> {
     let mut attempts = 1u32;
     loop {
-        if let Some(limit) = &budget.limit
-            && budget.spawns >= limit.max
-        {
-            return Err(WorkflowError::failed(limit.exhausted(&state.name)));
-        }
-        budget.spawns += 1;
-        let done = execute(run, rt, plan, state).await;
+        let done = if let Step::FanOut(fan) = &state.step {
+            super::fanout::fan_out(run, rt, state, fan, budget).await?
+        } else {
+            if let Some(limit) = &budget.limit
+                && budget.spawns >= limit.max
+            {
+                return Err(WorkflowError::failed(limit.exhausted(&state.name)));
+            }
+            budget.spawns += 1;
+            execute(run, rt, plan, state).await
+        };
         budget.cost_usd += done.cost_usd;
         if let Some(key) = &state.store_as
             && !done.output.is_null()
@@ -287,7 +292,8 @@ async fn execute(
             let params = run.value(params);
             sub_workflow(run.ctx, rt, run.start, state, &name, params).await
         }
-        Step::Terminal { .. } => Completion::of("success", Value::Null),
+        // Run by `attempt`, which gives it the run's budget.
+        Step::Terminal { .. } | Step::FanOut(_) => Completion::of("success", Value::Null),
     }
 }
 

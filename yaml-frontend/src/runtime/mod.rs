@@ -13,6 +13,7 @@
 mod default_bounds;
 mod dispatch;
 mod failure;
+mod fanout;
 mod interpreter;
 mod steps;
 mod workflow_start;

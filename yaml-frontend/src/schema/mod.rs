@@ -4,6 +4,7 @@
 //! so an editor's YAML language server can complete and check documents.
 
 mod documents;
+mod fanout;
 mod hook;
 mod scheduler;
 mod webhook;
@@ -26,11 +27,12 @@ pub use webhook::{
 };
 pub use words::{ErrorKindKey, ErrorKindList, WordList, Words};
 pub use workflow::{
-    AgentTask, Bounds, Common, ConditionTask, CriticalityWords, Defaults, ElseRule,
-    FailurePolicyWords, GateTask, IfRule, Inbox, InboxApprovers, InboxKindWords, OnFailure,
-    OnFailureBlock, ParamTypeName, Parameter, Retry, Rule, ScriptSourceWords, ScriptTask,
-    ShellTask, SpliceWords, State, Terminal, TerminalOutcomeWords, TimerTask, ToolTask, Version,
-    WorkflowDocument, WorkflowTask,
+    AgentTask, Bounds, Branch, Common, ConditionTask, CriticalityWords, Defaults, ElseRule,
+    FailurePolicyWords, ForeachTask, GateTask, IfRule, Inbox, InboxApprovers, InboxKindWords,
+    InlineBranch, OnFailure, OnFailureBlock, ParallelTask, ParamTypeName, Parameter, Retry, Rule,
+    ScriptSourceWords, ScriptTask, ShellTask, SpliceWords, State, Terminal, TerminalOutcomeWords,
+    TimerTask, ToleratedFailures, ToolTask, Version, WorkflowBranch, WorkflowDocument,
+    WorkflowTask,
 };
 
 use crate::ast::TaskType;

@@ -6,6 +6,9 @@ use indexmap::IndexMap;
 use schemars::JsonSchema;
 use serde_json::Value;
 
+pub use super::fanout::{
+    Branch, ForeachTask, InlineBranch, ParallelTask, ToleratedFailures, WorkflowBranch,
+};
 use super::words::{ErrorKindKey, ErrorKindList, Words};
 
 /// A workflow document: a state machine of typed tasks, started by triggers.
@@ -125,6 +128,11 @@ pub enum State {
     ConditionTask(ConditionTask),
     /// Runs a sub-workflow; ends `success`, `failure`, `timeout` (with `timeoutSeconds`).
     WorkflowTask(WorkflowTask),
+    /// Runs named branches as sub-runs side by side; ends `success` (failures within
+    /// `toleratedFailures`), `failure`, `timeout` (with `timeoutSeconds`).
+    ParallelTask(ParallelTask),
+    /// Runs one sub-run per item of a list; ends `success`, `failure`, `timeout`.
+    ForeachTask(ForeachTask),
     /// Ends the run.
     Terminal(Terminal),
 }

@@ -160,6 +160,26 @@ pub(super) const CODES: &[ErrorCode] = &[
         remedy: "Check the permissions of the project's `_vance/workflows/` directory and the free disk space.",
     },
     ErrorCode {
+        code: "MAG-GR009",
+        meaning: "`magrathea graph import`: the file is not an editor graph (no `nodes`/`edges` arrays, an edge without `source`/`target`, or naming a node that is not there).",
+        remedy: "Import a `FridayWorkflowEditorGraphV1` JSON, as the editor or `magrathea graph --format reactflow` writes it.",
+    },
+    ErrorCode {
+        code: "MAG-GR010",
+        meaning: "`magrathea graph import`: a node cannot become a state (an action without `data.config.actionType`, or an unknown node type).",
+        remedy: "Give action nodes their task type in `data.config.actionType`; use the node types action, approval, condition, terminal.",
+    },
+    ErrorCode {
+        code: "MAG-GR011",
+        meaning: "`magrathea graph import`: a fan-out is not series-parallel (its branches do not meet at one node, another path enters where they meet, or a branch forks again); the message names the nodes and edges.",
+        remedy: "Redraw the fan-out as branches that are chains meeting at one node, or write the document by hand with `parallel_task`.",
+    },
+    ErrorCode {
+        code: "MAG-GR012",
+        meaning: "`magrathea graph import`: the graph has no single start node (exactly one node must have no incoming edge).",
+        remedy: "Connect the extra entry nodes, or remove them.",
+    },
+    ErrorCode {
         code: "MAG-HTTP-401",
         meaning: "The request has no bearer token, or a token the server does not know.",
         remedy: "Send `Authorization: Bearer <token>` with a configured token.",

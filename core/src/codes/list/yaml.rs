@@ -145,6 +145,21 @@ pub(super) const CODES: &[ErrorCode] = &[
         remedy: "Use the value's environment variable, quoted (`\"$MAGRATHEA_PARAM_X\"`, `\"$MAGRATHEA_VAR_X\"`; the message names it), or opt the state into shell-quoted splicing with `splice: quoted`.",
     },
     ErrorCode {
+        code: "MAG-Y029",
+        meaning: "A parallel_task has no branches, a foreach_task no items, or a branch (or a foreach_task) names neither a `workflow:` nor inline `start:`/`states:`, or both.",
+        remedy: "Give each branch (and each foreach_task) exactly one of `workflow: <name>` or `start:` + `states:`.",
+    },
+    ErrorCode {
+        code: "MAG-Y030",
+        meaning: "`maxParallelism` of a parallel_task or foreach_task is not an integer of at least 1.",
+        remedy: "Write a whole number >= 1, or leave it out to run every sub-run at once.",
+    },
+    ErrorCode {
+        code: "MAG-Y031",
+        meaning: "`toleratedFailures` is neither a count (an integer >= 0) nor a percentage string such as \"25%\" (0 to 100).",
+        remedy: "Write a count (`toleratedFailures: 1`) or a percentage (`toleratedFailures: \"10%\"`).",
+    },
+    ErrorCode {
         code: "MAG-Y037",
         meaning: "`bounds` sets both `maxWallclockSeconds` and `runTimeoutMs`, the same deadline in seconds and in milliseconds.",
         remedy: "Keep one of them.",
@@ -203,6 +218,26 @@ pub(super) const CODES: &[ErrorCode] = &[
         code: "MAG-YR001",
         meaning: "A run's frozen workflow definition no longer loads (the run cannot continue).",
         remedy: "Restore a Magrathea version that reads the definition, or cancel the run.",
+    },
+    ErrorCode {
+        code: "MAG-PR001",
+        meaning: "The `items:` of a foreach_task resolved to something other than a JSON array (the state ends `failure`).",
+        remedy: "Point `items:` at a list, e.g. `items: \"${state.files}\"` where the variable holds an array.",
+    },
+    ErrorCode {
+        code: "MAG-PR002",
+        meaning: "A foreach_task's items hold more than 10,000 entries, the most one fan-out runs (the state ends `failure`).",
+        remedy: "Split the list, or run a foreach_task over batches.",
+    },
+    ErrorCode {
+        code: "MAG-PR003",
+        meaning: "A parallel_task or foreach_task reached its `timeoutSeconds` before every sub-run ended; the sub-runs still running were cancelled (the state ends `timeout`).",
+        remedy: "Raise `timeoutSeconds`, or route `timeout` to a state that handles it.",
+    },
+    ErrorCode {
+        code: "MAG-PR004",
+        meaning: "More sub-runs of a parallel_task or foreach_task failed than `toleratedFailures` allows; the others were cancelled and no more were started (the state ends `failure`; its output lists which failed and why).",
+        remedy: "Fix the failing sub-runs, or allow some failures with `toleratedFailures: <count>` or `\"<n>%\"`.",
     },
     ErrorCode {
         code: "MAG-DOC001",

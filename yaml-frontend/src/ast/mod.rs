@@ -1,6 +1,10 @@
 //! The typed model of a workflow document, with the source position of everything a later
 //! stage may want to point at.
 
+mod fanout;
+
+pub use fanout::{Branch, BranchBody, FanOut, Tolerance};
+
 use std::time::Duration;
 
 use indexmap::IndexMap;
@@ -184,13 +188,17 @@ pub enum TaskType {
     ConditionTask,
     /// Runs a sub-workflow.
     WorkflowTask,
+    /// Runs named branches as sub-runs, side by side.
+    ParallelTask,
+    /// Runs one sub-run per item of a list.
+    ForeachTask,
     /// Ends the run.
     Terminal,
 }
 
 impl TaskType {
     /// All types with their YAML names.
-    pub const ALL: [(&'static str, TaskType); 9] = [
+    pub const ALL: [(&'static str, TaskType); 11] = [
         ("agent_task", Self::AgentTask),
         ("shell_task", Self::ShellTask),
         ("script_task", Self::ScriptTask),
@@ -199,6 +207,8 @@ impl TaskType {
         ("timer_task", Self::TimerTask),
         ("condition_task", Self::ConditionTask),
         ("workflow_task", Self::WorkflowTask),
+        ("parallel_task", Self::ParallelTask),
+        ("foreach_task", Self::ForeachTask),
         ("terminal", Self::Terminal),
     ];
 
@@ -344,6 +354,22 @@ pub enum TaskSpec {
         workflow: String,
         /// Parameters passed to the sub-run (`null` when absent).
         params: Value,
+    },
+    /// `parallel_task`.
+    Parallel {
+        /// `branches:` in declaration order.
+        branches: Vec<Branch>,
+        /// `maxParallelism` and `toleratedFailures`.
+        fan: FanOut,
+    },
+    /// `foreach_task`.
+    Foreach {
+        /// `items:`: a template that must resolve to a JSON array.
+        items: String,
+        /// The sub-run of each item.
+        body: BranchBody,
+        /// `maxParallelism` and `toleratedFailures`.
+        fan: FanOut,
     },
     /// `terminal`.
     Terminal {

@@ -1,0 +1,301 @@
+//! A Friday editor graph (`FridayWorkflowEditorGraphV1`: nodes and branch-labelled edges) →
+//! a workflow draft. Chains become states routed by `on:`; a fan-out whose branches are simple
+//! chains meeting again at one node becomes a `parallel_task` with inline branches. Anything
+//! else a DAG can draw (branches that never meet, meet elsewhere, or fork again inside a branch)
+//! is refused, naming the nodes and edges in the way.
+
+use std::collections::BTreeMap;
+use std::fmt;
+
+use serde_json::{Map, Value, json};
+
+/// Why a graph does not import.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ImportError {
+    /// `MAG-GR009` … `MAG-GR012`.
+    pub code: &'static str,
+    /// What is wrong, naming nodes and edges.
+    pub message: String,
+}
+
+impl fmt::Display for ImportError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "[{}] {}", self.code, self.message)
+    }
+}
+
+impl std::error::Error for ImportError {}
+
+fn err(code: &'static str, message: String) -> ImportError {
+    ImportError { code, message }
+}
+
+/// One edge: source, target, branch word.
+#[derive(Debug, Clone)]
+struct Edge {
+    source: String,
+    target: String,
+    branch: String,
+}
+
+impl fmt::Display for Edge {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{} -[{}]-> {}", self.source, self.branch, self.target)
+    }
+}
+
+/// The outcome a Friday branch word stands for.
+fn outcome_of(branch: &str) -> &str {
+    match branch {
+        "approve" => "approved",
+        "reject" => "rejected",
+        "" => "success",
+        other => other,
+    }
+}
+
+/// The workflow document (JSON, which is YAML) of an editor graph.
+///
+/// # Errors
+/// `MAG-GR009` the JSON is not an editor graph; `MAG-GR010` a node cannot be a state;
+/// `MAG-GR011` the graph is not series-parallel; `MAG-GR012` it has no single start.
+pub fn import(graph: &Value) -> Result<Value, ImportError> {
+    let (Some(nodes), Some(edges)) = (
+        graph.get("nodes").and_then(Value::as_array),
+        graph.get("edges").and_then(Value::as_array),
+    ) else {
+        return Err(err(
+            "MAG-GR009",
+            "expected an editor graph: an object with 'nodes' and 'edges' arrays".into(),
+        ));
+    };
+    let mut states: BTreeMap<String, Map<String, Value>> = BTreeMap::new();
+    let mut order = Vec::new();
+    for n in nodes {
+        let (id, spec) = state_of(n)?;
+        order.push(id.clone());
+        states.insert(id, spec);
+    }
+    let mut all = Vec::new();
+    for e in edges {
+        let text = |k: &str| e.get(k).and_then(Value::as_str).map(str::to_owned);
+        let (Some(source), Some(target)) = (text("source"), text("target")) else {
+            return Err(err(
+                "MAG-GR009",
+                format!("edge {e} has no 'source' and 'target' node ids"),
+            ));
+        };
+        for end in [&source, &target] {
+            if !states.contains_key(end) {
+                return Err(err(
+                    "MAG-GR009",
+                    format!("edge {source} -> {target} names node '{end}', which is not a node"),
+                ));
+            }
+        }
+        let branch = e
+            .pointer("/data/branch")
+            .and_then(Value::as_str)
+            .unwrap_or("success")
+            .to_owned();
+        all.push(Edge {
+            source,
+            target,
+            branch,
+        });
+    }
+    let starts: Vec<&String> = order
+        .iter()
+        .filter(|id| !all.iter().any(|e| &e.target == *id))
+        .collect();
+    let [start] = starts.as_slice() else {
+        return Err(err(
+            "MAG-GR012",
+            format!(
+                "expected exactly one node without incoming edges (the start), found {:?}",
+                starts
+            ),
+        ));
+    };
+    let start = (*start).clone();
+    let out = |id: &str| {
+        all.iter()
+            .filter(|e| e.source == id)
+            .cloned()
+            .collect::<Vec<_>>()
+    };
+    let inc = |id: &str| all.iter().filter(|e| e.target == id).count();
+    let mut top: Vec<String> = Vec::new();
+    let mut moved: Vec<String> = Vec::new();
+    let mut parallels: Vec<(String, Map<String, Value>)> = Vec::new();
+    for id in &order {
+        if moved.contains(id) {
+            continue;
+        }
+        let is_condition = states[id].get("type") == Some(&json!("condition_task"));
+        let edges = out(id);
+        let mut by_branch: BTreeMap<String, Vec<Edge>> = BTreeMap::new();
+        for e in edges {
+            by_branch.entry(e.branch.clone()).or_default().push(e);
+        }
+        let mut on = Map::new();
+        for (branch, group) in by_branch {
+            if let [single] = group.as_slice() {
+                on.insert(outcome_of(&branch).into(), json!(single.target));
+                continue;
+            }
+            // A fan-out: each branch a chain, all meeting at one join.
+            let (name, parallel, chain_nodes) = fan_out(id, &group, &states, &out, &inc)?;
+            on.insert(outcome_of(&branch).into(), json!(name));
+            moved.extend(chain_nodes);
+            parallels.push((name, parallel));
+        }
+        if !is_condition && !on.is_empty() {
+            states
+                .get_mut(id)
+                .expect("a node")
+                .insert("on".into(), Value::Object(on));
+        }
+        top.push(id.clone());
+    }
+    let mut doc_states = Map::new();
+    for id in top.iter().filter(|id| !moved.contains(id)) {
+        doc_states.insert(id.clone(), Value::Object(states[id].clone()));
+    }
+    for (name, p) in parallels {
+        doc_states.insert(name, Value::Object(p));
+    }
+    Ok(json!({ "start": start, "states": doc_states }))
+}
+
+/// The state of a node: its `config` with `type` from the node type (an action's
+/// `actionType`), without routing (edges route).
+fn state_of(n: &Value) -> Result<(String, Map<String, Value>), ImportError> {
+    let Some(id) = n.get("id").and_then(Value::as_str) else {
+        return Err(err("MAG-GR009", format!("node {n} has no 'id'")));
+    };
+    let mut spec = n
+        .pointer("/data/config")
+        .and_then(Value::as_object)
+        .cloned()
+        .unwrap_or_default();
+    let ty = match n.pointer("/data/type").and_then(Value::as_str) {
+        Some("action") => spec
+            .remove("actionType")
+            .and_then(|t| t.as_str().map(str::to_owned))
+            .ok_or_else(|| {
+                err(
+                    "MAG-GR010",
+                    format!("action node '{id}' has no data.config.actionType (its task type)"),
+                )
+            })?,
+        Some("approval") => "gate_task".into(),
+        Some("condition") => "condition_task".into(),
+        Some("terminal") => "terminal".into(),
+        other => {
+            return Err(err(
+                "MAG-GR010",
+                format!(
+                    "node '{id}' has type {other:?}: expected action, approval, condition or \
+                     terminal"
+                ),
+            ));
+        }
+    };
+    spec.remove("actionType");
+    if ty != "condition_task" {
+        spec.remove("on");
+    }
+    spec.insert("type".into(), json!(ty));
+    Ok((id.to_owned(), spec))
+}
+
+type Out<'a> = dyn Fn(&str) -> Vec<Edge> + 'a;
+
+/// A fan-out as imported: the `parallel_task`'s name, its spec, the nodes moved into it.
+type Parallel = (String, Map<String, Value>, Vec<String>);
+
+/// A fan-out from `fork` along `group` as a `parallel_task`: its state name, the state, and
+/// the nodes moved into its branches.
+fn fan_out(
+    fork: &str,
+    group: &[Edge],
+    states: &BTreeMap<String, Map<String, Value>>,
+    out: &Out<'_>,
+    inc: &dyn Fn(&str) -> usize,
+) -> Result<Parallel, ImportError> {
+    let not_sp = |why: String| {
+        err(
+            "MAG-GR011",
+            format!("the fan-out at '{fork}' is not series-parallel: {why}"),
+        )
+    };
+    let mut join: Option<String> = None;
+    let mut branches = Map::new();
+    let mut moved = Vec::new();
+    for first in group {
+        let mut chain: Vec<(String, Edge)> = Vec::new();
+        let mut at = first.target.clone();
+        loop {
+            if inc(&at) > 1 {
+                break; // the join
+            }
+            let next = out(&at);
+            let [edge] = next.as_slice() else {
+                let shown: Vec<String> = next.iter().map(ToString::to_string).collect();
+                return Err(not_sp(format!(
+                    "node '{at}' in the branch from edge {first} has {} outgoing edges ({}): \
+                     expected one, leading on to where the branches meet",
+                    next.len(),
+                    shown.join(", ")
+                )));
+            };
+            chain.push((at.clone(), edge.clone()));
+            at = edge.target.clone();
+        }
+        match &join {
+            None => join = Some(at.clone()),
+            Some(j) if *j != at => {
+                return Err(not_sp(format!(
+                    "the branch from edge {first} meets the others' path at '{at}', not at '{j}'"
+                )));
+            }
+            Some(_) => {}
+        }
+        if chain.is_empty() {
+            continue;
+        }
+        let mut sub = Map::new();
+        for (node, edge) in &chain {
+            let mut spec = states[node].clone();
+            let to = if edge.target == at {
+                "done".to_string()
+            } else {
+                edge.target.clone()
+            };
+            spec.insert("on".into(), json!({ outcome_of(&edge.branch): to }));
+            sub.insert(node.clone(), Value::Object(spec));
+            moved.push(node.clone());
+        }
+        sub.insert("done".into(), json!({ "type": "terminal" }));
+        branches.insert(
+            chain[0].0.clone(),
+            json!({ "start": chain[0].0, "states": sub }),
+        );
+    }
+    let join = join.expect("a fan-out has edges");
+    if inc(&join) != group.len() {
+        return Err(not_sp(format!(
+            "'{join}', where its branches meet, has {} incoming edges but the fan-out has {} \
+             branches: another path enters it",
+            inc(&join),
+            group.len()
+        )));
+    }
+    let name = format!("{fork}_parallel");
+    let mut p = Map::new();
+    p.insert("type".into(), json!("parallel_task"));
+    p.insert("branches".into(), Value::Object(branches));
+    p.insert("on".into(), json!({ "success": join }));
+    Ok((name, p, moved))
+}
