@@ -179,6 +179,8 @@ mod tag {
     pub(super) const IGNORED: u8 = 19;
     pub(super) const CHILD_CANCEL_REQUESTED: u8 = 20;
     pub(super) const TASK_RESTARTED: u8 = 21;
+    pub(super) const PAUSE_REQUESTED: u8 = 22;
+    pub(super) const RESUME_REQUESTED: u8 = 23;
 }
 
 /// The optional tail of a `StartRecord`: tagged fields after its scope, each at most once and
@@ -468,6 +470,17 @@ pub fn encode(record: &Record, at_ms: u64, out: &mut Vec<u8>) {
             w.varint(u64::from(*execution));
             w.str(worker);
         }
+        Record::PauseRequested { by, reason } => {
+            w.u8(tag::PAUSE_REQUESTED);
+            w.varint(at_ms);
+            w.str(by);
+            w.opt_str(reason);
+        }
+        Record::ResumeRequested { by } => {
+            w.u8(tag::RESUME_REQUESTED);
+            w.varint(at_ms);
+            w.str(by);
+        }
     }
 }
 
@@ -676,6 +689,11 @@ pub fn decode(bytes: &[u8]) -> Result<(Record, u64), DecodeError> {
             execution: r.u32()?,
             worker: r.str()?,
         },
+        tag::PAUSE_REQUESTED => Record::PauseRequested {
+            by: r.str()?,
+            reason: r.opt_str()?,
+        },
+        tag::RESUME_REQUESTED => Record::ResumeRequested { by: r.str()? },
         other => return Err(DecodeError::UnknownTag(other)),
     };
     if !r.buf.is_empty() {

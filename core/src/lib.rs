@@ -40,7 +40,7 @@ pub use context::{
     ChildOutcome, ChildRequest, GateOutcome, Select, StepFuture, TaskCall, WorkflowContext,
 };
 pub use engine::{
-    AnswerAck, CancelAck, DEFAULT_HEAP_TRIM_THRESHOLD, DEFAULT_MAX_CHILD_DEPTH,
+    AnswerAck, CancelAck, ControlAck, DEFAULT_HEAP_TRIM_THRESHOLD, DEFAULT_MAX_CHILD_DEPTH,
     DEFAULT_MAX_JOURNAL_BYTES_PER_RUN, DEFAULT_MAX_TASK_OUTPUT_BYTES, Engine, EngineBuilder,
     InboxFilter, InterpreterFn, JournalBytesLimit, JournalUpdate, ReplayError, RunUpdate,
     StartRequest, WeakEngine, WorkflowError, WorkflowFn, WorkflowRegistration,

@@ -44,6 +44,9 @@ pub enum RunStatus {
     Cancelled,
     /// Stopped because its code no longer matches its journal (non-determinism).
     Blocked,
+    /// Paused by an operator: it starts nothing new (no task attempt, child, timer or gate)
+    /// until it is resumed; what already runs finishes and is journaled.
+    Paused,
 }
 
 impl RunStatus {
@@ -64,6 +67,7 @@ impl RunStatus {
             RunStatus::Failed => "FAILED",
             RunStatus::Cancelled => "CANCELLED",
             RunStatus::Blocked => "BLOCKED",
+            RunStatus::Paused => "PAUSED",
         }
     }
 
@@ -75,6 +79,7 @@ impl RunStatus {
             RunStatus::Failed => 3,
             RunStatus::Cancelled => 4,
             RunStatus::Blocked => 5,
+            RunStatus::Paused => 6,
         }
     }
 
@@ -86,6 +91,7 @@ impl RunStatus {
             3 => RunStatus::Failed,
             4 => RunStatus::Cancelled,
             5 => RunStatus::Blocked,
+            6 => RunStatus::Paused,
             _ => return None,
         })
     }
@@ -107,6 +113,7 @@ impl std::str::FromStr for RunStatus {
             "FAILED" => RunStatus::Failed,
             "CANCELLED" => RunStatus::Cancelled,
             "BLOCKED" => RunStatus::Blocked,
+            "PAUSED" => RunStatus::Paused,
             other => return Err(format!("unknown run status `{other}`")),
         })
     }
@@ -528,6 +535,23 @@ pub enum Record {
         /// The reason the child is given.
         reason: String,
     },
+    /// An operator paused the run: from here on it dispatches nothing new (task attempts,
+    /// children, timers, gates) until a `ResumeRequestedRecord`. Not a workflow command: the
+    /// code sees nothing of it, so replay is the same with or without it.
+    #[serde(rename = "PauseRequestedRecord")]
+    PauseRequested {
+        /// Who paused it.
+        by: String,
+        /// Why, if they said.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        reason: Option<String>,
+    },
+    /// An operator resumed a paused run: what it held is dispatched now.
+    #[serde(rename = "ResumeRequestedRecord")]
+    ResumeRequested {
+        /// Who resumed it.
+        by: String,
+    },
     /// A completion arrived for a step that was already complete and was not applied.
     #[serde(rename = "IgnoredRecord")]
     Ignored {
@@ -563,6 +587,8 @@ impl Record {
             Record::CancelRequested { .. } => "CancelRequestedRecord",
             Record::ChildCancelRequested { .. } => "ChildCancelRequestedRecord",
             Record::Ignored { .. } => "IgnoredRecord",
+            Record::PauseRequested { .. } => "PauseRequestedRecord",
+            Record::ResumeRequested { .. } => "ResumeRequestedRecord",
         }
     }
 }

@@ -35,8 +35,8 @@ const PARENT: u128 = 0x0194_1a2b_3c4d_7e5f_8a9b_0c1d_2e3f_4a5b;
 /// The child the canned run starts.
 const CHILD: u128 = 0x0194_1a2b_3c4e_7001_8002_0003_0004_0005;
 
-/// How many record types format version 1 has (tags 1 to 21).
-const RECORD_TYPES: usize = 21;
+/// How many record types format version 1 has (tags 1 to 23).
+const RECORD_TYPES: usize = 23;
 
 /// A run's journal with every record type, in a plausible order:
 ///
@@ -54,7 +54,8 @@ const RECORD_TYPES: usize = 21;
 /// 26 a `GateOpenedRecord` without timeout, 27 a `GateAnsweredRecord` without comment; and
 /// 28 a `ChildCancelRequestedRecord` (tag 20, added after the others: appended, so that the
 /// bytes of records 0 to 27 stay as they were); 29 a `TaskRestartedRecord` (tag 21, appended
-/// likewise).
+/// likewise); 30 a `PauseRequestedRecord` with a reason (tag 22), 31 a `ResumeRequestedRecord`
+/// (tag 23) and 32 a `PauseRequestedRecord` without one (appended likewise).
 fn canned_journal() -> Vec<Record> {
     let start = StartRecord {
         workflow_name: "order".into(),
@@ -250,6 +251,15 @@ fn canned_journal() -> Vec<Record> {
             execution: 2,
             worker: "deep-thought:42".into(),
         },
+        Record::PauseRequested {
+            by: "zaphod".into(),
+            reason: Some("maintenance".into()),
+        },
+        Record::ResumeRequested { by: "ford".into() },
+        Record::PauseRequested {
+            by: String::new(),
+            reason: None,
+        },
     ]
 }
 
@@ -388,7 +398,7 @@ fn an_unknown_format_version_is_refused_with_mag_jf001() {
 
 #[test]
 fn an_unknown_tag_is_refused_with_mag_jf002() {
-    for tag in [0u8, 22, 0x7f, 0xff] {
+    for tag in [0u8, 24, 0x7f, 0xff] {
         // Format byte, tag, then a valid `at_ms` varint: only the tag is wrong.
         let err = codec::decode(&[FORMAT_VERSION, tag, 0x00]).unwrap_err();
         assert_eq!(err, DecodeError::UnknownTag(tag));

@@ -143,6 +143,34 @@ pub enum CancelAck {
     AlreadyFinished,
 }
 
+/// What a pause or a resume did.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ControlAck {
+    /// The run is paused now (its `PauseRequestedRecord` is durable).
+    Paused,
+    /// The run was paused already; nothing was journaled.
+    AlreadyPaused,
+    /// The run is resumed (its `ResumeRequestedRecord` is durable); what it held is dispatched.
+    Resumed,
+}
+
+/// An operator's control of a run.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) enum Control {
+    /// Pause it.
+    Pause {
+        /// Who asks.
+        by: String,
+        /// Why.
+        reason: Option<String>,
+    },
+    /// Resume it.
+    Unpause {
+        /// Who asks.
+        by: String,
+    },
+}
+
 /// A committed status change of a run.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct RunUpdate {

@@ -1,7 +1,8 @@
-//! `magrathea runs list|show`: the project's runs.
+//! `magrathea runs list|show|rerun|pause|resume`: the project's runs.
 
 use magrathea_server::http::runs::RunDto;
 
+use super::backend::{ControlOp, Controlled};
 use super::output::{errln, outln, print_labels, print_run, run_json, timestamp};
 use super::store::Project;
 use super::{EXIT_OK, Location};
@@ -35,6 +36,30 @@ pub(crate) enum RunsCommand {
         #[arg(long)]
         json: bool,
     },
+    /// Pause a run: it starts nothing new (task attempts, children, timers, gates) until
+    /// `runs resume`; what already runs finishes. Exit 0 once paused (or if it was), 2 when the
+    /// run has ended or does not exist.
+    Pause {
+        /// The run id (32 hex digits).
+        run_id: String,
+        /// Why, as the run records it.
+        #[arg(long, value_name = "TEXT")]
+        reason: Option<String>,
+        /// Print the run as one JSON object.
+        #[arg(long)]
+        json: bool,
+    },
+    /// Resume a paused run: what it held is dispatched. Through a `magrathea serve` that owns
+    /// the store: exit 0 once resumed. On the project's own store, the command then drives the
+    /// run until it settles, like `magrathea run` (same output and exit codes). Exit 2 when
+    /// the run is not paused or does not exist.
+    Resume {
+        /// The run id (32 hex digits).
+        run_id: String,
+        /// Print the run as one JSON object.
+        #[arg(long)]
+        json: bool,
+    },
     /// Show one run, with the workflow's version and the document's description and tags
     /// (exit 0 whatever its status; exit 1 when it does not exist in this project).
     Show {
@@ -54,6 +79,14 @@ pub(crate) async fn runs(loc: &Location, cmd: RunsCommand) -> anyhow::Result<u8>
             frozen,
             json,
         } => rerun(&project, &run_id, frozen, json).await,
+        RunsCommand::Pause {
+            run_id,
+            reason,
+            json,
+        } => control(&project, &run_id, ControlOp::Pause { reason }, json).await,
+        RunsCommand::Resume { run_id, json } => {
+            control(&project, &run_id, ControlOp::Resume, json).await
+        }
         RunsCommand::List {
             workflow,
             limit,
@@ -132,6 +165,53 @@ pub(crate) async fn runs(loc: &Location, cmd: RunsCommand) -> anyhow::Result<u8>
             Ok(EXIT_OK)
         }
     }
+}
+
+/// `magrathea runs pause|resume`: through the store's owner when one serves it.
+async fn control(project: &Project, run_id: &str, op: ControlOp, json: bool) -> anyhow::Result<u8> {
+    let Some(backend) = project.existing_backend().await? else {
+        errln!("error: run `{run_id}` not found: this project has no runs yet");
+        return Ok(super::EXIT_INVALID);
+    };
+    let run = match project.run(Some(&backend), run_id).await {
+        Ok(dto) => dto.run.workflow_run_id,
+        Err(e) => {
+            errln!("error: {e:#}");
+            return Ok(super::EXIT_INVALID);
+        }
+    };
+    let by = super::run::default_user();
+    let (controlled, follower) = backend.control(run, op, &by).await?;
+    let code = match controlled {
+        Controlled::Paused => {
+            errln!("run {run} is paused");
+            EXIT_OK
+        }
+        Controlled::AlreadyPaused => {
+            errln!("run {run} was paused already");
+            EXIT_OK
+        }
+        Controlled::Resumed => {
+            errln!("run {run} is resumed");
+            EXIT_OK
+        }
+        Controlled::Refused { message } => {
+            errln!("error: {message}");
+            super::EXIT_INVALID
+        }
+    };
+    if let Some(follower) = follower {
+        // This process resumed the run on its own store: it drives the run until it settles.
+        return super::run::finish(&backend, run, follower, json).await;
+    }
+    if let Some(dto) = backend.run(run).await? {
+        if json {
+            outln!("{}", run_json(&dto))?;
+        } else {
+            print_run(&dto, false, &[])?;
+        }
+    }
+    Ok(code)
 }
 
 /// `magrathea runs rerun`.

@@ -30,6 +30,7 @@ pub(crate) mod live_events;
 pub mod loopback;
 pub mod metrics;
 pub mod openapi;
+pub mod pause;
 pub mod rerun;
 pub mod routes;
 pub mod runs;

@@ -7,7 +7,7 @@ use super::auth::ApiScope;
 use super::graph;
 use super::state::AppState;
 use super::{
-    approvals, documents, events, health, inbox, journal, live_events, metrics, openapi, rerun,
+    approvals, documents, events, health, inbox, journal, live_events, metrics, openapi, pause, rerun,
     runs, schemas, sse, triggers, versions, webhooks, ws,
 };
 
@@ -121,6 +121,24 @@ pub fn routes() -> Vec<Route> {
         },
         Route {
             methods: &["POST"],
+            path: "/brain/{tenant}/project/{project}/workflows/runs/{run_id}/pause",
+            operation: "runs.pause",
+            summary: "Pause the run: {reason?} -> {pause: paused|alreadyPaused, run}; it starts nothing new until resumed; 409 MAG-HTTP-PAUSE-STATE for a run that has ended",
+            query: &[],
+            access: Token(Run),
+            handler: || post(pause::pause),
+        },
+        Route {
+            methods: &["POST"],
+            path: "/brain/{tenant}/project/{project}/workflows/runs/{run_id}/resume",
+            operation: "runs.resume",
+            summary: "Resume a paused run: -> {resume: resumed, run}; 409 MAG-HTTP-PAUSE-STATE for a run that is not paused",
+            query: &[],
+            access: Token(Run),
+            handler: || post(pause::resume),
+        },
+        Route {
+            methods: &["POST"],
             path: "/brain/{tenant}/project/{project}/workflows/runs/{run_id}/rerun",
             operation: "runs.rerun",
             summary: "A new run of the same workflow with the same parameters: {definition?: current|frozen} → 202 {workflowRunId, workflowName, rerunOf, definition}",
@@ -181,6 +199,24 @@ pub fn routes() -> Vec<Route> {
             query: &[],
             access: Token(Run),
             handler: || post(inbox::answer),
+        },
+        Route {
+            methods: &["POST"],
+            path: "/v1/workflow-runs/{runId}/pause",
+            operation: "workflows.runs.v1.pause",
+            summary: "Pause a run of the token's tenant: {reason?} -> {pause: paused|alreadyPaused, run}; 409 MAG-HTTP-PAUSE-STATE for a run that has ended",
+            query: &[],
+            access: Token(Run),
+            handler: || post(pause::v1_pause),
+        },
+        Route {
+            methods: &["POST"],
+            path: "/v1/workflow-runs/{runId}/resume",
+            operation: "workflows.runs.v1.resume",
+            summary: "Resume a paused run of the token's tenant: -> {resume: resumed, run}; 409 MAG-HTTP-PAUSE-STATE for a run that is not paused",
+            query: &[],
+            access: Token(Run),
+            handler: || post(pause::v1_resume),
         },
         Route {
             methods: &["GET"],

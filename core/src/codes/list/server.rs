@@ -275,6 +275,16 @@ pub(super) const CODES: &[ErrorCode] = &[
         remedy: "See GET /openapi.json for the routes.",
     },
     ErrorCode {
+        code: "MAG-HTTP-PAUSE-STATE",
+        meaning: "A pause or resume does not fit the run's state: pausing a run that has ended (or is being cancelled, or is blocked), resuming a run that is not paused.",
+        remedy: "Read the run's status; only a run that has not ended can be paused, only a PAUSED run resumed.",
+    },
+    ErrorCode {
+        code: "MAG-HTTP-PAUSE-REASON",
+        meaning: "A pause's `reason` is longer than 4096 bytes.",
+        remedy: "Give a shorter reason.",
+    },
+    ErrorCode {
         code: "MAG-HTTP-RERUN-CHILD",
         meaning: "A sub-run cannot be rerun on its own: its parent started it and awaits its result.",
         remedy: "Rerun the parent run.",
