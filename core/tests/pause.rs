@@ -7,8 +7,7 @@ use std::time::Duration;
 
 use magrathea_core::{
     ControlAck, DeliverError, Engine, EngineBuilder, Entry, MemoryStore, Record, RetryPolicy,
-    RunId, RunStatus, StartRequest, TaskError, TaskOptions, TaskRegistration,
-    WorkflowRegistration,
+    RunId, RunStatus, StartRequest, TaskError, TaskOptions, TaskRegistration, WorkflowRegistration,
 };
 use serde_json::{Value, json};
 use tokio::sync::Semaphore;
@@ -50,7 +49,10 @@ async fn until_journal(engine: &Engine, run: RunId, pred: impl Fn(&[Entry]) -> b
         }
         tokio::time::sleep(Duration::from_millis(10)).await;
     }
-    panic!("the journal never got there: {:#?}", engine.journal(run).unwrap());
+    panic!(
+        "the journal never got there: {:#?}",
+        engine.journal(run).unwrap()
+    );
 }
 
 fn count(entries: &[Entry], type_name: &str) -> usize {
@@ -160,7 +162,10 @@ async fn wrong_states_are_refused_and_cancel_ends_a_paused_run_without_starting_
     );
     assert!(err.to_string().starts_with("[MAG-PS001]"), "{err}");
     // An unknown run is not found.
-    let err = engine.pause(RunId::new(), "zaphod", None).await.unwrap_err();
+    let err = engine
+        .pause(RunId::new(), "zaphod", None)
+        .await
+        .unwrap_err();
     assert!(matches!(err, DeliverError::RunNotFound(_)), "{err}");
 }
 
@@ -228,9 +233,11 @@ async fn a_retry_whose_backoff_ends_while_paused_waits_for_the_resume() {
                 }
             },
         ))
-        .workflow(WorkflowRegistration::new("retry", "1", |ctx, _| async move {
-            Ok(ctx.task("flaky", json!(null)).await?)
-        }))
+        .workflow(WorkflowRegistration::new(
+            "retry",
+            "1",
+            |ctx, _| async move { Ok(ctx.task("flaky", json!(null)).await?) },
+        ))
         .build()
         .await
         .unwrap();
@@ -243,10 +250,7 @@ async fn a_retry_whose_backoff_ends_while_paused_waits_for_the_resume() {
     // Well past the backoff: the second attempt has not started.
     tokio::time::sleep(Duration::from_millis(600)).await;
     assert_eq!(calls.load(Ordering::SeqCst), 1);
-    assert_eq!(
-        count(&engine.journal(run).unwrap(), "TaskStartedRecord"),
-        1
-    );
+    assert_eq!(count(&engine.journal(run).unwrap(), "TaskStartedRecord"), 1);
     engine.unpause(run, "ford").await.unwrap();
     let view = engine.wait(run).await.unwrap();
     assert_eq!(view.status, RunStatus::Done);
@@ -296,7 +300,10 @@ fn a_run_paused_with_a_task_in_flight_stays_paused_after_a_crash_and_resumes_aft
             .unwrap();
         assert_eq!(listed[0].status, RunStatus::Paused);
         assert_eq!(calls.load(Ordering::SeqCst), 1);
-        assert_eq!(count(&engine.journal(run).unwrap(), "TaskRestartedRecord"), 0);
+        assert_eq!(
+            count(&engine.journal(run).unwrap(), "TaskRestartedRecord"),
+            0
+        );
 
         engine.unpause(run, "ford").await.unwrap();
         gate.add_permits(2);
@@ -305,7 +312,10 @@ fn a_run_paused_with_a_task_in_flight_stays_paused_after_a_crash_and_resumes_aft
         assert_eq!(view.result, Some(json!([1, 2])));
         // The interrupted attempt ran again (on record), then the second task.
         assert_eq!(calls.load(Ordering::SeqCst), 3);
-        assert_eq!(count(&engine.journal(run).unwrap(), "TaskRestartedRecord"), 1);
+        assert_eq!(
+            count(&engine.journal(run).unwrap(), "TaskRestartedRecord"),
+            1
+        );
     });
     second.shutdown_background();
 }

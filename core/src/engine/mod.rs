@@ -30,7 +30,8 @@ use crate::writer::{JournalHealth, JournalWriter, WriterStats};
 pub use builder::EngineBuilder;
 pub(crate) use requests::Control;
 pub use requests::{
-    AnswerAck, CancelAck, ControlAck, InboxFilter, JournalUpdate, ReplayError, RunUpdate, StartRequest,
+    AnswerAck, CancelAck, ControlAck, InboxFilter, JournalUpdate, ReplayError, RunUpdate,
+    StartRequest,
 };
 pub(crate) use timers::TimerPurpose;
 use timers::Timers;

@@ -127,7 +127,11 @@ async fn control(
     body: PauseBody,
     op: Op,
 ) -> Result<Json<Value>, ApiError> {
-    if body.reason.as_ref().is_some_and(|r| r.len() > MAX_REASON_BYTES) {
+    if body
+        .reason
+        .as_ref()
+        .is_some_and(|r| r.len() > MAX_REASON_BYTES)
+    {
         return Err(ApiError::bad_request(
             "MAG-HTTP-PAUSE-REASON",
             format!("`reason` is longer than {MAX_REASON_BYTES} bytes"),

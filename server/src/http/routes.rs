@@ -7,8 +7,8 @@ use super::auth::ApiScope;
 use super::graph;
 use super::state::AppState;
 use super::{
-    approvals, documents, events, health, inbox, journal, live_events, metrics, openapi, pause, rerun,
-    runs, schemas, sse, triggers, versions, webhooks, ws,
+    approvals, documents, events, health, inbox, journal, live_events, metrics, openapi, pause,
+    rerun, runs, schemas, sse, triggers, versions, webhooks, ws,
 };
 
 /// Who may call a route.

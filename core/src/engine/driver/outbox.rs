@@ -28,7 +28,10 @@ pub(super) enum Reply {
     Answer(oneshot::Sender<Result<AnswerAck, DeliverError>>, AnswerAck),
     Signal(oneshot::Sender<Result<(), DeliverError>>),
     Cancel(oneshot::Sender<Result<CancelAck, DeliverError>>, CancelAck),
-    Control(oneshot::Sender<Result<ControlAck, DeliverError>>, ControlAck),
+    Control(
+        oneshot::Sender<Result<ControlAck, DeliverError>>,
+        ControlAck,
+    ),
     Start(oneshot::Sender<Result<(), StartError>>),
 }
 

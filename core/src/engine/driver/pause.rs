@@ -69,10 +69,8 @@ impl Driver {
             }
             Control::Unpause { by } => {
                 if !self.state.is_paused() {
-                    let _ = reply.send(Err(DeliverError::NotPaused(
-                        self.run_id,
-                        self.status_now(),
-                    )));
+                    let _ =
+                        reply.send(Err(DeliverError::NotPaused(self.run_id, self.status_now())));
                     return;
                 }
                 self.append_apply(Record::ResumeRequested { by });
