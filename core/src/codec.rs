@@ -194,12 +194,15 @@ mod start_tail {
     pub(super) const REQUESTED_BY: u8 = 1;
     /// `bounds`: JSON.
     pub(super) const BOUNDS: u8 = 2;
+    /// `entry`: JSON (`{state, vars}`).
+    pub(super) const ENTRY: u8 = 3;
 
     /// The tail's fields.
     #[derive(Default)]
     pub(super) struct Tail {
         pub(super) requested_by: Option<String>,
         pub(super) bounds: Option<Value>,
+        pub(super) entry: Option<Value>,
     }
 
     /// Reads the tail up to the end of the record.
@@ -208,7 +211,7 @@ mod start_tail {
         let mut last = 0u8;
         while !r.buf.is_empty() {
             let tag = r.u8()?;
-            if !(REQUESTED_BY..=BOUNDS).contains(&tag) {
+            if !(REQUESTED_BY..=ENTRY).contains(&tag) {
                 // Not a field: bytes after the record.
                 return Err(DecodeError::Corrupt("trailing bytes"));
             }
@@ -218,7 +221,8 @@ mod start_tail {
             last = tag;
             match tag {
                 REQUESTED_BY => tail.requested_by = Some(r.str()?),
-                _ => tail.bounds = Some(r.json()?),
+                BOUNDS => tail.bounds = Some(r.json()?),
+                _ => tail.entry = Some(r.json()?),
             }
         }
         Ok(tail)
@@ -259,6 +263,10 @@ pub fn encode(record: &Record, at_ms: u64, out: &mut Vec<u8>) {
             if let Some(bounds) = &s.bounds {
                 w.u8(start_tail::BOUNDS);
                 w.json(bounds);
+            }
+            if let Some(entry) = &s.entry {
+                w.u8(start_tail::ENTRY);
+                w.json(&serde_json::to_value(entry).unwrap_or(Value::Null));
             }
         }
         Record::StateEntered { step, state } => {
@@ -525,6 +533,13 @@ pub fn decode(bytes: &[u8]) -> Result<(Record, u64), DecodeError> {
                 scope,
                 requested_by: tail.requested_by,
                 bounds: tail.bounds,
+                entry: match tail.entry {
+                    None => None,
+                    Some(v) => Some(
+                        serde_json::from_value(v)
+                            .map_err(|_| DecodeError::Corrupt("start record entry"))?,
+                    ),
+                },
             }))
         }
         tag::STATE_ENTERED => Record::StateEntered {

@@ -48,7 +48,7 @@ pub use engine::{
 pub use error::{DeliverError, IoSource, OpenError, RunError, StartError, StoreError};
 pub use id::RunId;
 pub use record::{
-    AnswerOutcome, Entry, GateAnswer, GateKind, GateSpec, ParentRef, Record, RunStatus,
+    AnswerOutcome, Entry, EntryPoint, GateAnswer, GateKind, GateSpec, ParentRef, Record, RunStatus,
     StartRecord, Step, StepKind,
 };
 pub use replay::{Divergence, NonDeterminism, StepIdentity};

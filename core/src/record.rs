@@ -169,6 +169,22 @@ pub struct StartRecord {
     /// Absent for runs started without such defaults.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub bounds: Option<Value>,
+    /// Where the run begins when it does not begin at its definition's start: a retry of
+    /// another run from one of its states, with the variables that run had when it entered
+    /// it. Frozen here so that replay begins where the live run began. Absent for runs that
+    /// begin at the start.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub entry: Option<EntryPoint>,
+}
+
+/// Where a run begins other than at its definition's start (see [`StartRecord::entry`]).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct EntryPoint {
+    /// The state (a YAML state name) the run enters first.
+    pub state: String,
+    /// The run's variables when it enters it (a JSON object).
+    #[serde(default)]
+    pub vars: Value,
 }
 
 /// The three kinds of inbox item a gate opens (the Vancetope `gate_task` kinds).

@@ -96,6 +96,10 @@ impl RunView {
                     view.params = s.params.clone();
                     view.started_by = s.started_by.clone();
                     view.created_at = e.at_ms;
+                    // A retried run begins with the variables its entry froze.
+                    if let Some(Value::Object(vars)) = s.entry.as_ref().map(|e| &e.vars) {
+                        view.vars.clone_from(vars);
+                    }
                 }
                 Record::StateEntered { state, .. } => view.current_state = Some(state.clone()),
                 Record::Var { key, value, .. } => {

@@ -68,11 +68,13 @@ fn start() -> impl Strategy<Value = Record> {
             option::of(text()),
             option::of(json()),
         ),
+        option::of((text(), json())),
     )
         .prop_map(
             |(
                 (workflow_name, workflow_version, frontend, params, definition),
                 (parent, started_by, idempotency_key, scope, requested_by, bounds),
+                entry,
             )| {
                 Record::Start(Box::new(StartRecord {
                     workflow_name,
@@ -86,6 +88,7 @@ fn start() -> impl Strategy<Value = Record> {
                     scope: scope.into(),
                     requested_by,
                     bounds,
+                    entry: entry.map(|(state, vars)| magrathea_core::EntryPoint { state, vars }),
                 }))
             },
         )
@@ -349,6 +352,7 @@ fn start_with_tail(requested_by: Option<&str>, bounds: Option<Value>) -> (Vec<u8
         scope: "acme/shop".into(),
         requested_by: requested_by.map(str::to_string),
         bounds,
+        entry: None,
     }));
     let mut bytes = Vec::new();
     codec::encode(&record, 7, &mut bytes);

@@ -246,6 +246,7 @@ impl EngineInner {
             scope: req.scope,
             requested_by: req.requested_by,
             bounds: req.bounds,
+            entry: req.entry,
         }
     }
 

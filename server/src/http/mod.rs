@@ -32,6 +32,7 @@ pub mod metrics;
 pub mod openapi;
 pub mod pause;
 pub mod rerun;
+pub mod retry;
 pub mod routes;
 pub mod runs;
 pub mod schemas;

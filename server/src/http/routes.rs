@@ -8,7 +8,7 @@ use super::graph;
 use super::state::AppState;
 use super::{
     approvals, documents, events, health, inbox, journal, live_events, metrics, openapi, pause,
-    rerun, runs, schemas, sse, triggers, versions, webhooks, ws,
+    rerun, retry, runs, schemas, sse, triggers, versions, webhooks, ws,
 };
 
 /// Who may call a route.
@@ -147,10 +147,19 @@ pub fn routes() -> Vec<Route> {
             handler: || post(rerun::rerun),
         },
         Route {
+            methods: &["POST"],
+            path: "/brain/{tenant}/project/{project}/workflows/runs/{run_id}/retry",
+            operation: "runs.retry",
+            summary: "A new run of a FAILED or CANCELLED YAML run, beginning at a state with the variables the original had there: {fromState?, definition: current|frozen} → 202 {workflowRunId, workflowName, retryOf, fromState, definition}",
+            query: &[],
+            access: Token(Run),
+            handler: || post(retry::retry),
+        },
+        Route {
             methods: &["GET"],
             path: "/brain/{tenant}/project/{project}/workflows/runs/{run_id}/origin",
             operation: "runs.origin",
-            summary: "Where a run came from: {rerunOf, definition} for a rerun, {} otherwise",
+            summary: "Where a run came from: {rerunOf, definition} for a rerun, {kind: retry, retryOf, fromState, definition} for a retry, {} otherwise",
             query: &[],
             access: Token(Read),
             handler: || get(rerun::origin),

@@ -59,11 +59,25 @@ pub(crate) async fn interpret(
     rt: Arc<RuntimeInner>,
 ) -> Result<Value, WorkflowError> {
     let params = start.params.clone();
+    // A retry begins at a state of the original run, with the variables it had there.
+    let (entry, vars) = match &start.entry {
+        None => (plan.start, Map::new()),
+        Some(e) => {
+            let Some(state) = plan.state_named(&e.state) else {
+                return Err(WorkflowError::failed(format!(
+                    "[MAG-PS003] the run is to begin at state `{}`, which its definition does \
+                     not have",
+                    e.state
+                )));
+            };
+            (state, e.vars.as_object().cloned().unwrap_or_default())
+        }
+    };
     let mut run = Run {
         ctx: &ctx,
         start: &start,
         params: &params,
-        vars: Value::Object(Map::new()),
+        vars: Value::Object(vars),
     };
     let bounds = plan.bounds;
     let mut budget = Budget {
@@ -73,7 +87,7 @@ pub(crate) async fn interpret(
     };
     let started_ms = bounds.max_wallclock_seconds.map(|_| ctx.now());
     let mut cost_usd;
-    let mut current = plan.start;
+    let mut current = entry;
     // States whose work a compensation would undo, in order of completion.
     let mut completed: Vec<crate::plan::StateId> = Vec::new();
     loop {

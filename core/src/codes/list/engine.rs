@@ -220,6 +220,11 @@ pub(super) const CODES: &[ErrorCode] = &[
         remedy: "Check the run's status (`magrathea runs show`); only a paused run can be resumed.",
     },
     ErrorCode {
+        code: "MAG-PS003",
+        meaning: "A retried run was to begin at a state its definition does not have (its StartRecord's entry names it).",
+        remedy: "Retry from a state the definition has, or on the frozen definition of the original run.",
+    },
+    ErrorCode {
         code: "MAG-CH001",
         meaning: "A child run ended without success.",
         remedy: "Read the child run's journal for its reason.",

@@ -285,6 +285,21 @@ pub(super) const CODES: &[ErrorCode] = &[
         remedy: "Give a shorter reason.",
     },
     ErrorCode {
+        code: "MAG-HTTP-RETRY-STATE",
+        meaning: "Only a FAILED or CANCELLED run can be retried from a state; this one is running, waiting, paused, blocked or DONE.",
+        remedy: "Wait for it to end, cancel it, or rerun it instead.",
+    },
+    ErrorCode {
+        code: "MAG-HTTP-RETRY-FROM",
+        meaning: "A retry's `fromState` is a state the original run never entered, or one the chosen definition (the current document) does not have.",
+        remedy: "Pick a state the run entered (its journal's StateEnteredRecords), or retry on the frozen definition.",
+    },
+    ErrorCode {
+        code: "MAG-HTTP-RETRY-YAML",
+        meaning: "Only a YAML workflow's run can be retried from a state; a code workflow has no states to begin at.",
+        remedy: "Rerun it instead (`…/rerun`).",
+    },
+    ErrorCode {
         code: "MAG-HTTP-RERUN-CHILD",
         meaning: "A sub-run cannot be rerun on its own: its parent started it and awaits its result.",
         remedy: "Rerun the parent run.",
