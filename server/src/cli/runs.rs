@@ -1,4 +1,4 @@
-//! `magrathea runs list|show|rerun|pause|resume`: the project's runs.
+//! `magrathea runs list|show|rerun|retry|pause|resume`: the project's runs.
 
 use magrathea_server::http::runs::RunDto;
 
@@ -29,6 +29,23 @@ pub(crate) enum RunsCommand {
     Rerun {
         /// The run id (32 hex digits).
         run_id: String,
+        /// Run the original's frozen definition, version and bounds, not the current document.
+        #[arg(long)]
+        frozen: bool,
+        /// Print the new run as one JSON object.
+        #[arg(long)]
+        json: bool,
+    },
+    /// Start a FAILED or CANCELLED YAML run's workflow again from a state (by default the one
+    /// it ended in) with the variables the run had when it entered it, on the current document
+    /// or with `--frozen` on the run's own definition; then drive or follow it like `magrathea
+    /// run` (same output, same exit codes). Exit 2 when the run cannot be retried so.
+    Retry {
+        /// The run id (32 hex digits).
+        run_id: String,
+        /// The state to begin at.
+        #[arg(long, value_name = "STATE")]
+        from: Option<String>,
         /// Run the original's frozen definition, version and bounds, not the current document.
         #[arg(long)]
         frozen: bool,
@@ -79,6 +96,12 @@ pub(crate) async fn runs(loc: &Location, cmd: RunsCommand) -> anyhow::Result<u8>
             frozen,
             json,
         } => rerun(&project, &run_id, frozen, json).await,
+        RunsCommand::Retry {
+            run_id,
+            from,
+            frozen,
+            json,
+        } => retry(&project, &run_id, from.as_deref(), frozen, json).await,
         RunsCommand::Pause {
             run_id,
             reason,
@@ -258,5 +281,89 @@ async fn rerun(project: &Project, run_id: &str, frozen: bool, json: bool) -> any
         magrathea_server::http::rerun::record_origin(catalog.as_ref(), run, original, definition);
     }
     errln!("rerun of {original}: run {run}");
+    super::run::finish(&backend, run, follower, json).await
+}
+
+/// `magrathea runs retry`.
+async fn retry(
+    project: &Project,
+    run_id: &str,
+    from: Option<&str>,
+    frozen: bool,
+    json: bool,
+) -> anyhow::Result<u8> {
+    use magrathea_core::RunStatus;
+    use magrathea_server::http::retry::{defines_state, entry_of, record_origin};
+    let runtime = project.runtime();
+    let backend = project.backend(&runtime).await?;
+    let dto = project.run(Some(&backend), run_id).await?;
+    let original = dto.run.workflow_run_id;
+    if !matches!(dto.run.status, RunStatus::Failed | RunStatus::Cancelled) {
+        errln!(
+            "error: run {original} is {}: only a FAILED or CANCELLED run can be retried",
+            dto.run.status
+        );
+        return Ok(super::EXIT_INVALID);
+    }
+    let journal = backend.journal(original).await?;
+    let Some(start) = journal.iter().find_map(|e| match &e.record {
+        magrathea_core::Record::Start(s) => Some((**s).clone()),
+        _ => None,
+    }) else {
+        anyhow::bail!("run {original} has no StartRecord");
+    };
+    if start.parent.is_some() {
+        errln!("error: run {original} is a sub-run: retry its parent");
+        return Ok(super::EXIT_INVALID);
+    }
+    if start.frontend.as_str() != "yaml" {
+        errln!("error: run {original} is a code workflow's: rerun it instead");
+        return Ok(super::EXIT_INVALID);
+    }
+    let entry = match entry_of(&journal, from) {
+        Ok(entry) => entry,
+        Err(e) => {
+            errln!("error: {e}");
+            return Ok(super::EXIT_INVALID);
+        }
+    };
+    let by = super::run::default_user();
+    let mut request = if frozen {
+        magrathea_core::StartRequest::repeat_of(&start).started_by(by)
+    } else {
+        match runtime.start_request(
+            &project.scope,
+            &start.workflow_name,
+            start.params.clone(),
+            |req| req.started_by(&by),
+        ) {
+            Ok(req) => req,
+            Err(e) => {
+                errln!("error: {e}");
+                errln!("nothing was started");
+                return Ok(super::EXIT_INVALID);
+            }
+        }
+    };
+    let which = if frozen { "frozen" } else { "current" };
+    let defined = request
+        .definition
+        .as_deref()
+        .is_some_and(|text| defines_state(&start.workflow_name, text, &entry.state));
+    if !defined {
+        errln!(
+            "error: the {which} definition of workflow `{}` has no state `{}`",
+            start.workflow_name,
+            entry.state
+        );
+        return Ok(super::EXIT_INVALID);
+    }
+    let from_state = entry.state.clone();
+    request.entry = Some(entry);
+    let (run, follower) = backend.start(request).await?;
+    if let Ok(catalog) = super::schedules::catalog_of(&backend) {
+        record_origin(catalog.as_ref(), run, original, &from_state, which);
+    }
+    errln!("retry of {original} from state {from_state}: run {run}");
     super::run::finish(&backend, run, follower, json).await
 }

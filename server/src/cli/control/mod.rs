@@ -156,6 +156,8 @@ pub(crate) struct WireStart {
     scope: RunScope,
     requested_by: Option<String>,
     bounds: Option<Value>,
+    #[serde(default)]
+    entry: Option<magrathea_core::EntryPoint>,
 }
 
 impl From<StartRequest> for WireStart {
@@ -171,6 +173,7 @@ impl From<StartRequest> for WireStart {
             scope: r.scope,
             requested_by: r.requested_by,
             bounds: r.bounds,
+            entry: r.entry,
         }
     }
 }
@@ -186,6 +189,7 @@ impl From<WireStart> for StartRequest {
         r.scope = w.scope;
         r.requested_by = w.requested_by;
         r.bounds = w.bounds;
+        r.entry = w.entry;
         r
     }
 }
