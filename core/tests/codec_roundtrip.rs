@@ -43,6 +43,7 @@ fn status() -> impl Strategy<Value = RunStatus> {
         Just(RunStatus::Failed),
         Just(RunStatus::Cancelled),
         Just(RunStatus::Blocked),
+        Just(RunStatus::Paused),
     ]
 }
 
@@ -250,6 +251,9 @@ fn record() -> impl Strategy<Value = Record> {
                 reason,
             }
         }),
+        (text(), option::of(text()))
+            .prop_map(|(by, reason)| Record::PauseRequested { by, reason }),
+        text().prop_map(|by| Record::ResumeRequested { by }),
     ]
 }
 
@@ -299,6 +303,7 @@ proptest! {
                 let mut without_tail = cut_start.clone();
                 without_tail.requested_by = whole.requested_by.clone();
                 without_tail.bounds = whole.bounds.clone();
+                without_tail.entry = whole.entry.clone();
                 prop_assert_eq!(&without_tail, whole);
             }
             Ok((other, _)) => {
@@ -313,7 +318,7 @@ proptest! {
     }
 
     #[test]
-    fn bytes_after_a_valid_header_never_panic(tag in 1u8..=21, rest in vec(any::<u8>(), 0..64)) {
+    fn bytes_after_a_valid_header_never_panic(tag in 1u8..=23, rest in vec(any::<u8>(), 0..64)) {
         let mut bytes = vec![codec::FORMAT_VERSION, tag];
         bytes.extend(rest);
         let _ = codec::decode(&bytes);

@@ -67,6 +67,8 @@ fn pause_and_resume_on_the_project_store() {
     let done = json(&out);
     assert_eq!(done["status"], "DONE");
     assert_eq!(done["result"], "approved");
+    // Its end is journaled as a run's that was never paused: the terminal state entered first.
+    assert_eq!(done["currentState"], "shipped");
 
     // Refusals exit 2 and say why.
     let out = p.cli(&["runs", "resume", &run]);

@@ -83,15 +83,12 @@ impl Driver {
     }
 
     /// Asks for what the run held while it was paused, in the order it was held: the
-    /// journal's pending steps of a replay, then the code's commands, then due retries — or
-    /// the code's end, if it finished meanwhile.
+    /// journal's pending steps of a replay, the code's commands, then due retries — or, when
+    /// the code finished meanwhile, its last commands (a YAML terminal state's entry) and its
+    /// end, as a run that was never paused journals them.
     pub(super) fn release_held(&mut self) {
         let held = std::mem::take(&mut self.held);
-        if let Some(result) = held.result {
-            self.finish(result);
-            return;
-        }
-        if held.rearm {
+        if held.rearm && held.result.is_none() {
             for restart in self.state.restarts(crate::engine::worker::worker_name()) {
                 self.append_apply(restart);
             }
@@ -104,6 +101,10 @@ impl Driver {
             }
             let actions = self.state.request_live(c, now_ms());
             self.perform(actions);
+        }
+        if let Some(result) = held.result {
+            self.finish(result);
+            return;
         }
         for step in held.retries {
             let actions = self.state.timer_due(step, TimerPurpose::Retry);
