@@ -251,8 +251,7 @@ fn record() -> impl Strategy<Value = Record> {
                 reason,
             }
         }),
-        (text(), option::of(text()))
-            .prop_map(|(by, reason)| Record::PauseRequested { by, reason }),
+        (text(), option::of(text())).prop_map(|(by, reason)| Record::PauseRequested { by, reason }),
         text().prop_map(|by| Record::ResumeRequested { by }),
     ]
 }
