@@ -155,6 +155,8 @@ async fn a_paused_run_finishes_its_running_step_starts_no_next_one_and_resumes_t
         )
         .await;
     assert_eq!(view["status"], "PAUSED");
+    assert!(view["pausedAt"].as_u64().is_some(), "{view}");
+    assert!(view.get("resumedAt").is_none(), "{view}");
     // Listings show it too.
     let listed: Value = s
         .get_json("/brain/acme/project/shop/workflows/runs", Some(ACME))
@@ -197,6 +199,10 @@ async fn a_paused_run_finishes_its_running_step_starts_no_next_one_and_resumes_t
     assert_eq!(body["resume"], "resumed");
     let view = s.wait_status("shop", &run, &["DONE"]).await;
     assert_eq!(view["result"], "finished");
+    assert!(
+        view["resumedAt"].as_u64() >= view["pausedAt"].as_u64(),
+        "{view}"
+    );
     assert!(workspace.join("second.started").exists());
 
     // Wrong states: resuming a run that is not paused, pausing one that has ended.
