@@ -54,6 +54,10 @@ fn pause_and_resume_on_the_project_store() {
     assert_eq!(shown["result"], serde_json::Value::Null);
     let listed = json(&p.cli(&["runs", "list", "--json"]));
     assert_eq!(listed[0]["status"], "PAUSED");
+    // `magrathea resume` (recovery) does not drive a paused run on.
+    let out = p.cli(&["resume", "--json"]);
+    assert_eq!(code(&out), 0, "{}", stderr(&out));
+    assert_eq!(json(&out)["status"], "PAUSED", "{}", stderr(&out));
     let journal = p.cli(&["journal", &run, "--json"]);
     assert!(
         String::from_utf8_lossy(&journal.stdout).contains("PauseRequestedRecord"),
