@@ -179,6 +179,8 @@ mod tag {
     pub(super) const IGNORED: u8 = 19;
     pub(super) const CHILD_CANCEL_REQUESTED: u8 = 20;
     pub(super) const TASK_RESTARTED: u8 = 21;
+    pub(super) const PAUSE_REQUESTED: u8 = 22;
+    pub(super) const RESUME_REQUESTED: u8 = 23;
 }
 
 /// The optional tail of a `StartRecord`: tagged fields after its scope, each at most once and
@@ -192,12 +194,15 @@ mod start_tail {
     pub(super) const REQUESTED_BY: u8 = 1;
     /// `bounds`: JSON.
     pub(super) const BOUNDS: u8 = 2;
+    /// `entry`: JSON (`{state, vars}`).
+    pub(super) const ENTRY: u8 = 3;
 
     /// The tail's fields.
     #[derive(Default)]
     pub(super) struct Tail {
         pub(super) requested_by: Option<String>,
         pub(super) bounds: Option<Value>,
+        pub(super) entry: Option<Value>,
     }
 
     /// Reads the tail up to the end of the record.
@@ -206,7 +211,7 @@ mod start_tail {
         let mut last = 0u8;
         while !r.buf.is_empty() {
             let tag = r.u8()?;
-            if !(REQUESTED_BY..=BOUNDS).contains(&tag) {
+            if !(REQUESTED_BY..=ENTRY).contains(&tag) {
                 // Not a field: bytes after the record.
                 return Err(DecodeError::Corrupt("trailing bytes"));
             }
@@ -216,7 +221,8 @@ mod start_tail {
             last = tag;
             match tag {
                 REQUESTED_BY => tail.requested_by = Some(r.str()?),
-                _ => tail.bounds = Some(r.json()?),
+                BOUNDS => tail.bounds = Some(r.json()?),
+                _ => tail.entry = Some(r.json()?),
             }
         }
         Ok(tail)
@@ -257,6 +263,10 @@ pub fn encode(record: &Record, at_ms: u64, out: &mut Vec<u8>) {
             if let Some(bounds) = &s.bounds {
                 w.u8(start_tail::BOUNDS);
                 w.json(bounds);
+            }
+            if let Some(entry) = &s.entry {
+                w.u8(start_tail::ENTRY);
+                w.json(&serde_json::to_value(entry).unwrap_or(Value::Null));
             }
         }
         Record::StateEntered { step, state } => {
@@ -468,6 +478,17 @@ pub fn encode(record: &Record, at_ms: u64, out: &mut Vec<u8>) {
             w.varint(u64::from(*execution));
             w.str(worker);
         }
+        Record::PauseRequested { by, reason } => {
+            w.u8(tag::PAUSE_REQUESTED);
+            w.varint(at_ms);
+            w.str(by);
+            w.opt_str(reason);
+        }
+        Record::ResumeRequested { by } => {
+            w.u8(tag::RESUME_REQUESTED);
+            w.varint(at_ms);
+            w.str(by);
+        }
     }
 }
 
@@ -512,6 +533,13 @@ pub fn decode(bytes: &[u8]) -> Result<(Record, u64), DecodeError> {
                 scope,
                 requested_by: tail.requested_by,
                 bounds: tail.bounds,
+                entry: match tail.entry {
+                    None => None,
+                    Some(v) => Some(
+                        serde_json::from_value(v)
+                            .map_err(|_| DecodeError::Corrupt("start record entry"))?,
+                    ),
+                },
             }))
         }
         tag::STATE_ENTERED => Record::StateEntered {
@@ -676,6 +704,11 @@ pub fn decode(bytes: &[u8]) -> Result<(Record, u64), DecodeError> {
             execution: r.u32()?,
             worker: r.str()?,
         },
+        tag::PAUSE_REQUESTED => Record::PauseRequested {
+            by: r.str()?,
+            reason: r.opt_str()?,
+        },
+        tag::RESUME_REQUESTED => Record::ResumeRequested { by: r.str()? },
         other => return Err(DecodeError::UnknownTag(other)),
     };
     if !r.buf.is_empty() {

@@ -141,7 +141,7 @@ pub enum RunError {
     Store(#[from] StoreError),
 }
 
-/// Why a gate answer, signal or cancellation was not accepted.
+/// Why a gate answer, signal, cancellation, pause or resume was not accepted.
 #[derive(Debug, thiserror::Error)]
 #[non_exhaustive]
 pub enum DeliverError {
@@ -167,6 +167,12 @@ pub enum DeliverError {
          deliver through a process that registers its workflow (or the YAML runtime)"
     )]
     Unsupported(RunId),
+    /// The run cannot be paused in its state: it has ended, or its cancellation is under way.
+    #[error("[MAG-PS001] run {0} is {1}: only a run that has not ended can be paused")]
+    NotPausable(RunId, crate::record::RunStatus),
+    /// The run is not paused, so there is nothing to resume.
+    #[error("[MAG-PS002] run {0} is {1}, not PAUSED: only a paused run can be resumed")]
+    NotPaused(RunId, crate::record::RunStatus),
 }
 
 #[cfg(test)]

@@ -41,7 +41,7 @@ pub use context::{
     ChildOutcome, ChildRequest, GateOutcome, Select, StepFuture, TaskCall, WorkflowContext,
 };
 pub use engine::{
-    AnswerAck, CancelAck, DEFAULT_HEAP_TRIM_THRESHOLD, DEFAULT_MAX_CHILD_DEPTH,
+    AnswerAck, CancelAck, ControlAck, DEFAULT_HEAP_TRIM_THRESHOLD, DEFAULT_MAX_CHILD_DEPTH,
     DEFAULT_MAX_JOURNAL_BYTES_PER_RUN, DEFAULT_MAX_TASK_OUTPUT_BYTES, Engine, EngineBuilder,
     InboxFilter, InterpreterFn, JournalBytesLimit, JournalUpdate, ReplayError, RunUpdate,
     StartRequest, WeakEngine, WorkflowError, WorkflowFn, WorkflowRegistration,
@@ -50,7 +50,7 @@ pub use error::{DeliverError, IoSource, OpenError, RunError, StartError, StoreEr
 pub use id::RunId;
 pub use next_completed::NextCompleted;
 pub use record::{
-    AnswerOutcome, Entry, GateAnswer, GateKind, GateSpec, ParentRef, Record, RunStatus,
+    AnswerOutcome, Entry, EntryPoint, GateAnswer, GateKind, GateSpec, ParentRef, Record, RunStatus,
     StartRecord, Step, StepKind,
 };
 pub use replay::{Divergence, NonDeterminism, StepIdentity};

@@ -44,6 +44,9 @@ pub enum RunStatus {
     Cancelled,
     /// Stopped because its code no longer matches its journal (non-determinism).
     Blocked,
+    /// Paused by an operator: it starts nothing new (no task attempt, child, timer or gate)
+    /// until it is resumed; what already runs finishes and is journaled.
+    Paused,
 }
 
 impl RunStatus {
@@ -64,6 +67,7 @@ impl RunStatus {
             RunStatus::Failed => "FAILED",
             RunStatus::Cancelled => "CANCELLED",
             RunStatus::Blocked => "BLOCKED",
+            RunStatus::Paused => "PAUSED",
         }
     }
 
@@ -75,6 +79,7 @@ impl RunStatus {
             RunStatus::Failed => 3,
             RunStatus::Cancelled => 4,
             RunStatus::Blocked => 5,
+            RunStatus::Paused => 6,
         }
     }
 
@@ -86,6 +91,7 @@ impl RunStatus {
             3 => RunStatus::Failed,
             4 => RunStatus::Cancelled,
             5 => RunStatus::Blocked,
+            6 => RunStatus::Paused,
             _ => return None,
         })
     }
@@ -107,6 +113,7 @@ impl std::str::FromStr for RunStatus {
             "FAILED" => RunStatus::Failed,
             "CANCELLED" => RunStatus::Cancelled,
             "BLOCKED" => RunStatus::Blocked,
+            "PAUSED" => RunStatus::Paused,
             other => return Err(format!("unknown run status `{other}`")),
         })
     }
@@ -162,6 +169,22 @@ pub struct StartRecord {
     /// Absent for runs started without such defaults.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub bounds: Option<Value>,
+    /// Where the run begins when it does not begin at its definition's start: a retry of
+    /// another run from one of its states, with the variables that run had when it entered
+    /// it. Frozen here so that replay begins where the live run began. Absent for runs that
+    /// begin at the start.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub entry: Option<EntryPoint>,
+}
+
+/// Where a run begins other than at its definition's start (see [`StartRecord::entry`]).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct EntryPoint {
+    /// The state (a YAML state name) the run enters first.
+    pub state: String,
+    /// The run's variables when it enters it (a JSON object).
+    #[serde(default)]
+    pub vars: Value,
 }
 
 /// The three kinds of inbox item a gate opens (the Vancetope `gate_task` kinds).
@@ -528,6 +551,23 @@ pub enum Record {
         /// The reason the child is given.
         reason: String,
     },
+    /// An operator paused the run: from here on it dispatches nothing new (task attempts,
+    /// children, timers, gates) until a `ResumeRequestedRecord`. Not a workflow command: the
+    /// code sees nothing of it, so replay is the same with or without it.
+    #[serde(rename = "PauseRequestedRecord")]
+    PauseRequested {
+        /// Who paused it.
+        by: String,
+        /// Why, if they said.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        reason: Option<String>,
+    },
+    /// An operator resumed a paused run: what it held is dispatched now.
+    #[serde(rename = "ResumeRequestedRecord")]
+    ResumeRequested {
+        /// Who resumed it.
+        by: String,
+    },
     /// A completion arrived for a step that was already complete and was not applied.
     #[serde(rename = "IgnoredRecord")]
     Ignored {
@@ -563,6 +603,8 @@ impl Record {
             Record::CancelRequested { .. } => "CancelRequestedRecord",
             Record::ChildCancelRequested { .. } => "ChildCancelRequestedRecord",
             Record::Ignored { .. } => "IgnoredRecord",
+            Record::PauseRequested { .. } => "PauseRequestedRecord",
+            Record::ResumeRequested { .. } => "ResumeRequestedRecord",
         }
     }
 }

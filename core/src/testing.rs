@@ -69,6 +69,7 @@ impl JournalBuilder {
             scope: Default::default(),
             requested_by: None,
             bounds: None,
+            entry: None,
         };
         Self {
             entries: Vec::new(),

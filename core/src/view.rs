@@ -42,6 +42,12 @@ pub struct RunView {
     pub updated_at: u64,
     /// End time, for terminal runs.
     pub finished_at: Option<u64>,
+    /// When the run was last paused (its last `PauseRequestedRecord`), ms since the epoch.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub paused_at: Option<u64>,
+    /// When the run was last resumed (its last `ResumeRequestedRecord`), ms since the epoch.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub resumed_at: Option<u64>,
     /// Every execution of a task attempt after the first, in journal order: the attempt was
     /// running when the process driving the run stopped (a crash, a kill, a lost lease), and
     /// recovery ran it again, so its side effects may have happened more than once.
@@ -86,6 +92,8 @@ impl RunView {
             created_at: summary.created_ms,
             updated_at: summary.updated_ms,
             finished_at: None,
+            paused_at: None,
+            resumed_at: None,
             re_executions: Vec::new(),
         };
         for (i, e) in entries.iter().enumerate() {
@@ -96,12 +104,18 @@ impl RunView {
                     view.params = s.params.clone();
                     view.started_by = s.started_by.clone();
                     view.created_at = e.at_ms;
+                    // A retried run begins with the variables its entry froze.
+                    if let Some(Value::Object(vars)) = s.entry.as_ref().map(|e| &e.vars) {
+                        view.vars.clone_from(vars);
+                    }
                 }
                 Record::StateEntered { state, .. } => view.current_state = Some(state.clone()),
                 Record::Var { key, value, .. } => {
                     view.vars.insert(key.clone(), value.clone());
                 }
                 Record::Result { result, .. } => view.result = Some(result.clone()),
+                Record::PauseRequested { .. } => view.paused_at = Some(e.at_ms),
+                Record::ResumeRequested { .. } => view.resumed_at = Some(e.at_ms),
                 Record::TaskRestarted {
                     step,
                     attempt,
@@ -127,7 +141,7 @@ impl RunView {
         }
         if matches!(
             view.status,
-            RunStatus::Running | RunStatus::Waiting | RunStatus::Done
+            RunStatus::Running | RunStatus::Waiting | RunStatus::Done | RunStatus::Paused
         ) {
             view.reason = None;
         }

@@ -43,6 +43,7 @@ fn status() -> impl Strategy<Value = RunStatus> {
         Just(RunStatus::Failed),
         Just(RunStatus::Cancelled),
         Just(RunStatus::Blocked),
+        Just(RunStatus::Paused),
     ]
 }
 
@@ -68,11 +69,13 @@ fn start() -> impl Strategy<Value = Record> {
             option::of(text()),
             option::of(json()),
         ),
+        option::of((text(), json())),
     )
         .prop_map(
             |(
                 (workflow_name, workflow_version, frontend, params, definition),
                 (parent, started_by, idempotency_key, scope, requested_by, bounds),
+                entry,
             )| {
                 Record::Start(Box::new(StartRecord {
                     workflow_name,
@@ -86,6 +89,7 @@ fn start() -> impl Strategy<Value = Record> {
                     scope: scope.into(),
                     requested_by,
                     bounds,
+                    entry: entry.map(|(state, vars)| magrathea_core::EntryPoint { state, vars }),
                 }))
             },
         )
@@ -247,6 +251,8 @@ fn record() -> impl Strategy<Value = Record> {
                 reason,
             }
         }),
+        (text(), option::of(text())).prop_map(|(by, reason)| Record::PauseRequested { by, reason }),
+        text().prop_map(|by| Record::ResumeRequested { by }),
     ]
 }
 
@@ -296,6 +302,7 @@ proptest! {
                 let mut without_tail = cut_start.clone();
                 without_tail.requested_by = whole.requested_by.clone();
                 without_tail.bounds = whole.bounds.clone();
+                without_tail.entry = whole.entry.clone();
                 prop_assert_eq!(&without_tail, whole);
             }
             Ok((other, _)) => {
@@ -310,7 +317,7 @@ proptest! {
     }
 
     #[test]
-    fn bytes_after_a_valid_header_never_panic(tag in 1u8..=21, rest in vec(any::<u8>(), 0..64)) {
+    fn bytes_after_a_valid_header_never_panic(tag in 1u8..=23, rest in vec(any::<u8>(), 0..64)) {
         let mut bytes = vec![codec::FORMAT_VERSION, tag];
         bytes.extend(rest);
         let _ = codec::decode(&bytes);
@@ -349,6 +356,7 @@ fn start_with_tail(requested_by: Option<&str>, bounds: Option<Value>) -> (Vec<u8
         scope: "acme/shop".into(),
         requested_by: requested_by.map(str::to_string),
         bounds,
+        entry: None,
     }));
     let mut bytes = Vec::new();
     codec::encode(&record, 7, &mut bytes);

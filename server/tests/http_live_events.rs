@@ -137,3 +137,29 @@ async fn a_websocket_session_follows_its_projects_events() {
         ["workflow.run.started", "workflow.approval.requested"]
     );
 }
+
+#[tokio::test]
+async fn a_pause_and_a_resume_are_events_of_the_tenants_stream() {
+    let s = Server::start().await;
+    let mut acme = open(&s, ACME).await;
+    let mut buf = String::new();
+    tokio::time::sleep(Duration::from_millis(200)).await;
+    let run = s.start_run("shop", "approve", json!({})).await;
+    read_until(&mut acme, &mut buf, "workflow.approval.requested").await;
+    for op in ["pause", "resume"] {
+        let r = s
+            .post(&format!("/v1/workflow-runs/{run}/{op}"), Some(ACME))
+            .json(&json!({"reason": "audit"}))
+            .send()
+            .await
+            .unwrap();
+        assert_eq!(r.status(), 200);
+    }
+    let seen = read_until(&mut acme, &mut buf, "workflow.run.resumed").await;
+    let names: Vec<&str> = seen.iter().map(|(n, _)| n.as_str()).collect();
+    assert_eq!(names, ["workflow.run.paused", "workflow.run.resumed"]);
+    assert_eq!(seen[0].1["runId"], run.as_str());
+    assert_eq!(seen[0].1["status"], "PAUSED");
+    assert_eq!(seen[0].1["by"], "alice");
+    assert_eq!(seen[0].1["reason"], "audit");
+}

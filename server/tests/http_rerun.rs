@@ -60,3 +60,41 @@ async fn a_rerun_takes_the_same_parameters_on_the_current_or_the_frozen_definiti
     let (status, _) = rerun(&s, &first, json!({}), GLOBEX).await;
     assert_eq!(status, 404);
 }
+
+#[tokio::test]
+async fn a_sub_run_is_not_rerun_on_its_own() {
+    let s = Server::start().await;
+    write(
+        &s.root.join("acme/shop/_vance/workflows/parent.yaml"),
+        "start: call\nstates:\n  call:\n    type: workflow_task\n    workflow: hello\n    on: { success: done }\n  done: { type: terminal, result: called }\n",
+    );
+    let parent = s.start_run("shop", "parent", json!({})).await;
+    s.wait_status("shop", &parent, &["DONE"]).await;
+    let journal: Vec<Value> = s
+        .get_json(
+            &format!("/brain/acme/project/shop/workflows/runs/{parent}/journal"),
+            Some(ACME),
+        )
+        .await;
+    let child = journal
+        .iter()
+        .find(|e| e["type"] == "ChildStartedRecord")
+        .and_then(|e| e["childRunId"].as_str())
+        .unwrap_or_else(|| panic!("no child in {journal:?}"))
+        .to_owned();
+
+    let r = s
+        .post(
+            &format!("/brain/acme/project/shop/workflows/runs/{child}/rerun"),
+            Some(ACME),
+        )
+        .json(&json!({}))
+        .send()
+        .await
+        .unwrap();
+    let (status, code) = http_common::code(r).await;
+    assert_eq!((status, code.as_str()), (400, "MAG-HTTP-RERUN-CHILD"));
+    // The parent itself can be rerun.
+    let (status, body) = rerun(&s, &parent, json!({}), ACME).await;
+    assert_eq!(status, 202, "{body}");
+}

@@ -75,6 +75,23 @@ states:
   nope: { type: terminal, outcome: failure }
 ";
 
+/// A first step that runs until the file `go` exists, then a second step.
+const TWO_STEPS: &str = "\
+start: first
+states:
+  first:
+    type: shell_task
+    run: \"touch first.started; while [ ! -e go ]; do sleep 0.05; done\"
+    dirName: workspace
+    on: { success: second }
+  second:
+    type: shell_task
+    run: touch second.started
+    dirName: workspace
+    on: { success: done }
+  done: { type: terminal, result: finished }
+";
+
 /// A document tree for tenant acme, project shop, with script and shell steps allowed and
 /// room for many steps at once.
 fn tree(root: &Path) {
@@ -95,6 +112,7 @@ fn tree(root: &Path) {
     write(&shop.join("workflows/slow.yaml"), SLOW);
     write(&shop.join("workflows/forever.yaml"), FOREVER);
     write(&shop.join("workflows/review.yaml"), REVIEW);
+    write(&shop.join("workflows/two.yaml"), TWO_STEPS);
 }
 
 /// A fresh database, a document tree (see [`tree`]) and an HTTP client.
@@ -603,4 +621,90 @@ async fn a_gate_and_a_cancel_sent_to_another_worker_reach_the_run() {
         owner(&s.url, &approved).is_none(),
         "an ended run holds no lease"
     );
+}
+
+/// POSTs `{}` to `path` on `worker`; the status and the body.
+async fn post(client: &reqwest::Client, worker: &ServeChild, path: &str) -> (u16, Value) {
+    let r = client
+        .post(format!("{}{path}", worker.base))
+        .json(&json!({}))
+        .send()
+        .await
+        .unwrap();
+    (r.status().as_u16(), r.json().await.unwrap_or(Value::Null))
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_run_paused_through_another_worker_stays_paused_when_its_worker_dies() {
+    let s = Setup::new();
+    let project = s.root.join("acme/shop");
+    let a = s.worker("1", "5");
+    let b = s.worker("1", "5");
+    let run = start(
+        &s.client,
+        std::slice::from_ref(&a),
+        "two",
+        json!({}),
+        "pause-1",
+    )
+    .await;
+    let deadline = Instant::now() + Duration::from_secs(30);
+    while !project.join("first.started").exists() {
+        assert!(Instant::now() < deadline, "the first step never started");
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    // Worker b pauses the run worker a drives (through the mailbox).
+    let (status, body) = post(&s.client, &b, &format!("{RUNS}/runs/{run}/pause")).await;
+    assert_eq!(status, 200, "{body}");
+    assert_eq!(body["run"]["status"], "PAUSED");
+    std::fs::write(project.join("go"), "").unwrap();
+    let deadline = Instant::now() + Duration::from_secs(30);
+    loop {
+        let journal = get(
+            &s.client,
+            std::slice::from_ref(&b),
+            &format!("{RUNS}/runs/{run}/journal"),
+        )
+        .await;
+        if journal
+            .as_array()
+            .unwrap()
+            .iter()
+            .any(|e| e["type"] == "TaskResultRecord")
+        {
+            break;
+        }
+        assert!(
+            Instant::now() < deadline,
+            "the first step's result was never journaled"
+        );
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    let mut a = a;
+    a.kill(); // SIGKILL: b reclaims the run once the lease's grace is over
+    tokio::time::sleep(Duration::from_secs(4)).await;
+    let view = get(
+        &s.client,
+        std::slice::from_ref(&b),
+        &format!("{RUNS}/runs/{run}"),
+    )
+    .await;
+    assert_eq!(view["status"], "PAUSED", "{view}");
+    assert!(
+        !project.join("second.started").exists(),
+        "no step after the reclaim"
+    );
+
+    let (status, body) = post(&s.client, &b, &format!("{RUNS}/runs/{run}/resume")).await;
+    assert_eq!(status, 200, "{body}");
+    let done = wait_all(
+        &s.client,
+        std::slice::from_ref(&b),
+        std::slice::from_ref(&run),
+        &["DONE"],
+        Duration::from_secs(60),
+    )
+    .await;
+    assert_eq!(done[0]["result"], "finished");
+    assert!(project.join("second.started").exists());
 }

@@ -93,6 +93,10 @@ pub const AREAS: &[Area] = &[
         title: "Cancellation",
     },
     Area {
+        prefix: "PS",
+        title: "Pausing and resuming runs",
+    },
+    Area {
         prefix: "CH",
         title: "Child runs",
     },

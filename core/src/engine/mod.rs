@@ -1,6 +1,7 @@
 //! The engine: runs, their drivers, and the API to start, answer, signal, cancel and read them.
 
 mod builder;
+mod control;
 mod driver;
 mod heap;
 mod key_locks;
@@ -28,8 +29,10 @@ use crate::view::{InboxItem, InboxStatus, RunView, inbox_items, parse_inbox_item
 use crate::writer::{JournalHealth, JournalWriter, WriterStats};
 
 pub use builder::EngineBuilder;
+pub(crate) use requests::Control;
 pub use requests::{
-    AnswerAck, CancelAck, InboxFilter, JournalUpdate, ReplayError, RunUpdate, StartRequest,
+    AnswerAck, CancelAck, ControlAck, InboxFilter, JournalUpdate, ReplayError, RunUpdate,
+    StartRequest,
 };
 pub(crate) use timers::TimerPurpose;
 use timers::Timers;
@@ -62,6 +65,10 @@ pub(crate) enum Event {
     Cancel {
         reason: String,
         reply: oneshot::Sender<Result<CancelAck, DeliverError>>,
+    },
+    Control {
+        control: Control,
+        reply: oneshot::Sender<Result<ControlAck, DeliverError>>,
     },
 }
 
@@ -240,6 +247,7 @@ impl EngineInner {
             scope: req.scope,
             requested_by: req.requested_by,
             bounds: req.bounds,
+            entry: req.entry,
         }
     }
 

@@ -37,6 +37,9 @@ pub struct StartRequest {
     /// Bounds the run's scope sets where its definition declares none, frozen in its
     /// [`StartRecord::bounds`](crate::StartRecord::bounds).
     pub bounds: Option<Value>,
+    /// Where the run begins, when not at the start:
+    /// [`StartRecord::entry`](crate::StartRecord::entry).
+    pub entry: Option<crate::record::EntryPoint>,
 }
 
 impl StartRequest {
@@ -55,6 +58,7 @@ impl StartRequest {
             run_id: None,
             requested_by: None,
             bounds: None,
+            entry: None,
         }
     }
 
@@ -68,6 +72,7 @@ impl StartRequest {
             definition: start.definition.clone(),
             scope: start.scope.clone(),
             bounds: start.bounds.clone(),
+            entry: start.entry.clone(),
             ..Self::code(start.workflow_name.clone(), start.params.clone())
         }
     }
@@ -141,6 +146,34 @@ pub enum CancelAck {
     AlreadyRequested,
     /// The run had already ended.
     AlreadyFinished,
+}
+
+/// What a pause or a resume did.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ControlAck {
+    /// The run is paused now (its `PauseRequestedRecord` is durable).
+    Paused,
+    /// The run was paused already; nothing was journaled.
+    AlreadyPaused,
+    /// The run is resumed (its `ResumeRequestedRecord` is durable); what it held is dispatched.
+    Resumed,
+}
+
+/// An operator's control of a run.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) enum Control {
+    /// Pause it.
+    Pause {
+        /// Who asks.
+        by: String,
+        /// Why.
+        reason: Option<String>,
+    },
+    /// Resume it.
+    Unpause {
+        /// Who asks.
+        by: String,
+    },
 }
 
 /// A committed status change of a run.

@@ -12,7 +12,7 @@ use std::time::Duration;
 use serde_json::{Value, json};
 use tokio::sync::oneshot;
 
-use super::{AnswerAck, CancelAck, EngineInner, Event};
+use super::{AnswerAck, CancelAck, Control, ControlAck, EngineInner, Event};
 use crate::context::ChildOutcome;
 use crate::error::{DeliverError, StoreError};
 use crate::id::RunId;
@@ -86,6 +86,10 @@ fn encode(event: &Event) -> Option<Value> {
             json!({"signal": {"name": name, "payload": payload}})
         }
         Event::Cancel { reason, .. } => json!({"cancel": {"reason": reason}}),
+        Event::Control { control, .. } => match control {
+            Control::Pause { by, reason } => json!({"pause": {"by": by, "reason": reason}}),
+            Control::Unpause { by } => json!({"unpause": {"by": by}}),
+        },
         Event::ChildDone { step, outcome } => json!({"childDone": {
             "step": step,
             "runId": outcome.run_id.to_string(),
@@ -102,6 +106,7 @@ enum Replier {
     Answer(oneshot::Receiver<Result<AnswerAck, DeliverError>>),
     Signal(oneshot::Receiver<Result<(), DeliverError>>),
     Cancel(oneshot::Receiver<Result<CancelAck, DeliverError>>),
+    Control(oneshot::Receiver<Result<ControlAck, DeliverError>>),
     None,
 }
 
@@ -140,6 +145,22 @@ fn decode(body: &Value) -> Option<(Event, Replier)> {
             },
             Replier::Cancel(rx),
         ));
+    }
+    let control = if let Some(p) = body.get("pause") {
+        Some(Control::Pause {
+            by: p["by"].as_str()?.to_owned(),
+            reason: p["reason"].as_str().map(str::to_owned),
+        })
+    } else {
+        body.get("unpause").and_then(|u| {
+            Some(Control::Unpause {
+                by: u["by"].as_str()?.to_owned(),
+            })
+        })
+    };
+    if let Some(control) = control {
+        let (reply, rx) = oneshot::channel();
+        return Some((Event::Control { control, reply }, Replier::Control(rx)));
     }
     let c = body.get("childDone")?;
     let status: RunStatus = serde_json::from_value(c["status"].clone()).ok()?;
@@ -183,6 +204,13 @@ async fn reply_of(replier: Replier) -> Value {
                 CancelAck::AlreadyFinished => "alreadyFinished",
             })
         }),
+        Replier::Control(rx) => wrap(rx.await, |c| {
+            json!(match c {
+                ControlAck::Paused => "paused",
+                ControlAck::AlreadyPaused => "alreadyPaused",
+                ControlAck::Resumed => "resumed",
+            })
+        }),
         Replier::None => Value::Null,
     }
 }
@@ -196,6 +224,8 @@ fn error_reply(e: &DeliverError) -> Value {
         DeliverError::InvalidAnswer(why) => ("invalidAnswer", why.clone()),
         DeliverError::Blocked(run, why) => ("blocked", format!("{run} {why}")),
         DeliverError::Unsupported(run) => ("unsupported", run.to_string()),
+        DeliverError::NotPausable(run, status) => ("notPausable", format!("{run} {status}")),
+        DeliverError::NotPaused(run, status) => ("notPaused", format!("{run} {status}")),
         DeliverError::Store(_) => ("store", String::new()),
     };
     json!({"error": {"kind": kind, "detail": detail, "message": e.to_string()}})
@@ -222,6 +252,16 @@ fn delivery_error(e: &Value) -> DeliverError {
             None => store(),
         },
         Some("unsupported") => run(&detail).map_or_else(store, DeliverError::Unsupported),
+        Some(kind @ ("notPausable" | "notPaused")) => {
+            let parsed = detail
+                .split_once(' ')
+                .and_then(|(r, s)| Some((run(r)?, s.parse::<RunStatus>().ok()?)));
+            match parsed {
+                Some((r, s)) if kind == "notPausable" => DeliverError::NotPausable(r, s),
+                Some((r, s)) => DeliverError::NotPaused(r, s),
+                None => store(),
+            }
+        }
         _ => store(),
     }
 }
@@ -254,6 +294,14 @@ fn answer(event: Event, reply: Result<Value, StoreError>) {
                 Some("alreadyRequested") => CancelAck::AlreadyRequested,
                 Some("alreadyFinished") => CancelAck::AlreadyFinished,
                 _ => CancelAck::Requested,
+            });
+            let _ = tx.send(r);
+        }
+        Event::Control { reply: tx, .. } => {
+            let r = reply.and_then(|v| remote(&v)).map(|v| match v.as_str() {
+                Some("alreadyPaused") => ControlAck::AlreadyPaused,
+                Some("resumed") => ControlAck::Resumed,
+                _ => ControlAck::Paused,
             });
             let _ = tx.send(r);
         }

@@ -178,6 +178,9 @@ pub(crate) struct RunState {
     child_cancels: StepMap<ChildCancel>,
     /// The last `StatusRecord`.
     last_status: Option<(RunStatus, Option<String>)>,
+    /// Paused by an operator (a `PauseRequestedRecord` not yet followed by a
+    /// `ResumeRequestedRecord` or a `CancelRequestedRecord`).
+    paused: bool,
 }
 
 /// A child run this run asked to cancel, and the reason it gave.
@@ -198,6 +201,7 @@ impl RunState {
             cancel_requested: false,
             child_cancels: StepMap::default(),
             last_status: None,
+            paused: false,
         }
     }
 
@@ -223,10 +227,23 @@ impl RunState {
             .is_some_and(|(s, _)| s.is_terminal())
     }
 
-    /// `WAITING` while a gate is open, else `RUNNING` (for runs that are neither ended nor
-    /// blocked).
+    /// Whether the run is paused: it dispatches nothing new until it is resumed.
+    pub(crate) fn is_paused(&self) -> bool {
+        self.paused
+    }
+
+    /// Lifts the pause without a record: a cancellation does (its `CancelRequestedRecord`
+    /// ends the pause when it is applied; this lets the driver let go of what it held first).
+    pub(crate) fn lift_pause(&mut self) {
+        self.paused = false;
+    }
+
+    /// `PAUSED` while paused, else `WAITING` while a gate is open, else `RUNNING` (for runs
+    /// that are neither ended nor blocked).
     pub(crate) fn live_status(&self) -> RunStatus {
-        if self.open_gates > 0 {
+        if self.paused {
+            RunStatus::Paused
+        } else if self.open_gates > 0 {
             RunStatus::Waiting
         } else {
             RunStatus::Running
@@ -550,8 +567,13 @@ impl RunState {
                     }
                 }
             }
+            Record::PauseRequested { .. } => {
+                self.paused = !self.is_terminal() && !self.cancel_requested;
+            }
+            Record::ResumeRequested { .. } => self.paused = false,
             Record::CancelRequested { reason } => {
                 self.cancel_requested = true;
+                self.paused = false;
                 let pending: Vec<Step> = self.pending.iter().copied().collect();
                 for step in pending {
                     let Some(entry) = self.steps.get_mut(&step) else {

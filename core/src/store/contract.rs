@@ -22,6 +22,7 @@ fn start(run: RunId, name: &str) -> CommitBatch {
         scope: RunScope::default(),
         requested_by: None,
         bounds: None,
+        entry: None,
     }));
     codec::encode(&rec, 7, &mut bytes);
     CommitBatch {

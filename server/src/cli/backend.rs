@@ -63,7 +63,81 @@ pub(crate) enum Cancelled {
     AlreadyFinished,
 }
 
+/// How a pause or resume was taken, as `runs pause|resume` report it.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[serde(tag = "outcome", rename_all = "camelCase")]
+pub(crate) enum Controlled {
+    /// The run is paused now.
+    Paused,
+    /// The run was paused already.
+    AlreadyPaused,
+    /// The run is resumed.
+    Resumed,
+    /// The run's state does not allow it (ended, not paused, blocked); nothing was recorded.
+    Refused {
+        /// The error as the engine words it.
+        message: String,
+    },
+}
+
+/// A pause or a resume.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[serde(tag = "op", rename_all = "camelCase")]
+pub(crate) enum ControlOp {
+    /// Pause, with an optional reason.
+    Pause {
+        /// Why.
+        reason: Option<String>,
+    },
+    /// Resume.
+    Resume,
+}
+
 impl Backend {
+    /// Pauses or resumes `run` on behalf of `by`.
+    ///
+    /// This process drives a run it resumes: a local resume hands back a follower of it, for
+    /// the command to drive it until it settles (through an owner, the owner drives it).
+    pub(crate) async fn control(
+        &self,
+        run: RunId,
+        op: ControlOp,
+        by: &str,
+    ) -> anyhow::Result<(Controlled, Option<Follower>)> {
+        match self {
+            Self::Local(engine) => {
+                let updates = engine.subscribe_journal();
+                let done = match op {
+                    ControlOp::Pause { reason } => engine.pause(run, by, reason.as_deref()).await,
+                    ControlOp::Resume => engine.unpause(run, by).await,
+                };
+                Ok(match done {
+                    Ok(magrathea_core::ControlAck::Paused) => (Controlled::Paused, None),
+                    Ok(magrathea_core::ControlAck::AlreadyPaused) => {
+                        (Controlled::AlreadyPaused, None)
+                    }
+                    Ok(magrathea_core::ControlAck::Resumed) => (
+                        Controlled::Resumed,
+                        Some(Follower::local(engine, run, updates)),
+                    ),
+                    Err(
+                        e @ (DeliverError::NotPausable(..)
+                        | DeliverError::NotPaused(..)
+                        | DeliverError::Blocked(..)
+                        | DeliverError::RunNotFound(_)),
+                    ) => (
+                        Controlled::Refused {
+                            message: e.to_string(),
+                        },
+                        None,
+                    ),
+                    Err(e) => return Err(e.into()),
+                })
+            }
+            Self::Remote(owner) => Ok((owner.control(run, op, by).await?, None)),
+        }
+    }
+
     /// Runs of `scope` (optionally of one workflow), newest first, at most `limit` (0: all).
     pub(crate) async fn list_runs(
         &self,

@@ -81,7 +81,8 @@ pub(crate) fn is_stdout_closed(error: &anyhow::Error) -> bool {
 pub(crate) fn exit_code(status: RunStatus) -> u8 {
     match status {
         RunStatus::Done => EXIT_OK,
-        RunStatus::Waiting => EXIT_WAITING,
+        // A paused run waits on a person too: the operator who resumes it.
+        RunStatus::Waiting | RunStatus::Paused => EXIT_WAITING,
         // A run still RUNNING (it sleeps on a timer) counts as not done.
         _ => EXIT_FAILED,
     }

@@ -1,7 +1,8 @@
-//! `magrathea runs list|show`: the project's runs.
+//! `magrathea runs list|show|rerun|retry|pause|resume`: the project's runs.
 
 use magrathea_server::http::runs::RunDto;
 
+use super::backend::{ControlOp, Controlled};
 use super::output::{errln, outln, print_labels, print_run, run_json, timestamp};
 use super::store::Project;
 use super::{EXIT_OK, Location};
@@ -35,6 +36,47 @@ pub(crate) enum RunsCommand {
         #[arg(long)]
         json: bool,
     },
+    /// Start a FAILED or CANCELLED YAML run's workflow again from a state (by default the one
+    /// it ended in) with the variables the run had when it entered it, on the current document
+    /// or with `--frozen` on the run's own definition; then drive or follow it like `magrathea
+    /// run` (same output, same exit codes). Exit 2 when the run cannot be retried so.
+    Retry {
+        /// The run id (32 hex digits).
+        run_id: String,
+        /// The state to begin at.
+        #[arg(long, value_name = "STATE")]
+        from: Option<String>,
+        /// Run the original's frozen definition, version and bounds, not the current document.
+        #[arg(long)]
+        frozen: bool,
+        /// Print the new run as one JSON object.
+        #[arg(long)]
+        json: bool,
+    },
+    /// Pause a run: it starts nothing new (task attempts, children, timers, gates) until
+    /// `runs resume`; what already runs finishes. Exit 0 once paused (or if it was), 2 when the
+    /// run has ended or does not exist.
+    Pause {
+        /// The run id (32 hex digits).
+        run_id: String,
+        /// Why, as the run records it.
+        #[arg(long, value_name = "TEXT")]
+        reason: Option<String>,
+        /// Print the run as one JSON object.
+        #[arg(long)]
+        json: bool,
+    },
+    /// Resume a paused run: what it held is dispatched. Through a `magrathea serve` that owns
+    /// the store: exit 0 once resumed. On the project's own store, the command then drives the
+    /// run until it settles, like `magrathea run` (same output and exit codes). Exit 2 when
+    /// the run is not paused or does not exist.
+    Resume {
+        /// The run id (32 hex digits).
+        run_id: String,
+        /// Print the run as one JSON object.
+        #[arg(long)]
+        json: bool,
+    },
     /// Show one run, with the workflow's version and the document's description and tags
     /// (exit 0 whatever its status; exit 1 when it does not exist in this project).
     Show {
@@ -54,6 +96,20 @@ pub(crate) async fn runs(loc: &Location, cmd: RunsCommand) -> anyhow::Result<u8>
             frozen,
             json,
         } => rerun(&project, &run_id, frozen, json).await,
+        RunsCommand::Retry {
+            run_id,
+            from,
+            frozen,
+            json,
+        } => retry(&project, &run_id, from.as_deref(), frozen, json).await,
+        RunsCommand::Pause {
+            run_id,
+            reason,
+            json,
+        } => control(&project, &run_id, ControlOp::Pause { reason }, json).await,
+        RunsCommand::Resume { run_id, json } => {
+            control(&project, &run_id, ControlOp::Resume, json).await
+        }
         RunsCommand::List {
             workflow,
             limit,
@@ -134,6 +190,53 @@ pub(crate) async fn runs(loc: &Location, cmd: RunsCommand) -> anyhow::Result<u8>
     }
 }
 
+/// `magrathea runs pause|resume`: through the store's owner when one serves it.
+async fn control(project: &Project, run_id: &str, op: ControlOp, json: bool) -> anyhow::Result<u8> {
+    let Some(backend) = project.existing_backend().await? else {
+        errln!("error: run `{run_id}` not found: this project has no runs yet");
+        return Ok(super::EXIT_INVALID);
+    };
+    let run = match project.run(Some(&backend), run_id).await {
+        Ok(dto) => dto.run.workflow_run_id,
+        Err(e) => {
+            errln!("error: {e:#}");
+            return Ok(super::EXIT_INVALID);
+        }
+    };
+    let by = super::run::default_user();
+    let (controlled, follower) = backend.control(run, op, &by).await?;
+    let code = match controlled {
+        Controlled::Paused => {
+            errln!("run {run} is paused");
+            EXIT_OK
+        }
+        Controlled::AlreadyPaused => {
+            errln!("run {run} was paused already");
+            EXIT_OK
+        }
+        Controlled::Resumed => {
+            errln!("run {run} is resumed");
+            EXIT_OK
+        }
+        Controlled::Refused { message } => {
+            errln!("error: {message}");
+            super::EXIT_INVALID
+        }
+    };
+    if let Some(follower) = follower {
+        // This process resumed the run on its own store: it drives the run until it settles.
+        return super::run::finish(&backend, run, follower, json).await;
+    }
+    if let Some(dto) = backend.run(run).await? {
+        if json {
+            outln!("{}", run_json(&dto))?;
+        } else {
+            print_run(&dto, false, &[])?;
+        }
+    }
+    Ok(code)
+}
+
 /// `magrathea runs rerun`.
 async fn rerun(project: &Project, run_id: &str, frozen: bool, json: bool) -> anyhow::Result<u8> {
     let runtime = project.runtime();
@@ -178,5 +281,89 @@ async fn rerun(project: &Project, run_id: &str, frozen: bool, json: bool) -> any
         magrathea_server::http::rerun::record_origin(catalog.as_ref(), run, original, definition);
     }
     errln!("rerun of {original}: run {run}");
+    super::run::finish(&backend, run, follower, json).await
+}
+
+/// `magrathea runs retry`.
+async fn retry(
+    project: &Project,
+    run_id: &str,
+    from: Option<&str>,
+    frozen: bool,
+    json: bool,
+) -> anyhow::Result<u8> {
+    use magrathea_core::RunStatus;
+    use magrathea_server::http::retry::{defines_state, entry_of, record_origin};
+    let runtime = project.runtime();
+    let backend = project.backend(&runtime).await?;
+    let dto = project.run(Some(&backend), run_id).await?;
+    let original = dto.run.workflow_run_id;
+    if !matches!(dto.run.status, RunStatus::Failed | RunStatus::Cancelled) {
+        errln!(
+            "error: run {original} is {}: only a FAILED or CANCELLED run can be retried",
+            dto.run.status
+        );
+        return Ok(super::EXIT_INVALID);
+    }
+    let journal = backend.journal(original).await?;
+    let Some(start) = journal.iter().find_map(|e| match &e.record {
+        magrathea_core::Record::Start(s) => Some((**s).clone()),
+        _ => None,
+    }) else {
+        anyhow::bail!("run {original} has no StartRecord");
+    };
+    if start.parent.is_some() {
+        errln!("error: run {original} is a sub-run: retry its parent");
+        return Ok(super::EXIT_INVALID);
+    }
+    if start.frontend.as_str() != "yaml" {
+        errln!("error: run {original} is a code workflow's: rerun it instead");
+        return Ok(super::EXIT_INVALID);
+    }
+    let entry = match entry_of(&journal, from) {
+        Ok(entry) => entry,
+        Err(e) => {
+            errln!("error: {e}");
+            return Ok(super::EXIT_INVALID);
+        }
+    };
+    let by = super::run::default_user();
+    let mut request = if frozen {
+        magrathea_core::StartRequest::repeat_of(&start).started_by(by)
+    } else {
+        match runtime.start_request(
+            &project.scope,
+            &start.workflow_name,
+            start.params.clone(),
+            |req| req.started_by(&by),
+        ) {
+            Ok(req) => req,
+            Err(e) => {
+                errln!("error: {e}");
+                errln!("nothing was started");
+                return Ok(super::EXIT_INVALID);
+            }
+        }
+    };
+    let which = if frozen { "frozen" } else { "current" };
+    let defined = request
+        .definition
+        .as_deref()
+        .is_some_and(|text| defines_state(&start.workflow_name, text, &entry.state));
+    if !defined {
+        errln!(
+            "error: the {which} definition of workflow `{}` has no state `{}`",
+            start.workflow_name,
+            entry.state
+        );
+        return Ok(super::EXIT_INVALID);
+    }
+    let from_state = entry.state.clone();
+    request.entry = Some(entry);
+    let (run, follower) = backend.start(request).await?;
+    if let Ok(catalog) = super::schedules::catalog_of(&backend) {
+        record_origin(catalog.as_ref(), run, original, &from_state, which);
+    }
+    errln!("retry of {original} from state {from_state}: run {run}");
     super::run::finish(&backend, run, follower, json).await
 }

@@ -100,7 +100,7 @@ fn caller(state: &AppState, headers: &HeaderMap) -> Result<Principal, ApiError> 
     Ok(who)
 }
 
-fn in_tenant(who: &Principal, scope: &str) -> bool {
+pub(crate) fn in_tenant(who: &Principal, scope: &str) -> bool {
     scope
         .split_once('/')
         .is_some_and(|(tenant, _)| who.may_access(tenant))

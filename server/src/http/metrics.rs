@@ -261,6 +261,7 @@ fn status_label(s: RunStatus) -> &'static str {
         RunStatus::Failed => "FAILED",
         RunStatus::Cancelled => "CANCELLED",
         RunStatus::Blocked => "BLOCKED",
+        RunStatus::Paused => "PAUSED",
     }
 }
 

@@ -44,7 +44,7 @@ pub(crate) struct RerunBody {
     definition: Option<String>,
 }
 
-fn start_record(state: &AppState, run: RunId) -> Result<StartRecord, ApiError> {
+pub(crate) fn start_record(state: &AppState, run: RunId) -> Result<StartRecord, ApiError> {
     let first = state
         .engine
         .store()
@@ -115,8 +115,8 @@ pub(crate) async fn rerun(
     ))
 }
 
-/// `GET …/workflows/runs/{run_id}/origin` → `{rerunOf, definition}` for a rerun, `{}` for a
-/// run started otherwise.
+/// `GET …/workflows/runs/{run_id}/origin` → `{rerunOf, definition}` for a rerun, `{kind:
+/// "retry", retryOf, fromState, definition}` for a retry, `{}` for a run started otherwise.
 pub(crate) async fn origin(
     State(state): State<AppState>,
     Path(p): Path<RunPath>,
@@ -131,6 +131,12 @@ pub(crate) async fn origin(
         .get(ORIGINS, &summary.run_id.to_string())?
         .and_then(|b| serde_json::from_slice::<Value>(&b).ok());
     Ok(Json(match found {
+        Some(o) if o["kind"] == "retry" => json!({
+            "kind": "retry",
+            "retryOf": o["of"],
+            "fromState": o["fromState"],
+            "definition": o["definition"],
+        }),
         Some(o) => json!({ "rerunOf": o["of"], "definition": o["definition"] }),
         None => json!({}),
     }))

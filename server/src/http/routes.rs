@@ -7,8 +7,8 @@ use super::auth::ApiScope;
 use super::graph;
 use super::state::AppState;
 use super::{
-    approvals, documents, events, health, inbox, journal, live_events, metrics, openapi, rerun,
-    runs, schemas, sse, triggers, versions, webhooks, ws,
+    approvals, documents, events, health, inbox, journal, live_events, metrics, openapi, pause,
+    rerun, retry, runs, schemas, sse, triggers, versions, webhooks, ws,
 };
 
 /// Who may call a route.
@@ -121,6 +121,24 @@ pub fn routes() -> Vec<Route> {
         },
         Route {
             methods: &["POST"],
+            path: "/brain/{tenant}/project/{project}/workflows/runs/{run_id}/pause",
+            operation: "runs.pause",
+            summary: "Pause the run: {reason?} -> {pause: paused|alreadyPaused, run}; it starts nothing new until resumed; 409 MAG-HTTP-PAUSE-STATE for a run that has ended",
+            query: &[],
+            access: Token(Run),
+            handler: || post(pause::pause),
+        },
+        Route {
+            methods: &["POST"],
+            path: "/brain/{tenant}/project/{project}/workflows/runs/{run_id}/resume",
+            operation: "runs.resume",
+            summary: "Resume a paused run: -> {resume: resumed, run}; 409 MAG-HTTP-PAUSE-STATE for a run that is not paused",
+            query: &[],
+            access: Token(Run),
+            handler: || post(pause::resume),
+        },
+        Route {
+            methods: &["POST"],
             path: "/brain/{tenant}/project/{project}/workflows/runs/{run_id}/rerun",
             operation: "runs.rerun",
             summary: "A new run of the same workflow with the same parameters: {definition?: current|frozen} → 202 {workflowRunId, workflowName, rerunOf, definition}",
@@ -129,10 +147,19 @@ pub fn routes() -> Vec<Route> {
             handler: || post(rerun::rerun),
         },
         Route {
+            methods: &["POST"],
+            path: "/brain/{tenant}/project/{project}/workflows/runs/{run_id}/retry",
+            operation: "runs.retry",
+            summary: "A new run of a FAILED or CANCELLED YAML run, beginning at a state with the variables the original had there: {fromState?, definition: current|frozen} → 202 {workflowRunId, workflowName, retryOf, fromState, definition}",
+            query: &[],
+            access: Token(Run),
+            handler: || post(retry::retry),
+        },
+        Route {
             methods: &["GET"],
             path: "/brain/{tenant}/project/{project}/workflows/runs/{run_id}/origin",
             operation: "runs.origin",
-            summary: "Where a run came from: {rerunOf, definition} for a rerun, {} otherwise",
+            summary: "Where a run came from: {rerunOf, definition} for a rerun, {kind: retry, retryOf, fromState, definition} for a retry, {} otherwise",
             query: &[],
             access: Token(Read),
             handler: || get(rerun::origin),
@@ -181,6 +208,24 @@ pub fn routes() -> Vec<Route> {
             query: &[],
             access: Token(Run),
             handler: || post(inbox::answer),
+        },
+        Route {
+            methods: &["POST"],
+            path: "/v1/workflow-runs/{runId}/pause",
+            operation: "workflows.runs.v1.pause",
+            summary: "Pause a run of the token's tenant: {reason?} -> {pause: paused|alreadyPaused, run}; 409 MAG-HTTP-PAUSE-STATE for a run that has ended",
+            query: &[],
+            access: Token(Run),
+            handler: || post(pause::v1_pause),
+        },
+        Route {
+            methods: &["POST"],
+            path: "/v1/workflow-runs/{runId}/resume",
+            operation: "workflows.runs.v1.resume",
+            summary: "Resume a paused run of the token's tenant: -> {resume: resumed, run}; 409 MAG-HTTP-PAUSE-STATE for a run that is not paused",
+            query: &[],
+            access: Token(Run),
+            handler: || post(pause::v1_resume),
         },
         Route {
             methods: &["GET"],

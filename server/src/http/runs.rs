@@ -281,7 +281,7 @@ pub(crate) async fn get(
 }
 
 /// The [`RunDto`] of a run known to exist.
-fn dto(state: &AppState, run: RunId) -> Result<RunDto, ApiError> {
+pub(crate) fn dto(state: &AppState, run: RunId) -> Result<RunDto, ApiError> {
     RunDto::load(&state.engine, run).map_err(ApiError::internal)
 }
 

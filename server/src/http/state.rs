@@ -213,7 +213,7 @@ impl AppState {
         }
     }
 
-    fn start_error(&self, e: YamlStartError) -> ApiError {
+    pub(crate) fn start_error(&self, e: YamlStartError) -> ApiError {
         match e {
             YamlStartError::Document(DocumentError::UnknownWorkflow { name, .. }) => ApiError::new(
                 StatusCode::NOT_FOUND,
@@ -293,7 +293,7 @@ impl Starter {
         }
     }
 
-    fn apply(&self, mut req: StartRequest) -> StartRequest {
+    pub(crate) fn apply(&self, mut req: StartRequest) -> StartRequest {
         req.started_by = self.started_by.clone();
         req.requested_by = self.requested_by.clone();
         req.idempotency_key = self.idempotency_key.clone();

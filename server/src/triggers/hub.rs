@@ -8,6 +8,7 @@
 //! |-------|--------|
 //! | `workflow.run.started` | `StartRecord` |
 //! | `workflow.run.completed` / `failed` / `cancelled` | `StatusRecord` DONE / FAILED / CANCELLED |
+//! | `workflow.run.paused` / `resumed` | `PauseRequestedRecord` / `ResumeRequestedRecord` |
 //! | `workflow.approval.requested` | `GateOpenedRecord` of an approval gate |
 //! | `workflow.approval.approved` / `rejected` | its `GateAnsweredRecord` |
 //! | `workflow.approval.expired` | the `TimerFiredRecord` of its timeout |
@@ -152,6 +153,8 @@ fn has_event_records(update: &JournalUpdate) -> bool {
                 | Record::GateOpened { .. }
                 | Record::GateAnswered { .. }
                 | Record::TimerFired { .. }
+                | Record::PauseRequested { .. }
+                | Record::ResumeRequested { .. }
         )
     })
 }
@@ -176,6 +179,8 @@ fn events_of(state: &AppState, update: &JournalUpdate) -> Vec<Event> {
                 Some("workflow.approval.requested")
             }
             Record::GateAnswered { .. } | Record::TimerFired { .. } => Some("gate"),
+            Record::PauseRequested { .. } => Some("workflow.run.paused"),
+            Record::ResumeRequested { .. } => Some("workflow.run.resumed"),
             _ => None,
         };
         let Some(name) = name else { continue };
@@ -248,6 +253,18 @@ fn event(
         }
         (Record::Start(_), _) => {
             map.insert("status".into(), json!(RunStatus::Running));
+            name
+        }
+        (Record::PauseRequested { by, reason }, _) => {
+            map.insert("status".into(), json!(RunStatus::Paused));
+            map.insert("by".into(), json!(by));
+            if let Some(reason) = reason {
+                map.insert("reason".into(), json!(reason));
+            }
+            name
+        }
+        (Record::ResumeRequested { by }, _) => {
+            map.insert("by".into(), json!(by));
             name
         }
         _ => name,

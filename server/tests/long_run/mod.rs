@@ -42,6 +42,7 @@ pub fn write_long_run(store: &Path, vars: u64, value_len: usize) -> (RunId, u64)
             started_by: "alice".into(),
             requested_by: None,
             bounds: None,
+            entry: None,
             idempotency_key: None,
             scope: "acme/shop".into(),
         })),

@@ -176,6 +176,7 @@ mod tests {
             scope: "acme/shop".into(),
             requested_by: None,
             bounds,
+            entry: None,
         }
     }
 

@@ -58,7 +58,25 @@ pub(crate) async fn interpret(
     start: StartRecord,
     rt: Arc<RuntimeInner>,
 ) -> Result<Value, WorkflowError> {
-    let (params, vars) = super::fanout::inputs_of(&start);
+    let (params, fork_vars) = super::fanout::inputs_of(&start);
+    // A retry begins at a state of the original run, with the variables it had there.
+    let (entry, vars) = match &start.entry {
+        None => (plan.start, fork_vars),
+        Some(e) => {
+            let Some(state) = plan.state_named(&e.state) else {
+                return Err(WorkflowError::failed(format!(
+                    "[MAG-PS003] the run is to begin at state `{}`, which its definition does \
+                     not have",
+                    e.state
+                )));
+            };
+            let vars = match &e.vars {
+                Value::Object(m) => Value::Object(m.clone()),
+                _ => Value::Object(serde_json::Map::new()),
+            };
+            (state, vars)
+        }
+    };
     let mut run = Run {
         ctx: &ctx,
         start: &start,
@@ -80,7 +98,7 @@ pub(crate) async fn interpret(
         .is_some_and(|(max, reason)| failure::set_deadline(&ctx, *max, reason));
     let mut deadline_handled = false;
     let mut cost_usd;
-    let mut current = plan.start;
+    let mut current = entry;
     // States whose work a compensation would undo, in order of completion.
     let mut completed: Vec<crate::plan::StateId> = Vec::new();
     loop {

@@ -210,6 +210,21 @@ pub(super) const CODES: &[ErrorCode] = &[
         remedy: "Nothing, if the cancellation was intended; otherwise start the run again.",
     },
     ErrorCode {
+        code: "MAG-PS001",
+        meaning: "A run was asked to pause that cannot be: it has ended (DONE, FAILED, CANCELLED), its cancellation is under way, or it is BLOCKED.",
+        remedy: "Nothing to pause; to run it again, rerun or retry it.",
+    },
+    ErrorCode {
+        code: "MAG-PS002",
+        meaning: "A run was asked to resume that is not PAUSED.",
+        remedy: "Check the run's status (`magrathea runs show`); only a paused run can be resumed.",
+    },
+    ErrorCode {
+        code: "MAG-PS003",
+        meaning: "A retried run was to begin at a state its definition does not have (its StartRecord's entry names it).",
+        remedy: "Retry from a state the definition has, or on the frozen definition of the original run.",
+    },
+    ErrorCode {
         code: "MAG-CH001",
         meaning: "A child run ended without success.",
         remedy: "Read the child run's journal for its reason.",

@@ -295,6 +295,31 @@ pub(super) const CODES: &[ErrorCode] = &[
         remedy: "See GET /openapi.json for the routes.",
     },
     ErrorCode {
+        code: "MAG-HTTP-PAUSE-STATE",
+        meaning: "A pause or resume does not fit the run's state: pausing a run that has ended (or is being cancelled, or is blocked), resuming a run that is not paused.",
+        remedy: "Read the run's status; only a run that has not ended can be paused, only a PAUSED run resumed.",
+    },
+    ErrorCode {
+        code: "MAG-HTTP-PAUSE-REASON",
+        meaning: "A pause's `reason` is longer than 4096 bytes.",
+        remedy: "Give a shorter reason.",
+    },
+    ErrorCode {
+        code: "MAG-HTTP-RETRY-STATE",
+        meaning: "Only a FAILED or CANCELLED run can be retried from a state; this one is running, waiting, paused, blocked or DONE.",
+        remedy: "Wait for it to end, cancel it, or rerun it instead.",
+    },
+    ErrorCode {
+        code: "MAG-HTTP-RETRY-FROM",
+        meaning: "A retry's `fromState` is a state the original run never entered, or one the chosen definition (the current document) does not have.",
+        remedy: "Pick a state the run entered (its journal's StateEnteredRecords), or retry on the frozen definition.",
+    },
+    ErrorCode {
+        code: "MAG-HTTP-RETRY-YAML",
+        meaning: "Only a YAML workflow's run can be retried from a state; a code workflow has no states to begin at.",
+        remedy: "Rerun it instead (`…/rerun`).",
+    },
+    ErrorCode {
         code: "MAG-HTTP-RERUN-CHILD",
         meaning: "A sub-run cannot be rerun on its own: its parent started it and awaits its result.",
         remedy: "Rerun the parent run.",

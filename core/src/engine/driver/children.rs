@@ -46,6 +46,7 @@ impl Driver {
             started_by: start.started_by.clone(),
             requested_by: start.requested_by.clone(),
             bounds: req.bounds.clone(),
+            entry: None,
             scope: req.scope.clone().unwrap_or_else(|| start.scope.clone()),
             parent: Some(ParentRef {
                 run_id: self.run_id,

@@ -8,6 +8,7 @@ use crate::engine::{CancelAck, Event};
 use crate::error::{DeliverError, StoreError};
 use crate::id::RunId;
 use crate::record::{Record, RunStatus};
+use crate::vocabulary::TimerPurpose;
 
 /// Answers an event's caller with a store failure.
 pub(crate) fn reply_error(ev: Event, error: &StoreError) {
@@ -15,6 +16,7 @@ pub(crate) fn reply_error(ev: Event, error: &StoreError) {
         Event::Answer { reply, .. } => drop(reply.send(Err(DeliverError::Store(error.clone())))),
         Event::Signal { reply, .. } => drop(reply.send(Err(DeliverError::Store(error.clone())))),
         Event::Cancel { reply, .. } => drop(reply.send(Err(DeliverError::Store(error.clone())))),
+        Event::Control { reply, .. } => drop(reply.send(Err(DeliverError::Store(error.clone())))),
         _ => {}
     }
 }
@@ -25,6 +27,7 @@ pub(super) fn refuse(ev: Event, run: RunId) {
         Event::Answer { reply, .. } => drop(reply.send(Err(super::unsupported(run)))),
         Event::Signal { reply, .. } => drop(reply.send(Err(super::unsupported(run)))),
         Event::Cancel { reply, .. } => drop(reply.send(Err(super::unsupported(run)))),
+        Event::Control { reply, .. } => drop(reply.send(Err(super::unsupported(run)))),
         _ => {}
     }
 }
@@ -50,17 +53,23 @@ impl Driver {
                 self.perform(actions);
             }
             Event::TimerFired { step, purpose } => {
-                let actions = self.state.timer_due(step, purpose);
-                let fired = !actions.records.is_empty();
-                self.perform(actions);
-                // The run's deadline: its cancellation is journaled in the same commit as the
-                // firing, so a replay finds both and never asks the clock.
-                let deadline = lock(&self.shared).deadline.clone();
-                if let Some((at, reason)) = deadline
-                    && fired
-                    && at == step
-                {
-                    self.request_cancel(reason, super::children::parent_deadline);
+                if self.state.is_paused() && purpose == TimerPurpose::Retry {
+                    // A retry's backoff ended: its next attempt waits for the resume.
+                    self.held.retries.push(step);
+                } else {
+                    let actions = self.state.timer_due(step, purpose);
+                    let fired = !actions.records.is_empty();
+                    self.perform(actions);
+                    // The run's deadline: its cancellation is journaled in the same commit as
+                    // the firing, so a replay finds both and never asks the clock. On a paused
+                    // run it is journaled too; what follows it waits for the resume.
+                    let deadline = lock(&self.shared).deadline.clone();
+                    if let Some((at, reason)) = deadline
+                        && fired
+                        && at == step
+                    {
+                        self.request_cancel(reason, super::children::parent_deadline);
+                    }
                 }
             }
             Event::Answer {
@@ -95,9 +104,16 @@ impl Driver {
                 }
             }
             Event::Cancel { reason, reply } => {
+                if self.state.is_paused() {
+                    // The cancellation ends the pause: what the run held is asked for first
+                    // (journaled, not yet acted on), so that it ends cancelled with the rest.
+                    self.state.lift_pause();
+                    self.release_held();
+                }
                 let ack = self.request_cancel(reason, super::children::parent_cancelled);
                 self.outbox.replies.push(Reply::Cancel(reply, ack));
             }
+            Event::Control { control, reply } => self.control(control, reply),
         }
         self.refresh_status();
     }
@@ -122,6 +138,9 @@ impl Driver {
                 let _ = reply.send(Err(DeliverError::Blocked(self.run_id, reason)));
             }
             Event::Signal { reply, .. } => {
+                let _ = reply.send(Err(DeliverError::Blocked(self.run_id, reason)));
+            }
+            Event::Control { reply, .. } => {
                 let _ = reply.send(Err(DeliverError::Blocked(self.run_id, reason)));
             }
             Event::Cancel { reason: why, reply } => {

@@ -12,6 +12,7 @@ mod bounds;
 mod children;
 mod events;
 mod outbox;
+mod pause;
 mod replay;
 
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -30,6 +31,7 @@ use crate::record::{Entry, Record, RunStatus, StartRecord};
 use crate::replay::{Resolved, RunState, resolve_options};
 use attempts::Attempts;
 use outbox::{Outbox, Reply};
+use pause::Held;
 
 pub(crate) enum Init {
     Fresh {
@@ -136,6 +138,8 @@ struct Driver {
     /// The most bytes the run's journal may hold ([`Driver::journal_limit`], set when the run
     /// is loaded).
     journal_cap: u64,
+    /// What the run holds back while it is paused.
+    held: Held,
 }
 
 impl Driver {
@@ -163,6 +167,7 @@ impl Driver {
             checking: false,
             depth: None,
             journal_cap: u64::MAX,
+            held: Held::default(),
         }
     }
 
@@ -358,6 +363,8 @@ impl Driver {
                     // The rest of the journal must still agree with the code (a record of a
                     // step the code no longer reaches blocks the run); finish after it.
                     Some(cursor) => cursor.result = Some(result),
+                    // A paused run ends when it is resumed.
+                    None if self.state.is_paused() => self.held.result = Some(result),
                     None => self.finish(result),
                 }
                 return;
@@ -420,6 +427,8 @@ impl Driver {
                         cursor.journal = journal;
                     }
                 }
+                // A paused run holds what its code asks for until it is resumed.
+                None if self.state.is_paused() => self.held.commands.push(c),
                 None => {
                     let actions = self.state.request_live(c, outbox::now_ms());
                     self.perform(actions);

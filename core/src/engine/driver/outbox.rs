@@ -10,7 +10,7 @@ use tokio::sync::oneshot;
 use super::Driver;
 use crate::codec;
 use crate::context::ChildOutcome;
-use crate::engine::{AnswerAck, CancelAck, Event, JournalUpdate, RunUpdate};
+use crate::engine::{AnswerAck, CancelAck, ControlAck, Event, JournalUpdate, RunUpdate};
 use crate::error::{DeliverError, StartError, StoreError};
 use crate::id::RunId;
 use crate::record::{Entry, ParentRef, Record, RunStatus, StartRecord};
@@ -28,6 +28,10 @@ pub(super) enum Reply {
     Answer(oneshot::Sender<Result<AnswerAck, DeliverError>>, AnswerAck),
     Signal(oneshot::Sender<Result<(), DeliverError>>),
     Cancel(oneshot::Sender<Result<CancelAck, DeliverError>>, CancelAck),
+    Control(
+        oneshot::Sender<Result<ControlAck, DeliverError>>,
+        ControlAck,
+    ),
     Start(oneshot::Sender<Result<(), StartError>>),
 }
 
@@ -37,6 +41,7 @@ impl Reply {
             Reply::Answer(tx, ack) => drop(tx.send(Ok(ack))),
             Reply::Signal(tx) => drop(tx.send(Ok(()))),
             Reply::Cancel(tx, ack) => drop(tx.send(Ok(ack))),
+            Reply::Control(tx, ack) => drop(tx.send(Ok(ack))),
             Reply::Start(tx) => drop(tx.send(Ok(()))),
         }
     }
@@ -47,6 +52,7 @@ impl Reply {
             Reply::Answer(tx, _) => drop(tx.send(Err(DeliverError::Store(error.clone())))),
             Reply::Signal(tx) => drop(tx.send(Err(DeliverError::Store(error.clone())))),
             Reply::Cancel(tx, _) => drop(tx.send(Err(DeliverError::Store(error.clone())))),
+            Reply::Control(tx, _) => drop(tx.send(Err(DeliverError::Store(error.clone())))),
             Reply::Start(tx) => drop(tx.send(Err(StartError::Store(error.clone())))),
         }
     }

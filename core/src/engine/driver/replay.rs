@@ -258,6 +258,16 @@ impl Driver {
                 reason: Some("unblocked".into()),
             });
         }
+        if self.state.is_paused() {
+            // A paused run acts on nothing until it is resumed: neither on the steps its
+            // journal shows pending (attempts the process running them died in included) nor
+            // on what its code asks for now.
+            self.held.result = cursor.result;
+            self.held.rearm = true;
+            self.held.commands = cursor.deferred;
+            self.refresh_status();
+            return true;
+        }
         if let Some(result) = cursor.result {
             self.finish(result);
             return true;

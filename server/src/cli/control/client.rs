@@ -11,7 +11,9 @@ use tokio::net::unix::{OwnedReadHalf, OwnedWriteHalf};
 
 use super::owner::{read_line, send};
 use super::{MAX_REPLY_BYTES, Reply, Request, socket_path};
-use crate::cli::backend::{Answered, Cancelled, FollowEvent, Follower, update};
+use crate::cli::backend::{
+    Answered, Cancelled, ControlOp, Controlled, FollowEvent, Follower, update,
+};
 
 /// The owner of a store, reached over its control socket.
 #[derive(Debug)]
@@ -100,6 +102,24 @@ impl OwnerClient {
             .await?
         {
             Reply::Runs { runs } => Ok(runs),
+            other => Err(unexpected(&other)),
+        }
+    }
+
+    /// Asks the owner to pause or resume `run`.
+    pub(crate) async fn control(
+        &self,
+        run: RunId,
+        op: ControlOp,
+        by: &str,
+    ) -> anyhow::Result<Controlled> {
+        let request = Request::Control {
+            run,
+            control: op,
+            by: by.into(),
+        };
+        match self.call(&request).await? {
+            Reply::Controlled { controlled } => Ok(controlled),
             other => Err(unexpected(&other)),
         }
     }

@@ -33,7 +33,7 @@ use magrathea_server::http::runs::RunDto;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
-use super::backend::{Answered, Cancelled};
+use super::backend::{Answered, Cancelled, ControlOp, Controlled};
 
 /// The socket's file name in the store directory.
 pub(crate) const SOCKET_NAME: &str = "control.sock";
@@ -82,6 +82,12 @@ pub(crate) enum Request {
     },
     /// A call on the store's catalog (trigger state): [`Reply::Catalog`].
     Catalog { call: catalog::CatalogOp },
+    /// Pause or resume a run: [`Reply::Controlled`].
+    Control {
+        run: RunId,
+        control: ControlOp,
+        by: String,
+    },
 }
 
 /// What the owner answers.
@@ -112,6 +118,9 @@ pub(crate) enum Reply {
     },
     Cancelled {
         cancelled: Cancelled,
+    },
+    Controlled {
+        controlled: Controlled,
     },
     Update {
         run: RunId,
@@ -147,6 +156,8 @@ pub(crate) struct WireStart {
     scope: RunScope,
     requested_by: Option<String>,
     bounds: Option<Value>,
+    #[serde(default)]
+    entry: Option<magrathea_core::EntryPoint>,
 }
 
 impl From<StartRequest> for WireStart {
@@ -162,6 +173,7 @@ impl From<StartRequest> for WireStart {
             scope: r.scope,
             requested_by: r.requested_by,
             bounds: r.bounds,
+            entry: r.entry,
         }
     }
 }
@@ -177,6 +189,7 @@ impl From<WireStart> for StartRequest {
         r.scope = w.scope;
         r.requested_by = w.requested_by;
         r.bounds = w.bounds;
+        r.entry = w.entry;
         r
     }
 }

@@ -239,6 +239,10 @@ async fn answer(backend: &Backend, request: Request) -> (Reply, Option<Follower>
             Ok((answered, follower)) => return (Reply::Answered { answered }, Some(follower)),
             Err(e) => Err(e),
         },
+        Request::Control { run, control, by } => backend
+            .control(run, control, &by)
+            .await
+            .map(|(controlled, _)| Reply::Controlled { controlled }),
         Request::Catalog { call } => match backend {
             Backend::Local(engine) => super::catalog::apply(engine, call)
                 .map(|result| Reply::Catalog { result })

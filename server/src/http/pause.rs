@@ -1,0 +1,169 @@
+//! Pausing and resuming a run (scope `workflow.run`), body `{reason?}` (the reason is kept on
+//! a pause):
+//!
+//! * `POST …/workflows/runs/{run_id}/pause` and `…/resume`, in the path's tenant and project;
+//! * Friday's `POST /v1/workflow-runs/{runId}/pause` and `…/resume`, in the token's tenant.
+//!
+//! 200 `{pause|resume, run}`, where `pause` is `paused` or `alreadyPaused`, `resume` is
+//! `resumed`, and `run` the run (brief without `workflow.read`), its status `PAUSED` after a
+//! pause. 404 for a run that is not there (or not the caller's tenant's); 409
+//! `MAG-HTTP-PAUSE-STATE` for a run that has ended (or is being cancelled, or is blocked) on a
+//! pause, and for a run that is not paused on a resume. See [`Engine::pause`].
+//!
+//! [`Engine::pause`]: magrathea_core::Engine::pause
+
+use axum::Json;
+use axum::extract::{Path, State};
+use axum::http::{HeaderMap, StatusCode};
+use magrathea_core::{ControlAck, DeliverError, RunId, RunSummary};
+use serde::Deserialize;
+use serde_json::{Value, json};
+
+use super::auth::{ApiScope, Principal, bearer};
+use super::body::JsonBody;
+use super::error::ApiError;
+use super::runs::{RunPath, dto};
+use super::state::AppState;
+use super::visible::visible_run;
+
+/// The most bytes of a pause's reason (it is journaled).
+const MAX_REASON_BYTES: usize = 4096;
+
+/// Body of a pause or a resume.
+#[derive(Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(crate) struct PauseBody {
+    reason: Option<String>,
+}
+
+/// Which control a request asks for.
+#[derive(Clone, Copy)]
+enum Op {
+    Pause,
+    Resume,
+}
+
+/// `POST …/workflows/runs/{run_id}/pause`.
+pub(crate) async fn pause(
+    State(state): State<AppState>,
+    Path(p): Path<RunPath>,
+    headers: HeaderMap,
+    JsonBody(body): JsonBody<PauseBody>,
+) -> Result<Json<Value>, ApiError> {
+    scoped(state, p, headers, body, Op::Pause).await
+}
+
+/// `POST …/workflows/runs/{run_id}/resume`.
+pub(crate) async fn resume(
+    State(state): State<AppState>,
+    Path(p): Path<RunPath>,
+    headers: HeaderMap,
+    JsonBody(body): JsonBody<PauseBody>,
+) -> Result<Json<Value>, ApiError> {
+    scoped(state, p, headers, body, Op::Resume).await
+}
+
+/// `POST /v1/workflow-runs/{runId}/pause`.
+pub(crate) async fn v1_pause(
+    State(state): State<AppState>,
+    Path(run_id): Path<String>,
+    headers: HeaderMap,
+    JsonBody(body): JsonBody<PauseBody>,
+) -> Result<Json<Value>, ApiError> {
+    tenant_wide(state, run_id, headers, body, Op::Pause).await
+}
+
+/// `POST /v1/workflow-runs/{runId}/resume`.
+pub(crate) async fn v1_resume(
+    State(state): State<AppState>,
+    Path(run_id): Path<String>,
+    headers: HeaderMap,
+    JsonBody(body): JsonBody<PauseBody>,
+) -> Result<Json<Value>, ApiError> {
+    tenant_wide(state, run_id, headers, body, Op::Resume).await
+}
+
+async fn scoped(
+    state: AppState,
+    p: RunPath,
+    headers: HeaderMap,
+    body: PauseBody,
+    op: Op,
+) -> Result<Json<Value>, ApiError> {
+    let who = state.authorize(&headers, &p.tenant, ApiScope::Run)?;
+    let scope = state.scope(&p.tenant, &p.project)?;
+    let summary = state.scoped_summary(&scope, &p.run_id)?;
+    control(&state, &who, summary.run_id, body, op).await
+}
+
+async fn tenant_wide(
+    state: AppState,
+    run_id: String,
+    headers: HeaderMap,
+    body: PauseBody,
+    op: Op,
+) -> Result<Json<Value>, ApiError> {
+    let who = state.auth.authenticate(bearer(&headers))?;
+    who.require(ApiScope::Run)?;
+    let summary = tenant_summary(&state, &who, &run_id)?;
+    control(&state, &who, summary.run_id, body, op).await
+}
+
+/// The run's summary if it is in a tenant the caller may access; 404 otherwise.
+fn tenant_summary(state: &AppState, who: &Principal, run: &str) -> Result<RunSummary, ApiError> {
+    let not_found = || ApiError::not_found(format!("run `{run}` not found"));
+    let id: RunId = run.parse().map_err(|_| not_found())?;
+    match state.engine.summary(id) {
+        Ok(s) if super::approvals::in_tenant(who, s.scope.as_str()) => Ok(s),
+        Ok(_) | Err(magrathea_core::RunError::NotFound(_)) => Err(not_found()),
+        Err(e) => Err(ApiError::internal(e)),
+    }
+}
+
+async fn control(
+    state: &AppState,
+    who: &Principal,
+    run: RunId,
+    body: PauseBody,
+    op: Op,
+) -> Result<Json<Value>, ApiError> {
+    if body
+        .reason
+        .as_ref()
+        .is_some_and(|r| r.len() > MAX_REASON_BYTES)
+    {
+        return Err(ApiError::bad_request(
+            "MAG-HTTP-PAUSE-REASON",
+            format!("`reason` is longer than {MAX_REASON_BYTES} bytes"),
+        ));
+    }
+    let done = match op {
+        Op::Pause => state
+            .engine
+            .pause(run, &who.subject, body.reason.as_deref())
+            .await
+            .map(|ack| ("pause", ack)),
+        Op::Resume => state
+            .engine
+            .unpause(run, &who.subject)
+            .await
+            .map(|ack| ("resume", ack)),
+    };
+    let (field, ack) = done.map_err(|e| match e {
+        DeliverError::RunNotFound(_) => ApiError::not_found(format!("run `{run}` not found")),
+        e @ (DeliverError::NotPausable(..)
+        | DeliverError::NotPaused(..)
+        | DeliverError::Blocked(..)) => {
+            ApiError::new(StatusCode::CONFLICT, "MAG-HTTP-PAUSE-STATE", e.to_string())
+        }
+        e => ApiError::internal(e),
+    })?;
+    let word = match ack {
+        ControlAck::Paused => "paused",
+        ControlAck::AlreadyPaused => "alreadyPaused",
+        ControlAck::Resumed => "resumed",
+    };
+    let run = dto(state, run)?;
+    let run = visible_run(&run, &run.run, who);
+    Ok(Json(json!({ field: word, "run": run })))
+}
