@@ -193,7 +193,11 @@ fn a_series_parallel_friday_graph_imports_as_a_parallel_task_draft() {
     let draft = p.dir.join("_vance/workflow-drafts/fan.yaml");
     let text = std::fs::read_to_string(&draft).unwrap();
     let loaded = load_workflow("fan.yaml", &text, &LoadOptions::default()).unwrap();
-    let doc: Value = serde_json::from_str(&text).unwrap();
+    let doc: Value = serde_yaml_ng::from_str(&text).unwrap();
+    assert!(
+        !text.trim_start().starts_with('{'),
+        "the draft is written as YAML: {text}"
+    );
     assert_eq!(doc["start"], "start");
     assert_eq!(doc["states"]["start"]["on"]["success"], "start_parallel");
     let fan = &doc["states"]["start_parallel"];
@@ -208,6 +212,19 @@ fn a_series_parallel_friday_graph_imports_as_a_parallel_task_draft() {
         loaded.plan.states.len(),
         4,
         "start, join, end and the parallel state"
+    );
+    // A second import under the same name leaves the draft as it is.
+    std::fs::write(&draft, "# edited by hand\n").unwrap();
+    let again = p.cli(&["graph", "import", file.to_str().unwrap(), "--name", "fan"]);
+    assert_eq!(code(&again), 2);
+    assert!(
+        stderr(&again).contains("exists already"),
+        "{}",
+        stderr(&again)
+    );
+    assert_eq!(
+        std::fs::read_to_string(&draft).unwrap(),
+        "# edited by hand\n"
     );
 }
 

@@ -70,7 +70,7 @@ fn import(loc: &Location, file: &std::path::Path, draft: Option<&str>) -> anyhow
             return Ok(EXIT_INVALID);
         }
     };
-    let yaml = format!("{}\n", serde_json::to_string_pretty(&doc)?);
+    let yaml = serde_yaml_ng::to_string(&doc)?;
     let label = format!("{name}.yaml (imported)");
     if let Err(diags) = load_workflow(&label, &yaml, &LoadOptions::default()) {
         for d in diags.iter() {
@@ -86,7 +86,23 @@ fn import(loc: &Location, file: &std::path::Path, draft: Option<&str>) -> anyhow
         .join("workflow-drafts");
     std::fs::create_dir_all(&dir)?;
     let path = dir.join(format!("{name}.yaml"));
-    std::fs::write(&path, yaml)?;
+    // A draft is someone's work in progress: an import never replaces one.
+    let mut draft_file = match std::fs::OpenOptions::new()
+        .write(true)
+        .create_new(true)
+        .open(&path)
+    {
+        Ok(f) => f,
+        Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => {
+            errln!(
+                "the draft {} exists already; publish or remove it, or import under another --name",
+                path.display()
+            );
+            return Ok(EXIT_INVALID);
+        }
+        Err(e) => return Err(e.into()),
+    };
+    std::io::Write::write_all(&mut draft_file, yaml.as_bytes())?;
     out!("{}\n", path.display())?;
     Ok(EXIT_OK)
 }
