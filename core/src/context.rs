@@ -17,9 +17,9 @@ use serde_json::Value;
 
 use crate::codec::input_hash;
 use crate::id::RunId;
-use crate::next_completed::NextCompleted;
 use crate::record::{Entry, GateAnswer, GateSpec, Record, RunStatus, Step, StepKind};
 use crate::replay::{Replayed, due_after, patch_marker};
+use crate::select::{NextCompleted, Select};
 use crate::task::{TaskError, TaskOptions, TaskRegistration};
 use crate::vocabulary::{Frontend, RunScope, TimerPurpose};
 
@@ -757,43 +757,6 @@ impl<T> Drop for StepFuture<T> {
             s.wakers.remove(&self.step);
             if s.resolved.remove(&self.step).is_none() && s.dropped.insert(self.step) {
                 s.newly_dropped.push(self.step);
-            }
-        }
-    }
-}
-
-/// The future of [`WorkflowContext::select`].
-#[must_use = "a select does nothing unless awaited"]
-#[derive(Debug)]
-pub struct Select<T> {
-    futures: Vec<StepFuture<T>>,
-}
-
-impl<T> Future for Select<T> {
-    type Output = (usize, T);
-
-    fn poll(mut self: Pin<&mut Self>, cx: &mut TaskCx<'_>) -> Poll<(usize, T)> {
-        let winner = self
-            .futures
-            .iter()
-            .enumerate()
-            .filter_map(|(i, f)| f.resolved_seq().map(|seq| (seq, i)))
-            .min()
-            .map(|(_, i)| i);
-        match winner {
-            Some(i) => {
-                let mut fut = self.futures.swap_remove(i);
-                self.futures.clear();
-                match Pin::new(&mut fut).poll(cx) {
-                    Poll::Ready(v) => Poll::Ready((i, v)),
-                    Poll::Pending => Poll::Pending,
-                }
-            }
-            None => {
-                for f in self.futures.iter_mut() {
-                    let _ = Pin::new(f).poll(cx);
-                }
-                Poll::Pending
             }
         }
     }

@@ -25,10 +25,10 @@ mod context;
 mod engine;
 mod error;
 mod id;
-mod next_completed;
 mod panic;
 mod record;
 mod replay;
+mod select;
 pub mod store;
 mod task;
 #[cfg(any(test, feature = "test-util"))]
@@ -37,9 +37,7 @@ mod view;
 mod vocabulary;
 pub mod writer;
 
-pub use context::{
-    ChildOutcome, ChildRequest, GateOutcome, Select, StepFuture, TaskCall, WorkflowContext,
-};
+pub use context::{ChildOutcome, ChildRequest, GateOutcome, StepFuture, TaskCall, WorkflowContext};
 pub use engine::{
     AnswerAck, CancelAck, ControlAck, DEFAULT_HEAP_TRIM_THRESHOLD, DEFAULT_MAX_CHILD_DEPTH,
     DEFAULT_MAX_JOURNAL_BYTES_PER_RUN, DEFAULT_MAX_TASK_OUTPUT_BYTES, Engine, EngineBuilder,
@@ -48,12 +46,12 @@ pub use engine::{
 };
 pub use error::{DeliverError, IoSource, OpenError, RunError, StartError, StoreError};
 pub use id::RunId;
-pub use next_completed::NextCompleted;
 pub use record::{
     AnswerOutcome, Entry, EntryPoint, GateAnswer, GateKind, GateSpec, ParentRef, Record, RunStatus,
     StartRecord, Step, StepKind,
 };
 pub use replay::{Divergence, NonDeterminism, StepIdentity};
+pub use select::{NextCompleted, Select};
 pub use store::catalog::SharedCatalog;
 pub use store::{
     Catalog, Durability, MemoryStore, RedbStore, RunFilter, RunSummary, Store, StoreReader,
