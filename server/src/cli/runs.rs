@@ -247,33 +247,14 @@ async fn rerun(project: &Project, run_id: &str, frozen: bool, json: bool) -> any
         .run
         .workflow_run_id;
     let journal = backend.journal(original).await?;
-    let Some(start) = journal.iter().find_map(|e| match &e.record {
-        magrathea_core::Record::Start(s) => Some((**s).clone()),
-        _ => None,
-    }) else {
-        anyhow::bail!("run {original} has no StartRecord");
-    };
+    let start = start_of(&journal, original)?;
     if start.parent.is_some() {
         errln!("error: run {original} is a sub-run: rerun its parent");
         return Ok(super::EXIT_FAILED);
     }
-    let by = super::run::default_user();
-    let request = if frozen {
-        magrathea_core::StartRequest::repeat_of(&start).started_by(by)
-    } else {
-        match runtime.start_request(
-            &project.scope,
-            &start.workflow_name,
-            start.params.clone(),
-            |req| req.started_by(&by),
-        ) {
-            Ok(req) => req,
-            Err(e) => {
-                errln!("error: {e}");
-                errln!("nothing was started");
-                return Ok(super::EXIT_INVALID);
-            }
-        }
+    let request = match repeat_request(project, &runtime, &start, frozen) {
+        Ok(req) => req,
+        Err(code) => return Ok(code),
     };
     let (run, follower) = backend.start(request).await?;
     if let Ok(catalog) = super::schedules::catalog_of(&backend) {
@@ -306,12 +287,7 @@ async fn retry(
         return Ok(super::EXIT_INVALID);
     }
     let journal = backend.journal(original).await?;
-    let Some(start) = journal.iter().find_map(|e| match &e.record {
-        magrathea_core::Record::Start(s) => Some((**s).clone()),
-        _ => None,
-    }) else {
-        anyhow::bail!("run {original} has no StartRecord");
-    };
+    let start = start_of(&journal, original)?;
     if start.parent.is_some() {
         errln!("error: run {original} is a sub-run: retry its parent");
         return Ok(super::EXIT_INVALID);
@@ -327,23 +303,9 @@ async fn retry(
             return Ok(super::EXIT_INVALID);
         }
     };
-    let by = super::run::default_user();
-    let mut request = if frozen {
-        magrathea_core::StartRequest::repeat_of(&start).started_by(by)
-    } else {
-        match runtime.start_request(
-            &project.scope,
-            &start.workflow_name,
-            start.params.clone(),
-            |req| req.started_by(&by),
-        ) {
-            Ok(req) => req,
-            Err(e) => {
-                errln!("error: {e}");
-                errln!("nothing was started");
-                return Ok(super::EXIT_INVALID);
-            }
-        }
+    let mut request = match repeat_request(project, &runtime, &start, frozen) {
+        Ok(req) => req,
+        Err(code) => return Ok(code),
     };
     let which = if frozen { "frozen" } else { "current" };
     let defined = request
@@ -366,4 +328,46 @@ async fn retry(
     }
     errln!("retry of {original} from state {from_state}: run {run}");
     super::run::finish(&backend, run, follower, json).await
+}
+
+/// The `StartRecord` of run `run`, the first record of its `journal`.
+fn start_of(
+    journal: &[magrathea_core::Entry],
+    run: magrathea_core::RunId,
+) -> anyhow::Result<magrathea_core::StartRecord> {
+    journal
+        .iter()
+        .find_map(|e| match &e.record {
+            magrathea_core::Record::Start(s) => Some((**s).clone()),
+            _ => None,
+        })
+        .ok_or_else(|| anyhow::anyhow!("run {run} has no StartRecord"))
+}
+
+/// The request that starts the workflow of `start` again with its parameters, started by this
+/// user: on the definition it started with (`frozen`), else on the document as it is now, its
+/// parameters validated again. `Err` holds the exit code when the document refuses them (the
+/// reason is printed; nothing was started).
+fn repeat_request(
+    project: &Project,
+    runtime: &magrathea_yaml::YamlRuntime,
+    start: &magrathea_core::StartRecord,
+    frozen: bool,
+) -> Result<magrathea_core::StartRequest, u8> {
+    let by = super::run::default_user();
+    if frozen {
+        return Ok(magrathea_core::StartRequest::repeat_of(start).started_by(by));
+    }
+    runtime
+        .start_request(
+            &project.scope,
+            &start.workflow_name,
+            start.params.clone(),
+            |req| req.started_by(&by),
+        )
+        .map_err(|e| {
+            errln!("error: {e}");
+            errln!("nothing was started");
+            super::EXIT_INVALID
+        })
 }
