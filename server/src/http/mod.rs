@@ -28,6 +28,7 @@ pub mod inbox;
 pub mod journal;
 pub(crate) mod live_events;
 pub mod loopback;
+pub mod me;
 pub mod metrics;
 pub mod openapi;
 pub mod pause;

@@ -7,7 +7,7 @@ use super::auth::ApiScope;
 use super::graph;
 use super::state::AppState;
 use super::{
-    approvals, documents, events, health, inbox, journal, live_events, metrics, openapi, pause,
+    approvals, documents, events, health, inbox, journal, live_events, me, metrics, openapi, pause,
     rerun, retry, runs, schemas, sse, triggers, versions, webhooks, ws,
 };
 
@@ -18,6 +18,8 @@ pub enum Access {
     Public,
     /// An API token of the route's tenant holding this scope.
     Token(ApiScope),
+    /// Any valid API token, whatever its scopes (`/v1/me`).
+    AnyToken,
     /// The event document's own Bearer token when it names one (`auth.tokenSetting`), else an
     /// API token of the route's tenant with `workflow.run`.
     EventToken,
@@ -44,7 +46,7 @@ pub struct Route {
 
 /// Every route, in the order the OpenAPI document lists them.
 pub fn routes() -> Vec<Route> {
-    use Access::{EventToken, Public, Token};
+    use Access::{AnyToken, EventToken, Public, Token};
     use ApiScope::{Read, Run, Write};
     vec![
         Route {
@@ -82,6 +84,15 @@ pub fn routes() -> Vec<Route> {
             query: &[],
             access: Public,
             handler: || get(schemas::get),
+        },
+        Route {
+            methods: &["GET"],
+            path: "/v1/me",
+            operation: "me",
+            summary: "The token: {subject, tenant (null: every tenant, --insecure-no-auth), scopes, roles, tenants: [{name, projects, truncated}], truncated}; projects sorted, at most 1000 per tenant",
+            query: &[],
+            access: AnyToken,
+            handler: || get(me::me),
         },
         Route {
             methods: &["POST"],
