@@ -116,4 +116,172 @@ async fn the_ui_routes_are_in_the_openapi_document() {
     let doc: Value = s.get_json("/openapi.json", None).await;
     let paths = &doc["paths"];
     assert!(paths["/v1/me"]["get"].is_object(), "{}", paths);
+    assert!(
+        paths["/brain/{tenant}/project/{project}/workflows"]["get"].is_object(),
+        "{paths}"
+    );
+}
+
+/// A workflow that calls `missing`, a workflow no one has: valid, with a warning.
+const CALLS_MISSING: &str = "description: Calls a missing workflow.\nversion: 3\nstart: call\nstates:\n  call:\n    type: workflow_task\n    workflow: missing\n    on: { success: done, failure: done }\n  done: { type: terminal }\n";
+
+fn workflows_of(listing: &Value) -> Vec<(&str, &str)> {
+    listing
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|w| (w["name"].as_str().unwrap(), w["source"].as_str().unwrap()))
+        .collect()
+}
+
+#[tokio::test]
+async fn workflows_lists_project_and_tenant_documents_with_their_diagnostics() {
+    let s = Server::start().await;
+    let tenant = s.root.join("acme/_tenant/_vance/workflows");
+    // A tenant document shadowed by the project's, and one only the tenant has.
+    write(&tenant.join("hello.yaml"), BROKEN);
+    write(&tenant.join("shared.yaml"), NEEDS_PARAM);
+    let vance = s.root.join("acme/shop/_vance");
+    write(&vance.join("workflows/calls-missing.yaml"), CALLS_MISSING);
+    write(&vance.join("workflow-drafts/hello.yaml"), HELLO);
+    write(
+        &vance.join("workflow-state/approve.yaml"),
+        "archived: true\n",
+    );
+    // Not workflows: another extension, a hidden file.
+    write(&vance.join("workflows/hello.layout.json"), "{}");
+    write(&vance.join("workflows/.hidden.yaml"), HELLO);
+
+    let list: Value = s
+        .get_json("/brain/acme/project/shop/workflows", Some(ACME_READ))
+        .await;
+    assert_eq!(
+        workflows_of(&list),
+        [
+            ("approve", "project"),
+            ("broken", "project"),
+            ("calls-missing", "project"),
+            ("hello", "project"),
+            ("needs-param", "project"),
+            ("shared", "tenant"),
+        ],
+        "{list}"
+    );
+    let by_name = |n: &str| {
+        list.as_array()
+            .unwrap()
+            .iter()
+            .find(|w| w["name"] == n)
+            .unwrap()
+            .clone()
+    };
+
+    let broken = by_name("broken");
+    assert_eq!(broken["valid"], false);
+    assert_eq!(broken["path"], "_vance/workflows/broken.yaml");
+    let d = &broken["diagnostics"][0];
+    assert_eq!(d["severity"], "error");
+    assert_eq!(d["code"], "MAG-Y008", "{broken}");
+    assert_eq!(
+        (d["line"].as_u64(), d["column"].as_u64()),
+        (Some(1), Some(8))
+    );
+    assert!(
+        d["message"].as_str().unwrap().contains("nowhere"),
+        "the message says what is wrong: {d}"
+    );
+
+    let hello = by_name("hello");
+    assert_eq!(
+        hello["valid"], true,
+        "the project's hello, not the tenant's broken one"
+    );
+    assert_eq!(hello["hasDraft"], true);
+    assert_eq!(hello["archived"], false);
+    assert!(
+        hello["diagnostics"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .all(|d| d["severity"] == "warning"),
+        "a valid document has warnings only: {hello}"
+    );
+
+    assert_eq!(by_name("approve")["archived"], true);
+    assert_eq!(by_name("approve")["hasDraft"], false);
+
+    let calls = by_name("calls-missing");
+    assert_eq!(calls["valid"], true);
+    assert_eq!(calls["description"], "Calls a missing workflow.");
+    assert_eq!(calls["version"], "3");
+    let w = &calls["diagnostics"][0];
+    assert_eq!(
+        (w["severity"].as_str(), w["code"].as_str()),
+        (Some("warning"), Some("MAG-YA005")),
+        "{calls}"
+    );
+    assert_eq!(w["line"], 7);
+
+    let shared = by_name("shared");
+    assert_eq!(shared["path"], "../_tenant/_vance/workflows/shared.yaml");
+    assert_eq!(shared["valid"], true);
+}
+
+#[tokio::test]
+async fn workflows_needs_read_and_hides_other_tenants() {
+    let s = Server::start().await;
+    let path = "/brain/acme/project/shop/workflows";
+    let r = s.get(path, Some(GLOBEX)).send().await.unwrap();
+    assert_eq!(
+        code(r).await.0,
+        404,
+        "another tenant's project is not found"
+    );
+    let r = s.get(path, Some(ACME_RUN)).send().await.unwrap();
+    assert_eq!(code(r).await, (403, "MAG-HTTP-403".into()));
+    let r = s.get(path, None).send().await.unwrap();
+    assert_eq!(code(r).await.0, 401);
+    let r = s
+        .get("/brain/acme/project/_tenant/workflows", Some(ACME))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(
+        code(r).await.0,
+        404,
+        "the tenant directory is not a project"
+    );
+    let empty: Value = s
+        .get_json("/brain/acme/project/nothing-here/workflows", Some(ACME))
+        .await;
+    assert_eq!(empty, serde_json::json!([]));
+}
+
+#[tokio::test]
+async fn workflows_reports_oversized_documents_and_skips_links_out_of_the_project() {
+    let s = Server::start().await;
+    let dir = s.root.join("acme/shop/_vance/workflows");
+    let big = format!(
+        "start: a\n# {}\nstates:\n  a: {{ type: terminal }}\n",
+        "x".repeat(1024 * 1024)
+    );
+    write(&dir.join("huge.yaml"), &big);
+    // The link's target is outside the root altogether (and must never be read).
+    let secret = tempfile::tempdir().unwrap();
+    let target = secret.path().join("secret.yaml");
+    std::fs::write(&target, HELLO).unwrap();
+    std::os::unix::fs::symlink(&target, dir.join("leak.yaml")).unwrap();
+    let list: Value = s
+        .get_json("/brain/acme/project/shop/workflows", Some(ACME))
+        .await;
+    let names: Vec<&str> = workflows_of(&list).iter().map(|(n, _)| *n).collect();
+    assert!(!names.contains(&"leak"), "{names:?}");
+    let huge = list
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|w| w["name"] == "huge")
+        .unwrap();
+    assert_eq!(huge["valid"], false);
+    assert_eq!(huge["diagnostics"][0]["code"], "MAG-Y002", "{huge}");
 }

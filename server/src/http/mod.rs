@@ -45,6 +45,7 @@ pub mod triggers;
 pub mod versions;
 pub mod visible;
 pub(crate) mod webhooks;
+pub mod workflows;
 pub mod ws;
 
 use std::future::Future;

@@ -8,7 +8,7 @@ use super::graph;
 use super::state::AppState;
 use super::{
     approvals, documents, events, health, inbox, journal, live_events, me, metrics, openapi, pause,
-    rerun, retry, runs, schemas, sse, triggers, versions, webhooks, ws,
+    rerun, retry, runs, schemas, sse, triggers, versions, webhooks, workflows, ws,
 };
 
 /// Who may call a route.
@@ -102,6 +102,15 @@ pub fn routes() -> Vec<Route> {
             query: &["draft"],
             access: Token(Run),
             handler: || post(runs::start),
+        },
+        Route {
+            methods: &["GET"],
+            path: "/brain/{tenant}/project/{project}/workflows",
+            operation: "workflows.list",
+            summary: "Every workflow document the project's cascade sees (project, then tenant), sorted by name, at most 1000, each validated: [{name, path, source: project|tenant, valid, description?, version?, archived, hasDraft, diagnostics: [{severity, code, message, line, column}] (at most 100), diagnosticCount}]",
+            query: &[],
+            access: Token(Read),
+            handler: || get(workflows::list),
         },
         Route {
             methods: &["GET"],
