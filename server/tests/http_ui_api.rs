@@ -285,3 +285,175 @@ async fn workflows_reports_oversized_documents_and_skips_links_out_of_the_projec
     assert_eq!(huge["valid"], false);
     assert_eq!(huge["diagnostics"][0]["code"], "MAG-Y002", "{huge}");
 }
+
+/// The ids of a page of the run listing, and its next cursor.
+async fn run_page(s: &Server, query: &str, token: &str) -> (Vec<String>, Option<String>) {
+    let r = s
+        .get(
+            &format!("/brain/acme/project/shop/workflows/runs?{query}"),
+            Some(token),
+        )
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(r.status(), 200, "{query}");
+    let next = r
+        .headers()
+        .get("x-next-cursor")
+        .map(|v| v.to_str().unwrap().to_string());
+    let items: Vec<Value> = r.json().await.unwrap();
+    let ids = items
+        .iter()
+        .map(|i| i["workflowRunId"].as_str().unwrap().to_string())
+        .collect();
+    (ids, next)
+}
+
+/// Starts `name` in acme/shop as `token` and returns the run id.
+async fn start_as(s: &Server, name: &str, token: &str) -> String {
+    let r = s
+        .post(
+            &format!("/brain/acme/project/shop/workflows/{name}/start"),
+            Some(token),
+        )
+        .json(&serde_json::json!({}))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(r.status(), 201);
+    let v: Value = r.json().await.unwrap();
+    v["workflowRunId"].as_str().unwrap().to_string()
+}
+
+#[tokio::test]
+async fn runs_filter_by_status_starter_and_start_time() {
+    let s = Server::start().await;
+    let done1 = start_as(&s, "hello", ACME).await;
+    s.wait_status("shop", &done1, &["DONE"]).await;
+    let waiting = start_as(&s, "approve", ACME_RUN).await;
+    let w = s.wait_status("shop", &waiting, &["WAITING"]).await;
+    let done2 = start_as(&s, "hello", ACME_RUN).await;
+    s.wait_status("shop", &done2, &["DONE"]).await;
+    // Another tenant's runs never show.
+    let r = s
+        .post(
+            "/brain/globex/project/shop/workflows/hello/start",
+            Some(GLOBEX),
+        )
+        .json(&serde_json::json!({}))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(r.status(), 201);
+
+    let (ids, next) = run_page(&s, "status=DONE", ACME_READ).await;
+    assert_eq!(ids, [done2.clone(), done1.clone()], "newest first");
+    assert_eq!(next, None);
+    let (ids, _) = run_page(&s, "status=waiting", ACME_READ).await;
+    assert_eq!(ids, vec![waiting.clone()], "status in any case");
+    let (ids, _) = run_page(&s, "startedBy=runner", ACME_READ).await;
+    assert_eq!(ids, [done2.clone(), waiting.clone()]);
+    let (ids, _) = run_page(&s, "startedBy=runner&status=DONE&workflow=hello", ACME_READ).await;
+    assert_eq!(ids, vec![done2.clone()]);
+    let (ids, _) = run_page(&s, "startedBy=nobody", ACME_READ).await;
+    assert!(ids.is_empty());
+
+    // since <= start < until, as epoch ms or RFC 3339.
+    let at = w["createdAt"].as_u64().unwrap();
+    let (ids, _) = run_page(&s, &format!("since={at}"), ACME_READ).await;
+    assert!(ids.contains(&waiting) && !ids.contains(&done1), "{ids:?}");
+    let (ids, _) = run_page(&s, &format!("until={at}"), ACME_READ).await;
+    assert!(!ids.contains(&waiting) && ids.contains(&done1), "{ids:?}");
+    let rfc = jiff::Timestamp::from_millisecond(at as i64)
+        .unwrap()
+        .to_string();
+    let (by_rfc, _) = run_page(
+        &s,
+        &format!("since={}", rfc.replace(':', "%3A").replace('+', "%2B")),
+        ACME_READ,
+    )
+    .await;
+    let (by_ms, _) = run_page(&s, &format!("since={at}"), ACME_READ).await;
+    assert_eq!(by_rfc, by_ms, "{rfc}");
+}
+
+#[tokio::test]
+async fn filtered_runs_page_with_a_cursor_and_bad_filters_are_400() {
+    let s = Server::start().await;
+    let mut done = Vec::new();
+    for _ in 0..3 {
+        let run = start_as(&s, "hello", ACME).await;
+        s.wait_status("shop", &run, &["DONE"]).await;
+        done.push(run);
+        start_as(&s, "approve", ACME).await;
+    }
+    done.reverse();
+    let mut seen = Vec::new();
+    let mut cursor: Option<String> = None;
+    loop {
+        let mut q = "status=DONE&limit=1".to_string();
+        if let Some(c) = &cursor {
+            q.push_str(&format!("&cursor={c}"));
+        }
+        let r = s
+            .get(
+                &format!("/brain/acme/project/shop/workflows/runs?{q}"),
+                Some(ACME),
+            )
+            .send()
+            .await
+            .unwrap();
+        if r.headers().get("x-next-cursor").is_some() {
+            let link = r.headers()["link"].to_str().unwrap().to_string();
+            assert!(
+                link.contains("status=DONE"),
+                "the link keeps the filter: {link}"
+            );
+        }
+        let (ids, next) = {
+            let next = r
+                .headers()
+                .get("x-next-cursor")
+                .map(|v| v.to_str().unwrap().to_string());
+            let items: Vec<Value> = r.json().await.unwrap();
+            assert!(items.iter().all(|i| i["status"] == "DONE"));
+            let ids: Vec<String> = items
+                .iter()
+                .map(|i| i["workflowRunId"].as_str().unwrap().to_string())
+                .collect();
+            (ids, next)
+        };
+        seen.extend(ids);
+        match next {
+            Some(c) => cursor = Some(c),
+            None => break,
+        }
+    }
+    assert_eq!(seen, done, "every DONE run once, newest first");
+
+    for (query, want) in [
+        ("status=SLEEPING", "MAG-HTTP-UI-INVALID-STATUS"),
+        ("since=yesterday", "MAG-HTTP-UI-INVALID-TIME"),
+        ("until=2026-13-01T00:00:00Z", "MAG-HTTP-UI-INVALID-TIME"),
+    ] {
+        let r = s
+            .get(
+                &format!("/brain/acme/project/shop/workflows/runs?{query}"),
+                Some(ACME),
+            )
+            .send()
+            .await
+            .unwrap();
+        assert_eq!(code(r).await, (400, want.to_string()), "{query}");
+    }
+    // Another tenant's token is 404 before any filter is looked at.
+    let r = s
+        .get(
+            "/brain/acme/project/shop/workflows/runs?status=DONE",
+            Some(GLOBEX),
+        )
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(code(r).await.0, 404);
+}

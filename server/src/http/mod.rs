@@ -35,6 +35,7 @@ pub mod pause;
 pub mod rerun;
 pub mod retry;
 pub mod routes;
+pub(crate) mod run_filter;
 pub mod runs;
 pub mod schemas;
 mod server;
