@@ -500,3 +500,36 @@ async fn a_run_and_its_sub_runs_link_both_ways() {
         .unwrap();
     assert_eq!(code(r).await.0, 404);
 }
+
+#[tokio::test]
+async fn run_filters_and_sub_runs_work_on_a_postgres_store() {
+    let cluster = magrathea_postgres::testing::TestCluster::start();
+    let url = cluster.create_database();
+    let s = Server::start_with(|c| c.store(&url)).await;
+    write(
+        &s.root.join("acme/shop/_vance/workflows/parent.yaml"),
+        PARENT,
+    );
+    let parent = start_as(&s, "parent", ACME_RUN).await;
+    let p = s.wait_status("shop", &parent, &["WAITING"]).await;
+    let child = p["subRuns"][0]["runId"].as_str().unwrap().to_string();
+    let c = s.wait_status("shop", &child, &["DONE"]).await;
+    assert_eq!(c["parentRunId"], parent.as_str());
+    let hello = start_as(&s, "hello", ACME).await;
+    s.wait_status("shop", &hello, &["DONE"]).await;
+
+    let (ids, next) = run_page(&s, "status=done", ACME_READ).await;
+    assert_eq!(ids, vec![hello.clone(), child.clone()]);
+    assert_eq!(next, None);
+    let (ids, next) = run_page(&s, "status=DONE&limit=1", ACME_READ).await;
+    assert_eq!(ids, vec![hello.clone()]);
+    let (ids, _) = run_page(
+        &s,
+        &format!("status=DONE&limit=1&cursor={}", next.unwrap()),
+        ACME_READ,
+    )
+    .await;
+    assert_eq!(ids, vec![child.clone()]);
+    let (ids, _) = run_page(&s, "startedBy=runner&status=WAITING", ACME_READ).await;
+    assert_eq!(ids, vec![parent.clone()]);
+}
