@@ -80,6 +80,11 @@ impl Principal {
         self.scopes.contains(&scope)
     }
 
+    /// The names of the scopes the caller holds (`workflow.read`, …), in a stable order.
+    pub fn scope_names(&self) -> Vec<&'static str> {
+        self.scopes.iter().map(|s| s.as_str()).collect()
+    }
+
     /// Whether the caller may act on `tenant`.
     pub fn may_access(&self, tenant: &str) -> bool {
         self.tenant.as_deref().is_none_or(|t| t == tenant)

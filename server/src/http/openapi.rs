@@ -51,6 +51,10 @@ fn operation(route: &Route, method: &str) -> Value {
                 responses.insert(code.into(), error.clone());
             }
         }
+        Access::AnyToken => {
+            op["security"] = json!([{ "bearer": [] }]);
+            responses.insert("401".into(), error.clone());
+        }
         Access::EventToken => {
             op["security"] = json!([{ "eventToken": [] }, { "bearer": ["workflow.run"] }]);
             for code in ["401", "403", "404", "405", "413"] {

@@ -7,8 +7,8 @@ use super::auth::ApiScope;
 use super::graph;
 use super::state::AppState;
 use super::{
-    approvals, documents, events, health, inbox, journal, live_events, metrics, openapi, pause,
-    rerun, retry, runs, schemas, sse, triggers, versions, webhooks, ws,
+    approvals, documents, events, health, inbox, journal, live_events, me, metrics, openapi, pause,
+    rerun, retry, runs, schemas, sse, triggers, versions, webhooks, workflows, ws,
 };
 
 /// Who may call a route.
@@ -18,6 +18,8 @@ pub enum Access {
     Public,
     /// An API token of the route's tenant holding this scope.
     Token(ApiScope),
+    /// Any valid API token, whatever its scopes (`/v1/me`).
+    AnyToken,
     /// The event document's own Bearer token when it names one (`auth.tokenSetting`), else an
     /// API token of the route's tenant with `workflow.run`.
     EventToken,
@@ -44,7 +46,7 @@ pub struct Route {
 
 /// Every route, in the order the OpenAPI document lists them.
 pub fn routes() -> Vec<Route> {
-    use Access::{EventToken, Public, Token};
+    use Access::{AnyToken, EventToken, Public, Token};
     use ApiScope::{Read, Run, Write};
     vec![
         Route {
@@ -84,6 +86,15 @@ pub fn routes() -> Vec<Route> {
             handler: || get(schemas::get),
         },
         Route {
+            methods: &["GET"],
+            path: "/v1/me",
+            operation: "me",
+            summary: "The token: {subject, tenant (null: every tenant, --insecure-no-auth), scopes, roles, tenants: [{name, projects, truncated}], truncated}; projects sorted, at most 1000 per tenant",
+            query: &[],
+            access: AnyToken,
+            handler: || get(me::me),
+        },
+        Route {
             methods: &["POST"],
             path: "/brain/{tenant}/project/{project}/workflows/{name}/start",
             operation: "workflows.start",
@@ -94,10 +105,27 @@ pub fn routes() -> Vec<Route> {
         },
         Route {
             methods: &["GET"],
+            path: "/brain/{tenant}/project/{project}/workflows",
+            operation: "workflows.list",
+            summary: "Every workflow document the project's cascade sees (project, then tenant), sorted by name, at most 1000, each validated: [{name, path, source: project|tenant, valid, description?, version?, archived, hasDraft, diagnostics: [{severity, code, message, line, column}] (at most 100), diagnosticCount}]",
+            query: &[],
+            access: Token(Read),
+            handler: || get(workflows::list),
+        },
+        Route {
+            methods: &["GET"],
             path: "/brain/{tenant}/project/{project}/workflows/runs",
             operation: "workflows.runs.list",
-            summary: "Runs, newest first: a JSON array; X-Next-Cursor / Link headers name the next page",
-            query: &["workflow", "limit", "cursor"],
+            summary: "Runs, newest first: a JSON array; X-Next-Cursor / Link headers name the next page. Filters: workflow, status (RUNNING|WAITING|PAUSED|DONE|FAILED|CANCELLED|BLOCKED, any case), startedBy, since/until (RFC 3339 or epoch ms, on the start time; since <= start < until); a filtered page reads at most 10000 runs and may hold fewer than limit with a next cursor",
+            query: &[
+                "workflow",
+                "status",
+                "startedBy",
+                "since",
+                "until",
+                "limit",
+                "cursor",
+            ],
             access: Token(Read),
             handler: || get(runs::list),
         },

@@ -24,7 +24,9 @@ use serde_json::Value;
 use super::auth::ApiScope;
 use super::body::JsonBody;
 use super::error::ApiError;
+use super::run_filter::{Filters, scan};
 use super::state::{AppState, Starter};
+use super::sub_runs::{SubRun, sub_runs};
 use super::visible::visible_run;
 
 /// The request header that makes a start repeatable.
@@ -123,6 +125,13 @@ pub struct RunDto {
     /// Whether the run was started from a draft (its version ends with `+draft`).
     #[serde(default)]
     pub draft: bool,
+    /// The runs this run started (`workflow_task`, fan-outs), in journal order, at most
+    /// [`MAX_SUB_RUNS`](super::sub_runs::MAX_SUB_RUNS); their `parentRunId` names this run.
+    #[serde(default)]
+    pub sub_runs: Vec<SubRun>,
+    /// How many runs this run started in all (more than `subRuns` holds when it is cut).
+    #[serde(default)]
+    pub sub_run_count: usize,
 }
 
 impl RunDto {
@@ -137,10 +146,9 @@ impl RunDto {
                     Record::Start(s) => Some(s),
                     _ => None,
                 });
-                Ok(Self::new(
-                    RunView::project(&entries, &summary),
-                    start.map(|s| &**s),
-                ))
+                let mut dto = Self::new(RunView::project(&entries, &summary), start.map(|s| &**s));
+                (dto.sub_runs, dto.sub_run_count) = sub_runs(engine, &summary, &entries);
+                Ok(dto)
             }
             Err(StoreError::Decode(_)) => {
                 let view = engine.run(run)?;
@@ -172,6 +180,8 @@ impl RunDto {
                 !s.frontend.is_code()
                     && magrathea_yaml::runtime::is_draft_version(&s.workflow_version)
             }),
+            sub_runs: Vec::new(),
+            sub_run_count: 0,
         }
     }
 }
@@ -285,21 +295,28 @@ pub(crate) fn dto(state: &AppState, run: RunId) -> Result<RunDto, ApiError> {
     RunDto::load(&state.engine, run).map_err(ApiError::internal)
 }
 
-/// Query of `GET …/workflows/runs`.
+/// Query of `GET …/workflows/runs` (the filters: [`super::run_filter`]).
 #[derive(Debug, Deserialize)]
+#[serde(rename_all = "camelCase")]
 pub(crate) struct ListQuery {
     workflow: Option<String>,
     limit: Option<usize>,
     cursor: Option<String>,
+    status: Option<String>,
+    started_by: Option<String>,
+    since: Option<String>,
+    until: Option<String>,
 }
 
 /// The header that carries the cursor of the next (older) page; absent on the last page.
 pub const NEXT_CURSOR_HEADER: &str = "x-next-cursor";
 
-/// `GET …/workflows/runs?workflow=&limit=&cursor=` → a JSON array of [`RunDto`]s, newest first,
-/// as the reference's `List<MagratheaProcessDto>`; `limit` (default and maximum 100) per page.
-/// When older runs remain, the `X-Next-Cursor` header holds the `cursor` of the next page and
-/// a `Link: <…>; rel="next"` header the whole URL.
+/// `GET …/workflows/runs?workflow=&status=&startedBy=&since=&until=&limit=&cursor=` → a JSON
+/// array of [`RunDto`]s, newest first, as the reference's `List<MagratheaProcessDto>`; `limit`
+/// (default and maximum 100) per page. When older runs remain, the `X-Next-Cursor` header holds
+/// the `cursor` of the next page and a `Link: <…>; rel="next"` header the whole URL. A filtered
+/// page reads at most [`MAX_SCAN`](super::run_filter::MAX_SCAN) runs, and may therefore hold
+/// fewer than `limit` runs and still name a next page.
 pub(crate) async fn list(
     State(state): State<AppState>,
     Path(p): Path<ProjectPath>,
@@ -316,6 +333,12 @@ pub(crate) async fn list(
         })?),
         None => None,
     };
+    let filters = Filters::parse(
+        q.status.as_deref(),
+        q.started_by.as_deref(),
+        q.since.as_deref(),
+        q.until.as_deref(),
+    )?;
     let workflow = q.workflow.filter(|w| !w.is_empty());
     let filter = RunFilter {
         workflow: workflow.clone(),
@@ -323,12 +346,22 @@ pub(crate) async fn list(
         before,
         limit: limit + 1,
     };
-    let mut summaries = state.engine.list_runs(&filter)?;
-    let more = summaries.len() > limit;
-    summaries.truncate(limit);
-    let next_cursor = more
-        .then(|| summaries.last().map(|s| s.run_id.to_string()))
-        .flatten();
+    let (summaries, next_cursor) = if filters.any() {
+        let s2 = state.clone();
+        let f2 = filters.clone();
+        let page = tokio::task::spawn_blocking(move || scan(&s2, &filter, &f2, limit))
+            .await
+            .map_err(ApiError::internal)??;
+        (page.runs, page.next.map(|r| r.to_string()))
+    } else {
+        let mut summaries = state.engine.list_runs(&filter)?;
+        let more = summaries.len() > limit;
+        summaries.truncate(limit);
+        let next = more
+            .then(|| summaries.last().map(|s| s.run_id.to_string()))
+            .flatten();
+        (summaries, next)
+    };
     let items: Vec<RunDto> = summaries
         .iter()
         .map(|s| dto(&state, s.run_id))
@@ -342,6 +375,7 @@ pub(crate) async fn list(
         if let Some(w) = &workflow {
             next.push_str(&format!("&workflow={w}"));
         }
+        next.push_str(&filters.query());
         let h = response.headers_mut();
         if let Ok(v) = cursor.parse() {
             h.insert(NEXT_CURSOR_HEADER, v);

@@ -56,7 +56,7 @@ impl AppState {
     /// of the document tree cannot hold anything: 404.
     pub fn scope(&self, tenant: &str, project: &str) -> Result<Scope, ApiError> {
         for name in [tenant, project] {
-            if magrathea_yaml::runtime::check_name(name).is_err() || name == "_tenant" {
+            if !plain_name(name) {
                 return Err(ApiError::not_found(format!(
                     "project `{tenant}/{project}` not found"
                 )));
@@ -271,6 +271,12 @@ impl AppState {
                 .unwrap_or_default(),
         }
     }
+}
+
+/// Whether `name` can be a tenant or project directory of the document tree: a plain name
+/// (see [`magrathea_yaml::runtime::check_name`]) other than `_tenant`.
+pub(crate) fn plain_name(name: &str) -> bool {
+    magrathea_yaml::runtime::check_name(name).is_ok() && name != "_tenant"
 }
 
 /// Who starts a run over the API, and how it is deduplicated.

@@ -245,6 +245,16 @@ pub(super) const CODES: &[ErrorCode] = &[
         remedy: "Pass the cursor from the previous page unchanged.",
     },
     ErrorCode {
+        code: "MAG-HTTP-UI-INVALID-STATUS",
+        meaning: "The `status` filter of the run listing is not a run status.",
+        remedy: "Use one of RUNNING, WAITING, PAUSED, DONE, FAILED, CANCELLED, BLOCKED (any case).",
+    },
+    ErrorCode {
+        code: "MAG-HTTP-UI-INVALID-TIME",
+        meaning: "The `since` or `until` filter of the run listing is not a time.",
+        remedy: "Give an RFC 3339 instant with an offset (2026-05-01T12:00:00Z) or milliseconds since the epoch.",
+    },
+    ErrorCode {
         code: "MAG-HTTP-INVALID-DOCUMENT",
         meaning: "The uploaded document is not UTF-8 text.",
         remedy: "Upload the document as UTF-8.",

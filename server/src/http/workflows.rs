@@ -1,0 +1,269 @@
+//! `GET /brain/{tenant}/project/{project}/workflows`: every workflow document the project's
+//! cascade sees, each checked by the validator of `magrathea validate` and the documents route,
+//! so a client can show which documents are broken, where (line and column) and why.
+//!
+//! A workflow is `_vance/workflows/<name>.yaml` of the project or, when the project has none
+//! of that name, of the tenant (`<tenant>/_tenant/_vance/workflows/`): one entry per name,
+//! `source` saying which, sorted by name, at most [`MAX_WORKFLOWS`]. A document is read up to
+//! the loader's size limit (a larger one is reported invalid with `MAG-Y002`), and an entry
+//! lists at most [`MAX_DIAGNOSTICS`] diagnostics (`diagnosticCount` has them all). A symbolic
+//! link that leads out of its project (or tenant directory) is not listed, as in the documents
+//! listing.
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::io::Read;
+use std::path::{Path, PathBuf};
+
+use axum::Json;
+use axum::extract::{Path as UrlPath, State};
+use axum::http::HeaderMap;
+use magrathea_yaml::runtime::check_name;
+use magrathea_yaml::{
+    Diagnostic, Diagnostics, LoadOptions, Scope, Severity, YamlNode, load_workflow, parse_yaml,
+};
+use serde::{Deserialize, Serialize};
+
+use super::auth::ApiScope;
+use super::doc_paths::{canonical_project, entry_inside};
+use super::error::ApiError;
+use super::state::AppState;
+
+/// Most workflows one listing shows.
+pub const MAX_WORKFLOWS: usize = 1000;
+
+/// Most diagnostics one entry shows.
+pub const MAX_DIAGNOSTICS: usize = 100;
+
+/// `{tenant}` and `{project}`.
+#[derive(Debug, Deserialize)]
+pub(crate) struct ProjectPath {
+    tenant: String,
+    project: String,
+}
+
+/// One workflow document of the listing.
+#[derive(Debug, Clone, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct WorkflowEntry {
+    /// The workflow's name (the file name without `.yaml`).
+    pub name: String,
+    /// The document's path relative to the project: `_vance/workflows/<name>.yaml`, or
+    /// `../_tenant/_vance/workflows/<name>.yaml` for a tenant document.
+    pub path: String,
+    /// `project` or `tenant`: where the cascade found it.
+    pub source: &'static str,
+    /// Whether the document has no error (warnings allowed).
+    pub valid: bool,
+    /// The document's `description:`, when it has one that can be read.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub description: Option<String>,
+    /// The document's `version:`, when it has one that can be read.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub version: Option<String>,
+    /// Whether the workflow is archived in the project (refuses new starts).
+    pub archived: bool,
+    /// Whether the project holds a draft of it (`_vance/workflow-drafts/<name>.yaml`).
+    pub has_draft: bool,
+    /// Errors and warnings, by position, at most [`MAX_DIAGNOSTICS`].
+    pub diagnostics: Vec<DiagnosticDto>,
+    /// How many diagnostics the document has in all.
+    pub diagnostic_count: usize,
+}
+
+/// A diagnostic as JSON.
+#[derive(Debug, Clone, Serialize)]
+pub struct DiagnosticDto {
+    /// `error` or `warning`.
+    pub severity: &'static str,
+    /// The stable code (`MAG-Y010`, `MAG-YA005`, …).
+    pub code: &'static str,
+    /// What was found and what was expected (without the `[code]` prefix).
+    pub message: String,
+    /// 1-based line.
+    pub line: u32,
+    /// 1-based column.
+    pub column: u32,
+}
+
+impl DiagnosticDto {
+    fn of(d: &Diagnostic) -> Self {
+        let code = d.code.as_str();
+        let prefix = format!("[{code}] ");
+        Self {
+            severity: match d.severity {
+                Severity::Warning => "warning",
+                _ => "error",
+            },
+            code,
+            message: d
+                .message
+                .strip_prefix(&prefix)
+                .unwrap_or(&d.message)
+                .to_string(),
+            line: d.line,
+            column: d.column,
+        }
+    }
+}
+
+/// `GET …/workflows` → the [`WorkflowEntry`]s of the project, sorted by name.
+pub(crate) async fn list(
+    State(state): State<AppState>,
+    UrlPath(p): UrlPath<ProjectPath>,
+    headers: HeaderMap,
+) -> Result<Json<Vec<WorkflowEntry>>, ApiError> {
+    state.authorize(&headers, &p.tenant, ApiScope::Read)?;
+    let scope = state.scope(&p.tenant, &p.project)?;
+    let entries = tokio::task::spawn_blocking(move || entries(&state, &scope))
+        .await
+        .map_err(ApiError::internal)??;
+    Ok(Json(entries))
+}
+
+/// Where a workflow document was found.
+struct Found {
+    file: PathBuf,
+    source: &'static str,
+}
+
+fn entries(state: &AppState, scope: &Scope) -> Result<Vec<WorkflowEntry>, ApiError> {
+    let docs = state.docs();
+    let mut found: BTreeMap<String, Found> = BTreeMap::new();
+    for (dir, source) in [
+        (docs.project_dir(scope), "project"),
+        (docs.tenant_dir(scope), "tenant"),
+    ] {
+        for (name, file) in workflow_files(&dir)? {
+            found.entry(name).or_insert(Found { file, source });
+        }
+    }
+    let names: BTreeSet<String> = found.keys().cloned().collect();
+    Ok(found
+        .into_iter()
+        .take(MAX_WORKFLOWS)
+        .map(|(name, f)| entry(state, scope, &names, name, f))
+        .collect())
+}
+
+/// The `<name>.yaml` files of `<dir>/_vance/workflows/` whose names are plain and that stay
+/// inside `dir`.
+fn workflow_files(dir: &Path) -> Result<Vec<(String, PathBuf)>, ApiError> {
+    let Some(base) = canonical_project(dir)? else {
+        return Ok(Vec::new());
+    };
+    let Ok(read) = std::fs::read_dir(dir.join("_vance").join("workflows")) else {
+        return Ok(Vec::new());
+    };
+    Ok(read
+        .flatten()
+        .filter_map(|e| {
+            let file_name = e.file_name().to_string_lossy().into_owned();
+            let name = file_name.strip_suffix(".yaml")?.to_string();
+            let path = e.path();
+            (check_name(&file_name).is_ok()
+                && check_name(&name).is_ok()
+                && entry_inside(&base, &path)
+                && path.is_file())
+            .then_some((name, path))
+        })
+        .collect())
+}
+
+fn entry(
+    state: &AppState,
+    scope: &Scope,
+    names: &BTreeSet<String>,
+    name: String,
+    found: Found,
+) -> WorkflowEntry {
+    let docs = state.docs();
+    let path = match found.source {
+        "project" => format!("_vance/workflows/{name}.yaml"),
+        _ => format!("../_tenant/_vance/workflows/{name}.yaml"),
+    };
+    let label = format!("{}/{}/{path}", scope.tenant, scope.project);
+    let opts = LoadOptions::default();
+    let (valid, diags, description, version) = match read_bounded(&found.file, opts.max_bytes) {
+        Err((code, message)) => (
+            false,
+            vec![DiagnosticDto::read_error(code, message)],
+            None,
+            None,
+        ),
+        Ok(text) => match load_workflow(&label, &text, &opts) {
+            Ok(loaded) => {
+                let mut all: Diagnostics = loaded.warnings.clone();
+                all.extend(loaded.check_sub_workflows(|n| names.contains(n)));
+                all.sort();
+                let diags = all.iter().map(DiagnosticDto::of).collect();
+                (
+                    true,
+                    diags,
+                    loaded.doc.description.clone(),
+                    loaded.doc.version.clone(),
+                )
+            }
+            Err(all) => {
+                let diags = all.iter().map(DiagnosticDto::of).collect();
+                let (description, version) = labels(&label, &text, &opts);
+                (false, diags, description, version)
+            }
+        },
+    };
+    let diagnostic_count = diags.len();
+    let mut diagnostics: Vec<DiagnosticDto> = diags;
+    diagnostics.truncate(MAX_DIAGNOSTICS);
+    WorkflowEntry {
+        archived: docs.is_archived(scope, &name),
+        has_draft: docs.draft_path(scope, &name).is_file(),
+        name,
+        path,
+        source: found.source,
+        valid,
+        description,
+        version,
+        diagnostics,
+        diagnostic_count,
+    }
+}
+
+impl DiagnosticDto {
+    /// A document that could not be read as text.
+    fn read_error(code: &'static str, message: String) -> Self {
+        Self {
+            severity: "error",
+            code,
+            message,
+            line: 1,
+            column: 1,
+        }
+    }
+}
+
+/// The file's text, reading at most one byte more than `max` (so that the loader reports a
+/// document over its limit without the server holding all of it).
+/// A failure is the code and message of its diagnostic.
+fn read_bounded(file: &Path, max: usize) -> Result<String, (&'static str, String)> {
+    let unreadable = |e: std::io::Error| ("MAG-Y001", format!("cannot read the document: {e}"));
+    let f = std::fs::File::open(file).map_err(unreadable)?;
+    let mut bytes = Vec::new();
+    f.take(max as u64 + 1)
+        .read_to_end(&mut bytes)
+        .map_err(unreadable)?;
+    if bytes.len() > max {
+        return Err((
+            "MAG-Y002",
+            format!("the document is larger than {max} bytes, the most a workflow may have"),
+        ));
+    }
+    String::from_utf8(bytes).map_err(|_| ("MAG-Y001", "the document is not UTF-8 text".into()))
+}
+
+/// `description` and `version` of a document that does not validate, when it parses.
+fn labels(label: &str, text: &str, opts: &LoadOptions) -> (Option<String>, Option<String>) {
+    let Ok(root) = parse_yaml(label, text, opts) else {
+        return (None, None);
+    };
+    let field = |key: &str| root.get(key).and_then(YamlNode::as_str).map(str::to_owned);
+    (field("description"), field("version"))
+}
