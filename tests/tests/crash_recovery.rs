@@ -50,9 +50,9 @@ fn spawn_worker_with(db: &Path, side: &Path, runs: u64, mode: &[&str]) -> Child 
         .expect("spawning crash_worker")
 }
 
-/// Kills workers made by `spawn` with SIGKILL `kills` times, each at a random moment 50–400 ms
-/// after its start, calling `after_kill` once each is dead; then lets one more finish and
-/// asserts that it succeeded.
+/// Kills workers made by `spawn` with SIGKILL `kills` times, each at a random moment: 50–400 ms
+/// after its start or after 20–200 more task executions, whichever comes first. Calls
+/// `after_kill` once each is dead; then lets one more finish and asserts that it succeeded.
 ///
 /// The first worker's random moment is counted from its first task execution (the first line
 /// of the `side` file) rather than from its start: a kill while the very first incarnation
@@ -79,7 +79,14 @@ fn kill_then_finish(
                 std::fs::metadata(side).is_ok_and(|m| m.len() > 0)
             });
         }
-        std::thread::sleep(Duration::from_millis(rng.random_range(50..=400)));
+        // The moment: a random time, or a random amount of progress (lines of the side file)
+        // if that comes first, so a fast machine cannot finish the work between two kills.
+        let lines_at_start = side_lines(side);
+        let until = Instant::now() + Duration::from_millis(rng.random_range(50..=400));
+        let growth = rng.random_range(20..=200);
+        while Instant::now() < until && side_lines(side) < lines_at_start + growth {
+            std::thread::sleep(Duration::from_millis(2));
+        }
         match child.try_wait().unwrap() {
             Some(status) => panic!(
                 "the worker ended ({status}) before kill {} of {kills}; make it slower",
@@ -106,6 +113,11 @@ fn kill_then_finish(
         std::thread::sleep(Duration::from_millis(20));
     };
     assert!(status.success(), "the last worker failed: {status}");
+}
+
+/// How many lines (task executions) the side file holds.
+fn side_lines(side: &Path) -> usize {
+    std::fs::read(side).map_or(0, |b| b.iter().filter(|&&c| c == b'\n').count())
 }
 
 /// `(run, step, attempt) -> executions`, checking each line's idempotency key.
