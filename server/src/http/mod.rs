@@ -43,6 +43,7 @@ pub(crate) mod setting;
 pub mod sse;
 pub mod state;
 pub mod triggers;
+pub mod ui;
 pub mod versions;
 pub mod visible;
 pub(crate) mod webhooks;
