@@ -80,6 +80,10 @@ async fn a_refused_token_is_told_and_not_kept() {
 #[tokio::test(flavor = "multi_thread")]
 async fn a_run_started_over_the_api_appears_and_reaches_done_live() {
     let ui = Ui::start().await;
+    let hello = ui.start_run("hello", ACME).await;
+    let fails = ui.start_run("fails", ACME).await;
+    ui.wait_status(&hello, &["DONE"]).await;
+    ui.wait_status(&fails, &["FAILED"]).await;
     ui.sign_in(ACME).await;
     ui.wait_js(
         "return !!document.getElementById('runs-table')",
@@ -340,5 +344,47 @@ async fn a_token_without_workflow_run_sees_no_answer_buttons() {
         )
         .await;
     assert_eq!(actions, json!(0));
+    ui.close().await;
+}
+
+/// The run ids of the runs list's rows, in order, joined by commas.
+const ROWS: &str = "return [...document.querySelectorAll('#runs-table tr[data-run]')] \
+     .map(r => r.dataset.run).join(',') === arguments[0];";
+
+#[tokio::test(flavor = "multi_thread")]
+async fn the_runs_list_filters_by_status_and_opens_a_run_by_id() {
+    let ui = Ui::start().await;
+    let hello = ui.start_run("hello", ACME).await;
+    ui.wait_status(&hello, &["DONE"]).await;
+    let fails = ui.start_run("fails", ACME).await;
+    ui.wait_status(&fails, &["FAILED"]).await;
+    ui.sign_in(ACME).await;
+    // Newest first.
+    ui.wait_js_args(
+        ROWS,
+        vec![json!(format!("{fails},{hello}"))],
+        "both runs, newest first",
+    )
+    .await;
+    ui.js(
+        "const s = document.getElementById('f-status'); s.value = 'FAILED'; \
+         s.form.requestSubmit(); return null;",
+        vec![],
+    )
+    .await;
+    ui.wait_js_args(ROWS, vec![json!(fails)], "only the failed run")
+        .await;
+    ui.js(
+        "const i = document.getElementById('run-search'); i.value = arguments[0]; \
+         i.form.requestSubmit(); return null;",
+        vec![json!(hello)],
+    )
+    .await;
+    ui.wait_js_args(
+        "const e = document.getElementById('run-id'); return e && e.textContent === arguments[0];",
+        vec![json!(hello)],
+        "the run opened by its id",
+    )
+    .await;
     ui.close().await;
 }

@@ -31,7 +31,7 @@ function clip(b, p) {
  * The SVG of `graph` ({nodes, edges}); `current` is the current state, `path` the states
  * entered in order. Each node is a <g data-state="…" class="node [current] [visited]">.
  */
-export function drawGraph(graph, current, path) {
+export function drawGraph(graph, current, path, status) {
   const boxes = new Map();
   for (const n of graph.nodes || []) {
     const s = size(n);
@@ -85,6 +85,7 @@ export function drawGraph(graph, current, path) {
     const cls = ["node", `kind-${String(data.type || "state")}`];
     if (visited.has(id)) cls.push("visited");
     if (id === current) cls.push("current");
+    if (id === current && status === "FAILED") cls.push("failed");
     svg.append(h("g", { class: cls.join(" "), "data-state": id },
       h("title", {}, `${id} (${kind})${id === current ? ", current" : visited.has(id) ? ", visited" : ""}`),
       h("rect", { x: b.x, y: b.y, width: b.w, height: b.h, rx: 8 }),

@@ -56,7 +56,7 @@ export async function runView(ctx, view, id) {
         dt("Started", time(run.createdAt)),
         dt("Duration", duration((run.finishedAt || Date.now()) - run.createdAt)),
         run.reason ? dt("Reason", run.reason) : null));
-    if (graph) mount(graphBox, drawGraph(graph, run.currentState, path()));
+    if (graph) mount(graphBox, drawGraph(graph, run.currentState, path(), run.status));
     renderActions();
     const sub = run.subRuns || [];
     mount(links,
