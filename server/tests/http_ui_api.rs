@@ -457,3 +457,79 @@ async fn filtered_runs_page_with_a_cursor_and_bad_filters_are_400() {
         .unwrap();
     assert_eq!(code(r).await.0, 404);
 }
+
+/// Calls `hello` as a sub-run, then waits at a gate.
+const PARENT: &str = "start: call\nstates:\n  call:\n    type: workflow_task\n    workflow: hello\n    on: { success: review }\n  review:\n    type: gate_task\n    inbox: { kind: APPROVAL, title: \"Ok?\" }\n    on: { approved: done }\n    catch: { human_rejected: done }\n  done: { type: terminal }\n";
+
+#[tokio::test]
+async fn a_run_and_its_sub_runs_link_both_ways() {
+    let s = Server::start().await;
+    write(
+        &s.root.join("acme/shop/_vance/workflows/parent.yaml"),
+        PARENT,
+    );
+    let parent = s.start_run("shop", "parent", serde_json::json!({})).await;
+    let p = s.wait_status("shop", &parent, &["WAITING"]).await;
+    assert_eq!(
+        p["parentRunId"],
+        Value::Null,
+        "a top-level run has no parent"
+    );
+    assert_eq!(p["subRunCount"], 1);
+    let subs = p["subRuns"].as_array().unwrap();
+    assert_eq!(subs.len(), 1, "{p}");
+    assert_eq!(subs[0]["workflow"], "hello");
+    assert_eq!(
+        subs[0]["state"], "call",
+        "the parent's state that started it"
+    );
+    assert_eq!(subs[0]["status"], "DONE");
+    let child = subs[0]["runId"].as_str().unwrap();
+    let c = s.wait_status("shop", child, &["DONE"]).await;
+    assert_eq!(c["parentRunId"], parent.as_str());
+    assert_eq!(c["subRuns"], serde_json::json!([]));
+    assert_eq!(c["subRunCount"], 0);
+    // The child is a run of the same project: another tenant does not see it.
+    let r = s
+        .get(
+            &format!("/brain/globex/project/shop/workflows/runs/{child}"),
+            Some(GLOBEX),
+        )
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(code(r).await.0, 404);
+}
+
+#[tokio::test]
+async fn run_filters_and_sub_runs_work_on_a_postgres_store() {
+    let cluster = magrathea_postgres::testing::TestCluster::start();
+    let url = cluster.create_database();
+    let s = Server::start_with(|c| c.store(&url)).await;
+    write(
+        &s.root.join("acme/shop/_vance/workflows/parent.yaml"),
+        PARENT,
+    );
+    let parent = start_as(&s, "parent", ACME_RUN).await;
+    let p = s.wait_status("shop", &parent, &["WAITING"]).await;
+    let child = p["subRuns"][0]["runId"].as_str().unwrap().to_string();
+    let c = s.wait_status("shop", &child, &["DONE"]).await;
+    assert_eq!(c["parentRunId"], parent.as_str());
+    let hello = start_as(&s, "hello", ACME).await;
+    s.wait_status("shop", &hello, &["DONE"]).await;
+
+    let (ids, next) = run_page(&s, "status=done", ACME_READ).await;
+    assert_eq!(ids, vec![hello.clone(), child.clone()]);
+    assert_eq!(next, None);
+    let (ids, next) = run_page(&s, "status=DONE&limit=1", ACME_READ).await;
+    assert_eq!(ids, vec![hello.clone()]);
+    let (ids, _) = run_page(
+        &s,
+        &format!("status=DONE&limit=1&cursor={}", next.unwrap()),
+        ACME_READ,
+    )
+    .await;
+    assert_eq!(ids, vec![child.clone()]);
+    let (ids, _) = run_page(&s, "startedBy=runner&status=WAITING", ACME_READ).await;
+    assert_eq!(ids, vec![parent.clone()]);
+}

@@ -42,6 +42,7 @@ mod server;
 pub(crate) mod setting;
 pub mod sse;
 pub mod state;
+pub mod sub_runs;
 pub mod triggers;
 pub mod ui;
 pub mod versions;

@@ -26,6 +26,7 @@ use super::body::JsonBody;
 use super::error::ApiError;
 use super::run_filter::{Filters, scan};
 use super::state::{AppState, Starter};
+use super::sub_runs::{SubRun, sub_runs};
 use super::visible::visible_run;
 
 /// The request header that makes a start repeatable.
@@ -124,6 +125,13 @@ pub struct RunDto {
     /// Whether the run was started from a draft (its version ends with `+draft`).
     #[serde(default)]
     pub draft: bool,
+    /// The runs this run started (`workflow_task`, fan-outs), in journal order, at most
+    /// [`MAX_SUB_RUNS`](super::sub_runs::MAX_SUB_RUNS); their `parentRunId` names this run.
+    #[serde(default)]
+    pub sub_runs: Vec<SubRun>,
+    /// How many runs this run started in all (more than `subRuns` holds when it is cut).
+    #[serde(default)]
+    pub sub_run_count: usize,
 }
 
 impl RunDto {
@@ -138,10 +146,9 @@ impl RunDto {
                     Record::Start(s) => Some(s),
                     _ => None,
                 });
-                Ok(Self::new(
-                    RunView::project(&entries, &summary),
-                    start.map(|s| &**s),
-                ))
+                let mut dto = Self::new(RunView::project(&entries, &summary), start.map(|s| &**s));
+                (dto.sub_runs, dto.sub_run_count) = sub_runs(engine, &summary, &entries);
+                Ok(dto)
             }
             Err(StoreError::Decode(_)) => {
                 let view = engine.run(run)?;
@@ -173,6 +180,8 @@ impl RunDto {
                 !s.frontend.is_code()
                     && magrathea_yaml::runtime::is_draft_version(&s.workflow_version)
             }),
+            sub_runs: Vec::new(),
+            sub_run_count: 0,
         }
     }
 }
