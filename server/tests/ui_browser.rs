@@ -388,3 +388,51 @@ async fn the_runs_list_filters_by_status_and_opens_a_run_by_id() {
     .await;
     ui.close().await;
 }
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_run_and_its_sub_run_link_both_ways() {
+    let ui = Ui::start().await;
+    let parent = ui.start_run("parent", ACME).await;
+    ui.wait_status(&parent, &["WAITING"]).await;
+    ui.sign_in(ACME).await;
+    ui.view(&format!("#/run/{parent}")).await;
+    ui.wait_js(
+        "return !!document.querySelector('#subruns-title')",
+        "the sub-runs",
+    )
+    .await;
+    let state = ui
+        .js(
+            "return document.querySelector('#subruns-title').parentElement.innerText",
+            vec![],
+        )
+        .await;
+    assert!(
+        state.as_str().unwrap().contains("hello from state call"),
+        "{state}"
+    );
+    ui.click("#subruns-title + ul a").await;
+    let child = ui
+        .wait_js_args(
+            "const e = document.getElementById('run-id'); \
+             return e && e.textContent !== arguments[0] ? e.textContent : null;",
+            vec![json!(parent)],
+            "the sub-run's page",
+        )
+        .await;
+    let view = ui.wait_status(child.as_str().unwrap(), &["DONE"]).await;
+    assert_eq!(view["parentRunId"], json!(parent));
+    ui.wait_js(
+        "return document.body.innerText.includes('Sub-run of')",
+        "the link to the parent",
+    )
+    .await;
+    ui.click(&format!("a[href=\"#/run/{parent}\"]")).await;
+    ui.wait_js_args(
+        "const e = document.getElementById('run-id'); return e && e.textContent === arguments[0];",
+        vec![json!(parent)],
+        "the parent's page again",
+    )
+    .await;
+    ui.close().await;
+}

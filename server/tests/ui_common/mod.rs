@@ -39,6 +39,22 @@ states:
   done: { type: terminal, result: never }
 "#;
 
+/// Calls `hello` as a sub-run, then waits at a gate.
+pub const PARENT: &str = r#"
+start: call
+states:
+  call:
+    type: workflow_task
+    workflow: hello
+    on: { success: review }
+  review:
+    type: gate_task
+    inbox: { kind: APPROVAL, title: "Ok?" }
+    on: { approved: done }
+    catch: { human_rejected: done }
+  done: { type: terminal }
+"#;
+
 fn free_port() -> u16 {
     TcpListener::bind("127.0.0.1:0")
         .unwrap()
@@ -114,6 +130,7 @@ impl Ui {
         let root = tmp.path().canonicalize().unwrap();
         crate::http_common::tree(&root);
         crate::http_common::write(&root.join("acme/shop/_vance/workflows/fails.yaml"), FAILS);
+        crate::http_common::write(&root.join("acme/shop/_vance/workflows/parent.yaml"), PARENT);
         let server = ServeChild::start(&root);
         let driver = Driver::start();
         let profile = tempfile::tempdir().unwrap();
