@@ -123,7 +123,7 @@ function row(run, now) {
   const end = run.finishedAt || now;
   const id = run.workflowRunId;
   return h("tr", { "data-run": id, "data-status": run.status },
-    h("td", {}, h("a", { href: `#/run/${encodeURIComponent(id)}`, class: "mono" }, id.slice(0, 12) + "…"),
+    h("td", {}, h("a", { href: `#/run/${encodeURIComponent(id)}`, class: "mono", title: id, "aria-label": `Run ${id}` }, id.slice(0, 12) + "…"),
       run.parentRunId ? h("span", { class: "muted" }, " (sub-run)") : null),
     h("td", {}, run.workflowName),
     h("td", {}, badge(run.status)),
