@@ -44,6 +44,7 @@ pub mod sse;
 pub mod state;
 pub mod sub_runs;
 pub mod triggers;
+pub mod ui;
 pub mod versions;
 pub mod visible;
 pub(crate) mod webhooks;

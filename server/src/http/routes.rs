@@ -8,7 +8,7 @@ use super::graph;
 use super::state::AppState;
 use super::{
     approvals, documents, events, health, inbox, journal, live_events, me, metrics, openapi, pause,
-    rerun, retry, runs, schemas, sse, triggers, versions, webhooks, workflows, ws,
+    rerun, retry, runs, schemas, sse, triggers, ui, versions, webhooks, workflows, ws,
 };
 
 /// Who may call a route.
@@ -93,6 +93,24 @@ pub fn routes() -> Vec<Route> {
             query: &[],
             access: AnyToken,
             handler: || get(me::me),
+        },
+        Route {
+            methods: &["GET"],
+            path: "/ui",
+            operation: "ui.index",
+            summary: "The web UI (HTML); it signs in with an API token kept in the browser session",
+            query: &[],
+            access: Public,
+            handler: || get(ui::index),
+        },
+        Route {
+            methods: &["GET"],
+            path: "/ui/{*path}",
+            operation: "ui.asset",
+            summary: "A file of the web UI (CSS, ES modules), embedded in the binary",
+            query: &[],
+            access: Public,
+            handler: || get(ui::file),
         },
         Route {
             methods: &["POST"],

@@ -1,0 +1,103 @@
+// The inbox: pending items with their kind, title, body, options and deadline, and the
+// forms that answer them (shown only to a token with workflow.run).
+
+import { getJson, post, projectBase } from "./api.js";
+import { badge, errorBox, h, mount, time } from "./dom.js";
+import { followTenant } from "./runs.js";
+
+export async function inboxView(ctx, view) {
+  const base = projectBase(ctx);
+  const list = h("div", { id: "inbox-items" });
+  const live = h("span", { class: "live muted" });
+  const message = h("div", { "aria-live": "polite", id: "inbox-message" });
+  mount(view, h("section", { "aria-labelledby": "inbox-title" },
+    h("div", { class: "title-row" }, h("h2", { id: "inbox-title" }, "Inbox"), live),
+    message, list));
+  const answering = new Set(); // items whose form has focus or text: not re-rendered
+
+  async function load() {
+    let items;
+    try {
+      items = await getJson(`${base}/inbox`, ctx.signal);
+    } catch (e) {
+      if (e.name !== "AbortError") mount(message, errorBox(e));
+      return;
+    }
+    const keep = new Map();
+    for (const el of list.children) if (answering.has(el.dataset.item)) keep.set(el.dataset.item, el);
+    if (!items.length) {
+      mount(list, h("p", {}, "Nothing waiting for an answer."));
+      return;
+    }
+    mount(list, items.map((it) => keep.get(it.id) || card(it)));
+  }
+
+  function card(it) {
+    const canAnswer = ctx.scopes.includes("workflow.run");
+    const el = h("article", { class: "card", "data-item": it.id, "aria-labelledby": `t-${it.id}` },
+      h("h3", { id: `t-${it.id}` }, it.title || "(untitled)", " ", h("span", { class: "tag" }, it.kind)),
+      it.body ? h("p", { class: "body" }, it.body) : null,
+      h("dl", { class: "meta" },
+        h("dt", {}, "Run"), h("dd", {}, h("a", { href: `#/run/${encodeURIComponent(it.workflowRunId)}`, class: "mono" }, it.workflowRunId),
+          ` ${it.workflowName || ""} · ${it.workflowState || ""}`),
+        it.assignedTo ? [h("dt", {}, "Assigned to"), h("dd", {}, it.assignedTo)] : null,
+        it.deadline || it.deadlineAt ? [h("dt", {}, "Deadline"), h("dd", {}, time(it.deadline || it.deadlineAt))] : null,
+        h("dt", {}, "Status"), h("dd", {}, badge(it.status)),
+        h("dt", {}, "Created"), h("dd", {}, time(it.createdAt))),
+      canAnswer ? form(it) : h("p", { class: "muted" }, "This token cannot answer (it lacks workflow.run)."));
+    el.addEventListener("focusin", () => answering.add(it.id));
+    el.addEventListener("focusout", () => {
+      setTimeout(() => {
+        if (!el.contains(document.activeElement)) answering.delete(it.id);
+      }, 0);
+    });
+    return el;
+  }
+
+  function form(it) {
+    const idc = `c-${it.id}`;
+    const comment = h("textarea", { id: idc, name: "comment", rows: 2 });
+    const out = h("div", { "aria-live": "polite" });
+    const send = async (body) => {
+      const c = comment.value.trim();
+      if (c) body.comment = c;
+      try {
+        const r = await post(`${base}/inbox/${encodeURIComponent(it.id)}/answer`, body);
+        answering.delete(it.id);
+        mount(message, h("p", { class: "ok" }, r && r.applied === false ? "The answer was ignored (the item was no longer open)." : "Answered: the run moves on. ",
+          h("a", { href: `#/run/${encodeURIComponent(it.workflowRunId)}` }, "Open the run")));
+        await load();
+      } catch (e) {
+        mount(out, errorBox(e));
+      }
+    };
+    const buttons = [];
+    const kind = String(it.kind || "").toUpperCase();
+    const options = (it.options || []).map((o) => (typeof o === "string" ? { value: o, label: o } : { value: o.value ?? o.id ?? o.label, label: o.label ?? o.value ?? o.id }));
+    if (options.length) {
+      for (const o of options) buttons.push(h("button", { type: "button", "data-answer": "choose", onclick: () => send({ kind: "choose", option: String(o.value) }) }, o.label));
+    }
+    let text = null;
+    if (kind === "FEEDBACK" || kind === "TEXT" || kind === "INPUT" || (!options.length && kind !== "APPROVAL")) {
+      text = h("textarea", { id: `x-${it.id}`, name: "text", rows: 3 });
+      buttons.push(h("button", { type: "button", "data-answer": "text", onclick: () => {
+        if (!text.value.trim()) { mount(out, errorBox(new Error("Write the feedback first."))); return; }
+        send({ kind: "text", text: text.value });
+      } }, "Send feedback"));
+    }
+    if (kind === "APPROVAL" || !options.length) {
+      buttons.unshift(
+        h("button", { type: "button", class: "primary", "data-answer": "approve", onclick: () => send({ kind: "approve" }) }, "Approve"),
+        h("button", { type: "button", class: "danger", "data-answer": "reject", onclick: () => send({ kind: "reject" }) }, "Reject"));
+    }
+    buttons.push(
+      h("button", { type: "button", "data-answer": "insufficient_info", onclick: () => send({ kind: "insufficient_info" }) }, "Need more information"));
+    return h("form", { class: "answer", onsubmit: (e) => e.preventDefault(), "aria-label": `Answer ${it.title || it.id}` },
+      text ? h("div", { class: "field" }, h("label", { for: `x-${it.id}` }, "Feedback"), text) : null,
+      h("div", { class: "field" }, h("label", { for: idc }, "Comment (optional)"), comment),
+      h("div", { class: "actions" }, buttons), out);
+  }
+
+  await load();
+  followTenant(ctx, live, load);
+}

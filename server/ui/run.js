@@ -1,0 +1,189 @@
+// One run: status, the graph with the current state and the path taken, the journal
+// timeline, params/vars/result, sub-runs and parent, and the operator's buttons.
+
+import { ApiError, events, get, getJson, post, projectBase } from "./api.js";
+import { announce, badge, duration, ended, errorBox, h, json, mount, time } from "./dom.js";
+import { drawGraph } from "./graph.js";
+
+const JOURNAL_MAX = 5000; // records shown at most; the API pages beyond
+
+export async function runView(ctx, view, id) {
+  const base = `${projectBase(ctx)}/workflows/runs/${encodeURIComponent(id)}`;
+  const head = h("div");
+  const actions = h("div", { class: "actions", role: "group", "aria-label": "Run actions" });
+  const actionMsg = h("div", { "aria-live": "polite" });
+  const graphBox = h("div", { class: "graph-box", id: "run-graph" });
+  const facts = h("div", { class: "facts" });
+  const links = h("div");
+  const journalBody = h("tbody");
+  const journalMore = h("p", { class: "muted" });
+  mount(view, h("article", { "aria-labelledby": "run-title" },
+    h("p", {}, h("a", { href: "#/runs" }, "← Runs")),
+    head, actions, actionMsg,
+    h("section", { "aria-labelledby": "graph-title" }, h("h3", { id: "graph-title" }, "Graph"), graphBox),
+    links, facts,
+    h("section", { "aria-labelledby": "journal-title" },
+      h("h3", { id: "journal-title" }, "Journal"),
+      h("table", { class: "journal", id: "journal" },
+        h("thead", {}, h("tr", {}, ["#", "Time", "Record", "Step", "Attempt", "Outcome", "Details"]
+          .map((t) => h("th", { scope: "col" }, t)))),
+        journalBody),
+      journalMore)));
+
+  let run = await getJson(base, ctx.signal);
+  const records = [];
+  let graph = null;
+  try {
+    graph = await getJson(
+      `${projectBase(ctx)}/workflows/${encodeURIComponent(run.workflowName)}/graph?format=reactflow`,
+      ctx.signal);
+  } catch (e) {
+    if (e.name === "AbortError") throw e;
+    mount(graphBox, h("p", { class: "muted" }, `No graph: ${e.message}`));
+  }
+
+  function path() {
+    return records.filter((r) => r.type === "StateEnteredRecord").map((r) => r.state);
+  }
+
+  function render() {
+    mount(head,
+      h("h2", { id: "run-title" }, `${run.workflowName} `, badge(run.status)),
+      h("p", { class: "mono", id: "run-id" }, run.workflowRunId),
+      h("dl", { class: "meta" },
+        dt("Current state", run.currentState || "—"),
+        dt("Started by", run.startedBy || ""),
+        dt("Started", time(run.createdAt)),
+        dt("Duration", duration((run.finishedAt || Date.now()) - run.createdAt)),
+        run.reason ? dt("Reason", run.reason) : null));
+    if (graph) mount(graphBox, drawGraph(graph, run.currentState, path(), run.status));
+    renderActions();
+    const sub = run.subRuns || [];
+    mount(links,
+      run.parentRunId
+        ? h("p", {}, "Sub-run of ", h("a", { href: `#/run/${encodeURIComponent(run.parentRunId)}`, class: "mono" }, run.parentRunId))
+        : null,
+      sub.length
+        ? h("section", { "aria-labelledby": "subruns-title" }, h("h3", { id: "subruns-title" }, "Sub-runs"),
+          h("ul", {}, sub.map((s) => h("li", {},
+            h("a", { href: `#/run/${encodeURIComponent(s.runId)}`, class: "mono" }, s.runId),
+            ` ${s.workflow || ""} from state ${s.state || "?"} `, s.status ? badge(s.status) : null))))
+        : null);
+    mount(facts,
+      h("section", { "aria-labelledby": "params-title" }, h("h3", { id: "params-title" }, "Parameters"), json(run.params)),
+      h("section", { "aria-labelledby": "vars-title" }, h("h3", { id: "vars-title" }, "Variables"), json(run.vars)),
+      h("section", { "aria-labelledby": "result-title" }, h("h3", { id: "result-title" }, "Result"), json(run.result)));
+  }
+
+  function renderActions() {
+    if (!ctx.scopes.includes("workflow.run")) {
+      mount(actions);
+      return;
+    }
+    const act = (label, route, body, ok) => h("button", {
+      type: "button", "data-action": route,
+      onclick: async () => {
+        try {
+          const r = await post(`${base}/${route}`, body);
+          mount(actionMsg, h("p", { class: "ok" }, ok(r)));
+          await refresh();
+        } catch (e) {
+          mount(actionMsg, errorBox(e));
+        }
+      },
+    }, label);
+    const s = run.status;
+    mount(actions,
+      !ended(s) ? act("Cancel", "cancel", { reason: "cancelled from the web UI" }, () => "Cancellation requested.") : null,
+      !ended(s) && s !== "PAUSED" ? act("Pause", "pause", { reason: "paused from the web UI" }, () => "Paused.") : null,
+      s === "PAUSED" ? act("Resume", "resume", {}, () => "Resumed.") : null,
+      s === "FAILED" || s === "CANCELLED" ? act("Retry", "retry", {}, (r) => newRun("Retry", r)) : null,
+      ended(s) ? act("Run again", "rerun", {}, (r) => newRun("Rerun", r)) : null);
+  }
+
+  function newRun(what, r) {
+    const id2 = r && r.workflowRunId;
+    return h("span", {}, `${what} started: `, id2 ? h("a", { href: `#/run/${encodeURIComponent(id2)}`, class: "mono" }, id2) : "");
+  }
+
+  function addRecord(r) {
+    if (records.length >= JOURNAL_MAX) {
+      journalMore.textContent = `Showing the first ${JOURNAL_MAX} records.`;
+      return;
+    }
+    if (records.some((x) => x.seq === r.seq)) return;
+    records.push(r);
+    journalBody.append(recordRow(r));
+  }
+
+  // The journal as it stands, page by page, then live.
+  let cursor = "";
+  do {
+    const q = cursor ? `?cursor=${encodeURIComponent(cursor)}` : "";
+    const page = await get(`${base}/journal${q}`, ctx.signal);
+    for (const r of page.json || []) addRecord(r);
+    cursor = page.headers.get("X-Next-Cursor") || "";
+  } while (cursor && records.length < JOURNAL_MAX);
+  render();
+
+  let timer = null;
+  async function refresh() {
+    try {
+      run = await getJson(base, ctx.signal);
+      render();
+    } catch (e) {
+      if (e.name !== "AbortError") mount(actionMsg, errorBox(e));
+    }
+  }
+  const soon = () => {
+    clearTimeout(timer);
+    timer = setTimeout(refresh, 100);
+  };
+  follow();
+
+  async function follow() {
+    // The run's SSE stream replays the journal from the start, then follows it to the end.
+    while (!ctx.signal.aborted) {
+      try {
+        await events(`${base}/events`, (name, rec) => {
+          if (name !== "record" || typeof rec !== "object") return;
+          const fresh = !records.some((x) => x.seq === rec.seq);
+          addRecord(rec);
+          if (fresh) {
+            announce(`${rec.type}${rec.state ? ` ${rec.state}` : ""}`);
+            soon();
+          }
+        }, ctx.signal);
+      } catch (e) {
+        if (e.name === "AbortError") return;
+        if (e instanceof ApiError && e.status === 429) {
+          mount(actionMsg, errorBox(e));
+        }
+      }
+      await refresh();
+      if (ended(run.status)) return;
+      await new Promise((r) => setTimeout(r, 2000));
+    }
+  }
+}
+
+function dt(term, value) {
+  return [h("dt", {}, term), h("dd", {}, value)];
+}
+
+function recordRow(r) {
+  const { seq, createdAt, type, step, attempt, outcome, ...rest } = r;
+  const summary = r.state || r.name || r.status || r.task || "";
+  const late = r.ignored || r.late || type === "IgnoredAnswerRecord";
+  const cls = [`rec-${type}`];
+  if (outcome && outcome !== "success") cls.push("rec-bad");
+  if (late) cls.push("rec-ignored");
+  return h("tr", { class: cls.join(" "), "data-type": type },
+    h("td", {}, seq),
+    h("td", {}, time(createdAt)),
+    h("td", {}, type.replace(/Record$/, ""), summary ? h("span", { class: "muted" }, ` ${summary}`) : null),
+    h("td", {}, step ?? ""),
+    h("td", {}, attempt ?? ""),
+    h("td", {}, outcome ?? ""),
+    h("td", {}, h("details", {}, h("summary", {}, "payload"), json(rest))));
+}

@@ -1,0 +1,111 @@
+// Workflows: every document of the project with its validation diagnostics, each one's
+// graph, and the project's triggers (schedules, webhooks, events) with their deliveries.
+
+import { ApiError, getJson, projectBase } from "./api.js";
+import { badge, errorBox, h, json, mount, time } from "./dom.js";
+import { drawGraph } from "./graph.js";
+
+export async function workflowsView(ctx, view) {
+  const base = projectBase(ctx);
+  const list = h("div", { id: "workflow-list" });
+  const triggers = h("div", { id: "triggers" });
+  mount(view, h("section", { "aria-labelledby": "wf-title" },
+    h("h2", { id: "wf-title" }, "Workflows"), list,
+    h("h2", { id: "tr-title" }, "Triggers"), triggers));
+  let docs;
+  try {
+    docs = await getJson(`${base}/workflows`, ctx.signal);
+  } catch (e) {
+    if (e.name === "AbortError") throw e;
+    mount(list, errorBox(e instanceof ApiError && e.status === 404
+      ? new Error("This server does not list workflows.") : e));
+    docs = null;
+  }
+  if (docs) {
+    mount(list, h("table", { class: "workflows" },
+      h("thead", {}, h("tr", {}, ["Name", "Document", "Source", "Valid", "Diagnostics"].map((t) => h("th", { scope: "col" }, t)))),
+      h("tbody", {}, docs.map((w) => h("tr", { "data-workflow": w.name, class: w.valid ? "" : "invalid" },
+        h("td", {}, h("a", { href: `#/workflow/${encodeURIComponent(w.name)}` }, w.name),
+          w.archived ? h("span", { class: "tag" }, "archived") : null,
+          w.hasDraft ? h("span", { class: "tag" }, "draft") : null,
+          w.description ? h("div", { class: "muted" }, w.description) : null),
+        h("td", { class: "mono" }, w.path || ""),
+        h("td", {}, w.source || ""),
+        h("td", {}, w.valid ? badge("VALID") : badge("INVALID")),
+        h("td", {}, diagnostics(w)))))));
+  }
+  await triggerList(ctx, triggers, `${base}/triggers`);
+}
+
+function diagnostics(w) {
+  const ds = w.diagnostics || [];
+  if (!ds.length) return "";
+  return h("ul", { class: "diagnostics" }, ds.map((d) => h("li", { class: `diag-${d.severity || "error"}` },
+    h("span", { class: "mono" }, `${w.path || w.name}:${d.line ?? "?"}:${d.column ?? "?"}`),
+    ` ${d.severity || "error"} `, d.code ? h("span", { class: "mono" }, `[${d.code}] `) : null,
+    d.message || "")));
+}
+
+export async function workflowView(ctx, view, name) {
+  const base = projectBase(ctx);
+  const graphBox = h("div", { class: "graph-box", id: "workflow-graph" });
+  const triggers = h("div");
+  const diag = h("div");
+  mount(view, h("article", { "aria-labelledby": "wfd-title" },
+    h("p", {}, h("a", { href: "#/workflows" }, "← Workflows")),
+    h("h2", { id: "wfd-title" }, name), diag,
+    h("section", { "aria-labelledby": "wfg-title" }, h("h3", { id: "wfg-title" }, "Graph"), graphBox),
+    h("section", { "aria-labelledby": "wft-title" }, h("h3", { id: "wft-title" }, "Triggers"), triggers)));
+  try {
+    const docs = await getJson(`${base}/workflows`, ctx.signal);
+    const w = (docs || []).find((d) => d.name === name);
+    if (w && (w.diagnostics || []).length) mount(diag, diagnostics(w));
+  } catch (e) {
+    if (e.name === "AbortError") throw e;
+  }
+  try {
+    const g = await getJson(`${base}/workflows/${encodeURIComponent(name)}/graph?format=reactflow`, ctx.signal);
+    mount(graphBox, drawGraph(g, null, []));
+  } catch (e) {
+    if (e.name === "AbortError") throw e;
+    mount(graphBox, errorBox(e));
+  }
+  await triggerList(ctx, triggers, `${base}/workflows/${encodeURIComponent(name)}/triggers`);
+}
+
+async function triggerList(ctx, box, path) {
+  let data;
+  try {
+    data = await getJson(path, ctx.signal);
+  } catch (e) {
+    if (e.name === "AbortError") throw e;
+    mount(box, errorBox(e));
+    return;
+  }
+  const items = Array.isArray(data) ? data : data.triggers || data.items || [];
+  if (!items.length) {
+    mount(box, h("p", {}, "No schedules, webhooks or event subscriptions."));
+    return;
+  }
+  mount(box, h("table", { class: "triggers" },
+    h("thead", {}, h("tr", {}, ["Trigger", "Kind", "Workflow", "Enabled", "Next fire", "Last delivery", ""].map((t) => h("th", { scope: "col" }, t)))),
+    h("tbody", {}, items.map((t) => {
+      const out = h("div");
+      const last = t.lastDelivery || t.last_delivery;
+      return h("tr", {},
+        h("td", {}, t.name || t.id),
+        h("td", {}, t.kind || t.type || ""),
+        h("td", {}, t.workflow || ""),
+        h("td", {}, t.enabled === false ? "paused" : "yes"),
+        h("td", {}, t.nextFireAt ? time(t.nextFireAt) : (t.nextFire ? String(t.nextFire) : "")),
+        h("td", {}, last ? `${last.outcome || last.status || ""} ${time(last.at || last.createdAt)}` : ""),
+        h("td", {}, t.id ? h("button", { type: "button", onclick: async () => {
+          try {
+            const d = await getJson(`/v1/workflow-triggers/${encodeURIComponent(t.id)}/deliveries`, ctx.signal);
+            mount(out, json(d.deliveries || d));
+          } catch (e) {
+            mount(out, errorBox(e));
+          }
+        } }, "Deliveries") : null, out));
+    }))));
+}
