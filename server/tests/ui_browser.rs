@@ -436,3 +436,112 @@ async fn a_run_and_its_sub_run_link_both_ways() {
     .await;
     ui.close().await;
 }
+
+#[tokio::test(flavor = "multi_thread")]
+async fn the_workflows_view_shows_a_schedule_its_next_fire_and_its_last_delivery() {
+    let ui = Ui::start().await;
+    // A schedule written through the documents API registers at once; fired by hand, it has
+    // a delivery.
+    let put = ui
+        .http
+        .put(ui.url("/brain/acme/project/shop/documents/scheduler/nightly.yaml"))
+        .bearer_auth(ACME)
+        .body("cron: \"0 0 6 * * *\"\nworkflow: hello\n")
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(put.status(), 201);
+    let fired = ui
+        .http
+        .post(ui.url("/brain/acme/project/shop/schedules/nightly/trigger"))
+        .bearer_auth(ACME)
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(fired.status(), 202);
+    ui.sign_in(ACME).await;
+    ui.view("#/workflows").await;
+    let row = ui
+        .wait_js(
+            "const r = [...document.querySelectorAll('#triggers table.triggers tbody tr')] \
+               .find(r => r.cells[0].textContent === 'nightly'); \
+             return r && r.cells[5].textContent ? [...r.cells].slice(0, 6).map(c => c.textContent) : null;",
+            "the schedule's row with its last delivery",
+        )
+        .await;
+    assert_eq!(row[1], "cron", "{row}");
+    assert_eq!(row[2], "hello", "{row}");
+    assert_eq!(row[3], "yes", "{row}");
+    assert!(
+        !row[4].as_str().unwrap().is_empty(),
+        "a next fire time: {row}"
+    );
+    assert!(
+        row[5].as_str().unwrap().starts_with("accepted "),
+        "the last delivery: {row}"
+    );
+    ui.screenshot("triggers").await;
+    ui.close().await;
+}
+
+/// Clicks the button of the run view whose text is `arguments[0]`, once it is there.
+const CLICK_BUTTON: &str = "const b = [...document.querySelectorAll('button[data-action]')] \
+       .find(b => b.textContent === arguments[0]); \
+     if (!b) return null; b.click(); return true;";
+
+#[tokio::test(flavor = "multi_thread")]
+async fn the_operators_buttons_pause_resume_and_cancel_a_run_and_retry_a_failed_one() {
+    let ui = Ui::start().await;
+    let run = ui.start_run("approve", ACME).await;
+    ui.wait_status(&run, &["WAITING"]).await;
+    ui.sign_in(ACME).await;
+    ui.view(&format!("#/run/{run}")).await;
+    ui.wait_js_args(CLICK_BUTTON, vec![json!("Pause")], "the Pause button")
+        .await;
+    ui.wait_status(&run, &["PAUSED"]).await;
+    ui.wait_js(
+        "return document.getElementById('run-title').textContent.includes('PAUSED')",
+        "the run's PAUSED badge",
+    )
+    .await;
+    ui.wait_js_args(CLICK_BUTTON, vec![json!("Resume")], "the Resume button")
+        .await;
+    ui.wait_status(&run, &["WAITING"]).await;
+    ui.wait_js_args(CLICK_BUTTON, vec![json!("Cancel")], "the Cancel button")
+        .await;
+    ui.wait_status(&run, &["CANCELLED"]).await;
+
+    let failed = ui.start_run("fails", ACME).await;
+    ui.wait_status(&failed, &["FAILED"]).await;
+    ui.view(&format!("#/run/{failed}")).await;
+    ui.wait_js_args(
+        CLICK_BUTTON,
+        vec![json!("Retry (frozen definition)")],
+        "the Retry button",
+    )
+    .await;
+    let retry = ui
+        .wait_js(
+            "const a = [...document.querySelectorAll('a.mono')].find(a => a.parentElement.textContent.startsWith('Retry started')); \
+             return a ? a.textContent : null;",
+            "the retry's run link",
+        )
+        .await;
+    let retry = retry.as_str().unwrap().to_string();
+    assert_ne!(retry, failed);
+    let origin: serde_json::Value = ui
+        .http
+        .get(ui.url(&format!(
+            "/brain/acme/project/shop/workflows/runs/{retry}/origin"
+        )))
+        .bearer_auth(ACME)
+        .send()
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap();
+    assert_eq!(origin["kind"], "retry", "{origin}");
+    assert_eq!(origin["definition"], "frozen", "{origin}");
+    ui.close().await;
+}

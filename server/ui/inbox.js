@@ -41,7 +41,7 @@ export async function inboxView(ctx, view) {
         h("dt", {}, "Run"), h("dd", {}, h("a", { href: `#/run/${encodeURIComponent(it.workflowRunId)}`, class: "mono" }, it.workflowRunId),
           ` ${it.workflowName || ""} · ${it.workflowState || ""}`),
         it.assignedTo ? [h("dt", {}, "Assigned to"), h("dd", {}, it.assignedTo)] : null,
-        it.deadline || it.deadlineAt ? [h("dt", {}, "Deadline"), h("dd", {}, time(it.deadline || it.deadlineAt))] : null,
+        it.expiresAt ? [h("dt", {}, "Deadline"), h("dd", {}, time(it.expiresAt))] : null,
         h("dt", {}, "Status"), h("dd", {}, badge(it.status)),
         h("dt", {}, "Created"), h("dd", {}, time(it.createdAt))),
       canAnswer ? form(it) : h("p", { class: "muted" }, "This token cannot answer (it lacks workflow.run)."));

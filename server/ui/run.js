@@ -97,7 +97,10 @@ export async function runView(ctx, view, id) {
       !ended(s) ? act("Cancel", "cancel", { reason: "cancelled from the web UI" }, () => "Cancellation requested.") : null,
       !ended(s) && s !== "PAUSED" ? act("Pause", "pause", { reason: "paused from the web UI" }, () => "Paused.") : null,
       s === "PAUSED" ? act("Resume", "resume", {}, () => "Resumed.") : null,
-      s === "FAILED" || s === "CANCELLED" ? act("Retry", "retry", {}, (r) => newRun("Retry", r)) : null,
+      // A retry begins again at the state the run ended in; which definition is the
+      // operator's explicit choice.
+      s === "FAILED" || s === "CANCELLED" ? act("Retry (current definition)", "retry", { definition: "current" }, (r) => newRun("Retry", r)) : null,
+      s === "FAILED" || s === "CANCELLED" ? act("Retry (frozen definition)", "retry", { definition: "frozen" }, (r) => newRun("Retry", r)) : null,
       ended(s) ? act("Run again", "rerun", {}, (r) => newRun("Rerun", r)) : null);
   }
 

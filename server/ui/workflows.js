@@ -82,7 +82,7 @@ async function triggerList(ctx, box, path) {
     mount(box, errorBox(e));
     return;
   }
-  const items = Array.isArray(data) ? data : data.triggers || data.items || [];
+  const items = data.triggers || [];
   if (!items.length) {
     mount(box, h("p", {}, "No schedules, webhooks or event subscriptions."));
     return;
@@ -91,18 +91,18 @@ async function triggerList(ctx, box, path) {
     h("thead", {}, h("tr", {}, ["Trigger", "Kind", "Workflow", "Enabled", "Next fire", "Last delivery", ""].map((t) => h("th", { scope: "col" }, t)))),
     h("tbody", {}, items.map((t) => {
       const out = h("div");
-      const last = t.lastDelivery || t.last_delivery;
+      const last = t.lastDelivery;
       return h("tr", {},
         h("td", {}, t.name || t.id),
-        h("td", {}, t.kind || t.type || ""),
+        h("td", {}, t.triggerType || ""),
         h("td", {}, t.workflow || ""),
-        h("td", {}, t.enabled === false ? "paused" : "yes"),
-        h("td", {}, t.nextFireAt ? time(t.nextFireAt) : (t.nextFire ? String(t.nextFire) : "")),
-        h("td", {}, last ? `${last.outcome || last.status || ""} ${time(last.at || last.createdAt)}` : ""),
+        h("td", {}, t.paused ? "paused" : t.active === false ? "inactive" : "yes"),
+        h("td", {}, t.nextFireMs ? time(t.nextFireMs) : ""),
+        h("td", {}, last ? `${last.status} ${time(last.atMs)}` : ""),
         h("td", {}, t.id ? h("button", { type: "button", onclick: async () => {
           try {
             const d = await getJson(`/v1/workflow-triggers/${encodeURIComponent(t.id)}/deliveries`, ctx.signal);
-            mount(out, json(d.deliveries || d));
+            mount(out, json(d.deliveries));
           } catch (e) {
             mount(out, errorBox(e));
           }
