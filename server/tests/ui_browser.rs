@@ -545,3 +545,63 @@ async fn the_operators_buttons_pause_resume_and_cancel_a_run_and_retry_a_failed_
     assert_eq!(origin["definition"], "frozen", "{origin}");
     ui.close().await;
 }
+
+const DECIDE: &str = r#"
+start: ask
+states:
+  ask:
+    type: gate_task
+    inbox: { kind: DECISION, title: "Which way?", options: [ship, hold] }
+    on: { ship: shipped, hold: held }
+  shipped: { type: terminal, result: shipped }
+  held: { type: terminal, result: held }
+"#;
+
+const FEEDBACK: &str = r#"
+start: ask
+states:
+  ask:
+    type: gate_task
+    inbox: { kind: FEEDBACK, title: "Any notes?" }
+    storeAs: notes
+    on: { success: done }
+  done: { type: terminal, result: "${state.notes.text}" }
+"#;
+
+#[tokio::test(flavor = "multi_thread")]
+async fn the_inbox_chooses_an_option_and_sends_feedback() {
+    let ui = Ui::start().await;
+    let dir = ui.root.join("acme/shop/_vance/workflows");
+    std::fs::write(dir.join("decide.yaml"), DECIDE).unwrap();
+    std::fs::write(dir.join("feedback.yaml"), FEEDBACK).unwrap();
+    let decide = ui.start_run("decide", ACME).await;
+    let notes = ui.start_run("feedback", ACME).await;
+    ui.wait_status(&decide, &["WAITING"]).await;
+    ui.wait_status(&notes, &["WAITING"]).await;
+    ui.sign_in(ACME).await;
+    ui.view("#/inbox").await;
+    // The DECISION item offers its options as buttons; `hold` is chosen.
+    ui.wait_js(
+        "const a = [...document.querySelectorAll('#inbox-items article')] \
+           .find(a => a.textContent.includes('Which way?')); \
+         const b = a && [...a.querySelectorAll('button[data-answer=choose]')].find(b => b.textContent === 'hold'); \
+         if (!b) return null; b.click(); return true;",
+        "the decision's `hold` button",
+    )
+    .await;
+    let decided = ui.wait_status(&decide, &["DONE"]).await;
+    assert_eq!(decided["result"], json!("held"));
+    // The FEEDBACK item takes a text.
+    ui.wait_js(
+        "const a = [...document.querySelectorAll('#inbox-items article')] \
+           .find(a => a.textContent.includes('Any notes?')); \
+         const t = a && a.querySelector('textarea[name=text]'); \
+         const b = a && a.querySelector('button[data-answer=text]'); \
+         if (!t || !b) return null; t.value = 'ship on Monday'; b.click(); return true;",
+        "the feedback form",
+    )
+    .await;
+    let answered = ui.wait_status(&notes, &["DONE"]).await;
+    assert_eq!(answered["result"], json!("ship on Monday"));
+    ui.close().await;
+}
