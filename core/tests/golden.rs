@@ -3,7 +3,7 @@
 //! `tests/golden/journal-v1.hex` holds a canned journal, one record per line as
 //! `<seq> <record type> <hex bytes>`; lines starting with `#` are comments. The tests encode
 //! [`canned_journal`] and require exactly those bytes, and decode the file back to the same
-//! records, so a change to `codec.rs` that alters a single byte of version 1 fails here.
+//! records, so a change to the codec (`core/src/codec/`) that alters a single byte of version 1 fails here.
 //!
 //! Bytes already on disk must stay readable: a change that alters the bytes of an existing
 //! record is a new format version (a new format byte, see `core/docs/journal-format.md`),

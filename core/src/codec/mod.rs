@@ -6,11 +6,17 @@
 
 use serde_json::Value;
 
-use crate::id::RunId;
 use crate::record::{
-    AnswerOutcome, GateAnswer, GateKind, GateSpec, ParentRef, Record, RunStatus, StartRecord,
+    AnswerOutcome, GateAnswer, GateKind, GateSpec, ParentRef, Record, StartRecord,
 };
 use crate::vocabulary::TimerPurpose;
+
+mod input_hash;
+mod wire;
+
+pub use input_hash::input_hash;
+use wire::R;
+pub(crate) use wire::{Reader, Writer};
 
 /// The format byte that starts every encoded record.
 pub const FORMAT_VERSION: u8 = 1;
@@ -28,133 +34,6 @@ pub enum DecodeError {
     /// The bytes end early or hold an invalid value; the journal is corrupt.
     #[error("[MAG-JF003] corrupt record: {0}")]
     Corrupt(&'static str),
-}
-
-/// Appends the building blocks of the format to a buffer (shared with the store's log frames).
-pub(crate) struct Writer<'a>(pub(crate) &'a mut Vec<u8>);
-
-impl Writer<'_> {
-    fn u8(&mut self, v: u8) {
-        self.0.push(v);
-    }
-    pub(crate) fn varint(&mut self, mut v: u64) {
-        loop {
-            let byte = (v & 0x7f) as u8;
-            v >>= 7;
-            if v == 0 {
-                self.0.push(byte);
-                return;
-            }
-            self.0.push(byte | 0x80);
-        }
-    }
-    fn str(&mut self, s: &str) {
-        self.varint(s.len() as u64);
-        self.0.extend_from_slice(s.as_bytes());
-    }
-    fn json(&mut self, v: &Value) {
-        // Serialising a `Value` to a Vec cannot fail: maps have string keys.
-        let bytes = serde_json::to_vec(v).unwrap_or_else(|_| b"null".to_vec());
-        self.varint(bytes.len() as u64);
-        self.0.extend_from_slice(&bytes);
-    }
-    fn opt_str(&mut self, s: &Option<String>) {
-        match s {
-            None => self.u8(0),
-            Some(s) => {
-                self.u8(1);
-                self.str(s);
-            }
-        }
-    }
-    fn strs(&mut self, v: &[String]) {
-        self.varint(v.len() as u64);
-        for s in v {
-            self.str(s);
-        }
-    }
-    pub(crate) fn run_id(&mut self, id: RunId) {
-        self.0.extend_from_slice(&id.to_bytes());
-    }
-}
-
-/// Reads the building blocks of the format from a buffer (shared with the store's log frames).
-pub(crate) struct Reader<'a> {
-    pub(crate) buf: &'a [u8],
-}
-
-type R<T> = Result<T, DecodeError>;
-
-impl<'a> Reader<'a> {
-    fn u8(&mut self) -> R<u8> {
-        let (&b, rest) = self
-            .buf
-            .split_first()
-            .ok_or(DecodeError::Corrupt("truncated"))?;
-        self.buf = rest;
-        Ok(b)
-    }
-    pub(crate) fn varint(&mut self) -> R<u64> {
-        let mut v = 0u64;
-        for shift in (0..64).step_by(7) {
-            let b = self.u8()?;
-            v |= u64::from(b & 0x7f) << shift;
-            if b & 0x80 == 0 {
-                return Ok(v);
-            }
-        }
-        Err(DecodeError::Corrupt("varint too long"))
-    }
-    fn u32(&mut self) -> R<u32> {
-        u32::try_from(self.varint()?).map_err(|_| DecodeError::Corrupt("step out of range"))
-    }
-    pub(crate) fn bytes(&mut self) -> R<&'a [u8]> {
-        let len = usize::try_from(self.varint()?).map_err(|_| DecodeError::Corrupt("length"))?;
-        if len > self.buf.len() {
-            return Err(DecodeError::Corrupt("truncated"));
-        }
-        let (head, rest) = self.buf.split_at(len);
-        self.buf = rest;
-        Ok(head)
-    }
-    fn str(&mut self) -> R<String> {
-        let b = self.bytes()?;
-        String::from_utf8(b.to_vec()).map_err(|_| DecodeError::Corrupt("invalid utf-8"))
-    }
-    fn json(&mut self) -> R<Value> {
-        serde_json::from_slice(self.bytes()?).map_err(|_| DecodeError::Corrupt("invalid json"))
-    }
-    fn opt_str(&mut self) -> R<Option<String>> {
-        match self.u8()? {
-            0 => Ok(None),
-            1 => Ok(Some(self.str()?)),
-            _ => Err(DecodeError::Corrupt("option flag")),
-        }
-    }
-    fn strs(&mut self) -> R<Vec<String>> {
-        let n = self.varint()?;
-        (0..n).map(|_| self.str()).collect()
-    }
-    fn bool(&mut self) -> R<bool> {
-        match self.u8()? {
-            0 => Ok(false),
-            1 => Ok(true),
-            _ => Err(DecodeError::Corrupt("bool")),
-        }
-    }
-    pub(crate) fn run_id(&mut self) -> R<RunId> {
-        if self.buf.len() < 16 {
-            return Err(DecodeError::Corrupt("truncated run id"));
-        }
-        let (head, rest) = self.buf.split_at(16);
-        self.buf = rest;
-        let mut b = [0u8; 16];
-        b.copy_from_slice(head);
-        Ok(RunId::from_u128(u128::from_be_bytes(b)))
-    }
-    fn status(&mut self) -> R<RunStatus> {
-        RunStatus::from_code(self.u8()?).ok_or(DecodeError::Corrupt("status"))
-    }
 }
 
 mod tag {
@@ -715,99 +594,4 @@ pub fn decode(bytes: &[u8]) -> Result<(Record, u64), DecodeError> {
         return Err(DecodeError::Corrupt("trailing bytes"));
     }
     Ok((record, at_ms))
-}
-
-/// A stable 64-bit hash of a JSON value (FNV-1a over its compact serialisation with the keys of
-/// every object sorted), used to check on replay that a step is requested with the same input it
-/// was journaled with.
-///
-/// The keys are sorted here rather than by the map type: with serde_json's `preserve_order`
-/// feature (which any crate in a dependency tree can turn on) objects keep insertion order, and
-/// a hash over that order would change with it and break the replay of stored runs. The bytes
-/// hashed are exactly those of `serde_json::to_vec` over sorted maps.
-pub fn input_hash(v: &Value) -> u64 {
-    let mut h = Fnv1a(0xcbf2_9ce4_8422_2325);
-    write_canonical(v, &mut h);
-    h.0
-}
-
-/// FNV-1a, fed by serialisation.
-struct Fnv1a(u64);
-
-impl std::io::Write for Fnv1a {
-    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
-        for &b in buf {
-            self.0 ^= u64::from(b);
-            self.0 = self.0.wrapping_mul(0x0100_0000_01b3);
-        }
-        Ok(buf.len())
-    }
-    fn flush(&mut self) -> std::io::Result<()> {
-        Ok(())
-    }
-}
-
-/// Writes `v` as compact JSON with the keys of every object in byte order.
-fn write_canonical(v: &Value, out: &mut Fnv1a) {
-    use std::io::Write as _;
-    // Writing to the hasher cannot fail, and neither can serialising a string or a number.
-    match v {
-        Value::Array(items) => {
-            let _ = out.write_all(b"[");
-            for (i, item) in items.iter().enumerate() {
-                if i > 0 {
-                    let _ = out.write_all(b",");
-                }
-                write_canonical(item, out);
-            }
-            let _ = out.write_all(b"]");
-        }
-        Value::Object(map) => {
-            let mut entries: Vec<(&String, &Value)> = map.iter().collect();
-            entries.sort_unstable_by(|a, b| a.0.cmp(b.0));
-            let _ = out.write_all(b"{");
-            for (i, (key, value)) in entries.into_iter().enumerate() {
-                if i > 0 {
-                    let _ = out.write_all(b",");
-                }
-                let _ = serde_json::to_writer(&mut *out, key);
-                let _ = out.write_all(b":");
-                write_canonical(value, out);
-            }
-            let _ = out.write_all(b"}");
-        }
-        scalar => {
-            let _ = serde_json::to_writer(&mut *out, scalar);
-        }
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use serde_json::{Value, json};
-
-    use super::input_hash;
-
-    /// FNV-1a over `serde_json::to_vec`: the hash as it was first defined.
-    fn hash_of_to_vec(v: &Value) -> u64 {
-        let mut h: u64 = 0xcbf2_9ce4_8422_2325;
-        for b in serde_json::to_vec(v).unwrap() {
-            h ^= u64::from(b);
-            h = h.wrapping_mul(0x0100_0000_01b3);
-        }
-        h
-    }
-
-    #[test]
-    fn the_canonical_hash_equals_the_hash_of_the_sorted_serialisation() {
-        let values = [
-            json!(null),
-            json!("a \"quoted\" \\ line\n\u{1}\u{fc}"),
-            json!([1, -2, 3.25, 1e300, u64::MAX, i64::MIN, [], {}]),
-            json!({"b": {"d": [true, false], "c": null}, "a": "x", "B": 0, "": 1}),
-        ];
-        for v in &values {
-            assert_eq!(input_hash(v), hash_of_to_vec(v), "{v}");
-        }
-    }
 }
