@@ -12,6 +12,7 @@ mod child;
 mod gate;
 mod nondeterminism;
 mod records;
+mod recovery;
 mod signal;
 mod task;
 mod timer;
@@ -30,7 +31,7 @@ use crate::context::{
     ChildOutcome, ChildRequest, Command, CommandDetail, GateOutcome, Resolution, StepMap,
 };
 use crate::id::RunId;
-use crate::record::{Entry, Record, RunStatus, Step, StepKind};
+use crate::record::{Record, RunStatus, Step, StepKind};
 use crate::task::{TaskError, TaskOptions};
 use child::ChildStep;
 use gate::{GatePhase, GateStep};
@@ -624,90 +625,6 @@ impl RunState {
 
     // ---- what the driver asks ----------------------------------------------------------------
 
-    /// After replay: the effects that pending steps need again (attempts to run, timers to
-    /// register, children to check), in step order.
-    /// After replay: the records that put on record each attempt the journal shows started
-    /// and unfinished, which [`RunState::rearm`] executes again (side effects at least once;
-    /// each execution journaled). To be appended, and durable, before those effects act.
-    pub(crate) fn restarts(&self, worker: &str) -> Vec<Record> {
-        let mut records = Vec::new();
-        for &step in &self.pending {
-            if let Some(StepEntry {
-                machine: Machine::Task(t),
-                ..
-            }) = self.steps.get(&step)
-                && let (Some(attempt), Some(executions)) = (t.running(), t.executions())
-            {
-                records.push(Record::TaskRestarted {
-                    step,
-                    attempt,
-                    execution: executions.saturating_add(1),
-                    worker: worker.to_string(),
-                });
-            }
-        }
-        records
-    }
-
-    pub(crate) fn rearm(&self) -> Vec<Effect> {
-        let mut effects = Vec::new();
-        for &step in &self.pending {
-            let Some(entry) = self.steps.get(&step) else {
-                continue;
-            };
-            match &entry.machine {
-                Machine::Task(t) => {
-                    if t.running().is_some() {
-                        effects.push(Effect::Execute(step));
-                    } else if let Some(at) = t.retry_at() {
-                        effects.push(Effect::Timer(step, at, TimerPurpose::Retry));
-                    }
-                }
-                Machine::Timer(t) => {
-                    if let Some(at) = t.due() {
-                        effects.push(Effect::Timer(step, at, TimerPurpose::Sleep));
-                    }
-                }
-                Machine::Gate(g) => {
-                    if let Some(at) = g.timeout_at() {
-                        effects.push(Effect::Timer(step, at, TimerPurpose::GateTimeout));
-                    }
-                }
-                Machine::Child(_) => effects.push(Effect::CheckChild(step)),
-                Machine::Signal(_) | Machine::Recorded(_) => {}
-            }
-        }
-        // Children this run asked to cancel may not have been told before a crash: tell them
-        // again (a child that ended, or had been told, ignores it).
-        let mut cancels: Vec<Step> = self.child_cancels.keys().copied().collect();
-        cancels.sort_unstable();
-        effects.extend(cancels.into_iter().map(Effect::CancelChild));
-        effects
-    }
-
-    /// Whether the run waits only on things further away than `horizon` (ms since the epoch)
-    /// or on people and signals: then it can leave memory and be replayed when woken.
-    pub(crate) fn waits_beyond(&self, horizon: u64) -> bool {
-        let mut waiting = 0;
-        for entry in self.pending.iter().filter_map(|s| self.steps.get(s)) {
-            match &entry.machine {
-                Machine::Task(t)
-                    if t.running().is_some() || t.retry_at().is_none_or(|at| at <= horizon) =>
-                {
-                    return false;
-                }
-                Machine::Timer(t) if t.due().is_none_or(|at| at <= horizon) => return false,
-                Machine::Gate(g) if g.timeout_at().is_some_and(|at| at <= horizon) => {
-                    return false;
-                }
-                Machine::Recorded(_) => continue,
-                _ => {}
-            }
-            waiting += 1;
-        }
-        waiting > 0
-    }
-
     /// The task attempt of `step` to run: its label, call and attempt number.
     pub(crate) fn attempt(&self, step: Step) -> Option<(&str, &TaskCallSpec, u32)> {
         let entry = self.steps.get(&step)?;
@@ -765,23 +682,6 @@ impl RunState {
                 effects: vec![Effect::CancelChild(step)],
             },
             _ => Actions::default(),
-        }
-    }
-
-    /// For a run that had ended when it was loaded: knows its steps (from each step's first
-    /// record, `journaled` indexing `entries`) without running its code, so that late
-    /// deliveries can be told apart and journaled as ignored.
-    pub(crate) fn load_ended(&mut self, entries: &[Entry], journaled: StepMap<usize>) {
-        for (step, i) in journaled {
-            let record = &entries[i].record;
-            let Some((kind, name, _)) = identity(record) else {
-                continue;
-            };
-            let entry = StepEntry {
-                name: name.to_string(),
-                machine: Machine::ended(kind, record),
-            };
-            self.steps.insert(step, entry);
         }
     }
 }
