@@ -8,7 +8,7 @@ use crate::codec::input_hash;
 use crate::context::StepSet;
 use crate::engine::{AnswerAck, CancelAck};
 use crate::error::DeliverError;
-use crate::record::GateAnswer;
+use crate::record::{Entry, GateAnswer};
 use crate::record::{GateKind, GateSpec};
 use crate::task::RetryPolicy;
 use crate::testing::{JournalBuilder, task_input_hash};
