@@ -229,3 +229,41 @@ states:
         json!({"first": waiting["vars"]["first"]})
     );
 }
+
+#[tokio::test]
+async fn reruns_and_retries_count_as_started_runs_of_their_own_kind() {
+    let s = Server::start().await;
+    let project = s.root.join("acme/shop");
+    write(&project.join("_vance/workflows/flow.yaml"), &flow("1"));
+    let first = s.start_run("shop", "flow", json!({})).await;
+    s.wait_status("shop", &first, &["FAILED"]).await;
+    let (status, body) = retry(&s, &first, json!({"definition": "frozen"}), ACME).await;
+    assert_eq!(status, 202, "{body}");
+    for definition in ["current", "frozen"] {
+        let r = s
+            .post(
+                &format!("/brain/acme/project/shop/workflows/runs/{first}/rerun"),
+                Some(ACME),
+            )
+            .json(&json!({ "definition": definition }))
+            .send()
+            .await
+            .unwrap();
+        assert_eq!(r.status(), 202);
+    }
+    let text = s
+        .get("/metrics", None)
+        .send()
+        .await
+        .unwrap()
+        .text()
+        .await
+        .unwrap();
+    for needle in [
+        "magrathea_runs_started_total{trigger=\"rest\"} 1",
+        "magrathea_runs_started_total{trigger=\"retry\"} 1",
+        "magrathea_runs_started_total{trigger=\"rerun\"} 2",
+    ] {
+        assert!(text.contains(needle), "missing {needle} in:\n{text}");
+    }
+}

@@ -5,7 +5,7 @@
 //! |---|---|---|
 //! | `magrathea_http_requests_total` | counter | `method` (a standard method, else `other`), `route` (the matched route pattern, else `unmatched`), `status` |
 //! | `magrathea_http_request_duration_seconds` | histogram | `route` |
-//! | `magrathea_runs_started_total` | counter | `trigger` (`rest`, `ws`, `event`) |
+//! | `magrathea_runs_started_total` | counter | `trigger`: the route that started the run (`rest`, `ws`, `event`, `webhook`, `rerun`, `retry`) |
 //! | `magrathea_runs_finished_total` | counter | `status` (`DONE`, `FAILED`, `CANCELLED`) |
 //! | `magrathea_journal_commits_total` | counter | |
 //! | `magrathea_journal_batches_total` | counter | |

@@ -20,8 +20,15 @@ use super::error::ApiError;
 use super::runs::RunPath;
 use super::state::{AppState, Starter};
 
-/// Run id → `{kind, of}`: where a run came from.
+/// Run id → `{kind, of, …}`: where a run came from (a rerun or a retry).
 const ORIGINS: &str = "run.origin";
+
+/// Keeps `origin` as where `run` came from; a failure to record is logged, the run stands.
+pub(crate) fn put_origin(catalog: &dyn magrathea_core::Catalog, run: RunId, origin: &Value) {
+    if let Err(e) = catalog.put(ORIGINS, &run.to_string(), origin.to_string().as_bytes()) {
+        tracing::warn!(%run, error = %e, "could not record where a run came from");
+    }
+}
 
 /// Records that `run` reruns `of` on the `definition` (`current` or `frozen`); a failure to
 /// record is logged, the run stands.
@@ -32,8 +39,18 @@ pub fn record_origin(
     definition: &str,
 ) {
     let origin = json!({ "kind": "rerun", "of": of.to_string(), "definition": definition });
-    if let Err(e) = catalog.put(ORIGINS, &run.to_string(), origin.to_string().as_bytes()) {
-        tracing::warn!(%run, error = %e, "could not record where a rerun came from");
+    put_origin(catalog, run, &origin);
+}
+
+/// The definition a repeated run starts on, `current` or `frozen`, as a body gave it.
+pub(crate) fn definition_choice(given: &str) -> Result<&'static str, ApiError> {
+    match given {
+        "current" => Ok("current"),
+        "frozen" => Ok("frozen"),
+        other => Err(ApiError::bad_request(
+            "MAG-HTTP-INVALID-JSON",
+            format!("`definition: {other}`: expected `current` or `frozen`"),
+        )),
     }
 }
 
@@ -75,7 +92,7 @@ pub(crate) async fn rerun(
             "a sub-run is rerun through its parent: rerun the parent run",
         ));
     }
-    let which = body.definition.as_deref().unwrap_or("current");
+    let which = definition_choice(body.definition.as_deref().unwrap_or("current"))?;
     let starter = Starter::new(&who.subject);
     let run = match which {
         "current" => {
@@ -85,20 +102,16 @@ pub(crate) async fn rerun(
                     &original.workflow_name,
                     original.params.clone(),
                     &starter,
-                    "api",
+                    "rerun",
                 )
                 .await?
                 .0
         }
-        "frozen" => {
+        _ => {
             let req = StartRequest::repeat_of(&original).started_by(&who.subject);
-            state.engine.start(req).await.map_err(ApiError::internal)?
-        }
-        other => {
-            return Err(ApiError::bad_request(
-                "MAG-HTTP-INVALID-JSON",
-                format!("`definition: {other}`: expected `current` or `frozen`"),
-            ));
+            let run = state.engine.start(req).await.map_err(ApiError::internal)?;
+            state.metrics.run_started("rerun");
+            run
         }
     };
     if let Ok(catalog) = state.triggers.catalog() {

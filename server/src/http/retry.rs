@@ -27,12 +27,9 @@ use serde_json::{Map, Value, json};
 use super::auth::ApiScope;
 use super::body::JsonBody;
 use super::error::ApiError;
-use super::rerun::start_record;
+use super::rerun::{definition_choice, put_origin, start_record};
 use super::runs::RunPath;
 use super::state::{AppState, Starter};
-
-/// Run id → `{kind, of, …}`: where a run came from (shared with reruns).
-const ORIGINS: &str = "run.origin";
 
 /// Body of a retry.
 #[derive(Debug, Default, Deserialize)]
@@ -110,9 +107,7 @@ pub fn record_origin(
         "fromState": from_state,
         "definition": definition,
     });
-    if let Err(e) = catalog.put(ORIGINS, &run.to_string(), origin.to_string().as_bytes()) {
-        tracing::warn!(%run, error = %e, "could not record where a retry came from");
-    }
+    put_origin(catalog, run, &origin);
 }
 
 fn from_error(e: &NoEntry) -> ApiError {
@@ -130,13 +125,7 @@ pub(crate) async fn retry(
     let scope = state.scope(&p.tenant, &p.project)?;
     let summary = state.scoped_summary(&scope, &p.run_id)?;
     let which = match body.definition.as_deref() {
-        Some(w @ ("current" | "frozen")) => w,
-        Some(other) => {
-            return Err(ApiError::bad_request(
-                "MAG-HTTP-INVALID-JSON",
-                format!("`definition: {other}`: expected `current` or `frozen`"),
-            ));
-        }
+        Some(given) => definition_choice(given)?,
         None => {
             return Err(ApiError::bad_request(
                 "MAG-HTTP-INVALID-JSON",
@@ -202,6 +191,7 @@ pub(crate) async fn retry(
     }
     req.entry = Some(entry);
     let run = state.engine.start(req).await.map_err(ApiError::internal)?;
+    state.metrics.run_started("retry");
     if let Ok(catalog) = state.triggers.catalog() {
         record_origin(catalog, run, summary.run_id, &from_state, which);
     }
