@@ -11,7 +11,7 @@ use crate::record::RunStatus;
 pub(crate) struct Writer<'a>(pub(crate) &'a mut Vec<u8>);
 
 impl Writer<'_> {
-    pub(super) fn u8(&mut self, v: u8) {
+    pub(crate) fn u8(&mut self, v: u8) {
         self.0.push(v);
     }
     pub(crate) fn varint(&mut self, mut v: u64) {
@@ -60,10 +60,10 @@ pub(crate) struct Reader<'a> {
     pub(crate) buf: &'a [u8],
 }
 
-pub(super) type R<T> = Result<T, DecodeError>;
+pub(crate) type R<T> = Result<T, DecodeError>;
 
 impl<'a> Reader<'a> {
-    pub(super) fn u8(&mut self) -> R<u8> {
+    pub(crate) fn u8(&mut self) -> R<u8> {
         let (&b, rest) = self
             .buf
             .split_first()

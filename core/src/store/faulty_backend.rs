@@ -3,7 +3,8 @@
 //!
 //! [`FaultyBackend`] passes every call to redb's own [`FileBackend`] unless a fault is armed on
 //! its [`DiskFaults`] handle, which the test keeps after the store has moved into an engine.
-//! Open a [`RedbStore`](super::RedbStore) over it with [`FaultyBackend::open_store`].
+//! Open a [`RedbStore`](super::RedbStore) over it with [`FaultyBackend::open_store`]; the
+//! store's journal log then obeys the same switch.
 
 use std::fs::OpenOptions;
 use std::ops::Bound;
@@ -15,6 +16,7 @@ use redb::backends::FileBackend;
 use redb::{BackendError, StorageBackend};
 
 use super::redb_store::{Durability, RedbStore};
+use super::wal::{self, file::LogFile};
 use crate::error::StoreError;
 
 /// The switch of a [`FaultyBackend`]: how many of the next writes and syncs fail, and whether the
@@ -28,6 +30,8 @@ pub struct DiskFaults {
 #[derive(Debug, Default)]
 struct Faults {
     writes: AtomicU32,
+    /// The next writes to the journal log that write half their bytes, then fail.
+    short_writes: AtomicU32,
     syncs: AtomicU32,
     injected: AtomicU64,
     hold: Mutex<Hold>,
@@ -60,9 +64,16 @@ impl DiskFaults {
         self.inner.syncs.store(n, Ordering::SeqCst);
     }
 
+    /// Makes the next `n` writes to the journal log write the first half of their bytes and
+    /// then fail, like a disk that fills up in the middle of a write.
+    pub fn short_next_log_writes(&self, n: u32) {
+        self.inner.short_writes.store(n, Ordering::SeqCst);
+    }
+
     /// Disarms every fault: the disk works again.
     pub fn clear(&self) {
         self.inner.writes.store(0, Ordering::SeqCst);
+        self.inner.short_writes.store(0, Ordering::SeqCst);
         self.inner.syncs.store(0, Ordering::SeqCst);
     }
 
@@ -148,15 +159,65 @@ impl FaultyBackend {
     }
 
     /// Opens a [`RedbStore`] at `path` over faulty backends: the first, and a fresh one for each
-    /// reopen after an I/O failure, all switched by `faults`.
+    /// reopen after an I/O failure, all switched by `faults`. The store's journal log (beside
+    /// the file) obeys the same switch.
     pub fn open_store(
         path: impl AsRef<Path>,
         durability: Durability,
         faults: &DiskFaults,
     ) -> Result<RedbStore, StoreError> {
         let path = path.as_ref().to_path_buf();
-        let (file, faults) = (path.clone(), faults.clone());
-        RedbStore::open_with_backend(path, durability, move || Self::open(&file, faults.clone()))
+        let (file, db_faults) = (path.clone(), faults.clone());
+        let mut log = path.as_os_str().to_owned();
+        log.push("-wal");
+        let (log, log_faults) = (std::path::PathBuf::from(log), faults.clone());
+        RedbStore::open_with_backend(
+            path,
+            durability,
+            move || Self::open(&file, db_faults.clone()),
+            move || {
+                let file: Box<dyn LogFile> = Box::new(FaultyLog {
+                    file: wal::file::open(&log)?,
+                    faults: log_faults.clone(),
+                });
+                Ok(file)
+            },
+        )
+    }
+}
+
+/// The journal log's file, with the faults of a [`DiskFaults`] switch.
+#[derive(Debug)]
+struct FaultyLog {
+    file: std::fs::File,
+    faults: DiskFaults,
+}
+
+impl LogFile for FaultyLog {
+    fn len(&self) -> Result<u64, std::io::Error> {
+        LogFile::len(&self.file)
+    }
+
+    fn read_exact_at(&self, buf: &mut [u8], offset: u64) -> Result<(), std::io::Error> {
+        LogFile::read_exact_at(&self.file, buf, offset)
+    }
+
+    fn write_all_at(&self, data: &[u8], offset: u64) -> Result<(), std::io::Error> {
+        self.faults.take(&self.faults.inner.writes, "write")?;
+        if let Err(e) = self
+            .faults
+            .take(&self.faults.inner.short_writes, "short write")
+        {
+            LogFile::write_all_at(&self.file, &data[..data.len() / 2], offset)?;
+            return Err(e);
+        }
+        LogFile::write_all_at(&self.file, data, offset)
+    }
+
+    fn sync_data(&self) -> Result<(), std::io::Error> {
+        self.faults.wait_if_held();
+        self.faults.take(&self.faults.inner.syncs, "sync")?;
+        LogFile::sync_data(&self.file)
     }
 }
 

@@ -1,15 +1,17 @@
-//! The value of one `journal_log` row: every record of one group commit, back to back.
+//! The value of one `journal_log` row, written by versions before the journal log (the store
+//! still folds such rows on open): every record of one group commit, back to back.
 //!
 //! A frame is a sequence of entries, each `run id` (16 bytes, big-endian), `seq` (varint),
 //! record length (varint) and the encoded record. `core/docs/journal-format.md` describes it.
 
-use crate::codec::{DecodeError, Reader, Writer};
+use crate::codec::{DecodeError, Reader};
 
 use super::EncodedRecord;
 
-/// Appends the frame entry of `record` to `out`.
+/// Appends the frame entry of `record` to `out` (as versions before the journal log did).
+#[cfg(test)]
 pub(crate) fn push(record: &EncodedRecord, out: &mut Vec<u8>) {
-    let mut w = Writer(out);
+    let mut w = crate::codec::Writer(out);
     w.run_id(record.run_id);
     w.varint(record.seq);
     w.varint(record.bytes.len() as u64);

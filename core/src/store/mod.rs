@@ -18,6 +18,7 @@ mod memory;
 mod reader;
 mod redb_store;
 mod slots;
+mod wal;
 
 use serde::{Deserialize, Serialize};
 

@@ -1,27 +1,30 @@
-//! The default store: one redb file.
+//! The default store: one redb file and its journal log.
 //!
-//! A group commit appends **one row** to `journal_log`, keyed by a commit counter: a frame of
-//! every record in the commit ([`log_frame`](super::log_frame)). Rows at the right edge of a
-//! B-tree are cheap, so a commit of 1,000 records from 1,000 runs writes a handful of pages
-//! instead of one leaf per run. The committed records are also kept in memory (the *unfolded*
-//! set) so reads see them at once. From time to time — when the unfolded set is large or the
-//! writer is idle — [`Store::maintain`] *folds* them: one transaction moves them into `journal`,
-//! keyed `(run_id, seq)`, and deletes the log rows it covered. A run's records then land in one
-//! place per fold instead of once per commit. Opening the file folds whatever a crash left in
-//! the log.
+//! A group commit is **one frame** in the journal log (`<file>-wal`, see
+//! [`wal`](super::wal)): every record, run summary and idempotency key of the commit, written
+//! into the log's preallocated file and made durable by one `fdatasync`. The committed entries
+//! are also kept in memory (the *unfolded* set) so reads see them at once. From time to time —
+//! when the unfolded set is large or the writer is idle — [`Store::maintain`] *folds* them: one
+//! durable redb transaction moves them into `journal` (keyed `(run_id, seq)`), `runs`,
+//! `active_runs` and `idempotency_keys`, and records the LSN of the last frame it covers (the
+//! checkpoint); the log is then rewound. A run's records land in one place per fold instead of
+//! once per commit, and the redb commit protocol (three syncs) is paid per fold, not per step.
+//! Opening the store folds whatever a crash left in the log past the checkpoint.
 //!
-//! After redb reports an I/O failure it refuses every later operation on that database
-//! (`PreviousIo`) until it is reopened. The store therefore reopens the file before its next
-//! operation, and folds what the log holds as a fresh open does: a transient disk error fails the
-//! commits it hit, not every commit after it. A commit whose final fsync failed may turn out to
-//! be on disk after the reopen (see the [`Store`] contract).
+//! After an I/O failure — redb's, or the log's — the store reopens both before its next
+//! operation and recovers as a fresh open does: a transient disk error fails the commits it
+//! hit, not every commit after it. A failed `fdatasync` of the log is never retried; the reopen
+//! recovers from what the log holds on disk. A commit whose final sync failed may turn out to be
+//! on disk after the reopen (see the [`Store`] contract).
 
 use std::path::{Path, PathBuf};
-use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
-use std::sync::{Arc, PoisonError, RwLock};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex, PoisonError, RwLock};
 
 use redb::{ReadableDatabase, ReadableTable, TableDefinition};
 
+use super::wal::Wal;
+use super::wal::file::LogFile;
 use super::{CommitBatch, RunFilter, RunSummary, Store};
 use crate::codec;
 use crate::error::StoreError;
@@ -42,6 +45,9 @@ const LOG: TableDefinition<u64, &[u8]> = TableDefinition::new("journal_log");
 const RUNS: TableDefinition<u128, &[u8]> = TableDefinition::new("runs");
 const ACTIVE: TableDefinition<u128, ()> = TableDefinition::new("active_runs");
 const KEYS: TableDefinition<&str, u128> = TableDefinition::new("idempotency_keys");
+const META: TableDefinition<&str, u64> = TableDefinition::new("meta");
+/// The `meta` key of the LSN of the last log frame folded into the tables.
+const CHECKPOINT: &str = "log_checkpoint";
 
 /// How hard a commit works to reach the disk.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
@@ -56,18 +62,22 @@ pub enum Durability {
 
 /// Opens the store's database: at open, and again after an I/O failure.
 type OpenDatabase = Box<dyn Fn() -> Result<redb::Database, StoreError> + Send + Sync>;
+/// Opens the journal log's file: at open, and again after an I/O failure.
+type OpenLog = Box<dyn Fn() -> Result<Box<dyn LogFile>, StoreError> + Send + Sync>;
 
 /// A [`Store`] in one redb file.
 pub struct RedbStore {
     /// `None` only between dropping a failed database and a successful reopen.
     db: RwLock<Option<redb::Database>>,
     open_database: OpenDatabase,
-    /// redb reported an I/O failure: the database must be reopened before it is used again.
+    open_log: OpenLog,
+    /// The journal log's writer; `None` between a failure and the reopen that recovers.
+    log: Mutex<Option<Wal>>,
+    /// redb or the log reported an I/O failure: the database must be reopened before it is used again.
     io_failed: AtomicBool,
     path: PathBuf,
     durability: Durability,
     unfolded: RwLock<Unfolded>,
-    next_log_key: AtomicU64,
     fold: FoldPolicy,
 }
 
@@ -119,17 +129,23 @@ impl RedbStore {
         let file = path.clone();
         let open_database =
             Box::new(move || redb::Database::create(&file).map_err(|e| open_error(e, &file)));
-        Self::open_with(path, durability, open_database)
+        let log = log_path(&path);
+        let open_log: OpenLog = Box::new(move || {
+            let file: Box<dyn LogFile> = Box::new(super::wal::file::open(&log)?);
+            Ok(file)
+        });
+        Self::open_with(path, durability, open_database, open_log)
     }
 
     /// Opens a store over a redb storage backend that `backend` makes; it is called again to
     /// reopen the database after an I/O failure. `path` is what [`RedbStore::path`] reports.
     /// For tests that inject faults below redb (see [`FaultyBackend`](super::FaultyBackend)).
     #[cfg(any(test, feature = "test-util"))]
-    pub fn open_with_backend<B: redb::StorageBackend>(
+    pub(crate) fn open_with_backend<B: redb::StorageBackend>(
         path: impl AsRef<Path>,
         durability: Durability,
         backend: impl Fn() -> Result<B, StoreError> + Send + Sync + 'static,
+        log_file: impl Fn() -> Result<Box<dyn LogFile>, StoreError> + Send + Sync + 'static,
     ) -> Result<Self, StoreError> {
         let path = path.as_ref().to_path_buf();
         let file = path.clone();
@@ -138,27 +154,30 @@ impl RedbStore {
                 .create_with_backend(backend()?)
                 .map_err(|e| open_error(e, &file))
         });
-        Self::open_with(path, durability, open_database)
+        Self::open_with(path, durability, open_database, Box::new(log_file))
     }
 
     fn open_with(
         path: PathBuf,
         durability: Durability,
         open_database: OpenDatabase,
+        open_log: OpenLog,
     ) -> Result<Self, StoreError> {
         let db = open_database()?;
-        let left_in_log = Self::read_log(&db)?;
+        let (left_in_log, file) = Self::recover(&db, &open_log)?;
         let store = Self {
             db: RwLock::new(Some(db)),
             open_database,
+            open_log,
+            log: Mutex::new(None),
             io_failed: AtomicBool::new(false),
             path,
             durability,
-            next_log_key: AtomicU64::new(left_in_log.next_log_key()),
             unfolded: RwLock::new(left_in_log),
             fold: DEFAULT_FOLD,
         };
         store.fold()?;
+        store.restart_log(file)?;
         Ok(store)
     }
 
@@ -190,17 +209,17 @@ impl RedbStore {
         if !self.io_failed.load(Ordering::Acquire) {
             return Ok(()); // another thread reopened it first
         }
-        // The old database must close (and release its file lock) before the file is reopened.
+        // The old database must close (and release its file lock) before the file is reopened,
+        // and the log's writer, stopped or not, is replaced by one recovered from the file.
         *db = None;
+        *self.log.lock().unwrap_or_else(PoisonError::into_inner) = None;
         let fresh = (self.open_database)()?;
-        let left_in_log = Self::read_log(&fresh)?;
+        let (left_in_log, file) = Self::recover(&fresh, &self.open_log)?;
         {
             let mut unfolded = self
                 .unfolded
                 .write()
                 .unwrap_or_else(PoisonError::into_inner);
-            self.next_log_key
-                .store(left_in_log.next_log_key(), Ordering::Relaxed);
             *unfolded = Unfolded {
                 last_commit: unfolded.last_commit,
                 ..left_in_log
@@ -209,13 +228,13 @@ impl RedbStore {
         tracing::warn!(path = %self.path.display(), "reopened the journal store after an I/O failure");
         self.io_failed.store(false, Ordering::Release);
         let db = db.insert(fresh);
-        let folded = self.fold_in(db);
-        if let Err(e) = &folded
+        let healed = self.fold_in(db).and_then(|()| self.restart_log(file));
+        if let Err(e) = &healed
             && needs_reopen(e)
         {
             self.io_failed.store(true, Ordering::Release);
         }
-        folded
+        healed
     }
 
     /// The file's path.
@@ -223,7 +242,13 @@ impl RedbStore {
         &self.path
     }
 
-    /// Records committed but not yet folded into the `journal` table.
+    /// The path of the store's journal log: the file's path with `-wal` appended.
+    pub fn log_path(&self) -> PathBuf {
+        log_path(&self.path)
+    }
+
+    /// Entries (records, run summaries, idempotency keys) committed to the journal log but not
+    /// yet folded into redb's tables.
     pub fn unfolded_records(&self) -> usize {
         self.unfolded
             .read()
@@ -239,13 +264,20 @@ impl RedbStore {
     }
 }
 
+/// The journal log beside the redb file at `path`.
+fn log_path(path: &Path) -> PathBuf {
+    let mut name = path.as_os_str().to_owned();
+    name.push("-wal");
+    PathBuf::from(name)
+}
+
 impl Store for RedbStore {
     fn catalog(&self) -> Option<&dyn super::Catalog> {
         Some(self)
     }
 
     fn commit(&self, batches: &[&CommitBatch]) -> Result<(), StoreError> {
-        self.with_db(|db| self.commit_in(db, batches))
+        self.with_db(|_| self.commit_in(batches))
     }
 
     fn maintain(&self) -> Result<(), StoreError> {
@@ -298,6 +330,9 @@ impl Store for RedbStore {
     }
 
     fn run_summary(&self, run_id: RunId) -> Result<Option<RunSummary>, StoreError> {
+        if let Some(s) = self.unfolded_summary(run_id) {
+            return Ok(Some(s));
+        }
         self.with_db(|db| {
             let tx = db.begin_read().map_err(io)?;
             let table = tx.open_table(RUNS).map_err(io)?;
@@ -309,22 +344,35 @@ impl Store for RedbStore {
     }
 
     fn list_runs(&self, filter: &RunFilter) -> Result<Vec<RunSummary>, StoreError> {
-        self.with_db(|db| list_runs_in(db, filter))
+        let recent = self.unfolded_summaries(filter);
+        self.with_db(|db| list_runs_in(db, filter, recent))
     }
 
     fn active_runs(&self) -> Result<Vec<RunId>, StoreError> {
-        self.with_db(|db| {
+        let recent = self.unfolded_summaries(&RunFilter::default());
+        let mut active = self.with_db(|db| {
             let tx = db.begin_read().map_err(io)?;
             let table = tx.open_table(ACTIVE).map_err(io)?;
             table
                 .iter()
                 .map_err(io)?
-                .map(|row| Ok(RunId::from_u128(row.map_err(io)?.0.value())))
-                .collect()
-        })
+                .map(|row| Ok(row.map_err(io)?.0.value()))
+                .collect::<Result<std::collections::BTreeSet<u128>, StoreError>>()
+        })?;
+        for s in recent {
+            if s.status.is_terminal() {
+                active.remove(&s.run_id.as_u128());
+            } else {
+                active.insert(s.run_id.as_u128());
+            }
+        }
+        Ok(active.into_iter().map(RunId::from_u128).collect())
     }
 
     fn find_idempotency_key(&self, key: &str) -> Result<Option<RunId>, StoreError> {
+        if let Some(run) = self.unfolded_key(key) {
+            return Ok(Some(run));
+        }
         self.with_db(|db| {
             let tx = db.begin_read().map_err(io)?;
             let table = tx.open_table(KEYS).map_err(io)?;

@@ -1,5 +1,5 @@
-//! Reading the store: a run's records from the two places they live (the folded `journal`
-//! table and the unfolded set), and the `runs` index.
+//! Reading the store: a run's records, summaries and idempotency keys from the two places they
+//! live (redb's tables and the unfolded set).
 
 use std::sync::PoisonError;
 
@@ -83,14 +83,67 @@ impl RedbStore {
     }
 }
 
+impl RedbStore {
+    /// The run's summary if it changed since the last fold.
+    pub(super) fn unfolded_summary(&self, run_id: RunId) -> Option<RunSummary> {
+        let unfolded = self.unfolded.read().unwrap_or_else(PoisonError::into_inner);
+        unfolded.summaries.get(&run_id.as_u128()).cloned()
+    }
+
+    /// The run an idempotency key started, if it was committed since the last fold.
+    pub(super) fn unfolded_key(&self, key: &str) -> Option<RunId> {
+        let unfolded = self.unfolded.read().unwrap_or_else(PoisonError::into_inner);
+        unfolded.keys.get(key).copied().map(RunId::from_u128)
+    }
+
+    /// The summaries changed since the last fold that `filter` selects (ignoring its limit),
+    /// newest first. Taken before the tables are read, like a run's unfolded records.
+    pub(super) fn unfolded_summaries(&self, filter: &RunFilter) -> Vec<RunSummary> {
+        let unfolded = self.unfolded.read().unwrap_or_else(PoisonError::into_inner);
+        let upper = filter.before.map_or(u128::MAX, |b| b.as_u128());
+        let in_range = unfolded.summaries.range(..=upper).rev();
+        in_range
+            .filter(|(id, s)| {
+                (filter.before.is_none() || **id < upper) && summary_matches(s, filter)
+            })
+            .map(|(_, s)| s.clone())
+            .collect()
+    }
+}
+
 pub(super) fn decode_summary(bytes: &[u8]) -> Result<RunSummary, StoreError> {
     serde_json::from_slice(bytes).map_err(|e| StoreError::CorruptIndex(e.to_string()))
 }
 
+/// The runs `filter` selects, newest first: the `runs` table's, with `recent` (the unfolded
+/// summaries the filter selects, newest first) in place of the table's older copies.
 pub(super) fn list_runs_in(
     db: &redb::Database,
     filter: &RunFilter,
+    recent: Vec<RunSummary>,
 ) -> Result<Vec<RunSummary>, StoreError> {
+    let folded = list_folded(db, filter)?;
+    if recent.is_empty() {
+        return Ok(folded);
+    }
+    // A summary's workflow and scope never change, so a run the filter selects in one place is
+    // selected in the other; the newest `limit` of the union are among these two lists.
+    let mut merged: std::collections::BTreeMap<u128, RunSummary> = folded
+        .into_iter()
+        .map(|s| (s.run_id.as_u128(), s))
+        .collect();
+    for s in recent {
+        merged.insert(s.run_id.as_u128(), s);
+    }
+    let limit = if filter.limit == 0 {
+        usize::MAX
+    } else {
+        filter.limit
+    };
+    Ok(merged.into_values().rev().take(limit).collect())
+}
+
+fn list_folded(db: &redb::Database, filter: &RunFilter) -> Result<Vec<RunSummary>, StoreError> {
     let tx = db.begin_read().map_err(io)?;
     let table = tx.open_table(RUNS).map_err(io)?;
     let upper = filter.before.map_or(u128::MAX, |b| b.as_u128());

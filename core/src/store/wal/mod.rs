@@ -1,0 +1,147 @@
+//! The journal log: an append-only file whose one `fdatasync` makes a group commit durable.
+//!
+//! Each commit is one frame ([`frame`]): its payload ([`payload`]) carries every record, run
+//! summary and idempotency key of the commit, so the frame alone is the commit. The writer
+//! keeps the file *preallocated* — written with zeros ahead of the frames — so that a commit
+//! overwrites blocks the file already owns and its `fdatasync` flushes data, not the file's
+//! size and extents as well.
+//!
+//! The redb file holds the folded, indexed journal and the LSN of the last frame it holds (the
+//! *checkpoint*). Once a fold has made everything up to the checkpoint durable in redb, the
+//! log is rewound: the next frame is written at the start again, over frames that are all at or
+//! below the checkpoint, which a scan tells apart by their LSNs. On open, the frames past the
+//! checkpoint are what the last process acknowledged and did not fold.
+//!
+//! **Fail-stop.** A failed `fdatasync` is never retried: after it, the kernel may have dropped
+//! the dirty pages and a second call could report success for data that is not on disk. The
+//! commit fails, the writer takes no more frames, and the store recovers from what the log
+//! holds on disk by opening it again.
+
+pub(crate) mod file;
+pub(crate) mod frame;
+pub(crate) mod payload;
+
+use std::io;
+
+use file::LogFile;
+use frame::{HEADER, MAGIC};
+
+/// How much the file is preallocated when it is created.
+const FIRST_ALLOCATION: u64 = 1 << 20;
+/// The most the file grows by at once.
+const MAX_GROWTH: u64 = 64 << 20;
+/// Zeros written per call while preallocating.
+const ZEROS: usize = 256 << 10;
+
+/// The log's writer: where the next frame goes and which LSN it carries.
+#[derive(Debug)]
+pub(crate) struct Wal {
+    file: Box<dyn LogFile>,
+    /// Offset of the next frame.
+    pos: u64,
+    /// The file's length: every byte from `pos` up to it is zero or an old frame.
+    allocated: u64,
+    next_lsn: u64,
+    /// Whether commits are synced (`Durability::Immediate`).
+    sync: bool,
+    /// A failed `fdatasync` stopped the writer (see the module documentation).
+    stopped: bool,
+    buf: Vec<u8>,
+}
+
+impl Wal {
+    /// A writer over `file` whose next frame is `next_lsn`, written at the start of the file.
+    /// Every frame the file holds must be below `next_lsn` (folded, or abandoned): the writer
+    /// overwrites them. A file without the header gets it, and is preallocated.
+    pub(crate) fn rewound(file: Box<dyn LogFile>, next_lsn: u64, sync: bool) -> io::Result<Self> {
+        let mut wal = Self {
+            allocated: file.len()?,
+            file,
+            pos: MAGIC.len() as u64,
+            next_lsn,
+            sync,
+            stopped: false,
+            buf: Vec::new(),
+        };
+        let mut magic = [0u8; 8];
+        let has_magic =
+            wal.allocated >= 8 && wal.file.read_exact_at(&mut magic, 0).is_ok() && magic == MAGIC;
+        if !has_magic || wal.allocated < FIRST_ALLOCATION {
+            wal.file.write_all_at(&MAGIC, 0)?;
+            wal.grow_to(FIRST_ALLOCATION.max(wal.allocated))?;
+            // The header and the length are durable before any frame relies on them.
+            wal.file.sync_data()?;
+        }
+        Ok(wal)
+    }
+
+    /// Reads the whole file, for a scan on open.
+    pub(crate) fn read_all(file: &dyn LogFile) -> io::Result<Vec<u8>> {
+        let len = usize::try_from(file.len()?).map_err(io::Error::other)?;
+        let mut bytes = vec![0; len];
+        file.read_exact_at(&mut bytes, 0)?;
+        Ok(bytes)
+    }
+
+    /// Starts writing at the start of the file again; every frame in it must be at or below
+    /// a durable checkpoint.
+    pub(crate) fn rewind(&mut self) {
+        self.pos = MAGIC.len() as u64;
+    }
+
+    /// Writes one frame whose payload `fill` appends to the buffer it is given, and syncs it.
+    /// Returns the frame's LSN. A failed write leaves nothing acknowledged and the position
+    /// unchanged; a failed sync stops the writer for good.
+    pub(crate) fn append(&mut self, fill: impl FnOnce(&mut Vec<u8>)) -> io::Result<u64> {
+        if self.stopped {
+            return Err(io::Error::other(
+                "the journal log stopped after a failed fdatasync; reopen the store",
+            ));
+        }
+        let mut buf = std::mem::take(&mut self.buf);
+        buf.clear();
+        buf.resize(HEADER, 0);
+        fill(&mut buf);
+        let lsn = self.next_lsn;
+        frame::seal(&mut buf, lsn);
+        let result = self.write_and_sync(&buf);
+        // Keep the buffer for the next frame unless one huge commit grew it.
+        if buf.capacity() <= 4 << 20 {
+            self.buf = buf;
+        }
+        result.map(|()| lsn)
+    }
+
+    fn write_and_sync(&mut self, frame: &[u8]) -> io::Result<()> {
+        let end = self.pos + frame.len() as u64;
+        if end > self.allocated {
+            let growth = self.allocated.clamp(FIRST_ALLOCATION, MAX_GROWTH);
+            self.grow_to(end.max(self.allocated + growth))?;
+        }
+        // A failed write keeps the LSN: the next frame goes to the same place with it, so the
+        // frames stay consecutive.
+        self.file.write_all_at(frame, self.pos)?;
+        self.next_lsn += 1;
+        if self.sync
+            && let Err(e) = self.file.sync_data()
+        {
+            self.stopped = true;
+            return Err(e);
+        }
+        self.pos = end;
+        Ok(())
+    }
+
+    /// Writes zeros from the current length up to `len`.
+    fn grow_to(&mut self, len: u64) -> io::Result<()> {
+        let zeros = vec![0u8; ZEROS];
+        let mut at = self.allocated.max(self.pos);
+        while at < len {
+            let n = (len - at).min(ZEROS as u64) as usize;
+            self.file.write_all_at(&zeros[..n], at)?;
+            at += n as u64;
+        }
+        self.allocated = len;
+        Ok(())
+    }
+}
