@@ -145,3 +145,103 @@ impl Wal {
         Ok(())
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use std::sync::Mutex;
+
+    use super::*;
+
+    /// A log file in memory whose syncs fail while `fail_syncs` is set, counting them.
+    #[derive(Debug, Default)]
+    struct MemFile {
+        bytes: Mutex<Vec<u8>>,
+        syncs: Mutex<u32>,
+        fail_syncs: Mutex<bool>,
+    }
+
+    impl LogFile for std::sync::Arc<MemFile> {
+        fn len(&self) -> io::Result<u64> {
+            Ok(self.bytes.lock().unwrap().len() as u64)
+        }
+        fn read_exact_at(&self, buf: &mut [u8], offset: u64) -> io::Result<()> {
+            let bytes = self.bytes.lock().unwrap();
+            let at = offset as usize;
+            buf.copy_from_slice(&bytes[at..at + buf.len()]);
+            Ok(())
+        }
+        fn write_all_at(&self, data: &[u8], offset: u64) -> io::Result<()> {
+            let mut bytes = self.bytes.lock().unwrap();
+            let end = offset as usize + data.len();
+            if bytes.len() < end {
+                bytes.resize(end, 0);
+            }
+            bytes[offset as usize..end].copy_from_slice(data);
+            Ok(())
+        }
+        fn sync_data(&self) -> io::Result<()> {
+            *self.syncs.lock().unwrap() += 1;
+            if *self.fail_syncs.lock().unwrap() {
+                return Err(io::Error::other("EIO"));
+            }
+            Ok(())
+        }
+    }
+
+    #[test]
+    fn a_new_log_is_preallocated_and_each_frame_costs_one_sync() {
+        let file = std::sync::Arc::new(MemFile::default());
+        let mut wal = Wal::rewound(Box::new(file.clone()), 1, true).unwrap();
+        assert_eq!(file.len().unwrap(), FIRST_ALLOCATION);
+        let syncs = *file.syncs.lock().unwrap();
+        assert_eq!(wal.append(|b| b.extend_from_slice(b"one")).unwrap(), 1);
+        assert_eq!(wal.append(|b| b.extend_from_slice(b"two")).unwrap(), 2);
+        assert_eq!(*file.syncs.lock().unwrap(), syncs + 2);
+        let bytes = file.bytes.lock().unwrap().clone();
+        let lsns: Vec<u64> = frame::scan(&bytes)
+            .unwrap()
+            .frames
+            .iter()
+            .map(|f| f.lsn)
+            .collect();
+        assert_eq!(lsns, [1, 2]);
+    }
+
+    #[test]
+    fn a_failed_sync_stops_the_writer_without_a_second_sync() {
+        let file = std::sync::Arc::new(MemFile::default());
+        let mut wal = Wal::rewound(Box::new(file.clone()), 1, true).unwrap();
+        *file.fail_syncs.lock().unwrap() = true;
+        let syncs = *file.syncs.lock().unwrap();
+        wal.append(|b| b.push(1)).unwrap_err();
+        // The disk is fine again, but the writer has stopped: the page cache may have dropped
+        // the frame's pages, and a sync now could report success for data not on disk.
+        *file.fail_syncs.lock().unwrap() = false;
+        let err = wal.append(|b| b.push(2)).unwrap_err();
+        assert!(err.to_string().contains("reopen the store"), "{err}");
+        assert_eq!(*file.syncs.lock().unwrap(), syncs + 1, "no second sync");
+    }
+
+    #[test]
+    fn a_frame_past_the_preallocated_end_grows_the_file_first() {
+        let file = std::sync::Arc::new(MemFile::default());
+        let mut wal = Wal::rewound(Box::new(file.clone()), 1, true).unwrap();
+        let big = vec![7u8; FIRST_ALLOCATION as usize];
+        wal.append(|b| b.extend_from_slice(&big)).unwrap();
+        assert!(file.len().unwrap() >= 2 * FIRST_ALLOCATION);
+        wal.rewind();
+        assert_eq!(
+            wal.append(|b| b.push(3)).unwrap(),
+            2,
+            "LSNs go on after a rewind"
+        );
+        let bytes = file.bytes.lock().unwrap().clone();
+        let scanned = frame::scan(&bytes).unwrap();
+        assert_eq!(
+            scanned.frames.len(),
+            1,
+            "the old frame 1 is below the new one"
+        );
+        assert_eq!(scanned.frames[0].lsn, 2);
+    }
+}
