@@ -63,7 +63,7 @@ fn canned_commits() -> Vec<CommitBatch> {
 
 fn log_of(store_path: &Path) -> PathBuf {
     let mut name = store_path.as_os_str().to_owned();
-    name.push("-wal");
+    name.push("-wal.0");
     PathBuf::from(name)
 }
 
@@ -129,7 +129,7 @@ fn the_log_of_canned_commits_matches_the_golden_file_and_reads_back() {
     let path = dir.path().join("j.redb");
     {
         let store = RedbStore::open(&path, Durability::Immediate).unwrap();
-        assert_eq!(store.log_path(), log_of(&path));
+        assert_eq!(store.log_paths()[0], log_of(&path));
         for batch in canned_commits() {
             store.commit(&[&batch]).unwrap();
         }

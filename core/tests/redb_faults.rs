@@ -147,7 +147,8 @@ fn a_fold_failing_in_its_fsync_loses_nothing() {
         store.commit(&[&many(run, 0..FOLD_THRESHOLD)]).unwrap();
         assert_eq!(store.unfolded_records() as u64, FOLD_THRESHOLD);
         faults.fail_next_syncs(1);
-        let err = store.maintain().expect_err("the fold's commit fails");
+        store.maintain().unwrap();
+        let err = store.settle_fold().expect_err("the fold's commit fails");
         assert_injected_io_failure(&err);
         // The disk works again; the next read reopens the database and sees everything.
         assert_whole(&store, run, FOLD_THRESHOLD);
@@ -171,7 +172,8 @@ fn a_fold_failing_while_the_disk_is_down_loses_nothing_and_a_reopen_folds_it() {
         let store = FaultyBackend::open_store(&path, Durability::Immediate, &faults).unwrap();
         store.commit(&[&many(run, 0..FOLD_THRESHOLD)]).unwrap();
         faults.fail_next_writes(u32::MAX);
-        let err = store.maintain().expect_err("the fold's commit fails");
+        store.maintain().unwrap();
+        let err = store.settle_fold().expect_err("the fold's commit fails");
         assert_injected_io_failure(&err);
         // While the disk is down a read fails cleanly: an error, never a partial journal.
         let err = store.read_journal_raw(run).expect_err("the disk is down");

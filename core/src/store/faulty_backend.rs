@@ -168,16 +168,14 @@ impl FaultyBackend {
     ) -> Result<RedbStore, StoreError> {
         let path = path.as_ref().to_path_buf();
         let (file, db_faults) = (path.clone(), faults.clone());
-        let mut log = path.as_os_str().to_owned();
-        log.push("-wal");
-        let (log, log_faults) = (std::path::PathBuf::from(log), faults.clone());
+        let (logs, log_faults) = (super::redb_store::log_paths(&path), faults.clone());
         RedbStore::open_with_backend(
             path,
             durability,
             move || Self::open(&file, db_faults.clone()),
-            move || {
+            move |segment| {
                 let file: Box<dyn LogFile> = Box::new(FaultyLog {
-                    file: wal::file::open(&log)?,
+                    file: wal::file::open(&logs[segment])?,
                     faults: log_faults.clone(),
                 });
                 Ok(file)

@@ -18,12 +18,12 @@
 //! on disk after the reopen (see the [`Store`] contract).
 
 use std::path::{Path, PathBuf};
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, PoisonError, RwLock};
 
 use redb::{ReadableDatabase, ReadableTable, TableDefinition};
 
-use super::wal::Wal;
+use super::wal::Log;
 use super::wal::file::LogFile;
 use super::{CommitBatch, RunFilter, RunSummary, Store};
 use crate::codec;
@@ -32,12 +32,13 @@ use crate::id::RunId;
 use crate::record::Entry;
 
 mod catalog;
+mod fold;
 mod log;
 mod read;
 #[cfg(test)]
 mod tests;
 
-use log::{DEFAULT_FOLD, FoldPolicy, Unfolded};
+use fold::{DEFAULT_FOLD, FoldPolicy, Unfolded};
 use read::{decode_summary, list_runs_in};
 
 const JOURNAL: TableDefinition<(u128, u64), &[u8]> = TableDefinition::new("journal");
@@ -62,17 +63,28 @@ pub enum Durability {
 
 /// Opens the store's database: at open, and again after an I/O failure.
 type OpenDatabase = Box<dyn Fn() -> Result<redb::Database, StoreError> + Send + Sync>;
-/// Opens the journal log's file: at open, and again after an I/O failure.
-type OpenLog = Box<dyn Fn() -> Result<Box<dyn LogFile>, StoreError> + Send + Sync>;
+/// Opens a segment (0 or 1) of the journal log: at open, and again after an I/O failure.
+type OpenLog = Box<dyn Fn(usize) -> Result<Box<dyn LogFile>, StoreError> + Send + Sync>;
 
-/// A [`Store`] in one redb file.
+/// A [`Store`] in one redb file and its journal log.
 pub struct RedbStore {
+    inner: Arc<Inner>,
+}
+
+/// What a [`RedbStore`] and its fold thread share.
+pub struct Inner {
     /// `None` only between dropping a failed database and a successful reopen.
     db: RwLock<Option<redb::Database>>,
     open_database: OpenDatabase,
     open_log: OpenLog,
     /// The journal log's writer; `None` between a failure and the reopen that recovers.
-    log: Mutex<Option<Wal>>,
+    log: Mutex<Option<Log>>,
+    /// A fold is running on its thread.
+    fold_running: AtomicBool,
+    /// Why the last fold on its thread failed, until one succeeds.
+    fold_error: Mutex<Option<StoreError>>,
+    /// Counts reopens: a fold begun before one writes nothing.
+    epoch: AtomicU64,
     /// redb or the log reported an I/O failure: the database must be reopened before it is used again.
     io_failed: AtomicBool,
     path: PathBuf,
@@ -83,11 +95,25 @@ pub struct RedbStore {
 
 impl std::fmt::Debug for RedbStore {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        self.inner.fmt(f)
+    }
+}
+
+impl std::fmt::Debug for Inner {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("RedbStore")
             .field("path", &self.path)
             .field("durability", &self.durability)
             .field("io_failed", &self.io_failed)
             .finish_non_exhaustive()
+    }
+}
+
+impl std::ops::Deref for RedbStore {
+    type Target = Inner;
+
+    fn deref(&self) -> &Inner {
+        &self.inner
     }
 }
 
@@ -129,9 +155,9 @@ impl RedbStore {
         let file = path.clone();
         let open_database =
             Box::new(move || redb::Database::create(&file).map_err(|e| open_error(e, &file)));
-        let log = log_path(&path);
-        let open_log: OpenLog = Box::new(move || {
-            let file: Box<dyn LogFile> = Box::new(super::wal::file::open(&log)?);
+        let logs = log_paths(&path);
+        let open_log: OpenLog = Box::new(move |segment| {
+            let file: Box<dyn LogFile> = Box::new(super::wal::file::open(&logs[segment])?);
             Ok(file)
         });
         Self::open_with(path, durability, open_database, open_log)
@@ -145,7 +171,7 @@ impl RedbStore {
         path: impl AsRef<Path>,
         durability: Durability,
         backend: impl Fn() -> Result<B, StoreError> + Send + Sync + 'static,
-        log_file: impl Fn() -> Result<Box<dyn LogFile>, StoreError> + Send + Sync + 'static,
+        log_file: impl Fn(usize) -> Result<Box<dyn LogFile>, StoreError> + Send + Sync + 'static,
     ) -> Result<Self, StoreError> {
         let path = path.as_ref().to_path_buf();
         let file = path.clone();
@@ -164,23 +190,81 @@ impl RedbStore {
         open_log: OpenLog,
     ) -> Result<Self, StoreError> {
         let db = open_database()?;
-        let (left_in_log, file) = Self::recover(&db, &open_log)?;
-        let store = Self {
+        let (left_in_log, files) = Inner::recover(&db, &open_log)?;
+        let inner = Inner {
             db: RwLock::new(Some(db)),
             open_database,
             open_log,
             log: Mutex::new(None),
+            fold_running: AtomicBool::new(false),
+            fold_error: Mutex::new(None),
+            epoch: AtomicU64::new(0),
             io_failed: AtomicBool::new(false),
             path,
             durability,
             unfolded: RwLock::new(left_in_log),
             fold: DEFAULT_FOLD,
         };
-        store.fold()?;
-        store.restart_log(file)?;
-        Ok(store)
+        inner.fold_all()?;
+        inner.restart_log(files)?;
+        Ok(Self {
+            inner: Arc::new(inner),
+        })
     }
 
+    /// The file's path.
+    pub fn path(&self) -> &Path {
+        &self.path
+    }
+
+    /// The paths of the store's journal log, two segment files: the file's path with `-wal.0`
+    /// and `-wal.1` appended.
+    pub fn log_paths(&self) -> [PathBuf; 2] {
+        log_paths(&self.path)
+    }
+
+    /// Entries (records, run summaries, idempotency keys) committed to the journal log but not
+    /// yet folded into redb's tables.
+    pub fn unfolded_records(&self) -> usize {
+        self.unfolded
+            .read()
+            .unwrap_or_else(PoisonError::into_inner)
+            .records()
+    }
+
+    /// Waits for a fold running on its thread (see [`Store::maintain`]) to end; then reports
+    /// whether the last fold failed, and why. For tests that look at the file after a fold.
+    #[cfg(any(test, feature = "test-util"))]
+    pub fn settle_fold(&self) -> Result<(), StoreError> {
+        while self.fold_running.load(Ordering::Acquire) {
+            std::thread::sleep(std::time::Duration::from_millis(1));
+        }
+        match &*self
+            .fold_error
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+        {
+            Some(e) => Err(e.clone()),
+            None => Ok(()),
+        }
+    }
+
+    /// Folds everything committed into redb's tables now, on the caller's thread.
+    #[cfg(test)]
+    fn fold(&self) -> Result<(), StoreError> {
+        self.fold_all()
+    }
+
+    /// The fold policy, to change in tests.
+    #[cfg(test)]
+    fn fold_policy(&mut self) -> &mut FoldPolicy {
+        &mut Arc::get_mut(&mut self.inner)
+            .expect("no fold is running")
+            .fold
+    }
+}
+
+impl Inner {
     /// Runs `f` on the database, reopening it first if an earlier operation left it failed.
     fn with_db<T>(
         &self,
@@ -213,8 +297,9 @@ impl RedbStore {
         // and the log's writer, stopped or not, is replaced by one recovered from the file.
         *db = None;
         *self.log.lock().unwrap_or_else(PoisonError::into_inner) = None;
+        self.epoch.fetch_add(1, Ordering::AcqRel);
         let fresh = (self.open_database)()?;
-        let (left_in_log, file) = Self::recover(&fresh, &self.open_log)?;
+        let (left_in_log, files) = Self::recover(&fresh, &self.open_log)?;
         {
             let mut unfolded = self
                 .unfolded
@@ -228,32 +313,13 @@ impl RedbStore {
         tracing::warn!(path = %self.path.display(), "reopened the journal store after an I/O failure");
         self.io_failed.store(false, Ordering::Release);
         let db = db.insert(fresh);
-        let healed = self.fold_in(db).and_then(|()| self.restart_log(file));
+        let healed = self.fold_all_in(db).and_then(|()| self.restart_log(files));
         if let Err(e) = &healed
             && needs_reopen(e)
         {
             self.io_failed.store(true, Ordering::Release);
         }
         healed
-    }
-
-    /// The file's path.
-    pub fn path(&self) -> &Path {
-        &self.path
-    }
-
-    /// The path of the store's journal log: the file's path with `-wal` appended.
-    pub fn log_path(&self) -> PathBuf {
-        log_path(&self.path)
-    }
-
-    /// Entries (records, run summaries, idempotency keys) committed to the journal log but not
-    /// yet folded into redb's tables.
-    pub fn unfolded_records(&self) -> usize {
-        self.unfolded
-            .read()
-            .unwrap_or_else(PoisonError::into_inner)
-            .records
     }
 
     fn redb_durability(&self) -> redb::Durability {
@@ -264,11 +330,13 @@ impl RedbStore {
     }
 }
 
-/// The journal log beside the redb file at `path`.
-fn log_path(path: &Path) -> PathBuf {
-    let mut name = path.as_os_str().to_owned();
-    name.push("-wal");
-    PathBuf::from(name)
+/// The journal log's segments beside the redb file at `path`.
+pub(crate) fn log_paths(path: &Path) -> [PathBuf; 2] {
+    [0, 1].map(|segment| {
+        let mut name = path.as_os_str().to_owned();
+        name.push(format!("-wal.{segment}"));
+        PathBuf::from(name)
+    })
 }
 
 impl Store for RedbStore {
@@ -281,17 +349,7 @@ impl Store for RedbStore {
     }
 
     fn maintain(&self) -> Result<(), StoreError> {
-        if self.io_failed.load(Ordering::Acquire) {
-            // Heal while idle, so that reads need not wait for the next commit.
-            self.reopen()?;
-        }
-        let due = {
-            let u = self.unfolded.read().unwrap_or_else(PoisonError::into_inner);
-            u.records >= self.fold.records
-                || u.bytes >= self.fold.bytes
-                || (u.records > 0 && u.last_commit.is_some_and(|t| t.elapsed() >= self.fold.idle))
-        };
-        if due { self.fold() } else { Ok(()) }
+        self.inner.maintain()
     }
 
     fn read_journal_raw(&self, run_id: RunId) -> Result<Vec<(u64, Vec<u8>)>, StoreError> {

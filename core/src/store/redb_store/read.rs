@@ -5,7 +5,7 @@ use std::sync::PoisonError;
 
 use redb::ReadableDatabase;
 
-use super::log::RunRecords;
+use super::fold::{Gen, RunRecords};
 use super::{JOURNAL, RUNS, RedbStore, io};
 use crate::error::StoreError;
 use crate::id::RunId;
@@ -29,10 +29,20 @@ impl RedbStore {
         // Unfolded records first, then the table: a fold that commits in between moves
         // records from the first place to the second, so this order never misses one.
         let unfolded = self.unfolded.read().unwrap_or_else(PoisonError::into_inner);
-        let recent: RunRecords = unfolded.runs.get(&id).map_or_else(Vec::new, |records| {
-            let first = records.partition_point(|(seq, _)| *seq < from_seq);
-            records[first..].iter().take(limit).cloned().collect()
-        });
+        let mut recent: RunRecords = Vec::new();
+        // The folding generation holds a run's earlier records, the current one its later.
+        for generation in unfolded
+            .folding
+            .as_deref()
+            .into_iter()
+            .chain([&unfolded.current])
+        {
+            if let Some(records) = generation.runs.get(&id) {
+                let first = records.partition_point(|(seq, _)| *seq < from_seq);
+                let room = limit.saturating_sub(recent.len());
+                recent.extend(records[first..].iter().take(room).cloned());
+            }
+        }
         drop(unfolded);
         self.with_db(|db| Self::read_run_in(db, id, from_seq, limit, recent, &mut each))
     }
@@ -87,13 +97,15 @@ impl RedbStore {
     /// The run's summary if it changed since the last fold.
     pub(super) fn unfolded_summary(&self, run_id: RunId) -> Option<RunSummary> {
         let unfolded = self.unfolded.read().unwrap_or_else(PoisonError::into_inner);
-        unfolded.summaries.get(&run_id.as_u128()).cloned()
+        newest_first(&unfolded).find_map(|g| g.summaries.get(&run_id.as_u128()).cloned())
     }
 
     /// The run an idempotency key started, if it was committed since the last fold.
     pub(super) fn unfolded_key(&self, key: &str) -> Option<RunId> {
         let unfolded = self.unfolded.read().unwrap_or_else(PoisonError::into_inner);
-        unfolded.keys.get(key).copied().map(RunId::from_u128)
+        newest_first(&unfolded)
+            .find_map(|g| g.keys.get(key).copied())
+            .map(RunId::from_u128)
     }
 
     /// The summaries changed since the last fold that `filter` selects (ignoring its limit),
@@ -101,14 +113,27 @@ impl RedbStore {
     pub(super) fn unfolded_summaries(&self, filter: &RunFilter) -> Vec<RunSummary> {
         let unfolded = self.unfolded.read().unwrap_or_else(PoisonError::into_inner);
         let upper = filter.before.map_or(u128::MAX, |b| b.as_u128());
-        let in_range = unfolded.summaries.range(..=upper).rev();
-        in_range
-            .filter(|(id, s)| {
-                (filter.before.is_none() || **id < upper) && summary_matches(s, filter)
-            })
-            .map(|(_, s)| s.clone())
-            .collect()
+        let mut newest: std::collections::BTreeMap<u128, &RunSummary> = Default::default();
+        // Oldest generation first, so that the current one's summaries replace its.
+        for generation in unfolded
+            .folding
+            .as_deref()
+            .into_iter()
+            .chain([&unfolded.current])
+        {
+            for (id, s) in generation.summaries.range(..=upper) {
+                if (filter.before.is_none() || *id < upper) && summary_matches(s, filter) {
+                    newest.insert(*id, s);
+                }
+            }
+        }
+        newest.into_values().rev().cloned().collect()
     }
+}
+
+/// The unfolded generations, the current one first.
+fn newest_first(unfolded: &super::Unfolded) -> impl Iterator<Item = &Gen> {
+    std::iter::once(&unfolded.current).chain(unfolded.folding.as_deref())
 }
 
 pub(super) fn decode_summary(bytes: &[u8]) -> Result<RunSummary, StoreError> {

@@ -45,10 +45,12 @@ fn keeps_the_store_contracts() {
 fn keeps_the_store_contracts_when_folding_after_every_commit() {
     let dir = tempfile::tempdir().unwrap();
     let mut store = RedbStore::open(dir.path().join("j.redb"), Durability::Immediate).unwrap();
-    store.fold.records = 1;
+    store.fold_policy().records = 1;
     crate::store::contract::check_all(&store);
     // The contract's later commits (summaries and keys) wait for the next fold.
+    store.settle_fold().unwrap();
     store.maintain().unwrap();
+    store.settle_fold().unwrap();
     assert_eq!(store.unfolded_records(), 0, "maintain folded everything");
 }
 
@@ -70,7 +72,7 @@ fn reads_journal_ranges_as_slices_of_the_journal() {
 fn reads_journal_ranges_across_folded_and_unfolded_records() {
     let dir = tempfile::tempdir().unwrap();
     let mut store = RedbStore::open(dir.path().join("j.redb"), Durability::Immediate).unwrap();
-    store.fold.records = 1;
+    store.fold_policy().records = 1;
     // `maintain` folds after every commit here: the first ten records are folded, the
     // last five are not.
     crate::store::contract::check_ranges(&store);
@@ -114,7 +116,7 @@ fn reads_join_folded_and_unfolded_records_in_order() {
 fn maintain_folds_only_past_the_threshold_or_after_idling() {
     let dir = tempfile::tempdir().unwrap();
     let mut store = RedbStore::open(dir.path().join("j.redb"), Durability::Immediate).unwrap();
-    store.fold = FoldPolicy {
+    *store.fold_policy() = FoldPolicy {
         records: 10,
         bytes: usize::MAX,
         idle: Duration::from_secs(3600),
@@ -122,14 +124,17 @@ fn maintain_folds_only_past_the_threshold_or_after_idling() {
     let run = RunId::new();
     store.commit(&[&batch(run, 0..9)]).unwrap();
     store.maintain().unwrap();
+    store.settle_fold().unwrap();
     assert_eq!(store.unfolded_records(), 9, "below the threshold");
     store.commit(&[&batch(run, 9..10)]).unwrap();
     store.maintain().unwrap();
+    store.settle_fold().unwrap();
     assert_eq!(store.unfolded_records(), 0, "at the threshold");
 
-    store.fold.idle = Duration::ZERO;
+    store.fold_policy().idle = Duration::ZERO;
     store.commit(&[&batch(run, 10..11)]).unwrap();
     store.maintain().unwrap();
+    store.settle_fold().unwrap();
     assert_eq!(store.unfolded_records(), 0, "idle");
     assert_eq!(seqs(&store, run), (0..11).collect::<Vec<_>>());
 }
