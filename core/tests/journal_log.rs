@@ -332,6 +332,9 @@ fn while_the_disk_is_down_no_commit_is_acknowledged_and_nothing_is_lost() {
 /// One commit of the property test: `(run, record length)` per record.
 type Commit = Vec<(u8, usize)>;
 
+/// What a store holds: run -> `(seq, bytes)` in order.
+type Held = BTreeMap<u8, Vec<(u64, Vec<u8>)>>;
+
 fn commits() -> impl Strategy<Value = Vec<Commit>> {
     prop::collection::vec(prop::collection::vec((0u8..3, 0usize..200), 1..5), 1..12)
 }
@@ -350,7 +353,7 @@ proptest! {
         let path = dir.path().join("j.redb");
         let mut next_seq = [0u64; 3];
         // What the store holds after each commit: run -> [(seq, bytes)].
-        let mut states: Vec<BTreeMap<u8, Vec<(u64, Vec<u8>)>>> = vec![BTreeMap::new()];
+        let mut states: Vec<Held> = vec![BTreeMap::new()];
         {
             let store = RedbStore::open(&path, Durability::Immediate).unwrap();
             for commit in &commits {
