@@ -198,3 +198,76 @@ fn a_second_open_of_the_same_file_is_refused_clearly() {
     let err = RedbStore::open(&path, Durability::Immediate).unwrap_err();
     assert!(matches!(err, StoreError::Locked(_)), "{err}");
 }
+
+#[test]
+fn reads_while_folds_run_on_their_thread_see_every_committed_record_once() {
+    use std::sync::Arc;
+    use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("j.redb");
+    let mut store = RedbStore::open(&path, Durability::RelaxedForTests).unwrap();
+    store.fold_policy().records = 40;
+    let store = Arc::new(store);
+    let runs: Vec<RunId> = (0..4).map(|_| RunId::new()).collect();
+    let committed = Arc::new(AtomicU64::new(0));
+    let stop = Arc::new(AtomicBool::new(false));
+    let reads = Arc::new(AtomicU64::new(0));
+    let reader = {
+        let (store, runs, committed, stop, reads) = (
+            store.clone(),
+            runs.clone(),
+            committed.clone(),
+            stop.clone(),
+            reads.clone(),
+        );
+        std::thread::spawn(move || {
+            while !stop.load(Ordering::Acquire) {
+                for run in &runs {
+                    let at_least = committed.load(Ordering::Acquire);
+                    let seen = seqs(&store, *run);
+                    let n = seen.len() as u64;
+                    assert_eq!(
+                        seen,
+                        (0..n).collect::<Vec<_>>(),
+                        "each record once, in order"
+                    );
+                    assert!(
+                        n >= at_least,
+                        "a committed record is missing: {n} < {at_least}"
+                    );
+                }
+                reads.fetch_add(1, Ordering::AcqRel);
+            }
+        })
+    };
+    const SEQS: u64 = 400;
+    for seq in 0..SEQS {
+        if seq % 20 == 0 {
+            // Let the reader through now and then, so that reads overlap commits and folds.
+            let before = reads.load(Ordering::Acquire);
+            while reads.load(Ordering::Acquire) == before {
+                std::thread::yield_now();
+            }
+        }
+        let batches: Vec<CommitBatch> = runs.iter().map(|r| batch(*r, seq..seq + 1)).collect();
+        store.commit(&batches.iter().collect::<Vec<_>>()).unwrap();
+        committed.store(seq + 1, Ordering::Release);
+        store.maintain().unwrap();
+    }
+    stop.store(true, Ordering::Release);
+    reader.join().unwrap();
+    store.settle_fold().unwrap();
+    for run in &runs {
+        assert_eq!(seqs(&store, *run), (0..SEQS).collect::<Vec<_>>());
+    }
+    drop(store);
+    let store = RedbStore::open(&path, Durability::RelaxedForTests).unwrap();
+    for run in &runs {
+        assert_eq!(
+            seqs(&store, *run),
+            (0..SEQS).collect::<Vec<_>>(),
+            "after a reopen"
+        );
+    }
+}
