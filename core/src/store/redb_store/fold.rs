@@ -123,7 +123,11 @@ impl Inner {
             // Heal while idle, so that reads need not wait for the next commit.
             self.reopen()?;
         }
-        if self.fold_running.load(Ordering::Acquire) {
+        let mut thread = self
+            .fold_thread
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner);
+        if thread.as_ref().is_some_and(|t| !t.is_finished()) {
             return Ok(());
         }
         let frozen = self
@@ -140,19 +144,10 @@ impl Inner {
             },
             None => return Ok(()),
         };
-        self.fold_running.store(true, Ordering::Release);
         let (inner, epoch) = (self.clone(), self.epoch.load(Ordering::Acquire));
         let spawned = std::thread::Builder::new()
             .name("magrathea-fold".into())
             .spawn(move || {
-                /// Clears `fold_running` however the fold ends, a panic included.
-                struct Done<'a>(&'a std::sync::atomic::AtomicBool);
-                impl Drop for Done<'_> {
-                    fn drop(&mut self) {
-                        self.0.store(false, Ordering::Release);
-                    }
-                }
-                let _done = Done(&inner.fold_running);
                 let result = inner.fold_frozen(&generation, epoch);
                 if let Err(e) = &result {
                     tracing::warn!(error = %e, "folding the journal log into redb failed; will retry");
@@ -162,11 +157,22 @@ impl Inner {
                     .lock()
                     .unwrap_or_else(PoisonError::into_inner) = result.err();
             });
-        if let Err(e) = spawned {
-            self.fold_running.store(false, Ordering::Release);
-            return Err(StoreError::io(e));
-        }
+        // A finished thread's handle is dropped: it has nothing left to do.
+        *thread = Some(spawned.map_err(StoreError::io)?);
         Ok(())
+    }
+
+    /// Waits for the fold thread, if there is one, to end.
+    pub(super) fn join_fold(&self) {
+        let thread = self
+            .fold_thread
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .take();
+        if let Some(thread) = thread {
+            // A panic in the fold was reported by the thread; the frozen entries stay readable.
+            let _ = thread.join();
+        }
     }
 
     /// Moves the log's writer to its other segment and freezes the current generation for a
@@ -223,9 +229,7 @@ impl Inner {
     /// for tests. The caller holds the writer's commit lock (or owns the store alone).
     pub(super) fn fold_all(&self) -> Result<(), StoreError> {
         // A fold running on its thread finishes first.
-        while self.fold_running.load(Ordering::Acquire) {
-            std::thread::sleep(Duration::from_millis(1));
-        }
+        self.join_fold();
         self.with_db(|db| self.fold_all_in(db))
     }
 

@@ -79,8 +79,8 @@ pub struct Inner {
     open_log: OpenLog,
     /// The journal log's writer; `None` between a failure and the reopen that recovers.
     log: Mutex<Option<Log>>,
-    /// A fold is running on its thread.
-    fold_running: AtomicBool,
+    /// The thread of the last fold started by [`Store::maintain`].
+    fold_thread: Mutex<Option<std::thread::JoinHandle<()>>>,
     /// Why the last fold on its thread failed, until one succeeds.
     fold_error: Mutex<Option<StoreError>>,
     /// Counts reopens: a fold begun before one writes nothing.
@@ -106,6 +106,14 @@ impl std::fmt::Debug for Inner {
             .field("durability", &self.durability)
             .field("io_failed", &self.io_failed)
             .finish_non_exhaustive()
+    }
+}
+
+impl Drop for RedbStore {
+    /// Waits for a fold in progress, so that the file is closed (and can be opened again)
+    /// once the store is dropped.
+    fn drop(&mut self) {
+        self.inner.join_fold();
     }
 }
 
@@ -196,7 +204,7 @@ impl RedbStore {
             open_database,
             open_log,
             log: Mutex::new(None),
-            fold_running: AtomicBool::new(false),
+            fold_thread: Mutex::new(None),
             fold_error: Mutex::new(None),
             epoch: AtomicU64::new(0),
             io_failed: AtomicBool::new(false),
@@ -236,9 +244,7 @@ impl RedbStore {
     /// whether the last fold failed, and why. For tests that look at the file after a fold.
     #[cfg(any(test, feature = "test-util"))]
     pub fn settle_fold(&self) -> Result<(), StoreError> {
-        while self.fold_running.load(Ordering::Acquire) {
-            std::thread::sleep(std::time::Duration::from_millis(1));
-        }
+        self.join_fold();
         match &*self
             .fold_error
             .lock()
