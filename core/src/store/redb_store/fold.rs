@@ -13,7 +13,7 @@ use std::time::{Duration, Instant};
 
 use redb::ReadableTable;
 
-use super::{ACTIVE, CHECKPOINT, Inner, JOURNAL, KEYS, LOG, META, RUNS, io};
+use super::{ACTIVE, CHECKPOINT, CHUNKS, Inner, KEYS, LOG, META, RUNS, chunk, io};
 use crate::error::StoreError;
 use crate::id::RunId;
 use crate::store::{EncodedRecord, RunSummary};
@@ -274,11 +274,18 @@ fn write_gen(db: &redb::Database, generation: &Gen) -> Result<(), StoreError> {
     // Always durable: the log's segment is rewound over what this commit covers.
     tx.set_durability(redb::Durability::Immediate).map_err(io)?;
     {
-        let mut journal = tx.open_table(JOURNAL).map_err(io)?;
+        // One row per run: a run's records of one generation are consecutive seqs.
+        let mut chunks = tx.open_table(CHUNKS).map_err(io)?;
+        let mut value = Vec::new();
         for (run, records) in &generation.runs {
-            for (seq, bytes) in records {
-                journal.insert((*run, *seq), &bytes[..]).map_err(io)?;
-            }
+            let Some((first, _)) = records.first() else {
+                continue;
+            };
+            value.clear();
+            chunk::encode(records.iter().map(|(seq, b)| (*seq, &b[..])), &mut value);
+            chunks
+                .insert((*run, *first), value.as_slice())
+                .map_err(io)?;
         }
         let mut runs = tx.open_table(RUNS).map_err(io)?;
         let mut active = tx.open_table(ACTIVE).map_err(io)?;

@@ -6,7 +6,7 @@ use std::time::Instant;
 use redb::{ReadableTable, ReadableTableMetadata};
 
 use super::fold::{Gen, Unfolded};
-use super::{ACTIVE, CHECKPOINT, Inner, JOURNAL, KEYS, LOG, META, OpenLog, RUNS, io};
+use super::{ACTIVE, CHECKPOINT, CHUNKS, Inner, JOURNAL, KEYS, LOG, META, OpenLog, RUNS, io};
 use crate::codec::DecodeError;
 use crate::error::StoreError;
 use crate::store::wal::file::LogFile;
@@ -33,6 +33,7 @@ impl Inner {
         let mut left = Unfolded::default();
         {
             tx.open_table(JOURNAL).map_err(io)?;
+            tx.open_table(CHUNKS).map_err(io)?;
             tx.open_table(RUNS).map_err(io)?;
             tx.open_table(ACTIVE).map_err(io)?;
             tx.open_table(KEYS).map_err(io)?;

@@ -32,6 +32,7 @@ use crate::id::RunId;
 use crate::record::Entry;
 
 mod catalog;
+mod chunk;
 mod fold;
 mod log;
 mod read;
@@ -41,7 +42,10 @@ mod tests;
 use fold::{DEFAULT_FOLD, FoldPolicy, Unfolded};
 use read::{decode_summary, list_runs_in};
 
+/// One record per row, `(run, seq)`: what versions before the journal chunks folded.
 const JOURNAL: TableDefinition<(u128, u64), &[u8]> = TableDefinition::new("journal");
+/// One row per run per fold, `(run, first seq)`: a chunk of the run's records ([`chunk`]).
+const CHUNKS: TableDefinition<(u128, u64), &[u8]> = TableDefinition::new("journal_chunks");
 const LOG: TableDefinition<u64, &[u8]> = TableDefinition::new("journal_log");
 const RUNS: TableDefinition<u128, &[u8]> = TableDefinition::new("runs");
 const ACTIVE: TableDefinition<u128, ()> = TableDefinition::new("active_runs");

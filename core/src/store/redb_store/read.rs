@@ -6,15 +6,15 @@ use std::sync::PoisonError;
 use redb::ReadableDatabase;
 
 use super::fold::{Gen, RunRecords};
-use super::{JOURNAL, RUNS, RedbStore, io};
+use super::{CHUNKS, JOURNAL, RUNS, RedbStore, chunk, io};
 use crate::error::StoreError;
 use crate::id::RunId;
 use crate::store::{RunFilter, RunSummary, summary_matches};
 
 impl RedbStore {
     /// At most `limit` of a run's records from `from_seq` on, in seq order, each passed
-    /// through `each` as `(seq, bytes)`: a range scan of `journal`, then the unfolded records
-    /// past what the scan found. Only the slice asked for is copied.
+    /// through `each` as `(seq, bytes)`: range scans of `journal` and `journal_chunks`, then
+    /// the unfolded records past what the scans found. Only the slice asked for is copied.
     pub(super) fn read_run<T>(
         &self,
         run_id: RunId,
@@ -56,21 +56,40 @@ impl RedbStore {
         each: &mut impl FnMut(u64, &[u8]) -> Result<T, StoreError>,
     ) -> Result<Vec<T>, StoreError> {
         let tx = db.begin_read().map_err(io)?;
-        let table = tx.open_table(JOURNAL).map_err(io)?;
-        // Seqs are dense from 0: the last one sizes the result (records are large enough that
-        // growing a vector of ten thousand of them shows in replay times).
-        let range = || table.range((id, from_seq)..=(id, u64::MAX)).map_err(io);
-        let last_folded = range()?.next_back().transpose().map_err(io)?;
-        // A hint only, capped so that a corrupt seq cannot ask for a huge allocation.
-        let folded = last_folded.map_or(0, |(k, _)| k.value().1.saturating_sub(from_seq) + 1);
+        let rows = tx.open_table(JOURNAL).map_err(io)?;
+        let chunks = tx.open_table(CHUNKS).map_err(io)?;
+        let rows_range = || rows.range((id, from_seq)..=(id, u64::MAX)).map_err(io);
+        // The chunk holding `from_seq` starts at or before it; the others after it.
+        let first_chunk = chunks
+            .range((id, 0)..=(id, from_seq))
+            .map_err(io)?
+            .next_back()
+            .transpose()
+            .map_err(io)?
+            .map_or(from_seq, |(k, _)| k.value().1);
+        let chunk_range = || chunks.range((id, first_chunk)..=(id, u64::MAX)).map_err(io);
+        // Seqs are dense from 0: the last folded one sizes the result (records are large
+        // enough that growing a vector of ten thousand of them shows in replay times). A hint
+        // only, capped so that a corrupt seq cannot ask for a huge allocation.
+        let last_row = rows_range()?.next_back().transpose().map_err(io)?;
+        let last_chunk = chunk_range()?.next_back().transpose().map_err(io)?;
+        let last_folded = [
+            last_row.map(|(k, _)| k.value().1),
+            last_chunk.map(|(k, _)| k.value().1),
+        ]
+        .into_iter()
+        .flatten()
+        .max();
+        let folded = last_folded.map_or(0, |last| last.saturating_sub(from_seq) + 1);
         let capacity = usize::try_from(folded)
             .unwrap_or(usize::MAX)
             .saturating_add(recent.len())
             .min(limit)
             .min(1 << 20);
         let mut out = Vec::with_capacity(capacity);
-        let mut folded_up_to = None;
-        for row in range()? {
+        let mut folded_up_to: Option<u64> = None;
+        // Rows (folded by older versions) hold a run's earliest records, chunks the later ones.
+        for row in rows_range()? {
             if out.len() >= limit {
                 return Ok(out);
             }
@@ -78,6 +97,20 @@ impl RedbStore {
             let seq = k.value().1;
             out.push(each(seq, v.value())?);
             folded_up_to = Some(seq);
+        }
+        for row in chunk_range()? {
+            let (_, v) = row.map_err(io)?;
+            for record in chunk::decode(v.value()) {
+                let (seq, bytes) = record?;
+                if seq < from_seq || folded_up_to.is_some_and(|last| seq <= last) {
+                    continue;
+                }
+                if out.len() >= limit {
+                    return Ok(out);
+                }
+                out.push(each(seq, bytes)?);
+                folded_up_to = Some(seq);
+            }
         }
         // A run's records are folded in seq order, so the folded ones are a prefix; a record
         // folded since `recent` was taken is in both places and kept once.

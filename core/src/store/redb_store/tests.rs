@@ -105,9 +105,9 @@ fn reads_join_folded_and_unfolded_records_in_order() {
         .begin_read()
         .unwrap();
     assert_eq!(
-        tx.open_table(JOURNAL).unwrap().len().unwrap(),
-        4,
-        "the first commit is folded, the second is not"
+        tx.open_table(CHUNKS).unwrap().len().unwrap(),
+        2,
+        "the first commit is folded, one chunk per run; the second is not"
     );
     assert_eq!(store.unfolded_records(), 2);
 }
@@ -270,4 +270,48 @@ fn reads_while_folds_run_on_their_thread_see_every_committed_record_once() {
             "after a reopen"
         );
     }
+}
+
+#[test]
+fn a_file_folded_by_an_older_version_reads_on_with_the_chunks_after_it() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("j.redb");
+    let run = RunId::new();
+    {
+        // Records folded one per row into `journal`, as versions before the chunks did.
+        let db = redb::Database::create(&path).unwrap();
+        let tx = db.begin_write().unwrap();
+        {
+            let mut journal = tx.open_table(JOURNAL).unwrap();
+            for seq in 0..3u64 {
+                journal
+                    .insert((run.as_u128(), seq), vec![seq as u8; 3].as_slice())
+                    .unwrap();
+            }
+        }
+        tx.commit().unwrap();
+    }
+    let store = RedbStore::open(&path, Durability::Immediate).unwrap();
+    store.commit(&[&batch(run, 3..5)]).unwrap();
+    store.fold().unwrap();
+    store.commit(&[&batch(run, 5..7)]).unwrap();
+    store.fold().unwrap();
+    store.commit(&[&batch(run, 7..8)]).unwrap();
+    assert_eq!(seqs(&store, run), (0..8).collect::<Vec<_>>());
+    let range = |from, limit| -> Vec<u64> {
+        let rows = store.read_journal_range(run, from, limit).unwrap();
+        rows.into_iter().map(|(s, _)| s).collect()
+    };
+    assert_eq!(range(2, 3), [2, 3, 4], "from the rows into the first chunk");
+    assert_eq!(
+        range(4, 2),
+        [4, 5],
+        "from the middle of one chunk into the next"
+    );
+    assert_eq!(
+        range(6, 10),
+        [6, 7],
+        "from a chunk into the unfolded records"
+    );
+    assert_eq!(range(8, 10), Vec::<u64>::new());
 }
