@@ -190,3 +190,15 @@ pub fn wait_for_blocking(what: &str, timeout: Duration, mut cond: impl FnMut() -
         std::thread::sleep(Duration::from_millis(10));
     }
 }
+
+/// The bytes `log_appender` writes as record `seq` of `run` (and `tests/log_crash.rs` expects):
+/// up to about 4 KiB, so that a few thousand of them pass the size at which the store folds.
+pub fn record_bytes(run: magrathea::RunId, seq: u64) -> Vec<u8> {
+    let len = ((run.as_u128() as u64)
+        .wrapping_mul(31)
+        .wrapping_add(seq * 977)
+        % 4000) as usize;
+    (0..len)
+        .map(|i| (seq as usize).wrapping_add(i) as u8)
+        .collect()
+}

@@ -115,13 +115,25 @@ impl Inner {
             || (!c.is_empty() && u.last_commit.is_some_and(|t| t.elapsed() >= self.fold.idle))
     }
 
+    /// Whether the current generation has grown to four times the fold's thresholds.
+    fn fold_behind(&self) -> bool {
+        let u = self.unfolded.read().unwrap_or_else(PoisonError::into_inner);
+        u.current.records >= 4 * self.fold.records || u.current.bytes >= 4 * self.fold.bytes
+    }
+
     /// Housekeeping between commits (the writer's [`Store::maintain`](crate::Store::maintain)):
     /// starts a fold on a thread of its own when one is due and none is running, or tries a
-    /// failed one again. Returns at once.
+    /// failed one again. Returns at once, unless commits have outrun a running fold by four
+    /// times its thresholds: then it waits for that fold first.
     pub(super) fn maintain(self: &Arc<Self>) -> Result<(), StoreError> {
         if self.io_failed.load(Ordering::Acquire) {
             // Heal while idle, so that reads need not wait for the next commit.
             self.reopen()?;
+        }
+        if self.fold_behind() {
+            // Commits outrun the fold: wait for it (the writer holds its commit lock, so
+            // appends wait too), which bounds the memory and the log the unfolded set takes.
+            self.join_fold();
         }
         let mut thread = self
             .fold_thread
