@@ -210,3 +210,60 @@ fn a_file_as_dir_is_a_usage_error() {
     );
     assert!(out.stdout.is_empty());
 }
+
+#[test]
+fn a_dir_it_cannot_write_to_is_a_usage_error() {
+    // sysfs refuses new directories even to root, unlike a directory without write permission.
+    let out = bench(&["--quick", "--dir", "/sys"]);
+    assert_eq!(out.status.code(), Some(2));
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        stderr.contains("--dir /sys: cannot create a directory in it"),
+        "{stderr}"
+    );
+    assert!(out.stdout.is_empty());
+}
+
+#[test]
+fn ctrl_c_while_measuring_removes_the_bench_files_and_exits_130() {
+    use std::io::{BufRead, BufReader, Read};
+    use std::process::Stdio;
+
+    let dir = tempfile::tempdir().expect("tempdir");
+    let mut child = Command::new(BIN)
+        .args(["bench", "--quick", "--dir", dir.path().to_str().unwrap()])
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("spawning magrathea bench");
+    let mut stderr = BufReader::new(child.stderr.take().unwrap());
+    let mut line = String::new();
+    // Interrupted while the journal writer is being measured: files are open in the
+    // subdirectory.
+    loop {
+        line.clear();
+        assert!(
+            stderr.read_line(&mut line).unwrap() > 0,
+            "bench ended early"
+        );
+        if line.contains("journal writer") {
+            break;
+        }
+    }
+    assert_eq!(entries(dir.path()).len(), 1, "one bench subdirectory");
+    nix::sys::signal::kill(
+        nix::unistd::Pid::from_raw(child.id() as i32),
+        nix::sys::signal::Signal::SIGINT,
+    )
+    .unwrap();
+    let mut rest = String::new();
+    stderr.read_to_string(&mut rest).unwrap();
+    let status = child.wait().unwrap();
+    assert_eq!(status.code(), Some(130), "{rest}");
+    assert!(rest.contains("bench: interrupted; removing"), "{rest}");
+    assert_eq!(
+        entries(dir.path()),
+        Vec::<String>::new(),
+        "the bench files are gone"
+    );
+}

@@ -6,7 +6,8 @@
 //! (default: the system temp directory), removed afterwards. Output: a table on stdout, or
 //! with `--json` one JSON object (shape in `docs/bench.md`); what it measures is announced on
 //! stderr as it goes. A DIR that does not exist or cannot be written is a usage error (exit
-//! 2); a failure while measuring (a full disk) exits 1.
+//! 2); a failure while measuring (a full disk) exits 1; Ctrl-C removes the files and exits
+//! 130.
 
 use std::path::{Path, PathBuf};
 
@@ -15,7 +16,7 @@ use magrathea_workloads::suite::{self, Figure, Plan};
 use serde_json::{Value, json};
 
 use super::output::{errln, outln};
-use super::{EXIT_OK, Invalid};
+use super::{EXIT_INTERRUPTED, EXIT_OK, Invalid};
 
 /// Version of the `--json` shape; raised when a field changes meaning or goes away.
 const JSON_VERSION: u64 = 1;
@@ -29,7 +30,8 @@ workflow alone (p50/p90/p99) against 11 raw fdatasyncs and 10 raw redb commits; 
 concurrent workflows of 10 steps; the replay of a 10,000-record run against reading and
 decoding it. Each ratio is value / baseline: above 1 is faster for records/s, slower for ms.
 The workloads are those of the criterion benches (benches/). Exit codes: 0 measured; 1 a
-failure while measuring; 2 DIR does not exist or cannot be written.")]
+failure while measuring; 2 DIR does not exist or cannot be written; 130 interrupted (Ctrl-C),
+the bench files removed.")]
 pub(crate) struct BenchArgs {
     /// Directory on the disk to measure; the files go to a fresh subdirectory of it, removed
     /// afterwards [default: the system temp directory].
@@ -66,12 +68,17 @@ pub(crate) async fn bench(args: BenchArgs) -> anyhow::Result<u8> {
             .as_str()
             .unwrap_or("filesystem unknown")
     );
+    // Installed before anything is measured: a Ctrl-C removes the bench files too.
+    let mut sigint = tokio::signal::unix::signal(tokio::signal::unix::SignalKind::interrupt())
+        .context("cannot handle Ctrl-C")?;
     let path = work.path().to_path_buf();
-    let figures = tokio::task::spawn_blocking(move || {
+    let measuring = tokio::task::spawn_blocking(move || {
         suite::run(&path, &plan, &mut |stage| errln!("bench: {stage}"))
-    })
-    .await
-    .context("the bench thread")?;
+    });
+    let figures = tokio::select! {
+        joined = measuring => joined.context("the bench thread")?,
+        _ = sigint.recv() => interrupted(work.path()),
+    };
     let removed = work.close();
     let figures = figures?;
     removed.with_context(|| format!("removing the bench files under {}", base.display()))?;
@@ -91,6 +98,20 @@ pub(crate) async fn bench(args: BenchArgs) -> anyhow::Result<u8> {
         print_table(&base, args.quick, &machine, &figures)?;
     }
     Ok(EXIT_OK)
+}
+
+/// Ctrl-C while measuring: removes the bench files and exits at once with code 130 (the
+/// measuring thread cannot be stopped midway; the process ending stops it).
+fn interrupted(files: &Path) -> ! {
+    errln!("bench: interrupted; removing {}", files.display());
+    // The measuring thread may create a file meanwhile: try a few times.
+    for _ in 0..20 {
+        if std::fs::remove_dir_all(files).is_ok() || !files.exists() {
+            break;
+        }
+        std::thread::sleep(std::time::Duration::from_millis(50));
+    }
+    std::process::exit(EXIT_INTERRUPTED.into())
 }
 
 /// `dir`, absolute, if it is a directory; a usage error otherwise.
