@@ -7,24 +7,20 @@
 //! - `key_order/v7` and `key_order/v4`: raw redb, 100 commits of 1,000 records each into a
 //!   fresh file, keyed by time-ordered (UUIDv7) or random (UUIDv4) run ids; prints the file
 //!   size of each;
-//! - `writer/N`: the engine's [`JournalWriter`] over a [`RedbStore`] (`Immediate`), with `N`
+//! - `writer/N`: the engine's `JournalWriter` over a `RedbStore` (`Immediate`), with `N`
 //!   concurrent appenders each appending one record per append; prints records per commit.
 //!
-//! Throughputs are in records (elements) per second.
+//! Throughputs are in records (elements) per second. The baselines and the writer workload
+//! are `magrathea_workloads::{baseline, appenders}`, which `magrathea bench` runs too.
 
-use std::fs::File;
-use std::os::unix::fs::FileExt;
-use std::sync::Arc;
-use std::sync::atomic::Ordering;
 use std::time::{Duration, Instant};
 
 use criterion::{
     BenchmarkId, Criterion, SamplingMode, Throughput, criterion_group, criterion_main,
 };
-use magrathea_benches::{bench_dir, raw_commit, raw_redb, small_record};
-use magrathea_core::store::{CommitBatch, EncodedRecord};
-use magrathea_core::writer::JournalWriter;
-use magrathea_core::{Durability, RedbStore, RunId, Store};
+use magrathea_benches::{bench_dir, commit_counts, raw_commit, raw_redb, small_record};
+use magrathea_workloads::appenders::{APPENDERS, append_concurrently, open_writer};
+use magrathea_workloads::baseline::{FsyncFile, RawRedb};
 use uuid::Uuid;
 
 fn baselines(c: &mut Criterion) {
@@ -35,31 +31,15 @@ fn baselines(c: &mut Criterion) {
         .measurement_time(Duration::from_secs(4))
         .throughput(Throughput::Elements(1));
 
-    // Preallocated and synced first: the timed writes overwrite allocated blocks, so each
-    // fdatasync flushes data only, as redb's commits to an already-grown file do.
-    let file = File::create(dir.path().join("fsync.bin")).expect("creating the fsync file");
-    file.write_all_at(&vec![0u8; 1 << 20], 0)
-        .expect("preallocating");
-    file.sync_all().expect("fsync");
-    let payload = [7u8; 64];
-    let mut offset = 0u64;
+    // The same workloads as `magrathea bench` (magrathea_workloads::baseline).
+    let mut fsync = FsyncFile::create(dir.path()).expect("creating the fsync file");
     g.bench_function("fdatasync", |b| {
-        b.iter(|| {
-            file.write_all_at(&payload, offset).expect("pwrite");
-            offset = (offset + 64) % (1 << 20);
-            file.sync_data().expect("fdatasync");
-        })
+        b.iter_custom(|iters| fsync.time(iters).expect("fdatasync"))
     });
 
-    let db = raw_redb(&dir.path().join("one.redb"));
-    let run = Uuid::now_v7().as_u128();
-    let value = small_record(1);
-    let mut seq = 0u64;
+    let mut raw = RawRedb::create(&dir.path().join("one.redb")).expect("creating raw redb");
     g.bench_function("redb_commit_1", |b| {
-        b.iter(|| {
-            raw_commit(&db, [(run, seq)], &value);
-            seq += 1;
-        })
+        b.iter_custom(|iters| raw.time(iters).expect("raw redb commit"))
     });
     g.finish();
 }
@@ -121,25 +101,17 @@ fn key_order(c: &mut Criterion) {
 fn writer(c: &mut Criterion) {
     let rt = tokio::runtime::Runtime::new().expect("tokio runtime");
     let dir = bench_dir();
-    let store: Arc<dyn Store> = Arc::new(
-        RedbStore::open(dir.path().join("writer.redb"), Durability::Immediate)
-            .expect("opening the store"),
-    );
-    let writer = JournalWriter::start(store);
+    let writer = open_writer(&dir.path().join("writer.redb")).expect("opening the writer");
     let value = small_record(1);
 
     let mut g = c.benchmark_group("writer");
     g.sample_size(10)
         .warm_up_time(Duration::from_secs(1))
         .measurement_time(Duration::from_secs(5));
-    for appenders in [1u64, 16, 256, 1024] {
+    for appenders in APPENDERS {
         g.throughput(Throughput::Elements(appenders));
         let stats = writer.stats().clone();
-        let (commits0, records0, micros0) = (
-            stats.commits.load(Ordering::Relaxed),
-            stats.records.load(Ordering::Relaxed),
-            stats.commit_micros.load(Ordering::Relaxed),
-        );
+        let (commits0, records0, micros0) = commit_counts(&stats);
         // One iteration: every appender appends one record. Appenders run freely (no barrier
         // between iterations), as runs do.
         g.bench_with_input(
@@ -147,41 +119,18 @@ fn writer(c: &mut Criterion) {
             &appenders,
             |b, &n| {
                 b.to_async(&rt).iter_custom(|iters| {
-                    let writer = writer.clone();
-                    let value = value.clone();
+                    let (writer, value) = (&writer, &value);
                     async move {
-                        let started = Instant::now();
-                        let tasks: Vec<_> = (0..n)
-                            .map(|_| {
-                                let writer = writer.clone();
-                                let value = value.clone();
-                                tokio::spawn(async move {
-                                    let run = RunId::new();
-                                    for seq in 0..iters {
-                                        let batch = CommitBatch {
-                                            records: vec![EncodedRecord {
-                                                run_id: run,
-                                                seq,
-                                                bytes: value.clone(),
-                                            }],
-                                            ..Default::default()
-                                        };
-                                        writer.append(batch).await.expect("append");
-                                    }
-                                })
-                            })
-                            .collect();
-                        for t in tasks {
-                            t.await.expect("appender task");
-                        }
-                        started.elapsed()
+                        append_concurrently(writer, n, iters, value)
+                            .await
+                            .expect("appending")
                     }
                 })
             },
         );
-        let commits = stats.commits.load(Ordering::Relaxed) - commits0;
-        let records = stats.records.load(Ordering::Relaxed) - records0;
-        let micros = stats.commit_micros.load(Ordering::Relaxed) - micros0;
+        let (commits1, records1, micros1) = commit_counts(&stats);
+        let (commits, records, micros) =
+            (commits1 - commits0, records1 - records0, micros1 - micros0);
         if commits > 0 {
             println!(
                 "writer/{appenders}: {records} records in {commits} commits: {:.1} records/commit, \

@@ -15,50 +15,25 @@
 //!   cache after the first iteration: this is a warm replay.
 //! - `replay/read_journal`: only reading and decoding the 10,000 records
 //!   (`Store::read_journal`), to split the figure above.
+//!
+//! The workload is `magrathea_workloads::replay`, which `magrathea bench` runs too.
 
 use std::time::{Duration, Instant};
 
 use criterion::{Criterion, Throughput, criterion_group, criterion_main};
-use magrathea_benches::{
-    bench_dir, noop_task, steps_then_sleep_workflow, wait_until_no_run_in_memory,
-};
-use magrathea_core::{Engine, StartRequest};
-use serde_json::json;
-
-const TASKS: u64 = 4_999;
-const RECORDS: u64 = 1 + 2 * TASKS + 1;
+use magrathea_workloads::replay::{RECORDS, ReplayRun};
 
 fn replay(c: &mut Criterion) {
     let rt = tokio::runtime::Runtime::new().expect("tokio runtime");
-    let dir = bench_dir();
-    let (engine, run) = rt.block_on(async {
-        let engine = Engine::builder()
-            .path(dir.path().join("journal.redb"))
-            .workflow(steps_then_sleep_workflow())
-            .task(noop_task())
-            .build()
-            .await
-            .expect("building the engine");
-        let started = Instant::now();
-        let run = engine
-            .start(StartRequest::code(
-                "steps_then_sleep",
-                json!({"tasks": TASKS, "sleep_ms": 3_600_000}),
-            ))
-            .await
-            .expect("start");
-        wait_until_no_run_in_memory(&engine).await;
-        let records = engine.journal(run).expect("journal").len() as u64;
-        assert_eq!(
-            records, RECORDS,
-            "the run's journal has the expected length"
-        );
-        println!(
-            "replay: built a {records}-record journal in {:.2} s",
-            started.elapsed().as_secs_f64()
-        );
-        (engine, run)
-    });
+    let dir = magrathea_benches::bench_dir();
+    let started = Instant::now();
+    let replay = rt
+        .block_on(ReplayRun::build(dir.path()))
+        .expect("building the run to replay");
+    println!(
+        "replay: built a {RECORDS}-record journal in {:.2} s",
+        started.elapsed().as_secs_f64()
+    );
 
     let mut g = c.benchmark_group("replay");
     g.sample_size(30)
@@ -67,24 +42,14 @@ fn replay(c: &mut Criterion) {
         .throughput(Throughput::Elements(RECORDS));
     g.bench_function("resume_until_suspended", |b| {
         let _rt = rt.enter();
-        b.iter_custom(|iters| {
-            let mut total = Duration::ZERO;
-            for _ in 0..iters {
-                let started = Instant::now();
-                engine.resume(run);
-                // `resume` registers the run in memory before it returns; it leaves once it
-                // is suspended again. Yield rather than sleep: tokio's timer is too coarse.
-                while engine.runs_in_memory() > 0 {
-                    std::thread::yield_now();
-                }
-                total += started.elapsed();
-            }
-            total
-        })
+        b.iter_custom(|iters| (0..iters).map(|_| replay.resume_until_suspended()).sum())
     });
-    let store = engine.store();
     g.bench_function("read_journal", |b| {
-        b.iter(|| store.read_journal(run).expect("read_journal"))
+        b.iter_custom(|iters| {
+            (0..iters)
+                .map(|_| replay.read_decode().expect("read_journal"))
+                .sum()
+        })
     });
     g.finish();
 }

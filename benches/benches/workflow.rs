@@ -13,33 +13,21 @@
 //!   seconds apart;
 //! - `throughput/1000x10`: 1,000 concurrent workflows of 10 no-op tasks each, from the first
 //!   start to the last completion; throughput in steps (tasks) per second.
+//!
+//! The workloads are `magrathea_workloads::{baseline, workflow}`, which `magrathea bench` runs
+//! too.
 
 use std::time::Duration;
 
 use criterion::{Criterion, SamplingMode, Throughput, criterion_group, criterion_main};
-use magrathea_benches::{
-    bench_dir, commit_counts, noop_task, paired, print_commits_per_run, raw_commit, raw_redb,
-    run_concurrently, selected, small_record, steps_workflow,
-};
-use magrathea_core::{Engine, StartRequest};
-use serde_json::json;
-use uuid::Uuid;
+use magrathea_benches::{bench_dir, commit_counts, paired, print_commits_per_run, selected};
+use magrathea_workloads::baseline::RawRedb;
+use magrathea_workloads::workflow::{CONCURRENT_RUNS, STEPS, engine, lone_run, run_concurrently};
 
 fn runtime() -> tokio::runtime::Runtime {
     tokio::runtime::Runtime::new().expect("tokio runtime")
 }
 
-async fn engine(dir: &std::path::Path) -> Engine {
-    Engine::builder()
-        .path(dir.join("journal.redb"))
-        .workflow(steps_workflow())
-        .task(noop_task())
-        .build()
-        .await
-        .expect("building the engine")
-}
-
-/// `(commits, records, µs inside commits)` so far.
 fn latency(c: &mut Criterion) {
     let rt = runtime();
     let dir = bench_dir();
@@ -48,31 +36,33 @@ fn latency(c: &mut Criterion) {
         .warm_up_time(Duration::from_secs(1))
         .measurement_time(Duration::from_secs(5));
 
-    let db = raw_redb(&dir.path().join("raw.redb"));
-    let value = small_record(1);
+    let mut raw = RawRedb::create(&dir.path().join("raw.redb")).expect("creating raw redb");
     g.bench_function("raw_redb_10_commits", |b| {
-        b.iter(|| {
-            let run = Uuid::now_v7().as_u128();
-            for seq in 0..10 {
-                raw_commit(&db, [(run, seq)], &value);
+        b.iter_custom(|iters| {
+            let mut total = Duration::ZERO;
+            for _ in 0..iters {
+                total += raw.time_run(STEPS).expect("raw redb commits");
             }
+            total
         })
     });
 
-    let engine = rt.block_on(engine(dir.path()));
+    let engine = rt
+        .block_on(engine(dir.path()))
+        .expect("building the engine");
     let stats = engine.writer_stats();
     let before = commit_counts(&stats);
     let mut runs = 0u64;
     g.bench_function("ten_steps", |b| {
-        b.to_async(&rt).iter(|| {
-            runs += 1;
-            let engine = engine.clone();
+        b.to_async(&rt).iter_custom(|iters| {
+            runs += iters;
+            let engine = &engine;
             async move {
-                let run = engine
-                    .start(StartRequest::code("steps", json!(10)))
-                    .await
-                    .expect("start");
-                engine.wait(run).await.expect("wait")
+                let mut total = Duration::ZERO;
+                for _ in 0..iters {
+                    total += lone_run(engine, STEPS).await.expect("a lone run");
+                }
+                total
             }
         })
     });
@@ -87,30 +77,21 @@ fn latency(c: &mut Criterion) {
             "raw_redb_10_commits",
             PAIRS,
             || {
-                let run = Uuid::now_v7().as_u128();
-                for seq in 0..10 {
-                    raw_commit(&db, [(run, seq)], &value);
-                }
+                raw.time_run(STEPS).expect("raw redb commits");
             },
             || {
-                rt.block_on(async {
-                    let run = engine
-                        .start(StartRequest::code("steps", json!(10)))
-                        .await
-                        .expect("start");
-                    engine.wait(run).await.expect("wait")
-                });
+                rt.block_on(lone_run(&engine, STEPS)).expect("a lone run");
             },
         );
     }
 }
 
 fn throughput(c: &mut Criterion) {
-    const RUNS: usize = 1_000;
-    const STEPS: u64 = 10;
     let rt = runtime();
     let dir = bench_dir();
-    let engine = rt.block_on(engine(dir.path()));
+    let engine = rt
+        .block_on(engine(dir.path()))
+        .expect("building the engine");
     let stats = engine.writer_stats();
 
     let mut g = c.benchmark_group("throughput");
@@ -118,14 +99,22 @@ fn throughput(c: &mut Criterion) {
         .sampling_mode(SamplingMode::Flat)
         .warm_up_time(Duration::from_secs(2))
         .measurement_time(Duration::from_secs(10))
-        .throughput(Throughput::Elements(RUNS as u64 * STEPS));
+        .throughput(Throughput::Elements(CONCURRENT_RUNS as u64 * STEPS));
     let before = commit_counts(&stats);
     let mut batches = 0u64;
     g.bench_function("1000x10", |b| {
-        b.to_async(&rt).iter(|| {
-            batches += 1;
-            let engine = engine.clone();
-            async move { run_concurrently(&engine, RUNS, STEPS).await }
+        b.to_async(&rt).iter_custom(|iters| {
+            batches += iters;
+            let engine = &engine;
+            async move {
+                let mut total = Duration::ZERO;
+                for _ in 0..iters {
+                    total += run_concurrently(engine, CONCURRENT_RUNS, STEPS)
+                        .await
+                        .expect("running workflows concurrently");
+                }
+                total
+            }
         })
     });
     let after = commit_counts(&stats);
@@ -135,7 +124,7 @@ fn throughput(c: &mut Criterion) {
             "throughput/1000x10: {batches} rounds, {commits} commits, {records} records: \
              {:.0} records/commit, {:.1} records/step",
             records as f64 / commits as f64,
-            records as f64 / (batches * RUNS as u64 * STEPS) as f64
+            records as f64 / (batches * CONCURRENT_RUNS as u64 * STEPS) as f64
         );
     }
     g.finish();

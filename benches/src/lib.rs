@@ -1,5 +1,9 @@
 //! Shared pieces of the Magrathea benches (`benches/benches/*.rs`).
 //!
+//! The workloads themselves (baselines, journal writer, workflows, replay) are in the
+//! `magrathea-workloads` crate, which `magrathea bench` runs too; this crate adds what only
+//! the benches need (their directory, name filters, printing) and panicking wrappers.
+//!
 //! The benches compare the engine against baselines measured in the same run: a raw
 //! `fdatasync`, a raw redb `Immediate` commit of one record, and raw redb batched commits. The
 //! raw redb baselines use the engine's own journal table layout (`(u128 run id, u64 seq) ->
@@ -9,22 +13,15 @@
 //! Bench files go to a directory on a real disk: `$MAGRATHEA_BENCH_DIR` if set, else the
 //! system temp directory (ext4 on the reference machine; check with `df -T`, never tmpfs).
 
-use std::collections::HashSet;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
-use magrathea_core::Record;
-use magrathea_core::codec;
-use magrathea_core::{
-    Engine, RunId, StartRequest, Step, TaskOptions, TaskRegistration, WorkflowError,
-    WorkflowRegistration,
-};
-use redb::TableDefinition;
-use serde_json::{Value, json};
-use tokio::sync::broadcast::error::RecvError;
+use magrathea_core::Engine;
 
-/// The engine's journal table layout, for the raw redb baselines.
-pub const JOURNAL: TableDefinition<(u128, u64), &[u8]> = TableDefinition::new("journal");
+pub use magrathea_workloads::{
+    JOURNAL, commit_counts, noop_task, quantile, small_record, steps_then_sleep_workflow,
+    steps_workflow,
+};
 
 /// A fresh temporary directory for bench files, on a real disk (see the crate docs).
 pub fn bench_dir() -> tempfile::TempDir {
@@ -32,82 +29,17 @@ pub fn bench_dir() -> tempfile::TempDir {
         .map(PathBuf::from)
         .unwrap_or_else(std::env::temp_dir);
     std::fs::create_dir_all(&base).expect("creating the bench directory");
-    tempfile::Builder::new()
-        .prefix("magrathea-bench-")
-        .tempdir_in(base)
-        .expect("creating a temporary bench directory")
-}
-
-/// The bytes of a typical small journal record: a no-op task's successful result, as the
-/// engine's codec encodes it (a few dozen bytes).
-pub fn small_record(step: Step) -> Vec<u8> {
-    let mut bytes = Vec::with_capacity(64);
-    codec::encode(
-        &Record::TaskResult {
-            step,
-            attempt: 1,
-            outcome: "success".into(),
-            output: json!(step),
-            error: None,
-            is_final: true,
-        },
-        1_750_000_000_000,
-        &mut bytes,
-    );
-    bytes
+    magrathea_workloads::fresh_dir(&base).expect("creating a temporary bench directory")
 }
 
 /// Opens a raw redb database for the baselines, with the journal table created.
 pub fn raw_redb(path: &Path) -> redb::Database {
-    let db = redb::Database::create(path).expect("creating the raw redb database");
-    let tx = db.begin_write().expect("begin_write");
-    tx.open_table(JOURNAL).expect("open_table");
-    tx.commit().expect("commit");
-    db
+    magrathea_workloads::raw_redb(path).expect("creating the raw redb database")
 }
 
 /// Commits `keys` as journal records in one redb `Immediate` transaction.
 pub fn raw_commit(db: &redb::Database, keys: impl IntoIterator<Item = (u128, u64)>, value: &[u8]) {
-    let mut tx = db.begin_write().expect("begin_write");
-    tx.set_durability(redb::Durability::Immediate)
-        .expect("set_durability");
-    {
-        let mut table = tx.open_table(JOURNAL).expect("open_table");
-        for key in keys {
-            table.insert(key, value).expect("insert");
-        }
-    }
-    tx.commit().expect("commit");
-}
-
-/// The registration of the no-op task `noop`, which returns its input.
-pub fn noop_task() -> TaskRegistration {
-    TaskRegistration::new("noop", TaskOptions::default(), |v, _| async move { Ok(v) })
-}
-
-/// The workflow `steps`: runs `input` (a number) sequential `noop` tasks, returns `null`.
-pub fn steps_workflow() -> WorkflowRegistration {
-    WorkflowRegistration::new("steps", "", |ctx, input| async move {
-        let n = input.as_u64().unwrap_or(0);
-        for i in 0..n {
-            ctx.task("noop", json!(i)).await?;
-        }
-        Ok::<_, WorkflowError>(Value::Null)
-    })
-}
-
-/// The workflow `steps_then_sleep`: runs `input.tasks` sequential `noop` tasks, then sleeps on
-/// a durable timer of `input.sleep_ms`.
-pub fn steps_then_sleep_workflow() -> WorkflowRegistration {
-    WorkflowRegistration::new("steps_then_sleep", "", |ctx, input| async move {
-        let tasks = input["tasks"].as_u64().unwrap_or(0);
-        let sleep_ms = input["sleep_ms"].as_u64().unwrap_or(0);
-        for i in 0..tasks {
-            ctx.task("noop", json!(i)).await?;
-        }
-        ctx.sleep(Duration::from_millis(sleep_ms)).await?;
-        Ok::<_, WorkflowError>(Value::Null)
-    })
+    magrathea_workloads::raw_commit(db, keys, value).expect("raw redb commit")
 }
 
 /// Waits until the engine holds no run in memory (every run finished or was evicted), polling.
@@ -137,13 +69,6 @@ pub fn selected(name: &str) -> bool {
     filters.is_empty() || filters.iter().any(|f| name.contains(f.as_str()))
 }
 
-/// The `q`-quantile (0.0..=1.0) of `samples`, which it sorts.
-pub fn quantile(samples: &mut [Duration], q: f64) -> Duration {
-    samples.sort_unstable();
-    let i = ((samples.len() - 1) as f64 * q).round() as usize;
-    samples[i]
-}
-
 /// Milliseconds, for printing.
 pub fn ms(d: Duration) -> f64 {
     d.as_secs_f64() * 1e3
@@ -151,46 +76,9 @@ pub fn ms(d: Duration) -> f64 {
 
 /// Starts `n` runs of `steps` no-op tasks at once and waits until all have ended.
 pub async fn run_concurrently(engine: &Engine, n: usize, steps: u64) {
-    // One subscriber for all runs: `Engine::wait` per run would have each of the n waiters
-    // read every status update of every run (n² receives), which measures the harness.
-    let mut updates = engine.subscribe_status();
-    let starts: Vec<_> = (0..n)
-        .map(|_| {
-            let engine = engine.clone();
-            tokio::spawn(async move {
-                engine
-                    .start(StartRequest::code("steps", json!(steps)))
-                    .await
-                    .expect("start")
-            })
-        })
-        .collect();
-    let mut pending: HashSet<RunId> = HashSet::with_capacity(n);
-    for s in starts {
-        pending.insert(s.await.expect("start task"));
-    }
-    while !pending.is_empty() {
-        match updates.recv().await {
-            Ok(u) if u.status.is_terminal() => {
-                pending.remove(&u.run_id);
-            }
-            Ok(_) => {}
-            Err(RecvError::Lagged(_)) => {
-                pending.retain(|run| !engine.status(*run).expect("status").is_terminal());
-            }
-            Err(RecvError::Closed) => panic!("the engine closed"),
-        }
-    }
-}
-
-/// The journal writer's counters: commits, records, microseconds spent committing.
-pub fn commit_counts(stats: &magrathea_core::writer::WriterStats) -> (u64, u64, u64) {
-    use std::sync::atomic::Ordering;
-    (
-        stats.commits.load(Ordering::Relaxed),
-        stats.records.load(Ordering::Relaxed),
-        stats.commit_micros.load(Ordering::Relaxed),
-    )
+    magrathea_workloads::workflow::run_concurrently(engine, n, steps)
+        .await
+        .expect("running workflows concurrently");
 }
 
 /// Prints `name: C commits and R records per run, U us per commit` for `runs` runs between two

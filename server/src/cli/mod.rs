@@ -1,6 +1,7 @@
 //! The `magrathea` command line: argument parsing and dispatch to one module per command.
 
 mod backend;
+mod bench;
 mod cancel;
 mod control;
 mod graph;
@@ -108,6 +109,9 @@ enum Command {
     Archive(versions::NameArgs),
     /// Unarchive a workflow: starts are accepted again.
     Unarchive(versions::NameArgs),
+    /// Measure this machine and disk with the standard durable workloads, against raw
+    /// fdatasync and redb commits measured in the same run.
+    Bench(bench::BenchArgs),
 }
 
 /// A failure the command reports with exit code 2 (invalid input; nothing was done).
@@ -142,6 +146,7 @@ pub(crate) async fn main() -> ExitCode {
         Command::Versions(a) => versions::list(&loc, a),
         Command::Archive(a) => versions::set_archived(&loc, a, true),
         Command::Unarchive(a) => versions::set_archived(&loc, a, false),
+        Command::Bench(a) => bench::bench(a).await,
     };
     // Clients that started or answered runs here see them settle before this process gives
     // up the store; after a Ctrl-C it leaves at once (their runs resume with the next owner).

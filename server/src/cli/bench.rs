@@ -1,0 +1,246 @@
+//! `magrathea bench [--dir DIR] [--quick] [--json]`: measure this machine and its disk with
+//! the standard workloads, durable, against raw baselines measured in the same run.
+//!
+//! The workloads are those of the criterion benches (`magrathea_workloads::suite`), so the
+//! figures mean the same in both. Files go to a fresh `magrathea-bench-*` subdirectory of DIR
+//! (default: the system temp directory), removed afterwards. Output: a table on stdout, or
+//! with `--json` one JSON object (shape in `docs/bench.md`); what it measures is announced on
+//! stderr as it goes. A DIR that does not exist or cannot be written is a usage error (exit
+//! 2); a failure while measuring (a full disk) exits 1; Ctrl-C removes the files and exits
+//! 130.
+
+use std::path::{Path, PathBuf};
+
+use anyhow::Context;
+use magrathea_workloads::suite::{self, Figure, Plan};
+use serde_json::{Value, json};
+
+use super::output::{errln, outln};
+use super::{EXIT_INTERRUPTED, EXIT_OK, Invalid};
+
+/// Version of the `--json` shape; raised when a field changes meaning or goes away.
+const JSON_VERSION: u64 = 1;
+
+/// Arguments of `magrathea bench`.
+#[derive(Debug, clap::Args)]
+#[command(after_help = "\
+Measures, durable (an fsync per commit): raw fdatasync and raw redb commits of 1 record (the
+baselines); the journal writer with 1, 16, 256 and 1,024 concurrent appenders; one 10-step
+workflow alone (p50/p90/p99) against 11 raw fdatasyncs and 10 raw redb commits; 1,000
+concurrent workflows of 10 steps; the replay of a 10,000-record run against reading and
+decoding it. Each ratio is value / baseline: above 1 is faster for records/s, slower for ms.
+The workloads are those of the criterion benches (benches/). Exit codes: 0 measured; 1 a
+failure while measuring; 2 DIR does not exist or cannot be written; 130 interrupted (Ctrl-C),
+the bench files removed.")]
+pub(crate) struct BenchArgs {
+    /// Directory on the disk to measure; the files go to a fresh subdirectory of it, removed
+    /// afterwards [default: the system temp directory].
+    #[arg(long, value_name = "DIR")]
+    dir: Option<PathBuf>,
+    /// A short pass (under 30 s on a small machine) instead of the full one, which runs a few
+    /// times longer for steadier figures.
+    #[arg(long)]
+    quick: bool,
+    /// Print one JSON object on stdout instead of the table.
+    #[arg(long)]
+    json: bool,
+}
+
+pub(crate) async fn bench(args: BenchArgs) -> anyhow::Result<u8> {
+    let base = args.dir.unwrap_or_else(std::env::temp_dir);
+    let base = checked_dir(&base)?;
+    let work = magrathea_workloads::fresh_dir(&base).map_err(|e| {
+        Invalid(format!(
+            "--dir {}: cannot create a directory in it: {e}",
+            base.display()
+        ))
+    })?;
+    let machine = machine(&base);
+    let plan = if args.quick {
+        Plan::quick()
+    } else {
+        Plan::full()
+    };
+    errln!(
+        "bench: measuring in {} ({}), durability Immediate",
+        work.path().display(),
+        machine["filesystem"]
+            .as_str()
+            .unwrap_or("filesystem unknown")
+    );
+    // Installed before anything is measured: a Ctrl-C removes the bench files too.
+    let mut sigint = tokio::signal::unix::signal(tokio::signal::unix::SignalKind::interrupt())
+        .context("cannot handle Ctrl-C")?;
+    let path = work.path().to_path_buf();
+    let measuring = tokio::task::spawn_blocking(move || {
+        suite::run(&path, &plan, &mut |stage| errln!("bench: {stage}"))
+    });
+    let figures = tokio::select! {
+        joined = measuring => joined.context("the bench thread")?,
+        _ = sigint.recv() => interrupted(work.path()),
+    };
+    let removed = work.close();
+    let figures = figures?;
+    removed.with_context(|| format!("removing the bench files under {}", base.display()))?;
+    if args.json {
+        outln!(
+            "{}",
+            json!({
+                "version": JSON_VERSION,
+                "dir": base.display().to_string(),
+                "quick": args.quick,
+                "durability": "immediate",
+                "machine": machine,
+                "figures": figures.iter().map(figure_json).collect::<Vec<_>>(),
+            })
+        )?;
+    } else {
+        print_table(&base, args.quick, &machine, &figures)?;
+    }
+    Ok(EXIT_OK)
+}
+
+/// Ctrl-C while measuring: removes the bench files and exits at once with code 130 (the
+/// measuring thread cannot be stopped midway; the process ending stops it).
+fn interrupted(files: &Path) -> ! {
+    errln!("bench: interrupted; removing {}", files.display());
+    // The measuring thread may create a file meanwhile: try a few times.
+    for _ in 0..20 {
+        if std::fs::remove_dir_all(files).is_ok() || !files.exists() {
+            break;
+        }
+        std::thread::sleep(std::time::Duration::from_millis(50));
+    }
+    std::process::exit(EXIT_INTERRUPTED.into())
+}
+
+/// `dir`, absolute, if it is a directory; a usage error otherwise.
+fn checked_dir(dir: &Path) -> anyhow::Result<PathBuf> {
+    match std::fs::metadata(dir) {
+        Ok(m) if m.is_dir() => Ok(dir.canonicalize().unwrap_or_else(|_| dir.to_path_buf())),
+        Ok(_) => Err(Invalid(format!("--dir {}: not a directory", dir.display())).into()),
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
+            Err(Invalid(format!("--dir {}: no such directory", dir.display())).into())
+        }
+        Err(e) => Err(Invalid(format!("--dir {}: {e}", dir.display())).into()),
+    }
+}
+
+/// What is known cheaply of the machine and of the filesystem holding `dir`.
+fn machine(dir: &Path) -> Value {
+    let read = |path: &str| {
+        std::fs::read_to_string(path)
+            .ok()
+            .map(|s| s.trim().to_string())
+    };
+    let cpu_model = read("/proc/cpuinfo").and_then(|info| {
+        info.lines()
+            .find_map(|l| l.strip_prefix("model name"))
+            .and_then(|rest| rest.split_once(':'))
+            .map(|(_, model)| model.trim().to_string())
+    });
+    json!({
+        "cpus": std::thread::available_parallelism().map_or(1, |n| n.get()),
+        "cpu_model": cpu_model,
+        "os": std::env::consts::OS,
+        "arch": std::env::consts::ARCH,
+        "kernel": read("/proc/sys/kernel/osrelease"),
+        "filesystem": read("/proc/mounts").and_then(|mounts| filesystem_of(dir, &mounts)),
+    })
+}
+
+/// The type of the filesystem mounted deepest above `dir`, from the text of `/proc/mounts`.
+fn filesystem_of(dir: &Path, mounts: &str) -> Option<String> {
+    mounts
+        .lines()
+        .filter_map(|line| {
+            let mut fields = line.split(' ');
+            let (_, point, fs) = (fields.next()?, fields.next()?, fields.next()?);
+            // Spaces, tabs and backslashes in mount points are octal escapes.
+            let point = point
+                .replace("\\040", " ")
+                .replace("\\011", "\t")
+                .replace("\\134", "\\");
+            dir.starts_with(&point)
+                .then(|| (Path::new(&point).components().count(), fs.to_string()))
+        })
+        .max_by_key(|(depth, _)| *depth)
+        .map(|(_, fs)| fs)
+}
+
+/// A figure as the `--json` output has it.
+fn figure_json(f: &Figure) -> Value {
+    let main = f.comparisons.first();
+    json!({
+        "name": f.name,
+        "description": f.label,
+        "value": f.value,
+        "unit": f.unit,
+        "baseline": main.map(|c| c.baseline.clone()),
+        "ratio": main.map(|c| c.ratio),
+        "comparisons": f.comparisons.iter()
+            .map(|c| json!({"baseline": c.baseline, "ratio": c.ratio}))
+            .collect::<Vec<_>>(),
+    })
+}
+
+/// A number with as many decimals as it deserves.
+fn number(v: f64) -> String {
+    if v >= 100.0 {
+        format!("{v:.0}")
+    } else if v >= 10.0 {
+        format!("{v:.1}")
+    } else {
+        format!("{v:.2}")
+    }
+}
+
+fn print_table(
+    base: &Path,
+    quick: bool,
+    machine: &Value,
+    figures: &[Figure],
+) -> anyhow::Result<()> {
+    let text = |key: &str| machine[key].as_str().unwrap_or("unknown").to_string();
+    outln!(
+        "magrathea bench{}: {} ({}), {} CPUs ({}), {} {} ({})",
+        if quick { " --quick" } else { "" },
+        base.display(),
+        text("filesystem"),
+        machine["cpus"],
+        text("cpu_model"),
+        text("os"),
+        text("kernel"),
+        text("arch"),
+    )?;
+    outln!("durability: Immediate (every commit fsynced)")?;
+    outln!()?;
+    outln!(
+        "{:<36} {:>10} {:<15} {}",
+        "figure",
+        "value",
+        "unit",
+        "ratio to baseline"
+    )?;
+    for f in figures {
+        let ratios = f
+            .comparisons
+            .iter()
+            .map(|c| format!("{}× {}", number(c.ratio), c.baseline))
+            .collect::<Vec<_>>()
+            .join(", ");
+        outln!(
+            "{:<36} {:>10} {:<15} {}",
+            f.name,
+            number(f.value),
+            f.unit,
+            if ratios.is_empty() { "–" } else { &ratios }
+        )?;
+    }
+    outln!()?;
+    outln!(
+        "ratio = value / baseline, both measured in this run: above 1 is faster for records/s, \
+         slower for ms. Names: docs/bench.md."
+    )?;
+    Ok(())
+}

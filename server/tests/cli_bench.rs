@@ -1,0 +1,269 @@
+//! `magrathea bench`: the real binary measures a directory the test chooses, reports every
+//! figure with its ratios to the baselines, and leaves nothing behind; a directory it cannot
+//! use is a usage error.
+
+use std::collections::HashMap;
+use std::path::Path;
+use std::process::{Command, Output};
+
+use serde_json::Value;
+
+const BIN: &str = env!("CARGO_BIN_EXE_magrathea");
+
+/// The figures every run reports, by name, with their units.
+const FIGURES: &[(&str, &str)] = &[
+    ("raw_fdatasync", "records/s"),
+    ("raw_redb_commit_1", "records/s"),
+    ("appenders_1", "records/s"),
+    ("appenders_1_records_per_commit", "records/commit"),
+    ("appenders_16", "records/s"),
+    ("appenders_16_records_per_commit", "records/commit"),
+    ("appenders_256", "records/s"),
+    ("appenders_256_records_per_commit", "records/commit"),
+    ("appenders_1024", "records/s"),
+    ("appenders_1024_records_per_commit", "records/commit"),
+    ("raw_fdatasync_x11_p50", "ms"),
+    ("raw_redb_commit_x10_p50", "ms"),
+    ("ten_steps_p50", "ms"),
+    ("raw_fdatasync_x11_p90", "ms"),
+    ("raw_redb_commit_x10_p90", "ms"),
+    ("ten_steps_p90", "ms"),
+    ("raw_fdatasync_x11_p99", "ms"),
+    ("raw_redb_commit_x10_p99", "ms"),
+    ("ten_steps_p99", "ms"),
+    ("throughput_1000x10", "steps/s"),
+    ("read_decode_10000", "ms"),
+    ("replay_10000", "ms"),
+];
+
+/// The main baseline of each compared figure.
+const BASELINES: &[(&str, &str)] = &[
+    ("appenders_1", "raw_fdatasync"),
+    ("appenders_16", "raw_redb_commit_1"),
+    ("appenders_256", "raw_redb_commit_1"),
+    ("appenders_1024", "raw_redb_commit_1"),
+    ("ten_steps_p50", "raw_redb_commit_x10_p50"),
+    ("ten_steps_p90", "raw_redb_commit_x10_p90"),
+    ("ten_steps_p99", "raw_redb_commit_x10_p99"),
+    ("replay_10000", "read_decode_10000"),
+];
+
+fn bench(args: &[&str]) -> Output {
+    Command::new(BIN)
+        .arg("bench")
+        .args(args)
+        .output()
+        .expect("running magrathea bench")
+}
+
+fn entries(dir: &Path) -> Vec<String> {
+    std::fs::read_dir(dir)
+        .expect("reading the bench directory")
+        .map(|e| {
+            e.expect("an entry")
+                .file_name()
+                .to_string_lossy()
+                .into_owned()
+        })
+        .collect()
+}
+
+fn assert_close(actual: f64, expected: f64, what: &str) {
+    assert!(
+        (actual - expected).abs() <= expected.abs() * 1e-9,
+        "{what}: {actual} != {expected}"
+    );
+}
+
+#[test]
+fn quick_json_reports_every_figure_with_its_ratios_and_removes_its_files() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let out = bench(&["--quick", "--json", "--dir", dir.path().to_str().unwrap()]);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "bench failed: {stderr}");
+    let report: Value = serde_json::from_slice(&out.stdout).expect("stdout is one JSON object");
+
+    assert_eq!(report["version"], 1);
+    assert_eq!(report["quick"], true);
+    assert_eq!(report["durability"], "immediate");
+    let canonical = dir.path().canonicalize().unwrap();
+    assert_eq!(report["dir"], canonical.to_str().unwrap());
+    assert!(report["machine"]["cpus"].as_u64().unwrap() >= 1);
+    for key in ["cpu_model", "kernel", "filesystem"] {
+        let v = &report["machine"][key];
+        assert!(v.is_string() || v.is_null(), "machine.{key} is {v}");
+    }
+    assert!(report["machine"]["os"].is_string());
+
+    let figures = report["figures"].as_array().expect("figures is an array");
+    let by_name: HashMap<&str, &Value> = figures
+        .iter()
+        .map(|f| (f["name"].as_str().expect("a figure's name"), f))
+        .collect();
+    assert_eq!(by_name.len(), figures.len(), "figure names are unique");
+    let names: Vec<&str> = figures
+        .iter()
+        .map(|f| f["name"].as_str().unwrap())
+        .collect();
+    let expected: Vec<&str> = FIGURES.iter().map(|(n, _)| *n).collect();
+    assert_eq!(names, expected, "the figures, in order");
+
+    for (name, unit) in FIGURES {
+        let f = by_name[name];
+        assert_eq!(f["unit"], *unit, "{name}'s unit");
+        assert!(f["description"].as_str().is_some_and(|d| !d.is_empty()));
+        let value = f["value"].as_f64().expect("a numeric value");
+        assert!(value.is_finite() && value > 0.0, "{name} = {value}");
+        let comparisons = f["comparisons"].as_array().expect("comparisons");
+        for c in comparisons {
+            let base = by_name[c["baseline"].as_str().expect("a baseline name")];
+            assert_eq!(
+                base["unit"], f["unit"],
+                "{name} is compared in its own unit"
+            );
+            let ratio = c["ratio"].as_f64().expect("a numeric ratio");
+            assert!(ratio.is_finite() && ratio > 0.0);
+            assert_close(ratio, value / base["value"].as_f64().unwrap(), name);
+        }
+        match BASELINES.iter().find(|(n, _)| n == name) {
+            Some((_, baseline)) => {
+                assert_eq!(f["baseline"], *baseline, "{name}'s baseline");
+                assert_eq!(f["baseline"], comparisons[0]["baseline"]);
+                assert_eq!(f["ratio"], comparisons[0]["ratio"]);
+            }
+            None => {
+                assert!(f["baseline"].is_null(), "{name} has no baseline");
+                assert!(f["ratio"].is_null());
+                assert!(comparisons.is_empty());
+            }
+        }
+    }
+    // The lone workflow is compared to 11 raw fdatasyncs too.
+    assert_eq!(
+        by_name["ten_steps_p50"]["comparisons"][1]["baseline"],
+        "raw_fdatasync_x11_p50"
+    );
+
+    assert_eq!(
+        entries(dir.path()),
+        Vec::<String>::new(),
+        "the bench files are gone"
+    );
+}
+
+#[test]
+fn quick_table_names_every_figure_and_the_machine() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let out = bench(&["--quick", "--dir", dir.path().to_str().unwrap()]);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "bench failed: {stderr}");
+    let table = String::from_utf8(out.stdout).expect("utf-8");
+    assert!(table.contains("durability: Immediate"), "{table}");
+    assert!(table.contains("CPUs"), "{table}");
+    for (name, unit) in FIGURES {
+        let row = table
+            .lines()
+            .find(|l| l.split_whitespace().next() == Some(name))
+            .unwrap_or_else(|| panic!("no row for {name} in:\n{table}"));
+        assert!(row.contains(unit), "{row}");
+    }
+    for (name, baseline) in BASELINES {
+        let row = table
+            .lines()
+            .find(|l| l.split_whitespace().next() == Some(name))
+            .unwrap();
+        assert!(row.contains(&format!("× {baseline}")), "{row}");
+    }
+    assert_eq!(
+        entries(dir.path()),
+        Vec::<String>::new(),
+        "the bench files are gone"
+    );
+}
+
+#[test]
+fn a_missing_dir_is_a_usage_error() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let missing = dir.path().join("nonexistent");
+    let out = bench(&["--quick", "--dir", missing.to_str().unwrap()]);
+    assert_eq!(out.status.code(), Some(2));
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        stderr.contains(&format!("--dir {}: no such directory", missing.display())),
+        "{stderr}"
+    );
+    assert!(out.stdout.is_empty());
+    assert!(!missing.exists());
+}
+
+#[test]
+fn a_file_as_dir_is_a_usage_error() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let file = dir.path().join("file");
+    std::fs::write(&file, "").unwrap();
+    let out = bench(&["--quick", "--json", "--dir", file.to_str().unwrap()]);
+    assert_eq!(out.status.code(), Some(2));
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        stderr.contains(&format!("--dir {}: not a directory", file.display())),
+        "{stderr}"
+    );
+    assert!(out.stdout.is_empty());
+}
+
+#[test]
+fn a_dir_it_cannot_write_to_is_a_usage_error() {
+    // sysfs refuses new directories even to root, unlike a directory without write permission.
+    let out = bench(&["--quick", "--dir", "/sys"]);
+    assert_eq!(out.status.code(), Some(2));
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        stderr.contains("--dir /sys: cannot create a directory in it"),
+        "{stderr}"
+    );
+    assert!(out.stdout.is_empty());
+}
+
+#[test]
+fn ctrl_c_while_measuring_removes_the_bench_files_and_exits_130() {
+    use std::io::{BufRead, BufReader, Read};
+    use std::process::Stdio;
+
+    let dir = tempfile::tempdir().expect("tempdir");
+    let mut child = Command::new(BIN)
+        .args(["bench", "--quick", "--dir", dir.path().to_str().unwrap()])
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("spawning magrathea bench");
+    let mut stderr = BufReader::new(child.stderr.take().unwrap());
+    let mut line = String::new();
+    // Interrupted while the journal writer is being measured: files are open in the
+    // subdirectory.
+    loop {
+        line.clear();
+        assert!(
+            stderr.read_line(&mut line).unwrap() > 0,
+            "bench ended early"
+        );
+        if line.contains("journal writer") {
+            break;
+        }
+    }
+    assert_eq!(entries(dir.path()).len(), 1, "one bench subdirectory");
+    nix::sys::signal::kill(
+        nix::unistd::Pid::from_raw(child.id() as i32),
+        nix::sys::signal::Signal::SIGINT,
+    )
+    .unwrap();
+    let mut rest = String::new();
+    stderr.read_to_string(&mut rest).unwrap();
+    let status = child.wait().unwrap();
+    assert_eq!(status.code(), Some(130), "{rest}");
+    assert!(rest.contains("bench: interrupted; removing"), "{rest}");
+    assert_eq!(
+        entries(dir.path()),
+        Vec::<String>::new(),
+        "the bench files are gone"
+    );
+}
