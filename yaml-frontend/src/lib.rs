@@ -31,6 +31,7 @@ mod diagnostic;
 mod duration;
 mod error_kind;
 pub mod events;
+pub mod load_cache;
 mod loader;
 mod node;
 mod outcome;
@@ -59,6 +60,7 @@ pub use duration::{
     DurationError, MAX_DURATION, MAX_DURATION_SECS, parse_duration, saturating_secs,
 };
 pub use error_kind::ErrorKind;
+pub use load_cache::load_workflow_shared;
 pub use loader::{LoadOptions, parse_yaml};
 pub use node::{YamlKind, YamlNode};
 pub use outcome::{Outcome, Outcomes, PossibleOutcome, Routing, catch_kind};

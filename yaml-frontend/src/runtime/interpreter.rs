@@ -22,7 +22,7 @@ use super::{failure, steps};
 use crate::ast::TerminalOutcome;
 use crate::plan::{OnFailure, Plan, PlanState, Step};
 use crate::template::{Template, TemplateValue};
-use crate::{LoadOptions, load_workflow, validate_params};
+use crate::validate_params;
 
 /// What the interpreter keeps of a run: its parameters, its variables and its budget.
 pub(super) struct Run<'a> {
@@ -418,7 +418,7 @@ pub(crate) fn frozen_child(
             .to_string()
     };
     let (path, definition) = (text("path"), text("definition"));
-    let loaded = load_workflow(&path, &definition, &LoadOptions::default()).map_err(|diags| {
+    let loaded = crate::load_workflow_shared(&path, &definition).map_err(|diags| {
         diags
             .iter()
             .map(|d| d.to_string())
@@ -446,15 +446,15 @@ pub(crate) fn frozen_child(
 pub(crate) fn load_frozen(start: &StartRecord) -> Result<Plan, String> {
     let text = start.definition.as_deref().unwrap_or_default();
     let label = format!("{}.yaml (frozen)", start.workflow_name);
-    load_workflow(&label, text, &LoadOptions::default())
+    crate::load_workflow_shared(&label, text)
         .map(|l| {
             // The settings' default timeouts frozen at the start fill what the document
             // leaves open.
             let defaults = default_bounds::timeout_defaults(l.doc.defaults, start);
             if defaults == l.doc.defaults {
-                l.plan
+                l.plan.clone()
             } else {
-                let mut doc = l.doc;
+                let mut doc = l.doc.clone();
                 doc.defaults = defaults;
                 Plan::compile(&doc)
             }

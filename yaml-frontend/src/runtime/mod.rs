@@ -236,7 +236,7 @@ impl YamlRuntime {
         complete: impl FnOnce(StartRequest) -> StartRequest,
     ) -> Result<StartRequest, YamlStartError> {
         let (path, text) = self.inner.docs.workflow_to_start(scope, name, draft)?;
-        let loaded = load_workflow(&path.display().to_string(), &text, &LoadOptions::default())
+        let loaded = crate::load_workflow_shared(&path.display().to_string(), &text)
             .map_err(YamlStartError::Invalid)?;
         let params =
             validate_params(&loaded.doc.parameters, &params).map_err(YamlStartError::Params)?;
