@@ -118,7 +118,8 @@ impl Inner {
     /// Whether the current generation has grown to four times the fold's thresholds.
     fn fold_behind(&self) -> bool {
         let u = self.unfolded.read().unwrap_or_else(PoisonError::into_inner);
-        u.current.records >= 4 * self.fold.records || u.current.bytes >= 4 * self.fold.bytes
+        u.current.records >= self.fold.records.saturating_mul(4)
+            || u.current.bytes >= self.fold.bytes.saturating_mul(4)
     }
 
     /// Housekeeping between commits (the writer's [`Store::maintain`](crate::Store::maintain)):
