@@ -15,7 +15,7 @@ use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use serde_json::Value;
 
-use crate::codec::input_hash;
+use crate::codec::{input_hash, str_hash};
 use crate::id::RunId;
 use crate::record::{Entry, GateAnswer, GateSpec, Record, RunStatus, Step, StepKind};
 use crate::replay::{Replayed, due_after, patch_marker};
@@ -372,7 +372,7 @@ impl WorkflowContext {
     /// Runs a task with explicit label and options.
     pub fn task_with(&self, call: TaskCall) -> StepFuture<Result<Value, TaskError>> {
         let name = call.name.unwrap_or_else(|| call.task.clone());
-        let hash = input_hash(&call.input) ^ input_hash(&Value::String(call.task.clone()));
+        let hash = input_hash(&call.input) ^ str_hash(&call.task);
         let detail = CommandDetail::Task {
             task: call.task,
             input: call.input,
@@ -450,7 +450,7 @@ impl WorkflowContext {
     /// Waits for the next signal of this name sent with `Engine::signal`. Signals sent before
     /// the wait are buffered and delivered in arrival order.
     pub fn signal(&self, name: &str) -> StepFuture<Result<Value, TaskError>> {
-        let hash = input_hash(&Value::String(name.into()));
+        let hash = str_hash(name);
         let step = self.push(StepKind::Signal, name.into(), hash, CommandDetail::Signal);
         self.future(step, |r| match r {
             Resolution::Signal(v) => Ok(v),
@@ -521,7 +521,7 @@ impl WorkflowContext {
             name: name.into(),
             value: value.clone(),
         };
-        let hash = input_hash(&Value::String(name.into()));
+        let hash = str_hash(name);
         self.push(
             StepKind::SideEffect,
             name.into(),
@@ -589,7 +589,7 @@ impl WorkflowContext {
             name: marker.clone(),
             value: Value::Bool(true),
         };
-        let hash = input_hash(&Value::String(marker.clone()));
+        let hash = str_hash(&marker);
         self.push(
             StepKind::SideEffect,
             marker,
@@ -628,7 +628,7 @@ impl WorkflowContext {
             step,
             state: state.into(),
         };
-        let hash = input_hash(&Value::String(state.into()));
+        let hash = str_hash(state);
         self.push(
             StepKind::State,
             state.into(),
