@@ -77,11 +77,13 @@ pub(crate) struct Command {
 
 #[derive(Debug, Clone)]
 pub(crate) enum CommandDetail {
+    /// A task call, boxed as the run state keeps it: a command is moved several times on
+    /// its way from the code to the run state, and the call is most of its size.
     Task {
-        task: String,
-        input: Value,
-        options: Option<TaskOptions>,
-        registration: Option<TaskRegistration>,
+        call: Box<crate::replay::TaskCallSpec>,
+        /// Whether the call gave its own options; if not, `resolve_options` fills in the
+        /// registration's before the step is matched or journaled.
+        own_options: bool,
     },
     Timer {
         fire_at_ms: u64,
@@ -374,10 +376,14 @@ impl WorkflowContext {
         let name = call.name.unwrap_or_else(|| call.task.clone());
         let hash = input_hash(&call.input) ^ str_hash(&call.task);
         let detail = CommandDetail::Task {
-            task: call.task,
-            input: call.input,
-            options: call.options,
-            registration: call.registration,
+            own_options: call.options.is_some(),
+            call: Box::new(crate::replay::TaskCallSpec {
+                task: call.task,
+                input: call.input,
+                options: call.options.unwrap_or_default(),
+                registration: call.registration,
+                hash,
+            }),
         };
         let step = self.push(StepKind::Task, name, hash, detail);
         self.future(step, |r| match r {
