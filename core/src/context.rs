@@ -15,7 +15,7 @@ use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use serde_json::Value;
 
-use crate::codec::input_hash;
+use crate::codec::{input_hash, str_hash};
 use crate::id::RunId;
 use crate::record::{Entry, GateAnswer, GateSpec, Record, RunStatus, Step, StepKind};
 use crate::replay::{Replayed, due_after, patch_marker};
@@ -77,11 +77,13 @@ pub(crate) struct Command {
 
 #[derive(Debug, Clone)]
 pub(crate) enum CommandDetail {
+    /// A task call, boxed as the run state keeps it: a command is moved several times on
+    /// its way from the code to the run state, and the call is most of its size.
     Task {
-        task: String,
-        input: Value,
-        options: Option<TaskOptions>,
-        registration: Option<TaskRegistration>,
+        call: Box<crate::replay::TaskCallSpec>,
+        /// Whether the call gave its own options; if not, `resolve_options` fills in the
+        /// registration's before the step is matched or journaled.
+        own_options: bool,
     },
     Timer {
         fire_at_ms: u64,
@@ -372,12 +374,16 @@ impl WorkflowContext {
     /// Runs a task with explicit label and options.
     pub fn task_with(&self, call: TaskCall) -> StepFuture<Result<Value, TaskError>> {
         let name = call.name.unwrap_or_else(|| call.task.clone());
-        let hash = input_hash(&call.input) ^ input_hash(&Value::String(call.task.clone()));
+        let hash = input_hash(&call.input) ^ str_hash(&call.task);
         let detail = CommandDetail::Task {
-            task: call.task,
-            input: call.input,
-            options: call.options,
-            registration: call.registration,
+            own_options: call.options.is_some(),
+            call: Box::new(crate::replay::TaskCallSpec {
+                task: call.task,
+                input: call.input,
+                options: call.options.unwrap_or_default(),
+                registration: call.registration,
+                hash,
+            }),
         };
         let step = self.push(StepKind::Task, name, hash, detail);
         self.future(step, |r| match r {
@@ -450,7 +456,7 @@ impl WorkflowContext {
     /// Waits for the next signal of this name sent with `Engine::signal`. Signals sent before
     /// the wait are buffered and delivered in arrival order.
     pub fn signal(&self, name: &str) -> StepFuture<Result<Value, TaskError>> {
-        let hash = input_hash(&Value::String(name.into()));
+        let hash = str_hash(name);
         let step = self.push(StepKind::Signal, name.into(), hash, CommandDetail::Signal);
         self.future(step, |r| match r {
             Resolution::Signal(v) => Ok(v),
@@ -521,7 +527,7 @@ impl WorkflowContext {
             name: name.into(),
             value: value.clone(),
         };
-        let hash = input_hash(&Value::String(name.into()));
+        let hash = str_hash(name);
         self.push(
             StepKind::SideEffect,
             name.into(),
@@ -589,7 +595,7 @@ impl WorkflowContext {
             name: marker.clone(),
             value: Value::Bool(true),
         };
-        let hash = input_hash(&Value::String(marker.clone()));
+        let hash = str_hash(&marker);
         self.push(
             StepKind::SideEffect,
             marker,
@@ -628,7 +634,7 @@ impl WorkflowContext {
             step,
             state: state.into(),
         };
-        let hash = input_hash(&Value::String(state.into()));
+        let hash = str_hash(state);
         self.push(
             StepKind::State,
             state.into(),

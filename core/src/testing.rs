@@ -51,7 +51,7 @@ pub fn gate_spec(kind: GateKind, title: &str) -> GateSpec {
 
 /// The hash the engine journals for a task call's input.
 pub fn task_input_hash(task: &str, input: &Value) -> u64 {
-    input_hash(input) ^ input_hash(&Value::String(task.into()))
+    input_hash(input) ^ crate::codec::str_hash(task)
 }
 
 impl JournalBuilder {

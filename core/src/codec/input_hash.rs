@@ -16,6 +16,15 @@ pub fn input_hash(v: &Value) -> u64 {
     h.0
 }
 
+/// [`input_hash`] of a JSON string, without building the [`Value`]: the same bytes are hashed.
+/// Steps hash their names with it, once per step on every replay.
+pub(crate) fn str_hash(s: &str) -> u64 {
+    let mut h = Fnv1a(0xcbf2_9ce4_8422_2325);
+    // Writing to the hasher cannot fail, and neither can serialising a string.
+    let _ = serde_json::to_writer(&mut h, s);
+    h.0
+}
+
 /// FNV-1a, fed by serialisation.
 struct Fnv1a(u64);
 
@@ -71,7 +80,7 @@ fn write_canonical(v: &Value, out: &mut Fnv1a) {
 mod tests {
     use serde_json::{Value, json};
 
-    use super::input_hash;
+    use super::{input_hash, str_hash};
 
     /// FNV-1a over `serde_json::to_vec`: the hash as it was first defined.
     fn hash_of_to_vec(v: &Value) -> u64 {
@@ -93,6 +102,13 @@ mod tests {
         ];
         for v in &values {
             assert_eq!(input_hash(v), hash_of_to_vec(v), "{v}");
+        }
+    }
+
+    #[test]
+    fn the_hash_of_a_str_is_the_hash_of_its_json_string() {
+        for s in ["", "noop", "a \"quoted\" \\ line\n\u{1}\u{fc}"] {
+            assert_eq!(str_hash(s), input_hash(&Value::String(s.into())), "{s:?}");
         }
     }
 }

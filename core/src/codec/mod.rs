@@ -15,6 +15,7 @@ mod input_hash;
 mod wire;
 
 pub use input_hash::input_hash;
+pub(crate) use input_hash::str_hash;
 use wire::R;
 pub(crate) use wire::{Reader, Writer};
 

@@ -6,6 +6,7 @@ mod driver;
 mod heap;
 mod key_locks;
 mod requests;
+mod timer_queue;
 mod timers;
 mod worker;
 mod workers;

@@ -1,25 +1,23 @@
 //! The timer service: one task holding every pending durable timer of this process.
 //!
 //! Timers are journaled by their runs (`TimerSetRecord`); this service only keeps the due
-//! times in memory (a few dozen bytes per timer, so a suspended run costs almost nothing) and
-//! tells the run when one is due. After a restart, replaying a run registers its timers again;
-//! registrations are deduplicated by `(run, step, purpose)`. When a run ends, its pending
-//! timers (a gate's timeout, a sleep that lost a select) are forgotten at once, so an ended run
-//! costs the service nothing and is never loaded again just to drop a stale timer.
+//! times in memory (32 bytes per timer in a [`TimerQueue`], so a suspended run costs almost
+//! nothing) and tells the run when one is due. After a restart, replaying a run registers its
+//! timers again; a timer registered twice is delivered once. When a run ends, its pending
+//! timers (a gate's timeout, a sleep that lost a select) are forgotten, so an ended run is
+//! never loaded again just to drop a stale timer.
 
-use std::collections::{BTreeMap, BTreeSet};
 use std::sync::Weak;
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use tokio::sync::mpsc;
 
+use super::timer_queue::{Due, TimerQueue};
 use super::{EngineInner, Event};
 use crate::id::RunId;
 use crate::record::Step;
 
 pub(crate) use crate::replay::TimerPurpose;
-
-type Key = (RunId, Step, TimerPurpose);
 
 pub(crate) struct Registration {
     pub(crate) run: RunId,
@@ -74,12 +72,9 @@ impl Timers {
 }
 
 async fn run(engine: Weak<EngineInner>, mut rx: mpsc::UnboundedReceiver<Message>) {
-    let mut due: BTreeSet<(u64, Key)> = BTreeSet::new();
-    // Ordered by run first, so that one run's timers are one range.
-    let mut by_key: BTreeMap<Key, u64> = BTreeMap::new();
+    let mut queue = TimerQueue::default();
     loop {
-        let next = due.first().map(|(at, _)| *at);
-        let registration = match next {
+        let message = match queue.next_due() {
             None => rx.recv().await,
             Some(at) => {
                 let wait = Duration::from_millis(at.saturating_sub(now_ms()));
@@ -88,48 +83,26 @@ async fn run(engine: Weak<EngineInner>, mut rx: mpsc::UnboundedReceiver<Message>
                     () = tokio::time::sleep(wait) => {
                         let now = now_ms();
                         let Some(engine) = engine.upgrade() else { return };
-                        while let Some(&(at, key)) = due.first() {
-                            if at > now {
-                                break;
-                            }
-                            due.pop_first();
-                            by_key.remove(&key);
-                            let (run, step, purpose) = key;
-                            engine.deliver(run, Event::TimerFired { step, purpose });
+                        while let Some(due) = queue.pop_due(now) {
+                            let (step, purpose) = (due.step, due.purpose);
+                            engine.deliver(due.run(), Event::TimerFired { step, purpose });
                         }
                         continue;
                     }
                 }
             }
         };
-        let r = match registration {
+        match message {
             None => return,
-            Some(Message::Register(r)) => r,
-            Some(Message::ForgetRun(run)) => {
-                let keys: Vec<Key> = by_key
-                    .range((run, 0, TimerPurpose::Sleep)..)
-                    .take_while(|(k, _)| k.0 == run)
-                    .map(|(k, _)| *k)
-                    .collect();
-                for key in keys {
-                    if let Some(at) = by_key.remove(&key) {
-                        due.remove(&(at, key));
-                    }
-                }
-                continue;
+            Some(Message::Register(r)) => {
+                queue.push(Due::new(r.at_ms, r.run, r.step, r.purpose));
             }
+            Some(Message::ForgetRun(run)) => queue.forget_run(run),
             #[cfg(test)]
             Some(Message::Count(reply)) => {
-                let _ = reply.send(by_key.len());
-                continue;
+                let _ = reply.send(queue.live_len());
             }
-        };
-        let key = (r.run, r.step, r.purpose);
-        if by_key.contains_key(&key) {
-            continue;
         }
-        by_key.insert(key, r.at_ms);
-        due.insert((r.at_ms, key));
     }
 }
 

@@ -265,18 +265,7 @@ impl RunState {
     fn insert(&mut self, c: Command) -> Option<Record> {
         let mut own_record = None;
         let machine = match c.detail {
-            CommandDetail::Task {
-                task,
-                input,
-                options,
-                registration,
-            } => Machine::Task(TaskStep::Requested(Box::new(TaskCallSpec {
-                task,
-                input,
-                options: options.unwrap_or_default(),
-                registration,
-                hash: c.hash,
-            }))),
+            CommandDetail::Task { call, .. } => Machine::Task(TaskStep::Requested(call)),
             CommandDetail::Timer { fire_at_ms } => {
                 Machine::Timer(TimerStep::Pending { at: fire_at_ms })
             }
@@ -352,14 +341,14 @@ impl RunState {
         let step = c.step;
         let mut out = Actions::default();
         match &c.detail {
-            CommandDetail::Task { task, input, .. } => {
+            CommandDetail::Task { call, .. } => {
                 out.records.push(Record::TaskStarted {
                     step,
                     attempt: 1,
-                    task: task.clone(),
+                    task: call.task.clone(),
                     name: c.name.clone(),
                     input_hash: c.hash,
-                    input: input.clone(),
+                    input: call.input.clone(),
                 });
                 out.effects.push(Effect::Execute(step));
             }
@@ -691,15 +680,13 @@ pub(crate) fn resolve_options(
     detail: &mut CommandDetail,
     registered: impl FnOnce(&str) -> Option<TaskOptions>,
 ) {
-    if let CommandDetail::Task {
-        task,
-        options,
-        registration,
-        ..
-    } = detail
-        && options.is_none()
+    if let CommandDetail::Task { call, own_options } = detail
+        && !*own_options
     {
-        *options = registered(task).or_else(|| registration.as_ref().map(|r| r.options.clone()));
+        let resolved = registered(&call.task)
+            .or_else(|| call.registration.as_ref().map(|r| r.options.clone()));
+        call.options = resolved.unwrap_or_default();
+        *own_options = true;
     }
 }
 

@@ -18,19 +18,26 @@ fn run_id() -> RunId {
 }
 
 fn task_command(step: Step, task: &str, input: Value, retry: Option<RetryPolicy>) -> Command {
+    let hash = task_input_hash(task, &input);
     Command {
         step,
         kind: StepKind::Task,
         name: task.into(),
-        hash: task_input_hash(task, &input),
+        hash,
         detail: CommandDetail::Task {
-            task: task.into(),
-            input,
-            options: retry.map(|retry| TaskOptions {
-                retry,
-                ..TaskOptions::default()
+            own_options: retry.is_some(),
+            call: Box::new(crate::replay::TaskCallSpec {
+                task: task.into(),
+                options: retry
+                    .map(|retry| TaskOptions {
+                        retry,
+                        ..TaskOptions::default()
+                    })
+                    .unwrap_or_default(),
+                input,
+                registration: None,
+                hash,
             }),
-            registration: None,
         },
     }
 }

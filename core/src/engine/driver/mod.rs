@@ -10,6 +10,7 @@
 mod attempts;
 mod bounds;
 mod children;
+mod completions;
 mod events;
 mod outbox;
 mod pause;
@@ -131,6 +132,12 @@ struct Driver {
     replay: Option<ReplayCursor>,
     /// The emptied command list, kept for its allocation.
     command_buf: Vec<Command>,
+    /// The emptied list of completions a record caused, kept for its allocation (a replay
+    /// applies one record per step that completes).
+    resolved_buf: Vec<Resolved>,
+    /// While replaying: each command's index in the journal and whether it was the last
+    /// journaled step (see `process_commands`), kept for its allocation.
+    journaled_buf: Vec<(Option<usize>, bool)>,
     /// Replaying to check the code against a journal, ended runs included; nothing is acted on.
     checking: bool,
     /// The run's sub-run nesting depth (root = 0), once known.
@@ -164,6 +171,8 @@ impl Driver {
             blocked: None,
             replay: None,
             command_buf: Vec::new(),
+            resolved_buf: Vec::new(),
+            journaled_buf: Vec::new(),
             checking: false,
             depth: None,
             journal_cap: u64::MAX,
@@ -335,7 +344,12 @@ impl Driver {
     // ---- polling and commands --------------------------------------------------------------
 
     fn poll_workflow(&mut self) {
-        while self.blocked.is_none() && self.wake.woken.swap(false, Ordering::AcqRel) {
+        // A plain load first: a replay calls this after every record, and most records wake
+        // nothing; the swap is a locked instruction.
+        while self.blocked.is_none()
+            && self.wake.woken.load(Ordering::Acquire)
+            && self.wake.woken.swap(false, Ordering::AcqRel)
+        {
             let Some(fut) = self.future.as_mut() else {
                 return;
             };
@@ -375,9 +389,23 @@ impl Driver {
     fn process_commands(&mut self) {
         // Swapped with a kept buffer rather than taken: one allocation per run, not per step.
         let mut commands = std::mem::take(&mut self.command_buf);
+        // While replaying, each command's journaled record is looked up under the same lock
+        // (one lock per poll rather than one per step).
+        let mut journaled = std::mem::take(&mut self.journaled_buf);
         let conflict = {
             let mut s = lock(&self.shared);
             std::mem::swap(&mut s.commands, &mut commands);
+            if self.replay.is_some() {
+                for c in &commands {
+                    let i = s.journaled.remove(&c.step);
+                    let last = i.is_some() && s.journaled.is_empty();
+                    if last {
+                        // The last journaled step was requested: the journal can go.
+                        s.journal = None;
+                    }
+                    journaled.push((i, last));
+                }
+            }
             s.patch_conflicts.pop()
         };
         if let Some((step, journal, code)) = conflict {
@@ -387,9 +415,12 @@ impl Driver {
                 .patch_mismatch(step, &strip(&journal), &strip(&code));
             commands.clear();
             self.command_buf = commands;
+            journaled.clear();
+            self.journaled_buf = journaled;
             self.block(nd.to_string());
             return;
         }
+        let mut journaled_of = journaled.drain(..);
         for mut c in commands.drain(..) {
             if self.blocked.is_some() {
                 break;
@@ -401,16 +432,7 @@ impl Driver {
             match self.replay.as_mut() {
                 Some(cursor) => {
                     // Each step is matched once; its journaled first record is not needed after.
-                    let (index, last) = {
-                        let mut s = lock(&self.shared);
-                        let i = s.journaled.remove(&c.step);
-                        let last = i.is_some() && s.journaled.is_empty();
-                        if last {
-                            // The last journaled step was requested: the journal can go.
-                            s.journal = None;
-                        }
-                        (i, last)
-                    };
+                    let (index, last) = journaled_of.next().unwrap_or((None, false));
                     let journal = index.and(cursor.journal.take());
                     match journal.as_ref().zip(index) {
                         Some((journal, i)) => {
@@ -435,6 +457,8 @@ impl Driver {
                 }
             }
         }
+        drop(journaled_of);
+        self.journaled_buf = journaled;
         self.command_buf = commands;
     }
 
@@ -452,50 +476,6 @@ impl Driver {
         let seq = self.outbox.next_seq;
         self.apply(seq, &record);
         self.outbox.append(record);
-    }
-
-    /// Applies a record to the run state and feeds the completions it causes to the code.
-    fn apply(&mut self, seq: u64, record: &Record) {
-        match record {
-            Record::CancelRequested { reason } => {
-                // The code learns of it before it sees its pending steps end.
-                lock(&self.shared).cancelled = Some(reason.clone());
-            }
-            Record::TimerFired { step } => {
-                let mut s = lock(&self.shared);
-                if s.deadline.as_ref().is_some_and(|(at, _)| at == step) {
-                    s.deadline_fired = true;
-                }
-            }
-            _ => {}
-        }
-        let mut resolved = Vec::new();
-        if let Err(nd) = self.state.apply(seq, record, &mut resolved) {
-            self.block(nd.to_string());
-            return;
-        }
-        self.deliver(resolved);
-    }
-
-    /// Hands completions to the step futures (not to dropped ones: nobody awaits those).
-    fn deliver(&mut self, resolved: Vec<Resolved>) {
-        if resolved.is_empty() {
-            return;
-        }
-        let mut wake = Vec::new();
-        {
-            let mut s = lock(&self.shared);
-            for r in resolved {
-                if s.dropped.contains(&r.step) {
-                    continue;
-                }
-                s.resolved.insert(r.step, (r.seq, r.resolution));
-                wake.extend(s.wakers.remove(&r.step));
-            }
-        }
-        for w in wake {
-            w.wake();
-        }
     }
 
     fn block(&mut self, reason: String) {
