@@ -106,6 +106,11 @@ impl EngineBuilder {
         self.map(|b| b.durability(durability))
     }
 
+    /// The most memory the redb file's page cache takes (default 64 MiB).
+    pub fn redb_cache_bytes(self, bytes: usize) -> Self {
+        self.map(|b| b.redb_cache_bytes(bytes))
+    }
+
     /// Whether building recovers every unfinished run (default [`Recovery::OnBuild`]).
     pub fn recovery(self, recovery: Recovery) -> Self {
         self.map(|b| b.recover(recovery == Recovery::OnBuild))

@@ -17,7 +17,8 @@ use crate::writer::JournalWriter;
 
 /// Builds an [`Engine`].
 ///
-/// Defaults: a redb store at `./.magrathea/journal.redb`, [`Durability::Immediate`], recovery
+/// Defaults: a redb store at `./.magrathea/journal.redb` with a 64 MiB page cache,
+/// [`Durability::Immediate`], recovery
 /// of every non-terminal run on build, suspended runs evicted from memory when nothing they
 /// wait for is due within 2 s, sub-runs nested at most 32 deep, a run's journal at most
 /// 256 MiB, a task attempt's output at most 4 MiB of JSON, freed heap returned to the operating
@@ -26,6 +27,7 @@ pub struct EngineBuilder {
     path: Option<PathBuf>,
     store: Option<Arc<dyn Store>>,
     durability: Durability,
+    redb_cache_bytes: usize,
     workflows: Vec<WorkflowRegistration>,
     tasks: Vec<TaskRegistration>,
     interpreters: Vec<(String, InterpreterFn)>,
@@ -61,6 +63,7 @@ impl Default for EngineBuilder {
             path: None,
             store: None,
             durability: Durability::Immediate,
+            redb_cache_bytes: crate::store::DEFAULT_CACHE_BYTES,
             workflows: Vec::new(),
             tasks: Vec::new(),
             interpreters: Vec::new(),
@@ -97,6 +100,14 @@ impl EngineBuilder {
     /// Commit durability of the redb store.
     pub fn durability(mut self, durability: Durability) -> Self {
         self.durability = durability;
+        self
+    }
+
+    /// The most memory redb's page cache of the redb store takes (default
+    /// [`DEFAULT_CACHE_BYTES`](crate::store::DEFAULT_CACHE_BYTES), 64 MiB); see
+    /// [`RedbStore::open_with_cache`].
+    pub fn redb_cache_bytes(mut self, bytes: usize) -> Self {
+        self.redb_cache_bytes = bytes;
         self
     }
 
@@ -210,7 +221,11 @@ impl EngineBuilder {
                 let path = self
                     .path
                     .unwrap_or_else(|| PathBuf::from(".magrathea/journal.redb"));
-                Arc::new(RedbStore::open(path, self.durability)?)
+                Arc::new(RedbStore::open_with_cache(
+                    path,
+                    self.durability,
+                    self.redb_cache_bytes,
+                )?)
             }
         };
         let mut workflows = HashMap::new();

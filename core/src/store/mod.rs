@@ -30,7 +30,7 @@ pub use faulty_backend::{DiskFaults, FaultyBackend};
 pub use leases::{Claim, LaneSlot, Leases, Mail};
 pub use memory::MemoryStore;
 pub use reader::StoreReader;
-pub use redb_store::{Durability, RedbStore};
+pub use redb_store::{DEFAULT_CACHE_BYTES, Durability, RedbStore};
 pub use slots::LaneSlots;
 
 use crate::codec;

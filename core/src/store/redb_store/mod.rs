@@ -54,6 +54,9 @@ const META: TableDefinition<&str, u64> = TableDefinition::new("meta");
 /// The `meta` key of the LSN of the last log frame folded into the tables.
 const CHECKPOINT: &str = "log_checkpoint";
 
+/// The page cache redb gets unless told otherwise ([`RedbStore::open_with_cache`]): 64 MiB.
+pub const DEFAULT_CACHE_BYTES: usize = 64 << 20;
+
 /// How hard a commit works to reach the disk.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 pub enum Durability {
@@ -159,14 +162,31 @@ fn open_error(e: redb::DatabaseError, path: &Path) -> StoreError {
 
 impl RedbStore {
     /// Opens (or creates) the store file at `path`; its parent directory is created if needed.
+    /// redb's page cache holds at most [`DEFAULT_CACHE_BYTES`].
     pub fn open(path: impl AsRef<Path>, durability: Durability) -> Result<Self, StoreError> {
+        Self::open_with_cache(path, durability, DEFAULT_CACHE_BYTES)
+    }
+
+    /// [`RedbStore::open`] with redb's page cache (reads and writes of the folded journal and
+    /// the run index) bounded at `cache_bytes`. The journal log and the unfolded entries do
+    /// not use it. A larger cache speeds up reads of journals folded long ago; a smaller one
+    /// keeps the resident memory of a process with a large store down.
+    pub fn open_with_cache(
+        path: impl AsRef<Path>,
+        durability: Durability,
+        cache_bytes: usize,
+    ) -> Result<Self, StoreError> {
         let path = path.as_ref().to_path_buf();
         if let Some(dir) = path.parent().filter(|d| !d.as_os_str().is_empty()) {
             std::fs::create_dir_all(dir)?;
         }
         let file = path.clone();
-        let open_database =
-            Box::new(move || redb::Database::create(&file).map_err(|e| open_error(e, &file)));
+        let open_database = Box::new(move || {
+            redb::Builder::new()
+                .set_cache_size(cache_bytes)
+                .create(&file)
+                .map_err(|e| open_error(e, &file))
+        });
         let logs = log_paths(&path);
         let open_log: OpenLog = Box::new(move |segment| {
             let file: Box<dyn LogFile> = Box::new(super::wal::file::open(&logs[segment])?);

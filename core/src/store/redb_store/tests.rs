@@ -315,3 +315,14 @@ fn a_file_folded_by_an_older_version_reads_on_with_the_chunks_after_it() {
     );
     assert_eq!(range(8, 10), Vec::<u64>::new());
 }
+
+#[test]
+fn a_store_with_a_small_page_cache_keeps_the_contracts() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut store =
+        RedbStore::open_with_cache(dir.path().join("j.redb"), Durability::Immediate, 64 << 10)
+            .unwrap();
+    store.fold_policy().records = 1;
+    crate::store::contract::check_all(&store);
+    crate::store::contract::check_ranges(&store);
+}
