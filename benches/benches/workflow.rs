@@ -12,7 +12,10 @@
 //!   noisy machine this ratio is steadier than the ratio of two criterion estimates taken
 //!   seconds apart;
 //! - `throughput/1000x10`: 1,000 concurrent workflows of 10 no-op tasks each, from the first
-//!   start to the last completion; throughput in steps (tasks) per second.
+//!   start to the last completion; throughput in steps (tasks) per second;
+//! - `throughput/1000x10_128_in_flight`: the same 1,000 workflows with at most 128 unfinished
+//!   at a time, a new one starting as one ends: the protocol of the peer benchmarks (Restate,
+//!   DBOS), for the side-by-side table in `benches/README.md`.
 //!
 //! The workloads are `magrathea_workloads::{baseline, workflow}`, which `magrathea bench` runs
 //! too.
@@ -22,7 +25,9 @@ use std::time::Duration;
 use criterion::{Criterion, SamplingMode, Throughput, criterion_group, criterion_main};
 use magrathea_benches::{bench_dir, commit_counts, paired, print_commits_per_run, selected};
 use magrathea_workloads::baseline::RawRedb;
-use magrathea_workloads::workflow::{CONCURRENT_RUNS, STEPS, engine, lone_run, run_concurrently};
+use magrathea_workloads::workflow::{
+    CONCURRENT_RUNS, STEPS, engine, lone_run, run_concurrently, run_in_flight,
+};
 
 fn runtime() -> tokio::runtime::Runtime {
     tokio::runtime::Runtime::new().expect("tokio runtime")
@@ -127,6 +132,20 @@ fn throughput(c: &mut Criterion) {
             records as f64 / (batches * CONCURRENT_RUNS as u64 * STEPS) as f64
         );
     }
+    g.bench_function("1000x10_128_in_flight", |b| {
+        b.to_async(&rt).iter_custom(|iters| {
+            let engine = &engine;
+            async move {
+                let mut total = Duration::ZERO;
+                for _ in 0..iters {
+                    total += run_in_flight(engine, CONCURRENT_RUNS, STEPS, 128)
+                        .await
+                        .expect("running workflows 128 at a time");
+                }
+                total
+            }
+        })
+    });
     g.finish();
 }
 

@@ -1,13 +1,15 @@
 //! Whole workflows on a durable engine: one 10-step workflow alone (its latency, start to
 //! result), and 1,000 concurrent workflows of 10 steps (throughput in steps per second).
 
-use std::collections::HashSet;
+use std::collections::{HashMap, HashSet};
 use std::path::Path;
+use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use magrathea_core::{Durability, Engine, RunId, StartRequest};
 use serde_json::json;
 use tokio::sync::broadcast::error::RecvError;
+use tokio::sync::oneshot;
 
 use crate::common::{noop_task, steps_workflow};
 use crate::error::{Context, Error, Result};
@@ -88,4 +90,81 @@ pub async fn run_concurrently(engine: &Engine, runs: usize, steps: u64) -> Resul
         }
     }
     Ok(started.elapsed())
+}
+
+/// Runs `runs` runs of `steps` no-op tasks from `in_flight` concurrent clients, each of which
+/// starts a run, waits for it to end and starts the next: the peers' throughput protocol (at
+/// most `in_flight` runs unfinished at a time). The time from the first start to the last end.
+pub async fn run_in_flight(
+    engine: &Engine,
+    runs: usize,
+    steps: u64,
+    in_flight: usize,
+) -> Result<Duration> {
+    type Waiters = Arc<Mutex<HashMap<RunId, oneshot::Sender<()>>>>;
+    let started = Instant::now();
+    let waiters: Waiters = Arc::default();
+    // One subscriber tells each client that its run ended (a `wait` per client would have
+    // every client read every run's updates).
+    let mut updates = engine.subscribe_status();
+    let dispatcher = {
+        let (engine, waiters) = (engine.clone(), waiters.clone());
+        tokio::spawn(async move {
+            loop {
+                let ended: Vec<RunId> = match updates.recv().await {
+                    Ok(u) if u.status.is_terminal() => vec![u.run_id],
+                    Ok(_) => continue,
+                    Err(RecvError::Lagged(_)) => {
+                        let runs: Vec<RunId> = lock(&waiters).keys().copied().collect();
+                        runs.into_iter()
+                            .filter(|r| engine.status(*r).is_ok_and(|s| s.is_terminal()))
+                            .collect()
+                    }
+                    Err(RecvError::Closed) => return,
+                };
+                for run in ended {
+                    if let Some(tx) = lock(&waiters).remove(&run) {
+                        let _ = tx.send(());
+                    }
+                }
+            }
+        })
+    };
+    let clients = in_flight.clamp(1, runs.max(1));
+    let tasks: Vec<_> = (0..clients)
+        .map(|c| {
+            let (engine, waiters) = (engine.clone(), waiters.clone());
+            let mine = runs / clients + usize::from(c < runs % clients);
+            tokio::spawn(async move {
+                for _ in 0..mine {
+                    let run = engine
+                        .start(StartRequest::code("steps", json!(steps)))
+                        .await
+                        .context("starting a run")?;
+                    let (tx, rx) = oneshot::channel();
+                    lock(&waiters).insert(run, tx);
+                    // It may have ended before it was registered.
+                    if engine
+                        .status(run)
+                        .context("reading a run's status")?
+                        .is_terminal()
+                    {
+                        lock(&waiters).remove(&run);
+                        continue;
+                    }
+                    let _ = rx.await;
+                }
+                Ok::<(), Error>(())
+            })
+        })
+        .collect();
+    for t in tasks {
+        t.await.context("a client task")??;
+    }
+    dispatcher.abort();
+    Ok(started.elapsed())
+}
+
+fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
+    m.lock().unwrap_or_else(std::sync::PoisonError::into_inner)
 }
