@@ -156,8 +156,10 @@ pub trait Store: Send + Sync + 'static {
 
     /// Housekeeping, called by the journal writer between commits (after acknowledging the
     /// last one) and when it has been idle for a while. It may write (it runs on the writer's
-    /// thread, so the single-writer contract holds) and must leave every read unchanged. The
-    /// default does nothing.
+    /// thread, so the single-writer contract holds) and must leave every read unchanged. It
+    /// may also hand work to a thread of its own and return, if commits and reads stay correct
+    /// while that work runs (the redb store folds its journal log that way). The default does
+    /// nothing.
     fn maintain(&self) -> Result<(), StoreError> {
         Ok(())
     }
