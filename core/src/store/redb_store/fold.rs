@@ -287,18 +287,21 @@ fn write_gen(db: &redb::Database, generation: &Gen) -> Result<(), StoreError> {
     // Always durable: the log's segment is rewound over what this commit covers.
     tx.set_durability(redb::Durability::Immediate).map_err(io)?;
     {
-        // One row per run: a run's records of one generation are consecutive seqs.
+        // A row per run (a run's records of one generation are consecutive seqs), split at
+        // `chunk::MAX_BYTES` so that a read of a few records never loads a huge value.
         let mut chunks = tx.open_table(CHUNKS).map_err(io)?;
         let mut value = Vec::new();
         for (run, records) in &generation.runs {
-            let Some((first, _)) = records.first() else {
-                continue;
-            };
-            value.clear();
-            chunk::encode(records.iter().map(|(seq, b)| (*seq, &b[..])), &mut value);
-            chunks
-                .insert((*run, *first), value.as_slice())
-                .map_err(io)?;
+            for part in chunk::split(records) {
+                let Some((first, _)) = part.first() else {
+                    continue;
+                };
+                value.clear();
+                chunk::encode(part.iter().map(|(seq, b)| (*seq, &b[..])), &mut value);
+                chunks
+                    .insert((*run, *first), value.as_slice())
+                    .map_err(io)?;
+            }
         }
         let mut runs = tx.open_table(RUNS).map_err(io)?;
         let mut active = tx.open_table(ACTIVE).map_err(io)?;
