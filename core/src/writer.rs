@@ -74,9 +74,7 @@ pub enum JournalHealth {
 
 struct Request {
     batch: CommitBatch,
-    /// The outcome, and the batch back: the appender frees it on its own thread, where the
-    /// allocator frees fastest, instead of the writer thread that every commit waits for.
-    ack: oneshot::Sender<(Result<(), StoreError>, CommitBatch)>,
+    ack: oneshot::Sender<Result<(), StoreError>>,
 }
 
 /// What the writer thread and lone appenders share.
@@ -195,9 +193,7 @@ impl JournalWriter {
             self.shared.queued.fetch_sub(1, Ordering::SeqCst);
             return Err(StoreError::Closed);
         }
-        let (outcome, batch) = done.await.map_err(|_| StoreError::Closed)?;
-        drop(batch);
-        outcome
+        done.await.map_err(|_| StoreError::Closed)?
     }
 
     fn try_commit_alone(&self, batch: &CommitBatch) -> Option<Result<(), StoreError>> {
@@ -300,8 +296,7 @@ fn run(shared: &Shared, rx: &mpsc::Receiver<Request>) {
                     None => Ok(()),
                 },
             };
-            // A waiter that has gone away leaves its batch to be freed here.
-            let _ = r.ack.send((outcome, r.batch));
+            let _ = r.ack.send(outcome);
         }
         shared.maintain();
     }
