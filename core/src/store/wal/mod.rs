@@ -35,7 +35,7 @@ const MAX_GROWTH: u64 = 64 << 20;
 /// Zeros written per call while preallocating.
 const ZEROS: usize = 256 << 10;
 
-/// The log's writer: where the next frame goes and which LSN it carries.
+/// One segment file's writer: where its next frame goes, and whether a failed sync stopped it.
 #[derive(Debug)]
 pub(crate) struct Wal {
     file: Box<dyn LogFile>,
