@@ -396,3 +396,23 @@ proptest! {
         prop_assert!(prefix.unwrap() >= whole, "a whole frame was lost: cut {}, whole {}", cut, whole);
     }
 }
+
+#[test]
+fn a_log_that_misses_frames_after_the_checkpoint_is_refused() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("j.redb");
+    commit_and_close(&path, RUN_A, 3);
+    let log = std::fs::read(log_of(&path)).unwrap();
+    let all = frames(&log);
+    assert_eq!(all.len(), 3);
+    // The first frame is gone: the log starts at LSN 2 while nothing is folded yet.
+    let mut missing = log[..MAGIC_LEN].to_vec();
+    missing.extend_from_slice(all[1].1);
+    missing.extend_from_slice(all[2].1);
+    std::fs::write(log_of(&path), &missing).unwrap();
+    let err = RedbStore::open(&path, Durability::Immediate).unwrap_err();
+    let text = err.to_string();
+    assert!(text.starts_with("[MAG-JF003]"), "{text}");
+    assert!(text.contains("misses frames"), "{text}");
+    assert!(text.contains("restore the store from a backup"), "{text}");
+}

@@ -64,7 +64,8 @@ impl Inner {
         for (expected, f) in (left.checkpoint + 1..).zip(frames) {
             if f.lsn != expected {
                 return Err(DecodeError::Corrupt(
-                    "the journal log misses frames after the store's checkpoint",
+                    "the journal log misses frames after the store's checkpoint (a log file \
+                     from another store, or lost): restore the store from a backup",
                 )
                 .into());
             }
