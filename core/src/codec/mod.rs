@@ -169,7 +169,7 @@ pub fn encode(record: &Record, at_ms: u64, out: &mut Vec<u8>) {
             w.varint(u64::from(*attempt));
             w.str(task);
             w.str(name);
-            w.0.extend_from_slice(&input_hash.to_le_bytes());
+            w.hash(*input_hash);
             w.json(input);
         }
         Record::TaskResult {
@@ -301,7 +301,7 @@ pub fn encode(record: &Record, at_ms: u64, out: &mut Vec<u8>) {
             w.varint(u64::from(*step));
             w.run_id(*child_run_id);
             w.str(workflow);
-            w.0.extend_from_slice(&input_hash.to_le_bytes());
+            w.hash(*input_hash);
         }
         Record::ChildFinished {
             step,
@@ -431,12 +431,7 @@ pub fn decode(bytes: &[u8]) -> Result<(Record, u64), DecodeError> {
             let attempt = r.u32()?;
             let task = r.str()?;
             let name = r.str()?;
-            if r.buf.len() < 8 {
-                return Err(DecodeError::Corrupt("truncated hash"));
-            }
-            let (h, rest) = r.buf.split_at(8);
-            r.buf = rest;
-            let input_hash = u64::from_le_bytes(h.try_into().unwrap_or([0; 8]));
+            let input_hash = r.hash()?;
             Record::TaskStarted {
                 step,
                 attempt,
@@ -544,12 +539,7 @@ pub fn decode(bytes: &[u8]) -> Result<(Record, u64), DecodeError> {
             let step = r.u32()?;
             let child_run_id = r.run_id()?;
             let workflow = r.str()?;
-            if r.buf.len() < 8 {
-                return Err(DecodeError::Corrupt("truncated hash"));
-            }
-            let (h, rest) = r.buf.split_at(8);
-            r.buf = rest;
-            let input_hash = u64::from_le_bytes(h.try_into().unwrap_or([0; 8]));
+            let input_hash = r.hash()?;
             Record::ChildStarted {
                 step,
                 child_run_id,

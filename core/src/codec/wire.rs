@@ -50,6 +50,10 @@ impl Writer<'_> {
             self.str(s);
         }
     }
+    /// An input hash: 8 bytes, little-endian.
+    pub(super) fn hash(&mut self, h: u64) {
+        self.0.extend_from_slice(&h.to_le_bytes());
+    }
     pub(crate) fn run_id(&mut self, id: RunId) {
         self.0.extend_from_slice(&id.to_bytes());
     }
@@ -70,6 +74,14 @@ impl<'a> Reader<'a> {
             .ok_or(DecodeError::Corrupt("truncated"))?;
         self.buf = rest;
         Ok(b)
+    }
+    /// An input hash: 8 bytes, little-endian.
+    pub(super) fn hash(&mut self) -> R<u64> {
+        let Some((h, rest)) = self.buf.split_first_chunk::<8>() else {
+            return Err(DecodeError::Corrupt("truncated hash"));
+        };
+        self.buf = rest;
+        Ok(u64::from_le_bytes(*h))
     }
     pub(crate) fn varint(&mut self) -> R<u64> {
         let mut v = 0u64;
