@@ -277,8 +277,20 @@ async fn runs_survive_workers_killed_at_random_with_one_result_per_step() {
             runs.push((run, n));
         }
         tokio::time::sleep(Duration::from_millis(rng.random_range(100..600))).await;
-        let victim = rng.random_range(0..workers.len());
-        killed_holding += held_by(&s.url, workers[victim].pid());
+        // Starts go to the first worker that answers, so most runs are on one worker: the
+        // victim is drawn from the workers that hold runs at this moment.
+        let holding: Vec<(usize, u64)> = workers
+            .iter()
+            .enumerate()
+            .map(|(i, w)| (i, held_by(&s.url, w.pid())))
+            .filter(|&(_, held)| held > 0)
+            .collect();
+        let (victim, held) = if holding.is_empty() {
+            (rng.random_range(0..workers.len()), 0)
+        } else {
+            holding[rng.random_range(0..holding.len())]
+        };
+        killed_holding += held;
         workers[victim].kill();
         workers[victim] = s.worker("1", "1000");
     }
