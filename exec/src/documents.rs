@@ -1,6 +1,9 @@
 //! Where workflow documents come from: the project, then the tenant (reference §6).
 
 use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+use crate::settings_cache::SettingsCache;
 
 /// A tenant and project: the scope of runs, documents and lanes.
 #[derive(Debug, Clone, PartialEq, Eq, Hash)]
@@ -100,8 +103,11 @@ pub const STATE_DIR: &str = "workflow-state";
 /// `<root>/<tenant>/_tenant/_vance/…` as the tenant-wide fallback.
 #[derive(Debug, Clone)]
 pub struct DocumentSource {
-    root: PathBuf,
+    /// Shared by the clones (a server clones its state, and with it this, per request).
+    root: Arc<Path>,
     served: bool,
+    /// Parsed settings files, shared by the clones of this source.
+    settings: Arc<SettingsCache>,
 }
 
 /// Checks that `name` is a plain document name.
@@ -123,8 +129,9 @@ impl DocumentSource {
     /// Documents under `root` in the `<tenant>/<project>` layout.
     pub fn new(root: impl Into<PathBuf>) -> Self {
         Self {
-            root: root.into(),
+            root: Arc::from(root.into()),
             served: false,
+            settings: Arc::default(),
         }
     }
 
@@ -163,8 +170,9 @@ impl DocumentSource {
             .unwrap_or_else(|| tenant_dir.clone());
         (
             Self {
-                root,
+                root: Arc::from(root),
                 served: false,
+                settings: Arc::default(),
             },
             Scope::new(tenant, project),
         )
@@ -307,13 +315,13 @@ impl DocumentSource {
     /// documents API cannot write this file: it belongs to the tenant's administrator.
     pub fn tenant_settings(&self, scope: &Scope) -> super::settings::TenantSettings {
         let path = self.tenant_dir(scope).join("_vance").join("settings.yaml");
-        super::settings::TenantSettings::read(&path)
+        self.settings.tenant(&path)
     }
 
     /// The project's settings (`_vance/settings.yaml`), or defaults.
     pub fn settings(&self, scope: &Scope) -> super::settings::ProjectSettings {
         let path = self.project_dir(scope).join("_vance").join("settings.yaml");
-        super::settings::ProjectSettings::read(&path)
+        self.settings.project(&path)
     }
 }
 

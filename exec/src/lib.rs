@@ -60,6 +60,7 @@ mod executors;
 mod lanes;
 pub mod policy;
 mod settings;
+mod settings_cache;
 
 #[cfg(feature = "agent")]
 pub mod agent;

@@ -1,0 +1,232 @@
+//! Settings files, parsed once and kept while the file is unchanged.
+//!
+//! A start reads the tenant's settings several times (its bounds, its execution policy, its
+//! shell defaults) and the project's once or twice; reading and parsing the YAML each time
+//! cost more than the rest of a start's own work. Each use still looks at the file (one
+//! `stat`): a file whose length, modification time, inode or change time differs is read
+//! again, so an edit applies to the next start as it did before.
+//!
+//! File times are coarse (a few milliseconds), so two writes in a row can leave the same
+//! stamp; a file modified less than [`SETTLE`] before it was read is not kept and is read again
+//! at each use until it is older (the approach git takes with its index). Missing files are
+//! not kept either (they cost the defaults and a failed `stat`), and at most [`MAX_FILES`]
+//! files are: a request naming many scopes cannot grow the cache without bound.
+
+use std::collections::HashMap;
+use std::path::{Path, PathBuf};
+use std::sync::{Mutex, PoisonError};
+use std::time::{Duration, SystemTime};
+
+use crate::settings::{ProjectSettings, TenantSettings};
+
+/// How long before its reading a file must have been last modified to be kept.
+pub(crate) const SETTLE: Duration = Duration::from_secs(2);
+/// The most files kept per kind of settings; past it the cache starts over.
+pub(crate) const MAX_FILES: usize = 4_096;
+
+/// What identifies one version of a file without reading it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+struct Stamp {
+    len: u64,
+    modified: SystemTime,
+    #[cfg(unix)]
+    inode: (u64, u64),
+    #[cfg(unix)]
+    changed: (i64, i64),
+}
+
+impl Stamp {
+    fn of(meta: &std::fs::Metadata) -> Option<Self> {
+        #[cfg(unix)]
+        use std::os::unix::fs::MetadataExt;
+        Some(Self {
+            len: meta.len(),
+            modified: meta.modified().ok()?,
+            #[cfg(unix)]
+            inode: (meta.dev(), meta.ino()),
+            #[cfg(unix)]
+            changed: (meta.ctime(), meta.ctime_nsec()),
+        })
+    }
+
+    /// Whether the file was last modified long enough before `read_at` that a later write
+    /// would change its stamp.
+    fn settled(&self, read_at: SystemTime) -> bool {
+        self.modified
+            .checked_add(SETTLE)
+            .is_some_and(|settled_at| settled_at <= read_at)
+    }
+}
+
+/// Parsed files of one kind, by path.
+#[derive(Debug)]
+struct FileCache<T> {
+    files: Mutex<HashMap<PathBuf, (Stamp, T)>>,
+}
+
+impl<T> Default for FileCache<T> {
+    fn default() -> Self {
+        Self {
+            files: Mutex::new(HashMap::new()),
+        }
+    }
+}
+
+impl<T: Clone> FileCache<T> {
+    /// The parsed file at `path`: kept if its stamp is unchanged, else `read(path)`.
+    fn get(&self, path: &Path, read: impl FnOnce(&Path) -> T) -> T {
+        let stamp = std::fs::metadata(path)
+            .ok()
+            .filter(|m| m.is_file())
+            .and_then(|m| Stamp::of(&m));
+        let mut files = self.files.lock().unwrap_or_else(PoisonError::into_inner);
+        let Some(stamp) = stamp else {
+            files.remove(path);
+            drop(files);
+            return read(path);
+        };
+        if let Some((kept, value)) = files.get(path)
+            && *kept == stamp
+        {
+            return value.clone();
+        }
+        drop(files);
+        let read_at = SystemTime::now();
+        let value = read(path);
+        if stamp.settled(read_at) {
+            let mut files = self.files.lock().unwrap_or_else(PoisonError::into_inner);
+            if files.len() >= MAX_FILES && !files.contains_key(path) {
+                files.clear();
+            }
+            files.insert(path.to_path_buf(), (stamp, value.clone()));
+        }
+        value
+    }
+
+    #[cfg(test)]
+    fn len(&self) -> usize {
+        self.files
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .len()
+    }
+}
+
+/// The settings files of a document tree, parsed (see the module docs).
+#[derive(Debug, Default)]
+pub(crate) struct SettingsCache {
+    tenant: FileCache<TenantSettings>,
+    project: FileCache<ProjectSettings>,
+}
+
+impl SettingsCache {
+    /// The tenant settings at `path` (defaults when it is missing or invalid).
+    pub(crate) fn tenant(&self, path: &Path) -> TenantSettings {
+        self.tenant.get(path, TenantSettings::read)
+    }
+
+    /// The project settings at `path` (defaults when it is missing or invalid).
+    pub(crate) fn project(&self, path: &Path) -> ProjectSettings {
+        self.project.get(path, ProjectSettings::read)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::cell::Cell;
+    use std::fs::{File, FileTimes};
+
+    use super::*;
+
+    /// Sets the file's modification time `ago` before now.
+    fn age(path: &Path, ago: Duration) {
+        let at = SystemTime::now() - ago;
+        File::options()
+            .write(true)
+            .open(path)
+            .unwrap()
+            .set_times(FileTimes::new().set_modified(at))
+            .unwrap();
+    }
+
+    fn reads(cache: &FileCache<String>, path: &Path, count: &Cell<u32>) -> String {
+        cache.get(path, |p| {
+            count.set(count.get() + 1);
+            std::fs::read_to_string(p).unwrap_or_default()
+        })
+    }
+
+    #[test]
+    fn an_unchanged_settled_file_is_read_once_and_an_edit_is_seen_at_the_next_use() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("settings.yaml");
+        std::fs::write(&path, "a: 1\n").unwrap();
+        age(&path, Duration::from_secs(60));
+        let (cache, count) = (FileCache::default(), Cell::new(0));
+        assert_eq!(reads(&cache, &path, &count), "a: 1\n");
+        assert_eq!(reads(&cache, &path, &count), "a: 1\n");
+        assert_eq!(count.get(), 1, "the second use is served from the cache");
+
+        // The same length: the edit's times tell it apart.
+        std::fs::write(&path, "a: 2\n").unwrap();
+        assert_eq!(reads(&cache, &path, &count), "a: 2\n");
+        assert_eq!(count.get(), 2);
+    }
+
+    #[test]
+    fn a_file_written_just_now_is_read_at_every_use_until_it_settles() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("settings.yaml");
+        std::fs::write(&path, "a: 1\n").unwrap();
+        let (cache, count) = (FileCache::default(), Cell::new(0));
+        reads(&cache, &path, &count);
+        reads(&cache, &path, &count);
+        assert_eq!(count.get(), 2, "a fresh file is not kept");
+        assert_eq!(cache.len(), 0);
+        age(&path, Duration::from_secs(60));
+        reads(&cache, &path, &count);
+        reads(&cache, &path, &count);
+        assert_eq!(count.get(), 3);
+    }
+
+    #[test]
+    fn a_removed_file_gives_what_a_missing_one_gives_and_is_forgotten() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("settings.yaml");
+        std::fs::write(&path, "a: 1\n").unwrap();
+        age(&path, Duration::from_secs(60));
+        let (cache, count) = (FileCache::default(), Cell::new(0));
+        assert_eq!(reads(&cache, &path, &count), "a: 1\n");
+        std::fs::remove_file(&path).unwrap();
+        assert_eq!(reads(&cache, &path, &count), "");
+        assert_eq!(cache.len(), 0);
+    }
+
+    #[test]
+    fn the_cache_holds_a_bounded_number_of_files() {
+        let dir = tempfile::tempdir().unwrap();
+        let (cache, count) = (FileCache::default(), Cell::new(0));
+        for i in 0..MAX_FILES + 10 {
+            let path = dir.path().join(format!("{i}.yaml"));
+            std::fs::write(&path, "a: 1\n").unwrap();
+            age(&path, Duration::from_secs(60));
+            reads(&cache, &path, &count);
+            assert!(cache.len() <= MAX_FILES);
+        }
+    }
+
+    #[test]
+    fn tenant_settings_are_parsed_from_the_file_and_follow_its_edits() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("settings.yaml");
+        std::fs::write(&path, "bounds:\n  maxJournalBytes: 7000\n").unwrap();
+        age(&path, Duration::from_secs(60));
+        let cache = SettingsCache::default();
+        let scope = crate::Scope::new("acme", "shop");
+        let limit = |s: TenantSettings| s.bounds.journal_bytes(&scope);
+        assert_eq!(limit(cache.tenant(&path)), Some(7000));
+        assert_eq!(limit(cache.tenant(&path)), Some(7000));
+        std::fs::write(&path, "bounds:\n  maxJournalBytes: 9000\n").unwrap();
+        assert_eq!(limit(cache.tenant(&path)), Some(9000));
+    }
+}
