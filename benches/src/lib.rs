@@ -137,3 +137,10 @@ pub fn paired(
         ratios[pairs * 9 / 10]
     );
 }
+
+/// The benches' allocator, as the `magrathea` binary's: mimalloc. Records are allocated on the
+/// runs' threads and freed on the journal writer's (and completions the other way), where
+/// glibc's malloc contends on its arena locks; `benches/README.md` gives the figures with both.
+/// An application embedding the library chooses its own allocator.
+#[global_allocator]
+static GLOBAL: mimalloc::MiMalloc = mimalloc::MiMalloc;

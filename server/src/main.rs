@@ -4,6 +4,12 @@
 
 mod cli;
 
+/// mimalloc rather than glibc's malloc: the engine allocates records on the runs' threads and
+/// frees them on the journal writer's, where glibc's arenas contend on their locks (the
+/// figures with both are in `benches/README.md`).
+#[global_allocator]
+static GLOBAL: mimalloc::MiMalloc = mimalloc::MiMalloc;
+
 #[tokio::main]
 async fn main() -> std::process::ExitCode {
     cli::main().await
