@@ -1,15 +1,11 @@
 //! Whole workflows on a durable engine: one 10-step workflow alone (its latency, start to
 //! result), and 1,000 concurrent workflows of 10 steps (throughput in steps per second).
 
-use std::collections::{HashMap, HashSet};
 use std::path::Path;
-use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
-use magrathea_core::{Durability, Engine, RunId, StartRequest};
+use magrathea_core::{Durability, Engine, StartRequest};
 use serde_json::json;
-use tokio::sync::broadcast::error::RecvError;
-use tokio::sync::oneshot;
 
 use crate::common::{noop_task, steps_workflow};
 use crate::error::{Context, Error, Result};
@@ -45,95 +41,27 @@ pub async fn lone_run(engine: &Engine, steps: u64) -> Result<Duration> {
 }
 
 /// Starts `runs` runs of `steps` no-op tasks at once and waits until all have ended; the time
-/// from the first start to the last end.
+/// from the first start to the last end. Each run has its own client task that starts it and
+/// waits for it ([`Engine::wait`]), as an application would.
 pub async fn run_concurrently(engine: &Engine, runs: usize, steps: u64) -> Result<Duration> {
-    let started = Instant::now();
-    // One subscriber for all runs: `Engine::wait` per run would have each of the n waiters
-    // read every status update of every run (n² receives), which measures the harness.
-    let mut updates = engine.subscribe_status();
-    let starts: Vec<_> = (0..runs)
-        .map(|_| {
-            let engine = engine.clone();
-            tokio::spawn(async move {
-                engine
-                    .start(StartRequest::code("steps", json!(steps)))
-                    .await
-            })
-        })
-        .collect();
-    let mut pending: HashSet<RunId> = HashSet::with_capacity(runs);
-    for s in starts {
-        pending.insert(s.await.context("a start task")?.context("starting a run")?);
-    }
-    while !pending.is_empty() {
-        match updates.recv().await {
-            Ok(u) if u.status.is_terminal() => {
-                pending.remove(&u.run_id);
-            }
-            Ok(_) => {}
-            Err(RecvError::Lagged(_)) => {
-                let mut still = HashSet::with_capacity(pending.len());
-                for run in pending {
-                    if !engine
-                        .status(run)
-                        .context("reading a run's status")?
-                        .is_terminal()
-                    {
-                        still.insert(run);
-                    }
-                }
-                pending = still;
-            }
-            Err(RecvError::Closed) => {
-                return Err(Error::new("waiting for the runs", "the engine closed"));
-            }
-        }
-    }
-    Ok(started.elapsed())
+    run_in_flight(engine, runs, steps, runs).await
 }
 
 /// Runs `runs` runs of `steps` no-op tasks from `in_flight` concurrent clients, each of which
-/// starts a run, waits for it to end and starts the next: the peers' throughput protocol (at
-/// most `in_flight` runs unfinished at a time). The time from the first start to the last end.
+/// starts a run, waits for it to end ([`Engine::wait`]) and starts the next: the peers'
+/// throughput protocol (at most `in_flight` runs unfinished at a time). The time from the first
+/// start to the last end.
 pub async fn run_in_flight(
     engine: &Engine,
     runs: usize,
     steps: u64,
     in_flight: usize,
 ) -> Result<Duration> {
-    type Waiters = Arc<Mutex<HashMap<RunId, oneshot::Sender<()>>>>;
     let started = Instant::now();
-    let waiters: Waiters = Arc::default();
-    // One subscriber tells each client that its run ended (a `wait` per client would have
-    // every client read every run's updates).
-    let mut updates = engine.subscribe_status();
-    let dispatcher = {
-        let (engine, waiters) = (engine.clone(), waiters.clone());
-        tokio::spawn(async move {
-            loop {
-                let ended: Vec<RunId> = match updates.recv().await {
-                    Ok(u) if u.status.is_terminal() => vec![u.run_id],
-                    Ok(_) => continue,
-                    Err(RecvError::Lagged(_)) => {
-                        let runs: Vec<RunId> = lock(&waiters).keys().copied().collect();
-                        runs.into_iter()
-                            .filter(|r| engine.status(*r).is_ok_and(|s| s.is_terminal()))
-                            .collect()
-                    }
-                    Err(RecvError::Closed) => return,
-                };
-                for run in ended {
-                    if let Some(tx) = lock(&waiters).remove(&run) {
-                        let _ = tx.send(());
-                    }
-                }
-            }
-        })
-    };
     let clients = in_flight.clamp(1, runs.max(1));
     let tasks: Vec<_> = (0..clients)
         .map(|c| {
-            let (engine, waiters) = (engine.clone(), waiters.clone());
+            let engine = engine.clone();
             let mine = runs / clients + usize::from(c < runs % clients);
             tokio::spawn(async move {
                 for _ in 0..mine {
@@ -141,18 +69,13 @@ pub async fn run_in_flight(
                         .start(StartRequest::code("steps", json!(steps)))
                         .await
                         .context("starting a run")?;
-                    let (tx, rx) = oneshot::channel();
-                    lock(&waiters).insert(run, tx);
-                    // It may have ended before it was registered.
-                    if engine
-                        .status(run)
-                        .context("reading a run's status")?
-                        .is_terminal()
-                    {
-                        lock(&waiters).remove(&run);
-                        continue;
+                    let view = engine.wait(run).await.context("waiting for a run")?;
+                    if !view.status.is_terminal() {
+                        return Err(Error::new(
+                            "waiting for a run",
+                            format!("run {run} settled as {}", view.status.as_str()),
+                        ));
                     }
-                    let _ = rx.await;
                 }
                 Ok::<(), Error>(())
             })
@@ -161,10 +84,5 @@ pub async fn run_in_flight(
     for t in tasks {
         t.await.context("a client task")??;
     }
-    dispatcher.abort();
     Ok(started.elapsed())
-}
-
-fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
-    m.lock().unwrap_or_else(std::sync::PoisonError::into_inner)
 }

@@ -253,6 +253,7 @@ impl EngineBuilder {
             active: Mutex::new(HashMap::new()),
             timers: Timers::start(weak.clone()),
             status_tx: broadcast::channel(4096).0,
+            status_waiters: Default::default(),
             journal_tx: broadcast::channel(4096).0,
             replay_permits: Semaphore::new(64),
             data,

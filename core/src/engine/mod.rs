@@ -6,6 +6,7 @@ mod driver;
 mod heap;
 mod key_locks;
 mod requests;
+mod status_waiters;
 mod timer_queue;
 mod timers;
 mod worker;
@@ -117,6 +118,8 @@ pub(crate) struct EngineInner {
     pub(crate) active: Mutex<HashMap<RunId, mpsc::UnboundedSender<Event>>>,
     pub(crate) timers: Timers,
     pub(crate) status_tx: broadcast::Sender<RunUpdate>,
+    /// The callers waiting on one run's status, by run.
+    pub(crate) status_waiters: status_waiters::StatusWaiters,
     pub(crate) journal_tx: broadcast::Sender<JournalUpdate>,
     pub(crate) replay_permits: Semaphore,
     pub(crate) data: AppData,
@@ -129,6 +132,14 @@ pub(crate) struct EngineInner {
 }
 
 impl EngineInner {
+    /// Tells the run's status change to the subscribers of all runs and to the callers
+    /// waiting on this one.
+    pub(crate) fn announce(&self, update: RunUpdate) {
+        let run = update.run_id;
+        let _ = self.status_tx.send(update);
+        self.status_waiters.notify(run);
+    }
+
     pub(crate) fn active(
         &self,
     ) -> std::sync::MutexGuard<'_, HashMap<RunId, mpsc::UnboundedSender<Event>>> {
@@ -416,37 +427,29 @@ impl Engine {
         self.wait_until(run, |s| s != RunStatus::Running).await
     }
 
-    /// Waits until the run's status satisfies `pred`.
+    /// Waits until the run's status satisfies `pred`. It is woken by the run's own status
+    /// changes only, so any number of callers can each wait on their own run.
     pub async fn wait_until(
         &self,
         run: RunId,
         pred: impl Fn(RunStatus) -> bool,
     ) -> Result<RunView, RunError> {
-        let mut updates = self.inner.status_tx.subscribe();
+        let watch = self.inner.status_waiters.watch(run);
         // On a store other workers share, the run may be driven elsewhere, where its status
         // changes are not announced here: look at the store now and then as well.
         let shared = self.is_shared_store();
         loop {
+            // Registered before the status is read, so a change in between still wakes it.
+            let changed = watch.notify.notified();
+            tokio::pin!(changed);
+            changed.as_mut().enable();
             if pred(self.status(run)?) {
                 return self.run(run);
             }
-            loop {
-                let update = if shared {
-                    match tokio::time::timeout(SHARED_STORE_POLL, updates.recv()).await {
-                        Ok(update) => update,
-                        Err(_) => break,
-                    }
-                } else {
-                    updates.recv().await
-                };
-                match update {
-                    Ok(u) if u.run_id == run => break,
-                    Ok(_) => continue,
-                    Err(broadcast::error::RecvError::Lagged(_)) => break,
-                    Err(broadcast::error::RecvError::Closed) => {
-                        return Err(RunError::Store(StoreError::Closed));
-                    }
-                }
+            if shared {
+                let _ = tokio::time::timeout(SHARED_STORE_POLL, changed).await;
+            } else {
+                changed.await;
             }
         }
     }

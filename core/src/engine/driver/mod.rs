@@ -277,7 +277,7 @@ impl Driver {
                 drop(active);
                 if self.blocked.is_some() {
                     // Waiters learn that nobody drives the run any more.
-                    let _ = self.engine.status_tx.send(RunUpdate {
+                    self.engine.announce(RunUpdate {
                         run_id: self.run_id,
                         status: RunStatus::Blocked,
                     });

@@ -168,7 +168,7 @@ impl Driver {
         }
         if status_changed && let Some(s) = &self.outbox.summary {
             let status = s.status;
-            let _ = self.engine.status_tx.send(RunUpdate {
+            self.engine.announce(RunUpdate {
                 run_id: self.run_id,
                 status,
             });
