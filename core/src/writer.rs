@@ -4,14 +4,16 @@
 //! commits them in one transaction, and only then acknowledges each waiter. Under load one
 //! commit carries hundreds of appends.
 //!
-//! A lone append skips the thread: when nothing is queued, no commit is in progress and the
-//! last commit carried a single append (nobody else is appending), the caller commits its own
-//! batch on its own thread, like the leader of a leader/follower group commit. A lone workflow
-//! then pays one commit per step and no thread hand-offs (handing a batch to a sleeping thread
-//! and waking the caller back costs tens of microseconds each way on a virtual machine, a
-//! quarter of an fsync). The caller blocks for the commit, about one fsync; the cost to an
-//! async runtime is bounded by the condition: as soon as appends overlap, they go through the
-//! queue and are grouped again.
+//! A lone append skips the thread: when nothing is queued, no commit is in progress, the last
+//! commit carried a single append and that append was the same run's (a run going on alone) or
+//! the journal has been quiet for [`QUIET`] since, the caller commits its own batch on its own
+//! thread, like the leader of a leader/follower group commit. A lone workflow then pays one
+//! commit per step and no thread hand-offs (handing a batch to a sleeping thread and waking the
+//! caller back costs tens of microseconds each way on a virtual machine, a quarter of an
+//! fsync). The caller blocks for the commit, about one fsync; the cost to an async runtime is
+//! bounded by the condition: as soon as appends overlap, they go through the queue and are
+//! grouped again, and appends of many runs arriving one at a time (a server's starts) do not
+//! take turns blocking the runtime's threads.
 
 use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 use std::sync::mpsc;
@@ -87,6 +89,12 @@ struct Shared {
     queued: AtomicUsize,
     /// Appends in the last commit.
     last_group: AtomicUsize,
+    /// The run of the last commit's append when it carried one (see [`run_key`]), else 0.
+    last_run: AtomicU64,
+    /// When the last commit ended, in nanoseconds since `epoch` ([`NEVER`] before the first).
+    last_end: AtomicU64,
+    /// What `last_end` counts from.
+    epoch: Instant,
     /// Whether the last commit (or [`JournalWriter::probe`]) failed: one store per commit, so
     /// that reporting health costs the hot path nothing more.
     failed: AtomicBool,
@@ -100,6 +108,12 @@ impl Shared {
         let result = self.store.commit_checked(batches);
         let micros = started.elapsed().as_micros() as u64;
         self.last_group.store(batches.len(), Ordering::Relaxed);
+        let lone_run = match batches {
+            [batch] => run_key(batch),
+            _ => 0,
+        };
+        self.last_run.store(lone_run, Ordering::Relaxed);
+        self.last_end.store(self.now(), Ordering::Relaxed);
         self.failed.store(result.is_err(), Ordering::Relaxed);
         match &result {
             Ok(refused) => {
@@ -123,6 +137,23 @@ impl Shared {
             Err(e) => tracing::error!(error = %e, appends = batches.len(), "journal commit failed"),
         }
         result
+    }
+
+    /// Whether an append of the run `key` arriving at `now` may commit on its caller's thread
+    /// (see the module documentation); the commit lock is still to be taken.
+    fn may_commit_alone(&self, key: u64, now: u64) -> bool {
+        if self.queued.load(Ordering::SeqCst) != 0 || self.last_group.load(Ordering::Relaxed) > 1 {
+            return false;
+        }
+        let same_run = self.last_run.load(Ordering::Relaxed) == key;
+        let last_end = self.last_end.load(Ordering::Relaxed);
+        let quiet = last_end == NEVER || now.saturating_sub(last_end) >= QUIET.as_nanos() as u64;
+        same_run || quiet
+    }
+
+    /// Nanoseconds since `epoch`.
+    fn now(&self) -> u64 {
+        u64::try_from(self.epoch.elapsed().as_nanos()).unwrap_or(u64::MAX)
     }
 
     fn maintain(&self) {
@@ -156,6 +187,24 @@ impl std::fmt::Debug for JournalWriter {
 /// Most appends merged into one commit; bounds a commit's latency under extreme load.
 const MAX_GROUP: usize = 4096;
 
+/// How long the journal must have been without commits for another run's append to commit
+/// alone on its caller's thread (see the module documentation).
+pub const QUIET: Duration = Duration::from_millis(1);
+
+/// `last_end` before the first commit.
+const NEVER: u64 = u64::MAX;
+
+/// A key for the run of an append (the low bits of its id; never 0 for an append of a run),
+/// 0 for an append of no run.
+fn run_key(batch: &CommitBatch) -> u64 {
+    let run = batch
+        .records
+        .first()
+        .map(|r| r.run_id)
+        .or_else(|| batch.summaries.first().map(|s| s.run_id));
+    run.map_or(0, |r| (r.as_u128() as u64) | 1)
+}
+
 impl JournalWriter {
     /// Starts the writer thread over `store`.
     pub fn start(store: Arc<dyn Store>) -> Self {
@@ -166,6 +215,9 @@ impl JournalWriter {
             commit_lock: Mutex::new(()),
             queued: AtomicUsize::new(0),
             last_group: AtomicUsize::new(0),
+            last_run: AtomicU64::new(0),
+            last_end: AtomicU64::new(NEVER),
+            epoch: Instant::now(),
             failed: AtomicBool::new(false),
         });
         let sh = shared.clone();
@@ -198,9 +250,7 @@ impl JournalWriter {
 
     fn try_commit_alone(&self, batch: &CommitBatch) -> Option<Result<(), StoreError>> {
         let shared = &*self.shared;
-        if shared.queued.load(Ordering::SeqCst) != 0
-            || shared.last_group.load(Ordering::Relaxed) > 1
-        {
+        if !shared.may_commit_alone(run_key(batch), shared.now()) {
             return None;
         }
         let _guard = shared.commit_lock.try_lock().ok()?;
@@ -376,6 +426,39 @@ mod tests {
         assert_ne!(me.as_deref(), Some("magrathea-journal"));
         assert_eq!(*threads.lock().unwrap(), vec![me; 3]);
         assert_eq!(store.read_journal_raw(run).unwrap().len(), 3);
+    }
+
+    #[test]
+    fn a_run_going_on_alone_or_a_quiet_journal_commits_alone_and_other_runs_queue() {
+        let store = Arc::new(MemoryStore::new());
+        let w = JournalWriter::start(store);
+        let sh = &*w.shared;
+        let (a, b) = (RunId::new(), RunId::new());
+        let (ka, kb) = (run_key(&batch(a, 0)), run_key(&batch(b, 0)));
+        assert!(
+            sh.may_commit_alone(ka, 0),
+            "before any commit the journal is quiet"
+        );
+        let _guard = sh.commit_lock.lock().unwrap();
+        sh.commit(&[&batch(a, 0)]).unwrap();
+        let end = sh.last_end.load(Ordering::Relaxed);
+        let soon = end + 10_000;
+        assert!(sh.may_commit_alone(ka, soon), "the same run goes on alone");
+        assert!(
+            !sh.may_commit_alone(kb, soon),
+            "another run right after a commit queues"
+        );
+        let later = end + QUIET.as_nanos() as u64;
+        assert!(
+            sh.may_commit_alone(kb, later),
+            "after a quiet while it commits alone"
+        );
+        sh.commit(&[&batch(a, 1), &batch(b, 1)]).unwrap();
+        let end = sh.last_end.load(Ordering::Relaxed);
+        assert!(
+            !sh.may_commit_alone(ka, end + 2 * QUIET.as_nanos() as u64),
+            "after a group of appends every append queues"
+        );
     }
 
     #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
