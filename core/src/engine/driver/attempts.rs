@@ -83,12 +83,13 @@ impl Driver {
         let Some((name, call, attempt)) = self.state.attempt(step) else {
             return;
         };
-        let registration = self
+        // Only the body goes with the attempt (its name and options stay with the step).
+        let body = self
             .engine
             .tasks
             .get(&call.task)
             .or(call.registration.as_ref())
-            .cloned();
+            .map(|r| r.body.clone());
         let tctx =
             TaskContext::new(self.run_id, step, attempt, name).with_data(self.engine.data.clone());
         let input = call.input.clone();
@@ -104,12 +105,12 @@ impl Driver {
             name = %name
         );
         let attempt_future = async move {
-            let result = match registration {
+            let result = match body {
                 None => Err(TaskError::terminal(format!(
                     "[MAG-TK001] unknown task `{task_name}`: register it with EngineBuilder::task"
                 ))),
-                Some(reg) => {
-                    let body = std::panic::AssertUnwindSafe((reg.body)(input, tctx)).catch_unwind();
+                Some(run_body) => {
+                    let body = std::panic::AssertUnwindSafe(run_body(input, tctx)).catch_unwind();
                     let outcome = match timeout {
                         Some(t) => match tokio::time::timeout(t, body).await {
                             Ok(r) => r,
