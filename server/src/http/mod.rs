@@ -74,7 +74,7 @@ pub use connections::{
 };
 pub use error::ApiError;
 pub use server::{Access, Server};
-pub use state::AppState;
+pub use state::{AppParts, AppState};
 
 /// The default address: loopback only, port 7878.
 pub const DEFAULT_ADDR: &str = "127.0.0.1:7878";
@@ -381,7 +381,7 @@ async fn start(
         engine.catalog(),
         config.triggers.clone(),
     ));
-    let state = AppState {
+    let state = AppState::new(AppParts {
         triggers: triggers.clone(),
         engine: engine.clone(),
         runtime,
@@ -391,7 +391,7 @@ async fn start(
             config.max_followers_per_subject,
             config.max_subscriptions_per_connection,
         )),
-    };
+    });
     let listener = tokio::net::TcpListener::bind(config.addr)
         .await
         .map_err(|source| ServeError::Bind {

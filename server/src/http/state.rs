@@ -14,9 +14,29 @@ use super::error::ApiError;
 use super::follow::Followers;
 use super::metrics::Metrics;
 
-/// The state of the server, shared by every handler. Cheap to clone.
+/// The state of the server, shared by every handler: one reference-counted pointer, since
+/// the router clones it for every request. Its parts are [`AppParts`], reached through it.
 #[derive(Debug, Clone)]
-pub struct AppState {
+pub struct AppState(Arc<AppParts>);
+
+impl AppState {
+    /// The state made of `parts`.
+    pub fn new(parts: AppParts) -> Self {
+        Self(Arc::new(parts))
+    }
+}
+
+impl std::ops::Deref for AppState {
+    type Target = AppParts;
+
+    fn deref(&self) -> &AppParts {
+        &self.0
+    }
+}
+
+/// What [`AppState`] holds.
+#[derive(Debug)]
+pub struct AppParts {
     /// The engine.
     pub engine: Engine,
     /// The YAML runtime (documents, interpreter).
