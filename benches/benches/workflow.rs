@@ -13,9 +13,10 @@
 //!   seconds apart;
 //! - `throughput/1000x10`: 1,000 concurrent workflows of 10 no-op tasks each, from the first
 //!   start to the last completion; throughput in steps (tasks) per second;
-//! - `throughput/1000x10_128_in_flight`: the same 1,000 workflows with at most 128 unfinished
-//!   at a time, a new one starting as one ends: the protocol of the peer benchmarks (Restate,
-//!   DBOS), for the side-by-side table in `benches/README.md`.
+//! - `throughput/1000x10_128_in_flight`: the same 1,000 workflows from 128 clients, each of
+//!   which starts a workflow, waits for its result (`Engine::wait`) and starts the next: the
+//!   protocol of the peer benchmarks (Restate, DBOS), for the side-by-side table in
+//!   `benches/README.md`.
 //!
 //! The workloads are `magrathea_workloads::{baseline, workflow}`, which `magrathea bench` runs
 //! too.

@@ -141,6 +141,8 @@ pub fn paired(
 /// The benches' allocator, as the `magrathea` binary's: mimalloc. Records are allocated on the
 /// runs' threads and freed on the journal writer's (and completions the other way), where
 /// glibc's malloc contends on its arena locks; `benches/README.md` gives the figures with both.
-/// An application embedding the library chooses its own allocator.
+/// An application embedding the library chooses its own allocator; the `system-allocator`
+/// feature measures with the system's.
+#[cfg(not(feature = "system-allocator"))]
 #[global_allocator]
 static GLOBAL: mimalloc::MiMalloc = mimalloc::MiMalloc;
