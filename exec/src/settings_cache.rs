@@ -149,6 +149,14 @@ mod tests {
             .unwrap();
     }
 
+    /// `dir/name` holding `a: 1`, last modified a minute ago.
+    fn settled_file(dir: &Path, name: &str) -> PathBuf {
+        let path = dir.join(name);
+        std::fs::write(&path, "a: 1\n").unwrap();
+        age(&path, Duration::from_secs(60));
+        path
+    }
+
     fn reads(cache: &FileCache<String>, path: &Path, count: &Cell<u32>) -> String {
         cache.get(path, |p| {
             count.set(count.get() + 1);
@@ -159,9 +167,7 @@ mod tests {
     #[test]
     fn an_unchanged_settled_file_is_read_once_and_an_edit_is_seen_at_the_next_use() {
         let dir = tempfile::tempdir().unwrap();
-        let path = dir.path().join("settings.yaml");
-        std::fs::write(&path, "a: 1\n").unwrap();
-        age(&path, Duration::from_secs(60));
+        let path = settled_file(dir.path(), "settings.yaml");
         let (cache, count) = (FileCache::default(), Cell::new(0));
         assert_eq!(reads(&cache, &path, &count), "a: 1\n");
         assert_eq!(reads(&cache, &path, &count), "a: 1\n");
@@ -192,9 +198,7 @@ mod tests {
     #[test]
     fn a_removed_file_gives_what_a_missing_one_gives_and_is_forgotten() {
         let dir = tempfile::tempdir().unwrap();
-        let path = dir.path().join("settings.yaml");
-        std::fs::write(&path, "a: 1\n").unwrap();
-        age(&path, Duration::from_secs(60));
+        let path = settled_file(dir.path(), "settings.yaml");
         let (cache, count) = (FileCache::default(), Cell::new(0));
         assert_eq!(reads(&cache, &path, &count), "a: 1\n");
         std::fs::remove_file(&path).unwrap();
@@ -207,9 +211,7 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let (cache, count) = (FileCache::default(), Cell::new(0));
         for i in 0..MAX_FILES + 10 {
-            let path = dir.path().join(format!("{i}.yaml"));
-            std::fs::write(&path, "a: 1\n").unwrap();
-            age(&path, Duration::from_secs(60));
+            let path = settled_file(dir.path(), &format!("{i}.yaml"));
             reads(&cache, &path, &count);
             assert!(cache.len() <= MAX_FILES);
         }
