@@ -206,7 +206,9 @@ impl EngineBuilder {
     /// [`DEFAULT_HEAP_TRIM_THRESHOLD`](super::DEFAULT_HEAP_TRIM_THRESHOLD), 8 MiB), the engine
     /// asks the allocator to release its free pages (glibc's `malloc_trim`), on a blocking
     /// thread and at most once every 5 s; without it, glibc keeps a large run's peak memory
-    /// in the process for good. `None` never asks. Does nothing on targets without glibc.
+    /// in the process for good. `None` never asks. Does nothing on targets without glibc, nor
+    /// for memory of another global allocator (mimalloc, the `magrathea` binary's, returns
+    /// freed pages itself).
     pub fn heap_trim_threshold(mut self, journal_bytes: Option<u64>) -> Self {
         self.heap_trim_threshold = journal_bytes;
         self
