@@ -106,6 +106,33 @@ fn in_one_group_commit_only_the_fenced_batch_is_refused() {
 }
 
 #[test]
+fn a_late_append_colliding_with_the_new_owners_records_is_refused_not_an_error() {
+    let url = cluster().create_database();
+    let a = frozen_worker(&url, "a");
+    let b = frozen_worker(&url, "b");
+    let (lost, kept) = (RunId::new(), RunId::new());
+    a.commit(&[&start(lost, None), &start(kept, None)]).unwrap();
+    std::thread::sleep(Duration::from_millis(400));
+    assert_eq!(a.claim(kept).unwrap(), Claim::Granted { reclaims: 0 });
+    assert_eq!(b.reclaim_expired(10).unwrap(), vec![(lost, 1)]);
+    // The new owner has already written the seqs the old one is about to write: the old
+    // owner's insert collides with them, which must end in a refusal of its batch alone.
+    b.commit(&[&records(lost, 1, 2)]).unwrap();
+    let refused = a
+        .commit_checked(&[&records(lost, 1, 2), &records(kept, 1, 1)])
+        .unwrap();
+    assert_eq!(refused.len(), 1);
+    assert_eq!(refused[0].batch, 0);
+    assert!(matches!(refused[0].error, StoreError::Fenced(r) if r == lost));
+    assert_eq!(a.read_journal_raw(kept).unwrap().len(), 2);
+    assert_eq!(
+        b.read_journal_raw(lost).unwrap().len(),
+        3,
+        "the start and the new owner's two records stand"
+    );
+}
+
+#[test]
 fn a_run_this_worker_never_claimed_is_refused() {
     let url = cluster().create_database();
     let a = frozen_worker(&url, "a");
