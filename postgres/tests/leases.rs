@@ -85,8 +85,16 @@ fn a_worker_whose_lease_was_reclaimed_cannot_append_and_the_new_owner_can() {
     assert_eq!(a.claim(run).unwrap(), Claim::Elsewhere);
 }
 
-#[test]
-fn in_one_group_commit_only_the_fenced_batch_is_refused() {
+/// Worker `a` started `lost` and `kept`; after their leases expired, `a` renewed `kept` and
+/// `b` reclaimed `lost`.
+struct LostAndKept {
+    a: PgStore,
+    b: PgStore,
+    lost: RunId,
+    kept: RunId,
+}
+
+fn lost_and_kept() -> LostAndKept {
     let url = cluster().create_database();
     let a = frozen_worker(&url, "a");
     let b = frozen_worker(&url, "b");
@@ -96,6 +104,18 @@ fn in_one_group_commit_only_the_fenced_batch_is_refused() {
     // Kept stays with a: it claims it again (a renewal of its own expired lease).
     assert_eq!(a.claim(kept).unwrap(), Claim::Granted { reclaims: 0 });
     assert_eq!(b.reclaim_expired(10).unwrap(), vec![(lost, 1)]);
+    LostAndKept { a, b, lost, kept }
+}
+
+#[test]
+fn in_one_group_commit_only_the_fenced_batch_is_refused() {
+    // b keeps holding `lost` to the end (dropping a store releases its leases).
+    let LostAndKept {
+        a,
+        b: _b,
+        lost,
+        kept,
+    } = lost_and_kept();
     let refused = a
         .commit_checked(&[&records(lost, 1, 1), &records(kept, 1, 1)])
         .unwrap();
@@ -107,14 +127,7 @@ fn in_one_group_commit_only_the_fenced_batch_is_refused() {
 
 #[test]
 fn a_late_append_colliding_with_the_new_owners_records_is_refused_not_an_error() {
-    let url = cluster().create_database();
-    let a = frozen_worker(&url, "a");
-    let b = frozen_worker(&url, "b");
-    let (lost, kept) = (RunId::new(), RunId::new());
-    a.commit(&[&start(lost, None), &start(kept, None)]).unwrap();
-    std::thread::sleep(Duration::from_millis(400));
-    assert_eq!(a.claim(kept).unwrap(), Claim::Granted { reclaims: 0 });
-    assert_eq!(b.reclaim_expired(10).unwrap(), vec![(lost, 1)]);
+    let LostAndKept { a, b, lost, kept } = lost_and_kept();
     // The new owner has already written the seqs the old one is about to write: the old
     // owner's insert collides with them, which must end in a refusal of its batch alone.
     b.commit(&[&records(lost, 1, 2)]).unwrap();
