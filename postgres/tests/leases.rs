@@ -220,3 +220,41 @@ fn an_ended_run_has_no_lease_and_a_released_one_is_adopted_without_a_reclaim() {
     );
     assert_eq!(a.claim(left).unwrap(), Claim::Elsewhere);
 }
+
+/// A worker starting inside an async runtime claims the runs a dead worker left, one blocking
+/// call after another in a single poll of its start-up, as an engine's recovery does. The calls
+/// must not depend on the caller's runtime: a wait counted against its cooperative budget
+/// would spin forever once the budget ran out.
+#[test]
+fn a_worker_claims_hundreds_of_left_runs_from_inside_an_async_runtime() {
+    let url = cluster().create_database();
+    let dead = frozen_worker(&url, "dead");
+    let runs: Vec<RunId> = (0..400).map(|_| RunId::new()).collect();
+    let starts: Vec<CommitBatch> = runs.iter().map(|run| start(*run, None)).collect();
+    dead.commit(&starts.iter().collect::<Vec<_>>()).unwrap();
+    std::thread::sleep(Duration::from_millis(400));
+
+    let heir = frozen_worker(&url, "heir");
+    let (tx, rx) = std::sync::mpsc::channel();
+    std::thread::spawn(move || {
+        let rt = tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .build()
+            .unwrap();
+        let claims = rt.block_on(async {
+            runs.iter()
+                .map(|run| heir.claim(*run).unwrap())
+                .collect::<Vec<_>>()
+        });
+        let _ = tx.send(claims);
+    });
+    // A hang fails the test instead of stalling the suite.
+    let claims = rx
+        .recv_timeout(Duration::from_secs(120))
+        .expect("the claims returned");
+    assert_eq!(claims.len(), 400);
+    assert!(
+        claims.iter().all(|c| *c == Claim::Granted { reclaims: 1 }),
+        "every left run is reclaimed: {claims:?}"
+    );
+}
