@@ -34,17 +34,29 @@ impl ServeChild {
         Self::spawn(serve_command(root))
     }
 
-    /// Runs `cmd` (a `serve` command) and waits for its `listening on <base>` line.
+    /// Runs `cmd` (a `serve` command) and waits, for at most 60 s, for its `listening on
+    /// <base>` line.
     pub fn spawn(mut cmd: Command) -> Self {
         let mut child = cmd
             .stdout(Stdio::piped())
             .stderr(Stdio::null())
             .spawn()
             .unwrap();
-        let mut line = String::new();
-        BufReader::new(child.stdout.take().unwrap())
-            .read_line(&mut line)
-            .unwrap();
+        let stdout = child.stdout.take().unwrap();
+        let (tx, rx) = std::sync::mpsc::channel();
+        std::thread::spawn(move || {
+            let mut line = String::new();
+            let read = BufReader::new(stdout).read_line(&mut line);
+            let _ = tx.send(read.map(|_| line));
+        });
+        // A server that never gets to listening fails the test instead of stalling it.
+        let line = match rx.recv_timeout(Duration::from_secs(60)) {
+            Ok(read) => read.unwrap(),
+            Err(_) => {
+                let _ = child.kill();
+                panic!("the server did not print its address within 60 s");
+            }
+        };
         let Some(base) = line.trim().strip_prefix("listening on ") else {
             let _ = child.kill();
             panic!("unexpected first line {line:?}");
