@@ -23,24 +23,18 @@ impl Bridge {
     /// Runs `f` on the store's runtime and waits for it. The caller's thread blocks (it may be
     /// a thread of another runtime: the wait does not use it), never the store's runtime.
     ///
-    /// The wait is a plain channel, not a poll of the task's join handle: on a thread of
-    /// another runtime, a join handle counts against that runtime's cooperative budget, which
-    /// only a return to its scheduler refills, so a caller making many calls in one poll (a
-    /// worker reclaiming hundreds of runs as it starts) would spin forever on an empty budget.
+    /// The wait is exempt from the cooperative budget of a runtime the caller may be on: only
+    /// a return to that runtime's scheduler refills the budget, so a caller making many calls
+    /// in one poll (a worker reclaiming hundreds of runs as it starts) would otherwise find the
+    /// join handle pending, woken at once, for ever.
     pub(crate) fn run<T, F>(&self, f: F) -> Result<T, StoreError>
     where
         F: Future<Output = Result<T, StoreError>> + Send + 'static,
         T: Send + 'static,
     {
         let rt = self.rt.as_ref().ok_or(StoreError::Closed)?;
-        let (tx, rx) = std::sync::mpsc::sync_channel(1);
-        drop(rt.spawn(async move {
-            // The caller waits for this send; it cannot be gone.
-            let _ = tx.send(f.await);
-        }));
-        // The sender is dropped unsent only if the task panicked or the runtime shut down.
-        rx.recv()
-            .map_err(|_| StoreError::io("the store's task ended without an answer"))?
+        futures::executor::block_on(tokio::task::unconstrained(rt.spawn(f)))
+            .map_err(StoreError::io)?
     }
 }
 
