@@ -1,7 +1,8 @@
 //! Several `magrathea serve` workers on one PostgreSQL database: runs survive SIGKILLs of
 //! workers with exactly one result per step, a worker frozen past its lease cannot add a record
-//! behind the worker that reclaimed its runs, and a run whose worker dies every time it drives
-//! it fails after `--max-claim-attempts` reclaims.
+//! behind the worker that reclaimed its runs, a run whose worker dies every time it drives it
+//! fails after `--max-claim-attempts` reclaims, and a worker starting beside hundreds of
+//! active runs gets to listening and takes over those of a dead worker.
 
 mod http_common;
 mod serve_child;
@@ -75,6 +76,14 @@ states:
   nope: { type: terminal, outcome: failure }
 ";
 
+/// A five-second durable timer, then the end.
+const NAP: &str = "\
+start: nap
+states:
+  nap: { type: timer_task, duration: 5s, on: { fired: done } }
+  done: { type: terminal, result: rested }
+";
+
 /// A first step that runs until the file `go` exists, then a second step.
 const TWO_STEPS: &str = "\
 start: first
@@ -113,6 +122,7 @@ fn tree(root: &Path) {
     write(&shop.join("workflows/forever.yaml"), FOREVER);
     write(&shop.join("workflows/review.yaml"), REVIEW);
     write(&shop.join("workflows/two.yaml"), TWO_STEPS);
+    write(&shop.join("workflows/nap.yaml"), NAP);
 }
 
 /// A fresh database, a document tree (see [`tree`]) and an HTTP client.
@@ -317,6 +327,44 @@ async fn runs_survive_workers_killed_at_random_with_one_result_per_step() {
         assert!(
             counts.values().all(|c| *c == 1),
             "exactly one result per step in {run}: {counts:?}"
+        );
+    }
+}
+
+/// A worker starting while the store holds hundreds of active runs (here those of a worker that
+/// just died) recovers them all as it starts, and gets to listening.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_worker_starting_beside_hundreds_of_active_runs_listens_and_takes_over_the_dead_ones() {
+    let s = Setup::new();
+    let mut first = s.worker("1", "1000");
+    let mut runs = Vec::new();
+    for n in 0..300 {
+        let run = start(
+            &s.client,
+            std::slice::from_ref(&first),
+            "nap",
+            json!({}),
+            &format!("nap-{n}"),
+        )
+        .await;
+        runs.push(run);
+    }
+    first.kill();
+    // The new worker claims every active run before it listens (bounded by the spawn).
+    let heir = s.worker("1", "1000");
+    let views = wait_all(
+        &s.client,
+        std::slice::from_ref(&heir),
+        &runs,
+        &["DONE", "FAILED", "CANCELLED", "BLOCKED"],
+        Duration::from_secs(120),
+    )
+    .await;
+    for (run, view) in runs.iter().zip(&views) {
+        assert_eq!(
+            (view["status"].as_str(), &view["result"]),
+            (Some("DONE"), &json!("rested")),
+            "run {run}: {view}"
         );
     }
 }
