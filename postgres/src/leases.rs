@@ -66,6 +66,23 @@ impl Leases for PgStore {
         })
     }
 
+    fn claimable_runs(&self) -> Result<Vec<RunId>, StoreError> {
+        let worker = self.inner.worker.clone();
+        let rows = self.with_client(move |client| async move {
+            client
+                .query(
+                    "SELECT r.run_id FROM magrathea_runs r
+                     LEFT JOIN magrathea_leases l ON l.run_id = r.run_id
+                     WHERE r.active
+                       AND (l.run_id IS NULL OR l.owner = $1 OR l.expires_at < now())",
+                    &[&worker],
+                )
+                .await
+                .map_err(pg)
+        })?;
+        Ok(rows.iter().map(|row| run_id(row.get(0))).collect())
+    }
+
     fn reclaim_expired(&self, limit: usize) -> Result<Vec<(RunId, u32)>, StoreError> {
         let worker = self.inner.worker.clone();
         let grace = self.inner.options.lease_grace.as_secs_f64();

@@ -258,3 +258,58 @@ fn a_worker_claims_hundreds_of_left_runs_from_inside_an_async_runtime() {
         "every left run is reclaimed: {claims:?}"
     );
 }
+
+/// A worker with a lease of `grace` that its heartbeat does not renew within the test.
+fn worker_with_grace(url: &str, name: &str, grace: Duration) -> PgStore {
+    PgStore::connect_with(
+        url,
+        PgOptions {
+            lease_grace: grace,
+            heartbeat: Some(Duration::from_secs(3600)),
+            worker: Some(name.into()),
+            ..Default::default()
+        },
+    )
+    .unwrap()
+}
+
+#[test]
+fn the_claimable_runs_are_those_without_a_live_lease_of_another_worker() {
+    let url = cluster().create_database();
+    let live = worker_with_grace(&url, "live", Duration::from_secs(60));
+    let frozen = frozen_worker(&url, "frozen");
+    let me = worker_with_grace(&url, "me", Duration::from_secs(60));
+    let (held, ended, expired, released, mine) = (
+        RunId::new(),
+        RunId::new(),
+        RunId::new(),
+        RunId::new(),
+        RunId::new(),
+    );
+    live.commit(&[
+        &start(held, None),
+        &start(ended, None),
+        &start(released, None),
+    ])
+    .unwrap();
+    live.commit(&[&CommitBatch {
+        summaries: vec![summary(ended, RunStatus::Done)],
+        ..records(ended, 1, 1)
+    }])
+    .unwrap();
+    live.release(&[released]).unwrap();
+    frozen.commit(&[&start(expired, None)]).unwrap();
+    me.commit(&[&start(mine, None)]).unwrap();
+    std::thread::sleep(Duration::from_millis(400));
+
+    let mut claimable = me.claimable_runs().unwrap();
+    claimable.sort();
+    let mut expected = vec![expired, released, mine];
+    expected.sort();
+    assert_eq!(
+        claimable, expected,
+        "not the run another worker holds, nor the ended one"
+    );
+    // Claiming settles it: the live worker's run stays with it.
+    assert_eq!(me.claim(held).unwrap(), Claim::Elsewhere);
+}

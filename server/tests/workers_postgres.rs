@@ -331,8 +331,8 @@ async fn runs_survive_workers_killed_at_random_with_one_result_per_step() {
     }
 }
 
-/// A worker starting while the store holds hundreds of active runs (here those of a worker that
-/// just died) recovers them all as it starts, and gets to listening.
+/// A worker starting while the store holds hundreds of runs a dead worker left recovers them
+/// all as it starts, and gets to listening.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_worker_starting_beside_hundreds_of_active_runs_listens_and_takes_over_the_dead_ones() {
     let s = Setup::new();
@@ -350,7 +350,9 @@ async fn a_worker_starting_beside_hundreds_of_active_runs_listens_and_takes_over
         runs.push(run);
     }
     first.kill();
-    // The new worker claims every active run before it listens (bounded by the spawn).
+    // Once the dead worker's leases (1 s) expired, the new worker claims each of its runs
+    // before it listens (the spawn bounds the wait).
+    tokio::time::sleep(Duration::from_millis(1500)).await;
     let heir = s.worker("1", "1000");
     let views = wait_all(
         &s.client,

@@ -271,7 +271,13 @@ impl EngineBuilder {
             heap: Arc::default(),
         });
         if self.recover {
-            for run in store.active_runs()? {
+            // On a shared store, only the runs no other worker holds: a start beside many
+            // running workers costs one query, not a claim per run of the whole store.
+            let runs = match store.leases() {
+                Some(leases) => leases.claimable_runs()?,
+                None => store.active_runs()?,
+            };
+            for run in runs {
                 inner.recover(run);
             }
         }

@@ -76,6 +76,12 @@ pub trait Leases: Send + Sync {
     /// Claims `run` for this worker (see [`Claim`]).
     fn claim(&self, run: RunId) -> Result<Claim, StoreError>;
 
+    /// The active runs this worker may claim now: those without a lease, those whose lease
+    /// expired and those whose lease it holds. A starting engine recovers these (claiming each
+    /// again, which settles any race); the runs other workers hold stay with them, and cost a
+    /// start nothing.
+    fn claimable_runs(&self) -> Result<Vec<RunId>, StoreError>;
+
     /// Claims up to `limit` runs whose leases expired, for this worker, with each its reclaim
     /// count including this claim; and adopts active runs that have no lease (their worker
     /// released it when it left), which is no reclaim.
