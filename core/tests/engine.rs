@@ -189,6 +189,37 @@ async fn a_per_attempt_timeout_fails_the_attempt_with_kind_timeout() {
 }
 
 #[tokio::test]
+async fn an_inbox_of_one_scope_lists_only_that_scopes_items() {
+    let wf = WorkflowRegistration::new("g", "", |ctx, _| async move {
+        ctx.gate(gate(GateKind::Approval, None)).await;
+        Ok(Value::Null)
+    });
+    let engine = engine_with(Arc::new(MemoryStore::new()), |b| b.workflow(wf)).await;
+    let mut runs = Vec::new();
+    for scope in ["acme/shop", "globex/labs"] {
+        let mut req = StartRequest::code("g", Value::Null);
+        req.scope = scope.into();
+        let run = engine.start(req).await.unwrap();
+        assert_eq!(
+            engine.wait_settled(run).await.unwrap().status,
+            RunStatus::Waiting
+        );
+        runs.push(run);
+    }
+    let acme = engine
+        .inbox_of(magrathea_core::InboxFilter::Pending, |s| {
+            s.scope.as_str() == "acme/shop"
+        })
+        .unwrap();
+    assert_eq!(
+        acme.iter().map(|i| i.workflow_run_id).collect::<Vec<_>>(),
+        vec![runs[0]]
+    );
+    let all = engine.inbox(magrathea_core::InboxFilter::Pending).unwrap();
+    assert_eq!(all.len(), 2, "{all:?}");
+}
+
+#[tokio::test]
 async fn gates_are_answered_through_the_engine_and_answering_twice_is_ignored() {
     let wf = WorkflowRegistration::new("g", "", |ctx, _| async move {
         match ctx.gate(gate(GateKind::Approval, None)).await {

@@ -494,6 +494,16 @@ impl Engine {
 
     /// Inbox items of non-terminal runs, oldest first, as `filter` says.
     pub fn inbox(&self, filter: InboxFilter) -> Result<Vec<InboxItem>, StoreError> {
+        self.inbox_of(filter, |_| true)
+    }
+
+    /// [`Engine::inbox`] restricted to the runs whose summary satisfies `keep` (a tenant's or
+    /// a project's scope, say): the journals of the other runs are not read.
+    pub fn inbox_of(
+        &self,
+        filter: InboxFilter,
+        keep: impl Fn(&RunSummary) -> bool,
+    ) -> Result<Vec<InboxItem>, StoreError> {
         let pending_only = filter == InboxFilter::Pending;
         let mut items = Vec::new();
         let mut runs = self.inner.store.active_runs()?;
@@ -513,6 +523,9 @@ impl Engine {
             let Some(summary) = self.inner.store.run_summary(run)? else {
                 continue;
             };
+            if !keep(&summary) {
+                continue;
+            }
             // One unreadable run must not hide every other run's items.
             let entries = match self.inner.store.read_journal(run) {
                 Ok(entries) => entries,

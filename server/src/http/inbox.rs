@@ -6,6 +6,7 @@
 //! also has `workflow.read` (else its [`RunBrief`](super::visible::RunBrief): id, workflow,
 //! status, current state).
 
+use std::cell::RefCell;
 use std::collections::HashMap;
 
 use axum::Json;
@@ -66,36 +67,35 @@ pub(crate) fn items(
             ));
         }
     };
-    let mut scopes = HashMap::new();
+    let filter = if wanted == Some(InboxStatus::Pending) {
+        magrathea_core::InboxFilter::Pending
+    } else {
+        magrathea_core::InboxFilter::Recent(FINISHED_RUNS_LISTED)
+    };
+    // Only the journals of the runs in scope are read: another tenant's runs cost a request
+    // no more than their summaries. The scopes of the runs kept are noted on the way.
+    let scopes = RefCell::new(HashMap::new());
+    let found = state.engine.inbox_of(filter, |summary| {
+        let kept = keep(summary.scope.as_str());
+        if kept {
+            scopes
+                .borrow_mut()
+                .insert(summary.run_id, summary.scope.as_str().to_owned());
+        }
+        kept
+    })?;
+    let scopes = scopes.into_inner();
     let mut out = Vec::new();
-    for item in state
-        .engine
-        .inbox(if wanted == Some(InboxStatus::Pending) {
-            magrathea_core::InboxFilter::Pending
-        } else {
-            magrathea_core::InboxFilter::Recent(FINISHED_RUNS_LISTED)
-        })?
-    {
+    for item in found {
         if wanted.is_some_and(|w| w != item.status)
             || assignee.is_some_and(|a| a != item.assigned_to)
         {
             continue;
         }
-        let run = item.workflow_run_id;
-        let scope = match scopes.get(&run) {
-            Some(s) => s,
-            None => {
-                let s = state
-                    .engine
-                    .summary(run)
-                    .map(|s| s.scope.into_string())
-                    .unwrap_or_default();
-                scopes.entry(run).or_insert(s)
-            }
+        let Some(scope) = scopes.get(&item.workflow_run_id) else {
+            continue;
         };
-        if keep(scope) {
-            out.push((scope.clone(), item));
-        }
+        out.push((scope.clone(), item));
     }
     Ok(out)
 }
