@@ -2,8 +2,6 @@
 //! §8.1). They need [`Executors::attach`](crate::Executors::attach) and are pinned to the
 //! caller's scope.
 
-use std::collections::HashMap;
-
 use futures::future::BoxFuture;
 use serde_json::{Value, json};
 
@@ -21,27 +19,25 @@ impl InboxRead {
             .unwrap_or("PENDING");
         let pending_only = !status.eq_ignore_ascii_case("ALL");
         let scope = ctx.scope().key();
+        // Only the journals of the caller's scope are read.
         let items = engine
-            .inbox(if pending_only {
-                magrathea_core::InboxFilter::Pending
-            } else {
-                magrathea_core::InboxFilter::All
-            })
+            .inbox_of(
+                if pending_only {
+                    magrathea_core::InboxFilter::Pending
+                } else {
+                    magrathea_core::InboxFilter::All
+                },
+                |summary| summary.scope == scope,
+            )
             .map_err(|e| ToolError::Failed(format!("cannot read the inbox: {e}")))?;
-        let mut scopes: HashMap<magrathea_core::RunId, bool> = HashMap::new();
-        let mut out = Vec::new();
-        for item in items {
-            let mine = *scopes.entry(item.workflow_run_id).or_insert_with(|| {
-                engine
-                    .summary(item.workflow_run_id)
-                    .is_ok_and(|s| s.scope == scope)
-            });
-            if mine {
-                out.push(serde_json::to_value(&item).map_err(|e| {
+        let out = items
+            .iter()
+            .map(|item| {
+                serde_json::to_value(item).map_err(|e| {
                     ToolError::Failed(format!("cannot encode inbox item {}: {e}", item.id))
-                })?);
-            }
-        }
+                })
+            })
+            .collect::<Result<Vec<_>, _>>()?;
         Ok(json!({ "count": out.len(), "items": out }))
     }
 }
