@@ -20,10 +20,15 @@ fn cluster() -> &'static TestCluster {
 /// A worker whose leases expire 300 ms after a claim and are never renewed by a heartbeat: a
 /// worker frozen from the database's point of view.
 fn frozen_worker(url: &str, name: &str) -> PgStore {
+    worker_with_grace(url, name, Duration::from_millis(300))
+}
+
+/// A worker with a lease of `grace` that its heartbeat does not renew within the test.
+fn worker_with_grace(url: &str, name: &str, grace: Duration) -> PgStore {
     PgStore::connect_with(
         url,
         PgOptions {
-            lease_grace: Duration::from_millis(300),
+            lease_grace: grace,
             heartbeat: Some(Duration::from_secs(3600)),
             worker: Some(name.into()),
             ..Default::default()
@@ -257,20 +262,6 @@ fn a_worker_claims_hundreds_of_left_runs_from_inside_an_async_runtime() {
         claims.iter().all(|c| *c == Claim::Granted { reclaims: 1 }),
         "every left run is reclaimed: {claims:?}"
     );
-}
-
-/// A worker with a lease of `grace` that its heartbeat does not renew within the test.
-fn worker_with_grace(url: &str, name: &str, grace: Duration) -> PgStore {
-    PgStore::connect_with(
-        url,
-        PgOptions {
-            lease_grace: grace,
-            heartbeat: Some(Duration::from_secs(3600)),
-            worker: Some(name.into()),
-            ..Default::default()
-        },
-    )
-    .unwrap()
 }
 
 #[test]

@@ -202,6 +202,21 @@ async fn start(
     }
 }
 
+/// Starts `n` runs of `name` (no parameters) on `worker`, keyed `<name>-<i>`; their ids.
+async fn start_many(
+    client: &reqwest::Client,
+    worker: &ServeChild,
+    name: &str,
+    n: usize,
+) -> Vec<String> {
+    let mut runs = Vec::with_capacity(n);
+    for i in 0..n {
+        let key = format!("{name}-{i}");
+        runs.push(start(client, std::slice::from_ref(worker), name, json!({}), &key).await);
+    }
+    runs
+}
+
 /// GETs `path` from the first worker that answers.
 async fn get(client: &reqwest::Client, workers: &[ServeChild], path: &str) -> Value {
     let deadline = Instant::now() + Duration::from_secs(60);
@@ -337,18 +352,7 @@ async fn runs_survive_workers_killed_at_random_with_one_result_per_step() {
 async fn a_worker_starting_beside_hundreds_of_active_runs_listens_and_takes_over_the_dead_ones() {
     let s = Setup::new();
     let mut first = s.worker("1", "1000");
-    let mut runs = Vec::new();
-    for n in 0..300 {
-        let run = start(
-            &s.client,
-            std::slice::from_ref(&first),
-            "nap",
-            json!({}),
-            &format!("nap-{n}"),
-        )
-        .await;
-        runs.push(run);
-    }
+    let runs = start_many(&s.client, &first, "nap", 300).await;
     first.kill();
     // Once the dead worker's leases (1 s) expired, the new worker claims each of its runs
     // before it listens (the spawn bounds the wait).
@@ -430,18 +434,7 @@ async fn owner_other_than(url: &str, run: &str, not: Option<&str>) -> String {
 async fn a_worker_frozen_past_its_lease_adds_nothing_after_another_reclaimed_its_runs() {
     let s = Setup::new();
     let frozen = s.worker("1", "1000");
-    let mut runs = Vec::new();
-    for i in 0..5 {
-        let run = start(
-            &s.client,
-            std::slice::from_ref(&frozen),
-            "slow",
-            json!({}),
-            &format!("slow-{i}"),
-        )
-        .await;
-        runs.push(run);
-    }
+    let runs = start_many(&s.client, &frozen, "slow", 5).await;
     // Every run's shell step is running on the first worker.
     let first_owner = owner_other_than(&s.url, &runs[4], None).await;
     tokio::time::sleep(Duration::from_millis(500)).await;
