@@ -8,7 +8,7 @@
 //!
 //! `cargo bench -p magrathea-server --bench http_load`
 
-#[path = "../tests/http_common/mod.rs"]
+#[path = "../tests/it/http_common/mod.rs"]
 mod http_common;
 
 use std::net::SocketAddr;

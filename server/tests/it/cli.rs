@@ -1,0 +1,544 @@
+//! End-to-end tests of the `magrathea` binary in temporary project directories
+//! (`<tmp>/acme/shop/_vance/workflows/`, tenant `acme`, project `shop`).
+
+use std::process::Command;
+
+use serde_json::Value;
+
+use crate::cli_common;
+use cli_common::{BIN, Project, code, json, stderr, stdout};
+
+const HELLO: &str = "\
+start: done
+states:
+  done:
+    type: terminal
+    result:
+      greeting: \"hello ${params.who}\"
+";
+
+const FAIL: &str = "\
+start: broken
+states:
+  broken:
+    type: terminal
+    outcome: failure
+";
+
+const REVIEW: &str = "\
+start: review
+parameters:
+  pr_url: { type: string, required: true }
+states:
+  review:
+    type: gate_task
+    inbox:
+      kind: APPROVAL
+      title: \"Approve ${params.pr_url}?\"
+    storeAs: decision
+    on:
+      approved: route
+      rejected: escalate
+  route:
+    type: condition_task
+    transitions:
+      - if: \"#params['pr_url'] == 'urgent'\"
+        to: escalate
+      - else: done
+  done:
+    type: terminal
+    result: { merged: true }
+  escalate:
+    type: terminal
+    outcome: failure
+";
+
+const BAD: &str = "\
+start: a
+states:
+  a:
+    type: terminal
+  b:
+    type: shell_task
+    run: \"true\"
+    on:
+      success: nowhere
+";
+
+#[test]
+fn validate_reports_ok_and_every_error_with_its_position() {
+    let p = Project::new();
+    p.workflow("hello", HELLO).workflow("bad", BAD);
+
+    let all = p.cli(&["validate"]);
+    assert_eq!(code(&all), 1, "{}", stderr(&all));
+    assert!(
+        stdout(&all).contains("ok: _vance/workflows/hello.yaml"),
+        "{}",
+        stdout(&all)
+    );
+    let err = stderr(&all);
+    let line = err
+        .lines()
+        .find(|l| l.starts_with("_vance/workflows/bad.yaml:") && l.contains("nowhere"))
+        .unwrap_or_else(|| panic!("no positioned diagnostic in:\n{err}"));
+    let mut parts = line.splitn(4, ':');
+    let (_, l, c) = (parts.next(), parts.next().unwrap(), parts.next().unwrap());
+    assert!(
+        l.parse::<u32>().is_ok() && c.parse::<u32>().is_ok(),
+        "{line}"
+    );
+    assert!(line.contains("[MAG-Y010]"), "{line}");
+
+    let one = p.cli(&["validate", "hello"]);
+    assert_eq!(code(&one), 0, "{}", stderr(&one));
+    assert_eq!(stdout(&one).trim(), "ok: _vance/workflows/hello.yaml");
+
+    // From elsewhere, paths are as the user would pass them.
+    let outside = p.cli_in(&p.root, &["validate", "--project", "acme/shop"]);
+    assert_eq!(code(&outside), 1);
+    assert!(stdout(&outside).contains("ok: acme/shop/_vance/workflows/hello.yaml"));
+    assert!(stderr(&outside).contains("acme/shop/_vance/workflows/bad.yaml:"));
+
+    let missing = p.cli(&["validate", "nope"]);
+    assert_eq!(code(&missing), 1);
+}
+
+#[test]
+fn run_of_a_terminal_workflow_is_done() {
+    let p = Project::new();
+    p.workflow("hello", HELLO);
+    let out = p.cli(&[
+        "run",
+        "hello",
+        "--param",
+        "who=world",
+        "--param",
+        "n=3",
+        "--json",
+    ]);
+    assert_eq!(code(&out), 0, "{}", stderr(&out));
+    let run = json(&out);
+    assert_eq!(run["status"], "DONE");
+    assert_eq!(run["workflowName"], "hello");
+    assert_eq!(run["currentState"], "done");
+    assert_eq!(run["params"]["n"], 3);
+    assert_eq!(run["params"]["who"], "world");
+    assert_eq!(run["result"]["greeting"], "hello world");
+    assert!(run.get("reason").is_some_and(Value::is_null), "{run}");
+    assert_eq!(run["workflowRunId"].as_str().unwrap().len(), 32);
+    assert!(stderr(&out).contains("→ state done"), "{}", stderr(&out));
+
+    let human = p.cli(&["run", "hello"]);
+    assert_eq!(code(&human), 0);
+    assert!(stdout(&human).contains("DONE"), "{}", stdout(&human));
+}
+
+#[test]
+fn a_failure_terminal_exits_1_with_a_reason() {
+    let p = Project::new();
+    p.workflow("fail", FAIL);
+    let out = p.cli(&["run", "fail", "--json"]);
+    assert_eq!(code(&out), 1, "{}", stderr(&out));
+    let run = json(&out);
+    assert_eq!(run["status"], "FAILED");
+    assert!(run["reason"].is_string(), "{run}");
+    assert!(run.get("result").is_some(), "{run}");
+}
+
+#[test]
+fn a_gate_waits_and_its_answer_drives_the_run_on() {
+    let p = Project::new();
+    p.workflow("review", REVIEW);
+    let out = p.cli(&[
+        "run",
+        "review",
+        "--params",
+        r#"{"pr_url": "pr/1"}"#,
+        "--json",
+    ]);
+    assert_eq!(code(&out), 3, "{}", stderr(&out));
+    let run = json(&out);
+    assert_eq!(run["status"], "WAITING");
+    assert_eq!(run["currentState"], "review");
+
+    let list = p.cli(&["inbox", "list", "--json"]);
+    assert_eq!(code(&list), 0);
+    let items = json(&list);
+    let items = items.as_array().unwrap();
+    assert_eq!(items.len(), 1, "{items:?}");
+    let item = &items[0];
+    assert_eq!(item["kind"], "APPROVAL");
+    assert_eq!(item["title"], "Approve pr/1?");
+    assert_eq!(item["workflowRunId"], run["workflowRunId"]);
+    assert_eq!(item["workflowState"], "review");
+    assert_eq!(item["status"], "PENDING");
+    for field in ["id", "body", "options", "assignedTo"] {
+        assert!(item.get(field).is_some(), "{field} missing in {item}");
+    }
+    let id = item["id"].as_str().unwrap();
+
+    // An answer that does not fit the gate changes nothing.
+    let wrong = p.cli(&["inbox", "answer", id, "--choose", "maybe"]);
+    assert_eq!(code(&wrong), 2, "{}", stderr(&wrong));
+    assert!(stderr(&wrong).contains("MAG-GT002"), "{}", stderr(&wrong));
+
+    let answered = p.cli(&[
+        "inbox",
+        "answer",
+        id,
+        "--approve",
+        "--comment",
+        "lgtm",
+        "--json",
+    ]);
+    assert_eq!(code(&answered), 0, "{}", stderr(&answered));
+    let done = json(&answered);
+    assert_eq!(done["status"], "DONE");
+    assert_eq!(done["result"]["merged"], true);
+    assert!(done["vars"]["decision"].is_object(), "{done}");
+
+    let empty = p.cli(&["inbox", "list", "--json"]);
+    assert_eq!(json(&empty), Value::Array(vec![]));
+
+    // A second answer is ignored and says so.
+    let again = p.cli(&["inbox", "answer", id, "--reject"]);
+    assert_eq!(code(&again), 0, "{}", stderr(&again));
+    assert!(
+        stderr(&again).contains("answer ignored"),
+        "{}",
+        stderr(&again)
+    );
+
+    let unknown = p.cli(&["inbox", "answer", "nope-1", "--approve"]);
+    assert_eq!(code(&unknown), 1);
+}
+
+#[test]
+fn invalid_parameters_exit_2_and_start_nothing() {
+    let p = Project::new();
+    p.workflow("review", REVIEW);
+    let out = p.cli(&["run", "review", "--json"]);
+    assert_eq!(code(&out), 2, "{}", stderr(&out));
+    assert!(stderr(&out).contains("pr_url"), "{}", stderr(&out));
+    assert!(stdout(&out).is_empty());
+    let runs = p.cli(&["runs", "list", "--json"]);
+    assert_eq!(code(&runs), 0, "{}", stderr(&runs));
+    assert_eq!(json(&runs), Value::Array(vec![]));
+
+    let bad_json = p.cli(&["run", "review", "--params", "[1]"]);
+    assert_eq!(code(&bad_json), 2);
+    let bad_pair = p.cli(&["run", "review", "--param", "novalue"]);
+    assert_eq!(code(&bad_pair), 2);
+}
+
+#[test]
+fn an_invalid_document_exits_2_with_positioned_diagnostics() {
+    let p = Project::new();
+    p.workflow("bad", BAD);
+    let out = p.cli(&["run", "bad"]);
+    assert_eq!(code(&out), 2, "{}", stderr(&out));
+    assert!(
+        stderr(&out)
+            .lines()
+            .any(|l| l.contains("bad.yaml:") && l.contains("[MAG-Y")),
+        "{}",
+        stderr(&out)
+    );
+}
+
+#[test]
+fn an_unknown_workflow_exits_2_naming_both_places_searched() {
+    let p = Project::new();
+    let out = p.cli(&["run", "nope"]);
+    assert_eq!(code(&out), 2, "{}", stderr(&out));
+    let err = stderr(&out);
+    assert!(
+        err.contains("acme/shop/_vance/workflows/nope.yaml"),
+        "{err}"
+    );
+    assert!(
+        err.contains("acme/_tenant/_vance/workflows/nope.yaml"),
+        "{err}"
+    );
+}
+
+#[test]
+fn tenant_workflows_are_the_fallback() {
+    let p = Project::new();
+    let tenant = p.root.join("acme/_tenant/_vance/workflows");
+    std::fs::create_dir_all(&tenant).unwrap();
+    std::fs::write(tenant.join("shared.yaml"), HELLO).unwrap();
+    let out = p.cli(&["run", "shared", "--json"]);
+    assert_eq!(code(&out), 0, "{}", stderr(&out));
+    assert_eq!(json(&out)["workflowName"], "shared");
+}
+
+#[test]
+fn journal_lines_each_name_their_record_type() {
+    let p = Project::new();
+    p.workflow("hello", HELLO);
+    let run = json(&p.cli(&["run", "hello", "--json"]));
+    let id = run["workflowRunId"].as_str().unwrap();
+    let out = p.cli(&["journal", id, "--json"]);
+    assert_eq!(code(&out), 0, "{}", stderr(&out));
+    let records: Vec<Value> = stdout(&out)
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    assert!(records.len() >= 3);
+    assert_eq!(records[0]["type"], "StartRecord");
+    assert!(
+        records
+            .iter()
+            .all(|r| r["type"].is_string() && r["seq"].is_u64())
+    );
+    assert!(records.iter().any(|r| r["type"] == "StatusRecord"));
+
+    let human = p.cli(&["journal", id]);
+    assert!(stdout(&human).contains("StateEnteredRecord"));
+
+    let file = p.dir.join("hello.jsonl");
+    let exported = p.cli(&["journal", id, "--export", file.to_str().unwrap()]);
+    assert_eq!(code(&exported), 0, "{}", stderr(&exported));
+    assert!(
+        stdout(&exported).is_empty(),
+        "the export goes to the file only"
+    );
+    let lines: Vec<Value> = std::fs::read_to_string(&file)
+        .unwrap()
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    assert_eq!(
+        lines, records,
+        "the export holds the records `--json` prints"
+    );
+    let entries: Vec<magrathea_core::Entry> = std::fs::read_to_string(&file)
+        .unwrap()
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    assert_eq!(
+        entries.len(),
+        records.len(),
+        "each line reads back as a journal entry"
+    );
+
+    let unknown = p.cli(&["journal", "0123456789abcdef0123456789abcdef"]);
+    assert_eq!(code(&unknown), 1);
+    assert!(
+        stderr(&unknown).contains("not found"),
+        "{}",
+        stderr(&unknown)
+    );
+}
+
+#[test]
+fn runs_list_filters_by_workflow_and_show_reads_one() {
+    let p = Project::new();
+    p.workflow("hello", HELLO).workflow("fail", FAIL);
+    let first = json(&p.cli(&["run", "hello", "--json"]));
+    p.cli(&["run", "fail"]);
+    let second = json(&p.cli(&["run", "hello", "--json"]));
+
+    let all = json(&p.cli(&["runs", "list", "--json"]));
+    assert_eq!(all.as_array().unwrap().len(), 3);
+    let hello = json(&p.cli(&["runs", "list", "--workflow", "hello", "--json"]));
+    let ids: Vec<&Value> = hello
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|r| &r["workflowRunId"])
+        .collect();
+    // Newest first.
+    assert_eq!(ids, [&second["workflowRunId"], &first["workflowRunId"]]);
+
+    let id = first["workflowRunId"].as_str().unwrap();
+    let show = p.cli(&["runs", "show", id, "--json"]);
+    assert_eq!(code(&show), 0);
+    assert_eq!(json(&show)["status"], "DONE");
+
+    let missing = p.cli(&["runs", "show", "0123456789abcdef0123456789abcdef"]);
+    assert_eq!(code(&missing), 1);
+    let malformed = p.cli(&["runs", "show", "xyz"]);
+    assert_eq!(code(&malformed), 1);
+    assert!(
+        stderr(&malformed).contains("MAG-ID001"),
+        "{}",
+        stderr(&malformed)
+    );
+}
+
+#[test]
+fn graph_labels_every_transition() {
+    let p = Project::new();
+    p.workflow("review", REVIEW);
+    let out = p.cli(&["graph", "review"]);
+    assert_eq!(code(&out), 0, "{}", stderr(&out));
+    let text = stdout(&out);
+    assert!(text.starts_with("stateDiagram-v2"), "{text}");
+    assert!(text.contains("review --> route : approved"), "{text}");
+    assert!(text.contains("review --> escalate : rejected"), "{text}");
+    assert!(text.contains("route --> done : else"), "{text}");
+    assert!(text.contains("route --> escalate : if"), "{text}");
+
+    let dot = p.cli(&["graph", "review", "--format", "dot"]);
+    assert_eq!(code(&dot), 0);
+    assert!(
+        stdout(&dot).contains("[label=\"approved\"]"),
+        "{}",
+        stdout(&dot)
+    );
+}
+
+#[test]
+fn resume_prints_every_unfinished_run() {
+    let p = Project::new();
+    p.workflow("review", REVIEW);
+    let nothing = p.cli(&["resume"]);
+    assert_eq!(code(&nothing), 0);
+    let waiting = json(&p.cli(&["run", "review", "--param", "pr_url=x", "--json"]));
+    let out = p.cli(&["resume", "--json"]);
+    assert_eq!(code(&out), 0, "{}", stderr(&out));
+    let lines: Vec<Value> = stdout(&out)
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    assert_eq!(lines.len(), 1, "{lines:?}");
+    assert_eq!(lines[0]["workflowRunId"], waiting["workflowRunId"]);
+    assert_eq!(lines[0]["status"], "WAITING");
+}
+
+/// While a `run` holds the store, `runs list` asks it (see `cli_owner.rs`); `resume`, which
+/// must drive every run itself, reports the store in use.
+#[test]
+fn a_store_in_use_is_read_through_its_owner_and_resume_reports_it() {
+    let p = Project::new();
+    p.workflow(
+        "slow",
+        "start: wait\nstates:\n  wait:\n    type: shell_task\n    run: \"sleep 3\"\n    dirName: workspace\n    on:\n      success: done\n  done:\n    type: terminal\n",
+    );
+    let mut child = Command::new(BIN)
+        .args(["run", "slow"])
+        .current_dir(&p.dir)
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .unwrap();
+    let journal = p.dir.join(".magrathea/journal.redb");
+    for _ in 0..100 {
+        if journal.exists() {
+            break;
+        }
+        std::thread::sleep(std::time::Duration::from_millis(50));
+    }
+    std::thread::sleep(std::time::Duration::from_millis(300));
+    let out = p.cli(&["runs", "list"]);
+    let resume = p.cli(&["resume"]);
+    let status = child.wait().unwrap();
+    assert!(status.success(), "the slow run failed");
+    assert_eq!(code(&out), 0, "{}", stderr(&out));
+    assert!(stdout(&out).contains("slow"), "{}", stdout(&out));
+    assert_eq!(code(&resume), 1, "{}", stderr(&resume));
+    assert!(stderr(&resume).contains("MAG-ST002"), "{}", stderr(&resume));
+}
+
+#[test]
+fn a_typed_parameter_reaches_a_sub_workflow_as_its_type() {
+    let p = Project::new();
+    p.workflow(
+        "child",
+        "start: done\nparameters:\n  n: { type: integer, required: true }\nstates:\n  done:\n    type: terminal\n    result: { n: \"${params.n}\", text: \"n is ${params.n}\" }\n",
+    );
+    p.workflow(
+        "parent",
+        "start: call\nparameters:\n  n: { type: integer, required: true }\nstates:\n  call:\n    type: workflow_task\n    workflow: child\n    params: { n: \"${params.n}\" }\n    storeAs: sub\n    on: { success: done }\n  done:\n    type: terminal\n    result: \"${state.sub}\"\n",
+    );
+    let out = p.cli(&["run", "parent", "--param", "n=3", "--json"]);
+    assert_eq!(code(&out), 0, "{}{}", stdout(&out), stderr(&out));
+    let run = json(&out);
+    assert_eq!(run["status"], "DONE", "{run}");
+    assert_eq!(run["result"]["n"], 3, "{run}");
+    assert_eq!(run["result"]["text"], "n is 3", "{run}");
+}
+
+#[test]
+fn validate_prints_warnings_and_fails_on_them_only_with_strict() {
+    let p = Project::new();
+    p.workflow("hello", HELLO).workflow(
+        "poll",
+        "\
+start: check
+states:
+  check:
+    type: shell_task
+    run: \"true\"
+    dirName: workspace
+    on: { success: done }
+    catch: { business_error: check }
+  sub:
+    type: workflow_task
+    workflow: missing
+    on: { success: done, failure: done }
+  done: { type: terminal }
+",
+    );
+    let out = p.cli(&["validate"]);
+    assert_eq!(code(&out), 0, "{}", stderr(&out));
+    assert!(stdout(&out).contains("ok: _vance/workflows/poll.yaml"));
+    let err = stderr(&out);
+    let warnings: Vec<&str> = err.lines().collect();
+    assert_eq!(
+        warnings,
+        [
+            "_vance/workflows/poll.yaml:3:3: warning: [MAG-YA003] a `technical_error` of shell_task `check` would fail the run: no 'on:' or 'catch:' routes it",
+            "_vance/workflows/poll.yaml:3:3: warning: [MAG-YA006] state 'check' goes back to itself with no timer_task or gate_task on it, and the workflow sets no bounds: a run can loop forever; expected bounds.maxTaskSpawns or bounds.maxWallclockSeconds, or a timer or gate on the loop",
+            "_vance/workflows/poll.yaml:9:3: warning: [MAG-Y027] state 'sub' is never reached from start state 'check': expected a transition to it",
+            "_vance/workflows/poll.yaml:11:15: warning: [MAG-YA005] workflow_task 'sub' starts workflow 'missing', which is not a workflow of the project or its tenant: expected _vance/workflows/missing.yaml; the task would end with 'failure'",
+        ]
+    );
+
+    let strict = p.cli(&["validate", "--strict"]);
+    assert_eq!(code(&strict), 1, "{}", stderr(&strict));
+    assert!(
+        stderr(&strict).contains("4 warning(s), and --strict fails on warnings"),
+        "{}",
+        stderr(&strict)
+    );
+    // A document without warnings passes --strict.
+    let clean = p.cli(&["validate", "--strict", "hello"]);
+    assert_eq!(code(&clean), 0, "{}", stderr(&clean));
+    assert_eq!(stderr(&clean), "");
+
+    // The workflow it starts may come from the tenant.
+    let tenant = p.root.join("acme/_tenant/_vance/workflows");
+    std::fs::create_dir_all(&tenant).unwrap();
+    std::fs::write(tenant.join("missing.yaml"), HELLO).unwrap();
+    let out = p.cli(&["validate", "poll"]);
+    assert!(!stderr(&out).contains("[MAG-YA005]"), "{}", stderr(&out));
+}
+
+#[test]
+fn validate_refuses_a_transition_the_task_can_never_take() {
+    let p = Project::new();
+    p.workflow(
+        "wait",
+        "start: wait\nstates:\n  wait:\n    type: timer_task\n    duration: 5m\n    on:\n      success: done\n  done: { type: terminal }\n",
+    );
+    let out = p.cli(&["validate", "wait"]);
+    assert_eq!(code(&out), 1);
+    let err = stderr(&out);
+    assert!(
+        err.lines().any(|l| l.starts_with(
+            "_vance/workflows/wait.yaml:7:7: [MAG-YA001] state 'wait' has 'on: success', but a \
+             timer_task never ends that way: it ends with fired"
+        )),
+        "{err}"
+    );
+    // And the outcome it does end with is named as unrouted.
+    assert!(
+        err.contains("wait.yaml:3:3: warning: [MAG-YA003] a `fired` of timer_task `wait`"),
+        "{err}"
+    );
+}

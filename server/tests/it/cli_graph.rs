@@ -1,0 +1,260 @@
+//! `magrathea graph NAME --format reactflow`: the editor graph the HTTP API serves, placed by
+//! the project's layout file when there is one; the other formats stay as they were.
+
+use crate::cli_common;
+
+use cli_common::*;
+use magrathea_server::editor_graph::{self, Layout};
+use magrathea_yaml::{LoadOptions, load_workflow};
+use serde_json::{Value, json};
+
+const FLOW: &str = "\
+start: ask
+states:
+  ask:
+    type: gate_task
+    inbox: { kind: APPROVAL, title: Go? }
+    on:
+      approved: done
+      rejected: stop
+  done: { type: terminal, result: yes }
+  stop: { type: terminal, outcome: failure }
+";
+
+fn node<'a>(graph: &'a Value, id: &str) -> &'a Value {
+    graph["nodes"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|n| n["id"] == id)
+        .unwrap_or_else(|| panic!("no node {id} in {graph}"))
+}
+
+#[test]
+fn reactflow_prints_the_editor_graph_the_library_exports() {
+    let p = Project::new();
+    p.workflow("flow", FLOW);
+    let out = p.cli(&["graph", "flow", "--format", "reactflow"]);
+    assert_eq!(code(&out), 0, "{}", stderr(&out));
+    let printed = json(&out);
+    assert_eq!(printed["schemaVersion"], "1.0");
+    assert_eq!(node(&printed, "ask")["data"]["type"], "approval");
+    assert_eq!(node(&printed, "stop")["data"]["type"], "terminal");
+    let loaded = load_workflow("flow", FLOW, &LoadOptions::default()).unwrap();
+    let library = serde_json::to_value(editor_graph::export(&loaded, None)).unwrap();
+    assert_eq!(printed, library);
+}
+
+#[test]
+fn reactflow_places_nodes_where_the_layout_file_says() {
+    let p = Project::new();
+    p.workflow("flow", FLOW);
+    let graph = json!({
+        "nodes": [{"id": "done", "position": {"x": 7.5, "y": -3}, "height": 40}],
+        "viewport": {"x": 1, "y": 2, "zoom": 2}
+    });
+    let states = ["ask", "done", "stop"].map(String::from);
+    let layout = Layout::from_editor_graph(graph.to_string().as_bytes(), "flow", &states).unwrap();
+    layout
+        .write(&editor_graph::layout_path(&p.dir, "flow"), "flow")
+        .unwrap();
+    let printed = json(&p.cli(&["graph", "flow", "--format", "reactflow"]));
+    assert_eq!(
+        node(&printed, "done")["position"],
+        json!({"x": 7.5, "y": -3.0})
+    );
+    assert_eq!(node(&printed, "done")["height"], 40.0);
+    assert_eq!(
+        node(&printed, "ask")["position"],
+        json!({"x": 0.0, "y": 0.0})
+    );
+    assert_eq!(
+        printed["viewport"],
+        json!({"x": 1.0, "y": 2.0, "zoom": 2.0})
+    );
+    // The layout file is not a workflow: validating the project checks only the document.
+    let validate = p.cli(&["validate"]);
+    assert_eq!(code(&validate), 0, "{}", stderr(&validate));
+    assert!(
+        !stdout(&validate).contains("layout"),
+        "{}",
+        stdout(&validate)
+    );
+}
+
+#[test]
+fn a_broken_layout_file_exits_2_naming_it_and_mermaid_stays_the_default() {
+    let p = Project::new();
+    p.workflow("flow", FLOW);
+    std::fs::write(p.dir.join("_vance/workflows/flow.layout.json"), "[1,2]").unwrap();
+    let out = p.cli(&["graph", "flow", "--format", "reactflow"]);
+    assert_eq!(code(&out), 2);
+    let err = stderr(&out);
+    assert!(
+        err.contains("MAG-GR007") && err.contains("flow.layout.json"),
+        "{err}"
+    );
+    // The text formats do not read layout at all.
+    let mermaid = p.cli(&["graph", "flow"]);
+    assert_eq!(code(&mermaid), 0);
+    assert!(stdout(&mermaid).starts_with("stateDiagram-v2"));
+    let missing = p.cli(&["graph", "nope", "--format", "reactflow"]);
+    assert_eq!(code(&missing), 1);
+}
+
+const FAN: &str = "\
+start: fan
+states:
+  fan:
+    type: parallel_task
+    branches:
+      build: { workflow: build }
+      lint:
+        start: run
+        states:
+          run: { type: shell_task, run: 'true', on: { success: ok } }
+          ok: { type: terminal }
+    maxParallelism: 2
+    on: { success: each, failure: stop }
+  each:
+    type: foreach_task
+    items: [1, 2]
+    workflow: build
+    on: { success: done }
+  done: { type: terminal }
+  stop: { type: terminal, outcome: failure }
+";
+
+#[test]
+fn fan_out_states_are_drawn_in_every_format_as_actions_of_their_type() {
+    let p = Project::new();
+    p.workflow("fan", FAN);
+    let mermaid = p.cli(&["graph", "fan"]);
+    assert_eq!(code(&mermaid), 0, "{}", stderr(&mermaid));
+    let text = stdout(&mermaid);
+    assert!(
+        text.contains("fan --> each") || text.contains("fan -->"),
+        "{text}"
+    );
+    let dot = p.cli(&["graph", "fan", "--format", "dot"]);
+    assert_eq!(code(&dot), 0, "{}", stderr(&dot));
+    assert!(
+        stdout(&dot).contains("\"fan\" -> \"each\""),
+        "{}",
+        stdout(&dot)
+    );
+    let out = p.cli(&["graph", "fan", "--format", "reactflow"]);
+    assert_eq!(code(&out), 0, "{}", stderr(&out));
+    let printed = json(&out);
+    for (id, ty) in [("fan", "parallel_task"), ("each", "foreach_task")] {
+        assert_eq!(node(&printed, id)["data"]["type"], "action");
+        assert_eq!(node(&printed, id)["data"]["config"]["actionType"], ty);
+    }
+}
+
+fn friday_graph(edges: &[(&str, &str)]) -> Value {
+    let action = |id: &str| {
+        json!({ "id": id, "type": "workflow_node", "position": { "x": 0, "y": 0 },
+                "data": { "id": id, "type": "action", "name": id,
+                          "config": { "actionType": "shell_task", "run": "true" } } })
+    };
+    let mut nodes: Vec<Value> = ["start", "a", "b", "join"]
+        .iter()
+        .map(|n| action(n))
+        .collect();
+    nodes.push(
+        json!({ "id": "end", "type": "workflow_node", "position": { "x": 0, "y": 0 },
+                       "data": { "id": "end", "type": "terminal", "name": "end", "config": {} } }),
+    );
+    let edges: Vec<Value> = edges
+        .iter()
+        .enumerate()
+        .map(|(i, (s, t))| {
+            json!({ "id": format!("e{i}"), "source": s, "target": t, "data": { "branch": "success" } })
+        })
+        .collect();
+    json!({ "schemaVersion": "1.0", "nodes": nodes, "edges": edges })
+}
+
+#[test]
+fn a_series_parallel_friday_graph_imports_as_a_parallel_task_draft() {
+    let p = Project::new();
+    let graph = friday_graph(&[
+        ("start", "a"),
+        ("start", "b"),
+        ("a", "join"),
+        ("b", "join"),
+        ("join", "end"),
+    ]);
+    let file = p.dir.join("fan.graph.json");
+    std::fs::write(&file, graph.to_string()).unwrap();
+    let out = p.cli(&["graph", "import", file.to_str().unwrap(), "--name", "fan"]);
+    assert_eq!(code(&out), 0, "{}", stderr(&out));
+    let draft = p.dir.join("_vance/workflow-drafts/fan.yaml");
+    let text = std::fs::read_to_string(&draft).unwrap();
+    let loaded = load_workflow("fan.yaml", &text, &LoadOptions::default()).unwrap();
+    let doc: Value = serde_yaml_ng::from_str(&text).unwrap();
+    assert!(
+        !text.trim_start().starts_with('{'),
+        "the draft is written as YAML: {text}"
+    );
+    assert_eq!(doc["start"], "start");
+    assert_eq!(doc["states"]["start"]["on"]["success"], "start_parallel");
+    let fan = &doc["states"]["start_parallel"];
+    assert_eq!(fan["type"], "parallel_task");
+    assert_eq!(fan["on"]["success"], "join");
+    assert_eq!(fan["branches"]["a"]["states"]["a"]["on"]["success"], "done");
+    assert!(
+        doc["states"].get("a").is_none(),
+        "branch states live in the branch"
+    );
+    assert_eq!(
+        loaded.plan.states.len(),
+        4,
+        "start, join, end and the parallel state"
+    );
+    // A second import under the same name leaves the draft as it is.
+    std::fs::write(&draft, "# edited by hand\n").unwrap();
+    let again = p.cli(&["graph", "import", file.to_str().unwrap(), "--name", "fan"]);
+    assert_eq!(code(&again), 2);
+    assert!(
+        stderr(&again).contains("exists already"),
+        "{}",
+        stderr(&again)
+    );
+    assert_eq!(
+        std::fs::read_to_string(&draft).unwrap(),
+        "# edited by hand\n"
+    );
+}
+
+#[test]
+fn a_graph_that_is_not_series_parallel_is_refused_naming_the_node_in_the_way() {
+    let p = Project::new();
+    // `b` forks again towards `end`: the branches of `start` do not simply meet at `join`.
+    let graph = friday_graph(&[
+        ("start", "a"),
+        ("start", "b"),
+        ("a", "join"),
+        ("b", "join"),
+        ("b", "end"),
+        ("join", "end"),
+    ]);
+    let file = p.dir.join("knot.graph.json");
+    std::fs::write(&file, graph.to_string()).unwrap();
+    let out = p.cli(&["graph", "import", file.to_str().unwrap(), "--name", "knot"]);
+    assert_eq!(code(&out), 2);
+    let err = stderr(&out);
+    assert!(
+        err.contains("[MAG-GR011] the fan-out at 'start' is not series-parallel: node 'b'")
+            && err.contains("b -[success]-> join")
+            && err.contains("b -[success]-> end"),
+        "{err}"
+    );
+    assert!(!p.dir.join("_vance/workflow-drafts/knot.yaml").exists());
+    let two_starts = friday_graph(&[("a", "join"), ("join", "end")]);
+    std::fs::write(&file, two_starts.to_string()).unwrap();
+    let out = p.cli(&["graph", "import", file.to_str().unwrap(), "--name", "knot"]);
+    assert_eq!(code(&out), 2);
+    assert!(stderr(&out).contains("[MAG-GR012]"), "{}", stderr(&out));
+}

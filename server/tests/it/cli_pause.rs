@@ -1,0 +1,145 @@
+//! `magrathea runs pause|resume`: on the project's own store and through a `magrathea serve`
+//! that owns it; a gate answered while the run is paused moves it on after the resume.
+
+use std::process::{Child, Stdio};
+use std::time::{Duration, Instant};
+
+use crate::cli_common;
+use crate::serve_child;
+use cli_common::{Project, code, json, stderr};
+use serve_child::serve_command;
+
+const APPROVE: &str = r#"
+start: review
+states:
+  review:
+    type: gate_task
+    inbox: { kind: APPROVAL, title: "Ship it?" }
+    on:
+      approved: shipped
+    catch:
+      human_rejected: held
+  shipped: { type: terminal, result: approved }
+  held: { type: terminal, result: rejected }
+"#;
+
+/// The id of the run's one pending inbox item.
+fn pending_item(p: &Project) -> String {
+    let items = json(&p.cli(&["inbox", "list", "--json"]));
+    items[0]["id"].as_str().expect("a pending item").to_owned()
+}
+
+#[test]
+fn pause_and_resume_on_the_project_store() {
+    let p = Project::new();
+    p.workflow("approve", APPROVE);
+    let out = p.cli(&["run", "approve", "--json"]);
+    assert_eq!(code(&out), 3, "{}", stderr(&out));
+    let run = json(&out)["workflowRunId"].as_str().unwrap().to_owned();
+
+    let out = p.cli(&["runs", "pause", &run, "--reason", "audit", "--json"]);
+    assert_eq!(code(&out), 0, "{}", stderr(&out));
+    assert_eq!(json(&out)["status"], "PAUSED");
+    assert!(stderr(&out).contains("is paused"), "{}", stderr(&out));
+    let out = p.cli(&["runs", "pause", &run]);
+    assert_eq!(code(&out), 0, "{}", stderr(&out));
+    assert!(stderr(&out).contains("paused already"), "{}", stderr(&out));
+
+    // The gate may be answered while paused: the answer is journaled, the run waits.
+    let item = pending_item(&p);
+    let out = p.cli(&["inbox", "answer", &item, "--approve", "--json"]);
+    assert_eq!(json(&out)["status"], "PAUSED", "{}", stderr(&out));
+    let shown = json(&p.cli(&["runs", "show", &run, "--json"]));
+    assert_eq!(shown["status"], "PAUSED");
+    assert_eq!(shown["result"], serde_json::Value::Null);
+    let listed = json(&p.cli(&["runs", "list", "--json"]));
+    assert_eq!(listed[0]["status"], "PAUSED");
+    // `magrathea resume` (recovery) does not drive a paused run on.
+    let out = p.cli(&["resume", "--json"]);
+    assert_eq!(code(&out), 0, "{}", stderr(&out));
+    assert_eq!(json(&out)["status"], "PAUSED", "{}", stderr(&out));
+    let journal = p.cli(&["journal", &run, "--json"]);
+    assert!(
+        String::from_utf8_lossy(&journal.stdout).contains("PauseRequestedRecord"),
+        "{}",
+        String::from_utf8_lossy(&journal.stdout)
+    );
+
+    // The resume drives the run on to its end.
+    let out = p.cli(&["runs", "resume", &run, "--json"]);
+    assert_eq!(code(&out), 0, "{}", stderr(&out));
+    let done = json(&out);
+    assert_eq!(done["status"], "DONE");
+    assert_eq!(done["result"], "approved");
+    // Its end is journaled as a run's that was never paused: the terminal state entered first.
+    assert_eq!(done["currentState"], "shipped");
+
+    // Refusals exit 2 and say why.
+    let out = p.cli(&["runs", "resume", &run]);
+    assert_eq!(code(&out), 2);
+    assert!(stderr(&out).contains("MAG-PS002"), "{}", stderr(&out));
+    let out = p.cli(&["runs", "pause", &run]);
+    assert_eq!(code(&out), 2);
+    assert!(stderr(&out).contains("MAG-PS001"), "{}", stderr(&out));
+    let out = p.cli(&["runs", "pause", "0123456789abcdef0123456789abcdef"]);
+    assert_eq!(code(&out), 2, "{}", stderr(&out));
+}
+
+/// Kills the served process when dropped.
+struct Guard(Child);
+
+impl Drop for Guard {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}
+
+#[test]
+fn pause_and_resume_through_a_serving_owner() {
+    let p = Project::new();
+    p.workflow("approve", APPROVE);
+    let mut cmd = serve_command(&p.root);
+    cmd.arg("--store")
+        .arg(p.store())
+        .stdout(Stdio::null())
+        .stderr(Stdio::null());
+    let _owner = Guard(cmd.spawn().unwrap());
+    let socket = p.store().join("control.sock");
+    let deadline = Instant::now() + Duration::from_secs(30);
+    while std::os::unix::net::UnixStream::connect(&socket).is_err() {
+        assert!(
+            Instant::now() < deadline,
+            "the owner never served its socket"
+        );
+        std::thread::sleep(Duration::from_millis(20));
+    }
+
+    let out = p.cli(&["run", "approve", "--json"]);
+    assert_eq!(code(&out), 3, "{}", stderr(&out));
+    let run = json(&out)["workflowRunId"].as_str().unwrap().to_owned();
+    let out = p.cli(&["runs", "pause", &run, "--json"]);
+    assert_eq!(code(&out), 0, "{}", stderr(&out));
+    assert_eq!(json(&out)["status"], "PAUSED");
+
+    let item = pending_item(&p);
+    let out = p.cli(&["inbox", "answer", &item, "--approve", "--json"]);
+    assert_eq!(json(&out)["status"], "PAUSED", "{}", stderr(&out));
+
+    let out = p.cli(&["runs", "resume", &run, "--json"]);
+    assert_eq!(code(&out), 0, "{}", stderr(&out));
+    // The owner drives the run on.
+    let deadline = Instant::now() + Duration::from_secs(30);
+    loop {
+        let shown = json(&p.cli(&["runs", "show", &run, "--json"]));
+        if shown["status"] == "DONE" {
+            assert_eq!(shown["result"], "approved");
+            break;
+        }
+        assert!(Instant::now() < deadline, "never DONE: {shown}");
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    let out = p.cli(&["runs", "resume", &run]);
+    assert_eq!(code(&out), 2, "{}", stderr(&out));
+    assert!(stderr(&out).contains("MAG-PS002"), "{}", stderr(&out));
+}

@@ -1,0 +1,130 @@
+//! `--store postgres://…`: the `magrathea` commands on a PostgreSQL database (a throwaway
+//! cluster from the system's packages), the same as on the embedded file.
+
+use crate::cli_common;
+
+use std::sync::OnceLock;
+
+use cli_common::{Project, code, json, stderr, stdout};
+use magrathea_postgres::testing::TestCluster;
+
+fn cluster() -> &'static TestCluster {
+    static CLUSTER: OnceLock<TestCluster> = OnceLock::new();
+    CLUSTER.get_or_init(TestCluster::start)
+}
+
+const GREET: &str = "\
+start: greet
+states:
+  greet:
+    type: condition_task
+    transitions:
+      - else: done
+  done:
+    type: terminal
+    result: \"hello ${params.who}\"
+parameters:
+  who: { type: string, default: world }
+";
+
+const REVIEW: &str = "\
+start: review
+states:
+  review:
+    type: gate_task
+    inbox: { kind: APPROVAL, title: \"Ship it?\" }
+    on:
+      approved: done
+      rejected: nope
+  done: { type: terminal, result: shipped }
+  nope: { type: terminal, outcome: failure }
+";
+
+#[test]
+fn run_runs_and_journal_work_on_a_postgres_store() {
+    let url = cluster().create_database();
+    let p = Project::new();
+    p.workflow("greet", GREET);
+    let out = p.cli(&[
+        "run", "greet", "--store", &url, "--param", "who=pg", "--json",
+    ]);
+    assert_eq!(code(&out), 0, "{}", stderr(&out));
+    let run = json(&out);
+    assert_eq!(run["status"], "DONE", "{run}");
+    assert_eq!(run["result"], "hello pg");
+    let id = run["workflowRunId"].as_str().unwrap().to_owned();
+
+    // Nothing went to the project's default file store.
+    assert!(!p.store().join("journal.redb").exists());
+
+    let list = json(&p.cli(&["runs", "list", "--store", &url, "--json"]));
+    assert_eq!(list[0]["workflowRunId"], id.as_str(), "{list}");
+    let show = json(&p.cli(&["runs", "show", &id, "--store", &url, "--json"]));
+    assert_eq!(show["result"], "hello pg");
+    let journal = p.cli(&["journal", &id, "--store", &url]);
+    assert_eq!(code(&journal), 0, "{}", stderr(&journal));
+    assert!(
+        stdout(&journal).contains("StartRecord"),
+        "{}",
+        stdout(&journal)
+    );
+}
+
+#[test]
+fn a_gate_waits_in_postgres_and_is_answered_by_another_process() {
+    let url = cluster().create_database();
+    let p = Project::new();
+    p.workflow("review", REVIEW);
+    let out = p.cli(&["run", "review", "--store", &url, "--json"]);
+    assert_eq!(code(&out), 3, "waits on its gate: {}", stderr(&out));
+    let id = json(&out)["workflowRunId"].as_str().unwrap().to_owned();
+
+    let inbox = json(&p.cli(&["inbox", "list", "--store", &url, "--json"]));
+    let item = inbox[0]["id"].as_str().unwrap().to_owned();
+    let answered = p.cli(&["inbox", "answer", &item, "--approve", "--store", &url]);
+    assert_eq!(code(&answered), 0, "{}", stderr(&answered));
+    let show = json(&p.cli(&["runs", "show", &id, "--store", &url, "--json"]));
+    assert_eq!(show["status"], "DONE", "{show}");
+    assert_eq!(show["result"], "shipped");
+}
+
+#[test]
+fn an_unreachable_database_is_named_without_its_password() {
+    let port = std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port();
+    let p = Project::new();
+    p.workflow("greet", GREET);
+    let url = format!("postgres://me:hunter2@127.0.0.1:{port}/db");
+    let out = p.cli(&["run", "greet", "--store", &url]);
+    assert_eq!(code(&out), 1, "{}", stderr(&out));
+    let err = stderr(&out);
+    assert!(err.contains("[MAG-ST001]"), "{err}");
+    assert!(
+        err.contains(&format!("postgres://me:***@127.0.0.1:{port}/db")),
+        "{err}"
+    );
+    assert!(!err.contains("hunter2"), "{err}");
+}
+
+#[test]
+fn cancel_ends_a_waiting_run_on_a_postgres_store() {
+    let url = cluster().create_database();
+    let p = Project::new();
+    p.workflow("review", REVIEW);
+    let out = p.cli(&["run", "review", "--store", &url, "--json"]);
+    assert_eq!(code(&out), 3, "{}", stderr(&out));
+    let id = json(&out)["workflowRunId"].as_str().unwrap().to_owned();
+    let cancelled = p.cli(&["cancel", &id, "--store", &url, "--json"]);
+    assert_eq!(
+        code(&cancelled),
+        1,
+        "a CANCELLED run exits 1: {}",
+        stderr(&cancelled)
+    );
+    assert_eq!(json(&cancelled)["status"], "CANCELLED");
+    let show = json(&p.cli(&["runs", "show", &id, "--store", &url, "--json"]));
+    assert_eq!(show["status"], "CANCELLED", "{show}");
+}

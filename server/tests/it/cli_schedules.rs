@@ -1,0 +1,178 @@
+//! `magrathea schedules list|trigger|pause|resume` and `magrathea deliveries list`, on the
+//! project's own store and through a running server that owns it.
+
+use std::time::{Duration, Instant};
+
+use crate::cli_common;
+use crate::serve_child;
+use cli_common::{Project, code, json, stderr, stdout};
+use serve_child::ServeChild;
+
+const QUICK: &str = "start: done\nstates:\n  done: { type: terminal, result: { ok: true } }\n";
+
+const NIGHTLY: &str = "\
+description: Nightly audit
+cron: \"0 0 6 * * *\"
+timezone: Europe/Berlin
+workflow: quick
+params: { scope: production }
+runAs: ops
+";
+
+fn project() -> Project {
+    let p = Project::new();
+    p.workflow("quick", QUICK);
+    std::fs::create_dir_all(p.dir.join("_vance/scheduler")).unwrap();
+    std::fs::write(p.dir.join("_vance/scheduler/nightly.yaml"), NIGHTLY).unwrap();
+    p
+}
+
+#[test]
+fn list_shows_each_schedule_with_its_zone_and_next_fire_times() {
+    let p = project();
+    let out = p.cli(&["schedules", "list"]);
+    assert_eq!(code(&out), 0, "{}", stderr(&out));
+    let text = stdout(&out);
+    assert!(text.starts_with("NAME"), "{text}");
+    assert!(text.contains("nightly"), "{text}");
+    assert!(text.contains("0 0 6 * * *"), "{text}");
+    assert!(text.contains("Europe/Berlin"), "{text}");
+    let listed = json(&p.cli(&["schedules", "list", "--json"]));
+    let s = &listed[0];
+    assert_eq!(s["name"], "nightly");
+    assert_eq!(s["workflow"], "quick");
+    assert_eq!(s["active"], true);
+    let next = s["nextFireTimes"].as_array().unwrap();
+    assert_eq!(next.len(), 3);
+    // 06:00 in Berlin is 04:00Z or 05:00Z depending on the season.
+    for t in next {
+        let t = t.as_str().unwrap();
+        assert!(t.ends_with(":00:00Z"), "{t}");
+        assert!(t.contains("T04:") || t.contains("T05:"), "{t}");
+    }
+}
+
+#[test]
+fn trigger_fires_the_schedule_now_and_records_the_delivery() {
+    let p = project();
+    let out = p.cli(&["schedules", "trigger", "nightly", "--json"]);
+    assert_eq!(code(&out), 0, "{}", stderr(&out));
+    let run = json(&out);
+    assert_eq!(run["status"], "DONE");
+    assert_eq!(run["startedBy"], "ops");
+    assert_eq!(run["params"]["scope"], "production");
+    let id = run["workflowRunId"].as_str().unwrap();
+    let d = json(&p.cli(&["deliveries", "list", "--trigger", "nightly", "--json"]));
+    let first = &d["deliveries"][0];
+    assert_eq!(first["status"], "accepted");
+    assert_eq!(first["reason"], "manual");
+    assert_eq!(first["runId"], id);
+    let listed = json(&p.cli(&["schedules", "list", "--json"]));
+    assert_eq!(listed[0]["lastRunId"], id);
+    assert_eq!(listed[0]["lastRunStatus"], "DONE");
+    // The table too.
+    let table = stdout(&p.cli(&["deliveries", "list"]));
+    assert!(table.contains("accepted") && table.contains(id), "{table}");
+}
+
+#[test]
+fn pause_and_resume_are_kept_and_shown() {
+    let p = project();
+    let out = p.cli(&["schedules", "pause", "nightly"]);
+    assert_eq!(code(&out), 0, "{}", stderr(&out));
+    assert_eq!(stdout(&out), "paused schedule nightly\n");
+    let listed = json(&p.cli(&["schedules", "list", "--json"]));
+    assert_eq!(listed[0]["paused"], true);
+    assert_eq!(listed[0]["active"], false);
+    assert_eq!(listed[0]["nextFireTimes"], serde_json::json!([]));
+    assert!(stdout(&p.cli(&["schedules", "list"])).contains("paused"));
+    let out = p.cli(&["schedules", "resume", "nightly"]);
+    assert_eq!(stdout(&out), "resumed schedule nightly\n");
+    let listed = json(&p.cli(&["schedules", "list", "--json"]));
+    assert_eq!(listed[0]["active"], true);
+}
+
+#[test]
+fn unknown_schedules_and_triggers_fail_clearly() {
+    let p = project();
+    let out = p.cli(&["schedules", "trigger", "nope"]);
+    assert_eq!(code(&out), 1);
+    assert!(
+        stderr(&out).contains("no schedule `nope`"),
+        "{}",
+        stderr(&out)
+    );
+    assert!(
+        stderr(&out).contains("nightly"),
+        "the known ones are listed"
+    );
+    let out = p.cli(&["schedules", "pause", "nope"]);
+    assert_eq!(code(&out), 1);
+    let out = p.cli(&["deliveries", "list", "--trigger", "nope"]);
+    assert_eq!(code(&out), 1);
+    assert!(
+        stderr(&out).contains("no trigger `nope`"),
+        "{}",
+        stderr(&out)
+    );
+    let out = p.cli(&["deliveries", "list", "--status", "weird"]);
+    assert_eq!(code(&out), 1);
+    assert!(stderr(&out).contains("unknown status"), "{}", stderr(&out));
+}
+
+#[test]
+fn an_invalid_schedule_is_listed_with_its_error_and_cannot_be_fired() {
+    let p = project();
+    std::fs::write(
+        p.dir.join("_vance/scheduler/broken.yaml"),
+        "cron: \"0 0 6 * * *\"\nworkflow: quick\nrecipe: audit\n",
+    )
+    .unwrap();
+    let listed = json(&p.cli(&["schedules", "list", "--json"]));
+    let broken = listed
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|s| s["name"] == "broken")
+        .unwrap();
+    let error = broken["error"].as_str().unwrap();
+    assert!(error.contains("broken.yaml:3:1"), "{error}");
+    let out = p.cli(&["schedules", "trigger", "broken"]);
+    assert_eq!(code(&out), 2, "{}", stderr(&out));
+    assert!(stderr(&out).contains("nothing was started"));
+}
+
+#[test]
+fn the_commands_work_through_a_server_that_owns_the_store() {
+    let p = project();
+    let mut cmd = serve_child::serve_command(&p.root);
+    cmd.arg("--store").arg(p.store()).arg("--insecure-no-auth");
+    let server = ServeChild::spawn(cmd);
+    let socket = p.store().join("control.sock");
+    let deadline = Instant::now() + Duration::from_secs(30);
+    while !socket.exists() {
+        assert!(Instant::now() < deadline, "no control socket");
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    let out = p.cli(&["schedules", "pause", "nightly"]);
+    assert_eq!(code(&out), 0, "{}", stderr(&out));
+    let out = p.cli(&["schedules", "trigger", "nightly", "--json"]);
+    assert_eq!(code(&out), 0, "{}", stderr(&out));
+    let id = json(&out)["workflowRunId"].as_str().unwrap().to_owned();
+    let d = json(&p.cli(&["deliveries", "list", "--json"]));
+    assert_eq!(d["deliveries"][0]["runId"], id);
+    let listed = json(&p.cli(&["schedules", "list", "--json"]));
+    assert_eq!(listed[0]["paused"], true);
+    // The server reads the same catalog: the pause holds there.
+    let rt = tokio::runtime::Runtime::new().unwrap();
+    let listed: serde_json::Value = rt.block_on(async {
+        reqwest::get(format!("{}/brain/acme/project/shop/triggers", server.base))
+            .await
+            .unwrap()
+            .json()
+            .await
+            .unwrap()
+    });
+    assert_eq!(listed["triggers"][0]["paused"], true, "{listed}");
+    assert_eq!(listed["triggers"][0]["lastRunId"], id.as_str());
+}

@@ -1,0 +1,126 @@
+//! The edges of API authentication: the `Authorization` scheme and its case, empty tokens,
+//! and a token file the server refuses to start with (an entry with both or neither of
+//! `token`/`tokenSha256`, a file that cannot be read) — as a library and as `magrathea serve`.
+
+use crate::http_common;
+
+use std::path::Path;
+use std::process::Command;
+
+use http_common::*;
+use magrathea_server::http::auth::AuthFileError;
+use magrathea_server::{ServeConfig, ServeError};
+
+const BIN: &str = env!("CARGO_BIN_EXE_magrathea");
+
+async fn status_with(s: &Server, authorization: &str) -> u16 {
+    s.client
+        .get(s.url("/brain/acme/project/shop/workflows/runs"))
+        .header("Authorization", authorization)
+        .send()
+        .await
+        .unwrap()
+        .status()
+        .as_u16()
+}
+
+#[tokio::test]
+async fn only_a_bearer_token_is_accepted_whatever_the_scheme_case() {
+    let s = Server::start().await;
+    for refused in [
+        format!("Basic {ACME}"),
+        "Basic YWxpY2U6c2VjcmV0".to_string(),
+        format!("Token {ACME}"),
+        format!("Bearer{ACME}"),
+        "Bearer ".to_string(),
+        "Bearer    ".to_string(),
+        "Bearer".to_string(),
+        ACME.to_string(),
+    ] {
+        assert_eq!(status_with(&s, &refused).await, 401, "{refused:?}");
+    }
+    for accepted in [
+        format!("Bearer {ACME}"),
+        format!("bearer {ACME}"),
+        format!("BEARER {ACME}"),
+        format!("BeArEr {ACME}"),
+    ] {
+        assert_eq!(status_with(&s, &accepted).await, 200, "{accepted:?}");
+    }
+}
+
+/// A tree whose token file is `tokens` (written as is).
+fn tree_with_tokens(root: &Path, tokens: &str) {
+    write(&root.join("acme/shop/_vance/workflows/hello.yaml"), HELLO);
+    write(&root.join("_auth/tokens.yaml"), tokens);
+}
+
+async fn serve_error(root: &Path) -> ServeError {
+    match magrathea_server::serve(
+        ServeConfig::new(root)
+            .addr("127.0.0.1:0".parse().unwrap())
+            .store(root.join("store")),
+    )
+    .await
+    {
+        Ok(_) => panic!("the server started with a bad token file"),
+        Err(e) => e,
+    }
+}
+
+/// Runs `magrathea serve` on `root`: it must exit non-zero, saying `expected` on stderr.
+fn binary_refuses(root: &Path, expected: &str) {
+    let out = Command::new(BIN)
+        .args(["serve", "--addr", "127.0.0.1:0", "--root"])
+        .arg(root)
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(!out.status.success(), "magrathea serve started: {stderr}");
+    assert!(stderr.contains(expected), "{stderr}");
+}
+
+#[tokio::test]
+async fn a_token_entry_with_both_or_neither_secret_stops_the_server() {
+    for (entry, what) in [
+        (
+            "  - token: plain\n    tokenSha256: 5e884898da28047151d0e56f8dc6292773603d0d6aabbdd62a11ef721d1542d8\n",
+            "both",
+        ),
+        ("", "neither"),
+    ] {
+        let tmp = tempfile::tempdir().unwrap();
+        let root = tmp.path().canonicalize().unwrap();
+        tree_with_tokens(
+            &root,
+            &format!(
+                "tokens:\n{entry}    tenant: acme\n    subject: ci\n    scopes: [workflow.run]\n"
+            )
+            .replace("tokens:\n    tenant", "tokens:\n  - tenant"),
+        );
+        let e = serve_error(&root).await;
+        assert!(
+            matches!(&e, ServeError::Auth(AuthFileError::Invalid { message, .. })
+                if message.contains("tokens[0] needs exactly one of tokenSha256 and token")),
+            "{what}: {e}"
+        );
+        binary_refuses(&root, "[MAG-AUTH002]");
+        binary_refuses(&root, "needs exactly one of tokenSha256 and token");
+    }
+}
+
+#[tokio::test]
+async fn an_unreadable_token_file_stops_the_server() {
+    let tmp = tempfile::tempdir().unwrap();
+    let root = tmp.path().canonicalize().unwrap();
+    write(&root.join("acme/shop/_vance/workflows/hello.yaml"), HELLO);
+    // A directory where the file should be: unreadable as a file for every user, root too.
+    std::fs::create_dir_all(root.join("_auth/tokens.yaml")).unwrap();
+    let e = serve_error(&root).await;
+    assert!(
+        matches!(&e, ServeError::Auth(AuthFileError::Read { .. })),
+        "{e}"
+    );
+    assert!(e.to_string().contains("[MAG-AUTH001]"), "{e}");
+    binary_refuses(&root, "[MAG-AUTH001]");
+}

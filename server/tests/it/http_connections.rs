@@ -1,0 +1,151 @@
+//! Connection limits over real sockets: a slow request head and an idle keep-alive connection
+//! are cut off, a connection beyond the cap waits until another closes, and a stream (SSE) is
+//! not idle however long it runs.
+
+use crate::http_common;
+use crate::raw_http;
+
+use std::time::Duration;
+
+use http_common::*;
+use raw_http::*;
+use serde_json::{Value, json};
+use tokio::io::AsyncWriteExt;
+use tokio::net::TcpStream;
+
+const LONG: Duration = Duration::from_secs(3600);
+
+/// A client that never pools connections: the server closes idle ones within a second here.
+fn fresh_client() -> reqwest::Client {
+    reqwest::Client::builder()
+        .pool_max_idle_per_host(0)
+        .build()
+        .unwrap()
+}
+
+#[tokio::test]
+async fn a_client_stalling_in_its_request_head_is_disconnected_after_the_header_timeout() {
+    let s = Server::start_with(|c| {
+        c.header_read_timeout(Duration::from_secs(1))
+            .idle_timeout(LONG)
+    })
+    .await;
+    let mut stalled = TcpStream::connect(s.addr).await.unwrap();
+    stalled.write_all(b"GET /heal").await.unwrap();
+    assert!(
+        closed_by_server(&mut stalled).await,
+        "a half-sent request line holds the connection"
+    );
+
+    // A client that connects and sends nothing is cut off the same way.
+    let mut silent = TcpStream::connect(s.addr).await.unwrap();
+    assert!(closed_by_server(&mut silent).await);
+
+    // Whole requests are still served.
+    let answer = exchange(
+        s.addr,
+        "GET /healthz HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n",
+    )
+    .await;
+    assert_eq!(status(&answer), 200, "{answer}");
+}
+
+#[tokio::test]
+async fn an_idle_keep_alive_connection_is_closed_after_the_idle_timeout() {
+    let s = Server::start_with(|c| {
+        c.header_read_timeout(LONG)
+            .idle_timeout(Duration::from_secs(1))
+    })
+    .await;
+    let mut conn = TcpStream::connect(s.addr).await.unwrap();
+    for _ in 0..2 {
+        conn.write_all(b"GET /healthz HTTP/1.1\r\nHost: x\r\n\r\n")
+            .await
+            .unwrap();
+        let answer = read_answer(&mut conn).await;
+        assert_eq!(status(&answer), 200, "keep-alive serves several requests");
+    }
+    // The header timeout is an hour: only the idle timeout can close it.
+    assert!(
+        closed_by_server(&mut conn).await,
+        "an idle connection is held"
+    );
+}
+
+#[tokio::test]
+async fn beyond_the_connection_cap_a_connection_waits_until_another_closes() {
+    let s = Server::start_with(|c| {
+        c.header_read_timeout(LONG)
+            .idle_timeout(LONG)
+            .max_connections(2)
+    })
+    .await;
+    let request = b"GET /healthz HTTP/1.1\r\nHost: x\r\n\r\n";
+    // Two connections, each served once (so both are accepted), then held open.
+    let mut held = Vec::new();
+    for _ in 0..2 {
+        let mut c = TcpStream::connect(s.addr).await.unwrap();
+        c.write_all(request).await.unwrap();
+        assert_eq!(status(&read_answer(&mut c).await), 200);
+        held.push(c);
+    }
+    // The third connects (the operating system's backlog takes it) but is not served.
+    let mut third = TcpStream::connect(s.addr).await.unwrap();
+    third.write_all(request).await.unwrap();
+    let waiting = tokio::spawn(async move {
+        let answer = read_answer(&mut third).await;
+        (answer, third)
+    });
+    tokio::time::sleep(Duration::from_millis(500)).await;
+    assert!(
+        !waiting.is_finished(),
+        "a third connection was served while two were held"
+    );
+    // One closes: the third is served.
+    drop(held.pop());
+    let (answer, _third) = tokio::time::timeout(PATIENCE, waiting)
+        .await
+        .expect("the waiting connection is served once a place is free")
+        .unwrap();
+    assert_eq!(status(&answer), 200, "{answer}");
+}
+
+#[tokio::test]
+async fn an_sse_stream_is_not_cut_by_the_idle_timeout() {
+    let mut s = Server::start_with(|c| {
+        c.header_read_timeout(Duration::from_secs(1))
+            .idle_timeout(Duration::from_secs(1))
+    })
+    .await;
+    s.client = fresh_client();
+    let run = s.start_run("shop", "approve", json!({})).await;
+    s.wait_status("shop", &run, &["WAITING"]).await;
+    let response = s.events(&run).await;
+    assert_eq!(response.status(), 200);
+    let body = tokio::spawn(async move { response.text().await });
+    // Well past both timeouts, with the stream waiting for the run.
+    tokio::time::sleep(Duration::from_millis(3000)).await;
+    let items: Vec<Value> = s
+        .get_json("/brain/acme/project/shop/inbox", Some(ACME))
+        .await;
+    let id = items[0]["id"].as_str().unwrap();
+    let answered = s
+        .post(
+            &format!("/brain/acme/project/shop/inbox/{id}/answer"),
+            Some(ACME),
+        )
+        .json(&json!({"kind": "approve"}))
+        .send()
+        .await
+        .unwrap();
+    assert!(answered.status().is_success());
+    let body = tokio::time::timeout(PATIENCE, body)
+        .await
+        .expect("the stream ends after the run")
+        .unwrap()
+        .expect("the stream was not cut");
+    assert!(
+        body.contains("\"DONE\""),
+        "the stream carried the run to its end: {body}"
+    );
+}

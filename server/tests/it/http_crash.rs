@@ -1,0 +1,185 @@
+//! `magrathea serve` as a process: SIGKILL while runs are in flight, restart, and every run
+//! finishes; a shell step dies with the killed server and its re-execution is on record;
+//! SIGTERM stops it gracefully.
+
+use crate::http_common;
+use crate::serve_child;
+
+use http_common::*;
+use serve_child::ServeChild;
+
+const SLOW: &str = r#"
+start: work
+states:
+  work:
+    type: shell_task
+    run: "sleep 1"
+    dirName: workspace
+    on:
+      success: done
+  done: { type: terminal, result: finished }
+"#;
+
+#[tokio::test]
+async fn runs_in_flight_at_sigkill_finish_after_restart() {
+    let tmp = tempfile::tempdir().unwrap();
+    let root = tmp.path().canonicalize().unwrap();
+    tree(&root);
+    write(&root.join("acme/shop/_vance/workflows/slow.yaml"), SLOW);
+    write(
+        &root.join("acme/shop/_vance/settings.yaml"),
+        "lanes:\n  maxConcurrentTasks: 8\n",
+    );
+    let client = reqwest::Client::new();
+
+    let mut server = ServeChild::start(&root);
+    let mut runs = Vec::new();
+    for _ in 0..12 {
+        runs.push(server.start_run(&client, "slow", ACME).await);
+    }
+    server.kill(); // SIGKILL
+
+    let mut server = ServeChild::start(&root);
+    for run in &runs {
+        let v = server.wait_status(&client, run, ACME, &["DONE"]).await;
+        assert_eq!(v["result"], "finished");
+    }
+    server.stop();
+}
+
+/// Sleeps 30 s in the background the first time (recording the pids of the shell and the
+/// sleep), and returns at once when it runs again.
+const ORPHAN: &str = r#"
+start: work
+states:
+  work:
+    type: shell_task
+    run: "if [ -e sleeper.pid ]; then echo again; else sleep 30 & echo $! > sleeper.pid; echo $$ > shell.pid; wait; fi"
+    dirName: workspace
+    on:
+      success: done
+  done: { type: terminal, result: finished }
+"#;
+
+/// Whether process `pid` still runs `name` (a zombie, or a process that took its pid over,
+/// does not count).
+fn runs(pid: &str, name: &str) -> bool {
+    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).unwrap_or_default();
+    let zombie = stat
+        .rsplit_once(')')
+        .is_some_and(|(_, rest)| rest.trim_start().starts_with('Z'));
+    let cmdline = std::fs::read(format!("/proc/{pid}/cmdline")).unwrap_or_default();
+    !zombie && String::from_utf8_lossy(&cmdline).starts_with(name)
+}
+
+/// Reads a pid file the step writes, waiting up to 30 s for it.
+fn pid_file(path: &std::path::Path) -> String {
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(30);
+    loop {
+        let text = std::fs::read_to_string(path).unwrap_or_default();
+        if text.ends_with('\n') {
+            return text.trim().to_owned();
+        }
+        assert!(
+            std::time::Instant::now() < deadline,
+            "the step never wrote {}",
+            path.display()
+        );
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    }
+}
+
+#[tokio::test]
+async fn a_shell_step_dies_with_its_killed_server_and_its_re_execution_is_on_record() {
+    let tmp = tempfile::tempdir().unwrap();
+    let root = tmp.path().canonicalize().unwrap();
+    tree(&root);
+    let project = root.join("acme/shop");
+    write(&project.join("_vance/workflows/orphan.yaml"), ORPHAN);
+    let client = reqwest::Client::new();
+
+    let mut server = ServeChild::start(&root);
+    let run = server.start_run(&client, "orphan", ACME).await;
+    let sleeper = pid_file(&project.join("sleeper.pid"));
+    let shell = pid_file(&project.join("shell.pid"));
+    // A forked child shows its own command once it has exec'd it: under load that can lag
+    // behind the pid file.
+    let started = std::time::Instant::now();
+    while !(runs(&sleeper, "sleep") && runs(&shell, "sh")) {
+        assert!(
+            started.elapsed() < std::time::Duration::from_secs(10),
+            "the step's shell and sleep are not running"
+        );
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    }
+    server.kill(); // SIGKILL: no chance to clean up
+
+    // The step's shell and the sleep it started go with the server (the sleep alone would
+    // last 30 s).
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
+    while runs(&sleeper, "sleep") || runs(&shell, "sh") {
+        assert!(
+            std::time::Instant::now() < deadline,
+            "the killed server's shell step outlived it"
+        );
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    }
+
+    let server = ServeChild::start(&root);
+    let view = server.wait_status(&client, &run, ACME, &["DONE"]).await;
+    assert_eq!(view["result"], "finished");
+    let again = &view["reExecutions"];
+    assert_eq!(again.as_array().map(Vec::len), Some(1), "{view}");
+    assert_eq!(again[0]["name"], "work");
+    assert_eq!(again[0]["attempt"], 1);
+    assert_eq!(again[0]["execution"], 2);
+    let worker = again[0]["worker"].as_str().unwrap();
+    assert!(
+        worker.ends_with(&format!(":{}", server.pid())),
+        "re-executed by the restarted server, not {worker}"
+    );
+
+    let journal: serde_json::Value = client
+        .get(format!(
+            "{}/brain/acme/project/shop/workflows/runs/{run}/journal",
+            server.base
+        ))
+        .bearer_auth(ACME)
+        .send()
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap();
+    let records = journal.as_array().unwrap();
+    let count = |ty: &str| records.iter().filter(|r| r["type"] == ty).count();
+    assert_eq!(count("TaskRestartedRecord"), 1, "{journal}");
+    assert_eq!(count("TaskResultRecord"), 1, "{journal}");
+    let order: Vec<&str> = records
+        .iter()
+        .filter_map(|r| r["type"].as_str())
+        .filter(|t| t.starts_with("Task"))
+        .collect();
+    assert_eq!(
+        order,
+        [
+            "TaskStartedRecord",
+            "TaskRestartedRecord",
+            "TaskResultRecord"
+        ],
+        "the re-execution is journaled before its result"
+    );
+}
+
+#[tokio::test]
+async fn sigterm_stops_the_server_gracefully() {
+    let tmp = tempfile::tempdir().unwrap();
+    let root = tmp.path().canonicalize().unwrap();
+    tree(&root);
+    let mut server = ServeChild::start(&root);
+    let r = reqwest::get(format!("{}/healthz", server.base))
+        .await
+        .unwrap();
+    assert_eq!(r.status(), 200);
+    server.stop();
+}

@@ -1,0 +1,220 @@
+//! The documents API stays inside the project (symbolic links that lead out are refused on
+//! read, write and list; over-long names answer 400), and no error a client sees names a path
+//! of the server's disk.
+
+use crate::http_common;
+
+use std::os::unix::fs::symlink;
+
+use http_common::*;
+use serde_json::{Value, json};
+
+const DOCS: &str = "/brain/acme/project/shop/documents";
+
+fn put(s: &Server, path: &str, text: &str) -> reqwest::RequestBuilder {
+    auth(s.client.put(s.url(path)), Some(ACME)).body(text.to_owned())
+}
+
+#[tokio::test]
+async fn a_document_linked_out_of_the_project_is_not_read() {
+    let s = Server::start().await;
+    let workflows = s.root.join("acme/shop/_vance/workflows");
+    symlink("/etc/passwd", workflows.join("x.yaml")).unwrap();
+    // A link to another tenant's document, and one to a file that does not exist outside.
+    symlink(
+        s.root.join("globex/shop/_vance/workflows/hello.yaml"),
+        workflows.join("theirs.yaml"),
+    )
+    .unwrap();
+    symlink(
+        "/nonexistent/elsewhere.yaml",
+        workflows.join("dangling.yaml"),
+    )
+    .unwrap();
+    for name in ["x.yaml", "theirs.yaml", "dangling.yaml"] {
+        let r = s
+            .get(&format!("{DOCS}/workflows/{name}"), Some(ACME))
+            .send()
+            .await
+            .unwrap();
+        let status = r.status().as_u16();
+        let body = r.text().await.unwrap();
+        assert_eq!(status, 403, "{name}: {body}");
+        assert!(body.contains("MAG-HTTP-OUTSIDE-PROJECT"), "{body}");
+        assert!(
+            !body.contains("root:") && !body.contains("start:"),
+            "{body}"
+        );
+        assert!(!body.contains(s.root.to_str().unwrap()), "{body}");
+    }
+    // A link that stays inside the project is read as its target.
+    symlink("hello.yaml", workflows.join("alias.yaml")).unwrap();
+    let r = s
+        .get(&format!("{DOCS}/workflows/alias.yaml"), Some(ACME))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(r.status(), 200);
+    assert_eq!(r.text().await.unwrap(), HELLO);
+}
+
+#[tokio::test]
+async fn a_directory_linked_to_another_tenant_is_neither_listed_nor_written() {
+    let s = Server::start().await;
+    let vance = s.root.join("acme/shop/_vance");
+    std::fs::remove_dir_all(vance.join("workflows")).unwrap();
+    symlink(
+        "../../../globex/shop/_vance/workflows",
+        vance.join("workflows"),
+    )
+    .unwrap();
+    let theirs = s.root.join("globex/shop/_vance/workflows");
+
+    let (status, code) = code(
+        s.get(&format!("{DOCS}?dir=workflows"), Some(ACME))
+            .send()
+            .await
+            .unwrap(),
+    )
+    .await;
+    assert_eq!((status, code.as_str()), (403, "MAG-HTTP-OUTSIDE-PROJECT"));
+
+    let r = put(&s, &format!("{DOCS}/workflows/planted.yaml"), APPROVE)
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(r.status(), 403, "{}", r.text().await.unwrap());
+    assert!(!theirs.join("planted.yaml").exists(), "written outside");
+    let r = put(&s, &format!("{DOCS}/workflows/hello.yaml"), APPROVE)
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(r.status(), 403);
+    assert_eq!(
+        std::fs::read_to_string(theirs.join("hello.yaml")).unwrap(),
+        HELLO,
+        "another tenant's document was replaced"
+    );
+    // The listing of `_vance/` itself leaves the link out.
+    let listed: Value = s.get_json(DOCS, Some(ACME)).await;
+    assert_eq!(listed, json!({ "items": [] }), "{listed}");
+}
+
+#[tokio::test]
+async fn a_listing_leaves_out_links_that_lead_out_of_the_project() {
+    let s = Server::start().await;
+    let workflows = s.root.join("acme/shop/_vance/workflows");
+    symlink("/etc/passwd", workflows.join("leak.yaml")).unwrap();
+    symlink("/etc", workflows.join("etc")).unwrap();
+    symlink("hello.yaml", workflows.join("alias.yaml")).unwrap();
+    let listed: Value = s
+        .get_json(&format!("{DOCS}?dir=workflows"), Some(ACME))
+        .await;
+    assert_eq!(
+        item_names(&listed),
+        [
+            "alias.yaml",
+            "approve.yaml",
+            "broken.yaml",
+            "hello.yaml",
+            "needs-param.yaml"
+        ]
+    );
+}
+
+#[tokio::test]
+async fn over_long_names_and_paths_answer_400() {
+    let s = Server::start().await;
+    let long_name = format!("workflows/{}.yaml", "a".repeat(300));
+    let long_path = vec!["abcdefghij"; 120].join("/");
+    for path in [&long_name, &long_path] {
+        let (status, code_) = code(
+            s.get(&format!("{DOCS}/{path}"), Some(ACME))
+                .send()
+                .await
+                .unwrap(),
+        )
+        .await;
+        assert_eq!((status, code_.as_str()), (400, "MAG-HTTP-INVALID-PATH"));
+        let r = put(&s, &format!("{DOCS}/{path}"), APPROVE)
+            .send()
+            .await
+            .unwrap();
+        let status = r.status().as_u16();
+        let body: Value = r.json().await.unwrap();
+        assert_eq!(status, 400, "{body}");
+        assert!(
+            body["error"]["message"]
+                .as_str()
+                .unwrap()
+                .contains("at most"),
+            "{body}"
+        );
+        let (status, _) = code(
+            s.get(&format!("{DOCS}?dir={path}"), Some(ACME))
+                .send()
+                .await
+                .unwrap(),
+        )
+        .await;
+        assert_eq!(status, 400);
+    }
+}
+
+#[tokio::test]
+async fn no_error_body_names_the_servers_root() {
+    let s = Server::start().await;
+    let root = s.root.to_str().unwrap().to_owned();
+    let vance = s.root.join("acme/shop/_vance");
+    // A directory where a workflow document should be, and a broken event document.
+    std::fs::create_dir_all(vance.join("workflows/dir.yaml")).unwrap();
+    write(&vance.join("events/bad.yaml"), "auth: [unclosed\n  : :\n");
+    let start = |name: &str| {
+        s.post(
+            &format!("/brain/acme/project/shop/workflows/{name}/start"),
+            Some(ACME),
+        )
+        .json(&json!({ "params": {} }))
+    };
+    let mut bodies = Vec::new();
+    for request in [
+        put(&s, &format!("{DOCS}/workflows/new.yaml"), BROKEN),
+        put(&s, &format!("{DOCS}/workflows/new.yaml"), "states: [\n"),
+        start("broken"),
+        start("dir"),
+        start("missing"),
+        s.get(&format!("{DOCS}/workflows/dir.yaml"), Some(ACME)),
+        s.post("/brain/acme/event/shop/bad", None).json(&json!({})),
+        s.get(
+            "/brain/acme/project/shop/workflows/runs/0123456789abcdef0123456789abcdef",
+            Some(ACME),
+        ),
+    ] {
+        let r = request.send().await.unwrap();
+        let status = r.status().as_u16();
+        let body = r.text().await.unwrap();
+        assert!(status >= 400, "{status}: {body}");
+        bodies.push(body);
+    }
+    for body in &bodies {
+        assert!(
+            !body.contains(&root),
+            "the root path reached a client: {body}"
+        );
+        assert!(
+            !body.contains("/tmp"),
+            "a server path reached a client: {body}"
+        );
+    }
+    // The documents are still named, relative to the root.
+    assert!(
+        bodies[0].contains("acme/shop/_vance/workflows/new.yaml"),
+        "{}",
+        bodies[0]
+    );
+    assert!(
+        bodies[3].contains("acme/shop/_vance/workflows/dir.yaml"),
+        "{}",
+        bodies[3]
+    );
+}

@@ -1,0 +1,134 @@
+//! Event triggers: the event document's Bearer token (or an API token for an event without
+//! one), its methods (405 otherwise), the body as `params.payload`, and the body limit.
+
+use crate::http_common;
+
+use http_common::*;
+use serde_json::{Value, json};
+
+const ECHO: &str = r#"
+parameters:
+  payload: { type: object, required: false }
+  source: { type: string, required: false }
+start: done
+states:
+  done: { type: terminal, result: received }
+"#;
+
+fn setup(s: &Server) {
+    let vance = s.root.join("acme/shop/_vance");
+    write(&vance.join("workflows/echo.yaml"), ECHO);
+    write(
+        &vance.join("events/github-pr.yaml"),
+        "description: test\nworkflow: echo\nmethods: [POST]\nauth:\n  tokenSetting: events.github.token\nparams:\n  source: github\n",
+    );
+    write(
+        &vance.join("events/open.yaml"),
+        "workflow: echo\nmethods: [GET, POST]\n",
+    );
+    write(
+        &vance.join("events/unset.yaml"),
+        "workflow: echo\nauth:\n  tokenSetting: events.nope.token\n",
+    );
+    write(
+        &vance.join("settings.yaml"),
+        "events:\n  github:\n    token: hook-secret\n",
+    );
+}
+
+#[tokio::test]
+async fn an_event_starts_its_workflow_with_the_payload() {
+    let s = Server::start().await;
+    setup(&s);
+    let url = "/brain/acme/event/shop/github-pr";
+    let r = s
+        .post(url, Some("hook-secret"))
+        .json(&json!({"action": "opened", "number": 7}))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(r.status(), 202);
+    let started: Value = r.json().await.unwrap();
+    assert_eq!(started["workflowName"], "echo");
+    let run = started["workflowRunId"].as_str().unwrap();
+    let v = s.wait_status("shop", run, &["DONE"]).await;
+    assert_eq!(v["params"]["payload"]["number"], 7);
+    assert_eq!(v["params"]["source"], "github");
+    assert_eq!(v["startedBy"], "event:github-pr");
+
+    let r = s
+        .post(url, Some("wrong"))
+        .json(&json!({}))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(code(r).await, (401, "MAG-HTTP-401".into()));
+    let r = s.post(url, None).json(&json!({})).send().await.unwrap();
+    assert_eq!(code(r).await, (401, "MAG-HTTP-401".into()));
+    // API tokens are not event tokens.
+    let r = s
+        .post(url, Some(ACME))
+        .json(&json!({}))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(r.status(), 401);
+
+    let r = s.get(url, Some("hook-secret")).send().await.unwrap();
+    assert_eq!(r.status(), 405);
+    assert_eq!(r.headers()["allow"], "POST");
+    assert_eq!(code(r).await.1, "MAG-HTTP-405");
+
+    let big = vec![b'x'; 2 * 1024 * 1024];
+    let r = s
+        .post(url, Some("hook-secret"))
+        .body(big)
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(code(r).await, (413, "MAG-HTTP-413".into()));
+
+    // An unknown event is 404 only to an API token that may run workflows.
+    let r = s
+        .post("/brain/acme/event/shop/nope", Some(ACME))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(code(r).await, (404, "MAG-HTTP-404".into()));
+    // Events are per project: globex has no such event, and acme's event token is no
+    // credential there.
+    let r = s
+        .post("/brain/globex/event/shop/github-pr", Some("hook-secret"))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(r.status(), 401, "events are per project");
+    // A token setting that is not configured refuses every request.
+    let r = s
+        .post("/brain/acme/event/shop/unset", None)
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(r.status(), 401);
+}
+
+#[tokio::test]
+async fn an_event_without_auth_takes_an_api_token_and_get_with_the_query_as_payload() {
+    let s = Server::start().await;
+    setup(&s);
+    let r = s
+        .get("/brain/acme/event/shop/open?ref=main", Some(ACME))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(r.status(), 202);
+    let started: Value = r.json().await.unwrap();
+    let v = s
+        .wait_status(
+            "shop",
+            started["workflowRunId"].as_str().unwrap(),
+            &["DONE"],
+        )
+        .await;
+    assert_eq!(v["params"]["payload"]["ref"], "main");
+}

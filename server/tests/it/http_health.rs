@@ -1,0 +1,87 @@
+//! `/healthz` after journal I/O errors: a server whose disk fails to write reports itself
+//! unhealthy, and healthy again once the disk recovers, with new runs starting, all without a
+//! restart. The disk is redb's real file behind a backend that fails writes on demand.
+
+use crate::http_common;
+
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use http_common::*;
+use magrathea_core::store::{DiskFaults, FaultyBackend};
+use magrathea_core::{Durability, Engine};
+use magrathea_server::Server as AppServer;
+use serde_json::{Value, json};
+
+async fn healthz(client: &reqwest::Client, base: &str) -> (u16, Value) {
+    let r = client.get(format!("{base}/healthz")).send().await.unwrap();
+    (r.status().as_u16(), r.json().await.unwrap())
+}
+
+async fn start(client: &reqwest::Client, base: &str) -> reqwest::Response {
+    client
+        .post(format!(
+            "{base}/brain/acme/project/shop/workflows/approve/start"
+        ))
+        .bearer_auth(ACME)
+        .json(&json!({ "params": {} }))
+        .send()
+        .await
+        .unwrap()
+}
+
+#[tokio::test]
+async fn healthz_turns_unhealthy_after_a_failed_commit_and_healthy_once_the_disk_recovers() {
+    let tmp = tempfile::tempdir().unwrap();
+    let root = tmp.path().canonicalize().unwrap();
+    tree(&root);
+    let faults = DiskFaults::new();
+    let store =
+        FaultyBackend::open_store(root.join("journal.redb"), Durability::Immediate, &faults)
+            .unwrap();
+    let engine = Engine::builder().store(Arc::new(store));
+    let (addr, handle) = AppServer::new(engine, &root)
+        .addr("127.0.0.1:0".parse().unwrap())
+        .serve()
+        .await
+        .unwrap();
+    let base = format!("http://{addr}");
+    let client = reqwest::Client::new();
+    assert_eq!(
+        healthz(&client, &base).await,
+        (200, json!({"status": "ok"}))
+    );
+
+    // The disk refuses every write: the start cannot be journaled.
+    faults.fail_next_writes(u32::MAX);
+    let failed = start(&client, &base).await;
+    assert_eq!(failed.status(), 500);
+    let body = failed.text().await.unwrap();
+    assert!(
+        !body.contains(root.to_str().unwrap()),
+        "no server path: {body}"
+    );
+    let (status, body) = healthz(&client, &base).await;
+    assert_eq!(status, 503, "{body}");
+    assert_eq!(body["status"], "unhealthy");
+    assert!(
+        body["reason"].as_str().unwrap().contains("journal"),
+        "{body}"
+    );
+
+    // The disk recovers: health checks notice it on their own, without another request.
+    faults.clear();
+    let deadline = Instant::now() + Duration::from_secs(30);
+    loop {
+        let (status, body) = healthz(&client, &base).await;
+        if status == 200 {
+            assert_eq!(body, json!({"status": "ok"}));
+            break;
+        }
+        assert!(Instant::now() < deadline, "never healthy again: {body}");
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    let started = start(&client, &base).await;
+    assert_eq!(started.status(), 201, "{}", started.text().await.unwrap());
+    handle.shutdown().await.unwrap();
+}

@@ -1,0 +1,112 @@
+//! `Idempotency-Key` on `POST …/start`: the same key starts one run (201, then 200 with that
+//! run), per tenant, project and workflow; a malformed key is 400.
+
+use crate::http_common;
+
+use http_common::*;
+use serde_json::{Value, json};
+
+async fn start(s: &Server, tenant: &str, token: &str, workflow: &str, key: &str) -> (u16, String) {
+    let r = s
+        .post(
+            &format!("/brain/{tenant}/project/shop/workflows/{workflow}/start"),
+            Some(token),
+        )
+        .header("Idempotency-Key", key)
+        .json(&json!({}))
+        .send()
+        .await
+        .unwrap();
+    let status = r.status().as_u16();
+    let body: Value = r.json().await.unwrap();
+    (
+        status,
+        body["workflowRunId"]
+            .as_str()
+            .unwrap_or_default()
+            .to_string(),
+    )
+}
+
+async fn runs(s: &Server, tenant: &str, token: &str) -> usize {
+    let list: Vec<Value> = s
+        .get_json(
+            &format!("/brain/{tenant}/project/shop/workflows/runs?workflow=approve"),
+            Some(token),
+        )
+        .await;
+    list.len()
+}
+
+#[tokio::test]
+async fn the_same_key_starts_one_run_and_returns_it_again() {
+    let s = Server::start().await;
+    let (first, run) = start(&s, "acme", ACME, "approve", "order-42").await;
+    assert_eq!(first, 201);
+    let (again, same) = start(&s, "acme", ACME, "approve", "order-42").await;
+    assert_eq!(again, 200);
+    assert_eq!(same, run);
+    assert_eq!(runs(&s, "acme", ACME).await, 1);
+
+    let (status, other) = start(&s, "acme", ACME, "approve", "order-43").await;
+    assert_eq!(status, 201);
+    assert_ne!(other, run);
+    // Another workflow with the same key is another start.
+    let (status, hello) = start(&s, "acme", ACME, "hello", "order-42").await;
+    assert_eq!(status, 201);
+    assert_ne!(hello, run);
+}
+
+#[tokio::test]
+async fn tenants_with_the_same_key_get_their_own_runs() {
+    let s = Server::start().await;
+    let (a_status, a) = start(&s, "acme", ACME, "approve", "shared-key").await;
+    let (g_status, g) = start(&s, "globex", GLOBEX, "approve", "shared-key").await;
+    assert_eq!((a_status, g_status), (201, 201));
+    assert_ne!(a, g);
+    assert_eq!(runs(&s, "acme", ACME).await, 1);
+    assert_eq!(runs(&s, "globex", GLOBEX).await, 1);
+    let r = s
+        .get(
+            &format!("/brain/globex/project/shop/workflows/runs/{a}"),
+            Some(GLOBEX),
+        )
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(r.status(), 404, "acme's run stays invisible to globex");
+}
+
+#[tokio::test]
+async fn a_malformed_key_is_refused() {
+    let s = Server::start().await;
+    for key in ["", "has space", &"k".repeat(256), "tab\tinside"] {
+        let r = s
+            .post(
+                "/brain/acme/project/shop/workflows/approve/start",
+                Some(ACME),
+            )
+            .header("Idempotency-Key", key)
+            .json(&json!({}))
+            .send()
+            .await
+            .unwrap();
+        assert_eq!(
+            code(r).await,
+            (400, "MAG-HTTP-INVALID-IDEMPOTENCY-KEY".into()),
+            "{key:?}"
+        );
+    }
+    let r = s
+        .post(
+            "/brain/acme/project/shop/workflows/approve/start",
+            Some(ACME),
+        )
+        .header("Idempotency-Key", "k".repeat(255))
+        .json(&json!({}))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(r.status(), 201);
+    assert_eq!(runs(&s, "acme", ACME).await, 1);
+}

@@ -1,0 +1,412 @@
+//! Gates answered over HTTP drive YAML runs to their end; answering twice is idempotent;
+//! Friday's `/v1/workflow-approvals` routes act on the same inbox.
+
+use crate::http_common;
+
+use http_common::*;
+use serde_json::{Value, json};
+
+async fn pending(s: &Server, run: &str) -> Value {
+    let items: Vec<Value> = s
+        .get_json("/brain/acme/project/shop/inbox", Some(ACME))
+        .await;
+    items
+        .into_iter()
+        .find(|i| i["workflowRunId"] == run)
+        .expect("the run's item is pending")
+}
+
+#[tokio::test]
+async fn an_answer_over_http_drives_the_run_to_done_and_a_second_is_ignored() {
+    let s = Server::start().await;
+    let run = s.start_run("shop", "approve", json!({})).await;
+    s.wait_status("shop", &run, &["WAITING"]).await;
+    let item = pending(&s, &run).await;
+    assert_eq!(item["kind"], "APPROVAL");
+    assert_eq!(item["status"], "PENDING");
+    let id = item["id"].as_str().unwrap();
+    let got: Value = s
+        .get_json(&format!("/brain/acme/project/shop/inbox/{id}"), Some(ACME))
+        .await;
+    assert_eq!(got["title"], "Ship it?");
+
+    let answer = format!("/brain/acme/project/shop/inbox/{id}/answer");
+    let bad = s
+        .post(&answer, Some(ACME))
+        .json(&json!({"kind": "maybe"}))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(code(bad).await, (400, "MAG-HTTP-INVALID-ANSWER".into()));
+    let r = s
+        .post(&answer, Some(ACME))
+        .json(&json!({"kind": "approve", "comment": "lgtm"}))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(r.status(), 200);
+    let a: Value = r.json().await.unwrap();
+    assert_eq!(
+        (a["applied"].clone(), a["ignored"].clone()),
+        (json!(true), json!(false)),
+        "{a}"
+    );
+    let v = s.wait_status("shop", &run, &["DONE", "FAILED"]).await;
+    assert_eq!(v["result"], "approved", "{v}");
+
+    let r = s
+        .post(&answer, Some(ACME))
+        .json(&json!({"kind": "reject"}))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(r.status(), 200);
+    let a: Value = r.json().await.unwrap();
+    assert_eq!(
+        (a["applied"].clone(), a["ignored"].clone()),
+        (json!(false), json!(true)),
+        "{a}"
+    );
+    assert_eq!(a["run"]["result"], "approved");
+
+    let answered: Vec<Value> = s
+        .get_json("/brain/acme/project/shop/inbox?status=all", Some(ACME))
+        .await;
+    let mine = answered.iter().find(|i| i["id"] == id);
+    // Inbox items are listed for unfinished runs only; a finished run's item is read by id.
+    if let Some(mine) = mine {
+        assert_eq!(mine["status"], "ANSWERED");
+    }
+    let got: Value = s
+        .get_json(&format!("/brain/acme/project/shop/inbox/{id}"), Some(ACME))
+        .await;
+    assert_eq!(got["status"], "ANSWERED");
+    assert_eq!(got["answer"]["answeredBy"], "alice");
+    assert_eq!(got["answer"]["comment"], "lgtm");
+}
+
+#[tokio::test]
+async fn approvals_routes_list_approve_and_reject_within_the_tenant() {
+    let s = Server::start().await;
+    let yes = s.start_run("shop", "approve", json!({})).await;
+    let no = s.start_run("lab", "approve", json!({})).await;
+    s.wait_status("shop", &yes, &["WAITING"]).await;
+    s.wait_status("lab", &no, &["WAITING"]).await;
+    let list: Vec<Value> = s.get_json("/v1/workflow-approvals", Some(ACME)).await;
+    assert_eq!(list.len(), 2, "both projects of the tenant: {list:?}");
+    let id_of = |run: &str| {
+        list.iter()
+            .find(|a| a["workflowRunId"] == run)
+            .map(|a| (a["id"].as_str().unwrap().to_string(), a["scope"].clone()))
+            .unwrap()
+    };
+    let (yes_id, scope) = id_of(&yes);
+    assert_eq!(scope, "acme/shop");
+    let (no_id, _) = id_of(&no);
+    let one: Value = s
+        .get_json(&format!("/v1/workflow-approvals/{yes_id}"), Some(ACME))
+        .await;
+    assert_eq!(one["title"], "Ship it?");
+
+    let r: Value = s
+        .post_json(
+            &format!("/v1/workflow-approvals/{yes_id}/approve"),
+            Some(ACME),
+            &json!({"comment": "ok"}),
+        )
+        .await;
+    assert_eq!(r["applied"], true, "{r}");
+    let r: Value = s
+        .post(
+            &format!("/v1/workflow-approvals/{no_id}/reject"),
+            Some(ACME),
+        )
+        .send()
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap();
+    assert_eq!(r["applied"], true, "{r}");
+    assert_eq!(
+        s.wait_status("shop", &yes, &["DONE"]).await["result"],
+        "approved"
+    );
+    assert_eq!(
+        s.wait_status("lab", &no, &["DONE"]).await["result"],
+        "rejected"
+    );
+}
+
+#[tokio::test]
+async fn friday_routes_speak_friday_status_words_and_page_through_finished_runs() {
+    let s = Server::start().await;
+    let mut runs = Vec::new();
+    for _ in 0..3 {
+        let run = s.start_run("shop", "approve", json!({})).await;
+        s.wait_status("shop", &run, &["WAITING"]).await;
+        runs.push(run);
+    }
+    let item = |run: &str| format!("{run}-1");
+    let decide = |run: String, verb: &'static str| {
+        let s = &s;
+        async move {
+            let r = s
+                .post(
+                    &format!("/v1/workflow-approvals/{}/{verb}", item(&run)),
+                    Some(ACME),
+                )
+                .send()
+                .await
+                .unwrap();
+            assert_eq!(r.status(), 200);
+        }
+    };
+    decide(runs[0].clone(), "approve").await;
+    decide(runs[1].clone(), "reject").await;
+    s.wait_status("shop", &runs[0], &["DONE"]).await;
+    s.wait_status("shop", &runs[1], &["DONE"]).await;
+    let status_of = |list: &[Value], run: &str| {
+        list.iter()
+            .find(|a| a["workflowRunId"] == run)
+            .map(|a| (a["status"].clone(), a["inboxStatus"].clone()))
+    };
+    let all: Vec<Value> = s
+        .get_json("/v1/workflow-approvals?status=all", Some(ACME))
+        .await;
+    assert_eq!(
+        status_of(&all, &runs[0]),
+        Some((json!("approved"), json!("ANSWERED")))
+    );
+    assert_eq!(
+        status_of(&all, &runs[1]),
+        Some((json!("rejected"), json!("ANSWERED")))
+    );
+    assert_eq!(
+        status_of(&all, &runs[2]),
+        Some((json!("pending"), json!("PENDING")))
+    );
+    let approved: Vec<Value> = s
+        .get_json("/v1/workflow-approvals?status=approved", Some(ACME))
+        .await;
+    assert_eq!(approved.len(), 1);
+    assert_eq!(approved[0]["workflowRunId"], runs[0].as_str());
+    // Pages of one, oldest first, with the cursor in X-Next-Cursor.
+    let mut seen = Vec::new();
+    let mut cursor: Option<String> = None;
+    loop {
+        let url = match &cursor {
+            Some(c) => format!("/v1/workflow-approvals?status=all&limit=1&cursor={c}"),
+            None => "/v1/workflow-approvals?status=all&limit=1".to_owned(),
+        };
+        let r = s.get(&url, Some(ACME)).send().await.unwrap();
+        cursor = r
+            .headers()
+            .get("x-next-cursor")
+            .map(|v| v.to_str().unwrap().to_owned());
+        let page: Vec<Value> = r.json().await.unwrap();
+        assert_eq!(page.len(), 1);
+        seen.push(page[0]["workflowRunId"].as_str().unwrap().to_owned());
+        if cursor.is_none() {
+            break;
+        }
+    }
+    assert_eq!(seen, runs, "every approval once, oldest first");
+}
+
+#[tokio::test]
+async fn an_inbox_item_with_a_timeout_shows_when_it_expires() {
+    let s = Server::start().await;
+    write(
+        &s.root.join("acme/shop/_vance/workflows/timed.yaml"),
+        "start: review\nstates:\n  review:\n    type: gate_task\n    timeoutSeconds: 3600\n    inbox: { kind: APPROVAL, title: \"Ship it?\" }\n    on:\n      approved: done\n    catch:\n      timeout: done\n  done: { type: terminal }\n",
+    );
+    let run = s.start_run("shop", "timed", json!({})).await;
+    s.wait_status("shop", &run, &["WAITING"]).await;
+    let list: Vec<Value> = s.get_json("/v1/workflow-approvals", Some(ACME)).await;
+    let a = list
+        .iter()
+        .find(|a| a["workflowRunId"] == run.as_str())
+        .unwrap();
+    let created = a["createdAt"].as_u64().unwrap();
+    assert_eq!(a["expiresAt"].as_u64().unwrap(), created + 3_600_000, "{a}");
+}
+
+#[tokio::test]
+async fn a_rejection_nothing_routes_fails_the_run_with_approval_rejected() {
+    let s = Server::start().await;
+    write(
+        &s.root.join("acme/shop/_vance/workflows/strict.yaml"),
+        "start: review\nstates:\n  review:\n    type: gate_task\n    inbox: { kind: APPROVAL, title: \"Ship it?\" }\n    on:\n      approved: done\n  done: { type: terminal }\n",
+    );
+    let run = s.start_run("shop", "strict", json!({})).await;
+    s.wait_status("shop", &run, &["WAITING"]).await;
+    let r = s
+        .post(
+            &format!("/v1/workflow-approvals/{run}-1/reject"),
+            Some(ACME),
+        )
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(r.status(), 200);
+    let view = s.wait_status("shop", &run, &["FAILED"]).await;
+    let reason = view["reason"].as_str().unwrap();
+    assert!(reason.starts_with("APPROVAL_REJECTED: "), "{reason}");
+    // `on: rejected` (Friday's reject_branch) still routes, as the fixture's approve shows.
+    let routed = s.start_run("shop", "approve", json!({})).await;
+    s.wait_status("shop", &routed, &["WAITING"]).await;
+    s.post(
+        &format!("/v1/workflow-approvals/{routed}-1/reject"),
+        Some(ACME),
+    )
+    .send()
+    .await
+    .unwrap();
+    let view = s.wait_status("shop", &routed, &["DONE"]).await;
+    assert_eq!(view["result"], "rejected");
+}
+
+/// Tokens with roles: `ops-bob` (role ops), `dev-carol` (role dev), of tenant acme.
+fn approver_tokens(root: &std::path::Path) {
+    let mut tokens = std::fs::read_to_string(root.join("_auth/tokens.yaml")).unwrap();
+    tokens.push_str(
+        "  - token: ops-bob\n    tenant: acme\n    subject: bob\n    scopes: [workflow.read, workflow.run]\n    roles: [ops]\n\
+         \x20 - token: ops-dave\n    tenant: acme\n    subject: dave\n    scopes: [workflow.read, workflow.run]\n    roles: [ops]\n\
+         \x20 - token: dev-carol\n    tenant: acme\n    subject: carol\n    scopes: [workflow.read, workflow.run]\n    roles: [dev]\n",
+    );
+    write(&root.join("_auth/tokens.yaml"), &tokens);
+}
+
+const GUARDED: &str = "start: review\nstates:\n  review:\n    type: gate_task\n    inbox:\n      kind: APPROVAL\n      title: Deploy?\n      approvers: { roles: [ops], users: [alice] }\n      quorum: 2\n      selfApproval: false\n    on:\n      approved: done\n      rejected: stopped\n  done: { type: terminal, result: deployed }\n  stopped: { type: terminal, result: stopped }\n";
+
+#[tokio::test]
+async fn approvers_quorum_and_self_approval_are_enforced_and_refusals_recorded() {
+    // Tokens are read at start: add the role tokens, then serve the tree again (on a store of
+    // its own, the first server holds the default one).
+    let fixture = Server::start().await;
+    approver_tokens(&fixture.root);
+    let (addr, _handle) = magrathea_server::serve(
+        magrathea_server::ServeConfig::new(&fixture.root)
+            .addr("127.0.0.1:0".parse().unwrap())
+            .store(fixture.root.join("second-store")),
+    )
+    .await
+    .unwrap();
+    let url = |p: &str| format!("http://{addr}{p}");
+    let client = reqwest::Client::new();
+    write(
+        &fixture.root.join("acme/shop/_vance/workflows/guarded.yaml"),
+        GUARDED,
+    );
+    // alice (full token) starts it: she may not approve her own run.
+    let r: Value = client
+        .post(url("/brain/acme/project/shop/workflows/guarded/start"))
+        .bearer_auth(ACME)
+        .json(&json!({}))
+        .send()
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap();
+    let run = r["workflowRunId"].as_str().unwrap().to_owned();
+    let item = format!("{run}-1");
+    let approve = |token: &'static str| {
+        client
+            .post(url(&format!("/v1/workflow-approvals/{item}/approve")))
+            .bearer_auth(token)
+            .send()
+    };
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(30);
+    loop {
+        let v: Value = client
+            .get(url(&format!(
+                "/brain/acme/project/shop/workflows/runs/{run}"
+            )))
+            .bearer_auth(ACME)
+            .send()
+            .await
+            .unwrap()
+            .json()
+            .await
+            .unwrap();
+        if v["status"] == "WAITING" {
+            break;
+        }
+        assert!(std::time::Instant::now() < deadline, "{v}");
+        tokio::time::sleep(std::time::Duration::from_millis(20)).await;
+    }
+    let r = approve(ACME).await.unwrap();
+    assert_eq!(r.status(), 403, "self approval");
+    let r = approve("dev-carol").await.unwrap();
+    assert_eq!(r.status(), 403, "not an approver");
+    let r: Value = approve("ops-bob").await.unwrap().json().await.unwrap();
+    assert_eq!(r["applied"], false);
+    assert_eq!(r["pending"], json!({"approvals": ["bob"], "quorum": 2}));
+    // The same approver twice still counts once.
+    let r: Value = approve("ops-bob").await.unwrap().json().await.unwrap();
+    assert_eq!(r["pending"]["approvals"], json!(["bob"]));
+    let r: Value = approve("ops-dave").await.unwrap().json().await.unwrap();
+    assert_eq!(r["applied"], true, "{r}");
+    let one: Value = client
+        .get(url(&format!("/v1/workflow-approvals/{item}")))
+        .bearer_auth(ACME)
+        .send()
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap();
+    assert_eq!(one["status"], "approved");
+    assert_eq!(one["answer"]["value"]["approvers"], json!(["bob", "dave"]));
+    let refused: Vec<(String, String)> = one["refusals"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|r| {
+            (
+                r["by"].as_str().unwrap().into(),
+                r["reason"].as_str().unwrap().into(),
+            )
+        })
+        .collect();
+    assert_eq!(
+        refused,
+        vec![
+            ("alice".into(), "self_approval".into()),
+            ("carol".into(), "not_an_approver".into())
+        ]
+    );
+}
+
+#[tokio::test]
+async fn a_documents_default_gate_timeout_expires_an_unanswered_approval() {
+    let s = Server::start().await;
+    write(
+        &s.root.join("acme/shop/_vance/workflows/hurry.yaml"),
+        "start: review\ndefaults:\n  gateTimeoutSeconds: 1\nstates:\n  review:\n    type: gate_task\n    inbox: { kind: APPROVAL, title: \"Ship it?\" }\n    on:\n      approved: done\n    catch:\n      timeout: late\n  done: { type: terminal, result: shipped }\n  late: { type: terminal, result: expired }\n",
+    );
+    let run = s.start_run("shop", "hurry", json!({})).await;
+    let view = s.wait_status("shop", &run, &["DONE"]).await;
+    assert_eq!(view["result"], "expired");
+    let all: Vec<Value> = s
+        .get_json("/v1/workflow-approvals?status=expired", Some(ACME))
+        .await;
+    assert!(
+        all.iter().any(|a| a["workflowRunId"] == run.as_str()),
+        "{all:?}"
+    );
+}
+
+#[tokio::test]
+async fn an_unknown_approvals_cursor_is_refused_naming_what_to_pass() {
+    let s = Server::start().await;
+    let r = s
+        .get("/v1/workflow-approvals?status=all&cursor=nope", Some(ACME))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(r.status(), 400);
+    assert!(r.text().await.unwrap().contains("X-Next-Cursor"));
+}

@@ -1,0 +1,114 @@
+//! Live updates: the SSE stream of a run from its StartRecord to its terminal StatusRecord,
+//! and a WebSocket client that starts a run and follows it.
+
+use crate::http_common;
+use crate::live_common;
+
+use std::time::Duration;
+
+use http_common::*;
+use live_common::*;
+use serde_json::{Value, json};
+
+#[tokio::test]
+async fn sse_streams_a_run_from_start_to_done_without_duplicates() {
+    let s = Server::start().await;
+    let run = s.start_run("shop", "approve", json!({})).await;
+    s.wait_status("shop", &run, &["WAITING"]).await;
+    let response = s.events(&run).await;
+    assert_eq!(response.status(), 200);
+    assert!(
+        response.headers()["content-type"]
+            .to_str()
+            .unwrap()
+            .starts_with("text/event-stream")
+    );
+    let body = tokio::spawn(async move { response.text().await.unwrap() });
+    tokio::time::sleep(Duration::from_millis(200)).await;
+    let item: Vec<Value> = s
+        .get_json("/brain/acme/project/shop/inbox", Some(ACME))
+        .await;
+    let id = item[0]["id"].as_str().unwrap();
+    s.post(
+        &format!("/brain/acme/project/shop/inbox/{id}/answer"),
+        Some(ACME),
+    )
+    .json(&json!({"kind": "approve"}))
+    .send()
+    .await
+    .unwrap();
+    // The stream ends by itself after the terminal status record.
+    let body = tokio::time::timeout(Duration::from_secs(20), body)
+        .await
+        .unwrap()
+        .unwrap();
+    let got = sse_records(&body);
+    let journal: Vec<Value> = s
+        .get_json(
+            &format!("/brain/acme/project/shop/workflows/runs/{run}/journal"),
+            Some(ACME),
+        )
+        .await;
+    assert_eq!(got, journal, "every record once, in order");
+    assert_eq!(got[0]["type"], "StartRecord");
+    let last = got.last().unwrap();
+    assert_eq!(
+        (last["type"].as_str(), last["status"].as_str()),
+        (Some("StatusRecord"), Some("DONE")),
+        "{last}"
+    );
+    assert!(body.contains("event: record"));
+
+    // A finished run streams its journal and ends at once.
+    let again = s.events(&run).await.text().await.unwrap();
+    assert_eq!(sse_records(&again), journal);
+}
+
+#[tokio::test]
+async fn a_websocket_client_starts_a_run_and_follows_it() {
+    let s = Server::start().await;
+    let mut ws = ws_connect(s.addr, ACME).await;
+    send(
+        &mut ws,
+        json!({"type": "workflow-start", "data": {"name": "hello", "params": {"who": "ws"}}}),
+    )
+    .await;
+    let reply = recv(&mut ws).await;
+    assert_eq!(reply["type"], "workflow-start", "{reply}");
+    assert_eq!(reply["data"]["workflowName"], "hello");
+    let run = reply["data"]["workflowRunId"].as_str().unwrap().to_string();
+
+    subscribe(&mut ws, &run).await;
+    let seqs = events_to_end(&mut ws).await;
+    assert_eq!(seqs, (0..seqs.len() as u64).collect::<Vec<_>>());
+    let v = s.wait_status("shop", &run, &["DONE"]).await;
+    assert_eq!(v["startedBy"], "alice");
+    assert_eq!(v["params"]["who"], "ws");
+
+    // Errors are answered in-band; a run of another project is not found.
+    subscribe(&mut ws, &"0".repeat(32)).await;
+    let e = recv(&mut ws).await;
+    assert_eq!(
+        (e["type"].as_str(), e["data"]["code"].as_str()),
+        (Some("error"), Some("MAG-HTTP-404"))
+    );
+    send(
+        &mut ws,
+        json!({"type": "workflow-start", "data": {"name": "missing"}}),
+    )
+    .await;
+    let e = recv(&mut ws).await;
+    assert_eq!(e["data"]["code"], "MAG-HTTP-WORKFLOW-NOT-FOUND");
+    ws.close(None).await.unwrap();
+
+    // A read-only token connects but cannot start; no token cannot connect.
+    let mut ro = ws_connect(s.addr, ACME_READ).await;
+    send(
+        &mut ro,
+        json!({"type": "workflow-start", "data": {"name": "hello"}}),
+    )
+    .await;
+    assert_eq!(recv(&mut ro).await["data"]["code"], "MAG-HTTP-403");
+    let url = format!("ws://{}/brain/acme/project/shop/ws", s.addr);
+    assert!(tokio_tungstenite::connect_async(url).await.is_err());
+}

@@ -1,0 +1,165 @@
+//! `GET /v1/workflow-events`: a tenant's run and approval events as they happen, and nothing of
+//! another tenant's.
+
+use crate::http_common;
+use crate::live_common;
+
+use std::time::Duration;
+
+use futures::StreamExt;
+use http_common::{ACME, GLOBEX, Server};
+use serde_json::{Value, json};
+
+/// Reads SSE events (name, data) from `resp` until `until` is seen; at most 30 s.
+async fn read_until(
+    stream: &mut (impl futures::Stream<Item = reqwest::Result<axum::body::Bytes>> + Unpin),
+    buf: &mut String,
+    until: &str,
+) -> Vec<(String, Value)> {
+    let mut out = Vec::new();
+    let deadline = tokio::time::Instant::now() + Duration::from_secs(30);
+    loop {
+        while let Some(end) = buf.find("\n\n") {
+            let block: String = buf.drain(..end + 2).collect();
+            let mut name = String::new();
+            let mut data = String::new();
+            for line in block.lines() {
+                if let Some(n) = line.strip_prefix("event: ") {
+                    name = n.to_owned();
+                } else if let Some(d) = line.strip_prefix("data: ") {
+                    data.push_str(d);
+                }
+            }
+            if name.is_empty() {
+                continue; // a keep-alive comment
+            }
+            let done = name == until;
+            out.push((name, serde_json::from_str(&data).unwrap_or(Value::Null)));
+            if done {
+                return out;
+            }
+        }
+        let chunk = tokio::time::timeout_at(deadline, stream.next())
+            .await
+            .unwrap_or_else(|_| panic!("no `{until}` within 30 s: {out:?}"))
+            .expect("the stream ended")
+            .unwrap();
+        buf.push_str(&String::from_utf8_lossy(&chunk));
+    }
+}
+
+async fn open(
+    s: &Server,
+    token: &str,
+) -> impl futures::Stream<Item = reqwest::Result<axum::body::Bytes>> + Unpin {
+    let r = s
+        .get("/v1/workflow-events", Some(token))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(r.status(), 200);
+    Box::pin(r.bytes_stream())
+}
+
+#[tokio::test]
+async fn a_tenants_stream_carries_its_approval_and_run_events_and_no_other_tenants() {
+    let s = Server::start().await;
+    let mut acme = open(&s, ACME).await;
+    let mut globex = open(&s, GLOBEX).await;
+    let (mut abuf, mut gbuf) = (String::new(), String::new());
+    // Give the subscriptions a moment to be in place before anything happens.
+    tokio::time::sleep(Duration::from_millis(200)).await;
+    let run = s.start_run("shop", "approve", json!({})).await;
+    let seen = read_until(&mut acme, &mut abuf, "workflow.approval.requested").await;
+    assert_eq!(seen[0].0, "workflow.run.started");
+    assert_eq!(seen[0].1["runId"], run.as_str());
+    let requested = &seen.last().unwrap().1;
+    assert_eq!(requested["itemId"], format!("{run}-1"));
+    assert_eq!(requested["title"], "Ship it?");
+    let r = s
+        .post(
+            &format!("/v1/workflow-approvals/{run}-1/approve"),
+            Some(ACME),
+        )
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(r.status(), 200);
+    let seen = read_until(&mut acme, &mut abuf, "workflow.run.completed").await;
+    let names: Vec<&str> = seen.iter().map(|(n, _)| n.as_str()).collect();
+    assert_eq!(
+        names,
+        ["workflow.approval.approved", "workflow.run.completed"]
+    );
+    assert_eq!(seen[0].1["answeredBy"], "alice");
+    // globex's stream saw none of it: its first event is its own run's.
+    let theirs: Value = s
+        .client
+        .post(s.url("/brain/globex/project/shop/workflows/needs-param/start"))
+        .bearer_auth(GLOBEX)
+        .json(&json!({"params": {"pr_url": "x"}}))
+        .send()
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap();
+    let seen = read_until(&mut globex, &mut gbuf, "workflow.run.completed").await;
+    for (_, body) in &seen {
+        assert_eq!(body["tenant"], "globex", "{seen:?}");
+    }
+    assert_eq!(seen[0].1["runId"], theirs["workflowRunId"]);
+}
+
+#[tokio::test]
+async fn a_websocket_session_follows_its_projects_events() {
+    let s = Server::start().await;
+    let mut ws = live_common::ws_connect(s.addr, ACME).await;
+    live_common::send(&mut ws, json!({"type": "subscribe-events"})).await;
+    let ack = live_common::recv(&mut ws).await;
+    assert_eq!(ack["type"], "subscribe-events", "{ack}");
+    // A run of another project first, then one of this one (the session is acme/shop's).
+    let lab = s.start_run("lab", "approve", json!({})).await;
+    let shop = s.start_run("shop", "approve", json!({})).await;
+    let mut seen = Vec::new();
+    loop {
+        let m = live_common::recv(&mut ws).await;
+        assert_eq!(m["type"], "workflow-event", "{m}");
+        assert_ne!(m["data"]["runId"], lab.as_str(), "another project's event");
+        seen.push(m["data"]["event"].as_str().unwrap().to_owned());
+        if m["data"]["event"] == "workflow.approval.requested" {
+            assert_eq!(m["data"]["runId"], shop.as_str());
+            break;
+        }
+    }
+    assert_eq!(
+        seen,
+        ["workflow.run.started", "workflow.approval.requested"]
+    );
+}
+
+#[tokio::test]
+async fn a_pause_and_a_resume_are_events_of_the_tenants_stream() {
+    let s = Server::start().await;
+    let mut acme = open(&s, ACME).await;
+    let mut buf = String::new();
+    tokio::time::sleep(Duration::from_millis(200)).await;
+    let run = s.start_run("shop", "approve", json!({})).await;
+    read_until(&mut acme, &mut buf, "workflow.approval.requested").await;
+    for op in ["pause", "resume"] {
+        let r = s
+            .post(&format!("/v1/workflow-runs/{run}/{op}"), Some(ACME))
+            .json(&json!({"reason": "audit"}))
+            .send()
+            .await
+            .unwrap();
+        assert_eq!(r.status(), 200);
+    }
+    let seen = read_until(&mut acme, &mut buf, "workflow.run.resumed").await;
+    let names: Vec<&str> = seen.iter().map(|(n, _)| n.as_str()).collect();
+    assert_eq!(names, ["workflow.run.paused", "workflow.run.resumed"]);
+    assert_eq!(seen[0].1["runId"], run.as_str());
+    assert_eq!(seen[0].1["status"], "PAUSED");
+    assert_eq!(seen[0].1["by"], "alice");
+    assert_eq!(seen[0].1["reason"], "audit");
+}

@@ -1,0 +1,392 @@
+//! Operations and documents: health, metrics, the OpenAPI document (each of its routes exists
+//! in the router), and documents read, listed and written with validation.
+
+use crate::http_common;
+
+use http_common::*;
+use serde_json::{Value, json};
+
+#[tokio::test]
+async fn health_and_metrics() {
+    let s = Server::start().await;
+    let h: Value = s.get_json("/healthz", None).await;
+    assert_eq!(h, json!({"status": "ok"}));
+    let run = s.start_run("shop", "hello", json!({})).await;
+    s.wait_status("shop", &run, &["DONE"]).await;
+    let text = s
+        .get("/metrics", None)
+        .send()
+        .await
+        .unwrap()
+        .text()
+        .await
+        .unwrap();
+    for needle in [
+        "magrathea_runs_started_total{trigger=\"rest\"} 1",
+        "magrathea_runs_finished_total{status=\"DONE\"} 1",
+        "magrathea_journal_commits_total",
+        "magrathea_journal_records_total",
+        "magrathea_journal_commit_seconds_total",
+        "magrathea_http_requests_total{method=\"POST\",route=\"/brain/{tenant}/project/{project}/workflows/{name}/start\",status=\"201\"} 1",
+        "magrathea_http_request_duration_seconds_bucket",
+        "magrathea_journal_commit_records_bucket",
+        "magrathea_journal_commit_duration_seconds_bucket",
+        "magrathea_step_duration_seconds_count{task=\"shell_task\"} 1",
+    ] {
+        assert!(text.contains(needle), "missing {needle} in\n{text}");
+    }
+}
+
+#[tokio::test]
+async fn every_openapi_route_exists_in_the_router() {
+    let s = Server::start().await;
+    let doc: Value = s.get_json("/openapi.json", None).await;
+    assert_eq!(doc["openapi"], "3.1.0");
+    let paths = doc["paths"].as_object().unwrap();
+    assert!(paths.len() >= 18, "{}", paths.len());
+    let mut checked = 0;
+    for (path, item) in paths {
+        let concrete = path
+            .replace("{tenant}", "acme")
+            .replace("{project}", "shop")
+            .replace("{path}", "workflows/hello.yaml")
+            .replace('{', "x")
+            .replace('}', "");
+        for method in item.as_object().unwrap().keys() {
+            let m = reqwest::Method::from_bytes(method.to_uppercase().as_bytes()).unwrap();
+            let r = s
+                .client
+                .request(m, s.url(&concrete))
+                .bearer_auth(ACME)
+                .send()
+                .await
+                .unwrap();
+            let status = r.status().as_u16();
+            let streams = r
+                .headers()
+                .get("content-type")
+                .is_some_and(|v| v.as_bytes().starts_with(b"text/event-stream"));
+            if streams {
+                // A live stream (the tenant's events) answers and stays open: it exists.
+                assert_eq!(status, 200, "{method} {path}");
+                checked += 1;
+                continue;
+            }
+            let (_, code) = code(r).await;
+            assert_ne!(code, "MAG-HTTP-NO-ROUTE", "{method} {path}");
+            assert_ne!(status, 405, "{method} {path}: the router lacks the method");
+            checked += 1;
+        }
+    }
+    assert!(checked >= 20, "{checked}");
+    let r = s.get("/no/such/route", Some(ACME)).send().await.unwrap();
+    assert_eq!(code(r).await, (404, "MAG-HTTP-NO-ROUTE".into()));
+}
+
+#[tokio::test]
+async fn documents_are_read_listed_and_written_with_validation() {
+    let s = Server::start().await;
+    let base = "/brain/acme/project/shop/documents";
+    let text = s
+        .get(&format!("{base}/workflows/hello.yaml"), Some(ACME_READ))
+        .send()
+        .await
+        .unwrap()
+        .text()
+        .await
+        .unwrap();
+    assert_eq!(text, HELLO);
+    let list: Value = s
+        .get_json(&format!("{base}?dir=workflows"), Some(ACME_READ))
+        .await;
+    assert_eq!(
+        item_names(&list),
+        [
+            "approve.yaml",
+            "broken.yaml",
+            "hello.yaml",
+            "needs-param.yaml"
+        ]
+    );
+    let top: Value = s.get_json(base, Some(ACME)).await;
+    assert_eq!(
+        top["items"][0],
+        json!({"name": "workflows", "path": "workflows", "kind": "dir"})
+    );
+
+    let put = |path: &str, body: &str, token: &str| {
+        s.client
+            .put(s.url(&format!("{base}/{path}")))
+            .bearer_auth(token)
+            .body(body.to_string())
+            .send()
+    };
+    let r = put("workflows/new.yaml", BROKEN, ACME).await.unwrap();
+    assert_eq!(r.status(), 422);
+    let body: Value = r.json().await.unwrap();
+    let first = body["error"]["diagnostics"][0].as_str().unwrap();
+    assert!(
+        first.starts_with("acme/shop/_vance/workflows/new.yaml:"),
+        "{first}"
+    );
+    assert!(first.contains(": [MAG-Y"), "{first}");
+    assert!(!s.root.join("acme/shop/_vance/workflows/new.yaml").exists());
+
+    let r = put("workflows/new.yaml", HELLO, ACME).await.unwrap();
+    assert_eq!(r.status(), 201);
+    let r = put("workflows/new.yaml", HELLO, ACME).await.unwrap();
+    assert_eq!(r.status(), 200);
+    let run = s.start_run("shop", "new", json!({})).await;
+    s.wait_status("shop", &run, &["DONE"]).await;
+
+    for bad in [
+        "../../../etc/passwd",
+        "workflows/../../x",
+        "..",
+        ".hidden",
+        "a/%2e%2e/b",
+    ] {
+        let r = s
+            .get(&format!("{base}/{bad}"), Some(ACME))
+            .send()
+            .await
+            .unwrap();
+        assert!(
+            matches!(r.status().as_u16(), 400 | 404),
+            "{bad}: {}",
+            r.status()
+        );
+    }
+    let r = put("x/..%2F..%2Fescape.yaml", "a: 1", ACME).await.unwrap();
+    assert_eq!(r.status(), 400);
+    assert!(!s.root.join("acme/escape.yaml").exists());
+    let r = s
+        .get(&format!("{base}/workflows/none.yaml"), Some(ACME))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(code(r).await, (404, "MAG-HTTP-404".into()));
+
+    // settings.yaml may hold event tokens: reading it needs workflow.write.
+    write(
+        &s.root.join("acme/shop/_vance/settings.yaml"),
+        "events: {}\n",
+    );
+    let r = s
+        .get(&format!("{base}/settings.yaml"), Some(ACME_READ))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(r.status(), 403);
+    let r = s
+        .get(&format!("{base}/settings.yaml"), Some(ACME))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(r.status(), 200);
+}
+
+#[tokio::test]
+async fn a_workflow_written_with_warnings_is_written_and_its_warnings_returned() {
+    let s = Server::start().await;
+    let url = s.url("/brain/acme/project/shop/documents/workflows/parent.yaml");
+    let parent = "\
+start: child
+states:
+  child:
+    type: workflow_task
+    workflow: no-such-workflow
+    timeoutSeconds: 60
+    on: { success: again, failure: done }
+  again:
+    type: workflow_task
+    workflow: parent
+    on: { success: common, failure: done }
+  common:
+    type: workflow_task
+    workflow: shared
+    on: { success: done, failure: done }
+  done: { type: terminal }
+";
+    write(
+        &s.root.join("acme/_tenant/_vance/workflows/shared.yaml"),
+        HELLO,
+    );
+    let r = s
+        .client
+        .put(url.clone())
+        .bearer_auth(ACME)
+        .body(parent)
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(r.status(), 201);
+    let body: Value = r.json().await.unwrap();
+    let label = "acme/shop/_vance/workflows/parent.yaml";
+    assert_eq!(
+        body["warnings"],
+        json!([
+            format!(
+                "{label}:3:3: [MAG-YA003] a `timeout` of workflow_task `child` would fail the run: no 'on:' or 'catch:' routes it"
+            ),
+            format!(
+                "{label}:5:15: [MAG-YA005] workflow_task 'child' starts workflow 'no-such-workflow', which is not a workflow of the project or its tenant: expected _vance/workflows/no-such-workflow.yaml; the task would end with 'failure'"
+            ),
+        ]),
+        "a workflow that starts itself, or one of the tenant, is no warning"
+    );
+    assert!(
+        s.root
+            .join("acme/shop/_vance/workflows/parent.yaml")
+            .exists()
+    );
+
+    // A transition that can never be taken is refused like any other error.
+    let never = "\
+start: wait
+states:
+  wait:
+    type: timer_task
+    duration: 5m
+    on: { success: done }
+  done: { type: terminal }
+";
+    let r = s
+        .client
+        .put(s.url("/brain/acme/project/shop/documents/workflows/never.yaml"))
+        .bearer_auth(ACME)
+        .body(never)
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(r.status(), 422);
+    let body: Value = r.json().await.unwrap();
+    assert_eq!(
+        body["error"]["diagnostics"],
+        json!([
+            "acme/shop/_vance/workflows/never.yaml:3:3: [MAG-YA003] a `fired` of timer_task `wait` would fail the run: no 'on:' or 'catch:' routes it",
+            "acme/shop/_vance/workflows/never.yaml:6:11: [MAG-YA001] state 'wait' has 'on: success', but a timer_task never ends that way: it ends with fired; the transition can never be taken",
+        ])
+    );
+    assert!(
+        !s.root
+            .join("acme/shop/_vance/workflows/never.yaml")
+            .exists()
+    );
+}
+
+#[tokio::test]
+async fn the_document_schemas_are_served_without_a_token() {
+    let s = Server::start().await;
+    let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+        .parent()
+        .unwrap()
+        .join("schemas");
+    for name in [
+        "workflow",
+        "settings",
+        "recipe",
+        "event",
+        "scheduler",
+        "hook",
+    ] {
+        let r = s
+            .get(&format!("/schemas/{name}.schema.json"), None)
+            .send()
+            .await
+            .unwrap();
+        assert_eq!(r.status(), 200, "{name}");
+        assert_eq!(
+            r.headers()[reqwest::header::CONTENT_TYPE],
+            "application/schema+json"
+        );
+        let served: Value = r.json().await.unwrap();
+        let file = std::fs::read_to_string(root.join(format!("{name}.schema.json"))).unwrap();
+        let committed: Value = serde_json::from_str(&file).unwrap();
+        assert_eq!(served, committed, "{name}");
+    }
+    let r = s
+        .get("/schemas/nope.schema.json", None)
+        .send()
+        .await
+        .unwrap();
+    let (status, code) = code(r).await;
+    assert_eq!((status, code.as_str()), (404, "MAG-HTTP-404"));
+}
+
+/// The lines of `magrathea_http_requests_total` and of the duration histogram's counts in a
+/// scrape.
+async fn request_series(s: &Server) -> (Vec<String>, usize) {
+    let text = s
+        .get("/metrics", None)
+        .send()
+        .await
+        .unwrap()
+        .text()
+        .await
+        .unwrap();
+    let requests: Vec<String> = text
+        .lines()
+        .filter(|l| l.starts_with("magrathea_http_requests_total{"))
+        .map(str::to_owned)
+        .collect();
+    let durations = text
+        .lines()
+        .filter(|l| l.starts_with("magrathea_http_request_duration_seconds_count{"))
+        .count();
+    (requests, durations)
+}
+
+#[tokio::test]
+async fn request_metrics_keep_one_series_for_unknown_paths_and_methods() {
+    let s = Server::start().await;
+    // The scrape's own series exists from the first scrape on.
+    request_series(&s).await;
+    // 100 distinct paths and 100 distinct methods, in two rounds.
+    let round = |from: usize| {
+        let s = &s;
+        async move {
+            for i in from..from + 50 {
+                s.get(&format!("/no-such-path-{i}"), None)
+                    .send()
+                    .await
+                    .unwrap();
+                let method = reqwest::Method::from_bytes(format!("BREW{i}").as_bytes()).unwrap();
+                s.client
+                    .request(method.clone(), s.url("/healthz"))
+                    .send()
+                    .await
+                    .unwrap();
+                s.client
+                    .request(method, s.url(&format!("/elsewhere/{i}")))
+                    .send()
+                    .await
+                    .unwrap();
+            }
+        }
+    };
+    round(0).await;
+    let (first, first_durations) = request_series(&s).await;
+    round(50).await;
+    let (second, second_durations) = request_series(&s).await;
+    let labels = |lines: &[String]| -> Vec<String> {
+        lines
+            .iter()
+            .map(|l| l.rsplit_once(' ').unwrap().0.to_owned())
+            .collect()
+    };
+    assert_eq!(
+        labels(&first),
+        labels(&second),
+        "50 more distinct paths and methods added series"
+    );
+    assert_eq!(first_durations, second_durations);
+    assert!(first.len() <= 5, "{first:#?}");
+    let all = second.join("\n");
+    assert!(all.contains("method=\"other\""), "{all}");
+    assert!(all.contains("route=\"unmatched\""), "{all}");
+    assert!(
+        !all.contains("no-such-path") && !all.contains("BREW"),
+        "{all}"
+    );
+}

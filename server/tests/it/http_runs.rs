@@ -1,0 +1,264 @@
+//! Runs over REST: start, read, list with a cursor, cancel, journal; the error answers of a
+//! start; and the scope rule: a run of another tenant or project is 404 on every route.
+
+use crate::http_common;
+
+use http_common::*;
+use serde_json::{Value, json};
+
+#[tokio::test]
+async fn start_get_list_journal_and_pagination() {
+    let s = Server::start().await;
+    let run = s.start_run("shop", "hello", json!({"who": "http"})).await;
+    let v = s.wait_status("shop", &run, &["DONE"]).await;
+    assert_eq!(v["workflowName"], "hello");
+    assert_eq!(v["result"], "greeted");
+    assert_eq!(
+        v["startedBy"], "alice",
+        "startedBy defaults to the token's subject"
+    );
+    assert_eq!(v["params"]["who"], "http");
+    assert_eq!(v["scope"], "acme/shop");
+
+    let journal: Vec<Value> = s
+        .get_json(
+            &format!("/brain/acme/project/shop/workflows/runs/{run}/journal"),
+            Some(ACME),
+        )
+        .await;
+    assert_eq!(journal[0]["type"], "StartRecord");
+    assert!(
+        journal
+            .iter()
+            .enumerate()
+            .all(|(i, e)| e["seq"] == i as u64)
+    );
+
+    let mut ids = vec![run];
+    for _ in 0..4 {
+        ids.push(s.start_run("shop", "hello", json!({})).await);
+    }
+    s.start_run("shop", "approve", json!({})).await;
+    // Newest first, 2 per page, following the cursor.
+    let mut seen = Vec::new();
+    let mut cursor: Option<String> = None;
+    loop {
+        let mut path = "/brain/acme/project/shop/workflows/runs?workflow=hello&limit=2".to_string();
+        if let Some(c) = &cursor {
+            path.push_str(&format!("&cursor={c}"));
+        }
+        let response = s.get(&path, Some(ACME)).send().await.unwrap();
+        let next = response
+            .headers()
+            .get("x-next-cursor")
+            .map(|v| v.to_str().unwrap().to_string());
+        if next.is_some() {
+            assert!(
+                response.headers().get("link").is_some(),
+                "a Link header names the next page"
+            );
+        }
+        let page: Value = response.json().await.unwrap();
+        let items = page.as_array().unwrap();
+        assert!(items.len() <= 2);
+        seen.extend(
+            items
+                .iter()
+                .map(|i| i["workflowRunId"].as_str().unwrap().to_string()),
+        );
+        match next {
+            Some(c) => cursor = Some(c),
+            None => break,
+        }
+    }
+    ids.reverse();
+    assert_eq!(seen, ids, "every hello run once, newest first");
+
+    let all = s
+        .get("/brain/acme/project/shop/workflows/runs", Some(ACME))
+        .send()
+        .await
+        .unwrap();
+    assert!(
+        all.headers().get("x-next-cursor").is_none(),
+        "one page holds all"
+    );
+    let all: Value = all.json().await.unwrap();
+    assert_eq!(all.as_array().unwrap().len(), 6);
+    let bad = s
+        .get(
+            "/brain/acme/project/shop/workflows/runs?cursor=nope",
+            Some(ACME),
+        )
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(code(bad).await, (400, "MAG-HTTP-INVALID-CURSOR".into()));
+}
+
+#[tokio::test]
+async fn start_errors_are_404_422_and_400() {
+    let s = Server::start().await;
+    let start = |name: &str, body: Value| {
+        s.post(
+            &format!("/brain/acme/project/shop/workflows/{name}/start"),
+            Some(ACME),
+        )
+        .json(&body)
+        .send()
+    };
+    let r = start("missing", json!({})).await.unwrap();
+    assert_eq!(code(r).await, (404, "MAG-HTTP-WORKFLOW-NOT-FOUND".into()));
+
+    let r = start("broken", json!({})).await.unwrap();
+    assert_eq!(r.status(), 422);
+    let body: Value = r.json().await.unwrap();
+    let diags = body["error"]["diagnostics"].as_array().unwrap();
+    assert!(!diags.is_empty(), "{body}");
+    for d in diags {
+        let d = d.as_str().unwrap();
+        assert!(
+            d.starts_with("acme/shop/_vance/workflows/broken.yaml:"),
+            "{d}"
+        );
+        let rest = d.trim_start_matches("acme/shop/_vance/workflows/broken.yaml:");
+        let mut parts = rest.splitn(3, ':');
+        assert!(parts.next().unwrap().parse::<u32>().is_ok(), "{d}");
+        assert!(parts.next().unwrap().parse::<u32>().is_ok(), "{d}");
+        assert!(parts.next().unwrap().starts_with(" [MAG-Y"), "{d}");
+    }
+
+    let r = start("needs-param", json!({"params": {}})).await.unwrap();
+    assert_eq!(code(r).await, (400, "MAG-HTTP-INVALID-PARAMS".into()));
+    let r = start("needs-param", json!({"params": {"pr_url": 7}}))
+        .await
+        .unwrap();
+    assert_eq!(code(r).await, (400, "MAG-HTTP-INVALID-PARAMS".into()));
+    let r = start(
+        "needs-param",
+        json!({"params": {"pr_url": "u"}, "startedBy": "bot"}),
+    )
+    .await
+    .unwrap();
+    assert_eq!(r.status(), 201);
+
+    let r = start("hello", json!({"unknown": 1})).await.unwrap();
+    assert_eq!(code(r).await, (400, "MAG-HTTP-INVALID-JSON".into()));
+    let r = s
+        .post("/brain/acme/project/shop/workflows/hello/start", Some(ACME))
+        .body("{not json")
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(code(r).await, (400, "MAG-HTTP-INVALID-JSON".into()));
+    // An empty body starts with no parameters.
+    let r = s
+        .post("/brain/acme/project/shop/workflows/hello/start", Some(ACME))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(r.status(), 201);
+}
+
+#[tokio::test]
+async fn cancel_ends_a_waiting_run() {
+    let s = Server::start().await;
+    let run = s.start_run("shop", "approve", json!({})).await;
+    s.wait_status("shop", &run, &["WAITING"]).await;
+    let r: Value = s
+        .post_json(
+            &format!("/brain/acme/project/shop/workflows/runs/{run}/cancel"),
+            Some(ACME),
+            &json!({"reason": "not needed"}),
+        )
+        .await;
+    assert_eq!(r["cancel"], "requested", "{r}");
+    let v = s.wait_status("shop", &run, &["CANCELLED"]).await;
+    assert_eq!(v["reason"], "not needed");
+    let again: Value = s
+        .post(
+            &format!("/brain/acme/project/shop/workflows/runs/{run}/cancel"),
+            Some(ACME),
+        )
+        .send()
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap();
+    assert_eq!(again["cancel"], "alreadyFinished");
+}
+
+#[tokio::test]
+async fn runs_and_items_of_another_tenant_or_project_are_404_everywhere() {
+    let s = Server::start().await;
+    let run = s.start_run("shop", "approve", json!({})).await;
+    s.wait_status("shop", &run, &["WAITING"]).await;
+    let items: Vec<Value> = s
+        .get_json("/brain/acme/project/shop/inbox", Some(ACME))
+        .await;
+    let item = items[0]["id"].as_str().unwrap().to_string();
+
+    // (tenant, project, token): another project of the tenant, another tenant's route with
+    // its own token, and the run's own route with another tenant's token.
+    let elsewhere = [
+        ("acme", "lab", ACME),
+        ("globex", "shop", GLOBEX),
+        ("acme", "shop", GLOBEX),
+    ];
+    for (t, p, token) in elsewhere {
+        let base = format!("/brain/{t}/project/{p}");
+        let gets = [
+            format!("{base}/workflows/runs/{run}"),
+            format!("{base}/workflows/runs/{run}/journal"),
+            format!("{base}/workflows/runs/{run}/events"),
+            format!("{base}/inbox/{item}"),
+        ];
+        for path in gets {
+            let r = s.get(&path, Some(token)).send().await.unwrap();
+            assert_eq!(
+                code(r).await,
+                (404, "MAG-HTTP-404".into()),
+                "GET {path} as {token}"
+            );
+        }
+        let posts = [
+            (format!("{base}/workflows/runs/{run}/cancel"), json!({})),
+            (
+                format!("{base}/inbox/{item}/answer"),
+                json!({"kind": "approve"}),
+            ),
+        ];
+        for (path, body) in posts {
+            let r = s.post(&path, Some(token)).json(&body).send().await.unwrap();
+            assert_eq!(
+                code(r).await,
+                (404, "MAG-HTTP-404".into()),
+                "POST {path} as {token}"
+            );
+        }
+        let list: Value = s
+            .get_json(&format!("{base}/workflows/runs"), Some(token))
+            .await;
+        if t == "acme" && p == "shop" {
+            assert_eq!(list["error"]["code"], "MAG-HTTP-404");
+        } else {
+            assert_eq!(list, json!([]), "{t}/{p}");
+        }
+    }
+    // Globex's approvals do not include acme's item, and cannot answer it.
+    let approvals: Value = s.get_json("/v1/workflow-approvals", Some(GLOBEX)).await;
+    assert_eq!(approvals, json!([]));
+    let r = s
+        .post(
+            &format!("/v1/workflow-approvals/{item}/approve"),
+            Some(GLOBEX),
+        )
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(code(r).await, (404, "MAG-HTTP-404".into()));
+    // Nothing was answered or cancelled.
+    let v = s.wait_status("shop", &run, &["WAITING"]).await;
+    assert_eq!(v["status"], "WAITING");
+}

@@ -1,0 +1,72 @@
+//! The server's integration tests, built as one binary: each module was a test binary of its
+//! own, and linking the server and its dependencies into every one of them took most of a
+//! build's disk and link time. Run one module with `cargo test -p magrathea-server --test it
+//! <module>::`.
+
+// Fixtures shared by the modules below.
+mod cli_common;
+mod http_common;
+mod live_common;
+mod long_run;
+mod raw_http;
+mod serve_child;
+mod ui_common;
+
+mod cli;
+mod cli_bench;
+mod cli_bounds;
+mod cli_contract;
+mod cli_graph;
+mod cli_owner;
+mod cli_pause;
+mod cli_postgres;
+mod cli_rerun;
+mod cli_schedules;
+mod cli_validate_scheduler;
+mod cli_versions;
+mod crash_resume;
+mod http_auth;
+mod http_auth_edges;
+mod http_bounds;
+mod http_connections;
+mod http_crash;
+mod http_deadline;
+mod http_default_timeouts;
+mod http_documents_guard;
+mod http_event_auth;
+mod http_events;
+mod http_execution_policy;
+mod http_failure_policy;
+mod http_follower_memory;
+mod http_graph;
+mod http_health;
+mod http_idempotency;
+mod http_inbox;
+mod http_insecure;
+mod http_live;
+mod http_live_events;
+mod http_ops;
+mod http_parallel;
+mod http_pause;
+mod http_pause_for_approval;
+mod http_readers;
+mod http_rerun;
+mod http_retry;
+mod http_run_labels;
+mod http_runs;
+mod http_scoped_results;
+mod http_shell;
+mod http_start_attribution;
+mod http_ui_api;
+mod http_versions;
+mod lanes_postgres;
+mod triggers_crash;
+mod triggers_documents;
+mod triggers_events;
+mod triggers_postgres;
+mod triggers_schedule;
+mod triggers_webhook;
+mod ui_assets;
+mod ui_browser;
+mod webhook_verify;
+mod workers_postgres;

@@ -1,0 +1,177 @@
+//! Trigger documents through the documents API: writing one takes the right to run workflows,
+//! an invalid schedule is refused with its diagnostics, and a written document is a
+//! registration at once.
+
+use crate::http_common;
+
+use http_common::{ACME, ACME_WRITE, Server};
+use serde_json::Value;
+
+const SCHEDULE: &str = "cron: \"0 0 6 * * *\"\nworkflow: hello\n";
+
+/// PUTs a document; the status and the body's text.
+async fn put(s: &Server, path: &str, token: &str, body: &str) -> (u16, String) {
+    let r = s
+        .client
+        .put(s.url(&format!("/brain/acme/project/shop/documents/{path}")))
+        .bearer_auth(token)
+        .body(body.to_owned())
+        .send()
+        .await
+        .unwrap();
+    (r.status().as_u16(), r.text().await.unwrap())
+}
+
+#[tokio::test]
+async fn writing_a_trigger_document_needs_the_run_scope() {
+    let s = Server::start().await;
+    for path in [
+        "scheduler/nightly.yaml",
+        "events/github.yaml",
+        "hooks/notify.yaml",
+        "hooks/notify.js",
+    ] {
+        let (status, body) = put(&s, path, ACME_WRITE, SCHEDULE).await;
+        assert_eq!(status, 403, "{path}: {body}");
+        assert!(body.contains("workflow.run"), "{body}");
+    }
+    // Other documents stay writable with workflow.write alone.
+    let (status, _) = put(&s, "workflows/other.yaml", ACME_WRITE, http_common::HELLO).await;
+    assert_eq!(status, 201);
+}
+
+#[tokio::test]
+async fn a_written_schedule_is_registered_at_once_and_an_invalid_one_is_refused() {
+    let s = Server::start().await;
+    let (status, body) = put(
+        &s,
+        "scheduler/nightly.yaml",
+        ACME,
+        "cron: \"0 0 6 * * *\"\nworkflow: hello\nrecipe: audit\n",
+    )
+    .await;
+    assert_eq!(status, 422, "{body}");
+    assert!(body.contains("nightly.yaml:3:1"), "{body}");
+    let listed: Value = s
+        .get_json("/brain/acme/project/shop/triggers", Some(ACME))
+        .await;
+    assert_eq!(listed["triggers"], serde_json::json!([]));
+
+    let (status, body) = put(&s, "scheduler/nightly.yaml", ACME, SCHEDULE).await;
+    assert_eq!(status, 201, "{body}");
+    let listed: Value = s
+        .get_json("/v1/workflows/shop:hello/triggers", Some(ACME))
+        .await;
+    let t = &listed["triggers"][0];
+    assert_eq!(t["triggerType"], "cron");
+    assert_eq!(t["name"], "nightly");
+    assert_eq!(t["active"], true);
+    assert_eq!(t["nextFireTimes"].as_array().unwrap().len(), 3);
+    // A bare name finds it in every project of the tenant.
+    let listed: Value = s.get_json("/v1/workflows/hello/triggers", Some(ACME)).await;
+    assert_eq!(listed["triggers"].as_array().unwrap().len(), 1);
+}
+
+#[tokio::test]
+async fn a_webhook_whose_token_setting_is_missing_is_registered_with_its_error() {
+    let s = Server::start().await;
+    let (status, body) = put(
+        &s,
+        "events/github.yaml",
+        ACME,
+        "workflow: hello\nwebhook:\n  tokenSetting: webhooks.github.path\n",
+    )
+    .await;
+    assert_eq!(status, 201, "{body}");
+    assert!(body.contains("MAG-TR002"), "the reply warns: {body}");
+    let listed: Value = s
+        .get_json(
+            "/brain/acme/project/shop/workflows/hello/triggers",
+            Some(ACME),
+        )
+        .await;
+    let t = &listed["triggers"][0];
+    assert_eq!(t["triggerType"], "webhook");
+    assert_eq!(t["active"], false);
+    assert!(
+        t["error"]
+            .as_str()
+            .unwrap()
+            .contains("webhooks.github.path")
+    );
+}
+
+#[tokio::test]
+async fn the_trigger_routes_refuse_what_they_cannot_do_and_say_why() {
+    let s = Server::start().await;
+    let (status, _) = put(&s, "scheduler/nightly.yaml", ACME, SCHEDULE).await;
+    assert_eq!(status, 201);
+    // Fired by hand: 202 with the run and its delivery; an unknown schedule: 404.
+    let r = s
+        .post(
+            "/brain/acme/project/shop/schedules/nightly/trigger",
+            Some(ACME),
+        )
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(r.status(), 202);
+    let fired: Value = r.json().await.unwrap();
+    assert_eq!(fired["workflowName"], "hello");
+    assert_eq!(fired["delivery"]["reason"], "manual");
+    assert!(fired["workflowRunId"].is_string());
+    let r = s
+        .post(
+            "/brain/acme/project/shop/schedules/nope/trigger",
+            Some(ACME),
+        )
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(r.status(), 404);
+    // A PATCH must say what it wants.
+    let r = s
+        .client
+        .patch(s.url("/brain/acme/project/shop/triggers/nightly"))
+        .bearer_auth(ACME)
+        .json(&serde_json::json!({}))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(r.status(), 400);
+    assert!(r.text().await.unwrap().contains("enabled"));
+    // An unknown delivery status is named with the known ones.
+    let r = s
+        .get(
+            "/brain/acme/project/shop/triggers/deliveries?status=weird",
+            Some(ACME),
+        )
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(r.status(), 400);
+    assert!(r.text().await.unwrap().contains("accepted, duplicate"));
+    // A document that declares two triggers is named by id, as the answer lists them.
+    let (status, _) = put(
+        &s,
+        "events/both.yaml",
+        ACME,
+        "workflow: hello\nwebhook:\n  tokenSetting: webhooks.path\nsubscribe:\n  event: workflow.run.failed\n",
+    )
+    .await;
+    assert_eq!(status, 201);
+    let r = s
+        .client
+        .patch(s.url("/brain/acme/project/shop/triggers/both"))
+        .bearer_auth(ACME)
+        .json(&serde_json::json!({"enabled": false}))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(r.status(), 400);
+    let text = r.text().await.unwrap();
+    assert!(
+        text.contains("MAG-HTTP-AMBIGUOUS-TRIGGER") && text.contains("trg_"),
+        "{text}"
+    );
+}

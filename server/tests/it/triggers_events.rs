@@ -1,0 +1,235 @@
+//! Internal events and hooks: an event subscription with a filter starts a run when a run of
+//! its project fails, approval events reach subscriptions, and a hook script starts a run in
+//! its own project and cannot reach another tenant.
+
+use crate::http_common;
+
+use std::time::{Duration, Instant};
+
+use http_common::{ACME, GLOBEX, Server, write};
+use serde_json::{Value, json};
+
+const QUICK: &str = "start: done\nstates:\n  done: { type: terminal, result: ok }\n";
+const FAILS: &str =
+    "start: done\nstates:\n  done: { type: terminal, outcome: failure, result: { why: broken } }\n";
+
+const ON_FAILURE: &str = r##"
+workflow: quick
+subscribe:
+  event: workflow.run.failed
+  filter: "#event['workflowName'] == 'deploy'"
+params: { channel: ops }
+"##;
+
+const ON_APPROVAL: &str = r#"
+workflow: quick
+subscribe:
+  event: workflow.approval.requested
+"#;
+
+const HOOK: &str = r##"
+description: Start a follow-up for every failed deploy
+on: workflow.run.failed
+filter: "#event.workflowName == 'deploy'"
+script: _vance/hooks/follow-up.js
+"##;
+
+const HOOK_JS: &str = r#"
+let refused = null;
+try {
+  workflows.start("globex/shop/quick", {});
+} catch (e) {
+  refused = String(e);
+}
+const runId = workflows.start("quick", { failed: event.runId, refused: refused });
+log.info("started follow-up", { runId });
+"#;
+
+async fn server(tenant_settings: &str) -> Server {
+    let s = Server::start().await;
+    let vance = s.root.join("acme/shop/_vance");
+    write(&vance.join("workflows/quick.yaml"), QUICK);
+    write(&vance.join("workflows/deploy.yaml"), FAILS);
+    write(&vance.join("workflows/other.yaml"), FAILS);
+    write(
+        &s.root.join("acme/_tenant/_vance/settings.yaml"),
+        tenant_settings,
+    );
+    s
+}
+
+async fn put(s: &Server, path: &str, body: &str) {
+    let r = s
+        .client
+        .put(s.url(&format!("/brain/acme/project/shop/documents/{path}")))
+        .bearer_auth(ACME)
+        .body(body.to_owned())
+        .send()
+        .await
+        .unwrap();
+    assert!(r.status().is_success(), "{}", r.text().await.unwrap());
+}
+
+/// Runs of acme/shop started by `by`, waiting up to 30 s for at least `n`.
+async fn runs_by(s: &Server, by: &str, n: usize) -> Vec<Value> {
+    let deadline = Instant::now() + Duration::from_secs(30);
+    loop {
+        let runs: Value = s
+            .get_json("/brain/acme/project/shop/workflows/runs", Some(ACME))
+            .await;
+        let found: Vec<Value> = runs
+            .as_array()
+            .unwrap()
+            .iter()
+            .filter(|r| r["startedBy"] == by)
+            .cloned()
+            .collect();
+        if found.len() >= n {
+            return found;
+        }
+        assert!(
+            Instant::now() < deadline,
+            "no {n} runs started by {by}: {runs}"
+        );
+        tokio::time::sleep(Duration::from_millis(25)).await;
+    }
+}
+
+async fn deliveries(s: &Server, trigger: &str, n: usize) -> Vec<Value> {
+    let deadline = Instant::now() + Duration::from_secs(30);
+    loop {
+        let v: Value = s
+            .get_json(
+                &format!("/brain/acme/project/shop/triggers/deliveries?trigger={trigger}"),
+                Some(ACME),
+            )
+            .await;
+        let d = v["deliveries"].as_array().unwrap().clone();
+        if d.len() >= n {
+            return d;
+        }
+        assert!(
+            Instant::now() < deadline,
+            "no {n} deliveries of {trigger}: {v}"
+        );
+        tokio::time::sleep(Duration::from_millis(25)).await;
+    }
+}
+
+#[tokio::test]
+async fn a_failed_run_passing_the_filter_starts_the_subscribed_workflow() {
+    let s = server(http_common::TENANT_SETTINGS).await;
+    put(&s, "events/on-failure.yaml", ON_FAILURE).await;
+    // A failure the filter leaves out, then one it lets through.
+    let other = s.start_run("shop", "other", json!({})).await;
+    s.wait_status("shop", &other, &["FAILED"]).await;
+    let deploy = s.start_run("shop", "deploy", json!({})).await;
+    s.wait_status("shop", &deploy, &["FAILED"]).await;
+    let started = runs_by(&s, "event:on-failure", 1).await;
+    let params = &started[0]["params"];
+    assert_eq!(params["channel"], "ops");
+    assert_eq!(params["event"]["event"], "workflow.run.failed");
+    assert_eq!(params["event"]["runId"], deploy.as_str());
+    assert_eq!(params["event"]["workflowName"], "deploy");
+    assert_eq!(params["event"]["tenant"], "acme");
+    assert_eq!(params["event"]["status"], "FAILED");
+    let d = deliveries(&s, "on-failure", 1).await;
+    assert_eq!(d[0]["status"], "accepted");
+    assert_eq!(d[0]["event"], "workflow.run.failed");
+    // The other failure started nothing.
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    assert_eq!(runs_by(&s, "event:on-failure", 1).await.len(), 1);
+}
+
+#[tokio::test]
+async fn another_projects_and_another_tenants_runs_do_not_reach_a_subscription() {
+    let s = server(http_common::TENANT_SETTINGS).await;
+    put(&s, "events/on-failure.yaml", ON_FAILURE).await;
+    for (tenant, project, token) in [("acme", "lab", ACME), ("globex", "shop", GLOBEX)] {
+        write(
+            &s.root
+                .join(format!("{tenant}/{project}/_vance/workflows/deploy.yaml")),
+            FAILS,
+        );
+        let r: Value = s
+            .client
+            .post(s.url(&format!(
+                "/brain/{tenant}/project/{project}/workflows/deploy/start"
+            )))
+            .bearer_auth(token)
+            .json(&json!({}))
+            .send()
+            .await
+            .unwrap()
+            .json()
+            .await
+            .unwrap();
+        assert!(r["workflowRunId"].is_string(), "{r}");
+    }
+    // A run of acme/shop afterwards shows the hub is delivering.
+    let deploy = s.start_run("shop", "deploy", json!({})).await;
+    let started = runs_by(&s, "event:on-failure", 1).await;
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    let started_now = runs_by(&s, "event:on-failure", 1).await;
+    assert_eq!(
+        started_now.len(),
+        1,
+        "only acme/shop's own failure: {started_now:?}"
+    );
+    assert_eq!(started[0]["params"]["event"]["runId"], deploy.as_str());
+}
+
+#[tokio::test]
+async fn an_approval_request_reaches_its_subscription() {
+    let s = server(http_common::TENANT_SETTINGS).await;
+    put(&s, "events/on-approval.yaml", ON_APPROVAL).await;
+    let run = s.start_run("shop", "approve", json!({})).await;
+    let started = runs_by(&s, "event:on-approval", 1).await;
+    let event = &started[0]["params"]["event"];
+    assert_eq!(event["event"], "workflow.approval.requested");
+    assert_eq!(event["runId"], run.as_str());
+    assert_eq!(event["title"], "Ship it?");
+    assert!(event["itemId"].as_str().unwrap().starts_with(&run));
+}
+
+#[tokio::test]
+async fn a_hook_does_not_run_where_the_tenant_does_not_allow_scripts() {
+    let s = server(http_common::TENANT_SETTINGS).await;
+    put(&s, "hooks/follow-up.js", HOOK_JS).await;
+    put(&s, "hooks/follow-up.yaml", HOOK).await;
+    let deploy = s.start_run("shop", "deploy", json!({})).await;
+    s.wait_status("shop", &deploy, &["FAILED"]).await;
+    let d = deliveries(&s, "follow-up", 1).await;
+    assert_eq!(d[0]["status"], "rejected");
+    assert_eq!(d[0]["reason"], "scripts_not_allowed");
+    assert!(
+        d[0]["message"].as_str().unwrap().contains("scriptTask"),
+        "{}",
+        d[0]
+    );
+}
+
+#[tokio::test]
+async fn a_hook_starts_a_run_in_its_own_project_and_cannot_reach_another_tenant() {
+    let s = server("execution:\n  shellTask: true\n  scriptTask: true\n").await;
+    write(
+        &s.root.join("globex/shop/_vance/workflows/quick.yaml"),
+        QUICK,
+    );
+    put(&s, "hooks/follow-up.js", HOOK_JS).await;
+    put(&s, "hooks/follow-up.yaml", HOOK).await;
+    let deploy = s.start_run("shop", "deploy", json!({})).await;
+    let started = runs_by(&s, "hook:follow-up", 1).await;
+    let params = &started[0]["params"];
+    assert_eq!(params["failed"], deploy.as_str());
+    let refused = params["refused"].as_str().unwrap();
+    assert!(refused.contains("MAG-DOC002"), "{refused}");
+    let d = deliveries(&s, "follow-up", 1).await;
+    assert_eq!(d[0]["status"], "accepted");
+    assert_eq!(d[0]["runId"], started[0]["workflowRunId"]);
+    // globex has no run at all.
+    let theirs: Value = s
+        .get_json("/brain/globex/project/shop/workflows/runs", Some(GLOBEX))
+        .await;
+    assert_eq!(theirs, json!([]));
+}

@@ -1,0 +1,354 @@
+//! Webhooks over real HTTP: correct, wrong, missing and rotated signatures, an expired
+//! timestamp, a duplicate inside and after the dedupe window, and every rejection on record.
+
+use crate::http_common;
+
+use std::sync::Arc;
+
+use http_common::{ACME, GLOBEX, Server, write};
+use magrathea_server::triggers::{ManualClock, TriggerConfig};
+use magrathea_server::webhook::sign;
+use magrathea_yaml::schema::EventDocument;
+use serde_json::{Value, json};
+
+/// 2026-03-01T00:00:00Z.
+const T0: i64 = 1_772_323_200_000;
+const PATH_TOKEN: &str = "9f2c4d6e8a0b1c3d5e7f9a1b3c5d7e9f0a2b4c6d8e0f1a3b";
+
+const QUICK: &str = "start: done\nstates:\n  done: { type: terminal, result: ok }\n";
+
+const GITHUB: &str = r#"
+workflow: quick
+params: { source: github }
+webhook:
+  tokenSetting: webhooks.github.path
+  signature:
+    secretSetting: webhooks.github.secret
+    header: X-Hub-Signature-256
+    prefix: "sha256="
+  dedupe:
+    header: X-GitHub-Delivery
+    window: 300s
+  headers: [X-GitHub-Event]
+"#;
+
+const STRIPE_LIKE: &str = r#"
+workflow: quick
+webhook:
+  tokenSetting: webhooks.billing.path
+  signature:
+    secretSetting: webhooks.billing.secret
+    header: X-Signature
+    timestampHeader: X-Timestamp
+    tolerance: 300s
+"#;
+
+fn settings(secrets: &str) -> String {
+    format!(
+        "webhooks:\n  github:\n    path: {PATH_TOKEN}\n    secret: {secrets}\n  billing:\n    path: b{PATH_TOKEN}\n    secret: billing-secret\n"
+    )
+}
+
+struct Fixture {
+    server: Server,
+    clock: ManualClock,
+}
+
+impl Fixture {
+    async fn new() -> Self {
+        let clock = ManualClock::new(T0);
+        let config = TriggerConfig {
+            clock: Arc::new(clock.clone()),
+            ..TriggerConfig::default()
+        };
+        let server = Server::start_with(|c| c.triggers(config)).await;
+        let vance = server.root.join("acme/shop/_vance");
+        write(&vance.join("workflows/quick.yaml"), QUICK);
+        write(&vance.join("events/github.yaml"), GITHUB);
+        write(&vance.join("events/billing.yaml"), STRIPE_LIKE);
+        write(
+            &vance.join("settings.yaml"),
+            &settings("[new-secret, old-secret]"),
+        );
+        let f = Self { server, clock };
+        f.resync().await;
+        f
+    }
+
+    async fn resync(&self) {
+        let (status, body) = http_common::code(
+            self.server
+                .post("/brain/acme/project/shop/triggers/resync", Some(ACME))
+                .send()
+                .await
+                .unwrap(),
+        )
+        .await;
+        assert_eq!(status, 200, "{body}");
+    }
+
+    fn config(doc: &str) -> EventDocument {
+        serde_yaml_ng::from_str(doc).unwrap()
+    }
+
+    /// POSTs `body` to the GitHub webhook with `signature` (none when `None`) and `delivery`.
+    async fn github(&self, body: &str, signature: Option<String>, delivery: &str) -> (u16, Value) {
+        let mut req = self
+            .server
+            .client
+            .post(
+                self.server
+                    .url(&format!("/v1/workflow-webhooks/{PATH_TOKEN}")),
+            )
+            .header("X-GitHub-Event", "push")
+            .header("X-GitHub-Delivery", delivery)
+            .header("Content-Type", "application/json")
+            .body(body.to_owned());
+        if let Some(sig) = signature {
+            req = req.header("X-Hub-Signature-256", sig);
+        }
+        let r = req.send().await.unwrap();
+        let status = r.status().as_u16();
+        (status, r.json().await.unwrap_or(Value::Null))
+    }
+
+    fn signed(secret: &str, body: &str) -> Option<String> {
+        let cfg = Self::config(GITHUB);
+        Some(sign(
+            secret,
+            None,
+            body.as_bytes(),
+            cfg.webhook.as_ref().unwrap(),
+        ))
+    }
+
+    async fn deliveries(&self, trigger: &str) -> Vec<Value> {
+        let v: Value = self
+            .server
+            .get_json(
+                &format!("/brain/acme/project/shop/triggers/deliveries?trigger={trigger}"),
+                Some(ACME),
+            )
+            .await;
+        v["deliveries"].as_array().unwrap().clone()
+    }
+
+    async fn run(&self, id: &str) -> Value {
+        self.server
+            .get_json(
+                &format!("/brain/acme/project/shop/workflows/runs/{id}"),
+                Some(ACME),
+            )
+            .await
+    }
+}
+
+#[tokio::test]
+async fn a_correctly_signed_delivery_starts_the_workflow_with_its_body_and_headers() {
+    let f = Fixture::new().await;
+    let body = r#"{"action":"opened","number":7}"#;
+    let (status, reply) = f
+        .github(body, Fixture::signed("new-secret", body), "d-1")
+        .await;
+    assert_eq!(status, 202, "{reply}");
+    assert_eq!(reply["duplicate"], false);
+    assert_eq!(reply["workflowName"], "quick");
+    let run = f.run(reply["workflowRunId"].as_str().unwrap()).await;
+    assert_eq!(
+        run["params"],
+        json!({
+            "source": "github",
+            "payload": {"action": "opened", "number": 7},
+            "headers": {"x-github-event": "push"},
+        })
+    );
+    assert_eq!(run["startedBy"], "webhook:github");
+    let d = f.deliveries("github").await;
+    assert_eq!(d.len(), 1);
+    assert_eq!(d[0]["status"], "accepted");
+    assert_eq!(d[0]["runId"], reply["workflowRunId"]);
+    assert_eq!(d[0]["dedupeKey"], "d-1");
+}
+
+#[tokio::test]
+async fn wrong_and_missing_signatures_are_refused_and_recorded() {
+    let f = Fixture::new().await;
+    let body = r#"{"a":1}"#;
+    let (status, reply) = f.github(body, Fixture::signed("guess", body), "d-1").await;
+    assert_eq!(status, 401, "{reply}");
+    assert!(
+        reply["error"]["message"]
+            .as_str()
+            .unwrap()
+            .contains("MAG-WH004"),
+        "{reply}"
+    );
+    let (status, _) = f.github(body, None, "d-2").await;
+    assert_eq!(status, 401);
+    // A signature of another body.
+    let (status, _) = f
+        .github(body, Fixture::signed("new-secret", "{}"), "d-3")
+        .await;
+    assert_eq!(status, 401);
+    let reasons: Vec<(String, String)> = f
+        .deliveries("github")
+        .await
+        .iter()
+        .map(|d| {
+            (
+                d["status"].as_str().unwrap().to_owned(),
+                d["reason"].as_str().unwrap().to_owned(),
+            )
+        })
+        .collect();
+    assert_eq!(
+        reasons,
+        // Newest first.
+        vec![
+            ("rejected".into(), "bad_signature".into()),
+            ("rejected".into(), "missing_signature".into()),
+            ("rejected".into(), "bad_signature".into()),
+        ]
+    );
+    // Nothing started.
+    let runs: Value = f
+        .server
+        .get_json("/brain/acme/project/shop/workflows/runs", Some(ACME))
+        .await;
+    assert_eq!(runs, json!([]));
+}
+
+#[tokio::test]
+async fn both_secrets_verify_during_a_rotation_and_a_retired_one_does_not() {
+    let f = Fixture::new().await;
+    let body = "{}";
+    let (status, _) = f
+        .github(body, Fixture::signed("old-secret", body), "d-1")
+        .await;
+    assert_eq!(status, 202);
+    let (status, _) = f
+        .github(body, Fixture::signed("new-secret", body), "d-2")
+        .await;
+    assert_eq!(status, 202);
+    write(
+        &f.server.root.join("acme/shop/_vance/settings.yaml"),
+        &settings("new-secret"),
+    );
+    let (status, _) = f
+        .github(body, Fixture::signed("old-secret", body), "d-3")
+        .await;
+    assert_eq!(status, 401);
+    let (status, _) = f
+        .github(body, Fixture::signed("new-secret", body), "d-4")
+        .await;
+    assert_eq!(status, 202);
+}
+
+#[tokio::test]
+async fn a_duplicate_inside_the_window_answers_the_first_run_and_after_it_starts_a_new_one() {
+    let f = Fixture::new().await;
+    let body = r#"{"n":1}"#;
+    let sig = || Fixture::signed("new-secret", body);
+    let (status, first) = f.github(body, sig(), "delivery-42").await;
+    assert_eq!(status, 202);
+    f.clock.advance(299_000);
+    let (status, again) = f.github(body, sig(), "delivery-42").await;
+    assert_eq!(status, 200, "{again}");
+    assert_eq!(again["duplicate"], true);
+    assert_eq!(again["workflowRunId"], first["workflowRunId"]);
+    f.clock.advance(2_000); // 301 s after the first: outside the window
+    let (status, later) = f.github(body, sig(), "delivery-42").await;
+    assert_eq!(status, 202, "{later}");
+    assert_eq!(later["duplicate"], false);
+    assert_ne!(later["workflowRunId"], first["workflowRunId"]);
+    let statuses: Vec<String> = f
+        .deliveries("github")
+        .await
+        .iter()
+        .map(|d| d["status"].as_str().unwrap().to_owned())
+        .collect();
+    // Newest first.
+    assert_eq!(statuses, ["accepted", "duplicate", "accepted"]);
+}
+
+#[tokio::test]
+async fn a_timestamped_signature_outside_the_tolerance_is_refused_as_expired() {
+    let f = Fixture::new().await;
+    let cfg = Fixture::config(STRIPE_LIKE);
+    let cfg = cfg.webhook.as_ref().unwrap();
+    let body = r#"{"invoice":"in_1"}"#;
+    let post = |ts: i64| {
+        f.server
+            .client
+            .post(
+                f.server
+                    .url(&format!("/v1/workflow-webhooks/b{PATH_TOKEN}")),
+            )
+            .header("X-Timestamp", ts.to_string())
+            .header(
+                "X-Signature",
+                sign("billing-secret", Some(ts), body.as_bytes(), cfg),
+            )
+            .body(body)
+            .send()
+    };
+    let now_s = T0 / 1000;
+    assert_eq!(post(now_s - 10).await.unwrap().status(), 202);
+    let old = post(now_s - 301).await.unwrap();
+    assert_eq!(old.status(), 401);
+    let text = old.text().await.unwrap();
+    assert!(text.contains("MAG-WH007"), "{text}");
+    let d = f.deliveries("billing").await;
+    assert_eq!(d[0]["reason"], "expired_timestamp");
+    assert_eq!(d[1]["status"], "accepted");
+}
+
+#[tokio::test]
+async fn a_wrong_method_and_an_oversized_body_are_refused_and_recorded() {
+    let f = Fixture::new().await;
+    let url = f.server.url(&format!("/v1/workflow-webhooks/{PATH_TOKEN}"));
+    let r = f.server.client.get(&url).send().await.unwrap();
+    assert_eq!(r.status(), 405);
+    let big = "x".repeat(2 * 1024 * 1024);
+    let r = f.server.client.post(&url).body(big).send().await.unwrap();
+    assert_eq!(r.status(), 413);
+    let reasons: Vec<String> = f
+        .deliveries("github")
+        .await
+        .iter()
+        .map(|d| d["reason"].as_str().unwrap().to_owned())
+        .collect();
+    assert_eq!(reasons, ["body_too_large", "method_not_allowed"]);
+}
+
+#[tokio::test]
+async fn an_unknown_path_token_is_not_found_and_the_token_is_never_shown() {
+    let f = Fixture::new().await;
+    let r = f
+        .server
+        .client
+        .post(
+            f.server
+                .url("/v1/workflow-webhooks/not-a-token-of-any-webhook-at-all-0000"),
+        )
+        .body("{}")
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(r.status(), 404);
+    // The trigger listing shows the webhook, never its token or its hash.
+    let listed: Value = f
+        .server
+        .get_json("/v1/workflows/shop:quick/triggers", Some(ACME))
+        .await;
+    let text = listed.to_string();
+    assert!(text.contains("\"triggerType\":\"webhook\""), "{text}");
+    assert!(!text.contains(PATH_TOKEN), "{text}");
+    assert!(!text.contains(&magrathea_server::webhook::path_token_hash(PATH_TOKEN)));
+    // Another tenant sees no triggers of acme's workflow.
+    let other: Value = f
+        .server
+        .get_json("/v1/workflows/shop:quick/triggers", Some(GLOBEX))
+        .await;
+    assert_eq!(other["triggers"], json!([]));
+}

@@ -1,0 +1,300 @@
+//! Static analysis: each finding with its code, severity and line:column.
+
+use magrathea_yaml::{Diagnostics, LoadOptions, Loaded, Severity, load_workflow};
+
+fn load(text: &str) -> Result<Loaded, Diagnostics> {
+    load_workflow("wf.yaml", text, &LoadOptions::default())
+}
+
+fn warnings(text: &str) -> Vec<String> {
+    let loaded = load(text).unwrap_or_else(|d| panic!("expected a valid document:\n{d}"));
+    assert!(
+        loaded
+            .warnings
+            .iter()
+            .all(|d| d.severity == Severity::Warning)
+    );
+    loaded.warnings.iter().map(ToString::to_string).collect()
+}
+
+fn errors(text: &str) -> Vec<String> {
+    match load(text) {
+        Ok(l) => panic!("expected errors, got a valid document ({})", l.warnings),
+        Err(d) => d.errors().map(ToString::to_string).collect(),
+    }
+}
+
+#[track_caller]
+fn contains(all: &[String], expected: &str) {
+    assert!(
+        all.iter().any(|d| d == expected),
+        "expected {expected:?} in {all:#?}"
+    );
+}
+
+const END: &str = "  end:\n    type: terminal\n";
+
+#[test]
+fn a_transition_on_an_outcome_the_type_never_produces_is_an_error() {
+    let text = format!(
+        "start: wait\nstates:\n  wait:\n    type: timer_task\n    duration: 5m\n    on:\n      success: end\n{END}"
+    );
+    assert_eq!(
+        errors(&text),
+        [
+            "wf.yaml:7:7: [MAG-YA001] state 'wait' has 'on: success', but a timer_task never ends \
+          that way: it ends with fired; the transition can never be taken"
+        ]
+    );
+}
+
+#[test]
+fn a_catch_no_outcome_of_the_type_maps_to_is_an_error() {
+    let text = format!(
+        "start: ask\nstates:\n  ask:\n    type: gate_task\n    inbox: {{ kind: APPROVAL }}\n    on: {{ approved: end, rejected: end, insufficient_info: end, undecidable: end }}\n    catch:\n      technical_error: end\n{END}"
+    );
+    assert_eq!(
+        errors(&text),
+        [
+            "wf.yaml:8:7: [MAG-YA001] state 'ask' has 'catch: technical_error', but an APPROVAL \
+          gate_task never ends that way: it ends with approved, rejected, insufficient_info, \
+          undecidable, timeout; the transition can never be taken"
+        ]
+    );
+}
+
+#[test]
+fn a_decision_gate_routes_only_its_options() {
+    let text = format!(
+        "start: pick\nstates:\n  pick:\n    type: gate_task\n    inbox:\n      kind: DECISION\n      options: [retry, abort]\n    on:\n      retry: end\n      abort: end\n      maybe: end\n      insufficient_info: end\n      undecidable: end\n{END}"
+    );
+    let e = errors(&text);
+    assert_eq!(e.len(), 1, "{e:#?}");
+    assert!(
+        e[0].starts_with("wf.yaml:11:7: [MAG-YA001] state 'pick' has 'on: maybe'"),
+        "{e:#?}"
+    );
+}
+
+#[test]
+fn on_failure_where_it_cannot_happen_is_only_a_warning() {
+    // The reference's own example writes `on: failure` on an agent_task.
+    let text = format!(
+        "start: a\nstates:\n  a:\n    type: agent_task\n    recipe: ford\n    on:\n      success: end\n      failure: end\n    catch:\n      agent_error: end\n      technical_error: end\n      timeout: end\n{END}"
+    );
+    assert_eq!(
+        warnings(&text),
+        [
+            "wf.yaml:8:7: [MAG-YA001] state 'a' has 'on: failure', but an agent_task never ends \
+          that way: it ends with success, agent_error, technical_error, timeout; the \
+          transition can never be taken (only a workflow_task ends with 'failure')"
+        ]
+    );
+}
+
+#[test]
+fn a_transition_its_state_never_takes_as_configured_is_a_warning() {
+    let text = format!(
+        "start: a\nstates:\n  a:\n    type: shell_task\n    run: make\n    dirName: workspace\n    on: {{ success: b }}\n    catch: {{ business_error: end, technical_error: end, timeout: end }}\n  b:\n    type: condition_task\n    transitions:\n      - if: \"#params['x'] == 1\"\n        to: end\n      - else: end\n    on:\n      success: end\n{END}"
+    );
+    let w = warnings(&text);
+    contains(
+        &w,
+        "wf.yaml:8:57: [MAG-YA002] state 'a' has 'catch: timeout', which is never taken: it has \
+         no timeoutSeconds, so a shell_task never times out",
+    );
+    contains(
+        &w,
+        "wf.yaml:16:7: [MAG-YA002] state 'b' has 'on: success', which is never taken: a \
+         condition_task with 'else' always routes by its rules",
+    );
+    assert_eq!(w.len(), 2, "{w:#?}");
+}
+
+#[test]
+fn outcomes_nothing_routes_are_named_in_one_warning() {
+    let text = format!(
+        "start: build\nstates:\n  build:\n    type: shell_task\n    run: make\n    dirName: workspace\n    timeoutSeconds: 60\n    retry: {{ maxAttempts: 3, on: [timeout] }}\n    on:\n      success: end\n    catch:\n      technical_error: end\n{END}"
+    );
+    assert_eq!(
+        warnings(&text),
+        [
+            "wf.yaml:3:3: [MAG-YA003] a `business_error` or `timeout` of shell_task `build` would \
+          fail the run: no 'on:' or 'catch:' routes them"
+        ]
+    );
+}
+
+#[test]
+fn a_single_unrouted_timeout_reads_as_the_issue_says() {
+    let text = format!(
+        "start: build\nstates:\n  build:\n    type: workflow_task\n    workflow: sub\n    timeoutSeconds: 60\n    on: {{ success: end, failure: end }}\n{END}"
+    );
+    assert_eq!(
+        warnings(&text),
+        [
+            "wf.yaml:3:3: [MAG-YA003] a `timeout` of workflow_task `build` would fail the run: \
+          no 'on:' or 'catch:' routes it"
+        ]
+    );
+}
+
+#[test]
+fn catch_routes_by_error_kind_and_rejected_is_human_rejected() {
+    let text = format!(
+        "start: ask\nstates:\n  ask:\n    type: gate_task\n    inbox: {{ kind: APPROVAL }}\n    timeoutSeconds: 60\n    on: {{ approved: end, insufficient_info: end, undecidable: end }}\n    catch:\n      Human-Rejected: end\n      TIMEOUT: end\n{END}"
+    );
+    assert_eq!(warnings(&text), Vec::<String>::new());
+}
+
+#[test]
+fn cancelled_is_never_asked_for_and_always_allowed() {
+    let text = format!(
+        "start: t\nstates:\n  t:\n    type: timer_task\n    duration: 1s\n    on: {{ fired: end, cancelled: end }}\n    catch: {{ cancelled: end }}\n{END}"
+    );
+    assert_eq!(warnings(&text), Vec::<String>::new());
+}
+
+#[test]
+fn a_tool_task_may_report_any_error_kind_of_a_registered_task() {
+    let text = format!(
+        "start: t\nstates:\n  t:\n    type: tool_task\n    tool: my_task\n    on: {{ success: end }}\n    catch: {{ business_error: end, permission_error: end, technical_error: end }}\n{END}"
+    );
+    assert_eq!(warnings(&text), Vec::<String>::new());
+}
+
+#[test]
+fn a_condition_without_else_may_fall_through() {
+    let text = format!(
+        "start: route\nstates:\n  route:\n    type: condition_task\n    transitions:\n      - if: \"#params['risk'] == 'low'\"\n        to: end\n{END}"
+    );
+    assert_eq!(
+        warnings(&text),
+        [
+            "wf.yaml:3:3: [MAG-YA004] condition_task 'route' has no 'else' and its rules may all \
+          be false: then the run fails with \"no transition for outcome 'success'\"; expected a \
+          last rule '- else: <state>' (or 'on: success')"
+        ]
+    );
+    // A rule that is always true, or `on: success`, closes the gap.
+    let always = text.replace("\"#params['risk'] == 'low'\"", "\"true || false\"");
+    assert_eq!(warnings(&always), Vec::<String>::new());
+    let routed = format!(
+        "{}    on: {{ success: end }}\n{END}",
+        text.trim_end_matches(END)
+    );
+    assert_eq!(warnings(&routed), Vec::<String>::new());
+}
+
+#[test]
+fn unreachable_states_are_warned_about() {
+    let text = format!(
+        "start: a\nstates:\n  a:\n    type: timer_task\n    duration: 1s\n    on: {{ fired: end }}\n  lost:\n    type: timer_task\n    duration: 1s\n    on: {{ fired: end }}\n{END}"
+    );
+    assert_eq!(
+        warnings(&text),
+        [
+            "wf.yaml:7:3: [MAG-Y027] state 'lost' is never reached from start state 'a': expected \
+          a transition to it"
+        ]
+    );
+}
+
+#[test]
+fn a_loop_without_timer_gate_or_bound_can_run_forever() {
+    let body = "states:\n  poll:\n    type: shell_task\n    run: check\n    dirName: workspace\n    on: { success: end }\n    catch: { business_error: poll, technical_error: fix }\n  fix:\n    type: script_task\n    path: fix.js\n    on: { success: poll }\n    catch: { technical_error: end, timeout: end }\n  end:\n    type: terminal\n";
+    let text = format!("start: poll\n{body}");
+    assert_eq!(
+        warnings(&text),
+        [
+            "wf.yaml:3:3: [MAG-YA006] states 'poll', 'fix' form a loop with no timer_task or \
+          gate_task on it, and the workflow sets no bounds: a run can loop forever; expected \
+          bounds.maxTaskSpawns or bounds.maxWallclockSeconds, or a timer or gate on the loop"
+        ]
+    );
+    let bounded = format!("start: poll\nbounds: {{ maxTaskSpawns: 50 }}\n{body}");
+    assert_eq!(warnings(&bounded), Vec::<String>::new());
+    let cost_only = format!("start: poll\nbounds: {{ maxTotalCostUsd: 5 }}\n{body}");
+    assert_eq!(warnings(&cost_only).len(), 1);
+}
+
+#[test]
+fn a_state_that_goes_back_to_itself_is_a_loop_and_a_timer_breaks_it() {
+    let text = format!(
+        "start: a\nstates:\n  a:\n    type: shell_task\n    run: x\n    dirName: workspace\n    on: {{ success: end }}\n    catch: {{ business_error: a, technical_error: end }}\n{END}"
+    );
+    let w = warnings(&text);
+    assert_eq!(w.len(), 1, "{w:#?}");
+    assert!(
+        w[0].starts_with("wf.yaml:3:3: [MAG-YA006] state 'a' goes back to itself"),
+        "{w:#?}"
+    );
+    let waits = format!(
+        "start: a\nstates:\n  a:\n    type: shell_task\n    run: x\n    dirName: workspace\n    on: {{ success: end }}\n    catch: {{ business_error: wait, technical_error: end }}\n  wait:\n    type: timer_task\n    duration: 5m\n    on: {{ fired: a }}\n{END}"
+    );
+    assert_eq!(warnings(&waits), Vec::<String>::new());
+}
+
+#[test]
+fn analysis_waits_for_a_valid_document() {
+    // An unknown target is the error to fix first; no analysis findings pile on.
+    let text = format!(
+        "start: a\nstates:\n  a:\n    type: timer_task\n    duration: 1s\n    on: {{ fired: nowhere, success: end }}\n{END}"
+    );
+    let e = errors(&text);
+    assert_eq!(e.len(), 1, "{e:#?}");
+    assert!(e[0].contains("[MAG-Y010]"), "{e:#?}");
+}
+
+#[test]
+fn a_sub_workflow_that_does_not_exist_is_warned_about_through_the_lookup() {
+    let text = format!(
+        "start: a\nstates:\n  a:\n    type: workflow_task\n    workflow: build-and-test\n    on: {{ success: b, failure: end }}\n  b:\n    type: workflow_task\n    workflow: \"${{params.next}}\"\n    on: {{ success: end, failure: end }}\n{END}"
+    );
+    let loaded = load(&text).unwrap_or_else(|d| panic!("{d}"));
+    let mut asked = Vec::new();
+    let found = loaded.check_sub_workflows(|name| {
+        asked.push(name.to_owned());
+        false
+    });
+    // A templated name is resolved at run time and not looked up.
+    assert_eq!(asked, ["build-and-test"]);
+    let w: Vec<String> = found.iter().map(ToString::to_string).collect();
+    assert_eq!(
+        w,
+        [
+            "wf.yaml:5:15: [MAG-YA005] workflow_task 'a' starts workflow 'build-and-test', which \
+          is not a workflow of the project or its tenant: expected \
+          _vance/workflows/build-and-test.yaml; the task would end with 'failure'"
+        ]
+    );
+    assert!(found.iter().all(|d| d.severity == Severity::Warning));
+    assert!(loaded.check_sub_workflows(|_| true).is_empty());
+}
+
+#[test]
+fn the_reference_example_is_valid_and_its_gaps_are_warnings() {
+    let text = include_str!("../fixtures/pr-review.yaml");
+    let loaded = load_workflow("pr-review.yaml", text, &LoadOptions::default())
+        .unwrap_or_else(|d| panic!("{d}"));
+    let w: Vec<String> = loaded.warnings.iter().map(ToString::to_string).collect();
+    assert_eq!(
+        w,
+        [
+            "pr-review.yaml:26:3: [MAG-YA003] a `technical_error` or `timeout` of agent_task `plan` would fail the run: no 'on:' or 'catch:' routes them",
+            "pr-review.yaml:41:3: [MAG-YA003] a `timeout` of shell_task `run_checks` would fail the run: no 'on:' or 'catch:' routes it",
+            "pr-review.yaml:63:3: [MAG-YA003] an `insufficient_info` or `undecidable` of gate_task `human_review` would fail the run: no 'on:' or 'catch:' routes them",
+            "pr-review.yaml:90:3: [MAG-YA003] an `agent_error`, `technical_error` or `timeout` of agent_task `debug` would fail the run: no 'on:' or 'catch:' routes them",
+            "pr-review.yaml:99:7: [MAG-YA001] state 'debug' has 'on: failure', but an agent_task never ends that way: it ends with success, agent_error, technical_error, timeout; the transition can never be taken (only a workflow_task ends with 'failure')",
+            "pr-review.yaml:101:3: [MAG-YA003] an `insufficient_info` or `undecidable` of gate_task `retry_or_abort` would fail the run: no 'on:' or 'catch:' routes them",
+        ]
+    );
+}
+
+#[test]
+fn the_shipped_example_routes_every_outcome() {
+    let text = include_str!("../../../examples/_vance/workflows/pr-review.yaml");
+    let loaded = load_workflow("pr-review.yaml", text, &LoadOptions::default())
+        .unwrap_or_else(|d| panic!("{d}"));
+    assert!(loaded.warnings.is_empty(), "{}", loaded.warnings);
+}

@@ -1,0 +1,795 @@
+//! Conformance with the Vancetope reference, section by section, through the library: each
+//! test names the section it checks. The CLI-level suite lives with the `magrathea` command.
+
+use std::path::Path;
+use std::sync::Arc;
+use std::time::Duration;
+
+use magrathea_core::{GateAnswer, MemoryStore, Record, RunStatus, RunView, Store};
+use magrathea_yaml::YamlStartError;
+use serde_json::json;
+
+use crate::common;
+use common::Project;
+
+async fn project(docs: &[(&str, &str)]) -> Project {
+    project_on(Arc::new(MemoryStore::new()), docs).await
+}
+
+async fn project_on(store: Arc<dyn Store>, docs: &[(&str, &str)]) -> Project {
+    let p = Project::on(store, |r| r).await;
+    for (name, body) in docs {
+        p.workflow(name, body);
+    }
+    p
+}
+
+fn write_doc(project: &Path, name: &str, body: &str) {
+    std::fs::write(
+        project
+            .join("_vance/workflows")
+            .join(format!("{name}.yaml")),
+        body,
+    )
+    .unwrap();
+}
+
+impl Project {
+    fn count(&self, view: &RunView, type_name: &str) -> usize {
+        self.records(view)
+            .iter()
+            .filter(|r| r.type_name() == type_name)
+            .count()
+    }
+}
+
+#[tokio::test]
+async fn s3_2_shell_success_and_business_error_route_by_outcome() {
+    let p = project(&[(
+        "build",
+        r#"
+start: check
+states:
+  check:
+    type: shell_task
+    run: 'echo out; echo err >&2; exit "$MAGRATHEA_PARAM_CODE"'
+    dirName: workspace
+    storeAs: check_output
+    on:
+      success: done
+    catch:
+      business_error: failed
+  done:
+    type: terminal
+    result:
+      stdout: "${state.check_output.stdout}"
+  failed:
+    type: terminal
+    outcome: failure
+    result:
+      code: "${state.check_output.exitCode}"
+"#,
+    )])
+    .await;
+    let ok = p.run("build", json!({"code": 0})).await;
+    assert_eq!(ok.status, RunStatus::Done, "{ok:?}");
+    assert_eq!(ok.result, Some(json!({"stdout": "out\n"})));
+    let out = &ok.vars["check_output"];
+    assert_eq!(out["status"], "COMPLETED");
+    assert_eq!(out["exitCode"], 0);
+    assert_eq!(out["stderr"], "err\n");
+    assert!(out["durationMs"].is_u64());
+
+    let bad = p.run("build", json!({"code": 3})).await;
+    assert_eq!(bad.status, RunStatus::Failed);
+    // A whole `${…}` keeps the value's JSON type: the exit code stays a number.
+    assert_eq!(bad.result, Some(json!({"code": 3})));
+    let outcomes: Vec<String> = p
+        .records(&bad)
+        .into_iter()
+        .filter_map(|r| match r {
+            Record::TaskResult { outcome, .. } => Some(outcome.into_string()),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(outcomes, vec!["business_error"]);
+}
+
+#[tokio::test]
+async fn s3_2_shell_runs_in_the_workspace_and_without_dir_name_is_a_technical_error() {
+    let p = project(&[
+        (
+            "pwd",
+            "start: a\nstates:\n  a:\n    type: shell_task\n    run: pwd\n    dirName: workspace\n    storeAs: o\n    on:\n      success: done\n  done:\n    type: terminal\n",
+        ),
+        (
+            "nodir",
+            "start: a\nstates:\n  a:\n    type: shell_task\n    run: pwd\n    catch:\n      technical_error: done\n  done:\n    type: terminal\n    result: routed\n",
+        ),
+    ])
+    .await;
+    let v = p.run("pwd", json!({})).await;
+    let pwd = v.vars["o"]["stdout"].as_str().unwrap().trim().to_string();
+    assert_eq!(
+        Path::new(&pwd).canonicalize().unwrap(),
+        p.project.canonicalize().unwrap()
+    );
+    let v = p.run("nodir", json!({})).await;
+    assert_eq!(v.status, RunStatus::Done);
+    assert_eq!(v.result, Some(json!("routed")));
+}
+
+#[tokio::test]
+async fn s3_2_a_shell_timeout_kills_the_process_group_and_routes_timeout() {
+    let p = project(&[(
+        "slow",
+        r#"
+start: a
+states:
+  a:
+    type: shell_task
+    run: "sleep 30 & echo $! > child.pid; wait"
+    dirName: workspace
+    timeoutSeconds: 0.5
+    catch:
+      timeout: done
+  done:
+    type: terminal
+    result: timed out
+"#,
+    )])
+    .await;
+    let v = p.run("slow", json!({})).await;
+    assert_eq!(v.result, Some(json!("timed out")), "{v:?}");
+    let pid: i32 = std::fs::read_to_string(p.project.join("child.pid"))
+        .unwrap()
+        .trim()
+        .parse()
+        .unwrap();
+    // The background `sleep` was in the killed group: it is gone (or a zombie being reaped).
+    let mut gone = false;
+    for _ in 0..50 {
+        let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).unwrap_or_default();
+        if stat.is_empty() || stat.contains(") Z ") {
+            gone = true;
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    assert!(
+        gone,
+        "the sleep started by the command survived its timeout"
+    );
+}
+
+#[tokio::test]
+async fn s4_3_max_attempts_counts_the_first_attempt_and_retry_preempts_catch() {
+    let p = project(&[(
+        "flaky",
+        r#"
+start: a
+states:
+  a:
+    type: shell_task
+    run: "echo x >> attempts.txt; exit 1"
+    dirName: workspace
+    retry:
+      maxAttempts: 3
+      on: [business_error]
+      backoffSeconds: 0
+    catch:
+      business_error: gave_up
+  gave_up:
+    type: terminal
+    outcome: failure
+"#,
+    )])
+    .await;
+    let v = p.run("flaky", json!({})).await;
+    assert_eq!(v.status, RunStatus::Failed);
+    let attempts = std::fs::read_to_string(p.project.join("attempts.txt")).unwrap();
+    assert_eq!(
+        attempts.lines().count(),
+        3,
+        "maxAttempts: 3 = original + 2 retries"
+    );
+    assert_eq!(p.count(&v, "TaskStartedRecord"), 3);
+    assert_eq!(v.current_state.as_deref(), Some("gave_up"));
+}
+
+#[tokio::test]
+async fn s4_1_no_transition_for_an_outcome_fails_the_run_with_the_reference_reason() {
+    let p = project(&[(
+        "stuck",
+        "start: a\nstates:\n  a:\n    type: shell_task\n    run: exit 2\n    dirName: workspace\n    on:\n      success: done\n  done:\n    type: terminal\n",
+    )])
+    .await;
+    let v = p.run("stuck", json!({})).await;
+    assert_eq!(v.status, RunStatus::Failed);
+    assert_eq!(
+        v.reason.as_deref(),
+        Some("no transition for outcome 'business_error'")
+    );
+}
+
+#[tokio::test]
+async fn s3_6_conditions_route_first_match_then_else() {
+    let doc = r##"
+start: route
+states:
+  route:
+    type: condition_task
+    transitions:
+      - if: "#params['risk'] == 'low'"
+        to: merge
+      - if: "#params['risk'] in {'high', 'critical'}"
+        to: review
+      - else: triage
+  merge: { type: terminal, result: merge }
+  review: { type: terminal, result: review }
+  triage: { type: terminal, result: triage }
+"##;
+    let p = project(&[("route", doc)]).await;
+    for (risk, expected) in [
+        ("low", "merge"),
+        ("critical", "review"),
+        ("medium", "triage"),
+    ] {
+        let v = p.run("route", json!({"risk": risk})).await;
+        assert_eq!(v.result, Some(json!(expected)), "risk {risk}");
+    }
+}
+
+#[tokio::test]
+async fn s3_4_gate_outcomes_map_per_kind_and_answer() {
+    let doc = r#"
+start: ask
+states:
+  ask:
+    type: gate_task
+    inbox:
+      kind: DECISION
+      title: "Merge ${params.pr}?"
+      options: [retry, abort]
+    storeAs: decision
+    on:
+      retry: again
+      abort: stop
+      insufficient_info: info
+  again: { type: terminal, result: retry }
+  stop: { type: terminal, result: abort }
+  info: { type: terminal, result: info }
+"#;
+    let p = project(&[("ask", doc)]).await;
+    let v = p.run("ask", json!({"pr": "#7"})).await;
+    assert_eq!(v.status, RunStatus::Waiting);
+    let item = p
+        .engine
+        .inbox(magrathea_core::InboxFilter::Pending)
+        .unwrap()
+        .remove(0);
+    assert_eq!(item.title, "Merge #7?");
+    assert_eq!(
+        item.assigned_to, "tester",
+        "assignedTo falls back to startedBy"
+    );
+    assert_eq!(item.workflow_state.as_deref(), Some("ask"));
+    assert_eq!(item.meta["kind"], "workflow.gate");
+    p.engine
+        .answer_gate(&item.id, GateAnswer::choose("abort"))
+        .await
+        .unwrap();
+    let v = p.engine.wait(v.workflow_run_id).await.unwrap();
+    assert_eq!(v.result, Some(json!("abort")));
+    assert_eq!(v.vars["decision"]["chosen"], "abort");
+
+    let v = p.run("ask", json!({"pr": "#8"})).await;
+    let item = p
+        .engine
+        .inbox(magrathea_core::InboxFilter::Pending)
+        .unwrap()
+        .remove(0);
+    p.engine
+        .answer_gate(&item.id, GateAnswer::insufficient_info())
+        .await
+        .unwrap();
+    assert_eq!(
+        p.engine.wait(v.workflow_run_id).await.unwrap().result,
+        Some(json!("info"))
+    );
+}
+
+#[tokio::test]
+async fn s3_4_approval_rejected_is_caught_as_human_rejected_and_timeout_races_the_answer() {
+    let doc = r#"
+start: review
+states:
+  review:
+    type: gate_task
+    inbox: { kind: APPROVAL, title: "ok?" }
+    timeoutSeconds: 600
+    on:
+      approved: yes
+    catch:
+      human_rejected: no
+      timeout: late
+  yes: { type: terminal, result: approved }
+  no: { type: terminal, result: rejected }
+  late: { type: terminal, result: timeout }
+"#;
+    let quick = doc.replace("timeoutSeconds: 600", "timeoutSeconds: 0.2");
+    let p = project(&[("review", doc), ("quick", &quick)]).await;
+    let v = p.run("review", json!({})).await;
+    let item = p
+        .engine
+        .inbox(magrathea_core::InboxFilter::Pending)
+        .unwrap()
+        .remove(0);
+    p.engine
+        .answer_gate(&item.id, GateAnswer::reject())
+        .await
+        .unwrap();
+    assert_eq!(
+        p.engine.wait(v.workflow_run_id).await.unwrap().result,
+        Some(json!("rejected"))
+    );
+
+    let v = p.run("quick", json!({})).await;
+    let v = p.engine.wait(v.workflow_run_id).await.unwrap();
+    assert_eq!(v.result, Some(json!("timeout")));
+    let id = format!("{}-1", v.workflow_run_id);
+    let ack = p
+        .engine
+        .answer_gate(&id, GateAnswer::approve())
+        .await
+        .unwrap();
+    assert_eq!(ack, magrathea_core::AnswerAck::Ignored);
+}
+
+#[tokio::test]
+async fn s3_5_timer_fires_and_s9_bounds_stop_the_run() {
+    let doc = r#"
+start: wait
+bounds:
+  maxTaskSpawns: 3
+states:
+  wait:
+    type: timer_task
+    duration: 50ms
+    on:
+      fired: loop
+  loop:
+    type: shell_task
+    run: "true"
+    dirName: workspace
+    on:
+      success: loop
+"#;
+    let p = project(&[("spin", doc)]).await;
+    let v = p.run("spin", json!({})).await;
+    assert_eq!(v.status, RunStatus::Failed);
+    assert!(
+        v.reason
+            .as_deref()
+            .unwrap()
+            .starts_with("bounds exhausted: maxTaskSpawns"),
+        "{v:?}"
+    );
+    assert_eq!(p.count(&v, "TimerFiredRecord"), 1);
+    assert_eq!(
+        p.count(&v, "TaskStartedRecord"),
+        2,
+        "timer + 2 shell tasks = 3 spawns"
+    );
+}
+
+#[tokio::test]
+async fn s3_7_sub_run_success_and_failure_with_parent_identity() {
+    let p = project(&[
+        (
+            "parent",
+            r#"
+start: build
+states:
+  build:
+    type: workflow_task
+    workflow: child
+    params:
+      n: "${params.n}"
+    storeAs: built
+    on:
+      success: done
+      failure: failed
+  done: { type: terminal, result: { got: "${state.built.value}" } }
+  failed: { type: terminal, outcome: failure }
+"#,
+        ),
+        (
+            "child",
+            r##"
+parameters:
+  n: { type: string, required: true }
+start: check
+states:
+  check:
+    type: condition_task
+    transitions:
+      - if: "#params['n'] == '1'"
+        to: ok
+      - else: bad
+  ok: { type: terminal, result: { value: "n=${params.n}" } }
+  bad: { type: terminal, outcome: failure }
+"##,
+        ),
+    ])
+    .await;
+    let v = p.run("parent", json!({"n": "1"})).await;
+    let v = p.engine.wait(v.workflow_run_id).await.unwrap();
+    assert_eq!(v.result, Some(json!({"got": "n=1"})));
+    let child = p
+        .engine
+        .list_runs(&magrathea_core::RunFilter {
+            workflow: Some("child".into()),
+            ..Default::default()
+        })
+        .unwrap()
+        .remove(0);
+    assert_eq!(child.parent, Some(v.workflow_run_id));
+    let start = p.engine.journal(child.run_id).unwrap().remove(0);
+    match start.record {
+        Record::Start(s) => assert_eq!(s.parent.unwrap().state.as_deref(), Some("build")),
+        other => panic!("{other:?}"),
+    }
+    let v = p.run("parent", json!({"n": "2"})).await;
+    assert_eq!(
+        p.engine.wait(v.workflow_run_id).await.unwrap().status,
+        RunStatus::Failed
+    );
+}
+
+#[tokio::test]
+async fn s3_7_catch_failure_routes_a_failed_sub_run_as_in_the_reference_example() {
+    let p = project(&[
+        (
+            "parent",
+            r#"
+start: build_subprojects
+states:
+  build_subprojects:
+    type: workflow_task
+    workflow: build-and-test
+    params:
+      repo_url: "${params.repo_url}"
+    storeAs: build_result
+    timeoutSeconds: 3600
+    on:
+      success: deploy
+    catch:
+      failure: escalate
+  deploy: { type: terminal, result: deployed }
+  escalate:
+    type: terminal
+    result:
+      escalated: "${state.build_result.status}"
+"#,
+        ),
+        (
+            "build-and-test",
+            r#"
+start: test
+states:
+  test:
+    type: shell_task
+    run: "exit 1"
+    dirName: workspace
+    catch:
+      business_error: broken
+  broken: { type: terminal, outcome: failure }
+"#,
+        ),
+    ])
+    .await;
+    let v = p.run("parent", json!({"repo_url": "r"})).await;
+    let v = p.engine.wait(v.workflow_run_id).await.unwrap();
+    assert_eq!(v.status, RunStatus::Done, "{v:?}");
+    assert_eq!(v.current_state.as_deref(), Some("escalate"));
+    assert_eq!(v.result, Some(json!({"escalated": "FAILED"})));
+    assert_eq!(p.count(&v, "ChildFinishedRecord"), 1);
+}
+
+#[tokio::test]
+async fn s4_3_retry_on_rejected_reads_it_as_human_rejected_like_catch() {
+    let doc = r#"
+start: review
+states:
+  review:
+    type: gate_task
+    inbox: { kind: APPROVAL, title: "ok?" }
+    retry:
+      maxAttempts: 2
+      on: [Rejected]
+    on:
+      approved: yes
+    catch:
+      rejected: no
+  yes: { type: terminal, result: approved }
+  no: { type: terminal, result: rejected }
+"#;
+    let p = project(&[("review", doc)]).await;
+    // Answers the run's next gate: the first pending item not answered before.
+    let answered = std::sync::Mutex::new(Vec::<String>::new());
+    let answer = |answer: GateAnswer| async {
+        let mut polls = 0;
+        let item = loop {
+            polls += 1;
+            assert!(polls < 3000, "no new gate opened");
+            let fresh = p
+                .engine
+                .inbox(magrathea_core::InboxFilter::Pending)
+                .unwrap()
+                .into_iter()
+                .find(|i| !answered.lock().unwrap().contains(&i.id));
+            match fresh {
+                Some(item) => break item,
+                None => tokio::time::sleep(Duration::from_millis(10)).await,
+            }
+        };
+        answered.lock().unwrap().push(item.id.clone());
+        p.engine.answer_gate(&item.id, answer).await.unwrap();
+    };
+    // Rejected, retried with a new gate, approved.
+    let v = p.run("review", json!({})).await;
+    answer(GateAnswer::reject()).await;
+    answer(GateAnswer::approve()).await;
+    let done = p.engine.wait(v.workflow_run_id).await.unwrap();
+    assert_eq!(done.result, Some(json!("approved")));
+    assert_eq!(p.count(&done, "GateOpenedRecord"), 2);
+    // Rejected twice: the attempts are spent and `catch: rejected` routes.
+    let v = p.run("review", json!({})).await;
+    answer(GateAnswer::reject()).await;
+    answer(GateAnswer::reject()).await;
+    let done = p.engine.wait(v.workflow_run_id).await.unwrap();
+    assert_eq!(done.result, Some(json!("rejected")));
+}
+
+#[tokio::test]
+async fn s7_frozen_snapshot_edits_do_not_affect_a_waiting_run() {
+    let v1 = "start: g\nstates:\n  g:\n    type: gate_task\n    inbox: { kind: APPROVAL, title: t }\n    on:\n      approved: done\n  done: { type: terminal, result: old }\n";
+    let p = project(&[("snap", v1)]).await;
+    let v = p.run("snap", json!({})).await;
+    write_doc(
+        &p.project,
+        "snap",
+        &v1.replace("result: old", "result: new"),
+    );
+    let item = p
+        .engine
+        .inbox(magrathea_core::InboxFilter::Pending)
+        .unwrap()
+        .remove(0);
+    p.engine
+        .answer_gate(&item.id, GateAnswer::approve())
+        .await
+        .unwrap();
+    assert_eq!(
+        p.engine.wait(v.workflow_run_id).await.unwrap().result,
+        Some(json!("old"))
+    );
+    assert_eq!(p.run("snap", json!({})).await.status, RunStatus::Waiting);
+}
+
+#[tokio::test]
+async fn s2_1_invalid_parameters_and_unknown_workflows_start_nothing() {
+    let p = project(&[(
+        "p",
+        "parameters:\n  pr_url: { type: string, required: true }\nstart: d\nstates:\n  d: { type: terminal }\n",
+    )])
+    .await;
+    let err = p
+        .runtime
+        .start(&p.engine, &p.scope, "p", json!({}), "t")
+        .await
+        .unwrap_err();
+    assert!(matches!(err, YamlStartError::Params(_)), "{err}");
+    let err = p
+        .runtime
+        .start(&p.engine, &p.scope, "nope", json!({}), "t")
+        .await
+        .unwrap_err();
+    assert!(err.to_string().contains("[MAG-DOC001]"), "{err}");
+    assert!(p.engine.list_runs(&Default::default()).unwrap().is_empty());
+}
+
+#[tokio::test]
+async fn s3_8_terminal_without_result_writes_no_result_record() {
+    let p = project(&[("t", "start: d\nstates:\n  d: { type: terminal }\n")]).await;
+    let v = p.run("t", json!({})).await;
+    assert_eq!(v.status, RunStatus::Done);
+    assert_eq!(p.count(&v, "ResultRecord"), 0);
+    assert_eq!(p.count(&v, "StateEnteredRecord"), 1);
+}
+
+#[tokio::test]
+async fn the_example_pr_review_runs_without_an_llm_through_its_gate() {
+    let example =
+        Path::new(env!("CARGO_MANIFEST_DIR")).join("../examples/_vance/workflows/pr-review.yaml");
+    let body = std::fs::read_to_string(example).unwrap();
+    let p = project(&[("pr-review", &body)]).await;
+    std::fs::create_dir_all(p.project.join("_vance")).unwrap();
+    let v = p
+        .run(
+            "pr-review",
+            json!({"pr_url": "https://example.invalid/pr/1"}),
+        )
+        .await;
+    assert_eq!(v.status, RunStatus::Waiting, "{v:?}");
+    assert_eq!(v.current_state.as_deref(), Some("human_review"));
+    let item = p
+        .engine
+        .inbox(magrathea_core::InboxFilter::Pending)
+        .unwrap()
+        .remove(0);
+    assert_eq!(item.assigned_to, "@maintainers");
+    p.engine
+        .answer_gate(&item.id, GateAnswer::approve())
+        .await
+        .unwrap();
+    let v = p.engine.wait(v.workflow_run_id).await.unwrap();
+    assert_eq!(v.status, RunStatus::Done, "{v:?}");
+    assert_eq!(
+        v.result,
+        Some(json!({"summary": "merged https://example.invalid/pr/1\n"}))
+    );
+
+    let auto = p
+        .run("pr-review", json!({"pr_url": "u", "auto_merge": true}))
+        .await;
+    assert_eq!(auto.status, RunStatus::Done, "{auto:?}");
+}
+
+/// Reads `start <ns>` / `end <ns>` pairs written by concurrent shell steps and says whether
+/// any two intervals overlapped.
+fn intervals_overlap(log: &str) -> bool {
+    let mut spans: Vec<(u128, u128)> = Vec::new();
+    let mut open: Vec<u128> = Vec::new();
+    for line in log.lines() {
+        let (what, ns) = line.split_once(' ').unwrap();
+        let ns: u128 = ns.trim().parse().unwrap();
+        match what {
+            "start" => open.push(ns),
+            _ => spans.push((open.remove(0), ns)),
+        }
+    }
+    spans.sort();
+    spans.windows(2).any(|w| w[1].0 < w[0].1)
+}
+
+const LANE_DOC: &str = r#"
+start: work
+states:
+  work:
+    type: shell_task
+    run: "echo start $(date +%s%N) >> LOG; sleep 0.3; echo end $(date +%s%N) >> LOG"
+    dirName: shared
+    on:
+      success: done
+  done: { type: terminal }
+"#;
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn s11_a_projects_synchronous_tasks_run_one_at_a_time_other_projects_do_not_wait() {
+    let shared = tempfile::tempdir().unwrap();
+    let log = shared.path().join("lane.log");
+    let doc = LANE_DOC.replace("LOG", &log.display().to_string());
+    let settings = format!("workspaces:\n  shared: {}\n", shared.path().display());
+
+    // One project, two runs at once: the lane serialises them.
+    let p = project(&[("lane", &doc)]).await;
+    std::fs::write(p.project.join("_vance/settings.yaml"), &settings).unwrap();
+    let a = p
+        .runtime
+        .start(&p.engine, &p.scope, "lane", json!({}), "t")
+        .await
+        .unwrap();
+    let b = p
+        .runtime
+        .start(&p.engine, &p.scope, "lane", json!({}), "t")
+        .await
+        .unwrap();
+    assert_eq!(p.engine.wait(a).await.unwrap().status, RunStatus::Done);
+    assert_eq!(p.engine.wait(b).await.unwrap().status, RunStatus::Done);
+    assert!(
+        !intervals_overlap(&std::fs::read_to_string(&log).unwrap()),
+        "same lane overlapped"
+    );
+
+    // A project that raises its limit runs them side by side.
+    std::fs::remove_file(&log).unwrap();
+    let q = project(&[("lane", &doc)]).await;
+    let raised = format!("{settings}lanes:\n  maxConcurrentTasks: 2\n");
+    std::fs::write(q.project.join("_vance/settings.yaml"), raised).unwrap();
+    let a = q
+        .runtime
+        .start(&q.engine, &q.scope, "lane", json!({}), "t")
+        .await
+        .unwrap();
+    let b = q
+        .runtime
+        .start(&q.engine, &q.scope, "lane", json!({}), "t")
+        .await
+        .unwrap();
+    q.engine.wait(a).await.unwrap();
+    q.engine.wait(b).await.unwrap();
+    assert!(
+        intervals_overlap(&std::fs::read_to_string(&log).unwrap()),
+        "raised limit still serialised"
+    );
+}
+
+#[tokio::test]
+async fn shell_steps_see_params_and_vars_as_environment_and_long_output_keeps_its_tail() {
+    let doc = r#"
+parameters:
+  pr-url: { type: string, required: true }
+start: first
+states:
+  first:
+    type: shell_task
+    run: 'printf "%s|%s" "$MAGRATHEA_PARAM_PR_URL" "$MAGRATHEA_STATE"'
+    dirName: workspace
+    storeAs: first
+    on:
+      success: second
+  second:
+    type: shell_task
+    run: 'echo "$MAGRATHEA_VAR_FIRST"; head -c 5000 /dev/zero | tr "\0" x; echo END'
+    dirName: workspace
+    storeAs: second
+    on:
+      success: done
+  done: { type: terminal }
+"#;
+    let p = project(&[("env", doc)]).await;
+    std::fs::write(
+        p.project.join("_vance/settings.yaml"),
+        "shell:\n  maxOutputBytes: 100\n",
+    )
+    .unwrap();
+    let v = p
+        .run("env", json!({"pr-url": "https://x/1; rm -rf /"}))
+        .await;
+    assert_eq!(v.status, RunStatus::Done, "{v:?}");
+    assert_eq!(v.vars["first"]["stdout"], "https://x/1; rm -rf /|first");
+    let second = &v.vars["second"];
+    assert_eq!(second["stdoutTruncated"], true);
+    let out = second["stdout"].as_str().unwrap();
+    assert!(out.starts_with("[… "), "{out}");
+    assert!(out.ends_with("xxxxEND\n"), "{out}");
+}
+
+#[test]
+fn a_placeholder_in_a_shell_command_is_an_error_naming_the_variable_to_use() {
+    let doc = "start: a\nstates:\n  a:\n    type: shell_task\n    run: \"git checkout ${params.branch} && echo ${state.plan.risk}\"\n    dirName: workspace\n    on:\n      success: done\n  done: { type: terminal }\n";
+    let errors: Vec<String> =
+        match magrathea_yaml::load_workflow("w.yaml", doc, &Default::default()) {
+            Ok(_) => panic!("a splicing shell command must not load"),
+            Err(d) => d.errors().map(|d| d.to_string()).collect(),
+        };
+    assert!(
+        errors
+            .iter()
+            .any(|e| e.starts_with("w.yaml:5:10: [MAG-Y028]")
+                && e.contains("\"$MAGRATHEA_PARAM_BRANCH\"")
+                && e.contains("splice: quoted")),
+        "{errors:?}"
+    );
+    assert!(
+        errors
+            .iter()
+            .any(|e| e.contains("[MAG-Y028]") && e.contains("\"$MAGRATHEA_VAR_PLAN_RISK\"")),
+        "{errors:?}"
+    );
+    // Opting in with `splice: quoted` loads.
+    let quoted = doc.replace("    dirName:", "    splice: quoted\n    dirName:");
+    assert!(magrathea_yaml::load_workflow("w.yaml", &quoted, &Default::default()).is_ok());
+}

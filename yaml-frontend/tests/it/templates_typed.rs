@@ -1,0 +1,183 @@
+//! Reference §2.4, as its authors meant it: a whole `${…}` keeps the value's JSON type, a
+//! placeholder inside text becomes text, only `${params.…}` / `${state.…}` are placeholders,
+//! and `$${` writes a literal `${` — through real runs.
+
+use crate::common;
+
+use common::Project;
+use magrathea_core::{Record, RunStatus};
+use serde_json::json;
+
+#[tokio::test(flavor = "multi_thread")]
+async fn s2_4_typed_parameters_flow_into_a_sub_workflow_and_back() {
+    let p = Project::new(|rt| rt).await;
+    p.workflow(
+        "child",
+        r#"
+start: done
+parameters:
+  n: { type: integer, required: true }
+  fast: { type: boolean, required: true }
+  opts: { type: object, required: true }
+  items: { type: array, required: true }
+states:
+  done:
+    type: terminal
+    result:
+      n: "${params.n}"
+      fast: "${params.fast}"
+      depth: "${params.opts.depth}"
+      second: "${params.items.1}"
+      text: "n=${params.n} fast=${params.fast} opts=${params.opts}"
+"#,
+    );
+    p.workflow(
+        "parent",
+        r#"
+start: call
+parameters:
+  n: { type: integer, required: true }
+  opts: { type: object, default: { depth: 2 } }
+states:
+  call:
+    type: workflow_task
+    workflow: child
+    params:
+      n: "${params.n}"
+      fast: true
+      opts: "${params.opts}"
+      items: ["a", "${params.n}"]
+    storeAs: sub
+    on: { success: done }
+  done:
+    type: terminal
+    result:
+      fromChild: "${state.sub}"
+      n: "${state.sub.n}"
+      missing: "${state.nothing.here}"
+"#,
+    );
+    let view = p.run("parent", json!({"n": 3})).await;
+    assert_eq!(view.status, RunStatus::Done, "{view:?}");
+    let child = json!({
+        "n": 3,
+        "fast": true,
+        "depth": 2,
+        "second": 3,
+        "text": "n=3 fast=true opts={\"depth\":2}",
+    });
+    assert_eq!(
+        view.result,
+        Some(json!({"fromChild": child, "n": 3, "missing": ""}))
+    );
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn s2_4_other_dollar_braces_stay_text_and_dollar_dollar_is_a_literal() {
+    let p = Project::new(|rt| rt).await;
+    p.workflow(
+        "sh",
+        r#"
+start: echo
+parameters:
+  who: { type: string, default: ann }
+states:
+  echo:
+    type: shell_task
+    run: "echo ${UNSET_IN_THIS_TEST:-fallback} '$${params.who}' ${params.who}"
+    splice: quoted
+    dirName: workspace
+    storeAs: out
+    on: { success: done }
+  done:
+    type: terminal
+    result: "${state.out.stdout}"
+"#,
+    );
+    let view = p.run("sh", json!({})).await;
+    assert_eq!(view.status, RunStatus::Done, "{view:?}");
+    assert_eq!(view.result, Some(json!("fallback ${params.who} ann\n")));
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn an_invalid_templated_timer_duration_is_journaled_with_its_reason() {
+    let p = Project::new(|rt| rt).await;
+    p.workflow(
+        "wait",
+        r#"
+start: pause
+parameters:
+  wait: { type: string, required: true }
+states:
+  pause:
+    type: timer_task
+    duration: "${params.wait}"
+    on: { fired: done }
+    catch: { technical_error: bad }
+  done:
+    type: terminal
+  bad:
+    type: terminal
+    outcome: failure
+"#,
+    );
+    let view = p.run("wait", json!({"wait": "soon"})).await;
+    assert_eq!(view.status, RunStatus::Failed, "{view:?}");
+    let why = p
+        .records(&view)
+        .into_iter()
+        .find_map(|r| match r {
+            Record::SideEffect { name, value, .. } if name == "timer_duration" => Some(value),
+            _ => None,
+        })
+        .unwrap_or_else(|| panic!("no timer_duration record"));
+    let error = why["error"].as_str().unwrap_or_default();
+    assert!(error.contains("'soon'"), "{error}");
+    assert!(error.contains("MAG-Y017"), "{error}");
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_condition_journals_its_choice_not_the_runs_variables() {
+    let p = Project::new(|rt| rt).await;
+    p.workflow(
+        "branch",
+        r##"
+start: pick
+parameters:
+  n: { type: integer, required: true }
+states:
+  pick:
+    type: condition_task
+    transitions:
+      - if: "#params['n'] > 2"
+        to: big
+      - else: small
+  big:
+    type: terminal
+    result: big
+  small:
+    type: terminal
+    result: small
+"##,
+    );
+    let view = p.run("branch", json!({"n": 5})).await;
+    assert_eq!(view.result, Some(json!("big")));
+    let records = p.records(&view);
+    let choice = records
+        .iter()
+        .find_map(|r| match r {
+            Record::SideEffect { name, value, .. } if name == "condition" => Some(value.clone()),
+            _ => None,
+        })
+        .unwrap_or_else(|| panic!("no condition record in {records:?}"));
+    assert_eq!(
+        choice,
+        json!({"matched": "#params['n'] > 2", "next": "big"})
+    );
+    assert!(
+        !records
+            .iter()
+            .any(|r| matches!(r, Record::TaskStarted { .. })),
+        "a condition runs no task: {records:?}"
+    );
+}

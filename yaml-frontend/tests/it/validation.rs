@@ -1,0 +1,582 @@
+//! Every validation rule: message, code and line:column.
+
+use magrathea_yaml::{Diagnostics, ErrorKind, LoadOptions, Severity, load_workflow};
+
+fn diags(text: &str) -> Diagnostics {
+    match load_workflow("wf.yaml", text, &LoadOptions::default()) {
+        Ok(l) => l.warnings,
+        Err(d) => d,
+    }
+}
+
+fn rendered(text: &str) -> Vec<String> {
+    diags(text).iter().map(ToString::to_string).collect()
+}
+
+/// Asserts that some diagnostic renders exactly as `expected`.
+#[track_caller]
+fn has(text: &str, expected: &str) {
+    let all = rendered(text);
+    assert!(
+        all.iter().any(|d| d == expected),
+        "expected {expected:?} in {all:#?}"
+    );
+}
+
+fn doc(states: &str) -> String {
+    format!("start: a\nstates:\n{states}")
+}
+
+const END: &str = "  end:\n    type: terminal\n";
+
+#[test]
+fn reference_example_loads_with_only_analysis_warnings() {
+    let text = include_str!("../fixtures/pr-review.yaml");
+    let loaded = load_workflow("pr-review.yaml", text, &LoadOptions::default())
+        .unwrap_or_else(|d| panic!("{d}"));
+    // What static analysis finds in it is listed in tests/analysis.rs.
+    assert!(
+        loaded
+            .warnings
+            .iter()
+            .all(|w| w.message.starts_with("[MAG-YA")),
+        "{}",
+        loaded.warnings
+    );
+    let doc = loaded.doc;
+    assert_eq!(doc.start.value, "plan");
+    assert_eq!(doc.states.len(), 9);
+    let names: Vec<&str> = doc.states.keys().map(String::as_str).collect();
+    assert_eq!(names[..3], ["plan", "run_checks", "route"]);
+    assert_eq!(doc.version.as_deref(), Some("1"));
+    assert_eq!(doc.bounds.and_then(|b| b.max_task_spawns), Some(100));
+    let plan = &doc.states["plan"];
+    assert_eq!(plan.on[0].outcome, "on".replace("on", "success"));
+    assert_eq!(plan.store_as.as_deref(), Some("plan_output"));
+    assert_eq!(plan.raw["params"]["schema"]["risk"]["enum"][0], "low");
+    let rc = &doc.states["run_checks"];
+    let retry = rc
+        .retry
+        .as_ref()
+        .map(|r| (r.max_attempts, r.on.len(), r.backoff_seconds));
+    assert_eq!(retry, Some((2, 2, 60.0)));
+    assert_eq!(
+        doc.parameters["reviewer"].default,
+        Some(serde_json::json!("@maintainers"))
+    );
+}
+
+#[test]
+fn start_is_required_and_must_exist() {
+    has(
+        "states:\n  a:\n    type: terminal\n",
+        "wf.yaml:1:1: [MAG-Y006] the workflow has no 'start': expected 'start: <name of the initial state>'",
+    );
+    has(
+        "start: pln\nstates:\n  plan:\n    type: terminal\n",
+        "wf.yaml:1:8: [MAG-Y008] start state 'pln' is not defined: expected one of the states [plan] (did you mean 'plan'?)",
+    );
+}
+
+#[test]
+fn states_required_and_non_empty() {
+    has(
+        "start: a\n",
+        "wf.yaml:1:1: [MAG-Y006] the workflow has no 'states': expected a mapping of state name to state spec",
+    );
+    has(
+        "start: a\nstates: {}\n",
+        "wf.yaml:2:9: [MAG-Y009] 'states' is empty: expected at least one state",
+    );
+}
+
+#[test]
+fn unknown_transition_targets_with_did_you_mean() {
+    let text = doc(
+        "  a:\n    type: shell_task\n    run: x\n    on:\n      success: mrege\n    catch:\n      timeout: nowhere\n  merge:\n    type: terminal\n",
+    );
+    has(
+        &text,
+        "wf.yaml:7:16: [MAG-Y010] unknown transition target 'mrege': expected one of the states [a, merge] (did you mean 'merge'?)",
+    );
+    has(
+        &text,
+        "wf.yaml:9:16: [MAG-Y010] unknown transition target 'nowhere': expected one of the states [a, merge]",
+    );
+}
+
+#[test]
+fn all_errors_are_reported_at_once() {
+    let text = doc(
+        "  a:\n    type: shel_task\n  b:\n    type: shell_task\n    storAs: x\n    on:\n      success: c\n",
+    );
+    let d = diags(&text);
+    let errors: Vec<String> = d.errors().map(|e| e.message.clone()).collect();
+    assert_eq!(errors.len(), 4, "{errors:#?}");
+    assert!(errors[0].starts_with("[MAG-Y004] unknown task type 'shel_task' in state 'a'"));
+    assert!(errors[0].ends_with("(did you mean 'shell_task'?)"));
+}
+
+#[test]
+fn unknown_task_type_and_missing_type() {
+    has(
+        &doc("  a:\n    type: shel_task\n"),
+        "wf.yaml:4:11: [MAG-Y004] unknown task type 'shel_task' in state 'a': expected one of [agent_task, shell_task, script_task, tool_task, gate_task, timer_task, condition_task, workflow_task, parallel_task, foreach_task, terminal] (did you mean 'shell_task'?)",
+    );
+    has(
+        &doc("  a:\n    description: x\n"),
+        "wf.yaml:4:5: [MAG-Y006] state 'a' has no 'type': expected one of [agent_task, shell_task, script_task, tool_task, gate_task, timer_task, condition_task, workflow_task, parallel_task, foreach_task, terminal]",
+    );
+}
+
+#[test]
+fn unknown_fields_suggest_the_right_one() {
+    let text = doc(&format!(
+        "  a:\n    type: shell_task\n    run: x\n    storAs: out\n    on: {{ success: end }}\n{END}"
+    ));
+    has(
+        &text,
+        "wf.yaml:6:5: [MAG-Y005] unknown field 'storAs' in state 'a' (shell_task): expected one of [type, description, timeoutSeconds, storeAs, on, catch, retry, compensate, run, dirName, splice] (did you mean 'storeAs'?)",
+    );
+    has(
+        "start: a\nstaets: {}\n",
+        "wf.yaml:2:1: [MAG-Y005] unknown field 'staets' in the workflow document: expected one of [description, version, start, parameters, bounds, allowedTools, tags, defaults, onFailure, states] (did you mean 'states'?)",
+    );
+}
+
+#[test]
+fn required_fields_per_type() {
+    let cases = [
+        ("agent_task", "recipe"),
+        ("shell_task", "run"),
+        ("script_task", "path"),
+        ("tool_task", "tool"),
+        ("timer_task", "duration"),
+        ("workflow_task", "workflow"),
+    ];
+    for (ty, field) in cases {
+        let text = doc(&format!(
+            "  a:\n    type: {ty}\n    on: {{ success: end }}\n{END}"
+        ));
+        has(
+            &text,
+            &format!(
+                "wf.yaml:4:5: [MAG-Y006] state 'a' has no '{field}': expected a '{field}:' string field"
+            ),
+        );
+    }
+    has(
+        &doc(&format!(
+            "  a:\n    type: gate_task\n    on: {{ ok: end }}\n{END}"
+        )),
+        "wf.yaml:4:5: [MAG-Y006] state 'a' has no 'inbox': expected an 'inbox:' block with at least 'kind'",
+    );
+    has(
+        &doc("  a:\n    type: condition_task\n"),
+        "wf.yaml:4:5: [MAG-Y006] state 'a' has no 'transitions': expected a list of {if, to} rules ending with an optional {else: <state>}",
+    );
+    has(
+        &doc("  a:\n    type: shell_task\n    run: 5\n"),
+        "wf.yaml:5:10: [MAG-Y007] 'run' of state 'a' is an integer (5): expected a string",
+    );
+}
+
+#[test]
+fn condition_rules() {
+    let rules = "  a:\n    type: condition_task\n    transitions:\n      - else: end\n      - if: \"#params['x'] == 1\"\n        to: end\n      - else: end\n";
+    let text = doc(&format!("{rules}{END}"));
+    has(
+        &text,
+        "wf.yaml:6:9: [MAG-Y011] 'else' is rule 1 of 3 in state 'a': expected it to be the last rule",
+    );
+    has(
+        &text,
+        "wf.yaml:9:9: [MAG-Y011] a second 'else' in state 'a': expected at most one else rule",
+    );
+    let missing = doc(&format!(
+        "  a:\n    type: condition_task\n    transitions:\n      - if: \"true\"\n      - to: end\n{END}"
+    ));
+    has(
+        &missing,
+        "wf.yaml:6:9: [MAG-Y012] rule 1 of state 'a' has no 'to': expected a rule {if: <condition>, to: <state>} or {else: <state>}",
+    );
+    has(
+        &missing,
+        "wf.yaml:7:9: [MAG-Y012] rule 2 of state 'a' has no 'if': expected a rule {if: <condition>, to: <state>} or {else: <state>}",
+    );
+    let bad_target = doc(&format!(
+        "  a:\n    type: condition_task\n    transitions:\n      - if: \"true\"\n        to: ned\n      - else: edn\n{END}"
+    ));
+    has(
+        &bad_target,
+        "wf.yaml:7:13: [MAG-Y010] unknown transition target 'ned': expected one of the states [a, end] (did you mean 'end'?)",
+    );
+    has(
+        &bad_target,
+        "wf.yaml:8:15: [MAG-Y010] unknown transition target 'edn': expected one of the states [a, end] (did you mean 'end'?)",
+    );
+}
+
+#[test]
+fn condition_errors_point_at_the_failing_character() {
+    let text = doc(&format!(
+        "  a:\n    type: condition_task\n    transitions:\n      - if: \"#state['x'].size() > 1\"\n        to: end\n      - if: T(java.lang.System)\n        to: end\n      - if: \"#state['x'] == \"\n        to: end\n{END}"
+    ));
+    has(
+        &text,
+        "wf.yaml:6:26: [MAG-Y023] invalid condition in rule 1 of state 'a': method calls are not allowed in conditions: 'size(...)'",
+    );
+    has(
+        &text,
+        "wf.yaml:8:13: [MAG-Y023] invalid condition in rule 2 of state 'a': type references T(...) are not allowed in conditions",
+    );
+    has(
+        &text,
+        "wf.yaml:10:29: [MAG-Y022] invalid condition in rule 3 of state 'a': expected a value, a variable or '(', found end of expression",
+    );
+}
+
+#[test]
+fn a_workflow_condition_reading_the_event_is_refused_where_it_reads_it() {
+    let text = doc(&format!(
+        "  a:\n    type: condition_task\n    transitions:\n      - if: \"#event['status'] == 'FAILED'\"\n        to: end\n      - else: end\n{END}"
+    ));
+    has(
+        &text,
+        "wf.yaml:6:14: [MAG-Y023] invalid condition in rule 1 of state 'a': '#event' exists only in event filters (`subscribe.filter:`, a hook's `filter:`); a workflow's conditions read #state, #params or #tasks",
+    );
+}
+
+#[test]
+fn terminal_has_no_transitions() {
+    let text =
+        doc("  a:\n    type: terminal\n    on:\n      success: a\n    catch:\n      timeout: a\n");
+    has(
+        &text,
+        "wf.yaml:5:5: [MAG-Y013] terminal state 'a' has 'on:': expected no transitions or retry on a terminal state (it ends the run)",
+    );
+    has(
+        &text,
+        "wf.yaml:7:5: [MAG-Y013] terminal state 'a' has 'catch:': expected no transitions or retry on a terminal state (it ends the run)",
+    );
+    has(
+        &doc("  a:\n    type: terminal\n    outcome: succes\n"),
+        "wf.yaml:5:14: [MAG-Y026] 'outcome' of state 'a' is a string 'succes': expected one of [success, failure] (did you mean 'success'?)",
+    );
+}
+
+#[test]
+fn no_way_out_and_unreachable_are_warnings() {
+    let text = doc(&format!("  a:\n    type: shell_task\n    run: x\n{END}"));
+    let loaded = load_workflow("wf.yaml", &text, &LoadOptions::default());
+    let warnings = loaded.map(|l| l.warnings).unwrap_or_else(|d| panic!("{d}"));
+    let w: Vec<String> = warnings.iter().map(ToString::to_string).collect();
+    assert_eq!(w, vec![
+        "wf.yaml:3:3: [MAG-Y014] state 'a' (shell_task) has no 'on:' or 'catch:' transitions: expected a way out; the run will fail with \"no transition for outcome\"".to_owned(),
+        "wf.yaml:6:3: [MAG-Y027] state 'end' is never reached from start state 'a': expected a transition to it".to_owned(),
+    ]);
+    assert!(warnings.iter().all(|d| d.severity == Severity::Warning));
+}
+
+#[test]
+fn error_kinds_normalized_and_unknown_rejected() {
+    let text = doc(&format!(
+        "  a:\n    type: shell_task\n    run: x\n    catch:\n      Technical-Error: end\n      tiemout: end\n    retry:\n      maxAttempts: 3\n      on: [TIMEOUT, oops]\n{END}"
+    ));
+    has(
+        &text,
+        "wf.yaml:8:7: [MAG-Y015] unknown error kind 'tiemout' in 'catch' of state 'a': expected one of [technical_error, business_error, agent_error, timeout, permission_error, human_rejected, cancelled, failure] (did you mean 'timeout'?)",
+    );
+    has(
+        &text,
+        "wf.yaml:11:21: [MAG-Y015] unknown error kind 'oops' in retry.on of state 'a': expected one of [technical_error, business_error, agent_error, timeout, permission_error, human_rejected, cancelled, failure]",
+    );
+    assert_eq!(diags(&text).errors().count(), 2);
+}
+
+#[test]
+fn catch_failure_of_the_reference_workflow_task_example_loads() {
+    let text = doc(&format!(
+        "  a:\n    type: workflow_task\n    workflow: build-and-test\n    on:\n      success: end\n    catch:\n      failure: end\n{END}"
+    ));
+    let loaded =
+        load_workflow("wf.yaml", &text, &LoadOptions::default()).unwrap_or_else(|d| panic!("{d}"));
+    assert!(loaded.warnings.is_empty(), "{}", loaded.warnings);
+    let catch = &loaded.doc.states["a"].catch;
+    assert_eq!(catch[0].kind, ErrorKind::Failure);
+}
+
+#[test]
+fn rejected_is_human_rejected_in_catch_and_retry_on() {
+    let text = doc(&format!(
+        "  a:\n    type: gate_task\n    inbox: {{ kind: APPROVAL, title: t }}\n    retry:\n      maxAttempts: 2\n      on: [Rejected, human-rejected]\n    on:\n      approved: end\n    catch:\n      REJECTED: end\n{END}"
+    ));
+    let loaded =
+        load_workflow("wf.yaml", &text, &LoadOptions::default()).unwrap_or_else(|d| panic!("{d}"));
+    let a = &loaded.doc.states["a"];
+    assert_eq!(a.catch[0].kind, ErrorKind::HumanRejected);
+    let retry = a.retry.as_ref().unwrap();
+    assert_eq!(
+        retry.on,
+        [ErrorKind::HumanRejected, ErrorKind::HumanRejected]
+    );
+}
+
+#[test]
+fn a_numeric_version_keeps_its_text() {
+    for (written, kept) in [
+        ("1.10", "1.10"),
+        ("2", "2"),
+        ("1.0", "1.0"),
+        ("\"1.10\"", "1.10"),
+        ("0x10", "0x10"),
+    ] {
+        let text = format!("version: {written}\nstart: end\nstates:\n{END}");
+        let loaded = load_workflow("wf.yaml", &text, &LoadOptions::default())
+            .unwrap_or_else(|d| panic!("{d}"));
+        assert_eq!(
+            loaded.doc.version.as_deref(),
+            Some(kept),
+            "version: {written}"
+        );
+    }
+    has(
+        "version: [1]\nstart: end\nstates:\n  end:\n    type: terminal\n",
+        "wf.yaml:1:10: [MAG-Y007] 'version' is a list: expected a string",
+    );
+}
+
+#[test]
+fn retry_shape() {
+    let text = doc(&format!(
+        "  a:\n    type: shell_task\n    run: x\n    on: {{ success: end }}\n    retry:\n      maxAttempts: 0\n      on: timeout\n      backoffSeconds: -1\n{END}"
+    ));
+    has(
+        &text,
+        "wf.yaml:8:20: [MAG-Y018] retry.maxAttempts of state 'a' is an integer (0): expected an integer >= 1",
+    );
+    has(
+        &text,
+        "wf.yaml:9:11: [MAG-Y018] retry.on of state 'a' is a string 'timeout': expected a list of error kinds",
+    );
+    has(
+        &text,
+        "wf.yaml:10:23: [MAG-Y018] retry.backoffSeconds of state 'a' is an integer (-1): expected a number >= 0",
+    );
+}
+
+#[test]
+fn bounds_timeout_store_as() {
+    let text = format!(
+        "start: a\nbounds:\n  maxTotalCostUsd: -1\n  maxTaskSpawns: 2.5\n  maxWallclockSeconds: soon\nstates:\n  a:\n    type: shell_task\n    run: x\n    timeoutSeconds: 0\n    storeAs: my.var\n    on: {{ success: end }}\n{END}"
+    );
+    has(
+        &text,
+        "wf.yaml:3:20: [MAG-Y019] bounds.maxTotalCostUsd is an integer (-1): expected a non-negative number",
+    );
+    has(
+        &text,
+        "wf.yaml:4:18: [MAG-Y019] bounds.maxTaskSpawns is a number (2.5): expected a non-negative integer",
+    );
+    has(
+        &text,
+        "wf.yaml:5:24: [MAG-Y019] bounds.maxWallclockSeconds is a string 'soon': expected a non-negative number",
+    );
+    has(
+        &text,
+        "wf.yaml:10:21: [MAG-Y020] timeoutSeconds of state 'a' is an integer (0): expected a positive number of seconds",
+    );
+    has(
+        &text,
+        "wf.yaml:11:14: [MAG-Y021] storeAs of state 'a' is a string 'my.var': expected a plain identifier (letters, digits, '_', not starting with a digit)",
+    );
+}
+
+/// Every duration of a document is at most 100 years (3,155,760,000 s): longer ones, however
+/// written (an exponent, an integer past i64, `.inf`), are rejected with the limit in the
+/// message, never taken as a `Duration` that overflows.
+#[test]
+fn durations_past_a_hundred_years_are_rejected_with_the_limit() {
+    let text = format!(
+        "start: a\nbounds:\n  maxWallclockSeconds: .inf\nstates:\n  a:\n    type: shell_task\n    run: x\n    timeoutSeconds: 1e20\n    on: {{ success: b }}\n    retry:\n      maxAttempts: 3\n      on: [timeout]\n      backoffSeconds: 1e300\n  b:\n    type: timer_task\n    duration: 36526d\n    timeoutSeconds: 99999999999999999999\n    on: {{ fired: c }}\n  c:\n    type: timer_task\n    duration: P1000000000000000000000W\n    on: {{ fired: end }}\n{END}"
+    );
+    has(
+        &text,
+        "wf.yaml:3:24: [MAG-Y019] bounds.maxWallclockSeconds is a number (inf): expected at most 3155760000 seconds (100 years)",
+    );
+    has(
+        &text,
+        "wf.yaml:8:21: [MAG-Y020] timeoutSeconds of state 'a' is a number (1e20): expected at most 3155760000 seconds (100 years)",
+    );
+    has(
+        &text,
+        "wf.yaml:13:23: [MAG-Y018] retry.backoffSeconds of state 'a' is a number (1e300): expected at most 3155760000 seconds (100 years)",
+    );
+    has(
+        &text,
+        "wf.yaml:16:15: [MAG-Y017] invalid duration '36526d': longer than the limit of 100 years (3155760000 seconds) in state 'b'",
+    );
+    has(
+        &text,
+        "wf.yaml:17:21: [MAG-Y020] timeoutSeconds of state 'b' is a number (1e20): expected at most 3155760000 seconds (100 years)",
+    );
+    has(
+        &text,
+        "wf.yaml:21:15: [MAG-Y017] invalid duration 'P1000000000000000000000W': longer than the limit of 100 years (3155760000 seconds) in state 'c'",
+    );
+    assert_eq!(diags(&text).errors().count(), 6, "{}", diags(&text));
+}
+
+#[test]
+fn durations_of_exactly_a_hundred_years_are_taken() {
+    let text = format!(
+        "start: a\nbounds:\n  maxWallclockSeconds: 3155760000\nstates:\n  a:\n    type: timer_task\n    duration: 36525d\n    timeoutSeconds: 3155760000\n    on: {{ fired: end }}\n    retry:\n      maxAttempts: 2\n      on: [timeout]\n      backoffSeconds: 3.15576e9\n{END}"
+    );
+    let loaded =
+        load_workflow("wf.yaml", &text, &LoadOptions::default()).unwrap_or_else(|d| panic!("{d}"));
+    assert!(loaded.warnings.is_empty(), "{}", loaded.warnings);
+    let a = &loaded.doc.states["a"];
+    assert_eq!(a.timeout_seconds, Some(3_155_760_000.0));
+    assert_eq!(a.retry.as_ref().map(|r| r.backoff_seconds), Some(3.15576e9));
+}
+
+#[test]
+fn negative_and_not_a_number_durations_are_rejected() {
+    let text = format!(
+        "start: a\nbounds:\n  maxWallclockSeconds: -.inf\nstates:\n  a:\n    type: shell_task\n    run: x\n    timeoutSeconds: .nan\n    on: {{ success: end }}\n    retry:\n      maxAttempts: 3\n      on: [timeout]\n      backoffSeconds: -1e300\n{END}"
+    );
+    has(
+        &text,
+        "wf.yaml:3:24: [MAG-Y019] bounds.maxWallclockSeconds is a number (-inf): expected a non-negative number",
+    );
+    has(
+        &text,
+        "wf.yaml:8:21: [MAG-Y020] timeoutSeconds of state 'a' is a number (NaN): expected a positive number of seconds",
+    );
+    has(
+        &text,
+        "wf.yaml:13:23: [MAG-Y018] retry.backoffSeconds of state 'a' is a number (-1e300): expected a number >= 0",
+    );
+}
+
+#[test]
+fn parameter_schemas() {
+    let text = format!("start: a\nparameters:\n  p1: {{ type: strng }}\n  p2: {{ type: integer, required: yes, default: \"x\" }}\n  p3: {{ required: true }}\nstates:\n{END}").replace("start: a", "start: end");
+    has(
+        &text,
+        "wf.yaml:3:15: [MAG-Y016] parameter 'p1' has type a string 'strng': expected one of [string, number, integer, boolean, object, array] (did you mean 'string'?)",
+    );
+    has(
+        &text,
+        "wf.yaml:4:34: [MAG-Y016] 'required' of parameter 'p2' is a string 'yes': expected true or false",
+    );
+    has(
+        &text,
+        "wf.yaml:4:48: [MAG-Y016] default of parameter 'p2' is a string 'x': expected a value of type integer",
+    );
+    has(
+        &text,
+        "wf.yaml:5:7: [MAG-Y016] parameter 'p3' has no 'type': expected one of [string, number, integer, boolean, object, array]",
+    );
+}
+
+#[test]
+fn timer_durations() {
+    let text = doc(&format!(
+        "  a:\n    type: timer_task\n    duration: 7 days\n    on: {{ fired: end }}\n{END}"
+    ));
+    has(
+        &text,
+        "wf.yaml:5:15: [MAG-Y017] invalid duration '7 days': expected ISO-8601 like 'PT5M30S' or 'P7D', or a shortcut like '7d', '4h', '30m', '45s', '250ms' in state 'a'",
+    );
+    let ok = doc(&format!(
+        "  a:\n    type: timer_task\n    duration: \"${{params.wait}}\"\n    on: {{ fired: end }}\n{END}"
+    ));
+    assert!(!diags(&ok).has_errors(), "{}", diags(&ok));
+}
+
+#[test]
+fn likely_template_typos_are_warnings_pointing_into_the_string() {
+    let text = doc(&format!(
+        "  a:\n    type: tool_task\n    tool: t\n    params:\n      url: \"see ${{param.x}}\"\n      other: \"${{params.x\"\n      home: \"${{HOME}}/x ${{VAR:-1}} `${{js}}` $${{params.x}}\"\n    on: {{ success: end }}\n{END}"
+    ));
+    let d = diags(&text);
+    assert!(!d.has_errors(), "{d}");
+    has(
+        &text,
+        "wf.yaml:7:17: [MAG-Y024] '${param.x}' is left as text: only '${params.…}' and '${state.…}' are placeholders; did you mean '${params.x}'?",
+    );
+    has(
+        &text,
+        "wf.yaml:8:15: [MAG-Y024] unterminated placeholder: expected '}' (left as text)",
+    );
+    let templates = d.iter().filter(|d| d.code.as_str() == "MAG-Y024").count();
+    assert_eq!(templates, 2, "{d}");
+}
+
+#[test]
+fn gate_inbox_rules() {
+    let text = doc(&format!(
+        "  a:\n    type: gate_task\n    inbox:\n      kind: DECISION\n      titel: x\n      criticality: urgent\n    on: {{ ok: end }}\n{END}"
+    ));
+    has(
+        &text,
+        "wf.yaml:6:7: [MAG-Y006] the inbox of state 'a' is a DECISION without options: expected a non-empty 'options' list",
+    );
+    has(
+        &text,
+        "wf.yaml:7:7: [MAG-Y005] unknown field 'titel' in the inbox of state 'a': expected one of [kind, title, body, assignedTo, criticality, tags, options, approvers, quorum, selfApproval] (did you mean 'title'?)",
+    );
+    has(
+        &text,
+        "wf.yaml:8:20: [MAG-Y026] 'criticality' of the inbox of state 'a' is a string 'urgent': expected one of [LOW, NORMAL, CRITICAL]",
+    );
+}
+
+#[test]
+fn duplicate_keys_are_errors() {
+    has(
+        "start: a\nstart: b\nstates: {}\n",
+        "wf.yaml:2:1: [MAG-Y025] duplicate key 'start': expected each key once (first defined at 1:1)",
+    );
+}
+
+#[test]
+fn approval_rules_are_checked_where_they_are_written() {
+    let gate = |inbox: &str| {
+        doc(&format!(
+            "  a:\n    type: gate_task\n    inbox:\n{inbox}    on:\n      approved: a\n"
+        ))
+    };
+    let ok = gate(
+        "      kind: APPROVAL\n      approvers: { users: [alice], roles: [ops] }\n      quorum: 2\n      selfApproval: false\n",
+    );
+    assert!(diags(&ok).errors().next().is_none(), "{:?}", rendered(&ok));
+    has(
+        &gate("      kind: DECISION\n      options: [a]\n      quorum: 2\n"),
+        "wf.yaml:8:15: [MAG-Y026] the inbox of state 'a': approvers, quorum and selfApproval apply to APPROVAL inboxes only",
+    );
+    mentions(
+        &gate("      kind: APPROVAL\n      quorum: 0\n"),
+        "'quorum' of the inbox of state 'a' is an integer (0): expected a whole number of approvals from 1 to 100",
+    );
+    mentions(
+        &gate("      kind: APPROVAL\n      approvers: {}\n"),
+        "names nobody",
+    );
+    mentions(
+        &gate("      kind: APPROVAL\n      selfApproval: nope\n"),
+        "'selfApproval' of the inbox of state 'a'",
+    );
+}
+
+/// Asserts that some diagnostic contains `part`, at a line and column.
+#[track_caller]
+fn mentions(text: &str, part: &str) {
+    let all = rendered(text);
+    assert!(
+        all.iter()
+            .any(|d| d.starts_with("wf.yaml:") && d.contains(part)),
+        "expected {part:?} in {all:#?}"
+    );
+}

@@ -1,0 +1,175 @@
+//! The YAML reader: YAML 1.2 semantics (cross-checked against serde_yaml_ng), limits,
+//! aliases and syntax-error positions.
+
+use magrathea_yaml::{Code, LoadOptions, YamlKind, load_workflow, parse_yaml};
+use serde_json::{Value, json};
+
+fn read(text: &str) -> Value {
+    parse_yaml("t.yaml", text, &LoadOptions::default())
+        .map(|n| n.to_json())
+        .unwrap_or_else(|d| panic!("{d}"))
+}
+
+#[test]
+fn on_off_yes_no_stay_strings_as_keys_and_values() {
+    let v = read("on: off\nyes: no\ny: n\nOn: true\nflag: FALSE\n");
+    assert_eq!(
+        v,
+        json!({"on": "off", "yes": "no", "y": "n", "On": true, "flag": false})
+    );
+    let node = parse_yaml("t.yaml", "on:\n  success: x\n", &LoadOptions::default());
+    let key = node
+        .ok()
+        .and_then(|n| n.as_map().map(|m| m[0].0.kind.clone()));
+    assert_eq!(key, Some(YamlKind::Str("on".into())));
+}
+
+#[test]
+fn transition_block_named_on_is_read_as_on() {
+    // A DECISION gate, so that `yes` is an outcome its state can end with.
+    let text = "start: a\nstates:\n  a:\n    type: gate_task\n    inbox: { kind: DECISION, options: [yes, no] }\n    on:\n      yes: b\n  b:\n    type: terminal\n";
+    let doc = load_workflow("t.yaml", text, &LoadOptions::default()).map(|l| l.doc);
+    let doc = doc.unwrap_or_else(|d| panic!("{d}"));
+    assert_eq!(doc.states["a"].on[0].outcome, "yes");
+    assert_eq!(doc.states["a"].on[0].target, "b");
+}
+
+/// Documents on which the span reader and serde_yaml_ng must agree exactly.
+const AGREEMENT: &[&str] = &[
+    "a: true\nb: false\nc: True\nd: FALSE\n",
+    "on: 1\noff: 2\nyes: 3\nno: 4\n",
+    "v: [yes, no, on, off, y, n, Yes, NO]\n",
+    "i: 42\nneg: -7\nf: 1.5\ne: 1e3\nhalf: .5\nbig: 9007199254740993\n",
+    "n1: null\nn2: ~\nn3:\nn4: Null\n",
+    "s1: 'true'\ns2: \"42\"\ns3: '~'\ns4: \"null\"\ns5: 'it''s'\ns6: \"tab\\there\"\n",
+    "outer:\n  inner:\n    list: [1, {k: v}, [x, y]]\n    flow: {a: 1, b: [true, 'false']}\n",
+    "block: |\n  line one\n  line two\nfolded: >\n  a\n  b\n",
+    "version: \"1\"\nplain: 1.0\nstr: 1.0.0\nurl: http://x/y?z=1\n",
+    "anchor: &a {x: 1}\ncopy: *a\n",
+];
+
+#[test]
+fn span_reader_agrees_with_serde_yaml_ng() {
+    for text in AGREEMENT {
+        let ours = read(text);
+        let theirs: Value = serde_yaml_ng::from_str(text).unwrap_or_else(|e| panic!("{text}: {e}"));
+        assert_eq!(ours, theirs, "disagreement on {text:?}");
+    }
+}
+
+#[test]
+fn reference_fixture_agrees_with_serde_yaml_ng() {
+    let text = include_str!("../fixtures/pr-review.yaml");
+    let theirs: Value = serde_yaml_ng::from_str(text).unwrap_or_else(|e| panic!("{e}"));
+    assert_eq!(read(text), theirs);
+    assert!(theirs["states"]["plan"]["on"].is_object());
+}
+
+#[test]
+fn nodes_carry_positions() {
+    let node = parse_yaml("t.yaml", "a:\n  b: [1, 'x']\n", &LoadOptions::default());
+    let node = node.unwrap_or_else(|d| panic!("{d}"));
+    let b = node.get("a").and_then(|a| a.get("b"));
+    let items = b.and_then(|b| b.as_seq()).unwrap_or_default();
+    assert_eq!(b.map(|b| b.span.to_string()), Some("2:6".to_owned()));
+    assert_eq!(items[1].span.to_string(), "2:10");
+    assert_eq!(
+        items[1].content.map(|c| c.to_string()),
+        Some("2:11".to_owned())
+    );
+}
+
+#[test]
+fn syntax_errors_report_parser_position() {
+    let err = parse_yaml("t.yaml", "a: 1\nb: [1, 2\nc: 3\n", &LoadOptions::default());
+    let d = err
+        .err()
+        .and_then(|d| d.iter().next().cloned())
+        .map(|d| (d.code, d.line));
+    assert_eq!(d.map(|(c, _)| c), Some(Code::Syntax));
+    let err = parse_yaml("t.yaml", "key: \"unterminated\n", &LoadOptions::default());
+    let msg = err.err().map(|d| d.to_string()).unwrap_or_default();
+    assert!(
+        msg.starts_with("t.yaml:1:6: [MAG-Y001] invalid YAML: "),
+        "{msg}"
+    );
+    assert!(msg.contains("quoted scalar"), "{msg}");
+    let tab = parse_yaml("t.yaml", "a:\n\tb: 1\n", &LoadOptions::default());
+    let msg = tab.err().map(|d| d.to_string()).unwrap_or_default();
+    assert!(
+        msg.starts_with("t.yaml:2:2: [MAG-Y001] invalid YAML: tabs"),
+        "{msg}"
+    );
+}
+
+#[test]
+fn size_limit() {
+    let text = format!("description: \"{}\"\n", "x".repeat(200));
+    let opts = LoadOptions::default().max_bytes(100);
+    let err = load_workflow("big.yaml", &text, &opts)
+        .err()
+        .map(|d| d.to_string());
+    assert_eq!(
+        err.as_deref(),
+        Some(
+            "big.yaml:1:1: [MAG-Y002] document is 216 bytes: expected at most 100 bytes (LoadOptions::max_bytes)\n"
+        )
+    );
+    assert!(parse_yaml("ok.yaml", &text, &LoadOptions::default()).is_ok());
+}
+
+#[test]
+fn alias_bomb_is_rejected() {
+    let bomb = "a: &a [x, x, x, x, x, x, x, x, x]\n\
+                b: &b [*a, *a, *a, *a, *a, *a, *a, *a, *a]\n\
+                c: &c [*b, *b, *b, *b, *b, *b, *b, *b, *b]\n\
+                d: &d [*c, *c, *c, *c, *c, *c, *c, *c, *c]\n\
+                e: &e [*d, *d, *d, *d, *d, *d, *d, *d, *d]\n\
+                f: &f [*e, *e, *e, *e, *e, *e, *e, *e, *e]\n\
+                g: &g [*f, *f, *f, *f, *f, *f, *f, *f, *f]\n\
+                h: &h [*g, *g, *g, *g, *g, *g, *g, *g, *g]\n\
+                i: &i [*h, *h, *h, *h, *h, *h, *h, *h, *h]\n";
+    let err = parse_yaml("bomb.yaml", bomb, &LoadOptions::default()).err();
+    let d = err
+        .and_then(|d| d.iter().next().cloned())
+        .unwrap_or_else(|| panic!("bomb loaded"));
+    assert_eq!(d.code, Code::TooComplex);
+    assert!(d.message.contains("more than 100000 nodes"), "{d}");
+    assert!(d.line >= 6, "{d}");
+}
+
+#[test]
+fn deep_nesting_is_rejected() {
+    let text = format!("{}{}", "[".repeat(20), "]".repeat(20));
+    let err = parse_yaml("deep.yaml", &text, &LoadOptions::default().max_depth(10)).err();
+    let d = err
+        .and_then(|d| d.iter().next().cloned())
+        .unwrap_or_else(|| panic!("loaded"));
+    assert_eq!(d.code, Code::TooComplex);
+    assert_eq!((d.line, d.column), (1, 11));
+    assert!(parse_yaml("deep.yaml", &text, &LoadOptions::default()).is_ok());
+    // Far deeper nesting is rejected (by the parser's own limit or ours), never a crash.
+    let text = format!("{}{}", "[".repeat(5000), "]".repeat(5000));
+    assert!(parse_yaml("deep.yaml", &text, &LoadOptions::default()).is_err());
+}
+
+#[test]
+fn second_document_and_non_mapping_root() {
+    let err = parse_yaml("t.yaml", "a: 1\n---\nb: 2\n", &LoadOptions::default());
+    let msg = err.err().map(|d| d.to_string()).unwrap_or_default();
+    assert!(msg.contains("[MAG-Y001] a second YAML document"), "{msg}");
+    let err = load_workflow("t.yaml", "- a\n- b\n", &LoadOptions::default());
+    let msg = err.err().map(|d| d.to_string()).unwrap_or_default();
+    assert_eq!(
+        msg,
+        "t.yaml:1:1: [MAG-Y007] the document root is a list: expected a mapping\n"
+    );
+}
+
+#[test]
+fn explicit_str_tag_keeps_text() {
+    assert_eq!(
+        read("a: !!str true\nb: !!str 12\n"),
+        json!({"a": "true", "b": "12"})
+    );
+}
