@@ -6,8 +6,8 @@ use std::time::Duration;
 
 use magrathea_core::{
     AnswerAck, CancelAck, ChildRequest, Engine, EngineBuilder, GateAnswer, GateKind, GateOutcome,
-    GateSpec, MemoryStore, Record, RetryPolicy, RunStatus, StartRequest, Store, TaskError,
-    TaskOptions, TaskRegistration, WorkflowError, WorkflowRegistration,
+    GateSpec, MemoryStore, Record, RetryPolicy, RunFilter, RunId, RunStatus, StartRequest, Store,
+    TaskError, TaskOptions, TaskRegistration, WorkflowError, WorkflowRegistration,
 };
 use serde_json::{Value, json};
 
@@ -189,14 +189,14 @@ async fn a_per_attempt_timeout_fails_the_attempt_with_kind_timeout() {
 }
 
 #[tokio::test]
-async fn an_inbox_of_one_scope_lists_only_that_scopes_items() {
+async fn an_inbox_of_one_scope_or_tenant_lists_only_its_items() {
     let wf = WorkflowRegistration::new("g", "", |ctx, _| async move {
         ctx.gate(gate(GateKind::Approval, None)).await;
         Ok(Value::Null)
     });
     let engine = engine_with(Arc::new(MemoryStore::new()), |b| b.workflow(wf)).await;
     let mut runs = Vec::new();
-    for scope in ["acme/shop", "globex/labs"] {
+    for scope in ["acme/shop", "acme/shopping", "acmex/shop", "globex/labs"] {
         let mut req = StartRequest::code("g", Value::Null);
         req.scope = scope.into();
         let run = engine.start(req).await.unwrap();
@@ -206,17 +206,83 @@ async fn an_inbox_of_one_scope_lists_only_that_scopes_items() {
         );
         runs.push(run);
     }
-    let acme = engine
-        .inbox_of(magrathea_core::InboxFilter::Pending, |s| {
-            s.scope.as_str() == "acme/shop"
-        })
+    let of = |runs: RunFilter, keep: &dyn Fn(&str) -> bool| {
+        let mut found: Vec<_> = engine
+            .inbox_of(magrathea_core::InboxFilter::Pending, &runs, |s| {
+                keep(s.scope.as_str())
+            })
+            .unwrap()
+            .into_iter()
+            .map(|i| i.workflow_run_id)
+            .collect();
+        found.sort();
+        found
+    };
+    let sorted = |mut v: Vec<RunId>| {
+        v.sort();
+        v
+    };
+    let project = RunFilter {
+        scope: Some("acme/shop".into()),
+        ..RunFilter::default()
+    };
+    assert_eq!(of(project, &|_| true), vec![runs[0]]);
+    let tenant = RunFilter {
+        scope_prefix: Some("acme/".into()),
+        ..RunFilter::default()
+    };
+    assert_eq!(
+        of(tenant.clone(), &|_| true),
+        sorted(vec![runs[0], runs[1]])
+    );
+    // `keep` narrows the selection further.
+    assert_eq!(of(tenant, &|s| s != "acme/shopping"), vec![runs[0]]);
+    let all = engine.inbox(magrathea_core::InboxFilter::Pending).unwrap();
+    assert_eq!(all.len(), 4, "{all:?}");
+}
+
+#[tokio::test]
+async fn the_recent_runs_of_an_inbox_are_those_of_its_scope_not_of_the_whole_store() {
+    let gated = WorkflowRegistration::new("g", "", |ctx, _| async move {
+        ctx.gate(gate(GateKind::Approval, None)).await;
+        Ok(Value::Null)
+    });
+    let quick = WorkflowRegistration::new("q", "", |_ctx, _| async move { Ok(Value::Null) });
+    let engine = engine_with(Arc::new(MemoryStore::new()), |b| {
+        b.workflow(gated).workflow(quick)
+    })
+    .await;
+    let mut req = StartRequest::code("g", Value::Null);
+    req.scope = "acme/shop".into();
+    let run = engine.start(req).await.unwrap();
+    engine.wait_settled(run).await.unwrap();
+    let item = engine.inbox(magrathea_core::InboxFilter::Pending).unwrap()[0]
+        .id
+        .clone();
+    engine
+        .answer_gate(&item, GateAnswer::approve())
+        .await
+        .unwrap();
+    assert_eq!(engine.wait(run).await.unwrap().status, RunStatus::Done);
+    // Another tenant finishes more runs, later, than the inbox looks back over.
+    for _ in 0..4 {
+        let mut req = StartRequest::code("q", Value::Null);
+        req.scope = "globex/labs".into();
+        let other = engine.start(req).await.unwrap();
+        assert_eq!(engine.wait(other).await.unwrap().status, RunStatus::Done);
+    }
+    let acme = RunFilter {
+        scope: Some("acme/shop".into()),
+        ..RunFilter::default()
+    };
+    let answered = engine
+        .inbox_of(magrathea_core::InboxFilter::Recent(2), &acme, |_| true)
         .unwrap();
     assert_eq!(
-        acme.iter().map(|i| i.workflow_run_id).collect::<Vec<_>>(),
-        vec![runs[0]]
+        answered.iter().map(|i| i.id.as_str()).collect::<Vec<_>>(),
+        vec![item.as_str()]
     );
-    let all = engine.inbox(magrathea_core::InboxFilter::Pending).unwrap();
-    assert_eq!(all.len(), 2, "{all:?}");
+    assert_eq!(answered[0].status, magrathea_core::InboxStatus::Answered);
 }
 
 #[tokio::test]

@@ -287,6 +287,7 @@ impl Store for PgStore {
     fn list_runs(&self, filter: &RunFilter) -> Result<Vec<RunSummary>, StoreError> {
         let workflow = filter.workflow.clone();
         let scope = filter.scope.clone();
+        let (from, to) = prefix_range(filter.scope_prefix.as_deref());
         let before = filter.before.map(uuid);
         let limit = (filter.limit > 0).then(|| i64::try_from(filter.limit).unwrap_or(i64::MAX));
         self.with_client(move |client| async move {
@@ -295,9 +296,37 @@ impl Store for PgStore {
                     "SELECT summary FROM magrathea_runs
                      WHERE ($1::text IS NULL OR workflow = $1)
                        AND ($2::text IS NULL OR scope = $2)
-                       AND ($3::uuid IS NULL OR run_id < $3)
-                     ORDER BY run_id DESC LIMIT $4",
-                    &[&workflow, &scope, &before, &limit],
+                       AND ($3::text IS NULL OR scope COLLATE \"C\" >= $3)
+                       AND ($4::text IS NULL OR scope COLLATE \"C\" < $4)
+                       AND ($5::uuid IS NULL OR run_id < $5)
+                     ORDER BY run_id DESC LIMIT $6",
+                    &[&workflow, &scope, &from, &to, &before, &limit],
+                )
+                .await
+                .map_err(pg)?;
+            rows.iter()
+                .map(|row| decode_summary(row.get::<_, &[u8]>(0)))
+                .collect()
+        })
+    }
+
+    fn active_summaries(&self, filter: &RunFilter) -> Result<Vec<RunSummary>, StoreError> {
+        let workflow = filter.workflow.clone();
+        let scope = filter.scope.clone();
+        let (from, to) = prefix_range(filter.scope_prefix.as_deref());
+        // One query over the index of active runs by scope, rather than a summary read per
+        // active run of the whole store.
+        self.with_client(move |client| async move {
+            let rows = client
+                .query(
+                    "SELECT summary FROM magrathea_runs
+                     WHERE active
+                       AND ($1::text IS NULL OR workflow = $1)
+                       AND ($2::text IS NULL OR scope = $2)
+                       AND ($3::text IS NULL OR scope COLLATE \"C\" >= $3)
+                       AND ($4::text IS NULL OR scope COLLATE \"C\" < $4)
+                     ORDER BY run_id",
+                    &[&workflow, &scope, &from, &to],
                 )
                 .await
                 .map_err(pg)?;
@@ -332,5 +361,56 @@ impl Store for PgStore {
                 .map_err(pg)?;
             Ok(row.map(|row| run_id(row.get(0))))
         })
+    }
+}
+
+/// The bytewise range of the strings that begin with `prefix`: from the prefix itself up to
+/// (not including) the prefix with its last character raised by one. `(None, None)` without a
+/// prefix; no upper end when no character can be raised.
+fn prefix_range(prefix: Option<&str>) -> (Option<String>, Option<String>) {
+    let Some(prefix) = prefix.filter(|p| !p.is_empty()) else {
+        return (None, None);
+    };
+    let mut chars: Vec<char> = prefix.chars().collect();
+    let mut upper = None;
+    while let Some(last) = chars.pop() {
+        if let Some(next) = (u32::from(last) + 1..=u32::from(char::MAX)).find_map(char::from_u32) {
+            chars.push(next);
+            upper = Some(chars.into_iter().collect());
+            break;
+        }
+    }
+    (Some(prefix.to_owned()), upper)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::prefix_range;
+
+    #[test]
+    fn a_prefix_range_holds_exactly_the_strings_that_begin_with_it() {
+        assert_eq!(prefix_range(None), (None, None));
+        assert_eq!(prefix_range(Some("")), (None, None));
+        let (from, to) = prefix_range(Some("acme/"));
+        let (from, to) = (from.unwrap(), to.unwrap());
+        assert_eq!((from.as_str(), to.as_str()), ("acme/", "acme0"));
+        let within = |s: &str| s >= from.as_str() && s < to.as_str();
+        for s in ["acme/", "acme/shop", "acme/\u{10FFFF}"] {
+            assert!(within(s), "{s}");
+        }
+        for s in [
+            "acme",
+            "acme0",
+            "acmex/shop",
+            "acm",
+            "globex/shop",
+            "acme.shop",
+        ] {
+            assert!(!within(s), "{s}");
+        }
+        // A last character with no successor gives way to the one before it.
+        let (_, to) = prefix_range(Some("a\u{10FFFF}"));
+        assert_eq!(to.as_deref(), Some("b"));
+        assert_eq!(prefix_range(Some("\u{10FFFF}")).1, None);
     }
 }

@@ -494,38 +494,43 @@ impl Engine {
 
     /// Inbox items of non-terminal runs, oldest first, as `filter` says.
     pub fn inbox(&self, filter: InboxFilter) -> Result<Vec<InboxItem>, StoreError> {
-        self.inbox_of(filter, |_| true)
+        self.inbox_of(filter, &RunFilter::default(), |_| true)
     }
 
-    /// [`Engine::inbox`] restricted to the runs whose summary satisfies `keep` (a tenant's or
-    /// a project's scope, say): the journals of the other runs are not read.
+    /// [`Engine::inbox`] of the runs `runs` selects by workflow, scope and scope prefix (a
+    /// project's scope, or a tenant's prefix) whose summary also satisfies `keep`: the
+    /// journals of the other runs are not read, and a store with an index by scope does not
+    /// read their summaries either. [`InboxFilter::Recent`] counts the finished runs of the
+    /// selection only.
     pub fn inbox_of(
         &self,
         filter: InboxFilter,
+        runs: &RunFilter,
         keep: impl Fn(&RunSummary) -> bool,
     ) -> Result<Vec<InboxItem>, StoreError> {
         let pending_only = filter == InboxFilter::Pending;
         let mut items = Vec::new();
-        let mut runs = self.inner.store.active_runs()?;
+        let selection = RunFilter {
+            before: None,
+            limit: 0,
+            ..runs.clone()
+        };
+        let mut summaries = self.inner.store.active_summaries(&selection)?;
         if let InboxFilter::Recent(n) = filter {
             let recent = self.inner.store.list_runs(&RunFilter {
                 limit: n,
-                ..RunFilter::default()
+                ..selection
             })?;
-            runs.extend(
-                recent
-                    .into_iter()
-                    .filter(|s| s.status.is_terminal())
-                    .map(|s| s.run_id),
-            );
+            summaries.extend(recent.into_iter().filter(|s| s.status.is_terminal()));
+            // A run that ended between the two reads is in both.
+            summaries.sort_by_key(|s| s.run_id);
+            summaries.dedup_by_key(|s| s.run_id);
         }
-        for run in runs {
-            let Some(summary) = self.inner.store.run_summary(run)? else {
-                continue;
-            };
+        for summary in summaries {
             if !keep(&summary) {
                 continue;
             }
+            let run = summary.run_id;
             // One unreadable run must not hide every other run's items.
             let entries = match self.inner.store.read_journal(run) {
                 Ok(entries) => entries,

@@ -9,6 +9,10 @@ use crate::record::{Record, RunStatus, StartRecord};
 use crate::vocabulary::RunScope;
 
 fn start(run: RunId, name: &str) -> CommitBatch {
+    start_in(run, name, RunScope::default())
+}
+
+fn start_in(run: RunId, name: &str, scope: RunScope) -> CommitBatch {
     let mut bytes = Vec::new();
     let rec = Record::Start(Box::new(StartRecord {
         workflow_name: name.into(),
@@ -19,7 +23,7 @@ fn start(run: RunId, name: &str) -> CommitBatch {
         parent: None,
         started_by: "test".into(),
         idempotency_key: Some(format!("key-{run}")),
-        scope: RunScope::default(),
+        scope: scope.clone(),
         requested_by: None,
         bounds: None,
         entry: None,
@@ -39,7 +43,7 @@ fn start(run: RunId, name: &str) -> CommitBatch {
             created_ms: 7,
             updated_ms: 7,
             parent: None,
-            scope: RunScope::default(),
+            scope,
         }],
         idempotency_keys: vec![(format!("key-{run}"), run)],
     }
@@ -113,6 +117,78 @@ pub fn check_all(store: &dyn Store) {
         bytes,
         raw.iter().map(|(_, r)| r.len() as u64).sum::<u64>(),
         "the journal's encoded bytes"
+    );
+    check_scopes(store);
+}
+
+/// Runs selected by scope and by scope prefix, in listings and among the active runs.
+fn check_scopes(store: &dyn Store) {
+    let scopes = [
+        "acme/shop",
+        "acme/shopping",
+        "acmex/shop",
+        "globex/labs",
+        "acme/shop",
+    ];
+    let mut runs = Vec::new();
+    for scope in scopes {
+        let run = RunId::new();
+        std::thread::sleep(std::time::Duration::from_millis(2));
+        store
+            .commit(&[&start_in(run, "scoped", RunScope::from(scope))])
+            .unwrap();
+        runs.push(run);
+    }
+    // The last run of acme/shop ends.
+    let mut done = store.run_summary(runs[4]).unwrap().unwrap();
+    done.status = RunStatus::Done;
+    store
+        .commit(&[&CommitBatch {
+            summaries: vec![done],
+            ..Default::default()
+        }])
+        .unwrap();
+    let select = |scope: Option<&str>, prefix: Option<&str>| RunFilter {
+        workflow: Some("scoped".into()),
+        scope: scope.map(Into::into),
+        scope_prefix: prefix.map(Into::into),
+        ..Default::default()
+    };
+    let ids = |list: Vec<RunSummary>| list.into_iter().map(|s| s.run_id).collect::<Vec<_>>();
+    assert_eq!(
+        ids(store.list_runs(&select(None, Some("acme/"))).unwrap()),
+        vec![runs[4], runs[1], runs[0]],
+        "runs by scope prefix, newest first"
+    );
+    assert_eq!(
+        ids(store.list_runs(&select(Some("acme/shop"), None)).unwrap()),
+        vec![runs[4], runs[0]],
+        "runs of one scope"
+    );
+    assert_eq!(
+        ids(store
+            .active_summaries(&select(Some("acme/shop"), None))
+            .unwrap()),
+        vec![runs[0]],
+        "the active runs of one scope"
+    );
+    assert_eq!(
+        ids(store
+            .active_summaries(&select(None, Some("acme/")))
+            .unwrap()),
+        vec![runs[0], runs[1]],
+        "the active runs under a prefix, oldest first"
+    );
+    assert_eq!(
+        ids(store
+            .active_summaries(&select(None, Some("acmex")))
+            .unwrap()),
+        vec![runs[2]]
+    );
+    assert_eq!(
+        ids(store.active_summaries(&select(None, None)).unwrap()),
+        runs[..4].to_vec(),
+        "every active run of the workflow"
     );
 }
 

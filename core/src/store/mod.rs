@@ -107,6 +107,8 @@ pub struct RunFilter {
     pub workflow: Option<String>,
     /// Only runs of this scope.
     pub scope: Option<String>,
+    /// Only runs whose scope begins with this (`acme/`: every project of tenant `acme`).
+    pub scope_prefix: Option<String>,
     /// Only runs older than this one (cursor for pagination; the list is newest first).
     pub before: Option<RunId>,
     /// At most this many (0 = no limit).
@@ -198,6 +200,22 @@ pub trait Store: Send + Sync + 'static {
     /// Runs that are not terminal (RUNNING, WAITING, BLOCKED), oldest first.
     fn active_runs(&self) -> Result<Vec<RunId>, StoreError>;
 
+    /// The summaries of the active runs `filter` selects by workflow, scope and scope prefix
+    /// (its cursor and limit do not apply), in run id order. A store with an index by scope
+    /// reads only the selected runs, so that one tenant's request costs nothing per run of
+    /// another; the default reads each active run's summary and filters them.
+    fn active_summaries(&self, filter: &RunFilter) -> Result<Vec<RunSummary>, StoreError> {
+        let mut out = Vec::new();
+        for run in self.active_runs()? {
+            if let Some(summary) = self.run_summary(run)?
+                && summary_matches(&summary, filter)
+            {
+                out.push(summary);
+            }
+        }
+        Ok(out)
+    }
+
     /// The run started with this idempotency key.
     fn find_idempotency_key(&self, key: &str) -> Result<Option<RunId>, StoreError>;
 
@@ -237,4 +255,8 @@ pub(crate) fn summary_matches(s: &RunSummary, filter: &RunFilter) -> bool {
         .as_ref()
         .is_none_or(|w| *w == s.workflow_name)
         && filter.scope.as_ref().is_none_or(|sc| s.scope == *sc)
+        && filter
+            .scope_prefix
+            .as_ref()
+            .is_none_or(|p| s.scope.as_str().starts_with(p.as_str()))
 }

@@ -27,6 +27,10 @@ impl InboxRead {
                 } else {
                     magrathea_core::InboxFilter::All
                 },
+                &magrathea_core::RunFilter {
+                    scope: Some(scope.clone()),
+                    ..magrathea_core::RunFilter::default()
+                },
                 |summary| summary.scope == scope,
             )
             .map_err(|e| ToolError::Failed(format!("cannot read the inbox: {e}")))?;

@@ -16,7 +16,7 @@
 use axum::Json;
 use axum::extract::{Path, Query, State};
 use axum::http::HeaderMap;
-use magrathea_core::{GateAnswer, GateKind, InboxItem, InboxStatus};
+use magrathea_core::{GateAnswer, GateKind, InboxItem, InboxStatus, RunFilter};
 use serde::{Deserialize, Serialize};
 
 use super::auth::{ApiScope, Principal, bearer};
@@ -122,8 +122,13 @@ pub(crate) async fn list(
         .to_ascii_lowercase();
     let friday = ["approved", "rejected", "expired", "cancelled"].contains(&wanted.as_str());
     let inbox_status = if friday { "all" } else { wanted.as_str() };
+    let runs = RunFilter {
+        scope_prefix: who.tenant.as_ref().map(|t| format!("{t}/")),
+        ..RunFilter::default()
+    };
     let mut found: Vec<Approval> = items(
         &state,
+        &runs,
         |s| in_tenant(&who, s),
         Some(inbox_status),
         q.assignee.as_deref(),

@@ -12,7 +12,7 @@ use std::collections::HashMap;
 use axum::Json;
 use axum::extract::{Path, Query, State};
 use axum::http::HeaderMap;
-use magrathea_core::{AnswerAck, DeliverError, GateAnswer, InboxItem, InboxStatus};
+use magrathea_core::{AnswerAck, DeliverError, GateAnswer, InboxItem, InboxStatus, RunFilter};
 use serde::{Deserialize, Serialize};
 
 use super::auth::{ApiScope, Principal};
@@ -47,9 +47,11 @@ pub(crate) struct InboxQuery {
     status: Option<String>,
 }
 
-/// The items of runs whose scope satisfies `keep`, filtered by status and assignee.
+/// The items of the runs `runs` selects whose scope satisfies `keep`, filtered by status and
+/// assignee.
 pub(crate) fn items(
     state: &AppState,
+    runs: &RunFilter,
     keep: impl Fn(&str) -> bool,
     status: Option<&str>,
     assignee: Option<&str>,
@@ -72,10 +74,11 @@ pub(crate) fn items(
     } else {
         magrathea_core::InboxFilter::Recent(FINISHED_RUNS_LISTED)
     };
-    // Only the journals of the runs in scope are read: another tenant's runs cost a request
-    // no more than their summaries. The scopes of the runs kept are noted on the way.
+    // Only the runs of the selection are read (on a store with an index by scope, not even
+    // the summaries of the others); `keep` checks each once more. The scopes of the runs kept
+    // are noted on the way.
     let scopes = RefCell::new(HashMap::new());
-    let found = state.engine.inbox_of(filter, |summary| {
+    let found = state.engine.inbox_of(filter, runs, |summary| {
         let kept = keep(summary.scope.as_str());
         if kept {
             scopes
@@ -110,8 +113,13 @@ pub(crate) async fn list(
 ) -> Result<Json<Vec<InboxItem>>, ApiError> {
     state.authorize(&headers, &p.tenant, ApiScope::Read)?;
     let key = state.scope(&p.tenant, &p.project)?.key();
+    let runs = RunFilter {
+        scope: Some(key.clone()),
+        ..RunFilter::default()
+    };
     let items = items(
         &state,
+        &runs,
         |s| s == key,
         q.status.as_deref(),
         q.assignee.as_deref(),

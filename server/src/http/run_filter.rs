@@ -189,6 +189,7 @@ fn scan_in(
         let filter = RunFilter {
             workflow: base.workflow.clone(),
             scope: base.scope.clone(),
+            scope_prefix: base.scope_prefix.clone(),
             before,
             limit: chunk,
         };

@@ -343,6 +343,7 @@ pub(crate) async fn list(
     let filter = RunFilter {
         workflow: workflow.clone(),
         scope: Some(scope.key()),
+        scope_prefix: None,
         before,
         limit: limit + 1,
     };
