@@ -1,6 +1,6 @@
 //! The order pipeline's workflows and tasks: shared by the example's program (`main.rs`) and
 //! by the replay test that checks them against journals of earlier runs
-//! (`tests/tests/replay_exported.rs`).
+//! (`tests/tests/it/replay_exported.rs`).
 
 use std::sync::atomic::{AtomicU32, Ordering};
 use std::time::Duration;

@@ -124,7 +124,7 @@ fn run_and_kill_worker(db: &Path) {
     let mut child = Command::new(std::env::current_exe().unwrap())
         .args([
             "--exact",
-            "sub_run_crash_worker",
+            "sub_run_crash::sub_run_crash_worker",
             "--nocapture",
             "--test-threads=1",
         ])

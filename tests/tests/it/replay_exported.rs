@@ -3,7 +3,7 @@
 //! change that would block such a run fails here, not in production.
 
 #[allow(dead_code)]
-#[path = "../../dsl/examples/order_pipeline/pipeline.rs"]
+#[path = "../../../dsl/examples/order_pipeline/pipeline.rs"]
 mod pipeline;
 
 use magrathea::Engine;
