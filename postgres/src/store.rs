@@ -5,7 +5,9 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use deadpool_postgres::{Manager, ManagerConfig, Pool, RecyclingMethod};
-use magrathea_core::store::{CommitBatch, Leases, Refusal, RunFilter, RunSummary, Store};
+use magrathea_core::store::{
+    CommitBatch, Leases, Refusal, RunFilter, RunSummary, Store, prefix_end,
+};
 use magrathea_core::{RunId, StoreError};
 use tokio_postgres::NoTls;
 use uuid::Uuid;
@@ -287,7 +289,7 @@ impl Store for PgStore {
     fn list_runs(&self, filter: &RunFilter) -> Result<Vec<RunSummary>, StoreError> {
         let workflow = filter.workflow.clone();
         let scope = filter.scope.clone();
-        let (from, to) = prefix_range(filter.scope_prefix.as_deref());
+        let (from, to) = prefix_bounds(filter.scope_prefix.as_deref());
         let before = filter.before.map(uuid);
         let limit = (filter.limit > 0).then(|| i64::try_from(filter.limit).unwrap_or(i64::MAX));
         self.with_client(move |client| async move {
@@ -313,7 +315,7 @@ impl Store for PgStore {
     fn active_summaries(&self, filter: &RunFilter) -> Result<Vec<RunSummary>, StoreError> {
         let workflow = filter.workflow.clone();
         let scope = filter.scope.clone();
-        let (from, to) = prefix_range(filter.scope_prefix.as_deref());
+        let (from, to) = prefix_bounds(filter.scope_prefix.as_deref());
         // One query over the index of active runs by scope, rather than a summary read per
         // active run of the whole store.
         self.with_client(move |client| async move {
@@ -364,53 +366,11 @@ impl Store for PgStore {
     }
 }
 
-/// The bytewise range of the strings that begin with `prefix`: from the prefix itself up to
-/// (not including) the prefix with its last character raised by one. `(None, None)` without a
-/// prefix; no upper end when no character can be raised.
-fn prefix_range(prefix: Option<&str>) -> (Option<String>, Option<String>) {
-    let Some(prefix) = prefix.filter(|p| !p.is_empty()) else {
-        return (None, None);
-    };
-    let mut chars: Vec<char> = prefix.chars().collect();
-    let mut upper = None;
-    while let Some(last) = chars.pop() {
-        if let Some(next) = (u32::from(last) + 1..=u32::from(char::MAX)).find_map(char::from_u32) {
-            chars.push(next);
-            upper = Some(chars.into_iter().collect());
-            break;
-        }
-    }
-    (Some(prefix.to_owned()), upper)
-}
-
-#[cfg(test)]
-mod tests {
-    use super::prefix_range;
-
-    #[test]
-    fn a_prefix_range_holds_exactly_the_strings_that_begin_with_it() {
-        assert_eq!(prefix_range(None), (None, None));
-        assert_eq!(prefix_range(Some("")), (None, None));
-        let (from, to) = prefix_range(Some("acme/"));
-        let (from, to) = (from.unwrap(), to.unwrap());
-        assert_eq!((from.as_str(), to.as_str()), ("acme/", "acme0"));
-        let within = |s: &str| s >= from.as_str() && s < to.as_str();
-        for s in ["acme/", "acme/shop", "acme/\u{10FFFF}"] {
-            assert!(within(s), "{s}");
-        }
-        for s in [
-            "acme",
-            "acme0",
-            "acmex/shop",
-            "acm",
-            "globex/shop",
-            "acme.shop",
-        ] {
-            assert!(!within(s), "{s}");
-        }
-        // A last character with no successor gives way to the one before it.
-        let (_, to) = prefix_range(Some("a\u{10FFFF}"));
-        assert_eq!(to.as_deref(), Some("b"));
-        assert_eq!(prefix_range(Some("\u{10FFFF}")).1, None);
+/// The bounds of a scope prefix for a bytewise (`COLLATE "C"`) comparison: the prefix itself,
+/// and the first string past every string that begins with it ([`prefix_end`]).
+fn prefix_bounds(prefix: Option<&str>) -> (Option<String>, Option<String>) {
+    match prefix.filter(|p| !p.is_empty()) {
+        Some(p) => (Some(p.to_owned()), prefix_end(p)),
+        None => (None, None),
     }
 }

@@ -249,6 +249,21 @@ pub trait Store: Send + Sync + 'static {
     }
 }
 
+/// The first string, in bytewise order, past every string that begins with `prefix`: the
+/// prefix with its last character raised by one (a last character with no successor gives way
+/// to the one before it). `None` when there is none: every string from `prefix` on begins with
+/// it. A store with an index by scope reads a scope prefix as the range `prefix..end`.
+pub fn prefix_end(prefix: &str) -> Option<String> {
+    let mut chars: Vec<char> = prefix.chars().collect();
+    while let Some(last) = chars.pop() {
+        if let Some(next) = (u32::from(last) + 1..=u32::from(char::MAX)).find_map(char::from_u32) {
+            chars.push(next);
+            return Some(chars.into_iter().collect());
+        }
+    }
+    None
+}
+
 pub(crate) fn summary_matches(s: &RunSummary, filter: &RunFilter) -> bool {
     filter
         .workflow
@@ -259,4 +274,34 @@ pub(crate) fn summary_matches(s: &RunSummary, filter: &RunFilter) -> bool {
             .scope_prefix
             .as_ref()
             .is_none_or(|p| s.scope.as_str().starts_with(p.as_str()))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::prefix_end;
+
+    #[test]
+    fn a_prefix_and_its_end_hold_exactly_the_strings_that_begin_with_it() {
+        let end = prefix_end("acme/").unwrap();
+        assert_eq!(end, "acme0");
+        let within = |s: &str| s >= "acme/" && s < end.as_str();
+        for s in ["acme/", "acme/shop", "acme/\u{10FFFF}"] {
+            assert!(within(s), "{s}");
+        }
+        for s in [
+            "acme",
+            "acme0",
+            "acmex/shop",
+            "acm",
+            "globex/shop",
+            "acme.shop",
+        ] {
+            assert!(!within(s), "{s}");
+        }
+        // Past the surrogates, and past a character with no successor.
+        assert_eq!(prefix_end("a\u{D7FF}").as_deref(), Some("a\u{E000}"));
+        assert_eq!(prefix_end("a\u{10FFFF}").as_deref(), Some("b"));
+        assert_eq!(prefix_end("\u{10FFFF}"), None);
+        assert_eq!(prefix_end(""), None);
+    }
 }

@@ -13,7 +13,7 @@ use std::time::{Duration, Instant};
 
 use redb::ReadableTable;
 
-use super::{ACTIVE, CHECKPOINT, CHUNKS, Inner, KEYS, LOG, META, RUNS, chunk, io};
+use super::{ACTIVE, ACTIVE_BY_SCOPE, CHECKPOINT, CHUNKS, Inner, KEYS, LOG, META, RUNS, chunk, io};
 use crate::error::StoreError;
 use crate::id::RunId;
 use crate::store::{EncodedRecord, RunSummary};
@@ -305,13 +305,18 @@ fn write_gen(db: &redb::Database, generation: &Gen) -> Result<(), StoreError> {
         }
         let mut runs = tx.open_table(RUNS).map_err(io)?;
         let mut active = tx.open_table(ACTIVE).map_err(io)?;
+        let mut by_scope = tx.open_table(ACTIVE_BY_SCOPE).map_err(io)?;
         for (id, s) in &generation.summaries {
             let bytes = serde_json::to_vec(s).map_err(StoreError::io)?;
             runs.insert(*id, bytes.as_slice()).map_err(io)?;
+            // A run's scope never changes.
+            let scoped = (s.scope.as_str(), *id);
             if s.status.is_terminal() {
                 active.remove(*id).map_err(io)?;
+                by_scope.remove(scoped).map_err(io)?;
             } else {
                 active.insert(*id, ()).map_err(io)?;
+                by_scope.insert(scoped, ()).map_err(io)?;
             }
         }
         let mut keys = tx.open_table(KEYS).map_err(io)?;

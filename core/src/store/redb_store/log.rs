@@ -6,7 +6,9 @@ use std::time::Instant;
 use redb::{ReadableTable, ReadableTableMetadata};
 
 use super::fold::{Gen, Unfolded};
-use super::{ACTIVE, CHECKPOINT, CHUNKS, Inner, JOURNAL, KEYS, LOG, META, OpenLog, RUNS, io};
+use super::{
+    ACTIVE, ACTIVE_BY_SCOPE, CHECKPOINT, CHUNKS, Inner, JOURNAL, KEYS, LOG, META, OpenLog, RUNS, io,
+};
 use crate::codec::DecodeError;
 use crate::error::StoreError;
 use crate::store::wal::file::LogFile;
@@ -34,9 +36,8 @@ impl Inner {
         {
             tx.open_table(JOURNAL).map_err(io)?;
             tx.open_table(CHUNKS).map_err(io)?;
-            tx.open_table(RUNS).map_err(io)?;
-            tx.open_table(ACTIVE).map_err(io)?;
             tx.open_table(KEYS).map_err(io)?;
+            index_active_by_scope(&tx)?;
             let meta = tx.open_table(META).map_err(io)?;
             left.checkpoint = meta.get(CHECKPOINT).map_err(io)?.map_or(0, |v| v.value());
             let legacy = tx.open_table(LOG).map_err(io)?;
@@ -129,6 +130,25 @@ fn apply(generation: &mut Gen, frame_payload: &[u8]) -> Result<(), StoreError> {
             payload::Entry::Record(r) => generation.add(&r),
             payload::Entry::Summary(s) => generation.summary(*s),
             payload::Entry::Key(k, run) => generation.key(k, run),
+        }
+    }
+    Ok(())
+}
+
+/// Fills `active_runs_by_scope` from `active_runs` and `runs` when it is empty and they are
+/// not: a file written before the index existed gets it once, at its first open.
+fn index_active_by_scope(tx: &redb::WriteTransaction) -> Result<(), StoreError> {
+    let runs = tx.open_table(RUNS).map_err(io)?;
+    let active = tx.open_table(ACTIVE).map_err(io)?;
+    let mut by_scope = tx.open_table(ACTIVE_BY_SCOPE).map_err(io)?;
+    if !by_scope.is_empty().map_err(io)? {
+        return Ok(());
+    }
+    for row in active.iter().map_err(io)? {
+        let id = row.map_err(io)?.0.value();
+        if let Some(v) = runs.get(id).map_err(io)? {
+            let s = super::read::decode_summary(v.value())?;
+            by_scope.insert((s.scope.as_str(), id), ()).map_err(io)?;
         }
     }
     Ok(())

@@ -6,7 +6,7 @@
 //! are also kept in memory (the *unfolded* set) so reads see them at once. From time to time —
 //! when the unfolded set is large or the writer is idle — [`Store::maintain`] *folds* them: one
 //! durable redb transaction moves them into `journal` (keyed `(run_id, seq)`), `runs`,
-//! `active_runs` and `idempotency_keys`, and records the LSN of the last frame it covers (the
+//! `active_runs` (and its index by scope) and `idempotency_keys`, and records the LSN of the last frame it covers (the
 //! checkpoint); the log is then rewound. A run's records land in one place per fold instead of
 //! once per commit, and the redb commit protocol (three syncs) is paid per fold, not per step.
 //! Opening the store folds whatever a crash left in the log past the checkpoint.
@@ -40,7 +40,7 @@ mod read;
 mod tests;
 
 use fold::{DEFAULT_FOLD, FoldPolicy, Unfolded};
-use read::{decode_summary, list_runs_in};
+use read::{active_in, decode_summary, list_runs_in};
 
 /// One record per row, `(run, seq)`: what versions before the journal chunks folded.
 const JOURNAL: TableDefinition<(u128, u64), &[u8]> = TableDefinition::new("journal");
@@ -49,6 +49,10 @@ const CHUNKS: TableDefinition<(u128, u64), &[u8]> = TableDefinition::new("journa
 const LOG: TableDefinition<u64, &[u8]> = TableDefinition::new("journal_log");
 const RUNS: TableDefinition<u128, &[u8]> = TableDefinition::new("runs");
 const ACTIVE: TableDefinition<u128, ()> = TableDefinition::new("active_runs");
+/// The rows of `active_runs` again, keyed `(scope, run)`: a scope's (or a tenant's) active runs
+/// without reading any other's.
+const ACTIVE_BY_SCOPE: TableDefinition<(&str, u128), ()> =
+    TableDefinition::new("active_runs_by_scope");
 const KEYS: TableDefinition<&str, u128> = TableDefinition::new("idempotency_keys");
 const META: TableDefinition<&str, u64> = TableDefinition::new("meta");
 /// The `meta` key of the LSN of the last log frame folded into the tables.
@@ -455,6 +459,26 @@ impl Store for RedbStore {
             }
         }
         Ok(active.into_iter().map(RunId::from_u128).collect())
+    }
+
+    fn active_summaries(&self, filter: &RunFilter) -> Result<Vec<RunSummary>, StoreError> {
+        let selection = RunFilter {
+            before: None,
+            limit: 0,
+            ..filter.clone()
+        };
+        // The unfolded summaries first: a fold in between moves them into the tables, where
+        // the second read finds them too.
+        let recent = self.unfolded_summaries(&selection);
+        let mut active = self.with_db(|db| active_in(db, &selection))?;
+        for s in recent {
+            if s.status.is_terminal() {
+                active.remove(&s.run_id.as_u128());
+            } else {
+                active.insert(s.run_id.as_u128(), s);
+            }
+        }
+        Ok(active.into_values().collect())
     }
 
     fn find_idempotency_key(&self, key: &str) -> Result<Option<RunId>, StoreError> {

@@ -1,15 +1,16 @@
 //! Reading the store: a run's records, summaries and idempotency keys from the two places they
 //! live (redb's tables and the unfolded set).
 
+use std::collections::BTreeMap;
 use std::sync::PoisonError;
 
-use redb::ReadableDatabase;
+use redb::{ReadableDatabase, ReadableTable};
 
 use super::fold::{Gen, RunRecords};
-use super::{CHUNKS, JOURNAL, RUNS, RedbStore, chunk, io};
+use super::{ACTIVE, ACTIVE_BY_SCOPE, CHUNKS, JOURNAL, RUNS, RedbStore, chunk, io};
 use crate::error::StoreError;
 use crate::id::RunId;
-use crate::store::{RunFilter, RunSummary, summary_matches};
+use crate::store::{RunFilter, RunSummary, prefix_end, summary_matches};
 
 impl RedbStore {
     /// At most `limit` of a run's records from `from_seq` on, in seq order, each passed
@@ -231,4 +232,45 @@ fn list_folded(db: &redb::Database, filter: &RunFilter) -> Result<Vec<RunSummary
         }
     }
     Ok(out)
+}
+
+/// The folded active runs `filter` selects, by run id: through `active_runs_by_scope` when it
+/// names a scope or a scope prefix, so that the other scopes' runs are not read at all.
+pub(super) fn active_in(
+    db: &redb::Database,
+    filter: &RunFilter,
+) -> Result<BTreeMap<u128, RunSummary>, StoreError> {
+    let tx = db.begin_read().map_err(io)?;
+    let runs = tx.open_table(RUNS).map_err(io)?;
+    let mut ids = Vec::new();
+    let prefix = filter.scope_prefix.as_deref().filter(|p| !p.is_empty());
+    let by_scope = tx.open_table(ACTIVE_BY_SCOPE).map_err(io)?;
+    let rows = match (filter.scope.as_deref(), prefix) {
+        (Some(scope), _) => Some(by_scope.range((scope, 0)..=(scope, u128::MAX))),
+        (None, Some(p)) => Some(match prefix_end(p) {
+            Some(end) => by_scope.range((p, 0)..(end.as_str(), 0)),
+            None => by_scope.range((p, 0)..),
+        }),
+        (None, None) => None,
+    };
+    if let Some(rows) = rows {
+        for row in rows.map_err(io)? {
+            ids.push(row.map_err(io)?.0.value().1);
+        }
+    } else {
+        let active = tx.open_table(ACTIVE).map_err(io)?;
+        for row in active.iter().map_err(io)? {
+            ids.push(row.map_err(io)?.0.value());
+        }
+    }
+    let mut found = BTreeMap::new();
+    for id in ids {
+        if let Some(v) = runs.get(id).map_err(io)? {
+            let s = decode_summary(v.value())?;
+            if summary_matches(&s, filter) {
+                found.insert(id, s);
+            }
+        }
+    }
+    Ok(found)
 }

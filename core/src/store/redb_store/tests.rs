@@ -326,3 +326,64 @@ fn a_store_with_a_small_page_cache_keeps_the_contracts() {
     crate::store::contract::check_all(&store);
     crate::store::contract::check_ranges(&store);
 }
+
+fn summary_in(run: RunId, scope: &str, status: crate::record::RunStatus) -> RunSummary {
+    RunSummary {
+        run_id: run,
+        workflow_name: "w".into(),
+        frontend: "code".into(),
+        status,
+        created_ms: 1,
+        updated_ms: 1,
+        parent: None,
+        scope: scope.into(),
+    }
+}
+
+#[test]
+fn a_file_written_before_the_scope_index_gets_it_at_its_first_open() {
+    use crate::record::RunStatus;
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("j.redb");
+    let (acme, globex, ended) = (RunId::new(), RunId::new(), RunId::new());
+    {
+        let mut store = RedbStore::open(&path, Durability::Immediate).unwrap();
+        store.fold_policy().records = 1;
+        store
+            .commit(&[&CommitBatch {
+                summaries: vec![
+                    summary_in(acme, "acme/shop", RunStatus::Waiting),
+                    summary_in(globex, "globex/labs", RunStatus::Running),
+                    summary_in(ended, "acme/shop", RunStatus::Done),
+                ],
+                ..batch(acme, 0..1)
+            }])
+            .unwrap();
+        store.settle_fold().unwrap();
+        store.maintain().unwrap();
+        store.settle_fold().unwrap();
+        assert_eq!(store.unfolded_records(), 0);
+    }
+    // What an older version left: the active runs, and no index of them by scope.
+    {
+        let db = redb::Database::open(&path).unwrap();
+        let tx = db.begin_write().unwrap();
+        assert!(tx.delete_table(ACTIVE_BY_SCOPE).unwrap());
+        tx.commit().unwrap();
+    }
+    let store = RedbStore::open(&path, Durability::Immediate).unwrap();
+    let of = |scope: &str| {
+        store
+            .active_summaries(&RunFilter {
+                scope_prefix: Some(scope.into()),
+                ..RunFilter::default()
+            })
+            .unwrap()
+            .into_iter()
+            .map(|s| s.run_id)
+            .collect::<Vec<_>>()
+    };
+    assert_eq!(of("acme/"), vec![acme]);
+    assert_eq!(of("globex/"), vec![globex]);
+    assert!(of("initech/").is_empty());
+}
