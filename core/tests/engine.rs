@@ -239,6 +239,15 @@ async fn an_inbox_of_one_scope_or_tenant_lists_only_its_items() {
     assert_eq!(of(tenant, &|s| s != "acme/shopping"), vec![runs[0]]);
     let all = engine.inbox(magrathea_core::InboxFilter::Pending).unwrap();
     assert_eq!(all.len(), 4, "{all:?}");
+    // One item, looked up by id, is found only when its run's scope is kept.
+    let globex = all.iter().find(|i| i.workflow_run_id == runs[3]).unwrap();
+    let in_acme = |s: &magrathea_core::RunSummary| s.scope.as_str().starts_with("acme/");
+    assert!(matches!(
+        engine.inbox_item_of(&globex.id, in_acme),
+        Err(magrathea_core::DeliverError::ItemNotFound(_))
+    ));
+    let own = all.iter().find(|i| i.workflow_run_id == runs[0]).unwrap();
+    assert_eq!(engine.inbox_item_of(&own.id, in_acme).unwrap().id, own.id);
 }
 
 #[tokio::test]

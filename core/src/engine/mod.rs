@@ -551,12 +551,24 @@ impl Engine {
 
     /// One inbox item, pending or not.
     pub fn inbox_item(&self, id: &str) -> Result<InboxItem, DeliverError> {
+        self.inbox_item_of(id, |_| true)
+    }
+
+    /// [`Engine::inbox_item`] when its run's summary satisfies `keep` (the caller's scope,
+    /// say), and [`DeliverError::ItemNotFound`] otherwise: the run's journal is read only
+    /// after the check.
+    pub fn inbox_item_of(
+        &self,
+        id: &str,
+        keep: impl Fn(&RunSummary) -> bool,
+    ) -> Result<InboxItem, DeliverError> {
         let (run, _) =
             parse_inbox_item_id(id).ok_or_else(|| DeliverError::ItemNotFound(id.into()))?;
         let summary = self
             .inner
             .store
             .run_summary(run)?
+            .filter(|s| keep(s))
             .ok_or_else(|| DeliverError::ItemNotFound(id.into()))?;
         let entries = self.inner.store.read_journal(run)?;
         inbox_items(&entries, &summary)

@@ -134,14 +134,14 @@ pub(crate) fn scoped_item(
     keep: impl Fn(&str) -> bool,
 ) -> Result<InboxItem, ApiError> {
     let not_found = || ApiError::not_found(format!("inbox item `{id}` not found"));
-    let item = match state.engine.inbox_item(id) {
-        Ok(item) => item,
-        Err(DeliverError::ItemNotFound(_)) => return Err(not_found()),
-        Err(e) => return Err(ApiError::internal(e)),
-    };
-    match state.engine.summary(item.workflow_run_id) {
-        Ok(s) if keep(s.scope.as_str()) => Ok(item),
-        _ => Err(not_found()),
+    // The scope is checked before the run's journal is read.
+    match state
+        .engine
+        .inbox_item_of(id, |summary| keep(summary.scope.as_str()))
+    {
+        Ok(item) => Ok(item),
+        Err(DeliverError::ItemNotFound(_)) => Err(not_found()),
+        Err(e) => Err(ApiError::internal(e)),
     }
 }
 
