@@ -5,9 +5,9 @@
 use std::sync::OnceLock;
 use std::time::Duration;
 
-use magrathea_core::store::contract::records;
+use magrathea_core::store::contract::{records, summary_in};
 use magrathea_core::store::{Claim, CommitBatch, Leases, RunSummary};
-use magrathea_core::{RunId, RunScope, RunStatus, Store, StoreError};
+use magrathea_core::{RunId, RunStatus, Store, StoreError};
 use magrathea_postgres::testing::TestCluster;
 use magrathea_postgres::{PgOptions, PgStore};
 use serde_json::json;
@@ -38,16 +38,7 @@ fn worker_with_grace(url: &str, name: &str, grace: Duration) -> PgStore {
 }
 
 fn summary(run: RunId, status: RunStatus) -> RunSummary {
-    RunSummary {
-        run_id: run,
-        workflow_name: "w".into(),
-        frontend: "code".into(),
-        status,
-        created_ms: 1,
-        updated_ms: 1,
-        parent: None,
-        scope: RunScope::default(),
-    }
+    summary_in(run, "", status)
 }
 
 /// The start of `run`: its record 0 and an active summary, with an optional key.

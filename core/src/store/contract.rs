@@ -49,6 +49,32 @@ fn start_in(run: RunId, name: &str, scope: RunScope) -> CommitBatch {
     }
 }
 
+/// A summary of `run` in `scope` with `status`: workflow `w`, code, created at 1 ms.
+pub fn summary_in(run: RunId, scope: &str, status: RunStatus) -> RunSummary {
+    RunSummary {
+        run_id: run,
+        workflow_name: "w".into(),
+        frontend: "code".into(),
+        status,
+        created_ms: 1,
+        updated_ms: 1,
+        parent: None,
+        scope: scope.into(),
+    }
+}
+
+/// Commits `run`'s summary as ended (`DONE`).
+fn end(store: &dyn Store, run: RunId) {
+    let mut done = store.run_summary(run).unwrap().unwrap();
+    done.status = RunStatus::Done;
+    store
+        .commit(&[&CommitBatch {
+            summaries: vec![done],
+            ..Default::default()
+        }])
+        .unwrap();
+}
+
 /// Commits, reads, listing, active runs, idempotency keys and measured reads.
 pub fn check_all(store: &dyn Store) {
     if let Some(catalog) = store.catalog() {
@@ -95,14 +121,7 @@ pub fn check_all(store: &dyn Store) {
     assert_eq!(store.find_idempotency_key("nope").unwrap(), None);
     assert_eq!(store.active_runs().unwrap(), vec![a, b]);
 
-    let mut done = store.run_summary(a).unwrap().unwrap();
-    done.status = RunStatus::Done;
-    store
-        .commit(&[&CommitBatch {
-            summaries: vec![done],
-            ..Default::default()
-        }])
-        .unwrap();
+    end(store, a);
     assert_eq!(store.active_runs().unwrap(), vec![b]);
     assert_eq!(
         store.run_summary(a).unwrap().unwrap().status,
@@ -140,14 +159,7 @@ fn check_scopes(store: &dyn Store) {
         runs.push(run);
     }
     // The last run of acme/shop ends.
-    let mut done = store.run_summary(runs[4]).unwrap().unwrap();
-    done.status = RunStatus::Done;
-    store
-        .commit(&[&CommitBatch {
-            summaries: vec![done],
-            ..Default::default()
-        }])
-        .unwrap();
+    end(store, runs[4]);
     let select = |scope: Option<&str>, prefix: Option<&str>| RunFilter {
         workflow: Some("scoped".into()),
         scope: scope.map(Into::into),

@@ -327,22 +327,10 @@ fn a_store_with_a_small_page_cache_keeps_the_contracts() {
     crate::store::contract::check_ranges(&store);
 }
 
-fn summary_in(run: RunId, scope: &str, status: crate::record::RunStatus) -> RunSummary {
-    RunSummary {
-        run_id: run,
-        workflow_name: "w".into(),
-        frontend: "code".into(),
-        status,
-        created_ms: 1,
-        updated_ms: 1,
-        parent: None,
-        scope: scope.into(),
-    }
-}
-
 #[test]
 fn a_file_written_before_the_scope_index_gets_it_at_its_first_open() {
     use crate::record::RunStatus;
+    use crate::store::contract::summary_in;
     let dir = tempfile::tempdir().unwrap();
     let path = dir.path().join("j.redb");
     let (acme, globex, ended) = (RunId::new(), RunId::new(), RunId::new());
