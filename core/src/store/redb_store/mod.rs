@@ -6,9 +6,10 @@
 //! are also kept in memory (the *unfolded* set) so reads see them at once. From time to time —
 //! when the unfolded set is large or the writer is idle — [`Store::maintain`] *folds* them: one
 //! durable redb transaction moves them into `journal` (keyed `(run_id, seq)`), `runs`,
-//! `active_runs` (and its index by scope) and `idempotency_keys`, and records the LSN of the last frame it covers (the
-//! checkpoint); the log is then rewound. A run's records land in one place per fold instead of
-//! once per commit, and the redb commit protocol (three syncs) is paid per fold, not per step.
+//! `active_runs` (and its index by scope) and `idempotency_keys`, and records the LSN of the
+//! last frame it covers (the checkpoint); the log is then rewound. A run's records land in one
+//! place per fold instead of once per commit, and the redb commit protocol (three syncs) is paid
+//! per fold, not per step.
 //! Opening the store folds whatever a crash left in the log past the checkpoint.
 //!
 //! After an I/O failure — redb's, or the log's — the store reopens both before its next
