@@ -66,21 +66,53 @@ impl Leases for PgStore {
         })
     }
 
-    fn claimable_runs(&self) -> Result<Vec<RunId>, StoreError> {
+    fn claim_claimable(&self) -> Result<Vec<(RunId, u32)>, StoreError> {
         let worker = self.inner.worker.clone();
+        let grace = self.inner.options.lease_grace.as_secs_f64();
+        // Two statements, pipelined on one connection. The leases this worker may take over
+        // (its own, and expired ones) are updated as `claim` would, skipping those a commit
+        // holds locked, as the heartbeat and `reclaim_expired` do: those go to the reclaim
+        // loop, and this never waits on a commit that waits on it. The runs without a lease
+        // get one; a worker racing for the same run gets it or not, never both. Neither
+        // statement touches the leases other workers hold alive.
         let rows = self.with_client(move |client| async move {
-            client
-                .query(
-                    "SELECT r.run_id FROM magrathea_runs r
-                     LEFT JOIN magrathea_leases l ON l.run_id = r.run_id
-                     WHERE r.active
-                       AND (l.run_id IS NULL OR l.owner = $1 OR l.expires_at < now())",
-                    &[&worker],
-                )
-                .await
-                .map_err(pg)
+            let params: [&(dyn tokio_postgres::types::ToSql + Sync); 2] = [&worker, &grace];
+            let taken_over = client.query(
+                "UPDATE magrathea_leases l SET owner = $1,
+                     epoch = l.epoch + CASE WHEN l.owner = $1 THEN 0 ELSE 1 END,
+                     expires_at = now() + make_interval(secs => $2),
+                     reclaims = l.reclaims + CASE WHEN l.owner = $1 THEN 0 ELSE 1 END
+                 WHERE l.run_id IN (
+                     SELECT o.run_id FROM magrathea_leases o
+                     JOIN magrathea_runs r ON r.run_id = o.run_id
+                     WHERE r.active AND (o.owner = $1 OR o.expires_at < now())
+                     FOR UPDATE OF o SKIP LOCKED)
+                 RETURNING l.run_id, l.epoch, l.reclaims",
+                &params,
+            );
+            let unleased = client.query(
+                "INSERT INTO magrathea_leases (run_id, owner, epoch, expires_at)
+                 SELECT r.run_id, $1, 1, now() + make_interval(secs => $2)
+                 FROM magrathea_runs r
+                 WHERE r.active AND NOT EXISTS
+                     (SELECT 1 FROM magrathea_leases l WHERE l.run_id = r.run_id)
+                 ORDER BY r.run_id
+                 ON CONFLICT (run_id) DO NOTHING
+                 RETURNING run_id, epoch, reclaims",
+                &params,
+            );
+            let (mut rows, unleased) = futures::try_join!(taken_over, unleased).map_err(pg)?;
+            rows.extend(unleased);
+            Ok(rows)
         })?;
-        Ok(rows.iter().map(|row| run_id(row.get(0))).collect())
+        Ok(rows
+            .iter()
+            .map(|row| {
+                let run = run_id(row.get(0));
+                self.hold(run, Some(row.get::<_, i64>(1)));
+                (run, u32::try_from(row.get::<_, i32>(2)).unwrap_or(0))
+            })
+            .collect())
     }
 
     fn reclaim_expired(&self, limit: usize) -> Result<Vec<(RunId, u32)>, StoreError> {

@@ -256,7 +256,7 @@ fn a_worker_claims_hundreds_of_left_runs_from_inside_an_async_runtime() {
 }
 
 #[test]
-fn the_claimable_runs_are_those_without_a_live_lease_of_another_worker() {
+fn a_starting_worker_claims_at_once_the_runs_without_a_live_lease_of_another_worker() {
     let url = cluster().create_database();
     let live = worker_with_grace(&url, "live", Duration::from_secs(60));
     let frozen = frozen_worker(&url, "frozen");
@@ -284,14 +284,63 @@ fn the_claimable_runs_are_those_without_a_live_lease_of_another_worker() {
     me.commit(&[&start(mine, None)]).unwrap();
     std::thread::sleep(Duration::from_millis(400));
 
-    let mut claimable = me.claimable_runs().unwrap();
-    claimable.sort();
-    let mut expected = vec![expired, released, mine];
+    let mut claimed = me.claim_claimable().unwrap();
+    claimed.sort();
+    let mut expected = vec![(expired, 1), (released, 0), (mine, 0)];
     expected.sort();
     assert_eq!(
-        claimable, expected,
-        "not the run another worker holds, nor the ended one"
+        claimed, expected,
+        "not the run another worker holds, nor the ended one; only the expired one counts as a \
+         reclaim"
     );
-    // Claiming settles it: the live worker's run stays with it.
+    // The claims are leases like any other: the frozen worker is fenced off the run it lost,
+    // the live worker keeps its own, and nobody else can take what was claimed.
+    let refused = frozen.commit_checked(&[&records(expired, 1, 1)]).unwrap();
+    assert!(
+        matches!(refused[..], [ref r] if matches!(r.error, StoreError::Fenced(run) if run == expired))
+    );
+    me.commit(&[&records(expired, 1, 1), &records(released, 1, 1)])
+        .unwrap();
     assert_eq!(me.claim(held).unwrap(), Claim::Elsewhere);
+    live.commit(&[&records(held, 1, 1)]).unwrap();
+    let other = worker_with_grace(&url, "other", Duration::from_secs(60));
+    assert_eq!(other.claim_claimable().unwrap(), vec![]);
+}
+
+/// Two workers starting at the same moment beside runs nobody holds split them: each run is
+/// claimed by exactly one of them.
+#[test]
+fn two_workers_claiming_at_once_never_both_get_a_run() {
+    let url = cluster().create_database();
+    let dead = frozen_worker(&url, "dead");
+    let runs: Vec<RunId> = (0..400).map(|_| RunId::new()).collect();
+    let starts: Vec<CommitBatch> = runs.iter().map(|run| start(*run, None)).collect();
+    dead.commit(&starts.iter().collect::<Vec<_>>()).unwrap();
+    // Half the runs left with their leases released, half with their leases expired.
+    dead.release(&runs[..200]).unwrap();
+    std::thread::sleep(Duration::from_millis(400));
+
+    let claims: Vec<Vec<(RunId, u32)>> = std::thread::scope(|scope| {
+        let workers: Vec<_> = ["x", "y"]
+            .into_iter()
+            .map(|name| {
+                let url = &url;
+                scope.spawn(move || {
+                    worker_with_grace(url, name, Duration::from_secs(60))
+                        .claim_claimable()
+                        .unwrap()
+                })
+            })
+            .collect();
+        workers.into_iter().map(|w| w.join().unwrap()).collect()
+    });
+    let mut all: Vec<RunId> = claims.iter().flatten().map(|(run, _)| *run).collect();
+    all.sort();
+    let mut expected = runs.clone();
+    expected.sort();
+    assert_eq!(all, expected, "every run claimed once: {claims:?}");
+    for (run, reclaims) in claims.iter().flatten() {
+        let was_expired = runs[200..].contains(run);
+        assert_eq!(*reclaims, u32::from(was_expired), "run {run}");
+    }
 }

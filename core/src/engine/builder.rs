@@ -271,14 +271,20 @@ impl EngineBuilder {
             heap: Arc::default(),
         });
         if self.recover {
-            // On a shared store, only the runs no other worker holds: a start beside many
-            // running workers costs one query, not a claim per run of the whole store.
-            let runs = match store.leases() {
-                Some(leases) => leases.claimable_runs()?,
-                None => store.active_runs()?,
-            };
-            for run in runs {
-                inner.recover(run);
+            match store.leases() {
+                // On a shared store, only the runs no other worker holds, claimed by one
+                // statement: a start costs neither a claim per run of the whole store nor a
+                // round trip per run it takes.
+                Some(leases) => {
+                    for (run, reclaims) in leases.claim_claimable()? {
+                        inner.recover_claimed(run, reclaims);
+                    }
+                }
+                None => {
+                    for run in store.active_runs()? {
+                        inner.recover(run);
+                    }
+                }
             }
         }
         super::workers::start(&inner, self.recover);

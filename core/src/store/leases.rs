@@ -76,11 +76,12 @@ pub trait Leases: Send + Sync {
     /// Claims `run` for this worker (see [`Claim`]).
     fn claim(&self, run: RunId) -> Result<Claim, StoreError>;
 
-    /// The active runs this worker may claim now: those without a lease, those whose lease
-    /// expired and those whose lease it holds. A starting engine recovers these (claiming each
-    /// again, which settles any race); the runs other workers hold stay with them, and cost a
-    /// start nothing.
-    fn claimable_runs(&self) -> Result<Vec<RunId>, StoreError>;
+    /// Claims, in one go, every active run this worker may claim now: those without a lease,
+    /// those whose lease expired and those whose lease it holds already. Each is granted as
+    /// [`claim`](Self::claim) would grant it (another worker racing for the same run gets it
+    /// or not, never both), and comes back with its reclaim count. A starting engine recovers
+    /// these; the runs other workers hold stay with them, and cost a start nothing.
+    fn claim_claimable(&self) -> Result<Vec<(RunId, u32)>, StoreError>;
 
     /// Claims up to `limit` runs whose leases expired, for this worker, with each its reclaim
     /// count including this claim; and adopts active runs that have no lease (their worker
