@@ -117,6 +117,9 @@ pub struct Outcomes {
     items: Vec<PossibleOutcome>,
     /// A registered `#[task]` called as a `tool_task` may report any error kind.
     any_error_kind: bool,
+    /// A DECISION gate with a `${…}` option may end with any word: the option is known only
+    /// when the gate opens.
+    any_choice: bool,
 }
 
 impl Outcomes {
@@ -135,6 +138,7 @@ impl Outcomes {
         Self {
             items,
             any_error_kind: false,
+            any_choice: false,
         }
     }
 
@@ -162,7 +166,8 @@ impl Outcomes {
     /// True when `outcome` (an `on:` key, matched exactly) can happen.
     #[must_use]
     pub fn can_end_with(&self, outcome: &str) -> bool {
-        self.items.iter().any(|p| p.outcome.as_str() == outcome)
+        self.any_choice
+            || self.items.iter().any(|p| p.outcome.as_str() == outcome)
             || (self.any_error_kind && ErrorKind::parse(outcome).is_some())
     }
 
@@ -291,7 +296,13 @@ impl InboxKind {
     pub fn answers(self, options: &[String]) -> Vec<Outcome> {
         let mut out = match self {
             Self::Approval => vec![Outcome::Approved, Outcome::Rejected],
-            Self::Decision => options.iter().cloned().map(Outcome::Chosen).collect(),
+            // A templated option is known only when the gate opens (see `InboxSpec::outcomes`).
+            Self::Decision => options
+                .iter()
+                .filter(|o| !is_templated(o))
+                .cloned()
+                .map(Outcome::Chosen)
+                .collect(),
             Self::Feedback => vec![Outcome::Success],
         };
         out.extend([Outcome::InsufficientInfo, Outcome::Undecidable]);
@@ -304,11 +315,26 @@ impl InboxSpec {
     /// `timeoutSeconds`.
     #[must_use]
     pub fn outcomes(&self) -> Outcomes {
-        let mut o = Outcomes::new(&self.kind.answers(&self.options), &[]);
+        let mut o = self.answers();
         o.push(TIMEOUT, Routing::Expected);
         o.push(CANCELLED, Routing::Optional);
         o
     }
+
+    /// The outcomes of an answer to this gate.
+    fn answers(&self) -> Outcomes {
+        let mut o = Outcomes::new(&self.kind.answers(&self.options), &[]);
+        o.any_choice =
+            self.kind == InboxKind::Decision && self.options.iter().any(|o| is_templated(o));
+        o
+    }
+}
+
+/// Whether a gate option is a `${…}` template, resolved when the gate opens.
+fn is_templated(option: &str) -> bool {
+    crate::template::Template::parse(option)
+        .as_literal()
+        .is_none()
 }
 
 impl StateSpec {
@@ -321,7 +347,7 @@ impl StateSpec {
         let with_timeout = self.timeout_seconds.is_some();
         let mut out = match &self.task {
             TaskSpec::Gate(inbox) => {
-                let mut o = Outcomes::new(&inbox.kind.answers(&inbox.options), &[]);
+                let mut o = inbox.answers();
                 if with_timeout {
                     o.push(TIMEOUT, Routing::Expected);
                 }

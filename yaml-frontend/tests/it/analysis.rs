@@ -76,6 +76,16 @@ fn a_decision_gate_routes_only_its_options() {
     );
 }
 
+/// A `${…}` option is resolved when the gate opens, so any word may be the one chosen; the
+/// literal options still route as written.
+#[test]
+fn a_decision_gate_with_a_templated_option_may_route_any_word() {
+    let text = format!(
+        "start: pick\nparameters:\n  opt: {{ type: string, default: go }}\nstates:\n  pick:\n    type: gate_task\n    inbox:\n      kind: DECISION\n      options: [\"${{params.opt}}\", stop]\n    on:\n      go: end\n      stop: end\n      insufficient_info: end\n      undecidable: end\n{END}"
+    );
+    assert_eq!(warnings(&text), Vec::<String>::new());
+}
+
 #[test]
 fn on_failure_where_it_cannot_happen_is_only_a_warning() {
     // The reference's own example writes `on: failure` on an agent_task.
