@@ -28,7 +28,9 @@ pub(crate) const MAX_SEGMENT: usize = 255;
 pub(crate) const MAX_PATH: usize = 1024;
 
 /// The segments of a relative document path, each a plain name of at most [`MAX_SEGMENT`]
-/// bytes, the whole at most [`MAX_PATH`] bytes; 400 otherwise.
+/// bytes, the whole at most [`MAX_PATH`] bytes; 400 otherwise. A path may name its document
+/// relative to `_vance/` (`workflows/x.yaml`) or, as listings and diagnostics name it,
+/// relative to the project (`_vance/workflows/x.yaml`): both are the same document.
 pub(crate) fn segments(path: &str) -> Result<Vec<&str>, ApiError> {
     if path.len() > MAX_PATH {
         return Err(ApiError::bad_request(
@@ -39,7 +41,10 @@ pub(crate) fn segments(path: &str) -> Result<Vec<&str>, ApiError> {
             ),
         ));
     }
-    let parts: Vec<&str> = path.split('/').filter(|s| !s.is_empty()).collect();
+    let mut parts: Vec<&str> = path.split('/').filter(|s| !s.is_empty()).collect();
+    if parts.first() == Some(&"_vance") {
+        parts.remove(0);
+    }
     for part in &parts {
         if part.len() > MAX_SEGMENT {
             return Err(ApiError::bad_request(

@@ -1,6 +1,7 @@
 //! Documents of a project over REST: `GET|PUT …/documents/{*path}` and
 //! `GET …/documents?dir=`, where paths are relative to the project's `_vance/` directory
-//! (e.g. `workflows/pr-review.yaml`). Every path segment must be a plain name (letters,
+//! (e.g. `workflows/pr-review.yaml`; `_vance/workflows/pr-review.yaml`, relative to the
+//! project as listings name it, is the same document). Every path segment must be a plain name (letters,
 //! digits, `.`, `_`, `-`; no `..`, no hidden files), so nothing outside `_vance/` is reached.
 //!
 //! Reading needs `workflow.read`, writing `workflow.write`. `settings.yaml` may hold event

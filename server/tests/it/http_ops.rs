@@ -139,6 +139,38 @@ async fn documents_are_read_listed_and_written_with_validation() {
     let run = s.start_run("shop", "new", json!({})).await;
     s.wait_status("shop", &run, &["DONE"]).await;
 
+    // A path may also name the document as listings and diagnostics do, from the project:
+    // the same document, validated the same way, never a `_vance/_vance/` beside it.
+    let r = put("_vance/workflows/viaproject.yaml", BROKEN, ACME)
+        .await
+        .unwrap();
+    assert_eq!(r.status(), 422);
+    let r = put("_vance/workflows/viaproject.yaml", HELLO, ACME)
+        .await
+        .unwrap();
+    assert_eq!(r.status(), 201);
+    assert!(
+        s.root
+            .join("acme/shop/_vance/workflows/viaproject.yaml")
+            .exists()
+    );
+    assert!(!s.root.join("acme/shop/_vance/_vance").exists());
+    let text = s
+        .get(&format!("{base}/_vance/workflows/viaproject.yaml"), Some(ACME_READ))
+        .send()
+        .await
+        .unwrap()
+        .text()
+        .await
+        .unwrap();
+    assert_eq!(text, HELLO);
+    let list: Value = s
+        .get_json(&format!("{base}?dir=_vance/workflows"), Some(ACME_READ))
+        .await;
+    assert!(item_names(&list).contains(&"viaproject.yaml"));
+    let run = s.start_run("shop", "viaproject", json!({})).await;
+    s.wait_status("shop", &run, &["DONE"]).await;
+
     for bad in [
         "../../../etc/passwd",
         "workflows/../../x",
