@@ -146,7 +146,7 @@ pub(crate) async fn invoke(
                     &reg,
                     &workflow,
                     Value::Object(params),
-                    key,
+                    (key, &key_hash),
                     seen,
                     now,
                 )
@@ -186,6 +186,9 @@ pub(crate) async fn invoke(
                 .into_response())
         }
         Err(e) => {
+            if let Some((key_hash, seen)) = &claimed {
+                release_refused(catalog, &reg.id, key_hash, seen, &e)?;
+            }
             d.status = DeliveryStatus::Failed;
             keep(
                 &state,
@@ -194,6 +197,23 @@ pub(crate) async fn invoke(
             Err(e)
         }
     }
+}
+
+/// A start refused (a 4xx: the workflow is archived, its document invalid, its parameters
+/// wrong) started nothing, so the dedupe key goes back: a retry of the delivery is a first
+/// delivery, not a duplicate of a run that does not exist. After any other error the key
+/// stays, and a repeat makes the same start again under the same idempotency key.
+fn release_refused(
+    catalog: &dyn magrathea_core::Catalog,
+    trigger: &str,
+    key_hash: &str,
+    seen: &dedupe::Seen,
+    e: &ApiError,
+) -> Result<(), ApiError> {
+    if e.status.is_client_error() {
+        dedupe::release(catalog, trigger, key_hash, seen)?;
+    }
+    Ok(())
 }
 
 /// A repeat inside the window: the first delivery's run, nothing started. If the first
@@ -205,7 +225,7 @@ async fn duplicate(
     reg: &Registration,
     workflow: &str,
     params: Value,
-    key: &str,
+    (key, key_hash): (&str, &str),
     seen: dedupe::Seen,
     now: i64,
 ) -> Result<Response, ApiError> {
@@ -216,10 +236,21 @@ async fn duplicate(
                 idempotency_key: Some(seen.start_key.clone()),
                 ..Starter::new(&format!("webhook:{}", reg.name))
             };
-            let (run, _) = state
+            match state
                 .start_as(&reg.scope(), workflow, params, &starter, "webhook")
-                .await?;
-            run.to_string()
+                .await
+            {
+                Ok((run, _)) => run.to_string(),
+                Err(e) => {
+                    release_refused(state.triggers.catalog()?, &reg.id, key_hash, &seen, &e)?;
+                    let mut d = Delivery::new(reg, DeliveryStatus::Failed, now)
+                        .reason("start_refused")
+                        .message(e.message.clone());
+                    d.dedupe_key = Some(key.to_owned());
+                    keep(state, &d);
+                    return Err(e);
+                }
+            }
         }
     };
     let mut d = Delivery::new(reg, DeliveryStatus::Duplicate, now)

@@ -91,6 +91,26 @@ pub fn started(
     catalog.swap(DEDUPE, &slot, Some(&before), &after).map(drop)
 }
 
+/// Gives the key back after its first delivery's start was refused (nothing started): the
+/// next delivery of the key is a first one again, as a sender retrying a failed delivery
+/// expects. A no-op if another delivery has taken the key since.
+pub fn release(
+    catalog: &dyn Catalog,
+    trigger: &str,
+    key_hash: &str,
+    seen: &Seen,
+) -> Result<(), StoreError> {
+    let slot = format!("{trigger}/{key_hash}");
+    let before = encode(seen)?;
+    // A window of nothing: the next claim finds it passed and takes the key, and a prune
+    // removes it.
+    let after = encode(&Seen {
+        window_ms: 0,
+        ..seen.clone()
+    })?;
+    catalog.swap(DEDUPE, &slot, Some(&before), &after).map(drop)
+}
+
 /// Deletes the keys whose window has passed; how many.
 pub fn prune(catalog: &dyn Catalog, now_ms: i64) -> Result<usize, StoreError> {
     let mut doomed = Vec::new();
@@ -144,5 +164,24 @@ mod tests {
             other => panic!("{other:?}"),
         }
         assert_eq!(prune(&store, 700_000).unwrap(), 3);
+    }
+
+    #[test]
+    fn a_released_key_is_first_again_for_the_next_delivery() {
+        let store = MemoryStore::new();
+        let Claim::First(seen) = claim(&store, "t", "k", "h", 1_000, 300_000).unwrap() else {
+            panic!("the first delivery is first");
+        };
+        release(&store, "t", "h", &seen).unwrap();
+        let Claim::First(again) = claim(&store, "t", "k", "h", 1_500, 300_000).unwrap() else {
+            panic!("a released key is claimed afresh");
+        };
+        assert_ne!(again.start_key, seen.start_key);
+        // Releasing a claim another delivery has replaced leaves the new one alone.
+        release(&store, "t", "h", &seen).unwrap();
+        assert!(matches!(
+            claim(&store, "t", "k", "h", 1_600, 300_000).unwrap(),
+            Claim::Repeat(s) if s == again
+        ));
     }
 }

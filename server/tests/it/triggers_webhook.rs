@@ -271,6 +271,46 @@ async fn a_duplicate_inside_the_window_answers_the_first_run_and_after_it_starts
     assert_eq!(statuses, ["accepted", "duplicate", "accepted"]);
 }
 
+/// A delivery whose start is refused started nothing, so its key is not spent: the sender's
+/// retry is recorded as what it is, and the first one that can start starts its own run.
+#[tokio::test]
+async fn a_delivery_whose_start_was_refused_is_retried_as_a_first_delivery() {
+    let f = Fixture::new().await;
+    write(
+        &f.server.root.join("acme/shop/_vance/workflows/quick.yaml"),
+        "parameters:\n  payload: { type: object, required: true }\nstart: done\nstates:\n  done: { type: terminal, result: ok }\n",
+    );
+    let text = "Hello, World!";
+    for _ in 0..2 {
+        let (status, refused) = f
+            .github(text, Fixture::signed("new-secret", text), "delivery-7")
+            .await;
+        assert_eq!(status, 400, "{refused}");
+    }
+    let body = r#"{"x":1}"#;
+    let (status, started) = f
+        .github(body, Fixture::signed("new-secret", body), "delivery-7")
+        .await;
+    assert_eq!(status, 202, "{started}");
+    assert_eq!(started["duplicate"], false);
+    let run = f.run(started["workflowRunId"].as_str().unwrap()).await;
+    assert_eq!(run["params"]["payload"], json!({"x": 1}));
+    let (status, again) = f
+        .github(body, Fixture::signed("new-secret", body), "delivery-7")
+        .await;
+    assert_eq!(status, 200, "{again}");
+    assert_eq!(again["duplicate"], true);
+    assert_eq!(again["workflowRunId"], started["workflowRunId"]);
+    let statuses: Vec<String> = f
+        .deliveries("github")
+        .await
+        .iter()
+        .map(|d| d["status"].as_str().unwrap().to_owned())
+        .collect();
+    // Newest first.
+    assert_eq!(statuses, ["duplicate", "accepted", "failed", "failed"]);
+}
+
 #[tokio::test]
 async fn a_timestamped_signature_outside_the_tolerance_is_refused_as_expired() {
     let f = Fixture::new().await;
