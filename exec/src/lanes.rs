@@ -9,7 +9,9 @@
 //! step of one run never holds up another run's script or tool steps, while two shell steps of
 //! a project still never run in its workspace at once (with the default width of 1).
 //!
-//! The limit holds across every process driving the engine's store. A store one process owns
+//! The width is read from the settings each time a step enters a lane, so a changed limit
+//! takes effect without a restart. The limit holds across every process driving the engine's
+//! store. A store one process owns
 //! (redb, memory) has one engine driving it, so a semaphore in that process is the lane. A
 //! store several workers share (PostgreSQL) keeps the lane's slots itself
 //! ([`LaneSlots`]): a step takes one before it runs, polling with a short backoff while all
@@ -55,10 +57,47 @@ impl Lane {
 
 pub(crate) struct Lanes {
     docs: DocumentSource,
-    local: Mutex<HashMap<(String, Lane), Arc<Semaphore>>>,
+    local: Mutex<HashMap<(String, Lane), LocalLane>>,
     /// The engine, once attached: its store decides whether lanes are local or shared. Weak,
     /// as everywhere in the executors (see `Inner::engine`).
     engine: OnceLock<WeakEngine>,
+}
+
+/// A lane of this process: a semaphore whose permits follow the width in the settings.
+struct LocalLane {
+    semaphore: Arc<Semaphore>,
+    /// The width the permits were last set to.
+    width: usize,
+    /// Permits a narrowing still has to take away: they are held now, and are forgotten as
+    /// they come back.
+    debt: usize,
+}
+
+impl LocalLane {
+    fn new(width: usize) -> Self {
+        Self {
+            semaphore: Arc::new(Semaphore::new(width)),
+            width,
+            debt: 0,
+        }
+    }
+
+    /// Makes the lane `width` wide: a wider lane lets waiting steps in at once; a narrower
+    /// one admits no new step until fewer than `width` hold a place.
+    fn resize(&mut self, width: usize) {
+        if width > self.width {
+            let more = width - self.width;
+            let repaid = more.min(self.debt);
+            self.debt -= repaid;
+            self.semaphore.add_permits(more - repaid);
+        } else {
+            self.debt += self.width - width;
+        }
+        self.width = width;
+        if self.debt > 0 {
+            self.debt -= self.semaphore.forget_permits(self.debt);
+        }
+    }
 }
 
 /// A place in a lane; dropping it frees the place.
@@ -139,13 +178,17 @@ impl Lanes {
         }
     }
 
+    /// Waits for a permit of this process's lane. The width is read from the settings at each
+    /// entry, so a changed limit takes effect without a restart.
     async fn enter_local(&self, scope_key: &str, lane: Lane) -> OwnedSemaphorePermit {
+        let width = self.width(scope_key);
         let semaphore = {
             let mut lanes = self.local.lock().unwrap_or_else(|p| p.into_inner());
-            lanes
+            let local = lanes
                 .entry((scope_key.to_string(), lane))
-                .or_insert_with(|| Arc::new(Semaphore::new(self.width(scope_key))))
-                .clone()
+                .or_insert_with(|| LocalLane::new(width));
+            local.resize(width);
+            local.semaphore.clone()
         };
         // The semaphore is never closed.
         semaphore
@@ -186,5 +229,47 @@ impl Lanes {
             tokio::time::sleep(wait).await;
             wait = (wait * 2).min(SLOT_WAIT_MAX);
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_lane_follows_its_width_up_and_down() {
+        let mut lane = LocalLane::new(1);
+        let held = lane.semaphore.clone().try_acquire_owned().unwrap();
+        assert!(lane.semaphore.clone().try_acquire_owned().is_err());
+
+        lane.resize(3);
+        let second = lane.semaphore.clone().try_acquire_owned().unwrap();
+        let third = lane.semaphore.clone().try_acquire_owned().unwrap();
+        assert!(lane.semaphore.clone().try_acquire_owned().is_err());
+
+        // Narrowed to 1 while three hold a place: none enters until two have left.
+        lane.resize(1);
+        drop(held);
+        lane.resize(1);
+        assert!(lane.semaphore.clone().try_acquire_owned().is_err());
+        drop(second);
+        lane.resize(1);
+        assert!(lane.semaphore.clone().try_acquire_owned().is_err());
+        drop(third);
+        lane.resize(1);
+        let only = lane.semaphore.clone().try_acquire_owned().unwrap();
+        assert!(lane.semaphore.clone().try_acquire_owned().is_err());
+        drop(only);
+
+        // Widened again while a narrowing is still owed: the debt is repaid first, so the lane
+        // ends exactly as wide as it was asked to be.
+        lane.resize(2);
+        let one = lane.semaphore.clone().try_acquire_owned().unwrap();
+        let two = lane.semaphore.clone().try_acquire_owned().unwrap();
+        lane.resize(1);
+        lane.resize(2);
+        assert!(lane.semaphore.clone().try_acquire_owned().is_err());
+        drop((one, two));
+        assert_eq!(lane.semaphore.available_permits(), 2);
     }
 }

@@ -726,6 +726,42 @@ async fn s11_a_projects_synchronous_tasks_run_one_at_a_time_other_projects_do_no
     );
 }
 
+/// Two runs of one project at once; whether their shell steps overlapped.
+async fn two_runs_overlap(p: &Project, log: &std::path::Path) -> bool {
+    let _ = std::fs::remove_file(log);
+    let a = p
+        .runtime
+        .start(&p.engine, &p.scope, "lane", json!({}), "t")
+        .await
+        .unwrap();
+    let b = p
+        .runtime
+        .start(&p.engine, &p.scope, "lane", json!({}), "t")
+        .await
+        .unwrap();
+    assert_eq!(p.engine.wait(a).await.unwrap().status, RunStatus::Done);
+    assert_eq!(p.engine.wait(b).await.unwrap().status, RunStatus::Done);
+    intervals_overlap(&std::fs::read_to_string(log).unwrap())
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_changed_lane_width_takes_effect_without_a_restart() {
+    let shared = tempfile::tempdir().unwrap();
+    let log = shared.path().join("lane.log");
+    let doc = LANE_DOC.replace("LOG", &log.display().to_string());
+    let settings = format!("workspaces:\n  shared: {}\n", shared.path().display());
+    let p = project(&[("lane", &doc)]).await;
+    let path = p.project.join("_vance/settings.yaml");
+    std::fs::write(&path, &settings).unwrap();
+    assert!(!two_runs_overlap(&p, &log).await, "the default lane overlapped");
+
+    std::fs::write(&path, format!("{settings}lanes:\n  maxConcurrentTasks: 2\n")).unwrap();
+    assert!(two_runs_overlap(&p, &log).await, "a raised width still serialised");
+
+    std::fs::write(&path, &settings).unwrap();
+    assert!(!two_runs_overlap(&p, &log).await, "a lowered width still overlapped");
+}
+
 #[tokio::test]
 async fn shell_steps_see_params_and_vars_as_environment_and_long_output_keeps_its_tail() {
     let doc = r#"
