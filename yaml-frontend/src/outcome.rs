@@ -22,7 +22,7 @@
 
 use std::fmt;
 
-use crate::ast::{InboxKind, InboxSpec, StateSpec, TaskSpec, TaskType};
+use crate::ast::{Defaults, InboxKind, InboxSpec, StateSpec, TaskSpec, TaskType};
 use crate::error_kind::ErrorKind;
 
 /// An outcome a task can end with.
@@ -276,8 +276,8 @@ impl TaskType {
             }
             Self::GateTask | Self::Terminal => Outcomes::none(),
         };
-        // Only these two enforce the state's `timeoutSeconds` themselves; script and agent
-        // tasks always have a limit, a timer's wait is its duration.
+        // Only these enforce the state's `timeoutSeconds` themselves; script and agent tasks
+        // always have a limit, a timer's wait is its duration.
         if with_timeout
             && matches!(
                 self,
@@ -285,6 +285,10 @@ impl TaskType {
             )
         {
             out.push(TIMEOUT, Routing::Expected);
+        } else if self == Self::ShellTask {
+            // Without one, the tenant's default shell timeout still stops it: a route for
+            // `timeout` is taken then, and its absence is not worth a warning.
+            out.push(TIMEOUT, Routing::Optional);
         }
         out
     }
@@ -339,12 +343,22 @@ fn is_templated(option: &str) -> bool {
 
 impl StateSpec {
     /// Everything this state's task can end with, as configured: a gate's kind and options,
-    /// whether `timeoutSeconds` is set, whether a timer's duration is a `${…}` template, and
-    /// whether a condition has `else` (then a matching rule or `else` always routes, and the
-    /// task never ends in an outcome that `on:` would see, short of an evaluation error).
+    /// whether it has a timeout (its own `timeoutSeconds`, or the document's `defaults:` for
+    /// its kind), whether a timer's duration is a `${…}` template, and whether a condition has
+    /// `else` (then a matching rule or `else` always routes, and the task never ends in an
+    /// outcome that `on:` would see, short of an evaluation error).
     #[must_use]
-    pub fn outcomes(&self) -> Outcomes {
-        let with_timeout = self.timeout_seconds.is_some();
+    pub fn outcomes(&self, defaults: &Defaults) -> Outcomes {
+        let default = match self.task_type {
+            TaskType::GateTask => defaults.gate_timeout_seconds,
+            TaskType::ShellTask
+            | TaskType::ScriptTask
+            | TaskType::ToolTask
+            | TaskType::AgentTask
+            | TaskType::WorkflowTask => defaults.task_timeout_seconds,
+            _ => None,
+        };
+        let with_timeout = self.timeout_seconds.is_some() || default.is_some();
         let mut out = match &self.task {
             TaskSpec::Gate(inbox) => {
                 let mut o = inbox.answers();

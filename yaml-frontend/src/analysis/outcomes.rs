@@ -21,7 +21,7 @@ pub(super) fn check(ctx: &mut Ctx<'_>, doc: &WorkflowDoc) {
             TaskSpec::Gate(inbox) => inbox.outcomes(),
             _ => s.task_type.outcomes(),
         };
-        let configured = s.outcomes();
+        let configured = s.outcomes(&doc.defaults);
         for t in &s.on {
             let key = t.outcome.as_str();
             let taken = |o: &Outcomes| o.can_end_with(key);
@@ -131,7 +131,7 @@ fn transition(
                 "only a timer whose duration is a ${…} template can fail".to_owned()
             }
             _ if key == "timeout" => format!(
-                "it has no timeoutSeconds, so {} never times out",
+                "it has no timeoutSeconds (nor a default in 'defaults:'), so {} never times out",
                 kind_of(s)
             ),
             _ => format!("as configured it ends with {}", listing(configured)),

@@ -105,20 +105,39 @@ fn on_failure_where_it_cannot_happen_is_only_a_warning() {
 #[test]
 fn a_transition_its_state_never_takes_as_configured_is_a_warning() {
     let text = format!(
-        "start: a\nstates:\n  a:\n    type: shell_task\n    run: make\n    dirName: workspace\n    on: {{ success: b }}\n    catch: {{ business_error: end, technical_error: end, timeout: end }}\n  b:\n    type: condition_task\n    transitions:\n      - if: \"#params['x'] == 1\"\n        to: end\n      - else: end\n    on:\n      success: end\n{END}"
+        "start: a\nstates:\n  a:\n    type: workflow_task\n    workflow: child\n    on: {{ success: b, failure: end }}\n    catch: {{ timeout: end }}\n  b:\n    type: condition_task\n    transitions:\n      - if: \"#params['x'] == 1\"\n        to: end\n      - else: end\n    on:\n      success: end\n{END}"
     );
     let w = warnings(&text);
     contains(
         &w,
-        "wf.yaml:8:57: [MAG-YA002] state 'a' has 'catch: timeout', which is never taken: it has \
-         no timeoutSeconds, so a shell_task never times out",
+        "wf.yaml:7:14: [MAG-YA002] state 'a' has 'catch: timeout', which is never taken: it has \
+         no timeoutSeconds (nor a default in 'defaults:'), so a workflow_task never times out",
     );
     contains(
         &w,
-        "wf.yaml:16:7: [MAG-YA002] state 'b' has 'on: success', which is never taken: a \
+        "wf.yaml:15:7: [MAG-YA002] state 'b' has 'on: success', which is never taken: a \
          condition_task with 'else' always routes by its rules",
     );
     assert_eq!(w.len(), 2, "{w:#?}");
+}
+
+/// A timeout route is taken when the document's `defaults:` give the state a timeout, and on a
+/// shell_task without one, which the tenant's default shell timeout still stops.
+#[test]
+fn a_timeout_from_defaults_or_the_shell_default_is_a_route_taken() {
+    let text = format!(
+        "start: a\ndefaults: {{ taskTimeoutSeconds: 5, gateTimeoutSeconds: 60 }}\nstates:\n  a:\n    type: workflow_task\n    workflow: child\n    on: {{ success: g, failure: end }}\n    catch: {{ timeout: end }}\n  g:\n    type: gate_task\n    inbox: {{ kind: APPROVAL }}\n    on: {{ approved: s, rejected: end, insufficient_info: end, undecidable: end }}\n    catch: {{ timeout: end }}\n  s:\n    type: shell_task\n    run: make\n    dirName: workspace\n    on: {{ success: end }}\n    catch: {{ business_error: end, technical_error: end, timeout: end }}\n{END}"
+    );
+    assert_eq!(warnings(&text), Vec::<String>::new());
+    // Without the defaults, the gate's `timeout` route is never taken; the shell's still is.
+    let w = warnings(&text.replace(
+        "defaults: { taskTimeoutSeconds: 5, gateTimeoutSeconds: 60 }\n",
+        "",
+    ));
+    assert_eq!(w.len(), 2, "{w:#?}");
+    assert!(w.iter().all(|w| w.contains("[MAG-YA002]")), "{w:#?}");
+    assert!(w.iter().any(|w| w.contains("state 'a'")), "{w:#?}");
+    assert!(w.iter().any(|w| w.contains("state 'g'")), "{w:#?}");
 }
 
 #[test]
