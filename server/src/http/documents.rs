@@ -217,10 +217,31 @@ pub(crate) async fn put(
         &file,
         &project_rel(&parts),
     )?;
+    let not_a_document = || {
+        ApiError::new(
+            StatusCode::CONFLICT,
+            "MAG-HTTP-NOT-A-DOCUMENT",
+            format!(
+                "`{}` is a directory, or goes through a document: there is no document to \
+                 write there",
+                project_rel(&parts)
+            ),
+        )
+    };
+    if file.is_dir() {
+        return Err(not_a_document());
+    }
     let created = !file.exists();
     write_atomically(&file, text.as_bytes())
         .await
-        .map_err(ApiError::internal)?;
+        .map_err(|e| match e.kind() {
+            // A parent that is a document: `create_dir_all` finds it exists and is no
+            // directory, or the write finds it is not one.
+            std::io::ErrorKind::NotADirectory
+            | std::io::ErrorKind::IsADirectory
+            | std::io::ErrorKind::AlreadyExists => not_a_document(),
+            _ => ApiError::internal(e),
+        })?;
     if trigger_doc || parts == ["settings.yaml"] {
         // Registrations follow the documents at once (settings hold webhook path tokens).
         if let Err(e) = state.triggers.resync(&state, &scope) {
@@ -261,7 +282,12 @@ async fn write_atomically(file: &std::path::Path, bytes: &[u8]) -> std::io::Resu
         .unwrap_or_default();
     let tmp = dir.join(format!(".{name}.{}.tmp", std::process::id()));
     tokio::fs::write(&tmp, bytes).await?;
-    tokio::fs::rename(&tmp, file).await
+    let renamed = tokio::fs::rename(&tmp, file).await;
+    if renamed.is_err() {
+        // Nothing is left behind of a write that did not happen.
+        let _ = tokio::fs::remove_file(&tmp).await;
+    }
+    renamed
 }
 
 /// `GET …/documents?dir=workflows` → `{items: [{name, path, kind: "file"|"dir"}]}`, sorted

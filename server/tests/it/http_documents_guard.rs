@@ -218,3 +218,32 @@ async fn no_error_body_names_the_servers_root() {
         bodies[3]
     );
 }
+
+/// A write to a directory, or through a document as if it were one, has no document to write:
+/// 409, and nothing is left behind.
+#[tokio::test]
+async fn a_write_to_a_directory_or_through_a_document_answers_409() {
+    let s = Server::start().await;
+    for path in ["scheduler", "workflows", "workflows/hello.yaml/x.yaml"] {
+        write(&s.root.join("acme/shop/_vance/scheduler/keep.txt"), "x");
+        let r = put(&s, &format!("{DOCS}/{path}"), "a: 1\n")
+            .send()
+            .await
+            .unwrap();
+        let (status, body) = code(r).await;
+        assert_eq!(
+            (status, body.as_str()),
+            (409, "MAG-HTTP-NOT-A-DOCUMENT"),
+            "{path}"
+        );
+    }
+    let vance = s.root.join("acme/shop/_vance");
+    let left: Vec<String> = std::fs::read_dir(&vance)
+        .unwrap()
+        .chain(std::fs::read_dir(vance.join("workflows")).unwrap())
+        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+        .filter(|n| n.ends_with(".tmp"))
+        .collect();
+    assert_eq!(left, Vec::<String>::new());
+    assert!(vance.join("workflows/hello.yaml").is_file());
+}

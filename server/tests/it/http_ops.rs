@@ -156,7 +156,10 @@ async fn documents_are_read_listed_and_written_with_validation() {
     );
     assert!(!s.root.join("acme/shop/_vance/_vance").exists());
     let text = s
-        .get(&format!("{base}/_vance/workflows/viaproject.yaml"), Some(ACME_READ))
+        .get(
+            &format!("{base}/_vance/workflows/viaproject.yaml"),
+            Some(ACME_READ),
+        )
         .send()
         .await
         .unwrap()

@@ -753,13 +753,26 @@ async fn a_changed_lane_width_takes_effect_without_a_restart() {
     let p = project(&[("lane", &doc)]).await;
     let path = p.project.join("_vance/settings.yaml");
     std::fs::write(&path, &settings).unwrap();
-    assert!(!two_runs_overlap(&p, &log).await, "the default lane overlapped");
+    assert!(
+        !two_runs_overlap(&p, &log).await,
+        "the default lane overlapped"
+    );
 
-    std::fs::write(&path, format!("{settings}lanes:\n  maxConcurrentTasks: 2\n")).unwrap();
-    assert!(two_runs_overlap(&p, &log).await, "a raised width still serialised");
+    std::fs::write(
+        &path,
+        format!("{settings}lanes:\n  maxConcurrentTasks: 2\n"),
+    )
+    .unwrap();
+    assert!(
+        two_runs_overlap(&p, &log).await,
+        "a raised width still serialised"
+    );
 
     std::fs::write(&path, &settings).unwrap();
-    assert!(!two_runs_overlap(&p, &log).await, "a lowered width still overlapped");
+    assert!(
+        !two_runs_overlap(&p, &log).await,
+        "a lowered width still overlapped"
+    );
 }
 
 #[tokio::test]

@@ -235,6 +235,11 @@ pub(super) const CODES: &[ErrorCode] = &[
         remedy: "Replace the link with the document itself, or with a link that stays inside the project.",
     },
     ErrorCode {
+        code: "MAG-HTTP-NOT-A-DOCUMENT",
+        meaning: "A document write names a directory, or a path through an existing document (`workflows/x.yaml/y`): there is no document to write there.",
+        remedy: "Name a file inside the directory, or a path whose parents are directories.",
+    },
+    ErrorCode {
         code: "MAG-HTTP-INVALID-ANSWER",
         meaning: "A gate answer is malformed: an unknown kind, a missing field, or one the gate does not accept.",
         remedy: "Send one of the answer kinds with the fields it needs.",
