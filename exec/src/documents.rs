@@ -54,9 +54,9 @@ pub enum DocumentError {
     UnknownWorkflow {
         /// The name asked for.
         name: String,
-        /// The project path searched.
+        /// The project path searched, as [`DocumentSource::label`] names it.
         project: PathBuf,
-        /// The tenant path searched.
+        /// The tenant path searched, as [`DocumentSource::label`] names it.
         tenant: PathBuf,
     },
     /// The name is not a plain file name (path traversal, separators, hidden files).
@@ -80,7 +80,7 @@ pub enum DocumentError {
     /// The file exists but could not be read.
     #[error("[MAG-DOC003] cannot read {path}: {message}")]
     Io {
-        /// The file.
+        /// The file, as [`DocumentSource::label`] names it.
         path: PathBuf,
         /// The I/O error.
         message: String,
@@ -146,6 +146,29 @@ impl DocumentSource {
     /// Whether the tree is served to remote clients (see [`DocumentSource::served`]).
     pub fn is_served(&self) -> bool {
         self.served
+    }
+
+    /// A path as messages and records name it. In a served tree, relative to the root
+    /// (`acme/shop/_vance/…`), or by its file name when it lies outside (a workspace the
+    /// tenant placed elsewhere): what a task's error or a run's journal says reaches API
+    /// clients, who must not learn the server's directory layout. For the owner running the
+    /// `magrathea` command, the path as it is.
+    pub fn label(&self, path: &Path) -> String {
+        if !self.served {
+            return path.display().to_string();
+        }
+        let root: &Path = &self.root;
+        if let Ok(rel) = path.strip_prefix(root) {
+            return rel.display().to_string();
+        }
+        if let Ok(canonical) = root.canonicalize()
+            && let Ok(rel) = path.strip_prefix(&canonical)
+        {
+            return rel.display().to_string();
+        }
+        path.file_name()
+            .map(|n| n.to_string_lossy().into_owned())
+            .unwrap_or_default()
     }
 
     /// A single project directory (the `magrathea` command's view): the project is the
@@ -214,7 +237,7 @@ impl DocumentSource {
                 Err(e) if e.kind() == std::io::ErrorKind::NotFound => continue,
                 Err(e) => {
                     return Err(DocumentError::Io {
-                        path: path.clone(),
+                        path: self.label(path).into(),
                         message: e.to_string(),
                     });
                 }
@@ -222,8 +245,8 @@ impl DocumentSource {
         }
         Err(DocumentError::UnknownWorkflow {
             name: name.to_string(),
-            project,
-            tenant,
+            project: self.label(&project).into(),
+            tenant: self.label(&tenant).into(),
         })
     }
 
@@ -255,7 +278,7 @@ impl DocumentSource {
                 Err(DocumentError::NoDraft(name.to_string()))
             }
             Err(e) => Err(DocumentError::Io {
-                path,
+                path: self.label(&path).into(),
                 message: e.to_string(),
             }),
         }

@@ -361,6 +361,11 @@ fn read_script(
             )));
         }
     };
+    // A workspace may lie outside the tree: named by the workspace, not by its directory.
+    let where_ = |p: &Path| match source {
+        "workspace" => format!("{} in workspace `{dir_name}`", rel.display()),
+        _ => docs.label(p),
+    };
     for root in &roots {
         let file = root.join(&rel);
         if !file.exists() {
@@ -374,20 +379,18 @@ fn read_script(
         if !inside {
             return Err(technical(format!(
                 "[MAG-JS002] invalid script path `{path}`: it leads outside {}",
-                root.display()
+                where_(root)
             )));
         }
         return std::fs::read_to_string(&file).map_err(|e| {
             technical(format!(
-                "[MAG-JS004] cannot read script {}: {e}",
-                file.display()
+                "[MAG-JS004] cannot read script {}: {}",
+                where_(&file),
+                e.kind()
             ))
         });
     }
-    let looked: Vec<String> = roots
-        .iter()
-        .map(|r| r.join(&rel).display().to_string())
-        .collect();
+    let looked: Vec<String> = roots.iter().map(|r| where_(&r.join(&rel))).collect();
     Err(technical(format!(
         "[MAG-JS003] script `{path}` not found: looked for {}",
         looked.join(" and ")

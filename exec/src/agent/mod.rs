@@ -398,11 +398,11 @@ fn prepare(
     let (path, text) = docs
         .document(&scope, "recipes", name)
         .map_err(|e| technical(recipe_error(e)))?;
-    let recipe = Recipe::parse(&recipe::label(&path), &text).map_err(technical)?;
+    let recipe = Recipe::parse(&docs.label(&path), &text).map_err(technical)?;
     let agent = agents.engine(&recipe.engine).map_err(|known| {
         technical(format!(
             "[MAG-AG003] recipe `{name}` ({}) names the unknown engine `{}` (known: {})",
-            path.display(),
+            docs.label(&path),
             recipe.engine,
             known.join(", ")
         ))

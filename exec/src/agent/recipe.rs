@@ -1,6 +1,5 @@
 //! Recipes: named engine configurations under `_vance/recipes/<name>.yaml` (reference §1).
 
-use std::path::Path;
 use std::time::Duration;
 
 use schemars::JsonSchema;
@@ -113,11 +112,6 @@ impl Recipe {
     pub fn timeout(&self) -> Option<Duration> {
         self.timeout_seconds.map(crate::saturating_secs)
     }
-}
-
-/// `path` as a label for messages.
-pub(super) fn label(path: &Path) -> String {
-    path.display().to_string()
 }
 
 #[cfg(test)]

@@ -56,26 +56,34 @@ struct SettingsFile {
     tools: Option<ToolSettings>,
 }
 
-fn read(path: &Path) -> Result<ToolSettings, String> {
+/// Reads the settings at `path`; errors name the file by `label` (in a served tree never by
+/// its path on the server's disk: a denial is a task's outcome, which its run shows).
+fn read(path: &Path, label: &str) -> Result<ToolSettings, String> {
     let text = match std::fs::read_to_string(path) {
         Ok(t) => t,
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(ToolSettings::default()),
-        Err(e) => return Err(format!("cannot read {}: {e}", path.display())),
+        Err(e) => return Err(format!("cannot read {label}: {}", e.kind())),
     };
     if text.trim().is_empty() {
         return Ok(ToolSettings::default());
     }
     let file: Option<SettingsFile> = serde_yaml_ng::from_str(&text)
-        .map_err(|e| format!("invalid tool settings in {}: {e}", path.display()))?;
+        .map_err(|e| format!("invalid tool settings in {label}: {e}"))?;
     Ok(file.and_then(|f| f.tools).unwrap_or_default())
 }
 
-fn tenant_file(docs: &DocumentSource, scope: &Scope) -> PathBuf {
-    docs.tenant_dir(scope).join("_vance").join("settings.yaml")
+/// The tenant's settings file, and its name in messages ([`DocumentSource::label`]).
+fn tenant_file(docs: &DocumentSource, scope: &Scope) -> (PathBuf, String) {
+    let path = docs.tenant_dir(scope).join("_vance").join("settings.yaml");
+    let label = docs.label(&path);
+    (path, label)
 }
 
-fn project_file(docs: &DocumentSource, scope: &Scope) -> PathBuf {
-    docs.project_dir(scope).join("_vance").join("settings.yaml")
+/// The project's settings file, and its name in messages ([`DocumentSource::label`]).
+fn project_file(docs: &DocumentSource, scope: &Scope) -> (PathBuf, String) {
+    let path = docs.project_dir(scope).join("_vance").join("settings.yaml");
+    let label = docs.label(&path);
+    (path, label)
 }
 
 /// The cascade: `Ok(())` or why `tool` is refused.
@@ -90,16 +98,14 @@ pub fn decide(
         ("project", project_file(docs, scope)),
     ];
     let mut settings = Vec::with_capacity(2);
-    for (level, path) in &levels {
-        let s = read(path).map_err(|e| format!("the {level}'s tool settings fail closed: {e}"))?;
-        settings.push((level, path, s));
+    for (level, (path, label)) in &levels {
+        let s = read(path, label)
+            .map_err(|e| format!("the {level}'s tool settings fail closed: {e}"))?;
+        settings.push((level, label, s));
     }
-    for (level, path, s) in &settings {
+    for (level, label, s) in &settings {
         if s.denied.iter().any(|t| t == tool) {
-            return Err(format!(
-                "denied by the {level}'s tools.denied in {}",
-                path.display()
-            ));
+            return Err(format!("denied by the {level}'s tools.denied in {label}"));
         }
     }
     match workflow {
@@ -117,14 +123,11 @@ pub fn decide(
         }
         _ => {}
     }
-    for (level, path, s) in &settings {
+    for (level, label, s) in &settings {
         if let Some(allowed) = &s.allowed
             && !allowed.iter().any(|t| t == tool)
         {
-            return Err(format!(
-                "not in the {level}'s tools.allowed in {}",
-                path.display()
-            ));
+            return Err(format!("not in the {level}'s tools.allowed in {label}"));
         }
     }
     Ok(())
@@ -138,16 +141,46 @@ mod tests {
     fn missing_and_empty_files_restrict_nothing_and_unknown_keys_fail_closed() {
         let dir = tempfile::tempdir().unwrap();
         let f = dir.path().join("settings.yaml");
-        assert!(read(&f).unwrap().allowed.is_none());
+        let label = "acme/shop/_vance/settings.yaml";
+        assert!(read(&f, label).unwrap().allowed.is_none());
         std::fs::write(&f, "").unwrap();
-        assert!(read(&f).unwrap().allowed.is_none());
+        assert!(read(&f, label).unwrap().allowed.is_none());
         std::fs::write(&f, "lanes:\n  maxConcurrentTasks: 2\n").unwrap();
-        assert!(read(&f).unwrap().allowed.is_none());
+        assert!(read(&f, label).unwrap().allowed.is_none());
         std::fs::write(&f, "tools:\n  allowed: [a]\n  denied: [b]\n").unwrap();
-        let s = read(&f).unwrap();
+        let s = read(&f, label).unwrap();
         assert_eq!(s.allowed, Some(vec!["a".to_string()]));
         assert_eq!(s.denied, vec!["b".to_string()]);
         std::fs::write(&f, "tools:\n  deny: [b]\n").unwrap();
-        assert!(read(&f).unwrap_err().contains("deny"));
+        let e = read(&f, label).unwrap_err();
+        assert!(e.contains("deny") && e.contains(label), "{e}");
+    }
+
+    /// A denial is a task's outcome, shown to API clients with the run: in a served tree it
+    /// names the settings file from the root of the tree, never by its path on the disk.
+    #[test]
+    fn a_denial_names_the_settings_file_from_the_root_of_the_tree() {
+        let root = tempfile::tempdir().unwrap();
+        let scope = Scope::new("acme", "shop");
+        let docs = DocumentSource::new(root.path()).served();
+        let project = root.path().join("acme/shop/_vance");
+        std::fs::create_dir_all(&project).unwrap();
+        std::fs::write(
+            project.join("settings.yaml"),
+            "tools:\n  denied: [doc_read]\n",
+        )
+        .unwrap();
+        let e = decide(&docs, &scope, None, "doc_read").unwrap_err();
+        assert_eq!(
+            e,
+            "denied by the project's tools.denied in acme/shop/_vance/settings.yaml"
+        );
+        let tenant = root.path().join("acme/_tenant/_vance");
+        std::fs::create_dir_all(&tenant).unwrap();
+        std::fs::write(tenant.join("settings.yaml"), "tools: [unclosed\n").unwrap();
+        let e = decide(&docs, &scope, None, "doc_read").unwrap_err();
+        assert!(e.contains("acme/_tenant/_vance/settings.yaml"), "{e}");
+        let root_text = root.path().display().to_string();
+        assert!(!e.contains(&root_text), "{e}");
     }
 }

@@ -247,3 +247,48 @@ async fn a_write_to_a_directory_or_through_a_document_answers_409() {
     assert_eq!(left, Vec::<String>::new());
     assert!(vance.join("workflows/hello.yaml").is_file());
 }
+
+/// What a task's failure says is journaled and shown with its run: a denied tool, a missing
+/// script and an unknown sub-workflow name their documents from the root, never by a path of
+/// the server's disk.
+#[tokio::test]
+async fn no_run_or_journal_names_the_servers_root() {
+    let s = Server::start().await;
+    let root = s.root.to_str().unwrap().to_owned();
+    write(
+        &s.root.join("acme/_tenant/_vance/settings.yaml"),
+        "execution:\n  shellTask: true\n  scriptTask: true\n",
+    );
+    let vance = s.root.join("acme/shop/_vance");
+    write(
+        &vance.join("settings.yaml"),
+        "tools:\n  denied: [doc_read]\n",
+    );
+    write(
+        &vance.join("workflows/leaky.yaml"),
+        "start: tool\nstates:\n  tool:\n    type: tool_task\n    tool: doc_read\n    params: { path: x.yaml }\n    storeAs: tool\n    on: { success: script }\n    catch: { permission_error: script }\n  script:\n    type: script_task\n    path: _vance/scripts/missing.js\n    storeAs: script\n    on: { success: child }\n    catch: { technical_error: child }\n  child:\n    type: workflow_task\n    workflow: missing\n    storeAs: child\n    on: { success: done, failure: done }\n  done: { type: terminal }\n",
+    );
+    let run = s.start_run("shop", "leaky", json!({})).await;
+    let view = s.wait_status("shop", &run, &["DONE", "FAILED"]).await;
+    let journal: Value = s
+        .get_json(
+            &format!("/brain/acme/project/shop/workflows/runs/{run}/journal"),
+            Some(ACME),
+        )
+        .await;
+    for (what, text) in [("run", view.to_string()), ("journal", journal.to_string())] {
+        assert!(
+            !text.contains(&root),
+            "the root path is in the {what}: {text}"
+        );
+    }
+    let vars = view["vars"].to_string();
+    assert!(
+        vars.contains("acme/shop/_vance/settings.yaml"),
+        "the denial names the settings from the root: {vars}"
+    );
+    assert!(
+        vars.contains("acme/shop/_vance/scripts/missing.js"),
+        "{vars}"
+    );
+}

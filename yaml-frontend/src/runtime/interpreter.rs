@@ -398,7 +398,7 @@ pub(crate) fn frozen_child(
     let found = ctx.side_effect("workflow_document", || {
         match rt.docs.workflow_to_start(scope, name, false) {
             Ok((path, text)) => {
-                let mut found = json!({ "path": path.display().to_string(), "definition": text });
+                let mut found = json!({ "path": rt.docs.label(&path), "definition": text });
                 if let Some(defaults) = default_bounds::tenant_defaults(&rt.docs, scope) {
                     found["defaultBounds"] = defaults;
                 }

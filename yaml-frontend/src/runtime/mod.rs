@@ -146,7 +146,7 @@ impl YamlRuntime {
         name: &str,
     ) -> Result<(std::path::PathBuf, String, crate::Loaded), YamlStartError> {
         let (path, text) = self.inner.docs.workflow(scope, name)?;
-        let label = path.display().to_string();
+        let label = self.inner.docs.label(&path);
         let loaded = load_workflow(&label, &text, &LoadOptions::default())
             .map_err(YamlStartError::Invalid)?;
         Ok((path, text, loaded))
@@ -236,7 +236,7 @@ impl YamlRuntime {
         complete: impl FnOnce(StartRequest) -> StartRequest,
     ) -> Result<StartRequest, YamlStartError> {
         let (path, text) = self.inner.docs.workflow_to_start(scope, name, draft)?;
-        let loaded = crate::load_workflow_shared(&path.display().to_string(), &text)
+        let loaded = crate::load_workflow_shared(&self.inner.docs.label(&path), &text)
             .map_err(YamlStartError::Invalid)?;
         let params =
             validate_params(&loaded.doc.parameters, &params).map_err(YamlStartError::Params)?;

@@ -32,7 +32,7 @@ impl WorkflowStart {
             .docs
             .workflow_to_start(&scope, &name, false)
             .map_err(|e| ToolError::Failed(e.to_string()))?;
-        let loaded = load_workflow(&path.display().to_string(), &text, &LoadOptions::default())
+        let loaded = load_workflow(&self.docs.label(&path), &text, &LoadOptions::default())
             .map_err(|d| {
                 let msgs: Vec<String> = d.iter().map(|d| d.to_string()).collect();
                 ToolError::Failed(format!("invalid workflow document:\n{}", msgs.join("\n")))
