@@ -210,8 +210,13 @@ pub struct InboxItem {
     /// When the gate's timeout fires, ms since the epoch (gates with a timeout only).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub expires_at: Option<u64>,
-    /// Extra data (`payload.kind = "workflow.gate"` for YAML gates).
+    /// Extra data of the gate (for YAML gates: `kind`, `workflowName`, `workflowState`, and
+    /// the approval rules a document declares).
     pub meta: Value,
+    /// What the reference's inbox item carries for the UI (§3.4): `kind: "workflow.gate"`
+    /// as a discriminator, with `workflowRunId`, `workflowName` and `workflowState`.
+    #[serde(default, skip_serializing_if = "Value::is_null")]
+    pub payload: Value,
 }
 
 /// The id of the inbox item of `step` in `run`.
@@ -234,28 +239,37 @@ pub(crate) fn inbox_items(entries: &[Entry], summary: &RunSummary) -> Vec<InboxI
     };
     for e in entries {
         match &e.record {
-            Record::GateOpened { step, gate } => items.push(InboxItem {
-                id: inbox_item_id(summary.run_id, *step),
-                kind: gate.kind,
-                title: gate.title.clone(),
-                body: gate.body.clone(),
-                options: gate.options.clone(),
-                assigned_to: gate.assigned_to.clone(),
-                criticality: gate.criticality.clone(),
-                tags: gate.tags.clone(),
-                workflow_run_id: summary.run_id,
-                workflow_name: summary.workflow_name.clone(),
-                workflow_state: gate
+            Record::GateOpened { step, gate } => {
+                let workflow_state = gate
                     .meta
                     .get("workflowState")
                     .and_then(Value::as_str)
-                    .map(str::to_string),
-                status: InboxStatus::Pending,
-                answer: None,
-                created_at: e.at_ms,
-                expires_at: gate.timeout_ms.map(|t| e.at_ms.saturating_add(t)),
-                meta: gate.meta.clone(),
-            }),
+                    .map(str::to_string);
+                items.push(InboxItem {
+                    id: inbox_item_id(summary.run_id, *step),
+                    kind: gate.kind,
+                    title: gate.title.clone(),
+                    body: gate.body.clone(),
+                    options: gate.options.clone(),
+                    assigned_to: gate.assigned_to.clone(),
+                    criticality: gate.criticality.clone(),
+                    tags: gate.tags.clone(),
+                    workflow_run_id: summary.run_id,
+                    workflow_name: summary.workflow_name.clone(),
+                    payload: serde_json::json!({
+                        "kind": "workflow.gate",
+                        "workflowRunId": summary.run_id.to_string(),
+                        "workflowName": summary.workflow_name,
+                        "workflowState": workflow_state,
+                    }),
+                    workflow_state,
+                    status: InboxStatus::Pending,
+                    answer: None,
+                    created_at: e.at_ms,
+                    expires_at: gate.timeout_ms.map(|t| e.at_ms.saturating_add(t)),
+                    meta: gate.meta.clone(),
+                });
+            }
             Record::GateAnswered { step, answer } => {
                 if let Some(i) = find(&mut items, *step) {
                     items[i].status = InboxStatus::Answered;

@@ -230,6 +230,25 @@ async fn an_inbox_item_with_a_timeout_shows_when_it_expires() {
         .unwrap();
     let created = a["createdAt"].as_u64().unwrap();
     assert_eq!(a["expiresAt"].as_u64().unwrap(), created + 3_600_000, "{a}");
+
+    // The project's inbox shows the reference's payload (§3.4) for the UI.
+    let items: Vec<Value> = s
+        .get_json("/brain/acme/project/shop/inbox", Some(ACME))
+        .await;
+    let item = items
+        .iter()
+        .find(|i| i["workflowRunId"] == run.as_str())
+        .unwrap();
+    assert_eq!(
+        item["payload"],
+        json!({
+            "kind": "workflow.gate",
+            "workflowRunId": run,
+            "workflowName": "timed",
+            "workflowState": "review",
+        }),
+        "{item}"
+    );
 }
 
 #[tokio::test]

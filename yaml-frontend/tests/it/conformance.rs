@@ -275,6 +275,16 @@ states:
     );
     assert_eq!(item.workflow_state.as_deref(), Some("ask"));
     assert_eq!(item.meta["kind"], "workflow.gate");
+    // §3.4: the item's payload carries the discriminator and the run, workflow and state.
+    assert_eq!(
+        item.payload,
+        json!({
+            "kind": "workflow.gate",
+            "workflowRunId": v.workflow_run_id.to_string(),
+            "workflowName": item.workflow_name,
+            "workflowState": "ask",
+        })
+    );
     p.engine
         .answer_gate(&item.id, GateAnswer::choose("abort"))
         .await
