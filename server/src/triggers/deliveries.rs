@@ -73,6 +73,14 @@ pub struct Delivery {
     /// The run started (or, for a duplicate, the first delivery's run).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub run_id: Option<String>,
+    /// The same run under the name the reference's scheduler event log gives it (§8.4), so
+    /// that a UI can link a tick or delivery to its run.
+    #[serde(
+        rename = "workflowRunId",
+        default,
+        skip_serializing_if = "Option::is_none"
+    )]
+    pub workflow_run_id: Option<String>,
     /// The dedupe key of a webhook delivery.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub dedupe_key: Option<String>,
@@ -100,6 +108,7 @@ impl Delivery {
             reason: None,
             message: None,
             run_id: None,
+            workflow_run_id: None,
             dedupe_key: None,
             tick_ms: None,
             event: None,
@@ -122,6 +131,7 @@ impl Delivery {
     /// With a run.
     pub fn run(mut self, run: impl ToString) -> Self {
         self.run_id = Some(run.to_string());
+        self.workflow_run_id.clone_from(&self.run_id);
         self
     }
 }

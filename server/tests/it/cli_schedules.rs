@@ -67,6 +67,8 @@ fn trigger_fires_the_schedule_now_and_records_the_delivery() {
     assert_eq!(first["status"], "accepted");
     assert_eq!(first["reason"], "manual");
     assert_eq!(first["runId"], id);
+    // The reference's scheduler event log names the run `workflowRunId` (§8.4).
+    assert_eq!(first["workflowRunId"], id);
     let listed = json(&p.cli(&["schedules", "list", "--json"]));
     assert_eq!(listed[0]["lastRunId"], id);
     assert_eq!(listed[0]["lastRunStatus"], "DONE");

@@ -167,6 +167,7 @@ async fn a_correctly_signed_delivery_starts_the_workflow_with_its_body_and_heade
     assert_eq!(d.len(), 1);
     assert_eq!(d[0]["status"], "accepted");
     assert_eq!(d[0]["runId"], reply["workflowRunId"]);
+    assert_eq!(d[0]["workflowRunId"], reply["workflowRunId"]);
     assert_eq!(d[0]["dedupeKey"], "d-1");
 }
 
