@@ -94,7 +94,7 @@ pub enum Code {
     InvalidBounds,
     /// `MAG-Y020`: invalid `timeoutSeconds`.
     InvalidTimeout,
-    /// `MAG-Y021`: `storeAs` is not a plain identifier.
+    /// `MAG-Y021`: `storeAs` is not a variable key.
     InvalidStoreAs,
     /// `MAG-Y022`: a condition expression does not parse.
     ConditionSyntax,

@@ -104,14 +104,15 @@ pub(super) fn build_state(
             }
         });
     let store_as = node.get("storeAs").and_then(|v| match v.as_str() {
-        Some(s) if is_identifier(s) => Some(s.to_owned()),
+        Some(s) if is_variable_key(s) => Some(s.to_owned()),
         _ => {
             ctx.error(
                 v.span,
                 Code::InvalidStoreAs,
                 format_args!(
-                    "storeAs of {what} is {}: expected a plain identifier (letters, digits, \
-                     '_', not starting with a digit)",
+                    "storeAs of {what} is {}: expected a variable key of 1 to {MAX_KEY} bytes \
+                     without '.', spaces, quotes, brackets, braces, '$' or '\\' (e.g. \
+                     `review` or `check-output`)",
                     ctx::found(v)
                 ),
             );
@@ -168,12 +169,20 @@ fn key_span(map: &YamlNode, key: &str) -> Option<Span> {
         .map(|(k, _)| k.span)
 }
 
-fn is_identifier(s: &str) -> bool {
-    let mut chars = s.chars();
-    chars
-        .next()
-        .is_some_and(|c| c.is_ascii_alphabetic() || c == '_')
-        && chars.all(|c| c.is_ascii_alphanumeric() || c == '_')
+/// The longest variable key, in bytes.
+const MAX_KEY: usize = 256;
+
+/// Whether `s` can be a variable key (`storeAs`). The reference sets no form, and reads
+/// variables as `#state['<key>']`, so a key may be `check-output` as well as `review`; it
+/// may not hold what the syntax that reads it gives a meaning: `.` (a nested value of
+/// `${state.a.b}`), quotes and brackets (`#state['k']`), braces and `$` (a placeholder),
+/// spaces and control characters.
+fn is_variable_key(s: &str) -> bool {
+    !s.is_empty()
+        && s.len() <= MAX_KEY
+        && !s
+            .chars()
+            .any(|c| c.is_whitespace() || c.is_control() || ".{}$[]'\"\\".contains(c))
 }
 
 fn task_type(ctx: &mut Ctx<'_>, node: &YamlNode, what: &str) -> Option<TaskType> {

@@ -147,7 +147,7 @@ pub struct Common {
     #[schemars(extend("exclusiveMinimum" = 0))]
     pub timeout_seconds: Option<f64>,
     /// The variable that receives the task's output (`${state.<name>}`).
-    #[schemars(regex(pattern = r"^[A-Za-z_][A-Za-z0-9_]*$"))]
+    #[schemars(regex(pattern = r#"^[^.\s{}$\[\]'"\\]{1,256}$"#))]
     pub store_as: Option<String>,
     /// Outcome → next state, matched exactly; checked before `catch:`.
     pub on: Option<IndexMap<String, String>>,

@@ -119,6 +119,21 @@ async fn s3_2_shell_runs_in_the_workspace_and_without_dir_name_is_a_technical_er
     assert_eq!(v.result, Some(json!("routed")));
 }
 
+/// §2.2 sets no form for a `storeAs` key, and §3.6 reads variables as `#state['<key>']`: a key
+/// such as `check-output` is stored, read by a condition and by a `${state.…}` template.
+#[tokio::test]
+async fn s2_2_a_store_as_key_may_hold_a_dash() {
+    let p = project(&[(
+        "dash",
+        "start: check\nstates:\n  check:\n    type: shell_task\n    run: printf ok\n    dirName: workspace\n    storeAs: check-output\n    on: { success: route }\n  route:\n    type: condition_task\n    transitions:\n      - if: \"#state['check-output']['stdout'] == 'ok'\"\n        to: done\n      - else: other\n  done: { type: terminal, result: \"${state.check-output.stdout}\" }\n  other: { type: terminal, outcome: failure }\n",
+    )])
+    .await;
+    let v = p.run("dash", json!({})).await;
+    assert_eq!(v.status, RunStatus::Done, "{v:?}");
+    assert_eq!(v.result, Some(json!("ok")));
+    assert_eq!(v.vars["check-output"]["exitCode"], 0);
+}
+
 #[tokio::test]
 async fn s3_2_a_shell_timeout_kills_the_process_group_and_routes_timeout() {
     let p = project(&[(

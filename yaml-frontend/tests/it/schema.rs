@@ -217,7 +217,7 @@ fn schema_refuses_the_shapes_the_loader_refuses() {
         state("    type: shell_task\n    run: x\n    timeoutSeconds: 0\n    on: { success: z }\n"),
         state("    type: shell_task\n    run: x\n    catch: { oops: z }\n"),
         state("    type: gate_task\n    inbox: { kind: MAYBE }\n    on: { approved: z }\n"),
-        state("    type: shell_task\n    run: x\n    storeAs: 1abc\n    on: { success: z }\n"),
+        state("    type: shell_task\n    run: x\n    storeAs: a.b\n    on: { success: z }\n"),
         state(
             "    type: shell_task\n    run: x\n    retry: { on: [timeout] }\n    on: { success: z }\n",
         ),

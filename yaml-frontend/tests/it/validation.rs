@@ -388,7 +388,7 @@ fn bounds_timeout_store_as() {
     );
     has(
         &text,
-        "wf.yaml:11:14: [MAG-Y021] storeAs of state 'a' is a string 'my.var': expected a plain identifier (letters, digits, '_', not starting with a digit)",
+        "wf.yaml:11:14: [MAG-Y021] storeAs of state 'a' is a string 'my.var': expected a variable key of 1 to 256 bytes without '.', spaces, quotes, brackets, braces, '$' or '\\' (e.g. `review` or `check-output`)",
     );
 }
 

@@ -106,8 +106,8 @@ pub(super) const CODES: &[ErrorCode] = &[
     },
     ErrorCode {
         code: "MAG-Y021",
-        meaning: "`storeAs` is not a plain identifier.",
-        remedy: "Use a plain identifier as the variable name.",
+        meaning: "`storeAs` is not a variable key: empty, over 256 bytes, or holding `.`, a space, a quote, a bracket, a brace, `$` or `\\`.",
+        remedy: "Name the variable with letters, digits and punctuation such as `-` or `_` (e.g. `review`, `check-output`).",
     },
     ErrorCode {
         code: "MAG-Y022",
