@@ -100,6 +100,9 @@ pub enum ParamType {
     Object,
     /// A list.
     Array,
+    /// Any JSON value: the parameter declares no `type` (the reference's parameters are a
+    /// permissive pass-through).
+    Any,
 }
 
 impl ParamType {
@@ -119,7 +122,7 @@ impl ParamType {
         Self::ALL
             .iter()
             .find(|(_, t)| *t == self)
-            .map_or("?", |(n, _)| n)
+            .map_or("any", |(n, _)| n)
     }
 
     /// True when `v` has this type (an integral float such as `3.0` counts as an integer).
@@ -134,6 +137,7 @@ impl ParamType {
             Self::Boolean => v.is_boolean(),
             Self::Object => v.is_object(),
             Self::Array => v.is_array(),
+            Self::Any => true,
         }
     }
 }
@@ -143,7 +147,7 @@ impl ParamType {
 pub struct ParamSchema {
     /// Parameter name.
     pub name: String,
-    /// Required JSON type.
+    /// Required JSON type ([`ParamType::Any`] when the parameter declares none).
     pub ty: ParamType,
     /// Whether the caller must pass it (default false).
     pub required: bool,

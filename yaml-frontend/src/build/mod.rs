@@ -149,17 +149,9 @@ fn parameters(ctx: &mut Ctx<'_>, node: &YamlNode) -> IndexMap<String, ParamSchem
         ctx.check_fields(v, PARAM_FIELDS, &what);
         let names = ParamType::ALL.iter().map(|(n, _)| *n);
         let ty = match v.get("type") {
-            None => {
-                ctx.error(
-                    v.span,
-                    Code::InvalidParameter,
-                    format_args!(
-                        "{what} has no 'type': expected one of {}",
-                        suggest::list(names)
-                    ),
-                );
-                None
-            }
+            // The reference's parameters are a permissive pass-through: without a type, any
+            // value is taken.
+            None => Some(ParamType::Any),
             Some(t) => {
                 let found = t
                     .as_str()

@@ -57,9 +57,9 @@ pub enum Version {
 #[derive(Debug, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct Parameter {
-    /// The JSON type the value must have.
+    /// The JSON type the value must have (any value when absent).
     #[serde(rename = "type")]
-    pub ty: ParamTypeName,
+    pub ty: Option<ParamTypeName>,
     /// Whether the caller must pass it (default false).
     pub required: Option<bool>,
     /// The value used when the caller omits it.

@@ -625,6 +625,29 @@ async fn s2_1_invalid_parameters_and_unknown_workflows_start_nothing() {
     assert!(p.engine.list_runs(&Default::default()).unwrap().is_empty());
 }
 
+/// §2.1: parameters are a permissive pass-through. One that declares no type takes any
+/// value; `required` and `default` still hold.
+#[tokio::test]
+async fn s2_1_a_parameter_without_a_type_takes_any_value() {
+    let p = project(&[(
+        "free",
+        "parameters:\n  anything: { required: true }\n  label: { default: 7 }\nstart: d\nstates:\n  d: { type: terminal, result: { anything: \"${params.anything}\", label: \"${params.label}\" } }\n",
+    )])
+    .await;
+    for value in [json!(3), json!("text"), json!({"a": [1]})] {
+        let v = p.run("free", json!({ "anything": value })).await;
+        assert_eq!(v.status, RunStatus::Done);
+        assert_eq!(v.params["anything"], value);
+        assert_eq!(v.params["label"], 7);
+    }
+    let err = p
+        .runtime
+        .start(&p.engine, &p.scope, "free", json!({}), "t")
+        .await
+        .unwrap_err();
+    assert!(matches!(err, YamlStartError::Params(_)), "{err}");
+}
+
 #[tokio::test]
 async fn s3_8_terminal_without_result_writes_no_result_record() {
     let p = project(&[("t", "start: d\nstates:\n  d: { type: terminal }\n")]).await;
