@@ -135,9 +135,9 @@ impl IntoExecCall for ShellInput {
 pub enum ShellStatus {
     /// It exited (with any status).
     Completed,
-    /// It was killed: at its timeout, or by a signal.
+    /// It was killed at its timeout.
     Killed,
-    /// It could not be started or waited for.
+    /// It could not be started or waited for, or a signal killed it before its timeout.
     Failed,
 }
 
@@ -481,9 +481,16 @@ async fn run_shell(command: &str, job: Job) -> Result<Value, TaskError> {
                 .with_kind("business_error")
                 .with_output(output(ShellStatus::Completed, Some(code)).to_value()),
         ),
-        None => Err(TaskError::terminal("command was killed by a signal")
-            .with_kind(TaskError::TECHNICAL)
-            .with_output(output(ShellStatus::Killed, None).to_value())),
+        // Killed by someone else than its watchdog (the kernel's out-of-memory killer, an
+        // operator): the reference's table keeps KILLED for the watchdog (`timeout`), and a
+        // job that failed otherwise is FAILED, a `technical_error`.
+        None => Err(TaskError::terminal(format!(
+            "command was killed by signal {}",
+            std::os::unix::process::ExitStatusExt::signal(&status)
+                .map_or_else(|| "?".to_owned(), |s| s.to_string())
+        ))
+        .with_kind(TaskError::TECHNICAL)
+        .with_output(output(ShellStatus::Failed, None).to_value())),
     }
 }
 
