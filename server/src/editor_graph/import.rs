@@ -206,6 +206,24 @@ fn state_of(n: &Value) -> Result<(String, Map<String, Value>), ImportError> {
     if ty != "condition_task" {
         spec.remove("on");
     }
+    // The editor edits a node's timeout as `data.timeoutMs` (export writes it from
+    // `timeoutSeconds`): it wins over the config's. A terminal state has none.
+    if ty != "terminal"
+        && let Some(ms) = n.pointer("/data/timeoutMs").filter(|v| !v.is_null())
+    {
+        let seconds = ms.as_f64().ok_or_else(|| {
+            err(
+                "MAG-GR010",
+                format!("node '{id}' has data.timeoutMs {ms}: expected a number of milliseconds"),
+            )
+        })? / 1000.0;
+        let seconds = if seconds.fract() == 0.0 && seconds.abs() < 1e15 {
+            json!(seconds as i64)
+        } else {
+            json!(seconds)
+        };
+        spec.insert("timeoutSeconds".into(), seconds);
+    }
     spec.insert("type".into(), json!(ty));
     Ok((id.to_owned(), spec))
 }
@@ -298,4 +316,43 @@ fn fan_out(
     p.insert("branches".into(), Value::Object(branches));
     p.insert("on".into(), json!({ "success": join }));
     Ok((name, p, moved))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn node(data: Value) -> Value {
+        json!({ "id": "gate", "type": "workflow_node", "data": data })
+    }
+
+    #[test]
+    fn a_timeout_edited_in_the_editor_becomes_the_states_timeout() {
+        let (_, spec) = state_of(&node(json!({
+            "type": "approval",
+            "timeoutMs": 9000,
+            "config": { "inbox": { "kind": "APPROVAL" }, "timeoutSeconds": 30 },
+        })))
+        .unwrap();
+        assert_eq!(spec["timeoutSeconds"], json!(9));
+        let (_, spec) = state_of(&node(json!({
+            "type": "action",
+            "timeoutMs": 1500,
+            "config": { "actionType": "shell_task", "run": "true" },
+        })))
+        .unwrap();
+        assert_eq!(spec["timeoutSeconds"], json!(1.5));
+        // Without one, the config's stands.
+        let (_, spec) = state_of(&node(json!({
+            "type": "approval",
+            "config": { "inbox": { "kind": "APPROVAL" }, "timeoutSeconds": 30 },
+        })))
+        .unwrap();
+        assert_eq!(spec["timeoutSeconds"], json!(30));
+        let e = state_of(&node(
+            json!({ "type": "approval", "timeoutMs": "soon", "config": {} }),
+        ))
+        .unwrap_err();
+        assert!(e.to_string().contains("data.timeoutMs"), "{e}");
+    }
 }
