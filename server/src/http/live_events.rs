@@ -44,7 +44,14 @@ pub(crate) async fn stream(
     let stream = async_stream(move |tx| async move {
         let _slot = slot;
         loop {
-            let event = match events.recv().await {
+            // The client's going ends the task (and gives its slot back) at once, not at the
+            // next event it would have been sent: on a quiet tenant, or with a filter that
+            // lets nothing through, that may be never.
+            let received = tokio::select! {
+                r = events.recv() => r,
+                () = tx.closed() => return,
+            };
+            let event = match received {
                 Ok(e) => e,
                 Err(RecvError::Lagged(n)) => {
                     let lagged = Event::default()

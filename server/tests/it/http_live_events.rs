@@ -163,3 +163,41 @@ async fn a_pause_and_a_resume_are_events_of_the_tenants_stream() {
     assert_eq!(seen[0].1["by"], "alice");
     assert_eq!(seen[0].1["reason"], "audit");
 }
+
+/// A closed tenant stream gives its follower place back at once, also when nothing is
+/// happening that it would have been sent: on a quiet tenant, or behind a filter.
+#[tokio::test]
+async fn a_closed_tenant_stream_gives_its_place_back_on_a_quiet_tenant() {
+    let s = Server::start_with(|c| c.max_followers_per_subject(2)).await;
+    for path in ["/v1/workflow-events", "/v1/workflow-events?project=nothing"] {
+        for _ in 0..5 {
+            let r = s.get(path, Some(ACME)).send().await.unwrap();
+            assert_eq!(r.status(), 200, "{path}: a place is free");
+            drop(r);
+            // The place comes back within a moment of the close, with no event in between.
+            let deadline = tokio::time::Instant::now() + Duration::from_secs(10);
+            loop {
+                let held = s
+                    .get("/v1/workflow-events", Some(ACME))
+                    .send()
+                    .await
+                    .unwrap();
+                let other = s
+                    .get("/v1/workflow-events", Some(ACME))
+                    .send()
+                    .await
+                    .unwrap();
+                let both = (held.status().as_u16(), other.status().as_u16()) == (200, 200);
+                drop((held, other));
+                if both {
+                    break;
+                }
+                assert!(
+                    tokio::time::Instant::now() < deadline,
+                    "{path}: a closed stream kept its place"
+                );
+                tokio::time::sleep(Duration::from_millis(50)).await;
+            }
+        }
+    }
+}
