@@ -12,7 +12,7 @@
 use std::sync::atomic::{AtomicU64, Ordering};
 
 use axum::Json;
-use axum::http::StatusCode;
+use axum::http::{StatusCode, header};
 use axum::response::{IntoResponse, Response};
 use serde_json::json;
 
@@ -133,6 +133,53 @@ impl From<magrathea_core::StoreError> for ApiError {
 }
 
 /// The answer of the router's fallback: no route has this path.
+/// Answers the errors the framework makes itself in the API's shape: a query string or a
+/// path segment that does not parse (400), a method the route does not take (405, with its
+/// `Allow` header), a body over the limit (413). Handlers answer [`ApiError`]s already; this
+/// leaves every JSON response, and every success, as it is.
+pub(crate) async fn framework_errors(response: Response) -> Response {
+    let status = response.status();
+    let is_json = response
+        .headers()
+        .get(header::CONTENT_TYPE)
+        .and_then(|v| v.to_str().ok())
+        .is_some_and(|t| t.starts_with("application/json"));
+    if !(status.is_client_error() || status.is_server_error()) || is_json {
+        return response;
+    }
+    let allow = response.headers().get(header::ALLOW).cloned();
+    // The framework's messages are one short line; more is not read.
+    let text = axum::body::to_bytes(response.into_body(), 4096)
+        .await
+        .map(|b| String::from_utf8_lossy(&b).trim().to_owned())
+        .unwrap_or_default();
+    let error = match status {
+        StatusCode::METHOD_NOT_ALLOWED => ApiError::new(
+            status,
+            "MAG-HTTP-405",
+            "this route does not take this method; GET /openapi.json lists each route's methods",
+        ),
+        StatusCode::PAYLOAD_TOO_LARGE => {
+            ApiError::new(status, "MAG-HTTP-413", "the request body is too large")
+        }
+        s if s.is_client_error() => ApiError::new(
+            status,
+            "MAG-HTTP-INVALID-REQUEST",
+            if text.is_empty() {
+                s.canonical_reason().unwrap_or("invalid request").to_owned()
+            } else {
+                text
+            },
+        ),
+        _ => ApiError::internal(text),
+    };
+    let mut response = error.into_response();
+    if let Some(allow) = allow {
+        response.headers_mut().insert(header::ALLOW, allow);
+    }
+    response
+}
+
 pub(crate) async fn no_route() -> ApiError {
     ApiError::new(
         StatusCode::NOT_FOUND,

@@ -221,6 +221,46 @@ async fn documents_are_read_listed_and_written_with_validation() {
     assert_eq!(r.status(), 200);
 }
 
+/// What the framework refuses before a handler runs is answered in the API's JSON shape too.
+#[tokio::test]
+async fn a_query_or_path_that_does_not_parse_and_a_wrong_method_answer_json_with_a_code() {
+    let s = Server::start().await;
+    let runs = "/brain/acme/project/shop/workflows/runs";
+    for (request, status, expected) in [
+        (
+            s.get(&format!("{runs}?limit=abc"), Some(ACME)),
+            400,
+            "MAG-HTTP-INVALID-REQUEST",
+        ),
+        (
+            s.get(&format!("{runs}/%FF"), Some(ACME)),
+            400,
+            "MAG-HTTP-INVALID-REQUEST",
+        ),
+        (
+            auth(
+                s.client
+                    .delete(s.url(&format!("{runs}/0123456789abcdef0123456789abcdef"))),
+                Some(ACME),
+            ),
+            405,
+            "MAG-HTTP-405",
+        ),
+    ] {
+        let r = request.send().await.unwrap();
+        let allow = r.headers().get("allow").cloned();
+        assert_eq!(
+            r.headers()["content-type"].to_str().unwrap(),
+            "application/json"
+        );
+        let (got, code_) = code(r).await;
+        assert_eq!((got, code_.as_str()), (status, expected));
+        if status == 405 {
+            assert!(allow.is_some(), "a 405 keeps its Allow header");
+        }
+    }
+}
+
 #[tokio::test]
 async fn a_workflow_written_with_warnings_is_written_and_its_warnings_returned() {
     let s = Server::start().await;

@@ -196,8 +196,8 @@ pub(super) const CODES: &[ErrorCode] = &[
     },
     ErrorCode {
         code: "MAG-HTTP-405",
-        meaning: "The event does not accept this HTTP method.",
-        remedy: "Use one of the methods the event document lists.",
+        meaning: "The route (or the event) does not accept this HTTP method; the `Allow` header lists those it does.",
+        remedy: "Use one of the methods the route lists in /openapi.json, or the event document lists.",
     },
     ErrorCode {
         code: "MAG-HTTP-413",
@@ -348,6 +348,11 @@ pub(super) const CODES: &[ErrorCode] = &[
         code: "MAG-HTTP-AMBIGUOUS-TRIGGER",
         meaning: "A document name given for a trigger declares several triggers (an event document with both `webhook:` and `subscribe:`).",
         remedy: "Name the trigger by its id (`trg_…`), as the message lists them.",
+    },
+    ErrorCode {
+        code: "MAG-HTTP-INVALID-REQUEST",
+        meaning: "The request's query string or a segment of its path does not parse (a number that is not one, bytes that are not UTF-8, …); the message says which.",
+        remedy: "Send the query parameters and path segments the route documents.",
     },
     ErrorCode {
         code: "MAG-HTTP-INVALID-QUERY",
