@@ -265,9 +265,9 @@ impl Auth {
         let Some(token) = token else {
             return Err(ApiError::unauthorized(if self.tokens.is_empty() {
                 format!(
-                    "no API token is configured ({}); add one, or start the server with \
-                     --insecure-no-auth on a trusted machine",
-                    self.file.display()
+                    "no API token is configured (in the served tree's {}); add one, or start \
+                     the server with --insecure-no-auth on a trusted machine",
+                    file_label(&self.file)
                 )
             } else {
                 "missing `Authorization: Bearer <token>`".to_string()
@@ -316,6 +316,19 @@ pub fn bearer(headers: &HeaderMap) -> Option<&str> {
         .filter(|t| !t.is_empty())
 }
 
+/// The tokens file as a client may read it: `_auth/tokens.yaml`, never a path of the server.
+fn file_label(file: &Path) -> String {
+    let name = |p: &Path| {
+        p.file_name()
+            .map(|n| n.to_string_lossy().into_owned())
+            .unwrap_or_default()
+    };
+    match file.parent() {
+        Some(dir) if name(dir) == "_auth" => format!("_auth/{}", name(file)),
+        _ => name(file),
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -325,6 +338,20 @@ mod tests {
         let file = dir.path().join("tokens.yaml");
         std::fs::write(&file, yaml).unwrap();
         Auth::load(file, false).unwrap()
+    }
+
+    /// The 401 of a server without tokens says where to add one, without a path of the
+    /// server's disk.
+    #[test]
+    fn without_tokens_the_401_names_the_file_from_the_tree() {
+        let dir = tempfile::tempdir().unwrap();
+        let file = dir.path().join("_auth/tokens.yaml");
+        let a = Auth::load(file, false).unwrap();
+        let e = a.authenticate(None).unwrap_err();
+        assert_eq!(e.status, 401);
+        assert!(e.message.contains("_auth/tokens.yaml"), "{}", e.message);
+        let root = dir.path().display().to_string();
+        assert!(!e.message.contains(&root), "{}", e.message);
     }
 
     #[test]

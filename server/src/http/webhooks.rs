@@ -80,14 +80,22 @@ pub(crate) async fn invoke(
     }
     let body = match body {
         Ok(b) => b,
-        Err(e) => {
-            let too_large = e.status() == StatusCode::PAYLOAD_TOO_LARGE;
+        // Over the server's own body limit: the same refusal as over the webhook's.
+        Err(e) if e.status() == StatusCode::PAYLOAD_TOO_LARGE => {
+            let rejection = webhook::Rejection::TooLarge;
             let d = Delivery::new(&reg, DeliveryStatus::Rejected, now)
-                .reason(if too_large {
-                    "body_too_large"
-                } else {
-                    "bad_body"
-                })
+                .reason(rejection.reason())
+                .message(rejection.message());
+            keep(&state, &d);
+            return Err(ApiError::new(
+                rejection.status(),
+                "MAG-HTTP-WEBHOOK-REJECTED",
+                rejection.message(),
+            ));
+        }
+        Err(e) => {
+            let d = Delivery::new(&reg, DeliveryStatus::Rejected, now)
+                .reason("bad_body")
                 .message(e.body_text());
             keep(&state, &d);
             return Err(super::body::body_error(e.status(), e.body_text()));

@@ -353,13 +353,19 @@ async fn a_wrong_method_and_an_oversized_body_are_refused_and_recorded() {
     let big = "x".repeat(2 * 1024 * 1024);
     let r = f.server.client.post(&url).body(big).send().await.unwrap();
     assert_eq!(r.status(), 413);
-    let reasons: Vec<String> = f
-        .deliveries("github")
-        .await
-        .iter()
-        .map(|d| d["reason"].as_str().unwrap().to_owned())
-        .collect();
+    // Over the server's own limit, the refusal is the webhook's: its code leads the message.
+    let body: Value = r.json().await.unwrap();
+    assert!(
+        body["error"]["message"]
+            .as_str()
+            .unwrap()
+            .starts_with("[MAG-WH002]"),
+        "{body}"
+    );
+    let d = f.deliveries("github").await;
+    let reasons: Vec<&str> = d.iter().map(|d| d["reason"].as_str().unwrap()).collect();
     assert_eq!(reasons, ["body_too_large", "method_not_allowed"]);
+    assert!(d[0]["message"].as_str().unwrap().starts_with("[MAG-WH002]"));
 }
 
 #[tokio::test]
