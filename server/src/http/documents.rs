@@ -209,6 +209,19 @@ pub(crate) async fn put(
             ));
         }
     }
+    if parts == ["settings.yaml"] {
+        // Settings that do not parse would be ignored for the defaults (and a project's tool
+        // settings fail closed): refused here instead, with where the problem is.
+        let label = format!("{}/{}/_vance/settings.yaml", scope.tenant, scope.project);
+        if !text.trim().is_empty()
+            && let Err(e) = serde_yaml_ng::from_str::<magrathea_exec::ProjectSettings>(&text)
+        {
+            return Err(ApiError {
+                message: "invalid settings document (1 error(s))".into(),
+                ..ApiError::invalid_document(vec![format!("{label}: {e}")])
+            });
+        }
+    }
     let file = parts
         .iter()
         .fold(vance_dir(&state, &scope), |d, s| d.join(s));

@@ -219,6 +219,24 @@ async fn documents_are_read_listed_and_written_with_validation() {
         .await
         .unwrap();
     assert_eq!(r.status(), 200);
+
+    // Settings that do not parse would be ignored for the defaults: refused with where.
+    let r = put("settings.yaml", "lanes: [\n", ACME).await.unwrap();
+    assert_eq!(r.status(), 422);
+    let body: Value = r.json().await.unwrap();
+    let first = body["error"]["diagnostics"][0].as_str().unwrap();
+    assert!(
+        first.starts_with("acme/shop/_vance/settings.yaml: ") && first.contains("line"),
+        "{first}"
+    );
+    assert_eq!(
+        std::fs::read_to_string(s.root.join("acme/shop/_vance/settings.yaml")).unwrap(),
+        "events: {}\n"
+    );
+    let r = put("settings.yaml", "lanes:\n  maxConcurrentTasks: 2\n", ACME)
+        .await
+        .unwrap();
+    assert_eq!(r.status(), 200);
 }
 
 /// What the framework refuses before a handler runs is answered in the API's JSON shape too.
