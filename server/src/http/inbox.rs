@@ -65,7 +65,10 @@ pub(crate) fn items(
         other => {
             return Err(ApiError::bad_request(
                 "MAG-HTTP-INVALID-STATUS",
-                format!("unknown status `{other}`: pending, answered, timed_out, closed or all"),
+                format!(
+                    "unknown status `{other}`: pending, answered, timed_out, closed or all (on \
+                     /v1/workflow-approvals also approved, rejected, expired or cancelled)"
+                ),
             ));
         }
     };

@@ -254,6 +254,14 @@ fn query(q: &DeliveriesQuery, trigger_id: Option<String>) -> Result<DeliveryQuer
             })?,
         ),
     };
+    if let Some(c) = q.cursor.as_deref()
+        && !crate::triggers::deliveries::is_cursor(c)
+    {
+        return Err(ApiError::bad_request(
+            "MAG-HTTP-INVALID-CURSOR",
+            format!("`{c}` is not a cursor of this list: pass the `next` of the previous page"),
+        ));
+    }
     Ok(DeliveryQuery {
         trigger_id,
         status,

@@ -151,6 +151,15 @@ fn order_key(d: &Delivery) -> String {
     format!("{}/{:032x}", time_key(d.at_ms), u128::MAX - id)
 }
 
+/// Whether `cursor` has the form of a page's `next` (an [`order_key`]): 16 hex digits, `/`,
+/// 32 hex digits.
+pub fn is_cursor(cursor: &str) -> bool {
+    let hex = |s: &str, n: usize| s.len() == n && s.bytes().all(|b| b.is_ascii_hexdigit());
+    cursor
+        .split_once('/')
+        .is_some_and(|(time, id)| hex(time, 16) && hex(id, 32))
+}
+
 /// Records a delivery.
 pub fn record(catalog: &dyn Catalog, d: &Delivery) -> Result<(), StoreError> {
     let bytes = serde_json::to_vec(d).map_err(|e| StoreError::io(e.to_string()))?;
@@ -439,6 +448,15 @@ mod tests {
         )
         .unwrap();
         assert_eq!(statuses(&left), [20_000, 19_000, 18_000, 17_000]);
+    }
+
+    #[test]
+    fn a_page_cursor_is_a_key_of_the_list() {
+        let d = Delivery::new(&reg("a"), DeliveryStatus::Accepted, 1_772_323_200_000);
+        assert!(is_cursor(&order_key(&d)));
+        for bad in ["zz", "", "0/0", &format!("{}x", order_key(&d))] {
+            assert!(!is_cursor(bad), "{bad}");
+        }
     }
 
     #[test]

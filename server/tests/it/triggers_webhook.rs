@@ -270,6 +270,19 @@ async fn a_duplicate_inside_the_window_answers_the_first_run_and_after_it_starts
         .collect();
     // Newest first.
     assert_eq!(statuses, ["accepted", "duplicate", "accepted"]);
+    // A cursor the list did not issue is refused, as the other lists refuse theirs.
+    let (status, code) = http_common::code(
+        f.server
+            .get(
+                "/brain/acme/project/shop/triggers/deliveries?trigger=github&cursor=zz",
+                Some(ACME),
+            )
+            .send()
+            .await
+            .unwrap(),
+    )
+    .await;
+    assert_eq!((status, code.as_str()), (400, "MAG-HTTP-INVALID-CURSOR"));
 }
 
 /// A delivery whose start is refused started nothing, so its key is not spent: the sender's

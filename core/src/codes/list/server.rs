@@ -246,7 +246,7 @@ pub(super) const CODES: &[ErrorCode] = &[
     },
     ErrorCode {
         code: "MAG-HTTP-INVALID-CURSOR",
-        meaning: "The pagination cursor is not a run id.",
+        meaning: "The pagination cursor is not one the list issued (a run id for runs, a delivery's key for deliveries).",
         remedy: "Pass the cursor from the previous page unchanged.",
     },
     ErrorCode {
