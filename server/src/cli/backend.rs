@@ -12,7 +12,7 @@ use std::sync::Arc;
 
 use magrathea_core::{
     AnswerAck, CancelAck, DeliverError, Engine, Entry, GateAnswer, InboxFilter, InboxItem,
-    JournalUpdate, Record, RunError, RunFilter, RunId, RunView, StartRequest,
+    JournalUpdate, Record, RunError, RunFilter, RunId, RunStatus, RunView, StartRequest,
 };
 use magrathea_server::http::runs::RunDto;
 use serde::{Deserialize, Serialize};
@@ -356,7 +356,7 @@ impl LocalFollower {
         let engine = engine.clone();
         Self {
             updates,
-            settled: Box::pin(async move { engine.wait_settled(run).await }),
+            settled: Box::pin(async move { settled_with_tasks_ended(&engine, run).await }),
             followed: HashSet::from([run]),
             phase: Phase::Following,
             open: true,
@@ -408,6 +408,42 @@ impl LocalFollower {
             }
         }
     }
+}
+
+/// Waits until the run settles. A run paused while a task of it runs is settled once that
+/// task has ended: a paused run starts nothing new, but its running task finishes and is
+/// journaled, in this process, which must not stop (and so kill it) before.
+async fn settled_with_tasks_ended(engine: &Engine, run: RunId) -> Result<RunView, RunError> {
+    loop {
+        let view = engine.wait_settled(run).await?;
+        if view.status != RunStatus::Paused || !has_running_task(&engine.journal(run)?) {
+            return Ok(view);
+        }
+        // The task's result is journaled without a status change: look again in a moment,
+        // or at once if the run is resumed or cancelled meanwhile.
+        let _ = tokio::time::timeout(
+            std::time::Duration::from_millis(50),
+            engine.wait_until(run, |s| s != RunStatus::Paused),
+        )
+        .await;
+    }
+}
+
+/// Whether a task attempt of the journal has started (or started again) and not ended.
+fn has_running_task(journal: &[Entry]) -> bool {
+    let mut running = HashSet::new();
+    for e in journal {
+        match &e.record {
+            Record::TaskStarted { step, .. } | Record::TaskRestarted { step, .. } => {
+                running.insert(*step);
+            }
+            Record::TaskResult { step, .. } => {
+                running.remove(step);
+            }
+            _ => {}
+        }
+    }
+    !running.is_empty()
 }
 
 /// A journal update as a follower yields it, from records received on the control socket.

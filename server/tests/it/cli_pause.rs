@@ -143,3 +143,53 @@ fn pause_and_resume_through_a_serving_owner() {
     assert_eq!(code(&out), 2, "{}", stderr(&out));
     assert!(stderr(&out).contains("MAG-PS002"), "{}", stderr(&out));
 }
+
+/// A run paused while `magrathea run` drives its shell step: the step finishes and its result
+/// is journaled before the command exits (3, PAUSED); the resume goes on from there, and the
+/// step's side effect happened once.
+#[test]
+fn a_task_running_when_its_run_is_paused_finishes_before_the_run_command_exits() {
+    let p = Project::new();
+    let marks = p.dir.join("marks");
+    p.workflow(
+        "slow",
+        &format!(
+            "start: work\nstates:\n  work:\n    type: shell_task\n    run: 'sleep 2; echo once >> {}'\n    dirName: workspace\n    on: {{ success: done }}\n  done: {{ type: terminal, result: finished }}\n",
+            marks.display()
+        ),
+    );
+    let child = p.spawn(&["run", "slow", "--json"]);
+    // The run's id, once its step has started.
+    let deadline = Instant::now() + Duration::from_secs(30);
+    let run = loop {
+        let listed = json(&p.cli(&["runs", "list", "--json"]));
+        if let Some(id) = listed[0]["workflowRunId"].as_str() {
+            let journal = p.cli(&["journal", id, "--json"]);
+            if String::from_utf8_lossy(&journal.stdout).contains("TaskStartedRecord") {
+                break id.to_owned();
+            }
+        }
+        assert!(Instant::now() < deadline, "the step never started");
+        std::thread::sleep(Duration::from_millis(50));
+    };
+    let out = p.cli(&["runs", "pause", &run, "--reason", "hold"]);
+    assert_eq!(code(&out), 0, "{}", stderr(&out));
+
+    let out = child.wait_with_output().unwrap();
+    assert_eq!(code(&out), 3, "{}", stderr(&out));
+    assert_eq!(json(&out)["status"], "PAUSED");
+    assert_eq!(std::fs::read_to_string(&marks).unwrap(), "once\n");
+    let journal = p.cli(&["journal", &run, "--json"]);
+    let journal = String::from_utf8_lossy(&journal.stdout).into_owned();
+    assert!(journal.contains("TaskResultRecord"), "{journal}");
+
+    let out = p.cli(&["runs", "resume", &run, "--json"]);
+    assert_eq!(code(&out), 0, "{}", stderr(&out));
+    assert_eq!(json(&out)["result"], "finished");
+    let journal = p.cli(&["journal", &run, "--json"]);
+    assert!(
+        !String::from_utf8_lossy(&journal.stdout).contains("TaskRestartedRecord"),
+        "the step ran once"
+    );
+    assert_eq!(std::fs::read_to_string(&marks).unwrap(), "once\n");
+}
