@@ -400,16 +400,24 @@ pub(super) fn note_run(
     run: &str,
     now: i64,
 ) -> Result<(), StoreError> {
-    let raw = catalog.get(CURSORS, id)?;
-    let mut cur: Cursor = raw
-        .as_deref()
-        .and_then(|b| serde_json::from_slice(b).ok())
-        .unwrap_or(Cursor {
-            cursor_ms: now,
-            ..Cursor::default()
-        });
-    cur.last_run = Some(run.to_owned());
-    cur.last_tick_ms = None;
-    // Lost to a concurrent pass: the pass's view of the cursor stands.
-    save(catalog, id, &raw, &cur).map(drop)
+    // A scheduler pass may save the cursor in between (it moves on every tick): then read it
+    // again and note the run on what the pass saved. Each lost race is a pass that just ran.
+    for _ in 0..8 {
+        let raw = catalog.get(CURSORS, id)?;
+        let mut cur: Cursor = raw
+            .as_deref()
+            .and_then(|b| serde_json::from_slice(b).ok())
+            .unwrap_or(Cursor {
+                cursor_ms: now,
+                ..Cursor::default()
+            });
+        cur.last_run = Some(run.to_owned());
+        cur.last_tick_ms = None;
+        if save(catalog, id, &raw, &cur)?.is_some() {
+            return Ok(());
+        }
+    }
+    Err(StoreError::io(
+        "the schedule's cursor is contended; try again",
+    ))
 }
