@@ -59,9 +59,12 @@ pub(crate) enum DeliveriesCommand {
         #[arg(long, value_name = "STATUS")]
         status: Option<String>,
         /// At most this many (1–1000).
-        #[arg(long, default_value_t = 50)]
-        limit: usize,
-        /// Print `{deliveries, next}` as JSON.
+        #[arg(long, default_value_t = 50, value_parser = clap::value_parser!(u16).range(1..=1000))]
+        limit: u16,
+        /// Start after this cursor: the `next` of the previous page.
+        #[arg(long, value_name = "CURSOR")]
+        cursor: Option<String>,
+        /// Print `{deliveries, next}` as JSON (`next` is null on the last page).
         #[arg(long)]
         json: bool,
     },
@@ -287,8 +290,15 @@ pub(crate) async fn deliveries(loc: &Location, cmd: DeliveriesCommand) -> anyhow
         trigger,
         status,
         limit,
+        cursor,
         json,
     } = cmd;
+    if let Some(c) = cursor.as_deref()
+        && !deliveries::is_cursor(c)
+    {
+        errln!("error: `{c}` is not a cursor of this list: pass the `next` of the previous page");
+        return Ok(EXIT_INVALID);
+    }
     let status = match status.as_deref() {
         None | Some("all") => None,
         Some(s) => Some(
@@ -331,12 +341,13 @@ pub(crate) async fn deliveries(loc: &Location, cmd: DeliveriesCommand) -> anyhow
         &DeliveryQuery {
             trigger_id,
             status,
-            cursor: None,
-            limit: limit.clamp(1, deliveries::MAX_PAGE),
+            cursor,
+            limit: usize::from(limit),
         },
     )?;
     if json {
-        outln!("{}", serde_json::to_string(&page)?)?;
+        let out = json!({ "deliveries": page.deliveries, "next": page.next });
+        outln!("{}", serde_json::to_string(&out)?)?;
         return Ok(EXIT_OK);
     }
     if page.deliveries.is_empty() {
@@ -362,6 +373,9 @@ pub(crate) async fn deliveries(loc: &Location, cmd: DeliveriesCommand) -> anyhow
             d.reason.as_deref().unwrap_or("-"),
             d.run_id.as_deref().unwrap_or("-")
         )?;
+    }
+    if let Some(next) = &page.next {
+        errln!("more: the next page is `--cursor {next}`");
     }
     Ok(EXIT_OK)
 }

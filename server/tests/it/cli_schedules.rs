@@ -78,6 +78,46 @@ fn trigger_fires_the_schedule_now_and_records_the_delivery() {
 }
 
 #[test]
+fn deliveries_page_with_the_cursor_of_the_previous_page() {
+    let p = project();
+    let mut runs = Vec::new();
+    for _ in 0..2 {
+        let out = p.cli(&["schedules", "trigger", "nightly", "--json"]);
+        assert_eq!(code(&out), 0, "{}", stderr(&out));
+        runs.push(json(&out)["workflowRunId"].as_str().unwrap().to_owned());
+    }
+    let first = json(&p.cli(&["deliveries", "list", "--limit", "1", "--json"]));
+    assert_eq!(
+        first["deliveries"][0]["runId"],
+        runs[1].as_str(),
+        "newest first"
+    );
+    let next = first["next"].as_str().expect("a next page").to_owned();
+    let second = json(&p.cli(&[
+        "deliveries",
+        "list",
+        "--limit",
+        "1",
+        "--cursor",
+        &next,
+        "--json",
+    ]));
+    assert_eq!(second["deliveries"][0]["runId"], runs[0].as_str());
+    let last = json(&p.cli(&["deliveries", "list", "--json"]));
+    assert_eq!(last["deliveries"].as_array().unwrap().len(), 2);
+    assert_eq!(last["next"], serde_json::Value::Null, "{last}");
+    // The text says there is more.
+    let out = p.cli(&["deliveries", "list", "--limit", "1"]);
+    assert!(stderr(&out).contains("--cursor"), "{}", stderr(&out));
+    // Out of range or foreign values are refused, not clamped or ignored.
+    for args in [["--limit", "0"], ["--limit", "5000"], ["--cursor", "zz"]] {
+        let mut all = vec!["deliveries", "list"];
+        all.extend(args);
+        assert_eq!(code(&p.cli(&all)), 2, "{args:?}");
+    }
+}
+
+#[test]
 fn pause_and_resume_are_kept_and_shown() {
     let p = project();
     let out = p.cli(&["schedules", "pause", "nightly"]);
