@@ -134,6 +134,58 @@ fn span_of(s: &YSpan) -> Span {
     Span::new(line, col)
 }
 
+/// The line (1-based) and column (0-based) of the first tab at or after character `from`.
+fn first_tab_from(text: &str, from: usize) -> Option<(usize, usize)> {
+    position_of(text, |i, c| i >= from && c == '\t')
+}
+
+/// The line and column of the first character `hit` picks (by character index and value).
+fn position_of(text: &str, hit: impl Fn(usize, char) -> bool) -> Option<(usize, usize)> {
+    let (mut line, mut col) = (1, 0);
+    for (i, c) in text.chars().enumerate() {
+        if hit(i, c) {
+            return Some((line, col));
+        }
+        if c == '\n' {
+            line += 1;
+            col = 0;
+        } else {
+            col += 1;
+        }
+    }
+    None
+}
+
+/// The innermost `[` or `{` opened before character `until` and not closed by then, with its
+/// line and column; brackets inside quotes and comments do not count.
+fn unclosed_flow(text: &str, until: usize) -> Option<(usize, usize, char)> {
+    let mut open: Vec<(usize, char)> = Vec::new();
+    let mut quote: Option<char> = None;
+    let mut comment = false;
+    let mut prev = ' ';
+    for (i, c) in text.chars().enumerate().take(until) {
+        // A quote opens a quoted scalar only where a scalar may begin (`it's` is plain text).
+        let at_start = prev.is_whitespace() || "[{,:".contains(prev) || i == 0;
+        match (quote, c) {
+            _ if comment => comment = c != '\n',
+            (Some('"'), '"') if prev == '\\' => {}
+            (Some(q), _) if c == q => quote = None,
+            (Some(_), _) => {}
+            (None, '\'' | '"') if at_start => quote = Some(c),
+            (None, '#') if prev.is_whitespace() => comment = true,
+            (None, '[' | '{') => open.push((i, c)),
+            (None, ']' | '}') => {
+                open.pop();
+            }
+            _ => {}
+        }
+        prev = c;
+    }
+    let (index, c) = open.pop()?;
+    let (line, col) = position_of(text, |i, _| i == index)?;
+    Some((line, col, c))
+}
+
 impl Reader<'_> {
     fn err(&self, span: Span, code: Code, msg: impl std::fmt::Display) -> Diagnostic {
         Diagnostic::error(self.path, span, code, msg)
@@ -141,14 +193,44 @@ impl Reader<'_> {
 
     fn syntax(&self, e: &ScanError) -> Diagnostic {
         let m = e.marker();
-        let span = Span::new(
-            u32::try_from(m.line()).unwrap_or(u32::MAX),
-            u32::try_from(m.col() + 1).unwrap_or(u32::MAX),
-        );
+        let at = |line: usize, col: usize| {
+            Span::new(
+                u32::try_from(line).unwrap_or(u32::MAX),
+                u32::try_from(col + 1).unwrap_or(u32::MAX),
+            )
+        };
+        let info = e.info();
+        // The scanner names where it was when it gave up, which is not always where the
+        // mistake is: point at the mistake itself where the text shows it.
+        if info.contains("found a tab")
+            && let Some((line, col)) = first_tab_from(self.text, m.index())
+        {
+            return self.err(
+                at(line, col),
+                Code::Syntax,
+                "invalid YAML: a tab character where YAML expects spaces (YAML indents with \
+                 spaces only)",
+            );
+        }
+        if (info.contains("flow sequence") || info.contains("flow mapping"))
+            && let Some((line, col, open)) = unclosed_flow(self.text, m.index())
+        {
+            let close = if open == '[' { ']' } else { '}' };
+            return self.err(
+                at(line, col),
+                Code::Syntax,
+                format_args!(
+                    "invalid YAML: {info}; this `{open}` is not closed by a `{close}` (found \
+                     the problem at {}:{})",
+                    m.line(),
+                    m.col() + 1
+                ),
+            );
+        }
         self.err(
-            span,
+            at(m.line(), m.col()),
             Code::Syntax,
-            format_args!("invalid YAML: {}", e.info()),
+            format_args!("invalid YAML: {info}"),
         )
     }
 

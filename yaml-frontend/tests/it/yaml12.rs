@@ -102,6 +102,34 @@ fn syntax_errors_report_parser_position() {
     );
 }
 
+/// Where the scanner gives up is not always where the mistake is: a tab after a scalar is
+/// found only when the scanner looks for the scalar's next line, and an unclosed `[` only at
+/// the end of the text. The position is the mistake's.
+#[test]
+fn syntax_errors_point_at_the_tab_or_the_unclosed_bracket() {
+    let first = |text: &str| {
+        parse_yaml("t.yaml", text, &LoadOptions::default())
+            .err()
+            .and_then(|d| d.iter().next().map(ToString::to_string))
+            .unwrap_or_default()
+    };
+    let msg = first("a:\n  b: success\n\tc: x\n");
+    assert!(
+        msg.starts_with("t.yaml:3:1: [MAG-Y001] invalid YAML: a tab character"),
+        "{msg}"
+    );
+    let msg = first("a: 1\nb: [unclosed\n");
+    assert!(
+        msg.starts_with("t.yaml:2:4: [MAG-Y001] invalid YAML: ")
+            && msg.contains("this `[` is not closed"),
+        "{msg}"
+    );
+    // Brackets in quotes and comments are not openers; a closed one is not either.
+    let msg = first("a: \"[\" # [\nb: [x]\nc: {k: [1, 2}\n");
+    assert!(msg.starts_with("t.yaml:3:"), "{msg}");
+    assert!(msg.contains("`[` is not closed"), "{msg}");
+}
+
 #[test]
 fn size_limit() {
     let text = format!("description: \"{}\"\n", "x".repeat(200));
