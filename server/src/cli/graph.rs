@@ -54,8 +54,13 @@ fn import(loc: &Location, file: &std::path::Path, draft: Option<&str>) -> anyhow
         errln!("graph import needs --name NAME (letters, digits, '-', '_')");
         return Ok(EXIT_INVALID);
     };
-    let text = std::fs::read_to_string(file)
-        .map_err(|e| anyhow::anyhow!("cannot read {}: {e}", file.display()))?;
+    let text = match std::fs::read_to_string(file) {
+        Ok(text) => text,
+        Err(e) => {
+            errln!("error: cannot read the graph {}: {e}", file.display());
+            return Ok(EXIT_INVALID);
+        }
+    };
     let graph: serde_json::Value = match serde_json::from_str(&text) {
         Ok(g) => g,
         Err(e) => {
@@ -108,8 +113,21 @@ fn import(loc: &Location, file: &std::path::Path, draft: Option<&str>) -> anyhow
 }
 
 pub(crate) fn graph(loc: &Location, args: GraphArgs) -> anyhow::Result<u8> {
-    if let (Some(file), "import") = (&args.file, args.name.as_str()) {
-        return import(loc, file, args.draft.as_deref());
+    match (&args.file, args.name.as_str()) {
+        (Some(file), "import") => return import(loc, file, args.draft.as_deref()),
+        (None, "import") => {
+            errln!("graph import needs the graph's FILE: magrathea graph import FILE --name NAME");
+            return Ok(EXIT_INVALID);
+        }
+        (Some(_), _) => {
+            errln!("a FILE is for `graph import FILE --name NAME` only");
+            return Ok(EXIT_INVALID);
+        }
+        (None, _) if args.draft.is_some() => {
+            errln!("--name is for `graph import FILE --name NAME` only");
+            return Ok(EXIT_INVALID);
+        }
+        (None, _) => {}
     }
     let project = Project::locate(loc)?;
     let (path, text) = project

@@ -258,3 +258,24 @@ fn a_graph_that_is_not_series_parallel_is_refused_naming_the_node_in_the_way() {
     assert_eq!(code(&out), 2);
     assert!(stderr(&out).contains("[MAG-GR012]"), "{}", stderr(&out));
 }
+
+/// `graph import` without its FILE, with a FILE that is not there, and the import's arguments
+/// given to a plain `graph` are usage errors (exit 2), said as such.
+#[test]
+fn misused_import_arguments_exit_2_saying_what_is_wrong() {
+    let p = Project::new();
+    p.workflow("ok", "start: done\nstates:\n  done: { type: terminal }\n");
+    for (args, says) in [
+        (vec!["graph", "import"], "needs the graph's FILE"),
+        (
+            vec!["graph", "import", "/nonexistent/g.json", "--name", "g"],
+            "cannot read the graph",
+        ),
+        (vec!["graph", "ok", "--name", "x"], "--name is for"),
+        (vec!["graph", "ok", "g.json"], "a FILE is for"),
+    ] {
+        let out = p.cli(&args);
+        assert_eq!(code(&out), 2, "{args:?}: {}", stderr(&out));
+        assert!(stderr(&out).contains(says), "{args:?}: {}", stderr(&out));
+    }
+}
