@@ -97,7 +97,7 @@ pub fn parse_yaml(path: &str, text: &str, opts: &LoadOptions) -> Result<YamlNode
             Span::new(1, 1),
             Code::TooLarge,
             format_args!(
-                "document is {} bytes: expected at most {} bytes (LoadOptions::max_bytes)",
+                "document is {} bytes: expected at most {} bytes",
                 text.len(),
                 opts.max_bytes
             ),

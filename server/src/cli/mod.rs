@@ -162,7 +162,7 @@ pub(crate) async fn main() -> ExitCode {
         // The reader of stdout went away (`| head`): it has what it wanted.
         Err(e) if is_stdout_closed(&e) => ExitCode::from(EXIT_OK),
         Err(e) => {
-            errln!("error: {e:#}");
+            errln!("error: {}", output::chain(&e));
             if e.downcast_ref::<Invalid>().is_some() {
                 ExitCode::from(EXIT_INVALID)
             } else {

@@ -72,6 +72,22 @@ pub(crate) fn write_stderr(args: fmt::Arguments<'_>) {
     let _ = io::stderr().lock().write_fmt(args);
 }
 
+/// `error` and its causes in one line, as `{:#}` writes them, leaving out a cause whose text
+/// the line holds already: many errors write their source into their own message.
+pub(crate) fn chain(error: &anyhow::Error) -> String {
+    let mut line = String::new();
+    for cause in error.chain() {
+        let text = cause.to_string();
+        if line.is_empty() {
+            line = text;
+        } else if !line.contains(&text) {
+            line.push_str(": ");
+            line.push_str(&text);
+        }
+    }
+    line
+}
+
 /// Whether `error` is (or wraps) [`StdoutClosed`].
 pub(crate) fn is_stdout_closed(error: &anyhow::Error) -> bool {
     error.downcast_ref::<StdoutClosed>().is_some()
@@ -225,5 +241,19 @@ mod tests {
         assert_eq!(duration(250), "250 ms");
         assert_eq!(duration(1_234), "1.2 s");
         assert_eq!(duration(184_000), "3 min 4 s");
+    }
+
+    #[test]
+    fn an_error_chain_names_each_cause_once() {
+        #[derive(Debug, thiserror::Error)]
+        #[error("cannot listen on :80: {source}")]
+        struct Bind {
+            source: std::io::Error,
+        }
+        let io = std::io::Error::new(std::io::ErrorKind::AddrInUse, "address in use");
+        let e = anyhow::Error::new(Bind { source: io }).context("serving");
+        assert_eq!(chain(&e), "serving: cannot listen on :80: address in use");
+        let plain = anyhow::anyhow!("one").context("two");
+        assert_eq!(chain(&plain), "two: one");
     }
 }

@@ -199,7 +199,7 @@ async fn control(project: &Project, run_id: &str, op: ControlOp, json: bool) -> 
     let run = match project.run(Some(&backend), run_id).await {
         Ok(dto) => dto.run.workflow_run_id,
         Err(e) => {
-            errln!("error: {e:#}");
+            errln!("error: {}", super::output::chain(&e));
             return Ok(super::EXIT_INVALID);
         }
     };

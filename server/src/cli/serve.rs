@@ -132,7 +132,7 @@ pub(crate) async fn serve(loc: &Location, args: ServeArgs) -> anyhow::Result<u8>
     if let StoreLocation::Redb(dir) = &location
         && let Err(e) = control::owner::serve(handle.engine(), dir)
     {
-        errln!("warning: {e:#}");
+        errln!("warning: {}", super::output::chain(&e));
     }
     if args.insecure_no_auth {
         errln!(

@@ -103,7 +103,7 @@ impl Project {
         if let StoreLocation::Redb(dir) = &self.store {
             // Without the socket this process still works; only its would-be clients fail.
             if let Err(e) = control::owner::serve(&engine, dir) {
-                errln!("warning: {e:#}");
+                errln!("warning: {}", super::output::chain(&e));
             }
         }
         opened()

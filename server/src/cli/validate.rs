@@ -97,7 +97,7 @@ pub(crate) fn validate(loc: &Location, args: ValidateArgs) -> anyhow::Result<u8>
         let text = match text {
             Ok(t) => t,
             Err(e) => {
-                errln!("error: {e:#}");
+                errln!("error: {}", super::output::chain(e));
                 invalid += 1;
                 continue;
             }
