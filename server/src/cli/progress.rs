@@ -163,9 +163,17 @@ impl Progress {
                 gate.kind.as_str(),
                 gate.title
             ),
-            Record::GateAnswered { answer, .. } => {
-                format!("  ✔ gate answered: {}", compact(&answer.value))
-            }
+            Record::GateAnswered { answer, .. } => match answer.outcome {
+                magrathea_core::AnswerOutcome::Decided => {
+                    format!("  ✔ gate answered: {}", compact(&answer.value))
+                }
+                magrathea_core::AnswerOutcome::InsufficientInfo => {
+                    "  ✔ gate answered: insufficient information".to_string()
+                }
+                magrathea_core::AnswerOutcome::Undecidable => {
+                    "  ✔ gate answered: undecidable".to_string()
+                }
+            },
             Record::ChildStarted {
                 workflow,
                 child_run_id,

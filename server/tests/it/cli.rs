@@ -542,3 +542,29 @@ fn validate_refuses_a_transition_the_task_can_never_take() {
         "{err}"
     );
 }
+
+/// An answer that decides nothing is shown as what it is, not as an empty value.
+#[test]
+fn an_answer_that_decides_nothing_is_shown_as_such() {
+    let p = Project::new();
+    p.workflow(
+        "ask",
+        "start: ask\nstates:\n  ask:\n    type: gate_task\n    inbox: { kind: APPROVAL, title: Ship? }\n    on: { approved: done, rejected: done, insufficient_info: done, undecidable: done }\n  done: { type: terminal }\n",
+    );
+    for (flag, shown) in [
+        (
+            "--insufficient-info",
+            "gate answered: insufficient information",
+        ),
+        ("--undecidable", "gate answered: undecidable"),
+    ] {
+        let out = p.cli(&["run", "ask"]);
+        assert_eq!(code(&out), 3, "{}", stderr(&out));
+        let items = json(&p.cli(&["inbox", "list", "--json"]));
+        let id = items[0]["id"].as_str().unwrap().to_owned();
+        let out = p.cli(&["inbox", "answer", &id, flag]);
+        assert_eq!(code(&out), 0, "{}", stderr(&out));
+        assert!(stderr(&out).contains(shown), "{}", stderr(&out));
+        assert!(!stderr(&out).contains("answered: null"), "{}", stderr(&out));
+    }
+}
