@@ -130,21 +130,24 @@ pub(crate) async fn runs(loc: &Location, cmd: RunsCommand) -> anyhow::Result<u8>
                 errln!("no runs");
             } else {
                 outln!(
-                    "{:<32}  {:<24}  {:<9}  {:<20}  {:<19}",
+                    "{:<32}  {:<24}  {:<9}  {:<20}  {:<19}  {}",
                     "RUN",
                     "WORKFLOW",
                     "STATUS",
                     "STATE",
-                    "STARTED (UTC)"
+                    "STARTED (UTC)",
+                    "VERSION"
                 )?;
-                for v in views.iter().map(|d| &d.run) {
+                for d in &views {
+                    let v = &d.run;
                     outln!(
-                        "{:<32}  {:<24}  {:<9}  {:<20}  {}",
+                        "{:<32}  {:<24}  {:<9}  {:<20}  {:<19}  {}",
                         v.workflow_run_id,
                         v.workflow_name,
                         v.status.as_str(),
                         v.current_state.as_deref().unwrap_or("-"),
-                        timestamp(v.created_at)
+                        timestamp(v.created_at),
+                        version_label(d)
                     )?;
                 }
             }
@@ -370,4 +373,21 @@ fn repeat_request(
             errln!("nothing was started");
             super::EXIT_INVALID
         })
+}
+
+/// The version a run executes, for the listing: the first 12 hex digits of its definition's
+/// hash (as `versions` and `publish` name it), `+draft` for a draft; a code workflow's version.
+fn version_label(dto: &magrathea_server::http::runs::RunDto) -> String {
+    match &dto.definition_hash {
+        Some(hash) => {
+            let short = hash.get(..12).unwrap_or(hash);
+            if dto.draft {
+                format!("{short}+draft")
+            } else {
+                short.to_owned()
+            }
+        }
+        None if dto.run.workflow_version.is_empty() => "-".to_owned(),
+        None => dto.run.workflow_version.clone(),
+    }
 }

@@ -47,6 +47,14 @@ fn run_starts_the_draft_only_with_draft_and_runs_show_its_version() {
         .map(|r| r["definitionHash"].as_str().unwrap().to_string())
         .collect();
     assert_eq!(hashes, [sha(DRAFT), sha(LIVE)]);
+    // The table shows each run's version too.
+    let table = stdout(&p.cli(&["runs", "list"]));
+    assert!(table.contains("VERSION"), "{table}");
+    assert!(
+        table.contains(&format!("{}+draft", &sha(DRAFT)[..12])),
+        "{table}"
+    );
+    assert!(table.contains(&sha(LIVE)[..12]), "{table}");
     let id = drafted["workflowRunId"].as_str().unwrap();
     let show = p.cli(&["runs", "show", id]);
     assert!(
