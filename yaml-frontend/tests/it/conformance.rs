@@ -724,56 +724,6 @@ states:
   done: { type: terminal }
 "#;
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn s11_a_projects_synchronous_tasks_run_one_at_a_time_other_projects_do_not_wait() {
-    let shared = tempfile::tempdir().unwrap();
-    let log = shared.path().join("lane.log");
-    let doc = LANE_DOC.replace("LOG", &log.display().to_string());
-    let settings = format!("workspaces:\n  shared: {}\n", shared.path().display());
-
-    // One project, two runs at once: the lane serialises them.
-    let p = project(&[("lane", &doc)]).await;
-    std::fs::write(p.project.join("_vance/settings.yaml"), &settings).unwrap();
-    let a = p
-        .runtime
-        .start(&p.engine, &p.scope, "lane", json!({}), "t")
-        .await
-        .unwrap();
-    let b = p
-        .runtime
-        .start(&p.engine, &p.scope, "lane", json!({}), "t")
-        .await
-        .unwrap();
-    assert_eq!(p.engine.wait(a).await.unwrap().status, RunStatus::Done);
-    assert_eq!(p.engine.wait(b).await.unwrap().status, RunStatus::Done);
-    assert!(
-        !intervals_overlap(&std::fs::read_to_string(&log).unwrap()),
-        "same lane overlapped"
-    );
-
-    // A project that raises its limit runs them side by side.
-    std::fs::remove_file(&log).unwrap();
-    let q = project(&[("lane", &doc)]).await;
-    let raised = format!("{settings}lanes:\n  maxConcurrentTasks: 2\n");
-    std::fs::write(q.project.join("_vance/settings.yaml"), raised).unwrap();
-    let a = q
-        .runtime
-        .start(&q.engine, &q.scope, "lane", json!({}), "t")
-        .await
-        .unwrap();
-    let b = q
-        .runtime
-        .start(&q.engine, &q.scope, "lane", json!({}), "t")
-        .await
-        .unwrap();
-    q.engine.wait(a).await.unwrap();
-    q.engine.wait(b).await.unwrap();
-    assert!(
-        intervals_overlap(&std::fs::read_to_string(&log).unwrap()),
-        "raised limit still serialised"
-    );
-}
-
 /// Two runs of one project at once; whether their shell steps overlapped.
 async fn two_runs_overlap(p: &Project, log: &std::path::Path) -> bool {
     let _ = std::fs::remove_file(log);
@@ -790,6 +740,28 @@ async fn two_runs_overlap(p: &Project, log: &std::path::Path) -> bool {
     assert_eq!(p.engine.wait(a).await.unwrap().status, RunStatus::Done);
     assert_eq!(p.engine.wait(b).await.unwrap().status, RunStatus::Done);
     intervals_overlap(&std::fs::read_to_string(log).unwrap())
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn s11_a_projects_synchronous_tasks_run_one_at_a_time_other_projects_do_not_wait() {
+    let shared = tempfile::tempdir().unwrap();
+    let log = shared.path().join("lane.log");
+    let doc = LANE_DOC.replace("LOG", &log.display().to_string());
+    let settings = format!("workspaces:\n  shared: {}\n", shared.path().display());
+
+    // One project, two runs at once: the lane serialises them.
+    let p = project(&[("lane", &doc)]).await;
+    std::fs::write(p.project.join("_vance/settings.yaml"), &settings).unwrap();
+    assert!(!two_runs_overlap(&p, &log).await, "same lane overlapped");
+
+    // A project that raises its limit runs them side by side.
+    let q = project(&[("lane", &doc)]).await;
+    let raised = format!("{settings}lanes:\n  maxConcurrentTasks: 2\n");
+    std::fs::write(q.project.join("_vance/settings.yaml"), raised).unwrap();
+    assert!(
+        two_runs_overlap(&q, &log).await,
+        "raised limit still serialised"
+    );
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
