@@ -82,16 +82,7 @@ pub(crate) async fn invoke(
         Ok(b) => b,
         // Over the server's own body limit: the same refusal as over the webhook's.
         Err(e) if e.status() == StatusCode::PAYLOAD_TOO_LARGE => {
-            let rejection = webhook::Rejection::TooLarge;
-            let d = Delivery::new(&reg, DeliveryStatus::Rejected, now)
-                .reason(rejection.reason())
-                .message(rejection.message());
-            keep(&state, &d);
-            return Err(ApiError::new(
-                rejection.status(),
-                "MAG-HTTP-WEBHOOK-REJECTED",
-                rejection.message(),
-            ));
+            return Err(refuse(&state, &reg, now, &webhook::Rejection::TooLarge));
         }
         Err(e) => {
             let d = Delivery::new(&reg, DeliveryStatus::Rejected, now)
@@ -114,17 +105,7 @@ pub(crate) async fn invoke(
     };
     let accepted = match webhook::verify(cfg, &secrets, &incoming) {
         Ok(a) => a,
-        Err(rejection) => {
-            let d = Delivery::new(&reg, DeliveryStatus::Rejected, now)
-                .reason(rejection.reason())
-                .message(rejection.message());
-            keep(&state, &d);
-            return Err(ApiError::new(
-                rejection.status(),
-                "MAG-HTTP-WEBHOOK-REJECTED",
-                rejection.message(),
-            ));
-        }
+        Err(rejection) => return Err(refuse(&state, &reg, now, &rejection)),
     };
     let workflow = doc.workflow.clone();
     let mut params = doc.params.clone();
@@ -205,6 +186,24 @@ pub(crate) async fn invoke(
             Err(e)
         }
     }
+}
+
+/// Records a delivery the webhook refuses, and the error that answers it.
+fn refuse(
+    state: &AppState,
+    reg: &Registration,
+    now: i64,
+    rejection: &webhook::Rejection,
+) -> ApiError {
+    let d = Delivery::new(reg, DeliveryStatus::Rejected, now)
+        .reason(rejection.reason())
+        .message(rejection.message());
+    keep(state, &d);
+    ApiError::new(
+        rejection.status(),
+        "MAG-HTTP-WEBHOOK-REJECTED",
+        rejection.message(),
+    )
 }
 
 /// A start refused (a 4xx: the workflow is archived, its document invalid, its parameters
