@@ -133,6 +133,15 @@ impl Fixture {
         v["deliveries"].as_array().unwrap().clone()
     }
 
+    /// The statuses of the trigger's deliveries, newest first.
+    async fn statuses(&self, trigger: &str) -> Vec<String> {
+        self.deliveries(trigger)
+            .await
+            .iter()
+            .map(|d| d["status"].as_str().unwrap().to_owned())
+            .collect()
+    }
+
     async fn run(&self, id: &str) -> Value {
         self.server
             .get_json(
@@ -262,12 +271,7 @@ async fn a_duplicate_inside_the_window_answers_the_first_run_and_after_it_starts
     assert_eq!(status, 202, "{later}");
     assert_eq!(later["duplicate"], false);
     assert_ne!(later["workflowRunId"], first["workflowRunId"]);
-    let statuses: Vec<String> = f
-        .deliveries("github")
-        .await
-        .iter()
-        .map(|d| d["status"].as_str().unwrap().to_owned())
-        .collect();
+    let statuses = f.statuses("github").await;
     // Newest first.
     assert_eq!(statuses, ["accepted", "duplicate", "accepted"]);
     // A cursor the list did not issue is refused, as the other lists refuse theirs.
@@ -315,12 +319,7 @@ async fn a_delivery_whose_start_was_refused_is_retried_as_a_first_delivery() {
     assert_eq!(status, 200, "{again}");
     assert_eq!(again["duplicate"], true);
     assert_eq!(again["workflowRunId"], started["workflowRunId"]);
-    let statuses: Vec<String> = f
-        .deliveries("github")
-        .await
-        .iter()
-        .map(|d| d["status"].as_str().unwrap().to_owned())
-        .collect();
+    let statuses = f.statuses("github").await;
     // Newest first.
     assert_eq!(statuses, ["duplicate", "accepted", "failed", "failed"]);
 }
