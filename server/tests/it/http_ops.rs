@@ -88,13 +88,8 @@ async fn documents_are_read_listed_and_written_with_validation() {
     let s = Server::start().await;
     let base = "/brain/acme/project/shop/documents";
     let text = s
-        .get(&format!("{base}/workflows/hello.yaml"), Some(ACME_READ))
-        .send()
-        .await
-        .unwrap()
-        .text()
-        .await
-        .unwrap();
+        .get_text(&format!("{base}/workflows/hello.yaml"), Some(ACME_READ))
+        .await;
     assert_eq!(text, HELLO);
     let list: Value = s
         .get_json(&format!("{base}?dir=workflows"), Some(ACME_READ))
@@ -156,16 +151,11 @@ async fn documents_are_read_listed_and_written_with_validation() {
     );
     assert!(!s.root.join("acme/shop/_vance/_vance").exists());
     let text = s
-        .get(
+        .get_text(
             &format!("{base}/_vance/workflows/viaproject.yaml"),
             Some(ACME_READ),
         )
-        .send()
-        .await
-        .unwrap()
-        .text()
-        .await
-        .unwrap();
+        .await;
     assert_eq!(text, HELLO);
     let list: Value = s
         .get_json(&format!("{base}?dir=_vance/workflows"), Some(ACME_READ))

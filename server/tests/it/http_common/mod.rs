@@ -143,7 +143,17 @@ impl Server {
         auth(self.client.post(self.url(path)), token)
     }
 
-    /// Starts `name` in `acme/shop` and returns the run id.
+    /// GET `path` and read the body as text (any status).
+    pub async fn get_text(&self, path: &str, token: Option<&str>) -> String {
+        self.get(path, token)
+            .send()
+            .await
+            .unwrap()
+            .text()
+            .await
+            .unwrap()
+    }
+
     /// GET `path` and read the JSON body (any status).
     pub async fn get_json<T: serde::de::DeserializeOwned>(
         &self,
