@@ -186,6 +186,7 @@ impl Server {
             .unwrap()
     }
 
+    /// Starts `name` in `acme/<project>` and returns the run id.
     pub async fn start_run(&self, project: &str, name: &str, params: Value) -> String {
         let r = self
             .post(
