@@ -87,6 +87,26 @@ pub enum DocumentError {
     },
 }
 
+/// `path` named relative to `root` (`acme/shop/_vance/…`), so that a server's directory
+/// layout is not revealed: a relative path (already named so) as it is, a path outside the
+/// root by its file name only, never an absolute path of the server.
+pub fn root_relative(root: &Path, path: &Path) -> String {
+    if path.is_relative() {
+        return path.display().to_string();
+    }
+    if let Ok(rel) = path.strip_prefix(root) {
+        return rel.display().to_string();
+    }
+    if let Ok(canonical) = root.canonicalize()
+        && let Ok(rel) = path.strip_prefix(&canonical)
+    {
+        return rel.display().to_string();
+    }
+    path.file_name()
+        .map(|n| n.to_string_lossy().into_owned())
+        .unwrap_or_default()
+}
+
 /// The directory under `_vance/` that holds drafts of workflows: `<name>.yaml`, started only
 /// explicitly, published into `workflows/`.
 pub const DRAFTS_DIR: &str = "workflow-drafts";
@@ -154,21 +174,11 @@ impl DocumentSource {
     /// clients, who must not learn the server's directory layout. For the owner running the
     /// `magrathea` command, the path as it is.
     pub fn label(&self, path: &Path) -> String {
-        if !self.served {
-            return path.display().to_string();
+        if self.served {
+            root_relative(&self.root, path)
+        } else {
+            path.display().to_string()
         }
-        let root: &Path = &self.root;
-        if let Ok(rel) = path.strip_prefix(root) {
-            return rel.display().to_string();
-        }
-        if let Ok(canonical) = root.canonicalize()
-            && let Ok(rel) = path.strip_prefix(&canonical)
-        {
-            return rel.display().to_string();
-        }
-        path.file_name()
-            .map(|n| n.to_string_lossy().into_owned())
-            .unwrap_or_default()
     }
 
     /// A single project directory (the `magrathea` command's view): the project is the

@@ -11,12 +11,11 @@
 //!
 //! The width is read from the settings each time a step enters a lane, so a changed limit
 //! takes effect without a restart. The limit holds across every process driving the engine's
-//! store. A store one process owns
-//! (redb, memory) has one engine driving it, so a semaphore in that process is the lane. A
-//! store several workers share (PostgreSQL) keeps the lane's slots itself
-//! ([`LaneSlots`]): a step takes one before it runs, polling with a short backoff while all
-//! are held, and gives it back when it ends; a worker that dies holding slots loses them after
-//! the store's lease grace period.
+//! store. A store one process owns (redb, memory) has one engine driving it, so a semaphore in
+//! that process is the lane. A store several workers share (PostgreSQL) keeps the lane's slots
+//! itself ([`LaneSlots`]): a step takes one before it runs, polling with a short backoff while
+//! all are held, and gives it back when it ends; a worker that dies holding slots loses them
+//! after the store's lease grace period.
 
 use std::collections::HashMap;
 use std::fmt;

@@ -277,19 +277,7 @@ impl AppState {
     /// the server's directory layout is not revealed. A path outside the root (which no
     /// document has) is shown by its file name only: never an absolute path of the server.
     pub fn label(&self, path: &Path) -> String {
-        let root = self.root();
-        let canonical_root = root.canonicalize().unwrap_or_else(|_| root.to_path_buf());
-        match path
-            .strip_prefix(root)
-            .or_else(|_| path.strip_prefix(&canonical_root))
-        {
-            Ok(rel) if rel.is_relative() => rel.display().to_string(),
-            _ if path.is_relative() => path.display().to_string(),
-            _ => path
-                .file_name()
-                .map(|n| n.to_string_lossy().into_owned())
-                .unwrap_or_default(),
-        }
+        magrathea_exec::root_relative(self.root(), path)
     }
 }
 
