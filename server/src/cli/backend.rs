@@ -107,6 +107,7 @@ impl Backend {
         match self {
             Self::Local(engine) => {
                 let updates = engine.subscribe_journal();
+                let since = next_seq(engine, run);
                 let done = match op {
                     ControlOp::Pause { reason } => engine.pause(run, by, reason.as_deref()).await,
                     ControlOp::Resume => engine.unpause(run, by).await,
@@ -118,7 +119,7 @@ impl Backend {
                     }
                     Ok(magrathea_core::ControlAck::Resumed) => (
                         Controlled::Resumed,
-                        Some(Follower::local(engine, run, updates)),
+                        Some(Follower::local(engine, run, updates, since)),
                     ),
                     Err(
                         e @ (DeliverError::NotPausable(..)
@@ -229,7 +230,7 @@ impl Backend {
                 // Subscribed before the start, so that no record is missed.
                 let updates = engine.subscribe_journal();
                 let run = engine.start(request).await?;
-                Ok((run, Follower::local(engine, run, updates)))
+                Ok((run, Follower::local(engine, run, updates, 0)))
             }
             Self::Remote(owner) => owner.start(request).await,
         }
@@ -245,6 +246,7 @@ impl Backend {
         match self {
             Self::Local(engine) => {
                 let updates = engine.subscribe_journal();
+                let since = next_seq(engine, run);
                 let answered = match engine.answer_gate(id, answer).await {
                     Ok(AnswerAck::Applied) => Answered::Applied,
                     Ok(AnswerAck::Ignored) => Answered::Ignored,
@@ -255,7 +257,7 @@ impl Backend {
                     },
                     Err(e) => return Err(e.into()),
                 };
-                Ok((answered, Follower::local(engine, run, updates)))
+                Ok((answered, Follower::local(engine, run, updates, since)))
             }
             Self::Remote(owner) => owner.answer(run, id, answer).await,
         }
@@ -272,12 +274,13 @@ impl Backend {
         match self {
             Self::Local(engine) => {
                 let updates = engine.subscribe_journal();
+                let since = next_seq(engine, run);
                 let cancelled = match engine.cancel(run, reason).await? {
                     CancelAck::Requested => Cancelled::Requested,
                     CancelAck::AlreadyRequested => Cancelled::AlreadyRequested,
                     CancelAck::AlreadyFinished => Cancelled::AlreadyFinished,
                 };
-                Ok((cancelled, Follower::local(engine, run, updates)))
+                Ok((cancelled, Follower::local(engine, run, updates, since)))
             }
             Self::Remote(owner) => owner.cancel(run, reason).await,
         }
@@ -305,8 +308,16 @@ pub(crate) enum Follower {
 }
 
 impl Follower {
-    fn local(engine: &Engine, run: RunId, updates: broadcast::Receiver<JournalUpdate>) -> Self {
-        Self::Local(Box::new(LocalFollower::new(engine, run, updates)))
+    /// Follows `run` on this process's engine; `since` is the run's next seq when this
+    /// process began to act on it (0 for a run it starts): the task attempts journaled from
+    /// there are this process's to finish.
+    fn local(
+        engine: &Engine,
+        run: RunId,
+        updates: broadcast::Receiver<JournalUpdate>,
+        since: u64,
+    ) -> Self {
+        Self::Local(Box::new(LocalFollower::new(engine, run, updates, since)))
     }
 
     /// The next event; after [`FollowEvent::Settled`] there is none.
@@ -352,11 +363,16 @@ impl std::fmt::Debug for LocalFollower {
 }
 
 impl LocalFollower {
-    fn new(engine: &Engine, run: RunId, updates: broadcast::Receiver<JournalUpdate>) -> Self {
+    fn new(
+        engine: &Engine,
+        run: RunId,
+        updates: broadcast::Receiver<JournalUpdate>,
+        since: u64,
+    ) -> Self {
         let engine = engine.clone();
         Self {
             updates,
-            settled: Box::pin(async move { settled_with_tasks_ended(&engine, run).await }),
+            settled: Box::pin(async move { settled_with_tasks_ended(&engine, run, since).await }),
             followed: HashSet::from([run]),
             phase: Phase::Following,
             open: true,
@@ -412,11 +428,17 @@ impl LocalFollower {
 
 /// Waits until the run settles. A run paused while a task of it runs is settled once that
 /// task has ended: a paused run starts nothing new, but its running task finishes and is
-/// journaled, in this process, which must not stop (and so kill it) before.
-async fn settled_with_tasks_ended(engine: &Engine, run: RunId) -> Result<RunView, RunError> {
+/// journaled, in this process, which must not stop (and so kill it) before. Only attempts
+/// journaled from `since` on count: an attempt whose process died before is not running (a
+/// paused run does not run it again until it is resumed).
+async fn settled_with_tasks_ended(
+    engine: &Engine,
+    run: RunId,
+    since: u64,
+) -> Result<RunView, RunError> {
     loop {
         let view = engine.wait_settled(run).await?;
-        if view.status != RunStatus::Paused || !has_running_task(&engine.journal(run)?) {
+        if view.status != RunStatus::Paused || !has_running_task(&engine.journal(run)?, since) {
             return Ok(view);
         }
         // The task's result is journaled without a status change: look again in a moment,
@@ -429,12 +451,24 @@ async fn settled_with_tasks_ended(engine: &Engine, run: RunId) -> Result<RunView
     }
 }
 
-/// Whether a task attempt of the journal has started (or started again) and not ended.
-fn has_running_task(journal: &[Entry]) -> bool {
+/// The seq the run's next record gets (0 for a run with no journal).
+fn next_seq(engine: &Engine, run: RunId) -> u64 {
+    engine
+        .journal(run)
+        .ok()
+        .and_then(|j| j.last().map(|e| e.seq + 1))
+        .unwrap_or(0)
+}
+
+/// Whether a task attempt journaled from `since` on has started (or started again) and not
+/// ended.
+fn has_running_task(journal: &[Entry], since: u64) -> bool {
     let mut running = HashSet::new();
     for e in journal {
         match &e.record {
-            Record::TaskStarted { step, .. } | Record::TaskRestarted { step, .. } => {
+            Record::TaskStarted { step, .. } | Record::TaskRestarted { step, .. }
+                if e.seq >= since =>
+            {
                 running.insert(*step);
             }
             Record::TaskResult { step, .. } => {
@@ -451,5 +485,55 @@ pub(crate) fn update(run_id: RunId, entries: Vec<Entry>) -> JournalUpdate {
     JournalUpdate {
         run_id,
         entries: Arc::new(entries),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use serde_json::json;
+
+    use super::*;
+
+    fn entry(seq: u64, record: serde_json::Value) -> Entry {
+        let mut v = record;
+        v["seq"] = json!(seq);
+        v["createdAt"] = json!(0);
+        serde_json::from_value(v).expect("an entry")
+    }
+
+    fn started(seq: u64, step: u32) -> Entry {
+        entry(
+            seq,
+            json!({"type": "TaskStartedRecord", "step": step, "attempt": 1, "task": "t",
+                   "name": "t", "inputHash": 0, "input": null}),
+        )
+    }
+
+    /// Only the attempts this process journaled are its to wait for: one whose process died
+    /// before (its start without a result, from before `since`) is not running.
+    #[test]
+    fn a_running_task_is_one_journaled_since_and_not_ended() {
+        let result = |seq, step| {
+            entry(
+                seq,
+                json!({"type": "TaskResultRecord", "step": step, "attempt": 1,
+                       "outcome": "success", "output": null, "final": true}),
+            )
+        };
+        let restarted = entry(
+            3,
+            json!({"type": "TaskRestartedRecord", "step": 1, "attempt": 1, "execution": 2,
+                   "worker": "w"}),
+        );
+        let died = vec![started(1, 1)];
+        assert!(has_running_task(&died, 0));
+        assert!(
+            !has_running_task(&died, 2),
+            "an attempt of a process that died"
+        );
+        let again = vec![started(1, 1), restarted.clone()];
+        assert!(has_running_task(&again, 2), "run again by this process");
+        let ended = vec![started(1, 1), restarted, result(4, 1)];
+        assert!(!has_running_task(&ended, 0));
     }
 }
