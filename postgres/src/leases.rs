@@ -69,41 +69,43 @@ impl Leases for PgStore {
     fn claim_claimable(&self) -> Result<Vec<(RunId, u32)>, StoreError> {
         let worker = self.inner.worker.clone();
         let grace = self.inner.options.lease_grace.as_secs_f64();
-        // Two statements, pipelined on one connection. The leases this worker may take over
-        // (its own, and expired ones) are updated as `claim` would, skipping those a commit
-        // holds locked, as the heartbeat and `reclaim_expired` do: those go to the reclaim
-        // loop, and this never waits on a commit that waits on it. The runs without a lease
-        // get one; a worker racing for the same run gets it or not, never both. Neither
-        // statement touches the leases other workers hold alive.
+        // One statement, so both of its parts see one snapshot: the update cannot take again
+        // a lease the insert makes (two statements, whose order on the wire is not fixed,
+        // could each return the same run). The leases this worker may take over (its own,
+        // and expired ones) are updated as `claim` would, skipping those a commit holds
+        // locked, as the heartbeat and `reclaim_expired` do: those go to the reclaim loop, and
+        // this never waits on a commit that waits on it. The runs without a lease get one; a
+        // worker racing for the same run gets it or not, never both. Neither part touches the
+        // leases other workers hold alive.
         let rows = self.with_client(move |client| async move {
-            let params: [&(dyn tokio_postgres::types::ToSql + Sync); 2] = [&worker, &grace];
-            let taken_over = client.query(
-                "UPDATE magrathea_leases l SET owner = $1,
-                     epoch = l.epoch + CASE WHEN l.owner = $1 THEN 0 ELSE 1 END,
-                     expires_at = now() + make_interval(secs => $2),
-                     reclaims = l.reclaims + CASE WHEN l.owner = $1 THEN 0 ELSE 1 END
-                 WHERE l.run_id IN (
-                     SELECT o.run_id FROM magrathea_leases o
-                     JOIN magrathea_runs r ON r.run_id = o.run_id
-                     WHERE r.active AND (o.owner = $1 OR o.expires_at < now())
-                     FOR UPDATE OF o SKIP LOCKED)
-                 RETURNING l.run_id, l.epoch, l.reclaims",
-                &params,
-            );
-            let unleased = client.query(
-                "INSERT INTO magrathea_leases (run_id, owner, epoch, expires_at)
-                 SELECT r.run_id, $1, 1, now() + make_interval(secs => $2)
-                 FROM magrathea_runs r
-                 WHERE r.active AND NOT EXISTS
-                     (SELECT 1 FROM magrathea_leases l WHERE l.run_id = r.run_id)
-                 ORDER BY r.run_id
-                 ON CONFLICT (run_id) DO NOTHING
-                 RETURNING run_id, epoch, reclaims",
-                &params,
-            );
-            let (mut rows, unleased) = futures::try_join!(taken_over, unleased).map_err(pg)?;
-            rows.extend(unleased);
-            Ok(rows)
+            client
+                .query(
+                    "WITH taken_over AS (
+                         UPDATE magrathea_leases l SET owner = $1,
+                             epoch = l.epoch + CASE WHEN l.owner = $1 THEN 0 ELSE 1 END,
+                             expires_at = now() + make_interval(secs => $2),
+                             reclaims = l.reclaims + CASE WHEN l.owner = $1 THEN 0 ELSE 1 END
+                         WHERE l.run_id IN (
+                             SELECT o.run_id FROM magrathea_leases o
+                             JOIN magrathea_runs r ON r.run_id = o.run_id
+                             WHERE r.active AND (o.owner = $1 OR o.expires_at < now())
+                             FOR UPDATE OF o SKIP LOCKED)
+                         RETURNING l.run_id, l.epoch, l.reclaims),
+                     unleased AS (
+                         INSERT INTO magrathea_leases (run_id, owner, epoch, expires_at)
+                         SELECT r.run_id, $1, 1, now() + make_interval(secs => $2)
+                         FROM magrathea_runs r
+                         WHERE r.active AND NOT EXISTS
+                             (SELECT 1 FROM magrathea_leases l WHERE l.run_id = r.run_id)
+                         ORDER BY r.run_id
+                         ON CONFLICT (run_id) DO NOTHING
+                         RETURNING run_id, epoch, reclaims)
+                     SELECT run_id, epoch, reclaims FROM taken_over
+                     UNION ALL SELECT run_id, epoch, reclaims FROM unleased",
+                    &[&worker, &grace],
+                )
+                .await
+                .map_err(pg)
         })?;
         Ok(rows
             .iter()
