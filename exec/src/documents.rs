@@ -62,7 +62,7 @@ pub enum DocumentError {
     /// The name is not a plain file name (path traversal, separators, hidden files).
     #[error(
         "[MAG-DOC002] invalid document name '{0}': use a plain file name of letters, digits, \
-         '.', '_' and '-' (no path separators, no '..')"
+         '.', '_' and '-' (no path separators, no '..'), of at most 250 bytes"
     )]
     InvalidName(String),
     /// The workflow is archived: it refuses new starts (see [`DocumentSource::is_archived`]).
@@ -130,9 +130,14 @@ pub struct DocumentSource {
     settings: Arc<SettingsCache>,
 }
 
-/// Checks that `name` is a plain document name.
+/// The longest name of a document, a tenant or a project, in bytes: `<name>.yaml` stays
+/// within the 255 bytes a file system takes for a file name.
+pub(crate) const MAX_NAME: usize = 250;
+
+/// Checks that `name` is a plain document name of at most [`MAX_NAME`] bytes.
 pub fn check_name(name: &str) -> Result<(), DocumentError> {
     let ok = !name.is_empty()
+        && name.len() <= MAX_NAME
         && !name.starts_with('.')
         && name
             .chars()

@@ -159,6 +159,31 @@ async fn over_long_names_and_paths_answer_400() {
         .await;
         assert_eq!(status, 400);
     }
+    // A workflow or project name too long for a file name is a bad request, not a failure
+    // of the server (whose message would name the file system's refusal).
+    let long = "a".repeat(256);
+    for path in [
+        format!("/brain/acme/project/shop/workflows/{long}/start"),
+        format!("/brain/acme/project/{long}/workflows/hello/start"),
+    ] {
+        let r = s
+            .post(&path, Some(ACME))
+            .json(&json!({ "params": {} }))
+            .send()
+            .await
+            .unwrap();
+        let status = r.status().as_u16();
+        let body = r.text().await.unwrap();
+        assert!(matches!(status, 400 | 404), "{path}: {status} {body}");
+        assert!(!body.contains("os error"), "{body}");
+    }
+    for path in [
+        format!("/brain/acme/project/shop/workflows/{long}/graph"),
+        format!("/brain/acme/project/{long}/documents"),
+    ] {
+        let status = s.get(&path, Some(ACME)).send().await.unwrap().status();
+        assert!(matches!(status.as_u16(), 400 | 404), "{path}: {status}");
+    }
 }
 
 #[tokio::test]
