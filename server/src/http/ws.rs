@@ -64,7 +64,12 @@ pub(crate) async fn connect(
     let token = bearer(&headers).or(q.token.as_deref());
     let who = state.auth.authorize(token, &p.tenant, ApiScope::Read)?;
     let scope = state.scope(&p.tenant, &p.project)?;
-    Ok(upgrade.on_upgrade(move |socket| session(state, scope, who, socket)))
+    // A message is a request: it gets the request body's limit, not the WebSocket
+    // library's 64 MiB.
+    Ok(upgrade
+        .max_message_size(super::BODY_LIMIT)
+        .max_frame_size(super::BODY_LIMIT)
+        .on_upgrade(move |socket| session(state, scope, who, socket)))
 }
 
 #[derive(Debug, Deserialize)]

@@ -112,3 +112,36 @@ async fn a_websocket_client_starts_a_run_and_follows_it() {
     let url = format!("ws://{}/brain/acme/project/shop/ws", s.addr);
     assert!(tokio_tungstenite::connect_async(url).await.is_err());
 }
+
+/// A WebSocket message is a request: one over the request body's limit (1 MiB) closes the
+/// connection and starts nothing, as an HTTP body over it answers 413.
+#[tokio::test]
+async fn a_websocket_message_over_the_body_limit_starts_nothing() {
+    use futures::{SinkExt, StreamExt};
+    use tokio_tungstenite::tungstenite::Message;
+
+    let s = Server::start().await;
+    let mut ws = ws_connect(s.addr, ACME).await;
+    let big = "x".repeat(2 * 1024 * 1024);
+    let start = json!({"type": "workflow-start",
+                       "data": {"name": "hello", "params": {"who": big}}});
+    // The server may close before the whole message is written.
+    let _ = ws.send(Message::Text(start.to_string().into())).await;
+    let ended = tokio::time::timeout(Duration::from_secs(20), async {
+        loop {
+            match ws.next().await {
+                None | Some(Err(_)) | Some(Ok(Message::Close(_))) => break,
+                Some(Ok(Message::Text(t))) => {
+                    assert!(!t.contains("workflowRunId"), "a run was started: {t}")
+                }
+                Some(Ok(_)) => {}
+            }
+        }
+    })
+    .await;
+    assert!(ended.is_ok(), "the connection stayed open");
+    let runs: Value = s
+        .get_json("/brain/acme/project/shop/workflows/runs", Some(ACME))
+        .await;
+    assert_eq!(runs, json!([]), "nothing started");
+}
