@@ -21,6 +21,15 @@ use crate::plan::{BodyPlan, FanKind, FanOutPlan, INDEX_VAR, ITEM_VAR, PlanState}
 /// The most items a `foreach_task` runs (`[MAG-PR002]` beyond).
 pub(super) const MAX_FOREACH_ITEMS: usize = 10_000;
 
+/// The sub-runs a fan-out without `maxParallelism` keeps in flight at once: a `foreach_task`
+/// over thousands of items holds a window of them in memory, not all.
+pub(super) const DEFAULT_MAX_PARALLELISM: usize = 64;
+
+/// The patch marker of runs whose fan-outs without `maxParallelism` get
+/// [`DEFAULT_MAX_PARALLELISM`]. Runs journaled before (no marker) start all their sub-runs at
+/// once, as they did: replay must ask for the children in the order they were started.
+const WINDOW_PATCH: &str = "fan-out-default-window";
+
 /// What the window waits on: a sub-run's end, or the state's timeout.
 enum Event {
     Child(usize, ChildOutcome),
@@ -94,10 +103,12 @@ pub(super) async fn fan_out(
         }
     };
     let total = slots.len();
-    let window = plan
-        .max_parallelism
-        .map_or(total, |m| usize::try_from(m).unwrap_or(usize::MAX))
-        .max(1);
+    let window = match plan.max_parallelism {
+        Some(m) => usize::try_from(m).unwrap_or(usize::MAX),
+        None if ctx.patched(WINDOW_PATCH) => DEFAULT_MAX_PARALLELISM.min(total),
+        None => total,
+    }
+    .max(1);
     let mut results: Vec<Value> = vec![Value::Null; total];
     let mut failed: Vec<Value> = Vec::new();
     let mut pending: Vec<StepFuture<Event>> = Vec::new();

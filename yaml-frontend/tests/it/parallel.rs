@@ -99,6 +99,40 @@ states:
     assert_eq!(most, 2, "never more than maxParallelism sub-runs in flight");
 }
 
+/// Without `maxParallelism`, a fan-out keeps 64 sub-runs in flight, not all of its items.
+#[tokio::test]
+async fn a_foreach_without_max_parallelism_keeps_64_in_flight() {
+    let p = Project::new(|rt| rt).await;
+    p.workflow("process", ECHO);
+    p.workflow(
+        "each",
+        r#"
+start: each
+parameters:
+  files: { type: array, required: true }
+states:
+  each:
+    type: foreach_task
+    items: "${params.files}"
+    workflow: process
+    params: { file: "${item}", n: "${index}" }
+    storeAs: processed
+    on: { success: end }
+  end: { type: terminal, result: "${state.processed}" }
+"#,
+    );
+    let files: Vec<String> = (0..100).map(|i| format!("f{i}")).collect();
+    let view = p.run("each", json!({ "files": files })).await;
+    assert_eq!(view.status, RunStatus::Done, "{:?}", view.reason);
+    assert_eq!(
+        view.result.as_ref().unwrap()[99],
+        json!({"file": "f99", "n": 99})
+    );
+    let (ids, most) = children(&p.records(&view));
+    assert_eq!(ids.len(), 100, "one sub-run per item");
+    assert_eq!(most, 64, "the default window");
+}
+
 #[tokio::test]
 async fn a_parallel_task_runs_an_inline_branch_and_a_workflow_branch() {
     let p = Project::new(|rt| rt).await;
