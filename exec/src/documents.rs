@@ -134,7 +134,7 @@ pub struct DocumentSource {
 /// within the 255 bytes a file system takes for a file name.
 pub(crate) const MAX_NAME: usize = 250;
 
-/// Checks that `name` is a plain document name of at most [`MAX_NAME`] bytes.
+/// Checks that `name` is a plain document name of at most 250 bytes (`MAX_NAME`).
 pub fn check_name(name: &str) -> Result<(), DocumentError> {
     let ok = !name.is_empty()
         && name.len() <= MAX_NAME

@@ -151,7 +151,7 @@ fn order_key(d: &Delivery) -> String {
     format!("{}/{:032x}", time_key(d.at_ms), u128::MAX - id)
 }
 
-/// Whether `cursor` has the form of a page's `next` (an [`order_key`]): 16 hex digits, `/`,
+/// Whether `cursor` has the form of a page's `next` (a delivery's key): 16 hex digits, `/`,
 /// 32 hex digits.
 pub fn is_cursor(cursor: &str) -> bool {
     let hex = |s: &str, n: usize| s.len() == n && s.bytes().all(|b| b.is_ascii_hexdigit());
