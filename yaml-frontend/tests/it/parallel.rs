@@ -59,6 +59,27 @@ fn children(records: &[Record]) -> (Vec<RunId>, usize) {
     (ids, most)
 }
 
+/// A `foreach_task` over `params.files` running `process` for each, storing the results in
+/// order; `extra` is more of the state's fields (indented as they are).
+fn each_doc(extra: &str) -> String {
+    format!(
+        r#"
+start: each
+parameters:
+  files: {{ type: array, required: true }}
+states:
+  each:
+    type: foreach_task
+    items: "${{params.files}}"
+    workflow: process
+    params: {{ file: "${{item}}", n: "${{index}}" }}
+{extra}    storeAs: processed
+    on: {{ success: end }}
+  end: {{ type: terminal, result: "${{state.processed}}" }}
+"#
+    )
+}
+
 fn var(view: &RunView, key: &str) -> Value {
     view.vars.get(key).cloned().unwrap_or(Value::Null)
 }
@@ -67,24 +88,7 @@ fn var(view: &RunView, key: &str) -> Value {
 async fn a_foreach_runs_its_items_two_at_a_time_and_keeps_their_order() {
     let p = Project::new(|rt| rt).await;
     p.workflow("process", ECHO);
-    p.workflow(
-        "each",
-        r#"
-start: each
-parameters:
-  files: { type: array, required: true }
-states:
-  each:
-    type: foreach_task
-    items: "${params.files}"
-    workflow: process
-    params: { file: "${item}", n: "${index}" }
-    maxParallelism: 2
-    storeAs: processed
-    on: { success: end }
-  end: { type: terminal, result: "${state.processed}" }
-"#,
-    );
+    p.workflow("each", &each_doc("    maxParallelism: 2\n"));
     let files = json!(["a", "b", "c", "d", "e"]);
     let view = p.run("each", json!({ "files": files })).await;
     assert_eq!(view.status, RunStatus::Done, "{:?}", view.reason);
@@ -104,23 +108,7 @@ states:
 async fn a_foreach_without_max_parallelism_keeps_64_in_flight() {
     let p = Project::new(|rt| rt).await;
     p.workflow("process", ECHO);
-    p.workflow(
-        "each",
-        r#"
-start: each
-parameters:
-  files: { type: array, required: true }
-states:
-  each:
-    type: foreach_task
-    items: "${params.files}"
-    workflow: process
-    params: { file: "${item}", n: "${index}" }
-    storeAs: processed
-    on: { success: end }
-  end: { type: terminal, result: "${state.processed}" }
-"#,
-    );
+    p.workflow("each", &each_doc(""));
     let files: Vec<String> = (0..100).map(|i| format!("f{i}")).collect();
     let view = p.run("each", json!({ "files": files })).await;
     assert_eq!(view.status, RunStatus::Done, "{:?}", view.reason);
