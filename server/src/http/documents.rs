@@ -236,7 +236,8 @@ pub(crate) async fn put(
             "MAG-HTTP-NOT-A-DOCUMENT",
             format!(
                 "`{}` is a directory, or goes through a document: there is no document to \
-                 write there",
+                 write there; name a file inside the directory, or a path whose parents are \
+                 directories",
                 project_rel(&parts)
             ),
         )
