@@ -41,8 +41,9 @@ pub use context::{ChildOutcome, ChildRequest, GateOutcome, StepFuture, TaskCall,
 pub use engine::{
     AnswerAck, CancelAck, ControlAck, DEFAULT_HEAP_TRIM_THRESHOLD, DEFAULT_MAX_CHILD_DEPTH,
     DEFAULT_MAX_JOURNAL_BYTES_PER_RUN, DEFAULT_MAX_TASK_OUTPUT_BYTES, Engine, EngineBuilder,
-    InboxFilter, InterpreterFn, JournalBytesLimit, JournalUpdate, ReplayError, RunUpdate,
-    StartRequest, WeakEngine, WorkflowError, WorkflowFn, WorkflowRegistration,
+    InboxFilter, InboxPage, InboxPageError, InboxPageRequest, InterpreterFn, JournalBytesLimit,
+    JournalUpdate, ReplayError, RunUpdate, StartRequest, WeakEngine, WorkflowError, WorkflowFn,
+    WorkflowRegistration,
 };
 pub use error::{DeliverError, IoSource, OpenError, RunError, StartError, StoreError};
 pub use id::RunId;

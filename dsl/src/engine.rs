@@ -7,8 +7,9 @@ use std::time::Duration;
 use magrathea_core as core;
 use magrathea_core::{
     AnswerAck, CancelAck, DeliverError, Durability, Entry, GateAnswer, InboxFilter, InboxItem,
-    InterpreterFn, OpenError, RunError, RunFilter, RunId, RunStatus, RunSummary, RunUpdate,
-    RunView, StartError, StartRequest, Store, StoreError, TaskRegistration, WorkflowRegistration,
+    InboxPage, InboxPageError, InboxPageRequest, InterpreterFn, OpenError, RunError, RunFilter,
+    RunId, RunStatus, RunSummary, RunUpdate, RunView, StartError, StartRequest, Store, StoreError,
+    TaskRegistration, WorkflowRegistration,
 };
 use serde_json::Value;
 use tokio::sync::broadcast;
@@ -341,6 +342,13 @@ impl Engine {
     /// Inbox items of unfinished runs, oldest first: pending ones, or all.
     pub fn inbox(&self, filter: InboxFilter) -> Result<Vec<InboxItem>, StoreError> {
         self.inner.inbox(filter)
+    }
+
+    /// A page of the inbox, oldest first, within an item limit and a byte budget: see
+    /// [`core::Engine::inbox_page`]. Every run and item is listed; the core's method takes
+    /// filters.
+    pub fn inbox_page(&self, request: &InboxPageRequest) -> Result<InboxPage, InboxPageError> {
+        self.inner.inbox_page(request, |_| true, |_| true)
     }
 
     /// One inbox item, pending or not.

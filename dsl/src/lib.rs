@@ -58,8 +58,9 @@ pub use handle::{HandleError, ResultError, RunHandle, SignalError};
 pub use magrathea_core::{
     AnswerAck, AnswerOutcome, AppData, CancelAck, ChildOutcome, ChildRequest, DeliverError,
     Durability, Entry, GateAnswer, GateKind, GateOutcome, GateSpec, InboxFilter, InboxItem,
-    InboxStatus, OpenError, Record, RetryPolicy, RunError, RunFilter, RunId, RunStatus, RunSummary,
-    RunView, StartError, StepFuture, TaskContext, TaskError, TaskOptions, WorkflowError,
+    InboxPage, InboxPageError, InboxPageRequest, InboxStatus, OpenError, Record, RetryPolicy,
+    RunError, RunFilter, RunId, RunStatus, RunSummary, RunView, StartError, StepFuture,
+    TaskContext, TaskError, TaskOptions, WorkflowError,
 };
 pub use magrathea_macros::{task, workflow};
 pub use traits::{Journaled, Task, Workflow};

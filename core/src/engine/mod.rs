@@ -4,6 +4,7 @@ mod builder;
 mod control;
 mod driver;
 mod heap;
+mod inbox;
 mod key_locks;
 mod requests;
 mod status_waiters;
@@ -27,10 +28,11 @@ use crate::id::RunId;
 use crate::record::{Entry, GateAnswer, Record, RunStatus, StartRecord, Step};
 use crate::store::{RunFilter, RunSummary, Store, StoreReader};
 use crate::task::{AppData, TaskError, TaskRegistration};
-use crate::view::{InboxItem, InboxStatus, RunView, inbox_items, parse_inbox_item_id};
+use crate::view::{RunView, parse_inbox_item_id};
 use crate::writer::{JournalHealth, JournalWriter, WriterStats};
 
 pub use builder::EngineBuilder;
+pub use inbox::{InboxPage, InboxPageError, InboxPageRequest};
 pub(crate) use requests::Control;
 pub use requests::{
     AnswerAck, CancelAck, ControlAck, InboxFilter, JournalUpdate, ReplayError, RunUpdate,
@@ -490,91 +492,6 @@ impl Engine {
                 Ok(Entry { seq, at_ms, record })
             })
             .collect()
-    }
-
-    /// Inbox items of non-terminal runs, oldest first, as `filter` says.
-    pub fn inbox(&self, filter: InboxFilter) -> Result<Vec<InboxItem>, StoreError> {
-        self.inbox_of(filter, &RunFilter::default(), |_| true)
-    }
-
-    /// [`Engine::inbox`] of the runs `runs` selects by workflow, scope and scope prefix (a
-    /// project's scope, or a tenant's prefix) whose summary also satisfies `keep`: the
-    /// journals of the other runs are not read, and a store with an index by scope does not
-    /// read their summaries either. [`InboxFilter::Recent`] counts the finished runs of the
-    /// selection only.
-    pub fn inbox_of(
-        &self,
-        filter: InboxFilter,
-        runs: &RunFilter,
-        keep: impl Fn(&RunSummary) -> bool,
-    ) -> Result<Vec<InboxItem>, StoreError> {
-        let pending_only = filter == InboxFilter::Pending;
-        let mut items = Vec::new();
-        let selection = RunFilter {
-            before: None,
-            limit: 0,
-            ..runs.clone()
-        };
-        let mut summaries = self.inner.store.active_summaries(&selection)?;
-        if let InboxFilter::Recent(n) = filter {
-            let recent = self.inner.store.list_runs(&RunFilter {
-                limit: n,
-                ..selection
-            })?;
-            summaries.extend(recent.into_iter().filter(|s| s.status.is_terminal()));
-            // A run that ended between the two reads is in both.
-            summaries.sort_by_key(|s| s.run_id);
-            summaries.dedup_by_key(|s| s.run_id);
-        }
-        for summary in summaries {
-            if !keep(&summary) {
-                continue;
-            }
-            let run = summary.run_id;
-            // One unreadable run must not hide every other run's items.
-            let entries = match self.inner.store.read_journal(run) {
-                Ok(entries) => entries,
-                Err(e) => {
-                    tracing::warn!(%run, error = %e, "inbox: skipping a run whose journal cannot be read");
-                    continue;
-                }
-            };
-            items.extend(
-                inbox_items(&entries, &summary)
-                    .into_iter()
-                    .filter(|i| !pending_only || i.status == InboxStatus::Pending),
-            );
-        }
-        items.sort_by_key(|i| i.created_at);
-        Ok(items)
-    }
-
-    /// One inbox item, pending or not.
-    pub fn inbox_item(&self, id: &str) -> Result<InboxItem, DeliverError> {
-        self.inbox_item_of(id, |_| true)
-    }
-
-    /// [`Engine::inbox_item`] when its run's summary satisfies `keep` (the caller's scope,
-    /// say), and [`DeliverError::ItemNotFound`] otherwise: the run's journal is read only
-    /// after the check.
-    pub fn inbox_item_of(
-        &self,
-        id: &str,
-        keep: impl Fn(&RunSummary) -> bool,
-    ) -> Result<InboxItem, DeliverError> {
-        let (run, _) =
-            parse_inbox_item_id(id).ok_or_else(|| DeliverError::ItemNotFound(id.into()))?;
-        let summary = self
-            .inner
-            .store
-            .run_summary(run)?
-            .filter(|s| keep(s))
-            .ok_or_else(|| DeliverError::ItemNotFound(id.into()))?;
-        let entries = self.inner.store.read_journal(run)?;
-        inbox_items(&entries, &summary)
-            .into_iter()
-            .find(|i| i.id == id)
-            .ok_or_else(|| DeliverError::ItemNotFound(id.into()))
     }
 
     /// Answers a gate's inbox item. The first completion journaled wins: an answer after the

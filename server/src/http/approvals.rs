@@ -6,7 +6,8 @@
 //! `expired` (its timeout fired first), `cancelled` (its run ended or was cancelled first) — and
 //! the inbox's own word as `inboxStatus`. `expiresAt` is when an item with a timeout expires.
 //! The listing takes `?status=` (Friday's words, the inbox's, or `all`; default `pending`),
-//! `?assignee=`, and pages with `?limit=` (default and most 1,000) and `?cursor=` (the
+//! `?assignee=`, and pages with `?limit=` (default and most 1,000; a page also ends before
+//! [`MAX_PAGE_BYTES`](super::inbox::MAX_PAGE_BYTES) of JSON) and `?cursor=` (the
 //! `X-Next-Cursor` header of the previous page, absent on the last), oldest first; it includes
 //! the answered, expired and cancelled items of finished runs (of the
 //! [`FINISHED_RUNS_LISTED`](super::inbox::FINISHED_RUNS_LISTED) most recently started ones).
@@ -22,7 +23,7 @@ use serde::{Deserialize, Serialize};
 use super::auth::{ApiScope, Principal, bearer};
 use super::body::JsonBody;
 use super::error::ApiError;
-use super::inbox::{Answered, answer_item, items, scoped_item};
+use super::inbox::{Answered, Listing, answer_item, page, paged, parse_status, scoped_item};
 use super::state::AppState;
 
 /// An approval: the inbox item and the `tenant/project` of its run.
@@ -84,9 +85,6 @@ pub(crate) struct ApprovalQuery {
     cursor: Option<String>,
 }
 
-/// Largest page of approvals.
-const MAX_APPROVALS: usize = 1000;
-
 /// Body of approve and reject.
 #[derive(Debug, Default, Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -113,7 +111,6 @@ pub(crate) async fn list(
     Query(q): Query<ApprovalQuery>,
     headers: HeaderMap,
 ) -> Result<axum::response::Response, ApiError> {
-    use axum::response::IntoResponse;
     let who = caller(&state, &headers)?;
     let wanted = q
         .status
@@ -121,47 +118,29 @@ pub(crate) async fn list(
         .unwrap_or("pending")
         .to_ascii_lowercase();
     let friday = ["approved", "rejected", "expired", "cancelled"].contains(&wanted.as_str());
-    let inbox_status = if friday { "all" } else { wanted.as_str() };
-    let runs = RunFilter {
-        scope_prefix: who.tenant.as_ref().map(|t| format!("{t}/")),
-        ..RunFilter::default()
+    let listing = Listing {
+        runs: RunFilter {
+            scope_prefix: who.tenant.as_ref().map(|t| format!("{t}/")),
+            ..RunFilter::default()
+        },
+        status: parse_status(Some(if friday { "all" } else { wanted.as_str() }))?,
+        assignee: q.assignee,
+        limit: q.limit,
+        cursor: q.cursor,
     };
-    let mut found: Vec<Approval> = items(
+    let tenant = who.clone();
+    let (found, next) = page(
         &state,
-        &runs,
-        |s| in_tenant(&who, s),
-        Some(inbox_status),
-        q.assignee.as_deref(),
-    )?
-    .into_iter()
-    .filter(|(_, i)| i.kind == GateKind::Approval)
-    .map(|(scope, item)| Approval { scope, item })
-    .filter(|a| !friday || a.status() == wanted)
-    .collect();
-    found.sort_by(|a, b| (a.item.created_at, &a.item.id).cmp(&(b.item.created_at, &b.item.id)));
-    if let Some(cursor) = &q.cursor {
-        match found.iter().position(|a| a.item.id == *cursor) {
-            Some(at) => drop(found.drain(..=at)),
-            None => {
-                return Err(ApiError::bad_request(
-                    "MAG-HTTP-INVALID-CURSOR",
-                    format!(
-                        "unknown cursor `{cursor}`: pass the X-Next-Cursor of the previous page"
-                    ),
-                ));
-            }
-        }
-    }
-    let limit = q.limit.unwrap_or(MAX_APPROVALS).clamp(1, MAX_APPROVALS);
-    let next = (found.len() > limit).then(|| found[limit - 1].item.id.clone());
-    found.truncate(limit);
-    let mut response = Json(found).into_response();
-    if let Some(next) = next
-        && let Ok(value) = axum::http::HeaderValue::from_str(&next)
-    {
-        response.headers_mut().insert("x-next-cursor", value);
-    }
-    Ok(response)
+        listing,
+        move |s| in_tenant(&tenant, s),
+        move |item| item.kind == GateKind::Approval && (!friday || friday_status(item) == wanted),
+    )
+    .await?;
+    let found: Vec<Approval> = found
+        .into_iter()
+        .map(|(scope, item)| Approval { scope, item })
+        .collect();
+    Ok(paged(found, next))
 }
 
 fn approval(state: &AppState, who: &Principal, id: &str) -> Result<InboxItem, ApiError> {

@@ -12,7 +12,10 @@ use std::collections::HashMap;
 use axum::Json;
 use axum::extract::{Path, Query, State};
 use axum::http::HeaderMap;
-use magrathea_core::{AnswerAck, DeliverError, GateAnswer, InboxItem, InboxStatus, RunFilter};
+use magrathea_core::{
+    AnswerAck, DeliverError, GateAnswer, InboxItem, InboxPageError, InboxPageRequest, InboxStatus,
+    RunFilter,
+};
 use serde::{Deserialize, Serialize};
 
 use super::auth::{ApiScope, Principal};
@@ -45,89 +48,160 @@ pub(crate) struct InboxQuery {
     assignee: Option<String>,
     /// `pending` (default), `answered`, `timed_out`, `closed` or `all`.
     status: Option<String>,
+    /// Page size (default and most [`MAX_ITEMS`]).
+    limit: Option<usize>,
+    /// The `X-Next-Cursor` of the previous page.
+    cursor: Option<String>,
 }
 
-/// The items of the runs `runs` selects whose scope satisfies `keep`, filtered by status and
-/// assignee.
-pub(crate) fn items(
-    state: &AppState,
-    runs: &RunFilter,
-    keep: impl Fn(&str) -> bool,
-    status: Option<&str>,
-    assignee: Option<&str>,
-) -> Result<Vec<(String, InboxItem)>, ApiError> {
-    let wanted = match status.unwrap_or("pending").to_ascii_lowercase().as_str() {
-        "pending" => Some(InboxStatus::Pending),
-        "answered" => Some(InboxStatus::Answered),
-        "timed_out" | "timedout" => Some(InboxStatus::TimedOut),
-        "closed" => Some(InboxStatus::Closed),
-        "all" => None,
-        other => {
-            return Err(ApiError::bad_request(
-                "MAG-HTTP-INVALID-STATUS",
-                format!(
-                    "unknown status `{other}`: pending, answered, timed_out, closed or all (on \
-                     /v1/workflow-approvals also approved, rejected, expired or cancelled)"
-                ),
-            ));
-        }
-    };
-    let filter = if wanted == Some(InboxStatus::Pending) {
-        magrathea_core::InboxFilter::Pending
-    } else {
-        magrathea_core::InboxFilter::Recent(FINISHED_RUNS_LISTED)
-    };
-    // Only the runs of the selection are read (on a store with an index by scope, not even
-    // the summaries of the others); `keep` checks each once more. The scopes of the runs kept
-    // are noted on the way.
-    let scopes = RefCell::new(HashMap::new());
-    let found = state.engine.inbox_of(filter, runs, |summary| {
-        let kept = keep(summary.scope.as_str());
-        if kept {
-            scopes
-                .borrow_mut()
-                .insert(summary.run_id, summary.scope.as_str().to_owned());
-        }
-        kept
-    })?;
-    let scopes = scopes.into_inner();
-    let mut out = Vec::new();
-    for item in found {
-        if wanted.is_some_and(|w| w != item.status)
-            || assignee.is_some_and(|a| a != item.assigned_to)
-        {
-            continue;
-        }
-        let Some(scope) = scopes.get(&item.workflow_run_id) else {
-            continue;
-        };
-        out.push((scope.clone(), item));
+/// Most items in a page of a listing (and its default size).
+pub const MAX_ITEMS: usize = 1000;
+
+/// Most bytes of JSON in a page of a listing: a page ends before the item that would pass
+/// them, and names the next page; a page holds at least one item whatever its size.
+pub const MAX_PAGE_BYTES: usize = 8 << 20;
+
+/// The inbox status `?status=` asks for (`None`: every status).
+pub(crate) fn parse_status(status: Option<&str>) -> Result<Option<InboxStatus>, ApiError> {
+    match status.unwrap_or("pending").to_ascii_lowercase().as_str() {
+        "pending" => Ok(Some(InboxStatus::Pending)),
+        "answered" => Ok(Some(InboxStatus::Answered)),
+        "timed_out" | "timedout" => Ok(Some(InboxStatus::TimedOut)),
+        "closed" => Ok(Some(InboxStatus::Closed)),
+        "all" => Ok(None),
+        other => Err(ApiError::bad_request(
+            "MAG-HTTP-INVALID-STATUS",
+            format!(
+                "unknown status `{other}`: pending, answered, timed_out, closed or all (on \
+                 /v1/workflow-approvals also approved, rejected, expired or cancelled)"
+            ),
+        )),
     }
-    Ok(out)
 }
 
-/// `GET /brain/{tenant}/project/{project}/inbox?assignee=&status=` → the project's items,
-/// oldest first (pending ones by default).
+/// What a listing of items asks for.
+pub(crate) struct Listing {
+    /// The runs to read.
+    pub(crate) runs: RunFilter,
+    /// The inbox status (`None`: every status).
+    pub(crate) status: Option<InboxStatus>,
+    /// `?assignee=`.
+    pub(crate) assignee: Option<String>,
+    /// `?limit=`.
+    pub(crate) limit: Option<usize>,
+    /// `?cursor=`.
+    pub(crate) cursor: Option<String>,
+}
+
+/// A page of the items of the runs `listing.runs` selects whose scope satisfies `keep`,
+/// filtered by status and assignee and by `also`, with the scope of each item's run; and the
+/// cursor of the next page. Answered, expired and closed items are those of runs still going
+/// and of the [`FINISHED_RUNS_LISTED`] most recently started finished ones.
+pub(crate) async fn page(
+    state: &AppState,
+    listing: Listing,
+    keep: impl Fn(&str) -> bool + Send + 'static,
+    also: impl Fn(&InboxItem) -> bool + Send + 'static,
+) -> Result<(Vec<(String, InboxItem)>, Option<String>), ApiError> {
+    let request = InboxPageRequest {
+        filter: if listing.status == Some(InboxStatus::Pending) {
+            magrathea_core::InboxFilter::Pending
+        } else {
+            magrathea_core::InboxFilter::Recent(FINISHED_RUNS_LISTED)
+        },
+        runs: listing.runs,
+        after: listing.cursor.filter(|c| !c.is_empty()),
+        limit: listing.limit.unwrap_or(MAX_ITEMS).clamp(1, MAX_ITEMS),
+        max_bytes: MAX_PAGE_BYTES,
+    };
+    let (status, assignee) = (listing.status, listing.assignee);
+    let engine = state.engine.clone();
+    // Journals are read from the disk: off the runtime's threads.
+    tokio::task::spawn_blocking(move || {
+        // Only the runs of the selection are read (on a store with an index by scope, not
+        // even the summaries of the others); `keep` checks each once more. The scopes of the
+        // runs kept are noted on the way.
+        let scopes = RefCell::new(HashMap::new());
+        let page = engine.inbox_page(
+            &request,
+            |summary| {
+                let kept = keep(summary.scope.as_str());
+                if kept {
+                    scopes
+                        .borrow_mut()
+                        .insert(summary.run_id, summary.scope.as_str().to_owned());
+                }
+                kept
+            },
+            |item| {
+                status.is_none_or(|s| s == item.status)
+                    && assignee.as_ref().is_none_or(|a| *a == item.assigned_to)
+                    && also(item)
+            },
+        );
+        let page = match page {
+            Ok(page) => page,
+            Err(InboxPageError::UnknownCursor(cursor)) => {
+                return Err(ApiError::bad_request(
+                    "MAG-HTTP-INVALID-CURSOR",
+                    format!(
+                        "unknown cursor `{cursor}`: pass the X-Next-Cursor of the previous page"
+                    ),
+                ));
+            }
+            Err(e) => return Err(ApiError::internal(e)),
+        };
+        let scopes = scopes.into_inner();
+        let items = page
+            .items
+            .into_iter()
+            .filter_map(|item| Some((scopes.get(&item.workflow_run_id)?.clone(), item)))
+            .collect();
+        Ok((items, page.next))
+    })
+    .await
+    .map_err(ApiError::internal)?
+}
+
+/// `body` as JSON, with the `X-Next-Cursor` header when `next` names a next page.
+pub(crate) fn paged(body: impl Serialize, next: Option<String>) -> axum::response::Response {
+    use axum::response::IntoResponse;
+    let mut response = Json(body).into_response();
+    if let Some(next) = next
+        && let Ok(value) = axum::http::HeaderValue::from_str(&next)
+    {
+        response
+            .headers_mut()
+            .insert(super::runs::NEXT_CURSOR_HEADER, value);
+    }
+    response
+}
+
+/// `GET /brain/{tenant}/project/{project}/inbox?assignee=&status=&limit=&cursor=` → the
+/// project's items, oldest first (pending ones by default), a page at a time: at most `limit`
+/// (default and most [`MAX_ITEMS`]) and [`MAX_PAGE_BYTES`]; the `X-Next-Cursor` header, absent
+/// on the last page, is the `cursor` of the next.
 pub(crate) async fn list(
     State(state): State<AppState>,
     Path(p): Path<ProjectPath>,
     Query(q): Query<InboxQuery>,
     headers: HeaderMap,
-) -> Result<Json<Vec<InboxItem>>, ApiError> {
+) -> Result<axum::response::Response, ApiError> {
     state.authorize(&headers, &p.tenant, ApiScope::Read)?;
     let key = state.scope(&p.tenant, &p.project)?.key();
-    let runs = RunFilter {
-        scope: Some(key.clone()),
-        ..RunFilter::default()
+    let listing = Listing {
+        runs: RunFilter {
+            scope: Some(key.clone()),
+            ..RunFilter::default()
+        },
+        status: parse_status(q.status.as_deref())?,
+        assignee: q.assignee,
+        limit: q.limit,
+        cursor: q.cursor,
     };
-    let items = items(
-        &state,
-        &runs,
-        |s| s == key,
-        q.status.as_deref(),
-        q.assignee.as_deref(),
-    )?;
-    Ok(Json(items.into_iter().map(|(_, i)| i).collect()))
+    let (items, next) = page(&state, listing, move |s| s == key, |_| true).await?;
+    let items: Vec<InboxItem> = items.into_iter().map(|(_, i)| i).collect();
+    Ok(paged(items, next))
 }
 
 /// The item `id` if its run's scope satisfies `keep`; 404 otherwise.

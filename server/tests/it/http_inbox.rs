@@ -429,3 +429,80 @@ async fn an_unknown_approvals_cursor_is_refused_naming_what_to_pass() {
     assert_eq!(r.status(), 400);
     assert!(r.text().await.unwrap().contains("X-Next-Cursor"));
 }
+
+/// The `X-Next-Cursor` of a response, if any.
+fn next_cursor(r: &reqwest::Response) -> Option<String> {
+    r.headers()
+        .get("x-next-cursor")
+        .map(|v| v.to_str().unwrap().to_owned())
+}
+
+#[tokio::test]
+async fn the_project_inbox_pages_with_a_cursor_that_outlives_an_answer() {
+    let s = Server::start().await;
+    let mut runs = Vec::new();
+    for _ in 0..3 {
+        let run = s.start_run("shop", "approve", json!({})).await;
+        s.wait_status("shop", &run, &["WAITING"]).await;
+        runs.push(run);
+    }
+    let r = s
+        .get("/brain/acme/project/shop/inbox?limit=1", Some(ACME))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(r.status(), 200);
+    let cursor = next_cursor(&r).expect("a next page");
+    let first: Vec<Value> = r.json().await.unwrap();
+    assert_eq!(first.len(), 1);
+    assert_eq!(first[0]["workflowRunId"], runs[0].as_str());
+
+    // The item the cursor names is answered before the next page is asked for.
+    let id = first[0]["id"].as_str().unwrap();
+    let r = s
+        .post(
+            &format!("/brain/acme/project/shop/inbox/{id}/answer"),
+            Some(ACME),
+        )
+        .json(&json!({"kind": "approve"}))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(r.status(), 200);
+    s.wait_status("shop", &runs[0], &["DONE"]).await;
+
+    let r = s
+        .get(
+            &format!("/brain/acme/project/shop/inbox?limit=1&cursor={cursor}"),
+            Some(ACME),
+        )
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(r.status(), 200);
+    let cursor = next_cursor(&r).expect("a third page");
+    let second: Vec<Value> = r.json().await.unwrap();
+    assert_eq!(second.len(), 1);
+    assert_eq!(second[0]["workflowRunId"], runs[1].as_str());
+
+    let r = s
+        .get(
+            &format!("/brain/acme/project/shop/inbox?limit=5&cursor={cursor}"),
+            Some(ACME),
+        )
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(next_cursor(&r), None, "the last page names no next one");
+    let last: Vec<Value> = r.json().await.unwrap();
+    assert_eq!(last.len(), 1);
+    assert_eq!(last[0]["workflowRunId"], runs[2].as_str());
+
+    // A cursor that names no item is refused.
+    let r = s
+        .get("/brain/acme/project/shop/inbox?cursor=nope", Some(ACME))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(code(r).await, (400, "MAG-HTTP-INVALID-CURSOR".into()));
+}

@@ -9,6 +9,7 @@ mod eviction;
 mod exec_tasks;
 mod faulty_store;
 mod idempotent_start;
+mod inbox_pages;
 mod log_crash;
 mod nondeterminism;
 mod postgres_code;
