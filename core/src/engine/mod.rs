@@ -471,7 +471,8 @@ impl Engine {
     }
 
     /// A page of the run's journal: at most `limit` records whose `seq` is `from_seq` or later,
-    /// in `seq` order, decoded. The next page starts at the last record's `seq + 1`; an empty
+    /// in `seq` order, decoded; and no more than `max_bytes` of encoded records, but at least
+    /// one whatever its size. The next page starts at the last record's `seq + 1`; an empty
     /// page means nothing is journaled from `from_seq` on (yet: a running run grows).
     ///
     /// Unlike [`Engine::journal`], it holds one page in memory however long the journal is,
@@ -482,10 +483,11 @@ impl Engine {
         run: RunId,
         from_seq: u64,
         limit: usize,
+        max_bytes: usize,
     ) -> Result<Vec<Entry>, StoreError> {
         self.inner
             .store
-            .read_journal_range(run, from_seq, limit)?
+            .read_journal_range(run, from_seq, limit, max_bytes)?
             .into_iter()
             .map(|(seq, bytes)| {
                 let (record, at_ms) = crate::codec::decode(&bytes)?;

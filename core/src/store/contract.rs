@@ -221,7 +221,7 @@ pub fn records(run: RunId, first: u64, count: u64) -> CommitBatch {
 /// The seqs of a ranged read, each checked against the bytes it carries.
 fn range_seqs(store: &dyn Store, run: RunId, from: u64, limit: usize) -> Vec<u64> {
     store
-        .read_journal_range(run, from, limit)
+        .read_journal_range(run, from, limit, usize::MAX)
         .unwrap()
         .into_iter()
         .map(|(seq, bytes)| {
@@ -270,8 +270,22 @@ pub fn check_ranges(store: &dyn Store) {
     }
     assert_eq!(paged, (0..15).collect::<Vec<_>>());
     assert_eq!(
-        store.read_journal_range(run, 2, 3).unwrap(),
+        store.read_journal_range(run, 2, 3, usize::MAX).unwrap(),
         store.read_journal_raw(run).unwrap()[2..5].to_vec(),
         "the same records as the full read"
     );
+    // A byte budget: records of 8 bytes, so 20 bytes hold two of them.
+    let budget = |from, limit, max_bytes| -> Vec<u64> {
+        let rows = store
+            .read_journal_range(run, from, limit, max_bytes)
+            .unwrap();
+        rows.into_iter().map(|(seq, _)| seq).collect()
+    };
+    assert_eq!(budget(0, 100, 20), [0, 1], "two records fit in 20 bytes");
+    assert_eq!(budget(8, 100, 24), [8, 9, 10], "across two commits");
+    assert_eq!(budget(3, 100, 16), [3, 4], "exactly the budget");
+    assert_eq!(budget(5, 100, 1), [5], "the first record whatever its size");
+    assert_eq!(budget(5, 1, 100), [5], "the limit still holds");
+    assert!(budget(15, 100, 1).is_empty(), "past the end");
+    assert!(budget(0, 0, 100).is_empty(), "a limit of 0");
 }

@@ -77,8 +77,10 @@ impl<S: Store> Store for FaultyStore<S> {
         run_id: RunId,
         from_seq: u64,
         limit: usize,
+        max_bytes: usize,
     ) -> Result<Vec<(u64, Vec<u8>)>, StoreError> {
-        self.inner.read_journal_range(run_id, from_seq, limit)
+        self.inner
+            .read_journal_range(run_id, from_seq, limit, max_bytes)
     }
     fn read_journal_measured(
         &self,

@@ -155,12 +155,14 @@ impl Store for MemoryStore {
         run_id: RunId,
         from_seq: u64,
         limit: usize,
+        max_bytes: usize,
     ) -> Result<Vec<(u64, Vec<u8>)>, StoreError> {
         let inner = self.lock();
+        let mut bound = super::PageBound::new(limit, max_bytes);
         Ok(inner
             .journal
             .range((run_id, from_seq)..=(run_id, u64::MAX))
-            .take(limit)
+            .take_while(|(_, b)| bound.admits(b.len()))
             .map(|((_, seq), b)| (*seq, b.clone()))
             .collect())
     }

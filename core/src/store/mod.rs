@@ -60,6 +60,56 @@ pub struct RunSummary {
     pub scope: RunScope,
 }
 
+/// The bounds of a page of records: `limit` records and `max_bytes` of them, with the first
+/// always admitted (see [`Store::read_journal_range`]).
+#[derive(Debug, Clone, Copy)]
+pub struct PageBound {
+    left: usize,
+    bytes_left: usize,
+    first: bool,
+}
+
+impl PageBound {
+    /// At most `limit` records and `max_bytes` bytes.
+    pub fn new(limit: usize, max_bytes: usize) -> Self {
+        Self {
+            left: limit,
+            bytes_left: max_bytes,
+            first: true,
+        }
+    }
+
+    /// No bound: every record.
+    pub const ALL: Self = Self {
+        left: usize::MAX,
+        bytes_left: usize::MAX,
+        first: true,
+    };
+
+    /// Whether the page is over (nothing more is admitted).
+    pub fn is_empty(&self) -> bool {
+        self.left == 0
+    }
+
+    /// How many more records may be admitted at most.
+    pub fn records_left(&self) -> usize {
+        self.left
+    }
+
+    /// Whether a record of `len` bytes fits; counts it if it does. Once one does not, the
+    /// page is over: callers stop at the first refusal.
+    pub fn admits(&mut self, len: usize) -> bool {
+        if self.left == 0 || (!self.first && len > self.bytes_left) {
+            self.left = 0;
+            return false;
+        }
+        self.first = false;
+        self.left -= 1;
+        self.bytes_left = self.bytes_left.saturating_sub(len);
+        true
+    }
+}
+
 /// One encoded journal record to append.
 #[derive(Debug, Clone)]
 pub struct EncodedRecord {
@@ -174,6 +224,9 @@ pub trait Store: Send + Sync + 'static {
     /// on, including those committed but not yet in a store's final table. Empty for an unknown
     /// run, a `from_seq` past the end or a `limit` of 0.
     ///
+    /// The records also stop before the one that would take their bytes past `max_bytes`; the
+    /// first is returned whatever its size, so that a page always moves on.
+    ///
     /// A reader that pages through a journal with it holds at most one page in memory. The
     /// default reads the whole journal and keeps the slice; stores that can seek override it.
     fn read_journal_range(
@@ -181,13 +234,19 @@ pub trait Store: Send + Sync + 'static {
         run_id: RunId,
         from_seq: u64,
         limit: usize,
+        max_bytes: usize,
     ) -> Result<Vec<(u64, Vec<u8>)>, StoreError> {
         if limit == 0 {
             return Ok(Vec::new());
         }
         let mut all = self.read_journal_raw(run_id)?;
         all.retain(|(seq, _)| *seq >= from_seq);
-        all.truncate(limit);
+        let mut page = PageBound::new(limit, max_bytes);
+        let kept = all
+            .iter()
+            .take_while(|(_, bytes)| page.admits(bytes.len()))
+            .count();
+        all.truncate(kept);
         Ok(all)
     }
 

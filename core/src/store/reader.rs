@@ -36,15 +36,17 @@ impl StoreReader {
         self.store.read_journal_raw(run_id)
     }
 
-    /// At most `limit` encoded records of a run from `from_seq` on, in `seq` order (see
-    /// [`Store::read_journal_range`]).
+    /// At most `limit` encoded records of a run from `from_seq` on, in `seq` order, and no
+    /// more than `max_bytes` of them after the first (see [`Store::read_journal_range`]).
     pub fn read_journal_range(
         &self,
         run_id: RunId,
         from_seq: u64,
         limit: usize,
+        max_bytes: usize,
     ) -> Result<Vec<(u64, Vec<u8>)>, StoreError> {
-        self.store.read_journal_range(run_id, from_seq, limit)
+        self.store
+            .read_journal_range(run_id, from_seq, limit, max_bytes)
     }
 
     /// The run's summary, if the run exists.

@@ -1,9 +1,10 @@
 //! Following a run's journal live: what the SSE and WebSocket routes stream.
 //!
-//! A follower reads the journal from the store by seq range, [`CHUNK`] records at a time, and
-//! reads the next chunk only once the previous one went into its client's channel: a client
-//! that does not read stops its follower at a full channel, so it costs at most one chunk and
-//! one channel of records, however long the run's journal. How many followers one token
+//! A follower reads the journal from the store by seq range, [`CHUNK`] records and at most
+//! [`CHUNK_BYTES`] at a time, and reads the next chunk only once the previous one went into its
+//! client's channel: a client that does not read stops its follower at a full channel, so it
+//! costs at most one chunk and one channel of records ([`CHANNEL`]), however long the run's
+//! journal and however large its records (a chunk holds one record whatever its size). How many followers one token
 //! subject may hold at once is bounded by [`Followers`].
 
 use std::collections::HashMap;
@@ -22,8 +23,12 @@ const SHARED_RESYNC: std::time::Duration = std::time::Duration::from_millis(250)
 /// Records a follower reads from the store at once.
 pub const CHUNK: usize = 256;
 
-/// Records a follower's channel holds before the follower waits for its client.
-const CHANNEL: usize = 64;
+/// Bytes of encoded records a follower reads from the store at once.
+pub const CHUNK_BYTES: usize = 1 << 20;
+
+/// Records a follower's channel holds before the follower waits for its client. Few: the
+/// records may be a task's output of several MiB each.
+pub const CHANNEL: usize = 8;
 
 /// Concurrent followers (SSE streams and WebSocket subscriptions together) one token subject
 /// of one tenant may hold, unless [`ServeConfig`](crate::ServeConfig) says otherwise.
@@ -163,7 +168,7 @@ async fn catch_up(
     next: &mut u64,
 ) -> ControlFlow<()> {
     loop {
-        let chunk = match engine.journal_page(run, *next, CHUNK) {
+        let chunk = match engine.journal_page(run, *next, CHUNK, CHUNK_BYTES) {
             Ok(chunk) => chunk,
             Err(e) => {
                 // Retried at the next sign of news or tick; the client sees no gap.
@@ -171,7 +176,10 @@ async fn catch_up(
                 return ControlFlow::Continue(());
             }
         };
-        let full = chunk.len() == CHUNK;
+        // Only an empty chunk is the end: a short one may be short of bytes.
+        if chunk.is_empty() {
+            return ControlFlow::Continue(());
+        }
         for entry in chunk {
             if entry.seq < *next {
                 continue;
@@ -181,9 +189,6 @@ async fn catch_up(
             if tx.send(entry).await.is_err() || end {
                 return ControlFlow::Break(());
             }
-        }
-        if !full {
-            return ControlFlow::Continue(());
         }
     }
 }

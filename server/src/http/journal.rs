@@ -6,8 +6,9 @@
 //! the `cursor` of the next page and a `Link: <…>; rel="next"` header the whole URL, exactly as
 //! `GET …/workflows/runs` pages. A cursor is opaque to clients: pass it back unchanged.
 //!
-//! The page is read from the store [`CHUNK`] records at a time while the body is sent, so a
-//! page of a long run never sits in the server's memory whole, as records or as JSON.
+//! The page is read from the store [`CHUNK`] records (and at most [`CHUNK_BYTES`]) at a time
+//! while the body is sent, so a page of a long run never sits in the server's memory whole, as
+//! records or as JSON.
 
 use axum::body::{Body, Bytes};
 use axum::extract::{Path, Query, State};
@@ -30,6 +31,10 @@ pub const MAX_LIMIT: usize = 10_000;
 
 /// Records read from the store per step of the body.
 pub const CHUNK: usize = 256;
+
+/// Bytes of encoded records read from the store per step of the body (a step holds one
+/// record, whatever its size).
+pub const CHUNK_BYTES: usize = 1 << 20;
 
 /// Query of the journal route: both optional, both strings so that a malformed value gets the
 /// route's own error rather than a generic one.
@@ -97,7 +102,7 @@ pub(crate) async fn journal(
     // than a body cut short.
     let first = read_chunk(&engine, run, page.from, page.end()).map_err(ApiError::internal)?;
     let more = !engine
-        .journal_page(run, page.end(), 1)
+        .journal_page(run, page.end(), 1, 1)
         .map_err(ApiError::internal)?
         .is_empty();
     let mut response = Body::from_stream(body(engine, run, page, first)).into_response();
@@ -120,11 +125,11 @@ pub(crate) async fn journal(
     Ok(response)
 }
 
-/// Up to [`CHUNK`] records with a seq in `from..end`.
+/// Up to [`CHUNK`] records (and [`CHUNK_BYTES`]) with a seq in `from..end`.
 fn read_chunk(engine: &Engine, run: RunId, from: u64, end: u64) -> Result<Vec<Entry>, String> {
     let room = usize::try_from(end.saturating_sub(from)).unwrap_or(usize::MAX);
     let mut entries = engine
-        .journal_page(run, from, CHUNK.min(room))
+        .journal_page(run, from, CHUNK.min(room), CHUNK_BYTES)
         .map_err(|e| e.to_string())?;
     entries.retain(|e| e.seq < end);
     Ok(entries)
@@ -171,8 +176,9 @@ fn body(
                         }
                     }
                     let next = match entries.last() {
-                        // A short chunk is the journal's end as of now; so is the page's.
-                        Some(last) if entries.len() == CHUNK && last.seq + 1 < page.end() => {
+                        // An empty chunk is the journal's end as of now (a short one may be
+                        // short of bytes only); so is the page's end.
+                        Some(last) if last.seq + 1 < page.end() => {
                             match read_chunk(&engine, run, last.seq + 1, page.end()) {
                                 Ok(more) if !more.is_empty() => Sending::Chunk {
                                     entries: more,

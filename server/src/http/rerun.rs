@@ -65,7 +65,7 @@ pub(crate) fn start_record(state: &AppState, run: RunId) -> Result<StartRecord, 
     let first = state
         .engine
         .store()
-        .read_journal_range(run, 0, 1)
+        .read_journal_range(run, 0, 1, usize::MAX)
         .map_err(ApiError::internal)?;
     match first.first().map(|(_, b)| magrathea_core::codec::decode(b)) {
         Some(Ok((Record::Start(s), _))) => Ok(*s),

@@ -226,7 +226,7 @@ fn started_by_matches(
     let first = state
         .engine
         .store()
-        .read_journal_range(s.run_id, 0, 1)
+        .read_journal_range(s.run_id, 0, 1, usize::MAX)
         .map_err(ApiError::internal)?;
     Ok(first.first().is_some_and(|(_, bytes)| {
         matches!(

@@ -200,7 +200,11 @@ fn event(
 ) -> Option<Event> {
     if start.is_none() {
         // The run's first record says who started it and where.
-        let first = state.engine.store().read_journal_range(run, 0, 1).ok()?;
+        let first = state
+            .engine
+            .store()
+            .read_journal_range(run, 0, 1, usize::MAX)
+            .ok()?;
         let (_, bytes) = first.first()?;
         if let (Record::Start(s), _) = magrathea_core::codec::decode(bytes).ok()? {
             *start = Some(*s);

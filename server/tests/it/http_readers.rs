@@ -18,8 +18,17 @@ async fn with_long_run(
     vars: u64,
     config: impl FnOnce(ServeConfig) -> ServeConfig,
 ) -> (Server, String, tempfile::TempDir) {
+    with_run_of(vars, 16, config).await
+}
+
+/// [`with_long_run`] with values of `value_len` bytes.
+async fn with_run_of(
+    vars: u64,
+    value_len: usize,
+    config: impl FnOnce(ServeConfig) -> ServeConfig,
+) -> (Server, String, tempfile::TempDir) {
     let store = tempfile::tempdir().unwrap();
-    let (run, _) = long_run::write_long_run(store.path(), vars, 16);
+    let (run, _) = long_run::write_long_run(store.path(), vars, value_len);
     let dir = store.path().to_path_buf();
     let s = Server::start_with(move |c| config(c.store(dir))).await;
     (s, run.to_string(), store)
@@ -132,6 +141,39 @@ async fn followers_of_a_long_run_get_every_record_once_in_order_through_its_end(
     subscribe(&mut ws, &run).await;
     let got = events_to_end(&mut ws).await;
     assert_eq!(got, (0..2_002).collect::<Vec<_>>());
+}
+
+/// Records larger than a store read's byte budget come one per read: a page and a follower
+/// still get every one, and a page still ends with its cursor where its limit says.
+#[tokio::test]
+async fn records_larger_than_a_read_come_whole_in_pages_and_to_followers() {
+    let (s, run, _store) = with_run_of(6, 1_500_000, |c| c).await;
+    let path = format!("/brain/acme/project/shop/workflows/runs/{run}/journal");
+    let whole: Vec<Value> = s.get_json(&path, Some(ACME)).await;
+    assert_eq!(seqs(&whole), (0..8).collect::<Vec<_>>());
+    assert_eq!(whole[3]["value"].as_str().map(str::len), Some(1_500_000));
+
+    let first = s
+        .get(&format!("{path}?limit=5"), Some(ACME))
+        .send()
+        .await
+        .unwrap();
+    let cursor = first.headers()["x-next-cursor"]
+        .to_str()
+        .unwrap()
+        .to_string();
+    let page: Vec<Value> = first.json().await.unwrap();
+    assert_eq!(seqs(&page), (0..5).collect::<Vec<_>>());
+    let rest: Vec<Value> = s
+        .get_json(&format!("{path}?cursor={cursor}"), Some(ACME))
+        .await;
+    assert_eq!(seqs(&rest), (5..8).collect::<Vec<_>>());
+
+    let body = s.events(&run).await.text().await.unwrap();
+    assert_eq!(seqs(&sse_records(&body)), (0..8).collect::<Vec<_>>());
+    let mut ws = ws_connect(s.addr, ACME).await;
+    subscribe(&mut ws, &run).await;
+    assert_eq!(events_to_end(&mut ws).await, (0..8).collect::<Vec<_>>());
 }
 
 #[tokio::test]

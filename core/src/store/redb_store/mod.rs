@@ -26,7 +26,7 @@ use redb::{ReadableDatabase, ReadableTable, TableDefinition};
 
 use super::wal::Log;
 use super::wal::file::LogFile;
-use super::{CommitBatch, RunFilter, RunSummary, Store};
+use super::{CommitBatch, PageBound, RunFilter, RunSummary, Store};
 use crate::codec;
 use crate::error::StoreError;
 use crate::id::RunId;
@@ -388,7 +388,7 @@ impl Store for RedbStore {
     }
 
     fn read_journal_raw(&self, run_id: RunId) -> Result<Vec<(u64, Vec<u8>)>, StoreError> {
-        self.read_run(run_id, 0, usize::MAX, |seq, bytes| {
+        self.read_run(run_id, 0, PageBound::ALL, |seq, bytes| {
             Ok((seq, bytes.to_vec()))
         })
     }
@@ -398,15 +398,17 @@ impl Store for RedbStore {
         run_id: RunId,
         from_seq: u64,
         limit: usize,
+        max_bytes: usize,
     ) -> Result<Vec<(u64, Vec<u8>)>, StoreError> {
-        self.read_run(run_id, from_seq, limit, |seq, bytes| {
+        let bound = PageBound::new(limit, max_bytes);
+        self.read_run(run_id, from_seq, bound, |seq, bytes| {
             Ok((seq, bytes.to_vec()))
         })
     }
 
     fn read_journal_measured(&self, run_id: RunId) -> Result<(Vec<Entry>, u64), StoreError> {
         let mut total = 0u64;
-        let entries = self.read_run(run_id, 0, usize::MAX, |seq, bytes| {
+        let entries = self.read_run(run_id, 0, PageBound::ALL, |seq, bytes| {
             total += bytes.len() as u64;
             let (record, at_ms) = codec::decode(bytes)?;
             Ok(Entry { seq, at_ms, record })
@@ -416,7 +418,7 @@ impl Store for RedbStore {
 
     fn read_journal(&self, run_id: RunId) -> Result<Vec<Entry>, StoreError> {
         // Decodes straight from redb's pages, without copying each record first.
-        self.read_run(run_id, 0, usize::MAX, |seq, bytes| {
+        self.read_run(run_id, 0, PageBound::ALL, |seq, bytes| {
             let (record, at_ms) = codec::decode(bytes)?;
             Ok(Entry { seq, at_ms, record })
         })

@@ -10,20 +10,20 @@ use super::fold::{Gen, RunRecords};
 use super::{ACTIVE, ACTIVE_BY_SCOPE, CHUNKS, JOURNAL, RUNS, RedbStore, chunk, io};
 use crate::error::StoreError;
 use crate::id::RunId;
-use crate::store::{RunFilter, RunSummary, prefix_end, summary_matches};
+use crate::store::{PageBound, RunFilter, RunSummary, prefix_end, summary_matches};
 
 impl RedbStore {
-    /// At most `limit` of a run's records from `from_seq` on, in seq order, each passed
+    /// The records `bound` admits of a run's records from `from_seq` on, in seq order, each passed
     /// through `each` as `(seq, bytes)`: range scans of `journal` and `journal_chunks`, then
     /// the unfolded records past what the scans found. Only the slice asked for is copied.
     pub(super) fn read_run<T>(
         &self,
         run_id: RunId,
         from_seq: u64,
-        limit: usize,
+        bound: PageBound,
         mut each: impl FnMut(u64, &[u8]) -> Result<T, StoreError>,
     ) -> Result<Vec<T>, StoreError> {
-        if limit == 0 {
+        if bound.is_empty() {
             return Ok(Vec::new());
         }
         let id = run_id.as_u128();
@@ -31,6 +31,8 @@ impl RedbStore {
         // records from the first place to the second, so this order never misses one.
         let unfolded = self.unfolded.read().unwrap_or_else(PoisonError::into_inner);
         let mut recent: RunRecords = Vec::new();
+        // At most what the bound would admit of these alone: the page takes no more of them.
+        let mut room = bound;
         // The folding generation holds a run's earlier records, the current one its later.
         for generation in unfolded
             .folding
@@ -40,19 +42,23 @@ impl RedbStore {
         {
             if let Some(records) = generation.runs.get(&id) {
                 let first = records.partition_point(|(seq, _)| *seq < from_seq);
-                let room = limit.saturating_sub(recent.len());
-                recent.extend(records[first..].iter().take(room).cloned());
+                recent.extend(
+                    records[first..]
+                        .iter()
+                        .take_while(|(_, bytes)| room.admits(bytes.len()))
+                        .cloned(),
+                );
             }
         }
         drop(unfolded);
-        self.with_db(|db| Self::read_run_in(db, id, from_seq, limit, recent, &mut each))
+        self.with_db(|db| Self::read_run_in(db, id, from_seq, bound, recent, &mut each))
     }
 
     fn read_run_in<T>(
         db: &redb::Database,
         id: u128,
         from_seq: u64,
-        limit: usize,
+        mut bound: PageBound,
         recent: RunRecords,
         each: &mut impl FnMut(u64, &[u8]) -> Result<T, StoreError>,
     ) -> Result<Vec<T>, StoreError> {
@@ -85,16 +91,16 @@ impl RedbStore {
         let capacity = usize::try_from(folded)
             .unwrap_or(usize::MAX)
             .saturating_add(recent.len())
-            .min(limit)
+            .min(bound.records_left())
             .min(1 << 20);
         let mut out = Vec::with_capacity(capacity);
         let mut folded_up_to: Option<u64> = None;
         // Rows (folded by older versions) hold a run's earliest records, chunks the later ones.
         for row in rows_range()? {
-            if out.len() >= limit {
+            let (k, v) = row.map_err(io)?;
+            if !bound.admits(v.value().len()) {
                 return Ok(out);
             }
-            let (k, v) = row.map_err(io)?;
             let seq = k.value().1;
             out.push(each(seq, v.value())?);
             folded_up_to = Some(seq);
@@ -106,7 +112,7 @@ impl RedbStore {
                 if seq < from_seq || folded_up_to.is_some_and(|last| seq <= last) {
                     continue;
                 }
-                if out.len() >= limit {
+                if !bound.admits(bytes.len()) {
                     return Ok(out);
                 }
                 out.push(each(seq, bytes)?);
@@ -116,12 +122,13 @@ impl RedbStore {
         // A run's records are folded in seq order, so the folded ones are a prefix; a record
         // folded since `recent` was taken is in both places and kept once.
         for (seq, bytes) in recent {
-            if out.len() >= limit {
+            if folded_up_to.is_some_and(|last| seq <= last) {
+                continue;
+            }
+            if !bound.admits(bytes.len()) {
                 break;
             }
-            if folded_up_to.is_none_or(|last| seq > last) {
-                out.push(each(seq, &bytes)?);
-            }
+            out.push(each(seq, &bytes)?);
         }
         Ok(out)
     }

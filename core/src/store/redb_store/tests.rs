@@ -299,7 +299,9 @@ fn a_file_folded_by_an_older_version_reads_on_with_the_chunks_after_it() {
     store.commit(&[&batch(run, 7..8)]).unwrap();
     assert_eq!(seqs(&store, run), (0..8).collect::<Vec<_>>());
     let range = |from, limit| -> Vec<u64> {
-        let rows = store.read_journal_range(run, from, limit).unwrap();
+        let rows = store
+            .read_journal_range(run, from, limit, usize::MAX)
+            .unwrap();
         rows.into_iter().map(|(s, _)| s).collect()
     };
     assert_eq!(range(2, 3), [2, 3, 4], "from the rows into the first chunk");
