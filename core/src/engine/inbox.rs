@@ -8,7 +8,7 @@
 //! from their runs' journals up to a byte budget, so neither the items a tenant has piled up
 //! nor the size of their bodies decide how much memory a request takes.
 
-use std::collections::{BinaryHeap, HashMap};
+use std::collections::{BinaryHeap, HashMap, HashSet};
 
 use crate::error::{DeliverError, StoreError};
 use crate::record::RunStatus;
@@ -138,6 +138,8 @@ impl Engine {
         let mut keys = smallest.into_sorted_vec();
         keys.truncate(limit);
 
+        // Only the page's items of each run are kept from its journal.
+        let in_page: HashSet<String> = keys.iter().map(|((_, id), _)| id.clone()).collect();
         let mut built: HashMap<String, InboxItem> = HashMap::new();
         let mut read = vec![false; summaries.len()];
         let mut items = Vec::new();
@@ -152,6 +154,7 @@ impl Engine {
                     self.items_of(summary)
                         .into_iter()
                         .flatten()
+                        .filter(|item| in_page.contains(&item.id))
                         .map(|item| (item.id.clone(), item)),
                 );
             }
