@@ -9,7 +9,7 @@
 //! | `http_request` | `method`, `url`, `headers`, `body`, `timeoutSeconds`, `maxResponseBytes` | `{status, headers, body}` |
 //! | `doc_read` | `path` (relative to the project directory) | `{path, content, size}` |
 //! | `doc_list` | `path` (default `_vance`), `recursive` | `{path, entries: [{path, kind, size}], truncated}` |
-//! | `inbox_read` | `status`: `PENDING` (default) or `ALL` | `{items, count}` of the caller's scope |
+//! | `inbox_read` | `status`: `PENDING` (default) or `ALL`; `limit` (default 100, at most 1000); `cursor` | `{items, count, next}` of the caller's scope, oldest first, at most 1 MiB a page |
 //!
 //! `inbox_read` needs the engine: call [`Executors::attach`] once the engine is built. The YAML
 //! front end adds `workflow_start` (`name`, `params` → `{workflowRunId, workflowName}`, §8.1).

@@ -614,6 +614,56 @@ async fn inbox_read_returns_the_items_of_the_callers_scope_only() {
 }
 
 #[tokio::test]
+async fn inbox_read_pages_with_a_limit_and_the_next_cursor() {
+    let e = env().await;
+    e.workflow("gated", GATED);
+    let mut runs = Vec::new();
+    for _ in 0..3 {
+        let run = e
+            .runtime
+            .start(&e.engine, &e.scope, "gated", json!({}), "tester")
+            .await
+            .unwrap();
+        runs.push(run.to_string());
+        wait_for_pending(&e.engine, runs.len()).await;
+    }
+    let read = |params: Value| {
+        let ctx = e.ctx();
+        let runtime = &e.runtime;
+        async move { runtime.invoke_tool("inbox_read", params, &ctx).await }
+    };
+    let first = read(json!({"limit": 2})).await.unwrap();
+    assert_eq!(first["count"], 2, "{first}");
+    let next = first["next"].as_str().expect("a next cursor").to_owned();
+    let rest = read(json!({"limit": 2, "cursor": next})).await.unwrap();
+    assert_eq!(rest["count"], 1, "{rest}");
+    assert_eq!(rest["next"], Value::Null, "the last page");
+    let seen: Vec<Value> = first["items"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .chain(rest["items"].as_array().unwrap())
+        .map(|i| i["workflowRunId"].clone())
+        .collect();
+    let expected: Vec<Value> = runs.iter().map(|r| json!(r)).collect();
+    assert_eq!(seen, expected, "every item once, oldest first");
+
+    let whole = read(json!({})).await.unwrap();
+    assert_eq!(
+        (whole["count"].clone(), whole["next"].clone()),
+        (json!(3), Value::Null)
+    );
+    for bad in [
+        json!({"cursor": "nope"}),
+        json!({"limit": 0}),
+        json!({"limit": 5000}),
+    ] {
+        let err = read(bad.clone()).await.unwrap_err();
+        assert!(matches!(err, ToolError::InvalidParams(_)), "{bad}: {err}");
+    }
+}
+
+#[tokio::test]
 async fn engine_tools_without_an_attached_engine_are_technical_errors() {
     let e = env_with(|rt| rt, false).await;
     e.workflow("read", &one_tool("[inbox_read]", "inbox_read", "{}"));
