@@ -27,6 +27,11 @@
 //! Symbolic links inside a project may not lead out of it: a read, a write or a listing that
 //! would is refused with 403 (`MAG-HTTP-OUTSIDE-PROJECT`), and a listing leaves such links
 //! out. Names over 255 bytes and paths over 1,024 bytes are refused with 400.
+//!
+//! A project holds at most [`DEFAULT_MAX_DOCUMENTS`](super::doc_quota::DEFAULT_MAX_DOCUMENTS)
+//! documents and [`DEFAULT_MAX_DOCUMENT_BYTES`](super::doc_quota::DEFAULT_MAX_DOCUMENT_BYTES)
+//! under `_vance/` (see [`super::doc_quota`]): a write past either is refused with 507
+//! (`MAG-HTTP-QUOTA`).
 
 use std::path::PathBuf;
 
@@ -245,6 +250,16 @@ pub(crate) async fn put(
     if file.is_dir() {
         return Err(not_a_document());
     }
+    let quota = state.document_quota;
+    let (vance, target, len, label) = (
+        vance_dir(&state, &scope),
+        file.clone(),
+        text.len() as u64,
+        scope.key(),
+    );
+    tokio::task::spawn_blocking(move || quota.check(&vance, &target, len, &label))
+        .await
+        .map_err(ApiError::internal)??;
     let created = !file.exists();
     write_atomically(&file, text.as_bytes())
         .await

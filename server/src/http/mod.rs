@@ -18,6 +18,7 @@ pub mod auth;
 pub mod body;
 pub mod connections;
 mod doc_paths;
+pub mod doc_quota;
 pub mod documents;
 pub mod error;
 pub mod events;
@@ -97,6 +98,7 @@ pub struct ServeConfig {
     limits: ConnectionLimits,
     max_followers_per_subject: usize,
     max_subscriptions_per_connection: usize,
+    document_quota: doc_quota::DocumentQuota,
     triggers: crate::triggers::TriggerConfig,
 }
 
@@ -114,6 +116,7 @@ impl ServeConfig {
             limits: ConnectionLimits::default(),
             max_followers_per_subject: follow::DEFAULT_MAX_FOLLOWERS_PER_SUBJECT,
             max_subscriptions_per_connection: follow::DEFAULT_MAX_SUBSCRIPTIONS_PER_CONNECTION,
+            document_quota: doc_quota::DocumentQuota::default(),
             triggers: crate::triggers::TriggerConfig::default(),
         }
     }
@@ -201,6 +204,15 @@ impl ServeConfig {
     /// one more is answered with an `error` message on the socket.
     pub fn max_subscriptions_per_connection(mut self, n: usize) -> Self {
         self.max_subscriptions_per_connection = n;
+        self
+    }
+
+    /// How many documents, and how many bytes of them, one project may hold under `_vance/`
+    /// (default [`DEFAULT_MAX_DOCUMENTS`](doc_quota::DEFAULT_MAX_DOCUMENTS) and
+    /// [`DEFAULT_MAX_DOCUMENT_BYTES`](doc_quota::DEFAULT_MAX_DOCUMENT_BYTES)). A document
+    /// write past either is answered 507 `MAG-HTTP-QUOTA`.
+    pub fn document_quota(mut self, quota: doc_quota::DocumentQuota) -> Self {
+        self.document_quota = quota;
         self
     }
 
@@ -392,6 +404,7 @@ async fn start(
             config.max_followers_per_subject,
             config.max_subscriptions_per_connection,
         )),
+        document_quota: config.document_quota,
     });
     let listener = tokio::net::TcpListener::bind(config.addr)
         .await

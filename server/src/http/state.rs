@@ -49,6 +49,8 @@ pub struct AppParts {
     pub followers: Arc<Followers>,
     /// The triggers: schedules, webhooks, internal events and hooks.
     pub triggers: Arc<crate::triggers::Triggers>,
+    /// What one project may hold under `_vance/`.
+    pub document_quota: super::doc_quota::DocumentQuota,
 }
 
 impl AppState {

@@ -317,3 +317,80 @@ async fn no_run_or_journal_names_the_servers_root() {
         "{vars}"
     );
 }
+
+/// The files under `dir` and their bytes.
+fn usage(dir: &std::path::Path) -> (usize, u64) {
+    let mut used = (0, 0);
+    for entry in std::fs::read_dir(dir).unwrap().flatten() {
+        let kind = entry.file_type().unwrap();
+        if kind.is_dir() {
+            let (n, b) = usage(&entry.path());
+            used = (used.0 + n, used.1 + b);
+        } else if kind.is_file() {
+            used = (used.0 + 1, used.1 + entry.metadata().unwrap().len());
+        }
+    }
+    used
+}
+
+#[tokio::test]
+async fn a_project_holds_a_bounded_number_and_size_of_documents() {
+    use magrathea_server::http::doc_quota::DocumentQuota;
+    let probe = Server::start().await;
+    let (documents, bytes) = usage(&probe.root.join("acme/shop/_vance"));
+    drop(probe);
+    let s = Server::start_with(move |c| {
+        c.document_quota(DocumentQuota {
+            max_documents: documents + 2,
+            max_bytes: bytes + 1_000,
+        })
+    })
+    .await;
+    let text = |n: usize| format!("# {}\n", "x".repeat(n - 3));
+    let r = put(&s, &format!("{DOCS}/notes/a.md"), &text(600))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(r.status(), 201);
+
+    // Past the bytes: refused, and nothing is written.
+    let r = put(&s, &format!("{DOCS}/notes/b.md"), &text(600))
+        .send()
+        .await
+        .unwrap();
+    let status = r.status().as_u16();
+    let body: Value = r.json().await.unwrap();
+    assert_eq!(
+        (status, body["error"]["code"].as_str()),
+        (507, Some("MAG-HTTP-QUOTA")),
+        "{body}"
+    );
+    let message = body["error"]["message"].as_str().unwrap();
+    assert!(message.contains("acme/shop"), "{body}");
+    assert!(!s.root.join("acme/shop/_vance/notes/b.md").exists());
+
+    // Replacing a document counts its new size, not both.
+    let r = put(&s, &format!("{DOCS}/notes/a.md"), &text(100))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(r.status(), 200);
+    let r = put(&s, &format!("{DOCS}/notes/b.md"), &text(600))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(r.status(), 201);
+
+    // Past the number of documents, however small.
+    let r = put(&s, &format!("{DOCS}/notes/c.md"), "# c\n")
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(code(r).await, (507, "MAG-HTTP-QUOTA".into()));
+    // Another project has its own quota.
+    let r = put(&s, "/brain/acme/project/lab/documents/notes/c.md", "# c\n")
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(r.status(), 201);
+}

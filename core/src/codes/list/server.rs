@@ -240,6 +240,11 @@ pub(super) const CODES: &[ErrorCode] = &[
         remedy: "Name a file inside the directory, or a path whose parents are directories.",
     },
     ErrorCode {
+        code: "MAG-HTTP-QUOTA",
+        meaning: "A document write would take the project past the documents or bytes it may hold under `_vance/` (10,000 documents and 256 MiB unless the server is configured otherwise); nothing was written.",
+        remedy: "Remove documents or drafts the project no longer needs, or ask the operator to raise the quota (`ServeConfig::document_quota`).",
+    },
+    ErrorCode {
         code: "MAG-HTTP-INVALID-ANSWER",
         meaning: "A gate answer is malformed: an unknown kind, a missing field, or one the gate does not accept.",
         remedy: "Send one of the answer kinds with the fields it needs.",
