@@ -33,9 +33,36 @@ impl StoreLocation {
         }
     }
 
-    /// Whether the store may hold runs already: a redb file that exists, or any database.
-    pub fn may_exist(&self) -> bool {
-        self.journal_path().is_none_or(|p| p.exists())
+    /// Whether the store may hold runs already: a redb file or its journal log that exists,
+    /// or any database. An error when the store directory is a file, or when whether it
+    /// exists cannot be told (a directory on the way cannot be read): a reading command must
+    /// not report an unreadable store as one without runs.
+    pub fn may_exist(&self) -> Result<bool, String> {
+        let Self::Redb(dir) = self else {
+            return Ok(true);
+        };
+        if dir.is_file() {
+            return Err(format!(
+                "the store {} is a file: pass the store's directory (the one holding \
+                 journal.redb), not a file",
+                dir.display()
+            ));
+        }
+        let journal = dir.join("journal.redb");
+        let [log0, log1] = magrathea_core::RedbStore::log_paths_of(&journal);
+        for path in [&journal, &log0, &log1] {
+            match path.try_exists() {
+                Ok(true) => return Ok(true),
+                Ok(false) => {}
+                Err(e) => {
+                    return Err(format!(
+                        "cannot tell whether {} exists: {e}",
+                        path.display()
+                    ));
+                }
+            }
+        }
+        Ok(false)
     }
 
     /// The store as messages name it: the redb file, or the URL without its password.

@@ -39,7 +39,7 @@ const DUE_SOON_MS: u64 = 1000;
 
 pub(crate) async fn resume(loc: &Location, args: ResumeArgs) -> anyhow::Result<u8> {
     let project = Project::locate(loc)?;
-    if !project.store_may_exist() {
+    if !project.store_may_exist()? {
         errln!("nothing to resume: no store at {}", project.store_name());
         return Ok(EXIT_OK);
     }

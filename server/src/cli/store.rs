@@ -67,9 +67,10 @@ impl Project {
         scope_string(&self.scope)
     }
 
-    /// Whether the store may hold runs (see [`StoreLocation::may_exist`]).
-    pub(crate) fn store_may_exist(&self) -> bool {
-        self.store.may_exist()
+    /// Whether the store may hold runs (see [`StoreLocation::may_exist`]); an error when that
+    /// cannot be told.
+    pub(crate) fn store_may_exist(&self) -> anyhow::Result<bool> {
+        self.store.may_exist().map_err(|e| anyhow!("{e}"))
     }
 
     /// The store, as messages name it (the redb file, or the URL without its password).
@@ -85,6 +86,13 @@ impl Project {
         recover: bool,
     ) -> anyhow::Result<Engine> {
         if let StoreLocation::Redb(dir) = &self.store {
+            if dir.is_file() {
+                anyhow::bail!(
+                    "the store {} is a file: pass the store's directory (the one holding \
+                     journal.redb), not a file",
+                    dir.display()
+                );
+            }
             std::fs::create_dir_all(dir).with_context(|| {
                 format!("could not create the store directory {}", dir.display())
             })?;
@@ -144,7 +152,7 @@ impl Project {
     /// The store for reading, or `None` when it does not exist yet (no run was ever started
     /// here), so that reading commands create nothing.
     pub(crate) async fn existing_backend(&self) -> anyhow::Result<Option<Backend>> {
-        if !self.store_may_exist() {
+        if !self.store_may_exist()? {
             return Ok(None);
         }
         self.backend(&self.runtime()).await.map(Some)

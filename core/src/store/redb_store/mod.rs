@@ -260,6 +260,11 @@ impl RedbStore {
         log_paths(&self.path)
     }
 
+    /// [`RedbStore::log_paths`] of a store file at `path`, opened or not.
+    pub fn log_paths_of(path: &Path) -> [PathBuf; 2] {
+        log_paths(path)
+    }
+
     /// Entries (records, run summaries, idempotency keys) committed to the journal log but not
     /// yet folded into redb's tables.
     pub fn unfolded_records(&self) -> usize {

@@ -1,0 +1,56 @@
+//! A store the command cannot read is an error, never an empty store: a file where the store's
+//! directory should be; and a store whose `journal.redb` is gone while its journal log is not
+//! is opened, not taken for no store.
+
+use crate::cli_common;
+use cli_common::{Project, code, stderr, stdout};
+
+const HELLO: &str = "start: done\nstates:\n  done: { type: terminal, result: hi }\n";
+
+#[test]
+fn a_store_that_is_a_file_is_named_as_such_by_every_command() {
+    let p = Project::new();
+    p.workflow("hello", HELLO);
+    let file = p.root.join("afile");
+    std::fs::write(&file, "not a store").unwrap();
+    let store = file.to_str().unwrap();
+    for args in [
+        vec!["runs", "list"],
+        vec!["inbox", "list"],
+        vec!["journal", "0123456789abcdef0123456789abcdef"],
+        vec!["resume"],
+        vec!["run", "hello"],
+    ] {
+        let mut all = vec!["--store", store];
+        all.extend(&args);
+        let o = p.cli(&all);
+        assert_eq!(code(&o), 1, "{args:?}: {}{}", stdout(&o), stderr(&o));
+        assert!(
+            stderr(&o).contains("is a file: pass the store's directory"),
+            "{args:?}: {}",
+            stderr(&o)
+        );
+        assert!(!stdout(&o).contains("no runs"), "{args:?}: {}", stdout(&o));
+    }
+    assert_eq!(std::fs::read_to_string(&file).unwrap(), "not a store");
+}
+
+#[test]
+fn a_store_whose_redb_file_is_gone_but_whose_log_is_not_is_read_from_the_log() {
+    let p = Project::new();
+    p.workflow("hello", HELLO);
+    let o = p.cli(&["run", "hello", "--json"]);
+    assert_eq!(code(&o), 0, "{}", stderr(&o));
+    let run = cli_common::json(&o)["workflowRunId"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    let log = p.store().join("journal.redb-wal.0");
+    assert!(log.exists(), "the journal log is beside the redb file");
+    std::fs::remove_file(p.store().join("journal.redb")).unwrap();
+
+    // Not "no runs": the store is opened, and what its log holds is there.
+    let o = p.cli(&["runs", "list"]);
+    assert_eq!(code(&o), 0, "{}", stderr(&o));
+    assert!(stdout(&o).contains(&run), "{}", stdout(&o));
+}
