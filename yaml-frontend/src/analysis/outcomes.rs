@@ -218,9 +218,10 @@ fn always_true(c: &Condition) -> bool {
         match &e.kind {
             K::Var(_) => true,
             K::Literal(_) => false,
-            K::Index(a, b) | K::And(a, b) | K::Or(a, b) | K::Compare(_, a, b) | K::Elvis(a, b) => {
+            K::Index(a, b) | K::Compare(_, a, b) | K::Elvis(a, b) => {
                 reads_variables(a) || reads_variables(b)
             }
+            K::And(terms) | K::Or(terms) => terms.iter().any(reads_variables),
             K::Property(a, _) | K::Not(a) | K::Matches(a, _) => reads_variables(a),
             K::In(a, items) => reads_variables(a) || items.iter().any(reads_variables),
             K::Ternary(a, b, c) => reads_variables(a) || reads_variables(b) || reads_variables(c),

@@ -58,10 +58,11 @@ pub enum ExprKind {
     Property(Box<Expr>, String),
     /// `!e` / `not e`.
     Not(Box<Expr>),
-    /// `a && b` (short-circuit).
-    And(Box<Expr>, Box<Expr>),
-    /// `a || b` (short-circuit).
-    Or(Box<Expr>, Box<Expr>),
+    /// `a && b && …` (short-circuit, left to right; two terms or more). A chain is one
+    /// node, however long: it adds nothing to the depth the evaluation recurses to.
+    And(Vec<Expr>),
+    /// `a || b || …` (short-circuit, left to right; two terms or more).
+    Or(Vec<Expr>),
     /// `a <op> b`.
     Compare(CompareOp, Box<Expr>, Box<Expr>),
     /// `a in {x, y}`.

@@ -108,13 +108,21 @@ pub(crate) fn eval(e: &Expr, env: &Env<'_>) -> Result<Value, EvalError> {
         }
         ExprKind::Property(t, name) => index(eval(t, env)?, &Value::String(name.clone())),
         ExprKind::Not(x) => Value::Bool(!truthy(&eval(x, env)?, x.offset)?),
-        ExprKind::And(l, r) => {
-            let v = truthy(&eval(l, env)?, l.offset)? && truthy(&eval(r, env)?, r.offset)?;
-            Value::Bool(v)
+        ExprKind::And(terms) => {
+            for t in terms {
+                if !truthy(&eval(t, env)?, t.offset)? {
+                    return Ok(Value::Bool(false));
+                }
+            }
+            Value::Bool(true)
         }
-        ExprKind::Or(l, r) => {
-            let v = truthy(&eval(l, env)?, l.offset)? || truthy(&eval(r, env)?, r.offset)?;
-            Value::Bool(v)
+        ExprKind::Or(terms) => {
+            for t in terms {
+                if truthy(&eval(t, env)?, t.offset)? {
+                    return Ok(Value::Bool(true));
+                }
+            }
+            Value::Bool(false)
         }
         ExprKind::Compare(op, l, r) => {
             let (a, b) = (eval(l, env)?, eval(r, env)?);

@@ -57,6 +57,20 @@ struct Parser {
 /// Deepest nesting of parentheses, ternaries, indexes and negations a condition may have.
 const MAX_DEPTH: usize = 64;
 
+/// `first` alone, or `first` and `rest` as one `kind` node at `offset` (its first operator).
+fn chain(first: Expr, rest: Vec<Expr>, offset: usize, kind: fn(Vec<Expr>) -> ExprKind) -> Expr {
+    if rest.is_empty() {
+        return first;
+    }
+    let mut terms = Vec::with_capacity(rest.len() + 1);
+    terms.push(first);
+    terms.extend(rest);
+    Expr {
+        offset,
+        kind: kind(terms),
+    }
+}
+
 fn describe(t: &Tok) -> String {
     match t {
         Tok::Var(v) => format!("'#{v}'"),
@@ -203,30 +217,34 @@ impl Parser {
         }
     }
 
+    /// A chain of terms joined by `||`, as one node (not a tree as deep as the chain is long).
     fn or(&mut self) -> PResult {
-        let mut l = self.and()?;
+        let first = self.and()?;
+        let mut terms = Vec::new();
+        let mut offset = first.offset;
         while matches!(self.peek().tok, Tok::Or) || word_is(&self.peek().tok, "or") {
             let off = self.bump().offset;
-            let r = self.and()?;
-            l = Expr {
-                offset: off,
-                kind: ExprKind::Or(bx(l), bx(r)),
-            };
+            if terms.is_empty() {
+                offset = off;
+            }
+            terms.push(self.and()?);
         }
-        Ok(l)
+        Ok(chain(first, terms, offset, ExprKind::Or))
     }
 
+    /// A chain of terms joined by `&&`, as one node.
     fn and(&mut self) -> PResult {
-        let mut l = self.relation()?;
+        let first = self.relation()?;
+        let mut terms = Vec::new();
+        let mut offset = first.offset;
         while matches!(self.peek().tok, Tok::And) || word_is(&self.peek().tok, "and") {
             let off = self.bump().offset;
-            let r = self.relation()?;
-            l = Expr {
-                offset: off,
-                kind: ExprKind::And(bx(l), bx(r)),
-            };
+            if terms.is_empty() {
+                offset = off;
+            }
+            terms.push(self.relation()?);
         }
-        Ok(l)
+        Ok(chain(first, terms, offset, ExprKind::And))
     }
 
     fn compare_op(t: &Tok) -> Option<CompareOp> {

@@ -219,3 +219,30 @@ fn hostile_nesting_is_an_error_not_a_stack_overflow() {
     let ok = format!("{}true{}", "(".repeat(30), ")".repeat(30));
     assert!(Condition::parse(&ok).is_ok());
 }
+
+#[test]
+fn long_chains_of_and_and_or_evaluate_without_a_deep_stack() {
+    // Evaluated on a thread with a small stack: a chain is one node, so its length does not
+    // decide how deep the evaluation recurses (a chain of 5,000 terms overflowed a runtime
+    // worker's stack when it was a tree).
+    let run = || {
+        let all = vec!["#state['ok']"; 100_000].join(" && ");
+        assert_eq!(eval(&all), Ok(true));
+        let last_false = format!("{all} && #state['code'] == 0");
+        assert_eq!(eval(&last_false), Ok(false));
+        let any = vec!["#params['limit'] > 99"; 100_000].join(" || ") + " or #state['ok']";
+        assert_eq!(eval(&any), Ok(true));
+        // Short-circuit: the term after a false one is not evaluated (it would fail).
+        assert_eq!(eval("false && #state['name'] > 3 && true"), Ok(false));
+        assert_eq!(eval("true || #state['name'] > 3 || false"), Ok(true));
+        // Mixed precedence: `&&` binds tighter than `||`.
+        assert_eq!(eval("false && false || true && true"), Ok(true));
+        assert_eq!(eval("true && (false || false)"), Ok(false));
+    };
+    std::thread::Builder::new()
+        .stack_size(256 * 1024)
+        .spawn(run)
+        .unwrap()
+        .join()
+        .unwrap();
+}
