@@ -70,6 +70,9 @@ enum Frame {
         anchor: usize,
         entries: Vec<(YamlNode, YamlNode)>,
         key: Option<YamlNode>,
+        /// Each key's text and the index of its first entry: duplicates are found in constant
+        /// time, so a mapping of many keys loads in linear time.
+        seen: HashMap<String, usize>,
     },
 }
 
@@ -298,6 +301,7 @@ impl Reader<'_> {
                         anchor,
                         entries: Vec::new(),
                         key: None,
+                        seen: HashMap::new(),
                     });
                     None
                 }
@@ -416,7 +420,9 @@ impl Reader<'_> {
                 items.push(node);
                 None
             }
-            Some(Frame::Map { entries, key, .. }) => {
+            Some(Frame::Map {
+                entries, key, seen, ..
+            }) => {
                 match key.take() {
                     None => *key = Some(node),
                     Some(k) => {
@@ -431,10 +437,7 @@ impl Reader<'_> {
                                 ),
                             )),
                             Some(text) => {
-                                if let Some((first, _)) = entries
-                                    .iter()
-                                    .find(|(e, _)| e.key_text().as_deref() == Some(&text))
-                                {
+                                if let Some(&first) = seen.get(&text) {
                                     self.diags.push(Diagnostic::error(
                                         path,
                                         k.span,
@@ -442,9 +445,11 @@ impl Reader<'_> {
                                         format_args!(
                                             "duplicate key '{text}': expected each key once \
                                              (first defined at {})",
-                                            first.span
+                                            entries[first].0.span
                                         ),
                                     ));
+                                } else {
+                                    seen.insert(text, entries.len());
                                 }
                             }
                         }
