@@ -22,6 +22,7 @@
 //! reader that closes stdout early (`magrathea journal RUN | head -1`) ends a command quietly:
 //! exit 0, or the run's code for the commands above.
 
+mod atomic_write;
 pub mod editor_graph;
 pub mod http;
 mod store_location;

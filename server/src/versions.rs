@@ -18,6 +18,8 @@ use std::sync::Mutex;
 use std::time::SystemTime;
 
 use magrathea_yaml::runtime::{DRAFTS_DIR, HISTORY_DIR, check_name};
+
+use crate::atomic_write::write_atomically;
 use magrathea_yaml::{DocumentSource, LoadOptions, Scope, load_workflow};
 use serde::{Deserialize, Serialize};
 
@@ -132,19 +134,6 @@ fn read_optional(path: &Path) -> std::io::Result<Option<String>> {
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(None),
         Err(e) => Err(e),
     }
-}
-
-/// Writes `bytes` to `file` through a temporary file and a rename, creating its directory.
-fn write_atomically(file: &Path, bytes: &[u8]) -> std::io::Result<()> {
-    let dir = file.parent().unwrap_or(file);
-    std::fs::create_dir_all(dir)?;
-    let name = file
-        .file_name()
-        .map(|n| n.to_string_lossy().into_owned())
-        .unwrap_or_default();
-    let tmp = dir.join(format!(".{name}.{}.tmp", std::process::id()));
-    std::fs::write(&tmp, bytes)?;
-    std::fs::rename(&tmp, file)
 }
 
 /// Publishes the project's draft of `name`: validates it, keeps the live document in the

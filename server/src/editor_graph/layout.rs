@@ -155,17 +155,9 @@ impl Layout {
             file: label.into(),
             source,
         };
-        let dir = path.parent().unwrap_or(path);
-        std::fs::create_dir_all(dir).map_err(io)?;
         let mut text = serde_json::to_string_pretty(self).map_err(|e| io(e.into()))?;
         text.push('\n');
-        let name = path
-            .file_name()
-            .map(|n| n.to_string_lossy().into_owned())
-            .unwrap_or_default();
-        let tmp = dir.join(format!(".{name}.{}.tmp", std::process::id()));
-        std::fs::write(&tmp, text).map_err(io)?;
-        std::fs::rename(&tmp, path).map_err(io)
+        crate::atomic_write::write_atomically(path, text.as_bytes()).map_err(io)
     }
 }
 

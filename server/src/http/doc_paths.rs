@@ -21,8 +21,9 @@ use magrathea_yaml::runtime::check_name;
 
 use super::error::ApiError;
 
-/// Longest path segment, in bytes (the usual file system limit).
-pub(crate) const MAX_SEGMENT: usize = 255;
+/// Longest path segment, in bytes: the longest document name [`check_name`] takes (below the
+/// usual file system limit of 255, leaving room for a temporary file's suffix).
+pub(crate) const MAX_SEGMENT: usize = 250;
 
 /// Longest document path, in bytes, relative to `_vance/`.
 pub(crate) const MAX_PATH: usize = 1024;
@@ -160,7 +161,7 @@ mod tests {
         let long = "a".repeat(MAX_SEGMENT + 1);
         let e = segments(&format!("workflows/{long}.yaml")).unwrap_err();
         assert_eq!(e.status, StatusCode::BAD_REQUEST);
-        assert!(e.message.contains("at most 255"), "{}", e.message);
+        assert!(e.message.contains("at most 250"), "{}", e.message);
         let deep = ["abcdefgh"; 200].join("/");
         let e = segments(&deep).unwrap_err();
         assert_eq!(e.status, StatusCode::BAD_REQUEST);

@@ -261,8 +261,10 @@ pub(crate) async fn put(
         .await
         .map_err(ApiError::internal)??;
     let created = !file.exists();
-    write_atomically(&file, text.as_bytes())
+    let (target, bytes) = (file.clone(), text.into_bytes());
+    tokio::task::spawn_blocking(move || crate::atomic_write::write_atomically(&target, &bytes))
         .await
+        .map_err(ApiError::internal)?
         .map_err(|e| match e.kind() {
             // A parent that is a document: `create_dir_all` finds it exists and is no
             // directory, or the write finds it is not one.
@@ -300,23 +302,6 @@ pub(crate) async fn put(
 /// is `scheduler`, `events` or `hooks`.
 fn is_trigger_document(parts: &[&str]) -> bool {
     parts.len() >= 2 && matches!(parts[0], "scheduler" | "events" | "hooks")
-}
-
-async fn write_atomically(file: &std::path::Path, bytes: &[u8]) -> std::io::Result<()> {
-    let dir = file.parent().unwrap_or(file);
-    tokio::fs::create_dir_all(dir).await?;
-    let name = file
-        .file_name()
-        .map(|n| n.to_string_lossy().into_owned())
-        .unwrap_or_default();
-    let tmp = dir.join(format!(".{name}.{}.tmp", std::process::id()));
-    tokio::fs::write(&tmp, bytes).await?;
-    let renamed = tokio::fs::rename(&tmp, file).await;
-    if renamed.is_err() {
-        // Nothing is left behind of a write that did not happen.
-        let _ = tokio::fs::remove_file(&tmp).await;
-    }
-    renamed
 }
 
 /// `GET …/documents?dir=workflows` → `{items: [{name, path, kind: "file"|"dir"}]}`, sorted

@@ -159,6 +159,39 @@ async fn over_long_names_and_paths_answer_400() {
         .await;
         assert_eq!(status, 400);
     }
+    // The longest name there is may be written: its temporary file is named apart.
+    for name in ["d".repeat(250), format!("{}.yaml", "w".repeat(245))] {
+        let dir = if name.ends_with(".yaml") {
+            "workflows"
+        } else {
+            "notes"
+        };
+        let r = put(&s, &format!("{DOCS}/{dir}/{name}"), APPROVE)
+            .send()
+            .await
+            .unwrap();
+        assert_eq!(r.status(), 201, "{}", r.text().await.unwrap());
+        let r = s
+            .get(&format!("{DOCS}/{dir}/{name}"), Some(ACME))
+            .send()
+            .await
+            .unwrap();
+        assert_eq!(r.text().await.unwrap(), APPROVE);
+    }
+    let r = put(&s, &format!("{DOCS}/notes/{}", "d".repeat(251)), APPROVE)
+        .send()
+        .await
+        .unwrap();
+    let status = r.status().as_u16();
+    let body: Value = r.json().await.unwrap();
+    assert_eq!(status, 400, "{body}");
+    assert!(
+        body["error"]["message"]
+            .as_str()
+            .unwrap()
+            .contains("at most 250"),
+        "{body}"
+    );
     // A workflow or project name too long for a file name is a bad request, not a failure
     // of the server (whose message would name the file system's refusal).
     let long = "a".repeat(256);
