@@ -35,7 +35,11 @@ fn api_error(e: VersionError) -> ApiError {
             "MAG-HTTP-WORKFLOW-NOT-FOUND",
             e.to_string(),
         ),
-        VersionError::Invalid { diagnostics, .. } => ApiError::invalid_document(diagnostics),
+        VersionError::Invalid { name, diagnostics } => ApiError {
+            code: "MAG-VR003",
+            message: format!("[MAG-VR003] the draft of '{name}' is invalid; nothing was published"),
+            ..ApiError::invalid_document(diagnostics)
+        },
         VersionError::HistoryMismatch(_) => {
             ApiError::new(StatusCode::CONFLICT, "MAG-VR004", e.to_string())
         }

@@ -153,6 +153,7 @@ async fn publishing_an_invalid_draft_is_refused_with_diagnostics_and_changes_not
     let r = post(&s, "hello/publish", ACME).await;
     assert_eq!(r.status(), 422);
     let body: Value = r.json().await.unwrap();
+    assert_eq!(body["error"]["code"], "MAG-VR003", "{body}");
     let diags = body["error"]["diagnostics"].as_array().unwrap();
     assert!(
         diags.iter().any(|d| d
