@@ -125,14 +125,20 @@ impl ParamType {
             .map_or("any", |(n, _)| n)
     }
 
-    /// True when `v` has this type (an integral float such as `3.0` counts as an integer).
+    /// True when `v` has this type. An integral float such as `3.0` counts as an integer
+    /// while it is exact (at most 2^53 either side of zero): `1e23`, or an integer too large
+    /// for 64 bits read as one, is not an integer any more.
     #[must_use]
     pub fn matches(self, v: &Value) -> bool {
+        const EXACT: f64 = 9_007_199_254_740_992.0;
         match self {
             Self::String => v.is_string(),
             Self::Number => v.is_number(),
             Self::Integer => {
-                v.is_i64() || v.is_u64() || v.as_f64().is_some_and(|f| f.fract() == 0.0)
+                v.is_i64()
+                    || v.is_u64()
+                    || v.as_f64()
+                        .is_some_and(|f| f.fract() == 0.0 && f.abs() <= EXACT)
             }
             Self::Boolean => v.is_boolean(),
             Self::Object => v.is_object(),
@@ -486,4 +492,27 @@ pub struct ConditionRule {
     pub span: Span,
     /// Position of the target.
     pub target_span: Span,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    #[test]
+    fn an_integer_is_an_exact_integral_number() {
+        for v in [
+            json!(3),
+            json!(-3),
+            json!(3.0),
+            json!(u64::MAX),
+            json!(9_007_199_254_740_992.0),
+        ] {
+            assert!(ParamType::Integer.matches(&v), "{v}");
+        }
+        let huge: Value = serde_json::from_str("99999999999999999999999").unwrap();
+        for v in [json!(3.5), json!(1e23), huge, json!("3"), json!(null)] {
+            assert!(!ParamType::Integer.matches(&v), "{v}");
+        }
+    }
 }
