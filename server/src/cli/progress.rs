@@ -28,16 +28,8 @@ pub(crate) enum Driven {
 /// since the run was started or answered, so none is missed).
 pub(crate) async fn drive(run: RunId, mut follower: Follower) -> anyhow::Result<Driven> {
     let mut progress = Progress::new(run);
-    // The handler is installed here, before any progress is printed: `ctrl_c()` would only
-    // install it when first polled, and a Ctrl-C right after the first line would kill the
-    // process instead of interrupting it.
-    #[cfg(unix)]
-    let mut sigint = tokio::signal::unix::signal(tokio::signal::unix::SignalKind::interrupt())
-        .map_err(|e| anyhow::anyhow!("cannot handle Ctrl-C: {e}"))?;
-    #[cfg(unix)]
-    let interrupt = sigint.recv();
-    #[cfg(not(unix))]
-    let interrupt = tokio::signal::ctrl_c();
+    let mut interrupts = Interrupts::install()?;
+    let interrupt = interrupts.recv();
     tokio::pin!(interrupt);
     loop {
         tokio::select! {
@@ -53,6 +45,46 @@ pub(crate) async fn drive(run: RunId, mut follower: Follower) -> anyhow::Result<
                 return Ok(Driven::Interrupted);
             }
         }
+    }
+}
+
+/// Ctrl-C (SIGINT) or SIGTERM: either stops a command that drives runs, which stay as
+/// journaled for `magrathea resume`. The handlers are installed on creation, before any
+/// progress is printed: `ctrl_c()` would only install one when first polled, and a signal right
+/// after the first line would kill the process instead of interrupting it.
+pub(crate) struct Interrupts {
+    #[cfg(unix)]
+    int: tokio::signal::unix::Signal,
+    #[cfg(unix)]
+    term: tokio::signal::unix::Signal,
+}
+
+impl Interrupts {
+    /// Installs the handlers.
+    pub(crate) fn install() -> anyhow::Result<Self> {
+        #[cfg(unix)]
+        {
+            use tokio::signal::unix::{SignalKind, signal};
+            Ok(Self {
+                int: signal(SignalKind::interrupt())
+                    .map_err(|e| anyhow::anyhow!("cannot handle Ctrl-C: {e}"))?,
+                term: signal(SignalKind::terminate())
+                    .map_err(|e| anyhow::anyhow!("cannot handle SIGTERM: {e}"))?,
+            })
+        }
+        #[cfg(not(unix))]
+        Ok(Self {})
+    }
+
+    /// Completes at the next Ctrl-C or SIGTERM.
+    pub(crate) async fn recv(&mut self) {
+        #[cfg(unix)]
+        tokio::select! {
+            _ = self.int.recv() => {}
+            _ = self.term.recv() => {}
+        }
+        #[cfg(not(unix))]
+        let _ = tokio::signal::ctrl_c().await;
     }
 }
 

@@ -55,6 +55,7 @@ pub(crate) async fn resume(loc: &Location, args: ResumeArgs) -> anyhow::Result<u
         errln!("nothing to resume: every run of {scope} has finished");
         return Ok(EXIT_OK);
     }
+    let mut interrupts = super::progress::Interrupts::install()?;
     errln!("resuming {} run(s)", runs.len());
     let mut lengths: HashMap<RunId, usize> = HashMap::new();
     let mut quiet_since = Instant::now();
@@ -78,7 +79,15 @@ pub(crate) async fn resume(loc: &Location, args: ResumeArgs) -> anyhow::Result<u
         if all_settled && quiet_since.elapsed() >= QUIET {
             break;
         }
-        tokio::time::sleep(POLL).await;
+        tokio::select! {
+            () = tokio::time::sleep(POLL) => {}
+            () = interrupts.recv() => {
+                errln!(
+                    "interrupted: the runs stay as journaled; `magrathea resume` carries them on"
+                );
+                return Ok(super::EXIT_INTERRUPTED);
+            }
+        }
     }
     let mut code = EXIT_OK;
     for run in runs {

@@ -238,6 +238,51 @@ fn ctrl_c_while_a_run_waits_on_a_timer_exits_130_and_leaves_the_run_to_resume() 
 }
 
 #[test]
+fn sigterm_interrupts_run_and_ctrl_c_interrupts_resume_each_with_130() {
+    let p = Project::new();
+    // The step touches `started` and then waits for `go`, which never comes.
+    p.workflow(
+        "slow",
+        "start: work\nstates:\n  work:\n    type: shell_task\n    run: \"touch started; while [ ! -e go ]; do sleep 0.05; done\"\n    dirName: workspace\n    on:\n      success: done\n  done:\n    type: terminal\n",
+    );
+    let started = p.dir.join("started");
+    let mut child = p.spawn(&["run", "slow"]);
+    wait_for_file(&started);
+    signal(&child, "TERM");
+    let mut rest = String::new();
+    child
+        .stderr
+        .take()
+        .unwrap()
+        .read_to_string(&mut rest)
+        .unwrap();
+    let status = child.wait().unwrap();
+    assert_eq!(status.code(), Some(130), "{rest}");
+    assert!(rest.contains("interrupted: run "), "{rest}");
+
+    // `resume` drives the run again (its step runs again after recovery); Ctrl-C stops it.
+    std::fs::remove_file(&started).unwrap();
+    let mut child = p.spawn(&["resume"]);
+    wait_for_file(&started);
+    signal(&child, "INT");
+    let mut rest = String::new();
+    child
+        .stderr
+        .take()
+        .unwrap()
+        .read_to_string(&mut rest)
+        .unwrap();
+    let status = child.wait().unwrap();
+    assert_eq!(status.code(), Some(130), "{rest}");
+    assert!(
+        rest.contains("interrupted: the runs stay as journaled"),
+        "{rest}"
+    );
+    let runs = json(&p.cli(&["runs", "list", "--json"]));
+    assert_eq!(runs[0]["status"], "RUNNING", "{runs}");
+}
+
+#[test]
 fn resume_exits_1_when_a_resumed_run_fails() {
     let p = Project::new();
     // The first attempt waits until the test lets it go; the attempt that recovery runs
