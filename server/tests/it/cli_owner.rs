@@ -598,6 +598,9 @@ fn a_client_whose_owner_dies_while_it_follows_a_run_says_so_and_exits_1() {
     reader.join().unwrap();
     let text = seen.lock().unwrap().clone();
     assert!(text.contains("[MAG-CS001]"), "{text}");
+    // Not "run the command again", which would start a second run: where the run is.
+    assert!(text.contains("magrathea runs list"), "{text}");
+    assert!(text.contains("magrathea resume"), "{text}");
 }
 
 #[test]

@@ -42,7 +42,7 @@ pub(super) const CODES: &[ErrorCode] = &[
     ErrorCode {
         code: "MAG-CS001",
         meaning: "The process that owns the store could not be reached over its control socket, or went away before it answered.",
-        remedy: "Run the command again: a new owner answers, or, with none left, the command opens the store itself.",
+        remedy: "What the owner journaled is kept. `magrathea runs list` shows the runs (a run the command started is there: running `run` again would start another), and `magrathea resume` carries on unfinished ones; a reading command can simply be run again (a new owner answers, or the command opens the store itself).",
     },
     ErrorCode {
         code: "MAG-CS002",

@@ -46,7 +46,9 @@ impl Exchange {
 fn went_away(why: &str) -> anyhow::Error {
     anyhow!(
         "[MAG-CS001] lost the store's owner (the magrathea process that has the store open): \
-         {why}; run the command again"
+         {why}; what it journaled is kept: `magrathea runs list` shows the runs (a run this \
+         command started is there), `magrathea resume` carries on the unfinished ones, and \
+         a command that only reads can be run again"
     )
 }
 
