@@ -67,9 +67,9 @@ pub(crate) async fn run(loc: &Location, args: RunArgs) -> anyhow::Result<u8> {
     };
     let params = parse_params(args.params.as_deref(), &args.param, &declared)?;
     let started_by = args.started_by.unwrap_or_else(default_user);
-    let backend = project.backend(&runtime).await?;
     // The document is resolved, validated and frozen here, from this project, whichever
-    // process drives the run.
+    // process drives the run; before the store is opened, so that a refused start creates
+    // no store.
     let complete = |req: magrathea_core::StartRequest| req.started_by(&started_by);
     let request = if args.draft {
         runtime.draft_request(&project.scope, &args.name, params, complete)
@@ -94,6 +94,7 @@ pub(crate) async fn run(loc: &Location, args: RunArgs) -> anyhow::Result<u8> {
             return Ok(EXIT_INVALID);
         }
     };
+    let backend = project.backend(&runtime).await?;
     let (run, follower) = backend
         .start(request)
         .await

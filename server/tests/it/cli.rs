@@ -261,6 +261,8 @@ fn an_unknown_workflow_exits_2_naming_both_places_searched() {
         err.contains("acme/_tenant/_vance/workflows/nope.yaml"),
         "{err}"
     );
+    // A start refused before it began leaves no store behind.
+    assert!(!p.store().exists(), "a store was created for nothing");
 }
 
 #[test]
