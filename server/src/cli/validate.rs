@@ -54,12 +54,12 @@ pub(crate) fn validate(loc: &Location, args: ValidateArgs) -> anyhow::Result<u8>
     if args.names.is_empty() {
         let dir = project.dir.join("_vance").join("workflows");
         for path in yaml_files(&dir)? {
-            docs.push((Kind::Workflow, label(&path), read(&path)));
+            docs.push((Kind::Workflow, label(&path), read_named(&path)));
         }
         let scheduler = project.dir.join("_vance").join("scheduler");
         if scheduler.is_dir() {
             for path in yaml_files(&scheduler)? {
-                docs.push((Kind::Schedule(stem(&path)), label(&path), read(&path)));
+                docs.push((Kind::Schedule(stem(&path)), label(&path), read_named(&path)));
             }
         }
         if docs.is_empty() {
@@ -162,7 +162,17 @@ enum Kind {
 }
 
 fn read(path: &Path) -> anyhow::Result<String> {
-    std::fs::read_to_string(path).with_context(|| format!("could not read {}", label(path)))
+    std::fs::read_to_string(path)
+        .with_context(|| format!("[MAG-DOC003] could not read {}", label(path)))
+}
+
+/// [`read`] for a document found in its directory, which is run by its name: a name that
+/// `run` (or a schedule) could not use makes the document invalid.
+fn read_named(path: &Path) -> anyhow::Result<String> {
+    if let Err(e) = magrathea_yaml::runtime::check_name(&stem(path)) {
+        anyhow::bail!("{}: {e}; rename the file", label(path));
+    }
+    read(path)
 }
 
 /// Whether `path` lies directly in a `_vance/scheduler/` directory.

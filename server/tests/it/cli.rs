@@ -102,6 +102,27 @@ fn validate_reports_ok_and_every_error_with_its_position() {
 
     let missing = p.cli(&["validate", "nope"]);
     assert_eq!(code(&missing), 1);
+
+    // A document `run` could not name is invalid, and one that is not UTF-8 says why.
+    std::fs::remove_file(p.dir.join("_vance/workflows/bad.yaml")).unwrap();
+    p.workflow("with space", HELLO);
+    std::fs::write(
+        p.dir.join("_vance/workflows/latin1.yaml"),
+        b"start: caf\xe9\n",
+    )
+    .unwrap();
+    let all = p.cli(&["validate"]);
+    assert_eq!(code(&all), 1, "{}", stderr(&all));
+    let err = stderr(&all);
+    assert!(
+        err.contains("_vance/workflows/with space.yaml: [MAG-DOC002]"),
+        "{err}"
+    );
+    assert!(
+        err.contains("[MAG-DOC003] could not read _vance/workflows/latin1.yaml"),
+        "{err}"
+    );
+    assert!(stdout(&all).contains("ok: _vance/workflows/hello.yaml"));
 }
 
 #[test]
