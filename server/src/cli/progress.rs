@@ -221,6 +221,17 @@ impl Progress {
             },
             Record::CancelRequested { reason } => format!("  cancel requested: {reason}"),
             Record::Ignored { what, .. } => format!("  ignored a late {what}"),
+            // A step the run works out itself (a condition, a templated duration) that failed:
+            // its error, which the run's reason (`no transition for outcome …`) does not carry.
+            Record::SideEffect { name, value, .. } => {
+                if value.get("allowed") == Some(&serde_json::Value::Bool(false)) {
+                    let why = value.get("reason").and_then(serde_json::Value::as_str);
+                    format!("  {name}: denied — {}", why.unwrap_or("not allowed"))
+                } else {
+                    let error = value.get("error").and_then(serde_json::Value::as_str)?;
+                    format!("  {name} failed — {error}")
+                }
+            }
             _ => return None,
         })
     }

@@ -591,3 +591,38 @@ fn an_answer_that_decides_nothing_is_shown_as_such() {
         assert!(!stderr(&out).contains("answered: null"), "{}", stderr(&out));
     }
 }
+
+#[test]
+fn progress_says_why_a_condition_a_timer_or_a_tool_failed() {
+    let p = Project::new();
+    p.workflow(
+        "cond",
+        "parameters:\n  n: { type: string }\nstart: check\nstates:\n  check:\n    type: condition_task\n    transitions:\n      - if: \"#params['n'] > 5\"\n        to: done\n      - else: done\n  done: { type: terminal }\n",
+    )
+    .workflow(
+        "nap",
+        "parameters:\n  d: { type: string }\nstart: nap\nstates:\n  nap:\n    type: timer_task\n    duration: \"${params.d}\"\n    on: { fired: done }\n  done: { type: terminal }\n",
+    )
+    .workflow(
+        "tool",
+        "start: call\nallowedTools: [doc_read]\nstates:\n  call:\n    type: tool_task\n    tool: http_request\n    params: { url: \"http://127.0.0.1:1/\" }\n    on: { success: done }\n  done: { type: terminal }\n",
+    );
+    for (args, why) in [
+        (
+            vec!["run", "cond", "--param", "n=abc"],
+            "condition failed — [MAG-YC002]",
+        ),
+        (
+            vec!["run", "nap", "--param", "d=soon"],
+            "timer_duration failed — [MAG-Y017]",
+        ),
+        (
+            vec!["run", "tool"],
+            "tool_permission: denied — not in the workflow's allowedTools",
+        ),
+    ] {
+        let out = p.cli(&args);
+        assert_eq!(code(&out), 1, "{args:?}: {}", stderr(&out));
+        assert!(stderr(&out).contains(why), "{args:?}: {}", stderr(&out));
+    }
+}
