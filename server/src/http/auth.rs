@@ -126,14 +126,18 @@ pub enum AuthFileError {
 }
 
 #[derive(Debug, Deserialize)]
-#[serde(deny_unknown_fields)]
+#[serde(deny_unknown_fields, expecting = "a mapping with a `tokens:` list")]
 struct TokenFile {
     #[serde(default)]
     tokens: Vec<TokenEntry>,
 }
 
 #[derive(Debug, Deserialize)]
-#[serde(deny_unknown_fields, rename_all = "camelCase")]
+#[serde(
+    deny_unknown_fields,
+    rename_all = "camelCase",
+    expecting = "a token: a mapping with `tenant`, `subject`, `scopes` and `tokenSha256` (or `token`)"
+)]
 struct TokenEntry {
     #[serde(default)]
     token_sha256: Option<String>,
@@ -352,6 +356,24 @@ mod tests {
         assert!(e.message.contains("_auth/tokens.yaml"), "{}", e.message);
         let root = dir.path().display().to_string();
         assert!(!e.message.contains(&root), "{}", e.message);
+    }
+
+    #[test]
+    fn a_token_file_of_the_wrong_shape_says_what_was_expected_not_a_type_name() {
+        for (yaml, expected) in [
+            ("- tenant: acme\n", "a mapping with a `tokens:` list"),
+            (
+                "tokens:\n  - just-a-string\n",
+                "a token: a mapping with `tenant`",
+            ),
+        ] {
+            let dir = tempfile::tempdir().unwrap();
+            let file = dir.path().join("tokens.yaml");
+            std::fs::write(&file, yaml).unwrap();
+            let e = Auth::load(file, false).unwrap_err().to_string();
+            assert!(e.contains(expected), "{yaml}: {e}");
+            assert!(!e.contains("struct"), "{yaml}: {e}");
+        }
     }
 
     #[test]
