@@ -68,8 +68,26 @@ pub(crate) struct Location {
     pub(crate) project: Option<PathBuf>,
     /// The store: a directory, whose journal is `<store>/journal.redb` (default:
     /// `<project>/.magrathea/`), or a PostgreSQL URL (`postgres://user@host:port/database`).
-    #[arg(long, value_name = "PATH|URL", global = true)]
+    #[arg(long, value_name = "PATH|URL", global = true, value_parser = store_arg)]
     pub(crate) store: Option<PathBuf>,
+}
+
+/// `--store`: a directory or a PostgreSQL URL. A URL of another scheme (`mysql://…`) is refused
+/// rather than taken for a directory of that name.
+fn store_arg(arg: &str) -> Result<PathBuf, String> {
+    if let Some((scheme, _)) = arg.split_once("://")
+        && !scheme.is_empty()
+        && scheme
+            .chars()
+            .all(|c| c.is_ascii_alphanumeric() || matches!(c, '+' | '-' | '.'))
+        && !magrathea_postgres::is_postgres_url(arg)
+    {
+        return Err(format!(
+            "`{scheme}://` is not a store: pass a directory, or a PostgreSQL URL \
+             (postgres://user@host:port/database)"
+        ));
+    }
+    Ok(PathBuf::from(arg))
 }
 
 #[derive(Debug, Subcommand)]

@@ -54,3 +54,20 @@ fn a_store_whose_redb_file_is_gone_but_whose_log_is_not_is_read_from_the_log() {
     assert_eq!(code(&o), 0, "{}", stderr(&o));
     assert!(stdout(&o).contains(&run), "{}", stdout(&o));
 }
+
+#[test]
+fn a_store_url_of_another_database_is_refused_not_made_a_directory() {
+    let p = Project::new();
+    p.workflow("hello", HELLO);
+    let o = p.cli(&["run", "hello", "--store", "mysql://db.example/x"]);
+    assert_eq!(code(&o), 2, "{}", stderr(&o));
+    assert!(
+        stderr(&o).contains("`mysql://` is not a store"),
+        "{}",
+        stderr(&o)
+    );
+    assert!(
+        !p.dir.join("mysql:").exists(),
+        "a directory was made of the URL"
+    );
+}
