@@ -618,7 +618,12 @@ fn inbox(ctx: &mut Ctx<'_>, node: &YamlNode, what: &str) -> InboxSpec {
             .unwrap_or_default();
     }
     approval_rules(ctx, block, &iw, &mut spec);
-    if spec.kind == InboxKind::Decision && spec.options.is_empty() {
+    // A list whose items were refused has had its errors already.
+    let listed = block
+        .get("options")
+        .and_then(|o| o.as_seq())
+        .is_some_and(|items| !items.is_empty());
+    if spec.kind == InboxKind::Decision && spec.options.is_empty() && !listed {
         let at = block.get("options").map_or(block.span, |o| o.span);
         ctx.error(
             at,

@@ -533,6 +533,20 @@ fn gate_inbox_rules() {
         &text,
         "wf.yaml:8:20: [MAG-Y026] 'criticality' of the inbox of state 'a' is a string 'urgent': expected one of [LOW, NORMAL, CRITICAL]",
     );
+    // Options that are not strings are named as such, not as missing.
+    let text = doc(&format!(
+        "  a:\n    type: gate_task\n    inbox: {{ kind: DECISION, title: t, options: [true, 1] }}\n    on: {{ ok: end }}\n{END}"
+    ));
+    let d = diags(&text);
+    assert!(
+        d.iter()
+            .any(|d| d.message.contains("is a boolean (true): expected a string")),
+        "{d}"
+    );
+    assert!(
+        !d.iter().any(|d| d.message.contains("without options")),
+        "{d}"
+    );
 }
 
 #[test]
