@@ -159,10 +159,19 @@ fn position_of(text: &str, hit: impl Fn(usize, char) -> bool) -> Option<(usize, 
     None
 }
 
-/// The innermost `[` or `{` opened before character `until` and not closed by then, with its
-/// line and column; brackets inside quotes and comments do not count.
-fn unclosed_flow(text: &str, until: usize) -> Option<(usize, usize, char)> {
+/// What went wrong with the brackets before character `until` (brackets inside quotes and
+/// comments do not count).
+enum FlowMistake {
+    /// The innermost `[` or `{` still open, at its line and column.
+    Unclosed(usize, usize, char),
+    /// The first `]` or `}` that closes the other kind of bracket, at its line and column, and
+    /// the bracket it should have closed.
+    Mismatched(usize, usize, char),
+}
+
+fn unclosed_flow(text: &str, until: usize) -> Option<FlowMistake> {
     let mut open: Vec<(usize, char)> = Vec::new();
+    let mut mismatched: Option<(usize, char)> = None;
     let mut quote: Option<char> = None;
     let mut comment = false;
     let mut prev = ' ';
@@ -178,15 +187,24 @@ fn unclosed_flow(text: &str, until: usize) -> Option<(usize, usize, char)> {
             (None, '#') if prev.is_whitespace() => comment = true,
             (None, '[' | '{') => open.push((i, c)),
             (None, ']' | '}') => {
-                open.pop();
+                if let Some((_, o)) = open.pop()
+                    && (o == '[') != (c == ']')
+                    && mismatched.is_none()
+                {
+                    mismatched = Some((i, o));
+                }
             }
             _ => {}
         }
         prev = c;
     }
+    if let Some((index, o)) = mismatched {
+        let (line, col) = position_of(text, |i, _| i == index)?;
+        return Some(FlowMistake::Mismatched(line, col, o));
+    }
     let (index, c) = open.pop()?;
     let (line, col) = position_of(text, |i, _| i == index)?;
-    Some((line, col, c))
+    Some(FlowMistake::Unclosed(line, col, c))
 }
 
 impl Reader<'_> {
@@ -215,18 +233,50 @@ impl Reader<'_> {
                  spaces only)",
             );
         }
-        if (info.contains("flow sequence") || info.contains("flow mapping"))
-            && let Some((line, col, open)) = unclosed_flow(self.text, m.index())
-        {
-            let close = if open == '[' { ']' } else { '}' };
+        // Inside an unclosed `[`/`{`, the scanner trips over what follows (a `:` of the next
+        // key, the indentation of the next line): the bracket is the mistake.
+        let in_flow = [
+            "flow sequence",
+            "flow mapping",
+            "flow construct",
+            "placement of ':'",
+        ]
+        .iter()
+        .any(|what| info.contains(what));
+        let close = |open: char| if open == '[' { ']' } else { '}' };
+        match unclosed_flow(self.text, m.index() + 1) {
+            Some(FlowMistake::Unclosed(line, col, open)) if in_flow => {
+                return self.err(
+                    at(line, col),
+                    Code::Syntax,
+                    format_args!(
+                        "invalid YAML: {info}; this `{open}` is not closed by a `{}` (found \
+                         the problem at {}:{})",
+                        close(open),
+                        m.line(),
+                        m.col() + 1
+                    ),
+                );
+            }
+            Some(FlowMistake::Mismatched(line, col, open)) if in_flow => {
+                return self.err(
+                    at(line, col),
+                    Code::Syntax,
+                    format_args!(
+                        "invalid YAML: {info}; this bracket closes a `{open}`: expected `{}`",
+                        close(open)
+                    ),
+                );
+            }
+            _ => {}
+        }
+        if info.contains("quoted scalar") && info.contains("end of stream") {
             return self.err(
-                at(line, col),
+                at(m.line(), m.col()),
                 Code::Syntax,
                 format_args!(
-                    "invalid YAML: {info}; this `{open}` is not closed by a `{close}` (found \
-                     the problem at {}:{})",
-                    m.line(),
-                    m.col() + 1
+                    "invalid YAML: {info}: expected a closing quote for the quoted text that \
+                     starts here"
                 ),
             );
         }

@@ -124,10 +124,24 @@ fn syntax_errors_point_at_the_tab_or_the_unclosed_bracket() {
             && msg.contains("this `[` is not closed"),
         "{msg}"
     );
-    // Brackets in quotes and comments are not openers; a closed one is not either.
+    // Brackets in quotes and comments are not openers; a closed one is not either. A `}`
+    // that closes a `[` is the mistake.
     let msg = first("a: \"[\" # [\nb: [x]\nc: {k: [1, 2}\n");
-    assert!(msg.starts_with("t.yaml:3:"), "{msg}");
-    assert!(msg.contains("`[` is not closed"), "{msg}");
+    assert!(msg.starts_with("t.yaml:3:13: "), "{msg}");
+    assert!(
+        msg.contains("this bracket closes a `[`: expected `]`"),
+        "{msg}"
+    );
+    // The next key's `:` inside an unclosed `[` is where the scanner trips; the `[` is named.
+    let msg = first("tags: [x, y\nstart: d\n");
+    assert!(
+        msg.starts_with("t.yaml:1:7: ") && msg.contains("this `[` is not closed by a `]`"),
+        "{msg}"
+    );
+    // An unclosed quote says what was expected, where it opens.
+    let msg = first("a:\n  b: \"abc\n");
+    assert!(msg.starts_with("t.yaml:2:6: "), "{msg}");
+    assert!(msg.contains("expected a closing quote"), "{msg}");
 }
 
 #[test]
