@@ -97,7 +97,7 @@ fn validate_reports_an_unreadable_schedule() {
     let missing = p.cli(&["validate", "_vance/scheduler/none.yaml"]);
     assert_eq!(code(&missing), 1);
     assert!(
-        stderr(&missing).contains("error: could not read _vance/scheduler/none.yaml"),
+        stderr(&missing).contains("error: [MAG-DOC003] could not read _vance/scheduler/none.yaml"),
         "{}",
         stderr(&missing)
     );
