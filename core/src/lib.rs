@@ -25,6 +25,7 @@ mod context;
 mod engine;
 mod error;
 mod id;
+mod json_len;
 mod panic;
 mod record;
 mod replay;

@@ -250,50 +250,44 @@ impl Store for PgStore {
         let from = seq(from_seq.min(i64::MAX as u64))?;
         let limit = i64::try_from(limit).unwrap_or(i64::MAX);
         let id = uuid(run_id);
-        if max_bytes == usize::MAX {
-            return self.with_client(move |client| async move {
-                let statement = client
-                    .prepare_cached(
-                        "SELECT seq, bytes FROM magrathea_journal
-                         WHERE run_id = $1 AND seq >= $2 ORDER BY seq LIMIT $3",
-                    )
-                    .await
-                    .map_err(pg)?;
-                let rows = client
-                    .query(&statement, &[&id, &from, &limit])
-                    .await
-                    .map_err(pg)?;
-                rows.into_iter()
-                    .map(|row| {
-                        let seq: i64 = row.try_get(0).map_err(pg)?;
-                        let bytes: Vec<u8> = row.try_get(1).map_err(pg)?;
-                        Ok((seq as u64, bytes))
-                    })
-                    .collect()
-            });
-        }
-        let max_bytes = i64::try_from(max_bytes).unwrap_or(i64::MAX);
+        // `None`: every record up to the limit.
+        let budget =
+            (max_bytes != usize::MAX).then(|| i64::try_from(max_bytes).unwrap_or(i64::MAX));
         self.with_client(move |client| async move {
-            // The bytes before each record, summed in seq order: the server sends only the
-            // records that fit (and the first, whatever its size).
-            let statement = client
-                .prepare_cached(
-                    "SELECT seq, bytes FROM (
-                         SELECT seq, bytes,
-                                row_number() OVER (ORDER BY seq) AS n,
-                                sum(octet_length(bytes)) OVER (ORDER BY seq) AS upto
-                         FROM magrathea_journal
-                         WHERE run_id = $1 AND seq >= $2 ORDER BY seq LIMIT $3
-                     ) page
-                     WHERE n = 1 OR upto <= $4
-                     ORDER BY seq",
-                )
-                .await
-                .map_err(pg)?;
-            let rows = client
-                .query(&statement, &[&id, &from, &limit, &max_bytes])
-                .await
-                .map_err(pg)?;
+            let rows = match budget {
+                None => {
+                    let statement = client
+                        .prepare_cached(
+                            "SELECT seq, bytes FROM magrathea_journal
+                             WHERE run_id = $1 AND seq >= $2 ORDER BY seq LIMIT $3",
+                        )
+                        .await
+                        .map_err(pg)?;
+                    client.query(&statement, &[&id, &from, &limit]).await
+                }
+                Some(max_bytes) => {
+                    // The bytes up to each record, summed in seq order: the server sends only
+                    // the records that fit (and the first, whatever its size).
+                    let statement = client
+                        .prepare_cached(
+                            "SELECT seq, bytes FROM (
+                                 SELECT seq, bytes,
+                                        row_number() OVER (ORDER BY seq) AS n,
+                                        sum(octet_length(bytes)) OVER (ORDER BY seq) AS upto
+                                 FROM magrathea_journal
+                                 WHERE run_id = $1 AND seq >= $2 ORDER BY seq LIMIT $3
+                             ) page
+                             WHERE n = 1 OR upto <= $4
+                             ORDER BY seq",
+                        )
+                        .await
+                        .map_err(pg)?;
+                    client
+                        .query(&statement, &[&id, &from, &limit, &max_bytes])
+                        .await
+                }
+            }
+            .map_err(pg)?;
             rows.into_iter()
                 .map(|row| {
                     let seq: i64 = row.try_get(0).map_err(pg)?;

@@ -162,7 +162,7 @@ impl Engine {
                 && wanted(request.filter, &item)
                 && keep_item(&item)
             {
-                let size = encoded_len(&item);
+                let size = crate::json_len::json_len(&item);
                 if !items.is_empty() && bytes.saturating_add(size) > request.max_bytes {
                     cut = true;
                     break;
@@ -268,22 +268,4 @@ impl Engine {
 /// Whether `filter` lists `item` (pending listings list pending items only).
 fn wanted(filter: InboxFilter, item: &InboxItem) -> bool {
     filter != InboxFilter::Pending || item.status == InboxStatus::Pending
-}
-
-/// The size of `item` as JSON.
-fn encoded_len(item: &InboxItem) -> usize {
-    struct Count(usize);
-    impl std::io::Write for Count {
-        fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
-            self.0 += buf.len();
-            Ok(buf.len())
-        }
-        fn flush(&mut self) -> std::io::Result<()> {
-            Ok(())
-        }
-    }
-    let mut count = Count(0);
-    // An item always encodes; were it not to, it would count as nothing.
-    let _ = serde_json::to_writer(&mut count, item);
-    count.0
 }

@@ -20,7 +20,7 @@ pub(super) fn check_output(
 ) -> Result<Value, TaskError> {
     match result {
         Ok(value) => {
-            let size = json_size(&value);
+            let size = crate::json_len::json_len(&value);
             if size > max {
                 return Err(TaskError::terminal(format!(
                     "[MAG-BD002] the task's output is {size} bytes of JSON, more than the \
@@ -32,24 +32,6 @@ pub(super) fn check_output(
         }
         Err(e) => Err(e),
     }
-}
-
-/// The length of `value` as compact JSON, counted without building the text.
-fn json_size(value: &Value) -> usize {
-    struct Count(usize);
-    impl std::io::Write for Count {
-        fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
-            self.0 += buf.len();
-            Ok(buf.len())
-        }
-        fn flush(&mut self) -> std::io::Result<()> {
-            Ok(())
-        }
-    }
-    let mut count = Count(0);
-    // Writing a `Value` cannot fail, and `Count` never does.
-    let _ = serde_json::to_writer(&mut count, value);
-    count.0
 }
 
 impl Driver {
@@ -137,7 +119,7 @@ mod tests {
             json!({"a": [1, 2.5, true], "b": {}}),
         ] {
             assert_eq!(
-                json_size(&v),
+                crate::json_len::json_len(&v),
                 serde_json::to_string(&v).unwrap().len(),
                 "{v}"
             );
