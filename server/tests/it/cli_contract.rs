@@ -237,6 +237,18 @@ fn ctrl_c_while_a_run_waits_on_a_timer_exits_130_and_leaves_the_run_to_resume() 
     assert_eq!(runs[0]["currentState"], "nap");
 }
 
+/// What the child writes to stderr until it exits.
+fn stderr_to_end(child: &mut Child) -> String {
+    let mut text = String::new();
+    child
+        .stderr
+        .take()
+        .unwrap()
+        .read_to_string(&mut text)
+        .unwrap();
+    text
+}
+
 #[test]
 fn sigterm_interrupts_run_and_ctrl_c_interrupts_resume_each_with_130() {
     let p = Project::new();
@@ -249,15 +261,8 @@ fn sigterm_interrupts_run_and_ctrl_c_interrupts_resume_each_with_130() {
     let mut child = p.spawn(&["run", "slow"]);
     wait_for_file(&started);
     signal(&child, "TERM");
-    let mut rest = String::new();
-    child
-        .stderr
-        .take()
-        .unwrap()
-        .read_to_string(&mut rest)
-        .unwrap();
-    let status = child.wait().unwrap();
-    assert_eq!(status.code(), Some(130), "{rest}");
+    let rest = stderr_to_end(&mut child);
+    assert_eq!(child.wait().unwrap().code(), Some(130), "{rest}");
     assert!(rest.contains("interrupted: run "), "{rest}");
 
     // `resume` drives the run again (its step runs again after recovery); Ctrl-C stops it.
@@ -265,15 +270,8 @@ fn sigterm_interrupts_run_and_ctrl_c_interrupts_resume_each_with_130() {
     let mut child = p.spawn(&["resume"]);
     wait_for_file(&started);
     signal(&child, "INT");
-    let mut rest = String::new();
-    child
-        .stderr
-        .take()
-        .unwrap()
-        .read_to_string(&mut rest)
-        .unwrap();
-    let status = child.wait().unwrap();
-    assert_eq!(status.code(), Some(130), "{rest}");
+    let rest = stderr_to_end(&mut child);
+    assert_eq!(child.wait().unwrap().code(), Some(130), "{rest}");
     assert!(
         rest.contains("interrupted: the runs stay as journaled"),
         "{rest}"

@@ -122,6 +122,16 @@ async fn a_listing_leaves_out_links_that_lead_out_of_the_project() {
     );
 }
 
+/// A PUT of `path` is answered 400 with a message holding `says`.
+async fn refused_400(s: &Server, path: &str, says: &str) {
+    let r = put(s, path, APPROVE).send().await.unwrap();
+    let status = r.status().as_u16();
+    let body: Value = r.json().await.unwrap();
+    assert_eq!(status, 400, "{body}");
+    let message = body["error"]["message"].as_str().unwrap();
+    assert!(message.contains(says), "{body}");
+}
+
 #[tokio::test]
 async fn over_long_names_and_paths_answer_400() {
     let s = Server::start().await;
@@ -136,20 +146,7 @@ async fn over_long_names_and_paths_answer_400() {
         )
         .await;
         assert_eq!((status, code_.as_str()), (400, "MAG-HTTP-INVALID-PATH"));
-        let r = put(&s, &format!("{DOCS}/{path}"), APPROVE)
-            .send()
-            .await
-            .unwrap();
-        let status = r.status().as_u16();
-        let body: Value = r.json().await.unwrap();
-        assert_eq!(status, 400, "{body}");
-        assert!(
-            body["error"]["message"]
-                .as_str()
-                .unwrap()
-                .contains("at most"),
-            "{body}"
-        );
+        refused_400(&s, &format!("{DOCS}/{path}"), "at most").await;
         let (status, _) = code(
             s.get(&format!("{DOCS}?dir={path}"), Some(ACME))
                 .send()
@@ -178,20 +175,12 @@ async fn over_long_names_and_paths_answer_400() {
             .unwrap();
         assert_eq!(r.text().await.unwrap(), APPROVE);
     }
-    let r = put(&s, &format!("{DOCS}/notes/{}", "d".repeat(251)), APPROVE)
-        .send()
-        .await
-        .unwrap();
-    let status = r.status().as_u16();
-    let body: Value = r.json().await.unwrap();
-    assert_eq!(status, 400, "{body}");
-    assert!(
-        body["error"]["message"]
-            .as_str()
-            .unwrap()
-            .contains("at most 250"),
-        "{body}"
-    );
+    refused_400(
+        &s,
+        &format!("{DOCS}/notes/{}", "d".repeat(251)),
+        "at most 250",
+    )
+    .await;
     // A workflow or project name too long for a file name is a bad request, not a failure
     // of the server (whose message would name the file system's refusal).
     let long = "a".repeat(256);
