@@ -430,11 +430,23 @@ async fn an_unknown_approvals_cursor_is_refused_naming_what_to_pass() {
     assert!(r.text().await.unwrap().contains("X-Next-Cursor"));
 }
 
-/// The `X-Next-Cursor` of a response, if any.
-fn next_cursor(r: &reqwest::Response) -> Option<String> {
-    r.headers()
+/// A page of the project's inbox (`query` after the `?`): its items and its
+/// `X-Next-Cursor`.
+async fn inbox_page(s: &Server, query: &str) -> (Vec<Value>, Option<String>) {
+    let r = s
+        .get(
+            &format!("/brain/acme/project/shop/inbox?{query}"),
+            Some(ACME),
+        )
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(r.status(), 200, "{query}");
+    let cursor = r
+        .headers()
         .get("x-next-cursor")
-        .map(|v| v.to_str().unwrap().to_owned())
+        .map(|v| v.to_str().unwrap().to_owned());
+    (r.json().await.unwrap(), cursor)
 }
 
 #[tokio::test]
@@ -446,14 +458,8 @@ async fn the_project_inbox_pages_with_a_cursor_that_outlives_an_answer() {
         s.wait_status("shop", &run, &["WAITING"]).await;
         runs.push(run);
     }
-    let r = s
-        .get("/brain/acme/project/shop/inbox?limit=1", Some(ACME))
-        .send()
-        .await
-        .unwrap();
-    assert_eq!(r.status(), 200);
-    let cursor = next_cursor(&r).expect("a next page");
-    let first: Vec<Value> = r.json().await.unwrap();
+    let (first, cursor) = inbox_page(&s, "limit=1").await;
+    let cursor = cursor.expect("a next page");
     assert_eq!(first.len(), 1);
     assert_eq!(first[0]["workflowRunId"], runs[0].as_str());
 
@@ -471,30 +477,13 @@ async fn the_project_inbox_pages_with_a_cursor_that_outlives_an_answer() {
     assert_eq!(r.status(), 200);
     s.wait_status("shop", &runs[0], &["DONE"]).await;
 
-    let r = s
-        .get(
-            &format!("/brain/acme/project/shop/inbox?limit=1&cursor={cursor}"),
-            Some(ACME),
-        )
-        .send()
-        .await
-        .unwrap();
-    assert_eq!(r.status(), 200);
-    let cursor = next_cursor(&r).expect("a third page");
-    let second: Vec<Value> = r.json().await.unwrap();
+    let (second, cursor) = inbox_page(&s, &format!("limit=1&cursor={cursor}")).await;
+    let cursor = cursor.expect("a third page");
     assert_eq!(second.len(), 1);
     assert_eq!(second[0]["workflowRunId"], runs[1].as_str());
 
-    let r = s
-        .get(
-            &format!("/brain/acme/project/shop/inbox?limit=5&cursor={cursor}"),
-            Some(ACME),
-        )
-        .send()
-        .await
-        .unwrap();
-    assert_eq!(next_cursor(&r), None, "the last page names no next one");
-    let last: Vec<Value> = r.json().await.unwrap();
+    let (last, cursor) = inbox_page(&s, &format!("limit=5&cursor={cursor}")).await;
+    assert_eq!(cursor, None, "the last page names no next one");
     assert_eq!(last.len(), 1);
     assert_eq!(last[0]["workflowRunId"], runs[2].as_str());
 
