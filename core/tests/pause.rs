@@ -282,6 +282,13 @@ fn a_run_paused_with_a_task_in_flight_stays_paused_after_a_crash_and_resumes_aft
                 .await
                 .unwrap();
             until_journal(&engine, run, |j| count(j, "TaskStartedRecord") == 1).await;
+            // The attempt is journaled before its body runs: wait until it runs.
+            for _ in 0..2000 {
+                if calls.load(Ordering::SeqCst) > 0 {
+                    break;
+                }
+                tokio::time::sleep(Duration::from_millis(5)).await;
+            }
             engine.pause(run, "zaphod", None).await.unwrap();
             run
         }
