@@ -129,15 +129,7 @@ async fn an_sse_stream_is_not_cut_by_the_idle_timeout() {
         .get_json("/brain/acme/project/shop/inbox", Some(ACME))
         .await;
     let id = items[0]["id"].as_str().unwrap();
-    let answered = s
-        .post(
-            &format!("/brain/acme/project/shop/inbox/{id}/answer"),
-            Some(ACME),
-        )
-        .json(&json!({"kind": "approve"}))
-        .send()
-        .await
-        .unwrap();
+    let answered = s.answer(id, &json!({"kind": "approve"})).await;
     assert!(answered.status().is_success());
     let body = tokio::time::timeout(PATIENCE, body)
         .await

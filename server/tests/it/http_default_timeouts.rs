@@ -71,15 +71,7 @@ async fn approve_pending(s: &Server, run: &str) {
         .find(|i| i["workflowRunId"] == run)
         .expect("an item is pending");
     let id = item["id"].as_str().unwrap();
-    let r = s
-        .post(
-            &format!("/brain/acme/project/shop/inbox/{id}/answer"),
-            Some(ACME),
-        )
-        .json(&json!({"kind": "approve"}))
-        .send()
-        .await
-        .unwrap();
+    let r = s.answer(id, &json!({"kind": "approve"})).await;
     assert_eq!(r.status(), 200);
 }
 

@@ -465,15 +465,7 @@ async fn the_project_inbox_pages_with_a_cursor_that_outlives_an_answer() {
 
     // The item the cursor names is answered before the next page is asked for.
     let id = first[0]["id"].as_str().unwrap();
-    let r = s
-        .post(
-            &format!("/brain/acme/project/shop/inbox/{id}/answer"),
-            Some(ACME),
-        )
-        .json(&json!({"kind": "approve"}))
-        .send()
-        .await
-        .unwrap();
+    let r = s.answer(id, &json!({"kind": "approve"})).await;
     assert_eq!(r.status(), 200);
     s.wait_status("shop", &runs[0], &["DONE"]).await;
 

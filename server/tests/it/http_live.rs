@@ -29,14 +29,7 @@ async fn sse_streams_a_run_from_start_to_done_without_duplicates() {
         .get_json("/brain/acme/project/shop/inbox", Some(ACME))
         .await;
     let id = item[0]["id"].as_str().unwrap();
-    s.post(
-        &format!("/brain/acme/project/shop/inbox/{id}/answer"),
-        Some(ACME),
-    )
-    .json(&json!({"kind": "approve"}))
-    .send()
-    .await
-    .unwrap();
+    s.answer(id, &json!({"kind": "approve"})).await;
     // The stream ends by itself after the terminal status record.
     let body = tokio::time::timeout(Duration::from_secs(20), body)
         .await

@@ -186,6 +186,19 @@ impl Server {
             .unwrap()
     }
 
+    /// Answers inbox item `id` of `acme/shop` with `body` (`{"kind": "approve"}`, …) as
+    /// `ACME`; the response, whatever its status.
+    pub async fn answer(&self, id: &str, body: &Value) -> reqwest::Response {
+        self.post(
+            &format!("/brain/acme/project/shop/inbox/{id}/answer"),
+            Some(ACME),
+        )
+        .json(body)
+        .send()
+        .await
+        .unwrap()
+    }
+
     /// Starts `name` in `acme/<project>` and returns the run id.
     pub async fn start_run(&self, project: &str, name: &str, params: Value) -> String {
         let r = self
