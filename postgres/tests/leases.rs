@@ -320,19 +320,24 @@ fn two_workers_claiming_at_once_never_both_get_a_run() {
     dead.release(&runs[..200]).unwrap();
     std::thread::sleep(Duration::from_millis(400));
 
-    let claims: Vec<Vec<(RunId, u32)>> = std::thread::scope(|scope| {
+    // Both workers connect, then claim together, and stay alive until both have claimed: a
+    // worker that is dropped gives its leases back, and a slow second worker would then
+    // rightly claim every run again.
+    let ready = std::sync::Barrier::new(2);
+    let (stores, claims): (Vec<PgStore>, Vec<Vec<(RunId, u32)>>) = std::thread::scope(|scope| {
         let workers: Vec<_> = ["x", "y"]
             .into_iter()
             .map(|name| {
-                let url = &url;
+                let (url, ready) = (&url, &ready);
                 scope.spawn(move || {
-                    worker_with_grace(url, name, Duration::from_secs(60))
-                        .claim_claimable()
-                        .unwrap()
+                    let store = worker_with_grace(url, name, Duration::from_secs(60));
+                    ready.wait();
+                    let claimed = store.claim_claimable().unwrap();
+                    (store, claimed)
                 })
             })
             .collect();
-        workers.into_iter().map(|w| w.join().unwrap()).collect()
+        workers.into_iter().map(|w| w.join().unwrap()).unzip()
     });
     let mut all: Vec<RunId> = claims.iter().flatten().map(|(run, _)| *run).collect();
     all.sort();
@@ -343,4 +348,5 @@ fn two_workers_claiming_at_once_never_both_get_a_run() {
         let was_expired = runs[200..].contains(run);
         assert_eq!(*reclaims, u32::from(was_expired), "run {run}");
     }
+    drop(stores);
 }
