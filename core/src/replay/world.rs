@@ -73,6 +73,27 @@ impl RunState {
         }
     }
 
+    /// The sleeps and gate timeouts of pending steps that are due at `now_ms`, oldest first.
+    /// An event from the world (an answer, a signal, a child's end) arriving after one of them
+    /// came due is handled after it, as it would have been had a process been running when it
+    /// came due: a gate's timeout that passed before its answer wins over that answer.
+    pub(crate) fn due_timers(&self, now_ms: u64) -> Vec<(Step, TimerPurpose)> {
+        let mut due: Vec<(u64, Step, TimerPurpose)> = self
+            .pending
+            .iter()
+            .filter_map(|&step| match &self.steps.get(&step)?.machine {
+                Machine::Timer(t) => Some((t.due()?, step, TimerPurpose::Sleep)),
+                Machine::Gate(g) => Some((g.timeout_at()?, step, TimerPurpose::GateTimeout)),
+                _ => None,
+            })
+            .filter(|(at, ..)| *at <= now_ms)
+            .collect();
+        due.sort_unstable_by_key(|(at, step, _)| (*at, *step));
+        due.into_iter()
+            .map(|(_, step, purpose)| (step, purpose))
+            .collect()
+    }
+
     /// A timer of `step` is due.
     pub(crate) fn timer_due(&self, step: Step, purpose: TimerPurpose) -> Actions {
         if self.is_terminal() {

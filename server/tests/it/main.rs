@@ -17,6 +17,7 @@ mod cli_bench;
 mod cli_bounds;
 mod cli_contract;
 mod cli_graph;
+mod cli_late_answer;
 mod cli_owner;
 mod cli_pause;
 mod cli_postgres;

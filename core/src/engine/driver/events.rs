@@ -38,6 +38,16 @@ impl Driver {
             self.handle_event_blocked(ev);
             return;
         }
+        if matches!(
+            ev,
+            Event::Answer { .. } | Event::Signal { .. } | Event::ChildDone { .. }
+        ) {
+            // Timers that came due while no process ran the run (or whose firing is still
+            // queued) fire before what arrived after them.
+            for (step, purpose) in self.state.due_timers(now_ms()) {
+                self.timer_fired(step, purpose);
+            }
+        }
         match ev {
             Event::TaskDone {
                 step,
@@ -57,19 +67,7 @@ impl Driver {
                     // A retry's backoff ended: its next attempt waits for the resume.
                     self.held.retries.push(step);
                 } else {
-                    let actions = self.state.timer_due(step, purpose);
-                    let fired = !actions.records.is_empty();
-                    self.perform(actions);
-                    // The run's deadline: its cancellation is journaled in the same commit as
-                    // the firing, so a replay finds both and never asks the clock. On a paused
-                    // run it is journaled too; what follows it waits for the resume.
-                    let deadline = lock(&self.shared).deadline.clone();
-                    if let Some((at, reason)) = deadline
-                        && fired
-                        && at == step
-                    {
-                        self.request_cancel(reason, super::children::parent_deadline);
-                    }
+                    self.timer_fired(step, purpose);
                 }
             }
             Event::Answer {
@@ -116,6 +114,23 @@ impl Driver {
             Event::Control { control, reply } => self.control(control, reply),
         }
         self.refresh_status();
+    }
+
+    /// A timer of `step` is due: its firing, journaled unless the step completed already.
+    fn timer_fired(&mut self, step: crate::record::Step, purpose: TimerPurpose) {
+        let actions = self.state.timer_due(step, purpose);
+        let fired = !actions.records.is_empty();
+        self.perform(actions);
+        // The run's deadline: its cancellation is journaled in the same commit as the firing,
+        // so a replay finds both and never asks the clock. On a paused run it is journaled
+        // too; what follows it waits for the resume.
+        let deadline = lock(&self.shared).deadline.clone();
+        if let Some((at, reason)) = deadline
+            && fired
+            && at == step
+        {
+            self.request_cancel(reason, super::children::parent_deadline);
+        }
     }
 
     /// Cancels the run (an operator's cancel or its deadline): the run's
