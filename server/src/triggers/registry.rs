@@ -312,7 +312,8 @@ pub fn replace_scope(
         total: regs.len(),
         ..Resynced::default()
     };
-    for reg in regs {
+    let regs = claim_webhook_tokens(catalog, regs)?;
+    for reg in &regs {
         let key = reg.key();
         let mut stored = reg.clone();
         // The pause lives in its own table; the stored copy never carries it.
@@ -326,7 +327,7 @@ pub fn replace_scope(
             && let Some(hash) = &previous.webhook_token_sha256
             && previous.webhook_token_sha256 != reg.webhook_token_sha256
         {
-            catalog.delete(WEBHOOKS, std::slice::from_ref(hash))?;
+            release_webhook_token(catalog, hash, &key)?;
         }
         catalog.put(REGISTRATIONS, &key, &bytes)?;
         catalog.put(IDS, &reg.id, key.as_bytes())?;
@@ -343,12 +344,74 @@ pub fn replace_scope(
         catalog.delete(IDS, std::slice::from_ref(&gone.id))?;
         catalog.delete(PAUSED, std::slice::from_ref(&gone.id))?;
         if let Some(hash) = &gone.webhook_token_sha256 {
-            catalog.delete(WEBHOOKS, std::slice::from_ref(hash))?;
+            release_webhook_token(catalog, hash, &gone.key())?;
         }
         super::scheduler::forget(catalog, &gone.id)?;
         report.removed += 1;
     }
     Ok(report)
+}
+
+/// Gives each webhook of `regs` its path token unless another webhook holds it: a trigger
+/// registered with it before (of any project or tenant), or, among `regs`, one whose key sorts
+/// first. A webhook whose token is taken is registered with `[MAG-TR003]` and without the
+/// token, so it answers nothing and the holder keeps answering.
+fn claim_webhook_tokens(
+    catalog: &dyn Catalog,
+    regs: &[Registration],
+) -> Result<Vec<Registration>, StoreError> {
+    let mut out = regs.to_vec();
+    // The webhook holding its token keeps it; the others claim in key order.
+    let mut order = Vec::with_capacity(out.len());
+    for (i, reg) in out.iter().enumerate() {
+        let holds = match &reg.webhook_token_sha256 {
+            Some(hash) => catalog.get(WEBHOOKS, hash)?.as_deref() == Some(reg.key().as_bytes()),
+            None => false,
+        };
+        order.push((!holds, reg.key(), i));
+    }
+    order.sort();
+    let mut claimed: Vec<(String, String)> = Vec::new();
+    for (_, key, i) in order {
+        let Some(hash) = out[i].webhook_token_sha256.clone() else {
+            continue;
+        };
+        let holder = match claimed.iter().find(|(h, _)| *h == hash) {
+            Some((_, holder)) => Some(holder.clone()),
+            None => by_webhook_token(catalog, &hash)?
+                .map(|r| r.key())
+                .filter(|holder| *holder != key && regs.iter().all(|r| r.key() != *holder)),
+        };
+        match holder {
+            Some(holder) => {
+                let reg = &mut out[i];
+                reg.webhook_token_sha256 = None;
+                let (tenant, project) = (&reg.tenant, &reg.project);
+                let same_project = holder.starts_with(&format!("{tenant}/{project}/"));
+                reg.error = Some(format!(
+                    "[MAG-TR003] the webhook's path token is already the path token of {}; \
+                     give each webhook a token of its own",
+                    if same_project {
+                        let name = holder.rsplit('/').next().unwrap_or_default();
+                        format!("the webhook `{name}` of this project")
+                    } else {
+                        "another webhook".to_owned()
+                    }
+                ));
+            }
+            None => claimed.push((hash, key)),
+        }
+    }
+    Ok(out)
+}
+
+/// Forgets that the path token hashing to `hash` leads to `key`, unless it leads elsewhere
+/// (another webhook holds it).
+fn release_webhook_token(catalog: &dyn Catalog, hash: &str, key: &str) -> Result<(), StoreError> {
+    if catalog.get(WEBHOOKS, hash)?.as_deref() == Some(key.as_bytes()) {
+        catalog.delete(WEBHOOKS, &[hash.to_owned()])?;
+    }
+    Ok(())
 }
 
 /// The projects that hold registrations (`tenant`, `project`), for removing those of deleted

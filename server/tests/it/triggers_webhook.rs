@@ -411,3 +411,140 @@ async fn an_unknown_path_token_is_not_found_and_the_token_is_never_shown() {
         .await;
     assert_eq!(other["triggers"], json!([]));
 }
+
+/// POSTs an empty JSON object to the webhook with `token`; the status.
+async fn deliver(server: &Server, token: &str) -> u16 {
+    let r = server
+        .client
+        .post(server.url(&format!("/v1/workflow-webhooks/{token}")))
+        .header("Content-Type", "application/json")
+        .body("{}")
+        .send()
+        .await
+        .unwrap();
+    r.status().as_u16()
+}
+
+/// The webhook triggers of `tenant`'s project `shop`, by name: (active, error).
+async fn webhooks(server: &Server, tenant: &str, token: &str) -> Vec<(String, bool, String)> {
+    let listed: Value = server
+        .get_json(
+            &format!("/brain/{tenant}/project/shop/triggers"),
+            Some(token),
+        )
+        .await;
+    let mut out: Vec<(String, bool, String)> = listed["triggers"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|t| t["triggerType"] == "webhook")
+        .map(|t| {
+            (
+                t["name"].as_str().unwrap().to_owned(),
+                t["active"].as_bool().unwrap(),
+                t["error"].as_str().unwrap_or_default().to_owned(),
+            )
+        })
+        .collect();
+    out.sort();
+    out
+}
+
+async fn resync(server: &Server, tenant: &str, token: &str) {
+    let (status, body) = http_common::code(
+        server
+            .post(
+                &format!("/brain/{tenant}/project/shop/triggers/resync"),
+                Some(token),
+            )
+            .send()
+            .await
+            .unwrap(),
+    )
+    .await;
+    assert_eq!(status, 200, "{body}");
+}
+
+const OPEN: &str = "workflow: quick\nwebhook:\n  tokenSetting: webhooks.open.path\n";
+
+#[tokio::test]
+async fn a_path_token_another_tenant_holds_is_refused_and_never_routes_there() {
+    let token = format!("open{PATH_TOKEN}");
+    let server = Server::start().await;
+    let settings = format!("webhooks:\n  open:\n    path: {token}\n");
+    for tenant in ["acme", "globex"] {
+        let vance = server.root.join(format!("{tenant}/shop/_vance"));
+        write(&vance.join("workflows/quick.yaml"), QUICK);
+        write(&vance.join("settings.yaml"), &settings);
+    }
+    write(&server.root.join("acme/shop/_vance/events/open.yaml"), OPEN);
+    resync(&server, "acme", ACME).await;
+    // globex declares a webhook with acme's path token.
+    write(
+        &server.root.join("globex/shop/_vance/events/open.yaml"),
+        OPEN,
+    );
+    resync(&server, "globex", GLOBEX).await;
+
+    let theirs = webhooks(&server, "globex", GLOBEX).await;
+    assert_eq!(theirs.len(), 1, "{theirs:?}");
+    assert!(!theirs[0].1, "{theirs:?}");
+    assert!(theirs[0].2.contains("MAG-TR003"), "{theirs:?}");
+    assert!(!theirs[0].2.contains("acme"), "{theirs:?}");
+    assert_eq!(
+        webhooks(&server, "acme", ACME).await,
+        vec![("open".to_owned(), true, String::new())]
+    );
+
+    // A delivery starts acme's workflow, never globex's.
+    assert_eq!(deliver(&server, &token).await, 202);
+    let runs = |tenant: &'static str, bearer: &'static str| {
+        let server = &server;
+        async move {
+            let v: Value = server
+                .get_json(
+                    &format!("/brain/{tenant}/project/shop/workflows/runs"),
+                    Some(bearer),
+                )
+                .await;
+            v.as_array().unwrap().len()
+        }
+    };
+    assert_eq!(runs("acme", ACME).await, 1);
+    assert_eq!(runs("globex", GLOBEX).await, 0);
+
+    // globex removing its document leaves acme's webhook answering.
+    std::fs::remove_file(server.root.join("globex/shop/_vance/events/open.yaml")).unwrap();
+    resync(&server, "globex", GLOBEX).await;
+    assert_eq!(deliver(&server, &token).await, 202);
+    assert_eq!(runs("acme", ACME).await, 2);
+}
+
+#[tokio::test]
+async fn two_webhooks_of_one_project_sharing_a_token_keep_the_first() {
+    let token = format!("open{PATH_TOKEN}");
+    let server = Server::start().await;
+    let vance = server.root.join("acme/shop/_vance");
+    write(&vance.join("workflows/quick.yaml"), QUICK);
+    write(
+        &vance.join("settings.yaml"),
+        &format!("webhooks:\n  open:\n    path: {token}\n"),
+    );
+    write(&vance.join("events/open.yaml"), OPEN);
+    resync(&server, "acme", ACME).await;
+    // A second document with the same token sorts before the first, and still loses.
+    write(&vance.join("events/another.yaml"), OPEN);
+    resync(&server, "acme", ACME).await;
+    let listed = webhooks(&server, "acme", ACME).await;
+    assert_eq!(listed.len(), 2, "{listed:?}");
+    assert_eq!(listed[1], ("open".to_owned(), true, String::new()));
+    assert!(!listed[0].1, "{listed:?}");
+    assert!(
+        listed[0].2.contains("MAG-TR003") && listed[0].2.contains("`open`"),
+        "{listed:?}"
+    );
+    // Removing the duplicate keeps the first answering.
+    std::fs::remove_file(vance.join("events/another.yaml")).unwrap();
+    resync(&server, "acme", ACME).await;
+    assert_eq!(deliver(&server, &token).await, 202);
+}

@@ -15,6 +15,11 @@ pub(super) const CODES: &[ErrorCode] = &[
         remedy: "Set the path token there (32 or more random characters, e.g. from `openssl rand -hex 24`).",
     },
     ErrorCode {
+        code: "MAG-TR003",
+        meaning: "A webhook's path token is already the path token of another webhook (of this project or of any other); the later webhook is registered with this error and answers nothing, and the one holding the token keeps answering.",
+        remedy: "Give each webhook a path token of its own (`openssl rand -hex 24`).",
+    },
+    ErrorCode {
         code: "MAG-SV001",
         meaning: "The server cannot create the store directory.",
         remedy: "Check the path and its permissions.",
