@@ -437,7 +437,10 @@ async fn settled_with_tasks_ended(
     since: u64,
 ) -> Result<RunView, RunError> {
     loop {
-        let view = engine.wait_settled(run).await?;
+        let view = tokio::select! {
+            view = engine.wait_settled(run) => view?,
+            () = waiting_through_sub_runs(engine, run) => return engine.run(run),
+        };
         if view.status != RunStatus::Paused || !has_running_task(&engine.journal(run)?, since) {
             return Ok(view);
         }
@@ -449,6 +452,62 @@ async fn settled_with_tasks_ended(
         )
         .await;
     }
+}
+
+/// How often a `RUNNING` run is looked at for sub-runs that wait on people.
+const SUB_RUN_POLL: std::time::Duration = std::time::Duration::from_millis(100);
+/// How deep sub-runs are looked into.
+const SUB_RUN_DEPTH: usize = 32;
+
+/// Completes once the `RUNNING` run waits only on sub-runs that themselves wait on people (a
+/// gate, an operator's resume, fixed code): the run stays `RUNNING`, as its own status says,
+/// but nothing moves until someone answers, so a command driving it stops there.
+async fn waiting_through_sub_runs(engine: &Engine, run: RunId) {
+    loop {
+        tokio::time::sleep(SUB_RUN_POLL).await;
+        if waits_on_people(engine, run, SUB_RUN_DEPTH) {
+            return;
+        }
+    }
+}
+
+/// Whether `run` waits on people: `WAITING`, `PAUSED` or `BLOCKED`, or `RUNNING` with no task
+/// attempt running and only sub-runs pending, each of which waits on people.
+pub(crate) fn waits_on_people(engine: &Engine, run: RunId, depth: usize) -> bool {
+    match engine.status(run) {
+        Ok(RunStatus::Waiting | RunStatus::Paused | RunStatus::Blocked) => return true,
+        Ok(RunStatus::Running) if depth > 0 => {}
+        _ => return false,
+    }
+    let Ok(journal) = engine.journal(run) else {
+        return false;
+    };
+    let mut tasks = HashSet::new();
+    let mut children = std::collections::HashMap::new();
+    for e in &journal {
+        match &e.record {
+            Record::TaskStarted { step, .. } | Record::TaskRestarted { step, .. } => {
+                tasks.insert(*step);
+            }
+            Record::TaskResult { step, .. } => {
+                tasks.remove(step);
+            }
+            Record::ChildStarted {
+                step, child_run_id, ..
+            } => {
+                children.insert(*step, *child_run_id);
+            }
+            Record::ChildFinished { step, .. } => {
+                children.remove(step);
+            }
+            _ => {}
+        }
+    }
+    tasks.is_empty()
+        && !children.is_empty()
+        && children
+            .values()
+            .all(|child| waits_on_people(engine, *child, depth - 1))
 }
 
 /// The seq the run's next record gets (0 for a run with no journal).

@@ -134,11 +134,20 @@ pub(crate) fn print_run(run: &RunDto, json: bool, pending: &[InboxItem]) -> anyh
     if let (Some(end), start) = (view.finished_at, view.created_at) {
         outln!("  took:   {}", duration(end.saturating_sub(start)))?;
     }
-    for item in pending
-        .iter()
-        .filter(|i| i.workflow_run_id == view.workflow_run_id)
-    {
-        outln!("  waits on {} gate: {}", item.kind.as_str(), item.title)?;
+    for item in pending.iter().filter(|i| {
+        i.workflow_run_id == view.workflow_run_id
+            || run.sub_runs.iter().any(|s| s.run_id == i.workflow_run_id)
+    }) {
+        let whose = if item.workflow_run_id == view.workflow_run_id {
+            String::new()
+        } else {
+            format!(" of sub-run {}", item.workflow_run_id)
+        };
+        outln!(
+            "  waits on {} gate{whose}: {}",
+            item.kind.as_str(),
+            item.title
+        )?;
         outln!(
             "    answer: magrathea inbox answer {} {}",
             item.id,

@@ -1,7 +1,7 @@
 //! `magrathea run NAME`: start a run and drive it until it settles.
 
 use anyhow::Context;
-use magrathea_core::RunId;
+use magrathea_core::{RunId, RunStatus};
 use magrathea_server::http::runs::RunDto;
 use serde_json::{Map, Value};
 
@@ -121,7 +121,11 @@ pub(crate) async fn finish(
                 Err(e) if !is_stdout_closed(&e) => return Err(e),
                 _ => {}
             }
-            Ok(exit_code(view.status))
+            Ok(match view.status {
+                // Settled while RUNNING: it waits on people through its sub-runs.
+                RunStatus::Running => super::EXIT_WAITING,
+                status => exit_code(status),
+            })
         }
         Driven::Interrupted => Ok(EXIT_INTERRUPTED),
     }

@@ -567,6 +567,56 @@ fn catch_failure_routes_a_failed_sub_workflow_as_in_the_reference() {
     );
 }
 
+/// A run whose sub-run waits on a gate waits on a person too: `run` stops there with exit 3
+/// (the parent stays RUNNING, as its status says), shows the sub-run's item, and answering
+/// it finishes both runs.
+#[test]
+fn run_exits_3_when_its_sub_run_waits_on_a_gate() {
+    let p = Project::new();
+    p.workflow(
+        "parent",
+        "start: sub\nstates:\n  sub:\n    type: workflow_task\n    workflow: child\n    storeAs: r\n    on: { success: done }\n  done: { type: terminal, result: \"${state.r}\" }\n",
+    )
+    .workflow(
+        "child",
+        "start: ask\nstates:\n  ask:\n    type: gate_task\n    inbox: { kind: APPROVAL, title: \"child ok?\" }\n    on: { approved: ok, rejected: ok }\n  ok: { type: terminal, result: approved }\n",
+    );
+    let mut started = p.command(&["run", "parent", "--json"]);
+    let out = cli_common::output_within(&mut started, std::time::Duration::from_secs(60));
+    assert_eq!(code(&out), 3, "{}", stderr(&out));
+    let run = json(&out);
+    assert_eq!(run["status"], "RUNNING", "{run}");
+    assert_eq!(run["subRuns"][0]["status"], "WAITING", "{run}");
+
+    let shown = stdout(&p.cli(&["runs", "show", run["workflowRunId"].as_str().unwrap()]));
+    assert!(shown.contains("RUNNING"), "{shown}");
+    let human = p.cli(&["run", "parent"]);
+    assert_eq!(code(&human), 3, "{}", stderr(&human));
+    assert!(
+        stdout(&human).contains("waits on APPROVAL gate of sub-run"),
+        "{}",
+        stdout(&human)
+    );
+
+    let items = json(&p.cli(&["inbox", "list", "--json"]));
+    let item = items
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|i| i["workflowRunId"] == run["subRuns"][0]["runId"])
+        .unwrap_or_else(|| panic!("{items}"));
+    let answered = p.cli(&["inbox", "answer", item["id"].as_str().unwrap(), "--approve"]);
+    assert_eq!(code(&answered), 0, "{}", stderr(&answered));
+    let parent = json(&p.cli(&[
+        "runs",
+        "show",
+        run["workflowRunId"].as_str().unwrap(),
+        "--json",
+    ]));
+    assert_eq!(parent["status"], "DONE", "{parent}");
+    assert_eq!(parent["result"], "approved", "{parent}");
+}
+
 #[test]
 fn validate_piped_into_a_reader_that_closes_early_still_reports_an_invalid_document() {
     let p = Project::new();
