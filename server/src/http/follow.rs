@@ -107,10 +107,17 @@ impl Drop for FollowerSlot {
     }
 }
 
-/// The run's records in `seq` order, each exactly once: first those already journaled, then
-/// new ones as they commit. The channel closes after a terminal `StatusRecord`, when the
-/// engine closes, or (the task stops and gives `slot` back) when the receiver is dropped.
-pub(crate) fn follow(engine: Engine, run: RunId, slot: FollowerSlot) -> mpsc::Receiver<Entry> {
+/// The run's records from seq `from` on, in `seq` order, each exactly once: first those
+/// already journaled, then new ones as they commit. The channel closes after a terminal
+/// `StatusRecord`, once every record is sent of a run that has ended (a client resuming after
+/// the end), when the engine closes, or (the task stops and gives `slot` back) when the
+/// receiver is dropped.
+pub(crate) fn follow(
+    engine: Engine,
+    run: RunId,
+    from: u64,
+    slot: FollowerSlot,
+) -> mpsc::Receiver<Entry> {
     let (tx, rx) = mpsc::channel(CHANNEL);
     tokio::spawn(async move {
         let _slot = slot;
@@ -128,7 +135,7 @@ pub(crate) fn follow(engine: Engine, run: RunId, slot: FollowerSlot) -> mpsc::Re
             RESYNC
         });
         tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
-        let mut next = 0u64;
+        let mut next = from;
         loop {
             if catch_up(&engine, run, &tx, &mut next).await.is_break() {
                 return;
@@ -176,9 +183,16 @@ async fn catch_up(
                 return ControlFlow::Continue(());
             }
         };
-        // Only an empty chunk is the end: a short one may be short of bytes.
+        // Only an empty chunk is the end: a short one may be short of bytes. A run that has
+        // ended gets no more records worth waiting for (its terminal record was sent, or came
+        // before `from`).
         if chunk.is_empty() {
-            return ControlFlow::Continue(());
+            let ended = engine.status(run).is_ok_and(|s| s.is_terminal());
+            return if ended {
+                ControlFlow::Break(())
+            } else {
+                ControlFlow::Continue(())
+            };
         }
         for entry in chunk {
             if entry.seq < *next {

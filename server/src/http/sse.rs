@@ -11,9 +11,9 @@ use std::convert::Infallible;
 use std::time::Duration;
 
 use axum::extract::{Path, State};
-use axum::http::HeaderMap;
+use axum::http::{HeaderMap, StatusCode};
 use axum::response::sse::{Event, KeepAlive, Sse};
-use futures::Stream;
+use axum::response::{IntoResponse, Response};
 use futures::StreamExt;
 use tokio_stream::wrappers::ReceiverStream;
 
@@ -28,19 +28,52 @@ pub(crate) async fn events(
     State(state): State<AppState>,
     Path(p): Path<RunPath>,
     headers: HeaderMap,
-) -> Result<Sse<impl Stream<Item = Result<Event, Infallible>>>, ApiError> {
+) -> Result<Response, ApiError> {
     let who = state.authorize(&headers, &p.tenant, ApiScope::Read)?;
     let scope = state.scope(&p.tenant, &p.project)?;
     let summary = state.scoped_summary(&scope, &p.run_id)?;
+    let from = last_event_id(&headers)?.map_or(0, |seq| seq.saturating_add(1));
+    if from > 0
+        && summary.status.is_terminal()
+        && state
+            .engine
+            .journal_page(summary.run_id, from, 1, 1)
+            .map_err(ApiError::from)?
+            .is_empty()
+    {
+        // The client has every record of a run that ended: 204 tells an `EventSource` to
+        // stop reconnecting.
+        return Ok(StatusCode::NO_CONTENT.into_response());
+    }
     let slot = state.follower_slot(&p.tenant, &who)?;
-    let stream =
-        ReceiverStream::new(follow(state.engine.clone(), summary.run_id, slot)).map(|entry| {
+    let stream = ReceiverStream::new(follow(state.engine.clone(), summary.run_id, from, slot)).map(
+        |entry| {
             let event = Event::default()
                 .event("record")
                 .id(entry.seq.to_string())
                 .json_data(&entry)
                 .unwrap_or_else(|e| Event::default().event("error").data(e.to_string()));
-            Ok(event)
-        });
-    Ok(Sse::new(stream).keep_alive(KeepAlive::new().interval(Duration::from_secs(15))))
+            Ok::<_, Infallible>(event)
+        },
+    );
+    Ok(Sse::new(stream)
+        .keep_alive(KeepAlive::new().interval(Duration::from_secs(15)))
+        .into_response())
+}
+
+/// The `Last-Event-ID` a reconnecting client sends: the seq of the last record it received.
+fn last_event_id(headers: &HeaderMap) -> Result<Option<u64>, ApiError> {
+    let Some(value) = headers.get("last-event-id") else {
+        return Ok(None);
+    };
+    let text = value.to_str().unwrap_or_default().trim();
+    if text.is_empty() {
+        return Ok(None);
+    }
+    text.parse().map(Some).map_err(|_| {
+        ApiError::bad_request(
+            "MAG-RD001",
+            format!("Last-Event-ID `{text}` is not the seq of a record this stream sent"),
+        )
+    })
 }

@@ -204,7 +204,7 @@ async fn handle(
             let summary = state.scoped_summary(scope, &data.workflow_run_id)?;
             room_for_one_more(state, subscriptions)?;
             let slot = state.follower_slot(&scope.tenant, who)?;
-            let mut records = follow(state.engine.clone(), summary.run_id, slot);
+            let mut records = follow(state.engine.clone(), summary.run_id, 0, slot);
             let out = out.clone();
             subscriptions.push(tokio::spawn(async move {
                 while let Some(entry) = records.recv().await {

@@ -57,6 +57,52 @@ async fn sse_streams_a_run_from_start_to_done_without_duplicates() {
     assert_eq!(sse_records(&again), journal);
 }
 
+/// A reconnecting `EventSource` sends the seq of the last record it got as `Last-Event-ID`:
+/// the stream goes on after it, and once the client holds every record of a run that ended it
+/// is told 204, which stops an `EventSource` from reconnecting.
+#[tokio::test]
+async fn sse_resumes_after_last_event_id_and_ends_with_204() {
+    let s = Server::start().await;
+    let run = s.start_run("shop", "hello", json!({"who": "sse"})).await;
+    s.wait_status("shop", &run, &["DONE"]).await;
+    let journal: Vec<Value> = s
+        .get_json(
+            &format!("/brain/acme/project/shop/workflows/runs/{run}/journal"),
+            Some(ACME),
+        )
+        .await;
+    assert!(journal.len() > 2, "{journal:?}");
+    let url = format!("/brain/acme/project/shop/workflows/runs/{run}/events");
+    let resumed = |last: String| {
+        let s = &s;
+        let url = url.clone();
+        async move {
+            s.get(&url, Some(ACME))
+                .header("Last-Event-ID", last)
+                .send()
+                .await
+                .unwrap()
+        }
+    };
+
+    let rest = resumed("1".into()).await;
+    assert_eq!(rest.status(), 200);
+    let body = tokio::time::timeout(Duration::from_secs(20), rest.text())
+        .await
+        .unwrap()
+        .unwrap();
+    assert_eq!(sse_records(&body), journal[2..].to_vec());
+
+    let last = journal.last().unwrap()["seq"].as_u64().unwrap();
+    let done = resumed(last.to_string()).await;
+    assert_eq!(done.status(), 204);
+    assert_eq!(done.text().await.unwrap(), "");
+
+    let bad = resumed("seven".into()).await;
+    assert_eq!(bad.status(), 400);
+    assert!(bad.text().await.unwrap().contains("MAG-RD001"));
+}
+
 #[tokio::test]
 async fn a_websocket_client_starts_a_run_and_follows_it() {
     let s = Server::start().await;
