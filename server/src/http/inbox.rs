@@ -305,11 +305,11 @@ pub(crate) async fn answer_item(
     let answer = match super::approvers::check(state, item, answer, who)? {
         super::approvers::Decision::Answer(a) => a,
         super::approvers::Decision::Pending { approvals, quorum } => {
-            let view = state.view(item.workflow_run_id)?;
+            let run = super::runs::dto(state, item.workflow_run_id)?;
             return Ok(Answered {
                 applied: false,
                 ignored: false,
-                run: super::visible::visible_run(&view, &view, who),
+                run: super::visible::visible_run(&run, &run.run, who),
                 pending: Some(serde_json::json!({ "approvals": approvals, "quorum": quorum })),
             });
         }
@@ -344,8 +344,8 @@ pub(crate) async fn answer_item(
         applied: ack == AnswerAck::Applied,
         ignored: ack == AnswerAck::Ignored,
         run: {
-            let view = state.view(item.workflow_run_id)?;
-            super::visible::visible_run(&view, &view, who)
+            let run = super::runs::dto(state, item.workflow_run_id)?;
+            super::visible::visible_run(&run, &run.run, who)
         },
         pending: None,
     })

@@ -68,6 +68,14 @@ async fn an_answer_over_http_drives_the_run_to_done_and_a_second_is_ignored() {
         "{a}"
     );
     assert_eq!(a["run"]["result"], "approved");
+    // The reply carries the run as `GET …/runs/{id}` shows it.
+    let shown: Value = s
+        .get_json(
+            &format!("/brain/acme/project/shop/workflows/runs/{run}"),
+            Some(ACME),
+        )
+        .await;
+    assert_eq!(a["run"], shown, "{a}");
 
     let answered: Vec<Value> = s
         .get_json("/brain/acme/project/shop/inbox?status=all", Some(ACME))
