@@ -35,7 +35,14 @@ where
 /// The API error of a body that could not be read.
 pub(crate) fn body_error(status: StatusCode, text: String) -> ApiError {
     if status == StatusCode::PAYLOAD_TOO_LARGE {
-        ApiError::new(status, "MAG-HTTP-413", "the request body is too large")
+        ApiError::new(
+            status,
+            "MAG-HTTP-413",
+            format!(
+                "the request body is larger than the server accepts ({} bytes)",
+                super::BODY_LIMIT
+            ),
+        )
     } else {
         ApiError::new(status, "MAG-HTTP-BODY", text)
     }

@@ -159,9 +159,7 @@ pub(crate) async fn framework_errors(response: Response) -> Response {
             "MAG-HTTP-405",
             "this route does not take this method; GET /openapi.json lists each route's methods",
         ),
-        StatusCode::PAYLOAD_TOO_LARGE => {
-            ApiError::new(status, "MAG-HTTP-413", "the request body is too large")
-        }
+        StatusCode::PAYLOAD_TOO_LARGE => super::body::body_error(status, text),
         s if s.is_client_error() => ApiError::new(
             status,
             "MAG-HTTP-INVALID-REQUEST",

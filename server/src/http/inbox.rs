@@ -320,8 +320,9 @@ pub(crate) async fn answer_item(
             return Err(ApiError::bad_request(
                 "MAG-HTTP-INVALID-ANSWER",
                 format!(
-                    "[MAG-GT002] invalid answer for this {} gate: {m}",
-                    item.kind.as_str()
+                    "[MAG-GT002] invalid answer for this {} gate: {m}; it takes {}",
+                    item.kind.as_str(),
+                    answer_kinds(item)
                 ),
             ));
         }
@@ -349,6 +350,21 @@ pub(crate) async fn answer_item(
         },
         pending: None,
     })
+}
+
+/// The answer bodies an item of this kind takes, as this API spells them.
+fn answer_kinds(item: &InboxItem) -> String {
+    let also = "`{kind: insufficient_info}` or `{kind: undecidable}`";
+    match item.kind {
+        magrathea_core::GateKind::Approval => {
+            format!("`{{kind: approve}}`, `{{kind: reject}}`, {also}")
+        }
+        magrathea_core::GateKind::Decision => format!(
+            "`{{kind: choose, option}}` with `option` one of {:?}, {also}",
+            item.options
+        ),
+        magrathea_core::GateKind::Feedback => format!("`{{kind: text, text}}`, {also}"),
+    }
 }
 
 /// `POST …/inbox/{item_id}/answer` with `{kind, option?, text?, comment?}` → [`Answered`].

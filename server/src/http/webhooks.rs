@@ -37,8 +37,29 @@ fn keep(state: &AppState, d: &Delivery) {
     }
 }
 
-/// The handler.
+/// The handler. A 405 names the method the route takes (`Allow: POST`).
 pub(crate) async fn invoke(
+    state: State<AppState>,
+    token: Path<String>,
+    method: Method,
+    headers: HeaderMap,
+    body: Result<Bytes, BytesRejection>,
+) -> Response {
+    match deliver(state, token, method, headers, body).await {
+        Ok(response) => response,
+        Err(e) if e.status == StatusCode::METHOD_NOT_ALLOWED => {
+            let mut response = e.into_response();
+            response.headers_mut().insert(
+                axum::http::header::ALLOW,
+                axum::http::HeaderValue::from_static("POST"),
+            );
+            response
+        }
+        Err(e) => e.into_response(),
+    }
+}
+
+async fn deliver(
     State(state): State<AppState>,
     Path(token): Path<String>,
     method: Method,

@@ -86,7 +86,17 @@ async fn an_event_starts_its_workflow_with_the_payload() {
         .send()
         .await
         .unwrap();
-    assert_eq!(code(r).await, (413, "MAG-HTTP-413".into()));
+    assert_eq!(r.status(), 413);
+    let body: Value = r.json().await.unwrap();
+    assert_eq!(body["error"]["code"], "MAG-HTTP-413", "{body}");
+    // The refusal says how much the server takes.
+    assert!(
+        body["error"]["message"]
+            .as_str()
+            .unwrap()
+            .contains(&magrathea_server::http::BODY_LIMIT.to_string()),
+        "{body}"
+    );
 
     // An unknown event is 404 only to an API token that may run workflows.
     let r = s

@@ -38,6 +38,20 @@ async fn an_answer_over_http_drives_the_run_to_done_and_a_second_is_ignored() {
         .await
         .unwrap();
     assert_eq!(code(bad).await, (400, "MAG-HTTP-INVALID-ANSWER".into()));
+    // An answer of the wrong kind is told what this API takes for this gate.
+    let wrong = s
+        .post(&answer, Some(ACME))
+        .json(&json!({"kind": "choose", "option": "a"}))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(wrong.status(), 400);
+    let wrong: Value = wrong.json().await.unwrap();
+    let message = wrong["error"]["message"].as_str().unwrap();
+    assert!(
+        message.contains("MAG-GT002") && message.contains("`{kind: approve}`"),
+        "{message}"
+    );
     let r = s
         .post(&answer, Some(ACME))
         .json(&json!({"kind": "approve", "comment": "lgtm"}))

@@ -362,6 +362,7 @@ async fn a_wrong_method_and_an_oversized_body_are_refused_and_recorded() {
     let url = f.server.url(&format!("/v1/workflow-webhooks/{PATH_TOKEN}"));
     let r = f.server.client.get(&url).send().await.unwrap();
     assert_eq!(r.status(), 405);
+    assert_eq!(r.headers()["allow"], "POST");
     let big = "x".repeat(2 * 1024 * 1024);
     let r = f.server.client.post(&url).body(big).send().await.unwrap();
     assert_eq!(r.status(), 413);
