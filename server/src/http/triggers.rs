@@ -88,6 +88,13 @@ fn workflow_scopes(
     Ok((scopes, name.to_owned()))
 }
 
+/// Whether a project of `scopes` (or its tenant) has the workflow `name`.
+fn has_workflow(state: &AppState, scopes: &[Scope], name: &str) -> bool {
+    scopes
+        .iter()
+        .any(|s| state.docs().workflow(s, name).is_ok())
+}
+
 /// The JSON of a registration with its next fire times and its last delivery.
 fn described(state: &AppState, triggers: &Triggers, reg: &Registration) -> Result<Value, ApiError> {
     let catalog = triggers.catalog()?;
@@ -155,6 +162,11 @@ pub(crate) async fn list_for_workflow(
             }
         }
     }
+    if out.is_empty() && !has_workflow(&state, &scopes, &name) {
+        return Err(ApiError::not_found(format!(
+            "workflow `{workflow_id}` not found"
+        )));
+    }
     Ok(Json(json!({ "workflowId": workflow_id, "triggers": out })))
 }
 
@@ -166,6 +178,18 @@ pub(crate) async fn resync_workflow(
 ) -> Result<Json<Value>, ApiError> {
     let who = caller(&state, &headers, ApiScope::Write)?;
     let (scopes, name) = workflow_scopes(&state, &who, &workflow_id)?;
+    let registered = |scope: &Scope| -> Result<bool, ApiError> {
+        Ok(registry::list(state.triggers.catalog()?, scope, None)?
+            .iter()
+            .any(|r| r.workflow.as_deref() == Some(name.as_str())))
+    };
+    if !has_workflow(&state, &scopes, &name)
+        && !scopes.iter().any(|s| registered(s).unwrap_or(false))
+    {
+        return Err(ApiError::not_found(format!(
+            "workflow `{workflow_id}` not found"
+        )));
+    }
     let mut resynced = Vec::new();
     let mut out = Vec::new();
     for scope in &scopes {
@@ -345,6 +369,12 @@ pub(crate) async fn list_project_workflow(
         if reg.workflow.as_deref() == Some(p.name.as_str()) {
             out.push(described(&state, &state.triggers, &reg)?);
         }
+    }
+    if out.is_empty() && !has_workflow(&state, std::slice::from_ref(&scope), &p.name) {
+        return Err(ApiError::not_found(format!(
+            "workflow `{}` not found",
+            p.name
+        )));
     }
     Ok(Json(json!({
         "workflowId": format!("{}:{}", p.project, p.name),

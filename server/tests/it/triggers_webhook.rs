@@ -405,12 +405,27 @@ async fn an_unknown_path_token_is_not_found_and_the_token_is_never_shown() {
     assert!(text.contains("\"triggerType\":\"webhook\""), "{text}");
     assert!(!text.contains(PATH_TOKEN), "{text}");
     assert!(!text.contains(&magrathea_server::webhook::path_token_hash(PATH_TOKEN)));
-    // Another tenant sees no triggers of acme's workflow.
-    let other: Value = f
+    // Another tenant, whose project has no such workflow, and a workflow that does not
+    // exist are both not found.
+    for (workflow, token) in [("shop:quick", GLOBEX), ("shop:nosuch", ACME)] {
+        let r = f
+            .server
+            .get(&format!("/v1/workflows/{workflow}/triggers"), Some(token))
+            .send()
+            .await
+            .unwrap();
+        assert_eq!(r.status(), 404, "{workflow}");
+    }
+    // A workflow without triggers lists none.
+    write(
+        &f.server.root.join("acme/shop/_vance/workflows/plain.yaml"),
+        QUICK,
+    );
+    let none: Value = f
         .server
-        .get_json("/v1/workflows/shop:quick/triggers", Some(GLOBEX))
+        .get_json("/v1/workflows/shop:plain/triggers", Some(ACME))
         .await;
-    assert_eq!(other["triggers"], json!([]));
+    assert_eq!(none["triggers"], json!([]));
 }
 
 /// POSTs an empty JSON object to the webhook with `token`; the status.
