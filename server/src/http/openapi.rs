@@ -29,10 +29,59 @@ fn parameters(route: &Route) -> Vec<Value> {
     out
 }
 
+/// A success other than 200 that an operation answers, and errors beyond those of its access.
+struct Answers {
+    success: &'static [(&'static str, &'static str)],
+    errors: &'static [&'static str],
+}
+
+/// What the operation `operation` answers besides 200 and the errors of its access.
+fn answers(operation: &str) -> Answers {
+    let (success, errors): (&[(&str, &str)], &[&str]) = match operation {
+        "workflows.start" => (
+            &[(
+                "201",
+                "Created: a new run (200: the run an Idempotency-Key started before)",
+            )],
+            &["409", "422", "429"],
+        ),
+        "runs.rerun" | "runs.retry" => (&[("202", "Accepted: the new run")], &["409", "422"]),
+        "workflows.runs.events" => (
+            &[(
+                "204",
+                "No Content: the Last-Event-ID holds every record of a run that ended",
+            )],
+            &["429"],
+        ),
+        "workflows.webhooks.invoke" => (
+            &[(
+                "202",
+                "Accepted: a run was started (200: a duplicate inside the dedupe window)",
+            )],
+            &["400", "401", "404", "405", "409", "413"],
+        ),
+        "project.schedules.trigger" => (&[("202", "Accepted: a run was started")], &["409", "422"]),
+        "events.trigger" => (&[("202", "Accepted: a run was started")], &["422"]),
+        "documents.put" => (
+            &[("201", "Created: a new document (200: replaced)")],
+            &["409", "413", "422", "507"],
+        ),
+        _ => (&[], &[]),
+    };
+    Answers { success, errors }
+}
+
 fn operation(route: &Route, method: &str) -> Value {
     let error = json!({ "$ref": "#/components/responses/Error" });
     let mut responses = Map::new();
     responses.insert("200".into(), json!({ "description": "OK" }));
+    let more = answers(route.operation);
+    for (code, description) in more.success {
+        responses.insert((*code).into(), json!({ "description": description }));
+    }
+    for code in more.errors {
+        responses.insert((*code).into(), error.clone());
+    }
     let mut op = json!({
         "operationId": if route.methods.len() == 1 {
             route.operation.to_string()
@@ -111,4 +160,43 @@ pub fn openapi() -> Value {
 /// `GET /openapi.json`.
 pub(crate) async fn document() -> Json<Value> {
     Json(openapi())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Every operation the answers table names is a route, so the table cannot drift from
+    /// the route table unnoticed.
+    #[test]
+    fn every_operation_with_more_answers_is_a_route() {
+        let operations: Vec<&str> = routes().iter().map(|r| r.operation).collect();
+        for op in [
+            "workflows.start",
+            "runs.rerun",
+            "runs.retry",
+            "workflows.runs.events",
+            "workflows.webhooks.invoke",
+            "project.schedules.trigger",
+            "events.trigger",
+            "documents.put",
+        ] {
+            assert!(operations.contains(&op), "{op} is not a route");
+            assert!(!answers(op).success.is_empty(), "{op}");
+        }
+    }
+
+    #[test]
+    fn a_start_is_documented_as_201_with_its_refusals() {
+        let doc = openapi();
+        let start = &doc["paths"]["/brain/{tenant}/project/{project}/workflows/{name}/start"]["post"]
+            ["responses"];
+        for code in ["200", "201", "409", "422"] {
+            assert!(start.get(code).is_some(), "{code} missing in {start}");
+        }
+        let hook = &doc["paths"]["/v1/workflow-webhooks/{pathToken}"]["post"]["responses"];
+        for code in ["202", "401", "405", "413"] {
+            assert!(hook.get(code).is_some(), "{code} missing in {hook}");
+        }
+    }
 }
