@@ -145,22 +145,34 @@ impl Backend {
         workflow: Option<String>,
         scope: String,
         limit: usize,
+        statuses: &[RunStatus],
     ) -> anyhow::Result<Vec<RunDto>> {
         match self {
             Self::Local(engine) => {
+                // With a status filter the store's limit would count runs filtered out.
                 let filter = RunFilter {
                     workflow,
                     scope: Some(scope),
-                    limit,
+                    limit: if statuses.is_empty() { limit } else { 0 },
                     ..RunFilter::default()
                 };
                 let mut views = Vec::new();
                 for summary in engine.list_runs(&filter)? {
+                    if !statuses.is_empty() && !statuses.contains(&summary.status) {
+                        continue;
+                    }
                     views.push(RunDto::load(engine, summary.run_id)?);
+                    if views.len() == limit {
+                        break;
+                    }
                 }
                 Ok(views)
             }
-            Self::Remote(owner) => owner.list_runs(workflow, scope, limit).await,
+            Self::Remote(owner) => {
+                owner
+                    .list_runs(workflow, scope, limit, statuses.to_vec())
+                    .await
+            }
         }
     }
 

@@ -1,5 +1,6 @@
 //! `magrathea runs list|show|rerun|retry|pause|resume`: the project's runs.
 
+use magrathea_core::RunStatus;
 use magrathea_server::http::runs::RunDto;
 
 use super::backend::{ControlOp, Controlled};
@@ -16,6 +17,10 @@ pub(crate) enum RunsCommand {
         /// Only runs of this workflow.
         #[arg(long, value_name = "NAME")]
         workflow: Option<String>,
+        /// Only runs with this status (RUNNING, WAITING, PAUSED, DONE, FAILED, CANCELLED,
+        /// BLOCKED); repeat it, or separate with commas, for several.
+        #[arg(long, value_name = "STATUS", value_delimiter = ',')]
+        status: Vec<RunStatus>,
         /// At most this many runs (0: all).
         #[arg(long, default_value_t = 0)]
         limit: usize,
@@ -112,6 +117,7 @@ pub(crate) async fn runs(loc: &Location, cmd: RunsCommand) -> anyhow::Result<u8>
         }
         RunsCommand::List {
             workflow,
+            status,
             limit,
             json,
         } => {
@@ -119,7 +125,7 @@ pub(crate) async fn runs(loc: &Location, cmd: RunsCommand) -> anyhow::Result<u8>
             let views: Vec<RunDto> = match &backend {
                 Some(backend) => {
                     backend
-                        .list_runs(workflow, project.scope_string(), limit)
+                        .list_runs(workflow, project.scope_string(), limit, &status)
                         .await?
                 }
                 None => Vec::new(),

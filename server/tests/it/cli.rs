@@ -377,6 +377,19 @@ fn runs_list_filters_by_workflow_and_show_reads_one() {
     // Newest first.
     assert_eq!(ids, [&second["workflowRunId"], &first["workflowRunId"]]);
 
+    // By status: a list of statuses, and the limit counts only the runs that match.
+    let failed = json(&p.cli(&["runs", "list", "--status", "failed", "--json"]));
+    assert_eq!(failed.as_array().unwrap().len(), 1, "{failed}");
+    assert_eq!(failed[0]["workflowName"], "fail");
+    let done = json(&p.cli(&["runs", "list", "--status", "DONE", "--limit", "1", "--json"]));
+    assert_eq!(done.as_array().unwrap().len(), 1, "{done}");
+    assert_eq!(done[0]["workflowRunId"], second["workflowRunId"]);
+    let either = json(&p.cli(&["runs", "list", "--status", "done,failed", "--json"]));
+    assert_eq!(either.as_array().unwrap().len(), 3, "{either}");
+    let bogus = p.cli(&["runs", "list", "--status", "finished"]);
+    assert_eq!(code(&bogus), 2, "{}", stderr(&bogus));
+    assert!(stderr(&bogus).contains("finished"), "{}", stderr(&bogus));
+
     let id = first["workflowRunId"].as_str().unwrap();
     let show = p.cli(&["runs", "show", id, "--json"]);
     assert_eq!(code(&show), 0);

@@ -306,6 +306,8 @@ fn reading_commands(done: &str, waiting: &str) -> Vec<Vec<String>> {
         vec!["journal", unknown],
         vec!["inbox", "list"],
         vec!["inbox", "list", "--json"],
+        vec!["runs", "list", "--status", "done,waiting", "--json"],
+        vec!["runs", "list", "--status", "WAITING", "--limit", "1"],
     ];
     cmds.into_iter()
         .map(|c| c.into_iter().map(String::from).collect())

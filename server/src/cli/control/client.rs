@@ -3,7 +3,7 @@
 use std::path::{Path, PathBuf};
 
 use anyhow::anyhow;
-use magrathea_core::{Entry, GateAnswer, InboxItem, RunId, StartRequest};
+use magrathea_core::{Entry, GateAnswer, InboxItem, RunId, RunStatus, StartRequest};
 use magrathea_server::http::runs::RunDto;
 use tokio::io::BufReader;
 use tokio::net::UnixStream;
@@ -94,12 +94,14 @@ impl OwnerClient {
         workflow: Option<String>,
         scope: String,
         limit: usize,
+        statuses: Vec<RunStatus>,
     ) -> anyhow::Result<Vec<RunDto>> {
         match self
             .call(&Request::ListRuns {
                 workflow,
                 scope,
                 limit,
+                statuses,
             })
             .await?
         {

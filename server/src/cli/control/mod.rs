@@ -27,7 +27,7 @@ pub(crate) mod owner;
 
 use std::path::{Path, PathBuf};
 
-use magrathea_core::{Entry, GateAnswer, InboxItem, RunId, RunView, StartRequest};
+use magrathea_core::{Entry, GateAnswer, InboxItem, RunId, RunStatus, RunView, StartRequest};
 use magrathea_core::{Frontend, RunScope};
 use magrathea_server::http::runs::RunDto;
 use serde::{Deserialize, Serialize};
@@ -61,6 +61,9 @@ pub(crate) enum Request {
         workflow: Option<String>,
         scope: String,
         limit: usize,
+        /// Only runs with one of these statuses (none: every status).
+        #[serde(default)]
+        statuses: Vec<RunStatus>,
     },
     /// One run: [`Reply::Run`].
     Run { run: RunId },

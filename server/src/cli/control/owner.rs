@@ -202,8 +202,9 @@ async fn answer(backend: &Backend, request: Request) -> (Reply, Option<Follower>
             workflow,
             scope,
             limit,
+            statuses,
         } => backend
-            .list_runs(workflow, scope, limit)
+            .list_runs(workflow, scope, limit, &statuses)
             .await
             .map(|runs| Reply::Runs { runs }),
         Request::Run { run } => backend.run(run).await.map(|run| Reply::Run {
