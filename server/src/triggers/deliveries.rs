@@ -178,8 +178,9 @@ pub fn record_tick(catalog: &dyn Catalog, d: &Delivery, tick_ms: i64) -> Result<
     let mut d = d.clone();
     d.at_ms = tick_ms;
     d.tick_ms = Some(tick_ms);
-    // The id is the tick's, so both processes name the same record.
-    d.id = format!("{:032x}", u128::from(tick_ms.unsigned_abs()));
+    // The id is the trigger's and the tick's, so both processes name the same record, and
+    // triggers firing on the same tick keep a record each in the project's listing.
+    d.id = tick_id(&d.trigger_id, tick_ms);
     let bytes = serde_json::to_vec(&d).map_err(|e| StoreError::io(e.to_string()))?;
     let k = order_key(&d);
     let first = catalog
@@ -193,6 +194,12 @@ pub fn record_tick(catalog: &dyn Catalog, d: &Delivery, tick_ms: i64) -> Result<
         )?;
     }
     Ok(())
+}
+
+/// The id of the delivery of `trigger`'s tick at `tick_ms`: 32 hex digits of the SHA-256 of
+/// both.
+fn tick_id(trigger: &str, tick_ms: i64) -> String {
+    super::registry::sha256_hex(&format!("{trigger}/{tick_ms}"))[..32].to_owned()
 }
 
 /// What to list.
@@ -480,5 +487,34 @@ mod tests {
         assert_eq!(all.deliveries.len(), 1);
         assert_eq!(all.deliveries[0].run_id.as_deref(), Some("r1"));
         assert_eq!(all.deliveries[0].tick_ms, Some(60_000));
+    }
+
+    #[test]
+    fn two_triggers_firing_on_one_tick_keep_a_record_each() {
+        let store = MemoryStore::new();
+        let (a, b) = (reg("a"), reg("b"));
+        let of_a = Delivery::new(&a, DeliveryStatus::Accepted, 1).run("ra");
+        let of_b = Delivery::new(&b, DeliveryStatus::Failed, 1).reason("start_refused");
+        record_tick(&store, &of_a, 60_000).unwrap();
+        record_tick(&store, &of_b, 60_000).unwrap();
+        let all = list(
+            &store,
+            "acme",
+            "shop",
+            &DeliveryQuery {
+                limit: 10,
+                ..Default::default()
+            },
+        )
+        .unwrap();
+        let mut triggers: Vec<&str> = all
+            .deliveries
+            .iter()
+            .map(|d| d.trigger_id.as_str())
+            .collect();
+        triggers.sort_unstable();
+        let mut expected = vec![a.id.as_str(), b.id.as_str()];
+        expected.sort_unstable();
+        assert_eq!(triggers, expected);
     }
 }
