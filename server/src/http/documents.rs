@@ -214,6 +214,17 @@ pub(crate) async fn put(
             ));
         }
     }
+    if parts.len() == 2 && parts[0] == "events" && parts[1].ends_with(".yaml") {
+        // An event document is refused when it does not parse: a misspelt key (say
+        // `auth: {tokenSettings: …}`) would otherwise change who may fire it.
+        let label = format!("{}/{}/_vance/{rel}", scope.tenant, scope.project);
+        if let Err(e) = crate::triggers::parse_event(&text) {
+            return Err(ApiError {
+                message: "invalid event document (1 error(s))".into(),
+                ..ApiError::invalid_document(vec![format!("{label}: {e}")])
+            });
+        }
+    }
     if parts == ["settings.yaml"] {
         // Settings that do not parse would be ignored for the defaults (and a project's tool
         // settings fail closed): refused here instead, with where the problem is.

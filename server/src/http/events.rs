@@ -87,7 +87,7 @@ fn load(state: &AppState, scope: &Scope, event: &str) -> Result<Lookup, ApiError
         }
         Err(e) => return Err(ApiError::internal(e)),
     };
-    Ok(match serde_yaml_ng::from_str(&text) {
+    Ok(match crate::triggers::parse_event(&text) {
         Ok(doc) => Lookup::Found(doc),
         Err(e) => Lookup::Invalid(ApiError::new(
             StatusCode::UNPROCESSABLE_ENTITY,

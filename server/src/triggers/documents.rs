@@ -117,8 +117,12 @@ fn schedule_registration(scope: &Scope, name: &str, text: &str) -> Registration 
     reg
 }
 
-fn parse_event(text: &str) -> Result<EventDocument, String> {
-    serde_yaml_ng::from_str::<EventDocument>(text).map_err(|e| e.to_string())
+/// Parses an event document: unknown keys and methods that are not HTTP methods are errors
+/// (the message names the line and column of a key's error).
+pub(crate) fn parse_event(text: &str) -> Result<EventDocument, String> {
+    let doc = serde_yaml_ng::from_str::<EventDocument>(text).map_err(|e| e.to_string())?;
+    doc.check()?;
+    Ok(doc)
 }
 
 fn event_registrations(

@@ -35,8 +35,8 @@ use tokio::sync::Notify;
 
 pub use clock::{Clock, ManualClock, SystemClock};
 pub use deliveries::{Delivery, DeliveryPage, DeliveryQuery, DeliveryStatus, Retention};
-pub(crate) use documents::load_webhook;
 pub use documents::{load_schedule, projects, scan_scope};
+pub(crate) use documents::{load_webhook, parse_event};
 pub use registry::{Registration, Resynced, TriggerKind};
 pub use scheduler::{Cursor, cursor};
 

@@ -72,6 +72,47 @@ async fn a_written_schedule_is_registered_at_once_and_an_invalid_one_is_refused(
     assert_eq!(listed["triggers"].as_array().unwrap().len(), 1);
 }
 
+/// A misspelt key of an event document would change who may fire it (`auth: {tokenSettings}`
+/// left the event open to any API token that may run workflows): the document is refused on
+/// write, and one written on disk is refused when it is fired.
+#[tokio::test]
+async fn an_event_document_with_an_unknown_key_or_method_is_refused() {
+    let s = Server::start().await;
+    for (doc, needle) in [
+        (
+            "workflow: hello\nauth: {tokenSettings: events.ev.token}\n",
+            "tokenSettings",
+        ),
+        ("workflow: hello\nbogus: 1\n", "bogus"),
+        ("workflow: hello\nmethods: [FETCH]\n", "FETCH"),
+    ] {
+        let (status, body) = put(&s, "events/ev.yaml", ACME, doc).await;
+        assert_eq!(status, 422, "{doc}: {body}");
+        assert!(body.contains(needle), "{body}");
+    }
+    // Written on disk, the typo makes the event refuse every request, an API token's too.
+    http_common::write(
+        &s.root.join("acme/shop/_vance/events/ev.yaml"),
+        "workflow: hello\nauth: {tokenSettings: events.ev.token}\n",
+    );
+    let r = s
+        .post("/brain/acme/event/shop/ev", Some(ACME))
+        .body("{}")
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(r.status(), 422);
+    let (status, body) = put(
+        &s,
+        "events/ev.yaml",
+        ACME,
+        "workflow: hello\nmethods: [get, POST]\n",
+    )
+    .await;
+    // A valid document replaces it (methods in any case).
+    assert_eq!(status, 200, "{body}");
+}
+
 #[tokio::test]
 async fn a_webhook_whose_token_setting_is_missing_is_registered_with_its_error() {
     let s = Server::start().await;

@@ -38,9 +38,8 @@ pub struct ToolSettings {
 /// `_vance/events/<event>.yaml`: `GET|POST /brain/{tenant}/event/{project}/{event}` starts
 /// `workflow` with `params` plus the request's `payload` (reference §8.6).
 #[derive(Debug, Clone, Deserialize, JsonSchema)]
-#[serde(rename_all = "camelCase")]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
 #[schemars(
-    deny_unknown_fields,
     title = "Magrathea event",
     description = "An event trigger, `_vance/events/<event>.yaml`: a request to /brain/{tenant}/event/{project}/{event} starts `workflow`."
 )]
@@ -74,14 +73,34 @@ pub struct EventDocument {
 
 /// The `auth:` of an event document.
 #[derive(Debug, Clone, Deserialize, JsonSchema)]
-#[serde(rename_all = "camelCase")]
-#[schemars(deny_unknown_fields)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
 #[non_exhaustive]
 pub struct EventAuth {
     /// A dotted path into the settings (project, then tenant), e.g. `events.github.token`,
     /// whose value requests must present as `Authorization: Bearer <value>`.
     #[serde(default)]
     pub token_setting: Option<String>,
+}
+
+impl EventDocument {
+    /// Checks what the keys' types cannot: each method is one of [`HttpMethodWords`] (in any
+    /// case), and there is at least one.
+    pub fn check(&self) -> Result<(), String> {
+        use super::words::WordList;
+        for method in &self.methods {
+            if !HttpMethodWords::WORDS.contains(&method.to_ascii_uppercase().as_str()) {
+                return Err(format!(
+                    "methods: `{method}` is not an HTTP method an event accepts; expected one \
+                     of {}",
+                    HttpMethodWords::WORDS.join(", ")
+                ));
+            }
+        }
+        if self.methods.is_empty() {
+            return Err("methods: an event accepts at least one method (default [POST])".into());
+        }
+        Ok(())
+    }
 }
 
 fn post_only() -> Vec<String> {
