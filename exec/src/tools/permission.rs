@@ -17,6 +17,8 @@
 //!   denied: [shell_exec]
 //! ```
 //!
+//! - The reference's names, `allowedTools: [...]` and `denied: [...]` at the top of the file,
+//!   mean the same as `tools: {allowed, denied}` (both ways at once: both hold).
 //! - A missing file, a file without `tools:`, or `tools:` without `allowed:` puts no
 //!   restriction at that level (`allowed: []` allows nothing).
 //! - `denied:` entries of the tenant and the project always win, over every allow.
@@ -50,10 +52,33 @@ struct ToolSettings {
 }
 
 /// A settings file; other sections are read by [`ProjectSettings`](crate::ProjectSettings).
+/// The reference's own names (`allowedTools:` and `denied:` at the top, §10) say the same as
+/// `tools: {allowed, denied}`; given both ways, both hold (the allowed lists intersect, the
+/// denied lists add up).
 #[derive(Debug, Default, Deserialize)]
+#[serde(rename_all = "camelCase")]
 struct SettingsFile {
     #[serde(default)]
     tools: Option<ToolSettings>,
+    #[serde(default)]
+    allowed_tools: Option<Vec<String>>,
+    #[serde(default)]
+    denied: Option<Vec<String>>,
+}
+
+impl SettingsFile {
+    /// The level's cascade, from `tools:` and the reference's top-level names together.
+    fn into_tools(self) -> ToolSettings {
+        let mut tools = self.tools.unwrap_or_default();
+        if let Some(top) = self.allowed_tools {
+            tools.allowed = Some(match tools.allowed {
+                Some(section) => section.into_iter().filter(|t| top.contains(t)).collect(),
+                None => top,
+            });
+        }
+        tools.denied.extend(self.denied.unwrap_or_default());
+        tools
+    }
 }
 
 /// Reads the settings at `path`; errors name the file by `label` (in a served tree never by
@@ -69,7 +94,7 @@ fn read(path: &Path, label: &str) -> Result<ToolSettings, String> {
     }
     let file: Option<SettingsFile> = serde_yaml_ng::from_str(&text)
         .map_err(|e| format!("invalid tool settings in {label}: {e}"))?;
-    Ok(file.and_then(|f| f.tools).unwrap_or_default())
+    Ok(file.map(SettingsFile::into_tools).unwrap_or_default())
 }
 
 /// The tenant's settings file, and its name in messages ([`DocumentSource::label`]).
@@ -154,6 +179,38 @@ mod tests {
         std::fs::write(&f, "tools:\n  deny: [b]\n").unwrap();
         let e = read(&f, label).unwrap_err();
         assert!(e.contains("deny") && e.contains(label), "{e}");
+    }
+
+    /// The reference's own names (§10): `allowedTools:` and `denied:` at the top of the file.
+    #[test]
+    fn the_references_key_names_restrict_like_the_tools_section() {
+        let root = tempfile::tempdir().unwrap();
+        let scope = Scope::new("acme", "shop");
+        let docs = DocumentSource::new(root.path());
+        let project = root.path().join("acme/shop/_vance");
+        std::fs::create_dir_all(&project).unwrap();
+        let settings = project.join("settings.yaml");
+        std::fs::write(
+            &settings,
+            "allowedTools: [inbox_read, doc_list]\ndenied: [doc_list]\n",
+        )
+        .unwrap();
+        assert!(decide(&docs, &scope, None, "inbox_read").is_ok());
+        assert!(decide(&docs, &scope, None, "doc_list").is_err(), "denied");
+        assert!(
+            decide(&docs, &scope, None, "doc_read").is_err(),
+            "not allowed"
+        );
+        // Both ways at once: the allowed lists intersect, the denied lists add up.
+        std::fs::write(
+            &settings,
+            "allowedTools: [inbox_read, doc_read]\ntools:\n  allowed: [doc_read, doc_list]\n  denied: [x]\ndenied: [y]\n",
+        )
+        .unwrap();
+        let label = "acme/shop/_vance/settings.yaml";
+        let s = read(&settings, label).unwrap();
+        assert_eq!(s.allowed, Some(vec!["doc_read".to_string()]));
+        assert_eq!(s.denied, vec!["x".to_string(), "y".to_string()]);
     }
 
     /// A denial is a task's outcome, shown to API clients with the run: in a served tree it

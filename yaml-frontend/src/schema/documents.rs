@@ -18,6 +18,11 @@ pub struct SettingsDocument {
     pub project: ProjectSettings,
     /// The tool permission cascade at this level (reference §10).
     pub tools: Option<ToolSettings>,
+    /// The reference's name for `tools.allowed` (§10); given both ways, both hold.
+    #[serde(rename = "allowedTools")]
+    pub allowed_tools: Option<Vec<String>>,
+    /// The reference's name for `tools.denied` (§10); the two lists add up.
+    pub denied: Option<Vec<String>>,
     /// The tenant's own sections (`execution:`, `egress:`, …): read from
     /// `_tenant/_vance/settings.yaml` only, never from a project's file.
     #[serde(flatten)]
