@@ -99,7 +99,8 @@ impl reqwest::dns::Resolve for Resolver {
             if kept.is_empty() && !addrs.is_empty() {
                 let shown: Vec<String> = addrs.iter().map(|a| a.ip().to_string()).collect();
                 return Err(Box::new(Denied(format!(
-                    "{host} resolves to private, loopback or reserved addresses only ({}): add                      it to `egress.allowHosts` (or set `egress.allowPrivate: true`)",
+                    "{host} resolves to private, loopback or reserved addresses only ({}): add \
+                     it to `egress.allowHosts` (or set `egress.allowPrivate: true`)",
                     shown.join(", ")
                 )))
                     as Box<dyn std::error::Error + Send + Sync>);

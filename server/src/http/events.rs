@@ -101,8 +101,8 @@ fn load(state: &AppState, scope: &Scope, event: &str) -> Result<Lookup, ApiError
 /// the event.
 fn refused() -> ApiError {
     ApiError::unauthorized(
-        "missing or invalid credentials for this event: send its token, or an API token with \
-         `workflow.run`",
+        "missing or invalid credentials for this event: send the event's own token when its \
+         document sets `auth.tokenSetting`, else an API token of the tenant with `workflow.run`",
     )
 }
 
@@ -132,7 +132,7 @@ fn check_token(
         tracing::warn!(
             event,
             setting = key,
-            "event token setting is not set; refusing"
+            "event token setting is not set to a text; refusing"
         );
         return Err(refused());
     };
