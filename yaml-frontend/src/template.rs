@@ -294,7 +294,7 @@ pub fn parse_placeholders(text: &str) -> Vec<Placeholder> {
 }
 
 /// The placeholder starting at `start` (which holds `$`), if the text there is one.
-fn placeholder_at(text: &str, start: usize) -> Option<Placeholder> {
+pub(crate) fn placeholder_at(text: &str, start: usize) -> Option<Placeholder> {
     let rest = text[start..].strip_prefix("${")?;
     let close = rest.find('}')?;
     let body = &rest[..close];

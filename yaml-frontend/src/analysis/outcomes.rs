@@ -216,7 +216,7 @@ fn always_true(c: &Condition) -> bool {
     fn reads_variables(e: &crate::condition::Expr) -> bool {
         use ExprKind as K;
         match &e.kind {
-            K::Var(_) => true,
+            K::Var(_) | K::Placeholder(_) | K::Template(_) => true,
             K::Literal(_) => false,
             K::Index(a, b) | K::Compare(_, a, b) | K::Elvis(a, b) => {
                 reads_variables(a) || reads_variables(b)

@@ -50,6 +50,11 @@ pub enum CompareOp {
 pub enum ExprKind {
     /// A string, number, boolean or null literal.
     Literal(Value),
+    /// `${params.x}` / `${state.x}` standing alone (reference §2.4): the value, its JSON type
+    /// kept; a missing key is the empty string.
+    Placeholder(crate::template::Placeholder),
+    /// A string literal holding placeholders (`'${params.env}'`): the text with each replaced.
+    Template(crate::template::Template),
     /// `#state`, `#params`, `#tasks` (workflow conditions) or `#event` (event filters).
     Var(Variable),
     /// `target[index]`.

@@ -98,6 +98,11 @@ fn index(target: Value, key: &Value) -> Value {
 pub(crate) fn eval(e: &Expr, env: &Env<'_>) -> Result<Value, EvalError> {
     Ok(match &e.kind {
         ExprKind::Literal(v) => v.clone(),
+        ExprKind::Placeholder(p) => p
+            .lookup(env.params, env.state)
+            .cloned()
+            .unwrap_or_else(|| Value::String(String::new())),
+        ExprKind::Template(t) => Value::String(t.render(env.params, env.state)),
         ExprKind::Var(Variable::State) => env.state.clone(),
         ExprKind::Var(Variable::Params) => env.params.clone(),
         ExprKind::Var(Variable::Tasks) => Value::Null,

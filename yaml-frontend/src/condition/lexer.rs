@@ -7,6 +7,8 @@ use super::error::ConditionError;
 pub(crate) enum Tok {
     /// `#name`.
     Var(String),
+    /// `${params.x}` / `${state.x}`.
+    Placeholder(crate::template::Placeholder),
     /// `@name` or `&name` (bean references; always rejected by the parser).
     Bean,
     /// A bare word: keyword, operator word or (rejected) identifier.
@@ -75,6 +77,20 @@ pub(crate) fn lex(src: &str) -> Result<Vec<Token>, ConditionError> {
                 };
                 (tok, end - i)
             }
+            b'$' if two == "${" => match crate::template::placeholder_at(src, i) {
+                Some(p) => {
+                    let len = p.len;
+                    (Tok::Placeholder(p), len)
+                }
+                None => {
+                    return Err(ConditionError::syntax(
+                        start,
+                        "this `${` is not a placeholder: expected `${params.<key>}` or \
+                         `${state.<key>}`"
+                            .to_owned(),
+                    ));
+                }
+            },
             b'\'' | b'"' => string(src, i)?,
             b'0'..=b'9' => number(src, i)?,
             _ if is_ident_start(c) => {

@@ -78,6 +78,7 @@ fn describe(t: &Tok) -> String {
         Tok::Int(i) => format!("number {i}"),
         Tok::Dec(d) => format!("number {d}"),
         Tok::Str(s) => format!("string '{s}'"),
+        Tok::Placeholder(_) => "placeholder".to_owned(),
         Tok::Eof => "end of expression".to_owned(),
         other => format!("'{}'", symbol(other)),
     }
@@ -435,7 +436,29 @@ impl Parser {
         match &t.tok {
             Tok::Int(i) => lit(Value::from(*i)),
             Tok::Dec(d) => lit(Value::from(*d)),
+            Tok::Str(s) if self.dialect == Dialect::Workflow && s.contains("${") => {
+                let template = crate::template::Template::parse(s);
+                Ok(Expr {
+                    offset: t.offset,
+                    kind: match template.as_literal() {
+                        Some(text) => ExprKind::Literal(Value::String(text.to_owned())),
+                        None => ExprKind::Template(template),
+                    },
+                })
+            }
             Tok::Str(s) => lit(Value::String(s.clone())),
+            Tok::Placeholder(p) => match self.dialect {
+                Dialect::Workflow => Ok(Expr {
+                    offset: t.offset,
+                    kind: ExprKind::Placeholder(p.clone()),
+                }),
+                Dialect::Filter => Err(ConditionError::sandbox(
+                    t.offset,
+                    "an event filter reads `#event` only; `${…}` placeholders are for a \
+                     workflow's conditions"
+                        .to_owned(),
+                )),
+            },
             Tok::LParen => {
                 let e = self.expr()?;
                 self.expect(&Tok::RParen, "')'")?;

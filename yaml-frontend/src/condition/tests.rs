@@ -246,3 +246,44 @@ fn long_chains_of_and_and_or_evaluate_without_a_deep_stack() {
         .join()
         .unwrap();
 }
+
+/// Reference §2.4: "Any string value in a State spec may contain placeholders", `if:`
+/// included. A placeholder in a string literal is replaced by text; one standing alone is
+/// the value, its JSON type kept. Neither is spliced into the expression's source, so a
+/// parameter holding a quote cannot change the expression.
+#[test]
+fn placeholders_in_a_condition_read_params_and_state() {
+    assert_eq!(eval("'${params.env}' == 'prod'"), Ok(true));
+    assert_eq!(
+        eval("#state['plan_output']['risk'] == '${params.env}'"),
+        Ok(false)
+    );
+    assert_eq!(eval("${params.limit} > 3"), Ok(true));
+    assert_eq!(eval("${state.ok}"), Ok(true));
+    assert_eq!(eval("${state.plan_output.score} == 7"), Ok(true));
+    assert_eq!(
+        value("'env=${params.env}, n=${params.limit}'"),
+        json!("env=prod, n=10")
+    );
+    // A missing key is the empty string, as in every template.
+    assert_eq!(value("${params.missing}"), json!(""));
+    assert_eq!(value("'[${state.nope}]'"), json!("[]"));
+    // `$${` writes a literal `${`.
+    assert_eq!(value("'$${params.env}'"), json!("${params.env}"));
+    // A parameter's quote stays in the value.
+    let quoted = json!({"env": "x' or 'a' == 'a"});
+    let c = Condition::parse("'${params.env}' == 'prod'").unwrap();
+    assert_eq!(c.evaluate(&state(), &quoted), Ok(false));
+}
+
+#[test]
+fn a_dollar_brace_that_is_not_a_placeholder_is_a_syntax_error() {
+    for src in ["${HOME} == 'x'", "${params} == 1", "${ params.env } == 'x'"] {
+        let e = parse_err(src);
+        assert_eq!(e.kind, ConditionErrorKind::Syntax, "{src}: {e}");
+        assert!(e.message.contains("${params.<key>}"), "{src}: {e}");
+    }
+    // An event filter reads #event only.
+    let e = Condition::parse_filter("${params.env} == 'x'").unwrap_err();
+    assert_eq!(e.kind, ConditionErrorKind::Sandbox, "{e}");
+}

@@ -255,6 +255,35 @@ states:
     }
 }
 
+/// §2.4: "Any string value in a State spec may contain placeholders", a condition's `if:`
+/// included: `${params.X}` and `${state.X}` there read the run's data like `#params` and
+/// `#state` (in a string literal as text, alone as the value).
+#[tokio::test]
+async fn s2_4_placeholders_in_a_condition_read_params_and_state() {
+    let doc = r##"
+start: route
+parameters:
+  level: { type: string }
+  limit: { type: integer }
+states:
+  route:
+    type: condition_task
+    transitions:
+      - if: "'${params.level}' == 'low' && ${params.limit} > 5"
+        to: low
+      - else: other
+  low: { type: terminal, result: low }
+  other: { type: terminal, result: other }
+"##;
+    let p = project(&[("route", doc)]).await;
+    for (level, limit, expected) in [("low", 9, "low"), ("low", 2, "other"), ("high", 9, "other")] {
+        let v = p
+            .run("route", json!({"level": level, "limit": limit}))
+            .await;
+        assert_eq!(v.result, Some(json!(expected)), "{level} {limit}");
+    }
+}
+
 #[tokio::test]
 async fn s3_4_gate_outcomes_map_per_kind_and_answer() {
     let doc = r#"
