@@ -269,6 +269,7 @@ impl EngineBuilder {
                 heap_trim_threshold: self.heap_trim_threshold,
             },
             heap: Arc::default(),
+            failed_runs: Default::default(),
         });
         if self.recover {
             match store.leases() {

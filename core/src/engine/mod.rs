@@ -3,6 +3,7 @@
 mod builder;
 mod control;
 mod driver;
+mod failed_runs;
 mod heap;
 mod inbox;
 mod key_locks;
@@ -131,6 +132,8 @@ pub(crate) struct EngineInner {
     pub(crate) config: Config,
     /// Returns freed memory to the operating system after large runs.
     pub(crate) heap: Arc<heap::HeapTrimmer>,
+    /// Runs whose commit failed, recovered once the store works again.
+    pub(crate) failed_runs: failed_runs::FailedRuns,
 }
 
 impl EngineInner {

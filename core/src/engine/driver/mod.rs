@@ -295,7 +295,7 @@ impl Driver {
     }
 
     /// A commit failed: nothing of it is durable. Drop all in-memory state, tell waiting
-    /// callers, and recover the run from its journal shortly.
+    /// callers, and recover the run from its journal once the store commits again.
     fn fail_stop(&mut self, error: StoreError) {
         self.attempts.abort_all();
         {
@@ -314,12 +314,7 @@ impl Driver {
         let existed =
             !fenced && self.start.is_some() && self.outbox.next_seq > 0 && !self.is_fresh_failure();
         if existed {
-            let engine = self.engine.clone();
-            let run = self.run_id;
-            tokio::spawn(async move {
-                tokio::time::sleep(std::time::Duration::from_millis(200)).await;
-                engine.recover(run);
-            });
+            self.engine.recover_when_healthy(self.run_id);
         }
     }
 

@@ -82,6 +82,9 @@ impl Driver {
             Ok(None) => return false,
             Err(e) => {
                 tracing::error!(run = %self.run_id, error = %e, "cannot read run summary");
+                if self.store_failing() {
+                    self.engine.recover_when_healthy(self.run_id);
+                }
                 return false;
             }
         };
@@ -90,10 +93,24 @@ impl Driver {
                 self.outbox.journal_bytes = bytes;
                 self.replay(entries, summary)
             }
+            // A store that failed a commit (a full disk) and cannot be read now says nothing
+            // about the journal: the run is loaded again once the store works. Otherwise the
+            // journal is damaged, and the run is blocked.
+            Err(e) if self.store_failing() => {
+                tracing::error!(run = %self.run_id, error = %e, "cannot read the journal");
+                self.engine.recover_when_healthy(self.run_id);
+                false
+            }
             Err(e) => self.unreadable(summary, &e.to_string()),
         };
         drop(permit);
         stays
+    }
+
+    /// Whether the store's last commit failed (a full disk, an I/O error): a read failing now
+    /// may pass with it.
+    fn store_failing(&self) -> bool {
+        self.engine.writer.health() == crate::writer::JournalHealth::CommitFailed
     }
 
     /// The journal cannot be decoded: the run is blocked (visible, with the reason), with the
