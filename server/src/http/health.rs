@@ -66,3 +66,27 @@ pub(crate) async fn healthz(
             .into_response(),
     }
 }
+
+/// An internal error while the store fails to commit (a full disk) is the store's: 503 with
+/// `Retry-After`, saying so, rather than a 500 that suggests a bug. Requests that read the
+/// store fail too while it is in that state (redb refuses it until it is reopened, which the
+/// next health check or run recovery does).
+pub(crate) async fn store_failures(State(state): State<AppState>, response: Response) -> Response {
+    if response.status() != StatusCode::INTERNAL_SERVER_ERROR
+        || state.engine.health() != JournalHealth::CommitFailed
+    {
+        return response;
+    }
+    let mut answer = super::error::ApiError::new(
+        StatusCode::SERVICE_UNAVAILABLE,
+        "MAG-HTTP-STORE-UNAVAILABLE",
+        "the journal store is failing (an I/O error such as a full disk; the server log has the \
+         details); retry once GET /healthz answers 200",
+    )
+    .into_response();
+    answer.headers_mut().insert(
+        axum::http::header::RETRY_AFTER,
+        axum::http::HeaderValue::from_static("5"),
+    );
+    answer
+}

@@ -336,6 +336,10 @@ pub fn router(state: AppState) -> Router {
     router
         .fallback(error::no_route)
         .layer(axum::middleware::map_response(error::framework_errors))
+        .layer(axum::middleware::map_response_with_state(
+            state.clone(),
+            health::store_failures,
+        ))
         .layer(axum::middleware::from_fn_with_state(
             state.clone(),
             metrics::track,

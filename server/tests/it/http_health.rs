@@ -55,8 +55,11 @@ async fn healthz_turns_unhealthy_after_a_failed_commit_and_healthy_once_the_disk
     // The disk refuses every write: the start cannot be journaled.
     faults.fail_next_writes(u32::MAX);
     let failed = start(&client, &base).await;
-    assert_eq!(failed.status(), 500);
+    // The store's failure, not a bug: 503 with a time to retry after.
+    assert_eq!(failed.status(), 503);
+    assert_eq!(failed.headers()["retry-after"], "5");
     let body = failed.text().await.unwrap();
+    assert!(body.contains("MAG-HTTP-STORE-UNAVAILABLE"), "{body}");
     assert!(
         !body.contains(root.to_str().unwrap()),
         "no server path: {body}"

@@ -215,6 +215,11 @@ pub(super) const CODES: &[ErrorCode] = &[
         remedy: "Fix the document at the positions given.",
     },
     ErrorCode {
+        code: "MAG-HTTP-STORE-UNAVAILABLE",
+        meaning: "A request failed while the journal store fails to commit (an I/O error such as a full disk): the store cannot be read or written until it recovers. The answer is 503 with `Retry-After`.",
+        remedy: "Free the disk (or fix the I/O error); once `GET /healthz` answers 200 again, retry. Runs in flight go on by themselves.",
+    },
+    ErrorCode {
         code: "MAG-HTTP-500",
         meaning: "The server or its store failed; the message gives a reference under which the server logs the full error.",
         remedy: "Look up the reference in the server's log; retry once the cause is fixed.",
