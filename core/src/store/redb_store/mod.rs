@@ -161,6 +161,19 @@ fn needs_reopen(e: &StoreError) -> bool {
 fn open_error(e: redb::DatabaseError, path: &Path) -> StoreError {
     match e {
         redb::DatabaseError::DatabaseAlreadyOpen => StoreError::Locked(path.display().to_string()),
+        // A file shorter than its own header says: cut short by a copy or a truncation.
+        redb::DatabaseError::Storage(redb::StorageError::Io(e))
+            if e.kind() == std::io::ErrorKind::UnexpectedEof =>
+        {
+            StoreError::io(std::io::Error::new(
+                e.kind(),
+                format!(
+                    "{} is truncated (it ends before the data its header describes: {e}); \
+                     restore the store from a backup",
+                    path.display()
+                ),
+            ))
+        }
         other => io(other),
     }
 }

@@ -190,6 +190,27 @@ fn a_corrupt_log_row_fails_the_open_with_a_journal_error() {
     assert!(err.to_string().contains("[MAG-JF003]"), "{err}");
 }
 
+/// A store file cut short (a partial copy, a truncation) is named as truncated, with what to
+/// do, rather than as redb's "failed to fill whole buffer".
+#[test]
+fn a_truncated_store_file_is_named_as_truncated() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("j.redb");
+    {
+        let store = RedbStore::open(&path, Durability::Immediate).unwrap();
+        store.commit(&[&batch(RunId::new(), 0..50)]).unwrap();
+    }
+    let file = std::fs::OpenOptions::new().write(true).open(&path).unwrap();
+    file.set_len(100).unwrap();
+    drop(file);
+    let err = RedbStore::open(&path, Durability::Immediate).unwrap_err();
+    let message = err.to_string();
+    assert!(
+        message.contains("is truncated") && message.contains("restore the store from a backup"),
+        "{message}"
+    );
+}
+
 #[test]
 fn a_second_open_of_the_same_file_is_refused_clearly() {
     let dir = tempfile::tempdir().unwrap();
