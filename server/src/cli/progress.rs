@@ -26,8 +26,13 @@ pub(crate) enum Driven {
 
 /// Follows `run` until it settles, printing progress from `follower` (which saw every record
 /// since the run was started or answered, so none is missed).
-pub(crate) async fn drive(run: RunId, mut follower: Follower) -> anyhow::Result<Driven> {
+pub(crate) async fn drive(
+    run: RunId,
+    mut follower: Follower,
+    journaled: &[Entry],
+) -> anyhow::Result<Driven> {
     let mut progress = Progress::new(run);
+    progress.seed(run, journaled);
     let mut interrupts = Interrupts::install()?;
     let interrupt = interrupts.recv();
     tokio::pin!(interrupt);
@@ -106,6 +111,25 @@ impl Progress {
         }
     }
 
+    /// Learns the attempts `entries` (the run's journal so far) show started and not ended, so
+    /// that their results and re-executions are named.
+    fn seed(&mut self, run: RunId, entries: &[Entry]) {
+        for e in entries {
+            match &e.record {
+                Record::TaskStarted {
+                    step, task, name, ..
+                } => {
+                    self.started
+                        .insert((run, *step), (e.at_ms, task.clone(), name.clone()));
+                }
+                Record::TaskResult { step, .. } => {
+                    self.started.remove(&(run, *step));
+                }
+                _ => {}
+            }
+        }
+    }
+
     fn show(&mut self, update: &JournalUpdate) {
         for entry in update.entries.iter() {
             if let Some(line) = self.line(update.run_id, entry) {
@@ -172,10 +196,14 @@ impl Progress {
                 execution,
                 ..
             } => {
-                let name = self
-                    .started
-                    .get(&(run, *step))
-                    .map_or_else(|| format!("#{step}"), |(_, _, name)| name.clone());
+                // The execution's duration counts from its restart.
+                let name = match self.started.get_mut(&(run, *step)) {
+                    Some((t0, _, name)) => {
+                        *t0 = e.at_ms;
+                        name.clone()
+                    }
+                    None => format!("#{step}"),
+                };
                 format!(
                     "  ↻ {name}: attempt {attempt} runs again after recovery (execution {execution})"
                 )

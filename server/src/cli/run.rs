@@ -110,7 +110,10 @@ pub(crate) async fn finish(
     follower: Follower,
     json: bool,
 ) -> anyhow::Result<u8> {
-    match drive(run, follower).await? {
+    // Attempts journaled before this command followed the run (a paused run resumed, a run
+    // answered) are named in the progress by their start.
+    let journaled = backend.journal(run).await.unwrap_or_default();
+    match drive(run, follower, &journaled).await? {
         Driven::Settled(view) => {
             let pending = backend.pending(None).await.unwrap_or_default();
             let dto = match backend.run(run).await {
