@@ -521,7 +521,10 @@ const SUB_RUN_DEPTH: usize = 32;
 async fn waiting_through_sub_runs(engine: &Engine, run: RunId) {
     loop {
         tokio::time::sleep(SUB_RUN_POLL).await;
-        if waits_on_people(engine, run, SUB_RUN_DEPTH) {
+        // A run WAITING, PAUSED or BLOCKED itself settles through its status (a paused run
+        // once its running task has ended).
+        let running = matches!(engine.status(run), Ok(RunStatus::Running));
+        if running && waits_on_people(engine, run, SUB_RUN_DEPTH) {
             return;
         }
     }
@@ -538,27 +541,9 @@ pub(crate) fn waits_on_people(engine: &Engine, run: RunId, depth: usize) -> bool
     let Ok(journal) = engine.journal(run) else {
         return false;
     };
-    let mut tasks = HashSet::new();
-    let mut children = std::collections::HashMap::new();
-    for e in &journal {
-        match &e.record {
-            Record::TaskStarted { step, .. } | Record::TaskRestarted { step, .. } => {
-                tasks.insert(*step);
-            }
-            Record::TaskResult { step, .. } => {
-                tasks.remove(step);
-            }
-            Record::ChildStarted {
-                step, child_run_id, ..
-            } => {
-                children.insert(*step, *child_run_id);
-            }
-            Record::ChildFinished { step, .. } => {
-                children.remove(step);
-            }
-            _ => {}
-        }
-    }
+    let super::pending::Pending {
+        tasks, children, ..
+    } = super::pending::Pending::of(&journal);
     tasks.is_empty()
         && !children.is_empty()
         && children

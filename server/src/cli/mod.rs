@@ -8,6 +8,7 @@ mod graph;
 mod inbox;
 mod journal;
 mod output;
+mod pending;
 mod progress;
 mod resume;
 mod run;

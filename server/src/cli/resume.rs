@@ -7,10 +7,10 @@
 //! returns once every run has been settled for a quiet period of 300 ms without new journal
 //! records, so a run that is between two steps is not mistaken for parked.
 
-use std::collections::{HashMap, HashSet};
+use std::collections::HashMap;
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
-use magrathea_core::{Engine, Entry, Record, RunError, RunId, RunStatus, StoreError};
+use magrathea_core::{Engine, Entry, RunError, RunId, RunStatus, StoreError};
 use magrathea_server::http::runs::RunDto;
 
 use super::output::{errln, is_stdout_closed, print_run};
@@ -119,46 +119,12 @@ fn parked(engine: &Engine, entries: &[Entry]) -> bool {
     let now = SystemTime::now()
         .duration_since(UNIX_EPOCH)
         .map_or(0, |d| d.as_millis() as u64);
-    let mut tasks = HashSet::new();
-    let mut timers = HashMap::new();
-    let mut children = HashMap::new();
-    let mut signals = HashSet::new();
-    for e in entries {
-        match &e.record {
-            Record::TaskStarted { step, attempt, .. } => {
-                tasks.insert((*step, *attempt));
-            }
-            Record::TaskResult { step, attempt, .. } => {
-                tasks.remove(&(*step, *attempt));
-            }
-            Record::TimerSet {
-                step, fire_at_ms, ..
-            } => {
-                timers.insert(*step, *fire_at_ms);
-            }
-            Record::TimerFired { step } | Record::GateAnswered { step, .. } => {
-                timers.remove(step);
-            }
-            Record::ChildStarted {
-                step, child_run_id, ..
-            } => {
-                children.insert(*step, *child_run_id);
-            }
-            Record::ChildFinished { step, .. } => {
-                children.remove(step);
-            }
-            Record::SignalAwaited { step, .. } => {
-                signals.insert(*step);
-            }
-            Record::SignalReceived {
-                step: Some(step), ..
-            }
-            | Record::SignalDelivered { step, .. } => {
-                signals.remove(step);
-            }
-            _ => {}
-        }
-    }
+    let super::pending::Pending {
+        tasks,
+        timers,
+        children,
+        signals,
+    } = super::pending::Pending::of(entries);
     if !tasks.is_empty() || timers.values().any(|&at| at <= now + DUE_SOON_MS) {
         return false;
     }
