@@ -188,54 +188,82 @@ fn a_fold_failing_while_the_disk_is_down_loses_nothing_and_a_reopen_folds_it() {
     assert_whole(&store, run, FOLD_THRESHOLD);
 }
 
+/// An engine on a redb file behind `faults` with the workflow `doubler`, whose one task
+/// (`double`) waits in its first attempt until released, and the run started with 21.
+struct Doubler {
+    _dir: tempfile::TempDir,
+    engine: Engine,
+    run: RunId,
+    /// Attempts of the task so far.
+    calls: Arc<AtomicU32>,
+    /// Released once the first attempt runs.
+    running: Arc<Notify>,
+    /// Ends the first attempt.
+    release: Arc<Notify>,
+}
+
+impl Doubler {
+    async fn start(faults: &DiskFaults) -> Self {
+        let dir = tempfile::tempdir().unwrap();
+        let store =
+            FaultyBackend::open_store(dir.path().join("j.redb"), Durability::Immediate, faults)
+                .unwrap();
+        let calls = Arc::new(AtomicU32::new(0));
+        let (running, release) = (Arc::new(Notify::new()), Arc::new(Notify::new()));
+        let task = {
+            let (calls, running, release) = (calls.clone(), running.clone(), release.clone());
+            TaskRegistration::new("double", TaskOptions::default(), move |v, _| {
+                let (calls, running, release) = (calls.clone(), running.clone(), release.clone());
+                async move {
+                    // The first attempt waits for the test, which breaks the disk meanwhile.
+                    if calls.fetch_add(1, Ordering::SeqCst) == 0 {
+                        running.notify_one();
+                        release.notified().await;
+                    }
+                    Ok(json!(v.as_u64().unwrap_or(0) * 2))
+                }
+            })
+        };
+        let wf = WorkflowRegistration::new("doubler", "1", |ctx, input| async move {
+            let doubled = ctx.task("double", input).await?;
+            Ok(json!({ "doubled": doubled }))
+        });
+        let engine = Engine::builder()
+            .store(Arc::new(store))
+            .task(task)
+            .workflow(wf)
+            .build()
+            .await
+            .unwrap();
+        let run = engine
+            .start(StartRequest::code("doubler", json!(21)))
+            .await
+            .unwrap();
+        Self {
+            _dir: dir,
+            engine,
+            run,
+            calls,
+            running,
+            release,
+        }
+    }
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_run_whose_commit_fails_inside_redb_is_recovered_and_finishes() {
-    let dir = tempfile::tempdir().unwrap();
     let faults = DiskFaults::new();
-    let store =
-        FaultyBackend::open_store(dir.path().join("j.redb"), Durability::Immediate, &faults)
-            .unwrap();
-    let calls = Arc::new(AtomicU32::new(0));
-    let (running, release) = (Arc::new(Notify::new()), Arc::new(Notify::new()));
-    let task = {
-        let (calls, running, release) = (calls.clone(), running.clone(), release.clone());
-        TaskRegistration::new("double", TaskOptions::default(), move |v, _| {
-            let (calls, running, release) = (calls.clone(), running.clone(), release.clone());
-            async move {
-                // The first attempt waits for the test, which breaks the disk meanwhile.
-                if calls.fetch_add(1, Ordering::SeqCst) == 0 {
-                    running.notify_one();
-                    release.notified().await;
-                }
-                Ok(json!(v.as_u64().unwrap_or(0) * 2))
-            }
-        })
-    };
-    let wf = WorkflowRegistration::new("doubler", "1", |ctx, input| async move {
-        let doubled = ctx.task("double", input).await?;
-        Ok(json!({ "doubled": doubled }))
-    });
-    let engine = Engine::builder()
-        .store(Arc::new(store))
-        .task(task)
-        .workflow(wf)
-        .build()
-        .await
-        .unwrap();
-    let run = engine
-        .start(StartRequest::code("doubler", json!(21)))
-        .await
-        .unwrap();
-    running.notified().await;
+    let d = Doubler::start(&faults).await;
+    d.running.notified().await;
     // The commit of the task's result is the next write: it fails inside redb, once.
     faults.fail_next_writes(1);
-    release.notify_one();
-    let view = engine.wait(run).await.unwrap();
+    d.release.notify_one();
+    let view = d.engine.wait(d.run).await.unwrap();
     assert_eq!(view.status, RunStatus::Done);
     assert_eq!(view.result, Some(json!({ "doubled": 42 })));
     assert_eq!(faults.injected(), 1, "the fault was hit");
     assert_eq!(
-        calls.load(Ordering::SeqCst),
+        d.calls.load(Ordering::SeqCst),
         2,
         "the result's commit failed, so the recovered run ran the task again"
     );
@@ -246,56 +274,23 @@ async fn a_run_whose_commit_fails_inside_redb_is_recovered_and_finishes() {
 /// lost, and once the disk works again the run goes on by itself, without a restart.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_run_whose_commits_fail_for_a_while_goes_on_once_the_disk_recovers() {
-    let dir = tempfile::tempdir().unwrap();
     let faults = DiskFaults::new();
-    let store =
-        FaultyBackend::open_store(dir.path().join("j.redb"), Durability::Immediate, &faults)
-            .unwrap();
-    let calls = Arc::new(AtomicU32::new(0));
-    let (running, release) = (Arc::new(Notify::new()), Arc::new(Notify::new()));
-    let task = {
-        let (calls, running, release) = (calls.clone(), running.clone(), release.clone());
-        TaskRegistration::new("double", TaskOptions::default(), move |v, _| {
-            let (calls, running, release) = (calls.clone(), running.clone(), release.clone());
-            async move {
-                if calls.fetch_add(1, Ordering::SeqCst) == 0 {
-                    running.notify_one();
-                    release.notified().await;
-                }
-                Ok(json!(v.as_u64().unwrap_or(0) * 2))
-            }
-        })
-    };
-    let wf = WorkflowRegistration::new("doubler", "1", |ctx, input| async move {
-        let doubled = ctx.task("double", input).await?;
-        Ok(json!({ "doubled": doubled }))
-    });
-    let engine = Engine::builder()
-        .store(Arc::new(store))
-        .task(task)
-        .workflow(wf)
-        .build()
-        .await
-        .unwrap();
-    let run = engine
-        .start(StartRequest::code("doubler", json!(21)))
-        .await
-        .unwrap();
-    running.notified().await;
+    let d = Doubler::start(&faults).await;
+    d.running.notified().await;
     faults.fail_next_writes(u32::MAX);
-    release.notify_one();
+    d.release.notify_one();
     // Several recoveries fail while the disk is full (the first retries come within a second).
     while faults.injected() < 3 {
         tokio::time::sleep(std::time::Duration::from_millis(20)).await;
     }
     tokio::time::sleep(std::time::Duration::from_secs(2)).await;
-    assert_eq!(engine.status(run).unwrap(), RunStatus::Running);
+    assert_eq!(d.engine.status(d.run).unwrap(), RunStatus::Running);
     faults.clear();
-    let view = tokio::time::timeout(std::time::Duration::from_secs(60), engine.wait(run))
+    let view = tokio::time::timeout(std::time::Duration::from_secs(60), d.engine.wait(d.run))
         .await
         .expect("the run goes on once the disk works again")
         .unwrap();
     assert_eq!(view.status, RunStatus::Done);
     assert_eq!(view.result, Some(json!({ "doubled": 42 })));
-    assert_eq!(calls.load(Ordering::SeqCst), 2, "the task ran again once");
+    assert_eq!(d.calls.load(Ordering::SeqCst), 2, "the task ran again once");
 }
