@@ -355,6 +355,15 @@ mod tests {
         Registration::new(&Scope::new("acme", "shop"), TriggerKind::Webhook, name, "x")
     }
 
+    /// The project's newest ten deliveries.
+    fn first_ten(store: &MemoryStore) -> DeliveryPage {
+        let q = DeliveryQuery {
+            limit: 10,
+            ..Default::default()
+        };
+        list(store, "acme", "shop", &q).unwrap()
+    }
+
     fn statuses(page: &DeliveryPage) -> Vec<i64> {
         page.deliveries.iter().map(|d| d.at_ms).collect()
     }
@@ -371,16 +380,7 @@ mod tests {
             .unwrap();
         }
         record(&store, &Delivery::new(&b, DeliveryStatus::Rejected, 2500)).unwrap();
-        let all = list(
-            &store,
-            "acme",
-            "shop",
-            &DeliveryQuery {
-                limit: 10,
-                ..Default::default()
-            },
-        )
-        .unwrap();
+        let all = first_ten(&store);
         assert_eq!(statuses(&all), [5000, 4000, 3000, 2500, 2000, 1000]);
         let q = DeliveryQuery {
             trigger_id: Some(a.id.clone()),
@@ -474,16 +474,7 @@ mod tests {
         let second = Delivery::new(&a, DeliveryStatus::Skipped, 2).reason("overlap");
         record_tick(&store, &first, 60_000).unwrap();
         record_tick(&store, &second, 60_000).unwrap();
-        let all = list(
-            &store,
-            "acme",
-            "shop",
-            &DeliveryQuery {
-                limit: 10,
-                ..Default::default()
-            },
-        )
-        .unwrap();
+        let all = first_ten(&store);
         assert_eq!(all.deliveries.len(), 1);
         assert_eq!(all.deliveries[0].run_id.as_deref(), Some("r1"));
         assert_eq!(all.deliveries[0].tick_ms, Some(60_000));
@@ -497,16 +488,7 @@ mod tests {
         let of_b = Delivery::new(&b, DeliveryStatus::Failed, 1).reason("start_refused");
         record_tick(&store, &of_a, 60_000).unwrap();
         record_tick(&store, &of_b, 60_000).unwrap();
-        let all = list(
-            &store,
-            "acme",
-            "shop",
-            &DeliveryQuery {
-                limit: 10,
-                ..Default::default()
-            },
-        )
-        .unwrap();
+        let all = first_ten(&store);
         let mut triggers: Vec<&str> = all
             .deliveries
             .iter()
