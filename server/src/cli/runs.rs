@@ -365,6 +365,16 @@ fn repeat_request(
 ) -> Result<magrathea_core::StartRequest, u8> {
     let by = super::run::default_user();
     if frozen {
+        // A run started again on its frozen definition is a new start: refused while archived.
+        if project
+            .docs()
+            .is_archived(&project.scope, &start.workflow_name)
+        {
+            let archived = magrathea_yaml::DocumentError::Archived(start.workflow_name.clone());
+            errln!("error: {archived}");
+            errln!("nothing was started");
+            return Err(super::EXIT_INVALID);
+        }
         return Ok(magrathea_core::StartRequest::repeat_of(start).started_by(by));
     }
     runtime

@@ -108,6 +108,7 @@ pub(crate) async fn rerun(
                 .0
         }
         _ => {
+            state.refuse_if_archived(&scope, &original.workflow_name)?;
             let req = StartRequest::repeat_of(&original).started_by(&who.subject);
             let run = state.engine.start(req).await.map_err(ApiError::internal)?;
             state.metrics.run_started("rerun");

@@ -165,7 +165,10 @@ pub(crate) async fn retry(
     let from_state = entry.state.clone();
     let starter = Starter::new(&who.subject);
     let mut req = match which {
-        "frozen" => StartRequest::repeat_of(&original).started_by(&who.subject),
+        "frozen" => {
+            state.refuse_if_archived(&scope, &original.workflow_name)?;
+            StartRequest::repeat_of(&original).started_by(&who.subject)
+        }
         _ => state
             .runtime
             .start_request(

@@ -235,6 +235,19 @@ impl AppState {
         }
     }
 
+    /// 409 `MAG-VR001` when the workflow `name` of `scope` is archived: a run started again on
+    /// its frozen definition is a new start too.
+    pub(crate) fn refuse_if_archived(&self, scope: &Scope, name: &str) -> Result<(), ApiError> {
+        if self.docs().is_archived(scope, name) {
+            return Err(
+                self.start_error(YamlStartError::Document(DocumentError::Archived(
+                    name.to_owned(),
+                ))),
+            );
+        }
+        Ok(())
+    }
+
     pub(crate) fn start_error(&self, e: YamlStartError) -> ApiError {
         match e {
             YamlStartError::Document(DocumentError::UnknownWorkflow { name, .. }) => ApiError::new(

@@ -144,6 +144,11 @@ fn an_archived_workflow_exits_2_on_run_while_a_waiting_run_finishes() {
     );
     let v = json(&p.cli(&["versions", "gate", "--json"]));
     assert_eq!(v["archived"], true);
+    // A rerun on the frozen definition is a new start too.
+    let run = json(&waiting)["workflowRunId"].as_str().unwrap().to_owned();
+    let out = p.cli(&["runs", "rerun", &run, "--frozen"]);
+    assert_eq!(code(&out), 2, "{}", stderr(&out));
+    assert!(stderr(&out).contains("[MAG-VR001]"), "{}", stderr(&out));
 
     // The run started before the archive is answered and finishes.
     let items = json(&p.cli(&["inbox", "list", "--json"]));

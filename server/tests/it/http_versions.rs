@@ -239,6 +239,20 @@ async fn an_archived_workflow_refuses_new_starts_while_a_running_run_finishes() 
     let s = Server::start().await;
     let running = s.start_run("shop", "approve", json!({})).await;
     s.wait_status("shop", &running, &["WAITING"]).await;
+    // A run cancelled before the archive, to retry after it.
+    let stopped = s.start_run("shop", "approve", json!({})).await;
+    s.wait_status("shop", &stopped, &["WAITING"]).await;
+    let r = s
+        .post(
+            &format!("/brain/acme/project/shop/workflows/runs/{stopped}/cancel"),
+            Some(ACME),
+        )
+        .json(&json!({}))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(r.status(), 200);
+    s.wait_status("shop", &stopped, &["CANCELLED"]).await;
 
     let r = post(&s, "approve/archive", ACME_WRITE).await;
     assert_eq!(r.status(), 200);
@@ -288,6 +302,28 @@ async fn an_archived_workflow_refuses_new_starts_while_a_running_run_finishes() 
     assert_eq!(r.status(), 200);
     let v = s.wait_status("shop", &running, &["DONE", "FAILED"]).await;
     assert_eq!(v["result"], "approved", "{v}");
+
+    // Started again on its frozen definition, a run is a new start too: refused.
+    for (run, action, body) in [
+        (&running, "rerun", json!({"definition": "frozen"})),
+        (&running, "rerun", json!({})),
+        (&stopped, "retry", json!({"definition": "frozen"})),
+        (&stopped, "retry", json!({"definition": "current"})),
+    ] {
+        let r = s
+            .post(
+                &format!("/brain/acme/project/shop/workflows/runs/{run}/{action}"),
+                Some(ACME),
+            )
+            .json(&body)
+            .send()
+            .await
+            .unwrap();
+        let status = r.status();
+        let answer: Value = r.json().await.unwrap();
+        assert_eq!(status, 409, "{action} {body}: {answer}");
+        assert_eq!(answer["error"]["code"], "MAG-VR001", "{answer}");
+    }
 
     // Another project of the tenant is not archived by this one's marker.
     let other = s.start_run("lab", "approve", json!({})).await;
