@@ -27,9 +27,50 @@ where
             return Ok(Self(T::default()));
         }
         serde_json::from_slice(&bytes).map(Self).map_err(|e| {
-            ApiError::bad_request("MAG-HTTP-INVALID-JSON", format!("invalid JSON body: {e}"))
+            ApiError::bad_request(
+                "MAG-HTTP-INVALID-JSON",
+                format!("invalid JSON body: {}", plain(&e)),
+            )
         })
     }
+}
+
+/// A JSON error in the words of the API: serde names the type a body maps to (`expected
+/// struct StartBody`, `struct AnswerBody with 4 elements`), which means nothing to a client;
+/// it is "a JSON object".
+pub(crate) fn plain(error: &serde_json::Error) -> String {
+    let text = error.to_string();
+    let mut out = String::with_capacity(text.len());
+    let mut rest = text.as_str();
+    while let Some(at) = rest.find("struct ") {
+        out.push_str(&rest[..at]);
+        let after = &rest[at + "struct ".len()..];
+        let name_end = after
+            .find(|c: char| !c.is_ascii_alphanumeric() && c != '_')
+            .unwrap_or(after.len());
+        if name_end == 0 {
+            out.push_str("struct ");
+            rest = after;
+            continue;
+        }
+        out.push_str("a JSON object");
+        rest = &after[name_end..];
+        // `… with 4 elements`: serde's count of the fields, as if the object were a list.
+        if let Some(tail) = rest.strip_prefix(" with ")
+            && let Some(space) = tail.find(' ')
+            && tail[..space].bytes().all(|b| b.is_ascii_digit())
+            && (tail[space..].starts_with(" elements") || tail[space..].starts_with(" element"))
+        {
+            let word = if tail[space..].starts_with(" elements") {
+                " elements"
+            } else {
+                " element"
+            };
+            rest = &tail[space + word.len()..];
+        }
+    }
+    out.push_str(rest);
+    out
 }
 
 /// The API error of a body that could not be read.
@@ -45,5 +86,35 @@ pub(crate) fn body_error(status: StatusCode, text: String) -> ApiError {
         )
     } else {
         ApiError::new(status, "MAG-HTTP-BODY", text)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[derive(Debug, serde::Deserialize)]
+    #[allow(dead_code)]
+    struct StartBody {
+        params: Option<serde_json::Value>,
+    }
+
+    #[test]
+    fn errors_name_a_json_object_not_a_rust_type() {
+        for (input, expected) in [
+            ("null", "invalid type: null, expected a JSON object"),
+            ("[]", "invalid length 0, expected a JSON object"),
+        ] {
+            let e = serde_json::from_str::<StartBody>(input).unwrap_err();
+            let text = plain(&e);
+            assert!(text.starts_with(expected), "{input}: {text}");
+            assert!(!text.contains("StartBody"), "{text}");
+        }
+        let e = serde_json::from_str::<StartBody>(r#"{"params": 1"#).unwrap_err();
+        assert_eq!(
+            plain(&e),
+            e.to_string(),
+            "other errors are left as they are"
+        );
     }
 }

@@ -120,7 +120,10 @@ async fn session(state: AppState, scope: Scope, who: Principal, socket: WebSocke
             Ok(m) => handle(&state, &scope, &who, m, &out, &mut subscriptions).await,
             Err(e) => Some(error(
                 "",
-                &ApiError::bad_request("MAG-HTTP-INVALID-JSON", format!("invalid message: {e}")),
+                &ApiError::bad_request(
+                    "MAG-HTTP-INVALID-JSON",
+                    format!("invalid message: {}", super::body::plain(&e)),
+                ),
             )),
         };
         if let Some(reply) = reply
