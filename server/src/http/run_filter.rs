@@ -4,7 +4,8 @@
 //! request: when a page stops at that bound before `limit` runs matched, it still carries
 //! a cursor (the last run looked at), and the next page goes on from there.
 //!
-//! `status` is one of the run statuses, in any case; `since` and `until` are RFC 3339
+//! `status` is one of the run statuses, in any case, or several separated by commas
+//! (`status=FAILED,CANCELLED`: either); `since` and `until` are RFC 3339
 //! instants (`2026-05-01T12:00:00Z`) or milliseconds since the epoch, compared with the run's
 //! start time (`since` ≤ start < `until`); `startedBy` is compared with the run's journaled
 //! starter exactly.
@@ -23,7 +24,8 @@ const CHUNK: usize = 500;
 /// The filters of a listing (`None`: not filtered by it).
 #[derive(Debug, Default, Clone)]
 pub(crate) struct Filters {
-    pub(crate) status: Option<RunStatus>,
+    /// The statuses a run may have (empty: any).
+    pub(crate) statuses: Vec<RunStatus>,
     pub(crate) started_by: Option<String>,
     pub(crate) since: Option<u64>,
     pub(crate) until: Option<u64>,
@@ -47,25 +49,27 @@ impl Filters {
         since: Option<&str>,
         until: Option<&str>,
     ) -> Result<Self, ApiError> {
-        let status = match nonempty(status) {
-            None => None,
-            Some(word) => Some(
-                STATUSES
-                    .into_iter()
-                    .find(|s| s.as_str().eq_ignore_ascii_case(word))
-                    .ok_or_else(|| {
-                        ApiError::bad_request(
-                            "MAG-HTTP-UI-INVALID-STATUS",
-                            format!(
-                                "unknown status `{word}`: use one of RUNNING, WAITING, PAUSED, \
-                                 DONE, FAILED, CANCELLED, BLOCKED"
-                            ),
-                        )
-                    })?,
-            ),
-        };
+        let mut statuses = Vec::new();
+        for word in nonempty(status).into_iter().flat_map(|s| s.split(',')) {
+            let word = word.trim();
+            let status = STATUSES
+                .into_iter()
+                .find(|s| s.as_str().eq_ignore_ascii_case(word))
+                .ok_or_else(|| {
+                    ApiError::bad_request(
+                        "MAG-HTTP-UI-INVALID-STATUS",
+                        format!(
+                            "unknown status `{word}`: use one of RUNNING, WAITING, PAUSED, DONE, \
+                             FAILED, CANCELLED, BLOCKED (several separated by commas)"
+                        ),
+                    )
+                })?;
+            if !statuses.contains(&status) {
+                statuses.push(status);
+            }
+        }
         Ok(Self {
-            status,
+            statuses,
             started_by: started_by.filter(|s| !s.is_empty()).map(str::to_owned),
             since: nonempty(since).map(|t| instant("since", t)).transpose()?,
             until: nonempty(until).map(|t| instant("until", t)).transpose()?,
@@ -74,7 +78,7 @@ impl Filters {
 
     /// Whether any filter is set.
     pub(crate) fn any(&self) -> bool {
-        self.status.is_some()
+        !self.statuses.is_empty()
             || self.started_by.is_some()
             || self.since.is_some()
             || self.until.is_some()
@@ -83,8 +87,9 @@ impl Filters {
     /// The query string of the filters (`&status=…`), for the next page's link.
     pub(crate) fn query(&self) -> String {
         let mut q = String::new();
-        if let Some(s) = self.status {
-            q.push_str(&format!("&status={}", s.as_str()));
+        if !self.statuses.is_empty() {
+            let words: Vec<&str> = self.statuses.iter().map(|s| s.as_str()).collect();
+            q.push_str(&format!("&status={}", words.join(",")));
         }
         if let Some(s) = &self.started_by {
             q.push_str(&format!("&startedBy={}", encode(s)));
@@ -100,7 +105,7 @@ impl Filters {
 
     /// Whether `s` passes the filters that its summary answers.
     fn summary_matches(&self, s: &RunSummary) -> bool {
-        self.status.is_none_or(|st| s.status == st)
+        (self.statuses.is_empty() || self.statuses.contains(&s.status))
             && self.since.is_none_or(|t| s.created_ms >= t)
             && self.until.is_none_or(|t| s.created_ms < t)
     }
@@ -323,7 +328,10 @@ mod tests {
             Some("2026-05-01T12:00:00Z"),
         )
         .unwrap();
-        assert_eq!(f.status, Some(RunStatus::Waiting));
+        assert_eq!(f.statuses, [RunStatus::Waiting]);
+        let either = Filters::parse(Some("failed, CANCELLED,failed"), None, None, None).unwrap();
+        assert_eq!(either.statuses, [RunStatus::Failed, RunStatus::Cancelled]);
+        assert_eq!(either.query(), "&status=FAILED,CANCELLED");
         assert_eq!(f.since, Some(1000));
         assert_eq!(f.until, Some(1_777_636_800_000));
         let e = Filters::parse(Some("asleep"), None, None, None).unwrap_err();
