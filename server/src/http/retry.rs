@@ -55,14 +55,7 @@ pub enum NoEntry {
 pub fn entry_of(journal: &[Entry], from: Option<&str>) -> Result<EntryPoint, NoEntry> {
     let target = match from {
         Some(s) => s.to_owned(),
-        None => journal
-            .iter()
-            .rev()
-            .find_map(|e| match &e.record {
-                Record::StateEntered { state, .. } => Some(state.clone()),
-                _ => None,
-            })
-            .ok_or(NoEntry::NoState)?,
+        None => default_state(journal).ok_or(NoEntry::NoState)?,
     };
     let mut vars = Map::new();
     let mut at_entry = None;
@@ -82,6 +75,41 @@ pub fn entry_of(journal: &[Entry], from: Option<&str>) -> Result<EntryPoint, NoE
         state: target,
         vars: Value::Object(vars),
     })
+}
+
+/// The state a retry begins at by default: the last the run entered that is not a `terminal`
+/// of its definition (a run that failed at `outcome: failure` is retried where it went
+/// wrong, not at the terminal that ends it again at once); the last it entered if it entered
+/// no other.
+fn default_state(journal: &[Entry]) -> Option<String> {
+    let definition = journal.iter().find_map(|e| match &e.record {
+        Record::Start(s) => Some((s.workflow_name.clone(), s.definition.clone()?)),
+        _ => None,
+    });
+    let states = definition
+        .and_then(|(name, text)| parse_yaml(&name, &text, &LoadOptions::default()).ok())
+        .and_then(|root| root.get("states").cloned());
+    let is_terminal = |state: &str| {
+        states
+            .as_ref()
+            .and_then(|s| s.get(state))
+            .and_then(|spec| spec.get("type"))
+            .and_then(magrathea_yaml::YamlNode::as_str)
+            == Some("terminal")
+    };
+    let entered: Vec<&str> = journal
+        .iter()
+        .filter_map(|e| match &e.record {
+            Record::StateEntered { state, .. } => Some(state.as_str()),
+            _ => None,
+        })
+        .collect();
+    entered
+        .iter()
+        .rev()
+        .find(|s| !is_terminal(s))
+        .or(entered.last())
+        .map(|s| (*s).to_owned())
 }
 
 /// Whether the YAML document `text` (of workflow `name`) has a state `state`.

@@ -267,3 +267,44 @@ async fn reruns_and_retries_count_as_started_runs_of_their_own_kind() {
         assert!(text.contains(needle), "missing {needle} in:\n{text}");
     }
 }
+
+/// A run that failed at a `terminal` with `outcome: failure` is retried, by default, from the
+/// last state it entered before that terminal: retried at the terminal, it would fail again
+/// at once.
+#[tokio::test]
+async fn a_run_failed_at_a_failure_terminal_is_retried_from_the_state_before_it() {
+    let s = Server::start().await;
+    write(
+        &s.root.join("acme/shop/_vance/workflows/gatekeeper.yaml"),
+        r##"
+start: check
+states:
+  check:
+    type: condition_task
+    transitions:
+      - if: "#params['ok'] == true"
+        to: done
+      - else: refused
+  done: { type: terminal, result: ok }
+  refused: { type: terminal, outcome: failure }
+"##,
+    );
+    let first = s
+        .start_run("shop", "gatekeeper", json!({"ok": false}))
+        .await;
+    let failed = s.wait_status("shop", &first, &["FAILED"]).await;
+    assert_eq!(failed["currentState"], "refused", "{failed}");
+    let (status, body) = retry(&s, &first, json!({"definition": "frozen"}), ACME).await;
+    assert_eq!(status, 202, "{body}");
+    assert_eq!(body["fromState"], "check", "{body}");
+    // Asked for, the terminal itself is where it begins.
+    let (status, body) = retry(
+        &s,
+        &first,
+        json!({"definition": "frozen", "fromState": "refused"}),
+        ACME,
+    )
+    .await;
+    assert_eq!(status, 202, "{body}");
+    assert_eq!(body["fromState"], "refused", "{body}");
+}
