@@ -42,7 +42,7 @@ pub(crate) enum RunsCommand {
         json: bool,
     },
     /// Start a FAILED or CANCELLED YAML run's workflow again from a state (by default the one
-    /// it ended in) with the variables the run had when it entered it, on the current document
+    /// it ended in, or the one before it when that is a `terminal`) with the variables the run had when it entered it, on the current document
     /// or with `--frozen` on the run's own definition; then drive or follow it like `magrathea
     /// run` (same output, same exit codes). Exit 2 when the run cannot be retried so.
     Retry {
