@@ -261,7 +261,16 @@ fn idempotency_key(headers: &HeaderMap) -> Result<Option<String>, ApiError> {
     let Some(value) = headers.get(IDEMPOTENCY_KEY_HEADER) else {
         return Ok(None);
     };
-    let bytes = value.as_bytes();
+    checked_idempotency_key_bytes(value.as_bytes()).map(Some)
+}
+
+/// An idempotency key as a WebSocket start gives it: the header's rules.
+pub(crate) fn checked_idempotency_key(key: &str) -> Result<String, ApiError> {
+    checked_idempotency_key_bytes(key.as_bytes())
+}
+
+/// 1 to [`MAX_IDEMPOTENCY_KEY`] visible ASCII characters, else 400.
+fn checked_idempotency_key_bytes(bytes: &[u8]) -> Result<String, ApiError> {
     if bytes.is_empty()
         || bytes.len() > MAX_IDEMPOTENCY_KEY
         || !bytes.iter().all(u8::is_ascii_graphic)
@@ -275,7 +284,7 @@ fn idempotency_key(headers: &HeaderMap) -> Result<Option<String>, ApiError> {
             ),
         ));
     }
-    Ok(Some(String::from_utf8_lossy(bytes).into_owned()))
+    Ok(String::from_utf8_lossy(bytes).into_owned())
 }
 
 /// `GET …/workflows/runs/{run_id}` → the [`RunDto`].

@@ -80,13 +80,18 @@ struct ClientMessage {
     data: Value,
 }
 
+/// `workflow-start` data: what the HTTP start takes (`params`, `draft`, `startedBy`), with
+/// the workflow's `name` and the `Idempotency-Key` header as `idempotencyKey`.
 #[derive(Debug, Deserialize)]
-#[serde(rename_all = "camelCase")]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
 struct StartData {
     name: String,
     #[serde(default)]
     params: Value,
     started_by: Option<String>,
+    #[serde(default)]
+    draft: bool,
+    idempotency_key: Option<String>,
 }
 
 #[derive(Debug, Deserialize)]
@@ -187,12 +192,19 @@ async fn handle(
                 who.require(ApiScope::Run)?;
                 let data: StartData = serde_json::from_value(message.data).map_err(invalid)?;
                 // The token's subject starts it; a claimed `startedBy` is only recorded.
+                let key = data
+                    .idempotency_key
+                    .as_deref()
+                    .map(super::runs::checked_idempotency_key)
+                    .transpose()?;
                 let starter = super::state::Starter {
                     requested_by: data.started_by,
+                    // The HTTP start's scoping: the same key finds the same run either way.
+                    idempotency_key: key.map(|k| format!("api:{}:{}:{k}", scope.key(), data.name)),
                     ..super::state::Starter::new(&who.subject)
                 };
                 let (run, _) = state
-                    .start_as(scope, &data.name, data.params, &starter, "ws")
+                    .start_from(scope, &data.name, data.params, &starter, "ws", data.draft)
                     .await?;
                 let started = Started {
                     workflow_run_id: run,

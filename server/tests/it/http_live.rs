@@ -152,6 +152,53 @@ async fn a_websocket_client_starts_a_run_and_follows_it() {
     assert!(tokio_tungstenite::connect_async(url).await.is_err());
 }
 
+/// `workflow-start` takes what the HTTP start takes: `draft` runs the project's draft, an
+/// `idempotencyKey` finds the run the same key started before, and an unknown field is refused
+/// rather than ignored.
+#[tokio::test]
+async fn a_websocket_start_runs_a_draft_and_keeps_an_idempotency_key() {
+    let s = Server::start().await;
+    write(
+        &s.root.join("acme/shop/_vance/workflow-drafts/hello.yaml"),
+        "start: done\nstates:\n  done: { type: terminal, result: from-the-draft }\n",
+    );
+    let mut ws = ws_connect(s.addr, ACME).await;
+    let started = |data: Value| json!({"type": "workflow-start", "data": data});
+    send(&mut ws, started(json!({"name": "hello", "draft": true}))).await;
+    let reply = recv(&mut ws).await;
+    let run = reply["data"]["workflowRunId"].as_str().unwrap().to_owned();
+    let v = s.wait_status("shop", &run, &["DONE"]).await;
+    assert_eq!(v["result"], "from-the-draft", "{v}");
+    assert_eq!(v["draft"], true, "{v}");
+
+    let keyed = json!({"name": "hello", "params": {"who": "k"}, "idempotencyKey": "ws-key-1"});
+    send(&mut ws, started(keyed.clone())).await;
+    let first = recv(&mut ws).await["data"]["workflowRunId"].clone();
+    send(&mut ws, started(keyed)).await;
+    let second = recv(&mut ws).await["data"]["workflowRunId"].clone();
+    assert!(first.is_string(), "{first}");
+    assert_eq!(first, second);
+    // The HTTP start with the same key finds the same run.
+    let r = s
+        .post("/brain/acme/project/shop/workflows/hello/start", Some(ACME))
+        .header("Idempotency-Key", "ws-key-1")
+        .json(&json!({"params": {"who": "k"}}))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(r.status(), 200);
+    let body: Value = r.json().await.unwrap();
+    assert_eq!(body["workflowRunId"], first);
+
+    send(&mut ws, started(json!({"name": "hello", "drfat": true}))).await;
+    let e = recv(&mut ws).await;
+    assert_eq!(e["type"], "error", "{e}");
+    assert!(
+        e["data"]["message"].as_str().unwrap().contains("drfat"),
+        "{e}"
+    );
+}
+
 /// A WebSocket message is a request: one over the request body's limit (1 MiB) closes the
 /// connection and starts nothing, as an HTTP body over it answers 413.
 #[tokio::test]
