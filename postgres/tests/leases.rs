@@ -350,3 +350,77 @@ fn two_workers_claiming_at_once_never_both_get_a_run() {
     }
     drop(stores);
 }
+
+/// An answer to a gate of a run that has ended (answered already) is ignored, on the worker
+/// that drove the run and on another: an ended run has no lease, and neither may append to it,
+/// so neither fails for want of one.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_late_answer_to_an_ended_run_is_ignored_on_every_worker() {
+    use std::sync::Arc;
+
+    use magrathea_core::{
+        AnswerAck, Engine, GateAnswer, GateKind, GateSpec, InboxFilter, StartRequest,
+        WorkflowRegistration,
+    };
+
+    let url = cluster().create_database();
+    let workflow = || {
+        WorkflowRegistration::new("ask", "", |ctx, _| async move {
+            let spec = GateSpec {
+                kind: GateKind::Approval,
+                title: "ship?".into(),
+                body: String::new(),
+                options: vec![],
+                assigned_to: "@ops".into(),
+                criticality: "NORMAL".into(),
+                tags: vec![],
+                timeout_ms: None,
+                meta: serde_json::Value::Null,
+            };
+            let outcome = ctx.gate(spec).await;
+            Ok(json!(format!("{outcome:?}")))
+        })
+    };
+    let worker = |name: &str| {
+        let store = PgStore::connect_with(
+            &url,
+            PgOptions {
+                worker: Some(name.into()),
+                ..Default::default()
+            },
+        )
+        .unwrap();
+        Engine::builder()
+            .store(Arc::new(store))
+            .workflow(workflow())
+            .build()
+    };
+    let first = worker("first").await.unwrap();
+    let second = worker("second").await.unwrap();
+    let run = first
+        .start(StartRequest::code("ask", serde_json::Value::Null))
+        .await
+        .unwrap();
+    assert_eq!(
+        first.wait_settled(run).await.unwrap().status,
+        RunStatus::Waiting
+    );
+    let item = first.inbox(InboxFilter::Pending).unwrap()[0].id.clone();
+    assert_eq!(
+        first
+            .answer_gate(&item, GateAnswer::reject())
+            .await
+            .unwrap(),
+        AnswerAck::Applied
+    );
+    assert_eq!(first.wait(run).await.unwrap().status, RunStatus::Done);
+    for engine in [&first, &second] {
+        assert_eq!(
+            engine
+                .answer_gate(&item, GateAnswer::approve())
+                .await
+                .unwrap(),
+            AnswerAck::Ignored
+        );
+    }
+}

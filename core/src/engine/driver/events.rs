@@ -75,6 +75,13 @@ impl Driver {
                 answer,
                 reply,
             } => match self.state.answer(step, answer) {
+                // A run that has ended on a store several workers share has no lease, so
+                // nobody may append to it: the late answer is told it was ignored, unjournaled.
+                Ok((_, ack))
+                    if self.state.is_terminal() && self.engine.store.leases().is_some() =>
+                {
+                    drop(reply.send(Ok(ack)));
+                }
                 Ok((record, ack)) => {
                     self.append_apply(record);
                     self.outbox.replies.push(Reply::Answer(reply, ack));
