@@ -20,7 +20,36 @@ const POOL_SIZE: usize = 8;
 
 /// A PostgreSQL error (or a pool's) as a [`StoreError::Io`].
 pub(crate) fn pg(e: impl std::error::Error + Send + Sync + 'static) -> StoreError {
-    StoreError::io(e)
+    StoreError::io(Chain(Box::new(e)))
+}
+
+/// A driver or pool error shown with its causes: the pool says only "Error occurred while
+/// creating a new object: db error", its source says "password authentication failed for user
+/// …" or "Connection refused". The error itself stays the source, for callers that look.
+#[derive(Debug)]
+struct Chain(Box<dyn std::error::Error + Send + Sync>);
+
+impl std::fmt::Display for Chain {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let mut shown = self.0.to_string();
+        let mut cause = self.0.source();
+        while let Some(c) = cause {
+            let text = c.to_string();
+            // Wrappers often repeat their source's text: each part once.
+            if !text.is_empty() && !shown.contains(&text) {
+                shown.push_str(": ");
+                shown.push_str(&text);
+            }
+            cause = c.source();
+        }
+        f.write_str(&shown)
+    }
+}
+
+impl std::error::Error for Chain {
+    fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
+        Some(self.0.as_ref())
+    }
 }
 
 /// How a worker holds runs on a shared database (see [`PgStore::connect_with`]).
@@ -127,7 +156,14 @@ impl PgStore {
         let migrating = pool.clone();
         bridge
             .run(async move { crate::schema::migrate(&migrating).await })
-            .map_err(|e| StoreError::io(format!("PostgreSQL at {shown}: {e}")))?;
+            .map_err(|e| {
+                // The store error's code is the outer one's: its text alone here.
+                let why = match &e {
+                    StoreError::Io(source) => source.to_string(),
+                    other => other.to_string(),
+                };
+                StoreError::io(format!("PostgreSQL at {shown}: {why}"))
+            })?;
         let worker = options.worker.clone().unwrap_or_else(worker_name);
         let inner = Arc::new(Inner {
             pool,
@@ -183,18 +219,34 @@ fn worker_name() -> String {
     format!("{host}:{}:{}", std::process::id(), &random[..8])
 }
 
-/// `url` with the password, if any, replaced by `***` (for messages and logs).
+/// `url` with the password, if any, replaced by `***` (for messages and logs): the one in the
+/// user info (up to the last `@`, since a password may hold `@`, `/` or `?` as written) and a
+/// `password=` query parameter.
 pub fn redact(url: &str) -> String {
     let Some((scheme, rest)) = url.split_once("://") else {
         return url.to_owned();
     };
-    let Some((auth, host)) = rest.split_once('@') else {
-        return url.to_owned();
+    let rest = match rest.rsplit_once('@') {
+        Some((userinfo, host)) => match userinfo.split_once(':') {
+            Some((user, _)) => format!("{user}:***@{host}"),
+            None => rest.to_owned(),
+        },
+        None => rest.to_owned(),
     };
-    match auth.split_once(':') {
-        Some((user, _)) => format!("{scheme}://{user}:***@{host}"),
-        None => url.to_owned(),
-    }
+    let rest = match rest.split_once('?') {
+        Some((path, query)) => {
+            let params: Vec<String> = query
+                .split('&')
+                .map(|p| match p.split_once('=') {
+                    Some((key, _)) if key.eq_ignore_ascii_case("password") => format!("{key}=***"),
+                    _ => p.to_owned(),
+                })
+                .collect();
+            format!("{path}?{}", params.join("&"))
+        }
+        None => rest,
+    };
+    format!("{scheme}://{rest}")
 }
 
 pub(crate) fn uuid(run: RunId) -> Uuid {
@@ -399,5 +451,61 @@ fn prefix_bounds(prefix: Option<&str>) -> (Option<String>, Option<String>) {
     match prefix.filter(|p| !p.is_empty()) {
         Some(p) => (Some(p.to_owned()), prefix_end(p)),
         None => (None, None),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::{pg, redact};
+
+    /// A pool error whose text says nothing without its cause.
+    #[derive(Debug)]
+    struct Pool(std::io::Error);
+
+    impl std::fmt::Display for Pool {
+        fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+            f.write_str("Error occurred while creating a new object: error connecting to server")
+        }
+    }
+
+    impl std::error::Error for Pool {
+        fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
+            Some(&self.0)
+        }
+    }
+
+    #[test]
+    fn a_driver_error_is_shown_with_its_cause() {
+        let refused =
+            std::io::Error::new(std::io::ErrorKind::ConnectionRefused, "Connection refused");
+        let shown = pg(Pool(refused)).to_string();
+        assert!(
+            shown.ends_with("error connecting to server: Connection refused"),
+            "{shown}"
+        );
+        assert_eq!(shown.matches("[MAG-ST001]").count(), 1, "{shown}");
+    }
+
+    #[test]
+    fn a_redacted_url_holds_no_part_of_its_password() {
+        for (url, shown) in [
+            (
+                "postgres://mag:s3cret@db:5432/mag",
+                "postgres://mag:***@db:5432/mag",
+            ),
+            // A password with `@` (or `/`) as written: all of it goes.
+            (
+                "postgres://mag:Wr@ng@PW@127.0.0.1:5433/mag",
+                "postgres://mag:***@127.0.0.1:5433/mag",
+            ),
+            ("postgres://mag:a/b@db/mag", "postgres://mag:***@db/mag"),
+            (
+                "postgres://mag@db/mag?sslmode=disable&password=WrongPW123",
+                "postgres://mag@db/mag?sslmode=disable&password=***",
+            ),
+            ("postgres://db/mag", "postgres://db/mag"),
+        ] {
+            assert_eq!(redact(url), shown, "{url}");
+        }
     }
 }
