@@ -187,17 +187,22 @@ impl AppState {
         } else {
             params.clone()
         };
+        // With a key, the run gets an id chosen here: a start whose key another start took
+        // meanwhile (in this process, or on another worker) returns that start's run, and only
+        // the caller whose id it is created it.
+        let chosen = starter.idempotency_key.as_ref().map(|_| RunId::new());
+        let apply = |r: StartRequest| StartRequest {
+            run_id: chosen.or(r.run_id),
+            ..starter.apply(r)
+        };
         let started = if draft {
-            match self
-                .runtime
-                .draft_request(scope, name, yaml_params, |r| starter.apply(r))
-            {
+            match self.runtime.draft_request(scope, name, yaml_params, apply) {
                 Ok(req) => self.engine.start(req).await.map_err(YamlStartError::from),
                 Err(e) => Err(e),
             }
         } else {
             self.runtime
-                .start_with(&self.engine, scope, name, yaml_params, |r| starter.apply(r))
+                .start_with(&self.engine, scope, name, yaml_params, apply)
                 .await
         };
         let run = match started {
@@ -205,26 +210,23 @@ impl AppState {
             Err(e @ YamlStartError::Document(DocumentError::UnknownWorkflow { .. })) => {
                 // No document of that name: a registered code workflow, else the document
                 // error as it always was.
-                match self.start_code(scope, name, params, starter).await? {
+                let request = apply(StartRequest::code(name, params).scope(scope.key()));
+                match self.start_code(request).await? {
                     Some(run) => run,
                     None => return Err(self.start_error(e)),
                 }
             }
             Err(e) => return Err(self.start_error(e)),
         };
-        self.metrics.run_started(trigger);
-        Ok((run, true))
+        let created = chosen.is_none_or(|id| id == run);
+        if created {
+            self.metrics.run_started(trigger);
+        }
+        Ok((run, created))
     }
 
-    /// Starts the registered code workflow `name` in `scope`; `None` when there is none.
-    async fn start_code(
-        &self,
-        scope: &Scope,
-        name: &str,
-        input: Value,
-        starter: &Starter,
-    ) -> Result<Option<RunId>, ApiError> {
-        let request = starter.apply(StartRequest::code(name, input).scope(scope.key()));
+    /// Starts the registered code workflow of `request`; `None` when there is none.
+    async fn start_code(&self, request: StartRequest) -> Result<Option<RunId>, ApiError> {
         match self.engine.start(request).await {
             Ok(run) => Ok(Some(run)),
             Err(StartError::UnknownWorkflow(_)) => Ok(None),

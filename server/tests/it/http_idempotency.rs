@@ -57,6 +57,29 @@ async fn the_same_key_starts_one_run_and_returns_it_again() {
     assert_ne!(hello, run);
 }
 
+/// Starts with one key at the same moment: one caller is told it created the run (201), every
+/// other gets it back (200), as a later start would.
+#[tokio::test]
+async fn of_starts_racing_with_one_key_only_one_is_told_it_created_the_run() {
+    let s = Server::start().await;
+    let answers = futures::future::join_all(
+        (0..16).map(|_| start(&s, "acme", ACME, "approve", "racing-key")),
+    )
+    .await;
+    let created = answers.iter().filter(|(status, _)| *status == 201).count();
+    assert_eq!(created, 1, "{answers:?}");
+    assert!(
+        answers
+            .iter()
+            .all(|(status, _)| *status == 201 || *status == 200)
+    );
+    assert!(
+        answers.iter().all(|(_, run)| *run == answers[0].1),
+        "{answers:?}"
+    );
+    assert_eq!(runs(&s, "acme", ACME).await, 1);
+}
+
 #[tokio::test]
 async fn tenants_with_the_same_key_get_their_own_runs() {
     let s = Server::start().await;
