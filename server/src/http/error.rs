@@ -87,18 +87,14 @@ impl ApiError {
     }
 }
 
-/// A reference unique within this process and unlikely to repeat across restarts: the
-/// process's start time and a counter.
+/// A reference unique within this process and unlikely to repeat across restarts or across
+/// the workers of one store: 32 random bits drawn when the process first needs one, and a
+/// counter.
 fn next_reference() -> String {
-    static STARTED: std::sync::OnceLock<u64> = std::sync::OnceLock::new();
+    static PROCESS: std::sync::OnceLock<u32> = std::sync::OnceLock::new();
     static NEXT: AtomicU64 = AtomicU64::new(1);
-    let started = *STARTED.get_or_init(|| {
-        std::time::SystemTime::now()
-            .duration_since(std::time::UNIX_EPOCH)
-            .map(|d| d.as_secs())
-            .unwrap_or_default()
-    });
-    format!("E{started:x}-{}", NEXT.fetch_add(1, Ordering::Relaxed))
+    let process = *PROCESS.get_or_init(|| uuid::Uuid::new_v4().as_u128() as u32);
+    format!("E{process:08x}-{}", NEXT.fetch_add(1, Ordering::Relaxed))
 }
 
 impl std::fmt::Display for ApiError {
