@@ -58,9 +58,9 @@ pub(crate) async fn healthz(
             StatusCode::SERVICE_UNAVAILABLE,
             Json(json!({
                 "status": "unhealthy",
-                "reason": "the journal store failed to commit (an I/O error such as a full \
-                           disk; the server log has the details); runs cannot start or advance \
-                           until it recovers",
+                "reason": "the journal store failed to commit (an I/O error: a full disk, a \
+                           database that cannot be reached; the server log has the details); \
+                           runs cannot start or advance until it recovers",
             })),
         )
             .into_response(),
@@ -80,8 +80,8 @@ pub(crate) async fn store_failures(State(state): State<AppState>, response: Resp
     let mut answer = super::error::ApiError::new(
         StatusCode::SERVICE_UNAVAILABLE,
         "MAG-HTTP-STORE-UNAVAILABLE",
-        "the journal store is failing (an I/O error such as a full disk; the server log has the \
-         details); retry once GET /healthz answers 200",
+        "the journal store is failing (an I/O error: a full disk, a database that cannot be \
+         reached; the server log has the details); retry once GET /healthz answers 200",
     )
     .into_response();
     answer.headers_mut().insert(
