@@ -312,7 +312,7 @@ pub fn replace_scope(
         total: regs.len(),
         ..Resynced::default()
     };
-    let regs = claim_webhook_tokens(catalog, regs)?;
+    let regs = claim_webhook_tokens(catalog, scope, regs)?;
     for reg in &regs {
         let key = reg.key();
         let mut stored = reg.clone();
@@ -352,14 +352,18 @@ pub fn replace_scope(
     Ok(report)
 }
 
-/// Gives each webhook of `regs` its path token unless another webhook holds it: a trigger
-/// registered with it before (of any project or tenant), or, among `regs`, one whose key sorts
-/// first. A webhook whose token is taken is registered with `[MAG-TR003]` and without the
-/// token, so it answers nothing and the holder keeps answering.
+/// Gives each webhook of `regs` (all of `scope`, replacing its registrations) its path token
+/// unless another webhook holds it: one of another project or tenant registered with it
+/// before, or, among `regs`, the one holding it now, else the one whose key sorts first. A
+/// holder of `scope` that `regs` no longer has (a removed or renamed document) holds nothing.
+/// A webhook whose token is taken is registered with `[MAG-TR003]` and without the token, so
+/// it answers nothing and the holder keeps answering.
 fn claim_webhook_tokens(
     catalog: &dyn Catalog,
+    scope: &Scope,
     regs: &[Registration],
 ) -> Result<Vec<Registration>, StoreError> {
+    let own = format!("{}/{}/", scope.tenant, scope.project);
     let mut out = regs.to_vec();
     // The webhook holding its token keeps it; the others claim in key order.
     let mut order = Vec::with_capacity(out.len());
@@ -380,14 +384,13 @@ fn claim_webhook_tokens(
             Some((_, holder)) => Some(holder.clone()),
             None => by_webhook_token(catalog, &hash)?
                 .map(|r| r.key())
-                .filter(|holder| *holder != key && regs.iter().all(|r| r.key() != *holder)),
+                .filter(|holder| !holder.starts_with(&own)),
         };
         match holder {
             Some(holder) => {
                 let reg = &mut out[i];
                 reg.webhook_token_sha256 = None;
-                let (tenant, project) = (&reg.tenant, &reg.project);
-                let same_project = holder.starts_with(&format!("{tenant}/{project}/"));
+                let same_project = holder.starts_with(&own);
                 reg.error = Some(format!(
                     "[MAG-TR003] the webhook's path token is already the path token of {}; \
                      give each webhook a token of its own",

@@ -564,3 +564,30 @@ async fn two_webhooks_of_one_project_sharing_a_token_keep_the_first() {
     resync(&server, "acme", ACME).await;
     assert_eq!(deliver(&server, &token).await, 202);
 }
+
+/// A document renamed between two resyncs keeps its webhook: the token's holder is gone from
+/// the project, so the renamed document takes it over.
+#[tokio::test]
+async fn a_renamed_event_document_keeps_its_webhook() {
+    let token = format!("open{PATH_TOKEN}");
+    let server = Server::start().await;
+    let vance = server.root.join("acme/shop/_vance");
+    write(&vance.join("workflows/quick.yaml"), QUICK);
+    write(
+        &vance.join("settings.yaml"),
+        &format!("webhooks:\n  open:\n    path: {token}\n"),
+    );
+    write(&vance.join("events/open.yaml"), OPEN);
+    resync(&server, "acme", ACME).await;
+    std::fs::rename(
+        vance.join("events/open.yaml"),
+        vance.join("events/renamed.yaml"),
+    )
+    .unwrap();
+    resync(&server, "acme", ACME).await;
+    assert_eq!(
+        webhooks(&server, "acme", ACME).await,
+        vec![("renamed".to_owned(), true, String::new())]
+    );
+    assert_eq!(deliver(&server, &token).await, 202);
+}
