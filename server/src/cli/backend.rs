@@ -21,6 +21,7 @@ use tokio::sync::broadcast::{self, error::RecvError, error::TryRecvError};
 
 use super::control::client::{OwnerClient, RemoteFollower};
 use super::output::errln;
+use super::pending::Pending;
 
 /// The store a command works on.
 #[derive(Debug)]
@@ -519,36 +520,55 @@ const SUB_RUN_DEPTH: usize = 32;
 /// gate, an operator's resume, fixed code): the run stays `RUNNING`, as its own status says,
 /// but nothing moves until someone answers, so a command driving it stops there.
 async fn waiting_through_sub_runs(engine: &Engine, run: RunId) {
+    // The run's journal is read once, then only its new records at each look.
+    let mut pending = Pending::default();
+    let mut next = 0;
     loop {
         tokio::time::sleep(SUB_RUN_POLL).await;
         // A run WAITING, PAUSED or BLOCKED itself settles through its status (a paused run
         // once its running task has ended).
-        let running = matches!(engine.status(run), Ok(RunStatus::Running));
-        if running && waits_on_people(engine, run, SUB_RUN_DEPTH) {
+        if !matches!(engine.status(run), Ok(RunStatus::Running))
+            || !read_on(engine, run, &mut pending, &mut next)
+        {
+            continue;
+        }
+        if waits_only_on_people(engine, &pending, SUB_RUN_DEPTH) {
             return;
         }
     }
 }
 
-/// Whether `run` waits on people: `WAITING`, `PAUSED` or `BLOCKED`, or `RUNNING` with no task
-/// attempt running and only sub-runs pending, each of which waits on people.
-pub(crate) fn waits_on_people(engine: &Engine, run: RunId, depth: usize) -> bool {
-    match engine.status(run) {
-        Ok(RunStatus::Waiting | RunStatus::Paused | RunStatus::Blocked) => return true,
-        Ok(RunStatus::Running) if depth > 0 => {}
-        _ => return false,
+/// Takes the records of `run` from seq `next` on into `pending`; false when they cannot be
+/// read now.
+fn read_on(engine: &Engine, run: RunId, pending: &mut Pending, next: &mut u64) -> bool {
+    loop {
+        match engine.journal_page(run, *next, 4096, 1 << 20) {
+            Ok(page) if page.is_empty() => return true,
+            Ok(page) => {
+                *next = page.last().map_or(*next, |e| e.seq + 1);
+                pending.apply(&page);
+            }
+            Err(_) => return false,
+        }
     }
-    let Ok(journal) = engine.journal(run) else {
-        return false;
-    };
-    let super::pending::Pending {
-        tasks, children, ..
-    } = super::pending::Pending::of(&journal);
-    tasks.is_empty()
-        && !children.is_empty()
-        && children
+}
+
+/// Whether a `RUNNING` run with `pending` steps waits only on people: no task attempt runs,
+/// and it waits on sub-runs only, each `WAITING`, `PAUSED` or `BLOCKED` or (down to `depth`)
+/// waiting only on people itself.
+fn waits_only_on_people(engine: &Engine, pending: &Pending, depth: usize) -> bool {
+    pending.tasks.is_empty()
+        && !pending.children.is_empty()
+        && pending
+            .children
             .values()
-            .all(|child| waits_on_people(engine, *child, depth - 1))
+            .all(|child| match engine.status(*child) {
+                Ok(RunStatus::Waiting | RunStatus::Paused | RunStatus::Blocked) => true,
+                Ok(RunStatus::Running) if depth > 0 => engine
+                    .journal(*child)
+                    .is_ok_and(|j| waits_only_on_people(engine, &Pending::of(&j), depth - 1)),
+                _ => false,
+            })
 }
 
 /// The seq the run's next record gets (0 for a run with no journal).

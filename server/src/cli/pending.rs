@@ -22,6 +22,13 @@ impl Pending {
     /// What `entries` (a run's journal, in order) leave pending.
     pub(crate) fn of(entries: &[Entry]) -> Self {
         let mut p = Self::default();
+        p.apply(entries);
+        p
+    }
+
+    /// Takes in the run's next `entries`, in journal order.
+    pub(crate) fn apply(&mut self, entries: &[Entry]) {
+        let p = self;
         for e in entries {
             match &e.record {
                 Record::TaskStarted { step, .. } | Record::TaskRestarted { step, .. } => {
@@ -58,6 +65,5 @@ impl Pending {
                 _ => {}
             }
         }
-        p
     }
 }
