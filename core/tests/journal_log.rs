@@ -247,6 +247,14 @@ fn a_damaged_frame_before_intact_ones_is_refused_and_a_damaged_last_frame_is_cut
     assert!(text.starts_with("[MAG-JF003]"), "{text}");
     assert!(text.contains("damaged, not torn"), "{text}");
 
+    // A flipped bit in the second frame's length: where the frame ends is lost, yet the frames
+    // after it lie intact further on. The open refuses as well.
+    let mut length = clean.clone();
+    length[bounds[1] + 1] ^= 0x01;
+    std::fs::write(log_of(&path), &length).unwrap();
+    let err = RedbStore::open(&path, Durability::Immediate).unwrap_err();
+    assert!(err.to_string().contains("damaged, not torn"), "{err}");
+
     // The same flip in the last frame cannot be told from a torn write: the log ends before it.
     let mut last = clean.clone();
     last[bounds[3] + HEADER + 20] ^= 0x04;

@@ -58,8 +58,8 @@ impl Inner {
             Wal::read_all(&*files[0]).map_err(io_error)?,
             Wal::read_all(&*files[1]).map_err(io_error)?,
         ];
-        let mut frames = frame::scan(&contents[0])?.frames;
-        frames.extend(frame::scan(&contents[1])?.frames);
+        let mut frames = frame::scan(&contents[0], left.checkpoint)?.frames;
+        frames.extend(frame::scan(&contents[1], left.checkpoint)?.frames);
         frames.retain(|f| f.lsn > left.checkpoint);
         frames.sort_by_key(|f| f.lsn);
         for (expected, f) in (left.checkpoint + 1..).zip(frames) {

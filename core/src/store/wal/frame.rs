@@ -11,9 +11,15 @@
 //! A scan reads frames from the header on while each is whole, passes its checksum and carries
 //! the next LSN. The first frame that does not is the end of the log: a frame torn by a crash,
 //! zeros of the preallocated tail, or a frame left from before the log was rewound (its LSN is
-//! lower). One case is not an end but damage: a frame that fails its checksum although the frame
-//! after it is intact and carries the next LSN, so records acknowledged after it would be lost.
-//! The scan refuses such a log instead of cutting it short.
+//! lower).
+//!
+//! One case is not an end but damage: an intact frame lies past the end and carries an LSN
+//! above both the last frame scanned and the store's checkpoint. Frames are written one per
+//! commit, in LSN order, each synced before the next is written, and a segment is rewound only
+//! once every frame in it is at or below the checkpoint. So such a frame was written after the
+//! one at the end had been acknowledged: the end is a damaged frame (a flipped bit in its
+//! payload or in its length), and stopping there would lose acknowledged records. The scan
+//! refuses such a log instead of cutting it short.
 
 use crate::codec::DecodeError;
 
@@ -68,9 +74,10 @@ pub(crate) struct Scanned<'a> {
     pub(crate) end: usize,
 }
 
-/// Reads the frames of a whole log file (see the module documentation). An empty or all-zero
-/// header is a log that was never written; any other header that is not [`MAGIC`] is refused.
-pub(crate) fn scan(log: &[u8]) -> Result<Scanned<'_>, DecodeError> {
+/// Reads the frames of a whole log file (see the module documentation); `checkpoint` is the
+/// LSN of the last frame the store has folded. An empty or all-zero header is a log that was
+/// never written; any other header that is not [`MAGIC`] is refused.
+pub(crate) fn scan(log: &[u8], checkpoint: u64) -> Result<Scanned<'_>, DecodeError> {
     let mut scanned = Scanned {
         frames: Vec::new(),
         end: MAGIC.len(),
@@ -86,42 +93,44 @@ pub(crate) fn scan(log: &[u8]) -> Result<Scanned<'_>, DecodeError> {
     }
     let mut offset = MAGIC.len();
     let mut expected: Option<u64> = None;
-    loop {
-        match frame_at(log, offset) {
-            Some((frame, next)) if expected.is_none_or(|e| frame.lsn == e) => {
-                expected = Some(frame.lsn + 1);
-                scanned.frames.push(frame);
-                offset = next;
-            }
-            Some(_) => break, // an intact frame from before a rewind: the end
-            None => {
-                if let Some(e) = expected
-                    && damaged_before(log, offset, e)
-                {
-                    return Err(DecodeError::Corrupt(
-                        "a journal log frame fails its checksum but frames after it are intact: \
-                         the log is damaged, not torn; restore the store from a backup",
-                    ));
-                }
-                break;
-            }
-        }
+    // The end: a frame that is not intact, or an intact one from before a rewind.
+    while let Some((frame, next)) = frame_at(log, offset)
+        && expected.is_none_or(|e| frame.lsn == e)
+    {
+        expected = Some(frame.lsn + 1);
+        scanned.frames.push(frame);
+        offset = next;
+    }
+    let last = expected.map_or(0, |e| e - 1);
+    if acknowledged_past(log, offset, last.max(checkpoint)) {
+        return Err(DecodeError::Corrupt(
+            "a journal log frame is damaged but frames written after it are intact: the log is \
+             damaged, not torn; restore the store from a backup",
+        ));
     }
     scanned.end = offset;
     Ok(scanned)
 }
 
-/// Whether the frame at `offset`, which should carry `lsn` but is not intact, is followed by an
-/// intact frame carrying `lsn + 1` (so it is damage, not a torn end).
-fn damaged_before(log: &[u8], offset: usize, lsn: u64) -> bool {
-    let Some(header) = log.get(offset..offset + HEADER) else {
+/// Whether an intact frame carrying an LSN above `above` starts at `from` or after it.
+fn acknowledged_past(log: &[u8], from: usize, above: u64) -> bool {
+    // Past the last byte that is not zero there is no frame (the preallocated tail).
+    let Some(last_byte) = log.iter().rposition(|&b| b != 0) else {
         return false;
     };
-    let len = u32::from_le_bytes(header[0..4].try_into().unwrap_or_default()) as usize;
-    let Some(next) = (offset + HEADER).checked_add(len) else {
+    let Some(candidates) = log.get(from..=last_byte) else {
         return false;
     };
-    frame_at(log, next).is_some_and(|(frame, _)| frame.lsn == lsn + 1)
+    (0..candidates.len())
+        .filter(|&i| {
+            // The LSN field first: most offsets fail this before a checksum is computed.
+            candidates
+                .get(i + 8..i + HEADER)
+                .and_then(|b| b.try_into().ok())
+                .map(u64::from_le_bytes)
+                .is_some_and(|lsn| lsn > above)
+        })
+        .any(|i| frame_at(log, from + i).is_some_and(|(frame, _)| frame.lsn > above))
 }
 
 #[cfg(test)]
@@ -160,7 +169,7 @@ mod tests {
             )
         );
         let whole = log(&[f]);
-        let scanned = scan(&whole).unwrap();
+        let scanned = scan(&whole, 0).unwrap();
         assert_eq!(
             scanned.frames,
             [Frame {
@@ -176,18 +185,18 @@ mod tests {
         let whole = log(&[frame(1, b"one"), frame(2, b"two"), frame(3, b"three")]);
         let first_two = MAGIC.len() + 2 * HEADER + 6;
         for cut in first_two..whole.len() {
-            let scanned = scan(&whole[..cut]).unwrap();
+            let scanned = scan(&whole[..cut], 0).unwrap();
             assert_eq!(scanned.frames.len(), 2, "cut at {cut}");
             assert_eq!(scanned.end, first_two);
         }
         let mut zeros = whole.clone();
         zeros.extend_from_slice(&[0; 64]);
-        assert_eq!(scan(&zeros).unwrap().frames.len(), 3);
+        assert_eq!(scan(&zeros, 0).unwrap().frames.len(), 3);
         // A rewound log: frames 8 and 9 over the old 1..3; old frame 3 follows and ends it.
         let mut rewound = whole.clone();
         let new = [frame(8, b"eight"), frame(9, b"nine")].concat();
         rewound[MAGIC.len()..MAGIC.len() + new.len()].copy_from_slice(&new);
-        let lsns: Vec<u64> = scan(&rewound)
+        let lsns: Vec<u64> = scan(&rewound, 0)
             .unwrap()
             .frames
             .iter()
@@ -201,19 +210,58 @@ mod tests {
         let mut damaged = log(&[frame(1, b"one"), frame(2, b"two"), frame(3, b"three")]);
         let in_frame_two = MAGIC.len() + HEADER + 3 + HEADER + 1;
         damaged[in_frame_two] ^= 0x10;
-        let err = scan(&damaged).unwrap_err();
+        let err = scan(&damaged, 0).unwrap_err();
         assert!(err.to_string().contains("damaged, not torn"), "{err}");
         // The same flip in the last frame is indistinguishable from a torn write: the end.
         let mut last = log(&[frame(1, b"one"), frame(2, b"two")]);
         let n = last.len();
         last[n - 1] ^= 0x10;
-        assert_eq!(scan(&last).unwrap().frames.len(), 1);
+        assert_eq!(scan(&last, 0).unwrap().frames.len(), 1);
+    }
+
+    #[test]
+    fn a_damaged_length_or_first_frame_is_refused_when_later_frames_are_intact() {
+        let clean = log(&[frame(1, b"one"), frame(2, b"two"), frame(3, b"three")]);
+        let second = MAGIC.len() + HEADER + 3;
+        // The second frame's length field is hit: its end cannot be found from it, but frame 3
+        // lies intact further on.
+        for bit in [0x01, 0x10, 0x80] {
+            let mut damaged = clean.clone();
+            damaged[second] ^= bit;
+            let err = scan(&damaged, 0).unwrap_err();
+            assert!(err.to_string().contains("damaged, not torn"), "bit {bit}: {err}");
+        }
+        let mut damaged = clean.clone();
+        damaged[second + 3] ^= 0x40; // the top byte: a length past the end of the file
+        assert!(scan(&damaged, 0).is_err());
+        // The first frame is hit: nothing is scanned, and frames 2 and 3 lie past the end.
+        let mut first = clean.clone();
+        first[MAGIC.len() + 1] ^= 0x02;
+        assert!(scan(&first, 0).is_err());
+        // ... unless the store has folded them already: then nothing acknowledged is lost.
+        assert!(scan(&first, 3).unwrap().frames.is_empty());
+    }
+
+    #[test]
+    fn a_gap_where_the_next_frame_should_be_is_damage_and_old_frames_are_not() {
+        // Frame 2 is gone but frame 3 sits where it should be.
+        let gap = log(&[frame(1, b"one"), frame(3, b"three")]);
+        assert!(scan(&gap, 0).is_err());
+        // A rewound segment whose new frames end inside an old one: old frames past the end
+        // carry lower LSNs, so they are an end, not damage.
+        let old = log(&[frame(1, b"a long first frame"), frame(2, b"two"), frame(3, b"3")]);
+        let mut rewound = old.clone();
+        let new = frame(4, b"four");
+        rewound[MAGIC.len()..MAGIC.len() + new.len()].copy_from_slice(&new);
+        let scanned = scan(&rewound, 3).unwrap();
+        assert_eq!(scanned.frames.len(), 1);
+        assert_eq!(scanned.frames[0].lsn, 4);
     }
 
     #[test]
     fn a_never_written_log_is_empty_and_a_foreign_file_is_refused() {
-        assert!(scan(&[]).unwrap().frames.is_empty());
-        assert!(scan(&[0; 4096]).unwrap().frames.is_empty());
-        assert!(scan(b"SQLite format 3\0").is_err());
+        assert!(scan(&[], 0).unwrap().frames.is_empty());
+        assert!(scan(&[0; 4096], 0).unwrap().frames.is_empty());
+        assert!(scan(b"SQLite format 3\0", 0).is_err());
     }
 }
