@@ -1,4 +1,4 @@
-//! Documents of a project over REST: `GET|PUT …/documents/{*path}` and
+//! Documents of a project over REST: `GET|PUT|DELETE …/documents/{*path}` and
 //! `GET …/documents?dir=`, where paths are relative to the project's `_vance/` directory
 //! (e.g. `workflows/pr-review.yaml`; `_vance/workflows/pr-review.yaml`, relative to the
 //! project as listings name it, is the same document). Every path segment must be a plain name (letters,
@@ -307,6 +307,79 @@ pub(crate) async fn put(
         StatusCode::OK
     };
     Ok((status, Json(json!({ "path": rel, "warnings": warnings }))).into_response())
+}
+
+/// `DELETE …/documents/{*path}` → 204 once the document is gone; 404 when there is none.
+///
+/// It takes the scopes a write of the same path takes: removing `settings.yaml` or a trigger
+/// document changes who may start runs and which runs start. The history of published versions
+/// is kept (409, `MAG-VR005`). Runs already started keep the definition they started with;
+/// after a trigger document or `settings.yaml` is removed, the project's triggers are rebuilt
+/// at once, so a removed schedule stops firing and a removed webhook answers 404.
+pub(crate) async fn delete(
+    State(state): State<AppState>,
+    Path(p): Path<DocumentPath>,
+    headers: HeaderMap,
+) -> Result<StatusCode, ApiError> {
+    let who = state.authorize(&headers, &p.tenant, ApiScope::Write)?;
+    let scope = state.scope(&p.tenant, &p.project)?;
+    let parts = segments(&p.path)?;
+    if parts.is_empty() {
+        return Err(ApiError::bad_request(
+            "MAG-HTTP-INVALID-PATH",
+            "empty document path",
+        ));
+    }
+    let trigger_doc = is_trigger_document(&parts);
+    if (trigger_doc || parts == ["settings.yaml"]) && !who.has(ApiScope::Run) {
+        return Err(ApiError::forbidden(format!(
+            "removing {} needs the scopes `workflow.write` and `workflow.run`: it decides which \
+             runs start",
+            project_rel(&parts)
+        )));
+    }
+    if parts[0] == magrathea_yaml::runtime::HISTORY_DIR {
+        return Err(ApiError::new(
+            StatusCode::CONFLICT,
+            "MAG-VR005",
+            format!(
+                "[MAG-VR005] _vance/{}/ is the immutable history of published workflows; its \
+                 versions are not removed",
+                magrathea_yaml::runtime::HISTORY_DIR
+            ),
+        ));
+    }
+    let file = parts
+        .iter()
+        .fold(vance_dir(&state, &scope), |d, s| d.join(s));
+    let project = state.docs().project_dir(&scope);
+    let not_found = || ApiError::not_found(format!("document `{}` not found", p.path));
+    // A link inside the project is removed itself, never what it leads to; one leading out of
+    // the project is refused like any other access through it.
+    let Some(real) = resolve_existing(&project, &file, &project_rel(&parts))? else {
+        return Err(not_found());
+    };
+    if real.is_dir() {
+        return Err(ApiError::new(
+            StatusCode::CONFLICT,
+            "MAG-HTTP-NOT-A-DOCUMENT",
+            format!(
+                "`{}` is a directory: remove the documents inside it one by one",
+                project_rel(&parts)
+            ),
+        ));
+    }
+    match tokio::fs::remove_file(&file).await {
+        Ok(()) => {}
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Err(not_found()),
+        Err(e) => return Err(ApiError::internal(e)),
+    }
+    if (trigger_doc || parts == ["settings.yaml"])
+        && let Err(e) = state.triggers.resync(&state, &scope)
+    {
+        tracing::warn!(error = %e, "could not resync the project's triggers");
+    }
+    Ok(StatusCode::NO_CONTENT)
 }
 
 /// Whether a path under `_vance/` is a trigger document (or a hook's script): its directory

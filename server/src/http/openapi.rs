@@ -66,6 +66,7 @@ fn answers(operation: &str) -> Answers {
             &[("201", "Created: a new document (200: replaced)")],
             &["409", "413", "422", "507"],
         ),
+        "documents.delete" => (&[("204", "No Content: the document was removed")], &["409"]),
         _ => (&[], &[]),
     };
     Answers { success, errors }

@@ -1,7 +1,7 @@
 //! The route table: every route once, with what the OpenAPI document says about it. The
 //! router and `/openapi.json` are both built from [`routes`], so they cannot disagree.
 
-use axum::routing::{MethodRouter, any, get, patch, post, put};
+use axum::routing::{MethodRouter, any, delete, get, patch, post, put};
 
 use super::auth::ApiScope;
 use super::graph;
@@ -481,6 +481,15 @@ pub fn routes() -> Vec<Route> {
             query: &[],
             access: Token(Write),
             handler: || put(documents::put),
+        },
+        Route {
+            methods: &["DELETE"],
+            path: "/brain/{tenant}/project/{project}/documents/{*path}",
+            operation: "documents.delete",
+            summary: "Remove a document under _vance/ (204); trigger documents and settings.yaml need workflow.run too; the history is kept (409)",
+            query: &[],
+            access: Token(Write),
+            handler: || delete(documents::delete),
         },
         Route {
             methods: &["POST"],

@@ -34,6 +34,7 @@ mod http_connections;
 mod http_crash;
 mod http_deadline;
 mod http_default_timeouts;
+mod http_documents_delete;
 mod http_documents_guard;
 mod http_event_auth;
 mod http_events;

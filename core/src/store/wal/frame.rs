@@ -229,7 +229,10 @@ mod tests {
             let mut damaged = clean.clone();
             damaged[second] ^= bit;
             let err = scan(&damaged, 0).unwrap_err();
-            assert!(err.to_string().contains("damaged, not torn"), "bit {bit}: {err}");
+            assert!(
+                err.to_string().contains("damaged, not torn"),
+                "bit {bit}: {err}"
+            );
         }
         let mut damaged = clean.clone();
         damaged[second + 3] ^= 0x40; // the top byte: a length past the end of the file
@@ -249,7 +252,11 @@ mod tests {
         assert!(scan(&gap, 0).is_err());
         // A rewound segment whose new frames end inside an old one: old frames past the end
         // carry lower LSNs, so they are an end, not damage.
-        let old = log(&[frame(1, b"a long first frame"), frame(2, b"two"), frame(3, b"3")]);
+        let old = log(&[
+            frame(1, b"a long first frame"),
+            frame(2, b"two"),
+            frame(3, b"3"),
+        ]);
         let mut rewound = old.clone();
         let new = frame(4, b"four");
         rewound[MAGIC.len()..MAGIC.len() + new.len()].copy_from_slice(&new);
