@@ -7,7 +7,7 @@ use magrathea_core::{CancelAck, DeliverError, RunError, RunId, RunStatus, RunVie
 use serde_json::Value;
 
 use crate::engine::Engine;
-use crate::traits::{Journaled, Workflow};
+use crate::traits::Workflow;
 
 /// A run of workflow `W`: read its status, wait for its typed output, signal or cancel it.
 ///
@@ -122,9 +122,14 @@ impl<W: Workflow> RunHandle<W> {
         self.engine.cancel(self.id, reason).await
     }
 
-    /// Sends signal `name` with `payload`; the run reads it with
-    /// [`Context::signal`](crate::Context::signal).
-    pub async fn signal<T: Journaled>(&self, name: &str, payload: T) -> Result<(), SignalError> {
+    /// Sends signal `name` with `payload` (any serialisable value, borrowed ones included); the
+    /// run reads it with [`Context::signal`](crate::Context::signal). A run that has ended
+    /// refuses it: [`DeliverError::Ended`] (`MAG-RN004`), and nothing is journaled.
+    pub async fn signal<T: serde::Serialize>(
+        &self,
+        name: &str,
+        payload: T,
+    ) -> Result<(), SignalError> {
         let payload = serde_json::to_value(payload).map_err(SignalError::Encode)?;
         Ok(self.engine.signal(self.id, name, payload).await?)
     }
@@ -179,7 +184,7 @@ pub enum SignalError {
     /// The payload could not be serialised to JSON (e.g. a map with non-string keys).
     #[error("[MAG-SE001] the signal's payload cannot be serialised: {0}")]
     Encode(#[source] serde_json::Error),
-    /// The engine refused it: unknown run, blocked run, store failure.
+    /// The engine refused it: unknown run, ended run, blocked run, store failure.
     #[error(transparent)]
     Deliver(#[from] DeliverError),
 }

@@ -5,7 +5,7 @@ use std::sync::Mutex;
 use std::time::Duration;
 
 use magrathea::prelude::*;
-use magrathea::{HandleError, NoDecision, ResultError};
+use magrathea::{DeliverError, HandleError, NoDecision, ResultError, SignalError};
 use serde::{Deserialize, Serialize};
 
 async fn engine(builder: magrathea::EngineBuilder) -> Engine {
@@ -138,6 +138,28 @@ async fn a_handle_signals_and_reads_its_run() {
         engine.handle(counter, RunId::new()),
         Err(HandleError::Run(_))
     ));
+    // The run has ended: a signal reaches nobody, and the sender is told.
+    match run.signal("nudge", Nudge { by: 1 }).await {
+        Err(SignalError::Deliver(DeliverError::Ended(id, RunStatus::Done))) => {
+            assert_eq!(id, run.id())
+        }
+        other => panic!("a signal to an ended run: {other:?}"),
+    }
+}
+
+#[workflow]
+async fn greeter(ctx: Context) -> Result<String, WorkflowError> {
+    let who: String = ctx.signal("who").await?;
+    Ok(format!("hello {who}"))
+}
+
+#[tokio::test]
+async fn a_signal_payload_may_be_borrowed() {
+    let engine = engine(Engine::builder().workflow(greeter)).await;
+    let run = engine.start(greeter, ()).await.unwrap();
+    let name = String::from("ada");
+    run.signal("who", name.as_str()).await.unwrap();
+    assert_eq!(run.result().await.unwrap(), "hello ada");
 }
 
 /// Waits on a gate; its cancellation ends the run `CANCELLED`.

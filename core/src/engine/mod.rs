@@ -524,7 +524,8 @@ impl Engine {
             .map_err(|_| DeliverError::Store(StoreError::Closed))?
     }
 
-    /// Sends a named signal to a run.
+    /// Sends a named signal to a run. A run that has ended answers
+    /// [`DeliverError::Ended`] (`MAG-RN004`) and journals nothing.
     pub async fn signal(&self, run: RunId, name: &str, payload: Value) -> Result<(), DeliverError> {
         if self.inner.store.run_summary(run)?.is_none() {
             return Err(DeliverError::RunNotFound(run));

@@ -168,8 +168,15 @@ async fn a_cancellation_or_signal_to_a_finished_run_changes_nothing() {
     let before = engine.journal(run).unwrap();
 
     let cancel = engine.cancel(run, "too late").await.unwrap();
-    // What a signal after the end returns is not documented; it must change nothing.
-    let _ = engine.signal(run, "wake", json!("too late")).await;
+    // A signal after the end is refused, as Temporal refuses one to a closed workflow: the
+    // sender learns it reached nobody, and the journal keeps nothing of it.
+    let signal = engine.signal(run, "wake", json!("too late")).await;
+    match signal {
+        Err(e @ magrathea::DeliverError::Ended(r, RunStatus::Done)) if r == run => {
+            assert!(e.to_string().starts_with("[MAG-RN004]"), "{e}");
+        }
+        other => panic!("a signal to a finished run: {other:?}"),
+    }
     let cancel_again = engine.cancel(run, "still too late").await.unwrap();
     let after = engine.journal(run).unwrap();
     let view = engine.run(run).unwrap();

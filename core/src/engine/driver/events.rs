@@ -100,7 +100,13 @@ impl Driver {
                         self.outbox.replies.push(Reply::Signal(reply));
                     }
                     // The run has ended: nothing waits for signals any more.
-                    None => drop(reply.send(Ok(()))),
+                    None => {
+                        let status = self
+                            .state
+                            .last_status()
+                            .map_or(RunStatus::Done, |(s, _)| *s);
+                        drop(reply.send(Err(DeliverError::Ended(self.run_id, status))));
+                    }
                 }
             }
             Event::ChildDone { step, outcome } => {
