@@ -124,6 +124,19 @@ pub enum StartError {
     /// The input could not be serialised.
     #[error("[MAG-EN004] invalid input: {0}")]
     InvalidInput(String),
+    /// The idempotency key already started a run of another workflow; no run was started.
+    #[error(
+        "[MAG-EN006] idempotency key `{key}` already started run {run} of workflow `{workflow}`: \
+         use another key for this workflow"
+    )]
+    KeyOfOtherRun {
+        /// The key.
+        key: String,
+        /// The run it started.
+        run: RunId,
+        /// That run's workflow.
+        workflow: String,
+    },
     /// The store failed; the run was not started.
     #[error(transparent)]
     Store(#[from] StoreError),

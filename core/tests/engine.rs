@@ -477,6 +477,31 @@ async fn the_same_idempotency_key_returns_the_same_run() {
     assert_eq!(engine.list_runs(&Default::default()).unwrap().len(), 1);
 }
 
+/// A key names one run: a start of another workflow with it is refused, not handed the run of
+/// the first (whose result would be of another type).
+#[tokio::test]
+async fn an_idempotency_key_of_another_workflow_is_refused() {
+    let i = WorkflowRegistration::new("i", "", |_, v| async move { Ok(v) });
+    let j = WorkflowRegistration::new("j", "", |_, v| async move { Ok(v) });
+    let engine = engine_with(Arc::new(MemoryStore::new()), |b| b.workflow(i).workflow(j)).await;
+    let a = engine
+        .start(StartRequest::code("i", json!(1)).idempotency_key("k"))
+        .await
+        .unwrap();
+    let err = engine
+        .start(StartRequest::code("j", json!(2)).idempotency_key("k"))
+        .await
+        .unwrap_err();
+    match &err {
+        magrathea_core::StartError::KeyOfOtherRun { key, run, workflow } => {
+            assert_eq!((key.as_str(), *run, workflow.as_str()), ("k", a, "i"));
+        }
+        other => panic!("{other:?}"),
+    }
+    assert!(err.to_string().starts_with("[MAG-EN006]"), "{err}");
+    assert_eq!(engine.list_runs(&Default::default()).unwrap().len(), 1);
+}
+
 #[tokio::test]
 async fn select_picks_the_completion_journaled_first() {
     let wf = WorkflowRegistration::new("sel", "", |ctx, _| async move {

@@ -326,13 +326,17 @@ impl EngineInner {
             Some(key) => {
                 let guard = self.start_locks.lock(key).await;
                 if let Some(existing) = self.store.find_idempotency_key(key)? {
-                    return Ok(existing);
+                    return self.keyed_run(existing, key, &start.workflow_name);
                 }
                 Some(guard)
             }
             None => None,
         };
         let run_id = chosen_id.unwrap_or_default();
+        let keyed = start
+            .idempotency_key
+            .clone()
+            .map(|key| (key, start.workflow_name.to_string()));
         let Some(done) = self.spawn_start(start, run_id, chosen_id.is_some(), None)? else {
             return Ok(run_id);
         };
@@ -357,9 +361,26 @@ impl EngineInner {
             .map_err(|_| StartError::Store(StoreError::Closed))?
         {
             // Another worker sharing the store started a run with this key first.
-            Err(StartError::Store(StoreError::KeyTaken(existing))) => Ok(existing),
+            Err(StartError::Store(StoreError::KeyTaken(existing))) => match keyed {
+                Some((key, workflow)) => self.keyed_run(existing, &key, &workflow),
+                None => Ok(existing),
+            },
             Err(e) => Err(e),
             Ok(()) => Ok(run_id),
+        }
+    }
+
+    /// The run an idempotency key already started, when a start of `workflow` names the key
+    /// again: the same run if it is a run of `workflow`, else an error (the key is taken by a
+    /// run of another workflow, whose handle or result would be of another type).
+    fn keyed_run(&self, existing: RunId, key: &str, workflow: &str) -> Result<RunId, StartError> {
+        match self.store.run_summary(existing)? {
+            Some(summary) if summary.workflow_name != workflow => Err(StartError::KeyOfOtherRun {
+                key: key.to_owned(),
+                run: existing,
+                workflow: summary.workflow_name.to_string(),
+            }),
+            _ => Ok(existing),
         }
     }
 }

@@ -85,6 +85,11 @@ pub(super) const CODES: &[ErrorCode] = &[
         remedy: "Deliver to the run through a process that registers its workflow (or the YAML runtime).",
     },
     ErrorCode {
+        code: "MAG-EN006",
+        meaning: "A start named an idempotency key that already started a run of another workflow; nothing was started.",
+        remedy: "Use a key of its own for each workflow (e.g. prefix it with the workflow's name).",
+    },
+    ErrorCode {
         code: "MAG-RN001",
         meaning: "No run with this id exists in this scope.",
         remedy: "Check the id and the project (`magrathea runs list` shows the runs).",
