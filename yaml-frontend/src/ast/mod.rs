@@ -374,8 +374,9 @@ pub enum TaskSpec {
     },
     /// `foreach_task`.
     Foreach {
-        /// `items:`: a template that must resolve to a JSON array.
-        items: String,
+        /// `items:`: a template that must resolve to a JSON array (a string), or a literal
+        /// list whose strings may hold placeholders.
+        items: serde_json::Value,
         /// The sub-run of each item.
         body: BranchBody,
         /// `maxParallelism` and `toleratedFailures`.

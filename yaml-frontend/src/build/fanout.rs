@@ -75,19 +75,19 @@ pub(super) fn foreach(ctx: &mut Ctx<'_>, node: &YamlNode, what: &str) -> TaskSpe
                      e.g. items: \"${{state.files}}\""
                 ),
             );
-            String::new()
+            Value::Null
         }
         Some(v) => match &v.kind {
-            YamlKind::Str(s) => s.clone(),
-            // A literal list is a list of items too.
-            YamlKind::Seq(_) => v.to_json().to_string(),
+            YamlKind::Str(s) => Value::String(s.clone()),
+            // A literal list is a list of items too; its strings may hold placeholders.
+            YamlKind::Seq(_) => v.to_json(),
             _ => {
                 ctx.wrong_type(
                     v,
                     &format!("'items' of {what}"),
                     "a template string such as \"${state.files}\" or a list",
                 );
-                String::new()
+                Value::Null
             }
         },
     };

@@ -30,7 +30,7 @@ pub enum FanKind {
     /// `foreach_task`: one sub-run of `body` per item of `items`.
     Foreach {
         /// `items:`, resolved when the state starts; must be an array.
-        items: Template,
+        items: TemplateValue,
         /// The sub-run of each item (`${item}`/`${index}` resolved in its `params:`).
         body: BodyPlan,
     },
@@ -78,7 +78,7 @@ impl FanOutPlan {
                 fan,
             } => (
                 FanKind::Foreach {
-                    items: Template::parse(items),
+                    items: TemplateValue::compile(items),
                     body: body(b),
                 },
                 fan,

@@ -65,13 +65,7 @@ pub(super) async fn fan_out(
             })
             .collect(),
         FanKind::Foreach { items, body } => {
-            let mut resolved = items.resolve(run.params, &run.vars);
-            // A literal list (`items: [a, b]`) is kept as its JSON text.
-            if let (Some(text), Value::String(_)) = (items.as_literal(), &resolved)
-                && let Ok(list @ Value::Array(_)) = serde_json::from_str::<Value>(text)
-            {
-                resolved = list;
-            }
+            let resolved = items.resolve(run.params, &run.vars);
             let Value::Array(items) = resolved else {
                 return Ok(Completion::of(
                     "failure",

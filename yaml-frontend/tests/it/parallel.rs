@@ -192,6 +192,39 @@ states:
     assert_eq!(view.result, Some(json!({ "look": "f" })));
 }
 
+/// A literal `items:` list may hold placeholders, in its items and inside them; each is
+/// resolved with its JSON type when the state starts.
+#[tokio::test]
+async fn a_literal_item_list_resolves_the_placeholders_in_its_items() {
+    let p = Project::new(|rt| rt).await;
+    p.workflow(
+        "each",
+        r#"
+parameters:
+  a: { type: string }
+  n: { type: integer }
+start: each
+states:
+  each:
+    type: foreach_task
+    items: ["${params.a}", "b", { k: "${params.a}", n: "${params.n}" }, "${params.n}"]
+    params: { it: "${item}" }
+    start: s
+    states:
+      s: { type: terminal, result: "${params.it}" }
+    storeAs: out
+    on: { success: end }
+  end: { type: terminal, result: "${state.out}" }
+"#,
+    );
+    let view = p.run("each", json!({"a": "A", "n": 7})).await;
+    assert_eq!(view.status, RunStatus::Done, "{:?}", view.reason);
+    assert_eq!(
+        view.result,
+        Some(json!(["A", "b", { "k": "A", "n": 7 }, 7]))
+    );
+}
+
 fn failing_fan(tolerated: &str) -> String {
     format!(
         r#"
