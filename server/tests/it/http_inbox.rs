@@ -509,3 +509,46 @@ async fn the_project_inbox_pages_with_a_cursor_that_outlives_an_answer() {
         .unwrap();
     assert_eq!(code(r).await, (400, "MAG-HTTP-INVALID-CURSOR".into()));
 }
+
+/// Placeholders in `approvers:` are resolved when the gate opens (reference §2.4: any string
+/// of a state's spec), so the user a parameter names may answer and others may not.
+#[tokio::test]
+async fn approvers_named_by_a_parameter_are_resolved_when_the_gate_opens() {
+    let s = Server::start().await;
+    write(
+        &s.root.join("acme/shop/_vance/workflows/named.yaml"),
+        "parameters:\n  who: { type: string }\nstart: g\nstates:\n  g:\n    type: gate_task\n    \
+         inbox:\n      kind: APPROVAL\n      title: Ship?\n      approvers: { users: [\"${params.who}\"] }\n    \
+         on: { approved: done, rejected: done }\n  done: { type: terminal }\n",
+    );
+    let run = s.start_run("shop", "named", json!({"who": "runner"})).await;
+    s.wait_status("shop", &run, &["WAITING"]).await;
+    let item = pending(&s, &run).await;
+    let id = item["id"].as_str().unwrap();
+    let got: Value = s
+        .get_json(&format!("/brain/acme/project/shop/inbox/{id}"), Some(ACME))
+        .await;
+    assert_eq!(
+        got["meta"]["approvers"]["users"],
+        json!(["runner"]),
+        "{got}"
+    );
+    let answer = format!("/brain/acme/project/shop/inbox/{id}/answer");
+    // alice is not the approver the parameter named.
+    let r = s
+        .post(&answer, Some(ACME))
+        .json(&json!({"kind": "approve"}))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(r.status(), 403);
+    let r = s
+        .post(&answer, Some(ACME_RUN))
+        .json(&json!({"kind": "approve"}))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(r.status(), 200, "{}", r.text().await.unwrap());
+    let v = s.wait_status("shop", &run, &["DONE", "FAILED"]).await;
+    assert_eq!(v["status"], "DONE", "{v}");
+}

@@ -154,7 +154,7 @@ fn decision_meta(run: &Run<'_>, state: &PlanState, done: &Completion, plan: &Pla
         "outcome": done.outcome,
     });
     if let (Some(a), Some(m)) = (&plan.on_failure_approvers, meta.as_object_mut()) {
-        m.insert("approvers".into(), json!(a));
+        m.insert("approvers".into(), run.approvers(a));
         m.insert("quorum".into(), json!(1));
         m.insert("selfApproval".into(), json!(true));
         m.insert("startedBy".into(), json!([run.start.started_by]));

@@ -39,6 +39,20 @@ impl Run<'_> {
         t.render(self.params, &self.vars)
     }
 
+    /// A gate's `approvers:` with the placeholders in its names resolved (reference §2.4:
+    /// any string of a state's spec); names that resolve to nothing are left out, so a
+    /// missing value narrows who may answer rather than widening it.
+    pub(super) fn approvers(&self, a: &crate::ast::Approvers) -> Value {
+        let names = |names: &[String]| -> Vec<String> {
+            names
+                .iter()
+                .map(|n| self.text(&Template::parse(n)))
+                .filter(|n| !n.is_empty())
+                .collect()
+        };
+        json!({ "users": names(&a.users), "roles": names(&a.roles) })
+    }
+
     /// A templated value resolved against the run's parameters and variables.
     pub(super) fn value(&self, t: &TemplateValue) -> Value {
         t.resolve(self.params, &self.vars)

@@ -116,7 +116,7 @@ fn gate_meta(run: &Run<'_>, state: &PlanState, gate: &GatePlan) -> Value {
     let declared = gate.approvers.is_some() || gate.quorum > 1 || !gate.self_approval;
     if declared && let Some(m) = meta.as_object_mut() {
         if let Some(a) = &gate.approvers {
-            m.insert("approvers".into(), json!(a));
+            m.insert("approvers".into(), run.approvers(a));
         }
         m.insert("quorum".into(), json!(gate.quorum));
         m.insert("selfApproval".into(), json!(gate.self_approval));
