@@ -268,8 +268,9 @@ pub fn set_archived(
     checked(name)?;
     let _one = CHANGES.lock().unwrap_or_else(|e| e.into_inner());
     let marker = docs.archive_marker(scope, name);
+    let unknown = || docs.workflow(scope, name).is_err() && !docs.draft_path(scope, name).is_file();
     if archived {
-        if docs.workflow(scope, name).is_err() && !docs.draft_path(scope, name).is_file() {
+        if unknown() {
             return Err(VersionError::UnknownWorkflow(name.to_string()));
         }
         let at = rfc3339(SystemTime::now()).unwrap_or_default();
@@ -284,7 +285,12 @@ pub fn set_archived(
     } else {
         match std::fs::remove_file(&marker) {
             Ok(()) => {}
-            Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
+            // Not archived: nothing to do, unless there is no such workflow at all.
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
+                if unknown() {
+                    return Err(VersionError::UnknownWorkflow(name.to_string()));
+                }
+            }
             Err(e) => return Err(io(name, "removing the marker", e)),
         }
     }

@@ -130,10 +130,14 @@ pub(crate) fn graph(loc: &Location, args: GraphArgs) -> anyhow::Result<u8> {
         (None, _) => {}
     }
     let project = Project::locate(loc)?;
-    let (path, text) = project
-        .docs()
-        .workflow(&project.scope, &args.name)
-        .map_err(|e| anyhow::anyhow!("{e}"))?;
+    let (path, text) = match project.docs().workflow(&project.scope, &args.name) {
+        Ok(found) => found,
+        Err(e) => {
+            // No such document: an invalid request, as for `versions` and `run`.
+            errln!("error: {e}");
+            return Ok(EXIT_INVALID);
+        }
+    };
     let label = path.display().to_string();
     let loaded = match load_workflow(&label, &text, &LoadOptions::default()) {
         Ok(loaded) => loaded,

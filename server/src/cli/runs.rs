@@ -199,6 +199,13 @@ pub(crate) async fn runs(loc: &Location, cmd: RunsCommand) -> anyhow::Result<u8>
     }
 }
 
+/// A run to act on that is not there (or whose id is malformed): nothing was done, exit 2 as
+/// for any refused request.
+fn not_found(e: &anyhow::Error) -> u8 {
+    errln!("error: {}", super::output::chain(e));
+    super::EXIT_INVALID
+}
+
 /// `magrathea runs pause|resume`: through the store's owner when one serves it.
 async fn control(project: &Project, run_id: &str, op: ControlOp, json: bool) -> anyhow::Result<u8> {
     let Some(backend) = project.existing_backend().await? else {
@@ -207,10 +214,7 @@ async fn control(project: &Project, run_id: &str, op: ControlOp, json: bool) -> 
     };
     let run = match project.run(Some(&backend), run_id).await {
         Ok(dto) => dto.run.workflow_run_id,
-        Err(e) => {
-            errln!("error: {}", super::output::chain(&e));
-            return Ok(super::EXIT_INVALID);
-        }
+        Err(e) => return Ok(not_found(&e)),
     };
     let by = super::run::default_user();
     let (controlled, follower) = backend.control(run, op, &by).await?;
@@ -250,11 +254,10 @@ async fn control(project: &Project, run_id: &str, op: ControlOp, json: bool) -> 
 async fn rerun(project: &Project, run_id: &str, frozen: bool, json: bool) -> anyhow::Result<u8> {
     let runtime = project.runtime();
     let backend = project.backend(&runtime).await?;
-    let original = project
-        .run(Some(&backend), run_id)
-        .await?
-        .run
-        .workflow_run_id;
+    let original = match project.run(Some(&backend), run_id).await {
+        Ok(dto) => dto.run.workflow_run_id,
+        Err(e) => return Ok(not_found(&e)),
+    };
     let journal = backend.journal(original).await?;
     let start = start_of(&journal, original)?;
     if start.parent.is_some() {
@@ -286,7 +289,10 @@ async fn retry(
     use magrathea_server::http::retry::{defines_state, entry_of, record_origin};
     let runtime = project.runtime();
     let backend = project.backend(&runtime).await?;
-    let dto = project.run(Some(&backend), run_id).await?;
+    let dto = match project.run(Some(&backend), run_id).await {
+        Ok(dto) => dto,
+        Err(e) => return Ok(not_found(&e)),
+    };
     let original = dto.run.workflow_run_id;
     if !matches!(dto.run.status, RunStatus::Failed | RunStatus::Cancelled) {
         errln!(

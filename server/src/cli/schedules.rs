@@ -301,13 +301,16 @@ pub(crate) async fn deliveries(loc: &Location, cmd: DeliveriesCommand) -> anyhow
     }
     let status = match status.as_deref() {
         None | Some("all") => None,
-        Some(s) => Some(
-            serde_json::from_value::<DeliveryStatus>(json!(s)).map_err(|_| {
-                anyhow::anyhow!(
-                    "unknown status `{s}`: use accepted, duplicate, rejected, skipped, failed or all"
-                )
-            })?,
-        ),
+        Some(s) => match serde_json::from_value::<DeliveryStatus>(json!(s)) {
+            Ok(status) => Some(status),
+            Err(_) => {
+                errln!(
+                    "error: unknown status `{s}`: use accepted, duplicate, rejected, skipped, \
+                     failed or all"
+                );
+                return Ok(EXIT_INVALID);
+            }
+        },
     };
     let trigger_id = match &trigger {
         None => None,

@@ -329,8 +329,9 @@ fn graph_of_an_invalid_document_exits_2_and_of_an_unknown_one_1() {
     let dot = p.cli(&["graph", "bad", "--format", "dot"]);
     assert_eq!(code(&dot), 2);
 
+    // An unknown workflow is refused like any invalid request (`run` and `versions` alike).
     let missing = p.cli(&["graph", "nope"]);
-    assert_eq!(code(&missing), 1, "{}", stderr(&missing));
+    assert_eq!(code(&missing), 2, "{}", stderr(&missing));
     assert!(stderr(&missing).contains("nope"), "{}", stderr(&missing));
 }
 

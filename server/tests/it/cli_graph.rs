@@ -99,7 +99,7 @@ fn a_broken_layout_file_exits_2_naming_it_and_mermaid_stays_the_default() {
     assert_eq!(code(&mermaid), 0);
     assert!(stdout(&mermaid).starts_with("stateDiagram-v2"));
     let missing = p.cli(&["graph", "nope", "--format", "reactflow"]);
-    assert_eq!(code(&missing), 1);
+    assert_eq!(code(&missing), 2);
 }
 
 const FAN: &str = "\

@@ -22,8 +22,12 @@ fn rerun_starts_the_workflow_again_with_the_same_parameters() {
     assert!(stderr(&out).contains(&format!("rerun of {id}")));
     let frozen = json(&p.cli(&["runs", "rerun", &id, "--frozen", "--json"]));
     assert_eq!(frozen["result"]["version"], 1);
-    let out = p.cli(&["runs", "rerun", "0123456789abcdef0123456789abcdef"]);
-    assert_eq!(code(&out), 1);
+    // A run that is not there: nothing was started, exit 2 (as `runs pause` and `retry`).
+    for cmd in ["rerun", "retry"] {
+        let out = p.cli(&["runs", cmd, "0123456789abcdef0123456789abcdef"]);
+        assert_eq!(code(&out), 2, "{cmd}: {}", stderr(&out));
+        assert!(stderr(&out).contains("[MAG-RN001]"), "{}", stderr(&out));
+    }
 }
 
 /// `prepare` stores a variable; `check` fails until the file `fixed` exists.

@@ -158,7 +158,7 @@ fn unknown_schedules_and_triggers_fail_clearly() {
         stderr(&out)
     );
     let out = p.cli(&["deliveries", "list", "--status", "weird"]);
-    assert_eq!(code(&out), 1);
+    assert_eq!(code(&out), 2);
     assert!(stderr(&out).contains("unknown status"), "{}", stderr(&out));
 }
 

@@ -167,6 +167,10 @@ fn an_archived_workflow_exits_2_on_run_while_a_waiting_run_finishes() {
 
     let out = p.cli(&["archive", "nope"]);
     assert_eq!(code(&out), 2);
+    // Unarchiving a workflow that does not exist is an error too, not "starts are accepted".
+    let out = p.cli(&["unarchive", "nope"]);
+    assert_eq!(code(&out), 2, "{}", stdout(&out));
+    assert!(stderr(&out).contains("[MAG-DOC001]"), "{}", stderr(&out));
 }
 
 #[test]
