@@ -344,6 +344,9 @@ fn read_script(
     path: &str,
 ) -> Result<String, TaskError> {
     let rel = relative(path)?;
+    // Written in any case, as the document's other fixed words are (and its schema allows).
+    let source = source.to_ascii_lowercase();
+    let source = source.as_str();
     let roots = match source {
         "document" => vec![docs.project_dir(scope), docs.tenant_dir(scope)],
         "workspace" => match docs.workspace_dir(scope, dir_name) {

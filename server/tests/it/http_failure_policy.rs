@@ -42,7 +42,7 @@ states:
 "#;
 
 const CONTINUE: &str = r#"
-onFailure: continue_on_error
+onFailure: Continue_On_Error   # read in any case, as the schema allows
 start: flaky
 states:
   flaky:

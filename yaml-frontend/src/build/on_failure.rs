@@ -24,7 +24,11 @@ pub(super) fn on_failure(ctx: &mut Ctx<'_>, node: &YamlNode) -> crate::ast::Fail
     };
     let timeout = node.as_map().and_then(|_| node.get("timeoutSeconds"));
     let approvers_node = node.as_map().and_then(|_| node.get("approvers"));
-    if word_node.and_then(YamlNode::as_str) != Some("pause_for_approval") {
+    // The policy word is read in any case, as the document's other fixed words are.
+    let word = word_node
+        .and_then(YamlNode::as_str)
+        .map(str::to_ascii_lowercase);
+    if word.as_deref() != Some("pause_for_approval") {
         for (key, n) in [("timeoutSeconds", timeout), ("approvers", approvers_node)] {
             if let Some(n) = n {
                 ctx.error(
@@ -43,7 +47,7 @@ pub(super) fn on_failure(ctx: &mut Ctx<'_>, node: &YamlNode) -> crate::ast::Fail
         );
         return FailurePolicy::FailFast;
     };
-    match word_node.as_str() {
+    match word.as_deref() {
         Some("fail_fast") => FailurePolicy::FailFast,
         Some("continue_on_error") => FailurePolicy::ContinueOnError,
         Some("compensate") => FailurePolicy::Compensate,

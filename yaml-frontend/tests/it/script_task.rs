@@ -207,7 +207,7 @@ states:
       success: second
   second:
     type: script_task
-    source: document
+    source: Document     # fixed words are read in any case, as the schema allows
     path: _vance/scripts/second.js
     timeoutSeconds: 10
     storeAs: second
