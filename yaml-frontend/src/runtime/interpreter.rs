@@ -120,6 +120,13 @@ pub(crate) async fn interpret(
         ctx.enter_state(&state.name);
         if let Step::Terminal { outcome, result } = &state.step {
             let result = result.as_ref().map_or(Value::Null, |r| run.value(r));
+            // handleCompletion writes the VarRecord of `storeAs:` before the terminal special
+            // case (reference §4.3); a terminal's output is its result.
+            if let Some(key) = &state.store_as
+                && !result.is_null()
+            {
+                run.store(key, result.clone());
+            }
             return terminal(&ctx, state, *outcome, result);
         }
         let done = attempt(&mut run, &rt, &plan, state, &mut budget).await?;

@@ -686,6 +686,36 @@ async fn s3_8_terminal_without_result_writes_no_result_record() {
     assert_eq!(p.count(&v, "StateEnteredRecord"), 1);
 }
 
+/// §4.3: handleCompletion writes the VarRecord of `storeAs:` before the terminal special
+/// case, so a terminal's `storeAs:` keeps its result as a variable, for failure too.
+#[tokio::test]
+async fn s4_3_a_terminal_stores_its_result_before_the_run_ends() {
+    let p = project(&[
+        (
+            "t",
+            "start: d
+states:
+  d: { type: terminal, result: { n: 1 }, storeAs: final }
+",
+        ),
+        (
+            "f",
+            "start: d
+states:
+  d: { type: terminal, outcome: failure, result: bad, storeAs: why }
+",
+        ),
+    ])
+    .await;
+    let v = p.run("t", json!({})).await;
+    assert_eq!(v.status, RunStatus::Done);
+    assert_eq!(v.vars["final"], json!({"n": 1}));
+    assert_eq!(p.count(&v, "VarRecord"), 1);
+    let v = p.run("f", json!({})).await;
+    assert_eq!(v.status, RunStatus::Failed);
+    assert_eq!(v.vars["why"], json!("bad"));
+}
+
 #[tokio::test]
 async fn the_example_pr_review_runs_without_an_llm_through_its_gate() {
     let example =
