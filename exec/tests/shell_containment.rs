@@ -262,6 +262,12 @@ async fn a_served_workspace_outside_the_project_is_refused() {
         assert_eq!(kind, "technical_error", "{name}: {output}");
         let error = output["error"].as_str().unwrap();
         assert!(error.starts_with("[MAG-SH011]"), "{error}");
+        // The output every shell step has (reference §3.2), though nothing ran.
+        assert_eq!(output["status"], "FAILED", "{output}");
+        assert_eq!(output["exitCode"], serde_json::Value::Null, "{output}");
+        assert_eq!(output["stdout"], "", "{output}");
+        assert_eq!(output["stderr"], error, "{output}");
+        assert!(output["durationMs"].is_u64(), "{output}");
         assert!(error.contains("shell.workspaceRoots"), "{error}");
         assert!(!error.contains(t.root.to_str().unwrap()), "{error}");
     }

@@ -55,7 +55,7 @@ use crate::call::{ExecCall, IntoExecCall, RunData, call_of, decode};
 use crate::documents::{DocumentSource, Scope};
 use crate::lanes::{Lane, Lanes};
 use crate::settings::{SandboxMode, TenantShellSettings};
-use crate::{opt_text, positive_secs, saturating_secs, technical, text_field};
+use crate::{opt_text, positive_secs, saturating_secs, text_field};
 
 /// The task name shell steps are journaled under.
 pub const TASK: &str = "shell_task";
@@ -176,6 +176,28 @@ impl ShellOutput {
     }
 }
 
+/// A step that could not start, or whose process could not be waited for: `technical_error`
+/// with the output every shell step has (reference §3.2), `FAILED`, the reason in `stderr`
+/// and in `error` (as every task type's technical error carries it).
+fn cannot_start(msg: String, started: Instant) -> TaskError {
+    let output = ShellOutput {
+        status: ShellStatus::Failed,
+        exit_code: None,
+        stdout: String::new(),
+        stderr: msg.clone(),
+        duration_ms: started.elapsed().as_millis() as u64,
+        stdout_truncated: false,
+        stderr_truncated: false,
+    };
+    let mut output = output.to_value();
+    if let Value::Object(m) = &mut output {
+        m.insert("error".into(), Value::String(msg.clone()));
+    }
+    TaskError::terminal(msg)
+        .with_kind(TaskError::TECHNICAL)
+        .with_output(output)
+}
+
 /// Runs one `shell_task` attempt.
 pub(crate) async fn execute(
     docs: &DocumentSource,
@@ -185,6 +207,8 @@ pub(crate) async fn execute(
     ctx: TaskContext,
 ) -> Result<Value, TaskError> {
     let (input, run): (ShellInput, _) = decode(TASK, input)?;
+    let started = Instant::now();
+    let technical = |msg: String| cannot_start(msg, started);
     let Some(dir_name) = input.dir_name.as_deref() else {
         return Err(technical(
             "[MAG-SH001] shell_task has no `dirName:`; name a workspace directory (e.g. \
@@ -282,11 +306,14 @@ fn check_workspace_root(
         return Ok(real);
     }
     // `technical_error`, as every shell step that cannot start (reference §3.2).
-    Err(technical(format!(
-        "[MAG-SH011] workspace `{name}` lies outside the project directory: a served \
+    Err(cannot_start(
+        format!(
+            "[MAG-SH011] workspace `{name}` lies outside the project directory: a served \
          project's workspaces stay inside it unless the tenant's administrator lists their \
          root under `shell.workspaceRoots` in _tenant/_vance/settings.yaml"
-    )))
+        ),
+        Instant::now(),
+    ))
 }
 
 /// The script that starts every shell step: `sh -c LIFELINE sh <command>`.
@@ -394,20 +421,7 @@ async fn run_shell(command: &str, job: Job) -> Result<Value, TaskError> {
         sandbox,
     } = job;
     let started = Instant::now();
-    let technical = |msg: String| {
-        let output = ShellOutput {
-            status: ShellStatus::Failed,
-            exit_code: None,
-            stdout: String::new(),
-            stderr: msg.clone(),
-            duration_ms: started.elapsed().as_millis() as u64,
-            stdout_truncated: false,
-            stderr_truncated: false,
-        };
-        TaskError::terminal(msg)
-            .with_kind(TaskError::TECHNICAL)
-            .with_output(output.to_value())
-    };
+    let technical = |msg: String| cannot_start(msg, started);
     if !dir.is_dir() {
         return Err(technical(
             "[MAG-SH002] the workspace directory does not exist: create it, or point \
