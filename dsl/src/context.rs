@@ -310,8 +310,9 @@ impl Context {
     }
 
     /// Waits for the first of `futures` by journal order (live and replay agree). Returns its
-    /// index and output; the others are dropped and their late completions journaled as
-    /// ignored (a dropped child run is cancelled). To join instead, use `futures::join!` or
+    /// index and output; the others are dropped, and the code never sees their outcomes: a
+    /// task already running still finishes and its result is journaled, and a dropped child
+    /// run is cancelled. To join instead, use `futures::join!` or
     /// [`futures::future::join_all`].
     pub fn select<T>(&self, futures: Vec<StepFuture<T>>) -> Select<T> {
         self.inner.select(futures)

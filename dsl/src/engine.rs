@@ -310,7 +310,9 @@ impl Engine {
         self.inner.summary(run)
     }
 
-    /// Waits until the run is `DONE`, `FAILED` or `CANCELLED`.
+    /// Waits until the run is `DONE`, `FAILED` or `CANCELLED` — or `BLOCKED` (non-determinism,
+    /// a panic, an unreadable journal: it goes on only with fixed code or a restored store, and
+    /// a reopened engine).
     pub async fn wait(&self, run: RunId) -> Result<RunView, RunError> {
         self.inner.wait(run).await
     }

@@ -136,9 +136,20 @@ impl Gate<Approval> {
 
 impl Gate<Decision> {
     /// A DECISION gate: choose one of `options` (an answer naming another option is refused).
+    ///
+    /// # Panics
+    ///
+    /// When `options` is empty: nobody could ever answer the gate. In workflow code the panic
+    /// blocks the run (`MAG-WF001`, naming this call's place) until the code is fixed.
+    #[track_caller]
     pub fn decision<S: Into<String>>(title: &str, options: impl IntoIterator<Item = S>) -> Self {
         let mut gate = Self::new(GateKind::Decision, title);
         gate.spec.options = options.into_iter().map(Into::into).collect();
+        assert!(
+            !gate.spec.options.is_empty(),
+            "the decision gate `{title}` offers no options: nobody could answer it; pass at \
+             least one option"
+        );
         gate
     }
 }
@@ -160,6 +171,34 @@ impl From<&str> for Gate<Approval> {
 impl From<&str> for Gate<Feedback> {
     /// A feedback gate with only a title.
     fn from(title: &str) -> Self {
+        Self::feedback(title)
+    }
+}
+
+impl From<String> for Gate<Approval> {
+    /// An approval gate with only a title (e.g. from `format!`).
+    fn from(title: String) -> Self {
+        Self::approval(&title)
+    }
+}
+
+impl From<&String> for Gate<Approval> {
+    /// An approval gate with only a title.
+    fn from(title: &String) -> Self {
+        Self::approval(title)
+    }
+}
+
+impl From<String> for Gate<Feedback> {
+    /// A feedback gate with only a title (e.g. from `format!`).
+    fn from(title: String) -> Self {
+        Self::feedback(&title)
+    }
+}
+
+impl From<&String> for Gate<Feedback> {
+    /// A feedback gate with only a title.
+    fn from(title: &String) -> Self {
         Self::feedback(title)
     }
 }
@@ -357,6 +396,22 @@ impl FromOutcome for Feedback {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_title_of_any_string_kind_makes_a_gate() {
+        let order = 7;
+        let titled = |g: Gate<Approval>| g.into_spec().title;
+        assert_eq!(titled(format!("Ship {order}?").into()), "Ship 7?");
+        assert_eq!(titled((&format!("Ship {order}?")).into()), "Ship 7?");
+        let asked: Gate<Feedback> = format!("Why {order}?").into();
+        assert_eq!(asked.into_spec().title, "Why 7?");
+    }
+
+    #[test]
+    #[should_panic(expected = "offers no options")]
+    fn a_decision_without_options_is_refused_where_it_is_made() {
+        let _ = Gate::decision("Pick", Vec::<String>::new());
+    }
 
     #[test]
     fn answers_map_to_their_variants() {

@@ -102,7 +102,8 @@ impl<W: Workflow> RunHandle<W> {
     }
 
     /// Waits for the run to end and returns its output. A run that ended `FAILED` or
-    /// `CANCELLED` is a [`ResultError::Unsuccessful`] with its reason.
+    /// `CANCELLED`, or is `BLOCKED` (see [`Engine::wait`](crate::Engine::wait)), is a
+    /// [`ResultError::Unsuccessful`] with its reason.
     pub async fn result(&self) -> Result<W::Output, ResultError> {
         let view = self.engine.wait(self.id).await?;
         if view.status != RunStatus::Done {
@@ -139,7 +140,7 @@ impl<W: Workflow> RunHandle<W> {
 #[derive(Debug, thiserror::Error)]
 #[non_exhaustive]
 pub enum ResultError {
-    /// The run ended `FAILED` or `CANCELLED`; `reason` says why.
+    /// The run ended `FAILED` or `CANCELLED`, or is `BLOCKED`; `reason` says why.
     #[error("[MAG-RN002] run {run_id} ended {status}: {reason}")]
     Unsuccessful {
         /// The run.

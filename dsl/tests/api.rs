@@ -165,7 +165,9 @@ async fn a_signal_payload_may_be_borrowed() {
 /// Waits on a gate; its cancellation ends the run `CANCELLED`.
 #[workflow]
 async fn hold(ctx: Context) -> Result<(), magrathea::Error> {
-    match ctx.approval("Hold?").await {
+    let what = "Hold";
+    // A title made with `format!` is taken as it is, owned or borrowed.
+    match ctx.approval(format!("{what}?")).await {
         Approval::Cancelled(reason) => Err(magrathea::Error::cancelled(reason)),
         _ => Ok(()),
     }

@@ -11,8 +11,8 @@ pub(super) const CODES: &[ErrorCode] = &[
     },
     ErrorCode {
         code: "MAG-ST002",
-        meaning: "The store file is already open in another process.",
-        remedy: "Stop the other process, or talk to it as a client; or open another path.",
+        meaning: "The store file is already open in another process, or in an engine of this process that is still open or still closing.",
+        remedy: "Stop the other process, or talk to it as a client; or open another path. In one process, drop the first engine and wait for it to let go before opening the store again.",
     },
     ErrorCode {
         code: "MAG-ST003",
