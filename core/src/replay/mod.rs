@@ -312,12 +312,23 @@ impl RunState {
         if !matches {
             let different_input = matches!(identity(journaled),
                 Some((k, n, Some(h))) if k == c.kind && n == c.name && h != c.hash);
+            // A task's two inputs are shown, so that the change can be found without reading
+            // the journal.
+            let inputs = match (journaled, &c.detail) {
+                (Record::TaskStarted { input, .. }, CommandDetail::Task { call, .. })
+                    if different_input =>
+                {
+                    Some(Box::new((input.clone(), call.input.clone())))
+                }
+                _ => None,
+            };
             return Err(self.non_determinism(
                 c.step,
                 Divergence::Mismatch {
                     journal: StepIdentity::of_record(journaled),
                     code: StepIdentity::new(c.kind, c.name),
                     different_input,
+                    inputs,
                 },
             ));
         }

@@ -54,6 +54,8 @@ pub enum Divergence {
         code: StepIdentity,
         /// Same kind and name, but the input's hash differs.
         different_input: bool,
+        /// For a task whose input differs: the journaled input and the code's, in that order.
+        inputs: Option<Box<(serde_json::Value, serde_json::Value)>>,
     },
     /// `[MAG-ND002]`: the journal holds a step that the code no longer asks for.
     Missing {
@@ -105,11 +107,16 @@ impl fmt::Display for NonDeterminism {
                 journal,
                 code,
                 different_input,
+                inputs,
             } => {
-                let note = if *different_input {
-                    " with a different input"
-                } else {
-                    ""
+                let note = match (different_input, inputs) {
+                    (true, Some(inputs)) => format!(
+                        " with a different input (journaled: {}; now: {})",
+                        shown(&inputs.0),
+                        shown(&inputs.1)
+                    ),
+                    (true, None) => " with a different input".to_string(),
+                    (false, _) => String::new(),
                 };
                 write!(
                     f,
@@ -133,6 +140,18 @@ impl fmt::Display for NonDeterminism {
 }
 
 impl std::error::Error for NonDeterminism {}
+
+/// Most characters of an input a report shows.
+const SHOWN_INPUT: usize = 200;
+
+/// An input as a report shows it: compact JSON, cut after [`SHOWN_INPUT`] characters.
+fn shown(input: &serde_json::Value) -> String {
+    let text = input.to_string();
+    match text.char_indices().nth(SHOWN_INPUT) {
+        Some((cut, _)) => format!("{}…", &text[..cut]),
+        None => text,
+    }
+}
 
 pub(crate) fn kind_name(k: StepKind) -> &'static str {
     match k {

@@ -146,6 +146,12 @@ fn the_same_task_with_another_input_is_nd001_naming_the_input() {
         }
     ));
     assert!(nd.to_string().contains("with a different input"));
+    // Both inputs are shown: the change can be found without reading the journal.
+    assert!(
+        nd.to_string()
+            .contains("with a different input (journaled: 5; now: 6)"),
+        "{nd}"
+    );
 }
 
 #[test]
