@@ -49,6 +49,12 @@ async fn nd_gate_removed(ctx: Context, n: u64) -> Result<u64, WorkflowError> {
     Ok(ctx.task(nd_first, n).await?)
 }
 
+/// Changed: the input is now a text, so the journaled input (a number) no longer decodes.
+#[workflow(name = "nd", version = "1")]
+async fn nd_input_retyped(ctx: Context, n: String) -> Result<u64, WorkflowError> {
+    Ok(ctx.task(nd_first, n.len() as u64).await?)
+}
+
 fn builder(db: &Path) -> EngineBuilder {
     Engine::builder().path(db).task(nd_first).task(nd_other)
 }
@@ -156,6 +162,36 @@ async fn a_removed_journaled_step_blocks_with_nd002_until_the_code_is_restored()
     );
     drop(engine);
 
+    reopen_with_original_and_finish(&db, run).await;
+}
+
+/// A changed input type makes the code fail before its first step: the report says why,
+/// not only that the journaled step is no longer requested.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_input_that_no_longer_decodes_is_named_in_the_report() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = dir.path().join("journal.redb");
+    let run = tokio::task::spawn_blocking({
+        let db = db.clone();
+        move || run_until_gate_then_drop_runtime(&db)
+    })
+    .await
+    .unwrap();
+    let engine = build_retrying(|| builder(&db).workflow(nd_input_retyped))
+        .await
+        .unwrap();
+    let view = engine
+        .wait_until(run, |s| s != RunStatus::Waiting && s != RunStatus::Running)
+        .await
+        .unwrap();
+    let reason = view.reason.clone().unwrap_or_default();
+    assert_eq!(view.status, RunStatus::Blocked, "{view:?}");
+    assert!(reason.contains("[MAG-ND002]"), "{reason}");
+    assert!(
+        reason.contains("the code ended before this step") && reason.contains("invalid input"),
+        "{reason}"
+    );
+    drop(engine);
     reopen_with_original_and_finish(&db, run).await;
 }
 

@@ -28,7 +28,16 @@ impl Driver {
         let applied = self.state.apply(seq, record, &mut resolved);
         match applied {
             Ok(()) => Self::deliver(&self.shared, &mut resolved),
-            Err(nd) => self.block(nd.to_string()),
+            Err(nd) => {
+                let mut reason = nd.to_string();
+                // Code that failed before it reached the journaled step (an input or output
+                // that no longer decodes as its type) says why, or the report would only say
+                // that the step is no longer requested.
+                if let Some(Err(e)) = self.replay.as_ref().and_then(|c| c.result.as_ref()) {
+                    reason.push_str(&format!(" (the code ended before this step: {e})"));
+                }
+                self.block(reason)
+            }
         }
         resolved.clear();
         self.resolved_buf = resolved;
