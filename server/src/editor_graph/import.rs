@@ -36,6 +36,8 @@ struct Edge {
     source: String,
     target: String,
     branch: String,
+    /// A `catch:` route (the export labels it `catch <kind>`), not an `on:` one.
+    catch: bool,
 }
 
 impl fmt::Display for Edge {
@@ -54,12 +56,12 @@ fn outcome_of(branch: &str) -> &str {
     }
 }
 
-/// The workflow document (JSON, which is YAML) of an editor graph.
+/// The workflow document of an editor graph, its states in the order of the graph's nodes.
 ///
 /// # Errors
 /// `MAG-GR009` the JSON is not an editor graph; `MAG-GR010` a node cannot be a state;
 /// `MAG-GR011` the graph is not series-parallel; `MAG-GR012` it has no single start.
-pub fn import(graph: &Value) -> Result<Value, ImportError> {
+pub fn import(graph: &Value) -> Result<serde_yaml_ng::Value, ImportError> {
     let (Some(nodes), Some(edges)) = (
         graph.get("nodes").and_then(Value::as_array),
         graph.get("edges").and_then(Value::as_array),
@@ -98,10 +100,15 @@ pub fn import(graph: &Value) -> Result<Value, ImportError> {
             .and_then(Value::as_str)
             .unwrap_or("success")
             .to_owned();
+        let catch = e
+            .get("label")
+            .and_then(Value::as_str)
+            .is_some_and(|l| l.starts_with("catch "));
         all.push(Edge {
             source,
             target,
             branch,
+            catch,
         });
     }
     let starts: Vec<&String> = order
@@ -133,7 +140,7 @@ pub fn import(graph: &Value) -> Result<Value, ImportError> {
             continue;
         }
         let is_condition = states[id].get("type") == Some(&json!("condition_task"));
-        let edges = out(id);
+        let (catches, edges): (Vec<Edge>, Vec<Edge>) = out(id).into_iter().partition(|e| e.catch);
         let mut by_branch: BTreeMap<String, Vec<Edge>> = BTreeMap::new();
         for e in edges {
             by_branch.entry(e.branch.clone()).or_default().push(e);
@@ -150,22 +157,34 @@ pub fn import(graph: &Value) -> Result<Value, ImportError> {
             moved.extend(chain_nodes);
             parallels.push((name, parallel));
         }
+        // `catch <kind>` edges route error kinds, as the document's `catch:` did.
+        let catch: Map<String, Value> = catches
+            .into_iter()
+            .map(|e| (e.branch, json!(e.target)))
+            .collect();
+        let spec = states.get_mut(id).expect("a node");
         if !is_condition && !on.is_empty() {
-            states
-                .get_mut(id)
-                .expect("a node")
-                .insert("on".into(), Value::Object(on));
+            spec.insert("on".into(), Value::Object(on));
+        }
+        if !catch.is_empty() {
+            spec.insert("catch".into(), Value::Object(catch));
         }
         top.push(id.clone());
     }
-    let mut doc_states = Map::new();
+    // States in the order of the graph's nodes (a JSON map would sort them by name), so that
+    // exporting the draft gives its nodes in the order they were imported.
+    let yaml = |v: Value| serde_yaml_ng::to_value(v).unwrap_or(serde_yaml_ng::Value::Null);
+    let mut doc_states = serde_yaml_ng::Mapping::new();
     for id in top.iter().filter(|id| !moved.contains(id)) {
-        doc_states.insert(id.clone(), Value::Object(states[id].clone()));
+        doc_states.insert(id.as_str().into(), yaml(Value::Object(states[id].clone())));
     }
     for (name, p) in parallels {
-        doc_states.insert(name, Value::Object(p));
+        doc_states.insert(name.into(), yaml(Value::Object(p)));
     }
-    Ok(json!({ "start": start, "states": doc_states }))
+    let mut doc = serde_yaml_ng::Mapping::new();
+    doc.insert("start".into(), start.into());
+    doc.insert("states".into(), serde_yaml_ng::Value::Mapping(doc_states));
+    Ok(serde_yaml_ng::Value::Mapping(doc))
 }
 
 /// The state of a node: its `config` with `type` from the node type (an action's
@@ -203,9 +222,11 @@ fn state_of(n: &Value) -> Result<(String, Map<String, Value>), ImportError> {
         }
     };
     spec.remove("actionType");
+    // Edges route: the config's own routes would add to (or contradict) the edited ones.
     if ty != "condition_task" {
         spec.remove("on");
     }
+    spec.remove("catch");
     // The editor edits a node's timeout as `data.timeoutMs` (export writes it from
     // `timeoutSeconds`): it wins over the config's. A terminal state has none.
     if ty != "terminal"

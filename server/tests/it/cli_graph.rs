@@ -279,3 +279,44 @@ fn misused_import_arguments_exit_2_saying_what_is_wrong() {
         assert!(stderr(&out).contains(says), "{args:?}: {}", stderr(&out));
     }
 }
+
+/// Exporting a workflow, importing the export as a draft and exporting that gives the same
+/// graph: `catch:` routes come back as `catch:` (not as `on:` as well), and the states keep
+/// the order of the nodes.
+#[test]
+fn export_import_export_gives_the_same_graph() {
+    let p = Project::new();
+    p.workflow(
+        "routed",
+        "start: zeta\nstates:\n  zeta:\n    type: shell_task\n    run: \"exit 3\"\n    \
+         dirName: workspace\n    on: { success: mid }\n    catch: { business_error: alpha, \
+         technical_error: alpha }\n  mid: { type: terminal, result: ok }\n  alpha: { type: \
+         terminal, outcome: failure }\n",
+    );
+    let first = p.cli(&["graph", "routed", "--format", "reactflow"]);
+    assert_eq!(code(&first), 0, "{}", stderr(&first));
+    let file = p.dir.join("routed.graph.json");
+    std::fs::write(&file, stdout(&first)).unwrap();
+    let out = p.cli(&["graph", "import", file.to_str().unwrap(), "--name", "again"]);
+    assert_eq!(code(&out), 0, "{}", stderr(&out));
+    let draft = std::fs::read_to_string(p.dir.join("_vance/workflow-drafts/again.yaml")).unwrap();
+    let doc: Value = serde_yaml_ng::from_str(&draft).unwrap();
+    assert_eq!(
+        doc["states"]["zeta"]["on"],
+        json!({"success": "mid"}),
+        "{draft}"
+    );
+    assert_eq!(
+        doc["states"]["zeta"]["catch"],
+        json!({"business_error": "alpha", "technical_error": "alpha"}),
+        "{draft}"
+    );
+    p.workflow("again", &draft);
+    let second = p.cli(&["graph", "again", "--format", "reactflow"]);
+    assert_eq!(code(&second), 0, "{}", stderr(&second));
+    let (a, b): (Value, Value) = (
+        serde_json::from_str(&stdout(&first)).unwrap(),
+        serde_json::from_str(&stdout(&second)).unwrap(),
+    );
+    assert_eq!(a, b, "export, import, export is identical");
+}
