@@ -156,19 +156,37 @@ pub(crate) async fn schedules(loc: &Location, cmd: SchedulesCommand) -> anyhow::
                 uuid::Uuid::now_v7().simple()
             );
             let params = Value::Object(schedule.params().clone());
+            let now = triggers::Clock::now_ms(&triggers::SystemClock);
+            // A start that fails is a delivery too, on record as failed with its reason.
+            let failed = |why: String| {
+                let mut d = Delivery::new(&reg, DeliveryStatus::Failed, now)
+                    .reason("manual")
+                    .message(format!(
+                        "fired by {} from the command line: {why}",
+                        super::run::default_user()
+                    ));
+                d.event = None;
+                deliveries::record(catalog.as_ref(), &d)
+            };
             let request =
                 match runtime.start_request(&project.scope, schedule.workflow(), params, |req| {
                     req.started_by(&by).idempotency_key(&key)
                 }) {
                     Ok(r) => r,
                     Err(e) => {
+                        failed(e.to_string())?;
                         errln!("error: {e}");
                         errln!("nothing was started");
                         return Ok(EXIT_INVALID);
                     }
                 };
-            let now = triggers::Clock::now_ms(&triggers::SystemClock);
-            let (run, follower) = backend.start(request).await?;
+            let (run, follower) = match backend.start(request).await {
+                Ok(started) => started,
+                Err(e) => {
+                    failed(super::output::chain(&e))?;
+                    return Err(e);
+                }
+            };
             let mut d = Delivery::new(&reg, DeliveryStatus::Accepted, now)
                 .reason("manual")
                 .message(format!(

@@ -77,6 +77,25 @@ fn trigger_fires_the_schedule_now_and_records_the_delivery() {
     assert!(table.contains("accepted") && table.contains(id), "{table}");
 }
 
+/// A manual fire whose start fails (its workflow is gone) is a delivery on record as failed,
+/// with the reason, as the server's scheduler keeps one.
+#[test]
+fn a_manual_fire_that_cannot_start_is_recorded_as_failed() {
+    let p = project();
+    std::fs::remove_file(p.dir.join("_vance/workflows/quick.yaml")).unwrap();
+    let out = p.cli(&["schedules", "trigger", "nightly"]);
+    assert_eq!(code(&out), 2, "{}", stderr(&out));
+    let d = json(&p.cli(&["deliveries", "list", "--trigger", "nightly", "--json"]));
+    let first = &d["deliveries"][0];
+    assert_eq!(first["status"], "failed", "{d}");
+    assert_eq!(first["reason"], "manual", "{d}");
+    assert!(
+        first["message"].as_str().unwrap().contains("quick"),
+        "the reason names the missing workflow: {d}"
+    );
+    assert!(first["runId"].is_null(), "{d}");
+}
+
 #[test]
 fn deliveries_page_with_the_cursor_of_the_previous_page() {
     let p = project();
