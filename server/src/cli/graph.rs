@@ -79,7 +79,7 @@ fn import(loc: &Location, file: &std::path::Path, draft: Option<&str>) -> anyhow
     let label = format!("{name}.yaml (imported)");
     if let Err(diags) = load_workflow(&label, &yaml, &LoadOptions::default()) {
         for d in diags.iter() {
-            errln!("{d}");
+            errln!("{}", super::validate::line(d));
         }
         return Ok(EXIT_INVALID);
     }
@@ -143,7 +143,7 @@ pub(crate) fn graph(loc: &Location, args: GraphArgs) -> anyhow::Result<u8> {
         Ok(loaded) => loaded,
         Err(diags) => {
             for d in diags.iter() {
-                errln!("{d}");
+                errln!("{}", super::validate::line(d));
             }
             return Ok(EXIT_INVALID);
         }

@@ -81,7 +81,7 @@ pub(crate) async fn run(loc: &Location, args: RunArgs) -> anyhow::Result<u8> {
         Ok(request) => request,
         Err(YamlStartError::Invalid(diags)) => {
             for d in diags.iter() {
-                errln!("{d}");
+                errln!("{}", super::validate::line(d));
             }
             errln!(
                 "error: workflow `{}` is invalid; nothing was started",

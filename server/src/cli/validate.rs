@@ -194,6 +194,15 @@ fn warning(d: &Diagnostic) -> String {
     format!("{}:{}:{}: warning: {}", d.path, d.line, d.column, d.message)
 }
 
+/// A diagnostic as every command prints it: `path:line:column: [MAG-Ynnn] message`, a warning
+/// with `warning:` before its code.
+pub(crate) fn line(d: &Diagnostic) -> String {
+    match d.severity {
+        Severity::Warning => warning(d),
+        _ => d.to_string(),
+    }
+}
+
 /// The `*.yaml` files of `dir`, sorted by name.
 fn yaml_files(dir: &Path) -> anyhow::Result<Vec<PathBuf>> {
     let entries = std::fs::read_dir(dir).with_context(|| {

@@ -125,6 +125,32 @@ fn validate_reports_ok_and_every_error_with_its_position() {
     assert!(stdout(&all).contains("ok: _vance/workflows/hello.yaml"));
 }
 
+/// A document `run` refuses lists its warnings with the `warning:` label `validate` gives
+/// them, so that they are not taken for errors.
+#[test]
+fn run_labels_the_warnings_of_a_document_it_refuses() {
+    let p = Project::new();
+    p.workflow(
+        "both",
+        "start: a\nstates:\n  a: { type: timer_task, durationSeconds: 0, on: { fired: fin } }\n  \
+         fin: { type: terminal, result: \"${param.x}\" }\n",
+    );
+    let out = p.cli(&["run", "both"]);
+    assert_eq!(code(&out), 2, "{}", stderr(&out));
+    let err = stderr(&out);
+    let lines: Vec<&str> = err.lines().filter(|l| l.contains("[MAG-Y")).collect();
+    assert!(
+        lines.iter().any(|l| l.contains("warning: [MAG-Y024]")),
+        "{err}"
+    );
+    assert!(
+        lines
+            .iter()
+            .any(|l| !l.contains("warning:") && l.contains("durationSeconds")),
+        "{err}"
+    );
+}
+
 #[test]
 fn run_of_a_terminal_workflow_is_done() {
     let p = Project::new();
