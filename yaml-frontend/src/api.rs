@@ -4,7 +4,7 @@ use crate::analysis::{self, WorkflowRef};
 use crate::ast::WorkflowDoc;
 use crate::build;
 use crate::diagnostic::Diagnostics;
-use crate::loader::{LoadOptions, parse_yaml};
+use crate::loader::{LoadOptions, parse_yaml_with_key_errors};
 use crate::plan::Plan;
 use crate::validate::validate;
 
@@ -33,8 +33,11 @@ pub fn load_workflow(
     text: &str,
     opts: &LoadOptions,
 ) -> Result<Loaded, Diagnostics> {
-    let root = parse_yaml(path_label, text, opts)?;
+    // Mistakes in keys are reported with every other finding (a duplicate key's later
+    // entries left out); syntax and size errors stop here.
+    let (root, key_errors) = parse_yaml_with_key_errors(path_label, text, opts)?;
     let mut ctx = build::Ctx::new(path_label);
+    ctx.diags.extend(key_errors);
     let doc = build::build(&mut ctx, &root);
     let mut plan = None;
     if let Some(doc) = &doc {

@@ -94,6 +94,21 @@ struct Reader<'t> {
 /// line:column), size, node count/alias expansion, nesting depth, more than one document,
 /// duplicate mapping keys, collections used as keys.
 pub fn parse_yaml(path: &str, text: &str, opts: &LoadOptions) -> Result<YamlNode, Diagnostics> {
+    let (root, diags) = parse_yaml_with_key_errors(path, text, opts)?;
+    if diags.has_errors() {
+        return Err(diags);
+    }
+    Ok(root)
+}
+
+/// Like [`parse_yaml`], but a document whose only mistakes are in its keys (a duplicate key,
+/// whose later entries are left out; a key that is not a scalar) is still returned, with
+/// those errors, so that the rest of the document can be checked too.
+pub(crate) fn parse_yaml_with_key_errors(
+    path: &str,
+    text: &str,
+    opts: &LoadOptions,
+) -> Result<(YamlNode, Diagnostics), Diagnostics> {
     if text.len() > opts.max_bytes {
         return Err(Diagnostic::error(
             path,
@@ -120,15 +135,13 @@ pub fn parse_yaml(path: &str, text: &str, opts: &LoadOptions) -> Result<YamlNode
         diags: Diagnostics::new(),
     };
     let root = r.run().map_err(Diagnostics::from)?;
-    if r.diags.has_errors() {
-        return Err(r.diags);
-    }
-    Ok(root.unwrap_or(YamlNode {
+    let root = root.unwrap_or(YamlNode {
         span: Span::new(1, 1),
         content: None,
         written: None,
         kind: YamlKind::Null,
-    }))
+    });
+    Ok((root, r.diags))
 }
 
 fn span_of(s: &YSpan) -> Span {
@@ -477,15 +490,19 @@ impl Reader<'_> {
                     None => *key = Some(node),
                     Some(k) => {
                         match k.key_text() {
-                            None => self.diags.push(Diagnostic::error(
-                                path,
-                                k.span,
-                                Code::WrongType,
-                                format_args!(
-                                    "{} used as a mapping key: expected a scalar key",
-                                    k.kind_name()
-                                ),
-                            )),
+                            None => {
+                                self.diags.push(Diagnostic::error(
+                                    path,
+                                    k.span,
+                                    Code::WrongType,
+                                    format_args!(
+                                        "{} used as a mapping key: expected a scalar key",
+                                        k.kind_name()
+                                    ),
+                                ));
+                                // Left out, as a duplicate key's entry is.
+                                return None;
+                            }
                             Some(text) => {
                                 if let Some(&first) = seen.get(&text) {
                                     self.diags.push(Diagnostic::error(
@@ -498,9 +515,11 @@ impl Reader<'_> {
                                             entries[first].0.span
                                         ),
                                     ));
-                                } else {
-                                    seen.insert(text, entries.len());
+                                    // Only the first entry is kept: the rest of the document
+                                    // is checked as if the later ones were not there.
+                                    return None;
                                 }
+                                seen.insert(text, entries.len());
                             }
                         }
                         entries.push((k, node));

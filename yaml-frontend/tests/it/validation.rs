@@ -557,6 +557,18 @@ fn duplicate_keys_are_errors() {
     );
 }
 
+/// A duplicate key does not hide the document's other mistakes: every one is reported at
+/// once, the duplicate's later entry left out.
+#[test]
+fn a_duplicate_key_is_reported_with_the_other_mistakes() {
+    let text = "start: a\nstates:\n  a: { type: terminal }\n  a: { type: terminal }\n  b: { type: shel_task }\n";
+    has(
+        text,
+        "wf.yaml:4:3: [MAG-Y025] duplicate key 'a': expected each key once (first defined at 3:3)",
+    );
+    mentions(text, "unknown task type 'shel_task'");
+}
+
 #[test]
 fn approval_rules_are_checked_where_they_are_written() {
     let gate = |inbox: &str| {
