@@ -25,6 +25,65 @@ pub(crate) fn check_templates(ctx: &mut Ctx<'_>, node: &YamlNode) {
     }
 }
 
+/// Warns about `${item}`, `${item.<path>}` and `${index}` below a state's `node` where they
+/// have no value: they name the current item in a `foreach_task`'s own `params:` only
+/// (`foreach` says whether this state is one). Elsewhere they stay text, or (in a parallel
+/// branch's `params:`) resolve to nothing. Inline `states:` are checked where they are built.
+pub(crate) fn check_item_placeholders(ctx: &mut Ctx<'_>, node: &YamlNode, foreach: bool) {
+    fn walk(ctx: &mut Ctx<'_>, node: &YamlNode) {
+        match &node.kind {
+            YamlKind::Str(s) => {
+                let mut from = 0;
+                while let Some(rel) = s[from..].find("${") {
+                    let at = from + rel;
+                    from = at + 2;
+                    let tail = &s[at + 2..];
+                    let escaped = at > 0 && s[..at].ends_with('$');
+                    let word = if tail.starts_with("item}") || tail.starts_with("item.") {
+                        "item"
+                    } else if tail.starts_with("index}") {
+                        "index"
+                    } else {
+                        continue;
+                    };
+                    if escaped {
+                        continue;
+                    }
+                    let chars = s[..at].chars().count();
+                    ctx.warn(
+                        node.span_at(chars),
+                        Code::Template,
+                        format_args!(
+                            "'${{{word}}}' has a value only in a foreach_task's own 'params:': \
+                             pass it to the branch there (params: {{ it: \"${{{word}}}\" }}) \
+                             and read '${{params.it}}'"
+                        ),
+                    );
+                }
+            }
+            YamlKind::Seq(items) => items.iter().for_each(|n| walk(ctx, n)),
+            YamlKind::Map(entries) => {
+                for (k, v) in entries {
+                    if k.key_text().as_deref() != Some("states") {
+                        walk(ctx, v);
+                    }
+                }
+            }
+            _ => {}
+        }
+    }
+    let Some(entries) = node.as_map() else {
+        return;
+    };
+    for (k, v) in entries {
+        match k.key_text().as_deref() {
+            Some("params") if foreach => {}
+            Some("states") => {}
+            _ => walk(ctx, v),
+        }
+    }
+}
+
 /// Parses a condition, reporting a syntax or sandbox error at the failing character.
 pub(crate) fn parse_condition(ctx: &mut Ctx<'_>, node: &YamlNode, what: &str) -> Option<Condition> {
     let Some(src) = node.as_str() else {

@@ -12,7 +12,7 @@ use crate::error_kind::ErrorKind;
 use crate::node::{YamlKind, YamlNode};
 use crate::suggest;
 
-use super::checks::{check_templates, parse_condition};
+use super::checks::{check_item_placeholders, check_templates, parse_condition};
 use super::ctx::{self, Ctx};
 
 pub(crate) const COMMON: &[&str] = &[
@@ -61,6 +61,7 @@ pub(super) fn build_state(
     let node = ctx.map(node, &what)?;
     check_templates(ctx, node);
     let task_type = task_type(ctx, node, &what)?;
+    check_item_placeholders(ctx, node, task_type == TaskType::ForeachTask);
     let mut allowed: Vec<&str> = COMMON.to_vec();
     allowed.extend_from_slice(type_fields(task_type));
     if task_type == TaskType::Terminal {

@@ -557,6 +557,32 @@ fn duplicate_keys_are_errors() {
     );
 }
 
+/// `${item}` and `${index}` have a value in a foreach_task's own `params:` only: anywhere
+/// else (an inline branch's states, a parallel branch's params, another state) they are
+/// flagged, and where they do have one they are not.
+#[test]
+fn item_placeholders_outside_a_foreach_s_params_are_flagged() {
+    let text = "start: each\nstates:\n  each:\n    type: foreach_task\n    items: [1, 2]\n    \
+                params: { it: \"${item}\", at: \"${index}\" }\n    start: s\n    states:\n      \
+                s: { type: terminal, result: \"${item.name}\" }\n    on: { success: fan }\n  \
+                fan:\n    type: parallel_task\n    branches:\n      one: { workflow: w, params: { \
+                n: \"${index}\" } }\n    on: { success: end }\n  end: { type: terminal, result: \
+                \"${item}\" }\n";
+    let found: Vec<String> = rendered(text)
+        .into_iter()
+        .filter(|d| d.contains("has a value only in a foreach_task"))
+        .collect();
+    assert_eq!(found.len(), 3, "{found:#?}");
+    for (line, word) in [(9, "${item}"), (14, "${index}"), (16, "${item}")] {
+        assert!(
+            found
+                .iter()
+                .any(|d| d.starts_with(&format!("wf.yaml:{line}:")) && d.contains(word)),
+            "line {line}: {found:#?}"
+        );
+    }
+}
+
 /// A duplicate key does not hide the document's other mistakes: every one is reported at
 /// once, the duplicate's later entry left out.
 #[test]
