@@ -271,6 +271,9 @@ impl Engine {
         let input =
             serde_json::to_value(input).map_err(|e| StartError::InvalidInput(e.to_string()))?;
         let mut req = StartRequest::code(W::NAME, input);
+        // The version of the type named: with several versions registered, a typed start
+        // starts the one whose input and output its handle knows.
+        req.version = Some(W::VERSION.to_string());
         req.idempotency_key = options.idempotency_key;
         req.started_by = options.started_by.unwrap_or_default();
         let id = self.inner.start(req).await?;

@@ -112,6 +112,11 @@ impl EngineBuilder {
     }
 
     /// Registers a code workflow.
+    ///
+    /// Several versions of one workflow may be registered (each name and version once): runs
+    /// replay on the version they started with, and new starts that name no version take the
+    /// one registered last. So a process can run old runs to their end on the old code while
+    /// it starts new runs on the new (see `docs/changing-code.md`).
     pub fn workflow(mut self, registration: WorkflowRegistration) -> Self {
         self.workflows.push(registration);
         self
@@ -231,10 +236,18 @@ impl EngineBuilder {
             }
         };
         let mut workflows = HashMap::new();
+        let mut workflow_versions = HashMap::new();
         for w in self.workflows {
-            if workflows.insert(w.name.clone(), w.clone()).is_some() {
-                return Err(OpenError::DuplicateRegistration(w.name));
+            let key = (w.name.clone(), w.version.clone());
+            if workflow_versions.insert(key, w.clone()).is_some() {
+                let what = match w.version.as_str() {
+                    "" => w.name,
+                    v => format!("{} (version {v})", w.name),
+                };
+                return Err(OpenError::DuplicateRegistration(what));
             }
+            // The version registered last takes new starts.
+            workflows.insert(w.name.clone(), w);
         }
         let mut tasks = HashMap::new();
         for t in self.tasks {
@@ -249,6 +262,7 @@ impl EngineBuilder {
             store: store.clone(),
             writer,
             workflows,
+            workflow_versions,
             task_names: Arc::new(tasks.keys().cloned().collect()),
             tasks,
             interpreters: self.interpreters.into_iter().collect(),

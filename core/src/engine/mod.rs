@@ -114,7 +114,10 @@ pub type JournalBytesLimit = Arc<dyn Fn(&crate::RunScope) -> Option<u64> + Send 
 pub(crate) struct EngineInner {
     pub(crate) store: Arc<dyn Store>,
     pub(crate) writer: JournalWriter,
+    /// Code workflows by name: the version new starts take (the one registered last).
     pub(crate) workflows: HashMap<String, WorkflowRegistration>,
+    /// Every registered version of each code workflow, by name and version.
+    pub(crate) workflow_versions: HashMap<(String, String), WorkflowRegistration>,
     pub(crate) tasks: HashMap<String, TaskRegistration>,
     pub(crate) task_names: Arc<std::collections::HashSet<String>>,
     pub(crate) interpreters: HashMap<String, InterpreterFn>,
@@ -234,6 +237,13 @@ impl EngineInner {
         if start.frontend == "code" {
             if !self.workflows.contains_key(&start.workflow_name) {
                 return Err(StartError::UnknownWorkflow(start.workflow_name.clone()));
+            }
+            let key = (start.workflow_name.clone(), start.workflow_version.clone());
+            if !self.workflow_versions.contains_key(&key) {
+                return Err(StartError::UnknownWorkflow(format!(
+                    "{} (version {})",
+                    start.workflow_name, start.workflow_version
+                )));
             }
         } else if !self.interpreters.contains_key(start.frontend.as_str()) {
             return Err(StartError::UnknownFrontend(start.frontend.to_string()));

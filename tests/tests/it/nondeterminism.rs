@@ -55,6 +55,13 @@ async fn nd_input_retyped(ctx: Context, n: String) -> Result<u64, WorkflowError>
     Ok(ctx.task(nd_first, n.len() as u64).await?)
 }
 
+/// Version 2 of `nd`: another first task. Registered beside version 1, it takes new starts
+/// while runs of version 1 replay on version 1.
+#[workflow(name = "nd", version = "2")]
+async fn nd_v2(ctx: Context, n: u64) -> Result<u64, WorkflowError> {
+    Ok(ctx.task(nd_other, n).await?)
+}
+
 fn builder(db: &Path) -> EngineBuilder {
     Engine::builder().path(db).task(nd_first).task(nd_other)
 }
@@ -193,6 +200,62 @@ async fn an_input_that_no_longer_decodes_is_named_in_the_report() {
     );
     drop(engine);
     reopen_with_original_and_finish(&db, run).await;
+}
+
+/// A rolling change in one process: with versions 1 and 2 registered, the run of version 1
+/// replays on version 1 and finishes there, new starts take version 2 (registered last), and
+/// a typed start of version 1 still starts version 1.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn old_runs_finish_on_their_version_while_new_starts_take_the_new_one() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = dir.path().join("journal.redb");
+    let run = tokio::task::spawn_blocking({
+        let db = db.clone();
+        move || run_until_gate_then_drop_runtime(&db)
+    })
+    .await
+    .unwrap();
+    let engine = build_retrying(|| builder(&db).workflow(nd_original).workflow(nd_v2))
+        .await
+        .unwrap();
+    let view = engine.wait_settled(run).await.unwrap();
+    assert_eq!(view.status, RunStatus::Waiting, "{:?}", view.reason);
+    engine
+        .answer_gate(&format!("{run}-1"), GateAnswer::approve())
+        .await
+        .unwrap();
+    let old = engine.handle(nd_original, run).unwrap();
+    let result = tokio::time::timeout(Duration::from_secs(10), old.result()).await;
+    assert_eq!(result.unwrap().unwrap(), 200);
+
+    let new = engine
+        .core()
+        .start(magrathea::core::StartRequest::code(
+            "nd",
+            serde_json::json!(3),
+        ))
+        .await
+        .unwrap();
+    let view = engine.wait(new).await.unwrap();
+    assert_eq!(view.workflow_version, "2");
+    assert_eq!(view.result, Some(serde_json::json!(300)));
+    let typed = engine.start(nd_original, 4).await.unwrap();
+    let view = engine.wait_settled(typed.id()).await.unwrap();
+    assert_eq!(view.workflow_version, "1");
+    assert_eq!(
+        view.status,
+        RunStatus::Waiting,
+        "version 1 waits on its gate"
+    );
+
+    // The same version twice is still a mistake.
+    let twice = builder(&dir.path().join("other.redb"))
+        .workflow(nd_v2)
+        .workflow(nd_v2)
+        .build()
+        .await
+        .unwrap_err();
+    assert!(twice.to_string().contains("nd (version 2)"), "{twice}");
 }
 
 /// Reopens with the original code: the run replays cleanly, waits on its gate again, and

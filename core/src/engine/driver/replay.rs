@@ -34,7 +34,7 @@ impl Driver {
             if self.engine.workflows.is_empty() {
                 return Err(Unrunnable::NoFrontend(start.frontend.to_string()));
             }
-            let reg = self
+            let current = self
                 .engine
                 .workflows
                 .get(&start.workflow_name)
@@ -45,13 +45,31 @@ impl Driver {
                         start.workflow_name
                     ))
                 })?;
-            if reg.version != start.workflow_version {
+            let key = (
+                start.workflow_name.to_string(),
+                start.workflow_version.to_string(),
+            );
+            let Some(reg) = self.engine.workflow_versions.get(&key) else {
+                let shown = |v: &str| match v {
+                    "" => "the unversioned one".to_string(),
+                    v => format!("version `{v}`"),
+                };
+                let mut registered: Vec<String> = self
+                    .engine
+                    .workflow_versions
+                    .keys()
+                    .filter(|(name, _)| *name == current.name)
+                    .map(|(_, v)| shown(v))
+                    .collect();
+                registered.sort();
                 return Err(Unrunnable::Refused(format!(
-                    "[MAG-ND003] run started on version `{}` of workflow `{}`, but version `{}` \
-                     is registered; run the old version or cancel the run",
-                    start.workflow_version, start.workflow_name, reg.version
+                    "[MAG-ND003] run started on {} of workflow `{}`, but this engine registers \
+                     {}; register the old version beside the new one, or cancel the run",
+                    shown(&start.workflow_version),
+                    start.workflow_name,
+                    registered.join(" and ")
                 )));
-            }
+            };
             let body = reg.body.clone();
             let params = start.params.clone();
             crate::panic::catch(move || body(ctx, params)).map_err(Unrunnable::Panicked)?
