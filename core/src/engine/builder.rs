@@ -238,8 +238,9 @@ impl EngineBuilder {
         let mut workflows = HashMap::new();
         let mut workflow_versions = HashMap::new();
         for w in self.workflows {
-            let key = (w.name.clone(), w.version.clone());
-            if workflow_versions.insert(key, w.clone()).is_some() {
+            let versions: &mut HashMap<String, WorkflowRegistration> =
+                workflow_versions.entry(w.name.clone()).or_default();
+            if versions.insert(w.version.clone(), w.clone()).is_some() {
                 let what = match w.version.as_str() {
                     "" => w.name,
                     v => format!("{} (version {v})", w.name),

@@ -116,8 +116,8 @@ pub(crate) struct EngineInner {
     pub(crate) writer: JournalWriter,
     /// Code workflows by name: the version new starts take (the one registered last).
     pub(crate) workflows: HashMap<String, WorkflowRegistration>,
-    /// Every registered version of each code workflow, by name and version.
-    pub(crate) workflow_versions: HashMap<(String, String), WorkflowRegistration>,
+    /// Every registered version of each code workflow: by name, then by version.
+    pub(crate) workflow_versions: HashMap<String, HashMap<String, WorkflowRegistration>>,
     pub(crate) tasks: HashMap<String, TaskRegistration>,
     pub(crate) task_names: Arc<std::collections::HashSet<String>>,
     pub(crate) interpreters: HashMap<String, InterpreterFn>,
@@ -238,8 +238,11 @@ impl EngineInner {
             if !self.workflows.contains_key(&start.workflow_name) {
                 return Err(StartError::UnknownWorkflow(start.workflow_name.clone()));
             }
-            let key = (start.workflow_name.clone(), start.workflow_version.clone());
-            if !self.workflow_versions.contains_key(&key) {
+            let registered = self
+                .workflow_versions
+                .get(start.workflow_name.as_str())
+                .is_some_and(|v| v.contains_key(start.workflow_version.as_str()));
+            if !registered {
                 return Err(StartError::UnknownWorkflow(format!(
                     "{} (version {})",
                     start.workflow_name, start.workflow_version

@@ -34,33 +34,23 @@ impl Driver {
             if self.engine.workflows.is_empty() {
                 return Err(Unrunnable::NoFrontend(start.frontend.to_string()));
             }
-            let current = self
+            let Some(versions) = self
                 .engine
-                .workflows
-                .get(&start.workflow_name)
-                .ok_or_else(|| {
-                    Unrunnable::Refused(format!(
-                        "[MAG-ND004] workflow `{}` is not registered with this engine; register it \
-                         and reopen the engine",
-                        start.workflow_name
-                    ))
-                })?;
-            let key = (
-                start.workflow_name.to_string(),
-                start.workflow_version.to_string(),
-            );
-            let Some(reg) = self.engine.workflow_versions.get(&key) else {
+                .workflow_versions
+                .get(start.workflow_name.as_str())
+            else {
+                return Err(Unrunnable::Refused(format!(
+                    "[MAG-ND004] workflow `{}` is not registered with this engine; register it \
+                     and reopen the engine",
+                    start.workflow_name
+                )));
+            };
+            let Some(reg) = versions.get(start.workflow_version.as_str()) else {
                 let shown = |v: &str| match v {
                     "" => "the unversioned one".to_string(),
                     v => format!("version `{v}`"),
                 };
-                let mut registered: Vec<String> = self
-                    .engine
-                    .workflow_versions
-                    .keys()
-                    .filter(|(name, _)| *name == current.name)
-                    .map(|(_, v)| shown(v))
-                    .collect();
+                let mut registered: Vec<String> = versions.keys().map(|v| shown(v)).collect();
                 registered.sort();
                 return Err(Unrunnable::Refused(format!(
                     "[MAG-ND003] run started on {} of workflow `{}`, but this engine registers \
