@@ -114,7 +114,12 @@ pub(crate) fn validate(loc: &Location, args: ValidateArgs) -> anyhow::Result<u8>
         };
         match checked {
             Ok(mut found) => {
-                if stdout_open && let Err(e) = outln!("ok: {label}") {
+                // Under --strict a warning fails the document: it is not reported ok.
+                let ok = !(args.strict && !found.is_empty());
+                if ok
+                    && stdout_open
+                    && let Err(e) = outln!("ok: {label}")
+                {
                     if !is_stdout_closed(&e) {
                         return Err(e);
                     }

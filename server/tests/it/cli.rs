@@ -568,6 +568,13 @@ states:
         "{}",
         stderr(&strict)
     );
+    // A document --strict fails is not reported ok; one without warnings is.
+    assert!(
+        !stdout(&strict).contains("ok: _vance/workflows/poll.yaml"),
+        "{}",
+        stdout(&strict)
+    );
+    assert!(stdout(&strict).contains("ok: _vance/workflows/hello.yaml"));
     // A document without warnings passes --strict.
     let clean = p.cli(&["validate", "--strict", "hello"]);
     assert_eq!(code(&clean), 0, "{}", stderr(&clean));
