@@ -163,6 +163,13 @@ pub(super) async fn fan_out(
                     "status": o.status,
                     "workflowRunId": o.run_id,
                 });
+                // A branch that ended at a failure terminal with a `result:` keeps it, as a
+                // failed workflow_task's output does.
+                if !o.result.is_null()
+                    && let Value::Object(m) = &mut results[i]
+                {
+                    m.insert("result".into(), o.result.clone());
+                }
                 failed.push(json!({
                     "slot": slots[i].label,
                     "error": reason,
@@ -180,14 +187,18 @@ pub(super) async fn fan_out(
             }
             Event::Timeout => {
                 drop(pending);
+                // What the sub-runs that ended gave is kept (a slot not ended is null).
                 return Ok(Completion::of(
                     "timeout",
-                    json!({ "error": format!(
-                        "[MAG-PR003] state '{}' timed out with {} of {total} sub-runs ended; \
-                         the others were cancelled",
-                        state.name,
-                        next - in_flight
-                    )}),
+                    json!({
+                        "error": format!(
+                            "[MAG-PR003] state '{}' timed out with {} of {total} sub-runs \
+                             ended; the others were cancelled",
+                            state.name,
+                            next - in_flight
+                        ),
+                        "results": collect(plan, &slots, results),
+                    }),
                 ));
             }
             Event::TimerCancelled => return Ok(Completion::of("cancelled", Value::Null)),
@@ -230,7 +241,7 @@ fn failure(
         .collect();
     let error = format!(
         "[MAG-PR004] {} of {total} sub-runs of state '{}' failed, more than toleratedFailures \
-         allows; the others were cancelled: {}",
+         allows; those still running were cancelled: {}",
         failed.len(),
         state.name,
         which.join("; ")

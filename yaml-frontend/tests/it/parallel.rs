@@ -318,6 +318,8 @@ states:
     assert_eq!(out[1]["status"], "FAILED");
     assert!(out[1]["workflowRunId"].is_string(), "{out}");
     assert!(out[1]["error"].is_string(), "{out}");
+    // The failure terminal's result is kept, as a failed workflow_task's is.
+    assert_eq!(out[1]["result"], "item 1 is bad", "{out}");
 }
 
 fn percent_doc(tolerated: &str) -> String {
@@ -563,6 +565,10 @@ states:
         states:
           wait: { type: timer_task, duration: "1h", on: { fired: ok } }
           ok: { type: terminal }
+      quick:
+        start: ok
+        states:
+          ok: { type: terminal, result: early }
     storeAs: out
     on: { success: end, timeout: late }
   end: { type: terminal }
@@ -576,14 +582,20 @@ states:
         .unwrap()
         .to_string();
     assert!(error.starts_with("[MAG-PR003]"), "{error}");
+    // What the branch that ended gave is kept; the cancelled ones have none.
+    assert_eq!(
+        view.result.clone().unwrap()["results"],
+        json!({"a": null, "b": null, "quick": "early"})
+    );
     let (ids, _) = children(&p.records(&view));
-    assert_eq!(ids.len(), 2);
+    assert_eq!(ids.len(), 3);
+    let mut cancelled = 0;
     for id in ids {
-        assert_eq!(
-            p.engine.wait(id).await.unwrap().status,
-            RunStatus::Cancelled
-        );
+        if p.engine.wait(id).await.unwrap().status == RunStatus::Cancelled {
+            cancelled += 1;
+        }
     }
+    assert_eq!(cancelled, 2);
 }
 
 #[tokio::test]
