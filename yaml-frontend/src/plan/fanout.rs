@@ -2,7 +2,7 @@
 
 use serde_json::Value;
 
-use crate::ast::{BranchBody, FanOut, TaskSpec, Tolerance};
+use crate::ast::{BranchBody, Defaults, FanOut, TaskSpec, Tolerance};
 use crate::template::{Template, TemplateValue};
 
 /// The variable a foreach's `${item}` reads while its `params:` are resolved.
@@ -51,6 +51,9 @@ pub enum BodyPlan {
     Inline {
         /// The branch's document.
         definition: String,
+        /// The branch's document with the parent document's `defaults:`, when the parent has
+        /// some and the branch none (used by runs that carry the patch marker for it).
+        with_defaults: Option<String>,
         /// Parameters added to the parent's (a foreach's `params:`).
         params: TemplateValue,
     },
@@ -60,8 +63,12 @@ impl FanOutPlan {
     /// The plan of a fan-out task spec; `None` for other specs.
     /// `allowed_tools`: the parent document's `allowedTools:`, which an inline branch cannot
     /// widen (its own list is intersected with it).
-    pub(super) fn of(spec: &TaskSpec, allowed_tools: Option<&[String]>) -> Option<Self> {
-        let body = |b: &BranchBody| body(b, allowed_tools);
+    pub(super) fn of(
+        spec: &TaskSpec,
+        allowed_tools: Option<&[String]>,
+        defaults: &Defaults,
+    ) -> Option<Self> {
+        let body = |b: &BranchBody| body(b, allowed_tools, defaults);
         let (kind, fan) = match spec {
             TaskSpec::Parallel { branches, fan } => (
                 FanKind::Parallel(
@@ -97,17 +104,45 @@ impl FanOutPlan {
     }
 }
 
-fn body(b: &BranchBody, allowed_tools: Option<&[String]>) -> BodyPlan {
+fn body(b: &BranchBody, allowed_tools: Option<&[String]>, defaults: &Defaults) -> BodyPlan {
     match b {
         BranchBody::Workflow { workflow, params } => BodyPlan::Workflow {
             workflow: Template::parse(&rewrite(workflow)),
             params: TemplateValue::compile(&item_vars(params)),
         },
-        BranchBody::Inline { definition, params } => BodyPlan::Inline {
-            definition: within_tools(definition, allowed_tools),
-            params: TemplateValue::compile(&item_vars(params)),
-        },
+        BranchBody::Inline { definition, params } => {
+            let definition = within_tools(definition, allowed_tools);
+            BodyPlan::Inline {
+                with_defaults: with_defaults(&definition, defaults),
+                definition,
+                params: TemplateValue::compile(&item_vars(params)),
+            }
+        }
     }
+}
+
+/// An inline branch's document with the parent document's `defaults:` where it declares none
+/// (`None` when that changes nothing): its states are states of the same file, so the file's
+/// default timeouts hold for them too.
+fn with_defaults(definition: &str, defaults: &Defaults) -> Option<String> {
+    if defaults.task_timeout_seconds.is_none() && defaults.gate_timeout_seconds.is_none() {
+        return None;
+    }
+    let Ok(Value::Object(mut doc)) = serde_json::from_str::<Value>(definition) else {
+        return None;
+    };
+    if doc.contains_key("defaults") {
+        return None;
+    }
+    let mut block = serde_json::Map::new();
+    if let Some(t) = defaults.task_timeout_seconds {
+        block.insert("taskTimeoutSeconds".into(), Value::from(t));
+    }
+    if let Some(t) = defaults.gate_timeout_seconds {
+        block.insert("gateTimeoutSeconds".into(), Value::from(t));
+    }
+    doc.insert("defaults".into(), Value::Object(block));
+    Some(Value::Object(doc).to_string())
 }
 
 /// An inline branch's document with its `allowedTools:` narrowed to the parent's: the parent's

@@ -368,7 +368,7 @@ fn compile_state(
             params: TemplateValue::compile(params),
         },
         TaskSpec::Parallel { .. } | TaskSpec::Foreach { .. } => Step::FanOut(Box::new(
-            FanOutPlan::of(&s.task, allowed_tools).expect("a fan-out spec"),
+            FanOutPlan::of(&s.task, allowed_tools, defaults).expect("a fan-out spec"),
         )),
         TaskSpec::Terminal { outcome, result } => Step::Terminal {
             outcome: *outcome,

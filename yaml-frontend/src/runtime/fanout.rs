@@ -30,6 +30,11 @@ pub(super) const DEFAULT_MAX_PARALLELISM: usize = 64;
 /// once, as they did: replay must ask for the children in the order they were started.
 const WINDOW_PATCH: &str = "fan-out-default-window";
 
+/// The patch marker of runs whose inline branches take the parent document's `defaults:`
+/// (when they declare none). Runs journaled before started their branches without them: replay
+/// must ask for the same child definitions.
+const BRANCH_DEFAULTS_PATCH: &str = "fan-out-branch-defaults";
+
 /// What the window waits on: a sub-run's end, or the state's timeout.
 enum Event {
     Child(usize, ChildOutcome),
@@ -103,6 +108,16 @@ pub(super) async fn fan_out(
         None => total,
     }
     .max(1);
+    let takes_defaults = slots.iter().any(|s| {
+        matches!(
+            s.body,
+            BodyPlan::Inline {
+                with_defaults: Some(_),
+                ..
+            }
+        )
+    });
+    let branch_defaults = takes_defaults && ctx.patched(BRANCH_DEFAULTS_PATCH);
     let mut results: Vec<Value> = vec![Value::Null; total];
     let mut failed: Vec<Value> = Vec::new();
     let mut pending: Vec<StepFuture<Event>> = Vec::new();
@@ -124,7 +139,7 @@ pub(super) async fn fan_out(
                 ));
             }
             budget.spawns += 1;
-            match request(run, rt, state, slot) {
+            match request(run, rt, state, slot, branch_defaults) {
                 Ok(req) => {
                     let i = next;
                     pending.push(ctx.child(req).map(move |o| Event::Child(i, o)));
@@ -252,12 +267,14 @@ fn failure(
     )
 }
 
-/// The child request of one slot.
+/// The child request of one slot; `branch_defaults`: an inline branch takes the parent
+/// document's `defaults:` (see [`BRANCH_DEFAULTS_PATCH`]).
 fn request(
     run: &Run<'_>,
     rt: &Arc<RuntimeInner>,
     state: &PlanState,
     slot: &Slot<'_>,
+    branch_defaults: bool,
 ) -> Result<ChildRequest, String> {
     let ctx: &WorkflowContext = run.ctx;
     let mut vars = run.vars.clone();
@@ -273,7 +290,15 @@ fn request(
             let given = if params.is_null() { json!({}) } else { params };
             frozen_child(ctx, rt, &scope, &name, given)?
         }
-        BodyPlan::Inline { definition, params } => {
+        BodyPlan::Inline {
+            definition,
+            with_defaults,
+            params,
+        } => {
+            let definition = match with_defaults {
+                Some(d) if branch_defaults => d,
+                _ => definition,
+            };
             // The branch sees the parent's parameters (with a foreach's `params:` over them)
             // as its own, and the parent's variables at the fork (with `item` and `index` of
             // a foreach) as its `${state.*}`.

@@ -225,6 +225,40 @@ states:
     );
 }
 
+/// An inline branch's states are states of the same file: the file's `defaults:` hold for
+/// them (here a gate's default timeout), unless the branch declares its own.
+#[tokio::test]
+async fn an_inline_branch_takes_the_documents_default_timeouts() {
+    let p = Project::new(|rt| rt).await;
+    p.workflow(
+        "fan",
+        r#"
+defaults: { gateTimeoutSeconds: 0.2 }
+start: fan
+states:
+  fan:
+    type: parallel_task
+    branches:
+      ask:
+        start: g
+        states:
+          g:
+            type: gate_task
+            inbox: { kind: APPROVAL, title: "ok?" }
+            on: { approved: yes }
+            catch: { timeout: late }
+          yes: { type: terminal, result: approved }
+          late: { type: terminal, result: timed out }
+    storeAs: out
+    on: { success: end }
+  end: { type: terminal, result: "${state.out}" }
+"#,
+    );
+    let view = p.run("fan", json!({})).await;
+    assert_eq!(view.status, RunStatus::Done, "{:?}", view.reason);
+    assert_eq!(view.result, Some(json!({"ask": "timed out"})));
+}
+
 fn failing_fan(tolerated: &str) -> String {
     format!(
         r#"
