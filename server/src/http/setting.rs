@@ -27,9 +27,14 @@ fn scalar(v: &serde_yaml_ng::Value) -> Option<String> {
     }
 }
 
-/// The setting at `dotted` as text (a string or a number), if set.
+/// The setting at `dotted` as text (a string or a number), if set to something other than
+/// blanks. A blank value is no value: as a token it would admit a request that presents no
+/// token at all, so it refuses like a missing one.
 pub(crate) fn text(docs: &DocumentSource, scope: &Scope, dotted: &str) -> Option<String> {
-    value(docs, scope, dotted).as_ref().and_then(scalar)
+    value(docs, scope, dotted)
+        .as_ref()
+        .and_then(scalar)
+        .filter(|s| !s.trim().is_empty())
 }
 
 /// The setting at `dotted` as a list of texts: one value, or a list of them (several active

@@ -155,3 +155,39 @@ async fn writing_project_settings_needs_workflow_run_as_well_as_workflow_write()
         .unwrap();
     assert_eq!(r.status(), 404);
 }
+
+/// A token setting that holds an empty (or blank) value is no token: it refuses every request,
+/// one without credentials above all, and does not fall back to the tenant's token either.
+#[tokio::test]
+async fn an_empty_event_token_setting_refuses_every_request() {
+    let s = Server::start().await;
+    setup(&s);
+    write(
+        &s.root.join("acme/_tenant/_vance/settings.yaml"),
+        "events:\n  hook:\n    token: tenant-secret\n",
+    );
+    for blank in ["\"\"", "\"   \""] {
+        write(
+            &s.root.join("acme/shop/_vance/settings.yaml"),
+            &format!("events:\n  hook:\n    token: {blank}\n"),
+        );
+        assert_eq!(fire(&s, "hooked", None).await.0, 401, "{blank}, no token");
+        let r = s
+            .post("/brain/acme/event/shop/hooked", None)
+            .header("Authorization", "Bearer ")
+            .json(&json!({}))
+            .send()
+            .await
+            .unwrap();
+        assert_eq!(r.status(), 401, "{blank}, an empty bearer");
+        assert_eq!(
+            fire(&s, "hooked", Some("tenant-secret")).await.0,
+            401,
+            "{blank}: the project's blank value is not the tenant's token"
+        );
+    }
+    let runs: Vec<Value> = s
+        .get_json("/brain/acme/project/shop/workflows/runs", Some(ACME))
+        .await;
+    assert!(runs.is_empty(), "no run was started: {runs:?}");
+}
