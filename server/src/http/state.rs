@@ -195,6 +195,41 @@ impl AppState {
             run_id: chosen.or(r.run_id),
             ..starter.apply(r)
         };
+        // A project is a directory of the tree: in a name no directory has, no document
+        // (not even a tenant's, by the cascade) starts, only a registered code workflow.
+        let no_project = || {
+            ApiError::not_found(format!(
+                "project `{}/{}` not found",
+                scope.tenant, scope.project
+            ))
+        };
+        let run = if self.docs().project_dir(scope).is_dir() {
+            self.start_document(scope, name, params, yaml_params, &apply, draft)
+                .await?
+        } else if draft {
+            return Err(no_project());
+        } else {
+            let request = apply(StartRequest::code(name, params).scope(scope.key()));
+            self.start_code(request).await?.ok_or_else(no_project)?
+        };
+        let created = chosen.is_none_or(|id| id == run);
+        if created {
+            self.metrics.run_started(trigger);
+        }
+        Ok((run, created))
+    }
+
+    /// Starts the document `name` of `scope` (its draft with `draft`), else a registered code
+    /// workflow of that name.
+    async fn start_document(
+        &self,
+        scope: &Scope,
+        name: &str,
+        params: Value,
+        yaml_params: Value,
+        apply: &(dyn Fn(StartRequest) -> StartRequest + Sync),
+        draft: bool,
+    ) -> Result<RunId, ApiError> {
         let started = if draft {
             match self.runtime.draft_request(scope, name, yaml_params, apply) {
                 Ok(req) => self.engine.start(req).await.map_err(YamlStartError::from),
@@ -218,11 +253,7 @@ impl AppState {
             }
             Err(e) => return Err(self.start_error(e)),
         };
-        let created = chosen.is_none_or(|id| id == run);
-        if created {
-            self.metrics.run_started(trigger);
-        }
-        Ok((run, created))
+        Ok(run)
     }
 
     /// Starts the registered code workflow of `request`; `None` when there is none.

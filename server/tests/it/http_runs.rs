@@ -96,6 +96,41 @@ async fn start_get_list_journal_and_pagination() {
     assert_eq!(code(bad).await, (400, "MAG-HTTP-INVALID-CURSOR".into()));
 }
 
+/// A project is a directory of the tree: a start in a project name that has none is 404,
+/// even for a workflow the tenant holds (which a real project of the tenant starts).
+#[tokio::test]
+async fn a_start_in_a_project_that_does_not_exist_is_404() {
+    let s = Server::start().await;
+    write(
+        &s.root.join("acme/_tenant/_vance/workflows/shared.yaml"),
+        "start: done\nstates:\n  done: { type: terminal, result: shared }\n",
+    );
+    for (project, name) in [("nosuch", "shared"), ("nosuch", "hello")] {
+        let r = s
+            .post(
+                &format!("/brain/acme/project/{project}/workflows/{name}/start"),
+                Some(ACME),
+            )
+            .json(&json!({}))
+            .send()
+            .await
+            .unwrap();
+        assert_eq!(r.status(), 404, "{project}/{name}");
+        let body: Value = r.json().await.unwrap();
+        assert!(
+            body["error"]["message"]
+                .as_str()
+                .unwrap()
+                .contains("project `acme/nosuch` not found"),
+            "{body}"
+        );
+    }
+    assert!(!s.root.join("acme/nosuch").exists());
+    let run = s.start_run("shop", "shared", json!({})).await;
+    let v = s.wait_status("shop", &run, &["DONE"]).await;
+    assert_eq!(v["result"], "shared");
+}
+
 #[tokio::test]
 async fn start_errors_are_404_422_and_400() {
     let s = Server::start().await;
