@@ -60,9 +60,11 @@ states:
     type: shell_task
     run: sleep 600
     dirName: workspace
+    storeAs: out
     on: { success: done }
-    catch: { technical_error: done }
+    catch: { technical_error: gave_up }
   done: { type: terminal }
+  gave_up: { type: terminal, result: \"${state.out.error}\" }
 ";
 
 const REVIEW: &str = "\
@@ -474,7 +476,7 @@ async fn a_worker_frozen_past_its_lease_adds_nothing_after_another_reclaimed_its
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn a_run_whose_worker_dies_on_every_claim_fails_after_max_claim_attempts() {
+async fn a_task_whose_worker_dies_on_every_claim_fails_after_max_claim_attempts() {
     let s = Setup::new();
     let mut current = s.worker("1", "2");
     let run = start(
@@ -504,25 +506,28 @@ async fn a_run_whose_worker_dies_on_every_claim_fails_after_max_claim_attempts()
                 &format!("{RUNS}/runs/{run}"),
             )
             .await;
-            if v["status"] == "FAILED" {
+            if v["status"] == "DONE" {
                 break;
             }
             assert!(Instant::now() < deadline, "the run was not reclaimed: {v}");
             tokio::time::sleep(Duration::from_millis(50)).await;
         }
     }
+    // The task fails terminally with technical_error, and catch: routes it (reference §12).
     let views = wait_all(
         &s.client,
         std::slice::from_ref(&current),
         std::slice::from_ref(&run),
-        &["FAILED"],
+        &["DONE", "FAILED"],
         Duration::from_secs(60),
     )
     .await;
-    let error = views[0].to_string();
-    assert!(error.contains("MAG-LS001"), "{error}");
-    assert!(error.contains("technical_error"), "{error}");
-    assert!(error.contains("maxClaimAttempts (2)"), "{error}");
+    let view = &views[0];
+    assert_eq!(view["status"], "DONE", "{view}");
+    assert_eq!(view["currentState"], "gave_up", "{view}");
+    let error = view["result"].as_str().unwrap_or_default();
+    assert!(error.contains("MAG-LS001"), "{view}");
+    assert!(error.contains("maxClaimAttempts (2)"), "{view}");
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

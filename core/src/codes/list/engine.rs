@@ -36,8 +36,8 @@ pub(super) const CODES: &[ErrorCode] = &[
     },
     ErrorCode {
         code: "MAG-LS001",
-        meaning: "A run was reclaimed after a lost lease more often than maxClaimAttempts allows: the worker driving it stopped heartbeating each time (crashed, was killed, or froze). The run ends FAILED with a technical_error instead of going round the workers for ever.",
-        remedy: "Find out why the workers die while driving this run (its tasks' memory or time, a crash in workflow code) and fix it; then start the run again. The limit is the PostgreSQL store's maxClaimAttempts (default 3).",
+        meaning: "A run was reclaimed after a lost lease more often than maxClaimAttempts allows: the worker driving it stopped heartbeating each time (crashed, was killed, or froze). The task that was running fails terminally with technical_error instead of going round the workers for ever; catch: routes it.",
+        remedy: "Find out why the workers die while running this task (its memory or time, a crash) and fix it; route technical_error with catch: to handle it in the workflow. The limit is the PostgreSQL store's maxClaimAttempts (default 3).",
     },
     ErrorCode {
         code: "MAG-JF001",

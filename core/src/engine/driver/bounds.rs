@@ -67,22 +67,20 @@ impl Driver {
         self.fail_run(reason);
     }
 
-    /// With a store several workers share: ends the run `FAILED` once it was reclaimed after
-    /// a lost lease more often than the store allows (`maxClaimAttempts`): a run whose
-    /// worker dies each time it drives it must not go round the fleet for ever.
-    pub(super) fn fail_if_reclaimed_too_often(&mut self, reclaims: u32) {
-        let Some(leases) = self.engine.store.leases() else {
-            return;
-        };
-        let max = leases.max_claim_attempts();
-        if reclaims <= max || self.state.is_terminal() || self.blocked.is_some() {
-            return;
-        }
-        self.fail_run(format!(
-            "[MAG-LS001] technical_error: the run was reclaimed {reclaims} times after its \
-             worker stopped heartbeating, more than maxClaimAttempts ({max}); the last \
-             reclaim failed it instead of driving it again"
-        ));
+    /// With a store several workers share: once a run was reclaimed after a lost lease more
+    /// often than the store allows (`maxClaimAttempts`), the reason its running task attempts
+    /// end with `technical_error` instead of running again (reference §12: the task fails
+    /// terminally, and `catch:` routes it). A task whose worker dies each time it runs it must
+    /// not go round the fleet for ever.
+    pub(super) fn claims_exhausted_after(&self, reclaims: u32) -> Option<String> {
+        let max = self.engine.store.leases()?.max_claim_attempts();
+        (reclaims > max).then(|| {
+            format!(
+                "[MAG-LS001] technical_error: the run was reclaimed {reclaims} times after its \
+                 worker stopped heartbeating, more than maxClaimAttempts ({max}); the task \
+                 that was running is not run again"
+            )
+        })
     }
 
     /// Ends the run `FAILED` with `reason`, in the next commit: running tasks stop, children

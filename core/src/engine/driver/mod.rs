@@ -147,6 +147,9 @@ struct Driver {
     journal_cap: u64,
     /// What the run holds back while it is paused.
     held: Held,
+    /// Set when the run was reclaimed more often than the shared store allows: the attempts
+    /// its journal shows running end with this `technical_error` instead of running again.
+    claims_exhausted: Option<String>,
 }
 
 impl Driver {
@@ -177,6 +180,7 @@ impl Driver {
             depth: None,
             journal_cap: u64::MAX,
             held: Held::default(),
+            claims_exhausted: None,
         }
     }
 
@@ -187,10 +191,10 @@ impl Driver {
                 self.begin_fresh(*start, ack)
             }
             Init::Recover { reclaims } => {
+                self.claims_exhausted = self.claims_exhausted_after(reclaims);
                 let ok = self.recover().await;
                 if ok {
                     self.cancel_if_parent_did();
-                    self.fail_if_reclaimed_too_often(reclaims);
                 }
                 ok
             }

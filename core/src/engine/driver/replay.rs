@@ -300,7 +300,19 @@ impl Driver {
         // Attempts the journal shows started and unfinished run again: each such execution is
         // journaled first, and the flush that makes it durable comes before the effect acts.
         for restart in self.state.restarts(crate::engine::worker::worker_name()) {
-            self.append_apply(restart);
+            let record = match (&self.claims_exhausted, restart) {
+                // Claimed too often: the attempt ends, terminally, as a technical error.
+                (Some(reason), Record::TaskRestarted { step, attempt, .. }) => Record::TaskResult {
+                    step,
+                    attempt,
+                    outcome: crate::task::TaskError::TECHNICAL.into(),
+                    output: serde_json::json!({ "error": reason }),
+                    error: Some(reason.clone()),
+                    is_final: true,
+                },
+                (_, restart) => restart,
+            };
+            self.append_apply(record);
         }
         // Steps from the journal that still wait act again; new steps act as they are made.
         let effects = self.state.rearm();
