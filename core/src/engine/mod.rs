@@ -558,6 +558,11 @@ impl Engine {
             .map_err(|_| DeliverError::Store(StoreError::Closed))?
     }
 
+    /// Whether a code workflow of this name is registered with the engine.
+    pub fn has_code_workflow(&self, name: &str) -> bool {
+        self.inner.workflows.contains_key(name)
+    }
+
     /// Sends a named signal to a run. A run that has ended answers
     /// [`DeliverError::Ended`] (`MAG-RN004`) and journals nothing.
     pub async fn signal(&self, run: RunId, name: &str, payload: Value) -> Result<(), DeliverError> {

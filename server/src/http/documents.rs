@@ -208,10 +208,26 @@ pub(crate) async fn put(
         // A schedule is checked like a workflow: refused with its diagnostics when invalid.
         let label = format!("{}/{}/_vance/{rel}", scope.tenant, scope.project);
         let name = parts[1].trim_end_matches(".yaml");
-        if let Err(diags) = magrathea_yaml::scheduler::load_schedule(&label, name, &text) {
-            return Err(ApiError::invalid_document(
-                diags.iter().map(|d| d.to_string()).collect(),
-            ));
+        match magrathea_yaml::scheduler::load_schedule(&label, name, &text) {
+            Err(diags) => {
+                return Err(ApiError::invalid_document(
+                    diags.iter().map(|d| d.to_string()).collect(),
+                ));
+            }
+            // Each tick would fail to start: said now, as for a workflow_task's target.
+            Ok(schedule)
+                if !schedule.workflow().is_empty()
+                    && state.docs().workflow(&scope, schedule.workflow()).is_err()
+                    && !state.engine.has_code_workflow(schedule.workflow()) =>
+            {
+                warnings.push(format!(
+                    "{label}: workflow `{}` is not a workflow of the project or its tenant: \
+                     expected _vance/workflows/{}.yaml; each tick would fail to start",
+                    schedule.workflow(),
+                    schedule.workflow()
+                ));
+            }
+            Ok(_) => {}
         }
     }
     if parts.len() == 2 && parts[0] == "events" && parts[1].ends_with(".yaml") {

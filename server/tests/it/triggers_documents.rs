@@ -72,6 +72,33 @@ async fn a_written_schedule_is_registered_at_once_and_an_invalid_one_is_refused(
     assert_eq!(listed["triggers"].as_array().unwrap().len(), 1);
 }
 
+/// A schedule naming a workflow the project and its tenant do not have is written (the
+/// workflow may come later) with a warning that each tick would fail to start.
+#[tokio::test]
+async fn a_schedule_of_an_unknown_workflow_is_written_with_a_warning() {
+    let s = Server::start().await;
+    let (status, body) = put(
+        &s,
+        "scheduler/nowf.yaml",
+        ACME,
+        "cron: \"0 0 6 * * *\"\nworkflow: nosuchwf\n",
+    )
+    .await;
+    assert_eq!(status, 201, "{body}");
+    let body: Value = serde_json::from_str(&body).unwrap();
+    let warnings = body["warnings"].as_array().unwrap();
+    assert!(
+        warnings
+            .iter()
+            .any(|w| w.as_str().unwrap().contains("workflow `nosuchwf`")),
+        "{body}"
+    );
+    let (status, body) = put(&s, "scheduler/ok.yaml", ACME, SCHEDULE).await;
+    assert_eq!(status, 201, "{body}");
+    let body: Value = serde_json::from_str(&body).unwrap();
+    assert_eq!(body["warnings"], serde_json::json!([]), "{body}");
+}
+
 /// A misspelt key of an event document would change who may fire it (`auth: {tokenSettings}`
 /// left the event open to any API token that may run workflows): the document is refused on
 /// write, and one written on disk is refused when it is fired.
