@@ -10,7 +10,7 @@ use std::path::Path;
 use std::time::Duration;
 
 use magrathea::prelude::*;
-use magrathea::{AnswerAck, EngineBuilder, Record};
+use magrathea::{AnswerAck, EngineBuilder, Record, RunView};
 use magrathea_tests::{build_retrying, runtime, wait_for};
 
 #[task]
@@ -81,16 +81,30 @@ fn run_until_gate_then_drop_runtime(db: &Path) -> RunId {
     run
 }
 
+/// [`run_until_gate_then_drop_runtime`] off the async runtime.
+async fn waiting_run(db: &Path) -> RunId {
+    let db = db.to_path_buf();
+    tokio::task::spawn_blocking(move || run_until_gate_then_drop_runtime(&db))
+        .await
+        .unwrap()
+}
+
+/// Opens the engine `builder` makes (again on the run's store) and waits until the run has
+/// settled: the engine and the run's view.
+async fn reopened(run: RunId, builder: impl Fn() -> EngineBuilder) -> (Engine, RunView) {
+    let engine = build_retrying(builder).await.unwrap();
+    let view = engine
+        .wait_until(run, |s| s != RunStatus::Waiting && s != RunStatus::Running)
+        .await
+        .unwrap();
+    (engine, view)
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_different_task_at_a_journaled_step_blocks_with_nd001_until_the_code_is_restored() {
     let dir = tempfile::tempdir().unwrap();
     let db = dir.path().join("journal.redb");
-    let run = tokio::task::spawn_blocking({
-        let db = db.clone();
-        move || run_until_gate_then_drop_runtime(&db)
-    })
-    .await
-    .unwrap();
+    let run = waiting_run(&db).await;
 
     let engine = build_retrying(|| builder(&db).workflow(nd_swapped))
         .await
@@ -133,20 +147,9 @@ async fn a_different_task_at_a_journaled_step_blocks_with_nd001_until_the_code_i
 async fn a_removed_journaled_step_blocks_with_nd002_until_the_code_is_restored() {
     let dir = tempfile::tempdir().unwrap();
     let db = dir.path().join("journal.redb");
-    let run = tokio::task::spawn_blocking({
-        let db = db.clone();
-        move || run_until_gate_then_drop_runtime(&db)
-    })
-    .await
-    .unwrap();
+    let run = waiting_run(&db).await;
 
-    let engine = build_retrying(|| builder(&db).workflow(nd_gate_removed))
-        .await
-        .unwrap();
-    let view = engine
-        .wait_until(run, |s| s != RunStatus::Waiting && s != RunStatus::Running)
-        .await
-        .unwrap();
+    let (engine, view) = reopened(run, || builder(&db).workflow(nd_gate_removed)).await;
     let reason = view.reason.clone().unwrap_or_default();
     assert_eq!(view.status, RunStatus::Blocked, "{view:?}");
     assert!(reason.contains("[MAG-ND002]"), "{reason}");
@@ -178,19 +181,8 @@ async fn a_removed_journaled_step_blocks_with_nd002_until_the_code_is_restored()
 async fn an_input_that_no_longer_decodes_is_named_in_the_report() {
     let dir = tempfile::tempdir().unwrap();
     let db = dir.path().join("journal.redb");
-    let run = tokio::task::spawn_blocking({
-        let db = db.clone();
-        move || run_until_gate_then_drop_runtime(&db)
-    })
-    .await
-    .unwrap();
-    let engine = build_retrying(|| builder(&db).workflow(nd_input_retyped))
-        .await
-        .unwrap();
-    let view = engine
-        .wait_until(run, |s| s != RunStatus::Waiting && s != RunStatus::Running)
-        .await
-        .unwrap();
+    let run = waiting_run(&db).await;
+    let (engine, view) = reopened(run, || builder(&db).workflow(nd_input_retyped)).await;
     let reason = view.reason.clone().unwrap_or_default();
     assert_eq!(view.status, RunStatus::Blocked, "{view:?}");
     assert!(reason.contains("[MAG-ND002]"), "{reason}");
@@ -209,12 +201,7 @@ async fn an_input_that_no_longer_decodes_is_named_in_the_report() {
 async fn old_runs_finish_on_their_version_while_new_starts_take_the_new_one() {
     let dir = tempfile::tempdir().unwrap();
     let db = dir.path().join("journal.redb");
-    let run = tokio::task::spawn_blocking({
-        let db = db.clone();
-        move || run_until_gate_then_drop_runtime(&db)
-    })
-    .await
-    .unwrap();
+    let run = waiting_run(&db).await;
     let engine = build_retrying(|| builder(&db).workflow(nd_original).workflow(nd_v2))
         .await
         .unwrap();
