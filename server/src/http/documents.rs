@@ -155,16 +155,10 @@ pub(crate) async fn put(
     if parts[0] == magrathea_yaml::runtime::HISTORY_DIR {
         // The history keeps every replaced version by its content hash: written by publish
         // only, never overwritten.
-        return Err(ApiError::new(
-            StatusCode::CONFLICT,
-            "MAG-VR005",
-            format!(
-                "[MAG-VR005] _vance/{}/ is the immutable history of published workflows; \
-                 write a draft to _vance/{}/ and publish it instead",
-                magrathea_yaml::runtime::HISTORY_DIR,
-                magrathea_yaml::runtime::DRAFTS_DIR
-            ),
-        ));
+        return Err(history_refused(&format!(
+            "write a draft to _vance/{}/ and publish it instead",
+            magrathea_yaml::runtime::DRAFTS_DIR
+        )));
     }
     let trigger_doc = is_trigger_document(&parts);
     if trigger_doc && !who.has(ApiScope::Run) {
@@ -355,15 +349,7 @@ pub(crate) async fn delete(
         )));
     }
     if parts[0] == magrathea_yaml::runtime::HISTORY_DIR {
-        return Err(ApiError::new(
-            StatusCode::CONFLICT,
-            "MAG-VR005",
-            format!(
-                "[MAG-VR005] _vance/{}/ is the immutable history of published workflows; its \
-                 versions are not removed",
-                magrathea_yaml::runtime::HISTORY_DIR
-            ),
-        ));
+        return Err(history_refused("its versions are not removed"));
     }
     let file = parts
         .iter()
@@ -396,6 +382,18 @@ pub(crate) async fn delete(
         tracing::warn!(error = %e, "could not resync the project's triggers");
     }
     Ok(StatusCode::NO_CONTENT)
+}
+
+/// 409 `MAG-VR005` for a write or removal under the history of published versions.
+fn history_refused(instead: &str) -> ApiError {
+    ApiError::new(
+        StatusCode::CONFLICT,
+        "MAG-VR005",
+        format!(
+            "[MAG-VR005] _vance/{}/ is the immutable history of published workflows; {instead}",
+            magrathea_yaml::runtime::HISTORY_DIR
+        ),
+    )
 }
 
 /// Whether a path under `_vance/` is a trigger document (or a hook's script): its directory
