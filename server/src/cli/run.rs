@@ -48,7 +48,9 @@ pub(crate) struct RunArgs {
 }
 
 pub(crate) async fn run(loc: &Location, args: RunArgs) -> anyhow::Result<u8> {
-    let project = Project::locate(loc)?;
+    // Without its project directory no document can be found: nothing is started, exit 2
+    // as for an unknown workflow.
+    let project = Project::locate(loc).map_err(|e| super::Invalid(super::output::chain(&e)))?;
     let runtime = project.runtime();
     // `--param` values are typed by the document's `parameters:` where it declares the key.
     let declared = if args.draft {

@@ -125,6 +125,18 @@ fn validate_reports_ok_and_every_error_with_its_position() {
     assert!(stdout(&all).contains("ok: _vance/workflows/hello.yaml"));
 }
 
+/// `run` in a project directory that does not exist starts nothing and exits 2, as for an
+/// unknown workflow.
+#[test]
+fn run_in_a_missing_project_directory_exits_2() {
+    let p = Project::new();
+    let missing = p.root.join("no/such/project");
+    let out = p.cli(&["run", "hello", "--project", missing.to_str().unwrap()]);
+    assert_eq!(code(&out), 2, "{}", stderr(&out));
+    assert!(stderr(&out).contains("does not exist"), "{}", stderr(&out));
+    assert!(!missing.exists());
+}
+
 /// A document `run` refuses lists its warnings with the `warning:` label `validate` gives
 /// them, so that they are not taken for errors.
 #[test]
