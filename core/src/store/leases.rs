@@ -56,10 +56,10 @@ pub struct LaneSlot {
 /// go through the store's **mailbox**: the owner takes its mail, delivers it to its driver, and
 /// posts the reply, which the sender waits for.
 ///
-/// A run's first claim makes its lease; each reclaim after an expiry counts, and a run
-/// reclaimed more than [`Leases::max_claim_attempts`] times fails with a `technical_error`
-/// (the reference's §12): a run whose worker dies every time it drives it must not take the
-/// whole fleet down with it.
+/// A run's first claim makes its lease; each reclaim after an expiry counts, and once a run
+/// was reclaimed more than [`Leases::max_claim_attempts`] times, the task it was running fails
+/// terminally with a `technical_error` that `catch:` may route (the reference's §12): a task
+/// whose worker dies every time it runs must not take the whole fleet down with it.
 ///
 /// **Lane slots** make a concurrency limit hold across workers (the reference's §11 lanes): a
 /// lane of width `n` has `n` slots in the store, a task takes one before it runs
@@ -100,7 +100,8 @@ pub trait Leases: Send + Sync {
     /// at once instead of after the grace period.
     fn release_all(&self) -> Result<(), StoreError>;
 
-    /// How many reclaims a run survives; the next one fails it.
+    /// How many reclaims a run survives; after the next one, the task it was running fails
+    /// with a `technical_error` instead of running again.
     fn max_claim_attempts(&self) -> u32;
 
     /// Posts `body` for the driver of `run`, wherever it runs; returns the message's id.
