@@ -185,9 +185,6 @@ pub enum DeliverError {
     /// The run cannot be paused in its state: it has ended, or its cancellation is under way.
     #[error("[MAG-PS001] run {0} is {1}: only a run that has not ended can be paused")]
     NotPausable(RunId, crate::record::RunStatus),
-    /// The run has ended: a signal to it is not delivered (nothing waits for it any more).
-    #[error("[MAG-RN004] run {0} has ended ({1}): the signal was not delivered")]
-    Ended(RunId, crate::record::RunStatus),
     /// The run is not paused, so there is nothing to resume.
     #[error("[MAG-PS002] run {0} is {1}, not PAUSED: only a paused run can be resumed")]
     NotPaused(RunId, crate::record::RunStatus),

@@ -124,8 +124,8 @@ impl<W: Workflow> RunHandle<W> {
     }
 
     /// Sends signal `name` with `payload` (any serialisable value, borrowed ones included); the
-    /// run reads it with [`Context::signal`](crate::Context::signal). A run that has ended
-    /// refuses it: [`DeliverError::Ended`] (`MAG-RN004`), and nothing is journaled.
+    /// run reads it with [`Context::signal`](crate::Context::signal). A signal to a run that
+    /// has ended is accepted and journaled as ignored.
     pub async fn signal<T: serde::Serialize>(
         &self,
         name: &str,
@@ -185,7 +185,7 @@ pub enum SignalError {
     /// The payload could not be serialised to JSON (e.g. a map with non-string keys).
     #[error("[MAG-SE001] the signal's payload cannot be serialised: {0}")]
     Encode(#[source] serde_json::Error),
-    /// The engine refused it: unknown run, ended run, blocked run, store failure.
+    /// The engine refused it: unknown run, blocked run, store failure.
     #[error(transparent)]
     Deliver(#[from] DeliverError),
 }

@@ -563,8 +563,9 @@ impl Engine {
         self.inner.workflows.contains_key(name)
     }
 
-    /// Sends a named signal to a run. A run that has ended answers
-    /// [`DeliverError::Ended`] (`MAG-RN004`) and journals nothing.
+    /// Sends a named signal to a run. A signal to a run that has ended is accepted and
+    /// journaled as ignored (an `IgnoredRecord`), as a late gate answer is; on a store several
+    /// workers share, nothing is journaled for an ended run.
     pub async fn signal(&self, run: RunId, name: &str, payload: Value) -> Result<(), DeliverError> {
         if self.inner.store.run_summary(run)?.is_none() {
             return Err(DeliverError::RunNotFound(run));

@@ -226,7 +226,6 @@ fn error_reply(e: &DeliverError) -> Value {
         DeliverError::Unsupported(run) => ("unsupported", run.to_string()),
         DeliverError::NotPausable(run, status) => ("notPausable", format!("{run} {status}")),
         DeliverError::NotPaused(run, status) => ("notPaused", format!("{run} {status}")),
-        DeliverError::Ended(run, status) => ("ended", format!("{run} {status}")),
         DeliverError::Store(_) => ("store", String::new()),
     };
     json!({"error": {"kind": kind, "detail": detail, "message": e.to_string()}})
@@ -253,13 +252,12 @@ fn delivery_error(e: &Value) -> DeliverError {
             None => store(),
         },
         Some("unsupported") => run(&detail).map_or_else(store, DeliverError::Unsupported),
-        Some(kind @ ("notPausable" | "notPaused" | "ended")) => {
+        Some(kind @ ("notPausable" | "notPaused")) => {
             let parsed = detail
                 .split_once(' ')
                 .and_then(|(r, s)| Some((run(r)?, s.parse::<RunStatus>().ok()?)));
             match parsed {
                 Some((r, s)) if kind == "notPausable" => DeliverError::NotPausable(r, s),
-                Some((r, s)) if kind == "ended" => DeliverError::Ended(r, s),
                 Some((r, s)) => DeliverError::NotPaused(r, s),
                 None => store(),
             }

@@ -160,10 +160,27 @@ impl RunState {
     }
 
     /// A signal: it completes the oldest pending wait of its name that the code still awaits
-    /// (not in `dropped`), or is buffered. `None` once the run has ended.
-    pub(crate) fn signal(&self, name: String, payload: Value, dropped: &StepSet) -> Option<Record> {
+    /// (not in `dropped`), or is buffered. Once the run has ended it is ignored: an
+    /// `IgnoredRecord` at the run's last wait for that name (else its last step).
+    pub(crate) fn signal(&self, name: String, payload: Value, dropped: &StepSet) -> Record {
         if self.is_terminal() {
-            return None;
+            let waited = |s: &Step| {
+                self.steps
+                    .get(s)
+                    .is_some_and(|e| matches!(e.machine, Machine::Signal(_)) && e.name == name)
+            };
+            let step = self
+                .steps
+                .keys()
+                .copied()
+                .filter(waited)
+                .max()
+                .or_else(|| self.steps.keys().copied().max())
+                .unwrap_or(0);
+            return Record::Ignored {
+                step,
+                what: format!("signal `{name}`"),
+            };
         }
         let waiting = self.pending.iter().copied().find(|k| {
             !dropped.contains(k)
@@ -171,11 +188,11 @@ impl RunState {
                     matches!(e.machine, Machine::Signal(SignalStep::Waiting)) && e.name == name
                 })
         });
-        Some(Record::SignalReceived {
+        Record::SignalReceived {
             name,
             payload,
             step: waiting,
-        })
+        }
     }
 
     /// The child of `step` ended.

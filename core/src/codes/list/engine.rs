@@ -105,11 +105,6 @@ pub(super) const CODES: &[ErrorCode] = &[
         remedy: "Ask for the handle with the workflow the run was started with (its `workflowName`).",
     },
     ErrorCode {
-        code: "MAG-RN004",
-        meaning: "A signal was sent to a run that has ended (done, failed or cancelled); it was not delivered.",
-        remedy: "Signal runs that have not ended; start a new run to act on the signal.",
-    },
-    ErrorCode {
         code: "MAG-RD001",
         meaning: "The journal page's `cursor` is not one the server handed out.",
         remedy: "Pass the `X-Next-Cursor` of the previous page unchanged, or leave `cursor` out for the first page.",

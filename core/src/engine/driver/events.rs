@@ -94,19 +94,14 @@ impl Driver {
                 reply,
             } => {
                 let dropped = lock(&self.shared).dropped.clone();
-                match self.state.signal(name, payload, &dropped) {
-                    Some(record) => {
-                        self.append_apply(record);
-                        self.outbox.replies.push(Reply::Signal(reply));
-                    }
-                    // The run has ended: nothing waits for signals any more.
-                    None => {
-                        let status = self
-                            .state
-                            .last_status()
-                            .map_or(RunStatus::Done, |(s, _)| *s);
-                        drop(reply.send(Err(DeliverError::Ended(self.run_id, status))));
-                    }
+                let record = self.state.signal(name, payload, &dropped);
+                if self.state.is_terminal() && self.engine.store.leases().is_some() {
+                    // An ended run on a shared store is no longer leased to anyone: the late
+                    // signal is accepted and not journaled (as a late gate answer).
+                    drop(reply.send(Ok(())));
+                } else {
+                    self.append_apply(record);
+                    self.outbox.replies.push(Reply::Signal(reply));
                 }
             }
             Event::ChildDone { step, outcome } => {
