@@ -181,6 +181,21 @@ pub(crate) async fn runs(loc: &Location, cmd: RunsCommand) -> anyhow::Result<u8>
                     timestamp(view.created_at),
                     view.started_by
                 )?;
+                // The run it repeats, as `GET …/origin` tells it.
+                let origin = backend
+                    .as_ref()
+                    .and_then(|b| super::schedules::catalog_of(b).ok())
+                    .and_then(|c| {
+                        magrathea_server::http::rerun::origin_of(&*c, view.workflow_run_id).ok()
+                    })
+                    .unwrap_or_default();
+                let definition = origin["definition"].as_str().unwrap_or("current");
+                if let Some(of) = origin["retryOf"].as_str() {
+                    let from = origin["fromState"].as_str().unwrap_or("?");
+                    outln!("  retry of {of} from state {from} ({definition} definition)")?;
+                } else if let Some(of) = origin["rerunOf"].as_str() {
+                    outln!("  rerun of {of} ({definition} definition)")?;
+                }
                 // Side effects that may have happened more than once, each on record.
                 for r in &view.re_executions {
                     outln!(

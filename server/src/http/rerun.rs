@@ -30,6 +30,28 @@ pub(crate) fn put_origin(catalog: &dyn magrathea_core::Catalog, run: RunId, orig
     }
 }
 
+/// Where `run` came from, as `GET …/runs/{run_id}/origin` shows it: `{kind: "retry",
+/// retryOf, fromState, definition}`, `{rerunOf, definition}`, or `{}` for a run started
+/// afresh.
+pub fn origin_of(
+    catalog: &dyn magrathea_core::Catalog,
+    run: RunId,
+) -> Result<Value, magrathea_core::StoreError> {
+    let found = catalog
+        .get(ORIGINS, &run.to_string())?
+        .and_then(|b| serde_json::from_slice::<Value>(&b).ok());
+    Ok(match found {
+        Some(o) if o["kind"] == "retry" => json!({
+            "kind": "retry",
+            "retryOf": o["of"],
+            "fromState": o["fromState"],
+            "definition": o["definition"],
+        }),
+        Some(o) => json!({ "rerunOf": o["of"], "definition": o["definition"] }),
+        None => json!({}),
+    })
+}
+
 /// Records that `run` reruns `of` on the `definition` (`current` or `frozen`); a failure to
 /// record is logged, the run stands.
 pub fn record_origin(
@@ -139,19 +161,5 @@ pub(crate) async fn origin(
     state.authorize(&headers, &p.tenant, ApiScope::Read)?;
     let scope = state.scope(&p.tenant, &p.project)?;
     let summary = state.scoped_summary(&scope, &p.run_id)?;
-    let found = state
-        .triggers
-        .catalog()?
-        .get(ORIGINS, &summary.run_id.to_string())?
-        .and_then(|b| serde_json::from_slice::<Value>(&b).ok());
-    Ok(Json(match found {
-        Some(o) if o["kind"] == "retry" => json!({
-            "kind": "retry",
-            "retryOf": o["of"],
-            "fromState": o["fromState"],
-            "definition": o["definition"],
-        }),
-        Some(o) => json!({ "rerunOf": o["of"], "definition": o["definition"] }),
-        None => json!({}),
-    }))
+    Ok(Json(origin_of(state.triggers.catalog()?, summary.run_id)?))
 }

@@ -1,7 +1,7 @@
 //! `magrathea runs rerun`: the same parameters, on the current or the frozen definition.
 
 use crate::cli_common;
-use cli_common::{Project, code, json, stderr};
+use cli_common::{Project, code, json, stderr, stdout};
 
 const V1: &str = "parameters:\n  n: { type: integer, required: true }\nstart: done\nstates:\n  done: { type: terminal, result: { version: 1, n: \"${params.n}\" } }\n";
 const V2: &str = "parameters:\n  n: { type: integer, required: true }\nstart: done\nstates:\n  done: { type: terminal, result: { version: 2, n: \"${params.n}\" } }\n";
@@ -22,6 +22,12 @@ fn rerun_starts_the_workflow_again_with_the_same_parameters() {
     assert!(stderr(&out).contains(&format!("rerun of {id}")));
     let frozen = json(&p.cli(&["runs", "rerun", &id, "--frozen", "--json"]));
     assert_eq!(frozen["result"]["version"], 1);
+    let shown = p.cli(&["runs", "show", frozen["workflowRunId"].as_str().unwrap()]);
+    assert!(
+        stdout(&shown).contains(&format!("rerun of {id} (frozen definition)")),
+        "{}",
+        stdout(&shown)
+    );
     // A run that is not there: nothing was started, exit 2 (as `runs pause` and `retry`).
     for cmd in ["rerun", "retry"] {
         let out = p.cli(&["runs", cmd, "0123456789abcdef0123456789abcdef"]);
@@ -77,6 +83,17 @@ fn retry_begins_at_the_failed_state_with_the_variables_the_run_had_there() {
     assert_eq!(again["result"], "prepared\n");
     let log = std::fs::read_to_string(p.dir.join("prepared.log")).unwrap();
     assert_eq!(log.lines().count(), 1, "prepare did not run again");
+    // `runs show` of the new run names the run it retries.
+    let new = again["workflowRunId"].as_str().unwrap();
+    let shown = p.cli(&["runs", "show", new]);
+    assert_eq!(code(&shown), 0, "{}", stderr(&shown));
+    assert!(
+        stdout(&shown).contains(&format!(
+            "retry of {id} from state check (frozen definition)"
+        )),
+        "{}",
+        stdout(&shown)
+    );
 
     // A DONE run is not retried.
     let done = again["workflowRunId"].as_str().unwrap();
