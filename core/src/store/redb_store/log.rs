@@ -58,8 +58,23 @@ impl Inner {
             Wal::read_all(&*files[0]).map_err(io_error)?,
             Wal::read_all(&*files[1]).map_err(io_error)?,
         ];
-        let mut frames = frame::scan(&contents[0], left.checkpoint)?.frames;
-        frames.extend(frame::scan(&contents[1], left.checkpoint)?.frames);
+        let checkpoint = left.checkpoint;
+        let mut scanned = [
+            frame::scan(&contents[0], checkpoint, 0)?.frames,
+            frame::scan(&contents[1], checkpoint, 0)?.frames,
+        ];
+        // A segment whose first frame is damaged goes on after the other's newest frame: scan
+        // it again knowing that, so that frames acknowledged after the damage are found.
+        let newest = |frames: &[frame::Frame<'_>]| frames.iter().map(|f| f.lsn).max();
+        for i in 0..2 {
+            if scanned[i].is_empty()
+                && let Some(other) = newest(&scanned[1 - i])
+            {
+                scanned[i] = frame::scan(&contents[i], checkpoint, other)?.frames;
+            }
+        }
+        let [mut frames, more] = scanned;
+        frames.extend(more);
         frames.retain(|f| f.lsn > left.checkpoint);
         frames.sort_by_key(|f| f.lsn);
         for (expected, f) in (left.checkpoint + 1..).zip(frames) {

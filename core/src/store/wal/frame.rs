@@ -14,7 +14,8 @@
 //! lower).
 //!
 //! One case is not an end but damage: an intact frame lies past the end and carries an LSN
-//! above both the last frame scanned and the store's checkpoint. Frames are written one per
+//! just above the last frame scanned, the store's checkpoint, or (when the first frame is the
+//! damaged one) the other segment's newest frame. Frames are written one per
 //! commit, in LSN order, each synced before the next is written, and a segment is rewound only
 //! once every frame in it is at or below the checkpoint. So such a frame was written after the
 //! one at the end had been acknowledged: the end is a damaged frame (a flipped bit in its
@@ -75,9 +76,15 @@ pub(crate) struct Scanned<'a> {
 }
 
 /// Reads the frames of a whole log file (see the module documentation); `checkpoint` is the
-/// LSN of the last frame the store has folded. An empty or all-zero header is a log that was
-/// never written; any other header that is not [`MAGIC`] is refused.
-pub(crate) fn scan(log: &[u8], checkpoint: u64) -> Result<Scanned<'_>, DecodeError> {
+/// LSN of the last frame the store has folded, and `newest_elsewhere` the newest LSN the
+/// other segment holds (0 if unknown), where this segment's frames go on when its first frame
+/// is the damaged one. An empty or all-zero header is a log that was never written; any other
+/// header that is not [`MAGIC`] is refused.
+pub(crate) fn scan(
+    log: &[u8],
+    checkpoint: u64,
+    newest_elsewhere: u64,
+) -> Result<Scanned<'_>, DecodeError> {
     let mut scanned = Scanned {
         frames: Vec::new(),
         end: MAGIC.len(),
@@ -101,8 +108,13 @@ pub(crate) fn scan(log: &[u8], checkpoint: u64) -> Result<Scanned<'_>, DecodeErr
         scanned.frames.push(frame);
         offset = next;
     }
-    let last = expected.map_or(0, |e| e - 1);
-    if acknowledged_past(log, offset, last.max(checkpoint)) {
+    // The frames written after a damaged one carry the next LSNs: after the last frame read,
+    // or, when no frame could be read, after the checkpoint or the other segment's newest.
+    let mut after = vec![expected.map_or(0, |e| e - 1).max(checkpoint)];
+    if expected.is_none() && newest_elsewhere > checkpoint {
+        after.push(newest_elsewhere);
+    }
+    if acknowledged_past(log, offset, &after) {
         return Err(DecodeError::Corrupt(
             "a journal log frame is damaged but frames written after it are intact: the log is \
              damaged, not torn; restore the store from a backup",
@@ -112,8 +124,14 @@ pub(crate) fn scan(log: &[u8], checkpoint: u64) -> Result<Scanned<'_>, DecodeErr
     Ok(scanned)
 }
 
-/// Whether an intact frame carrying an LSN above `above` starts at `from` or after it.
-fn acknowledged_past(log: &[u8], from: usize, above: u64) -> bool {
+/// How many frames in a row past the end a scan looks behind: damage longer than this is
+/// taken for a torn end.
+const DAMAGED_FRAMES: u64 = 16;
+
+/// Whether an intact frame starts at `from` or after it whose LSN follows one of `after` by at
+/// most [`DAMAGED_FRAMES`]. The window is what keeps the search cheap: an offset inside other
+/// frames' bytes almost never holds such an LSN, so almost no checksum is computed.
+fn acknowledged_past(log: &[u8], from: usize, after: &[u64]) -> bool {
     // Past the last byte that is not zero there is no frame (the preallocated tail).
     let Some(last_byte) = log.iter().rposition(|&b| b != 0) else {
         return false;
@@ -121,16 +139,20 @@ fn acknowledged_past(log: &[u8], from: usize, above: u64) -> bool {
     let Some(candidates) = log.get(from..=last_byte) else {
         return false;
     };
+    let follows = |lsn: u64| {
+        after
+            .iter()
+            .any(|&a| lsn > a && lsn <= a.saturating_add(DAMAGED_FRAMES))
+    };
     (0..candidates.len())
         .filter(|&i| {
-            // The LSN field first: most offsets fail this before a checksum is computed.
             candidates
                 .get(i + 8..i + HEADER)
                 .and_then(|b| b.try_into().ok())
                 .map(u64::from_le_bytes)
-                .is_some_and(|lsn| lsn > above)
+                .is_some_and(&follows)
         })
-        .any(|i| frame_at(log, from + i).is_some_and(|(frame, _)| frame.lsn > above))
+        .any(|i| frame_at(log, from + i).is_some_and(|(frame, _)| follows(frame.lsn)))
 }
 
 #[cfg(test)]
@@ -169,7 +191,7 @@ mod tests {
             )
         );
         let whole = log(&[f]);
-        let scanned = scan(&whole, 0).unwrap();
+        let scanned = scan(&whole, 0, 0).unwrap();
         assert_eq!(
             scanned.frames,
             [Frame {
@@ -185,18 +207,18 @@ mod tests {
         let whole = log(&[frame(1, b"one"), frame(2, b"two"), frame(3, b"three")]);
         let first_two = MAGIC.len() + 2 * HEADER + 6;
         for cut in first_two..whole.len() {
-            let scanned = scan(&whole[..cut], 0).unwrap();
+            let scanned = scan(&whole[..cut], 0, 0).unwrap();
             assert_eq!(scanned.frames.len(), 2, "cut at {cut}");
             assert_eq!(scanned.end, first_two);
         }
         let mut zeros = whole.clone();
         zeros.extend_from_slice(&[0; 64]);
-        assert_eq!(scan(&zeros, 0).unwrap().frames.len(), 3);
+        assert_eq!(scan(&zeros, 0, 0).unwrap().frames.len(), 3);
         // A rewound log: frames 8 and 9 over the old 1..3; old frame 3 follows and ends it.
         let mut rewound = whole.clone();
         let new = [frame(8, b"eight"), frame(9, b"nine")].concat();
         rewound[MAGIC.len()..MAGIC.len() + new.len()].copy_from_slice(&new);
-        let lsns: Vec<u64> = scan(&rewound, 0)
+        let lsns: Vec<u64> = scan(&rewound, 0, 0)
             .unwrap()
             .frames
             .iter()
@@ -210,13 +232,13 @@ mod tests {
         let mut damaged = log(&[frame(1, b"one"), frame(2, b"two"), frame(3, b"three")]);
         let in_frame_two = MAGIC.len() + HEADER + 3 + HEADER + 1;
         damaged[in_frame_two] ^= 0x10;
-        let err = scan(&damaged, 0).unwrap_err();
+        let err = scan(&damaged, 0, 0).unwrap_err();
         assert!(err.to_string().contains("damaged, not torn"), "{err}");
         // The same flip in the last frame is indistinguishable from a torn write: the end.
         let mut last = log(&[frame(1, b"one"), frame(2, b"two")]);
         let n = last.len();
         last[n - 1] ^= 0x10;
-        assert_eq!(scan(&last, 0).unwrap().frames.len(), 1);
+        assert_eq!(scan(&last, 0, 0).unwrap().frames.len(), 1);
     }
 
     #[test]
@@ -228,7 +250,7 @@ mod tests {
         for bit in [0x01, 0x10, 0x80] {
             let mut damaged = clean.clone();
             damaged[second] ^= bit;
-            let err = scan(&damaged, 0).unwrap_err();
+            let err = scan(&damaged, 0, 0).unwrap_err();
             assert!(
                 err.to_string().contains("damaged, not torn"),
                 "bit {bit}: {err}"
@@ -236,20 +258,34 @@ mod tests {
         }
         let mut damaged = clean.clone();
         damaged[second + 3] ^= 0x40; // the top byte: a length past the end of the file
-        assert!(scan(&damaged, 0).is_err());
+        assert!(scan(&damaged, 0, 0).is_err());
         // The first frame is hit: nothing is scanned, and frames 2 and 3 lie past the end.
         let mut first = clean.clone();
         first[MAGIC.len() + 1] ^= 0x02;
-        assert!(scan(&first, 0).is_err());
+        assert!(scan(&first, 0, 0).is_err());
         // ... unless the store has folded them already: then nothing acknowledged is lost.
-        assert!(scan(&first, 3).unwrap().frames.is_empty());
+        assert!(scan(&first, 3, 0).unwrap().frames.is_empty());
+    }
+
+    #[test]
+    fn a_damaged_first_frame_is_found_from_the_other_segments_newest_frame() {
+        // The segment's pass began after the other segment's frames 4..=50: its first frame
+        // (51) is damaged, 52 and 53 are intact.
+        let mut log = log(&[frame(51, b"a"), frame(52, b"b"), frame(53, b"c")]);
+        log[MAGIC.len() + HEADER] ^= 0x01;
+        assert!(
+            scan(&log, 3, 0).unwrap().frames.is_empty(),
+            "unknown: a torn end"
+        );
+        let err = scan(&log, 3, 50).unwrap_err();
+        assert!(err.to_string().contains("damaged, not torn"), "{err}");
     }
 
     #[test]
     fn a_gap_where_the_next_frame_should_be_is_damage_and_old_frames_are_not() {
         // Frame 2 is gone but frame 3 sits where it should be.
         let gap = log(&[frame(1, b"one"), frame(3, b"three")]);
-        assert!(scan(&gap, 0).is_err());
+        assert!(scan(&gap, 0, 0).is_err());
         // A rewound segment whose new frames end inside an old one: old frames past the end
         // carry lower LSNs, so they are an end, not damage.
         let old = log(&[
@@ -260,15 +296,15 @@ mod tests {
         let mut rewound = old.clone();
         let new = frame(4, b"four");
         rewound[MAGIC.len()..MAGIC.len() + new.len()].copy_from_slice(&new);
-        let scanned = scan(&rewound, 3).unwrap();
+        let scanned = scan(&rewound, 3, 0).unwrap();
         assert_eq!(scanned.frames.len(), 1);
         assert_eq!(scanned.frames[0].lsn, 4);
     }
 
     #[test]
     fn a_never_written_log_is_empty_and_a_foreign_file_is_refused() {
-        assert!(scan(&[], 0).unwrap().frames.is_empty());
-        assert!(scan(&[0; 4096], 0).unwrap().frames.is_empty());
-        assert!(scan(b"SQLite format 3\0", 0).is_err());
+        assert!(scan(&[], 0, 0).unwrap().frames.is_empty());
+        assert!(scan(&[0; 4096], 0, 0).unwrap().frames.is_empty());
+        assert!(scan(b"SQLite format 3\0", 0, 0).is_err());
     }
 }

@@ -266,7 +266,7 @@ mod tests {
         wal.append(2, |b| b.extend_from_slice(b"two")).unwrap();
         assert_eq!(*file.syncs.lock().unwrap(), syncs + 2);
         let bytes = file.bytes.lock().unwrap().clone();
-        let lsns: Vec<u64> = frame::scan(&bytes, 0)
+        let lsns: Vec<u64> = frame::scan(&bytes, 0, 0)
             .unwrap()
             .frames
             .iter()
@@ -298,12 +298,15 @@ mod tests {
         wal.append(1, |b| b.extend_from_slice(&big)).unwrap();
         assert!(file.len().unwrap() >= 2 * FIRST_ALLOCATION);
         let bytes = file.bytes.lock().unwrap().clone();
-        assert_eq!(frame::scan(&bytes, 0).unwrap().frames[0].payload, &big[..]);
+        assert_eq!(
+            frame::scan(&bytes, 0, 0).unwrap().frames[0].payload,
+            &big[..]
+        );
     }
 
     fn lsns(file: &MemFile) -> Vec<u64> {
         let bytes = file.bytes.lock().unwrap().clone();
-        frame::scan(&bytes, 0)
+        frame::scan(&bytes, 0, 0)
             .unwrap()
             .frames
             .iter()
