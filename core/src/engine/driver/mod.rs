@@ -212,7 +212,6 @@ impl Driver {
         ack: oneshot::Sender<Result<(), StartError>>,
     ) -> bool {
         self.outbox.begin(&start);
-        self.outbox.append(Record::Start(Box::new(start.clone())));
         self.journal_cap = self.journal_limit(&start.scope);
         match self.instantiate(&start) {
             Ok(()) => {}

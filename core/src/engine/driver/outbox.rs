@@ -89,7 +89,9 @@ impl Outbox {
         }
     }
 
-    /// A fresh run: its summary and idempotency key go with its first commit.
+    /// A fresh run: its summary and idempotency key go with its first commit, and its
+    /// `StartRecord` is appended. Both carry one instant, so that the run's start time is the
+    /// same in its summary (which listings filter by) and in its journal (which views show).
     pub(super) fn begin(&mut self, start: &StartRecord) {
         let now = now_ms();
         self.summary = Some(RunSummary {
@@ -106,12 +108,16 @@ impl Outbox {
         if let Some(key) = &start.idempotency_key {
             self.batch.idempotency_keys.push((key.clone(), self.run_id));
         }
+        self.append_at(Record::Start(Box::new(start.clone())), now);
     }
 
     pub(super) fn append(&mut self, record: Record) -> u64 {
+        self.append_at(record, now_ms())
+    }
+
+    fn append_at(&mut self, record: Record, at_ms: u64) -> u64 {
         let seq = self.next_seq;
         self.next_seq += 1;
-        let at_ms = now_ms();
         let mut bytes = Vec::with_capacity(64);
         codec::encode(&record, at_ms, &mut bytes);
         self.journal_bytes += bytes.len() as u64;
