@@ -37,18 +37,11 @@ pub(crate) fn check_item_placeholders(ctx: &mut Ctx<'_>, node: &YamlNode, foreac
                 while let Some(rel) = s[from..].find("${") {
                     let at = from + rel;
                     from = at + 2;
-                    let tail = &s[at + 2..];
                     let escaped = at > 0 && s[..at].ends_with('$');
-                    let word = if tail.starts_with("item}") || tail.starts_with("item.") {
-                        "item"
-                    } else if tail.starts_with("index}") {
-                        "index"
-                    } else {
+                    let Some(word) = crate::plan::item_word(&s[at + 2..]).filter(|_| !escaped)
+                    else {
                         continue;
                     };
-                    if escaped {
-                        continue;
-                    }
                     let chars = s[..at].chars().count();
                     ctx.warn(
                         node.span_at(chars),

@@ -178,6 +178,18 @@ fn item_vars(v: &Value) -> Value {
     }
 }
 
+/// The foreach word a `${…}` starts with, given the text after its `${`: `item` (for
+/// `${item}` and `${item.<path>}`) or `index` (for `${index}`).
+pub(crate) fn item_word(tail: &str) -> Option<&'static str> {
+    if tail.starts_with("item}") || tail.starts_with("item.") {
+        Some("item")
+    } else if tail.starts_with("index}") {
+        Some("index")
+    } else {
+        None
+    }
+}
+
 fn rewrite(s: &str) -> String {
     let mut out = String::with_capacity(s.len());
     let mut rest = s;
@@ -185,20 +197,12 @@ fn rewrite(s: &str) -> String {
         let escaped = at > 0 && rest[..at].ends_with('$');
         out.push_str(&rest[..at]);
         let tail = &rest[at + 2..];
-        let (name, skip) = if escaped {
-            (None, 0)
-        } else if tail.starts_with("item}") || tail.starts_with("item.") {
-            (Some(ITEM_VAR), 4)
-        } else if tail.starts_with("index}") {
-            (Some(INDEX_VAR), 5)
-        } else {
-            (None, 0)
-        };
-        match name {
-            Some(var) => {
+        let word = item_word(tail).filter(|_| !escaped);
+        match word {
+            Some(word) => {
                 out.push_str("${state.");
-                out.push_str(var);
-                rest = &tail[skip..];
+                out.push_str(if word == "item" { ITEM_VAR } else { INDEX_VAR });
+                rest = &tail[word.len()..];
             }
             None => {
                 out.push_str("${");

@@ -21,6 +21,7 @@ use crate::condition::Condition;
 use crate::error_kind::ErrorKind;
 use crate::template::{Template, TemplateValue};
 
+pub(crate) use fanout::item_word;
 pub use fanout::{BodyPlan, FanKind, FanOutPlan, INDEX_VAR, ITEM_VAR};
 pub use graph::{Edge, StateGraph};
 
