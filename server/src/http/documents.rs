@@ -77,6 +77,23 @@ fn vance_dir(state: &AppState, scope: &Scope) -> PathBuf {
     state.docs().project_dir(scope).join("_vance")
 }
 
+/// The file or directory `parts` name below the project's `_vance/`.
+fn under_vance(state: &AppState, scope: &Scope, parts: &[&str]) -> PathBuf {
+    parts.iter().fold(vance_dir(state, scope), |d, s| d.join(s))
+}
+
+/// The segments of a path that must name a document (to write or remove): not empty.
+fn document_segments(path: &str) -> Result<Vec<&str>, ApiError> {
+    let parts = segments(path)?;
+    if parts.is_empty() {
+        return Err(ApiError::bad_request(
+            "MAG-HTTP-INVALID-PATH",
+            "empty document path",
+        ));
+    }
+    Ok(parts)
+}
+
 /// A document path as messages name it: relative to the project.
 fn project_rel(parts: &[&str]) -> String {
     std::iter::once("_vance")
@@ -101,9 +118,7 @@ pub(crate) async fn get(
     if needs_write_to_read(&parts) {
         who.require(ApiScope::Write)?;
     }
-    let file = parts
-        .iter()
-        .fold(vance_dir(&state, &scope), |d, s| d.join(s));
+    let file = under_vance(&state, &scope, &parts);
     let not_found = || ApiError::not_found(format!("document `{}` not found", p.path));
     let project = state.docs().project_dir(&scope);
     let Some(file) = resolve_existing(&project, &file, &project_rel(&parts))? else {
@@ -138,13 +153,7 @@ pub(crate) async fn put(
 ) -> Result<Response, ApiError> {
     let who = state.authorize(&headers, &p.tenant, ApiScope::Write)?;
     let scope = state.scope(&p.tenant, &p.project)?;
-    let parts = segments(&p.path)?;
-    if parts.is_empty() {
-        return Err(ApiError::bad_request(
-            "MAG-HTTP-INVALID-PATH",
-            "empty document path",
-        ));
-    }
+    let parts = document_segments(&p.path)?;
     if parts == ["settings.yaml"] && !who.has(ApiScope::Run) {
         // The project's settings hold event tokens and workspace paths: changing them is a
         // way to run workflows, so it takes the right to run them.
@@ -248,9 +257,7 @@ pub(crate) async fn put(
             });
         }
     }
-    let file = parts
-        .iter()
-        .fold(vance_dir(&state, &scope), |d, s| d.join(s));
+    let file = under_vance(&state, &scope, &parts);
     check_writable(
         &state.docs().project_dir(&scope),
         &file,
@@ -333,13 +340,7 @@ pub(crate) async fn delete(
 ) -> Result<StatusCode, ApiError> {
     let who = state.authorize(&headers, &p.tenant, ApiScope::Write)?;
     let scope = state.scope(&p.tenant, &p.project)?;
-    let parts = segments(&p.path)?;
-    if parts.is_empty() {
-        return Err(ApiError::bad_request(
-            "MAG-HTTP-INVALID-PATH",
-            "empty document path",
-        ));
-    }
+    let parts = document_segments(&p.path)?;
     let trigger_doc = is_trigger_document(&parts);
     if (trigger_doc || parts == ["settings.yaml"]) && !who.has(ApiScope::Run) {
         return Err(ApiError::forbidden(format!(
@@ -351,9 +352,7 @@ pub(crate) async fn delete(
     if parts[0] == magrathea_yaml::runtime::HISTORY_DIR {
         return Err(history_refused("its versions are not removed"));
     }
-    let file = parts
-        .iter()
-        .fold(vance_dir(&state, &scope), |d, s| d.join(s));
+    let file = under_vance(&state, &scope, &parts);
     let project = state.docs().project_dir(&scope);
     let not_found = || ApiError::not_found(format!("document `{}` not found", p.path));
     // A link inside the project is removed itself, never what it leads to; one leading out of
@@ -414,9 +413,7 @@ pub(crate) async fn list(
     let scope = state.scope(&p.tenant, &p.project)?;
     let dir_arg = q.dir.unwrap_or_default();
     let parts = segments(&dir_arg)?;
-    let dir = parts
-        .iter()
-        .fold(vance_dir(&state, &scope), |d, s| d.join(s));
+    let dir = under_vance(&state, &scope, &parts);
     let project = state.docs().project_dir(&scope);
     let mut items = Vec::new();
     if let Some(dir) = resolve_existing(&project, &dir, &project_rel(&parts))?
