@@ -187,8 +187,14 @@ pub(crate) struct Shared {
     pub(crate) journal: Option<Arc<Vec<Entry>>>,
     /// The index in `journal` of each step's first record, for values replay must return
     /// unchanged.
-    pub(crate) journaled: StepMap<usize>,
+    pub(crate) journaled: crate::replay::FirstRecords,
     pub(crate) replaying: bool,
+    /// While replaying: the index in `journal` of the next record the driver applies.
+    pub(crate) replay_next: usize,
+    /// Task steps the code completed straight from the journal since the driver last looked
+    /// (see [`Shared::task_from_journal`]), with their names: the driver records them as
+    /// complete in the run state.
+    pub(crate) replayed_tasks: Vec<(Step, String)>,
     pub(crate) cancelled: Option<String>,
     /// The run's deadline timer (see [`WorkflowContext::deadline`]): its step and the reason
     /// the run is cancelled with when it fires.
@@ -215,8 +221,10 @@ impl Shared {
             dropped: StepSet::default(),
             newly_dropped: Vec::new(),
             journal: None,
-            journaled: StepMap::default(),
+            journaled: crate::replay::FirstRecords::default(),
             replaying: false,
+            replay_next: 0,
+            replayed_tasks: Vec::new(),
             cancelled: None,
             deadline: None,
             deadline_fired: false,
@@ -225,9 +233,34 @@ impl Shared {
         }
     }
 
+    /// Replay's shortcut for a task step: when the next two records the driver would apply
+    /// are the step's first attempt and its final result ([`crate::replay::completed_in_one`]),
+    /// the step is created complete: its records are skipped by the driver, and its future
+    /// holds the completion (returns the step, the seq of its result and the completion) —
+    /// what the driver would deliver after applying them, without a command, a wake-up and a
+    /// poll in between. The caller keeps the step's name in `replayed_tasks`. `None` when the
+    /// step takes the usual path (live, steps queued before it, any other journal).
+    fn task_from_journal(&mut self, name: &str, hash: u64) -> Option<(Step, u64, Resolution)> {
+        if !self.replaying || !self.commands.is_empty() {
+            return None;
+        }
+        let step = self.next_step;
+        let journal = self.journal.as_ref()?;
+        let at = self.replay_next;
+        let (seq, completion) = crate::replay::completed_in_one(journal, at, step, name, hash)?;
+        self.next_step += 1;
+        self.replay_next = at + 2;
+        self.journaled.take(step);
+        if self.journaled.is_empty() {
+            // The last journaled step was requested: the journal can go.
+            self.journal = None;
+        }
+        Some((step, seq, Resolution::Task(completion)))
+    }
+
     /// What the journal recorded for `step`, while it is being replayed.
     pub(crate) fn replayed(&self, step: Step) -> Option<Replayed<'_>> {
-        let i = *self.journaled.get(&step)?;
+        let i = self.journaled.get(step)?;
         self.journal
             .as_ref()?
             .get(i)
@@ -251,6 +284,17 @@ impl fmt::Debug for WorkflowContext {
 
 pub(crate) fn lock(shared: &Mutex<Shared>) -> MutexGuard<'_, Shared> {
     shared.lock().unwrap_or_else(|p| p.into_inner())
+}
+
+/// What a task step's future returns for its completion.
+fn task_resolution(r: Resolution) -> Result<Value, TaskError> {
+    match r {
+        Resolution::Task(r) => r,
+        Resolution::Cancelled(reason) => Err(TaskError::cancelled(&reason)),
+        other => Err(TaskError::terminal(format!(
+            "unexpected completion {other:?}"
+        ))),
+    }
 }
 
 fn wall_ms() -> u64 {
@@ -291,6 +335,7 @@ impl WorkflowContext {
             shared: self.shared.clone(),
             step,
             map: Some(Box::new(map)),
+            ready: None,
         }
     }
 
@@ -373,26 +418,39 @@ impl WorkflowContext {
 
     /// Runs a task with explicit label and options.
     pub fn task_with(&self, call: TaskCall) -> StepFuture<Result<Value, TaskError>> {
-        let name = call.name.unwrap_or_else(|| call.task.clone());
         let hash = input_hash(&call.input) ^ str_hash(&call.task);
+        let TaskCall {
+            task,
+            name,
+            input,
+            options,
+            registration,
+        } = call;
+        {
+            let mut s = self.lock();
+            let label = name.as_deref().unwrap_or(&task);
+            if let Some((step, seq, completion)) = s.task_from_journal(label, hash) {
+                // The step is complete: of the call only its label is kept.
+                s.replayed_tasks.push((step, name.unwrap_or(task)));
+                drop(s);
+                let mut fut = self.future(step, task_resolution);
+                fut.ready = Some((seq, completion));
+                return fut;
+            }
+        }
+        let name = name.unwrap_or_else(|| task.clone());
         let detail = CommandDetail::Task {
-            own_options: call.options.is_some(),
+            own_options: options.is_some(),
             call: Box::new(crate::replay::TaskCallSpec {
-                task: call.task,
-                input: call.input,
-                options: call.options.unwrap_or_default(),
-                registration: call.registration,
+                task,
+                input,
+                options: options.unwrap_or_default(),
+                registration,
                 hash,
             }),
         };
         let step = self.push(StepKind::Task, name, hash, detail);
-        self.future(step, |r| match r {
-            Resolution::Task(r) => r,
-            Resolution::Cancelled(reason) => Err(TaskError::cancelled(&reason)),
-            other => Err(TaskError::terminal(format!(
-                "unexpected completion {other:?}"
-            ))),
-        })
+        self.future(step, task_resolution)
     }
 
     /// A durable sleep. The timer is journaled; it survives restarts, and a suspended run holds
@@ -696,6 +754,9 @@ pub struct StepFuture<T> {
     shared: Arc<Mutex<Shared>>,
     step: Step,
     map: Option<Box<dyn FnOnce(Resolution) -> T + Send>>,
+    /// The completion, with its journal seq, of a step that was complete when it was made
+    /// (replay's shortcut, [`Shared::task_from_journal`]): it never goes through `resolved`.
+    ready: Option<(u64, Resolution)>,
 }
 
 impl<T> fmt::Debug for StepFuture<T> {
@@ -723,10 +784,14 @@ impl<T> StepFuture<T> {
             step: self.step,
             map: inner
                 .map(|m| Box::new(move |r| f(m(r))) as Box<dyn FnOnce(Resolution) -> U + Send>),
+            ready: self.ready.take(),
         }
     }
 
     pub(crate) fn resolved_seq(&self) -> Option<u64> {
+        if let Some((seq, _)) = &self.ready {
+            return Some(*seq);
+        }
         lock(&self.shared)
             .resolved
             .get(&self.step)
@@ -738,6 +803,12 @@ impl<T> Future for StepFuture<T> {
     type Output = T;
 
     fn poll(mut self: Pin<&mut Self>, cx: &mut TaskCx<'_>) -> Poll<T> {
+        if let Some((_, resolution)) = self.ready.take() {
+            return match self.map.take() {
+                Some(map) => Poll::Ready(map(resolution)),
+                None => Poll::Pending,
+            };
+        }
         let mut s = lock(&self.shared);
         match s.resolved.remove(&self.step) {
             Some((_, resolution)) => {
@@ -758,7 +829,8 @@ impl<T> Future for StepFuture<T> {
 
 impl<T> Drop for StepFuture<T> {
     fn drop(&mut self) {
-        if self.map.is_some() {
+        // A step complete when it was made has nothing in the shared state to clear.
+        if self.map.is_some() && self.ready.is_none() {
             let mut s = lock(&self.shared);
             s.wakers.remove(&self.step);
             if s.resolved.remove(&self.step).is_none() && s.dropped.insert(self.step) {

@@ -9,11 +9,13 @@
 //! pending and fired) cannot be written down. The driver around it only loops poll → flush → act.
 
 mod child;
+mod first_records;
 mod gate;
 mod nondeterminism;
 mod records;
 mod recovery;
 mod signal;
+mod step_table;
 mod task;
 mod timer;
 mod world;
@@ -22,9 +24,10 @@ use std::collections::BTreeSet;
 
 use serde_json::Value;
 
+pub(crate) use first_records::FirstRecords;
 pub use nondeterminism::{Divergence, NonDeterminism, StepIdentity};
 pub(crate) use records::{Replayed, identity, patch_marker, step_of, unfinished_children};
-pub(crate) use task::TaskCallSpec;
+pub(crate) use task::{TaskCallSpec, completed_in_one};
 pub(crate) use timer::{TimerPurpose, due_after};
 
 use crate::context::{
@@ -167,7 +170,7 @@ fn task_error_from_record(outcome: &str, output: &Value, error: &Option<String>)
 #[derive(Debug)]
 pub(crate) struct RunState {
     run_id: RunId,
-    steps: StepMap<StepEntry>,
+    steps: step_table::StepTable<StepEntry>,
     signals: SignalBuffer,
     /// Steps that wait for a completion from the world, in step order.
     pending: BTreeSet<Step>,
@@ -195,7 +198,7 @@ impl RunState {
     pub(crate) fn new(run_id: RunId) -> Self {
         Self {
             run_id,
-            steps: StepMap::default(),
+            steps: step_table::StepTable::default(),
             signals: SignalBuffer::default(),
             pending: BTreeSet::new(),
             open_gates: 0,
@@ -297,6 +300,18 @@ impl RunState {
             },
         );
         own_record
+    }
+
+    /// Replay: the code completed task step `step` straight from its two journaled records
+    /// (see [`completed_in_one`]); the step is known, complete, under its journaled `name`.
+    pub(crate) fn insert_replayed_task(&mut self, step: Step, name: String) {
+        self.steps.insert(
+            step,
+            StepEntry {
+                name,
+                machine: Machine::Task(TaskStep::Completed),
+            },
+        );
     }
 
     /// Replay: the code asks for step `c.step`, whose first journaled record is `journaled`.

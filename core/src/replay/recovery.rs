@@ -3,7 +3,6 @@
 //! of a run that had already ended.
 
 use super::{Effect, Machine, RunState, StepEntry, TimerPurpose, identity};
-use crate::context::StepMap;
 use crate::record::{Entry, Record, Step};
 
 impl RunState {
@@ -94,8 +93,8 @@ impl RunState {
     /// For a run that had ended when it was loaded: knows its steps (from each step's first
     /// record, `journaled` indexing `entries`) without running its code, so that late
     /// deliveries can be told apart and journaled as ignored.
-    pub(crate) fn load_ended(&mut self, entries: &[Entry], journaled: StepMap<usize>) {
-        for (step, i) in journaled {
+    pub(crate) fn load_ended(&mut self, entries: &[Entry], journaled: super::FirstRecords) {
+        for (step, i) in journaled.iter() {
             let record = &entries[i].record;
             let Some((kind, name, _)) = identity(record) else {
                 continue;

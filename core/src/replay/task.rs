@@ -13,7 +13,8 @@
 
 use serde_json::Value;
 
-use crate::task::{TaskOptions, TaskRegistration};
+use crate::record::{Entry, Record, Step};
+use crate::task::{TaskError, TaskOptions, TaskRegistration};
 
 /// What a task step runs: everything an attempt needs, kept until the step completes.
 #[derive(Debug, Clone)]
@@ -173,6 +174,61 @@ impl TaskStep {
     }
 }
 
+/// Replay's shortcut for the commonest step: when the journal's records at `at` are the
+/// step's first attempt (`TaskStartedRecord`, attempt 1, with the code's `name` and input
+/// `hash`) followed directly by its final `TaskResultRecord`, the step's completion and the
+/// seq of its result. A step whose two records are the next ones the driver would apply is
+/// complete before anything else happens to the run: resolving it at once feeds the code what
+/// applying both records would, in the same journal order (no record lies between them). Any
+/// other shape (a retry, a restart, another record in between, a mismatch) is `None` and takes
+/// the driver's path, which reports a mismatch as non-determinism.
+pub(crate) fn completed_in_one(
+    journal: &[Entry],
+    at: usize,
+    step: Step,
+    name: &str,
+    hash: u64,
+) -> Option<(u64, Result<Value, TaskError>)> {
+    let [started, result] = journal.get(at..at.checked_add(2)?)? else {
+        return None;
+    };
+    match (&started.record, &result.record) {
+        (
+            Record::TaskStarted {
+                step: started_step,
+                attempt: 1,
+                name: journaled_name,
+                input_hash,
+                ..
+            },
+            Record::TaskResult {
+                step: result_step,
+                attempt: 1,
+                outcome,
+                output,
+                error,
+                is_final: true,
+            },
+        ) if *started_step == step
+            && *result_step == step
+            && *input_hash == hash
+            && journaled_name == name =>
+        {
+            let completion = if outcome == "success" {
+                Ok(output.clone())
+            } else {
+                Err(super::task_error_from_record(
+                    outcome.as_str(),
+                    output,
+                    error,
+                ))
+            };
+            Some((result.seq, completion))
+        }
+        _ => None,
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -250,5 +306,86 @@ mod tests {
         assert!(!t.complete());
         t.started(3);
         assert!(t.is_resolved(), "no attempt starts after completion");
+    }
+
+    mod completed_in_one {
+        use serde_json::json;
+
+        use super::super::completed_in_one;
+        use crate::testing::{JournalBuilder, task_input_hash};
+
+        fn hash() -> u64 {
+            task_input_hash("charge", &json!(1))
+        }
+
+        #[test]
+        fn a_first_attempt_followed_by_its_final_result_completes_the_step() {
+            let journal = JournalBuilder::start("w", json!({}))
+                .task("charge", json!(1))
+                .task_ok(0, 1, json!("paid"))
+                .build();
+            let (seq, completion) =
+                completed_in_one(&journal, 1, 0, "charge", hash()).expect("completed");
+            assert_eq!(seq, 2, "the seq of the result record");
+            assert_eq!(completion.expect("a success"), json!("paid"));
+        }
+
+        #[test]
+        fn a_final_failure_completes_the_step_with_its_error() {
+            let journal = JournalBuilder::start("w", json!({}))
+                .task("charge", json!(1))
+                .task_failed(0, 1, "timeout", true)
+                .build();
+            let (_, completion) =
+                completed_in_one(&journal, 1, 0, "charge", hash()).expect("completed");
+            let err = completion.expect_err("a failure");
+            assert_eq!(err.kind, "timeout");
+            assert_eq!(err.message, "attempt 1 failed");
+        }
+
+        #[test]
+        fn any_other_shape_takes_the_usual_path() {
+            let retried = JournalBuilder::start("w", json!({}))
+                .task("charge", json!(1))
+                .task_failed(0, 1, "technical_error", false)
+                .build();
+            assert!(
+                completed_in_one(&retried, 1, 0, "charge", hash()).is_none(),
+                "a result followed by a retry"
+            );
+            let interleaved = JournalBuilder::start("w", json!({}))
+                .task("charge", json!(1))
+                .sleep(5_000)
+                .task_ok(0, 1, json!("paid"))
+                .build();
+            assert!(
+                completed_in_one(&interleaved, 1, 0, "charge", hash()).is_none(),
+                "another step's record between the two"
+            );
+            let done = JournalBuilder::start("w", json!({}))
+                .task("charge", json!(1))
+                .task_ok(0, 1, json!("paid"))
+                .build();
+            assert!(
+                completed_in_one(&done, 1, 0, "charge", hash() ^ 1).is_none(),
+                "another input: the driver reports the mismatch"
+            );
+            assert!(
+                completed_in_one(&done, 1, 0, "refund", hash()).is_none(),
+                "another name"
+            );
+            assert!(
+                completed_in_one(&done, 1, 1, "charge", hash()).is_none(),
+                "another step number"
+            );
+            assert!(
+                completed_in_one(&done, 2, 0, "charge", hash()).is_none(),
+                "not at the step's first record"
+            );
+            assert!(
+                completed_in_one(&done, usize::MAX, 0, "charge", hash()).is_none(),
+                "past the journal's end"
+            );
+        }
     }
 }

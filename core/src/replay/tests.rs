@@ -441,8 +441,8 @@ fn an_ended_run_knows_its_gates_for_late_answers() {
         .status(RunStatus::Done, None)
         .build();
     let mut state = RunState::new(run_id());
-    let mut journaled = StepMap::default();
-    journaled.insert(0, 1);
+    let journaled = FirstRecords::of(&journal);
+    assert_eq!(journaled.get(0), Some(1), "the gate's first record");
     state
         .apply(3, &journal[3].record, &mut Vec::new())
         .expect("a status applies");

@@ -172,10 +172,9 @@ impl RunState {
             let step = self
                 .steps
                 .keys()
-                .copied()
                 .filter(waited)
                 .max()
-                .or_else(|| self.steps.keys().copied().max())
+                .or_else(|| self.steps.keys().max())
                 .unwrap_or(0);
             return Record::Ignored {
                 step,

@@ -28,7 +28,7 @@ use super::{EngineInner, Event, RunUpdate, WorkflowError};
 use crate::context::{Command, Shared, lock};
 use crate::error::{DeliverError, StartError, StoreError};
 use crate::id::RunId;
-use crate::record::{Entry, Record, RunStatus, StartRecord};
+use crate::record::{Entry, Record, RunStatus, StartRecord, Step};
 use crate::replay::{Resolved, RunState, resolve_options};
 use attempts::Attempts;
 use outbox::{Outbox, Reply};
@@ -111,6 +111,9 @@ struct ReplayCursor {
     result: Option<Result<Value, WorkflowError>>,
     /// The status the journal ended with.
     journaled_status: Option<(RunStatus, Option<String>)>,
+    /// The index of the next record to apply (the code may complete steps straight from
+    /// the journal while it is polled, and the driver skips their records).
+    next: usize,
 }
 
 struct Driver {
@@ -138,6 +141,9 @@ struct Driver {
     /// While replaying: each command's index in the journal and whether it was the last
     /// journaled step (see `process_commands`), kept for its allocation.
     journaled_buf: Vec<(Option<usize>, bool)>,
+    /// Task steps the code completed straight from the journal, taken from the shared state
+    /// after a poll (kept for its allocation).
+    replayed_buf: Vec<(Step, String)>,
     /// Replaying to check the code against a journal, ended runs included; nothing is acted on.
     checking: bool,
     /// The run's sub-run nesting depth (root = 0), once known.
@@ -176,6 +182,7 @@ impl Driver {
             command_buf: Vec::new(),
             resolved_buf: Vec::new(),
             journaled_buf: Vec::new(),
+            replayed_buf: Vec::new(),
             checking: false,
             depth: None,
             journal_cap: u64::MAX,
@@ -351,6 +358,9 @@ impl Driver {
             let Some(fut) = self.future.as_mut() else {
                 return;
             };
+            if let Some(cursor) = &self.replay {
+                lock(&self.shared).replay_next = cursor.next;
+            }
             let mut cx = TaskCx::from_waker(&self.waker);
             let polled = match crate::panic::catch(|| fut.as_mut().poll(&mut cx)) {
                 Ok(polled) => polled,
@@ -390,12 +400,15 @@ impl Driver {
         // While replaying, each command's journaled record is looked up under the same lock
         // (one lock per poll rather than one per step).
         let mut journaled = std::mem::take(&mut self.journaled_buf);
+        let mut replayed = std::mem::take(&mut self.replayed_buf);
         let conflict = {
             let mut s = lock(&self.shared);
             std::mem::swap(&mut s.commands, &mut commands);
-            if self.replay.is_some() {
+            if let Some(cursor) = self.replay.as_mut() {
+                cursor.next = s.replay_next;
+                std::mem::swap(&mut s.replayed_tasks, &mut replayed);
                 for c in &commands {
-                    let i = s.journaled.remove(&c.step);
+                    let i = s.journaled.take(c.step);
                     let last = i.is_some() && s.journaled.is_empty();
                     if last {
                         // The last journaled step was requested: the journal can go.
@@ -406,6 +419,11 @@ impl Driver {
             }
             s.patch_conflicts.pop()
         };
+        // Steps the code completed from the journal come before the commands it made after.
+        for (step, name) in replayed.drain(..) {
+            self.state.insert_replayed_task(step, name);
+        }
+        self.replayed_buf = replayed;
         if let Some((step, journal, code)) = conflict {
             let strip = |m: &str| m.trim_start_matches("patch:").to_string();
             let nd = self

@@ -4,10 +4,10 @@ use std::collections::HashSet;
 use std::sync::{Arc, Mutex, OnceLock};
 
 use super::{Driver, ReplayCursor};
-use crate::context::{StepMap, WorkflowContext, lock};
+use crate::context::{WorkflowContext, lock};
 use crate::panic::Panic;
 use crate::record::{Entry, Record, RunStatus, StartRecord};
-use crate::replay::step_of;
+use crate::replay::FirstRecords;
 use crate::store::RunSummary;
 
 /// Why a run's code cannot be made to run.
@@ -191,20 +191,11 @@ impl Driver {
         };
         let start = start.clone();
         self.journal_cap = self.journal_limit(&start.scope);
-        // Most steps have two or three records; sizing the maps once avoids rehashing
-        // thousands of entries in long runs.
-        let mut journaled =
-            StepMap::with_capacity_and_hasher(entries.len() / 2, Default::default());
+        let journaled = FirstRecords::of(&entries);
         self.state.reserve(entries.len() / 2);
-        let mut last_status = None;
-        for (i, e) in entries.iter().enumerate() {
-            if let Some(step) = step_of(&e.record) {
-                journaled.entry(step).or_insert(i);
-            }
-            if let Record::Status { .. } = &e.record {
-                last_status = Some(i);
-            }
-        }
+        let last_status = entries
+            .iter()
+            .rposition(|e| matches!(e.record, Record::Status { .. }));
         let journaled_status = last_status.and_then(|i| match &entries[i].record {
             Record::Status { status, reason } => Some((*status, reason.clone())),
             _ => None,
@@ -263,11 +254,18 @@ impl Driver {
             }
         }
         self.start = Some(*start);
+        if let Some(cursor) = self.replay.as_mut() {
+            cursor.next = 1;
+        }
         self.poll_workflow();
-        for e in &entries[1..] {
-            if self.blocked.is_some() {
+        while self.blocked.is_none() {
+            let Some(cursor) = self.replay.as_mut() else {
                 break;
-            }
+            };
+            let Some(e) = entries.get(cursor.next) else {
+                break;
+            };
+            cursor.next += 1;
             self.apply(e.seq, &e.record);
             self.poll_workflow();
         }
