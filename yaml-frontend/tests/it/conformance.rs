@@ -921,3 +921,77 @@ fn a_placeholder_in_a_shell_command_is_an_error_naming_the_variable_to_use() {
     let quoted = doc.replace("    dirName:", "    splice: quoted\n    dirName:");
     assert!(magrathea_yaml::load_workflow("w.yaml", &quoted, &Default::default()).is_ok());
 }
+
+/// §3.7 and §4.1: a sub-run that cannot be started (its document is missing, does not
+/// validate, or refuses the parameters) ends the `workflow_task` with a failed task result
+/// naming the workflow and why; the parent routes `failure` like any task failure, and
+/// without a route the run fails with the reference's reason.
+#[tokio::test]
+async fn s3_7_a_sub_run_that_cannot_start_is_a_failed_task_result_the_parent_routes() {
+    let parent = |routes: &str| {
+        format!(
+            r#"
+parameters:
+  which: {{ type: string, required: true }}
+start: build
+states:
+  build:
+    type: workflow_task
+    workflow: "${{params.which}}"
+    storeAs: built
+{routes}
+  escalate:
+    type: terminal
+    result: {{ error: "${{state.built.error}}" }}
+"#
+        )
+    };
+    let p = project(&[
+        ("routed", &parent("    catch:\n      failure: escalate")),
+        ("unrouted", &parent("    on:\n      success: escalate")),
+        ("broken", "start: nowhere\nstates:\n  d: { type: terminal }\n"),
+        (
+            "needs",
+            "parameters:\n  n: { type: integer, required: true }\nstart: d\nstates:\n  d: { type: terminal }\n",
+        ),
+    ])
+    .await;
+    let cases = [
+        ("ghost", "[MAG-DOC001]"),
+        ("broken", "[MAG-Y008]"),
+        ("needs", "'n'"),
+    ];
+    for (which, why) in cases {
+        let v = p.run("routed", json!({ "which": which })).await;
+        assert_eq!(v.status, RunStatus::Done, "{which}: {v:?}");
+        let error = v.result.as_ref().unwrap()["error"]
+            .as_str()
+            .unwrap()
+            .to_string();
+        assert!(
+            error.contains(&format!("`{which}`"))
+                && error.contains("cannot start")
+                && error.contains(why),
+            "{which}: {error}"
+        );
+        let results: Vec<(String, Option<String>)> = p
+            .records(&v)
+            .into_iter()
+            .filter_map(|r| match r {
+                Record::TaskResult { outcome, error, .. } => Some((outcome.into_string(), error)),
+                _ => None,
+            })
+            .collect();
+        assert_eq!(results.len(), 1, "{which}: {results:?}");
+        assert_eq!(results[0].0, "failure", "{which}");
+        assert_eq!(results[0].1.as_deref(), Some(error.as_str()), "{which}");
+
+        let v = p.run("unrouted", json!({ "which": which })).await;
+        assert_eq!(v.status, RunStatus::Failed, "{which}: {v:?}");
+        assert_eq!(
+            v.reason.as_deref(),
+            Some("no transition for outcome 'failure'"),
+            "{which}"
+        );
+    }
+}

@@ -220,6 +220,11 @@ pub(super) const CODES: &[ErrorCode] = &[
         remedy: "Restore a Magrathea version that reads the definition, or cancel the run.",
     },
     ErrorCode {
+        code: "MAG-YR002",
+        meaning: "A workflow_task could not start its sub-run: the workflow is neither in the project nor in its tenant, its document does not load, or it refuses the parameters. The state ends `failure` (a failed task result with this message), routed by `on:`/`catch:` like a failed sub-run.",
+        remedy: "Fix what the message names (create or fix `_vance/workflows/<name>.yaml`, or pass the parameters it declares); `magrathea validate` reports a missing workflow beforehand (MAG-YA005).",
+    },
+    ErrorCode {
         code: "MAG-PR001",
         meaning: "The `items:` of a foreach_task resolved to something other than a JSON array (the state ends `failure`).",
         remedy: "Point `items:` at a list, e.g. `items: \"${state.files}\"` where the variable holds an array.",
