@@ -170,6 +170,11 @@ pub(super) const CODES: &[ErrorCode] = &[
         remedy: "Write `onFailure: {policy: pause_for_approval, fallback: <state>, timeoutSeconds: <n>, approvers: {users: [...], roles: [...]}}` (all but `policy` optional), or drop the field.",
     },
     ErrorCode {
+        code: "MAG-Y039",
+        meaning: "A state sets a field that has no effect on its task type (a warning): `timeoutSeconds` on a timer_task (it always ends `fired` after its `duration`) or a condition_task (decided at once).",
+        remedy: "Remove the field; a timer's wait is its `duration`.",
+    },
+    ErrorCode {
         code: "MAG-YA001",
         meaning: "A transition names an outcome its task can never end with (e.g. `on: success` on a timer_task, which only ends `fired`); it can never be taken. An error, except for `failure`, which the reference writes loosely and is a warning.",
         remedy: "Route an outcome the task type produces (the message lists them), or remove the transition.",
