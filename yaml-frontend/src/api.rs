@@ -33,15 +33,57 @@ pub fn load_workflow(
     text: &str,
     opts: &LoadOptions,
 ) -> Result<Loaded, Diagnostics> {
+    load(path_label, text, opts).map_err(|(diags, _)| diags)
+}
+
+/// [`load_workflow`], with the `MAG-YA005` warnings of [`Loaded::check_sub_workflows`] among
+/// the diagnostics (sorted by position) — also when the document has errors, so that one
+/// pass shows everything to fix. `exists` answers by the caller's document cascade.
+///
+/// A `workflow_task` is found wherever its state was read as one, whatever else is wrong in
+/// the document; a state whose type cannot be read is not known to start a workflow.
+pub fn load_workflow_checked(
+    path_label: &str,
+    text: &str,
+    opts: &LoadOptions,
+    exists: impl FnMut(&str) -> bool,
+) -> Result<Loaded, Diagnostics> {
+    match load(path_label, text, opts) {
+        Ok(mut loaded) => {
+            let unknown =
+                analysis::unknown_sub_workflows(path_label, &loaded.workflow_refs, exists);
+            loaded.warnings.extend(unknown);
+            loaded.warnings.sort();
+            Ok(loaded)
+        }
+        Err((mut diags, refs)) => {
+            diags.extend(analysis::unknown_sub_workflows(path_label, &refs, exists));
+            diags.sort();
+            Err(diags)
+        }
+    }
+}
+
+/// Loads a document; on failure, its diagnostics and the workflows it names.
+fn load(
+    path_label: &str,
+    text: &str,
+    opts: &LoadOptions,
+) -> Result<Loaded, (Diagnostics, Vec<WorkflowRef>)> {
     // Mistakes in keys are reported with every other finding (a duplicate key's later
-    // entries left out); syntax and size errors stop here.
-    let (root, key_errors) = parse_yaml_with_key_errors(path_label, text, opts)?;
+    // entries left out); syntax and size errors stop here: without a tree, nothing else can
+    // be read.
+    let (root, key_errors) =
+        parse_yaml_with_key_errors(path_label, text, opts).map_err(|d| (d, Vec::new()))?;
     let mut ctx = build::Ctx::new(path_label);
     ctx.diags.extend(key_errors);
     let doc = build::build(&mut ctx, &root);
     let mut plan = None;
     if let Some(doc) = &doc {
         validate(&mut ctx, doc);
+        // The analysis walks the compiled plan, whose transitions are indices of states:
+        // with an error (a target that is no state, a state that did not build) there is no
+        // graph to walk, so outcomes, reachability and loops wait until the errors are fixed.
         if !ctx.diags.has_errors() {
             let compiled = Plan::compile(doc);
             analysis::analyse(&mut ctx, doc, &compiled);
@@ -50,14 +92,18 @@ pub fn load_workflow(
     }
     let mut diags = ctx.diags;
     diags.sort();
+    let workflow_refs = doc
+        .as_ref()
+        .map(|doc| analysis::workflow_refs(&root, doc))
+        .unwrap_or_default();
     match (doc, plan) {
         (Some(doc), Some(plan)) if !diags.has_errors() => Ok(Loaded {
             plan,
-            workflow_refs: analysis::workflow_refs(&root, &doc),
+            workflow_refs,
             doc,
             warnings: diags,
             path: path_label.to_owned(),
         }),
-        _ => Err(diags),
+        _ => Err((diags, workflow_refs)),
     }
 }

@@ -10,7 +10,7 @@
 //! `path:line:column: warning: [MAG-Ynnn] message`, the path as the user would pass it
 //! (relative to the current directory when the file is below it). Warnings include what
 //! static analysis finds, and `workflow_task`s naming a workflow that neither the project
-//! nor its tenant has. Exit 0 when every document is valid, 1 otherwise — and with
+//! nor its tenant has (reported with a document's errors too). Exit 0 when every document is valid, 1 otherwise — and with
 //! `--strict`, 1 also when there is a warning. The exit code holds even when the reader of
 //! stdout closed it early.
 
@@ -18,7 +18,7 @@ use std::path::{Path, PathBuf};
 
 use anyhow::Context;
 use magrathea_yaml::scheduler::load_schedule;
-use magrathea_yaml::{Diagnostic, Diagnostics, LoadOptions, Severity, load_workflow};
+use magrathea_yaml::{Diagnostic, Diagnostics, LoadOptions, Severity, load_workflow_checked};
 
 use super::output::{errln, is_stdout_closed, outln};
 use super::store::Project;
@@ -103,13 +103,12 @@ pub(crate) fn validate(loc: &Location, args: ValidateArgs) -> anyhow::Result<u8>
             }
         };
         let checked = match kind {
-            Kind::Workflow => load_workflow(label, text, &LoadOptions::default()).map(|loaded| {
-                let mut found = loaded.warnings.clone();
-                found.extend(loaded.check_sub_workflows(|name| {
-                    project.docs().workflow(&project.scope, name).is_ok()
-                }));
-                found
-            }),
+            // The workflows its workflow_tasks start are looked up also when the document has
+            // errors: one pass shows everything to fix.
+            Kind::Workflow => load_workflow_checked(label, text, &LoadOptions::default(), |name| {
+                project.docs().workflow(&project.scope, name).is_ok()
+            })
+            .map(|loaded| loaded.warnings),
             Kind::Schedule(name) => load_schedule(label, name, text).map(|_| Diagnostics::new()),
         };
         match checked {

@@ -19,7 +19,7 @@ use axum::extract::{Path as UrlPath, State};
 use axum::http::HeaderMap;
 use magrathea_yaml::runtime::check_name;
 use magrathea_yaml::{
-    Diagnostic, Diagnostics, LoadOptions, Scope, Severity, YamlNode, load_workflow, parse_yaml,
+    Diagnostic, LoadOptions, Scope, Severity, YamlNode, load_workflow_checked, parse_yaml,
 };
 use serde::{Deserialize, Serialize};
 
@@ -190,12 +190,10 @@ fn entry(
             None,
             None,
         ),
-        Ok(text) => match load_workflow(&label, &text, &opts) {
+        // The workflows it starts are looked up with its errors too (one pass to fix all).
+        Ok(text) => match load_workflow_checked(&label, &text, &opts, |n| names.contains(n)) {
             Ok(loaded) => {
-                let mut all: Diagnostics = loaded.warnings.clone();
-                all.extend(loaded.check_sub_workflows(|n| names.contains(n)));
-                all.sort();
-                let diags = all.iter().map(DiagnosticDto::of).collect();
+                let diags = loaded.warnings.iter().map(DiagnosticDto::of).collect();
                 (
                     true,
                     diags,

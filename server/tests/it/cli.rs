@@ -600,6 +600,30 @@ states:
     assert!(!stderr(&out).contains("[MAG-YA005]"), "{}", stderr(&out));
 }
 
+/// A document with errors also gets its other findings that do not depend on them: the
+/// workflow_task naming a missing workflow is reported with the error, in one pass.
+#[test]
+fn validate_reports_an_unknown_sub_workflow_along_with_errors() {
+    let p = Project::new();
+    p.workflow(
+        "parent",
+        "start: sub\nstates:\n  sub:\n    type: workflow_task\n    workflow: missing\n    on: { success: nowhere, failure: done }\n  done: { type: terminal }\n",
+    );
+    let out = p.cli(&["validate", "parent"]);
+    assert_eq!(code(&out), 1, "{}", stderr(&out));
+    let err = stderr(&out);
+    let lines: Vec<&str> = err.lines().collect();
+    assert_eq!(
+        lines,
+        [
+            "_vance/workflows/parent.yaml:5:15: warning: [MAG-YA005] workflow_task 'sub' starts workflow 'missing', which is not a workflow of the project or its tenant: expected _vance/workflows/missing.yaml; the task would end with 'failure'",
+            "_vance/workflows/parent.yaml:6:20: [MAG-Y010] unknown transition target 'nowhere': expected one of the states [sub, done]",
+            "1 of 1 workflow(s) invalid",
+        ],
+        "{err}"
+    );
+}
+
 #[test]
 fn validate_refuses_a_transition_the_task_can_never_take() {
     let p = Project::new();

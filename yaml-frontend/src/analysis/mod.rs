@@ -84,27 +84,38 @@ impl Loaded {
     /// Warns (`MAG-YA005`) about every `workflow_task` whose workflow `exists` does not
     /// know. `exists` answers by the caller's document cascade (project, then tenant), e.g.
     /// `|name| docs.workflow(&scope, name).is_ok()`. Names written as a `${…}` template are
-    /// resolved at run time and not checked.
-    pub fn check_sub_workflows(&self, mut exists: impl FnMut(&str) -> bool) -> Diagnostics {
-        let mut out = Diagnostics::new();
-        for r in &self.workflow_refs {
-            let name = &r.name.value;
-            if name.contains("${") || exists(name) {
-                continue;
-            }
-            out.push(Diagnostic::warning(
-                &self.path,
-                r.name.span,
-                Code::UnknownSubWorkflow,
-                format_args!(
-                    "{} '{}' starts workflow '{name}', which is not a workflow of \
-                     the project or its tenant: expected _vance/workflows/{name}.yaml; the \
-                     task would end with 'failure'",
-                    r.task_type.as_str(),
-                    r.state
-                ),
-            ));
-        }
-        out
+    /// resolved at run time and not checked. [`crate::load_workflow_checked`] does this for
+    /// a document with errors too.
+    pub fn check_sub_workflows(&self, exists: impl FnMut(&str) -> bool) -> Diagnostics {
+        unknown_sub_workflows(&self.path, &self.workflow_refs, exists)
     }
+}
+
+/// The `MAG-YA005` warnings of `refs` (of the document labelled `path`): each workflow
+/// `exists` does not know, unless written as a template.
+pub(crate) fn unknown_sub_workflows(
+    path: &str,
+    refs: &[WorkflowRef],
+    mut exists: impl FnMut(&str) -> bool,
+) -> Diagnostics {
+    let mut out = Diagnostics::new();
+    for r in refs {
+        let name = &r.name.value;
+        if name.contains("${") || exists(name) {
+            continue;
+        }
+        out.push(Diagnostic::warning(
+            path,
+            r.name.span,
+            Code::UnknownSubWorkflow,
+            format_args!(
+                "{} '{}' starts workflow '{name}', which is not a workflow of \
+                 the project or its tenant: expected _vance/workflows/{name}.yaml; the \
+                 task would end with 'failure'",
+                r.task_type.as_str(),
+                r.state
+            ),
+        ));
+    }
+    out
 }
