@@ -191,22 +191,24 @@ fn entry(
             None,
         ),
         // The workflows it starts are looked up with its errors too (one pass to fix all).
-        Ok(text) => match load_workflow_checked(&label, &text, &opts, |n| names.contains(n)) {
-            Ok(loaded) => {
-                let diags = loaded.warnings.iter().map(DiagnosticDto::of).collect();
-                (
-                    true,
-                    diags,
-                    loaded.doc.description.clone(),
-                    loaded.doc.version.clone(),
-                )
+        Ok(text) => {
+            match load_workflow_checked(&label, &text, &opts, |n: &str| names.contains(n)) {
+                Ok(loaded) => {
+                    let diags = loaded.warnings.iter().map(DiagnosticDto::of).collect();
+                    (
+                        true,
+                        diags,
+                        loaded.doc.description.clone(),
+                        loaded.doc.version.clone(),
+                    )
+                }
+                Err(all) => {
+                    let diags = all.iter().map(DiagnosticDto::of).collect();
+                    let (description, version) = labels(&label, &text, &opts);
+                    (false, diags, description, version)
+                }
             }
-            Err(all) => {
-                let diags = all.iter().map(DiagnosticDto::of).collect();
-                let (description, version) = labels(&label, &text, &opts);
-                (false, diags, description, version)
-            }
-        },
+        }
     };
     let diagnostic_count = diags.len();
     let mut diagnostics: Vec<DiagnosticDto> = diags;

@@ -333,11 +333,13 @@ fn the_shipped_example_routes_every_outcome() {
 #[test]
 fn unknown_sub_workflows_are_reported_with_the_documents_errors() {
     let text = "start: a\nstates:\n  a:\n    type: workflow_task\n    workflow: build-and-test\n    on: { success: nowhere }\n  b:\n    type: workflow_task\n    workflow: known\n    on: { success: done }\n  done: { type: terminal }\n";
-    let all =
-        magrathea_yaml::load_workflow_checked("wf.yaml", text, &LoadOptions::default(), |n| {
-            n == "known"
-        })
-        .unwrap_err();
+    let all = magrathea_yaml::load_workflow_checked(
+        "wf.yaml",
+        text,
+        &LoadOptions::default(),
+        |n: &str| n == "known",
+    )
+    .unwrap_err();
     let all: Vec<String> = all.iter().map(ToString::to_string).collect();
     assert_eq!(
         all,
@@ -351,11 +353,13 @@ fn unknown_sub_workflows_are_reported_with_the_documents_errors() {
     );
 
     let valid = text.replace("nowhere", "done");
-    let loaded =
-        magrathea_yaml::load_workflow_checked("wf.yaml", &valid, &LoadOptions::default(), |n| {
-            n == "known"
-        })
-        .unwrap_or_else(|d| panic!("{d}"));
+    let loaded = magrathea_yaml::load_workflow_checked(
+        "wf.yaml",
+        &valid,
+        &LoadOptions::default(),
+        |n: &str| n == "known",
+    )
+    .unwrap_or_else(|d| panic!("{d}"));
     assert!(
         loaded
             .warnings

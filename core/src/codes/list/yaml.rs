@@ -175,6 +175,11 @@ pub(super) const CODES: &[ErrorCode] = &[
         remedy: "Remove the field; a timer's wait is its `duration`.",
     },
     ErrorCode {
+        code: "MAG-Y040",
+        meaning: "A script_task's `path`, written without placeholders, names no script it can run: no such file in the project or its tenant (`source: document`) or in its workspace, a path that is absolute, holds `..` or leads out through a symbolic link, or an unknown workspace. Reported by `magrathea validate`; a run would end the task `technical_error` with the MAG-JS code the message quotes.",
+        remedy: "Create the script, or fix `path`, `source` or `dirName` (a path relative to the project or workspace directory, without `..`).",
+    },
+    ErrorCode {
         code: "MAG-YA001",
         meaning: "A transition names an outcome its task can never end with (e.g. `on: success` on a timer_task, which only ends `fired`); it can never be taken. An error, except for `failure`, which the reference writes loosely and is a warning.",
         remedy: "Route an outcome the task type produces (the message lists them), or remove the transition.",
