@@ -995,3 +995,52 @@ states:
         );
     }
 }
+
+/// The failed task result of a sub-run that could not start is part of the run's journal like
+/// any task's: a run that routes it to a gate is evicted while it waits, and once answered it
+/// goes on by replaying that journal (the task is not run again, nothing is non-deterministic).
+#[tokio::test]
+async fn s3_7_a_sub_run_that_could_not_start_replays_when_the_run_wakes() {
+    let p = project(&[(
+        "parent",
+        r#"
+start: build
+states:
+  build:
+    type: workflow_task
+    workflow: ghost
+    storeAs: built
+    catch: { failure: ask }
+  ask:
+    type: gate_task
+    inbox: { kind: APPROVAL, title: "Go on without the build?" }
+    on: { approved: done, rejected: done }
+  done: { type: terminal, result: "${state.built.error}" }
+"#,
+    )])
+    .await;
+    let v = p.run("parent", json!({})).await;
+    assert_eq!(v.status, RunStatus::Waiting, "{v:?}");
+    let item = p
+        .engine
+        .inbox(magrathea_core::InboxFilter::Pending)
+        .unwrap()
+        .remove(0);
+    p.engine
+        .answer_gate(&item.id, GateAnswer::approve())
+        .await
+        .unwrap();
+    let v = p.engine.wait(v.workflow_run_id).await.unwrap();
+    assert_eq!(v.status, RunStatus::Done, "{v:?}");
+    let error = v
+        .result
+        .as_ref()
+        .and_then(|r| r.as_str())
+        .unwrap_or_default();
+    assert!(
+        error.starts_with("[MAG-YR002] workflow_task 'build' cannot start workflow `ghost`"),
+        "{error}"
+    );
+    assert_eq!(p.count(&v, "TaskStartedRecord"), 1);
+    assert_eq!(p.count(&v, "TaskResultRecord"), 1);
+}
