@@ -334,8 +334,7 @@ fn failed(path: &str, timeout: Duration, failure: Failure) -> TaskError {
     }
 }
 
-/// Reads the script: `source: document` from the project directory, then the tenant
-/// directory (the cascade); `source: workspace` from the workspace directory `dir_name`.
+/// Reads the script that [`locate_script`] finds.
 fn read_script(
     docs: &DocumentSource,
     scope: &Scope,
@@ -343,8 +342,35 @@ fn read_script(
     dir_name: &str,
     path: &str,
 ) -> Result<String, TaskError> {
+    let file = locate_script(docs, scope, source, dir_name, path)?;
+    std::fs::read_to_string(&file).map_err(|e| {
+        technical(format!(
+            "[MAG-JS004] cannot read script {}: {}",
+            script_label(docs, source, dir_name, path, &file),
+            e.kind()
+        ))
+    })
+}
+
+/// The file a `script_task` with `source`, `dirName` and `path` runs, found as it is at run
+/// time: `source: document` in the project directory, then the tenant directory (the
+/// cascade); `source: workspace` in the workspace directory `dir_name`. `source` is read in
+/// any case, as the document's other fixed words are.
+///
+/// # Errors
+/// A `technical_error` whose message says why, with its code: `[MAG-JS002]` for a path that is
+/// absolute, holds `..` or leads out of its root through a symbolic link, `[MAG-JS003]` when
+/// no such file exists (naming where it looked), `[MAG-JS005]` for an unknown workspace and
+/// `[MAG-JS006]` for an unknown source. `magrathea validate` reports the same for a path
+/// written without placeholders.
+pub fn locate_script(
+    docs: &DocumentSource,
+    scope: &Scope,
+    source: &str,
+    dir_name: &str,
+    path: &str,
+) -> Result<PathBuf, TaskError> {
     let rel = relative(path)?;
-    // Written in any case, as the document's other fixed words are (and its schema allows).
     let source = source.to_ascii_lowercase();
     let source = source.as_str();
     let roots = match source {
@@ -364,11 +390,7 @@ fn read_script(
             )));
         }
     };
-    // A workspace may lie outside the tree: named by the workspace, not by its directory.
-    let where_ = |p: &Path| match source {
-        "workspace" => format!("{} in workspace `{dir_name}`", rel.display()),
-        _ => docs.label(p),
-    };
+    let where_ = |p: &Path| script_label(docs, source, dir_name, path, p);
     for root in &roots {
         let file = root.join(&rel);
         if !file.exists() {
@@ -385,19 +407,29 @@ fn read_script(
                 where_(root)
             )));
         }
-        return std::fs::read_to_string(&file).map_err(|e| {
-            technical(format!(
-                "[MAG-JS004] cannot read script {}: {}",
-                where_(&file),
-                e.kind()
-            ))
-        });
+        return Ok(file);
     }
     let looked: Vec<String> = roots.iter().map(|r| where_(&r.join(&rel))).collect();
     Err(technical(format!(
         "[MAG-JS003] script `{path}` not found: looked for {}",
         looked.join(" and ")
     )))
+}
+
+/// How messages name `file` (the script `path`, or its root): a workspace may lie outside
+/// the tree, so a workspace's file is named by the workspace, not by its directory.
+fn script_label(
+    docs: &DocumentSource,
+    source: &str,
+    dir_name: &str,
+    path: &str,
+    file: &Path,
+) -> String {
+    if source.eq_ignore_ascii_case("workspace") {
+        format!("{} in workspace `{dir_name}`", Path::new(path).display())
+    } else {
+        docs.label(file)
+    }
 }
 
 /// `path` as a relative path that stays inside its root: no absolute paths, no `..`.

@@ -1,6 +1,6 @@
 //! The entry point: text in, validated [`WorkflowDoc`] or every diagnostic out.
 
-use crate::analysis::{self, WorkflowRef};
+use crate::analysis::{self, DocumentLookup, ScriptRef, WorkflowRef};
 use crate::ast::WorkflowDoc;
 use crate::build;
 use crate::diagnostic::Diagnostics;
@@ -21,6 +21,16 @@ pub struct Loaded {
     pub path: String,
     /// The `workflow:` of every `workflow_task`, for [`Loaded::check_sub_workflows`].
     pub workflow_refs: Vec<WorkflowRef>,
+    /// The script of every `script_task` written without placeholders, for
+    /// [`load_workflow_checked`].
+    pub script_refs: Vec<ScriptRef>,
+}
+
+/// What a document refers to in other documents, found in whatever part of it was built.
+#[derive(Default)]
+struct Refs {
+    workflows: Vec<WorkflowRef>,
+    scripts: Vec<ScriptRef>,
 }
 
 /// Parses, structurally builds and semantically validates a workflow document, then
@@ -33,15 +43,65 @@ pub fn load_workflow(
     text: &str,
     opts: &LoadOptions,
 ) -> Result<Loaded, Diagnostics> {
+    load(path_label, text, opts).map_err(|(diags, _)| diags)
+}
+
+/// [`load_workflow`], with the checks against the caller's documents among the diagnostics
+/// (sorted by position): the `MAG-YA005` warnings of [`Loaded::check_sub_workflows`], and a
+/// `MAG-Y040` error for each `script_task` whose script, written without placeholders,
+/// `lookup` would not find at run time (with the reason the task would fail with). Both are
+/// reported for a document with errors too, so that one pass shows everything to fix.
+///
+/// A state is checked wherever it was read as a `workflow_task` or `script_task`, whatever
+/// else is wrong in the document; a state whose type cannot be read is not.
+pub fn load_workflow_checked(
+    path_label: &str,
+    text: &str,
+    opts: &LoadOptions,
+    mut lookup: impl DocumentLookup,
+) -> Result<Loaded, Diagnostics> {
+    let mut checks = |workflows: &[WorkflowRef], scripts: &[ScriptRef]| {
+        let mut found = analysis::unknown_sub_workflows(path_label, workflows, |name| {
+            lookup.workflow_exists(name)
+        });
+        found.extend(analysis::missing_scripts(path_label, scripts, &mut lookup));
+        found
+    };
+    match load(path_label, text, opts) {
+        Ok(mut loaded) => {
+            let found = checks(&loaded.workflow_refs, &loaded.script_refs);
+            loaded.warnings.extend(found);
+            loaded.warnings.sort();
+            if loaded.warnings.has_errors() {
+                Err(loaded.warnings)
+            } else {
+                Ok(loaded)
+            }
+        }
+        Err((mut diags, refs)) => {
+            diags.extend(checks(&refs.workflows, &refs.scripts));
+            diags.sort();
+            Err(diags)
+        }
+    }
+}
+
+/// Loads a document; on failure, its diagnostics and the workflows it names.
+fn load(path_label: &str, text: &str, opts: &LoadOptions) -> Result<Loaded, (Diagnostics, Refs)> {
     // Mistakes in keys are reported with every other finding (a duplicate key's later
-    // entries left out); syntax and size errors stop here.
-    let (root, key_errors) = parse_yaml_with_key_errors(path_label, text, opts)?;
+    // entries left out); syntax and size errors stop here: without a tree, nothing else can
+    // be read.
+    let (root, key_errors) =
+        parse_yaml_with_key_errors(path_label, text, opts).map_err(|d| (d, Refs::default()))?;
     let mut ctx = build::Ctx::new(path_label);
     ctx.diags.extend(key_errors);
     let doc = build::build(&mut ctx, &root);
     let mut plan = None;
     if let Some(doc) = &doc {
         validate(&mut ctx, doc);
+        // The analysis walks the compiled plan, whose transitions are indices of states:
+        // with an error (a target that is no state, a state that did not build) there is no
+        // graph to walk, so outcomes, reachability and loops wait until the errors are fixed.
         if !ctx.diags.has_errors() {
             let compiled = Plan::compile(doc);
             analysis::analyse(&mut ctx, doc, &compiled);
@@ -50,14 +110,22 @@ pub fn load_workflow(
     }
     let mut diags = ctx.diags;
     diags.sort();
+    let refs = doc
+        .as_ref()
+        .map(|doc| Refs {
+            workflows: analysis::workflow_refs(&root, doc),
+            scripts: analysis::script_refs(&root, doc),
+        })
+        .unwrap_or_default();
     match (doc, plan) {
         (Some(doc), Some(plan)) if !diags.has_errors() => Ok(Loaded {
             plan,
-            workflow_refs: analysis::workflow_refs(&root, &doc),
+            workflow_refs: refs.workflows,
+            script_refs: refs.scripts,
             doc,
             warnings: diags,
             path: path_label.to_owned(),
         }),
-        _ => Err(diags),
+        _ => Err((diags, refs)),
     }
 }

@@ -117,6 +117,13 @@ pub enum Code {
     /// `MAG-Y038`: `onFailure:` has a `timeoutSeconds` that is not a positive number of
     /// seconds, or a `timeoutSeconds` or `approvers` without `policy: pause_for_approval`.
     InvalidPauseForApproval,
+    /// `MAG-Y039`: a state sets a field that has no effect on its task type (warning), e.g.
+    /// `timeoutSeconds` on a `timer_task` or `condition_task`.
+    InertField,
+    /// `MAG-Y040`: a `script_task`'s literal `path` names no script it can run (missing,
+    /// absolute, with `..`, out of its root, or in an unknown workspace); found by
+    /// [`crate::load_workflow_checked`] against the caller's documents.
+    ScriptPath,
     /// `MAG-Y029`: a `parallel_task` or `foreach_task` names no sub-run, or both a `workflow:`
     /// and inline `states:`.
     FanOutBody,
@@ -194,6 +201,8 @@ impl Code {
             Self::ShellSplice => "MAG-Y028",
             Self::DeadlineTwice => "MAG-Y037",
             Self::InvalidPauseForApproval => "MAG-Y038",
+            Self::InertField => "MAG-Y039",
+            Self::ScriptPath => "MAG-Y040",
             Self::FanOutBody => "MAG-Y029",
             Self::InvalidParallelism => "MAG-Y030",
             Self::InvalidTolerance => "MAG-Y031",

@@ -26,7 +26,8 @@ pub enum ErrorKind {
     HumanRejected,
     /// The run was stopped by cancel or bounds exhaustion.
     Cancelled,
-    /// A `workflow_task`'s sub-run ended `FAILED` (reference §3.7: outcome `failure`).
+    /// A `workflow_task`'s sub-run ended `FAILED` (reference §3.7: outcome `failure`), or
+    /// could not be started.
     Failure,
 }
 

@@ -6,7 +6,9 @@
 //!   problem at once as [`Diagnostics`] rendered `path:line:column: [MAG-Ynnn] message`;
 //!   a valid document is then analysed (outcomes nothing routes, transitions never taken,
 //!   unreachable states, loops that can run forever) into warnings, and
-//!   [`Loaded::check_sub_workflows`] looks up the workflows its `workflow_task`s start.
+//!   [`Loaded::check_sub_workflows`] looks up the workflows its `workflow_task`s start
+//!   ([`load_workflow_checked`] does both, also for a document with errors, and checks the
+//!   scripts of its `script_task`s against a [`DocumentLookup`] such as [`ProjectDocuments`]).
 //! - [`Outcome`]: what each task type can end with, the one table of outcomes.
 //! - [`schema`]: JSON Schemas of workflow, settings, recipe, event and hook documents,
 //!   generated from the types that describe them (checked in under `schemas/`).
@@ -45,8 +47,8 @@ use magrathea_exec::suggest;
 mod template;
 mod validate;
 
-pub use analysis::WorkflowRef;
-pub use api::{Loaded, load_workflow};
+pub use analysis::{DocumentLookup, ProjectDocuments, ScriptRef, WorkflowRef};
+pub use api::{Loaded, load_workflow, load_workflow_checked};
 pub use ast::{
     Bounds, Branch, BranchBody, CatchTransition, ConditionRule, Criticality, FanOut, InboxKind,
     InboxSpec, OnTransition, ParamSchema, ParamType, RetrySpec, ScriptSource, Spanned, StateSpec,

@@ -10,15 +10,18 @@
 //! `path:line:column: warning: [MAG-Ynnn] message`, the path as the user would pass it
 //! (relative to the current directory when the file is below it). Warnings include what
 //! static analysis finds, and `workflow_task`s naming a workflow that neither the project
-//! nor its tenant has. Exit 0 when every document is valid, 1 otherwise — and with
-//! `--strict`, 1 also when there is a warning. The exit code holds even when the reader of
-//! stdout closed it early.
+//! nor its tenant has; a `script_task` whose script (a path without `${…}`) a run would not
+//! find is an error. Both are reported with a document's other errors. Exit 0 when every
+//! document is valid, 1 otherwise — and with `--strict`, 1 also when there is a warning. The
+//! exit code holds even when the reader of stdout closed it early.
 
 use std::path::{Path, PathBuf};
 
 use anyhow::Context;
 use magrathea_yaml::scheduler::load_schedule;
-use magrathea_yaml::{Diagnostic, Diagnostics, LoadOptions, Severity, load_workflow};
+use magrathea_yaml::{
+    Diagnostic, Diagnostics, LoadOptions, ProjectDocuments, Severity, load_workflow_checked,
+};
 
 use super::output::{errln, is_stdout_closed, outln};
 use super::store::Project;
@@ -33,6 +36,8 @@ Prints `ok: <path>` on stdout per valid document and every diagnostic on stderr 
 Without names, checks every `_vance/workflows/*.yaml` and `_vance/scheduler/*.yaml` of the
 project; a path under `_vance/scheduler/` is checked as a scheduler document (cron or at,
 workflow, timezone, overlap, catchupWindow, jitter; codes MAG-SCnnn).
+A script_task's script (a path without `${…}`) is looked up as a run would: one it would not
+find is an error (MAG-Y040).
 Exit codes: 0 all valid; 1 an error in some document, or a workflow not found, or (with
 --strict) a warning.")]
 pub(crate) struct ValidateArgs {
@@ -103,13 +108,14 @@ pub(crate) fn validate(loc: &Location, args: ValidateArgs) -> anyhow::Result<u8>
             }
         };
         let checked = match kind {
-            Kind::Workflow => load_workflow(label, text, &LoadOptions::default()).map(|loaded| {
-                let mut found = loaded.warnings.clone();
-                found.extend(loaded.check_sub_workflows(|name| {
-                    project.docs().workflow(&project.scope, name).is_ok()
-                }));
-                found
-            }),
+            // The workflows its workflow_tasks start and the scripts its script_tasks run are
+            // looked up as a run would, also when the document has errors: one pass shows
+            // everything to fix.
+            Kind::Workflow => {
+                let lookup = ProjectDocuments::new(project.docs(), &project.scope);
+                load_workflow_checked(label, text, &LoadOptions::default(), lookup)
+                    .map(|loaded| loaded.warnings)
+            }
             Kind::Schedule(name) => load_schedule(label, name, text).map(|_| Diagnostics::new()),
         };
         match checked {

@@ -42,7 +42,7 @@ use axum::extract::{Path, Query, State};
 use axum::http::{HeaderMap, StatusCode, header};
 use axum::response::{IntoResponse, Response};
 use magrathea_yaml::runtime::check_name;
-use magrathea_yaml::{LoadOptions, Scope, load_workflow};
+use magrathea_yaml::{LoadOptions, Scope, load_workflow_checked};
 use serde::Deserialize;
 use serde_json::{Value, json};
 
@@ -189,16 +189,13 @@ pub(crate) async fn put(
     let mut warnings = Vec::new();
     if parts.len() == 2 && parts[0] == "workflows" && parts[1].ends_with(".yaml") {
         let label = format!("{}/{}/_vance/{rel}", scope.tenant, scope.project);
-        match load_workflow(&label, &text, &LoadOptions::default()) {
+        // The document may start itself; it exists once this write succeeds. The workflows
+        // it starts are looked up with its errors too (one pass to fix all).
+        let own = parts[1].trim_end_matches(".yaml");
+        let exists = |name: &str| name == own || state.docs().workflow(&scope, name).is_ok();
+        match load_workflow_checked(&label, &text, &LoadOptions::default(), exists) {
             Ok(loaded) => {
-                // The document may start itself; it exists once this write succeeds.
-                let own = parts[1].trim_end_matches(".yaml");
-                let mut found = loaded.warnings.clone();
-                found.extend(loaded.check_sub_workflows(|name| {
-                    name == own || state.docs().workflow(&scope, name).is_ok()
-                }));
-                found.sort();
-                warnings = found.iter().map(|w| w.to_string()).collect();
+                warnings = loaded.warnings.iter().map(|w| w.to_string()).collect();
             }
             Err(diags) => {
                 return Err(ApiError::invalid_document(

@@ -19,7 +19,7 @@ use axum::extract::{Path as UrlPath, State};
 use axum::http::HeaderMap;
 use magrathea_yaml::runtime::check_name;
 use magrathea_yaml::{
-    Diagnostic, Diagnostics, LoadOptions, Scope, Severity, YamlNode, load_workflow, parse_yaml,
+    Diagnostic, LoadOptions, Scope, Severity, YamlNode, load_workflow_checked, parse_yaml,
 };
 use serde::{Deserialize, Serialize};
 
@@ -190,25 +190,25 @@ fn entry(
             None,
             None,
         ),
-        Ok(text) => match load_workflow(&label, &text, &opts) {
-            Ok(loaded) => {
-                let mut all: Diagnostics = loaded.warnings.clone();
-                all.extend(loaded.check_sub_workflows(|n| names.contains(n)));
-                all.sort();
-                let diags = all.iter().map(DiagnosticDto::of).collect();
-                (
-                    true,
-                    diags,
-                    loaded.doc.description.clone(),
-                    loaded.doc.version.clone(),
-                )
+        // The workflows it starts are looked up with its errors too (one pass to fix all).
+        Ok(text) => {
+            match load_workflow_checked(&label, &text, &opts, |n: &str| names.contains(n)) {
+                Ok(loaded) => {
+                    let diags = loaded.warnings.iter().map(DiagnosticDto::of).collect();
+                    (
+                        true,
+                        diags,
+                        loaded.doc.description.clone(),
+                        loaded.doc.version.clone(),
+                    )
+                }
+                Err(all) => {
+                    let diags = all.iter().map(DiagnosticDto::of).collect();
+                    let (description, version) = labels(&label, &text, &opts);
+                    (false, diags, description, version)
+                }
             }
-            Err(all) => {
-                let diags = all.iter().map(DiagnosticDto::of).collect();
-                let (description, version) = labels(&label, &text, &opts);
-                (false, diags, description, version)
-            }
-        },
+        }
     };
     let diagnostic_count = diags.len();
     let mut diagnostics: Vec<DiagnosticDto> = diags;

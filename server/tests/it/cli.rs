@@ -600,6 +600,72 @@ states:
     assert!(!stderr(&out).contains("[MAG-YA005]"), "{}", stderr(&out));
 }
 
+/// A document with errors also gets its other findings that do not depend on them: the
+/// workflow_task naming a missing workflow is reported with the error, in one pass.
+#[test]
+fn validate_reports_an_unknown_sub_workflow_along_with_errors() {
+    let p = Project::new();
+    p.workflow(
+        "parent",
+        "start: sub\nstates:\n  sub:\n    type: workflow_task\n    workflow: missing\n    on: { success: nowhere, failure: done }\n  done: { type: terminal }\n",
+    );
+    let out = p.cli(&["validate", "parent"]);
+    assert_eq!(code(&out), 1, "{}", stderr(&out));
+    let err = stderr(&out);
+    let lines: Vec<&str> = err.lines().collect();
+    assert_eq!(
+        lines,
+        [
+            "_vance/workflows/parent.yaml:5:15: warning: [MAG-YA005] workflow_task 'sub' starts workflow 'missing', which is not a workflow of the project or its tenant: expected _vance/workflows/missing.yaml; the task would end with 'failure'",
+            "_vance/workflows/parent.yaml:6:20: [MAG-Y010] unknown transition target 'nowhere': expected one of the states [sub, done]",
+            "1 of 1 workflow(s) invalid",
+        ],
+        "{err}"
+    );
+}
+
+/// A script_task's literal script path is looked up where a run would look for it: a missing
+/// script or a path out of the project is an error at the path, before anything runs.
+#[test]
+fn validate_reports_a_script_path_a_run_would_not_find() {
+    let p = Project::new();
+    let doc = |path: &str| {
+        format!(
+            "start: s\nstates:\n  s:\n    type: script_task\n    path: {path}\n    on: {{ success: done }}\n    catch: {{ technical_error: done, timeout: done }}\n  done: {{ type: terminal }}\n"
+        )
+    };
+    p.workflow("missing", &doc("_vance/scripts/none.js"))
+        .workflow("escapes", &doc("../../x.js"))
+        .workflow("templated", &doc("\"_vance/scripts/${params.n}.js\""));
+    let out = p.cli(&["validate"]);
+    assert_eq!(code(&out), 1, "{}", stderr(&out));
+    let err = stderr(&out);
+    for (name, why) in [
+        ("escapes", "[MAG-JS002] invalid script path `../../x.js`"),
+        (
+            "missing",
+            "[MAG-JS003] script `_vance/scripts/none.js` not found: looked for ",
+        ),
+    ] {
+        let prefix = format!(
+            "_vance/workflows/{name}.yaml:5:11: [MAG-Y040] the path of script_task 's' names no \
+             script it can run, so the task would end with 'technical_error': {why}"
+        );
+        assert!(
+            err.lines().any(|l| l.starts_with(&prefix)),
+            "{prefix}\n{err}"
+        );
+    }
+    assert!(err.contains("2 of 3 workflow(s) invalid"), "{err}");
+    assert!(stdout(&out).contains("ok: _vance/workflows/templated.yaml"));
+
+    // Once the script is there, the document is valid.
+    std::fs::create_dir_all(p.dir.join("_vance/scripts")).unwrap();
+    std::fs::write(p.dir.join("_vance/scripts/none.js"), "return 1;\n").unwrap();
+    let out = p.cli(&["validate", "missing"]);
+    assert_eq!(code(&out), 0, "{}", stderr(&out));
+}
+
 #[test]
 fn validate_refuses_a_transition_the_task_can_never_take() {
     let p = Project::new();

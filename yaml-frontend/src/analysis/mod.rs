@@ -9,16 +9,22 @@
 //!   on them (a run that can loop forever).
 //! - [`Loaded::check_sub_workflows`]: a `workflow_task` naming a workflow that does not
 //!   exist. It needs the document cascade, so the caller runs it with a lookup.
+//! - `lookup.rs`: the checks against the caller's documents ([`DocumentLookup`]): the
+//!   workflows `workflow_task`s start and the scripts `script_task`s run.
 //!
 //! The outcomes of each task type come from one table, [`crate::outcome`].
 
+mod lookup;
 mod outcomes;
 mod reach;
+
+pub use lookup::{DocumentLookup, ProjectDocuments, ScriptRef};
+pub(crate) use lookup::{missing_scripts, script_refs, unknown_sub_workflows};
 
 use crate::api::Loaded;
 use crate::ast::{Spanned, TaskType, WorkflowDoc};
 use crate::build::Ctx;
-use crate::diagnostic::{Code, Diagnostic, Diagnostics};
+use crate::diagnostic::Diagnostics;
 use crate::node::YamlNode;
 use crate::plan::Plan;
 
@@ -84,27 +90,9 @@ impl Loaded {
     /// Warns (`MAG-YA005`) about every `workflow_task` whose workflow `exists` does not
     /// know. `exists` answers by the caller's document cascade (project, then tenant), e.g.
     /// `|name| docs.workflow(&scope, name).is_ok()`. Names written as a `${…}` template are
-    /// resolved at run time and not checked.
-    pub fn check_sub_workflows(&self, mut exists: impl FnMut(&str) -> bool) -> Diagnostics {
-        let mut out = Diagnostics::new();
-        for r in &self.workflow_refs {
-            let name = &r.name.value;
-            if name.contains("${") || exists(name) {
-                continue;
-            }
-            out.push(Diagnostic::warning(
-                &self.path,
-                r.name.span,
-                Code::UnknownSubWorkflow,
-                format_args!(
-                    "{} '{}' starts workflow '{name}', which is not a workflow of \
-                     the project or its tenant: expected _vance/workflows/{name}.yaml; the \
-                     task would end with 'failure'",
-                    r.task_type.as_str(),
-                    r.state
-                ),
-            ));
-        }
-        out
+    /// resolved at run time and not checked. [`crate::load_workflow_checked`] does this for
+    /// a document with errors too.
+    pub fn check_sub_workflows(&self, exists: impl FnMut(&str) -> bool) -> Diagnostics {
+        unknown_sub_workflows(&self.path, &self.workflow_refs, exists)
     }
 }

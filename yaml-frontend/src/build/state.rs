@@ -104,6 +104,7 @@ pub(super) fn build_state(
                 None
             }
         });
+    check_inert_timeout(ctx, node, task_type, &what);
     let store_as = node.get("storeAs").and_then(|v| match v.as_str() {
         Some(s) if is_variable_key(s) => Some(s.to_owned()),
         _ => {
@@ -161,6 +162,30 @@ pub(super) fn build_state(
         task,
         raw: node.to_json(),
     })
+}
+
+/// `MAG-Y039`: `timeoutSeconds` on a task type that never times out (a warning, not an error:
+/// the reference lists it among the fields common to every state, §2.2): a `timer_task` always
+/// ends `fired` after its `duration` (§3.5), and a `condition_task` is decided at once (§3.6).
+fn check_inert_timeout(ctx: &mut Ctx<'_>, node: &YamlNode, task_type: TaskType, what: &str) {
+    let why = match task_type {
+        TaskType::TimerTask => {
+            "which always ends 'fired' once its 'duration' has passed (the wait is 'duration')"
+        }
+        TaskType::ConditionTask => "which is decided at once by its transitions",
+        _ => return,
+    };
+    let Some(span) = key_span(node, "timeoutSeconds") else {
+        return;
+    };
+    ctx.warn(
+        span,
+        Code::InertField,
+        format_args!(
+            "timeoutSeconds of {what} has no effect on a {}, {why}: remove it",
+            task_type.as_str()
+        ),
+    );
 }
 
 fn key_span(map: &YamlNode, key: &str) -> Option<Span> {

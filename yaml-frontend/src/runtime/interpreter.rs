@@ -11,7 +11,10 @@
 
 use std::sync::Arc;
 
-use magrathea_core::{ChildRequest, RunStatus, StartRecord, WorkflowContext, WorkflowError};
+use magrathea_core::{
+    ChildRequest, RetryPolicy, RunStatus, StartRecord, TaskCall, TaskError, TaskOptions,
+    TaskRegistration, WorkflowContext, WorkflowError,
+};
 use serde_json::{Value, json};
 
 use super::RuntimeInner;
@@ -374,7 +377,7 @@ async fn sub_workflow(
     let given = if params.is_null() { json!({}) } else { params };
     let mut request = match frozen_child(ctx, rt, &scope, name, given) {
         Ok(r) => r,
-        Err(error) => return Completion::of("failure", json!({ "error": error })),
+        Err(why) => return not_started(ctx, state, name, &why).await,
     };
     request.parent_state = Some(state.name.clone());
     let parent = ctx.clone();
@@ -402,6 +405,60 @@ async fn sub_workflow(
             ctx.select(vec![child, timer]).await.1
         }
     }
+}
+
+/// The patch marker of runs whose `workflow_task` that cannot start its sub-run journals a
+/// failed task result. Runs journaled before stored the bare error and routed `failure`
+/// without one: replay must not ask them for a task they never ran.
+const NOT_STARTED_PATCH: &str = "workflow-task-not-started-result";
+
+/// The task name a `workflow_task` that cannot start its sub-run is journaled under.
+const NOT_STARTED_TASK: &str = "workflow_task";
+
+/// A `workflow_task` whose sub-run cannot be started (its document is missing or does not
+/// load, or it refuses the parameters) ends as any task that cannot start does, e.g. a
+/// `shell_task` without a workspace: a `TaskStartedRecord` and a final `TaskResultRecord` with
+/// outcome `failure` and an error naming the state, the workflow and why (`[MAG-YR002]`), so
+/// the journal and every view of it show the failure where the state ran; its output
+/// `{error, workflow}` goes to `storeAs`, and `on:`/`catch:`/`retry:` take `failure` as for a
+/// failed sub-run. The error is worked out in the workflow from journaled data (the document
+/// read is a side effect), so replay asks for the same task.
+async fn not_started(
+    ctx: &WorkflowContext,
+    state: &PlanState,
+    name: &str,
+    why: &str,
+) -> Completion {
+    let message = format!(
+        "[MAG-YR002] workflow_task '{}' cannot start workflow `{name}`: {}",
+        state.name,
+        why.replace('\n', "; ")
+    );
+    if !ctx.patched(NOT_STARTED_PATCH) {
+        return Completion::of("failure", json!({ "error": why }));
+    }
+    let once = TaskOptions {
+        retry: RetryPolicy::none(),
+        timeout: None,
+    };
+    let registration = TaskRegistration::new(NOT_STARTED_TASK, once.clone(), |input: Value, _| {
+        let message = input["error"].as_str().unwrap_or_default().to_string();
+        async move {
+            Err(TaskError::terminal(message)
+                .with_kind(crate::ErrorKind::Failure.as_str())
+                .with_output(input))
+        }
+    });
+    let result = ctx
+        .task_with(TaskCall {
+            task: NOT_STARTED_TASK.into(),
+            name: Some(state.name.clone()),
+            input: json!({ "error": message, "workflow": name }),
+            options: Some(once),
+            registration: Some(registration),
+        })
+        .await;
+    Completion::from_task(result)
 }
 
 /// A child request for the YAML workflow `name` of `scope`: the document is read by the

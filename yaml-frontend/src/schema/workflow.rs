@@ -143,7 +143,8 @@ pub enum State {
 pub struct Common {
     /// Audit string.
     pub description: Option<String>,
-    /// The task's time limit in seconds.
+    /// The task's time limit in seconds. It has no effect on a `timer_task` (its wait is
+    /// `duration`) or a `condition_task` (decided at once); `validate` warns there (MAG-Y039).
     #[schemars(extend("exclusiveMinimum" = 0))]
     pub timeout_seconds: Option<f64>,
     /// The variable that receives the task's output (`${state.<name>}`).

@@ -327,3 +327,45 @@ fn the_shipped_example_routes_every_outcome() {
         .unwrap_or_else(|d| panic!("{d}"));
     assert!(loaded.warnings.is_empty(), "{}", loaded.warnings);
 }
+
+/// A document with errors still has its unknown sub-workflows reported, with the errors,
+/// so that one pass shows everything to fix; a valid one gets them among its warnings.
+#[test]
+fn unknown_sub_workflows_are_reported_with_the_documents_errors() {
+    let text = "start: a\nstates:\n  a:\n    type: workflow_task\n    workflow: build-and-test\n    on: { success: nowhere }\n  b:\n    type: workflow_task\n    workflow: known\n    on: { success: done }\n  done: { type: terminal }\n";
+    let all = magrathea_yaml::load_workflow_checked(
+        "wf.yaml",
+        text,
+        &LoadOptions::default(),
+        |n: &str| n == "known",
+    )
+    .unwrap_err();
+    let all: Vec<String> = all.iter().map(ToString::to_string).collect();
+    assert_eq!(
+        all,
+        [
+            "wf.yaml:5:15: [MAG-YA005] workflow_task 'a' starts workflow 'build-and-test', which \
+             is not a workflow of the project or its tenant: expected \
+             _vance/workflows/build-and-test.yaml; the task would end with 'failure'",
+            "wf.yaml:6:20: [MAG-Y010] unknown transition target 'nowhere': expected one of the \
+             states [a, b, done]",
+        ]
+    );
+
+    let valid = text.replace("nowhere", "done");
+    let loaded = magrathea_yaml::load_workflow_checked(
+        "wf.yaml",
+        &valid,
+        &LoadOptions::default(),
+        |n: &str| n == "known",
+    )
+    .unwrap_or_else(|d| panic!("{d}"));
+    assert!(
+        loaded
+            .warnings
+            .iter()
+            .any(|w| w.message.starts_with("[MAG-YA005] workflow_task 'a'")),
+        "{}",
+        loaded.warnings
+    );
+}

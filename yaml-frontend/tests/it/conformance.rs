@@ -921,3 +921,126 @@ fn a_placeholder_in_a_shell_command_is_an_error_naming_the_variable_to_use() {
     let quoted = doc.replace("    dirName:", "    splice: quoted\n    dirName:");
     assert!(magrathea_yaml::load_workflow("w.yaml", &quoted, &Default::default()).is_ok());
 }
+
+/// §3.7 and §4.1: a sub-run that cannot be started (its document is missing, does not
+/// validate, or refuses the parameters) ends the `workflow_task` with a failed task result
+/// naming the workflow and why; the parent routes `failure` like any task failure, and
+/// without a route the run fails with the reference's reason.
+#[tokio::test]
+async fn s3_7_a_sub_run_that_cannot_start_is_a_failed_task_result_the_parent_routes() {
+    let parent = |routes: &str| {
+        format!(
+            r#"
+parameters:
+  which: {{ type: string, required: true }}
+start: build
+states:
+  build:
+    type: workflow_task
+    workflow: "${{params.which}}"
+    storeAs: built
+{routes}
+  escalate:
+    type: terminal
+    result: {{ error: "${{state.built.error}}" }}
+"#
+        )
+    };
+    let p = project(&[
+        ("routed", &parent("    catch:\n      failure: escalate")),
+        ("unrouted", &parent("    on:\n      success: escalate")),
+        ("broken", "start: nowhere\nstates:\n  d: { type: terminal }\n"),
+        (
+            "needs",
+            "parameters:\n  n: { type: integer, required: true }\nstart: d\nstates:\n  d: { type: terminal }\n",
+        ),
+    ])
+    .await;
+    let cases = [
+        ("ghost", "[MAG-DOC001]"),
+        ("broken", "[MAG-Y008]"),
+        ("needs", "'n'"),
+    ];
+    for (which, why) in cases {
+        let v = p.run("routed", json!({ "which": which })).await;
+        assert_eq!(v.status, RunStatus::Done, "{which}: {v:?}");
+        let error = v.result.as_ref().unwrap()["error"]
+            .as_str()
+            .unwrap()
+            .to_string();
+        assert!(
+            error.contains(&format!("`{which}`"))
+                && error.contains("cannot start")
+                && error.contains(why),
+            "{which}: {error}"
+        );
+        let results: Vec<(String, Option<String>)> = p
+            .records(&v)
+            .into_iter()
+            .filter_map(|r| match r {
+                Record::TaskResult { outcome, error, .. } => Some((outcome.into_string(), error)),
+                _ => None,
+            })
+            .collect();
+        assert_eq!(results.len(), 1, "{which}: {results:?}");
+        assert_eq!(results[0].0, "failure", "{which}");
+        assert_eq!(results[0].1.as_deref(), Some(error.as_str()), "{which}");
+
+        let v = p.run("unrouted", json!({ "which": which })).await;
+        assert_eq!(v.status, RunStatus::Failed, "{which}: {v:?}");
+        assert_eq!(
+            v.reason.as_deref(),
+            Some("no transition for outcome 'failure'"),
+            "{which}"
+        );
+    }
+}
+
+/// The failed task result of a sub-run that could not start is part of the run's journal like
+/// any task's: a run that routes it to a gate is evicted while it waits, and once answered it
+/// goes on by replaying that journal (the task is not run again, nothing is non-deterministic).
+#[tokio::test]
+async fn s3_7_a_sub_run_that_could_not_start_replays_when_the_run_wakes() {
+    let p = project(&[(
+        "parent",
+        r#"
+start: build
+states:
+  build:
+    type: workflow_task
+    workflow: ghost
+    storeAs: built
+    catch: { failure: ask }
+  ask:
+    type: gate_task
+    inbox: { kind: APPROVAL, title: "Go on without the build?" }
+    on: { approved: done, rejected: done }
+  done: { type: terminal, result: "${state.built.error}" }
+"#,
+    )])
+    .await;
+    let v = p.run("parent", json!({})).await;
+    assert_eq!(v.status, RunStatus::Waiting, "{v:?}");
+    let item = p
+        .engine
+        .inbox(magrathea_core::InboxFilter::Pending)
+        .unwrap()
+        .remove(0);
+    p.engine
+        .answer_gate(&item.id, GateAnswer::approve())
+        .await
+        .unwrap();
+    let v = p.engine.wait(v.workflow_run_id).await.unwrap();
+    assert_eq!(v.status, RunStatus::Done, "{v:?}");
+    let error = v
+        .result
+        .as_ref()
+        .and_then(|r| r.as_str())
+        .unwrap_or_default();
+    assert!(
+        error.starts_with("[MAG-YR002] workflow_task 'build' cannot start workflow `ghost`"),
+        "{error}"
+    );
+    assert_eq!(p.count(&v, "TaskStartedRecord"), 1);
+    assert_eq!(p.count(&v, "TaskResultRecord"), 1);
+}

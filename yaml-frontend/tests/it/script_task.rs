@@ -585,3 +585,67 @@ async fn cancelling_the_run_interrupts_a_spinning_script() {
     let (view, _) = p.run_script("after", "return 'next';", "").await;
     assert_eq!(view.vars["out"], "next");
 }
+
+/// What `magrathea validate` finds in a document with `spec` as its script_task's fields:
+/// every diagnostic of `load_workflow_checked` against the project's documents.
+fn checked(p: &Project, spec: &str) -> Vec<String> {
+    let (docs, scope) = magrathea_yaml::DocumentSource::for_project_dir(&p.project);
+    let lookup = magrathea_yaml::ProjectDocuments::new(&docs, &scope);
+    let text = one_script(spec);
+    match magrathea_yaml::load_workflow_checked("wf.yaml", &text, &Default::default(), lookup) {
+        Ok(loaded) => loaded.warnings.iter().map(ToString::to_string).collect(),
+        Err(diags) => diags.iter().map(ToString::to_string).collect(),
+    }
+}
+
+/// A script path written without placeholders is looked up before the run, where the run
+/// would look for it: a missing script, a path out of the project and an unknown workspace
+/// are errors at the path, with the reason the task would fail with.
+#[tokio::test]
+async fn a_literal_script_path_that_a_run_would_not_find_is_an_error() {
+    let p = project().await;
+    write(&p.project.join("_vance/scripts/there.js"), "return 1;\n");
+    write(
+        &p.project.parent().unwrap().join("x.js"),
+        "return 'escaped';\n",
+    );
+    assert_eq!(
+        checked(&p, "    path: _vance/scripts/there.js\n"),
+        Vec::<String>::new()
+    );
+    // Placeholders are resolved at run time: nothing to look up before.
+    assert_eq!(
+        checked(&p, "    path: \"_vance/scripts/${params.name}.js\"\n"),
+        Vec::<String>::new()
+    );
+
+    for (spec, why) in [
+        (
+            "    path: _vance/scripts/none.js\n",
+            "[MAG-JS003] script `_vance/scripts/none.js` not found: looked for ",
+        ),
+        (
+            "    path: ../x.js\n",
+            "[MAG-JS002] invalid script path `../x.js`",
+        ),
+        (
+            "    path: /etc/hostname\n",
+            "[MAG-JS002] invalid script path `/etc/hostname`",
+        ),
+        (
+            "    source: workspace\n    dirName: nope\n    path: gen.js\n",
+            "[MAG-JS005] unknown workspace `nope`",
+        ),
+    ] {
+        let found = checked(&p, spec);
+        let line = 5 + spec.lines().count();
+        let prefix = format!(
+            "wf.yaml:{line}:11: [MAG-Y040] the path of script_task 's' names no script it can \
+             run, so the task would end with 'technical_error': {why}"
+        );
+        assert!(
+            found.len() == 1 && found[0].starts_with(&prefix),
+            "{spec}: expected {prefix:?} in {found:#?}"
+        );
+    }
+}

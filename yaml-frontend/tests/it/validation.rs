@@ -434,7 +434,15 @@ fn durations_of_exactly_a_hundred_years_are_taken() {
     );
     let loaded =
         load_workflow("wf.yaml", &text, &LoadOptions::default()).unwrap_or_else(|d| panic!("{d}"));
-    assert!(loaded.warnings.is_empty(), "{}", loaded.warnings);
+    // The only finding: a timer's timeoutSeconds has no effect (MAG-Y039).
+    assert!(
+        loaded
+            .warnings
+            .iter()
+            .all(|w| w.message.starts_with("[MAG-Y039]")),
+        "{}",
+        loaded.warnings
+    );
     let a = &loaded.doc.states["a"];
     assert_eq!(a.timeout_seconds, Some(3_155_760_000.0));
     assert_eq!(a.retry.as_ref().map(|r| r.backoff_seconds), Some(3.15576e9));
@@ -632,5 +640,36 @@ fn mentions(text: &str, part: &str) {
         all.iter()
             .any(|d| d.starts_with("wf.yaml:") && d.contains(part)),
         "expected {part:?} in {all:#?}"
+    );
+}
+
+/// `timeoutSeconds` means nothing to a timer_task (it always ends `fired` after its duration)
+/// or a condition_task (decided at once): a warning at the field says so, and the document
+/// still loads. On the task types that can time out it draws no such warning.
+#[test]
+fn timeout_seconds_on_a_timer_or_condition_task_is_a_warning() {
+    let text = doc(
+        "  a:\n    type: timer_task\n    duration: 5m\n    timeoutSeconds: 60\n    on: { fired: b }\n  b:\n    type: condition_task\n    timeoutSeconds: 5\n    transitions:\n      - else: c\n  c:\n    type: shell_task\n    run: x\n    timeoutSeconds: 5\n    on: { success: end }\n    catch: { timeout: end, technical_error: end, business_error: end }\n",
+    ) + END;
+    let loaded =
+        load_workflow("wf.yaml", &text, &LoadOptions::default()).unwrap_or_else(|d| panic!("{d}"));
+    let inert: Vec<String> = loaded
+        .warnings
+        .iter()
+        .filter(|w| w.message.starts_with("[MAG-Y039]"))
+        .map(ToString::to_string)
+        .collect();
+    assert_eq!(
+        inert,
+        [
+            "wf.yaml:6:5: [MAG-Y039] timeoutSeconds of state 'a' has no effect on a timer_task, which always ends 'fired' once its 'duration' has passed (the wait is 'duration'): remove it",
+            "wf.yaml:10:5: [MAG-Y039] timeoutSeconds of state 'b' has no effect on a condition_task, which is decided at once by its transitions: remove it",
+        ]
+    );
+    assert!(
+        loaded
+            .warnings
+            .iter()
+            .all(|w| w.severity == Severity::Warning)
     );
 }

@@ -170,6 +170,16 @@ pub(super) const CODES: &[ErrorCode] = &[
         remedy: "Write `onFailure: {policy: pause_for_approval, fallback: <state>, timeoutSeconds: <n>, approvers: {users: [...], roles: [...]}}` (all but `policy` optional), or drop the field.",
     },
     ErrorCode {
+        code: "MAG-Y039",
+        meaning: "A state sets a field that has no effect on its task type (a warning): `timeoutSeconds` on a timer_task (it always ends `fired` after its `duration`) or a condition_task (decided at once).",
+        remedy: "Remove the field; a timer's wait is its `duration`.",
+    },
+    ErrorCode {
+        code: "MAG-Y040",
+        meaning: "A script_task's `path`, written without placeholders, names no script it can run: no such file in the project or its tenant (`source: document`) or in its workspace, a path that is absolute, holds `..` or leads out through a symbolic link, or an unknown workspace. Reported by `magrathea validate`; a run would end the task `technical_error` with the MAG-JS code the message quotes.",
+        remedy: "Create the script, or fix `path`, `source` or `dirName` (a path relative to the project or workspace directory, without `..`).",
+    },
+    ErrorCode {
         code: "MAG-YA001",
         meaning: "A transition names an outcome its task can never end with (e.g. `on: success` on a timer_task, which only ends `fired`); it can never be taken. An error, except for `failure`, which the reference writes loosely and is a warning.",
         remedy: "Route an outcome the task type produces (the message lists them), or remove the transition.",
@@ -218,6 +228,11 @@ pub(super) const CODES: &[ErrorCode] = &[
         code: "MAG-YR001",
         meaning: "A run's frozen workflow definition no longer loads (the run cannot continue).",
         remedy: "Restore a Magrathea version that reads the definition, or cancel the run.",
+    },
+    ErrorCode {
+        code: "MAG-YR002",
+        meaning: "A workflow_task could not start its sub-run: the workflow is neither in the project nor in its tenant, its document does not load, or it refuses the parameters. The state ends `failure` (a failed task result with this message), routed by `on:`/`catch:` like a failed sub-run.",
+        remedy: "Fix what the message names (create or fix `_vance/workflows/<name>.yaml`, or pass the parameters it declares); `magrathea validate` reports a missing workflow beforehand (MAG-YA005).",
     },
     ErrorCode {
         code: "MAG-PR001",

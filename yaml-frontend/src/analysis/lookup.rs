@@ -1,0 +1,185 @@
+//! The checks that look beyond the document into the caller's documents, through a
+//! [`DocumentLookup`]: the workflows its `workflow_task`s start (`MAG-YA005`, a warning: the
+//! workflow may be written later, and a failed sub-run is an outcome the document may route)
+//! and the scripts its `script_task`s run (`MAG-Y040`, an error: with the documents as they
+//! are, the task cannot run its script). Both are found in whatever part of the document was
+//! built, so they are reported with the document's other errors.
+
+use crate::ast::{ScriptSource, Spanned, TaskSpec, WorkflowDoc};
+use crate::diagnostic::{Code, Diagnostic, Diagnostics};
+use crate::node::YamlNode;
+use crate::runtime::{DocumentSource, Scope};
+
+use super::WorkflowRef;
+
+/// What the caller's documents hold, for [`crate::load_workflow_checked`]. A closure
+/// `|name| …` answers [`DocumentLookup::workflow_exists`] and finds every script;
+/// [`ProjectDocuments`] looks both up as a run would.
+pub trait DocumentLookup {
+    /// Whether the workflow `name` exists (by the cascade: project, then tenant).
+    fn workflow_exists(&mut self, name: &str) -> bool;
+
+    /// Why a `script_task` with this `source`, `dirName` and `path` would not find its script
+    /// at run time (the executor's message), or `Ok` when it would. The default finds every
+    /// script: a lookup that does not check them.
+    ///
+    /// # Errors
+    /// The message the run's task would fail with.
+    fn find_script(
+        &mut self,
+        source: ScriptSource,
+        dir_name: &str,
+        path: &str,
+    ) -> Result<(), String> {
+        let _ = (source, dir_name, path);
+        Ok(())
+    }
+}
+
+impl<F: FnMut(&str) -> bool> DocumentLookup for F {
+    fn workflow_exists(&mut self, name: &str) -> bool {
+        self(name)
+    }
+}
+
+/// A project's documents as its runs find them: workflows by the project → tenant cascade,
+/// scripts where the `script_task` executor looks for them
+/// ([`magrathea_exec::script::locate_script`]).
+#[derive(Debug, Clone, Copy)]
+pub struct ProjectDocuments<'a> {
+    docs: &'a DocumentSource,
+    scope: &'a Scope,
+}
+
+impl<'a> ProjectDocuments<'a> {
+    /// The documents of `scope` in `docs`.
+    #[must_use]
+    pub fn new(docs: &'a DocumentSource, scope: &'a Scope) -> Self {
+        Self { docs, scope }
+    }
+}
+
+impl DocumentLookup for ProjectDocuments<'_> {
+    fn workflow_exists(&mut self, name: &str) -> bool {
+        self.docs.workflow(self.scope, name).is_ok()
+    }
+
+    fn find_script(
+        &mut self,
+        source: ScriptSource,
+        dir_name: &str,
+        path: &str,
+    ) -> Result<(), String> {
+        let source = match source {
+            ScriptSource::Workspace => "workspace",
+            _ => "document",
+        };
+        magrathea_exec::script::locate_script(self.docs, self.scope, source, dir_name, path)
+            .map(|_| ())
+            .map_err(|e| e.message)
+    }
+}
+
+/// A `script_task`'s script, written without placeholders (a `${…}` in `path` or `dirName`
+/// is resolved at run time and cannot be looked up before).
+#[derive(Debug, Clone, PartialEq)]
+pub struct ScriptRef {
+    /// The state holding the `script_task`.
+    pub state: String,
+    /// `source:`.
+    pub source: ScriptSource,
+    /// `dirName:` (`workspace` when absent, as at run time).
+    pub dir_name: String,
+    /// `path:`, and where its value is written.
+    pub path: Spanned<String>,
+}
+
+/// The literal script of every `script_task` state, with the position of its `path:` value.
+pub(crate) fn script_refs(root: &YamlNode, doc: &WorkflowDoc) -> Vec<ScriptRef> {
+    let Some(states) = root.get("states").and_then(YamlNode::as_map) else {
+        return Vec::new();
+    };
+    let mut out = Vec::new();
+    for (k, v) in states {
+        let Some(state) = k.key_text().and_then(|k| doc.states.get(&k)) else {
+            continue;
+        };
+        let TaskSpec::Script {
+            source,
+            path,
+            dir_name,
+        } = &state.task
+        else {
+            continue;
+        };
+        let dir_name = dir_name.as_deref().unwrap_or("workspace");
+        let Some(node) = v.get("path") else { continue };
+        if path.is_empty() || path.contains("${") || dir_name.contains("${") {
+            continue;
+        }
+        out.push(ScriptRef {
+            state: state.name.clone(),
+            source: *source,
+            dir_name: dir_name.to_owned(),
+            path: Spanned {
+                value: path.clone(),
+                span: node.content.unwrap_or(node.span),
+            },
+        });
+    }
+    out
+}
+
+/// The `MAG-YA005` warnings of `refs` (of the document labelled `path`): each workflow
+/// `exists` does not know, unless written as a template.
+pub(crate) fn unknown_sub_workflows(
+    path: &str,
+    refs: &[WorkflowRef],
+    mut exists: impl FnMut(&str) -> bool,
+) -> Diagnostics {
+    let mut out = Diagnostics::new();
+    for r in refs {
+        let name = &r.name.value;
+        if name.contains("${") || exists(name) {
+            continue;
+        }
+        out.push(Diagnostic::warning(
+            path,
+            r.name.span,
+            Code::UnknownSubWorkflow,
+            format_args!(
+                "{} '{}' starts workflow '{name}', which is not a workflow of \
+                 the project or its tenant: expected _vance/workflows/{name}.yaml; the \
+                 task would end with 'failure'",
+                r.task_type.as_str(),
+                r.state
+            ),
+        ));
+    }
+    out
+}
+
+/// The `MAG-Y040` errors of `refs` (of the document labelled `path`): each script `lookup`
+/// would not find at run time, with the reason the task would fail with.
+pub(crate) fn missing_scripts(
+    path: &str,
+    refs: &[ScriptRef],
+    lookup: &mut impl DocumentLookup,
+) -> Diagnostics {
+    let mut out = Diagnostics::new();
+    for r in refs {
+        if let Err(why) = lookup.find_script(r.source, &r.dir_name, &r.path.value) {
+            out.push(Diagnostic::error(
+                path,
+                r.path.span,
+                Code::ScriptPath,
+                format_args!(
+                    "the path of script_task '{}' names no script it can run, so the task \
+                     would end with 'technical_error': {why}",
+                    r.state
+                ),
+            ));
+        }
+    }
+    out
+}
