@@ -144,6 +144,8 @@ struct Driver {
     /// Task steps the code completed straight from the journal, taken from the shared state
     /// after a poll (kept for its allocation).
     replayed_buf: Vec<(Step, String)>,
+    /// The journal just replayed, freed once the run has acted and waits (or leaves memory).
+    replayed: Option<Arc<Vec<Entry>>>,
     /// Replaying to check the code against a journal, ended runs included; nothing is acted on.
     checking: bool,
     /// The run's sub-run nesting depth (root = 0), once known.
@@ -183,6 +185,7 @@ impl Driver {
             resolved_buf: Vec::new(),
             journaled_buf: Vec::new(),
             replayed_buf: Vec::new(),
+            replayed: None,
             checking: false,
             depth: None,
             journal_cap: u64::MAX,
@@ -259,6 +262,7 @@ impl Driver {
                     }
                 }
             }
+            self.replayed = None;
             tokio::select! {
                 ev = self.rx.recv() => match ev {
                     Some(ev) => self.handle_event(ev),

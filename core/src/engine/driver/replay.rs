@@ -225,6 +225,8 @@ impl Driver {
             s.journal = Some(entries.clone());
             s.journaled = journaled;
             s.replaying = true;
+            // Room for every task step the code may complete from the journal.
+            s.replayed_tasks.reserve(entries.len() / 2);
         }
         match self.instantiate(&start) {
             Ok(()) => {}
@@ -271,6 +273,9 @@ impl Driver {
         }
         lock(&self.shared).replaying = false;
         let cursor = self.replay.take().unwrap_or_default();
+        // Freeing thousands of records is not what the run waits for: they go once it has
+        // acted on what the replay left to do (see `main_loop`).
+        self.replayed = Some(entries.clone());
         if self.blocked.is_some() {
             return true;
         }
