@@ -14,7 +14,7 @@ use std::time::Duration;
 use magrathea::prelude::*;
 use magrathea::{AnswerAck, EngineBuilder, Entry, Record, RunFilter, StartOptions};
 use magrathea_tests::{build_retrying, runtime};
-use serde_json::json;
+use serde_json::{Value, json};
 
 #[workflow]
 async fn sleeper(ctx: Context, ms: u64) -> Result<u64, WorkflowError> {
@@ -40,9 +40,49 @@ async fn approval_echo(ctx: Context, input: String) -> Result<String, WorkflowEr
     }
 }
 
+/// Executions of `counted`, across incarnations (this file's tests run `many_shapes` once).
+static COUNTED: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
+
+#[task]
+async fn counted(n: u64) -> Result<u64, TaskError> {
+    COUNTED.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+    if n == 999 {
+        return Err(TaskError::terminal("999 is refused"));
+    }
+    Ok(n * 2)
+}
+
+/// Steps of several shapes before an approval: sequential tasks, a task that fails and whose
+/// error the code keeps, a select whose timer was made before the task that wins it, and
+/// tasks joined.
+#[workflow]
+async fn many_shapes(ctx: Context, n: u64) -> Result<Vec<Value>, WorkflowError> {
+    let mut out = Vec::new();
+    for i in 0..n {
+        out.push(json!(ctx.task(counted, i).await?));
+    }
+    let refused = ctx.task(counted, 999).await;
+    out.push(json!(refused.map_err(|e| e.message().to_string())));
+    let hour = ctx
+        .sleep(Duration::from_secs(3600))
+        .map(|r| r.map(|()| None));
+    let task = ctx.task(counted, 7).map(|r| r.map(Some));
+    let (winner, value) = ctx.select(vec![hour, task]).await;
+    out.push(json!([winner, value?]));
+    let joined = futures::future::join_all((0..3).map(|i| ctx.task(counted, 100 + i))).await;
+    for r in joined {
+        out.push(json!(r?));
+    }
+    match ctx.gate(Gate::approval("go on?").into_spec()).await {
+        GateOutcome::Answered(_) => Ok(out),
+        other => Err(WorkflowError::failed(format!("{other:?}"))),
+    }
+}
+
 fn builder(db: &Path) -> EngineBuilder {
     Engine::builder()
         .path(db)
+        .workflow(many_shapes)
         .workflow(sleeper)
         .workflow(gate_with_timeout)
         .workflow(approval_echo)
@@ -243,5 +283,49 @@ fn an_idempotent_start_after_a_restart_returns_the_first_run() {
         count(&journal, |r| matches!(r, Record::Start(_))),
         1,
         "one StartRecord"
+    );
+}
+
+#[test]
+fn a_run_restarted_after_many_finished_steps_runs_none_of_them_again() {
+    use std::sync::atomic::Ordering;
+    let dir = tempfile::tempdir().unwrap();
+    let db = dir.path().join("journal.redb");
+    let (run, before) = incarnation(&db, async |engine: Engine| {
+        let run = engine.start(many_shapes, 40).await.unwrap().id();
+        let view = engine.wait_settled(run).await.unwrap();
+        assert_eq!(view.status, RunStatus::Waiting, "at the approval");
+        (run, engine.journal(run).unwrap())
+    });
+    let executed = COUNTED.load(Ordering::SeqCst);
+    assert_eq!(executed, 40 + 1 + 1 + 3, "each task ran once");
+
+    let (view, after) = incarnation(&db, async move |engine: Engine| {
+        let ack = engine
+            .answer_gate(&format!("{run}-46"), GateAnswer::approve())
+            .await
+            .unwrap();
+        assert_eq!(ack, AnswerAck::Applied);
+        let view = tokio::time::timeout(Duration::from_secs(10), engine.wait(run))
+            .await
+            .expect("the run ends once approved")
+            .unwrap();
+        (view, engine.journal(run).unwrap())
+    });
+    assert_eq!(view.status, RunStatus::Done, "{:?}", view.reason);
+    assert_eq!(
+        COUNTED.load(Ordering::SeqCst),
+        executed,
+        "replay fed every finished step its journaled result"
+    );
+    let mut expected: Vec<Value> = (0..40).map(|i| json!(i * 2)).collect();
+    expected.push(json!({ "Err": "999 is refused" }));
+    expected.push(json!([1, 14]));
+    expected.extend([json!(200), json!(202), json!(204)]);
+    assert_eq!(view.result, Some(Value::Array(expected)));
+    assert_eq!(
+        &after[..before.len()],
+        &before[..],
+        "the journal before the restart is kept as it was"
     );
 }
