@@ -173,6 +173,8 @@ impl Driver {
 
     /// Re-runs the code against the journal: each record is applied in journal order and the
     /// code is polled after each, so that it sees completions in the order they were journaled.
+    /// A task step whose first attempt and final result are the next two records completes
+    /// as the code makes it (`Shared::task_from_journal`): the loop skips those records.
     pub(super) fn replay(&mut self, entries: Vec<Entry>, summary: RunSummary) -> bool {
         self.outbox.next_seq = entries.last().map_or(0, |e| e.seq + 1);
         self.outbox.summary = Some(summary);
