@@ -192,9 +192,9 @@ pub(crate) struct Shared {
     /// While replaying: the index in `journal` of the next record the driver applies.
     pub(crate) replay_next: usize,
     /// Task steps the code completed straight from the journal since the driver last looked
-    /// (see [`Shared::task_from_journal`]), with their names: the driver records them as
-    /// complete in the run state.
-    pub(crate) replayed_tasks: Vec<(Step, String)>,
+    /// (see [`Shared::task_from_journal`]): the driver records them as complete in the run
+    /// state.
+    pub(crate) replayed_tasks: Vec<Step>,
     pub(crate) cancelled: Option<String>,
     /// The run's deadline timer (see [`WorkflowContext::deadline`]): its step and the reason
     /// the run is cancelled with when it fires.
@@ -238,7 +238,7 @@ impl Shared {
     /// the step is created complete: its records are skipped by the driver, and its future
     /// holds the completion (returns the step, the seq of its result and the completion) —
     /// what the driver would deliver after applying them, without a command, a wake-up and a
-    /// poll in between. The caller keeps the step's name in `replayed_tasks`. `None` when the
+    /// poll in between. The caller notes the step in `replayed_tasks`. `None` when the
     /// step takes the usual path (live, steps queued before it, any other journal).
     fn task_from_journal(&mut self, name: &str, hash: u64) -> Option<(Step, u64, Resolution)> {
         if !self.replaying || !self.commands.is_empty() {
@@ -332,7 +332,7 @@ impl WorkflowContext {
         map: impl FnOnce(Resolution) -> T + Send + 'static,
     ) -> StepFuture<T> {
         StepFuture {
-            shared: self.shared.clone(),
+            shared: Some(self.shared.clone()),
             step,
             map: Some(Box::new(map)),
             ready: None,
@@ -407,18 +407,53 @@ impl WorkflowContext {
     /// crash mid-task) runs again with the same idempotency key, after a `TaskRestartedRecord`
     /// for that execution is durable.
     pub fn task(&self, task: &str, input: Value) -> StepFuture<Result<Value, TaskError>> {
-        self.task_with(TaskCall {
-            task: task.into(),
-            name: None,
-            input,
-            options: None,
-            registration: None,
-        })
+        let hash = input_hash(&input) ^ str_hash(task);
+        if let Some(done) = self.task_from_journal(task, hash) {
+            return done;
+        }
+        self.task_call(
+            TaskCall {
+                task: task.into(),
+                name: None,
+                input,
+                options: None,
+                registration: None,
+            },
+            hash,
+        )
     }
 
     /// Runs a task with explicit label and options.
     pub fn task_with(&self, call: TaskCall) -> StepFuture<Result<Value, TaskError>> {
         let hash = input_hash(&call.input) ^ str_hash(&call.task);
+        let label = call.name.as_deref().unwrap_or(&call.task);
+        if let Some(done) = self.task_from_journal(label, hash) {
+            return done;
+        }
+        self.task_call(call, hash)
+    }
+
+    /// On replay, the step `label` with input `hash` when the journal completes it at once
+    /// ([`Shared::task_from_journal`]).
+    fn task_from_journal(
+        &self,
+        label: &str,
+        hash: u64,
+    ) -> Option<StepFuture<Result<Value, TaskError>>> {
+        let mut s = self.lock();
+        let (step, seq, completion) = s.task_from_journal(label, hash)?;
+        // The step is complete: nothing of the call is kept.
+        s.replayed_tasks.push(step);
+        Some(StepFuture {
+            shared: None,
+            step,
+            map: Some(Box::new(task_resolution)),
+            ready: Some((seq, completion)),
+        })
+    }
+
+    /// A task step the driver journals (live) or matches against the journal (replay).
+    fn task_call(&self, call: TaskCall, hash: u64) -> StepFuture<Result<Value, TaskError>> {
         let TaskCall {
             task,
             name,
@@ -426,18 +461,6 @@ impl WorkflowContext {
             options,
             registration,
         } = call;
-        {
-            let mut s = self.lock();
-            let label = name.as_deref().unwrap_or(&task);
-            if let Some((step, seq, completion)) = s.task_from_journal(label, hash) {
-                // The step is complete: of the call only its label is kept.
-                s.replayed_tasks.push((step, name.unwrap_or(task)));
-                drop(s);
-                let mut fut = self.future(step, task_resolution);
-                fut.ready = Some((seq, completion));
-                return fut;
-            }
-        }
         let name = name.unwrap_or_else(|| task.clone());
         let detail = CommandDetail::Task {
             own_options: options.is_some(),
@@ -751,7 +774,9 @@ impl WorkflowContext {
 /// The future of one step. Resolves when the step's completion is delivered.
 #[must_use = "a step does nothing unless awaited (it is journaled either way)"]
 pub struct StepFuture<T> {
-    shared: Arc<Mutex<Shared>>,
+    /// The run's shared state, where the completion arrives; `None` for a step that was
+    /// complete when it was made, which never looks there.
+    shared: Option<Arc<Mutex<Shared>>>,
     step: Step,
     map: Option<Box<dyn FnOnce(Resolution) -> T + Send>>,
     /// The completion, with its journal seq, of a step that was complete when it was made
@@ -780,7 +805,7 @@ impl<T> StepFuture<T> {
     {
         let inner = self.map.take();
         StepFuture {
-            shared: self.shared.clone(),
+            shared: self.shared.take(),
             step: self.step,
             map: inner
                 .map(|m| Box::new(move |r| f(m(r))) as Box<dyn FnOnce(Resolution) -> U + Send>),
@@ -792,7 +817,7 @@ impl<T> StepFuture<T> {
         if let Some((seq, _)) = &self.ready {
             return Some(*seq);
         }
-        lock(&self.shared)
+        lock(self.shared.as_ref()?)
             .resolved
             .get(&self.step)
             .map(|(seq, _)| *seq)
@@ -809,7 +834,11 @@ impl<T> Future for StepFuture<T> {
                 None => Poll::Pending,
             };
         }
-        let mut s = lock(&self.shared);
+        let Some(shared) = &self.shared else {
+            // Made complete, and its completion was taken already.
+            return Poll::Pending;
+        };
+        let mut s = lock(shared);
         match s.resolved.remove(&self.step) {
             Some((_, resolution)) => {
                 s.wakers.remove(&self.step);
@@ -830,8 +859,11 @@ impl<T> Future for StepFuture<T> {
 impl<T> Drop for StepFuture<T> {
     fn drop(&mut self) {
         // A step complete when it was made has nothing in the shared state to clear.
-        if self.map.is_some() && self.ready.is_none() {
-            let mut s = lock(&self.shared);
+        if self.map.is_some()
+            && self.ready.is_none()
+            && let Some(shared) = &self.shared
+        {
+            let mut s = lock(shared);
             s.wakers.remove(&self.step);
             if s.resolved.remove(&self.step).is_none() && s.dropped.insert(self.step) {
                 s.newly_dropped.push(self.step);

@@ -303,12 +303,14 @@ impl RunState {
     }
 
     /// Replay: the code completed task step `step` straight from its two journaled records
-    /// (see [`completed_in_one`]); the step is known, complete, under its journaled `name`.
-    pub(crate) fn insert_replayed_task(&mut self, step: Step, name: String) {
+    /// (see [`completed_in_one`]); the step is known, and complete. Its name is not kept: a
+    /// task step's name is read only for its next attempt (a retry) or its running one, and a
+    /// completed step has neither.
+    pub(crate) fn insert_replayed_task(&mut self, step: Step) {
         self.steps.insert(
             step,
             StepEntry {
-                name,
+                name: String::new(),
                 machine: Machine::Task(TaskStep::Completed),
             },
         );

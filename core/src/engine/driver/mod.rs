@@ -143,7 +143,7 @@ struct Driver {
     journaled_buf: Vec<(Option<usize>, bool)>,
     /// Task steps the code completed straight from the journal, taken from the shared state
     /// after a poll (kept for its allocation).
-    replayed_buf: Vec<(Step, String)>,
+    replayed_buf: Vec<Step>,
     /// The journal just replayed, freed once the run has acted and waits (or leaves memory).
     replayed: Option<Arc<Vec<Entry>>>,
     /// Replaying to check the code against a journal, ended runs included; nothing is acted on.
@@ -424,8 +424,8 @@ impl Driver {
             s.patch_conflicts.pop()
         };
         // Steps the code completed from the journal come before the commands it made after.
-        for (step, name) in replayed.drain(..) {
-            self.state.insert_replayed_task(step, name);
+        for step in replayed.drain(..) {
+            self.state.insert_replayed_task(step);
         }
         self.replayed_buf = replayed;
         if let Some((step, journal, code)) = conflict {
