@@ -286,6 +286,23 @@ pub(crate) fn lock(shared: &Mutex<Shared>) -> MutexGuard<'_, Shared> {
     shared.lock().unwrap_or_else(|p| p.into_inner())
 }
 
+thread_local! {
+    /// The number of the poll of workflow code this thread is in (see [`begin_poll`]).
+    static POLL: std::cell::Cell<u64> = const { std::cell::Cell::new(0) };
+}
+
+/// Called by the driver right before it polls a run's code: numbers the poll, so that a step
+/// made complete during it can tell the poll it was made in from a later one. Drivers move
+/// between threads, so another thread may reach the same number; a step then waits one poll
+/// more, never less.
+pub(crate) fn begin_poll() {
+    POLL.with(|p| p.set(p.get().wrapping_add(1)));
+}
+
+fn current_poll() -> u64 {
+    POLL.with(std::cell::Cell::get)
+}
+
 /// What a task step's future returns for its completion.
 fn task_resolution(r: Resolution) -> Result<Value, TaskError> {
     match r {
@@ -336,6 +353,7 @@ impl WorkflowContext {
             step,
             map: Some(Box::new(map)),
             ready: None,
+            made_in: 0,
         }
     }
 
@@ -449,6 +467,7 @@ impl WorkflowContext {
             step,
             map: Some(Box::new(task_resolution)),
             ready: Some((seq, completion)),
+            made_in: current_poll(),
         })
     }
 
@@ -781,7 +800,13 @@ pub struct StepFuture<T> {
     map: Option<Box<dyn FnOnce(Resolution) -> T + Send>>,
     /// The completion, with its journal seq, of a step that was complete when it was made
     /// (replay's shortcut, [`Shared::task_from_journal`]): it never goes through `resolved`.
+    /// It shows from the code's next poll on, as a completion the driver delivers would: a
+    /// step made in a poll never completes in that poll, live or replayed, and code that
+    /// races futures by poll order (`futures::select`, the branches of a `join!`) must see
+    /// the same order on replay.
     ready: Option<(u64, Resolution)>,
+    /// The poll of the code the step was made in (see [`begin_poll`]), for a `ready` step.
+    made_in: u64,
 }
 
 impl<T> fmt::Debug for StepFuture<T> {
@@ -810,12 +835,19 @@ impl<T> StepFuture<T> {
             map: inner
                 .map(|m| Box::new(move |r| f(m(r))) as Box<dyn FnOnce(Resolution) -> U + Send>),
             ready: self.ready.take(),
+            made_in: self.made_in,
         }
+    }
+
+    /// Whether the step was made complete in the poll the code is in: its completion shows
+    /// from the next poll on.
+    fn ready_later(&self) -> bool {
+        self.ready.is_some() && self.made_in == current_poll()
     }
 
     pub(crate) fn resolved_seq(&self) -> Option<u64> {
         if let Some((seq, _)) = &self.ready {
-            return Some(*seq);
+            return (!self.ready_later()).then_some(*seq);
         }
         lock(self.shared.as_ref()?)
             .resolved
@@ -828,6 +860,10 @@ impl<T> Future for StepFuture<T> {
     type Output = T;
 
     fn poll(mut self: Pin<&mut Self>, cx: &mut TaskCx<'_>) -> Poll<T> {
+        if self.ready_later() {
+            cx.waker().wake_by_ref();
+            return Poll::Pending;
+        }
         if let Some((_, resolution)) = self.ready.take() {
             return match self.map.take() {
                 Some(map) => Poll::Ready(map(resolution)),

@@ -79,10 +79,41 @@ async fn many_shapes(ctx: Context, n: u64) -> Result<Vec<Value>, WorkflowError> 
     }
 }
 
+#[task]
+async fn plain(n: u64) -> Result<u64, TaskError> {
+    Ok(n + 1)
+}
+
+/// Two branches joined: one awaits a task, the other only notes that it ran. Live, the task
+/// completes in a later poll than the one that made it, so the second branch notes first.
+#[workflow]
+async fn join_order(ctx: Context, n: u64) -> Result<Vec<String>, WorkflowError> {
+    let log = std::sync::Mutex::new(Vec::new());
+    let note = |what: String| log.lock().unwrap_or_else(|p| p.into_inner()).push(what);
+    let waits = async {
+        let v = ctx.task(plain, n).await;
+        note(format!("task {v:?}"));
+    };
+    let notes = async { note("other branch".to_string()) };
+    futures::join!(waits, notes);
+    let log = log.into_inner().unwrap_or_else(|p| p.into_inner());
+    // The order reaches the journal: a replay in another order would not match it.
+    ctx.task(
+        plain,
+        log.len() as u64 * 10 + u64::from(log[0] == "other branch"),
+    )
+    .await?;
+    match ctx.gate(Gate::approval("go on?").into_spec()).await {
+        GateOutcome::Answered(_) => Ok(log),
+        other => Err(WorkflowError::failed(format!("{other:?}"))),
+    }
+}
+
 fn builder(db: &Path) -> EngineBuilder {
     Engine::builder()
         .path(db)
         .workflow(many_shapes)
+        .workflow(join_order)
         .workflow(sleeper)
         .workflow(gate_with_timeout)
         .workflow(approval_echo)
@@ -327,5 +358,34 @@ fn a_run_restarted_after_many_finished_steps_runs_none_of_them_again() {
         &after[..before.len()],
         &before[..],
         "the journal before the restart is kept as it was"
+    );
+}
+
+#[test]
+fn a_replayed_step_completes_in_a_later_poll_than_the_one_that_made_it_as_live() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = dir.path().join("journal.redb");
+    let run = incarnation(&db, async |engine: Engine| {
+        let run = engine.start(join_order, 4).await.unwrap().id();
+        let view = engine.wait_settled(run).await.unwrap();
+        assert_eq!(view.status, RunStatus::Waiting, "at the approval");
+        run
+    });
+    let view = incarnation(&db, async move |engine: Engine| {
+        let ack = engine
+            .answer_gate(&format!("{run}-2"), GateAnswer::approve())
+            .await
+            .unwrap();
+        assert_eq!(ack, AnswerAck::Applied);
+        tokio::time::timeout(Duration::from_secs(10), engine.wait(run))
+            .await
+            .expect("the run ends once approved")
+            .unwrap()
+    });
+    assert_eq!(view.status, RunStatus::Done, "{:?}", view.reason);
+    assert_eq!(
+        view.result,
+        Some(json!(["other branch", "task Ok(5)"])),
+        "the replayed run saw its branches in the order the live run did"
     );
 }

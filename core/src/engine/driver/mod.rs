@@ -144,8 +144,6 @@ struct Driver {
     /// Task steps the code completed straight from the journal, taken from the shared state
     /// after a poll (kept for its allocation).
     replayed_buf: Vec<Step>,
-    /// The journal just replayed, freed once the run has acted and waits (or leaves memory).
-    replayed: Option<Arc<Vec<Entry>>>,
     /// Replaying to check the code against a journal, ended runs included; nothing is acted on.
     checking: bool,
     /// The run's sub-run nesting depth (root = 0), once known.
@@ -185,7 +183,6 @@ impl Driver {
             resolved_buf: Vec::new(),
             journaled_buf: Vec::new(),
             replayed_buf: Vec::new(),
-            replayed: None,
             checking: false,
             depth: None,
             journal_cap: u64::MAX,
@@ -262,7 +259,6 @@ impl Driver {
                     }
                 }
             }
-            self.replayed = None;
             tokio::select! {
                 ev = self.rx.recv() => match ev {
                     Some(ev) => self.handle_event(ev),
@@ -365,6 +361,7 @@ impl Driver {
             if let Some(cursor) = &self.replay {
                 lock(&self.shared).replay_next = cursor.next;
             }
+            crate::context::begin_poll();
             let mut cx = TaskCx::from_waker(&self.waker);
             let polled = match crate::panic::catch(|| fut.as_mut().poll(&mut cx)) {
                 Ok(polled) => polled,

@@ -273,11 +273,15 @@ impl Driver {
             self.apply(e.seq, &e.record);
             self.poll_workflow();
         }
-        lock(&self.shared).replaying = false;
+        {
+            let mut s = lock(&self.shared);
+            s.replaying = false;
+            // The list of replayed steps was sized for the whole journal: it goes with the
+            // replay.
+            s.replayed_tasks = Vec::new();
+        }
+        self.replayed_buf = Vec::new();
         let cursor = self.replay.take().unwrap_or_default();
-        // Freeing thousands of records is not what the run waits for: they go once it has
-        // acted on what the replay left to do (see `main_loop`).
-        self.replayed = Some(entries.clone());
         if self.blocked.is_some() {
             return true;
         }
