@@ -412,6 +412,9 @@ async fn sub_workflow(
 /// without one: replay must not ask them for a task they never ran.
 const NOT_STARTED_PATCH: &str = "workflow-task-not-started-result";
 
+/// The side effect that journals why a `workflow_task` could not start its sub-run.
+const NOT_STARTED_MESSAGE: &str = "workflow_task_not_started";
+
 /// The task name a `workflow_task` that cannot start its sub-run is journaled under.
 const NOT_STARTED_TASK: &str = "workflow_task";
 
@@ -421,22 +424,27 @@ const NOT_STARTED_TASK: &str = "workflow_task";
 /// outcome `failure` and an error naming the state, the workflow and why (`[MAG-YR002]`), so
 /// the journal and every view of it show the failure where the state ran; its output
 /// `{error, workflow}` goes to `storeAs`, and `on:`/`catch:`/`retry:` take `failure` as for a
-/// failed sub-run. The error is worked out in the workflow from journaled data (the document
-/// read is a side effect), so replay asks for the same task.
+/// failed sub-run. The error is journaled (a side effect) before the task, so replay asks for
+/// the same task whatever the words of today's loader.
 async fn not_started(
     ctx: &WorkflowContext,
     state: &PlanState,
     name: &str,
     why: &str,
 ) -> Completion {
-    let message = format!(
-        "[MAG-YR002] workflow_task '{}' cannot start workflow `{name}`: {}",
-        state.name,
-        why.replace('\n', "; ")
-    );
     if !ctx.patched(NOT_STARTED_PATCH) {
         return Completion::of("failure", json!({ "error": why }));
     }
+    // The message is journaled before the task that carries it: `why` is worked out again on
+    // every replay (a loader's or a validator's words), and the task's input hash must not
+    // change when those words do.
+    let message = ctx.side_effect(NOT_STARTED_MESSAGE, || {
+        Value::String(format!(
+            "[MAG-YR002] workflow_task '{}' cannot start workflow `{name}`: {}",
+            state.name,
+            why.replace('\n', "; ")
+        ))
+    });
     let once = TaskOptions {
         retry: RetryPolicy::none(),
         timeout: None,

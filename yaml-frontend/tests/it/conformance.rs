@@ -7,7 +7,7 @@ use std::time::Duration;
 
 use magrathea_core::{GateAnswer, MemoryStore, Record, RunStatus, RunView, Store};
 use magrathea_yaml::YamlStartError;
-use serde_json::json;
+use serde_json::{Value, json};
 
 use crate::common;
 use common::Project;
@@ -985,6 +985,19 @@ states:
         assert_eq!(results.len(), 1, "{which}: {results:?}");
         assert_eq!(results[0].0, "failure", "{which}");
         assert_eq!(results[0].1.as_deref(), Some(error.as_str()), "{which}");
+        // The message is journaled before the task that carries it, so a replay on code
+        // whose loader words it otherwise asks for the same task.
+        let journaled: Vec<Value> = p
+            .records(&v)
+            .into_iter()
+            .filter_map(|r| match r {
+                Record::SideEffect { name, value, .. } if name == "workflow_task_not_started" => {
+                    Some(value)
+                }
+                _ => None,
+            })
+            .collect();
+        assert_eq!(journaled, vec![json!(error)], "{which}");
 
         let v = p.run("unrouted", json!({ "which": which })).await;
         assert_eq!(v.status, RunStatus::Failed, "{which}: {v:?}");
