@@ -18,7 +18,7 @@ use serde_json::Value;
 use crate::codec::{input_hash, str_hash};
 use crate::id::RunId;
 use crate::record::{Entry, GateAnswer, GateSpec, Record, RunStatus, Step, StepKind};
-use crate::replay::{Replayed, due_after, patch_marker};
+use crate::replay::{Replayed, TaskAsked, due_after, patch_marker};
 use crate::select::{NextCompleted, Select};
 use crate::task::{TaskError, TaskOptions, TaskRegistration};
 use crate::vocabulary::{Frontend, RunScope, TimerPurpose};
@@ -240,14 +240,17 @@ impl Shared {
     /// what the driver would deliver after applying them, without a command, a wake-up and a
     /// poll in between. The caller notes the step in `replayed_tasks`. `None` when the
     /// step takes the usual path (live, steps queued before it, any other journal).
-    fn task_from_journal(&mut self, name: &str, hash: u64) -> Option<(Step, u64, Resolution)> {
+    fn task_from_journal(
+        &mut self,
+        asked: crate::replay::TaskAsked<'_>,
+    ) -> Option<(Step, u64, Resolution)> {
         if !self.replaying || !self.commands.is_empty() {
             return None;
         }
         let step = self.next_step;
         let journal = self.journal.as_ref()?;
         let at = self.replay_next;
-        let (seq, completion) = crate::replay::completed_in_one(journal, at, step, name, hash)?;
+        let (seq, completion) = crate::replay::completed_in_one(journal, at, step, asked)?;
         self.next_step += 1;
         self.replay_next = at + 2;
         self.journaled.take(step);
@@ -425,41 +428,44 @@ impl WorkflowContext {
     /// crash mid-task) runs again with the same idempotency key, after a `TaskRestartedRecord`
     /// for that execution is durable.
     pub fn task(&self, task: &str, input: Value) -> StepFuture<Result<Value, TaskError>> {
-        let hash = input_hash(&input) ^ str_hash(task);
-        if let Some(done) = self.task_from_journal(task, hash) {
+        let asked = TaskAsked {
+            task,
+            name: task,
+            input: &input,
+        };
+        if let Some(done) = self.task_from_journal(asked) {
             return done;
         }
-        self.task_call(
-            TaskCall {
-                task: task.into(),
-                name: None,
-                input,
-                options: None,
-                registration: None,
-            },
-            hash,
-        )
+        self.task_call(TaskCall {
+            task: task.into(),
+            name: None,
+            input,
+            options: None,
+            registration: None,
+        })
     }
 
     /// Runs a task with explicit label and options.
     pub fn task_with(&self, call: TaskCall) -> StepFuture<Result<Value, TaskError>> {
-        let hash = input_hash(&call.input) ^ str_hash(&call.task);
-        let label = call.name.as_deref().unwrap_or(&call.task);
-        if let Some(done) = self.task_from_journal(label, hash) {
+        let asked = TaskAsked {
+            task: &call.task,
+            name: call.name.as_deref().unwrap_or(&call.task),
+            input: &call.input,
+        };
+        if let Some(done) = self.task_from_journal(asked) {
             return done;
         }
-        self.task_call(call, hash)
+        self.task_call(call)
     }
 
-    /// On replay, the step `label` with input `hash` when the journal completes it at once
+    /// On replay, the step the code asks for when the journal completes it at once
     /// ([`Shared::task_from_journal`]).
     fn task_from_journal(
         &self,
-        label: &str,
-        hash: u64,
+        asked: TaskAsked<'_>,
     ) -> Option<StepFuture<Result<Value, TaskError>>> {
         let mut s = self.lock();
-        let (step, seq, completion) = s.task_from_journal(label, hash)?;
+        let (step, seq, completion) = s.task_from_journal(asked)?;
         // The step is complete: nothing of the call is kept.
         s.replayed_tasks.push(step);
         Some(StepFuture {
@@ -472,7 +478,8 @@ impl WorkflowContext {
     }
 
     /// A task step the driver journals (live) or matches against the journal (replay).
-    fn task_call(&self, call: TaskCall, hash: u64) -> StepFuture<Result<Value, TaskError>> {
+    fn task_call(&self, call: TaskCall) -> StepFuture<Result<Value, TaskError>> {
+        let hash = input_hash(&call.input) ^ str_hash(&call.task);
         let TaskCall {
             task,
             name,

@@ -174,20 +174,29 @@ impl TaskStep {
     }
 }
 
+/// What the code asks a task step to be: the task, its label and its input.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct TaskAsked<'a> {
+    pub(crate) task: &'a str,
+    pub(crate) name: &'a str,
+    pub(crate) input: &'a Value,
+}
+
 /// Replay's shortcut for the commonest step: when the journal's records at `at` are the
-/// step's first attempt (`TaskStartedRecord`, attempt 1, with the code's `name` and input
-/// `hash`) followed directly by its final `TaskResultRecord`, the step's completion and the
+/// step's first attempt (`TaskStartedRecord`, attempt 1, of the task, label and input the code
+/// asks for) followed directly by its final `TaskResultRecord`, the step's completion and the
 /// seq of its result. A step whose two records are the next ones the driver would apply is
-/// complete before anything else happens to the run: resolving it at once feeds the code what
-/// applying both records would, in the same journal order (no record lies between them). Any
-/// other shape (a retry, a restart, another record in between, a mismatch) is `None` and takes
-/// the driver's path, which reports a mismatch as non-determinism.
+/// complete before anything else happens to the run: its completion is what applying both
+/// records would deliver, in the same journal order (no record lies between them). The input is
+/// compared as a value, not through its hash: an equal input has the hash it was journaled
+/// with, and comparing costs less than hashing. Any other shape (a retry, a restart, another
+/// record in between, a difference) is `None` and takes the driver's path, which reports a
+/// difference as non-determinism.
 pub(crate) fn completed_in_one(
     journal: &[Entry],
     at: usize,
     step: Step,
-    name: &str,
-    hash: u64,
+    asked: TaskAsked<'_>,
 ) -> Option<(u64, Result<Value, TaskError>)> {
     let [started, result] = journal.get(at..at.checked_add(2)?)? else {
         return None;
@@ -197,8 +206,9 @@ pub(crate) fn completed_in_one(
             Record::TaskStarted {
                 step: started_step,
                 attempt: 1,
-                name: journaled_name,
-                input_hash,
+                task,
+                name,
+                input,
                 ..
             },
             Record::TaskResult {
@@ -211,8 +221,9 @@ pub(crate) fn completed_in_one(
             },
         ) if *started_step == step
             && *result_step == step
-            && *input_hash == hash
-            && journaled_name == name =>
+            && name == asked.name
+            && task == asked.task
+            && input == asked.input =>
         {
             let completion = if outcome == "success" {
                 Ok(output.clone())
@@ -311,11 +322,17 @@ mod tests {
     mod completed_in_one {
         use serde_json::json;
 
-        use super::super::completed_in_one;
-        use crate::testing::{JournalBuilder, task_input_hash};
+        use serde_json::Value;
 
-        fn hash() -> u64 {
-            task_input_hash("charge", &json!(1))
+        use super::super::{TaskAsked, completed_in_one};
+        use crate::testing::JournalBuilder;
+
+        fn asked<'a>(task: &'a str, input: &'a Value) -> TaskAsked<'a> {
+            TaskAsked {
+                task,
+                name: task,
+                input,
+            }
         }
 
         #[test]
@@ -325,7 +342,7 @@ mod tests {
                 .task_ok(0, 1, json!("paid"))
                 .build();
             let (seq, completion) =
-                completed_in_one(&journal, 1, 0, "charge", hash()).expect("completed");
+                completed_in_one(&journal, 1, 0, asked("charge", &json!(1))).expect("completed");
             assert_eq!(seq, 2, "the seq of the result record");
             assert_eq!(completion.expect("a success"), json!("paid"));
         }
@@ -337,7 +354,7 @@ mod tests {
                 .task_failed(0, 1, "timeout", true)
                 .build();
             let (_, completion) =
-                completed_in_one(&journal, 1, 0, "charge", hash()).expect("completed");
+                completed_in_one(&journal, 1, 0, asked("charge", &json!(1))).expect("completed");
             let err = completion.expect_err("a failure");
             assert_eq!(err.kind, "timeout");
             assert_eq!(err.message, "attempt 1 failed");
@@ -350,7 +367,7 @@ mod tests {
                 .task_failed(0, 1, "technical_error", false)
                 .build();
             assert!(
-                completed_in_one(&retried, 1, 0, "charge", hash()).is_none(),
+                completed_in_one(&retried, 1, 0, asked("charge", &json!(1))).is_none(),
                 "a result followed by a retry"
             );
             let interleaved = JournalBuilder::start("w", json!({}))
@@ -359,7 +376,7 @@ mod tests {
                 .task_ok(0, 1, json!("paid"))
                 .build();
             assert!(
-                completed_in_one(&interleaved, 1, 0, "charge", hash()).is_none(),
+                completed_in_one(&interleaved, 1, 0, asked("charge", &json!(1))).is_none(),
                 "another step's record between the two"
             );
             let done = JournalBuilder::start("w", json!({}))
@@ -367,23 +384,32 @@ mod tests {
                 .task_ok(0, 1, json!("paid"))
                 .build();
             assert!(
-                completed_in_one(&done, 1, 0, "charge", hash() ^ 1).is_none(),
+                completed_in_one(&done, 1, 0, asked("charge", &json!(2))).is_none(),
                 "another input: the driver reports the mismatch"
             );
             assert!(
-                completed_in_one(&done, 1, 0, "refund", hash()).is_none(),
-                "another name"
+                completed_in_one(&done, 1, 0, asked("refund", &json!(1))).is_none(),
+                "another task"
+            );
+            let relabelled = TaskAsked {
+                task: "charge",
+                name: "pay",
+                input: &json!(1),
+            };
+            assert!(
+                completed_in_one(&done, 1, 0, relabelled).is_none(),
+                "another label"
             );
             assert!(
-                completed_in_one(&done, 1, 1, "charge", hash()).is_none(),
+                completed_in_one(&done, 1, 1, asked("charge", &json!(1))).is_none(),
                 "another step number"
             );
             assert!(
-                completed_in_one(&done, 2, 0, "charge", hash()).is_none(),
+                completed_in_one(&done, 2, 0, asked("charge", &json!(1))).is_none(),
                 "not at the step's first record"
             );
             assert!(
-                completed_in_one(&done, usize::MAX, 0, "charge", hash()).is_none(),
+                completed_in_one(&done, usize::MAX, 0, asked("charge", &json!(1))).is_none(),
                 "past the journal's end"
             );
         }
