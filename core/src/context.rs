@@ -7,10 +7,8 @@
 
 use std::collections::HashSet;
 use std::fmt;
-use std::future::Future;
-use std::pin::Pin;
 use std::sync::{Arc, Mutex, MutexGuard};
-use std::task::{Context as TaskCx, Poll, Waker};
+use std::task::Waker;
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use serde_json::Value;
@@ -20,6 +18,7 @@ use crate::id::RunId;
 use crate::record::{Entry, GateAnswer, GateSpec, Record, RunStatus, Step, StepKind};
 use crate::replay::{Replayed, TaskAsked, due_after, patch_marker};
 use crate::select::{NextCompleted, Select};
+use crate::step_future::StepFuture;
 use crate::task::{TaskError, TaskOptions, TaskRegistration};
 use crate::vocabulary::{Frontend, RunScope, TimerPurpose};
 
@@ -289,23 +288,6 @@ pub(crate) fn lock(shared: &Mutex<Shared>) -> MutexGuard<'_, Shared> {
     shared.lock().unwrap_or_else(|p| p.into_inner())
 }
 
-thread_local! {
-    /// The number of the poll of workflow code this thread is in (see [`begin_poll`]).
-    static POLL: std::cell::Cell<u64> = const { std::cell::Cell::new(0) };
-}
-
-/// Called by the driver right before it polls a run's code: numbers the poll, so that a step
-/// made complete during it can tell the poll it was made in from a later one. Drivers move
-/// between threads, so another thread may reach the same number; a step then waits one poll
-/// more, never less.
-pub(crate) fn begin_poll() {
-    POLL.with(|p| p.set(p.get().wrapping_add(1)));
-}
-
-fn current_poll() -> u64 {
-    POLL.with(std::cell::Cell::get)
-}
-
 /// What a task step's future returns for its completion.
 fn task_resolution(r: Resolution) -> Result<Value, TaskError> {
     match r {
@@ -351,13 +333,7 @@ impl WorkflowContext {
         step: Step,
         map: impl FnOnce(Resolution) -> T + Send + 'static,
     ) -> StepFuture<T> {
-        StepFuture {
-            shared: Some(self.shared.clone()),
-            step,
-            map: Some(Box::new(map)),
-            ready: None,
-            made_in: 0,
-        }
+        StepFuture::pending(self.shared.clone(), step, map)
     }
 
     /// Whether a task of this name is registered with the engine (registrations are fixed
@@ -468,13 +444,7 @@ impl WorkflowContext {
         let (step, seq, completion) = s.task_from_journal(asked)?;
         // The step is complete: nothing of the call is kept.
         s.replayed_tasks.push(step);
-        Some(StepFuture {
-            shared: None,
-            step,
-            map: Some(Box::new(task_resolution)),
-            ready: Some((seq, completion)),
-            made_in: current_poll(),
-        })
+        Some(StepFuture::complete(step, seq, completion, task_resolution))
     }
 
     /// A task step the driver journals (live) or matches against the journal (replay).
@@ -794,123 +764,5 @@ impl WorkflowContext {
         futures: &'a mut Vec<StepFuture<T>>,
     ) -> NextCompleted<'a, T> {
         NextCompleted { futures }
-    }
-}
-
-/// The future of one step. Resolves when the step's completion is delivered.
-#[must_use = "a step does nothing unless awaited (it is journaled either way)"]
-pub struct StepFuture<T> {
-    /// The run's shared state, where the completion arrives; `None` for a step that was
-    /// complete when it was made, which never looks there.
-    shared: Option<Arc<Mutex<Shared>>>,
-    step: Step,
-    map: Option<Box<dyn FnOnce(Resolution) -> T + Send>>,
-    /// The completion, with its journal seq, of a step that was complete when it was made
-    /// (replay's shortcut, [`Shared::task_from_journal`]): it never goes through `resolved`.
-    /// It shows from the code's next poll on, as a completion the driver delivers would: a
-    /// step made in a poll never completes in that poll, live or replayed, and code that
-    /// races futures by poll order (`futures::select`, the branches of a `join!`) must see
-    /// the same order on replay.
-    ready: Option<(u64, Resolution)>,
-    /// The poll of the code the step was made in (see [`begin_poll`]), for a `ready` step.
-    made_in: u64,
-}
-
-impl<T> fmt::Debug for StepFuture<T> {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_struct("StepFuture")
-            .field("step", &self.step)
-            .finish()
-    }
-}
-
-impl<T> StepFuture<T> {
-    /// The step number.
-    pub fn step(&self) -> Step {
-        self.step
-    }
-
-    /// Maps the output, keeping the step (so the result can still take part in a select).
-    pub fn map<U>(mut self, f: impl FnOnce(T) -> U + Send + 'static) -> StepFuture<U>
-    where
-        T: 'static,
-    {
-        let inner = self.map.take();
-        StepFuture {
-            shared: self.shared.take(),
-            step: self.step,
-            map: inner
-                .map(|m| Box::new(move |r| f(m(r))) as Box<dyn FnOnce(Resolution) -> U + Send>),
-            ready: self.ready.take(),
-            made_in: self.made_in,
-        }
-    }
-
-    /// Whether the step was made complete in the poll the code is in: its completion shows
-    /// from the next poll on.
-    fn ready_later(&self) -> bool {
-        self.ready.is_some() && self.made_in == current_poll()
-    }
-
-    pub(crate) fn resolved_seq(&self) -> Option<u64> {
-        if let Some((seq, _)) = &self.ready {
-            return (!self.ready_later()).then_some(*seq);
-        }
-        lock(self.shared.as_ref()?)
-            .resolved
-            .get(&self.step)
-            .map(|(seq, _)| *seq)
-    }
-}
-
-impl<T> Future for StepFuture<T> {
-    type Output = T;
-
-    fn poll(mut self: Pin<&mut Self>, cx: &mut TaskCx<'_>) -> Poll<T> {
-        if self.ready_later() {
-            cx.waker().wake_by_ref();
-            return Poll::Pending;
-        }
-        if let Some((_, resolution)) = self.ready.take() {
-            return match self.map.take() {
-                Some(map) => Poll::Ready(map(resolution)),
-                None => Poll::Pending,
-            };
-        }
-        let Some(shared) = &self.shared else {
-            // Made complete, and its completion was taken already.
-            return Poll::Pending;
-        };
-        let mut s = lock(shared);
-        match s.resolved.remove(&self.step) {
-            Some((_, resolution)) => {
-                s.wakers.remove(&self.step);
-                drop(s);
-                match self.map.take() {
-                    Some(map) => Poll::Ready(map(resolution)),
-                    None => Poll::Pending,
-                }
-            }
-            None => {
-                s.wakers.insert(self.step, cx.waker().clone());
-                Poll::Pending
-            }
-        }
-    }
-}
-
-impl<T> Drop for StepFuture<T> {
-    fn drop(&mut self) {
-        // A step complete when it was made has nothing in the shared state to clear.
-        if self.map.is_some()
-            && self.ready.is_none()
-            && let Some(shared) = &self.shared
-        {
-            let mut s = lock(shared);
-            s.wakers.remove(&self.step);
-            if s.resolved.remove(&self.step).is_none() && s.dropped.insert(self.step) {
-                s.newly_dropped.push(self.step);
-            }
-        }
     }
 }

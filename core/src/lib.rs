@@ -30,6 +30,7 @@ mod panic;
 mod record;
 mod replay;
 mod select;
+mod step_future;
 pub mod store;
 mod task;
 #[cfg(any(test, feature = "test-util"))]
@@ -38,7 +39,7 @@ mod view;
 mod vocabulary;
 pub mod writer;
 
-pub use context::{ChildOutcome, ChildRequest, GateOutcome, StepFuture, TaskCall, WorkflowContext};
+pub use context::{ChildOutcome, ChildRequest, GateOutcome, TaskCall, WorkflowContext};
 pub use engine::{
     AnswerAck, CancelAck, ControlAck, DEFAULT_HEAP_TRIM_THRESHOLD, DEFAULT_MAX_CHILD_DEPTH,
     DEFAULT_MAX_JOURNAL_BYTES_PER_RUN, DEFAULT_MAX_TASK_OUTPUT_BYTES, Engine, EngineBuilder,
@@ -54,6 +55,7 @@ pub use record::{
 };
 pub use replay::{Divergence, NonDeterminism, StepIdentity};
 pub use select::{NextCompleted, Select};
+pub use step_future::StepFuture;
 pub use store::catalog::SharedCatalog;
 pub use store::{
     Catalog, Durability, MemoryStore, RedbStore, RunFilter, RunSummary, Store, StoreReader,

@@ -8,7 +8,7 @@ use std::future::Future;
 use std::pin::Pin;
 use std::task::{Context as TaskCx, Poll};
 
-use crate::context::StepFuture;
+use crate::step_future::StepFuture;
 
 /// The future of [`WorkflowContext::select`](crate::WorkflowContext::select).
 #[must_use = "a select does nothing unless awaited"]

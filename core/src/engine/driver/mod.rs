@@ -361,7 +361,7 @@ impl Driver {
             if let Some(cursor) = &self.replay {
                 lock(&self.shared).replay_next = cursor.next;
             }
-            crate::context::begin_poll();
+            crate::step_future::begin_poll();
             let mut cx = TaskCx::from_waker(&self.waker);
             let polled = match crate::panic::catch(|| fut.as_mut().poll(&mut cx)) {
                 Ok(polled) => polled,
