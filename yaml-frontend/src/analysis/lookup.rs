@@ -96,14 +96,8 @@ pub struct ScriptRef {
 
 /// The literal script of every `script_task` state, with the position of its `path:` value.
 pub(crate) fn script_refs(root: &YamlNode, doc: &WorkflowDoc) -> Vec<ScriptRef> {
-    let Some(states) = root.get("states").and_then(YamlNode::as_map) else {
-        return Vec::new();
-    };
     let mut out = Vec::new();
-    for (k, v) in states {
-        let Some(state) = k.key_text().and_then(|k| doc.states.get(&k)) else {
-            continue;
-        };
+    for (v, state) in super::state_nodes(root, doc) {
         let TaskSpec::Script {
             source,
             path,

@@ -22,7 +22,7 @@ pub use lookup::{DocumentLookup, ProjectDocuments, ScriptRef};
 pub(crate) use lookup::{missing_scripts, script_refs, unknown_sub_workflows};
 
 use crate::api::Loaded;
-use crate::ast::{Spanned, TaskType, WorkflowDoc};
+use crate::ast::{Spanned, StateSpec, TaskType, WorkflowDoc};
 use crate::build::Ctx;
 use crate::diagnostic::Diagnostics;
 use crate::node::YamlNode;
@@ -34,6 +34,19 @@ pub(crate) fn analyse(ctx: &mut Ctx<'_>, doc: &WorkflowDoc, plan: &Plan) {
     outcomes::check(ctx, doc);
     let reachable = reach::unreachable(ctx, doc, plan);
     reach::unbounded_loops(ctx, doc, plan, &reachable);
+}
+
+/// Each state of `doc` with its node in the document `root` it was read from (states the
+/// node has and the document does not, e.g. of an invalid spec, are left out).
+pub(crate) fn state_nodes<'a>(
+    root: &'a YamlNode,
+    doc: &'a WorkflowDoc,
+) -> impl Iterator<Item = (&'a YamlNode, &'a StateSpec)> {
+    root.get("states")
+        .and_then(YamlNode::as_map)
+        .unwrap_or_default()
+        .iter()
+        .filter_map(|(k, v)| Some((v, doc.states.get(&k.key_text()?)?)))
 }
 
 /// A `workflow_task`'s (or a fan-out's) reference to another workflow.
@@ -50,14 +63,8 @@ pub struct WorkflowRef {
 /// The `workflow:` of every `workflow_task` and `foreach_task` state and of every
 /// `parallel_task` branch, with its position.
 pub(crate) fn workflow_refs(root: &YamlNode, doc: &WorkflowDoc) -> Vec<WorkflowRef> {
-    let Some(states) = root.get("states").and_then(YamlNode::as_map) else {
-        return Vec::new();
-    };
     let mut out = Vec::new();
-    for (k, v) in states {
-        let Some(state) = k.key_text().and_then(|k| doc.states.get(&k)) else {
-            continue;
-        };
+    for (v, state) in state_nodes(root, doc) {
         let nodes: Vec<&YamlNode> = match state.task_type {
             TaskType::WorkflowTask | TaskType::ForeachTask => {
                 v.get("workflow").into_iter().collect()
