@@ -6,6 +6,7 @@
 mod checks;
 mod ctx;
 mod fanout;
+pub(crate) mod inbox;
 mod on_failure;
 pub(crate) mod state;
 

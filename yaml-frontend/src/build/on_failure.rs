@@ -2,7 +2,6 @@
 //! with the fallback state and, for `pause_for_approval`, the decision's timeout and approvers.
 
 use super::ctx::{self, Ctx, found};
-use super::state;
 use crate::ast::Spanned;
 use crate::diagnostic::Code;
 use crate::node::YamlNode;
@@ -90,8 +89,8 @@ pub(super) fn on_failure(ctx: &mut Ctx<'_>, node: &YamlNode) -> crate::ast::Fail
                     None
                 }
             });
-            let approvers =
-                approvers_node.and_then(|a| state::approvers(ctx, a, "'onFailure.approvers'"));
+            let approvers = approvers_node
+                .and_then(|a| super::inbox::approvers(ctx, a, "'onFailure.approvers'"));
             FailurePolicy::PauseForApproval {
                 fallback,
                 timeout_seconds,

@@ -150,7 +150,8 @@ mod tests {
     use std::collections::BTreeSet;
 
     use super::*;
-    use crate::build::state::{COMMON, INBOX_FIELDS, type_fields};
+    use crate::build::inbox::INBOX_FIELDS;
+    use crate::build::state::{COMMON, type_fields};
     use crate::build::{BOUNDS_FIELDS, PARAM_FIELDS, TOP_FIELDS};
 
     fn properties(v: &Value) -> BTreeSet<&str> {

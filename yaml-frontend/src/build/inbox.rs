@@ -1,0 +1,170 @@
+//! The inbox item a `gate_task` opens: its kind, texts, options and approval rules.
+
+use crate::ast::{Criticality, InboxKind, InboxSpec};
+use crate::diagnostic::Code;
+use crate::node::YamlNode;
+
+use super::ctx::Ctx;
+use super::state::word;
+
+pub(crate) const INBOX_FIELDS: &[&str] = &[
+    "kind",
+    "title",
+    "body",
+    "assignedTo",
+    "criticality",
+    "tags",
+    "options",
+    "approvers",
+    "quorum",
+    "selfApproval",
+];
+
+pub(crate) fn inbox(ctx: &mut Ctx<'_>, node: &YamlNode, what: &str) -> InboxSpec {
+    let mut spec = InboxSpec {
+        kind: InboxKind::Approval,
+        title: None,
+        body: None,
+        assigned_to: None,
+        criticality: Criticality::Normal,
+        tags: Vec::new(),
+        options: Vec::new(),
+        approvers: None,
+        quorum: 1,
+        self_approval: true,
+    };
+    let Some(block) = node.get("inbox") else {
+        ctx.error(
+            node.span,
+            Code::MissingField,
+            format_args!("{what} has no 'inbox': expected an 'inbox:' block with at least 'kind'"),
+        );
+        return spec;
+    };
+    let iw = format!("the inbox of {what}");
+    let Some(block) = ctx.map(block, &iw) else {
+        return spec;
+    };
+    ctx.check_fields(block, INBOX_FIELDS, &iw);
+    let kinds = [
+        ("APPROVAL", InboxKind::Approval),
+        ("DECISION", InboxKind::Decision),
+        ("FEEDBACK", InboxKind::Feedback),
+    ];
+    if block.get("kind").is_none() {
+        ctx.error(
+            block.span,
+            Code::MissingField,
+            format_args!("{iw} has no 'kind': expected one of [APPROVAL, DECISION, FEEDBACK]"),
+        );
+    }
+    spec.kind = word(ctx, block, "kind", &kinds, &iw).unwrap_or(InboxKind::Approval);
+    let levels = [
+        ("LOW", Criticality::Low),
+        ("NORMAL", Criticality::Normal),
+        ("CRITICAL", Criticality::Critical),
+    ];
+    spec.criticality = word(ctx, block, "criticality", &levels, &iw).unwrap_or(Criticality::Normal);
+    spec.title = ctx.opt_str(block, "title", &iw);
+    spec.body = ctx.opt_str(block, "body", &iw);
+    spec.assigned_to = ctx.opt_str(block, "assignedTo", &iw);
+    if let Some(t) = block.get("tags") {
+        spec.tags = ctx
+            .str_list(t, &format!("'tags' of {iw}"))
+            .unwrap_or_default();
+    }
+    if let Some(o) = block.get("options") {
+        spec.options = ctx
+            .str_list(o, &format!("'options' of {iw}"))
+            .unwrap_or_default();
+    }
+    approval_rules(ctx, block, &iw, &mut spec);
+    // A list whose items were refused has had its errors already.
+    let listed = block
+        .get("options")
+        .and_then(|o| o.as_seq())
+        .is_some_and(|items| !items.is_empty());
+    if spec.kind == InboxKind::Decision && spec.options.is_empty() && !listed {
+        let at = block.get("options").map_or(block.span, |o| o.span);
+        ctx.error(
+            at,
+            Code::MissingField,
+            format_args!("{iw} is a DECISION without options: expected a non-empty 'options' list"),
+        );
+    }
+    spec
+}
+
+/// An `approvers: {users, roles}` block (`what` names it in messages); `None` when it is not
+/// a mapping.
+pub(crate) fn approvers(
+    ctx: &mut Ctx<'_>,
+    a: &YamlNode,
+    what: &str,
+) -> Option<crate::ast::Approvers> {
+    let map = ctx.map(a, what)?;
+    ctx.check_fields(map, &["users", "roles"], what);
+    let mut approvers = crate::ast::Approvers::default();
+    if let Some(u) = map.get("users") {
+        approvers.users = ctx
+            .str_list(u, &format!("'users' of {what}"))
+            .unwrap_or_default();
+    }
+    if let Some(r) = map.get("roles") {
+        approvers.roles = ctx
+            .str_list(r, &format!("'roles' of {what}"))
+            .unwrap_or_default();
+    }
+    if approvers.users.is_empty() && approvers.roles.is_empty() {
+        ctx.error(
+            map.span,
+            Code::InvalidValue,
+            format_args!(
+                "{what} names nobody: expected 'users' or 'roles' with at least one entry"
+            ),
+        );
+    }
+    Some(approvers)
+}
+
+/// `approvers:`, `quorum:` and `selfApproval:` of an APPROVAL inbox (Friday's approvers).
+fn approval_rules(ctx: &mut Ctx<'_>, block: &YamlNode, iw: &str, spec: &mut InboxSpec) {
+    let named = ["approvers", "quorum", "selfApproval"]
+        .iter()
+        .filter_map(|k| block.get(k))
+        .next();
+    if let Some(first) = named
+        && spec.kind != InboxKind::Approval
+    {
+        ctx.error(
+            first.span,
+            Code::InvalidValue,
+            format_args!("{iw}: approvers, quorum and selfApproval apply to APPROVAL inboxes only"),
+        );
+        return;
+    }
+    if let Some(a) = block.get("approvers") {
+        spec.approvers = approvers(ctx, a, &format!("'approvers' of {iw}"));
+    }
+    if let Some(q) = block.get("quorum") {
+        match q.kind {
+            crate::node::YamlKind::Int(n) if (1..=100).contains(&n) => {
+                spec.quorum = u32::try_from(n).unwrap_or(1);
+            }
+            _ => ctx.error(
+                q.span,
+                Code::InvalidValue,
+                format_args!(
+                    "'quorum' of {iw} is {}: expected a whole number of approvals from 1 to 100",
+                    crate::build::ctx::found(q)
+                ),
+            ),
+        }
+    }
+    if let Some(b) = block.get("selfApproval") {
+        match b.kind {
+            crate::node::YamlKind::Bool(v) => spec.self_approval = v,
+            _ => ctx.wrong_type(b, &format!("'selfApproval' of {iw}"), "true or false"),
+        }
+    }
+}
