@@ -235,14 +235,12 @@ impl Shared {
     /// Replay's shortcut for a task step: when the next two records the driver would apply
     /// are the step's first attempt and its final result ([`crate::replay::completed_in_one`]),
     /// the step is created complete: its records are skipped by the driver, and its future
-    /// holds the completion (returns the step, the seq of its result and the completion) —
-    /// what the driver would deliver after applying them, without a command, a wake-up and a
-    /// poll in between. The caller notes the step in `replayed_tasks`. `None` when the
-    /// step takes the usual path (live, steps queued before it, any other journal).
-    fn task_from_journal(
-        &mut self,
-        asked: crate::replay::TaskAsked<'_>,
-    ) -> Option<(Step, u64, Resolution)> {
+    /// holds the completion (returns the step, the seq of its result and the completion) that
+    /// the driver would deliver after applying them, without a command to the driver or a
+    /// machine in the run state; it shows from the code's next poll, as a delivered one would.
+    /// The caller notes the step in `replayed_tasks`. `None` when the step takes the usual
+    /// path (live, steps queued before it, any other journal).
+    fn task_from_journal(&mut self, asked: TaskAsked<'_>) -> Option<(Step, u64, Resolution)> {
         if !self.replaying || !self.commands.is_empty() {
             return None;
         }
