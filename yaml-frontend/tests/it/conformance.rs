@@ -35,6 +35,17 @@ fn write_doc(project: &Path, name: &str, body: &str) {
 }
 
 impl Project {
+    /// Answers the one pending inbox item with `answer`, then waits for `view`'s run to end.
+    async fn answer_pending(&self, view: &RunView, answer: GateAnswer) -> RunView {
+        let item = self
+            .engine
+            .inbox(magrathea_core::InboxFilter::Pending)
+            .unwrap()
+            .remove(0);
+        self.engine.answer_gate(&item.id, answer).await.unwrap();
+        self.engine.wait(view.workflow_run_id).await.unwrap()
+    }
+
     fn count(&self, view: &RunView, type_name: &str) -> usize {
         self.records(view)
             .iter()
@@ -338,17 +349,10 @@ states:
     assert_eq!(v.vars["decision"]["chosen"], "abort");
 
     let v = p.run("ask", json!({"pr": "#8"})).await;
-    let item = p
-        .engine
-        .inbox(magrathea_core::InboxFilter::Pending)
-        .unwrap()
-        .remove(0);
-    p.engine
-        .answer_gate(&item.id, GateAnswer::insufficient_info())
-        .await
-        .unwrap();
     assert_eq!(
-        p.engine.wait(v.workflow_run_id).await.unwrap().result,
+        p.answer_pending(&v, GateAnswer::insufficient_info())
+            .await
+            .result,
         Some(json!("info"))
     );
 }
@@ -374,17 +378,8 @@ states:
     let quick = doc.replace("timeoutSeconds: 600", "timeoutSeconds: 0.2");
     let p = project(&[("review", doc), ("quick", &quick)]).await;
     let v = p.run("review", json!({})).await;
-    let item = p
-        .engine
-        .inbox(magrathea_core::InboxFilter::Pending)
-        .unwrap()
-        .remove(0);
-    p.engine
-        .answer_gate(&item.id, GateAnswer::reject())
-        .await
-        .unwrap();
     assert_eq!(
-        p.engine.wait(v.workflow_run_id).await.unwrap().result,
+        p.answer_pending(&v, GateAnswer::reject()).await.result,
         Some(json!("rejected"))
     );
 
@@ -616,17 +611,8 @@ async fn s7_frozen_snapshot_edits_do_not_affect_a_waiting_run() {
         "snap",
         &v1.replace("result: old", "result: new"),
     );
-    let item = p
-        .engine
-        .inbox(magrathea_core::InboxFilter::Pending)
-        .unwrap()
-        .remove(0);
-    p.engine
-        .answer_gate(&item.id, GateAnswer::approve())
-        .await
-        .unwrap();
     assert_eq!(
-        p.engine.wait(v.workflow_run_id).await.unwrap().result,
+        p.answer_pending(&v, GateAnswer::approve()).await.result,
         Some(json!("old"))
     );
     assert_eq!(p.run("snap", json!({})).await.status, RunStatus::Waiting);
@@ -1034,16 +1020,7 @@ states:
     .await;
     let v = p.run("parent", json!({})).await;
     assert_eq!(v.status, RunStatus::Waiting, "{v:?}");
-    let item = p
-        .engine
-        .inbox(magrathea_core::InboxFilter::Pending)
-        .unwrap()
-        .remove(0);
-    p.engine
-        .answer_gate(&item.id, GateAnswer::approve())
-        .await
-        .unwrap();
-    let v = p.engine.wait(v.workflow_run_id).await.unwrap();
+    let v = p.answer_pending(&v, GateAnswer::approve()).await;
     assert_eq!(v.status, RunStatus::Done, "{v:?}");
     let error = v
         .result
