@@ -114,6 +114,9 @@ struct ReplayCursor {
     /// The index of the next record to apply (the code may complete steps straight from
     /// the journal while it is polled, and the driver skips their records).
     next: usize,
+    /// The index the shared state holds as the next record (`Shared::replay_next`), so that
+    /// it is written only when the driver moved on.
+    shared_next: usize,
 }
 
 struct Driver {
@@ -358,8 +361,11 @@ impl Driver {
             let Some(fut) = self.future.as_mut() else {
                 return;
             };
-            if let Some(cursor) = &self.replay {
+            if let Some(cursor) = self.replay.as_mut()
+                && cursor.shared_next != cursor.next
+            {
                 lock(&self.shared).replay_next = cursor.next;
+                cursor.shared_next = cursor.next;
             }
             crate::step_future::begin_poll();
             let mut cx = TaskCx::from_waker(&self.waker);
@@ -407,6 +413,7 @@ impl Driver {
             std::mem::swap(&mut s.commands, &mut commands);
             if let Some(cursor) = self.replay.as_mut() {
                 cursor.next = s.replay_next;
+                cursor.shared_next = s.replay_next;
                 std::mem::swap(&mut s.replayed_tasks, &mut replayed);
                 for c in &commands {
                     let i = s.journaled.take(c.step);
