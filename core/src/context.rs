@@ -7,6 +7,7 @@
 
 use std::collections::HashSet;
 use std::fmt;
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard};
 use std::task::Waker;
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
@@ -170,6 +171,30 @@ pub struct TaskCall {
     pub registration: Option<TaskRegistration>,
 }
 
+/// What a run's code and its driver share: the state under a lock, and what the driver reads
+/// after every poll without taking it.
+pub(crate) struct Link {
+    shared: Mutex<Shared>,
+    /// Set, under the lock, when the code left the driver something there: a command, a patch
+    /// conflict, a dropped step. The driver takes the lock after a poll only when it is set,
+    /// and clears it under the lock.
+    pub(crate) work: AtomicBool,
+    /// While replaying: the index in the journal of the next record the driver applies. The
+    /// driver sets it before it polls; replay's shortcut moves it past the records of the steps
+    /// it completes (under the lock, see [`Shared::task_from_journal`]).
+    pub(crate) replay_next: AtomicUsize,
+}
+
+impl Link {
+    pub(crate) fn new(shared: Shared) -> Self {
+        Self {
+            shared: Mutex::new(shared),
+            work: AtomicBool::new(false),
+            replay_next: AtomicUsize::new(0),
+        }
+    }
+}
+
 pub(crate) struct Shared {
     pub(crate) run_id: RunId,
     pub(crate) next_step: Step,
@@ -188,11 +213,9 @@ pub(crate) struct Shared {
     /// unchanged.
     pub(crate) journaled: crate::replay::FirstRecords,
     pub(crate) replaying: bool,
-    /// While replaying: the index in `journal` of the next record the driver applies.
-    pub(crate) replay_next: usize,
     /// Task steps the code completed straight from the journal since the driver last looked
     /// (see [`Shared::task_from_journal`]): the driver records them as complete in the run
-    /// state.
+    /// state before it applies another record or a command.
     pub(crate) replayed_tasks: Vec<Step>,
     pub(crate) cancelled: Option<String>,
     /// The run's deadline timer (see [`WorkflowContext::deadline`]): its step and the reason
@@ -222,7 +245,6 @@ impl Shared {
             journal: None,
             journaled: crate::replay::FirstRecords::default(),
             replaying: false,
-            replay_next: 0,
             replayed_tasks: Vec::new(),
             cancelled: None,
             deadline: None,
@@ -232,30 +254,34 @@ impl Shared {
         }
     }
 
-    /// Replay's shortcut for a task step: when the next two records the driver would apply
-    /// are the step's first attempt and its final result ([`crate::replay::completed_in_one`]),
-    /// the step is created complete: its records are skipped by the driver, and its future
-    /// holds the completion (returns the step, the seq of its result and the completion) that
-    /// the driver would deliver after applying them, without a command to the driver or a
-    /// machine in the run state; it shows from the code's next poll, as a delivered one would.
-    /// The caller notes the step in `replayed_tasks`. `None` when the step takes the usual
-    /// path (live, steps queued before it, any other journal).
-    fn task_from_journal(&mut self, asked: TaskAsked<'_>) -> Option<(Step, u64, Resolution)> {
+    /// Replay's shortcut for a task step: when the records at `at` (the next the driver would
+    /// apply) are the step's first attempt and its final result
+    /// ([`crate::replay::completed_in_one`]), the step can be created complete: its records
+    /// are skipped by the driver, and its future holds the completion the driver would
+    /// deliver after applying them (the result record returned here), without a command to
+    /// the driver or a machine in the run state; it shows from the code's next poll, as a
+    /// delivered one would. The caller then calls [`Shared::took_from_journal`], moves
+    /// `Link::replay_next` past the two records and notes the step in `replayed_tasks`.
+    /// `None` when the step takes the usual path (live, steps queued before it, any other
+    /// journal).
+    fn task_from_journal(&self, at: usize, asked: TaskAsked<'_>) -> Option<&Entry> {
         if !self.replaying || !self.commands.is_empty() {
             return None;
         }
+        let journal = self.journal.as_deref()?;
+        crate::replay::completed_in_one(journal, at, self.next_step, asked)
+    }
+
+    /// The step [`Shared::task_from_journal`] completed was made.
+    fn took_from_journal(&mut self) -> Step {
         let step = self.next_step;
-        let journal = self.journal.as_ref()?;
-        let at = self.replay_next;
-        let (seq, completion) = crate::replay::completed_in_one(journal, at, step, asked)?;
         self.next_step += 1;
-        self.replay_next = at + 2;
         self.journaled.take(step);
         if self.journaled.is_empty() {
             // The last journaled step was requested: the journal can go.
             self.journal = None;
         }
-        Some((step, seq, Resolution::Task(completion)))
+        step
     }
 
     /// What the journal recorded for `step`, while it is being replayed.
@@ -271,7 +297,7 @@ impl Shared {
 /// The context a workflow runs in. Cheap to clone; all clones are the same run.
 #[derive(Clone)]
 pub struct WorkflowContext {
-    pub(crate) shared: Arc<Mutex<Shared>>,
+    pub(crate) shared: Arc<Link>,
 }
 
 impl fmt::Debug for WorkflowContext {
@@ -282,12 +308,12 @@ impl fmt::Debug for WorkflowContext {
     }
 }
 
-pub(crate) fn lock(shared: &Mutex<Shared>) -> MutexGuard<'_, Shared> {
-    shared.lock().unwrap_or_else(|p| p.into_inner())
+pub(crate) fn lock(link: &Link) -> MutexGuard<'_, Shared> {
+    link.shared.lock().unwrap_or_else(|p| p.into_inner())
 }
 
 /// What a task step's future returns for its completion.
-fn task_resolution(r: Resolution) -> Result<Value, TaskError> {
+pub(crate) fn task_resolution(r: Resolution) -> Result<Value, TaskError> {
     match r {
         Resolution::Task(r) => r,
         Resolution::Cancelled(reason) => Err(TaskError::cancelled(&reason)),
@@ -304,7 +330,7 @@ fn wall_ms() -> u64 {
 }
 
 impl WorkflowContext {
-    pub(crate) fn new(shared: Arc<Mutex<Shared>>) -> Self {
+    pub(crate) fn new(shared: Arc<Link>) -> Self {
         Self { shared }
     }
 
@@ -323,6 +349,7 @@ impl WorkflowContext {
             hash,
             detail,
         });
+        self.shared.work.store(true, Ordering::Release);
         step
     }
 
@@ -439,10 +466,15 @@ impl WorkflowContext {
         asked: TaskAsked<'_>,
     ) -> Option<StepFuture<Result<Value, TaskError>>> {
         let mut s = self.lock();
-        let (step, seq, completion) = s.task_from_journal(asked)?;
+        let at = self.shared.replay_next.load(Ordering::Acquire);
+        let result = s.task_from_journal(at, asked)?;
+        // Built in place from the record: the completion is not moved around.
+        let done = StepFuture::complete(s.next_step, result, |r| r.map_err(|e| *e));
+        let step = s.took_from_journal();
+        self.shared.replay_next.store(at + 2, Ordering::Release);
         // The step is complete: nothing of the call is kept.
         s.replayed_tasks.push(step);
-        Some(StepFuture::complete(step, seq, completion, task_resolution))
+        Some(done)
     }
 
     /// A task step the driver journals (live) or matches against the journal (replay).
@@ -644,6 +676,7 @@ impl WorkflowContext {
             Some(Some(name)) if name != marker => {
                 let mut s = self.lock();
                 s.patch_conflicts.push((step, name, marker));
+                self.shared.work.store(true, Ordering::Release);
                 return true;
             }
             _ => {}

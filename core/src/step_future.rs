@@ -4,11 +4,15 @@
 use std::fmt;
 use std::future::Future;
 use std::pin::Pin;
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
+use std::sync::atomic::Ordering;
 use std::task::{Context as TaskCx, Poll};
 
-use crate::context::{Resolution, Shared, lock};
-use crate::record::Step;
+use crate::context::{Link, Resolution, lock};
+use serde_json::Value;
+
+use crate::record::{Entry, Step};
+use crate::task::TaskError;
 
 thread_local! {
     /// The number of the poll of workflow code this thread is in (see [`begin_poll`]).
@@ -32,19 +36,37 @@ fn current_poll() -> u64 {
 pub struct StepFuture<T> {
     /// The run's shared state, where the completion arrives; `None` for a step that was
     /// complete when it was made, which never looks there.
-    shared: Option<Arc<Mutex<Shared>>>,
+    shared: Option<Arc<Link>>,
     step: Step,
     map: Option<Box<dyn FnOnce(Resolution) -> T + Send>>,
-    /// The completion, with its journal seq, of a step that was complete when it was made
-    /// (replay's shortcut, `Shared::task_from_journal`): it never goes through `resolved`.
-    /// It shows from the code's next poll on, as a completion the driver delivers would: a
-    /// step made in a poll never completes in that poll, live or replayed, and code that
-    /// races futures by poll order (`futures::select`, the branches of a `join!`) must see
-    /// the same order on replay.
-    ready: Option<(u64, Resolution)>,
-    /// The poll of the code the step was made in (see [`begin_poll`]), for a `ready` step.
-    made_in: u64,
+    /// The completion of a step that was complete when it was made (replay's shortcut,
+    /// `Shared::task_from_journal`): it never goes through `resolved`.
+    ready: Option<Ready<T>>,
 }
+
+/// The completion a task step was made with, and when it shows. It shows from the code's
+/// next poll on, as a completion the driver delivers would: a step made in a poll never
+/// completes in that poll, live or replayed, and code that races futures by poll order
+/// (`futures::select`, the branches of a `join!`) must see the same order on replay.
+///
+/// Kept small (an error is boxed): the code moves its step futures around by value.
+struct Ready<T> {
+    /// The journal seq of the record that completed the step.
+    seq: u64,
+    /// The poll of the code the step was made in (see [`begin_poll`]).
+    made_in: u64,
+    completion: TaskCompletion,
+    /// Makes the output of the completion, for a future not mapped since it was made (a
+    /// plain function: no box, no call through a vtable); `None` after [`StepFuture::map`],
+    /// whose `map` takes the completion then.
+    finish: Option<Finish<T>>,
+}
+
+/// The journaled completion of a task step, as a replayed step holds it.
+pub(crate) type TaskCompletion = Result<Value, Box<TaskError>>;
+
+/// Makes a completed step's output from its completion.
+type Finish<T> = fn(TaskCompletion) -> T;
 
 impl<T> fmt::Debug for StepFuture<T> {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
@@ -57,7 +79,7 @@ impl<T> fmt::Debug for StepFuture<T> {
 impl<T> StepFuture<T> {
     /// A step whose completion the driver delivers to `shared`.
     pub(crate) fn pending(
-        shared: Arc<Mutex<Shared>>,
+        shared: Arc<Link>,
         step: Step,
         map: impl FnOnce(Resolution) -> T + Send + 'static,
     ) -> Self {
@@ -66,24 +88,23 @@ impl<T> StepFuture<T> {
             step,
             map: Some(Box::new(map)),
             ready: None,
-            made_in: 0,
         }
     }
 
-    /// A step complete when it is made, with the seq of the record that completed it: its
-    /// completion shows from the code's next poll on.
-    pub(crate) fn complete(
-        step: Step,
-        seq: u64,
-        resolution: Resolution,
-        map: impl FnOnce(Resolution) -> T + Send + 'static,
-    ) -> Self {
+    /// A task step complete when it is made, by the final result record `result` (replay's
+    /// shortcut): its completion shows from the code's next poll on.
+    #[inline]
+    pub(crate) fn complete(step: Step, result: &Entry, finish: Finish<T>) -> Self {
         Self {
             shared: None,
             step,
-            map: Some(Box::new(map)),
-            ready: Some((seq, resolution)),
-            made_in: current_poll(),
+            map: None,
+            ready: Some(Ready {
+                seq: result.seq,
+                made_in: current_poll(),
+                completion: crate::replay::task_completion(&result.record),
+                finish: Some(finish),
+            }),
         }
     }
 
@@ -97,26 +118,41 @@ impl<T> StepFuture<T> {
     where
         T: 'static,
     {
-        let inner = self.map.take();
+        let ready = self.ready.take();
+        // A completed step's own output function moves into the boxed map, which the
+        // completion goes to from now on.
+        let inner = match (self.map.take(), ready.as_ref().and_then(|r| r.finish)) {
+            (Some(m), _) => Some(m),
+            (None, Some(finish)) => Some(Box::new(move |r: Resolution| {
+                finish(crate::context::task_resolution(r).map_err(Box::new))
+            }) as Box<dyn FnOnce(Resolution) -> T + Send>),
+            (None, None) => None,
+        };
         StepFuture {
             shared: self.shared.take(),
             step: self.step,
             map: inner
                 .map(|m| Box::new(move |r| f(m(r))) as Box<dyn FnOnce(Resolution) -> U + Send>),
-            ready: self.ready.take(),
-            made_in: self.made_in,
+            ready: ready.map(|r| Ready {
+                seq: r.seq,
+                made_in: r.made_in,
+                completion: r.completion,
+                finish: None,
+            }),
         }
     }
 
     /// Whether the step was made complete in the poll the code is in: its completion shows
     /// from the next poll on.
     fn ready_later(&self) -> bool {
-        self.ready.is_some() && self.made_in == current_poll()
+        self.ready
+            .as_ref()
+            .is_some_and(|r| r.made_in == current_poll())
     }
 
     pub(crate) fn resolved_seq(&self) -> Option<u64> {
-        if let Some((seq, _)) = &self.ready {
-            return (!self.ready_later()).then_some(*seq);
+        if let Some(ready) = &self.ready {
+            return (!self.ready_later()).then_some(ready.seq);
         }
         lock(self.shared.as_ref()?)
             .resolved
@@ -133,10 +169,13 @@ impl<T> Future for StepFuture<T> {
             cx.waker().wake_by_ref();
             return Poll::Pending;
         }
-        if let Some((_, resolution)) = self.ready.take() {
-            return match self.map.take() {
-                Some(map) => Poll::Ready(map(resolution)),
-                None => Poll::Pending,
+        if let Some(ready) = self.ready.take() {
+            return match (ready.finish, self.map.take()) {
+                (Some(finish), _) => Poll::Ready(finish(ready.completion)),
+                (None, Some(map)) => {
+                    Poll::Ready(map(Resolution::Task(ready.completion.map_err(|e| *e))))
+                }
+                (None, None) => Poll::Pending,
             };
         }
         let Some(shared) = &self.shared else {
@@ -172,6 +211,7 @@ impl<T> Drop for StepFuture<T> {
             s.wakers.remove(&self.step);
             if s.resolved.remove(&self.step).is_none() && s.dropped.insert(self.step) {
                 s.newly_dropped.push(self.step);
+                shared.work.store(true, Ordering::Release);
             }
         }
     }

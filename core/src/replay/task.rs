@@ -192,12 +192,12 @@ pub(crate) struct TaskAsked<'a> {
 /// with, and comparing costs less than hashing. Any other shape (a retry, a restart, another
 /// record in between, a difference) is `None` and takes the driver's path, which reports a
 /// difference as non-determinism.
-pub(crate) fn completed_in_one(
-    journal: &[Entry],
+pub(crate) fn completed_in_one<'j>(
+    journal: &'j [Entry],
     at: usize,
     step: Step,
     asked: TaskAsked<'_>,
-) -> Option<(u64, Result<Value, TaskError>)> {
+) -> Option<&'j Entry> {
     let [started, result] = journal.get(at..at.checked_add(2)?)? else {
         return None;
     };
@@ -214,10 +214,8 @@ pub(crate) fn completed_in_one(
             Record::TaskResult {
                 step: result_step,
                 attempt: 1,
-                outcome,
-                output,
-                error,
                 is_final: true,
+                ..
             },
         ) if *started_step == step
             && *result_step == step
@@ -225,18 +223,31 @@ pub(crate) fn completed_in_one(
             && task == asked.task
             && input == asked.input =>
         {
-            let completion = if outcome == "success" {
-                Ok(output.clone())
-            } else {
-                Err(super::task_error_from_record(
-                    outcome.as_str(),
-                    output,
-                    error,
-                ))
-            };
-            Some((result.seq, completion))
+            Some(result)
         }
         _ => None,
+    }
+}
+
+/// The completion a final `TaskResultRecord` delivers: its output on success, else the error
+/// (boxed: it is rare, and the completion is moved around by value).
+#[inline]
+pub(crate) fn task_completion(record: &Record) -> crate::step_future::TaskCompletion {
+    match record {
+        Record::TaskResult {
+            outcome,
+            output,
+            error,
+            ..
+        } if outcome != "success" => Err(Box::new(super::task_error_from_record(
+            outcome.as_str(),
+            output,
+            error,
+        ))),
+        Record::TaskResult { output, .. } => Ok(output.clone()),
+        other => Err(Box::new(TaskError::terminal(format!(
+            "unexpected record {other:?} as a task's result"
+        )))),
     }
 }
 
@@ -324,7 +335,7 @@ mod tests {
 
         use serde_json::Value;
 
-        use super::super::{TaskAsked, completed_in_one};
+        use super::super::{TaskAsked, completed_in_one, task_completion};
         use crate::testing::JournalBuilder;
 
         fn asked<'a>(task: &'a str, input: &'a Value) -> TaskAsked<'a> {
@@ -341,9 +352,10 @@ mod tests {
                 .task("charge", json!(1))
                 .task_ok(0, 1, json!("paid"))
                 .build();
-            let (seq, completion) =
+            let result =
                 completed_in_one(&journal, 1, 0, asked("charge", &json!(1))).expect("completed");
-            assert_eq!(seq, 2, "the seq of the result record");
+            assert_eq!(result.seq, 2, "the seq of the result record");
+            let completion = task_completion(&result.record);
             assert_eq!(completion.expect("a success"), json!("paid"));
         }
 
@@ -353,9 +365,9 @@ mod tests {
                 .task("charge", json!(1))
                 .task_failed(0, 1, "timeout", true)
                 .build();
-            let (_, completion) =
+            let result =
                 completed_in_one(&journal, 1, 0, asked("charge", &json!(1))).expect("completed");
-            let err = completion.expect_err("a failure");
+            let err = task_completion(&result.record).expect_err("a failure");
             assert_eq!(err.kind, "timeout");
             assert_eq!(err.message, "attempt 1 failed");
         }

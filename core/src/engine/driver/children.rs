@@ -19,7 +19,7 @@ use serde_json::Value;
 use tokio::sync::oneshot;
 
 use super::Driver;
-use crate::context::{ChildOutcome, lock};
+use crate::context::ChildOutcome;
 use crate::engine::{Event, StartRequest};
 use crate::id::RunId;
 use crate::record::{ParentRef, Record, RunStatus, Step};
@@ -189,7 +189,7 @@ impl Driver {
         if self.replay.is_some() || self.blocked.is_some() {
             return;
         }
-        let dropped = std::mem::take(&mut lock(&self.shared).newly_dropped);
+        let dropped = std::mem::take(&mut self.dropped_buf);
         for step in dropped {
             let run = self.run_id;
             let actions = self.state.cancel_child(step, || {

@@ -1,10 +1,8 @@
 //! Applying a record to the run state, and handing the completions it causes to the code's
 //! step futures: once per record live, and once per journaled record on every replay.
 
-use std::sync::Mutex;
-
 use super::Driver;
-use crate::context::{Shared, lock};
+use crate::context::{Link, lock};
 use crate::record::Record;
 use crate::replay::Resolved;
 
@@ -45,7 +43,7 @@ impl Driver {
 
     /// Hands completions (taking them from `resolved`) to the step futures (not to dropped
     /// ones: nobody awaits those).
-    fn deliver(shared: &Mutex<Shared>, resolved: &mut Vec<Resolved>) {
+    fn deliver(shared: &Link, resolved: &mut Vec<Resolved>) {
         match resolved.len() {
             0 => {}
             // The common case (one step completed): no list of wakers.

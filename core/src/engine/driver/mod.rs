@@ -16,8 +16,8 @@ mod outbox;
 mod pause;
 mod replay;
 
+use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::{Arc, Mutex};
 use std::task::{Context as TaskCx, Poll, Wake, Waker};
 
 use futures::future::BoxFuture;
@@ -25,7 +25,7 @@ use serde_json::Value;
 use tokio::sync::{Notify, mpsc, oneshot};
 
 use super::{EngineInner, Event, RunUpdate, WorkflowError};
-use crate::context::{Command, Shared, lock};
+use crate::context::{Command, Link, Shared, lock};
 use crate::error::{DeliverError, StartError, StoreError};
 use crate::id::RunId;
 use crate::record::{Entry, Record, RunStatus, StartRecord, Step};
@@ -85,9 +85,35 @@ pub(crate) fn check(
     driver.check(entries, summary)
 }
 
+/// The driver's waker: marks the code as woken, and wakes the driver's loop unless the driver
+/// is polling the code, when it sees the mark before it stops (replay's steps wake the code
+/// once each, from inside its poll).
 struct WakeFlag {
     woken: AtomicBool,
+    /// Set while the driver polls the code and checks `woken` after each poll.
+    polling: AtomicBool,
     notify: Notify,
+}
+
+thread_local! {
+    /// The wake flag of the driver that polls its code on this thread, while it does.
+    static POLLING: std::cell::Cell<*const WakeFlag> = const { std::cell::Cell::new(std::ptr::null()) };
+}
+
+/// Marks the driver of `WakeFlag` as polling its code on this thread, until dropped (a
+/// panic included).
+struct PollingHere(*const WakeFlag);
+
+impl PollingHere {
+    fn enter(wake: &Arc<WakeFlag>) -> Self {
+        Self(POLLING.with(|p| p.replace(Arc::as_ptr(wake))))
+    }
+}
+
+impl Drop for PollingHere {
+    fn drop(&mut self) {
+        POLLING.with(|p| p.set(self.0));
+    }
 }
 
 impl Wake for WakeFlag {
@@ -95,8 +121,20 @@ impl Wake for WakeFlag {
         self.wake_by_ref();
     }
     fn wake_by_ref(self: &Arc<Self>) {
-        self.woken.store(true, Ordering::Release);
-        self.notify.notify_one();
+        // The commonest wake: the code, from inside the poll of the driver on this thread
+        // (a replayed step shows its completion from the next poll). That driver reads the
+        // mark on this thread before it stops polling.
+        if POLLING.with(std::cell::Cell::get) == Arc::as_ptr(self) {
+            self.woken.store(true, Ordering::Relaxed);
+            return;
+        }
+        // Sequentially consistent with the driver's `polling` store and `woken` load after its
+        // loop (`Driver::poll_workflow`): the waker sees the loop over, or the driver sees
+        // the mark; one of them wakes the loop.
+        self.woken.store(true, Ordering::SeqCst);
+        if !self.polling.load(Ordering::SeqCst) {
+            self.notify.notify_one();
+        }
     }
 }
 
@@ -114,9 +152,9 @@ struct ReplayCursor {
     /// The index of the next record to apply (the code may complete steps straight from
     /// the journal while it is polled, and the driver skips their records).
     next: usize,
-    /// The index the shared state holds as the next record (`Shared::replay_next`), so that
-    /// it is written only when the driver moved on.
-    shared_next: usize,
+    /// The code completed steps straight from the journal since the driver last recorded
+    /// them in the run state.
+    replayed: bool,
 }
 
 struct Driver {
@@ -124,7 +162,7 @@ struct Driver {
     run_id: RunId,
     rx: mpsc::UnboundedReceiver<Event>,
     /// What the code and the driver share: commands one way, completions the other.
-    shared: Arc<Mutex<Shared>>,
+    shared: Arc<Link>,
     wake: Arc<WakeFlag>,
     waker: Waker,
     future: Option<BoxFuture<'static, Result<Value, WorkflowError>>>,
@@ -147,6 +185,9 @@ struct Driver {
     /// Task steps the code completed straight from the journal, taken from the shared state
     /// after a poll (kept for its allocation).
     replayed_buf: Vec<Step>,
+    /// Steps the code dropped before they completed, taken from the shared state and not
+    /// yet looked at (their children are cancelled, once replay is over).
+    dropped_buf: Vec<Step>,
     /// Replaying to check the code against a journal, ended runs included; nothing is acted on.
     checking: bool,
     /// The run's sub-run nesting depth (root = 0), once known.
@@ -166,13 +207,14 @@ impl Driver {
         let task_names = engine.task_names.clone();
         let wake = Arc::new(WakeFlag {
             woken: AtomicBool::new(true),
+            polling: AtomicBool::new(false),
             notify: Notify::new(),
         });
         Self {
             engine,
             run_id,
             rx,
-            shared: Arc::new(Mutex::new(Shared::new(run_id, task_names))),
+            shared: Arc::new(Link::new(Shared::new(run_id, task_names))),
             waker: Waker::from(wake.clone()),
             wake,
             future: None,
@@ -186,6 +228,7 @@ impl Driver {
             resolved_buf: Vec::new(),
             journaled_buf: Vec::new(),
             replayed_buf: Vec::new(),
+            dropped_buf: Vec::new(),
             checking: false,
             depth: None,
             journal_cap: u64::MAX,
@@ -353,7 +396,25 @@ impl Driver {
 
     fn poll_workflow(&mut self) {
         // A plain load first: a replay calls this after every record, and most records wake
-        // nothing; the swap is a locked instruction.
+        // nothing.
+        if !self.wake.woken.load(Ordering::Acquire) {
+            return;
+        }
+        self.wake.polling.store(true, Ordering::SeqCst);
+        let polling = PollingHere::enter(&self.wake);
+        self.poll_while_woken();
+        drop(polling);
+        self.wake.polling.store(false, Ordering::SeqCst);
+        if self.replay.as_ref().is_some_and(|c| c.replayed) {
+            self.take_replayed_tasks();
+        }
+        // A wake while the loop was ending did not wake the driver's loop: this does.
+        if self.wake.woken.load(Ordering::SeqCst) {
+            self.wake.notify.notify_one();
+        }
+    }
+
+    fn poll_while_woken(&mut self) {
         while self.blocked.is_none()
             && self.wake.woken.load(Ordering::Acquire)
             && self.wake.woken.swap(false, Ordering::AcqRel)
@@ -361,11 +422,10 @@ impl Driver {
             let Some(fut) = self.future.as_mut() else {
                 return;
             };
-            if let Some(cursor) = self.replay.as_mut()
-                && cursor.shared_next != cursor.next
-            {
-                lock(&self.shared).replay_next = cursor.next;
-                cursor.shared_next = cursor.next;
+            if let Some(cursor) = &self.replay {
+                self.shared
+                    .replay_next
+                    .store(cursor.next, Ordering::Release);
             }
             crate::step_future::begin_poll();
             let mut cx = TaskCx::from_waker(&self.waker);
@@ -401,20 +461,47 @@ impl Driver {
         }
     }
 
+    /// Records the task steps the code completed straight from the journal as complete in
+    /// the run state: before the driver applies another record.
+    fn take_replayed_tasks(&mut self) {
+        let mut replayed = std::mem::take(&mut self.replayed_buf);
+        std::mem::swap(&mut lock(&self.shared).replayed_tasks, &mut replayed);
+        for step in replayed.drain(..) {
+            self.state.insert_replayed_task(step);
+        }
+        self.replayed_buf = replayed;
+        if let Some(cursor) = self.replay.as_mut() {
+            cursor.replayed = false;
+        }
+    }
+
+    /// Takes what the code left the driver after a poll: the commands it made (journaled
+    /// live, matched against the journal while replaying), a patch conflict, dropped steps.
+    /// The lock is taken only when the code left something (`Link::work`).
     fn process_commands(&mut self) {
+        if let Some(cursor) = self.replay.as_mut() {
+            let next = self.shared.replay_next.load(Ordering::Acquire);
+            cursor.replayed |= next != cursor.next;
+            cursor.next = next;
+        }
+        if !self.shared.work.load(Ordering::Acquire) {
+            return;
+        }
+        // Steps the code completed from the journal come before the commands it made after.
+        if self.replay.as_ref().is_some_and(|c| c.replayed) {
+            self.take_replayed_tasks();
+        }
         // Swapped with a kept buffer rather than taken: one allocation per run, not per step.
         let mut commands = std::mem::take(&mut self.command_buf);
         // While replaying, each command's journaled record is looked up under the same lock
         // (one lock per poll rather than one per step).
         let mut journaled = std::mem::take(&mut self.journaled_buf);
-        let mut replayed = std::mem::take(&mut self.replayed_buf);
         let conflict = {
             let mut s = lock(&self.shared);
+            self.shared.work.store(false, Ordering::Release);
             std::mem::swap(&mut s.commands, &mut commands);
-            if let Some(cursor) = self.replay.as_mut() {
-                cursor.next = s.replay_next;
-                cursor.shared_next = s.replay_next;
-                std::mem::swap(&mut s.replayed_tasks, &mut replayed);
+            self.dropped_buf.append(&mut s.newly_dropped);
+            if self.replay.is_some() {
                 for c in &commands {
                     let i = s.journaled.take(c.step);
                     let last = i.is_some() && s.journaled.is_empty();
@@ -427,11 +514,6 @@ impl Driver {
             }
             s.patch_conflicts.pop()
         };
-        // Steps the code completed from the journal come before the commands it made after.
-        for step in replayed.drain(..) {
-            self.state.insert_replayed_task(step);
-        }
-        self.replayed_buf = replayed;
         if let Some((step, journal, code)) = conflict {
             let strip = |m: &str| m.trim_start_matches("patch:").to_string();
             let nd = self

@@ -276,6 +276,8 @@ impl Driver {
         {
             let mut s = lock(&self.shared);
             s.replaying = false;
+            // Steps the code dropped while replaying: their children are looked at below.
+            self.dropped_buf.append(&mut s.newly_dropped);
             // The list of replayed steps was sized for the whole journal: it goes with the
             // replay.
             s.replayed_tasks = Vec::new();
