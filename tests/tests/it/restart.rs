@@ -53,7 +53,7 @@ async fn counted(n: u64) -> Result<u64, TaskError> {
 }
 
 /// Steps of several shapes before an approval: sequential tasks, a task that fails and whose
-/// error the code keeps, a select whose timer was made before the task that wins it, and
+/// error the code keeps, mapped steps (one failing), a select whose timer was made before the task that wins it, and
 /// tasks joined.
 #[workflow]
 async fn many_shapes(ctx: Context, n: u64) -> Result<Vec<Value>, WorkflowError> {
@@ -63,6 +63,14 @@ async fn many_shapes(ctx: Context, n: u64) -> Result<Vec<Value>, WorkflowError> 
     }
     let refused = ctx.task(counted, 999).await;
     out.push(json!(refused.map_err(|e| e.message().to_string())));
+    // Mapped steps: on replay they complete straight from the journal, through their map.
+    let mapped = ctx.task(counted, 20).map(|r| r.map(|v| v + 1)).await?;
+    out.push(json!(mapped));
+    let mapped_err = ctx
+        .task(counted, 999)
+        .map(|r| r.map_err(|e| format!("mapped: {}", e.message())))
+        .await;
+    out.push(json!(mapped_err));
     let hour = ctx
         .sleep(Duration::from_secs(3600))
         .map(|r| r.map(|()| None));
@@ -329,11 +337,11 @@ fn a_run_restarted_after_many_finished_steps_runs_none_of_them_again() {
         (run, engine.journal(run).unwrap())
     });
     let executed = COUNTED.load(Ordering::SeqCst);
-    assert_eq!(executed, 40 + 1 + 1 + 3, "each task ran once");
+    assert_eq!(executed, 40 + 1 + 2 + 1 + 3, "each task ran once");
 
     let (view, after) = incarnation(&db, async move |engine: Engine| {
         let ack = engine
-            .answer_gate(&format!("{run}-46"), GateAnswer::approve())
+            .answer_gate(&format!("{run}-48"), GateAnswer::approve())
             .await
             .unwrap();
         assert_eq!(ack, AnswerAck::Applied);
@@ -351,6 +359,8 @@ fn a_run_restarted_after_many_finished_steps_runs_none_of_them_again() {
     );
     let mut expected: Vec<Value> = (0..40).map(|i| json!(i * 2)).collect();
     expected.push(json!({ "Err": "999 is refused" }));
+    expected.push(json!(41));
+    expected.push(json!({ "Err": "mapped: 999 is refused" }));
     expected.push(json!([1, 14]));
     expected.extend([json!(200), json!(202), json!(204)]);
     assert_eq!(view.result, Some(Value::Array(expected)));
