@@ -24,6 +24,7 @@ pub mod codes;
 mod context;
 mod engine;
 mod error;
+pub mod export;
 mod id;
 mod json_len;
 mod panic;

@@ -635,7 +635,17 @@ impl Engine {
     ///
     /// For tests that keep journals of runs in flight and prove that a change of the code can
     /// replay them (see `magrathea::testing`).
+    ///
+    /// The code runs under a fresh run id: code that uses its run's id (in a task's input,
+    /// say) asks for other steps than the journal holds; replay such journals with
+    /// [`Engine::check_replay_as`].
     pub fn check_replay(&self, entries: Vec<Entry>) -> Result<(), ReplayError> {
+        self.check_replay_as(RunId::new(), entries)
+    }
+
+    /// [`Engine::check_replay`] with the code running as run `run_id`, the run the journal
+    /// was written by (an export holds it: see [`crate::export`]).
+    pub fn check_replay_as(&self, run_id: RunId, entries: Vec<Entry>) -> Result<(), ReplayError> {
         let Some(Entry {
             record: Record::Start(start),
             ..
@@ -645,7 +655,6 @@ impl Engine {
                 "[MAG-RC001] the journal does not begin with its StartRecord".into(),
             ));
         };
-        let run_id = RunId::new();
         let summary = RunSummary {
             run_id,
             workflow_name: start.workflow_name.clone(),
