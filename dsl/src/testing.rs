@@ -20,6 +20,7 @@
 
 use std::path::{Path, PathBuf};
 
+use magrathea_core::export::JournalExport;
 use magrathea_core::{Entry, ReplayError};
 
 use crate::Engine;
@@ -62,36 +63,36 @@ pub enum ReplayFileError {
 /// Reads a journal exported with `magrathea journal RUN --export FILE` (one JSON entry per
 /// line; blank lines are skipped).
 pub fn read_journal(path: impl AsRef<Path>) -> Result<Vec<Entry>, ReplayFileError> {
-    let path = path.as_ref();
+    read_export(path.as_ref()).map(|export| export.entries)
+}
+
+fn read_export(path: &Path) -> Result<JournalExport, ReplayFileError> {
     let text = std::fs::read_to_string(path).map_err(|source| ReplayFileError::Io {
         path: path.to_path_buf(),
         source,
     })?;
-    text.lines()
-        .enumerate()
-        .filter(|(_, l)| !l.trim().is_empty())
-        .map(|(i, l)| {
-            serde_json::from_str(l).map_err(|source| ReplayFileError::Format {
-                path: path.to_path_buf(),
-                line: i + 1,
-                source,
-            })
-        })
-        .collect()
+    magrathea_core::export::read_export(&text).map_err(|e| ReplayFileError::Format {
+        path: path.to_path_buf(),
+        line: e.line,
+        source: e.source,
+    })
 }
 
 /// Replays the exported journal at `path` against `engine`'s workflows (see
-/// [`magrathea_core::Engine::check_replay`]).
+/// [`magrathea_core::Engine::check_replay`]), as the run that wrote it when the file holds
+/// its id (as exports do), so that code using its run's id asks for the same steps.
 pub fn replay_file(engine: &Engine, path: impl AsRef<Path>) -> Result<(), ReplayFileError> {
     let path = path.as_ref();
-    let entries = read_journal(path)?;
-    engine
-        .core()
-        .check_replay(entries)
-        .map_err(|source| ReplayFileError::Diverged {
-            path: path.to_path_buf(),
-            source,
-        })
+    let JournalExport { run_id, entries } = read_export(path)?;
+    let core = engine.core();
+    match run_id {
+        Some(run_id) => core.check_replay_as(run_id, entries),
+        None => core.check_replay(entries),
+    }
+    .map_err(|source| ReplayFileError::Diverged {
+        path: path.to_path_buf(),
+        source,
+    })
 }
 
 /// Like [`replay_file`], failing the test with the report.

@@ -13,11 +13,13 @@ pub(crate) struct JournalArgs {
     /// The run id (32 hex digits).
     run_id: String,
     /// One JSON object per line, with `seq`, `createdAt` and `type` (`StartRecord`,
-    /// `TaskResultRecord`, …) plus the record's fields.
+    /// `TaskResultRecord`, …) plus the record's fields; the first also holds the run's
+    /// `runId`.
     #[arg(long)]
     json: bool,
-    /// Write the journal to FILE, one JSON object per line as `--json` prints them, for a
-    /// replay test of the workflow's code (`magrathea::testing`).
+    /// Write the journal to FILE, one JSON object per line as `--json` prints them (the
+    /// first also holds the run's `runId`), for a replay test of the workflow's code
+    /// (`magrathea::testing`).
     #[arg(long, value_name = "FILE")]
     export: Option<std::path::PathBuf>,
 }
@@ -31,11 +33,7 @@ pub(crate) async fn journal(loc: &Location, args: JournalArgs) -> anyhow::Result
     };
     let entries = backend.journal(view.workflow_run_id).await?;
     if let Some(path) = &args.export {
-        let mut text = String::new();
-        for entry in &entries {
-            text.push_str(&serde_json::to_string(entry)?);
-            text.push('\n');
-        }
+        let text = magrathea_core::export::write_export(view.workflow_run_id, &entries)?;
         std::fs::write(path, text)
             .with_context(|| format!("cannot write the journal to {}", path.display()))?;
         errln!(
@@ -46,18 +44,22 @@ pub(crate) async fn journal(loc: &Location, args: JournalArgs) -> anyhow::Result
         );
         return Ok(EXIT_OK);
     }
-    for entry in entries {
-        if args.json {
-            outln!("{}", serde_json::to_string(&entry)?)?;
-        } else {
-            outln!(
-                "{:>4}  {}  {:<22} {}",
-                entry.seq,
-                timestamp(entry.at_ms),
-                entry.record.type_name(),
-                describe(&entry)
-            )?;
+    if args.json {
+        // The export's lines: the first holds the run's id.
+        let text = magrathea_core::export::write_export(view.workflow_run_id, &entries)?;
+        for line in text.lines() {
+            outln!("{line}")?;
         }
+        return Ok(EXIT_OK);
+    }
+    for entry in entries {
+        outln!(
+            "{:>4}  {}  {:<22} {}",
+            entry.seq,
+            timestamp(entry.at_ms),
+            entry.record.type_name(),
+            describe(&entry)
+        )?;
     }
     Ok(EXIT_OK)
 }

@@ -349,6 +349,10 @@ fn journal_lines_each_name_their_record_type() {
         .collect();
     assert!(records.len() >= 3);
     assert_eq!(records[0]["type"], "StartRecord");
+    assert_eq!(
+        records[0]["runId"], *id,
+        "the first record holds the run's id, for replay tests"
+    );
     assert!(
         records
             .iter()

@@ -77,3 +77,49 @@ async fn code_that_no_longer_matches_fails_with_the_report() {
     let missing = replay_file(&engine, journal("nope.jsonl")).expect_err("no such file");
     assert!(missing.to_string().starts_with("[MAG-RP001]"), "{missing}");
 }
+
+#[magrathea::task]
+async fn charge(key: String) -> Result<String, magrathea::TaskError> {
+    Ok(format!("charged under {key}"))
+}
+
+/// Uses its run's id in a task's input (an idempotency key for a provider, say).
+#[magrathea::workflow]
+async fn keyed(ctx: magrathea::Context, n: u32) -> Result<String, magrathea::WorkflowError> {
+    let key = format!("{}-{n}", ctx.run_id());
+    Ok(ctx.task(charge, key).await?)
+}
+
+#[tokio::test]
+async fn code_that_uses_its_run_id_replays_the_export_of_its_run() {
+    let engine = Engine::builder()
+        .in_memory()
+        .workflow(keyed)
+        .build()
+        .await
+        .expect("the engine opens");
+    let run = engine.start(keyed, 7).await.expect("starts").id();
+    let view = engine.wait(run).await.expect("ends");
+    assert_eq!(view.status, magrathea::RunStatus::Done, "{:?}", view.reason);
+    let entries = engine.core().journal(run).expect("the journal reads");
+
+    // What `magrathea journal RUN --export FILE` writes.
+    let dir = tempfile::tempdir().expect("a temporary directory");
+    let file = dir.path().join("keyed.jsonl");
+    let text = magrathea::core::export::write_export(run, &entries).expect("writes");
+    std::fs::write(&file, text).expect("the export is written");
+
+    let fresh = Engine::builder()
+        .in_memory()
+        .workflow(keyed)
+        .build()
+        .await
+        .expect("the engine opens");
+    assert_replays(&fresh, &file);
+    // Replayed under another id, the code asks for another input.
+    let err = fresh
+        .core()
+        .check_replay(entries)
+        .expect_err("another run id, another key");
+    assert!(err.to_string().starts_with("[MAG-ND001]"), "{err}");
+}
