@@ -184,8 +184,8 @@ pub(crate) struct TaskAsked<'a> {
 
 /// Replay's shortcut for the commonest step: when the journal's records at `at` are the
 /// step's first attempt (`TaskStartedRecord`, attempt 1, of the task, label and input the code
-/// asks for) followed directly by its final `TaskResultRecord`, the step's completion and the
-/// seq of its result. A step whose two records are the next ones the driver would apply is
+/// asks for) followed directly by its final `TaskResultRecord`, that result record (its seq and,
+/// through [`task_completion`], the step's completion). A step whose two records are the next ones the driver would apply is
 /// complete before anything else happens to the run: its completion is what applying both
 /// records would deliver, in the same journal order (no record lies between them). The input is
 /// compared as a value, not through its hash: an equal input has the hash it was journaled

@@ -189,8 +189,8 @@ impl Driver {
         if self.replay.is_some() || self.blocked.is_some() {
             return;
         }
-        let dropped = std::mem::take(&mut self.dropped_buf);
-        for step in dropped {
+        let mut dropped = std::mem::take(&mut self.dropped_buf);
+        for step in dropped.drain(..) {
             let run = self.run_id;
             let actions = self.state.cancel_child(step, || {
                 format!(
@@ -199,6 +199,10 @@ impl Driver {
                 )
             });
             self.perform(actions);
+        }
+        // Kept for its allocation.
+        if self.dropped_buf.is_empty() {
+            self.dropped_buf = dropped;
         }
     }
 

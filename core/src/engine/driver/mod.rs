@@ -183,10 +183,12 @@ struct Driver {
     /// journaled step (see `process_commands`), kept for its allocation.
     journaled_buf: Vec<(Option<usize>, bool)>,
     /// Task steps the code completed straight from the journal, taken from the shared state
-    /// after a poll (kept for its allocation).
+    /// before the driver applies another record or processes a command (kept for its
+    /// allocation).
     replayed_buf: Vec<Step>,
-    /// Steps the code dropped before they completed, taken from the shared state and not
-    /// yet looked at (their children are cancelled, once replay is over).
+    /// Steps the code dropped before they completed, taken from the shared state with its
+    /// commands and not yet looked at: their children are cancelled after the poll, or once
+    /// replay is over (kept for its allocation).
     dropped_buf: Vec<Step>,
     /// Replaying to check the code against a journal, ended runs included; nothing is acted on.
     checking: bool,
@@ -616,6 +618,7 @@ impl Driver {
         // Children still running do not outlive the run: they are cancelled, each with a
         // record on its step, in the commit that ends the run.
         lock(&self.shared).newly_dropped.clear();
+        self.dropped_buf.clear();
         let (ending, why) = match &result {
             Ok(_) => (RunStatus::Done, None),
             Err(e) if e.cancelled => (RunStatus::Cancelled, Some(e.message.as_str())),
