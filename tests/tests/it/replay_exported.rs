@@ -90,14 +90,18 @@ async fn keyed(ctx: magrathea::Context, n: u32) -> Result<String, magrathea::Wor
     Ok(ctx.task(charge, key).await?)
 }
 
-#[tokio::test]
-async fn code_that_uses_its_run_id_replays_the_export_of_its_run() {
-    let engine = Engine::builder()
+async fn keyed_engine() -> Engine {
+    Engine::builder()
         .in_memory()
         .workflow(keyed)
         .build()
         .await
-        .expect("the engine opens");
+        .expect("the engine opens")
+}
+
+#[tokio::test]
+async fn code_that_uses_its_run_id_replays_the_export_of_its_run() {
+    let engine = keyed_engine().await;
     let run = engine.start(keyed, 7).await.expect("starts").id();
     let view = engine.wait(run).await.expect("ends");
     assert_eq!(view.status, magrathea::RunStatus::Done, "{:?}", view.reason);
@@ -109,12 +113,8 @@ async fn code_that_uses_its_run_id_replays_the_export_of_its_run() {
     let text = magrathea::core::export::write_export(run, &entries).expect("writes");
     std::fs::write(&file, text).expect("the export is written");
 
-    let fresh = Engine::builder()
-        .in_memory()
-        .workflow(keyed)
-        .build()
-        .await
-        .expect("the engine opens");
+    // Another process, where the run never ran.
+    let fresh = keyed_engine().await;
     assert_replays(&fresh, &file);
     // Replayed under another id, the code asks for another input.
     let err = fresh
