@@ -40,13 +40,17 @@ pub struct ExportLineError {
 pub fn write_export(run_id: RunId, entries: &[Entry]) -> Result<String, serde_json::Error> {
     let mut text = String::new();
     for (i, entry) in entries.iter().enumerate() {
-        let mut line = serde_json::to_value(entry)?;
-        if i == 0
-            && let Value::Object(fields) = &mut line
-        {
-            fields.insert(RUN_ID_FIELD.into(), Value::String(run_id.to_string()));
+        // Written as the entry serializes (its fields in their order), the first with the
+        // run's id in front: an entry is an object with at least `seq`, so `{` opens it and
+        // a field follows.
+        let line = serde_json::to_string(entry)?;
+        match line.strip_prefix('{') {
+            Some(fields) if i == 0 => {
+                let id = serde_json::to_string(&run_id.to_string())?;
+                text.push_str(&format!("{{\"{RUN_ID_FIELD}\":{id},{fields}"));
+            }
+            _ => text.push_str(&line),
         }
-        text.push_str(&serde_json::to_string(&line)?);
         text.push('\n');
     }
     Ok(text)
@@ -92,7 +96,11 @@ mod tests {
         let run = RunId::new();
         let text = write_export(run, &entries).expect("writes");
         assert_eq!(text.lines().count(), entries.len());
-        assert!(text.lines().next().unwrap().contains(&run.to_string()));
+        let first = text.lines().next().unwrap();
+        assert!(
+            first.starts_with(&format!("{{\"runId\":\"{run}\",\"seq\":0,")),
+            "the run's id, then the entry's fields in their order: {first}"
+        );
         assert!(!text.lines().nth(1).unwrap().contains(RUN_ID_FIELD));
         let read = read_export(&text).expect("reads");
         assert_eq!(read.run_id, Some(run));

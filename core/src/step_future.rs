@@ -8,9 +8,9 @@ use std::sync::Arc;
 use std::sync::atomic::Ordering;
 use std::task::{Context as TaskCx, Poll};
 
-use crate::context::{Link, Resolution, lock};
 use serde_json::Value;
 
+use crate::context::{Link, Resolution, lock};
 use crate::record::{Entry, Step};
 use crate::task::TaskError;
 
