@@ -1034,3 +1034,71 @@ states:
     assert_eq!(p.count(&v, "TaskStartedRecord"), 1);
     assert_eq!(p.count(&v, "TaskResultRecord"), 1);
 }
+
+/// A run journaled before a `workflow_task` that cannot start its sub-run journaled a failed
+/// task result went straight on with `failure`. Today's code replays such a journal on that
+/// path (the patch marker is absent there), instead of asking it for a task it never ran.
+#[tokio::test]
+async fn s3_7_a_run_journaled_before_the_not_started_task_result_replays_on_its_old_path() {
+    let p = project(&[(
+        "parent",
+        r#"
+start: build
+states:
+  build:
+    type: workflow_task
+    workflow: ghost
+    catch: { failure: ask }
+  ask:
+    type: gate_task
+    inbox: { kind: APPROVAL, title: "Go on without the build?" }
+    on: { approved: done, rejected: done }
+  done: { type: terminal, result: "went on" }
+"#,
+    )])
+    .await;
+    let v = p.run("parent", json!({})).await;
+    assert_eq!(v.status, RunStatus::Waiting, "{v:?}");
+    let today = p.engine.journal(v.workflow_run_id).unwrap();
+    p.engine
+        .check_replay(today.clone())
+        .expect("today's journal replays");
+
+    // The journal as the earlier code wrote it: no patch marker, no journaled message, no
+    // task records; the steps after them three lower.
+    // Had the code taken today's path on it, it would ask for the marker at step 2, where
+    // this journal holds the next state: a non-determinism report.
+    let task_step = today.iter().find_map(|e| match &e.record {
+        magrathea_core::Record::TaskStarted { step, task, .. } if task == "workflow_task" => {
+            Some(*step)
+        }
+        _ => None,
+    });
+    let dropped = |e: &Value| match e["type"].as_str() {
+        Some("SideEffectRecord") => e["name"]
+            .as_str()
+            .is_some_and(|n| n.starts_with("patch:") || n == "workflow_task_not_started"),
+        Some("TaskStartedRecord" | "TaskResultRecord") => {
+            e["step"].as_u64() == task_step.map(u64::from)
+        }
+        _ => false,
+    };
+    let mut earlier = Vec::new();
+    for entry in &today {
+        let mut e = serde_json::to_value(entry).unwrap();
+        if dropped(&e) {
+            continue;
+        }
+        if let Some(step) = e["step"].as_u64()
+            && step >= 5
+        {
+            e["step"] = json!(step - 3);
+        }
+        e["seq"] = json!(earlier.len());
+        earlier.push(serde_json::from_value::<magrathea_core::Entry>(e).unwrap());
+    }
+    assert_eq!(earlier.len(), today.len() - 4, "four records fewer");
+    p.engine
+        .check_replay(earlier.clone())
+        .expect("the earlier journal replays on its own path");
+}
