@@ -1,4 +1,5 @@
-//! Errors of workflow code, and how `?` turns them into the end of a run.
+//! Errors of workflow code, and how `?` turns them into the end of a run. (Errors of other
+//! crates, such as `anyhow::Error`, take another path: see the `body_error` module.)
 //!
 //! A workflow body returns `Result<T, E>` where `E: Into<WorkflowError>`. Three error types
 //! meet there, and `?` has to work on all of them:
@@ -221,7 +222,7 @@ fn take<T: 'static, E: 'static>(slot: &mut Option<E>) -> Option<T> {
 }
 
 /// `error: source: source's source`, as a run's reason.
-fn with_sources(error: &dyn std::error::Error) -> String {
+pub(crate) fn with_sources(error: &dyn std::error::Error) -> String {
     let mut message = error.to_string();
     let mut source = error.source();
     while let Some(s) = source {

@@ -41,6 +41,7 @@
 //!   command, a script, a tool through the permission cascade, an agent recipe) as journaled
 //!   tasks; give the engine the executors with `EngineBuilder::executors`.
 
+mod body_error;
 mod context;
 mod engine;
 mod error;
@@ -88,6 +89,9 @@ pub mod prelude {
 
 #[doc(hidden)]
 pub mod __private {
+    pub use crate::body_error::{
+        BodyError, TaskErrorViaBox, TaskErrorViaInto, WorkflowErrorViaBox, WorkflowErrorViaInto,
+    };
     pub use futures::future::BoxFuture;
     pub use serde;
     pub use std::boxed::Box;

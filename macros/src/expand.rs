@@ -277,15 +277,34 @@ fn body(func: &FnDef<'_>) -> TokenStream {
     if func.input.is_some() {
         args.push(quote!(__magrathea_input));
     }
-    // Spanned on the declared error type: if it does not convert, the one error points there.
+    // The error converts by its own `Into` the engine's error, else through a boxed error
+    // (`anyhow::Error`, `String`): method resolution on `&&BodyError` tries the first, then
+    // the second. Spanned on the declared error type: if neither applies, the one error
+    // points there.
     let span = func.error.map_or_else(Span::call_site, Spanned::span);
-    let into = quote_spanned!(span=> ::core::convert::Into::into(__magrathea_error));
+    let (via_into, via_box, method) = match func.kind {
+        Kind::Task => (
+            quote!(TaskErrorViaInto),
+            quote!(TaskErrorViaBox),
+            Ident::new("task_error", span),
+        ),
+        Kind::Workflow => (
+            quote!(WorkflowErrorViaInto),
+            quote!(WorkflowErrorViaBox),
+            Ident::new("workflow_error", span),
+        ),
+    };
+    let into = quote_spanned! {span=>
+        (&&::magrathea::__private::BodyError::new(__magrathea_error)).#method()
+    };
     quote! {
         #inner
         ::magrathea::__private::Box::pin(async move {
             match #inner_ident(#(#args),*).await {
                 ::core::result::Result::Ok(output) => ::core::result::Result::Ok(output),
                 ::core::result::Result::Err(__magrathea_error) => {
+                    #[allow(unused_imports)]
+                    use ::magrathea::__private::{#via_into as _, #via_box as _};
                     ::core::result::Result::Err(#into)
                 }
             }

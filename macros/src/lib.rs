@@ -58,8 +58,12 @@ use proc_macro::TokenStream;
 /// * It takes at most one input; group several values into a struct. The input may be bound
 ///   by a pattern (`Point { x, y }: Point`).
 /// * It may take a `TaskContext` as its **first** parameter (recognised by the type's name).
-/// * It returns `Result<T, E>` (any path ending in `Result` with both arguments written) where
-///   `E: Into<TaskError>`; every `std::error::Error + Send + Sync + 'static` qualifies.
+/// * It returns `Result<T, E>` (any path ending in `Result` with both arguments written, or a
+///   one-argument alias such as `anyhow::Result<T>`) where `E: Into<TaskError>`, which every
+///   `std::error::Error + Send + Sync + 'static` is, or
+///   `E: Into<Box<dyn Error + Send + Sync>>`: `anyhow::Error`, `String`, a boxed error. An
+///   error fails the attempt retryably with its message and its sources
+///   (`context: cause`).
 /// * Input and output must be serde types (`magrathea::Journaled`), owned (no borrows).
 ///
 /// # Arguments
@@ -135,7 +139,10 @@ pub fn task(args: TokenStream, item: TokenStream) -> TokenStream {
 /// * Its **first** parameter is its `ctx: Context` (recognised by the type's name).
 /// * After the context it takes at most one input; group several values into a struct.
 /// * It returns `Result<T, E>` with `E: Into<WorkflowError>`: `WorkflowError` itself,
-///   `magrathea::Error`, `magrathea::StepError`, `magrathea::ChildError` or `TaskError`.
+///   `magrathea::Error`, `magrathea::StepError`, `magrathea::ChildError` or `TaskError`; or
+///   with `E: Into<Box<dyn Error + Send + Sync>>`: `anyhow::Error` (`anyhow::Result<T>`),
+///   `String`, a boxed error. Through the latter the run fails with the error's message and
+///   sources, or ends `CANCELLED` when the chain holds a cancelled step or child.
 /// * Input and output must be owned serde types (`magrathea::Journaled`).
 ///
 /// # Errors and `?`

@@ -239,34 +239,37 @@ fn task_shape_errors() {
         first(quote!(
             async fn c() {}
         )),
-        "a task must return `Result<T, E>` where `E: Into<TaskError>`"
+        "a task must return `Result<T, E>` where `E: Into<TaskError>` or \
+         `E: Into<Box<dyn Error + Send + Sync>>`"
     );
     assert_eq!(
         first(quote!(
             async fn c() -> Receipt {}
         )),
-        "a task must return `Result<T, E>` where `E: Into<TaskError>`"
+        "a task must return `Result<T, E>` where `E: Into<TaskError>` or \
+         `E: Into<Box<dyn Error + Send + Sync>>`"
     );
 }
 
 #[test]
-fn one_argument_result_alias_asks_for_the_full_form() {
+fn a_one_argument_result_alias_names_the_output() {
+    for ty in [quote!(anyhow::Result<Receipt>), quote!(TaskResult<Receipt>)] {
+        let messages = task_errors(quote!(), quote!(async fn c() -> #ty {}));
+        assert_eq!(messages, Vec::<String>::new());
+    }
+}
+
+#[test]
+fn a_two_argument_alias_asks_for_the_full_form() {
     let messages = task_errors(
         quote!(),
         quote!(
-            async fn c() -> io::Result<Receipt> {}
+            async fn c() -> PayResult<Receipt, Declined> {}
         ),
     );
     assert_eq!(messages.len(), 1);
-    assert!(messages[0].starts_with("write the return type in full as `Result<Receipt, E>`"));
-    let messages = task_errors(
-        quote!(),
-        quote!(
-            async fn c() -> TaskResult<Receipt> {}
-        ),
-    );
     assert!(
-        messages[0].starts_with("write the return type in full"),
+        messages[0].starts_with("write the return type in full as `Result<T, E>`"),
         "{messages:?}"
     );
 }

@@ -261,7 +261,8 @@ fn result_types<'a>(
     errors: &mut Errors,
 ) -> (Option<&'a Type>, Option<&'a Type>) {
     let expected = format!(
-        "a {} must return `Result<T, E>` where `E: Into<{}>`",
+        "a {} must return `Result<T, E>` where `E: Into<{}>` or \
+         `E: Into<Box<dyn Error + Send + Sync>>`",
         kind.noun(),
         kind.error()
     );
@@ -295,17 +296,18 @@ fn result_types<'a>(
     };
     match args[..] {
         [output, error] if segment.ident == "Result" => (Some(output), Some(error)),
-        [output, ..] => {
+        // `anyhow::Result<T>`, `io::Result<T>`: a one-argument alias names the output.
+        [output] => (Some(output), Some(ty)),
+        [_, _, ..] => {
             errors.push(syn::Error::new_spanned(
                 ty,
                 format!(
-                    "write the return type in full as `Result<{}, E>`: a `Result` alias hides \
-                     which type is the {}'s output and which its error",
-                    output.to_token_stream().to_string().replace(' ', ""),
+                    "write the return type in full as `Result<T, E>`: an alias of several \
+                     arguments hides which type is the {}'s output and which its error",
                     kind.noun()
                 ),
             ));
-            (Some(output), None)
+            (None, None)
         }
         _ => {
             errors.push(syn::Error::new_spanned(ty, expected));

@@ -1,4 +1,4 @@
-// A task's error must convert into TaskError; `Declined` is not a std::error::Error.
+// A task's error must convert into TaskError or into a boxed error; `Declined` is neither.
 use magrathea::task;
 
 #[derive(Debug)]

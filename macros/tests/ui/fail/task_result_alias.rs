@@ -1,11 +1,11 @@
-// With a one-argument alias the macro cannot tell the output from the error, so it asks for
-// the full `Result<T, E>`.
+// With a two-argument alias other than `Result` the macro cannot tell the output from the
+// error, so it asks for the full `Result<T, E>`.
 use magrathea::task;
 
-type TaskResult<T> = Result<T, magrathea::TaskError>;
+type PayResult<E, T> = Result<T, E>;
 
 #[task]
-async fn charge(cents: u64) -> TaskResult<u64> {
+async fn charge(cents: u64) -> PayResult<magrathea::TaskError, u64> {
     Ok(cents)
 }
 

@@ -1,0 +1,178 @@
+//! How the error a `#[task]` or `#[workflow]` body returns becomes the engine's error.
+//!
+//! A body returns `Result<T, E>`. The macros accept two kinds of `E`:
+//!
+//! 1. any `E: Into<TaskError>` for a task (every `std::error::Error + Send + Sync + 'static`),
+//!    any `E: Into<WorkflowError>` for a workflow ([`Error`](crate::Error), [`StepError`],
+//!    [`ChildError`], [`WorkflowError`]): the conversion the type itself defines;
+//! 2. otherwise any `E: Into<Box<dyn std::error::Error + Send + Sync>>`: `anyhow::Error`,
+//!    `eyre::Report`, `Box<dyn Error + Send + Sync>`, `String`, `&'static str`. The message is
+//!    the error and its sources (`context: cause`); a task's attempt fails retryably, as with
+//!    any other error, and a workflow fails, or is cancelled when the chain holds a cancelled
+//!    step or child (an `anyhow::Error` is asked for its chain: boxing it would hide its root
+//!    error's type).
+//!
+//! Neither `anyhow::Error` nor a boxed error can take the first path: a
+//! `From<anyhow::Error> for TaskError` would overlap the blanket conversion from every
+//! `std::error::Error`. So the macros choose by method resolution on a reference to a
+//! [`BodyError`]: the first kind's trait is implemented for `&BodyError<E>` and is found
+//! before auto-dereferencing reaches the second kind's, implemented for `BodyError<E>`.
+
+use std::any::Any;
+use std::cell::Cell;
+use std::error::Error as StdError;
+
+use magrathea_core::{RunStatus, TaskError, WorkflowError};
+
+use crate::error::with_sources;
+use crate::{ChildError, Error, StepError};
+
+/// A boxed error of a body.
+type Boxed = Box<dyn StdError + Send + Sync + 'static>;
+
+/// The error a body returned, on its way to the engine's error type.
+pub struct BodyError<E>(Cell<Option<E>>);
+
+impl<E> std::fmt::Debug for BodyError<E> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("BodyError")
+    }
+}
+
+impl<E> BodyError<E> {
+    /// Holds `error` for one conversion.
+    pub fn new(error: E) -> Self {
+        Self(Cell::new(Some(error)))
+    }
+
+    fn take(&self) -> E {
+        self.0
+            .take()
+            .expect("a body's error is converted once, right after it is returned")
+    }
+}
+
+/// A task body's error that converts into [`TaskError`] itself.
+pub trait TaskErrorViaInto {
+    /// The task error.
+    fn task_error(&self) -> TaskError;
+}
+
+impl<E: Into<TaskError>> TaskErrorViaInto for &BodyError<E> {
+    fn task_error(&self) -> TaskError {
+        self.take().into()
+    }
+}
+
+/// A task body's error that converts into a boxed error (`anyhow::Error`, `String`, …).
+pub trait TaskErrorViaBox {
+    /// The task error: retryable, with the error's message and its sources.
+    fn task_error(&self) -> TaskError;
+}
+
+impl<E: Into<Boxed>> TaskErrorViaBox for BodyError<E> {
+    fn task_error(&self) -> TaskError {
+        let boxed: Boxed = self.take().into();
+        TaskError::retryable(with_sources(boxed.as_ref()))
+    }
+}
+
+/// A workflow body's error that converts into [`WorkflowError`] itself.
+pub trait WorkflowErrorViaInto {
+    /// The workflow error.
+    fn workflow_error(&self) -> WorkflowError;
+}
+
+impl<E: Into<WorkflowError>> WorkflowErrorViaInto for &BodyError<E> {
+    fn workflow_error(&self) -> WorkflowError {
+        self.take().into()
+    }
+}
+
+/// A workflow body's error that converts into a boxed error (`anyhow::Error`, `String`, …).
+pub trait WorkflowErrorViaBox {
+    /// The workflow error: the run fails with the error's message and its sources, or is
+    /// cancelled when the chain holds a cancelled step or child.
+    fn workflow_error(&self) -> WorkflowError;
+}
+
+impl<E: Into<Boxed> + 'static> WorkflowErrorViaBox for BodyError<E> {
+    fn workflow_error(&self) -> WorkflowError {
+        let mut slot = Some(self.take());
+        // `anyhow::Error` shows its root error and each context as the chain it keeps.
+        if let Some(error) = (&mut slot as &mut dyn Any)
+            .downcast_mut::<Option<anyhow::Error>>()
+            .and_then(Option::take)
+        {
+            return anyhow_workflow_error(error);
+        }
+        let boxed: Boxed = slot
+            .take()
+            .map(Into::into)
+            .expect("the error is in the slot");
+        boxed_workflow_error(boxed)
+    }
+}
+
+/// The end of a run whose code stopped on an `anyhow::Error`.
+fn anyhow_workflow_error(error: anyhow::Error) -> WorkflowError {
+    let error = match error.downcast::<WorkflowError>() {
+        Ok(e) => return e,
+        Err(other) => other,
+    };
+    let error = match error.downcast::<StepError>() {
+        Ok(e) => return e.into(),
+        Err(other) => other,
+    };
+    let error = match error.downcast::<ChildError>() {
+        Ok(e) => return e.into(),
+        Err(other) => other,
+    };
+    let message = format!("{error:#}");
+    if error.chain().any(cancelling) {
+        Error::cancelled(message).into_workflow_error()
+    } else {
+        Error::failed(message).into_workflow_error()
+    }
+}
+
+/// The end of a run whose code stopped on `boxed`.
+fn boxed_workflow_error(boxed: Boxed) -> WorkflowError {
+    let boxed = match boxed.downcast::<WorkflowError>() {
+        Ok(e) => return *e,
+        Err(other) => other,
+    };
+    let boxed = match boxed.downcast::<StepError>() {
+        Ok(e) => return (*e).into(),
+        Err(other) => other,
+    };
+    let boxed = match boxed.downcast::<ChildError>() {
+        Ok(e) => return (*e).into(),
+        Err(other) => other,
+    };
+    let message = with_sources(boxed.as_ref());
+    let mut chain = Some(boxed.as_ref() as &(dyn StdError + 'static));
+    let mut cancelled = false;
+    while let Some(e) = chain {
+        cancelled |= cancelling(e);
+        chain = e.source();
+    }
+    if cancelled {
+        Error::cancelled(message).into_workflow_error()
+    } else {
+        Error::failed(message).into_workflow_error()
+    }
+}
+
+/// Whether `error` is a cancelled step or child, or a cancelling end.
+fn cancelling(error: &(dyn StdError + 'static)) -> bool {
+    if let Some(step) = error.downcast_ref::<StepError>() {
+        return step.is_cancelled();
+    }
+    if let Some(child) = error.downcast_ref::<ChildError>() {
+        return child.status == RunStatus::Cancelled;
+    }
+    error
+        .downcast_ref::<WorkflowError>()
+        .is_some_and(|w| w.cancelled)
+}
