@@ -42,6 +42,9 @@ impl RedbStore {
         {
             if let Some(records) = generation.runs.get(&id) {
                 let first = records.partition_point(|(seq, _)| *seq < from_seq);
+                // Sized once: the filter below hides the count from `extend`, which would
+                // grow the vector by doubling.
+                recent.reserve(records.len() - first);
                 recent.extend(
                     records[first..]
                         .iter()
