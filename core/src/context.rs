@@ -7,8 +7,8 @@
 
 use std::collections::HashSet;
 use std::fmt;
-use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
-use std::sync::{Arc, Mutex, MutexGuard};
+use std::sync::atomic::Ordering;
+use std::sync::{Arc, MutexGuard};
 use std::task::Waker;
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
@@ -22,6 +22,8 @@ use crate::select::{NextCompleted, Select};
 use crate::step_future::StepFuture;
 use crate::task::{TaskError, TaskOptions, TaskRegistration};
 use crate::vocabulary::{Frontend, RunScope, TimerPurpose};
+
+pub(crate) use crate::link::{Link, lock};
 
 /// How a step ended, as fed to the code.
 #[derive(Debug, Clone)]
@@ -171,30 +173,6 @@ pub struct TaskCall {
     pub registration: Option<TaskRegistration>,
 }
 
-/// What a run's code and its driver share: the state under a lock, and what the driver reads
-/// after every poll without taking it.
-pub(crate) struct Link {
-    shared: Mutex<Shared>,
-    /// Set, under the lock, when the code left the driver something there: a command, a patch
-    /// conflict, a dropped step. The driver takes the lock after a poll only when it is set,
-    /// and clears it under the lock.
-    pub(crate) work: AtomicBool,
-    /// While replaying: the index in the journal of the next record the driver applies. The
-    /// driver sets it before it polls; replay's shortcut moves it past the records of the steps
-    /// it completes (under the lock, see [`Shared::task_from_journal`]).
-    pub(crate) replay_next: AtomicUsize,
-}
-
-impl Link {
-    pub(crate) fn new(shared: Shared) -> Self {
-        Self {
-            shared: Mutex::new(shared),
-            work: AtomicBool::new(false),
-            replay_next: AtomicUsize::new(0),
-        }
-    }
-}
-
 pub(crate) struct Shared {
     pub(crate) run_id: RunId,
     pub(crate) next_step: Step,
@@ -229,6 +207,9 @@ pub(crate) struct Shared {
     /// Patch markers the code asked about where the journal holds another marker: step, the
     /// journal's marker, the code's marker.
     pub(crate) patch_conflicts: Vec<(Step, String, String)>,
+    /// The first step the code made outside the driver's run of it (see
+    /// [`polls_here`](crate::engine::polls_here)); the driver blocks the run.
+    pub(crate) made_elsewhere: Option<Step>,
 }
 
 impl Shared {
@@ -251,6 +232,7 @@ impl Shared {
             deadline_fired: false,
             result_state: None,
             patch_conflicts: Vec::new(),
+            made_elsewhere: None,
         }
     }
 
@@ -308,10 +290,6 @@ impl fmt::Debug for WorkflowContext {
     }
 }
 
-pub(crate) fn lock(link: &Link) -> MutexGuard<'_, Shared> {
-    link.shared.lock().unwrap_or_else(|p| p.into_inner())
-}
-
 /// What a task step's future returns for its completion.
 pub(crate) fn task_resolution(r: Resolution) -> Result<Value, TaskError> {
     match r {
@@ -342,6 +320,9 @@ impl WorkflowContext {
         let mut s = self.lock();
         let step = s.next_step;
         s.next_step += 1;
+        if !crate::engine::polls_here(&self.shared) {
+            s.made_elsewhere.get_or_insert(step);
+        }
         s.commands.push(Command {
             step,
             kind,
@@ -349,7 +330,7 @@ impl WorkflowContext {
             hash,
             detail,
         });
-        self.shared.work.store(true, Ordering::Release);
+        self.shared.left_work();
         step
     }
 
@@ -460,11 +441,12 @@ impl WorkflowContext {
     }
 
     /// On replay, the step the code asks for when the journal completes it at once
-    /// ([`Shared::task_from_journal`]).
-    fn task_from_journal(
-        &self,
-        asked: TaskAsked<'_>,
-    ) -> Option<StepFuture<Result<Value, TaskError>>> {
+    /// ([`Shared::task_from_journal`]); only inside the driver's poll of the code
+    /// ([`polls_here`](crate::engine::polls_here)).
+    fn task_from_journal(&self, asked: TaskAsked) -> Option<StepFuture<Result<Value, TaskError>>> {
+        if !crate::engine::polls_here(&self.shared) {
+            return None;
+        }
         let mut s = self.lock();
         let at = self.shared.replay_next.load(Ordering::Acquire);
         let result = s.task_from_journal(at, asked)?;
@@ -676,7 +658,7 @@ impl WorkflowContext {
             Some(Some(name)) if name != marker => {
                 let mut s = self.lock();
                 s.patch_conflicts.push((step, name, marker));
-                self.shared.work.store(true, Ordering::Release);
+                self.shared.left_work();
                 return true;
             }
             _ => {}

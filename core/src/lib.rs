@@ -27,6 +27,7 @@ mod error;
 pub mod export;
 mod id;
 mod json_len;
+mod link;
 mod panic;
 mod record;
 mod replay;

@@ -5,7 +5,6 @@ use std::fmt;
 use std::future::Future;
 use std::pin::Pin;
 use std::sync::Arc;
-use std::sync::atomic::Ordering;
 use std::task::{Context as TaskCx, Poll};
 
 use serde_json::Value;
@@ -211,7 +210,7 @@ impl<T> Drop for StepFuture<T> {
             s.wakers.remove(&self.step);
             if s.resolved.remove(&self.step).is_none() && s.dropped.insert(self.step) {
                 s.newly_dropped.push(self.step);
-                shared.work.store(true, Ordering::Release);
+                shared.left_work();
             }
         }
     }

@@ -117,9 +117,34 @@ async fn join_order(ctx: Context, n: u64) -> Result<Vec<String>, WorkflowError> 
     }
 }
 
+/// Makes steps from a clone of its context in a task of its own, on whatever thread the
+/// runtime picks, between steps of the workflow's own future: a mistake, since replay cannot
+/// place such steps in order.
+#[workflow]
+async fn steps_elsewhere(ctx: Context, n: u64) -> Result<u64, WorkflowError> {
+    let first = ctx.task(plain, 0).await?;
+    let elsewhere = ctx.clone();
+    let spawned = tokio::spawn(async move {
+        let mut sum = 0;
+        for i in 0..n {
+            sum += elsewhere.task(plain, i).await?;
+        }
+        Ok::<_, StepError>(sum)
+    });
+    let sum = spawned
+        .await
+        .map_err(|e| WorkflowError::failed(e.to_string()))??;
+    let last = ctx.task(plain, sum).await?;
+    match ctx.gate(Gate::approval("go on?").into_spec()).await {
+        GateOutcome::Answered(_) => Ok(first + last),
+        other => Err(WorkflowError::failed(format!("{other:?}"))),
+    }
+}
+
 fn builder(db: &Path) -> EngineBuilder {
     Engine::builder()
         .path(db)
+        .workflow(steps_elsewhere)
         .workflow(many_shapes)
         .workflow(join_order)
         .workflow(sleeper)
@@ -398,4 +423,47 @@ fn a_replayed_step_completes_in_a_later_poll_than_the_one_that_made_it_as_live()
         Some(json!(["other branch", "task Ok(5)"])),
         "the replayed run saw its branches in the order the live run did"
     );
+}
+
+#[test]
+fn a_step_made_from_a_context_clone_in_a_spawned_task_blocks_the_run_clearly() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = dir.path().join("journal.redb");
+    let blocked = |view: &magrathea::RunView| {
+        assert_eq!(view.status, RunStatus::Blocked, "{view:?}");
+        let reason = view.reason.as_deref().unwrap_or_default();
+        assert!(
+            reason.contains("[MAG-WF002]") && reason.contains("step 1"),
+            "{reason}"
+        );
+    };
+    let (run, before) = incarnation(&db, async |engine: Engine| {
+        let run = engine.start(steps_elsewhere, 5).await.unwrap().id();
+        let view = tokio::time::timeout(Duration::from_secs(10), engine.wait(run))
+            .await
+            .expect("the run stops instead of waiting forever for the spawned task's step")
+            .unwrap();
+        blocked(&view);
+        (run, engine.journal(run).unwrap())
+    });
+    assert_eq!(
+        count(&before, |r| matches!(
+            r,
+            Record::TaskStarted { step: 1, .. }
+        )),
+        0,
+        "the step made elsewhere is not journaled"
+    );
+    assert_eq!(
+        count(&before, |r| matches!(r, Record::TaskResult { .. })),
+        1
+    );
+    // Replayed by the next engine, the same code stops at the same step.
+    let view = incarnation(&db, async move |engine: Engine| {
+        tokio::time::timeout(Duration::from_secs(10), engine.wait_settled(run))
+            .await
+            .expect("the replayed run settles")
+            .unwrap()
+    });
+    blocked(&view);
 }

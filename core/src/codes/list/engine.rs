@@ -145,6 +145,11 @@ pub(super) const CODES: &[ErrorCode] = &[
         remedy: "Fix the code and reopen the engine; the run replays from its journal.",
     },
     ErrorCode {
+        code: "MAG-WF002",
+        meaning: "The workflow code made a step (a task, timer, gate, …) from a clone of its context outside the workflow's own future: in a `tokio::spawn`ed task or on another thread. Replay runs the code inside the driver's polls and cannot place such a step in order, so the run is BLOCKED before the step is journaled.",
+        remedy: "Make every step from the workflow's body and use `join`/`select` (or `futures::join!`) for concurrency; reopen the engine and the run resumes from its journal.",
+    },
+    ErrorCode {
         code: "MAG-RP001",
         meaning: "A journal file for a replay test cannot be read.",
         remedy: "Check the path; export the journal with `magrathea journal RUN --export FILE`.",

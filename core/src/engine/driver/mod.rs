@@ -98,6 +98,8 @@ struct WakeFlag {
 thread_local! {
     /// The wake flag of the driver that polls its code on this thread, while it does.
     static POLLING: std::cell::Cell<*const WakeFlag> = const { std::cell::Cell::new(std::ptr::null()) };
+    /// The shared state of the run whose code that driver polls.
+    static POLLED_RUN: std::cell::Cell<*const Link> = const { std::cell::Cell::new(std::ptr::null()) };
 }
 
 /// Marks the driver of `WakeFlag` as polling its code on this thread, until dropped (a
@@ -114,6 +116,30 @@ impl Drop for PollingHere {
     fn drop(&mut self) {
         POLLING.with(|p| p.set(self.0));
     }
+}
+
+/// Marks the driver as running the code of the run of `Link` on this thread (making its
+/// future, polling it), until dropped (a panic included). See [`polls_here`].
+pub(super) struct CodeHere(*const Link);
+
+impl CodeHere {
+    pub(super) fn enter(link: &Arc<Link>) -> Self {
+        Self(POLLED_RUN.with(|p| p.replace(Arc::as_ptr(link))))
+    }
+}
+
+impl Drop for CodeHere {
+    fn drop(&mut self) {
+        POLLED_RUN.with(|p| p.set(self.0));
+    }
+}
+
+/// Whether the driver runs the code of the run of `link` on this thread: it is making the
+/// workflow's future or polling it. Steps are made only there: a step made from a clone of the
+/// context elsewhere (a spawned task, another thread) has no place in the order replay
+/// follows, and blocks the run (`MAG-WF002`).
+pub(crate) fn polls_here(link: &Arc<Link>) -> bool {
+    POLLED_RUN.with(std::cell::Cell::get) == Arc::as_ptr(link)
 }
 
 impl Wake for WakeFlag {
@@ -212,12 +238,15 @@ impl Driver {
             polling: AtomicBool::new(false),
             notify: Notify::new(),
         });
+        let waker = Waker::from(wake.clone());
+        let shared = Arc::new(Link::new(Shared::new(run_id, task_names)));
+        shared.set_driver(waker.clone());
         Self {
             engine,
             run_id,
             rx,
-            shared: Arc::new(Link::new(Shared::new(run_id, task_names))),
-            waker: Waker::from(wake.clone()),
+            shared,
+            waker,
             wake,
             future: None,
             start: None,
@@ -403,9 +432,11 @@ impl Driver {
             return;
         }
         self.wake.polling.store(true, Ordering::SeqCst);
+        let code = CodeHere::enter(&self.shared);
         let polling = PollingHere::enter(&self.wake);
         self.poll_while_woken();
         drop(polling);
+        drop(code);
         self.wake.polling.store(false, Ordering::SeqCst);
         if self.replay.as_ref().is_some_and(|c| c.replayed) {
             self.take_replayed_tasks();
@@ -514,7 +545,21 @@ impl Driver {
                     journaled.push((i, last));
                 }
             }
-            s.patch_conflicts.pop()
+            match s.made_elsewhere.take() {
+                Some(step) => Err(step),
+                None => Ok(s.patch_conflicts.pop()),
+            }
+        };
+        let conflict = match conflict {
+            Ok(conflict) => conflict,
+            Err(step) => {
+                commands.clear();
+                self.command_buf = commands;
+                journaled.clear();
+                self.journaled_buf = journaled;
+                self.block(made_elsewhere(step));
+                return;
+            }
         };
         if let Some((step, journal, code)) = conflict {
             let strip = |m: &str| m.trim_start_matches("patch:").to_string();
@@ -674,4 +719,15 @@ impl Driver {
 /// Whether a delivery to a run this process cannot drive is refused with this error.
 pub(crate) fn unsupported(run: RunId) -> DeliverError {
     DeliverError::Unsupported(run)
+}
+
+/// Why a run whose code made step `step` outside the driver's run of its code is blocked.
+fn made_elsewhere(step: Step) -> String {
+    format!(
+        "[MAG-WF002] the workflow code made step {step} outside the workflow's own future (from \
+         a clone of its context in a spawned task or on another thread), where replay cannot \
+         place it in order. Make every step from the workflow's body (join or select its \
+         futures for concurrency), then reopen the engine: the run resumes from its journal \
+         (or cancel the run)"
+    )
 }

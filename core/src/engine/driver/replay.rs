@@ -30,6 +30,8 @@ fn warned() -> &'static Mutex<HashSet<String>> {
 impl Driver {
     pub(super) fn instantiate(&mut self, start: &StartRecord) -> Result<(), Unrunnable> {
         let ctx = WorkflowContext::new(self.shared.clone());
+        // Making the future runs code (a registration's closure) that may make steps.
+        let _code = super::CodeHere::enter(&self.shared);
         let fut = if start.frontend == "code" {
             if self.engine.workflows.is_empty() {
                 return Err(Unrunnable::NoFrontend(start.frontend.to_string()));
