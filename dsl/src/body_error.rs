@@ -116,51 +116,40 @@ impl<E: Into<Boxed> + 'static> WorkflowErrorViaBox for BodyError<E> {
 
 /// The end of a run whose code stopped on an `anyhow::Error`.
 fn anyhow_workflow_error(error: anyhow::Error) -> WorkflowError {
-    let error = match error.downcast::<WorkflowError>() {
-        Ok(e) => return e,
-        Err(other) => other,
-    };
-    let error = match error.downcast::<StepError>() {
-        Ok(e) => return e.into(),
-        Err(other) => other,
-    };
-    let error = match error.downcast::<ChildError>() {
-        Ok(e) => return e.into(),
-        Err(other) => other,
-    };
-    let message = format!("{error:#}");
-    if error.chain().any(cancelling) {
-        Error::cancelled(message).into_workflow_error()
-    } else {
-        Error::failed(message).into_workflow_error()
-    }
+    end_of(error.chain(), || format!("{error:#}"))
 }
 
 /// The end of a run whose code stopped on `boxed`.
 fn boxed_workflow_error(boxed: Boxed) -> WorkflowError {
-    let boxed = match boxed.downcast::<WorkflowError>() {
-        Ok(e) => return *e,
-        Err(other) => other,
-    };
-    let boxed = match boxed.downcast::<StepError>() {
-        Ok(e) => return (*e).into(),
-        Err(other) => other,
-    };
-    let boxed = match boxed.downcast::<ChildError>() {
-        Ok(e) => return (*e).into(),
-        Err(other) => other,
-    };
-    let message = with_sources(boxed.as_ref());
-    let mut chain = Some(boxed.as_ref() as &(dyn StdError + 'static));
-    let mut cancelled = false;
-    while let Some(e) = chain {
-        cancelled |= cancelling(e);
-        chain = e.source();
+    let top: &(dyn StdError + 'static) = boxed.as_ref();
+    end_of(std::iter::successors(Some(top), |e| (*e).source()), || {
+        with_sources(top)
+    })
+}
+
+/// The end of a run whose code stopped on an error whose chain, outermost first, is `chain`:
+/// a bare end, step error or child error converts as it always does; anything else fails the
+/// run with `message`, or cancels it when the chain holds a cancelled step or child.
+fn end_of<'e>(
+    chain: impl Iterator<Item = &'e (dyn StdError + 'static)>,
+    message: impl FnOnce() -> String,
+) -> WorkflowError {
+    let chain: Vec<_> = chain.collect();
+    if let Some(top) = chain.first() {
+        if let Some(end) = top.downcast_ref::<WorkflowError>() {
+            return end.clone();
+        }
+        if let Some(step) = top.downcast_ref::<StepError>() {
+            return step.clone().into();
+        }
+        if let Some(child) = top.downcast_ref::<ChildError>() {
+            return child.clone().into();
+        }
     }
-    if cancelled {
-        Error::cancelled(message).into_workflow_error()
+    if chain.into_iter().any(cancelling) {
+        Error::cancelled(message()).into_workflow_error()
     } else {
-        Error::failed(message).into_workflow_error()
+        Error::failed(message()).into_workflow_error()
     }
 }
 

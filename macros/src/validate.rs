@@ -26,7 +26,8 @@ pub(crate) struct FnDef<'a> {
     pub(crate) input: Option<&'a PatType>,
     /// `T` of the returned `Result<T, E>`; `None` only after an error.
     pub(crate) output: Option<&'a Type>,
-    /// `E` of the returned `Result<T, E>`; `None` only after an error.
+    /// `E` of the returned `Result<T, E>` (the whole return type for a one-argument alias such
+    /// as `anyhow::Result<T>`, where the error is the alias's); `None` only after an error.
     pub(crate) error: Option<&'a Type>,
 }
 
