@@ -18,13 +18,12 @@
 //! [`BodyError`]: the first kind's trait is implemented for `&BodyError<E>` and is found
 //! before auto-dereferencing reaches the second kind's, implemented for `BodyError<E>`.
 
-use std::any::Any;
 use std::cell::Cell;
 use std::error::Error as StdError;
 
-use magrathea_core::{RunStatus, TaskError, WorkflowError};
+use magrathea_core::{TaskError, WorkflowError};
 
-use crate::error::with_sources;
+use crate::error::{take, with_sources};
 use crate::{ChildError, Error, StepError};
 
 /// A boxed error of a body.
@@ -100,68 +99,45 @@ impl<E: Into<Boxed> + 'static> WorkflowErrorViaBox for BodyError<E> {
     fn workflow_error(&self) -> WorkflowError {
         let mut slot = Some(self.take());
         // `anyhow::Error` shows its root error and each context as the chain it keeps.
-        if let Some(error) = (&mut slot as &mut dyn Any)
-            .downcast_mut::<Option<anyhow::Error>>()
-            .and_then(Option::take)
-        {
-            return anyhow_workflow_error(error);
+        if let Some(error) = take::<anyhow::Error, E>(&mut slot) {
+            return end_of(error.chain(), || format!("{error:#}"));
         }
         let boxed: Boxed = slot
             .take()
             .map(Into::into)
             .expect("the error is in the slot");
-        boxed_workflow_error(boxed)
+        let top: &(dyn StdError + 'static) = boxed.as_ref();
+        end_of(std::iter::successors(Some(top), |e| (*e).source()), || {
+            with_sources(top)
+        })
     }
-}
-
-/// The end of a run whose code stopped on an `anyhow::Error`.
-fn anyhow_workflow_error(error: anyhow::Error) -> WorkflowError {
-    end_of(error.chain(), || format!("{error:#}"))
-}
-
-/// The end of a run whose code stopped on `boxed`.
-fn boxed_workflow_error(boxed: Boxed) -> WorkflowError {
-    let top: &(dyn StdError + 'static) = boxed.as_ref();
-    end_of(std::iter::successors(Some(top), |e| (*e).source()), || {
-        with_sources(top)
-    })
 }
 
 /// The end of a run whose code stopped on an error whose chain, outermost first, is `chain`:
 /// a bare end, step error or child error converts as it always does; anything else fails the
-/// run with `message`, or cancels it when the chain holds a cancelled step or child.
+/// run with `message`, or cancels it when the chain holds an error that would.
 fn end_of<'e>(
-    chain: impl Iterator<Item = &'e (dyn StdError + 'static)>,
+    mut chain: impl Iterator<Item = &'e (dyn StdError + 'static)>,
     message: impl FnOnce() -> String,
 ) -> WorkflowError {
-    let chain: Vec<_> = chain.collect();
-    if let Some(top) = chain.first() {
-        if let Some(end) = top.downcast_ref::<WorkflowError>() {
-            return end.clone();
-        }
-        if let Some(step) = top.downcast_ref::<StepError>() {
-            return step.clone().into();
-        }
-        if let Some(child) = top.downcast_ref::<ChildError>() {
-            return child.clone().into();
-        }
+    let top = chain.next();
+    if let Some(end) = top.and_then(known_end) {
+        return end;
     }
-    if chain.into_iter().any(cancelling) {
+    let cancelled = chain.any(|e| known_end(e).is_some_and(|end| end.cancelled));
+    if cancelled {
         Error::cancelled(message()).into_workflow_error()
     } else {
         Error::failed(message()).into_workflow_error()
     }
 }
 
-/// Whether `error` is a cancelled step or child, or a cancelling end.
-fn cancelling(error: &(dyn StdError + 'static)) -> bool {
-    if let Some(step) = error.downcast_ref::<StepError>() {
-        return step.is_cancelled();
-    }
-    if let Some(child) = error.downcast_ref::<ChildError>() {
-        return child.status == RunStatus::Cancelled;
-    }
+/// The end `error` makes by its own conversion, when it is one of the errors that say how a
+/// run ends: a [`WorkflowError`], a [`StepError`] or a [`ChildError`].
+fn known_end(error: &(dyn StdError + 'static)) -> Option<WorkflowError> {
     error
         .downcast_ref::<WorkflowError>()
-        .is_some_and(|w| w.cancelled)
+        .cloned()
+        .or_else(|| error.downcast_ref::<StepError>().cloned().map(Into::into))
+        .or_else(|| error.downcast_ref::<ChildError>().cloned().map(Into::into))
 }

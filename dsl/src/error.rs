@@ -215,7 +215,7 @@ impl From<Error> for WorkflowError {
 }
 
 /// Moves the value out of `slot` if it is a `T`.
-fn take<T: 'static, E: 'static>(slot: &mut Option<E>) -> Option<T> {
+pub(crate) fn take<T: 'static, E: 'static>(slot: &mut Option<E>) -> Option<T> {
     (slot as &mut dyn Any)
         .downcast_mut::<Option<T>>()
         .and_then(Option::take)
