@@ -208,7 +208,7 @@ pub(crate) struct Shared {
     /// journal's marker, the code's marker.
     pub(crate) patch_conflicts: Vec<(Step, String, String)>,
     /// The first step the code made outside the driver's run of it (see
-    /// [`polls_here`](crate::engine::polls_here)); the driver blocks the run.
+    /// [`code_runs_here`](crate::engine::code_runs_here)); the driver blocks the run.
     pub(crate) made_elsewhere: Option<Step>,
 }
 
@@ -320,7 +320,7 @@ impl WorkflowContext {
         let mut s = self.lock();
         let step = s.next_step;
         s.next_step += 1;
-        if !crate::engine::polls_here(&self.shared) {
+        if !crate::engine::code_runs_here(&self.shared) {
             s.made_elsewhere.get_or_insert(step);
         }
         s.commands.push(Command {
@@ -442,9 +442,9 @@ impl WorkflowContext {
 
     /// On replay, the step the code asks for when the journal completes it at once
     /// ([`Shared::task_from_journal`]); only inside the driver's poll of the code
-    /// ([`polls_here`](crate::engine::polls_here)).
+    /// ([`code_runs_here`](crate::engine::code_runs_here)).
     fn task_from_journal(&self, asked: TaskAsked) -> Option<StepFuture<Result<Value, TaskError>>> {
-        if !crate::engine::polls_here(&self.shared) {
+        if !crate::engine::code_runs_here(&self.shared) {
             return None;
         }
         let mut s = self.lock();

@@ -43,7 +43,7 @@ impl Link {
     /// something else woke it.
     pub(crate) fn left_work(self: &Arc<Self>) {
         self.work.store(true, Ordering::Release);
-        if !crate::engine::polls_here(self)
+        if !crate::engine::code_runs_here(self)
             && let Some(driver) = self.driver.get()
         {
             driver.wake_by_ref();

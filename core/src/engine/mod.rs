@@ -3,7 +3,7 @@
 mod builder;
 mod control;
 mod driver;
-pub(crate) use driver::polls_here;
+pub(crate) use driver::code_runs_here;
 mod failed_runs;
 mod heap;
 mod inbox;

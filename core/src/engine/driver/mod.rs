@@ -98,7 +98,8 @@ struct WakeFlag {
 thread_local! {
     /// The wake flag of the driver that polls its code on this thread, while it does.
     static POLLING: std::cell::Cell<*const WakeFlag> = const { std::cell::Cell::new(std::ptr::null()) };
-    /// The shared state of the run whose code that driver polls.
+    /// The shared state of the run whose code the driver runs on this thread (making its
+    /// future, polling it), while it does.
     static POLLED_RUN: std::cell::Cell<*const Link> = const { std::cell::Cell::new(std::ptr::null()) };
 }
 
@@ -119,7 +120,7 @@ impl Drop for PollingHere {
 }
 
 /// Marks the driver as running the code of the run of `Link` on this thread (making its
-/// future, polling it), until dropped (a panic included). See [`polls_here`].
+/// future, polling it), until dropped (a panic included). See [`code_runs_here`].
 pub(super) struct CodeHere(*const Link);
 
 impl CodeHere {
@@ -138,7 +139,7 @@ impl Drop for CodeHere {
 /// workflow's future or polling it. Steps are made only there: a step made from a clone of the
 /// context elsewhere (a spawned task, another thread) has no place in the order replay
 /// follows, and blocks the run (`MAG-WF002`).
-pub(crate) fn polls_here(link: &Arc<Link>) -> bool {
+pub(crate) fn code_runs_here(link: &Arc<Link>) -> bool {
     POLLED_RUN.with(std::cell::Cell::get) == Arc::as_ptr(link)
 }
 
