@@ -3,7 +3,7 @@
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
-use crate::settings_cache::SettingsCache;
+use crate::file_cache::FileCaches;
 
 /// A tenant and project: the scope of runs, documents and lanes.
 #[derive(Debug, Clone, PartialEq, Eq, Hash)]
@@ -126,8 +126,9 @@ pub struct DocumentSource {
     /// Shared by the clones (a server clones its state, and with it this, per request).
     root: Arc<Path>,
     served: bool,
-    /// Parsed settings files, shared by the clones of this source.
-    settings: Arc<SettingsCache>,
+    /// Parsed settings files and read workflow documents, shared by the clones of this
+    /// source.
+    files: Arc<FileCaches>,
 }
 
 /// The longest name of a document, a tenant or a project, in bytes: `<name>.yaml` stays
@@ -156,7 +157,7 @@ impl DocumentSource {
         Self {
             root: Arc::from(root.into()),
             served: false,
-            settings: Arc::default(),
+            files: Arc::default(),
         }
     }
 
@@ -210,7 +211,7 @@ impl DocumentSource {
             Self {
                 root: Arc::from(root),
                 served: false,
-                settings: Arc::default(),
+                files: Arc::default(),
             },
             Scope::new(tenant, project),
         )
@@ -247,7 +248,7 @@ impl DocumentSource {
             .join(&file);
         let tenant = self.tenant_dir(scope).join("_vance").join(kind).join(&file);
         for path in [&project, &tenant] {
-            match std::fs::read_to_string(path) {
+            match self.files.document(path) {
                 Ok(text) => return Ok((path.clone(), text)),
                 Err(e) if e.kind() == std::io::ErrorKind::NotFound => continue,
                 Err(e) => {
@@ -353,13 +354,13 @@ impl DocumentSource {
     /// documents API cannot write this file: it belongs to the tenant's administrator.
     pub fn tenant_settings(&self, scope: &Scope) -> super::settings::TenantSettings {
         let path = self.tenant_dir(scope).join("_vance").join("settings.yaml");
-        self.settings.tenant(&path)
+        self.files.tenant(&path)
     }
 
     /// The project's settings (`_vance/settings.yaml`), or defaults.
     pub fn settings(&self, scope: &Scope) -> super::settings::ProjectSettings {
         let path = self.project_dir(scope).join("_vance").join("settings.yaml");
-        self.settings.project(&path)
+        self.files.project(&path)
     }
 }
 

@@ -57,10 +57,10 @@ mod call;
 mod documents;
 pub mod egress;
 mod executors;
+mod file_cache;
 mod lanes;
 pub mod policy;
 mod settings;
-mod settings_cache;
 
 #[cfg(feature = "agent")]
 pub mod agent;

@@ -1,28 +1,32 @@
-//! Settings files, parsed once and kept while the file is unchanged.
+//! Settings files and workflow documents, read once and kept while the file is unchanged.
 //!
 //! A start reads the tenant's settings several times (its bounds, its execution policy, its
-//! shell defaults) and the project's once or twice; reading and parsing the YAML each time
-//! cost more than the rest of a start's own work. Each use still looks at the file (one
-//! `stat`): a file whose length, modification time, inode or change time differs is read
-//! again, so an edit applies to the next start as it did before.
+//! shell defaults), the project's once or twice, and the workflow's document once; reading
+//! and parsing them each time cost more than the rest of a start's own work. Each use still
+//! looks at the file (one `stat`): a file whose length, modification time, inode or change
+//! time differs is read again, so an edit applies to the next start as it did before.
 //!
 //! File times are coarse (a few milliseconds), so two writes in a row can leave the same
 //! stamp; a file modified less than [`SETTLE`] before it was read is not kept and is read again
 //! at each use until it is older (the approach git takes with its index). Missing files are
-//! not kept either (they cost the defaults and a failed `stat`), and at most [`MAX_FILES`]
-//! files are: a request naming many scopes cannot grow the cache without bound.
+//! not kept either (they cost the defaults, or the cascade's next place, and a failed `stat`),
+//! nor are files that fail to read. At most [`MAX_FILES`] files of [`MAX_BYTES`] in all are
+//! kept per kind: a request naming many scopes or documents cannot grow a cache without bound.
 
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
-use std::sync::{Mutex, PoisonError};
+use std::sync::{Arc, Mutex, PoisonError};
 use std::time::{Duration, SystemTime};
 
 use crate::settings::{ProjectSettings, TenantSettings};
 
 /// How long before its reading a file must have been last modified to be kept.
 pub(crate) const SETTLE: Duration = Duration::from_secs(2);
-/// The most files kept per kind of settings; past it the cache starts over.
+/// The most files kept per kind; past it the cache starts over.
 pub(crate) const MAX_FILES: usize = 4_096;
+/// The most bytes (by the files' lengths) kept per kind; past it the cache starts over. A
+/// file longer than a quarter of it is not kept.
+pub(crate) const MAX_BYTES: u64 = 32 << 20;
 
 /// What identifies one version of a file without reading it.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -61,13 +65,31 @@ impl Stamp {
 /// Parsed files of one kind, by path.
 #[derive(Debug)]
 struct FileCache<T> {
-    files: Mutex<HashMap<PathBuf, (Stamp, T)>>,
+    files: Mutex<Kept<T>>,
+}
+
+/// The files a [`FileCache`] keeps, and their length in all.
+#[derive(Debug)]
+struct Kept<T> {
+    by_path: HashMap<PathBuf, (Stamp, T)>,
+    bytes: u64,
+}
+
+impl<T> Kept<T> {
+    fn remove(&mut self, path: &Path) {
+        if let Some((stamp, _)) = self.by_path.remove(path) {
+            self.bytes -= stamp.len;
+        }
+    }
 }
 
 impl<T> Default for FileCache<T> {
     fn default() -> Self {
         Self {
-            files: Mutex::new(HashMap::new()),
+            files: Mutex::new(Kept {
+                by_path: HashMap::new(),
+                bytes: 0,
+            }),
         }
     }
 }
@@ -75,6 +97,14 @@ impl<T> Default for FileCache<T> {
 impl<T: Clone> FileCache<T> {
     /// The parsed file at `path`: kept if its stamp is unchanged, else `read(path)`.
     fn get(&self, path: &Path, read: impl FnOnce(&Path) -> T) -> T {
+        match self.try_get(path, |p| Ok::<_, std::convert::Infallible>(read(p))) {
+            Ok(value) => value,
+            Err(never) => match never {},
+        }
+    }
+
+    /// [`FileCache::get`] for a `read` that may fail; a failure is not kept.
+    fn try_get<E>(&self, path: &Path, read: impl FnOnce(&Path) -> Result<T, E>) -> Result<T, E> {
         let stamp = std::fs::metadata(path)
             .ok()
             .filter(|m| m.is_file())
@@ -85,22 +115,29 @@ impl<T: Clone> FileCache<T> {
             drop(files);
             return read(path);
         };
-        if let Some((kept, value)) = files.get(path)
+        if let Some((kept, value)) = files.by_path.get(path)
             && *kept == stamp
         {
-            return value.clone();
+            return Ok(value.clone());
         }
         drop(files);
         let read_at = SystemTime::now();
-        let value = read(path);
-        if stamp.settled(read_at) {
+        // Read after the stamp was taken: what is kept is at least as new as its stamp, and a
+        // later write changes the stamp.
+        let value = read(path)?;
+        if stamp.settled(read_at) && stamp.len <= MAX_BYTES / 4 {
             let mut files = self.files.lock().unwrap_or_else(PoisonError::into_inner);
-            if files.len() >= MAX_FILES && !files.contains_key(path) {
-                files.clear();
+            files.remove(path);
+            if files.by_path.len() >= MAX_FILES || files.bytes + stamp.len > MAX_BYTES {
+                files.by_path.clear();
+                files.bytes = 0;
             }
-            files.insert(path.to_path_buf(), (stamp, value.clone()));
+            files.bytes += stamp.len;
+            files
+                .by_path
+                .insert(path.to_path_buf(), (stamp, value.clone()));
         }
-        value
+        Ok(value)
     }
 
     #[cfg(test)]
@@ -108,18 +145,21 @@ impl<T: Clone> FileCache<T> {
         self.files
             .lock()
             .unwrap_or_else(PoisonError::into_inner)
+            .by_path
             .len()
     }
 }
 
-/// The settings files of a document tree, parsed (see the module docs).
+/// The settings files of a document tree, parsed, and its workflow documents (see the module
+/// docs).
 #[derive(Debug, Default)]
-pub(crate) struct SettingsCache {
+pub(crate) struct FileCaches {
     tenant: FileCache<TenantSettings>,
     project: FileCache<ProjectSettings>,
+    documents: FileCache<Arc<str>>,
 }
 
-impl SettingsCache {
+impl FileCaches {
     /// The tenant settings at `path` (defaults when it is missing or invalid).
     pub(crate) fn tenant(&self, path: &Path) -> TenantSettings {
         self.tenant.get(path, TenantSettings::read)
@@ -128,6 +168,13 @@ impl SettingsCache {
     /// The project settings at `path` (defaults when it is missing or invalid).
     pub(crate) fn project(&self, path: &Path) -> ProjectSettings {
         self.project.get(path, ProjectSettings::read)
+    }
+
+    /// The text of the document at `path`, as [`std::fs::read_to_string`] reads it.
+    pub(crate) fn document(&self, path: &Path) -> std::io::Result<String> {
+        self.documents
+            .try_get(path, |p| std::fs::read_to_string(p).map(Arc::from))
+            .map(|text| String::from(&*text))
     }
 }
 
@@ -218,12 +265,75 @@ mod tests {
     }
 
     #[test]
+    fn the_cache_holds_a_bounded_number_of_bytes_and_no_oversized_file() {
+        let dir = tempfile::tempdir().unwrap();
+        let (cache, count) = (FileCache::default(), Cell::new(0));
+        let big = dir.path().join("big.yaml");
+        std::fs::write(&big, vec![b'a'; (MAX_BYTES / 4 + 1) as usize]).unwrap();
+        age(&big, Duration::from_secs(60));
+        reads(&cache, &big, &count);
+        reads(&cache, &big, &count);
+        assert_eq!(
+            count.get(),
+            2,
+            "a file over a quarter of the budget is read each time"
+        );
+        assert_eq!(cache.len(), 0);
+
+        let quarter = vec![b'b'; (MAX_BYTES / 4) as usize];
+        for i in 0..6 {
+            let path = dir.path().join(format!("{i}.yaml"));
+            std::fs::write(&path, &quarter).unwrap();
+            age(&path, Duration::from_secs(60));
+            reads(&cache, &path, &count);
+            let kept = cache.files.lock().unwrap().bytes;
+            assert!(kept <= MAX_BYTES, "{kept} bytes kept");
+            assert!(cache.len() >= 1);
+        }
+    }
+
+    #[test]
+    fn a_failed_read_is_not_kept() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = settled_file(dir.path(), "doc.yaml");
+        let cache: FileCache<String> = FileCache::default();
+        let failed: Result<String, &str> = cache.try_get(&path, |_| Err("no access"));
+        assert_eq!(failed, Err("no access"));
+        assert_eq!(cache.len(), 0);
+        let read = cache.try_get(&path, |p| std::fs::read_to_string(p).map_err(|_| "unread"));
+        assert_eq!(read.as_deref(), Ok("a: 1\n"));
+        assert_eq!(cache.len(), 1);
+    }
+
+    #[test]
+    fn documents_are_kept_until_edited_and_missing_ones_say_not_found() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("flow.yaml");
+        std::fs::write(&path, "start: a\n").unwrap();
+        age(&path, Duration::from_secs(60));
+        let caches = FileCaches::default();
+        assert_eq!(caches.document(&path).unwrap(), "start: a\n");
+        assert_eq!(caches.document(&path).unwrap(), "start: a\n");
+        assert_eq!(caches.documents.len(), 1);
+        // A rewrite through a rename (how documents are saved) has another inode.
+        let next = dir.path().join("flow.yaml.new");
+        std::fs::write(&next, "start: b\n").unwrap();
+        age(&next, Duration::from_secs(60));
+        std::fs::rename(&next, &path).unwrap();
+        assert_eq!(caches.document(&path).unwrap(), "start: b\n");
+        std::fs::remove_file(&path).unwrap();
+        let missing = caches.document(&path).unwrap_err();
+        assert_eq!(missing.kind(), std::io::ErrorKind::NotFound);
+        assert_eq!(caches.documents.len(), 0);
+    }
+
+    #[test]
     fn tenant_settings_are_parsed_from_the_file_and_follow_its_edits() {
         let dir = tempfile::tempdir().unwrap();
         let path = dir.path().join("settings.yaml");
         std::fs::write(&path, "bounds:\n  maxJournalBytes: 7000\n").unwrap();
         age(&path, Duration::from_secs(60));
-        let cache = SettingsCache::default();
+        let cache = FileCaches::default();
         let scope = crate::Scope::new("acme", "shop");
         let limit = |s: TenantSettings| s.bounds.journal_bytes(&scope);
         assert_eq!(limit(cache.tenant(&path)), Some(7000));
