@@ -4,8 +4,13 @@
 //! (`MAG-HTTP-QUOTA`) and changes nothing; replacing a document counts its new size instead of
 //! its old one.
 //!
-//! The usage is counted when a write asks (a walk of `_vance/` that stops past the bounds):
-//! two writes at the same instant may both pass a bound by one document each.
+//! A write into a project that has no directory yet creates it, so the number of projects a
+//! tenant holds is bounded too: a write that would create one more than
+//! [`DocumentQuota::max_projects`] is refused the same way.
+//!
+//! The usage is counted when a write asks (a walk of `_vance/` that stops past the bounds, a
+//! listing of the tenant's directory): two writes at the same instant may both pass a bound by
+//! one document, or one project, each.
 
 use std::path::{Path, PathBuf};
 
@@ -21,13 +26,20 @@ pub const DEFAULT_MAX_DOCUMENTS: usize = 10_000;
 /// [`ServeConfig::document_quota`](crate::ServeConfig::document_quota) says otherwise.
 pub const DEFAULT_MAX_DOCUMENT_BYTES: u64 = 256 << 20;
 
-/// The bounds of one project's documents.
+/// Projects a tenant may hold (directories beside its `_tenant/`), unless
+/// [`ServeConfig::document_quota`](crate::ServeConfig::document_quota) says otherwise.
+pub const DEFAULT_MAX_PROJECTS: usize = 1_000;
+
+/// The bounds of one project's documents, and of the projects of one tenant.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct DocumentQuota {
     /// Most documents (files) under `_vance/`.
     pub max_documents: usize,
     /// Most bytes of them.
     pub max_bytes: u64,
+    /// Most projects of a tenant: a write that would create the directory of one more is
+    /// refused.
+    pub max_projects: usize,
 }
 
 impl Default for DocumentQuota {
@@ -35,6 +47,7 @@ impl Default for DocumentQuota {
         Self {
             max_documents: DEFAULT_MAX_DOCUMENTS,
             max_bytes: DEFAULT_MAX_DOCUMENT_BYTES,
+            max_projects: DEFAULT_MAX_PROJECTS,
         }
     }
 }
@@ -96,6 +109,43 @@ impl DocumentQuota {
         ))
     }
 
+    /// Whether a write into the project directory `project` keeps its tenant within
+    /// [`DocumentQuota::max_projects`]: a project that exists always passes; a new one passes
+    /// while the tenant's directory (`project`'s parent) holds fewer projects than the bound.
+    /// 507 `MAG-HTTP-QUOTA` naming the tenant (`tenant`) if not. Reads the disk: call it off
+    /// the runtime's threads.
+    pub(crate) fn check_project(&self, project: &Path, tenant: &str) -> Result<(), ApiError> {
+        if project.is_dir() {
+            return Ok(());
+        }
+        let projects = project.parent().map_or(0, |dir| {
+            std::fs::read_dir(dir).map_or(0, |entries| {
+                entries
+                    .flatten()
+                    .filter(|e| {
+                        let name = e.file_name();
+                        name != "_tenant" && !name.as_encoded_bytes().starts_with(b".")
+                    })
+                    .filter(|e| e.file_type().is_ok_and(|t| t.is_dir()))
+                    .take(self.max_projects)
+                    .count()
+            })
+        });
+        if projects < self.max_projects {
+            return Ok(());
+        }
+        Err(ApiError::new(
+            StatusCode::INSUFFICIENT_STORAGE,
+            "MAG-HTTP-QUOTA",
+            format!(
+                "[MAG-HTTP-QUOTA] tenant `{tenant}` may hold {} projects and holds as many: \
+                 this write would create another; write into an existing project, or remove \
+                 a project first",
+                self.max_projects
+            ),
+        ))
+    }
+
     /// The documents and bytes under `vance`, counted until both bounds are passed.
     /// Symbolic links are not followed (a link counts as nothing).
     fn usage(&self, vance: &Path) -> Usage {
@@ -138,6 +188,7 @@ mod tests {
         let quota = DocumentQuota {
             max_documents: 3,
             max_bytes: 300,
+            ..DocumentQuota::default()
         };
         let new = vance.join("workflows/b.yaml");
         assert!(

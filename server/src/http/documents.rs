@@ -276,15 +276,20 @@ pub(crate) async fn put(
         return Err(not_a_document());
     }
     let quota = state.document_quota;
-    let (vance, target, len, label) = (
+    let (project, vance, target, len, label) = (
+        state.docs().project_dir(&scope),
         vance_dir(&state, &scope),
         file.clone(),
         text.len() as u64,
         scope.key(),
     );
-    tokio::task::spawn_blocking(move || quota.check(&vance, &target, len, &label))
-        .await
-        .map_err(ApiError::internal)??;
+    let tenant = scope.tenant.clone();
+    tokio::task::spawn_blocking(move || {
+        quota.check_project(&project, &tenant)?;
+        quota.check(&vance, &target, len, &label)
+    })
+    .await
+    .map_err(ApiError::internal)??;
     let created = !file.exists();
     let (target, bytes) = (file.clone(), text.into_bytes());
     tokio::task::spawn_blocking(move || crate::atomic_write::write_atomically(&target, &bytes))

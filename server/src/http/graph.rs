@@ -117,6 +117,12 @@ pub(crate) async fn put(
     let states: Vec<String> = loaded.plan.states.iter().map(|s| s.name.clone()).collect();
     let layout = Layout::from_editor_graph(&body, &p.name, &states)?;
     let (path, label) = layout_file(&state, &scope, &p.name);
+    // A tenant's workflow seen from a project without a directory: the layout would create it.
+    let (quota, project) = (state.document_quota, state.docs().project_dir(&scope));
+    let tenant = scope.tenant.clone();
+    tokio::task::spawn_blocking(move || quota.check_project(&project, &tenant))
+        .await
+        .map_err(ApiError::internal)??;
     layout.write(&path, &label)?;
     Ok(Json(editor_graph::export(&loaded, Some(&layout))).into_response())
 }

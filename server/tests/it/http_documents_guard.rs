@@ -365,6 +365,7 @@ async fn a_project_holds_a_bounded_number_and_size_of_documents() {
         c.document_quota(DocumentQuota {
             max_documents: documents + 2,
             max_bytes: bytes + 1_000,
+            ..DocumentQuota::default()
         })
     })
     .await;
@@ -415,4 +416,74 @@ async fn a_project_holds_a_bounded_number_and_size_of_documents() {
         .await
         .unwrap();
     assert_eq!(r.status(), 201);
+}
+
+#[tokio::test]
+async fn a_tenant_holds_a_bounded_number_of_projects() {
+    use magrathea_server::http::doc_quota::DocumentQuota;
+    let probe = Server::start().await;
+    let projects = std::fs::read_dir(probe.root.join("acme"))
+        .unwrap()
+        .flatten()
+        .filter(|e| e.file_type().unwrap().is_dir() && e.file_name() != "_tenant")
+        .count();
+    drop(probe);
+    let s = Server::start_with(move |c| {
+        c.document_quota(DocumentQuota {
+            max_projects: projects + 1,
+            ..DocumentQuota::default()
+        })
+    })
+    .await;
+    // One more project may be created by writing into it.
+    let r = put(&s, "/brain/acme/project/new1/documents/notes/a.md", "# a\n")
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(r.status(), 201);
+
+    // The next new one is refused and nothing is created; existing projects still take writes.
+    let r = put(&s, "/brain/acme/project/new2/documents/notes/a.md", "# a\n")
+        .send()
+        .await
+        .unwrap();
+    let status = r.status().as_u16();
+    let body: Value = r.json().await.unwrap();
+    assert_eq!(
+        (status, body["error"]["code"].as_str()),
+        (507, Some("MAG-HTTP-QUOTA")),
+        "{body}"
+    );
+    assert!(
+        body["error"]["message"]
+            .as_str()
+            .unwrap()
+            .contains("tenant `acme`"),
+        "{body}"
+    );
+    assert!(!s.root.join("acme/new2").exists());
+    for path in [
+        "/brain/acme/project/new1/documents/notes/b.md",
+        &format!("{DOCS}/notes/b.md"),
+    ] {
+        let r = put(&s, path, "# b\n").send().await.unwrap();
+        assert_eq!(r.status(), 201, "{path}");
+    }
+
+    // A tenant's workflow seen from a project without a directory: storing its editor layout
+    // would create the project, and is refused too.
+    write(
+        &s.root.join("acme/_tenant/_vance/workflows/shared.yaml"),
+        "start: done\nstates:\n  done: { type: terminal, result: ok }\n",
+    );
+    let graph_path = "/brain/acme/project/new3/workflows/shared/graph";
+    let graph: Value = s.get_json(graph_path, Some(ACME)).await;
+    assert!(graph["nodes"].is_array(), "{graph}");
+    let r = auth(s.client.put(s.url(graph_path)), Some(ACME))
+        .json(&graph)
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(code(r).await, (507, "MAG-HTTP-QUOTA".into()));
+    assert!(!s.root.join("acme/new3").exists());
 }

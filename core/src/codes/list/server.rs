@@ -251,8 +251,8 @@ pub(super) const CODES: &[ErrorCode] = &[
     },
     ErrorCode {
         code: "MAG-HTTP-QUOTA",
-        meaning: "A document write would take the project past the documents or bytes it may hold under `_vance/` (10,000 documents and 256 MiB unless the server is configured otherwise); nothing was written.",
-        remedy: "Remove documents or drafts the project no longer needs, or ask the operator to raise the quota (`ServeConfig::document_quota`).",
+        meaning: "A document write would take the project past the documents or bytes it may hold under `_vance/` (10,000 documents and 256 MiB unless the server is configured otherwise), or would create a project of a tenant that holds as many projects as it may (1,000); nothing was written.",
+        remedy: "Remove documents or drafts the project no longer needs, write into an existing project, or ask the operator to raise the quota (`ServeConfig::document_quota`).",
     },
     ErrorCode {
         code: "MAG-HTTP-INVALID-ANSWER",
