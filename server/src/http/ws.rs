@@ -20,10 +20,14 @@
 //! A request that fails is answered `{type: "error", data: {request, code, message}}` with the
 //! codes of the REST routes (e.g. `MAG-HTTP-404` for a run of another project).
 //!
+//! A message the WebSocket layer cannot take ends the session with a close frame that says
+//! why: 1007 for a text message that is not UTF-8, 1009 for one over the request body's limit
+//! (1 MiB), 1002 for a frame that breaks the protocol.
+//!
 //! A started run's `startedBy` is the token's subject; a `startedBy` in the message is
 //! recorded as its `requestedBy`.
 
-use axum::extract::ws::{Message, WebSocket, WebSocketUpgrade};
+use axum::extract::ws::{CloseFrame, Message, WebSocket, WebSocketUpgrade, close_code};
 use axum::extract::{Path, Query, State};
 use axum::http::{HeaderMap, StatusCode};
 use axum::response::Response;
@@ -113,9 +117,19 @@ async fn session(state: AppState, scope: Scope, who: Principal, socket: WebSocke
                 break;
             }
         }
+        sink
     });
     let mut subscriptions: Vec<JoinHandle<()>> = Vec::new();
-    while let Some(Ok(message)) = incoming.next().await {
+    let mut close = None;
+    loop {
+        let message = match incoming.next().await {
+            None => break,
+            Some(Ok(message)) => message,
+            Some(Err(e)) => {
+                close = close_frame(e);
+                break;
+            }
+        };
         let text = match message {
             Message::Text(t) => t,
             Message::Close(_) => break,
@@ -141,7 +155,37 @@ async fn session(state: AppState, scope: Scope, who: Principal, socket: WebSocke
         s.abort();
     }
     drop(out);
-    let _ = writer.await;
+    if let Ok(mut sink) = writer.await
+        && let Some(frame) = close
+    {
+        // The peer may be gone already: nothing more to do then.
+        let _ = sink.send(Message::Close(Some(frame))).await;
+    }
+}
+
+/// The close frame that tells the client why its message ended the session (RFC 6455 §7.4.1):
+/// 1007 for a text message that is not UTF-8, 1009 for one over the size limit, 1002 for a
+/// frame that breaks the protocol. `None` when the connection itself failed.
+fn close_frame(error: axum::Error) -> Option<CloseFrame> {
+    use tungstenite::error::{CapacityError, Error};
+    let inner = error.into_inner();
+    let (code, reason) = match inner.downcast_ref::<Error>()? {
+        Error::Utf8(_) => (
+            close_code::INVALID,
+            "a text message must be UTF-8".to_string(),
+        ),
+        Error::Capacity(CapacityError::MessageTooLong { max_size, .. }) => (
+            close_code::SIZE,
+            format!("a message may be at most {max_size} bytes"),
+        ),
+        Error::Capacity(_) => (close_code::SIZE, "the message is too large".to_string()),
+        Error::Protocol(e) => (close_code::PROTOCOL, e.to_string()),
+        _ => return None,
+    };
+    Some(CloseFrame {
+        code,
+        reason: reason.into(),
+    })
 }
 
 /// 429 `MAG-RD004` once the connection holds as many live subscriptions as it may.
