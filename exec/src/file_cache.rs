@@ -196,10 +196,10 @@ mod tests {
             .unwrap();
     }
 
-    /// `dir/name` holding `a: 1`, last modified a minute ago.
-    fn settled_file(dir: &Path, name: &str) -> PathBuf {
+    /// `dir/name` holding `contents`, last modified a minute ago.
+    fn settled_file(dir: &Path, name: &str, contents: impl AsRef<[u8]>) -> PathBuf {
         let path = dir.join(name);
-        std::fs::write(&path, "a: 1\n").unwrap();
+        std::fs::write(&path, contents).unwrap();
         age(&path, Duration::from_secs(60));
         path
     }
@@ -214,7 +214,7 @@ mod tests {
     #[test]
     fn an_unchanged_settled_file_is_read_once_and_an_edit_is_seen_at_the_next_use() {
         let dir = tempfile::tempdir().unwrap();
-        let path = settled_file(dir.path(), "settings.yaml");
+        let path = settled_file(dir.path(), "settings.yaml", "a: 1\n");
         let (cache, count) = (FileCache::default(), Cell::new(0));
         assert_eq!(reads(&cache, &path, &count), "a: 1\n");
         assert_eq!(reads(&cache, &path, &count), "a: 1\n");
@@ -245,7 +245,7 @@ mod tests {
     #[test]
     fn a_removed_file_gives_what_a_missing_one_gives_and_is_forgotten() {
         let dir = tempfile::tempdir().unwrap();
-        let path = settled_file(dir.path(), "settings.yaml");
+        let path = settled_file(dir.path(), "settings.yaml", "a: 1\n");
         let (cache, count) = (FileCache::default(), Cell::new(0));
         assert_eq!(reads(&cache, &path, &count), "a: 1\n");
         std::fs::remove_file(&path).unwrap();
@@ -258,7 +258,7 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let (cache, count) = (FileCache::default(), Cell::new(0));
         for i in 0..MAX_FILES + 10 {
-            let path = settled_file(dir.path(), &format!("{i}.yaml"));
+            let path = settled_file(dir.path(), &format!("{i}.yaml"), "a: 1\n");
             reads(&cache, &path, &count);
             assert!(cache.len() <= MAX_FILES);
         }
@@ -268,9 +268,11 @@ mod tests {
     fn the_cache_holds_a_bounded_number_of_bytes_and_no_oversized_file() {
         let dir = tempfile::tempdir().unwrap();
         let (cache, count) = (FileCache::default(), Cell::new(0));
-        let big = dir.path().join("big.yaml");
-        std::fs::write(&big, vec![b'a'; (MAX_BYTES / 4 + 1) as usize]).unwrap();
-        age(&big, Duration::from_secs(60));
+        let big = settled_file(
+            dir.path(),
+            "big.yaml",
+            vec![b'a'; (MAX_BYTES / 4 + 1) as usize],
+        );
         reads(&cache, &big, &count);
         reads(&cache, &big, &count);
         assert_eq!(
@@ -282,9 +284,7 @@ mod tests {
 
         let quarter = vec![b'b'; (MAX_BYTES / 4) as usize];
         for i in 0..6 {
-            let path = dir.path().join(format!("{i}.yaml"));
-            std::fs::write(&path, &quarter).unwrap();
-            age(&path, Duration::from_secs(60));
+            let path = settled_file(dir.path(), &format!("{i}.yaml"), &quarter);
             reads(&cache, &path, &count);
             let kept = cache.files.lock().unwrap().bytes;
             assert!(kept <= MAX_BYTES, "{kept} bytes kept");
@@ -295,7 +295,7 @@ mod tests {
     #[test]
     fn a_failed_read_is_not_kept() {
         let dir = tempfile::tempdir().unwrap();
-        let path = settled_file(dir.path(), "doc.yaml");
+        let path = settled_file(dir.path(), "doc.yaml", "a: 1\n");
         let cache: FileCache<String> = FileCache::default();
         let failed: Result<String, &str> = cache.try_get(&path, |_| Err("no access"));
         assert_eq!(failed, Err("no access"));
@@ -308,17 +308,13 @@ mod tests {
     #[test]
     fn documents_are_kept_until_edited_and_missing_ones_say_not_found() {
         let dir = tempfile::tempdir().unwrap();
-        let path = dir.path().join("flow.yaml");
-        std::fs::write(&path, "start: a\n").unwrap();
-        age(&path, Duration::from_secs(60));
+        let path = settled_file(dir.path(), "flow.yaml", "start: a\n");
         let caches = FileCaches::default();
         assert_eq!(caches.document(&path).unwrap(), "start: a\n");
         assert_eq!(caches.document(&path).unwrap(), "start: a\n");
         assert_eq!(caches.documents.len(), 1);
         // A rewrite through a rename (how documents are saved) has another inode.
-        let next = dir.path().join("flow.yaml.new");
-        std::fs::write(&next, "start: b\n").unwrap();
-        age(&next, Duration::from_secs(60));
+        let next = settled_file(dir.path(), "flow.yaml.new", "start: b\n");
         std::fs::rename(&next, &path).unwrap();
         assert_eq!(caches.document(&path).unwrap(), "start: b\n");
         std::fs::remove_file(&path).unwrap();
@@ -330,9 +326,11 @@ mod tests {
     #[test]
     fn tenant_settings_are_parsed_from_the_file_and_follow_its_edits() {
         let dir = tempfile::tempdir().unwrap();
-        let path = dir.path().join("settings.yaml");
-        std::fs::write(&path, "bounds:\n  maxJournalBytes: 7000\n").unwrap();
-        age(&path, Duration::from_secs(60));
+        let path = settled_file(
+            dir.path(),
+            "settings.yaml",
+            "bounds:\n  maxJournalBytes: 7000\n",
+        );
         let cache = FileCaches::default();
         let scope = crate::Scope::new("acme", "shop");
         let limit = |s: TenantSettings| s.bounds.journal_bytes(&scope);

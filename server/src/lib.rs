@@ -26,6 +26,7 @@ mod atomic_write;
 pub mod editor_graph;
 pub mod http;
 mod store_location;
+mod tree;
 pub mod triggers;
 pub mod versions;
 pub mod webhook;

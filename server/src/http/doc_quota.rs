@@ -17,6 +17,7 @@ use std::path::{Path, PathBuf};
 use axum::http::StatusCode;
 
 use super::error::ApiError;
+use crate::tree::project_names;
 
 /// Documents (files) a project may hold under `_vance/`, unless
 /// [`ServeConfig::document_quota`](crate::ServeConfig::document_quota) says otherwise.
@@ -118,19 +119,9 @@ impl DocumentQuota {
         if project.is_dir() {
             return Ok(());
         }
-        let projects = project.parent().map_or(0, |dir| {
-            std::fs::read_dir(dir).map_or(0, |entries| {
-                entries
-                    .flatten()
-                    .filter(|e| {
-                        let name = e.file_name();
-                        name != "_tenant" && !name.as_encoded_bytes().starts_with(b".")
-                    })
-                    .filter(|e| e.file_type().is_ok_and(|t| t.is_dir()))
-                    .take(self.max_projects)
-                    .count()
-            })
-        });
+        let projects = project
+            .parent()
+            .map_or(0, |tenant| project_names(tenant).len());
         if projects < self.max_projects {
             return Ok(());
         }

@@ -63,7 +63,9 @@ pub(crate) async fn me(
     let (tenants, truncated) = tokio::task::spawn_blocking(move || match tenant {
         Some(t) => (vec![tenant_entry(&root, &t)], false),
         None => {
-            let (names, truncated) = dir_names(&root, |n| n != "_auth");
+            let mut names = crate::tree::dir_names(&root);
+            names.retain(|n| n != "_auth" && n != crate::tree::TENANT_DIR);
+            let truncated = bounded(&mut names);
             let tenants = names.iter().map(|t| tenant_entry(&root, t)).collect();
             (tenants, truncated)
         }
@@ -81,11 +83,12 @@ pub(crate) async fn me(
 }
 
 fn tenant_entry(root: &Path, tenant: &str) -> TenantEntry {
-    let (projects, truncated) = if super::state::plain_name(tenant) {
-        dir_names(&root.join(tenant), |n| n != "_tenant")
+    let mut projects = if super::state::plain_name(tenant) {
+        crate::tree::project_names(&root.join(tenant))
     } else {
-        (Vec::new(), false)
+        Vec::new()
     };
+    let truncated = bounded(&mut projects);
     TenantEntry {
         name: tenant.to_string(),
         projects,
@@ -93,20 +96,9 @@ fn tenant_entry(root: &Path, tenant: &str) -> TenantEntry {
     }
 }
 
-/// The sorted names of the directories in `dir` that are plain names and pass `keep`, at
-/// most [`MAX_LISTED`], and whether there were more. A missing directory has none.
-fn dir_names(dir: &Path, keep: impl Fn(&str) -> bool) -> (Vec<String>, bool) {
-    let Ok(entries) = std::fs::read_dir(dir) else {
-        return (Vec::new(), false);
-    };
-    let mut names: Vec<String> = entries
-        .flatten()
-        .filter(|e| e.path().is_dir())
-        .map(|e| e.file_name().to_string_lossy().into_owned())
-        .filter(|n| super::state::plain_name(n) && keep(n))
-        .collect();
-    names.sort();
+/// Keeps the first [`MAX_LISTED`] of `names`; whether there were more.
+fn bounded(names: &mut Vec<String>) -> bool {
     let truncated = names.len() > MAX_LISTED;
     names.truncate(MAX_LISTED);
-    (names, truncated)
+    truncated
 }

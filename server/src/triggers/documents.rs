@@ -10,6 +10,7 @@ use magrathea_yaml::schema::{CheckedHook, EventDocument, HookDocument};
 use serde_json::{Map, Value};
 
 use super::registry::{Registration, TriggerKind};
+use crate::tree::{dir_names, project_names};
 use magrathea_yaml::DocumentSource;
 
 /// Most documents read from one directory.
@@ -24,29 +25,14 @@ pub fn projects(root: &Path) -> Vec<Scope> {
         if tenant.starts_with('_') {
             continue; // `_auth` and the like
         }
-        for project in dir_names(&root.join(&tenant)) {
-            if project == "_tenant" || !root.join(&tenant).join(&project).join("_vance").is_dir() {
+        for project in project_names(&root.join(&tenant)) {
+            if !root.join(&tenant).join(&project).join("_vance").is_dir() {
                 continue;
             }
             out.push(Scope::new(&tenant, &project));
         }
     }
     out
-}
-
-/// Names of the directories in `dir` that can be tenants or projects, sorted.
-fn dir_names(dir: &Path) -> Vec<String> {
-    let Ok(entries) = std::fs::read_dir(dir) else {
-        return Vec::new();
-    };
-    let mut names: Vec<String> = entries
-        .filter_map(Result::ok)
-        .filter(|e| e.file_type().is_ok_and(|t| t.is_dir()))
-        .filter_map(|e| e.file_name().to_str().map(str::to_owned))
-        .filter(|n| magrathea_yaml::runtime::check_name(n).is_ok())
-        .collect();
-    names.sort();
-    names
 }
 
 /// The `.yaml` documents of `_vance/<dir>/` of a project, by name (symlinks are not followed

@@ -355,6 +355,18 @@ fn usage(dir: &std::path::Path) -> (usize, u64) {
     used
 }
 
+/// The message of a 507 `MAG-HTTP-QUOTA` refusal; panics on any other answer.
+async fn quota_refusal(r: reqwest::Response) -> String {
+    let status = r.status().as_u16();
+    let body: Value = r.json().await.unwrap();
+    assert_eq!(
+        (status, body["error"]["code"].as_str()),
+        (507, Some("MAG-HTTP-QUOTA")),
+        "{body}"
+    );
+    body["error"]["message"].as_str().unwrap().to_owned()
+}
+
 #[tokio::test]
 async fn a_project_holds_a_bounded_number_and_size_of_documents() {
     use magrathea_server::http::doc_quota::DocumentQuota;
@@ -381,15 +393,8 @@ async fn a_project_holds_a_bounded_number_and_size_of_documents() {
         .send()
         .await
         .unwrap();
-    let status = r.status().as_u16();
-    let body: Value = r.json().await.unwrap();
-    assert_eq!(
-        (status, body["error"]["code"].as_str()),
-        (507, Some("MAG-HTTP-QUOTA")),
-        "{body}"
-    );
-    let message = body["error"]["message"].as_str().unwrap();
-    assert!(message.contains("acme/shop"), "{body}");
+    let message = quota_refusal(r).await;
+    assert!(message.contains("acme/shop"), "{message}");
     assert!(!s.root.join("acme/shop/_vance/notes/b.md").exists());
 
     // Replacing a document counts its new size, not both.
@@ -447,20 +452,8 @@ async fn a_tenant_holds_a_bounded_number_of_projects() {
         .send()
         .await
         .unwrap();
-    let status = r.status().as_u16();
-    let body: Value = r.json().await.unwrap();
-    assert_eq!(
-        (status, body["error"]["code"].as_str()),
-        (507, Some("MAG-HTTP-QUOTA")),
-        "{body}"
-    );
-    assert!(
-        body["error"]["message"]
-            .as_str()
-            .unwrap()
-            .contains("tenant `acme`"),
-        "{body}"
-    );
+    let message = quota_refusal(r).await;
+    assert!(message.contains("tenant `acme`"), "{message}");
     assert!(!s.root.join("acme/new2").exists());
     for path in [
         "/brain/acme/project/new1/documents/notes/b.md",

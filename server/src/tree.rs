@@ -1,0 +1,33 @@
+//! The document root's directories: `<root>/<tenant>/<project>/`, with a tenant's tenant-wide
+//! documents in `<root>/<tenant>/_tenant/`. A tenant or a project is a directory whose name is
+//! a plain name ([`check_name`]); symbolic links are not followed.
+
+use std::path::Path;
+
+use magrathea_yaml::runtime::check_name;
+
+/// The directory of a tenant's tenant-wide documents, which is not a project.
+pub(crate) const TENANT_DIR: &str = "_tenant";
+
+/// The sorted names of the directories in `dir` that are plain names. A missing directory
+/// has none.
+pub(crate) fn dir_names(dir: &Path) -> Vec<String> {
+    let Ok(entries) = std::fs::read_dir(dir) else {
+        return Vec::new();
+    };
+    let mut names: Vec<String> = entries
+        .flatten()
+        .filter(|e| e.file_type().is_ok_and(|t| t.is_dir()))
+        .filter_map(|e| e.file_name().to_str().map(str::to_owned))
+        .filter(|n| check_name(n).is_ok())
+        .collect();
+    names.sort();
+    names
+}
+
+/// The sorted names of the projects in the tenant directory `tenant`.
+pub(crate) fn project_names(tenant: &Path) -> Vec<String> {
+    let mut names = dir_names(tenant);
+    names.retain(|n| n != TENANT_DIR);
+    names
+}
