@@ -31,3 +31,23 @@ pub(crate) fn project_names(tenant: &Path) -> Vec<String> {
     names.retain(|n| n != TENANT_DIR);
     names
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn projects_are_the_plain_named_directories_beside_the_tenant_documents() {
+        let tenant = tempfile::tempdir().unwrap();
+        for dir in ["shop", "lab", "_tenant", ".hidden", "has space"] {
+            std::fs::create_dir(tenant.path().join(dir)).unwrap();
+        }
+        std::fs::write(tenant.path().join("file"), "").unwrap();
+        // A link to a directory is not a project: it may lead anywhere.
+        std::os::unix::fs::symlink(tenant.path().join("shop"), tenant.path().join("linked"))
+            .unwrap();
+        assert_eq!(project_names(tenant.path()), ["lab", "shop"]);
+        assert_eq!(dir_names(tenant.path()), ["_tenant", "lab", "shop"]);
+        assert!(project_names(&tenant.path().join("missing")).is_empty());
+    }
+}
