@@ -95,20 +95,44 @@ impl<T> Default for FileCache<T> {
 }
 
 impl<T: Clone> FileCache<T> {
-    /// The parsed file at `path`: kept if its stamp is unchanged, else `read(path)`.
-    fn get(&self, path: &Path, read: impl FnOnce(&Path) -> T) -> T {
-        match self.try_get(path, |p| Ok::<_, std::convert::Infallible>(read(p))) {
+    /// The parsed file at `path`: kept if its stamp is unchanged, else `read(path)`; `T`'s
+    /// default when the file cannot be looked at (it is missing).
+    fn get(&self, path: &Path, read: impl FnOnce(&Path) -> T) -> T
+    where
+        T: Default,
+    {
+        match self.try_get(
+            path,
+            |p| Ok::<_, std::convert::Infallible>(read(p)),
+            |_| Ok(T::default()),
+        ) {
             Ok(value) => value,
             Err(never) => match never {},
         }
     }
 
-    /// [`FileCache::get`] for a `read` that may fail; a failure is not kept.
-    fn try_get<E>(&self, path: &Path, read: impl FnOnce(&Path) -> Result<T, E>) -> Result<T, E> {
-        let stamp = std::fs::metadata(path)
-            .ok()
-            .filter(|m| m.is_file())
-            .and_then(|m| Stamp::of(&m));
+    /// [`FileCache::get`] for a `read` that may fail; a failure is not kept. When the file
+    /// cannot be looked at (it is missing, or a directory on its path is), `missing` says what
+    /// that gives, from the error of the `stat`, which is the error opening it would give:
+    /// the file is not opened only to fail again.
+    fn try_get<E>(
+        &self,
+        path: &Path,
+        read: impl FnOnce(&Path) -> Result<T, E>,
+        missing: impl FnOnce(std::io::Error) -> Result<T, E>,
+    ) -> Result<T, E> {
+        let stamp = match std::fs::metadata(path) {
+            Ok(meta) => Some(meta)
+                .filter(|m| m.is_file())
+                .and_then(|m| Stamp::of(&m)),
+            Err(error) => {
+                self.files
+                    .lock()
+                    .unwrap_or_else(PoisonError::into_inner)
+                    .remove(path);
+                return missing(error);
+            }
+        };
         let mut files = self.files.lock().unwrap_or_else(PoisonError::into_inner);
         let Some(stamp) = stamp else {
             files.remove(path);
@@ -173,7 +197,7 @@ impl FileCaches {
     /// The text of the document at `path`, as [`std::fs::read_to_string`] reads it.
     pub(crate) fn document(&self, path: &Path) -> std::io::Result<String> {
         self.documents
-            .try_get(path, |p| std::fs::read_to_string(p).map(Arc::from))
+            .try_get(path, |p| std::fs::read_to_string(p).map(Arc::from), Err)
             .map(|text| String::from(&*text))
     }
 }
@@ -251,6 +275,7 @@ mod tests {
         std::fs::remove_file(&path).unwrap();
         assert_eq!(reads(&cache, &path, &count), "");
         assert_eq!(cache.len(), 0);
+        assert_eq!(count.get(), 1, "a missing file is not opened");
     }
 
     #[test]
@@ -297,10 +322,15 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let path = settled_file(dir.path(), "doc.yaml", "a: 1\n");
         let cache: FileCache<String> = FileCache::default();
-        let failed: Result<String, &str> = cache.try_get(&path, |_| Err("no access"));
+        let failed: Result<String, &str> =
+            cache.try_get(&path, |_| Err("no access"), |_| Err("missing"));
         assert_eq!(failed, Err("no access"));
         assert_eq!(cache.len(), 0);
-        let read = cache.try_get(&path, |p| std::fs::read_to_string(p).map_err(|_| "unread"));
+        let read = cache.try_get(
+            &path,
+            |p| std::fs::read_to_string(p).map_err(|_| "unread"),
+            |_| Err("missing"),
+        );
         assert_eq!(read.as_deref(), Ok("a: 1\n"));
         assert_eq!(cache.len(), 1);
     }
