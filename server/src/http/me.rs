@@ -5,7 +5,7 @@
 //! A token of a tenant sees that tenant only; the server's other tenants are never named.
 //! Only `--insecure-no-auth` lists every tenant of the document root (its `tenant` is `null`).
 //! A tenant's projects are the directories of `<root>/<tenant>/` that are plain names, except
-//! `_tenant` (the tenant-wide documents): sorted, at most [`MAX_LISTED`] of them, `truncated`
+//! `_tenant` (the tenant-wide documents) and symbolic links: sorted, at most [`MAX_LISTED`] of them, `truncated`
 //! telling when more exist.
 
 use std::path::Path;
