@@ -5,7 +5,6 @@
 //! acted on; on replay it is matched against the journal by step number, kind, name and input
 //! hash, and its journaled completion is fed back instead of acting again.
 
-use std::collections::HashSet;
 use std::fmt;
 use std::sync::atomic::Ordering;
 use std::sync::{Arc, MutexGuard};
@@ -203,7 +202,7 @@ pub(crate) struct Shared {
     pub(crate) deadline_fired: bool,
     pub(crate) result_state: Option<String>,
     /// Names of the tasks registered with the engine.
-    pub(crate) tasks: Arc<HashSet<String>>,
+    pub(crate) tasks: Arc<rustc_hash::FxHashSet<String>>,
     /// Patch markers the code asked about where the journal holds another marker: step, the
     /// journal's marker, the code's marker.
     pub(crate) patch_conflicts: Vec<(Step, String, String)>,
@@ -213,7 +212,7 @@ pub(crate) struct Shared {
 }
 
 impl Shared {
-    pub(crate) fn new(run_id: RunId, tasks: Arc<HashSet<String>>) -> Self {
+    pub(crate) fn new(run_id: RunId, tasks: Arc<rustc_hash::FxHashSet<String>>) -> Self {
         Self {
             run_id,
             tasks,

@@ -235,10 +235,10 @@ impl EngineBuilder {
                 )?)
             }
         };
-        let mut workflows = HashMap::new();
-        let mut workflow_versions = HashMap::new();
+        let mut workflows = super::Registry::default();
+        let mut workflow_versions = super::Registry::default();
         for w in self.workflows {
-            let versions: &mut HashMap<String, WorkflowRegistration> =
+            let versions: &mut super::Registry<WorkflowRegistration> =
                 workflow_versions.entry(w.name.clone()).or_default();
             if versions.insert(w.version.clone(), w.clone()).is_some() {
                 let what = match w.version.as_str() {
@@ -250,7 +250,7 @@ impl EngineBuilder {
             // The version registered last takes new starts.
             workflows.insert(w.name.clone(), w);
         }
-        let mut tasks = HashMap::new();
+        let mut tasks = super::Registry::default();
         for t in self.tasks {
             if tasks.insert(t.name.clone(), t.clone()).is_some() {
                 return Err(OpenError::DuplicateRegistration(t.name));

@@ -112,16 +112,22 @@ pub const DEFAULT_HEAP_TRIM_THRESHOLD: u64 = 8 << 20;
 /// [`EngineBuilder::journal_bytes_limit`]); `None` leaves the engine's.
 pub type JournalBytesLimit = Arc<dyn Fn(&crate::RunScope) -> Option<u64> + Send + Sync>;
 
+/// Registrations by name (workflows, tasks, interpreters), fixed when the engine is built and
+/// looked up on every start and task attempt. The keys are the application's own, never a
+/// caller's, so the hash need not be keyed against collisions: FxHash costs a fraction of the
+/// default SipHash.
+pub(crate) type Registry<V> = rustc_hash::FxHashMap<String, V>;
+
 pub(crate) struct EngineInner {
     pub(crate) store: Arc<dyn Store>,
     pub(crate) writer: JournalWriter,
     /// Code workflows by name: the version new starts take (the one registered last).
-    pub(crate) workflows: HashMap<String, WorkflowRegistration>,
+    pub(crate) workflows: Registry<WorkflowRegistration>,
     /// Every registered version of each code workflow: by name, then by version.
-    pub(crate) workflow_versions: HashMap<String, HashMap<String, WorkflowRegistration>>,
-    pub(crate) tasks: HashMap<String, TaskRegistration>,
-    pub(crate) task_names: Arc<std::collections::HashSet<String>>,
-    pub(crate) interpreters: HashMap<String, InterpreterFn>,
+    pub(crate) workflow_versions: Registry<Registry<WorkflowRegistration>>,
+    pub(crate) tasks: Registry<TaskRegistration>,
+    pub(crate) task_names: Arc<rustc_hash::FxHashSet<String>>,
+    pub(crate) interpreters: Registry<InterpreterFn>,
     pub(crate) active: Mutex<HashMap<RunId, mpsc::UnboundedSender<Event>>>,
     pub(crate) timers: Timers,
     pub(crate) status_tx: broadcast::Sender<RunUpdate>,
