@@ -7,6 +7,23 @@ use super::DecodeError;
 use crate::id::RunId;
 use crate::record::RunStatus;
 
+/// `v` as a varint: 7 bits a byte, least significant first, the high bit set on every byte but
+/// the last; the bytes and how many of them there are.
+fn varint_bytes(mut v: u64) -> ([u8; 10], usize) {
+    let mut bytes = [0u8; 10];
+    let mut n = 0;
+    loop {
+        let byte = (v & 0x7f) as u8;
+        v >>= 7;
+        if v == 0 {
+            bytes[n] = byte;
+            return (bytes, n + 1);
+        }
+        bytes[n] = byte | 0x80;
+        n += 1;
+    }
+}
+
 /// Appends the building blocks of the format to a buffer (shared with the store's log frames).
 pub(crate) struct Writer<'a>(pub(crate) &'a mut Vec<u8>);
 
@@ -14,26 +31,30 @@ impl Writer<'_> {
     pub(crate) fn u8(&mut self, v: u8) {
         self.0.push(v);
     }
-    pub(crate) fn varint(&mut self, mut v: u64) {
-        loop {
-            let byte = (v & 0x7f) as u8;
-            v >>= 7;
-            if v == 0 {
-                self.0.push(byte);
-                return;
-            }
-            self.0.push(byte | 0x80);
-        }
+    pub(crate) fn varint(&mut self, v: u64) {
+        let (bytes, n) = varint_bytes(v);
+        self.0.extend_from_slice(&bytes[..n]);
     }
     pub(super) fn str(&mut self, s: &str) {
         self.varint(s.len() as u64);
         self.0.extend_from_slice(s.as_bytes());
     }
     pub(super) fn json(&mut self, v: &Value) {
-        // Serialising a `Value` to a Vec cannot fail: maps have string keys.
-        let bytes = serde_json::to_vec(v).unwrap_or_else(|_| b"null".to_vec());
-        self.varint(bytes.len() as u64);
-        self.0.extend_from_slice(&bytes);
+        // Serialised in place, after room for a one-byte length (most values are shorter than
+        // 128 bytes); a longer length moves the JSON up by the bytes it needs. Serialising a
+        // `Value` cannot fail: maps have string keys.
+        let at = self.0.len();
+        self.0.push(0);
+        if serde_json::to_writer(&mut *self.0, v).is_err() {
+            self.0.truncate(at + 1);
+            self.0.extend_from_slice(b"null");
+        }
+        let (len, n) = varint_bytes((self.0.len() - at - 1) as u64);
+        if n == 1 {
+            self.0[at] = len[0];
+        } else {
+            self.0.splice(at..=at, len[..n].iter().copied());
+        }
     }
     pub(super) fn opt_str(&mut self, s: &Option<String>) {
         match s {
@@ -143,5 +164,31 @@ impl<'a> Reader<'a> {
     }
     pub(super) fn status(&mut self) -> R<RunStatus> {
         RunStatus::from_code(self.u8()?).ok_or(DecodeError::Corrupt("status"))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn json_is_its_length_as_a_varint_then_its_bytes_at_every_length() {
+        // Lengths around each varint boundary: 1, 2 and 3 bytes of length.
+        for len in [
+            0usize, 1, 10, 125, 126, 127, 128, 129, 300, 16_381, 16_382, 16_383, 20_000,
+        ] {
+            let v = Value::String("x".repeat(len.saturating_sub(2)));
+            let text = serde_json::to_vec(&v).unwrap();
+            let mut expected = vec![7u8];
+            Writer(&mut expected).varint(text.len() as u64);
+            expected.extend_from_slice(&text);
+
+            let mut out = vec![7u8];
+            Writer(&mut out).json(&v);
+            assert_eq!(out, expected, "a JSON text of {} bytes", text.len());
+            let mut r = Reader { buf: &out[1..] };
+            assert_eq!(r.json().unwrap(), v);
+            assert!(r.buf.is_empty());
+        }
     }
 }
