@@ -113,9 +113,10 @@ pub const DEFAULT_HEAP_TRIM_THRESHOLD: u64 = 8 << 20;
 pub type JournalBytesLimit = Arc<dyn Fn(&crate::RunScope) -> Option<u64> + Send + Sync>;
 
 /// Registrations by name (workflows, tasks, interpreters), fixed when the engine is built and
-/// looked up on every start and task attempt. The keys are the application's own, never a
-/// caller's, so the hash need not be keyed against collisions: FxHash costs a fraction of the
-/// default SipHash.
+/// looked up on every start and task attempt. Only the application's registrations are ever
+/// inserted (a caller's name is looked up, never added), so no caller can fill the map with
+/// colliding keys and the hash need not be keyed: FxHash costs a fraction of the default
+/// SipHash.
 pub(crate) type Registry<V> = rustc_hash::FxHashMap<String, V>;
 
 pub(crate) struct EngineInner {
