@@ -387,7 +387,11 @@ impl LocalFollower {
         let engine = engine.clone();
         Self {
             updates,
-            settled: Box::pin(async move { settled_with_tasks_ended(&engine, run, since).await }),
+            settled: Box::pin(async move {
+                let view = settled_with_tasks_ended(&engine, run, since).await?;
+                parents_settled(&engine, run).await;
+                Ok(view)
+            }),
             followed: HashSet::from([run]),
             phase: Phase::Following,
             open: true,
@@ -438,6 +442,29 @@ impl LocalFollower {
                 },
             }
         }
+    }
+}
+
+/// Waits until each parent of a settled sub-run settles in turn, nearest first (at most
+/// [`SUB_RUN_DEPTH`] of them). The sub-run's end (or its wait on a gate) is news its parent
+/// acts on in this process's engine: a command that answered or cancelled a sub-run, and
+/// stopped as soon as the sub-run settled, would leave the parent in memory half-way, for
+/// `magrathea resume` to carry on. A parent that cannot be read is not waited on.
+async fn parents_settled(engine: &Engine, run: RunId) {
+    let mut child = run;
+    for _ in 0..SUB_RUN_DEPTH {
+        let Some(parent) = engine.summary(child).ok().and_then(|s| s.parent) else {
+            return;
+        };
+        // Only this command's task attempts are its to wait for, and it started none of
+        // the parent's: a paused parent has settled.
+        if settled_with_tasks_ended(engine, parent, u64::MAX)
+            .await
+            .is_err()
+        {
+            return;
+        }
+        child = parent;
     }
 }
 

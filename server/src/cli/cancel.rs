@@ -14,7 +14,8 @@ error and may clean up; its running child runs are cancelled too. The command th
 run (or, while another process owns the store, follows it there) until it settles, prints it
 as `magrathea run` does, and exits with the run's code: 1 once it is CANCELLED (or FAILED),
 0 if it finished DONE all the same, 3 if it waits on a gate. A run that had already ended is
-printed as it is, with a note on stderr.")]
+printed as it is, with a note on stderr. A sub-run's parents act on its end: the command ends
+once they have settled too.")]
 pub(crate) struct CancelArgs {
     /// The run id (32 hex digits).
     run_id: String,

@@ -618,6 +618,34 @@ fn run_exits_3_when_its_sub_run_waits_on_a_gate() {
     assert_eq!(parent["result"], "approved", "{parent}");
 }
 
+/// Answering a sub-run's gate carries its parent on before the command exits: here the parent
+/// goes on to a task of a second once the sub-run is done. A command that stopped as soon as
+/// the sub-run settled would leave the parent half-way, its task killed with the process,
+/// until `magrathea resume`.
+#[test]
+fn answering_a_sub_runs_gate_carries_its_parent_on_before_the_command_exits() {
+    let p = Project::new();
+    p.workflow(
+        "parent",
+        "start: sub\nstates:\n  sub:\n    type: workflow_task\n    workflow: child\n    on: { success: after }\n  after:\n    type: shell_task\n    run: \"sleep 1\"\n    dirName: workspace\n    on: { success: done }\n  done: { type: terminal, result: finished }\n",
+    )
+    .workflow(
+        "child",
+        "start: ask\nstates:\n  ask:\n    type: gate_task\n    inbox: { kind: APPROVAL, title: \"child ok?\" }\n    on: { approved: ok, rejected: ok }\n  ok: { type: terminal, result: approved }\n",
+    );
+    let started = p.cli(&["run", "parent", "--json"]);
+    assert_eq!(code(&started), 3, "{}", stderr(&started));
+    let parent_run = json(&started)["workflowRunId"].as_str().unwrap().to_owned();
+    let items = json(&p.cli(&["inbox", "list", "--json"]));
+    let item = items[0]["id"].as_str().unwrap_or_else(|| panic!("{items}"));
+
+    let answered = p.cli(&["inbox", "answer", item, "--approve"]);
+    assert_eq!(code(&answered), 0, "{}", stderr(&answered));
+    let parent = json(&p.cli(&["runs", "show", &parent_run, "--json"]));
+    assert_eq!(parent["status"], "DONE", "{parent}");
+    assert_eq!(parent["result"], "finished", "{parent}");
+}
+
 #[test]
 fn validate_piped_into_a_reader_that_closes_early_still_reports_an_invalid_document() {
     let p = Project::new();
