@@ -385,11 +385,12 @@ impl LocalFollower {
         since: u64,
     ) -> Self {
         let engine = engine.clone();
+        let parents = parents_of(&engine, run);
         Self {
             updates,
             settled: Box::pin(async move {
                 let view = settled_with_tasks_ended(&engine, run, since).await?;
-                parents_settled(&engine, run).await;
+                parents_settled(&engine, &parents).await;
                 Ok(view)
             }),
             followed: HashSet::from([run]),
@@ -445,26 +446,34 @@ impl LocalFollower {
     }
 }
 
-/// Waits until each parent of a settled sub-run settles in turn, nearest first (at most
-/// [`SUB_RUN_DEPTH`] of them). The sub-run's end (or its wait on a gate) is news its parent
-/// acts on in this process's engine: a command that answered or cancelled a sub-run, and
-/// stopped as soon as the sub-run settled, would leave the parent in memory half-way, for
-/// `magrathea resume` to carry on. A parent that cannot be read is not waited on.
-async fn parents_settled(engine: &Engine, run: RunId) {
+/// The parents of `run`, nearest first (at most [`SUB_RUN_DEPTH`] of them), each with its
+/// next seq now: the task attempts a parent journals from there on are this process's.
+fn parents_of(engine: &Engine, run: RunId) -> Vec<(RunId, u64)> {
+    let mut parents = Vec::new();
     let mut child = run;
-    for _ in 0..SUB_RUN_DEPTH {
+    while parents.len() < SUB_RUN_DEPTH {
         let Some(parent) = engine.summary(child).ok().and_then(|s| s.parent) else {
-            return;
+            break;
         };
-        // Only this command's task attempts are its to wait for, and it started none of
-        // the parent's: a paused parent has settled.
-        if settled_with_tasks_ended(engine, parent, u64::MAX)
+        parents.push((parent, next_seq(engine, parent)));
+        child = parent;
+    }
+    parents
+}
+
+/// Waits until each of `parents` settles in turn, nearest first. A sub-run's end (or its wait
+/// on a gate) is news its parent acts on in this process's engine: a command that answered,
+/// cancelled or resumed a sub-run, and stopped as soon as the sub-run settled, would leave the
+/// parent in memory half-way (a task it had just started killed with the process), for
+/// `magrathea resume` to carry on. A parent that cannot be read is not waited on.
+async fn parents_settled(engine: &Engine, parents: &[(RunId, u64)]) {
+    for &(parent, since) in parents {
+        if settled_with_tasks_ended(engine, parent, since)
             .await
             .is_err()
         {
             return;
         }
-        child = parent;
     }
 }
 
