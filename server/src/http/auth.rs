@@ -167,7 +167,7 @@ pub struct Auth {
 
 /// The token file under a root: `<root>/_auth/tokens.yaml`.
 pub fn token_file(root: &Path) -> PathBuf {
-    root.join("_auth").join("tokens.yaml")
+    root.join(crate::tree::AUTH_DIR).join("tokens.yaml")
 }
 
 /// The hex SHA-256 of a token, as `tokenSha256` holds it.
@@ -328,7 +328,9 @@ fn file_label(file: &Path) -> String {
             .unwrap_or_default()
     };
     match file.parent() {
-        Some(dir) if name(dir) == "_auth" => format!("_auth/{}", name(file)),
+        Some(dir) if name(dir) == crate::tree::AUTH_DIR => {
+            format!("{}/{}", crate::tree::AUTH_DIR, name(file))
+        }
         _ => name(file),
     }
 }

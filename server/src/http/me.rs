@@ -63,8 +63,7 @@ pub(crate) async fn me(
     let (tenants, truncated) = tokio::task::spawn_blocking(move || match tenant {
         Some(t) => (vec![tenant_entry(&root, &t)], false),
         None => {
-            let mut names = crate::tree::dir_names(&root);
-            names.retain(|n| n != "_auth" && n != crate::tree::TENANT_DIR);
+            let mut names = crate::tree::tenant_names(&root);
             let truncated = bounded(&mut names);
             let tenants = names.iter().map(|t| tenant_entry(&root, t)).collect();
             (tenants, truncated)

@@ -10,7 +10,7 @@ use magrathea_yaml::schema::{CheckedHook, EventDocument, HookDocument};
 use serde_json::{Map, Value};
 
 use super::registry::{Registration, TriggerKind};
-use crate::tree::{dir_names, project_names};
+use crate::tree::{project_names, tenant_names};
 use magrathea_yaml::DocumentSource;
 
 /// Most documents read from one directory.
@@ -21,10 +21,7 @@ const MAX_BYTES: u64 = 256 * 1024;
 /// The projects of a document tree: `<root>/<tenant>/<project>/` with a `_vance/` directory.
 pub fn projects(root: &Path) -> Vec<Scope> {
     let mut out = Vec::new();
-    for tenant in dir_names(root) {
-        if tenant.starts_with('_') {
-            continue; // `_auth` and the like
-        }
+    for tenant in tenant_names(root) {
         for project in project_names(&root.join(&tenant)) {
             if !root.join(&tenant).join(&project).join("_vance").is_dir() {
                 continue;
