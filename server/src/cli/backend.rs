@@ -347,7 +347,8 @@ impl Follower {
 type Settling = Pin<Box<dyn Future<Output = Result<RunView, RunError>> + Send>>;
 
 /// Follows a run this process drives: the journal broadcast, restricted to the run and the
-/// sub-runs it starts (an owner drives other processes' runs too), until the run settles.
+/// sub-runs it starts (an owner drives other processes' runs too), until the run settles, its
+/// parents have acted on that, and the sub-runs they cancelled have ended.
 pub(crate) struct LocalFollower {
     updates: broadcast::Receiver<JournalUpdate>,
     settled: Settling,
@@ -391,6 +392,12 @@ impl LocalFollower {
             settled: Box::pin(async move {
                 let view = settled_with_tasks_ended(&engine, run, since).await?;
                 parents_settled(&engine, &parents).await;
+                let mut runs = vec![run];
+                runs.extend(parents.iter().map(|&(parent, _)| parent));
+                if super::cancelled_sub_runs::ended(&engine, &runs).await {
+                    // The view shows the sub-runs as they ended.
+                    return engine.run(run);
+                }
                 Ok(view)
             }),
             followed: HashSet::from([run]),

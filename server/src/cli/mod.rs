@@ -3,6 +3,7 @@
 mod backend;
 mod bench;
 mod cancel;
+mod cancelled_sub_runs;
 mod control;
 mod graph;
 mod inbox;

@@ -646,6 +646,43 @@ fn answering_a_sub_runs_gate_carries_its_parent_on_before_the_command_exits() {
     assert_eq!(parent["result"], "finished", "{parent}");
 }
 
+/// A run that stops waiting for its sub-run (a `workflow_task` timeout) and ends cancels the
+/// sub-run, and that sub-run its own, before the command exits: each cancellation is a commit
+/// of its own, and the last sub-run's running shell task has to be stopped. A command that
+/// exited as soon as the parent ended left them `RUNNING`, their cancellation journaled only
+/// in the parent, until `magrathea resume`.
+#[test]
+fn a_run_that_ends_cancels_its_abandoned_sub_runs_before_the_command_exits() {
+    let p = Project::new();
+    p.workflow(
+        "parent",
+        "start: call\nstates:\n  call:\n    type: workflow_task\n    workflow: middle\n    timeoutSeconds: 1\n    on: { success: done }\n    catch: { timeout: gave_up }\n  done: { type: terminal }\n  gave_up: { type: terminal, result: gave up }\n",
+    )
+    .workflow(
+        "middle",
+        "start: call\nstates:\n  call:\n    type: workflow_task\n    workflow: slow\n    on: { success: done }\n  done: { type: terminal }\n",
+    )
+    .workflow(
+        "slow",
+        "start: work\nstates:\n  work:\n    type: shell_task\n    run: \"sleep 30\"\n    dirName: workspace\n    on: { success: done }\n  done: { type: terminal }\n",
+    );
+    let ran = p.cli(&["run", "parent", "--json"]);
+    assert_eq!(code(&ran), 0, "{}", stderr(&ran));
+    let view = json(&ran);
+    assert_eq!(view["result"], "gave up", "{view}");
+    assert_eq!(view["subRuns"][0]["status"], "CANCELLED", "{view}");
+
+    let runs = json(&p.cli(&["runs", "list", "--json"]));
+    let runs = runs.as_array().unwrap_or_else(|| panic!("{runs}"));
+    for name in ["middle", "slow"] {
+        let sub = runs
+            .iter()
+            .find(|r| r["workflowName"] == name)
+            .unwrap_or_else(|| panic!("no {name} sub-run in {runs:?}"));
+        assert_eq!(sub["status"], "CANCELLED", "{sub}");
+    }
+}
+
 #[test]
 fn validate_piped_into_a_reader_that_closes_early_still_reports_an_invalid_document() {
     let p = Project::new();
