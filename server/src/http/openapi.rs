@@ -46,6 +46,10 @@ fn answers(operation: &str) -> Answers {
             &["409", "422", "429"],
         ),
         "runs.rerun" | "runs.retry" => (&[("202", "Accepted: the new run")], &["409", "422"]),
+        // A run in a state the request does not apply to (ended; not paused).
+        "runs.pause" | "runs.resume" | "workflows.runs.pause" | "workflows.runs.resume" => {
+            (&[], &["409"])
+        }
         "workflows.runs.events" => (
             &[(
                 "204",
@@ -185,6 +189,74 @@ mod tests {
             assert!(operations.contains(&op), "{op} is not a route");
             assert!(!answers(op).success.is_empty(), "{op}");
         }
+    }
+
+    /// The routes of the Friday design carry its operation ids and scopes.
+    #[test]
+    fn the_friday_routes_have_the_designs_operation_ids_and_scopes() {
+        let doc = openapi();
+        for (method, path, id, scope) in [
+            (
+                "get",
+                "/v1/workflows/{workflowId}/triggers",
+                "workflows.triggers.list",
+                Some("workflow.read"),
+            ),
+            (
+                "patch",
+                "/v1/workflow-triggers/{id}",
+                "workflows.triggers.update",
+                Some("workflow.write"),
+            ),
+            (
+                "post",
+                "/v1/workflows/{workflowId}/triggers/resync",
+                "workflows.triggers.resync",
+                Some("workflow.write"),
+            ),
+            (
+                "post",
+                "/v1/workflow-webhooks/{pathToken}",
+                "workflows.webhooks.invoke",
+                None,
+            ),
+            (
+                "get",
+                "/v1/workflow-approvals",
+                "workflows.approvals.list",
+                Some("workflow.run"),
+            ),
+            (
+                "get",
+                "/v1/workflow-approvals/{id}",
+                "workflows.approvals.get",
+                Some("workflow.run"),
+            ),
+            (
+                "post",
+                "/v1/workflow-approvals/{id}/approve",
+                "workflows.approvals.approve",
+                Some("workflow.run"),
+            ),
+            (
+                "post",
+                "/v1/workflow-approvals/{id}/reject",
+                "workflows.approvals.reject",
+                Some("workflow.run"),
+            ),
+            (
+                "post",
+                "/v1/workflow-runs/{runId}/resume",
+                "workflows.runs.resume",
+                Some("workflow.run"),
+            ),
+        ] {
+            let op = &doc["paths"][path][method];
+            assert_eq!(op["operationId"], id, "{method} {path}: {op}");
+            assert_eq!(op["x-scope"].as_str(), scope, "{method} {path}: {op}");
+        }
+        let resume = &doc["paths"]["/v1/workflow-runs/{runId}/resume"]["post"]["responses"];
+        assert!(resume.get("409").is_some(), "409 missing in {resume}");
     }
 
     #[test]

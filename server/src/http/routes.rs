@@ -258,7 +258,7 @@ pub fn routes() -> Vec<Route> {
         Route {
             methods: &["POST"],
             path: "/v1/workflow-runs/{runId}/pause",
-            operation: "workflows.runs.v1.pause",
+            operation: "workflows.runs.pause",
             summary: "Pause a run of the token's tenant: {reason?} -> {pause: paused|alreadyPaused, run}; 409 MAG-HTTP-PAUSE-STATE for a run that has ended",
             query: &[],
             access: Token(Run),
@@ -267,7 +267,7 @@ pub fn routes() -> Vec<Route> {
         Route {
             methods: &["POST"],
             path: "/v1/workflow-runs/{runId}/resume",
-            operation: "workflows.runs.v1.resume",
+            operation: "workflows.runs.resume",
             summary: "Resume a paused run of the token's tenant: -> {resume: resumed, run}; 409 MAG-HTTP-PAUSE-STATE for a run that is not paused",
             query: &[],
             access: Token(Run),
