@@ -6,10 +6,11 @@ use crate::ast::Spanned;
 use crate::diagnostic::Code;
 use crate::node::YamlNode;
 
-/// `onFailure:`: a policy word, or `{policy: fallback, fallback: <state>}`.
+/// `onFailure:`: a policy word, or `{policy: fallback, fallback: <state>}` (`fallback_step`,
+/// Friday's word, is read as `fallback`).
 pub(super) fn on_failure(ctx: &mut Ctx<'_>, node: &YamlNode) -> crate::ast::FailurePolicy {
     use crate::ast::FailurePolicy;
-    const WORDS: &str = "fail_fast, continue_on_error, fallback, compensate or pause_for_approval";
+    const WORDS: &str = "fail_fast, continue_on_error, fallback (or fallback_step), compensate or pause_for_approval";
     let (word_node, fallback) = match node.as_map() {
         Some(_) => {
             ctx.check_fields(
@@ -97,20 +98,23 @@ pub(super) fn on_failure(ctx: &mut Ctx<'_>, node: &YamlNode) -> crate::ast::Fail
                 approvers,
             }
         }
-        Some("fallback") => match fallback.and_then(|f| f.as_str().map(|s| (s, f.span))) {
-            Some((s, span)) => FailurePolicy::Fallback(Spanned {
-                value: s.to_owned(),
-                span,
-            }),
-            None => {
-                ctx.error(
+        // `fallback_step` is the Friday design's word for it.
+        Some("fallback" | "fallback_step") => {
+            match fallback.and_then(|f| f.as_str().map(|s| (s, f.span))) {
+                Some((s, span)) => FailurePolicy::Fallback(Spanned {
+                    value: s.to_owned(),
+                    span,
+                }),
+                None => {
+                    ctx.error(
                     node.span,
                     Code::MissingField,
                     "'onFailure: fallback' names no state: expected 'onFailure: {policy: fallback, fallback: <state>}'",
                 );
-                FailurePolicy::FailFast
+                    FailurePolicy::FailFast
+                }
             }
-        },
+        }
         _ => {
             ctx.error(
                 word_node.span,

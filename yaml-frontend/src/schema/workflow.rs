@@ -296,8 +296,8 @@ pub enum OnFailure {
 #[derive(Debug, JsonSchema)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 pub struct OnFailureBlock {
-    /// The policy: `fail_fast`, `continue_on_error`, `fallback`, `compensate` or
-    /// `pause_for_approval`.
+    /// The policy: `fail_fast`, `continue_on_error`, `fallback` (or Friday's `fallback_step`),
+    /// `compensate` or `pause_for_approval`.
     pub policy: String,
     /// The state `fallback` goes to (for `pause_for_approval`: the state the `fallback`
     /// answer goes to, which offers that answer only when given).

@@ -101,3 +101,26 @@ fn a_malformed_pause_for_approval_is_refused() {
         "{all:#?}"
     );
 }
+
+/// `fallback_step` is the Friday design's word for the `fallback` policy: both load alike, and
+/// a word that is neither is refused with the words there are.
+#[test]
+fn fallback_step_is_read_as_fallback() {
+    let plans: Vec<_> = ["fallback", "fallback_step", "Fallback_Step"]
+        .iter()
+        .map(|word| {
+            let text = format!("onFailure: {{ policy: {word}, fallback: b }}\n{STATES}");
+            load_workflow("wf.yaml", &text, &LoadOptions::default())
+                .unwrap_or_else(|d| panic!("{word}: {:?}", render(&d)))
+                .plan
+        })
+        .collect();
+    let b = plans[0].state_named("b").expect("state b");
+    for plan in &plans {
+        assert_eq!(plan.on_failure, OnFailure::Fallback(b));
+    }
+    has(
+        &format!("onFailure: {{ policy: fall_back, fallback: b }}\n{STATES}"),
+        "wf.yaml:1:22: [MAG-Y026] 'onFailure' is a string 'fall_back': expected one of fail_fast, continue_on_error, fallback (or fallback_step), compensate or pause_for_approval",
+    );
+}
