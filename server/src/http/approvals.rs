@@ -6,7 +6,8 @@
 //! `expired` (its timeout fired first), `cancelled` (its run ended or was cancelled first) — and
 //! the inbox's own word as `inboxStatus`. `expiresAt` is when an item with a timeout expires.
 //! The listing takes `?status=` (Friday's words, the inbox's, or `all`; default `pending`),
-//! `?assignee=`, and pages with `?limit=` (default and most 1,000; a page also ends before
+//! `?assignee=`, `?approverUserId=` (approvals naming that user among their approvers, or
+//! naming none and assigned to them), `?approverRole=` (naming that role), and pages with `?limit=` (default and most 1,000; a page also ends before
 //! [`MAX_PAGE_BYTES`](super::inbox::MAX_PAGE_BYTES) of JSON) and `?cursor=` (the
 //! `X-Next-Cursor` header of the previous page, absent on the last), oldest first; it includes
 //! the answered, expired and cancelled items of finished runs (of the
@@ -20,6 +21,7 @@ use axum::http::HeaderMap;
 use magrathea_core::{GateAnswer, GateKind, InboxItem, InboxStatus, RunFilter};
 use serde::{Deserialize, Serialize};
 
+use super::approvers;
 use super::auth::{ApiScope, Principal, bearer};
 use super::body::JsonBody;
 use super::error::ApiError;
@@ -76,6 +78,13 @@ impl Serialize for Approval {
 #[derive(Debug, Deserialize)]
 pub(crate) struct ApprovalQuery {
     assignee: Option<String>,
+    /// Only approvals for this approver (Friday's `approverUserId`): naming them among their
+    /// approvers' users, or naming no approvers and assigned to them.
+    #[serde(rename = "approverUserId")]
+    approver_user_id: Option<String>,
+    /// Only approvals naming this role among their approvers' roles (Friday's `approverRole`).
+    #[serde(rename = "approverRole")]
+    approver_role: Option<String>,
     /// `pending` (default), `approved`, `rejected`, `expired`, `cancelled`; or the inbox's
     /// `answered`, `timed_out`, `closed`; or `all`.
     status: Option<String>,
@@ -104,7 +113,8 @@ pub(crate) fn in_tenant(who: &Principal, scope: &str) -> bool {
         .is_some_and(|(tenant, _)| who.may_access(tenant))
 }
 
-/// `GET /v1/workflow-approvals?assignee=&status=&limit=&cursor=` → the tenant's approvals,
+/// `GET /v1/workflow-approvals?assignee=&approverUserId=&approverRole=&status=&limit=&cursor=`
+/// → the tenant's approvals,
 /// oldest first, a page at a time.
 pub(crate) async fn list(
     State(state): State<AppState>,
@@ -129,11 +139,21 @@ pub(crate) async fn list(
         cursor: q.cursor,
     };
     let tenant = who.clone();
+    let (user, role) = (q.approver_user_id, q.approver_role);
     let (found, next) = page(
         &state,
         listing,
         move |s| in_tenant(&tenant, s),
-        move |item| item.kind == GateKind::Approval && (!friday || friday_status(item) == wanted),
+        move |item| {
+            item.kind == GateKind::Approval
+                && (!friday || friday_status(item) == wanted)
+                && user
+                    .as_deref()
+                    .is_none_or(|u| approvers::is_for_user(item, u))
+                && role
+                    .as_deref()
+                    .is_none_or(|r| approvers::is_for_role(item, r))
+        },
     )
     .await?;
     let found: Vec<Approval> = found

@@ -74,6 +74,20 @@ fn rules(item: &InboxItem) -> Option<Rules> {
     })
 }
 
+/// Whether `item` is for the approver `user` (Friday's `approverUserId`): it names `user`
+/// among its approvers' users, or names no approvers and is assigned to `user`.
+pub(crate) fn is_for_user(item: &InboxItem, user: &str) -> bool {
+    match rules(item) {
+        Some(r) if r.restricted => r.users.iter().any(|u| u == user),
+        _ => item.assigned_to == user,
+    }
+}
+
+/// Whether `item` names `role` among its approvers' roles (Friday's `approverRole`).
+pub(crate) fn is_for_role(item: &InboxItem, role: &str) -> bool {
+    rules(item).is_some_and(|r| r.roles.iter().any(|r| r == role))
+}
+
 /// A refused answer, as recorded.
 #[derive(Debug, Clone, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]

@@ -552,3 +552,48 @@ async fn approvers_named_by_a_parameter_are_resolved_when_the_gate_opens() {
     let v = s.wait_status("shop", &run, &["DONE", "FAILED"]).await;
     assert_eq!(v["status"], "DONE", "{v}");
 }
+
+/// Friday's `approverUserId` and `approverRole` select the approvals a person may answer: one
+/// naming its approvers lists under each named user and role (not under its assignee), one
+/// naming none under the user it is assigned to.
+#[tokio::test]
+async fn approvals_are_listed_by_approver_user_and_role() {
+    let s = Server::start().await;
+    write(
+        &s.root.join("acme/shop/_vance/workflows/guarded.yaml"),
+        GUARDED,
+    );
+    // alice starts the guarded one (approvers: alice and role ops), runner the open one.
+    let guarded = s.start_run("shop", "guarded", json!({})).await;
+    let open: Value = s
+        .post_json(
+            "/brain/acme/project/shop/workflows/approve/start",
+            Some(ACME_RUN),
+            &json!({}),
+        )
+        .await;
+    let open = open["workflowRunId"].as_str().unwrap().to_owned();
+    s.wait_status("shop", &guarded, &["WAITING"]).await;
+    s.wait_status("shop", &open, &["WAITING"]).await;
+    let runs = |query: &'static str| {
+        let s = &s;
+        async move {
+            let list: Vec<Value> = s
+                .get_json(&format!("/v1/workflow-approvals?{query}"), Some(ACME))
+                .await;
+            list.iter()
+                .map(|a| a["workflowRunId"].as_str().unwrap().to_owned())
+                .collect::<Vec<_>>()
+        }
+    };
+    assert_eq!(runs("").await.len(), 2);
+    assert_eq!(runs("approverUserId=alice").await, vec![guarded.clone()]);
+    assert_eq!(runs("approverUserId=runner").await, vec![open.clone()]);
+    assert_eq!(runs("approverUserId=bob").await, Vec::<String>::new());
+    assert_eq!(runs("approverRole=ops").await, vec![guarded.clone()]);
+    assert_eq!(runs("approverRole=dev").await, Vec::<String>::new());
+    assert_eq!(
+        runs("approverUserId=alice&approverRole=ops&status=pending").await,
+        vec![guarded]
+    );
+}
