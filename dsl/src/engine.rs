@@ -144,6 +144,14 @@ impl EngineBuilder {
         self.map(|b| b.max_task_output_bytes(bytes))
     }
 
+    /// How often a task attempt runs again after the process running it stopped before its
+    /// result (default 3, the reference's `maxClaimAttempts`): after that it fails,
+    /// terminally, as a `technical_error` with `[MAG-EN007]` (see
+    /// [`core::EngineBuilder::max_claim_attempts`]).
+    pub fn max_claim_attempts(self, times: u32) -> Self {
+        self.map(|b| b.max_claim_attempts(times))
+    }
+
     /// Hands `value` to every task attempt, read with
     /// [`TaskContext::data`](crate::TaskContext::data) by its type: a database pool, an HTTP
     /// client, configuration. One value per type; a later one replaces an earlier. Share a

@@ -86,7 +86,10 @@ impl StoreLocation {
         options: &PgOptions,
     ) -> Result<EngineBuilder, StoreError> {
         Ok(match self {
-            Self::Redb(dir) => builder.path(dir.join("journal.redb")),
+            // The directory store counts a task's re-executions itself, with the same limit.
+            Self::Redb(dir) => builder
+                .path(dir.join("journal.redb"))
+                .max_claim_attempts(options.max_claim_attempts),
             Self::Postgres(url) => builder.store(Arc::new(
                 magrathea_postgres::PgStore::connect_with(url, options.clone())?,
             )),

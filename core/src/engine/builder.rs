@@ -38,6 +38,7 @@ pub struct EngineBuilder {
     journal_bytes_limit: Option<super::JournalBytesLimit>,
     max_task_output_bytes: usize,
     heap_trim_threshold: Option<u64>,
+    max_claim_attempts: u32,
     data: AppData,
 }
 
@@ -53,6 +54,7 @@ impl fmt::Debug for EngineBuilder {
             .field("max_journal_bytes_per_run", &self.max_journal_bytes_per_run)
             .field("max_task_output_bytes", &self.max_task_output_bytes)
             .field("heap_trim_threshold", &self.heap_trim_threshold)
+            .field("max_claim_attempts", &self.max_claim_attempts)
             .finish_non_exhaustive()
     }
 }
@@ -74,6 +76,7 @@ impl Default for EngineBuilder {
             journal_bytes_limit: None,
             max_task_output_bytes: super::DEFAULT_MAX_TASK_OUTPUT_BYTES,
             heap_trim_threshold: Some(super::DEFAULT_HEAP_TRIM_THRESHOLD),
+            max_claim_attempts: super::DEFAULT_MAX_CLAIM_ATTEMPTS,
             data: AppData::default(),
         }
     }
@@ -219,6 +222,19 @@ impl EngineBuilder {
         self
     }
 
+    /// How often a task attempt is run again after the process running it stopped before its
+    /// result (a crash, a kill), on a store of this process's own (default
+    /// [`DEFAULT_MAX_CLAIM_ATTEMPTS`](super::DEFAULT_MAX_CLAIM_ATTEMPTS), 3): each re-execution
+    /// is journaled as a `TaskRestartedRecord`, and when the attempt would run more than this
+    /// many times again it ends instead, terminally, as a `technical_error` with
+    /// `[MAG-EN007]`, which `catch:` (or the code) handles like any other. A task that crashes
+    /// its process every time so stops going round. A shared store (PostgreSQL) applies its
+    /// own limit to the reclaims of a run (`[MAG-LS001]`) instead.
+    pub fn max_claim_attempts(mut self, times: u32) -> Self {
+        self.max_claim_attempts = times;
+        self
+    }
+
     /// Opens the store, starts the journal writer and timer service and, unless disabled,
     /// recovers every non-terminal run. Must be called within a tokio runtime.
     pub async fn build(self) -> Result<Engine, OpenError> {
@@ -282,6 +298,7 @@ impl EngineBuilder {
                 journal_bytes_limit: self.journal_bytes_limit,
                 max_task_output_bytes: self.max_task_output_bytes,
                 heap_trim_threshold: self.heap_trim_threshold,
+                max_claim_attempts: self.max_claim_attempts,
             },
             heap: Arc::default(),
             failed_runs: Default::default(),

@@ -90,6 +90,9 @@ pub(crate) struct Config {
     pub(crate) max_task_output_bytes: usize,
     /// The journal size from which a run leaving memory asks for a heap trim.
     pub(crate) heap_trim_threshold: Option<u64>,
+    /// How often a task attempt whose process stopped before its result is run again, on a
+    /// store without leases (a shared store counts reclaims of the run instead).
+    pub(crate) max_claim_attempts: u32,
 }
 
 /// How often [`Engine::wait_until`] looks at the store when the run may be driven by another
@@ -104,6 +107,10 @@ pub const DEFAULT_MAX_JOURNAL_BYTES_PER_RUN: u64 = 256 << 20;
 
 /// The default of [`EngineBuilder::max_task_output_bytes`]: 4 MiB.
 pub const DEFAULT_MAX_TASK_OUTPUT_BYTES: usize = 4 << 20;
+
+/// The default of [`EngineBuilder::max_claim_attempts`]: 3, as the reference's
+/// `maxClaimAttempts`.
+pub const DEFAULT_MAX_CLAIM_ATTEMPTS: u32 = 3;
 
 /// The default of [`EngineBuilder::heap_trim_threshold`]: 8 MiB of journal.
 pub const DEFAULT_HEAP_TRIM_THRESHOLD: u64 = 8 << 20;

@@ -76,9 +76,9 @@ pub(crate) struct ServeArgs {
     #[arg(long, value_name = "SECONDS", default_value_t = 300.0,
           value_parser = parse_grace)]
     lease_grace: f64,
-    /// With a PostgreSQL store: how many reclaims after a lost lease a run survives; after the
-    /// next one, the task it was running fails with a technical_error (MAG-LS001) that catch:
-    /// may route.
+    /// How many times a task runs again after the process running it stopped before its
+    /// result; after that, it fails with a technical_error that catch: may route (MAG-EN007).
+    /// With a PostgreSQL store: how many reclaims after a lost lease a run survives (MAG-LS001).
     #[arg(long, value_name = "N", default_value_t = 3)]
     max_claim_attempts: u32,
     /// Days a trigger delivery record (schedule tick, webhook request, event) is kept.

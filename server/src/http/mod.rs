@@ -142,7 +142,9 @@ impl ServeConfig {
     }
 
     /// How this server holds runs as one of several workers on a PostgreSQL store (lease
-    /// grace period, `maxClaimAttempts`); ignored with a directory store.
+    /// grace period, `maxClaimAttempts`). With a directory store only `maxClaimAttempts`
+    /// applies: how often a task whose process stopped before its result runs again
+    /// (`EngineBuilder::max_claim_attempts`).
     pub fn postgres_options(mut self, options: magrathea_postgres::PgOptions) -> Self {
         self.postgres = options;
         self

@@ -207,3 +207,95 @@ fn sleeps(pid: &str) -> bool {
     let cmdline = std::fs::read(format!("/proc/{pid}/cmdline")).unwrap_or_default();
     !zombie && String::from_utf8_lossy(&cmdline).starts_with("sleep")
 }
+
+/// Reference §12 with real kills: a shell step during which the process is killed every time
+/// runs once and again three times (`maxClaimAttempts`, 3); the next `magrathea resume` does
+/// not run it again but ends it as a `technical_error` (`[MAG-EN007]`), which `catch:` routes.
+#[test]
+fn a_step_killed_every_time_it_runs_fails_after_max_claim_attempts_and_catch_routes_it() {
+    const DOOMED: &str = r#"
+start: doomed
+states:
+  doomed:
+    type: shell_task
+    run: "echo started >> executions.log; sleep 30"
+    dirName: workspace
+    on:
+      success: done
+    catch:
+      technical_error: gave_up
+  done:
+    type: terminal
+    result: finished
+  gave_up:
+    type: terminal
+    result: gave up
+"#;
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = tmp.path().canonicalize().unwrap().join("acme").join("shop");
+    std::fs::create_dir_all(dir.join("_vance/workflows")).unwrap();
+    std::fs::write(dir.join("_vance/workflows/doomed.yaml"), DOOMED).unwrap();
+    let log = dir.join("executions.log");
+    let executions = || {
+        std::fs::read_to_string(&log)
+            .unwrap_or_default()
+            .lines()
+            .count()
+    };
+    for k in 1..=4 {
+        let args: &[&str] = if k == 1 {
+            &["run", "doomed"]
+        } else {
+            &["resume"]
+        };
+        let mut child = Command::new(BIN)
+            .args(args)
+            .current_dir(&dir)
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .unwrap();
+        let deadline = Instant::now() + Duration::from_secs(30);
+        while executions() < k {
+            assert!(Instant::now() < deadline, "execution {k} never started");
+            std::thread::sleep(Duration::from_millis(20));
+        }
+        child.kill().unwrap(); // SIGKILL
+        child.wait().unwrap();
+    }
+
+    let resumed = Command::new(BIN)
+        .args(["resume", "--json"])
+        .current_dir(&dir)
+        .output()
+        .unwrap();
+    let run: Value = String::from_utf8_lossy(&resumed.stdout)
+        .lines()
+        .find_map(|l| serde_json::from_str(l).ok())
+        .unwrap_or_else(|| panic!("{}", String::from_utf8_lossy(&resumed.stderr)));
+    assert_eq!(run["status"], "DONE", "{run}");
+    assert_eq!(run["result"], "gave up", "{run}");
+    assert_eq!(
+        executions(),
+        4,
+        "run once and again three times, not a fifth"
+    );
+    let restarts = run["reExecutions"].as_array().map_or(0, Vec::len);
+    assert_eq!(restarts, 3, "{run}");
+
+    let journal = Command::new(BIN)
+        .args(["journal", run["workflowRunId"].as_str().unwrap(), "--json"])
+        .current_dir(&dir)
+        .output()
+        .unwrap();
+    let result = String::from_utf8_lossy(&journal.stdout)
+        .lines()
+        .filter_map(|l| serde_json::from_str::<Value>(l).ok())
+        .find(|r| r["type"] == "TaskResultRecord")
+        .expect("the step's result");
+    assert_eq!(result["outcome"], "technical_error", "{result}");
+    assert!(
+        result["error"].as_str().unwrap().contains("[MAG-EN007]"),
+        "{result}"
+    );
+}

@@ -35,6 +35,10 @@ fn main() -> anyhow::Result<()> {
         let engine = Engine::builder()
             .path(db)
             .durability(Durability::Immediate)
+            // The kills come every few hundred milliseconds, so an attempt may be cut short
+            // more often than `maxClaimAttempts` allows: these tests are about what recovery
+            // keeps, not about that limit (which `restart.rs` and `crash_resume.rs` test).
+            .max_claim_attempts(u32::MAX)
             .workflow(crash_flow)
             .workflow(crash_parent)
             .task(crash_step)

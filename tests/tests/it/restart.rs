@@ -141,9 +141,30 @@ async fn steps_elsewhere(ctx: Context, n: u64) -> Result<u64, WorkflowError> {
     }
 }
 
+/// Executions of `hangs`, across incarnations.
+static HANGS: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
+
+/// A task that never ends by itself: each incarnation stops while it runs.
+#[task]
+async fn hangs(_n: u64) -> Result<u64, TaskError> {
+    HANGS.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+    tokio::time::sleep(Duration::from_secs(3600)).await;
+    Ok(0)
+}
+
+/// Runs `hangs` and returns how it ended.
+#[workflow]
+async fn hangs_then_reports(ctx: Context, n: u64) -> Result<String, WorkflowError> {
+    Ok(match ctx.task(hangs, n).await {
+        Ok(_) => "ran".into(),
+        Err(e) => format!("{}: {}", e.kind(), e.message()),
+    })
+}
+
 fn builder(db: &Path) -> EngineBuilder {
     Engine::builder()
         .path(db)
+        .workflow(hangs_then_reports)
         .workflow(steps_elsewhere)
         .workflow(many_shapes)
         .workflow(join_order)
@@ -466,4 +487,60 @@ fn a_step_made_from_a_context_clone_in_a_spawned_task_blocks_the_run_clearly() {
             .unwrap()
     });
     blocked(&view);
+}
+
+/// Reference §12: a task whose process stops every time it runs it is run again at most
+/// `maxClaimAttempts` (3) times; the next recovery ends the attempt as a terminal
+/// `technical_error` (`[MAG-EN007]`), which the code handles, instead of running it for ever.
+#[test]
+fn a_task_whose_process_stops_each_time_ends_after_max_claim_attempts_re_executions() {
+    use std::sync::atomic::Ordering;
+    let dir = tempfile::tempdir().unwrap();
+    let db = dir.path().join("journal.redb");
+    let run = incarnation(&db, async |engine: Engine| {
+        let run = engine.start(hangs_then_reports, 1).await.unwrap().id();
+        wait_for_async(&engine, run, |j| {
+            count(j, |r| matches!(r, Record::TaskStarted { .. })) == 1
+        })
+        .await;
+        run
+    });
+    let restarts = |j: &[Entry]| count(j, |r| matches!(r, Record::TaskRestarted { .. }));
+    for k in 1..=3 {
+        incarnation(&db, async move |engine: Engine| {
+            wait_for_async(&engine, run, |j| restarts(j) == k).await;
+            magrathea_tests::wait_for("the task running again", Duration::from_secs(10), || {
+                HANGS.load(Ordering::SeqCst) == 1 + k as u64
+            })
+            .await;
+        });
+    }
+    let (view, journal) = incarnation(&db, async move |engine: Engine| {
+        let view = tokio::time::timeout(Duration::from_secs(10), engine.wait(run))
+            .await
+            .expect("the run ends once the attempt is given up")
+            .unwrap();
+        (view, engine.journal(run).unwrap())
+    });
+    assert_eq!(view.status, RunStatus::Done, "{:?}", view.reason);
+    let result = view.result.unwrap();
+    let result = result.as_str().unwrap();
+    assert!(
+        result.starts_with("technical_error: [MAG-EN007]"),
+        "{result}"
+    );
+    assert!(result.contains("started 4 times"), "{result}");
+    assert_eq!(
+        HANGS.load(Ordering::SeqCst),
+        4,
+        "run once and re-run three times"
+    );
+    let executions: Vec<u32> = journal
+        .iter()
+        .filter_map(|e| match e.record {
+            Record::TaskRestarted { execution, .. } => Some(execution),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(executions, vec![2, 3, 4]);
 }

@@ -90,6 +90,11 @@ pub(super) const CODES: &[ErrorCode] = &[
         remedy: "Use a key of its own for each workflow (e.g. prefix it with the workflow's name).",
     },
     ErrorCode {
+        code: "MAG-EN007",
+        meaning: "A task attempt was started more times than maxClaimAttempts allows again: each time, the process running it stopped before its result (a crash, a kill, a full disk). It is not run again; it fails terminally with technical_error, which catch: routes.",
+        remedy: "Find out why the process stops while running this task (its memory or time, a crash) and fix it; route technical_error with catch: to handle it in the workflow. The limit is EngineBuilder::max_claim_attempts (default 3; `magrathea serve --max-claim-attempts`).",
+    },
+    ErrorCode {
         code: "MAG-RN001",
         meaning: "No run with this id exists in this scope.",
         remedy: "Check the id and the project (`magrathea runs list` shows the runs).",

@@ -67,6 +67,28 @@ impl Driver {
         self.fail_run(reason);
     }
 
+    /// On a store of this process's own (no leases): the reason a task attempt that is about
+    /// to run for the `execution`-th time, the process running it having stopped each time
+    /// before its result, ends with `technical_error` instead, once that is more re-executions
+    /// than [`EngineBuilder::max_claim_attempts`](crate::EngineBuilder::max_claim_attempts)
+    /// allows (reference §12). A shared store counts reclaims of the run instead
+    /// ([`Driver::claims_exhausted_after`]).
+    pub(super) fn executions_exhausted(&self, execution: u32) -> Option<String> {
+        if self.engine.store.leases().is_some() {
+            return None;
+        }
+        let max = self.engine.config.max_claim_attempts;
+        let restarted = execution.saturating_sub(1);
+        (restarted > max).then(|| {
+            format!(
+                "[MAG-EN007] technical_error: the task was started {} times and each time the \
+                 process running it stopped before its result, more than maxClaimAttempts \
+                 ({max}) allows again; it is not run again",
+                execution - 1
+            )
+        })
+    }
+
     /// With a store several workers share: once a run was reclaimed after a lost lease more
     /// often than the store allows (`maxClaimAttempts`), the reason its running task attempts
     /// end with `technical_error` instead of running again (reference §12: the task fails

@@ -313,14 +313,21 @@ impl Driver {
         // Attempts the journal shows started and unfinished run again: each such execution is
         // journaled first, and the flush that makes it durable comes before the effect acts.
         for restart in self.state.restarts(crate::engine::worker::worker_name()) {
-            let record = match (&self.claims_exhausted, restart) {
-                // Claimed too often: the attempt ends, terminally, as a technical error.
+            let exhausted = match &restart {
+                Record::TaskRestarted { execution, .. } => self
+                    .claims_exhausted
+                    .clone()
+                    .or_else(|| self.executions_exhausted(*execution)),
+                _ => None,
+            };
+            let record = match (exhausted, restart) {
+                // Claimed or run too often: the attempt ends, terminally, as a technical error.
                 (Some(reason), Record::TaskRestarted { step, attempt, .. }) => Record::TaskResult {
                     step,
                     attempt,
                     outcome: crate::task::TaskError::TECHNICAL.into(),
                     output: serde_json::json!({ "error": reason }),
-                    error: Some(reason.clone()),
+                    error: Some(reason),
                     is_final: true,
                 },
                 (_, restart) => restart,
