@@ -312,10 +312,31 @@ fn catch_block(ctx: &mut Ctx<'_>, node: &YamlNode, what: &str) -> Vec<CatchTrans
         return Vec::new();
     };
     let mut out = Vec::new();
+    let mut seen: Vec<(ErrorKind, String, Span)> = Vec::new();
     for (k, v) in entries {
         let Some(text) = k.key_text() else { continue };
         let kind = error_kind(ctx, &text, k.span, &format!("'catch' of {what}"));
         let t = target(ctx, v, &format!("the target of catch.{text} in {what}"));
+        // Kinds are read in any case and with dashes for underscores: two spellings of one
+        // kind would leave the second route unreachable.
+        if let Some((first, written, at)) = kind.and_then(|kind| seen.iter().find(|s| s.0 == kind))
+        {
+            ctx.error(
+                k.span,
+                Code::DuplicateKey,
+                format_args!(
+                    "'catch' of {what} names the error kind '{}' twice, as '{written}' (at \
+                     {}:{}) and as '{text}': expected each kind once",
+                    first.as_str(),
+                    at.line,
+                    at.column,
+                ),
+            );
+            continue;
+        }
+        if let Some(kind) = kind {
+            seen.push((kind, text.to_string(), k.span));
+        }
         if let (Some(kind), Some(t)) = (kind, t) {
             out.push(CatchTransition {
                 kind,

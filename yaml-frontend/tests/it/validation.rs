@@ -565,6 +565,17 @@ fn duplicate_keys_are_errors() {
     );
 }
 
+/// Error kinds in `catch:` are read in any case and with dashes for underscores, so two
+/// spellings of one kind are a duplicate: the second route could never be taken.
+#[test]
+fn two_spellings_of_one_error_kind_in_a_catch_are_a_duplicate() {
+    has(
+        "start: a\nstates:\n  a:\n    type: shell_task\n    run: \"exit 1\"\n    dirName: workspace\n    \
+         catch: { business_error: d, Business-Error: e }\n  d: { type: terminal }\n  e: { type: terminal }\n",
+        "wf.yaml:7:33: [MAG-Y025] 'catch' of state 'a' names the error kind 'business_error' twice, as 'business_error' (at 7:14) and as 'Business-Error': expected each kind once",
+    );
+}
+
 /// `${item}` and `${index}` have a value in a foreach_task's own `params:` only: anywhere
 /// else (an inline branch's states, a parallel branch's params, another state) they are
 /// flagged, and where they do have one they are not.
