@@ -210,6 +210,9 @@ pub struct InboxItem {
     /// When the gate's timeout fires, ms since the epoch (gates with a timeout only).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub expires_at: Option<u64>,
+    /// When the answer was journaled, ms since the epoch (answered items only).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub answered_at: Option<u64>,
     /// Extra data of the gate (for YAML gates: `kind`, `workflowName`, `workflowState`, and
     /// the approval rules a document declares).
     pub meta: Value,
@@ -267,6 +270,7 @@ pub(crate) fn inbox_items(entries: &[Entry], summary: &RunSummary) -> Vec<InboxI
                     answer: None,
                     created_at: e.at_ms,
                     expires_at: gate.timeout_ms.map(|t| e.at_ms.saturating_add(t)),
+                    answered_at: None,
                     meta: gate.meta.clone(),
                 });
             }
@@ -274,6 +278,7 @@ pub(crate) fn inbox_items(entries: &[Entry], summary: &RunSummary) -> Vec<InboxI
                 if let Some(i) = find(&mut items, *step) {
                     items[i].status = InboxStatus::Answered;
                     items[i].answer = Some(answer.clone());
+                    items[i].answered_at = Some(e.at_ms);
                 }
             }
             Record::TimerFired { step } => {

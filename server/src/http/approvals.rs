@@ -4,7 +4,8 @@
 //! An approval shows the inbox item, the `tenant/project` of its run, `status` in Friday's
 //! words — `pending`, `approved`, `rejected` (answered with anything but an approval),
 //! `expired` (its timeout fired first), `cancelled` (its run ended or was cancelled first) — and
-//! the inbox's own word as `inboxStatus`. `expiresAt` is when an item with a timeout expires.
+//! the inbox's own word as `inboxStatus`. `expiresAt` is when an item with a timeout expires,
+//! `decidedAt` (the inbox's `answeredAt`) when an answered one was approved or rejected.
 //! The listing takes `?status=` (Friday's words, the inbox's, or `all`; default `pending`),
 //! `?assignee=`, `?approverUserId=` (approvals naming that user among their approvers, or
 //! naming none and assigned to them), `?approverRole=` (naming that role), and pages with `?limit=` (default and most 1,000; a page also ends before
@@ -69,6 +70,10 @@ impl Serialize for Approval {
             }
             map.insert("status".into(), self.status().into());
             map.insert("scope".into(), self.scope.clone().into());
+            // Friday's `decidedAt`: when it was approved or rejected.
+            if let Some(at) = self.item.answered_at {
+                map.insert("decidedAt".into(), at.into());
+            }
         }
         v.serialize(serializer)
     }

@@ -158,6 +158,16 @@ async fn approvals_routes_list_approve_and_reject_within_the_tenant() {
         s.wait_status("lab", &no, &["DONE"]).await["result"],
         "rejected"
     );
+    // Friday's decidedAt: when the answer was journaled; a pending approval has none.
+    assert!(one.get("decidedAt").is_none(), "{one}");
+    let decided: Value = s
+        .get_json(&format!("/v1/workflow-approvals/{yes_id}"), Some(ACME))
+        .await;
+    let at = decided["decidedAt"]
+        .as_u64()
+        .unwrap_or_else(|| panic!("{decided}"));
+    assert!(at >= decided["createdAt"].as_u64().unwrap(), "{decided}");
+    assert_eq!(decided["answeredAt"], at, "{decided}");
 }
 
 #[tokio::test]
