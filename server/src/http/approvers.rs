@@ -16,9 +16,10 @@
 //! definition. Over HTTP (the inbox's answer route and `/v1/workflow-approvals/{id}/approve|
 //! reject`), an answer from someone the rules leave out is refused with 403
 //! `MAG-HTTP-NOT-APPROVER` and recorded (listed as `refusals` by `GET
-//! /v1/workflow-approvals/{id}`). With a quorum, each approval is kept (catalog table
-//! `approval.vote`) and answered with `applied: false, pending: {approvals, quorum}` until
-//! the quorum is reached; the last one answers the gate with `{approved: true, approvers}`. A
+//! /v1/workflow-approvals/{id}`), also once the approval is answered or closed. With a
+//! quorum, each approval is kept (catalog table `approval.vote`) and answered with `applied:
+//! false, pending: {approvals, quorum}` until the quorum is reached (`ignored: true` for an
+//! approver's second approval, which counts once); the last one answers the gate with `{approved: true, approvers}`. A
 //! rejection by an allowed approver rejects at once. The local `magrathea inbox answer` is the
 //! store owner's own hand and is not checked.
 
@@ -111,6 +112,8 @@ pub(crate) enum Decision {
         approvals: Vec<String>,
         /// How many it takes.
         quorum: u32,
+        /// The approver had approved before: this approval changed nothing.
+        repeated: bool,
     },
 }
 
@@ -160,10 +163,8 @@ pub(crate) fn check(
     let Some(rules) = rules(item) else {
         return Ok(Decision::Answer(answer));
     };
-    if item.status != InboxStatus::Pending {
-        // The engine records a late answer as ignored.
-        return Ok(Decision::Answer(answer));
-    }
+    // Who may answer is checked whatever the item's state: someone the rules leave out gets
+    // the same refusal for an answered or closed item, and writes nothing to the run.
     if !rules.self_approval && rules.started_by.contains(&who.subject) {
         return Err(refuse(state, item, who, "self_approval"));
     }
@@ -173,17 +174,25 @@ pub(crate) fn check(
     {
         return Err(refuse(state, item, who, "not_an_approver"));
     }
+    if item.status != InboxStatus::Pending {
+        // The engine records a late answer as ignored.
+        return Ok(Decision::Answer(answer));
+    }
     let approves = answer.value.get("approved") == Some(&Value::Bool(true));
     if !approves || rules.quorum <= 1 {
         return Ok(Decision::Answer(answer));
     }
     let c = catalog(state)?;
-    c.put(VOTES, &format!("{}/{}", item.id, who.subject), b"1")?;
+    let repeated = votes(c, &item.id)?.contains(&who.subject);
+    if !repeated {
+        c.put(VOTES, &format!("{}/{}", item.id, who.subject), b"1")?;
+    }
     let approvals = votes(c, &item.id)?;
     if approvals.len() < rules.quorum as usize {
         return Ok(Decision::Pending {
             approvals,
             quorum: rules.quorum,
+            repeated,
         });
     }
     let mut answer = answer;

@@ -304,11 +304,16 @@ pub(crate) async fn answer_item(
     let answer = answer.by(who.subject.clone());
     let answer = match super::approvers::check(state, item, answer, who)? {
         super::approvers::Decision::Answer(a) => a,
-        super::approvers::Decision::Pending { approvals, quorum } => {
+        super::approvers::Decision::Pending {
+            approvals,
+            quorum,
+            repeated,
+        } => {
             let run = super::runs::dto(state, item.workflow_run_id)?;
             return Ok(Answered {
                 applied: false,
-                ignored: false,
+                // A second approval by the same approver is counted once, and says so.
+                ignored: repeated,
                 run: super::visible::visible_run(&run, &run.run, who),
                 pending: Some(serde_json::json!({ "approvals": approvals, "quorum": quorum })),
             });

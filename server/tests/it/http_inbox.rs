@@ -395,11 +395,20 @@ async fn approvers_quorum_and_self_approval_are_enforced_and_refusals_recorded()
     let r: Value = approve("ops-bob").await.unwrap().json().await.unwrap();
     assert_eq!(r["applied"], false);
     assert_eq!(r["pending"], json!({"approvals": ["bob"], "quorum": 2}));
-    // The same approver twice still counts once.
+    // The same approver twice still counts once, and the answer says it changed nothing.
     let r: Value = approve("ops-bob").await.unwrap().json().await.unwrap();
     assert_eq!(r["pending"]["approvals"], json!(["bob"]));
+    assert_eq!(r["ignored"], true, "{r}");
     let r: Value = approve("ops-dave").await.unwrap().json().await.unwrap();
     assert_eq!(r["applied"], true, "{r}");
+    // Once answered, someone not allowed is still refused (and recorded), not ignored.
+    let late = client
+        .post(url(&format!("/v1/workflow-approvals/{item}/reject")))
+        .bearer_auth("dev-carol")
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(late.status(), 403, "a late answer by someone not allowed");
     let one: Value = client
         .get(url(&format!("/v1/workflow-approvals/{item}")))
         .bearer_auth(ACME)
@@ -426,6 +435,7 @@ async fn approvers_quorum_and_self_approval_are_enforced_and_refusals_recorded()
         refused,
         vec![
             ("alice".into(), "self_approval".into()),
+            ("carol".into(), "not_an_approver".into()),
             ("carol".into(), "not_an_approver".into())
         ]
     );
