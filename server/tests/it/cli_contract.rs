@@ -683,6 +683,32 @@ fn a_run_that_ends_cancels_its_abandoned_sub_runs_before_the_command_exits() {
     }
 }
 
+/// `magrathea cancel` of a run whose sub-run waits on a gate ends only once the sub-run is
+/// cancelled too: its inbox item closes, and the printed run shows it `CANCELLED`.
+#[test]
+fn cancelling_a_parent_cancels_its_waiting_sub_run_before_the_command_exits() {
+    let p = Project::new();
+    p.workflow(
+        "parent",
+        "start: call\nstates:\n  call: { type: workflow_task, workflow: child, on: { success: done } }\n  done: { type: terminal }\n",
+    )
+    .workflow(
+        "child",
+        "start: ask\nstates:\n  ask:\n    type: gate_task\n    inbox: { kind: APPROVAL, title: \"child ok?\" }\n    on: { approved: fin, rejected: fin }\n  fin: { type: terminal }\n",
+    );
+    let started = p.cli(&["run", "parent", "--json"]);
+    assert_eq!(code(&started), 3, "{}", stderr(&started));
+    let parent = json(&started)["workflowRunId"].as_str().unwrap().to_owned();
+
+    let cancelled = p.cli(&["cancel", &parent, "--json"]);
+    assert_eq!(code(&cancelled), 1, "{}", stderr(&cancelled));
+    let view = json(&cancelled);
+    assert_eq!(view["status"], "CANCELLED", "{view}");
+    assert_eq!(view["subRuns"][0]["status"], "CANCELLED", "{view}");
+    let pending = json(&p.cli(&["inbox", "list", "--json"]));
+    assert_eq!(pending, serde_json::json!([]), "the sub-run's item is closed");
+}
+
 #[test]
 fn validate_piped_into_a_reader_that_closes_early_still_reports_an_invalid_document() {
     let p = Project::new();
