@@ -26,8 +26,8 @@ pub(crate) enum Format {
 /// Arguments of `magrathea graph`.
 #[derive(Debug, clap::Args)]
 #[command(
-    after_help = "Exit codes: 0 printed (or imported); 1 workflow not found; 2 invalid document, \
-                  layout file or graph to import.\n\
+    after_help = "Exit codes: 0 printed (or imported); 2 no such workflow, or an invalid \
+                  document, layout file or graph to import.\n\
                   `magrathea graph import FILE --name NAME` writes a Friday editor graph as the \
                   draft _vance/workflow-drafts/NAME.yaml (series-parallel graphs only)."
 )]
