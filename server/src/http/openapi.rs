@@ -46,6 +46,8 @@ fn answers(operation: &str) -> Answers {
             &["409", "422", "429"],
         ),
         "runs.rerun" | "runs.retry" => (&[("202", "Accepted: the new run")], &["409", "422"]),
+        // An invalid draft (with its diagnostics), a history that does not match.
+        "workflows.publish" => (&[], &["409", "422"]),
         // A run in a state the request does not apply to (ended; not paused).
         "runs.pause" | "runs.resume" | "workflows.runs.pause" | "workflows.runs.resume" => {
             (&[], &["409"])
@@ -257,6 +259,9 @@ mod tests {
         }
         let resume = &doc["paths"]["/v1/workflow-runs/{runId}/resume"]["post"]["responses"];
         assert!(resume.get("409").is_some(), "409 missing in {resume}");
+        let publish = &doc["paths"]["/brain/{tenant}/project/{project}/workflows/{name}/publish"]["post"]
+            ["responses"];
+        assert!(publish.get("422").is_some(), "422 missing in {publish}");
     }
 
     #[test]

@@ -706,7 +706,11 @@ fn cancelling_a_parent_cancels_its_waiting_sub_run_before_the_command_exits() {
     assert_eq!(view["status"], "CANCELLED", "{view}");
     assert_eq!(view["subRuns"][0]["status"], "CANCELLED", "{view}");
     let pending = json(&p.cli(&["inbox", "list", "--json"]));
-    assert_eq!(pending, serde_json::json!([]), "the sub-run's item is closed");
+    assert_eq!(
+        pending,
+        serde_json::json!([]),
+        "the sub-run's item is closed"
+    );
 }
 
 #[test]
