@@ -33,6 +33,11 @@ pub(crate) async fn drive(
 ) -> anyhow::Result<Driven> {
     let mut progress = Progress::new(run);
     progress.seed(run, journaled);
+    // A run the store's owner drives goes on there; one this process drives stops with it.
+    let goes_on = match &follower {
+        Follower::Remote(_) => "it goes on in the process that owns the store",
+        Follower::Local(_) => "`magrathea resume` carries it on",
+    };
     let mut interrupts = Interrupts::install()?;
     let interrupt = interrupts.recv();
     tokio::pin!(interrupt);
@@ -44,9 +49,7 @@ pub(crate) async fn drive(
                 FollowEvent::Settled(view) => return Ok(Driven::Settled(view)),
             },
             _ = &mut interrupt => {
-                errln!(
-                    "interrupted: run {run} stays as journaled; `magrathea resume` carries it on"
-                );
+                errln!("interrupted: run {run} stays as journaled; {goes_on}");
                 return Ok(Driven::Interrupted);
             }
         }

@@ -582,6 +582,11 @@ fn ctrl_c_on_a_client_exits_130_and_the_owner_keeps_driving_the_run() {
     reader.join().unwrap();
     let text = seen.lock().unwrap().clone();
     assert!(text.contains("interrupted: run "), "{text}");
+    // The owner still drives it: `magrathea resume` would be refused while it runs.
+    assert!(
+        text.contains("it goes on in the process that owns the store"),
+        "{text}"
+    );
     let list = cli(&p, &["runs", "list", "--json"]);
     assert!(
         stdout(&list).contains("\"status\":\"RUNNING\""),
