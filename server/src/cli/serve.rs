@@ -45,9 +45,12 @@ Triggers run inside the server: schedules (_vance/scheduler/), webhooks
 (POST /v1/workflow-webhooks/{pathToken}), internal events and hooks; each delivery is recorded
 and kept --delivery-retention-days days, at most --deliveries-per-trigger per trigger.
 
-Other `magrathea` commands on the same directory store (`runs`, `journal`, `inbox`, `run`)
-work while the server runs: they reach it over the store's control socket,
-<store>/control.sock (mode 0600: whoever may open the store may drive its runs).
+The server's directory store defaults to <root>/.magrathea/ (one store for the whole tree,
+not a project's <project>/.magrathea/). Other `magrathea` commands on that store (`runs`,
+`journal`, `inbox`, `run`, `cancel`, `schedules`, `deliveries`; from a project directory of the
+tree, pass `--store <root>/.magrathea`) work while the server runs: they reach it over the
+store's control socket, <store>/control.sock (mode 0600: whoever may open the store may drive
+its runs).
 
 Stops gracefully on SIGTERM or Ctrl-C; unfinished runs resume on the next start.")]
 pub(crate) struct ServeArgs {
