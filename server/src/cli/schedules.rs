@@ -230,13 +230,29 @@ async fn list(
         };
         let mut v = registry::shown(reg);
         if let Some(map) = v.as_object_mut() {
+            // The fields of the trigger routes' registrations, so a script reads either alike.
             map.insert("nextFireMs".into(), json!(next.first()));
+            map.insert(
+                "nextFireAt".into(),
+                json!(next.first().map(|t| triggers::iso(*t))),
+            );
             map.insert(
                 "nextFireTimes".into(),
                 json!(next.iter().map(|t| triggers::iso(*t)).collect::<Vec<_>>()),
             );
             map.insert("lastRunId".into(), json!(last_run));
             map.insert("lastRunStatus".into(), json!(last_status));
+            let last = deliveries::list(
+                catalog,
+                &reg.tenant,
+                &reg.project,
+                &DeliveryQuery {
+                    trigger_id: Some(reg.id.clone()),
+                    limit: 1,
+                    ..DeliveryQuery::default()
+                },
+            )?;
+            map.insert("lastDelivery".into(), json!(last.deliveries.first()));
         }
         rows.push(v);
     }

@@ -50,6 +50,14 @@ fn list_shows_each_schedule_with_its_zone_and_next_fire_times() {
         assert!(t.ends_with(":00:00Z"), "{t}");
         assert!(t.contains("T04:") || t.contains("T05:"), "{t}");
     }
+    // The fields of the HTTP trigger listing: the next fire time, the last delivery (none yet).
+    assert_eq!(s["nextFireAt"], next[0], "{s}");
+    assert!(s["lastDelivery"].is_null(), "{s}");
+    p.cli(&["schedules", "trigger", "nightly"]);
+    let listed = json(&p.cli(&["schedules", "list", "--json"]));
+    let last = &listed[0]["lastDelivery"];
+    assert_eq!(last["status"], "accepted", "{last}");
+    assert_eq!(last["reason"], "manual", "{last}");
 }
 
 #[test]
