@@ -8,7 +8,8 @@
 //! `decidedAt` (the inbox's `answeredAt`) when an answered one was approved or rejected.
 //! The listing takes `?status=` (Friday's words, the inbox's, or `all`; default `pending`),
 //! `?assignee=`, `?approverUserId=` (approvals naming that user among their approvers, or
-//! naming none and assigned to them), `?approverRole=` (naming that role), and pages with `?limit=` (default and most 1,000; a page also ends before
+//! naming none and assigned to them), `?approverRole=` (naming that role), and pages with
+//! `?limit=` (default and most 1,000; a page also ends before
 //! [`MAX_PAGE_BYTES`](super::inbox::MAX_PAGE_BYTES) of JSON) and `?cursor=` (the
 //! `X-Next-Cursor` header of the previous page, absent on the last), oldest first; it includes
 //! the answered, expired and cancelled items of finished runs (of the
@@ -119,8 +120,7 @@ pub(crate) fn in_tenant(who: &Principal, scope: &str) -> bool {
 }
 
 /// `GET /v1/workflow-approvals?assignee=&approverUserId=&approverRole=&status=&limit=&cursor=`
-/// → the tenant's approvals,
-/// oldest first, a page at a time.
+/// → the tenant's approvals, oldest first, a page at a time.
 pub(crate) async fn list(
     State(state): State<AppState>,
     Query(q): Query<ApprovalQuery>,

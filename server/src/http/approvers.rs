@@ -16,11 +16,12 @@
 //! definition. Over HTTP (the inbox's answer route and `/v1/workflow-approvals/{id}/approve|
 //! reject`), an answer from someone the rules leave out is refused with 403
 //! `MAG-HTTP-NOT-APPROVER` and recorded (listed as `refusals` by `GET
-//! /v1/workflow-approvals/{id}`), also once the approval is answered or closed. With a
-//! quorum, each approval is kept (catalog table `approval.vote`) and answered with `applied:
-//! false, pending: {approvals, quorum}` until the quorum is reached (`ignored: true` for an
-//! approver's second approval, which counts once); the last one answers the gate with `{approved: true, approvers}`. A
-//! rejection by an allowed approver rejects at once. The local `magrathea inbox answer` is the
+//! /v1/workflow-approvals/{id}`; the first [`MAX_REFUSALS`] of an item), also once the
+//! approval is answered or closed. With a quorum, each approval is kept (catalog table
+//! `approval.vote`) and answered with `applied: false, pending: {approvals, quorum}` until the
+//! quorum is reached (`ignored: true` for an approver's second approval, which counts once);
+//! the last one answers the gate with `{approved: true, approvers}`. A rejection by an allowed
+//! approver rejects at once. The local `magrathea inbox answer` is the
 //! store owner's own hand and is not checked.
 
 use magrathea_core::{Catalog, GateAnswer, InboxItem, InboxStatus};
@@ -33,6 +34,8 @@ use super::state::AppState;
 
 const VOTES: &str = "approval.vote";
 const REFUSALS: &str = "approval.refusal";
+/// The most refusals recorded for one item.
+pub(crate) const MAX_REFUSALS: usize = 100;
 
 /// The approval rules of a gate, from its `meta`.
 #[derive(Debug, Default)]
@@ -127,7 +130,12 @@ fn refuse(state: &AppState, item: &InboxItem, who: &Principal, reason: &str) -> 
         reason: reason.to_owned(),
         at_ms: u64::try_from(state.triggers.now_ms()).unwrap_or(0),
     };
-    if let (Ok(c), Ok(bytes)) = (catalog(state), serde_json::to_vec(&r)) {
+    // The record of refusals is bounded: past MAX_REFUSALS for one item, a refusal is still
+    // answered, and only the log tells of it.
+    if let (Ok(c), Ok(bytes)) = (catalog(state), serde_json::to_vec(&r))
+        && c.scan(REFUSALS, &format!("{}/", item.id), None, MAX_REFUSALS)
+            .is_ok_and(|kept| kept.len() < MAX_REFUSALS)
+    {
         let key = format!(
             "{}/{:020}/{}",
             item.id,
@@ -137,6 +145,8 @@ fn refuse(state: &AppState, item: &InboxItem, who: &Principal, reason: &str) -> 
         if let Err(e) = c.put(REFUSALS, &key, &bytes) {
             tracing::warn!(item = %item.id, error = %e, "could not record a refused answer");
         }
+    } else {
+        tracing::warn!(item = %item.id, by = %who.subject, reason, "refused answer not recorded");
     }
     let why = match reason {
         "self_approval" => {

@@ -617,3 +617,34 @@ async fn approvals_are_listed_by_approver_user_and_role() {
         vec![guarded]
     );
 }
+
+/// The record of refused answers is bounded per approval: past the first 100, a refusal is
+/// still answered 403 but no longer kept, so a token cannot grow the store by refusals.
+#[tokio::test]
+async fn refused_answers_are_recorded_up_to_a_bound() {
+    let s = Server::start().await;
+    write(
+        &s.root.join("acme/shop/_vance/workflows/guarded.yaml"),
+        GUARDED,
+    );
+    // alice starts it, and may not approve her own run (selfApproval: false).
+    let run = s.start_run("shop", "guarded", json!({})).await;
+    s.wait_status("shop", &run, &["WAITING"]).await;
+    let item = format!("{run}-1");
+    for _ in 0..105 {
+        let r = s
+            .post(
+                &format!("/v1/workflow-approvals/{item}/approve"),
+                Some(ACME),
+            )
+            .send()
+            .await
+            .unwrap();
+        assert_eq!(r.status(), 403);
+    }
+    let one: Value = s
+        .get_json(&format!("/v1/workflow-approvals/{item}"), Some(ACME))
+        .await;
+    assert_eq!(one["refusals"].as_array().unwrap().len(), 100, "{one}");
+    assert_eq!(one["status"], "pending");
+}
