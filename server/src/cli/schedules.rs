@@ -242,17 +242,10 @@ async fn list(
             );
             map.insert("lastRunId".into(), json!(last_run));
             map.insert("lastRunStatus".into(), json!(last_status));
-            let last = deliveries::list(
-                catalog,
-                &reg.tenant,
-                &reg.project,
-                &DeliveryQuery {
-                    trigger_id: Some(reg.id.clone()),
-                    limit: 1,
-                    ..DeliveryQuery::default()
-                },
-            )?;
-            map.insert("lastDelivery".into(), json!(last.deliveries.first()));
+            map.insert(
+                "lastDelivery".into(),
+                json!(deliveries::last(catalog, reg)?),
+            );
         }
         rows.push(v);
     }

@@ -131,17 +131,10 @@ fn described(state: &AppState, triggers: &Triggers, reg: &Registration) -> Resul
             }
         }
     }
-    let last = deliveries::list(
-        catalog,
-        &reg.tenant,
-        &reg.project,
-        &DeliveryQuery {
-            trigger_id: Some(reg.id.clone()),
-            limit: 1,
-            ..DeliveryQuery::default()
-        },
-    )?;
-    map.insert("lastDelivery".into(), json!(last.deliveries.first()));
+    map.insert(
+        "lastDelivery".into(),
+        json!(deliveries::last(catalog, reg)?),
+    );
     Ok(v)
 }
 

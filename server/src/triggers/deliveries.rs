@@ -228,6 +228,21 @@ pub struct DeliveryPage {
     pub next: Option<String>,
 }
 
+/// The newest delivery of the trigger `reg`, if it has any.
+pub fn last(catalog: &dyn Catalog, reg: &Registration) -> Result<Option<Delivery>, StoreError> {
+    let page = list(
+        catalog,
+        &reg.tenant,
+        &reg.project,
+        &DeliveryQuery {
+            trigger_id: Some(reg.id.clone()),
+            limit: 1,
+            ..DeliveryQuery::default()
+        },
+    )?;
+    Ok(page.deliveries.into_iter().next())
+}
+
 /// Deliveries of a project, newest first.
 pub fn list(
     catalog: &dyn Catalog,
