@@ -46,13 +46,7 @@ fn a_killed_run_resumes_and_each_step_result_is_recorded_once() {
     std::fs::write(dir.join("_vance/workflows/crashy.yaml"), WORKFLOW).unwrap();
     let log = dir.join("executions.log");
 
-    let mut child = Command::new(BIN)
-        .args(["run", "crashy", "--json"])
-        .current_dir(&dir)
-        .stdout(Stdio::null())
-        .stderr(Stdio::null())
-        .spawn()
-        .unwrap();
+    let mut child = spawn_quiet(&dir, &["run", "crashy", "--json"]);
     let deadline = Instant::now() + Duration::from_secs(30);
     let sleeper = loop {
         let pid = std::fs::read_to_string(dir.join("first.pid")).unwrap_or_default();
@@ -198,6 +192,17 @@ fn a_killed_run_resumes_and_each_step_result_is_recorded_once() {
     assert_eq!(shown["reExecutions"][0]["execution"], 2, "{shown}");
 }
 
+/// Starts `magrathea ARGS` in `dir` with its output discarded, to be killed.
+fn spawn_quiet(dir: &std::path::Path, args: &[&str]) -> std::process::Child {
+    Command::new(BIN)
+        .args(args)
+        .current_dir(dir)
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap()
+}
+
 /// Whether process `pid` is a live `sleep` (not a zombie, not another process with its pid).
 fn sleeps(pid: &str) -> bool {
     let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).unwrap_or_default();
@@ -248,13 +253,7 @@ states:
         } else {
             &["resume"]
         };
-        let mut child = Command::new(BIN)
-            .args(args)
-            .current_dir(&dir)
-            .stdout(Stdio::null())
-            .stderr(Stdio::null())
-            .spawn()
-            .unwrap();
+        let mut child = spawn_quiet(&dir, args);
         let deadline = Instant::now() + Duration::from_secs(30);
         while executions() < k {
             assert!(Instant::now() < deadline, "execution {k} never started");
