@@ -457,9 +457,9 @@ pub fn routes() -> Vec<Route> {
             methods: &["GET"],
             path: "/brain/{tenant}/project/{project}/ws",
             operation: "ws",
-            summary: "WebSocket session: workflow-start, subscribe",
+            summary: "WebSocket session with a token of workflow.read or workflow.run: workflow-start (workflow.run), subscribe and subscribe-events (workflow.read)",
             query: &["token"],
-            access: Token(Read),
+            access: AnyToken,
             handler: || get(ws::connect),
         },
         Route {

@@ -1,7 +1,8 @@
 //! The WebSocket session (reference §8.3): `GET /brain/{tenant}/project/{project}/ws`.
 //!
 //! The token comes in the `Authorization` header or as `?token=`; connecting needs
-//! `workflow.read`, starting runs `workflow.run`. Messages are JSON `{type, data}`:
+//! `workflow.read` or `workflow.run`, starting runs `workflow.run` (as the HTTP start does),
+//! subscribing to runs or events `workflow.read`. Messages are JSON `{type, data}`:
 //!
 //! | client → server | server → client |
 //! |---|---|
@@ -66,7 +67,12 @@ pub(crate) async fn connect(
     upgrade: WebSocketUpgrade,
 ) -> Result<Response, ApiError> {
     let token = bearer(&headers).or(q.token.as_deref());
-    let who = state.auth.authorize(token, &p.tenant, ApiScope::Read)?;
+    // A session takes either scope: each message checks its own (`workflow-start` needs
+    // `workflow.run`, as the HTTP start does; following runs and events `workflow.read`).
+    let who = match state.auth.authorize(token, &p.tenant, ApiScope::Run) {
+        Ok(who) => who,
+        Err(_) => state.auth.authorize(token, &p.tenant, ApiScope::Read)?,
+    };
     let scope = state.scope(&p.tenant, &p.project)?;
     // A message is a request: it gets the request body's limit, not the WebSocket
     // library's 64 MiB.
@@ -259,6 +265,7 @@ async fn handle(
             .await
         }
         "subscribe" => (|| {
+            who.require(ApiScope::Read)?;
             let data: SubscribeData = serde_json::from_value(message.data).map_err(invalid)?;
             let summary = state.scoped_summary(scope, &data.workflow_run_id)?;
             room_for_one_more(state, subscriptions)?;
@@ -285,6 +292,7 @@ async fn handle(
             Ok(None)
         })(),
         "subscribe-events" => (|| {
+            who.require(ApiScope::Read)?;
             room_for_one_more(state, subscriptions)?;
             let slot = state.follower_slot(&scope.tenant, who)?;
             let mut events = state.triggers.subscribe_events();

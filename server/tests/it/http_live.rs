@@ -150,6 +150,25 @@ async fn a_websocket_client_starts_a_run_and_follows_it() {
     assert_eq!(recv(&mut ro).await["data"]["code"], "MAG-HTTP-403");
     let url = format!("ws://{}/brain/acme/project/shop/ws", s.addr);
     assert!(tokio_tungstenite::connect_async(url).await.is_err());
+
+    // A run-only token starts over the socket as over HTTP, but does not follow runs.
+    let mut starter = ws_connect(s.addr, ACME_RUN).await;
+    send(
+        &mut starter,
+        json!({"type": "workflow-start", "data": {"name": "hello"}}),
+    )
+    .await;
+    let reply = recv(&mut starter).await;
+    assert_eq!(reply["type"], "workflow-start", "{reply}");
+    let started = reply["data"]["workflowRunId"].as_str().unwrap().to_string();
+    subscribe(&mut starter, &started).await;
+    assert_eq!(recv(&mut starter).await["data"]["code"], "MAG-HTTP-403");
+    send(
+        &mut starter,
+        json!({"type": "subscribe-events", "data": {}}),
+    )
+    .await;
+    assert_eq!(recv(&mut starter).await["data"]["code"], "MAG-HTTP-403");
 }
 
 /// `workflow-start` takes what the HTTP start takes: `draft` runs the project's draft, an
