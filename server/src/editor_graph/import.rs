@@ -1,8 +1,9 @@
 //! A Friday editor graph (`FridayWorkflowEditorGraphV1`: nodes and branch-labelled edges) →
 //! a workflow draft. Chains become states routed by `on:`; a fan-out whose branches are simple
-//! chains meeting again at one node becomes a `parallel_task` with inline branches. Anything
-//! else a DAG can draw (branches that never meet, meet elsewhere, or fork again inside a branch)
-//! is refused, naming the nodes and edges in the way.
+//! chains meeting again at one node becomes a `parallel_task` with inline branches. Trigger
+//! nodes are not states: the draft starts where they lead. Anything else a DAG can draw
+//! (branches that never meet, meet elsewhere, or fork again inside a branch) is refused, naming
+//! the nodes and edges in the way.
 
 use std::collections::BTreeMap;
 use std::fmt;
@@ -73,7 +74,14 @@ pub fn import(graph: &Value) -> Result<serde_yaml_ng::Value, ImportError> {
     };
     let mut states: BTreeMap<String, Map<String, Value>> = BTreeMap::new();
     let mut order = Vec::new();
+    // Trigger nodes say what starts a run (a schedule, a webhook, an event): they are not
+    // states, and the node they lead to is where the workflow starts.
+    let mut triggers: Vec<&str> = Vec::new();
     for n in nodes {
+        if n.pointer("/data/type").and_then(Value::as_str) == Some("trigger") {
+            triggers.extend(n.get("id").and_then(Value::as_str));
+            continue;
+        }
         let (id, spec) = state_of(n)?;
         order.push(id.clone());
         states.insert(id, spec);
@@ -87,6 +95,18 @@ pub fn import(graph: &Value) -> Result<serde_yaml_ng::Value, ImportError> {
                 format!("edge {e} has no 'source' and 'target' node ids"),
             ));
         };
+        if triggers.contains(&target.as_str()) {
+            return Err(err(
+                "MAG-GR010",
+                format!(
+                    "edge {source} -> {target} leads to a trigger node: a trigger starts a run, \
+                     nothing leads to it"
+                ),
+            ));
+        }
+        if triggers.contains(&source.as_str()) {
+            continue;
+        }
         for end in [&source, &target] {
             if !states.contains_key(end) {
                 return Err(err(
@@ -187,6 +207,56 @@ pub fn import(graph: &Value) -> Result<serde_yaml_ng::Value, ImportError> {
     Ok(serde_yaml_ng::Value::Mapping(doc))
 }
 
+/// An approval node in the design's own terms (`approverUserId`, `approverRole`,
+/// `onReject`, `timeoutMs` in its config, no `inbox`) as a gate's APPROVAL inbox titled with
+/// the node's name. `onReject` needs nothing: a `reject` edge routes the rejection, and
+/// without one the run fails with `APPROVAL_REJECTED`, as `fail` says.
+fn approval_inbox(n: &Value, id: &str, spec: &mut Map<String, Value>) -> Result<(), ImportError> {
+    let user = spec.remove("approverUserId");
+    let role = spec.remove("approverRole");
+    spec.remove("onReject");
+    if let Some(ms) = spec.remove("timeoutMs").filter(|v| !v.is_null()) {
+        let ms = ms.as_f64().ok_or_else(|| {
+            err(
+                "MAG-GR010",
+                format!("approval node '{id}' has timeoutMs {ms}: expected milliseconds"),
+            )
+        })?;
+        spec.entry("timeoutSeconds")
+            .or_insert_with(|| seconds_value(ms / 1000.0));
+    }
+    if spec.contains_key("inbox") {
+        return Ok(());
+    }
+    let title = n
+        .pointer("/data/name")
+        .and_then(Value::as_str)
+        .unwrap_or(id);
+    let mut inbox = Map::new();
+    inbox.insert("kind".into(), json!("APPROVAL"));
+    inbox.insert("title".into(), json!(title));
+    let mut approvers = Map::new();
+    for (key, v) in [("users", user), ("roles", role)] {
+        if let Some(Value::String(name)) = v {
+            approvers.insert(key.into(), json!([name]));
+        }
+    }
+    if !approvers.is_empty() {
+        inbox.insert("approvers".into(), Value::Object(approvers));
+    }
+    spec.insert("inbox".into(), Value::Object(inbox));
+    Ok(())
+}
+
+/// `seconds` as a whole number when it is one.
+fn seconds_value(seconds: f64) -> Value {
+    if seconds.fract() == 0.0 && seconds.abs() < 1e15 {
+        json!(seconds as i64)
+    } else {
+        json!(seconds)
+    }
+}
+
 /// The state of a node: its `config` with `type` from the node type (an action's
 /// `actionType`), without routing (edges route).
 fn state_of(n: &Value) -> Result<(String, Map<String, Value>), ImportError> {
@@ -208,15 +278,18 @@ fn state_of(n: &Value) -> Result<(String, Map<String, Value>), ImportError> {
                     format!("action node '{id}' has no data.config.actionType (its task type)"),
                 )
             })?,
-        Some("approval") => "gate_task".into(),
+        Some("approval") => {
+            approval_inbox(n, id, &mut spec)?;
+            "gate_task".into()
+        }
         Some("condition") => "condition_task".into(),
         Some("terminal") => "terminal".into(),
         other => {
             return Err(err(
                 "MAG-GR010",
                 format!(
-                    "node '{id}' has type {other:?}: expected action, approval, condition or \
-                     terminal"
+                    "node '{id}' has type {other:?}: expected trigger, action, approval, \
+                     condition or terminal"
                 ),
             ));
         }
@@ -238,12 +311,7 @@ fn state_of(n: &Value) -> Result<(String, Map<String, Value>), ImportError> {
                 format!("node '{id}' has data.timeoutMs {ms}: expected a number of milliseconds"),
             )
         })? / 1000.0;
-        let seconds = if seconds.fract() == 0.0 && seconds.abs() < 1e15 {
-            json!(seconds as i64)
-        } else {
-            json!(seconds)
-        };
-        spec.insert("timeoutSeconds".into(), seconds);
+        spec.insert("timeoutSeconds".into(), seconds_value(seconds));
     }
     spec.insert("type".into(), json!(ty));
     Ok((id.to_owned(), spec))

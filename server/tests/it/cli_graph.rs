@@ -259,6 +259,79 @@ fn a_graph_that_is_not_series_parallel_is_refused_naming_the_node_in_the_way() {
     assert!(stderr(&out).contains("[MAG-GR012]"), "{}", stderr(&out));
 }
 
+/// A graph in the design's own terms: a trigger node (what starts a run, not a state) leading to
+/// an approval node configured with `approverRole`, `onReject` and `timeoutMs`, whose approve
+/// and reject branches end the run. It imports as a gate with an APPROVAL inbox, and the draft
+/// runs: published, it waits on that approval. A node leading to a trigger is refused.
+#[test]
+fn a_friday_graph_with_a_trigger_and_an_approval_node_imports_and_runs() {
+    let p = Project::new();
+    let node = |id: &str, data: Value| json!({ "id": id, "type": "workflow_node", "position": { "x": 0, "y": 0 }, "data": data });
+    let graph = json!({
+        "schemaVersion": "1.0",
+        "reactFlowVersion": "11",
+        "nodes": [
+            node("t1", json!({ "id": "t1", "type": "trigger", "name": "nightly",
+                               "config": { "triggerType": "cron", "cron": "0 0 6 * * *",
+                                           "timezone": "UTC" } })),
+            node("review", json!({ "id": "review", "type": "approval", "name": "Ship it?",
+                                   "config": { "approverRole": "admin", "onReject": "fail",
+                                               "timeoutMs": 60000 } })),
+            node("shipped", json!({ "id": "shipped", "type": "terminal", "name": "shipped",
+                                    "config": { "result": "shipped" } })),
+            node("stopped", json!({ "id": "stopped", "type": "terminal", "name": "stopped",
+                                    "config": { "result": "stopped" } })),
+        ],
+        "edges": [
+            { "id": "e0", "source": "t1", "target": "review" },
+            { "id": "e1", "source": "review", "target": "shipped", "data": { "branch": "approve" } },
+            { "id": "e2", "source": "review", "target": "stopped", "data": { "branch": "reject" } },
+        ],
+    });
+    let file = p.dir.join("ship.graph.json");
+    std::fs::write(&file, graph.to_string()).unwrap();
+    let out = p.cli(&["graph", "import", file.to_str().unwrap(), "--name", "ship"]);
+    assert_eq!(code(&out), 0, "{}", stderr(&out));
+    let text = std::fs::read_to_string(p.dir.join("_vance/workflow-drafts/ship.yaml")).unwrap();
+    let doc: Value = serde_yaml_ng::from_str(&text).unwrap();
+    assert_eq!(doc["start"], "review", "{text}");
+    assert!(doc["states"].get("t1").is_none(), "{text}");
+    let review = &doc["states"]["review"];
+    assert_eq!(review["type"], "gate_task", "{text}");
+    assert_eq!(review["timeoutSeconds"], 60, "{text}");
+    assert_eq!(
+        review["inbox"],
+        json!({ "kind": "APPROVAL", "title": "Ship it?", "approvers": { "roles": ["admin"] } }),
+        "{text}"
+    );
+    assert_eq!(
+        review["on"],
+        json!({ "approved": "shipped", "rejected": "stopped" }),
+        "{text}"
+    );
+
+    let published = p.cli(&["publish", "ship"]);
+    assert_eq!(code(&published), 0, "{}", stderr(&published));
+    let ran = p.cli(&["run", "ship", "--json"]);
+    assert_eq!(code(&ran), 3, "waits on the approval: {}", stderr(&ran));
+    let items = json(&p.cli(&["inbox", "list", "--json"]));
+    assert_eq!(items[0]["title"], "Ship it?", "{items}");
+
+    let mut looped = graph.clone();
+    looped["edges"]
+        .as_array_mut()
+        .unwrap()
+        .push(json!({ "id": "e3", "source": "stopped", "target": "t1" }));
+    std::fs::write(&file, looped.to_string()).unwrap();
+    let out = p.cli(&["graph", "import", file.to_str().unwrap(), "--name", "loop"]);
+    assert_eq!(code(&out), 2);
+    assert!(
+        stderr(&out).contains("[MAG-GR010] edge stopped -> t1 leads to a trigger node"),
+        "{}",
+        stderr(&out)
+    );
+}
+
 /// `graph import` without its FILE, with a FILE that is not there, and the import's arguments
 /// given to a plain `graph` are usage errors (exit 2), said as such.
 #[test]
