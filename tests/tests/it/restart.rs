@@ -530,6 +530,10 @@ fn a_task_whose_process_stops_each_time_ends_after_max_claim_attempts_re_executi
         "{result}"
     );
     assert!(result.contains("started 4 times"), "{result}");
+    assert!(
+        result.contains("max_claim_attempts"),
+        "says how to raise the limit: {result}"
+    );
     assert_eq!(
         HANGS.load(Ordering::SeqCst),
         4,

@@ -83,7 +83,9 @@ impl Driver {
             format!(
                 "[MAG-EN007] technical_error: the task was started {} times and each time the \
                  process running it stopped before its result, more than maxClaimAttempts \
-                 ({max}) allows again; it is not run again",
+                 ({max}) allows again; it is not run again. Find out why the process stops while \
+                 it runs (memory, time, a crash), route technical_error with catch:, or raise \
+                 the limit (EngineBuilder::max_claim_attempts, serve --max-claim-attempts)",
                 execution - 1
             )
         })
