@@ -24,6 +24,10 @@
 //! maxToolRounds: 8           # optional; rounds of tool calls before technical_error
 //! ```
 //!
+//! A state's `params.model` and `params.temperature`, where it sets them, win over the
+//! recipe's `model:` and `temperature:` for the built-in engines, so one recipe (endpoint, key,
+//! prices) can serve states that pick their own model.
+//!
 //! The built-in engines reject fields they do not know; host engines get them in
 //! [`Recipe::extra`]. The API key is never written anywhere: it is read through the runtime's
 //! key source (the process environment unless [`Executors::with_agent_env`] replaces it),

@@ -94,10 +94,30 @@ impl OpenAiEngine {
                  engines speak `openai` (chat completions)"
             )));
         }
-        let Some(model) = recipe.model.as_deref() else {
+        // A state's `params.model` and `params.temperature` win over the recipe's, so that
+        // one recipe (endpoint, key, prices) serves states that pick their own model.
+        let model = match req.engine_params.get("model") {
+            Some(Value::String(m)) => Some(m.as_str()),
+            None | Some(Value::Null) => recipe.model.as_deref(),
+            Some(other) => {
+                return Err(AgentError::Config(format!(
+                    "[MAG-AG004] agent_task has `params.model` {other}: expected a string"
+                )));
+            }
+        };
+        let Some(model) = model else {
             return Err(AgentError::Config(format!(
-                "[MAG-AG003] recipe `{name}` has no `model:`"
+                "[MAG-AG003] recipe `{name}` has no `model:` (and the state no `params.model`)"
             )));
+        };
+        let temperature = match req.engine_params.get("temperature") {
+            Some(Value::Number(t)) => t.as_f64(),
+            None | Some(Value::Null) => recipe.temperature,
+            Some(other) => {
+                return Err(AgentError::Config(format!(
+                    "[MAG-AG004] agent_task has `params.temperature` {other}: expected a number"
+                )));
+            }
         };
         let Some(prompt) = req.engine_params.get("prompt").and_then(Value::as_str) else {
             return Err(AgentError::Config(
@@ -121,7 +141,7 @@ impl OpenAiEngine {
         messages.push(ChatMessage::new("user", user));
 
         let mut body = json!({ "model": model });
-        if let Some(t) = recipe.temperature {
+        if let Some(t) = temperature {
             body["temperature"] = json!(t);
         }
         if let Some(n) = recipe.max_tokens {

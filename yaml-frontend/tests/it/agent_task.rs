@@ -555,6 +555,68 @@ async fn the_chat_engine_from_the_tenant_returns_the_last_assistant_message() {
     );
 }
 
+/// A state's `params.model` and `params.temperature` win over its recipe's (a recipe without
+/// `model:` serves states that name one); a `params.model` that is not a string is a
+/// `technical_error` before any call.
+#[tokio::test]
+async fn a_states_model_and_temperature_win_over_the_recipes() {
+    let server = fake(Canned::Reply("fine".into())).await;
+    let p = project(|rt| rt).await;
+    p.recipe(
+        "shared",
+        &format!(
+            "engine: chat
+baseUrl: {}
+temperature: 0.2
+",
+            server.base_url()
+        ),
+    );
+    let doc = |model: &str| {
+        format!(
+            r#"
+start: ask
+states:
+  ask:
+    type: agent_task
+    recipe: shared
+    params:
+      prompt: hello
+      model: {model}
+      temperature: 0.7
+    storeAs: said
+    on:
+      success: done
+    catch:
+      technical_error: broken
+  done:
+    type: terminal
+  broken:
+    type: terminal
+    outcome: failure
+"#
+        )
+    };
+    p.workflow("ask", &doc("gpt-state"));
+    let v = p.run_pr("ask").await;
+    assert_eq!(v.status, RunStatus::Done, "{v:?}");
+    assert_eq!(v.vars["said"], "fine");
+    let (_, body) = &server.requests()[0];
+    assert_eq!(body["model"], "gpt-state");
+    assert_eq!(body["temperature"], 0.7);
+
+    p.workflow("ask", &doc("[not, a, string]"));
+    let v = p.run_pr("ask").await;
+    assert_eq!(v.status, RunStatus::Failed, "{v:?}");
+    let r = p.plan_result(&v);
+    assert_eq!(r["outcome"], "technical_error");
+    assert!(
+        r["error"].to_string().contains("params.model"),
+        "the error names the field: {r}"
+    );
+    assert_eq!(server.requests().len(), 1, "no call for the bad model");
+}
+
 /// What a host engine saw of a request: the prompt, the workflow and the recipe's persona.
 type Seen = Arc<Mutex<Vec<(Value, String, Value)>>>;
 
