@@ -8,6 +8,7 @@
 use std::collections::BTreeMap;
 use std::fmt;
 
+use magrathea_exec::tools::permission::DEFAULT_POOL;
 use serde_json::{Map, Value, json};
 
 /// Why a graph does not import.
@@ -39,6 +40,8 @@ struct Edge {
     branch: String,
     /// A `catch:` route (the export labels it `catch <kind>`), not an `on:` one.
     catch: bool,
+    /// `data.condition`: a condition rule's expression, or a `switch` case's label.
+    condition: Option<String>,
 }
 
 impl fmt::Display for Edge {
@@ -124,11 +127,16 @@ pub fn import(graph: &Value) -> Result<serde_yaml_ng::Value, ImportError> {
             .get("label")
             .and_then(Value::as_str)
             .is_some_and(|l| l.starts_with("catch "));
+        let condition = e
+            .pointer("/data/condition")
+            .and_then(Value::as_str)
+            .map(str::to_owned);
         all.push(Edge {
             source,
             target,
             branch,
             catch,
+            condition,
         });
     }
     let starts: Vec<&String> = order
@@ -161,8 +169,13 @@ pub fn import(graph: &Value) -> Result<serde_yaml_ng::Value, ImportError> {
         }
         let is_condition = states[id].get("type") == Some(&json!("condition_task"));
         let (catches, edges): (Vec<Edge>, Vec<Edge>) = out(id).into_iter().partition(|e| e.catch);
+        if is_condition && !states[id].contains_key("transitions") {
+            let spec = states.get_mut(id).expect("a node");
+            condition_rules(id, spec, &edges)?;
+        }
         let mut by_branch: BTreeMap<String, Vec<Edge>> = BTreeMap::new();
-        for e in edges {
+        // A condition routes by its `transitions`: its edges are rules, never a fan-out.
+        for e in edges.into_iter().filter(|_| !is_condition) {
             by_branch.entry(e.branch.clone()).or_default().push(e);
         }
         let mut on = Map::new();
@@ -203,8 +216,28 @@ pub fn import(graph: &Value) -> Result<serde_yaml_ng::Value, ImportError> {
     }
     let mut doc = serde_yaml_ng::Mapping::new();
     doc.insert("start".into(), start.into());
+    if let Some(tools) = allowed_tools(&states) {
+        doc.insert("allowedTools".into(), yaml(json!(tools)));
+    }
     doc.insert("states".into(), serde_yaml_ng::Value::Mapping(doc_states));
     Ok(serde_yaml_ng::Value::Mapping(doc))
+}
+
+/// The draft's `allowedTools:` when a `tool_task` calls a tool outside the default pool (an
+/// `http_request` action, a skill): the pool and those tools, so that the graph's own actions
+/// may run. The tenant's and the project's denials still win.
+fn allowed_tools(states: &BTreeMap<String, Map<String, Value>>) -> Option<Vec<String>> {
+    let mut tools: Vec<String> = DEFAULT_POOL.iter().map(|t| (*t).to_owned()).collect();
+    let pool = tools.len();
+    for spec in states.values() {
+        if spec.get("type").and_then(Value::as_str) == Some("tool_task")
+            && let Some(Value::String(tool)) = spec.get("tool")
+            && !tools.contains(tool)
+        {
+            tools.push(tool.clone());
+        }
+    }
+    (tools.len() > pool).then_some(tools)
 }
 
 /// An approval node in the design's own terms (`approverUserId`, `approverRole`,
@@ -269,21 +302,37 @@ fn state_of(n: &Value) -> Result<(String, Map<String, Value>), ImportError> {
         .cloned()
         .unwrap_or_default();
     let ty = match n.pointer("/data/type").and_then(Value::as_str) {
-        Some("action") => spec
-            .remove("actionType")
-            .and_then(|t| t.as_str().map(str::to_owned))
-            .ok_or_else(|| {
-                err(
-                    "MAG-GR010",
-                    format!("action node '{id}' has no data.config.actionType (its task type)"),
-                )
-            })?,
+        Some("action") => {
+            let action = spec
+                .remove("actionType")
+                .and_then(|t| t.as_str().map(str::to_owned))
+                .ok_or_else(|| {
+                    err(
+                        "MAG-GR010",
+                        format!(
+                            "action node '{id}' has no data.config.actionType (a task type, or \
+                             skill, http_request or ai_completion)"
+                        ),
+                    )
+                })?;
+            action_state(id, &action, &mut spec)?
+        }
         Some("approval") => {
             approval_inbox(n, id, &mut spec)?;
             "gate_task".into()
         }
         Some("condition") => "condition_task".into(),
         Some("terminal") => "terminal".into(),
+        Some("transform") => {
+            return Err(err(
+                "MAG-GR010",
+                format!(
+                    "node '{id}' is a transform node: a document has no transform state; write \
+                     it as a script_task (a JavaScript file returning the new value, kept with \
+                     storeAs) and import the graph with that action node instead"
+                ),
+            ));
+        }
         other => {
             return Err(err(
                 "MAG-GR010",
@@ -315,6 +364,164 @@ fn state_of(n: &Value) -> Result<(String, Map<String, Value>), ImportError> {
     }
     spec.insert("type".into(), json!(ty));
     Ok((id.to_owned(), spec))
+}
+
+/// The recipe an `ai_completion` action runs when its config names none: the project's (or
+/// tenant's) `_vance/recipes/ai-completion.yaml`.
+const AI_COMPLETION_RECIPE: &str = "ai-completion";
+
+/// The task type of an action node, its config rewritten into that task's spec where the
+/// action is one of the design's own (§4: every action is a skill):
+///
+/// - `skill` → `tool_task` calling the tool `skillId` with `inputMapping` as its `params`;
+/// - `http_request` → `tool_task` calling the built-in `http_request` tool with `method`,
+///   `url`, `headers` and `body` as its `params`;
+/// - `ai_completion` → `agent_task` with the recipe `recipe` (default
+///   [`AI_COMPLETION_RECIPE`]) and `prompt`, `model` and `temperature` as its `params`.
+///
+/// Any other `actionType` is the task type itself, the config its spec.
+fn action_state(
+    id: &str,
+    action: &str,
+    spec: &mut Map<String, Value>,
+) -> Result<String, ImportError> {
+    let missing = |field: &str| {
+        err(
+            "MAG-GR010",
+            format!("{action} action node '{id}' has no data.config.{field}"),
+        )
+    };
+    let mut take = |keys: &[&str]| {
+        let mut params = Map::new();
+        for k in keys {
+            if let Some(v) = spec.remove(*k).filter(|v| !v.is_null()) {
+                params.insert((*k).to_owned(), v);
+            }
+        }
+        params
+    };
+    let ty = match action {
+        "skill" => {
+            let skill = take(&["skillId", "inputMapping"]);
+            let Some(Value::String(tool)) = skill.get("skillId") else {
+                return Err(missing("skillId (a string: the tool to call)"));
+            };
+            spec.insert("tool".into(), json!(tool));
+            let params = skill.get("inputMapping").cloned().unwrap_or(json!({}));
+            spec.insert("params".into(), params);
+            "tool_task"
+        }
+        "http_request" => {
+            let params = take(&["method", "url", "headers", "body"]);
+            if !params.contains_key("url") {
+                return Err(missing("url"));
+            }
+            spec.insert("tool".into(), json!("http_request"));
+            spec.insert("params".into(), Value::Object(params));
+            "tool_task"
+        }
+        "ai_completion" => {
+            let params = take(&["prompt", "model", "temperature"]);
+            if !params.contains_key("prompt") {
+                return Err(missing("prompt"));
+            }
+            spec.entry("recipe")
+                .or_insert_with(|| json!(AI_COMPLETION_RECIPE));
+            spec.insert("params".into(), Value::Object(params));
+            "agent_task"
+        }
+        task => task,
+    };
+    Ok(ty.to_owned())
+}
+
+/// The `transitions:` of a condition node in the design's terms (`conditionType: if | switch`,
+/// `expression`, `cases: [{label, expression}]`, no `transitions`), from its edges:
+///
+/// - an edge with `data.condition` is a rule: the case of that label's expression in a
+///   `switch`, else the condition itself;
+/// - a `true` edge without one is the rule `if: <expression>`;
+/// - a `switch` edge whose branch is a case's label is that case's rule;
+/// - the `false` edge (or one labelled `default`/`else`) is the `else:` rule, last.
+///
+/// In a `switch` the rules follow the order of `cases`, since the first match wins.
+fn condition_rules(
+    id: &str,
+    spec: &mut Map<String, Value>,
+    edges: &[Edge],
+) -> Result<(), ImportError> {
+    let expression = spec.remove("expression");
+    let cases = spec.remove("cases");
+    spec.remove("conditionType");
+    let cases: Vec<(String, Value)> = cases
+        .as_ref()
+        .and_then(Value::as_array)
+        .map(|cases| {
+            cases
+                .iter()
+                .filter_map(|c| {
+                    let label = c.get("label")?.as_str()?.to_owned();
+                    Some((label, c.get("expression")?.clone()))
+                })
+                .collect()
+        })
+        .unwrap_or_default();
+    let case = |label: &str| cases.iter().position(|(l, _)| l == label);
+    let mut rules: Vec<(usize, Value)> = Vec::new();
+    let mut otherwise: Option<String> = None;
+    for e in edges {
+        let is_else = matches!(e.branch.as_str(), "false" | "default" | "else")
+            || e.condition
+                .as_deref()
+                .is_some_and(|c| c == "default" || c == "else");
+        let rule = match (
+            &e.condition,
+            case(e.condition.as_deref().unwrap_or(&e.branch)),
+        ) {
+            _ if is_else => None,
+            (_, Some(i)) => Some((i, cases[i].1.clone())),
+            (Some(c), None) => Some((usize::MAX, json!(c))),
+            (None, None) if e.branch == "true" || e.branch == "success" => match &expression {
+                Some(x) => Some((usize::MAX, x.clone())),
+                None => {
+                    return Err(err(
+                        "MAG-GR010",
+                        format!(
+                            "condition node '{id}': edge {e} has no data.condition and the node \
+                             no config.expression to test"
+                        ),
+                    ));
+                }
+            },
+            (None, None) => {
+                return Err(err(
+                    "MAG-GR010",
+                    format!(
+                        "condition node '{id}': edge {e} is neither a case (data.condition or a \
+                         case label as its branch), the true branch nor the false one"
+                    ),
+                ));
+            }
+        };
+        match rule {
+            Some((order, cond)) => rules.push((order, json!({ "if": cond, "to": e.target }))),
+            None if otherwise.is_some() => {
+                return Err(err(
+                    "MAG-GR010",
+                    format!("condition node '{id}' has more than one false/default edge"),
+                ));
+            }
+            None => otherwise = Some(e.target.clone()),
+        }
+    }
+    // Stable: cases in their order, other rules after them in the order of the edges.
+    rules.sort_by_key(|(order, _)| *order);
+    let mut transitions: Vec<Value> = rules.into_iter().map(|(_, r)| r).collect();
+    if let Some(to) = otherwise {
+        transitions.push(json!({ "else": to }));
+    }
+    spec.insert("transitions".into(), Value::Array(transitions));
+    Ok(())
 }
 
 type Out<'a> = dyn Fn(&str) -> Vec<Edge> + 'a;
@@ -413,6 +620,106 @@ mod tests {
 
     fn node(data: Value) -> Value {
         json!({ "id": "gate", "type": "workflow_node", "data": data })
+    }
+
+    fn graph(nodes: Value, edges: Value) -> Value {
+        json!({ "schemaVersion": "1.0", "nodes": nodes, "edges": edges })
+    }
+
+    fn n(id: &str, ty: &str, config: Value) -> Value {
+        json!({ "id": id, "type": "workflow_node",
+                "data": { "id": id, "type": ty, "name": id, "config": config } })
+    }
+
+    fn states(doc: &serde_yaml_ng::Value) -> Value {
+        serde_json::to_value(&doc["states"]).unwrap()
+    }
+
+    /// A `switch` takes its rules from the cases, in their order (the first match wins), each
+    /// routed by the edge whose `data.condition` is the case's label; the `false` edge is the
+    /// `else`.
+    #[test]
+    fn a_switch_condition_routes_its_cases_in_their_order_and_the_false_edge_last() {
+        let g = graph(
+            json!([
+                n(
+                    "route",
+                    "condition",
+                    json!({ "conditionType": "switch", "expression": "",
+                    "cases": [
+                        { "label": "high", "expression": "#params['n'] > 100" },
+                        { "label": "mid", "expression": "#params['n'] > 10" },
+                    ] })
+                ),
+                n("a", "terminal", json!({})),
+                n("b", "terminal", json!({})),
+                n("c", "terminal", json!({})),
+            ]),
+            json!([
+                { "source": "route", "target": "c", "data": { "branch": "false" } },
+                { "source": "route", "target": "b", "data": { "branch": "true", "condition": "mid" } },
+                { "source": "route", "target": "a", "data": { "branch": "true", "condition": "high" } },
+            ]),
+        );
+        let doc = import(&g).unwrap();
+        assert_eq!(
+            states(&doc)["route"],
+            json!({ "type": "condition_task", "transitions": [
+                { "if": "#params['n'] > 100", "to": "a" },
+                { "if": "#params['n'] > 10", "to": "b" },
+                { "else": "c" },
+            ] })
+        );
+    }
+
+    /// Built-in actions without what they need, a condition edge that is no rule, and a
+    /// transform node are refused naming the node and the field.
+    #[test]
+    fn incomplete_design_nodes_are_refused_naming_what_is_missing() {
+        let with = |node: Value, edges: Value| {
+            let g = graph(json!([node, n("end", "terminal", json!({}))]), edges);
+            import(&g).unwrap_err().to_string()
+        };
+        let to_end = json!([{ "source": "x", "target": "end" }]);
+        for (config, missing) in [
+            (
+                json!({ "actionType": "http_request", "method": "GET" }),
+                "data.config.url",
+            ),
+            (json!({ "actionType": "skill" }), "data.config.skillId"),
+            (
+                json!({ "actionType": "ai_completion", "model": "m" }),
+                "data.config.prompt",
+            ),
+        ] {
+            let e = with(n("x", "action", config), to_end.clone());
+            assert!(
+                e.contains("[MAG-GR010]") && e.contains("'x'") && e.contains(missing),
+                "{e}"
+            );
+        }
+        let e = with(
+            n("x", "condition", json!({ "conditionType": "if" })),
+            json!([{ "source": "x", "target": "end", "data": { "branch": "true" } }]),
+        );
+        assert!(e.contains("no config.expression"), "{e}");
+        let e = with(
+            n(
+                "x",
+                "condition",
+                json!({ "conditionType": "if", "expression": "true" }),
+            ),
+            json!([{ "source": "x", "target": "end", "data": { "branch": "approve" } }]),
+        );
+        assert!(e.contains("neither a case"), "{e}");
+        let e = with(
+            n("x", "transform", json!({ "transformType": "map" })),
+            to_end.clone(),
+        );
+        assert!(
+            e.contains("transform node") && e.contains("script_task"),
+            "{e}"
+        );
     }
 
     #[test]

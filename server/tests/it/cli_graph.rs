@@ -332,6 +332,189 @@ fn a_friday_graph_with_a_trigger_and_an_approval_node_imports_and_runs() {
     );
 }
 
+/// One HTTP request answered 200 with a JSON body, on a real loopback socket: the request's
+/// text (head and body) comes back through the handle.
+fn one_request_server() -> (u16, std::thread::JoinHandle<String>) {
+    use std::io::{Read, Write};
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let port = listener.local_addr().unwrap().port();
+    let handle = std::thread::spawn(move || {
+        let (mut conn, _) = listener.accept().unwrap();
+        let mut seen = Vec::new();
+        let mut buf = [0u8; 4096];
+        // Read the head, then as many body bytes as Content-Length says.
+        loop {
+            let n = conn.read(&mut buf).unwrap();
+            seen.extend_from_slice(&buf[..n]);
+            let text = String::from_utf8_lossy(&seen).to_string();
+            if let Some(end) = text.find("\r\n\r\n") {
+                let len = text[..end]
+                    .lines()
+                    .find_map(|l| {
+                        let (k, v) = l.split_once(':')?;
+                        k.eq_ignore_ascii_case("content-length")
+                            .then(|| v.trim().parse::<usize>().ok())?
+                    })
+                    .unwrap_or(0);
+                if seen.len() >= end + 4 + len {
+                    break;
+                }
+            }
+            if n == 0 {
+                break;
+            }
+        }
+        let body = r#"{"accepted":true}"#;
+        write!(
+            conn,
+            "HTTP/1.1 200 OK\r\ncontent-type: application/json\r\ncontent-length: {}\r\n\
+             connection: close\r\n\r\n{body}",
+            body.len()
+        )
+        .unwrap();
+        String::from_utf8_lossy(&seen).to_string()
+    });
+    (port, handle)
+}
+
+/// The design's own action and condition nodes (§1, §4: every action is a skill) import as
+/// the document's states: `http_request` → a `tool_task` of the `http_request` tool, `skill`
+/// → a `tool_task` of that tool with `inputMapping` as its params, `ai_completion` → an
+/// `agent_task` of the `ai-completion` recipe; an `if` condition with `true`/`false` edges →
+/// a `condition_task` whose rule is its expression. Published, the draft runs: the condition
+/// picks the branch, and the HTTP request reaches a real server with its method, header and
+/// body.
+#[test]
+fn a_friday_graph_of_built_in_actions_and_an_if_condition_imports_and_runs() {
+    let p = Project::new();
+    let (port, server) = one_request_server();
+    let settings = format!("egress:\n  allowHosts: [\"127.0.0.1:{port}\"]\n");
+    let dir = p.root.join("acme/_tenant/_vance");
+    std::fs::create_dir_all(&dir).unwrap();
+    std::fs::write(dir.join("settings.yaml"), settings).unwrap();
+    let node = |id: &str, ty: &str, config: Value| {
+        json!({ "id": id, "type": "workflow_node", "position": { "x": 0, "y": 0 },
+                "data": { "id": id, "type": ty, "name": id, "config": config } })
+    };
+    let graph = json!({
+        "schemaVersion": "1.0",
+        "reactFlowVersion": "11",
+        "nodes": [
+            node("hook", "trigger", json!({ "triggerType": "webhook", "method": "POST" })),
+            node("big", "condition", json!({ "conditionType": "if",
+                                             "expression": "#params['amount'] > 100" })),
+            node("notify", "action", json!({ "actionType": "http_request", "method": "POST",
+                                             "url": format!("http://127.0.0.1:{port}/hooks"),
+                                             "headers": { "x-order": "${params.amount}" },
+                                             "body": { "amount": "${params.amount}" } })),
+            node("summarise", "action", json!({ "actionType": "ai_completion",
+                                                "prompt": "Summarise the order",
+                                                "model": "gpt-4o-mini", "temperature": 0 })),
+            node("label", "action", json!({ "actionType": "skill", "skillId": "doc_read",
+                                            "inputMapping": { "path": "orders.md" } })),
+            node("done", "terminal", json!({ "result": "${state.sent.status}" })),
+            node("small", "terminal", json!({ "result": "small" })),
+        ],
+        "edges": [
+            { "id": "e0", "source": "hook", "target": "big" },
+            { "id": "e1", "source": "big", "target": "notify", "data": { "branch": "true" } },
+            { "id": "e2", "source": "big", "target": "small", "data": { "branch": "false" } },
+            { "id": "e3", "source": "notify", "target": "done", "data": { "branch": "success" } },
+            { "id": "e4", "source": "summarise", "target": "label", "data": { "branch": "success" } },
+            { "id": "e5", "source": "label", "target": "done", "data": { "branch": "success" } },
+        ],
+    });
+    let file = p.dir.join("orders.graph.json");
+    std::fs::write(&file, graph.to_string()).unwrap();
+    let out = p.cli(&[
+        "graph",
+        "import",
+        file.to_str().unwrap(),
+        "--name",
+        "orders",
+    ]);
+    // `summarise` has no incoming edge: two starts.
+    assert_eq!(code(&out), 2, "{}", stdout(&out));
+    assert!(stderr(&out).contains("MAG-GR012"), "{}", stderr(&out));
+
+    // `small` leads on to `summarise`, so the graph has one start.
+    let mut graph = graph;
+    graph["edges"].as_array_mut().unwrap().push(
+        json!({ "id": "e6", "source": "small", "target": "summarise", "data": { "branch": "success" } }),
+    );
+    graph["nodes"][6] = node(
+        "small",
+        "action",
+        json!({ "actionType": "shell_task", "run": "true" }),
+    );
+    std::fs::write(&file, graph.to_string()).unwrap();
+    let out = p.cli(&[
+        "graph",
+        "import",
+        file.to_str().unwrap(),
+        "--name",
+        "orders",
+    ]);
+    assert_eq!(code(&out), 0, "{}", stderr(&out));
+    let text = std::fs::read_to_string(p.dir.join("_vance/workflow-drafts/orders.yaml")).unwrap();
+    let doc: Value = serde_yaml_ng::from_str(&text).unwrap();
+    let states = &doc["states"];
+    assert_eq!(doc["start"], "big", "{text}");
+    assert_eq!(
+        doc["allowedTools"],
+        json!([
+            "web_search",
+            "doc_read",
+            "doc_list",
+            "inbox_read",
+            "http_request"
+        ]),
+        "the default pool and the graph's own tools: {text}"
+    );
+    assert_eq!(
+        states["big"],
+        json!({ "type": "condition_task", "transitions": [
+            { "if": "#params['amount'] > 100", "to": "notify" }, { "else": "small" } ] }),
+        "{text}"
+    );
+    assert_eq!(states["notify"]["type"], "tool_task", "{text}");
+    assert_eq!(states["notify"]["tool"], "http_request", "{text}");
+    assert_eq!(states["notify"]["params"]["method"], "POST", "{text}");
+    assert_eq!(
+        states["summarise"],
+        json!({ "type": "agent_task", "recipe": "ai-completion",
+                "params": { "prompt": "Summarise the order", "model": "gpt-4o-mini",
+                            "temperature": 0 },
+                "on": { "success": "label" } }),
+        "{text}"
+    );
+    assert_eq!(
+        states["label"],
+        json!({ "type": "tool_task", "tool": "doc_read", "params": { "path": "orders.md" },
+                "on": { "success": "done" } }),
+        "{text}"
+    );
+
+    // The HTTP request keeps its output for the terminal: store it.
+    let text = text.replace("  notify:\n", "  notify:\n    storeAs: sent\n");
+    std::fs::write(p.dir.join("_vance/workflow-drafts/orders.yaml"), text).unwrap();
+    let published = p.cli(&["publish", "orders"]);
+    assert_eq!(code(&published), 0, "{}", stderr(&published));
+    let ran = p.cli(&["run", "orders", "--param", "amount=250", "--json"]);
+    assert_eq!(code(&ran), 0, "{}", stderr(&ran));
+    assert_eq!(json(&ran)["result"], 200, "{}", stdout(&ran));
+    let request = server.join().unwrap();
+    assert!(request.starts_with("POST /hooks HTTP/1.1"), "{request}");
+    assert!(
+        request.to_ascii_lowercase().contains("x-order: 250"),
+        "{request}"
+    );
+    assert!(
+        request.ends_with(r#"{"amount":250}"#) || request.ends_with(r#"{"amount":"250"}"#),
+        "{request}"
+    );
+}
+
 /// `graph import` without its FILE, with a FILE that is not there, and the import's arguments
 /// given to a plain `graph` are usage errors (exit 2), said as such.
 #[test]
