@@ -545,8 +545,10 @@ fn export_import_export_gives_the_same_graph() {
     p.workflow(
         "routed",
         "start: zeta\nstates:\n  zeta:\n    type: shell_task\n    run: \"exit 3\"\n    \
-         dirName: workspace\n    on: { success: mid }\n    catch: { business_error: alpha, \
-         technical_error: alpha }\n  mid: { type: terminal, result: ok }\n  alpha: { type: \
+         dirName: workspace\n    on: { success: route }\n    catch: { business_error: alpha, \
+         technical_error: alpha }\n  route:\n    type: condition_task\n    transitions:\n      \
+         - { if: \"#params['n'] == 1\", to: mid }\n      - { if: \"#params['n'] == 2\", to: alpha }\n      \
+         - { else: mid }\n  mid: { type: terminal, result: ok }\n  alpha: { type: \
          terminal, outcome: failure }\n",
     );
     let first = p.cli(&["graph", "routed", "--format", "reactflow"]);
@@ -559,7 +561,7 @@ fn export_import_export_gives_the_same_graph() {
     let doc: Value = serde_yaml_ng::from_str(&draft).unwrap();
     assert_eq!(
         doc["states"]["zeta"]["on"],
-        json!({"success": "mid"}),
+        json!({"success": "route"}),
         "{draft}"
     );
     assert_eq!(
