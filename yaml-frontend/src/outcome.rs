@@ -19,6 +19,10 @@
 //! | `terminal` | none: it ends the run |
 //!
 //! Every task can also end `cancelled`, but only while its run is being cancelled.
+//!
+//! A `timeout` of a `script_task` or `tool_task` that nothing routes goes where
+//! `technical_error` goes, and one of a `workflow_task` where `failure` goes
+//! ([`TaskType::timeout_stands_for`]).
 
 use std::fmt;
 
@@ -196,6 +200,20 @@ const CANCELLED: Outcome = Outcome::Error(ErrorKind::Cancelled);
 const PERMISSION: Outcome = Outcome::Error(ErrorKind::PermissionError);
 
 impl TaskType {
+    /// The outcome a `timeout` of this task type also counts as, for routing and retries,
+    /// when the state routes that outcome and not `timeout` itself: the reference lists
+    /// `script_task`'s and `tool_task`'s outcomes as success / `technical_error` (and
+    /// `permission_error`), and `workflow_task`'s as success / `failure`, so a document that
+    /// routes those catches every way the task can fail. A route for `timeout` wins.
+    #[must_use]
+    pub fn timeout_stands_for(self) -> Option<ErrorKind> {
+        match self {
+            Self::ScriptTask | Self::ToolTask => Some(ErrorKind::TechnicalError),
+            Self::WorkflowTask => Some(ErrorKind::Failure),
+            _ => None,
+        }
+    }
+
     /// Everything a task of this type can end with, whatever the state's settings: a
     /// transition on anything else can never be taken. A DECISION gate's options are not
     /// known here (see [`StateSpec::outcomes`]); every gate kind's answers are included.

@@ -5,6 +5,7 @@ use crate::ast::{InboxKind, StateSpec, TaskSpec, TaskType, WorkflowDoc};
 use crate::build::Ctx;
 use crate::condition::{Condition, ExprKind};
 use crate::diagnostic::{Code, Span};
+use crate::error_kind::ErrorKind;
 use crate::outcome::{Outcome, Outcomes, Routing};
 
 /// `failure` is the reference's generic word for a task that did not succeed, and its own
@@ -155,11 +156,16 @@ fn unrouted(ctx: &mut Ctx<'_>, s: &StateSpec, configured: &Outcomes) {
         .filter(|p| p.routing == Routing::Expected)
         .map(|p| &p.outcome)
         .filter(|o| {
-            let by_on = s.on.iter().any(|t| t.outcome == o.as_str());
-            let by_catch = o
-                .catch_kind()
-                .is_some_and(|k| s.catch.iter().any(|c| c.kind == k));
-            !(by_on || by_catch)
+            let routes = |outcome: &str, kind: Option<ErrorKind>| {
+                s.on.iter().any(|t| t.outcome == outcome)
+                    || kind.is_some_and(|k| s.catch.iter().any(|c| c.kind == k))
+            };
+            let stands_for = s
+                .task_type
+                .timeout_stands_for()
+                .filter(|_| o.catch_kind() == Some(ErrorKind::Timeout));
+            !(routes(o.as_str(), o.catch_kind())
+                || stands_for.is_some_and(|k| routes(k.as_str(), Some(k))))
         })
         .collect();
     if missing.is_empty() {

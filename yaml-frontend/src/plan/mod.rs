@@ -261,8 +261,19 @@ impl Plan {
 impl PlanState {
     /// Where the outcome `outcome` goes by `on:` then `catch:` (reference §4.1, without the
     /// condition override).
+    ///
+    /// A timeout that nothing routes goes where the kind it stands for in this task type goes
+    /// ([`TaskType::timeout_stands_for`]).
     #[must_use]
     pub fn route(&self, outcome: &str) -> Option<StateId> {
+        self.route_exactly(outcome).or_else(|| {
+            let stands_for = self.task_type.timeout_stands_for()?;
+            (ErrorKind::parse(outcome) == Some(ErrorKind::Timeout))
+                .then(|| self.route_exactly(stands_for.as_str()))?
+        })
+    }
+
+    fn route_exactly(&self, outcome: &str) -> Option<StateId> {
         if let Some((_, to)) = self.on.iter().find(|(o, _)| o == outcome) {
             return Some(*to);
         }
@@ -289,11 +300,21 @@ impl PlanState {
 
     /// Whether `retry:` retries the outcome `outcome`.
     #[must_use]
+    /// As in routing, a timeout is retried as the kind it stands for in this task type when
+    /// `on` does not name `timeout` itself.
     pub fn retries(&self, outcome: &str) -> bool {
         let Some(retry) = &self.retry else {
             return false;
         };
-        ErrorKind::parse(outcome).is_some_and(|k| retry.on.contains(&k))
+        let Some(kind) = ErrorKind::parse(outcome) else {
+            return false;
+        };
+        retry.on.contains(&kind)
+            || (kind == ErrorKind::Timeout
+                && self
+                    .task_type
+                    .timeout_stands_for()
+                    .is_some_and(|k| retry.on.contains(&k)))
     }
 }
 

@@ -157,14 +157,31 @@ fn outcomes_nothing_routes_are_named_in_one_warning() {
 #[test]
 fn a_single_unrouted_timeout_reads_as_the_issue_says() {
     let text = format!(
-        "start: build\nstates:\n  build:\n    type: workflow_task\n    workflow: sub\n    timeoutSeconds: 60\n    on: {{ success: end, failure: end }}\n{END}"
+        "start: build\nstates:\n  build:\n    type: gate_task\n    inbox: {{ kind: APPROVAL }}\n    timeoutSeconds: 60\n    on: {{ approved: end, rejected: end, insufficient_info: end, undecidable: end }}\n{END}"
     );
     assert_eq!(
         warnings(&text),
         [
-            "wf.yaml:3:3: [MAG-YA003] a `timeout` of workflow_task `build` would fail the run: \
+            "wf.yaml:3:3: [MAG-YA003] a `timeout` of gate_task `build` would fail the run: \
           no 'on:' or 'catch:' routes it"
         ]
+    );
+}
+
+/// The reference lists a script_task's and a tool_task's outcomes as success /
+/// technical_error and a workflow_task's as success / failure: routing those routes their
+/// timeouts too, so nothing is left unrouted. Without them, the timeout is named.
+#[test]
+fn a_timeout_is_routed_by_the_kind_it_stands_for_in_its_task_type() {
+    let text = format!(
+        "start: a\nstates:\n  a:\n    type: workflow_task\n    workflow: child\n    timeoutSeconds: 60\n    on: {{ success: b }}\n    catch: {{ failure: end }}\n  b:\n    type: script_task\n    path: s.js\n    timeoutSeconds: 5\n    on: {{ success: end }}\n    catch: {{ technical_error: end }}\n{END}"
+    );
+    assert_eq!(warnings(&text), Vec::<String>::new());
+    let w = warnings(&text.replace("    catch: { failure: end }\n", ""));
+    assert_eq!(w.len(), 1, "{w:#?}");
+    assert!(
+        w[0].contains("a `failure` or `timeout` of workflow_task `a`"),
+        "{w:#?}"
     );
 }
 

@@ -364,6 +364,42 @@ async fn an_infinite_loop_is_stopped_by_its_timeout() {
     assert_eq!(p.runtime.executors().scripts_running(), 0);
 }
 
+/// The reference lists a script_task's outcomes as success / technical_error: a document
+/// that routes and retries `technical_error` and not `timeout` (the reference's own `transform`
+/// example) has its timeouts retried and routed there. A route for `timeout` wins (above).
+#[tokio::test]
+async fn a_timeout_nothing_routes_goes_where_technical_error_goes_and_is_retried_like_it() {
+    let p = project().await;
+    write(
+        &p.project.join("_vance/scripts/spin.js"),
+        "while (true) {}\n",
+    );
+    p.workflow(
+        "transform",
+        r#"
+start: transform
+states:
+  transform:
+    type: script_task
+    path: _vance/scripts/spin.js
+    timeoutSeconds: 0.3
+    retry: { maxAttempts: 2, on: [technical_error] }
+    on: { success: done }
+    catch: { technical_error: escalate }
+  done: { type: terminal, result: done }
+  escalate: { type: terminal, result: escalated }
+"#,
+    );
+    let view = p.run("transform", json!({})).await;
+    assert_eq!(view.status, RunStatus::Done, "{view:?}");
+    assert_eq!(view.result, Some(json!("escalated")));
+    let attempts = p.attempts(&view);
+    assert_eq!(attempts.len(), 2, "retried once as technical_error");
+    for a in &attempts {
+        interrupted_at_its_timeout(a);
+    }
+}
+
 #[tokio::test]
 async fn an_allocation_bomb_is_stopped_by_the_memory_limit() {
     // The timeouts are far away: only the memory limit can end these scripts with a
