@@ -395,7 +395,7 @@ async fn sub_workflow(
         };
         Completion::of(outcome, output)
     });
-    match state.timeout {
+    let done = match state.timeout {
         None => child.await,
         Some(t) => {
             let timer = ctx.sleep(t).map(|r| match r {
@@ -404,7 +404,31 @@ async fn sub_workflow(
             });
             ctx.select(vec![child, timer]).await.1
         }
+    };
+    failed_with_result(ctx, done)
+}
+
+/// The patch marker of runs in which a failed sub-run's result is what the parent keeps.
+/// Runs journaled before kept the failure's description, and replay must store what they
+/// stored.
+const FAILED_RESULT_PATCH: &str = "workflow-task-failed-sub-run-result";
+
+/// A sub-run that failed at a terminal with a `result:` hands that result to the parent, as
+/// one that succeeded does (reference §3.7: "the Terminal State of the Sub-Run writes
+/// ResultRecord(result). The Parent captures this via storeAs:"), so a path such as
+/// `${state.built.summary}` reads the same on both branches. A failure without a result keeps
+/// its description, `{workflowRunId, status, reason, result: null}`.
+fn failed_with_result(ctx: &WorkflowContext, mut done: Completion) -> Completion {
+    if done.outcome != "failure" || done.output.get("workflowRunId").is_none() {
+        return done;
     }
+    let Some(result) = done.output.get("result").filter(|r| !r.is_null()).cloned() else {
+        return done;
+    };
+    if ctx.patched(FAILED_RESULT_PATCH) {
+        done.output = result;
+    }
+    done
 }
 
 /// The patch marker of runs whose `workflow_task` that cannot start its sub-run journals a

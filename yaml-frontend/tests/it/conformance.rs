@@ -546,6 +546,167 @@ states:
     assert_eq!(p.count(&v, "ChildFinishedRecord"), 1);
 }
 
+/// §3.7: "the Terminal State of the Sub-Run writes ResultRecord(result). The Parent captures
+/// this via storeAs" — on the failure branch as on the success one. And the reference's
+/// `timeoutSeconds` + `catch: failure` example routes a sub-run that outlives its timeout.
+#[tokio::test]
+async fn s3_7_a_failed_sub_runs_result_is_stored_and_its_timeout_is_caught_as_failure() {
+    let p = project(&[
+        (
+            "parent",
+            r#"
+parameters:
+  ok: { type: boolean, required: true }
+start: build
+states:
+  build:
+    type: workflow_task
+    workflow: child
+    params: { ok: "${params.ok}" }
+    storeAs: built
+    on: { success: deploy }
+    catch: { failure: escalate }
+  deploy: { type: terminal, result: { summary: "${state.built.summary}" } }
+  escalate: { type: terminal, result: { escalated: "${state.built.summary}" } }
+"#,
+        ),
+        (
+            "child",
+            r##"
+parameters:
+  ok: { type: boolean, required: true }
+start: check
+states:
+  check:
+    type: condition_task
+    transitions:
+      - if: "#params['ok']"
+        to: good
+      - else: bad
+  good: { type: terminal, result: { summary: built } }
+  bad: { type: terminal, outcome: failure, result: { summary: broken } }
+"##,
+        ),
+        (
+            "hurried",
+            r#"
+start: build
+states:
+  build:
+    type: workflow_task
+    workflow: slow
+    timeoutSeconds: 0.3
+    storeAs: built
+    on: { success: deploy }
+    catch: { failure: escalate }
+  deploy: { type: terminal, result: deployed }
+  escalate: { type: terminal, result: escalated }
+"#,
+        ),
+        (
+            "slow",
+            "start: nap\nstates:\n  nap: { type: timer_task, duration: 1h, on: { fired: done } }\n  done: { type: terminal }\n",
+        ),
+    ])
+    .await;
+    let v = p.run("parent", json!({"ok": true})).await;
+    let v = p.engine.wait(v.workflow_run_id).await.unwrap();
+    assert_eq!(v.result, Some(json!({"summary": "built"})), "{v:?}");
+    let v = p.run("parent", json!({"ok": false})).await;
+    let v = p.engine.wait(v.workflow_run_id).await.unwrap();
+    assert_eq!(v.status, RunStatus::Done, "{v:?}");
+    assert_eq!(v.result, Some(json!({"escalated": "broken"})), "{v:?}");
+    assert_eq!(v.vars["built"], json!({"summary": "broken"}));
+
+    let v = p.run("hurried", json!({})).await;
+    let v = p.engine.wait(v.workflow_run_id).await.unwrap();
+    assert_eq!(v.status, RunStatus::Done, "{v:?}");
+    assert_eq!(
+        v.result,
+        Some(json!("escalated")),
+        "the timeout went where failure goes"
+    );
+}
+
+/// A run journaled before a failed sub-run's result was stored kept the failure's
+/// description in `storeAs`: it replays on that path (no patch marker), and today's journal
+/// on today's.
+#[tokio::test]
+async fn s3_7_a_run_that_stored_a_failed_sub_runs_description_replays_on_its_old_path() {
+    let p = project(&[
+        (
+            "parent",
+            r#"
+start: build
+states:
+  build:
+    type: workflow_task
+    workflow: child
+    storeAs: built
+    catch: { failure: escalate }
+  escalate: { type: terminal, result: escalated }
+"#,
+        ),
+        (
+            "child",
+            "start: bad\nstates:\n  bad: { type: terminal, outcome: failure, result: { summary: broken } }\n",
+        ),
+    ])
+    .await;
+    let v = p.run("parent", json!({})).await;
+    let v = p.engine.wait(v.workflow_run_id).await.unwrap();
+    assert_eq!(v.vars["built"], json!({"summary": "broken"}));
+    let today = p.engine.journal(v.workflow_run_id).unwrap();
+    p.engine
+        .check_replay(today.clone())
+        .expect("today's journal replays");
+
+    // The journal as the earlier code wrote it: no marker, and the description stored.
+    let child = p
+        .engine
+        .list_runs(&magrathea_core::RunFilter {
+            workflow: Some("child".into()),
+            ..Default::default()
+        })
+        .unwrap()
+        .remove(0);
+    let child = p.engine.wait(child.run_id).await.unwrap();
+    let described = json!({
+        "workflowRunId": child.workflow_run_id,
+        "status": child.status,
+        "reason": child.reason,
+        "result": child.result,
+    });
+    let mut earlier = Vec::new();
+    let mut marker_step = None;
+    for entry in &today {
+        let mut e = serde_json::to_value(entry).unwrap();
+        if e["type"] == "SideEffectRecord"
+            && e["name"].as_str().is_some_and(|n| n.starts_with("patch:"))
+        {
+            marker_step = e["step"].as_u64();
+            continue;
+        }
+        if let (Some(step), Some(marker)) = (e["step"].as_u64(), marker_step)
+            && step > marker
+        {
+            e["step"] = json!(step - 1);
+        }
+        if e["type"] == "VarRecord" {
+            e["value"] = described.clone();
+        }
+        e["seq"] = json!(earlier.len());
+        earlier.push(serde_json::from_value::<magrathea_core::Entry>(e).unwrap());
+    }
+    assert!(
+        marker_step.is_some(),
+        "today's run recorded the patch marker"
+    );
+    p.engine
+        .check_replay(earlier)
+        .expect("the earlier journal replays on its own path");
+}
+
 #[tokio::test]
 async fn s4_3_retry_on_rejected_reads_it_as_human_rejected_like_catch() {
     let doc = r#"
