@@ -1,7 +1,7 @@
 //! Several `magrathea serve` workers on one PostgreSQL database: runs survive SIGKILLs of
 //! workers with exactly one result per step, a worker frozen past its lease cannot add a record
 //! behind the worker that reclaimed its runs, a run whose worker dies every time it drives it
-//! fails after `--max-claim-attempts` reclaims, and a worker starting beside hundreds of
+//! fails after `--max-claim-attempts` claims, and a worker starting beside hundreds of
 //! active runs gets to listening and takes over those of a dead worker.
 
 use crate::http_common;
@@ -488,8 +488,9 @@ async fn a_task_whose_worker_dies_on_every_claim_fails_after_max_claim_attempts(
     )
     .await;
     let mut last = owner_other_than(&s.url, &run, None).await;
-    // The first claim and two reclaims are allowed; each driver is killed under the run.
-    for _ in 0..3 {
+    // maxClaimAttempts 2: the first claim and one reclaim are allowed, the second reclaim is
+    // refused; each driver is killed under the run.
+    for _ in 0..2 {
         tokio::time::sleep(Duration::from_millis(300)).await;
         current.kill();
         current = s.worker("1", "2");

@@ -36,7 +36,7 @@ pub(super) const CODES: &[ErrorCode] = &[
     },
     ErrorCode {
         code: "MAG-LS001",
-        meaning: "A run was reclaimed after a lost lease more often than maxClaimAttempts allows: the worker driving it stopped heartbeating each time (crashed, was killed, or froze). The task that was running fails terminally with technical_error instead of going round the workers for ever; catch: routes it.",
+        meaning: "A run was claimed (its first claim and its reclaims after lost leases) more often than maxClaimAttempts allows: the worker driving it stopped heartbeating each time (crashed, was killed, or froze). The task that was running fails terminally with technical_error instead of going round the workers for ever; catch: routes it.",
         remedy: "Find out why the workers die while running this task (its memory or time, a crash) and fix it; route technical_error with catch: to handle it in the workflow. The limit is the PostgreSQL store's maxClaimAttempts (default 3).",
     },
     ErrorCode {
@@ -91,7 +91,7 @@ pub(super) const CODES: &[ErrorCode] = &[
     },
     ErrorCode {
         code: "MAG-EN007",
-        meaning: "A task attempt was started more times than maxClaimAttempts allows again: each time, the process running it stopped before its result (a crash, a kill, a full disk). It is not run again; it fails terminally with technical_error, which catch: routes.",
+        meaning: "A task attempt was to run more often than maxClaimAttempts allows (its first run counting): each time, the process running it stopped before its result (a crash, a kill, a full disk). It is not run again; it fails terminally with technical_error, which catch: routes.",
         remedy: "Find out why the process stops while running this task (its memory or time, a crash) and fix it; route technical_error with catch: to handle it in the workflow. The limit is EngineBuilder::max_claim_attempts (default 3; `magrathea serve --max-claim-attempts`).",
     },
     ErrorCode {

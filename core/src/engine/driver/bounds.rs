@@ -69,21 +69,21 @@ impl Driver {
 
     /// On a store of this process's own (no leases): the reason a task attempt that is about
     /// to run for the `execution`-th time, the process running it having stopped each time
-    /// before its result, ends with `technical_error` instead, once that is more re-executions
+    /// before its result, ends with `technical_error` instead, once that is more executions
     /// than [`EngineBuilder::max_claim_attempts`](crate::EngineBuilder::max_claim_attempts)
-    /// allows (reference §12). A shared store counts reclaims of the run instead
-    /// ([`Driver::claims_exhausted_after`]).
+    /// allows (reference §12: "after maxClaimAttempts (default 3), the Task fails terminally";
+    /// the first execution counts, as the first attempt counts in `maxAttempts`). A shared
+    /// store counts claims of the run instead ([`Driver::claims_exhausted_after`]).
     pub(super) fn executions_exhausted(&self, execution: u32) -> Option<String> {
         if self.engine.store.leases().is_some() {
             return None;
         }
         let max = self.engine.config.max_claim_attempts;
-        let restarted = execution.saturating_sub(1);
-        (restarted > max).then(|| {
+        (execution > max).then(|| {
             format!(
                 "[MAG-EN007] technical_error: the task was started {} times and each time the \
-                 process running it stopped before its result, more than maxClaimAttempts \
-                 ({max}) allows again; it is not run again. Find out why the process stops while \
+                 process running it stopped before its result: maxClaimAttempts ({max}) \
+                 executions are used up; it is not run again. Find out why the process stops while \
                  it runs (memory, time, a crash), route technical_error with catch:, or raise \
                  the limit (EngineBuilder::max_claim_attempts, serve --max-claim-attempts)",
                 execution - 1
@@ -91,18 +91,20 @@ impl Driver {
         })
     }
 
-    /// With a store several workers share: once a run was reclaimed after a lost lease more
-    /// often than the store allows (`maxClaimAttempts`), the reason its running task attempts
+    /// With a store several workers share: once a run was claimed (its first claim and its
+    /// reclaims after lost leases) more often than the store allows (`maxClaimAttempts`, the
+    /// first claim counting), the reason its running task attempts
     /// end with `technical_error` instead of running again (reference §12: the task fails
     /// terminally, and `catch:` routes it). A task whose worker dies each time it runs it must
     /// not go round the fleet for ever.
     pub(super) fn claims_exhausted_after(&self, reclaims: u32) -> Option<String> {
         let max = self.engine.store.leases()?.max_claim_attempts();
-        (reclaims > max).then(|| {
+        let claims = reclaims.saturating_add(1);
+        (reclaims > 0 && claims > max).then(|| {
             format!(
                 "[MAG-LS001] technical_error: the run was reclaimed {reclaims} times after its \
-                 worker stopped heartbeating, more than maxClaimAttempts ({max}); the task \
-                 that was running is not run again"
+                 worker stopped heartbeating, {claims} claims, more than maxClaimAttempts \
+                 ({max}); the task that was running is not run again"
             )
         })
     }
