@@ -32,7 +32,8 @@ pub mod versions;
 pub mod webhook;
 
 pub use http::{
-    Access, ConnectionLimits, DEFAULT_ADDR, DEFAULT_HEADER_READ_TIMEOUT, DEFAULT_IDLE_TIMEOUT,
-    DEFAULT_MAX_CONNECTIONS, ServeConfig, ServeError, Server, ServerHandle, serve,
+    Access, ConnectionLimits, DEFAULT_ADDR, DEFAULT_BODY_READ_TIMEOUT, DEFAULT_HEADER_READ_TIMEOUT,
+    DEFAULT_IDLE_TIMEOUT, DEFAULT_MAX_CONNECTIONS, ServeConfig, ServeError, Server, ServerHandle,
+    serve,
 };
 pub use store_location::StoreLocation;

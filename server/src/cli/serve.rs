@@ -6,8 +6,8 @@ use std::time::Duration;
 
 use anyhow::Context;
 use magrathea_server::{
-    DEFAULT_ADDR, DEFAULT_HEADER_READ_TIMEOUT, DEFAULT_IDLE_TIMEOUT, DEFAULT_MAX_CONNECTIONS,
-    ServeConfig, StoreLocation, serve as start_server,
+    DEFAULT_ADDR, DEFAULT_BODY_READ_TIMEOUT, DEFAULT_HEADER_READ_TIMEOUT, DEFAULT_IDLE_TIMEOUT,
+    DEFAULT_MAX_CONNECTIONS, ServeConfig, StoreLocation, serve as start_server,
 };
 
 use super::control;
@@ -34,7 +34,8 @@ Host (and Origin, when sent) is 127.0.0.1:PORT, localhost:PORT or [::1]:PORT, so
 pages of other sites cannot reach it.
 
 Connections: a request's head must arrive within --header-read-timeout of its first byte
-(or of the connection), a keep-alive connection with no request in flight is closed after
+(or of the connection) and its body within --body-read-timeout of its head (408 and the
+connection closed otherwise), a keep-alive connection with no request in flight is closed after
 --idle-timeout (streams such as SSE are in flight), and at most --max-connections are
 served at once; more wait in the listen backlog until one closes.
 
@@ -67,6 +68,9 @@ pub(crate) struct ServeArgs {
     /// Seconds a request's head (request line and headers) may take to arrive.
     #[arg(long, value_name = "SECONDS", default_value_t = DEFAULT_HEADER_READ_TIMEOUT.as_secs())]
     header_read_timeout: u64,
+    /// Seconds a request's body may take to arrive in full, from its head.
+    #[arg(long, value_name = "SECONDS", default_value_t = DEFAULT_BODY_READ_TIMEOUT.as_secs())]
+    body_read_timeout: u64,
     /// Seconds a keep-alive connection may wait, with no request in flight, for the next one.
     #[arg(long, value_name = "SECONDS", default_value_t = DEFAULT_IDLE_TIMEOUT.as_secs())]
     idle_timeout: u64,
@@ -112,6 +116,7 @@ pub(crate) async fn serve(loc: &Location, args: ServeArgs) -> anyhow::Result<u8>
         .addr(args.addr)
         .insecure_no_auth(args.insecure_no_auth)
         .header_read_timeout(Duration::from_secs(args.header_read_timeout))
+        .body_read_timeout(Duration::from_secs(args.body_read_timeout))
         .idle_timeout(Duration::from_secs(args.idle_timeout))
         .max_connections(usize::try_from(args.max_connections).unwrap_or(usize::MAX));
     if let Some(store) = &loc.store {

@@ -75,7 +75,16 @@ pub(crate) fn plain(error: &serde_json::Error) -> String {
 
 /// The API error of a body that could not be read.
 pub(crate) fn body_error(status: StatusCode, text: String) -> ApiError {
-    if status == StatusCode::PAYLOAD_TOO_LARGE {
+    if text.contains(super::connections::BODY_READ_TIMEOUT_MESSAGE) {
+        ApiError::new(
+            StatusCode::REQUEST_TIMEOUT,
+            "MAG-HTTP-408",
+            format!(
+                "{BODY}: send the body right after the head",
+                BODY = super::connections::BODY_READ_TIMEOUT_MESSAGE
+            ),
+        )
+    } else if status == StatusCode::PAYLOAD_TOO_LARGE {
         ApiError::new(
             status,
             "MAG-HTTP-413",

@@ -7,6 +7,11 @@
 //!   byte of each later request, the request's head (request line and headers) must arrive in
 //!   full within [`ConnectionLimits::header_read_timeout`]; otherwise the connection is closed.
 //!   This stops slow-header ("slowloris") clients, and clients that connect and send nothing.
+//! * **Body read timeout.** A request's body must arrive in full within
+//!   [`ConnectionLimits::body_read_timeout`] of its head. Past it, reading the body fails (the
+//!   handler answers 408 `MAG-HTTP-408`) and the connection closes, so a client that declares a
+//!   body and sends it slowly, or not at all, holds its socket no longer than that — with or
+//!   without a token, since a request is authorised by its handler, after its body.
 //! * **Idle timeout.** Between requests of a keep-alive connection, the next request must
 //!   begin within [`ConnectionLimits::idle_timeout`]. *Idle* means no request in flight: a
 //!   response still streaming (SSE, a long journal) keeps its connection busy, however long it
@@ -43,6 +48,9 @@ use tower::ServiceExt as _;
 /// Default [`ConnectionLimits::header_read_timeout`]: 10 seconds.
 pub const DEFAULT_HEADER_READ_TIMEOUT: Duration = Duration::from_secs(10);
 
+/// Default [`ConnectionLimits::body_read_timeout`]: 30 seconds.
+pub const DEFAULT_BODY_READ_TIMEOUT: Duration = Duration::from_secs(30);
+
 /// Default [`ConnectionLimits::idle_timeout`]: 60 seconds.
 pub const DEFAULT_IDLE_TIMEOUT: Duration = Duration::from_secs(60);
 
@@ -54,6 +62,8 @@ pub const DEFAULT_MAX_CONNECTIONS: usize = 1024;
 pub struct ConnectionLimits {
     /// Time for a request's head to arrive in full, from its first byte (or from the accept).
     pub header_read_timeout: Duration,
+    /// Time for a request's body to arrive in full, from its head.
+    pub body_read_timeout: Duration,
     /// Time a connection may wait, with no request in flight, for the next request.
     pub idle_timeout: Duration,
     /// Connections served at once; more wait in the listen backlog. At least 1.
@@ -64,6 +74,7 @@ impl Default for ConnectionLimits {
     fn default() -> Self {
         Self {
             header_read_timeout: DEFAULT_HEADER_READ_TIMEOUT,
+            body_read_timeout: DEFAULT_BODY_READ_TIMEOUT,
             idle_timeout: DEFAULT_IDLE_TIMEOUT,
             max_connections: DEFAULT_MAX_CONNECTIONS,
         }
@@ -153,6 +164,7 @@ async fn connection(
         hyper::service::service_fn(move |req: Request<Incoming>| {
             let busy = Activity::begin_request(&activity);
             let app = app.clone();
+            let req = req.map(|body| DeadlineBody::new(body, limits.body_read_timeout));
             async move {
                 let response = app.oneshot(req).await.unwrap_or_else(|e| match e {});
                 Ok::<_, Infallible>(response.map(|body| TrackedBody { body, _busy: busy }))
@@ -295,6 +307,76 @@ impl Drop for BusyGuard {
                 since: Instant::now(),
             },
         });
+    }
+}
+
+/// The words a request body that did not arrive in time fails with; the body readers answer
+/// 408 `MAG-HTTP-408` on them.
+pub(crate) const BODY_READ_TIMEOUT_MESSAGE: &str =
+    "the request body did not arrive in full within the server's body read timeout";
+
+/// A request body that must arrive in full by a deadline (the body read timeout after its
+/// head): past it, the next read fails, and the connection is not reused. The timer is armed
+/// only when a read has to wait, so a body that is already there costs none.
+#[derive(Debug)]
+struct DeadlineBody {
+    body: Incoming,
+    deadline: Instant,
+    timer: Option<Pin<Box<tokio::time::Sleep>>>,
+}
+
+impl DeadlineBody {
+    fn new(body: Incoming, timeout: Duration) -> Self {
+        Self {
+            body,
+            deadline: Instant::now() + timeout,
+            timer: None,
+        }
+    }
+}
+
+/// The error of a body that missed its deadline.
+#[derive(Debug)]
+struct BodyReadTimeout;
+
+impl std::fmt::Display for BodyReadTimeout {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(BODY_READ_TIMEOUT_MESSAGE)
+    }
+}
+
+impl std::error::Error for BodyReadTimeout {}
+
+impl http_body::Body for DeadlineBody {
+    type Data = axum::body::Bytes;
+    type Error = Box<dyn std::error::Error + Send + Sync>;
+
+    fn poll_frame(
+        mut self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+    ) -> Poll<Option<Result<http_body::Frame<Self::Data>, Self::Error>>> {
+        let this = &mut *self;
+        match Pin::new(&mut this.body).poll_frame(cx) {
+            Poll::Ready(frame) => Poll::Ready(frame.map(|f| f.map_err(Into::into))),
+            Poll::Pending => {
+                let deadline = this.deadline;
+                let timer = this
+                    .timer
+                    .get_or_insert_with(|| Box::pin(tokio::time::sleep_until(deadline)));
+                match timer.as_mut().poll(cx) {
+                    Poll::Ready(()) => Poll::Ready(Some(Err(Box::new(BodyReadTimeout)))),
+                    Poll::Pending => Poll::Pending,
+                }
+            }
+        }
+    }
+
+    fn is_end_stream(&self) -> bool {
+        self.body.is_end_stream()
+    }
+
+    fn size_hint(&self) -> http_body::SizeHint {
+        self.body.size_hint()
     }
 }
 

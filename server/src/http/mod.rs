@@ -71,7 +71,8 @@ use tower_http::trace::TraceLayer;
 
 pub use auth::{ApiScope, Auth, AuthFileError, Principal};
 pub use connections::{
-    ConnectionLimits, DEFAULT_HEADER_READ_TIMEOUT, DEFAULT_IDLE_TIMEOUT, DEFAULT_MAX_CONNECTIONS,
+    ConnectionLimits, DEFAULT_BODY_READ_TIMEOUT, DEFAULT_HEADER_READ_TIMEOUT, DEFAULT_IDLE_TIMEOUT,
+    DEFAULT_MAX_CONNECTIONS,
 };
 pub use error::ApiError;
 pub use server::{Access, Server};
@@ -163,6 +164,14 @@ impl ServeConfig {
     /// accept); the connection is closed past it. Default [`DEFAULT_HEADER_READ_TIMEOUT`].
     pub fn header_read_timeout(mut self, timeout: Duration) -> Self {
         self.limits.header_read_timeout = timeout;
+        self
+    }
+
+    /// How long a request's body may take to arrive in full, from its head: past it the
+    /// request fails with 408 and the connection closes. Default
+    /// [`DEFAULT_BODY_READ_TIMEOUT`].
+    pub fn body_read_timeout(mut self, timeout: Duration) -> Self {
+        self.limits.body_read_timeout = timeout;
         self
     }
 

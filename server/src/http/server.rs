@@ -81,6 +81,12 @@ impl Server {
         self
     }
 
+    /// How long a request's body may take to arrive (see [`ServeConfig::body_read_timeout`]).
+    pub fn body_read_timeout(mut self, timeout: Duration) -> Self {
+        self.config = self.config.body_read_timeout(timeout);
+        self
+    }
+
     /// How long an idle keep-alive connection is kept (see [`ServeConfig::idle_timeout`]).
     pub fn idle_timeout(mut self, timeout: Duration) -> Self {
         self.config = self.config.idle_timeout(timeout);

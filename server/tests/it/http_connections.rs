@@ -1,5 +1,5 @@
-//! Connection limits over real sockets: a slow request head and an idle keep-alive connection
-//! are cut off, a connection beyond the cap waits until another closes, and a stream (SSE) is
+//! Connection limits over real sockets: a slow request head, a slow request body and an idle
+//! keep-alive connection are cut off, a connection beyond the cap waits until another closes, and a stream (SSE) is
 //! not idle however long it runs.
 
 use crate::http_common;
@@ -48,6 +48,63 @@ async fn a_client_stalling_in_its_request_head_is_disconnected_after_the_header_
     )
     .await;
     assert_eq!(status(&answer), 200, "{answer}");
+}
+
+/// A client that declares a body and stalls in it — with no token, on a route that needs one —
+/// is answered 408 and disconnected after the body read timeout, not held until it gives up;
+/// a body that arrives in time is served.
+#[tokio::test]
+async fn a_client_stalling_in_its_request_body_is_answered_408_and_disconnected() {
+    let s = Server::start_with(|c| {
+        c.header_read_timeout(LONG)
+            .idle_timeout(LONG)
+            .body_read_timeout(Duration::from_secs(1))
+    })
+    .await;
+    for (path, auth) in [
+        (
+            "/brain/acme/project/shop/workflows/hello/start",
+            String::new(),
+        ),
+        (
+            "/brain/acme/project/shop/workflows/hello/start",
+            format!("Authorization: Bearer {ACME}\r\n"),
+        ),
+        ("/v1/workflow-webhooks/no-such-token", String::new()),
+    ] {
+        let mut stalled = TcpStream::connect(s.addr).await.unwrap();
+        let head = format!(
+            "POST {path} HTTP/1.1\r\nHost: x\r\n{auth}Content-Type: application/json\r\n\
+             Content-Length: 100\r\n\r\n{{"
+        );
+        stalled.write_all(head.as_bytes()).await.unwrap();
+        let answer = read_answer(&mut stalled).await;
+        if path.starts_with("/v1/workflow-webhooks") {
+            // No webhook has the token: the answer does not wait for the body.
+            assert_eq!(status(&answer), 404, "{path}: {answer}");
+        } else {
+            assert_eq!(status(&answer), 408, "{path}: {answer}");
+            assert!(answer.contains("MAG-HTTP-408"), "{answer}");
+        }
+        assert!(
+            closed_by_server(&mut stalled).await,
+            "{path}: the connection is not reused after a body that did not arrive"
+        );
+    }
+
+    // A whole body is served as before.
+    let body = r#"{"params":{}}"#;
+    let answer = exchange(
+        s.addr,
+        &format!(
+            "POST /brain/acme/project/shop/workflows/hello/start HTTP/1.1\r\nHost: x\r\n\
+             Authorization: Bearer {ACME}\r\nContent-Type: application/json\r\n\
+             Content-Length: {}\r\nConnection: close\r\n\r\n{body}",
+            body.len()
+        ),
+    )
+    .await;
+    assert_eq!(status(&answer), 201, "{answer}");
 }
 
 #[tokio::test]

@@ -205,6 +205,11 @@ pub(super) const CODES: &[ErrorCode] = &[
         remedy: "Use one of the methods the route lists in /openapi.json, or the event document lists.",
     },
     ErrorCode {
+        code: "MAG-HTTP-408",
+        meaning: "The request body did not arrive in full within the server's body read timeout (counted from the request's head); the connection is closed.",
+        remedy: "Send the body right after the head; on a slow link, raise `magrathea serve --body-read-timeout`.",
+    },
+    ErrorCode {
         code: "MAG-HTTP-413",
         meaning: "The request body exceeds the server's limit.",
         remedy: "Send a smaller body.",
