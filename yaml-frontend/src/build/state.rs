@@ -479,6 +479,25 @@ pub(super) fn word<T: Copy>(
     hit.map(|(_, t)| *t)
 }
 
+/// A `workflow_task`'s `params:` are the sub-run's parameters: a mapping, or one `${…}` that
+/// resolves to one at run time. A list or another scalar could only fail the sub-run's start.
+fn sub_run_params(ctx: &mut Ctx<'_>, node: &YamlNode, what: &str) {
+    let Some(params) = node.get("params") else {
+        return;
+    };
+    let templated = params
+        .as_str()
+        .is_some_and(|t| t.trim_start().starts_with("${") && t.trim_end().ends_with('}'));
+    let null = matches!(params.kind, crate::node::YamlKind::Null);
+    if params.as_map().is_none() && !null && !templated {
+        ctx.wrong_type(
+            params,
+            &format!("the 'params' of {what}"),
+            "a mapping of the sub-workflow's parameters (or one ${…} that gives one)",
+        );
+    }
+}
+
 fn json_field(node: &YamlNode, key: &str) -> Value {
     node.get(key).map_or(Value::Null, YamlNode::to_json)
 }
@@ -551,10 +570,13 @@ fn task_spec(ctx: &mut Ctx<'_>, t: TaskType, node: &YamlNode, what: &str) -> Tas
             tool: req(ctx, "tool"),
             params: json_field(node, "params"),
         },
-        TaskType::WorkflowTask => TaskSpec::Workflow {
-            workflow: req(ctx, "workflow"),
-            params: json_field(node, "params"),
-        },
+        TaskType::WorkflowTask => {
+            sub_run_params(ctx, node, what);
+            TaskSpec::Workflow {
+                workflow: req(ctx, "workflow"),
+                params: json_field(node, "params"),
+            }
+        }
         TaskType::TimerTask => {
             let duration = req(ctx, "duration");
             let parsed = if duration.contains("${") {

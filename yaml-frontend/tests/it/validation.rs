@@ -684,3 +684,35 @@ fn timeout_seconds_on_a_timer_or_condition_task_is_a_warning() {
             .all(|w| w.severity == Severity::Warning)
     );
 }
+
+/// A `workflow_task`'s `params:` are the sub-run's parameters: a list or a number is refused
+/// where it is written; a mapping, nothing, or one `${…}` that gives a mapping is accepted.
+#[test]
+fn workflow_task_params_must_be_a_mapping() {
+    let state = |params: &str| {
+        doc(&format!(
+            "  a:\n    type: workflow_task\n    workflow: child\n    params: {params}\n    on: {{ success: end, failure: end }}\n{END}"
+        ))
+    };
+    for (bad, kind) in [
+        ("[1, 2]", "a list"),
+        ("3", "an integer (3)"),
+        ("plain words", "a string 'plain words'"),
+    ] {
+        has(
+            &state(bad),
+            &format!(
+                "wf.yaml:6:13: [MAG-Y007] the 'params' of state 'a' is {kind}: expected a mapping \
+                 of the sub-workflow's parameters (or one ${{…}} that gives one)"
+            ),
+        );
+    }
+    for good in ["{ n: 1 }", "null", "\"${state.inputs}\""] {
+        let errors: Vec<String> = diags(&state(good))
+            .iter()
+            .filter(|d| d.severity == Severity::Error)
+            .map(ToString::to_string)
+            .collect();
+        assert!(errors.is_empty(), "{good}: {errors:#?}");
+    }
+}
