@@ -186,6 +186,7 @@ impl Triggers {
             self.resync(state, &scope)?;
             seen.push(scope);
         }
+        registry::prune_webhook_reservations(catalog)?;
         for scope in registry::registered_scopes(catalog)? {
             if !seen
                 .iter()

@@ -27,6 +27,15 @@ const IDS: &str = "trigger.id";
 const PAUSED: &str = "trigger.paused";
 /// SHA-256 (hex) of a webhook path token → the registration's key.
 const WEBHOOKS: &str = "trigger.webhook";
+/// SHA-256 (hex) of a webhook path token → [`TokenTenant`]: the tenant whose webhook took it,
+/// and when it let go of it.
+const WEBHOOK_TENANTS: &str = "trigger.webhook-tenant";
+
+/// How long a path token stays its tenant's after its last webhook let go of it (a document
+/// edited or removed): meanwhile a webhook of another tenant cannot take it, so a delivery
+/// meant for one tenant never starts a run in another after a moment's edit.
+pub const WEBHOOK_TOKEN_RESERVATION: std::time::Duration =
+    std::time::Duration::from_secs(30 * 24 * 3600);
 /// Entries read per catalog page.
 const PAGE: usize = 1000;
 
@@ -320,6 +329,9 @@ pub fn replace_scope(
         stored.paused = false;
         stored.active = false;
         let bytes = serde_json::to_vec(&stored).map_err(store_err)?;
+        if let Some(hash) = &reg.webhook_token_sha256 {
+            reserve_webhook_token(catalog, hash, &reg.tenant)?;
+        }
         if catalog.get(REGISTRATIONS, &key)?.as_deref() == Some(&bytes[..]) {
             continue;
         }
@@ -382,9 +394,15 @@ fn claim_webhook_tokens(
         };
         let holder = match claimed.iter().find(|(h, _)| *h == hash) {
             Some((_, holder)) => Some(holder.clone()),
-            None => by_webhook_token(catalog, &hash)?
+            None => match by_webhook_token(catalog, &hash)?
                 .map(|r| r.key())
-                .filter(|holder| !holder.starts_with(&own)),
+                .filter(|holder| !holder.starts_with(&own))
+            {
+                Some(holder) => Some(holder),
+                // No webhook holds it, but another tenant's let go of it lately.
+                None => reserved_for_another(catalog, &hash, &scope.tenant)?
+                    .then(|| "another tenant".to_owned()),
+            },
         };
         match holder {
             Some(holder) => {
@@ -413,8 +431,103 @@ fn claim_webhook_tokens(
 fn release_webhook_token(catalog: &dyn Catalog, hash: &str, key: &str) -> Result<(), StoreError> {
     if catalog.get(WEBHOOKS, hash)?.as_deref() == Some(key.as_bytes()) {
         catalog.delete(WEBHOOKS, &[hash.to_owned()])?;
+        let tenant = key.split('/').next().unwrap_or_default();
+        if let Some(mut owner) = token_tenant(catalog, hash)?
+            && owner.tenant == tenant
+        {
+            owner.released_ms = Some(wall_ms());
+            put_token_tenant(catalog, hash, &owner)?;
+        }
     }
     Ok(())
+}
+
+/// Whose a path token is (see [`WEBHOOK_TENANTS`]).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+struct TokenTenant {
+    tenant: String,
+    /// When its last webhook let go of it; `None` while one holds it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    released_ms: Option<i64>,
+}
+
+fn wall_ms() -> i64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| i64::try_from(d.as_millis()).unwrap_or(i64::MAX))
+}
+
+fn token_tenant(catalog: &dyn Catalog, hash: &str) -> Result<Option<TokenTenant>, StoreError> {
+    match catalog.get(WEBHOOK_TENANTS, hash)? {
+        None => Ok(None),
+        // An entry that does not parse reserves nothing.
+        Some(bytes) => Ok(serde_json::from_slice(&bytes).ok()),
+    }
+}
+
+fn put_token_tenant(
+    catalog: &dyn Catalog,
+    hash: &str,
+    owner: &TokenTenant,
+) -> Result<(), StoreError> {
+    let bytes = serde_json::to_vec(owner).map_err(store_err)?;
+    catalog.put(WEBHOOK_TENANTS, hash, &bytes)
+}
+
+/// Notes that a webhook of `tenant` holds the token, unless that is noted already.
+fn reserve_webhook_token(
+    catalog: &dyn Catalog,
+    hash: &str,
+    tenant: &str,
+) -> Result<(), StoreError> {
+    let owner = TokenTenant {
+        tenant: tenant.to_owned(),
+        released_ms: None,
+    };
+    if token_tenant(catalog, hash)?.as_ref() != Some(&owner) {
+        put_token_tenant(catalog, hash, &owner)?;
+    }
+    Ok(())
+}
+
+/// Whether another tenant's webhook let go of the token less than
+/// [`WEBHOOK_TOKEN_RESERVATION`] ago (or holds it still).
+fn reserved_for_another(
+    catalog: &dyn Catalog,
+    hash: &str,
+    tenant: &str,
+) -> Result<bool, StoreError> {
+    let Some(owner) = token_tenant(catalog, hash)? else {
+        return Ok(false);
+    };
+    let window = i64::try_from(WEBHOOK_TOKEN_RESERVATION.as_millis()).unwrap_or(i64::MAX);
+    Ok(owner.tenant != tenant
+        && owner
+            .released_ms
+            .is_none_or(|at| wall_ms().saturating_sub(at) < window))
+}
+
+/// Forgets the tenants of path tokens let go of more than [`WEBHOOK_TOKEN_RESERVATION`] ago;
+/// how many.
+pub fn prune_webhook_reservations(catalog: &dyn Catalog) -> Result<usize, StoreError> {
+    let window = i64::try_from(WEBHOOK_TOKEN_RESERVATION.as_millis()).unwrap_or(i64::MAX);
+    let now = wall_ms();
+    let mut expired = Vec::new();
+    scan_all(catalog, WEBHOOK_TENANTS, "", PAGE, |hash, bytes| {
+        let owner: Option<TokenTenant> = serde_json::from_slice(&bytes).ok();
+        if owner.is_none_or(|o| {
+            o.released_ms
+                .is_some_and(|at| now.saturating_sub(at) >= window)
+        }) {
+            expired.push(hash);
+        }
+        Ok(())
+    })?;
+    if expired.is_empty() {
+        return Ok(0);
+    }
+    catalog.delete(WEBHOOK_TENANTS, &expired)
 }
 
 /// The projects that hold registrations (`tenant`, `project`), for removing those of deleted

@@ -536,6 +536,60 @@ async fn a_path_token_another_tenant_holds_is_refused_and_never_routes_there() {
     assert_eq!(runs("acme", ACME).await, 2);
 }
 
+/// The holder letting go of its token for a moment (its settings edited, then put back) does
+/// not hand it to another tenant's webhook that claims it too: the token stays its tenant's,
+/// the other webhook stays refused, and deliveries go on starting the holder's runs only.
+#[tokio::test]
+async fn a_token_its_holder_let_go_of_for_a_moment_stays_its_tenants() {
+    let token = format!("open{PATH_TOKEN}");
+    let server = Server::start().await;
+    let settings = format!("webhooks:\n  open:\n    path: {token}\n");
+    for tenant in ["acme", "globex"] {
+        let vance = server.root.join(format!("{tenant}/shop/_vance"));
+        write(&vance.join("workflows/quick.yaml"), QUICK);
+        write(&vance.join("settings.yaml"), &settings);
+        write(&vance.join("events/open.yaml"), OPEN);
+    }
+    resync(&server, "acme", ACME).await;
+    resync(&server, "globex", GLOBEX).await;
+    assert!(!webhooks(&server, "globex", GLOBEX).await[0].1);
+
+    // acme's settings lose the token for a moment; globex resyncs meanwhile.
+    let acme_settings = server.root.join("acme/shop/_vance/settings.yaml");
+    write(&acme_settings, "webhooks: {}\n");
+    resync(&server, "acme", ACME).await;
+    assert!(
+        !webhooks(&server, "acme", ACME).await[0].1,
+        "no token, not active"
+    );
+    resync(&server, "globex", GLOBEX).await;
+    let theirs = webhooks(&server, "globex", GLOBEX).await;
+    assert!(!theirs[0].1, "globex did not take acme's token: {theirs:?}");
+    assert!(theirs[0].2.contains("MAG-TR003"), "{theirs:?}");
+    assert!(!theirs[0].2.contains("acme"), "{theirs:?}");
+    // Nothing answers the token meanwhile.
+    assert_eq!(deliver(&server, &token).await, 404);
+
+    // Put back, it is acme's again, and only acme's runs start.
+    write(&acme_settings, &settings);
+    resync(&server, "acme", ACME).await;
+    resync(&server, "globex", GLOBEX).await;
+    assert_eq!(
+        webhooks(&server, "acme", ACME).await,
+        vec![("open".to_owned(), true, String::new())]
+    );
+    assert_eq!(deliver(&server, &token).await, 202);
+    for (tenant, bearer, expected) in [("acme", ACME, 1), ("globex", GLOBEX, 0)] {
+        let v: Value = server
+            .get_json(
+                &format!("/brain/{tenant}/project/shop/workflows/runs"),
+                Some(bearer),
+            )
+            .await;
+        assert_eq!(v.as_array().unwrap().len(), expected, "{tenant}: {v}");
+    }
+}
+
 #[tokio::test]
 async fn two_webhooks_of_one_project_sharing_a_token_keep_the_first() {
     let token = format!("open{PATH_TOKEN}");
