@@ -8,8 +8,11 @@
 use std::collections::BTreeMap;
 use std::fmt;
 
-use magrathea_exec::tools::permission::DEFAULT_POOL;
 use serde_json::{Map, Value, json};
+
+mod design_nodes;
+
+use design_nodes::{action_state, allowed_tools, approval_inbox, condition_rules};
 
 /// Why a graph does not import.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -223,64 +226,6 @@ pub fn import(graph: &Value) -> Result<serde_yaml_ng::Value, ImportError> {
     Ok(serde_yaml_ng::Value::Mapping(doc))
 }
 
-/// The draft's `allowedTools:` when a `tool_task` calls a tool outside the default pool (an
-/// `http_request` action, a skill): the pool and those tools, so that the graph's own actions
-/// may run. The tenant's and the project's denials still win.
-fn allowed_tools(states: &BTreeMap<String, Map<String, Value>>) -> Option<Vec<String>> {
-    let mut tools: Vec<String> = DEFAULT_POOL.iter().map(|t| (*t).to_owned()).collect();
-    let pool = tools.len();
-    for spec in states.values() {
-        if spec.get("type").and_then(Value::as_str) == Some("tool_task")
-            && let Some(Value::String(tool)) = spec.get("tool")
-            && !tools.contains(tool)
-        {
-            tools.push(tool.clone());
-        }
-    }
-    (tools.len() > pool).then_some(tools)
-}
-
-/// An approval node in the design's own terms (`approverUserId`, `approverRole`,
-/// `onReject`, `timeoutMs` in its config, no `inbox`) as a gate's APPROVAL inbox titled with
-/// the node's name. `onReject` needs nothing: a `reject` edge routes the rejection, and
-/// without one the run fails with `APPROVAL_REJECTED`, as `fail` says.
-fn approval_inbox(n: &Value, id: &str, spec: &mut Map<String, Value>) -> Result<(), ImportError> {
-    let user = spec.remove("approverUserId");
-    let role = spec.remove("approverRole");
-    spec.remove("onReject");
-    if let Some(ms) = spec.remove("timeoutMs").filter(|v| !v.is_null()) {
-        let ms = ms.as_f64().ok_or_else(|| {
-            err(
-                "MAG-GR010",
-                format!("approval node '{id}' has timeoutMs {ms}: expected milliseconds"),
-            )
-        })?;
-        spec.entry("timeoutSeconds")
-            .or_insert_with(|| seconds_value(ms / 1000.0));
-    }
-    if spec.contains_key("inbox") {
-        return Ok(());
-    }
-    let title = n
-        .pointer("/data/name")
-        .and_then(Value::as_str)
-        .unwrap_or(id);
-    let mut inbox = Map::new();
-    inbox.insert("kind".into(), json!("APPROVAL"));
-    inbox.insert("title".into(), json!(title));
-    let mut approvers = Map::new();
-    for (key, v) in [("users", user), ("roles", role)] {
-        if let Some(Value::String(name)) = v {
-            approvers.insert(key.into(), json!([name]));
-        }
-    }
-    if !approvers.is_empty() {
-        inbox.insert("approvers".into(), Value::Object(approvers));
-    }
-    spec.insert("inbox".into(), Value::Object(inbox));
-    Ok(())
-}
-
 /// `seconds` as a whole number when it is one.
 fn seconds_value(seconds: f64) -> Value {
     if seconds.fract() == 0.0 && seconds.abs() < 1e15 {
@@ -364,164 +309,6 @@ fn state_of(n: &Value) -> Result<(String, Map<String, Value>), ImportError> {
     }
     spec.insert("type".into(), json!(ty));
     Ok((id.to_owned(), spec))
-}
-
-/// The recipe an `ai_completion` action runs when its config names none: the project's (or
-/// tenant's) `_vance/recipes/ai-completion.yaml`.
-const AI_COMPLETION_RECIPE: &str = "ai-completion";
-
-/// The task type of an action node, its config rewritten into that task's spec where the
-/// action is one of the design's own (§4: every action is a skill):
-///
-/// - `skill` → `tool_task` calling the tool `skillId` with `inputMapping` as its `params`;
-/// - `http_request` → `tool_task` calling the built-in `http_request` tool with `method`,
-///   `url`, `headers` and `body` as its `params`;
-/// - `ai_completion` → `agent_task` with the recipe `recipe` (default
-///   [`AI_COMPLETION_RECIPE`]) and `prompt`, `model` and `temperature` as its `params`.
-///
-/// Any other `actionType` is the task type itself, the config its spec.
-fn action_state(
-    id: &str,
-    action: &str,
-    spec: &mut Map<String, Value>,
-) -> Result<String, ImportError> {
-    let missing = |field: &str| {
-        err(
-            "MAG-GR010",
-            format!("{action} action node '{id}' has no data.config.{field}"),
-        )
-    };
-    let mut take = |keys: &[&str]| {
-        let mut params = Map::new();
-        for k in keys {
-            if let Some(v) = spec.remove(*k).filter(|v| !v.is_null()) {
-                params.insert((*k).to_owned(), v);
-            }
-        }
-        params
-    };
-    let ty = match action {
-        "skill" => {
-            let skill = take(&["skillId", "inputMapping"]);
-            let Some(Value::String(tool)) = skill.get("skillId") else {
-                return Err(missing("skillId (a string: the tool to call)"));
-            };
-            spec.insert("tool".into(), json!(tool));
-            let params = skill.get("inputMapping").cloned().unwrap_or(json!({}));
-            spec.insert("params".into(), params);
-            "tool_task"
-        }
-        "http_request" => {
-            let params = take(&["method", "url", "headers", "body"]);
-            if !params.contains_key("url") {
-                return Err(missing("url"));
-            }
-            spec.insert("tool".into(), json!("http_request"));
-            spec.insert("params".into(), Value::Object(params));
-            "tool_task"
-        }
-        "ai_completion" => {
-            let params = take(&["prompt", "model", "temperature"]);
-            if !params.contains_key("prompt") {
-                return Err(missing("prompt"));
-            }
-            spec.entry("recipe")
-                .or_insert_with(|| json!(AI_COMPLETION_RECIPE));
-            spec.insert("params".into(), Value::Object(params));
-            "agent_task"
-        }
-        task => task,
-    };
-    Ok(ty.to_owned())
-}
-
-/// The `transitions:` of a condition node in the design's terms (`conditionType: if | switch`,
-/// `expression`, `cases: [{label, expression}]`, no `transitions`), from its edges:
-///
-/// - an edge with `data.condition` is a rule: the case of that label's expression in a
-///   `switch`, else the condition itself;
-/// - a `true` edge without one is the rule `if: <expression>`;
-/// - a `switch` edge whose branch is a case's label is that case's rule;
-/// - the `false` edge (or one labelled `default`/`else`) is the `else:` rule, last.
-///
-/// In a `switch` the rules follow the order of `cases`, since the first match wins.
-fn condition_rules(
-    id: &str,
-    spec: &mut Map<String, Value>,
-    edges: &[Edge],
-) -> Result<(), ImportError> {
-    let expression = spec.remove("expression");
-    let cases = spec.remove("cases");
-    spec.remove("conditionType");
-    let cases: Vec<(String, Value)> = cases
-        .as_ref()
-        .and_then(Value::as_array)
-        .map(|cases| {
-            cases
-                .iter()
-                .filter_map(|c| {
-                    let label = c.get("label")?.as_str()?.to_owned();
-                    Some((label, c.get("expression")?.clone()))
-                })
-                .collect()
-        })
-        .unwrap_or_default();
-    let case = |label: &str| cases.iter().position(|(l, _)| l == label);
-    let mut rules: Vec<(usize, Value)> = Vec::new();
-    let mut otherwise: Option<String> = None;
-    for e in edges {
-        let is_else = matches!(e.branch.as_str(), "false" | "default" | "else")
-            || e.condition
-                .as_deref()
-                .is_some_and(|c| c == "default" || c == "else");
-        let rule = match (
-            &e.condition,
-            case(e.condition.as_deref().unwrap_or(&e.branch)),
-        ) {
-            _ if is_else => None,
-            (_, Some(i)) => Some((i, cases[i].1.clone())),
-            (Some(c), None) => Some((usize::MAX, json!(c))),
-            (None, None) if e.branch == "true" || e.branch == "success" => match &expression {
-                Some(x) => Some((usize::MAX, x.clone())),
-                None => {
-                    return Err(err(
-                        "MAG-GR010",
-                        format!(
-                            "condition node '{id}': edge {e} has no data.condition and the node \
-                             no config.expression to test"
-                        ),
-                    ));
-                }
-            },
-            (None, None) => {
-                return Err(err(
-                    "MAG-GR010",
-                    format!(
-                        "condition node '{id}': edge {e} is neither a case (data.condition or a \
-                         case label as its branch), the true branch nor the false one"
-                    ),
-                ));
-            }
-        };
-        match rule {
-            Some((order, cond)) => rules.push((order, json!({ "if": cond, "to": e.target }))),
-            None if otherwise.is_some() => {
-                return Err(err(
-                    "MAG-GR010",
-                    format!("condition node '{id}' has more than one false/default edge"),
-                ));
-            }
-            None => otherwise = Some(e.target.clone()),
-        }
-    }
-    // Stable: cases in their order, other rules after them in the order of the edges.
-    rules.sort_by_key(|(order, _)| *order);
-    let mut transitions: Vec<Value> = rules.into_iter().map(|(_, r)| r).collect();
-    if let Some(to) = otherwise {
-        transitions.push(json!({ "else": to }));
-    }
-    spec.insert("transitions".into(), Value::Array(transitions));
-    Ok(())
 }
 
 type Out<'a> = dyn Fn(&str) -> Vec<Edge> + 'a;
