@@ -83,7 +83,7 @@ fn import(loc: &Location, file: &std::path::Path, draft: Option<&str>) -> anyhow
         }
         return Ok(EXIT_INVALID);
     }
-    let project = Project::locate(loc)?;
+    let project = Project::locate(loc).map_err(|e| super::Invalid(super::output::chain(&e)))?;
     let dir = project
         .docs()
         .project_dir(&project.scope)
@@ -129,7 +129,7 @@ pub(crate) fn graph(loc: &Location, args: GraphArgs) -> anyhow::Result<u8> {
         }
         (None, _) => {}
     }
-    let project = Project::locate(loc)?;
+    let project = Project::locate(loc).map_err(|e| super::Invalid(super::output::chain(&e)))?;
     let (path, text) = match project.docs().workflow(&project.scope, &args.name) {
         Ok(found) => found,
         Err(e) => {

@@ -529,6 +529,10 @@ fn misused_import_arguments_exit_2_saying_what_is_wrong() {
         ),
         (vec!["graph", "ok", "--name", "x"], "--name is for"),
         (vec!["graph", "ok", "g.json"], "a FILE is for"),
+        (
+            vec!["graph", "ok", "--project", "/nonexistent/project"],
+            "the project directory /nonexistent/project does not exist",
+        ),
     ] {
         let out = p.cli(&args);
         assert_eq!(code(&out), 2, "{args:?}: {}", stderr(&out));
