@@ -47,6 +47,20 @@ fn failed(e: &VersionError) -> u8 {
 pub(crate) fn publish(loc: &Location, args: NameArgs) -> anyhow::Result<u8> {
     let project = Project::locate(loc)?;
     match versions::publish(project.docs(), &project.scope, &args.name) {
+        // The diagnostics name the draft from the tree's root (as the API shows them); here
+        // they name it as `validate` does, from the project directory given.
+        Err(VersionError::Invalid { name, diagnostics }) => {
+            let tree = format!("{}/{}/", project.scope.tenant, project.scope.project);
+            let dir = project.dir.strip_prefix(".").unwrap_or(&project.dir);
+            let diagnostics = diagnostics
+                .into_iter()
+                .map(|d| match d.strip_prefix(&tree) {
+                    Some(rest) => dir.join(rest).display().to_string(),
+                    None => d,
+                })
+                .collect();
+            Ok(failed(&VersionError::Invalid { name, diagnostics }))
+        }
         Ok(p) if args.json => {
             outln!("{}", serde_json::to_string(&p)?)?;
             Ok(EXIT_OK)

@@ -117,7 +117,11 @@ fn publishing_an_invalid_draft_exits_2_with_diagnostics_and_changes_nothing() {
     let out = p.cli(&["publish", "w"]);
     assert_eq!(code(&out), 2);
     let err = stderr(&out);
-    assert!(err.contains("workflow-drafts/w.yaml:"), "{err}");
+    // Named as `validate` names it: from the project directory the command ran in.
+    assert!(
+        err.starts_with("_vance/workflow-drafts/w.yaml:1:8: [MAG-Y008]"),
+        "{err}"
+    );
     assert!(err.contains("[MAG-VR003]"), "{err}");
     let live = std::fs::read_to_string(p.dir.join("_vance/workflows/w.yaml")).unwrap();
     assert_eq!(live, LIVE);
