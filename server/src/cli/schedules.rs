@@ -113,6 +113,21 @@ fn schedule_named(regs: &[Registration], name: &str) -> anyhow::Result<Registrat
 
 pub(crate) async fn schedules(loc: &Location, cmd: SchedulesCommand) -> anyhow::Result<u8> {
     let project = Project::locate(loc)?;
+    // Listing a project that has no schedules and no store creates nothing, as the other
+    // reading commands do.
+    if let SchedulesCommand::List { json } = &cmd
+        && !project.store_may_exist()?
+        && triggers::scan_scope(project.docs(), &project.scope)
+            .iter()
+            .all(|r| r.kind != TriggerKind::Cron)
+    {
+        if *json {
+            outln!("[]")?;
+        } else {
+            errln!("no schedules (documents go in _vance/scheduler/NAME.yaml)");
+        }
+        return Ok(EXIT_OK);
+    }
     let runtime = project.runtime();
     let backend = project.backend(&runtime).await?;
     let catalog = catalog_of(&backend)?;

@@ -60,6 +60,21 @@ fn list_shows_each_schedule_with_its_zone_and_next_fire_times() {
     assert_eq!(last["reason"], "manual", "{last}");
 }
 
+/// Listing the schedules of a project that has none, before any run, answers an empty list
+/// and creates no store, as the other reading commands do.
+#[test]
+fn listing_no_schedules_creates_no_store() {
+    let p = Project::new();
+    p.workflow("quick", QUICK);
+    let out = p.cli(&["schedules", "list", "--json"]);
+    assert_eq!(code(&out), 0, "{}", stderr(&out));
+    assert_eq!(json(&out), serde_json::json!([]));
+    let out = p.cli(&["schedules", "list"]);
+    assert_eq!(code(&out), 0, "{}", stderr(&out));
+    assert!(stderr(&out).contains("no schedules"), "{}", stderr(&out));
+    assert!(!p.dir.join(".magrathea").exists(), "a store was created");
+}
+
 #[test]
 fn trigger_fires_the_schedule_now_and_records_the_delivery() {
     let p = project();
