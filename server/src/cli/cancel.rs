@@ -48,5 +48,5 @@ pub(crate) async fn cancel(loc: &Location, args: CancelArgs) -> anyhow::Result<u
         }
         Cancelled::AlreadyFinished => errln!("run {run} had already ended; nothing to cancel"),
     }
-    finish(&backend, run, follower, args.json).await
+    finish(&project, &backend, run, follower, args.json).await
 }

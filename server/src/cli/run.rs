@@ -102,11 +102,12 @@ pub(crate) async fn run(loc: &Location, args: RunArgs) -> anyhow::Result<u8> {
         .start(request)
         .await
         .with_context(|| format!("could not start workflow `{}`", args.name))?;
-    finish(&backend, run, follower, args.json).await
+    finish(&project, &backend, run, follower, args.json).await
 }
 
 /// Follows `run` until it settles, prints it and returns its exit code.
 pub(crate) async fn finish(
+    project: &Project,
     backend: &Backend,
     run: RunId,
     follower: Follower,
@@ -120,7 +121,14 @@ pub(crate) async fn finish(
             let pending = backend.pending(None).await.unwrap_or_default();
             let dto = match backend.run(run).await {
                 Ok(Some(dto)) => dto,
-                _ => RunDto::new(*view.clone(), None),
+                // The store's owner was a `magrathea run` whose own run this one is (or led
+                // to): it exits as soon as that settles, so the run is read from the store,
+                // which it has let go of.
+                _ => match project.existing_backend().await {
+                    Ok(Some(local)) => local.run(run).await.ok().flatten(),
+                    _ => None,
+                }
+                .unwrap_or_else(|| RunDto::new(*view.clone(), None)),
             };
             // The run's status is the answer; a reader that closed stdout does not change it.
             match print_run(&dto, json, &pending) {

@@ -212,7 +212,7 @@ pub(crate) async fn schedules(loc: &Location, cmd: SchedulesCommand) -> anyhow::
             d.event = None;
             deliveries::record(catalog.as_ref(), &d)?;
             triggers::note_manual_run(catalog.as_ref(), &reg.id, &run.to_string(), now)?;
-            finish(&backend, run, follower, json).await
+            finish(&project, &backend, run, follower, json).await
         }
     }
 }

@@ -703,6 +703,33 @@ fn cancels(p: &Project) -> Vec<(i32, String, String)> {
     out
 }
 
+/// Cancelling, from a client, the run of the `magrathea run` that owns the store: that owner
+/// exits as soon as its run settles, and the client still prints the run whole — its
+/// definition hash too, as `runs show` gives it. Several times, as the owner's exit races
+/// the client's last read.
+#[test]
+fn cancelling_the_owners_own_run_prints_it_whole_after_the_owner_exits() {
+    for _ in 0..4 {
+        let p = project();
+        let mut owner = run_owner(&p);
+        let listed = cli(&p, &["runs", "list", "--workflow", "hold", "--json"]);
+        let runs: serde_json::Value = serde_json::from_slice(&listed.stdout).unwrap();
+        let id = runs[0]["workflowRunId"].as_str().unwrap().to_owned();
+        let out = cli(&p, &["cancel", &id, "--json"]);
+        assert_eq!(code(&out), 1, "{}", stderr(&out));
+        let printed: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+        assert_eq!(printed["status"], "CANCELLED", "{printed}");
+        assert_eq!(owner.wait(), Some(1), "the owner's run was cancelled");
+        let shown = cli(&p, &["runs", "show", &id, "--json"]);
+        let shown: serde_json::Value = serde_json::from_slice(&shown.stdout).unwrap();
+        assert!(shown["definitionHash"].is_string(), "{shown}");
+        assert_eq!(
+            printed["definitionHash"], shown["definitionHash"],
+            "{printed}"
+        );
+    }
+}
+
 #[test]
 fn cancel_ends_a_waiting_run_cancelled_alone_and_through_an_owner_alike() {
     let alone = cancels(&project());
