@@ -145,6 +145,11 @@ impl Guard {
         assert!(status.success(), "kill -{signal} failed");
     }
 
+    /// Whether the process has not exited yet.
+    fn is_running(&mut self) -> bool {
+        self.0.try_wait().unwrap().is_none()
+    }
+
     /// Waits for the process to exit, within the deadline; its exit code.
     fn wait(&mut self) -> Option<i32> {
         let deadline = Instant::now() + DEADLINE;
@@ -590,6 +595,41 @@ fn ctrl_c_on_a_client_exits_130_and_the_owner_keeps_driving_the_run() {
     let list = cli(&p, &["runs", "list", "--json"]);
     assert!(
         stdout(&list).contains("\"status\":\"RUNNING\""),
+        "{}",
+        stdout(&list)
+    );
+}
+
+/// The same with a `magrathea run` as the owner, whose own run ends before the client's:
+/// it does not exit and leave the interrupted client's run RUNNING, but drives it to its
+/// end first, as the client said it would.
+#[test]
+fn a_run_owner_drives_an_interrupted_clients_run_to_its_end_before_exiting() {
+    let p = project();
+    let mut owner = run_owner(&p);
+    let mut cmd = p.command(&["run", "hold2"]);
+    cmd.stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(Stdio::null());
+    let mut client = Guard(cmd.spawn().unwrap());
+    wait_for("the client's shell step", || {
+        p.dir.join("holding2").exists()
+    });
+    client.signal("INT");
+    assert_eq!(client.wait(), Some(130));
+    // The owner's own run ends; the client's is still in its shell step.
+    std::fs::write(p.dir.join("release"), "").unwrap();
+    wait_for("the owner's run to be DONE", || {
+        let list = cli(&p, &["runs", "list", "--workflow", "hold", "--json"]);
+        stdout(&list).contains("\"status\":\"DONE\"")
+    });
+    std::thread::sleep(Duration::from_millis(300));
+    assert!(owner.is_running(), "the owner left the client's run behind");
+    std::fs::write(p.dir.join("release2"), "").unwrap();
+    assert_eq!(owner.wait(), Some(0));
+    let list = cli(&p, &["runs", "list", "--workflow", "hold2", "--json"]);
+    assert!(
+        stdout(&list).contains("\"status\":\"DONE\""),
         "{}",
         stdout(&list)
     );

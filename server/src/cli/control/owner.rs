@@ -184,13 +184,33 @@ async fn connection(engine: Engine, stream: UnixStream, mut stopped: watch::Rece
                 Ok(FollowEvent::Settled(view)) => Reply::Settled { view },
                 Err(e) => Reply::Error { message: format!("{e:#}") },
             },
-            // The client closed its end (Ctrl-C): the run goes on without it.
-            _ = reader.read(&mut probe) => return,
+            // The client closed its end (Ctrl-C): the run goes on without it, driven here
+            // until it settles (a draining owner waits for this connection), as the client
+            // was told.
+            _ = reader.read(&mut probe) => {
+                drop(write);
+                follow_to_the_end(&mut follower, &mut stopped).await;
+                return;
+            }
             _ = stopped.changed() => return,
         };
         let last = matches!(reply, Reply::Settled { .. } | Reply::Error { .. });
         if send(&mut write, &reply).await.is_err() || last {
             return;
+        }
+    }
+}
+
+/// Follows a run whose client has gone until it settles (or the engine stops), so that the
+/// connection keeps a draining owner serving, and so driving, the run.
+async fn follow_to_the_end(follower: &mut Follower, stopped: &mut watch::Receiver<bool>) {
+    loop {
+        tokio::select! {
+            event = follower.next() => match event {
+                Ok(FollowEvent::Settled(_)) | Err(_) => return,
+                Ok(_) => {}
+            },
+            _ = stopped.changed() => return,
         }
     }
 }
