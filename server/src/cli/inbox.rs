@@ -164,14 +164,7 @@ async fn answer(project: &Project, args: AnswerArgs) -> anyhow::Result<u8> {
         // Nothing was recorded; the run is shown as it is, and exits 1 as BLOCKED.
         Answered::Blocked { message } => errln!("answer not recorded: {message}"),
     }
-    finish(
-        &project,
-        &backend,
-        item.workflow_run_id,
-        follower,
-        args.json,
-    )
-    .await
+    finish(project, &backend, item.workflow_run_id, follower, args.json).await
 }
 
 fn item_not_found(id: &str) -> anyhow::Error {

@@ -255,7 +255,7 @@ async fn control(project: &Project, run_id: &str, op: ControlOp, json: bool) -> 
     };
     if let Some(follower) = follower {
         // This process resumed the run on its own store: it drives the run until it settles.
-        return super::run::finish(&project, &backend, run, follower, json).await;
+        return super::run::finish(project, &backend, run, follower, json).await;
     }
     if let Some(dto) = backend.run(run).await? {
         if json {
@@ -291,7 +291,7 @@ async fn rerun(project: &Project, run_id: &str, frozen: bool, json: bool) -> any
         magrathea_server::http::rerun::record_origin(catalog.as_ref(), run, original, definition);
     }
     errln!("rerun of {original}: run {run}");
-    super::run::finish(&project, &backend, run, follower, json).await
+    super::run::finish(project, &backend, run, follower, json).await
 }
 
 /// `magrathea runs retry`.
@@ -359,7 +359,7 @@ async fn retry(
         record_origin(catalog.as_ref(), run, original, &from_state, which);
     }
     errln!("retry of {original} from state {from_state}: run {run}");
-    super::run::finish(&project, &backend, run, follower, json).await
+    super::run::finish(project, &backend, run, follower, json).await
 }
 
 /// The `StartRecord` of run `run`, the first record of its `journal`.
