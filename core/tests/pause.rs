@@ -326,3 +326,103 @@ fn a_run_paused_with_a_task_in_flight_stays_paused_after_a_crash_and_resumes_aft
     });
     second.shutdown_background();
 }
+
+/// The run's deadline passing while it is paused ends the pause as a cancel does: the task
+/// the run held (asked for while paused) is cancelled without running, and the run ends
+/// instead of staying RUNNING with its held step, which no resume could release.
+#[tokio::test]
+async fn a_deadline_that_passes_while_paused_ends_the_run_without_starting_what_it_held() {
+    let gate = Arc::new(Semaphore::new(0));
+    let calls = Arc::new(AtomicU32::new(0));
+    let engine = Engine::builder()
+        .task(held_task(gate.clone(), calls.clone()))
+        .workflow(WorkflowRegistration::new("hurried", "1", |ctx, _| async move {
+            ctx.deadline(Duration::from_millis(600), "too slow");
+            let a = ctx.task("held", json!(1)).await?;
+            let b = ctx.task("held", json!(2)).await?;
+            Ok(json!([a, b]))
+        }))
+        .store(Arc::new(MemoryStore::new()))
+        .build()
+        .await
+        .unwrap();
+    let run = engine
+        .start(StartRequest::code("hurried", json!(null)))
+        .await
+        .unwrap();
+    until_journal(&engine, run, |j| count(j, "TaskStartedRecord") == 1).await;
+    engine.pause(run, "zaphod", None).await.unwrap();
+    // The first task finishes while paused; the second is held.
+    gate.add_permits(1);
+    until_journal(&engine, run, |j| count(j, "TaskResultRecord") == 1).await;
+    let view = tokio::time::timeout(Duration::from_secs(20), engine.wait(run))
+        .await
+        .expect("the deadline ends the paused run")
+        .unwrap();
+    assert!(view.status.is_terminal(), "{view:?}");
+    assert_ne!(view.status, RunStatus::Done, "{view:?}");
+    // The held task never ran, now or later.
+    gate.add_permits(1);
+    tokio::time::sleep(Duration::from_millis(200)).await;
+    assert_eq!(calls.load(Ordering::SeqCst), 1);
+    let journal = engine.journal(run).unwrap();
+    assert!(
+        journal
+            .iter()
+            .any(|e| matches!(&e.record, Record::CancelRequested { reason } if reason == "too slow")),
+        "{journal:#?}"
+    );
+    // It replays as it ran.
+    engine.check_replay(journal).unwrap();
+}
+
+/// A sleep the code asks for while the run is paused counts from the resume: the run waits
+/// its whole duration after it, not what was left of it from when the paused code asked.
+#[tokio::test]
+async fn a_sleep_asked_for_while_paused_counts_from_the_resume() {
+    let gate = Arc::new(Semaphore::new(0));
+    let calls = Arc::new(AtomicU32::new(0));
+    let engine = Engine::builder()
+        .task(held_task(gate.clone(), calls.clone()))
+        .workflow(WorkflowRegistration::new("nap", "1", |ctx, _| async move {
+            ctx.task("held", json!(1)).await?;
+            ctx.sleep(Duration::from_millis(500)).await?;
+            Ok(json!("rested"))
+        }))
+        .store(Arc::new(MemoryStore::new()))
+        .build()
+        .await
+        .unwrap();
+    let run = engine
+        .start(StartRequest::code("nap", json!(null)))
+        .await
+        .unwrap();
+    until_journal(&engine, run, |j| count(j, "TaskStartedRecord") == 1).await;
+    engine.pause(run, "zaphod", None).await.unwrap();
+    gate.add_permits(1);
+    until_journal(&engine, run, |j| count(j, "TaskResultRecord") == 1).await;
+    // Paused for longer than the sleep.
+    tokio::time::sleep(Duration::from_millis(800)).await;
+    engine.unpause(run, "ford").await.unwrap();
+    let view = engine.wait(run).await.unwrap();
+    assert_eq!(view.result, Some(json!("rested")));
+    let journal = engine.journal(run).unwrap();
+    let resumed = journal
+        .iter()
+        .find(|e| matches!(e.record, Record::ResumeRequested { .. }))
+        .unwrap()
+        .at_ms;
+    let fire_at = journal
+        .iter()
+        .find_map(|e| match e.record {
+            Record::TimerSet { fire_at_ms, .. } => Some(fire_at_ms),
+            _ => None,
+        })
+        .unwrap();
+    assert!(
+        fire_at >= resumed + 500,
+        "the sleep fires {} ms after the resume, not 500",
+        fire_at.saturating_sub(resumed)
+    );
+    engine.check_replay(journal).unwrap();
+}

@@ -130,13 +130,19 @@ impl Driver {
         let fired = !actions.records.is_empty();
         self.perform(actions);
         // The run's deadline: its cancellation is journaled in the same commit as the firing,
-        // so a replay finds both and never asks the clock. On a paused run it is journaled
-        // too; what follows it waits for the resume.
+        // so a replay finds both and never asks the clock. It ends a pause as an operator's
+        // cancel does: what the run held is asked for first (journaled, not acted on), so that
+        // it ends cancelled with the rest instead of waiting for a resume that the ended
+        // pause no longer allows.
         let deadline = lock(&self.shared).deadline.clone();
         if let Some((at, reason)) = deadline
             && fired
             && at == step
         {
+            if self.state.is_paused() {
+                self.state.lift_pause();
+                self.release_held();
+            }
             self.request_cancel(reason, super::children::parent_deadline);
         }
     }

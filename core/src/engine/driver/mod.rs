@@ -604,7 +604,9 @@ impl Driver {
                     }
                 }
                 // A paused run holds what its code asks for until it is resumed.
-                None if self.state.is_paused() => self.held.commands.push(c),
+                None if self.state.is_paused() => {
+                    self.held.commands.push((c, outbox::now_ms()));
+                }
                 None => {
                     let actions = self.state.request_live(c, outbox::now_ms());
                     self.perform(actions);

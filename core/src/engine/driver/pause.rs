@@ -11,17 +11,18 @@ use tokio::sync::oneshot;
 
 use super::Driver;
 use super::outbox::{Reply, now_ms};
-use crate::context::Command;
+use crate::context::{Command, CommandDetail};
 use crate::engine::{Control, ControlAck, WorkflowError};
 use crate::error::DeliverError;
-use crate::record::{Record, RunStatus, Step};
+use crate::record::{Record, RunStatus, Step, StepKind};
 use crate::vocabulary::TimerPurpose;
 
 /// What a paused run holds back until it is resumed.
 #[derive(Default)]
 pub(super) struct Held {
-    /// Commands the code made while the run was paused, in order.
-    pub(super) commands: Vec<Command>,
+    /// Commands the code made while the run was paused, in order, each with when it was
+    /// held (ms since the Unix epoch).
+    pub(super) commands: Vec<(Command, u64)>,
     /// Tasks whose retry backoff ended while the run was paused: their next attempt waits.
     pub(super) retries: Vec<Step>,
     /// The code's result, when it finished while the run was paused.
@@ -95,11 +96,21 @@ impl Driver {
             let effects = self.state.rearm();
             self.outbox.effects.extend(effects);
         }
-        for c in held.commands {
+        for (mut c, held_at) in held.commands {
             if self.blocked.is_some() {
                 return;
             }
-            let actions = self.state.request_live(c, now_ms());
+            let now = now_ms();
+            // A sleep of a duration counts from its release, not from when the paused code
+            // asked for it (the code never sees the instant; a sleep until an instant keeps
+            // it).
+            if c.kind == StepKind::Timer
+                && c.name == "sleep"
+                && let CommandDetail::Timer { fire_at_ms } = &mut c.detail
+            {
+                *fire_at_ms = fire_at_ms.saturating_add(now.saturating_sub(held_at));
+            }
+            let actions = self.state.request_live(c, now);
             self.perform(actions);
         }
         if let Some(result) = held.result {

@@ -302,7 +302,8 @@ impl Driver {
             // on what its code asks for now.
             self.held.result = cursor.result;
             self.held.rearm = true;
-            self.held.commands = cursor.deferred;
+            let now = super::outbox::now_ms();
+            self.held.commands = cursor.deferred.into_iter().map(|c| (c, now)).collect();
             self.refresh_status();
             return true;
         }
