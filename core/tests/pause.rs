@@ -336,12 +336,16 @@ async fn a_deadline_that_passes_while_paused_ends_the_run_without_starting_what_
     let calls = Arc::new(AtomicU32::new(0));
     let engine = Engine::builder()
         .task(held_task(gate.clone(), calls.clone()))
-        .workflow(WorkflowRegistration::new("hurried", "1", |ctx, _| async move {
-            ctx.deadline(Duration::from_millis(600), "too slow");
-            let a = ctx.task("held", json!(1)).await?;
-            let b = ctx.task("held", json!(2)).await?;
-            Ok(json!([a, b]))
-        }))
+        .workflow(WorkflowRegistration::new(
+            "hurried",
+            "1",
+            |ctx, _| async move {
+                ctx.deadline(Duration::from_millis(600), "too slow");
+                let a = ctx.task("held", json!(1)).await?;
+                let b = ctx.task("held", json!(2)).await?;
+                Ok(json!([a, b]))
+            },
+        ))
         .store(Arc::new(MemoryStore::new()))
         .build()
         .await
@@ -367,9 +371,9 @@ async fn a_deadline_that_passes_while_paused_ends_the_run_without_starting_what_
     assert_eq!(calls.load(Ordering::SeqCst), 1);
     let journal = engine.journal(run).unwrap();
     assert!(
-        journal
-            .iter()
-            .any(|e| matches!(&e.record, Record::CancelRequested { reason } if reason == "too slow")),
+        journal.iter().any(
+            |e| matches!(&e.record, Record::CancelRequested { reason } if reason == "too slow")
+        ),
         "{journal:#?}"
     );
     // It replays as it ran.
