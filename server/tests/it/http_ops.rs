@@ -280,7 +280,7 @@ states:
     type: workflow_task
     workflow: no-such-workflow
     timeoutSeconds: 60
-    on: { success: again, failure: done }
+    on: { success: again }
   again:
     type: workflow_task
     workflow: parent
@@ -310,7 +310,7 @@ states:
         body["warnings"],
         json!([
             format!(
-                "{label}:3:3: [MAG-YA003] a `timeout` of workflow_task `child` would fail the run: no 'on:' or 'catch:' routes it"
+                "{label}:3:3: [MAG-YA003] a `failure` or `timeout` of workflow_task `child` would fail the run: no 'on:' or 'catch:' routes them"
             ),
             format!(
                 "{label}:5:15: [MAG-YA005] workflow_task 'child' starts workflow 'no-such-workflow', which is not a workflow of the project or its tenant: expected _vance/workflows/no-such-workflow.yaml; the task would end with 'failure'"
