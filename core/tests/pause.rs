@@ -327,6 +327,20 @@ fn a_run_paused_with_a_task_in_flight_stays_paused_after_a_crash_and_resumes_aft
     second.shutdown_background();
 }
 
+/// Starts `workflow`, pauses it while its first `held` task runs, and lets that task finish:
+/// what the code asks for next is held.
+async fn paused_after_its_first_task(engine: &Engine, gate: &Semaphore, workflow: &str) -> RunId {
+    let run = engine
+        .start(StartRequest::code(workflow, json!(null)))
+        .await
+        .unwrap();
+    until_journal(engine, run, |j| count(j, "TaskStartedRecord") == 1).await;
+    engine.pause(run, "zaphod", None).await.unwrap();
+    gate.add_permits(1);
+    until_journal(engine, run, |j| count(j, "TaskResultRecord") == 1).await;
+    run
+}
+
 /// The run's deadline passing while it is paused ends the pause as a cancel does: the task
 /// the run held (asked for while paused) is cancelled without running, and the run ends
 /// instead of staying RUNNING with its held step, which no resume could release.
@@ -350,15 +364,7 @@ async fn a_deadline_that_passes_while_paused_ends_the_run_without_starting_what_
         .build()
         .await
         .unwrap();
-    let run = engine
-        .start(StartRequest::code("hurried", json!(null)))
-        .await
-        .unwrap();
-    until_journal(&engine, run, |j| count(j, "TaskStartedRecord") == 1).await;
-    engine.pause(run, "zaphod", None).await.unwrap();
-    // The first task finishes while paused; the second is held.
-    gate.add_permits(1);
-    until_journal(&engine, run, |j| count(j, "TaskResultRecord") == 1).await;
+    let run = paused_after_its_first_task(&engine, &gate, "hurried").await;
     let view = tokio::time::timeout(Duration::from_secs(20), engine.wait(run))
         .await
         .expect("the deadline ends the paused run")
@@ -397,14 +403,7 @@ async fn a_sleep_asked_for_while_paused_counts_from_the_resume() {
         .build()
         .await
         .unwrap();
-    let run = engine
-        .start(StartRequest::code("nap", json!(null)))
-        .await
-        .unwrap();
-    until_journal(&engine, run, |j| count(j, "TaskStartedRecord") == 1).await;
-    engine.pause(run, "zaphod", None).await.unwrap();
-    gate.add_permits(1);
-    until_journal(&engine, run, |j| count(j, "TaskResultRecord") == 1).await;
+    let run = paused_after_its_first_task(&engine, &gate, "nap").await;
     // Paused for longer than the sleep.
     tokio::time::sleep(Duration::from_millis(800)).await;
     engine.unpause(run, "ford").await.unwrap();

@@ -425,14 +425,17 @@ fn a_friday_graph_of_built_in_actions_and_an_if_condition_imports_and_runs() {
         ],
     });
     let file = p.dir.join("orders.graph.json");
-    std::fs::write(&file, graph.to_string()).unwrap();
-    let out = p.cli(&[
-        "graph",
-        "import",
-        file.to_str().unwrap(),
-        "--name",
-        "orders",
-    ]);
+    let import = |graph: &Value| {
+        std::fs::write(&file, graph.to_string()).unwrap();
+        p.cli(&[
+            "graph",
+            "import",
+            file.to_str().unwrap(),
+            "--name",
+            "orders",
+        ])
+    };
+    let out = import(&graph);
     // `summarise` has no incoming edge: two starts.
     assert_eq!(code(&out), 2, "{}", stdout(&out));
     assert!(stderr(&out).contains("MAG-GR012"), "{}", stderr(&out));
@@ -447,14 +450,7 @@ fn a_friday_graph_of_built_in_actions_and_an_if_condition_imports_and_runs() {
         "action",
         json!({ "actionType": "shell_task", "run": "true" }),
     );
-    std::fs::write(&file, graph.to_string()).unwrap();
-    let out = p.cli(&[
-        "graph",
-        "import",
-        file.to_str().unwrap(),
-        "--name",
-        "orders",
-    ]);
+    let out = import(&graph);
     assert_eq!(code(&out), 0, "{}", stderr(&out));
     let text = std::fs::read_to_string(p.dir.join("_vance/workflow-drafts/orders.yaml")).unwrap();
     let doc: Value = serde_yaml_ng::from_str(&text).unwrap();
