@@ -83,17 +83,32 @@ impl RedbStore {
         // only, capped so that a corrupt seq cannot ask for a huge allocation.
         let last_row = rows_range()?.next_back().transpose().map_err(io)?;
         let last_chunk = chunk_range()?.next_back().transpose().map_err(io)?;
-        let last_folded = [
-            last_row.map(|(k, _)| k.value().1),
-            last_chunk.map(|(k, _)| k.value().1),
+        let folded_from = |last: Option<u64>| last.map_or(0, |l| l.saturating_sub(from_seq) + 1);
+        let records = |folded: u64| {
+            usize::try_from(folded)
+                .unwrap_or(usize::MAX)
+                .saturating_add(recent.len())
+        };
+        // A chunk's key is its first record's seq; its last one is read from its headers
+        // (seq and length of each record, nothing decoded) when the page wants more records
+        // than the first seq gives.
+        let mut last_folded = [
+            last_row.as_ref().map(|(k, _)| k.value().1),
+            last_chunk.as_ref().map(|(k, _)| k.value().1),
         ]
         .into_iter()
         .flatten()
         .max();
-        let folded = last_folded.map_or(0, |last| last.saturating_sub(from_seq) + 1);
-        let capacity = usize::try_from(folded)
-            .unwrap_or(usize::MAX)
-            .saturating_add(recent.len())
+        if let Some((_, v)) = &last_chunk
+            && records(folded_from(last_folded)) < bound.records_left()
+            && let Some(seq) = chunk::decode(v.value())
+                .map_while(Result::ok)
+                .map(|(seq, _)| seq)
+                .last()
+        {
+            last_folded = last_folded.max(Some(seq));
+        }
+        let capacity = records(folded_from(last_folded))
             .min(bound.records_left())
             .min(1 << 20);
         let mut out = Vec::with_capacity(capacity);
