@@ -97,7 +97,15 @@ impl NonDeterminism {
 }
 
 const REMEDY: &str = "The workflow code changed since the run started: restore the code the run \
-                      started with, or cancel the run";
+                      started with, guard the change with a patch marker (`ctx.patched`), or \
+                      cancel the run";
+
+/// What a report of a step asked for with another input says about it.
+const INPUT_REMEDY: &str = "The code now builds this step's input differently: from changed code \
+                            or types, or in an order that changes between processes (a HashMap \
+                            or HashSet: use a BTreeMap, a BTreeSet or a sorted Vec). Restore the \
+                            code the run started with, guard the change with a patch marker \
+                            (`ctx.patched`), or cancel the run";
 
 impl fmt::Display for NonDeterminism {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
@@ -118,10 +126,15 @@ impl fmt::Display for NonDeterminism {
                     (true, None) => " with a different input".to_string(),
                     (false, _) => String::new(),
                 };
+                let remedy = if *different_input {
+                    INPUT_REMEDY
+                } else {
+                    REMEDY
+                };
                 write!(
                     f,
                     "[MAG-ND001] non-determinism in run {run} at step {step}: the journal has \
-                     {journal} but the code now requests {code}{note}. {REMEDY}"
+                     {journal} but the code now requests {code}{note}. {remedy}"
                 )
             }
             Divergence::Missing { journal } => write!(

@@ -152,6 +152,9 @@ fn the_same_task_with_another_input_is_nd001_naming_the_input() {
             .contains("with a different input (journaled: 5; now: 6)"),
         "{nd}"
     );
+    // The report names the usual cause that is not a change of code: an unordered collection.
+    assert!(nd.to_string().contains("HashMap or HashSet"), "{nd}");
+    assert!(nd.to_string().contains("patch marker"), "{nd}");
 }
 
 #[test]

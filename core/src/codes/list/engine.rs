@@ -171,8 +171,8 @@ pub(super) const CODES: &[ErrorCode] = &[
     },
     ErrorCode {
         code: "MAG-ND001",
-        meaning: "Replay found a different step than the journal holds at this position (kind or name differ): the workflow code changed under a running run.",
-        remedy: "Restore the code the run started with, or guard the change with a patch marker; the run stays BLOCKED until then.",
+        meaning: "Replay found a different step than the journal holds at this position (kind, name or input differ): the workflow code changed under a running run, or it builds a step's input in an order that changes between processes (a HashMap or HashSet).",
+        remedy: "Restore the code the run started with, or guard the change with a patch marker; the run stays BLOCKED until then. Build inputs from ordered collections (BTreeMap, BTreeSet, a sorted Vec).",
     },
     ErrorCode {
         code: "MAG-ND002",
