@@ -162,7 +162,24 @@ pub(crate) fn missing_scripts(
 ) -> Diagnostics {
     let mut out = Diagnostics::new();
     for r in refs {
-        if let Err(why) = lookup.find_script(r.source, &r.dir_name, &r.path.value) {
+        let Err(why) = lookup.find_script(r.source, &r.dir_name, &r.path.value) else {
+            continue;
+        };
+        // A workspace is written to while runs go on (a shell step before the script may
+        // create it): a script missing from it now is a warning. Anything else about the path
+        // stays wrong at run time.
+        if r.source == ScriptSource::Workspace && why.starts_with(MISSING) {
+            out.push(Diagnostic::warning(
+                path,
+                r.path.span,
+                Code::ScriptPath,
+                format_args!(
+                    "the script of script_task '{}' is not in its workspace now: unless a state \
+                     before it writes it there, the task would end with 'technical_error': {why}",
+                    r.state
+                ),
+            ));
+        } else {
             out.push(Diagnostic::error(
                 path,
                 r.path.span,
@@ -177,3 +194,6 @@ pub(crate) fn missing_scripts(
     }
     out
 }
+
+/// How the executor's message for a script that is not there begins.
+const MISSING: &str = "[MAG-JS003]";

@@ -685,3 +685,28 @@ async fn a_literal_script_path_that_a_run_would_not_find_is_an_error() {
         );
     }
 }
+
+/// A workspace changes while runs go on (a shell step may write the script a later state
+/// runs): a script missing from it now is a warning, and the document validates.
+#[tokio::test]
+async fn a_workspace_script_missing_before_the_run_is_a_warning() {
+    let p = project().await;
+    let found = checked(
+        &p,
+        "    source: workspace\n    path: gen/made_by_the_run.js\n",
+    );
+    let prefix = "wf.yaml:7:11: [MAG-Y040] the script of script_task 's' is not in its \
+                  workspace now: unless a state before it writes it there, the task would end \
+                  with 'technical_error': [MAG-JS003] script `gen/made_by_the_run.js` not found";
+    assert!(
+        found.len() == 1 && found[0].starts_with(prefix),
+        "expected the warning {prefix:?} in {found:#?}"
+    );
+    // Written by then, it runs.
+    write(&p.project.join("gen/made_by_the_run.js"), "return 7;\n");
+    p.workflow(
+        "ws",
+        &one_script("    source: workspace\n    path: gen/made_by_the_run.js\n"),
+    );
+    assert_eq!(p.run("ws", json!({})).await.vars["out"], 7);
+}

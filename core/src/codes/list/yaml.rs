@@ -176,7 +176,7 @@ pub(super) const CODES: &[ErrorCode] = &[
     },
     ErrorCode {
         code: "MAG-Y040",
-        meaning: "A script_task's `path`, written without placeholders, names no script it can run: no such file in the project or its tenant (`source: document`) or in its workspace, a path that is absolute, holds `..` or leads out through a symbolic link, or an unknown workspace. Reported by `magrathea validate`; a run would end the task `technical_error` with the MAG-JS code the message quotes.",
+        meaning: "A script_task's `path`, written without placeholders, names no script it can run: no such file in the project or its tenant (`source: document`) or in its workspace, a path that is absolute, holds `..` or leads out through a symbolic link, or an unknown workspace. Reported by `magrathea validate`; a run would end the task `technical_error` with the MAG-JS code the message quotes. A script of `source: workspace` that is not there yet is a warning: a state before it may write it during the run.",
         remedy: "Create the script, or fix `path`, `source` or `dirName` (a path relative to the project or workspace directory, without `..`).",
     },
     ErrorCode {
