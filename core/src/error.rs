@@ -53,8 +53,9 @@ impl fmt::Display for StoreError {
             Self::Locked(path) => write!(
                 f,
                 "[MAG-ST002] the store at {path} is in use by another process, or by an \
-                 engine of this process that is still open or still closing (a dropped engine \
-                 lets go of the store once its background tasks have ended)"
+                 engine of this process that is still open (a handle of it is alive) or did not \
+                 close within 30 s; drop every handle of the first engine, or stop the other \
+                 process"
             ),
             Self::Closed => f.write_str("[MAG-ST003] the journal writer has stopped"),
             Self::CorruptIndex(why) => write!(f, "[MAG-ST004] corrupt run index: {why}"),

@@ -10,7 +10,7 @@ use tokio::sync::{Semaphore, broadcast};
 
 use super::timers::Timers;
 use super::{Config, Engine, EngineInner, InterpreterFn, WorkflowRegistration};
-use crate::error::OpenError;
+use crate::error::{OpenError, StoreError};
 use crate::store::{Durability, MemoryStore, RedbStore, Store};
 use crate::task::{AppData, TaskRegistration};
 use crate::writer::JournalWriter;
@@ -238,17 +238,15 @@ impl EngineBuilder {
     /// Opens the store, starts the journal writer and timer service and, unless disabled,
     /// recovers every non-terminal run. Must be called within a tokio runtime.
     pub async fn build(self) -> Result<Engine, OpenError> {
-        let store: Arc<dyn Store> = match self.store {
-            Some(s) => s,
+        let (store, file): (Arc<dyn Store>, _) = match self.store {
+            Some(s) => (s, None),
             None => {
                 let path = self
                     .path
                     .unwrap_or_else(|| PathBuf::from(".magrathea/journal.redb"));
-                Arc::new(RedbStore::open_with_cache(
-                    path,
-                    self.durability,
-                    self.redb_cache_bytes,
-                )?)
+                let store =
+                    open_closing_an_orphan(&path, self.durability, self.redb_cache_bytes).await?;
+                (Arc::new(store), Some(path))
             }
         };
         let mut workflows = super::Registry::default();
@@ -302,6 +300,8 @@ impl EngineBuilder {
             },
             heap: Arc::default(),
             failed_runs: Default::default(),
+            closing: Default::default(),
+            file,
         });
         if self.recover {
             match store.leases() {
@@ -321,6 +321,30 @@ impl EngineBuilder {
             }
         }
         super::workers::start(&inner, self.recover);
-        Ok(Engine { inner })
+        Ok(Engine::first_handle(inner))
+    }
+}
+
+/// How long a build waits for a closing engine of this process to let go of the store file.
+const CLOSING_WAIT: Duration = Duration::from_secs(30);
+
+/// Opens the store file at `path`. An engine of this process without handles that still holds
+/// the file is closed, and the open waits for it to let go, up to [`CLOSING_WAIT`].
+async fn open_closing_an_orphan(
+    path: &std::path::Path,
+    durability: Durability,
+    cache_bytes: usize,
+) -> Result<RedbStore, StoreError> {
+    let give_up = tokio::time::Instant::now() + CLOSING_WAIT;
+    loop {
+        match RedbStore::open_with_cache(path, durability, cache_bytes) {
+            Err(StoreError::Locked(_))
+                if tokio::time::Instant::now() < give_up
+                    && (super::closing::close_orphan(path) || crate::store::closing_here(path)) =>
+            {
+                tokio::time::sleep(Duration::from_millis(2)).await;
+            }
+            opened => return opened,
+        }
     }
 }

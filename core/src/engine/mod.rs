@@ -1,6 +1,7 @@
 //! The engine: runs, their drivers, and the API to start, answer, signal, cancel and read them.
 
 mod builder;
+mod closing;
 mod control;
 mod driver;
 pub(crate) use driver::code_runs_here;
@@ -76,6 +77,9 @@ pub(crate) enum Event {
         control: Control,
         reply: oneshot::Sender<Result<ControlAck, DeliverError>>,
     },
+    /// The engine is closing: the driver leaves memory (it sees the engine's mark; this only
+    /// wakes it).
+    Close,
 }
 
 pub(crate) struct Config {
@@ -152,6 +156,10 @@ pub(crate) struct EngineInner {
     pub(crate) heap: Arc<heap::HeapTrimmer>,
     /// Runs whose commit failed, recovered once the store works again.
     pub(crate) failed_runs: failed_runs::FailedRuns,
+    /// Set once the engine closes (a new engine wants its file): the runs in memory leave it.
+    pub(crate) closing: closing::Closing,
+    /// The store file the builder opened (none for a store it was given).
+    pub(crate) file: Option<std::path::PathBuf>,
 }
 
 impl EngineInner {
@@ -239,7 +247,9 @@ impl EngineInner {
     /// Starts the driver of a run this worker may drive, unless it is in memory already.
     pub(crate) fn recover_claimed(self: &Arc<Self>, run: RunId, reclaims: u32) {
         let mut active = self.active();
-        if active.contains_key(&run) {
+        // A closing engine takes no run into memory (a timer that comes due meanwhile fires
+        // when the store is next opened).
+        if active.contains_key(&run) || self.closing.is_closed() {
             return;
         }
         let (tx, rx) = mpsc::unbounded_channel();
@@ -414,8 +424,17 @@ impl EngineInner {
 }
 
 /// The durable-execution engine. Cheap to clone; clones share everything.
+///
+/// When the last handle is dropped (each clone is one, and so is each run handle of the
+/// typed API), the engine goes on with the runs it has in memory and lets go of its store file
+/// once they are idle. An engine built on the same file in the same process meanwhile closes
+/// it — its runs leave memory where their journal stands; a task attempt that is running is
+/// aborted and runs again on the new engine, as after a crash — and waits (up to 30 s) for the
+/// file instead of failing with `[MAG-ST002]`.
 #[derive(Clone)]
 pub struct Engine {
+    /// First, so that it drops before `inner`: the engine is listed while it is still there.
+    life: Arc<closing::Lifeline>,
     pub(crate) inner: Arc<EngineInner>,
 }
 
@@ -743,7 +762,14 @@ impl Engine {
     pub fn downgrade(&self) -> WeakEngine {
         WeakEngine {
             inner: Arc::downgrade(&self.inner),
+            life: Arc::downgrade(&self.life),
         }
+    }
+
+    /// The first handle of the engine `inner`.
+    pub(crate) fn first_handle(inner: Arc<EngineInner>) -> Self {
+        let life = Arc::new(closing::Lifeline(Arc::downgrade(&inner)));
+        Self { inner, life }
     }
 }
 
@@ -751,6 +777,7 @@ impl Engine {
 #[derive(Clone)]
 pub struct WeakEngine {
     inner: Weak<EngineInner>,
+    life: Weak<closing::Lifeline>,
 }
 
 impl fmt::Debug for WeakEngine {
@@ -762,8 +789,11 @@ impl fmt::Debug for WeakEngine {
 }
 
 impl WeakEngine {
-    /// The engine, while any [`Engine`] handle to it (or a run it drives) is alive.
+    /// The engine, while any [`Engine`] handle to it is alive.
     pub fn upgrade(&self) -> Option<Engine> {
-        self.inner.upgrade().map(|inner| Engine { inner })
+        Some(Engine {
+            life: self.life.upgrade()?,
+            inner: self.inner.upgrade()?,
+        })
     }
 }

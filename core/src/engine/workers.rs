@@ -97,7 +97,7 @@ fn encode(event: &Event) -> Option<Value> {
             "result": outcome.result,
             "reason": outcome.reason,
         }}),
-        Event::TaskDone { .. } | Event::TimerFired { .. } => return None,
+        Event::TaskDone { .. } | Event::TimerFired { .. } | Event::Close => return None,
     })
 }
 
@@ -305,7 +305,10 @@ fn answer(event: Event, reply: Result<Value, StoreError>) {
             });
             let _ = tx.send(r);
         }
-        Event::ChildDone { .. } | Event::TaskDone { .. } | Event::TimerFired { .. } => {}
+        Event::ChildDone { .. }
+        | Event::TaskDone { .. }
+        | Event::TimerFired { .. }
+        | Event::Close => {}
     }
 }
 

@@ -30,6 +30,7 @@ pub use faulty_backend::{DiskFaults, FaultyBackend};
 pub use leases::{Claim, LaneSlot, Leases, Mail};
 pub use memory::MemoryStore;
 pub use reader::StoreReader;
+pub(crate) use redb_store::closing_here;
 pub use redb_store::{DEFAULT_CACHE_BYTES, Durability, RedbStore};
 pub use slots::LaneSlots;
 
@@ -183,6 +184,11 @@ pub struct RunFilter {
 pub trait Store: Send + Sync + 'static {
     /// Commits the batches atomically, in one transaction.
     fn commit(&self, batches: &[&CommitBatch]) -> Result<(), StoreError>;
+
+    /// The engine on this store is closing: the store is let go of once the engine's last
+    /// part drops it. A store that locks a file says so to a new engine of this process on
+    /// the same file, which then waits instead of failing. Nothing by default.
+    fn closing(&self) {}
 
     /// Commits the batches it accepts atomically, in one transaction, and names the ones it
     /// refused (none of whose rows were written). Only a store shared by several workers

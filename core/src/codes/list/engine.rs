@@ -11,8 +11,8 @@ pub(super) const CODES: &[ErrorCode] = &[
     },
     ErrorCode {
         code: "MAG-ST002",
-        meaning: "The store file is already open in another process, or in an engine of this process that is still open or still closing.",
-        remedy: "Stop the other process, or talk to it as a client; or open another path. In one process, drop the first engine and wait for it to let go before opening the store again.",
+        meaning: "The store file is already open in another process, or in an engine of this process that is still open (a handle of it is alive), or that took more than 30 s to close.",
+        remedy: "Stop the other process, or talk to it as a client; or open another path. In one process, drop every handle of the first engine: a new engine on the file closes a dropped one and waits for it to let go.",
     },
     ErrorCode {
         code: "MAG-ST003",

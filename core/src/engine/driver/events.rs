@@ -120,6 +120,8 @@ impl Driver {
                 self.outbox.replies.push(Reply::Cancel(reply, ack));
             }
             Event::Control { control, reply } => self.control(control, reply),
+            // The main loop sees the engine's mark and leaves.
+            Event::Close => {}
         }
         self.refresh_status();
     }
@@ -195,7 +197,7 @@ impl Driver {
                     what: "task result".into(),
                 });
             }
-            Event::TimerFired { .. } | Event::ChildDone { .. } => {}
+            Event::TimerFired { .. } | Event::ChildDone { .. } | Event::Close => {}
         }
     }
 }

@@ -327,6 +327,10 @@ impl Driver {
                 self.fail_stop(e);
                 return;
             }
+            if self.engine.closing.is_closed() {
+                self.leave_closing_engine();
+                return;
+            }
             let idle = self.state.is_terminal() || self.blocked.is_some() || self.can_evict();
             if idle {
                 match self.try_exit() {
@@ -373,6 +377,13 @@ impl Driver {
                 None
             }
         }
+    }
+
+    /// Leaves a closing engine with what is durable: the running attempts are aborted (the
+    /// journal shows them started, so they run again on the next open, as after a crash).
+    fn leave_closing_engine(&mut self) {
+        self.attempts.abort_all();
+        self.exit_now();
     }
 
     fn exit_now(&mut self) {

@@ -36,11 +36,13 @@ mod catalog;
 mod chunk;
 mod fold;
 mod log;
+mod open_here;
 mod read;
 #[cfg(test)]
 mod tests;
 
 use fold::{DEFAULT_FOLD, FoldPolicy, Unfolded};
+pub(crate) use open_here::closing_here;
 use read::{active_in, decode_summary, list_runs_in};
 
 /// One record per row, `(run, seq)`: what versions before the journal chunks folded.
@@ -103,6 +105,9 @@ pub struct Inner {
     durability: Durability,
     unfolded: RwLock<Unfolded>,
     fold: FoldPolicy,
+    /// The file in this process's list of open stores; last, so that it leaves the list once
+    /// the database and the log are closed.
+    open_here: open_here::OpenHere,
 }
 
 impl std::fmt::Debug for RedbStore {
@@ -250,6 +255,7 @@ impl RedbStore {
             fold_error: Mutex::new(None),
             epoch: AtomicU64::new(0),
             io_failed: AtomicBool::new(false),
+            open_here: open_here::OpenHere::new(&path),
             path,
             durability,
             unfolded: RwLock::new(left_in_log),
@@ -393,6 +399,10 @@ pub(crate) fn log_paths(path: &Path) -> [PathBuf; 2] {
 }
 
 impl Store for RedbStore {
+    fn closing(&self) {
+        self.inner.open_here.closing();
+    }
+
     fn catalog(&self) -> Option<&dyn super::Catalog> {
         Some(self)
     }

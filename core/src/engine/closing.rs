@@ -1,0 +1,105 @@
+//! Engines whose last [`Engine`](super::Engine) handle was dropped, and closing them when a
+//! new engine of this process wants their store file.
+//!
+//! An engine without handles goes on with what it has in memory (a task finishes, a timer
+//! fires) and lets go of its file once its runs are idle. A new engine built on the same file
+//! does not wait for that: it closes the old one — its runs leave memory where their journal
+//! stands, a running task attempt is aborted and runs again on the new engine, as after a
+//! crash — and waits until the file is let go of.
+
+use std::collections::HashMap;
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Mutex, OnceLock, PoisonError, Weak};
+
+use super::EngineInner;
+
+/// Whether the engine is closing.
+#[derive(Debug, Default)]
+pub(crate) struct Closing(AtomicBool);
+
+impl Closing {
+    /// Whether the engine is closing.
+    pub(crate) fn is_closed(&self) -> bool {
+        self.0.load(Ordering::Acquire)
+    }
+}
+
+/// Engines of this process without handles, by the absolute path of their store file.
+fn orphans() -> &'static Mutex<HashMap<PathBuf, Weak<EngineInner>>> {
+    static ORPHANS: OnceLock<Mutex<HashMap<PathBuf, Weak<EngineInner>>>> = OnceLock::new();
+    ORPHANS.get_or_init(Mutex::default)
+}
+
+fn key(path: &Path) -> PathBuf {
+    std::path::absolute(path).unwrap_or_else(|_| path.to_path_buf())
+}
+
+/// Closes the engine of this process without handles that holds the store file at `path`, if
+/// there is one; whether there was.
+pub(crate) fn close_orphan(path: &Path) -> bool {
+    let orphan = orphans()
+        .lock()
+        .unwrap_or_else(PoisonError::into_inner)
+        .get(&key(path))
+        .and_then(Weak::upgrade);
+    match orphan {
+        Some(engine) => {
+            engine.close();
+            true
+        }
+        None => false,
+    }
+}
+
+/// Held by every [`Engine`](super::Engine) handle (and by no part of the engine): when the
+/// last handle goes, the engine is listed as one a new engine on its file may close.
+#[derive(Debug)]
+pub(crate) struct Lifeline(pub(crate) Weak<EngineInner>);
+
+impl Drop for Lifeline {
+    fn drop(&mut self) {
+        let Some(engine) = self.0.upgrade() else {
+            return;
+        };
+        if let Some(file) = &engine.file {
+            orphans()
+                .lock()
+                .unwrap_or_else(PoisonError::into_inner)
+                .insert(key(file), self.0.clone());
+        }
+    }
+}
+
+impl EngineInner {
+    /// Closes the engine: no run comes into memory any more, the runs in memory leave it
+    /// (their running task attempts are aborted and run again when the store is next opened,
+    /// as after a crash; nothing is journaled for them), and the store is told, so that a new
+    /// engine on the same file waits for it to be let go of instead of failing at once.
+    pub(crate) fn close(&self) {
+        // Marked before the drivers are woken, and under the lock of the runs in memory, so
+        // that a run coming into memory meanwhile sees the mark (see `recover_claimed`).
+        let active = self.active();
+        self.closing.0.store(true, Ordering::Release);
+        for driver in active.values() {
+            let _ = driver.send(super::Event::Close);
+        }
+        drop(active);
+        self.store.closing();
+    }
+}
+
+impl Drop for EngineInner {
+    /// The journal writer's thread may hold the store a moment longer: a new engine on the
+    /// same file waits for it.
+    fn drop(&mut self) {
+        self.store.closing();
+        if let Some(file) = &self.file {
+            let mut orphans = orphans().lock().unwrap_or_else(PoisonError::into_inner);
+            let file = key(file);
+            if orphans.get(&file).is_some_and(|w| w.strong_count() == 0) {
+                orphans.remove(&file);
+            }
+        }
+    }
+}
