@@ -237,6 +237,9 @@ impl EngineBuilder {
 
     /// Opens the store, starts the journal writer and timer service and, unless disabled,
     /// recovers every non-terminal run. Must be called within a tokio runtime.
+    ///
+    /// An engine of this process whose handles were all dropped and that still holds the store
+    /// file is closed first (see [`Engine`]); the build waits up to 30 s for it to let go.
     pub async fn build(self) -> Result<Engine, OpenError> {
         let (store, file): (Arc<dyn Store>, _) = match self.store {
             Some(s) => (s, None),
