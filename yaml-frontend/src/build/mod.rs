@@ -166,7 +166,7 @@ fn parameters(ctx: &mut Ctx<'_>, node: &YamlNode) -> IndexMap<String, ParamSchem
                         t.span,
                         Code::InvalidParameter,
                         format_args!(
-                            "{what} has type {}: expected one of {}{hint}",
+                            "the type of {what} is {}: expected one of {}{hint}",
                             ctx::found(t),
                             suggest::list(names)
                         ),

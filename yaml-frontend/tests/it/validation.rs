@@ -472,7 +472,7 @@ fn parameter_schemas() {
     let text = format!("start: a\nparameters:\n  p1: {{ type: strng }}\n  p2: {{ type: integer, required: yes, default: \"x\" }}\n  p3: {{ required: true }}\nstates:\n{END}").replace("start: a", "start: end");
     has(
         &text,
-        "wf.yaml:3:15: [MAG-Y016] parameter 'p1' has type a string 'strng': expected one of [string, number, integer, boolean, object, array] (did you mean 'string'?)",
+        "wf.yaml:3:15: [MAG-Y016] the type of parameter 'p1' is a string 'strng': expected one of [string, number, integer, boolean, object, array] (did you mean 'string'?)",
     );
     has(
         &text,
