@@ -32,6 +32,20 @@ fn sleepy(path: &Path, first: &Arc<AtomicU32>, second: &Arc<AtomicU32>) -> Engin
         .task(counting("second", second.clone(), Duration::ZERO))
 }
 
+/// An engine of [`sleepy`] with one run of it started.
+async fn start_sleepy(
+    path: &Path,
+    first: &Arc<AtomicU32>,
+    second: &Arc<AtomicU32>,
+) -> (Engine, RunId) {
+    let engine = sleepy(path, first, second).build().await.unwrap();
+    let run = engine
+        .start(StartRequest::code("sleepy", json!(null)))
+        .await
+        .unwrap();
+    (engine, run)
+}
+
 /// A task that counts its executions; the first one takes `first_takes`.
 fn counting(name: &str, runs: Arc<AtomicU32>, first_takes: Duration) -> TaskRegistration {
     TaskRegistration::new(name, TaskOptions::default(), move |v, _| {
@@ -61,12 +75,7 @@ async fn a_new_engine_opens_the_file_at_once_after_the_last_handle_of_a_sleeping
     let dir = tempfile::tempdir().unwrap();
     let path = dir.path().join("journal.redb");
     let (first, second) = (Arc::new(AtomicU32::new(0)), Arc::new(AtomicU32::new(0)));
-
-    let engine = sleepy(&path, &first, &second).build().await.unwrap();
-    let run = engine
-        .start(StartRequest::code("sleepy", json!(null)))
-        .await
-        .unwrap();
+    let (engine, run) = start_sleepy(&path, &first, &second).await;
     until_journaled(&engine, run, |r| matches!(r, Record::TimerSet { .. })).await;
     drop(engine);
 
@@ -146,11 +155,7 @@ async fn without_a_new_engine_the_runs_of_a_dropped_one_go_on_to_the_end() {
     let dir = tempfile::tempdir().unwrap();
     let path = dir.path().join("journal.redb");
     let (first, second) = (Arc::new(AtomicU32::new(0)), Arc::new(AtomicU32::new(0)));
-    let engine = sleepy(&path, &first, &second).build().await.unwrap();
-    let run = engine
-        .start(StartRequest::code("sleepy", json!(null)))
-        .await
-        .unwrap();
+    let (engine, run) = start_sleepy(&path, &first, &second).await;
     drop(engine);
     // The sleep ends and the last task runs with nobody holding the engine.
     tokio::time::timeout(Duration::from_secs(10), async {
