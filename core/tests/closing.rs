@@ -8,8 +8,8 @@ use std::sync::atomic::{AtomicU32, Ordering};
 use std::time::Duration;
 
 use magrathea_core::{
-    Engine, EngineBuilder, Record, RunId, RunStatus, StartRequest, TaskOptions, TaskRegistration,
-    WorkflowError, WorkflowRegistration,
+    Durability, Engine, EngineBuilder, Record, RedbStore, RunId, RunStatus, StartRequest,
+    TaskOptions, TaskRegistration, WorkflowError, WorkflowRegistration,
 };
 use serde_json::json;
 
@@ -157,14 +157,15 @@ async fn without_a_new_engine_the_runs_of_a_dropped_one_go_on_to_the_end() {
     let (first, second) = (Arc::new(AtomicU32::new(0)), Arc::new(AtomicU32::new(0)));
     let (engine, run) = start_sleepy(&path, &first, &second).await;
     drop(engine);
-    // The sleep ends and the last task runs with nobody holding the engine.
+    // The sleep ends, the last task runs and the run ends with nobody holding the engine,
+    // which then lets go of the file (a plain open of the store closes no engine).
     tokio::time::timeout(Duration::from_secs(10), async {
-        while second.load(Ordering::SeqCst) == 0 {
+        while RedbStore::open(&path, Durability::Immediate).is_err() {
             tokio::time::sleep(Duration::from_millis(5)).await;
         }
     })
     .await
-    .expect("the run goes on");
+    .expect("the run goes on to its end, and the engine lets go of the file");
     let engine = sleepy(&path, &first, &second).build().await.unwrap();
     let view = engine.wait(run).await.unwrap();
     assert_eq!(view.status, RunStatus::Done, "{:?}", view.reason);
