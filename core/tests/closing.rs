@@ -59,6 +59,16 @@ fn counting(name: &str, runs: Arc<AtomicU32>, first_takes: Duration) -> TaskRegi
     })
 }
 
+/// Waits until the run finishes on `engine`; its view, which says `DONE`.
+async fn done_on(engine: &Engine, run: RunId) -> magrathea_core::RunView {
+    let view = tokio::time::timeout(Duration::from_secs(10), engine.wait(run))
+        .await
+        .expect("the run finishes within 10 s")
+        .unwrap();
+    assert_eq!(view.status, RunStatus::Done, "{:?}", view.reason);
+    view
+}
+
 /// Waits until the run's journal holds a record `is` accepts.
 async fn until_journaled(engine: &Engine, run: RunId, is: impl Fn(&Record) -> bool) {
     tokio::time::timeout(Duration::from_secs(10), async {
@@ -84,11 +94,7 @@ async fn a_new_engine_opens_the_file_at_once_after_the_last_handle_of_a_sleeping
         .build()
         .await
         .expect("the file of a dropped engine opens again");
-    let view = tokio::time::timeout(Duration::from_secs(10), engine.wait(run))
-        .await
-        .expect("the run finishes on the new engine")
-        .unwrap();
-    assert_eq!(view.status, RunStatus::Done, "{:?}", view.reason);
+    let view = done_on(&engine, run).await;
     assert_eq!(view.result, Some(json!([1, 2])));
     assert_eq!(
         first.load(Ordering::SeqCst),
@@ -129,11 +135,7 @@ async fn a_task_running_when_the_last_handle_drops_runs_again_on_the_next_engine
         .build()
         .await
         .expect("the file opens while the aborted attempt's minute is not over");
-    let view = tokio::time::timeout(Duration::from_secs(10), engine.wait(run))
-        .await
-        .expect("the run finishes on the new engine")
-        .unwrap();
-    assert_eq!(view.status, RunStatus::Done, "{:?}", view.reason);
+    let view = done_on(&engine, run).await;
     assert_eq!(view.result, Some(json!("done")));
     assert_eq!(
         runs.load(Ordering::SeqCst),
@@ -167,8 +169,7 @@ async fn without_a_new_engine_the_runs_of_a_dropped_one_go_on_to_the_end() {
     .await
     .expect("the run goes on to its end, and the engine lets go of the file");
     let engine = sleepy(&path, &first, &second).build().await.unwrap();
-    let view = engine.wait(run).await.unwrap();
-    assert_eq!(view.status, RunStatus::Done, "{:?}", view.reason);
+    done_on(&engine, run).await;
     assert_eq!(
         (first.load(Ordering::SeqCst), second.load(Ordering::SeqCst)),
         (1, 1)
