@@ -789,11 +789,15 @@ impl fmt::Debug for WeakEngine {
 }
 
 impl WeakEngine {
-    /// The engine, while any [`Engine`] handle to it is alive.
+    /// The engine, while any [`Engine`] handle to it (or a run it drives) is alive. A handle
+    /// made after the last user handle was dropped (by a task of a run still going on) does
+    /// not make the engine one a new engine on its file must wait for.
     pub fn upgrade(&self) -> Option<Engine> {
-        Some(Engine {
-            life: self.life.upgrade()?,
-            inner: self.inner.upgrade()?,
-        })
+        let inner = self.inner.upgrade()?;
+        let life = self
+            .life
+            .upgrade()
+            .unwrap_or_else(|| Arc::new(closing::Lifeline(Arc::downgrade(&inner))));
+        Some(Engine { life, inner })
     }
 }
