@@ -170,6 +170,11 @@ pub struct TaskCall {
     /// body runs without `EngineBuilder::task` (registering by name only exposes a task to
     /// YAML and tools). A task registered under the same name takes precedence.
     pub registration: Option<TaskRegistration>,
+    /// The number the step's first attempt is journaled with; `None` is 1. Code that retries
+    /// by asking for a new step (the YAML front end's `retry:`, which routes on outcomes
+    /// between attempts) numbers the attempts of one state on, so the journal reads
+    /// attempt 1, 2, 3 as with the engine's own retries. Replay does not compare it.
+    pub first_attempt: Option<u32>,
 }
 
 pub(crate) struct Shared {
@@ -423,6 +428,7 @@ impl WorkflowContext {
             input,
             options: None,
             registration: None,
+            first_attempt: None,
         })
     }
 
@@ -467,6 +473,7 @@ impl WorkflowContext {
             input,
             options,
             registration,
+            first_attempt,
         } = call;
         let name = name.unwrap_or_else(|| task.clone());
         let detail = CommandDetail::Task {
@@ -477,6 +484,7 @@ impl WorkflowContext {
                 options: options.unwrap_or_default(),
                 registration,
                 hash,
+                first_attempt: first_attempt.unwrap_or(1).max(1),
             }),
         };
         let step = self.push(StepKind::Task, name, hash, detail);

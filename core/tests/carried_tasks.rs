@@ -47,6 +47,7 @@ fn workflow(hidden: &'static str, started: Arc<AtomicBool>) -> WorkflowRegistrat
                     input,
                     options: None,
                     registration: Some(body),
+                    first_attempt: None,
                 })
                 .await?;
             Ok(out)

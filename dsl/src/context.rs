@@ -111,6 +111,7 @@ impl Context {
             input: to_value(&input),
             options,
             registration: Some(registration::task::<T>()),
+            first_attempt: None,
         };
         self.inner.task_with(call).map(|r| {
             r.map_err(StepError::from)

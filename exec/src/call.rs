@@ -270,6 +270,7 @@ impl<O> ExecCall<O> {
             input,
             options: Some(self.options),
             registration: Some(registration),
+            first_attempt: None,
         }
     }
 }

@@ -372,7 +372,7 @@ impl RunState {
             CommandDetail::Task { call, .. } => {
                 out.records.push(Record::TaskStarted {
                     step,
-                    attempt: 1,
+                    attempt: call.first_attempt,
                     task: call.task.clone(),
                     name: c.name.clone(),
                     input_hash: c.hash,

@@ -28,6 +28,18 @@ pub(crate) struct TaskCallSpec {
     pub(crate) registration: Option<TaskRegistration>,
     /// The input hash journaled with every attempt.
     pub(crate) hash: u64,
+    /// The number of the step's first attempt ([`TaskCall::first_attempt`]).
+    ///
+    /// [`TaskCall::first_attempt`]: crate::TaskCall::first_attempt
+    pub(crate) first_attempt: u32,
+}
+
+impl TaskCallSpec {
+    /// How many attempts of this step `attempt` makes, counting from its first: what its
+    /// retry policy counts.
+    pub(crate) fn tries(&self, attempt: u32) -> u32 {
+        attempt.saturating_sub(self.first_attempt).saturating_add(1)
+    }
 }
 
 /// A task step's phase.
@@ -183,8 +195,9 @@ pub(crate) struct TaskAsked<'a> {
 }
 
 /// Replay's shortcut for the commonest step: when the journal's records at `at` are the
-/// step's first attempt (`TaskStartedRecord`, attempt 1, of the task, label and input the code
-/// asks for) followed directly by its final `TaskResultRecord`, that result record (its seq and,
+/// step's first attempt (`TaskStartedRecord` of the task, label and input the code asks for;
+/// its number is not compared, see [`TaskCall::first_attempt`]) followed directly by the final
+/// `TaskResultRecord` of the same attempt, that result record (its seq and,
 /// through [`task_completion`], the step's completion). A step whose two records are the next ones the driver would apply is
 /// complete before anything else happens to the run: its completion is what applying both
 /// records would deliver, in the same journal order (no record lies between them). The input is
@@ -192,6 +205,8 @@ pub(crate) struct TaskAsked<'a> {
 /// with, and comparing costs less than hashing. Any other shape (a retry, a restart, another
 /// record in between, a difference) is `None` and takes the driver's path, which reports a
 /// difference as non-determinism.
+///
+/// [`TaskCall::first_attempt`]: crate::TaskCall::first_attempt
 pub(crate) fn completed_in_one<'j>(
     journal: &'j [Entry],
     at: usize,
@@ -205,7 +220,7 @@ pub(crate) fn completed_in_one<'j>(
         (
             Record::TaskStarted {
                 step: started_step,
-                attempt: 1,
+                attempt: first,
                 task,
                 name,
                 input,
@@ -213,12 +228,13 @@ pub(crate) fn completed_in_one<'j>(
             },
             Record::TaskResult {
                 step: result_step,
-                attempt: 1,
+                attempt: ended,
                 is_final: true,
                 ..
             },
         ) if *started_step == step
             && *result_step == step
+            && first == ended
             && name == asked.name
             && task == asked.task
             && input == asked.input =>
@@ -262,6 +278,7 @@ mod tests {
             options: TaskOptions::default(),
             registration: None,
             hash: 7,
+            first_attempt: 1,
         }))
     }
 

@@ -36,6 +36,7 @@ fn task_command(step: Step, task: &str, input: Value, retry: Option<RetryPolicy>
                     .unwrap_or_default(),
                 input,
                 registration: None,
+                first_attempt: 1,
                 hash,
             }),
         },

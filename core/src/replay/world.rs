@@ -42,12 +42,14 @@ impl RunState {
                 is_final: true,
             }),
             Err(e) => {
-                let policy = match self.steps.get(&step).map(|e| &e.machine) {
-                    Some(Machine::Task(t)) => t.call().map(|c| c.options.retry.clone()),
-                    _ => None,
+                // The policy counts this step's attempts from its first.
+                let (policy, tries) = match self.steps.get(&step).map(|e| &e.machine) {
+                    Some(Machine::Task(t)) => t.call().map_or((None, attempt), |c| {
+                        (Some(c.options.retry.clone()), c.tries(attempt))
+                    }),
+                    _ => (None, attempt),
                 };
-                let retry =
-                    !dropped && policy.as_ref().is_some_and(|p| p.should_retry(attempt, &e));
+                let retry = !dropped && policy.as_ref().is_some_and(|p| p.should_retry(tries, &e));
                 let mut out = Actions::record(Record::TaskResult {
                     step,
                     attempt,
@@ -58,7 +60,7 @@ impl RunState {
                 });
                 if let (true, Some(p)) = (retry, policy) {
                     let delay =
-                        u64::try_from(p.backoff_after(attempt).as_millis()).unwrap_or(u64::MAX);
+                        u64::try_from(p.backoff_after(tries).as_millis()).unwrap_or(u64::MAX);
                     let at = due_after(now_ms, delay);
                     out.records.push(Record::TimerSet {
                         step,

@@ -60,9 +60,20 @@ pub(crate) struct RunInfo<'a> {
     pub(crate) allowed_tools: Option<&'a [String]>,
     pub(crate) params: &'a Value,
     pub(crate) vars: &'a Map<String, Value>,
+    /// Which attempt of the state's `retry:` this is (1 for the first): the number its task
+    /// step's attempt is journaled with.
+    pub(crate) attempt: u32,
 }
 
 impl RunInfo<'_> {
+    /// `call`, its attempt numbered as this attempt of the state.
+    fn numbered(&self, call: TaskCall) -> TaskCall {
+        TaskCall {
+            first_attempt: Some(self.attempt),
+            ..call
+        }
+    }
+
     /// The journaled run context of a step: scope, workflow and who started the run.
     fn context(&self) -> RunContext {
         RunContext::new()
@@ -93,8 +104,9 @@ pub(crate) async fn external(
     task_type: TaskType,
     spec: &Value,
 ) -> Completion {
-    let call =
-        |call: ExecCall<Value>| ctx.task_with(call.on(&rt.exec).label(state).into_task_call());
+    let call = |call: ExecCall<Value>| {
+        ctx.task_with(run.numbered(call.on(&rt.exec).label(state).into_task_call()))
+    };
     match task_type {
         TaskType::ShellTask => {
             let shell = ShellInput::from_spec(spec).into_exec_call().untyped();
@@ -177,13 +189,14 @@ async fn tool(
                 input: params,
                 options: Some(options),
                 registration: None,
+                first_attempt: Some(run.attempt),
             })
             .await;
         return Completion::from_task(result);
     }
     let call = input.into_exec_call().on(&rt.exec).label(state);
     Completion::from_task(
-        ctx.task_with(call.run_context(context).into_task_call())
+        ctx.task_with(run.numbered(call.run_context(context).into_task_call()))
             .await,
     )
 }

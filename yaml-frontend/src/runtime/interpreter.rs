@@ -278,7 +278,7 @@ pub(super) async fn attempt(
                 return Err(WorkflowError::failed(limit.exhausted(&state.name)));
             }
             budget.spawns += 1;
-            execute(run, rt, plan, state).await
+            execute(run, rt, plan, state, attempts).await
         };
         budget.cost_usd += done.cost_usd;
         if let Some(key) = &state.store_as
@@ -307,6 +307,7 @@ async fn execute(
     rt: &Arc<RuntimeInner>,
     plan: &Plan,
     state: &PlanState,
+    attempt: u32,
 ) -> Completion {
     match &state.step {
         Step::External {
@@ -323,6 +324,7 @@ async fn execute(
                 allowed_tools: plan.allowed_tools.as_deref(),
                 params: run.params,
                 vars: &vars,
+                attempt,
             };
             dispatch::external(run.ctx, rt, &info, &state.name, state.task_type, &spec).await
         }
@@ -488,6 +490,7 @@ async fn not_started(
             input: json!({ "error": message, "workflow": name }),
             options: Some(once),
             registration: Some(registration),
+            first_attempt: None,
         })
         .await;
     Completion::from_task(result)

@@ -220,7 +220,58 @@ states:
         "maxAttempts: 3 = original + 2 retries"
     );
     assert_eq!(p.count(&v, "TaskStartedRecord"), 3);
+    // retryCount+1: the journal numbers the attempts of the state as the engine's own
+    // retries do, each attempt's result under its number.
+    let numbers = |type_name: &str| -> Vec<u32> {
+        p.records(&v)
+            .iter()
+            .filter_map(|r| match r {
+                Record::TaskStarted { attempt, .. } if type_name == "started" => Some(*attempt),
+                Record::TaskResult { attempt, .. } if type_name == "result" => Some(*attempt),
+                _ => None,
+            })
+            .collect()
+    };
+    assert_eq!(numbers("started"), [1, 2, 3]);
+    assert_eq!(numbers("result"), [1, 2, 3]);
     assert_eq!(v.current_state.as_deref(), Some("gave_up"));
+}
+
+#[tokio::test]
+async fn s4_3_numbered_retries_replay_and_so_do_journals_that_numbered_each_attempt_one() {
+    let p = project(&[(
+        "flaky",
+        "start: a\nstates:\n  a:\n    type: shell_task\n    run: exit 1\n    dirName: workspace\n    retry: { maxAttempts: 3, on: [business_error] }\n    catch: { business_error: gave_up }\n  gave_up: { type: terminal, outcome: failure }\n",
+    )])
+    .await;
+    let v = p.run("flaky", json!({})).await;
+    let today = p.engine.journal(v.workflow_run_id).unwrap();
+    p.engine
+        .check_replay(today.clone())
+        .expect("today's journal replays");
+    // Cut inside the second attempt, as a crash leaves it: the run resumes there.
+    let second = today
+        .iter()
+        .position(|e| matches!(e.record, Record::TaskStarted { attempt: 2, .. }))
+        .expect("a second attempt");
+    p.engine
+        .check_replay(today[..=second].to_vec())
+        .expect("a journal cut inside the second attempt replays");
+    // Journals of runs from before the attempts of a state were numbered: each attempt 1.
+    let earlier: Vec<_> = today
+        .into_iter()
+        .map(|mut e| {
+            if let Record::TaskStarted { attempt, .. } | Record::TaskResult { attempt, .. } =
+                &mut e.record
+            {
+                *attempt = 1;
+            }
+            e
+        })
+        .collect();
+    p.engine
+        .check_replay(earlier)
+        .expect("a journal numbering every attempt 1 replays");
 }
 
 #[tokio::test]
