@@ -633,6 +633,16 @@ impl WorkflowContext {
         value
     }
 
+    /// Whether the journal holds a side effect named `name` at the step the code makes next
+    /// (always `false` for a step made live). A front end that turned a side effect into
+    /// another kind of step keeps the runs journaled before on their path with it, without a
+    /// patch marker in every new run.
+    pub fn journaled_side_effect(&self, name: &str) -> bool {
+        let step = self.lock().next_step;
+        matches!(self.lock().replayed(step),
+            Some(Replayed::Value { name: n, .. }) if n == name)
+    }
+
     /// Whether this run takes the code path added by patch `id`: a way to change the code of a
     /// workflow while runs of the old code are still in flight.
     ///

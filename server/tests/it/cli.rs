@@ -735,22 +735,24 @@ fn progress_says_why_a_condition_a_timer_or_a_tool_failed() {
         "tool",
         "start: call\nallowedTools: [doc_read]\nstates:\n  call:\n    type: tool_task\n    tool: http_request\n    params: { url: \"http://127.0.0.1:1/\" }\n    on: { success: done }\n  done: { type: terminal }\n",
     );
-    for (args, why) in [
+    for (args, whys) in [
         (
             vec!["run", "cond", "--param", "n=abc"],
-            "condition failed — [MAG-YC002]",
+            &["condition_task check: technical_error", "— [MAG-YC002]"][..],
         ),
         (
             vec!["run", "nap", "--param", "d=soon"],
-            "timer_duration failed — [MAG-Y017]",
+            &["timer_duration failed — [MAG-Y017]"][..],
         ),
         (
             vec!["run", "tool"],
-            "tool_permission: denied — not in the workflow's allowedTools",
+            &["tool_permission: denied — not in the workflow's allowedTools"][..],
         ),
     ] {
         let out = p.cli(&args);
         assert_eq!(code(&out), 1, "{args:?}: {}", stderr(&out));
-        assert!(stderr(&out).contains(why), "{args:?}: {}", stderr(&out));
+        for why in whys {
+            assert!(stderr(&out).contains(why), "{args:?}: {}", stderr(&out));
+        }
     }
 }

@@ -328,7 +328,9 @@ async fn execute(
             };
             dispatch::external(run.ctx, rt, &info, &state.name, state.task_type, &spec).await
         }
-        Step::Condition { rules, otherwise } => steps::condition(run, plan, rules, *otherwise),
+        Step::Condition { rules, otherwise } => {
+            steps::condition(run, plan, state, attempt, rules, *otherwise).await
+        }
         Step::Timer(duration) => steps::timer(run, duration).await,
         Step::Gate(gate) => steps::gate(run, state, gate).await,
         Step::Workflow { workflow, params } => {

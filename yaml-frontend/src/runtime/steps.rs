@@ -1,11 +1,15 @@
 //! The steps the workflow itself performs: `condition_task` (evaluated in the workflow — it
 //! is a pure function of journaled data), `timer_task` and `gate_task` (durable waits).
 
-use magrathea_core::{AnswerOutcome, GateKind, GateOutcome, GateSpec};
+use magrathea_core::{
+    AnswerOutcome, GateKind, GateOutcome, GateSpec, RetryPolicy, TaskCall, TaskError, TaskOptions,
+    TaskRegistration,
+};
 use serde_json::{Map, Value, json};
 
 use super::dispatch::Completion;
 use super::interpreter::Run;
+use crate::ErrorKind;
 use crate::ast::{Criticality, InboxKind};
 use crate::condition::Condition;
 use crate::parse_duration;
@@ -13,36 +17,104 @@ use crate::plan::{GatePlan, Plan, PlanState, StateId, TimerDuration};
 
 /// `condition_task`: the first rule that holds routes (`nextStateOverride`), else `else:`.
 ///
-/// The choice is journaled as a side effect (`{matched, next}` or `{error}`): the run's
-/// journal says why it went where it went, and a replay takes the recorded choice.
-pub(super) fn condition(
+/// As in the reference's lifecycle (§5, §16), the evaluation is a task step of its own: a
+/// `TaskStartedRecord` (task `condition_task`, the state's rules as input) and a
+/// `TaskResultRecord` whose output is the choice (`{matched, next}`), or `technical_error`
+/// with `{error}` when a rule cannot be evaluated. The rules are evaluated in the workflow (a
+/// pure function of journaled data); the step carries the choice, and a replay takes the
+/// journaled one. Runs journaled before, which recorded the choice as a `condition` side
+/// effect, replay on that path.
+pub(super) async fn condition(
+    run: &Run<'_>,
+    plan: &Plan,
+    state: &PlanState,
+    attempt: u32,
+    rules: &[(Condition, StateId)],
+    otherwise: Option<StateId>,
+) -> Completion {
+    let decide = || decide(run, plan, rules, otherwise);
+    if run.ctx.journaled_side_effect(CONDITION_SIDE_EFFECT) {
+        let decided = run.ctx.side_effect(CONDITION_SIDE_EFFECT, decide);
+        return routed(Ok(decided));
+    }
+    let mut input = json!({
+        "rules": rules
+            .iter()
+            .map(|(cond, to)| json!({ "if": cond.source(), "to": plan.states[*to].name }))
+            .collect::<Vec<_>>(),
+    });
+    if let (Some(to), Some(m)) = (otherwise, input.as_object_mut()) {
+        m.insert("else".into(), Value::String(plan.states[to].name.clone()));
+    }
+    let decided = decide();
+    let once = TaskOptions {
+        retry: RetryPolicy::none(),
+        timeout: None,
+    };
+    let body = TaskRegistration::new(CONDITION_TASK, once.clone(), move |_: Value, _| {
+        let decided = decided.clone();
+        async move {
+            match decided.get("error").and_then(Value::as_str) {
+                Some(error) => Err(TaskError::terminal(error)
+                    .with_kind(ErrorKind::TechnicalError.as_str())
+                    .with_output(json!({ "error": error }))),
+                None => Ok(decided),
+            }
+        }
+    });
+    let result = run
+        .ctx
+        .task_with(TaskCall {
+            task: CONDITION_TASK.into(),
+            name: Some(state.name.clone()),
+            input,
+            options: Some(once),
+            registration: Some(body),
+            first_attempt: Some(attempt),
+        })
+        .await;
+    routed(result.map_err(|e| e.output))
+}
+
+/// The journaled task of a `condition_task`'s evaluation.
+const CONDITION_TASK: &str = "condition_task";
+/// The side effect runs journaled before recorded the choice as.
+const CONDITION_SIDE_EFFECT: &str = "condition";
+
+/// The choice of a `condition_task`: `{matched, next}` (`next` null when no rule holds and
+/// there is no `else:`), or `{error}` when a rule cannot be evaluated.
+fn decide(
     run: &Run<'_>,
     plan: &Plan,
     rules: &[(Condition, StateId)],
     otherwise: Option<StateId>,
-) -> Completion {
-    let decided = run.ctx.side_effect("condition", || {
-        for (cond, to) in rules {
-            match cond.evaluate(&run.vars, run.params) {
-                Ok(true) => {
-                    return json!({ "matched": cond.source(), "next": plan.states[*to].name });
-                }
-                Ok(false) => {}
-                Err(e) => {
-                    return json!({
-                        "error": format!("[MAG-YC002] condition `{}`: {e}", cond.source())
-                    });
-                }
+) -> Value {
+    for (cond, to) in rules {
+        match cond.evaluate(&run.vars, run.params) {
+            Ok(true) => {
+                return json!({ "matched": cond.source(), "next": plan.states[*to].name });
+            }
+            Ok(false) => {}
+            Err(e) => {
+                return json!({
+                    "error": format!("[MAG-YC002] condition `{}`: {e}", cond.source())
+                });
             }
         }
-        match otherwise {
-            Some(to) => json!({ "matched": "else", "next": plan.states[to].name }),
-            None => json!({ "next": null }),
-        }
-    });
-    if let Some(error) = decided.get("error") {
-        return Completion::of("technical_error", json!({ "error": error }));
     }
+    match otherwise {
+        Some(to) => json!({ "matched": "else", "next": plan.states[to].name }),
+        None => json!({ "next": null }),
+    }
+}
+
+/// The completion of a `condition_task` from its choice (`Ok`), or the output of its failed
+/// evaluation (`Err`, `{error}`).
+fn routed(decided: Result<Value, Value>) -> Completion {
+    let decided = match decided {
+        Ok(decided) if decided.get("error").is_none() => decided,
+        Ok(failed) | Err(failed) => return Completion::of("technical_error", failed),
+    };
     let mut done = Completion::of("success", decided.clone());
     done.next = decided
         .get("next")

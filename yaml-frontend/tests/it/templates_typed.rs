@@ -163,21 +163,57 @@ states:
     let view = p.run("branch", json!({"n": 5})).await;
     assert_eq!(view.result, Some(json!("big")));
     let records = p.records(&view);
-    let choice = records
+    // As the reference's lifecycle has it, the evaluation is a task step: started with the
+    // state's rules, ended with the choice.
+    let (input, choice) = match records
         .iter()
-        .find_map(|r| match r {
-            Record::SideEffect { name, value, .. } if name == "condition" => Some(value.clone()),
-            _ => None,
-        })
-        .unwrap_or_else(|| panic!("no condition record in {records:?}"));
+        .filter(|r| matches!(r, Record::TaskStarted { .. } | Record::TaskResult { .. }))
+        .collect::<Vec<_>>()[..]
+    {
+        [
+            Record::TaskStarted {
+                task, name, input, ..
+            },
+            Record::TaskResult {
+                outcome, output, ..
+            },
+        ] if task == "condition_task" && name == "pick" && outcome == "success" => {
+            (input.clone(), output.clone())
+        }
+        _ => panic!("no condition_task step in {records:?}"),
+    };
+    // The rules, not the parameters and variables they read.
+    assert_eq!(
+        input,
+        json!({"rules": [{"if": "#params['n'] > 2", "to": "big"}], "else": "small"})
+    );
     assert_eq!(
         choice,
         json!({"matched": "#params['n'] > 2", "next": "big"})
     );
-    assert!(
-        !records
-            .iter()
-            .any(|r| matches!(r, Record::TaskStarted { .. })),
-        "a condition runs no task: {records:?}"
-    );
+
+    let today = p.engine.journal(view.workflow_run_id).unwrap();
+    p.engine
+        .check_replay(today.clone())
+        .expect("today's journal replays");
+    // Runs journaled before recorded the choice as a `condition` side effect of the same step.
+    let mut earlier: Vec<magrathea_core::Entry> = Vec::new();
+    for mut e in today {
+        match e.record {
+            Record::TaskStarted { .. } => continue,
+            Record::TaskResult { step, output, .. } => {
+                e.record = Record::SideEffect {
+                    step,
+                    name: "condition".into(),
+                    value: output,
+                };
+            }
+            _ => {}
+        }
+        e.seq = earlier.len() as u64;
+        earlier.push(e);
+    }
+    p.engine
+        .check_replay(earlier)
+        .expect("a journal with the choice as a side effect replays on its path");
 }
