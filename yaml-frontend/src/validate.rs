@@ -62,8 +62,17 @@ pub(crate) fn validate(ctx: &mut Ctx<'_>, doc: &WorkflowDoc) {
                 check(ctx, &o.value, o.span, "transition target");
             }
         }
+        // An `on:` or `catch:` whose entries were refused (reported as errors already) is not
+        // reported again as missing.
+        let declared = |key: &str| match s.raw.get(key) {
+            None | Some(serde_json::Value::Null) => false,
+            Some(serde_json::Value::Object(m)) => !m.is_empty(),
+            Some(_) => true,
+        };
         let has_way_out = !s.on.is_empty()
             || !s.catch.is_empty()
+            || declared("on")
+            || declared("catch")
             || matches!(&s.task, TaskSpec::Condition { rules, otherwise } if !rules.is_empty() || otherwise.is_some());
         if s.task_type != TaskType::Terminal && !has_way_out {
             ctx.warn(

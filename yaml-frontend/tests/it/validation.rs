@@ -279,6 +279,30 @@ fn no_way_out_and_unreachable_are_warnings() {
 }
 
 #[test]
+fn a_refused_on_is_its_error_only_and_an_empty_one_has_no_way_out() {
+    // The target list is the error; the state declared where it goes.
+    let text = doc(&format!(
+        "  a:\n    type: shell_task\n    run: x\n    on:\n      success: [end, end]\n{END}"
+    ));
+    let all = rendered(&text);
+    assert!(
+        all.iter().any(|d| d.contains("[MAG-Y007]")),
+        "the list is refused: {all:#?}"
+    );
+    assert!(
+        !all.iter().any(|d| d.contains("[MAG-Y014]")),
+        "no second report of the same `on:`: {all:#?}"
+    );
+    // `on: {}` goes nowhere.
+    has(
+        &doc(&format!(
+            "  a:\n    type: shell_task\n    run: x\n    on: {{}}\n{END}"
+        )),
+        "wf.yaml:3:3: [MAG-Y014] state 'a' (shell_task) has no 'on:' or 'catch:' transitions: expected a way out; the run will fail with \"no transition for outcome\"",
+    );
+}
+
+#[test]
 fn error_kinds_normalized_and_unknown_rejected() {
     let text = doc(&format!(
         "  a:\n    type: shell_task\n    run: x\n    catch:\n      Technical-Error: end\n      tiemout: end\n    retry:\n      maxAttempts: 3\n      on: [TIMEOUT, oops]\n{END}"
