@@ -16,7 +16,7 @@ use serde_json::Value;
 use crate::codec::{input_hash, str_hash};
 use crate::id::RunId;
 use crate::record::{Entry, GateAnswer, GateSpec, Record, RunStatus, Step, StepKind};
-use crate::replay::{Replayed, TaskAsked, due_after, patch_marker};
+use crate::replay::{Replayed, TaskAsked, due_after};
 use crate::select::{NextCompleted, Select};
 use crate::step_future::StepFuture;
 use crate::task::{TaskError, TaskOptions, TaskRegistration};
@@ -100,6 +100,13 @@ pub(crate) enum CommandDetail {
     /// A record that completes with its creation (side effect, state entered, var).
     Record {
         record: Record,
+    },
+    /// The result of the held task step `Command::step` ([`WorkflowContext::held_task`]):
+    /// no new step. Journaled as its `TaskResultRecord` unless the step has one already.
+    Finish {
+        outcome: String,
+        output: Value,
+        error: Option<String>,
     },
 }
 
@@ -270,6 +277,30 @@ impl Shared {
         step
     }
 
+    /// Leaves the driver a command about `step` (made by the caller, or made before for a
+    /// [`CommandDetail::Finish`]).
+    pub(crate) fn command(
+        &mut self,
+        link: &Arc<Link>,
+        step: Step,
+        kind: StepKind,
+        name: String,
+        hash: u64,
+        detail: CommandDetail,
+    ) {
+        if !crate::engine::code_runs_here(link) {
+            self.made_elsewhere.get_or_insert(step);
+        }
+        self.commands.push(Command {
+            step,
+            kind,
+            name,
+            hash,
+            detail,
+        });
+        link.left_work();
+    }
+
     /// What the journal recorded for `step`, while it is being replayed.
     pub(crate) fn replayed(&self, step: Step) -> Option<Replayed<'_>> {
         let i = self.journaled.get(step)?;
@@ -316,25 +347,21 @@ impl WorkflowContext {
         Self { shared }
     }
 
-    fn lock(&self) -> MutexGuard<'_, Shared> {
+    pub(crate) fn lock(&self) -> MutexGuard<'_, Shared> {
         lock(&self.shared)
     }
 
-    fn push(&self, kind: StepKind, name: String, hash: u64, detail: CommandDetail) -> Step {
+    pub(crate) fn push(
+        &self,
+        kind: StepKind,
+        name: String,
+        hash: u64,
+        detail: CommandDetail,
+    ) -> Step {
         let mut s = self.lock();
         let step = s.next_step;
         s.next_step += 1;
-        if !crate::engine::code_runs_here(&self.shared) {
-            s.made_elsewhere.get_or_insert(step);
-        }
-        s.commands.push(Command {
-            step,
-            kind,
-            name,
-            hash,
-            detail,
-        });
-        self.shared.left_work();
+        s.command(&self.shared, step, kind, name, hash, detail);
         step
     }
 
@@ -485,6 +512,7 @@ impl WorkflowContext {
                 registration,
                 hash,
                 first_attempt: first_attempt.unwrap_or(1).max(1),
+                held: false,
             }),
         };
         let step = self.push(StepKind::Task, name, hash, detail);
@@ -631,84 +659,6 @@ impl WorkflowContext {
             CommandDetail::Record { record },
         );
         value
-    }
-
-    /// Whether the journal holds a side effect named `name` at the step the code makes next
-    /// (always `false` for a step made live). A front end that turned a side effect into
-    /// another kind of step keeps the runs journaled before on their path with it, without a
-    /// patch marker in every new run.
-    pub fn journaled_side_effect(&self, name: &str) -> bool {
-        let step = self.lock().next_step;
-        matches!(self.lock().replayed(step),
-            Some(Replayed::Value { name: n, .. }) if n == name)
-    }
-
-    /// Whether this run takes the code path added by patch `id`: a way to change the code of a
-    /// workflow while runs of the old code are still in flight.
-    ///
-    /// New runs, and runs that reach this call for the first time after the change, record a
-    /// patch marker and get `true`. A run whose journal was written by the old code (it has
-    /// another step where the marker would be) gets `false` and records nothing, so it goes on
-    /// replaying the old path. Once no run of the old code is left, replace the call with
-    /// [`deprecate_patch`](Self::deprecate_patch) and keep only the new path; once no run
-    /// with the marker is left, remove that call too.
-    ///
-    /// ```text
-    /// if ctx.patched("send-receipt") { ctx.task("send_receipt", order).await?; }
-    /// ```
-    ///
-    /// Replay: a recorded marker of another patch at this step is a non-determinism error
-    /// (`[MAG-ND005]`); patch calls must stay in the order the runs recorded them.
-    pub fn patched(&self, id: &str) -> bool {
-        let marker = patch_marker(id);
-        let step = self.lock().next_step;
-        let recorded = match self.lock().replayed(step) {
-            None => None,
-            Some(Replayed::Value { name, .. }) if name.starts_with("patch:") => {
-                Some(Some(name.to_string()))
-            }
-            // The journal holds a step of the old code here.
-            Some(_) => Some(None),
-        };
-        match recorded {
-            Some(None) => return false,
-            Some(Some(name)) if name != marker => {
-                let mut s = self.lock();
-                s.patch_conflicts.push((step, name, marker));
-                self.shared.left_work();
-                return true;
-            }
-            _ => {}
-        }
-        self.push_marker(step, marker);
-        true
-    }
-
-    /// Marks patch `id` as the only path: the marker is no longer recorded, and one that a run
-    /// recorded at this step is accepted. See [`patched`](Self::patched).
-    pub fn deprecate_patch(&self, id: &str) {
-        let marker = patch_marker(id);
-        let step = self.lock().next_step;
-        let recorded = matches!(self.lock().replayed(step),
-            Some(Replayed::Value { name, .. }) if name == marker);
-        if recorded {
-            self.push_marker(step, marker);
-        }
-    }
-
-    fn push_marker(&self, step: Step, marker: String) {
-        let record = Record::SideEffect {
-            step,
-            name: marker.clone(),
-            value: Value::Bool(true),
-        };
-        let hash = str_hash(&marker);
-        self.push(
-            StepKind::SideEffect,
-            marker,
-            hash,
-            CommandDetail::Record { record },
-        );
     }
 
     /// The current time in ms since the Unix epoch, journaled: replay returns the same value.

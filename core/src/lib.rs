@@ -25,10 +25,12 @@ mod context;
 mod engine;
 mod error;
 pub mod export;
+mod held;
 mod id;
 mod json_len;
 mod link;
 mod panic;
+mod patches;
 mod record;
 mod replay;
 mod select;
@@ -50,6 +52,7 @@ pub use engine::{
     WorkflowError, WorkflowFn, WorkflowRegistration,
 };
 pub use error::{DeliverError, IoSource, OpenError, RunError, StartError, StoreError};
+pub use held::HeldTask;
 pub use id::RunId;
 pub use record::{
     AnswerOutcome, Entry, EntryPoint, GateAnswer, GateKind, GateSpec, ParentRef, Record, RunStatus,

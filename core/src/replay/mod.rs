@@ -268,6 +268,8 @@ impl RunState {
     fn insert(&mut self, c: Command) -> Option<Record> {
         let mut own_record = None;
         let machine = match c.detail {
+            // Not a step of its own (see `finish_held`).
+            CommandDetail::Finish { .. } => return None,
             CommandDetail::Task { call, .. } => Machine::Task(TaskStep::Requested(call)),
             CommandDetail::Timer { fire_at_ms } => {
                 Machine::Timer(TimerStep::Pending { at: fire_at_ms })
@@ -378,8 +380,11 @@ impl RunState {
                     input_hash: c.hash,
                     input: call.input.clone(),
                 });
-                out.effects.push(Effect::Execute(step));
+                if !call.held {
+                    out.effects.push(Effect::Execute(step));
+                }
             }
+            CommandDetail::Finish { .. } => return self.finish_held(c),
             CommandDetail::Timer { fire_at_ms } => {
                 out.records.push(Record::TimerSet {
                     step,
@@ -431,6 +436,34 @@ impl RunState {
         }
         out.records.extend(self.insert(c));
         out
+    }
+
+    /// The result of a held task step ([`CommandDetail::Finish`]): its `TaskResultRecord`
+    /// while the step runs; nothing when it has its result already (the journal held it, or
+    /// the run's cancel ended it).
+    fn finish_held(&self, c: Command) -> Actions {
+        let CommandDetail::Finish {
+            outcome,
+            output,
+            error,
+        } = c.detail
+        else {
+            return Actions::default();
+        };
+        match self.steps.get(&c.step).map(|e| &e.machine) {
+            Some(Machine::Task(t)) if t.is_held() => match t.running() {
+                Some(attempt) => Actions::record(Record::TaskResult {
+                    step: c.step,
+                    attempt,
+                    outcome: outcome.into(),
+                    output,
+                    error,
+                    is_final: true,
+                }),
+                None => Actions::default(),
+            },
+            _ => Actions::default(),
+        }
     }
 
     // ---- records ---------------------------------------------------------------------------
@@ -501,15 +534,21 @@ impl RunState {
                 is_final,
                 ..
             } => {
-                if let Some(Machine::Task(t)) = machine(self, step)
-                    && t.result(*is_final)
-                {
-                    let result = if outcome == "success" {
-                        Ok(output.clone())
-                    } else {
-                        Err(task_error_from_record(outcome.as_str(), output, error))
-                    };
-                    self.resolve(*step, seq, Resolution::Task(result), out);
+                if let Some(Machine::Task(t)) = machine(self, step) {
+                    let held = t.is_held();
+                    if t.result(*is_final) {
+                        if held {
+                            // Its code does not wait for the result: it journaled it.
+                            self.pending.remove(step);
+                        } else {
+                            let result = if outcome == "success" {
+                                Ok(output.clone())
+                            } else {
+                                Err(task_error_from_record(outcome.as_str(), output, error))
+                            };
+                            self.resolve(*step, seq, Resolution::Task(result), out);
+                        }
+                    }
                 }
             }
             Record::TimerSet {
@@ -598,11 +637,17 @@ impl RunState {
                         continue;
                     };
                     let was_gate = entry.machine.kind() == StepKind::Gate;
+                    let held = matches!(&entry.machine, Machine::Task(t) if t.is_held());
                     if entry.machine.cancel() {
                         if was_gate {
                             self.open_gates = self.open_gates.saturating_sub(1);
                         }
-                        self.resolve(step, seq, Resolution::Cancelled(reason.clone()), out);
+                        if held {
+                            // Nobody waits for it; the cancel ends it.
+                            self.pending.remove(&step);
+                        } else {
+                            self.resolve(step, seq, Resolution::Cancelled(reason.clone()), out);
+                        }
                     }
                 }
             }

@@ -74,6 +74,8 @@ pub(crate) enum Replayed<'a> {
     Child(RunId),
     /// A recorded value (side effect, `now()`, a patch marker).
     Value { name: &'a str, value: &'a Value },
+    /// A task step.
+    Task,
     /// Another kind of step.
     Other,
 }
@@ -84,6 +86,7 @@ impl<'a> Replayed<'a> {
             Record::TimerSet { fire_at_ms, .. } => Replayed::TimerAt(*fire_at_ms),
             Record::ChildStarted { child_run_id, .. } => Replayed::Child(*child_run_id),
             Record::SideEffect { name, value, .. } => Replayed::Value { name, value },
+            Record::TaskStarted { .. } => Replayed::Task,
             _ => Replayed::Other,
         }
     }

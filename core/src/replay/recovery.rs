@@ -16,6 +16,7 @@ impl RunState {
                 machine: Machine::Task(t),
                 ..
             }) = self.steps.get(&step)
+                && !t.is_held()
                 && let (Some(attempt), Some(executions)) = (t.running(), t.executions())
             {
                 records.push(Record::TaskRestarted {
@@ -38,6 +39,8 @@ impl RunState {
                 continue;
             };
             match &entry.machine {
+                // The code carries a held step out: nothing of it runs again.
+                Machine::Task(t) if t.is_held() => {}
                 Machine::Task(t) => {
                     if t.running().is_some() {
                         effects.push(Effect::Execute(step));
@@ -73,6 +76,8 @@ impl RunState {
         let mut waiting = 0;
         for entry in self.pending.iter().filter_map(|s| self.steps.get(s)) {
             match &entry.machine {
+                // What a held step waits on is a step of its own.
+                Machine::Task(t) if t.is_held() => continue,
                 Machine::Task(t)
                     if t.running().is_some() || t.retry_at().is_none_or(|at| at <= horizon) =>
                 {

@@ -32,6 +32,11 @@ pub(crate) struct TaskCallSpec {
     ///
     /// [`TaskCall::first_attempt`]: crate::TaskCall::first_attempt
     pub(crate) first_attempt: u32,
+    /// A step the workflow's own code carries out ([`WorkflowContext::held_task`]): no
+    /// attempt of it runs, it is never re-executed, and the code journals its result.
+    ///
+    /// [`WorkflowContext::held_task`]: crate::WorkflowContext::held_task
+    pub(crate) held: bool,
 }
 
 impl TaskCallSpec {
@@ -69,6 +74,11 @@ pub(crate) enum TaskStep {
 impl TaskStep {
     pub(crate) fn is_resolved(&self) -> bool {
         matches!(self, TaskStep::Completed)
+    }
+
+    /// Whether the workflow's own code carries the step out (see [`TaskCallSpec::held`]).
+    pub(crate) fn is_held(&self) -> bool {
+        self.call().is_some_and(|c| c.held)
     }
 
     pub(crate) fn call(&self) -> Option<&TaskCallSpec> {
@@ -279,6 +289,7 @@ mod tests {
             registration: None,
             hash: 7,
             first_attempt: 1,
+            held: false,
         }))
     }
 

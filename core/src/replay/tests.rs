@@ -37,6 +37,7 @@ fn task_command(step: Step, task: &str, input: Value, retry: Option<RetryPolicy>
                 input,
                 registration: None,
                 first_attempt: 1,
+                held: false,
                 hash,
             }),
         },

@@ -25,7 +25,7 @@ use serde_json::Value;
 use tokio::sync::{Notify, mpsc, oneshot};
 
 use super::{EngineInner, Event, RunUpdate, WorkflowError};
-use crate::context::{Command, Link, Shared, lock};
+use crate::context::{Command, CommandDetail, Link, Shared, lock};
 use crate::error::{DeliverError, StartError, StoreError};
 use crate::id::RunId;
 use crate::record::{Entry, Record, RunStatus, StartRecord, Step};
@@ -548,6 +548,11 @@ impl Driver {
             self.dropped_buf.append(&mut s.newly_dropped);
             if self.replay.is_some() {
                 for c in &commands {
+                    // A held step's result is not a step: it has no record of its own.
+                    if matches!(c.detail, CommandDetail::Finish { .. }) {
+                        journaled.push((None, false));
+                        continue;
+                    }
                     let i = s.journaled.take(c.step);
                     let last = i.is_some() && s.journaled.is_empty();
                     if last {
@@ -595,6 +600,12 @@ impl Driver {
                 engine.tasks.get(task).map(|r| r.options.clone())
             });
             match self.replay.as_mut() {
+                // A held step's result made while replaying is journaled after the replay,
+                // unless the journal holds it (`RunState::finish_held`).
+                Some(cursor) if matches!(c.detail, CommandDetail::Finish { .. }) => {
+                    journaled_of.next();
+                    cursor.deferred.push(c);
+                }
                 Some(cursor) => {
                     // Each step is matched once; its journaled first record is not needed after.
                     let (index, last) = journaled_of.next().unwrap_or((None, false));
