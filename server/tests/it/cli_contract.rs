@@ -425,7 +425,7 @@ fn a_cancelled_run_exits_1_from_the_commands_that_report_a_runs_status() {
     let answered = p.cli(&[
         "inbox",
         "answer",
-        &format!("{run}-1"),
+        &format!("{run}-2"),
         "--approve",
         "--json",
     ]);
@@ -459,8 +459,9 @@ fn damage_the_journal(p: &Project, run: &str) {
         .unwrap();
 }
 
-/// Appends to `run`'s journal that step 2 entered a state the workflow never enters after the
-/// gate (step 1): replaying the answered gate then disagrees with the journal.
+/// Appends to `run`'s journal that step 3 entered a state the workflow never enters after the
+/// gate (step 2, in the state's task step 1): replaying the answered gate then disagrees with
+/// the journal.
 fn diverge(p: &Project, run: &str) {
     use magrathea_core::store::{CommitBatch, EncodedRecord};
     use magrathea_core::{Durability, Record, RedbStore, RunId, Store, codec};
@@ -470,7 +471,7 @@ fn diverge(p: &Project, run: &str) {
     let mut bytes = Vec::new();
     codec::encode(
         &Record::StateEntered {
-            step: 2,
+            step: 3,
             state: "bogus".into(),
         },
         1,
@@ -506,7 +507,7 @@ fn a_blocked_run_exits_1_from_inbox_answer_and_resume() {
     let answered = p.cli(&[
         "inbox",
         "answer",
-        &format!("{}-1", ids[0]),
+        &format!("{}-2", ids[0]),
         "--approve",
         "--json",
     ]);

@@ -6,6 +6,7 @@ use crate::http_common;
 use crate::serve_child;
 
 use http_common::*;
+use serde_json::Value;
 use serve_child::ServeChild;
 
 const SLOW: &str = r#"
@@ -182,4 +183,127 @@ async fn sigterm_stops_the_server_gracefully() {
         .unwrap();
     assert_eq!(r.status(), 200);
     server.stop();
+}
+
+const NAP: &str = r#"
+start: nap
+states:
+  nap:
+    type: timer_task
+    duration: 1500ms
+    on: { fired: done }
+  done: { type: terminal, result: napped }
+"#;
+
+const ASK: &str = r#"
+start: ask
+states:
+  ask:
+    type: gate_task
+    inbox: { kind: APPROVAL, title: "Ship it?" }
+    on: { approved: done }
+  done: { type: terminal, result: shipped }
+"#;
+
+/// The journal of acme/shop's run `run`, through the API.
+async fn journal(client: &reqwest::Client, server: &ServeChild, run: &str) -> Vec<Value> {
+    client
+        .get(format!(
+            "{}/brain/acme/project/shop/workflows/runs/{run}/journal",
+            server.base
+        ))
+        .bearer_auth(ACME)
+        .send()
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap()
+}
+
+/// Waits, for at most 30 s, until the run's journal holds a record of type `kind`.
+async fn journaled(client: &reqwest::Client, server: &ServeChild, run: &str, kind: &str) {
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(30);
+    while !journal(client, server, run)
+        .await
+        .iter()
+        .any(|r| r["type"] == kind)
+    {
+        assert!(std::time::Instant::now() < deadline, "no {kind} in {run}");
+        tokio::time::sleep(std::time::Duration::from_millis(20)).await;
+    }
+}
+
+#[tokio::test]
+async fn a_timer_or_a_gate_open_at_sigkill_is_one_task_step_that_ends_after_the_restart() {
+    let tmp = tempfile::tempdir().unwrap();
+    let root = tmp.path().canonicalize().unwrap();
+    tree(&root);
+    write(&root.join("acme/shop/_vance/workflows/nap.yaml"), NAP);
+    write(&root.join("acme/shop/_vance/workflows/ask.yaml"), ASK);
+    let client = reqwest::Client::new();
+
+    let mut server = ServeChild::start(&root);
+    let nap = server.start_run(&client, "nap", ACME).await;
+    let ask = server.start_run(&client, "ask", ACME).await;
+    journaled(&client, &server, &nap, "TimerSetRecord").await;
+    journaled(&client, &server, &ask, "GateOpenedRecord").await;
+    server.kill(); // SIGKILL, each state's task step open
+
+    let server = ServeChild::start(&root);
+    let items: Value = client
+        .get(format!("{}/brain/acme/project/shop/inbox", server.base))
+        .bearer_auth(ACME)
+        .send()
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap();
+    let item = items
+        .as_array()
+        .and_then(|a| a.iter().find(|i| i["workflowRunId"] == ask.as_str()))
+        .unwrap_or_else(|| panic!("no item of {ask} in {items}"));
+    let answered = client
+        .post(format!(
+            "{}/brain/acme/project/shop/inbox/{}/answer",
+            server.base,
+            item["id"].as_str().unwrap()
+        ))
+        .bearer_auth(ACME)
+        .json(&serde_json::json!({ "kind": "approve" }))
+        .send()
+        .await
+        .unwrap();
+    assert!(answered.status().is_success(), "{answered:?}");
+    for (run, result) in [(&nap, "napped"), (&ask, "shipped")] {
+        let v = server.wait_status(&client, run, ACME, &["DONE"]).await;
+        assert_eq!(v["result"], result);
+    }
+
+    // Each state is one task step: started once, never re-executed (its code, not an
+    // attempt, carries it out), its result after what it waited for.
+    for (run, task, waited, outcome) in [
+        (&nap, "timer_task", "TimerFiredRecord", "fired"),
+        (&ask, "gate_task", "GateAnsweredRecord", "approved"),
+    ] {
+        let records = journal(&client, &server, run).await;
+        let types: Vec<&str> = records.iter().filter_map(|r| r["type"].as_str()).collect();
+        let started: Vec<&Value> = records
+            .iter()
+            .filter(|r| r["type"] == "TaskStartedRecord")
+            .collect();
+        assert_eq!(started.len(), 1, "{types:?}");
+        assert_eq!(started[0]["task"], task);
+        assert!(!types.contains(&"TaskRestartedRecord"), "{types:?}");
+        let results: Vec<&Value> = records
+            .iter()
+            .filter(|r| r["type"] == "TaskResultRecord")
+            .collect();
+        assert_eq!(results.len(), 1, "{types:?}");
+        assert_eq!(results[0]["outcome"], outcome);
+        assert_eq!(results[0]["step"], started[0]["step"]);
+        let at = |kind: &str| types.iter().position(|t| *t == kind).unwrap();
+        assert!(at(waited) < at("TaskResultRecord"), "{types:?}");
+    }
 }

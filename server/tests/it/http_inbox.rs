@@ -179,7 +179,7 @@ async fn friday_routes_speak_friday_status_words_and_page_through_finished_runs(
         s.wait_status("shop", &run, &["WAITING"]).await;
         runs.push(run);
     }
-    let item = |run: &str| format!("{run}-1");
+    let item = |run: &str| format!("{run}-2");
     let decide = |run: String, verb: &'static str| {
         let s = &s;
         async move {
@@ -294,7 +294,7 @@ async fn a_rejection_nothing_routes_fails_the_run_with_approval_rejected() {
     s.wait_status("shop", &run, &["WAITING"]).await;
     let r = s
         .post(
-            &format!("/v1/workflow-approvals/{run}-1/reject"),
+            &format!("/v1/workflow-approvals/{run}-2/reject"),
             Some(ACME),
         )
         .send()
@@ -308,7 +308,7 @@ async fn a_rejection_nothing_routes_fails_the_run_with_approval_rejected() {
     let routed = s.start_run("shop", "approve", json!({})).await;
     s.wait_status("shop", &routed, &["WAITING"]).await;
     s.post(
-        &format!("/v1/workflow-approvals/{routed}-1/reject"),
+        &format!("/v1/workflow-approvals/{routed}-2/reject"),
         Some(ACME),
     )
     .send()
@@ -362,7 +362,7 @@ async fn approvers_quorum_and_self_approval_are_enforced_and_refusals_recorded()
         .await
         .unwrap();
     let run = r["workflowRunId"].as_str().unwrap().to_owned();
-    let item = format!("{run}-1");
+    let item = format!("{run}-2");
     let approve = |token: &'static str| {
         client
             .post(url(&format!("/v1/workflow-approvals/{item}/approve")))
@@ -630,7 +630,7 @@ async fn refused_answers_are_recorded_up_to_a_bound() {
     // alice starts it, and may not approve her own run (selfApproval: false).
     let run = s.start_run("shop", "guarded", json!({})).await;
     s.wait_status("shop", &run, &["WAITING"]).await;
-    let item = format!("{run}-1");
+    let item = format!("{run}-2");
     for _ in 0..105 {
         let r = s
             .post(

@@ -74,11 +74,11 @@ async fn a_tenants_stream_carries_its_approval_and_run_events_and_no_other_tenan
     assert_eq!(seen[0].0, "workflow.run.started");
     assert_eq!(seen[0].1["runId"], run.as_str());
     let requested = &seen.last().unwrap().1;
-    assert_eq!(requested["itemId"], format!("{run}-1"));
+    assert_eq!(requested["itemId"], format!("{run}-2"));
     assert_eq!(requested["title"], "Ship it?");
     let r = s
         .post(
-            &format!("/v1/workflow-approvals/{run}-1/approve"),
+            &format!("/v1/workflow-approvals/{run}-2/approve"),
             Some(ACME),
         )
         .send()

@@ -100,7 +100,7 @@ impl Fixture {
     }
 
     async fn approve(&self, run: &str) {
-        let item = format!("{run}-1");
+        let item = format!("{run}-2");
         let (status, body) = http_common::code(
             self.server
                 .post(

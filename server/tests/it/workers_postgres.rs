@@ -340,7 +340,11 @@ async fn runs_survive_workers_killed_at_random_with_one_result_per_step() {
             "run {run} of n={n}: {result}"
         );
         let counts = results_per_step(&s.client, &workers, run).await;
-        assert_eq!(counts.len(), 5, "five task steps in {run}: {counts:?}");
+        assert_eq!(
+            counts.len(),
+            8,
+            "five script steps and three timers, each a task step, in {run}: {counts:?}"
+        );
         assert!(
             counts.values().all(|c| *c == 1),
             "exactly one result per step in {run}: {counts:?}"

@@ -331,8 +331,8 @@ async fn execute(
         Step::Condition { rules, otherwise } => {
             steps::condition(run, plan, state, attempt, rules, *otherwise).await
         }
-        Step::Timer(duration) => steps::timer(run, duration).await,
-        Step::Gate(gate) => steps::gate(run, state, gate).await,
+        Step::Timer(duration) => steps::timer(run, state, attempt, duration).await,
+        Step::Gate(gate) => steps::gate(run, state, attempt, gate).await,
         Step::Workflow { workflow, params } => {
             let name = run.text(workflow);
             let params = run.value(params);

@@ -125,7 +125,54 @@ fn routed(decided: Result<Value, Value>) -> Completion {
 
 /// `timer_task`: a durable sleep. A templated duration that does not parse ends the state
 /// with `technical_error`, and the journal records why (a `timer_duration` side effect).
-pub(super) async fn timer(run: &Run<'_>, duration: &TimerDuration) -> Completion {
+pub(super) async fn timer(
+    run: &Run<'_>,
+    state: &PlanState,
+    attempt: u32,
+    duration: &TimerDuration,
+) -> Completion {
+    let input = match duration {
+        TimerDuration::Fixed(d) => {
+            json!({ "durationMs": u64::try_from(d.as_millis()).unwrap_or(u64::MAX) })
+        }
+        TimerDuration::Templated(t) => json!({ "duration": run.text(t) }),
+    };
+    held(run, state, attempt, TIMER_TASK, input, sleep(run, duration)).await
+}
+
+/// The journaled task of a `timer_task`.
+const TIMER_TASK: &str = "timer_task";
+/// The journaled task of a `gate_task`.
+const GATE_TASK: &str = "gate_task";
+
+/// Runs `work`, a step the workflow carries out itself (a timer, a gate), as a task step of
+/// task `task` labelled with the state, as the reference journals every task (§5): a
+/// `TaskStartedRecord` with `input` before the work's own records, a `TaskResultRecord` with
+/// the state's outcome and output after them. A run journaled before the work was a task step
+/// goes on without one.
+async fn held(
+    run: &Run<'_>,
+    state: &PlanState,
+    attempt: u32,
+    task: &str,
+    input: Value,
+    work: impl std::future::Future<Output = Completion>,
+) -> Completion {
+    let held = run.ctx.held_task(task, &state.name, input, attempt);
+    let done = work.await;
+    if let Some(held) = held {
+        let error = done
+            .output
+            .get("error")
+            .and_then(Value::as_str)
+            .map(str::to_string);
+        held.finish(&done.outcome, done.output.clone(), error);
+    }
+    done
+}
+
+/// The durable sleep of a `timer_task`.
+async fn sleep(run: &Run<'_>, duration: &TimerDuration) -> Completion {
     let d = match duration {
         TimerDuration::Fixed(d) => *d,
         TimerDuration::Templated(t) => {
@@ -200,8 +247,23 @@ fn gate_meta(run: &Run<'_>, state: &PlanState, gate: &GatePlan) -> Value {
 }
 
 /// `gate_task`: an inbox item; the answer's outcome routes (reference §3.4).
-pub(super) async fn gate(run: &Run<'_>, state: &PlanState, plan: &GatePlan) -> Completion {
+pub(super) async fn gate(
+    run: &Run<'_>,
+    state: &PlanState,
+    attempt: u32,
+    plan: &GatePlan,
+) -> Completion {
     let gate = gate_spec(run, state, plan);
+    let input = json!({
+        "kind": gate.kind,
+        "title": gate.title,
+        "assignedTo": gate.assigned_to,
+    });
+    held(run, state, attempt, GATE_TASK, input, answer(run, gate)).await
+}
+
+/// The answer to a `gate_task`'s inbox item, as the state's completion.
+async fn answer(run: &Run<'_>, gate: GateSpec) -> Completion {
     let kind = gate.kind;
     match run.ctx.gate(gate).await {
         GateOutcome::TimedOut => Completion::of("timeout", Value::Null),

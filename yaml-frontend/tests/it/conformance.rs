@@ -275,6 +275,121 @@ async fn s4_3_numbered_retries_replay_and_so_do_journals_that_numbered_each_atte
 }
 
 #[tokio::test]
+async fn s5_a_timer_and_a_gate_are_task_steps_and_runs_journaled_without_them_replay() {
+    let p = project(&[(
+        "both",
+        "start: nap\nstates:\n  nap:\n    type: timer_task\n    duration: 10ms\n    on: { fired: ask }\n  ask:\n    type: gate_task\n    inbox: { kind: APPROVAL, title: ok? }\n    on: { approved: done }\n  done: { type: terminal, result: shipped }\n",
+    )])
+    .await;
+    let v = p.run("both", json!({})).await;
+    let v = p.answer_pending(&v, GateAnswer::approve()).await;
+    assert_eq!(v.result, Some(json!("shipped")));
+    let today = p.engine.journal(v.workflow_run_id).unwrap();
+    // §5: every task writes a TaskStartedRecord and a TaskResultRecord.
+    let tasks: Vec<(String, String, String)> = today
+        .iter()
+        .filter_map(|e| match &e.record {
+            Record::TaskStarted { task, name, .. } => {
+                Some(("started".into(), task.clone(), name.clone()))
+            }
+            Record::TaskResult { outcome, .. } => {
+                Some(("result".into(), outcome.to_string(), String::new()))
+            }
+            _ => None,
+        })
+        .collect();
+    let t = |a: &str, b: &str, c: &str| (a.to_string(), b.to_string(), c.to_string());
+    assert_eq!(
+        tasks,
+        [
+            t("started", "timer_task", "nap"),
+            t("result", "fired", ""),
+            t("started", "gate_task", "ask"),
+            t("result", "approved", ""),
+        ]
+    );
+    p.engine
+        .check_replay(today.clone())
+        .expect("today's journal replays");
+
+    // Cut between the answer and the gate's result (a crash there): the replay reaches the
+    // same point and the result follows.
+    let answered = today
+        .iter()
+        .position(|e| matches!(e.record, Record::GateAnswered { .. }))
+        .unwrap();
+    p.engine
+        .check_replay(today[..=answered].to_vec())
+        .expect("a journal cut before the gate's result replays");
+
+    // A run journaled before timers and gates were task steps: no task records, and the
+    // steps after each numbered one less.
+    let mut earlier: Vec<magrathea_core::Entry> = Vec::new();
+    let mut held = Vec::new();
+    for mut e in today {
+        match &e.record {
+            Record::TaskStarted { step, .. } => {
+                held.push(*step);
+                continue;
+            }
+            Record::TaskResult { .. } => continue,
+            _ => {}
+        }
+        let mut value = serde_json::to_value(&e).unwrap();
+        if let Some(step) = value["step"].as_u64() {
+            let before = held.iter().filter(|h| u64::from(**h) < step).count() as u64;
+            value["step"] = json!(step - before);
+        }
+        value["seq"] = json!(earlier.len());
+        e = serde_json::from_value(value).unwrap();
+        earlier.push(e);
+    }
+    p.engine
+        .check_replay(earlier)
+        .expect("a journal without the task steps replays on its own path");
+}
+
+/// A run whose timer is a week away leaves memory while it waits, its timer's task step
+/// open: what the step waits on is the timer, not an attempt.
+#[tokio::test]
+async fn s3_5_a_run_waiting_in_a_timers_task_step_leaves_memory() {
+    let p = project(&[(
+        "week",
+        "start: nap\nstates:\n  nap:\n    type: timer_task\n    duration: 7d\n    on: { fired: done }\n  done: { type: terminal }\n",
+    )])
+    .await;
+    let run = p
+        .runtime
+        .start(&p.engine, &p.scope, "week", json!({}), "tester")
+        .await
+        .unwrap();
+    let deadline = std::time::Instant::now() + Duration::from_secs(10);
+    while p.engine.runs_in_memory() > 0 {
+        assert!(
+            std::time::Instant::now() < deadline,
+            "the sleeping run stayed in memory"
+        );
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
+    let types: Vec<&str> = p
+        .engine
+        .journal(run)
+        .unwrap()
+        .iter()
+        .map(|e| e.record.type_name())
+        .collect();
+    assert_eq!(
+        types,
+        [
+            "StartRecord",
+            "StateEnteredRecord",
+            "TaskStartedRecord",
+            "TimerSetRecord"
+        ]
+    );
+}
+
+#[tokio::test]
 async fn s4_1_no_transition_for_an_outcome_fails_the_run_with_the_reference_reason() {
     let p = project(&[(
         "stuck",
@@ -437,7 +552,8 @@ states:
     let v = p.run("quick", json!({})).await;
     let v = p.engine.wait(v.workflow_run_id).await.unwrap();
     assert_eq!(v.result, Some(json!("timeout")));
-    let id = format!("{}-1", v.workflow_run_id);
+    // The gate's item: its step follows the state's task step.
+    let id = format!("{}-2", v.workflow_run_id);
     let ack = p
         .engine
         .answer_gate(&id, GateAnswer::approve())
@@ -478,8 +594,8 @@ states:
     assert_eq!(p.count(&v, "TimerFiredRecord"), 1);
     assert_eq!(
         p.count(&v, "TaskStartedRecord"),
-        2,
-        "timer + 2 shell tasks = 3 spawns"
+        3,
+        "timer + 2 shell tasks = 3 spawns, each a TaskStartedRecord as the reference counts"
     );
 }
 
@@ -1243,8 +1359,9 @@ states:
         error.starts_with("[MAG-YR002] workflow_task 'build' cannot start workflow `ghost`"),
         "{error}"
     );
-    assert_eq!(p.count(&v, "TaskStartedRecord"), 1);
-    assert_eq!(p.count(&v, "TaskResultRecord"), 1);
+    // The failed start's task step, then the gate's.
+    assert_eq!(p.count(&v, "TaskStartedRecord"), 2);
+    assert_eq!(p.count(&v, "TaskResultRecord"), 2);
 }
 
 /// A run journaled before a `workflow_task` that cannot start its sub-run journaled a failed
