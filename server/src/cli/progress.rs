@@ -114,21 +114,18 @@ impl Progress {
         }
     }
 
-    /// Learns the attempts `entries` (the run's journal so far) show started and not ended, so
-    /// that their results and re-executions are named.
+    /// Learns the attempts `entries` (the run's journal, read once the follower was in place)
+    /// show started, so that their results and re-executions are named. A result the journal
+    /// holds already may still come as an update (it was journaled while the journal was
+    /// read): its start is kept for it.
     fn seed(&mut self, run: RunId, entries: &[Entry]) {
         for e in entries {
-            match &e.record {
-                Record::TaskStarted {
-                    step, task, name, ..
-                } => {
-                    self.started
-                        .insert((run, *step), (e.at_ms, task.clone(), name.clone()));
-                }
-                Record::TaskResult { step, .. } => {
-                    self.started.remove(&(run, *step));
-                }
-                _ => {}
+            if let Record::TaskStarted {
+                step, task, name, ..
+            } = &e.record
+            {
+                self.started
+                    .insert((run, *step), (e.at_ms, task.clone(), name.clone()));
             }
         }
     }
