@@ -140,22 +140,10 @@ async fn a_shell_step_dies_with_its_killed_server_and_its_re_execution_is_on_rec
         "re-executed by the restarted server, not {worker}"
     );
 
-    let journal: serde_json::Value = client
-        .get(format!(
-            "{}/brain/acme/project/shop/workflows/runs/{run}/journal",
-            server.base
-        ))
-        .bearer_auth(ACME)
-        .send()
-        .await
-        .unwrap()
-        .json()
-        .await
-        .unwrap();
-    let records = journal.as_array().unwrap();
+    let records = server.journal(&client, &run, ACME).await;
     let count = |ty: &str| records.iter().filter(|r| r["type"] == ty).count();
-    assert_eq!(count("TaskRestartedRecord"), 1, "{journal}");
-    assert_eq!(count("TaskResultRecord"), 1, "{journal}");
+    assert_eq!(count("TaskRestartedRecord"), 1, "{records:?}");
+    assert_eq!(count("TaskResultRecord"), 1, "{records:?}");
     let order: Vec<&str> = records
         .iter()
         .filter_map(|r| r["type"].as_str())
@@ -205,26 +193,11 @@ states:
   done: { type: terminal, result: shipped }
 "#;
 
-/// The journal of acme/shop's run `run`, through the API.
-async fn journal(client: &reqwest::Client, server: &ServeChild, run: &str) -> Vec<Value> {
-    client
-        .get(format!(
-            "{}/brain/acme/project/shop/workflows/runs/{run}/journal",
-            server.base
-        ))
-        .bearer_auth(ACME)
-        .send()
-        .await
-        .unwrap()
-        .json()
-        .await
-        .unwrap()
-}
-
 /// Waits, for at most 30 s, until the run's journal holds a record of type `kind`.
 async fn journaled(client: &reqwest::Client, server: &ServeChild, run: &str, kind: &str) {
     let deadline = std::time::Instant::now() + std::time::Duration::from_secs(30);
-    while !journal(client, server, run)
+    while !server
+        .journal(client, run, ACME)
         .await
         .iter()
         .any(|r| r["type"] == kind)
@@ -251,15 +224,9 @@ async fn a_timer_or_a_gate_open_at_sigkill_is_one_task_step_that_ends_after_the_
     server.kill(); // SIGKILL, each state's task step open
 
     let server = ServeChild::start(&root);
-    let items: Value = client
-        .get(format!("{}/brain/acme/project/shop/inbox", server.base))
-        .bearer_auth(ACME)
-        .send()
-        .await
-        .unwrap()
-        .json()
-        .await
-        .unwrap();
+    let items = server
+        .get_json(&client, "/brain/acme/project/shop/inbox", ACME)
+        .await;
     let item = items
         .as_array()
         .and_then(|a| a.iter().find(|i| i["workflowRunId"] == ask.as_str()))
@@ -287,7 +254,7 @@ async fn a_timer_or_a_gate_open_at_sigkill_is_one_task_step_that_ends_after_the_
         (&nap, "timer_task", "TimerFiredRecord", "fired"),
         (&ask, "gate_task", "GateAnsweredRecord", "approved"),
     ] {
-        let records = journal(&client, &server, run).await;
+        let records = server.journal(&client, run, ACME).await;
         let types: Vec<&str> = records.iter().filter_map(|r| r["type"].as_str()).collect();
         let started: Vec<&Value> = records
             .iter()

@@ -122,6 +122,44 @@ impl ServeChild {
         }
     }
 
+    /// GET `path` (from `/brain/…`) with `token`; the JSON body.
+    pub async fn get_json(
+        &self,
+        client: &reqwest::Client,
+        path: &str,
+        token: &str,
+    ) -> serde_json::Value {
+        client
+            .get(format!("{}{path}", self.base))
+            .bearer_auth(token)
+            .send()
+            .await
+            .unwrap()
+            .json()
+            .await
+            .unwrap()
+    }
+
+    /// The journal of acme/shop's run `run`, read with `token`.
+    pub async fn journal(
+        &self,
+        client: &reqwest::Client,
+        run: &str,
+        token: &str,
+    ) -> Vec<serde_json::Value> {
+        let journal = self
+            .get_json(
+                client,
+                &format!("/brain/acme/project/shop/workflows/runs/{run}/journal"),
+                token,
+            )
+            .await;
+        journal
+            .as_array()
+            .unwrap_or_else(|| panic!("{journal}"))
+            .clone()
+    }
+
     /// The process id.
     pub fn pid(&self) -> u32 {
         self.child.id()
