@@ -99,18 +99,13 @@ impl ServeChild {
     ) -> serde_json::Value {
         let deadline = Instant::now() + Duration::from_secs(60);
         loop {
-            let v: serde_json::Value = client
-                .get(format!(
-                    "{}/brain/acme/project/shop/workflows/runs/{run}",
-                    self.base
-                ))
-                .bearer_auth(token)
-                .send()
-                .await
-                .unwrap()
-                .json()
-                .await
-                .unwrap();
+            let v = self
+                .get_json(
+                    client,
+                    &format!("/brain/acme/project/shop/workflows/runs/{run}"),
+                    token,
+                )
+                .await;
             if statuses.iter().any(|s| v["status"] == *s) {
                 return v;
             }
