@@ -161,10 +161,11 @@ async fn held(
     let held = run.ctx.held_task(task, &state.name, input, attempt);
     let done = work.await;
     if let Some(held) = held {
-        let error = done
-            .output
-            .get("error")
-            .and_then(Value::as_str)
+        // A state that failed (a timer's duration that does not parse) says why; an answer's
+        // own fields are output, whatever their names.
+        let error = (done.outcome == ErrorKind::TechnicalError.as_str())
+            .then(|| done.output.get("error").and_then(Value::as_str))
+            .flatten()
             .map(str::to_string);
         held.finish(&done.outcome, done.output.clone(), error);
     }

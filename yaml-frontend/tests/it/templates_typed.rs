@@ -134,6 +134,20 @@ states:
     let error = why["error"].as_str().unwrap_or_default();
     assert!(error.contains("'soon'"), "{error}");
     assert!(error.contains("MAG-Y017"), "{error}");
+    // The timer's task step ends with the state's outcome and says why.
+    let ended = p
+        .records(&view)
+        .into_iter()
+        .find_map(|r| match r {
+            Record::TaskResult { outcome, error, .. } => Some((outcome.to_string(), error)),
+            _ => None,
+        })
+        .unwrap_or_else(|| panic!("no task result"));
+    assert_eq!(ended.0, "technical_error");
+    assert!(
+        ended.1.as_deref().is_some_and(|e| e.contains("MAG-Y017")),
+        "{ended:?}"
+    );
 }
 
 #[tokio::test(flavor = "multi_thread")]
