@@ -38,12 +38,12 @@ impl WorkflowContext {
         input: Value,
         attempt: u32,
     ) -> Option<HeldTask> {
-        let step = self.lock().next_step;
-        if self
-            .lock()
-            .replayed(step)
-            .is_some_and(|r| !matches!(r, Replayed::Task))
-        {
+        let other_step = {
+            let s = self.lock();
+            s.replayed(s.next_step)
+                .is_some_and(|r| !matches!(r, Replayed::Task))
+        };
+        if other_step {
             return None;
         }
         let hash = input_hash(&input) ^ str_hash(task);
@@ -72,8 +72,8 @@ impl WorkflowContext {
     /// another kind of step keeps the runs journaled before on their path with it, without a
     /// patch marker in every new run.
     pub fn journaled_side_effect(&self, name: &str) -> bool {
-        let step = self.lock().next_step;
-        matches!(self.lock().replayed(step),
+        let s = self.lock();
+        matches!(s.replayed(s.next_step),
             Some(Replayed::Value { name: n, .. }) if n == name)
     }
 }
