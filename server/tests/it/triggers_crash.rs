@@ -15,18 +15,6 @@ use serve_child::ServeChild;
 
 const QUICK: &str = "start: done\nstates:\n  done: { type: terminal, result: ok }\n";
 
-async fn get(client: &reqwest::Client, base: &str, path: &str) -> Value {
-    client
-        .get(format!("{base}{path}"))
-        .bearer_auth(ACME)
-        .send()
-        .await
-        .unwrap()
-        .json()
-        .await
-        .unwrap()
-}
-
 #[tokio::test]
 async fn every_tick_runs_exactly_once_however_often_the_server_is_killed() {
     let tmp = tempfile::tempdir().unwrap();
@@ -48,7 +36,9 @@ async fn every_tick_runs_exactly_once_however_often_the_server_is_killed() {
     let server = ServeChild::start(&root);
     tokio::time::sleep(Duration::from_millis(1500)).await;
     // Pause, so that the counts below hold still.
-    let listed = get(&client, &server.base, "/brain/acme/project/shop/triggers").await;
+    let listed = server
+        .get_json(&client, "/brain/acme/project/shop/triggers", ACME)
+        .await;
     let id = listed["triggers"][0]["id"].as_str().unwrap().to_owned();
     let r = client
         .patch(format!("{}/v1/workflow-triggers/{id}", server.base))
@@ -60,12 +50,13 @@ async fn every_tick_runs_exactly_once_however_often_the_server_is_killed() {
     assert_eq!(r.status(), 200);
     tokio::time::sleep(Duration::from_millis(500)).await;
 
-    let page = get(
-        &client,
-        &server.base,
-        "/brain/acme/project/shop/triggers/deliveries?trigger=every-second&limit=1000",
-    )
-    .await;
+    let page = server
+        .get_json(
+            &client,
+            "/brain/acme/project/shop/triggers/deliveries?trigger=every-second&limit=1000",
+            ACME,
+        )
+        .await;
     let deliveries = page["deliveries"].as_array().unwrap();
     let accepted: Vec<&Value> = deliveries
         .iter()
@@ -98,12 +89,9 @@ async fn every_tick_runs_exactly_once_however_often_the_server_is_killed() {
         "a tick between the first and the last was lost"
     );
 
-    let runs = get(
-        &client,
-        &server.base,
-        "/brain/acme/project/shop/workflows/runs",
-    )
-    .await;
+    let runs = server
+        .get_json(&client, "/brain/acme/project/shop/workflows/runs", ACME)
+        .await;
     let scheduled: BTreeSet<String> = runs
         .as_array()
         .unwrap()
