@@ -503,6 +503,12 @@ fn a_task_whose_process_stops_each_time_ends_after_max_claim_attempts_executions
             count(j, |r| matches!(r, Record::TaskStarted { .. })) == 1
         })
         .await;
+        // The start record is journaled before the task's body runs; shut down only once it
+        // has run, or this incarnation's execution would not have happened.
+        magrathea_tests::wait_for("the task running", Duration::from_secs(10), || {
+            HANGS.load(Ordering::SeqCst) == 1
+        })
+        .await;
         run
     });
     let restarts = |j: &[Entry]| count(j, |r| matches!(r, Record::TaskRestarted { .. }));
