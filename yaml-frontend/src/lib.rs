@@ -68,7 +68,9 @@ pub use node::{YamlKind, YamlNode};
 pub use outcome::{Outcome, Outcomes, PossibleOutcome, Routing, catch_kind};
 pub use params::{ParamError, ParamErrors, validate_params};
 pub use plan::{Plan, StateGraph};
-pub use runtime::{DocumentError, DocumentSource, Scope, YamlRuntime, YamlStartError};
+pub use runtime::{
+    DocumentError, DocumentSource, Scope, YamlRuntime, YamlStartError, is_held_task,
+};
 pub use template::{
     Placeholder, Template, TemplateRoot, TemplateValue, TemplateWarning, likely_typos,
     parse_placeholders, resolve_str, resolve_value,

@@ -624,11 +624,14 @@ fn next_seq(engine: &Engine, run: RunId) -> u64 {
 }
 
 /// Whether a task attempt journaled from `since` on has started (or started again) and not
-/// ended.
+/// ended. A YAML run's timer, gate and sub-run steps are not attempts that run.
 fn has_running_task(journal: &[Entry], since: u64) -> bool {
     let mut running = HashSet::new();
+    let mut yaml = false;
     for e in journal {
         match &e.record {
+            Record::Start(start) => yaml = start.frontend.as_str() == "yaml",
+            Record::TaskStarted { task, .. } if yaml && magrathea_yaml::is_held_task(task) => {}
             Record::TaskStarted { step, .. } | Record::TaskRestarted { step, .. }
                 if e.seq >= since =>
             {

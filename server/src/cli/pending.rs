@@ -8,7 +8,9 @@ use magrathea_core::{Entry, Record, RunId, Step};
 /// The steps of a run's journal that started and have not completed.
 #[derive(Debug, Default)]
 pub(crate) struct Pending {
-    /// Task attempts running (started or restarted, no result yet).
+    /// Task attempts running (started or restarted, no result yet). A YAML run's timer, gate
+    /// and sub-run states are task steps no attempt of which runs: what they wait on is
+    /// counted instead.
     pub(crate) tasks: HashSet<Step>,
     /// Timers set and not fired (a gate's timeout until the gate is answered), by when due.
     pub(crate) timers: HashMap<Step, u64>,
@@ -16,6 +18,8 @@ pub(crate) struct Pending {
     pub(crate) children: HashMap<Step, RunId>,
     /// Signals awaited and not received.
     pub(crate) signals: HashSet<Step>,
+    /// Whether the run is a YAML run (its `StartRecord` says so).
+    yaml: bool,
 }
 
 impl Pending {
@@ -31,6 +35,9 @@ impl Pending {
         let p = self;
         for e in entries {
             match &e.record {
+                Record::Start(start) => p.yaml = start.frontend.as_str() == "yaml",
+                Record::TaskStarted { task, .. }
+                    if p.yaml && magrathea_yaml::is_held_task(task) => {}
                 Record::TaskStarted { step, .. } | Record::TaskRestarted { step, .. } => {
                     p.tasks.insert(*step);
                 }

@@ -124,6 +124,7 @@ fn parked(engine: &Engine, entries: &[Entry]) -> bool {
         timers,
         children,
         signals,
+        ..
     } = super::pending::Pending::of(entries);
     if !tasks.is_empty() || timers.values().any(|&at| at <= now + DUE_SOON_MS) {
         return false;

@@ -235,6 +235,14 @@ fn ctrl_c_while_a_run_waits_on_a_timer_exits_130_and_leaves_the_run_to_resume() 
     let runs = json(&p.cli(&["runs", "list", "--json"]));
     assert_eq!(runs[0]["status"], "RUNNING", "{runs}");
     assert_eq!(runs[0]["currentState"], "nap");
+
+    // `resume` recovers it and stops once it sleeps again: the timer's task step is open, but
+    // no attempt of it runs.
+    let resumed = p.cli_within(&["resume", "--json"], std::time::Duration::from_secs(30));
+    assert_eq!(code(&resumed), 0, "{}", stderr(&resumed));
+    let view = json(&resumed);
+    assert_eq!(view["status"], "RUNNING", "{view}");
+    assert_eq!(view["currentState"], "nap", "{view}");
 }
 
 /// What the child writes to stderr until it exits.
@@ -524,7 +532,7 @@ fn a_blocked_run_exits_1_from_inbox_answer_and_resume() {
 
     // `resume` recovers both runs — one blocked, one whose journal cannot be read — shows
     // each instead of stopping at the unreadable one, and exits 1.
-    let resumed = p.cli(&["resume", "--json"]);
+    let resumed = p.cli_within(&["resume", "--json"], std::time::Duration::from_secs(30));
     assert_eq!(code(&resumed), 1, "{}", stderr(&resumed));
     let shown: Vec<Value> = stdout(&resumed)
         .lines()

@@ -40,6 +40,22 @@ pub use magrathea_exec::{
 
 use crate::{Diagnostics, LoadOptions, ParamErrors, load_workflow, validate_params};
 
+/// The journaled task of a `timer_task`.
+pub(crate) const TIMER_TASK: &str = "timer_task";
+/// The journaled task of a `gate_task`.
+pub(crate) const GATE_TASK: &str = "gate_task";
+/// The journaled task of a `workflow_task`.
+pub(crate) const WORKFLOW_TASK: &str = "workflow_task";
+
+/// Whether a task step of a YAML run (one whose `StartRecord` names the `yaml` front end) with
+/// task `task` is one the run carries out itself: a `timer_task`, `gate_task` or
+/// `workflow_task` state, open while its timer, inbox item or sub-run is. No attempt of it
+/// runs, so a reader of the journal that asks whether a task is running skips it and looks at
+/// what it waits on.
+pub fn is_held_task(task: &str) -> bool {
+    matches!(task, TIMER_TASK | GATE_TASK | WORKFLOW_TASK)
+}
+
 /// Why a YAML run was not started. Nothing was journaled.
 #[derive(Debug, thiserror::Error)]
 #[non_exhaustive]

@@ -9,6 +9,7 @@ use serde_json::{Map, Value, json};
 
 use super::dispatch::Completion;
 use super::interpreter::Run;
+use super::{GATE_TASK, TIMER_TASK};
 use crate::ErrorKind;
 use crate::ast::{Criticality, InboxKind};
 use crate::condition::Condition;
@@ -139,11 +140,6 @@ pub(super) async fn timer(
     };
     held(run, state, attempt, TIMER_TASK, input, sleep(run, duration)).await
 }
-
-/// The journaled task of a `timer_task`.
-const TIMER_TASK: &str = "timer_task";
-/// The journaled task of a `gate_task`.
-const GATE_TASK: &str = "gate_task";
 
 /// Runs `work`, a step the workflow carries out itself (a timer, a gate), as a task step of
 /// task `task` labelled with the state, as the reference journals every task (§5): a

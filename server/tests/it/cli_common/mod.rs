@@ -55,6 +55,33 @@ impl Project {
         self.command(args).output().unwrap()
     }
 
+    /// Runs the command like [`Project::cli`], killing it and failing the test if it has not
+    /// exited within `limit` (a command that must return rather than wait on a run).
+    pub(crate) fn cli_within(&self, args: &[&str], limit: std::time::Duration) -> Output {
+        let child = self
+            .command(args)
+            .stdin(Stdio::null())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .unwrap();
+        let pid = child.id();
+        let (tx, rx) = std::sync::mpsc::channel();
+        std::thread::spawn(move || {
+            let _ = tx.send(child.wait_with_output());
+        });
+        match rx.recv_timeout(limit) {
+            Ok(out) => out.unwrap(),
+            Err(_) => {
+                let _ = Command::new("kill").args(["-9", &pid.to_string()]).status();
+                panic!(
+                    "`magrathea {}` did not exit within {limit:?}",
+                    args.join(" ")
+                );
+            }
+        }
+    }
+
     pub(crate) fn cli_in(&self, cwd: &Path, args: &[&str]) -> Output {
         self.command_in(cwd, args).output().unwrap()
     }
