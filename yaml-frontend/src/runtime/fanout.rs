@@ -15,7 +15,8 @@ use serde_json::{Map, Value, json};
 use super::RuntimeInner;
 use super::dispatch::Completion;
 use super::documents::Scope;
-use super::interpreter::{Budget, Run, frozen_child};
+use super::interpreter::{Budget, Run};
+use super::sub_workflow::frozen_child;
 use crate::plan::{BodyPlan, FanKind, FanOutPlan, INDEX_VAR, ITEM_VAR, PlanState};
 
 /// The most items a `foreach_task` runs (`[MAG-PR002]` beyond).

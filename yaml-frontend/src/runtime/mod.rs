@@ -16,6 +16,7 @@ mod failure;
 mod fanout;
 mod interpreter;
 mod steps;
+mod sub_workflow;
 mod workflow_start;
 
 /// The project tree, under the path the interpreter imports it from.
@@ -180,7 +181,7 @@ impl YamlRuntime {
         name: &str,
         params: Value,
     ) -> Result<magrathea_core::ChildRequest, String> {
-        interpreter::frozen_child(ctx, &self.inner, scope, name, params)
+        sub_workflow::frozen_child(ctx, &self.inner, scope, name, params)
     }
 
     /// Starts a run of the workflow `name`: resolves it by the cascade, validates it and the

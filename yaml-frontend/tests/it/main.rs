@@ -24,4 +24,5 @@ mod templates_over_spec;
 mod templates_typed;
 mod tool_task;
 mod validation;
+mod workflow_task_journal;
 mod yaml12;
