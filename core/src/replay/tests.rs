@@ -360,6 +360,25 @@ fn cancellation_ends_every_pending_step_once() {
     let (actions, ack) = state.cancel("stop".into(), |why| format!("parent: {why}"));
     assert_eq!(ack, CancelAck::Requested);
     assert!(actions.effects.is_empty(), "no child to tell");
+    // The attempt in flight ends with a final result of its own; the gate's step does not
+    // need one.
+    assert_eq!(
+        actions.records,
+        [
+            Record::CancelRequested {
+                reason: "stop".into()
+            },
+            Record::TaskResult {
+                step: 0,
+                attempt: 1,
+                outcome: "cancelled".into(),
+                output: Value::Null,
+                error: Some("stop".into()),
+                is_final: true,
+            },
+        ]
+    );
+    // Each step is resolved once: by the cancel, not again by the attempt's result.
     let resolved = apply_live(&mut state, &mut next, &actions.records);
     assert_eq!(resolved.len(), 2);
     assert!(

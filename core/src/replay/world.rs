@@ -209,8 +209,10 @@ impl RunState {
     }
 
     /// A cancellation request: its records, if it takes effect, and what the caller is told.
-    /// The run's `CancelRequestedRecord` is followed by a `ChildCancelRequestedRecord` for
-    /// each child still running, whose reason `child_reason` makes from the run's.
+    /// The run's `CancelRequestedRecord` is followed by a final `TaskResultRecord` with outcome
+    /// `cancelled` for each task attempt in flight (its execution is stopped), and a
+    /// `ChildCancelRequestedRecord` for each child still running, whose reason `child_reason`
+    /// makes from the run's.
     pub(crate) fn cancel(
         &self,
         reason: String,
@@ -223,10 +225,33 @@ impl RunState {
         } else {
             let for_children = child_reason(&reason);
             let children = self.cancel_children(|_| for_children.clone());
+            let ended = self.cancelled_attempts(&reason);
             let mut out = Actions::record(Record::CancelRequested { reason });
+            out.records.extend(ended);
             out.records.extend(children.records);
             out.effects.extend(children.effects);
             (out, CancelAck::Requested)
         }
+    }
+
+    /// The final results of the task attempts in flight, in step order, when the run is
+    /// cancelled for `reason`: every started attempt's journal shows how it ended. Applied
+    /// after the `CancelRequestedRecord`, which already ended their steps, they change
+    /// nothing; a journal without them (written before) replays the same.
+    fn cancelled_attempts(&self, reason: &str) -> Vec<Record> {
+        self.pending
+            .iter()
+            .filter_map(|&step| match self.steps.get(&step).map(|e| &e.machine) {
+                Some(Machine::Task(t)) => t.running().map(|attempt| Record::TaskResult {
+                    step,
+                    attempt,
+                    outcome: TaskError::CANCELLED.into(),
+                    output: Value::Null,
+                    error: Some(reason.to_string()),
+                    is_final: true,
+                }),
+                _ => None,
+            })
+            .collect()
     }
 }

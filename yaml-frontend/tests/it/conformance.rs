@@ -1284,3 +1284,80 @@ states:
     assert_eq!(p.count(&v, "TaskStartedRecord"), 2);
     assert_eq!(p.count(&v, "TaskResultRecord"), 2);
 }
+
+/// §4.2 (`cancelled`: the workflow stopped by `cancel`): a cancel ends the state's task step
+/// with a final `TaskResultRecord` of outcome `cancelled` and the cancel's reason, after the
+/// `CancelRequestedRecord` and before the `CANCELLED` status, whether an attempt runs (its
+/// process is stopped) or the run sleeps out of memory in a timer's step. The journal replays.
+#[tokio::test]
+async fn s4_2_a_cancel_ends_the_task_step_in_flight_with_a_cancelled_result() {
+    let p = project(&[
+        (
+            "slow",
+            "start: work\nstates:\n  work:\n    type: shell_task\n    run: \"sleep 30\"\n    dirName: workspace\n    on: { success: done }\n  done: { type: terminal }\n",
+        ),
+        (
+            "nap",
+            "start: n\nstates:\n  n:\n    type: timer_task\n    duration: 1h\n    on: { fired: done }\n  done: { type: terminal }\n",
+        ),
+    ])
+    .await;
+    for (name, task) in [("slow", "shell_task"), ("nap", "timer_task")] {
+        let run = p
+            .runtime
+            .start(&p.engine, &p.scope, name, json!({}), "tester")
+            .await
+            .unwrap();
+        let deadline = std::time::Instant::now() + Duration::from_secs(10);
+        loop {
+            let started = p
+                .engine
+                .journal(run)
+                .unwrap()
+                .iter()
+                .any(|e| matches!(&e.record, Record::TaskStarted { task: t, .. } if t == task));
+            let asleep = task != "timer_task" || p.engine.runs_in_memory() == 0;
+            if started && asleep {
+                break;
+            }
+            assert!(
+                std::time::Instant::now() < deadline,
+                "{name}: never started"
+            );
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        }
+        p.engine.cancel(run, "no longer needed").await.unwrap();
+        let v = p.engine.wait(run).await.unwrap();
+        assert_eq!(v.status, RunStatus::Cancelled, "{name}");
+        let journal = p.engine.journal(run).unwrap();
+        let tail: Vec<String> = journal
+            .iter()
+            .skip_while(|e| !matches!(e.record, Record::CancelRequested { .. }))
+            .map(|e| match &e.record {
+                Record::TaskResult {
+                    step,
+                    outcome,
+                    error,
+                    is_final,
+                    ..
+                } => format!(
+                    "result {step} {outcome} {} {is_final}",
+                    error.as_deref().unwrap_or_default()
+                ),
+                other => other.type_name().to_string(),
+            })
+            .collect();
+        assert_eq!(
+            tail,
+            [
+                "CancelRequestedRecord",
+                "result 1 cancelled no longer needed true",
+                "StatusRecord"
+            ],
+            "{name}"
+        );
+        p.engine
+            .check_replay(journal)
+            .unwrap_or_else(|e| panic!("{name}: {e}"));
+    }
+}
