@@ -333,3 +333,65 @@ async fn a_sleep_of_duration_max_saturates_instead_of_firing_at_once() {
         .any(|e| matches!(e.record, Record::TimerFired { .. }));
     assert!(!fired);
 }
+
+/// A blocked run cancelled outright (its code cannot run) ends the task attempt its journal
+/// shows in flight with a final `cancelled` result, as a cancel of a running run does: the
+/// journal holds no started attempt without an end.
+#[tokio::test]
+async fn cancelling_a_blocked_run_ends_the_attempt_its_journal_shows_in_flight() {
+    let store = Arc::new(MemoryStore::new());
+    let run = {
+        // An attempt that never ends in this engine: its process is gone when the next opens.
+        let hangs = TaskRegistration::new("hangs", TaskOptions::default(), |_, _| async move {
+            std::future::pending::<()>().await;
+            Ok(Value::Null)
+        });
+        let w = WorkflowRegistration::new("w", "1", |ctx, _| async move {
+            ctx.task("hangs", json!(1)).await?;
+            Ok(json!("done"))
+        });
+        let engine = build(&store, |b| b.workflow(w).task(hangs)).await;
+        let run = engine
+            .start(StartRequest::code("w", json!({})))
+            .await
+            .unwrap();
+        let deadline = std::time::Instant::now() + Duration::from_secs(10);
+        while !engine
+            .journal(run)
+            .unwrap()
+            .iter()
+            .any(|e| matches!(e.record, Record::TaskStarted { .. }))
+        {
+            assert!(
+                std::time::Instant::now() < deadline,
+                "the attempt never started"
+            );
+            tokio::time::sleep(Duration::from_millis(10)).await;
+        }
+        run
+    };
+    // Reopened without the workflow: the run is blocked, its attempt still open.
+    let other = WorkflowRegistration::new("other", "1", |_, v| async move { Ok(v) });
+    let engine = build(&store, |b| b.workflow(other)).await;
+    assert_eq!(ended(&engine, run).await.status, RunStatus::Blocked);
+    engine.cancel(run, "give up").await.unwrap();
+    assert_eq!(ended(&engine, run).await.status, RunStatus::Cancelled);
+    let tail: Vec<Record> = engine
+        .journal(run)
+        .unwrap()
+        .into_iter()
+        .map(|e| e.record)
+        .skip_while(|r| !matches!(r, Record::CancelRequested { .. }))
+        .collect();
+    assert!(
+        matches!(
+            &tail[..],
+            [
+                Record::CancelRequested { .. },
+                Record::TaskResult { step: 0, attempt: 1, outcome, error: Some(why), is_final: true, .. },
+                Record::Status { status: RunStatus::Cancelled, .. },
+            ] if outcome.as_str() == "cancelled" && why == "give up"
+        ),
+        "{tail:#?}"
+    );
+}

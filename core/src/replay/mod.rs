@@ -26,7 +26,9 @@ use serde_json::Value;
 
 pub(crate) use first_records::FirstRecords;
 pub use nondeterminism::{Divergence, NonDeterminism, StepIdentity};
-pub(crate) use records::{Replayed, identity, patch_marker, step_of, unfinished_children};
+pub(crate) use records::{
+    Replayed, identity, patch_marker, step_of, unfinished_attempts, unfinished_children,
+};
 pub(crate) use task::{TaskAsked, TaskCallSpec, completed_in_one, task_completion};
 pub(crate) use timer::{TimerPurpose, due_after};
 

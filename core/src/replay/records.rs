@@ -111,3 +111,21 @@ pub(crate) fn unfinished_children(entries: &[Entry]) -> Vec<(Step, RunId)> {
     }
     children.into_iter().collect()
 }
+
+/// The task attempts a journal shows started and not ended (no result for that attempt), in
+/// step order: what a cancel of a run that cannot replay (a blocked run) ends by its records.
+pub(crate) fn unfinished_attempts(entries: &[Entry]) -> Vec<(Step, u32)> {
+    let mut attempts = std::collections::BTreeMap::new();
+    for e in entries {
+        match &e.record {
+            Record::TaskStarted { step, attempt, .. } => {
+                attempts.insert(*step, *attempt);
+            }
+            Record::TaskResult { step, attempt, .. } if attempts.get(step) == Some(attempt) => {
+                attempts.remove(step);
+            }
+            _ => {}
+        }
+    }
+    attempts.into_iter().collect()
+}

@@ -206,9 +206,10 @@ impl Driver {
         }
     }
 
-    /// A blocked run is cancelled outright (its code cannot run): its children that have not
-    /// ended, as its journal says, are cancelled with it.
-    pub(super) fn cancel_children_of_blocked(&mut self, why: &str) {
+    /// A blocked run is cancelled outright (its code cannot run): the task attempts its
+    /// journal shows started and not ended get a final `cancelled` result, and its children
+    /// that have not ended are cancelled with it.
+    pub(super) fn cancel_steps_of_blocked(&mut self, why: &str) {
         let entries = match self.engine.readable_journal(self.run_id) {
             Ok(entries) => entries,
             Err(e) => {
@@ -216,6 +217,16 @@ impl Driver {
                 return;
             }
         };
+        for (step, attempt) in crate::replay::unfinished_attempts(&entries) {
+            self.outbox.append(Record::TaskResult {
+                step,
+                attempt,
+                outcome: crate::task::TaskError::CANCELLED.into(),
+                output: serde_json::Value::Null,
+                error: Some(why.to_string()),
+                is_final: true,
+            });
+        }
         let reason = parent_cancelled(self.run_id, why);
         for (step, child) in crate::replay::unfinished_children(&entries) {
             if self.state.child_cancel(step).is_some() {

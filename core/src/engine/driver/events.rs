@@ -179,7 +179,7 @@ impl Driver {
                 self.outbox.append(Record::CancelRequested {
                     reason: why.clone(),
                 });
-                self.cancel_children_of_blocked(&why);
+                self.cancel_steps_of_blocked(&why);
                 self.append_apply(Record::Status {
                     status: RunStatus::Cancelled,
                     reason: Some(why),
