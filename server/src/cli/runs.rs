@@ -3,7 +3,7 @@
 use magrathea_core::RunStatus;
 use magrathea_server::http::runs::RunDto;
 
-use super::backend::{ControlOp, Controlled};
+use super::backend::{Backend, ControlOp, Controlled};
 use super::output::{errln, outln, print_labels, print_run, run_json, timestamp};
 use super::store::Project;
 use super::{EXIT_OK, Location};
@@ -257,7 +257,19 @@ async fn control(project: &Project, run_id: &str, op: ControlOp, json: bool) -> 
         // This process resumed the run on its own store: it drives the run until it settles.
         return super::run::finish(project, &backend, run, follower, json).await;
     }
-    if let Some(dto) = backend.run(run).await? {
+    let dto = match backend.run(run).await {
+        Ok(dto) => dto,
+        // The owner was a command driving the run (`magrathea run`), which exits once its run
+        // is paused: the run is read from the store it has let go of.
+        Err(_) if matches!(backend, Backend::Remote(_)) && code == EXIT_OK => {
+            let Some(backend) = project.existing_backend().await? else {
+                return Ok(code);
+            };
+            backend.run(run).await?
+        }
+        Err(e) => return Err(e),
+    };
+    if let Some(dto) = dto {
         if json {
             outln!("{}", run_json(&dto))?;
         } else {

@@ -193,3 +193,45 @@ fn a_task_running_when_its_run_is_paused_finishes_before_the_run_command_exits()
     );
     assert_eq!(std::fs::read_to_string(&marks).unwrap(), "once\n");
 }
+
+/// A run asleep in a `timer_task` has its state's task step open, but no attempt of it runs:
+/// paused, the `run` command that drives it exits at once with the run `PAUSED`, instead of
+/// waiting for a task to finish that is not running.
+#[test]
+fn a_run_paused_while_it_sleeps_in_a_timer_state_lets_the_run_command_exit() {
+    let p = Project::new();
+    p.workflow(
+        "nap",
+        "start: nap\nstates:\n  nap:\n    type: timer_task\n    duration: 1h\n    on: { fired: done }\n  done: { type: terminal }\n",
+    );
+    let child = p.spawn(&["run", "nap", "--json"]);
+    let deadline = Instant::now() + Duration::from_secs(30);
+    let run = loop {
+        let listed = json(&p.cli(&["runs", "list", "--json"]));
+        if let Some(id) = listed[0]["workflowRunId"].as_str() {
+            let journal = p.cli(&["journal", id, "--json"]);
+            if String::from_utf8_lossy(&journal.stdout).contains("TimerSetRecord") {
+                break id.to_owned();
+            }
+        }
+        assert!(Instant::now() < deadline, "the timer was never set");
+        std::thread::sleep(Duration::from_millis(50));
+    };
+    let out = p.cli(&["runs", "pause", &run, "--reason", "hold"]);
+    assert_eq!(code(&out), 0, "{}", stderr(&out));
+
+    let pid = child.id();
+    let (tx, rx) = std::sync::mpsc::channel();
+    std::thread::spawn(move || {
+        let _ = tx.send(child.wait_with_output());
+    });
+    let Ok(out) = rx.recv_timeout(Duration::from_secs(30)) else {
+        let _ = std::process::Command::new("kill")
+            .args(["-9", &pid.to_string()])
+            .status();
+        panic!("`magrathea run` kept waiting on a paused run asleep on its timer");
+    };
+    let out = out.unwrap();
+    assert_eq!(code(&out), 3, "{}", stderr(&out));
+    assert_eq!(json(&out)["status"], "PAUSED");
+}
