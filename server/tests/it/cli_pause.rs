@@ -144,6 +144,23 @@ fn pause_and_resume_through_a_serving_owner() {
     assert!(stderr(&out).contains("MAG-PS002"), "{}", stderr(&out));
 }
 
+/// The id of the project's newest run, once its journal holds a record of type `record`
+/// (at most 30 s).
+fn newest_run_once_it_journals(p: &Project, record: &str) -> String {
+    let deadline = Instant::now() + Duration::from_secs(30);
+    loop {
+        let listed = json(&p.cli(&["runs", "list", "--json"]));
+        if let Some(id) = listed[0]["workflowRunId"].as_str() {
+            let journal = p.cli(&["journal", id, "--json"]);
+            if String::from_utf8_lossy(&journal.stdout).contains(record) {
+                return id.to_owned();
+            }
+        }
+        assert!(Instant::now() < deadline, "no {record} was journaled");
+        std::thread::sleep(Duration::from_millis(50));
+    }
+}
+
 /// A run paused while `magrathea run` drives its shell step: the step finishes and its result
 /// is journaled before the command exits (3, PAUSED); the resume goes on from there, and the
 /// step's side effect happened once.
@@ -159,19 +176,7 @@ fn a_task_running_when_its_run_is_paused_finishes_before_the_run_command_exits()
         ),
     );
     let child = p.spawn(&["run", "slow", "--json"]);
-    // The run's id, once its step has started.
-    let deadline = Instant::now() + Duration::from_secs(30);
-    let run = loop {
-        let listed = json(&p.cli(&["runs", "list", "--json"]));
-        if let Some(id) = listed[0]["workflowRunId"].as_str() {
-            let journal = p.cli(&["journal", id, "--json"]);
-            if String::from_utf8_lossy(&journal.stdout).contains("TaskStartedRecord") {
-                break id.to_owned();
-            }
-        }
-        assert!(Instant::now() < deadline, "the step never started");
-        std::thread::sleep(Duration::from_millis(50));
-    };
+    let run = newest_run_once_it_journals(&p, "TaskStartedRecord");
     let out = p.cli(&["runs", "pause", &run, "--reason", "hold"]);
     assert_eq!(code(&out), 0, "{}", stderr(&out));
 
@@ -205,18 +210,7 @@ fn a_run_paused_while_it_sleeps_in_a_timer_state_lets_the_run_command_exit() {
         "start: nap\nstates:\n  nap:\n    type: timer_task\n    duration: 1h\n    on: { fired: done }\n  done: { type: terminal }\n",
     );
     let child = p.spawn(&["run", "nap", "--json"]);
-    let deadline = Instant::now() + Duration::from_secs(30);
-    let run = loop {
-        let listed = json(&p.cli(&["runs", "list", "--json"]));
-        if let Some(id) = listed[0]["workflowRunId"].as_str() {
-            let journal = p.cli(&["journal", id, "--json"]);
-            if String::from_utf8_lossy(&journal.stdout).contains("TimerSetRecord") {
-                break id.to_owned();
-            }
-        }
-        assert!(Instant::now() < deadline, "the timer was never set");
-        std::thread::sleep(Duration::from_millis(50));
-    };
+    let run = newest_run_once_it_journals(&p, "TimerSetRecord");
     let out = p.cli(&["runs", "pause", &run, "--reason", "hold"]);
     assert_eq!(code(&out), 0, "{}", stderr(&out));
 
