@@ -555,7 +555,17 @@ fn answers_through(p: &Project, owner: impl Fn(&Project) -> Guard) {
 
 /// `magrathea run nap` as a client, and what it has printed on stderr so far.
 fn follow_nap(p: &Project) -> (Guard, Arc<Mutex<String>>, std::thread::JoinHandle<()>) {
-    let mut cmd = p.command(&["run", "nap"]);
+    follow(p, "nap", "timer: fires in")
+}
+
+/// `magrathea run <workflow>` as a client, its stderr collected, once it shows `shown` (a
+/// progress line: the client follows the run and handles Ctrl-C by then).
+fn follow(
+    p: &Project,
+    workflow: &str,
+    shown: &str,
+) -> (Guard, Arc<Mutex<String>>, std::thread::JoinHandle<()>) {
+    let mut cmd = p.command(&["run", workflow]);
     cmd.stdin(Stdio::null())
         .stdout(Stdio::null())
         .stderr(Stdio::piped());
@@ -571,8 +581,8 @@ fn follow_nap(p: &Project) -> (Guard, Arc<Mutex<String>>, std::thread::JoinHandl
             text.push('\n');
         }
     });
-    wait_for("the client to show the timer", || {
-        seen.lock().unwrap().contains("timer: fires in")
+    wait_for("the client to show its progress", || {
+        seen.lock().unwrap().contains(shown)
     });
     (client, seen, reader)
 }
@@ -607,16 +617,14 @@ fn ctrl_c_on_a_client_exits_130_and_the_owner_keeps_driving_the_run() {
 fn a_run_owner_drives_an_interrupted_clients_run_to_its_end_before_exiting() {
     let p = project();
     let mut owner = run_owner(&p);
-    let mut cmd = p.command(&["run", "hold2"]);
-    cmd.stdin(Stdio::null())
-        .stdout(Stdio::null())
-        .stderr(Stdio::null());
-    let mut client = Guard(cmd.spawn().unwrap());
+    // Interrupted once it follows its run (a progress line), in its shell step.
+    let (mut client, _, reader) = follow(&p, "hold2", "→ state");
     wait_for("the client's shell step", || {
         p.dir.join("holding2").exists()
     });
     client.signal("INT");
     assert_eq!(client.wait(), Some(130));
+    reader.join().unwrap();
     // The owner's own run ends; the client's is still in its shell step.
     std::fs::write(p.dir.join("release"), "").unwrap();
     wait_for("the owner's run to be DONE", || {
