@@ -43,6 +43,7 @@ pub mod runtime;
 mod scalar;
 pub mod scheduler;
 pub mod schema;
+mod shell_splice;
 use magrathea_exec::suggest;
 mod template;
 mod validate;
@@ -71,6 +72,7 @@ pub use plan::{Plan, StateGraph};
 pub use runtime::{
     DocumentError, DocumentSource, Scope, YamlRuntime, YamlStartError, is_held_task,
 };
+pub use shell_splice::{ShellCommand, ShellRun};
 pub use template::{
     Placeholder, Template, TemplateRoot, TemplateValue, TemplateWarning, likely_typos,
     parse_placeholders, resolve_str, resolve_value,

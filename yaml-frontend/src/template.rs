@@ -45,6 +45,18 @@ pub struct Placeholder {
 }
 
 impl Placeholder {
+    /// The text the placeholder gives inside other text: a string as itself, a number or
+    /// boolean as its plain text, an object or array as compact JSON, `null` or a missing
+    /// key as nothing.
+    #[must_use]
+    pub fn text<'v>(&self, params: &'v Value, state: &'v Value) -> std::borrow::Cow<'v, str> {
+        match self.lookup(params, state) {
+            None | Some(Value::Null) => "".into(),
+            Some(Value::String(s)) => s.as_str().into(),
+            Some(other) => other.to_string().into(),
+        }
+    }
+
     /// Reads the placeholder's value; `None` when a key is missing.
     #[must_use]
     pub fn lookup<'v>(&self, params: &'v Value, state: &'v Value) -> Option<&'v Value> {
@@ -71,6 +83,15 @@ pub struct TemplateWarning {
 enum Part {
     Text(String),
     Var(Placeholder),
+}
+
+/// A piece of a [`Template`], as [`Template::pieces`] gives it.
+#[derive(Debug, Clone, Copy)]
+pub(crate) enum Piece<'a> {
+    /// Literal text.
+    Text(&'a str),
+    /// A placeholder.
+    Var(&'a Placeholder),
 }
 
 /// A parsed template string: literal text and placeholders.
@@ -137,6 +158,14 @@ impl Template {
         })
     }
 
+    /// The template's pieces in order: text (with `$${` already unescaped) and placeholders.
+    pub(crate) fn pieces(&self) -> impl Iterator<Item = Piece<'_>> {
+        self.parts.iter().map(|p| match p {
+            Part::Text(t) => Piece::Text(t),
+            Part::Var(v) => Piece::Var(v),
+        })
+    }
+
     /// Renders the template as text.
     #[must_use]
     pub fn render(&self, params: &Value, state: &Value) -> String {
@@ -165,11 +194,7 @@ impl Template {
         for part in &self.parts {
             match part {
                 Part::Text(t) => out.push_str(t),
-                Part::Var(p) => match p.lookup(params, state) {
-                    None | Some(Value::Null) => put("", &mut out),
-                    Some(Value::String(s)) => put(s, &mut out),
-                    Some(other) => put(&other.to_string(), &mut out),
-                },
+                Part::Var(p) => put(&p.text(params, state), &mut out),
             }
         }
         out

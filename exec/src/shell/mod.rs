@@ -9,13 +9,13 @@
 //! output produced until then), cannot start → `technical_error`.
 //!
 //! The process starts from a clean environment (see [`mod@env`]): never the server's own. It sees
-//! the run's parameters and stored variables as environment variables, so a command need not
-//! splice `${params.x}` into its text (a shell-injection risk): `MAGRATHEA_PARAM_<KEY>` and
+//! the run's parameters and stored variables as environment variables, so that no value is
+//! ever spliced into its text as code: `MAGRATHEA_PARAM_<KEY>` and
 //! `MAGRATHEA_VAR_<KEY>`, the key upper-cased with every character other than `A-Z`, `0-9`
 //! and `_` replaced by `_`; strings as they are, other values as compact JSON, nested values
 //! under their joined path. They come from the call's [`RunData`], which is not journaled.
 //! Also `MAGRATHEA_RUN_ID`, `MAGRATHEA_WORKFLOW` and `MAGRATHEA_STATE`, and the input's own
-//! `env` (journaled).
+//! `env` (journaled; a YAML state's `${…}` in `run:` arrive there as `MAGRATHEA_SPLICE_<n>`).
 //!
 //! **Containment** (the tenant's `shell:` settings, [`TenantShellSettings`]):
 //! - the process runs in the Landlock [`sandbox`]: on by default for served trees (a kernel
@@ -111,13 +111,20 @@ impl ShellInput {
     }
 
     /// The input of a YAML state from its resolved spec (`run`, `dirName`, `timeoutSeconds`
-    /// as a number or numeric text).
+    /// as a number or numeric text, and `env`: the variables that carry the values spliced
+    /// into `run`).
     pub fn from_spec(spec: &Value) -> Self {
         Self {
             run: text_field(spec, "run"),
             dir_name: opt_text(spec, "dirName"),
             timeout_seconds: positive_secs(spec.get("timeoutSeconds")),
-            env: BTreeMap::new(),
+            env: spec
+                .get("env")
+                .and_then(Value::as_object)
+                .into_iter()
+                .flatten()
+                .filter_map(|(k, v)| Some((k.clone(), v.as_str()?.to_string())))
+                .collect(),
         }
     }
 }

@@ -323,7 +323,7 @@ pub enum TaskSpec {
         run: String,
         /// Workspace root dir.
         dir_name: Option<String>,
-        /// Whether `${…}` in `run:` is refused (the default) or spliced shell-quoted.
+        /// How `${…}` in `run:` reaches the command (`splice:`).
         splice: Splice,
     },
     /// `script_task`.
@@ -395,13 +395,17 @@ pub enum TaskSpec {
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 #[non_exhaustive]
 pub enum Splice {
-    /// `none` (default): a placeholder in `run:` is an error (`MAG-Y028`); values reach the
-    /// command as `$MAGRATHEA_PARAM_*` / `$MAGRATHEA_VAR_*`.
+    /// `variables` (default): each placeholder becomes a reference to an environment
+    /// variable of its own that holds its value, written for where it stands in the
+    /// command's quoting, so that the value arrives as data whatever it holds.
     #[default]
-    None,
+    Variables,
     /// `quoted`: each placeholder's value is spliced POSIX-single-quoted, so it arrives as one
     /// word of data whatever it holds.
     Quoted,
+    /// `none`: a placeholder in `run:` is an error (`MAG-Y028`); values reach the command
+    /// only as `$MAGRATHEA_PARAM_*` / `$MAGRATHEA_VAR_*`.
+    None,
 }
 
 /// Where a `script_task` reads its script.

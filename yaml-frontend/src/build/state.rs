@@ -502,27 +502,55 @@ fn json_field(node: &YamlNode, key: &str) -> Value {
     node.get(key).map_or(Value::Null, YamlNode::to_json)
 }
 
-/// `MAG-Y028`: a placeholder in a shell command is code injection waiting for a value with a
-/// quote or `;`. One error per placeholder, naming the variable that carries its value.
+/// `MAG-Y028` under `splice: none`: a placeholder in the shell command is refused. One error
+/// per placeholder, naming the variable that carries its value.
 fn check_splice(ctx: &mut Ctx<'_>, node: &YamlNode, run: &str, what: &str) {
     let span = node.get("run").map_or(node.span, |n| n.span);
     for p in crate::template::parse_placeholders(run) {
-        let (root, prefix) = match p.root {
-            crate::template::TemplateRoot::Params => ("params", "PARAM"),
-            _ => ("state", "VAR"),
-        };
-        let path = p.path.join(".");
-        let env = crate::runtime::env_name(prefix, &path);
+        let (shown, env) = splice_names(&p);
         ctx.error(
             span,
             Code::ShellSplice,
             format_args!(
-                "run of {what} splices '${{{root}.{path}}}' into the shell command, where a \
-                 value with quotes or ';' becomes code: use \"${env}\" instead (double-quoted), \
-                 or set `splice: quoted` on the state to splice each value single-quoted"
+                "run of {what} has '{shown}', but the state says `splice: none`: use \"${env}\" \
+                 instead (double-quoted), or remove `splice: none` to have the value spliced \
+                 as data"
             ),
         );
     }
+}
+
+/// `MAG-Y028` under `splice: variables`: a placeholder where no splice is safe (arithmetic,
+/// a quoted here-document).
+fn check_splice_spots(ctx: &mut Ctx<'_>, node: &YamlNode, run: &str, what: &str) {
+    let Some(command) = crate::shell_splice::ShellCommand::parse(run) else {
+        return;
+    };
+    let span = node.get("run").map_or(node.span, |n| n.span);
+    for (p, place) in command.unsafe_spots() {
+        let (shown, env) = splice_names(p);
+        ctx.error(
+            span,
+            Code::ShellSplice,
+            format_args!(
+                "run of {what} has '{shown}' {place}, where no value can be spliced as data: \
+                 use \"${env}\" (double-quoted) outside it instead"
+            ),
+        );
+    }
+}
+
+/// A placeholder as written, and the variable that carries its value.
+fn splice_names(p: &crate::template::Placeholder) -> (String, String) {
+    let (root, prefix) = match p.root {
+        crate::template::TemplateRoot::Params => ("params", "PARAM"),
+        _ => ("state", "VAR"),
+    };
+    let path = p.path.join(".");
+    (
+        format!("${{{root}.{path}}}"),
+        crate::runtime::env_name(prefix, &path),
+    )
 }
 
 fn task_spec(ctx: &mut Ctx<'_>, t: TaskType, node: &YamlNode, what: &str) -> TaskSpec {
@@ -538,12 +566,18 @@ fn task_spec(ctx: &mut Ctx<'_>, t: TaskType, node: &YamlNode, what: &str) -> Tas
                 ctx,
                 node,
                 "splice",
-                &[("none", Splice::None), ("quoted", Splice::Quoted)],
+                &[
+                    ("variables", Splice::Variables),
+                    ("quoted", Splice::Quoted),
+                    ("none", Splice::None),
+                ],
                 what,
             )
             .unwrap_or_default();
-            if splice == Splice::None {
-                check_splice(ctx, node, &run, what);
+            match splice {
+                Splice::None => check_splice(ctx, node, &run, what),
+                Splice::Variables => check_splice_spots(ctx, node, &run, what),
+                _ => {}
             }
             TaskSpec::Shell {
                 run,

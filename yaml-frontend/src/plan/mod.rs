@@ -19,6 +19,7 @@ use crate::ast::{
 };
 use crate::condition::Condition;
 use crate::error_kind::ErrorKind;
+use crate::shell_splice::{ShellCommand, ShellRun};
 use crate::template::{Template, TemplateValue};
 
 pub(crate) use fanout::item_word;
@@ -126,9 +127,9 @@ pub enum Step {
         spec: TemplateValue,
         /// `tool:` of a `tool_task` (the permission check needs it before the call).
         tool: Option<Template>,
-        /// `run:` of a `shell_task` with `splice: quoted`: rendered with each value
-        /// shell-quoted, in place of the plain rendering in `spec`.
-        quoted_run: Option<Template>,
+        /// `run:` of a `shell_task` that holds placeholders: rendered as its `splice:` says,
+        /// in place of the plain rendering in `spec`.
+        shell_run: Option<ShellRun>,
     },
     /// `condition_task`: the first rule whose condition holds, else `else:`.
     Condition {
@@ -350,17 +351,21 @@ fn compile_state(
         TaskSpec::Shell { run, splice, .. } => Step::External {
             spec: task_fields(raw),
             tool: None,
-            quoted_run: (*splice == Splice::Quoted).then(|| Template::parse(run)),
+            shell_run: match splice {
+                Splice::Quoted => Some(ShellRun::Quoted(Template::parse(run))),
+                Splice::Variables => ShellCommand::parse(run).map(ShellRun::Variables),
+                _ => None,
+            },
         },
         TaskSpec::Agent { .. } | TaskSpec::Script { .. } => Step::External {
             spec: task_fields(raw),
             tool: None,
-            quoted_run: None,
+            shell_run: None,
         },
         TaskSpec::Tool { tool, .. } => Step::External {
             spec: task_fields(raw),
             tool: Some(Template::parse(tool)),
-            quoted_run: None,
+            shell_run: None,
         },
         TaskSpec::Condition { rules, otherwise } => Step::Condition {
             rules: rules

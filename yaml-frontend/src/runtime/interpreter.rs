@@ -306,12 +306,15 @@ async fn execute(
 ) -> Completion {
     match &state.step {
         Step::External {
-            spec, quoted_run, ..
+            spec, shell_run, ..
         } => {
             let mut spec = run.value(spec);
-            if let (Some(template), Some(fields)) = (quoted_run, spec.as_object_mut()) {
-                let command = template.render_shell_quoted(run.params, &run.vars);
+            if let (Some(shell_run), Some(fields)) = (shell_run, spec.as_object_mut()) {
+                let (command, env) = shell_run.render(run.params, &run.vars);
                 fields.insert("run".into(), Value::String(command));
+                if !env.is_empty() {
+                    fields.insert("env".into(), serde_json::json!(env));
+                }
             }
             let vars = run.vars.as_object().cloned().unwrap_or_default();
             let info = RunInfo {

@@ -1130,20 +1130,30 @@ states:
     assert!(out.ends_with("xxxxEND\n"), "{out}");
 }
 
+/// §2.4 in a shell command: a placeholder loads (its value is spliced as data, see
+/// `shell_splice`); a state that says `splice: none` refuses it, and a placeholder where no
+/// splice is safe (inside `$((…))`) is refused too, each error naming the variable to use.
 #[test]
-fn a_placeholder_in_a_shell_command_is_an_error_naming_the_variable_to_use() {
+fn a_placeholder_in_a_shell_command_loads_unless_no_splice_is_safe_there() {
     let doc = "start: a\nstates:\n  a:\n    type: shell_task\n    run: \"git checkout ${params.branch} && echo ${state.plan.risk}\"\n    dirName: workspace\n    on:\n      success: done\n  done: { type: terminal }\n";
-    let errors: Vec<String> =
+    let load = |doc: &str| -> Vec<String> {
         match magrathea_yaml::load_workflow("w.yaml", doc, &Default::default()) {
-            Ok(_) => panic!("a splicing shell command must not load"),
+            Ok(_) => Vec::new(),
             Err(d) => d.errors().map(|d| d.to_string()).collect(),
-        };
+        }
+    };
+    assert_eq!(load(doc), Vec::<String>::new());
+    let quoted = doc.replace("    dirName:", "    splice: quoted\n    dirName:");
+    assert_eq!(load(&quoted), Vec::<String>::new());
+
+    let errors = load(&doc.replace("    dirName:", "    splice: none\n    dirName:"));
     assert!(
         errors
             .iter()
             .any(|e| e.starts_with("w.yaml:5:10: [MAG-Y028]")
+                && e.contains("'${params.branch}'")
                 && e.contains("\"$MAGRATHEA_PARAM_BRANCH\"")
-                && e.contains("splice: quoted")),
+                && e.contains("splice: none")),
         "{errors:?}"
     );
     assert!(
@@ -1152,9 +1162,19 @@ fn a_placeholder_in_a_shell_command_is_an_error_naming_the_variable_to_use() {
             .any(|e| e.contains("[MAG-Y028]") && e.contains("\"$MAGRATHEA_VAR_PLAN_RISK\"")),
         "{errors:?}"
     );
-    // Opting in with `splice: quoted` loads.
-    let quoted = doc.replace("    dirName:", "    splice: quoted\n    dirName:");
-    assert!(magrathea_yaml::load_workflow("w.yaml", &quoted, &Default::default()).is_ok());
+
+    let arithmetic = doc.replace(
+        "git checkout ${params.branch} && echo ${state.plan.risk}",
+        "echo $(( ${params.n} + 1 )) ${params.branch}",
+    );
+    let errors = load(&arithmetic);
+    assert_eq!(errors.len(), 1, "{errors:?}");
+    assert!(
+        errors[0].starts_with("w.yaml:5:10: [MAG-Y028]")
+            && errors[0].contains("'${params.n}' inside `$((…))`")
+            && errors[0].contains("\"$MAGRATHEA_PARAM_N\""),
+        "{errors:?}"
+    );
 }
 
 /// §3.7 and §4.1: a sub-run that cannot be started (its document is missing, does not

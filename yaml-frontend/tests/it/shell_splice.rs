@@ -1,5 +1,7 @@
-//! Values reach shell commands as data: through `MAGRATHEA_PARAM_*` / `MAGRATHEA_VAR_*`
-//! (nested values included), or spliced single-quoted when a state says `splice: quoted`.
+//! Values reach shell commands as data: `${params.…}` / `${state.…}` in `run:` through a
+//! variable of their own wherever they stand (the default), through `MAGRATHEA_PARAM_*` /
+//! `MAGRATHEA_VAR_*` (nested values included), or spliced single-quoted when a state says
+//! `splice: quoted`.
 
 use crate::common;
 
@@ -78,4 +80,104 @@ states:
             "{hostile}"
         );
     }
+}
+
+/// §2.4 in a shell command: each placeholder gives the value's text, outside quotes, inside
+/// double and single quotes and in a here-document, and a hostile value stays data there.
+#[tokio::test(flavor = "multi_thread")]
+async fn a_placeholder_gives_its_value_as_data_wherever_it_stands_in_the_command() {
+    let p = Project::new(|rt| rt).await;
+    p.workflow(
+        "sh",
+        r#"
+start: echo
+parameters:
+  who: { type: string, required: true }
+states:
+  echo:
+    type: shell_task
+    run: |
+      printf '%s|' ${params.who} "<${params.who}>" '[${params.who}]' x${params.missing}y
+      cat <<EOF
+      ${params.who}
+      EOF
+    dirName: workspace
+    storeAs: out
+    on: { success: done }
+  done:
+    type: terminal
+    result: "${state.out.stdout}"
+"#,
+    );
+    let hostile = [
+        "plain",
+        "two  words *",
+        "'; touch pwned; '",
+        "\"; touch pwned; \"",
+        "$(touch pwned)`touch pwned`",
+        "a'\\''b \\\" ;|& $HOME",
+        "x\nEOF\ntouch pwned",
+    ];
+    for who in hostile {
+        let view = p.run("sh", json!({ "who": who })).await;
+        assert_eq!(view.status, RunStatus::Done, "{view:?}");
+        assert_eq!(
+            view.result,
+            Some(json!(format!("{who}|<{who}>|[{who}]|xy|{who}\n"))),
+            "{who}"
+        );
+        assert!(!p.project.join("pwned").exists(), "{who} ran as code");
+    }
+}
+
+/// Values that are not strings are spliced as the reference's text: numbers plain, objects
+/// as compact JSON; one placeholder used twice is one variable, journaled with the command.
+#[tokio::test(flavor = "multi_thread")]
+async fn typed_values_splice_as_text_and_the_journal_shows_command_and_values() {
+    let p = Project::new(|rt| rt).await;
+    p.workflow(
+        "sh",
+        r#"
+start: echo
+parameters:
+  n: { type: integer, required: true }
+  payload: { type: object, required: true }
+states:
+  echo:
+    type: shell_task
+    run: "echo ${params.n} ${params.payload} ${params.payload.title} ${params.n}"
+    dirName: workspace
+    storeAs: out
+    on: { success: done }
+  done:
+    type: terminal
+    result: "${state.out.stdout}"
+"#,
+    );
+    let view = p
+        .run("sh", json!({ "n": 3, "payload": { "title": "t; x" } }))
+        .await;
+    assert_eq!(view.status, RunStatus::Done, "{view:?}");
+    assert_eq!(view.result, Some(json!("3 {\"title\":\"t; x\"} t; x 3\n")));
+    let journal = p.engine.journal(view.workflow_run_id).unwrap();
+    let input = journal
+        .iter()
+        .find_map(|e| match &e.record {
+            magrathea_core::Record::TaskStarted { input, .. } => Some(input.clone()),
+            _ => None,
+        })
+        .expect("the shell step's start");
+    assert_eq!(
+        input["run"],
+        "echo \"${MAGRATHEA_SPLICE_1}\" \"${MAGRATHEA_SPLICE_2}\" \"${MAGRATHEA_SPLICE_3}\" \
+         \"${MAGRATHEA_SPLICE_1}\""
+    );
+    assert_eq!(
+        input["env"],
+        json!({
+            "MAGRATHEA_SPLICE_1": "3",
+            "MAGRATHEA_SPLICE_2": "{\"title\":\"t; x\"}",
+            "MAGRATHEA_SPLICE_3": "t; x",
+        })
+    );
 }

@@ -1,0 +1,455 @@
+//! `${params.…}` / `${state.…}` in a `shell_task`'s `run:` (reference §2.4), spliced so that
+//! the shell reads each value as data and never as code.
+//!
+//! The reference resolves every placeholder of a state's spec as text before the task runs.
+//! Spliced into a command as text, a value holding a quote, `;` or `$(…)` would become code.
+//! So each distinct placeholder of the command gets an environment variable of its own,
+//! `MAGRATHEA_SPLICE_<n>` (numbered from 1 in order of first appearance), holding exactly the
+//! text the reference would have spliced, and the placeholder is replaced by a reference to
+//! that variable written for where it stands:
+//!
+//! | where the placeholder stands | it becomes |
+//! |---|---|
+//! | outside quotes | `"${MAGRATHEA_SPLICE_1}"` |
+//! | inside double quotes | `${MAGRATHEA_SPLICE_1}` |
+//! | inside single quotes | `'"${MAGRATHEA_SPLICE_1}"'` (the quotes closed around it) |
+//! | in a here-document whose delimiter is not quoted | `${MAGRATHEA_SPLICE_1}` |
+//!
+//! The shell never parses the result of expanding a variable again, so the value arrives as
+//! one piece of data wherever the reference ends up, even where this scan misreads the
+//! command's quoting (the text then looks odd, it does not run). Two places have no safe
+//! splice and are refused when the document is validated: arithmetic `$((…))`, which `bash`
+//! evaluates as an expression (an array subscript there runs command substitutions), and a
+//! here-document with a quoted delimiter, where nothing expands and a value holding the
+//! delimiter's line would end the document early.
+//!
+//! The scan knows POSIX `sh` quoting: backslash escapes, single and double quotes, comments,
+//! `$(…)` and `$((…))`, and here-documents (`<<`, `<<-`, quoted or not).
+
+use std::collections::BTreeMap;
+
+use serde_json::Value;
+
+use crate::template::{Piece, Placeholder, Template};
+
+/// The prefix of the variables that carry spliced values.
+pub(crate) const SPLICE_PREFIX: &str = "MAGRATHEA_SPLICE_";
+
+/// Where a placeholder stands in a command, by the shell's quoting.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Spot {
+    /// Outside quotes (or in a comment).
+    Bare,
+    /// Inside double quotes.
+    Double,
+    /// Inside single quotes.
+    Single,
+    /// In the body of a here-document whose delimiter is not quoted.
+    HereDoc,
+    /// Where no splice is safe; the text says where.
+    Unsafe(&'static str),
+}
+
+/// How a `shell_task`'s `run:` takes its placeholders (`splice:`), when it has any.
+#[derive(Debug, Clone, PartialEq)]
+#[non_exhaustive]
+pub enum ShellRun {
+    /// `splice: variables` (the default): each through an environment variable of its own.
+    Variables(ShellCommand),
+    /// `splice: quoted`: each value spliced as one POSIX single-quoted word.
+    Quoted(Template),
+}
+
+impl ShellRun {
+    /// The command to run and the variables it needs beside the run's own.
+    pub(crate) fn render(
+        &self,
+        params: &Value,
+        state: &Value,
+    ) -> (String, BTreeMap<String, String>) {
+        match self {
+            Self::Variables(command) => command.render(params, state),
+            Self::Quoted(template) => {
+                (template.render_shell_quoted(params, state), BTreeMap::new())
+            }
+        }
+    }
+}
+
+/// A `run:` whose placeholders are spliced through environment variables.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ShellCommand {
+    template: Template,
+    /// For each placeholder, in order: where it stands and its variable's number.
+    refs: Vec<(Spot, usize)>,
+}
+
+impl ShellCommand {
+    /// Scans `run`. `None` when it holds no placeholder (it runs as written).
+    pub(crate) fn parse(run: &str) -> Option<Self> {
+        let template = Template::parse(run);
+        template.placeholders().next()?;
+        let spots = spots(&template);
+        let mut distinct: Vec<&Placeholder> = Vec::new();
+        let refs = template
+            .placeholders()
+            .zip(spots)
+            .map(|(p, spot)| {
+                let same = |d: &&Placeholder| d.root == p.root && d.path == p.path;
+                let n = match distinct.iter().position(same) {
+                    Some(i) => i + 1,
+                    None => {
+                        distinct.push(p);
+                        distinct.len()
+                    }
+                };
+                (spot, n)
+            })
+            .collect();
+        Some(Self { template, refs })
+    }
+
+    /// The placeholders that stand where no splice is safe, with where that is.
+    pub(crate) fn unsafe_spots(&self) -> impl Iterator<Item = (&Placeholder, &'static str)> {
+        self.template
+            .placeholders()
+            .zip(&self.refs)
+            .filter_map(|(p, (spot, _))| match spot {
+                Spot::Unsafe(place) => Some((p, *place)),
+                _ => None,
+            })
+    }
+
+    /// The command with each placeholder replaced by its variable's reference, and the
+    /// variables with the values' text.
+    pub(crate) fn render(
+        &self,
+        params: &Value,
+        state: &Value,
+    ) -> (String, BTreeMap<String, String>) {
+        let mut command = String::new();
+        let mut env = BTreeMap::new();
+        let mut refs = self.refs.iter();
+        for piece in self.template.pieces() {
+            match piece {
+                Piece::Text(t) => command.push_str(t),
+                Piece::Var(p) => {
+                    let Some(&(spot, n)) = refs.next() else {
+                        break;
+                    };
+                    let name = format!("{SPLICE_PREFIX}{n}");
+                    command.push_str(&match spot {
+                        Spot::Double | Spot::HereDoc => format!("${{{name}}}"),
+                        Spot::Single => format!("'\"${{{name}}}\"'"),
+                        // Validation refuses unsafe spots; a quoted reference is the safest.
+                        Spot::Bare | Spot::Unsafe(_) => format!("\"${{{name}}}\""),
+                    });
+                    env.entry(name)
+                        .or_insert_with(|| p.text(params, state).into_owned());
+                }
+            }
+        }
+        (command, env)
+    }
+}
+
+/// A character of the command, or a placeholder (a word character that is never a quote).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Tok {
+    Ch(char),
+    Var,
+}
+
+/// A here-document announced on the current line, whose body starts on the next.
+#[derive(Debug, Clone, PartialEq, Eq)]
+struct HereDoc {
+    /// `None` when a placeholder stands in the delimiter: its end cannot be known.
+    delimiter: Option<String>,
+    quoted: bool,
+    strip_tabs: bool,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+enum Mode {
+    Bare,
+    Double,
+    Single,
+    Comment,
+    /// `$(…)`: like `Bare`, until its parentheses close.
+    Command(u32),
+    /// `$((…))`, until its parentheses close.
+    Arithmetic(u32),
+    Body(HereDoc),
+}
+
+/// Where each placeholder of `template` stands, in order.
+fn spots(template: &Template) -> Vec<Spot> {
+    let toks: Vec<Tok> = template
+        .pieces()
+        .flat_map(|piece| -> Box<dyn Iterator<Item = Tok> + '_> {
+            match piece {
+                Piece::Text(t) => Box::new(t.chars().map(Tok::Ch)),
+                Piece::Var(_) => Box::new(std::iter::once(Tok::Var)),
+            }
+        })
+        .collect();
+    Scan::default().run(&toks)
+}
+
+#[derive(Default)]
+struct Scan {
+    stack: Vec<Mode>,
+    pending: Vec<HereDoc>,
+    spots: Vec<Spot>,
+    /// Whether the last token ended a word (a `#` then starts a comment).
+    word_start: bool,
+}
+
+impl Scan {
+    fn mode(&self) -> &Mode {
+        self.stack.last().unwrap_or(&Mode::Bare)
+    }
+
+    fn spot(&self) -> Spot {
+        match self.mode() {
+            Mode::Bare | Mode::Comment | Mode::Command(_) => Spot::Bare,
+            Mode::Double => Spot::Double,
+            Mode::Single => Spot::Single,
+            Mode::Arithmetic(_) => Spot::Unsafe("inside `$((…))`"),
+            Mode::Body(doc) if doc.quoted || doc.delimiter.is_none() => {
+                Spot::Unsafe("in a here-document with a quoted delimiter")
+            }
+            Mode::Body(_) => Spot::HereDoc,
+        }
+    }
+
+    fn run(mut self, toks: &[Tok]) -> Vec<Spot> {
+        self.word_start = true;
+        let ch = |i: usize| match toks.get(i) {
+            Some(Tok::Ch(c)) => Some(*c),
+            _ => None,
+        };
+        let mut i = 0;
+        let mut line_start = true;
+        while i < toks.len() {
+            if line_start && let Mode::Body(doc) = self.mode().clone() {
+                let end = (i..toks.len())
+                    .find(|&j| toks[j] == Tok::Ch('\n'))
+                    .unwrap_or(toks.len());
+                if is_delimiter(&toks[i..end], &doc) {
+                    self.stack.pop();
+                    self.word_start = true;
+                    self.next_body();
+                    i = end + 1;
+                    continue;
+                }
+            }
+            line_start = false;
+            let Tok::Ch(c) = toks[i] else {
+                self.spots.push(self.spot());
+                self.word_start = false;
+                i += 1;
+                continue;
+            };
+            let mut step = 1;
+            match self.mode().clone() {
+                Mode::Bare | Mode::Command(_) => {
+                    step = self.bare(c, toks, i, &ch);
+                }
+                Mode::Double => match c {
+                    '\\' => step = 2,
+                    '"' => {
+                        self.stack.pop();
+                    }
+                    '$' => step = self.dollar(i, &ch),
+                    _ => {}
+                },
+                Mode::Single => {
+                    if c == '\'' {
+                        self.stack.pop();
+                    }
+                }
+                Mode::Comment => {
+                    if c == '\n' {
+                        self.stack.pop();
+                        self.word_start = true;
+                        self.newline();
+                    }
+                }
+                Mode::Arithmetic(depth) => self.paren(c, depth, Mode::Arithmetic),
+                Mode::Body(doc) => match c {
+                    '\\' if !doc.quoted => step = 2,
+                    '$' if !doc.quoted => step = self.dollar(i, &ch),
+                    _ => {}
+                },
+            }
+            if c == '\n' && matches!(self.mode(), Mode::Body(_)) {
+                line_start = true;
+            }
+            // An escape does not take a placeholder along: each one gets its spot.
+            if step == 2 && toks.get(i + 1) == Some(&Tok::Var) {
+                step = 1;
+            }
+            i += step;
+        }
+        self.spots
+    }
+
+    /// A character outside quotes (or inside `$(…)`); how many tokens it takes.
+    fn bare(
+        &mut self,
+        c: char,
+        toks: &[Tok],
+        i: usize,
+        ch: &impl Fn(usize) -> Option<char>,
+    ) -> usize {
+        let word_start = self.word_start;
+        self.word_start = c.is_whitespace() || ";&|()<>".contains(c);
+        match c {
+            '\\' => {
+                self.word_start = false;
+                return 2;
+            }
+            '\'' => self.stack.push(Mode::Single),
+            '"' => self.stack.push(Mode::Double),
+            '#' if word_start => self.stack.push(Mode::Comment),
+            '$' => return self.dollar(i, ch),
+            '<' if ch(i + 1) == Some('<') && ch(i + 2) != Some('<') => {
+                return self.here_doc(toks, i + 2, ch) - i;
+            }
+            '<' if ch(i + 1) == Some('<') => return 3,
+            '\n' => self.newline(),
+            _ => {
+                if let Mode::Command(depth) = *self.mode() {
+                    self.paren(c, depth, Mode::Command);
+                }
+            }
+        }
+        1
+    }
+
+    /// A `$`: enters `$((…))` or `$(…)`; how many tokens it takes.
+    fn dollar(&mut self, i: usize, ch: &impl Fn(usize) -> Option<char>) -> usize {
+        match (ch(i + 1), ch(i + 2)) {
+            (Some('('), Some('(')) => {
+                self.stack.push(Mode::Arithmetic(2));
+                3
+            }
+            (Some('('), _) => {
+                self.stack.push(Mode::Command(1));
+                2
+            }
+            _ => 1,
+        }
+    }
+
+    /// Counts a parenthesis of a `$(…)` or `$((…))`; leaves it when they balance.
+    fn paren(&mut self, c: char, depth: u32, mode: fn(u32) -> Mode) {
+        let depth = match c {
+            '(' => depth + 1,
+            ')' => depth - 1,
+            _ => return,
+        };
+        self.stack.pop();
+        if depth > 0 {
+            self.stack.push(mode(depth));
+        }
+    }
+
+    /// An unquoted newline: a here-document announced on the line starts.
+    fn newline(&mut self) {
+        if matches!(self.mode(), Mode::Bare) {
+            self.next_body();
+        }
+    }
+
+    fn next_body(&mut self) {
+        if !self.pending.is_empty() {
+            let doc = self.pending.remove(0);
+            self.stack.push(Mode::Body(doc));
+        }
+    }
+
+    /// Reads a here-document's operator from just after `<<`: `-`, blanks, the delimiter
+    /// word. Returns the index after the word.
+    fn here_doc(
+        &mut self,
+        toks: &[Tok],
+        mut i: usize,
+        ch: &impl Fn(usize) -> Option<char>,
+    ) -> usize {
+        let strip_tabs = ch(i) == Some('-');
+        if strip_tabs {
+            i += 1;
+        }
+        while matches!(ch(i), Some(' ' | '\t')) {
+            i += 1;
+        }
+        let mut delimiter = Some(String::new());
+        let mut quoted = false;
+        let mut quote: Option<char> = None;
+        while let Some(tok) = toks.get(i) {
+            let Tok::Ch(c) = *tok else {
+                delimiter = None;
+                self.spots
+                    .push(Spot::Unsafe("in the delimiter of a here-document"));
+                i += 1;
+                continue;
+            };
+            match (quote, c) {
+                (Some(q), c) if c == q => quote = None,
+                (Some(_), c) => push(&mut delimiter, c),
+                (None, '\'' | '"') => {
+                    quoted = true;
+                    quote = Some(c);
+                }
+                (None, '\\') => {
+                    quoted = true;
+                    if let Some(next) = ch(i + 1) {
+                        push(&mut delimiter, next);
+                    }
+                    i += 1;
+                }
+                (None, c) if c.is_whitespace() || ";&|()<>".contains(c) => break,
+                (None, c) => push(&mut delimiter, c),
+            }
+            i += 1;
+        }
+        self.pending.push(HereDoc {
+            delimiter,
+            quoted,
+            strip_tabs,
+        });
+        self.word_start = false;
+        i
+    }
+}
+
+fn push(word: &mut Option<String>, c: char) {
+    if let Some(w) = word {
+        w.push(c);
+    }
+}
+
+/// Whether a body line ends its here-document.
+fn is_delimiter(line: &[Tok], doc: &HereDoc) -> bool {
+    let Some(delimiter) = &doc.delimiter else {
+        return false;
+    };
+    let mut text = String::new();
+    for tok in line {
+        match tok {
+            Tok::Ch(c) => text.push(*c),
+            Tok::Var => return false,
+        }
+    }
+    let text = if doc.strip_tabs {
+        text.trim_start_matches('\t')
+    } else {
+        &text
+    };
+    text == delimiter
+}
+
+#[cfg(test)]
+mod tests;

@@ -1,0 +1,139 @@
+use serde_json::json;
+
+use super::*;
+
+fn render(run: &str, params: Value) -> (String, Vec<(String, String)>) {
+    let command = ShellCommand::parse(run).expect("placeholders");
+    let (text, env) = command.render(&params, &json!({"plan": {"risk": "high"}}));
+    (text, env.into_iter().collect())
+}
+
+fn spots_of(run: &str) -> Vec<Spot> {
+    ShellCommand::parse(run)
+        .expect("placeholders")
+        .refs
+        .iter()
+        .map(|(spot, _)| *spot)
+        .collect()
+}
+
+fn var(n: usize, value: &str) -> (String, String) {
+    (format!("MAGRATHEA_SPLICE_{n}"), value.to_string())
+}
+
+#[test]
+fn a_command_without_placeholders_runs_as_written() {
+    assert!(ShellCommand::parse("echo \"$HOME\" '${HOME}'").is_none());
+}
+
+#[test]
+fn each_quoting_gets_the_reference_that_expands_there() {
+    let (text, env) = render(
+        "echo ${params.a} \"x ${params.a} y\" 'x ${state.plan.risk} y'",
+        json!({"a": "v"}),
+    );
+    assert_eq!(
+        text,
+        "echo \"${MAGRATHEA_SPLICE_1}\" \"x ${MAGRATHEA_SPLICE_1} y\" \
+         'x '\"${MAGRATHEA_SPLICE_2}\"' y'"
+    );
+    assert_eq!(env, vec![var(1, "v"), var(2, "high")]);
+}
+
+#[test]
+fn values_are_the_text_the_reference_splices() {
+    let (_, env) = render(
+        "echo ${params.n} ${params.o} ${params.missing} ${params.null}",
+        json!({"n": 3, "o": {"k": [1, true]}, "null": null}),
+    );
+    assert_eq!(
+        env,
+        vec![
+            var(1, "3"),
+            var(2, "{\"k\":[1,true]}"),
+            var(3, ""),
+            var(4, "")
+        ]
+    );
+}
+
+#[test]
+fn escapes_and_comments_do_not_open_quotes() {
+    assert_eq!(
+        spots_of("echo \\' ${params.a} \\\" ${params.b}"),
+        [Spot::Bare, Spot::Bare]
+    );
+    assert_eq!(
+        spots_of("echo \"a \\\" ${params.a}\" ${params.b}"),
+        [Spot::Double, Spot::Bare]
+    );
+    assert_eq!(
+        spots_of("echo hi # it's a comment\necho ${params.a}"),
+        [Spot::Bare]
+    );
+    assert_eq!(
+        spots_of("# one\n# it's two\ncat <<E\nx\nE\n# it's three\necho ${params.a}"),
+        [Spot::Bare]
+    );
+    // `#` inside a word starts no comment.
+    assert_eq!(spots_of("echo a#'${params.a}'"), [Spot::Single]);
+    // A backslash before a placeholder keeps its spot.
+    assert_eq!(spots_of("echo \\${params.a} x"), [Spot::Bare]);
+}
+
+#[test]
+fn a_command_substitution_starts_quoting_afresh() {
+    assert_eq!(
+        spots_of("echo \"$(cat \"${params.a}\") ${params.b}\" $(echo ${params.c})"),
+        [Spot::Double, Spot::Double, Spot::Bare]
+    );
+}
+
+#[test]
+fn here_documents_expand_unless_their_delimiter_is_quoted() {
+    assert_eq!(
+        spots_of("cat <<EOF\nname: ${params.a} 'x'\nEOF\necho ${params.b}"),
+        [Spot::HereDoc, Spot::Bare]
+    );
+    assert_eq!(
+        spots_of("cat <<-\"END\" >f\n\t${params.a}\n\tEND\necho '${params.b}'"),
+        [
+            Spot::Unsafe("in a here-document with a quoted delimiter"),
+            Spot::Single
+        ]
+    );
+    // Two documents announced on one line follow each other.
+    assert_eq!(
+        spots_of("cat <<A <<'B'\n${params.a}\nA\n${params.b}\nB\n${params.c}"),
+        [
+            Spot::HereDoc,
+            Spot::Unsafe("in a here-document with a quoted delimiter"),
+            Spot::Bare
+        ]
+    );
+    // A here-string is a word, not a document.
+    assert_eq!(spots_of("cat <<< ${params.a}"), [Spot::Bare]);
+}
+
+#[test]
+fn arithmetic_is_no_place_for_a_value() {
+    assert_eq!(
+        spots_of("echo $(( ${params.n} + 1 )) \"$((2 * ${params.n}))\" ${params.m}"),
+        [
+            Spot::Unsafe("inside `$((…))`"),
+            Spot::Unsafe("inside `$((…))`"),
+            Spot::Bare
+        ]
+    );
+}
+
+#[test]
+fn a_placeholder_in_a_delimiter_is_refused_with_the_body() {
+    assert_eq!(
+        spots_of("cat <<${params.a}\n${params.b}\n"),
+        [
+            Spot::Unsafe("in the delimiter of a here-document"),
+            Spot::Unsafe("in a here-document with a quoted delimiter")
+        ]
+    );
+}
