@@ -611,3 +611,44 @@ async fn cancelling_a_run_stops_its_running_task() {
         "the task's future was dropped"
     );
 }
+
+/// `Engine::recovered_at_build` names the runs a build took up even once they have finished,
+/// when the store's active runs no longer show them: a command that reports what it recovered
+/// cannot miss a run that ended at once.
+#[tokio::test(flavor = "multi_thread")]
+async fn the_runs_a_build_recovered_stay_listed_after_they_finish() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("journal.redb");
+    let nap = || {
+        WorkflowRegistration::new("nap", "", |ctx, _| async move {
+            ctx.sleep(Duration::from_millis(200)).await?;
+            Ok::<_, WorkflowError>(json!("woke"))
+        })
+    };
+    let build = |recover: bool| {
+        Engine::builder()
+            .path(&path)
+            .workflow(nap())
+            .recover(recover)
+            .build()
+    };
+    let first = build(true).await.unwrap();
+    assert_eq!(first.recovered_at_build(), &[] as &[RunId]);
+    let run = first
+        .start(StartRequest::code("nap", Value::Null))
+        .await
+        .unwrap();
+    drop(first);
+
+    let second = build(true).await.unwrap();
+    assert_eq!(second.recovered_at_build(), [run]);
+    let view = second.wait(run).await.unwrap();
+    assert_eq!(view.status, RunStatus::Done, "{view:?}");
+    assert!(!second.store().active_runs().unwrap().contains(&run));
+    assert_eq!(second.recovered_at_build(), [run]);
+    drop(second);
+
+    // An engine that recovers nothing took nothing up.
+    let third = build(false).await.unwrap();
+    assert_eq!(third.recovered_at_build(), &[] as &[RunId]);
+}

@@ -305,7 +305,9 @@ impl EngineBuilder {
             failed_runs: Default::default(),
             closing: Default::default(),
             file,
+            recovered_at_build: Default::default(),
         });
+        let mut recovered = Vec::new();
         if self.recover {
             match store.leases() {
                 // On a shared store, only the runs no other worker holds, claimed by one
@@ -314,15 +316,18 @@ impl EngineBuilder {
                 Some(leases) => {
                     for (run, reclaims) in leases.claim_claimable()? {
                         inner.recover_claimed(run, reclaims);
+                        recovered.push(run);
                     }
                 }
                 None => {
                     for run in store.active_runs()? {
                         inner.recover(run);
+                        recovered.push(run);
                     }
                 }
             }
         }
+        let _ = inner.recovered_at_build.set(recovered);
         super::workers::start(&inner, self.recover);
         Ok(Engine::first_handle(inner))
     }

@@ -56,6 +56,17 @@ impl Engine {
         self.inner.start(request).await
     }
 
+    /// The runs that building this engine took up to recover them, in the order it took
+    /// them: every non-terminal run of a store this process owns, or on a shared store the
+    /// runs this worker claimed. Some may have finished since (read their status); a caller
+    /// that reads the store's active runs after the build would miss those.
+    pub fn recovered_at_build(&self) -> &[RunId] {
+        self.inner
+            .recovered_at_build
+            .get()
+            .map_or(&[], Vec::as_slice)
+    }
+
     /// Recovers (replays and drives) one run, e.g. after its timers came due while no engine
     /// was running. Does nothing if the run is already in memory.
     pub fn resume(&self, run: RunId) {

@@ -157,6 +157,8 @@ pub(crate) struct EngineInner {
     pub(crate) closing: closing::Closing,
     /// The store file the builder opened (none for a store it was given).
     pub(crate) file: Option<std::path::PathBuf>,
+    /// The runs the build took into memory to recover them.
+    pub(crate) recovered_at_build: std::sync::OnceLock<Vec<RunId>>,
 }
 
 impl EngineInner {

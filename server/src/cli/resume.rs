@@ -45,9 +45,14 @@ pub(crate) async fn resume(loc: &Location, args: ResumeArgs) -> anyhow::Result<u
     }
     let engine = project.engine(&project.runtime(), true).await?;
     let scope = project.scope_string();
+    // The runs the build took up, then any other active one: a run the build recovered may
+    // have finished before the store is read (a step that ran out of claim attempts ends at
+    // once), and it is still this command's to report.
     let mut runs = Vec::new();
-    for run in engine.store().active_runs()? {
-        if engine.summary(run).is_ok_and(|s| s.scope == scope) {
+    let mut seen = std::collections::HashSet::new();
+    let active = engine.store().active_runs()?;
+    for &run in engine.recovered_at_build().iter().chain(&active) {
+        if seen.insert(run) && engine.summary(run).is_ok_and(|s| s.scope == scope) {
             runs.push(run);
         }
     }
