@@ -108,9 +108,9 @@ pub enum Code {
     InvalidValue,
     /// `MAG-Y027`: a state is never reached from `start` (warning).
     Unreachable,
-    /// `MAG-Y028`: a `shell_task` splices `${params.…}` or `${state.…}` into its command (an
-    /// error unless the state says `splice: quoted`: use the `MAGRATHEA_PARAM_<KEY>` /
-    /// `MAGRATHEA_VAR_<KEY>` environment variable instead).
+    /// `MAG-Y028`: a `shell_task`'s `${params.…}` or `${state.…}` cannot be spliced as data
+    /// (inside `$((…))`, in a quoted here-document, or under `splice: none`): use the
+    /// `MAGRATHEA_PARAM_<KEY>` / `MAGRATHEA_VAR_<KEY>` environment variable instead.
     ShellSplice,
     /// `MAG-Y037`: `bounds` sets both `maxWallclockSeconds` and `runTimeoutMs`.
     DeadlineTwice,
@@ -124,6 +124,8 @@ pub enum Code {
     /// absolute, with `..`, out of its root, or in an unknown workspace); found by
     /// [`crate::load_workflow_checked`] against the caller's documents.
     ScriptPath,
+    /// `MAG-Y041`: a `shell_task` has no `dirName:` (warning): it would end `technical_error`.
+    ShellWithoutWorkspace,
     /// `MAG-Y029`: a `parallel_task` or `foreach_task` names no sub-run, or both a `workflow:`
     /// and inline `states:`.
     FanOutBody,
@@ -203,6 +205,7 @@ impl Code {
             Self::InvalidPauseForApproval => "MAG-Y038",
             Self::InertField => "MAG-Y039",
             Self::ScriptPath => "MAG-Y040",
+            Self::ShellWithoutWorkspace => "MAG-Y041",
             Self::FanOutBody => "MAG-Y029",
             Self::InvalidParallelism => "MAG-Y030",
             Self::InvalidTolerance => "MAG-Y031",

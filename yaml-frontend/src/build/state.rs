@@ -579,9 +579,21 @@ fn task_spec(ctx: &mut Ctx<'_>, t: TaskType, node: &YamlNode, what: &str) -> Tas
                 Splice::Variables => check_splice_spots(ctx, node, &run, what),
                 _ => {}
             }
+            let dir_name = ctx.opt_str(node, "dirName", what);
+            if dir_name.is_none() && node.get("dirName").is_none() {
+                ctx.warn(
+                    node.span,
+                    Code::ShellWithoutWorkspace,
+                    format_args!(
+                        "{what} (shell_task) has no 'dirName': expected the workspace it runs \
+                         in (e.g. 'dirName: workspace'); without one the step ends \
+                         technical_error ([MAG-SH001])"
+                    ),
+                );
+            }
             TaskSpec::Shell {
                 run,
-                dir_name: ctx.opt_str(node, "dirName", what),
+                dir_name,
                 splice,
             }
         }

@@ -267,15 +267,46 @@ fn terminal_has_no_transitions() {
 
 #[test]
 fn no_way_out_and_unreachable_are_warnings() {
-    let text = doc(&format!("  a:\n    type: shell_task\n    run: x\n{END}"));
+    let text = doc(&format!(
+        "  a:\n    type: shell_task\n    run: x\n    dirName: workspace\n{END}"
+    ));
     let loaded = load_workflow("wf.yaml", &text, &LoadOptions::default());
     let warnings = loaded.map(|l| l.warnings).unwrap_or_else(|d| panic!("{d}"));
     let w: Vec<String> = warnings.iter().map(ToString::to_string).collect();
     assert_eq!(w, vec![
         "wf.yaml:3:3: [MAG-Y014] state 'a' (shell_task) has no 'on:' or 'catch:' transitions: expected a way out; the run will fail with \"no transition for outcome\"".to_owned(),
-        "wf.yaml:6:3: [MAG-Y027] state 'end' is never reached from start state 'a': expected a transition to it".to_owned(),
+        "wf.yaml:7:3: [MAG-Y027] state 'end' is never reached from start state 'a': expected a transition to it".to_owned(),
     ]);
     assert!(warnings.iter().all(|d| d.severity == Severity::Warning));
+}
+
+/// §3.2: a shell_task without `dirName:` fails with technical_error when it runs; validation
+/// says so before, as a warning (the document is valid, and `catch:` may route the failure).
+#[test]
+fn a_shell_task_without_a_workspace_is_a_warning() {
+    let text = doc(&format!(
+        "  a:\n    type: shell_task\n    run: x\n    on:\n      success: end\n{END}"
+    ));
+    let loaded =
+        load_workflow("wf.yaml", &text, &LoadOptions::default()).unwrap_or_else(|d| panic!("{d}"));
+    let w: Vec<String> = loaded.warnings.iter().map(ToString::to_string).collect();
+    assert!(
+        w.iter().any(|w| w
+            .starts_with("wf.yaml:4:5: [MAG-Y041] state 'a' (shell_task) has no 'dirName'")
+            && w.contains("[MAG-SH001]")),
+        "{w:#?}"
+    );
+    let with_dir = text.replace("    run: x\n", "    run: x\n    dirName: workspace\n");
+    let loaded = load_workflow("wf.yaml", &with_dir, &LoadOptions::default())
+        .unwrap_or_else(|d| panic!("{d}"));
+    assert!(
+        !loaded
+            .warnings
+            .iter()
+            .any(|d| d.to_string().contains("MAG-Y041")),
+        "{:?}",
+        loaded.warnings
+    );
 }
 
 #[test]

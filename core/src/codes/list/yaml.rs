@@ -180,6 +180,11 @@ pub(super) const CODES: &[ErrorCode] = &[
         remedy: "Create the script, or fix `path`, `source` or `dirName` (a path relative to the project or workspace directory, without `..`).",
     },
     ErrorCode {
+        code: "MAG-Y041",
+        meaning: "A shell_task has no `dirName:` (a warning): a step without a workspace directory does not run; it ends `technical_error` with MAG-SH001, as the reference says.",
+        remedy: "Name the workspace it runs in: `dirName: workspace` (the project directory) or a workspace of the project's settings.",
+    },
+    ErrorCode {
         code: "MAG-YA001",
         meaning: "A transition names an outcome its task can never end with (e.g. `on: success` on a timer_task, which only ends `fired`); it can never be taken. An error, except for `failure`, which the reference writes loosely and is a warning.",
         remedy: "Route an outcome the task type produces (the message lists them), or remove the transition.",
