@@ -64,6 +64,11 @@ pub struct PgOptions {
     pub max_claim_attempts: u32,
     /// The worker's name in leases and records (default: host, process id and a random part).
     pub worker: Option<String>,
+    /// How long opening a connection may take, the server's handshake included (default 15
+    /// s): a server that accepts the connection and never answers fails the connect, and a
+    /// later connection of the pool, instead of hanging. A URL's own `connect_timeout`
+    /// bounds the socket's connect within it.
+    pub connect_timeout: Duration,
 }
 
 impl Default for PgOptions {
@@ -73,6 +78,7 @@ impl Default for PgOptions {
             heartbeat: None,
             max_claim_attempts: 3,
             worker: None,
+            connect_timeout: Duration::from_secs(15),
         }
     }
 }
@@ -134,11 +140,14 @@ impl PgStore {
 
     /// [`PgStore::connect`] with options for the leases.
     pub fn connect_with(url: &str, options: PgOptions) -> Result<Self, StoreError> {
-        let config: tokio_postgres::Config = url.parse().map_err(|e| {
+        let mut config: tokio_postgres::Config = url.parse().map_err(|e| {
             StoreError::io(format!(
                 "not a PostgreSQL URL ({e}); expected postgres://user@host:port/database"
             ))
         })?;
+        if config.get_connect_timeout().is_none() {
+            config.connect_timeout(options.connect_timeout);
+        }
         let shown = redact(url);
         let bridge = Bridge::new()?;
         let manager = Manager::from_config(
@@ -150,6 +159,7 @@ impl PgStore {
         );
         let pool = Pool::builder(manager)
             .max_size(POOL_SIZE)
+            .create_timeout(Some(options.connect_timeout))
             .runtime(deadpool_postgres::Runtime::Tokio1)
             .build()
             .map_err(pg)?;
@@ -158,10 +168,16 @@ impl PgStore {
             .run(async move { crate::schema::migrate(&migrating).await })
             .map_err(|e| {
                 // The store error's code is the outer one's: its text alone here.
-                let why = match &e {
+                let mut why = match &e {
                     StoreError::Io(source) => source.to_string(),
                     other => other.to_string(),
                 };
+                if why.contains("Timeout") {
+                    why.push_str(&format!(
+                        " (no answer within {:?}: is the server up, and listening there?)",
+                        options.connect_timeout
+                    ));
+                }
                 StoreError::io(format!("PostgreSQL at {shown}: {why}"))
             })?;
         let worker = options.worker.clone().unwrap_or_else(worker_name);
@@ -484,6 +500,27 @@ mod tests {
             "{shown}"
         );
         assert_eq!(shown.matches("[MAG-ST001]").count(), 1, "{shown}");
+    }
+
+    /// A server that accepts the connection and never answers (a hung host, a wrong port
+    /// behind a proxy) fails the connect after the connect timeout instead of hanging.
+    #[test]
+    fn a_server_that_never_answers_fails_the_connect_after_its_timeout() {
+        // The kernel completes the handshake into the backlog; nothing ever reads or answers.
+        let silent = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+        let url = format!("postgres://mag@{}/mag", silent.local_addr().unwrap());
+        let options = super::PgOptions {
+            connect_timeout: std::time::Duration::from_millis(300),
+            ..Default::default()
+        };
+        let err = super::PgStore::connect_with(&url, options)
+            .expect_err("a silent server cannot be connected to")
+            .to_string();
+        assert!(
+            err.contains(&format!("PostgreSQL at {url}")) && err.contains("imeout"),
+            "{err}"
+        );
+        assert!(err.contains("no answer within 300ms"), "{err}");
     }
 
     #[test]
