@@ -35,6 +35,8 @@ pub(crate) async fn cancel(loc: &Location, args: CancelArgs) -> anyhow::Result<u
     let project = Project::locate(loc)?;
     let runtime = project.runtime();
     let backend = project.backend(&runtime).await?;
+    // Installed before the cancel is requested, kept for following the run.
+    super::progress::Interrupts::install()?.keep();
     let run = project
         .run(Some(&backend), &args.run_id)
         .await?

@@ -67,9 +67,33 @@ pub(crate) struct Interrupts {
     term: tokio::signal::unix::Signal,
 }
 
+/// Handlers a command installed before it follows its run ([`Interrupts::keep`]).
+static KEPT: std::sync::Mutex<Option<Interrupts>> = std::sync::Mutex::new(None);
+
 impl Interrupts {
-    /// Installs the handlers.
+    /// The handlers [`Interrupts::keep`] kept, with any signal that came since, else new ones.
+    /// A command that starts or changes a run installs them before it does, so that a Ctrl-C
+    /// or SIGTERM from then on interrupts it (exit 130, the run as journaled) instead of
+    /// killing the process, and keeps them for the follower of its run.
     pub(crate) fn install() -> anyhow::Result<Self> {
+        let kept = KEPT
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .take();
+        match kept {
+            Some(kept) => Ok(kept),
+            None => Self::new(),
+        }
+    }
+
+    /// Keeps the handlers for the next [`Interrupts::install`] of this process.
+    pub(crate) fn keep(self) {
+        *KEPT
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner) = Some(self);
+    }
+
+    fn new() -> anyhow::Result<Self> {
         #[cfg(unix)]
         {
             use tokio::signal::unix::{SignalKind, signal};

@@ -98,6 +98,9 @@ pub(crate) async fn run(loc: &Location, args: RunArgs) -> anyhow::Result<u8> {
         }
     };
     let backend = project.backend(&runtime).await?;
+    // Installed before the run starts and kept for following it: a Ctrl-C from here on
+    // interrupts the command (exit 130), the run as journaled.
+    super::progress::Interrupts::install()?.keep();
     let (run, follower) = backend
         .start(request)
         .await
