@@ -9,6 +9,14 @@ use common::Project;
 use magrathea_core::RunStatus;
 use serde_json::json;
 
+/// A workflow of one shell state `echo` with `fields` (indented by four), declaring the
+/// `parameters` lines (indented by two), whose result is the step's stdout.
+fn echo_workflow(parameters: &str, fields: &str) -> String {
+    format!(
+        "start: echo\nparameters:\n{parameters}\nstates:\n  echo:\n    type: shell_task\n{fields}\n    dirName: workspace\n    storeAs: out\n    on: {{ success: done }}\n  done:\n    type: terminal\n    result: \"${{state.out.stdout}}\"\n"
+    )
+}
+
 #[tokio::test(flavor = "multi_thread")]
 async fn a_nested_parameter_reaches_the_shell_unchanged_through_its_variable() {
     let p = Project::new(|rt| rt).await;
@@ -54,22 +62,10 @@ async fn a_quoted_splice_passes_a_hostile_value_as_data() {
     let p = Project::new(|rt| rt).await;
     p.workflow(
         "sh",
-        r#"
-start: echo
-parameters:
-  who: { type: string, required: true }
-states:
-  echo:
-    type: shell_task
-    splice: quoted
-    run: "printf '%s|' ${params.who} ${params.missing}"
-    dirName: workspace
-    storeAs: out
-    on: { success: done }
-  done:
-    type: terminal
-    result: "${state.out.stdout}"
-"#,
+        &echo_workflow(
+            "  who: { type: string, required: true }",
+            "    splice: quoted\n    run: \"printf '%s|' ${params.who} ${params.missing}\"",
+        ),
     );
     for hostile in ["'; echo pwned", "$(echo pwned)", "a'\\''b `id` \"q\" ;|&"] {
         let view = p.run("sh", json!({ "who": hostile })).await;
@@ -89,25 +85,14 @@ async fn a_placeholder_gives_its_value_as_data_wherever_it_stands_in_the_command
     let p = Project::new(|rt| rt).await;
     p.workflow(
         "sh",
-        r#"
-start: echo
-parameters:
-  who: { type: string, required: true }
-states:
-  echo:
-    type: shell_task
-    run: |
+        &echo_workflow(
+            "  who: { type: string, required: true }",
+            r#"    run: |
       printf '%s|' ${params.who} "<${params.who}>" '[${params.who}]' x${params.missing}y
       cat <<EOF
       ${params.who}
-      EOF
-    dirName: workspace
-    storeAs: out
-    on: { success: done }
-  done:
-    type: terminal
-    result: "${state.out.stdout}"
-"#,
+      EOF"#,
+        ),
     );
     let hostile = [
         "plain",
@@ -137,22 +122,10 @@ async fn typed_values_splice_as_text_and_the_journal_shows_command_and_values() 
     let p = Project::new(|rt| rt).await;
     p.workflow(
         "sh",
-        r#"
-start: echo
-parameters:
-  n: { type: integer, required: true }
-  payload: { type: object, required: true }
-states:
-  echo:
-    type: shell_task
-    run: "echo ${params.n} ${params.payload} ${params.payload.title} ${params.n}"
-    dirName: workspace
-    storeAs: out
-    on: { success: done }
-  done:
-    type: terminal
-    result: "${state.out.stdout}"
-"#,
+        &echo_workflow(
+            "  n: { type: integer, required: true }\n  payload: { type: object, required: true }",
+            "    run: \"echo ${params.n} ${params.payload} ${params.payload.title} ${params.n}\"",
+        ),
     );
     let view = p
         .run("sh", json!({ "n": 3, "payload": { "title": "t; x" } }))
