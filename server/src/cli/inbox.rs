@@ -144,6 +144,8 @@ async fn answer(project: &Project, args: AnswerArgs) -> anyhow::Result<u8> {
         Some((item, scope)) if scope.as_deref() == Some(project.scope_string().as_str()) => item,
         _ => return Err(item_not_found(&args.id)),
     };
+    // Installed before the answer is recorded and kept for following the run.
+    super::progress::Interrupts::install()?.keep();
     let (answered, follower) = backend
         .answer(item.workflow_run_id, &args.id, args.answer())
         .await?;

@@ -234,6 +234,10 @@ async fn control(project: &Project, run_id: &str, op: ControlOp, json: bool) -> 
         Err(e) => return Ok(not_found(&e)),
     };
     let by = super::run::default_user();
+    if matches!(op, ControlOp::Resume) {
+        // Installed before the resume is recorded and kept for driving the run on.
+        super::progress::Interrupts::install()?.keep();
+    }
     let (controlled, follower) = backend.control(run, op, &by).await?;
     let code = match controlled {
         Controlled::Paused => {
@@ -297,6 +301,8 @@ async fn rerun(project: &Project, run_id: &str, frozen: bool, json: bool) -> any
         Ok(req) => req,
         Err(code) => return Ok(code),
     };
+    // Installed before the run starts and kept for following it.
+    super::progress::Interrupts::install()?.keep();
     let (run, follower) = backend.start(request).await?;
     if let Ok(catalog) = super::schedules::catalog_of(&backend) {
         let definition = if frozen { "frozen" } else { "current" };
@@ -366,6 +372,8 @@ async fn retry(
     }
     let from_state = entry.state.clone();
     request.entry = Some(entry);
+    // Installed before the run starts and kept for following it.
+    super::progress::Interrupts::install()?.keep();
     let (run, follower) = backend.start(request).await?;
     if let Ok(catalog) = super::schedules::catalog_of(&backend) {
         record_origin(catalog.as_ref(), run, original, &from_state, which);

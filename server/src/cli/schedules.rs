@@ -195,6 +195,8 @@ pub(crate) async fn schedules(loc: &Location, cmd: SchedulesCommand) -> anyhow::
                         return Ok(EXIT_INVALID);
                     }
                 };
+            // Installed before the run starts and kept for following it.
+            super::progress::Interrupts::install()?.keep();
             let (run, follower) = match backend.start(request).await {
                 Ok(started) => started,
                 Err(e) => {
