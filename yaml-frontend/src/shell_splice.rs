@@ -1,9 +1,10 @@
-//! `${params.…}` / `${state.…}` in a `shell_task`'s `run:` (reference §2.4), spliced so that
-//! the shell reads each value as data and never as code.
+//! `${params.…}` / `${state.…}` in a `shell_task`'s `run:` under `splice: variables`
+//! (reference §2.4), spliced so that the shell reads each value as data and never as code.
 //!
 //! The reference resolves every placeholder of a state's spec as text before the task runs.
-//! Spliced into a command as text, a value holding a quote, `;` or `$(…)` would become code.
-//! So each distinct placeholder of the command gets an environment variable of its own,
+//! Spliced into a command as text, a value holding a quote, `;` or `$(…)` would become code,
+//! which is why a placeholder in `run:` is an error unless the state opts into a splice.
+//! Under `splice: variables` each distinct placeholder of the command gets an environment variable of its own,
 //! `MAGRATHEA_SPLICE_<n>` (numbered from 1 in order of first appearance), holding exactly the
 //! text the reference would have spliced, and the placeholder is replaced by a reference to
 //! that variable written for where it stands:
@@ -54,7 +55,7 @@ pub(crate) enum Spot {
 #[derive(Debug, Clone, PartialEq)]
 #[non_exhaustive]
 pub enum ShellRun {
-    /// `splice: variables` (the default): each through an environment variable of its own.
+    /// `splice: variables`: each through an environment variable of its own.
     Variables(ShellCommand),
     /// `splice: quoted`: each value spliced as one POSIX single-quoted word.
     Quoted(Template),

@@ -9,13 +9,14 @@
 //! output produced until then), cannot start → `technical_error`.
 //!
 //! The process starts from a clean environment (see [`mod@env`]): never the server's own. It sees
-//! the run's parameters and stored variables as environment variables, so that no value is
-//! ever spliced into its text as code: `MAGRATHEA_PARAM_<KEY>` and
+//! the run's parameters and stored variables as environment variables, so a command need not
+//! splice `${params.x}` into its text (a shell-injection risk): `MAGRATHEA_PARAM_<KEY>` and
 //! `MAGRATHEA_VAR_<KEY>`, the key upper-cased with every character other than `A-Z`, `0-9`
 //! and `_` replaced by `_`; strings as they are, other values as compact JSON, nested values
 //! under their joined path. They come from the call's [`RunData`], which is not journaled.
 //! Also `MAGRATHEA_RUN_ID`, `MAGRATHEA_WORKFLOW` and `MAGRATHEA_STATE`, and the input's own
-//! `env` (journaled; a YAML state's `${…}` in `run:` arrive there as `MAGRATHEA_SPLICE_<n>`).
+//! `env` (journaled; under `splice: variables` a YAML state's `${…}` in `run:` arrive there as
+//! `MAGRATHEA_SPLICE_<n>`).
 //!
 //! **Containment** (the tenant's `shell:` settings, [`TenantShellSettings`]):
 //! - the process runs in the Landlock [`sandbox`]: on by default for served trees (a kernel

@@ -502,8 +502,8 @@ fn json_field(node: &YamlNode, key: &str) -> Value {
     node.get(key).map_or(Value::Null, YamlNode::to_json)
 }
 
-/// `MAG-Y028` under `splice: none`: a placeholder in the shell command is refused. One error
-/// per placeholder, naming the variable that carries its value.
+/// `MAG-Y028`: a placeholder in a shell command is code injection waiting for a value with a
+/// quote or `;`. One error per placeholder, naming the variable that carries its value.
 fn check_splice(ctx: &mut Ctx<'_>, node: &YamlNode, run: &str, what: &str) {
     let span = node.get("run").map_or(node.span, |n| n.span);
     for p in crate::template::parse_placeholders(run) {
@@ -512,9 +512,10 @@ fn check_splice(ctx: &mut Ctx<'_>, node: &YamlNode, run: &str, what: &str) {
             span,
             Code::ShellSplice,
             format_args!(
-                "run of {what} has '{shown}', but the state says `splice: none`: use \"${env}\" \
-                 instead (double-quoted), or remove `splice: none` to have the value spliced \
-                 as data"
+                "run of {what} splices '{shown}' into the shell command, where a value with \
+                 quotes or ';' becomes code: use \"${env}\" instead (double-quoted), or set \
+                 `splice: quoted` on the state to splice each value single-quoted (or \
+                 `splice: variables` to pass each through a variable of its own)"
             ),
         );
     }
@@ -567,9 +568,9 @@ fn task_spec(ctx: &mut Ctx<'_>, t: TaskType, node: &YamlNode, what: &str) -> Tas
                 node,
                 "splice",
                 &[
-                    ("variables", Splice::Variables),
-                    ("quoted", Splice::Quoted),
                     ("none", Splice::None),
+                    ("quoted", Splice::Quoted),
+                    ("variables", Splice::Variables),
                 ],
                 what,
             )

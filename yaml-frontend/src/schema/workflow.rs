@@ -195,16 +195,15 @@ pub struct ShellTask {
     /// Common fields.
     #[serde(flatten)]
     pub common: Common,
-    /// The command line (`sh -c`). Parameters are also in `$MAGRATHEA_PARAM_<KEY>`,
-    /// variables in `$MAGRATHEA_VAR_<KEY>`; `${params.…}` / `${state.…}` here reach the
-    /// command as `splice:` says.
+    /// The command line (`sh -c`). Parameters are in `$MAGRATHEA_PARAM_<KEY>`, variables in
+    /// `$MAGRATHEA_VAR_<KEY>`; `${params.…}` / `${state.…}` here is an error unless
+    /// `splice: variables` or `splice: quoted`.
     pub run: String,
     /// The workspace directory it runs in (settings `workspaces:`; `workspace` is the project).
     pub dir_name: Option<String>,
-    /// `variables` (default): each `${…}` in `run:` becomes a reference to an environment
-    /// variable holding its value, so that it arrives as data; `quoted`: each value is
-    /// spliced single-quoted for the shell, as one word of data; `none`: `${…}` in `run:` is
-    /// an error.
+    /// `none` (default): `${…}` in `run:` is an error; `variables`: each `${…}` becomes a
+    /// reference to an environment variable holding its value, so that it arrives as data;
+    /// `quoted`: each value is spliced single-quoted for the shell, as one word of data.
     pub splice: Option<Words<SpliceWords>>,
 }
 
@@ -430,7 +429,7 @@ pub struct Terminal {
     pub result: Option<Value>,
 }
 
-/// `variables`, `quoted` or `none`.
+/// `none`, `quoted` or `variables`.
 #[derive(Debug)]
 pub struct SpliceWords;
 /// `document` or `workspace`.
@@ -448,7 +447,7 @@ pub struct TerminalOutcomeWords;
 
 impl super::words::WordList for SpliceWords {
     const NAME: &'static str = "Splice";
-    const WORDS: &'static [&'static str] = &["variables", "quoted", "none"];
+    const WORDS: &'static [&'static str] = &["none", "quoted", "variables"];
 }
 impl super::words::WordList for ScriptSourceWords {
     const NAME: &'static str = "ScriptSource";

@@ -1,7 +1,6 @@
-//! Values reach shell commands as data: `${params.…}` / `${state.…}` in `run:` through a
-//! variable of their own wherever they stand (the default), through `MAGRATHEA_PARAM_*` /
-//! `MAGRATHEA_VAR_*` (nested values included), or spliced single-quoted when a state says
-//! `splice: quoted`.
+//! Values reach shell commands as data: through `MAGRATHEA_PARAM_*` / `MAGRATHEA_VAR_*`
+//! (nested values included), through a variable of their own wherever they stand when a state
+//! says `splice: variables`, or spliced single-quoted when it says `splice: quoted`.
 
 use crate::common;
 
@@ -78,8 +77,9 @@ async fn a_quoted_splice_passes_a_hostile_value_as_data() {
     }
 }
 
-/// §2.4 in a shell command: each placeholder gives the value's text, outside quotes, inside
-/// double and single quotes and in a here-document, and a hostile value stays data there.
+/// §2.4 in a shell command under `splice: variables`: each placeholder gives the value's text,
+/// outside quotes, inside double and single quotes and in a here-document, and a hostile
+/// value stays data there.
 #[tokio::test(flavor = "multi_thread")]
 async fn a_placeholder_gives_its_value_as_data_wherever_it_stands_in_the_command() {
     let p = Project::new(|rt| rt).await;
@@ -87,7 +87,8 @@ async fn a_placeholder_gives_its_value_as_data_wherever_it_stands_in_the_command
         "sh",
         &echo_workflow(
             "  who: { type: string, required: true }",
-            r#"    run: |
+            r#"    splice: variables
+    run: |
       printf '%s|' ${params.who} "<${params.who}>" '[${params.who}]' x${params.missing}y
       cat <<EOF
       ${params.who}
@@ -124,7 +125,7 @@ async fn typed_values_splice_as_text_and_the_journal_shows_command_and_values() 
         "sh",
         &echo_workflow(
             "  n: { type: integer, required: true }\n  payload: { type: object, required: true }",
-            "    run: \"echo ${params.n} ${params.payload} ${params.payload.title} ${params.n}\"",
+            "    splice: variables\n    run: \"echo ${params.n} ${params.payload} ${params.payload.title} ${params.n}\"",
         ),
     );
     let view = p

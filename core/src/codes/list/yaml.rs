@@ -141,8 +141,8 @@ pub(super) const CODES: &[ErrorCode] = &[
     },
     ErrorCode {
         code: "MAG-Y028",
-        meaning: "A shell_task's `${params.…}` or `${state.…}` cannot be spliced as data: it stands inside `$((…))` or a here-document with a quoted delimiter, or the state says `splice: none`.",
-        remedy: "Use the value's environment variable, double-quoted, outside that place (`\"$MAGRATHEA_PARAM_X\"`, `\"$MAGRATHEA_VAR_X\"`; the message names it), or remove `splice: none`.",
+        meaning: "A shell_task splices `${params.…}` or `${state.…}` into its command (an error: a value with quotes or `;` would become code), or, under `splice: variables`, where no value can be spliced as data (inside `$((…))` or a here-document with a quoted delimiter).",
+        remedy: "Use the value's environment variable, quoted (`\"$MAGRATHEA_PARAM_X\"`, `\"$MAGRATHEA_VAR_X\"`; the message names it), or opt the state into splicing with `splice: variables` (each value through a variable of its own) or `splice: quoted`.",
     },
     ErrorCode {
         code: "MAG-Y029",
