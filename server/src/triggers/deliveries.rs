@@ -183,16 +183,16 @@ pub fn record_tick(catalog: &dyn Catalog, d: &Delivery, tick_ms: i64) -> Result<
     d.id = tick_id(&d.trigger_id, tick_ms);
     let bytes = serde_json::to_vec(&d).map_err(|e| StoreError::io(e.to_string()))?;
     let k = order_key(&d);
-    let first = catalog
+    let stored = catalog
         .insert_new(BY_TRIGGER, &format!("{}/{k}", d.trigger_id), &bytes)?
-        .is_none();
-    if first {
-        catalog.put(
-            BY_PROJECT,
-            &format!("{}/{}/{k}", d.tenant, d.project),
-            &bytes,
-        )?;
-    }
+        .unwrap_or(bytes);
+    // The project's listing gets the record that stands, also when a crash came between the
+    // two writes and this pass is the one after it.
+    catalog.insert_new(
+        BY_PROJECT,
+        &format!("{}/{}/{k}", d.tenant, d.project),
+        &stored,
+    )?;
     Ok(())
 }
 
@@ -439,6 +439,87 @@ mod tests {
         )
         .unwrap();
         assert!(other.deliveries.is_empty());
+    }
+
+    /// A catalog whose first write to the project's listing fails, as a crash between the two
+    /// writes of a delivery would leave it.
+    struct CrashBeforeProjectWrite {
+        inner: MemoryStore,
+        crashed: std::sync::atomic::AtomicBool,
+    }
+
+    impl CrashBeforeProjectWrite {
+        fn crash_at(&self, table: &str) -> Result<(), StoreError> {
+            if table == BY_PROJECT && !self.crashed.swap(true, std::sync::atomic::Ordering::SeqCst)
+            {
+                return Err(StoreError::io("the process stopped here"));
+            }
+            Ok(())
+        }
+    }
+
+    impl Catalog for CrashBeforeProjectWrite {
+        fn get(&self, table: &str, key: &str) -> Result<Option<Vec<u8>>, StoreError> {
+            self.inner.get(table, key)
+        }
+        fn put(&self, table: &str, key: &str, value: &[u8]) -> Result<(), StoreError> {
+            self.crash_at(table)?;
+            self.inner.put(table, key, value)
+        }
+        fn insert_new(
+            &self,
+            table: &str,
+            key: &str,
+            value: &[u8],
+        ) -> Result<Option<Vec<u8>>, StoreError> {
+            self.crash_at(table)?;
+            self.inner.insert_new(table, key, value)
+        }
+        fn swap(
+            &self,
+            table: &str,
+            key: &str,
+            expected: Option<&[u8]>,
+            value: &[u8],
+        ) -> Result<bool, StoreError> {
+            self.inner.swap(table, key, expected, value)
+        }
+        fn delete(&self, table: &str, keys: &[String]) -> Result<usize, StoreError> {
+            self.inner.delete(table, keys)
+        }
+        fn scan(
+            &self,
+            table: &str,
+            prefix: &str,
+            after: Option<&str>,
+            limit: usize,
+        ) -> Result<Vec<(String, Vec<u8>)>, StoreError> {
+            self.inner.scan(table, prefix, after, limit)
+        }
+    }
+
+    /// A tick whose delivery was half recorded before a crash (the trigger's listing has it,
+    /// the project's not) is in both once the pass after the restart records it again.
+    #[test]
+    fn a_tick_recorded_again_after_a_crash_between_its_two_writes_is_in_both_listings() {
+        let catalog = CrashBeforeProjectWrite {
+            inner: MemoryStore::new(),
+            crashed: Default::default(),
+        };
+        let r = reg("nightly");
+        let d = Delivery::new(&r, DeliveryStatus::Accepted, 0);
+        assert!(record_tick(&catalog, &d, 60_000).is_err(), "the crash");
+        record_tick(&catalog, &d, 60_000).unwrap();
+        record_tick(&catalog, &d, 60_000).unwrap();
+        let by_project = first_ten(&catalog.inner);
+        assert_eq!(statuses(&by_project), [60_000]);
+        let q = DeliveryQuery {
+            trigger_id: Some(r.id.clone()),
+            limit: 10,
+            ..Default::default()
+        };
+        let by_trigger = list(&catalog.inner, "acme", "shop", &q).unwrap();
+        assert_eq!(statuses(&by_trigger), [60_000]);
     }
 
     #[test]
