@@ -48,16 +48,18 @@ async fn every_tick_runs_exactly_once_however_often_the_server_is_killed() {
         .await
         .unwrap();
     assert_eq!(r.status(), 200);
-    tokio::time::sleep(Duration::from_millis(500)).await;
-
-    let page = server
-        .get_json(
-            &client,
-            "/brain/acme/project/shop/triggers/deliveries?trigger=every-second&limit=1000",
-            ACME,
-        )
-        .await;
-    let deliveries = page["deliveries"].as_array().unwrap();
+    // A pass that began before the pause finishes its tick (the run, then its delivery): wait
+    // until deliveries and runs hold still, then compare them.
+    let mut seen = snapshot(&server, &client).await;
+    for _ in 0..100 {
+        tokio::time::sleep(Duration::from_millis(300)).await;
+        let now = snapshot(&server, &client).await;
+        if now == seen {
+            break;
+        }
+        seen = now;
+    }
+    let (deliveries, scheduled) = seen;
     let accepted: Vec<&Value> = deliveries
         .iter()
         .filter(|d| d["status"] == "accepted")
@@ -89,16 +91,6 @@ async fn every_tick_runs_exactly_once_however_often_the_server_is_killed() {
         "a tick between the first and the last was lost"
     );
 
-    let runs = server
-        .get_json(&client, "/brain/acme/project/shop/workflows/runs", ACME)
-        .await;
-    let scheduled: BTreeSet<String> = runs
-        .as_array()
-        .unwrap()
-        .iter()
-        .filter(|r| r["startedBy"] == "schedule:every-second")
-        .map(|r| r["workflowRunId"].as_str().unwrap().to_owned())
-        .collect();
     let delivered: BTreeSet<String> = accepted
         .iter()
         .map(|d| d["runId"].as_str().unwrap().to_owned())
@@ -108,4 +100,27 @@ async fn every_tick_runs_exactly_once_however_often_the_server_is_killed() {
         scheduled, delivered,
         "every run is a tick's, every tick has its run"
     );
+}
+
+/// The schedule's deliveries and the runs it started, as the server lists them now.
+async fn snapshot(server: &ServeChild, client: &reqwest::Client) -> (Vec<Value>, BTreeSet<String>) {
+    let page = server
+        .get_json(
+            client,
+            "/brain/acme/project/shop/triggers/deliveries?trigger=every-second&limit=1000",
+            ACME,
+        )
+        .await;
+    let deliveries = page["deliveries"].as_array().unwrap().clone();
+    let runs = server
+        .get_json(client, "/brain/acme/project/shop/workflows/runs", ACME)
+        .await;
+    let scheduled = runs
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|r| r["startedBy"] == "schedule:every-second")
+        .map(|r| r["workflowRunId"].as_str().unwrap().to_owned())
+        .collect();
+    (deliveries, scheduled)
 }
