@@ -50,7 +50,8 @@ command quietly.
 
 One process owns a directory store at a time (`serve`, or a `run`, `resume` or `inbox answer`
 while it drives); `runs`, `journal`, `inbox`, `cancel` and `run` on the same store meanwhile ask it over
-<store>/control.sock (mode 0600) and print what they would print as the owner.";
+<store>/control.sock (mode 0600, with the key in <store>/control.key) and print what they would
+print as the owner.";
 
 /// Run, validate and inspect Magrathea workflows of a project.
 #[derive(Debug, Parser)]

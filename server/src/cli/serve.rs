@@ -50,8 +50,9 @@ The server's directory store defaults to <root>/.magrathea/ (one store for the w
 not a project's <project>/.magrathea/). Other `magrathea` commands on that store (`runs`,
 `journal`, `inbox`, `run`, `cancel`, `schedules`, `deliveries`; from a project directory of the
 tree, pass `--store <root>/.magrathea`) work while the server runs: they reach it over the
-store's control socket, <store>/control.sock (mode 0600: whoever may open the store may drive
-its runs).
+store's control socket, <store>/control.sock (mode 0600), each connection beginning with the
+store's control key, <store>/control.key (mode 0600: whoever may read the store directory may
+drive its runs).
 
 Stops gracefully on SIGTERM or Ctrl-C; unfinished runs resume on the next start.")]
 pub(crate) struct ServeArgs {

@@ -406,6 +406,43 @@ fn the_control_socket_is_for_the_stores_owner_only() {
     let _owner = serve_owner(&p);
     let mode = std::fs::metadata(socket(&p)).unwrap().permissions().mode();
     assert_eq!(mode & 0o777, 0o600, "mode {mode:o}");
+    let key = p.store().join("control.key");
+    let mode = std::fs::metadata(&key).unwrap().permissions().mode();
+    assert_eq!(mode & 0o777, 0o600, "mode {mode:o}");
+    // Connecting needs no right on the store directory (a sandboxed shell step of the
+    // owner's user can connect): without the store's control key the owner answers nothing.
+    let key = std::fs::read_to_string(&key).unwrap();
+    for first in ["", "0123456789abcdef", &key[..key.len() - 1]] {
+        let reply = ask_owner(
+            &p,
+            format!("{first}\n{{\"op\":\"pending\",\"scope\":null}}\n"),
+        );
+        assert!(reply.contains("[MAG-CS004]"), "{first:?}: {reply}");
+        assert!(!reply.contains("items"), "{reply}");
+    }
+    let reply = ask_owner(
+        &p,
+        format!("{key}\n{{\"op\":\"pending\",\"scope\":null}}\n"),
+    );
+    assert!(reply.starts_with("{\"reply\":\"items\""), "{reply}");
+}
+
+/// What the owner of `p`'s store answers to `request`, sent as it is.
+fn ask_owner(p: &Project, request: impl AsRef<[u8]>) -> String {
+    let mut s = UnixStream::connect(socket(p)).unwrap();
+    s.set_read_timeout(Some(DEADLINE)).unwrap();
+    // The owner may answer before it has read an oversized request to its end.
+    let _ = s.write_all(request.as_ref());
+    let mut reply = String::new();
+    let _ = s.read_to_string(&mut reply);
+    reply
+}
+
+/// The control key of `p`'s store's owner, as a request's first line.
+fn key_line(p: &Project) -> Vec<u8> {
+    let mut key = std::fs::read(p.store().join("control.key")).unwrap();
+    key.push(b'\n');
+    key
 }
 
 /// `run` as a client: the owner starts and drives the run, the client prints its progress and
@@ -662,15 +699,7 @@ fn a_client_whose_owner_dies_while_it_follows_a_run_says_so_and_exits_1() {
 fn the_owner_refuses_a_malformed_or_oversized_request() {
     let p = project();
     let _owner = serve_owner(&p);
-    let ask = |request: &[u8]| -> String {
-        let mut s = UnixStream::connect(socket(&p)).unwrap();
-        s.set_read_timeout(Some(DEADLINE)).unwrap();
-        // The owner may answer before it has read an oversized request to its end.
-        let _ = s.write_all(request);
-        let mut reply = String::new();
-        let _ = s.read_to_string(&mut reply);
-        reply
-    };
+    let ask = |request: &[u8]| ask_owner(&p, [key_line(&p), request.to_vec()].concat());
     let reply = ask(b"{\"op\":\"launchMissiles\"}\n");
     assert!(reply.contains("[MAG-CS002]"), "{reply}");
     let mut huge = vec![b'x'; 5 << 20];

@@ -1,6 +1,7 @@
 //! Shell steps of a served tree are contained, over real HTTP against a `magrathea serve`
 //! process whose own environment holds secrets: the step sees none of them, cannot read
-//! `_auth/` or another tenant's files, and cannot make `/` its workspace.
+//! `_auth/`, another tenant's files or the store's control key, and cannot make `/` its
+//! workspace.
 
 use crate::http_common;
 use crate::serve_child;
@@ -31,7 +32,7 @@ states:
   probe:
     type: shell_task
     run: |
-      for c in 'cat ../../_auth/tokens.yaml' 'ls ../../globex/' 'cat ../../globex/shop/_vance/workflows/hello.yaml' 'echo x > ../../globex/shop/planted' "cat /proc/$PPID/environ"; do
+      for c in 'cat ../../_auth/tokens.yaml' 'ls ../../globex/' 'cat ../../globex/shop/_vance/workflows/hello.yaml' 'echo x > ../../globex/shop/planted' 'cat ../../.magrathea/control.key' "cat /proc/$PPID/environ"; do
         if sh -c "$c"; then echo "READ: $c"; else echo "DENIED: $c"; fi
       done
       echo made > made.txt && cat made.txt
@@ -133,6 +134,8 @@ async fn a_served_shell_step_cannot_read_auth_or_another_tenant_but_uses_its_wor
         "ls ../../globex/",
         "cat ../../globex/shop/_vance/workflows/hello.yaml",
         "echo x > ../../globex/shop/planted",
+        // The store's control key, without which its control socket answers nothing.
+        "cat ../../.magrathea/control.key",
     ] {
         assert!(
             stdout.contains(&format!("DENIED: {probe}")),
@@ -149,6 +152,8 @@ async fn a_served_shell_step_cannot_read_auth_or_another_tenant_but_uses_its_wor
     );
     assert!(!stdout.contains("approve.yaml"), "{stdout}");
     assert!(!s.root.join("globex/shop/planted").exists());
+    let key = std::fs::read_to_string(s.root.join(".magrathea/control.key")).unwrap();
+    assert!(key.len() >= 64 && !stdout.contains(&key), "{stdout}");
     assert!(stdout.ends_with("made\nELF\n"), "{stdout}");
     assert!(s.root.join("acme/shop/made.txt").exists());
 }

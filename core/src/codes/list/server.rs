@@ -60,6 +60,11 @@ pub(super) const CODES: &[ErrorCode] = &[
         remedy: "Fix the directory's permissions or use a shorter --store path; until then other commands on the store fail while this one runs.",
     },
     ErrorCode {
+        code: "MAG-CS004",
+        meaning: "A connection to a store's control socket did not carry the store's control key (`<store>/control.key`): only a process that may read the store directory may ask its owner.",
+        remedy: "Run the command as a user who can read the store directory; a shell step's sandbox cannot, by design.",
+    },
+    ErrorCode {
         code: "MAG-AUTH001",
         meaning: "The token file cannot be read.",
         remedy: "Check its path and permissions.",

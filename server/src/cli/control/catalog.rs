@@ -108,8 +108,12 @@ impl RemoteCatalog {
                 "the process that owns the store did not answer: {e}"
             ))
         };
+        let key = super::read_key(&self.socket)
+            .map_err(|e| StoreError::io(format!("{:#}", super::client::no_key(&e))))?;
         let mut stream = UnixStream::connect(&self.socket).map_err(|e| gone(&e))?;
-        let mut line = serde_json::to_vec(&Request::Catalog { call: op }).map_err(|e| gone(&e))?;
+        let mut line = key.into_bytes();
+        line.push(b'\n');
+        serde_json::to_writer(&mut line, &Request::Catalog { call: op }).map_err(|e| gone(&e))?;
         line.push(b'\n');
         stream.write_all(&line).map_err(|e| gone(&e))?;
         let mut reply = Vec::new();

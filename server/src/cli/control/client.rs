@@ -5,12 +5,12 @@ use std::path::{Path, PathBuf};
 use anyhow::anyhow;
 use magrathea_core::{Entry, GateAnswer, InboxItem, RunId, RunStatus, StartRequest};
 use magrathea_server::http::runs::RunDto;
-use tokio::io::BufReader;
+use tokio::io::{AsyncWriteExt as _, BufReader};
 use tokio::net::UnixStream;
 use tokio::net::unix::{OwnedReadHalf, OwnedWriteHalf};
 
 use super::owner::{read_line, send};
-use super::{MAX_REPLY_BYTES, Reply, Request, socket_path};
+use super::{MAX_REPLY_BYTES, Reply, Request, read_key, socket_path};
 use crate::cli::backend::{
     Answered, Cancelled, ControlOp, Controlled, FollowEvent, Follower, update,
 };
@@ -52,6 +52,14 @@ fn went_away(why: &str) -> anyhow::Error {
     )
 }
 
+/// The store's control key cannot be read: this process may not ask the owner.
+pub(crate) fn no_key(e: &std::io::Error) -> anyhow::Error {
+    anyhow!(
+        "[MAG-CS004] cannot read the store's control key (`control.key` in the store \
+         directory): {e}; only a process that may read the store directory may ask its owner"
+    )
+}
+
 fn unexpected(reply: &Reply) -> anyhow::Error {
     went_away(&format!("unexpected reply {reply:?}"))
 }
@@ -75,7 +83,14 @@ impl OwnerClient {
         let stream = UnixStream::connect(&self.socket)
             .await
             .map_err(|e| went_away(&e.to_string()))?;
+        let key = read_key(&self.socket).map_err(|e| no_key(&e))?;
         let (read, mut write) = stream.into_split();
+        let mut line = key.into_bytes();
+        line.push(b'\n');
+        write
+            .write_all(&line)
+            .await
+            .map_err(|e| went_away(&e.to_string()))?;
         send(&mut write, request)
             .await
             .map_err(|e| went_away(&e.to_string()))?;

@@ -13,10 +13,15 @@
 //! [`Reply::Settled`] (or [`Reply::Error`]). A client that closes its end stops the stream;
 //! the run goes on.
 //!
-//! Trust: the socket is created with mode 0600 in the store directory, so it admits the
-//! users who can open the redb file itself; anyone who can connect can read and drive the
-//! store's runs. The owner serves [`MAX_CLIENTS`] connections at once (more wait) and reads
-//! requests of at most [`MAX_REQUEST_BYTES`].
+//! Trust: the socket is created with mode 0600 in the store directory, and each connection
+//! first sends the store's control key, a random secret the owner writes to
+//! `<store>/control.key` (mode 0600) before it serves the socket; a connection without it is
+//! refused (`[MAG-CS004]`). So the socket admits only processes that can read the store
+//! directory, who could open the redb file itself: connecting needs no read right on the
+//! directory, and a sandboxed shell step, which may run as the owner's user but is denied the
+//! store directory, could otherwise read and drive every tenant's runs. The owner serves
+//! [`MAX_CLIENTS`] connections at once (more wait) and reads requests of at most
+//! [`MAX_REQUEST_BYTES`].
 //!
 //! The redb lock, not the socket, says who owns the store: an owner that crashed leaves its
 //! socket file behind, and the next owner (it holds the lock) replaces it.
@@ -47,9 +52,41 @@ pub(crate) const MAX_REQUEST_BYTES: u64 = 4 << 20;
 /// The largest reply line a client reads (a whole journal, or every run of a project).
 pub(crate) const MAX_REPLY_BYTES: u64 = 1 << 30;
 
+/// The control key's file name in the store directory.
+pub(crate) const KEY_NAME: &str = "control.key";
+
+/// The longest first line an owner reads: the control key (64 hex digits) with room to spare.
+pub(crate) const MAX_KEY_BYTES: u64 = 256;
+
 /// The control socket of the store in `dir`.
 pub(crate) fn socket_path(dir: &Path) -> PathBuf {
     dir.join(SOCKET_NAME)
+}
+
+/// The control key beside the control socket `socket`.
+pub(crate) fn key_path(socket: &Path) -> PathBuf {
+    socket.with_file_name(KEY_NAME)
+}
+
+/// The control key of the owner serving `socket`: the first line of each connection.
+pub(crate) fn read_key(socket: &Path) -> std::io::Result<String> {
+    let key = std::fs::read_to_string(key_path(socket))?;
+    Ok(key.trim().to_string())
+}
+
+/// A fresh control key: 64 hex digits from the operating system's random source.
+pub(crate) fn new_key() -> String {
+    format!(
+        "{}{}",
+        uuid::Uuid::new_v4().simple(),
+        uuid::Uuid::new_v4().simple()
+    )
+}
+
+/// Whether `offered` is the owner's `key`, compared in constant time.
+pub(crate) fn key_matches(offered: &[u8], key: &str) -> bool {
+    use subtle::ConstantTimeEq as _;
+    !key.is_empty() && bool::from(offered.ct_eq(key.as_bytes()))
 }
 
 /// What a client asks the owner.

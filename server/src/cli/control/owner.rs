@@ -11,7 +11,10 @@ use tokio::io::{AsyncBufRead, AsyncBufReadExt, AsyncReadExt, AsyncWriteExt, BufR
 use tokio::net::{UnixListener, UnixStream};
 use tokio::sync::{Semaphore, watch};
 
-use super::{MAX_CLIENTS, MAX_REQUEST_BYTES, Reply, Request, socket_path};
+use super::{
+    MAX_CLIENTS, MAX_KEY_BYTES, MAX_REQUEST_BYTES, Reply, Request, key_matches, key_path, new_key,
+    socket_path,
+};
 use crate::cli::backend::{Backend, FollowEvent, Follower};
 
 /// How [`shutdown`] treats the clients still connected.
@@ -32,6 +35,7 @@ const DRAIN_POLL: Duration = Duration::from_millis(20);
 #[derive(Debug)]
 struct Served {
     path: PathBuf,
+    key: PathBuf,
     accept: tokio::task::JoinHandle<()>,
     slots: Arc<Semaphore>,
     /// Connections being served.
@@ -60,21 +64,27 @@ fn served() -> &'static Mutex<Vec<Served>> {
     &SERVED
 }
 
-/// Serves the control socket of the store in `dir`, whose engine this process owns. The
-/// socket is bound under a temporary name, given mode 0600 and renamed into place, so it
-/// never exists with wider permissions; a socket left by an owner that crashed is replaced
+/// Serves the control socket of the store in `dir`, whose engine this process owns. A fresh
+/// control key is written first (mode 0600, renamed into place), then the socket is bound
+/// under a temporary name, given mode 0600 and renamed into place, so neither ever exists
+/// with wider permissions; a socket or key left by an owner that crashed is replaced
 /// (holding the store's lock proves that no other owner is alive).
 pub(crate) fn serve(engine: &Engine, dir: &Path) -> anyhow::Result<()> {
     let path = socket_path(dir);
-    let temp = dir.join(format!("control.{}.sock", std::process::id()));
-    let _ = std::fs::remove_file(&temp);
-    let listener = bind(&temp, &path).with_context(|| {
+    let cannot = || {
         format!(
             "[MAG-CS003] cannot serve the control socket {}; other magrathea commands on this \
              store will fail while this one runs",
             path.display()
         )
-    })?;
+    };
+    let key = new_key();
+    let key_file = key_path(&path);
+    write_key(dir, &key_file, &key).with_context(cannot)?;
+    let key: Arc<str> = key.into();
+    let temp = dir.join(format!("control.{}.sock", std::process::id()));
+    let _ = std::fs::remove_file(&temp);
+    let listener = bind(&temp, &path).with_context(cannot)?;
     let slots = Arc::new(Semaphore::new(MAX_CLIENTS));
     let (stop, stopped) = watch::channel(false);
     let engine = engine.clone();
@@ -92,8 +102,9 @@ pub(crate) fn serve(engine: &Engine, dir: &Path) -> anyhow::Result<()> {
             let engine = engine.clone();
             let stopped = stopped.clone();
             let active = Active::new(&accept_active);
+            let key = key.clone();
             tokio::spawn(async move {
-                connection(engine, stream, stopped).await;
+                connection(engine, stream, &key, stopped).await;
                 drop((active, slot));
             });
         }
@@ -103,12 +114,33 @@ pub(crate) fn serve(engine: &Engine, dir: &Path) -> anyhow::Result<()> {
         .unwrap_or_else(PoisonError::into_inner)
         .push(Served {
             path,
+            key: key_file,
             accept,
             slots,
             active,
             stop,
         });
     Ok(())
+}
+
+/// Writes the control key to `file` with mode 0600, through a temporary file renamed into
+/// place.
+fn write_key(dir: &Path, file: &Path, key: &str) -> std::io::Result<()> {
+    use std::io::Write as _;
+    use std::os::unix::fs::OpenOptionsExt as _;
+    let temp = dir.join(format!("control.{}.key", std::process::id()));
+    let _ = std::fs::remove_file(&temp);
+    let written = std::fs::OpenOptions::new()
+        .write(true)
+        .create_new(true)
+        .mode(0o600)
+        .open(&temp)
+        .and_then(|mut f| f.write_all(key.as_bytes()))
+        .and_then(|()| std::fs::rename(&temp, file));
+    if written.is_err() {
+        let _ = std::fs::remove_file(&temp);
+    }
+    written
 }
 
 fn bind(temp: &Path, path: &Path) -> std::io::Result<UnixListener> {
@@ -136,6 +168,7 @@ pub(crate) async fn shutdown(how: Shutdown) {
         }
         s.accept.abort();
         let _ = std::fs::remove_file(&s.path);
+        let _ = std::fs::remove_file(&s.key);
         if how == Shutdown::Abort {
             let _ = s.stop.send(true);
         }
@@ -144,10 +177,32 @@ pub(crate) async fn shutdown(how: Shutdown) {
     }
 }
 
-/// One client: one request, its answer (or stream of answers).
-async fn connection(engine: Engine, stream: UnixStream, mut stopped: watch::Receiver<bool>) {
+/// How long an owner waits for a client's control key.
+const KEY_WAIT: Duration = Duration::from_secs(10);
+
+/// One client: its control key, then one request and its answer (or stream of answers).
+async fn connection(
+    engine: Engine,
+    stream: UnixStream,
+    key: &str,
+    mut stopped: watch::Receiver<bool>,
+) {
     let (read, mut write) = stream.into_split();
     let mut reader = BufReader::new(read);
+    let offered = tokio::time::timeout(KEY_WAIT, read_line(&mut reader, MAX_KEY_BYTES)).await;
+    match offered {
+        // A client that only checked that the owner is alive.
+        Ok(Ok(None)) => return,
+        Ok(Ok(Some(line))) if key_matches(&line, key) => {}
+        _ => {
+            let message = "[MAG-CS004] the connection did not begin with the store's control \
+                           key (`control.key` in the store directory): only a process that may \
+                           read the store directory may ask its owner"
+                .to_string();
+            let _ = send(&mut write, &Reply::Error { message }).await;
+            return;
+        }
+    }
     let request = match read_line(&mut reader, MAX_REQUEST_BYTES).await {
         // A client that only checked that the owner is alive.
         Ok(None) => return,
