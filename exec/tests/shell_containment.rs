@@ -249,6 +249,41 @@ async fn the_sandbox_follows_the_tenants_setting_and_the_local_default_is_off() 
 }
 
 #[tokio::test]
+async fn a_served_tree_its_sandbox_would_let_a_step_read_refuses_shell_steps() {
+    // The tenant's extra read path holds the whole document root (Landlock only grants: a
+    // subtree of a readable directory cannot be hidden again).
+    let probe = tree(true, "", "").await;
+    let above = probe.root.parent().unwrap().to_path_buf();
+    let t = tree(
+        true,
+        &format!("shell:\n  readPaths: [{}]\n", above.display()),
+        "",
+    )
+    .await;
+    let (kind, output) = t
+        .shell(ShellInput::new("cat ../../_auth/tokens.yaml; echo ran > ran.txt").dir("workspace"))
+        .await;
+    assert_eq!(kind, "technical_error", "{output}");
+    let error = output["error"].as_str().unwrap();
+    assert!(error.starts_with("[MAG-SH014]"), "{error}");
+    assert!(error.contains(above.to_str().unwrap()), "{error}");
+    assert!(!output.to_string().contains(TOKEN), "{output}");
+    assert!(!t.root.join("acme/shop/ran.txt").exists(), "the step ran");
+    // Not served (the owner's own command, sandbox turned on): the root is the owner's.
+    let t = tree(
+        false,
+        &format!(
+            "shell:\n  sandbox: on\n  readPaths: [{}]\n",
+            above.display()
+        ),
+        "",
+    )
+    .await;
+    let out = t.output("echo ran").await;
+    assert_eq!(out.stdout, "ran\n", "{out:?}");
+}
+
+#[tokio::test]
 async fn a_served_workspace_outside_the_project_is_refused() {
     let t = tree(
         true,

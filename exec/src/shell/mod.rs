@@ -269,6 +269,19 @@ pub(crate) async fn execute(
         SandboxMode::On => Some(Sandbox::new(&dir, tmp.path(), &tenant)),
         SandboxMode::Off => None,
     };
+    if let Some(allowed) = sandbox
+        .as_ref()
+        .filter(|_| docs.is_served())
+        .and_then(|s| s.exposes(docs.root()))
+    {
+        return Err(technical(format!(
+            "[MAG-SH014] shell steps are refused here: the served document tree lies beneath \
+             `{}`, which the shell sandbox lets steps reach, so a step could read `_auth/` \
+             and every tenant; the server's operator serves the tree from elsewhere or \
+             narrows the tenant's `shell` settings",
+            allowed.display()
+        )));
+    }
     let job = Job {
         dir,
         timeout: Some(saturating_secs(timeout)),

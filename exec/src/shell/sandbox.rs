@@ -78,6 +78,19 @@ impl Sandbox {
         Self { read, write }
     }
 
+    /// The path of the rules that lets the step read or write `protected` (the document
+    /// root), if one does: Landlock only grants, so a subtree of an allowed directory cannot
+    /// be carved out of it again. Compared by real paths.
+    pub(super) fn exposes(&self, protected: &Path) -> Option<PathBuf> {
+        let real = |p: &Path| p.canonicalize().unwrap_or_else(|_| p.to_path_buf());
+        let protected = real(protected);
+        self.read
+            .iter()
+            .chain(&self.write)
+            .find(|allowed| protected.starts_with(real(allowed)))
+            .cloned()
+    }
+
     /// Builds the ruleset and confines the calling thread with it.
     fn restrict_current_thread(&self) -> Result<(), SandboxError> {
         let setup = |e: landlock::RulesetError| SandboxError::Setup(e.to_string());

@@ -60,6 +60,11 @@ pub(super) const CODES: &[ErrorCode] = &[
         remedy: "Check that the server's temporary directory exists, is writable and has space.",
     },
     ErrorCode {
+        code: "MAG-SH014",
+        meaning: "A served shell_task was refused: the document tree (with `_auth/`, every tenant and the default store) lies beneath a directory its sandbox lets it read or write (a system directory such as `/opt`, or a path of the tenant's `shell` settings).",
+        remedy: "Serve the tree from a directory no shell step may read (e.g. under /srv or /var/lib), or narrow the tenant's `shell.readPaths`/`writePaths`/`workspaceRoots`.",
+    },
+    ErrorCode {
         code: "MAG-JS001",
         meaning: "A script_task has no `path:`.",
         remedy: "Name the script file, e.g. `path: _vance/scripts/transform.js`.",
