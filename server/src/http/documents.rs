@@ -4,9 +4,11 @@
 //! project as listings name it, is the same document). Every path segment must be a plain name (letters,
 //! digits, `.`, `_`, `-`; no `..`, no hidden files), so nothing outside `_vance/` is reached.
 //!
-//! Reading needs `workflow.read`, writing `workflow.write`. `settings.yaml` may hold event
-//! tokens, so reading it needs `workflow.write` too, and writing it `workflow.run` as well
-//! (it decides who may fire events, so changing it is a way to run workflows). A PUT of `workflows/<name>.yaml` is
+//! Reading needs `workflow.read`, writing `workflow.write`. `settings.yaml` holds event
+//! tokens, webhook path tokens and signing secrets, with which anyone may start runs, and it
+//! decides who may fire events: reading or writing it needs `workflow.write` and
+//! `workflow.run` as well, so a token that may not start runs never learns a secret that
+//! would let it. A PUT of `workflows/<name>.yaml` is
 //! validated first: an invalid document is refused with 422 and the diagnostics of
 //! `magrathea validate` (`path:line:column: [MAG-Ynnn] message`, the path relative to the
 //! root). A valid workflow is written, and the response lists its warnings in the same form:
@@ -102,7 +104,8 @@ fn project_rel(parts: &[&str]) -> String {
         .join("/")
 }
 
-fn needs_write_to_read(parts: &[&str]) -> bool {
+/// Whether reading the document needs the scopes of writing it (its secrets start runs).
+fn holds_secrets(parts: &[&str]) -> bool {
     parts == ["settings.yaml"]
 }
 
@@ -115,8 +118,9 @@ pub(crate) async fn get(
     let who = state.authorize(&headers, &p.tenant, ApiScope::Read)?;
     let scope = state.scope(&p.tenant, &p.project)?;
     let parts = segments(&p.path)?;
-    if needs_write_to_read(&parts) {
+    if holds_secrets(&parts) {
         who.require(ApiScope::Write)?;
+        who.require(ApiScope::Run)?;
     }
     let file = under_vance(&state, &scope, &parts);
     let not_found = || ApiError::not_found(format!("document `{}` not found", p.path));

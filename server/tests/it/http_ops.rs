@@ -192,17 +192,20 @@ async fn documents_are_read_listed_and_written_with_validation() {
         .unwrap();
     assert_eq!(code(r).await, (404, "MAG-HTTP-404".into()));
 
-    // settings.yaml may hold event tokens: reading it needs workflow.write.
+    // settings.yaml holds event tokens and webhook secrets, which start runs: reading it
+    // needs the scopes of writing it, workflow.write and workflow.run.
     write(
         &s.root.join("acme/shop/_vance/settings.yaml"),
         "events: {}\n",
     );
-    let r = s
-        .get(&format!("{base}/settings.yaml"), Some(ACME_READ))
-        .send()
-        .await
-        .unwrap();
-    assert_eq!(r.status(), 403);
+    for token in [ACME_READ, ACME_WRITE, ACME_RUN] {
+        let r = s
+            .get(&format!("{base}/settings.yaml"), Some(token))
+            .send()
+            .await
+            .unwrap();
+        assert_eq!(r.status(), 403, "{token}");
+    }
     let r = s
         .get(&format!("{base}/settings.yaml"), Some(ACME))
         .send()
