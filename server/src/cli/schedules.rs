@@ -185,7 +185,9 @@ pub(crate) async fn schedules(loc: &Location, cmd: SchedulesCommand) -> anyhow::
             };
             let request =
                 match runtime.start_request(&project.scope, schedule.workflow(), params, |req| {
-                    req.started_by(&by).idempotency_key(&key)
+                    req.started_by(&by)
+                        .requested_by(super::run::default_user())
+                        .idempotency_key(&key)
                 }) {
                     Ok(r) => r,
                     Err(e) => {

@@ -308,7 +308,7 @@ async fn fire_tick(
         }
     }
     // 3. Start.
-    let delivery = start(state, reg, schedule, &key, tick, now).await;
+    let delivery = start(state, reg, schedule, &key, tick, now, None).await;
     if let Some(run) = &delivery.run_id {
         cur.last_run = Some(run.clone());
         cur.last_tick_ms = Some(tick);
@@ -317,7 +317,9 @@ async fn fire_tick(
     Ok(())
 }
 
-/// Starts the schedule's workflow with `key`; the delivery that says how it went.
+/// Starts the schedule's workflow with `key`, as its `runAs`; a run fired by hand records who
+/// fired it as `requestedBy` (so a gate's `selfApproval: false` refuses them too). The
+/// delivery that says how it went.
 async fn start(
     state: &AppState,
     reg: &Registration,
@@ -325,10 +327,11 @@ async fn start(
     key: &str,
     tick: i64,
     now: i64,
+    fired_by: Option<&str>,
 ) -> Delivery {
     let starter = Starter {
         started_by: schedule.run_as().to_owned(),
-        requested_by: None,
+        requested_by: fired_by.map(str::to_owned),
         idempotency_key: Some(key.to_owned()),
     };
     let params = Value::Object(schedule.params().clone());
@@ -379,7 +382,7 @@ pub(super) async fn fire_manually(
         reg.key(),
         uuid::Uuid::now_v7().simple()
     );
-    let mut d = start(state, &reg, &schedule, &key, 0, now).await;
+    let mut d = start(state, &reg, &schedule, &key, 0, now, Some(by)).await;
     d.reason = Some("manual".into());
     // A refused start keeps its reason after who fired it (an archived workflow, …).
     d.message = Some(match d.message.take() {

@@ -648,3 +648,49 @@ async fn refused_answers_are_recorded_up_to_a_bound() {
     assert_eq!(one["refusals"].as_array().unwrap().len(), 100, "{one}");
     assert_eq!(one["status"], "pending");
 }
+
+#[tokio::test]
+async fn whoever_fires_a_schedule_by_hand_is_its_runs_requester_and_no_self_approver() {
+    let s = Server::start().await;
+    write(
+        &s.root.join("acme/shop/_vance/workflows/guarded.yaml"),
+        GUARDED,
+    );
+    // The schedule runs as carol; alice fires it by hand.
+    let r = s
+        .client
+        .put(s.url("/brain/acme/project/shop/documents/scheduler/deploy.yaml"))
+        .bearer_auth(ACME)
+        .body("cron: \"0 0 1 1 *\"\nworkflow: guarded\nrunAs: carol\n")
+        .send()
+        .await
+        .unwrap();
+    assert!(r.status().is_success(), "{}", r.status());
+    let r: Value = s
+        .post(
+            "/brain/acme/project/shop/schedules/deploy/trigger",
+            Some(ACME),
+        )
+        .send()
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap();
+    let run = r["workflowRunId"].as_str().unwrap().to_owned();
+    let view = s.wait_status("shop", &run, &["WAITING"]).await;
+    assert_eq!(view["startedBy"], "carol", "{view}");
+    assert_eq!(view["requestedBy"], "alice", "{view}");
+    // alice may not approve the run she fired (selfApproval: false), though it runs as carol.
+    let r = s
+        .post(
+            &format!("/v1/workflow-approvals/{run}-2/approve"),
+            Some(ACME),
+        )
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(r.status(), 403, "self approval through a schedule's runAs");
+    let body = r.text().await.unwrap();
+    assert!(body.contains("selfApproval"), "{body}");
+}
