@@ -214,9 +214,10 @@ pub(crate) async fn put(
         let name = parts[1].trim_end_matches(".yaml");
         match magrathea_yaml::scheduler::load_schedule(&label, name, &text) {
             Err(diags) => {
-                return Err(ApiError::invalid_document(
-                    diags.iter().map(|d| d.to_string()).collect(),
-                ));
+                return Err(ApiError {
+                    message: format!("invalid schedule document ({} error(s))", diags.len()),
+                    ..ApiError::invalid_document(diags.iter().map(|d| d.to_string()).collect())
+                });
             }
             // Each tick would fail to start: said now, as for a workflow_task's target.
             Ok(schedule)

@@ -52,6 +52,7 @@ async fn a_written_schedule_is_registered_at_once_and_an_invalid_one_is_refused(
     .await;
     assert_eq!(status, 422, "{body}");
     assert!(body.contains("nightly.yaml:3:1"), "{body}");
+    assert!(body.contains("invalid schedule document"), "{body}");
     let listed: Value = s
         .get_json("/brain/acme/project/shop/triggers", Some(ACME))
         .await;
