@@ -72,6 +72,8 @@ pub mod shell;
 pub mod suggest;
 #[cfg(feature = "tools")]
 pub mod tools;
+#[cfg(any(feature = "shell", feature = "script"))]
+mod workspace;
 
 pub use bounds::TenantBounds;
 pub use call::{ExecCall, IntoExecCall, RunContext, RunData};

@@ -376,6 +376,16 @@ pub fn locate_script(
     let roots = match source {
         "document" => vec![docs.project_dir(scope), docs.tenant_dir(scope)],
         "workspace" => match docs.workspace_dir(scope, dir_name) {
+            // A served project's scripts run in the server's own process: its workspaces
+            // stay inside it, as shell steps' do.
+            Some(dir) if docs.is_served() => {
+                let tenant = docs.tenant_settings(scope).shell;
+                let project = docs.project_dir(scope);
+                vec![
+                    crate::workspace::contained(&project, dir, dir_name, &tenant)
+                        .map_err(|why| technical(format!("[MAG-JS018] {why}")))?,
+                ]
+            }
             Some(dir) => vec![dir],
             None => {
                 return Err(technical(format!(
@@ -405,6 +415,13 @@ pub fn locate_script(
             return Err(technical(format!(
                 "[MAG-JS002] invalid script path `{path}`: it leads outside {}",
                 where_(root)
+            )));
+        }
+        if crate::workspace::is_settings_file(docs, scope, &file) {
+            return Err(technical(format!(
+                "[MAG-JS019] invalid script path `{path}`: it is a settings file, which holds \
+                 the project's or the tenant's secrets; a script lives in its own file (e.g. \
+                 `_vance/scripts/<name>.js`)"
             )));
         }
         return Ok(file);

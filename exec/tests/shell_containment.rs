@@ -1,5 +1,6 @@
 //! What contains a shell step: a clean environment, the Landlock sandbox of served trees,
-//! workspaces kept inside the project, the default timeout, and the shell lane that keeps a
+//! workspaces kept inside the project (for script steps too, with no settings file read as a
+//! script), the default timeout, and the shell lane that keeps a
 //! slow shell step from holding up script steps. Each test runs real processes through the
 //! executors' own API, as a code workflow's journaled tasks.
 
@@ -281,6 +282,55 @@ async fn a_served_tree_its_sandbox_would_let_a_step_read_refuses_shell_steps() {
     .await;
     let out = t.output("echo ran").await;
     assert_eq!(out.stdout, "ran\n", "{out:?}");
+}
+
+/// Runs the script `input` in `t` to its end: `(kind, output)`.
+async fn script(t: &Tree, input: ScriptInput) -> (String, Value) {
+    let run = t.start("js", serde_json::to_value(input).unwrap()).await;
+    let result = t.finish(run).await;
+    (
+        result["kind"].as_str().unwrap().to_string(),
+        result["output"].clone(),
+    )
+}
+
+#[tokio::test]
+async fn a_served_script_stays_in_its_project_and_never_reads_a_settings_file() {
+    let outside = tempfile::tempdir().unwrap();
+    let outside = outside.path().canonicalize().unwrap();
+    let steal = format!("return \"{TOKEN}\";");
+    std::fs::write(outside.join("steal.js"), &steal).unwrap();
+    let project = format!(
+        "workspaces:\n  out: {}\n  up: ../../globex/shop\n# {TOKEN}\n",
+        outside.display()
+    );
+    let t = tree(true, "", &project).await;
+    write(&t.root.join("globex/shop/steal.js"), &steal);
+    // Scripts run in the server's process: a workspace outside the project is refused.
+    for dir in ["out", "up"] {
+        let (kind, output) = script(&t, ScriptInput::new("steal.js").in_workspace(dir)).await;
+        assert_eq!(kind, "technical_error", "{dir}: {output}");
+        let error = output["error"].as_str().unwrap();
+        assert!(error.starts_with("[MAG-JS018]"), "{error}");
+        assert!(!output.to_string().contains(TOKEN), "{output}");
+    }
+    // The settings files hold secrets: no script is read from them, by either source.
+    for input in [
+        ScriptInput::new("_vance/settings.yaml"),
+        ScriptInput::new("_vance/settings.yaml").in_workspace("workspace"),
+    ] {
+        let (kind, output) = script(&t, input).await;
+        assert_eq!(kind, "technical_error", "{output}");
+        assert!(
+            output["error"].as_str().unwrap().starts_with("[MAG-JS019]"),
+            "{output}"
+        );
+        assert!(!output.to_string().contains(TOKEN), "{output}");
+    }
+    // The owner's own command may name any directory as a workspace.
+    let t = tree(false, "", &project).await;
+    let (kind, output) = script(&t, ScriptInput::new("steal.js").in_workspace("out")).await;
+    assert_eq!((kind.as_str(), &output), ("success", &json!(TOKEN)));
 }
 
 #[tokio::test]

@@ -304,37 +304,18 @@ fn default_timeout(tenant: &TenantShellSettings, project: Option<f64>) -> f64 {
     }
 }
 
-/// Refuses a workspace of a served project whose real path is neither inside the project
-/// directory nor under one of the tenant's `shell.workspaceRoots`: a token that may write a
-/// project's settings must not make `/` (or another tenant's tree) a workspace. Gives the
-/// real path, which the step then runs in (and the sandbox allows), so that a symlink swapped
-/// after the check changes nothing.
+/// Refuses a workspace of a served project that lies outside it (see
+/// [`crate::workspace::contained`]); gives the real path the step runs in (and the sandbox
+/// allows).
 fn check_workspace_root(
     project: &Path,
     dir: PathBuf,
     name: &str,
     tenant: &TenantShellSettings,
 ) -> Result<PathBuf, TaskError> {
-    // A workspace that does not exist is reported by `run_shell` ([MAG-SH002]).
-    let Ok(real) = dir.canonicalize() else {
-        return Ok(dir);
-    };
-    let project = project
-        .canonicalize()
-        .unwrap_or_else(|_| project.to_path_buf());
-    let inside = |root: &Path| root.canonicalize().is_ok_and(|root| real.starts_with(root));
-    if real.starts_with(&project) || tenant.workspace_roots.iter().any(|r| inside(r)) {
-        return Ok(real);
-    }
     // `technical_error`, as every shell step that cannot start (reference §3.2).
-    Err(cannot_start(
-        format!(
-            "[MAG-SH011] workspace `{name}` lies outside the project directory: a served \
-         project's workspaces stay inside it unless the tenant's administrator lists their \
-         root under `shell.workspaceRoots` in _tenant/_vance/settings.yaml"
-        ),
-        Instant::now(),
-    ))
+    crate::workspace::contained(project, dir, name, tenant)
+        .map_err(|why| cannot_start(format!("[MAG-SH011] {why}"), Instant::now()))
 }
 
 /// The script that starts every shell step: `sh -c LIFELINE sh <command>`.

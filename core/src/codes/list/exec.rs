@@ -135,6 +135,16 @@ pub(super) const CODES: &[ErrorCode] = &[
         remedy: "Start the run in a `tenant/project` scope.",
     },
     ErrorCode {
+        code: "MAG-JS018",
+        meaning: "A served project's script_task names a workspace that lies outside the project directory (and under no root the tenant lists).",
+        remedy: "Keep the workspace inside the project, or have the tenant's administrator list its root under `shell.workspaceRoots`.",
+    },
+    ErrorCode {
+        code: "MAG-JS019",
+        meaning: "A script_task's path is the project's or the tenant's `_vance/settings.yaml`, which holds secrets; no step reads it.",
+        remedy: "Put the script in a file of its own (e.g. `_vance/scripts/<name>.js`).",
+    },
+    ErrorCode {
         code: "MAG-TL001",
         meaning: "An unknown tool was called: neither a registered task nor a known tool.",
         remedy: "Register the task, or fix the tool's name (the agent's recipe lists the tools it offers).",

@@ -1,0 +1,52 @@
+//! Where a served project's steps may reach on disk: its workspaces stay inside the project
+//! directory (or under a root the tenant's administrator lists), and no step reads the
+//! settings files that hold the project's and the tenant's secrets.
+//!
+//! Shell steps add the Landlock sandbox on top (see the `shell` module); script steps run in
+//! the server's own process, so these checks are all that keeps them in their project.
+
+use std::path::{Path, PathBuf};
+
+use crate::documents::{DocumentSource, Scope};
+use crate::settings::TenantShellSettings;
+
+/// The real path of the workspace `dir` (named `name`) of a served project, or why it is
+/// refused: its real path lies neither inside the project directory nor under one of the
+/// tenant's `shell.workspaceRoots`. A token that may write a project's settings must not make
+/// `/` (or another tenant's tree) a workspace. The real path is the one to use from then on,
+/// so that a symbolic link swapped after the check changes nothing. A workspace that does not
+/// exist is given back as it is (the caller reports it).
+pub(crate) fn contained(
+    project: &Path,
+    dir: PathBuf,
+    name: &str,
+    tenant: &TenantShellSettings,
+) -> Result<PathBuf, String> {
+    let Ok(real) = dir.canonicalize() else {
+        return Ok(dir);
+    };
+    let project = project
+        .canonicalize()
+        .unwrap_or_else(|_| project.to_path_buf());
+    let inside = |root: &Path| root.canonicalize().is_ok_and(|root| real.starts_with(root));
+    if real.starts_with(&project) || tenant.workspace_roots.iter().any(|r| inside(r)) {
+        return Ok(real);
+    }
+    Err(format!(
+        "workspace `{name}` lies outside the project directory: a served project's workspaces \
+         stay inside it unless the tenant's administrator lists their root under \
+         `shell.workspaceRoots` in _tenant/_vance/settings.yaml"
+    ))
+}
+
+/// Whether `file` is the project's or the tenant's `_vance/settings.yaml`, which hold event
+/// tokens, webhook path tokens and signing secrets: no step reads them as its input.
+pub(crate) fn is_settings_file(docs: &DocumentSource, scope: &Scope, file: &Path) -> bool {
+    let Ok(real) = file.canonicalize() else {
+        return false;
+    };
+    [docs.project_dir(scope), docs.tenant_dir(scope)]
+        .iter()
+        .filter_map(|dir| dir.join("_vance").join("settings.yaml").canonicalize().ok())
+        .any(|settings| settings == real)
+}
