@@ -85,8 +85,8 @@ pub use egress::EgressPolicy;
 pub use executors::{Executors, LanePermit};
 pub use policy::{ExecutionPolicy, TaskType};
 pub use settings::{
-    LaneSettings, ProjectSettings, SandboxMode, ShellSettings, TenantSettings, TenantShellSettings,
-    TimeoutDefaults,
+    LaneSettings, ProjectSettings, SandboxMode, ShellSettings, TenantAgentSettings, TenantSettings,
+    TenantShellSettings, TimeoutDefaults,
 };
 
 #[cfg(feature = "agent")]

@@ -28,6 +28,9 @@
 //!   readPaths: [/srv/tools]   # more directories the sandbox lets shell steps read
 //!   writePaths: [/srv/cache]  # more directories the sandbox lets shell steps write
 //!   workspaceRoots: [/srv/build] # where workspaces outside the project may live (served)
+//! agents:
+//!   keyEnv: [OPENAI_API_KEY]  # server variables recipes may name in `apiKeyEnv` (served;
+//!                             # none by default)
 //! ```
 //!
 //! The same file's `execution:` (which task types a project may run; see
@@ -206,15 +209,30 @@ pub struct TenantSettings {
     /// may run.
     #[serde(default)]
     pub execution: ExecutionPolicy,
-    /// Where the `http_request` tool may connect.
+    /// Where the `http_request` tool may connect (and, in a served tree, agent engines).
     #[serde(default)]
     pub egress: EgressPolicy,
+    /// What the tenant's agent steps may use of the server.
+    #[serde(default)]
+    pub agents: TenantAgentSettings,
     /// Default bounds of the tenant's runs whose definition declares none.
     #[serde(default)]
     pub bounds: TenantBounds,
     /// Default timeouts of the tenant's YAML states (a project's `defaults:` wins).
     #[serde(default)]
     pub defaults: TimeoutDefaults,
+}
+
+/// The tenant's rules for `agent_task`. Only the tenant's administrator writes them.
+#[derive(Debug, Clone, Default, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+#[non_exhaustive]
+pub struct TenantAgentSettings {
+    /// Names of the server's environment variables a recipe of the tenant may name in
+    /// `apiKeyEnv`, in a served tree (none by default): a recipe is a document a token with
+    /// `workflow.write` may write, and its key is sent to the recipe's `baseUrl`.
+    #[serde(default)]
+    pub key_env: Vec<String>,
 }
 
 /// Whether shell steps run confined by the sandbox (Landlock; see the README's "Shell

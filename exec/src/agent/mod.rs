@@ -35,6 +35,12 @@
 //! `Authorization: Bearer` header. If `apiKeyEnv` names an unset variable the attempt is a
 //! `technical_error`; without `apiKeyEnv` no `Authorization` header is sent (local servers).
 //!
+//! In a served tree a recipe is a document any token with `workflow.write` may write, so two
+//! rules of the tenant's settings apply: `apiKeyEnv` may name only a variable listed under
+//! `agents.keyEnv` (`[MAG-AG011]` otherwise), and the engine connects only where the tenant's
+//! `egress:` allows, as the `http_request` tool does (a private, loopback or reserved address
+//! needs `egress.allowHosts`; [`AgentRequest::egress`]).
+//!
 //! # Engines and outcomes
 //!
 //! An [`AgentEngine`] runs one attempt: it gets the recipe, the state's `params` as
@@ -411,8 +417,24 @@ fn prepare(
             known.join(", ")
         ))
     })?;
+    let served = docs.is_served();
+    let tenant = served.then(|| docs.tenant_settings(&scope));
     let api_key = match recipe.api_key_env.as_deref() {
         None => None,
+        // A recipe is a document: in a served tree it may name only the server variables the
+        // tenant's administrator lists, or any token that may write documents could send the
+        // server's secrets to a URL of its choice.
+        Some(var)
+            if tenant
+                .as_ref()
+                .is_some_and(|t| !t.agents.key_env.iter().any(|k| k == var)) =>
+        {
+            return Err(technical(format!(
+                "[MAG-AG011] recipe `{name}` names `apiKeyEnv: {var}`, which this tenant's \
+                 agents may not use: the tenant's administrator lists the server variables \
+                 recipes may name under `agents.keyEnv` in _tenant/_vance/settings.yaml"
+            )));
+        }
         Some(var) => match agents.key(var) {
             Some(k) if !k.is_empty() => Some(ApiKey(k)),
             _ => {
@@ -483,6 +505,7 @@ fn prepare(
         timeout: Some(timeout),
         tools: toolbox,
         output_limit,
+        egress: tenant.map(|t| t.egress),
     };
     Ok(Prepared {
         engine: agent,

@@ -7,6 +7,8 @@ use serde_json::{Value, json};
 
 use crate::body::{BodyError, read_capped};
 
+use crate::tools::http::{egress_client, egress_denial, egress_refusal};
+
 use super::{
     AgentEngine, AgentError, AgentReply, AgentRequest, ChatMessage, CloseReason,
     DEFAULT_MAX_TOOL_ROUNDS, ReplyFormat, Usage, jeltz,
@@ -237,9 +239,27 @@ impl OpenAiEngine {
         Ok(out)
     }
 
+    /// The client for `req`: the shared one, or in a served tree one bound to the tenant's
+    /// egress policy (the endpoint refused before anything is sent when the policy says so).
+    fn client_for(&self, url: &str, req: &AgentRequest) -> Result<reqwest::Client, AgentError> {
+        let Some(egress) = &req.egress else {
+            return self.client();
+        };
+        let parsed = reqwest::Url::parse(url)
+            .map_err(|e| AgentError::Config(format!("[MAG-AG005] POST {url}: invalid URL: {e}")))?;
+        if let Some(refused) = egress_refusal(egress, &parsed) {
+            return Err(AgentError::Transport(format!(
+                "[MAG-AG005] POST {url}: {refused} (the tenant's `egress:` in \
+                 _tenant/_vance/settings.yaml)"
+            )));
+        }
+        egress_client(egress)
+            .map_err(|e| AgentError::Transport(format!("cannot build the HTTP client: {e}")))
+    }
+
     /// One chat-completions request; the parsed response.
     async fn post(&self, url: &str, body: &Value, req: &AgentRequest) -> Result<Value, AgentError> {
-        let mut http = self.client()?.post(url).json(body);
+        let mut http = self.client_for(url, req)?.post(url).json(body);
         if let Some(key) = &req.api_key {
             http = http.bearer_auth(key.expose());
         }
@@ -310,6 +330,12 @@ impl AgentEngine for OpenAiEngine {
 }
 
 fn transport(url: &str, e: reqwest::Error) -> AgentError {
+    if let Some(refused) = egress_denial(&e) {
+        return AgentError::Transport(format!(
+            "[MAG-AG005] POST {url}: {refused} (the tenant's `egress:` in \
+             _tenant/_vance/settings.yaml)"
+        ));
+    }
     let e = e.without_url();
     if e.is_timeout() {
         AgentError::Timeout(format!("[MAG-AG006] POST {url}: timed out: {e}"))

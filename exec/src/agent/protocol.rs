@@ -111,6 +111,11 @@ pub struct AgentRequest {
     /// from a service stops reading once the reply is clearly past it, so an oversized reply
     /// never sits whole in memory.
     pub output_limit: Option<usize>,
+    /// Where the engine may connect, in a served tree: the tenant's `egress:` settings, as
+    /// for the `http_request` tool (private, loopback and reserved addresses refused unless
+    /// listed). `None` for the owner's own command, which may reach anything. The built-in
+    /// engines enforce it; a host engine that makes its own connections should too.
+    pub egress: Option<crate::egress::EgressPolicy>,
 }
 
 /// Why an engine's conversation ended (reference §3.1).

@@ -57,6 +57,41 @@ impl std::fmt::Display for Denied {
 
 impl std::error::Error for Denied {}
 
+/// A client bound to `egress`: its resolver and redirect policy enforce it, and it uses no
+/// proxy. Built per call, as the policy is the calling tenant's. The `http_request` tool's
+/// client, and agent engines' in a served tree.
+pub(crate) fn egress_client(egress: &EgressPolicy) -> reqwest::Result<reqwest::Client> {
+    let hops = egress.clone();
+    reqwest::Client::builder()
+        .user_agent(concat!("magrathea/", env!("CARGO_PKG_VERSION")))
+        // A proxy would connect to the destination on our behalf, unchecked.
+        .no_proxy()
+        .dns_resolver(Arc::new(Resolver {
+            egress: egress.clone(),
+        }))
+        .redirect(reqwest::redirect::Policy::custom(move |attempt| {
+            if attempt.previous().len() >= MAX_REDIRECTS {
+                return attempt.error("too many redirects");
+            }
+            match check_url(&hops, attempt.url()) {
+                Ok(()) => attempt.follow(),
+                Err(denied) => attempt.error(denied),
+            }
+        }))
+        .build()
+}
+
+/// Why `egress` refuses `url` before any lookup (`[MAG-EG001] …`), if it does.
+pub(crate) fn egress_refusal(egress: &EgressPolicy, url: &reqwest::Url) -> Option<String> {
+    check_url(egress, url).err().map(|d| d.to_string())
+}
+
+/// The egress refusal in a failed request's error chain, if the policy stopped it (a name
+/// that resolved to refused addresses only, a redirect to a refused host).
+pub(crate) fn egress_denial(e: &reqwest::Error) -> Option<String> {
+    denial(e)
+}
+
 /// The verdict on a URL's host: refused, or allowed (names are checked again by
 /// [`Resolver`] after resolution).
 fn check_url(egress: &EgressPolicy, url: &reqwest::Url) -> Result<(), Denied> {
@@ -141,27 +176,9 @@ impl HttpRequest {
         Self { docs }
     }
 
-    /// A client bound to `egress`: its resolver and redirect policy enforce it. Built per
-    /// call, as the policy is the calling tenant's.
+    /// A client bound to `egress` (see [`egress_client`]).
     fn client(&self, egress: &EgressPolicy) -> Result<reqwest::Client, ToolError> {
-        let hops = egress.clone();
-        reqwest::Client::builder()
-            .user_agent(concat!("magrathea/", env!("CARGO_PKG_VERSION")))
-            // A proxy would connect to the destination on our behalf, unchecked.
-            .no_proxy()
-            .dns_resolver(Arc::new(Resolver {
-                egress: egress.clone(),
-            }))
-            .redirect(reqwest::redirect::Policy::custom(move |attempt| {
-                if attempt.previous().len() >= MAX_REDIRECTS {
-                    return attempt.error("too many redirects");
-                }
-                match check_url(&hops, attempt.url()) {
-                    Ok(()) => attempt.follow(),
-                    Err(denied) => attempt.error(denied),
-                }
-            }))
-            .build()
+        egress_client(egress)
             .map_err(|e| ToolError::Failed(format!("cannot build the HTTP client: {e}")))
     }
 

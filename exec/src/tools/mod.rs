@@ -26,7 +26,7 @@
 
 mod docs;
 mod engine_tools;
-mod http;
+pub(crate) mod http;
 pub mod permission;
 
 use std::collections::BTreeMap;

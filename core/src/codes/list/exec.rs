@@ -230,6 +230,11 @@ pub(super) const CODES: &[ErrorCode] = &[
         remedy: "Raise `maxToolRounds`, or adjust the prompt or the tools.",
     },
     ErrorCode {
+        code: "MAG-AG011",
+        meaning: "In a served tree, a recipe's `apiKeyEnv` names a server variable the tenant's settings do not list under `agents.keyEnv`.",
+        remedy: "The tenant's administrator lists the variable under `agents.keyEnv` in _tenant/_vance/settings.yaml.",
+    },
+    ErrorCode {
         code: "MAG-HK001",
         meaning: "A hook script threw an error (or its promise rejected).",
         remedy: "Read the message and the line it names, and fix the script; catch errors the hook can live with.",
