@@ -28,6 +28,28 @@ pub(crate) const HELPER_FILE: &str = "<magrathea>";
 /// At most this many `console` lines of one execution reach the log.
 const MAX_CONSOLE_LINES: usize = 1000;
 
+/// At most this many bytes of one `console` line reach the log (the rest is cut, and the cut
+/// said), so one execution writes at most about 4 MiB there.
+const MAX_CONSOLE_LINE_BYTES: usize = 4096;
+
+/// A `console` line as the log gets it: control characters escaped (a script cannot forge
+/// log lines of its own with a newline), at most [`MAX_CONSOLE_LINE_BYTES`] bytes of it.
+fn log_line(line: &str) -> String {
+    let mut out = String::with_capacity(line.len().min(MAX_CONSOLE_LINE_BYTES) + 32);
+    for (i, c) in line.char_indices() {
+        if out.len() >= MAX_CONSOLE_LINE_BYTES {
+            out.push_str(&format!("… ({} more bytes cut)", line.len() - i));
+            return out;
+        }
+        if c.is_control() {
+            out.extend(c.escape_default());
+        } else {
+            out.push(c);
+        }
+    }
+    out
+}
+
 /// What one execution may use.
 #[derive(Debug, Clone)]
 pub(crate) struct Limits {
@@ -329,6 +351,7 @@ fn install_console<'js>(ctx: &Ctx<'js>, label: &str) -> rquickjs::Result<()> {
             tracing::warn!(target: "magrathea_exec::script", script = %label, "console output truncated");
             return;
         }
+        let line = log_line(line);
         match level {
             "error" => tracing::error!(target: "magrathea_exec::script", script = %label, "{line}"),
             "warn" => tracing::warn!(target: "magrathea_exec::script", script = %label, "{line}"),
@@ -443,6 +466,32 @@ mod tests {
         );
         assert_eq!(got, Err(Failure::Cancelled));
         setter.join().unwrap();
+    }
+
+    #[test]
+    fn a_console_line_is_escaped_and_cut_before_the_log() {
+        assert_eq!(log_line("plain ünïcode"), "plain ünïcode");
+        // A newline cannot start a forged log line.
+        let forged = "x\n2026-12-04T04:50:00Z  INFO magrathea_server: forged\r\u{1b}[2J";
+        let logged = log_line(forged);
+        assert!(!logged.contains('\n') && !logged.contains('\r'), "{logged}");
+        assert!(!logged.contains('\u{1b}'), "{logged}");
+        assert!(logged.starts_with("x\\n2026-12-04"), "{logged}");
+        let huge = "é".repeat(10_000);
+        let logged = log_line(&huge);
+        assert!(
+            logged.len() < MAX_CONSOLE_LINE_BYTES + 64,
+            "{}",
+            logged.len()
+        );
+        assert!(
+            logged.ends_with(&format!(
+                "({} more bytes cut)",
+                20_000 - MAX_CONSOLE_LINE_BYTES
+            )),
+            "{}",
+            &logged[logged.len() - 40..]
+        );
     }
 
     #[test]
