@@ -44,6 +44,9 @@ pub(crate) fn validate(ctx: &mut Ctx<'_>, doc: &WorkflowDoc) {
         } => check(ctx, &f.value, f.span, "fallback state"),
         _ => {}
     }
+    for (target, span) in std::mem::take(&mut ctx.dropped_targets) {
+        check(ctx, &target, span, "transition target");
+    }
     for s in doc.states.values() {
         if let Some(c) = &s.compensate {
             check(ctx, &c.value, c.span, "compensation state");

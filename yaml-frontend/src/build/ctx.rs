@@ -14,6 +14,9 @@ pub(crate) struct Ctx<'p> {
     /// Every key under `states:`, including states dropped for a bad type, so that one bad
     /// state does not also make every transition to it an error.
     pub(crate) declared_states: Vec<String>,
+    /// Transition targets of rules dropped for another error (a condition that does not
+    /// parse), still checked against the states so that one pass reports both.
+    pub(crate) dropped_targets: Vec<(String, Span)>,
 }
 
 impl<'p> Ctx<'p> {
@@ -22,6 +25,7 @@ impl<'p> Ctx<'p> {
             path,
             diags: Diagnostics::new(),
             declared_states: Vec::new(),
+            dropped_targets: Vec::new(),
         }
     }
 

@@ -723,13 +723,15 @@ fn condition(ctx: &mut Ctx<'_>, node: &YamlNode, what: &str) -> TaskSpec {
         }
         let condition = cond.and_then(|c| parse_condition(ctx, c, &rw));
         let target = to.and_then(|t| target(ctx, t, &format!("the target of {rw}")));
-        if let (Some(condition), Some(target), Some(to)) = (condition, target, to) {
-            rules.push(ConditionRule {
+        match (condition, target, to) {
+            (Some(condition), Some(target), Some(to)) => rules.push(ConditionRule {
                 condition,
                 target,
                 span: item.span,
                 target_span: to.span,
-            });
+            }),
+            (None, Some(target), Some(to)) => ctx.dropped_targets.push((target, to.span)),
+            _ => {}
         }
     }
     TaskSpec::Condition { rules, otherwise }

@@ -118,6 +118,26 @@ fn all_errors_are_reported_at_once() {
 }
 
 #[test]
+fn a_rule_whose_condition_is_refused_still_has_its_target_checked() {
+    // The target does not depend on the condition: one pass reports both.
+    for condition in ["T(java.lang.System).exit(0)", "#state['x'] =="] {
+        let text = doc(&format!(
+            "  a:\n    type: condition_task\n    transitions:\n      - if: \"{condition}\"\n        to: ned\n      - else: end\n{END}"
+        ));
+        let all = rendered(&text);
+        assert!(
+            all.iter()
+                .any(|d| d.contains("invalid condition in rule 1 of state 'a'")),
+            "{all:#?}"
+        );
+        has(
+            &text,
+            "wf.yaml:7:13: [MAG-Y010] unknown transition target 'ned': expected one of the states [a, end] (did you mean 'end'?)",
+        );
+    }
+}
+
+#[test]
 fn unknown_task_type_and_missing_type() {
     has(
         &doc("  a:\n    type: shel_task\n"),
