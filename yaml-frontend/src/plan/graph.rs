@@ -72,19 +72,59 @@ impl StateGraph {
         }
     }
 
-    /// Mermaid `stateDiagram-v2` text.
+    /// Mermaid `stateDiagram-v2` text. A state whose name is not a plain word (Mermaid's ids
+    /// take no `-`, space or `:`) is declared under an alias, `state "run-checks" as s2`; in
+    /// texts, `:` and `;` (which end a Mermaid description) are written as entities.
     pub fn to_mermaid(&self) -> String {
+        let plain =
+            |n: &str| !n.is_empty() && n.chars().all(|c| c.is_ascii_alphanumeric() || c == '_');
+        let ids: std::collections::HashMap<&str, String> = self
+            .states
+            .iter()
+            .enumerate()
+            .map(|(i, (name, _))| {
+                let id = if plain(name) {
+                    name.clone()
+                } else {
+                    format!("s{i}")
+                };
+                (name.as_str(), id)
+            })
+            .collect();
+        let id = |name: &str| ids.get(name).cloned().unwrap_or_else(|| name.to_string());
+        let text = |t: &str| {
+            let mut out = String::with_capacity(t.len());
+            for c in t.chars() {
+                match c {
+                    ':' => out.push_str("#colon;"),
+                    ';' => out.push_str("#59;"),
+                    c => out.push(c),
+                }
+            }
+            out
+        };
         let mut out = String::from("stateDiagram-v2\n");
-        out.push_str(&format!("    [*] --> {}\n", self.start));
+        for (name, _) in &self.states {
+            if !plain(name) {
+                let shown = name.replace('"', "#quot;");
+                out.push_str(&format!("    state \"{shown}\" as {}\n", id(name)));
+            }
+        }
+        out.push_str(&format!("    [*] --> {}\n", id(&self.start)));
         for (name, ty) in &self.states {
-            out.push_str(&format!("    {name} : {name} ({ty})\n"));
+            let at = id(name);
+            out.push_str(&format!("    {at} : {} ({ty})\n", text(name)));
             if ty == "terminal" {
-                out.push_str(&format!("    {name} --> [*]\n"));
+                out.push_str(&format!("    {at} --> [*]\n"));
             }
         }
         for e in &self.edges {
-            let label = e.label.replace(':', "#colon;");
-            out.push_str(&format!("    {} --> {} : {}\n", e.from, e.to, label));
+            out.push_str(&format!(
+                "    {} --> {} : {}\n",
+                id(&e.from),
+                id(&e.to),
+                text(&e.label)
+            ));
         }
         out
     }

@@ -181,3 +181,46 @@ states:
     );
     assert_eq!(bare.states[0].timeout, None);
 }
+
+#[test]
+fn mermaid_aliases_names_that_are_not_plain_words_and_escapes_what_ends_a_text() {
+    let p = plan(
+        r##"
+start: run-checks
+states:
+  run-checks:
+    type: condition_task
+    transitions:
+      - if: "#params['x'] == 'a;b' ? true : false"
+        to: all done
+      - else: end
+  all done: { type: terminal }
+  end: { type: terminal }
+"##,
+    );
+    let text = StateGraph::from_plan(&p).to_mermaid();
+    let lines: Vec<&str> = text.lines().map(str::trim).collect();
+    for expected in [
+        "state \"run-checks\" as s0",
+        "state \"all done\" as s1",
+        "[*] --> s0",
+        "s0 : run-checks (condition_task)",
+        "s1 --> [*]",
+        "end : end (terminal)",
+        "s0 --> s1 : if #params['x'] == 'a#59;b' ? true #colon; false",
+        "s0 --> end : else",
+    ] {
+        assert!(lines.contains(&expected), "{expected:?} not in\n{text}");
+    }
+    // No bare id holds a character Mermaid's ids do not take.
+    for line in &lines[1..] {
+        if line.starts_with("state ") {
+            continue;
+        }
+        let id = line.split([' ', ':']).next().unwrap();
+        assert!(
+            id == "[*]" || id.chars().all(|c| c.is_ascii_alphanumeric() || c == '_'),
+            "{line}"
+        );
+    }
+}
