@@ -144,9 +144,25 @@ pub(crate) async fn finish(
                 status => exit_code(status),
             })
         }
-        Driven::Interrupted => Ok(EXIT_INTERRUPTED),
+        Driven::Interrupted => {
+            // A script that asked for JSON still learns the run (to resume or cancel it), as
+            // journaled; a store that does not answer at once is not waited for.
+            if json
+                && let Ok(Ok(Some(dto))) =
+                    tokio::time::timeout(INTERRUPTED_READ, backend.run(run)).await
+            {
+                match print_run(&dto, true, &[]) {
+                    Err(e) if !is_stdout_closed(&e) => return Err(e),
+                    _ => {}
+                }
+            }
+            Ok(EXIT_INTERRUPTED)
+        }
     }
 }
+
+/// How long an interrupted `--json` command waits to read its run for stdout.
+const INTERRUPTED_READ: std::time::Duration = std::time::Duration::from_secs(2);
 
 /// Who is running the command.
 pub(crate) fn default_user() -> String {

@@ -266,12 +266,27 @@ fn sigterm_interrupts_run_and_ctrl_c_interrupts_resume_each_with_130() {
         "start: work\nstates:\n  work:\n    type: shell_task\n    run: \"touch started; while [ ! -e go ]; do sleep 0.05; done\"\n    dirName: workspace\n    on:\n      success: done\n  done:\n    type: terminal\n",
     );
     let started = p.dir.join("started");
-    let mut child = p.spawn(&["run", "slow"]);
+    let mut child = p.spawn(&["run", "slow", "--json"]);
     wait_for_file(&started);
     signal(&child, "TERM");
     let rest = stderr_to_end(&mut child);
+    let mut out = String::new();
+    child
+        .stdout
+        .take()
+        .unwrap()
+        .read_to_string(&mut out)
+        .unwrap();
     assert_eq!(child.wait().unwrap().code(), Some(130), "{rest}");
     assert!(rest.contains("interrupted: run "), "{rest}");
+    // With --json, the run as journaled is still printed: a script learns what to resume.
+    let view: serde_json::Value = serde_json::from_str(&out).expect(&out);
+    assert_eq!(view["status"], "RUNNING", "{view}");
+    assert_eq!(view["currentState"], "work", "{view}");
+    assert!(
+        rest.contains(view["workflowRunId"].as_str().unwrap()),
+        "{rest}"
+    );
 
     // `resume` drives the run again (its step runs again after recovery); Ctrl-C stops it.
     std::fs::remove_file(&started).unwrap();
