@@ -295,7 +295,7 @@ async fn rerun(project: &Project, run_id: &str, frozen: bool, json: bool) -> any
     let start = start_of(&journal, original)?;
     if start.parent.is_some() {
         errln!("error: run {original} is a sub-run: rerun its parent");
-        return Ok(super::EXIT_FAILED);
+        return Ok(super::EXIT_INVALID);
     }
     let request = match repeat_request(project, &runtime, &start, frozen) {
         Ok(req) => req,

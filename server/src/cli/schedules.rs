@@ -154,7 +154,15 @@ pub(crate) async fn schedules(loc: &Location, cmd: SchedulesCommand) -> anyhow::
             Ok(EXIT_OK)
         }
         SchedulesCommand::Trigger { name, json } => {
-            let reg = schedule_named(&regs, &name)?;
+            // As `magrathea run` of an unknown workflow: nothing started, exit 2.
+            let reg = match schedule_named(&regs, &name) {
+                Ok(reg) => reg,
+                Err(e) => {
+                    errln!("error: {e}");
+                    errln!("nothing was started");
+                    return Ok(EXIT_INVALID);
+                }
+            };
             if let Some(e) = &reg.error {
                 errln!("error: the schedule `{name}` is invalid: {e}");
                 errln!("nothing was started");

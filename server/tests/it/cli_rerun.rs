@@ -105,3 +105,35 @@ fn retry_begins_at_the_failed_state_with_the_variables_the_run_had_there() {
         stderr(&out)
     );
 }
+
+#[test]
+fn rerunning_or_retrying_a_sub_run_starts_nothing_and_exits_2() {
+    let p = Project::new();
+    p.workflow("versioned", V1);
+    p.workflow(
+        "parent",
+        "start: call\nstates:\n  call:\n    type: workflow_task\n    workflow: versioned\n    params: { n: 3 }\n    on: { success: done }\n  done: { type: terminal }\n",
+    );
+    let out = p.cli(&["run", "parent", "--json"]);
+    assert_eq!(code(&out), 0, "{}", stderr(&out));
+    let runs = json(&p.cli(&["runs", "list", "--json"]));
+    let child = runs
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|r| r["workflowName"] == "versioned")
+        .expect("the sub-run is listed")["workflowRunId"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    let out = p.cli(&["runs", "rerun", &child]);
+    assert_eq!(code(&out), 2, "{}", stderr(&out));
+    assert!(stderr(&out).contains("is a sub-run"), "{}", stderr(&out));
+    let out = p.cli(&["runs", "retry", &child]);
+    assert_eq!(code(&out), 2, "{}", stderr(&out));
+    let after = json(&p.cli(&["runs", "list", "--json"]));
+    assert_eq!(
+        after.as_array().unwrap().len(),
+        runs.as_array().unwrap().len()
+    );
+}

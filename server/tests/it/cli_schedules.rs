@@ -179,8 +179,14 @@ fn pause_and_resume_are_kept_and_shown() {
 #[test]
 fn unknown_schedules_and_triggers_fail_clearly() {
     let p = project();
+    // As `run` of an unknown workflow: nothing started, exit 2.
     let out = p.cli(&["schedules", "trigger", "nope"]);
-    assert_eq!(code(&out), 1);
+    assert_eq!(code(&out), 2);
+    assert!(
+        stderr(&out).contains("nothing was started"),
+        "{}",
+        stderr(&out)
+    );
     assert!(
         stderr(&out).contains("no schedule `nope`"),
         "{}",
