@@ -31,7 +31,7 @@ fn current_poll() -> u64 {
 }
 
 /// The future of one step. Resolves when the step's completion is delivered.
-#[must_use = "a step does nothing unless awaited (it is journaled either way)"]
+#[must_use = "a step is journaled and its work runs even if it is not awaited; only its result is lost"]
 pub struct StepFuture<T> {
     /// The run's shared state, where the completion arrives; `None` for a step that was
     /// complete when it was made, which never looks there.

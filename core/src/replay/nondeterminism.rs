@@ -100,6 +100,15 @@ const REMEDY: &str = "The workflow code changed since the run started: restore t
                       started with, guard the change with a patch marker (`ctx.patched`), or \
                       cancel the run";
 
+/// What a report of a journaled step the code no longer asks for says about it: the code
+/// changed, or it waited on something replay does not reproduce (then it worked live).
+const MISSING_REMEDY: &str = "Either the workflow code changed since the run started (restore the \
+                              code the run started with, guard the change with a patch marker \
+                              (`ctx.patched`), or cancel the run), or it waits on something other \
+                              than its context, which replay does not reproduce: a `tokio::time` \
+                              sleep or timeout, a channel, a lock (wait with `ctx.sleep`, and race \
+                              it with `ctx.select`)";
+
 /// What a report of a step asked for with another input says about it.
 const INPUT_REMEDY: &str = "The code now builds this step's input differently: from changed code \
                             or types, or in an order that changes between processes (a HashMap \
@@ -140,7 +149,7 @@ impl fmt::Display for NonDeterminism {
             Divergence::Missing { journal } => write!(
                 f,
                 "[MAG-ND002] non-determinism in run {run}: the journal has step {step} \
-                 ({journal}) but the code no longer requests it. {REMEDY}"
+                 ({journal}) but the code no longer requests it. {MISSING_REMEDY}"
             ),
             Divergence::Patch { journal, code } => write!(
                 f,
