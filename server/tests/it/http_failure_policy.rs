@@ -1,5 +1,6 @@
 //! `onFailure:` (Friday's failurePolicy) over real HTTP: compensation in reverse order, a
-//! failing compensation reported after its retries, continue_on_error and fallback.
+//! failing compensation reported after its retries, continue_on_error and fallback (a failing
+//! fallback state fails the run), and a rejection's reason under compensation.
 
 use crate::http_common;
 use crate::serve_child;
@@ -170,6 +171,74 @@ async fn fallback_goes_to_the_named_state() {
     assert_eq!(view["status"], "FAILED", "{view}");
     assert!(view["result"]["cleaned"].is_string(), "{view}");
     assert_eq!(view["currentState"], "cleanup");
+}
+
+/// A fallback state that fails itself, with nothing to route its failure.
+const FAILING_FALLBACK: &str = r#"
+onFailure: { policy: fallback, fallback: cleanup }
+start: flaky
+states:
+  flaky:
+    type: shell_task
+    run: "exit 5"
+    dirName: workspace
+    on: { success: done }
+  cleanup:
+    type: shell_task
+    run: "echo cleaning >> cleanups.log; exit 4"
+    dirName: workspace
+    on: { success: done }
+  done: { type: terminal }
+"#;
+
+#[tokio::test]
+async fn a_fallback_state_that_fails_fails_the_run_instead_of_falling_back_to_itself() {
+    let s = Server::start().await;
+    let view = run(&s, "fall_fails", FAILING_FALLBACK, json!({})).await;
+    assert_eq!(view["status"], "FAILED", "{view}");
+    assert_eq!(view["currentState"], "cleanup", "{view}");
+    assert_eq!(view["vars"]["lastError"]["state"], "flaky", "{view}");
+    let reason = view["reason"].as_str().unwrap();
+    assert!(reason.contains("no transition for outcome"), "{reason}");
+    let log = std::fs::read_to_string(s.root.join("acme/shop/cleanups.log")).unwrap();
+    assert_eq!(log, "cleaning\n", "the fallback ran once");
+}
+
+/// An approval nothing routes a rejection of, under a policy that ends the run with the
+/// original reason.
+const REJECTED_SAGA: &str = r#"
+onFailure: compensate
+start: ask
+states:
+  ask:
+    type: gate_task
+    inbox: { kind: APPROVAL, title: Ship it? }
+    on: { approved: done }
+  done: { type: terminal }
+"#;
+
+#[tokio::test]
+async fn a_rejection_compensated_keeps_its_approval_rejected_reason() {
+    let s = Server::start().await;
+    write(
+        &s.root.join("acme/shop/_vance/workflows/rejected.yaml"),
+        REJECTED_SAGA,
+    );
+    let id = s.start_run("shop", "rejected", json!({})).await;
+    s.wait_status("shop", &id, &["WAITING"]).await;
+    let r = s
+        .post(
+            &format!("/v1/workflow-approvals/{id}-2/reject"),
+            Some(http_common::ACME),
+        )
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(r.status(), 200);
+    let view = s.wait_status("shop", &id, &["FAILED"]).await;
+    let reason = view["reason"].as_str().unwrap();
+    assert!(reason.starts_with("APPROVAL_REJECTED: "), "{reason}");
+    assert!(reason.contains("compensated 0 state(s)"), "{reason}");
 }
 
 /// Like [`SAGA`], with a refund that waits for the file `release-refund` in the workspace

@@ -178,10 +178,27 @@ pub(crate) async fn interpret(
                     return Err(WorkflowError::cancelled(reason));
                 }
                 let unrouted = format!("no transition for outcome '{}'", done.outcome);
+                // A rejected approval nothing routes ends the run with Friday's reason code
+                // (its `onReject: fail`; `reject_branch` is an `on: rejected` route), under
+                // every policy that ends the run with the original reason.
+                let unrouted = if state.is_approval_gate()
+                    && crate::ErrorKind::parse(&done.outcome)
+                        == Some(crate::ErrorKind::HumanRejected)
+                {
+                    format!(
+                        "APPROVAL_REJECTED: the approval of state '{}' was rejected ({unrouted})",
+                        state.name
+                    )
+                } else {
+                    unrouted
+                };
                 // `onFailure:` (Friday's failurePolicy) decides what an unrouted outcome does.
                 match plan.on_failure {
                     OnFailure::ContinueOnError | OnFailure::Fallback(_) => {
                         let to = match plan.on_failure {
+                            // The fallback state's own failure fails the run: falling back to
+                            // it again would loop.
+                            OnFailure::Fallback(f) if f == current => None,
                             OnFailure::Fallback(f) => Some(f),
                             _ => state.route("success"),
                         };
@@ -227,17 +244,6 @@ pub(crate) async fn interpret(
                         }
                     }
                     OnFailure::FailFast | OnFailure::PauseForApproval { .. } => {}
-                }
-                // A rejected approval nothing routes ends the run with Friday's reason code
-                // (its `onReject: fail`; `reject_branch` is an `on: rejected` route).
-                if state.is_approval_gate()
-                    && crate::ErrorKind::parse(&done.outcome)
-                        == Some(crate::ErrorKind::HumanRejected)
-                {
-                    return Err(WorkflowError::failed(format!(
-                        "APPROVAL_REJECTED: the approval of state '{}' was rejected ({unrouted})",
-                        state.name
-                    )));
                 }
                 return Err(WorkflowError::failed(unrouted));
             }
