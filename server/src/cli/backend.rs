@@ -494,12 +494,28 @@ async fn settled_with_tasks_ended(
     run: RunId,
     since: u64,
 ) -> Result<RunView, RunError> {
+    let due = std::time::Instant::now();
     loop {
         let view = tokio::select! {
             view = engine.wait_settled(run) => view?,
             () = waiting_through_sub_runs(engine, run) => return engine.run(run),
             e = store_failing(engine) => return Err(RunError::Store(e)),
         };
+        if view.status == RunStatus::Waiting && due.elapsed() < DUE_PATIENCE {
+            // A run resumed after a gate's timeout or its deadline fell due reads WAITING
+            // until the engine has acted on the due timer, a moment later: not settled yet.
+            let now = std::time::SystemTime::now()
+                .duration_since(std::time::UNIX_EPOCH)
+                .map_or(0, |d| d.as_millis() as u64);
+            if has_due_timer(&engine.journal(run)?, now) {
+                let _ = tokio::time::timeout(
+                    std::time::Duration::from_millis(50),
+                    engine.wait_until(run, |s| s != RunStatus::Waiting),
+                )
+                .await;
+                continue;
+            }
+        }
         if view.status != RunStatus::Paused || !has_running_task(&engine.journal(run)?, since) {
             return Ok(view);
         }
@@ -625,6 +641,32 @@ fn next_seq(engine: &Engine, run: RunId) -> u64 {
 
 /// Whether a task attempt journaled from `since` on has started (or started again) and not
 /// ended. A YAML run's timer, gate and sub-run steps are not attempts that run.
+/// How long a `WAITING` run with a due timer is given to act on it before it counts as
+/// settled anyway.
+const DUE_PATIENCE: std::time::Duration = std::time::Duration::from_secs(2);
+
+/// Whether the journal holds a timer due by `now_ms` that has not fired, of a step not
+/// answered otherwise (a gate's timeout, the run's deadline).
+fn has_due_timer(journal: &[Entry], now_ms: u64) -> bool {
+    let mut due = HashSet::new();
+    for e in journal {
+        match &e.record {
+            Record::TimerSet {
+                step, fire_at_ms, ..
+            } if *fire_at_ms <= now_ms => {
+                due.insert(*step);
+            }
+            Record::TimerFired { step }
+            | Record::GateAnswered { step, .. }
+            | Record::TaskResult { step, .. } => {
+                due.remove(step);
+            }
+            _ => {}
+        }
+    }
+    !due.is_empty()
+}
+
 fn has_running_task(journal: &[Entry], since: u64) -> bool {
     let mut running = HashSet::new();
     let mut yaml = false;

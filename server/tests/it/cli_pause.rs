@@ -229,3 +229,37 @@ fn a_run_paused_while_it_sleeps_in_a_timer_state_lets_the_run_command_exit() {
     assert_eq!(code(&out), 3, "{}", stderr(&out));
     assert_eq!(json(&out)["status"], "PAUSED");
 }
+
+/// A gate that times out after one second.
+const EXPIRING: &str = r#"
+start: review
+states:
+  review:
+    type: gate_task
+    inbox: { kind: APPROVAL, title: "Ship it?" }
+    timeoutSeconds: 1
+    on: { approved: shipped }
+    catch: { timeout: expired }
+  shipped: { type: terminal, result: approved }
+  expired: { type: terminal, result: expired }
+"#;
+
+#[test]
+fn a_gate_that_timed_out_during_the_pause_is_acted_on_before_resume_reports() {
+    let p = Project::new();
+    p.workflow("expiring", EXPIRING);
+    let out = p.cli(&["run", "expiring", "--json"]);
+    assert_eq!(code(&out), 3, "{}", stderr(&out));
+    let run = json(&out)["workflowRunId"].as_str().unwrap().to_owned();
+    let out = p.cli(&["runs", "pause", &run, "--json"]);
+    assert_eq!(code(&out), 0, "{}", stderr(&out));
+    std::thread::sleep(Duration::from_millis(1500));
+    // The timeout fell due while paused: the resumed run acts on it and ends, and `resume`
+    // reports that end, not the gate it no longer waits on.
+    let out = p.cli(&["runs", "resume", &run, "--json"]);
+    assert_eq!(code(&out), 0, "{}", stderr(&out));
+    let view = json(&out);
+    assert_eq!(view["status"], "DONE", "{view}");
+    assert_eq!(view["result"], "expired", "{view}");
+    assert!(!stderr(&out).contains("inbox answer"), "{}", stderr(&out));
+}
