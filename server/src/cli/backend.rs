@@ -495,6 +495,8 @@ async fn settled_with_tasks_ended(
     since: u64,
 ) -> Result<RunView, RunError> {
     let due = std::time::Instant::now();
+    // Attempts of sub-runs journaled from now on are this process's.
+    let since_ms = wall_ms();
     loop {
         let view = tokio::select! {
             view = engine.wait_settled(run) => view?,
@@ -504,10 +506,7 @@ async fn settled_with_tasks_ended(
         if view.status == RunStatus::Waiting && due.elapsed() < DUE_PATIENCE {
             // A run resumed after a gate's timeout or its deadline fell due reads WAITING
             // until the engine has acted on the due timer, a moment later: not settled yet.
-            let now = std::time::SystemTime::now()
-                .duration_since(std::time::UNIX_EPOCH)
-                .map_or(0, |d| d.as_millis() as u64);
-            if has_due_timer(&engine.journal(run)?, now) {
+            if has_due_timer(&engine.journal(run)?, wall_ms()) {
                 let _ = tokio::time::timeout(
                     std::time::Duration::from_millis(50),
                     engine.wait_until(run, |s| s != RunStatus::Waiting),
@@ -516,7 +515,15 @@ async fn settled_with_tasks_ended(
                 continue;
             }
         }
-        if view.status != RunStatus::Paused || !has_running_task(&engine.journal(run)?, since) {
+        if view.status != RunStatus::Paused {
+            return Ok(view);
+        }
+        // A paused run's sub-runs go on (they are paused separately): the attempts they run
+        // in this process finish too, before it may stop.
+        let journal = engine.journal(run)?;
+        if !has_running_task(&journal, |e| e.seq >= since)
+            && !sub_runs_running(engine, &journal, since_ms, SUB_RUN_DEPTH)
+        {
             return Ok(view);
         }
         // The task's result is journaled without a status change: look again in a moment,
@@ -667,16 +674,50 @@ fn has_due_timer(journal: &[Entry], now_ms: u64) -> bool {
     !due.is_empty()
 }
 
-fn has_running_task(journal: &[Entry], since: u64) -> bool {
+/// Milliseconds since the epoch now.
+fn wall_ms() -> u64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.as_millis() as u64)
+}
+
+/// Whether a sub-run the journal shows started and not finished (or one of theirs, down to
+/// `depth` levels) has a task attempt journaled from `since_ms` on that has not ended.
+fn sub_runs_running(engine: &Engine, journal: &[Entry], since_ms: u64, depth: usize) -> bool {
+    if depth == 0 {
+        return false;
+    }
+    let mut open = std::collections::HashMap::new();
+    for e in journal {
+        match &e.record {
+            Record::ChildStarted {
+                step, child_run_id, ..
+            } => {
+                open.insert(*step, *child_run_id);
+            }
+            Record::ChildFinished { step, .. } => {
+                open.remove(step);
+            }
+            _ => {}
+        }
+    }
+    open.values().any(|&child| {
+        engine.journal(child).is_ok_and(|j| {
+            has_running_task(&j, |e| e.at_ms >= since_ms)
+                || sub_runs_running(engine, &j, since_ms, depth - 1)
+        })
+    })
+}
+
+/// Whether an attempt journaled by an entry `mine` admits has not ended.
+fn has_running_task(journal: &[Entry], mine: impl Fn(&Entry) -> bool) -> bool {
     let mut running = HashSet::new();
     let mut yaml = false;
     for e in journal {
         match &e.record {
             Record::Start(start) => yaml = start.frontend.as_str() == "yaml",
             Record::TaskStarted { task, .. } if yaml && magrathea_yaml::is_held_task(task) => {}
-            Record::TaskStarted { step, .. } | Record::TaskRestarted { step, .. }
-                if e.seq >= since =>
-            {
+            Record::TaskStarted { step, .. } | Record::TaskRestarted { step, .. } if mine(e) => {
                 running.insert(*step);
             }
             Record::TaskResult { step, .. } => {
@@ -733,15 +774,19 @@ mod tests {
             json!({"type": "TaskRestartedRecord", "step": 1, "attempt": 1, "execution": 2,
                    "worker": "w"}),
         );
+        let since = |since: u64| move |e: &Entry| e.seq >= since;
         let died = vec![started(1, 1)];
-        assert!(has_running_task(&died, 0));
+        assert!(has_running_task(&died, since(0)));
         assert!(
-            !has_running_task(&died, 2),
+            !has_running_task(&died, since(2)),
             "an attempt of a process that died"
         );
         let again = vec![started(1, 1), restarted.clone()];
-        assert!(has_running_task(&again, 2), "run again by this process");
+        assert!(
+            has_running_task(&again, since(2)),
+            "run again by this process"
+        );
         let ended = vec![started(1, 1), restarted, result(4, 1)];
-        assert!(!has_running_task(&ended, 0));
+        assert!(!has_running_task(&ended, since(0)));
     }
 }

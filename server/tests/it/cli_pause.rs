@@ -199,6 +199,55 @@ fn a_task_running_when_its_run_is_paused_finishes_before_the_run_command_exits()
     assert_eq!(std::fs::read_to_string(&marks).unwrap(), "once\n");
 }
 
+/// A run paused while a sub-run of it runs a shell step: the sub-run goes on (it is paused
+/// separately), so `magrathea run` does not stop, and kill the step, before the step ends; the
+/// step's side effect happens once, and the resume finishes the run.
+#[test]
+fn a_sub_runs_step_running_when_its_parent_is_paused_finishes_before_the_run_command_exits() {
+    let p = Project::new();
+    let marks = p.dir.join("marks");
+    p.workflow(
+        "inner",
+        &format!(
+            "start: work\nstates:\n  work:\n    type: shell_task\n    run: 'sleep 2; echo once >> {}'\n    dirName: workspace\n    on: {{ success: done }}\n  done: {{ type: terminal, result: inner-done }}\n",
+            marks.display()
+        ),
+    );
+    p.workflow(
+        "outer",
+        "start: call\nstates:\n  call:\n    type: workflow_task\n    workflow: inner\n    storeAs: r\n    on: { success: done }\n  done: { type: terminal, result: \"${state.r}\" }\n",
+    );
+    let child = p.spawn(&["run", "outer", "--json"]);
+    let inner = newest_run_once_it_journals(&p, "TaskStartedRecord");
+    let listed = json(&p.cli(&["runs", "list", "--json"]));
+    let outer = listed
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|r| r["workflowName"] == "outer")
+        .unwrap()["workflowRunId"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    let out = p.cli(&["runs", "pause", &outer, "--reason", "hold"]);
+    assert_eq!(code(&out), 0, "{}", stderr(&out));
+
+    let out = child.wait_with_output().unwrap();
+    assert_eq!(code(&out), 3, "{}", stderr(&out));
+    assert_eq!(json(&out)["status"], "PAUSED");
+    assert_eq!(std::fs::read_to_string(&marks).unwrap(), "once\n");
+
+    let out = p.cli(&["runs", "resume", &outer, "--json"]);
+    assert_eq!(code(&out), 0, "{}", stderr(&out));
+    assert_eq!(json(&out)["result"], "inner-done");
+    let journal = p.cli(&["journal", &inner, "--json"]);
+    assert!(
+        !String::from_utf8_lossy(&journal.stdout).contains("TaskRestartedRecord"),
+        "the sub-run's step ran once"
+    );
+    assert_eq!(std::fs::read_to_string(&marks).unwrap(), "once\n");
+}
+
 /// A run asleep in a `timer_task` has its state's task step open, but no attempt of it runs:
 /// paused, the `run` command that drives it exits at once with the run `PAUSED`, instead of
 /// waiting for a task to finish that is not running.
