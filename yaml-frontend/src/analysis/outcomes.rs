@@ -1,7 +1,7 @@
 //! Transitions against the outcome table: transitions that can never be taken, outcomes that
 //! nothing routes, and conditions that may fall through.
 
-use crate::ast::{InboxKind, StateSpec, TaskSpec, TaskType, WorkflowDoc};
+use crate::ast::{FailurePolicy, InboxKind, StateSpec, TaskSpec, TaskType, WorkflowDoc};
 use crate::build::Ctx;
 use crate::condition::{Condition, ExprKind};
 use crate::diagnostic::{Code, Span};
@@ -51,7 +51,9 @@ pub(super) fn check(ctx: &mut Ctx<'_>, doc: &WorkflowDoc) {
                 taken,
             );
         }
-        unrouted(ctx, s, &configured);
+        if !policy_routes(&doc.on_failure, s) {
+            unrouted(ctx, s, &configured);
+        }
         fall_through(ctx, s);
     }
 }
@@ -142,6 +144,18 @@ fn transition(
             Code::InertTransition,
             format_args!("state '{name}' has '{written}', which is never taken: {why}"),
         );
+    }
+}
+
+/// Whether the document's `onFailure:` takes over the outcomes `s` does not route, instead of
+/// failing the run: a fallback (to another state), a person's decision, or continuing to
+/// the state's `on: success` target. `compensate` still fails the run, after its saga.
+fn policy_routes(policy: &FailurePolicy, s: &StateSpec) -> bool {
+    match policy {
+        FailurePolicy::Fallback(to) => to.value != s.name,
+        FailurePolicy::PauseForApproval { .. } => true,
+        FailurePolicy::ContinueOnError => s.on.iter().any(|t| t.outcome == "success"),
+        FailurePolicy::FailFast | FailurePolicy::Compensate => false,
     }
 }
 

@@ -155,6 +155,38 @@ fn outcomes_nothing_routes_are_named_in_one_warning() {
 }
 
 #[test]
+fn an_on_failure_policy_that_takes_unrouted_outcomes_silences_the_would_fail_warning() {
+    let states = format!(
+        "start: build\nstates:\n  build:\n    type: shell_task\n    run: make\n    dirName: workspace\n    on:\n      success: end\n  cleanup:\n    type: shell_task\n    run: clean\n    dirName: workspace\n    on:\n      success: end\n{END}"
+    );
+    let unrouted_of = |text: &str| -> Vec<String> {
+        warnings(text)
+            .into_iter()
+            .filter(|w| w.contains("[MAG-YA003]"))
+            .collect()
+    };
+    // Fail fast (the default) and compensate fail the run: both states are warned of.
+    for policy in ["", "onFailure: compensate\n"] {
+        let w = unrouted_of(&format!("{policy}{states}"));
+        assert_eq!(w.len(), 2, "{policy:?}: {w:#?}");
+    }
+    // A person decides, or the run continues to `on: success`: nothing is warned of.
+    for policy in [
+        "onFailure: pause_for_approval\n",
+        "onFailure: continue_on_error\n",
+    ] {
+        let w = unrouted_of(&format!("{policy}{states}"));
+        assert_eq!(w, Vec::<String>::new(), "{policy:?}");
+    }
+    // A fallback takes the other states' failures; the fallback state's own fail the run.
+    let w = unrouted_of(&format!(
+        "onFailure: {{ policy: fallback, fallback: cleanup }}\n{states}"
+    ));
+    assert_eq!(w.len(), 1, "{w:#?}");
+    assert!(w[0].contains("`cleanup` would fail the run"), "{w:#?}");
+}
+
+#[test]
 fn a_single_unrouted_timeout_reads_as_the_issue_says() {
     let text = format!(
         "start: build\nstates:\n  build:\n    type: gate_task\n    inbox: {{ kind: APPROVAL }}\n    timeoutSeconds: 60\n    on: {{ approved: end, rejected: end, insufficient_info: end, undecidable: end }}\n{END}"
