@@ -105,6 +105,15 @@ impl EgressPolicy {
             .any(|p| host_matches(split_pattern(p).0, host))
     }
 
+    /// Whether a pattern lists `host` (as a URL writes it) at `port`; a pattern without a
+    /// port lists every port.
+    pub fn lists(&self, host: &str, port: u16) -> bool {
+        self.allow_hosts.iter().any(|pattern| {
+            let (h, p) = split_pattern(pattern);
+            host_matches(h, host) && p.is_none_or(|p| p == port)
+        })
+    }
+
     /// The verdict on `host` (as a URL writes it: IPv6 in brackets) at `port`.
     pub fn check_host(&self, host: &str, ip: Option<IpAddr>, port: u16) -> HostVerdict {
         if self.allow_private {

@@ -29,8 +29,8 @@
 //!   writePaths: [/srv/cache]  # more directories the sandbox lets shell steps write
 //!   workspaceRoots: [/srv/build] # where workspaces outside the project may live (served)
 //! agents:
-//!   keyEnv: [OPENAI_API_KEY]  # server variables recipes may name in `apiKeyEnv` (served;
-//!                             # none by default)
+//!   keyEnv:                   # server variables recipes may name in `apiKeyEnv` (served;
+//!     OPENAI_API_KEY: [api.openai.com]  # none by default), each with the hosts it may go to
 //! ```
 //!
 //! The same file's `execution:` (which task types a project may run; see
@@ -228,11 +228,13 @@ pub struct TenantSettings {
 #[serde(rename_all = "camelCase")]
 #[non_exhaustive]
 pub struct TenantAgentSettings {
-    /// Names of the server's environment variables a recipe of the tenant may name in
-    /// `apiKeyEnv`, in a served tree (none by default): a recipe is a document a token with
-    /// `workflow.write` may write, and its key is sent to the recipe's `baseUrl`.
+    /// The server's environment variables a recipe of the tenant may name in `apiKeyEnv`, in
+    /// a served tree (none by default), each with the hosts its key may be sent to (patterns
+    /// as in `egress.allowHosts`: `host`, `*.domain`, either with an optional `:port`). A
+    /// recipe is a document a token with `workflow.write` may write, and its key goes to the
+    /// recipe's `baseUrl`: only to a host listed here.
     #[serde(default)]
-    pub key_env: Vec<String>,
+    pub key_env: BTreeMap<String, Vec<String>>,
 }
 
 /// Whether shell steps run confined by the sandbox (Landlock; see the README's "Shell

@@ -132,22 +132,27 @@ async fn a_served_recipe_uses_only_the_keys_and_hosts_its_tenant_allows() {
         "{r}"
     );
     assert!(!r.to_string().contains(KEY), "{r}");
-    // The key is listed, but the service is on loopback, which the egress policy refuses.
+    // The key is listed for another host: it is not sent here.
     let e = engine(
         dir.path(),
         true,
-        "agents:\n  keyEnv: [OPENAI_API_KEY]\n",
+        "agents:\n  keyEnv: { OPENAI_API_KEY: [api.openai.com] }\n",
         port,
     )
     .await;
     let r = ask(&e).await;
     assert_eq!(r["kind"], "technical_error", "{r}");
+    assert!(r.to_string().contains("[MAG-AG011]"), "{r}");
+    // The key may go to the service's host, but the service is on loopback, which the egress
+    // policy refuses.
+    let listed = format!("agents:\n  keyEnv: {{ OPENAI_API_KEY: [\"127.0.0.1:{port}\"] }}\n");
+    let e = engine(dir.path(), true, &listed, port).await;
+    let r = ask(&e).await;
+    assert_eq!(r["kind"], "technical_error", "{r}");
     assert!(r.to_string().contains("[MAG-EG001]"), "{r}");
     assert!(seen.lock().unwrap().is_empty(), "a request was sent");
     // The tenant lists the host: the call goes through, with the key.
-    let tenant = format!(
-        "agents:\n  keyEnv: [OPENAI_API_KEY]\negress:\n  allowHosts: [\"127.0.0.1:{port}\"]\n"
-    );
+    let tenant = format!("{listed}egress:\n  allowHosts: [\"127.0.0.1:{port}\"]\n");
     let e = engine(dir.path(), true, &tenant, port).await;
     let r = ask(&e).await;
     assert_eq!(r["kind"], "success", "{r}");

@@ -37,7 +37,7 @@
 //!
 //! In a served tree a recipe is a document any token with `workflow.write` may write, so two
 //! rules of the tenant's settings apply: `apiKeyEnv` may name only a variable listed under
-//! `agents.keyEnv` (`[MAG-AG011]` otherwise), and the engine connects only where the tenant's
+//! `agents.keyEnv`, for a `baseUrl` on a host listed with it (`[MAG-AG011]` otherwise), and the engine connects only where the tenant's
 //! `egress:` allows, as the `http_request` tool does (a private, loopback or reserved address
 //! needs `egress.allowHosts`; [`AgentRequest::egress`]).
 //!
@@ -427,12 +427,17 @@ fn prepare(
         Some(var)
             if tenant
                 .as_ref()
-                .is_some_and(|t| !t.agents.key_env.iter().any(|k| k == var)) =>
+                .is_some_and(|t| !key_may_go(t, var, recipe.base_url.as_deref())) =>
         {
             return Err(technical(format!(
-                "[MAG-AG011] recipe `{name}` names `apiKeyEnv: {var}`, which this tenant's \
-                 agents may not use: the tenant's administrator lists the server variables \
-                 recipes may name under `agents.keyEnv` in _tenant/_vance/settings.yaml"
+                "[MAG-AG011] recipe `{name}` names `apiKeyEnv: {var}` for {}, which this \
+                 tenant's agents may not do: the tenant's administrator lists each server \
+                 variable recipes may name, with the hosts its key may be sent to, under \
+                 `agents.keyEnv` in _tenant/_vance/settings.yaml",
+                recipe
+                    .base_url
+                    .as_deref()
+                    .unwrap_or(openai::DEFAULT_BASE_URL)
             )));
         }
         Some(var) => match agents.key(var) {
@@ -513,6 +518,25 @@ fn prepare(
         validator,
         timeout,
     })
+}
+
+/// Whether the tenant lets the key in `var` be sent to `base_url` (the built-in engines'
+/// default endpoint when the recipe names none).
+fn key_may_go(tenant: &crate::TenantSettings, var: &str, base_url: Option<&str>) -> bool {
+    let Some(hosts) = tenant.agents.key_env.get(var) else {
+        return false;
+    };
+    let Ok(url) = reqwest::Url::parse(base_url.unwrap_or(openai::DEFAULT_BASE_URL)) else {
+        return false;
+    };
+    let (Some(host), Some(port)) = (url.host_str(), url.port_or_known_default()) else {
+        return false;
+    };
+    crate::egress::EgressPolicy {
+        allow_hosts: hosts.clone(),
+        allow_private: false,
+    }
+    .lists(host, port)
 }
 
 fn recipe_error(e: DocumentError) -> String {

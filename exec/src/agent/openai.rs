@@ -19,7 +19,7 @@ const KNOWN_FIELDS: &str = "engine, provider, baseUrl, model, apiKeyEnv, tempera
                             maxTokens, timeoutSeconds, prices, system, jsonMode, tools, \
                             maxToolRounds";
 
-const DEFAULT_BASE_URL: &str = "https://api.openai.com/v1";
+pub(crate) const DEFAULT_BASE_URL: &str = "https://api.openai.com/v1";
 
 /// What a chat-completions response may hold beyond the task's output limit: its JSON
 /// envelope (ids, usage, tool calls' framing). A reply past limit + envelope cannot become an
