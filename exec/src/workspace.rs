@@ -12,11 +12,14 @@ use crate::settings::TenantShellSettings;
 
 /// The real path of the workspace `dir` (named `name`) of a served project, or why it is
 /// refused: its real path lies neither inside the project directory nor under one of the
-/// tenant's `shell.workspaceRoots`. A token that may write a project's settings must not make
-/// `/` (or another tenant's tree) a workspace. The real path is the one to use from then on,
-/// so that a symbolic link swapped after the check changes nothing. A workspace that does not
-/// exist is given back as it is (the caller reports it).
+/// tenant's `shell.workspaceRoots`, or it lies in the document tree `tree` outside the project
+/// (another project, the tenant's `_tenant/`, `_auth/`, the store), whatever the roots say. A
+/// token that may write a project's settings must not make `/` (or another tenant's tree) a
+/// workspace. The real path is the one to use from then on, so that a symbolic link swapped
+/// after the check changes nothing. A workspace that does not exist is given back as it is
+/// (the caller reports it).
 pub(crate) fn contained(
+    tree: &Path,
     project: &Path,
     dir: PathBuf,
     name: &str,
@@ -25,11 +28,13 @@ pub(crate) fn contained(
     let Ok(real) = dir.canonicalize() else {
         return Ok(dir);
     };
-    let project = project
-        .canonicalize()
-        .unwrap_or_else(|_| project.to_path_buf());
+    let real_of = |p: &Path| p.canonicalize().unwrap_or_else(|_| p.to_path_buf());
+    let project = real_of(project);
+    if real.starts_with(&project) {
+        return Ok(real);
+    }
     let inside = |root: &Path| root.canonicalize().is_ok_and(|root| real.starts_with(root));
-    if real.starts_with(&project) || tenant.workspace_roots.iter().any(|r| inside(r)) {
+    if !real.starts_with(real_of(tree)) && tenant.workspace_roots.iter().any(|r| inside(r)) {
         return Ok(real);
     }
     Err(format!(

@@ -372,6 +372,39 @@ async fn a_served_workspace_outside_the_project_is_refused() {
         .shell(ShellInput::new("echo x > f && cat f").dir("build"))
         .await;
     assert_eq!(kind, "success", "{output}");
+
+    // A root inside the document tree never opens it beyond the project: with the tenant's
+    // directory as a root, the tenant's own settings (`_tenant/`) are still no workspace.
+    let t = tree(true, "", "").await;
+    let tenant_dir = t.root.join("acme");
+    write(
+        &tenant_dir.join("_tenant/_vance/settings.yaml"),
+        &format!(
+            "execution:\n  shellTask: true\n  scriptTask: true\nshell:\n  workspaceRoots: [{}]\n",
+            tenant_dir.display()
+        ),
+    );
+    write(
+        &t.root.join("acme/shop/_vance/settings.yaml"),
+        "workspaces:\n  admin: ../_tenant/_vance\n",
+    );
+    let (kind, output) = t
+        .shell(ShellInput::new("echo 'shell: { sandbox: off }' >> settings.yaml").dir("admin"))
+        .await;
+    assert_eq!(kind, "technical_error", "{output}");
+    assert!(
+        output["error"].as_str().unwrap().starts_with("[MAG-SH011]"),
+        "{output}"
+    );
+    let (kind, output) = script(&t, ScriptInput::new("settings.yaml").in_workspace("admin")).await;
+    assert_eq!(kind, "technical_error", "{output}");
+    assert!(
+        output["error"].as_str().unwrap().starts_with("[MAG-JS018]"),
+        "{output}"
+    );
+    let settings =
+        std::fs::read_to_string(tenant_dir.join("_tenant/_vance/settings.yaml")).unwrap();
+    assert!(!settings.contains("sandbox"), "{settings}");
 }
 
 #[tokio::test]
