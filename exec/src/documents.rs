@@ -350,6 +350,20 @@ impl DocumentSource {
         }
     }
 
+    /// Whether `file` is, once every link is followed, the project's or the tenant's
+    /// `_vance/settings.yaml`, which hold event tokens, webhook path tokens and signing
+    /// secrets: no step reads them, and the documents API shows them only to a token that may
+    /// write them.
+    pub fn is_settings_file(&self, scope: &Scope, file: &Path) -> bool {
+        let Ok(real) = file.canonicalize() else {
+            return false;
+        };
+        [self.project_dir(scope), self.tenant_dir(scope)]
+            .iter()
+            .filter_map(|dir| dir.join("_vance").join("settings.yaml").canonicalize().ok())
+            .any(|settings| settings == real)
+    }
+
     /// The tenant's settings (`<tenant>/_tenant/_vance/settings.yaml`), or defaults. The
     /// documents API cannot write this file: it belongs to the tenant's administrator.
     pub fn tenant_settings(&self, scope: &Scope) -> super::settings::TenantSettings {

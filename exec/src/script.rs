@@ -417,7 +417,7 @@ pub fn locate_script(
                 where_(root)
             )));
         }
-        if crate::workspace::is_settings_file(docs, scope, &file) {
+        if docs.is_settings_file(scope, &file) {
             return Err(technical(format!(
                 "[MAG-JS019] invalid script path `{path}`: it is a settings file, which holds \
                  the project's or the tenant's secrets; a script lives in its own file (e.g. \

@@ -1,13 +1,12 @@
 //! Where a served project's steps may reach on disk: its workspaces stay inside the project
-//! directory (or under a root the tenant's administrator lists), and no step reads the
-//! settings files that hold the project's and the tenant's secrets.
+//! directory (or under a root the tenant's administrator lists). (No step reads the settings
+//! files that hold secrets either: [`DocumentSource::is_settings_file`](crate::DocumentSource::is_settings_file).)
 //!
 //! Shell steps add the Landlock sandbox on top (see the `shell` module); script steps run in
 //! the server's own process, so these checks are all that keeps them in their project.
 
 use std::path::{Path, PathBuf};
 
-use crate::documents::{DocumentSource, Scope};
 use crate::settings::TenantShellSettings;
 
 /// The real path of the workspace `dir` (named `name`) of a served project, or why it is
@@ -42,16 +41,4 @@ pub(crate) fn contained(
          stay inside it unless the tenant's administrator lists their root under \
          `shell.workspaceRoots` in _tenant/_vance/settings.yaml"
     ))
-}
-
-/// Whether `file` is the project's or the tenant's `_vance/settings.yaml`, which hold event
-/// tokens, webhook path tokens and signing secrets: no step reads them as its input.
-pub(crate) fn is_settings_file(docs: &DocumentSource, scope: &Scope, file: &Path) -> bool {
-    let Ok(real) = file.canonicalize() else {
-        return false;
-    };
-    [docs.project_dir(scope), docs.tenant_dir(scope)]
-        .iter()
-        .filter_map(|dir| dir.join("_vance").join("settings.yaml").canonicalize().ok())
-        .any(|settings| settings == real)
 }

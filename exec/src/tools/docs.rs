@@ -95,6 +95,11 @@ impl DocRead {
             .and_then(Value::as_str)
             .unwrap_or_default();
         let r = resolve(&self.docs, ctx, rel)?;
+        if self.docs.is_settings_file(&ctx.scope(), &r.path) {
+            return Err(ToolError::PermissionDenied(format!(
+                "`{rel}` is the project's settings, which hold its secrets: no tool reads them"
+            )));
+        }
         let meta = std::fs::metadata(&r.path)
             .map_err(|e| ToolError::Failed(format!("cannot open `{rel}`: {e}")))?;
         if !meta.is_file() {

@@ -128,6 +128,11 @@ pub(crate) async fn get(
     let Some(file) = resolve_existing(&project, &file, &project_rel(&parts))? else {
         return Err(not_found());
     };
+    // The same file under another name (a link inside the project) holds the same secrets.
+    if !holds_secrets(&parts) && state.docs().is_settings_file(&scope, &file) {
+        who.require(ApiScope::Write)?;
+        who.require(ApiScope::Run)?;
+    }
     match tokio::fs::read(&file).await {
         Ok(bytes) if file.is_file() => Ok((
             [(header::CONTENT_TYPE, "application/yaml; charset=utf-8")],

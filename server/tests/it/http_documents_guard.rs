@@ -56,6 +56,29 @@ async fn a_document_linked_out_of_the_project_is_not_read() {
         .unwrap();
     assert_eq!(r.status(), 200);
     assert_eq!(r.text().await.unwrap(), HELLO);
+    // A link to the project's settings holds their secrets: read as the settings are, only
+    // with the scopes of writing them.
+    write(
+        &s.root.join("acme/shop/_vance/settings.yaml"),
+        "events: { deploy: { token: secret-event-token } }\n",
+    );
+    symlink("../settings.yaml", workflows.join("settings-alias.yaml")).unwrap();
+    let r = s
+        .get(
+            &format!("{DOCS}/workflows/settings-alias.yaml"),
+            Some(ACME_WRITE),
+        )
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(r.status(), 403);
+    assert!(!r.text().await.unwrap().contains("secret-event-token"));
+    let r = s
+        .get(&format!("{DOCS}/workflows/settings-alias.yaml"), Some(ACME))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(r.status(), 200);
 }
 
 #[tokio::test]

@@ -412,6 +412,32 @@ async fn http_request_directly_text_bodies_limits_and_transport_errors() {
 // doc_read / doc_list
 
 #[tokio::test]
+async fn doc_read_never_reads_the_projects_settings() {
+    let e = env().await;
+    e.write("_vance/notes/today.md", "# Today\n");
+    // The project's settings hold its secrets: no tool reads them, by name or by a link.
+    e.write(
+        "_vance/settings.yaml",
+        "events: { deploy: { token: secret-event-token } }\n",
+    );
+    std::os::unix::fs::symlink(
+        e.project().join("_vance/settings.yaml"),
+        e.project().join("_vance/notes/settings-link.yaml"),
+    )
+    .unwrap();
+    for path in ["_vance/settings.yaml", "_vance/notes/settings-link.yaml"] {
+        e.workflow(
+            "secrets",
+            &one_tool("[doc_read]", "doc_read", &format!("{{ path: {path} }}")),
+        );
+        let v = e.run("secrets", json!({})).await;
+        assert_eq!(v.result, Some(json!("denied")), "{path}: {v:?}");
+        assert!(error_of(&v).contains("hold its secrets"), "{v:?}");
+        assert!(!format!("{v:?}").contains("secret-event-token"), "{v:?}");
+    }
+}
+
+#[tokio::test]
 async fn doc_read_and_doc_list_read_the_project_and_refuse_every_escape() {
     let e = env().await;
     e.write("_vance/notes/today.md", "# Today\nship it\n");
