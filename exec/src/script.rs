@@ -342,14 +342,39 @@ fn read_script(
     dir_name: &str,
     path: &str,
 ) -> Result<String, TaskError> {
-    let file = locate_script(docs, scope, source, dir_name, path)?;
-    std::fs::read_to_string(&file).map_err(|e| {
+    let (file, checked) = locate_checked(docs, scope, source, dir_name, path)?;
+    let cannot = |e: std::io::Error| {
         technical(format!(
             "[MAG-JS004] cannot read script {}: {}",
             script_label(docs, source, dir_name, path, &file),
             e.kind()
         ))
-    })
+    };
+    let mut opened = std::fs::File::open(&checked).map_err(cannot)?;
+    // What was opened is what was checked: a link swapped in between (by a step of the same
+    // project) is refused, not followed.
+    if opened_path(&opened).is_some_and(|real| real != checked) {
+        return Err(technical(format!(
+            "[MAG-JS002] invalid script path `{path}`: it changed while it was opened"
+        )));
+    }
+    let mut text = String::new();
+    std::io::Read::read_to_string(&mut opened, &mut text).map_err(cannot)?;
+    Ok(text)
+}
+
+/// The real path of an open file, where the system says it (`/proc/self/fd` on Linux).
+fn opened_path(file: &std::fs::File) -> Option<PathBuf> {
+    #[cfg(target_os = "linux")]
+    {
+        use std::os::fd::AsRawFd as _;
+        std::fs::read_link(format!("/proc/self/fd/{}", file.as_raw_fd())).ok()
+    }
+    #[cfg(not(target_os = "linux"))]
+    {
+        let _ = file;
+        None
+    }
 }
 
 /// The file a `script_task` with `source`, `dirName` and `path` runs, found as it is at run
@@ -370,6 +395,17 @@ pub fn locate_script(
     dir_name: &str,
     path: &str,
 ) -> Result<PathBuf, TaskError> {
+    locate_checked(docs, scope, source, dir_name, path).map(|(file, _)| file)
+}
+
+/// [`locate_script`], with the real path the checks were made on.
+fn locate_checked(
+    docs: &DocumentSource,
+    scope: &Scope,
+    source: &str,
+    dir_name: &str,
+    path: &str,
+) -> Result<(PathBuf, PathBuf), TaskError> {
     let rel = relative(path)?;
     let source = source.to_ascii_lowercase();
     let source = source.as_str();
@@ -407,24 +443,24 @@ pub fn locate_script(
             continue;
         }
         // No escape through symbolic links either: the file must stay under its root.
-        let inside = match (root.canonicalize(), file.canonicalize()) {
-            (Ok(r), Ok(f)) => f.starts_with(r),
-            _ => false,
+        let real = match (root.canonicalize(), file.canonicalize()) {
+            (Ok(r), Ok(f)) if f.starts_with(&r) => Some(f),
+            _ => None,
         };
-        if !inside {
+        let Some(real) = real else {
             return Err(technical(format!(
                 "[MAG-JS002] invalid script path `{path}`: it leads outside {}",
                 where_(root)
             )));
-        }
-        if docs.is_settings_file(scope, &file) {
+        };
+        if docs.is_settings_file(scope, &real) {
             return Err(technical(format!(
                 "[MAG-JS019] invalid script path `{path}`: it is a settings file, which holds \
                  the project's or the tenant's secrets; a script lives in its own file (e.g. \
                  `_vance/scripts/<name>.js`)"
             )));
         }
-        return Ok(file);
+        return Ok((file, real));
     }
     let looked: Vec<String> = roots.iter().map(|r| where_(&r.join(&rel))).collect();
     Err(technical(format!(
