@@ -110,7 +110,7 @@ impl Backend {
         match self {
             Self::Local(engine) => {
                 let updates = engine.subscribe_journal();
-                let since = next_seq(engine, run);
+                let since = (next_seq(engine, run), wall_ms());
                 let done = match op {
                     ControlOp::Pause { reason } => engine.pause(run, by, reason.as_deref()).await,
                     ControlOp::Resume => engine.unpause(run, by).await,
@@ -245,7 +245,7 @@ impl Backend {
                 // Subscribed before the start, so that no record is missed.
                 let updates = engine.subscribe_journal();
                 let run = engine.start(request).await?;
-                Ok((run, Follower::local(engine, run, updates, 0)))
+                Ok((run, Follower::local(engine, run, updates, (0, 0))))
             }
             Self::Remote(owner) => owner.start(request).await,
         }
@@ -261,7 +261,7 @@ impl Backend {
         match self {
             Self::Local(engine) => {
                 let updates = engine.subscribe_journal();
-                let since = next_seq(engine, run);
+                let since = (next_seq(engine, run), wall_ms());
                 let answered = match engine.answer_gate(id, answer).await {
                     Ok(AnswerAck::Applied) => Answered::Applied,
                     Ok(AnswerAck::Ignored) => Answered::Ignored,
@@ -289,7 +289,7 @@ impl Backend {
         match self {
             Self::Local(engine) => {
                 let updates = engine.subscribe_journal();
-                let since = next_seq(engine, run);
+                let since = (next_seq(engine, run), wall_ms());
                 let cancelled = match engine.cancel(run, reason).await? {
                     CancelAck::Requested => Cancelled::Requested,
                     CancelAck::AlreadyRequested => Cancelled::AlreadyRequested,
@@ -323,14 +323,15 @@ pub(crate) enum Follower {
 }
 
 impl Follower {
-    /// Follows `run` on this process's engine; `since` is the run's next seq when this
-    /// process began to act on it (0 for a run it starts): the task attempts journaled from
-    /// there are this process's to finish.
+    /// Follows `run` on this process's engine; `since` is the run's next seq and the time
+    /// (ms since the epoch) when this process began to act on it (`(0, 0)` for a run it
+    /// starts): the task attempts the run journaled from that seq, and its sub-runs from that
+    /// time, are this process's to finish.
     fn local(
         engine: &Engine,
         run: RunId,
         updates: broadcast::Receiver<JournalUpdate>,
-        since: u64,
+        since: (u64, u64),
     ) -> Self {
         Self::Local(Box::new(LocalFollower::new(engine, run, updates, since)))
     }
@@ -383,15 +384,15 @@ impl LocalFollower {
         engine: &Engine,
         run: RunId,
         updates: broadcast::Receiver<JournalUpdate>,
-        since: u64,
+        (since, since_ms): (u64, u64),
     ) -> Self {
         let engine = engine.clone();
         let parents = parents_of(&engine, run);
         Self {
             updates,
             settled: Box::pin(async move {
-                let view = settled_with_tasks_ended(&engine, run, since).await?;
-                parents_settled(&engine, &parents).await;
+                let view = settled_with_tasks_ended(&engine, run, since, since_ms).await?;
+                parents_settled(&engine, &parents, since_ms).await;
                 let mut runs = vec![run];
                 runs.extend(parents.iter().map(|&(parent, _)| parent));
                 if super::cancelled_sub_runs::ended(&engine, &runs).await {
@@ -473,9 +474,9 @@ fn parents_of(engine: &Engine, run: RunId) -> Vec<(RunId, u64)> {
 /// cancelled or resumed a sub-run, and stopped as soon as the sub-run settled, would leave the
 /// parent in memory half-way (a task it had just started killed with the process), for
 /// `magrathea resume` to carry on. A parent that cannot be read is not waited on.
-async fn parents_settled(engine: &Engine, parents: &[(RunId, u64)]) {
+async fn parents_settled(engine: &Engine, parents: &[(RunId, u64)], since_ms: u64) {
     for &(parent, since) in parents {
-        if settled_with_tasks_ended(engine, parent, since)
+        if settled_with_tasks_ended(engine, parent, since, since_ms)
             .await
             .is_err()
         {
@@ -493,10 +494,9 @@ async fn settled_with_tasks_ended(
     engine: &Engine,
     run: RunId,
     since: u64,
+    since_ms: u64,
 ) -> Result<RunView, RunError> {
     let due = std::time::Instant::now();
-    // Attempts of sub-runs journaled from now on are this process's.
-    let since_ms = wall_ms();
     loop {
         let view = tokio::select! {
             view = engine.wait_settled(run) => view?,
@@ -701,7 +701,14 @@ fn sub_runs_running(engine: &Engine, journal: &[Entry], since_ms: u64, depth: us
             _ => {}
         }
     }
-    open.values().any(|&child| {
+    // A sub-run that ended or is blocked runs nothing (a blocked one's attempt may read as
+    // started for good).
+    let going = |child: RunId| {
+        engine
+            .status(child)
+            .is_ok_and(|s| !s.is_terminal() && s != RunStatus::Blocked)
+    };
+    open.values().filter(|&&child| going(child)).any(|&child| {
         engine.journal(child).is_ok_and(|j| {
             has_running_task(&j, |e| e.at_ms >= since_ms)
                 || sub_runs_running(engine, &j, since_ms, depth - 1)
