@@ -41,7 +41,12 @@ fn log_line(line: &str) -> String {
             out.push_str(&format!("… ({} more bytes cut)", line.len() - i));
             return out;
         }
-        if c.is_control() {
+        // Line and paragraph separators end a line for some readers, and bidirectional
+        // controls reorder what a reader sees: escaped like control characters.
+        let bidi = matches!(c, '\u{2028}' | '\u{2029}' | '\u{200e}' | '\u{200f}')
+            || ('\u{202a}'..='\u{202e}').contains(&c)
+            || ('\u{2066}'..='\u{2069}').contains(&c);
+        if c.is_control() || bidi {
             out.extend(c.escape_default());
         } else {
             out.push(c);
@@ -477,6 +482,8 @@ mod tests {
         assert!(!logged.contains('\n') && !logged.contains('\r'), "{logged}");
         assert!(!logged.contains('\u{1b}'), "{logged}");
         assert!(logged.starts_with("x\\n2026-12-04"), "{logged}");
+        let logged = log_line("a\u{2028}b\u{202e}c");
+        assert_eq!(logged, "a\\u{2028}b\\u{202e}c");
         let huge = "é".repeat(10_000);
         let logged = log_line(&huge);
         assert!(

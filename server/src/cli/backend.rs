@@ -646,8 +646,6 @@ fn next_seq(engine: &Engine, run: RunId) -> u64 {
         .unwrap_or(0)
 }
 
-/// Whether a task attempt journaled from `since` on has started (or started again) and not
-/// ended. A YAML run's timer, gate and sub-run steps are not attempts that run.
 /// How long a `WAITING` run with a due timer is given to act on it before it counts as
 /// settled anyway.
 const DUE_PATIENCE: std::time::Duration = std::time::Duration::from_secs(2);
@@ -716,7 +714,8 @@ fn sub_runs_running(engine: &Engine, journal: &[Entry], since_ms: u64, depth: us
     })
 }
 
-/// Whether an attempt journaled by an entry `mine` admits has not ended.
+/// Whether a task attempt journaled by an entry `mine` admits has started (or started again)
+/// and not ended. A YAML run's timer, gate and sub-run steps are not attempts that run.
 fn has_running_task(journal: &[Entry], mine: impl Fn(&Entry) -> bool) -> bool {
     let mut running = HashSet::new();
     let mut yaml = false;

@@ -86,7 +86,12 @@ impl StateGraph {
                 let id = if plain(name) {
                     name.clone()
                 } else {
-                    format!("s{i}")
+                    // An alias no plain state name takes.
+                    let mut alias = format!("s{i}");
+                    while self.states.iter().any(|(n, _)| *n == alias) {
+                        alias.insert(0, '_');
+                    }
+                    alias
                 };
                 (name.as_str(), id)
             })

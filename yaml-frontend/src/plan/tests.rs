@@ -212,6 +212,13 @@ states:
     ] {
         assert!(lines.contains(&expected), "{expected:?} not in\n{text}");
     }
+    // An alias is never a plain state's name.
+    let p = plan(
+        "start: a-b\nstates:\n  a-b: { type: condition_task, transitions: [ { else: s0 } ] }\n  s0: { type: terminal }\n",
+    );
+    let text = StateGraph::from_plan(&p).to_mermaid();
+    assert!(text.contains("state \"a-b\" as _s0\n"), "{text}");
+    assert!(text.contains("_s0 --> s0 : else"), "{text}");
     // No bare id holds a character Mermaid's ids do not take.
     for line in &lines[1..] {
         if line.starts_with("state ") {

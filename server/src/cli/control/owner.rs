@@ -177,8 +177,9 @@ pub(crate) async fn shutdown(how: Shutdown) {
     }
 }
 
-/// How long an owner waits for a client's control key.
-const KEY_WAIT: Duration = Duration::from_secs(10);
+/// How long an owner waits for a client's control key (clients send it at once): a
+/// connection that sends nothing gives its slot back soon.
+const KEY_WAIT: Duration = Duration::from_secs(2);
 
 /// One client: its control key, then one request and its answer (or stream of answers).
 async fn connection(
