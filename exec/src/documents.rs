@@ -126,6 +126,8 @@ pub struct DocumentSource {
     /// Shared by the clones (a server clones its state, and with it this, per request).
     root: Arc<Path>,
     served: bool,
+    /// Directories besides the tree that no step may reach (the server's store).
+    protected: Arc<[PathBuf]>,
     /// Parsed settings files and read workflow documents, shared by the clones of this
     /// source.
     files: Arc<FileCaches>,
@@ -157,6 +159,7 @@ impl DocumentSource {
         Self {
             root: Arc::from(root.into()),
             served: false,
+            protected: Arc::from([]),
             files: Arc::default(),
         }
     }
@@ -167,6 +170,21 @@ impl DocumentSource {
     pub fn served(mut self) -> Self {
         self.served = true;
         self
+    }
+
+    /// The same tree, with `dir` (the server's store, when it lies outside the tree) among
+    /// the directories no step may reach: a served shell step whose sandbox would let it read
+    /// one is refused, as for the tree itself.
+    pub fn protect(mut self, dir: impl Into<PathBuf>) -> Self {
+        let mut all = self.protected.to_vec();
+        all.push(dir.into());
+        self.protected = Arc::from(all);
+        self
+    }
+
+    /// The tree's root and the directories [`DocumentSource::protect`] added.
+    pub fn protected(&self) -> impl Iterator<Item = &Path> {
+        std::iter::once(&*self.root).chain(self.protected.iter().map(PathBuf::as_path))
     }
 
     /// Whether the tree is served to remote clients (see [`DocumentSource::served`]).
@@ -211,6 +229,7 @@ impl DocumentSource {
             Self {
                 root: Arc::from(root),
                 served: false,
+                protected: Arc::from([]),
                 files: Arc::default(),
             },
             Scope::new(tenant, project),

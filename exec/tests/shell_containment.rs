@@ -35,6 +35,11 @@ fn write(path: &Path, text: &str) {
 /// runs the [`ShellInput`] it is started with, `js` the [`ScriptInput`]; both answer
 /// `{kind, output}`.
 async fn tree(served: bool, tenant: &str, project: &str) -> Tree {
+    tree_protecting(served, tenant, project, None).await
+}
+
+/// [`tree`], with `store` protected as the server's store outside the tree.
+async fn tree_protecting(served: bool, tenant: &str, project: &str, store: Option<&Path>) -> Tree {
     let dir = tempfile::tempdir().unwrap();
     let root = dir.path().canonicalize().unwrap();
     write(
@@ -56,6 +61,9 @@ async fn tree(served: bool, tenant: &str, project: &str) -> Tree {
     let mut docs = DocumentSource::new(&root);
     if served {
         docs = docs.served();
+    }
+    if let Some(store) = store {
+        docs = docs.protect(store);
     }
     let executors = Executors::new(docs);
     let scope = Scope::new("acme", "shop");
@@ -282,6 +290,25 @@ async fn a_served_tree_its_sandbox_would_let_a_step_read_refuses_shell_steps() {
     .await;
     let out = t.output("echo ran").await;
     assert_eq!(out.stdout, "ran\n", "{out:?}");
+    // The server's store outside the tree, beneath a path the sandbox reads: refused too.
+    let store = tempfile::tempdir().unwrap();
+    let store = store.path().canonicalize().unwrap();
+    let t = tree_protecting(
+        true,
+        &format!("shell:\n  readPaths: [{}]\n", store.display()),
+        "",
+        Some(&store),
+    )
+    .await;
+    let (kind, output) = t
+        .shell(ShellInput::new("echo ran > ran.txt").dir("workspace"))
+        .await;
+    assert_eq!(kind, "technical_error", "{output}");
+    assert!(
+        output["error"].as_str().unwrap().starts_with("[MAG-SH014]"),
+        "{output}"
+    );
+    assert!(!t.root.join("acme/shop/ran.txt").exists(), "the step ran");
 }
 
 /// Runs the script `input` in `t` to its end: `(kind, output)`.

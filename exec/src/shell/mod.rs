@@ -278,13 +278,13 @@ pub(crate) async fn execute(
     if let Some(allowed) = sandbox
         .as_ref()
         .filter(|_| docs.is_served())
-        .and_then(|s| s.exposes(docs.root()))
+        .and_then(|s| docs.protected().find_map(|p| s.exposes(p)))
     {
         return Err(technical(format!(
-            "[MAG-SH014] shell steps are refused here: the served document tree lies beneath \
-             `{}`, which the shell sandbox lets steps reach, so a step could read `_auth/` \
-             and every tenant; the server's operator serves the tree from elsewhere or \
-             narrows the tenant's `shell` settings",
+            "[MAG-SH014] shell steps are refused here: the served document tree or the \
+             server's store lies beneath `{}`, which the shell sandbox lets steps reach, so a \
+             step could read `_auth/`, every tenant and the store; the server's operator \
+             keeps them elsewhere or narrows the tenant's `shell` settings",
             allowed.display()
         )));
     }

@@ -398,7 +398,12 @@ async fn start(
 ) -> Result<(SocketAddr, ServerHandle), ServeError> {
     let insecure = auth.insecure();
     check_insecure_addr(insecure, config.addr)?;
-    let runtime = YamlRuntime::new(DocumentSource::new(config.root.clone()).served());
+    let mut docs = DocumentSource::new(config.root.clone()).served();
+    if let StoreLocation::Redb(dir) = config.store_location() {
+        // Its control key must stay out of every step's reach, as the tree does.
+        docs = docs.protect(dir);
+    }
+    let runtime = YamlRuntime::new(docs);
     let engine = runtime.install(engine).build().await?;
     // Tools that start runs or read the inbox (workflow_start, inbox_read) use the engine.
     runtime.attach(&engine);

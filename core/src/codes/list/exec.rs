@@ -61,7 +61,7 @@ pub(super) const CODES: &[ErrorCode] = &[
     },
     ErrorCode {
         code: "MAG-SH014",
-        meaning: "A served shell_task was refused: the document tree (with `_auth/`, every tenant and the default store) lies beneath a directory its sandbox lets it read or write (a system directory such as `/opt`, or a path of the tenant's `shell` settings).",
+        meaning: "A served shell_task was refused: the document tree (with `_auth/`, every tenant and the default store) or the server's store lies beneath a directory its sandbox lets it read or write (a system directory such as `/opt`, or a path of the tenant's `shell` settings).",
         remedy: "Serve the tree from a directory no shell step may read (e.g. under /srv or /var/lib), or narrow the tenant's `shell.readPaths`/`writePaths`/`workspaceRoots`.",
     },
     ErrorCode {
@@ -231,8 +231,8 @@ pub(super) const CODES: &[ErrorCode] = &[
     },
     ErrorCode {
         code: "MAG-AG011",
-        meaning: "In a served tree, a recipe's `apiKeyEnv` names a server variable the tenant's settings do not list under `agents.keyEnv`.",
-        remedy: "The tenant's administrator lists the variable under `agents.keyEnv` in _tenant/_vance/settings.yaml.",
+        meaning: "In a served tree, a recipe's `apiKeyEnv` names a server variable the tenant's settings do not list under `agents.keyEnv`, or not for the host of the recipe's `baseUrl`.",
+        remedy: "The tenant's administrator lists the variable under `agents.keyEnv` in _tenant/_vance/settings.yaml, with the hosts its key may be sent to.",
     },
     ErrorCode {
         code: "MAG-HK001",
