@@ -400,8 +400,13 @@ async fn start(
     check_insecure_addr(insecure, config.addr)?;
     let mut docs = DocumentSource::new(config.root.clone()).served();
     if let StoreLocation::Redb(dir) = config.store_location() {
-        // Its control key must stay out of every step's reach, as the tree does.
-        docs = docs.protect(dir);
+        // Its control key must stay out of every step's reach, as the tree does. (A store
+        // inside the tree is judged with it; one inside a project is that project's steps'
+        // to read: the default, `<root>/.magrathea/`, lies in no project.)
+        let real = |p: &std::path::Path| p.canonicalize().unwrap_or_else(|_| p.to_path_buf());
+        if !real(&dir).starts_with(real(&config.root)) {
+            docs = docs.protect(dir);
+        }
     }
     let runtime = YamlRuntime::new(docs);
     let engine = runtime.install(engine).build().await?;
