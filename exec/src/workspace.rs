@@ -1,6 +1,7 @@
 //! Where a served project's steps may reach on disk: its workspaces stay inside the project
-//! directory (or under a root the tenant's administrator lists). (No step reads the settings
-//! files that hold secrets either: [`DocumentSource::is_settings_file`](crate::DocumentSource::is_settings_file).)
+//! directory (or under a root the tenant's administrator lists). No step reads the settings
+//! files that hold secrets either
+//! ([`DocumentSource::is_settings_file`](crate::DocumentSource::is_settings_file)).
 //!
 //! Shell steps add the Landlock sandbox on top (see the `shell` module); script steps run in
 //! the server's own process, so these checks are all that keeps them in their project.

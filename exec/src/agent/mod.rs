@@ -37,9 +37,10 @@
 //!
 //! In a served tree a recipe is a document any token with `workflow.write` may write, so two
 //! rules of the tenant's settings apply: `apiKeyEnv` may name only a variable listed under
-//! `agents.keyEnv`, for a `baseUrl` on a host listed with it (`[MAG-AG011]` otherwise), and the engine connects only where the tenant's
-//! `egress:` allows, as the `http_request` tool does (a private, loopback or reserved address
-//! needs `egress.allowHosts`; [`AgentRequest::egress`]).
+//! `agents.keyEnv`, for a `baseUrl` on a host listed with it (`[MAG-AG011]` otherwise), and
+//! the engine connects only where the tenant's `egress:` allows, as the `http_request` tool
+//! does (a private, loopback or reserved address needs `egress.allowHosts`;
+//! [`AgentRequest::egress`]).
 //!
 //! # Engines and outcomes
 //!
