@@ -110,7 +110,7 @@ impl Backend {
         match self {
             Self::Local(engine) => {
                 let updates = engine.subscribe_journal();
-                let since = (next_seq(engine, run), wall_ms());
+                let since = (next_seq(engine, run), super::pending::now_ms());
                 let done = match op {
                     ControlOp::Pause { reason } => engine.pause(run, by, reason.as_deref()).await,
                     ControlOp::Resume => engine.unpause(run, by).await,
@@ -261,7 +261,7 @@ impl Backend {
         match self {
             Self::Local(engine) => {
                 let updates = engine.subscribe_journal();
-                let since = (next_seq(engine, run), wall_ms());
+                let since = (next_seq(engine, run), super::pending::now_ms());
                 let answered = match engine.answer_gate(id, answer).await {
                     Ok(AnswerAck::Applied) => Answered::Applied,
                     Ok(AnswerAck::Ignored) => Answered::Ignored,
@@ -289,7 +289,7 @@ impl Backend {
         match self {
             Self::Local(engine) => {
                 let updates = engine.subscribe_journal();
-                let since = (next_seq(engine, run), wall_ms());
+                let since = (next_seq(engine, run), super::pending::now_ms());
                 let cancelled = match engine.cancel(run, reason).await? {
                     CancelAck::Requested => Cancelled::Requested,
                     CancelAck::AlreadyRequested => Cancelled::AlreadyRequested,
@@ -506,7 +506,7 @@ async fn settled_with_tasks_ended(
         if view.status == RunStatus::Waiting && due.elapsed() < DUE_PATIENCE {
             // A run resumed after a gate's timeout or its deadline fell due reads WAITING
             // until the engine has acted on the due timer, a moment later: not settled yet.
-            if has_due_timer(&engine.journal(run)?, wall_ms()) {
+            if has_due_timer(&engine.journal(run)?, super::pending::now_ms()) {
                 let _ = tokio::time::timeout(
                     std::time::Duration::from_millis(50),
                     engine.wait_until(run, |s| s != RunStatus::Waiting),
@@ -650,33 +650,13 @@ fn next_seq(engine: &Engine, run: RunId) -> u64 {
 /// settled anyway.
 const DUE_PATIENCE: std::time::Duration = std::time::Duration::from_secs(2);
 
-/// Whether the journal holds a timer due by `now_ms` that has not fired, of a step not
-/// answered otherwise (a gate's timeout, the run's deadline).
+/// Whether the journal holds a timer due by `now_ms` that has not fired (a gate's timeout
+/// until the gate is answered, the run's deadline).
 fn has_due_timer(journal: &[Entry], now_ms: u64) -> bool {
-    let mut due = HashSet::new();
-    for e in journal {
-        match &e.record {
-            Record::TimerSet {
-                step, fire_at_ms, ..
-            } if *fire_at_ms <= now_ms => {
-                due.insert(*step);
-            }
-            Record::TimerFired { step }
-            | Record::GateAnswered { step, .. }
-            | Record::TaskResult { step, .. } => {
-                due.remove(step);
-            }
-            _ => {}
-        }
-    }
-    !due.is_empty()
-}
-
-/// Milliseconds since the epoch now.
-fn wall_ms() -> u64 {
-    std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .map_or(0, |d| d.as_millis() as u64)
+    super::pending::Pending::of(journal)
+        .timers
+        .values()
+        .any(|&at| at <= now_ms)
 }
 
 /// Whether a sub-run the journal shows started and not finished (or one of theirs, down to
@@ -685,20 +665,7 @@ fn sub_runs_running(engine: &Engine, journal: &[Entry], since_ms: u64, depth: us
     if depth == 0 {
         return false;
     }
-    let mut open = std::collections::HashMap::new();
-    for e in journal {
-        match &e.record {
-            Record::ChildStarted {
-                step, child_run_id, ..
-            } => {
-                open.insert(*step, *child_run_id);
-            }
-            Record::ChildFinished { step, .. } => {
-                open.remove(step);
-            }
-            _ => {}
-        }
-    }
+    let open = super::pending::Pending::of(journal).children;
     // A sub-run that ended or is blocked runs nothing (a blocked one's attempt may read as
     // started for good).
     let going = |child: RunId| {

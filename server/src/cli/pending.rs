@@ -74,3 +74,10 @@ impl Pending {
         }
     }
 }
+
+/// Milliseconds since the Unix epoch now, as the journal's times are written.
+pub(crate) fn now_ms() -> u64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.as_millis() as u64)
+}

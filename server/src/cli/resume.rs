@@ -8,7 +8,7 @@
 //! records, so a run that is between two steps is not mistaken for parked.
 
 use std::collections::HashMap;
-use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
+use std::time::{Duration, Instant};
 
 use magrathea_core::{Engine, Entry, RunError, RunId, RunStatus, StoreError};
 use magrathea_server::http::runs::RunDto;
@@ -121,9 +121,7 @@ fn settled(engine: &Engine, run: RunId, entries: &[Entry]) -> anyhow::Result<boo
 
 /// Whether a `RUNNING` run waits only on things that are not due soon.
 fn parked(engine: &Engine, entries: &[Entry]) -> bool {
-    let now = SystemTime::now()
-        .duration_since(UNIX_EPOCH)
-        .map_or(0, |d| d.as_millis() as u64);
+    let now = super::pending::now_ms();
     let super::pending::Pending {
         tasks,
         timers,
