@@ -427,6 +427,21 @@ fn the_control_socket_is_for_the_stores_owner_only() {
     assert!(reply.starts_with("{\"reply\":\"items\""), "{reply}");
 }
 
+#[test]
+fn a_command_that_cannot_read_the_control_key_says_so() {
+    let p = project();
+    two_runs(&p);
+    let _owner = serve_owner(&p);
+    std::fs::remove_file(p.store().join("control.key")).unwrap();
+    let list = cli(&p, &["runs", "list", "--json"]);
+    assert_ne!(code(&list), 0, "{}", stdout(&list));
+    let err = stderr(&list);
+    assert!(
+        err.contains("[MAG-CS004]") && err.contains("control.key"),
+        "{err}"
+    );
+}
+
 /// What the owner of `p`'s store answers to `request`, sent as it is.
 fn ask_owner(p: &Project, request: impl AsRef<[u8]>) -> String {
     let mut s = UnixStream::connect(socket(p)).unwrap();
