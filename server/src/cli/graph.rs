@@ -32,7 +32,8 @@ pub(crate) enum Format {
                   draft _vance/workflow-drafts/NAME.yaml (series-parallel graphs only)."
 )]
 pub(crate) struct GraphArgs {
-    /// The workflow (resolved like `run`: project, then tenant), or `import`.
+    /// The workflow (resolved like `run`: project, then tenant), or `import` (a workflow
+    /// named `import` is drawn when no FILE follows).
     name: String,
     /// With `import`: the editor graph JSON file.
     file: Option<std::path::PathBuf>,
@@ -112,10 +113,16 @@ fn import(loc: &Location, file: &std::path::Path, draft: Option<&str>) -> anyhow
     Ok(EXIT_OK)
 }
 
+/// Whether the project (or its tenant) has a workflow named `name`.
+fn has_workflow(loc: &Location, name: &str) -> bool {
+    Project::locate(loc).is_ok_and(|p| p.docs().workflow(&p.scope, name).is_ok())
+}
+
 pub(crate) fn graph(loc: &Location, args: GraphArgs) -> anyhow::Result<u8> {
     match (&args.file, args.name.as_str()) {
         (Some(file), "import") => return import(loc, file, args.draft.as_deref()),
-        (None, "import") => {
+        // A workflow named `import` is drawn like any other.
+        (None, "import") if !has_workflow(loc, "import") => {
             errln!("graph import needs the graph's FILE: magrathea graph import FILE --name NAME");
             return Ok(EXIT_INVALID);
         }

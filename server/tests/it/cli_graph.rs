@@ -534,6 +534,18 @@ fn misused_import_arguments_exit_2_saying_what_is_wrong() {
         assert_eq!(code(&out), 2, "{args:?}: {}", stderr(&out));
         assert!(stderr(&out).contains(says), "{args:?}: {}", stderr(&out));
     }
+    // A workflow named `import` is drawn when no FILE follows.
+    p.workflow(
+        "import",
+        "start: done\nstates:\n  done: { type: terminal }\n",
+    );
+    let out = p.cli(&["graph", "import"]);
+    assert_eq!(code(&out), 0, "{}", stderr(&out));
+    assert!(
+        stdout(&out).starts_with("stateDiagram-v2"),
+        "{}",
+        stdout(&out)
+    );
 }
 
 /// Exporting a workflow, importing the export as a draft and exporting that gives the same
