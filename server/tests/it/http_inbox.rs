@@ -667,16 +667,12 @@ async fn whoever_fires_a_schedule_by_hand_is_its_runs_requester_and_no_self_appr
         .unwrap();
     assert!(r.status().is_success(), "{}", r.status());
     let r: Value = s
-        .post(
+        .post_json(
             "/brain/acme/project/shop/schedules/deploy/trigger",
             Some(ACME),
+            &json!({}),
         )
-        .send()
-        .await
-        .unwrap()
-        .json()
-        .await
-        .unwrap();
+        .await;
     let run = r["workflowRunId"].as_str().unwrap().to_owned();
     let view = s.wait_status("shop", &run, &["WAITING"]).await;
     assert_eq!(view["startedBy"], "carol", "{view}");
