@@ -203,14 +203,15 @@ pub struct InboxItem {
     pub workflow_state: Option<String>,
     /// Status.
     pub status: InboxStatus,
-    /// The answer, once answered.
+    /// The answer, once answered; on a `TIMED_OUT` or `CLOSED` item, the answer that came
+    /// after it ended (the run did not react to it).
     pub answer: Option<GateAnswer>,
     /// Opened at, ms since the epoch.
     pub created_at: u64,
     /// When the gate's timeout fires, ms since the epoch (gates with a timeout only).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub expires_at: Option<u64>,
-    /// When the answer was journaled, ms since the epoch (answered items only).
+    /// When the answer was journaled, ms since the epoch (items with an answer only).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub answered_at: Option<u64>,
     /// Extra data of the gate (for YAML gates: `kind`, `workflowName`, `workflowState`, and
@@ -277,6 +278,20 @@ pub(crate) fn inbox_items(entries: &[Entry], summary: &RunSummary) -> Vec<InboxI
             Record::GateAnswered { step, answer } => {
                 if let Some(i) = find(&mut items, *step) {
                     items[i].status = InboxStatus::Answered;
+                    items[i].answer = Some(answer.clone());
+                    items[i].answered_at = Some(e.at_ms);
+                }
+            }
+            // A late answer lands on an item that has none; the item keeps its status (the
+            // run did not react to it).
+            Record::Ignored {
+                step,
+                answer: Some(answer),
+                ..
+            } => {
+                if let Some(i) = find(&mut items, *step)
+                    && items[i].answer.is_none()
+                {
                     items[i].answer = Some(answer.clone());
                     items[i].answered_at = Some(e.at_ms);
                 }

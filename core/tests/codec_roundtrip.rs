@@ -235,7 +235,8 @@ fn record() -> impl Strategy<Value = Record> {
             value
         }),
         text().prop_map(|reason| Record::CancelRequested { reason }),
-        (step(), text()).prop_map(|(step, what)| Record::Ignored { step, what }),
+        (step(), text(), proptest::option::of(answer()))
+            .prop_map(|(step, what, answer)| { Record::Ignored { step, what, answer } }),
         (step(), any::<u32>(), any::<u32>(), text()).prop_map(
             |(step, attempt, execution, worker)| Record::TaskRestarted {
                 step,

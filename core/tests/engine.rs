@@ -342,6 +342,13 @@ async fn gates_are_answered_through_the_engine_and_answering_twice_is_ignored() 
             .unwrap()
             .is_empty()
     );
+    // The item keeps the answer that decided it, not the one that came after.
+    let item = engine.inbox_item(&items[0].id).unwrap();
+    assert_eq!(item.status, magrathea_core::InboxStatus::Answered);
+    assert_eq!(
+        item.answer.map(|a| a.value),
+        Some(json!({"approved": true}))
+    );
 }
 
 #[tokio::test]
@@ -376,6 +383,29 @@ async fn a_gate_answered_after_its_timeout_fired_is_ignored_and_recorded() {
         !journal
             .iter()
             .any(|e| matches!(e.record, Record::GateAnswered { .. }))
+    );
+    // The answer still lands on the inbox item (reference §3.4), which stays timed out; a
+    // later one does not replace it.
+    let item = engine.inbox_item(&id).unwrap();
+    assert_eq!(item.status, magrathea_core::InboxStatus::TimedOut);
+    assert_eq!(
+        item.answer.as_ref().map(|a| &a.value),
+        Some(&json!({"chosen": "retry"}))
+    );
+    assert!(item.answered_at.is_some());
+    let again = engine
+        .answer_gate(&id, GateAnswer::choose("abort"))
+        .await
+        .unwrap();
+    assert_eq!(again, AnswerAck::Ignored);
+    let item = engine.inbox_item(&id).unwrap();
+    assert_eq!(
+        item.answer.map(|a| a.value),
+        Some(json!({"chosen": "retry"}))
+    );
+    assert_eq!(
+        engine.wait(run).await.unwrap().result,
+        Some(json!("timeout"))
     );
 }
 

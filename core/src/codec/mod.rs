@@ -109,6 +109,36 @@ mod start_tail {
     }
 }
 
+/// The one tail field of an `IgnoredRecord`: the late gate answer it keeps.
+const IGNORED_ANSWER: u8 = 1;
+
+/// A gate answer's fields, as a `GateAnsweredRecord` (and an `IgnoredRecord`'s tail) holds them.
+fn write_answer(w: &mut Writer<'_>, answer: &GateAnswer) {
+    w.u8(match answer.outcome {
+        AnswerOutcome::Decided => 0,
+        AnswerOutcome::InsufficientInfo => 1,
+        AnswerOutcome::Undecidable => 2,
+    });
+    w.json(&answer.value);
+    w.opt_str(&answer.comment);
+    w.str(&answer.answered_by);
+}
+
+fn read_answer(r: &mut Reader<'_>) -> R<GateAnswer> {
+    let outcome = match r.u8()? {
+        0 => AnswerOutcome::Decided,
+        1 => AnswerOutcome::InsufficientInfo,
+        2 => AnswerOutcome::Undecidable,
+        _ => return Err(DecodeError::Corrupt("answer outcome")),
+    };
+    Ok(GateAnswer {
+        outcome,
+        value: r.json()?,
+        comment: r.opt_str()?,
+        answered_by: r.str()?,
+    })
+}
+
 /// Encodes a record appended at `at_ms` into `out` (which is not cleared).
 pub fn encode(record: &Record, at_ms: u64, out: &mut Vec<u8>) {
     let mut w = Writer(out);
@@ -252,14 +282,7 @@ pub fn encode(record: &Record, at_ms: u64, out: &mut Vec<u8>) {
             w.u8(tag::GATE_ANSWERED);
             w.varint(at_ms);
             w.varint(u64::from(*step));
-            w.u8(match answer.outcome {
-                AnswerOutcome::Decided => 0,
-                AnswerOutcome::InsufficientInfo => 1,
-                AnswerOutcome::Undecidable => 2,
-            });
-            w.json(&answer.value);
-            w.opt_str(&answer.comment);
-            w.str(&answer.answered_by);
+            write_answer(&mut w, answer);
         }
         Record::SignalAwaited { step, name } => {
             w.u8(tag::SIGNAL_AWAITED);
@@ -328,11 +351,16 @@ pub fn encode(record: &Record, at_ms: u64, out: &mut Vec<u8>) {
             w.varint(at_ms);
             w.str(reason);
         }
-        Record::Ignored { step, what } => {
+        Record::Ignored { step, what, answer } => {
             w.u8(tag::IGNORED);
             w.varint(at_ms);
             w.varint(u64::from(*step));
             w.str(what);
+            // An optional tail field, as a `StartRecord`'s: written only when present.
+            if let Some(answer) = answer {
+                w.u8(IGNORED_ANSWER);
+                write_answer(&mut w, answer);
+            }
         }
         Record::ChildCancelRequested {
             step,
@@ -497,22 +525,10 @@ pub fn decode(bytes: &[u8]) -> Result<(Record, u64), DecodeError> {
                 gate: Box::new(gate),
             }
         }
-        tag::GATE_ANSWERED => {
-            let step = r.u32()?;
-            let outcome = match r.u8()? {
-                0 => AnswerOutcome::Decided,
-                1 => AnswerOutcome::InsufficientInfo,
-                2 => AnswerOutcome::Undecidable,
-                _ => return Err(DecodeError::Corrupt("answer outcome")),
-            };
-            let answer = GateAnswer {
-                outcome,
-                value: r.json()?,
-                comment: r.opt_str()?,
-                answered_by: r.str()?,
-            };
-            Record::GateAnswered { step, answer }
-        }
+        tag::GATE_ANSWERED => Record::GateAnswered {
+            step: r.u32()?,
+            answer: read_answer(&mut r)?,
+        },
         tag::SIGNAL_AWAITED => Record::SignalAwaited {
             step: r.u32()?,
             name: r.str()?,
@@ -562,6 +578,15 @@ pub fn decode(bytes: &[u8]) -> Result<(Record, u64), DecodeError> {
         tag::IGNORED => Record::Ignored {
             step: r.u32()?,
             what: r.str()?,
+            answer: match r.buf.first() {
+                None => None,
+                Some(&IGNORED_ANSWER) => {
+                    r.u8()?;
+                    Some(read_answer(&mut r)?)
+                }
+                // Not a field: bytes after the record.
+                Some(_) => return Err(DecodeError::Corrupt("trailing bytes")),
+            },
         },
         tag::CHILD_CANCEL_REQUESTED => Record::ChildCancelRequested {
             step: r.u32()?,

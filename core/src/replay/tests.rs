@@ -284,7 +284,7 @@ fn a_gate_takes_the_first_completion_and_ignores_the_other() {
     assert_eq!(state.live_status(), RunStatus::Running);
     let late = state.timer_due(0, TimerPurpose::GateTimeout);
     assert!(
-        matches!(late.records.as_slice(), [Record::Ignored { step: 0, what }] if what == "gate timeout")
+        matches!(late.records.as_slice(), [Record::Ignored { step: 0, what, .. }] if what == "gate timeout")
     );
     let (again, ack) = state
         .answer(0, GateAnswer::reject())

@@ -30,6 +30,7 @@ impl RunState {
             return Actions::record(Record::Ignored {
                 step,
                 what: "task result".into(),
+                answer: None,
             });
         }
         match result {
@@ -114,6 +115,7 @@ impl RunState {
                 _ => Actions::record(Record::Ignored {
                     step,
                     what: "gate timeout".into(),
+                    answer: None,
                 }),
             },
             (Machine::Task(t), TimerPurpose::Retry) => {
@@ -152,9 +154,12 @@ impl RunState {
         };
         gate::check_answer(&g.spec, &answer)?;
         if g.is_resolved() || self.is_terminal() {
+            // An answer to a gate that ended unanswered (its timeout fired first, the run
+            // ended) still lands on its inbox item; a second answer does not replace the first.
             let ignored = Record::Ignored {
                 step,
                 what: "gate answer".into(),
+                answer: (g.phase != GatePhase::Answered).then_some(answer),
             };
             return Ok((ignored, AnswerAck::Ignored));
         }
@@ -181,6 +186,7 @@ impl RunState {
             return Record::Ignored {
                 step,
                 what: format!("signal `{name}`"),
+                answer: None,
             };
         }
         let waiting = self.pending.iter().copied().find(|k| {

@@ -284,6 +284,55 @@ async fn an_inbox_item_with_a_timeout_shows_when_it_expires() {
 }
 
 #[tokio::test]
+async fn an_answer_after_the_timeout_lands_on_the_item_and_the_run_does_not_react() {
+    let s = Server::start().await;
+    write(
+        &s.root.join("acme/shop/_vance/workflows/brief.yaml"),
+        "start: review\nstates:\n  review:\n    type: gate_task\n    timeoutSeconds: 1\n    inbox: { kind: APPROVAL, title: \"Ship it?\" }\n    on:\n      approved: shipped\n    catch:\n      timeout: expired\n  shipped: { type: terminal, result: shipped }\n  expired: { type: terminal, result: expired }\n",
+    );
+    let run = s.start_run("shop", "brief", json!({})).await;
+    let done = s.wait_status("shop", &run, &["DONE"]).await;
+    assert_eq!(done["result"], "expired", "{done}");
+    let items: Vec<Value> = s
+        .get_json("/brain/acme/project/shop/inbox?status=all", Some(ACME))
+        .await;
+    let item = items
+        .iter()
+        .find(|i| i["workflowRunId"] == run.as_str())
+        .unwrap();
+    assert_eq!(item["status"], "TIMED_OUT", "{item}");
+    assert!(item["answer"].is_null(), "{item}");
+    let id = item["id"].as_str().unwrap().to_owned();
+
+    let r = s
+        .post(
+            &format!("/brain/acme/project/shop/inbox/{id}/answer"),
+            Some(ACME),
+        )
+        .json(&json!({"kind": "approve", "comment": "late"}))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(r.status(), 200);
+    let answered: Value = r.json().await.unwrap();
+    assert_eq!(answered["applied"], false, "{answered}");
+    assert_eq!(answered["ignored"], true, "{answered}");
+    assert_eq!(answered["run"]["result"], "expired", "{answered}");
+
+    // The answer is on the item, which stays timed out; the run did not move.
+    let got: Value = s
+        .get_json(&format!("/brain/acme/project/shop/inbox/{id}"), Some(ACME))
+        .await;
+    assert_eq!(got["status"], "TIMED_OUT", "{got}");
+    assert_eq!(got["answer"]["value"], json!({"approved": true}), "{got}");
+    assert_eq!(got["answer"]["comment"], "late", "{got}");
+    assert!(got["answeredAt"].as_u64().is_some(), "{got}");
+    let view = s.wait_status("shop", &run, &["DONE"]).await;
+    assert_eq!(view["result"], "expired", "{view}");
+    assert_eq!(view["currentState"], "expired", "{view}");
+}
+
+#[tokio::test]
 async fn a_rejection_nothing_routes_fails_the_run_with_approval_rejected() {
     let s = Server::start().await;
     write(

@@ -65,7 +65,7 @@ fn only_ignored_appended(before: &[Entry], after: &[Entry], what: &str) {
 fn ignored(journal: &[Entry], at: Step, what: &str) -> usize {
     count(
         journal,
-        |r| matches!(r, Record::Ignored { step, what: w } if *step == at && w == what),
+        |r| matches!(r, Record::Ignored { step, what: w, .. } if *step == at && w == what),
     )
 }
 

@@ -195,6 +195,7 @@ impl Driver {
                 self.outbox.append(Record::Ignored {
                     step,
                     what: "task result".into(),
+                    answer: None,
                 });
             }
             Event::TimerFired { .. } | Event::ChildDone { .. } | Event::Close => {}
