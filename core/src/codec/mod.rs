@@ -402,6 +402,18 @@ pub fn encode(record: &Record, at_ms: u64, out: &mut Vec<u8>) {
 
 /// Decodes one record; returns it with its append time in ms since the epoch.
 pub fn decode(bytes: &[u8]) -> Result<(Record, u64), DecodeError> {
+    decode_with(bytes, true)
+}
+
+/// [`decode`] for replay: a `TaskStartedRecord`'s input is skipped (its length is checked,
+/// its JSON is not parsed) and left `null`, since replay compares the journaled input hash
+/// with the code's; every other field is decoded as [`decode`] does. A replayed step's input
+/// is the code's, so parsing the journaled one would only be thrown away.
+pub fn decode_for_replay(bytes: &[u8]) -> Result<(Record, u64), DecodeError> {
+    decode_with(bytes, false)
+}
+
+fn decode_with(bytes: &[u8], inputs: bool) -> Result<(Record, u64), DecodeError> {
     let mut r = Reader { buf: bytes };
     let version = r.u8()?;
     if version != FORMAT_VERSION {
@@ -460,13 +472,19 @@ pub fn decode(bytes: &[u8]) -> Result<(Record, u64), DecodeError> {
             let task = r.str()?;
             let name = r.str()?;
             let input_hash = r.hash()?;
+            let input = if inputs {
+                r.json()?
+            } else {
+                r.bytes()?;
+                Value::Null
+            };
             Record::TaskStarted {
                 step,
                 attempt,
                 task,
                 name,
                 input_hash,
-                input: r.json()?,
+                input,
             }
         }
         tag::TASK_RESULT => Record::TaskResult {

@@ -82,11 +82,11 @@ impl<S: Store> Store for FaultyStore<S> {
         self.inner
             .read_journal_range(run_id, from_seq, limit, max_bytes)
     }
-    fn read_journal_measured(
+    fn read_journal_for_replay(
         &self,
         run_id: RunId,
     ) -> Result<(Vec<crate::record::Entry>, u64), StoreError> {
-        self.inner.read_journal_measured(run_id)
+        self.inner.read_journal_for_replay(run_id)
     }
     fn run_summary(&self, run_id: RunId) -> Result<Option<RunSummary>, StoreError> {
         self.inner.run_summary(run_id)

@@ -284,18 +284,20 @@ pub trait Store: Send + Sync + 'static {
     /// The run started with this idempotency key.
     fn find_idempotency_key(&self, key: &str) -> Result<Option<RunId>, StoreError>;
 
-    /// The decoded journal of a run and the bytes its encoded records take (what the engine
-    /// counts against
+    /// The journal of a run as replay reads it, and the bytes its encoded records take (what
+    /// the engine counts against
     /// [`EngineBuilder::max_journal_bytes_per_run`](crate::EngineBuilder::max_journal_bytes_per_run)
-    /// when it recovers a run).
-    fn read_journal_measured(&self, run_id: RunId) -> Result<(Vec<Entry>, u64), StoreError> {
+    /// when it recovers a run). Records are decoded with [`codec::decode_for_replay`]: a
+    /// `TaskStartedRecord`'s input is left `null` (replay compares its hash), every other
+    /// field is as [`Store::read_journal`] reads it.
+    fn read_journal_for_replay(&self, run_id: RunId) -> Result<(Vec<Entry>, u64), StoreError> {
         let mut bytes = 0u64;
         let entries = self
             .read_journal_raw(run_id)?
             .into_iter()
             .map(|(seq, raw)| {
                 bytes += raw.len() as u64;
-                let (record, at_ms) = codec::decode(&raw)?;
+                let (record, at_ms) = codec::decode_for_replay(&raw)?;
                 Ok(Entry { seq, at_ms, record })
             })
             .collect::<Result<_, StoreError>>()?;

@@ -43,6 +43,16 @@ async fn nd_swapped(ctx: Context, n: u64) -> Result<u64, WorkflowError> {
     }
 }
 
+/// Changed: step 0 asks `nd_first` for another input than the journal holds.
+#[workflow(name = "nd", version = "1")]
+async fn nd_other_input(ctx: Context, n: u64) -> Result<u64, WorkflowError> {
+    let a = ctx.task(nd_first, n + 41).await?;
+    match ctx.gate(Gate::approval("continue?").into_spec()).await {
+        GateOutcome::Answered(_) => Ok(ctx.task(nd_other, a).await?),
+        other => Err(WorkflowError::failed(format!("{other:?}"))),
+    }
+}
+
 /// Changed: the gate (journaled at step 1) was removed; the code ends after step 0.
 #[workflow(name = "nd", version = "1")]
 async fn nd_gate_removed(ctx: Context, n: u64) -> Result<u64, WorkflowError> {
@@ -138,6 +148,27 @@ async fn a_different_task_at_a_journaled_step_blocks_with_nd001_until_the_code_i
         .iter()
         .any(|e| matches!(&e.record, Record::TaskStarted { task, .. } if task == "nd_other"));
     assert!(!nd_other_started, "the changed code must not execute tasks");
+    drop(engine);
+
+    reopen_with_original_and_finish(&db, run).await;
+}
+
+/// Replay reads no task input from the journal (it compares hashes), yet the report of a
+/// changed input shows the journaled one beside the code's.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_changed_task_input_blocks_with_nd001_naming_both_inputs() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = dir.path().join("journal.redb");
+    let run = waiting_run(&db).await;
+
+    let (engine, view) = reopened(run, || builder(&db).workflow(nd_other_input)).await;
+    assert_eq!(view.status, RunStatus::Blocked);
+    let reason = view.reason.unwrap_or_default();
+    assert!(reason.contains("[MAG-ND001]"), "{reason}");
+    assert!(
+        reason.contains("with a different input (journaled: 1; now: 42)"),
+        "{reason}"
+    );
     drop(engine);
 
     reopen_with_original_and_finish(&db, run).await;

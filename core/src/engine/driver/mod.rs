@@ -613,6 +613,7 @@ impl Driver {
                     match journal.as_ref().zip(index) {
                         Some((journal, i)) => {
                             if let Err(nd) = self.state.request_replayed(c, &journal[i].record) {
+                                let nd = self.with_journaled_input(nd, journal[i].seq);
                                 self.block(nd.to_string());
                             }
                         }

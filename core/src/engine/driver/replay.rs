@@ -7,7 +7,7 @@ use super::{Driver, ReplayCursor};
 use crate::context::{WorkflowContext, lock};
 use crate::panic::Panic;
 use crate::record::{Entry, Record, RunStatus, StartRecord};
-use crate::replay::FirstRecords;
+use crate::replay::{Divergence, FirstRecords, NonDeterminism};
 use crate::store::RunSummary;
 
 /// Why a run's code cannot be made to run.
@@ -98,7 +98,7 @@ impl Driver {
                 return false;
             }
         };
-        let stays = match self.engine.store.read_journal_measured(self.run_id) {
+        let stays = match self.engine.store.read_journal_for_replay(self.run_id) {
             Ok((entries, bytes)) => {
                 self.outbox.journal_bytes = bytes;
                 self.replay(entries, summary)
@@ -115,6 +115,31 @@ impl Driver {
         };
         drop(permit);
         stays
+    }
+
+    /// A report that a task step's input changed, with the journaled input read back in full:
+    /// replay's read leaves task inputs out ([`Store::read_journal_for_replay`]), and the
+    /// report shows both (left as it is if the record cannot be read now).
+    ///
+    /// [`Store::read_journal_for_replay`]: crate::Store::read_journal_for_replay
+    pub(super) fn with_journaled_input(&self, mut nd: NonDeterminism, seq: u64) -> NonDeterminism {
+        if let Divergence::Mismatch {
+            inputs: Some(inputs),
+            ..
+        } = &mut nd.divergence
+        {
+            let journaled = self
+                .engine
+                .store
+                .read_journal_range(self.run_id, seq, 1, usize::MAX)
+                .ok()
+                .and_then(|raw| raw.into_iter().next())
+                .and_then(|(_, bytes)| crate::codec::decode(&bytes).ok());
+            if let Some((Record::TaskStarted { input, .. }, _)) = journaled {
+                inputs.0 = input;
+            }
+        }
+        nd
     }
 
     /// Whether the store's last commit failed (a full disk, an I/O error): a read failing now

@@ -434,11 +434,11 @@ impl Store for RedbStore {
         })
     }
 
-    fn read_journal_measured(&self, run_id: RunId) -> Result<(Vec<Entry>, u64), StoreError> {
+    fn read_journal_for_replay(&self, run_id: RunId) -> Result<(Vec<Entry>, u64), StoreError> {
         let mut total = 0u64;
         let entries = self.read_run(run_id, 0, PageBound::ALL, |seq, bytes| {
             total += bytes.len() as u64;
-            let (record, at_ms) = codec::decode(bytes)?;
+            let (record, at_ms) = codec::decode_for_replay(bytes)?;
             Ok(Entry { seq, at_ms, record })
         })?;
         Ok((entries, total))
