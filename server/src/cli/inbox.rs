@@ -27,8 +27,8 @@ Prints the run like `magrathea run`. Exit codes: 0 DONE; 1 FAILED, CANCELLED or 
 answer to a BLOCKED run is not recorded), or no such item (`[MAG-GT001]`, naming the id);
 2 the answer does not fit the gate (e.g. an option that is not offered; nothing was recorded);
 3 the run waits on a gate again. An answer to a gate that already completed (answered, timed
-out, run ended) is journaled as ignored: the command says so on stderr and exits per the
-run's status. The item of a sub-run carries its parents on too: the command ends once they
+out, run ended) is journaled as ignored (a gate that ended unanswered keeps it on its item):
+the command says so on stderr and exits per the run's status. The item of a sub-run carries its parents on too: the command ends once they
 have settled as well, and prints and exits per the sub-run."
     )]
     Answer(AnswerArgs),

@@ -373,7 +373,9 @@ fn answer_kinds(item: &InboxItem) -> String {
 }
 
 /// `POST …/inbox/{item_id}/answer` with `{kind, option?, text?, comment?}` → [`Answered`].
-/// Answering a completed gate again is 200 with `applied: false, ignored: true`.
+/// Answering a completed gate again is 200 with `applied: false, ignored: true`; an answer to
+/// a gate that ended unanswered (its timeout fired first, its run ended) lands on the item,
+/// which keeps its status, and the run does not react (reference §3.4).
 pub(crate) async fn answer(
     State(state): State<AppState>,
     Path(p): Path<ItemPath>,
