@@ -254,6 +254,18 @@ async fn recovery_blocks_runs_of_another_version_or_an_unregistered_workflow() {
         let view = ended(&engine, run).await;
         assert_eq!(view.status, RunStatus::Blocked);
         assert!(view.reason.unwrap_or_default().starts_with("[MAG-ND003]"));
+        // Its open gate takes no answer while it is blocked: not pending for anyone, still
+        // listed among all items.
+        let of_run = |filter| {
+            engine
+                .inbox(filter)
+                .unwrap()
+                .into_iter()
+                .filter(|i| i.workflow_run_id == run)
+                .count()
+        };
+        assert_eq!(of_run(InboxFilter::Pending), 0);
+        assert_eq!(of_run(InboxFilter::All), 1);
     }
     {
         let other = WorkflowRegistration::new("other", "1", |_, v| async move { Ok(v) });
@@ -262,9 +274,13 @@ async fn recovery_blocks_runs_of_another_version_or_an_unregistered_workflow() {
         assert_eq!(view.status, RunStatus::Blocked);
         assert!(view.reason.unwrap_or_default().starts_with("[MAG-ND004]"));
     }
-    // The right code again: the run goes on.
+    // The right code again: the run goes on (once its replay has unblocked it, its gate is
+    // pending again).
     let engine = build(&store, |b| b.workflow(gated("1", false))).await;
-    engine.wait_settled(run).await.unwrap();
+    engine
+        .wait_until(run, |s| s == RunStatus::Waiting)
+        .await
+        .unwrap();
     answer_the_gate(&engine, run).await;
     assert_eq!(engine.wait(run).await.unwrap().status, RunStatus::Done);
 }

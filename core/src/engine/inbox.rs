@@ -222,7 +222,11 @@ impl Engine {
             // A run's status is `RUNNING` only while it has no gate open (`WAITING` while it
             // has, `PAUSED` or `BLOCKED` whatever it has), and it is journaled in the commit
             // that opens or closes one.
-            InboxFilter::Pending => summaries.retain(|s| s.status != RunStatus::Running),
+            // A `BLOCKED` run takes no answer until fixed code unblocks it: its gates are not
+            // pending for anyone meanwhile.
+            InboxFilter::Pending => {
+                summaries.retain(|s| !matches!(s.status, RunStatus::Running | RunStatus::Blocked));
+            }
             InboxFilter::All => {}
             InboxFilter::Recent(n) => {
                 let recent = self.inner.store.list_runs(&RunFilter {

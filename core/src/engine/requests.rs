@@ -112,7 +112,8 @@ impl StartRequest {
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 #[non_exhaustive]
 pub enum InboxFilter {
-    /// Items still awaiting an answer.
+    /// Items still awaiting an answer, of runs that take one (not of a `BLOCKED` run, until
+    /// fixed code unblocks it).
     Pending,
     /// Every item of the runs that have not ended, answered or not.
     All,
