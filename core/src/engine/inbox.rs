@@ -221,9 +221,8 @@ impl Engine {
         match filter {
             // A run's status is `RUNNING` only while it has no gate open (`WAITING` while it
             // has, `PAUSED` or `BLOCKED` whatever it has), and it is journaled in the commit
-            // that opens or closes one.
-            // A `BLOCKED` run takes no answer until fixed code unblocks it: its gates are not
-            // pending for anyone meanwhile.
+            // that opens or closes one. A `BLOCKED` run takes no answer until fixed code
+            // unblocks it: its gates are not pending for anyone meanwhile.
             InboxFilter::Pending => {
                 summaries.retain(|s| !matches!(s.status, RunStatus::Running | RunStatus::Blocked));
             }

@@ -130,7 +130,7 @@ pub fn check_all(store: &dyn Store) {
     assert!(store.read_journal(RunId::new()).unwrap().is_empty());
 
     // A task step's start, whose input replay's read leaves out.
-    let mut bytes = Vec::new();
+    let mut encoded = Vec::new();
     let started = Record::TaskStarted {
         step: 0,
         attempt: 1,
@@ -139,13 +139,13 @@ pub fn check_all(store: &dyn Store) {
         input_hash: codec::input_hash(&serde_json::json!({"cents": 4200})),
         input: serde_json::json!({"cents": 4200}),
     };
-    codec::encode(&started, 8, &mut bytes);
+    codec::encode(&started, 8, &mut encoded);
     store
         .commit(&[&CommitBatch {
             records: vec![EncodedRecord {
                 run_id: b,
                 seq: 1,
-                bytes,
+                bytes: encoded,
             }],
             ..Default::default()
         }])

@@ -295,6 +295,14 @@ fn a_gate_answered_after_its_timeout_fired_is_ignored_and_recorded_across_restar
             .await
             .unwrap();
         assert_eq!(ack, AnswerAck::Ignored);
+        // The first late answer landed on the item (reference §3.4); the second does not
+        // replace it, and the item stays timed out.
+        let shown = engine.inbox_item(&item).unwrap();
+        assert_eq!(shown.status, magrathea::InboxStatus::TimedOut);
+        assert_eq!(
+            shown.answer.map(|a| a.value),
+            Some(json!({"approved": true}))
+        );
         engine.journal(run).unwrap()
     });
     assert_eq!(
