@@ -387,10 +387,32 @@ pub enum Record {
         /// The attempt that runs again (its `TaskStartedRecord` keeps the number).
         attempt: u32,
         /// Which execution of the attempt this is: 2 for the first re-execution (the
-        /// `TaskStartedRecord` stands for the first), 3 for the next, and so on.
+        /// `TaskStartedRecord` stands for the first), 3 for the next, and so on. An execution
+        /// that never began (it was queued and not admitted when its process stopped) is not
+        /// counted: the attempt runs again under the same number.
         execution: u32,
         /// The process that runs it again (`host:pid`, or a worker's name).
         worker: String,
+    },
+    /// The running attempt waits for a place to run that other attempts hold (its project's
+    /// lane is full): it has not begun. Not durable before the wait: a journal without it
+    /// only counts the wait as an execution. Not a workflow command.
+    #[serde(rename = "TaskQueuedRecord")]
+    TaskQueued {
+        /// Step number.
+        step: Step,
+        /// The attempt that waits.
+        attempt: u32,
+    },
+    /// The attempt that waited (a `TaskQueuedRecord`) has its place and begins now. Durable
+    /// before it begins, so that recovery tells an attempt that never began (its execution is
+    /// not counted against `maxClaimAttempts`) from one that did. Not a workflow command.
+    #[serde(rename = "TaskAdmittedRecord")]
+    TaskAdmitted {
+        /// Step number.
+        step: Step,
+        /// The attempt that begins.
+        attempt: u32,
     },
     /// An attempt of a task finished.
     #[serde(rename = "TaskResultRecord", rename_all = "camelCase")]
@@ -591,6 +613,8 @@ impl Record {
             Record::StateEntered { .. } => "StateEnteredRecord",
             Record::TaskStarted { .. } => "TaskStartedRecord",
             Record::TaskRestarted { .. } => "TaskRestartedRecord",
+            Record::TaskQueued { .. } => "TaskQueuedRecord",
+            Record::TaskAdmitted { .. } => "TaskAdmittedRecord",
             Record::TaskResult { .. } => "TaskResultRecord",
             Record::Var { .. } => "VarRecord",
             Record::Status { .. } => "StatusRecord",

@@ -3,12 +3,15 @@
 use std::any::{Any, TypeId};
 use std::collections::HashMap;
 use std::fmt;
-use std::sync::Arc;
+use std::future::Future;
+use std::sync::{Arc, Weak};
 use std::time::Duration;
 
 use futures::future::BoxFuture;
 use serde_json::Value;
+use tokio::sync::oneshot;
 
+use crate::engine::{EngineInner, Event};
 use crate::id::RunId;
 use crate::record::Step;
 
@@ -264,6 +267,20 @@ pub struct TaskContext {
     /// The journaled label of the step (the YAML state, or the task name).
     pub name: String,
     data: AppData,
+    /// The engine running the attempt, which journals its admission; none for a context a
+    /// front end or a test built.
+    engine: Option<EngineLink>,
+}
+
+/// The engine that runs an attempt, as its context holds it: weakly, so that a context kept
+/// past its attempt keeps no engine alive.
+#[derive(Clone)]
+struct EngineLink(Weak<EngineInner>);
+
+impl fmt::Debug for EngineLink {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("EngineLink")
+    }
 }
 
 impl TaskContext {
@@ -276,7 +293,14 @@ impl TaskContext {
             attempt,
             name: name.into(),
             data: AppData::default(),
+            engine: None,
         }
+    }
+
+    /// The same context, its admission journaled by `engine`'s driver of the run.
+    pub(crate) fn with_admission(mut self, engine: Weak<EngineInner>) -> Self {
+        self.engine = Some(EngineLink(engine));
+        self
     }
 
     /// The same context with the application's data.
@@ -304,6 +328,56 @@ impl TaskContext {
     /// All of the application's data.
     pub fn app_data(&self) -> &AppData {
         &self.data
+    }
+
+    /// Waits for `admission` — a place to run that other attempts may hold, such as a slot of
+    /// a concurrency limit — without the wait counting as an execution of the attempt.
+    ///
+    /// An attempt whose process stops before its result runs again on recovery, at most
+    /// [`EngineBuilder::max_claim_attempts`](crate::EngineBuilder::max_claim_attempts) times
+    /// in all; an attempt that waited the whole time never began, and should not use up one
+    /// of those. So the wait is journaled (a `TaskQueuedRecord`) and so is its end (a
+    /// `TaskAdmittedRecord`, durable before this returns): a process that stops in between
+    /// leaves an attempt that runs again under the same execution number. Once this
+    /// returns, the attempt counts as begun.
+    ///
+    /// Call it only when the place is not free at once (a place taken at once needs no
+    /// record), and before the attempt's first side effect. A context the engine did not
+    /// build (a test's) just waits.
+    ///
+    /// # Errors
+    ///
+    /// A retryable [`TaskError`] when the admission could not be made durable: the run no
+    /// longer runs this attempt (it ended, or was cancelled) or its store failed. The attempt
+    /// must not begin; return the error (its result is not journaled either).
+    pub async fn wait_for_admission<T>(
+        &self,
+        admission: impl Future<Output = T>,
+    ) -> Result<T, TaskError> {
+        let Some(EngineLink(engine)) = &self.engine else {
+            return Ok(admission.await);
+        };
+        let (step, attempt) = (self.step, self.attempt);
+        let send = |event: Event| match engine.upgrade() {
+            Some(engine) => engine.send_in_memory(self.run_id, event).is_ok(),
+            None => false,
+        };
+        // Not awaited: without it, a stop while waiting only counts as an execution.
+        send(Event::TaskQueued { step, attempt });
+        let place = admission.await;
+        let (reply, admitted) = oneshot::channel();
+        if send(Event::TaskAdmitted {
+            step,
+            attempt,
+            reply,
+        }) && admitted.await.is_ok()
+        {
+            return Ok(place);
+        }
+        Err(TaskError::retryable(
+            "the attempt's admission could not be journaled: its run no longer runs it, or \
+             the engine is closing",
+        ))
     }
 
     /// A key that is stable across re-executions of the same attempt after a crash:

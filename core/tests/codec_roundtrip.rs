@@ -254,6 +254,8 @@ fn record() -> impl Strategy<Value = Record> {
         }),
         (text(), option::of(text())).prop_map(|(by, reason)| Record::PauseRequested { by, reason }),
         text().prop_map(|by| Record::ResumeRequested { by }),
+        (step(), any::<u32>()).prop_map(|(step, attempt)| Record::TaskQueued { step, attempt }),
+        (step(), any::<u32>()).prop_map(|(step, attempt)| Record::TaskAdmitted { step, attempt }),
     ]
 }
 

@@ -35,8 +35,8 @@ const PARENT: u128 = 0x0194_1a2b_3c4d_7e5f_8a9b_0c1d_2e3f_4a5b;
 /// The child the canned run starts.
 const CHILD: u128 = 0x0194_1a2b_3c4e_7001_8002_0003_0004_0005;
 
-/// How many record types format version 1 has (tags 1 to 23).
-const RECORD_TYPES: usize = 23;
+/// How many record types format version 1 has (tags 1 to 25).
+const RECORD_TYPES: usize = 25;
 
 /// A run's journal with every record type, in a plausible order:
 ///
@@ -57,7 +57,9 @@ const RECORD_TYPES: usize = 23;
 /// likewise); 30 a `TimerSetRecord` whose purpose is a run's `deadline` (appended likewise);
 /// 31 a `PauseRequestedRecord` with a reason (tag 22), 32 a `ResumeRequestedRecord`
 /// (tag 23) and 33 a `PauseRequestedRecord` without one (appended likewise); 34 a
-/// `StartRecord` of a retry, with the `entry` field of its tail (tail tag 3).
+/// `StartRecord` of a retry, with the `entry` field of its tail (tail tag 3); 35 an
+/// `IgnoredRecord` holding a late gate answer (its tail field 01); 36 a `TaskQueuedRecord`
+/// (tag 24) and 37 a `TaskAdmittedRecord` (tag 25), appended likewise.
 fn canned_journal() -> Vec<Record> {
     let start = StartRecord {
         workflow_name: "order".into(),
@@ -298,6 +300,14 @@ fn canned_journal() -> Vec<Record> {
                 answered_by: "trillian".into(),
             }),
         },
+        Record::TaskQueued {
+            step: 1,
+            attempt: 2,
+        },
+        Record::TaskAdmitted {
+            step: 1,
+            attempt: 2,
+        },
     ]
 }
 
@@ -436,7 +446,7 @@ fn an_unknown_format_version_is_refused_with_mag_jf001() {
 
 #[test]
 fn an_unknown_tag_is_refused_with_mag_jf002() {
-    for tag in [0u8, 24, 0x7f, 0xff] {
+    for tag in [0u8, RECORD_TYPES as u8 + 1, 0x7f, 0xff] {
         // Format byte, tag, then a valid `at_ms` varint: only the tag is wrong.
         let err = codec::decode(&[FORMAT_VERSION, tag, 0x00]).unwrap_err();
         assert_eq!(err, DecodeError::UnknownTag(tag));
@@ -517,4 +527,39 @@ fn the_input_hash_of_a_nested_object_is_pinned() {
         "Mid": u64::MAX,
     });
     assert_eq!(codec::input_hash(&value), 0x1acb_d82c_1d3f_8066);
+}
+
+/// The journal-format page's worked examples: each "Golden record N" shows the bytes of
+/// record N of the golden file, so the page cannot drift from the encoding.
+#[test]
+fn the_format_pages_examples_are_the_golden_records() {
+    let page = std::fs::read_to_string(
+        std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("docs/journal-format.md"),
+    )
+    .unwrap();
+    let golden = read_golden();
+    let mut lines = page.lines();
+    let mut checked = 0;
+    while let Some(line) = lines.next() {
+        let Some(rest) = line.strip_prefix("Golden record ") else {
+            continue;
+        };
+        let seq: usize = rest
+            .split(|c: char| !c.is_ascii_digit())
+            .next()
+            .and_then(|n| n.parse().ok())
+            .unwrap_or_else(|| panic!("no record number in {line:?}"));
+        let shown = lines
+            .by_ref()
+            .map(str::trim)
+            .find(|l| !l.is_empty() && l.chars().all(|c| c.is_ascii_hexdigit()))
+            .unwrap_or_else(|| panic!("no bytes after {line:?}"));
+        let (_, name, bytes) = golden
+            .iter()
+            .find(|(s, _, _)| *s == seq)
+            .unwrap_or_else(|| panic!("no golden record {seq}"));
+        assert_eq!(shown, hex(bytes), "{line} ({name})");
+        checked += 1;
+    }
+    assert!(checked >= RECORD_TYPES, "only {checked} examples found");
 }

@@ -61,6 +61,8 @@ mod tag {
     pub(super) const TASK_RESTARTED: u8 = 21;
     pub(super) const PAUSE_REQUESTED: u8 = 22;
     pub(super) const RESUME_REQUESTED: u8 = 23;
+    pub(super) const TASK_QUEUED: u8 = 24;
+    pub(super) const TASK_ADMITTED: u8 = 25;
 }
 
 /// The optional tail of a `StartRecord`: tagged fields after its scope, each at most once and
@@ -386,6 +388,18 @@ pub fn encode(record: &Record, at_ms: u64, out: &mut Vec<u8>) {
             w.varint(u64::from(*execution));
             w.str(worker);
         }
+        Record::TaskQueued { step, attempt } => {
+            w.u8(tag::TASK_QUEUED);
+            w.varint(at_ms);
+            w.varint(u64::from(*step));
+            w.varint(u64::from(*attempt));
+        }
+        Record::TaskAdmitted { step, attempt } => {
+            w.u8(tag::TASK_ADMITTED);
+            w.varint(at_ms);
+            w.varint(u64::from(*step));
+            w.varint(u64::from(*attempt));
+        }
         Record::PauseRequested { by, reason } => {
             w.u8(tag::PAUSE_REQUESTED);
             w.varint(at_ms);
@@ -616,6 +630,14 @@ fn decode_with(bytes: &[u8], inputs: bool) -> Result<(Record, u64), DecodeError>
             attempt: r.u32()?,
             execution: r.u32()?,
             worker: r.str()?,
+        },
+        tag::TASK_QUEUED => Record::TaskQueued {
+            step: r.u32()?,
+            attempt: r.u32()?,
+        },
+        tag::TASK_ADMITTED => Record::TaskAdmitted {
+            step: r.u32()?,
+            attempt: r.u32()?,
         },
         tag::PAUSE_REQUESTED => Record::PauseRequested {
             by: r.str()?,

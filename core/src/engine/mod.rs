@@ -56,6 +56,19 @@ pub(crate) enum Event {
         step: Step,
         purpose: TimerPurpose,
     },
+    /// A running attempt waits for a place to run ([`TaskContext::wait_for_admission`]).
+    ///
+    /// [`TaskContext::wait_for_admission`]: crate::TaskContext::wait_for_admission
+    TaskQueued {
+        step: Step,
+        attempt: u32,
+    },
+    /// The attempt that waited has its place: `reply` once that is durable.
+    TaskAdmitted {
+        step: Step,
+        attempt: u32,
+        reply: oneshot::Sender<()>,
+    },
     Answer {
         step: Step,
         answer: GateAnswer,
@@ -223,7 +236,8 @@ impl EngineInner {
     }
 
     /// Sends `event` to the driver of `run` if it is in memory; else hands it back.
-    fn send_in_memory(&self, run: RunId, event: Event) -> Result<(), Event> {
+    /// Hands `event` to the run's driver if this process has it in memory.
+    pub(crate) fn send_in_memory(&self, run: RunId, event: Event) -> Result<(), Event> {
         match self.active().get(&run) {
             Some(tx) => tx.send(event).map_err(|mpsc::error::SendError(e)| e),
             None => Err(event),

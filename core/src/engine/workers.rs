@@ -97,7 +97,11 @@ fn encode(event: &Event) -> Option<Value> {
             "result": outcome.result,
             "reason": outcome.reason,
         }}),
-        Event::TaskDone { .. } | Event::TimerFired { .. } | Event::Close => return None,
+        Event::TaskDone { .. }
+        | Event::TimerFired { .. }
+        | Event::TaskQueued { .. }
+        | Event::TaskAdmitted { .. }
+        | Event::Close => return None,
     })
 }
 
@@ -308,6 +312,8 @@ fn answer(event: Event, reply: Result<Value, StoreError>) {
         Event::ChildDone { .. }
         | Event::TaskDone { .. }
         | Event::TimerFired { .. }
+        | Event::TaskQueued { .. }
+        | Event::TaskAdmitted { .. }
         | Event::Close => {}
     }
 }

@@ -528,6 +528,16 @@ impl RunState {
                     t.restarted(*attempt, *execution);
                 }
             }
+            Record::TaskQueued { step, attempt } => {
+                if let Some(Machine::Task(t)) = machine(self, step) {
+                    t.queued(*attempt, true);
+                }
+            }
+            Record::TaskAdmitted { step, attempt } => {
+                if let Some(Machine::Task(t)) = machine(self, step) {
+                    t.queued(*attempt, false);
+                }
+            }
             Record::TaskResult {
                 step,
                 outcome,

@@ -13,6 +13,8 @@ pub(crate) fn step_of(r: &Record) -> Option<Step> {
         Record::StateEntered { step, .. }
         | Record::TaskStarted { step, .. }
         | Record::TaskRestarted { step, .. }
+        | Record::TaskQueued { step, .. }
+        | Record::TaskAdmitted { step, .. }
         | Record::TaskResult { step, .. }
         | Record::Var { step, .. }
         | Record::TimerSet { step, .. }

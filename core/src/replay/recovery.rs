@@ -17,12 +17,12 @@ impl RunState {
                 ..
             }) = self.steps.get(&step)
                 && !t.is_held()
-                && let (Some(attempt), Some(executions)) = (t.running(), t.executions())
+                && let (Some(attempt), Some(execution)) = (t.running(), t.next_execution())
             {
                 records.push(Record::TaskRestarted {
                     step,
                     attempt,
-                    execution: executions.saturating_add(1),
+                    execution,
                     worker: worker.to_string(),
                 });
             }

@@ -55,11 +55,14 @@ pub(crate) enum TaskStep {
     /// and the application of its `TaskStartedRecord`).
     Requested(Box<TaskCallSpec>),
     /// Attempt `attempt` is journaled as started and has no result; it has been executed
-    /// `executions` times as far as the journal knows (1, plus one per `TaskRestartedRecord`).
+    /// `executions` times as far as the journal knows (1, plus one per `TaskRestartedRecord`
+    /// that counts one more). `queued` while its latest execution waits for a place to run
+    /// (a `TaskQueuedRecord` without its `TaskAdmittedRecord`): that execution has not begun.
     Running {
         call: Box<TaskCallSpec>,
         attempt: u32,
         executions: u32,
+        queued: bool,
     },
     /// Attempt `attempt` failed and another follows: at `retry_at` while the backoff timer is
     /// set and has not fired.
@@ -131,6 +134,7 @@ impl TaskStep {
                 call,
                 attempt,
                 executions: 1,
+                queued: false,
             };
         }
     }
@@ -141,18 +145,40 @@ impl TaskStep {
         if let TaskStep::Running {
             attempt,
             executions,
+            queued,
             ..
         } = self
             && *attempt == of
         {
             *executions = (*executions).max(execution);
+            *queued = false;
         }
     }
 
-    /// How often the running attempt has been executed, as far as the journal knows.
-    pub(crate) fn executions(&self) -> Option<u32> {
+    /// `TaskQueuedRecord` (`queued`) or `TaskAdmittedRecord` (not) of attempt `of`. A record of
+    /// another attempt than the running one changes nothing.
+    pub(crate) fn queued(&mut self, of: u32, waits: bool) {
+        if let TaskStep::Running {
+            attempt, queued, ..
+        } = self
+            && *attempt == of
+        {
+            *queued = waits;
+        }
+    }
+
+    /// The number of the running attempt's next execution, when its process stopped before
+    /// its result: one more than its executions, or the same when the latest never began (it
+    /// was queued and not admitted).
+    pub(crate) fn next_execution(&self) -> Option<u32> {
         match self {
-            TaskStep::Running { executions, .. } => Some(*executions),
+            TaskStep::Running {
+                executions, queued, ..
+            } => Some(if *queued {
+                *executions
+            } else {
+                executions.saturating_add(1)
+            }),
             _ => None,
         }
     }
@@ -331,21 +357,42 @@ mod tests {
     #[test]
     fn each_re_execution_of_the_running_attempt_is_counted() {
         let mut t = requested();
-        assert_eq!(t.executions(), None);
+        assert_eq!(t.next_execution(), None);
         t.started(1);
-        assert_eq!(t.executions(), Some(1));
+        assert_eq!(t.next_execution(), Some(2));
         t.restarted(1, 2);
-        assert_eq!(t.executions(), Some(2));
+        assert_eq!(t.next_execution(), Some(3));
         t.restarted(7, 5);
         assert_eq!(
-            t.executions(),
-            Some(2),
+            t.next_execution(),
+            Some(3),
             "another attempt's record counts nothing"
         );
         t.restarted(1, 3);
-        assert_eq!((t.running(), t.executions()), (Some(1), Some(3)));
+        assert_eq!((t.running(), t.next_execution()), (Some(1), Some(4)));
         assert!(t.result(true));
-        assert_eq!(t.executions(), None);
+        assert_eq!(t.next_execution(), None);
+    }
+
+    #[test]
+    fn an_execution_that_was_queued_and_never_admitted_is_not_counted() {
+        let mut t = requested();
+        t.started(1);
+        t.queued(1, true);
+        assert_eq!(t.next_execution(), Some(1), "the first never began");
+        t.restarted(1, 1);
+        assert_eq!(t.next_execution(), Some(2), "a restart begins unqueued");
+        t.queued(1, true);
+        t.queued(1, false);
+        assert_eq!(t.next_execution(), Some(2), "admitted: it began");
+        t.queued(2, true);
+        assert_eq!(t.next_execution(), Some(2), "another attempt's wait");
+        t.queued(1, true);
+        t.restarted(1, 2);
+        t.queued(1, true);
+        assert_eq!(t.next_execution(), Some(2));
+        assert!(t.result(true));
+        assert_eq!(t.next_execution(), None);
     }
 
     #[test]

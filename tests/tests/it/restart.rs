@@ -161,10 +161,37 @@ async fn hangs_then_reports(ctx: Context, n: u64) -> Result<String, WorkflowErro
     })
 }
 
+static ADMITTED: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
+static PLACE_FREE: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(false);
+
+/// A task that waits for a place to run (free once `PLACE_FREE` is set), as a step waits for
+/// its project's lane, then counts that it began.
+#[task]
+async fn waits_its_turn(ctx: TaskContext, n: u64) -> Result<u64, TaskError> {
+    use std::sync::atomic::Ordering;
+    let place = async {
+        while !PLACE_FREE.load(Ordering::SeqCst) {
+            tokio::time::sleep(Duration::from_millis(10)).await;
+        }
+    };
+    ctx.wait_for_admission(place).await?;
+    ADMITTED.fetch_add(1, Ordering::SeqCst);
+    Ok(n)
+}
+
+#[workflow]
+async fn queued_then_reports(ctx: Context, n: u64) -> Result<String, WorkflowError> {
+    Ok(match ctx.task(waits_its_turn, n).await {
+        Ok(v) => format!("ran {v}"),
+        Err(e) => format!("{}: {}", e.kind(), e.message()),
+    })
+}
+
 fn builder(db: &Path) -> EngineBuilder {
     Engine::builder()
         .path(db)
         .workflow(hangs_then_reports)
+        .workflow(queued_then_reports)
         .workflow(steps_elsewhere)
         .workflow(many_shapes)
         .workflow(join_order)
@@ -557,4 +584,53 @@ fn a_task_whose_process_stops_each_time_ends_after_max_claim_attempts_executions
         })
         .collect();
     assert_eq!(executions, vec![2, 3]);
+}
+
+/// An attempt that waits for a place to run when its process stops has not begun: it runs
+/// again on recovery under the same execution number, however often that happens, and once
+/// admitted it runs once (where a begun attempt would end `[MAG-EN007]` after three).
+#[test]
+fn an_attempt_stopped_while_it_waits_for_admission_is_not_counted_as_an_execution() {
+    use std::sync::atomic::Ordering;
+    let dir = tempfile::tempdir().unwrap();
+    let db = dir.path().join("journal.redb");
+    let queued = |j: &[Entry]| count(j, |r| matches!(r, Record::TaskQueued { .. }));
+    let run = incarnation(&db, async |engine: Engine| {
+        let run = engine.start(queued_then_reports, 7).await.unwrap().id();
+        wait_for_async(&engine, run, |j| queued(j) == 1).await;
+        run
+    });
+    // More stops than `maxClaimAttempts` (3) allows executions.
+    for k in 2..=5 {
+        incarnation(&db, async move |engine: Engine| {
+            wait_for_async(&engine, run, |j| queued(j) == k).await;
+        });
+    }
+    PLACE_FREE.store(true, Ordering::SeqCst);
+    let (view, journal) = incarnation(&db, async move |engine: Engine| {
+        let view = tokio::time::timeout(Duration::from_secs(10), engine.wait(run))
+            .await
+            .expect("the run ends once its attempt is admitted")
+            .unwrap();
+        (view, engine.journal(run).unwrap())
+    });
+    assert_eq!(view.status, RunStatus::Done, "{:?}", view.reason);
+    assert_eq!(view.result, Some(json!("ran 7")));
+    assert_eq!(ADMITTED.load(Ordering::SeqCst), 1, "it began once");
+    let executions: Vec<u32> = journal
+        .iter()
+        .filter_map(|e| match e.record {
+            Record::TaskRestarted { execution, .. } => Some(execution),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(executions, vec![1; 5], "no execution began before");
+    let at = |pred: &dyn Fn(&Record) -> bool| journal.iter().rposition(|e| pred(&e.record));
+    let admitted = at(&|r| matches!(r, Record::TaskAdmitted { .. })).expect("admitted");
+    assert_eq!(
+        count(&journal, |r| matches!(r, Record::TaskAdmitted { .. })),
+        1
+    );
+    assert!(at(&|r| matches!(r, Record::TaskQueued { .. })).unwrap() < admitted);
+    assert!(admitted < at(&|r| matches!(r, Record::TaskResult { .. })).unwrap());
 }

@@ -43,6 +43,11 @@ impl Attempts {
         self.running.is_empty()
     }
 
+    /// Whether an attempt of `step` runs.
+    pub(super) fn runs(&self, step: Step) -> bool {
+        self.running.contains_key(&step)
+    }
+
     /// An attempt of `step` ended (its result reached the driver).
     pub(super) fn finished(&mut self, step: Step) {
         self.running.remove(&step);
@@ -90,8 +95,9 @@ impl Driver {
             .get(&call.task)
             .or(call.registration.as_ref())
             .map(|r| r.body.clone());
-        let tctx =
-            TaskContext::new(self.run_id, step, attempt, name).with_data(self.engine.data.clone());
+        let tctx = TaskContext::new(self.run_id, step, attempt, name)
+            .with_data(self.engine.data.clone())
+            .with_admission(std::sync::Arc::downgrade(&self.engine));
         let input = call.input.clone();
         let timeout = call.options.timeout;
         let task_name = call.task.clone();

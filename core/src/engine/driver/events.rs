@@ -70,6 +70,23 @@ impl Driver {
                     self.timer_fired(step, purpose);
                 }
             }
+            Event::TaskQueued { step, attempt } => {
+                if self.attempt_runs(step, attempt) {
+                    self.append_apply(Record::TaskQueued { step, attempt });
+                }
+            }
+            Event::TaskAdmitted {
+                step,
+                attempt,
+                reply,
+            } => {
+                // An attempt that no longer runs (the run ended, or was cancelled) is not
+                // admitted: its reply is dropped and it does not begin.
+                if self.attempt_runs(step, attempt) {
+                    self.append_apply(Record::TaskAdmitted { step, attempt });
+                    self.outbox.replies.push(Reply::Admitted(reply));
+                }
+            }
             Event::Answer {
                 step,
                 answer,
@@ -198,7 +215,21 @@ impl Driver {
                     answer: None,
                 });
             }
-            Event::TimerFired { .. } | Event::ChildDone { .. } | Event::Close => {}
+            Event::TimerFired { .. }
+            | Event::ChildDone { .. }
+            | Event::TaskQueued { .. }
+            | Event::TaskAdmitted { .. }
+            | Event::Close => {}
         }
+    }
+
+    /// Whether `attempt` of `step` is the step's running attempt and this driver runs it.
+    fn attempt_runs(&self, step: crate::record::Step, attempt: u32) -> bool {
+        !self.state.is_terminal()
+            && self.attempts.runs(step)
+            && self
+                .state
+                .attempt(step)
+                .is_some_and(|(_, _, a)| a == attempt)
     }
 }

@@ -33,6 +33,8 @@ pub(super) enum Reply {
         ControlAck,
     ),
     Start(oneshot::Sender<Result<(), StartError>>),
+    /// A queued task attempt's admission.
+    Admitted(oneshot::Sender<()>),
 }
 
 impl Reply {
@@ -43,6 +45,7 @@ impl Reply {
             Reply::Cancel(tx, ack) => drop(tx.send(Ok(ack))),
             Reply::Control(tx, ack) => drop(tx.send(Ok(ack))),
             Reply::Start(tx) => drop(tx.send(Ok(()))),
+            Reply::Admitted(tx) => drop(tx.send(())),
         }
     }
 
@@ -54,6 +57,8 @@ impl Reply {
             Reply::Cancel(tx, _) => drop(tx.send(Err(DeliverError::Store(error.clone())))),
             Reply::Control(tx, _) => drop(tx.send(Err(DeliverError::Store(error.clone())))),
             Reply::Start(tx) => drop(tx.send(Err(StartError::Store(error.clone())))),
+            // Dropped: the attempt does not begin.
+            Reply::Admitted(_) => {}
         }
     }
 }
