@@ -104,17 +104,29 @@ impl Executors {
         self.inner.engine.get().and_then(WeakEngine::upgrade)
     }
 
-    /// Waits for a place in the task lane of the scope `scope_key` (`tenant/project`): a
-    /// project's script and tool steps run at most `lanes.maxConcurrentTasks` at a time (1 by
-    /// default), across all its runs — and, on a store several workers share, across all workers. Its shell steps have a lane of their own of the same
-    /// width, so a slow shell step never holds up script and tool steps.
-    pub async fn enter_lane(&self, scope_key: &str) -> LanePermit {
-        LanePermit(
-            self.inner
-                .lanes
-                .enter(scope_key, crate::lanes::Lane::Tasks)
-                .await,
-        )
+    /// Waits for a place in the task lane of the scope `scope_key` (`tenant/project`) for the
+    /// attempt `ctx`: a project's script and tool steps run at most `lanes.maxConcurrentTasks`
+    /// at a time (1 by default), across all its runs — and, on a store several workers share,
+    /// across all workers. Its shell steps have a lane of their own of the same width, so a
+    /// slow shell step never holds up script and tool steps. A wait is journaled
+    /// ([`TaskContext::wait_for_admission`]): a process that stops while the attempt waits
+    /// does not count an execution of it.
+    ///
+    /// # Errors
+    ///
+    /// The attempt's admission could not be journaled (see
+    /// [`TaskContext::wait_for_admission`]); return the error without running.
+    pub async fn enter_lane(
+        &self,
+        scope_key: &str,
+        ctx: &TaskContext,
+    ) -> Result<LanePermit, TaskError> {
+        let place = self
+            .inner
+            .lanes
+            .enter(scope_key, crate::lanes::Lane::Tasks, ctx)
+            .await?;
+        Ok(LanePermit(place))
     }
 
     /// `call` bound to these executors (it runs on them whatever the engine's data holds).

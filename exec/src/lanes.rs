@@ -16,14 +16,19 @@
 //! itself ([`LaneSlots`]): a step takes one before it runs, polling with a short backoff while
 //! all are held, and gives it back when it ends; a worker that dies holding slots loses them
 //! after the store's lease grace period.
+//!
+//! A step that finds its lane full journals the wait and its end
+//! ([`TaskContext::wait_for_admission`]): when the process stops while a step waits, recovery
+//! runs the step again without counting an execution that never began, so a run queued behind
+//! a long step survives any number of restarts.
 
 use std::collections::HashMap;
 use std::fmt;
 use std::sync::{Arc, Mutex, OnceLock};
 use std::time::Duration;
 
-use magrathea_core::WeakEngine;
 use magrathea_core::store::{LaneSlot, LaneSlots};
+use magrathea_core::{TaskContext, TaskError, WeakEngine};
 use tokio::sync::{OwnedSemaphorePermit, Semaphore};
 
 use super::documents::{DocumentSource, Scope};
@@ -164,69 +169,103 @@ impl Lanes {
             .max(1)
     }
 
-    /// Waits for a place in the scope's lane `lane`.
-    pub(crate) async fn enter(&self, scope_key: &str, lane: Lane) -> LanePlace {
+    /// Waits for a place in the scope's lane `lane` for the attempt `ctx`. A place free at
+    /// once is taken without a record; a wait is journaled
+    /// ([`TaskContext::wait_for_admission`]), so that a process stopping while the attempt
+    /// waits does not count an execution that never began.
+    pub(crate) async fn enter(
+        &self,
+        scope_key: &str,
+        lane: Lane,
+        ctx: &TaskContext,
+    ) -> Result<LanePlace, TaskError> {
         let shared = self
             .engine
             .get()
             .and_then(WeakEngine::upgrade)
             .and_then(|engine| engine.lane_slots());
         match shared {
-            Some(slots) => LanePlace::Shared(self.enter_shared(slots, scope_key, lane).await),
-            None => LanePlace::Local(self.enter_local(scope_key, lane).await),
+            Some(slots) => {
+                let name = format!("{scope_key}/{}", lane.suffix());
+                if let Some(place) = self.ask_shared(&slots, scope_key, &name).await {
+                    return Ok(LanePlace::Shared(place));
+                }
+                let wait = self.enter_shared(slots, scope_key, &name);
+                Ok(LanePlace::Shared(ctx.wait_for_admission(wait).await?))
+            }
+            None => {
+                let semaphore = self.local_lane(scope_key, lane);
+                if let Ok(permit) = semaphore.clone().try_acquire_owned() {
+                    return Ok(LanePlace::Local(permit));
+                }
+                // The semaphore is never closed.
+                let wait = async move {
+                    semaphore
+                        .acquire_owned()
+                        .await
+                        .expect("lane semaphores are never closed")
+                };
+                Ok(LanePlace::Local(ctx.wait_for_admission(wait).await?))
+            }
         }
     }
 
-    /// Waits for a permit of this process's lane. The width is read from the settings at each
-    /// entry, so a changed limit takes effect without a restart.
-    async fn enter_local(&self, scope_key: &str, lane: Lane) -> OwnedSemaphorePermit {
+    /// This process's semaphore of the lane, made as wide as the settings say now: the width
+    /// is read at each entry, so a changed limit takes effect without a restart.
+    fn local_lane(&self, scope_key: &str, lane: Lane) -> Arc<Semaphore> {
         let width = self.width(scope_key);
-        let semaphore = {
-            let mut lanes = self.local.lock().unwrap_or_else(|p| p.into_inner());
-            let local = lanes
-                .entry((scope_key.to_string(), lane))
-                .or_insert_with(|| LocalLane::new(width));
-            local.resize(width);
-            local.semaphore.clone()
-        };
-        // The semaphore is never closed.
-        semaphore
-            .acquire_owned()
-            .await
-            .expect("lane semaphores are never closed")
+        let mut lanes = self.local.lock().unwrap_or_else(|p| p.into_inner());
+        let local = lanes
+            .entry((scope_key.to_string(), lane))
+            .or_insert_with(|| LocalLane::new(width));
+        local.resize(width);
+        local.semaphore.clone()
     }
 
-    /// Polls the shared store for a slot, backing off while all are held. The width is read
-    /// from the settings at each ask, so a raised limit takes effect without a restart.
-    async fn enter_shared(&self, slots: LaneSlots, scope_key: &str, lane: Lane) -> SharedPlace {
-        let name = format!("{scope_key}/{}", lane.suffix());
-        let mut wait = SLOT_WAIT_MIN;
-        loop {
-            let width = u32::try_from(self.width(scope_key)).unwrap_or(u32::MAX);
-            let (asking, lane_name) = (slots.clone(), name.clone());
-            // The ask runs on a blocking thread; if this future is dropped meanwhile (the step
-            // was cancelled), a slot it took is given back when its place is dropped there.
-            let taken = tokio::task::spawn_blocking(move || {
-                asking.acquire(&lane_name, width).map(|slot| {
-                    slot.map(|slot| SharedPlace {
-                        slots: asking.clone(),
-                        slot,
-                    })
+    /// Asks the shared store once for a slot of the lane `name`; `None` while all are held
+    /// (or the store does not answer). The width is read from the settings at each ask, so a
+    /// raised limit takes effect without a restart.
+    async fn ask_shared(
+        &self,
+        slots: &LaneSlots,
+        scope_key: &str,
+        name: &str,
+    ) -> Option<SharedPlace> {
+        let width = u32::try_from(self.width(scope_key)).unwrap_or(u32::MAX);
+        let (asking, lane_name) = (slots.clone(), name.to_owned());
+        // The ask runs on a blocking thread; if this future is dropped meanwhile (the step was
+        // cancelled), a slot it took is given back when its place is dropped there.
+        let taken = tokio::task::spawn_blocking(move || {
+            asking.acquire(&lane_name, width).map(|slot| {
+                slot.map(|slot| SharedPlace {
+                    slots: asking.clone(),
+                    slot,
                 })
             })
-            .await;
-            match taken {
-                Ok(Ok(Some(place))) => return place,
-                Ok(Ok(None)) => {}
-                Ok(Err(e)) => {
-                    tracing::warn!(error = %e, lane = %name, "cannot ask the store for a lane slot");
-                }
-                Err(e) => {
-                    tracing::warn!(error = %e, lane = %name, "the ask for a lane slot failed");
-                }
+        })
+        .await;
+        match taken {
+            Ok(Ok(place)) => place,
+            Ok(Err(e)) => {
+                tracing::warn!(error = %e, lane = %name, "cannot ask the store for a lane slot");
+                None
             }
+            Err(e) => {
+                tracing::warn!(error = %e, lane = %name, "the ask for a lane slot failed");
+                None
+            }
+        }
+    }
+
+    /// Polls the shared store for a slot, backing off while all are held.
+    async fn enter_shared(&self, slots: LaneSlots, scope_key: &str, name: &str) -> SharedPlace {
+        let mut wait = SLOT_WAIT_MIN;
+        loop {
             tokio::time::sleep(wait).await;
             wait = (wait * 2).min(SLOT_WAIT_MAX);
+            if let Some(place) = self.ask_shared(&slots, scope_key, name).await {
+                return place;
+            }
         }
     }
 }

@@ -235,7 +235,9 @@ pub(crate) async fn execute(
             .state
             .or_else(|| data.map(|d| Value::Object(d.vars.clone()))),
     );
-    let _lane = lanes.enter(&run.scope, crate::lanes::Lane::Tasks).await;
+    let _lane = lanes
+        .enter(&run.scope, crate::lanes::Lane::Tasks, &ctx)
+        .await?;
     let docs = docs.clone();
     let label = format!("{} {}", ctx.run_id, ctx.name);
     let cancel = Arc::new(AtomicBool::new(false));

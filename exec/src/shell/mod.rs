@@ -252,7 +252,7 @@ pub(crate) async fn execute(
     let timeout = input
         .timeout_seconds
         .unwrap_or_else(|| default_timeout(&tenant, project.default_timeout_seconds));
-    let _lane = lanes.enter(&run.scope, Lane::Shell).await;
+    let _lane = lanes.enter(&run.scope, Lane::Shell, &ctx).await?;
     let tmp = tempfile::Builder::new()
         .prefix("magrathea-shell-")
         .tempdir()

@@ -452,7 +452,9 @@ pub(crate) async fn execute(
         engine,
         output_limit: ctx.data::<TaskOutputLimit>().map(|l| l.0),
     };
-    let _lane = lanes.enter(&run.scope, crate::lanes::Lane::Tasks).await;
+    let _lane = lanes
+        .enter(&run.scope, crate::lanes::Lane::Tasks, &ctx)
+        .await?;
     let call = tools.invoke(&tool, input.params, &tool_ctx);
     let result = match input.timeout_seconds {
         None => call.await,

@@ -105,6 +105,10 @@ fn describe(entry: &Entry) -> String {
             execution,
             worker,
         } => format!("#{step} attempt {attempt} runs again (execution {execution}) on {worker}"),
+        Record::TaskQueued { step, attempt } => {
+            format!("#{step} attempt {attempt} waits for a place in its lane")
+        }
+        Record::TaskAdmitted { step, attempt } => format!("#{step} attempt {attempt} begins"),
         Record::Var { step, key, value } => format!("#{step} {key} = {}", compact(value)),
         Record::Status { status, reason } => match reason {
             Some(r) => format!("{status}: {r}"),

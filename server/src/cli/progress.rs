@@ -232,6 +232,23 @@ impl Progress {
                     "  ↻ {name}: attempt {attempt} runs again after recovery (execution {execution})"
                 )
             }
+            Record::TaskQueued { step, .. } => {
+                let name = self
+                    .started
+                    .get(&(run, *step))
+                    .map_or_else(|| format!("#{step}"), |(_, _, name)| name.clone());
+                format!("  … {name}: waits for a place in its project's lane")
+            }
+            Record::TaskAdmitted { step, .. } => {
+                // The step's duration counts from its admission.
+                match self.started.get_mut(&(run, *step)) {
+                    Some((t0, _, name)) => {
+                        *t0 = e.at_ms;
+                        format!("  … {name}: its turn, it begins")
+                    }
+                    None => format!("  … #{step}: its turn, it begins"),
+                }
+            }
             Record::Var { key, value, .. } => format!("  storeAs {key} = {}", compact(value)),
             Record::TimerSet {
                 fire_at_ms,

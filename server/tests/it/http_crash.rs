@@ -193,20 +193,6 @@ states:
   done: { type: terminal, result: shipped }
 "#;
 
-/// Waits, for at most 30 s, until the run's journal holds a record of type `kind`.
-async fn journaled(client: &reqwest::Client, server: &ServeChild, run: &str, kind: &str) {
-    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(30);
-    while !server
-        .journal(client, run, ACME)
-        .await
-        .iter()
-        .any(|r| r["type"] == kind)
-    {
-        assert!(std::time::Instant::now() < deadline, "no {kind} in {run}");
-        tokio::time::sleep(std::time::Duration::from_millis(20)).await;
-    }
-}
-
 #[tokio::test]
 async fn a_timer_or_a_gate_open_at_sigkill_is_one_task_step_that_ends_after_the_restart() {
     let tmp = tempfile::tempdir().unwrap();
@@ -219,8 +205,12 @@ async fn a_timer_or_a_gate_open_at_sigkill_is_one_task_step_that_ends_after_the_
     let mut server = ServeChild::start(&root);
     let nap = server.start_run(&client, "nap", ACME).await;
     let ask = server.start_run(&client, "ask", ACME).await;
-    journaled(&client, &server, &nap, "TimerSetRecord").await;
-    journaled(&client, &server, &ask, "GateOpenedRecord").await;
+    server
+        .journaled(&client, &nap, ACME, "TimerSetRecord")
+        .await;
+    server
+        .journaled(&client, &ask, ACME, "GateOpenedRecord")
+        .await;
     server.kill(); // SIGKILL, each state's task step open
 
     let server = ServeChild::start(&root);

@@ -32,6 +32,7 @@ mod http_auth_edges;
 mod http_bounds;
 mod http_connections;
 mod http_crash;
+mod http_crash_lanes;
 mod http_deadline;
 mod http_default_timeouts;
 mod http_documents_delete;

@@ -155,6 +155,21 @@ impl ServeChild {
             .clone()
     }
 
+    /// Waits, for at most 30 s, until the journal of acme/shop's run `run` holds a record of
+    /// type `kind`.
+    pub async fn journaled(&self, client: &reqwest::Client, run: &str, token: &str, kind: &str) {
+        let deadline = Instant::now() + Duration::from_secs(30);
+        while !self
+            .journal(client, run, token)
+            .await
+            .iter()
+            .any(|r| r["type"] == kind)
+        {
+            assert!(Instant::now() < deadline, "no {kind} in {run}");
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        }
+    }
+
     /// The process id.
     pub fn pid(&self) -> u32 {
         self.child.id()
