@@ -200,6 +200,16 @@ pub(crate) async fn trigger(
         }
         return Ok(response);
     }
+    if doc.enabled == Some(false) {
+        return Err(ApiError::new(
+            StatusCode::CONFLICT,
+            "MAG-HTTP-TRIGGER-DISABLED",
+            format!(
+                "event `{}` is switched off by its document (`enabled: false`)",
+                p.event
+            ),
+        ));
+    }
     let body = body.map_err(|e| body_error(e.status(), e.body_text()))?;
     let mut params = doc.params;
     if method == Method::GET {

@@ -134,11 +134,18 @@ fn event_registrations(
         }
     };
     let mut out = Vec::new();
+    let enabled = doc.enabled.unwrap_or(true);
     if let Some(hook) = &doc.webhook {
         let mut reg = Registration::new(scope, TriggerKind::Webhook, name, text);
+        reg.enabled_in_document = enabled;
         reg.workflow = Some(doc.workflow.clone());
         reg.description.clone_from(&doc.description);
-        reg.dedupe_window_sec = Some(crate::webhook::dedupe_window_ms(hook).unsigned_abs() / 1000);
+        // Only a webhook with `dedupe:` deduplicates: without it every delivery starts a run,
+        // and a window shown for it would say otherwise.
+        reg.dedupe_window_sec = hook
+            .dedupe
+            .as_ref()
+            .map(|_| crate::webhook::dedupe_window_ms(hook).unsigned_abs() / 1000);
         if let Err(e) = hook.check() {
             reg.error = Some(e);
         } else {
@@ -163,6 +170,7 @@ fn event_registrations(
     }
     if let Some(sub) = &doc.subscribe {
         let mut reg = Registration::new(scope, TriggerKind::Event, name, text);
+        reg.enabled_in_document = enabled;
         reg.workflow = Some(doc.workflow.clone());
         reg.description.clone_from(&doc.description);
         match magrathea_yaml::events::check_subscription(sub) {

@@ -244,3 +244,101 @@ async fn the_trigger_routes_refuse_what_they_cannot_do_and_say_why() {
         "{text}"
     );
 }
+
+/// `enabled: false` in an event document switches all of it off — its webhook refuses
+/// deliveries (409, on record as `trigger_disabled`), its REST event route answers 409 — and
+/// the listing says so; without it, the document works again. Only a webhook with `dedupe:`
+/// lists a dedupe window.
+#[tokio::test]
+async fn an_event_document_that_says_enabled_false_is_switched_off_until_it_says_otherwise() {
+    const TOKEN: &str = "0123456789abcdef0123456789abcdef";
+    let s = Server::start().await;
+    let (status, body) = put(
+        &s,
+        "settings.yaml",
+        ACME,
+        &format!("webhooks:\n  github:\n    path: {TOKEN}\n"),
+    )
+    .await;
+    assert!(status == 200 || status == 201, "{body}");
+    let hook = "workflow: hello\nwebhook:\n  tokenSetting: webhooks.github.path\n";
+    let deliver = async || {
+        let r = s
+            .client
+            .post(s.url(&format!("/v1/workflow-webhooks/{TOKEN}")))
+            .body("{}")
+            .send()
+            .await
+            .unwrap();
+        let status = r.status().as_u16();
+        (status, r.text().await.unwrap())
+    };
+    let event_route = async || {
+        let r = s
+            .post("/brain/acme/event/shop/github", Some(ACME))
+            .send()
+            .await
+            .unwrap();
+        let status = r.status().as_u16();
+        (status, r.text().await.unwrap())
+    };
+    let listed = async || -> Value {
+        let v: Value = s
+            .get_json("/v1/workflows/shop:hello/triggers", Some(ACME))
+            .await;
+        v["triggers"][0].clone()
+    };
+
+    let (status, body) = put(
+        &s,
+        "events/github.yaml",
+        ACME,
+        &format!("{hook}enabled: false\n"),
+    )
+    .await;
+    assert_eq!(status, 201, "{body}");
+    let t = listed().await;
+    assert_eq!(
+        (&t["enabledInDocument"], &t["active"]),
+        (&Value::Bool(false), &Value::Bool(false)),
+        "{t}"
+    );
+    assert!(
+        t.get("dedupeWindowSec").is_none(),
+        "no dedupe: no window: {t}"
+    );
+    let (status, body) = deliver().await;
+    assert_eq!(status, 409, "{body}");
+    assert!(body.contains("MAG-HTTP-TRIGGER-DISABLED"), "{body}");
+    let (status, body) = event_route().await;
+    assert_eq!(status, 409, "{body}");
+    assert!(body.contains("enabled: false"), "{body}");
+    let deliveries: Value = s
+        .get_json(
+            "/brain/acme/project/shop/triggers/deliveries?trigger=github",
+            Some(ACME),
+        )
+        .await;
+    assert_eq!(
+        deliveries["deliveries"][0]["reason"], "trigger_disabled",
+        "{deliveries}"
+    );
+    let runs: Value = s
+        .get_json("/brain/acme/project/shop/workflows/runs", Some(ACME))
+        .await;
+    assert_eq!(runs.as_array().map(Vec::len), Some(0), "nothing started: {runs}");
+
+    let (status, body) = put(
+        &s,
+        "events/github.yaml",
+        ACME,
+        &format!("{hook}  dedupe:\n    header: X-Delivery\n    window: 60s\n"),
+    )
+    .await;
+    assert_eq!(status, 200, "{body}");
+    let t = listed().await;
+    assert_eq!(t["active"], true, "{t}");
+    assert_eq!(t["dedupeWindowSec"], 60, "{t}");
+    let (status, body) = event_route().await;
+    assert_eq!(status, 202, "{body}");
+}

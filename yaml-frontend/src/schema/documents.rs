@@ -74,6 +74,11 @@ pub struct EventDocument {
     /// `params` plus `event`, the event's JSON; see [`crate::events`].
     #[serde(default)]
     pub subscribe: Option<crate::events::Subscription>,
+    /// False switches the document off (default true): its event route answers 409, its
+    /// webhook refuses deliveries and its subscription fires nothing, until it says true
+    /// again.
+    #[serde(default)]
+    pub enabled: Option<bool>,
 }
 
 /// The `auth:` of an event document.
