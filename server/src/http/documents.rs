@@ -301,7 +301,7 @@ pub(crate) async fn put(
     .await
     .map_err(ApiError::internal)??;
     let created = !file.exists();
-    let (target, bytes) = (file.clone(), text.into_bytes());
+    let (target, bytes) = (file.clone(), text.as_bytes().to_vec());
     tokio::task::spawn_blocking(move || crate::atomic_write::write_atomically(&target, &bytes))
         .await
         .map_err(ApiError::internal)?
@@ -314,6 +314,18 @@ pub(crate) async fn put(
             _ => ApiError::internal(e),
         })?;
     if trigger_doc || parts == ["settings.yaml"] {
+        // The runs a trigger starts carry its document's writer as `requestedBy`, so that a
+        // gate's `selfApproval: false` refuses whoever wrote the trigger as well as whoever
+        // its `runAs` names.
+        if trigger_doc
+            && let Err(e) = state.triggers.catalog().and_then(|catalog| {
+                let doc = project_rel(&parts);
+                crate::triggers::registry::record_writer(catalog, &scope, &doc, &text, &who.subject)
+                    .map_err(Into::into)
+            })
+        {
+            tracing::warn!(error = %e, "could not record who wrote the trigger document");
+        }
         // Registrations follow the documents at once (settings hold webhook path tokens).
         if let Err(e) = state.triggers.resync(&state, &scope) {
             tracing::warn!(error = %e, "could not resync the project's triggers");
@@ -386,6 +398,14 @@ pub(crate) async fn delete(
         Ok(()) => {}
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Err(not_found()),
         Err(e) => return Err(ApiError::internal(e)),
+    }
+    if trigger_doc
+        && let Err(e) = state.triggers.catalog().and_then(|catalog| {
+            crate::triggers::registry::forget_writer(catalog, &scope, &project_rel(&parts))
+                .map_err(Into::into)
+        })
+    {
+        tracing::warn!(error = %e, "could not forget who wrote the trigger document");
     }
     if (trigger_doc || parts == ["settings.yaml"])
         && let Err(e) = state.triggers.resync(&state, &scope)

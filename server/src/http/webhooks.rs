@@ -165,6 +165,7 @@ async fn deliver(
         }
     }
     let starter = Starter {
+        requested_by: reg.written_by.clone(),
         idempotency_key: Some(start_key),
         ..Starter::new(&format!("webhook:{}", reg.name))
     };
@@ -261,6 +262,7 @@ async fn duplicate(
         Some(run) => run,
         None => {
             let starter = Starter {
+                requested_by: reg.written_by.clone(),
                 idempotency_key: Some(seen.start_key.clone()),
                 ..Starter::new(&format!("webhook:{}", reg.name))
             };

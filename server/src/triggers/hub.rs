@@ -418,7 +418,7 @@ async fn deliver_subscription(
     params.insert("event".into(), event.body.clone());
     let starter = Starter {
         started_by: format!("event:{}", reg.name),
-        requested_by: None,
+        requested_by: reg.written_by.clone(),
         idempotency_key: Some(format!("event:{}:{}:{}", reg.key(), event.run, event.seq)),
     };
     Some(
@@ -469,6 +469,7 @@ async fn deliver_hook(
         state: state.clone(),
         scope,
         hook: reg.name.clone(),
+        written_by: reg.written_by.clone(),
         key: format!("hook:{}:{}:{}", reg.key(), event.run, event.seq),
         handle: tokio::runtime::Handle::current(),
         starts: AtomicUsize::new(0),
@@ -501,6 +502,8 @@ struct Host {
     state: AppState,
     scope: Scope,
     hook: String,
+    /// Who wrote the hook's document through the API: its runs' `requestedBy`.
+    written_by: Option<String>,
     key: String,
     handle: tokio::runtime::Handle,
     starts: AtomicUsize,
@@ -513,7 +516,7 @@ impl HookHost for Host {
         let n = self.starts.fetch_add(1, Ordering::SeqCst);
         let starter = Starter {
             started_by: format!("hook:{}", self.hook),
-            requested_by: None,
+            requested_by: self.written_by.clone(),
             idempotency_key: Some(format!("{}#{n}", self.key)),
         };
         let params = if params.is_null() {

@@ -172,8 +172,12 @@ impl Triggers {
 
     /// Rebuilds a project's registrations from its documents.
     pub fn resync(&self, state: &AppState, scope: &Scope) -> Result<Resynced, TriggerError> {
-        let regs = scan_scope(state.docs(), scope);
-        let report = registry::replace_scope(self.catalog()?, scope, &regs)?;
+        let catalog = self.catalog()?;
+        let mut regs = scan_scope(state.docs(), scope);
+        for reg in &mut regs {
+            reg.written_by = registry::writer_of(catalog, scope, &reg.document, &reg.digest)?;
+        }
+        let report = registry::replace_scope(catalog, scope, &regs)?;
         self.wake.notify_one();
         Ok(report)
     }

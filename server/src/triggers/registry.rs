@@ -10,7 +10,9 @@
 //!
 //! Catalog tables: `trigger.registration` (`{tenant}/{project}/{kind}/{name}` → JSON),
 //! `trigger.id` (id → that key), `trigger.paused` (id → pause by an operator, kept across
-//! resyncs), `trigger.webhook` (SHA-256 of a webhook's path token → key).
+//! resyncs), `trigger.webhook` (SHA-256 of a webhook's path token → key), `trigger.writer`
+//! (`{tenant}/{project}/{document}` → who last wrote the document through the API, and the
+//! digest of what they wrote).
 
 use magrathea_core::store::catalog::scan_all;
 use magrathea_core::{Catalog, StoreError};
@@ -27,6 +29,9 @@ const IDS: &str = "trigger.id";
 const PAUSED: &str = "trigger.paused";
 /// SHA-256 (hex) of a webhook path token → the registration's key.
 const WEBHOOKS: &str = "trigger.webhook";
+/// `{tenant}/{project}/{document}` → [`Writer`]: who last wrote a trigger document through
+/// the API.
+const WRITERS: &str = "trigger.writer";
 /// SHA-256 (hex) of a webhook path token → [`TokenTenant`]: the tenant whose webhook took it,
 /// and when it let go of it.
 const WEBHOOK_TENANTS: &str = "trigger.webhook-tenant";
@@ -134,6 +139,11 @@ pub struct Registration {
     pub webhook_token_sha256: Option<String>,
     /// SHA-256 of the document's text: a changed document is a changed registration.
     pub digest: String,
+    /// Who wrote the document, when it was written through the API and has not changed on
+    /// disk since: the runs the trigger starts carry them as `requestedBy` (unless someone
+    /// fired it by hand), so a gate's `selfApproval: false` refuses them too.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub written_by: Option<String>,
 }
 
 impl Registration {
@@ -172,6 +182,7 @@ impl Registration {
             dedupe_window_sec: None,
             webhook_token_sha256: None,
             digest: sha256_hex(text),
+            written_by: None,
         }
     }
 
@@ -216,6 +227,59 @@ pub fn set_paused(catalog: &dyn Catalog, id: &str, paused: bool) -> Result<(), S
     } else {
         catalog.delete(PAUSED, &[id.to_owned()]).map(drop)
     }
+}
+
+/// Who last wrote a trigger document through the API, and the digest of what they wrote.
+#[derive(Debug, Serialize, Deserialize)]
+struct Writer {
+    by: String,
+    digest: String,
+}
+
+fn writer_key(scope: &Scope, document: &str) -> String {
+    format!("{}/{}/{document}", scope.tenant, scope.project)
+}
+
+/// Records that `by` wrote `text` to `document` (`_vance/…`) of `scope` through the API.
+pub fn record_writer(
+    catalog: &dyn Catalog,
+    scope: &Scope,
+    document: &str,
+    text: &str,
+    by: &str,
+) -> Result<(), StoreError> {
+    let writer = Writer {
+        by: by.to_owned(),
+        digest: sha256_hex(text),
+    };
+    let bytes = serde_json::to_vec(&writer).map_err(store_err)?;
+    catalog.put(WRITERS, &writer_key(scope, document), &bytes)
+}
+
+/// Forgets the writer of `document` of `scope` (the document was removed).
+pub fn forget_writer(
+    catalog: &dyn Catalog,
+    scope: &Scope,
+    document: &str,
+) -> Result<(), StoreError> {
+    catalog
+        .delete(WRITERS, &[writer_key(scope, document)])
+        .map(drop)
+}
+
+/// Who wrote `document` of `scope` through the API, if what they wrote is the text whose
+/// digest is `digest` (a document changed on disk since has no known writer).
+pub fn writer_of(
+    catalog: &dyn Catalog,
+    scope: &Scope,
+    document: &str,
+    digest: &str,
+) -> Result<Option<String>, StoreError> {
+    let Some(bytes) = catalog.get(WRITERS, &writer_key(scope, document))? else {
+        return Ok(None);
+    };
+    let writer: Writer = serde_json::from_slice(&bytes).map_err(store_err)?;
+    Ok((writer.digest == digest).then_some(writer.by))
 }
 
 /// The registrations of a project (of one kind, when given), by kind and name, with their

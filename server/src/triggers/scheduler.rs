@@ -318,8 +318,8 @@ async fn fire_tick(
 }
 
 /// Starts the schedule's workflow with `key`, as its `runAs`; a run fired by hand records who
-/// fired it as `requestedBy` (so a gate's `selfApproval: false` refuses them too). The
-/// delivery that says how it went.
+/// fired it as `requestedBy`, a tick who wrote the schedule through the API (so a gate's
+/// `selfApproval: false` refuses them too). The delivery that says how it went.
 async fn start(
     state: &AppState,
     reg: &Registration,
@@ -331,7 +331,9 @@ async fn start(
 ) -> Delivery {
     let starter = Starter {
         started_by: schedule.run_as().to_owned(),
-        requested_by: fired_by.map(str::to_owned),
+        requested_by: fired_by
+            .map(str::to_owned)
+            .or_else(|| reg.written_by.clone()),
         idempotency_key: Some(key.to_owned()),
     };
     let params = Value::Object(schedule.params().clone());

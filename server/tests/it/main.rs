@@ -64,6 +64,7 @@ mod http_start_attribution;
 mod http_ui_api;
 mod http_versions;
 mod lanes_postgres;
+mod trigger_writers;
 mod triggers_crash;
 mod triggers_documents;
 mod triggers_events;

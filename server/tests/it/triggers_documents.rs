@@ -326,7 +326,11 @@ async fn an_event_document_that_says_enabled_false_is_switched_off_until_it_says
     let runs: Value = s
         .get_json("/brain/acme/project/shop/workflows/runs", Some(ACME))
         .await;
-    assert_eq!(runs.as_array().map(Vec::len), Some(0), "nothing started: {runs}");
+    assert_eq!(
+        runs.as_array().map(Vec::len),
+        Some(0),
+        "nothing started: {runs}"
+    );
 
     let (status, body) = put(
         &s,
