@@ -15,15 +15,8 @@ const PATH_TOKEN: &str = "5e7f9a1b3c5d7e9f0a2b4c6d8e0f1a3b";
 const HOOK: &str = "workflow: guarded\nwebhook:\n  tokenSetting: webhooks.deploy.path\n";
 
 async fn put(s: &Server, path: &str, body: &str) {
-    let r = s
-        .client
-        .put(s.url(&format!("/brain/acme/project/shop/documents/{path}")))
-        .bearer_auth(ACME)
-        .body(body.to_owned())
-        .send()
-        .await
-        .unwrap();
-    assert!(r.status().is_success(), "{path}: {}", r.status());
+    let (status, text) = s.put_document(path, ACME, body).await;
+    assert!((200..300).contains(&status), "{path}: {text}");
 }
 
 async fn deliver(s: &Server) -> String {

@@ -11,15 +11,7 @@ const SCHEDULE: &str = "cron: \"0 0 6 * * *\"\nworkflow: hello\n";
 
 /// PUTs a document; the status and the body's text.
 async fn put(s: &Server, path: &str, token: &str, body: &str) -> (u16, String) {
-    let r = s
-        .client
-        .put(s.url(&format!("/brain/acme/project/shop/documents/{path}")))
-        .bearer_auth(token)
-        .body(body.to_owned())
-        .send()
-        .await
-        .unwrap();
-    (r.status().as_u16(), r.text().await.unwrap())
+    s.put_document(path, token, body).await
 }
 
 #[tokio::test]

@@ -59,15 +59,8 @@ async fn server(tenant_settings: &str) -> Server {
 }
 
 async fn put(s: &Server, path: &str, body: &str) {
-    let r = s
-        .client
-        .put(s.url(&format!("/brain/acme/project/shop/documents/{path}")))
-        .bearer_auth(ACME)
-        .body(body.to_owned())
-        .send()
-        .await
-        .unwrap();
-    assert!(r.status().is_success(), "{}", r.text().await.unwrap());
+    let (status, text) = s.put_document(path, ACME, body).await;
+    assert!((200..300).contains(&status), "{path}: {text}");
 }
 
 /// Runs of acme/shop started by `by`, waiting up to 30 s for at least `n`.

@@ -214,6 +214,28 @@ fn timer_set_at(journal: &[Entry]) -> u64 {
         .expect("a TimerSetRecord")
 }
 
+/// The run's view once it ends in a fresh engine (`why` it should end), and its journal.
+fn ended(db: &Path, run: RunId, why: &'static str) -> (magrathea::RunView, Vec<Entry>) {
+    incarnation(db, async move |engine: Engine| {
+        let view = tokio::time::timeout(Duration::from_secs(10), engine.wait(run))
+            .await
+            .expect(why)
+            .unwrap();
+        (view, engine.journal(run).unwrap())
+    })
+}
+
+/// The execution numbers of the journal's `TaskRestartedRecord`s, in order.
+fn re_executions(journal: &[Entry]) -> Vec<u32> {
+    journal
+        .iter()
+        .filter_map(|e| match e.record {
+            Record::TaskRestarted { execution, .. } => Some(execution),
+            _ => None,
+        })
+        .collect()
+}
+
 /// Runs `f` with a fresh engine in its own runtime, then shuts that runtime down.
 fn incarnation<T>(db: &Path, f: impl AsyncFnOnce(Engine) -> T) -> T {
     let rt = runtime();
@@ -556,13 +578,7 @@ fn a_task_whose_process_stops_each_time_ends_after_max_claim_attempts_executions
             .await;
         });
     }
-    let (view, journal) = incarnation(&db, async move |engine: Engine| {
-        let view = tokio::time::timeout(Duration::from_secs(10), engine.wait(run))
-            .await
-            .expect("the run ends once the attempt is given up")
-            .unwrap();
-        (view, engine.journal(run).unwrap())
-    });
+    let (view, journal) = ended(&db, run, "the run ends once the attempt is given up");
     assert_eq!(view.status, RunStatus::Done, "{:?}", view.reason);
     let result = view.result.unwrap();
     let result = result.as_str().unwrap();
@@ -576,13 +592,7 @@ fn a_task_whose_process_stops_each_time_ends_after_max_claim_attempts_executions
         "says how to raise the limit: {result}"
     );
     assert_eq!(HANGS.load(Ordering::SeqCst), 3, "run once and re-run twice");
-    let executions: Vec<u32> = journal
-        .iter()
-        .filter_map(|e| match e.record {
-            Record::TaskRestarted { execution, .. } => Some(execution),
-            _ => None,
-        })
-        .collect();
+    let executions = re_executions(&journal);
     assert_eq!(executions, vec![2, 3]);
 }
 
@@ -607,23 +617,11 @@ fn an_attempt_stopped_while_it_waits_for_admission_is_not_counted_as_an_executio
         });
     }
     PLACE_FREE.store(true, Ordering::SeqCst);
-    let (view, journal) = incarnation(&db, async move |engine: Engine| {
-        let view = tokio::time::timeout(Duration::from_secs(10), engine.wait(run))
-            .await
-            .expect("the run ends once its attempt is admitted")
-            .unwrap();
-        (view, engine.journal(run).unwrap())
-    });
+    let (view, journal) = ended(&db, run, "the run ends once its attempt is admitted");
     assert_eq!(view.status, RunStatus::Done, "{:?}", view.reason);
     assert_eq!(view.result, Some(json!("ran 7")));
     assert_eq!(ADMITTED.load(Ordering::SeqCst), 1, "it began once");
-    let executions: Vec<u32> = journal
-        .iter()
-        .filter_map(|e| match e.record {
-            Record::TaskRestarted { execution, .. } => Some(execution),
-            _ => None,
-        })
-        .collect();
+    let executions = re_executions(&journal);
     assert_eq!(executions, vec![1; 5], "no execution began before");
     let at = |pred: &dyn Fn(&Record) -> bool| journal.iter().rposition(|e| pred(&e.record));
     let admitted = at(&|r| matches!(r, Record::TaskAdmitted { .. })).expect("admitted");

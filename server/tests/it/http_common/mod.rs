@@ -143,6 +143,20 @@ impl Server {
         auth(self.client.post(self.url(path)), token)
     }
 
+    /// PUTs `body` as the document `path` (under `_vance/`) of acme/shop with `token`; the
+    /// status and the body's text.
+    pub async fn put_document(&self, path: &str, token: &str, body: &str) -> (u16, String) {
+        let r = self
+            .client
+            .put(self.url(&format!("/brain/acme/project/shop/documents/{path}")))
+            .bearer_auth(token)
+            .body(body.to_owned())
+            .send()
+            .await
+            .unwrap();
+        (r.status().as_u16(), r.text().await.unwrap())
+    }
+
     /// GET `path` and read the body as text (any status).
     pub async fn get_text(&self, path: &str, token: Option<&str>) -> String {
         self.get(path, token)
