@@ -208,9 +208,10 @@ async fn decide(
     id: String,
     headers: HeaderMap,
     answer: GateAnswer,
-    comment: Option<String>,
+    body: Result<CommentBody, ApiError>,
 ) -> Result<Json<Answered>, ApiError> {
     let who = caller(&state, &headers)?;
+    let comment = body?.comment;
     let item = approval(&state, &who, &id)?;
     let answer = match comment {
         Some(c) => answer.with_comment(c),
@@ -226,7 +227,7 @@ pub(crate) async fn approve(
     headers: HeaderMap,
     JsonBody(body): JsonBody<CommentBody>,
 ) -> Result<Json<Answered>, ApiError> {
-    decide(state, id, headers, GateAnswer::approve(), body.comment).await
+    decide(state, id, headers, GateAnswer::approve(), body).await
 }
 
 /// `POST /v1/workflow-approvals/{id}/reject` with `{comment?}` → `{applied, ignored, run}`.
@@ -236,5 +237,5 @@ pub(crate) async fn reject(
     headers: HeaderMap,
     JsonBody(body): JsonBody<CommentBody>,
 ) -> Result<Json<Answered>, ApiError> {
-    decide(state, id, headers, GateAnswer::reject(), body.comment).await
+    decide(state, id, headers, GateAnswer::reject(), body).await
 }

@@ -7,10 +7,13 @@ use serde::de::DeserializeOwned;
 
 use super::error::ApiError;
 
-/// A JSON body; an empty body is `T::default()`. Rejections: 400 `MAG-HTTP-INVALID-JSON` for
-/// malformed JSON or unknown fields, 413 `MAG-HTTP-413` past the body limit.
+/// A JSON body; an empty body is `T::default()`. Rejected at once: 413 `MAG-HTTP-413` past the
+/// body limit (and 408 for a body that does not come). Malformed JSON or unknown fields are
+/// the inner `Err` (400 `MAG-HTTP-INVALID-JSON`), for the handler to answer once it has
+/// authorized the caller: a caller without a token or the scope hears 401 or 403, never about
+/// its body.
 #[derive(Debug)]
-pub struct JsonBody<T>(pub T);
+pub struct JsonBody<T>(pub Result<T, ApiError>);
 
 impl<S, T> FromRequest<S> for JsonBody<T>
 where
@@ -24,14 +27,14 @@ where
             .await
             .map_err(|e| body_error(e.status(), e.body_text()))?;
         if bytes.iter().all(u8::is_ascii_whitespace) {
-            return Ok(Self(T::default()));
+            return Ok(Self(Ok(T::default())));
         }
-        serde_json::from_slice(&bytes).map(Self).map_err(|e| {
+        Ok(Self(serde_json::from_slice(&bytes).map_err(|e| {
             ApiError::bad_request(
                 "MAG-HTTP-INVALID-JSON",
                 format!("invalid JSON body: {}", plain(&e)),
             )
-        })
+        })))
     }
 }
 

@@ -383,6 +383,7 @@ pub(crate) async fn answer(
     JsonBody(body): JsonBody<AnswerBody>,
 ) -> Result<Json<Answered>, ApiError> {
     let who = state.authorize(&headers, &p.tenant, ApiScope::Run)?;
+    let body = body?;
     let key = state.scope(&p.tenant, &p.project)?.key();
     let item = scoped_item(&state, &p.item_id, |s| s == key)?;
     let answer = body.answer()?;

@@ -87,10 +87,11 @@ async fn scoped(
     state: AppState,
     p: RunPath,
     headers: HeaderMap,
-    body: PauseBody,
+    body: Result<PauseBody, ApiError>,
     op: Op,
 ) -> Result<Json<Value>, ApiError> {
     let who = state.authorize(&headers, &p.tenant, ApiScope::Run)?;
+    let body = body?;
     let scope = state.scope(&p.tenant, &p.project)?;
     let summary = state.scoped_summary(&scope, &p.run_id)?;
     control(&state, &who, summary.run_id, body, op).await
@@ -100,11 +101,12 @@ async fn tenant_wide(
     state: AppState,
     run_id: String,
     headers: HeaderMap,
-    body: PauseBody,
+    body: Result<PauseBody, ApiError>,
     op: Op,
 ) -> Result<Json<Value>, ApiError> {
     let who = state.auth.authenticate(bearer(&headers))?;
     who.require(ApiScope::Run)?;
+    let body = body?;
     let summary = tenant_summary(&state, &who, &run_id)?;
     control(&state, &who, summary.run_id, body, op).await
 }

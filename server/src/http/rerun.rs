@@ -105,6 +105,7 @@ pub(crate) async fn rerun(
     JsonBody(body): JsonBody<RerunBody>,
 ) -> Result<(StatusCode, Json<Value>), ApiError> {
     let who = state.authorize(&headers, &p.tenant, ApiScope::Run)?;
+    let body = body?;
     let scope = state.scope(&p.tenant, &p.project)?;
     let summary = state.scoped_summary(&scope, &p.run_id)?;
     let original = start_record(&state, summary.run_id)?;

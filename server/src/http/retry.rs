@@ -150,6 +150,7 @@ pub(crate) async fn retry(
     JsonBody(body): JsonBody<RetryBody>,
 ) -> Result<(StatusCode, Json<Value>), ApiError> {
     let who = state.authorize(&headers, &p.tenant, ApiScope::Run)?;
+    let body = body?;
     let scope = state.scope(&p.tenant, &p.project)?;
     let summary = state.scoped_summary(&scope, &p.run_id)?;
     let which = match body.definition.as_deref() {

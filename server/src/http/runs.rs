@@ -223,6 +223,7 @@ pub(crate) async fn start(
     JsonBody(body): JsonBody<StartBody>,
 ) -> Result<(StatusCode, Json<Started>), ApiError> {
     let who = state.authorize(&headers, &p.tenant, ApiScope::Run)?;
+    let body = body?;
     let scope = state.scope(&p.tenant, &p.project)?;
     let key = idempotency_key(&headers)?;
     let starter = Starter {
@@ -414,6 +415,7 @@ pub(crate) async fn cancel(
     JsonBody(body): JsonBody<CancelBody>,
 ) -> Result<Json<Value>, ApiError> {
     let who = state.authorize(&headers, &p.tenant, ApiScope::Run)?;
+    let body = body?;
     let scope = state.scope(&p.tenant, &p.project)?;
     let summary = state.scoped_summary(&scope, &p.run_id)?;
     let reason = body

@@ -238,6 +238,7 @@ pub(crate) async fn patch(
     JsonBody(body): JsonBody<TriggerPatch>,
 ) -> Result<Json<Value>, ApiError> {
     let who = caller(&state, &headers, ApiScope::Write)?;
+    let body = body?;
     let reg = registry::by_id(state.triggers.catalog()?, &id)?
         .filter(|r| who.may_access(&r.tenant))
         .ok_or_else(|| ApiError::not_found(format!("trigger `{id}` not found")))?;
@@ -426,6 +427,7 @@ pub(crate) async fn patch_project(
     JsonBody(body): JsonBody<TriggerPatch>,
 ) -> Result<Json<Value>, ApiError> {
     let scope = project(&state, &headers, &p.tenant, &p.project, ApiScope::Write)?;
+    let body = body?;
     let reg = find(&state, &scope, &p.name)?;
     set_enabled(&state, &reg, body.enabled()?)
 }

@@ -124,3 +124,51 @@ async fn an_unreadable_token_file_stops_the_server() {
     assert!(e.to_string().contains("[MAG-AUTH001]"), "{e}");
     binary_refuses(&root, "[MAG-AUTH001]");
 }
+
+/// Every route that takes a JSON body answers a caller it does not authorize 401 or 403,
+/// whatever the body: a malformed body is 400 only to a caller with the route's scope.
+#[tokio::test]
+async fn a_bad_body_is_answered_only_to_a_caller_the_route_authorizes() {
+    let s = Server::start().await;
+    let run = s.start_run("shop", "approve", serde_json::json!({})).await;
+    s.wait_status("shop", &run, &["WAITING"]).await;
+    let p = "/brain/acme/project/shop";
+    let routes = [
+        ("POST", format!("{p}/workflows/hello/start")),
+        ("POST", format!("{p}/workflows/runs/{run}/cancel")),
+        ("POST", format!("{p}/workflows/runs/{run}/pause")),
+        ("POST", format!("{p}/workflows/runs/{run}/resume")),
+        ("POST", format!("{p}/workflows/runs/{run}/rerun")),
+        ("POST", format!("{p}/workflows/runs/{run}/retry")),
+        ("POST", format!("{p}/inbox/{run}-2/answer")),
+        ("POST", format!("/v1/workflow-approvals/{run}-2/approve")),
+        ("POST", format!("/v1/workflow-approvals/{run}-2/reject")),
+        ("POST", format!("/v1/workflow-runs/{run}/pause")),
+        ("POST", format!("/v1/workflow-runs/{run}/resume")),
+        ("PATCH", format!("{p}/triggers/nightly")),
+        ("PATCH", "/v1/workflow-triggers/trg_0".to_string()),
+    ];
+    for (method, path) in &routes {
+        let send = async |token: Option<&str>, body: &str| {
+            let method = reqwest::Method::from_bytes(method.as_bytes()).unwrap();
+            let mut req = s.client.request(method, s.url(path)).body(body.to_owned());
+            if let Some(t) = token {
+                req = req.bearer_auth(t);
+            }
+            let r = req.send().await.unwrap();
+            let status = r.status().as_u16();
+            (status, r.text().await.unwrap())
+        };
+        for body in ["not json", "{\"noSuchField\": 1}"] {
+            let (status, text) = send(None, body).await;
+            assert_eq!(status, 401, "{method} {path} without a token: {text}");
+            let (status, text) = send(Some("no-such-token"), body).await;
+            assert_eq!(status, 401, "{method} {path} with an unknown token: {text}");
+            let (status, text) = send(Some(ACME_READ), body).await;
+            assert_eq!(status, 403, "{method} {path} without the scope: {text}");
+        }
+        let (status, text) = send(Some(ACME), "not json").await;
+        assert_eq!(status, 400, "{method} {path}: {text}");
+        assert!(text.contains("MAG-HTTP-INVALID-JSON"), "{text}");
+    }
+}
