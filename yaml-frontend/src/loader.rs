@@ -236,8 +236,10 @@ impl Reader<'_> {
         let info = e.info();
         // The scanner names where it was when it gave up, which is not always where the
         // mistake is: point at the mistake itself where the text shows it.
-        if info.contains("found a tab")
-            && let Some((line, col)) = first_tab_from(self.text, m.index())
+        // "found a tab …" after a scalar, "tabs disallowed within this context" in an
+        // indentation: the tab may lie before where the scanner stopped, on the same line.
+        if (info.contains("found a tab") || info.contains("tabs disallowed"))
+            && let Some((line, col)) = first_tab_from(self.text, m.index().saturating_sub(m.col()))
         {
             return self.err(
                 at(line, col),
@@ -253,6 +255,8 @@ impl Reader<'_> {
             "flow mapping",
             "flow construct",
             "placement of ':'",
+            // The next line of a flow collection left open is "invalid indentation".
+            "indentation",
         ]
         .iter()
         .any(|what| info.contains(what));
@@ -282,6 +286,19 @@ impl Reader<'_> {
                 );
             }
             _ => {}
+        }
+        if info.contains("mapping values are not allowed") {
+            // `a: b` on a line indented further than the key above it continues that key's
+            // plain value, where a `: ` cannot appear.
+            return self.err(
+                at(m.line(), m.col()),
+                Code::Syntax,
+                format_args!(
+                    "invalid YAML: {info}: expected this key at the indentation of the keys \
+                     beside it (indented further, it continues the value above), or the \
+                     value quoted if its `: ` is text"
+                ),
+            );
         }
         if info.contains("quoted scalar") && info.contains("end of stream") {
             return self.err(

@@ -97,7 +97,7 @@ fn syntax_errors_report_parser_position() {
     let tab = parse_yaml("t.yaml", "a:\n\tb: 1\n", &LoadOptions::default());
     let msg = tab.err().map(|d| d.to_string()).unwrap_or_default();
     assert!(
-        msg.starts_with("t.yaml:2:2: [MAG-Y001] invalid YAML: tabs"),
+        msg.starts_with("t.yaml:2:1: [MAG-Y001] invalid YAML: a tab character"),
         "{msg}"
     );
 }
@@ -136,6 +136,25 @@ fn syntax_errors_point_at_the_tab_or_the_unclosed_bracket() {
     let msg = first("tags: [x, y\nstart: d\n");
     assert!(
         msg.starts_with("t.yaml:1:7: ") && msg.contains("this `[` is not closed by a `]`"),
+        "{msg}"
+    );
+    // So is a `[` left open with more lines after it (the scanner trips over their
+    // indentation).
+    let msg = first("start: a\nstates:\n  a:\n    type: terminal\n    outcome: [success\n  b: x\n");
+    assert!(
+        msg.starts_with("t.yaml:5:14: ") && msg.contains("this `[` is not closed by a `]`"),
+        "{msg}"
+    );
+    // A tab that indents a key, at the tab.
+    let msg = first("start: a\nstates:\n\ta: x\n");
+    assert!(
+        msg.starts_with("t.yaml:3:1: [MAG-Y001] invalid YAML: a tab character"),
+        "{msg}"
+    );
+    // A key indented under a plain value says what was expected.
+    let msg = first("start: a\n  states: x\n");
+    assert!(
+        msg.starts_with("t.yaml:2:9: ") && msg.contains("expected this key at the indentation"),
         "{msg}"
     );
     // An unclosed quote says what was expected, where it opens.
