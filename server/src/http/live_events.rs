@@ -7,20 +7,24 @@
 //! the stream carries what happens while it is open (no history). A follower that falls more
 //! than 1,024 events behind gets an event `lagged` with `{missed}` and goes on. One token
 //! subject holds a bounded number of live followers (429 `MAG-RD003` past it), as for runs'
-//! streams.
+//! streams. A request that asks to upgrade gets the same events over a WebSocket
+//! ([`live_socket`]).
 
 use std::convert::Infallible;
 use std::time::Duration;
 
-use axum::extract::{Query, State};
-use axum::http::HeaderMap;
+use axum::extract::ws::WebSocketUpgrade;
+use axum::extract::{FromRequestParts, Query, Request, State};
+use axum::http::{HeaderMap, header};
 use axum::response::sse::{Event, KeepAlive, Sse};
+use axum::response::{IntoResponse, Response};
 use futures::Stream;
 use serde::Deserialize;
 use tokio::sync::broadcast::error::RecvError;
 
-use super::auth::{ApiScope, bearer};
+use super::auth::{ApiScope, Principal, bearer};
 use super::error::ApiError;
+use super::live_socket::{self, EventFilter};
 use super::state::AppState;
 
 /// Query of `GET /v1/workflow-events`.
@@ -28,18 +32,36 @@ use super::state::AppState;
 pub(crate) struct EventsQuery {
     /// Only this project's events.
     project: Option<String>,
+    /// The token, for a WebSocket client that cannot set headers (never for SSE).
+    token: Option<String>,
 }
 
-/// The stream.
+/// The stream: server-sent events, or a WebSocket session for a request that asks to
+/// upgrade (see [`live_socket`]).
 pub(crate) async fn stream(
     State(state): State<AppState>,
     Query(q): Query<EventsQuery>,
-    headers: HeaderMap,
-) -> Result<Sse<impl Stream<Item = Result<Event, Infallible>>>, ApiError> {
-    let who = state.auth.authenticate(bearer(&headers))?;
-    who.require(ApiScope::Read)?;
-    let tenant = who.tenant.clone();
-    let slot = state.follower_slot(tenant.as_deref().unwrap_or("*"), &who)?;
+    request: Request,
+) -> Result<Response, ApiError> {
+    let (mut parts, _) = request.into_parts();
+    if wants_websocket(&parts.headers) {
+        let who = reader(&state, bearer(&parts.headers).or(q.token.as_deref()))?;
+        let upgrade = WebSocketUpgrade::from_request_parts(&mut parts, &state)
+            .await
+            .map_err(|e| ApiError::new(e.status(), "MAG-HTTP-WS", e.body_text()))?;
+        let filter = EventFilter {
+            tenant: who.tenant.clone(),
+            project: q.project,
+        };
+        let slot = state.follower_slot(filter.tenant.as_deref().unwrap_or("*"), &who)?;
+        return Ok(live_socket::serve(upgrade, state, filter, slot));
+    }
+    let who = reader(&state, bearer(&parts.headers))?;
+    let filter = EventFilter {
+        tenant: who.tenant.clone(),
+        project: q.project,
+    };
+    let slot = state.follower_slot(filter.tenant.as_deref().unwrap_or("*"), &who)?;
     let mut events = state.triggers.subscribe_events();
     let stream = async_stream(move |tx| async move {
         let _slot = slot;
@@ -64,9 +86,7 @@ pub(crate) async fn stream(
                 }
                 Err(RecvError::Closed) => return,
             };
-            if tenant.as_deref().is_some_and(|t| t != event.tenant)
-                || q.project.as_deref().is_some_and(|p| p != event.project)
-            {
+            if !filter.passes(&event) {
                 continue;
             }
             let sse = Event::default()
@@ -78,7 +98,24 @@ pub(crate) async fn stream(
             }
         }
     });
-    Ok(Sse::new(stream).keep_alive(KeepAlive::new().interval(Duration::from_secs(15))))
+    Ok(Sse::new(stream)
+        .keep_alive(KeepAlive::new().interval(Duration::from_secs(15)))
+        .into_response())
+}
+
+/// Whether the request asks to become a WebSocket.
+fn wants_websocket(headers: &HeaderMap) -> bool {
+    headers
+        .get(header::UPGRADE)
+        .and_then(|v| v.to_str().ok())
+        .is_some_and(|v| v.eq_ignore_ascii_case("websocket"))
+}
+
+/// The caller, with `workflow.read`.
+fn reader(state: &AppState, token: Option<&str>) -> Result<Principal, ApiError> {
+    let who = state.auth.authenticate(token)?;
+    who.require(ApiScope::Read)?;
+    Ok(who)
 }
 
 /// A stream fed by a task through a small channel (the task ends when the client goes).

@@ -28,6 +28,7 @@ pub mod health;
 pub mod inbox;
 pub mod journal;
 pub(crate) mod live_events;
+pub(crate) mod live_socket;
 pub mod loopback;
 pub mod me;
 pub mod metrics;

@@ -7,7 +7,7 @@ use crate::live_common;
 use std::time::Duration;
 
 use futures::StreamExt;
-use http_common::{ACME, GLOBEX, Server};
+use http_common::{ACME, ACME_RUN, GLOBEX, Server};
 use serde_json::{Value, json};
 
 /// Reads SSE events (name, data) from `resp` until `until` is seen; at most 30 s.
@@ -200,4 +200,80 @@ async fn a_closed_tenant_stream_gives_its_place_back_on_a_quiet_tenant() {
             }
         }
     }
+}
+
+/// The tenant's stream as a WebSocket: the same route, upgraded, with the token in the query
+/// or the header; every project of the tenant, none of another tenant's; `ping` answered.
+#[tokio::test]
+async fn the_tenants_stream_is_a_websocket_too() {
+    use futures::SinkExt;
+    use tokio_tungstenite::tungstenite::{Message, client::IntoClientRequest};
+    let s = Server::start().await;
+    // Without a token, or with a token of too little scope, no session.
+    for url in [
+        format!("ws://{}/v1/workflow-events", s.addr),
+        format!("ws://{}/v1/workflow-events?token=no-such-token", s.addr),
+        format!("ws://{}/v1/workflow-events?token={ACME_RUN}", s.addr),
+    ] {
+        let refused = tokio_tungstenite::connect_async(url.as_str()).await;
+        assert!(refused.is_err(), "{url}");
+    }
+    let mut acme = tokio_tungstenite::connect_async(format!(
+        "ws://{}/v1/workflow-events?token={ACME}",
+        s.addr
+    ))
+    .await
+    .unwrap()
+    .0;
+    let mut request = format!("ws://{}/v1/workflow-events", s.addr)
+        .into_client_request()
+        .unwrap();
+    request
+        .headers_mut()
+        .insert("Authorization", format!("Bearer {GLOBEX}").parse().unwrap());
+    let mut globex = tokio_tungstenite::connect_async(request).await.unwrap().0;
+    // A pong says the session is in place (it subscribes before it reads).
+    for ws in [&mut acme, &mut globex] {
+        ws.send(Message::Text(json!({"type": "ping"}).to_string().into()))
+            .await
+            .unwrap();
+        assert_eq!(live_common::recv(ws).await["type"], "pong");
+    }
+    let lab = s.start_run("lab", "approve", json!({})).await;
+    let shop = s.start_run("shop", "hello", json!({})).await;
+    let mut seen = Vec::new();
+    while seen.len() < 4 {
+        let m = live_common::recv(&mut acme).await;
+        assert_eq!(m["type"], "workflow-event", "{m}");
+        assert_eq!(m["data"]["tenant"], "acme", "{m}");
+        seen.push((
+            m["data"]["runId"].as_str().unwrap().to_owned(),
+            m["data"]["event"].as_str().unwrap().to_owned(),
+        ));
+    }
+    for (run, event) in [
+        (&lab, "workflow.run.started"),
+        (&lab, "workflow.approval.requested"),
+        (&shop, "workflow.run.started"),
+        (&shop, "workflow.run.completed"),
+    ] {
+        assert!(
+            seen.contains(&(run.clone(), event.to_owned())),
+            "{event} of {run} in {seen:?}"
+        );
+    }
+    // globex's session saw none of it: its first event is its own run's.
+    let theirs: Value = s
+        .client
+        .post(s.url("/brain/globex/project/shop/workflows/needs-param/start"))
+        .bearer_auth(GLOBEX)
+        .json(&json!({"params": {"pr_url": "x"}}))
+        .send()
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap();
+    let first = live_common::recv(&mut globex).await;
+    assert_eq!(first["data"]["runId"], theirs["workflowRunId"], "{first}");
 }

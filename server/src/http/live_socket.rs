@@ -1,0 +1,101 @@
+//! `GET /v1/workflow-events` as a WebSocket (Friday §7's realtime events over the second
+//! transport): the same events of the token's tenant as the route's server-sent events, for
+//! clients that speak WebSocket. A request with `Upgrade: websocket` gets this session; the
+//! token comes in the `Authorization` header or, for clients that cannot set headers on a
+//! WebSocket, as `?token=`; `?project=` keeps one project's events. Messages are JSON
+//! `{type, data}`:
+//!
+//! | server → client | when |
+//! |---|---|
+//! | `{type: "workflow-event", data: <event JSON>}` | each event (`data.event` names it), as it is durable |
+//! | `{type: "lagged", data: {missed}}` | the session fell more than 1,024 events behind |
+//! | `{type: "pong"}` | the client sent `{type: "ping"}` |
+//! | `{type: "error", data: {code, message}}` | the client sent anything else |
+//!
+//! The session holds one of its token subject's live followers, as an SSE stream does.
+
+use axum::extract::ws::{Message, WebSocket, WebSocketUpgrade};
+use axum::response::Response;
+use futures::{SinkExt, StreamExt};
+use serde_json::{Value, json};
+use tokio::sync::broadcast::error::RecvError;
+
+use super::follow::FollowerSlot;
+use super::state::AppState;
+use crate::triggers::HubEvent;
+
+/// Which events a session or stream passes on: the token's tenant's (all, for a token of
+/// every tenant), of one project when asked.
+#[derive(Debug, Clone)]
+pub(crate) struct EventFilter {
+    /// The token's tenant; `None` for a token of every tenant.
+    pub(crate) tenant: Option<String>,
+    /// `?project=`.
+    pub(crate) project: Option<String>,
+}
+
+impl EventFilter {
+    /// Whether `event` passes.
+    pub(crate) fn passes(&self, event: &HubEvent) -> bool {
+        self.tenant.as_deref().is_none_or(|t| t == event.tenant)
+            && self.project.as_deref().is_none_or(|p| p == event.project)
+    }
+}
+
+/// Upgrades to a session that sends the events `filter` passes.
+pub(crate) fn serve(
+    upgrade: WebSocketUpgrade,
+    state: AppState,
+    filter: EventFilter,
+    slot: FollowerSlot,
+) -> Response {
+    // The client sends pings at most: its messages get the request body's limit.
+    upgrade
+        .max_message_size(super::BODY_LIMIT)
+        .max_frame_size(super::BODY_LIMIT)
+        .on_upgrade(move |socket| session(state, filter, slot, socket))
+}
+
+async fn session(state: AppState, filter: EventFilter, slot: FollowerSlot, socket: WebSocket) {
+    let _slot = slot;
+    let mut events = state.triggers.subscribe_events();
+    let (mut sink, mut incoming) = socket.split();
+    loop {
+        let message: Value = tokio::select! {
+            received = incoming.next() => match received {
+                Some(Ok(Message::Text(text))) => {
+                    let ping = serde_json::from_str::<Value>(&text)
+                        .is_ok_and(|m| m["type"] == "ping");
+                    if ping {
+                        json!({ "type": "pong" })
+                    } else {
+                        json!({ "type": "error", "data": {
+                            "code": "MAG-HTTP-WS-TYPE",
+                            "message": "this stream takes only {\"type\": \"ping\"}",
+                        } })
+                    }
+                }
+                // Pings and pongs of the protocol are answered by the WebSocket layer.
+                Some(Ok(Message::Binary(_) | Message::Ping(_) | Message::Pong(_))) => continue,
+                Some(Ok(Message::Close(_)) | Err(_)) | None => return,
+            },
+            received = events.recv() => match received {
+                Ok(event) if filter.passes(&event) => {
+                    json!({ "type": "workflow-event", "data": event.body })
+                }
+                Ok(_) => continue,
+                Err(RecvError::Lagged(missed)) => {
+                    json!({ "type": "lagged", "data": { "missed": missed } })
+                }
+                Err(RecvError::Closed) => return,
+            },
+        };
+        if sink
+            .send(Message::Text(message.to_string().into()))
+            .await
+            .is_err()
+        {
+            return;
+        }
+    }
+}
