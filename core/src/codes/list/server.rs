@@ -407,6 +407,11 @@ pub(super) const CODES: &[ErrorCode] = &[
     ErrorCode {
         code: "MAG-HTTP-WS-TYPE",
         meaning: "A WebSocket message has an unknown type.",
-        remedy: "Send workflow-start, subscribe or ping.",
+        remedy: "Send workflow-start, subscribe, subscribe-events or ping on a project's session; only ping on the tenant's event stream.",
+    },
+    ErrorCode {
+        code: "MAG-HTTP-WS",
+        meaning: "A request to upgrade `GET /v1/workflow-events` to a WebSocket is not a valid WebSocket handshake (a missing or wrong `Sec-WebSocket-Key` or `Sec-WebSocket-Version`, or not over HTTP/1.1 GET).",
+        remedy: "Connect with a WebSocket client; without `Upgrade: websocket` the route answers server-sent events.",
     },
 ];
