@@ -5,12 +5,14 @@
 //! `content-type: application/json` unless given), `timeoutSeconds` (default 30, covers
 //! connecting, sending and reading the whole response), `maxResponseBytes` (default 1 MiB).
 //!
-//! Result: `{status, headers, body}`. Every HTTP status is a `success`: workflows route on
+//! Result: `{status, headers, body}`. A status below 500 is a `success`: workflows route on
 //! `status` with a condition. `headers` maps lower-case names to values (repeated headers
 //! joined with `, `). `body` is the parsed JSON when the response's content type is JSON
 //! and parses, else the text (invalid UTF-8 replaced).
 //!
-//! Failures are `technical_error`: invalid URL, connection errors, timeouts, and a response
+//! Failures are `technical_error`: a 5xx answer (reference §4.2, "Tool/API/Shell infra broken
+//! (IOException, 5xx, …)"; the error's output holds `status`, `headers` and `body` beside
+//! `error`), invalid URL, connection errors, timeouts, and a response
 //! body larger than `maxResponseBytes` or than the calling task's output limit (the engine's
 //! [`TaskOutputLimit`](magrathea_core::TaskOutputLimit), 4 MiB by default), whichever is
 //! lower: `[MAG-BD020]`, an error rather than a silently truncated body. The body is read as
@@ -307,7 +309,17 @@ impl HttpRequest {
             .then(|| serde_json::from_slice::<Value>(&buf).ok())
             .flatten()
             .unwrap_or_else(|| Value::String(String::from_utf8_lossy(&buf).into_owned()));
-        Ok(json!({ "status": status, "headers": out_headers, "body": body }))
+        let response = json!({ "status": status, "headers": out_headers, "body": body });
+        if status >= 500 {
+            return Err(ToolError::ServiceFailed {
+                message: format!(
+                    "{method} {url}: the server answered {status}, a failure of the service \
+                     (technical_error; its answer is in the output)"
+                ),
+                response,
+            });
+        }
+        Ok(response)
     }
 }
 
@@ -318,8 +330,8 @@ impl Tool for HttpRequest {
 
     fn description(&self) -> &str {
         "Sends one HTTP request and returns the response's status, headers and body (parsed \
-         JSON for JSON responses). Any HTTP status is a result; transport errors, timeouts \
-         and oversized responses fail."
+         JSON for JSON responses). A status below 500 is a result; a 5xx answer, transport \
+         errors, timeouts and oversized responses fail."
     }
 
     fn parameters(&self) -> Value {

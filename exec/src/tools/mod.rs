@@ -166,6 +166,16 @@ pub enum ToolError {
     /// `technical_error`).
     #[error("{0}")]
     Failed(String),
+    /// The service the tool called answered that it failed (an HTTP 5xx): outcome
+    /// `technical_error` (reference §4.2: "Tool/API/Shell infra broken (IOException, 5xx,
+    /// …)"), with the service's answer kept in the error's output.
+    #[error("{message}")]
+    ServiceFailed {
+        /// What happened.
+        message: String,
+        /// The answer, as the tool's result would have held it.
+        response: Value,
+    },
 }
 
 impl ToolError {
@@ -479,6 +489,17 @@ pub(crate) async fn execute(
                 format!("[MAG-TL003] invalid params for tool `{name}`: {m}")
             }
             ToolError::Failed(m) => format!("[MAG-TL004] tool `{name}` failed: {m}"),
+            ToolError::ServiceFailed { message, response } => {
+                let msg = format!("[MAG-TL004] tool `{name}` failed: {message}");
+                // The answer stays readable for a `catch:` route: `{error, status, …}`.
+                let mut output = json!({ "error": msg });
+                if let (Some(out), Value::Object(answer)) = (output.as_object_mut(), response) {
+                    out.extend(answer.clone());
+                }
+                return TaskError::terminal(msg)
+                    .with_kind(e.outcome())
+                    .with_output(output);
+            }
         };
         task_error(e.outcome(), msg)
     })

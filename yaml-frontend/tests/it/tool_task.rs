@@ -252,7 +252,7 @@ fn error_of(view: &RunView) -> String {
 // http_request
 
 #[tokio::test]
-async fn http_request_from_yaml_routes_on_the_status_and_times_out_as_a_technical_error() {
+async fn http_request_from_yaml_routes_on_the_status_and_a_5xx_or_a_timeout_as_a_technical_error() {
     let base = http_server().await;
     let e = env().await;
     e.workflow(
@@ -319,6 +319,20 @@ states:
     assert_eq!(missing.result, Some(json!("status 404")));
     assert_eq!(missing.vars["resp"]["body"], "no such thing");
 
+    // A server error routes as technical_error, its answer beside the error.
+    let failing = e
+        .run(
+            "call",
+            json!({"base": base, "path": "/other", "timeout": 0.5}),
+        )
+        .await;
+    assert_eq!(failing.status, RunStatus::Failed, "{failing:?}");
+    assert_eq!(e.outcomes(&failing), vec!["technical_error"]);
+    assert_eq!(failing.vars["resp"]["status"], 500, "{failing:?}");
+    assert_eq!(failing.vars["resp"]["body"], "boom");
+    let msg = failing.result.unwrap().as_str().unwrap().to_string();
+    assert!(msg.contains("answered 500"), "{msg}");
+
     let slow = e
         .run(
             "call",
@@ -353,11 +367,17 @@ async fn http_request_directly_text_bodies_limits_and_transport_errors() {
     assert_eq!(r["body"]["body"], "raw text");
     assert_eq!(r["body"]["contentType"], Value::Null);
 
-    let r = http(json!({"url": format!("{base}/other"), "method": "DELETE"}))
+    // A 5xx is the service failing (reference §4.2: technical_error), its answer kept.
+    let e500 = http(json!({"url": format!("{base}/other"), "method": "DELETE"}))
         .await
-        .unwrap();
-    assert_eq!(r["status"], 500, "a 5xx is a result, not an error");
-    assert_eq!(r["body"], "boom");
+        .unwrap_err();
+    assert_eq!(e500.outcome(), "technical_error");
+    assert!(e500.to_string().contains("answered 500"), "{e500}");
+    let magrathea_exec::ToolError::ServiceFailed { response, .. } = &e500 else {
+        panic!("{e500:?}");
+    };
+    assert_eq!(response["status"], 500);
+    assert_eq!(response["body"], "boom");
 
     let r = http(json!({"url": format!("{base}/big"), "maxResponseBytes": 5000}))
         .await
