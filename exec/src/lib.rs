@@ -74,6 +74,7 @@ pub mod suggest;
 pub mod tools;
 #[cfg(any(feature = "shell", feature = "script"))]
 mod workspace;
+pub mod yaml_text;
 
 pub use bounds::TenantBounds;
 pub use call::{ExecCall, IntoExecCall, RunContext, RunData};

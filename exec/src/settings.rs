@@ -306,7 +306,7 @@ impl TenantSettings {
     /// the defaults.
     pub fn read(path: &Path) -> Self {
         match std::fs::read_to_string(path) {
-            Ok(text) => serde_yaml_ng::from_str(&text).unwrap_or_else(|e| {
+            Ok(text) => crate::yaml_text::from_str(&text).unwrap_or_else(|e| {
                 tracing::warn!(path = %path.display(), error = %e, "ignoring invalid tenant settings");
                 Self::default()
             }),
@@ -320,7 +320,7 @@ impl ProjectSettings {
     /// gives the defaults.
     pub fn read(path: &Path) -> Self {
         match std::fs::read_to_string(path) {
-            Ok(text) => serde_yaml_ng::from_str(&text).unwrap_or_else(|e| {
+            Ok(text) => crate::yaml_text::from_str(&text).unwrap_or_else(|e| {
                 tracing::warn!(path = %path.display(), error = %e, "ignoring invalid settings");
                 Self::default()
             }),

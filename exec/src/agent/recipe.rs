@@ -84,7 +84,7 @@ pub struct Recipe {
 impl Recipe {
     /// Parses a recipe document; `label` (its path) goes into the error message.
     pub fn parse(label: &str, text: &str) -> Result<Self, String> {
-        let value: Value = serde_yaml_ng::from_str(text)
+        let value: Value = crate::yaml_text::from_str(text)
             .map_err(|e| format!("[MAG-AG002] invalid recipe {label}: {e}"))?;
         if !value.is_object() {
             return Err(format!(

@@ -92,7 +92,7 @@ fn read(path: &Path, label: &str) -> Result<ToolSettings, String> {
     if text.trim().is_empty() {
         return Ok(ToolSettings::default());
     }
-    let file: Option<SettingsFile> = serde_yaml_ng::from_str(&text)
+    let file: Option<SettingsFile> = crate::yaml_text::from_str(&text)
         .map_err(|e| format!("invalid tool settings in {label}: {e}"))?;
     Ok(file.map(SettingsFile::into_tools).unwrap_or_default())
 }

@@ -205,7 +205,7 @@ impl Auth {
         let parsed: TokenFile = if text.trim().is_empty() {
             TokenFile { tokens: Vec::new() }
         } else {
-            serde_yaml_ng::from_str(&text).map_err(|e| invalid(e.to_string()))?
+            magrathea_exec::yaml_text::from_str(&text).map_err(|e| invalid(e.to_string()))?
         };
         let mut tokens = Vec::new();
         for (i, entry) in parsed.tokens.into_iter().enumerate() {

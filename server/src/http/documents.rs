@@ -256,7 +256,8 @@ pub(crate) async fn put(
         // settings fail closed): refused here instead, with where the problem is.
         let label = format!("{}/{}/_vance/settings.yaml", scope.tenant, scope.project);
         if !text.trim().is_empty()
-            && let Err(e) = serde_yaml_ng::from_str::<magrathea_exec::ProjectSettings>(&text)
+            && let Err(e) =
+                magrathea_exec::yaml_text::from_str::<magrathea_exec::ProjectSettings>(&text)
         {
             return Err(ApiError {
                 message: "invalid settings document (1 error(s))".into(),

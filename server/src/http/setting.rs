@@ -11,7 +11,7 @@ fn value(docs: &DocumentSource, scope: &Scope, dotted: &str) -> Option<serde_yam
     ];
     files.iter().find_map(|file| {
         let text = std::fs::read_to_string(file).ok()?;
-        let mut value: serde_yaml_ng::Value = serde_yaml_ng::from_str(&text).ok()?;
+        let mut value: serde_yaml_ng::Value = magrathea_exec::yaml_text::from_str(&text).ok()?;
         for key in dotted.split('.') {
             value = value.get(key)?.clone();
         }

@@ -103,7 +103,8 @@ fn schedule_registration(scope: &Scope, name: &str, text: &str) -> Registration 
 /// Parses an event document: unknown keys and methods that are not HTTP methods are errors
 /// (the message names the line and column of a key's error).
 pub(crate) fn parse_event(text: &str) -> Result<EventDocument, String> {
-    let doc = serde_yaml_ng::from_str::<EventDocument>(text).map_err(|e| e.to_string())?;
+    let doc =
+        magrathea_exec::yaml_text::from_str::<EventDocument>(text).map_err(|e| e.to_string())?;
     doc.check()?;
     Ok(doc)
 }
@@ -209,8 +210,8 @@ pub(super) struct Hook {
 }
 
 fn parse_hook(text: &str) -> Result<Hook, String> {
-    let doc: HookDocument =
-        serde_yaml_ng::from_str(text).map_err(|e| format!("invalid hook document: {e}"))?;
+    let doc: HookDocument = magrathea_exec::yaml_text::from_str(text)
+        .map_err(|e| format!("invalid hook document: {e}"))?;
     let checked = doc.check()?;
     Ok(Hook { doc, checked })
 }

@@ -503,3 +503,61 @@ async fn a_tenant_holds_a_bounded_number_of_projects() {
     assert_eq!(code(r).await, (507, "MAG-HTTP-QUOTA".into()));
     assert!(!s.root.join("acme/new3").exists());
 }
+
+/// YAML nested hundreds of thousands of `[` deep costs its parser the square of that: a
+/// settings file or an event document that deep is refused before it is parsed, and a
+/// settings file already on disk makes no start of any tenant wait on it.
+#[tokio::test]
+async fn yaml_nested_too_deep_is_refused_before_it_is_parsed() {
+    let s = Server::start().await;
+    let deep = format!(
+        "webhooks:\n  x: {}{}\n",
+        "[".repeat(300_000),
+        "]".repeat(300_000)
+    );
+    for path in ["settings.yaml", "events/deep.yaml"] {
+        let r = put(&s, &format!("{DOCS}/{path}"), &deep)
+            .send()
+            .await
+            .unwrap();
+        let status = r.status().as_u16();
+        let body = r.text().await.unwrap();
+        assert_eq!(status, 422, "{path}: {body}");
+        assert!(
+            body.contains("[MAG-Y003]") && body.contains("line 2"),
+            "{path}: {body}"
+        );
+    }
+    // Written on disk behind the API's back: the project's runs read their settings as usual
+    // (the deep file is ignored, as an invalid one is), and so does another tenant.
+    write(&s.root.join("acme/shop/_vance/settings.yaml"), &deep);
+    for (project, token) in [("acme", ACME), ("globex", GLOBEX)] {
+        let r: Value = s
+            .client
+            .post(s.url(&format!(
+                "/brain/{project}/project/shop/workflows/hello/start"
+            )))
+            .bearer_auth(token)
+            .json(&json!({}))
+            .send()
+            .await
+            .unwrap()
+            .json()
+            .await
+            .unwrap();
+        let run = r["workflowRunId"].as_str().unwrap_or_else(|| panic!("{r}"));
+        let view: Value = s
+            .client
+            .get(s.url(&format!(
+                "/brain/{project}/project/shop/workflows/runs/{run}"
+            )))
+            .bearer_auth(token)
+            .send()
+            .await
+            .unwrap()
+            .json()
+            .await
+            .unwrap();
+        assert!(view["status"].is_string(), "{view}");
+    }
+}

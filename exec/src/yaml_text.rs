@@ -1,0 +1,142 @@
+//! YAML parsed with serde — settings, recipes, trigger documents, the token file — with the
+//! one bound its parser lacks. The parser's work grows with the square of the depth of nested
+//! flow collections (`[[[…]]]`): 20,000 levels, 40 KB of text, take seconds, and the 1 MiB a
+//! request may write take most of an hour of one thread. A document nested deeper than
+//! [`MAX_FLOW_DEPTH`] is refused before it is parsed (`[MAG-Y003]`), in time linear in its
+//! length. Workflow documents have a loader of their own, with its own limits.
+
+use std::fmt;
+
+use serde::de::DeserializeOwned;
+
+/// The deepest nesting of flow collections (`[…]`, `{…}`) a document may have.
+pub const MAX_FLOW_DEPTH: usize = 64;
+
+/// Why a document was not read.
+#[derive(Debug)]
+pub enum YamlError {
+    /// Nested deeper than [`MAX_FLOW_DEPTH`]: the collection that went past it opens at
+    /// `line`, `column` (from 1).
+    TooDeep {
+        /// Its line.
+        line: usize,
+        /// Its column.
+        column: usize,
+    },
+    /// The parser's error.
+    Parse(serde_yaml_ng::Error),
+}
+
+impl fmt::Display for YamlError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Self::TooDeep { line, column } => write!(
+                f,
+                "[MAG-Y003] the collection at line {line} column {column} is nested more than \
+                 {MAX_FLOW_DEPTH} `[`/`{{` deep: expected at most {MAX_FLOW_DEPTH}"
+            ),
+            Self::Parse(e) => e.fmt(f),
+        }
+    }
+}
+
+impl std::error::Error for YamlError {}
+
+/// `text` as a `T`, once [`check_depth`] let it through.
+///
+/// # Errors
+///
+/// [`YamlError::TooDeep`] or the parser's error.
+pub fn from_str<T: DeserializeOwned>(text: &str) -> Result<T, YamlError> {
+    check_depth(text)?;
+    serde_yaml_ng::from_str(text).map_err(YamlError::Parse)
+}
+
+/// Refuses text whose flow collections nest deeper than [`MAX_FLOW_DEPTH`]. Brackets in
+/// quoted text and comments do not count; one in plain text (`a: b[c`) counts, which only
+/// errs on the side of refusing text no settings file has.
+///
+/// # Errors
+///
+/// [`YamlError::TooDeep`], naming where.
+pub fn check_depth(text: &str) -> Result<(), YamlError> {
+    let (mut depth, mut line, mut column) = (0usize, 1usize, 0usize);
+    let mut quote: Option<char> = None;
+    let (mut comment, mut prev) = (false, ' ');
+    for c in text.chars() {
+        column += 1;
+        // A quote opens a quoted scalar only where a scalar may begin (`it's` is plain text).
+        let at_start = prev.is_whitespace() || "[{,:".contains(prev);
+        match (quote, c) {
+            _ if comment => comment = c != '\n',
+            (Some('"'), '"') if prev == '\\' => {}
+            (Some(q), _) if c == q => quote = None,
+            (Some(_), _) => {}
+            (None, '\'' | '"') if at_start => quote = Some(c),
+            (None, '#') if prev.is_whitespace() => comment = true,
+            (None, '[' | '{') => {
+                depth += 1;
+                if depth > MAX_FLOW_DEPTH {
+                    return Err(YamlError::TooDeep { line, column });
+                }
+            }
+            (None, ']' | '}') => depth = depth.saturating_sub(1),
+            _ => {}
+        }
+        if c == '\n' {
+            (line, column) = (line + 1, 0);
+        }
+        prev = c;
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn deep_flow_nesting_is_refused_before_parsing_and_shallow_text_parses() {
+        // At this depth the parser would take minutes: the scan refuses it first.
+        let deep = format!("x: {}{}", "[".repeat(100_000), "]".repeat(100_000));
+        let err = from_str::<serde_yaml_ng::Value>(&deep).unwrap_err();
+        assert!(
+            matches!(err, YamlError::TooDeep { line: 1, column } if column == 4 + MAX_FLOW_DEPTH),
+            "{err}"
+        );
+        assert!(err.to_string().starts_with("[MAG-Y003]"), "{err}");
+
+        let at_limit = format!(
+            "x: {}1{}\n",
+            "[".repeat(MAX_FLOW_DEPTH),
+            "]".repeat(MAX_FLOW_DEPTH)
+        );
+        assert!(from_str::<serde_yaml_ng::Value>(&at_limit).is_ok());
+        let over = format!("a: 1\nx: {}{}\n", "{".repeat(65), "}".repeat(65));
+        assert!(matches!(
+            check_depth(&over),
+            Err(YamlError::TooDeep {
+                line: 2,
+                column: 68
+            })
+        ));
+    }
+
+    #[test]
+    fn brackets_in_quotes_and_comments_do_not_count() {
+        let quoted = format!(
+            "a: \"{}\"\nb: '{}'\n# {}\nc: [1, 2]\n",
+            "[".repeat(100),
+            "{".repeat(100),
+            "[".repeat(100)
+        );
+        check_depth(&quoted).unwrap();
+        let v: serde_yaml_ng::Value = from_str(&quoted).unwrap();
+        assert_eq!(v["c"][1], serde_yaml_ng::Value::from(2));
+        // A parser error passes through as it is.
+        assert!(matches!(
+            from_str::<serde_yaml_ng::Value>("a: [1"),
+            Err(YamlError::Parse(_))
+        ));
+    }
+}
