@@ -107,12 +107,21 @@ fn refused() -> ApiError {
 }
 
 /// The caller of an event without a token setting: an API token of the tenant with
-/// `workflow.run`. A 401 becomes [`refused`]; 404 (another tenant) and 403 stay.
+/// `workflow.run`. A 401 becomes [`refused`], and so does the 404 of another tenant's token:
+/// an event with a token setting refuses that token with the same 401, so a 404 would tell
+/// which tenants, projects and events exist. A 403 (the tenant's own token without the scope)
+/// stays.
 fn api_caller(state: &AppState, tenant: &str, headers: &HeaderMap) -> Result<Principal, ApiError> {
     state
         .auth
         .authorize(bearer(headers), tenant, ApiScope::Run)
-        .map_err(|e| if e.status == 401 { refused() } else { e })
+        .map_err(|e| {
+            if e.status == 401 || e.status == 404 {
+                refused()
+            } else {
+                e
+            }
+        })
 }
 
 /// The value at a dotted path of the project's (else the tenant's) settings.

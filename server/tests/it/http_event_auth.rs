@@ -1,5 +1,6 @@
 //! Who may fire an event: an event without `auth:` needs an API token with `workflow.run`;
-//! without credentials every event, known or not, answers the same 401; the event token
+//! without credentials (or with another tenant's token) every event, known or not, answers
+//! the same 401; the event token
 //! falls back to the tenant's settings; and the project settings that hold event tokens are
 //! not writable with `workflow.write` alone.
 
@@ -39,7 +40,11 @@ async fn an_event_without_auth_runs_only_for_an_api_token_with_workflow_run() {
     assert_eq!(fire(&s, "open", None).await.0, 401);
     assert_eq!(fire(&s, "open", Some("not-a-token")).await.0, 401);
     assert_eq!(fire(&s, "open", Some(ACME_READ)).await.0, 403);
-    assert_eq!(fire(&s, "open", Some(GLOBEX)).await.0, 404);
+    assert_eq!(
+        fire(&s, "open", Some(GLOBEX)).await.0,
+        401,
+        "another tenant's token is no credential here"
+    );
     let (status, started) = fire(&s, "open", Some(ACME_RUN)).await;
     assert_eq!(status, 202, "{started}");
     let run = started["workflowRunId"].as_str().unwrap();
@@ -59,7 +64,9 @@ async fn without_credentials_known_and_unknown_events_answer_the_same_401() {
         &s.root.join("acme/shop/_vance/settings.yaml"),
         "events:\n  hook:\n    token: hook-secret\n",
     );
-    for token in [None, Some("wrong-secret")] {
+    // Nor with another tenant's API token: it cannot tell which events, projects or
+    // tenants exist here.
+    for token in [None, Some("wrong-secret"), Some(GLOBEX)] {
         let unknown = fire(&s, "no-such-event", token).await;
         assert_eq!(unknown.0, 401);
         for event in ["open", "hooked", "broken", "_tenant"] {
@@ -69,12 +76,14 @@ async fn without_credentials_known_and_unknown_events_answer_the_same_401() {
                 "{event} with {token:?}"
             );
         }
-        let r = s
-            .post("/brain/acme/event/_tenant/open", token)
-            .send()
-            .await
-            .unwrap();
-        assert_eq!(r.status(), 401, "a project that cannot exist");
+        for path in [
+            "/brain/acme/event/_tenant/open",
+            "/brain/acme/event/no-such-project/open",
+            "/brain/initech/event/shop/open",
+        ] {
+            let r = s.post(path, token).send().await.unwrap();
+            assert_eq!(r.status(), 401, "{path} with {token:?}");
+        }
     }
     // Once the caller may run workflows, the answers tell the events apart.
     assert_eq!(fire(&s, "no-such-event", Some(ACME)).await.0, 404);
