@@ -60,13 +60,32 @@ pub fn from_str<T: DeserializeOwned>(text: &str) -> Result<T, YamlError> {
 ///
 /// [`YamlError::TooDeep`], naming where.
 pub fn check_depth(text: &str) -> Result<(), YamlError> {
-    let (mut depth, mut line, mut column) = (0usize, 1usize, 0usize);
+    let mut depth = 0usize;
+    for (index, bracket) in flow_brackets(text) {
+        if matches!(bracket, '[' | '{') {
+            depth += 1;
+            if depth > MAX_FLOW_DEPTH {
+                let before: Vec<char> = text.chars().take(index).collect();
+                let line = 1 + before.iter().filter(|c| **c == '\n').count();
+                let column = 1 + before.iter().rev().take_while(|c| **c != '\n').count();
+                return Err(YamlError::TooDeep { line, column });
+            }
+        } else {
+            depth = depth.saturating_sub(1);
+        }
+    }
+    Ok(())
+}
+
+/// The flow brackets (`[`, `]`, `{`, `}`) of `text` outside quoted text and comments, with
+/// their character index, in order. A quote opens quoted text only where a scalar may begin
+/// (`it's` is plain text).
+pub fn flow_brackets(text: &str) -> impl Iterator<Item = (usize, char)> + '_ {
     let mut quote: Option<char> = None;
     let (mut comment, mut prev) = (false, ' ');
-    for c in text.chars() {
-        column += 1;
-        // A quote opens a quoted scalar only where a scalar may begin (`it's` is plain text).
-        let at_start = prev.is_whitespace() || "[{,:".contains(prev);
+    text.chars().enumerate().filter_map(move |(i, c)| {
+        let at_start = prev.is_whitespace() || "[{,:".contains(prev) || i == 0;
+        let mut bracket = None;
         match (quote, c) {
             _ if comment => comment = c != '\n',
             (Some('"'), '"') if prev == '\\' => {}
@@ -74,21 +93,12 @@ pub fn check_depth(text: &str) -> Result<(), YamlError> {
             (Some(_), _) => {}
             (None, '\'' | '"') if at_start => quote = Some(c),
             (None, '#') if prev.is_whitespace() => comment = true,
-            (None, '[' | '{') => {
-                depth += 1;
-                if depth > MAX_FLOW_DEPTH {
-                    return Err(YamlError::TooDeep { line, column });
-                }
-            }
-            (None, ']' | '}') => depth = depth.saturating_sub(1),
+            (None, '[' | '{' | ']' | '}') => bracket = Some((i, c)),
             _ => {}
         }
-        if c == '\n' {
-            (line, column) = (line + 1, 0);
-        }
         prev = c;
-    }
-    Ok(())
+        bracket
+    })
 }
 
 #[cfg(test)]

@@ -185,31 +185,16 @@ enum FlowMistake {
 fn unclosed_flow(text: &str, until: usize) -> Option<FlowMistake> {
     let mut open: Vec<(usize, char)> = Vec::new();
     let mut mismatched: Option<(usize, char)> = None;
-    let mut quote: Option<char> = None;
-    let mut comment = false;
-    let mut prev = ' ';
-    for (i, c) in text.chars().enumerate().take(until) {
-        // A quote opens a quoted scalar only where a scalar may begin (`it's` is plain text).
-        let at_start = prev.is_whitespace() || "[{,:".contains(prev) || i == 0;
-        match (quote, c) {
-            _ if comment => comment = c != '\n',
-            (Some('"'), '"') if prev == '\\' => {}
-            (Some(q), _) if c == q => quote = None,
-            (Some(_), _) => {}
-            (None, '\'' | '"') if at_start => quote = Some(c),
-            (None, '#') if prev.is_whitespace() => comment = true,
-            (None, '[' | '{') => open.push((i, c)),
-            (None, ']' | '}') => {
-                if let Some((_, o)) = open.pop()
-                    && (o == '[') != (c == ']')
-                    && mismatched.is_none()
-                {
-                    mismatched = Some((i, o));
-                }
-            }
-            _ => {}
+    let brackets = magrathea_exec::yaml_text::flow_brackets(text).take_while(|(i, _)| *i < until);
+    for (i, c) in brackets {
+        if matches!(c, '[' | '{') {
+            open.push((i, c));
+        } else if let Some((_, o)) = open.pop()
+            && (o == '[') != (c == ']')
+            && mismatched.is_none()
+        {
+            mismatched = Some((i, o));
         }
-        prev = c;
     }
     if let Some((index, o)) = mismatched {
         let (line, col) = position_of(text, |i, _| i == index)?;

@@ -531,33 +531,21 @@ async fn yaml_nested_too_deep_is_refused_before_it_is_parsed() {
     // Written on disk behind the API's back: the project's runs read their settings as usual
     // (the deep file is ignored, as an invalid one is), and so does another tenant.
     write(&s.root.join("acme/shop/_vance/settings.yaml"), &deep);
-    for (project, token) in [("acme", ACME), ("globex", GLOBEX)] {
+    for (tenant, token) in [("acme", ACME), ("globex", GLOBEX)] {
         let r: Value = s
-            .client
-            .post(s.url(&format!(
-                "/brain/{project}/project/shop/workflows/hello/start"
-            )))
-            .bearer_auth(token)
-            .json(&json!({}))
-            .send()
-            .await
-            .unwrap()
-            .json()
-            .await
-            .unwrap();
+            .post_json(
+                &format!("/brain/{tenant}/project/shop/workflows/hello/start"),
+                Some(token),
+                &json!({}),
+            )
+            .await;
         let run = r["workflowRunId"].as_str().unwrap_or_else(|| panic!("{r}"));
         let view: Value = s
-            .client
-            .get(s.url(&format!(
-                "/brain/{project}/project/shop/workflows/runs/{run}"
-            )))
-            .bearer_auth(token)
-            .send()
-            .await
-            .unwrap()
-            .json()
-            .await
-            .unwrap();
+            .get_json(
+                &format!("/brain/{tenant}/project/shop/workflows/runs/{run}"),
+                Some(token),
+            )
+            .await;
         assert!(view["status"].is_string(), "{view}");
     }
 }

@@ -48,6 +48,16 @@ async fn read_until(
     }
 }
 
+/// Starts a run in globex/shop; its start answer.
+async fn start_globex_run(s: &Server) -> Value {
+    s.post_json(
+        "/brain/globex/project/shop/workflows/needs-param/start",
+        Some(GLOBEX),
+        &json!({"params": {"pr_url": "x"}}),
+    )
+    .await
+}
+
 async fn open(
     s: &Server,
     token: &str,
@@ -93,17 +103,7 @@ async fn a_tenants_stream_carries_its_approval_and_run_events_and_no_other_tenan
     );
     assert_eq!(seen[0].1["answeredBy"], "alice");
     // globex's stream saw none of it: its first event is its own run's.
-    let theirs: Value = s
-        .client
-        .post(s.url("/brain/globex/project/shop/workflows/needs-param/start"))
-        .bearer_auth(GLOBEX)
-        .json(&json!({"params": {"pr_url": "x"}}))
-        .send()
-        .await
-        .unwrap()
-        .json()
-        .await
-        .unwrap();
+    let theirs = start_globex_run(&s).await;
     let seen = read_until(&mut globex, &mut gbuf, "workflow.run.completed").await;
     for (_, body) in &seen {
         assert_eq!(body["tenant"], "globex", "{seen:?}");
@@ -263,17 +263,7 @@ async fn the_tenants_stream_is_a_websocket_too() {
         );
     }
     // globex's session saw none of it: its first event is its own run's.
-    let theirs: Value = s
-        .client
-        .post(s.url("/brain/globex/project/shop/workflows/needs-param/start"))
-        .bearer_auth(GLOBEX)
-        .json(&json!({"params": {"pr_url": "x"}}))
-        .send()
-        .await
-        .unwrap()
-        .json()
-        .await
-        .unwrap();
+    let theirs = start_globex_run(&s).await;
     let first = live_common::recv(&mut globex).await;
     assert_eq!(first["data"]["runId"], theirs["workflowRunId"], "{first}");
 }
