@@ -33,7 +33,8 @@ impl fmt::Display for YamlError {
             Self::TooDeep { line, column } => write!(
                 f,
                 "[MAG-Y003] the collection at line {line} column {column} is nested more than \
-                 {MAX_FLOW_DEPTH} `[`/`{{` deep: expected at most {MAX_FLOW_DEPTH}"
+                 {MAX_FLOW_DEPTH} `[`/`{{` deep: expected at most {MAX_FLOW_DEPTH}; write the \
+                 structure flatter (block mappings and lists, or fewer levels)"
             ),
             Self::Parse(e) => e.fmt(f),
         }

@@ -488,20 +488,21 @@ pub(crate) async fn execute(
             ToolError::InvalidParams(m) => {
                 format!("[MAG-TL003] invalid params for tool `{name}`: {m}")
             }
-            ToolError::Failed(m) => format!("[MAG-TL004] tool `{name}` failed: {m}"),
-            ToolError::ServiceFailed { message, response } => {
-                let msg = format!("[MAG-TL004] tool `{name}` failed: {message}");
-                // The answer stays readable for a `catch:` route: `{error, status, …}`.
-                let mut output = json!({ "error": msg });
-                if let (Some(out), Value::Object(answer)) = (output.as_object_mut(), response) {
-                    out.extend(answer.clone());
-                }
-                return TaskError::terminal(msg)
-                    .with_kind(e.outcome())
-                    .with_output(output);
+            ToolError::Failed(m) | ToolError::ServiceFailed { message: m, .. } => {
+                format!("[MAG-TL004] tool `{name}` failed: {m}")
             }
         };
-        task_error(e.outcome(), msg)
+        let mut error = task_error(e.outcome(), msg);
+        // A service's failed answer stays readable for a `catch:` route: `{error, status, …}`.
+        if let ToolError::ServiceFailed {
+            response: Value::Object(answer),
+            ..
+        } = e
+            && let Some(out) = error.output.as_object_mut()
+        {
+            out.extend(answer);
+        }
+        error
     })
 }
 

@@ -44,24 +44,24 @@ pub(crate) async fn stream(
     request: Request,
 ) -> Result<Response, ApiError> {
     let (mut parts, _) = request.into_parts();
-    if wants_websocket(&parts.headers) {
-        let who = reader(&state, bearer(&parts.headers).or(q.token.as_deref()))?;
-        let upgrade = WebSocketUpgrade::from_request_parts(&mut parts, &state)
-            .await
-            .map_err(|e| ApiError::new(e.status(), "MAG-HTTP-WS", e.body_text()))?;
-        let filter = EventFilter {
-            tenant: who.tenant.clone(),
-            project: q.project,
-        };
-        let slot = state.follower_slot(filter.tenant.as_deref().unwrap_or("*"), &who)?;
-        return Ok(live_socket::serve(upgrade, state, filter, slot));
-    }
-    let who = reader(&state, bearer(&parts.headers))?;
+    let websocket = wants_websocket(&parts.headers);
+    // A browser's WebSocket cannot set headers: only there may the token come in the query.
+    let token = bearer(&parts.headers).or(q.token.as_deref().filter(|_| websocket));
+    let who = reader(&state, token)?;
     let filter = EventFilter {
         tenant: who.tenant.clone(),
         project: q.project,
     };
+    let upgrade = if websocket {
+        let upgrade = WebSocketUpgrade::from_request_parts(&mut parts, &state).await;
+        Some(upgrade.map_err(|e| ApiError::new(e.status(), "MAG-HTTP-WS", e.body_text()))?)
+    } else {
+        None
+    };
     let slot = state.follower_slot(filter.tenant.as_deref().unwrap_or("*"), &who)?;
+    if let Some(upgrade) = upgrade {
+        return Ok(live_socket::serve(upgrade, state, filter, slot));
+    }
     let mut events = state.triggers.subscribe_events();
     let stream = async_stream(move |tx| async move {
         let _slot = slot;

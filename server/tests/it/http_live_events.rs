@@ -218,6 +218,22 @@ async fn the_tenants_stream_is_a_websocket_too() {
         let refused = tokio_tungstenite::connect_async(url.as_str()).await;
         assert!(refused.is_err(), "{url}");
     }
+    // A request that asks to upgrade but is no WebSocket handshake says so; a token in the
+    // query is no credential for the SSE stream.
+    let r = s
+        .get("/v1/workflow-events", Some(ACME))
+        .header("Upgrade", "websocket")
+        .send()
+        .await
+        .unwrap();
+    assert!(r.status().is_client_error(), "{}", r.status());
+    assert!(r.text().await.unwrap().contains("MAG-HTTP-WS"));
+    let r = s
+        .get(&format!("/v1/workflow-events?token={ACME}"), None)
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(r.status(), 401);
     let mut acme = tokio_tungstenite::connect_async(format!(
         "ws://{}/v1/workflow-events?token={ACME}",
         s.addr
