@@ -46,10 +46,10 @@ pub mod writer;
 pub use context::{ChildOutcome, ChildRequest, GateOutcome, TaskCall, WorkflowContext};
 pub use engine::{
     AnswerAck, CancelAck, ControlAck, DEFAULT_HEAP_TRIM_THRESHOLD, DEFAULT_MAX_CHILD_DEPTH,
-    DEFAULT_MAX_CLAIM_ATTEMPTS, DEFAULT_MAX_JOURNAL_BYTES_PER_RUN, DEFAULT_MAX_TASK_OUTPUT_BYTES,
-    Engine, EngineBuilder, InboxFilter, InboxPage, InboxPageError, InboxPageRequest, InterpreterFn,
-    JournalBytesLimit, JournalUpdate, ReplayError, RunUpdate, StartRequest, WeakEngine,
-    WorkflowError, WorkflowFn, WorkflowRegistration,
+    DEFAULT_MAX_CLAIM_ATTEMPTS, DEFAULT_MAX_JOURNAL_BYTES_PER_RUN, DEFAULT_MAX_RUNS_PER_TREE,
+    DEFAULT_MAX_TASK_OUTPUT_BYTES, Engine, EngineBuilder, InboxFilter, InboxPage, InboxPageError,
+    InboxPageRequest, InterpreterFn, JournalBytesLimit, JournalUpdate, ReplayError, RunUpdate,
+    StartRequest, WeakEngine, WorkflowError, WorkflowFn, WorkflowRegistration,
 };
 pub use error::{DeliverError, IoSource, OpenError, RunError, StartError, StoreError};
 pub use held::HeldTask;

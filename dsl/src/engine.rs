@@ -130,6 +130,15 @@ impl EngineBuilder {
         self.map(|b| b.max_child_depth(depth))
     }
 
+    /// The most runs one tree of runs may hold: a root run and every child started under it
+    /// while it is active (default 10,000): a child beyond it is not started, and its step
+    /// fails with `[MAG-CH003]`, so that a workflow that starts itself several times per level
+    /// cannot multiply into millions of runs within the depth limit (see
+    /// [`core::EngineBuilder::max_runs_per_tree`]).
+    pub fn max_runs_per_tree(self, runs: u32) -> Self {
+        self.map(|b| b.max_runs_per_tree(runs))
+    }
+
     /// The most bytes one run's journal may hold (default 256 MiB): a run whose journal grows
     /// past it ends `FAILED` with `[MAG-BD001] bounds exhausted: …` (see
     /// [`core::EngineBuilder::max_journal_bytes_per_run`]).

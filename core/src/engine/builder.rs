@@ -34,6 +34,7 @@ pub struct EngineBuilder {
     recover: bool,
     evict_after: Duration,
     max_child_depth: u32,
+    max_runs_per_tree: u32,
     max_journal_bytes_per_run: u64,
     journal_bytes_limit: Option<super::JournalBytesLimit>,
     max_task_output_bytes: usize,
@@ -51,6 +52,7 @@ impl fmt::Debug for EngineBuilder {
             .field("tasks", &self.tasks)
             .field("recover", &self.recover)
             .field("max_child_depth", &self.max_child_depth)
+            .field("max_runs_per_tree", &self.max_runs_per_tree)
             .field("max_journal_bytes_per_run", &self.max_journal_bytes_per_run)
             .field("max_task_output_bytes", &self.max_task_output_bytes)
             .field("heap_trim_threshold", &self.heap_trim_threshold)
@@ -72,6 +74,7 @@ impl Default for EngineBuilder {
             recover: true,
             evict_after: Duration::from_secs(2),
             max_child_depth: super::DEFAULT_MAX_CHILD_DEPTH,
+            max_runs_per_tree: super::DEFAULT_MAX_RUNS_PER_TREE,
             max_journal_bytes_per_run: super::DEFAULT_MAX_JOURNAL_BYTES_PER_RUN,
             journal_bytes_limit: None,
             max_task_output_bytes: super::DEFAULT_MAX_TASK_OUTPUT_BYTES,
@@ -170,6 +173,20 @@ impl EngineBuilder {
     /// [`ChildRequest::max_depth`]: crate::ChildRequest::max_depth
     pub fn max_child_depth(mut self, depth: u32) -> Self {
         self.max_child_depth = depth;
+        self
+    }
+
+    /// The most runs one tree of runs may hold: its root and the descendants started while
+    /// the root is active, ended ones included (default
+    /// [`DEFAULT_MAX_RUNS_PER_TREE`](super::DEFAULT_MAX_RUNS_PER_TREE), 10,000). A parent
+    /// whose tree holds that many does not start another child: the child's step fails with
+    /// `[MAG-CH003]`. It bounds what one start can grow into when a workflow starts itself
+    /// more than once per level, which the depth limit alone does not (four children a level,
+    /// 32 levels deep, is 4^32 runs). On a store several workers share, each worker counts
+    /// the runs it started or recovered; after a restart, a tree's count begins with its runs
+    /// still active.
+    pub fn max_runs_per_tree(mut self, runs: u32) -> Self {
+        self.max_runs_per_tree = runs;
         self
     }
 
@@ -286,6 +303,7 @@ impl EngineBuilder {
             interpreters: self.interpreters.into_iter().collect(),
             active: Mutex::new(HashMap::new()),
             timers: Timers::start(weak.clone()),
+            trees: Default::default(),
             status_tx: broadcast::channel(4096).0,
             status_waiters: Default::default(),
             journal_tx: broadcast::channel(4096).0,
@@ -295,6 +313,7 @@ impl EngineBuilder {
             config: Config {
                 evict_after: self.evict_after,
                 max_child_depth: self.max_child_depth,
+                max_runs_per_tree: self.max_runs_per_tree,
                 max_journal_bytes_per_run: self.max_journal_bytes_per_run,
                 journal_bytes_limit: self.journal_bytes_limit,
                 max_task_output_bytes: self.max_task_output_bytes,

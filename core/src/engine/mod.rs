@@ -15,6 +15,7 @@ mod requests;
 mod status_waiters;
 mod timer_queue;
 mod timers;
+mod trees;
 mod worker;
 mod workers;
 mod workflow;
@@ -100,6 +101,8 @@ pub(crate) struct Config {
     pub(crate) evict_after: Duration,
     /// The deepest a sub-run may be nested (root = 0) unless its request says otherwise.
     pub(crate) max_child_depth: u32,
+    /// The most runs one tree of runs (a root and its descendants) may hold.
+    pub(crate) max_runs_per_tree: u32,
     /// The most bytes one run's journal may hold before the run fails.
     pub(crate) max_journal_bytes_per_run: u64,
     /// Lower journal limits for runs of some scopes.
@@ -115,6 +118,9 @@ pub(crate) struct Config {
 
 /// The default of [`EngineBuilder::max_child_depth`].
 pub const DEFAULT_MAX_CHILD_DEPTH: u32 = 32;
+
+/// The default of [`EngineBuilder::max_runs_per_tree`].
+pub const DEFAULT_MAX_RUNS_PER_TREE: u32 = 10_000;
 
 /// The default of [`EngineBuilder::max_journal_bytes_per_run`]: 256 MiB.
 pub const DEFAULT_MAX_JOURNAL_BYTES_PER_RUN: u64 = 256 << 20;
@@ -152,6 +158,8 @@ pub(crate) struct EngineInner {
     pub(crate) interpreters: Registry<InterpreterFn>,
     pub(crate) active: Mutex<HashMap<RunId, mpsc::UnboundedSender<Event>>>,
     pub(crate) timers: Timers,
+    /// The child runs of each tree of runs, counted against its bound.
+    pub(crate) trees: trees::Trees,
     pub(crate) status_tx: broadcast::Sender<RunUpdate>,
     /// The callers waiting on one run's status, by run.
     pub(crate) status_waiters: status_waiters::StatusWaiters,
@@ -328,7 +336,7 @@ impl EngineInner {
         start: StartRecord,
         run_id: RunId,
         stored_check: bool,
-        depth: Option<u32>,
+        place: Option<trees::Place>,
     ) -> Result<Option<oneshot::Receiver<Result<(), StartError>>>, StartError> {
         if stored_check && self.store.run_summary(run_id)?.is_some() {
             return Ok(None);
@@ -348,23 +356,23 @@ impl EngineInner {
             driver::Init::Fresh {
                 start: Box::new(start),
                 ack,
-                depth,
+                place,
             },
         );
         Ok(Some(done))
     }
 
     /// Starts a child run (a request with its run id and parent, no idempotency key) at
-    /// nesting depth `depth`; see [`spawn_start`](Self::spawn_start).
+    /// `place` in its tree; see [`spawn_start`](Self::spawn_start).
     pub(crate) fn start_child(
         self: &Arc<Self>,
         req: StartRequest,
-        depth: u32,
+        place: trees::Place,
     ) -> Result<Option<oneshot::Receiver<Result<(), StartError>>>, StartError> {
         let run_id = req.run_id.unwrap_or_default();
         let start = self.start_record(req);
         self.can_run(&start)?;
-        self.spawn_start(start, run_id, true, Some(depth))
+        self.spawn_start(start, run_id, true, Some(place))
     }
 
     pub(crate) async fn start(self: &Arc<Self>, req: StartRequest) -> Result<RunId, StartError> {

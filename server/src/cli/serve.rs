@@ -89,6 +89,11 @@ pub(crate) struct ServeArgs {
     /// With a PostgreSQL store: how many reclaims after a lost lease a run survives (MAG-LS001).
     #[arg(long, value_name = "N", default_value_t = 3)]
     max_claim_attempts: u32,
+    /// The most runs one tree of runs may hold: a root run and every sub-run started under it
+    /// while it is active. A sub-run beyond it is not started; its step fails (MAG-CH003).
+    #[arg(long, value_name = "N", default_value_t = 10_000,
+          value_parser = clap::value_parser!(u32).range(1..))]
+    max_runs_per_tree: u32,
     /// Days a trigger delivery record (schedule tick, webhook request, event) is kept.
     #[arg(long, value_name = "DAYS", default_value_t = 7,
           value_parser = clap::value_parser!(u64).range(1..=3650))]
@@ -119,7 +124,8 @@ pub(crate) async fn serve(loc: &Location, args: ServeArgs) -> anyhow::Result<u8>
         .header_read_timeout(Duration::from_secs(args.header_read_timeout))
         .body_read_timeout(Duration::from_secs(args.body_read_timeout))
         .idle_timeout(Duration::from_secs(args.idle_timeout))
-        .max_connections(usize::try_from(args.max_connections).unwrap_or(usize::MAX));
+        .max_connections(usize::try_from(args.max_connections).unwrap_or(usize::MAX))
+        .max_runs_per_tree(args.max_runs_per_tree);
     if let Some(store) = &loc.store {
         config = config.store(store);
     }

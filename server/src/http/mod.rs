@@ -102,6 +102,7 @@ pub struct ServeConfig {
     max_subscriptions_per_connection: usize,
     document_quota: doc_quota::DocumentQuota,
     triggers: crate::triggers::TriggerConfig,
+    max_runs_per_tree: u32,
 }
 
 impl ServeConfig {
@@ -120,6 +121,7 @@ impl ServeConfig {
             max_subscriptions_per_connection: follow::DEFAULT_MAX_SUBSCRIPTIONS_PER_CONNECTION,
             document_quota: doc_quota::DocumentQuota::default(),
             triggers: crate::triggers::TriggerConfig::default(),
+            max_runs_per_tree: magrathea_core::DEFAULT_MAX_RUNS_PER_TREE,
         }
     }
 
@@ -149,6 +151,14 @@ impl ServeConfig {
     /// (`EngineBuilder::max_claim_attempts`).
     pub fn postgres_options(mut self, options: magrathea_postgres::PgOptions) -> Self {
         self.postgres = options;
+        self
+    }
+
+    /// The most runs one tree of runs may hold: a root run and every sub-run started under it
+    /// while it is active (default 10,000; see `EngineBuilder::max_runs_per_tree`). A child
+    /// beyond it is not started (`[MAG-CH003]`).
+    pub fn max_runs_per_tree(mut self, runs: u32) -> Self {
+        self.max_runs_per_tree = runs;
         self
     }
 
@@ -378,7 +388,12 @@ pub async fn serve(config: ServeConfig) -> Result<(SocketAddr, ServerHandle), Se
         })?;
     }
     let engine = location
-        .install_with(Engine::builder().recover(true), &config.postgres)
+        .install_with(
+            Engine::builder()
+                .recover(true)
+                .max_runs_per_tree(config.max_runs_per_tree),
+            &config.postgres,
+        )
         .map_err(|e| ServeError::Open(OpenError::Store(e)))?;
     start(engine, &config, auth).await
 }

@@ -10,6 +10,7 @@ mod live_common;
 mod long_run;
 mod raw_http;
 mod serve_child;
+mod serve_run_trees;
 mod ui_common;
 
 mod cli;

@@ -18,6 +18,7 @@ mod replay_identity;
 mod restart;
 mod run_bounds;
 mod run_deadline;
+mod run_trees;
 mod sub_run_crash;
 mod sub_runs;
 mod yaml_interop;

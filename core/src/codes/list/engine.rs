@@ -250,6 +250,11 @@ pub(super) const CODES: &[ErrorCode] = &[
         remedy: "End the recursion with a condition, or raise the limit with EngineBuilder::max_child_depth or `subRuns.maxDepth` in _vance/settings.yaml.",
     },
     ErrorCode {
+        code: "MAG-CH003",
+        meaning: "A child run was not started: its tree of runs (the root and every run started under it while the root is active) holds as many runs as one tree may (10,000 by default).",
+        remedy: "End the recursion with a condition, start fewer sub-runs per level, or raise the bound with EngineBuilder::max_runs_per_tree or `magrathea serve --max-runs-per-tree`.",
+    },
+    ErrorCode {
         code: "MAG-SE001",
         meaning: "A value (a workflow's or task's output) cannot be serialised to JSON.",
         remedy: "Make the type serialise to JSON (string map keys, no non-finite floats).",

@@ -20,6 +20,7 @@ use tokio::sync::oneshot;
 
 use super::Driver;
 use crate::context::ChildOutcome;
+use crate::engine::trees::Place;
 use crate::engine::{Event, StartRequest};
 use crate::id::RunId;
 use crate::record::{ParentRef, Record, RunStatus, Step};
@@ -69,8 +70,8 @@ impl Driver {
             .deliver(self.run_id, Event::ChildDone { step, outcome });
     }
 
-    /// Starts the child of `step`; a child that cannot start, or would be nested deeper than
-    /// the limit, ends the step as failed.
+    /// Starts the child of `step`; a child that cannot start, would be nested deeper than the
+    /// limit, or would grow its tree past the bound, ends the step as failed.
     pub(super) fn start_child(&mut self, step: Step) {
         let Some(req) = self.child_start_request(step) else {
             return;
@@ -81,17 +82,41 @@ impl Driver {
             .child(step)
             .and_then(|(_, r)| r.max_depth)
             .unwrap_or(self.engine.config.max_child_depth);
-        let depth = self.depth().saturating_add(1);
+        let here = self.place();
+        let depth = here.depth.saturating_add(1);
         if depth > limit {
             let reason = self.depth_limit_reason(limit, &req.workflow);
             tracing::warn!(run = %self.run_id, step, %reason, "child not started");
             self.child_not_started(step, child_id, RunStatus::Failed, reason);
             return;
         }
+        let bound = self.engine.config.max_runs_per_tree;
+        if let Err(held) = self.engine.trees.admit(here.root, child_id, bound) {
+            let reason = format!(
+                "[MAG-CH003] the tree of runs under root run {root} holds {held} runs, the \
+                 most one tree may hold ({bound}): run {run} cannot start a child \
+                 `{workflow}`; a workflow that starts itself more than once needs a condition \
+                 that ends the recursion, or raise the bound (EngineBuilder::max_runs_per_tree, \
+                 or `magrathea serve --max-runs-per-tree`)",
+                root = here.root,
+                run = self.run_id,
+                workflow = req.workflow,
+            );
+            tracing::warn!(run = %self.run_id, step, %reason, "child not started");
+            self.child_not_started(step, child_id, RunStatus::Failed, reason);
+            return;
+        }
+        let place = Place {
+            depth,
+            root: here.root,
+        };
         // Synchronous up to the point where the child is known to the engine: a cancellation
         // that follows reaches the child's driver after its start.
-        match self.engine.start_child(req, depth) {
-            Err(e) => self.child_not_started(step, child_id, RunStatus::Failed, e.to_string()),
+        match self.engine.start_child(req, place) {
+            Err(e) => {
+                self.engine.trees.leave(child_id);
+                self.child_not_started(step, child_id, RunStatus::Failed, e.to_string());
+            }
             Ok(None) => {}
             Ok(Some(done)) => {
                 let engine = self.engine.clone();
@@ -102,6 +127,7 @@ impl Driver {
                         Ok(Err(e)) => e.to_string(),
                         Err(_) => crate::error::StoreError::Closed.to_string(),
                     };
+                    engine.trees.leave(child_id);
                     let outcome = ChildOutcome {
                         run_id: child_id,
                         status: RunStatus::Failed,
@@ -280,15 +306,30 @@ impl Driver {
         }
     }
 
-    /// The run's nesting depth: 0 for a root run, its parent's plus one for a child. Walks the
-    /// chain of parents in the store once, unless the starter said.
-    pub(super) fn depth(&mut self) -> u32 {
-        if let Some(d) = self.depth {
-            return d;
+    /// The run's place in its tree: its nesting depth (0 for a root run, its parent's plus one
+    /// for a child) and its root. Walks the chain of parents in the store once, unless the
+    /// starter said.
+    pub(super) fn place(&mut self) -> Place {
+        if let Some(p) = self.place {
+            return p;
         }
-        let d = u32::try_from(self.lineage().len().saturating_sub(1)).unwrap_or(u32::MAX);
-        self.depth = Some(d);
-        d
+        let chain = self.lineage();
+        let place = Place {
+            depth: u32::try_from(chain.len().saturating_sub(1)).unwrap_or(u32::MAX),
+            root: chain.first().map_or(self.run_id, |(run, _)| *run),
+        };
+        self.place = Some(place);
+        place
+    }
+
+    /// A child run taken into memory to be recovered counts in its tree again (after a
+    /// restart, the tree's count begins with the runs recovered).
+    pub(super) fn join_tree(&mut self) {
+        let is_child = self.start.as_ref().is_some_and(|s| s.parent.is_some());
+        if is_child && !self.state.is_terminal() && !self.checking {
+            let root = self.place().root;
+            self.engine.trees.join(root, self.run_id);
+        }
     }
 
     /// This run and its ancestors, root first: run id and workflow name.

@@ -24,6 +24,7 @@ use futures::future::BoxFuture;
 use serde_json::Value;
 use tokio::sync::{Notify, mpsc, oneshot};
 
+use super::trees::Place;
 use super::{EngineInner, Event, RunUpdate, WorkflowError};
 use crate::context::{Command, CommandDetail, Link, Shared, lock};
 use crate::error::{DeliverError, StartError, StoreError};
@@ -38,8 +39,8 @@ pub(crate) enum Init {
     Fresh {
         start: Box<StartRecord>,
         ack: oneshot::Sender<Result<(), StartError>>,
-        /// The run's sub-run nesting depth, when the starter knows it (a parent does).
-        depth: Option<u32>,
+        /// The run's place in its tree of runs, when the starter knows it (a parent does).
+        place: Option<Place>,
     },
     /// Replay the run from its journal. `reclaims` counts the times a worker sharing the
     /// store reclaimed it after its lease expired (0 with a store one process owns).
@@ -60,6 +61,7 @@ pub(crate) fn spawn(
         let journal_bytes = driver.outbox.journal_bytes;
         if driver.state.is_terminal() && !driver.checking {
             engine.timers.forget_run(run);
+            engine.trees.leave(run);
         }
         // Everything the run held goes with the driver: its state, outbox and attempts.
         drop(driver);
@@ -219,8 +221,8 @@ struct Driver {
     dropped_buf: Vec<Step>,
     /// Replaying to check the code against a journal, ended runs included; nothing is acted on.
     checking: bool,
-    /// The run's sub-run nesting depth (root = 0), once known.
-    depth: Option<u32>,
+    /// The run's place in its tree of runs (its nesting depth and root), once known.
+    place: Option<Place>,
     /// The most bytes the run's journal may hold ([`Driver::journal_limit`], set when the run
     /// is loaded).
     journal_cap: u64,
@@ -262,7 +264,7 @@ impl Driver {
             replayed_buf: Vec::new(),
             dropped_buf: Vec::new(),
             checking: false,
-            depth: None,
+            place: None,
             journal_cap: u64::MAX,
             held: Held::default(),
             claims_exhausted: None,
@@ -271,14 +273,15 @@ impl Driver {
 
     async fn run(&mut self, init: Init) {
         let ok = match init {
-            Init::Fresh { start, ack, depth } => {
-                self.depth = depth;
+            Init::Fresh { start, ack, place } => {
+                self.place = place;
                 self.begin_fresh(*start, ack)
             }
             Init::Recover { reclaims } => {
                 self.claims_exhausted = self.claims_exhausted_after(reclaims);
                 let ok = self.recover().await;
                 if ok {
+                    self.join_tree();
                     self.cancel_if_parent_did();
                 }
                 ok
