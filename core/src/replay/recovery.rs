@@ -30,6 +30,16 @@ impl RunState {
         records
     }
 
+    /// Whether task step `step` has a running attempt that waits for a place to run (queued
+    /// and never admitted): it has not begun, so a lost claim of the run does not count
+    /// against it.
+    pub(crate) fn waits_for_admission(&self, step: Step) -> bool {
+        matches!(
+            self.steps.get(&step),
+            Some(StepEntry { machine: Machine::Task(t), .. }) if t.is_queued()
+        )
+    }
+
     /// After replay: the effects that pending steps need again (attempts to run, timers to
     /// register, children to check), in step order.
     pub(crate) fn rearm(&self) -> Vec<Effect> {

@@ -167,6 +167,12 @@ impl TaskStep {
         }
     }
 
+    /// Whether the running attempt's latest execution waits for a place to run: it was queued
+    /// and never admitted, so it has not begun.
+    pub(crate) fn is_queued(&self) -> bool {
+        matches!(self, TaskStep::Running { queued: true, .. })
+    }
+
     /// The number of the running attempt's next execution, when its process stopped before
     /// its result: one more than its executions, or the same when the latest never began (it
     /// was queued and not admitted).
@@ -378,12 +384,16 @@ mod tests {
     fn an_execution_that_was_queued_and_never_admitted_is_not_counted() {
         let mut t = requested();
         t.started(1);
+        assert!(!t.is_queued());
         t.queued(1, true);
+        assert!(t.is_queued());
         assert_eq!(t.next_execution(), Some(1), "the first never began");
         t.restarted(1, 1);
+        assert!(!t.is_queued());
         assert_eq!(t.next_execution(), Some(2), "a restart begins unqueued");
         t.queued(1, true);
         t.queued(1, false);
+        assert!(!t.is_queued());
         assert_eq!(t.next_execution(), Some(2), "admitted: it began");
         t.queued(2, true);
         assert_eq!(t.next_execution(), Some(2), "another attempt's wait");
@@ -392,6 +402,7 @@ mod tests {
         t.queued(1, true);
         assert_eq!(t.next_execution(), Some(2));
         assert!(t.result(true));
+        assert!(!t.is_queued());
         assert_eq!(t.next_execution(), None);
     }
 

@@ -1,5 +1,6 @@
 //! Lanes across workers (reference §11): three `magrathea serve` workers on one PostgreSQL
-//! database hold a project's `lanes.maxConcurrentTasks` together, not each on its own.
+//! database hold a project's `lanes.maxConcurrentTasks` together, not each on its own; a step
+//! that waited in the lane when its worker died is not failed for the run's lost claim.
 
 use crate::http_common;
 use crate::serve_child;
@@ -54,8 +55,12 @@ fn worker(root: &Path, url: &str) -> ServeChild {
 }
 
 async fn start(client: &reqwest::Client, worker: &ServeChild) -> String {
+    start_of(client, worker, "noted").await
+}
+
+async fn start_of(client: &reqwest::Client, worker: &ServeChild, workflow: &str) -> String {
     let r = client
-        .post(format!("{}{RUNS}/noted/start", worker.base))
+        .post(format!("{}{RUNS}/{workflow}/start", worker.base))
         .json(&json!({ "params": {} }))
         .send()
         .await
@@ -143,6 +148,85 @@ async fn a_lane_of_width_two_runs_at_most_two_steps_across_three_workers_and_doe
         "at most two steps at once across the workers, saw {most}:\n{log}"
     );
     assert_eq!(most, 2, "two steps did run at once:\n{log}");
+}
+
+/// Holds the lane for 30 s each time it runs; a lost claim it cannot survive is caught.
+const HOG: &str = r#"
+start: hog
+states:
+  hog:
+    type: shell_task
+    run: "echo hog >> hog.log; sleep 30"
+    dirName: workspace
+    on: { success: done }
+    catch: { technical_error: gave_up }
+  done: { type: terminal, result: finished }
+  gave_up: { type: terminal, result: gave up }
+"#;
+
+const QUICK: &str = r#"
+start: quick
+states:
+  quick:
+    type: shell_task
+    run: "echo quick >> quick.log"
+    dirName: workspace
+    on: { success: done }
+  done: { type: terminal, result: finished }
+"#;
+
+/// A worker whose runs survive no lost claim (`--max-claim-attempts 1`), reclaimed a second
+/// after its heartbeat stops.
+fn strict_worker(root: &Path, url: &str) -> ServeChild {
+    let mut cmd = serve_command(root);
+    cmd.args(["--insecure-no-auth", "--store", url, "--lease-grace", "1"]);
+    cmd.args(["--max-claim-attempts", "1"]);
+    ServeChild::spawn(cmd)
+}
+
+fn lines(path: &Path) -> usize {
+    std::fs::read_to_string(path)
+        .unwrap_or_default()
+        .lines()
+        .count()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_step_queued_in_the_lane_when_its_worker_dies_is_not_failed_for_the_lost_claim() {
+    let url = cluster().create_database();
+    let tmp = tempfile::tempdir().unwrap();
+    let root = tmp.path().canonicalize().unwrap();
+    tree(&root, 1);
+    let shop = root.join("acme/shop");
+    write(&shop.join("_vance/workflows/hog.yaml"), HOG);
+    write(&shop.join("_vance/workflows/quick.yaml"), QUICK);
+    let client = reqwest::Client::builder()
+        .timeout(Duration::from_secs(10))
+        .build()
+        .unwrap();
+
+    let mut first = strict_worker(&root, &url);
+    let hog = start_of(&client, &first, "hog").await;
+    let deadline = Instant::now() + Duration::from_secs(30);
+    while lines(&shop.join("hog.log")) < 1 {
+        assert!(Instant::now() < deadline, "the hog never ran");
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    let quick = start_of(&client, &first, "quick").await;
+    first
+        .journaled(&client, &quick, "-", "TaskQueuedRecord")
+        .await;
+    first.kill(); // SIGKILL while `quick` waits for the lane `hog` holds
+
+    let second = strict_worker(&root, &url);
+    let view = wait_done(&client, &second, &quick).await;
+    assert_eq!(view["status"], "DONE", "{view}");
+    assert_eq!(view["result"], "finished", "{view}");
+    assert_eq!(lines(&shop.join("quick.log")), 1, "it ran once");
+    // The hog had begun: its lost claim is one more than the worker allows.
+    let view = wait_done(&client, &second, &hog).await;
+    assert_eq!(view["result"], "gave up", "{view}");
+    assert_eq!(lines(&shop.join("hog.log")), 1, "not run again");
 }
 
 #[test]

@@ -340,6 +340,9 @@ impl Driver {
         // journaled first, and the flush that makes it durable comes before the effect acts.
         for restart in self.state.restarts(crate::engine::worker::worker_name()) {
             let exhausted = match &restart {
+                // An attempt queued for a place to run never began: the run's lost claims are
+                // not counted against it, nor is the execution.
+                Record::TaskRestarted { step, .. } if self.state.waits_for_admission(*step) => None,
                 Record::TaskRestarted { execution, .. } => self
                     .claims_exhausted
                     .clone()
