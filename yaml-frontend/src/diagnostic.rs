@@ -108,10 +108,10 @@ pub enum Code {
     InvalidValue,
     /// `MAG-Y027`: a state is never reached from `start` (warning).
     Unreachable,
-    /// `MAG-Y028`: a `shell_task` splices `${params.…}` or `${state.…}` into its command (an
-    /// error unless the state says `splice: quoted` or `splice: variables`, and under
-    /// `variables` where no splice is safe): use the `MAGRATHEA_PARAM_<KEY>` /
-    /// `MAGRATHEA_VAR_<KEY>` environment variable instead.
+    /// `MAG-Y028`: a `shell_task` splices `${params.…}` or `${state.…}` into its command where
+    /// no splice is safe (inside `$((…))`, a here-document with a quoted delimiter), or at all
+    /// under `splice: none`: use the `MAGRATHEA_PARAM_<KEY>` / `MAGRATHEA_VAR_<KEY>`
+    /// environment variable instead.
     ShellSplice,
     /// `MAG-Y037`: `bounds` sets both `maxWallclockSeconds` and `runTimeoutMs`.
     DeadlineTwice,

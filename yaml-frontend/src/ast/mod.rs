@@ -395,16 +395,16 @@ pub enum TaskSpec {
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 #[non_exhaustive]
 pub enum Splice {
-    /// `none` (default): a placeholder in `run:` is an error (`MAG-Y028`); values reach the
-    /// command as `$MAGRATHEA_PARAM_*` / `$MAGRATHEA_VAR_*`.
-    #[default]
+    /// `none`: a placeholder in `run:` is an error (`MAG-Y028`); values reach the command as
+    /// `$MAGRATHEA_PARAM_*` / `$MAGRATHEA_VAR_*` only.
     None,
     /// `quoted`: each placeholder's value is spliced POSIX-single-quoted, so it arrives as one
     /// word of data whatever it holds.
     Quoted,
-    /// `variables`: each placeholder becomes a reference to an environment variable of its
-    /// own that holds its value, written for where it stands in the command's quoting, so
-    /// that the value arrives as data whatever it holds.
+    /// `variables` (default): each placeholder becomes a reference to an environment variable
+    /// of its own that holds its value, written for where it stands in the command's quoting,
+    /// so that the value arrives as data whatever it holds.
+    #[default]
     Variables,
 }
 

@@ -512,10 +512,10 @@ fn check_splice(ctx: &mut Ctx<'_>, node: &YamlNode, run: &str, what: &str) {
             span,
             Code::ShellSplice,
             format_args!(
-                "run of {what} splices '{shown}' into the shell command, where a value with \
-                 quotes or ';' becomes code: use \"${env}\" instead (double-quoted), or set \
-                 `splice: quoted` on the state to splice each value single-quoted (or \
-                 `splice: variables` to pass each through a variable of its own)"
+                "run of {what} splices '{shown}' into the shell command under `splice: none`: \
+                 use \"${env}\" instead (double-quoted), or drop `splice: none` to pass each \
+                 value through a variable of its own (or set `splice: quoted` to splice each \
+                 value single-quoted)"
             ),
         );
     }
@@ -574,7 +574,7 @@ fn task_spec(ctx: &mut Ctx<'_>, t: TaskType, node: &YamlNode, what: &str) -> Tas
                 ],
                 what,
             )
-            .unwrap_or_default();
+            .unwrap_or(Splice::Variables);
             match splice {
                 Splice::None => check_splice(ctx, node, &run, what),
                 Splice::Variables => check_splice_spots(ctx, node, &run, what),

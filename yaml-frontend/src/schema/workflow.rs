@@ -196,14 +196,14 @@ pub struct ShellTask {
     #[serde(flatten)]
     pub common: Common,
     /// The command line (`sh -c`). Parameters are in `$MAGRATHEA_PARAM_<KEY>`, variables in
-    /// `$MAGRATHEA_VAR_<KEY>`; `${params.…}` / `${state.…}` here is an error unless
-    /// `splice: variables` or `splice: quoted`.
+    /// `$MAGRATHEA_VAR_<KEY>`; `${params.…}` / `${state.…}` here gives the value's text as
+    /// data (see `splice`).
     pub run: String,
     /// The workspace directory it runs in (settings `workspaces:`; `workspace` is the project).
     pub dir_name: Option<String>,
-    /// `none` (default): `${…}` in `run:` is an error; `variables`: each `${…}` becomes a
-    /// reference to an environment variable holding its value, so that it arrives as data;
-    /// `quoted`: each value is spliced single-quoted for the shell, as one word of data.
+    /// `variables` (default): each `${…}` in `run:` becomes a reference to an environment
+    /// variable holding its value, so that it arrives as data; `quoted`: each value is spliced
+    /// single-quoted for the shell, as one word of data; `none`: `${…}` in `run:` is an error.
     pub splice: Option<Words<SpliceWords>>,
 }
 

@@ -1130,46 +1130,35 @@ states:
     assert!(out.ends_with("xxxxEND\n"), "{out}");
 }
 
-#[test]
-fn a_placeholder_in_a_shell_command_is_an_error_naming_the_variable_to_use() {
-    let doc = "start: a\nstates:\n  a:\n    type: shell_task\n    run: \"git checkout ${params.branch} && echo ${state.plan.risk}\"\n    dirName: workspace\n    on:\n      success: done\n  done: { type: terminal }\n";
+/// §2.4 in a shell command: a placeholder gives the value's text (as data, through a variable
+/// of its own, by default); `splice: none` refuses it, naming the variable to use.
+#[tokio::test(flavor = "multi_thread")]
+async fn a_placeholder_in_a_shell_command_gives_the_value_as_data_unless_splice_none() {
+    let doc = "start: a\nparameters:\n  branch: { type: string, required: true }\nstates:\n  a:\n    type: shell_task\n    run: \"printf '%s|' ${params.branch} ${params.missing}\"\n    dirName: workspace\n    storeAs: out\n    on:\n      success: done\n  done: { type: terminal, result: \"${state.out.stdout}\" }\n";
+    let p = project(&[("w", doc)]).await;
+    let v = p.run("w", json!({"branch": "main; echo pwned"})).await;
+    assert_eq!(v.status, RunStatus::Done, "{v:?}");
+    assert_eq!(v.result, Some(json!("main; echo pwned||")));
+
+    let none = doc.replace("    dirName:", "    splice: none\n    dirName:");
     let errors: Vec<String> =
-        match magrathea_yaml::load_workflow("w.yaml", doc, &Default::default()) {
-            Ok(_) => panic!("a splicing shell command must not load"),
+        match magrathea_yaml::load_workflow("w.yaml", &none, &Default::default()) {
+            Ok(_) => panic!("a placeholder under `splice: none` must not load"),
             Err(d) => d.errors().map(|d| d.to_string()).collect(),
         };
     assert!(
         errors
             .iter()
-            .any(|e| e.starts_with("w.yaml:5:10: [MAG-Y028]")
+            .any(|e| e.starts_with("w.yaml:7:10: [MAG-Y028]")
                 && e.contains("\"$MAGRATHEA_PARAM_BRANCH\"")
-                && e.contains("splice: quoted")),
+                && e.contains("splice: none")),
         "{errors:?}"
     );
-    assert!(
-        errors
-            .iter()
-            .any(|e| e.contains("[MAG-Y028]") && e.contains("\"$MAGRATHEA_VAR_PLAN_RISK\"")),
-        "{errors:?}"
+    // A placeholder where no splice is safe is refused whatever the state says.
+    let arithmetic = doc.replace(
+        "printf '%s|' ${params.branch} ${params.missing}",
+        "echo $(( ${params.n} + 1 )) ${params.branch}",
     );
-    // Opting in with `splice: quoted` or `splice: variables` loads.
-    for splice in ["quoted", "variables"] {
-        let opted = doc.replace(
-            "    dirName:",
-            &format!("    splice: {splice}\n    dirName:"),
-        );
-        assert!(
-            magrathea_yaml::load_workflow("w.yaml", &opted, &Default::default()).is_ok(),
-            "{splice}"
-        );
-    }
-    // Under `splice: variables`, a placeholder where no splice is safe is still refused.
-    let arithmetic = doc
-        .replace("    dirName:", "    splice: variables\n    dirName:")
-        .replace(
-            "git checkout ${params.branch} && echo ${state.plan.risk}",
-            "echo $(( ${params.n} + 1 )) ${params.branch}",
-        );
     let errors: Vec<String> =
         match magrathea_yaml::load_workflow("w.yaml", &arithmetic, &Default::default()) {
             Ok(_) => panic!("a splice inside $((…)) must not load"),
@@ -1177,7 +1166,7 @@ fn a_placeholder_in_a_shell_command_is_an_error_naming_the_variable_to_use() {
         };
     assert_eq!(errors.len(), 1, "{errors:?}");
     assert!(
-        errors[0].starts_with("w.yaml:5:10: [MAG-Y028]")
+        errors[0].starts_with("w.yaml:7:10: [MAG-Y028]")
             && errors[0].contains("'${params.n}' inside `$((…))`")
             && errors[0].contains("\"$MAGRATHEA_PARAM_N\""),
         "{errors:?}"

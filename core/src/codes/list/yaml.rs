@@ -141,8 +141,8 @@ pub(super) const CODES: &[ErrorCode] = &[
     },
     ErrorCode {
         code: "MAG-Y028",
-        meaning: "A shell_task splices `${params.…}` or `${state.…}` into its command (an error: a value with quotes or `;` would become code), or, under `splice: variables`, where no value can be spliced as data (inside `$((…))` or a here-document with a quoted delimiter).",
-        remedy: "Use the value's environment variable, quoted (`\"$MAGRATHEA_PARAM_X\"`, `\"$MAGRATHEA_VAR_X\"`; the message names it), or opt the state into splicing with `splice: variables` (each value through a variable of its own) or `splice: quoted`.",
+        meaning: "A shell_task has `${params.…}` or `${state.…}` in its command where no value can be spliced as data (inside `$((…))` or a here-document with a quoted delimiter), or anywhere under `splice: none`.",
+        remedy: "Use the value's environment variable, quoted (`\"$MAGRATHEA_PARAM_X\"`, `\"$MAGRATHEA_VAR_X\"`; the message names it), outside the arithmetic or here-document; under `splice: none`, drop it to pass each value through a variable of its own (the default) or set `splice: quoted`.",
     },
     ErrorCode {
         code: "MAG-Y029",
