@@ -135,7 +135,7 @@ pub enum Code {
     /// `MAG-Y031`: `toleratedFailures` is neither a count nor a percentage.
     InvalidTolerance,
     /// `MAG-YA001`: a transition on an outcome the task can never end with (a warning for
-    /// `failure`, an error otherwise).
+    /// `failure` and in `catch:`, an error otherwise).
     ImpossibleOutcome,
     /// `MAG-YA002`: a transition its state, as configured, never takes (warning).
     InertTransition,

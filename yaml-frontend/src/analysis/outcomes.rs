@@ -10,7 +10,10 @@ use crate::outcome::{Outcome, Outcomes, Routing};
 
 /// `failure` is the reference's generic word for a task that did not succeed, and its own
 /// example writes `on: failure` on an `agent_task`; a transition on it where it cannot happen
-/// is reported as a warning rather than refused.
+/// is reported as a warning rather than refused. So is a `catch:` of a kind the task never
+/// ends with: `catch:` takes the seven kinds of the reference's vocabulary (§4.2) on any
+/// state, and a block of them written once for every state is harmless where one of them
+/// cannot happen.
 const GENERIC_FAILURE: &str = "failure";
 
 pub(super) fn check(ctx: &mut Ctx<'_>, doc: &WorkflowDoc) {
@@ -122,6 +125,8 @@ fn transition(
                 Code::ImpossibleOutcome,
                 format_args!("{text} (only a workflow_task ends with 'failure')"),
             );
+        } else if written.starts_with("catch:") {
+            ctx.warn(span, Code::ImpossibleOutcome, text);
         } else {
             ctx.error(span, Code::ImpossibleOutcome, text);
         }

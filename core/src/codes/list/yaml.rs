@@ -186,7 +186,7 @@ pub(super) const CODES: &[ErrorCode] = &[
     },
     ErrorCode {
         code: "MAG-YA001",
-        meaning: "A transition names an outcome its task can never end with (e.g. `on: success` on a timer_task, which only ends `fired`); it can never be taken. An error, except for `failure`, which the reference writes loosely and is a warning.",
+        meaning: "A transition names an outcome its task can never end with (e.g. `on: success` on a timer_task, which only ends `fired`); it can never be taken. An error for `on:`, except for `failure`, which the reference writes loosely; a warning for `failure` and for `catch:` (the reference's seven kinds may be caught on any state).",
         remedy: "Route an outcome the task type produces (the message lists them), or remove the transition.",
     },
     ErrorCode {
