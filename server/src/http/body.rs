@@ -26,8 +26,15 @@ where
         let bytes = Bytes::from_request(req, state)
             .await
             .map_err(|e| body_error(e.status(), e.body_text()))?;
-        if bytes.iter().all(u8::is_ascii_whitespace) {
+        let Some(first) = bytes.iter().find(|b| !b.is_ascii_whitespace()) else {
             return Ok(Self(Ok(T::default())));
+        };
+        // Every body is an object: serde would read an array as the fields in order.
+        if *first != b'{' {
+            return Ok(Self(Err(ApiError::bad_request(
+                "MAG-HTTP-INVALID-JSON",
+                "invalid JSON body: expected a JSON object",
+            ))));
         }
         Ok(Self(serde_json::from_slice(&bytes).map_err(|e| {
             ApiError::bad_request(

@@ -186,6 +186,20 @@ async fn start_errors_are_404_422_and_400() {
         .await
         .unwrap();
     assert_eq!(code(r).await, (400, "MAG-HTTP-INVALID-JSON".into()));
+    // An array is not read as the fields in order, nor a scalar as nothing.
+    for body in [r#"[{"who": "x"}, "mallory"]"#, "[]", "7", "\"params\""] {
+        let r = s
+            .post("/brain/acme/project/shop/workflows/hello/start", Some(ACME))
+            .body(body)
+            .send()
+            .await
+            .unwrap();
+        assert_eq!(
+            code(r).await,
+            (400, "MAG-HTTP-INVALID-JSON".into()),
+            "{body}"
+        );
+    }
     // An empty body starts with no parameters.
     let r = s
         .post("/brain/acme/project/shop/workflows/hello/start", Some(ACME))
