@@ -108,9 +108,15 @@ impl TenantBounds {
             ),
             None => (self.max_task_spawns, "bounds.maxTaskSpawns".to_string()),
         };
+        // The built-in default is named as such: the file may not exist.
+        let unset = if key == "bounds.maxTaskSpawns" && value == DEFAULT_MAX_TASK_SPAWNS {
+            format!(", {DEFAULT_MAX_TASK_SPAWNS} unless set")
+        } else {
+            String::new()
+        };
         (value > 0).then(|| DefaultBound {
             value,
-            setting: format!("{key} in {}", settings_file(scope)),
+            setting: format!("{key} in {}{unset}", settings_file(scope)),
         })
     }
 
@@ -175,7 +181,9 @@ mod tests {
             b.task_spawns(&shop),
             Some(DefaultBound {
                 value: 10_000,
-                setting: "bounds.maxTaskSpawns in acme/_tenant/_vance/settings.yaml".into(),
+                setting: "bounds.maxTaskSpawns in acme/_tenant/_vance/settings.yaml, 10000 unless \
+                          set"
+                .into(),
             })
         );
         assert_eq!(b.journal_bytes(&shop), None);

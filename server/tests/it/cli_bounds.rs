@@ -141,7 +141,7 @@ fn the_built_in_spawn_default_of_ten_thousand_is_frozen_in_the_start_record() {
         records[0]["bounds"],
         serde_json::json!({
             "maxTaskSpawns": 10000,
-            "maxTaskSpawnsSetting": "bounds.maxTaskSpawns in acme/_tenant/_vance/settings.yaml"
+            "maxTaskSpawnsSetting": "bounds.maxTaskSpawns in acme/_tenant/_vance/settings.yaml, 10000 unless set"
         })
     );
 }

@@ -6,7 +6,7 @@
 //!   a transition that its state as configured never takes, outcomes no `on:`/`catch:`
 //!   routes, and a `condition_task` without `else` whose rules may all be false.
 //! - `reach.rs`: states never reached from `start`, and loops with no timer, gate or bound
-//!   on them (a run that can loop forever).
+//!   on them (a run that loops until the tenant's default bounds stop it).
 //! - [`Loaded::check_sub_workflows`]: a `workflow_task` naming a workflow that does not
 //!   exist. It needs the document cascade, so the caller runs it with a lookup.
 //! - `lookup.rs`: the checks against the caller's documents ([`DocumentLookup`]): the

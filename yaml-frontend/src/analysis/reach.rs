@@ -84,8 +84,10 @@ pub(super) fn unbounded_loops(ctx: &mut Ctx<'_>, doc: &WorkflowDoc, plan: &Plan,
             Code::UnboundedLoop,
             format_args!(
                 "{shape} with no timer_task or gate_task on it, and the workflow sets no \
-                 bounds: a run can loop forever; expected bounds.maxTaskSpawns or \
-                 bounds.maxWallclockSeconds, or a timer or gate on the loop"
+                 bounds: a run loops until its tenant's default bounds stop it (10000 task \
+                 spawns unless the tenant sets bounds.maxTaskSpawns); expected \
+                 bounds.maxTaskSpawns or bounds.maxWallclockSeconds, or a timer or gate on the \
+                 loop"
             ),
         );
     }

@@ -288,8 +288,10 @@ fn a_loop_without_timer_gate_or_bound_can_run_forever() {
         warnings(&text),
         [
             "wf.yaml:3:3: [MAG-YA006] states 'poll', 'fix' form a loop with no timer_task or \
-          gate_task on it, and the workflow sets no bounds: a run can loop forever; expected \
-          bounds.maxTaskSpawns or bounds.maxWallclockSeconds, or a timer or gate on the loop"
+          gate_task on it, and the workflow sets no bounds: a run loops until its tenant's \
+          default bounds stop it (10000 task spawns unless the tenant sets \
+          bounds.maxTaskSpawns); expected bounds.maxTaskSpawns or bounds.maxWallclockSeconds, \
+          or a timer or gate on the loop"
         ]
     );
     let bounded = format!("start: poll\nbounds: {{ maxTaskSpawns: 50 }}\n{body}");

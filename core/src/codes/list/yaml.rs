@@ -211,7 +211,7 @@ pub(super) const CODES: &[ErrorCode] = &[
     },
     ErrorCode {
         code: "MAG-YA006",
-        meaning: "States form a loop with no timer_task or gate_task on it and the workflow sets no bounds (a warning): a run can loop forever.",
+        meaning: "States form a loop with no timer_task or gate_task on it and the workflow sets no bounds (a warning): a run loops until its tenant's default bounds stop it (10000 task spawns unless set).",
         remedy: "Set `bounds.maxTaskSpawns` or `bounds.maxWallclockSeconds`, or put a timer or gate on the loop.",
     },
     ErrorCode {
