@@ -6,7 +6,9 @@
 //!
 //! 200 `{pause|resume, run}`, where `pause` is `paused` or `alreadyPaused`, `resume` is
 //! `resumed`, and `run` the run (brief without `workflow.read`), its status `PAUSED` after a
-//! pause. 404 for a run that is not there (or not the caller's tenant's); 409
+//! pause. The `/v1` routes add `status`, the run's status in Friday's words
+//! (`FridayWorkflowRunStatus`: `running`, `paused`, `completed`, `failed`, `cancelled`; see
+//! [`friday_run_status`]). 404 for a run that is not there (or not the caller's tenant's); 409
 //! `MAG-HTTP-PAUSE-STATE` for a run that has ended (or is being cancelled, or is blocked) on a
 //! pause, and for a run that is not paused on a resume. See [`Engine::pause`].
 //!
@@ -15,7 +17,7 @@
 use axum::Json;
 use axum::extract::{Path, State};
 use axum::http::{HeaderMap, StatusCode};
-use magrathea_core::{ControlAck, DeliverError, RunId, RunSummary};
+use magrathea_core::{ControlAck, DeliverError, RunId, RunStatus, RunSummary};
 use serde::Deserialize;
 use serde_json::{Value, json};
 
@@ -70,7 +72,9 @@ pub(crate) async fn v1_pause(
     headers: HeaderMap,
     JsonBody(body): JsonBody<PauseBody>,
 ) -> Result<Json<Value>, ApiError> {
-    tenant_wide(state, run_id, headers, body, Op::Pause).await
+    tenant_wide(state, run_id, headers, body, Op::Pause)
+        .await
+        .map(with_friday_status)
 }
 
 /// `POST /v1/workflow-runs/{runId}/resume`.
@@ -80,7 +84,34 @@ pub(crate) async fn v1_resume(
     headers: HeaderMap,
     JsonBody(body): JsonBody<PauseBody>,
 ) -> Result<Json<Value>, ApiError> {
-    tenant_wide(state, run_id, headers, body, Op::Resume).await
+    tenant_wide(state, run_id, headers, body, Op::Resume)
+        .await
+        .map(with_friday_status)
+}
+
+/// A run's status in Friday's words (`FridayWorkflowRunStatus`): a run that runs or waits
+/// for a timer, a child or a task is `running`; one that is paused, or blocked until its
+/// code is fixed, is `paused`; `DONE` is `completed`.
+pub(crate) fn friday_run_status(status: RunStatus) -> &'static str {
+    match status {
+        RunStatus::Paused | RunStatus::Blocked => "paused",
+        RunStatus::Done => "completed",
+        RunStatus::Failed => "failed",
+        RunStatus::Cancelled => "cancelled",
+        _ => "running",
+    }
+}
+
+/// Adds `status`, the run's status in Friday's words, to a `/v1` control's answer.
+fn with_friday_status(Json(mut answer): Json<Value>) -> Json<Value> {
+    let status = answer["run"]["status"]
+        .as_str()
+        .and_then(|s| s.parse::<RunStatus>().ok())
+        .map(friday_run_status);
+    if let (Some(status), Some(fields)) = (status, answer.as_object_mut()) {
+        fields.insert("status".into(), json!(status));
+    }
+    Json(answer)
 }
 
 async fn scoped(

@@ -52,15 +52,22 @@ impl Filters {
         let mut statuses = Vec::new();
         for word in nonempty(status).into_iter().flat_map(|s| s.split(',')) {
             let word = word.trim();
+            // Friday's word for a run that ended well (`FridayWorkflowRunStatus`).
+            let named = if word.eq_ignore_ascii_case("completed") {
+                "DONE"
+            } else {
+                word
+            };
             let status = STATUSES
                 .into_iter()
-                .find(|s| s.as_str().eq_ignore_ascii_case(word))
+                .find(|s| s.as_str().eq_ignore_ascii_case(named))
                 .ok_or_else(|| {
                     ApiError::bad_request(
                         "MAG-HTTP-UI-INVALID-STATUS",
                         format!(
-                            "unknown status `{word}`: use one of RUNNING, WAITING, PAUSED, DONE, \
-                             FAILED, CANCELLED, BLOCKED (several separated by commas)"
+                            "unknown status `{word}`: use one of RUNNING, WAITING, PAUSED, DONE \
+                             (or completed), FAILED, CANCELLED, BLOCKED (several separated by \
+                             commas)"
                         ),
                     )
                 })?;
@@ -334,6 +341,8 @@ mod tests {
         assert_eq!(either.query(), "&status=FAILED,CANCELLED");
         assert_eq!(f.since, Some(1000));
         assert_eq!(f.until, Some(1_777_636_800_000));
+        let friday = Filters::parse(Some("completed,running"), None, None, None).unwrap();
+        assert_eq!(friday.statuses, [RunStatus::Done, RunStatus::Running]);
         let e = Filters::parse(Some("asleep"), None, None, None).unwrap_err();
         assert_eq!(e.code, "MAG-HTTP-UI-INVALID-STATUS");
         let e = Filters::parse(None, None, Some("yesterday"), None).unwrap_err();

@@ -146,7 +146,8 @@ async fn a_pause_and_a_resume_are_events_of_the_tenants_stream() {
     tokio::time::sleep(Duration::from_millis(200)).await;
     let run = s.start_run("shop", "approve", json!({})).await;
     read_until(&mut acme, &mut buf, "workflow.approval.requested").await;
-    for op in ["pause", "resume"] {
+    // Friday's words: paused, then running again (waiting at its approval).
+    for (op, word) in [("pause", "paused"), ("resume", "running")] {
         let r = s
             .post(&format!("/v1/workflow-runs/{run}/{op}"), Some(ACME))
             .json(&json!({"reason": "audit"}))
@@ -154,6 +155,8 @@ async fn a_pause_and_a_resume_are_events_of_the_tenants_stream() {
             .await
             .unwrap();
         assert_eq!(r.status(), 200);
+        let body: Value = r.json().await.unwrap();
+        assert_eq!(body["status"], word, "{body}");
     }
     let seen = read_until(&mut acme, &mut buf, "workflow.run.resumed").await;
     let names: Vec<&str> = seen.iter().map(|(n, _)| n.as_str()).collect();

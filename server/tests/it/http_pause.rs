@@ -197,6 +197,8 @@ async fn a_paused_run_finishes_its_running_step_starts_no_next_one_and_resumes_t
     .await;
     assert_eq!(status, 200, "{body}");
     assert_eq!(body["resume"], "resumed");
+    // Friday's route answers with Friday's word for the run's status too.
+    assert_eq!(body["status"], "running", "{body}");
     let view = s.wait_status("shop", &run, &["DONE"]).await;
     assert_eq!(view["result"], "finished");
     assert!(
