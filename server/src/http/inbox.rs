@@ -233,28 +233,59 @@ pub(crate) async fn get(
     Ok(Json(scoped_item(&state, &p.item_id, |s| s == key)?))
 }
 
-/// Body of `POST …/inbox/{item_id}/answer`.
+/// Body of `POST …/inbox/{item_id}/answer`: `{kind, option?, text?, comment?}`, or the
+/// reference's answer as the journal keeps it, `{outcome, value?, comment?}` (`outcome`
+/// `DECIDED` with `value` `{approved: bool}`, `{chosen: "<option>"}` or `{text}`;
+/// `INSUFFICIENT_INFO`; `UNDECIDABLE`).
 #[derive(Debug, Default, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub(crate) struct AnswerBody {
     /// `approve`, `reject`, `choose`, `text`, `insufficient_info` or `undecidable`.
-    kind: String,
+    kind: Option<String>,
     /// The option, for `choose`.
     option: Option<String>,
     /// The text, for `text`.
     text: Option<String>,
+    /// `DECIDED`, `INSUFFICIENT_INFO` or `UNDECIDABLE`, in place of `kind`.
+    outcome: Option<String>,
+    /// What was decided, with `outcome: DECIDED`.
+    value: Option<serde_json::Value>,
     comment: Option<String>,
 }
 
 impl AnswerBody {
     fn answer(self) -> Result<GateAnswer, ApiError> {
+        let invalid = |m: String| ApiError::bad_request("MAG-HTTP-INVALID-ANSWER", m);
+        let answer = match (&self.kind, &self.outcome) {
+            (Some(kind), None) => self.of_kind(kind)?,
+            (None, Some(outcome)) => self.of_outcome(outcome)?,
+            (Some(_), Some(_)) => {
+                return Err(invalid(
+                    "an answer has `kind` or `outcome`, not both".to_string(),
+                ));
+            }
+            (None, None) => {
+                return Err(invalid(
+                    "an answer needs `kind` (approve, reject, choose, text, insufficient_info, \
+                     undecidable) or `outcome` (DECIDED, INSUFFICIENT_INFO, UNDECIDABLE)"
+                        .to_string(),
+                ));
+            }
+        };
+        Ok(match self.comment {
+            Some(c) => answer.with_comment(c),
+            None => answer,
+        })
+    }
+
+    fn of_kind(&self, kind: &str) -> Result<GateAnswer, ApiError> {
         let missing = |field: &str| {
             ApiError::bad_request(
                 "MAG-HTTP-INVALID-ANSWER",
-                format!("`kind: {}` needs `{field}`", self.kind),
+                format!("`kind: {kind}` needs `{field}`"),
             )
         };
-        let answer = match self.kind.as_str() {
+        Ok(match kind {
             "approve" => GateAnswer::approve(),
             "reject" => GateAnswer::reject(),
             "choose" => GateAnswer::choose(self.option.clone().ok_or_else(|| missing("option"))?),
@@ -270,11 +301,48 @@ impl AnswerBody {
                     ),
                 ));
             }
-        };
-        Ok(match self.comment {
-            Some(c) => answer.with_comment(c),
-            None => answer,
         })
+    }
+
+    /// The reference's answer: an outcome, and for `DECIDED` the value that says what.
+    fn of_outcome(&self, outcome: &str) -> Result<GateAnswer, ApiError> {
+        let invalid = |m: String| ApiError::bad_request("MAG-HTTP-INVALID-ANSWER", m);
+        match outcome.to_ascii_uppercase().as_str() {
+            "INSUFFICIENT_INFO" => return Ok(GateAnswer::insufficient_info()),
+            "UNDECIDABLE" => return Ok(GateAnswer::undecidable()),
+            "DECIDED" => {}
+            other => {
+                return Err(invalid(format!(
+                    "unknown answer outcome `{other}`: DECIDED, INSUFFICIENT_INFO or UNDECIDABLE"
+                )));
+            }
+        }
+        let value = self.value.as_ref().and_then(|v| v.as_object());
+        let field = |name: &str| value.and_then(|v| v.get(name));
+        if let Some(approved) = field("approved") {
+            return match approved.as_bool() {
+                Some(true) => Ok(GateAnswer::approve()),
+                Some(false) => Ok(GateAnswer::reject()),
+                None => Err(invalid("`value.approved` is true or false".to_string())),
+            };
+        }
+        if let Some(chosen) = field("chosen") {
+            return chosen
+                .as_str()
+                .map(GateAnswer::choose)
+                .ok_or_else(|| invalid("`value.chosen` is the option's name".to_string()));
+        }
+        if let Some(text) = field("text") {
+            return text
+                .as_str()
+                .map(GateAnswer::text)
+                .ok_or_else(|| invalid("`value.text` is a string".to_string()));
+        }
+        Err(invalid(
+            "`outcome: DECIDED` needs `value`: {approved: true|false} for an APPROVAL, \
+             {chosen: \"<option>\"} for a DECISION, {text: \"…\"} for a FEEDBACK"
+                .to_string(),
+        ))
     }
 }
 

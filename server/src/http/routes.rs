@@ -250,7 +250,7 @@ pub fn routes() -> Vec<Route> {
             methods: &["POST"],
             path: "/brain/{tenant}/project/{project}/inbox/{item_id}/answer",
             operation: "inbox.answer",
-            summary: "Answer: {kind, option?, text?, comment?} -> {applied, ignored, run}; run is brief without workflow.read",
+            summary: "Answer: {kind, option?, text?, comment?} or the reference's {outcome: DECIDED|INSUFFICIENT_INFO|UNDECIDABLE, value?: {approved|chosen|text}, comment?} -> {applied, ignored, run}; run is brief without workflow.read",
             query: &[],
             access: Token(Run),
             handler: || post(inbox::answer),

@@ -47,6 +47,7 @@ mod http_graph;
 mod http_health;
 mod http_idempotency;
 mod http_inbox;
+mod http_inbox_answers;
 mod http_insecure;
 mod http_live;
 mod http_live_events;
