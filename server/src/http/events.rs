@@ -5,7 +5,7 @@
 //! ```yaml
 //! description: "GitHub PR Hook → pr-review"
 //! workflow: pr-review
-//! methods: [POST]                    # default [POST]; others answer 405
+//! methods: [POST]                    # default [GET, POST]; others answer 405
 //! auth:
 //!   tokenSetting: events.github.token  # optional: require this Bearer token
 //! params:                            # optional static parameters

@@ -22,10 +22,7 @@ fn setup(s: &Server) {
         &vance.join("events/github-pr.yaml"),
         "description: test\nworkflow: echo\nmethods: [POST]\nauth:\n  tokenSetting: events.github.token\nparams:\n  source: github\n",
     );
-    write(
-        &vance.join("events/open.yaml"),
-        "workflow: echo\nmethods: [GET, POST]\n",
-    );
+    write(&vance.join("events/open.yaml"), "workflow: echo\n");
     write(
         &vance.join("events/unset.yaml"),
         "workflow: echo\nauth:\n  tokenSetting: events.nope.token\n",
@@ -122,6 +119,7 @@ async fn an_event_starts_its_workflow_with_the_payload() {
     assert_eq!(r.status(), 401);
 }
 
+/// §8.6: the route is `GET|POST`; a document that names no `methods:` takes both.
 #[tokio::test]
 async fn an_event_without_auth_takes_an_api_token_and_get_with_the_query_as_payload() {
     let s = Server::start().await;
@@ -141,4 +139,11 @@ async fn an_event_without_auth_takes_an_api_token_and_get_with_the_query_as_payl
         )
         .await;
     assert_eq!(v["params"]["payload"]["ref"], "main");
+    let r = s
+        .post("/brain/acme/event/shop/open", Some(ACME))
+        .json(&json!({"ref": "dev"}))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(r.status(), 202);
 }

@@ -55,8 +55,9 @@ pub struct EventDocument {
     pub description: Option<String>,
     /// The workflow to start (project, then tenant).
     pub workflow: String,
-    /// The HTTP methods accepted (default `[POST]`); others answer 405.
-    #[serde(default = "post_only")]
+    /// The HTTP methods accepted (default `[GET, POST]`, the reference's route); others
+    /// answer 405.
+    #[serde(default = "get_and_post")]
     #[schemars(with = "Vec<super::words::Words<HttpMethodWords>>")]
     pub methods: Vec<String>,
     /// Requires a Bearer token, if set.
@@ -107,14 +108,16 @@ impl EventDocument {
             }
         }
         if self.methods.is_empty() {
-            return Err("methods: an event accepts at least one method (default [POST])".into());
+            return Err(
+                "methods: an event accepts at least one method (default [GET, POST])".into(),
+            );
         }
         Ok(())
     }
 }
 
-fn post_only() -> Vec<String> {
-    vec!["POST".into()]
+fn get_and_post() -> Vec<String> {
+    vec!["GET".into(), "POST".into()]
 }
 
 /// HTTP methods an event can accept.
