@@ -5,7 +5,8 @@
 //! core schema exactly (see `scalar.rs`) and alias expansion is counted as it happens.
 //! Aliases are resolved by copying the anchored node; every copied node counts against
 //! [`LoadOptions::max_nodes`], so an alias bomb ("billion laughs") is rejected long before it
-//! could exhaust memory.
+//! could exhaust memory. A `<<` key merges the mapping (or list of mappings) it names into
+//! the mapping that holds it, as YAML 1.1's merge type and the reference's SnakeYAML do.
 
 use std::collections::HashMap;
 
@@ -385,7 +386,7 @@ impl Reader<'_> {
                         entries,
                         ..
                     }) => {
-                        node.kind = YamlKind::Map(entries);
+                        node.kind = YamlKind::Map(self.merged(entries));
                         Some((node, anchor))
                     }
                     None => None,
@@ -402,6 +403,57 @@ impl Reader<'_> {
             }
         }
         Ok(root)
+    }
+
+    /// A mapping's entries with its merge keys applied (`<<: *base`, or `<<: [*a, *b]`, as
+    /// YAML 1.1's merge type and SnakeYAML have it): the merged mappings' entries take the
+    /// place of the `<<` entry, except keys the mapping sets itself; of several mappings, the
+    /// first to set a key wins. A `<<` whose value is not a mapping (or a list of them) is an
+    /// error.
+    fn merged(&mut self, entries: Vec<(YamlNode, YamlNode)>) -> Vec<(YamlNode, YamlNode)> {
+        let is_merge = |k: &YamlNode| k.as_str() == Some("<<");
+        if !entries.iter().any(|(k, _)| is_merge(k)) {
+            return entries;
+        }
+        let own: std::collections::HashSet<String> = entries
+            .iter()
+            .filter(|(k, _)| !is_merge(k))
+            .filter_map(|(k, _)| k.key_text())
+            .collect();
+        let mut taken = own;
+        let mut out = Vec::with_capacity(entries.len());
+        for (k, v) in entries {
+            if !is_merge(&k) {
+                out.push((k, v));
+                continue;
+            }
+            let span = v.span;
+            let maps: Vec<YamlNode> = match v.kind {
+                YamlKind::Map(_) => vec![v],
+                YamlKind::Seq(items) if items.iter().all(|i| i.as_map().is_some()) => items,
+                _ => {
+                    self.diags.push(Diagnostic::error(
+                        self.path,
+                        span,
+                        Code::WrongType,
+                        "'<<' merges a mapping into this one: expected an alias of a mapping \
+                         (`<<: *base`) or a list of them (`<<: [*a, *b]`)",
+                    ));
+                    continue;
+                }
+            };
+            for map in maps {
+                let YamlKind::Map(merged) = map.kind else {
+                    continue;
+                };
+                for (mk, mv) in merged {
+                    if mk.key_text().is_some_and(|t| taken.insert(t)) {
+                        out.push((mk, mv));
+                    }
+                }
+            }
+        }
+        out
     }
 
     fn count(&mut self, n: usize, span: Span) -> Result<(), Diagnostic> {

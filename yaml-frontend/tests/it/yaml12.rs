@@ -232,3 +232,40 @@ fn explicit_str_tag_keeps_text() {
         json!({"a": "true", "b": "12"})
     );
 }
+
+/// YAML 1.1's merge key, as the reference's SnakeYAML reads it: `<<: *base` copies the
+/// anchored mapping's entries in, the mapping's own keys win, and of a list of mappings the
+/// first to set a key wins.
+#[test]
+fn merge_keys_copy_an_anchored_mapping_and_own_keys_win() {
+    let v = read(
+        "base: &base { type: shell_task, dirName: workspace, timeoutSeconds: 60 }\n\
+         more: &more { timeoutSeconds: 5, storeAs: out }\n\
+         one:\n  <<: *base\n  timeoutSeconds: 30\n\
+         two: { <<: [*more, *base], run: ls }\n",
+    );
+    assert_eq!(
+        v["one"],
+        json!({"type": "shell_task", "dirName": "workspace", "timeoutSeconds": 30})
+    );
+    assert_eq!(
+        v["two"],
+        json!({"timeoutSeconds": 5, "storeAs": "out", "type": "shell_task", "dirName": "workspace", "run": "ls"})
+    );
+    let e = parse_yaml("t.yaml", "a: { <<: 7 }\n", &LoadOptions::default()).unwrap_err();
+    let text = e.to_string();
+    assert!(
+        text.contains("t.yaml:1:10:") && text.contains("expected an alias of a mapping"),
+        "{text}"
+    );
+}
+
+#[test]
+fn a_workflow_shares_a_states_fields_through_a_merge_key() {
+    let text = "start: a\nstates:\n  a: &step\n    type: timer_task\n    duration: 1s\n    on: { fired: b }\n  b:\n    <<: *step\n    on: { fired: c }\n  c: { type: terminal }\n";
+    let doc = load_workflow("t.yaml", text, &LoadOptions::default())
+        .map(|l| l.doc)
+        .unwrap_or_else(|d| panic!("{d}"));
+    assert_eq!(doc.states["b"].task_type.as_str(), "timer_task");
+    assert_eq!(doc.states["b"].on[0].target, "c");
+}
