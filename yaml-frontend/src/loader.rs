@@ -173,6 +173,47 @@ fn position_of(text: &str, hit: impl Fn(usize, char) -> bool) -> Option<(usize, 
     None
 }
 
+/// For a line indented to match no mapping above it: the indentations it could have, from the
+/// lines above (the line just above, then each less indented key that holds it), e.g.
+/// "this line is indented by 3 spaces, which matches no mapping above it: expected 4 (beside
+/// `type`), 2 (beside `done`) or 0 (beside `states`)". `None` when the line matches one.
+fn indentation_hint(text: &str, line: usize) -> Option<String> {
+    let lines: Vec<&str> = text.lines().collect();
+    let indent = |l: &str| l.len() - l.trim_start_matches(' ').len();
+    let content = |l: &&&str| {
+        let t = l.trim_start_matches(' ');
+        !t.is_empty() && !t.starts_with('#')
+    };
+    let here = indent(lines.get(line.checked_sub(1)?)?);
+    let mut options: Vec<(usize, String)> = Vec::new();
+    for l in lines[..line - 1].iter().rev().filter(content) {
+        let i = indent(l);
+        if options.last().is_none_or(|(last, _)| i < *last) {
+            let key = l.trim_start_matches(' ').trim_start_matches("- ");
+            let key = key.split(':').next().unwrap_or(key).trim();
+            options.push((i, key.to_owned()));
+        }
+        if i == 0 {
+            break;
+        }
+    }
+    if options.iter().any(|(i, _)| *i == here) {
+        return None;
+    }
+    let listed: Vec<String> = options
+        .iter()
+        .map(|(i, key)| format!("{i} (beside `{key}`)"))
+        .collect();
+    let expected = match listed.split_last()? {
+        (last, []) => last.clone(),
+        (last, rest) => format!("{} or {last}", rest.join(", ")),
+    };
+    Some(format!(
+        "this line is indented by {here} spaces, which matches no mapping above it: expected \
+         {expected}"
+    ))
+}
+
 /// What went wrong with the brackets before character `until` (brackets inside quotes and
 /// comments do not count).
 enum FlowMistake {
@@ -243,6 +284,8 @@ impl Reader<'_> {
             "placement of ':'",
             // The next line of a flow collection left open is "invalid indentation".
             "indentation",
+            // A flow collection left open at the end of the text.
+            "expected node content",
         ]
         .iter()
         .any(|what| info.contains(what));
@@ -284,6 +327,15 @@ impl Reader<'_> {
                      beside it (indented further, it continues the value above), or the \
                      value quoted if its `: ` is text"
                 ),
+            );
+        }
+        if info.contains("did not find expected key")
+            && let Some(hint) = indentation_hint(self.text, m.line())
+        {
+            return self.err(
+                at(m.line(), m.col()),
+                Code::Syntax,
+                format_args!("invalid YAML: {info}: {hint}"),
             );
         }
         if info.contains("quoted scalar") && info.contains("end of stream") {

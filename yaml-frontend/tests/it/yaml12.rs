@@ -157,6 +157,23 @@ fn syntax_errors_point_at_the_tab_or_the_unclosed_bracket() {
         msg.starts_with("t.yaml:2:9: ") && msg.contains("expected this key at the indentation"),
         "{msg}"
     );
+    // A key indented between its siblings and its parent names the indentations it could
+    // have.
+    let msg = first("start: done\nstates:\n  done:\n    type: terminal\n   outcome: success\n");
+    assert!(
+        msg.starts_with("t.yaml:5:4: ")
+            && msg.contains(
+                "this line is indented by 3 spaces, which matches no mapping above it: \
+                 expected 4 (beside `type`), 2 (beside `done`) or 0 (beside `states`)"
+            ),
+        "{msg}"
+    );
+    // A `[` left open at the end of the text is named.
+    let msg = first("start: [\n");
+    assert!(
+        msg.starts_with("t.yaml:1:8: ") && msg.contains("this `[` is not closed by a `]`"),
+        "{msg}"
+    );
     // An unclosed quote says what was expected, where it opens.
     let msg = first("a:\n  b: \"abc\n");
     assert!(msg.starts_with("t.yaml:2:6: "), "{msg}");
