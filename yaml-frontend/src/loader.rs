@@ -10,7 +10,7 @@
 
 use std::collections::HashMap;
 
-use saphyr_parser::{Event, Parser, ScalarStyle, ScanError, Span as YSpan};
+use saphyr_parser::{Event, Parser, ScalarStyle, ScanError, Span as YSpan, Tag};
 
 use crate::diagnostic::{Code, Diagnostic, Diagnostics, Span};
 use crate::node::{YamlKind, YamlNode};
@@ -214,6 +214,27 @@ fn indentation_hint(text: &str, line: usize) -> Option<String> {
     ))
 }
 
+/// A tag as written: `!!int` for the core schema's, else handle and suffix (`!custom`).
+fn tag_text(tag: &Tag) -> String {
+    if tag.is_yaml_core_schema() {
+        format!("!!{}", tag.suffix)
+    } else {
+        format!("{}{}", tag.handle, tag.suffix)
+    }
+}
+
+/// The type a scalar's tag gives it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum ScalarTag {
+    /// No tag: a plain scalar is resolved by the core schema, a quoted or block one is text.
+    Resolved,
+    Str,
+    Int,
+    Float,
+    Bool,
+    Null,
+}
+
 /// What went wrong with the brackets before character `until` (brackets inside quotes and
 /// comments do not count).
 enum FlowMistake {
@@ -374,10 +395,8 @@ impl Reader<'_> {
                     None
                 }
                 Event::Scalar(value, style, anchor, tag) => {
-                    let forced_str = tag
-                        .as_ref()
-                        .is_some_and(|t| t.is_yaml_core_schema() && t.suffix == "str");
-                    let node = self.scalar(&value, style, span, &ys, forced_str)?;
+                    let tag = self.scalar_tag(tag.as_deref(), span)?;
+                    let node = self.scalar(&value, style, span, &ys, tag)?;
                     Some((node, anchor))
                 }
                 Event::Alias(id) => {
@@ -391,7 +410,8 @@ impl Reader<'_> {
                     node.content = None;
                     Some((node, 0))
                 }
-                Event::SequenceStart(anchor, _) => {
+                Event::SequenceStart(anchor, tag) => {
+                    self.collection_tag(tag.as_deref(), "seq", span)?;
                     self.open(span)?;
                     let node = YamlNode {
                         span,
@@ -406,7 +426,8 @@ impl Reader<'_> {
                     });
                     None
                 }
-                Event::MappingStart(anchor, _) => {
+                Event::MappingStart(anchor, tag) => {
+                    self.collection_tag(tag.as_deref(), "map", span)?;
                     self.open(span)?;
                     let node = YamlNode {
                         span,
@@ -539,25 +560,96 @@ impl Reader<'_> {
         Ok(())
     }
 
+    /// What a scalar's tag asks for: the core schema's `!!str`, `!!int`, `!!float`, `!!bool`
+    /// and `!!null` (and the non-specific `!`, a string) decide its type; any other tag is an
+    /// error, not silently dropped.
+    fn scalar_tag(&self, tag: Option<&Tag>, span: Span) -> Result<ScalarTag, Diagnostic> {
+        let Some(tag) = tag else {
+            return Ok(ScalarTag::Resolved);
+        };
+        if format!("{}{}", tag.handle, tag.suffix) == "!" {
+            return Ok(ScalarTag::Str);
+        }
+        if tag.is_yaml_core_schema() {
+            match tag.suffix.as_str() {
+                "str" => return Ok(ScalarTag::Str),
+                "int" => return Ok(ScalarTag::Int),
+                "float" => return Ok(ScalarTag::Float),
+                "bool" => return Ok(ScalarTag::Bool),
+                "null" => return Ok(ScalarTag::Null),
+                _ => {}
+            }
+        }
+        Err(self.err(
+            span,
+            Code::Syntax,
+            format_args!(
+                "unknown tag `{}` on a scalar: expected no tag, or one of the core schema's \
+                 !!str, !!int, !!float, !!bool, !!null",
+                tag_text(tag)
+            ),
+        ))
+    }
+
+    /// A collection's tag may only say what it is (`!!seq`, `!!map`).
+    fn collection_tag(&self, tag: Option<&Tag>, is: &str, span: Span) -> Result<(), Diagnostic> {
+        match tag {
+            None => Ok(()),
+            Some(t) if t.is_yaml_core_schema() && t.suffix == is => Ok(()),
+            Some(t) => Err(self.err(
+                span,
+                Code::Syntax,
+                format_args!(
+                    "unknown tag `{}` on a {}: expected no tag, or !!{is}",
+                    tag_text(t),
+                    if is == "seq" { "list" } else { "mapping" }
+                ),
+            )),
+        }
+    }
+
     fn scalar(
         &mut self,
         value: &str,
         style: ScalarStyle,
         span: Span,
         ys: &YSpan,
-        forced_str: bool,
+        tag: ScalarTag,
     ) -> Result<YamlNode, Diagnostic> {
         self.count(1, span)?;
-        let kind = if style == ScalarStyle::Plain && !forced_str {
-            match resolve_plain(value) {
-                Resolved::Null => YamlKind::Null,
-                Resolved::Bool(b) => YamlKind::Bool(b),
-                Resolved::Int(i) => YamlKind::Int(i),
-                Resolved::Float(f) => YamlKind::Float(f),
-                Resolved::Str => YamlKind::Str(value.to_owned()),
+        let resolved = |value: &str| match resolve_plain(value) {
+            Resolved::Null => YamlKind::Null,
+            Resolved::Bool(b) => YamlKind::Bool(b),
+            Resolved::Int(i) => YamlKind::Int(i),
+            Resolved::Float(f) => YamlKind::Float(f),
+            Resolved::Str => YamlKind::Str(value.to_owned()),
+        };
+        let kind = match tag {
+            ScalarTag::Resolved if style == ScalarStyle::Plain => resolved(value),
+            ScalarTag::Resolved | ScalarTag::Str => YamlKind::Str(value.to_owned()),
+            ScalarTag::Int | ScalarTag::Float | ScalarTag::Bool | ScalarTag::Null => {
+                let kind = match (tag, resolved(value.trim())) {
+                    (ScalarTag::Int, k @ YamlKind::Int(_))
+                    | (ScalarTag::Float, k @ YamlKind::Float(_))
+                    | (ScalarTag::Bool, k @ YamlKind::Bool(_))
+                    | (ScalarTag::Null, k @ YamlKind::Null) => Some(k),
+                    (ScalarTag::Float, YamlKind::Int(i)) => Some(YamlKind::Float(i as f64)),
+                    _ => None,
+                };
+                kind.ok_or_else(|| {
+                    let (name, what) = match tag {
+                        ScalarTag::Int => ("int", "an integer"),
+                        ScalarTag::Float => ("float", "a number"),
+                        ScalarTag::Bool => ("bool", "true or false"),
+                        _ => ("null", "empty, ~ or null"),
+                    };
+                    self.err(
+                        span,
+                        Code::WrongType,
+                        format_args!("`{value}` is tagged !!{name}: expected {what}"),
+                    )
+                })?
             }
-        } else {
-            YamlKind::Str(value.to_owned())
         };
         let written = matches!(kind, YamlKind::Int(_) | YamlKind::Float(_)).then(|| value.into());
         let skip = match style {

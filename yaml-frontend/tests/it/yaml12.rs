@@ -250,6 +250,37 @@ fn explicit_str_tag_keeps_text() {
     );
 }
 
+/// The core schema's tags decide a scalar's type, quoted or not; a tag the reader does not
+/// know is an error at the node, not dropped.
+#[test]
+fn core_tags_type_a_scalar_and_other_tags_are_errors() {
+    assert_eq!(
+        read(
+            "a: !!int \"7\"\nb: !!float 1\nc: !!bool \"true\"\ne: !!null \"\"\nf: ! 12\ng: !!seq [1]\n"
+        ),
+        json!({"a": 7, "b": 1.0, "c": true, "e": null, "f": "12", "g": [1]})
+    );
+    let first = |text: &str| {
+        parse_yaml("t.yaml", text, &LoadOptions::default())
+            .err()
+            .and_then(|d| d.iter().next().map(ToString::to_string))
+            .unwrap_or_default()
+    };
+    let msg = first("a: 1\nx: !custom foo\n");
+    assert!(
+        msg.starts_with("t.yaml:2:4: ") && msg.contains("unknown tag `!custom`"),
+        "{msg}"
+    );
+    let msg = first("a: !!int seven\n");
+    assert!(
+        msg.starts_with("t.yaml:1:4: ")
+            && msg.contains("`seven` is tagged !!int: expected an integer"),
+        "{msg}"
+    );
+    let msg = first("a: !!map [1]\n");
+    assert!(msg.contains("unknown tag `!!map` on a list"), "{msg}");
+}
+
 /// YAML 1.1's merge key, as the reference's SnakeYAML reads it: `<<: *base` copies the
 /// anchored mapping's entries in, the mapping's own keys win, and of a list of mappings the
 /// first to set a key wins.
