@@ -142,8 +142,37 @@ impl Backend {
         }
     }
 
-    /// Runs of `scope` (optionally of one workflow), newest first, at most `limit` (0: all).
+    /// Runs of `scope` and runs of no scope (a Rust application's, which belong to no
+    /// project), optionally of one workflow, newest first, at most `limit` (0: all).
     pub(crate) async fn list_runs(
+        &self,
+        workflow: Option<String>,
+        scope: String,
+        limit: usize,
+        statuses: &[RunStatus],
+    ) -> anyhow::Result<Vec<RunDto>> {
+        let unscoped = if scope.is_empty() {
+            Vec::new()
+        } else {
+            self.runs_of(workflow.clone(), String::new(), limit, statuses)
+                .await?
+        };
+        let mut views = self.runs_of(workflow, scope, limit, statuses).await?;
+        if !unscoped.is_empty() {
+            views.extend(unscoped);
+            views.sort_by(|a, b| {
+                (b.run.created_at, b.run.workflow_run_id)
+                    .cmp(&(a.run.created_at, a.run.workflow_run_id))
+            });
+            if limit > 0 {
+                views.truncate(limit);
+            }
+        }
+        Ok(views)
+    }
+
+    /// Runs of exactly `scope`, as [`Self::list_runs`] lists them.
+    async fn runs_of(
         &self,
         workflow: Option<String>,
         scope: String,
@@ -197,10 +226,11 @@ impl Backend {
             Self::Local(engine) => {
                 let mut items = engine.inbox(InboxFilter::Pending)?;
                 if let Some(scope) = scope {
+                    // With the runs of no scope, which a Rust application starts.
                     items.retain(|item| {
                         engine
                             .summary(item.workflow_run_id)
-                            .is_ok_and(|s| s.scope.as_str() == scope)
+                            .is_ok_and(|s| s.scope.as_str() == scope || s.scope.as_str().is_empty())
                     });
                 }
                 Ok(items)

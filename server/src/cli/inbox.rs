@@ -141,7 +141,7 @@ async fn answer(project: &Project, args: AnswerArgs) -> anyhow::Result<u8> {
     let runtime = project.runtime();
     let backend = project.backend(&runtime).await?;
     let item = match backend.inbox_item(&args.id).await? {
-        Some((item, scope)) if scope.as_deref() == Some(project.scope_string().as_str()) => item,
+        Some((item, scope)) if project.owns(scope.as_deref().unwrap_or_default()) => item,
         _ => return Err(item_not_found(&args.id)),
     };
     // Installed before the answer is recorded and kept for following the run.

@@ -140,6 +140,16 @@ impl Project {
                 return Ok(Backend::Remote(owner));
             }
             if tokio::time::Instant::now() >= deadline {
+                if !control::socket_path(dir).exists() {
+                    return Err(locked.context(format!(
+                        "the store is open in a process that takes no commands (no {} in {}): \
+                         a Rust application's engine holds its store file while it runs; stop \
+                         it to use this command, or read the run from the application \
+                         (Engine::journal, magrathea::core::export)",
+                        control::SOCKET_NAME,
+                        dir.display()
+                    )));
+                }
                 return Err(locked.context(format!(
                     "no owner answered on the store's control socket within {} s",
                     OWNER_WAIT.as_secs()
@@ -158,14 +168,21 @@ impl Project {
         self.backend(&self.runtime()).await.map(Some)
     }
 
-    /// The run, if it exists in this store and belongs to this project's scope.
+    /// Whether a run of `scope` is this project's to show and drive: a run of its scope, or a
+    /// run with no scope at all, which a Rust application's engine starts (it belongs to no
+    /// project, and whoever opens the store may read it).
+    pub(crate) fn owns(&self, scope: &str) -> bool {
+        scope.is_empty() || scope == self.scope_string()
+    }
+
+    /// The run, if it exists in this store and belongs to this project (see [`Self::owns`]).
     pub(crate) async fn run(&self, backend: Option<&Backend>, id: &str) -> anyhow::Result<RunDto> {
         let run = parse_run_id(id)?;
         let Some(backend) = backend else {
             return Err(self.not_found(run));
         };
         match backend.run(run).await? {
-            Some(dto) if dto.run.scope.as_str() == self.scope_string() => Ok(dto),
+            Some(dto) if self.owns(dto.run.scope.as_str()) => Ok(dto),
             _ => Err(self.not_found(run)),
         }
     }

@@ -16,6 +16,7 @@ mod ui_common;
 mod cli;
 mod cli_bench;
 mod cli_bounds;
+mod cli_code_runs;
 mod cli_contract;
 mod cli_graph;
 mod cli_late_answer;
