@@ -8,8 +8,9 @@ use crate::serve_child;
 use http_common::*;
 use serve_child::{ServeChild, serve_command};
 
-/// Holds the project's shell lane (one wide by default) for 30 s each time it runs.
-const HOG: &str = r#"
+/// Holds the project's shell lane (one wide by default) for 30 s each time it runs; a lost
+/// execution it cannot survive is caught.
+pub(crate) const HOG: &str = r#"
 start: hog
 states:
   hog:
@@ -22,7 +23,7 @@ states:
   gave_up: { type: terminal, result: gave up }
 "#;
 
-const QUICK: &str = r#"
+pub(crate) const QUICK: &str = r#"
 start: quick
 states:
   quick:
@@ -41,7 +42,8 @@ fn serve_once(root: &std::path::Path) -> ServeChild {
     ServeChild::spawn(cmd)
 }
 
-fn lines(path: &std::path::Path) -> usize {
+/// The lines of a step's log file (0 while it does not exist).
+pub(crate) fn lines(path: &std::path::Path) -> usize {
     std::fs::read_to_string(path)
         .unwrap_or_default()
         .lines()

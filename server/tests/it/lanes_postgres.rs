@@ -9,6 +9,7 @@ use std::path::Path;
 use std::sync::OnceLock;
 use std::time::{Duration, Instant};
 
+use crate::http_crash_lanes::{HOG, QUICK, lines};
 use http_common::write;
 use magrathea_postgres::testing::TestCluster;
 use serde_json::{Value, json};
@@ -150,31 +151,6 @@ async fn a_lane_of_width_two_runs_at_most_two_steps_across_three_workers_and_doe
     assert_eq!(most, 2, "two steps did run at once:\n{log}");
 }
 
-/// Holds the lane for 30 s each time it runs; a lost claim it cannot survive is caught.
-const HOG: &str = r#"
-start: hog
-states:
-  hog:
-    type: shell_task
-    run: "echo hog >> hog.log; sleep 30"
-    dirName: workspace
-    on: { success: done }
-    catch: { technical_error: gave_up }
-  done: { type: terminal, result: finished }
-  gave_up: { type: terminal, result: gave up }
-"#;
-
-const QUICK: &str = r#"
-start: quick
-states:
-  quick:
-    type: shell_task
-    run: "echo quick >> quick.log"
-    dirName: workspace
-    on: { success: done }
-  done: { type: terminal, result: finished }
-"#;
-
 /// A worker whose runs survive no lost claim (`--max-claim-attempts 1`), reclaimed a second
 /// after its heartbeat stops.
 fn strict_worker(root: &Path, url: &str) -> ServeChild {
@@ -182,13 +158,6 @@ fn strict_worker(root: &Path, url: &str) -> ServeChild {
     cmd.args(["--insecure-no-auth", "--store", url, "--lease-grace", "1"]);
     cmd.args(["--max-claim-attempts", "1"]);
     ServeChild::spawn(cmd)
-}
-
-fn lines(path: &Path) -> usize {
-    std::fs::read_to_string(path)
-        .unwrap_or_default()
-        .lines()
-        .count()
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
