@@ -304,9 +304,9 @@ impl TaskType {
         {
             out.push(TIMEOUT, Routing::Expected);
         } else if self == Self::ShellTask {
-            // Without one, the tenant's default shell timeout still stops it: a route for
-            // `timeout` is taken then, and its absence is not worth a warning.
-            out.push(TIMEOUT, Routing::Optional);
+            // Without one, the settings' default shell timeout (an hour unless set) still
+            // stops it, with the outcome `timeout`.
+            out.push(TIMEOUT, Routing::Expected);
         }
         out
     }

@@ -570,7 +570,7 @@ states:
     assert_eq!(
         warnings,
         [
-            "_vance/workflows/poll.yaml:3:3: warning: [MAG-YA003] a `technical_error` of shell_task `check` would fail the run: no 'on:' or 'catch:' routes it",
+            "_vance/workflows/poll.yaml:3:3: warning: [MAG-YA003] a `technical_error` or `timeout` of shell_task `check` would fail the run: no 'on:' or 'catch:' routes them",
             "_vance/workflows/poll.yaml:3:3: warning: [MAG-YA006] state 'check' goes back to itself with no timer_task or gate_task on it, and the workflow sets no bounds: a run loops until its tenant's default bounds stop it (10000 task spawns unless the tenant sets bounds.maxTaskSpawns); expected bounds.maxTaskSpawns or bounds.maxWallclockSeconds, or a timer or gate on the loop",
             "_vance/workflows/poll.yaml:9:3: warning: [MAG-Y027] state 'sub' is never reached from start state 'check': expected a transition to it",
             "_vance/workflows/poll.yaml:11:15: warning: [MAG-YA005] workflow_task 'sub' starts workflow 'missing', which is not a workflow of the project or its tenant: expected _vance/workflows/missing.yaml; the task would end with 'failure'",

@@ -154,6 +154,18 @@ fn outcomes_nothing_routes_are_named_in_one_warning() {
           fail the run: no 'on:' or 'catch:' routes them"
         ]
     );
+    // Without its own timeoutSeconds a shell step still ends `timeout` at the settings'
+    // default shell timeout (an hour unless set).
+    let untimed = format!(
+        "start: build\nstates:\n  build:\n    type: shell_task\n    run: make\n    dirName: workspace\n    on:\n      success: end\n    catch:\n      business_error: end\n      technical_error: end\n{END}"
+    );
+    assert_eq!(
+        warnings(&untimed),
+        [
+            "wf.yaml:3:3: [MAG-YA003] a `timeout` of shell_task `build` would fail the run: no \
+          'on:' or 'catch:' routes it"
+        ]
+    );
 }
 
 #[test]
@@ -282,7 +294,7 @@ fn unreachable_states_are_warned_about() {
 
 #[test]
 fn a_loop_without_timer_gate_or_bound_can_run_forever() {
-    let body = "states:\n  poll:\n    type: shell_task\n    run: check\n    dirName: workspace\n    on: { success: end }\n    catch: { business_error: poll, technical_error: fix }\n  fix:\n    type: script_task\n    path: fix.js\n    on: { success: poll }\n    catch: { technical_error: end, timeout: end }\n  end:\n    type: terminal\n";
+    let body = "states:\n  poll:\n    type: shell_task\n    run: check\n    dirName: workspace\n    on: { success: end }\n    catch: { business_error: poll, technical_error: fix, timeout: end }\n  fix:\n    type: script_task\n    path: fix.js\n    on: { success: poll }\n    catch: { technical_error: end, timeout: end }\n  end:\n    type: terminal\n";
     let text = format!("start: poll\n{body}");
     assert_eq!(
         warnings(&text),
@@ -303,7 +315,7 @@ fn a_loop_without_timer_gate_or_bound_can_run_forever() {
 #[test]
 fn a_state_that_goes_back_to_itself_is_a_loop_and_a_timer_breaks_it() {
     let text = format!(
-        "start: a\nstates:\n  a:\n    type: shell_task\n    run: x\n    dirName: workspace\n    on: {{ success: end }}\n    catch: {{ business_error: a, technical_error: end }}\n{END}"
+        "start: a\nstates:\n  a:\n    type: shell_task\n    run: x\n    dirName: workspace\n    on: {{ success: end }}\n    catch: {{ business_error: a, technical_error: end, timeout: end }}\n{END}"
     );
     let w = warnings(&text);
     assert_eq!(w.len(), 1, "{w:#?}");
@@ -312,7 +324,7 @@ fn a_state_that_goes_back_to_itself_is_a_loop_and_a_timer_breaks_it() {
         "{w:#?}"
     );
     let waits = format!(
-        "start: a\nstates:\n  a:\n    type: shell_task\n    run: x\n    dirName: workspace\n    on: {{ success: end }}\n    catch: {{ business_error: wait, technical_error: end }}\n  wait:\n    type: timer_task\n    duration: 5m\n    on: {{ fired: a }}\n{END}"
+        "start: a\nstates:\n  a:\n    type: shell_task\n    run: x\n    dirName: workspace\n    on: {{ success: end }}\n    catch: {{ business_error: wait, technical_error: end, timeout: end }}\n  wait:\n    type: timer_task\n    duration: 5m\n    on: {{ fired: a }}\n{END}"
     );
     assert_eq!(warnings(&waits), Vec::<String>::new());
 }

@@ -147,7 +147,7 @@ states:
     dirName: workspace
     retry: { maxAttempts: 2, on: [technical_error, Timeout], backoffSeconds: 0.5 }
     on: { success: transform }
-    catch: { business_error: fail, technical_error: fail }
+    catch: { business_error: fail, technical_error: fail, timeout: fail }
   transform:
     type: script_task
     source: Workspace
