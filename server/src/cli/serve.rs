@@ -84,9 +84,11 @@ pub(crate) struct ServeArgs {
     #[arg(long, value_name = "SECONDS", default_value_t = 300.0,
           value_parser = parse_grace)]
     lease_grace: f64,
-    /// How many times a task runs again after the process running it stopped before its
-    /// result; after that, it fails with a technical_error that catch: may route (MAG-EN007).
-    /// With a PostgreSQL store: how many reclaims after a lost lease a run survives (MAG-LS001).
+    /// How many times in all a task may run while the process running it keeps stopping
+    /// before its result, its first run counting (3: it runs again twice); then it fails with
+    /// a technical_error that catch: may route (MAG-EN007). With a PostgreSQL store: how many
+    /// claims of a run are allowed, its first and each reclaim after a lost lease (3: the third
+    /// reclaim fails its running task, MAG-LS001), as the reference's maxClaimAttempts.
     #[arg(long, value_name = "N", default_value_t = 3)]
     max_claim_attempts: u32,
     /// The most runs one tree of runs may hold: a root run and every sub-run started under it

@@ -52,8 +52,12 @@ impl<W: WordList> JsonSchema for Words<W> {
     }
 }
 
+/// The error kinds `catch:` and `retry.on` take: the seven of the reference's vocabulary (and
+/// `failure`), and `rejected`, the outcome of a rejected APPROVAL, read as `human_rejected`.
 fn error_kinds() -> Vec<&'static str> {
-    ErrorKind::ALL.iter().map(|k| k.as_str()).collect()
+    let mut kinds: Vec<&str> = ErrorKind::ALL.iter().map(|k| k.as_str()).collect();
+    kinds.push("rejected");
+    kinds
 }
 
 /// A mapping keyed by error kinds (`catch:`), with a state name as each value.
@@ -70,7 +74,11 @@ impl JsonSchema for ErrorKindKey {
         let properties: serde_json::Map<String, serde_json::Value> = kinds
             .iter()
             .map(|k| {
-                let doc = format!("The next state when the task ends `{k}`.");
+                let doc = if *k == "rejected" {
+                    "The next state when an APPROVAL gate is rejected (`human_rejected`).".into()
+                } else {
+                    format!("The next state when the task ends `{k}`.")
+                };
                 (
                     k.to_string(),
                     serde_json::json!({ "type": "string", "description": doc }),

@@ -336,3 +336,13 @@ fn schema_and_loader_accept_the_same_schedule() {
     assert!(load_schedule("s.yaml", "s", wrong).is_err());
     assert_eq!(problems("scheduler", &as_json("s.yaml", wrong)).len(), 2);
 }
+
+/// `rejected` is `human_rejected` to `catch:` and `retry.on` (issue 10), in the schema as in
+/// the loader.
+#[test]
+fn the_schema_takes_the_rejected_alias_the_loader_takes() {
+    let doc = "start: ask\nstates:\n  ask:\n    type: gate_task\n    inbox: { kind: APPROVAL }\n    retry: { maxAttempts: 2, on: [Rejected] }\n    on: { approved: done, insufficient_info: done, undecidable: done }\n    catch: { rejected: done }\n  done: { type: terminal }\n";
+    load_workflow("alias.yaml", doc, &LoadOptions::default()).unwrap_or_else(|d| panic!("{d}"));
+    let found = problems("workflow", &as_json("alias.yaml", doc));
+    assert!(found.is_empty(), "{}", found.join("\n"));
+}
