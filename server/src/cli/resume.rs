@@ -62,6 +62,18 @@ pub(crate) async fn resume(loc: &Location, args: ResumeArgs) -> anyhow::Result<u
     }
     let mut interrupts = super::progress::Interrupts::install()?;
     errln!("resuming {} run(s)", runs.len());
+    // On a shared store, a run another worker holds is driven here only once that worker lets
+    // it go or its lease expires: say so rather than wait without a word.
+    if engine.is_shared_store() {
+        let here: std::collections::HashSet<&RunId> = engine.recovered_at_build().iter().collect();
+        for run in runs.iter().filter(|r| !here.contains(r)) {
+            errln!(
+                "run {run}: another worker holds its lease; it is driven here once that worker \
+                 lets it go, or its lease expires (a worker that died holds it for its grace \
+                 period, 300 s unless `serve --lease-grace` says otherwise)"
+            );
+        }
+    }
     let mut lengths: HashMap<RunId, usize> = HashMap::new();
     let mut quiet_since = Instant::now();
     loop {

@@ -128,3 +128,72 @@ fn cancel_ends_a_waiting_run_on_a_postgres_store() {
     let show = json(&p.cli(&["runs", "show", &id, "--store", &url, "--json"]));
     assert_eq!(show["status"], "CANCELLED", "{show}");
 }
+
+const LONG: &str = "\
+start: work
+states:
+  work:
+    type: shell_task
+    run: \"sleep 60\"
+    dirName: workspace
+    on: { success: done }
+    catch: { business_error: done, technical_error: done, timeout: done }
+  done: { type: terminal, result: finished }
+";
+
+/// A run whose `magrathea run` was killed keeps its lease for the grace period: `resume`
+/// says it waits for that, instead of waiting without a word.
+#[test]
+fn resume_says_it_waits_for_the_lease_of_a_run_a_killed_command_held() {
+    use std::io::{BufRead, BufReader};
+    let url = cluster().create_database();
+    let p = Project::new();
+    p.workflow("long", LONG);
+    std::fs::create_dir_all(p.root.join("acme/_tenant/_vance")).unwrap();
+    std::fs::write(
+        p.root.join("acme/_tenant/_vance/settings.yaml"),
+        "execution: { shellTask: true }\n",
+    )
+    .unwrap();
+    let mut run = p
+        .command(&["run", "long", "--store", &url])
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .unwrap();
+    // Once its step is on record, the command is killed while it holds the run's lease.
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(30);
+    loop {
+        let list = json(&p.cli(&["runs", "list", "--store", &url, "--json"]));
+        if list[0]["status"] == "RUNNING" {
+            break;
+        }
+        assert!(std::time::Instant::now() < deadline, "{list}");
+        std::thread::sleep(std::time::Duration::from_millis(50));
+    }
+    std::thread::sleep(std::time::Duration::from_millis(300));
+    run.kill().unwrap();
+    run.wait().unwrap();
+
+    let mut resume = p
+        .command(&["resume", "--store", &url])
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut said = String::new();
+    for line in BufReader::new(resume.stderr.take().unwrap()).lines() {
+        let line = line.unwrap();
+        said.push_str(&line);
+        said.push('\n');
+        if line.contains("another worker holds its lease") {
+            break;
+        }
+    }
+    let _ = resume.kill();
+    let _ = resume.wait();
+    assert!(
+        said.contains("another worker holds its lease") && said.contains("its lease expires"),
+        "{said}"
+    );
+}
