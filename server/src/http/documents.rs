@@ -208,7 +208,7 @@ pub(crate) async fn put(
             }
             Err(diags) => {
                 return Err(ApiError::invalid_document(
-                    diags.iter().map(|d| d.to_string()).collect(),
+                    diags.iter().map(rendered).collect(),
                 ));
             }
         }
@@ -221,7 +221,7 @@ pub(crate) async fn put(
             Err(diags) => {
                 return Err(ApiError {
                     message: format!("invalid schedule document ({} error(s))", diags.len()),
-                    ..ApiError::invalid_document(diags.iter().map(|d| d.to_string()).collect())
+                    ..ApiError::invalid_document(diags.iter().map(rendered).collect())
                 });
             }
             // Each tick would fail to start: said now, as for a workflow_task's target.
@@ -475,4 +475,14 @@ pub(crate) async fn list(
     }
     items.sort_by(|a, b| a["name"].as_str().cmp(&b["name"].as_str()));
     Ok(Json(json!({ "items": items })))
+}
+
+/// A diagnostic of a refused document as `magrathea validate` prints it: a warning says so
+/// (`path:line:column: warning: [MAG-…] …`), so that a client can tell what refused the write.
+fn rendered(d: &magrathea_yaml::Diagnostic) -> String {
+    if d.severity == magrathea_yaml::Severity::Warning {
+        format!("{}:{}:{}: warning: {}", d.path, d.line, d.column, d.message)
+    } else {
+        d.to_string()
+    }
 }

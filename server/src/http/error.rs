@@ -1,7 +1,8 @@
 //! The API's error type: a stable code, a message and the HTTP status it answers with.
 //!
 //! Every error body is `{"error": {"code": "MAG-HTTP-…", "message": "…"}}`; invalid documents
-//! add `"diagnostics": ["path:line:column: [MAG-Ynnn] message", …]`.
+//! add `"diagnostics": ["path:line:column: [MAG-Ynnn] message", …]`, warnings among them
+//! marked as `magrathea validate` marks them (`path:line:column: warning: [MAG-Ynnn] …`).
 //!
 //! No message names a path of the server's disk: documents are named relative to the root
 //! (`acme/shop/_vance/workflows/x.yaml`) or to the project. A failure of the server or its
