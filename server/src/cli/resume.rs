@@ -22,7 +22,9 @@ use super::{EXIT_FAILED, EXIT_OK, Location};
 #[command(after_help = "\
 Recovers every run that is not DONE, FAILED or CANCELLED and drives it until it is terminal,
 WAITING, BLOCKED, or sleeping on a timer due more than a second from now. Prints each run
-(with --json one JSON object per line).
+(with --json one JSON object per line). While another magrathea process owns the store (a
+`serve`, or a `run` waiting on a step), that process drives the runs: the command prints the
+project's unfinished runs as its client.
 
 Exit codes: 0 every resumed run is DONE, WAITING or still running (asleep on a timer), or
 there was nothing to resume; 1 some resumed run ended FAILED or CANCELLED or is BLOCKED, or
@@ -39,11 +41,23 @@ const DUE_SOON_MS: u64 = 1000;
 
 pub(crate) async fn resume(loc: &Location, args: ResumeArgs) -> anyhow::Result<u8> {
     let project = Project::locate(loc)?;
+    resume_here(&project, args).await
+}
+
+/// Resumes the project's runs in this process, or reports them through the store's owner.
+async fn resume_here(project: &Project, args: ResumeArgs) -> anyhow::Result<u8> {
     if !project.store_may_exist()? {
         errln!("nothing to resume: no store at {}", project.store_name());
         return Ok(EXIT_OK);
     }
-    let engine = project.engine(&project.runtime(), true).await?;
+    let runtime = project.runtime();
+    let engine = match project.engine(&runtime, true).await {
+        Ok(engine) => engine,
+        Err(e) if super::store::is_locked(&e) => {
+            return Box::pin(through_owner(project, args)).await;
+        }
+        Err(e) => return Err(e),
+    };
     let scope = project.scope_string();
     // The runs the build took up, then any other active one: a run the build recovered may
     // have finished before the store is read (a step that ran out of claim attempts ends at
@@ -117,6 +131,44 @@ pub(crate) async fn resume(loc: &Location, args: ResumeArgs) -> anyhow::Result<u
         }
         // The runs' statuses are the answer; a reader that closed stdout does not change it.
         match print_run(&dto, args.json, &[]) {
+            Err(e) if is_stdout_closed(&e) => {}
+            other => other?,
+        }
+    }
+    Ok(code)
+}
+
+/// While another `magrathea` process owns the store, that process drives its runs (it
+/// recovered them when it opened the store): this command asks it for the project's
+/// unfinished runs and prints them, as a client, instead of failing on the store's lock.
+async fn through_owner(project: &Project, args: ResumeArgs) -> anyhow::Result<u8> {
+    let backend = project.backend(&project.runtime()).await?;
+    if matches!(backend, super::backend::Backend::Local(_)) {
+        // The owner let go meanwhile: this process resumes the runs itself.
+        drop(backend);
+        return Box::pin(resume_here(project, args)).await;
+    }
+    let unfinished = [
+        RunStatus::Running,
+        RunStatus::Waiting,
+        RunStatus::Paused,
+        RunStatus::Blocked,
+    ];
+    let runs = backend
+        .list_runs(None, project.scope_string(), 0, &unfinished)
+        .await?;
+    errln!(
+        "the store is open in another magrathea process, which drives its runs: {} unfinished \
+         run(s) of {}",
+        runs.len(),
+        project.scope_string()
+    );
+    let mut code = EXIT_OK;
+    for dto in &runs {
+        if dto.run.status == RunStatus::Blocked {
+            code = EXIT_FAILED;
+        }
+        match print_run(dto, args.json, &[]) {
             Err(e) if is_stdout_closed(&e) => {}
             other => other?,
         }

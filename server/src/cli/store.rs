@@ -233,6 +233,11 @@ const OWNER_RETRY: std::time::Duration = std::time::Duration::from_millis(50);
 #[derive(Debug)]
 struct Locked(String);
 
+/// Whether `e` says the store is open in another process.
+pub(crate) fn is_locked(e: &anyhow::Error) -> bool {
+    e.downcast_ref::<Locked>().is_some()
+}
+
 impl std::fmt::Display for Locked {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.write_str(&self.0)

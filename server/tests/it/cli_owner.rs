@@ -110,7 +110,7 @@ const SETTINGS: &str = "lanes:\n  maxConcurrentTasks: 4\n";
 /// The tenant lets its projects run shell steps, also when served.
 const TENANT_SETTINGS: &str = "execution:\n  shellTask: true\n";
 
-fn project() -> Project {
+pub(crate) fn project() -> Project {
     let p = Project::new();
     p.workflow("echo", ECHO)
         .workflow("broken", BROKEN)
@@ -127,7 +127,7 @@ fn project() -> Project {
 }
 
 /// A child process, SIGKILLed and reaped when dropped.
-struct Guard(Child);
+pub(crate) struct Guard(Child);
 
 impl Drop for Guard {
     fn drop(&mut self) {
@@ -191,7 +191,7 @@ fn finish(mut cmd: Command) -> Output {
     }
 }
 
-fn cli(p: &Project, args: &[&str]) -> Output {
+pub(crate) fn cli(p: &Project, args: &[&str]) -> Output {
     finish(p.command(args))
 }
 
@@ -225,7 +225,7 @@ fn serve_owner(p: &Project) -> Guard {
 }
 
 /// `magrathea run hold` owning the store, once its shell step runs.
-fn run_owner(p: &Project) -> Guard {
+pub(crate) fn run_owner(p: &Project) -> Guard {
     let _ = std::fs::remove_file(p.dir.join("holding"));
     let mut cmd = p.command(&["run", "hold"]);
     cmd.stdout(Stdio::null()).stderr(Stdio::null());
@@ -320,7 +320,7 @@ fn reading_commands(done: &str, waiting: &str) -> Vec<Vec<String>> {
 }
 
 /// A done and a waiting run, started without an owner.
-fn two_runs(p: &Project) -> (String, String) {
+pub(crate) fn two_runs(p: &Project) -> (String, String) {
     let done = cli(p, &["run", "echo", "--json"]);
     assert_eq!(code(&done), 0, "{}", stderr(&done));
     let waiting = cli(p, &["run", "review", "--json"]);

@@ -21,6 +21,7 @@ mod cli_contract;
 mod cli_graph;
 mod cli_late_answer;
 mod cli_owner;
+mod cli_owner_resume;
 mod cli_pause;
 mod cli_postgres;
 mod cli_rerun;
