@@ -171,8 +171,9 @@ impl Backend {
         Ok(views)
     }
 
-    /// Runs of exactly `scope`, as [`Self::list_runs`] lists them.
-    async fn runs_of(
+    /// Runs of exactly `scope`, as [`Self::list_runs`] lists them (and an owner answers its
+    /// clients, which merge them themselves).
+    pub(crate) async fn runs_of(
         &self,
         workflow: Option<String>,
         scope: String,

@@ -92,7 +92,7 @@ pub(crate) async fn v1_resume(
 /// A run's status in Friday's words (`FridayWorkflowRunStatus`): a run that runs or waits
 /// for a timer, a child or a task is `running`; one that is paused, or blocked until its
 /// code is fixed, is `paused`; `DONE` is `completed`.
-pub(crate) fn friday_run_status(status: RunStatus) -> &'static str {
+fn friday_run_status(status: RunStatus) -> &'static str {
     match status {
         RunStatus::Paused | RunStatus::Blocked => "paused",
         RunStatus::Done => "completed",

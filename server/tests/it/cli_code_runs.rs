@@ -73,6 +73,27 @@ fn runs_a_rust_application_started_are_shown_listed_and_exported() {
     assert_eq!(code(&out), 0, "{}", stderr(&out));
     let exported = std::fs::read_to_string(&file).unwrap();
     assert!(exported.contains("StartRecord"), "{exported}");
+
+    // Through an owner of the store (`magrathea serve --store`), listed once.
+    let mut serve = crate::serve_child::serve_command(&p.root);
+    serve.args(["--store", store_arg]);
+    let server = crate::serve_child::ServeChild::spawn(serve);
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(30);
+    while std::os::unix::net::UnixStream::connect(store.join("control.sock")).is_err() {
+        assert!(std::time::Instant::now() < deadline, "no control socket");
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    }
+    let out = p.cli(&["runs", "list", "--json", "--store", store_arg]);
+    assert_eq!(code(&out), 0, "{}", stderr(&out));
+    let listed = json(&out);
+    let times = listed
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|r| r["workflowRunId"] == run.as_str())
+        .count();
+    assert_eq!(times, 1, "{listed}");
+    drop(server);
 }
 
 #[test]

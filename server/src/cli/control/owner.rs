@@ -280,7 +280,7 @@ async fn answer(backend: &Backend, request: Request) -> (Reply, Option<Follower>
             limit,
             statuses,
         } => backend
-            .list_runs(workflow, scope, limit, &statuses)
+            .runs_of(workflow, scope, limit, &statuses)
             .await
             .map(|runs| Reply::Runs { runs }),
         Request::Run { run } => backend.run(run).await.map(|run| Reply::Run {
