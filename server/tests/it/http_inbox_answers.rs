@@ -43,17 +43,9 @@ async fn item_of(s: &Server, run: &str) -> Value {
     panic!("no item of {run}");
 }
 
+/// Answers `item` with `body`: the status and the JSON answer.
 async fn answer(s: &Server, item: &Value, body: Value) -> (u16, Value) {
-    let id = item["id"].as_str().unwrap();
-    let r = s
-        .post(
-            &format!("/brain/acme/project/shop/inbox/{id}/answer"),
-            Some(ACME),
-        )
-        .json(&body)
-        .send()
-        .await
-        .unwrap();
+    let r = s.answer(item["id"].as_str().unwrap(), &body).await;
     (r.status().as_u16(), r.json().await.unwrap_or(Value::Null))
 }
 
