@@ -7,8 +7,8 @@
 //! 200 `{pause|resume, run}`, where `pause` is `paused` or `alreadyPaused`, `resume` is
 //! `resumed`, and `run` the run (brief without `workflow.read`), its status `PAUSED` after a
 //! pause. The `/v1` routes add `status`, the run's status in Friday's words
-//! (`FridayWorkflowRunStatus`: `running`, `paused`, `completed`, `failed`, `cancelled`; see
-//! [`friday_run_status`]). 404 for a run that is not there (or not the caller's tenant's); 409
+//! (`FridayWorkflowRunStatus`: `running` for a run that runs or waits, `paused` for a paused
+//! or blocked one, `completed`, `failed`, `cancelled`). 404 for a run that is not there (or not the caller's tenant's); 409
 //! `MAG-HTTP-PAUSE-STATE` for a run that has ended (or is being cancelled, or is blocked) on a
 //! pause, and for a run that is not paused on a resume. See [`Engine::pause`].
 //!
