@@ -72,9 +72,7 @@ pub(crate) async fn v1_pause(
     headers: HeaderMap,
     JsonBody(body): JsonBody<PauseBody>,
 ) -> Result<Json<Value>, ApiError> {
-    tenant_wide(state, run_id, headers, body, Op::Pause)
-        .await
-        .map(with_friday_status)
+    tenant_wide(state, run_id, headers, body, Op::Pause).await
 }
 
 /// `POST /v1/workflow-runs/{runId}/resume`.
@@ -84,9 +82,7 @@ pub(crate) async fn v1_resume(
     headers: HeaderMap,
     JsonBody(body): JsonBody<PauseBody>,
 ) -> Result<Json<Value>, ApiError> {
-    tenant_wide(state, run_id, headers, body, Op::Resume)
-        .await
-        .map(with_friday_status)
+    tenant_wide(state, run_id, headers, body, Op::Resume).await
 }
 
 /// A run's status in Friday's words (`FridayWorkflowRunStatus`): a run that runs or waits
@@ -102,18 +98,6 @@ fn friday_run_status(status: RunStatus) -> &'static str {
     }
 }
 
-/// Adds `status`, the run's status in Friday's words, to a `/v1` control's answer.
-fn with_friday_status(Json(mut answer): Json<Value>) -> Json<Value> {
-    let status = answer["run"]["status"]
-        .as_str()
-        .and_then(|s| s.parse::<RunStatus>().ok())
-        .map(friday_run_status);
-    if let (Some(status), Some(fields)) = (status, answer.as_object_mut()) {
-        fields.insert("status".into(), json!(status));
-    }
-    Json(answer)
-}
-
 async fn scoped(
     state: AppState,
     p: RunPath,
@@ -125,7 +109,8 @@ async fn scoped(
     let body = body?;
     let scope = state.scope(&p.tenant, &p.project)?;
     let summary = state.scoped_summary(&scope, &p.run_id)?;
-    control(&state, &who, summary.run_id, body, op).await
+    let (answer, _) = control(&state, &who, summary.run_id, body, op).await?;
+    Ok(Json(answer))
 }
 
 async fn tenant_wide(
@@ -139,7 +124,10 @@ async fn tenant_wide(
     who.require(ApiScope::Run)?;
     let body = body?;
     let summary = tenant_summary(&state, &who, &run_id)?;
-    control(&state, &who, summary.run_id, body, op).await
+    let (mut answer, status) = control(&state, &who, summary.run_id, body, op).await?;
+    // Friday's routes say the run's status in Friday's words too.
+    answer["status"] = json!(friday_run_status(status));
+    Ok(Json(answer))
 }
 
 /// The run's summary if it is in a tenant the caller may access; 404 otherwise.
@@ -153,13 +141,14 @@ fn tenant_summary(state: &AppState, who: &Principal, run: &str) -> Result<RunSum
     }
 }
 
+/// Pauses or resumes `run`: the answer (`{pause|resume, run}`) and the run's status after.
 async fn control(
     state: &AppState,
     who: &Principal,
     run: RunId,
     body: PauseBody,
     op: Op,
-) -> Result<Json<Value>, ApiError> {
+) -> Result<(Value, RunStatus), ApiError> {
     if body
         .reason
         .as_ref()
@@ -196,7 +185,7 @@ async fn control(
         ControlAck::AlreadyPaused => "alreadyPaused",
         ControlAck::Resumed => "resumed",
     };
-    let run = dto(state, run)?;
-    let run = visible_run(&run, &run.run, who);
-    Ok(Json(json!({ field: word, "run": run })))
+    let dto = dto(state, run)?;
+    let run = visible_run(&dto, &dto.run, who);
+    Ok((json!({ field: word, "run": run }), dto.run.status))
 }

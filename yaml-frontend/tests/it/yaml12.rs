@@ -4,6 +4,14 @@
 use magrathea_yaml::{Code, LoadOptions, YamlKind, load_workflow, parse_yaml};
 use serde_json::{Value, json};
 
+/// The first diagnostic of reading `text` as `t.yaml` (empty when it reads).
+fn first(text: &str) -> String {
+    parse_yaml("t.yaml", text, &LoadOptions::default())
+        .err()
+        .and_then(|d| d.iter().next().map(ToString::to_string))
+        .unwrap_or_default()
+}
+
 fn read(text: &str) -> Value {
     parse_yaml("t.yaml", text, &LoadOptions::default())
         .map(|n| n.to_json())
@@ -107,12 +115,6 @@ fn syntax_errors_report_parser_position() {
 /// the end of the text. The position is the mistake's.
 #[test]
 fn syntax_errors_point_at_the_tab_or_the_unclosed_bracket() {
-    let first = |text: &str| {
-        parse_yaml("t.yaml", text, &LoadOptions::default())
-            .err()
-            .and_then(|d| d.iter().next().map(ToString::to_string))
-            .unwrap_or_default()
-    };
     let msg = first("a:\n  b: success\n\tc: x\n");
     assert!(
         msg.starts_with("t.yaml:3:1: [MAG-Y001] invalid YAML: a tab character"),
@@ -260,12 +262,6 @@ fn core_tags_type_a_scalar_and_other_tags_are_errors() {
         ),
         json!({"a": 7, "b": 1.0, "c": true, "e": null, "f": "12", "g": [1]})
     );
-    let first = |text: &str| {
-        parse_yaml("t.yaml", text, &LoadOptions::default())
-            .err()
-            .and_then(|d| d.iter().next().map(ToString::to_string))
-            .unwrap_or_default()
-    };
     let msg = first("a: 1\nx: !custom foo\n");
     assert!(
         msg.starts_with("t.yaml:2:4: ") && msg.contains("unknown tag `!custom`"),
