@@ -1,0 +1,37 @@
+//! Reading commands print the same through an owner as without one.
+
+use super::*;
+
+#[test]
+fn reading_commands_print_the_same_through_a_serve_owner_as_without_one() {
+    let p = project();
+    let (done, waiting) = two_runs(&p);
+    let cmds = reading_commands(&done, &waiting);
+    let alone = outputs(&p, &cmds);
+    assert_eq!(alone[0].0, 0);
+    assert!(alone[6].2.contains("[MAG-RN001]"), "{}", alone[6].2);
+
+    let mut owner = serve_owner(&p);
+    let client = outputs(&p, &cmds);
+    assert_same(&cmds, &client, &alone);
+
+    // A clean stop removes the socket; the store is the next command's again.
+    owner.signal("TERM");
+    assert_eq!(owner.wait(), Some(0));
+    assert!(!socket(&p).exists(), "the socket outlived its owner");
+    assert_same(&cmds, &outputs(&p, &cmds), &alone);
+}
+
+#[test]
+fn reading_commands_print_the_same_while_a_run_waits_on_a_shell_step() {
+    let p = project();
+    let (done, waiting) = two_runs(&p);
+    let owner = run_owner(&p);
+    let cmds = reading_commands(&done, &waiting);
+    let client = outputs(&p, &cmds);
+    // The held run shows as RUNNING; after a SIGKILL nobody drives it on, so the owner-less
+    // commands see the same store.
+    assert!(client[0].1.contains("hold"), "{}", client[0].1);
+    drop(owner);
+    assert_same(&cmds, &client, &outputs(&p, &cmds));
+}
