@@ -12,7 +12,9 @@
 
 use std::sync::Arc;
 
-use magrathea_core::{RetryPolicy, StartRecord, TaskCall, TaskError, TaskOptions, WorkflowContext};
+use magrathea_core::{
+    RetryPolicy, StartRecord, TaskCall, TaskError, TaskOptions, TaskRegistration, WorkflowContext,
+};
 use magrathea_exec::{
     AgentInput, ExecCall, IntoExecCall, RunContext, RunData, ScriptInput, ShellInput, ToolInput,
 };
@@ -139,6 +141,56 @@ pub(crate) async fn external(
     }
 }
 
+/// Runs journaled before a refused tool call was a task step: they go on without one.
+const DENIED_STEP_PATCH: &str = "tool-task-denied-result";
+
+/// A `tool_task` whose tool the cascade refuses ends as any task whose attempt cannot run
+/// (reference §5: every task writes a `TaskStartedRecord` and a `TaskResultRecord`): a task
+/// step of attempt `run.attempt` whose result is `permission_error` with output `{error}`.
+/// The step counts against `maxTaskSpawns` like any attempt, and the journal shows the
+/// refusal where the state ran. `error` comes from the journaled decision, so replay asks for
+/// the same step.
+async fn denied(
+    ctx: &WorkflowContext,
+    run: &RunInfo<'_>,
+    state: &str,
+    tool: &str,
+    error: String,
+) -> Completion {
+    let output = json!({ "error": error });
+    if !ctx.patched(DENIED_STEP_PATCH) {
+        return Completion::of(crate::ErrorKind::PermissionError.as_str(), output);
+    }
+    let once = TaskOptions {
+        retry: RetryPolicy::none(),
+        timeout: None,
+    };
+    let registration = TaskRegistration::new(
+        magrathea_exec::tools::TASK,
+        once.clone(),
+        |input: Value, _| {
+            let message = input["error"].as_str().unwrap_or_default().to_string();
+            let output = json!({ "error": &input["error"] });
+            async move {
+                Err(TaskError::terminal(message)
+                    .with_kind(crate::ErrorKind::PermissionError.as_str())
+                    .with_output(output))
+            }
+        },
+    );
+    let result = ctx
+        .task_with(run.numbered(TaskCall {
+            task: magrathea_exec::tools::TASK.into(),
+            name: Some(state.to_string()),
+            input: json!({ "tool": tool, "error": output["error"] }),
+            options: Some(once),
+            registration: Some(registration),
+            first_attempt: None,
+        }))
+        .await;
+    Completion::from_task(result)
+}
+
 /// `tool_task`: the permission cascade (§10), journaled as a side effect because it reads the
 /// tenant's and project's settings; then a registered `#[task]` of that name (within the
 /// state's `timeoutSeconds`), or a tool of the executors' registry.
@@ -167,10 +219,8 @@ async fn tool(
             .get("reason")
             .and_then(Value::as_str)
             .unwrap_or("denied");
-        return Completion::of(
-            "permission_error",
-            json!({ "error": format!("[MAG-TL002] tool `{name}` is not allowed: {reason}") }),
-        );
+        let error = format!("[MAG-TL002] tool `{name}` is not allowed: {reason}");
+        return denied(ctx, run, state, &name, error).await;
     }
     if ctx.is_task_registered(&name) {
         let params = if input.params.is_null() {

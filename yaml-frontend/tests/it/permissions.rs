@@ -234,11 +234,30 @@ async fn a_denied_tool_ends_in_permission_error_and_runs_nothing() {
             r.contains("[MAG-TL002]") && r.contains(needle),
             "{name}: {r}"
         );
-        // The decision is journaled as a side effect; the tool's task never started.
+        // The decision is journaled as a side effect, then the state's task step (reference
+        // §5: every task writes its start and its result) with the refusal as its result; the
+        // tool itself never ran.
         let records = p.records(&v);
         let types: Vec<&str> = records.iter().map(Record::type_name).collect();
-        assert!(types.contains(&"SideEffectRecord"), "{name}: {types:?}");
-        assert!(!types.contains(&"TaskStartedRecord"), "{name}: {types:?}");
+        let decided = types.iter().position(|t| *t == "SideEffectRecord");
+        let started = types.iter().position(|t| *t == "TaskStartedRecord");
+        assert!(decided.is_some() && decided < started, "{name}: {types:?}");
+        let results: Vec<&Record> = records
+            .iter()
+            .filter(|r| r.type_name() == "TaskResultRecord")
+            .collect();
+        assert_eq!(results.len(), 1, "{name}: {types:?}");
+        let Record::TaskResult {
+            outcome, output, ..
+        } = results[0]
+        else {
+            unreachable!()
+        };
+        assert_eq!(outcome.as_str(), "permission_error", "{name}");
+        assert!(
+            output["error"].as_str().is_some_and(|e| e.contains(needle)),
+            "{name}: {output}"
+        );
     }
 
     let v = p.run("uncaught").await;
@@ -266,4 +285,54 @@ async fn a_denied_tool_ends_in_permission_error_and_runs_nothing() {
     let v = p.run("task").await;
     assert_eq!(v.status, RunStatus::Failed);
     assert!(reason(&v).contains("project's tools.allowed"), "{v:?}");
+}
+
+/// Each refused attempt is a task step of its own attempt number (reference §5), so a `retry:`
+/// on `permission_error` journals every attempt, and `bounds.maxTaskSpawns` (§9: "Number of
+/// `TaskStartedRecord` entries … Retries count") stops a run that retries a refusal.
+#[tokio::test]
+async fn refused_attempts_are_numbered_task_steps_that_count_against_max_task_spawns() {
+    let doc = |bounds: &str| {
+        format!(
+            "allowedTools: [doc_read]\n{bounds}start: c\nstates:\n  c:\n    type: tool_task\n    \
+             tool: doc_list\n    retry: {{ maxAttempts: 3, on: [permission_error], \
+             backoffSeconds: 0 }}\n    on: {{ success: d }}\n    catch: {{ permission_error: f }}\n  \
+             d: {{ type: terminal }}\n  f: {{ type: terminal, outcome: failure }}\n"
+        )
+    };
+    let p = project(&[
+        ("retried", &doc("")),
+        ("bounded", &doc("bounds: { maxTaskSpawns: 2 }\n")),
+    ])
+    .await;
+
+    let v = p.run("retried").await;
+    assert_eq!(v.current_state.as_deref(), Some("f"), "{v:?}");
+    let records = p.records(&v);
+    let attempts: Vec<(u32, &str)> = records
+        .iter()
+        .filter_map(|r| match r {
+            Record::TaskResult {
+                attempt, outcome, ..
+            } => Some((*attempt, outcome.as_str())),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(
+        attempts,
+        [
+            (1, "permission_error"),
+            (2, "permission_error"),
+            (3, "permission_error")
+        ]
+    );
+
+    let v = p.run("bounded").await;
+    assert_eq!(v.status, RunStatus::Failed, "{v:?}");
+    assert!(
+        v.reason
+            .as_deref()
+            .is_some_and(|r| r.contains("maxTaskSpawns")),
+        "{v:?}"
+    );
 }
