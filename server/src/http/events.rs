@@ -57,6 +57,7 @@ use super::body::body_error;
 use super::error::ApiError;
 use super::runs::Started;
 use super::state::{AppState, Starter};
+use crate::triggers::registry::{self, TriggerKind};
 
 /// Largest accepted event body: 1 MiB.
 pub const EVENT_BODY_LIMIT: usize = 1024 * 1024;
@@ -127,6 +128,19 @@ fn api_caller(state: &AppState, tenant: &str, headers: &HeaderMap) -> Result<Pri
 /// The value at a dotted path of the project's (else the tenant's) settings.
 fn setting(state: &AppState, scope: &Scope, dotted: &str) -> Option<String> {
     super::setting::text(state.docs(), scope, dotted)
+}
+
+/// Whether an operator paused a trigger of the event document `name` (its webhook or its
+/// subscription): a paused document is off for its REST route too, as with `enabled: false`.
+fn paused(state: &AppState, scope: &Scope, name: &str) -> Result<bool, ApiError> {
+    let catalog = state.triggers.catalog()?;
+    for kind in [TriggerKind::Webhook, TriggerKind::Event] {
+        let id = registry::id_of(&registry::key_of(&scope.tenant, &scope.project, kind, name));
+        if registry::is_paused(catalog, &id)? {
+            return Ok(true);
+        }
+    }
+    Ok(false)
 }
 
 /// Checks the event token of `key` (a dotted settings path).
@@ -216,6 +230,17 @@ pub(crate) async fn trigger(
             format!(
                 "event `{}` is switched off by its document (`enabled: false`)",
                 p.event
+            ),
+        ));
+    }
+    if paused(&state, &scope, &p.event)? {
+        return Err(ApiError::new(
+            StatusCode::CONFLICT,
+            "MAG-HTTP-TRIGGER-DISABLED",
+            format!(
+                "event `{}` is paused by an operator: resume it with `PATCH …/triggers/{}` \
+                 and {{\"enabled\": true}}",
+                p.event, p.event
             ),
         ));
     }

@@ -125,6 +125,12 @@ pub(super) fn spawn(triggers: Arc<Triggers>, state: AppState) {
                         && r.tenant == event.tenant
                         && r.project == event.project
                 }) {
+                    // The list is up to REGISTRATIONS_FRESH old: a trigger paused, switched
+                    // off or rewritten since must not fire on it.
+                    let Some(reg) = still_active(&triggers, reg) else {
+                        continue;
+                    };
+                    let reg = &reg;
                     let Some(work) = prepare(&state, &mut memory, reg, &event) else {
                         continue;
                     };
@@ -141,6 +147,19 @@ pub(super) fn spawn(triggers: Arc<Triggers>, state: AppState) {
             }
         }
     });
+}
+
+/// `reg` as the catalog holds it now, if it is still active with the same event.
+fn still_active(triggers: &Triggers, reg: &Registration) -> Option<Registration> {
+    let catalog = triggers.catalog().ok()?;
+    match registry::by_id(catalog, &reg.id) {
+        Ok(Some(now)) if now.active && now.event == reg.event => Some(now),
+        Ok(_) => None,
+        Err(e) => {
+            tracing::warn!(error = %e, trigger = %reg.id, "could not read a trigger registration");
+            None
+        }
+    }
 }
 
 /// Whether an update holds a record that can be an event.

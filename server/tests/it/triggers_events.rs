@@ -134,6 +134,47 @@ async fn a_failed_run_passing_the_filter_starts_the_subscribed_workflow() {
     assert_eq!(runs_by(&s, "event:on-failure", 1).await.len(), 1);
 }
 
+/// A paused event document fires nothing from the moment the `PATCH` answers: its
+/// subscription starts no run for an event that follows at once (the hub keeps a recent list
+/// of subscriptions; it reads the matched one again), and its REST route answers 409, as for
+/// `enabled: false`. Resuming it lets both through again.
+#[tokio::test]
+async fn a_paused_event_document_fires_nothing_from_the_moment_the_patch_answers() {
+    let s = server(http_common::TENANT_SETTINGS).await;
+    put(&s, "events/on-failure.yaml", ON_FAILURE).await;
+    let patch = |enabled: bool| {
+        s.client
+            .patch(s.url("/brain/acme/project/shop/triggers/on-failure"))
+            .bearer_auth(ACME)
+            .json(&json!({ "enabled": enabled }))
+            .send()
+    };
+    let route = "/brain/acme/event/shop/on-failure";
+
+    // The hub reads its list of subscriptions with the first failure.
+    let deploy = s.start_run("shop", "deploy", json!({})).await;
+    s.wait_status("shop", &deploy, &["FAILED"]).await;
+    runs_by(&s, "event:on-failure", 1).await;
+
+    let paused: Value = patch(false).await.unwrap().json().await.unwrap();
+    assert_eq!(paused["active"], false, "{paused}");
+    let deploy = s.start_run("shop", "deploy", json!({})).await;
+    s.wait_status("shop", &deploy, &["FAILED"]).await;
+    let (status, body) = http_common::code(s.post(route, Some(ACME)).send().await.unwrap()).await;
+    assert_eq!(status, 409, "{body}");
+    assert_eq!(body, "MAG-HTTP-TRIGGER-DISABLED");
+    tokio::time::sleep(Duration::from_millis(800)).await;
+    assert_eq!(runs_by(&s, "event:on-failure", 1).await.len(), 1);
+    assert_eq!(deliveries(&s, "on-failure", 1).await.len(), 1);
+
+    patch(true).await.unwrap();
+    let deploy = s.start_run("shop", "deploy", json!({})).await;
+    s.wait_status("shop", &deploy, &["FAILED"]).await;
+    let (status, body) = http_common::code(s.post(route, Some(ACME)).send().await.unwrap()).await;
+    assert_eq!(status, 202, "{body}");
+    assert_eq!(runs_by(&s, "event:on-failure", 3).await.len(), 3);
+}
+
 #[tokio::test]
 async fn another_projects_and_another_tenants_runs_do_not_reach_a_subscription() {
     let s = server(http_common::TENANT_SETTINGS).await;
