@@ -35,9 +35,9 @@ pub struct HookDocument {
     /// `#event['workflowName'] == 'deploy'`; without it every event of the kind runs the hook.
     #[serde(default)]
     pub filter: Option<String>,
-    /// The script, a document path relative to the project directory, e.g.
-    /// `_vance/hooks/review.js`: no `..`, ending in `.js`.
-    #[schemars(regex(pattern = r"^[^/].*\.js$"))]
+    /// The script, a document path relative to the project directory, under
+    /// `_vance/hooks/` (e.g. `_vance/hooks/review.js`): no `..`, ending in `.js`.
+    #[schemars(regex(pattern = r"^(\./)*_vance/hooks/.+\.js$"))]
     pub script: String,
     /// The script is interrupted after this many seconds (default 10, at most 60).
     #[serde(default)]
@@ -112,7 +112,8 @@ impl HookDocument {
     }
 }
 
-/// A hook's script path: relative, inside the project (no `..`), a `.js` file.
+/// A hook's script path: relative, inside the project's `_vance/hooks/` (no `..`), a `.js`
+/// file.
 fn check_script_path(path: &str) -> Result<(), String> {
     let p = Path::new(path);
     let plain = !path.contains('\0')
@@ -124,6 +125,24 @@ fn check_script_path(path: &str) -> Result<(), String> {
         return Err(format!(
             "[MAG-HK012] invalid hook `script: {path}`: expected a path relative to the \
              project directory without `..`, e.g. `_vance/hooks/review.js`"
+        ));
+    }
+    // Writing under `_vance/hooks/` through the API needs `workflow.run`: a script elsewhere
+    // could be rewritten by a token that may only write documents, and the hook would run
+    // that token's code on events of other people's runs.
+    let under_hooks = {
+        let mut parts = p
+            .components()
+            .filter(|c| matches!(c, Component::Normal(_)))
+            .map(|c| c.as_os_str());
+        parts.next().is_some_and(|c| c == "_vance")
+            && parts.next().is_some_and(|c| c == "hooks")
+            && parts.next().is_some()
+    };
+    if !under_hooks {
+        return Err(format!(
+            "[MAG-HK012] invalid hook `script: {path}`: expected a script under `_vance/hooks/` \
+             (where writing needs `workflow.run`), e.g. `_vance/hooks/review.js`"
         ));
     }
     if !path.ends_with(".js") {
@@ -204,12 +223,18 @@ mod tests {
                 "on: workflow.run.failed\nscript: _vance/hooks/a.py\n",
                 "[MAG-HK012]",
             ),
+            // Outside `_vance/hooks/`, a token that may only write documents could change it.
             (
-                "on: workflow.run.failed\nscript: a.js\ntimeoutSeconds: 61\n",
+                "on: workflow.run.failed\nscript: _vance/scripts/a.js\n",
+                "[MAG-HK012]",
+            ),
+            ("on: workflow.run.failed\nscript: a.js\n", "[MAG-HK012]"),
+            (
+                "on: workflow.run.failed\nscript: _vance/hooks/a.js\ntimeoutSeconds: 61\n",
                 "[MAG-HK013]",
             ),
             (
-                "on: workflow.run.failed\nscript: a.js\ntimeoutSeconds: 0\n",
+                "on: workflow.run.failed\nscript: _vance/hooks/a.js\ntimeoutSeconds: 0\n",
                 "[MAG-HK013]",
             ),
         ];
