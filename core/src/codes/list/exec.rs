@@ -291,8 +291,8 @@ pub(super) const CODES: &[ErrorCode] = &[
     },
     ErrorCode {
         code: "MAG-HK012",
-        meaning: "A hook's `script:` is not a relative `.js` path inside the project.",
-        remedy: "Name a `.js` document relative to the project directory, without `..`, e.g. `_vance/hooks/review.js`.",
+        meaning: "A hook's `script:` is not a relative `.js` path under the project's `_vance/hooks/` (where writing through the API needs `workflow.run`).",
+        remedy: "Move the script under `_vance/hooks/` and name it relative to the project directory, without `..`, e.g. `_vance/hooks/review.js`.",
     },
     ErrorCode {
         code: "MAG-HK013",
