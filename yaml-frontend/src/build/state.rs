@@ -707,10 +707,15 @@ fn condition(ctx: &mut Ctx<'_>, node: &YamlNode, what: &str) -> TaskSpec {
                 );
             }
             if let Some(t) = target(ctx, e, &format!("the else target of {what}")) {
-                otherwise.get_or_insert(Spanned {
-                    value: t,
-                    span: e.span,
-                });
+                if otherwise.is_some() {
+                    // Not kept, yet a target to report when it names no state.
+                    ctx.dropped_targets.push((t, e.span));
+                } else {
+                    otherwise = Some(Spanned {
+                        value: t,
+                        span: e.span,
+                    });
+                }
             }
             continue;
         }

@@ -213,6 +213,18 @@ fn condition_rules() {
         &text,
         "wf.yaml:9:9: [MAG-Y011] a second 'else' in state 'a': expected at most one else rule",
     );
+    // A second else is refused, and its target still checked: every error at once.
+    let twice = doc(&format!(
+        "  a:\n    type: condition_task\n    transitions:\n      - else: end\n      - else: nowhere\n{END}"
+    ));
+    has(
+        &twice,
+        "wf.yaml:7:9: [MAG-Y011] a second 'else' in state 'a': expected at most one else rule",
+    );
+    has(
+        &twice,
+        "wf.yaml:7:15: [MAG-Y010] unknown transition target 'nowhere': expected one of the states [a, end]",
+    );
     let missing = doc(&format!(
         "  a:\n    type: condition_task\n    transitions:\n      - if: \"true\"\n      - to: end\n{END}"
     ));
