@@ -108,8 +108,6 @@ fn load(path_label: &str, text: &str, opts: &LoadOptions) -> Result<Loaded, (Dia
             plan = Some(compiled);
         }
     }
-    let mut diags = ctx.diags;
-    diags.sort();
     let refs = doc
         .as_ref()
         .map(|doc| Refs {
@@ -117,6 +115,9 @@ fn load(path_label: &str, text: &str, opts: &LoadOptions) -> Result<Loaded, (Dia
             scripts: analysis::script_refs(&root, doc),
         })
         .unwrap_or_default();
+    analysis::invalid_sub_workflow_names(&mut ctx, &refs.workflows);
+    let mut diags = ctx.diags;
+    diags.sort();
     match (doc, plan) {
         (Some(doc), Some(plan)) if !diags.has_errors() => Ok(Loaded {
             plan,

@@ -134,7 +134,8 @@ pub(crate) fn unknown_sub_workflows(
     let mut out = Diagnostics::new();
     for r in refs {
         let name = &r.name.value;
-        if name.contains("${") || exists(name) {
+        // A name that is no document name has its error (`MAG-Y026`) already.
+        if name.contains("${") || magrathea_exec::check_name(name).is_err() || exists(name) {
             continue;
         }
         out.push(Diagnostic::warning(

@@ -24,7 +24,7 @@ pub(crate) use lookup::{missing_scripts, script_refs, unknown_sub_workflows};
 use crate::api::Loaded;
 use crate::ast::{Spanned, StateSpec, TaskType, WorkflowDoc};
 use crate::build::Ctx;
-use crate::diagnostic::Diagnostics;
+use crate::diagnostic::{Code, Diagnostics};
 use crate::node::YamlNode;
 use crate::plan::Plan;
 
@@ -91,6 +91,28 @@ pub(crate) fn workflow_refs(root: &YamlNode, doc: &WorkflowDoc) -> Vec<WorkflowR
         }
     }
     out
+}
+
+/// `MAG-Y026` for every sub-workflow name written without placeholders that is no plain
+/// document name (`../x`, `a/b`): no run could start it, whatever the project holds.
+pub(crate) fn invalid_sub_workflow_names(ctx: &mut Ctx<'_>, refs: &[WorkflowRef]) {
+    for r in refs {
+        let name = &r.name.value;
+        if name.contains("${") || magrathea_exec::check_name(name).is_ok() {
+            continue;
+        }
+        ctx.error(
+            r.name.span,
+            Code::InvalidValue,
+            format_args!(
+                "'workflow' of {} '{}' is '{name}': expected the plain name of a workflow \
+                 (a file name of _vance/workflows/ without '.yaml': letters, digits, '.', '_' \
+                 and '-', no '..' or '/')",
+                r.task_type.as_str(),
+                r.state
+            ),
+        );
+    }
 }
 
 impl Loaded {

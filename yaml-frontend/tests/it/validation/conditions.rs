@@ -1,0 +1,81 @@
+//! `condition_task` rules and expressions.
+
+use super::*;
+
+#[test]
+fn condition_rules() {
+    let rules = "  a:\n    type: condition_task\n    transitions:\n      - else: end\n      - if: \"#params['x'] == 1\"\n        to: end\n      - else: end\n";
+    let text = doc(&format!("{rules}{END}"));
+    has(
+        &text,
+        "wf.yaml:6:9: [MAG-Y011] 'else' is rule 1 of 3 in state 'a': expected it to be the last rule",
+    );
+    has(
+        &text,
+        "wf.yaml:9:9: [MAG-Y011] a second 'else' in state 'a': expected at most one else rule",
+    );
+    // A second else is refused, and its target still checked: every error at once.
+    let twice = doc(&format!(
+        "  a:\n    type: condition_task\n    transitions:\n      - else: end\n      - else: nowhere\n{END}"
+    ));
+    has(
+        &twice,
+        "wf.yaml:7:9: [MAG-Y011] a second 'else' in state 'a': expected at most one else rule",
+    );
+    has(
+        &twice,
+        "wf.yaml:7:15: [MAG-Y010] unknown transition target 'nowhere': expected one of the states [a, end]",
+    );
+    let missing = doc(&format!(
+        "  a:\n    type: condition_task\n    transitions:\n      - if: \"true\"\n      - to: end\n{END}"
+    ));
+    has(
+        &missing,
+        "wf.yaml:6:9: [MAG-Y012] rule 1 of state 'a' has no 'to': expected a rule {if: <condition>, to: <state>} or {else: <state>}",
+    );
+    has(
+        &missing,
+        "wf.yaml:7:9: [MAG-Y012] rule 2 of state 'a' has no 'if': expected a rule {if: <condition>, to: <state>} or {else: <state>}",
+    );
+    let bad_target = doc(&format!(
+        "  a:\n    type: condition_task\n    transitions:\n      - if: \"true\"\n        to: ned\n      - else: edn\n{END}"
+    ));
+    has(
+        &bad_target,
+        "wf.yaml:7:13: [MAG-Y010] unknown transition target 'ned': expected one of the states [a, end] (did you mean 'end'?)",
+    );
+    has(
+        &bad_target,
+        "wf.yaml:8:15: [MAG-Y010] unknown transition target 'edn': expected one of the states [a, end] (did you mean 'end'?)",
+    );
+}
+
+#[test]
+fn condition_errors_point_at_the_failing_character() {
+    let text = doc(&format!(
+        "  a:\n    type: condition_task\n    transitions:\n      - if: \"#state['x'].size() > 1\"\n        to: end\n      - if: T(java.lang.System)\n        to: end\n      - if: \"#state['x'] == \"\n        to: end\n{END}"
+    ));
+    has(
+        &text,
+        "wf.yaml:6:26: [MAG-Y023] invalid condition in rule 1 of state 'a': method calls are not allowed in conditions: 'size(...)'",
+    );
+    has(
+        &text,
+        "wf.yaml:8:13: [MAG-Y023] invalid condition in rule 2 of state 'a': type references T(...) are not allowed in conditions",
+    );
+    has(
+        &text,
+        "wf.yaml:10:29: [MAG-Y022] invalid condition in rule 3 of state 'a': expected a value, a variable or '(', found end of expression",
+    );
+}
+
+#[test]
+fn a_workflow_condition_reading_the_event_is_refused_where_it_reads_it() {
+    let text = doc(&format!(
+        "  a:\n    type: condition_task\n    transitions:\n      - if: \"#event['status'] == 'FAILED'\"\n        to: end\n      - else: end\n{END}"
+    ));
+    has(
+        &text,
+        "wf.yaml:6:14: [MAG-Y023] invalid condition in rule 1 of state 'a': '#event' exists only in event filters (`subscribe.filter:`, a hook's `filter:`); a workflow's conditions read #state, #params or #tasks",
+    );
+}

@@ -1,0 +1,175 @@
+//! The document's structure: `start`, `states`, task types, fields, transition targets.
+
+use super::*;
+
+#[test]
+fn reference_example_loads_with_only_analysis_warnings() {
+    let text = include_str!("../../fixtures/pr-review.yaml");
+    let loaded = load_workflow("pr-review.yaml", text, &LoadOptions::default())
+        .unwrap_or_else(|d| panic!("{d}"));
+    // What static analysis finds in it is listed in tests/analysis.rs.
+    assert!(
+        loaded
+            .warnings
+            .iter()
+            .all(|w| w.message.starts_with("[MAG-YA")),
+        "{}",
+        loaded.warnings
+    );
+    let doc = loaded.doc;
+    assert_eq!(doc.start.value, "plan");
+    assert_eq!(doc.states.len(), 9);
+    let names: Vec<&str> = doc.states.keys().map(String::as_str).collect();
+    assert_eq!(names[..3], ["plan", "run_checks", "route"]);
+    assert_eq!(doc.version.as_deref(), Some("1"));
+    assert_eq!(doc.bounds.and_then(|b| b.max_task_spawns), Some(100));
+    let plan = &doc.states["plan"];
+    assert_eq!(plan.on[0].outcome, "on".replace("on", "success"));
+    assert_eq!(plan.store_as.as_deref(), Some("plan_output"));
+    assert_eq!(plan.raw["params"]["schema"]["risk"]["enum"][0], "low");
+    let rc = &doc.states["run_checks"];
+    let retry = rc
+        .retry
+        .as_ref()
+        .map(|r| (r.max_attempts, r.on.len(), r.backoff_seconds));
+    assert_eq!(retry, Some((2, 2, 60.0)));
+    assert_eq!(
+        doc.parameters["reviewer"].default,
+        Some(serde_json::json!("@maintainers"))
+    );
+}
+
+#[test]
+fn start_is_required_and_must_exist() {
+    has(
+        "states:\n  a:\n    type: terminal\n",
+        "wf.yaml:1:1: [MAG-Y006] the workflow has no 'start': expected 'start: <name of the initial state>'",
+    );
+    has(
+        "start: pln\nstates:\n  plan:\n    type: terminal\n",
+        "wf.yaml:1:8: [MAG-Y008] start state 'pln' is not defined: expected one of the states [plan] (did you mean 'plan'?)",
+    );
+}
+
+#[test]
+fn states_required_and_non_empty() {
+    has(
+        "start: a\n",
+        "wf.yaml:1:1: [MAG-Y006] the workflow has no 'states': expected a mapping of state name to state spec",
+    );
+    has(
+        "start: a\nstates: {}\n",
+        "wf.yaml:2:9: [MAG-Y009] 'states' is empty: expected at least one state",
+    );
+}
+
+#[test]
+fn unknown_transition_targets_with_did_you_mean() {
+    let text = doc(
+        "  a:\n    type: shell_task\n    run: x\n    on:\n      success: mrege\n    catch:\n      timeout: nowhere\n  merge:\n    type: terminal\n",
+    );
+    has(
+        &text,
+        "wf.yaml:7:16: [MAG-Y010] unknown transition target 'mrege': expected one of the states [a, merge] (did you mean 'merge'?)",
+    );
+    has(
+        &text,
+        "wf.yaml:9:16: [MAG-Y010] unknown transition target 'nowhere': expected one of the states [a, merge]",
+    );
+}
+
+#[test]
+fn all_errors_are_reported_at_once() {
+    let text = doc(
+        "  a:\n    type: shel_task\n  b:\n    type: shell_task\n    storAs: x\n    on:\n      success: c\n",
+    );
+    let d = diags(&text);
+    let errors: Vec<String> = d.errors().map(|e| e.message.clone()).collect();
+    assert_eq!(errors.len(), 4, "{errors:#?}");
+    assert!(errors[0].starts_with("[MAG-Y004] unknown task type 'shel_task' in state 'a'"));
+    assert!(errors[0].ends_with("(did you mean 'shell_task'?)"));
+}
+
+#[test]
+fn a_rule_whose_condition_is_refused_still_has_its_target_checked() {
+    // The target does not depend on the condition: one pass reports both.
+    for condition in ["T(java.lang.System).exit(0)", "#state['x'] =="] {
+        let text = doc(&format!(
+            "  a:\n    type: condition_task\n    transitions:\n      - if: \"{condition}\"\n        to: ned\n      - else: end\n{END}"
+        ));
+        let all = rendered(&text);
+        assert!(
+            all.iter()
+                .any(|d| d.contains("invalid condition in rule 1 of state 'a'")),
+            "{all:#?}"
+        );
+        has(
+            &text,
+            "wf.yaml:7:13: [MAG-Y010] unknown transition target 'ned': expected one of the states [a, end] (did you mean 'end'?)",
+        );
+    }
+}
+
+#[test]
+fn unknown_task_type_and_missing_type() {
+    has(
+        &doc("  a:\n    type: shel_task\n"),
+        "wf.yaml:4:11: [MAG-Y004] unknown task type 'shel_task' in state 'a': expected one of [agent_task, shell_task, script_task, tool_task, gate_task, timer_task, condition_task, workflow_task, parallel_task, foreach_task, terminal] (did you mean 'shell_task'?)",
+    );
+    has(
+        &doc("  a:\n    description: x\n"),
+        "wf.yaml:4:5: [MAG-Y006] state 'a' has no 'type': expected one of [agent_task, shell_task, script_task, tool_task, gate_task, timer_task, condition_task, workflow_task, parallel_task, foreach_task, terminal]",
+    );
+}
+
+#[test]
+fn unknown_fields_suggest_the_right_one() {
+    let text = doc(&format!(
+        "  a:\n    type: shell_task\n    run: x\n    storAs: out\n    on: {{ success: end }}\n{END}"
+    ));
+    has(
+        &text,
+        "wf.yaml:6:5: [MAG-Y005] unknown field 'storAs' in state 'a' (shell_task): expected one of [type, description, timeoutSeconds, storeAs, on, catch, retry, compensate, run, dirName, splice] (did you mean 'storeAs'?)",
+    );
+    has(
+        "start: a\nstaets: {}\n",
+        "wf.yaml:2:1: [MAG-Y005] unknown field 'staets' in the workflow document: expected one of [description, version, start, parameters, bounds, allowedTools, tags, defaults, onFailure, states] (did you mean 'states'?)",
+    );
+}
+
+#[test]
+fn required_fields_per_type() {
+    let cases = [
+        ("agent_task", "recipe"),
+        ("shell_task", "run"),
+        ("script_task", "path"),
+        ("tool_task", "tool"),
+        ("timer_task", "duration"),
+        ("workflow_task", "workflow"),
+    ];
+    for (ty, field) in cases {
+        let text = doc(&format!(
+            "  a:\n    type: {ty}\n    on: {{ success: end }}\n{END}"
+        ));
+        has(
+            &text,
+            &format!(
+                "wf.yaml:4:5: [MAG-Y006] state 'a' has no '{field}': expected a '{field}:' string field"
+            ),
+        );
+    }
+    has(
+        &doc(&format!(
+            "  a:\n    type: gate_task\n    on: {{ ok: end }}\n{END}"
+        )),
+        "wf.yaml:4:5: [MAG-Y006] state 'a' has no 'inbox': expected an 'inbox:' block with at least 'kind'",
+    );
+    has(
+        &doc("  a:\n    type: condition_task\n"),
+        "wf.yaml:4:5: [MAG-Y006] state 'a' has no 'transitions': expected a list of {if, to} rules ending with an optional {else: <state>}",
+    );
+    has(
+        &doc("  a:\n    type: shell_task\n    run: 5\n"),
+        "wf.yaml:5:10: [MAG-Y007] 'run' of state 'a' is an integer (5): expected a string",
+    );
+}
