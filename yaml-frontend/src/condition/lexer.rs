@@ -198,26 +198,59 @@ fn string(src: &str, start: usize) -> Result<(Tok, usize), ConditionError> {
 
 fn number(src: &str, start: usize) -> Result<(Tok, usize), ConditionError> {
     let b = src.as_bytes();
-    let mut i = start;
-    while i < b.len() && b[i].is_ascii_digit() {
-        i += 1;
-    }
-    let is_dec = b.get(i) == Some(&b'.') && b.get(i + 1).is_some_and(u8::is_ascii_digit);
-    if is_dec {
-        i += 1;
+    let digits = |mut i: usize| {
         while i < b.len() && b[i].is_ascii_digit() {
             i += 1;
         }
-        let v: f64 = src[start..i]
+        i
+    };
+    let too_large = || ConditionError::syntax(start, "integer literal is too large".to_owned());
+    // SpEL's hexadecimal integers: `0x1F`, `0X1fL`.
+    if b[start] == b'0'
+        && matches!(b.get(start + 1), Some(b'x' | b'X'))
+        && b.get(start + 2).is_some_and(u8::is_ascii_hexdigit)
+    {
+        let mut i = start + 2;
+        while i < b.len() && b[i].is_ascii_hexdigit() {
+            i += 1;
+        }
+        let v = i64::from_str_radix(&src[start + 2..i], 16).map_err(|_| too_large())?;
+        if matches!(b.get(i), Some(b'L' | b'l')) {
+            i += 1;
+        }
+        return Ok((Tok::Int(v), i - start));
+    }
+    let mut i = digits(start);
+    let mut real = false;
+    if b.get(i) == Some(&b'.') && b.get(i + 1).is_some_and(u8::is_ascii_digit) {
+        i = digits(i + 1);
+        real = true;
+    }
+    // An exponent: `1.5e3`, `1E-3`, `2e+6`.
+    if matches!(b.get(i), Some(b'e' | b'E')) {
+        let sign = usize::from(matches!(b.get(i + 1), Some(b'+' | b'-')));
+        if b.get(i + 1 + sign).is_some_and(u8::is_ascii_digit) {
+            i = digits(i + 1 + sign);
+            real = true;
+        }
+    }
+    let text = &src[start..i];
+    // A type suffix, as SpEL writes them: `10L` (long), `1.5d`, `2f` (real).
+    let suffix = match b.get(i) {
+        Some(b'd' | b'D' | b'f' | b'F') => {
+            real = true;
+            1
+        }
+        Some(b'L' | b'l') if !real => 1,
+        _ => 0,
+    };
+    let len = i + suffix - start;
+    if real {
+        let v: f64 = text
             .parse()
             .map_err(|_| ConditionError::syntax(start, "invalid decimal literal".to_owned()))?;
-        return Ok((Tok::Dec(v), i - start));
+        return Ok((Tok::Dec(v), len));
     }
-    match src[start..i].parse::<i64>() {
-        Ok(v) => Ok((Tok::Int(v), i - start)),
-        Err(_) => Err(ConditionError::syntax(
-            start,
-            "integer literal is too large".to_owned(),
-        )),
-    }
+    let v = text.parse::<i64>().map_err(|_| too_large())?;
+    Ok((Tok::Int(v), len))
 }

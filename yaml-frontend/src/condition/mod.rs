@@ -2,8 +2,9 @@
 //!
 //! Grammar: `#state['k']`, `#params['k']`, `#tasks['s']['output']` (reserved: always `null`),
 //! indexing `[...]` (strings or integers), property access `.name`, literals (single- or
-//! double-quoted strings with SpEL's doubled-quote escape, integers, decimals, `true`,
-//! `false`, `null`), comparisons `== != < <= > >=` (and `eq ne lt le gt ge`), logic
+//! double-quoted strings with SpEL's doubled-quote escape, integers (also hexadecimal `0x1F`
+//! and with SpEL's `L` suffix), decimals (also with an exponent, `1.5e3`, and a `d`/`f`
+//! suffix), `true`, `false`, `null`), comparisons `== != < <= > >=` (and `eq ne lt le gt ge`), logic
 //! `&& || !` (and `and or not`), `in {a, b}`, `matches '<regex>'` (the pattern must be a
 //! string literal and is compiled at load time), ternary `c ? a : b`, Elvis `a ?: b`,
 //! parentheses.

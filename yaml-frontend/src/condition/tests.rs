@@ -137,6 +137,32 @@ fn literals_and_navigation() {
     assert_eq!(eval("#state['name'] == 'it''s'"), Ok(true));
 }
 
+/// SpEL's number literals: exponents, hexadecimal integers and type suffixes.
+#[test]
+fn number_literals_as_spel_writes_them() {
+    assert_eq!(value("1.5e3"), json!(1500.0));
+    assert_eq!(value("2E-2"), json!(0.02));
+    assert_eq!(value("1e+2"), json!(100.0));
+    assert_eq!(value("0x1F"), json!(31));
+    assert_eq!(value("0XffL"), json!(255));
+    assert_eq!(value("10L"), json!(10));
+    assert_eq!(value("2.5d"), json!(2.5));
+    assert_eq!(value("3f"), json!(3.0));
+    assert_eq!(eval("#state['code'] == 2.04e2"), Ok(true));
+    assert_eq!(eval("#params['limit'] < 1E2"), Ok(true));
+    // An `e` without digits is no exponent.
+    assert!(
+        parse_err("1e").message.contains("'e'"),
+        "{}",
+        parse_err("1e")
+    );
+    assert!(
+        parse_err("0x").message.contains("'x'"),
+        "{}",
+        parse_err("0x")
+    );
+}
+
 #[test]
 fn sandbox_rejections_with_offsets() {
     let cases: &[(&str, usize, &str)] = &[
