@@ -2,7 +2,9 @@
 //!
 //! Paths are relative to the project directory (`<root>/<tenant>/<project>`), with `/`
 //! separators, e.g. `_vance/notes/today.md`. Absolute paths and `..` are refused, and so is
-//! any path that resolves (through symbolic links) outside the project: those are
+//! any path that resolves (through symbolic links) outside the project or into the engine's
+//! store directory `.magrathea/` (where the `magrathea` command keeps a project's journals and
+//! its control key): those are
 //! [`ToolError::PermissionDenied`] (`permission_error`). A missing document, a directory
 //! given to `doc_read`, a file larger than 4 MiB or one that is not UTF-8 text are
 //! [`ToolError::Failed`] (`technical_error`).
@@ -76,7 +78,22 @@ fn resolve(docs: &DocumentSource, ctx: &ToolContext, rel: &str) -> Result<Resolv
     if !path.starts_with(&root) {
         return Err(escape());
     }
+    if in_engine_dir(&root, &path) {
+        return Err(ToolError::PermissionDenied(format!(
+            "`{rel}` is in `{ENGINE_DIR}/`, the engine's own store (journals of every run, the \
+             control key), not a document"
+        )));
+    }
     Ok(Resolved { root, path })
+}
+
+/// The directory a project run by the `magrathea` command keeps its store in.
+const ENGINE_DIR: &str = ".magrathea";
+
+/// Whether the canonical `path` lies in the engine's directory of the project `root`.
+fn in_engine_dir(root: &Path, path: &Path) -> bool {
+    path.strip_prefix(root)
+        .is_ok_and(|rel| rel.components().any(|c| c.as_os_str() == ENGINE_DIR))
 }
 
 /// `doc_read`: one document's text.
@@ -187,7 +204,15 @@ impl DocList {
                 let path = entry.path();
                 let is_link = entry.file_type().is_ok_and(|t| t.is_symlink());
                 // A link is listed only when its target is inside the project too.
-                if is_link && !path.canonicalize().is_ok_and(|t| t.starts_with(&r.root)) {
+                if is_link
+                    && !path
+                        .canonicalize()
+                        .is_ok_and(|t| t.starts_with(&r.root) && !in_engine_dir(&r.root, &t))
+                {
+                    continue;
+                }
+                // The engine's store is not a document.
+                if in_engine_dir(&r.root, &path) {
                     continue;
                 }
                 let Ok(meta) = std::fs::metadata(&path) else {

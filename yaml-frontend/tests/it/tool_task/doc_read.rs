@@ -28,6 +28,50 @@ async fn doc_read_never_reads_the_projects_settings() {
     }
 }
 
+/// The `magrathea` command keeps a project's store in `<project>/.magrathea/`: the journals of
+/// every run and the key of its control socket. No tool reads or lists it, by name or by a link.
+#[tokio::test]
+async fn doc_read_and_doc_list_never_reach_the_engines_store() {
+    let e = env().await;
+    e.write(".magrathea/control.key", "0123456789abcdef");
+    e.write("_vance/notes/today.md", "# Today\n");
+    std::os::unix::fs::symlink(
+        e.project().join(".magrathea"),
+        e.project().join("_vance/notes/store"),
+    )
+    .unwrap();
+    for path in [
+        ".magrathea/control.key",
+        "_vance/notes/store/control.key",
+        ".magrathea",
+    ] {
+        e.workflow(
+            "key",
+            &one_tool(
+                "[doc_read, doc_list]",
+                "doc_read",
+                &format!("{{ path: \"{path}\" }}"),
+            ),
+        );
+        let v = e.run("key", json!({})).await;
+        assert_eq!(v.result, Some(json!("denied")), "{path}: {v:?}");
+        assert!(error_of(&v).contains("the engine's own store"), "{v:?}");
+        assert!(!format!("{v:?}").contains("0123456789abcdef"), "{v:?}");
+    }
+    e.workflow(
+        "list",
+        &one_tool("[doc_list]", "doc_list", "{ path: \".\", recursive: true }"),
+    );
+    let v = e.run("list", json!({})).await;
+    assert_eq!(v.status, RunStatus::Done, "{v:?}");
+    let listed = v.vars["out"]["entries"].to_string();
+    assert!(listed.contains("_vance/notes/today.md"), "{listed}");
+    assert!(
+        !listed.contains(".magrathea") && !listed.contains("notes/store"),
+        "{listed}"
+    );
+}
+
 #[tokio::test]
 async fn doc_read_and_doc_list_read_the_project_and_refuse_every_escape() {
     let e = env().await;
