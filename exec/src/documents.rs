@@ -77,6 +77,13 @@ pub enum DocumentError {
          the project"
     )]
     NoDraft(String),
+    /// The document is a symbolic link (or lies under one) that leads out of its project or
+    /// tenant directory in a served tree ([`DocumentSource::confined`]).
+    #[error(
+        "[MAG-DOC004] {0} leads out of its project through a symbolic link: documents are read \
+         inside their project only"
+    )]
+    OutsideProject(PathBuf),
     /// The file exists but could not be read.
     #[error("[MAG-DOC003] cannot read {path}: {message}")]
     Io {
@@ -151,6 +158,29 @@ pub fn check_name(name: &str) -> Result<(), DocumentError> {
     } else {
         Err(DocumentError::InvalidName(name.to_string()))
     }
+}
+
+/// The error inside the I/O error of [`DocumentSource::confined`]: the file (as
+/// [`DocumentSource::label`] names it) leads out of its project.
+#[derive(Debug)]
+struct LeadsOut(String);
+
+impl std::fmt::Display for LeadsOut {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(
+            f,
+            "{} leads out of its project through a symbolic link",
+            self.0
+        )
+    }
+}
+
+impl std::error::Error for LeadsOut {}
+
+/// Whether `e` is [`DocumentSource::confined`]'s refusal of a file that leads out of its
+/// project.
+pub fn leads_out(e: &std::io::Error) -> bool {
+    e.get_ref().is_some_and(|inner| inner.is::<LeadsOut>())
 }
 
 impl DocumentSource {
@@ -251,6 +281,43 @@ impl DocumentSource {
         self.root.join(&scope.tenant).join("_tenant")
     }
 
+    /// `path`, a file of this tree, as the file to read. In a served tree the file must lie,
+    /// with every symbolic link resolved, inside the project or tenant directory its path
+    /// names (`<root>/<tenant>/<project or _tenant>`): a link that leads elsewhere — another
+    /// project, another tenant, the server's own files — is refused with
+    /// [`std::io::ErrorKind::PermissionDenied`], as the documents API refuses it. A shell step
+    /// may make links in its project; the server reads with more rights than the step has.
+    /// The canonical path is returned, so a link swapped after the check changes nothing.
+    /// The tree of the `magrathea` command is its owner's: links there are followed.
+    pub fn confined(&self, path: &Path) -> std::io::Result<PathBuf> {
+        if !self.served {
+            return Ok(path.to_path_buf());
+        }
+        let outside = || {
+            std::io::Error::new(
+                std::io::ErrorKind::PermissionDenied,
+                LeadsOut(self.label(path)),
+            )
+        };
+        let real = path.canonicalize()?;
+        let rel = path.strip_prefix(&*self.root).map_err(|_| outside())?;
+        let mut parts = rel.components();
+        let (Some(tenant), Some(project)) = (parts.next(), parts.next()) else {
+            return Err(outside());
+        };
+        let base = self.root.join(tenant).join(project).canonicalize()?;
+        if real.starts_with(&base) {
+            Ok(real)
+        } else {
+            Err(outside())
+        }
+    }
+
+    /// The text of `path`, a file of this tree, read through [`DocumentSource::confined`].
+    pub fn read_text(&self, path: &Path) -> std::io::Result<String> {
+        std::fs::read_to_string(self.confined(path)?)
+    }
+
     /// Resolves `_vance/<kind>/<name>.yaml` by the cascade: project, then tenant.
     pub fn document(
         &self,
@@ -267,9 +334,12 @@ impl DocumentSource {
             .join(&file);
         let tenant = self.tenant_dir(scope).join("_vance").join(kind).join(&file);
         for path in [&project, &tenant] {
-            match self.files.document(path) {
+            match self.files.document(path, |p| self.read_text(p)) {
                 Ok(text) => return Ok((path.clone(), text)),
                 Err(e) if e.kind() == std::io::ErrorKind::NotFound => continue,
+                Err(e) if leads_out(&e) => {
+                    return Err(DocumentError::OutsideProject(self.label(path).into()));
+                }
                 Err(e) => {
                     return Err(DocumentError::Io {
                         path: self.label(path).into(),
@@ -307,11 +377,12 @@ impl DocumentSource {
             return self.workflow(scope, name);
         }
         let path = self.draft_path(scope, name);
-        match std::fs::read_to_string(&path) {
+        match self.read_text(&path) {
             Ok(text) => Ok((path, text)),
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
                 Err(DocumentError::NoDraft(name.to_string()))
             }
+            Err(e) if leads_out(&e) => Err(DocumentError::OutsideProject(self.label(&path).into())),
             Err(e) => Err(DocumentError::Io {
                 path: self.label(&path).into(),
                 message: e.to_string(),
@@ -387,13 +458,17 @@ impl DocumentSource {
     /// documents API cannot write this file: it belongs to the tenant's administrator.
     pub fn tenant_settings(&self, scope: &Scope) -> super::settings::TenantSettings {
         let path = self.tenant_dir(scope).join("_vance").join("settings.yaml");
-        self.files.tenant(&path)
+        self.files.tenant(&path, |p| {
+            super::settings::TenantSettings::from_read(p, self.read_text(p))
+        })
     }
 
     /// The project's settings (`_vance/settings.yaml`), or defaults.
     pub fn settings(&self, scope: &Scope) -> super::settings::ProjectSettings {
         let path = self.project_dir(scope).join("_vance").join("settings.yaml");
-        self.files.project(&path)
+        self.files.project(&path, |p| {
+            super::settings::ProjectSettings::from_read(p, self.read_text(p))
+        })
     }
 }
 

@@ -184,20 +184,32 @@ pub(crate) struct FileCaches {
 }
 
 impl FileCaches {
-    /// The tenant settings at `path` (defaults when it is missing or invalid).
-    pub(crate) fn tenant(&self, path: &Path) -> TenantSettings {
-        self.tenant.get(path, TenantSettings::read)
+    /// The tenant settings at `path`, as `read` makes them from the file.
+    pub(crate) fn tenant(
+        &self,
+        path: &Path,
+        read: impl FnOnce(&Path) -> TenantSettings,
+    ) -> TenantSettings {
+        self.tenant.get(path, read)
     }
 
-    /// The project settings at `path` (defaults when it is missing or invalid).
-    pub(crate) fn project(&self, path: &Path) -> ProjectSettings {
-        self.project.get(path, ProjectSettings::read)
+    /// The project settings at `path`, as `read` makes them from the file.
+    pub(crate) fn project(
+        &self,
+        path: &Path,
+        read: impl FnOnce(&Path) -> ProjectSettings,
+    ) -> ProjectSettings {
+        self.project.get(path, read)
     }
 
-    /// The text of the document at `path`, as [`std::fs::read_to_string`] reads it.
-    pub(crate) fn document(&self, path: &Path) -> std::io::Result<String> {
+    /// The text of the document at `path`, as `read` reads it when it is not kept.
+    pub(crate) fn document(
+        &self,
+        path: &Path,
+        read: impl FnOnce(&Path) -> std::io::Result<String>,
+    ) -> std::io::Result<String> {
         self.documents
-            .try_get(path, |p| std::fs::read_to_string(p).map(Arc::from), Err)
+            .try_get(path, |p| read(p).map(Arc::from), Err)
             .map(|text| String::from(&*text))
     }
 }
@@ -335,20 +347,24 @@ mod tests {
         assert_eq!(cache.len(), 1);
     }
 
+    fn read_text(path: &Path) -> std::io::Result<String> {
+        std::fs::read_to_string(path)
+    }
+
     #[test]
     fn documents_are_kept_until_edited_and_missing_ones_say_not_found() {
         let dir = tempfile::tempdir().unwrap();
         let path = settled_file(dir.path(), "flow.yaml", "start: a\n");
         let caches = FileCaches::default();
-        assert_eq!(caches.document(&path).unwrap(), "start: a\n");
-        assert_eq!(caches.document(&path).unwrap(), "start: a\n");
+        assert_eq!(caches.document(&path, read_text).unwrap(), "start: a\n");
+        assert_eq!(caches.document(&path, read_text).unwrap(), "start: a\n");
         assert_eq!(caches.documents.len(), 1);
         // A rewrite through a rename (how documents are saved) has another inode.
         let next = settled_file(dir.path(), "flow.yaml.new", "start: b\n");
         std::fs::rename(&next, &path).unwrap();
-        assert_eq!(caches.document(&path).unwrap(), "start: b\n");
+        assert_eq!(caches.document(&path, read_text).unwrap(), "start: b\n");
         std::fs::remove_file(&path).unwrap();
-        let missing = caches.document(&path).unwrap_err();
+        let missing = caches.document(&path, read_text).unwrap_err();
         assert_eq!(missing.kind(), std::io::ErrorKind::NotFound);
         assert_eq!(caches.documents.len(), 0);
     }
@@ -364,9 +380,9 @@ mod tests {
         let cache = FileCaches::default();
         let scope = crate::Scope::new("acme", "shop");
         let limit = |s: TenantSettings| s.bounds.journal_bytes(&scope);
-        assert_eq!(limit(cache.tenant(&path)), Some(7000));
-        assert_eq!(limit(cache.tenant(&path)), Some(7000));
+        assert_eq!(limit(cache.tenant(&path, TenantSettings::read)), Some(7000));
+        assert_eq!(limit(cache.tenant(&path, TenantSettings::read)), Some(7000));
         std::fs::write(&path, "bounds:\n  maxJournalBytes: 9000\n").unwrap();
-        assert_eq!(limit(cache.tenant(&path)), Some(9000));
+        assert_eq!(limit(cache.tenant(&path, TenantSettings::read)), Some(9000));
     }
 }

@@ -305,12 +305,22 @@ impl TenantSettings {
     /// Reads the file; a missing file gives the defaults, an invalid one is logged and gives
     /// the defaults.
     pub fn read(path: &Path) -> Self {
-        match std::fs::read_to_string(path) {
+        Self::from_read(path, std::fs::read_to_string(path))
+    }
+
+    /// The settings of the file at `path`, which read as `text`: defaults when it is
+    /// missing, unreadable (logged) or invalid (logged).
+    pub fn from_read(path: &Path, text: std::io::Result<String>) -> Self {
+        match text {
             Ok(text) => crate::yaml_text::from_str(&text).unwrap_or_else(|e| {
                 tracing::warn!(path = %path.display(), error = %e, "ignoring invalid tenant settings");
                 Self::default()
             }),
-            Err(_) => Self::default(),
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => Self::default(),
+            Err(e) => {
+                tracing::warn!(path = %path.display(), error = %e, "ignoring unreadable tenant settings");
+                Self::default()
+            }
         }
     }
 }
@@ -319,12 +329,22 @@ impl ProjectSettings {
     /// Reads the file; a missing file gives the defaults, an unreadable one is logged and
     /// gives the defaults.
     pub fn read(path: &Path) -> Self {
-        match std::fs::read_to_string(path) {
+        Self::from_read(path, std::fs::read_to_string(path))
+    }
+
+    /// The settings of the file at `path`, which read as `text`: defaults when it is
+    /// missing, unreadable (logged) or invalid (logged).
+    pub fn from_read(path: &Path, text: std::io::Result<String>) -> Self {
+        match text {
             Ok(text) => crate::yaml_text::from_str(&text).unwrap_or_else(|e| {
                 tracing::warn!(path = %path.display(), error = %e, "ignoring invalid settings");
                 Self::default()
             }),
-            Err(_) => Self::default(),
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => Self::default(),
+            Err(e) => {
+                tracing::warn!(path = %path.display(), error = %e, "ignoring unreadable settings");
+                Self::default()
+            }
         }
     }
 }

@@ -128,8 +128,8 @@ fn checked(name: &str) -> Result<(), VersionError> {
     check_name(name).map_err(|_| VersionError::InvalidName(name.to_string()))
 }
 
-fn read_optional(path: &Path) -> std::io::Result<Option<String>> {
-    match std::fs::read_to_string(path) {
+fn read_optional(docs: &DocumentSource, path: &Path) -> std::io::Result<Option<String>> {
+    match docs.read_text(path) {
         Ok(t) => Ok(Some(t)),
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(None),
         Err(e) => Err(e),
@@ -147,7 +147,7 @@ pub fn publish(
     checked(name)?;
     let _one = CHANGES.lock().unwrap_or_else(|e| e.into_inner());
     let draft_path = docs.draft_path(scope, name);
-    let draft = read_optional(&draft_path)
+    let draft = read_optional(docs, &draft_path)
         .map_err(|e| io(name, "reading the draft", e))?
         .ok_or_else(|| VersionError::NoDraft(name.to_string()))?;
     let label = format!(
@@ -161,12 +161,13 @@ pub fn publish(
         });
     }
     let live = live_path(docs, scope, name);
-    let current = read_optional(&live).map_err(|e| io(name, "reading the live document", e))?;
+    let current =
+        read_optional(docs, &live).map_err(|e| io(name, "reading the live document", e))?;
     let previous = match &current {
         Some(text) => {
             let hash = sha256_hex(text);
             let entry = history_dir(docs, scope, name).join(format!("{hash}.yaml"));
-            match read_optional(&entry).map_err(|e| io(name, "reading the history", e))? {
+            match read_optional(docs, &entry).map_err(|e| io(name, "reading the history", e))? {
                 // Same hash, same text: the entry is already kept.
                 Some(kept) if kept == *text => {}
                 Some(_) => {
@@ -207,7 +208,7 @@ pub fn versions(
     let mut out = Vec::new();
     let live = live_path(docs, scope, name);
     if let Some(text) =
-        read_optional(&live).map_err(|e| io(name, "reading the live document", e))?
+        read_optional(docs, &live).map_err(|e| io(name, "reading the live document", e))?
     {
         let at = std::fs::metadata(&live).and_then(|m| m.modified()).ok();
         out.push(VersionEntry {

@@ -75,6 +75,23 @@ fn layout_file(state: &AppState, scope: &Scope, name: &str) -> (std::path::PathB
     (path, format!("_vance/workflows/{name}.layout.json"))
 }
 
+/// The layout file `label` cannot be used: 403 when it leads out of the project through a
+/// symbolic link, else the I/O failure.
+fn layout_refused(label: String, e: std::io::Error) -> ApiError {
+    if magrathea_exec::leads_out(&e) {
+        return ApiError::new(
+            StatusCode::FORBIDDEN,
+            "MAG-HTTP-OUTSIDE-PROJECT",
+            format!("`{label}` leads outside the project through a symbolic link"),
+        );
+    }
+    GraphError::LayoutIo {
+        file: label,
+        source: e,
+    }
+    .into()
+}
+
 /// `GET …/workflows/{name}/graph?format=reactflow|mermaid|dot`.
 pub(crate) async fn get(
     State(state): State<AppState>,
@@ -97,7 +114,11 @@ pub(crate) async fn get(
         GraphFormat::Dot => text(loaded.plan.graph().to_dot()),
         GraphFormat::ReactFlow => {
             let (path, label) = layout_file(&state, &scope, &p.name);
-            let layout = Layout::read(&path, &label)?;
+            let layout = match state.docs().confined(&path) {
+                Ok(real) => Layout::read(&real, &label)?,
+                Err(e) if e.kind() == std::io::ErrorKind::NotFound => None,
+                Err(e) => return Err(layout_refused(label, e)),
+            };
             Json(editor_graph::export(&loaded, layout.as_ref())).into_response()
         }
     })
@@ -117,6 +138,13 @@ pub(crate) async fn put(
     let states: Vec<String> = loaded.plan.states.iter().map(|s| s.name.clone()).collect();
     let layout = Layout::from_editor_graph(&body, &p.name, &states)?;
     let (path, label) = layout_file(&state, &scope, &p.name);
+    // The layout is written beside the project's documents, never through a link out of it.
+    if let Some(dir) = path.parent()
+        && let Err(e) = state.docs().confined(dir)
+        && e.kind() != std::io::ErrorKind::NotFound
+    {
+        return Err(layout_refused(label, e));
+    }
     // A tenant's workflow seen from a project without a directory: the layout would create it.
     let (quota, project) = (state.document_quota, state.docs().project_dir(&scope));
     let tenant = scope.tenant.clone();

@@ -10,7 +10,7 @@ fn value(docs: &DocumentSource, scope: &Scope, dotted: &str) -> Option<serde_yam
         docs.tenant_dir(scope).join("_vance/settings.yaml"),
     ];
     files.iter().find_map(|file| {
-        let text = std::fs::read_to_string(file).ok()?;
+        let text = docs.read_text(file).ok()?;
         let mut value: serde_yaml_ng::Value = magrathea_exec::yaml_text::from_str(&text).ok()?;
         for key in dotted.split('.') {
             value = value.get(key)?.clone();

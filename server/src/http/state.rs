@@ -294,6 +294,11 @@ impl AppState {
             YamlStartError::Document(e @ DocumentError::NoDraft(_)) => {
                 ApiError::new(StatusCode::NOT_FOUND, "MAG-VR002", e.to_string())
             }
+            YamlStartError::Document(e @ DocumentError::OutsideProject(_)) => ApiError::new(
+                StatusCode::FORBIDDEN,
+                "MAG-HTTP-OUTSIDE-PROJECT",
+                e.to_string(),
+            ),
             YamlStartError::Document(e @ DocumentError::InvalidName(_)) => {
                 ApiError::bad_request("MAG-HTTP-INVALID-NAME", e.to_string())
             }

@@ -34,7 +34,7 @@ pub fn projects(root: &Path) -> Vec<Scope> {
 
 /// The `.yaml` documents of `_vance/<dir>/` of a project, by name (symlinks are not followed
 /// out of the project: only regular files are read).
-fn documents(project: &Path, dir: &str) -> Vec<(String, String)> {
+fn documents(docs: &DocumentSource, project: &Path, dir: &str) -> Vec<(String, String)> {
     let path = project.join("_vance").join(dir);
     let Ok(entries) = std::fs::read_dir(&path) else {
         return Vec::new();
@@ -50,7 +50,7 @@ fn documents(project: &Path, dir: &str) -> Vec<(String, String)> {
         })
         .take(MAX_DOCUMENTS)
         .filter_map(|name| {
-            let text = read_bounded(&path.join(format!("{name}.yaml")))?;
+            let text = read_bounded(docs, &path.join(format!("{name}.yaml")))?;
             Some((name, text))
         })
         .collect();
@@ -58,25 +58,27 @@ fn documents(project: &Path, dir: &str) -> Vec<(String, String)> {
     out
 }
 
-fn read_bounded(path: &Path) -> Option<String> {
+/// A regular file of at most `MAX_BYTES`, read inside its project (a link in its directories
+/// that leads out of the project is not followed either).
+fn read_bounded(docs: &DocumentSource, path: &Path) -> Option<String> {
     let meta = std::fs::symlink_metadata(path).ok()?;
     if !meta.is_file() || meta.len() > MAX_BYTES {
         return None;
     }
-    std::fs::read_to_string(path).ok()
+    docs.read_text(path).ok()
 }
 
 /// The registrations a project's documents declare.
 pub fn scan_scope(docs: &DocumentSource, scope: &Scope) -> Vec<Registration> {
     let project = docs.project_dir(scope);
     let mut regs = Vec::new();
-    for (name, text) in documents(&project, "scheduler") {
+    for (name, text) in documents(docs, &project, "scheduler") {
         regs.push(schedule_registration(scope, &name, &text));
     }
-    for (name, text) in documents(&project, "events") {
+    for (name, text) in documents(docs, &project, "events") {
         regs.extend(event_registrations(docs, scope, &name, &text));
     }
-    for (name, text) in documents(&project, "hooks") {
+    for (name, text) in documents(docs, &project, "hooks") {
         regs.push(hook_registration(scope, &name, &text));
     }
     regs
@@ -219,7 +221,7 @@ fn parse_hook(text: &str) -> Result<Hook, String> {
 /// The text of a registration's document now, and its digest.
 fn read_document(docs: &DocumentSource, reg: &Registration) -> Option<(String, String)> {
     let path = docs.project_dir(&reg.scope()).join(&reg.document);
-    let text = read_bounded(&path)?;
+    let text = read_bounded(docs, &path)?;
     Some((super::registry::sha256_hex(&text), text))
 }
 
@@ -269,7 +271,7 @@ pub(super) fn load_hook(
     let (digest, text) = read_document(docs, reg)?;
     let hook = parse_hook(&text).ok()?;
     let project = docs.project_dir(&reg.scope());
-    let source = read_bounded(&project.join(&hook.checked.script))?;
+    let source = read_bounded(docs, &project.join(&hook.checked.script))?;
     Some((digest, hook, source))
 }
 

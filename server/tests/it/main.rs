@@ -51,6 +51,7 @@ mod http_idempotency;
 mod http_inbox;
 mod http_inbox_answers;
 mod http_insecure;
+mod http_links_out;
 mod http_live;
 mod http_live_events;
 mod http_ops;

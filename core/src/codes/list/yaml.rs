@@ -275,6 +275,11 @@ pub(super) const CODES: &[ErrorCode] = &[
         remedy: "Check the file's permissions and encoding.",
     },
     ErrorCode {
+        code: "MAG-DOC004",
+        meaning: "On a server, a document (or a directory above it) is a symbolic link that leads out of its project or tenant directory: the server does not follow it.",
+        remedy: "Replace the link with the document itself; a document shared by several projects belongs in the tenant's `_tenant/_vance/`.",
+    },
+    ErrorCode {
         code: "MAG-VR001",
         meaning: "The workflow is archived: it refuses new starts; runs already started finish.",
         remedy: "Unarchive it (`magrathea unarchive NAME`, `POST …/workflows/{name}/unarchive`) to start it again.",

@@ -1,0 +1,135 @@
+//! A served project's runs, graphs, versions and settings never read through a symbolic link
+//! that leads out of the project: a shell step may make links in its project, and the server
+//! reads with more rights than the step has. Links that stay inside are followed.
+
+use crate::http_common;
+
+use std::os::unix::fs::symlink;
+
+use http_common::*;
+use serde_json::{Value, json};
+
+const WORKFLOWS: &str = "/brain/acme/project/shop/workflows";
+
+/// Another tenant's document, a file outside the root, and the tokens file, each linked in as
+/// a workflow of acme/shop.
+fn links_out(s: &Server) -> Vec<&'static str> {
+    let workflows = s.root.join("acme/shop/_vance/workflows");
+    write(
+        &s.root.join("globex/shop/_vance/workflows/secret.yaml"),
+        "parameters:\n  code: { default: globex-secret-7 }\nstart: done\nstates:\n  done: { type: terminal }\n",
+    );
+    symlink(
+        s.root.join("globex/shop/_vance/workflows/secret.yaml"),
+        workflows.join("theirs.yaml"),
+    )
+    .unwrap();
+    symlink("/etc/passwd", workflows.join("pw.yaml")).unwrap();
+    symlink(
+        s.root.join("_auth/tokens.yaml"),
+        workflows.join("toks.yaml"),
+    )
+    .unwrap();
+    vec!["theirs", "pw", "toks"]
+}
+
+fn leaks(body: &str) -> bool {
+    body.contains("globex-secret-7") || body.contains("root:") || body.contains("tokens")
+}
+
+#[tokio::test]
+async fn starting_a_workflow_linked_out_of_the_project_is_refused_without_its_text() {
+    let s = Server::start().await;
+    for name in links_out(&s) {
+        let r = s
+            .post(&format!("{WORKFLOWS}/{name}/start"), Some(ACME))
+            .json(&json!({}))
+            .send()
+            .await
+            .unwrap();
+        let status = r.status().as_u16();
+        let body = r.text().await.unwrap();
+        assert_eq!(status, 403, "{name}: {body}");
+        assert!(body.contains("MAG-HTTP-OUTSIDE-PROJECT"), "{name}: {body}");
+        assert!(body.contains("[MAG-DOC004]"), "{name}: {body}");
+        assert!(!leaks(&body), "{name}: {body}");
+        assert!(!body.contains(s.root.to_str().unwrap()), "{name}: {body}");
+    }
+    // Nothing was started.
+    let runs: Value = s.get_json(&format!("{WORKFLOWS}/runs"), Some(ACME)).await;
+    assert_eq!(runs.as_array().map(Vec::len), Some(0), "{runs}");
+    // A link that stays inside the project starts its target.
+    symlink(
+        "hello.yaml",
+        s.root.join("acme/shop/_vance/workflows/alias.yaml"),
+    )
+    .unwrap();
+    let r = s
+        .post(&format!("{WORKFLOWS}/alias/start"), Some(ACME))
+        .json(&json!({}))
+        .send()
+        .await
+        .unwrap();
+    assert!(r.status().is_success(), "{}", r.text().await.unwrap());
+}
+
+#[tokio::test]
+async fn graphs_and_versions_do_not_read_through_a_link_out_of_the_project() {
+    let s = Server::start().await;
+    for name in links_out(&s) {
+        for route in ["graph", "graph?format=mermaid", "versions"] {
+            let r = s
+                .get(&format!("{WORKFLOWS}/{name}/{route}"), Some(ACME))
+                .send()
+                .await
+                .unwrap();
+            let status = r.status().as_u16();
+            let body = r.text().await.unwrap();
+            assert!(status >= 400, "{name}/{route}: {status} {body}");
+            assert!(!leaks(&body), "{name}/{route}: {body}");
+        }
+    }
+    // The editor's layout file linked to another tenant's file is neither read nor written.
+    let elsewhere = s
+        .root
+        .join("globex/shop/_vance/workflows/hello.layout.json");
+    write(&elsewhere, "{\"schemaVersion\": \"globex-layout\"}");
+    symlink(
+        &elsewhere,
+        s.root.join("acme/shop/_vance/workflows/hello.layout.json"),
+    )
+    .unwrap();
+    let (status, code) = code(
+        s.get(&format!("{WORKFLOWS}/hello/graph"), Some(ACME))
+            .send()
+            .await
+            .unwrap(),
+    )
+    .await;
+    assert_eq!((status, code.as_str()), (403, "MAG-HTTP-OUTSIDE-PROJECT"));
+}
+
+#[tokio::test]
+async fn a_project_settings_file_linked_to_another_tenants_is_not_taken() {
+    let s = Server::start().await;
+    // globex's event token; acme's project settings become a link to globex's.
+    write(
+        &s.root.join("globex/shop/_vance/settings.yaml"),
+        "events: { deploy: { token: globex-event-token } }\n",
+    );
+    write(
+        &s.root.join("acme/shop/_vance/events/deploy.yaml"),
+        "workflow: hello\nauth: { tokenSetting: events.deploy.token }\n",
+    );
+    let settings = s.root.join("acme/shop/_vance/settings.yaml");
+    let _ = std::fs::remove_file(&settings);
+    symlink(s.root.join("globex/shop/_vance/settings.yaml"), &settings).unwrap();
+    // globex's token does not open acme's event route.
+    let r = s
+        .post("/brain/acme/event/shop/deploy", Some("globex-event-token"))
+        .json(&json!({}))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(r.status().as_u16(), 401, "{}", r.text().await.unwrap());
+}
