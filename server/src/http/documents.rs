@@ -187,6 +187,9 @@ pub(crate) async fn put(
             parts[0]
         )));
     }
+    if !trigger_doc && parts[0] != magrathea_yaml::runtime::DRAFTS_DIR {
+        check_automated(&state, &scope, &who, &project_rel(&parts))?;
+    }
     let body = body.map_err(|e| body_error(e.status(), e.body_text()))?;
     let text = String::from_utf8(body.to_vec()).map_err(|_| {
         ApiError::bad_request(
@@ -377,6 +380,9 @@ pub(crate) async fn delete(
     if parts[0] == magrathea_yaml::runtime::HISTORY_DIR {
         return Err(history_refused("its versions are not removed"));
     }
+    if !trigger_doc && parts[0] != magrathea_yaml::runtime::DRAFTS_DIR {
+        check_automated(&state, &scope, &who, &project_rel(&parts))?;
+    }
     let file = under_vance(&state, &scope, &parts);
     let project = state.docs().project_dir(&scope);
     let not_found = || ApiError::not_found(format!("document `{}` not found", p.path));
@@ -426,6 +432,33 @@ fn history_refused(instead: &str) -> ApiError {
             magrathea_yaml::runtime::HISTORY_DIR
         ),
     )
+}
+
+/// In a project with triggers (schedules, webhooks, event subscriptions, hooks), what its
+/// documents say runs without anyone starting it: a schedule starts the workflow as written
+/// now, with the scripts it names, credited to the schedule's writer. Changing `what` there
+/// (any document but a draft, which runs only when someone starts it) takes the right to run
+/// workflows, as writing a trigger document does.
+pub(crate) fn check_automated(
+    state: &AppState,
+    scope: &Scope,
+    who: &super::auth::Principal,
+    what: &str,
+) -> Result<(), ApiError> {
+    if who.has(ApiScope::Run) {
+        return Ok(());
+    }
+    let triggers = crate::triggers::registry::list(state.triggers.catalog()?, scope, None)?;
+    if let Some(t) = triggers.first() {
+        return Err(ApiError::forbidden(format!(
+            "changing {what} needs the scopes `workflow.write` and `workflow.run` while the \
+             project has triggers (e.g. {}): they run its workflows as its documents say; \
+             write a draft under _vance/{}/ instead",
+            t.document,
+            magrathea_yaml::runtime::DRAFTS_DIR
+        )));
+    }
+    Ok(())
 }
 
 /// Whether a path under `_vance/` is a trigger document (or a hook's script): its directory

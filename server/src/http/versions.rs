@@ -54,8 +54,14 @@ pub(crate) async fn publish(
     Path(p): Path<WorkflowPath>,
     headers: HeaderMap,
 ) -> Result<Json<Published>, ApiError> {
-    state.authorize(&headers, &p.tenant, ApiScope::Write)?;
+    let who = state.authorize(&headers, &p.tenant, ApiScope::Write)?;
     let scope = state.scope(&p.tenant, &p.project)?;
+    super::documents::check_automated(
+        &state,
+        &scope,
+        &who,
+        &format!("the live workflow `{}`", p.name),
+    )?;
     let docs = state.docs().clone();
     let published = tokio::task::spawn_blocking(move || versions::publish(&docs, &scope, &p.name))
         .await
@@ -86,6 +92,15 @@ async fn set_archived(
 ) -> Result<Json<Value>, ApiError> {
     let who = state.authorize(&headers, &p.tenant, ApiScope::Write)?;
     let scope = state.scope(&p.tenant, &p.project)?;
+    if !archived {
+        // Unarchiving lets the project's triggers start the workflow again.
+        super::documents::check_automated(
+            &state,
+            &scope,
+            &who,
+            &format!("whether `{}` may start", p.name),
+        )?;
+    }
     let now = versions::set_archived(state.docs(), &scope, &p.name, archived, &who.subject)
         .map_err(api_error)?;
     Ok(Json(json!({ "name": p.name, "archived": now })))

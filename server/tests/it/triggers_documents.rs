@@ -32,6 +32,71 @@ async fn writing_a_trigger_document_needs_the_run_scope() {
     assert_eq!(status, 201);
 }
 
+/// Once a project has a trigger, its documents decide what runs without anyone starting it: a
+/// token that may write but not run can no longer change them (a workflow, a script), publish a
+/// draft or unarchive a workflow. Drafts stay writable; a token that may run changes anything.
+#[tokio::test]
+async fn a_project_with_triggers_takes_the_run_scope_to_change_what_they_run() {
+    let s = Server::start().await;
+    let (status, _) = put(&s, "workflows/job.yaml", ACME_WRITE, http_common::HELLO).await;
+    assert_eq!(status, 201, "no trigger yet: workflow.write suffices");
+    let (status, body) = put(
+        &s,
+        "scheduler/tick.yaml",
+        ACME,
+        "cron: \"0 0 6 * * *\"\nworkflow: job\n",
+    )
+    .await;
+    assert_eq!(status, 201, "{body}");
+
+    let shell = "start: a\nstates:\n  a:\n    type: shell_task\n    run: \"touch owned\"\n    dirName: workspace\n    timeoutSeconds: 5\n    on: { success: done, timeout: done }\n  done: { type: terminal }\n";
+    for path in [
+        "workflows/job.yaml",
+        "workflows/new.yaml",
+        "scripts/step.js",
+    ] {
+        let (status, body) = put(&s, path, ACME_WRITE, shell).await;
+        assert_eq!(status, 403, "{path}: {body}");
+        assert!(
+            body.contains("workflow.run") && body.contains("scheduler/tick.yaml"),
+            "{body}"
+        );
+    }
+    let gone = s
+        .client
+        .delete(s.url("/brain/acme/project/shop/documents/workflows/job.yaml"))
+        .bearer_auth(ACME_WRITE)
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(gone.status().as_u16(), 403);
+    assert_eq!(
+        std::fs::read_to_string(s.root.join("acme/shop/_vance/workflows/job.yaml")).unwrap(),
+        http_common::HELLO
+    );
+
+    // A draft runs only when someone starts it; publishing it is a change of what runs.
+    let (status, body) = put(&s, "workflow-drafts/job.yaml", ACME_WRITE, shell).await;
+    assert!((200..300).contains(&status), "{body}");
+    let r = s
+        .post(
+            "/brain/acme/project/shop/workflows/job/publish",
+            Some(ACME_WRITE),
+        )
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(r.status().as_u16(), 403);
+    let r = s
+        .post("/brain/acme/project/shop/workflows/job/publish", Some(ACME))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(r.status().as_u16(), 200, "{}", r.text().await.unwrap());
+    let (status, body) = put(&s, "workflows/job.yaml", ACME, http_common::HELLO).await;
+    assert_eq!(status, 200, "{body}");
+}
+
 #[tokio::test]
 async fn a_written_schedule_is_registered_at_once_and_an_invalid_one_is_refused() {
     let s = Server::start().await;
