@@ -18,6 +18,14 @@
 //! [`MAX_DEPTH`] levels deep and at most [`MAX_NESTED`] nested variables are made per prefix;
 //! values beyond are skipped (the enclosing value's JSON still holds them). When two paths
 //! give one name, the first made wins: top-level keys before nested ones.
+//!
+//! A process's environment is bounded by the kernel (on Linux one `NAME=value` holds at most
+//! 128 KiB, and all of them together share the argument space with the command): a
+//! parameter or variable too large for it — a step's stored output of a megabyte, say —
+//! would stop every later shell step from starting. Such a value ([`MAX_VARIABLE_BYTES`], or
+//! past [`MAX_RUN_VARIABLES_BYTES`] of them in all) is written to a file in the step's private
+//! temporary directory instead: `MAGRATHEA_<PREFIX>_<KEY>_FILE` holds its path and
+//! `MAGRATHEA_<PREFIX>_<KEY>` is not set.
 
 use std::collections::HashSet;
 use std::path::Path;
@@ -34,6 +42,58 @@ pub const MAX_DEPTH: usize = 8;
 
 /// How many nested variables a step gets per prefix (`PARAM`, `VAR`).
 pub const MAX_NESTED: usize = 1000;
+
+/// The longest `NAME=value` of a run parameter or variable given in the environment; a longer
+/// one is given as a file (Linux takes at most 128 KiB for one, its NUL included).
+pub const MAX_VARIABLE_BYTES: usize = 96 * 1024;
+
+/// The most bytes the run's parameters and variables take in a step's environment; the ones
+/// past it are given as files.
+pub const MAX_RUN_VARIABLES_BYTES: usize = 1024 * 1024;
+
+/// Whether `name` carries a run parameter or variable.
+fn is_run_variable(name: &str) -> bool {
+    name.starts_with("MAGRATHEA_PARAM_") || name.starts_with("MAGRATHEA_VAR_")
+}
+
+/// `vars` with each run parameter or variable too large for the environment (see the module
+/// docs) written to a file under `dir` and named by `<NAME>_FILE`.
+pub(super) fn spill(
+    vars: Vec<(String, String)>,
+    dir: &Path,
+) -> std::io::Result<Vec<(String, String)>> {
+    let size = |k: &str, v: &str| k.len() + v.len() + 2;
+    let mut used = 0usize;
+    let mut files: Option<std::path::PathBuf> = None;
+    let mut out = Vec::with_capacity(vars.len());
+    for (name, value) in vars {
+        let n = size(&name, &value);
+        if !is_run_variable(&name) {
+            out.push((name, value));
+            continue;
+        }
+        if n <= MAX_VARIABLE_BYTES && used + n <= MAX_RUN_VARIABLES_BYTES {
+            used += n;
+            out.push((name, value));
+            continue;
+        }
+        let dir = match &files {
+            Some(d) => d,
+            None => {
+                let d = dir.join("magrathea-env");
+                std::fs::create_dir_all(&d)?;
+                files.insert(d)
+            }
+        };
+        let path = dir.join(&name);
+        std::fs::write(&path, value.as_bytes())?;
+        let file_name = format!("{name}_FILE");
+        let path = path.to_string_lossy().into_owned();
+        used += size(&file_name, &path);
+        out.push((file_name, path));
+    }
+    Ok(out)
+}
 
 /// The environment variable that carries a run parameter (`PARAM`) or variable (`VAR`):
 /// `MAGRATHEA_<PREFIX>_<KEY>`, the key upper-cased with every character other than `A-Z`,
@@ -154,6 +214,43 @@ mod tests {
 
     fn get(env: &[(String, String)], k: &str) -> Option<String> {
         env.iter().find(|(n, _)| n == k).map(|(_, v)| v.clone())
+    }
+
+    #[test]
+    fn values_too_large_for_the_environment_become_files_and_the_rest_stay() {
+        let dir = tempfile::tempdir().unwrap();
+        let big = "x".repeat(MAX_VARIABLE_BYTES);
+        let medium = "y".repeat(60 * 1024);
+        let mut vars = vec![
+            ("PATH".to_string(), "z".repeat(MAX_VARIABLE_BYTES)),
+            ("MAGRATHEA_VAR_BIG".to_string(), big.clone()),
+            ("MAGRATHEA_VAR_SMALL".to_string(), "1".to_string()),
+        ];
+        // Twenty values of 60 KiB: the first seventeen fit the 1 MiB, the rest are files.
+        for i in 0..20 {
+            vars.push((format!("MAGRATHEA_PARAM_M{i}"), medium.clone()));
+        }
+        let env = spill(vars, dir.path()).unwrap();
+        // Only run parameters and variables move; the operator's own stay as they are.
+        assert_eq!(get(&env, "PATH").map(|v| v.len()), Some(MAX_VARIABLE_BYTES));
+        assert_eq!(get(&env, "MAGRATHEA_VAR_BIG"), None);
+        let file = get(&env, "MAGRATHEA_VAR_BIG_FILE").unwrap();
+        assert!(file.starts_with(dir.path().to_str().unwrap()), "{file}");
+        assert_eq!(std::fs::read_to_string(file).unwrap(), big);
+        assert_eq!(get(&env, "MAGRATHEA_VAR_SMALL").as_deref(), Some("1"));
+        let kept = (0..20)
+            .filter(|i| get(&env, &format!("MAGRATHEA_PARAM_M{i}")).is_some())
+            .count();
+        let filed = (0..20)
+            .filter(|i| get(&env, &format!("MAGRATHEA_PARAM_M{i}_FILE")).is_some())
+            .count();
+        assert_eq!((kept, filed), (17, 3));
+        let run_bytes: usize = env
+            .iter()
+            .filter(|(k, _)| k.starts_with("MAGRATHEA_"))
+            .map(|(k, v)| k.len() + v.len() + 2)
+            .sum();
+        assert!(run_bytes <= MAX_RUN_VARIABLES_BYTES, "{run_bytes}");
     }
 
     #[test]

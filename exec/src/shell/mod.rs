@@ -271,6 +271,12 @@ pub(crate) async fn execute(
         vars.push(("MAGRATHEA_WORKFLOW".into(), run.workflow_name.clone()));
     }
     vars.extend(input.env);
+    let vars = env::spill(vars, tmp.path()).map_err(|e| {
+        technical(format!(
+            "[MAG-SH013] cannot write a large parameter or variable to the shell step's \
+             temporary directory: {e}"
+        ))
+    })?;
     let sandbox = match sandbox {
         SandboxMode::On => Some(Sandbox::new(&dir, tmp.path(), &tenant)),
         SandboxMode::Off => None,

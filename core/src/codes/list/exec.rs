@@ -56,7 +56,7 @@ pub(super) const CODES: &[ErrorCode] = &[
     },
     ErrorCode {
         code: "MAG-SH013",
-        meaning: "A shell_task's private temporary directory could not be created.",
+        meaning: "A shell_task's private temporary directory could not be created, or a parameter or variable too large for the environment could not be written to it.",
         remedy: "Check that the server's temporary directory exists, is writable and has space.",
     },
     ErrorCode {

@@ -263,6 +263,41 @@ states:
     assert!(out.ends_with("xxxxEND\n"), "{out}");
 }
 
+/// A stored output too large for a process's environment (Linux: 128 KiB a variable) does not
+/// stop the later shell steps from starting: it is given as a file, `…_FILE` naming it, and the
+/// small values beside it stay variables.
+#[tokio::test]
+async fn a_variable_too_large_for_the_environment_is_given_as_a_file() {
+    let doc = r#"
+start: big
+states:
+  big:
+    type: shell_task
+    run: 'head -c 300000 /dev/zero | tr "\0" x'
+    dirName: workspace
+    storeAs: big
+    on:
+      success: read
+  read:
+    type: shell_task
+    run: 'test -z "$MAGRATHEA_VAR_BIG_STDOUT" && wc -c < "$MAGRATHEA_VAR_BIG_STDOUT_FILE" && echo "$MAGRATHEA_VAR_BIG_EXITCODE"'
+    dirName: workspace
+    storeAs: read
+    on:
+      success: done
+  done: { type: terminal }
+"#;
+    let p = project(&[("big", doc)]).await;
+    let v = p.run("big", json!({})).await;
+    assert_eq!(v.status, RunStatus::Done, "{v:?}");
+    let lines: Vec<&str> = v.vars["read"]["stdout"]
+        .as_str()
+        .unwrap()
+        .split_whitespace()
+        .collect();
+    assert_eq!(lines, ["300000", "0"]);
+}
+
 /// §2.4 in a shell command: a placeholder gives the value's text (as data, through a variable
 /// of its own, by default); `splice: none` refuses it, naming the variable to use.
 #[tokio::test(flavor = "multi_thread")]
