@@ -177,6 +177,16 @@ impl std::fmt::Display for LeadsOut {
 
 impl std::error::Error for LeadsOut {}
 
+/// The line and column (from 1, in characters) of the first byte of a text that is not UTF-8.
+pub fn utf8_position(e: &std::string::FromUtf8Error) -> (usize, usize) {
+    let valid = &e.as_bytes()[..e.utf8_error().valid_up_to()];
+    // The bytes before it are valid UTF-8.
+    let before = std::str::from_utf8(valid).unwrap_or_default();
+    let line = before.matches('\n').count() + 1;
+    let column = before.rsplit('\n').next().map_or(0, |l| l.chars().count()) + 1;
+    (line, column)
+}
+
 /// Whether `e` is [`DocumentSource::confined`]'s refusal of a file that leads out of its
 /// project.
 pub fn leads_out(e: &std::io::Error) -> bool {
@@ -313,9 +323,21 @@ impl DocumentSource {
         }
     }
 
-    /// The text of `path`, a file of this tree, read through [`DocumentSource::confined`].
+    /// The text of `path`, a file of this tree, read through [`DocumentSource::confined`]. A
+    /// file that is not UTF-8 is [`std::io::ErrorKind::InvalidData`] naming where.
     pub fn read_text(&self, path: &Path) -> std::io::Result<String> {
-        std::fs::read_to_string(self.confined(path)?)
+        let bytes = std::fs::read(self.confined(path)?)?;
+        String::from_utf8(bytes).map_err(|e| {
+            let (line, column) = utf8_position(&e);
+            std::io::Error::new(
+                std::io::ErrorKind::InvalidData,
+                format!(
+                    "not UTF-8 text at line {line}, column {column} (byte 0x{:02X}): expected a \
+                     UTF-8 document",
+                    e.as_bytes()[e.utf8_error().valid_up_to()]
+                ),
+            )
+        })
     }
 
     /// Resolves `_vance/<kind>/<name>.yaml` by the cascade: project, then tenant.

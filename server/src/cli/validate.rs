@@ -101,6 +101,12 @@ pub(crate) fn validate(loc: &Location, args: ValidateArgs) -> anyhow::Result<u8>
     for (kind, label, text) in &docs {
         let text = match text {
             Ok(t) => t,
+            // Located like a diagnostic; anything else is a plain error.
+            Err(e) if e.is::<NotUtf8>() => {
+                errln!("{e}");
+                invalid += 1;
+                continue;
+            }
             Err(e) => {
                 errln!("error: {}", super::output::chain(e));
                 invalid += 1;
@@ -173,9 +179,39 @@ enum Kind {
 }
 
 fn read(path: &Path) -> anyhow::Result<String> {
-    std::fs::read_to_string(path)
-        .with_context(|| format!("[MAG-DOC003] could not read {}", label(path)))
+    let bytes = std::fs::read(path)
+        .with_context(|| format!("[MAG-DOC003] could not read {}", label(path)))?;
+    String::from_utf8(bytes).map_err(|e| anyhow::Error::new(NotUtf8::new(&label(path), &e)))
 }
+
+/// A document that is not UTF-8 text, located like every other error of `validate`:
+/// `path:line:column: [MAG-Y001] …` at its first byte that is not.
+#[derive(Debug)]
+struct NotUtf8(String);
+
+impl NotUtf8 {
+    fn new(label: &str, e: &std::string::FromUtf8Error) -> Self {
+        let bytes = e.as_bytes();
+        let at = e.utf8_error().valid_up_to();
+        let (line, column) = magrathea_exec::utf8_position(e);
+        let what = if bytes.starts_with(&[0xFF, 0xFE]) || bytes.starts_with(&[0xFE, 0xFF]) {
+            "the file is UTF-16 text (it begins with a UTF-16 byte-order mark)".to_string()
+        } else {
+            format!("the file is not UTF-8 text (byte 0x{:02X})", bytes[at])
+        };
+        Self(format!(
+            "{label}:{line}:{column}: [MAG-Y001] {what}: expected a UTF-8 document; save the file as UTF-8"
+        ))
+    }
+}
+
+impl std::fmt::Display for NotUtf8 {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&self.0)
+    }
+}
+
+impl std::error::Error for NotUtf8 {}
 
 /// [`read`] for a document found in its directory, which is run by its name: a name that
 /// `run` (or a schedule) could not use makes the document invalid.

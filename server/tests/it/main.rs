@@ -18,6 +18,7 @@ mod cli_bench;
 mod cli_bounds;
 mod cli_code_runs;
 mod cli_contract;
+mod cli_encoding;
 mod cli_graph;
 mod cli_late_answer;
 mod cli_owner;
