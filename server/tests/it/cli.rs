@@ -119,7 +119,7 @@ fn validate_reports_ok_and_every_error_with_its_position() {
         "{err}"
     );
     assert!(
-        err.contains("[MAG-DOC003] could not read _vance/workflows/latin1.yaml"),
+        err.contains("_vance/workflows/latin1.yaml:1:11: [MAG-Y001] the file is not UTF-8 text"),
         "{err}"
     );
     assert!(stdout(&all).contains("ok: _vance/workflows/hello.yaml"));
