@@ -84,7 +84,18 @@ impl<'p> Ctx<'p> {
             );
             return None;
         }
-        self.opt_str(map, key, what)
+        let value = self.opt_str(map, key, what)?;
+        if value.trim().is_empty() {
+            if let Some(v) = map.get(key) {
+                self.error(
+                    v.span,
+                    Code::WrongType,
+                    format_args!("'{key}' of {what} is empty: expected a non-empty string"),
+                );
+            }
+            return None;
+        }
+        Some(value)
     }
 
     /// An optional string field.

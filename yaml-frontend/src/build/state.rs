@@ -482,6 +482,12 @@ pub(super) fn word<T: Copy>(
 /// A `workflow_task`'s `params:` are the sub-run's parameters: a mapping, or one `${…}` that
 /// resolves to one at run time. A list or another scalar could only fail the sub-run's start.
 fn sub_run_params(ctx: &mut Ctx<'_>, node: &YamlNode, what: &str) {
+    params_mapping(ctx, node, what, "the sub-workflow's parameters");
+}
+
+/// `MAG-Y007` when a state's `params:` is neither a mapping (of `whose` parameters), nor null,
+/// nor one `${…}` that gives a mapping.
+fn params_mapping(ctx: &mut Ctx<'_>, node: &YamlNode, what: &str, whose: &str) {
     let Some(params) = node.get("params") else {
         return;
     };
@@ -493,7 +499,7 @@ fn sub_run_params(ctx: &mut Ctx<'_>, node: &YamlNode, what: &str) {
         ctx.wrong_type(
             params,
             &format!("the 'params' of {what}"),
-            "a mapping of the sub-workflow's parameters (or one ${…} that gives one)",
+            &format!("a mapping of {whose} (or one ${{…}} that gives one)"),
         );
     }
 }
@@ -557,10 +563,18 @@ fn splice_names(p: &crate::template::Placeholder) -> (String, String) {
 fn task_spec(ctx: &mut Ctx<'_>, t: TaskType, node: &YamlNode, what: &str) -> TaskSpec {
     let req = |ctx: &mut Ctx<'_>, key: &str| ctx.required_str(node, key, what).unwrap_or_default();
     match t {
-        TaskType::AgentTask => TaskSpec::Agent {
-            recipe: req(ctx, "recipe"),
-            params: json_field(node, "params"),
-        },
+        TaskType::AgentTask => {
+            params_mapping(
+                ctx,
+                node,
+                what,
+                "the agent's parameters (prompt, schema, …)",
+            );
+            TaskSpec::Agent {
+                recipe: req(ctx, "recipe"),
+                params: json_field(node, "params"),
+            }
+        }
         TaskType::ShellTask => {
             let run = req(ctx, "run");
             let splice = word(
@@ -613,10 +627,13 @@ fn task_spec(ctx: &mut Ctx<'_>, t: TaskType, node: &YamlNode, what: &str) -> Tas
             path: req(ctx, "path"),
             dir_name: ctx.opt_str(node, "dirName", what),
         },
-        TaskType::ToolTask => TaskSpec::Tool {
-            tool: req(ctx, "tool"),
-            params: json_field(node, "params"),
-        },
+        TaskType::ToolTask => {
+            params_mapping(ctx, node, what, "the tool's parameters");
+            TaskSpec::Tool {
+                tool: req(ctx, "tool"),
+                params: json_field(node, "params"),
+            }
+        }
         TaskType::WorkflowTask => {
             sub_run_params(ctx, node, what);
             TaskSpec::Workflow {

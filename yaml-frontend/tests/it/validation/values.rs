@@ -421,3 +421,46 @@ fn a_sub_workflow_named_with_a_path_is_an_error() {
     ));
     assert!(rendered(&templated).iter().all(|d| !d.contains("MAG-Y026")));
 }
+
+/// A required field that is empty names nothing (`recipe: ""` would fail every run), and a
+/// task's `params:` is a mapping of its parameters, as a sub-workflow's is.
+#[test]
+fn empty_required_fields_and_params_that_are_no_mapping_are_errors() {
+    has(
+        &doc(&format!(
+            "  a:\n    type: agent_task\n    recipe: \"\"\n    on: {{ success: end }}\n{END}"
+        )),
+        "wf.yaml:5:13: [MAG-Y007] 'recipe' of state 'a' is empty: expected a non-empty string",
+    );
+    has(
+        &doc(&format!(
+            "  a:\n    type: tool_task\n    tool: \"  \"\n    on: {{ success: end }}\n{END}"
+        )),
+        "wf.yaml:5:11: [MAG-Y007] 'tool' of state 'a' is empty: expected a non-empty string",
+    );
+    let list = doc(&format!(
+        "  a:\n    type: tool_task\n    tool: doc_read\n    params: [1]\n    on: {{ success: end }}\n{END}"
+    ));
+    assert!(
+        rendered(&list).iter().any(|d| d
+            .starts_with("wf.yaml:6:13: [MAG-Y007] the 'params' of state 'a'")
+            && d.contains("expected a mapping of the tool's parameters")),
+        "{:#?}",
+        rendered(&list)
+    );
+    let text = doc(&format!(
+        "  a:\n    type: agent_task\n    recipe: r\n    params: \"just text\"\n    on: {{ success: end }}\n{END}"
+    ));
+    assert!(
+        rendered(&text)
+            .iter()
+            .any(|d| d.contains("[MAG-Y007] the 'params' of state 'a'")),
+        "{:#?}",
+        rendered(&text)
+    );
+    // One placeholder that gives a mapping is taken.
+    let templated = doc(&format!(
+        "  a:\n    type: tool_task\n    tool: doc_read\n    params: \"${{params.p}}\"\n    on: {{ success: end }}\n{END}"
+    ));
+    assert!(rendered(&templated).iter().all(|d| !d.contains("MAG-Y007")));
+}
