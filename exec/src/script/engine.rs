@@ -247,11 +247,25 @@ fn drive<'js>(
                 name,
                 message,
                 line,
-            } => Failure::Compile {
-                name,
-                message,
-                line,
-            },
+            } => {
+                // An error past the body's last line is the wrapper's closing brace meeting an
+                // expression or block the script left open: report it at the script's end.
+                let last = u32::try_from(job.body.lines().count().max(1)).unwrap_or(u32::MAX);
+                match line {
+                    Some(l) if l > last => Failure::Compile {
+                        name,
+                        message: format!(
+                            "the script ends with an expression or block left open ({message})"
+                        ),
+                        line: Some(last),
+                    },
+                    _ => Failure::Compile {
+                        name,
+                        message,
+                        line,
+                    },
+                }
+            }
             other => other,
         }
     })?;

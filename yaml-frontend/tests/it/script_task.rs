@@ -288,6 +288,14 @@ async fn thrown_errors_are_technical_errors_with_message_and_line() {
     assert_eq!(attempt.outcome, "technical_error");
     assert_eq!(attempt.output["name"], "SyntaxError");
     assert_eq!(attempt.output["line"], 2, "{:?}", attempt.output);
+    // One left open at the end is reported on the script's last line, not on a line of the
+    // function the engine wraps it in.
+    let (_, attempt) = p.run_script("open", "const a = 1;\nreturn (", "").await;
+    assert_eq!(attempt.outcome, "technical_error");
+    assert_eq!(attempt.output["name"], "SyntaxError");
+    assert_eq!(attempt.output["line"], 2, "{:?}", attempt.output);
+    let message = attempt.output["message"].as_str().unwrap();
+    assert!(message.contains("left open"), "{message}");
 
     // A caught error is the script's business.
     let (view, _) = p
