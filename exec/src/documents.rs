@@ -323,6 +323,21 @@ impl DocumentSource {
         }
     }
 
+    /// Checks that a file written under `dir`, a directory of this tree that may not exist yet,
+    /// stays in its project: the nearest directory that exists (where the missing ones would
+    /// be made) must pass [`DocumentSource::confined`].
+    pub fn confined_dir(&self, dir: &Path) -> std::io::Result<()> {
+        let existing = dir.ancestors().find(|d| d.exists()).unwrap_or(dir);
+        // Without its project (or tenant) directory yet, all of it would be made afresh.
+        let inside_one = existing
+            .strip_prefix(&*self.root)
+            .is_ok_and(|rel| rel.components().count() >= 2);
+        if !inside_one && dir.starts_with(&*self.root) {
+            return Ok(());
+        }
+        self.confined(existing).map(drop)
+    }
+
     /// The text of `path`, a file of this tree, read through [`DocumentSource::confined`]. A
     /// file that is not UTF-8 is [`std::io::ErrorKind::InvalidData`] naming where.
     pub fn read_text(&self, path: &Path) -> std::io::Result<String> {

@@ -161,6 +161,17 @@ pub fn publish(
         });
     }
     let live = live_path(docs, scope, name);
+    // What publish writes stays in the project: no directory on the way may be a link out.
+    for dir in [
+        live.parent(),
+        Some(history_dir(docs, scope, name).as_path()),
+    ]
+    .into_iter()
+    .flatten()
+    {
+        docs.confined_dir(dir)
+            .map_err(|e| io(name, "checking where the versions are written", e))?;
+    }
     let current =
         read_optional(docs, &live).map_err(|e| io(name, "reading the live document", e))?;
     let previous = match &current {

@@ -140,8 +140,7 @@ pub(crate) async fn put(
     let (path, label) = layout_file(&state, &scope, &p.name);
     // The layout is written beside the project's documents, never through a link out of it.
     if let Some(dir) = path.parent()
-        && let Err(e) = state.docs().confined(dir)
-        && e.kind() != std::io::ErrorKind::NotFound
+        && let Err(e) = state.docs().confined_dir(dir)
     {
         return Err(layout_refused(label, e));
     }

@@ -133,3 +133,50 @@ async fn a_project_settings_file_linked_to_another_tenants_is_not_taken() {
         .unwrap();
     assert_eq!(r.status().as_u16(), 401, "{}", r.text().await.unwrap());
 }
+
+/// Publishing writes the live document and its history in the project only: with the
+/// project's `_vance/workflows/` linked to another tenant's, nothing is written there.
+#[tokio::test]
+async fn publishing_does_not_write_through_a_directory_linked_out_of_the_project() {
+    let s = Server::start().await;
+    let vance = s.root.join("acme/lab/_vance");
+    std::fs::remove_dir_all(vance.join("workflows")).unwrap();
+    symlink(
+        s.root.join("globex/shop/_vance/workflows"),
+        vance.join("workflows"),
+    )
+    .unwrap();
+    write(&vance.join("workflow-drafts/planted.yaml"), HELLO);
+    let r = s
+        .post(
+            "/brain/acme/project/lab/workflows/planted/publish",
+            Some(ACME),
+        )
+        .send()
+        .await
+        .unwrap();
+    let status = r.status().as_u16();
+    let body = r.text().await.unwrap();
+    assert!(status >= 400, "{status} {body}");
+    assert!(
+        !s.root
+            .join("globex/shop/_vance/workflows/planted.yaml")
+            .exists(),
+        "published into another tenant: {body}"
+    );
+    // The graph's layout is not written there either.
+    let r = s
+        .client
+        .put(s.url("/brain/acme/project/lab/workflows/hello/graph"))
+        .bearer_auth(ACME)
+        .json(&json!({"nodes": [], "edges": []}))
+        .send()
+        .await
+        .unwrap();
+    assert!(r.status().as_u16() >= 400, "{}", r.text().await.unwrap());
+    assert!(
+        !s.root
+            .join("globex/shop/_vance/workflows/hello.layout.json")
+            .exists()
+    );
+}
