@@ -139,6 +139,7 @@ pub(crate) fn parse_yaml_with_key_errors(
     let root = root.unwrap_or(YamlNode {
         span: Span::new(1, 1),
         content: None,
+        block: None,
         written: None,
         kind: YamlKind::Null,
     });
@@ -416,6 +417,7 @@ impl Reader<'_> {
                     let node = YamlNode {
                         span,
                         content: None,
+                        block: None,
                         written: None,
                         kind: YamlKind::Null,
                     };
@@ -432,6 +434,7 @@ impl Reader<'_> {
                     let node = YamlNode {
                         span,
                         content: None,
+                        block: None,
                         written: None,
                         kind: YamlKind::Null,
                     };
@@ -664,12 +667,55 @@ impl Reader<'_> {
             let verbatim = !value.contains('\n') && self.text.get(b0..b1) == Some(value);
             verbatim.then(|| span.shifted(skip))
         });
+        let block = (style == ScalarStyle::Literal)
+            .then(|| self.literal_block(value, span))
+            .flatten();
         Ok(YamlNode {
             span,
             content,
+            block,
             written,
             kind,
         })
+    }
+
+    /// Where the literal block `value`, which the parser places at `at`, starts: its first
+    /// line and the column after its indentation, when every line of the value is its source
+    /// line without the indentation (see [`YamlNode::block`]).
+    fn literal_block(&self, value: &str, at: Span) -> Option<Span> {
+        // The scalar's position is its first content line or, by the parser, its header's:
+        // the first whose lines hold the value verbatim.
+        let line = usize::try_from(at.line).ok()?;
+        [line - 1, line]
+            .into_iter()
+            .find_map(|skip| self.literal_lines(value, skip))
+    }
+
+    /// [`Reader::literal_block`] with the value's first line on source line `skip + 1`.
+    fn literal_lines(&self, value: &str, skip: usize) -> Option<Span> {
+        let source: Vec<&str> = self.text.lines().skip(skip).collect();
+        let indent = source
+            .iter()
+            .find(|l| !l.trim().is_empty())?
+            .chars()
+            .take_while(|c| *c == ' ')
+            .count();
+        let lines = value.strip_suffix('\n').unwrap_or(value).split('\n');
+        for (k, line) in lines.enumerate() {
+            let src = source.get(k)?;
+            let verbatim = if line.is_empty() {
+                src.trim().is_empty()
+            } else {
+                src.get(..indent)
+                    .is_some_and(|i| i.chars().all(|c| c == ' '))
+                    && src.get(indent..) == Some(line)
+            };
+            if !verbatim {
+                return None;
+            }
+        }
+        let column = u32::try_from(indent).ok()?.checked_add(1)?;
+        Some(Span::new(u32::try_from(skip).ok()?.checked_add(1)?, column))
     }
 
     /// Attaches a finished node to its parent; returns it when it is the document root.

@@ -13,6 +13,11 @@ pub struct YamlNode {
     /// that character `i` of the value sits at `content.shifted(i)`. `None` for collections and
     /// for scalars with escapes, folding or several lines.
     pub content: Option<Span>,
+    /// Where a literal block scalar's (`|`) first line starts when every line of the value
+    /// appears verbatim, at one indentation, on the source lines below its header: character
+    /// `c` of the value's line `k` sits at `block.line + k`, `block.column + c`. `None`
+    /// otherwise.
+    pub block: Option<Span>,
     /// The characters as written, for a plain scalar that resolved to a number: `1.10` is the
     /// float 1.1, but a free-text field such as `version:` keeps `"1.10"`. `None` otherwise.
     pub written: Option<Box<str>>,
@@ -116,10 +121,19 @@ impl YamlNode {
     }
 
     /// The span of character `offset` of a scalar's value: exact when the scalar is verbatim
-    /// on one line, otherwise the node's start.
+    /// on one line or a verbatim literal block, otherwise the node's start.
     #[must_use]
     pub fn span_at(&self, char_offset: usize) -> Span {
-        self.content.map_or(self.span, |c| c.shifted(char_offset))
+        if let Some(c) = self.content {
+            return c.shifted(char_offset);
+        }
+        if let (Some(b), YamlKind::Str(s)) = (self.block, &self.kind) {
+            let before: String = s.chars().take(char_offset).collect();
+            let line = u32::try_from(before.matches('\n').count()).unwrap_or(u32::MAX);
+            let column = before.rsplit('\n').next().map_or(0, |l| l.chars().count());
+            return Span::new(b.line.saturating_add(line), b.column).shifted(column);
+        }
+        self.span
     }
 
     /// Converts to JSON. Non-string keys use their text; non-finite floats become strings

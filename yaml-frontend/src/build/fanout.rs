@@ -107,6 +107,7 @@ pub(super) fn foreach(ctx: &mut Ctx<'_>, node: &YamlNode, what: &str) -> TaskSpe
     let body_node = YamlNode {
         span: node.span,
         content: None,
+        block: None,
         written: None,
         kind: YamlKind::Map(entries),
     };
@@ -189,6 +190,7 @@ fn inline(ctx: &mut Ctx<'_>, node: &YamlNode) -> Option<String> {
     let doc_node = YamlNode {
         span: node.span,
         content: None,
+        block: None,
         written: None,
         kind: YamlKind::Map(entries),
     };

@@ -205,6 +205,30 @@ fn likely_template_typos_are_warnings_pointing_into_the_string() {
     assert_eq!(templates, 2, "{d}");
 }
 
+/// In a literal block (`run: |`, the usual form of a shell script) the warning points at the
+/// placeholder's own line and column, not at the block's start.
+#[test]
+fn a_template_typo_in_a_literal_block_is_pointed_at_where_it_stands() {
+    let text = doc(&format!(
+        "  a:\n    type: shell_task\n    dirName: w\n    run: |\n      echo one\n\n      echo \"ab ${{param.x}}\"\n    on: {{ success: end }}\n{END}"
+    ));
+    has(
+        &text,
+        "wf.yaml:9:16: [MAG-Y024] '${param.x}' is left as text: only '${params.…}' and '${state.…}' are placeholders; did you mean '${params.x}'?",
+    );
+    // A folded block (`>`) joins its lines: the warning stays at the block.
+    let folded = doc(&format!(
+        "  a:\n    type: shell_task\n    dirName: w\n    run: >\n      echo one\n      echo ${{param.x}}\n    on: {{ success: end }}\n{END}"
+    ));
+    assert!(
+        rendered(&folded)
+            .iter()
+            .any(|d| d.starts_with("wf.yaml:7:7: [MAG-Y024]")),
+        "{:#?}",
+        rendered(&folded)
+    );
+}
+
 #[test]
 fn gate_inbox_rules() {
     let text = doc(&format!(
