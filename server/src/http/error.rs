@@ -64,10 +64,15 @@ impl ApiError {
 
     /// 422: an invalid workflow document, with its diagnostics.
     pub fn invalid_document(diagnostics: Vec<String>) -> Self {
+        // Warnings are listed beside the errors (`path:line:col: warning: …`), not counted.
+        let errors = diagnostics
+            .iter()
+            .filter(|d| !d.contains(": warning: "))
+            .count();
         Self {
             status: StatusCode::UNPROCESSABLE_ENTITY,
             code: "MAG-HTTP-422",
-            message: format!("invalid workflow document ({} error(s))", diagnostics.len()),
+            message: format!("invalid workflow document ({errors} error(s))"),
             diagnostics,
         }
     }

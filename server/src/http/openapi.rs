@@ -73,6 +73,10 @@ fn answers(operation: &str) -> Answers {
             &["409", "413", "422", "507"],
         ),
         "documents.delete" => (&[("204", "No Content: the document was removed")], &["409"]),
+        // Nodes that are not states; a layout that would leave the project or its quota.
+        "workflows.graph.put" => (&[], &["403", "422", "507"]),
+        // A workflow linked out of the project.
+        "workflows.graph.get" => (&[], &["403"]),
         _ => (&[], &[]),
     };
     Answers { success, errors }

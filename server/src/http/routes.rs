@@ -320,7 +320,7 @@ pub fn routes() -> Vec<Route> {
             methods: &["GET"],
             path: "/v1/workflow-events",
             operation: "workflows.events.stream",
-            summary: "Server-sent events of the token's tenant: workflow.run.started|completed|failed|cancelled and workflow.approval.requested|approved|rejected|expired, each named after itself with the event's JSON; with Upgrade: websocket, the same events as WebSocket messages {type: workflow-event, data} (token in the header or ?token=)",
+            summary: "Server-sent events of the token's tenant: workflow.run.started|completed|failed|cancelled|paused|resumed and workflow.approval.requested|approved|rejected|expired, each named after itself with the event's JSON; with Upgrade: websocket, the same events as WebSocket messages {type: workflow-event, data} (token in the header or ?token=)",
             query: &["project", "token"],
             access: Token(Read),
             handler: || get(live_events::stream),

@@ -354,6 +354,11 @@ states:
             "acme/shop/_vance/workflows/never.yaml:6:11: [MAG-YA001] state 'wait' has 'on: success', but a timer_task never ends that way: it ends with fired; the transition can never be taken",
         ])
     );
+    // The message counts the errors that refused the write, not the warnings beside them.
+    assert_eq!(
+        body["error"]["message"],
+        "invalid workflow document (1 error(s))"
+    );
     assert!(
         !s.root
             .join("acme/shop/_vance/workflows/never.yaml")
