@@ -101,9 +101,10 @@ pub(crate) struct ApprovalQuery {
 }
 
 /// Body of approve and reject.
-#[derive(Debug, Default, Deserialize)]
+#[derive(Debug, Default, Deserialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub(crate) struct CommentBody {
+    /// The approver's comment (journaled with the answer).
     comment: Option<String>,
 }
 

@@ -237,7 +237,7 @@ pub(crate) async fn get(
 /// reference's answer as the journal keeps it, `{outcome, value?, comment?}` (`outcome`
 /// `DECIDED` with `value` `{approved: bool}`, `{chosen: "<option>"}` or `{text}`;
 /// `INSUFFICIENT_INFO`; `UNDECIDABLE`).
-#[derive(Debug, Default, Deserialize)]
+#[derive(Debug, Default, Deserialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub(crate) struct AnswerBody {
     /// `approve`, `reject`, `choose`, `text`, `insufficient_info` or `undecidable`.
@@ -250,6 +250,7 @@ pub(crate) struct AnswerBody {
     outcome: Option<String>,
     /// What was decided, with `outcome: DECIDED`.
     value: Option<serde_json::Value>,
+    /// A comment (journaled with the answer).
     comment: Option<String>,
 }
 
@@ -347,7 +348,7 @@ impl AnswerBody {
 }
 
 /// Reply of an answer: whether it was applied, and the run afterwards.
-#[derive(Debug, Serialize, Deserialize)]
+#[derive(Debug, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct Answered {
     /// The answer was journaled and drives the run on.

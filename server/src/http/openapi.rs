@@ -26,6 +26,13 @@ fn parameters(route: &Route) -> Vec<Value> {
             json!({ "name": q, "in": "query", "required": false, "schema": { "type": "string" } }),
         );
     }
+    if route.operation == "workflows.start" {
+        out.push(json!({
+            "name": "Idempotency-Key", "in": "header", "required": false,
+            "description": "A start with a key already used for this workflow answers 200 with the run it started",
+            "schema": { "type": "string", "minLength": 1, "maxLength": 255 }
+        }));
+    }
     out
 }
 
@@ -82,6 +89,42 @@ fn answers(operation: &str) -> Answers {
     Answers { success, errors }
 }
 
+/// The JSON Schema of `T`, to stand in an OpenAPI 3.1 document.
+fn schema<T: schemars::JsonSchema>() -> Value {
+    let mut v = serde_json::to_value(schemars::schema_for!(T)).unwrap_or(Value::Null);
+    if let Some(o) = v.as_object_mut() {
+        o.remove("$schema");
+    }
+    v
+}
+
+/// The body operation `operation` takes and the body of its success, as the types the route
+/// (de)serialises describe them.
+fn bodies(operation: &str) -> (Option<Value>, Option<Value>) {
+    use super::{approvals, inbox, rerun, retry, runs, triggers};
+    match operation {
+        "workflows.start" => (
+            Some(schema::<runs::StartBody>()),
+            Some(schema::<runs::Started>()),
+        ),
+        "workflows.runs.cancel" => (Some(schema::<runs::CancelBody>()), None),
+        "runs.retry" => (Some(schema::<retry::RetryBody>()), None),
+        "runs.rerun" => (Some(schema::<rerun::RerunBody>()), None),
+        "inbox.answer" => (
+            Some(schema::<inbox::AnswerBody>()),
+            Some(schema::<inbox::Answered>()),
+        ),
+        "workflows.approvals.approve" | "workflows.approvals.reject" => (
+            Some(schema::<approvals::CommentBody>()),
+            Some(schema::<inbox::Answered>()),
+        ),
+        "workflows.triggers.update" | "project.triggers.update" => {
+            (Some(schema::<triggers::TriggerPatch>()), None)
+        }
+        _ => (None, None),
+    }
+}
+
 fn operation(route: &Route, method: &str) -> Value {
     let error = json!({ "$ref": "#/components/responses/Error" });
     let mut responses = Map::new();
@@ -119,6 +162,22 @@ fn operation(route: &Route, method: &str) -> Value {
             op["security"] = json!([{ "eventToken": [] }, { "bearer": ["workflow.run"] }]);
             for code in ["401", "403", "404", "405", "413"] {
                 responses.insert(code.into(), error.clone());
+            }
+        }
+    }
+    let (request, reply) = bodies(route.operation);
+    if let Some(schema) = request {
+        op["requestBody"] = json!({
+            "required": false,
+            "content": { "application/json": { "schema": schema } },
+        });
+    }
+    if let Some(schema) = reply {
+        // Every success of the operation answers the same shape (a start's 201, and its 200
+        // for a repeated Idempotency-Key).
+        for code in ["200", "201"] {
+            if let Some(r) = responses.get_mut(code) {
+                r["content"] = json!({ "application/json": { "schema": schema.clone() } });
             }
         }
     }
@@ -194,6 +253,26 @@ mod tests {
         ] {
             assert!(operations.contains(&op), "{op} is not a route");
             assert!(!answers(op).success.is_empty(), "{op}");
+        }
+    }
+
+    /// Every operation the bodies table names is a route and has a body.
+    #[test]
+    fn every_operation_with_a_body_is_a_route() {
+        let operations: Vec<&str> = routes().iter().map(|r| r.operation).collect();
+        for op in [
+            "workflows.start",
+            "workflows.runs.cancel",
+            "runs.retry",
+            "runs.rerun",
+            "inbox.answer",
+            "workflows.approvals.approve",
+            "workflows.approvals.reject",
+            "workflows.triggers.update",
+            "project.triggers.update",
+        ] {
+            assert!(operations.contains(&op), "{op} is not a route");
+            assert!(bodies(op).0.is_some(), "{op}");
         }
     }
 
@@ -280,5 +359,55 @@ mod tests {
         for code in ["202", "401", "405", "413"] {
             assert!(hook.get(code).is_some(), "{code} missing in {hook}");
         }
+    }
+
+    #[test]
+    fn the_main_operations_show_the_bodies_they_take_and_answer() {
+        let doc = openapi();
+        let op = |method: &str, path: &str| doc["paths"][path][method].clone();
+        let start = op(
+            "post",
+            "/brain/{tenant}/project/{project}/workflows/{name}/start",
+        );
+        let body = &start["requestBody"]["content"]["application/json"]["schema"];
+        for field in ["params", "startedBy", "draft"] {
+            assert!(body["properties"].get(field).is_some(), "{field}: {body}");
+        }
+        assert_eq!(body["additionalProperties"], false, "{body}");
+        for code in ["200", "201"] {
+            let reply = &start["responses"][code]["content"]["application/json"]["schema"];
+            for field in ["workflowRunId", "workflowName"] {
+                assert!(
+                    reply["properties"].get(field).is_some(),
+                    "{code} {field}: {reply}"
+                );
+            }
+        }
+        let key = start["parameters"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|p| p["name"] == "Idempotency-Key")
+            .cloned();
+        assert_eq!(key.map(|k| k["in"].clone()), Some(json!("header")));
+
+        let answer = op(
+            "post",
+            "/brain/{tenant}/project/{project}/inbox/{item_id}/answer",
+        );
+        let body = &answer["requestBody"]["content"]["application/json"]["schema"];
+        for field in ["kind", "option", "text", "outcome", "value", "comment"] {
+            assert!(body["properties"].get(field).is_some(), "{field}: {body}");
+        }
+        let reply = &answer["responses"]["200"]["content"]["application/json"]["schema"];
+        for field in ["applied", "ignored", "run"] {
+            assert!(reply["properties"].get(field).is_some(), "{field}: {reply}");
+        }
+        let approve = op("post", "/v1/workflow-approvals/{id}/approve");
+        let body = &approve["requestBody"]["content"]["application/json"]["schema"];
+        assert!(body["properties"].get("comment").is_some(), "{body}");
+        let patch = op("patch", "/v1/workflow-triggers/{id}");
+        let body = &patch["requestBody"]["content"]["application/json"]["schema"];
+        assert!(body["properties"].get("enabled").is_some(), "{body}");
     }
 }

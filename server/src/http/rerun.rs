@@ -77,9 +77,10 @@ pub(crate) fn definition_choice(given: &str) -> Result<&'static str, ApiError> {
 }
 
 /// Body of a rerun.
-#[derive(Debug, Default, Deserialize)]
+#[derive(Debug, Default, Deserialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub(crate) struct RerunBody {
+    /// `current` (the document now, the default) or `frozen` (the run's own definition).
     definition: Option<String>,
 }
 

@@ -32,10 +32,12 @@ use super::runs::RunPath;
 use super::state::{AppState, Starter};
 
 /// Body of a retry.
-#[derive(Debug, Default, Deserialize)]
+#[derive(Debug, Default, Deserialize, schemars::JsonSchema)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 pub(crate) struct RetryBody {
+    /// The state to begin again from (by default the last one the run entered).
     from_state: Option<String>,
+    /// Required: `current` (the document now) or `frozen` (the run's own definition).
     definition: Option<String>,
 }
 

@@ -62,11 +62,13 @@ pub(crate) struct RunPath {
 }
 
 /// Body of `POST …/workflows/{name}/start`.
-#[derive(Debug, Default, Deserialize)]
+#[derive(Debug, Default, Deserialize, schemars::JsonSchema)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 pub(crate) struct StartBody {
+    /// The run's parameters, checked against the workflow's `parameters:`.
     #[serde(default)]
     params: Value,
+    /// Kept as the run's `requestedBy`; `startedBy` is the token's subject.
     #[serde(default)]
     started_by: Option<String>,
     /// Start the project's draft (`_vance/workflow-drafts/<name>.yaml`) instead of the live
@@ -84,10 +86,11 @@ pub(crate) struct StartQuery {
 }
 
 /// Reply of a start (REST, WebSocket and events).
-#[derive(Debug, Serialize, Deserialize)]
+#[derive(Debug, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct Started {
     /// The new run.
+    #[schemars(with = "String")]
     pub workflow_run_id: RunId,
     /// Its workflow.
     pub workflow_name: String,
@@ -399,9 +402,10 @@ pub(crate) async fn list(
 }
 
 /// Body of `POST …/cancel`.
-#[derive(Debug, Default, Deserialize)]
+#[derive(Debug, Default, Deserialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub(crate) struct CancelBody {
+    /// Why the run is cancelled (journaled).
     reason: Option<String>,
 }
 

@@ -200,9 +200,10 @@ pub(crate) async fn resync_workflow(
 }
 
 /// Body of `PATCH …/triggers/{id}`.
-#[derive(Debug, Default, Deserialize)]
+#[derive(Debug, Default, Deserialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub(crate) struct TriggerPatch {
+    /// `false` pauses the trigger, `true` lifts the pause.
     enabled: Option<bool>,
 }
 
