@@ -74,9 +74,16 @@ pub(crate) fn inbox(ctx: &mut Ctx<'_>, node: &YamlNode, what: &str) -> InboxSpec
             .unwrap_or_default();
     }
     if let Some(o) = block.get("options") {
-        spec.options = ctx
-            .str_list(o, &format!("'options' of {iw}"))
-            .unwrap_or_default();
+        // One `${…}` may give the whole list when the gate opens (reference §2.4).
+        let whole = o
+            .as_str()
+            .filter(|t| crate::template::Template::parse(t).whole().is_some());
+        spec.options = match whole {
+            Some(t) => vec![t.to_owned()],
+            None => ctx
+                .str_list(o, &format!("'options' of {iw}"))
+                .unwrap_or_default(),
+        };
     }
     approval_rules(ctx, block, &iw, &mut spec);
     // A list whose items were refused has had its errors already.

@@ -185,8 +185,8 @@ pub struct GatePlan {
     pub criticality: Criticality,
     /// `tags:`.
     pub tags: Vec<Template>,
-    /// `options:` of a DECISION.
-    pub options: Vec<Template>,
+    /// `options:` of a DECISION: each a text, or one `${…}` that gives a list of them.
+    pub options: Vec<TemplateValue>,
     /// `approvers:` of an APPROVAL.
     pub approvers: Option<crate::ast::Approvers>,
     /// `quorum:` (1 unless declared).
@@ -385,7 +385,11 @@ fn compile_state(
             assigned_to: text(&inbox.assigned_to),
             criticality: inbox.criticality,
             tags: inbox.tags.iter().map(|t| Template::parse(t)).collect(),
-            options: inbox.options.iter().map(|t| Template::parse(t)).collect(),
+            options: inbox
+                .options
+                .iter()
+                .map(|t| TemplateValue::compile(&Value::String(t.clone())))
+                .collect(),
             approvers: inbox.approvers.clone(),
             quorum: inbox.quorum,
             self_approval: inbox.self_approval,

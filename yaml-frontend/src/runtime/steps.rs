@@ -11,6 +11,7 @@ use super::dispatch::Completion;
 use super::interpreter::Run;
 use super::{GATE_TASK, TIMER_TASK};
 use crate::ErrorKind;
+use crate::TemplateValue;
 use crate::ast::{Criticality, InboxKind};
 use crate::condition::Condition;
 use crate::parse_duration;
@@ -212,12 +213,26 @@ fn gate_spec(run: &Run<'_>, state: &PlanState, gate: &GatePlan) -> GateSpec {
         kind,
         title: text(&gate.title).unwrap_or_else(|| state.name.clone()),
         body: text(&gate.body).unwrap_or_default(),
-        options: gate.options.iter().map(|o| run.text(o)).collect(),
+        options: gate.options.iter().flat_map(|o| options(run, o)).collect(),
         assigned_to,
         criticality: criticality.into(),
         tags: gate.tags.iter().map(|t| run.text(t)).collect(),
         timeout_ms: state.timeout.map(|d| d.as_millis() as u64),
         meta: gate_meta(run, state, gate),
+    }
+}
+
+/// The options one `options:` entry gives: its text, or the items of the list one `${…}`
+/// resolves to (`options: "${params.choices}"`), each as text.
+fn options(run: &Run<'_>, option: &TemplateValue) -> Vec<String> {
+    let text = |v: Value| match v {
+        Value::String(s) => s,
+        Value::Null => String::new(),
+        other => other.to_string(),
+    };
+    match run.value(option) {
+        Value::Array(items) => items.into_iter().map(text).collect(),
+        other => vec![text(other)],
     }
 }
 

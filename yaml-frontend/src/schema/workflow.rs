@@ -270,8 +270,8 @@ pub struct Inbox {
     pub criticality: Option<Words<CriticalityWords>>,
     /// Tags of the item.
     pub tags: Option<Vec<String>>,
-    /// The options of a DECISION (required there, non-empty).
-    pub options: Option<Vec<String>>,
+    /// The options of a DECISION (required there, non-empty), or one `${…}` that gives them.
+    pub options: Option<Options>,
     /// APPROVAL only: who may answer (token subjects and roles); absent, anyone whose token
     /// may answer the inbox.
     pub approvers: Option<InboxApprovers>,
@@ -367,6 +367,16 @@ pub struct ConditionTask {
     pub common: Common,
     /// Rules in order; an optional `else` comes last.
     pub transitions: Vec<Rule>,
+}
+
+/// A DECISION's options.
+#[derive(Debug, JsonSchema)]
+#[serde(untagged)]
+pub enum Options {
+    /// `[retry, abort]`.
+    List(Vec<String>),
+    /// `"${params.choices}"`: a list resolved when the gate opens.
+    Placeholder(#[schemars(regex(pattern = r"^\$\{[^}]+\}$"))] String),
 }
 
 /// One rule of a condition.

@@ -180,6 +180,41 @@ states:
     );
 }
 
+/// §2.4 ("any string value in a State spec may contain placeholders"): a DECISION's options
+/// may come whole from one placeholder, a list resolved when the gate opens; the chosen one
+/// routes like a written option.
+#[tokio::test]
+async fn s2_4_a_decisions_options_may_come_from_one_placeholder() {
+    let doc = r#"
+parameters:
+  choices: { type: array }
+start: ask
+states:
+  ask:
+    type: gate_task
+    inbox:
+      kind: DECISION
+      options: "${params.choices}"
+    storeAs: decision
+    on:
+      canary: done
+      full: done
+  done: { type: terminal, result: "${state.decision.chosen}" }
+"#;
+    let p = project(&[("pick", doc)]).await;
+    let v = p.run("pick", json!({"choices": ["canary", "full"]})).await;
+    assert_eq!(v.status, RunStatus::Waiting, "{v:?}");
+    let item = p
+        .engine
+        .inbox(magrathea_core::InboxFilter::Pending)
+        .unwrap()
+        .remove(0);
+    assert_eq!(item.options, ["canary", "full"]);
+    let v = p.answer_pending(&v, GateAnswer::choose("full")).await;
+    assert_eq!(v.status, RunStatus::Done, "{v:?}");
+    assert_eq!(v.result, Some(json!("full")));
+}
+
 #[tokio::test]
 async fn s3_4_approval_rejected_is_caught_as_human_rejected_and_timeout_races_the_answer() {
     let doc = r#"
