@@ -116,12 +116,14 @@ impl RunView {
                 Record::Result { result, .. } => view.result = Some(result.clone()),
                 Record::PauseRequested { .. } => view.paused_at = Some(e.at_ms),
                 Record::ResumeRequested { .. } => view.resumed_at = Some(e.at_ms),
+                // An attempt that waited in its lane and never began runs again under its
+                // own execution number (1): nothing ran twice, so it is no re-execution.
                 Record::TaskRestarted {
                     step,
                     attempt,
                     execution,
                     worker,
-                } => view.re_executions.push(ReExecution {
+                } if *execution > 1 => view.re_executions.push(ReExecution {
                     step: *step,
                     // Rare: looked up when met rather than tracked for every task.
                     name: task_name(&entries[..i], *step),

@@ -594,6 +594,12 @@ fn a_task_whose_process_stops_each_time_ends_after_max_claim_attempts_executions
     assert_eq!(HANGS.load(Ordering::SeqCst), 3, "run once and re-run twice");
     let executions = re_executions(&journal);
     assert_eq!(executions, vec![2, 3]);
+    let shown: Vec<u32> = view.re_executions.iter().map(|r| r.execution).collect();
+    assert_eq!(
+        shown,
+        vec![2, 3],
+        "each execution that began again is shown"
+    );
 }
 
 /// An attempt that waits for a place to run when its process stops has not begun: it runs
@@ -623,6 +629,8 @@ fn an_attempt_stopped_while_it_waits_for_admission_is_not_counted_as_an_executio
     assert_eq!(ADMITTED.load(Ordering::SeqCst), 1, "it began once");
     let executions = re_executions(&journal);
     assert_eq!(executions, vec![1; 5], "no execution began before");
+    // The run's view (`runs show`, the run API) lists no re-execution: nothing ran twice.
+    assert_eq!(view.re_executions, vec![], "{:?}", view.re_executions);
     let at = |pred: &dyn Fn(&Record) -> bool| journal.iter().rposition(|e| pred(&e.record));
     let admitted = at(&|r| matches!(r, Record::TaskAdmitted { .. })).expect("admitted");
     assert_eq!(
