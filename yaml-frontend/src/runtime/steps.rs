@@ -213,7 +213,12 @@ fn gate_spec(run: &Run<'_>, state: &PlanState, gate: &GatePlan) -> GateSpec {
         kind,
         title: text(&gate.title).unwrap_or_else(|| state.name.clone()),
         body: text(&gate.body).unwrap_or_default(),
-        options: gate.options.iter().flat_map(|o| options(run, o)).collect(),
+        options: gate
+            .options
+            .iter()
+            .flat_map(|o| options(run, o))
+            .filter(|o| !o.is_empty())
+            .collect(),
         assigned_to,
         criticality: criticality.into(),
         tags: gate.tags.iter().map(|t| run.text(t)).collect(),
@@ -271,6 +276,16 @@ pub(super) async fn gate(
         "title": gate.title,
         "assignedTo": gate.assigned_to,
     });
+    if gate.kind == GateKind::Decision && gate.options.is_empty() {
+        // Options from a placeholder that resolved to no option: nobody could decide.
+        let error = format!(
+            "[MAG-YR003] DECISION gate '{}' has no option to choose from: its options resolved \
+             to an empty list",
+            state.name
+        );
+        let done = async move { Completion::of("technical_error", json!({ "error": error })) };
+        return held(run, state, attempt, GATE_TASK, input, done).await;
+    }
     held(run, state, attempt, GATE_TASK, input, answer(run, gate)).await
 }
 

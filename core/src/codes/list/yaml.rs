@@ -240,6 +240,11 @@ pub(super) const CODES: &[ErrorCode] = &[
         remedy: "Fix what the message names (create or fix `_vance/workflows/<name>.yaml`, or pass the parameters it declares); `magrathea validate` reports a missing workflow beforehand (MAG-YA005).",
     },
     ErrorCode {
+        code: "MAG-YR003",
+        meaning: "A DECISION gate's options, given by a placeholder, resolved to no option: nobody could decide, so the gate step ends `technical_error` without opening an inbox item.",
+        remedy: "Pass a non-empty list in the parameter or variable the `options:` placeholder names.",
+    },
+    ErrorCode {
         code: "MAG-PR001",
         meaning: "The `items:` of a foreach_task resolved to something other than a JSON array (the state ends `failure`).",
         remedy: "Point `items:` at a list, e.g. `items: \"${state.files}\"` where the variable holds an array.",

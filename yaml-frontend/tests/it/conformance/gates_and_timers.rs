@@ -213,6 +213,27 @@ states:
     let v = p.answer_pending(&v, GateAnswer::choose("full")).await;
     assert_eq!(v.status, RunStatus::Done, "{v:?}");
     assert_eq!(v.result, Some(json!("full")));
+
+    // An empty list leaves nothing to decide: the step ends technical_error, no item opens.
+    let v = p.run("pick", json!({"choices": []})).await;
+    assert_eq!(v.status, RunStatus::Failed, "{v:?}");
+    let records = p.records(&v);
+    let error = records
+        .iter()
+        .find_map(|r| match r {
+            Record::TaskResult {
+                outcome, output, ..
+            } if outcome.as_str() == "technical_error" => Some(output["error"].to_string()),
+            _ => None,
+        })
+        .unwrap_or_default();
+    assert!(error.contains("[MAG-YR003]"), "{records:?}");
+    assert!(
+        p.engine
+            .inbox(magrathea_core::InboxFilter::Pending)
+            .unwrap()
+            .is_empty()
+    );
 }
 
 #[tokio::test]
