@@ -325,6 +325,7 @@ impl EngineBuilder {
             closing: Default::default(),
             file,
             recovered_at_build: Default::default(),
+            replaying: Default::default(),
         });
         let mut recovered = Vec::new();
         if self.recover {

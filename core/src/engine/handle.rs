@@ -106,9 +106,16 @@ impl Engine {
         .await
     }
 
-    /// Waits until the run settles: terminal, `WAITING` on a gate, or `BLOCKED`.
+    /// Waits until the run settles: terminal, `WAITING` on a gate, or `BLOCKED`. A run this
+    /// engine is recovering settles once its code has been replayed up to where it waits: until
+    /// then its stored status is the last process's (code that no longer replays blocks it,
+    /// fixed code unblocks it).
     pub async fn wait_settled(&self, run: RunId) -> Result<RunView, RunError> {
-        self.wait_until(run, |s| s != RunStatus::Running).await
+        let inner = self.inner.clone();
+        self.wait_until(run, move |s| {
+            s != RunStatus::Running && !inner.is_replaying(run)
+        })
+        .await
     }
 
     /// Waits until the run's status satisfies `pred`. It is woken by the run's own status

@@ -180,9 +180,35 @@ pub(crate) struct EngineInner {
     pub(crate) file: Option<std::path::PathBuf>,
     /// The runs the build took into memory to recover them.
     pub(crate) recovered_at_build: std::sync::OnceLock<Vec<RunId>>,
+    /// Runs taken into memory to be recovered whose code has not yet been replayed up to where
+    /// it waits: the status the store holds for them is the last process's, which replay may
+    /// change (a run that no longer replays blocks; one whose code was fixed is unblocked).
+    replaying: Mutex<std::collections::HashSet<RunId>>,
 }
 
 impl EngineInner {
+    /// Whether the run was taken into memory to be recovered and its code has not yet been
+    /// replayed up to where it waits.
+    pub(crate) fn is_replaying(&self, run: RunId) -> bool {
+        self.replaying
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .contains(&run)
+    }
+
+    /// The run's code has been replayed (or its driver left memory): its stored status is
+    /// this process's now. Wakes the callers waiting on the run.
+    pub(crate) fn replayed(&self, run: RunId) {
+        let was = self
+            .replaying
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .remove(&run);
+        if was {
+            self.status_waiters.notify(run);
+        }
+    }
+
     /// Tells the run's status change to the subscribers of all runs and to the callers
     /// waiting on this one.
     pub(crate) fn announce(&self, update: RunUpdate) {
@@ -275,6 +301,10 @@ impl EngineInner {
         }
         let (tx, rx) = mpsc::unbounded_channel();
         active.insert(run, tx);
+        self.replaying
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .insert(run);
         drop(active);
         driver::spawn(self.clone(), run, rx, driver::Init::Recover { reclaims });
     }

@@ -311,3 +311,46 @@ async fn reopen_with_original_and_finish(db: &Path, run: RunId) {
     })
     .await;
 }
+
+/// `wait_settled` right after an engine is built answers the status replay gives the run, not
+/// the one the last process stored: a waiting run whose code changed settles BLOCKED, and a
+/// blocked run whose code was fixed settles WAITING at its gate again.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn wait_settled_after_a_reopen_answers_the_status_replay_gives() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = dir.path().join("journal.redb");
+    let run = waiting_run(&db).await;
+
+    let engine = build_retrying(|| builder(&db).workflow(nd_swapped))
+        .await
+        .unwrap();
+    let view = tokio::time::timeout(Duration::from_secs(10), engine.wait_settled(run))
+        .await
+        .unwrap()
+        .unwrap();
+    assert_eq!(view.status, RunStatus::Blocked, "{view:?}");
+    assert!(
+        view.reason
+            .as_deref()
+            .unwrap_or_default()
+            .contains("[MAG-ND001]"),
+        "{view:?}"
+    );
+    drop(engine);
+
+    let engine = build_retrying(|| builder(&db).workflow(nd_original))
+        .await
+        .unwrap();
+    let view = tokio::time::timeout(Duration::from_secs(10), engine.wait_settled(run))
+        .await
+        .unwrap()
+        .unwrap();
+    assert_eq!(view.status, RunStatus::Waiting, "{view:?}");
+    assert_eq!(
+        engine
+            .answer_gate(&format!("{run}-1"), GateAnswer::approve())
+            .await
+            .unwrap(),
+        AnswerAck::Applied
+    );
+}

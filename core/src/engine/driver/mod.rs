@@ -231,6 +231,9 @@ struct Driver {
     /// Set when the run was reclaimed more often than the shared store allows: the attempts
     /// its journal shows running end with this `technical_error` instead of running again.
     claims_exhausted: Option<String>,
+    /// Recovered, and the code not yet replayed up to where it waits (see
+    /// `EngineInner::is_replaying`).
+    replaying: bool,
 }
 
 impl Driver {
@@ -268,6 +271,7 @@ impl Driver {
             journal_cap: u64::MAX,
             held: Held::default(),
             claims_exhausted: None,
+            replaying: false,
         }
     }
 
@@ -278,6 +282,7 @@ impl Driver {
                 self.begin_fresh(*start, ack)
             }
             Init::Recover { reclaims } => {
+                self.replaying = true;
                 self.claims_exhausted = self.claims_exhausted_after(reclaims);
                 let ok = self.recover().await;
                 if ok {
@@ -289,9 +294,22 @@ impl Driver {
         };
         if !ok {
             self.exit_now();
+            self.done_replaying();
             return;
         }
         self.main_loop().await;
+        // However the driver left (a failed commit, a closing engine), its run is no longer
+        // being replayed here.
+        self.done_replaying();
+    }
+
+    /// The recovered run's code has been replayed up to where it waits, and what that
+    /// journaled is durable: its stored status is this process's.
+    fn done_replaying(&mut self) {
+        if self.replaying {
+            self.replaying = false;
+            self.engine.replayed(self.run_id);
+        }
     }
 
     fn begin_fresh(
@@ -330,6 +348,7 @@ impl Driver {
                 self.fail_stop(e);
                 return;
             }
+            self.done_replaying();
             if self.engine.closing.is_closed() {
                 self.leave_closing_engine();
                 return;
