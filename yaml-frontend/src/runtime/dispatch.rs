@@ -157,38 +157,68 @@ async fn denied(
     tool: &str,
     error: String,
 ) -> Completion {
-    let output = json!({ "error": error });
     if !ctx.patched(DENIED_STEP_PATCH) {
-        return Completion::of(crate::ErrorKind::PermissionError.as_str(), output);
+        return Completion::of(
+            crate::ErrorKind::PermissionError.as_str(),
+            json!({ "error": error }),
+        );
     }
-    let once = TaskOptions {
-        retry: RetryPolicy::none(),
-        timeout: None,
+    let step = FailedStep {
+        task: magrathea_exec::tools::TASK,
+        state,
+        input: json!({ "tool": tool, "error": error }),
+        kind: crate::ErrorKind::PermissionError,
+        first_attempt: Some(run.attempt),
     };
-    let registration = TaskRegistration::new(
-        magrathea_exec::tools::TASK,
-        once.clone(),
-        |input: Value, _| {
-            let message = input["error"].as_str().unwrap_or_default().to_string();
-            let output = json!({ "error": &input["error"] });
-            async move {
-                Err(TaskError::terminal(message)
-                    .with_kind(crate::ErrorKind::PermissionError.as_str())
-                    .with_output(output))
-            }
-        },
-    );
-    let result = ctx
-        .task_with(run.numbered(TaskCall {
-            task: magrathea_exec::tools::TASK.into(),
-            name: Some(state.to_string()),
-            input: json!({ "tool": tool, "error": output["error"] }),
-            options: Some(once),
-            registration: Some(registration),
-            first_attempt: None,
-        }))
-        .await;
-    Completion::from_task(result)
+    step.run(ctx).await
+}
+
+/// A task step that cannot run and ends at once, terminally, with error kind `kind`: its
+/// input holds the `error` message, and its output is that input. The journal shows it
+/// like any task whose attempt failed (a `TaskStartedRecord`, then a final
+/// `TaskResultRecord`), so it counts against `maxTaskSpawns` and every view shows the
+/// failure where the state ran.
+pub(super) struct FailedStep<'a> {
+    /// The task the step is journaled as (`tool_task`, `workflow_task`, …).
+    pub(super) task: &'static str,
+    /// The state's name: the step's label.
+    pub(super) state: &'a str,
+    /// `{error, …}`: journaled as the input, returned as the output.
+    pub(super) input: Value,
+    /// The outcome.
+    pub(super) kind: crate::ErrorKind,
+    /// The attempt's number (`None`: the next one).
+    pub(super) first_attempt: Option<u32>,
+}
+
+impl FailedStep<'_> {
+    pub(super) async fn run(self, ctx: &WorkflowContext) -> Completion {
+        let once = TaskOptions {
+            retry: RetryPolicy::none(),
+            timeout: None,
+        };
+        let kind = self.kind;
+        let registration =
+            TaskRegistration::new(self.task, once.clone(), move |input: Value, _| {
+                let message = input["error"].as_str().unwrap_or_default().to_string();
+                async move {
+                    Err(TaskError::terminal(message)
+                        .with_kind(kind.as_str())
+                        .with_output(input))
+                }
+            });
+        let result = ctx
+            .task_with(TaskCall {
+                task: self.task.into(),
+                name: Some(self.state.to_string()),
+                input: self.input,
+                options: Some(once),
+                registration: Some(registration),
+                first_attempt: self.first_attempt,
+            })
+            .await;
+        Completion::from_task(result)
+    }
 }
 
 /// `tool_task`: the permission cascade (§10), journaled as a side effect because it reads the

@@ -9,14 +9,11 @@
 
 use std::sync::Arc;
 
-use magrathea_core::{
-    ChildRequest, RetryPolicy, RunStatus, StartRecord, TaskCall, TaskError, TaskOptions,
-    TaskRegistration, WorkflowContext,
-};
+use magrathea_core::{ChildRequest, RunStatus, StartRecord, WorkflowContext};
 use serde_json::{Value, json};
 
 use super::default_bounds;
-use super::dispatch::Completion;
+use super::dispatch::{Completion, FailedStep};
 use super::documents::Scope;
 use super::interpreter::Run;
 use super::{RuntimeInner, WORKFLOW_TASK};
@@ -206,29 +203,14 @@ async fn not_started(
     // every replay (a loader's or a validator's words), and the task's input hash must not
     // change when those words do.
     let message = not_started_message(ctx, state, name, why);
-    let once = TaskOptions {
-        retry: RetryPolicy::none(),
-        timeout: None,
+    let step = FailedStep {
+        task: WORKFLOW_TASK,
+        state: &state.name,
+        input: json!({ "error": message, "workflow": name }),
+        kind: crate::ErrorKind::Failure,
+        first_attempt: None,
     };
-    let registration = TaskRegistration::new(WORKFLOW_TASK, once.clone(), |input: Value, _| {
-        let message = input["error"].as_str().unwrap_or_default().to_string();
-        async move {
-            Err(TaskError::terminal(message)
-                .with_kind(crate::ErrorKind::Failure.as_str())
-                .with_output(input))
-        }
-    });
-    let result = ctx
-        .task_with(TaskCall {
-            task: WORKFLOW_TASK.into(),
-            name: Some(state.name.clone()),
-            input: json!({ "error": message, "workflow": name }),
-            options: Some(once),
-            registration: Some(registration),
-            first_attempt: None,
-        })
-        .await;
-    Completion::from_task(result)
+    step.run(ctx).await
 }
 
 /// A child request for the YAML workflow `name` of `scope`: the document is read by the
