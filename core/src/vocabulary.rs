@@ -1,17 +1,20 @@
 //! The journal's words as types: a task's outcome, a run's front end, a run's scope. On disk and
 //! in JSON each is its plain string; in memory a type says which word it is.
 
-use std::borrow::Borrow;
+use std::borrow::{Borrow, Cow};
 use std::fmt;
 
 use serde::{Deserialize, Serialize};
 
+/// A word of the journal's vocabulary: its well-known values (`known`) are kept as the
+/// program's own strings, so that making or decoding one (every task result has an outcome,
+/// almost always `success`) allocates nothing; any other value is its own `String`.
 macro_rules! word {
-    ($(#[$doc:meta])* $name:ident) => {
+    ($(#[$doc:meta])* $name:ident, known: [$($known:expr),* $(,)?]) => {
         $(#[$doc])*
         #[derive(Debug, Clone, Default, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
         #[serde(transparent)]
-        pub struct $name(String);
+        pub struct $name(Cow<'static, str>);
 
         impl $name {
             /// The word as written in the journal.
@@ -21,7 +24,12 @@ macro_rules! word {
 
             /// The word as a `String`.
             pub fn into_string(self) -> String {
-                self.0
+                self.0.into_owned()
+            }
+
+            /// The program's own copy of `s`, if it is a well-known value.
+            fn known(s: &str) -> Option<&'static str> {
+                [$($known),*].into_iter().find(|k| *k == s)
             }
         }
 
@@ -33,25 +41,28 @@ macro_rules! word {
 
         impl From<&str> for $name {
             fn from(s: &str) -> Self {
-                Self(s.to_string())
+                match Self::known(s) {
+                    Some(k) => Self(Cow::Borrowed(k)),
+                    None => Self(Cow::Owned(s.to_string())),
+                }
             }
         }
 
         impl From<String> for $name {
             fn from(s: String) -> Self {
-                Self(s)
+                Self(Cow::Owned(s))
             }
         }
 
         impl From<&String> for $name {
             fn from(s: &String) -> Self {
-                Self(s.clone())
+                Self::from(s.as_str())
             }
         }
 
         impl From<$name> for String {
             fn from(w: $name) -> Self {
-                w.0
+                w.into_string()
             }
         }
 
@@ -91,7 +102,13 @@ word! {
     /// How a task attempt ended: [`Outcome::SUCCESS`] or an error kind of the reference's
     /// vocabulary (`technical_error`, `timeout`, `cancelled`, …; see
     /// [`TaskError`](crate::TaskError)).
-    Outcome
+    Outcome,
+    known: [
+        Outcome::SUCCESS,
+        crate::TaskError::TECHNICAL,
+        crate::TaskError::TIMEOUT,
+        crate::TaskError::CANCELLED,
+    ]
 }
 
 impl Outcome {
@@ -112,7 +129,8 @@ impl Outcome {
 word! {
     /// Which front end runs a workflow: [`Frontend::CODE`] for registered `#[workflow]`s, or
     /// the name an interpreter is registered under (`yaml`).
-    Frontend
+    Frontend,
+    known: [Frontend::CODE, "yaml"]
 }
 
 impl Frontend {
@@ -133,7 +151,8 @@ impl Frontend {
 word! {
     /// Where a run belongs: `tenant/project`, or empty for runs outside any project. Every read
     /// of runs is filtered by it (a run of another scope is not found).
-    RunScope
+    RunScope,
+    known: [""]
 }
 
 impl RunScope {

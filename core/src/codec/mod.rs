@@ -9,7 +9,7 @@ use serde_json::Value;
 use crate::record::{
     AnswerOutcome, GateAnswer, GateKind, GateSpec, ParentRef, Record, StartRecord,
 };
-use crate::vocabulary::TimerPurpose;
+use crate::vocabulary::{Frontend, Outcome, RunScope, TimerPurpose};
 
 mod input_hash;
 mod wire;
@@ -439,7 +439,7 @@ fn decode_with(bytes: &[u8], inputs: bool) -> Result<(Record, u64), DecodeError>
         tag::START => {
             let workflow_name = r.str()?;
             let workflow_version = r.str()?;
-            let frontend = r.str()?;
+            let frontend = Frontend::from(r.text()?);
             let params = r.json()?;
             let definition = r.opt_str()?;
             let parent = match r.u8()? {
@@ -453,12 +453,12 @@ fn decode_with(bytes: &[u8], inputs: bool) -> Result<(Record, u64), DecodeError>
             };
             let started_by = r.str()?;
             let idempotency_key = r.opt_str()?;
-            let scope = r.str()?.into();
+            let scope = RunScope::from(r.text()?);
             let tail = start_tail::decode(&mut r)?;
             Record::Start(Box::new(StartRecord {
                 workflow_name,
                 workflow_version,
-                frontend: frontend.into(),
+                frontend,
                 params,
                 definition,
                 parent,
@@ -504,7 +504,7 @@ fn decode_with(bytes: &[u8], inputs: bool) -> Result<(Record, u64), DecodeError>
         tag::TASK_RESULT => Record::TaskResult {
             step: r.u32()?,
             attempt: r.u32()?,
-            outcome: r.str()?.into(),
+            outcome: Outcome::from(r.text()?),
             output: r.json()?,
             error: r.opt_str()?,
             is_final: r.bool()?,

@@ -128,8 +128,12 @@ impl<'a> Reader<'a> {
         Ok(head)
     }
     pub(super) fn str(&mut self) -> R<String> {
-        let b = self.bytes()?;
-        String::from_utf8(b.to_vec()).map_err(|_| DecodeError::Corrupt("invalid utf-8"))
+        self.text().map(str::to_owned)
+    }
+    /// A string, borrowed from the record's bytes (a word of the vocabulary is made from it
+    /// without a copy when it is a well-known one).
+    pub(super) fn text(&mut self) -> R<&'a str> {
+        std::str::from_utf8(self.bytes()?).map_err(|_| DecodeError::Corrupt("invalid utf-8"))
     }
     pub(super) fn json(&mut self) -> R<Value> {
         serde_json::from_slice(self.bytes()?).map_err(|_| DecodeError::Corrupt("invalid json"))
