@@ -113,8 +113,19 @@ pub(crate) async fn interpret(
     let mut current = entry;
     // States whose work a compensation would undo, in order of completion.
     let mut completed: Vec<crate::plan::StateId> = Vec::new();
+    let mut first = true;
     loop {
         let state = &plan.states[current];
+        // The Bounds Check comes after a completion and before the next enqueue (reference
+        // §4.3, §9): a run whose spawns are used up fails before it enters the next state
+        // that would spawn a task (the start state was entered with the run).
+        if !std::mem::take(&mut first)
+            && !matches!(state.step, Step::Terminal { .. } | Step::FanOut(_))
+            && let Some(limit) = &budget.limit
+            && budget.spawns >= limit.max
+        {
+            return Err(WorkflowError::failed(limit.exhausted(&state.name)));
+        }
         ctx.enter_state(&state.name);
         if let Step::Terminal { outcome, result } = &state.step {
             let result = result.as_ref().map_or(Value::Null, |r| run.value(r));

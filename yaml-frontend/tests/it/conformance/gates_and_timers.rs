@@ -465,3 +465,37 @@ states:
         );
     }
 }
+
+/// §4.3, §9: the Bounds Check comes after a completion and before the next enqueue: a run
+/// whose task spawns are used up fails there, never entering the state it would have run.
+#[tokio::test]
+async fn s9_a_run_out_of_spawns_fails_before_entering_the_next_state() {
+    let doc = r#"
+start: a
+bounds:
+  maxTaskSpawns: 2
+states:
+  a: { type: shell_task, run: "true", dirName: workspace, on: { success: b } }
+  b: { type: shell_task, run: "true", dirName: workspace, on: { success: c } }
+  c: { type: shell_task, run: "true", dirName: workspace, on: { success: done } }
+  done: { type: terminal }
+"#;
+    let p = project(&[("three", doc)]).await;
+    let v = p.run("three", json!({})).await;
+    assert_eq!(v.status, RunStatus::Failed, "{v:?}");
+    assert_eq!(
+        v.reason.as_deref(),
+        Some("bounds exhausted: maxTaskSpawns 2 reached before state 'c'")
+    );
+    assert_eq!(v.current_state.as_deref(), Some("b"), "{v:?}");
+    let entered: Vec<String> = p
+        .records(&v)
+        .into_iter()
+        .filter_map(|r| match r {
+            Record::StateEntered { state, .. } => Some(state),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(entered, ["a", "b"]);
+    assert_eq!(p.count(&v, "TaskStartedRecord"), 2);
+}
