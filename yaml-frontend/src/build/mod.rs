@@ -208,7 +208,19 @@ fn parameters(ctx: &mut Ctx<'_>, node: &YamlNode) -> IndexMap<String, ParamSchem
         });
         let default = v.get("default").map(|d| {
             let value = d.to_json();
-            if let Some(ty) = ty.filter(|t| !value.is_null() && !t.matches(&value)) {
+            if let YamlKind::Float(f) = d.kind
+                && !f.is_finite()
+            {
+                // JSON has no such number: it would reach the run as the text `inf`.
+                ctx.error(
+                    d.span,
+                    Code::InvalidParameter,
+                    format_args!(
+                        "default of {what} is {}: expected a finite value (a run's parameters are JSON, which has no infinite or NaN numbers)",
+                        d.text_as_written().unwrap_or_else(|| f.to_string())
+                    ),
+                );
+            } else if let Some(ty) = ty.filter(|t| !value.is_null() && !t.matches(&value)) {
                 ctx.error(
                     d.span,
                     Code::InvalidParameter,

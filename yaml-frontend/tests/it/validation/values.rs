@@ -172,6 +172,26 @@ fn parameter_schemas() {
 }
 
 #[test]
+fn an_infinite_default_is_no_json_value() {
+    // YAML 1.2 reads `.inf` as a float (§2.3); JSON has none, so it never becomes text.
+    let text = format!(
+        "start: end\nparameters:\n  h: {{ type: string, default: .inf }}\n  n: {{ type: number, default: -.Inf }}\n  x: {{ default: .nan }}\nstates:\n{END}"
+    );
+    for (at, name, written) in [
+        ("3:31", "h", ".inf"),
+        ("4:31", "n", "-.Inf"),
+        ("5:17", "x", ".nan"),
+    ] {
+        has(
+            &text,
+            &format!(
+                "wf.yaml:{at}: [MAG-Y016] default of parameter '{name}' is {written}: expected a finite value (a run's parameters are JSON, which has no infinite or NaN numbers)"
+            ),
+        );
+    }
+}
+
+#[test]
 fn timer_durations() {
     let text = doc(&format!(
         "  a:\n    type: timer_task\n    duration: 7 days\n    on: {{ fired: end }}\n{END}"
