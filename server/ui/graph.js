@@ -29,9 +29,12 @@ function clip(b, p) {
 
 /**
  * The SVG of `graph` ({nodes, edges}); `current` is the current state, `path` the states
- * entered in order. Each node is a <g data-state="…" class="node [current] [visited]">.
+ * entered in order, `moves` the transitions taken ({from, to, outcome}: the outcome the
+ * state ended with before the next was entered). Each node is a
+ * <g data-state="…" class="node [current] [visited]">; each edge a <g data-edge="…">, with
+ * class `taken` when the run went along it.
  */
-export function drawGraph(graph, current, path, status) {
+export function drawGraph(graph, current, path, status, moves) {
   const boxes = new Map();
   for (const n of graph.nodes || []) {
     const s = size(n);
@@ -44,8 +47,7 @@ export function drawGraph(graph, current, path, status) {
   }
   if (!boxes.size) { minX = minY = 0; maxX = maxY = 10; }
   const visited = new Set(path || []);
-  const taken = new Set();
-  for (let i = 1; i < (path || []).length; i++) taken.add(`${path[i - 1]}\u0000${path[i]}`);
+  const taken = takenEdges(graph.edges || [], path || [], moves);
   const width = maxX - minX + 2 * PAD;
   const height = maxY - minY + 2 * PAD;
   const svg = h("svg", {
@@ -61,7 +63,7 @@ export function drawGraph(graph, current, path, status) {
     const a = boxes.get(e.source);
     const b = boxes.get(e.target);
     if (!a || !b) continue;
-    const isTaken = taken.has(`${e.source}\u0000${e.target}`);
+    const isTaken = taken.has(e);
     let d;
     let mid;
     if (a === b) {
@@ -74,7 +76,7 @@ export function drawGraph(graph, current, path, status) {
       d = `M${p.x},${p.y} L${q.x},${q.y}`;
       mid = { x: (p.x + q.x) / 2, y: (p.y + q.y) / 2 };
     }
-    const g = h("g", { class: isTaken ? "edge taken" : "edge", "data-edge": `${e.source}->${e.target}` },
+    const g = h("g", { class: isTaken ? "edge taken" : "edge", "data-edge": `${e.source}->${e.target}`, "data-label": e.label || "" },
       h("path", { d, "marker-end": isTaken ? "url(#arrow-taken)" : "url(#arrow)" }));
     if (e.label) g.append(h("text", { x: mid.x, y: mid.y - 4, "text-anchor": "middle", class: "edge-label" }, e.label));
     svg.append(g);
@@ -93,4 +95,24 @@ export function drawGraph(graph, current, path, status) {
       h("text", { x: b.x + b.w / 2, y: b.y + b.h / 2 + 13, "text-anchor": "middle", class: "node-kind" }, kind)));
   }
   return svg;
+}
+
+/**
+ * The edges the run went along. Between two states the edge of the outcome the first ended
+ * with (`on:`), or of its error kind (`catch <kind>`); a condition's rule or `else`, or a
+ * move whose outcome no edge names, takes the only edge between the two, else all of them.
+ */
+function takenEdges(edges, path, moves) {
+  const taken = new Set();
+  const between = (from, to) => edges.filter((e) => e.source === from && e.target === to);
+  if (!moves) {
+    for (let i = 1; i < path.length; i++) for (const e of between(path[i - 1], path[i])) taken.add(e);
+    return taken;
+  }
+  for (const m of moves) {
+    const all = between(m.from, m.to);
+    const named = all.filter((e) => m.outcome && (e.label === m.outcome || e.label === `catch ${m.outcome}`));
+    for (const e of named.length ? named : all) taken.add(e);
+  }
+  return taken;
 }

@@ -85,7 +85,8 @@ export async function inboxView(ctx, view) {
         send({ kind: "text", text: text.value });
       } }, "Send feedback"));
     }
-    if (kind === "APPROVAL" || !options.length) {
+    // Only an APPROVAL takes approve or reject: a FEEDBACK item refuses them.
+    if (kind === "APPROVAL") {
       buttons.unshift(
         h("button", { type: "button", class: "primary", "data-answer": "approve", onclick: () => send({ kind: "approve" }) }, "Approve"),
         h("button", { type: "button", class: "danger", "data-answer": "reject", onclick: () => send({ kind: "reject" }) }, "Reject"));

@@ -34,9 +34,8 @@ export async function runView(ctx, view, id) {
   const records = [];
   let graph = null;
   try {
-    graph = await getJson(
-      `${projectBase(ctx)}/workflows/${encodeURIComponent(run.workflowName)}/graph?format=reactflow`,
-      ctx.signal);
+    // The definition the run started with, not the document as it is now.
+    graph = await getJson(`${base}/graph?format=reactflow`, ctx.signal);
   } catch (e) {
     if (e.name === "AbortError") throw e;
     mount(graphBox, h("p", { class: "muted" }, `No graph: ${e.message}`));
@@ -44,6 +43,22 @@ export async function runView(ctx, view, id) {
 
   function path() {
     return records.filter((r) => r.type === "StateEnteredRecord").map((r) => r.state);
+  }
+
+  // Each move between states with the outcome the state left with: the last final task
+  // result journaled between entering it and entering the next.
+  function moves() {
+    const out = [];
+    let from = null;
+    let outcome = null;
+    for (const r of records) {
+      if (r.type === "TaskResultRecord" && r.final !== false) outcome = r.outcome;
+      if (r.type !== "StateEnteredRecord") continue;
+      if (from !== null) out.push({ from, to: r.state, outcome });
+      from = r.state;
+      outcome = null;
+    }
+    return out;
   }
 
   function render() {
@@ -56,7 +71,7 @@ export async function runView(ctx, view, id) {
         dt("Started", time(run.createdAt)),
         dt("Duration", duration((run.finishedAt || Date.now()) - run.createdAt)),
         run.reason ? dt("Reason", run.reason) : null));
-    if (graph) mount(graphBox, drawGraph(graph, run.currentState, path(), run.status));
+    if (graph) mount(graphBox, drawGraph(graph, run.currentState, path(), run.status, moves()));
     renderActions();
     const sub = run.subRuns || [];
     mount(links,
@@ -93,15 +108,17 @@ export async function runView(ctx, view, id) {
       },
     }, label);
     const s = run.status;
+    const again = !run.parentRunId;
     mount(actions,
       !ended(s) ? act("Cancel", "cancel", { reason: "cancelled from the web UI" }, () => "Cancellation requested.") : null,
       !ended(s) && s !== "PAUSED" ? act("Pause", "pause", { reason: "paused from the web UI" }, () => "Paused.") : null,
       s === "PAUSED" ? act("Resume", "resume", {}, () => "Resumed.") : null,
       // A retry begins again at the state the run ended in; which definition is the
       // operator's explicit choice.
-      s === "FAILED" || s === "CANCELLED" ? act("Retry (current definition)", "retry", { definition: "current" }, (r) => newRun("Retry", r)) : null,
-      s === "FAILED" || s === "CANCELLED" ? act("Retry (frozen definition)", "retry", { definition: "frozen" }, (r) => newRun("Retry", r)) : null,
-      ended(s) ? act("Run again", "rerun", {}, (r) => newRun("Rerun", r)) : null);
+      // A sub-run is retried or run again through its parent (the server refuses it).
+      again && (s === "FAILED" || s === "CANCELLED") ? act("Retry (current definition)", "retry", { definition: "current" }, (r) => newRun("Retry", r)) : null,
+      again && (s === "FAILED" || s === "CANCELLED") ? act("Retry (frozen definition)", "retry", { definition: "frozen" }, (r) => newRun("Retry", r)) : null,
+      again && ended(s) ? act("Run again", "rerun", {}, (r) => newRun("Rerun", r)) : null);
   }
 
   function newRun(what, r) {
@@ -177,7 +194,7 @@ function dt(term, value) {
 function recordRow(r) {
   const { seq, createdAt, type, step, attempt, outcome, ...rest } = r;
   const summary = r.state || r.name || r.status || r.task || "";
-  const late = r.ignored || r.late || type === "IgnoredAnswerRecord";
+  const late = r.ignored || r.late || type === "IgnoredRecord" || type === "IgnoredAnswerRecord";
   const cls = [`rec-${type}`];
   if (outcome && outcome !== "success") cls.push("rec-bad");
   if (late) cls.push("rec-ignored");

@@ -2,6 +2,8 @@
 //! editor's React Flow JSON by default, or Mermaid or DOT text), and `PUT` with an editor
 //! graph stores where its nodes stand, in the project's layout file
 //! `_vance/workflows/<name>.layout.json` (see [`crate::editor_graph`]).
+//! `GET …/workflows/runs/{run_id}/graph?format=` renders the definition a run started with
+//! (its `StartRecord`'s frozen document), which the document may have left since.
 //!
 //! A `PUT` keeps only node ids, positions, sizes and the viewport: edges and node data are
 //! ignored, because the document is the truth. It replaces the whole layout (states it does
@@ -21,6 +23,7 @@ use serde::Deserialize;
 use super::auth::ApiScope;
 use super::body::body_error;
 use super::error::ApiError;
+use super::runs::RunPath;
 use super::state::AppState;
 use crate::editor_graph::{self, GraphError, GraphFormat, Layout};
 
@@ -118,6 +121,57 @@ pub(crate) async fn get(
                 Ok(real) => Layout::read(&real, &label)?,
                 Err(e) if e.kind() == std::io::ErrorKind::NotFound => None,
                 Err(e) => return Err(layout_refused(label, e)),
+            };
+            Json(editor_graph::export(&loaded, layout.as_ref())).into_response()
+        }
+    })
+}
+
+/// `GET …/workflows/runs/{run_id}/graph?format=`: the graph of the document the run started
+/// with, frozen in its `StartRecord` (positions from the workflow's layout file where they
+/// name its states). 404 for a run of another project and for a code workflow's run, which
+/// has no document.
+pub(crate) async fn get_run(
+    State(state): State<AppState>,
+    Path(p): Path<RunPath>,
+    Query(q): Query<GraphQuery>,
+    headers: HeaderMap,
+) -> Result<Response, ApiError> {
+    state.authorize(&headers, &p.tenant, ApiScope::Read)?;
+    let scope = state.scope(&p.tenant, &p.project)?;
+    let format = match q.format.as_deref() {
+        None => GraphFormat::default(),
+        Some(f) => f.parse::<GraphFormat>()?,
+    };
+    let run = state.scoped_summary(&scope, &p.run_id)?.run_id;
+    let start = super::rerun::start_record(&state, run)?;
+    let Some(definition) = start.definition.filter(|_| !start.frontend.is_code()) else {
+        return Err(ApiError::new(
+            StatusCode::NOT_FOUND,
+            "MAG-HTTP-NO-GRAPH",
+            format!(
+                "run `{run}` runs the code workflow `{}`: it has no document to draw",
+                start.workflow_name
+            ),
+        ));
+    };
+    let label = format!("{}@{run}", start.workflow_name);
+    let loaded = load_workflow(&label, &definition, &LoadOptions::default()).map_err(|diags| {
+        ApiError::invalid_document(diags.iter().map(|d| d.to_string()).collect())
+    })?;
+    let text = |body: String| {
+        ([(header::CONTENT_TYPE, "text/plain; charset=utf-8")], body).into_response()
+    };
+    Ok(match format {
+        GraphFormat::Mermaid => text(loaded.plan.graph().to_mermaid()),
+        GraphFormat::Dot => text(loaded.plan.graph().to_dot()),
+        GraphFormat::ReactFlow => {
+            // The editor's positions, where the run's states still have them; a branch's
+            // sub-run (`par#fan.lint`) or a workflow since removed has no layout file.
+            let (path, label) = layout_file(&state, &scope, &start.workflow_name);
+            let layout = match state.docs().confined(&path) {
+                Ok(real) => Layout::read(&real, &label).ok().flatten(),
+                Err(_) => None,
             };
             Json(editor_graph::export(&loaded, layout.as_ref())).into_response()
         }

@@ -437,6 +437,15 @@ pub fn routes() -> Vec<Route> {
         },
         Route {
             methods: &["GET"],
+            path: "/brain/{tenant}/project/{project}/workflows/runs/{run_id}/graph",
+            operation: "runs.graph.get",
+            summary: "The graph of the definition the run started with (its StartRecord's frozen document), in the formats of workflows.graph.get; 404 MAG-HTTP-NO-GRAPH for a code workflow's run",
+            query: &["format"],
+            access: Token(Read),
+            handler: || get(graph::get_run),
+        },
+        Route {
+            methods: &["GET"],
             path: "/brain/{tenant}/project/{project}/workflows/{name}/graph",
             operation: "workflows.graph.get",
             summary: "The workflow's graph: format=reactflow (default; the editor's React Flow JSON, positions from the layout file or automatic), mermaid or dot (text)",

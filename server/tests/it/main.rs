@@ -62,6 +62,7 @@ mod http_pause_for_approval;
 mod http_readers;
 mod http_rerun;
 mod http_retry;
+mod http_run_graph;
 mod http_run_labels;
 mod http_runs;
 mod http_scoped_results;

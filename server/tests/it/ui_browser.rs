@@ -426,6 +426,20 @@ async fn a_run_and_its_sub_run_link_both_ways() {
         "the link to the parent",
     )
     .await;
+    // A sub-run is run again through its parent: the server refuses it, the page offers none.
+    ui.wait_js(
+        "return document.getElementById('run-title').textContent.includes('DONE')",
+        "the sub-run's DONE badge",
+    )
+    .await;
+    assert_eq!(
+        ui.js(
+            "return [...document.querySelectorAll('button[data-action]')].map(b => b.dataset.action).join(',')",
+            vec![]
+        )
+        .await,
+        json!("")
+    );
     ui.click(&format!("a[href=\"#/run/{parent}\"]")).await;
     ui.wait_js_args(
         "const e = document.getElementById('run-id'); return e && e.textContent === arguments[0];",
@@ -590,7 +604,16 @@ async fn the_inbox_chooses_an_option_and_sends_feedback() {
     .await;
     let decided = ui.wait_status(&decide, &["DONE"]).await;
     assert_eq!(decided["result"], json!("held"));
-    // The FEEDBACK item takes a text.
+    // The FEEDBACK item takes a text; approve and reject, which it refuses, are not offered.
+    let offered = ui
+        .wait_js(
+            "const a = [...document.querySelectorAll('#inbox-items article')] \
+               .find(a => a.textContent.includes('Any notes?')); \
+             return a ? [...a.querySelectorAll('button[data-answer]')].map(b => b.dataset.answer).join(',') : null;",
+            "the feedback item's buttons",
+        )
+        .await;
+    assert_eq!(offered, json!("text,insufficient_info"));
     ui.wait_js(
         "const a = [...document.querySelectorAll('#inbox-items article')] \
            .find(a => a.textContent.includes('Any notes?')); \
@@ -602,5 +625,59 @@ async fn the_inbox_chooses_an_option_and_sends_feedback() {
     .await;
     let answered = ui.wait_status(&notes, &["DONE"]).await;
     assert_eq!(answered["result"], json!("ship on Monday"));
+    ui.close().await;
+}
+
+/// Every outcome of the gate leads to `done`: only the edge of the one taken is drawn so.
+const FORK: &str = r#"
+start: review
+states:
+  review:
+    type: gate_task
+    inbox: { kind: APPROVAL, title: "Fork?" }
+    on: { approved: done, rejected: done }
+  done: { type: terminal }
+"#;
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_runs_graph_is_the_definition_it_ran_with_and_marks_the_outcome_taken() {
+    let ui = Ui::start().await;
+    let file = ui.root.join("acme/shop/_vance/workflows/fork.yaml");
+    std::fs::write(&file, FORK).unwrap();
+    let run = ui.start_run("fork", ACME).await;
+    ui.wait_status(&run, &["WAITING"]).await;
+    let items: serde_json::Value = ui
+        .http
+        .get(ui.url("/brain/acme/project/shop/inbox"))
+        .bearer_auth(ACME)
+        .send()
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap();
+    let item = items[0]["id"].as_str().unwrap().to_owned();
+    ui.http
+        .post(ui.url(&format!("/brain/acme/project/shop/inbox/{item}/answer")))
+        .bearer_auth(ACME)
+        .json(&json!({"kind": "approve"}))
+        .send()
+        .await
+        .unwrap();
+    ui.wait_status(&run, &["DONE"]).await;
+    // The document moves on; the run keeps the definition it started with.
+    std::fs::write(&file, FORK.replace("review", "check")).unwrap();
+    ui.sign_in(ACME).await;
+    ui.view(&format!("#/run/{run}")).await;
+    let current = ui
+        .wait_js_args(GRAPH_STATES, vec![json!("current")], "the current state")
+        .await;
+    assert_eq!(current, json!("done"));
+    let visited = ui.js(GRAPH_STATES, vec![json!("visited")]).await;
+    assert_eq!(visited, json!("review,done"));
+    let taken = ui
+        .js("return [...document.querySelectorAll('#run-graph g.edge.taken')].map(g => g.dataset.label).join(',')", vec![])
+        .await;
+    assert_eq!(taken, json!("approved"));
     ui.close().await;
 }

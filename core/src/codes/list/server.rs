@@ -400,6 +400,11 @@ pub(super) const CODES: &[ErrorCode] = &[
         remedy: "See the `MAG-WH` code: the sender's secret, signature header, timestamp, method, size or dedupe key.",
     },
     ErrorCode {
+        code: "MAG-HTTP-NO-GRAPH",
+        meaning: "The run is a code workflow's: it has no document whose graph could be drawn.",
+        remedy: "Read its journal instead; only YAML runs have a state graph.",
+    },
+    ErrorCode {
         code: "MAG-HTTP-WORKFLOW-NOT-FOUND",
         meaning: "No workflow document of this name exists in the project or tenant.",
         remedy: "Create `_vance/workflows/<name>.yaml`, or fix the name.",
