@@ -124,6 +124,8 @@ pub(crate) async fn list(
 struct Found {
     file: PathBuf,
     source: &'static str,
+    /// Why its file name is not a workflow's name (no run can start it), if it is not.
+    bad_name: Option<String>,
 }
 
 fn entries(state: &AppState, scope: &Scope) -> Result<Vec<WorkflowEntry>, ApiError> {
@@ -133,11 +135,19 @@ fn entries(state: &AppState, scope: &Scope) -> Result<Vec<WorkflowEntry>, ApiErr
         (docs.project_dir(scope), "project"),
         (docs.tenant_dir(scope), "tenant"),
     ] {
-        for (name, file) in workflow_files(&dir)? {
-            found.entry(name).or_insert(Found { file, source });
+        for (name, file, bad_name) in workflow_files(&dir)? {
+            found.entry(name).or_insert(Found {
+                file,
+                source,
+                bad_name,
+            });
         }
     }
-    let names: BTreeSet<String> = found.keys().cloned().collect();
+    let names: BTreeSet<String> = found
+        .iter()
+        .filter(|(_, f)| f.bad_name.is_none())
+        .map(|(name, _)| name.clone())
+        .collect();
     Ok(found
         .into_iter()
         .take(MAX_WORKFLOWS)
@@ -145,9 +155,10 @@ fn entries(state: &AppState, scope: &Scope) -> Result<Vec<WorkflowEntry>, ApiErr
         .collect())
 }
 
-/// The `<name>.yaml` files of `<dir>/_vance/workflows/` whose names are plain and that stay
-/// inside `dir`.
-fn workflow_files(dir: &Path) -> Result<Vec<(String, PathBuf)>, ApiError> {
+/// The `<name>.yaml` files of `<dir>/_vance/workflows/` that stay inside `dir`, each with why
+/// its name is not a workflow's (`MAG-DOC002`) when it is not: such a document is listed,
+/// invalid, rather than left out without a word.
+fn workflow_files(dir: &Path) -> Result<Vec<(String, PathBuf, Option<String>)>, ApiError> {
     let Some(base) = canonical_project(dir)? else {
         return Ok(Vec::new());
     };
@@ -160,11 +171,11 @@ fn workflow_files(dir: &Path) -> Result<Vec<(String, PathBuf)>, ApiError> {
             let file_name = e.file_name().to_string_lossy().into_owned();
             let name = file_name.strip_suffix(".yaml")?.to_string();
             let path = e.path();
-            (check_name(&file_name).is_ok()
-                && check_name(&name).is_ok()
-                && entry_inside(&base, &path)
-                && path.is_file())
-            .then_some((name, path))
+            let bad_name = check_name(&name)
+                .and_then(|()| check_name(&file_name))
+                .err()
+                .map(|e| e.to_string());
+            (entry_inside(&base, &path) && path.is_file()).then_some((name, path, bad_name))
         })
         .collect())
 }
@@ -183,7 +194,11 @@ fn entry(
     };
     let label = format!("{}/{}/{path}", scope.tenant, scope.project);
     let opts = LoadOptions::default();
-    let (valid, diags, description, version) = match read_bounded(&found.file, opts.max_bytes) {
+    let read = match &found.bad_name {
+        Some(why) => Err(("MAG-DOC002", why.clone())),
+        None => read_bounded(&found.file, opts.max_bytes),
+    };
+    let (valid, diags, description, version) = match read {
         Err((code, message)) => (
             false,
             vec![DiagnosticDto::read_error(code, message)],
@@ -213,9 +228,11 @@ fn entry(
     let diagnostic_count = diags.len();
     let mut diagnostics: Vec<DiagnosticDto> = diags;
     diagnostics.truncate(MAX_DIAGNOSTICS);
+    // A name that is none has no archive mark or draft (their paths are made from it).
+    let named = found.bad_name.is_none();
     WorkflowEntry {
-        archived: docs.is_archived(scope, &name),
-        has_draft: docs.draft_path(scope, &name).is_file(),
+        archived: named && docs.is_archived(scope, &name),
+        has_draft: named && docs.draft_path(scope, &name).is_file(),
         name,
         path,
         source: found.source,
@@ -228,8 +245,12 @@ fn entry(
 }
 
 impl DiagnosticDto {
-    /// A document that could not be read as text.
+    /// A document that could not be read as text, or whose name is none.
     fn read_error(code: &'static str, message: String) -> Self {
+        let message = match message.strip_prefix(&format!("[{code}] ")) {
+            Some(rest) => rest.to_string(),
+            None => message,
+        };
         Self {
             severity: "error",
             code,

@@ -148,9 +148,12 @@ async fn workflows_lists_project_and_tenant_documents_with_their_diagnostics() {
         &vance.join("workflow-state/approve.yaml"),
         "archived: true\n",
     );
-    // Not workflows: another extension, a hidden file.
+    // Not a workflow: another extension. Listed, invalid as `magrathea validate` says: a
+    // document whose file name no run can start (hidden, or with a space or markup in it).
     write(&vance.join("workflows/hello.layout.json"), "{}");
     write(&vance.join("workflows/.hidden.yaml"), HELLO);
+    write(&vance.join("workflows/we ird.yaml"), HELLO);
+    write(&vance.join("workflows/<img src=x>.yaml"), HELLO);
 
     let list: Value = s
         .get_json("/brain/acme/project/shop/workflows", Some(ACME_READ))
@@ -158,12 +161,15 @@ async fn workflows_lists_project_and_tenant_documents_with_their_diagnostics() {
     assert_eq!(
         workflows_of(&list),
         [
+            (".hidden", "project"),
+            ("<img src=x>", "project"),
             ("approve", "project"),
             ("broken", "project"),
             ("calls-missing", "project"),
             ("hello", "project"),
             ("needs-param", "project"),
             ("shared", "tenant"),
+            ("we ird", "project"),
         ],
         "{list}"
     );
@@ -175,6 +181,25 @@ async fn workflows_lists_project_and_tenant_documents_with_their_diagnostics() {
             .unwrap()
             .clone()
     };
+
+    for bad in [".hidden", "<img src=x>", "we ird"] {
+        let w = by_name(bad);
+        assert_eq!(w["valid"], false, "{w}");
+        assert_eq!(w["path"], format!("_vance/workflows/{bad}.yaml"));
+        assert_eq!(w["diagnosticCount"], 1, "{w}");
+        let d = &w["diagnostics"][0];
+        assert_eq!(
+            (d["severity"].as_str(), d["code"].as_str()),
+            (Some("error"), Some("MAG-DOC002"))
+        );
+        assert!(
+            d["message"]
+                .as_str()
+                .unwrap()
+                .starts_with(&format!("invalid document name '{bad}'")),
+            "{d}"
+        );
+    }
 
     let broken = by_name("broken");
     assert_eq!(broken["valid"], false);
