@@ -210,9 +210,7 @@ pub(crate) async fn put(
                 warnings = loaded.warnings.iter().map(|w| w.to_string()).collect();
             }
             Err(diags) => {
-                return Err(ApiError::invalid_document(
-                    diags.iter().map(rendered).collect(),
-                ));
+                return Err(ApiError::invalid_diagnostics(diags.iter(), str::to_owned));
             }
         }
     }
@@ -224,7 +222,7 @@ pub(crate) async fn put(
             Err(diags) => {
                 return Err(ApiError {
                     message: format!("invalid schedule document ({} error(s))", diags.len()),
-                    ..ApiError::invalid_document(diags.iter().map(rendered).collect())
+                    ..ApiError::invalid_diagnostics(diags.iter(), str::to_owned)
                 });
             }
             // Each tick would fail to start: said now, as for a workflow_task's target.
@@ -512,14 +510,4 @@ pub(crate) async fn list(
     }
     items.sort_by(|a, b| a["name"].as_str().cmp(&b["name"].as_str()));
     Ok(Json(json!({ "items": items })))
-}
-
-/// A diagnostic of a refused document as `magrathea validate` prints it: a warning says so
-/// (`path:line:column: warning: [MAG-…] …`), so that a client can tell what refused the write.
-fn rendered(d: &magrathea_yaml::Diagnostic) -> String {
-    if d.severity == magrathea_yaml::Severity::Warning {
-        format!("{}:{}:{}: warning: {}", d.path, d.line, d.column, d.message)
-    } else {
-        d.to_string()
-    }
 }

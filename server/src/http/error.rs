@@ -62,6 +62,29 @@ impl ApiError {
         Self::new(StatusCode::BAD_REQUEST, code, message)
     }
 
+    /// 422: an invalid workflow document, from the loader's diagnostics (each rendered as
+    /// `path:line:column: message`, a warning's as `…: warning: message`), the path of each
+    /// shown as `label` says.
+    pub fn invalid_diagnostics<'a>(
+        diagnostics: impl IntoIterator<Item = &'a magrathea_yaml::Diagnostic>,
+        label: impl Fn(&str) -> String,
+    ) -> Self {
+        Self::invalid_document(
+            diagnostics
+                .into_iter()
+                .map(|d| {
+                    let warning = if d.severity == magrathea_yaml::Severity::Warning {
+                        "warning: "
+                    } else {
+                        ""
+                    };
+                    let path = label(&d.path);
+                    format!("{path}:{}:{}: {warning}{}", d.line, d.column, d.message)
+                })
+                .collect(),
+        )
+    }
+
     /// 422: an invalid workflow document, with its diagnostics.
     pub fn invalid_document(diagnostics: Vec<String>) -> Self {
         // Warnings are listed beside the errors (`path:line:col: warning: …`), not counted.

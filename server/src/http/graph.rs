@@ -69,7 +69,7 @@ fn load(state: &AppState, scope: &Scope, name: &str) -> Result<Loaded, ApiError>
         Err(e) => return Err(ApiError::internal(e)),
     };
     load_workflow(&state.label(&path), &text, &LoadOptions::default())
-        .map_err(|diags| ApiError::invalid_document(diags.iter().map(|d| d.to_string()).collect()))
+        .map_err(|diags| ApiError::invalid_diagnostics(diags.iter(), str::to_owned))
 }
 
 /// The layout file of `name` and how clients see its path.
@@ -156,9 +156,8 @@ pub(crate) async fn get_run(
         ));
     };
     let label = format!("{}@{run}", start.workflow_name);
-    let loaded = load_workflow(&label, &definition, &LoadOptions::default()).map_err(|diags| {
-        ApiError::invalid_document(diags.iter().map(|d| d.to_string()).collect())
-    })?;
+    let loaded = load_workflow(&label, &definition, &LoadOptions::default())
+        .map_err(|diags| ApiError::invalid_diagnostics(diags.iter(), str::to_owned))?;
     let text = |body: String| {
         ([(header::CONTENT_TYPE, "text/plain; charset=utf-8")], body).into_response()
     };

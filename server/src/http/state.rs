@@ -302,15 +302,9 @@ impl AppState {
             YamlStartError::Document(e @ DocumentError::InvalidName(_)) => {
                 ApiError::bad_request("MAG-HTTP-INVALID-NAME", e.to_string())
             }
-            YamlStartError::Invalid(diags) => ApiError::invalid_document(
-                diags
-                    .iter()
-                    .map(|d| {
-                        let path = self.label(Path::new(&d.path));
-                        format!("{path}:{}:{}: {}", d.line, d.column, d.message)
-                    })
-                    .collect(),
-            ),
+            YamlStartError::Invalid(diags) => {
+                ApiError::invalid_diagnostics(diags.iter(), |p| self.label(Path::new(p)))
+            }
             YamlStartError::Document(DocumentError::Io { path, message }) => ApiError::new(
                 StatusCode::INTERNAL_SERVER_ERROR,
                 "MAG-HTTP-500",

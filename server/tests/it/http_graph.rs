@@ -428,6 +428,32 @@ async fn unknown_and_invalid_workflows_answer_404_and_422() {
         "{diags}"
     );
     assert!(!diags.contains(s.root.to_str().unwrap()), "{diags}");
+
+    // Two errors and a warning (a shell step without `dirName:`): the message counts the
+    // errors, and the warning says it is one.
+    write(
+        &s.root.join("acme/shop/_vance/workflows/two.yaml"),
+        "start: a\nstates:\n  a: { type: shell_task, run: \"true\", on: { success: done } }\n  done: { type: terminal, outcome: maybe }\n  b: { type: nonsense }\n",
+    );
+    let r = s
+        .get("/brain/acme/project/shop/workflows/two/graph", Some(ACME))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(r.status(), 422);
+    let body: Value = r.json().await.unwrap();
+    assert_eq!(
+        body["error"]["message"], "invalid workflow document (2 error(s))",
+        "{body}"
+    );
+    let diags = body["error"]["diagnostics"].as_array().unwrap();
+    let warnings: Vec<&str> = diags
+        .iter()
+        .filter_map(Value::as_str)
+        .filter(|d| d.contains(": warning: "))
+        .collect();
+    assert_eq!(warnings.len(), 1, "{body}");
+    assert!(warnings[0].contains("MAG-Y041"), "{body}");
 }
 
 #[tokio::test]
