@@ -43,25 +43,40 @@ pub async fn append_concurrently(
             tokio::spawn(async move {
                 let run = RunId::new();
                 for seq in 0..per_appender {
-                    let batch = CommitBatch {
-                        records: vec![EncodedRecord {
-                            run_id: run,
-                            seq,
-                            bytes: record.clone(),
-                        }],
-                        ..Default::default()
-                    };
-                    writer.append(batch).await?;
+                    lone_append(&writer, run, seq, &record).await?;
                 }
-                Ok::<_, magrathea_core::StoreError>(())
+                Ok::<_, crate::error::Error>(())
             })
         })
         .collect();
     for task in tasks {
-        task.await
-            .context("an appender task")?
-            .context("appending to the journal")?;
+        task.await.context("an appender task")??;
     }
+    Ok(started.elapsed())
+}
+
+/// Appends one record to `run` at `seq` alone and waits until it is durable; the time taken.
+/// This is a lone durable step's cost: the caller awaits the writer's commit, as a workflow's
+/// driver does, without a hand-off to another task.
+pub async fn lone_append(
+    writer: &JournalWriter,
+    run: RunId,
+    seq: u64,
+    record: &[u8],
+) -> Result<Duration> {
+    let batch = CommitBatch {
+        records: vec![EncodedRecord {
+            run_id: run,
+            seq,
+            bytes: record.to_vec(),
+        }],
+        ..Default::default()
+    };
+    let started = Instant::now();
+    writer
+        .append(batch)
+        .await
+        .context("appending to the journal")?;
     Ok(started.elapsed())
 }
 

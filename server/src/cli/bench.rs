@@ -25,10 +25,12 @@ const JSON_VERSION: u64 = 1;
 #[derive(Debug, clap::Args)]
 #[command(after_help = "\
 Measures, durable (an fsync per commit): raw fdatasync and raw redb commits of 1 record (the
-baselines); the journal writer with 1, 16, 256 and 1,024 concurrent appenders; one 10-step
+baselines); the journal writer with 1, 16, 256 and 1,024 concurrent appenders; one durable
+step alone (p50/p90/p99) against one raw fdatasync and one raw redb commit; one 10-step
 workflow alone (p50/p90/p99) against 11 raw fdatasyncs and 10 raw redb commits; 1,000
-concurrent workflows of 10 steps; the replay of a 10,000-record run against reading and
-decoding it. Each ratio is value / baseline: above 1 is faster for records/s, slower for ms.
+concurrent workflows of 10 steps against one raw commit per step; the replay of a
+10,000-record run against reading and decoding it. Each ratio is value / baseline: above 1 is
+faster for a rate (records/s, steps/s), slower for ms.
 The workloads are those of the criterion benches (benches/). Exit codes: 0 measured; 1 a
 failure while measuring; 2 DIR does not exist or cannot be written; 130 interrupted (Ctrl-C),
 the bench files removed.")]
@@ -239,8 +241,8 @@ fn print_table(
     }
     outln!()?;
     outln!(
-        "ratio = value / baseline, both measured in this run: above 1 is faster for records/s, \
-         slower for ms. Names: docs/bench.md."
+        "ratio = value / baseline, both measured in this run: above 1 is faster for a rate \
+         (records/s, steps/s), slower for ms. Names: docs/bench.md."
     )?;
     Ok(())
 }
