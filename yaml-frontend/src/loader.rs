@@ -269,6 +269,16 @@ fn unclosed_flow(text: &str, until: usize) -> Option<FlowMistake> {
     Some(FlowMistake::Unclosed(line, col, c))
 }
 
+/// The text from byte `at` to the next space, comma, bracket or line end (an alias as
+/// written, for a message).
+fn word_at(text: &str, at: usize) -> &str {
+    let rest = text.get(at..).unwrap_or_default();
+    let end = rest
+        .find(|c: char| c.is_whitespace() || matches!(c, ',' | ']' | '}'))
+        .unwrap_or(rest.len());
+    &rest[..end]
+}
+
 impl Reader<'_> {
     fn err(&self, span: Span, code: Code, msg: impl std::fmt::Display) -> Diagnostic {
         Diagnostic::error(self.path, span, code, msg)
@@ -358,6 +368,44 @@ impl Reader<'_> {
                 at(m.line(), m.col()),
                 Code::Syntax,
                 format_args!("invalid YAML: {info}: {hint}"),
+            );
+        }
+        if info.contains("unknown anchor") {
+            let alias = word_at(self.text, m.index());
+            let name = alias.trim_start_matches('*');
+            return self.err(
+                at(m.line(), m.col()),
+                Code::Syntax,
+                format_args!(
+                    "invalid YAML: the alias `{alias}` names no anchor: expected `&{name}` on a \
+                     value earlier in the document, or the text quoted if the `*` is meant \
+                     literally"
+                ),
+            );
+        }
+        if let Some(c) = info
+            .strip_prefix("unexpected character: `")
+            .and_then(|rest| rest.chars().next())
+            .filter(|c| matches!(c, '@' | '`'))
+        {
+            return self.err(
+                at(m.line(), m.col()),
+                Code::Syntax,
+                format_args!(
+                    "invalid YAML: '{c}' is reserved and cannot begin a plain value: expected \
+                     the value quoted (e.g. \"{c}…\")"
+                ),
+            );
+        }
+        if info.contains("indentation in quoted scalar") {
+            return self.err(
+                at(m.line(), m.col()),
+                Code::Syntax,
+                format_args!(
+                    "invalid YAML: {info}: expected the closing quote of the quoted text that \
+                     starts here (a quoted text that goes on to the next line indents it further \
+                     than its key)"
+                ),
             );
         }
         if info.contains("quoted scalar") && info.contains("end of stream") {

@@ -180,6 +180,31 @@ fn syntax_errors_point_at_the_tab_or_the_unclosed_bracket() {
     let msg = first("a:\n  b: \"abc\n");
     assert!(msg.starts_with("t.yaml:2:6: "), "{msg}");
     assert!(msg.contains("expected a closing quote"), "{msg}");
+    // ... and so does one that the next key's line runs into.
+    let msg = first("start: \"a\nstates: {}\n");
+    assert!(msg.starts_with("t.yaml:1:8: "), "{msg}");
+    assert!(
+        msg.contains("expected the closing quote of the quoted text that starts here"),
+        "{msg}"
+    );
+    // An alias to no anchor names the anchor it needs.
+    let msg = first("start: *nope\n");
+    assert!(
+        msg.starts_with("t.yaml:1:8: ")
+            && msg.contains("the alias `*nope` names no anchor: expected `&nope` on a value"),
+        "{msg}"
+    );
+    // A reserved indicator at the start of a plain value asks for quotes.
+    for c in ['@', '`'] {
+        let msg = first(&format!("start: {c}a\n"));
+        assert!(
+            msg.starts_with("t.yaml:1:8: ")
+                && msg.contains(&format!(
+                    "'{c}' is reserved and cannot begin a plain value: expected the value quoted"
+                )),
+            "{msg}"
+        );
+    }
 }
 
 #[test]
