@@ -36,6 +36,7 @@ use serde_json::{Map, Value, json};
 use tokio::sync::broadcast::error::RecvError;
 
 use super::Triggers;
+use super::chain;
 use super::deliveries::{self, Delivery, DeliveryStatus};
 use super::documents::{self, Hook, Subscription};
 use super::registry::{self, Registration, TriggerKind};
@@ -50,6 +51,8 @@ struct Event {
     tenant: String,
     project: String,
     started_by: String,
+    /// The trigger chain the run belongs to (see [`chain`]).
+    chain: chain::Link,
     body: Value,
 }
 
@@ -293,6 +296,12 @@ fn event(
         _ => name,
     };
     map.insert("event".into(), json!(name));
+    let catalog = state.engine.catalog();
+    let chain = chain::of(
+        catalog.as_ref().map(|c| c as &dyn magrathea_core::Catalog),
+        run,
+        s.idempotency_key.as_deref(),
+    );
     Some(Event {
         name,
         run,
@@ -300,6 +309,7 @@ fn event(
         tenant: tenant.to_owned(),
         project: project.to_owned(),
         started_by: s.started_by.clone(),
+        chain,
         body,
     })
 }
@@ -435,10 +445,23 @@ async fn deliver_subscription(
     }
     let mut params: Map<String, Value> = sub.params.clone();
     params.insert("event".into(), event.body.clone());
+    let key = format!("event:{}:{}:{}", reg.key(), event.run, event.seq);
+    // The run continues the chain of the run whose event it reacts to: refused past its bounds.
+    if let Err(why) = triggers
+        .catalog()
+        .map_err(|e| e.to_string())
+        .and_then(|catalog| chain::extend(catalog, &event.chain, &key))
+    {
+        return Some(
+            Delivery::new(reg, DeliveryStatus::Rejected, now)
+                .reason("trigger_chain")
+                .message(why),
+        );
+    }
     let starter = Starter {
         started_by: format!("event:{}", reg.name),
         requested_by: reg.written_by.clone(),
-        idempotency_key: Some(format!("event:{}:{}:{}", reg.key(), event.run, event.seq)),
+        idempotency_key: Some(key),
     };
     Some(
         match state
@@ -492,6 +515,8 @@ async fn deliver_hook(
         key: format!("hook:{}:{}:{}", reg.key(), event.run, event.seq),
         handle: tokio::runtime::Handle::current(),
         starts: AtomicUsize::new(0),
+        catalog: state.engine.catalog(),
+        chain: event.chain.clone(),
     });
     let script = HookScript {
         name: reg.name.clone(),
@@ -526,6 +551,10 @@ struct Host {
     key: String,
     handle: tokio::runtime::Handle,
     starts: AtomicUsize,
+    /// Where the trigger chains are kept.
+    catalog: Option<magrathea_core::SharedCatalog>,
+    /// The chain of the run whose event the hook reacts to: its starts continue it.
+    chain: chain::Link,
 }
 
 impl HookHost for Host {
@@ -533,10 +562,16 @@ impl HookHost for Host {
         // A plain name of this project: never a path, never another tenant or project.
         magrathea_yaml::runtime::check_name(name).map_err(|e| e.to_string())?;
         let n = self.starts.fetch_add(1, Ordering::SeqCst);
+        let key = format!("{}#{n}", self.key);
+        let catalog = self
+            .catalog
+            .as_ref()
+            .ok_or_else(|| super::TriggerError::NoCatalog.to_string())?;
+        chain::extend(catalog, &self.chain, &key)?;
         let starter = Starter {
             started_by: format!("hook:{}", self.hook),
             requested_by: self.written_by.clone(),
-            idempotency_key: Some(format!("{}#{n}", self.key)),
+            idempotency_key: Some(key),
         };
         let params = if params.is_null() {
             Value::Object(Map::new())

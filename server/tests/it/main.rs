@@ -72,6 +72,7 @@ mod http_ui_api;
 mod http_versions;
 mod lanes_postgres;
 mod trigger_writers;
+mod triggers_chains;
 mod triggers_crash;
 mod triggers_documents;
 mod triggers_events;

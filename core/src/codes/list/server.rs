@@ -20,6 +20,11 @@ pub(super) const CODES: &[ErrorCode] = &[
         remedy: "Give each webhook a path token of its own (`openssl rand -hex 24`).",
     },
     ErrorCode {
+        code: "MAG-TR004",
+        meaning: "A trigger chain reached its bound: event subscriptions or hooks reacting to the events of runs that triggers started have started 16 runs one after another from its first run, or 1,000 runs in all. No more runs are started from it; the delivery is recorded `rejected` (reason `trigger_chain`), a hook's `workflows.start` throws.",
+        remedy: "Look for triggers that react to each other's runs (a subscription to `workflow.run.completed` of the workflow it starts, or two that start each other's): narrow them with `filter:` (e.g. on `startedBy`) or `workflow:`.",
+    },
+    ErrorCode {
         code: "MAG-SV001",
         meaning: "The server cannot create the store directory.",
         remedy: "Check the path and its permissions.",

@@ -1,0 +1,160 @@
+//! Trigger chains: a run that an event subscription or a hook starts in reaction to another
+//! run's event continues that run's chain. Two subscriptions to `workflow.run.completed` of
+//! each other's workflows (or a hook starting what it reacts to) would otherwise start runs
+//! for ever, and with a fan-out exponentially, filling the shared store for every tenant.
+//!
+//! A chain is bounded twice: at most [`MAX_DEPTH`] runs from its first run to its newest, and
+//! at most [`MAX_RUNS`] runs started by triggers in all. A start past either bound is refused
+//! (`[MAG-TR004]`): a subscription's delivery is recorded `rejected` with reason
+//! `trigger_chain`, a hook's `workflows.start` throws.
+//!
+//! Both are kept in the store's catalog, so that they hold across restarts and across the
+//! workers of a shared store: `trigger.chain` maps the idempotency key of each triggered start
+//! (journaled in its run's `StartRecord`) to the chain it continues, and `trigger.chain.runs`
+//! counts the runs of each chain by its first run.
+
+use magrathea_core::{Catalog, RunId, StoreError};
+use serde::{Deserialize, Serialize};
+
+/// The most runs from a chain's first run to its newest (the first run is at depth 0).
+pub(super) const MAX_DEPTH: u32 = 16;
+/// The most runs triggers start in one chain.
+pub(super) const MAX_RUNS: u64 = 1_000;
+
+/// Triggered start's idempotency key → the chain its run continues.
+const LINKS: &str = "trigger.chain";
+/// A chain's first run → how many runs triggers started in it.
+const COUNTS: &str = "trigger.chain.runs";
+
+/// Where a run stands in its chain.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub(super) struct Link {
+    /// The chain's first run: one that no trigger reacting to an event started.
+    pub(super) root: String,
+    /// Runs from the first to this one (0 for the first).
+    pub(super) depth: u32,
+}
+
+/// The chain of `run`, whose start had the idempotency key `key`: the one its trigger
+/// recorded in `catalog`, else a chain of its own.
+pub(super) fn of(catalog: Option<&dyn Catalog>, run: RunId, key: Option<&str>) -> Link {
+    let own = || Link {
+        root: run.to_string(),
+        depth: 0,
+    };
+    let (Some(catalog), Some(key)) = (
+        catalog,
+        key.filter(|k| k.starts_with("event:") || k.starts_with("hook:")),
+    ) else {
+        return own();
+    };
+    match catalog.get(LINKS, key) {
+        Ok(Some(bytes)) => serde_json::from_slice(&bytes).unwrap_or_else(|_| own()),
+        Ok(None) => own(),
+        Err(e) => {
+            tracing::warn!(error = %e, run = %run, "could not read a run's trigger chain");
+            own()
+        }
+    }
+}
+
+/// Makes room in `from`'s chain for the run a trigger starts with the idempotency key `key`,
+/// before it is started. `Err` with the message of the refusal when the chain is too deep or
+/// holds too many runs. The same key twice (an event seen twice starts one run) counts once.
+pub(super) fn extend(catalog: &dyn Catalog, from: &Link, key: &str) -> Result<(), String> {
+    let next = Link {
+        root: from.root.clone(),
+        depth: from.depth + 1,
+    };
+    if next.depth > MAX_DEPTH {
+        return Err(format!(
+            "[MAG-TR004] trigger chain too deep: run {} began a chain of {MAX_DEPTH} runs \
+             started by triggers reacting to each other's events; no more are started from it",
+            next.root
+        ));
+    }
+    let io = |e: StoreError| format!("could not record the run's trigger chain: {e}");
+    let value = serde_json::to_vec(&next).map_err(|e| e.to_string())?;
+    if catalog
+        .insert_new(LINKS, key, &value)
+        .map_err(io)?
+        .is_some()
+    {
+        return Ok(());
+    }
+    loop {
+        let now = catalog.get(COUNTS, &next.root).map_err(io)?;
+        let runs = now
+            .as_deref()
+            .and_then(|b| std::str::from_utf8(b).ok()?.parse::<u64>().ok())
+            .unwrap_or(0);
+        if runs >= MAX_RUNS {
+            // The link goes: a later delivery of the same event is refused the same way.
+            let _ = catalog.delete(LINKS, &[key.to_owned()]);
+            return Err(format!(
+                "[MAG-TR004] trigger chain too large: triggers reacting to the events of run \
+                 {} and of the runs they started have started {MAX_RUNS} runs; no more are \
+                 started from it",
+                next.root
+            ));
+        }
+        let counted = (runs + 1).to_string();
+        if catalog
+            .swap(COUNTS, &next.root, now.as_deref(), counted.as_bytes())
+            .map_err(io)?
+        {
+            return Ok(());
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use magrathea_core::MemoryStore;
+
+    fn catalog() -> std::sync::Arc<MemoryStore> {
+        std::sync::Arc::new(MemoryStore::new())
+    }
+
+    #[test]
+    fn a_chain_is_followed_by_its_keys_and_stops_at_its_depth() {
+        let store = catalog();
+        let first = RunId::new();
+        let mut link = of(Some(&*store), first, Some("api-key"));
+        assert_eq!(link.depth, 0);
+        for depth in 1..=MAX_DEPTH {
+            let key = format!("event:t:{depth}");
+            extend(&*store, &link, &key).unwrap();
+            link = of(Some(&*store), RunId::new(), Some(&key));
+            assert_eq!(
+                (link.root.as_str(), link.depth),
+                (&*first.to_string(), depth)
+            );
+        }
+        let refused = extend(&*store, &link, "event:t:last").unwrap_err();
+        assert!(
+            refused.starts_with("[MAG-TR004] trigger chain too deep"),
+            "{refused}"
+        );
+    }
+
+    #[test]
+    fn a_chain_holds_at_most_max_runs_and_a_key_counts_once() {
+        let store = catalog();
+        let first = of(Some(&*store), RunId::new(), None);
+        for n in 0..MAX_RUNS {
+            extend(&*store, &first, &format!("hook:h:{n}")).unwrap();
+        }
+        // The same start again is the same run: not counted, not refused.
+        extend(&*store, &first, "hook:h:0").unwrap();
+        let refused = extend(&*store, &first, "hook:h:more").unwrap_err();
+        assert!(
+            refused.starts_with("[MAG-TR004] trigger chain too large"),
+            "{refused}"
+        );
+        // Another chain is not affected.
+        let other = of(Some(&*store), RunId::new(), None);
+        extend(&*store, &other, "hook:h:other").unwrap();
+    }
+}
