@@ -355,6 +355,8 @@ pub fn router(state: AppState) -> Router {
     for route in routes::routes() {
         router = router.route(route.path, (route.handler)());
     }
+    // `/ui/` is the UI's index too (a browser adds the slash); `/ui/{*path}` needs a path.
+    router = router.route("/ui/", axum::routing::get(ui::index));
     router
         .fallback(error::no_route)
         .layer(axum::middleware::map_response(error::framework_errors))

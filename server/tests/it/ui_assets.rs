@@ -29,6 +29,11 @@ async fn the_page_needs_no_token_and_carries_a_strict_policy() {
     );
     // No inline script: the policy would refuse it.
     assert_eq!(body.matches("<script").count(), 1);
+    // `/ui/`, as a browser may ask for it, is the same page under the same policy.
+    let slash = s.get("/ui/", None).send().await.unwrap();
+    assert_eq!(slash.status(), 200);
+    assert_eq!(slash.headers()["content-security-policy"], csp);
+    assert_eq!(slash.text().await.unwrap(), body);
 }
 
 #[tokio::test]
