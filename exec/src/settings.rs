@@ -221,6 +221,31 @@ pub struct TenantSettings {
     /// Default timeouts of the tenant's YAML states (a project's `defaults:` wins).
     #[serde(default)]
     pub defaults: TimeoutDefaults,
+    /// The search service of the `web_search` tool.
+    #[serde(default)]
+    pub web_search: WebSearchSettings,
+}
+
+/// The tenant's search service for the `web_search` tool: a SearxNG-compatible JSON endpoint,
+/// asked as `<url>?q=<query>&format=json` through the tenant's egress policy.
+#[derive(Debug, Clone, Default, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct WebSearchSettings {
+    /// The endpoint; without it `web_search` ends `technical_error` (`[MAG-TL006]`).
+    #[serde(default)]
+    pub url: Option<String>,
+    /// Seconds a search may take (default 15, at most 300).
+    #[serde(default)]
+    pub timeout_seconds: Option<f64>,
+}
+
+impl WebSearchSettings {
+    /// The search's timeout in seconds: the setting within (0, 300], else 15.
+    pub fn timeout_seconds(&self) -> f64 {
+        self.timeout_seconds
+            .filter(|t| *t > 0.0 && t.is_finite())
+            .map_or(15.0, |t| t.min(300.0))
+    }
 }
 
 /// The tenant's rules for `agent_task`. Only the tenant's administrator writes them.

@@ -11,10 +11,10 @@
 //! | `doc_list` | `path` (default `_vance`), `recursive` | `{path, entries: [{path, kind, size}], truncated}` |
 //! | `inbox_read` | `status`: `PENDING` (default) or `ALL`; `limit` (default 100, at most 1000); `cursor` | `{items, count, next}` of the caller's scope, oldest first, at most 1 MiB a page |
 //!
+//! | `web_search` | `query`, `limit` (default 10, at most 50) | `{query, results: [{title, url, snippet}]}` from the tenant's search service (`webSearch.url`; see `web_search.rs`) |
+//!
 //! `inbox_read` needs the engine: call [`Executors::attach`] once the engine is built. The YAML
 //! front end adds `workflow_start` (`name`, `params` → `{workflowRunId, workflowName}`, §8.1).
-//! `web_search` is in the default pool of §10 but has no built-in implementation; a host
-//! registers one with [`Executors::with_tool`].
 //!
 //! A `tool_task` ([`ToolInput`]) passes the permission cascade (see [`permission`] and the
 //! settings format documented there) and runs a tool of this registry, within its
@@ -28,6 +28,7 @@ mod docs;
 mod engine_tools;
 pub(crate) mod http;
 pub mod permission;
+mod web_search;
 
 use std::collections::BTreeMap;
 use std::fmt;
@@ -301,6 +302,7 @@ impl Tools {
             registry: RwLock::new(BTreeMap::new()),
         };
         tools.register(Arc::new(http::HttpRequest::new(docs.clone())));
+        tools.register(Arc::new(web_search::WebSearch::new(docs.clone())));
         tools.register(Arc::new(docs::DocRead::new(docs.clone())));
         tools.register(Arc::new(docs::DocList::new(docs.clone())));
         tools.register(Arc::new(engine_tools::InboxRead));

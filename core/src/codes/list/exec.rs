@@ -170,6 +170,11 @@ pub(super) const CODES: &[ErrorCode] = &[
         remedy: "Raise `timeoutSeconds`, or find out why the tool is slow.",
     },
     ErrorCode {
+        code: "MAG-TL006",
+        meaning: "`web_search` has no search service: the tenant's settings set no `webSearch.url` (or not a URL).",
+        remedy: "Set `webSearch.url` in the tenant's `_tenant/_vance/settings.yaml` to a SearxNG-compatible JSON endpoint, and allow its host in `egress:` if it is private.",
+    },
+    ErrorCode {
         code: "MAG-PL001",
         meaning: "The tenant's settings do not allow this task type (`shell_task`, `script_task` or `http_request`) for the project (error kind `permission_error`). Served trees deny each type unless allowed; the local `magrathea` command allows it unless denied.",
         remedy: "Set `execution.<type>: true` (or `execution.projects.<project>.<type>: true`) in the tenant's `_tenant/_vance/settings.yaml`, as the message names it.",

@@ -123,6 +123,7 @@ fn tools_describe_themselves_with_a_json_schema() {
             "doc_read",
             "http_request",
             "inbox_read",
+            "web_search",
             "workflow_start"
         ]
     );
