@@ -135,7 +135,12 @@ impl Engine {
             tokio::pin!(changed);
             changed.as_mut().enable();
             if pred(self.status(run)?) {
-                return self.run(run);
+                // The view is read after the status: a change in between (a recovered run
+                // that replays cleanly until a step blocks it) is waited out, never returned.
+                let view = self.run(run)?;
+                if pred(view.status) {
+                    return Ok(view);
+                }
             }
             if shared {
                 let _ = tokio::time::timeout(SHARED_STORE_POLL, changed).await;
