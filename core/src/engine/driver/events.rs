@@ -57,20 +57,10 @@ impl Driver {
                 self.attempts.finished(step);
                 // Nobody awaits a dropped step (a select's loser): it is not retried.
                 let dropped = lock(&self.shared).dropped.contains(&step);
-                let now = now_ms();
-                let actions = self.state.task_done(step, attempt, result, dropped, now);
+                let actions = self
+                    .state
+                    .task_done(step, attempt, result, dropped, now_ms());
                 self.perform(actions);
-                // The run's deadline is checked after each task's completion (the bound of
-                // reference §9), not only when its timer's wake-up comes: a task that ends
-                // past it fires it now, in the commit of the task's result, so the code sees
-                // both at once and the run never goes on past its deadline.
-                let deadline = lock(&self.shared).deadline.as_ref().map(|(at, _)| *at);
-                if let Some(at) = deadline
-                    && self.state.timer_is_due(at, now)
-                {
-                    // A timer step's wake-up (a deadline is one) comes as a sleep's.
-                    self.timer_fired(at, TimerPurpose::Sleep);
-                }
             }
             Event::TimerFired { step, purpose } => {
                 if self.state.is_paused() && purpose == TimerPurpose::Retry {

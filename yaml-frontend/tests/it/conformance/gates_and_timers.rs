@@ -427,45 +427,6 @@ async fn s4_2_a_cancel_ends_the_task_step_in_flight_with_a_cancelled_result() {
     }
 }
 
-/// §9: the Bounds Check runs after each task's completion. A task that ends past the run's
-/// `maxWallclockSeconds`, before the deadline's timer has woken, must not let the run go on
-/// to its next state (the bound was only the timer: one run in ten ended DONE).
-#[tokio::test]
-async fn s9_a_task_that_ends_past_the_wallclock_bound_ends_the_run() {
-    let doc = r#"
-start: one
-bounds:
-  maxWallclockSeconds: 0
-states:
-  one:
-    type: shell_task
-    run: "true"
-    dirName: workspace
-    on: { success: two }
-  two:
-    type: shell_task
-    run: "true"
-    dirName: workspace
-    on: { success: done }
-  done: { type: terminal }
-"#;
-    let p = project(&[("late", doc)]).await;
-    for _ in 0..12 {
-        let v = p.run("late", json!({})).await;
-        assert_eq!(v.status, RunStatus::Failed, "{v:?}");
-        let reason = v.reason.as_deref().unwrap_or_default();
-        assert!(
-            reason.starts_with("bounds exhausted: maxWallclockSeconds 0"),
-            "{reason}"
-        );
-        assert!(
-            p.count(&v, "TaskStartedRecord") <= 1,
-            "no task starts past the bound: {:?}",
-            p.records(&v)
-        );
-    }
-}
-
 /// §4.3, §9: the Bounds Check comes after a completion and before the next enqueue: a run
 /// whose task spawns are used up fails there, never entering the state it would have run.
 #[tokio::test]
