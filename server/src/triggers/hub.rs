@@ -17,7 +17,9 @@
 //! project's, never another tenant's), and never those of runs it started itself (a
 //! subscription to `workflow.run.failed` whose workflow fails does not start itself again).
 //! Each start's idempotency key names the event (`event:{trigger}:{run}:{seq}`), so an event
-//! seen twice starts one run.
+//! seen twice starts one run. A start continues the trigger chain of the run whose event it
+//! reacts to, and a chain is bounded (see [`chain`]): triggers reacting to each other's runs
+//! stop instead of starting runs for ever.
 //!
 //! Delivery is by the process that commits the record. Events committed while a process
 //! stops and before it announced them are not delivered again after a restart.
