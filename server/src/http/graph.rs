@@ -104,11 +104,33 @@ pub(crate) async fn get(
 ) -> Result<Response, ApiError> {
     state.authorize(&headers, &p.tenant, ApiScope::Read)?;
     let scope = state.scope(&p.tenant, &p.project)?;
-    let format = match q.format.as_deref() {
+    let format = format_of(&q)?;
+    let loaded = load(&state, &scope, &p.name)?;
+    render(format, &loaded, || {
+        let (path, label) = layout_file(&state, &scope, &p.name);
+        match state.docs().confined(&path) {
+            Ok(real) => Ok(Layout::read(&real, &label)?),
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(None),
+            Err(e) => Err(layout_refused(label, e)),
+        }
+    })
+}
+
+/// The `format` a query asks for (`reactflow` when it names none).
+fn format_of(q: &GraphQuery) -> Result<GraphFormat, ApiError> {
+    Ok(match q.format.as_deref() {
         None => GraphFormat::default(),
         Some(f) => f.parse::<GraphFormat>()?,
-    };
-    let loaded = load(&state, &scope, &p.name)?;
+    })
+}
+
+/// `loaded`'s graph in `format`: Mermaid or DOT text, or the editor graph with the positions
+/// of the layout `layout` reads (only asked for then).
+fn render(
+    format: GraphFormat,
+    loaded: &Loaded,
+    layout: impl FnOnce() -> Result<Option<Layout>, ApiError>,
+) -> Result<Response, ApiError> {
     let text = |body: String| {
         ([(header::CONTENT_TYPE, "text/plain; charset=utf-8")], body).into_response()
     };
@@ -116,13 +138,7 @@ pub(crate) async fn get(
         GraphFormat::Mermaid => text(loaded.plan.graph().to_mermaid()),
         GraphFormat::Dot => text(loaded.plan.graph().to_dot()),
         GraphFormat::ReactFlow => {
-            let (path, label) = layout_file(&state, &scope, &p.name);
-            let layout = match state.docs().confined(&path) {
-                Ok(real) => Layout::read(&real, &label)?,
-                Err(e) if e.kind() == std::io::ErrorKind::NotFound => None,
-                Err(e) => return Err(layout_refused(label, e)),
-            };
-            Json(editor_graph::export(&loaded, layout.as_ref())).into_response()
+            Json(editor_graph::export(loaded, layout()?.as_ref())).into_response()
         }
     })
 }
@@ -139,10 +155,7 @@ pub(crate) async fn get_run(
 ) -> Result<Response, ApiError> {
     state.authorize(&headers, &p.tenant, ApiScope::Read)?;
     let scope = state.scope(&p.tenant, &p.project)?;
-    let format = match q.format.as_deref() {
-        None => GraphFormat::default(),
-        Some(f) => f.parse::<GraphFormat>()?,
-    };
+    let format = format_of(&q)?;
     let run = state.scoped_summary(&scope, &p.run_id)?.run_id;
     let start = super::rerun::start_record(&state, run)?;
     let Some(definition) = start.definition.filter(|_| !start.frontend.is_code()) else {
@@ -158,22 +171,14 @@ pub(crate) async fn get_run(
     let label = format!("{}@{run}", start.workflow_name);
     let loaded = load_workflow(&label, &definition, &LoadOptions::default())
         .map_err(|diags| ApiError::invalid_diagnostics(diags.iter(), str::to_owned))?;
-    let text = |body: String| {
-        ([(header::CONTENT_TYPE, "text/plain; charset=utf-8")], body).into_response()
-    };
-    Ok(match format {
-        GraphFormat::Mermaid => text(loaded.plan.graph().to_mermaid()),
-        GraphFormat::Dot => text(loaded.plan.graph().to_dot()),
-        GraphFormat::ReactFlow => {
-            // The editor's positions, where the run's states still have them; a branch's
-            // sub-run (`par#fan.lint`) or a workflow since removed has no layout file.
-            let (path, label) = layout_file(&state, &scope, &start.workflow_name);
-            let layout = match state.docs().confined(&path) {
-                Ok(real) => Layout::read(&real, &label).ok().flatten(),
-                Err(_) => None,
-            };
-            Json(editor_graph::export(&loaded, layout.as_ref())).into_response()
-        }
+    // The editor's positions, where the run's states still have them; a branch's sub-run
+    // (`par#fan.lint`) or a workflow since removed has no layout file.
+    render(format, &loaded, || {
+        let (path, label) = layout_file(&state, &scope, &start.workflow_name);
+        Ok(match state.docs().confined(&path) {
+            Ok(real) => Layout::read(&real, &label).ok().flatten(),
+            Err(_) => None,
+        })
     })
 }
 
