@@ -97,6 +97,15 @@ impl RunState {
             .collect()
     }
 
+    /// Whether `step` is a pending timer due at `now_ms`.
+    pub(crate) fn timer_is_due(&self, step: Step, now_ms: u64) -> bool {
+        self.pending.contains(&step)
+            && matches!(
+                self.steps.get(&step).map(|e| &e.machine),
+                Some(Machine::Timer(t)) if t.due().is_some_and(|at| at <= now_ms)
+            )
+    }
+
     /// A timer of `step` is due.
     pub(crate) fn timer_due(&self, step: Step, purpose: TimerPurpose) -> Actions {
         if self.is_terminal() {

@@ -460,3 +460,87 @@ states:
     assert_eq!(entered, ["a", "b"]);
     assert_eq!(p.count(&v, "TaskStartedRecord"), 2);
 }
+
+/// §9: the Bounds Check runs after each task's completion. A task that ends past the run's
+/// `maxWallclockSeconds`, before the deadline's timer has woken, must not let the run go on
+/// to its next state (the bound was only the timer: one run in ten ended DONE).
+#[tokio::test]
+async fn s9_a_task_that_ends_past_the_wallclock_bound_ends_the_run() {
+    let doc = r#"
+start: one
+bounds:
+  maxWallclockSeconds: 0
+states:
+  one:
+    type: shell_task
+    run: "true"
+    dirName: workspace
+    on: { success: two }
+  two:
+    type: shell_task
+    run: "true"
+    dirName: workspace
+    on: { success: done }
+  done: { type: terminal }
+"#;
+    let p = project(&[("late", doc)]).await;
+    for _ in 0..12 {
+        let v = p.run("late", json!({})).await;
+        assert_eq!(v.status, RunStatus::Failed, "{v:?}");
+        let reason = v.reason.as_deref().unwrap_or_default();
+        assert!(
+            reason.starts_with("bounds exhausted: maxWallclockSeconds 0"),
+            "{reason}"
+        );
+        assert!(
+            p.count(&v, "TaskStartedRecord") <= 1,
+            "no task starts past the bound: {:?}",
+            p.records(&v)
+        );
+    }
+}
+
+/// A run that goes on past its deadline (to `onFailure`'s fallback, here a gate) replays as
+/// it ran, whether the deadline's timer woke first or the task's result found it past due.
+#[tokio::test]
+async fn a_run_past_its_deadline_at_a_completion_replays_as_it_ran() {
+    let doc = r#"
+start: one
+onFailure: { policy: fallback, fallback: ask }
+bounds:
+  maxWallclockSeconds: 0
+states:
+  one:
+    type: shell_task
+    run: "true"
+    dirName: workspace
+    on: { success: two }
+  two:
+    type: shell_task
+    run: "true"
+    dirName: workspace
+    on: { success: done }
+  ask:
+    type: gate_task
+    inbox: { kind: APPROVAL, title: "Late: go on?" }
+    on: { approved: done }
+  done: { type: terminal }
+"#;
+    let p = project(&[("late", doc)]).await;
+    for _ in 0..12 {
+        let v = p.run("late", json!({})).await;
+        assert_eq!(v.status, RunStatus::Waiting, "{v:?}");
+        assert_eq!(v.current_state.as_deref(), Some("ask"), "{v:?}");
+        let journal = p.engine.journal(v.workflow_run_id).unwrap();
+        let shell_steps = journal
+            .iter()
+            .filter(
+                |e| matches!(&e.record, Record::TaskStarted { task, .. } if task == "shell_task"),
+            )
+            .count();
+        assert!(shell_steps <= 1, "{journal:?}");
+        p.engine
+            .check_replay_as(v.workflow_run_id, journal)
+            .expect("the journal replays");
+    }
+}
