@@ -44,6 +44,7 @@ mod scalar;
 pub mod scheduler;
 pub mod schema;
 mod shell_splice;
+mod syntax_error;
 use magrathea_exec::suggest;
 mod template;
 mod validate;

@@ -1,0 +1,265 @@
+//! What a YAML syntax error means for a document's author: the parser's complaint, pointed at
+//! the mistake itself where the text shows it (an unclosed bracket, a tab, a key indented
+//! between its siblings, an unclosed quote) and said with what was expected.
+
+use saphyr_parser::ScanError;
+
+use crate::diagnostic::{Code, Diagnostic, Span};
+
+/// The diagnostic of the syntax error `e` in `text`, the document at `path`.
+pub(crate) fn diagnose(path: &str, text: &str, e: &ScanError) -> Diagnostic {
+    let m = e.marker();
+    let at = |line: usize, col: usize| {
+        Span::new(
+            u32::try_from(line).unwrap_or(u32::MAX),
+            u32::try_from(col + 1).unwrap_or(u32::MAX),
+        )
+    };
+    let info = e.info();
+    // The scanner names where it was when it gave up, which is not always where the
+    // mistake is: point at the mistake itself where the text shows it.
+    // "found a tab …" after a scalar, "tabs disallowed within this context" in an
+    // indentation: the tab may lie before where the scanner stopped, on the same line.
+    if (info.contains("found a tab") || info.contains("tabs disallowed"))
+        && let Some((line, col)) = first_tab_from(text, m.index().saturating_sub(m.col()))
+    {
+        return Diagnostic::error(
+            path,
+            at(line, col),
+            Code::Syntax,
+            "invalid YAML: a tab character where YAML expects spaces (YAML indents with \
+             spaces only)",
+        );
+    }
+    // Inside an unclosed `[`/`{`, the scanner trips over what follows (a `:` of the next
+    // key, the indentation of the next line): the bracket is the mistake.
+    let in_flow = [
+        "flow sequence",
+        "flow mapping",
+        "flow construct",
+        "placement of ':'",
+        // The next line of a flow collection left open is "invalid indentation".
+        "indentation",
+        // A flow collection left open at the end of the text.
+        "expected node content",
+    ]
+    .iter()
+    .any(|what| info.contains(what));
+    let close = |open: char| if open == '[' { ']' } else { '}' };
+    match unclosed_flow(text, m.index() + 1) {
+        Some(FlowMistake::Unclosed(line, col, open)) if in_flow => {
+            return Diagnostic::error(
+                path,
+                at(line, col),
+                Code::Syntax,
+                format_args!(
+                    "invalid YAML: {info}; this `{open}` is not closed by a `{}` (found \
+                     the problem at {}:{})",
+                    close(open),
+                    m.line(),
+                    m.col() + 1
+                ),
+            );
+        }
+        Some(FlowMistake::Mismatched(line, col, open)) if in_flow => {
+            return Diagnostic::error(
+                path,
+                at(line, col),
+                Code::Syntax,
+                format_args!(
+                    "invalid YAML: {info}; this bracket closes a `{open}`: expected `{}`",
+                    close(open)
+                ),
+            );
+        }
+        _ => {}
+    }
+    if info.contains("mapping values are not allowed") {
+        // `a: b` on a line indented further than the key above it continues that key's
+        // plain value, where a `: ` cannot appear.
+        return Diagnostic::error(
+            path,
+            at(m.line(), m.col()),
+            Code::Syntax,
+            format_args!(
+                "invalid YAML: {info}: expected this key at the indentation of the keys \
+                 beside it (indented further, it continues the value above), or the \
+                 value quoted if its `: ` is text"
+            ),
+        );
+    }
+    if info.contains("did not find expected key")
+        && let Some(hint) = indentation_hint(text, m.line())
+    {
+        return Diagnostic::error(
+            path,
+            at(m.line(), m.col()),
+            Code::Syntax,
+            format_args!("invalid YAML: {info}: {hint}"),
+        );
+    }
+    if info.contains("unknown anchor") {
+        let alias = word_at(text, m.index());
+        let name = alias.trim_start_matches('*');
+        return Diagnostic::error(
+            path,
+            at(m.line(), m.col()),
+            Code::Syntax,
+            format_args!(
+                "invalid YAML: the alias `{alias}` names no anchor: expected `&{name}` on a \
+                 value earlier in the document, or the text quoted if the `*` is meant \
+                 literally"
+            ),
+        );
+    }
+    if let Some(c) = info
+        .strip_prefix("unexpected character: `")
+        .and_then(|rest| rest.chars().next())
+        .filter(|c| matches!(c, '@' | '`'))
+    {
+        return Diagnostic::error(
+            path,
+            at(m.line(), m.col()),
+            Code::Syntax,
+            format_args!(
+                "invalid YAML: '{c}' is reserved and cannot begin a plain value: expected \
+                 the value quoted (e.g. \"{c}…\")"
+            ),
+        );
+    }
+    if info.contains("indentation in quoted scalar") {
+        return Diagnostic::error(
+            path,
+            at(m.line(), m.col()),
+            Code::Syntax,
+            format_args!(
+                "invalid YAML: {info}: expected the closing quote of the quoted text that \
+                 starts here (a quoted text that goes on to the next line indents it further \
+                 than its key)"
+            ),
+        );
+    }
+    if info.contains("quoted scalar") && info.contains("end of stream") {
+        return Diagnostic::error(
+            path,
+            at(m.line(), m.col()),
+            Code::Syntax,
+            format_args!(
+                "invalid YAML: {info}: expected a closing quote for the quoted text that \
+                 starts here"
+            ),
+        );
+    }
+    Diagnostic::error(
+        path,
+        at(m.line(), m.col()),
+        Code::Syntax,
+        format_args!("invalid YAML: {info}"),
+    )
+}
+
+/// The line (1-based) and column (0-based) of the first tab at or after character `from`.
+fn first_tab_from(text: &str, from: usize) -> Option<(usize, usize)> {
+    position_of(text, |i, c| i >= from && c == '\t')
+}
+
+/// The line and column of the first character `hit` picks (by character index and value).
+fn position_of(text: &str, hit: impl Fn(usize, char) -> bool) -> Option<(usize, usize)> {
+    let (mut line, mut col) = (1, 0);
+    for (i, c) in text.chars().enumerate() {
+        if hit(i, c) {
+            return Some((line, col));
+        }
+        if c == '\n' {
+            line += 1;
+            col = 0;
+        } else {
+            col += 1;
+        }
+    }
+    None
+}
+
+/// For a line indented to match no mapping above it: the indentations it could have, from the
+/// lines above (the line just above, then each less indented key that holds it), e.g.
+/// "this line is indented by 3 spaces, which matches no mapping above it: expected 4 (beside
+/// `type`), 2 (beside `done`) or 0 (beside `states`)". `None` when the line matches one.
+fn indentation_hint(text: &str, line: usize) -> Option<String> {
+    let lines: Vec<&str> = text.lines().collect();
+    let indent = |l: &str| l.len() - l.trim_start_matches(' ').len();
+    let content = |l: &&&str| {
+        let t = l.trim_start_matches(' ');
+        !t.is_empty() && !t.starts_with('#')
+    };
+    let here = indent(lines.get(line.checked_sub(1)?)?);
+    let mut options: Vec<(usize, String)> = Vec::new();
+    for l in lines[..line - 1].iter().rev().filter(content) {
+        let i = indent(l);
+        if options.last().is_none_or(|(last, _)| i < *last) {
+            let key = l.trim_start_matches(' ').trim_start_matches("- ");
+            let key = key.split(':').next().unwrap_or(key).trim();
+            options.push((i, key.to_owned()));
+        }
+        if i == 0 {
+            break;
+        }
+    }
+    if options.iter().any(|(i, _)| *i == here) {
+        return None;
+    }
+    let listed: Vec<String> = options
+        .iter()
+        .map(|(i, key)| format!("{i} (beside `{key}`)"))
+        .collect();
+    let expected = match listed.split_last()? {
+        (last, []) => last.clone(),
+        (last, rest) => format!("{} or {last}", rest.join(", ")),
+    };
+    Some(format!(
+        "this line is indented by {here} spaces, which matches no mapping above it: expected \
+         {expected}"
+    ))
+}
+
+/// What went wrong with the brackets before character `until` (brackets inside quotes and
+/// comments do not count).
+enum FlowMistake {
+    /// The innermost `[` or `{` still open, at its line and column.
+    Unclosed(usize, usize, char),
+    /// The first `]` or `}` that closes the other kind of bracket, at its line and column, and
+    /// the bracket it should have closed.
+    Mismatched(usize, usize, char),
+}
+
+fn unclosed_flow(text: &str, until: usize) -> Option<FlowMistake> {
+    let mut open: Vec<(usize, char)> = Vec::new();
+    let mut mismatched: Option<(usize, char)> = None;
+    let brackets = magrathea_exec::yaml_text::flow_brackets(text).take_while(|(i, _)| *i < until);
+    for (i, c) in brackets {
+        if matches!(c, '[' | '{') {
+            open.push((i, c));
+        } else if let Some((_, o)) = open.pop()
+            && (o == '[') != (c == ']')
+            && mismatched.is_none()
+        {
+            mismatched = Some((i, o));
+        }
+    }
+    if let Some((index, o)) = mismatched {
+        let (line, col) = position_of(text, |i, _| i == index)?;
+        return Some(FlowMistake::Mismatched(line, col, o));
+    }
+    let (index, c) = open.pop()?;
+    let (line, col) = position_of(text, |i, _| i == index)?;
+    Some(FlowMistake::Unclosed(line, col, c))
+}
+
+/// The text from byte `at` to the next space, comma, bracket or line end (an alias as
+/// written, for a message).
+fn word_at(text: &str, at: usize) -> &str {
+    let rest = text.get(at..).unwrap_or_default();
+    let end = rest
+        .find(|c: char| c.is_whitespace() || matches!(c, ',' | ']' | '}'))
+        .unwrap_or(rest.len());
+    &rest[..end]
+}
