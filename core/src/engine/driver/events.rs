@@ -55,20 +55,25 @@ impl Driver {
                 result,
             } => {
                 self.attempts.finished(step);
+                // Nobody awaits a dropped step (a select's loser): it is not retried.
+                let (deadline, dropped) = {
+                    let s = lock(&self.shared);
+                    (
+                        s.deadline.as_ref().map(|(at, _)| *at),
+                        s.dropped.contains(&step),
+                    )
+                };
                 // A run's deadline that came due before this result arrived fires first, as
                 // it would have had its timer's wake-up come a moment sooner: the bound is
                 // checked at each completion (reference §9), not only when the timer wakes.
                 // The attempt then ends cancelled with the run and its result is ignored —
                 // the journal's order a late wake-up already gives, so replay is unchanged.
-                let deadline = lock(&self.shared).deadline.as_ref().map(|(at, _)| *at);
                 if let Some(at) = deadline
                     && self.state.timer_is_due(at, now_ms())
                 {
                     // A timer step's wake-up (a deadline is one) comes as a sleep's.
                     self.timer_fired(at, TimerPurpose::Sleep);
                 }
-                // Nobody awaits a dropped step (a select's loser): it is not retried.
-                let dropped = lock(&self.shared).dropped.contains(&step);
                 let actions = self
                     .state
                     .task_done(step, attempt, result, dropped, now_ms());
