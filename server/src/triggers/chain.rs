@@ -3,6 +3,9 @@
 //! each other's workflows (or a hook starting what it reacts to) would otherwise start runs
 //! for ever, and with a fan-out exponentially, filling the shared store for every tenant.
 //!
+//! A sub-run (a `workflow_task`, a parallel branch) belongs to the chain of its tree's root, so
+//! a loop through a sub-run is a chain too.
+//!
 //! A chain is bounded twice: at most [`MAX_DEPTH`] runs from its first run to its newest, and
 //! at most [`MAX_RUNS`] runs started by triggers in all. A start past either bound is refused
 //! (`[MAG-TR004]`): a subscription's delivery is recorded `rejected` with reason

@@ -224,15 +224,7 @@ fn event(
 ) -> Option<Event> {
     if start.is_none() {
         // The run's first record says who started it and where.
-        let first = state
-            .engine
-            .store()
-            .read_journal_range(run, 0, 1, usize::MAX)
-            .ok()?;
-        let (_, bytes) = first.first()?;
-        if let (Record::Start(s), _) = magrathea_core::codec::decode(bytes).ok()? {
-            *start = Some(*s);
-        }
+        *start = Some(start_of(state, run)?);
     }
     let s = start.as_ref()?;
     let (tenant, project) = s.scope.as_str().split_once('/')?;
@@ -298,12 +290,7 @@ fn event(
         _ => name,
     };
     map.insert("event".into(), json!(name));
-    let catalog = state.engine.catalog();
-    let chain = chain::of(
-        catalog.as_ref().map(|c| c as &dyn magrathea_core::Catalog),
-        run,
-        s.idempotency_key.as_deref(),
-    );
+    let chain = chain_of(state, run, s);
     Some(Event {
         name,
         run,
@@ -314,6 +301,42 @@ fn event(
         chain,
         body,
     })
+}
+
+/// The `StartRecord` of `run`: its journal's first record.
+fn start_of(state: &AppState, run: RunId) -> Option<StartRecord> {
+    let first = state
+        .engine
+        .store()
+        .read_journal_range(run, 0, 1, usize::MAX)
+        .ok()?;
+    let (_, bytes) = first.first()?;
+    match magrathea_core::codec::decode(bytes).ok()? {
+        (Record::Start(s), _) => Some(*s),
+        _ => None,
+    }
+}
+
+/// The most parents walked up to find a sub-run's chain (trees are far shallower).
+const MAX_TREE_WALK: usize = 256;
+
+/// The trigger chain of `run` (started as `start` says). A sub-run belongs to the chain of its
+/// tree's root: a trigger reacting to a sub-run's events continues the chain of the run that
+/// started the tree, so a loop through a `workflow_task` or a parallel branch is bounded too.
+fn chain_of(state: &AppState, run: RunId, start: &StartRecord) -> chain::Link {
+    let (mut root, mut key) = (run, start.idempotency_key.clone());
+    let mut parent = start.parent.as_ref().map(|p| p.run_id);
+    for _ in 0..MAX_TREE_WALK {
+        let Some(up) = parent else { break };
+        let Some(s) = start_of(state, up) else { break };
+        (root, key, parent) = (up, s.idempotency_key, s.parent.map(|p| p.run_id));
+    }
+    let catalog = state.engine.catalog();
+    chain::of(
+        catalog.as_ref().map(|c| c as &dyn magrathea_core::Catalog),
+        root,
+        key.as_deref(),
+    )
 }
 
 /// The approval gate at `step` of `run`, if that step is one.

@@ -154,3 +154,43 @@ async fn a_hook_fanning_out_with_a_subscription_stops_at_a_thousand_runs() {
     }
     assert_eq!(seen, 1 + 1_000, "{} deliveries", all.len());
 }
+
+/// A chain that runs through a sub-run: `ev` starts `p` when `a` completes, `p` calls `k` as
+/// a sub-run, and `ev2` starts `a` when `k` completes. A sub-run belongs to its tree's chain,
+/// so the loop stops at the same depth.
+#[tokio::test]
+async fn a_loop_through_a_sub_run_stops_at_the_same_depth() {
+    let s = server().await;
+    let dir = s.root.join("acme/shop/_vance/workflows");
+    write(
+        &dir.join("p.yaml"),
+        "start: call\nstates:\n  call: { type: workflow_task, workflow: k, on: { success: done } }\n  done: { type: terminal }\n",
+    );
+    write(&dir.join("k.yaml"), QUICK);
+    write(&dir.join("a.yaml"), QUICK);
+    put(
+        &s,
+        "events/ev.yaml",
+        "workflow: p\nsubscribe:\n  event: workflow.run.completed\n  filter: \"#event['workflowName'] == 'a'\"\n",
+    )
+    .await;
+    put(
+        &s,
+        "events/ev2.yaml",
+        "workflow: a\nsubscribe:\n  event: workflow.run.completed\n  filter: \"#event['workflowName'] == 'k'\"\n",
+    )
+    .await;
+    let first = s.start_run("shop", "a", json!({})).await;
+    let all = deliveries_until(&s, |d| !rejected(d).is_empty()).await;
+    tokio::time::sleep(Duration::from_millis(500)).await;
+    let all = deliveries_until(&s, |d| d.len() >= all.len()).await;
+    let refused = rejected(&all);
+    assert_eq!(refused.len(), 1, "{all:#?}");
+    let message = refused[0]["message"].as_str().unwrap();
+    assert!(
+        message.starts_with("[MAG-TR004] trigger chain too deep") && message.contains(&first),
+        "{message}"
+    );
+    // The first `a`, then `p` and `a` in turn up to depth 16, each `p` with its `k`.
+    assert_eq!(runs(&s).await.len(), 1 + 16 + 8, "{all:#?}");
+}
