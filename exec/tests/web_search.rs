@@ -97,6 +97,18 @@ async fn the_tenants_service_is_asked_and_its_results_come_back() {
         .await
         .unwrap();
     assert_eq!(three["results"].as_array().unwrap().len(), 3);
+    // A limit past the service's twelve returns them all; none below 1 is taken.
+    let all = search(&exec, json!({ "query": "x", "limit": 60 }))
+        .await
+        .unwrap();
+    assert_eq!(all["results"].as_array().unwrap().len(), 12);
+    for bad in [json!(0), json!(-1), json!(2.5)] {
+        let err = search(&exec, json!({ "query": "x", "limit": bad }))
+            .await
+            .unwrap_err();
+        assert_eq!(err.outcome(), "technical_error", "{bad}: {err}");
+        assert!(err.to_string().contains("limit"), "{bad}: {err}");
+    }
 }
 
 #[tokio::test]

@@ -11,7 +11,7 @@
 //! | `doc_list` | `path` (default `_vance`), `recursive` | `{path, entries: [{path, kind, size}], truncated}` |
 //! | `inbox_read` | `status`: `PENDING` (default) or `ALL`; `limit` (default 100, at most 1000); `cursor` | `{items, count, next}` of the caller's scope, oldest first, at most 1 MiB a page |
 //!
-//! | `web_search` | `query`, `limit` (default 10, at most 50) | `{query, results: [{title, url, snippet}]}` from the tenant's search service (`webSearch.url`; see `web_search.rs`) |
+//! | `web_search` | `query`, `limit` (default 10; above 50 returns 50, below 1 is refused) | `{query, results: [{title, url, snippet}]}` from the tenant's search service (`webSearch.url`; see `web_search.rs`) |
 //!
 //! `inbox_read` needs the engine: call [`Executors::attach`] once the engine is built. The YAML
 //! front end adds `workflow_start` (`name`, `params` → `{workflowRunId, workflowName}`, §8.1).

@@ -1,7 +1,8 @@
 //! `web_search`: a web search through the search service the tenant names (reference §10,
 //! where it is in the default pool).
 //!
-//! Params: `query` (required), `limit` (results, default 10, at most 50). Result:
+//! Params: `query` (required), `limit` (results, default 10; a larger one returns 50, one below
+//! 1 is refused). Result:
 //! `{query, results: [{title, url, snippet}]}`.
 //!
 //! The service is a SearxNG-compatible JSON endpoint set by the tenant's administrator in
@@ -56,11 +57,18 @@ impl WebSearch {
             .map(str::trim)
             .filter(|q| !q.is_empty())
             .ok_or_else(|| ToolError::InvalidParams("`query` must be a non-empty text".into()))?;
-        let limit = params
-            .get("limit")
-            .and_then(Value::as_u64)
-            .unwrap_or(DEFAULT_LIMIT)
-            .clamp(1, MAX_LIMIT);
+        let limit = match params.get("limit") {
+            None | Some(Value::Null) => DEFAULT_LIMIT,
+            Some(v) => match v.as_u64() {
+                Some(n) if n >= 1 => n.min(MAX_LIMIT),
+                _ => {
+                    return Err(ToolError::InvalidParams(format!(
+                        "`limit` is {v}: expected a whole number of results from 1 (at most \
+                         {MAX_LIMIT} are returned)"
+                    )));
+                }
+            },
+        };
         let mut url = reqwest::Url::parse(service).map_err(|e| {
             ToolError::Failed(format!(
                 "[MAG-TL006] webSearch.url `{service}` in {settings_file} is no URL: {e}"
