@@ -282,6 +282,28 @@ impl Diagnostic {
     pub fn span(&self) -> Span {
         Span::new(self.line, self.column)
     }
+
+    /// The diagnostic as every command and the HTTP API print it:
+    /// `path:line:column: [MAG-…] message`, a warning with `warning:` before its code.
+    #[must_use]
+    pub fn rendered(&self) -> String {
+        self.rendered_at(&self.path)
+    }
+
+    /// [`Diagnostic::rendered`] with `path` shown for the document's path (a server shows
+    /// paths relative to its tree).
+    #[must_use]
+    pub fn rendered_at(&self, path: &str) -> String {
+        let warning = if self.severity == Severity::Warning {
+            "warning: "
+        } else {
+            ""
+        };
+        format!(
+            "{path}:{}:{}: {warning}{}",
+            self.line, self.column, self.message
+        )
+    }
 }
 
 impl fmt::Display for Diagnostic {

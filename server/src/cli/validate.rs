@@ -20,7 +20,7 @@ use std::path::{Path, PathBuf};
 use anyhow::Context;
 use magrathea_yaml::scheduler::load_schedule;
 use magrathea_yaml::{
-    Diagnostic, Diagnostics, LoadOptions, ProjectDocuments, Severity, load_workflow_checked,
+    Diagnostic, Diagnostics, LoadOptions, ProjectDocuments, load_workflow_checked,
 };
 
 use super::output::{errln, is_stdout_closed, outln};
@@ -139,17 +139,14 @@ pub(crate) fn validate(loc: &Location, args: ValidateArgs) -> anyhow::Result<u8>
                 }
                 found.sort();
                 for w in found.iter() {
-                    errln!("{}", warning(w));
+                    errln!("{}", w.rendered());
                 }
                 warnings += found.len();
             }
             Err(diags) => {
                 invalid += 1;
                 for d in diags.iter() {
-                    match d.severity {
-                        Severity::Warning => errln!("{}", warning(d)),
-                        _ => errln!("{d}"),
-                    }
+                    errln!("{}", d.rendered());
                 }
             }
         }
@@ -236,18 +233,10 @@ fn stem(path: &Path) -> String {
         .unwrap_or_default()
 }
 
-/// `path:line:column: warning: [MAG-Ynnn] message`.
-fn warning(d: &Diagnostic) -> String {
-    format!("{}:{}:{}: warning: {}", d.path, d.line, d.column, d.message)
-}
-
 /// A diagnostic as every command prints it: `path:line:column: [MAG-Ynnn] message`, a warning
 /// with `warning:` before its code.
 pub(crate) fn line(d: &Diagnostic) -> String {
-    match d.severity {
-        Severity::Warning => warning(d),
-        _ => d.to_string(),
-    }
+    d.rendered()
 }
 
 /// The `*.yaml` files of `dir`, sorted by name.

@@ -72,15 +72,7 @@ impl ApiError {
         Self::invalid_document(
             diagnostics
                 .into_iter()
-                .map(|d| {
-                    let warning = if d.severity == magrathea_yaml::Severity::Warning {
-                        "warning: "
-                    } else {
-                        ""
-                    };
-                    let path = label(&d.path);
-                    format!("{path}:{}:{}: {warning}{}", d.line, d.column, d.message)
-                })
+                .map(|d| d.rendered_at(&label(&d.path)))
                 .collect(),
         )
     }

@@ -461,17 +461,8 @@ states:
     assert_eq!(p.count(&v, "TaskStartedRecord"), 2);
 }
 
-/// §9: the Bounds Check runs after each task's completion. A task that ends past the run's
-/// `maxWallclockSeconds`, before the deadline's timer has woken, must not let the run go on
-/// to its next state (the bound was only the timer: one run in ten ended DONE).
-#[tokio::test]
-async fn s9_a_task_that_ends_past_the_wallclock_bound_ends_the_run() {
-    let doc = r#"
-start: one
-bounds:
-  maxWallclockSeconds: 0
-states:
-  one:
+/// Two quick shell steps, `one` then `two`, then `done`.
+const TWO_QUICK_STEPS: &str = r#"  one:
     type: shell_task
     run: "true"
     dirName: workspace
@@ -481,9 +472,17 @@ states:
     run: "true"
     dirName: workspace
     on: { success: done }
-  done: { type: terminal }
 "#;
-    let p = project(&[("late", doc)]).await;
+
+/// §9: the Bounds Check runs after each task's completion. A task that ends past the run's
+/// `maxWallclockSeconds`, before the deadline's timer has woken, must not let the run go on
+/// to its next state (the bound was only the timer: one run in ten ended DONE).
+#[tokio::test]
+async fn s9_a_task_that_ends_past_the_wallclock_bound_ends_the_run() {
+    let doc = format!(
+        "start: one\nbounds:\n  maxWallclockSeconds: 0\nstates:\n{TWO_QUICK_STEPS}  done: {{ type: terminal }}\n"
+    );
+    let p = project(&[("late", &doc)]).await;
     for _ in 0..12 {
         let v = p.run("late", json!({})).await;
         assert_eq!(v.status, RunStatus::Failed, "{v:?}");
@@ -504,29 +503,10 @@ states:
 /// it ran, whether the deadline's timer woke first or the task's result found it past due.
 #[tokio::test]
 async fn a_run_past_its_deadline_at_a_completion_replays_as_it_ran() {
-    let doc = r#"
-start: one
-onFailure: { policy: fallback, fallback: ask }
-bounds:
-  maxWallclockSeconds: 0
-states:
-  one:
-    type: shell_task
-    run: "true"
-    dirName: workspace
-    on: { success: two }
-  two:
-    type: shell_task
-    run: "true"
-    dirName: workspace
-    on: { success: done }
-  ask:
-    type: gate_task
-    inbox: { kind: APPROVAL, title: "Late: go on?" }
-    on: { approved: done }
-  done: { type: terminal }
-"#;
-    let p = project(&[("late", doc)]).await;
+    let doc = format!(
+        "start: one\nonFailure: {{ policy: fallback, fallback: ask }}\nbounds:\n  maxWallclockSeconds: 0\nstates:\n{TWO_QUICK_STEPS}  ask:\n    type: gate_task\n    inbox: {{ kind: APPROVAL, title: \"Late: go on?\" }}\n    on: {{ approved: done }}\n  done: {{ type: terminal }}\n"
+    );
+    let p = project(&[("late", &doc)]).await;
     for _ in 0..12 {
         let v = p.run("late", json!({})).await;
         assert_eq!(v.status, RunStatus::Waiting, "{v:?}");
