@@ -123,6 +123,17 @@ async fn without_a_service_or_past_the_egress_policy_it_says_what_to_set() {
         "{msg}"
     );
 
+    // A setting that is no URL is named as such.
+    let dir = tempfile::tempdir().unwrap();
+    let exec = tree(dir.path(), "webSearch:\n  url: search engine\n");
+    let err = search(&exec, json!({ "query": "x" })).await.unwrap_err();
+    assert_eq!(err.outcome(), "technical_error");
+    assert!(
+        err.to_string()
+            .contains("[MAG-TL006] webSearch.url `search engine`"),
+        "{err}"
+    );
+
     // A loopback service the egress policy does not list is refused before any request.
     let (port, seen) = service("200 OK", json!({ "results": [] })).await;
     let dir = tempfile::tempdir().unwrap();
