@@ -295,7 +295,7 @@ pub(crate) async fn deliveries_of(
     Path(id): Path<String>,
     Query(q): Query<DeliveriesQuery>,
     headers: HeaderMap,
-) -> Result<Json<Value>, ApiError> {
+) -> Result<axum::response::Response, ApiError> {
     let who = caller(&state, &headers, ApiScope::Read)?;
     let catalog = state.triggers.catalog()?;
     let reg = registry::by_id(catalog, &id)?
@@ -307,7 +307,7 @@ pub(crate) async fn deliveries_of(
         &reg.project,
         &query(&q, Some(reg.id))?,
     )?;
-    Ok(Json(json!(page)))
+    Ok(page_response(page))
 }
 
 /// `{tenant}` and `{project}`.
@@ -440,7 +440,7 @@ pub(crate) async fn deliveries_of_project(
     Path(p): Path<ProjectPath>,
     Query(q): Query<DeliveriesQuery>,
     headers: HeaderMap,
-) -> Result<Json<Value>, ApiError> {
+) -> Result<axum::response::Response, ApiError> {
     let scope = project(&state, &headers, &p.tenant, &p.project, ApiScope::Read)?;
     let trigger_id = match &q.trigger {
         Some(t) => Some(find(&state, &scope, t)?.id),
@@ -452,7 +452,14 @@ pub(crate) async fn deliveries_of_project(
         &scope.project,
         &query(&q, trigger_id)?,
     )?;
-    Ok(Json(json!(page)))
+    Ok(page_response(page))
+}
+
+/// A page of deliveries as `{deliveries, next?}`, with the next page's cursor also in the
+/// `X-Next-Cursor` header, as the other paged routes give it.
+fn page_response(page: deliveries::DeliveryPage) -> axum::response::Response {
+    let next = page.next.clone();
+    super::inbox::paged(page, next)
 }
 
 /// `POST /brain/{tenant}/project/{project}/schedules/{name}/trigger` → 202 `{workflowRunId,

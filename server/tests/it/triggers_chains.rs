@@ -51,7 +51,7 @@ async fn deliveries_until(s: &Server, done: impl Fn(&[Value]) -> bool) -> Vec<Va
                 )
                 .await;
             all.extend(v["deliveries"].as_array().unwrap().iter().cloned());
-            match v["nextCursor"].as_str() {
+            match v["next"].as_str() {
                 Some(c) => cursor = format!("&cursor={c}"),
                 None => break,
             }
