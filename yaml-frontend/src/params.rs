@@ -7,7 +7,7 @@
 use indexmap::IndexMap;
 use serde_json::{Map, Value};
 
-use crate::ast::ParamSchema;
+use crate::ast::{ParamSchema, ParamType};
 
 /// One problem with the caller's parameters.
 #[derive(Debug, Clone, PartialEq, thiserror::Error)]
@@ -49,6 +49,20 @@ pub enum ParamError {
     },
 }
 
+impl ParamError {
+    /// The declared parameter the problem is about (`None` when the parameters as a whole are
+    /// not an object).
+    #[must_use]
+    pub fn name(&self) -> Option<&str> {
+        match self {
+            Self::NotAnObject { .. } => None,
+            Self::Missing { name, .. }
+            | Self::WrongType { name, .. }
+            | Self::NotInEnum { name, .. } => Some(name),
+        }
+    }
+}
+
 /// Every problem found, in schema order.
 #[derive(Debug, Clone, PartialEq, thiserror::Error)]
 #[error("invalid workflow parameters: {}", .0.iter().map(ToString::to_string).collect::<Vec<_>>().join("; "))]
@@ -62,6 +76,18 @@ fn kind(v: &Value) -> &'static str {
         Value::String(_) => "a string",
         Value::Array(_) => "an array",
         Value::Object(_) => "an object",
+    }
+}
+
+/// `v` as its declared type holds it: an `integer` given as a whole number written with a
+/// fraction (`3.0`, `1e1`) is that integer, so that `${params.n}` reads `3`, not `3.0`.
+pub(crate) fn as_declared(ty: ParamType, v: Value) -> Value {
+    match v.as_f64() {
+        Some(f) if ty == ParamType::Integer && !v.is_i64() && !v.is_u64() && ty.matches(&v) => {
+            // `matches` allows only whole numbers within f64's exact range.
+            Value::from(f as i64)
+        }
+        _ => v,
     }
 }
 
@@ -85,7 +111,7 @@ pub fn validate_params(
         match out.get(name).filter(|v| !v.is_null()) {
             None => {
                 if let Some(d) = &p.default {
-                    out.insert(name.clone(), d.clone());
+                    out.insert(name.clone(), as_declared(p.ty, d.clone()));
                 } else if p.required {
                     errs.push(ParamError::Missing {
                         name: name.clone(),
@@ -99,12 +125,15 @@ pub fn validate_params(
                 found: kind(v),
             }),
             Some(v) => {
-                if let Some(allowed) = p.enum_values.as_ref().filter(|a| !a.contains(v)) {
+                let v = as_declared(p.ty, v.clone());
+                if let Some(allowed) = p.enum_values.as_ref().filter(|a| !a.contains(&v)) {
                     errs.push(ParamError::NotInEnum {
                         name: name.clone(),
-                        value: v.clone(),
+                        value: v,
                         allowed: Value::Array(allowed.clone()),
                     });
+                } else {
+                    out.insert(name.clone(), v);
                 }
             }
         }

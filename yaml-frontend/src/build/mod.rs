@@ -193,7 +193,12 @@ fn parameters(ctx: &mut Ctx<'_>, node: &YamlNode) -> IndexMap<String, ParamSchem
             },
         };
         let enum_values = v.get("enum").and_then(|e| match e.as_seq() {
-            Some(items) => Some(items.iter().map(YamlNode::to_json).collect::<Vec<Value>>()),
+            Some(items) => Some(
+                items
+                    .iter()
+                    .map(|i| declared(ty, i.to_json()))
+                    .collect::<Vec<Value>>(),
+            ),
             None => {
                 ctx.error(
                     e.span,
@@ -207,7 +212,7 @@ fn parameters(ctx: &mut Ctx<'_>, node: &YamlNode) -> IndexMap<String, ParamSchem
             }
         });
         let default = v.get("default").map(|d| {
-            let value = d.to_json();
+            let value = declared(ty, d.to_json());
             if let YamlKind::Float(f) = d.kind
                 && !f.is_finite()
             {
@@ -376,4 +381,12 @@ fn bounds(ctx: &mut Ctx<'_>, node: &YamlNode) -> Option<Bounds> {
         }
     }
     Some(b)
+}
+
+/// `value` as a parameter of type `ty` holds it (a whole float as an `integer`).
+fn declared(ty: Option<ParamType>, value: Value) -> Value {
+    match ty {
+        Some(ty) => crate::params::as_declared(ty, value),
+        None => value,
+    }
 }
