@@ -53,20 +53,23 @@ pub(crate) async fn run(loc: &Location, args: RunArgs) -> anyhow::Result<u8> {
     let project = Project::locate(loc).map_err(|e| super::Invalid(super::output::chain(&e)))?;
     let runtime = project.runtime();
     // `--param` values are typed by the document's `parameters:` where it declares the key.
-    let declared = if args.draft {
+    // (With the document's label, for naming a parameter's declaration in an error.)
+    let (label, declared) = if args.draft {
         // A draft's own `parameters:` type its values.
-        std::fs::read_to_string(project.docs().draft_path(&project.scope, &args.name))
+        let path = project.docs().draft_path(&project.scope, &args.name);
+        let declared = std::fs::read_to_string(&path)
             .ok()
             .and_then(|text| {
                 magrathea_yaml::load_workflow(&args.name, &text, &Default::default()).ok()
             })
             .map(|loaded| loaded.doc.parameters)
-            .unwrap_or_default()
+            .unwrap_or_default();
+        (project.docs().label(&path), declared)
     } else {
-        runtime
-            .load(&project.scope, &args.name)
-            .map(|(_, _, loaded)| loaded.doc.parameters)
-            .unwrap_or_default()
+        match runtime.load(&project.scope, &args.name) {
+            Ok((path, _, loaded)) => (project.docs().label(&path), loaded.doc.parameters),
+            Err(_) => (args.name.clone(), Default::default()),
+        }
     };
     let params = parse_params(args.params.as_deref(), &args.param, &declared)?;
     let started_by = args.started_by.unwrap_or_else(default_user);
@@ -92,6 +95,17 @@ pub(crate) async fn run(loc: &Location, args: RunArgs) -> anyhow::Result<u8> {
             return Ok(EXIT_INVALID);
         }
         Err(e) => {
+            if let YamlStartError::Params(errors) = &e {
+                // Each problem at the parameter's declaration, as the document's diagnostics.
+                for p in &errors.0 {
+                    match p.name().and_then(|n| declared.get(n)) {
+                        Some(d) => {
+                            errln!("{label}:{}:{}: [MAG-YP001] {p}", d.span.line, d.span.column)
+                        }
+                        None => errln!("{label}: [MAG-YP001] {p}"),
+                    }
+                }
+            }
             errln!("error: {e}");
             errln!("nothing was started");
             return Ok(EXIT_INVALID);

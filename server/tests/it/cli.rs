@@ -285,10 +285,55 @@ fn invalid_parameters_exit_2_and_start_nothing() {
     assert_eq!(code(&runs), 0, "{}", stderr(&runs));
     assert_eq!(json(&runs), Value::Array(vec![]));
 
+    // The problem is named at the parameter's declaration, as a document's diagnostics are.
+    assert!(
+        stderr(&out).lines().any(|l| l.ends_with(
+            "review.yaml:3:3: [MAG-YP001] missing required parameter 'pr_url' (type string)"
+        )),
+        "{}",
+        stderr(&out)
+    );
+    let wrong = p.cli(&["run", "review", "--params", r#"{"pr_url": 7}"#]);
+    assert_eq!(code(&wrong), 2, "{}", stderr(&wrong));
+    assert!(
+        stderr(&wrong).contains("review.yaml:3:3: [MAG-YP001] parameter 'pr_url' is a number"),
+        "{}",
+        stderr(&wrong)
+    );
+
     let bad_json = p.cli(&["run", "review", "--params", "[1]"]);
     assert_eq!(code(&bad_json), 2);
     let bad_pair = p.cli(&["run", "review", "--param", "novalue"]);
     assert_eq!(code(&bad_pair), 2);
+}
+
+#[test]
+fn an_integer_parameter_given_as_a_whole_float_is_that_integer() {
+    let p = Project::new();
+    p.workflow(
+        "count",
+        "start: done\nparameters:\n  n: { type: integer, required: true }\n  m: { type: integer, default: 2.0, enum: [2, 4] }\nstates:\n  done:\n    type: terminal\n    result: { text: \"n=${params.n} m=${params.m}\" }\n",
+    );
+    for given in ["n=3.0", "n=3"] {
+        let out = p.cli(&["run", "count", "--param", given, "--json"]);
+        assert_eq!(code(&out), 0, "{given}: {}", stderr(&out));
+        let run = json(&out);
+        assert_eq!(run["params"]["n"], serde_json::json!(3), "{run}");
+        assert!(run["params"]["n"].is_i64(), "{run}");
+        assert_eq!(run["result"]["text"], "n=3 m=2", "{run}");
+    }
+    // An enum of integers holds a whole float given for one of them.
+    let out = p.cli(&[
+        "run",
+        "count",
+        "--params",
+        r#"{"n": 1e1, "m": 4.0}"#,
+        "--json",
+    ]);
+    assert_eq!(code(&out), 0, "{}", stderr(&out));
+    assert_eq!(json(&out)["result"]["text"], "n=10 m=4");
+    let out = p.cli(&["run", "count", "--param", "n=2.5"]);
+    assert_eq!(code(&out), 2, "{}", stderr(&out));
 }
 
 #[test]
