@@ -91,6 +91,23 @@ pub(crate) fn inbox(ctx: &mut Ctx<'_>, node: &YamlNode, what: &str) -> InboxSpec
         .get("options")
         .and_then(|o| o.as_seq())
         .is_some_and(|items| !items.is_empty());
+    if let Some(o) = block.get("options")
+        && spec.kind != InboxKind::Decision
+    {
+        // The reference: `options` are "only for DECISION".
+        let kind = if spec.kind == InboxKind::Feedback {
+            "a FEEDBACK gate, whose answer is a text"
+        } else {
+            "an APPROVAL gate, whose answers are approve and reject"
+        };
+        ctx.warn(
+            o.span,
+            Code::InertField,
+            format_args!(
+                "'options' of {iw} have no effect on {kind}: options are for kind: DECISION; remove them or set the kind"
+            ),
+        );
+    }
     if spec.kind == InboxKind::Decision && spec.options.is_empty() && !listed {
         let at = block.get("options").map_or(block.span, |o| o.span);
         ctx.error(

@@ -171,8 +171,8 @@ pub(super) const CODES: &[ErrorCode] = &[
     },
     ErrorCode {
         code: "MAG-Y039",
-        meaning: "A state sets a field that has no effect on its task type (a warning): `timeoutSeconds` on a timer_task (it always ends `fired` after its `duration`) or a condition_task (decided at once).",
-        remedy: "Remove the field; a timer's wait is its `duration`.",
+        meaning: "A state sets a field that has no effect on its task type (a warning): `timeoutSeconds` on a timer_task (it always ends `fired` after its `duration`) or a condition_task (decided at once), or `options` on an APPROVAL or FEEDBACK gate (options are only for a DECISION).",
+        remedy: "Remove the field; a timer's wait is its `duration`, and a gate that offers options is `kind: DECISION`.",
     },
     ErrorCode {
         code: "MAG-Y040",

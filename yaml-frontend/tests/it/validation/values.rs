@@ -410,6 +410,35 @@ fn timeout_seconds_on_a_timer_or_condition_task_is_a_warning() {
     );
 }
 
+/// `options` are "only for DECISION" (the reference): on an APPROVAL or FEEDBACK gate they
+/// offer nothing, and a warning at the field says so; the document still loads.
+#[test]
+fn options_on_a_gate_that_is_no_decision_are_a_warning() {
+    let gate = |kind: &str| {
+        doc(&format!(
+            "  a:\n    type: gate_task\n    inbox: {{ kind: {kind}, title: t, options: [ship, hold] }}\n    on: {{ timeout: end }}\n{END}"
+        ))
+    };
+    let inert = |kind: &str| -> Vec<String> {
+        let loaded = load_workflow("wf.yaml", &gate(kind), &LoadOptions::default())
+            .unwrap_or_else(|d| panic!("{d}"));
+        loaded
+            .warnings
+            .iter()
+            .filter(|w| w.message.starts_with("[MAG-Y039]"))
+            .map(ToString::to_string)
+            .collect()
+    };
+    assert_eq!(
+        inert("APPROVAL"),
+        [
+            "wf.yaml:5:49: [MAG-Y039] 'options' of the inbox of state 'a' have no effect on an APPROVAL gate, whose answers are approve and reject: options are for kind: DECISION; remove them or set the kind"
+        ]
+    );
+    assert_eq!(inert("FEEDBACK").len(), 1, "{:?}", inert("FEEDBACK"));
+    assert_eq!(inert("DECISION"), Vec::<String>::new());
+}
+
 /// A `workflow_task`'s `params:` are the sub-run's parameters: a list or a number is refused
 /// where it is written; a mapping, nothing, or one `${…}` that gives a mapping is accepted.
 #[test]
