@@ -96,6 +96,9 @@ impl RunView {
             resumed_at: None,
             re_executions: Vec::new(),
         };
+        // The highest execution listed of each (step, attempt): a restart that repeats it
+        // follows an execution that waited in its lane and never began.
+        let mut listed: Vec<(Step, u32, u32)> = Vec::new();
         for (i, e) in entries.iter().enumerate() {
             view.updated_at = view.updated_at.max(e.at_ms);
             match &e.record {
@@ -117,21 +120,24 @@ impl RunView {
                 Record::PauseRequested { .. } => view.paused_at = Some(e.at_ms),
                 Record::ResumeRequested { .. } => view.resumed_at = Some(e.at_ms),
                 // An attempt that waited in its lane and never began runs again under its
-                // own execution number (1): nothing ran twice, so it is no re-execution.
+                // own execution number (1, or the number of a re-execution that never began):
+                // nothing ran twice, so it is no re-execution.
                 Record::TaskRestarted {
                     step,
                     attempt,
                     execution,
                     worker,
-                } if *execution > 1 => view.re_executions.push(ReExecution {
-                    step: *step,
-                    // Rare: looked up when met rather than tracked for every task.
-                    name: task_name(&entries[..i], *step),
-                    attempt: *attempt,
-                    execution: *execution,
-                    worker: worker.clone(),
-                    at: e.at_ms,
-                }),
+                } if *execution > 1 && newer(&mut listed, *step, *attempt, *execution) => {
+                    view.re_executions.push(ReExecution {
+                        step: *step,
+                        // Rare: looked up when met rather than tracked for every task.
+                        name: task_name(&entries[..i], *step),
+                        attempt: *attempt,
+                        execution: *execution,
+                        worker: worker.clone(),
+                        at: e.at_ms,
+                    });
+                }
                 Record::Status { status, reason } => {
                     if status.is_terminal() {
                         view.finished_at = Some(e.at_ms);
@@ -148,6 +154,25 @@ impl RunView {
             view.reason = None;
         }
         view
+    }
+}
+
+/// Whether `execution` of `step`'s `attempt` is above the last one `listed` holds for it;
+/// if so, it becomes that one.
+fn newer(listed: &mut Vec<(Step, u32, u32)>, step: Step, attempt: u32, execution: u32) -> bool {
+    match listed
+        .iter_mut()
+        .find(|(s, a, _)| *s == step && *a == attempt)
+    {
+        Some((_, _, last)) if *last >= execution => false,
+        Some((_, _, last)) => {
+            *last = execution;
+            true
+        }
+        None => {
+            listed.push((step, attempt, execution));
+            true
+        }
     }
 }
 
@@ -325,4 +350,80 @@ pub(crate) fn inbox_items(entries: &[Entry], summary: &RunSummary) -> Vec<InboxI
         }
     }
     items
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::id::RunId;
+
+    fn entries(records: Vec<Record>) -> Vec<Entry> {
+        records
+            .into_iter()
+            .enumerate()
+            .map(|(i, record)| Entry {
+                seq: i as u64,
+                at_ms: 1_000 + i as u64,
+                record,
+            })
+            .collect()
+    }
+
+    fn restarted(execution: u32) -> Record {
+        Record::TaskRestarted {
+            step: 1,
+            attempt: 1,
+            execution,
+            worker: "host:1".into(),
+        }
+    }
+
+    /// A process stopped three times around one attempt: once after it began (it may have
+    /// run), then twice while its second execution waited in its lane and never began. Only
+    /// the execution that may have run twice is a re-execution.
+    #[test]
+    fn a_restart_of_an_execution_that_never_began_is_no_re_execution() {
+        let queued = || Record::TaskQueued {
+            step: 1,
+            attempt: 1,
+        };
+        let journal = entries(vec![
+            Record::TaskStarted {
+                step: 1,
+                attempt: 1,
+                task: "ship".into(),
+                name: "ship".into(),
+                input_hash: 0,
+                input: Value::Null,
+            },
+            restarted(2),
+            queued(),
+            restarted(2),
+            queued(),
+            restarted(2),
+            queued(),
+            Record::TaskAdmitted {
+                step: 1,
+                attempt: 1,
+            },
+            restarted(3),
+        ]);
+        let summary = RunSummary {
+            run_id: RunId::from_u128(7),
+            workflow_name: "w".into(),
+            frontend: "code".into(),
+            status: RunStatus::Running,
+            created_ms: 1_000,
+            updated_ms: 1_000,
+            parent: None,
+            scope: Default::default(),
+        };
+        let view = RunView::project(&journal, &summary);
+        let listed: Vec<(u32, u64, &str)> = view
+            .re_executions
+            .iter()
+            .map(|r| (r.execution, r.at, r.name.as_str()))
+            .collect();
+        assert_eq!(listed, [(2, 1_001, "ship"), (3, 1_008, "ship")]);
+    }
 }
