@@ -337,7 +337,10 @@ impl Engine {
         self.inner.wait(run).await
     }
 
-    /// Waits until the run settles: ended, `WAITING` on a gate, or `BLOCKED`.
+    /// Waits until the run settles: ended, `WAITING` on a gate, or `BLOCKED`. A run whose
+    /// child run waits on a gate is itself `RUNNING` (it waits on its child, not on a gate),
+    /// so this waits on: to see a gate anywhere in a run's tree, watch [`Engine::inbox`]
+    /// (each item names its run), or wait on the child run.
     pub async fn wait_settled(&self, run: RunId) -> Result<RunView, RunError> {
         self.inner.wait_settled(run).await
     }
@@ -361,7 +364,9 @@ impl Engine {
         self.inner.journal(run)
     }
 
-    /// Inbox items of unfinished runs, oldest first: pending ones, or all.
+    /// Inbox items of unfinished runs, oldest first: pending ones, or all. A `BLOCKED` run's
+    /// items are listed only under [`InboxFilter::All`]: until its code replays again, an
+    /// answer is refused (`[MAG-GT003]`).
     pub fn inbox(&self, filter: InboxFilter) -> Result<Vec<InboxItem>, StoreError> {
         self.inner.inbox(filter)
     }

@@ -91,12 +91,14 @@ impl<W: Workflow> RunHandle<W> {
         self.engine.run(self.id)
     }
 
-    /// Waits until the run has ended (`DONE`, `FAILED` or `CANCELLED`) and returns its view.
+    /// Waits until the run has ended (`DONE`, `FAILED` or `CANCELLED`) or is `BLOCKED`, and
+    /// returns its view (see [`Engine::wait`]).
     pub async fn wait(&self) -> Result<RunView, RunError> {
         self.engine.wait(self.id).await
     }
 
-    /// Waits until the run has ended, waits on a gate (`WAITING`) or is `BLOCKED`.
+    /// Waits until the run has ended, waits on a gate (`WAITING`) or is `BLOCKED` (see
+    /// [`Engine::wait_settled`]: a gate of a child run leaves this run `RUNNING`).
     pub async fn wait_settled(&self) -> Result<RunView, RunError> {
         self.engine.wait_settled(self.id).await
     }

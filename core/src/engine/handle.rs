@@ -106,7 +106,9 @@ impl Engine {
         .await
     }
 
-    /// Waits until the run settles: terminal, `WAITING` on a gate, or `BLOCKED`. A run this
+    /// Waits until the run settles: terminal, `WAITING` on a gate, or `BLOCKED`. A run whose
+    /// child run waits on a gate is `RUNNING` and does not settle by it: its gates are in
+    /// [`Engine::inbox`], each item naming its run. A run this
     /// engine is recovering settles once its code has been replayed up to where it waits: until
     /// then its stored status is the last process's (code that no longer replays blocks it,
     /// fixed code unblocks it).

@@ -81,7 +81,7 @@ impl Driver {
         let max = self.engine.config.max_claim_attempts;
         (execution > max).then(|| {
             format!(
-                "[MAG-EN007] technical_error: the task was started {} times and each time the \
+                "[MAG-EN007] the task was started {} times and each time the \
                  process running it stopped before its result: maxClaimAttempts ({max}) \
                  executions are used up; it is not run again. Find out why the process stops while \
                  it runs (memory, time, a crash), route technical_error with catch:, or raise \
@@ -102,7 +102,7 @@ impl Driver {
         let claims = reclaims.saturating_add(1);
         (reclaims > 0 && claims > max).then(|| {
             format!(
-                "[MAG-LS001] technical_error: the run was reclaimed {reclaims} times after its \
+                "[MAG-LS001] the run was reclaimed {reclaims} times after its \
                  worker stopped heartbeating, {claims} claims, more than maxClaimAttempts \
                  ({max}); the task that was running is not run again"
             )
