@@ -82,12 +82,18 @@ fn kind(v: &Value) -> &'static str {
 /// `v` as its declared type holds it: an `integer` given as a whole number written with a
 /// fraction (`3.0`, `1e1`) is that integer, so that `${params.n}` reads `3`, not `3.0`.
 pub(crate) fn as_declared(ty: ParamType, v: Value) -> Value {
+    integral(ty, &v).unwrap_or(v)
+}
+
+/// The integer a whole float `v` of an `integer` parameter stands for; `None` when `v` needs
+/// no change.
+fn integral(ty: ParamType, v: &Value) -> Option<Value> {
     match v.as_f64() {
-        Some(f) if ty == ParamType::Integer && !v.is_i64() && !v.is_u64() && ty.matches(&v) => {
+        Some(f) if ty == ParamType::Integer && !v.is_i64() && !v.is_u64() && ty.matches(v) => {
             // `matches` allows only whole numbers within f64's exact range.
-            Value::from(f as i64)
+            Some(Value::from(f as i64))
         }
-        _ => v,
+        _ => None,
     }
 }
 
@@ -125,15 +131,16 @@ pub fn validate_params(
                 found: kind(v),
             }),
             Some(v) => {
-                let v = as_declared(p.ty, v.clone());
-                if let Some(allowed) = p.enum_values.as_ref().filter(|a| !a.contains(&v)) {
+                if let Some(whole) = integral(p.ty, v) {
+                    out.insert(name.clone(), whole);
+                }
+                let v = &out[name.as_str()];
+                if let Some(allowed) = p.enum_values.as_ref().filter(|a| !a.contains(v)) {
                     errs.push(ParamError::NotInEnum {
                         name: name.clone(),
-                        value: v,
+                        value: v.clone(),
                         allowed: Value::Array(allowed.clone()),
                     });
-                } else {
-                    out.insert(name.clone(), v);
                 }
             }
         }
