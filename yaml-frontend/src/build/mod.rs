@@ -369,6 +369,15 @@ fn bounds(ctx: &mut Ctx<'_>, node: &YamlNode) -> Option<Bounds> {
     }
     if let Some(v) = node.get("maxTaskSpawns") {
         match v.kind {
+            YamlKind::Int(0) => {
+                b.max_task_spawns = Some(0);
+                ctx.warn(
+                    v.span,
+                    Code::InvalidBounds,
+                    "bounds.maxTaskSpawns is 0: no task may start, so a run fails \
+                     'bounds exhausted' before its first task; expected at least 1",
+                );
+            }
             YamlKind::Int(i) if i >= 0 => b.max_task_spawns = u64::try_from(i).ok(),
             _ => ctx.error(
                 v.span,

@@ -96,8 +96,8 @@ pub(super) const CODES: &[ErrorCode] = &[
     },
     ErrorCode {
         code: "MAG-Y019",
-        meaning: "A bounds block is invalid.",
-        remedy: "Fix `bounds:`.",
+        meaning: "A bounds block is invalid; or (a warning) `maxTaskSpawns: 0`, under which no task starts and a run fails `bounds exhausted` before its first task.",
+        remedy: "Fix `bounds:`; a cap on task starts is at least 1.",
     },
     ErrorCode {
         code: "MAG-Y020",

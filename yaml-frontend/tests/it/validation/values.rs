@@ -73,6 +73,30 @@ fn bounds_timeout_store_as() {
     );
 }
 
+/// `maxTaskSpawns: 0` is a valid bound, but one under which no task ever starts: a warning
+/// at the value says what a run of it does.
+#[test]
+fn max_task_spawns_of_zero_is_a_warning() {
+    let text = format!(
+        "start: a\nbounds:\n  maxTaskSpawns: 0\nstates:\n  a:\n    type: shell_task\n    run: x\n    dirName: workspace\n    on: {{ success: end }}\n    catch: {{ technical_error: end, business_error: end, timeout: end }}\n{END}"
+    );
+    let loaded =
+        load_workflow("wf.yaml", &text, &LoadOptions::default()).unwrap_or_else(|d| panic!("{d}"));
+    let found: Vec<String> = loaded
+        .warnings
+        .iter()
+        .filter(|w| w.message.starts_with("[MAG-Y019]"))
+        .map(ToString::to_string)
+        .collect();
+    assert_eq!(
+        found,
+        [
+            "wf.yaml:3:18: [MAG-Y019] bounds.maxTaskSpawns is 0: no task may start, so a run fails 'bounds exhausted' before its first task; expected at least 1"
+        ]
+    );
+    assert_eq!(loaded.plan.bounds.max_task_spawns, Some(0));
+}
+
 /// Every duration of a document is at most 100 years (3,155,760,000 s): longer ones, however
 /// written (an exponent, an integer past i64, `.inf`), are rejected with the limit in the
 /// message, never taken as a `Duration` that overflows.
