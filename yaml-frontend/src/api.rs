@@ -1,6 +1,6 @@
 //! The entry point: text in, validated [`WorkflowDoc`] or every diagnostic out.
 
-use crate::analysis::{self, DocumentLookup, ScriptRef, WorkflowRef};
+use crate::analysis::{self, DocumentLookup, ScriptRef, WorkflowRef, WorkspaceRef};
 use crate::ast::WorkflowDoc;
 use crate::build;
 use crate::diagnostic::Diagnostics;
@@ -24,6 +24,9 @@ pub struct Loaded {
     /// The script of every `script_task` written without placeholders, for
     /// [`load_workflow_checked`].
     pub script_refs: Vec<ScriptRef>,
+    /// The `dirName:` of every `shell_task` written without placeholders, for
+    /// [`load_workflow_checked`].
+    pub workspace_refs: Vec<WorkspaceRef>,
 }
 
 /// What a document refers to in other documents, found in whatever part of it was built.
@@ -31,6 +34,7 @@ pub struct Loaded {
 struct Refs {
     workflows: Vec<WorkflowRef>,
     scripts: Vec<ScriptRef>,
+    workspaces: Vec<WorkspaceRef>,
 }
 
 /// Parses, structurally builds and semantically validates a workflow document, then
@@ -49,8 +53,10 @@ pub fn load_workflow(
 /// [`load_workflow`], with the checks against the caller's documents among the diagnostics
 /// (sorted by position): the `MAG-YA005` warnings of [`Loaded::check_sub_workflows`], and a
 /// `MAG-Y040` error for each `script_task` whose script, written without placeholders,
-/// `lookup` would not find at run time (with the reason the task would fail with). Both are
-/// reported for a document with errors too, so that one pass shows everything to fix.
+/// `lookup` would not find at run time (with the reason the task would fail with), and a
+/// `MAG-Y042` warning for each `shell_task` whose `dirName:` names no workspace of the
+/// project. All are reported for a document with errors too, so that one pass shows
+/// everything to fix.
 ///
 /// A state is checked wherever it was read as a `workflow_task` or `script_task`, whatever
 /// else is wrong in the document; a state whose type cannot be read is not.
@@ -60,16 +66,21 @@ pub fn load_workflow_checked(
     opts: &LoadOptions,
     mut lookup: impl DocumentLookup,
 ) -> Result<Loaded, Diagnostics> {
-    let mut checks = |workflows: &[WorkflowRef], scripts: &[ScriptRef]| {
+    let mut checks = |workflows: &[WorkflowRef], scripts: &[ScriptRef], ws: &[WorkspaceRef]| {
         let mut found = analysis::unknown_sub_workflows(path_label, workflows, |name| {
             lookup.workflow_exists(name)
         });
         found.extend(analysis::missing_scripts(path_label, scripts, &mut lookup));
+        found.extend(analysis::unknown_workspaces(path_label, ws, &mut lookup));
         found
     };
     match load(path_label, text, opts) {
         Ok(mut loaded) => {
-            let found = checks(&loaded.workflow_refs, &loaded.script_refs);
+            let found = checks(
+                &loaded.workflow_refs,
+                &loaded.script_refs,
+                &loaded.workspace_refs,
+            );
             loaded.warnings.extend(found);
             loaded.warnings.sort();
             if loaded.warnings.has_errors() {
@@ -79,7 +90,7 @@ pub fn load_workflow_checked(
             }
         }
         Err((mut diags, refs)) => {
-            diags.extend(checks(&refs.workflows, &refs.scripts));
+            diags.extend(checks(&refs.workflows, &refs.scripts, &refs.workspaces));
             diags.sort();
             Err(diags)
         }
@@ -113,6 +124,7 @@ fn load(path_label: &str, text: &str, opts: &LoadOptions) -> Result<Loaded, (Dia
         .map(|doc| Refs {
             workflows: analysis::workflow_refs(&root, doc),
             scripts: analysis::script_refs(&root, doc),
+            workspaces: analysis::workspace_refs(&root, doc),
         })
         .unwrap_or_default();
     analysis::invalid_sub_workflow_names(&mut ctx, &refs.workflows);
@@ -123,6 +135,7 @@ fn load(path_label: &str, text: &str, opts: &LoadOptions) -> Result<Loaded, (Dia
             plan,
             workflow_refs: refs.workflows,
             script_refs: refs.scripts,
+            workspace_refs: refs.workspaces,
             doc,
             warnings: diags,
             path: path_label.to_owned(),

@@ -127,6 +127,9 @@ pub enum Code {
     ScriptPath,
     /// `MAG-Y041`: a `shell_task` has no `dirName:` (warning): it would end `technical_error`.
     ShellWithoutWorkspace,
+    /// `MAG-Y042`: a `shell_task`'s literal `dirName:` names no workspace of the project
+    /// (warning): it would end `technical_error`; found by [`crate::load_workflow_checked`].
+    UnknownWorkspace,
     /// `MAG-Y029`: a `parallel_task` or `foreach_task` names no sub-run, or both a `workflow:`
     /// and inline `states:`.
     FanOutBody,
@@ -207,6 +210,7 @@ impl Code {
             Self::InertField => "MAG-Y039",
             Self::ScriptPath => "MAG-Y040",
             Self::ShellWithoutWorkspace => "MAG-Y041",
+            Self::UnknownWorkspace => "MAG-Y042",
             Self::FanOutBody => "MAG-Y029",
             Self::InvalidParallelism => "MAG-Y030",
             Self::InvalidTolerance => "MAG-Y031",

@@ -679,6 +679,37 @@ fn validate_reports_an_unknown_sub_workflow_along_with_errors() {
     );
 }
 
+/// A shell_task's literal `dirName` is looked up among the project's workspaces: one the
+/// project does not declare is a warning at the value (the step would end technical_error),
+/// and the document stays valid; a placeholder is resolved at run time and not looked up.
+#[test]
+fn validate_warns_of_a_shell_workspace_the_project_does_not_declare() {
+    let p = Project::new();
+    let doc = |dir: &str| {
+        format!(
+            "start: s\nstates:\n  s:\n    type: shell_task\n    run: \"true\"\n    dirName: {dir}\n    on: {{ success: done }}\n    catch: {{ technical_error: done, business_error: done, timeout: done }}\n  done: {{ type: terminal }}\n"
+        )
+    };
+    p.workflow("declared", &doc("build"))
+        .workflow("project", &doc("workspace"))
+        .workflow("templated", &doc("\"${params.d}\""))
+        .workflow("undeclared", &doc("nope"));
+    std::fs::write(
+        p.dir.join("_vance/settings.yaml"),
+        "workspaces:\n  build: out\n",
+    )
+    .unwrap();
+    let out = p.cli(&["validate"]);
+    assert_eq!(code(&out), 0, "{}", stderr(&out));
+    let err = stderr(&out);
+    let warning = "_vance/workflows/undeclared.yaml:6:14: warning: [MAG-Y042] shell_task 's' runs in workspace 'nope', which the project does not declare";
+    assert!(err.lines().any(|l| l.contains(warning)), "{warning}\n{err}");
+    assert_eq!(err.matches("MAG-Y042").count(), 1, "{err}");
+    // As a warning, it fails only a strict validation.
+    let strict = p.cli(&["validate", "--strict", "undeclared"]);
+    assert_eq!(code(&strict), 1, "{}", stderr(&strict));
+}
+
 /// A script_task's literal script path is looked up where a run would look for it: a missing
 /// script or a path out of the project is an error at the path, before anything runs.
 #[test]

@@ -2,8 +2,10 @@
 //! [`DocumentLookup`]: the workflows its `workflow_task`s start (`MAG-YA005`, a warning: the
 //! workflow may be written later, and a failed sub-run is an outcome the document may route)
 //! and the scripts its `script_task`s run (`MAG-Y040`, an error: with the documents as they
-//! are, the task cannot run its script). Both are found in whatever part of the document was
-//! built, so they are reported with the document's other errors.
+//! are, the task cannot run its script) and the workspaces its `shell_task`s run in
+//! (`MAG-Y042`, a warning: the step would end `technical_error`, an outcome the document may
+//! route). All are found in whatever part of the document was built, so they are reported
+//! with the document's other errors.
 
 use crate::ast::{ScriptSource, Spanned, TaskSpec, WorkflowDoc};
 use crate::diagnostic::{Code, Diagnostic, Diagnostics};
@@ -33,6 +35,14 @@ pub trait DocumentLookup {
     ) -> Result<(), String> {
         let _ = (source, dir_name, path);
         Ok(())
+    }
+
+    /// Whether a `shell_task`'s `dirName` names a workspace of the project (the project's
+    /// `workspaces:` setting, or `workspace`). The default knows every workspace: a lookup
+    /// that does not check them.
+    fn has_workspace(&mut self, dir_name: &str) -> bool {
+        let _ = dir_name;
+        true
     }
 }
 
@@ -78,6 +88,77 @@ impl DocumentLookup for ProjectDocuments<'_> {
             .map(|_| ())
             .map_err(|e| e.message)
     }
+
+    fn has_workspace(&mut self, dir_name: &str) -> bool {
+        self.docs.workspace_dir(self.scope, dir_name).is_some()
+    }
+}
+
+/// A `shell_task`'s `dirName:`, written without placeholders.
+#[derive(Debug, Clone, PartialEq)]
+pub struct WorkspaceRef {
+    /// The state holding the `shell_task`.
+    pub state: String,
+    /// `dirName:`, and where its value is written.
+    pub dir_name: Spanned<String>,
+}
+
+/// The literal `dirName:` of every `shell_task` state, with its position.
+pub(crate) fn workspace_refs(root: &YamlNode, doc: &WorkflowDoc) -> Vec<WorkspaceRef> {
+    let mut out = Vec::new();
+    for (v, state) in super::state_nodes(root, doc) {
+        let TaskSpec::Shell {
+            dir_name: Some(dir_name),
+            ..
+        } = &state.task
+        else {
+            continue;
+        };
+        let Some(node) = v.get("dirName") else {
+            continue;
+        };
+        if dir_name.contains("${") {
+            continue;
+        }
+        out.push(WorkspaceRef {
+            state: state.name.clone(),
+            dir_name: Spanned {
+                value: dir_name.clone(),
+                span: node.content.unwrap_or(node.span),
+            },
+        });
+    }
+    out
+}
+
+/// The `MAG-Y042` warnings of `refs` (of the document labelled `path`): each `dirName` that
+/// names no workspace of the project now. A warning, as the reference has such a step end
+/// `technical_error` at run time, which the document may route, and the settings may gain
+/// the workspace before the run.
+pub(crate) fn unknown_workspaces(
+    path: &str,
+    refs: &[WorkspaceRef],
+    lookup: &mut impl DocumentLookup,
+) -> Diagnostics {
+    let mut out = Diagnostics::new();
+    for r in refs {
+        let name = &r.dir_name.value;
+        if lookup.has_workspace(name) {
+            continue;
+        }
+        out.push(Diagnostic::warning(
+            path,
+            r.dir_name.span,
+            Code::UnknownWorkspace,
+            format_args!(
+                "shell_task '{}' runs in workspace '{name}', which the project does not declare: \
+                 expected 'workspace' (the project directory) or a workspace under 'workspaces:' \
+                 in _vance/settings.yaml; the task would end with 'technical_error' ([MAG-SH005])",
+                r.state
+            ),
+        ));
+    }
+    out
 }
 
 /// A `script_task`'s script, written without placeholders (a `${…}` in `path` or `dirName`

@@ -18,8 +18,10 @@ mod lookup;
 mod outcomes;
 mod reach;
 
-pub use lookup::{DocumentLookup, ProjectDocuments, ScriptRef};
-pub(crate) use lookup::{missing_scripts, script_refs, unknown_sub_workflows};
+pub use lookup::{DocumentLookup, ProjectDocuments, ScriptRef, WorkspaceRef};
+pub(crate) use lookup::{
+    missing_scripts, script_refs, unknown_sub_workflows, unknown_workspaces, workspace_refs,
+};
 
 use crate::api::Loaded;
 use crate::ast::{Spanned, StateSpec, TaskType, WorkflowDoc};

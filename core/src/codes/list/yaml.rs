@@ -185,6 +185,11 @@ pub(super) const CODES: &[ErrorCode] = &[
         remedy: "Name the workspace it runs in: `dirName: workspace` (the project directory) or a workspace of the project's settings.",
     },
     ErrorCode {
+        code: "MAG-Y042",
+        meaning: "A shell_task's `dirName:`, written without placeholders, names no workspace of the project (a warning, reported by `magrathea validate`): the step would end `technical_error` with MAG-SH005.",
+        remedy: "Use `workspace` (the project directory) or declare the workspace under `workspaces:` in the project's `_vance/settings.yaml`.",
+    },
+    ErrorCode {
         code: "MAG-YA001",
         meaning: "A transition names an outcome its task can never end with (e.g. `on: success` on a timer_task, which only ends `fired`); it can never be taken. An error for `on:`, except for `failure`, which the reference writes loosely; a warning for `failure` and for `catch:` (the reference's seven kinds may be caught on any state).",
         remedy: "Route an outcome the task type produces (the message lists them), or remove the transition.",
