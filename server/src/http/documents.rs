@@ -73,7 +73,14 @@ pub(crate) struct ProjectPath {
 #[derive(Debug, Deserialize)]
 pub(crate) struct ListQuery {
     dir: Option<String>,
+    /// At most this many entries (default and most [`MAX_LIST`]).
+    limit: Option<usize>,
+    /// The `next` of the previous page: entries after this name.
+    cursor: Option<String>,
 }
+
+/// The most entries of one page of a listing.
+pub const MAX_LIST: usize = 1000;
 
 fn vance_dir(state: &AppState, scope: &Scope) -> PathBuf {
     state.docs().project_dir(scope).join("_vance")
@@ -469,45 +476,106 @@ fn is_trigger_document(parts: &[&str]) -> bool {
     parts.len() >= 2 && matches!(parts[0], "scheduler" | "events" | "hooks")
 }
 
-/// `GET …/documents?dir=workflows` → `{items: [{name, path, kind: "file"|"dir"}]}`, sorted
-/// by name; `dir` defaults to `_vance/` itself. A missing directory lists nothing.
+/// `GET …/documents?dir=workflows&limit=&cursor=` → `{items: [{name, path, kind:
+/// "file"|"dir"}], next?}`, sorted by name, at most `limit` (default and most [`MAX_LIST`])
+/// a page; `next` (also the `X-Next-Cursor` header) is the `cursor` of the next page. `dir`
+/// defaults to `_vance/` itself. A missing directory lists nothing. A directory of any size
+/// (a shell step may fill one) is read in one pass that keeps only the page's names.
 pub(crate) async fn list(
     State(state): State<AppState>,
     Path(p): Path<ProjectPath>,
     Query(q): Query<ListQuery>,
     headers: HeaderMap,
-) -> Result<Json<Value>, ApiError> {
+) -> Result<axum::response::Response, ApiError> {
     state.authorize(&headers, &p.tenant, ApiScope::Read)?;
     let scope = state.scope(&p.tenant, &p.project)?;
-    let dir_arg = q.dir.unwrap_or_default();
-    let parts = segments(&dir_arg)?;
-    let dir = under_vance(&state, &scope, &parts);
-    let project = state.docs().project_dir(&scope);
-    let mut items = Vec::new();
-    if let Some(dir) = resolve_existing(&project, &dir, &project_rel(&parts))?
-        && let Ok(entries) = std::fs::read_dir(&dir)
+    let limit = match q.limit {
+        None => MAX_LIST,
+        Some(n) if (1..=MAX_LIST).contains(&n) => n,
+        Some(n) => {
+            return Err(ApiError::bad_request(
+                "MAG-HTTP-INVALID-LIMIT",
+                format!("limit {n}: expected 1 to {MAX_LIST}"),
+            ));
+        }
+    };
+    let cursor = q.cursor.filter(|c| !c.is_empty());
+    if let Some(c) = &cursor
+        && check_name(c).is_err()
     {
-        // `resolve_existing` found the directory, so the project exists.
-        let base = project.canonicalize().map_err(ApiError::internal)?;
-        for entry in entries.flatten() {
-            let name = entry.file_name().to_string_lossy().into_owned();
-            if check_name(&name).is_err() {
-                continue;
-            }
-            let is_link = entry.file_type().is_ok_and(|t| t.is_symlink());
-            if is_link && !entry_inside(&base, &entry.path()) {
-                continue;
-            }
-            let kind = if entry.path().is_dir() { "dir" } else { "file" };
-            let path = parts
-                .iter()
-                .copied()
-                .chain([name.as_str()])
-                .collect::<Vec<_>>()
-                .join("/");
-            items.push(json!({ "name": name, "path": path, "kind": kind }));
+        return Err(ApiError::bad_request(
+            "MAG-HTTP-INVALID-CURSOR",
+            format!("invalid cursor `{c}`: pass the `next` of the previous page unchanged"),
+        ));
+    }
+    let dir_arg = q.dir.unwrap_or_default();
+    let parts: Vec<String> = segments(&dir_arg)?.into_iter().map(str::to_owned).collect();
+    let refs: Vec<&str> = parts.iter().map(String::as_str).collect();
+    let dir = under_vance(&state, &scope, &refs);
+    let project = state.docs().project_dir(&scope);
+    let Some(dir) = resolve_existing(&project, &dir, &project_rel(&refs))? else {
+        return Ok(super::inbox::paged(json!({ "items": [] }), None));
+    };
+    let (items, next) = tokio::task::spawn_blocking(move || {
+        list_page(&project, &dir, &parts, cursor.as_deref(), limit)
+    })
+    .await
+    .map_err(ApiError::internal)??;
+    let body = match &next {
+        Some(n) => json!({ "items": items, "next": n }),
+        None => json!({ "items": items }),
+    };
+    Ok(super::inbox::paged(body, next))
+}
+
+/// The page of `dir` after `cursor`: the `limit` least names above it, with the name to
+/// continue from when more follow.
+fn list_page(
+    project: &std::path::Path,
+    dir: &std::path::Path,
+    parts: &[String],
+    cursor: Option<&str>,
+    limit: usize,
+) -> Result<(Vec<Value>, Option<String>), ApiError> {
+    let Ok(entries) = std::fs::read_dir(dir) else {
+        return Ok((Vec::new(), None));
+    };
+    // The `limit + 1` least names above the cursor, in a max-heap: memory for one page,
+    // whatever the directory holds.
+    let mut least = std::collections::BinaryHeap::with_capacity(limit + 1);
+    for entry in entries.flatten() {
+        let name = entry.file_name().to_string_lossy().into_owned();
+        if check_name(&name).is_err() || cursor.is_some_and(|c| name.as_str() <= c) {
+            continue;
+        }
+        if least.len() <= limit {
+            least.push(name);
+        } else if least.peek().is_some_and(|top| name < *top) {
+            least.pop();
+            least.push(name);
         }
     }
-    items.sort_by(|a, b| a["name"].as_str().cmp(&b["name"].as_str()));
-    Ok(Json(json!({ "items": items })))
+    let mut names = least.into_sorted_vec();
+    let more = names.len() > limit;
+    names.truncate(limit);
+    let next = more.then(|| names.last().cloned()).flatten();
+    // `resolve_existing` found the directory, so the project exists.
+    let base = project.canonicalize().map_err(ApiError::internal)?;
+    let mut items = Vec::with_capacity(names.len());
+    for name in names {
+        let path = dir.join(&name);
+        let is_link = std::fs::symlink_metadata(&path).is_ok_and(|m| m.file_type().is_symlink());
+        if is_link && !entry_inside(&base, &path) {
+            continue;
+        }
+        let kind = if path.is_dir() { "dir" } else { "file" };
+        let rel = parts
+            .iter()
+            .map(String::as_str)
+            .chain([name.as_str()])
+            .collect::<Vec<_>>()
+            .join("/");
+        items.push(json!({ "name": name, "path": rel, "kind": kind }));
+    }
+    Ok((items, next))
 }

@@ -108,6 +108,43 @@ async fn documents_are_read_listed_and_written_with_validation() {
         top["items"][0],
         json!({"name": "workflows", "path": "workflows", "kind": "dir"})
     );
+    // Paged by name: the page's last name is the next page's cursor, in the body and in
+    // X-Next-Cursor; the last page names none.
+    let page = |query: String| {
+        let req = s.get(&format!("{base}?dir=workflows&{query}"), Some(ACME_READ));
+        async move {
+            let r = req.send().await.unwrap();
+            let header = r
+                .headers()
+                .get("X-Next-Cursor")
+                .map(|v| v.to_str().unwrap().to_owned());
+            (header, r.json::<Value>().await.unwrap())
+        }
+    };
+    let (header, first) = page("limit=3".into()).await;
+    assert_eq!(
+        item_names(&first),
+        ["approve.yaml", "broken.yaml", "hello.yaml"]
+    );
+    assert_eq!(
+        (header.as_deref(), &first["next"]),
+        (Some("hello.yaml"), &json!("hello.yaml"))
+    );
+    let (header, last) = page("limit=3&cursor=hello.yaml".into()).await;
+    assert_eq!(item_names(&last), ["needs-param.yaml"]);
+    assert_eq!((header, last.get("next")), (None, None));
+    for (query, code_) in [
+        ("limit=0", "MAG-HTTP-INVALID-LIMIT"),
+        ("limit=1001", "MAG-HTTP-INVALID-LIMIT"),
+        ("cursor=..", "MAG-HTTP-INVALID-CURSOR"),
+    ] {
+        let r = s
+            .get(&format!("{base}?dir=workflows&{query}"), Some(ACME_READ))
+            .send()
+            .await
+            .unwrap();
+        assert_eq!(code(r).await, (400, code_.into()), "{query}");
+    }
 
     let put = |path: &str, body: &str, token: &str| {
         s.client

@@ -276,8 +276,13 @@ pub(super) const CODES: &[ErrorCode] = &[
     },
     ErrorCode {
         code: "MAG-HTTP-INVALID-CURSOR",
-        meaning: "The pagination cursor is not one the list issued (a run id for runs, a delivery's key for deliveries).",
+        meaning: "The pagination cursor is not one the list issued (a run id for runs, a delivery's key for deliveries, a document's name for documents).",
         remedy: "Pass the cursor from the previous page unchanged.",
+    },
+    ErrorCode {
+        code: "MAG-HTTP-INVALID-LIMIT",
+        meaning: "A listing's `limit` is outside what it pages (documents: 1 to 1000).",
+        remedy: "Ask for at most the page the route allows and follow `next` / `X-Next-Cursor` for the rest.",
     },
     ErrorCode {
         code: "MAG-HTTP-UI-INVALID-STATUS",
