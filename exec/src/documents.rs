@@ -1,6 +1,8 @@
 //! Where workflow documents come from: the project, then the tenant (reference §6).
 
 use std::path::{Path, PathBuf};
+
+use crate::confine::Unresolved;
 use std::sync::Arc;
 
 use crate::file_cache::FileCaches;
@@ -309,17 +311,25 @@ impl DocumentSource {
                 LeadsOut(self.label(path)),
             )
         };
-        let real = path.canonicalize()?;
         let rel = path.strip_prefix(&*self.root).map_err(|_| outside())?;
         let mut parts = rel.components();
         let (Some(tenant), Some(project)) = (parts.next(), parts.next()) else {
             return Err(outside());
         };
         let base = self.root.join(tenant).join(project).canonicalize()?;
-        if real.starts_with(&base) {
-            Ok(real)
-        } else {
-            Err(outside())
+        // Resolved without looking past the project: a link out is refused alike whether
+        // its target exists or not, so the answer tells nothing of another tenant's files.
+        match crate::confine::resolve_inside(&base, &base.join(parts.as_path())) {
+            Ok(real) => Ok(real),
+            Err(Unresolved::LeadsOut) => Err(outside()),
+            Err(Unresolved::Missing) => Err(std::io::Error::new(
+                std::io::ErrorKind::NotFound,
+                format!("{} not found", self.label(path)),
+            )),
+            Err(Unresolved::Unreadable) => Err(std::io::Error::other(format!(
+                "{}: too many symbolic links, or one that cannot be read",
+                self.label(path)
+            ))),
         }
     }
 

@@ -130,6 +130,11 @@ impl<T: Clone> FileCache<T> {
                     .lock()
                     .unwrap_or_else(PoisonError::into_inner)
                     .remove(path);
+                // A link to nothing is the reader's to judge (it may lead out of its project,
+                // which is refused as a link to something is), not an absent file.
+                if std::fs::symlink_metadata(path).is_ok_and(|m| m.file_type().is_symlink()) {
+                    return read(path);
+                }
                 return missing(error);
             }
         };

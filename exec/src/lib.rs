@@ -54,6 +54,7 @@
 mod body;
 pub mod bounds;
 mod call;
+pub mod confine;
 mod documents;
 pub mod egress;
 mod executors;

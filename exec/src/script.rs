@@ -441,19 +441,21 @@ fn locate_checked(
     let where_ = |p: &Path| script_label(docs, source, dir_name, path, p);
     for root in &roots {
         let file = root.join(&rel);
-        if !file.exists() {
+        let Ok(base) = root.canonicalize() else {
             continue;
-        }
-        // No escape through symbolic links either: the file must stay under its root.
-        let real = match (root.canonicalize(), file.canonicalize()) {
-            (Ok(r), Ok(f)) if f.starts_with(&r) => Some(f),
-            _ => None,
         };
-        let Some(real) = real else {
-            return Err(technical(format!(
-                "[MAG-JS002] invalid script path `{path}`: it leads outside {}",
-                where_(root)
-            )));
+        // No escape through symbolic links either: the file must stay under its root. A
+        // link is judged by where it points, not by what is there, so a link out is refused
+        // alike whether its target exists or not.
+        let real = match crate::confine::resolve_inside(&base, &base.join(&rel)) {
+            Ok(real) => real,
+            Err(crate::confine::Unresolved::Missing) => continue,
+            Err(_) => {
+                return Err(technical(format!(
+                    "[MAG-JS002] invalid script path `{path}`: it leads outside {}",
+                    where_(root)
+                )));
+            }
         };
         if docs.is_settings_file(scope, &real) {
             return Err(technical(format!(

@@ -25,10 +25,28 @@ pub(crate) fn contained(
     name: &str,
     tenant: &TenantShellSettings,
 ) -> Result<PathBuf, String> {
-    let Ok(real) = dir.canonicalize() else {
-        return Ok(dir);
+    let outside = || {
+        format!(
+            "workspace `{name}` lies outside the project directory: a served project's workspaces \
+             stay inside it unless the tenant's administrator lists their root under \
+             `shell.workspaceRoots` in _tenant/_vance/settings.yaml"
+        )
     };
     let real_of = |p: &Path| p.canonicalize().unwrap_or_else(|_| p.to_path_buf());
+    let Ok(real) = dir.canonicalize() else {
+        // Nothing there. A link of the project that leads out to nothing is refused as one
+        // that leads out to something: the answer must not tell which paths exist outside.
+        let real_project = real_of(project);
+        if let Ok(rel) = dir
+            .strip_prefix(project)
+            .or_else(|_| dir.strip_prefix(&real_project))
+            && crate::confine::resolve_inside(&real_project, &real_project.join(rel))
+                == Err(crate::confine::Unresolved::LeadsOut)
+        {
+            return Err(outside());
+        }
+        return Ok(dir);
+    };
     let project = real_of(project);
     if real.starts_with(&project) {
         return Ok(real);
@@ -37,9 +55,5 @@ pub(crate) fn contained(
     if !real.starts_with(real_of(tree)) && tenant.workspace_roots.iter().any(|r| inside(r)) {
         return Ok(real);
     }
-    Err(format!(
-        "workspace `{name}` lies outside the project directory: a served project's workspaces \
-         stay inside it unless the tenant's administrator lists their root under \
-         `shell.workspaceRoots` in _tenant/_vance/settings.yaml"
-    ))
+    Err(outside())
 }

@@ -53,6 +53,11 @@ pub enum VersionError {
         "[MAG-VR004] the history entry {0} holds other text than its hash says; nothing was published"
     )]
     HistoryMismatch(String),
+    /// A document of the workflow is a symbolic link that leads out of the project.
+    #[error(
+        "[MAG-HTTP-OUTSIDE-PROJECT] {0}; versions are read and written only inside the project"
+    )]
+    OutsideProject(String),
     /// The file system refused.
     #[error("cannot change the versions of '{name}': {message}")]
     Io {
@@ -118,6 +123,9 @@ fn history_dir(docs: &DocumentSource, scope: &Scope, name: &str) -> PathBuf {
 }
 
 fn io(name: &str, what: &str, e: std::io::Error) -> VersionError {
+    if magrathea_exec::leads_out(&e) {
+        return VersionError::OutsideProject(e.to_string());
+    }
     VersionError::Io {
         name: name.to_string(),
         message: format!("{what}: {}", e.kind()),

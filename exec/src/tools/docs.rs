@@ -68,16 +68,22 @@ fn resolve(docs: &DocumentSource, ctx: &ToolContext, rel: &str) -> Result<Resolv
             e.kind()
         ))
     })?;
-    let path = root.join(given).canonicalize().map_err(|e| {
-        if e.kind() == std::io::ErrorKind::NotFound {
-            ToolError::Failed(format!("no document `{rel}` in the project"))
-        } else {
-            ToolError::Failed(format!("cannot open `{rel}`: {e}"))
+    // Resolved without looking past the project: a link out is refused alike whether its
+    // target exists or not.
+    let path = match crate::confine::resolve_inside(&root, &root.join(given)) {
+        Ok(path) => path,
+        Err(crate::confine::Unresolved::LeadsOut) => return Err(escape()),
+        Err(crate::confine::Unresolved::Missing) => {
+            return Err(ToolError::Failed(format!(
+                "no document `{rel}` in the project"
+            )));
         }
-    })?;
-    if !path.starts_with(&root) {
-        return Err(escape());
-    }
+        Err(crate::confine::Unresolved::Unreadable) => {
+            return Err(ToolError::Failed(format!(
+                "cannot open `{rel}`: too many symbolic links, or one that cannot be read"
+            )));
+        }
+    };
     if in_engine_dir(&root, &path) {
         return Err(ToolError::PermissionDenied(format!(
             "`{rel}` is in `{ENGINE_DIR}/`, the engine's own store (journals of every run, the \

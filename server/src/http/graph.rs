@@ -66,6 +66,13 @@ fn load(state: &AppState, scope: &Scope, name: &str) -> Result<Loaded, ApiError>
                 format!("[MAG-DOC001] unknown workflow `{name}`"),
             ));
         }
+        Err(e @ DocumentError::OutsideProject(_)) => {
+            return Err(ApiError::new(
+                StatusCode::FORBIDDEN,
+                "MAG-HTTP-OUTSIDE-PROJECT",
+                e.to_string(),
+            ));
+        }
         Err(e) => return Err(ApiError::internal(e)),
     };
     load_workflow(&state.label(&path), &text, &LoadOptions::default())

@@ -43,6 +43,11 @@ fn api_error(e: VersionError) -> ApiError {
         VersionError::HistoryMismatch(_) => {
             ApiError::new(StatusCode::CONFLICT, "MAG-VR004", e.to_string())
         }
+        VersionError::OutsideProject(_) => ApiError::new(
+            StatusCode::FORBIDDEN,
+            "MAG-HTTP-OUTSIDE-PROJECT",
+            e.to_string(),
+        ),
         VersionError::Io { .. } => ApiError::internal(e),
     }
 }

@@ -549,3 +549,54 @@ async fn yaml_nested_too_deep_is_refused_before_it_is_parsed() {
         assert!(view["status"].is_string(), "{view}");
     }
 }
+
+/// A shell step can make links in its project to paths of another tenant. Whatever route
+/// follows such a link (a workflow's graph, its versions, a publish, a start, a script's
+/// path), it answers the same whether the path exists in the other tenant or not: the answer
+/// tells nothing of another tenant's files.
+#[tokio::test]
+async fn a_link_out_answers_alike_whether_its_target_exists_or_not() {
+    let s = Server::start().await;
+    let project = s.root.join("acme/shop/_vance");
+    let theirs = s.root.join("globex/shop/_vance/workflows");
+    for (name, target) in [("there", "hello.yaml"), ("nowhere", "nothing.yaml")] {
+        symlink(
+            theirs.join(target),
+            project.join(format!("workflows/{name}.yaml")),
+        )
+        .unwrap();
+        std::fs::create_dir_all(project.join("workflow-drafts")).unwrap();
+        symlink(
+            theirs.join(target),
+            project.join(format!("workflow-drafts/d-{name}.yaml")),
+        )
+        .unwrap();
+    }
+    let answer = |method: &'static str, path: String| {
+        let req = match method {
+            "GET" => s.get(&path, Some(ACME)),
+            _ => auth(s.client.post(s.url(&path)), Some(ACME)).json(&json!({})),
+        };
+        async move {
+            let (status, code) = http_common::code(req.send().await.unwrap()).await;
+            (status, code)
+        }
+    };
+    let base = "/brain/acme/project/shop/workflows";
+    for (method, route) in [
+        ("GET", "{}/graph"),
+        ("GET", "{}/graph?format=mermaid"),
+        ("GET", "{}/versions"),
+        ("POST", "{}/start"),
+        ("POST", "d-{}/publish"),
+    ] {
+        let there = answer(method, format!("{base}/{}", route.replace("{}", "there"))).await;
+        let nowhere = answer(method, format!("{base}/{}", route.replace("{}", "nowhere"))).await;
+        assert_eq!(there, nowhere, "{method} {route}");
+        assert_eq!(
+            there,
+            (403, "MAG-HTTP-OUTSIDE-PROJECT".to_owned()),
+            "{method} {route}"
+        );
+    }
+}

@@ -694,6 +694,27 @@ async fn a_literal_script_path_that_a_run_would_not_find_is_an_error() {
     }
 }
 
+/// A link that leads out of the project is refused alike whether what it points to exists:
+/// the answer tells nothing of the files outside.
+#[tokio::test]
+async fn a_script_linked_out_is_refused_alike_whether_its_target_exists_or_not() {
+    let p = project().await;
+    let outside = p.project.parent().unwrap().join("elsewhere");
+    write(&outside.join("there.js"), "return 1;\n");
+    let scripts = p.project.join("_vance/scripts");
+    std::fs::create_dir_all(&scripts).unwrap();
+    std::os::unix::fs::symlink(outside.join("there.js"), scripts.join("there.js")).unwrap();
+    std::os::unix::fs::symlink(outside.join("nothing.js"), scripts.join("nowhere.js")).unwrap();
+    let why = |name: &str| {
+        let found = checked(&p, &format!("    path: _vance/scripts/{name}.js\n"));
+        assert_eq!(found.len(), 1, "{found:#?}");
+        found[0].replace(name, "NAME")
+    };
+    let there = why("there");
+    assert!(there.contains("[MAG-JS002]"), "{there}");
+    assert_eq!(there, why("nowhere"));
+}
+
 /// A workspace changes while runs go on (a shell step may write the script a later state
 /// runs): a script missing from it now is a warning, and the document validates.
 #[tokio::test]
