@@ -47,6 +47,28 @@ pub(crate) fn validate(ctx: &mut Ctx<'_>, doc: &WorkflowDoc) {
     for (target, span) in std::mem::take(&mut ctx.dropped_targets) {
         check(ctx, &target, span, "transition target");
     }
+    // A state that only undoes others (a `compensate:` target no transition or start leads
+    // to) runs its task and reports its outcome among the compensations: its transitions
+    // are never followed, so it needs none.
+    let compensation_only = |name: &str| {
+        let is_compensation = doc
+            .states
+            .values()
+            .any(|s| s.compensate.as_ref().is_some_and(|c| c.value == name));
+        let is_entered = doc.start.value == name
+            || doc.states.values().any(|s| {
+                s.on.iter().any(|t| t.target == name)
+                    || s.catch.iter().any(|t| t.target == name)
+                    || matches!(&s.task, TaskSpec::Condition { rules, otherwise }
+                        if rules.iter().any(|r| r.target == name)
+                            || otherwise.as_ref().is_some_and(|o| o.value == name))
+            })
+            || matches!(&doc.on_failure,
+                crate::ast::FailurePolicy::Fallback(f)
+                | crate::ast::FailurePolicy::PauseForApproval { fallback: Some(f), .. }
+                    if f.value == name);
+        is_compensation && !is_entered
+    };
     for s in doc.states.values() {
         if let Some(c) = &s.compensate {
             check(ctx, &c.value, c.span, "compensation state");
@@ -77,7 +99,7 @@ pub(crate) fn validate(ctx: &mut Ctx<'_>, doc: &WorkflowDoc) {
             || declared("on")
             || declared("catch")
             || matches!(&s.task, TaskSpec::Condition { rules, otherwise } if !rules.is_empty() || otherwise.is_some());
-        if s.task_type != TaskType::Terminal && !has_way_out {
+        if s.task_type != TaskType::Terminal && !has_way_out && !compensation_only(&s.name) {
             ctx.warn(
                 s.span,
                 Code::NoWayOut,

@@ -434,3 +434,22 @@ fn unknown_sub_workflows_are_reported_with_the_documents_errors() {
         loaded.warnings
     );
 }
+
+/// A state that only undoes another (a `compensate:` target nothing else leads to) reports its
+/// outcome among the compensations; its transitions are never followed, so having none draws
+/// no warning. The same state entered by a transition as well needs its way out.
+#[test]
+fn a_compensation_only_state_needs_no_transitions() {
+    let states = |extra: &str| {
+        format!(
+            "start: reserve\nonFailure: compensate\nstates:\n  reserve:\n    type: shell_task\n    dirName: workspace\n    run: \"true\"\n    compensate: release\n    on: {{ success: charge{extra} }}\n  charge:\n    type: shell_task\n    dirName: workspace\n    run: \"false\"\n    on: {{ success: end }}\n  release:\n    type: shell_task\n    dirName: workspace\n    run: \"true\"\n{END}"
+        )
+    };
+    let about_release = |w: Vec<String>| -> Vec<String> {
+        w.into_iter().filter(|w| w.contains("release")).collect()
+    };
+    assert_eq!(about_release(warnings(&states(""))), Vec::<String>::new());
+    let entered = about_release(warnings(&states(", business_error: release")));
+    assert_eq!(entered.len(), 1, "{entered:#?}");
+    assert!(entered[0].contains("[MAG-Y014]"), "{entered:#?}");
+}
