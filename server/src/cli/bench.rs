@@ -6,8 +6,8 @@
 //! (default: the system temp directory), removed afterwards. Output: a table on stdout, or
 //! with `--json` one JSON object (shape in `docs/bench.md`); what it measures is announced on
 //! stderr as it goes. A DIR that does not exist or cannot be written is a usage error (exit
-//! 2); a failure while measuring (a full disk) exits 1; Ctrl-C removes the files and exits
-//! 130.
+//! 2); a failure while measuring (a full disk) exits 1; Ctrl-C or SIGTERM removes the files
+//! and exits 130.
 
 use std::path::{Path, PathBuf};
 
@@ -32,8 +32,8 @@ concurrent workflows of 10 steps against one raw commit per step; the replay of 
 10,000-record run against reading and decoding it. Each ratio is value / baseline: above 1 is
 faster for a rate (records/s, steps/s), slower for ms.
 The workloads are those of the criterion benches (benches/). Exit codes: 0 measured; 1 a
-failure while measuring; 2 DIR does not exist or cannot be written; 130 interrupted (Ctrl-C),
-the bench files removed.")]
+failure while measuring; 2 DIR does not exist or cannot be written; 130 interrupted (Ctrl-C or
+SIGTERM), the bench files removed.")]
 pub(crate) struct BenchArgs {
     /// Directory on the disk to measure; the files go to a fresh subdirectory of it, removed
     /// afterwards [default: the system temp directory].
@@ -70,9 +70,11 @@ pub(crate) async fn bench(args: BenchArgs) -> anyhow::Result<u8> {
             .as_str()
             .unwrap_or("filesystem unknown")
     );
-    // Installed before anything is measured: a Ctrl-C removes the bench files too.
-    let mut sigint = tokio::signal::unix::signal(tokio::signal::unix::SignalKind::interrupt())
-        .context("cannot handle Ctrl-C")?;
+    // Installed before anything is measured: a Ctrl-C or a SIGTERM removes the bench files
+    // too, as for the other commands.
+    use tokio::signal::unix::{SignalKind, signal};
+    let mut sigint = signal(SignalKind::interrupt()).context("cannot handle Ctrl-C")?;
+    let mut sigterm = signal(SignalKind::terminate()).context("cannot handle SIGTERM")?;
     let path = work.path().to_path_buf();
     let measuring = tokio::task::spawn_blocking(move || {
         suite::run(&path, &plan, &mut |stage| errln!("bench: {stage}"))
@@ -80,6 +82,7 @@ pub(crate) async fn bench(args: BenchArgs) -> anyhow::Result<u8> {
     let figures = tokio::select! {
         joined = measuring => joined.context("the bench thread")?,
         _ = sigint.recv() => interrupted(work.path()),
+        _ = sigterm.recv() => interrupted(work.path()),
     };
     let removed = work.close();
     let figures = figures?;
@@ -102,7 +105,7 @@ pub(crate) async fn bench(args: BenchArgs) -> anyhow::Result<u8> {
     Ok(EXIT_OK)
 }
 
-/// Ctrl-C while measuring: removes the bench files and exits at once with code 130 (the
+/// Ctrl-C or SIGTERM while measuring: removes the bench files and exits at once with code 130 (the
 /// measuring thread cannot be stopped midway; the process ending stops it).
 fn interrupted(files: &Path) -> ! {
     errln!("bench: interrupted; removing {}", files.display());

@@ -241,6 +241,17 @@ fn a_dir_it_cannot_write_to_is_a_usage_error() {
 
 #[test]
 fn ctrl_c_while_measuring_removes_the_bench_files_and_exits_130() {
+    interrupted_by(nix::sys::signal::Signal::SIGINT);
+}
+
+/// SIGTERM (a service manager stopping it, `timeout`) ends it as Ctrl-C does.
+#[test]
+fn sigterm_while_measuring_removes_the_bench_files_and_exits_130() {
+    interrupted_by(nix::sys::signal::Signal::SIGTERM);
+}
+
+/// Sends `signal` while the journal writer is measured; the files go, the exit is 130.
+fn interrupted_by(signal: nix::sys::signal::Signal) {
     use std::io::{BufRead, BufReader, Read};
     use std::process::Stdio;
 
@@ -266,11 +277,7 @@ fn ctrl_c_while_measuring_removes_the_bench_files_and_exits_130() {
         }
     }
     assert_eq!(entries(dir.path()).len(), 1, "one bench subdirectory");
-    nix::sys::signal::kill(
-        nix::unistd::Pid::from_raw(child.id() as i32),
-        nix::sys::signal::Signal::SIGINT,
-    )
-    .unwrap();
+    nix::sys::signal::kill(nix::unistd::Pid::from_raw(child.id() as i32), signal).unwrap();
     let mut rest = String::new();
     stderr.read_to_string(&mut rest).unwrap();
     let status = child.wait().unwrap();
