@@ -28,8 +28,8 @@ pub(crate) enum RunsCommand {
         #[arg(long)]
         json: bool,
     },
-    /// Start the run's workflow again with the same parameters (as the document is now, or
-    /// with `--frozen` exactly as the run started), then drive or follow it like `magrathea
+    /// Start the run's workflow again with the same parameters (as the document is now,
+    /// `--current`, the default, or with `--frozen` exactly as the run started), then drive or follow it like `magrathea
     /// run` (same output, same exit codes).
     Rerun {
         /// The run id (32 hex digits).
@@ -37,14 +37,17 @@ pub(crate) enum RunsCommand {
         /// Run the original's frozen definition, version and bounds, not the current document.
         #[arg(long)]
         frozen: bool,
+        /// Run the current document (the default), said explicitly.
+        #[arg(long, conflicts_with = "frozen")]
+        current: bool,
         /// Print the new run as one JSON object.
         #[arg(long)]
         json: bool,
     },
     /// Start a FAILED or CANCELLED YAML run's workflow again from a state (by default the one
     /// it ended in, or the one before it when that is a `terminal`) with the variables the run
-    /// had when it entered it, on the current document or with `--frozen` on the run's own
-    /// definition; then drive or follow it like `magrathea run` (same output, same exit
+    /// had when it entered it, on the current document (`--current`, the default) or with
+    /// `--frozen` on the run's own definition; then drive or follow it like `magrathea run` (same output, same exit
     /// codes). Exit 2 when the run cannot be retried: it is unknown, not FAILED or CANCELLED,
     /// not a YAML run, or `--from` names a state its workflow does not have.
     Retry {
@@ -56,6 +59,9 @@ pub(crate) enum RunsCommand {
         /// Run the original's frozen definition, version and bounds, not the current document.
         #[arg(long)]
         frozen: bool,
+        /// Run the current document (the default), said explicitly.
+        #[arg(long, conflicts_with = "frozen")]
+        current: bool,
         /// Print the new run as one JSON object.
         #[arg(long)]
         json: bool,
@@ -102,12 +108,14 @@ pub(crate) async fn runs(loc: &Location, cmd: RunsCommand) -> anyhow::Result<u8>
             run_id,
             frozen,
             json,
+            ..
         } => rerun(&project, &run_id, frozen, json).await,
         RunsCommand::Retry {
             run_id,
             from,
             frozen,
             json,
+            ..
         } => retry(&project, &run_id, from.as_deref(), frozen, json).await,
         RunsCommand::Pause {
             run_id,

@@ -22,6 +22,11 @@ fn rerun_starts_the_workflow_again_with_the_same_parameters() {
     assert!(stderr(&out).contains(&format!("rerun of {id}")));
     let frozen = json(&p.cli(&["runs", "rerun", &id, "--frozen", "--json"]));
     assert_eq!(frozen["result"]["version"], 1);
+    // The current document may be chosen explicitly too; not both at once.
+    let current = json(&p.cli(&["runs", "rerun", &id, "--current", "--json"]));
+    assert_eq!(current["result"]["version"], 2);
+    let both = p.cli(&["runs", "rerun", &id, "--current", "--frozen"]);
+    assert_eq!(code(&both), 2, "{}", stderr(&both));
     let shown = p.cli(&["runs", "show", frozen["workflowRunId"].as_str().unwrap()]);
     assert!(
         stdout(&shown).contains(&format!("rerun of {id} (frozen definition)")),
