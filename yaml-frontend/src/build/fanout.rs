@@ -213,16 +213,21 @@ fn inline(ctx: &mut Ctx<'_>, node: &YamlNode) -> Option<String> {
     (!failed && doc.is_some()).then(|| doc_node.to_json().to_string())
 }
 
+/// The most sub-runs one fan-out may keep in flight: each holds its parameters (the parent's,
+/// for an inline branch) in memory while it runs.
+pub const MAX_PARALLELISM: u32 = 1000;
+
 /// `maxParallelism` and `toleratedFailures` of a fan-out state.
 fn fan_out(ctx: &mut Ctx<'_>, node: &YamlNode, what: &str) -> FanOut {
     let max_parallelism = node.get("maxParallelism").and_then(|v| match v.kind {
-        YamlKind::Int(n) if n >= 1 => Some(u32::try_from(n).unwrap_or(u32::MAX)),
+        YamlKind::Int(n) if (1..=i64::from(MAX_PARALLELISM)).contains(&n) => u32::try_from(n).ok(),
         _ => {
             ctx.error(
                 v.span,
                 Code::InvalidParallelism,
                 format_args!(
-                    "maxParallelism of {what} is {}: expected an integer of at least 1",
+                    "maxParallelism of {what} is {}: expected an integer from 1 to \
+                     {MAX_PARALLELISM} (each sub-run in flight holds its parameters in memory)",
                     found(v)
                 ),
             );

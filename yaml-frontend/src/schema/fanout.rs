@@ -17,8 +17,8 @@ pub struct ParallelTask {
     /// The branches by name, in order; `storeAs` gets an object of their results by name.
     #[schemars(extend("minProperties" = 1))]
     pub branches: IndexMap<String, Branch>,
-    /// Sub-runs in flight at once (default: all).
-    #[schemars(range(min = 1))]
+    /// Sub-runs in flight at once, 1 to 1000 (default: 64).
+    #[schemars(range(min = 1, max = 1000))]
     pub max_parallelism: Option<u32>,
     /// Failed sub-runs allowed before the state fails and cancels the rest (default 0).
     pub tolerated_failures: Option<ToleratedFailures>,
@@ -93,8 +93,8 @@ pub struct ForeachTask {
     pub start: Option<String>,
     /// Inline states run for each item (they see `${state.item}` and `${state.index}`).
     pub states: Option<IndexMap<String, State>>,
-    /// Sub-runs in flight at once (default: all).
-    #[schemars(range(min = 1))]
+    /// Sub-runs in flight at once, 1 to 1000 (default: 64).
+    #[schemars(range(min = 1, max = 1000))]
     pub max_parallelism: Option<u32>,
     /// Failed sub-runs allowed before the state fails and cancels the rest (default 0).
     pub tolerated_failures: Option<ToleratedFailures>,

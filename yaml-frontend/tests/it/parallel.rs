@@ -543,7 +543,15 @@ fn fan_out_documents_are_checked_at_load_time_with_positions() {
              workflow: w\n    maxParallelism: 0\n{TAIL}"
         ),
         "wf.yaml:7:21: [MAG-Y030] maxParallelism of state 'p' is an integer (0): expected an \
-         integer of at least 1",
+         integer from 1 to 1000 (each sub-run in flight holds its parameters in memory)",
+    );
+    refused(
+        &format!(
+            "start: p\nstates:\n  p:\n    type: foreach_task\n    items: [1]\n    \
+             workflow: w\n    maxParallelism: 1001\n{TAIL}"
+        ),
+        "wf.yaml:7:21: [MAG-Y030] maxParallelism of state 'p' is an integer (1001): expected \
+         an integer from 1 to 1000 (each sub-run in flight holds its parameters in memory)",
     );
     refused(
         &format!(

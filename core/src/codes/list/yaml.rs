@@ -151,8 +151,8 @@ pub(super) const CODES: &[ErrorCode] = &[
     },
     ErrorCode {
         code: "MAG-Y030",
-        meaning: "`maxParallelism` of a parallel_task or foreach_task is not an integer of at least 1.",
-        remedy: "Write a whole number >= 1, or leave it out to run every sub-run at once.",
+        meaning: "`maxParallelism` of a parallel_task or foreach_task is not an integer from 1 to 1000 (each sub-run in flight holds its parameters in memory).",
+        remedy: "Write a whole number from 1 to 1000, or leave it out for 64 at once.",
     },
     ErrorCode {
         code: "MAG-Y031",
