@@ -121,7 +121,17 @@ impl<T: Clone> FileCache<T> {
         read: impl FnOnce(&Path) -> Result<T, E>,
         missing: impl FnOnce(std::io::Error) -> Result<T, E>,
     ) -> Result<T, E> {
-        let stamp = match std::fs::metadata(path) {
+        // The path itself first (one system call for a file or for nothing), then what a link
+        // leads to. A link to nothing is the reader's to judge (it may lead out of its
+        // project, which is refused as a link to something is), not an absent file.
+        let (meta, dangling) = match std::fs::symlink_metadata(path) {
+            Ok(m) if m.file_type().is_symlink() => match std::fs::metadata(path) {
+                Ok(m) => (Ok(m), false),
+                Err(e) => (Err(e), true),
+            },
+            other => (other, false),
+        };
+        let stamp = match meta {
             Ok(meta) => Some(meta)
                 .filter(|m| m.is_file())
                 .and_then(|m| Stamp::of(&m)),
@@ -130,12 +140,7 @@ impl<T: Clone> FileCache<T> {
                     .lock()
                     .unwrap_or_else(PoisonError::into_inner)
                     .remove(path);
-                // A link to nothing is the reader's to judge (it may lead out of its project,
-                // which is refused as a link to something is), not an absent file.
-                if std::fs::symlink_metadata(path).is_ok_and(|m| m.file_type().is_symlink()) {
-                    return read(path);
-                }
-                return missing(error);
+                return if dangling { read(path) } else { missing(error) };
             }
         };
         let mut files = self.files.lock().unwrap_or_else(PoisonError::into_inner);
