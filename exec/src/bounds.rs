@@ -8,6 +8,7 @@
 //! bounds:
 //!   maxTaskSpawns: 10000      # default; 0 turns the default off
 //!   maxJournalBytes: 67108864 # absent: the engine's limit (256 MiB); never above it
+//!   maxTaskTimeoutSeconds: 86400 # the longest timeout of a shell or script step (default)
 //!   projects:
 //!     shop:
 //!       maxTaskSpawns: 500    # a project's entry wins over the tenant-wide key
@@ -30,6 +31,9 @@ use crate::documents::{DocumentSource, Scope};
 /// The default of [`TenantBounds::max_task_spawns`].
 pub const DEFAULT_MAX_TASK_SPAWNS: u64 = 10_000;
 
+/// The default of [`TenantBounds::max_task_timeout_seconds`]: one day.
+pub const DEFAULT_MAX_TASK_TIMEOUT_SECONDS: f64 = 86_400.0;
+
 /// The tenant's default bounds for runs whose definition declares none.
 #[derive(Debug, Clone, Deserialize, JsonSchema)]
 #[serde(rename_all = "camelCase")]
@@ -47,6 +51,12 @@ pub struct TenantBounds {
     /// `bounds.maxWallclockSeconds` (absent or 0: none).
     #[serde(default)]
     pub max_wallclock_seconds: Option<f64>,
+    /// The longest timeout a `shell_task` or `script_task` attempt of the tenant's runs may
+    /// have, declared (`timeoutSeconds`) or by default (default one day): a step that asks
+    /// for more ends `technical_error` before it starts (`[MAG-BD030]`). What holds a
+    /// process or a script engine holds them at most this long, whatever a document says.
+    #[serde(default)]
+    pub max_task_timeout_seconds: Option<f64>,
     /// Per-project overrides, by project name.
     #[serde(default)]
     pub projects: BTreeMap<String, ProjectBounds>,
@@ -78,6 +88,7 @@ impl Default for TenantBounds {
             max_task_spawns: DEFAULT_MAX_TASK_SPAWNS,
             max_journal_bytes: None,
             max_wallclock_seconds: None,
+            max_task_timeout_seconds: None,
             projects: BTreeMap::new(),
         }
     }
@@ -163,6 +174,36 @@ fn settings_file(scope: &Scope) -> String {
 pub fn journal_bytes_limit(docs: &DocumentSource, run_scope: &str) -> Option<u64> {
     let scope = Scope::parse(run_scope)?;
     docs.tenant_settings(&scope).bounds.journal_bytes(&scope)
+}
+
+impl TenantBounds {
+    /// The longest timeout a shell or script step may have (see
+    /// [`TenantBounds::max_task_timeout_seconds`]; a value that is not a positive number
+    /// counts as the default).
+    #[must_use]
+    pub fn task_timeout_ceiling(&self) -> f64 {
+        self.max_task_timeout_seconds
+            .filter(|s| s.is_finite() && *s > 0.0)
+            .unwrap_or(DEFAULT_MAX_TASK_TIMEOUT_SECONDS)
+    }
+
+    /// `Err` with the `[MAG-BD030]` message when a step of `task` would run with a timeout of
+    /// `seconds`, above [`TenantBounds::task_timeout_ceiling`].
+    ///
+    /// # Errors
+    /// The reason the step ends `technical_error` without starting.
+    pub fn check_task_timeout(&self, task: &str, seconds: f64) -> Result<(), String> {
+        let ceiling = self.task_timeout_ceiling();
+        if seconds <= ceiling {
+            return Ok(());
+        }
+        Err(format!(
+            "[MAG-BD030] the {task}'s timeout of {seconds} s is above the tenant's \
+             bounds.maxTaskTimeoutSeconds ({ceiling} s); the step did not start: lower its \
+             timeoutSeconds, or ask the tenant's administrator to raise the bound in \
+             _tenant/_vance/settings.yaml"
+        ))
+    }
 }
 
 #[cfg(test)]

@@ -228,6 +228,10 @@ pub(crate) async fn execute(
     if let Some(t) = input.timeout_seconds {
         limits.timeout = saturating_secs(t);
     }
+    docs.tenant_settings(&scope)
+        .bounds
+        .check_task_timeout(TASK, limits.timeout.as_secs_f64())
+        .map_err(technical)?;
     let object = |v: Option<Value>| v.filter(|v| !v.is_null()).unwrap_or_else(|| json!({}));
     let params = object(input.params.or_else(|| data.map(|d| d.params.clone())));
     let state = object(

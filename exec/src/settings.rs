@@ -44,6 +44,7 @@
 //!   maxJournalBytes: 67108864 # most bytes of a run's journal ([MAG-BD001]); absent: the
 //!                             # engine's limit (256 MiB), which it never exceeds
 //!   maxWallclockSeconds: 86400 # deadline of YAML runs whose document declares none
+//!   maxTaskTimeoutSeconds: 86400 # the longest timeout of a shell or script step (default)
 //!   projects:
 //!     shop: { maxTaskSpawns: 500 } # a project's entry wins over the tenant-wide key
 //! defaults:                   # timeouts of YAML states that declare none; a project's win

@@ -252,6 +252,10 @@ pub(crate) async fn execute(
     let timeout = input
         .timeout_seconds
         .unwrap_or_else(|| default_timeout(&tenant, project.default_timeout_seconds));
+    docs.tenant_settings(&scope)
+        .bounds
+        .check_task_timeout(TASK, timeout)
+        .map_err(technical)?;
     let _lane = lanes.enter(&run.scope, Lane::Shell, &ctx).await?;
     let tmp = tempfile::Builder::new()
         .prefix("magrathea-shell-")

@@ -195,3 +195,57 @@ states:
     assert_eq!(frozen.len(), 1);
     assert_eq!(frozen[0]["maxTaskSpawns"], 5);
 }
+
+/// A shell step and a script step whose timeout is above the tenant's
+/// `bounds.maxTaskTimeoutSeconds` (one day by default) end `technical_error` before they
+/// start, routed like any such outcome; the tenant's administrator may raise the bound.
+#[tokio::test]
+async fn a_step_timeout_above_the_tenants_ceiling_does_not_start() {
+    let doc = |secs: u64| {
+        format!(
+            "start: sh\nstates:\n  sh:\n    type: shell_task\n    dirName: workspace\n    run: \"echo ran >> ran.txt\"\n    timeoutSeconds: {secs}\n    storeAs: shell\n    on: {{ success: js }}\n    catch: {{ technical_error: js }}\n  js:\n    type: script_task\n    path: _vance/scripts/s.js\n    timeoutSeconds: {secs}\n    storeAs: script\n    on: {{ success: done }}\n    catch: {{ technical_error: done }}\n  done: {{ type: terminal }}\n"
+        )
+    };
+    let refused = |v: &RunView, key: &str| {
+        let error = v.vars[key]["error"].as_str().unwrap_or_default().to_owned();
+        assert!(error.contains("[MAG-BD030]"), "{key}: {v:?}");
+        error
+    };
+    let p = project(Some("execution:\n  shellTask: true\n  scriptTask: true\n")).await;
+    std::fs::create_dir_all(p.project.join("_vance/scripts")).unwrap();
+    std::fs::write(p.project.join("_vance/scripts/s.js"), "return 'ran';\n").unwrap();
+    p.workflow("long", &doc(99_999_999));
+    let v = p.run("long", json!({})).await;
+    assert_eq!(v.status, RunStatus::Done, "{v:?}");
+    let shell = refused(&v, "shell");
+    assert!(
+        shell.contains("bounds.maxTaskTimeoutSeconds (86400 s)"),
+        "{shell}"
+    );
+    refused(&v, "script");
+    assert!(
+        !p.project.join("ran.txt").exists(),
+        "the shell step did not run"
+    );
+
+    // Within the default, and above it once the tenant raises the bound, the steps run.
+    p.workflow("day", &doc(86_400));
+    let v = p.run("day", json!({})).await;
+    assert_eq!(v.vars["script"], "ran", "{v:?}");
+    let tenant = p
+        .project
+        .parent()
+        .unwrap()
+        .join("_tenant/_vance/settings.yaml");
+    std::fs::write(
+        &tenant,
+        "execution:\n  shellTask: true\n  scriptTask: true\nbounds:\n  maxTaskTimeoutSeconds: 100000000\n",
+    )
+    .unwrap();
+    let v = p.run("long", json!({})).await;
+    assert_eq!(v.vars["script"], "ran", "{v:?}");
+    assert_eq!(
+        std::fs::read_to_string(p.project.join("ran.txt")).unwrap(),
+        "ran\nran\n"
+    );
+}

@@ -145,6 +145,11 @@ pub(super) const CODES: &[ErrorCode] = &[
         remedy: "Ask for less (a smaller page, a shorter answer, a lower `maxTokens`), raise `maxResponseBytes` up to the task output limit, or raise EngineBuilder::max_task_output_bytes.",
     },
     ErrorCode {
+        code: "MAG-BD030",
+        meaning: "A shell_task or script_task asked for a timeout (its `timeoutSeconds`, or the default it would run with) above the tenant's `bounds.maxTaskTimeoutSeconds` (default 86400 s, one day); the step ended technical_error without starting.",
+        remedy: "Lower the state's `timeoutSeconds`, or have the tenant's administrator raise `bounds.maxTaskTimeoutSeconds` in `_tenant/_vance/settings.yaml`.",
+    },
+    ErrorCode {
         code: "MAG-WF001",
         meaning: "Workflow code panicked: the run is BLOCKED with the panic message and its location.",
         remedy: "Fix the code and reopen the engine; the run replays from its journal.",
