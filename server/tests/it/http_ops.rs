@@ -110,18 +110,8 @@ async fn documents_are_read_listed_and_written_with_validation() {
     );
     // Paged by name: the page's last name is the next page's cursor, in the body and in
     // X-Next-Cursor; the last page names none.
-    let page = |query: String| {
-        let req = s.get(&format!("{base}?dir=workflows&{query}"), Some(ACME_READ));
-        async move {
-            let r = req.send().await.unwrap();
-            let header = r
-                .headers()
-                .get("X-Next-Cursor")
-                .map(|v| v.to_str().unwrap().to_owned());
-            (header, r.json::<Value>().await.unwrap())
-        }
-    };
-    let (header, first) = page("limit=3".into()).await;
+    let page = |query: &str| format!("{base}?dir=workflows&{query}");
+    let (header, first) = s.get_page(&page("limit=3"), Some(ACME_READ)).await;
     assert_eq!(
         item_names(&first),
         ["approve.yaml", "broken.yaml", "hello.yaml"]
@@ -130,7 +120,9 @@ async fn documents_are_read_listed_and_written_with_validation() {
         (header.as_deref(), &first["next"]),
         (Some("hello.yaml"), &json!("hello.yaml"))
     );
-    let (header, last) = page("limit=3&cursor=hello.yaml".into()).await;
+    let (header, last) = s
+        .get_page(&page("limit=3&cursor=hello.yaml"), Some(ACME_READ))
+        .await;
     assert_eq!(item_names(&last), ["needs-param.yaml"]);
     assert_eq!((header, last.get("next")), (None, None));
     for (query, code_) in [

@@ -275,25 +275,17 @@ async fn a_duplicate_inside_the_window_answers_the_first_run_and_after_it_starts
     // Newest first.
     assert_eq!(statuses, ["accepted", "duplicate", "accepted"]);
     // Paged, the next page's cursor is in the body and in `X-Next-Cursor`, as other lists.
-    let page = |cursor: String| {
-        let path =
-            format!("/brain/acme/project/shop/triggers/deliveries?trigger=github&limit=2{cursor}");
-        let req = f.server.get(&path, Some(ACME));
-        async move {
-            let r = req.send().await.unwrap();
-            let header = r
-                .headers()
-                .get("X-Next-Cursor")
-                .map(|v| v.to_str().unwrap().to_owned());
-            let body: serde_json::Value = r.json().await.unwrap();
-            (header, body)
-        }
+    let page = |cursor: &str| {
+        format!("/brain/acme/project/shop/triggers/deliveries?trigger=github&limit=2{cursor}")
     };
-    let (header, first_page) = page(String::new()).await;
+    let (header, first_page) = f.server.get_page(&page(""), Some(ACME)).await;
     assert_eq!(first_page["deliveries"].as_array().unwrap().len(), 2);
     let cursor = header.expect("a next page in X-Next-Cursor");
     assert_eq!(first_page["next"], cursor.as_str());
-    let (header, last_page) = page(format!("&cursor={cursor}")).await;
+    let (header, last_page) = f
+        .server
+        .get_page(&page(&format!("&cursor={cursor}")), Some(ACME))
+        .await;
     assert_eq!(
         last_page["deliveries"][0]["status"], "accepted",
         "{last_page}"

@@ -183,6 +183,16 @@ impl Server {
             .unwrap()
     }
 
+    /// GET a page of a list at `path`: its `X-Next-Cursor` header, if any, and its JSON body.
+    pub async fn get_page(&self, path: &str, token: Option<&str>) -> (Option<String>, Value) {
+        let r = self.get(path, token).send().await.unwrap();
+        let next = r
+            .headers()
+            .get("X-Next-Cursor")
+            .map(|v| v.to_str().unwrap().to_owned());
+        (next, r.json().await.unwrap())
+    }
+
     /// POST `body` as JSON to `path` and read the JSON reply (any status).
     pub async fn post_json<T: serde::de::DeserializeOwned>(
         &self,
