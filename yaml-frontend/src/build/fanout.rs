@@ -215,7 +215,7 @@ fn inline(ctx: &mut Ctx<'_>, node: &YamlNode) -> Option<String> {
 
 /// The most sub-runs one fan-out may keep in flight: each holds its parameters (the parent's,
 /// for an inline branch) in memory while it runs.
-pub const MAX_PARALLELISM: u32 = 1000;
+pub(crate) const MAX_PARALLELISM: u32 = 1000;
 
 /// `maxParallelism` and `toleratedFailures` of a fan-out state.
 fn fan_out(ctx: &mut Ctx<'_>, node: &YamlNode, what: &str) -> FanOut {
