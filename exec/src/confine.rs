@@ -23,7 +23,7 @@ pub enum Unresolved {
     /// A component inside the directory does not exist (or is no directory where one is
     /// needed).
     Missing,
-    /// More than [`MAX_LINKS`] links, or a link that cannot be read.
+    /// More than 40 links (the kernel's own limit), or a link that cannot be read.
     Unreadable,
 }
 
