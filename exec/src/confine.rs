@@ -31,11 +31,12 @@ pub enum Unresolved {
 /// lies inside `base` (a canonical directory, `path` below it): the resolved path, or why not.
 /// Nothing outside `base` is looked at: a link whose target (read as text, relative to the
 /// link's directory) leaves `base` is [`Unresolved::LeadsOut`], whether or not its target
-/// exists.
+/// exists. `alias` is `base` as the caller names it (a path with links of its own, such as a
+/// tree served from a linked directory): an absolute link below it stays inside too.
 ///
 /// # Errors
 /// [`Unresolved`] says why the path does not resolve inside `base`.
-pub fn resolve_inside(base: &Path, path: &Path) -> Result<PathBuf, Unresolved> {
+pub fn resolve_inside(base: &Path, alias: &Path, path: &Path) -> Result<PathBuf, Unresolved> {
     let rel = path.strip_prefix(base).map_err(|_| Unresolved::LeadsOut)?;
     let mut pending: VecDeque<OsString> = VecDeque::new();
     push_front(&mut pending, rel)?;
@@ -66,6 +67,7 @@ pub fn resolve_inside(base: &Path, path: &Path) -> Result<PathBuf, Unresolved> {
         if target.is_absolute() {
             let rel = target
                 .strip_prefix(base)
+                .or_else(|_| target.strip_prefix(alias))
                 .map_err(|_| Unresolved::LeadsOut)?;
             push_front(&mut pending, rel)?;
             at = base.to_path_buf();
@@ -123,7 +125,7 @@ mod tests {
         symlink(project.join("_vance"), project.join("v")).unwrap();
         symlink("loop.yaml", w.join("loop.yaml")).unwrap();
 
-        let resolve = |rel: &str| resolve_inside(&project, &project.join(rel));
+        let resolve = |rel: &str| resolve_inside(&project, &project, &project.join(rel));
         // Out, existing or not: the same answer.
         for rel in [
             "_vance/workflows/there.yaml",
@@ -151,7 +153,24 @@ mod tests {
             Err(Unresolved::Unreadable)
         );
         assert_eq!(
-            resolve_inside(&project, &other.join("secret.yaml")),
+            resolve_inside(&project, &project, &other.join("secret.yaml")),
+            Err(Unresolved::LeadsOut)
+        );
+        // A tree named through a link of its own: an absolute link below that name is inside.
+        let linked = tmp.path().join("linked-root");
+        symlink(&root, &linked).unwrap();
+        let named = linked.join("acme/shop");
+        symlink(
+            named.join("_vance/workflows/real.yaml"),
+            w.join("by-name.yaml"),
+        )
+        .unwrap();
+        assert_eq!(
+            resolve_inside(&project, &named, &w.join("by-name.yaml")),
+            Ok(project.join("_vance/workflows/real.yaml"))
+        );
+        assert_eq!(
+            resolve("_vance/workflows/by-name.yaml"),
             Err(Unresolved::LeadsOut)
         );
     }

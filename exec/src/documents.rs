@@ -1,10 +1,9 @@
 //! Where workflow documents come from: the project, then the tenant (reference §6).
 
 use std::path::{Path, PathBuf};
-
-use crate::confine::Unresolved;
 use std::sync::Arc;
 
+use crate::confine::Unresolved;
 use crate::file_cache::FileCaches;
 
 /// A tenant and project: the scope of runs, documents and lanes.
@@ -316,10 +315,11 @@ impl DocumentSource {
         let (Some(tenant), Some(project)) = (parts.next(), parts.next()) else {
             return Err(outside());
         };
-        let base = self.root.join(tenant).join(project).canonicalize()?;
+        let named = self.root.join(tenant).join(project);
+        let base = named.canonicalize()?;
         // Resolved without looking past the project: a link out is refused alike whether
         // its target exists or not, so the answer tells nothing of another tenant's files.
-        match crate::confine::resolve_inside(&base, &base.join(parts.as_path())) {
+        match crate::confine::resolve_inside(&base, &named, &base.join(parts.as_path())) {
             Ok(real) => Ok(real),
             Err(Unresolved::LeadsOut) => Err(outside()),
             Err(Unresolved::Missing) => Err(std::io::Error::new(

@@ -451,7 +451,7 @@ fn locate_checked(
         // No escape through symbolic links either: the file must stay under its root. A
         // link is judged by where it points, not by what is there, so a link out is refused
         // alike whether its target exists or not.
-        let real = match crate::confine::resolve_inside(&base, &base.join(&rel)) {
+        let real = match crate::confine::resolve_inside(&base, root, &base.join(&rel)) {
             Ok(real) => real,
             Err(crate::confine::Unresolved::Missing) => continue,
             Err(_) => {

@@ -40,7 +40,7 @@ pub(crate) fn contained(
         if let Ok(rel) = dir
             .strip_prefix(project)
             .or_else(|_| dir.strip_prefix(&real_project))
-            && crate::confine::resolve_inside(&real_project, &real_project.join(rel))
+            && crate::confine::resolve_inside(&real_project, project, &real_project.join(rel))
                 == Err(crate::confine::Unresolved::LeadsOut)
         {
             return Err(outside());

@@ -70,7 +70,7 @@ fn resolve(docs: &DocumentSource, ctx: &ToolContext, rel: &str) -> Result<Resolv
     })?;
     // Resolved without looking past the project: a link out is refused alike whether its
     // target exists or not.
-    let path = match crate::confine::resolve_inside(&root, &root.join(given)) {
+    let path = match crate::confine::resolve_inside(&root, &project, &root.join(given)) {
         Ok(path) => path,
         Err(crate::confine::Unresolved::LeadsOut) => return Err(escape()),
         Err(crate::confine::Unresolved::Missing) => {
