@@ -105,8 +105,8 @@ pub(crate) async fn bench(args: BenchArgs) -> anyhow::Result<u8> {
     Ok(EXIT_OK)
 }
 
-/// Ctrl-C or SIGTERM while measuring: removes the bench files and exits at once with code 130 (the
-/// measuring thread cannot be stopped midway; the process ending stops it).
+/// Ctrl-C or SIGTERM while measuring: removes the bench files and exits at once with code
+/// 130 (the measuring thread cannot be stopped midway; the process ending stops it).
 fn interrupted(files: &Path) -> ! {
     errln!("bench: interrupted; removing {}", files.display());
     // The measuring thread may create a file meanwhile: try a few times.

@@ -29,8 +29,8 @@ pub(crate) enum RunsCommand {
         json: bool,
     },
     /// Start the run's workflow again with the same parameters (as the document is now,
-    /// `--current`, the default, or with `--frozen` exactly as the run started), then drive or follow it like `magrathea
-    /// run` (same output, same exit codes).
+    /// `--current`, the default, or with `--frozen` exactly as the run started), then drive
+    /// or follow it like `magrathea run` (same output, same exit codes).
     Rerun {
         /// The run id (32 hex digits).
         run_id: String,
@@ -47,9 +47,10 @@ pub(crate) enum RunsCommand {
     /// Start a FAILED or CANCELLED YAML run's workflow again from a state (by default the one
     /// it ended in, or the one before it when that is a `terminal`) with the variables the run
     /// had when it entered it, on the current document (`--current`, the default) or with
-    /// `--frozen` on the run's own definition; then drive or follow it like `magrathea run` (same output, same exit
-    /// codes). Exit 2 when the run cannot be retried: it is unknown, not FAILED or CANCELLED,
-    /// not a YAML run, or `--from` names a state its workflow does not have.
+    /// `--frozen` on the run's own definition; then drive or follow it like `magrathea run`
+    /// (same output, same exit codes). Exit 2 when the run cannot be retried: it is unknown,
+    /// not FAILED or CANCELLED, not a YAML run, or `--from` names a state its workflow does
+    /// not have.
     Retry {
         /// The run id (32 hex digits).
         run_id: String,
