@@ -22,6 +22,9 @@ pub(crate) struct Project {
     pub(crate) scope: Scope,
     docs: DocumentSource,
     store: StoreLocation,
+    /// The store of the tree the project lies in, as `magrathea serve --root` keeps it
+    /// (`<root>/.magrathea/`, the root two levels up), when `--store` was not given.
+    tree_store: Option<PathBuf>,
 }
 
 impl Project {
@@ -43,12 +46,18 @@ impl Project {
                 .clone()
                 .unwrap_or_else(|| canonical.join(".magrathea")),
         );
+        let tree_store = loc
+            .store
+            .is_none()
+            .then(|| canonical.ancestors().nth(2).map(|r| r.join(".magrathea")))
+            .flatten();
         let (docs, scope) = DocumentSource::for_project_dir(&canonical);
         Ok(Self {
             dir,
             scope,
             docs,
             store,
+            tree_store,
         })
     }
 
@@ -163,9 +172,24 @@ impl Project {
     /// here), so that reading commands create nothing.
     pub(crate) async fn existing_backend(&self) -> anyhow::Result<Option<Backend>> {
         if !self.store_may_exist()? {
+            self.point_to_tree_store();
             return Ok(None);
         }
         self.backend(&self.runtime()).await.map(Some)
+    }
+
+    /// Without a store of its own, a project of a served tree would read as one without
+    /// runs while the server keeps them in the tree's store: says where they are.
+    fn point_to_tree_store(&self) {
+        let Some(tree) = &self.tree_store else { return };
+        if StoreLocation::Redb(tree.clone()).may_exist() == Ok(true) {
+            errln!(
+                "note: this project has no store of its own; the runs of the tree it lies in \
+                 (as `magrathea serve --root` keeps them) are in {}: pass --store {}",
+                tree.display(),
+                tree.display()
+            );
+        }
     }
 
     /// Whether a run of `scope` is this project's to show and drive: a run of its scope, or a

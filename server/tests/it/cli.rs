@@ -273,6 +273,34 @@ fn a_gate_waits_and_its_answer_drives_the_run_on() {
     assert_eq!(code(&unknown), 1);
 }
 
+/// A project of a served tree has no store of its own: the server keeps its runs in the
+/// tree's. A reading command there says where they are rather than only "no runs".
+#[test]
+fn a_project_without_a_store_points_to_its_trees_store() {
+    let p = Project::new();
+    p.workflow("hello", HELLO);
+    let tree_store = p.root.join(".magrathea");
+    let tree_store = tree_store.to_str().unwrap();
+    let out = p.cli(&["run", "hello", "--store", tree_store, "--json"]);
+    assert_eq!(code(&out), 0, "{}", stderr(&out));
+    let id = json(&out)["workflowRunId"].as_str().unwrap().to_owned();
+
+    let here = p.cli(&["runs", "list"]);
+    assert_eq!(code(&here), 0, "{}", stderr(&here));
+    let note = format!(
+        "the runs of the tree it lies in (as `magrathea serve --root` keeps them) are in {tree_store}: pass --store {tree_store}"
+    );
+    assert!(stderr(&here).contains(&note), "{}", stderr(&here));
+    assert!(stderr(&here).contains("no runs"), "{}", stderr(&here));
+    let there = p.cli(&["runs", "list", "--store", tree_store]);
+    assert!(stdout(&there).contains(&id), "{}", stdout(&there));
+    assert!(!stderr(&there).contains("note:"), "{}", stderr(&there));
+    // A project with a store of its own reads it, with no note.
+    assert_eq!(code(&p.cli(&["run", "hello"])), 0);
+    let own = p.cli(&["runs", "list"]);
+    assert!(!stderr(&own).contains("note:"), "{}", stderr(&own));
+}
+
 #[test]
 fn invalid_parameters_exit_2_and_start_nothing() {
     let p = Project::new();
