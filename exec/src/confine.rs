@@ -44,13 +44,20 @@ pub fn resolve_inside(base: &Path, alias: &Path, path: &Path) -> Result<PathBuf,
     let mut links = 0;
     while let Some(name) = pending.pop_front() {
         if name == ".." {
+            // Above `base` is allowed while only `base`'s own (canonical) ancestors are named:
+            // `../../shop/x` from inside `…/acme/shop` comes back in without a look outside.
             at.pop();
-            if !at.starts_with(base) {
-                return Err(Unresolved::LeadsOut);
-            }
             continue;
         }
         let next = at.join(&name);
+        if !at.starts_with(base) {
+            // Above `base`: only the way back down to it, known without looking.
+            if base.starts_with(&next) {
+                at = next;
+                continue;
+            }
+            return Err(Unresolved::LeadsOut);
+        }
         let meta = std::fs::symlink_metadata(&next).map_err(|_| Unresolved::Missing)?;
         if !meta.file_type().is_symlink() {
             if !pending.is_empty() && !meta.is_dir() {
@@ -76,7 +83,11 @@ pub fn resolve_inside(base: &Path, alias: &Path, path: &Path) -> Result<PathBuf,
             push_front(&mut pending, &target)?;
         }
     }
-    Ok(at)
+    if at.starts_with(base) {
+        Ok(at)
+    } else {
+        Err(Unresolved::LeadsOut)
+    }
 }
 
 /// Puts the components of the relative path `rel` before what is pending.
@@ -173,5 +184,18 @@ mod tests {
             resolve("_vance/workflows/by-name.yaml"),
             Err(Unresolved::LeadsOut)
         );
+        // Up out of the project and back into it by its own name: inside, as the file
+        // system resolves it; up and into a neighbour: out.
+        symlink(
+            "../../../shop/_vance/workflows/real.yaml",
+            w.join("reenter.yaml"),
+        )
+        .unwrap();
+        assert_eq!(
+            resolve("_vance/workflows/reenter.yaml"),
+            Ok(project.join("_vance/workflows/real.yaml"))
+        );
+        assert_eq!(resolve("_vance/workflows/.."), Ok(project.join("_vance")));
+        assert_eq!(resolve(".."), Err(Unresolved::LeadsOut));
     }
 }
