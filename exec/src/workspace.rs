@@ -33,6 +33,12 @@ pub(crate) fn contained(
         )
     };
     let real_of = |p: &Path| p.canonicalize().unwrap_or_else(|_| p.to_path_buf());
+    // Named outside the project and outside every root the tenant allows: refused before
+    // anything is looked up there, so that the answer tells nothing of what exists.
+    let named_inside = |root: &Path| dir.starts_with(root) || dir.starts_with(real_of(root));
+    if !named_inside(project) && !tenant.workspace_roots.iter().any(|r| named_inside(r)) {
+        return Err(outside());
+    }
     let Ok(real) = dir.canonicalize() else {
         // Nothing there. A link of the project that leads out to nothing is refused as one
         // that leads out to something: the answer must not tell which paths exist outside.
