@@ -316,20 +316,35 @@ impl DocumentSource {
             return Err(outside());
         };
         let named = self.root.join(tenant).join(project);
-        let base = named.canonicalize()?;
+        // The project (or `_tenant`) directory itself stays in its tenant's: a project that
+        // is a link to another tenant's is none of this tenant's.
+        let tenant_dir = self.root.join(tenant);
+        let tenant_real = tenant_dir.canonicalize()?;
+        let base = match crate::confine::resolve_inside(
+            &tenant_real,
+            &tenant_dir,
+            &tenant_real.join(project),
+        ) {
+            Ok(base) => base,
+            Err(Unresolved::LeadsOut) => return Err(outside()),
+            Err(_) => {
+                return Err(std::io::Error::new(
+                    std::io::ErrorKind::NotFound,
+                    format!("{} not found", self.label(path)),
+                ));
+            }
+        };
         // Resolved without looking past the project: a link out is refused alike whether
         // its target exists or not, so the answer tells nothing of another tenant's files.
         match crate::confine::resolve_inside(&base, &named, &base.join(parts.as_path())) {
             Ok(real) => Ok(real),
             Err(Unresolved::LeadsOut) => Err(outside()),
-            Err(Unresolved::Missing) => Err(std::io::Error::new(
+            // A loop of links (all inside: each was judged before it was followed) names no
+            // document either.
+            Err(Unresolved::Missing | Unresolved::Unreadable) => Err(std::io::Error::new(
                 std::io::ErrorKind::NotFound,
                 format!("{} not found", self.label(path)),
             )),
-            Err(Unresolved::Unreadable) => Err(std::io::Error::other(format!(
-                "{}: too many symbolic links, or one that cannot be read",
-                self.label(path)
-            ))),
         }
     }
 
@@ -383,7 +398,14 @@ impl DocumentSource {
         for path in [&project, &tenant] {
             match self.files.document(path, |p| self.read_text(p)) {
                 Ok(text) => return Ok((path.clone(), text)),
-                Err(e) if e.kind() == std::io::ErrorKind::NotFound => continue,
+                // Not there, unless a link on the way (a project, `_vance/`, a directory)
+                // leads out: then refused as a link out to something is.
+                Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
+                    if self.confined(path).is_err_and(|e| leads_out(&e)) {
+                        return Err(DocumentError::OutsideProject(self.label(path).into()));
+                    }
+                    continue;
+                }
                 Err(e) if leads_out(&e) => {
                     return Err(DocumentError::OutsideProject(self.label(path).into()));
                 }

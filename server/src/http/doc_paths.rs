@@ -19,6 +19,8 @@ use std::path::{Path, PathBuf};
 use axum::http::StatusCode;
 use magrathea_yaml::runtime::check_name;
 
+use magrathea_exec::confine::Unresolved;
+
 use super::error::ApiError;
 
 /// Longest path segment, in bytes: the longest document name [`check_name`] takes (below the
@@ -83,15 +85,26 @@ fn is_absent(e: &std::io::Error) -> bool {
     )
 }
 
-/// The canonical project directory; `None` when it does not exist.
+/// The canonical project directory; `None` when it does not exist. A project directory that
+/// is a link out of its tenant's directory (to another tenant's project) is refused: 403.
 pub(crate) fn canonical_project(project: &Path) -> Result<Option<PathBuf>, ApiError> {
-    match project.canonicalize() {
+    let (Some(tenant), Some(name)) = (project.parent(), project.file_name()) else {
+        return Ok(None);
+    };
+    let tenant_real = match tenant.canonicalize() {
+        Ok(p) => p,
+        Err(e) if is_absent(&e) => return Ok(None),
+        Err(e) => {
+            return Err(ApiError::internal(format!(
+                "cannot resolve the tenant directory {}: {e}",
+                tenant.display()
+            )));
+        }
+    };
+    match magrathea_exec::confine::resolve_inside(&tenant_real, tenant, &tenant_real.join(name)) {
         Ok(p) => Ok(Some(p)),
-        Err(e) if is_absent(&e) => Ok(None),
-        Err(e) => Err(ApiError::internal(format!(
-            "cannot resolve the project directory {}: {e}",
-            project.display()
-        ))),
+        Err(Unresolved::LeadsOut) => Err(outside(&name.to_string_lossy())),
+        Err(Unresolved::Missing | Unresolved::Unreadable) => Ok(None),
     }
 }
 
@@ -105,18 +118,16 @@ pub(crate) fn resolve_existing(
     let Some(base) = canonical_project(project)? else {
         return Ok(None);
     };
-    match path.canonicalize() {
-        Ok(real) if real.starts_with(&base) => Ok(Some(real)),
-        Ok(_) => Err(outside(rel)),
-        // A link to nothing: absent, unless it is a link whose target is outside.
-        Err(e) if is_absent(&e) => match std::fs::read_link(path) {
-            Ok(_) => Err(outside(rel)),
-            Err(_) => Ok(None),
-        },
-        Err(e) => Err(ApiError::internal(format!(
-            "cannot resolve {}: {e}",
-            path.display()
-        ))),
+    let Ok(rel_path) = path.strip_prefix(project) else {
+        return Err(outside(rel));
+    };
+    // Resolved without looking past the project: a link (or a directory link on the way)
+    // that leads out is refused alike whether anything is at its end.
+    match magrathea_exec::confine::resolve_inside(&base, project, &base.join(rel_path)) {
+        Ok(real) => Ok(Some(real)),
+        Err(Unresolved::LeadsOut) => Err(outside(rel)),
+        // A link to nothing inside the project, or a loop of links: no document.
+        Err(Unresolved::Missing | Unresolved::Unreadable) => Ok(None),
     }
 }
 

@@ -83,7 +83,13 @@ enum Lookup {
 fn load(state: &AppState, scope: &Scope, event: &str) -> Result<Lookup, ApiError> {
     let (path, text) = match state.docs().document(scope, "events", event) {
         Ok(found) => found,
-        Err(DocumentError::UnknownWorkflow { .. } | DocumentError::InvalidName(_)) => {
+        // A document that leads out of the project through a link is none of this project's
+        // events: refused as a missing one is, before any credentials are checked.
+        Err(
+            DocumentError::UnknownWorkflow { .. }
+            | DocumentError::InvalidName(_)
+            | DocumentError::OutsideProject(_),
+        ) => {
             return Ok(Lookup::Missing);
         }
         Err(e) => return Err(ApiError::internal(e)),

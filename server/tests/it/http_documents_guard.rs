@@ -582,6 +582,52 @@ async fn a_link_out_answers_alike_whether_its_target_exists_or_not() {
             (status, code)
         }
     };
+    // A directory link out, a project that is a link to another tenant's, each to something
+    // and to nothing.
+    symlink(theirs.clone(), project.join("exdir")).unwrap();
+    symlink(theirs.join("nodir"), project.join("midir")).unwrap();
+    for (name, target) in [("p-there", "globex/shop"), ("p-nowhere", "globex/none")] {
+        symlink(s.root.join(target), s.root.join("acme").join(name)).unwrap();
+    }
+    for (a, b) in [
+        (
+            format!("{DOCS}/exdir/hello.yaml"),
+            format!("{DOCS}/exdir/nothing.yaml"),
+        ),
+        (
+            format!("{DOCS}/exdir/hello.yaml"),
+            format!("{DOCS}/midir/hello.yaml"),
+        ),
+        (format!("{DOCS}?dir=exdir"), format!("{DOCS}?dir=midir")),
+        (
+            "/brain/acme/project/p-there/documents/workflows/hello.yaml".to_owned(),
+            "/brain/acme/project/p-nowhere/documents/workflows/hello.yaml".to_owned(),
+        ),
+        (
+            "/brain/acme/project/p-there/workflows/hello/graph".to_owned(),
+            "/brain/acme/project/p-nowhere/workflows/hello/graph".to_owned(),
+        ),
+    ] {
+        let (there, nowhere) = (answer("GET", a.clone()).await, answer("GET", b).await);
+        assert_eq!(there, nowhere, "{a}");
+        assert_eq!(there.0, 403, "{a}: {there:?}");
+    }
+    // A link up out of the project and back into it by its own name stays inside.
+    symlink(
+        "../../../shop/_vance/workflows/hello.yaml",
+        project.join("workflows/reenter.yaml"),
+    )
+    .unwrap();
+    let graph = s
+        .get(
+            "/brain/acme/project/shop/workflows/reenter/graph",
+            Some(ACME),
+        )
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(graph.status(), 200);
+
     let base = "/brain/acme/project/shop/workflows";
     for (method, route) in [
         ("GET", "{}/graph"),
