@@ -79,7 +79,22 @@ impl Served {
         write(&shop.join("workflows/env.yaml"), ENV);
         write(&shop.join("workflows/probe.yaml"), PROBE);
         write(&shop.join("workflows/escape.yaml"), ESCAPE);
-        write(&shop.join("settings.yaml"), "workspaces:\n  escape: /\n");
+        // Two more workspaces outside the project: another tenant's directory, and a path
+        // that does not exist.
+        for name in ["probe-there", "probe-nowhere"] {
+            write(
+                &shop.join(format!("workflows/{name}.yaml")),
+                &ESCAPE.replace("dirName: escape", &format!("dirName: {name}")),
+            );
+        }
+        write(
+            &shop.join("settings.yaml"),
+            &format!(
+                "workspaces:\n  escape: /\n  probe-there: {}\n  probe-nowhere: {}\n",
+                root.join("globex/shop").display(),
+                root.join("globex/none").display()
+            ),
+        );
         let mut cmd = serve_command(&root);
         cmd.env("MAGRATHEA_TEST_SECRET", SECRET)
             .env("AWS_SECRET_ACCESS_KEY", AWS)
@@ -167,4 +182,14 @@ async fn a_served_workspace_at_the_filesystem_root_is_refused() {
     assert!(text.contains("MAG-SH011"), "{text}");
     assert!(text.contains("shell.workspaceRoots"), "{text}");
     assert!(!text.contains(s.root.to_str().unwrap()), "{text}");
+    // A workspace outside, existing or not, is refused alike: nothing is told of what exists.
+    let there = s.run("probe-there").await;
+    let nowhere = s.run("probe-nowhere").await;
+    let said = |v: &Value, name: &str| v["result"].as_str().unwrap_or("").replace(name, "NAME");
+    assert_eq!(
+        said(&there, "probe-there"),
+        said(&nowhere, "probe-nowhere"),
+        "{there}\n{nowhere}"
+    );
+    assert!(there["result"].to_string().contains("MAG-SH011"), "{there}");
 }
