@@ -378,6 +378,8 @@ fn status_kind(status: RunStatus) -> &'static str {
 enum Work {
     Subscription(Arc<Subscription>),
     Hook(Arc<(Hook, String)>),
+    /// A hook whose document or script cannot be read now: its delivery fails, on record.
+    BrokenHook,
 }
 
 /// The parsed subscription or hook of `reg`, unless the event is its own run's.
@@ -405,15 +407,17 @@ fn prepare(
                 s
             }
         })),
-        TriggerKind::Hook => Some(Work::Hook(match memory.hooks.get(&key) {
-            Some((digest, h)) if *digest == reg.digest => h.clone(),
-            _ => {
-                let (digest, hook, source) = documents::load_hook(state.docs(), reg)?;
-                let h = Arc::new((hook, source));
-                memory.hooks.insert(key, (digest, h.clone()));
-                h
-            }
-        })),
+        TriggerKind::Hook => Some(match memory.hooks.get(&key) {
+            Some((digest, h)) if *digest == reg.digest => Work::Hook(h.clone()),
+            _ => match documents::load_hook(state.docs(), reg) {
+                Some((digest, hook, source)) => {
+                    let h = Arc::new((hook, source));
+                    memory.hooks.insert(key, (digest, h.clone()));
+                    Work::Hook(h)
+                }
+                None => Work::BrokenHook,
+            },
+        }),
         _ => None,
     }
 }
@@ -428,6 +432,15 @@ async fn deliver(
     let delivery = match work {
         Work::Subscription(sub) => deliver_subscription(triggers, state, reg, event, &sub).await,
         Work::Hook(hook) => deliver_hook(triggers, state, reg, event, &hook.0, &hook.1).await,
+        Work::BrokenHook => Some(
+            Delivery::new(reg, DeliveryStatus::Failed, triggers.now_ms())
+                .reason("hook_failed")
+                .message(format!(
+                    "hook `{}` cannot be run: its document or its script cannot be read now \
+                     (missing, not a file, too large, or a link out of the project)",
+                    reg.name
+                )),
+        ),
     };
     if let (Some(mut d), Ok(catalog)) = (delivery, triggers.catalog()) {
         d.event = Some(event.name.to_owned());

@@ -243,6 +243,30 @@ async fn a_hook_does_not_run_where_the_tenant_does_not_allow_scripts() {
     );
 }
 
+/// A hook whose script is gone when its event comes fails that delivery, on record, rather
+/// than doing nothing without a trace.
+#[tokio::test]
+async fn a_hook_whose_script_cannot_be_read_fails_its_delivery_on_record() {
+    let s = server("execution:\n  shellTask: true\n  scriptTask: true\n").await;
+    put(&s, "hooks/follow-up.js", HOOK_JS).await;
+    put(&s, "hooks/follow-up.yaml", HOOK).await;
+    std::fs::remove_file(s.root.join("acme/shop/_vance/hooks/follow-up.js")).unwrap();
+    let deploy = s.start_run("shop", "deploy", json!({})).await;
+    s.wait_status("shop", &deploy, &["FAILED"]).await;
+    let d = deliveries(&s, "follow-up", 1).await;
+    assert_eq!(
+        (&d[0]["status"], &d[0]["reason"]),
+        (&json!("failed"), &json!("hook_failed")),
+        "{}",
+        d[0]
+    );
+    assert!(
+        d[0]["message"].as_str().unwrap().contains("cannot be read"),
+        "{}",
+        d[0]
+    );
+}
+
 #[tokio::test]
 async fn a_hook_starts_a_run_in_its_own_project_and_cannot_reach_another_tenant() {
     let s = server("execution:\n  shellTask: true\n  scriptTask: true\n").await;
