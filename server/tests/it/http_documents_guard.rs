@@ -612,6 +612,45 @@ async fn a_link_out_answers_alike_whether_its_target_exists_or_not() {
         assert_eq!(there, nowhere, "{a}");
         assert_eq!(there.0, 403, "{a}: {there:?}");
     }
+    // An event document linked out is no event of this project: the route answers as for a
+    // missing one (401, before any credentials), to anyone, whatever is at the link's end.
+    std::fs::create_dir_all(project.join("events")).unwrap();
+    let globex_events = s.root.join("globex/shop/_vance/events");
+    std::fs::create_dir_all(&globex_events).unwrap();
+    std::fs::write(globex_events.join("gev.yaml"), "workflow: hello\n").unwrap();
+    symlink(
+        globex_events.join("gev.yaml"),
+        project.join("events/exev.yaml"),
+    )
+    .unwrap();
+    symlink(
+        globex_events.join("none.yaml"),
+        project.join("events/miev.yaml"),
+    )
+    .unwrap();
+    for token in [None, Some(ACME)] {
+        for event in ["exev", "miev", "no-such-event"] {
+            let r = s
+                .post(&format!("/brain/acme/event/shop/{event}"), token)
+                .json(&json!({}))
+                .send()
+                .await
+                .unwrap();
+            let expected = if token.is_none() { 401 } else { 404 };
+            assert_eq!(r.status().as_u16(), expected, "{event} with {token:?}");
+        }
+    }
+    // A loop of links and a link to nothing inside the project are no documents: 404.
+    symlink("loop.yaml", project.join("workflows/loop.yaml")).unwrap();
+    symlink("nothing.yaml", project.join("workflows/inmiss.yaml")).unwrap();
+    for path in [
+        format!("{DOCS}/workflows/loop.yaml"),
+        format!("{DOCS}/workflows/inmiss.yaml"),
+        "/brain/acme/project/shop/workflows/loop/graph".to_owned(),
+        "/brain/acme/project/shop/workflows/inmiss/graph".to_owned(),
+    ] {
+        assert_eq!(answer("GET", path.clone()).await.0, 404, "{path}");
+    }
     // A link up out of the project and back into it by its own name stays inside.
     symlink(
         "../../../shop/_vance/workflows/hello.yaml",
