@@ -90,6 +90,17 @@ pub fn resolve_inside(base: &Path, alias: &Path, path: &Path) -> Result<PathBuf,
     }
 }
 
+/// The entry `name` of the directory `parent` (named as the caller names it), resolved: it
+/// must stay inside `parent` (a project directory inside its tenant's, say).
+///
+/// # Errors
+/// `parent` cannot be resolved (it does not exist, or cannot be read); the inner result says
+/// why `name` does not resolve inside it.
+pub fn child_of(parent: &Path, name: &Path) -> std::io::Result<Result<PathBuf, Unresolved>> {
+    let real = parent.canonicalize()?;
+    Ok(resolve_inside(&real, parent, &real.join(name)))
+}
+
 /// Puts the components of the relative path `rel` before what is pending.
 fn push_front(pending: &mut VecDeque<OsString>, rel: &Path) -> Result<(), Unresolved> {
     let mut names = Vec::new();

@@ -318,13 +318,7 @@ impl DocumentSource {
         let named = self.root.join(tenant).join(project);
         // The project (or `_tenant`) directory itself stays in its tenant's: a project that
         // is a link to another tenant's is none of this tenant's.
-        let tenant_dir = self.root.join(tenant);
-        let tenant_real = tenant_dir.canonicalize()?;
-        let base = match crate::confine::resolve_inside(
-            &tenant_real,
-            &tenant_dir,
-            &tenant_real.join(project),
-        ) {
+        let base = match crate::confine::child_of(&self.root.join(tenant), project.as_ref())? {
             Ok(base) => base,
             Err(Unresolved::LeadsOut) => return Err(outside()),
             Err(_) => {

@@ -91,8 +91,8 @@ pub(crate) fn canonical_project(project: &Path) -> Result<Option<PathBuf>, ApiEr
     let (Some(tenant), Some(name)) = (project.parent(), project.file_name()) else {
         return Ok(None);
     };
-    let tenant_real = match tenant.canonicalize() {
-        Ok(p) => p,
+    let resolved = match magrathea_exec::confine::child_of(tenant, name.as_ref()) {
+        Ok(r) => r,
         Err(e) if is_absent(&e) => return Ok(None),
         Err(e) => {
             return Err(ApiError::internal(format!(
@@ -101,7 +101,7 @@ pub(crate) fn canonical_project(project: &Path) -> Result<Option<PathBuf>, ApiEr
             )));
         }
     };
-    match magrathea_exec::confine::resolve_inside(&tenant_real, tenant, &tenant_real.join(name)) {
+    match resolved {
         Ok(p) => Ok(Some(p)),
         Err(Unresolved::LeadsOut) => Err(outside(&name.to_string_lossy())),
         Err(Unresolved::Missing | Unresolved::Unreadable) => Ok(None),
