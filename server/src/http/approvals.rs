@@ -71,8 +71,13 @@ impl Serialize for Approval {
             }
             map.insert("status".into(), self.status().into());
             map.insert("scope".into(), self.scope.clone().into());
-            // Friday's `decidedAt`: when it was approved or rejected.
-            if let Some(at) = self.item.answered_at {
+            // Friday's `decidedAt`: when it was approved or rejected. An answer that came
+            // after the item expired or its run ended is on the item, but decided nothing.
+            if let Some(at) = self
+                .item
+                .answered_at
+                .filter(|_| self.item.status == InboxStatus::Answered)
+            {
                 map.insert("decidedAt".into(), at.into());
             }
         }

@@ -327,6 +327,12 @@ async fn an_answer_after_the_timeout_lands_on_the_item_and_the_run_does_not_reac
     assert_eq!(got["answer"]["value"], json!({"approved": true}), "{got}");
     assert_eq!(got["answer"]["comment"], "late", "{got}");
     assert!(got["answeredAt"].as_u64().is_some(), "{got}");
+    // Friday's view: the approval expired; nobody decided it (a late answer is no decision).
+    let friday: Value = s
+        .get_json(&format!("/v1/workflow-approvals/{id}"), Some(ACME))
+        .await;
+    assert_eq!(friday["status"], "expired", "{friday}");
+    assert!(friday.get("decidedAt").is_none(), "{friday}");
     let view = s.wait_status("shop", &run, &["DONE"]).await;
     assert_eq!(view["result"], "expired", "{view}");
     assert_eq!(view["currentState"], "expired", "{view}");
