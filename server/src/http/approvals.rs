@@ -1,6 +1,11 @@
 //! Friday's approval routes (`/v1/workflow-approvals…`, scope `workflow.run`), mapped onto
 //! the inbox: an approval is an `APPROVAL` inbox item of any project of the token's tenant.
 //!
+//! The DECISION a run opens under `onFailure: pause_for_approval` is an approval too (Friday's
+//! `pause_for_approval`, mapped at the edge): approving it chooses `retry` (the failed state
+//! runs again), rejecting it `abort` (the run fails); its status is `approved` once `retry` or
+//! `fallback` was chosen, `rejected` once `abort` was.
+//!
 //! An approval shows the inbox item, the `tenant/project` of its run, `status` in Friday's
 //! words — `pending`, `approved`, `rejected` (answered with anything but an approval),
 //! `expired` (its timeout fired first), `cancelled` (its run ended or was cancelled first) — and
@@ -46,15 +51,35 @@ impl Approval {
     }
 }
 
-/// Friday's status word of an approval item.
+/// Whether `item` is one of Friday's approvals: an `APPROVAL` item, or the DECISION of
+/// `onFailure: pause_for_approval`.
+pub fn is_approval(item: &InboxItem) -> bool {
+    item.kind == GateKind::Approval || is_failure_pause(item)
+}
+
+/// Whether `item` is the DECISION a run opened under `onFailure: pause_for_approval`.
+pub(crate) fn is_failure_pause(item: &InboxItem) -> bool {
+    item.kind == GateKind::Decision
+        && item
+            .meta
+            .get("onFailure")
+            .and_then(serde_json::Value::as_str)
+            == Some("pause_for_approval")
+}
+
+/// Friday's word for the item's status.
 pub fn friday_status(item: &InboxItem) -> &'static str {
     match item.status {
         InboxStatus::Pending => "pending",
         InboxStatus::Answered => {
-            let approved = item
-                .answer
-                .as_ref()
-                .is_some_and(|a| a.value.get("approved") == Some(&serde_json::Value::Bool(true)));
+            let approved = item.answer.as_ref().is_some_and(|a| {
+                a.value.get("approved") == Some(&serde_json::Value::Bool(true))
+                    || (is_failure_pause(item)
+                        && matches!(
+                            a.value.get("chosen").and_then(serde_json::Value::as_str),
+                            Some("retry" | "fallback")
+                        ))
+            });
             if approved { "approved" } else { "rejected" }
         }
         InboxStatus::TimedOut => "expired",
@@ -156,7 +181,7 @@ pub(crate) async fn list(
         listing,
         move |s| in_tenant(&tenant, s),
         move |item| {
-            item.kind == GateKind::Approval
+            is_approval(item)
                 && (!friday || friday_status(item) == wanted)
                 && user
                     .as_deref()
@@ -176,7 +201,7 @@ pub(crate) async fn list(
 
 fn approval(state: &AppState, who: &Principal, id: &str) -> Result<InboxItem, ApiError> {
     let item = scoped_item(state, id, |s| in_tenant(who, s))?;
-    if item.kind != GateKind::Approval {
+    if !is_approval(&item) {
         return Err(ApiError::not_found(format!("approval `{id}` not found")));
     }
     Ok(item)
@@ -219,6 +244,13 @@ async fn decide(
     let who = caller(&state, &headers)?;
     let comment = body?.comment;
     let item = approval(&state, &who, &id)?;
+    // The failure's DECISION: approving runs the failed state again, rejecting fails the run.
+    let answer = if is_failure_pause(&item) {
+        let approved = answer.value.get("approved") == Some(&serde_json::Value::Bool(true));
+        GateAnswer::choose(if approved { "retry" } else { "abort" })
+    } else {
+        answer
+    };
     let answer = match comment {
         Some(c) => answer.with_comment(c),
         None => answer,

@@ -12,12 +12,18 @@
 //! `MAG-HTTP-PAUSE-STATE` for a run that has ended (or is being cancelled, or is blocked) on a
 //! pause, and for a run that is not paused on a resume. See [`Engine::pause`].
 //!
+//! A run that waits on the DECISION of `onFailure: pause_for_approval` is paused in Friday's
+//! words (its `resumeRun`): resuming it answers the decision `retry`, so the failed state runs
+//! again (`{resume: "resumed", run}`; who may answer is checked as for the decision itself).
+//!
 //! [`Engine::pause`]: magrathea_core::Engine::pause
 
 use axum::Json;
 use axum::extract::{Path, State};
 use axum::http::{HeaderMap, StatusCode};
-use magrathea_core::{ControlAck, DeliverError, RunId, RunStatus, RunSummary};
+use magrathea_core::{
+    ControlAck, DeliverError, InboxFilter, InboxItem, RunFilter, RunId, RunStatus, RunSummary,
+};
 use serde::Deserialize;
 use serde_json::{Value, json};
 
@@ -141,6 +147,25 @@ fn tenant_summary(state: &AppState, who: &Principal, run: &str) -> Result<RunSum
     }
 }
 
+/// The pending DECISION of `onFailure: pause_for_approval` that `run` waits on, if any.
+fn failure_pause(state: &AppState, run: RunId) -> Result<Option<InboxItem>, ApiError> {
+    let summary = state.engine.summary(run).map_err(ApiError::internal)?;
+    if summary.status != RunStatus::Waiting {
+        return Ok(None);
+    }
+    let runs = RunFilter {
+        scope: Some(summary.scope.as_str().to_owned()),
+        ..RunFilter::default()
+    };
+    let items = state
+        .engine
+        .inbox_of(InboxFilter::Pending, &runs, |s| s.run_id == run)
+        .map_err(ApiError::internal)?;
+    Ok(items
+        .into_iter()
+        .find(|i| i.workflow_run_id == run && super::approvals::is_failure_pause(i)))
+}
+
 /// Pauses or resumes `run`: the answer (`{pause|resume, run}`) and the run's status after.
 async fn control(
     state: &AppState,
@@ -158,6 +183,32 @@ async fn control(
             "MAG-HTTP-PAUSE-REASON",
             format!("`reason` is longer than {MAX_REASON_BYTES} bytes"),
         ));
+    }
+    if let Op::Resume = op
+        && let Some(item) = failure_pause(state, run)?
+    {
+        let answer = magrathea_core::GateAnswer::choose("retry");
+        let answer = match body.reason {
+            Some(reason) => answer.with_comment(reason),
+            None => answer,
+        };
+        let answered = super::inbox::answer_item(state, &item, answer, who).await?;
+        if !answered.applied {
+            return Err(ApiError::new(
+                StatusCode::CONFLICT,
+                "MAG-HTTP-PAUSE-STATE",
+                format!(
+                    "run {run}: its decision `{}` was answered meanwhile",
+                    item.id
+                ),
+            ));
+        }
+        let status = state
+            .engine
+            .summary(run)
+            .map_err(ApiError::internal)?
+            .status;
+        return Ok((json!({ "resume": "resumed", "run": answered.run }), status));
     }
     let done = match op {
         Op::Pause => state

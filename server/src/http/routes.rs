@@ -268,7 +268,7 @@ pub fn routes() -> Vec<Route> {
             methods: &["POST"],
             path: "/v1/workflow-runs/{runId}/resume",
             operation: "workflows.runs.resume",
-            summary: "Resume a paused run of the token's tenant: -> {resume: resumed, status (Friday's word: running|paused|completed|failed|cancelled), run}; 409 MAG-HTTP-PAUSE-STATE for a run that is not paused",
+            summary: "Resume a paused run of the token's tenant, or one waiting on the decision of onFailure: pause_for_approval (answered retry): -> {resume: resumed, status (Friday's word: running|paused|completed|failed|cancelled), run}; 409 MAG-HTTP-PAUSE-STATE for a run that is neither",
             query: &[],
             access: Token(Run),
             handler: || post(pause::v1_resume),

@@ -223,3 +223,111 @@ async fn only_the_named_approvers_may_answer_the_decision() {
     let view = s.wait_status("shop", &run, &["DONE", "FAILED"]).await;
     assert_eq!(view["result"], "cleaned after business_error", "{view}");
 }
+
+#[tokio::test]
+async fn friday_lists_the_decision_as_an_approval_and_approving_it_retries() {
+    let s = Server::start().await;
+    let run = start(&s, DOC).await;
+    let id = decision(&s, &run).await["id"].as_str().unwrap().to_owned();
+    let listed: Vec<Value> = s.get_json("/v1/workflow-approvals", Some(ACME)).await;
+    let listed = listed
+        .iter()
+        .find(|a| a["id"] == id.as_str())
+        .unwrap_or_else(|| panic!("{listed:?}"));
+    assert_eq!(listed["status"], "pending", "{listed}");
+    std::fs::write(s.root.join("acme/shop/fixed"), "").unwrap();
+    let r: Value = s
+        .post_json(
+            &format!("/v1/workflow-approvals/{id}/approve"),
+            Some(ACME),
+            &json!({"comment": "fixed the file"}),
+        )
+        .await;
+    assert_eq!(r["applied"], true, "{r}");
+    let view = s.wait_status("shop", &run, &["DONE", "FAILED"]).await;
+    assert_eq!(view["result"], "fixed", "{view}");
+    let got: Value = s
+        .get_json(&format!("/v1/workflow-approvals/{id}"), Some(ACME))
+        .await;
+    assert_eq!(got["status"], "approved", "{got}");
+    assert_eq!(got["answer"]["value"], json!({"chosen": "retry"}), "{got}");
+    assert_eq!(got["answer"]["comment"], "fixed the file", "{got}");
+}
+
+#[tokio::test]
+async fn friday_rejecting_the_decision_aborts_the_run() {
+    let s = Server::start().await;
+    let run = start(&s, DOC).await;
+    let id = decision(&s, &run).await["id"].as_str().unwrap().to_owned();
+    let r: Value = s
+        .post_json(
+            &format!("/v1/workflow-approvals/{id}/reject"),
+            Some(ACME),
+            &json!({}),
+        )
+        .await;
+    assert_eq!(r["applied"], true, "{r}");
+    let view = s.wait_status("shop", &run, &["DONE", "FAILED"]).await;
+    assert_eq!(
+        view["reason"],
+        "no transition for outcome 'business_error' (onFailure: pause_for_approval: aborted by alice)"
+    );
+    let got: Value = s
+        .get_json(&format!("/v1/workflow-approvals/{id}"), Some(ACME))
+        .await;
+    assert_eq!(got["status"], "rejected", "{got}");
+}
+
+#[tokio::test]
+async fn friday_resume_of_a_run_paused_for_approval_retries_the_failed_state() {
+    let s = Server::start().await;
+    let run = start(&s, DOC).await;
+    std::fs::write(s.root.join("acme/shop/fixed"), "").unwrap();
+    let r: Value = s
+        .post_json(
+            &format!("/v1/workflow-runs/{run}/resume"),
+            Some(ACME),
+            &json!({}),
+        )
+        .await;
+    assert_eq!(r["resume"], "resumed", "{r}");
+    let view = s.wait_status("shop", &run, &["DONE", "FAILED"]).await;
+    assert_eq!(view["result"], "fixed", "{view}");
+    let log = std::fs::read_to_string(s.root.join("acme/shop/attempts.log")).unwrap();
+    assert_eq!(log.lines().count(), 2, "{log}");
+    // Once it ran on, there is nothing to resume.
+    let again = s
+        .post(&format!("/v1/workflow-runs/{run}/resume"), Some(ACME))
+        .json(&json!({}))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(
+        http_common::code(again).await,
+        (409, "MAG-HTTP-PAUSE-STATE".into())
+    );
+}
+
+#[tokio::test]
+async fn resuming_a_decision_keeps_its_approvers() {
+    let s = Server::start().await;
+    let doc = DOC.replace(
+        "fallback: cleanup }",
+        "fallback: cleanup, approvers: { users: [runner] } }",
+    );
+    let run = start(&s, &doc).await;
+    let refused = s
+        .post(&format!("/v1/workflow-runs/{run}/resume"), Some(ACME))
+        .json(&json!({}))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(
+        http_common::code(refused).await,
+        (403, "MAG-HTTP-NOT-APPROVER".into())
+    );
+    assert_eq!(
+        s.wait_status("shop", &run, &["WAITING"]).await["status"],
+        "WAITING"
+    );
+}
