@@ -14,6 +14,20 @@ function size(n) {
   };
 }
 
+/**
+ * A state's name as it fits its box: a smaller font for a long name (down to 10 px), then
+ * cut with "…" (the node's tooltip holds the whole name). Widths are estimated (a bold
+ * sans-serif character is about 0.58 of its font size wide): the SVG is drawn before it is
+ * on the page, where nothing can be measured.
+ */
+function fitName(name, width) {
+  const room = width - 14;
+  const px = Math.max(10, Math.min(14, room / (0.58 * name.length)));
+  const fits = Math.floor(room / (0.58 * px));
+  const text = name.length <= fits ? name : `${name.slice(0, Math.max(1, fits - 1))}…`;
+  return { text, px };
+}
+
 /** The point where the segment from the centre of `b` towards `p` leaves box `b`. */
 function clip(b, p) {
   const cx = b.x + b.w / 2;
@@ -59,6 +73,7 @@ export function drawGraph(graph, current, path, status, moves) {
       h("path", { d: "M0,0 L10,5 L0,10 z", class: "arrow" })),
     h("marker", { id: "arrow-taken", viewBox: "0 0 10 10", refX: 9, refY: 5, markerWidth: 7, markerHeight: 7, orient: "auto-start-reverse" },
       h("path", { d: "M0,0 L10,5 L0,10 z", class: "arrow-taken" }))));
+  const pairs = new Map(); // labels already drawn between two states, to stack the next
   for (const e of graph.edges || []) {
     const a = boxes.get(e.source);
     const b = boxes.get(e.target);
@@ -78,7 +93,14 @@ export function drawGraph(graph, current, path, status, moves) {
     }
     const g = h("g", { class: isTaken ? "edge taken" : "edge", "data-edge": `${e.source}->${e.target}`, "data-label": e.label || "" },
       h("path", { d, "marker-end": isTaken ? "url(#arrow-taken)" : "url(#arrow)" }));
-    if (e.label) g.append(h("text", { x: mid.x, y: mid.y - 4, "text-anchor": "middle", class: "edge-label" }, e.label));
+    if (e.label) {
+      // Several transitions between the same two states (an outcome and a `catch`): their
+      // labels are stacked, not drawn over each other.
+      const pair = [e.source, e.target].sort().join("\u0000");
+      const nth = pairs.get(pair) || 0;
+      pairs.set(pair, nth + 1);
+      g.append(h("text", { x: mid.x, y: mid.y - 4 + nth * 13, "text-anchor": "middle", class: "edge-label" }, e.label));
+    }
     svg.append(g);
   }
   for (const [id, b] of boxes) {
@@ -91,10 +113,18 @@ export function drawGraph(graph, current, path, status, moves) {
     svg.append(h("g", { class: cls.join(" "), "data-state": id },
       h("title", {}, `${id} (${kind})${id === current ? ", current" : visited.has(id) ? ", visited" : ""}`),
       h("rect", { x: b.x, y: b.y, width: b.w, height: b.h, rx: 8 }),
-      h("text", { x: b.x + b.w / 2, y: b.y + b.h / 2 - 3, "text-anchor": "middle", class: "node-name" }, data.name || id),
+      nameText(b, String(data.name || id)),
       h("text", { x: b.x + b.w / 2, y: b.y + b.h / 2 + 13, "text-anchor": "middle", class: "node-kind" }, kind)));
   }
   return svg;
+}
+
+function nameText(b, name) {
+  const { text, px } = fitName(name, b.w);
+  const t = h("text", { x: b.x + b.w / 2, y: b.y + b.h / 2 - 3, "text-anchor": "middle", class: "node-name" }, text);
+  // Through the CSS object model: the page's Content-Security-Policy refuses style attributes.
+  if (px < 14) t.style.fontSize = `${px.toFixed(1)}px`;
+  return t;
 }
 
 /**
