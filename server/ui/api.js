@@ -40,12 +40,23 @@ async function fail(r) {
   return new ApiError(r.status, e.code, e.message, e.diagnostics);
 }
 
+/**
+ * JSON text as values, with the integers a JavaScript number cannot hold exactly (beyond
+ * 2^53, say a journaled input hash) kept whole as BigInts: `JSON.parse` alone would round
+ * them, and the page would show numbers the server never sent.
+ */
+export function parseJson(text) {
+  return JSON.parse(text, (_key, value, context) =>
+    typeof value === "number" && !Number.isSafeInteger(value) && context &&
+      /^-?\d+$/.test(context.source) ? BigInt(context.source) : value);
+}
+
 /** GET `path`: {json, headers}. */
 export async function get(path, signal) {
   const r = await fetch(path, { headers: headers(), signal });
   if (!r.ok) throw await fail(r);
   const text = await r.text();
-  return { json: text ? JSON.parse(text) : null, headers: r.headers };
+  return { json: text ? parseJson(text) : null, headers: r.headers };
 }
 
 /** GET `path` and only its JSON. */
@@ -62,7 +73,7 @@ export async function post(path, body) {
   });
   if (!r.ok) throw await fail(r);
   const text = await r.text();
-  return text ? JSON.parse(text) : null;
+  return text ? parseJson(text) : null;
 }
 
 /**
@@ -93,7 +104,7 @@ export async function events(path, onEvent, signal) {
       if (data.length) {
         let parsed = data.join("\n");
         try {
-          parsed = JSON.parse(parsed);
+          parsed = parseJson(parsed);
         } catch (_) {
           // Not JSON: hand the text over.
         }

@@ -1,5 +1,7 @@
 // The application shell: sign-in, the tenant/project picker, and the views by URL hash
-// (#/runs, #/run/<id>, #/inbox, #/workflows, #/workflow/<name>).
+// (#/runs, #/run/<id>, #/inbox, #/workflows, #/workflow/<name>). A run's or a workflow's
+// link names its project (`?project=<tenant>/<project>`), so it opens the same page in
+// another tab; the project picker follows it.
 
 import { ApiError, getJson, setToken, token } from "./api.js";
 import { errorBox, mount } from "./dom.js";
@@ -95,7 +97,18 @@ function route() {
   // draws into a box no longer on the page.
   const view = document.createElement("div");
   mount($("view"), view);
-  const hash = decodeURIComponent(location.hash.replace(/^#\/?/, ""));
+  const [path, query = ""] = location.hash.replace(/^#\/?/, "").split("?");
+  const named = new URLSearchParams(query).get("project");
+  if (named && named !== `${ctx.tenant}/${ctx.project}`) {
+    const select = $("project-select");
+    if (![...select.options].some((o) => o.value === named)) {
+      mount(view, errorBox(new Error(`This token gives no access to project ${named}.`)));
+      return;
+    }
+    select.value = named;
+    setProject(named);
+  }
+  const hash = decodeURIComponent(path);
   const [name, ...rest] = hash.split("/");
   const arg = rest.join("/");
   for (const a of document.querySelectorAll("#nav a")) {
@@ -137,6 +150,7 @@ $("sign-in-form").addEventListener("submit", (ev) => {
 
 $("sign-out").addEventListener("click", () => {
   setToken(null);
+  sessionStorage.removeItem(PROJECT_KEY);
   if (current) current.abort();
   location.hash = "";
   showSignIn("Signed out.");

@@ -49,7 +49,25 @@ export function duration(ms) {
 
 /** A JSON value in a <pre>. */
 export function json(value) {
-  return h("pre", { class: "json" }, JSON.stringify(value, null, 2));
+  return h("pre", { class: "json" }, pretty(value, ""));
+}
+
+/** `JSON.stringify(value, null, 2)`, with BigInts (see `parseJson`) written as the integers
+ * they are. */
+function pretty(value, indent) {
+  if (value === undefined) return "";
+  if (typeof value === "bigint") return value.toString();
+  const inner = `${indent}  `;
+  if (Array.isArray(value)) {
+    if (!value.length) return "[]";
+    return `[\n${value.map((v) => inner + (v === undefined ? "null" : pretty(v, inner))).join(",\n")}\n${indent}]`;
+  }
+  if (value !== null && typeof value === "object") {
+    const keys = Object.keys(value).filter((k) => value[k] !== undefined);
+    if (!keys.length) return "{}";
+    return `{\n${keys.map((k) => `${inner}${JSON.stringify(k)}: ${pretty(value[k], inner)}`).join(",\n")}\n${indent}}`;
+  }
+  return JSON.stringify(value);
 }
 
 /** An error message for people. */
@@ -62,6 +80,16 @@ export function errorBox(e) {
 export function announce(text) {
   const s = document.getElementById("status");
   if (s) s.textContent = text;
+}
+
+/** The link to run `id` of the context's project: a link that opens the same run in any tab. */
+export function runHref(ctx, id) {
+  return `#/run/${encodeURIComponent(id)}?project=${encodeURIComponent(`${ctx.tenant}/${ctx.project}`)}`;
+}
+
+/** The link to workflow `name` of the context's project. */
+export function workflowHref(ctx, name) {
+  return `#/workflow/${encodeURIComponent(name)}?project=${encodeURIComponent(`${ctx.tenant}/${ctx.project}`)}`;
 }
 
 /** Whether a run status is final. */

@@ -2,7 +2,7 @@
 // forms that answer them (shown only to a token with workflow.run).
 
 import { getJson, post, projectBase } from "./api.js";
-import { badge, errorBox, h, mount, time } from "./dom.js";
+import { badge, errorBox, h, mount, runHref, time } from "./dom.js";
 import { followTenant } from "./runs.js";
 
 export async function inboxView(ctx, view) {
@@ -15,10 +15,20 @@ export async function inboxView(ctx, view) {
     message, list));
   const answering = new Set(); // items whose form has focus or text: not re-rendered
 
+  // A token that may answer but not read (workflow.run without workflow.read) finds what
+  // it may answer through Friday's approvals route, which takes workflow.run.
+  const readable = ctx.scopes.includes("workflow.read");
+  const here = `${ctx.tenant}/${ctx.project}`;
+  async function pending() {
+    if (readable) return getJson(`${base}/inbox`, ctx.signal);
+    const approvals = await getJson("/v1/workflow-approvals?limit=1000", ctx.signal);
+    return approvals.filter((a) => a.scope === here).map((a) => ({ ...a, status: a.inboxStatus || a.status }));
+  }
+
   async function load() {
     let items;
     try {
-      items = await getJson(`${base}/inbox`, ctx.signal);
+      items = await pending();
     } catch (e) {
       if (e.name !== "AbortError") mount(message, errorBox(e));
       return;
@@ -38,17 +48,20 @@ export async function inboxView(ctx, view) {
       h("h3", { id: `t-${it.id}` }, it.title || "(untitled)", " ", h("span", { class: "tag" }, it.kind)),
       it.body ? h("p", { class: "body" }, it.body) : null,
       h("dl", { class: "meta" },
-        h("dt", {}, "Run"), h("dd", {}, h("a", { href: `#/run/${encodeURIComponent(it.workflowRunId)}`, class: "mono" }, it.workflowRunId),
+        h("dt", {}, "Run"), h("dd", {}, h("a", { href: runHref(ctx, it.workflowRunId), class: "mono" }, it.workflowRunId),
           ` ${it.workflowName || ""} · ${it.workflowState || ""}`),
         it.assignedTo ? [h("dt", {}, "Assigned to"), h("dd", {}, it.assignedTo)] : null,
         it.expiresAt ? [h("dt", {}, "Deadline"), h("dd", {}, time(it.expiresAt))] : null,
         h("dt", {}, "Status"), h("dd", {}, badge(it.status)),
         h("dt", {}, "Created"), h("dd", {}, time(it.createdAt))),
       canAnswer ? form(it) : h("p", { class: "muted" }, "This token cannot answer (it lacks workflow.run)."));
+    // A card being answered — focused, or holding text not yet sent — is kept as it is.
+    const typed = () => [...el.querySelectorAll("textarea")].some((t) => t.value.trim() !== "");
     el.addEventListener("focusin", () => answering.add(it.id));
+    el.addEventListener("input", () => answering.add(it.id));
     el.addEventListener("focusout", () => {
       setTimeout(() => {
-        if (!el.contains(document.activeElement)) answering.delete(it.id);
+        if (!el.contains(document.activeElement) && !typed()) answering.delete(it.id);
       }, 0);
     });
     return el;
@@ -58,17 +71,26 @@ export async function inboxView(ctx, view) {
     const idc = `c-${it.id}`;
     const comment = h("textarea", { id: idc, name: "comment", rows: 2 });
     const out = h("div", { "aria-live": "polite" });
+    let sending = false;
     const send = async (body) => {
+      // One answer at a time: a second click while the first is on its way would be
+      // journaled as ignored and reported as such.
+      if (sending) return;
+      sending = true;
+      const buttons = [...(out.parentElement?.querySelectorAll("button") || [])];
+      for (const b of buttons) b.disabled = true;
       const c = comment.value.trim();
       if (c) body.comment = c;
       try {
         const r = await post(`${base}/inbox/${encodeURIComponent(it.id)}/answer`, body);
         answering.delete(it.id);
         mount(message, h("p", { class: "ok" }, r && r.applied === false ? "The answer was ignored (the item was no longer open)." : "Answered: the run moves on. ",
-          h("a", { href: `#/run/${encodeURIComponent(it.workflowRunId)}` }, "Open the run")));
+          h("a", { href: runHref(ctx, it.workflowRunId) }, "Open the run")));
         await load();
       } catch (e) {
         mount(out, errorBox(e));
+        for (const b of buttons) b.disabled = false;
+        sending = false;
       }
     };
     const buttons = [];
@@ -100,5 +122,9 @@ export async function inboxView(ctx, view) {
   }
 
   await load();
-  followTenant(ctx, live, load);
+  if (readable) followTenant(ctx, live, load);
+  else {
+    const poll = setInterval(load, 3000);
+    ctx.signal.addEventListener("abort", () => clearInterval(poll));
+  }
 }

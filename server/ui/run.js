@@ -2,7 +2,7 @@
 // timeline, params/vars/result, sub-runs and parent, and the operator's buttons.
 
 import { ApiError, events, get, getJson, post, projectBase } from "./api.js";
-import { announce, badge, duration, ended, errorBox, h, json, mount, time } from "./dom.js";
+import { announce, badge, duration, ended, errorBox, h, json, mount, runHref, time } from "./dom.js";
 import { drawGraph } from "./graph.js";
 
 const JOURNAL_MAX = 5000; // records shown at most; the API pages beyond
@@ -69,19 +69,19 @@ export async function runView(ctx, view, id) {
         dt("Current state", run.currentState || "—"),
         dt("Started by", run.startedBy || ""),
         dt("Started", time(run.createdAt)),
-        dt("Duration", duration((run.finishedAt || Date.now()) - run.createdAt)),
+        dt("Duration", h("span", { id: "run-duration" }, duration((run.finishedAt || Date.now()) - run.createdAt))),
         run.reason ? dt("Reason", run.reason) : null));
     if (graph) mount(graphBox, drawGraph(graph, run.currentState, path(), run.status, moves()));
     renderActions();
     const sub = run.subRuns || [];
     mount(links,
       run.parentRunId
-        ? h("p", {}, "Sub-run of ", h("a", { href: `#/run/${encodeURIComponent(run.parentRunId)}`, class: "mono" }, run.parentRunId))
+        ? h("p", {}, "Sub-run of ", h("a", { href: runHref(ctx, run.parentRunId), class: "mono" }, run.parentRunId))
         : null,
       sub.length
         ? h("section", { "aria-labelledby": "subruns-title" }, h("h3", { id: "subruns-title" }, "Sub-runs"),
           h("ul", {}, sub.map((s) => h("li", {},
-            h("a", { href: `#/run/${encodeURIComponent(s.runId)}`, class: "mono" }, s.runId),
+            h("a", { href: runHref(ctx, s.runId), class: "mono" }, s.runId),
             ` ${s.workflow || ""} from state ${s.state || "?"} `, s.status ? badge(s.status) : null))))
         : null);
     mount(facts,
@@ -95,15 +95,21 @@ export async function runView(ctx, view, id) {
       mount(actions);
       return;
     }
+    // One action at a time: a second click while the first is on its way (a double click)
+    // would start a second run, or be refused.
     const act = (label, route, body, ok) => h("button", {
       type: "button", "data-action": route,
       onclick: async () => {
+        const buttons = [...actions.querySelectorAll("button")];
+        if (buttons.some((b) => b.disabled)) return;
+        for (const b of buttons) b.disabled = true;
         try {
           const r = await post(`${base}/${route}`, body);
           mount(actionMsg, h("p", { class: "ok" }, ok(r)));
           await refresh();
         } catch (e) {
           mount(actionMsg, errorBox(e));
+          for (const b of buttons) b.disabled = false;
         }
       },
     }, label);
@@ -123,7 +129,7 @@ export async function runView(ctx, view, id) {
 
   function newRun(what, r) {
     const id2 = r && r.workflowRunId;
-    return h("span", {}, `${what} started: `, id2 ? h("a", { href: `#/run/${encodeURIComponent(id2)}`, class: "mono" }, id2) : "");
+    return h("span", {}, `${what} started: `, id2 ? h("a", { href: runHref(ctx, id2), class: "mono" }, id2) : "");
   }
 
   function addRecord(r) {
@@ -145,6 +151,15 @@ export async function runView(ctx, view, id) {
     cursor = page.headers.get("X-Next-Cursor") || "";
   } while (cursor && records.length < JOURNAL_MAX);
   render();
+
+  // The duration of a run that has not ended goes on while it waits, is paused or runs a
+  // long step: counted here between the records that redraw the page.
+  const ticker = setInterval(() => {
+    if (ctx.signal.aborted) { clearInterval(ticker); return; }
+    const el = document.getElementById("run-duration");
+    if (el && !run.finishedAt && !ended(run.status)) el.textContent = duration(Date.now() - run.createdAt);
+  }, 1000);
+  ctx.signal.addEventListener("abort", () => clearInterval(ticker));
 
   let timer = null;
   async function refresh() {
@@ -191,18 +206,24 @@ function dt(term, value) {
   return [h("dt", {}, term), h("dd", {}, value)];
 }
 
+/** The outcomes of a step that failed. */
+const FAILURES = ["technical_error", "business_error", "timeout", "failure", "cancelled"];
+
 function recordRow(r) {
   const { seq, createdAt, type, step, attempt, outcome, ...rest } = r;
   const summary = r.state || r.name || r.status || r.task || "";
   const late = r.ignored || r.late || type === "IgnoredRecord" || type === "IgnoredAnswerRecord";
   const cls = [`rec-${type}`];
-  if (outcome && outcome !== "success") cls.push("rec-bad");
+  // A failed attempt carries its error; a gate's `approved` or a decision's option is no
+  // failure, whatever its word.
+  if (r.error || FAILURES.includes(outcome) || (type === "StatusRecord" && r.status === "FAILED")) cls.push("rec-bad");
   if (late) cls.push("rec-ignored");
   return h("tr", { class: cls.join(" "), "data-type": type },
     h("td", {}, seq),
     h("td", {}, time(createdAt)),
     h("td", {}, type.replace(/Record$/, ""), summary ? h("span", { class: "muted" }, ` ${summary}`) : null),
-    h("td", {}, step ?? ""),
+    // A StartRecord's step is its parent's step (of a sub-run), not one of this run.
+    h("td", {}, type === "StartRecord" ? "" : step ?? ""),
     h("td", {}, attempt ?? ""),
     h("td", {}, outcome ?? ""),
     h("td", {}, h("details", {}, h("summary", {}, "payload"), json(rest))));

@@ -1,7 +1,7 @@
 // The runs list: newest first, filters, search by id, cursor paging, live updates.
 
 import { ApiError, events, get, getJson, projectBase } from "./api.js";
-import { announce, badge, duration, errorBox, h, mount, time } from "./dom.js";
+import { announce, badge, duration, errorBox, h, mount, runHref, time } from "./dom.js";
 
 const STATUSES = ["RUNNING", "WAITING", "PAUSED", "DONE", "FAILED", "CANCELLED", "BLOCKED"];
 const PAGE = 25;
@@ -40,6 +40,8 @@ export async function runsView(ctx, view) {
   const search = h("form", { class: "filters", role: "search", "aria-label": "Find a run by id" },
     field("run-search", "Run id", runId), h("button", { type: "submit" }, "Open"));
   const message = h("div", { "aria-live": "polite" });
+  // What the search says stays until the next search: the list's reloads do not clear it.
+  const found = h("div", { "aria-live": "polite", id: "run-search-message" });
   const body = h("tbody");
   const table = h("table", { class: "runs", id: "runs-table" },
     h("caption", { class: "sr-only" }, "Runs, newest first"),
@@ -52,7 +54,7 @@ export async function runsView(ctx, view) {
   const live = h("span", { class: "live muted" }, "");
   mount(view, h("section", { "aria-labelledby": "runs-title" },
     h("div", { class: "title-row" }, h("h2", { id: "runs-title" }, "Runs"), live),
-    search, filters, message, table,
+    search, found, filters, message, table,
     h("nav", { class: "pager", "aria-label": "Pages" }, prev, pageInfo, next)));
 
   let cursors = [""]; // cursors[i] opens page i
@@ -77,7 +79,7 @@ export async function runsView(ctx, view) {
     mount(message);
     nextCursor = r.headers.get("X-Next-Cursor");
     const now = Date.now();
-    mount(body, (r.json || []).map((run) => row(run, now)));
+    mount(body, (r.json || []).map((run) => row(ctx, run, now)));
     if (!(r.json || []).length) mount(body, h("tr", {}, h("td", { colspan: 7 }, "No runs.")));
     prev.disabled = page === 0;
     next.disabled = !nextCursor;
@@ -94,13 +96,21 @@ export async function runsView(ctx, view) {
   });
   search.addEventListener("submit", async (ev) => {
     ev.preventDefault();
-    const id = runId.value.trim();
+    const typed = runId.value.trim();
+    // The list shows the first characters of each id: those open the run they name, when
+    // one run on the page begins with them.
+    const prefix = typed.replace(/…$/, "");
+    const listed = [...body.querySelectorAll("tr[data-run]")]
+      .map((tr) => tr.dataset.run)
+      .filter((id) => prefix && id.startsWith(prefix));
+    const id = listed.length === 1 ? listed[0] : typed;
+    mount(found);
     try {
       await getJson(`${base}/workflows/runs/${encodeURIComponent(id)}`, ctx.signal);
-      location.hash = `#/run/${encodeURIComponent(id)}`;
+      location.hash = runHref(ctx, id);
     } catch (e) {
-      mount(message, errorBox(e instanceof ApiError && e.status === 404
-        ? new Error(`No run ${id} in this project.`) : e));
+      mount(found, errorBox(e instanceof ApiError && e.status === 404
+        ? new Error(`No run ${typed} in this project.`) : e));
     }
   });
   next.addEventListener("click", () => {
@@ -119,11 +129,11 @@ export async function runsView(ctx, view) {
   followTenant(ctx, live, () => load());
 }
 
-function row(run, now) {
+function row(ctx, run, now) {
   const end = run.finishedAt || now;
   const id = run.workflowRunId;
   return h("tr", { "data-run": id, "data-status": run.status },
-    h("td", {}, h("a", { href: `#/run/${encodeURIComponent(id)}`, class: "mono", title: id, "aria-label": `Run ${id}` }, id.slice(0, 12) + "…"),
+    h("td", {}, h("a", { href: runHref(ctx, id), class: "mono", title: id, "aria-label": `Run ${id}` }, id.slice(0, 12) + "…"),
       run.parentRunId ? h("span", { class: "muted" }, " (sub-run)") : null),
     h("td", {}, run.workflowName),
     h("td", {}, badge(run.status)),
@@ -139,6 +149,8 @@ function row(run, now) {
  * a lost stream.
  */
 export function followTenant(ctx, indicator, reload) {
+  // Without workflow.read the lists are refused (the view says so once): nothing to follow.
+  if (!ctx.scopes.includes("workflow.read")) return;
   let timer = null;
   const soon = () => {
     clearTimeout(timer);

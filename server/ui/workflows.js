@@ -2,7 +2,7 @@
 // graph, and the project's triggers (schedules, webhooks, events) with their deliveries.
 
 import { ApiError, getJson, projectBase } from "./api.js";
-import { badge, errorBox, h, json, mount, time } from "./dom.js";
+import { badge, errorBox, h, json, mount, time, workflowHref } from "./dom.js";
 import { drawGraph } from "./graph.js";
 
 export async function workflowsView(ctx, view) {
@@ -25,7 +25,7 @@ export async function workflowsView(ctx, view) {
     mount(list, h("table", { class: "workflows" },
       h("thead", {}, h("tr", {}, ["Name", "Document", "Source", "Valid", "Diagnostics"].map((t) => h("th", { scope: "col" }, t)))),
       h("tbody", {}, docs.map((w) => h("tr", { "data-workflow": w.name, class: w.valid ? "" : "invalid" },
-        h("td", {}, h("a", { href: `#/workflow/${encodeURIComponent(w.name)}` }, w.name),
+        h("td", {}, h("a", { href: workflowHref(ctx, w.name) }, w.name),
           w.archived ? h("span", { class: "tag" }, "archived") : null,
           w.hasDraft ? h("span", { class: "tag" }, "draft") : null,
           w.description ? h("div", { class: "muted" }, w.description) : null),

@@ -81,5 +81,6 @@ mod triggers_schedule;
 mod triggers_webhook;
 mod ui_assets;
 mod ui_browser;
+mod ui_usability;
 mod webhook_verify;
 mod workers_postgres;

@@ -447,7 +447,7 @@ async fn a_run_and_its_sub_run_link_both_ways() {
         .await,
         json!("")
     );
-    ui.click(&format!("a[href=\"#/run/{parent}\"]")).await;
+    ui.click(&format!("a[href^=\"#/run/{parent}?\"]")).await;
     ui.wait_js_args(
         "const e = document.getElementById('run-id'); return e && e.textContent === arguments[0];",
         vec![json!(parent)],

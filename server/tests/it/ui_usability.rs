@@ -1,0 +1,256 @@
+//! The web UI as people use it, in a real headless Chromium against a real `magrathea serve`:
+//! a double click acts once, a comment being typed survives the inbox's refresh, the journal
+//! marks failures only, a run's link opens it from any project, large integers are shown as
+//! the server sent them, a waiting run's duration goes on, and a token that may answer but
+//! not read finds its approvals.
+
+use std::time::Duration;
+
+use crate::http_common;
+use crate::ui_common;
+
+use http_common::{ACME, ACME_RUN};
+use serde_json::{Value, json};
+use ui_common::Ui;
+
+/// The runs of `workflow` in acme/shop, over the API.
+async fn runs_of(ui: &Ui, workflow: &str) -> Vec<Value> {
+    ui.http
+        .get(ui.url(&format!(
+            "/brain/acme/project/shop/workflows/runs?workflow={workflow}"
+        )))
+        .bearer_auth(ACME)
+        .send()
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap()
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_double_click_on_run_again_starts_one_run() {
+    let ui = Ui::start().await;
+    let run = ui.start_run("hello", ACME).await;
+    ui.wait_status(&run, &["DONE"]).await;
+    ui.sign_in(ACME).await;
+    ui.view(&format!("#/run/{run}")).await;
+    // Two clicks in one go, as a double click gives them.
+    ui.wait_js(
+        "const b = [...document.querySelectorAll('button[data-action=rerun]')][0]; \
+         if (!b) return null; b.click(); b.click(); return true;",
+        "the Run again button",
+    )
+    .await;
+    ui.wait_js(
+        "return document.body.innerText.includes('Rerun started')",
+        "the rerun's link",
+    )
+    .await;
+    // Whatever the second click sent has had ample time to arrive.
+    tokio::time::sleep(Duration::from_millis(1500)).await;
+    let runs = runs_of(&ui, "hello").await;
+    assert_eq!(runs.len(), 2, "{runs:?}");
+    ui.close().await;
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_comment_being_typed_survives_the_inbox_refresh() {
+    let ui = Ui::start().await;
+    let first = ui.start_run("approve", ACME).await;
+    ui.wait_status(&first, &["WAITING"]).await;
+    ui.sign_in(ACME).await;
+    ui.view("#/inbox").await;
+    ui.wait_js(
+        "return document.querySelectorAll('#inbox-items article').length === 1",
+        "the pending item",
+    )
+    .await;
+    // Typed, then the focus moves elsewhere (a person reading another card).
+    ui.js(
+        "const t = document.querySelector('#inbox-items textarea[name=comment]'); \
+         t.focus(); t.value = 'half-typed comment'; \
+         t.dispatchEvent(new Event('input', {bubbles: true})); t.blur(); \
+         document.getElementById('inbox-title').focus(); return null;",
+        vec![],
+    )
+    .await;
+    // A second item makes the inbox reload.
+    let second = ui.start_run("approve", ACME).await;
+    ui.wait_status(&second, &["WAITING"]).await;
+    ui.wait_js(
+        "return document.querySelectorAll('#inbox-items article').length === 2",
+        "the second item",
+    )
+    .await;
+    let kept = ui
+        .js(
+            "const a = document.querySelector(`#inbox-items article[data-item^=\"${arguments[0]}\"]`); \
+             return a.querySelector('textarea[name=comment]').value;",
+            vec![json!(first)],
+        )
+        .await;
+    assert_eq!(kept, json!("half-typed comment"));
+    ui.close().await;
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn the_journal_marks_failures_and_not_an_approval() {
+    let ui = Ui::start().await;
+    let run = ui.start_run("approve", ACME).await;
+    ui.wait_status(&run, &["WAITING"]).await;
+    let items: Vec<Value> = ui
+        .http
+        .get(ui.url("/brain/acme/project/shop/inbox"))
+        .bearer_auth(ACME)
+        .send()
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap();
+    let item = items[0]["id"].as_str().unwrap().to_owned();
+    let r = ui
+        .http
+        .post(ui.url(&format!("/brain/acme/project/shop/inbox/{item}/answer")))
+        .bearer_auth(ACME)
+        .json(&json!({"kind": "approve"}))
+        .send()
+        .await
+        .unwrap();
+    assert!(r.status().is_success());
+    ui.wait_status(&run, &["DONE"]).await;
+    ui.sign_in(ACME).await;
+    ui.view(&format!("#/run/{run}")).await;
+    let marks = ui
+        .wait_js(
+            "const rows = [...document.querySelectorAll('#journal tr[data-type=TaskResultRecord]')]; \
+             const done = [...document.querySelectorAll('#journal tr[data-type=StatusRecord]')].length; \
+             return rows.length && done ? rows.map(r => `${r.children[5].textContent}:${r.classList.contains('rec-bad')}`).join(',') : null;",
+            "the gate's result in the journal",
+        )
+        .await;
+    assert_eq!(marks, json!("approved:false"));
+    ui.close().await;
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_runs_link_names_its_project_and_opens_it_from_another() {
+    let ui = Ui::start().await;
+    let run = ui.start_run("hello", ACME).await;
+    ui.wait_status(&run, &["DONE"]).await;
+    ui.sign_in(ACME).await;
+    ui.view("#/runs").await;
+    let href = ui
+        .wait_js_args(
+            "const a = document.querySelector(`tr[data-run=\"${arguments[0]}\"] a`); \
+             return a ? a.getAttribute('href') : null;",
+            vec![json!(run)],
+            "the run's row",
+        )
+        .await;
+    let href = href.as_str().unwrap().to_owned();
+    assert!(href.contains("project=acme%2Fshop"), "{href}");
+    // Another project on screen, then the link (as from a bookmark or a colleague).
+    ui.pick_project("acme/lab").await;
+    ui.view(&href).await;
+    ui.wait_js_args(
+        "const e = document.getElementById('run-id'); return e && e.textContent === arguments[0];",
+        vec![json!(run)],
+        "the run's page",
+    )
+    .await;
+    assert_eq!(
+        ui.js(
+            "return document.getElementById('project-select').value",
+            vec![]
+        )
+        .await,
+        json!("acme/shop")
+    );
+    // A project the token may not open is said so, not guessed.
+    ui.view(&format!("#/run/{run}?project=globex%2Fshop")).await;
+    ui.wait_js(
+        "return document.body.innerText.includes('no access to project globex/shop')",
+        "the refusal",
+    )
+    .await;
+    ui.close().await;
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn journal_payloads_show_large_integers_as_the_server_sent_them() {
+    let ui = Ui::start().await;
+    let run = ui.start_run("approve", ACME).await;
+    ui.wait_status(&run, &["WAITING"]).await;
+    let raw = ui
+        .http
+        .get(ui.url(&format!(
+            "/brain/acme/project/shop/workflows/runs/{run}/journal"
+        )))
+        .bearer_auth(ACME)
+        .send()
+        .await
+        .unwrap()
+        .text()
+        .await
+        .unwrap();
+    // An integer beyond what a JavaScript number holds exactly (2^53).
+    let big = raw
+        .split(|c: char| !c.is_ascii_digit())
+        .find(|d| d.parse::<u64>().is_ok_and(|n| n > 1 << 53))
+        .map(str::to_owned)
+        .unwrap_or_else(|| panic!("no large integer in the journal: {raw}"));
+    ui.sign_in(ACME).await;
+    ui.view(&format!("#/run/{run}")).await;
+    let shown = ui
+        .wait_js(
+            "const pres = [...document.querySelectorAll('#journal details pre')]; \
+             return pres.length ? pres.map(p => p.textContent).join('\\n') : null;",
+            "the journal's payloads",
+        )
+        .await;
+    assert!(shown.as_str().unwrap().contains(&big), "{big} in {shown}");
+    ui.close().await;
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_waiting_runs_duration_goes_on() {
+    let ui = Ui::start().await;
+    let run = ui.start_run("approve", ACME).await;
+    ui.wait_status(&run, &["WAITING"]).await;
+    ui.sign_in(ACME).await;
+    ui.view(&format!("#/run/{run}")).await;
+    let first = ui
+        .wait_js(
+            "const d = document.getElementById('run-duration'); return d ? d.textContent : null;",
+            "the duration",
+        )
+        .await;
+    // No record arrives while the run waits at its gate; the duration moves all the same.
+    ui.wait_js_args(
+        "const d = document.getElementById('run-duration'); return d && d.textContent !== arguments[0];",
+        vec![first],
+        "the duration to move on",
+    )
+    .await;
+    ui.close().await;
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_token_that_may_answer_but_not_read_finds_its_approvals_and_answers_them() {
+    let ui = Ui::start().await;
+    let run = ui.start_run("approve", ACME).await;
+    ui.wait_status(&run, &["WAITING"]).await;
+    ui.sign_in(ACME_RUN).await;
+    ui.view("#/inbox").await;
+    ui.wait_js(
+        "return [...document.querySelectorAll('#inbox-items article h3')].some(h => h.textContent.includes('Ship it?'))",
+        "the approval",
+    )
+    .await;
+    ui.click("#inbox-items button[data-answer=approve]").await;
+    let view = ui.wait_status(&run, &["DONE"]).await;
+    assert_eq!(view["result"], "approved", "{view}");
+    ui.close().await;
+}
