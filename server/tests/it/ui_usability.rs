@@ -254,3 +254,53 @@ async fn a_token_that_may_answer_but_not_read_finds_its_approvals_and_answers_th
     assert_eq!(view["result"], "approved", "{view}");
     ui.close().await;
 }
+
+const LONG_NAMES: &str = r#"
+start: collect_customer_information_from_the_form
+states:
+  collect_customer_information_from_the_form:
+    type: gate_task
+    inbox: { kind: APPROVAL, title: "Complete?" }
+    on: { approved: notify_customer_by_email_done }
+    catch: { human_rejected: notify_customer_by_email_done }
+  notify_customer_by_email_done: { type: terminal }
+"#;
+
+#[tokio::test(flavor = "multi_thread")]
+async fn long_state_names_fit_their_nodes_and_labels_between_one_pair_do_not_overlap() {
+    let ui = Ui::start().await;
+    http_common::write(
+        &ui.root.join("acme/shop/_vance/workflows/longnames.yaml"),
+        LONG_NAMES,
+    );
+    ui.sign_in(ACME).await;
+    ui.view("#/workflow/longnames").await;
+    let overflow = ui
+        .wait_js(
+            "const nodes = [...document.querySelectorAll('svg.graph g.node')]; \
+             if (nodes.length !== 2) return null; \
+             return nodes.map(g => { const t = g.querySelector('text.node-name'); \
+               const r = g.querySelector('rect'); \
+               return t.getComputedTextLength() - r.width.baseVal.value; }).join(',');",
+            "the graph's nodes",
+        )
+        .await;
+    for over in overflow.as_str().unwrap().split(',') {
+        let over: f64 = over.parse().unwrap();
+        assert!(over <= 0.0, "a name wider than its node by {over} px");
+    }
+    let labels = ui
+        .js(
+            "return [...document.querySelectorAll('svg.graph g.edge text.edge-label')] \
+               .map(t => t.getBBox()).map(b => [b.x, b.y, b.width, b.height]);",
+            vec![],
+        )
+        .await;
+    let boxes: Vec<Vec<f64>> = serde_json::from_value(labels).unwrap();
+    assert_eq!(boxes.len(), 2, "{boxes:?}");
+    let (a, b) = (&boxes[0], &boxes[1]);
+    let apart =
+        a[1] + a[3] <= b[1] || b[1] + b[3] <= a[1] || a[0] + a[2] <= b[0] || b[0] + b[2] <= a[0];
+    assert!(apart, "the two labels overlap: {boxes:?}");
+    ui.close().await;
+}
