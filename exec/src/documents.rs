@@ -85,6 +85,21 @@ pub enum DocumentError {
          inside their project only"
     )]
     OutsideProject(PathBuf),
+    /// The file is not UTF-8 text: an invalid document, located like every diagnostic.
+    #[error(
+        "{}:{}:{}: [MAG-Y001] {}: expected a UTF-8 document; save the file as UTF-8",
+        path.display(),
+        text.line,
+        text.column,
+        text.what
+    )]
+    NotUtf8 {
+        /// The file, as [`DocumentSource::label`] names it.
+        path: PathBuf,
+        /// Where and what.
+        #[source]
+        text: NotUtf8Text,
+    },
     /// The file exists but could not be read.
     #[error("[MAG-DOC003] cannot read {path}: {message}")]
     Io {
@@ -177,6 +192,51 @@ impl std::fmt::Display for LeadsOut {
 }
 
 impl std::error::Error for LeadsOut {}
+
+/// Why a file is not UTF-8 text: where its first byte that is not lies, and what it is.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct NotUtf8Text {
+    /// Line, from 1.
+    pub line: usize,
+    /// Column, from 1, in characters.
+    pub column: usize,
+    /// What the file is: `the file is not UTF-8 text (byte 0xE9)`, or UTF-16 text.
+    pub what: String,
+}
+
+impl NotUtf8Text {
+    /// The position and nature of `e`.
+    pub fn of(e: &std::string::FromUtf8Error) -> Self {
+        let bytes = e.as_bytes();
+        let (line, column) = utf8_position(e);
+        let what = if bytes.starts_with(&[0xFF, 0xFE]) || bytes.starts_with(&[0xFE, 0xFF]) {
+            "the file is UTF-16 text (it begins with a UTF-16 byte-order mark)".to_string()
+        } else {
+            format!(
+                "the file is not UTF-8 text (byte 0x{:02X})",
+                bytes[e.utf8_error().valid_up_to()]
+            )
+        };
+        Self { line, column, what }
+    }
+
+    /// The `NotUtf8Text` an error of [`DocumentSource::read_text`] carries, if it is one.
+    pub fn in_error(e: &std::io::Error) -> Option<&Self> {
+        e.get_ref().and_then(|inner| inner.downcast_ref::<Self>())
+    }
+}
+
+impl std::fmt::Display for NotUtf8Text {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(
+            f,
+            "not UTF-8 text at line {}, column {}: {}: expected a UTF-8 document",
+            self.line, self.column, self.what
+        )
+    }
+}
+
+impl std::error::Error for NotUtf8Text {}
 
 /// The line and column (from 1, in characters) of the first byte of a text that is not UTF-8.
 pub fn utf8_position(e: &std::string::FromUtf8Error) -> (usize, usize) {
@@ -358,20 +418,27 @@ impl DocumentSource {
     }
 
     /// The text of `path`, a file of this tree, read through [`DocumentSource::confined`]. A
-    /// file that is not UTF-8 is [`std::io::ErrorKind::InvalidData`] naming where.
+    /// file that is not UTF-8 is [`std::io::ErrorKind::InvalidData`] carrying a
+    /// [`NotUtf8Text`] ([`NotUtf8Text::in_error`]).
     pub fn read_text(&self, path: &Path) -> std::io::Result<String> {
         let bytes = std::fs::read(self.confined(path)?)?;
-        String::from_utf8(bytes).map_err(|e| {
-            let (line, column) = utf8_position(&e);
-            std::io::Error::new(
-                std::io::ErrorKind::InvalidData,
-                format!(
-                    "not UTF-8 text at line {line}, column {column} (byte 0x{:02X}): expected a \
-                     UTF-8 document",
-                    e.as_bytes()[e.utf8_error().valid_up_to()]
-                ),
-            )
-        })
+        String::from_utf8(bytes)
+            .map_err(|e| std::io::Error::new(std::io::ErrorKind::InvalidData, NotUtf8Text::of(&e)))
+    }
+
+    /// The [`DocumentError`] of an error reading `path` that is neither a missing file nor a
+    /// link out.
+    fn read_error(&self, path: &Path, e: &std::io::Error) -> DocumentError {
+        match NotUtf8Text::in_error(e) {
+            Some(text) => DocumentError::NotUtf8 {
+                path: self.label(path).into(),
+                text: text.clone(),
+            },
+            None => DocumentError::Io {
+                path: self.label(path).into(),
+                message: e.to_string(),
+            },
+        }
     }
 
     /// Resolves `_vance/<kind>/<name>.yaml` by the cascade: project, then tenant.
@@ -403,12 +470,7 @@ impl DocumentSource {
                 Err(e) if leads_out(&e) => {
                     return Err(DocumentError::OutsideProject(self.label(path).into()));
                 }
-                Err(e) => {
-                    return Err(DocumentError::Io {
-                        path: self.label(path).into(),
-                        message: e.to_string(),
-                    });
-                }
+                Err(e) => return Err(self.read_error(path, &e)),
             }
         }
         Err(DocumentError::UnknownWorkflow {
@@ -446,10 +508,7 @@ impl DocumentSource {
                 Err(DocumentError::NoDraft(name.to_string()))
             }
             Err(e) if leads_out(&e) => Err(DocumentError::OutsideProject(self.label(&path).into())),
-            Err(e) => Err(DocumentError::Io {
-                path: self.label(&path).into(),
-                message: e.to_string(),
-            }),
+            Err(e) => Err(self.read_error(&path, &e)),
         }
     }
 

@@ -80,8 +80,8 @@ pub mod yaml_text;
 pub use bounds::TenantBounds;
 pub use call::{ExecCall, IntoExecCall, RunContext, RunData};
 pub use documents::{
-    DRAFTS_DIR, DocumentError, DocumentSource, HISTORY_DIR, STATE_DIR, Scope, check_name,
-    leads_out, root_relative, utf8_position,
+    DRAFTS_DIR, DocumentError, DocumentSource, HISTORY_DIR, NotUtf8Text, STATE_DIR, Scope,
+    check_name, leads_out, root_relative, utf8_position,
 };
 pub use egress::EgressPolicy;
 pub use executors::{Executors, LanePermit};

@@ -94,6 +94,15 @@ pub(crate) async fn run(loc: &Location, args: RunArgs) -> anyhow::Result<u8> {
             );
             return Ok(EXIT_INVALID);
         }
+        // Not UTF-8: an invalid document too, located as its diagnostics are.
+        Err(YamlStartError::Document(e @ magrathea_exec::DocumentError::NotUtf8 { .. })) => {
+            errln!("{e}");
+            errln!(
+                "error: workflow `{}` is invalid; nothing was started",
+                args.name
+            );
+            return Ok(EXIT_INVALID);
+        }
         Err(e) => {
             if let YamlStartError::Params(errors) = &e {
                 // Each problem at the parameter's declaration, as the document's diagnostics.

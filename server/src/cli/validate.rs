@@ -18,6 +18,7 @@
 use std::path::{Path, PathBuf};
 
 use anyhow::Context;
+use magrathea_exec::{DocumentError, NotUtf8Text};
 use magrathea_yaml::scheduler::load_schedule;
 use magrathea_yaml::{
     Diagnostic, Diagnostics, LoadOptions, ProjectDocuments, load_workflow_checked,
@@ -86,6 +87,15 @@ pub(crate) fn validate(loc: &Location, args: ValidateArgs) -> anyhow::Result<u8>
                     Ok((path, text)) => {
                         docs.push((Kind::Workflow, relative(&path, &cwd), Ok(text)));
                     }
+                    // Found by its name but not UTF-8: located as when named by its path.
+                    Err(DocumentError::NotUtf8 { path, text }) => docs.push((
+                        Kind::Workflow,
+                        name.clone(),
+                        Err(anyhow::Error::new(NotUtf8::at(
+                            &relative(&path, &cwd),
+                            &text,
+                        ))),
+                    )),
                     Err(e) => {
                         docs.push((Kind::Workflow, name.clone(), Err(anyhow::anyhow!("{e}"))))
                     }
@@ -188,14 +198,11 @@ struct NotUtf8(String);
 
 impl NotUtf8 {
     fn new(label: &str, e: &std::string::FromUtf8Error) -> Self {
-        let bytes = e.as_bytes();
-        let at = e.utf8_error().valid_up_to();
-        let (line, column) = magrathea_exec::utf8_position(e);
-        let what = if bytes.starts_with(&[0xFF, 0xFE]) || bytes.starts_with(&[0xFE, 0xFF]) {
-            "the file is UTF-16 text (it begins with a UTF-16 byte-order mark)".to_string()
-        } else {
-            format!("the file is not UTF-8 text (byte 0x{:02X})", bytes[at])
-        };
+        Self::at(label, &NotUtf8Text::of(e))
+    }
+
+    fn at(label: &str, text: &NotUtf8Text) -> Self {
+        let NotUtf8Text { line, column, what } = text;
         Self(format!(
             "{label}:{line}:{column}: [MAG-Y001] {what}: expected a UTF-8 document; save the file as UTF-8"
         ))

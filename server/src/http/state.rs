@@ -305,6 +305,16 @@ impl AppState {
             YamlStartError::Invalid(diags) => {
                 ApiError::invalid_diagnostics(diags.iter(), |p| self.label(Path::new(p)))
             }
+            // An invalid document, located as a diagnostic.
+            YamlStartError::Document(DocumentError::NotUtf8 { path, text }) => {
+                ApiError::invalid_document(vec![
+                    DocumentError::NotUtf8 {
+                        path: self.label(&path).into(),
+                        text,
+                    }
+                    .to_string(),
+                ])
+            }
             YamlStartError::Document(DocumentError::Io { path, message }) => ApiError::new(
                 StatusCode::INTERNAL_SERVER_ERROR,
                 "MAG-HTTP-500",

@@ -34,10 +34,24 @@ fn a_document_that_is_not_utf8_is_reported_at_its_first_bad_byte() {
         "{err}"
     );
 
+    // Named rather than given by path: the same diagnostic.
+    let named = p.cli(&["validate", "latin"]);
+    assert_eq!(code(&named), 1, "{}", stderr(&named));
+    assert!(
+        stderr(&named).lines().any(|l| l.starts_with(
+            "_vance/workflows/latin.yaml:3:36: [MAG-Y001] the file is not UTF-8 text (byte 0xE9)"
+        )),
+        "{}",
+        stderr(&named)
+    );
+
     let run = p.cli(&["run", "latin"]);
     assert_eq!(code(&run), 2, "{}", stderr(&run));
     assert!(
-        stderr(&run).contains("not UTF-8 text at line 3, column 36 (byte 0xE9)"),
+        stderr(&run).lines().any(|l| l.ends_with(
+            "_vance/workflows/latin.yaml:3:36: [MAG-Y001] the file is not UTF-8 text (byte 0xE9): \
+             expected a UTF-8 document; save the file as UTF-8"
+        )),
         "{}",
         stderr(&run)
     );

@@ -163,6 +163,24 @@ async fn start_errors_are_404_422_and_400() {
         assert!(parts.next().unwrap().starts_with(" [MAG-Y"), "{d}");
     }
 
+    // A document that is not UTF-8 is invalid too (not the server's failure), located.
+    std::fs::write(
+        s.root.join("acme/shop/_vance/workflows/latin.yaml"),
+        b"start: a\nstates:\n  a: { type: terminal, result: \"caf\xe9\" }\n",
+    )
+    .unwrap();
+    let r = start("latin", json!({})).await.unwrap();
+    assert_eq!(r.status(), 422);
+    let body: Value = r.json().await.unwrap();
+    assert_eq!(
+        body["error"]["diagnostics"],
+        json!([
+            "acme/shop/_vance/workflows/latin.yaml:3:36: [MAG-Y001] the file is not UTF-8 text \
+             (byte 0xE9): expected a UTF-8 document; save the file as UTF-8"
+        ]),
+        "{body}"
+    );
+
     let r = start("needs-param", json!({"params": {}})).await.unwrap();
     assert_eq!(code(r).await, (400, "MAG-HTTP-INVALID-PARAMS".into()));
     let r = start("needs-param", json!({"params": {"pr_url": 7}}))
