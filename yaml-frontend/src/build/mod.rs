@@ -113,7 +113,9 @@ pub(crate) fn build(ctx: &mut Ctx<'_>, root: &YamlNode) -> Option<WorkflowDoc> {
                     );
                 }
                 for (k, v) in entries {
-                    let Some(name) = k.key_text() else { continue };
+                    let Some(name) = state_name(ctx, k) else {
+                        continue;
+                    };
                     ctx.declared_states.push(name.clone());
                     if let Some(spec) = state::build_state(ctx, &name, k.span, v) {
                         states.insert(name, spec);
@@ -134,6 +136,31 @@ pub(crate) fn build(ctx: &mut Ctx<'_>, root: &YamlNode) -> Option<WorkflowDoc> {
         on_failure,
         states,
     })
+}
+
+/// The name a key of `states:` gives its state: its text as written (`2.50` stays `2.50`,
+/// which `start:` and `to:` name as a string); `None`, said, for a key that names nothing
+/// (`~`, an empty key or `""`).
+fn state_name(ctx: &mut Ctx<'_>, k: &YamlNode) -> Option<String> {
+    let name = match &k.kind {
+        YamlKind::Null => None,
+        _ => k.text_as_written().filter(|t| !t.trim().is_empty()),
+    };
+    if name.is_none() && k.key_text().is_some() {
+        ctx.error(
+            k.span,
+            Code::WrongType,
+            format_args!(
+                "a state named by {}: expected a state name (a string such as `review`)",
+                if matches!(k.kind, YamlKind::Null) {
+                    "null (`~`, `null` or no key)"
+                } else {
+                    "an empty string"
+                }
+            ),
+        );
+    }
+    name
 }
 
 pub(crate) const PARAM_FIELDS: &[&str] = &["type", "required", "default", "description", "enum"];

@@ -64,6 +64,27 @@ fn states_required_and_non_empty() {
 }
 
 #[test]
+fn a_state_is_named_by_its_key_as_written_and_a_key_naming_nothing_is_refused() {
+    // `2.50` is the state `2.50`, not the number 2.5 written back as `2.5`.
+    let text = "start: \"2.50\"\nstates:\n  2.50: { type: terminal }\n";
+    let loaded =
+        load_workflow("wf.yaml", text, &LoadOptions::default()).unwrap_or_else(|d| panic!("{d}"));
+    assert!(loaded.doc.states.contains_key("2.50"));
+    let text =
+        doc("  a: { type: terminal }\n  ~: { type: terminal }\n  \"\": { type: terminal }\n");
+    has(
+        &text,
+        "wf.yaml:4:3: [MAG-Y007] a state named by null (`~`, `null` or no key): expected a state \
+         name (a string such as `review`)",
+    );
+    has(
+        &text,
+        "wf.yaml:5:3: [MAG-Y007] a state named by an empty string: expected a state name (a \
+         string such as `review`)",
+    );
+}
+
+#[test]
 fn unknown_transition_targets_with_did_you_mean() {
     let text = doc(
         "  a:\n    type: shell_task\n    run: x\n    on:\n      success: mrege\n    catch:\n      timeout: nowhere\n  merge:\n    type: terminal\n",
