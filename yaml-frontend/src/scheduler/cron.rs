@@ -109,7 +109,12 @@ pub(crate) fn parse_pattern(expression: &str) -> Result<Cron, PatternError> {
             .collect();
         if let Err(e) = parser().parse(&alone.join(" ")) {
             return Err(PatternError {
-                message: format!("the {} field '{field}' is refused: {e}", names[i]),
+                message: format!(
+                    "the {} field '{field}' is refused: {}; expected {}",
+                    names[i],
+                    e.to_string().trim_end_matches('.'),
+                    expected_of(names[i])
+                ),
                 offset: Some(*offset),
             });
         }
@@ -118,6 +123,17 @@ pub(crate) fn parse_pattern(expression: &str) -> Result<Cron, PatternError> {
         message: whole,
         offset: None,
     })
+}
+
+/// What a field of `name` takes, for a message that says what was expected.
+fn expected_of(name: &str) -> &'static str {
+    match name {
+        "second" | "minute" => "0-59, a list (1,2), a range (1-5), * or a step (*/5, steps from 1)",
+        "hour" => "0-23, a list (1,2), a range (1-5), * or a step (*/5, steps from 1)",
+        "day-of-month" => "1-31, L, a list, a range, *, ? or a step (*/5, steps from 1)",
+        "month" => "1-12 or JAN-DEC, a list, a range, * or a step (*/3, steps from 1)",
+        _ => "0-7 (0 and 7 are Sunday) or SUN-SAT, a list, a range, *, ?, L or # (MON#2)",
+    }
 }
 
 /// The zone named `name` from the compiled-in IANA database.
@@ -244,6 +260,26 @@ mod tests {
         assert!(four.message.contains("4 field(s)"), "{four:?}");
         assert_eq!(four.offset, None);
         assert!(parse_pattern("0 0 6 * * * 2026").is_err());
+    }
+
+    #[test]
+    fn a_refused_field_says_what_it_takes() {
+        let e = parse_pattern("61 * * * *").unwrap_err();
+        assert!(
+            e.message.starts_with("the minute field '61' is refused: ")
+                && e.message.ends_with(
+                    "; expected 0-59, a list (1,2), a range (1-5), * or a step (*/5, steps from 1)"
+                ),
+            "{e:?}"
+        );
+        let e = parse_pattern("0 0 * 13 *").unwrap_err();
+        assert!(e.message.contains("expected 1-12 or JAN-DEC"), "{e:?}");
+        let e = parse_pattern("*/0 * * * *").unwrap_err();
+        assert!(e.message.contains("steps from 1"), "{e:?}");
+        // What the messages offer is taken.
+        for ok in ["0 0 L * *", "0 9 * * MON#2", "0 9 ? * 7", "0 0 1 JAN-MAR *"] {
+            assert!(parse_pattern(ok).is_ok(), "{ok}");
+        }
     }
 
     #[test]
