@@ -705,16 +705,32 @@ fn condition(ctx: &mut Ctx<'_>, node: &YamlNode, what: &str) -> TaskSpec {
             continue;
         };
         if let Some(e) = item.get("else") {
-            ctx.check_fields(item, &["else"], &format!("the else rule of {what}"));
+            // Said at the `else` key, the word at fault.
+            let at = item
+                .as_map()
+                .and_then(|m| m.iter().find(|(k, _)| k.as_str() == Some("else")))
+                .map_or(item.span, |(k, _)| k.span);
+            if item.get("if").is_some() || item.get("to").is_some() {
+                ctx.error(
+                    at,
+                    Code::MalformedRule,
+                    format_args!(
+                        "{rw} has 'else' beside 'if'/'to': expected a rule {{if: <condition>, \
+                         to: <state>}} or, as the last rule, {{else: <state>}} alone"
+                    ),
+                );
+            } else {
+                ctx.check_fields(item, &["else"], &format!("the else rule of {what}"));
+            }
             if otherwise.is_some() {
                 ctx.error(
-                    item.span,
+                    at,
                     Code::MisplacedElse,
                     format_args!("a second 'else' in {what}: expected at most one else rule"),
                 );
             } else if i != last {
                 ctx.error(
-                    item.span,
+                    at,
                     Code::MisplacedElse,
                     format_args!(
                         "'else' is rule {} of {} in {what}: expected it to be the last rule",

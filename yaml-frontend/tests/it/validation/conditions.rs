@@ -26,6 +26,25 @@ fn condition_rules() {
         &twice,
         "wf.yaml:7:15: [MAG-Y010] unknown transition target 'nowhere': expected one of the states [a, end]",
     );
+    // An else written under a rule's `if`/`to` is said at its own line, as a rule mixing
+    // the two, and as the second else it is.
+    let mixed = doc(&format!(
+        "  a:\n    type: condition_task\n    transitions:\n      - else: end\n      - if: \"true\"\n        to: end\n        else: end\n{END}"
+    ));
+    has(
+        &mixed,
+        "wf.yaml:9:9: [MAG-Y012] rule 2 of state 'a' has 'else' beside 'if'/'to': expected a rule \
+         {if: <condition>, to: <state>} or, as the last rule, {else: <state>} alone",
+    );
+    has(
+        &mixed,
+        "wf.yaml:9:9: [MAG-Y011] a second 'else' in state 'a': expected at most one else rule",
+    );
+    assert!(
+        !rendered(&mixed).iter().any(|d| d.contains("unknown field")),
+        "{:#?}",
+        rendered(&mixed)
+    );
     let missing = doc(&format!(
         "  a:\n    type: condition_task\n    transitions:\n      - if: \"true\"\n      - to: end\n{END}"
     ));
