@@ -90,7 +90,10 @@ pub(crate) fn parse_condition(ctx: &mut Ctx<'_>, node: &YamlNode, what: &str) ->
                 ConditionErrorKind::Sandbox => Code::ConditionSandbox,
                 _ => Code::ConditionSyntax,
             };
-            let at = node.span_at(e.char_offset(src));
+            // An error at the end of the expression is said right after its last character,
+            // not past a block scalar's closing line break (on the next key's line).
+            let end = src.trim_end_matches(['\n', '\r']).chars().count();
+            let at = node.span_at(e.char_offset(src).min(end));
             ctx.error(
                 at,
                 code,

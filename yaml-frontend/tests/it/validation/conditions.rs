@@ -89,6 +89,17 @@ fn condition_errors_point_at_the_failing_character() {
 }
 
 #[test]
+fn a_condition_ending_too_soon_in_a_block_scalar_is_said_on_its_own_line() {
+    let text = doc(&format!(
+        "  a:\n    type: condition_task\n    transitions:\n      - if: |\n          #state['x'] == 'a'\n            && #state['y'] ==\n        to: end\n{END}"
+    ));
+    has(
+        &text,
+        "wf.yaml:8:30: [MAG-Y022] invalid condition in rule 1 of state 'a': expected a value, a variable or '(', found end of expression",
+    );
+}
+
+#[test]
 fn a_workflow_condition_reading_the_event_is_refused_where_it_reads_it() {
     let text = doc(&format!(
         "  a:\n    type: condition_task\n    transitions:\n      - if: \"#event['status'] == 'FAILED'\"\n        to: end\n      - else: end\n{END}"
