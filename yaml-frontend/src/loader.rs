@@ -89,6 +89,41 @@ struct Reader<'t> {
     diags: Diagnostics,
 }
 
+/// The first character YAML 1.2 does not allow in a stream (§5.1: only tab, line breaks and
+/// printable characters; not NUL, BEL, DEL or the C1 controls but NEL), located: the parser
+/// reports a NUL as an unclosed quote somewhere else, and passes others through.
+fn unprintable(path: &str, text: &str) -> Option<Diagnostic> {
+    let printable = |c: char| {
+        matches!(c, '\t' | '\n' | '\r' | '\u{85}')
+            || (' '..='~').contains(&c)
+            || ('\u{A0}'..='\u{D7FF}').contains(&c)
+            || ('\u{E000}'..='\u{FFFD}').contains(&c)
+            || c >= '\u{10000}'
+    };
+    let (at, c) = text.char_indices().find(|&(_, c)| !printable(c))?;
+    let before = &text[..at];
+    let line = before.matches('\n').count() + 1;
+    let column = before.rsplit('\n').next().map_or(0, |l| l.chars().count()) + 1;
+    Some(Diagnostic::error(
+        path,
+        Span::new(
+            u32::try_from(line).unwrap_or(u32::MAX),
+            u32::try_from(column).unwrap_or(u32::MAX),
+        ),
+        Code::Syntax,
+        format_args!(
+            "invalid YAML: the control character U+{:04X} is not allowed in a document: expected \
+             printable text; write it as the escape \"{}\" inside a double-quoted string",
+            u32::from(c),
+            if u32::from(c) <= 0xFF {
+                format!("\\x{:02X}", u32::from(c))
+            } else {
+                format!("\\u{:04X}", u32::from(c))
+            }
+        ),
+    ))
+}
+
 /// Parses `text` (labelled `path` in diagnostics) into a node tree.
 ///
 /// A stream with no document yields a `Null` node at 1:1. Errors: syntax (with the parser's
@@ -122,6 +157,9 @@ pub(crate) fn parse_yaml_with_key_errors(
             ),
         )
         .into());
+    }
+    if let Some(d) = unprintable(path, text) {
+        return Err(d.into());
     }
     let mut char_bytes: Vec<usize> = text.char_indices().map(|(b, _)| b).collect();
     char_bytes.push(text.len());

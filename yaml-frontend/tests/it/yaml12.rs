@@ -338,3 +338,29 @@ fn a_workflow_shares_a_states_fields_through_a_merge_key() {
     assert_eq!(doc.states["b"].task_type.as_str(), "timer_task");
     assert_eq!(doc.states["b"].on[0].target, "c");
 }
+
+#[test]
+fn a_control_character_is_refused_where_it_stands_and_an_escape_is_offered() {
+    assert_eq!(
+        first("a: 1\nb: \"x\u{0}y\"\n"),
+        "t.yaml:2:6: [MAG-Y001] invalid YAML: the control character U+0000 is not allowed in a \
+         document: expected printable text; write it as the escape \"\\x00\" inside a \
+         double-quoted string"
+    );
+    assert!(
+        first("a: b\u{7}c\n")
+            .starts_with("t.yaml:1:5: [MAG-Y001] invalid YAML: the control character U+0007"),
+        "{}",
+        first("a: b\u{7}c\n")
+    );
+    assert!(
+        first("a: \u{FFFF}\n").contains("\"\\uFFFF\""),
+        "{}",
+        first("a: \u{FFFF}\n")
+    );
+    // Tabs, line breaks and the printable ranges are text; so is the escape itself.
+    assert_eq!(
+        read("a: \"x\\x00y\"\nb: c\t\r\nd: é\u{E000}\u{1F600}\n")["a"],
+        json!("x\u{0}y")
+    );
+}
