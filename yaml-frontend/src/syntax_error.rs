@@ -127,6 +127,57 @@ pub(crate) fn diagnose(path: &str, text: &str, e: &ScanError) -> Diagnostic {
             ),
         );
     }
+    if info.contains("invalid trailing content after") {
+        // `'it's'`: the quote ended the value and the text goes on. The scanner names a
+        // double-quoted scalar whichever quote it was.
+        let line_start = m.index().saturating_sub(m.col());
+        let quote = text
+            .chars()
+            .skip(line_start)
+            .take(m.col())
+            .collect::<String>()
+            .trim_end()
+            .chars()
+            .last()
+            .filter(|c| matches!(c, '\'' | '"'))
+            .unwrap_or('"');
+        let inside = if quote == '\'' {
+            "a `'` inside single quotes is written `''` (`'it''s'`)"
+        } else {
+            "a `\"` inside double quotes is written `\\\"`"
+        };
+        return Diagnostic::error(
+            path,
+            at(m.line(), m.col()),
+            Code::Syntax,
+            format_args!(
+                "invalid YAML: text after the closing {quote} of a quoted value: expected the \
+                 value to end at its closing quote; {inside}, or the whole value quoted with \
+                 the other quote"
+            ),
+        );
+    }
+    if info.contains("unknown escape character") {
+        // The scanner points at the opening quote: the escape itself is the mistake.
+        let (line, col) =
+            position_of(text, |i, c| i >= m.index() && c == '\\').unwrap_or((m.line(), m.col()));
+        let escape: String = text
+            .chars()
+            .skip(m.index())
+            .skip_while(|c| *c != '\\')
+            .take(2)
+            .collect();
+        return Diagnostic::error(
+            path,
+            at(line, col),
+            Code::Syntax,
+            format_args!(
+                "invalid YAML: unknown escape `{escape}` in a double-quoted string: expected \
+                 one of \\\\ \\\" \\/ \\n \\t \\r \\0 \\a \\b \\e \\f \\v \\xXX \\uXXXX \\UXXXXXXXX, \
+                 or the text single-quoted (where a backslash is itself)"
+            ),
+        );
+    }
     if info.contains("indentation in quoted scalar") {
         return Diagnostic::error(
             path,

@@ -364,3 +364,25 @@ fn a_control_character_is_refused_where_it_stands_and_an_escape_is_offered() {
         json!("x\u{0}y")
     );
 }
+
+#[test]
+fn a_quote_inside_a_quoted_value_and_an_unknown_escape_say_how_to_write_them() {
+    assert_eq!(
+        first("a: 'it's broken'\n"),
+        "t.yaml:1:8: [MAG-Y001] invalid YAML: text after the closing ' of a quoted value: \
+         expected the value to end at its closing quote; a `'` inside single quotes is written \
+         `''` (`'it''s'`), or the whole value quoted with the other quote"
+    );
+    assert!(
+        first("a: \"say \"hi\" now\"\n").contains("closing \" of a quoted value"),
+        "{}",
+        first("a: \"say \"hi\" now\"\n")
+    );
+    // At the escape, not at the opening quote.
+    assert!(
+        first("a: 1\nb: \"x\\qy\"\n")
+            .starts_with("t.yaml:2:6: [MAG-Y001] invalid YAML: unknown escape `\\q` in a double-quoted string: expected one of"),
+        "{}",
+        first("a: 1\nb: \"x\\qy\"\n")
+    );
+}
