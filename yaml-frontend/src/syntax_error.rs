@@ -127,6 +127,16 @@ pub(crate) fn diagnose(path: &str, text: &str, e: &ScanError) -> Diagnostic {
             ),
         );
     }
+    if info.contains("recursion limit exceeded") {
+        // The reader's own limit on flow collections, met before the loader's depth limit:
+        // the same mistake, said the same way.
+        return Diagnostic::error(
+            path,
+            at(m.line(), m.col()),
+            Code::TooComplex,
+            "collections nested too deeply: expected a flatter document",
+        );
+    }
     if info.contains("invalid trailing content after") {
         // `'it's'`: the quote ended the value and the text goes on. The scanner names a
         // double-quoted scalar whichever quote it was.

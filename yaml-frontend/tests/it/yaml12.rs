@@ -386,3 +386,15 @@ fn a_quote_inside_a_quoted_value_and_an_unknown_escape_say_how_to_write_them() {
         first("a: 1\nb: \"x\\qy\"\n")
     );
 }
+
+#[test]
+fn flow_lists_nested_past_the_readers_limit_are_too_complex_as_other_nesting_is() {
+    let deep = format!("a: {}{}\n", "[".repeat(5000), "]".repeat(5000));
+    let d = first(&deep);
+    assert!(
+        d.starts_with("t.yaml:1:")
+            && d.contains("[MAG-Y003]")
+            && d.ends_with("expected a flatter document"),
+        "{d}"
+    );
+}
