@@ -643,7 +643,8 @@ fn task_spec(ctx: &mut Ctx<'_>, t: TaskType, node: &YamlNode, what: &str) -> Tas
         }
         TaskType::TimerTask => {
             let duration = req(ctx, "duration");
-            let parsed = if duration.contains("${") {
+            // A missing or empty duration is said once, by `req`.
+            let parsed = if duration.contains("${") || duration.trim().is_empty() {
                 None
             } else {
                 match parse_duration(&duration) {

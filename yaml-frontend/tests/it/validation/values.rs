@@ -535,6 +535,14 @@ fn empty_required_fields_and_params_that_are_no_mapping_are_errors() {
         )),
         "wf.yaml:5:11: [MAG-Y007] 'tool' of state 'a' is empty: expected a non-empty string",
     );
+    // Said once: an empty duration is not also an invalid one.
+    let timer = doc(&format!(
+        "  a:\n    type: timer_task\n    duration: \"\"\n    on: {{ fired: end }}\n{END}"
+    ));
+    assert_eq!(
+        rendered(&timer),
+        ["wf.yaml:5:15: [MAG-Y007] 'duration' of state 'a' is empty: expected a non-empty string"]
+    );
     let list = doc(&format!(
         "  a:\n    type: tool_task\n    tool: doc_read\n    params: [1]\n    on: {{ success: end }}\n{END}"
     ));
