@@ -178,6 +178,7 @@ pub(crate) fn parse_yaml_with_key_errors(
         span: Span::new(1, 1),
         content: None,
         block: None,
+        columns: None,
         written: None,
         kind: YamlKind::Null,
     });
@@ -261,6 +262,7 @@ impl Reader<'_> {
                         span,
                         content: None,
                         block: None,
+                        columns: None,
                         written: None,
                         kind: YamlKind::Null,
                     };
@@ -278,6 +280,7 @@ impl Reader<'_> {
                         span,
                         content: None,
                         block: None,
+                        columns: None,
                         written: None,
                         kind: YamlKind::Null,
                     };
@@ -513,13 +516,69 @@ impl Reader<'_> {
         let block = (style == ScalarStyle::Literal)
             .then(|| self.literal_block(value, span))
             .flatten();
+        let columns = match style {
+            ScalarStyle::SingleQuoted | ScalarStyle::DoubleQuoted if content.is_none() => {
+                self.quoted_columns(ys.start.index(), style == ScalarStyle::DoubleQuoted, value)
+            }
+            _ => None,
+        };
         Ok(YamlNode {
             span,
             content,
             block,
+            columns,
             written,
             kind,
         })
+    }
+
+    /// [`YamlNode::columns`] of the quoted scalar whose opening quote is character `quote` of
+    /// the text, when it lies on one line and its escapes account for `value` exactly.
+    fn quoted_columns(&self, quote: usize, double: bool, value: &str) -> Option<Box<[u32]>> {
+        let from = *self.char_bytes.get(quote)?;
+        let line = self.text.get(from..)?.split('\n').next()?;
+        let mut src = line.char_indices().skip(1).peekable();
+        let mut cols = Vec::with_capacity(value.len() + 1);
+        let col = |byte: usize| u32::try_from(line[..byte].chars().count()).ok();
+        for want in value.chars() {
+            let (at, c) = src.next()?;
+            cols.push(col(at)?);
+            let got = match c {
+                '\\' if double => {
+                    let (_, e) = src.next()?;
+                    let hex = match e {
+                        'x' => 2,
+                        'u' => 4,
+                        'U' => 8,
+                        _ => 0,
+                    };
+                    if hex == 0 {
+                        // One-character escapes; which character they stand for need not be
+                        // known here, only that it is one.
+                        want
+                    } else {
+                        let digits: String = (0..hex)
+                            .filter_map(|_| src.next())
+                            .map(|(_, c)| c)
+                            .collect();
+                        char::from_u32(u32::from_str_radix(&digits, 16).ok()?)?
+                    }
+                }
+                '\'' if !double => {
+                    src.next().filter(|(_, c)| *c == '\'')?;
+                    '\''
+                }
+                c => c,
+            };
+            if got != want {
+                return None;
+            }
+        }
+        let (end, close) = src.next()?;
+        let quote_char = if double { '"' } else { '\'' };
+        (close == quote_char).then_some(())?;
+        cols.push(col(end)?);
+        Some(cols.into_boxed_slice())
     }
 
     /// Where the literal block `value`, which the parser places at `at`, starts: its first

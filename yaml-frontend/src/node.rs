@@ -18,6 +18,10 @@ pub struct YamlNode {
     /// `c` of the value's line `k` sits at `block.line + k`, `block.column + c`. `None`
     /// otherwise.
     pub block: Option<Span>,
+    /// For a quoted scalar on one source line whose value is not its text (escapes such as
+    /// `\"` or `\x41`, or `''` in single quotes): the column, counted from the opening
+    /// quote, of each character of the value, then of the closing quote. `None` otherwise.
+    pub columns: Option<Box<[u32]>>,
     /// The characters as written, for a plain scalar that resolved to a number: `1.10` is the
     /// float 1.1, but a free-text field such as `version:` keeps `"1.10"`. `None` otherwise.
     pub written: Option<Box<str>>,
@@ -126,6 +130,11 @@ impl YamlNode {
     pub fn span_at(&self, char_offset: usize) -> Span {
         if let Some(c) = self.content {
             return c.shifted(char_offset);
+        }
+        if let Some(cols) = &self.columns
+            && let Some(&col) = cols.get(char_offset.min(cols.len().saturating_sub(1)))
+        {
+            return self.span.shifted(col as usize);
         }
         if let (Some(b), YamlKind::Str(s)) = (self.block, &self.kind) {
             let before: String = s.chars().take(char_offset).collect();

@@ -108,6 +108,7 @@ pub(super) fn foreach(ctx: &mut Ctx<'_>, node: &YamlNode, what: &str) -> TaskSpe
         span: node.span,
         content: None,
         block: None,
+        columns: None,
         written: None,
         kind: YamlKind::Map(entries),
     };
@@ -191,6 +192,7 @@ fn inline(ctx: &mut Ctx<'_>, node: &YamlNode) -> Option<String> {
         span: node.span,
         content: None,
         block: None,
+        columns: None,
         written: None,
         kind: YamlKind::Map(entries),
     };

@@ -100,6 +100,22 @@ fn a_condition_ending_too_soon_in_a_block_scalar_is_said_on_its_own_line() {
 }
 
 #[test]
+fn a_condition_with_escapes_in_its_quotes_is_still_pointed_at_exactly() {
+    let text = doc(&format!(
+        "  a:\n    type: condition_task\n    transitions:\n      - if: \"#state[\\\"x\\\"] == 'a' && #foo['y'] == 1\"\n        to: end\n      - if: '#state[''x''] == ''a'' && #bar[''y''] == 1'\n        to: end\n      - if: \"\\x23state['x'] == 'a' && #baz['y'] == 1\"\n        to: end\n{END}"
+    ));
+    for (line, column, var) in [(6, 38, "#foo"), (8, 40, "#bar"), (10, 39, "#baz")] {
+        assert!(
+            rendered(&text).iter().any(|d| d.starts_with(&format!(
+                "wf.yaml:{line}:{column}: [MAG-Y023] invalid condition in rule"
+            )) && d.contains(&format!("unknown variable '{var}'"))),
+            "{var} at {line}:{column} in {:#?}",
+            rendered(&text)
+        );
+    }
+}
+
+#[test]
 fn a_workflow_condition_reading_the_event_is_refused_where_it_reads_it() {
     let text = doc(&format!(
         "  a:\n    type: condition_task\n    transitions:\n      - if: \"#event['status'] == 'FAILED'\"\n        to: end\n      - else: end\n{END}"
