@@ -231,11 +231,15 @@ impl Reader<'_> {
                 Event::DocumentStart(_) => {
                     docs += 1;
                     if docs > 1 {
-                        return Err(self.err(
+                        // Said, and the first document still checked, so that one pass
+                        // reports its errors too; the rest of the file is not read.
+                        let second = self.err(
                             span,
                             Code::Syntax,
                             "a second YAML document: expected exactly one document per file",
-                        ));
+                        );
+                        self.diags.push(second);
+                        break;
                     }
                     None
                 }

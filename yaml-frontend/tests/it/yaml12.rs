@@ -261,6 +261,21 @@ fn second_document_and_non_mapping_root() {
     let err = parse_yaml("t.yaml", "a: 1\n---\nb: 2\n", &LoadOptions::default());
     let msg = err.err().map(|d| d.to_string()).unwrap_or_default();
     assert!(msg.contains("[MAG-Y001] a second YAML document"), "{msg}");
+    // The first document's own mistakes are reported with it, in one pass.
+    let err = load_workflow(
+        "t.yaml",
+        "start: a\nstates:\n  a: { type: terminal, outcome: nope }\n---\nb: [\n",
+        &LoadOptions::default(),
+    );
+    let msg = err.err().map(|d| d.to_string()).unwrap_or_default();
+    assert!(
+        msg.contains("t.yaml:3:33: [MAG-Y026] 'outcome' of state 'a'"),
+        "{msg}"
+    );
+    assert!(
+        msg.contains("t.yaml:4:1: [MAG-Y001] a second YAML document"),
+        "{msg}"
+    );
     let err = load_workflow("t.yaml", "- a\n- b\n", &LoadOptions::default());
     let msg = err.err().map(|d| d.to_string()).unwrap_or_default();
     assert_eq!(
