@@ -331,3 +331,23 @@ async fn resuming_a_decision_keeps_its_approvers() {
         "WAITING"
     );
 }
+
+#[tokio::test]
+async fn a_cancel_while_the_decision_waits_ends_the_run_cancelled() {
+    let s = Server::start().await;
+    let run = start(&s, DOC).await;
+    let r = s
+        .post(
+            &format!("/brain/acme/project/shop/workflows/runs/{run}/cancel"),
+            Some(ACME),
+        )
+        .json(&json!({}))
+        .send()
+        .await
+        .unwrap();
+    assert!(r.status().is_success(), "{}", r.text().await.unwrap());
+    let view = s
+        .wait_status("shop", &run, &["DONE", "FAILED", "CANCELLED"])
+        .await;
+    assert_eq!(view["status"], "CANCELLED", "{view}");
+}

@@ -247,6 +247,14 @@ pub(crate) async fn interpret(
                                 let reason = deadline.map(|(_, r)| r).unwrap_or_default();
                                 return Err(WorkflowError::failed(reason));
                             }
+                            // An operator's cancel closed the decision: the run ends
+                            // CANCELLED, as a cancel of any waiting run does.
+                            failure::Decision::Abort(_)
+                                if !ctx.deadline_exceeded() && ctx.cancellation().is_some() =>
+                            {
+                                let reason = ctx.cancellation().unwrap_or_default();
+                                return Err(WorkflowError::cancelled(reason));
+                            }
                             failure::Decision::Abort(how) => {
                                 return Err(WorkflowError::failed(format!(
                                     "{unrouted} (onFailure: pause_for_approval: {how})"
