@@ -55,13 +55,15 @@ export async function inboxView(ctx, view) {
         h("dt", {}, "Status"), h("dd", {}, badge(it.status)),
         h("dt", {}, "Created"), h("dd", {}, time(it.createdAt))),
       canAnswer ? form(it) : h("p", { class: "muted" }, "This token cannot answer (it lacks workflow.run)."));
-    // A card being answered — focused, or holding text not yet sent — is kept as it is.
+    // A card being answered — focused, holding text not yet sent, with its answer on the
+    // way, or showing why its answer was refused — is kept as it is.
     const typed = () => [...el.querySelectorAll("textarea")].some((t) => t.value.trim() !== "");
+    const busy = () => el.dataset.sending === "1" || !!el.querySelector(".error");
     el.addEventListener("focusin", () => answering.add(it.id));
     el.addEventListener("input", () => answering.add(it.id));
     el.addEventListener("focusout", () => {
       setTimeout(() => {
-        if (!el.contains(document.activeElement) && !typed()) answering.delete(it.id);
+        if (!el.contains(document.activeElement) && !typed() && !busy()) answering.delete(it.id);
       }, 0);
     });
     return el;
@@ -77,6 +79,10 @@ export async function inboxView(ctx, view) {
       // journaled as ignored and reported as such.
       if (sending) return;
       sending = true;
+      answering.add(it.id);
+      const card = out.closest("article");
+      if (card) card.dataset.sending = "1";
+      mount(out);
       const buttons = [...(out.parentElement?.querySelectorAll("button") || [])];
       for (const b of buttons) b.disabled = true;
       const c = comment.value.trim();
@@ -91,6 +97,8 @@ export async function inboxView(ctx, view) {
         mount(out, errorBox(e));
         for (const b of buttons) b.disabled = false;
         sending = false;
+      } finally {
+        if (card) delete card.dataset.sending;
       }
     };
     const buttons = [];

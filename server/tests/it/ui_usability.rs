@@ -304,3 +304,55 @@ async fn long_state_names_fit_their_nodes_and_labels_between_one_pair_do_not_ove
     assert!(apart, "the two labels overlap: {boxes:?}");
     ui.close().await;
 }
+
+const ONLY_RUNNER: &str = r#"
+start: review
+states:
+  review:
+    type: gate_task
+    inbox: { kind: APPROVAL, title: "Runner's call", approvers: { users: [runner] } }
+    on: { approved: done }
+    catch: { human_rejected: done }
+  done: { type: terminal }
+"#;
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_refused_answer_stays_said_while_the_inbox_refreshes() {
+    let ui = Ui::start().await;
+    http_common::write(
+        &ui.root.join("acme/shop/_vance/workflows/only-runner.yaml"),
+        ONLY_RUNNER,
+    );
+    let run = ui.start_run("only-runner", ACME).await;
+    ui.wait_status(&run, &["WAITING"]).await;
+    ui.sign_in(ACME).await;
+    ui.view("#/inbox").await;
+    ui.click("#inbox-items button[data-answer=approve]").await;
+    ui.wait_js(
+        "const e = document.querySelector('#inbox-items .error'); \
+         return e ? e.textContent.includes('MAG-HTTP-NOT-APPROVER') : null;",
+        "the refusal",
+    )
+    .await;
+    // Another item makes the inbox reload; the refusal is still there to read.
+    let other = ui.start_run("approve", ACME).await;
+    ui.wait_status(&other, &["WAITING"]).await;
+    ui.wait_js(
+        "return document.querySelectorAll('#inbox-items article').length === 2",
+        "the second item",
+    )
+    .await;
+    let still = ui
+        .js(
+            "const e = document.querySelector('#inbox-items .error'); return e ? e.textContent : null;",
+            vec![],
+        )
+        .await;
+    assert!(
+        still
+            .as_str()
+            .is_some_and(|t| t.contains("MAG-HTTP-NOT-APPROVER")),
+        "{still}"
+    );
+    ui.close().await;
+}
