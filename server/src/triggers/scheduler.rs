@@ -58,6 +58,15 @@ pub struct Cursor {
     /// A tick waiting for the last run to end (`overlap: buffer_one`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub buffered_ms: Option<i64>,
+    /// When the schedule fires (`cron`, `at`, `timezone`) as the cursor knows it: a rewrite
+    /// that changes it starts the schedule afresh (absent in cursors written before).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub timing: Option<String>,
+}
+
+/// What decides when `reg` fires: its `cron`, `at` and `timezone`.
+fn timing_of(reg: &Registration) -> String {
+    serde_json::json!([reg.cron, reg.at, reg.timezone]).to_string()
 }
 
 /// The cursor of the schedule `id`.
@@ -157,11 +166,31 @@ async fn pass_one(
         // A new schedule starts from now: it does not fire the ticks before it existed.
         let fresh = Cursor {
             cursor_ms: now,
+            timing: Some(timing_of(reg)),
             ..Cursor::default()
         };
         save(catalog, &reg.id, &raw, &fresh)?;
         return Ok(());
     };
+    let timing = timing_of(reg);
+    match &cur.timing {
+        // Rewritten to fire at other times: a new schedule, which does not fire the ticks
+        // of its new times before it was written (the old times' were handled as they came).
+        Some(known) if *known != timing => {
+            let fresh = Cursor {
+                cursor_ms: cur.cursor_ms.max(now),
+                next_ms: None,
+                buffered_ms: None,
+                timing: Some(timing),
+                ..cur.clone()
+            };
+            save(catalog, &reg.id, &raw, &fresh)?;
+            return Ok(());
+        }
+        Some(_) => {}
+        // A cursor from before its timing was kept: it takes the timing as it is now.
+        None => cur.timing = Some(timing),
+    }
     let schedule = if reg.active {
         memory.schedule(state, reg)
     } else {

@@ -299,6 +299,39 @@ async fn a_one_shot_at_fires_once_at_its_instant() {
 }
 
 #[tokio::test]
+async fn a_schedule_rewritten_to_other_times_does_not_fire_their_ticks_before_the_write() {
+    let f = Fixture::new(T0 + 3_000, "cron: \"0 0 6 * * *\"\nworkflow: quick\n").await;
+    f.advance(17_000).await; // 20 s: nothing due at 06:00 yet
+    // Every 5 s from now on: 5, 10, 15 and 20 s lie before the write and are not its ticks.
+    write(
+        &f.server
+            .root
+            .join("acme/shop/_vance/scheduler/nightly.yaml"),
+        "cron: \"*/5 * * * * *\"\nworkflow: quick\n",
+    );
+    let h = f.server.handle.as_ref().unwrap();
+    h.triggers().resync_all(h.state()).unwrap();
+    f.pass().await;
+    assert!(f.deliveries().await.is_empty(), "{:?}", f.ticks(T0).await);
+    f.advance(5_000).await; // 25 s
+    assert_eq!(f.ticks(T0).await, vec![accepted(25_000)]);
+    // A rewrite that keeps the times (another parameter) keeps the schedule's place.
+    write(
+        &f.server
+            .root
+            .join("acme/shop/_vance/scheduler/nightly.yaml"),
+        "cron: \"*/5 * * * * *\"\nworkflow: quick\nparams: {why: rewritten}\n",
+    );
+    h.triggers().resync_all(h.state()).unwrap();
+    f.clock.advance(10_000); // 35 s, 30 and 35 due, seen by the same pass as the rewrite
+    f.pass().await;
+    assert_eq!(
+        f.ticks(T0).await,
+        vec![accepted(25_000), accepted(30_000), accepted(35_000)]
+    );
+}
+
+#[tokio::test]
 async fn pause_and_resume_through_the_api_skip_what_was_missed_meanwhile() {
     let f = Fixture::new(T0, "cron: \"*/10 * * * * *\"\nworkflow: quick\n").await;
     let listed: Value = f
