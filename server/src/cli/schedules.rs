@@ -168,6 +168,11 @@ pub(crate) async fn schedules(loc: &Location, cmd: SchedulesCommand) -> anyhow::
                 errln!("nothing was started");
                 return Ok(EXIT_INVALID);
             }
+            if let Some(why) = triggers::switched_off(&reg) {
+                errln!("error: {why}");
+                errln!("nothing was started");
+                return Ok(EXIT_INVALID);
+            }
             let Some((_, schedule)) = triggers::load_schedule(project.docs(), &reg) else {
                 errln!("error: cannot read _vance/scheduler/{name}.yaml");
                 return Ok(EXIT_FAILED);

@@ -420,7 +420,7 @@ pub fn routes() -> Vec<Route> {
             methods: &["POST"],
             path: "/brain/{tenant}/project/{project}/schedules/{name}/trigger",
             operation: "project.schedules.trigger",
-            summary: "Fires a schedule now: 202 {workflowRunId, workflowName, delivery}",
+            summary: "Fires a schedule now: 202 {workflowRunId, workflowName, delivery}; 409 MAG-HTTP-TRIGGER-DISABLED when its document says enabled: false or an operator paused it",
             query: &[],
             access: Token(Run),
             handler: || post(triggers::fire_schedule),

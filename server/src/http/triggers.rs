@@ -30,6 +30,7 @@ use super::auth::{ApiScope, Principal, bearer};
 use super::body::JsonBody;
 use super::error::ApiError;
 use super::state::AppState;
+use crate::triggers::NotFired;
 use crate::triggers::deliveries::{self, DeliveryQuery, DeliveryStatus};
 use crate::triggers::registry::{self, Registration};
 use crate::triggers::{TriggerError, Triggers};
@@ -490,6 +491,11 @@ pub(crate) async fn fire_schedule(
             d.message
                 .unwrap_or_else(|| "the run could not be started".into()),
         )),
-        Err(why) => Err(ApiError::not_found(why)),
+        Err(NotFired::Off(why)) => Err(ApiError::new(
+            StatusCode::CONFLICT,
+            "MAG-HTTP-TRIGGER-DISABLED",
+            why,
+        )),
+        Err(NotFired::Unknown(why)) => Err(ApiError::not_found(why)),
     }
 }

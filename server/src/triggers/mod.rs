@@ -39,7 +39,7 @@ pub use deliveries::{Delivery, DeliveryPage, DeliveryQuery, DeliveryStatus, Rete
 pub use documents::{load_schedule, projects, scan_scope};
 pub(crate) use documents::{load_webhook, parse_event};
 pub use registry::{Registration, Resynced, TriggerKind};
-pub use scheduler::{Cursor, cursor};
+pub use scheduler::{Cursor, NotFired, cursor, switched_off};
 
 use crate::http::state::AppState;
 
@@ -218,7 +218,7 @@ impl Triggers {
         scope: &Scope,
         name: &str,
         by: &str,
-    ) -> Result<Result<Delivery, String>, TriggerError> {
+    ) -> Result<Result<Delivery, NotFired>, TriggerError> {
         let mut memory = self.pass.lock().await;
         scheduler::fire_manually(self, state, &mut memory, scope, name, by).await
     }

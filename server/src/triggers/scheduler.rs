@@ -393,19 +393,26 @@ pub(super) async fn fire_manually(
     scope: &Scope,
     name: &str,
     by: &str,
-) -> Result<Result<Delivery, String>, TriggerError> {
+) -> Result<Result<Delivery, NotFired>, TriggerError> {
     let catalog = triggers.catalog()?;
     let key = registry::key_of(&scope.tenant, &scope.project, TriggerKind::Cron, name);
     let Some(reg) = registry::by_key(catalog, &key)? else {
-        return Ok(Err(format!("no schedule `{name}` in this project")));
+        return Ok(Err(NotFired::Unknown(format!(
+            "no schedule `{name}` in this project"
+        ))));
     };
     if let Some(e) = &reg.error {
-        return Ok(Err(format!("the schedule `{name}` is invalid: {e}")));
+        return Ok(Err(NotFired::Unknown(format!(
+            "the schedule `{name}` is invalid: {e}"
+        ))));
+    }
+    if let Some(why) = switched_off(&reg) {
+        return Ok(Err(NotFired::Off(why)));
     }
     let Some(schedule) = memory.schedule(state, &reg) else {
-        return Ok(Err(format!(
+        return Ok(Err(NotFired::Unknown(format!(
             "the schedule `{name}` changed on disk; resync and try again"
-        )));
+        ))));
     };
     let now = triggers.now_ms();
     let key = format!(
@@ -425,6 +432,43 @@ pub(super) async fn fire_manually(
         note_run(catalog, &reg.id, run, now)?;
     }
     Ok(Ok(d))
+}
+
+/// Why a schedule was not fired by hand.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum NotFired {
+    /// No such schedule (or an invalid one, or one changed on disk meanwhile).
+    Unknown(String),
+    /// Its document says `enabled: false`, or an operator paused it: it fires nothing.
+    Off(String),
+}
+
+impl std::fmt::Display for NotFired {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            NotFired::Unknown(why) | NotFired::Off(why) => f.write_str(why),
+        }
+    }
+}
+
+/// Why `reg`, a schedule, fires nothing, by its ticks or by hand: its document switched it
+/// off, or an operator paused it.
+pub fn switched_off(reg: &Registration) -> Option<String> {
+    if !reg.enabled_in_document {
+        return Some(format!(
+            "the schedule `{}` is switched off by its document (`enabled: false`): it fires \
+             nothing, by hand either, until the document says otherwise",
+            reg.name
+        ));
+    }
+    reg.paused.then(|| {
+        format!(
+            "the schedule `{}` is paused by an operator: it fires nothing, by hand either; \
+             resume it first (`magrathea schedules resume {}`, or `PATCH …/triggers/{}` with \
+             {{\"enabled\": true}})",
+            reg.name, reg.name, reg.name
+        )
+    })
 }
 
 /// Notes `run` as the schedule's last run (fired by hand: it has no tick).

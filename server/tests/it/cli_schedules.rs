@@ -119,6 +119,29 @@ fn a_manual_fire_that_cannot_start_is_recorded_as_failed() {
     assert!(first["runId"].is_null(), "{d}");
 }
 
+/// A paused schedule, or one its document switches off, fires nothing by hand either.
+#[test]
+fn a_paused_or_switched_off_schedule_is_not_fired_by_hand() {
+    let p = project();
+    assert_eq!(code(&p.cli(&["schedules", "pause", "nightly"])), 0);
+    let out = p.cli(&["schedules", "trigger", "nightly"]);
+    assert_eq!(code(&out), 2, "{}", stderr(&out));
+    assert!(
+        stderr(&out).contains("paused by an operator"),
+        "{}",
+        stderr(&out)
+    );
+    assert_eq!(code(&p.cli(&["schedules", "resume", "nightly"])), 0);
+    let doc = p.dir.join("_vance/scheduler/nightly.yaml");
+    let text = std::fs::read_to_string(&doc).unwrap();
+    std::fs::write(&doc, format!("{text}enabled: false\n")).unwrap();
+    let out = p.cli(&["schedules", "trigger", "nightly"]);
+    assert_eq!(code(&out), 2, "{}", stderr(&out));
+    assert!(stderr(&out).contains("enabled: false"), "{}", stderr(&out));
+    let d = json(&p.cli(&["deliveries", "list", "--trigger", "nightly", "--json"]));
+    assert_eq!(d["deliveries"], serde_json::json!([]), "{d}");
+}
+
 #[test]
 fn deliveries_page_with_the_cursor_of_the_previous_page() {
     let p = project();

@@ -255,6 +255,42 @@ async fn the_trigger_routes_refuse_what_they_cannot_do_and_say_why() {
         .await
         .unwrap();
     assert_eq!(r.status(), 404);
+    // A paused schedule fires nothing, by hand either (409, as the event route answers).
+    let r = s
+        .client
+        .patch(s.url("/brain/acme/project/shop/triggers/nightly"))
+        .bearer_auth(ACME)
+        .json(&serde_json::json!({"enabled": false}))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(r.status(), 200);
+    let r = s
+        .post(
+            "/brain/acme/project/shop/schedules/nightly/trigger",
+            Some(ACME),
+        )
+        .send()
+        .await
+        .unwrap();
+    let (status, body) = http_common::code(r).await;
+    assert_eq!((status, body.as_str()), (409, "MAG-HTTP-TRIGGER-DISABLED"));
+    // Nor one whose document switches it off.
+    let (status, _) = put(
+        &s,
+        "scheduler/off.yaml",
+        ACME,
+        &format!("{SCHEDULE}enabled: false\n"),
+    )
+    .await;
+    assert_eq!(status, 201);
+    let r = s
+        .post("/brain/acme/project/shop/schedules/off/trigger", Some(ACME))
+        .send()
+        .await
+        .unwrap();
+    let (status, body) = http_common::code(r).await;
+    assert_eq!((status, body.as_str()), (409, "MAG-HTTP-TRIGGER-DISABLED"));
     // A PATCH must say what it wants.
     let r = s
         .client
