@@ -88,6 +88,9 @@ pub(crate) enum CommandDetail {
     },
     Timer {
         fire_at_ms: u64,
+        /// The wall clock when the code asked (0 when replayed from the journal): a sleep
+        /// held while the run is paused counts from the resume by the time since then.
+        asked_at_ms: u64,
     },
     Gate {
         spec: GateSpec,
@@ -413,15 +416,21 @@ impl WorkflowContext {
         }
         let ms = u64::try_from(after.as_millis()).unwrap_or(u64::MAX);
         let step = self.lock().next_step;
-        let fire_at_ms = match self.lock().replayed(step) {
-            Some(Replayed::TimerAt(at)) => at,
-            _ => due_after(wall_ms(), ms),
+        let (fire_at_ms, asked_at_ms) = match self.lock().replayed(step) {
+            Some(Replayed::TimerAt(at)) => (at, 0),
+            _ => {
+                let now = wall_ms();
+                (due_after(now, ms), now)
+            }
         };
         let step = self.push(
             StepKind::Timer,
             TimerPurpose::Deadline.as_str().into(),
             input_hash(&Value::from(ms)),
-            CommandDetail::Timer { fire_at_ms },
+            CommandDetail::Timer {
+                fire_at_ms,
+                asked_at_ms,
+            },
         );
         self.lock().deadline = Some((step, reason.to_string()));
     }
@@ -545,15 +554,21 @@ impl WorkflowContext {
         at: impl FnOnce(u64) -> u64,
     ) -> StepFuture<Result<(), TaskError>> {
         let step = self.lock().next_step;
-        let fire_at_ms = match self.lock().replayed(step) {
-            Some(Replayed::TimerAt(at)) => at,
-            _ => at(wall_ms()),
+        let (fire_at_ms, asked_at_ms) = match self.lock().replayed(step) {
+            Some(Replayed::TimerAt(at)) => (at, 0),
+            _ => {
+                let now = wall_ms();
+                (at(now), now)
+            }
         };
         let step = self.push(
             StepKind::Timer,
             name.into(),
             hash,
-            CommandDetail::Timer { fire_at_ms },
+            CommandDetail::Timer {
+                fire_at_ms,
+                asked_at_ms,
+            },
         );
         self.future(step, |r| match r {
             Resolution::Timer => Ok(()),

@@ -273,7 +273,7 @@ impl RunState {
             // Not a step of its own (see `finish_held`).
             CommandDetail::Finish { .. } => return None,
             CommandDetail::Task { call, .. } => Machine::Task(TaskStep::Requested(call)),
-            CommandDetail::Timer { fire_at_ms } => {
+            CommandDetail::Timer { fire_at_ms, .. } => {
                 Machine::Timer(TimerStep::Pending { at: fire_at_ms })
             }
             CommandDetail::Gate { spec } => {
@@ -387,7 +387,7 @@ impl RunState {
                 }
             }
             CommandDetail::Finish { .. } => return self.finish_held(c),
-            CommandDetail::Timer { fire_at_ms } => {
+            CommandDetail::Timer { fire_at_ms, .. } => {
                 out.records.push(Record::TimerSet {
                     step,
                     fire_at_ms: *fire_at_ms,

@@ -425,7 +425,10 @@ fn rearm_after_replay_acts_again_on_what_still_waits() {
             kind: StepKind::Timer,
             name: "sleep".into(),
             hash: 0,
-            detail: CommandDetail::Timer { fire_at_ms: 90_000 },
+            detail: CommandDetail::Timer {
+                fire_at_ms: 90_000,
+                asked_at_ms: 0,
+            },
         },
         Command {
             step: 2,

@@ -103,12 +103,20 @@ impl Driver {
             let now = now_ms();
             // A sleep of a duration counts from its release, not from when the paused code
             // asked for it (the code never sees the instant; a sleep until an instant keeps
-            // it).
+            // it): moved on by the time since the code read the clock for it.
             if c.kind == StepKind::Timer
                 && c.name == "sleep"
-                && let CommandDetail::Timer { fire_at_ms } = &mut c.detail
+                && let CommandDetail::Timer {
+                    fire_at_ms,
+                    asked_at_ms,
+                } = &mut c.detail
             {
-                *fire_at_ms = fire_at_ms.saturating_add(now.saturating_sub(held_at));
+                let asked = if *asked_at_ms == 0 {
+                    held_at
+                } else {
+                    (*asked_at_ms).min(held_at)
+                };
+                *fire_at_ms = fire_at_ms.saturating_add(now.saturating_sub(asked));
             }
             let actions = self.state.request_live(c, now);
             self.perform(actions);
