@@ -282,11 +282,22 @@ fn query(q: &DeliveriesQuery, trigger_id: Option<String>) -> Result<DeliveryQuer
             format!("`{c}` is not a cursor of this list: pass the `next` of the previous page"),
         ));
     }
+    // As the CLI's `--limit` and the other listings with a limit: out of range is said.
+    let limit = match q.limit {
+        None => 100,
+        Some(n) if (1..=1000).contains(&n) => n,
+        Some(n) => {
+            return Err(ApiError::bad_request(
+                "MAG-HTTP-INVALID-LIMIT",
+                format!("limit {n}: expected 1 to 1000"),
+            ));
+        }
+    };
     Ok(DeliveryQuery {
         trigger_id,
         status,
         cursor: q.cursor.clone(),
-        limit: q.limit.unwrap_or(100),
+        limit,
     })
 }
 

@@ -291,6 +291,19 @@ async fn the_trigger_routes_refuse_what_they_cannot_do_and_say_why() {
         .unwrap();
     let (status, body) = http_common::code(r).await;
     assert_eq!((status, body.as_str()), (409, "MAG-HTTP-TRIGGER-DISABLED"));
+    // A page size out of range is said, as the command line says it.
+    for limit in [0, 1001] {
+        let r = s
+            .get(
+                &format!("/brain/acme/project/shop/triggers/deliveries?limit={limit}"),
+                Some(ACME),
+            )
+            .send()
+            .await
+            .unwrap();
+        let (status, body) = http_common::code(r).await;
+        assert_eq!((status, body.as_str()), (400, "MAG-HTTP-INVALID-LIMIT"));
+    }
     // A PATCH must say what it wants.
     let r = s
         .client
