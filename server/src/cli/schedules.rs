@@ -279,9 +279,10 @@ async fn list(
                 json!(deliveries::last(catalog, reg)?),
             );
         }
-        rows.push(v);
+        rows.push((v, next));
     }
     if json {
+        let rows: Vec<&Value> = rows.iter().map(|(v, _)| v).collect();
         outln!("{}", serde_json::to_string(&rows)?)?;
         return Ok(EXIT_OK);
     }
@@ -290,15 +291,15 @@ async fn list(
         return Ok(EXIT_OK);
     }
     outln!(
-        "{:<20}  {:<18}  {:<16}  {:<19}  {:<32}  {}",
+        "{:<20}  {:<18}  {:<16}  {:<61}  {:<32}  {}",
         "NAME",
         "CRON",
         "ZONE",
-        "NEXT (UTC)",
+        "NEXT FIRE TIMES (UTC)",
         "LAST RUN",
         "STATUS"
     )?;
-    for v in &rows {
+    for (v, times) in &rows {
         let s = |k: &str| v.get(k).and_then(Value::as_str).unwrap_or("-").to_owned();
         let when = match (
             v.get("cron").and_then(Value::as_str),
@@ -308,12 +309,18 @@ async fn list(
             (None, Some(at)) => format!("at {at}"),
             _ => "-".into(),
         };
-        let next = v
-            .get("nextFireMs")
-            .and_then(Value::as_i64)
-            .map_or_else(|| state_word(v), |ms| timestamp(ms.unsigned_abs()));
+        // The next three, as `--json`'s `nextFireTimes`.
+        let next = if times.is_empty() {
+            state_word(v)
+        } else {
+            times
+                .iter()
+                .map(|ms| timestamp(ms.unsigned_abs()))
+                .collect::<Vec<_>>()
+                .join(", ")
+        };
         outln!(
-            "{:<20}  {:<18}  {:<16}  {:<19}  {:<32}  {}",
+            "{:<20}  {:<18}  {:<16}  {:<61}  {:<32}  {}",
             s("name"),
             when,
             s("timezone"),

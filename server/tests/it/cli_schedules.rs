@@ -37,6 +37,9 @@ fn list_shows_each_schedule_with_its_zone_and_next_fire_times() {
     assert!(text.contains("nightly"), "{text}");
     assert!(text.contains("0 0 6 * * *"), "{text}");
     assert!(text.contains("Europe/Berlin"), "{text}");
+    // The next fire times, three of them, in the table too.
+    let row = text.lines().find(|l| l.starts_with("nightly")).unwrap();
+    assert_eq!(row.matches(":00:00").count(), 3, "{text}");
     let listed = json(&p.cli(&["schedules", "list", "--json"]));
     let s = &listed[0];
     assert_eq!(s["name"], "nightly");
@@ -267,11 +270,14 @@ fn the_commands_work_through_a_server_that_owns_the_store() {
         assert!(Instant::now() < deadline, "no control socket");
         std::thread::sleep(Duration::from_millis(20));
     }
-    let out = p.cli(&["schedules", "pause", "nightly"]);
-    assert_eq!(code(&out), 0, "{}", stderr(&out));
     let out = p.cli(&["schedules", "trigger", "nightly", "--json"]);
     assert_eq!(code(&out), 0, "{}", stderr(&out));
     let id = json(&out)["workflowRunId"].as_str().unwrap().to_owned();
+    let out = p.cli(&["schedules", "pause", "nightly"]);
+    assert_eq!(code(&out), 0, "{}", stderr(&out));
+    // Paused, it is not fired by hand either.
+    let out = p.cli(&["schedules", "trigger", "nightly", "--json"]);
+    assert_eq!(code(&out), 2, "{}", stderr(&out));
     let d = json(&p.cli(&["deliveries", "list", "--json"]));
     assert_eq!(d["deliveries"][0]["runId"], id);
     let listed = json(&p.cli(&["schedules", "list", "--json"]));
