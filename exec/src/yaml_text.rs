@@ -43,6 +43,42 @@ impl fmt::Display for YamlError {
 
 impl std::error::Error for YamlError {}
 
+impl YamlError {
+    /// Where the error is (line and column from 1), when the parser says.
+    #[must_use]
+    pub fn position(&self) -> Option<(usize, usize)> {
+        match self {
+            Self::TooDeep { line, column } => Some((*line, *column)),
+            Self::Parse(e) => e.location().map(|l| (l.line(), l.column())),
+        }
+    }
+
+    /// The error as a diagnostic of the document `label`: `label:line:column: [code] why`
+    /// (`code` for the parser's errors; nesting too deep keeps its own), or `label: …` when
+    /// the parser names no place; without a label, `line L, column C: …`.
+    #[must_use]
+    pub fn located(&self, label: &str, code: &str) -> String {
+        let why = match self {
+            Self::TooDeep { .. } => self.to_string(),
+            Self::Parse(e) => {
+                let text = e.to_string();
+                // The place is said in front, as every diagnostic says it.
+                let why = match text.rsplit_once(" at line ") {
+                    Some((why, at)) if at.contains(" column ") => why.to_owned(),
+                    _ => text,
+                };
+                format!("[{code}] {why}")
+            }
+        };
+        match (self.position(), label.is_empty()) {
+            (Some((line, column)), false) => format!("{label}:{line}:{column}: {why}"),
+            (Some((line, column)), true) => format!("line {line}, column {column}: {why}"),
+            (None, false) => format!("{label}: {why}"),
+            (None, true) => why,
+        }
+    }
+}
+
 /// `text` as a `T`, once [`check_depth`] let it through.
 ///
 /// # Errors

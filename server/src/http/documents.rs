@@ -252,10 +252,16 @@ pub(crate) async fn put(
         // An event document is refused when it does not parse: a misspelt key (say
         // `auth: {tokenSettings: …}`) would otherwise change who may fire it.
         let label = format!("{}/{}/_vance/{rel}", scope.tenant, scope.project);
-        if let Err(e) = crate::triggers::parse_event(&text) {
+        if let Err(e) = crate::triggers::parse_event_at(&label, &text) {
+            // A parse error is located already; a check of the parsed document is not.
+            let diag = if e.starts_with(&label) {
+                e
+            } else {
+                format!("{label}: {e}")
+            };
             return Err(ApiError {
                 message: "invalid event document (1 error(s))".into(),
-                ..ApiError::invalid_document(vec![format!("{label}: {e}")])
+                ..ApiError::invalid_document(vec![diag])
             });
         }
     }

@@ -105,8 +105,13 @@ fn schedule_registration(scope: &Scope, name: &str, text: &str) -> Registration 
 /// Parses an event document: unknown keys and methods that are not HTTP methods are errors
 /// (the message names the line and column of a key's error).
 pub(crate) fn parse_event(text: &str) -> Result<EventDocument, String> {
-    let doc =
-        magrathea_exec::yaml_text::from_str::<EventDocument>(text).map_err(|e| e.to_string())?;
+    parse_event_at("", text)
+}
+
+/// [`parse_event`], its errors located in the document `label` (`label:line:column: …`).
+pub(crate) fn parse_event_at(label: &str, text: &str) -> Result<EventDocument, String> {
+    let doc = magrathea_exec::yaml_text::from_str::<EventDocument>(text)
+        .map_err(|e| e.located(label, "MAG-TR005"))?;
     doc.check()?;
     Ok(doc)
 }
@@ -213,7 +218,7 @@ pub(super) struct Hook {
 
 fn parse_hook(text: &str) -> Result<Hook, String> {
     let doc: HookDocument = magrathea_exec::yaml_text::from_str(text)
-        .map_err(|e| format!("invalid hook document: {e}"))?;
+        .map_err(|e| format!("invalid hook document: {}", e.located("", "MAG-TR005")))?;
     let checked = doc.check()?;
     Ok(Hook { doc, checked })
 }

@@ -175,6 +175,25 @@ async fn an_event_document_with_an_unknown_key_or_method_is_refused() {
         assert_eq!(status, 422, "{doc}: {body}");
         assert!(body.contains(needle), "{body}");
     }
+    // A document that does not parse is said where, with its code, as a workflow's is.
+    for (doc, at) in [
+        ("workflow: [hello\n", ":1:"),
+        (
+            "workflow: hello\nsubscribe:\n  event: workflow.run.failed\n  bogus: 1\n",
+            ":4:3:",
+        ),
+    ] {
+        let (status, body) = put(&s, "events/ev.yaml", ACME, doc).await;
+        assert_eq!(status, 422, "{doc}: {body}");
+        let v: Value = serde_json::from_str(&body).unwrap();
+        let diag = v["error"]["diagnostics"][0].as_str().unwrap();
+        assert!(
+            diag.starts_with(&format!("acme/shop/_vance/events/ev.yaml{at}"))
+                && diag.contains(": [MAG-TR005] ")
+                && !diag.contains(" at line "),
+            "{diag}"
+        );
+    }
     // Written on disk, the typo makes the event refuse every request, an API token's too.
     http_common::write(
         &s.root.join("acme/shop/_vance/events/ev.yaml"),

@@ -25,6 +25,11 @@ pub(super) const CODES: &[ErrorCode] = &[
         remedy: "Look for triggers that react to each other's runs (a subscription to `workflow.run.completed` of the workflow it starts, or two that start each other's): narrow them with `filter:` (e.g. on `startedBy`) or `workflow:`.",
     },
     ErrorCode {
+        code: "MAG-TR005",
+        meaning: "An event or hook document (`_vance/events/*.yaml`, `_vance/hooks/*.yaml`) does not parse: a YAML syntax error, an unknown key, or a value of the wrong type, at the line and column named.",
+        remedy: "Fix the document there; docs/triggers.md and docs/hooks.md list each key and what it takes.",
+    },
+    ErrorCode {
         code: "MAG-SV001",
         meaning: "The server cannot create the store directory.",
         remedy: "Check the path and its permissions.",
