@@ -252,17 +252,33 @@ pub(crate) async fn put(
         // An event document is refused when it does not parse: a misspelt key (say
         // `auth: {tokenSettings: …}`) would otherwise change who may fire it.
         let label = format!("{}/{}/_vance/{rel}", scope.tenant, scope.project);
-        if let Err(e) = crate::triggers::parse_event_at(&label, &text) {
-            // A parse error is located already; a check of the parsed document is not.
-            let diag = if e.starts_with(&label) {
-                e
-            } else {
-                format!("{label}: {e}")
-            };
-            return Err(ApiError {
-                message: "invalid event document (1 error(s))".into(),
-                ..ApiError::invalid_document(vec![diag])
-            });
+        match crate::triggers::parse_event_at(&label, &text) {
+            Err(e) => {
+                // A parse error is located already; a check of the parsed document is not.
+                let diag = if e.starts_with(&label) {
+                    e
+                } else {
+                    format!("{label}: {e}")
+                };
+                return Err(ApiError {
+                    message: "invalid event document (1 error(s))".into(),
+                    ..ApiError::invalid_document(vec![diag])
+                });
+            }
+            // Each request, delivery or event would fail to start: said now, as for a
+            // schedule's.
+            Ok(doc)
+                if !doc.workflow.contains("${")
+                    && state.docs().workflow(&scope, &doc.workflow).is_err()
+                    && !state.engine.has_code_workflow(&doc.workflow) =>
+            {
+                warnings.push(format!(
+                    "{label}: workflow `{}` is not a workflow of the project or its tenant: \
+                     expected _vance/workflows/{}.yaml; each request to it would fail to start",
+                    doc.workflow, doc.workflow
+                ));
+            }
+            Ok(_) => {}
         }
     }
     if parts == ["settings.yaml"] {

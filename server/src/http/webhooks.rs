@@ -205,6 +205,15 @@ async fn deliver(
                 &state,
                 &d.reason("start_refused").message(e.message.clone()),
             );
+            // 404 says only that no webhook has the token: a workflow that is not there is
+            // a start refused, as a schedule fired by hand answers one.
+            if e.status == StatusCode::NOT_FOUND {
+                return Err(ApiError::new(
+                    StatusCode::UNPROCESSABLE_ENTITY,
+                    "MAG-HTTP-TRIGGER-FAILED",
+                    e.message,
+                ));
+            }
             Err(e)
         }
     }

@@ -175,6 +175,13 @@ async fn an_event_document_with_an_unknown_key_or_method_is_refused() {
         assert_eq!(status, 422, "{doc}: {body}");
         assert!(body.contains(needle), "{body}");
     }
+    // One naming a workflow that is not there is written, with a warning.
+    let (status, body) = put(&s, "events/later.yaml", ACME, "workflow: later\n").await;
+    assert_eq!(status, 201, "{body}");
+    assert!(
+        body.contains("workflow `later` is not a workflow of the project or its tenant"),
+        "{body}"
+    );
     // A document that does not parse is said where, with its code, as a workflow's is.
     for (doc, at) in [
         ("workflow: [hello\n", ":1:"),

@@ -345,6 +345,23 @@ async fn a_delivery_whose_start_was_refused_is_retried_as_a_first_delivery() {
 }
 
 #[tokio::test]
+async fn a_delivery_to_a_workflow_that_is_not_there_is_a_refused_start_not_an_unknown_token() {
+    let f = Fixture::new().await;
+    std::fs::remove_file(f.server.root.join("acme/shop/_vance/workflows/quick.yaml")).unwrap();
+    let body = r#"{"x":1}"#;
+    let (status, refused) = f
+        .github(body, Fixture::signed("new-secret", body), "delivery-9")
+        .await;
+    // 404 is kept for a token no webhook has.
+    assert_eq!(status, 422, "{refused}");
+    assert_eq!(
+        refused["error"]["code"], "MAG-HTTP-TRIGGER-FAILED",
+        "{refused}"
+    );
+    assert_eq!(f.statuses("github").await, ["failed"]);
+}
+
+#[tokio::test]
 async fn a_timestamped_signature_outside_the_tolerance_is_refused_as_expired() {
     let f = Fixture::new().await;
     let cfg = Fixture::config(STRIPE_LIKE);
