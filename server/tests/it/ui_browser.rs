@@ -505,8 +505,10 @@ async fn the_workflows_view_shows_a_schedule_its_next_fire_and_its_last_delivery
 }
 
 /// Clicks the button of the run view whose text is `arguments[0]`, once it is there.
+/// Clicks the enabled action button labelled `arguments[0]`, as a person can (a button is
+/// disabled while the previous action's request is on its way).
 const CLICK_BUTTON: &str = "const b = [...document.querySelectorAll('button[data-action]')] \
-       .find(b => b.textContent === arguments[0]); \
+       .find(b => b.textContent === arguments[0] && !b.disabled); \
      if (!b) return null; b.click(); return true;";
 
 #[tokio::test(flavor = "multi_thread")]
