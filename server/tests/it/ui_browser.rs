@@ -145,29 +145,6 @@ async fn a_run_started_over_the_api_appears_and_reaches_done_live() {
 }
 
 /// Answers the project's first inbox item over the API (not through the page).
-async fn answer_over_the_api(ui: &Ui, answer: serde_json::Value) {
-    let items: serde_json::Value = ui
-        .http
-        .get(ui.url("/brain/acme/project/shop/inbox"))
-        .bearer_auth(ACME)
-        .send()
-        .await
-        .unwrap()
-        .json()
-        .await
-        .unwrap();
-    let item = items[0]["id"].as_str().unwrap().to_owned();
-    let r = ui
-        .http
-        .post(ui.url(&format!("/brain/acme/project/shop/inbox/{item}/answer")))
-        .bearer_auth(ACME)
-        .json(&answer)
-        .send()
-        .await
-        .unwrap();
-    assert!(r.status().is_success(), "{}", r.text().await.unwrap());
-}
-
 #[tokio::test(flavor = "multi_thread")]
 async fn approving_in_the_inbox_moves_the_runs_graph_on() {
     let ui = Ui::start().await;
@@ -232,7 +209,7 @@ async fn the_graph_of_an_open_run_moves_on_live() {
         .await;
     ui.js("window.__stillHere = true; return null;", vec![])
         .await;
-    answer_over_the_api(&ui, json!({"kind": "reject"})).await;
+    ui.answer_over_the_api(json!({"kind": "reject"})).await;
     ui.wait_js(
         "return [...document.querySelectorAll('#run-graph g.node.current')].map(g => g.dataset.state).join(',') === 'no'",
         "the graph to move on to `no` live",
@@ -655,7 +632,7 @@ async fn a_runs_graph_is_the_definition_it_ran_with_and_marks_the_outcome_taken(
     std::fs::write(&file, FORK).unwrap();
     let run = ui.start_run("fork", ACME).await;
     ui.wait_status(&run, &["WAITING"]).await;
-    answer_over_the_api(&ui, json!({"kind": "approve"})).await;
+    ui.answer_over_the_api(json!({"kind": "approve"})).await;
     ui.wait_status(&run, &["DONE"]).await;
     // The document moves on; the run keeps the definition it started with.
     std::fs::write(&file, FORK.replace("review", "check")).unwrap();

@@ -99,26 +99,7 @@ async fn the_journal_marks_failures_and_not_an_approval() {
     let ui = Ui::start().await;
     let run = ui.start_run("approve", ACME).await;
     ui.wait_status(&run, &["WAITING"]).await;
-    let items: Vec<Value> = ui
-        .http
-        .get(ui.url("/brain/acme/project/shop/inbox"))
-        .bearer_auth(ACME)
-        .send()
-        .await
-        .unwrap()
-        .json()
-        .await
-        .unwrap();
-    let item = items[0]["id"].as_str().unwrap().to_owned();
-    let r = ui
-        .http
-        .post(ui.url(&format!("/brain/acme/project/shop/inbox/{item}/answer")))
-        .bearer_auth(ACME)
-        .json(&json!({"kind": "approve"}))
-        .send()
-        .await
-        .unwrap();
-    assert!(r.status().is_success());
+    ui.answer_over_the_api(json!({"kind": "approve"})).await;
     ui.wait_status(&run, &["DONE"]).await;
     ui.sign_in(ACME).await;
     ui.view(&format!("#/run/{run}")).await;

@@ -289,6 +289,30 @@ impl Ui {
         self.server.start_run(&self.http, name, token).await
     }
 
+    /// Answers the first pending item of acme/shop's inbox over the API with `answer`.
+    pub async fn answer_over_the_api(&self, answer: Value) {
+        let items: Value = self
+            .http
+            .get(self.url("/brain/acme/project/shop/inbox"))
+            .bearer_auth(crate::http_common::ACME)
+            .send()
+            .await
+            .unwrap()
+            .json()
+            .await
+            .unwrap();
+        let item = items[0]["id"].as_str().unwrap().to_owned();
+        let r = self
+            .http
+            .post(self.url(&format!("/brain/acme/project/shop/inbox/{item}/answer")))
+            .bearer_auth(crate::http_common::ACME)
+            .json(&answer)
+            .send()
+            .await
+            .unwrap();
+        assert!(r.status().is_success(), "{}", r.text().await.unwrap());
+    }
+
     /// Waits over the API until acme/shop's `run` has one of `statuses`.
     pub async fn wait_status(&self, run: &str, statuses: &[&str]) -> Value {
         self.server
