@@ -541,9 +541,11 @@ impl Reader<'_> {
     fn quoted_columns(&self, quote: usize, double: bool, value: &str) -> Option<Box<[u32]>> {
         let from = *self.char_bytes.get(quote)?;
         let line = self.text.get(from..)?.split('\n').next()?;
-        let mut src = line.char_indices().skip(1).peekable();
+        // Character `i` of the line is column `i` from the quote: counted as it goes, in time
+        // linear in the line.
+        let mut src = line.chars().enumerate().skip(1);
         let mut cols = Vec::with_capacity(value.len() + 1);
-        let col = |byte: usize| u32::try_from(line[..byte].chars().count()).ok();
+        let col = |i: usize| u32::try_from(i).ok();
         for want in value.chars() {
             let (at, c) = src.next()?;
             cols.push(col(at)?);
