@@ -168,15 +168,25 @@ pub(crate) fn diagnose(path: &str, text: &str, e: &ScanError) -> Diagnostic {
         );
     }
     if info.contains("unknown escape character") {
-        // The scanner points at the opening quote: the escape itself is the mistake.
-        let (line, col) =
-            position_of(text, |i, c| i >= m.index() && c == '\\').unwrap_or((m.line(), m.col()));
-        let escape: String = text
-            .chars()
-            .skip(m.index())
-            .skip_while(|c| *c != '\\')
-            .take(2)
-            .collect();
+        // The scanner points at the opening quote: the escape it does not know is the
+        // mistake, the first backslash of the scalar not followed by one YAML knows.
+        let chars: Vec<char> = text.chars().skip(m.index()).collect();
+        let mut bad = None;
+        let mut i = 1; // past the opening quote
+        while i + 1 < chars.len() && chars[i] != '"' {
+            if chars[i] == '\\' {
+                if !"0abt\tnvfre \"/\\N_LPxuU\n\r".contains(chars[i + 1]) {
+                    bad = Some(i);
+                    break;
+                }
+                i += 2;
+            } else {
+                i += 1;
+            }
+        }
+        let index = m.index() + bad.unwrap_or(0);
+        let (line, col) = position_of(text, |i, _| i == index).unwrap_or((m.line(), m.col()));
+        let escape: String = chars.iter().skip(bad.unwrap_or(0)).take(2).collect();
         return Diagnostic::error(
             path,
             at(line, col),

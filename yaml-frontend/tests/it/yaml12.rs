@@ -393,7 +393,13 @@ fn a_quote_inside_a_quoted_value_and_an_unknown_escape_say_how_to_write_them() {
         "{}",
         first("a: \"say \"hi\" now\"\n")
     );
-    // At the escape, not at the opening quote.
+    // At the escape it does not know, not at the opening quote or a known escape before it.
+    assert!(
+        first("a: \"x \\t y \\q\"\n")
+            .starts_with("t.yaml:1:12: [MAG-Y001] invalid YAML: unknown escape `\\q`"),
+        "{}",
+        first("a: \"x \\t y \\q\"\n")
+    );
     assert!(
         first("a: 1\nb: \"x\\qy\"\n")
             .starts_with("t.yaml:2:6: [MAG-Y001] invalid YAML: unknown escape `\\q` in a double-quoted string: expected one of"),
