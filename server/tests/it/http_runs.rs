@@ -181,6 +181,14 @@ async fn start_errors_are_404_422_and_400() {
         "{body}"
     );
 
+    // Its graph too.
+    let r = s
+        .get("/brain/acme/project/shop/workflows/latin/graph", Some(ACME))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(r.status(), 422);
+
     let r = start("needs-param", json!({"params": {}})).await.unwrap();
     assert_eq!(code(r).await, (400, "MAG-HTTP-INVALID-PARAMS".into()));
     let r = start("needs-param", json!({"params": {"pr_url": 7}}))
