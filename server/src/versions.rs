@@ -58,6 +58,15 @@ pub enum VersionError {
         "[MAG-HTTP-OUTSIDE-PROJECT] {0}; versions are read and written only inside the project"
     )]
     OutsideProject(String),
+    /// A document of the workflow (the live one, its draft or a version kept) is not UTF-8
+    /// text: invalid, as `validate` says.
+    #[error("[MAG-Y001] a document of '{name}' is not UTF-8 text: {message}")]
+    NotUtf8 {
+        /// The workflow.
+        name: String,
+        /// Which document, and where.
+        message: String,
+    },
     /// The file system refused.
     #[error("cannot change the versions of '{name}': {message}")]
     Io {
@@ -125,6 +134,12 @@ fn history_dir(docs: &DocumentSource, scope: &Scope, name: &str) -> PathBuf {
 fn io(name: &str, what: &str, e: std::io::Error) -> VersionError {
     if magrathea_exec::leads_out(&e) {
         return VersionError::OutsideProject(e.to_string());
+    }
+    if let Some(text) = magrathea_exec::NotUtf8Text::in_error(&e) {
+        return VersionError::NotUtf8 {
+            name: name.to_string(),
+            message: format!("{what}: {text}"),
+        };
     }
     VersionError::Io {
         name: name.to_string(),

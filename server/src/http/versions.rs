@@ -48,6 +48,8 @@ fn api_error(e: VersionError) -> ApiError {
             "MAG-HTTP-OUTSIDE-PROJECT",
             e.to_string(),
         ),
+        // Invalid, not the server's failure.
+        VersionError::NotUtf8 { .. } => ApiError::invalid_document(vec![e.to_string()]),
         VersionError::Io { .. } => ApiError::internal(e),
     }
 }

@@ -188,6 +188,16 @@ async fn start_errors_are_404_422_and_400() {
         .await
         .unwrap();
     assert_eq!(r.status(), 422);
+    // And its versions.
+    let r = s
+        .get(
+            "/brain/acme/project/shop/workflows/latin/versions",
+            Some(ACME),
+        )
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(r.status(), 422);
 
     let r = start("needs-param", json!({"params": {}})).await.unwrap();
     assert_eq!(code(r).await, (400, "MAG-HTTP-INVALID-PARAMS".into()));
