@@ -92,7 +92,7 @@ pub(crate) fn parse_condition(ctx: &mut Ctx<'_>, node: &YamlNode, what: &str) ->
             };
             // An error at the end of the expression is said right after its last character,
             // not past a block scalar's closing line break (on the next key's line).
-            let end = src.trim_end_matches(['\n', '\r']).chars().count();
+            let end = src.trim_end().chars().count();
             let at = node.span_at(e.char_offset(src).min(end));
             ctx.error(
                 at,

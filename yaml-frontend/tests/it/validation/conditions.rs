@@ -84,7 +84,7 @@ fn condition_errors_point_at_the_failing_character() {
     );
     has(
         &text,
-        "wf.yaml:10:29: [MAG-Y022] invalid condition in rule 3 of state 'a': expected a value, a variable or '(', found end of expression",
+        "wf.yaml:10:28: [MAG-Y022] invalid condition in rule 3 of state 'a': expected a value, a variable or '(', found end of expression",
     );
 }
 
