@@ -101,9 +101,17 @@ fn unprintable(path: &str, text: &str) -> Option<Diagnostic> {
             || c >= '\u{10000}'
     };
     let (at, c) = text.char_indices().find(|&(_, c)| !printable(c))?;
+    // Counted as the parser counts: a byte-order mark is no column of the first line.
     let before = &text[..at];
     let line = before.matches('\n').count() + 1;
-    let column = before.rsplit('\n').next().map_or(0, |l| l.chars().count()) + 1;
+    let first_line = before.rsplit('\n').next().unwrap_or_default();
+    let column = first_line
+        .strip_prefix('\u{FEFF}')
+        .filter(|_| line == 1)
+        .unwrap_or(first_line)
+        .chars()
+        .count()
+        + 1;
     Some(Diagnostic::error(
         path,
         Span::new(

@@ -373,6 +373,12 @@ fn a_control_character_is_refused_where_it_stands_and_an_escape_is_offered() {
         "{}",
         first("a: \u{FFFF}\n")
     );
+    // A byte-order mark is no column.
+    assert!(
+        first("\u{FEFF}a: b\u{1}\n").starts_with("t.yaml:1:5: "),
+        "{}",
+        first("\u{FEFF}a: b\u{1}\n")
+    );
     // Tabs, line breaks and the printable ranges are text; so is the escape itself.
     assert_eq!(
         read("a: \"x\\x00y\"\nb: c\t\r\nd: é\u{E000}\u{1F600}\n")["a"],
