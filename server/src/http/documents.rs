@@ -159,6 +159,28 @@ pub(crate) async fn get(
     }
 }
 
+/// The warning for a trigger document `label` whose `workflow` is neither a document of the
+/// project or its tenant nor a registered code workflow: `what` ("each tick", …) would fail
+/// to start. None for a name that is empty or a template, resolved at run time.
+fn missing_workflow(
+    state: &AppState,
+    scope: &Scope,
+    label: &str,
+    workflow: &str,
+    what: &str,
+) -> Option<String> {
+    let unknown = !workflow.is_empty()
+        && !workflow.contains("${")
+        && state.docs().workflow(scope, workflow).is_err()
+        && !state.engine.has_code_workflow(workflow);
+    unknown.then(|| {
+        format!(
+            "{label}: workflow `{workflow}` is not a workflow of the project or its tenant: \
+             expected _vance/workflows/{workflow}.yaml; {what} would fail to start"
+        )
+    })
+}
+
 /// `PUT …/documents/{*path}` with the document's text → 201 (created) or 200 (replaced)
 /// `{path, warnings}`; 422 with diagnostics for an invalid workflow.
 pub(crate) async fn put(
@@ -233,19 +255,13 @@ pub(crate) async fn put(
                 });
             }
             // Each tick would fail to start: said now, as for a workflow_task's target.
-            Ok(schedule)
-                if !schedule.workflow().is_empty()
-                    && state.docs().workflow(&scope, schedule.workflow()).is_err()
-                    && !state.engine.has_code_workflow(schedule.workflow()) =>
-            {
-                warnings.push(format!(
-                    "{label}: workflow `{}` is not a workflow of the project or its tenant: \
-                     expected _vance/workflows/{}.yaml; each tick would fail to start",
-                    schedule.workflow(),
-                    schedule.workflow()
-                ));
-            }
-            Ok(_) => {}
+            Ok(schedule) => warnings.extend(missing_workflow(
+                &state,
+                &scope,
+                &label,
+                schedule.workflow(),
+                "each tick",
+            )),
         }
     }
     if parts.len() == 2 && parts[0] == "events" && parts[1].ends_with(".yaml") {
@@ -254,31 +270,20 @@ pub(crate) async fn put(
         let label = format!("{}/{}/_vance/{rel}", scope.tenant, scope.project);
         match crate::triggers::parse_event_at(&label, &text) {
             Err(e) => {
-                // A parse error is located already; a check of the parsed document is not.
-                let diag = if e.starts_with(&label) {
-                    e
-                } else {
-                    format!("{label}: {e}")
-                };
                 return Err(ApiError {
                     message: "invalid event document (1 error(s))".into(),
-                    ..ApiError::invalid_document(vec![diag])
+                    ..ApiError::invalid_document(vec![e])
                 });
             }
             // Each request, delivery or event would fail to start: said now, as for a
             // schedule's.
-            Ok(doc)
-                if !doc.workflow.contains("${")
-                    && state.docs().workflow(&scope, &doc.workflow).is_err()
-                    && !state.engine.has_code_workflow(&doc.workflow) =>
-            {
-                warnings.push(format!(
-                    "{label}: workflow `{}` is not a workflow of the project or its tenant: \
-                     expected _vance/workflows/{}.yaml; each request to it would fail to start",
-                    doc.workflow, doc.workflow
-                ));
-            }
-            Ok(_) => {}
+            Ok(doc) => warnings.extend(missing_workflow(
+                &state,
+                &scope,
+                &label,
+                &doc.workflow,
+                "each request to it",
+            )),
         }
     }
     if parts == ["settings.yaml"] {

@@ -108,11 +108,18 @@ pub(crate) fn parse_event(text: &str) -> Result<EventDocument, String> {
     parse_event_at("", text)
 }
 
-/// [`parse_event`], its errors located in the document `label` (`label:line:column: …`).
+/// [`parse_event`], its errors named after the document `label`: a parse error at its
+/// place (`label:line:column: …`), a check of the parsed document as `label: …`.
 pub(crate) fn parse_event_at(label: &str, text: &str) -> Result<EventDocument, String> {
     let doc = magrathea_exec::yaml_text::from_str::<EventDocument>(text)
         .map_err(|e| e.located(label, "MAG-TR005"))?;
-    doc.check()?;
+    doc.check().map_err(|e| {
+        if label.is_empty() {
+            e
+        } else {
+            format!("{label}: {e}")
+        }
+    })?;
     Ok(doc)
 }
 
