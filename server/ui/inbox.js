@@ -13,7 +13,7 @@ export async function inboxView(ctx, view) {
   mount(view, h("section", { "aria-labelledby": "inbox-title" },
     h("div", { class: "title-row" }, h("h2", { id: "inbox-title" }, "Inbox"), live),
     message, list));
-  const answering = new Set(); // items whose form has focus or text: not re-rendered
+  const answering = new Set(); // items being answered (see `card`): not re-rendered
 
   // A token that may answer but not read (workflow.run without workflow.read) finds what
   // it may answer through Friday's approvals route, which takes workflow.run.
@@ -58,7 +58,7 @@ export async function inboxView(ctx, view) {
     // A card being answered — focused, holding text not yet sent, with its answer on the
     // way, or showing why its answer was refused — is kept as it is.
     const typed = () => [...el.querySelectorAll("textarea")].some((t) => t.value.trim() !== "");
-    const busy = () => el.dataset.sending === "1" || !!el.querySelector(".error");
+    const busy = () => !!el.dataset.sending || !!el.querySelector(".error");
     el.addEventListener("focusin", () => answering.add(it.id));
     el.addEventListener("input", () => answering.add(it.id));
     el.addEventListener("focusout", () => {
@@ -73,17 +73,15 @@ export async function inboxView(ctx, view) {
     const idc = `c-${it.id}`;
     const comment = h("textarea", { id: idc, name: "comment", rows: 2 });
     const out = h("div", { "aria-live": "polite" });
-    let sending = false;
+    // One answer at a time: a second click while the first is on its way would be journaled
+    // as ignored and reported as such. The card says it is sending (see `busy`), so the
+    // list's refresh keeps it; `buttons` are the form's, made below.
     const send = async (body) => {
-      // One answer at a time: a second click while the first is on its way would be
-      // journaled as ignored and reported as such.
-      if (sending) return;
-      sending = true;
-      answering.add(it.id);
       const card = out.closest("article");
-      if (card) card.dataset.sending = "1";
+      if (!card || card.dataset.sending) return;
+      card.dataset.sending = "1";
+      answering.add(it.id);
       mount(out);
-      const buttons = [...(out.parentElement?.querySelectorAll("button") || [])];
       for (const b of buttons) b.disabled = true;
       const c = comment.value.trim();
       if (c) body.comment = c;
@@ -96,9 +94,8 @@ export async function inboxView(ctx, view) {
       } catch (e) {
         mount(out, errorBox(e));
         for (const b of buttons) b.disabled = false;
-        sending = false;
       } finally {
-        if (card) delete card.dataset.sending;
+        delete card.dataset.sending;
       }
     };
     const buttons = [];
