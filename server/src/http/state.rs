@@ -307,13 +307,7 @@ impl AppState {
             }
             // An invalid document, located as a diagnostic.
             YamlStartError::Document(DocumentError::NotUtf8 { path, text }) => {
-                ApiError::invalid_document(vec![
-                    DocumentError::NotUtf8 {
-                        path: self.label(&path).into(),
-                        text,
-                    }
-                    .to_string(),
-                ])
+                self.not_utf8(&path, text)
             }
             YamlStartError::Document(DocumentError::Io { path, message }) => ApiError::new(
                 StatusCode::INTERNAL_SERVER_ERROR,
@@ -328,6 +322,18 @@ impl AppState {
             }
             e => ApiError::internal(e),
         }
+    }
+
+    /// The answer to a document at `path` that is not UTF-8 text: 422 with its diagnostic,
+    /// the path as clients see it.
+    pub(crate) fn not_utf8(&self, path: &Path, text: magrathea_exec::NotUtf8Text) -> ApiError {
+        ApiError::invalid_document(vec![
+            DocumentError::NotUtf8 {
+                path: self.label(path).into(),
+                text,
+            }
+            .to_string(),
+        ])
     }
 
     /// A document path as clients see it: relative to the root (`acme/shop/_vance/…`), so
