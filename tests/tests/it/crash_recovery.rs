@@ -35,6 +35,8 @@ use rand::Rng;
 
 const RUNS: u64 = 300;
 const KILLS: usize = 5;
+/// The most kills a test makes while waiting for one that lands where it must.
+const MAX_KILLS: usize = 16;
 
 fn spawn_worker(db: &Path, side: &Path) -> Child {
     spawn_worker_with(db, side, RUNS, &[])
@@ -50,9 +52,11 @@ fn spawn_worker_with(db: &Path, side: &Path, runs: u64, mode: &[&str]) -> Child 
         .expect("spawning crash_worker")
 }
 
-/// Kills workers made by `spawn` with SIGKILL `kills` times, each at a random moment: 50–400 ms
-/// after its start or after 20–200 more task executions, whichever comes first. Calls
-/// `after_kill` once each is dead; then lets one more finish and asserts that it succeeded.
+/// Kills workers made by `spawn` with SIGKILL, each at a random moment: 50–400 ms after its
+/// start or after 20–200 more task executions, whichever comes first. Calls `after_kill` once
+/// each is dead; it answers whether the kills so far caught what the test is about. Kills at
+/// least `kills` times, and more (up to `MAX_KILLS`) until `after_kill` answers yes; then lets
+/// one more worker finish, asserts that it succeeded, and answers how many kills there were.
 ///
 /// The first worker's random moment is counted from its first task execution (the first line
 /// of the `side` file) rather than from its start: a kill while the very first incarnation
@@ -62,19 +66,14 @@ fn kill_then_finish(
     kills: usize,
     side: &Path,
     mut spawn: impl FnMut() -> Child,
-    mut after_kill: impl FnMut(),
-) {
+    mut after_kill: impl FnMut() -> bool,
+) -> usize {
     let mut rng = rand::rng();
     let mut killed = 0;
-    let mut incarnations = 0;
-    while killed < kills {
-        incarnations += 1;
-        assert!(
-            incarnations <= 20,
-            "could not kill the worker {kills} times"
-        );
+    let mut caught = false;
+    while killed < kills || (!caught && killed < MAX_KILLS) {
         let mut child = spawn();
-        if incarnations == 1 {
+        if killed == 0 {
             wait_for_blocking("the first task execution", Duration::from_secs(10), || {
                 std::fs::metadata(side).is_ok_and(|m| m.len() > 0)
             });
@@ -96,7 +95,7 @@ fn kill_then_finish(
                 child.kill().unwrap(); // SIGKILL
                 child.wait().unwrap();
                 killed += 1;
-                after_kill();
+                caught = after_kill();
             }
         }
     }
@@ -113,6 +112,7 @@ fn kill_then_finish(
         std::thread::sleep(Duration::from_millis(20));
     };
     assert!(status.success(), "the last worker failed: {status}");
+    killed
 }
 
 /// How many lines (task executions) the side file holds.
@@ -148,8 +148,7 @@ fn sigkilled_worker_recovers_every_run_and_journals_each_result_once() {
     let dir = tempfile::tempdir().unwrap();
     let db = dir.path().join("journal.redb");
     let side = dir.path().join("executions.log");
-    let kills = KILLS;
-    kill_then_finish(kills, &side, || spawn_worker(&db, &side), || {});
+    let kills = kill_then_finish(KILLS, &side, || spawn_worker(&db, &side), || true);
 
     let store = RedbStore::open(&db, Durability::Immediate).unwrap();
     let runs = store.list_runs(&RunFilter::default()).unwrap();
@@ -308,10 +307,10 @@ fn parents_waiting_on_children(db: &Path) -> (usize, usize) {
     (waiting, unstarted)
 }
 
-const PARENTS: u64 = 150;
+const PARENTS: u64 = 400;
 const PARENT_KILLS: usize = 4;
 
-/// Parents that start children, across real SIGKILLs: `crash_worker … parents` runs 150 runs of
+/// Parents that start children, across real SIGKILLs: `crash_worker … parents` runs 400 runs of
 /// `crash_parent`, each starting 3 `crash_flow` children (one, then two at once). After the
 /// kills and a last incarnation that finishes, every parent is DONE with the sum of its
 /// children's results, and each parent has exactly its 3 children in the store: a child whose
@@ -325,7 +324,7 @@ fn sigkilled_worker_finishes_every_parent_with_its_children_and_starts_no_child_
     // Parents that a kill caught with a child started and not finished, and children caught
     // between their parent's ChildStartedRecord and their own StartRecord.
     let (mut caught, mut unstarted) = (0, 0);
-    kill_then_finish(
+    let kills = kill_then_finish(
         PARENT_KILLS,
         &side,
         || spawn_worker_with(&db, &side, PARENTS, &["parents"]),
@@ -333,6 +332,7 @@ fn sigkilled_worker_finishes_every_parent_with_its_children_and_starts_no_child_
             let (w, u) = parents_waiting_on_children(&db);
             caught += w;
             unstarted += u;
+            caught > 0 && unstarted > 0
         },
     );
     assert!(
@@ -443,7 +443,7 @@ fn sigkilled_worker_finishes_every_parent_with_its_children_and_starts_no_child_
         }
     }
     eprintln!(
-        "crash recovery with children: {PARENT_KILLS} kills caught {caught} parents waiting on \
+        "crash recovery with children: {kills} kills caught {caught} parents waiting on \
          children and {unstarted} children journaled but not started, {} runs, {:?}",
         runs.len(),
         began.elapsed()
