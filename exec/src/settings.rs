@@ -296,10 +296,12 @@ pub struct TenantShellSettings {
     #[serde(default)]
     pub sandbox: Option<SandboxMode>,
     /// More directories (and what is beneath them) the sandbox lets shell steps read and
-    /// execute.
+    /// execute. In a served tree none may lie in the tree outside the tenant's own directory
+    /// nor in the server's store (`[MAG-SH015]`).
     #[serde(default)]
     pub read_paths: Vec<PathBuf>,
-    /// More directories the sandbox lets shell steps read, write and execute.
+    /// More directories the sandbox lets shell steps read, write and execute; bounded as
+    /// [`TenantShellSettings::read_paths`] is.
     #[serde(default)]
     pub write_paths: Vec<PathBuf>,
     /// Directories outside the project where a served project's `workspaces:` may point. A

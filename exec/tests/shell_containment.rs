@@ -311,6 +311,84 @@ async fn a_served_tree_its_sandbox_would_let_a_step_read_refuses_shell_steps() {
     assert!(!t.root.join("acme/shop/ran.txt").exists(), "the step ran");
 }
 
+#[tokio::test]
+async fn a_tenants_shell_paths_reach_no_other_tenant_nor_auth_nor_the_store() {
+    // The tenant's administrator writes its settings, but the rest of the tree is not
+    // theirs to grant: another tenant, `_auth/`, and a link of their own that leads there.
+    for (grant, setting) in [
+        ("globex/shop", "readPaths"),
+        ("_auth", "readPaths"),
+        ("globex", "writePaths"),
+        ("acme/into-globex", "readPaths"),
+    ] {
+        let t = tree(true, "", "").await;
+        std::os::unix::fs::symlink(t.root.join("globex"), t.root.join("acme/into-globex")).unwrap();
+        let path = t.root.join(grant);
+        write(
+            &t.root.join("acme/_tenant/_vance/settings.yaml"),
+            &format!(
+                "execution:\n  shellTask: true\nshell:\n  {setting}: [{}]\n",
+                path.display()
+            ),
+        );
+        let (kind, output) = t
+            .shell(
+                ShellInput::new(format!(
+                    "cat {0}/_vance/workflows/x.yaml {0}/tokens.yaml; echo ran > ran.txt",
+                    path.display()
+                ))
+                .dir("workspace"),
+            )
+            .await;
+        assert_eq!(kind, "technical_error", "{grant}: {output}");
+        let error = output["error"].as_str().unwrap();
+        assert!(error.starts_with("[MAG-SH015]"), "{grant}: {error}");
+        assert!(error.contains(grant), "{grant}: {error}");
+        assert!(!output.to_string().contains(TOKEN), "{grant}: {output}");
+        assert!(
+            !t.root.join("acme/shop/ran.txt").exists(),
+            "{grant}: the step ran"
+        );
+    }
+    // A path inside the tenant's own directory is the tenant's to grant.
+    let t = tree(true, "", "").await;
+    write(&t.root.join("acme/shared/tool.txt"), "shared tool\n");
+    let shared = t.root.join("acme/shared");
+    write(
+        &t.root.join("acme/_tenant/_vance/settings.yaml"),
+        &format!(
+            "execution:\n  shellTask: true\nshell:\n  readPaths: [{}]\n",
+            shared.display()
+        ),
+    );
+    let out = t
+        .output(&format!("cat {}/tool.txt", shared.display()))
+        .await;
+    assert_eq!(out.stdout, "shared tool\n", "{out:?}");
+    // The server's store, protected outside the tree, named by a write path: refused.
+    let store = tempfile::tempdir().unwrap();
+    let store = store.path().canonicalize().unwrap();
+    let t = tree_protecting(
+        true,
+        &format!(
+            "shell:\n  writePaths: [{}]\n",
+            store.join("inner").display()
+        ),
+        "",
+        Some(&store),
+    )
+    .await;
+    std::fs::create_dir_all(store.join("inner")).unwrap();
+    let (kind, output) = t
+        .shell(ShellInput::new("echo ran > ran.txt").dir("workspace"))
+        .await;
+    assert_eq!(kind, "technical_error", "{output}");
+    assert!(
+        output["error"].as_str().unwrap().starts_with("[MAG-SH015]"),
+        "{output}"
+    );
+}
+
 /// Runs the script `input` in `t` to its end: `(kind, output)`.
 async fn script(t: &Tree, input: ScriptInput) -> (String, Value) {
     let run = t.start("js", serde_json::to_value(input).unwrap()).await;

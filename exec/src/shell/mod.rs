@@ -298,6 +298,24 @@ pub(crate) async fn execute(
             allowed.display()
         )));
     }
+    if let Some(granted) = sandbox.as_ref().filter(|_| docs.is_served()).and_then(|s| {
+        // The tenant's own directory is its own to grant; the rest of the tree (other
+        // tenants, `_auth/`) and the store are not, whatever its settings say.
+        let own = docs.root().join(&scope.tenant);
+        docs.protected().enumerate().find_map(|(i, p)| {
+            let own = (i == 0).then_some(own.as_path());
+            s.grants_inside(p, own)
+        })
+    }) {
+        return Err(technical(format!(
+            "[MAG-SH015] shell steps of tenant `{}` are refused: its `shell.readPaths` or \
+             `writePaths` names `{}`, which lies in the served document tree outside the \
+             tenant's own directory (another tenant, `_auth/`) or in the server's store; \
+             the tenant's administrator removes it from _tenant/_vance/settings.yaml",
+            scope.tenant,
+            docs.label(&granted)
+        )));
+    }
     let job = Job {
         dir,
         timeout: Some(saturating_secs(timeout)),

@@ -66,6 +66,8 @@ pub(super) enum SandboxError {
 pub(super) struct Sandbox {
     read: Vec<PathBuf>,
     write: Vec<PathBuf>,
+    /// The paths of the tenant's `shell.readPaths` and `writePaths`.
+    granted: Vec<PathBuf>,
 }
 
 impl Sandbox {
@@ -75,14 +77,40 @@ impl Sandbox {
         write.extend(tenant.write_paths.iter().cloned());
         let mut read: Vec<PathBuf> = SYSTEM_READ.iter().map(PathBuf::from).collect();
         read.extend(tenant.read_paths.iter().cloned());
-        Self { read, write }
+        let granted = tenant
+            .read_paths
+            .iter()
+            .chain(&tenant.write_paths)
+            .cloned()
+            .collect();
+        Self {
+            read,
+            write,
+            granted,
+        }
+    }
+
+    /// The path of the tenant's settings that lets the step into `protected` (the document
+    /// tree, or the server's store) other than through the tenant's own directory `own`: one
+    /// inside another tenant, `_auth/` or the store. Compared by real paths, so a link inside
+    /// the tenant's directory that leads out of it counts where it leads.
+    pub(super) fn grants_inside(&self, protected: &Path, own: Option<&Path>) -> Option<PathBuf> {
+        let protected = real(protected);
+        let own = own.map(real);
+        self.granted
+            .iter()
+            .find(|granted| {
+                let granted = real(granted);
+                granted.starts_with(&protected)
+                    && !own.as_ref().is_some_and(|own| granted.starts_with(own))
+            })
+            .cloned()
     }
 
     /// The path of the rules that lets the step read or write `protected` (the document
     /// root), if one does: Landlock only grants, so a subtree of an allowed directory cannot
     /// be carved out of it again. Compared by real paths.
     pub(super) fn exposes(&self, protected: &Path) -> Option<PathBuf> {
-        let real = |p: &Path| p.canonicalize().unwrap_or_else(|_| p.to_path_buf());
         let protected = real(protected);
         self.read
             .iter()
@@ -140,6 +168,11 @@ impl Sandbox {
         drop(thread);
         result
     }
+}
+
+/// The real path of `p` (links resolved), or `p` as written when it cannot be resolved.
+fn real(p: &Path) -> PathBuf {
+    p.canonicalize().unwrap_or_else(|_| p.to_path_buf())
 }
 
 /// Whether this kernel enforces Landlock (checked by confining a throwaway thread).

@@ -65,6 +65,11 @@ pub(super) const CODES: &[ErrorCode] = &[
         remedy: "Serve the tree from a directory no shell step may read (e.g. under /srv or /var/lib), or narrow the tenant's `shell.readPaths`/`writePaths`/`workspaceRoots`.",
     },
     ErrorCode {
+        code: "MAG-SH015",
+        meaning: "A served shell_task was refused: its tenant's `shell.readPaths` or `writePaths` names a path in the document tree outside the tenant's own directory (another tenant, `_auth/`, also through a link) or in the server's store.",
+        remedy: "The tenant's administrator removes the path from `_tenant/_vance/settings.yaml`; what steps share belongs in the tenant's own directory or outside the tree.",
+    },
+    ErrorCode {
         code: "MAG-JS001",
         meaning: "A script_task has no `path:`.",
         remedy: "Name the script file, e.g. `path: _vance/scripts/transform.js`.",
