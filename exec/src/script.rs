@@ -424,7 +424,7 @@ fn locate_checked(
                 let tenant = docs.tenant_settings(scope).shell;
                 let project = docs.project_dir(scope);
                 vec![
-                    crate::workspace::contained(docs.root(), &project, dir, dir_name, &tenant)
+                    crate::workspace::contained(docs, &project, dir, dir_name, &tenant)
                         .map_err(|why| technical(format!("[MAG-JS018] {why}")))?,
                 ]
             }

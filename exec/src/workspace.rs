@@ -8,18 +8,20 @@
 
 use std::path::{Path, PathBuf};
 
+use crate::DocumentSource;
 use crate::settings::TenantShellSettings;
 
 /// The real path of the workspace `dir` (named `name`) of a served project, or why it is
 /// refused: its real path lies neither inside the project directory nor under one of the
-/// tenant's `shell.workspaceRoots`, or it lies in the document tree `tree` outside the project
-/// (another project, the tenant's `_tenant/`, `_auth/`, the store), whatever the roots say. A
+/// tenant's `shell.workspaceRoots`, or it lies in the document tree of `docs` outside the
+/// project (another project, the tenant's `_tenant/`, `_auth/`, the store) or in the server's
+/// store given outside the tree, whatever the roots say. A
 /// token that may write a project's settings must not make `/` (or another tenant's tree) a
 /// workspace. The real path is the one to use from then on, so that a symbolic link swapped
 /// after the check changes nothing. A workspace that does not exist is given back as it is
 /// (the caller reports it).
 pub(crate) fn contained(
-    tree: &Path,
+    docs: &DocumentSource,
     project: &Path,
     dir: PathBuf,
     name: &str,
@@ -58,7 +60,8 @@ pub(crate) fn contained(
         return Ok(real);
     }
     let inside = |root: &Path| root.canonicalize().is_ok_and(|root| real.starts_with(root));
-    if !real.starts_with(real_of(tree)) && tenant.workspace_roots.iter().any(|r| inside(r)) {
+    let protected = docs.protected().any(|p| real.starts_with(real_of(p)));
+    if !protected && tenant.workspace_roots.iter().any(|r| inside(r)) {
         return Ok(real);
     }
     Err(outside())

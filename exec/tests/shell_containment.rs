@@ -387,6 +387,30 @@ async fn a_tenants_shell_paths_reach_no_other_tenant_nor_auth_nor_the_store() {
         output["error"].as_str().unwrap().starts_with("[MAG-SH015]"),
         "{output}"
     );
+    // Nor is a workspace in the store, whatever roots the tenant lists.
+    let t = tree_protecting(
+        true,
+        &format!("shell:\n  workspaceRoots: [{}]\n", store.display()),
+        &format!("workspaces:\n  inner: {}\n", store.join("inner").display()),
+        Some(&store),
+    )
+    .await;
+    let (kind, output) = t
+        .shell(ShellInput::new("echo ran > ran.txt").dir("inner"))
+        .await;
+    assert_eq!(kind, "technical_error", "{output}");
+    assert!(
+        output["error"].as_str().unwrap().starts_with("[MAG-SH011]"),
+        "{output}"
+    );
+    assert!(!store.join("inner/ran.txt").exists(), "the step ran");
+    write(&store.join("inner/s.js"), "return 1;");
+    let (kind, output) = script(&t, ScriptInput::new("s.js").in_workspace("inner")).await;
+    assert_eq!(kind, "technical_error", "{output}");
+    assert!(
+        output["error"].as_str().unwrap().starts_with("[MAG-JS018]"),
+        "{output}"
+    );
 }
 
 /// Runs the script `input` in `t` to its end: `(kind, output)`.

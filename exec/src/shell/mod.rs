@@ -234,13 +234,7 @@ pub(crate) async fn execute(
     let tenant = docs.tenant_settings(&scope).shell;
     let project = docs.settings(&scope).shell;
     let dir = if docs.is_served() {
-        check_workspace_root(
-            docs.root(),
-            &docs.project_dir(&scope),
-            dir,
-            dir_name,
-            &tenant,
-        )?
+        check_workspace_root(docs, &docs.project_dir(&scope), dir, dir_name, &tenant)?
     } else {
         dir
     };
@@ -342,14 +336,14 @@ fn default_timeout(tenant: &TenantShellSettings, project: Option<f64>) -> f64 {
 /// [`crate::workspace::contained`]); gives the real path the step runs in (and the sandbox
 /// allows).
 fn check_workspace_root(
-    tree: &Path,
+    docs: &DocumentSource,
     project: &Path,
     dir: PathBuf,
     name: &str,
     tenant: &TenantShellSettings,
 ) -> Result<PathBuf, TaskError> {
     // `technical_error`, as every shell step that cannot start (reference §3.2).
-    crate::workspace::contained(tree, project, dir, name, tenant)
+    crate::workspace::contained(docs, project, dir, name, tenant)
         .map_err(|why| cannot_start(format!("[MAG-SH011] {why}"), Instant::now()))
 }
 
