@@ -75,9 +75,19 @@ pub(crate) struct Location {
     pub(crate) store: Option<PathBuf>,
 }
 
-/// `--store`: a directory or a PostgreSQL URL. A URL of another scheme (`mysql://…`) is refused
-/// rather than taken for a directory of that name.
+/// `--store`: a directory or a PostgreSQL URL. A URL of another scheme (`mysql://…`), and a
+/// PostgreSQL URL mistyped (`postgres:/db`, `POSTGRES://…`), are refused rather than taken for
+/// a directory of that name: a worker would go on alone beside the shared database.
 fn store_arg(arg: &str) -> Result<PathBuf, String> {
+    let lower = arg.to_ascii_lowercase();
+    if (lower.starts_with("postgres:") || lower.starts_with("postgresql:"))
+        && !magrathea_postgres::is_postgres_url(arg)
+    {
+        return Err(format!(
+            "`{arg}` is not a PostgreSQL URL: expected postgres://user@host:port/database \
+             (a directory of this name would be ./{arg})"
+        ));
+    }
     if let Some((scheme, _)) = arg.split_once("://")
         && !scheme.is_empty()
         && scheme

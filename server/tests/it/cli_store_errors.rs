@@ -71,3 +71,28 @@ fn a_store_url_of_another_database_is_refused_not_made_a_directory() {
         "a directory was made of the URL"
     );
 }
+
+#[test]
+fn a_mistyped_postgres_url_is_refused_not_made_a_directory() {
+    let p = Project::new();
+    p.workflow("hello", HELLO);
+    for arg in ["postgres:/db.example/x", "postgresql:db", "Postgres:/x"] {
+        for args in [
+            vec!["run", "hello", "--store", arg],
+            vec!["runs", "list", "--store", arg],
+        ] {
+            let o = p.cli(&args);
+            assert_eq!(code(&o), 2, "{args:?}: {}", stderr(&o));
+            assert!(
+                stderr(&o).contains("is not a PostgreSQL URL: expected postgres://"),
+                "{args:?}: {}",
+                stderr(&o)
+            );
+        }
+        let made = arg.split(':').next().unwrap();
+        assert!(
+            !p.dir.join(format!("{made}:")).exists(),
+            "{arg}: a directory was made"
+        );
+    }
+}
