@@ -36,6 +36,14 @@ pub enum StoreError {
     /// A store shared by several workers refused a start whose idempotency key another
     /// worker's start took first: nothing of it was written; the key names that run.
     KeyTaken(RunId),
+    /// A store shared by several workers: the worker that holds the run did not answer a
+    /// delivery (a gate's answer, a signal, a cancel, a pause) in time; it may have stopped.
+    /// `withdrawn`: it had not taken the delivery, which was withdrawn and will never apply;
+    /// otherwise it took it and may still apply it.
+    Unanswered {
+        /// Whether the delivery was withdrawn before the holder took it.
+        withdrawn: bool,
+    },
 }
 
 impl StoreError {
@@ -69,6 +77,16 @@ impl fmt::Display for StoreError {
                 "[MAG-ST006] the idempotency key was taken by run {run}, started by another \
                  worker at the same time"
             ),
+            Self::Unanswered { withdrawn: true } => f.write_str(
+                "[MAG-ST007] the worker that holds the run did not answer within 30 s and may \
+                 have stopped: the request was withdrawn and changed nothing; another worker \
+                 takes the run over once its lease expires (the workers' lease grace), try \
+                 again then",
+            ),
+            Self::Unanswered { withdrawn: false } => f.write_str(
+                "[MAG-ST007] the worker that holds the run took the request but did not answer \
+                 within 30 s: it may still apply it; look at the run before trying again",
+            ),
         }
     }
 }
@@ -85,7 +103,8 @@ impl std::error::Error for StoreError {
             | Self::Closed
             | Self::CorruptIndex(_)
             | Self::Fenced(_)
-            | Self::KeyTaken(_) => None,
+            | Self::KeyTaken(_)
+            | Self::Unanswered { .. } => None,
         }
     }
 }

@@ -278,6 +278,19 @@ impl Leases for PgStore {
         crate::lanes::release(self, slot)
     }
 
+    fn withdraw(&self, id: i64) -> Result<bool, StoreError> {
+        self.with_client(move |client| async move {
+            let withdrawn = client
+                .execute(
+                    "DELETE FROM magrathea_mailbox WHERE id = $1 AND NOT taken",
+                    &[&id],
+                )
+                .await
+                .map_err(pg)?;
+            Ok(withdrawn == 1)
+        })
+    }
+
     fn take_reply(&self, id: i64) -> Result<Option<Value>, StoreError> {
         self.with_client(move |client| async move {
             let row = client

@@ -424,3 +424,69 @@ async fn a_late_answer_to_an_ended_run_is_ignored_on_every_worker() {
         );
     }
 }
+
+#[test]
+fn mail_withdrawn_before_the_holder_takes_it_is_never_delivered() {
+    let url = cluster().create_database();
+    let a = frozen_worker(&url, "a");
+    let b = frozen_worker(&url, "b");
+    let run = RunId::new();
+    a.commit(&[&start(run, None)]).unwrap();
+    let withdrawn = b.post(run, json!({"cancel": {"reason": "stop"}})).unwrap();
+    assert!(b.withdraw(withdrawn).unwrap(), "not taken yet: withdrawn");
+    assert!(
+        a.take_mail(10).unwrap().is_empty(),
+        "a withdrawn mail is gone"
+    );
+    let taken = b.post(run, json!({"cancel": {"reason": "stop"}})).unwrap();
+    assert_eq!(a.take_mail(10).unwrap().len(), 1);
+    assert!(!b.withdraw(taken).unwrap(), "taken already: not withdrawn");
+    a.reply(taken, json!({"ok": "requested"})).unwrap();
+    assert_eq!(
+        b.take_reply(taken).unwrap(),
+        Some(json!({"ok": "requested"}))
+    );
+}
+
+/// A cancel sent to a run whose holder has stopped answering (killed, its lease not yet
+/// expired) fails after the wait, and is withdrawn: the run's next holder never applies a
+/// request its sender was told had failed.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_cancel_the_holder_never_takes_fails_and_is_withdrawn() {
+    use std::sync::Arc;
+
+    use magrathea_core::{DeliverError, Engine};
+
+    let url = cluster().create_database();
+    // The holder: a worker whose lease outlasts the test and that takes no mail.
+    let ghost = worker_with_grace(&url, "ghost", Duration::from_secs(600));
+    let run = RunId::new();
+    ghost.commit(&[&start(run, None)]).unwrap();
+    assert_eq!(ghost.claim(run).unwrap(), Claim::Granted { reclaims: 0 });
+    let store = PgStore::connect_with(
+        &url,
+        PgOptions {
+            worker: Some("sender".into()),
+            ..Default::default()
+        },
+    )
+    .unwrap();
+    let engine = Engine::builder()
+        .store(Arc::new(store))
+        .build()
+        .await
+        .unwrap();
+    let error = engine.cancel(run, "stop").await.unwrap_err();
+    assert!(
+        matches!(
+            error,
+            DeliverError::Store(StoreError::Unanswered { withdrawn: true })
+        ),
+        "{error:?}"
+    );
+    assert!(error.to_string().contains("[MAG-ST007]"), "{error}");
+    assert!(
+        ghost.take_mail(10).unwrap().is_empty(),
+        "the cancel is still posted for the run's next holder"
+    );
+}

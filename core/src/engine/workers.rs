@@ -53,25 +53,32 @@ pub(super) fn forward(inner: &Arc<EngineInner>, run: RunId, event: Event) {
         let Some(leases) = inner.store.leases() else {
             return;
         };
+        // A child's end stays posted: the parent's next holder looks at its children anyway.
+        let withdraw = !matches!(event, Event::ChildDone { .. });
         let reply = match leases.post(run, body) {
-            Ok(id) => wait_reply(leases, id).await,
+            Ok(id) => wait_reply(leases, id, withdraw).await,
             Err(e) => Err(e),
         };
         answer(event, reply);
     });
 }
 
-async fn wait_reply(leases: &dyn Leases, id: i64) -> Result<Value, StoreError> {
+/// The reply to message `id`. Past [`REPLY_WAIT`] the holder may have died (its lease lasts
+/// until the grace period ends): a message it has not taken is withdrawn when `withdraw`, so
+/// that a caller told it failed is not overruled by its delivery to the run's next holder.
+async fn wait_reply(leases: &dyn Leases, id: i64, withdraw: bool) -> Result<Value, StoreError> {
     let deadline = tokio::time::Instant::now() + REPLY_WAIT;
     loop {
         if let Some(reply) = leases.take_reply(id)? {
             return Ok(reply);
         }
         if tokio::time::Instant::now() >= deadline {
-            return Err(StoreError::io(format!(
-                "no reply from the worker that holds the run within {} s",
-                REPLY_WAIT.as_secs()
-            )));
+            let withdrawn = withdraw && leases.withdraw(id)?;
+            if !withdrawn && let Some(reply) = leases.take_reply(id)? {
+                // Answered between the last look and the withdrawal.
+                return Ok(reply);
+            }
+            return Err(StoreError::Unanswered { withdrawn });
         }
         tokio::time::sleep(REPLY_POLL).await;
     }

@@ -116,6 +116,10 @@ pub trait Leases: Send + Sync {
     /// The reply to message `id`, once there is one (and forgets the message).
     fn take_reply(&self, id: i64) -> Result<Option<Value>, StoreError>;
 
+    /// Withdraws message `id` if its holder has not taken it yet: `true` when it was
+    /// withdrawn (it will never be delivered), `false` when the holder took it already.
+    fn withdraw(&self, id: i64) -> Result<bool, StoreError>;
+
     /// Takes a free slot of `lane` for this worker, of slots `0..width`: `None` while all of
     /// them are held (by any worker; the caller waits and asks again). A slot is free when
     /// nobody holds it or its holder stopped renewing it for the grace period. A width of 0

@@ -145,7 +145,27 @@ impl IntoResponse for ApiError {
 
 impl From<magrathea_core::StoreError> for ApiError {
     fn from(e: magrathea_core::StoreError) -> Self {
-        Self::internal(e)
+        match e {
+            // On a shared store: the run's worker did not answer; what became of the request
+            // is the message's to say (it names no file of the server).
+            e @ magrathea_core::StoreError::Unanswered { .. } => Self::new(
+                StatusCode::SERVICE_UNAVAILABLE,
+                "MAG-HTTP-WORKER-UNAVAILABLE",
+                e.to_string(),
+            ),
+            e => Self::internal(e),
+        }
+    }
+}
+
+impl From<magrathea_core::DeliverError> for ApiError {
+    /// A delivery's error that no route answers in its own way: a store's error as the
+    /// store's errors are answered; any other, 500.
+    fn from(e: magrathea_core::DeliverError) -> Self {
+        match e {
+            magrathea_core::DeliverError::Store(e) => e.into(),
+            e => Self::internal(e),
+        }
     }
 }
 

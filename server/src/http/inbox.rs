@@ -413,7 +413,7 @@ pub(crate) async fn answer_item(
                 e.to_string(),
             ));
         }
-        Err(e) => return Err(ApiError::internal(e)),
+        Err(e) => return Err(ApiError::from(e)),
     };
     Ok(Answered {
         applied: ack == AnswerAck::Applied,

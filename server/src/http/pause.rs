@@ -229,7 +229,7 @@ async fn control(
         | DeliverError::Blocked(..)) => {
             ApiError::new(StatusCode::CONFLICT, "MAG-HTTP-PAUSE-STATE", e.to_string())
         }
-        e => ApiError::internal(e),
+        e => ApiError::from(e),
     })?;
     let word = match ack {
         ControlAck::Paused => "paused",

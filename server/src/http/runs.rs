@@ -429,7 +429,7 @@ pub(crate) async fn cancel(
         .engine
         .cancel(summary.run_id, &reason)
         .await
-        .map_err(ApiError::internal)?;
+        .map_err(ApiError::from)?;
     let cancel = match ack {
         CancelAck::Requested => "requested",
         CancelAck::AlreadyRequested => "alreadyRequested",

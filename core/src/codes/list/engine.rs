@@ -35,6 +35,11 @@ pub(super) const CODES: &[ErrorCode] = &[
         remedy: "Nothing to do: the start returns the run that took the key.",
     },
     ErrorCode {
+        code: "MAG-ST007",
+        meaning: "On a store several workers share: the worker that holds the run did not answer a delivery (a gate's answer, a signal, a cancel, a pause) within 30 s; it may have stopped. If it had not taken the request, the request was withdrawn and changed nothing; if it had, it may still apply it.",
+        remedy: "Wait for another worker to take the run over (once the holder's lease expires, after the workers' lease grace), then send the request again; if the message says it was taken, look at the run first.",
+    },
+    ErrorCode {
         code: "MAG-LS001",
         meaning: "A run was claimed (its first claim and its reclaims after lost leases) more often than maxClaimAttempts allows: the worker driving it stopped heartbeating each time (crashed, was killed, or froze). The task that was running fails terminally with technical_error instead of going round the workers for ever; catch: routes it.",
         remedy: "Find out why the workers die while running this task (its memory or time, a crash) and fix it; route technical_error with catch: to handle it in the workflow. The limit is the PostgreSQL store's maxClaimAttempts (default 3).",

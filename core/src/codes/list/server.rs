@@ -240,6 +240,11 @@ pub(super) const CODES: &[ErrorCode] = &[
         remedy: "Free the disk (or fix the I/O error); once `GET /healthz` answers 200 again, retry. Runs in flight go on by themselves.",
     },
     ErrorCode {
+        code: "MAG-HTTP-WORKER-UNAVAILABLE",
+        meaning: "On a store several workers share: the worker that holds the run did not answer the request in time (503; the message is MAG-ST007's and says whether the request was withdrawn).",
+        remedy: "Retry once another worker has taken the run over (after the holder's lease grace).",
+    },
+    ErrorCode {
         code: "MAG-HTTP-500",
         meaning: "The server or its store failed; the message gives a reference under which the server logs the full error.",
         remedy: "Look up the reference in the server's log; retry once the cause is fixed.",
