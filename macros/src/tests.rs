@@ -315,6 +315,19 @@ fn workflow_context_rules() {
         )),
         "move `ctx: Context` to the first parameter"
     );
+    assert_eq!(
+        workflow_errors(
+            quote!(),
+            quote!(
+                async fn order(ctx: &Context, o: Order) -> Result<S, WorkflowError> {}
+            )
+        ),
+        vec![
+            "take the context by value, `ctx: Context`, not by reference: it is a handle, \
+             clone it where you need another"
+                .to_owned()
+        ]
+    );
     assert!(
         first(quote!(
             async fn order(ctx: TaskContext) -> Result<S, E> {}

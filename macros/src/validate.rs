@@ -198,7 +198,18 @@ fn params<'a>(sig: &'a Signature, kind: Kind, errors: &mut Errors) -> (bool, Opt
             FnArg::Typed(pat_type) => typed.push(pat_type),
         }
     }
-    let first_is_ctx = typed.first().is_some_and(|p| is_named(&p.ty, ctx));
+    // `ctx: &Context`: the context, taken the wrong way; said once, and not taken for the input.
+    let ctx_by_ref = typed.first().filter(|p| match strip(&p.ty) {
+        Type::Reference(r) => is_named(&r.elem, ctx),
+        _ => false,
+    });
+    if let Some(p) = ctx_by_ref {
+        errors.push(syn::Error::new_spanned(
+            &p.ty,
+            format!("take the context by value, `ctx: {ctx}`, not by reference: it is a handle, clone it where you need another"),
+        ));
+    }
+    let first_is_ctx = ctx_by_ref.is_some() || typed.first().is_some_and(|p| is_named(&p.ty, ctx));
     let has_ctx = first_is_ctx
         && sig
             .inputs
