@@ -10,9 +10,26 @@ use serde_json::Value;
 use crate::context::Context;
 use crate::traits::{Task, Workflow};
 
+/// Why the caller's input could not be serialised, when `input` is the mark the workflow
+/// context journals in its place (`{"$error": "[MAG-SE001] …"}`): the input was of the right
+/// type, so the error is that type's, not a mismatch.
+fn unserialisable(input: &Value) -> Option<&str> {
+    const MARK: &str = "[MAG-SE001] value cannot be serialised: ";
+    match input {
+        Value::Object(m) if m.len() == 1 => m.get("$error")?.as_str()?.strip_prefix(MARK),
+        _ => None,
+    }
+}
+
 /// `T`'s body behind the core's JSON interface, with its default options.
 pub(crate) fn task<T: Task>() -> TaskRegistration {
     TaskRegistration::new(T::NAME, T::options(), |input: Value, ctx| async move {
+        if let Some(why) = unserialisable(&input) {
+            return Err(TaskError::terminal(format!(
+                "[MAG-SE001] the input of task `{}` cannot be serialised: {why}",
+                T::NAME
+            )));
+        }
         let input: T::Input = serde_json::from_value(input).map_err(|e| {
             TaskError::terminal(format!(
                 "[MAG-TK002] invalid input for task `{}`: {e}",
@@ -29,6 +46,12 @@ pub(crate) fn task<T: Task>() -> TaskRegistration {
 /// `W`'s body behind the core's JSON interface.
 pub(crate) fn workflow<W: Workflow>() -> WorkflowRegistration {
     WorkflowRegistration::new(W::NAME, W::VERSION, |ctx, input: Value| async move {
+        if let Some(why) = unserialisable(&input) {
+            return Err(WorkflowError::failed(format!(
+                "[MAG-SE001] the input of workflow `{}` cannot be serialised: {why}",
+                W::NAME
+            )));
+        }
         let input: W::Input = serde_json::from_value(input).map_err(|e| {
             WorkflowError::failed(format!(
                 "[MAG-SE003] invalid input for workflow `{}`: {e}",

@@ -378,3 +378,59 @@ async fn a_cancelled_step_through_question_mark_cancels_the_run() {
     run.cancel("enough").await.unwrap();
     assert_eq!(run.wait().await.unwrap().status, RunStatus::Cancelled);
 }
+
+// ---- an input its own type cannot serialise ---------------------------------------------------
+
+#[task]
+async fn count_pairs(pairs: std::collections::HashMap<(u8, u8), u32>) -> Result<usize, TaskError> {
+    Ok(pairs.len())
+}
+
+#[workflow]
+async fn pairs_task(ctx: Context) -> Result<usize, WorkflowError> {
+    let pairs = std::collections::HashMap::from([((1, 2), 3)]);
+    Ok(ctx.task(count_pairs, pairs).await?)
+}
+
+#[workflow]
+async fn pairs_child(
+    _ctx: Context,
+    pairs: std::collections::HashMap<(u8, u8), u32>,
+) -> Result<usize, WorkflowError> {
+    Ok(pairs.len())
+}
+
+#[workflow]
+async fn pairs_parent(ctx: Context) -> Result<usize, WorkflowError> {
+    let pairs = std::collections::HashMap::from([((1, 2), 3)]);
+    ctx.child(pairs_child, pairs)
+        .await
+        .map_err(|e| WorkflowError::failed(e.reason))
+}
+
+#[tokio::test]
+async fn an_input_its_type_cannot_serialise_is_said_so_not_called_a_mismatch() {
+    let engine = engine(
+        Engine::builder()
+            .workflow(pairs_task)
+            .workflow(pairs_child)
+            .workflow(pairs_parent),
+    )
+    .await;
+    let run = engine.start(pairs_task, ()).await.unwrap();
+    let error = run.result().await.unwrap_err().to_string();
+    assert!(
+        error.contains(
+            "[MAG-SE001] the input of task `count_pairs` cannot be serialised: key must be a string"
+        ),
+        "{error}"
+    );
+    let run = engine.start(pairs_parent, ()).await.unwrap();
+    let error = run.result().await.unwrap_err().to_string();
+    assert!(
+        error.contains(
+            "[MAG-SE001] the input of workflow `pairs_child` cannot be serialised: key must be a string"
+        ),
+        "{error}"
+    );
+}
