@@ -111,6 +111,10 @@ impl RemoteCatalog {
         let key = super::read_key(&self.socket)
             .map_err(|e| StoreError::io(format!("{:#}", super::client::no_key(&e))))?;
         let mut stream = UnixStream::connect(&self.socket).map_err(|e| gone(&e))?;
+        // A stopped owner still accepts connections; it must not hold the caller for ever.
+        stream
+            .set_read_timeout(Some(super::client::ANSWER_WAIT))
+            .map_err(|e| gone(&e))?;
         let mut line = key.into_bytes();
         line.push(b'\n');
         serde_json::to_writer(&mut line, &Request::Catalog { call: op }).map_err(|e| gone(&e))?;

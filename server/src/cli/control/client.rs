@@ -29,7 +29,20 @@ struct Exchange {
     _writer: OwnedWriteHalf,
 }
 
+/// How long the owner has to answer a request (the first reply of an exchange; a followed
+/// run's updates come when the run moves, however long that takes).
+pub(super) const ANSWER_WAIT: std::time::Duration = std::time::Duration::from_secs(30);
+
 impl Exchange {
+    /// The owner's answer to the request: [`Exchange::next`] within [`ANSWER_WAIT`]. An owner
+    /// that is stopped (SIGSTOP) or wedged still accepts connections, and would hold the
+    /// command for ever.
+    async fn answer(&mut self) -> anyhow::Result<Reply> {
+        tokio::time::timeout(ANSWER_WAIT, self.next())
+            .await
+            .unwrap_or_else(|_| Err(silent()))
+    }
+
     async fn next(&mut self) -> anyhow::Result<Reply> {
         let line = read_line(&mut self.reader, MAX_REPLY_BYTES)
             .await
@@ -50,6 +63,14 @@ fn went_away(why: &str) -> anyhow::Error {
          command started is there), `magrathea resume` carries on the unfinished ones, and \
          a command that only reads can be run again"
     )
+}
+
+/// The owner accepted the request and did not answer it in time.
+pub(super) fn silent() -> anyhow::Error {
+    went_away(&format!(
+        "it did not answer within {} s (it may be stopped or overloaded)",
+        ANSWER_WAIT.as_secs()
+    ))
 }
 
 /// The store's control key cannot be read: this process may not ask the owner.
@@ -101,7 +122,7 @@ impl OwnerClient {
     }
 
     async fn call(&self, request: &Request) -> anyhow::Result<Reply> {
-        self.exchange(request).await?.next().await
+        self.exchange(request).await?.answer().await
     }
 
     pub(crate) async fn list_runs(
@@ -180,7 +201,7 @@ impl OwnerClient {
                 request: Box::new(request.into()),
             })
             .await?;
-        match exchange.next().await? {
+        match exchange.answer().await? {
             Reply::Started { run } => Ok((run, Follower::Remote(RemoteFollower { exchange }))),
             other => Err(unexpected(&other)),
         }
@@ -199,7 +220,7 @@ impl OwnerClient {
                 answer,
             })
             .await?;
-        match exchange.next().await? {
+        match exchange.answer().await? {
             Reply::Answered { answered } => {
                 Ok((answered, Follower::Remote(RemoteFollower { exchange })))
             }
@@ -221,7 +242,7 @@ impl OwnerClient {
                 reason: reason.into(),
             })
             .await?;
-        match exchange.next().await? {
+        match exchange.answer().await? {
             Reply::Cancelled { cancelled } => {
                 Ok((cancelled, Follower::Remote(RemoteFollower { exchange })))
             }

@@ -35,3 +35,19 @@ fn reading_commands_print_the_same_while_a_run_waits_on_a_shell_step() {
     drop(owner);
     assert_same(&cmds, &client, &outputs(&p, &cmds));
 }
+
+#[test]
+fn a_command_whose_owner_is_stopped_says_so_instead_of_waiting_for_ever() {
+    let p = project();
+    let owner = serve_owner(&p);
+    // Stopped (SIGSTOP), the owner still accepts connections but answers nothing.
+    owner.signal("STOP");
+    let out = cli(&p, &["runs", "list"]);
+    owner.signal("CONT");
+    assert_eq!(out.status.code(), Some(1), "{}", stderr(&out));
+    assert!(
+        stderr(&out).contains("[MAG-CS001]") && stderr(&out).contains("did not answer within 30 s"),
+        "{}",
+        stderr(&out)
+    );
+}
