@@ -5,7 +5,10 @@
 //! start or advance. While unhealthy, a health check probes the store with an empty commit
 //! (at most once per [`PROBE_INTERVAL`]; the store reopens itself first), so the server
 //! reports itself healthy again as soon as the disk recovers, without waiting for traffic or
-//! a restart. A supervisor that restarts unhealthy processes may do so; it is not needed.
+//! a restart. A supervisor that restarts unhealthy processes may do so; it is not needed. On a
+//! store several workers share, a health check also reads the database (at most once per
+//! [`PROBE_INTERVAL`]): a worker that has had nothing to commit is unhealthy as soon as its
+//! database stops answering.
 
 use std::sync::{Arc, Mutex, PoisonError};
 use std::time::{Duration, Instant};
@@ -26,9 +29,42 @@ pub const PROBE_INTERVAL: Duration = Duration::from_secs(1);
 #[derive(Debug, Default)]
 pub(crate) struct HealthProbe {
     last: Mutex<Option<Instant>>,
+    /// On a store several workers share: when the database was last read and, if that
+    /// failed, why.
+    shared: Mutex<Option<(Instant, Option<String>)>>,
 }
 
 impl HealthProbe {
+    /// On a store several workers share (PostgreSQL), whether the database answers a read,
+    /// asked at most once per [`PROBE_INTERVAL`]: a worker that commits nothing for a while
+    /// would otherwise report itself healthy with its database down. `Err(why)` when it does
+    /// not answer.
+    async fn read_shared(&self, engine: &Engine) -> Result<(), String> {
+        if engine.lane_slots().is_none() {
+            return Ok(());
+        }
+        {
+            let last = self.shared.lock().unwrap_or_else(PoisonError::into_inner);
+            if let Some((at, result)) = &*last
+                && at.elapsed() < PROBE_INTERVAL
+            {
+                return result.clone().map_or(Ok(()), Err);
+            }
+        }
+        let store = engine.store();
+        let read = tokio::task::spawn_blocking(move || {
+            store
+                .run_summary(magrathea_core::RunId::from_u128(0))
+                .map(|_| ())
+                .map_err(|e| e.to_string())
+        })
+        .await
+        .unwrap_or_else(|e| Err(e.to_string()));
+        *self.shared.lock().unwrap_or_else(PoisonError::into_inner) =
+            Some((Instant::now(), read.clone().err()));
+        read
+    }
+
     /// Probes the journal of `engine` unless a probe ran in the last [`PROBE_INTERVAL`].
     async fn probe(&self, engine: &Engine) {
         {
@@ -53,7 +89,22 @@ pub(crate) async fn healthz(
         probe.probe(&state.engine).await;
     }
     match state.engine.health() {
-        JournalHealth::Healthy => Json(json!({ "status": "ok" })).into_response(),
+        JournalHealth::Healthy => match probe.read_shared(&state.engine).await {
+            Ok(()) => Json(json!({ "status": "ok" })).into_response(),
+            Err(why) => {
+                tracing::warn!(error = %why, "health check: the shared store does not answer");
+                (
+                    StatusCode::SERVICE_UNAVAILABLE,
+                    Json(json!({
+                        "status": "unhealthy",
+                        "reason": "the shared store (the database) does not answer a read; \
+                                   the server log has the details; runs cannot start or \
+                                   advance until it does",
+                    })),
+                )
+                    .into_response()
+            }
+        },
         _ => (
             StatusCode::SERVICE_UNAVAILABLE,
             Json(json!({

@@ -773,3 +773,33 @@ async fn a_run_paused_through_another_worker_stays_paused_when_its_worker_dies()
     assert_eq!(done[0]["result"], "finished");
     assert!(project.join("second.started").exists());
 }
+
+/// A worker that has nothing to commit still reports its database gone: its health check
+/// reads the shared store.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_worker_whose_database_stops_answering_is_unhealthy_without_committing() {
+    let s = Setup::new();
+    let a = s.worker("5", "3");
+    let health = || async {
+        let r = s
+            .client
+            .get(format!("{}/healthz", a.base))
+            .send()
+            .await
+            .unwrap();
+        (r.status().as_u16(), r.json::<Value>().await.unwrap())
+    };
+    assert_eq!(health().await.0, 200);
+    let database = s.url.rsplit('/').next().unwrap();
+    cluster().psql(&format!("DROP DATABASE {database} WITH (FORCE)"));
+    let deadline = std::time::Instant::now() + Duration::from_secs(30);
+    let (status, body) = loop {
+        let (status, body) = health().await;
+        if status != 200 || std::time::Instant::now() > deadline {
+            break (status, body);
+        }
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    };
+    assert_eq!(status, 503, "{body}");
+    assert_eq!(body["status"], "unhealthy", "{body}");
+}
