@@ -407,6 +407,8 @@ impl EngineInner {
 
     pub(crate) async fn start(self: &Arc<Self>, req: StartRequest) -> Result<RunId, StartError> {
         let chosen_id = req.run_id;
+        // A start that names its version (a typed start) finds only a run of that version.
+        let version = req.version.clone();
         let start = self.start_record(req);
         self.can_run(&start)?;
         // Held until the StartRecord and its key are durable, so that a concurrent start with
@@ -415,7 +417,7 @@ impl EngineInner {
             Some(key) => {
                 let guard = self.start_locks.lock(key).await;
                 if let Some(existing) = self.store.find_idempotency_key(key)? {
-                    return self.keyed_run(existing, key, &start.workflow_name);
+                    return self.keyed_run(existing, key, &start.workflow_name, version.as_deref());
                 }
                 Some(guard)
             }
@@ -451,7 +453,9 @@ impl EngineInner {
         {
             // Another worker sharing the store started a run with this key first.
             Err(StartError::Store(StoreError::KeyTaken(existing))) => match keyed {
-                Some((key, workflow)) => self.keyed_run(existing, &key, &workflow),
+                Some((key, workflow)) => {
+                    self.keyed_run(existing, &key, &workflow, version.as_deref())
+                }
                 None => Ok(existing),
             },
             Err(e) => Err(e),
@@ -462,13 +466,42 @@ impl EngineInner {
     /// The run an idempotency key already started, when a start of `workflow` names the key
     /// again: the same run if it is a run of `workflow`, else an error (the key is taken by a
     /// run of another workflow, whose handle or result would be of another type).
-    fn keyed_run(&self, existing: RunId, key: &str, workflow: &str) -> Result<RunId, StartError> {
+    ///
+    /// `version`: the version of a code workflow the start names; a run of another version of
+    /// it is refused too (a typed handle of this version would decode the other's result).
+    fn keyed_run(
+        &self,
+        existing: RunId,
+        key: &str,
+        workflow: &str,
+        version: Option<&str>,
+    ) -> Result<RunId, StartError> {
+        let other = |workflow: String| StartError::KeyOfOtherRun {
+            key: key.to_owned(),
+            run: existing,
+            workflow,
+        };
         match self.store.run_summary(existing)? {
-            Some(summary) if summary.workflow_name != workflow => Err(StartError::KeyOfOtherRun {
-                key: key.to_owned(),
-                run: existing,
-                workflow: summary.workflow_name.to_string(),
-            }),
+            Some(summary) if summary.workflow_name != workflow => {
+                Err(other(summary.workflow_name.to_string()))
+            }
+            Some(_) if version.is_some() => {
+                let first = self.store.read_journal_range(existing, 0, 1, usize::MAX)?;
+                let started = first
+                    .first()
+                    .and_then(|(_, bytes)| crate::codec::decode(bytes).ok());
+                match started {
+                    Some((crate::Record::Start(s), _))
+                        if Some(s.workflow_version.as_str()) != version =>
+                    {
+                        Err(other(format!(
+                            "{workflow}` version `{}",
+                            s.workflow_version
+                        )))
+                    }
+                    _ => Ok(existing),
+                }
+            }
             _ => Ok(existing),
         }
     }

@@ -266,6 +266,26 @@ async fn old_runs_finish_on_their_version_while_new_starts_take_the_new_one() {
         "version 1 waits on its gate"
     );
 
+    // A key that started a run of version 1 is no start of version 2: its typed handle
+    // would decode version 1's result as version 2's.
+    let keyed = |key: &str| magrathea::StartOptions {
+        idempotency_key: Some(key.into()),
+        started_by: None,
+    };
+    let first = engine.start_with(nd_original, 5, keyed("k")).await.unwrap();
+    let again = engine.start_with(nd_original, 5, keyed("k")).await.unwrap();
+    assert_eq!(again.id(), first.id(), "the same version: the same run");
+    let error = engine
+        .start_with(nd_v2, 5, keyed("k"))
+        .await
+        .map(|h| h.id())
+        .unwrap_err()
+        .to_string();
+    assert!(
+        error.starts_with("[MAG-EN006]") && error.contains("version `1`"),
+        "{error}"
+    );
+
     // The same version twice is still a mistake.
     let twice = builder(&dir.path().join("other.redb"))
         .workflow(nd_v2)

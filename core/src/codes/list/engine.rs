@@ -91,7 +91,7 @@ pub(super) const CODES: &[ErrorCode] = &[
     },
     ErrorCode {
         code: "MAG-EN006",
-        meaning: "A start named an idempotency key that already started a run of another workflow; nothing was started.",
+        meaning: "A start named an idempotency key that already started a run of another workflow (or, for a typed start of a code workflow, of another version of it); nothing was started.",
         remedy: "Use a key of its own for each workflow (e.g. prefix it with the workflow's name).",
     },
     ErrorCode {
