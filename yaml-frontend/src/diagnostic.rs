@@ -130,6 +130,10 @@ pub enum Code {
     /// `MAG-Y042`: a `shell_task`'s literal `dirName:` names no workspace of the project
     /// (warning): it would end `technical_error`; found by [`crate::load_workflow_checked`].
     UnknownWorkspace,
+    /// `MAG-Y043`: an `agent_task`'s literal `params.schema` is no schema a structured reply
+    /// can be checked against (warning): with a recipe that asks for one, the task would end
+    /// `technical_error`.
+    AgentSchema,
     /// `MAG-Y029`: a `parallel_task` or `foreach_task` names no sub-run, or both a `workflow:`
     /// and inline `states:`.
     FanOutBody,
@@ -211,6 +215,7 @@ impl Code {
             Self::ScriptPath => "MAG-Y040",
             Self::ShellWithoutWorkspace => "MAG-Y041",
             Self::UnknownWorkspace => "MAG-Y042",
+            Self::AgentSchema => "MAG-Y043",
             Self::FanOutBody => "MAG-Y029",
             Self::InvalidParallelism => "MAG-Y030",
             Self::InvalidTolerance => "MAG-Y031",

@@ -112,6 +112,16 @@ use serde::{Deserialize, Serialize};
 use serde_json::{Value, json};
 
 pub use openai::OpenAiEngine;
+
+/// Whether `schema`, an `agent_task`'s `params.schema`, is one an engine that asks for a
+/// structured reply (the Jeltz wrapper) can check the reply against: a JSON Schema, or the
+/// reference's properties map (`risk: {type: string}`). `Err` says why not, as a run would
+/// (`[MAG-AG004]`).
+pub fn check_reply_schema(schema: &serde_json::Value) -> Result<(), String> {
+    jeltz::normalise_schema(schema)
+        .and_then(|s| jeltz::compile(&s))
+        .map(|_| ())
+}
 pub use protocol::{
     AgentEngine, AgentError, AgentReply, AgentRequest, AgentRunInfo, ApiKey, ChatMessage,
     CloseReason, ReplyFormat, Usage,

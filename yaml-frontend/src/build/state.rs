@@ -504,6 +504,31 @@ fn params_mapping(ctx: &mut Ctx<'_>, node: &YamlNode, what: &str, whose: &str) {
     }
 }
 
+/// `MAG-Y043` (a warning): a literal `params.schema` that a run would refuse (`[MAG-AG004]`)
+/// with a recipe that asks for a structured reply; said by `validate`, not first at run time.
+/// A schema with placeholders is the run's to check.
+fn check_agent_schema(ctx: &mut Ctx<'_>, node: &YamlNode, what: &str) {
+    let Some(schema) = node.get("params").and_then(|p| p.get("schema")) else {
+        return;
+    };
+    let value = schema.to_json();
+    if value.is_null() || value.to_string().contains("${") {
+        return;
+    }
+    if let Err(e) = magrathea_exec::agent::check_reply_schema(&value) {
+        ctx.warn(
+            schema.span,
+            Code::AgentSchema,
+            format_args!(
+                "params.schema of {what}: {e}; expected a JSON Schema (`{{type: object, \
+                 properties: …}}`) or a map of the reply's fields to their schemas (`{{risk: \
+                 {{type: string}}}}`): with a recipe that asks for a structured reply the task \
+                 would end technical_error [MAG-AG004]"
+            ),
+        );
+    }
+}
+
 fn json_field(node: &YamlNode, key: &str) -> Value {
     node.get(key).map_or(Value::Null, YamlNode::to_json)
 }
@@ -570,6 +595,7 @@ fn task_spec(ctx: &mut Ctx<'_>, t: TaskType, node: &YamlNode, what: &str) -> Tas
                 what,
                 "the agent's parameters (prompt, schema, …)",
             );
+            check_agent_schema(ctx, node, what);
             TaskSpec::Agent {
                 recipe: req(ctx, "recipe"),
                 params: json_field(node, "params"),

@@ -190,6 +190,11 @@ pub(super) const CODES: &[ErrorCode] = &[
         remedy: "Use `workspace` (the project directory) or declare the workspace under `workspaces:` in the project's `_vance/settings.yaml`.",
     },
     ErrorCode {
+        code: "MAG-Y043",
+        meaning: "An agent_task's `params.schema`, written without placeholders, is no schema a structured reply can be checked against (a warning, reported by `magrathea validate`): with a recipe whose engine asks for a structured reply (the Jeltz wrapper) the task would end `technical_error` with MAG-AG004.",
+        remedy: "Write a JSON Schema (`{type: object, properties: {...}}`) or a map of the reply's fields to their schemas (`{risk: {type: string}}`).",
+    },
+    ErrorCode {
         code: "MAG-YA001",
         meaning: "A transition names an outcome its task can never end with (e.g. `on: success` on a timer_task, which only ends `fired`); it can never be taken. An error for `on:`, except for `failure`, which the reference writes loosely; a warning for `failure` and for `catch:` (the reference's seven kinds may be caught on any state).",
         remedy: "Route an outcome the task type produces (the message lists them), or remove the transition.",

@@ -64,6 +64,45 @@ fn a_shell_task_without_a_workspace_is_a_warning() {
     );
 }
 
+/// §3.1: an agent_task's `schema:` that no reply can be checked against (the reference's
+/// elided `{ ... }` copied as it is) is said by validation, as a warning: a run with a Jeltz
+/// recipe would end technical_error. The reference's properties map, a full JSON Schema and
+/// a schema made at run time are not warned of.
+#[test]
+fn an_agent_schema_no_reply_can_be_checked_against_is_a_warning() {
+    let agent = |schema: &str| {
+        doc(&format!(
+            "  a:\n    type: agent_task\n    recipe: jeltz\n    params:\n      prompt: hi\n      \
+             schema: {schema}\n    on:\n      success: end\n    catch:\n      \
+             technical_error: end\n{END}"
+        ))
+    };
+    let warnings = |schema: &str| -> Vec<String> {
+        load_workflow("wf.yaml", &agent(schema), &LoadOptions::default())
+            .unwrap_or_else(|d| panic!("{d}"))
+            .warnings
+            .iter()
+            .map(ToString::to_string)
+            .filter(|w| w.contains("MAG-Y043"))
+            .collect()
+    };
+    let w = warnings("{ ... }");
+    assert_eq!(w.len(), 1, "{w:#?}");
+    assert!(
+        w[0].starts_with(
+            "wf.yaml:8:15: [MAG-Y043] params.schema of state 'a': invalid `schema`"
+        ) && w[0].contains("[MAG-AG004]"),
+        "{w:#?}"
+    );
+    for fine in [
+        "{ risk: { type: string, enum: [low, medium, high] }, focus_areas: { type: array, items: { type: string } } }",
+        "{ type: object, properties: { ok: { type: boolean } } }",
+        "\"${params.schema}\"",
+    ] {
+        assert_eq!(warnings(fine), Vec::<String>::new(), "{fine}");
+    }
+}
+
 #[test]
 fn a_refused_on_is_its_error_only_and_an_empty_one_has_no_way_out() {
     // The target list is the error; the state declared where it goes.
