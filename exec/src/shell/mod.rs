@@ -279,6 +279,18 @@ pub(crate) async fn execute(
         SandboxMode::On => Some(Sandbox::new(&dir, tmp.path(), &tenant)),
         SandboxMode::Off => None,
     };
+    if let Some(opened) = sandbox
+        .as_ref()
+        .filter(|s| docs.is_served() && s.workspace() != dir)
+    {
+        // A link swapped after the workspace was checked: the sandbox would grant where it
+        // leads now.
+        return Err(technical(format!(
+            "[MAG-SH011] workspace `{dir_name}` moved while it was checked (it leads to `{}` \
+             now); run the step again once its path stays put",
+            docs.label(opened.workspace())
+        )));
+    }
     if let Some(allowed) = sandbox
         .as_ref()
         .filter(|_| docs.is_served())

@@ -24,9 +24,11 @@
 
 use std::path::{Path, PathBuf};
 
+use std::os::fd::{AsFd as _, AsRawFd as _};
+
 use landlock::{
-    ABI, Access, AccessFs, CompatLevel, Compatible, Ruleset, RulesetAttr, RulesetCreatedAttr,
-    RulesetStatus, Scope, path_beneath_rules,
+    ABI, Access, AccessFs, BitFlags, CompatLevel, Compatible, PathBeneath, PathFd, Ruleset,
+    RulesetAttr, RulesetCreatedAttr, RulesetStatus, Scope, path_beneath_rules,
 };
 use tokio::process::{Child, Command};
 
@@ -61,50 +63,108 @@ pub(super) enum SandboxError {
     Spawn(std::io::Error),
 }
 
+/// A directory (or file) a rule grants, opened once (`O_PATH`): the rule is made from this
+/// descriptor, and the checks read its real path back from it, so the place checked is the
+/// place granted, whatever links are swapped in between. A place that does not exist is
+/// granted nothing (as before it is made).
+#[derive(Debug)]
+struct Place {
+    /// As the settings (or the executor) name it.
+    named: PathBuf,
+    /// The descriptor, `None` when there is nothing there.
+    fd: Option<PathFd>,
+    /// Its real path, read back from the descriptor.
+    real: PathBuf,
+}
+
+impl Place {
+    fn open(path: &Path) -> Self {
+        match PathFd::new(path) {
+            Ok(fd) => {
+                let link = format!("/proc/self/fd/{}", fd.as_fd().as_raw_fd());
+                let real = std::fs::read_link(link).unwrap_or_else(|_| real(path));
+                Self {
+                    named: path.to_path_buf(),
+                    fd: Some(fd),
+                    real,
+                }
+            }
+            Err(_) => Self {
+                named: path.to_path_buf(),
+                fd: None,
+                real: real(path),
+            },
+        }
+    }
+
+    /// The rule granting `access` beneath this place (file rights only, for a file).
+    fn rule(&self, access: BitFlags<AccessFs>) -> Option<PathBeneath<&PathFd>> {
+        let fd = self.fd.as_ref()?;
+        let is_file = std::fs::metadata(&self.real).is_ok_and(|m| !m.is_dir());
+        let access = if is_file {
+            access & AccessFs::from_file(FS_ABI)
+        } else {
+            access
+        };
+        Some(PathBeneath::new(fd, access))
+    }
+}
+
+/// The rules granting `access` beneath each of `places` that exists.
+fn rules(
+    places: &[Place],
+    access: BitFlags<AccessFs>,
+) -> impl Iterator<Item = Result<PathBeneath<&PathFd>, landlock::RulesetError>> {
+    places.iter().filter_map(move |p| p.rule(access)).map(Ok)
+}
+
 /// What a sandboxed shell step may read and write.
-#[derive(Debug, Clone)]
+#[derive(Debug)]
 pub(super) struct Sandbox {
-    read: Vec<PathBuf>,
-    write: Vec<PathBuf>,
-    /// The paths of the tenant's `shell.readPaths` and `writePaths`.
-    granted: Vec<PathBuf>,
+    /// The system directories, read and execute.
+    system: Vec<PathBuf>,
+    /// The step's workspace and private temporary directory, read and write.
+    own: [Place; 2],
+    /// The tenant's `shell.readPaths`.
+    read: Vec<Place>,
+    /// The tenant's `shell.writePaths`.
+    write: Vec<Place>,
 }
 
 impl Sandbox {
     /// The rules of a step running in `workspace` with the private temporary directory `tmp`.
+    /// Every place but the system directories is opened here, once.
     pub(super) fn new(workspace: &Path, tmp: &Path, tenant: &TenantShellSettings) -> Self {
-        let mut write = vec![workspace.to_path_buf(), tmp.to_path_buf()];
-        write.extend(tenant.write_paths.iter().cloned());
-        let mut read: Vec<PathBuf> = SYSTEM_READ.iter().map(PathBuf::from).collect();
-        read.extend(tenant.read_paths.iter().cloned());
-        let granted = tenant
-            .read_paths
-            .iter()
-            .chain(&tenant.write_paths)
-            .cloned()
-            .collect();
+        let open = |paths: &[PathBuf]| paths.iter().map(|p| Place::open(p)).collect();
         Self {
-            read,
-            write,
-            granted,
+            system: SYSTEM_READ.iter().map(PathBuf::from).collect(),
+            own: [Place::open(workspace), Place::open(tmp)],
+            read: open(&tenant.read_paths),
+            write: open(&tenant.write_paths),
         }
+    }
+
+    /// The real path of the workspace as opened: the one checked, unless something moved it
+    /// since.
+    pub(super) fn workspace(&self) -> &Path {
+        &self.own[0].real
     }
 
     /// The path of the tenant's settings that lets the step into `protected` (the document
     /// tree, or the server's store) other than through the tenant's own directory `own`: one
-    /// inside another tenant, `_auth/` or the store. Compared by real paths, so a link inside
-    /// the tenant's directory that leads out of it counts where it leads.
+    /// inside another tenant, `_auth/` or the store. Compared by the real paths of what the
+    /// rules grant, so a link that leads out counts where it led when it was opened.
     pub(super) fn grants_inside(&self, protected: &Path, own: Option<&Path>) -> Option<PathBuf> {
         let protected = real(protected);
         let own = own.map(real);
-        self.granted
+        self.read
             .iter()
-            .find(|granted| {
-                let granted = real(granted);
-                granted.starts_with(&protected)
-                    && !own.as_ref().is_some_and(|own| granted.starts_with(own))
+            .chain(&self.write)
+            .find(|place| {
+                place.real.starts_with(&protected)
+                    && !own.as_ref().is_some_and(|own| place.real.starts_with(own))
             })
-            .cloned()
+            .map(|place| place.named.clone())
     }
 
     /// The path of the rules that lets the step read or write `protected` (the document
@@ -112,11 +172,15 @@ impl Sandbox {
     /// be carved out of it again. Compared by real paths.
     pub(super) fn exposes(&self, protected: &Path) -> Option<PathBuf> {
         let protected = real(protected);
-        self.read
-            .iter()
-            .chain(&self.write)
-            .find(|allowed| protected.starts_with(real(allowed)))
-            .cloned()
+        let system = self.system.iter().find(|p| protected.starts_with(real(p)));
+        system.cloned().or_else(|| {
+            self.own
+                .iter()
+                .chain(&self.read)
+                .chain(&self.write)
+                .find(|place| place.fd.is_some() && protected.starts_with(&place.real))
+                .map(|place| place.named.clone())
+        })
     }
 
     /// Builds the ruleset and confines the calling thread with it.
@@ -132,11 +196,15 @@ impl Sandbox {
             .map_err(setup)?
             .create()
             .map_err(setup)?
-            .add_rules(path_beneath_rules(&self.read, read))
+            .add_rules(path_beneath_rules(&self.system, read))
+            .map_err(setup)?
+            .add_rules(rules(&self.read, read))
             .map_err(setup)?
             .add_rules(path_beneath_rules(DEVICES, read | AccessFs::WriteFile))
             .map_err(setup)?
-            .add_rules(path_beneath_rules(&self.write, all))
+            .add_rules(rules(&self.own, all))
+            .map_err(setup)?
+            .add_rules(rules(&self.write, all))
             .map_err(setup)?
             .restrict_self()
             .map_err(setup)?;
@@ -188,4 +256,50 @@ pub fn available() -> bool {
     })
     .join()
     .unwrap_or(false)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A tenant's read path that is a link, swapped after the sandbox was made (and checked):
+    /// the step reads where the link led then, not where it leads now.
+    #[tokio::test]
+    async fn a_link_swapped_after_the_check_grants_only_where_it_led() {
+        let dir = tempfile::tempdir().unwrap();
+        let root = dir.path().canonicalize().unwrap();
+        for (name, text) in [("mine", "mine"), ("theirs", "theirs")] {
+            std::fs::create_dir(root.join(name)).unwrap();
+            std::fs::write(root.join(name).join("f"), text).unwrap();
+        }
+        let link = root.join("link");
+        std::os::unix::fs::symlink(root.join("mine"), &link).unwrap();
+        let workspace = root.join("ws");
+        std::fs::create_dir(&workspace).unwrap();
+        let tenant = TenantShellSettings {
+            read_paths: vec![link.clone()],
+            ..TenantShellSettings::default()
+        };
+        let sandbox = Sandbox::new(&workspace, &workspace, &tenant);
+        assert_eq!(sandbox.grants_inside(&root.join("theirs"), None), None);
+        // Swapped now, between the check and the rules.
+        std::fs::remove_file(&link).unwrap();
+        std::os::unix::fs::symlink(root.join("theirs"), &link).unwrap();
+        let mut cmd = Command::new("sh");
+        cmd.arg("-c")
+            .arg(format!(
+                "cat {0}/mine/f; echo; cat {0}/theirs/f 2>/dev/null || echo denied",
+                root.display()
+            ))
+            .current_dir(&workspace)
+            .stdout(std::process::Stdio::piped());
+        let out = sandbox
+            .spawn(cmd)
+            .await
+            .unwrap()
+            .wait_with_output()
+            .await
+            .unwrap();
+        assert_eq!(String::from_utf8_lossy(&out.stdout), "mine\ndenied\n");
+    }
 }

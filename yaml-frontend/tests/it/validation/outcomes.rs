@@ -89,9 +89,8 @@ fn an_agent_schema_no_reply_can_be_checked_against_is_a_warning() {
     let w = warnings("{ ... }");
     assert_eq!(w.len(), 1, "{w:#?}");
     assert!(
-        w[0].starts_with(
-            "wf.yaml:8:15: [MAG-Y043] params.schema of state 'a': invalid `schema`"
-        ) && w[0].contains("[MAG-AG004]"),
+        w[0].starts_with("wf.yaml:8:15: [MAG-Y043] params.schema of state 'a': invalid `schema`")
+            && w[0].contains("[MAG-AG004]"),
         "{w:#?}"
     );
     for fine in [
