@@ -50,31 +50,47 @@ pub(super) fn forward(inner: &Arc<EngineInner>, run: RunId, event: Event) {
     };
     let inner = inner.clone();
     tokio::spawn(async move {
-        let Some(leases) = inner.store.leases() else {
-            return;
-        };
         // A child's end stays posted: the parent's next holder looks at its children anyway.
         let withdraw = !matches!(event, Event::ChildDone { .. });
-        let reply = match leases.post(run, body) {
-            Ok(id) => wait_reply(leases, id, withdraw).await,
+        let reply = match mailbox(&inner, move |leases| leases.post(run, body)).await {
+            Ok(id) => wait_reply(&inner, id, withdraw).await,
             Err(e) => Err(e),
         };
         answer(event, reply);
     });
 }
 
+/// Runs `call` on the store's leases off the runtime's threads: a database that does not
+/// answer holds the call, not the threads that serve requests.
+async fn mailbox<T: Send + 'static>(
+    inner: &Arc<EngineInner>,
+    call: impl FnOnce(&dyn Leases) -> Result<T, StoreError> + Send + 'static,
+) -> Result<T, StoreError> {
+    let inner = inner.clone();
+    tokio::task::spawn_blocking(move || match inner.store.leases() {
+        Some(leases) => call(leases),
+        None => Err(StoreError::Closed),
+    })
+    .await
+    .unwrap_or(Err(StoreError::Closed))
+}
+
 /// The reply to message `id`. Past [`REPLY_WAIT`] the holder may have died (its lease lasts
 /// until the grace period ends): a message it has not taken is withdrawn when `withdraw`, so
 /// that a caller told it failed is not overruled by its delivery to the run's next holder.
-async fn wait_reply(leases: &dyn Leases, id: i64, withdraw: bool) -> Result<Value, StoreError> {
+async fn wait_reply(
+    inner: &Arc<EngineInner>,
+    id: i64,
+    withdraw: bool,
+) -> Result<Value, StoreError> {
     let deadline = tokio::time::Instant::now() + REPLY_WAIT;
     loop {
-        if let Some(reply) = leases.take_reply(id)? {
+        if let Some(reply) = mailbox(inner, move |l| l.take_reply(id)).await? {
             return Ok(reply);
         }
         if tokio::time::Instant::now() >= deadline {
-            let withdrawn = withdraw && leases.withdraw(id)?;
-            if !withdrawn && let Some(reply) = leases.take_reply(id)? {
+            let withdrawn = withdraw && mailbox(inner, move |l| l.withdraw(id)).await?;
+            if !withdrawn && let Some(reply) = mailbox(inner, move |l| l.take_reply(id)).await? {
                 // Answered between the last look and the withdrawal.
                 return Ok(reply);
             }
@@ -339,7 +355,10 @@ pub(super) fn start(inner: &Arc<EngineInner>, reclaim: bool) {
             tokio::time::sleep(TICK).await;
             let Some(inner) = weak.upgrade() else { return };
             tick = tick.wrapping_add(1);
-            round(&inner, reclaim && tick.is_multiple_of(RECLAIM_EVERY));
+            let reclaim = reclaim && tick.is_multiple_of(RECLAIM_EVERY);
+            // The store's calls block (a database that does not answer holds them): off the
+            // runtime's threads, which serve requests meanwhile.
+            let _ = tokio::task::spawn_blocking(move || round(&inner, reclaim)).await;
         }
     });
 }
@@ -368,8 +387,7 @@ fn round(inner: &Arc<EngineInner>, reclaim: bool) {
                 tokio::spawn(async move {
                     let reply = reply_of(replier).await;
                     if let Some(inner) = weak.upgrade()
-                        && let Some(leases) = inner.store.leases()
-                        && let Err(e) = leases.reply(m.id, reply)
+                        && let Err(e) = mailbox(&inner, move |l| l.reply(m.id, reply)).await
                     {
                         tracing::warn!(error = %e, "could not post a mailbox reply");
                     }
