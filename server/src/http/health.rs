@@ -25,44 +25,75 @@ use super::state::AppState;
 /// Least time between two probes of a failed store by health checks.
 pub const PROBE_INTERVAL: Duration = Duration::from_secs(1);
 
+/// How long a health check waits for the shared store's answer to a read.
+pub const READ_WAIT: Duration = Duration::from_secs(2);
+
 /// Rate-limits the store probes of health checks.
 #[derive(Debug, Default)]
 pub(crate) struct HealthProbe {
     last: Mutex<Option<Instant>>,
-    /// On a store several workers share: when the database was last read and, if that
-    /// failed, why.
-    shared: Mutex<Option<(Instant, Option<String>)>>,
+    /// On a store several workers share: the reads of the database.
+    shared: Mutex<SharedReads>,
+}
+
+/// The health checks' reads of a shared store: the last one's end and outcome, and since when
+/// one is under way (a database that stopped answering holds it; no second one starts).
+#[derive(Debug, Default)]
+struct SharedReads {
+    last: Option<(Instant, Result<(), String>)>,
+    under_way: Option<Instant>,
 }
 
 impl HealthProbe {
-    /// On a store several workers share (PostgreSQL), whether the database answers a read,
-    /// asked at most once per [`PROBE_INTERVAL`]: a worker that commits nothing for a while
-    /// would otherwise report itself healthy with its database down. `Err(why)` when it does
-    /// not answer.
-    async fn read_shared(&self, engine: &Engine) -> Result<(), String> {
+    /// On a store several workers share (PostgreSQL), whether the database answers a read
+    /// within [`READ_WAIT`], asked at most once per [`PROBE_INTERVAL`] and by one read at a
+    /// time: a worker that commits nothing for a while would otherwise report itself healthy
+    /// with its database down. `Err(why)` when it does not answer.
+    async fn read_shared(self: &Arc<Self>, engine: &Engine) -> Result<(), String> {
         if engine.lane_slots().is_none() {
             return Ok(());
         }
-        {
-            let last = self.shared.lock().unwrap_or_else(PoisonError::into_inner);
-            if let Some((at, result)) = &*last
+        let silent = || {
+            Err(format!(
+                "the database did not answer a read within {} s",
+                READ_WAIT.as_secs()
+            ))
+        };
+        let answered = {
+            let mut reads = self.shared.lock().unwrap_or_else(PoisonError::into_inner);
+            if let Some(since) = reads.under_way {
+                return if since.elapsed() >= READ_WAIT {
+                    silent()
+                } else {
+                    reads.last.as_ref().map_or(Ok(()), |(_, r)| r.clone())
+                };
+            }
+            if let Some((at, result)) = &reads.last
                 && at.elapsed() < PROBE_INTERVAL
             {
-                return result.clone().map_or(Ok(()), Err);
+                return result.clone();
             }
+            reads.under_way = Some(Instant::now());
+            let (tx, rx) = tokio::sync::oneshot::channel();
+            let (probe, store) = (self.clone(), engine.store());
+            // Left to end on its own when the database does not answer: the next checks see
+            // it under way and start no other.
+            tokio::task::spawn_blocking(move || {
+                let result = store
+                    .run_summary(magrathea_core::RunId::from_u128(0))
+                    .map(|_| ())
+                    .map_err(|e| e.to_string());
+                let mut reads = probe.shared.lock().unwrap_or_else(PoisonError::into_inner);
+                reads.under_way = None;
+                reads.last = Some((Instant::now(), result.clone()));
+                let _ = tx.send(result);
+            });
+            rx
+        };
+        match tokio::time::timeout(READ_WAIT, answered).await {
+            Ok(Ok(result)) => result,
+            _ => silent(),
         }
-        let store = engine.store();
-        let read = tokio::task::spawn_blocking(move || {
-            store
-                .run_summary(magrathea_core::RunId::from_u128(0))
-                .map(|_| ())
-                .map_err(|e| e.to_string())
-        })
-        .await
-        .unwrap_or_else(|e| Err(e.to_string()));
-        *self.shared.lock().unwrap_or_else(PoisonError::into_inner) =
-            Some((Instant::now(), read.clone().err()));
-        read
     }
 
     /// Probes the journal of `engine` unless a probe ran in the last [`PROBE_INTERVAL`].

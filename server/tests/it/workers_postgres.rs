@@ -774,8 +774,8 @@ async fn a_run_paused_through_another_worker_stays_paused_when_its_worker_dies()
     assert!(project.join("second.started").exists());
 }
 
-/// A worker that has nothing to commit still reports its database gone: its health check
-/// reads the shared store.
+/// A worker that has nothing to commit still reports its database gone, or hanging: its
+/// health check reads the shared store, and does not wait for an answer for long.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_worker_whose_database_stops_answering_is_unhealthy_without_committing() {
     let s = Setup::new();
@@ -789,17 +789,47 @@ async fn a_worker_whose_database_stops_answering_is_unhealthy_without_committing
             .unwrap();
         (r.status().as_u16(), r.json::<Value>().await.unwrap())
     };
+    let until = |healthy: bool| async move {
+        let deadline = std::time::Instant::now() + Duration::from_secs(30);
+        loop {
+            let (status, body) = health().await;
+            if (status == 200) == healthy || std::time::Instant::now() > deadline {
+                break (status, body);
+            }
+            tokio::time::sleep(Duration::from_millis(100)).await;
+        }
+    };
     assert_eq!(health().await.0, 200);
+
+    // A database that holds every read of the runs (a lock that is not let go): no answer.
+    let mut lock = std::process::Command::new("psql")
+        .args(["-X", "-q", "-d", &s.url])
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::null())
+        .spawn()
+        .unwrap();
+    {
+        use std::io::Write as _;
+        let stdin = lock.stdin.as_mut().unwrap();
+        writeln!(
+            stdin,
+            "BEGIN; LOCK TABLE magrathea_runs IN ACCESS EXCLUSIVE MODE;"
+        )
+        .unwrap();
+        stdin.flush().unwrap();
+    }
+    let (status, body) = until(false).await;
+    assert_eq!(status, 503, "{body}");
+    assert_eq!(body["status"], "unhealthy", "{body}");
+    let _ = lock.kill();
+    let _ = lock.wait();
+    let (status, body) = until(true).await;
+    assert_eq!(status, 200, "healthy again once it answers: {body}");
+
+    // A database that is gone.
     let database = s.url.rsplit('/').next().unwrap();
     cluster().psql(&format!("DROP DATABASE {database} WITH (FORCE)"));
-    let deadline = std::time::Instant::now() + Duration::from_secs(30);
-    let (status, body) = loop {
-        let (status, body) = health().await;
-        if status != 200 || std::time::Instant::now() > deadline {
-            break (status, body);
-        }
-        tokio::time::sleep(Duration::from_millis(100)).await;
-    };
+    let (status, body) = until(false).await;
     assert_eq!(status, 503, "{body}");
     assert_eq!(body["status"], "unhealthy", "{body}");
 }
