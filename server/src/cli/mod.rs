@@ -79,7 +79,12 @@ pub(crate) struct Location {
 /// PostgreSQL URL mistyped (`postgres:/db`, `POSTGRES://…`), are refused rather than taken for
 /// a directory of that name: a worker would go on alone beside the shared database.
 fn store_arg(arg: &str) -> Result<PathBuf, String> {
-    let lower = arg.to_ascii_lowercase();
+    // Spaces pasted around or into the scheme count as the typo they are.
+    let lower: String = arg
+        .chars()
+        .filter(|c| !c.is_whitespace())
+        .collect::<String>()
+        .to_ascii_lowercase();
     if (lower.starts_with("postgres:") || lower.starts_with("postgresql:"))
         && !magrathea_postgres::is_postgres_url(arg)
     {

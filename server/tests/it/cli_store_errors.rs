@@ -76,7 +76,13 @@ fn a_store_url_of_another_database_is_refused_not_made_a_directory() {
 fn a_mistyped_postgres_url_is_refused_not_made_a_directory() {
     let p = Project::new();
     p.workflow("hello", HELLO);
-    for arg in ["postgres:/db.example/x", "postgresql:db", "Postgres:/x"] {
+    for arg in [
+        "postgres:/db.example/x",
+        "postgresql:db",
+        "Postgres:/x",
+        " postgres://db.example/x",
+        "postgres ://db.example/x",
+    ] {
         for args in [
             vec!["run", "hello", "--store", arg],
             vec!["runs", "list", "--store", arg],
@@ -90,6 +96,7 @@ fn a_mistyped_postgres_url_is_refused_not_made_a_directory() {
             );
         }
         let made = arg.split(':').next().unwrap();
+        assert!(!p.dir.join(arg).exists(), "{arg}: a directory was made");
         assert!(
             !p.dir.join(format!("{made}:")).exists(),
             "{arg}: a directory was made"
