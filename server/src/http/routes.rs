@@ -134,7 +134,7 @@ pub fn routes() -> Vec<Route> {
             methods: &["GET"],
             path: "/brain/{tenant}/project/{project}/workflows/runs",
             operation: "workflows.runs.list",
-            summary: "Runs, newest first: a JSON array; X-Next-Cursor / Link headers name the next page. Filters: workflow, status (RUNNING|WAITING|PAUSED|DONE|FAILED|CANCELLED|BLOCKED, any case), startedBy, since/until (RFC 3339 or epoch ms, on the start time; since <= start < until); a filtered page reads at most 10000 runs and may hold fewer than limit with a next cursor",
+            summary: "Runs, newest first: a JSON array; X-Next-Cursor / Link headers name the next page. Filters: workflow, status (RUNNING|WAITING|PAUSED|DONE|FAILED|CANCELLED|BLOCKED, any case; completed for DONE), startedBy, since/until (RFC 3339 or epoch ms, on the start time; since <= start < until); a filtered page reads at most 10000 runs and may hold fewer than limit with a next cursor",
             query: &[
                 "workflow",
                 "status",
