@@ -296,8 +296,8 @@ pub struct TenantShellSettings {
     #[serde(default)]
     pub sandbox: Option<SandboxMode>,
     /// More directories (and what is beneath them) the sandbox lets shell steps read and
-    /// execute. In a served tree none may lie in the tree outside the tenant's own directory
-    /// nor in the server's store (`[MAG-SH015]`).
+    /// execute. In a served tree none may lie in the tree outside the tenant's own projects
+    /// (its `_tenant/` included) nor in the server's store (`[MAG-SH015]`).
     #[serde(default)]
     pub read_paths: Vec<PathBuf>,
     /// More directories the sandbox lets shell steps read, write and execute; bounded as

@@ -315,14 +315,21 @@ async fn a_served_tree_its_sandbox_would_let_a_step_read_refuses_shell_steps() {
 async fn a_tenants_shell_paths_reach_no_other_tenant_nor_auth_nor_the_store() {
     // The tenant's administrator writes its settings, but the rest of the tree is not
     // theirs to grant: another tenant, `_auth/`, and a link of their own that leads there.
+    // Nor the tenant's own `_tenant/`, whose settings decide the sandbox: a step that could
+    // write them (through a link its project holds, say) could switch the sandbox off.
     for (grant, setting) in [
         ("globex/shop", "readPaths"),
         ("_auth", "readPaths"),
         ("globex", "writePaths"),
         ("acme/into-globex", "readPaths"),
+        ("acme/_tenant/_vance", "writePaths"),
+        ("acme", "writePaths"),
+        ("acme/shop/out", "writePaths"),
     ] {
         let t = tree(true, "", "").await;
         std::os::unix::fs::symlink(t.root.join("globex"), t.root.join("acme/into-globex")).unwrap();
+        std::os::unix::fs::symlink(t.root.join("acme/_tenant"), t.root.join("acme/shop/out"))
+            .unwrap();
         let path = t.root.join(grant);
         write(
             &t.root.join("acme/_tenant/_vance/settings.yaml"),

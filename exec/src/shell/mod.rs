@@ -305,8 +305,9 @@ pub(crate) async fn execute(
         )));
     }
     if let Some(granted) = sandbox.as_ref().filter(|_| docs.is_served()).and_then(|s| {
-        // The tenant's own directory is its own to grant; the rest of the tree (other
-        // tenants, `_auth/`) and the store are not, whatever its settings say.
+        // The tenant's own projects are its own to grant; the rest of the tree (other
+        // tenants, `_auth/`, its `_tenant/` with the settings that decide the sandbox) and
+        // the store are not, whatever its settings say.
         let own = docs.root().join(&scope.tenant);
         docs.protected().enumerate().find_map(|(i, p)| {
             let own = (i == 0).then_some(own.as_path());
@@ -316,7 +317,8 @@ pub(crate) async fn execute(
         return Err(technical(format!(
             "[MAG-SH015] shell steps of tenant `{}` are refused: its `shell.readPaths` or \
              `writePaths` names `{}`, which lies in the served document tree outside the \
-             tenant's own directory (another tenant, `_auth/`) or in the server's store; \
+             tenant's own projects (another tenant, `_auth/`, the tenant's `_tenant/`) or in \
+             the server's store; \
              the tenant's administrator removes it from _tenant/_vance/settings.yaml",
             scope.tenant,
             docs.label(&granted)

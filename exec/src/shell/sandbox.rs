@@ -49,6 +49,9 @@ const DEVICES: &[&str] = &[
     "/dev/tty",
 ];
 
+/// The tenant-wide directory inside a tenant's directory, with the tenant's settings.
+const TENANT_DIR: &str = "_tenant";
+
 /// The Landlock ABI whose rights the sandbox asks for; older kernels enforce what they know.
 const FS_ABI: ABI = ABI::V5;
 
@@ -151,18 +154,29 @@ impl Sandbox {
     }
 
     /// The path of the tenant's settings that lets the step into `protected` (the document
-    /// tree, or the server's store) other than through the tenant's own directory `own`: one
-    /// inside another tenant, `_auth/` or the store. Compared by the real paths of what the
-    /// rules grant, so a link that leads out counts where it led when it was opened.
+    /// tree, or the server's store) other than through the tenant's own projects under `own`
+    /// (the tenant's directory): one inside another tenant, `_auth/`, the store, or the
+    /// tenant's own `_tenant/`, whose settings decide the sandbox itself. Compared by the real
+    /// paths of what the rules grant, so a link that leads out counts where it led when it
+    /// was opened.
     pub(super) fn grants_inside(&self, protected: &Path, own: Option<&Path>) -> Option<PathBuf> {
         let protected = real(protected);
         let own = own.map(real);
+        let settings = own.as_ref().map(|own| own.join(TENANT_DIR));
+        let owned = |p: &Path| {
+            own.as_ref().is_some_and(|own| p.starts_with(own))
+                && !settings.as_ref().is_some_and(|s| p.starts_with(s))
+        };
         self.read
             .iter()
             .chain(&self.write)
             .find(|place| {
-                place.real.starts_with(&protected)
-                    && !own.as_ref().is_some_and(|own| place.real.starts_with(own))
+                // A place above the tenant's `_tenant/` (the tenant's directory itself) holds
+                // it too.
+                let holds_settings = settings
+                    .as_ref()
+                    .is_some_and(|s| s.starts_with(&place.real));
+                place.real.starts_with(&protected) && (!owned(&place.real) || holds_settings)
             })
             .map(|place| place.named.clone())
     }

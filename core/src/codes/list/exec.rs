@@ -66,8 +66,8 @@ pub(super) const CODES: &[ErrorCode] = &[
     },
     ErrorCode {
         code: "MAG-SH015",
-        meaning: "A served shell_task was refused: its tenant's `shell.readPaths` or `writePaths` names a path in the document tree outside the tenant's own directory (another tenant, `_auth/`, also through a link) or in the server's store.",
-        remedy: "The tenant's administrator removes the path from `_tenant/_vance/settings.yaml`; what steps share belongs in the tenant's own directory or outside the tree.",
+        meaning: "A served shell_task was refused: its tenant's `shell.readPaths` or `writePaths` names a path in the document tree outside the tenant's own projects (another tenant, `_auth/`, the tenant's own `_tenant/` whose settings decide the sandbox, also through a link) or in the server's store.",
+        remedy: "The tenant's administrator removes the path from `_tenant/_vance/settings.yaml`; what steps share belongs in a directory of the tenant's own beside its projects, or outside the tree.",
     },
     ErrorCode {
         code: "MAG-JS001",
