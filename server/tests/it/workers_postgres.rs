@@ -813,7 +813,7 @@ async fn a_worker_whose_database_stops_answering_is_unhealthy_without_committing
         let stdin = lock.stdin.as_mut().unwrap();
         writeln!(
             stdin,
-            "BEGIN; LOCK TABLE magrathea_runs IN ACCESS EXCLUSIVE MODE;"
+            "BEGIN; LOCK TABLE magrathea_runs, magrathea_catalog IN ACCESS EXCLUSIVE MODE;"
         )
         .unwrap();
         stdin.flush().unwrap();
@@ -821,6 +821,19 @@ async fn a_worker_whose_database_stops_answering_is_unhealthy_without_committing
     let (status, body) = until(false).await;
     assert_eq!(status, 503, "{body}");
     assert_eq!(body["status"], "unhealthy", "{body}");
+    // The worker's background passes (the scheduler's reads of the catalog) wait on the
+    // database off the threads that answer requests: a route that needs no store answers.
+    tokio::time::sleep(Duration::from_secs(3)).await;
+    let answered = s
+        .client
+        .get(format!("{}/openapi.json", a.base))
+        .timeout(Duration::from_secs(5))
+        .send()
+        .await;
+    assert!(
+        answered.is_ok_and(|r| r.status() == 200),
+        "the worker stopped answering while its database hangs"
+    );
     let _ = lock.kill();
     let _ = lock.wait();
     let (status, body) = until(true).await;
