@@ -223,6 +223,25 @@ impl Triggers {
         scheduler::fire_manually(self, state, &mut memory, scope, name, by).await
     }
 
+    /// One pass of the background loop: resyncs the documents when `resync`, fires due ticks,
+    /// prunes deliveries when `prune`. Blocks on the store.
+    fn pass(&self, state: &AppState, runtime: &tokio::runtime::Handle, resync: bool, prune: bool) {
+        if resync && let Err(e) = self.resync_all(state) {
+            tracing::warn!(error = %e, "could not read the trigger documents");
+        }
+        if let Err(e) = runtime.block_on(self.tick(state)) {
+            tracing::warn!(error = %e, "the scheduler's pass failed");
+        }
+        if prune && let Ok(catalog) = self.catalog() {
+            let now_ms = self.now_ms();
+            if let Err(e) = deliveries::prune(catalog, self.retention(), now_ms)
+                .and_then(|_| dedupe::prune(catalog, now_ms))
+            {
+                tracing::warn!(error = %e, "could not prune trigger deliveries");
+            }
+        }
+    }
+
     /// Runs the triggers in the background until the server stops: resyncs the documents at
     /// once and every [`RESYNC_EVERY`], fires due ticks, delivers internal events to
     /// subscriptions and hooks, prunes deliveries.
@@ -231,30 +250,28 @@ impl Triggers {
             return;
         }
         hub::spawn(self.clone(), state.clone());
+        // The documents' registrations exist before the server answers its first request (a
+        // webhook posted right after the start finds its trigger).
+        if let Err(e) = self.resync_all(&state) {
+            tracing::warn!(error = %e, "could not read the trigger documents");
+        }
         let triggers = self.clone();
+        let runtime = tokio::runtime::Handle::current();
         tokio::spawn(async move {
-            let mut last_resync: Option<tokio::time::Instant> = None;
+            let mut last_resync = Some(tokio::time::Instant::now());
             let mut last_prune: Option<tokio::time::Instant> = None;
             while !triggers.is_stopped() {
                 let now = tokio::time::Instant::now();
-                if last_resync.is_none_or(|t| now.duration_since(t) >= RESYNC_EVERY) {
-                    if let Err(e) = triggers.resync_all(&state) {
-                        tracing::warn!(error = %e, "could not read the trigger documents");
-                    }
+                let resync = last_resync.is_none_or(|t| now.duration_since(t) >= RESYNC_EVERY);
+                let prune = last_prune.is_none_or(|t| now.duration_since(t) >= PRUNE_EVERY);
+                // The pass reads and writes the store (a database that does not answer holds
+                // it): off the runtime's threads, which serve requests meanwhile.
+                let (t, st, rt) = (triggers.clone(), state.clone(), runtime.clone());
+                let _ = tokio::task::spawn_blocking(move || t.pass(&st, &rt, resync, prune)).await;
+                if resync {
                     last_resync = Some(now);
                 }
-                if let Err(e) = triggers.tick(&state).await {
-                    tracing::warn!(error = %e, "the scheduler's pass failed");
-                }
-                if last_prune.is_none_or(|t| now.duration_since(t) >= PRUNE_EVERY) {
-                    if let Ok(catalog) = triggers.catalog() {
-                        let now_ms = triggers.now_ms();
-                        if let Err(e) = deliveries::prune(catalog, triggers.retention(), now_ms)
-                            .and_then(|_| dedupe::prune(catalog, now_ms))
-                        {
-                            tracing::warn!(error = %e, "could not prune trigger deliveries");
-                        }
-                    }
+                if prune {
                     last_prune = Some(now);
                 }
                 let wake = async { triggers.wake.notified().await };
