@@ -9,6 +9,7 @@ mod fanout;
 pub(crate) mod inbox;
 mod on_failure;
 pub(crate) mod state;
+mod transitions;
 
 use indexmap::IndexMap;
 use serde_json::Value;
