@@ -146,10 +146,12 @@ pub enum StartError {
     /// The input could not be serialised.
     #[error("[MAG-EN004] invalid input: {0}")]
     InvalidInput(String),
-    /// The idempotency key already started a run of another workflow; no run was started.
+    /// The idempotency key already started a run of another workflow (or, for a typed start,
+    /// of another version of it); no run was started.
     #[error(
-        "[MAG-EN006] idempotency key `{key}` already started run {run} of workflow `{workflow}`: \
-         use another key for this workflow"
+        "[MAG-EN006] idempotency key `{key}` already started run {run} of workflow \
+         `{workflow}`{}: use another key for this workflow",
+        version.as_deref().map(|v| format!(" version `{v}`")).unwrap_or_default()
     )]
     KeyOfOtherRun {
         /// The key.
@@ -158,6 +160,8 @@ pub enum StartError {
         run: RunId,
         /// That run's workflow.
         workflow: String,
+        /// That run's version, when the start named another version of the same workflow.
+        version: Option<String>,
     },
     /// The store failed; the run was not started.
     #[error(transparent)]

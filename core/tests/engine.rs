@@ -523,7 +523,12 @@ async fn an_idempotency_key_of_another_workflow_is_refused() {
         .await
         .unwrap_err();
     match &err {
-        magrathea_core::StartError::KeyOfOtherRun { key, run, workflow } => {
+        magrathea_core::StartError::KeyOfOtherRun {
+            key,
+            run,
+            workflow,
+            version: None,
+        } => {
             assert_eq!((key.as_str(), *run, workflow.as_str()), ("k", a, "i"));
         }
         other => panic!("{other:?}"),

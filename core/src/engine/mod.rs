@@ -476,14 +476,15 @@ impl EngineInner {
         workflow: &str,
         version: Option<&str>,
     ) -> Result<RunId, StartError> {
-        let other = |workflow: String| StartError::KeyOfOtherRun {
+        let other = |workflow: String, version: Option<String>| StartError::KeyOfOtherRun {
             key: key.to_owned(),
             run: existing,
             workflow,
+            version,
         };
         match self.store.run_summary(existing)? {
             Some(summary) if summary.workflow_name != workflow => {
-                Err(other(summary.workflow_name.to_string()))
+                Err(other(summary.workflow_name.to_string(), None))
             }
             Some(_) if version.is_some() => {
                 let first = self.store.read_journal_range(existing, 0, 1, usize::MAX)?;
@@ -494,10 +495,7 @@ impl EngineInner {
                     Some((crate::Record::Start(s), _))
                         if Some(s.workflow_version.as_str()) != version =>
                     {
-                        Err(other(format!(
-                            "{workflow}` version `{}",
-                            s.workflow_version
-                        )))
+                        Err(other(workflow.to_owned(), Some(s.workflow_version)))
                     }
                     _ => Ok(existing),
                 }
