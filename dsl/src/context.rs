@@ -23,10 +23,13 @@ pub struct Context {
     inner: WorkflowContext,
 }
 
+/// How the mark journaled for a value that cannot be serialised begins (`{"$error": …}`); the
+/// callee's registration recognises it. Part of journaled inputs: never change its text.
+pub(crate) const UNSERIALISABLE: &str = "[MAG-SE001] value cannot be serialised: ";
+
 fn to_value<T: serde::Serialize>(v: &T) -> Value {
-    serde_json::to_value(v).unwrap_or_else(
-        |e| serde_json::json!({ "$error": format!("[MAG-SE001] value cannot be serialised: {e}") }),
-    )
+    serde_json::to_value(v)
+        .unwrap_or_else(|e| serde_json::json!({ "$error": format!("{UNSERIALISABLE}{e}") }))
 }
 
 fn decode<T: Journaled>(v: Value, what: &str) -> Result<T, StepError> {

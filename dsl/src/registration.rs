@@ -14,9 +14,11 @@ use crate::traits::{Task, Workflow};
 /// context journals in its place (`{"$error": "[MAG-SE001] …"}`): the input was of the right
 /// type, so the error is that type's, not a mismatch.
 fn unserialisable(input: &Value) -> Option<&str> {
-    const MARK: &str = "[MAG-SE001] value cannot be serialised: ";
     match input {
-        Value::Object(m) if m.len() == 1 => m.get("$error")?.as_str()?.strip_prefix(MARK),
+        Value::Object(m) if m.len() == 1 => m
+            .get("$error")?
+            .as_str()?
+            .strip_prefix(crate::context::UNSERIALISABLE),
         _ => None,
     }
 }

@@ -258,18 +258,18 @@ impl Triggers {
         let triggers = self.clone();
         let runtime = tokio::runtime::Handle::current();
         tokio::spawn(async move {
-            let mut last_resync = Some(tokio::time::Instant::now());
+            let mut last_resync = tokio::time::Instant::now();
             let mut last_prune: Option<tokio::time::Instant> = None;
             while !triggers.is_stopped() {
                 let now = tokio::time::Instant::now();
-                let resync = last_resync.is_none_or(|t| now.duration_since(t) >= RESYNC_EVERY);
+                let resync = now.duration_since(last_resync) >= RESYNC_EVERY;
                 let prune = last_prune.is_none_or(|t| now.duration_since(t) >= PRUNE_EVERY);
                 // The pass reads and writes the store (a database that does not answer holds
                 // it): off the runtime's threads, which serve requests meanwhile.
                 let (t, st, rt) = (triggers.clone(), state.clone(), runtime.clone());
                 let _ = tokio::task::spawn_blocking(move || t.pass(&st, &rt, resync, prune)).await;
                 if resync {
-                    last_resync = Some(now);
+                    last_resync = now;
                 }
                 if prune {
                     last_prune = Some(now);
