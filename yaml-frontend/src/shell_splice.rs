@@ -16,6 +16,13 @@
 //! | inside single quotes | `'"${MAGRATHEA_SPLICE_1}"'` (the quotes closed around it) |
 //! | in a here-document whose delimiter is not quoted | `${MAGRATHEA_SPLICE_1}` |
 //!
+//! A backslash that escapes the first character of a placeholder (`echo \${params.x}`) would
+//! escape the first character of its reference instead (a quote, which then opens a string
+//! that never closes); a newline is put between them, so the backslash and the newline are a
+//! line continuation, which the shell removes (outside quotes, inside double quotes and in a
+//! here-document alike), and the value arrives as data as everywhere else. Under `splice:
+//! quoted` the same holds for the quoted word.
+//!
 //! The shell never parses the result of expanding a variable again, so the value arrives as
 //! one piece of data wherever the reference ends up, even where this scan misreads the
 //! command's quoting (the text then looks odd, it does not run). Two places have no safe
@@ -70,9 +77,7 @@ impl ShellRun {
     ) -> (String, BTreeMap<String, String>) {
         match self {
             Self::Variables(command) => command.render(params, state),
-            Self::Quoted(template) => {
-                (template.render_shell_quoted(params, state), BTreeMap::new())
-            }
+            Self::Quoted(template) => (render_quoted(template, params, state), BTreeMap::new()),
         }
     }
 }
@@ -82,7 +87,44 @@ impl ShellRun {
 pub struct ShellCommand {
     template: Template,
     /// For each placeholder, in order: where it stands and its variable's number.
-    refs: Vec<(Spot, usize)>,
+    refs: Vec<Ref>,
+}
+
+/// One placeholder of a [`ShellCommand`].
+#[derive(Debug, Clone, Copy, PartialEq)]
+struct Ref {
+    /// Where it stands.
+    spot: Spot,
+    /// Its variable's number.
+    n: usize,
+    /// Whether a backslash escaping its first character stands right before it.
+    escaped: bool,
+}
+
+/// A line continuation for a reference after an escaping backslash: the backslash and this
+/// newline are removed together by the shell.
+fn continuation(escaped: bool) -> &'static str {
+    if escaped { "\n" } else { "" }
+}
+
+/// `splice: quoted`: each value as one POSIX single-quoted word, so `; rm -rf /` or `$(…)` in
+/// a value arrive as data; a missing value gives `''`.
+fn render_quoted(template: &Template, params: &Value, state: &Value) -> String {
+    let mut out = String::new();
+    let mut spots = spots(template).into_iter();
+    for piece in template.pieces() {
+        match piece {
+            Piece::Text(t) => out.push_str(t),
+            Piece::Var(p) => {
+                let escaped = spots.next().is_some_and(|(_, escaped)| escaped);
+                out.push_str(continuation(escaped));
+                out.push('\'');
+                out.push_str(&p.text(params, state).replace('\'', "'\\''"));
+                out.push('\'');
+            }
+        }
+    }
+    out
 }
 
 impl ShellCommand {
@@ -95,7 +137,7 @@ impl ShellCommand {
         let refs = template
             .placeholders()
             .zip(spots)
-            .map(|(p, spot)| {
+            .map(|(p, (spot, escaped))| {
                 let same = |d: &&Placeholder| d.root == p.root && d.path == p.path;
                 let n = match distinct.iter().position(same) {
                     Some(i) => i + 1,
@@ -104,7 +146,7 @@ impl ShellCommand {
                         distinct.len()
                     }
                 };
-                (spot, n)
+                Ref { spot, n, escaped }
             })
             .collect();
         Some(Self { template, refs })
@@ -115,8 +157,8 @@ impl ShellCommand {
         self.template
             .placeholders()
             .zip(&self.refs)
-            .filter_map(|(p, (spot, _))| match spot {
-                Spot::Unsafe(place) => Some((p, *place)),
+            .filter_map(|(p, r)| match r.spot {
+                Spot::Unsafe(place) => Some((p, place)),
                 _ => None,
             })
     }
@@ -135,10 +177,11 @@ impl ShellCommand {
             match piece {
                 Piece::Text(t) => command.push_str(t),
                 Piece::Var(p) => {
-                    let Some(&(spot, n)) = refs.next() else {
+                    let Some(&Ref { spot, n, escaped }) = refs.next() else {
                         break;
                     };
                     let name = format!("{SPLICE_PREFIX}{n}");
+                    command.push_str(continuation(escaped));
                     command.push_str(&match spot {
                         Spot::Double | Spot::HereDoc => format!("${{{name}}}"),
                         Spot::Single => format!("'\"${{{name}}}\"'"),
@@ -183,8 +226,9 @@ enum Mode {
     Body(HereDoc),
 }
 
-/// Where each placeholder of `template` stands, in order.
-fn spots(template: &Template) -> Vec<Spot> {
+/// Where each placeholder of `template` stands, in order, and whether a backslash escaping
+/// its first character stands right before it.
+fn spots(template: &Template) -> Vec<(Spot, bool)> {
     let toks: Vec<Tok> = template
         .pieces()
         .flat_map(|piece| -> Box<dyn Iterator<Item = Tok> + '_> {
@@ -201,7 +245,9 @@ fn spots(template: &Template) -> Vec<Spot> {
 struct Scan {
     stack: Vec<Mode>,
     pending: Vec<HereDoc>,
-    spots: Vec<Spot>,
+    spots: Vec<(Spot, bool)>,
+    /// Whether the token just scanned was a backslash escaping the next one.
+    escaping: bool,
     /// Whether the last token ended a word (a `#` then starts a comment).
     word_start: bool,
 }
@@ -224,7 +270,7 @@ impl Scan {
         }
     }
 
-    fn run(mut self, toks: &[Tok]) -> Vec<Spot> {
+    fn run(mut self, toks: &[Tok]) -> Vec<(Spot, bool)> {
         self.word_start = true;
         let ch = |i: usize| match toks.get(i) {
             Some(Tok::Ch(c)) => Some(*c),
@@ -246,8 +292,9 @@ impl Scan {
                 }
             }
             line_start = false;
+            let escaped = std::mem::take(&mut self.escaping);
             let Tok::Ch(c) = toks[i] else {
-                self.spots.push(self.spot());
+                self.spots.push((self.spot(), escaped));
                 self.word_start = false;
                 i += 1;
                 continue;
@@ -287,9 +334,11 @@ impl Scan {
             if c == '\n' && matches!(self.mode(), Mode::Body(_)) {
                 line_start = true;
             }
-            // An escape does not take a placeholder along: each one gets its spot.
+            // An escape does not take a placeholder along: each one gets its spot, and is
+            // marked as escaped.
             if step == 2 && toks.get(i + 1) == Some(&Tok::Var) {
                 step = 1;
+                self.escaping = true;
             }
             i += step;
         }
@@ -393,7 +442,7 @@ impl Scan {
             let Tok::Ch(c) = *tok else {
                 delimiter = None;
                 self.spots
-                    .push(Spot::Unsafe("in the delimiter of a here-document"));
+                    .push((Spot::Unsafe("in the delimiter of a here-document"), false));
                 i += 1;
                 continue;
             };

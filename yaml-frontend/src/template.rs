@@ -169,32 +169,11 @@ impl Template {
     /// Renders the template as text.
     #[must_use]
     pub fn render(&self, params: &Value, state: &Value) -> String {
-        self.render_with(params, state, |text, out| out.push_str(text))
-    }
-
-    /// Renders the template as a shell command: each placeholder's text (as [`Self::render`]
-    /// gives it) becomes one POSIX single-quoted word (`'…'`, a `'` inside written `'\''`),
-    /// so `; rm -rf /` or `$(…)` in a value arrive as data. A missing value gives `''`.
-    #[must_use]
-    pub fn render_shell_quoted(&self, params: &Value, state: &Value) -> String {
-        self.render_with(params, state, |text, out| {
-            out.push('\'');
-            out.push_str(&text.replace('\'', "'\\''"));
-            out.push('\'');
-        })
-    }
-
-    fn render_with(
-        &self,
-        params: &Value,
-        state: &Value,
-        put: impl Fn(&str, &mut String),
-    ) -> String {
         let mut out = String::new();
         for part in &self.parts {
             match part {
                 Part::Text(t) => out.push_str(t),
-                Part::Var(p) => put(&p.text(params, state), &mut out),
+                Part::Var(p) => out.push_str(&p.text(params, state)),
             }
         }
         out

@@ -13,7 +13,7 @@ fn spots_of(run: &str) -> Vec<Spot> {
         .expect("placeholders")
         .refs
         .iter()
-        .map(|(spot, _)| *spot)
+        .map(|r| r.spot)
         .collect()
 }
 
@@ -77,8 +77,16 @@ fn escapes_and_comments_do_not_open_quotes() {
     );
     // `#` inside a word starts no comment.
     assert_eq!(spots_of("echo a#'${params.a}'"), [Spot::Single]);
-    // A backslash before a placeholder keeps its spot.
+    // A backslash before a placeholder keeps its spot, and is marked as escaping it.
     assert_eq!(spots_of("echo \\${params.a} x"), [Spot::Bare]);
+    let escaped = |run: &str| -> Vec<bool> {
+        let command = ShellCommand::parse(run).expect("placeholders");
+        command.refs.iter().map(|r| r.escaped).collect()
+    };
+    assert_eq!(
+        escaped("echo \\${params.a} \\\\${params.a} \"\\${params.a}\" '\\${params.a}'"),
+        [true, false, true, false]
+    );
 }
 
 #[test]

@@ -116,6 +116,52 @@ async fn a_placeholder_gives_its_value_as_data_wherever_it_stands_in_the_command
     }
 }
 
+/// A backslash before a placeholder (`\${params.x}`, the shell's way to keep a `$`) escaped
+/// the first character of the reference spliced in its place, a quote, and the command
+/// ended in a syntax error. The value arrives as data there too, under either splice, outside
+/// quotes, inside double quotes and in a here-document; inside single quotes the backslash
+/// stays text, as the shell has it.
+#[tokio::test(flavor = "multi_thread")]
+async fn a_backslash_before_a_placeholder_leaves_the_command_whole() {
+    let p = Project::new(|rt| rt).await;
+    for (name, splice, run, expect) in [
+        (
+            "vars",
+            "variables",
+            r#"    run: |
+      printf '%s|' \${params.who} "<\${params.who}>" '[\${params.who}]' 'a\'
+      cat <<EOF
+      \${params.who}
+      EOF"#,
+            "{who}|<{who}>|[\\{who}]|a\\|{who}\n",
+        ),
+        (
+            "quoted",
+            "quoted",
+            r#"    run: "printf '%s|' \\${params.who} x""#,
+            "{who}|x|",
+        ),
+    ] {
+        p.workflow(
+            name,
+            &echo_workflow(
+                "  who: { type: string, required: true }",
+                &format!("    splice: {splice}\n{run}"),
+            ),
+        );
+        for who in ["plain", "two words; touch pwned", "'\"$(touch pwned)"] {
+            let view = p.run(name, json!({ "who": who })).await;
+            assert_eq!(view.status, RunStatus::Done, "{name} {who}: {view:?}");
+            assert_eq!(
+                view.result,
+                Some(json!(expect.replace("{who}", who))),
+                "{name} {who}"
+            );
+            assert!(!p.project.join("pwned").exists(), "{who} ran as code");
+        }
+    }
+}
+
 /// Values that are not strings are spliced as the reference's text: numbers plain, objects
 /// as compact JSON; one placeholder used twice is one variable, journaled with the command.
 #[tokio::test(flavor = "multi_thread")]
