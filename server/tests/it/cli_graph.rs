@@ -228,6 +228,70 @@ fn a_series_parallel_friday_graph_imports_as_a_parallel_task_draft() {
     );
 }
 
+/// A trigger that fans out (the design's "nodes reachable from the trigger, in parallel"): the
+/// nodes it leads to are the graph's roots, and the draft starts with a `parallel_task` of
+/// their branches instead of being refused for having several starts.
+#[test]
+fn a_trigger_that_fans_out_starts_the_draft_with_a_parallel_task() {
+    let p = Project::new();
+    let mut graph = friday_graph(&[
+        ("start", "a"),
+        ("start", "b"),
+        ("a", "join"),
+        ("b", "join"),
+        ("join", "end"),
+    ]);
+    graph["nodes"][0]["data"] = json!({ "id": "start", "type": "trigger", "name": "hook",
+        "config": { "triggerType": "webhook" } });
+    let file = p.dir.join("hooked.graph.json");
+    std::fs::write(&file, graph.to_string()).unwrap();
+    let out = p.cli(&[
+        "graph",
+        "import",
+        file.to_str().unwrap(),
+        "--name",
+        "hooked",
+    ]);
+    assert_eq!(code(&out), 0, "{}", stderr(&out));
+    let text = std::fs::read_to_string(p.dir.join("_vance/workflow-drafts/hooked.yaml")).unwrap();
+    let loaded = load_workflow("hooked.yaml", &text, &LoadOptions::default()).unwrap();
+    let doc: Value = serde_yaml_ng::from_str(&text).unwrap();
+    assert_eq!(doc["start"], "start_parallel", "{text}");
+    let fan = &doc["states"]["start_parallel"];
+    assert_eq!(fan["type"], "parallel_task", "{text}");
+    assert_eq!(fan["on"]["success"], "join", "{text}");
+    for branch in ["a", "b"] {
+        assert_eq!(
+            fan["branches"][branch]["states"][branch]["on"]["success"], "done",
+            "{text}"
+        );
+        assert!(doc["states"].get(branch).is_none(), "{text}");
+    }
+    assert!(
+        doc["states"].get("start").is_none(),
+        "a trigger is no state: {text}"
+    );
+    assert_eq!(
+        loaded.plan.states.len(),
+        3,
+        "the parallel state, join and end"
+    );
+
+    // Roots that the trigger does not all lead to are still refused.
+    let mut graph = friday_graph(&[
+        ("start", "a"),
+        ("a", "join"),
+        ("b", "join"),
+        ("join", "end"),
+    ]);
+    graph["nodes"][0]["data"] = json!({ "id": "start", "type": "trigger", "name": "hook",
+        "config": { "triggerType": "webhook" } });
+    std::fs::write(&file, graph.to_string()).unwrap();
+    let out = p.cli(&["graph", "import", file.to_str().unwrap(), "--name", "other"]);
+    assert_eq!(code(&out), 2, "{}", stderr(&out));
+    assert!(stderr(&out).contains("MAG-GR012"), "{}", stderr(&out));
+}
+
 #[test]
 fn a_graph_that_is_not_series_parallel_is_refused_naming_the_node_in_the_way() {
     let p = Project::new();
@@ -554,13 +618,16 @@ fn misused_import_arguments_exit_2_saying_what_is_wrong() {
 #[test]
 fn export_import_export_gives_the_same_graph() {
     let p = Project::new();
+    // Routes written out of alphabetical order: the draft keeps them in the graph's order,
+    // so the edges' ids (`<state>.<n>`, in the order of `on:` and `catch:`) come out the same.
     p.workflow(
         "routed",
         "start: zeta\nstates:\n  zeta:\n    type: shell_task\n    run: \"exit 3\"\n    \
-         dirName: workspace\n    on: { success: route }\n    catch: { business_error: alpha, \
-         technical_error: alpha }\n  route:\n    type: condition_task\n    transitions:\n      \
+         dirName: workspace\n    on: { success: route }\n    catch: { technical_error: mid, \
+         business_error: alpha }\n  route:\n    type: condition_task\n    transitions:\n      \
          - { if: \"#params['n'] == 1\", to: mid }\n      - { if: \"#params['n'] == 2\", to: alpha }\n      \
-         - { else: mid }\n  mid: { type: terminal, result: ok }\n  alpha: { type: \
+         - { else: ask }\n  ask:\n    type: gate_task\n    inbox: { kind: APPROVAL, title: Go? }\n    \
+         on: { rejected: alpha, approved: mid }\n  mid: { type: terminal, result: ok }\n  alpha: { type: \
          terminal, outcome: failure }\n",
     );
     let first = p.cli(&["graph", "routed", "--format", "reactflow"]);
@@ -578,7 +645,20 @@ fn export_import_export_gives_the_same_graph() {
     );
     assert_eq!(
         doc["states"]["zeta"]["catch"],
-        json!({"business_error": "alpha", "technical_error": "alpha"}),
+        json!({"business_error": "alpha", "technical_error": "mid"}),
+        "{draft}"
+    );
+    let ordered: serde_yaml_ng::Value = serde_yaml_ng::from_str(&draft).unwrap();
+    let keys = |state: &str, field: &str| -> Vec<String> {
+        let serde_yaml_ng::Value::Mapping(map) = &ordered["states"][state][field] else {
+            panic!("{state}.{field} is no mapping: {draft}");
+        };
+        map.keys().map(|k| k.as_str().unwrap().to_owned()).collect()
+    };
+    assert_eq!(keys("ask", "on"), ["rejected", "approved"], "{draft}");
+    assert_eq!(
+        keys("zeta", "catch"),
+        ["technical_error", "business_error"],
         "{draft}"
     );
     p.workflow("again", &draft);

@@ -93,6 +93,7 @@ pub fn import(graph: &Value) -> Result<serde_yaml_ng::Value, ImportError> {
         states.insert(id, spec);
     }
     let mut all = Vec::new();
+    let mut from_triggers: Vec<Edge> = Vec::new();
     for e in edges {
         let text = |k: &str| e.get(k).and_then(Value::as_str).map(str::to_owned);
         let (Some(source), Some(target)) = (text("source"), text("target")) else {
@@ -111,6 +112,18 @@ pub fn import(graph: &Value) -> Result<serde_yaml_ng::Value, ImportError> {
             ));
         }
         if triggers.contains(&source.as_str()) {
+            // Where a run starts; several nodes from the triggers are a fan-out at the start.
+            if states.contains_key(&target)
+                && !from_triggers.iter().any(|e: &Edge| e.target == target)
+            {
+                from_triggers.push(Edge {
+                    source,
+                    target,
+                    branch: "success".into(),
+                    catch: false,
+                    condition: None,
+                });
+            }
             continue;
         }
         for end in [&source, &target] {
@@ -146,16 +159,6 @@ pub fn import(graph: &Value) -> Result<serde_yaml_ng::Value, ImportError> {
         .iter()
         .filter(|id| !all.iter().any(|e| &e.target == *id))
         .collect();
-    let [start] = starts.as_slice() else {
-        return Err(err(
-            "MAG-GR012",
-            format!(
-                "expected exactly one node without incoming edges (the start), found {:?}",
-                starts
-            ),
-        ));
-    };
-    let start = (*start).clone();
     let out = |id: &str| {
         all.iter()
             .filter(|e| e.source == id)
@@ -166,6 +169,41 @@ pub fn import(graph: &Value) -> Result<serde_yaml_ng::Value, ImportError> {
     let mut top: Vec<String> = Vec::new();
     let mut moved: Vec<String> = Vec::new();
     let mut parallels: Vec<(String, Map<String, Value>)> = Vec::new();
+    // A trigger leading to several nodes, the roots of the graph, is a fork at the start: a
+    // `parallel_task` of their branches is where the workflow starts.
+    let forked = from_triggers.len() > 1
+        && starts.len() == from_triggers.len()
+        && from_triggers.iter().all(|e| starts.contains(&&e.target));
+    let start = match starts.as_slice() {
+        [start] => (*start).clone(),
+        _ if forked => {
+            let fork = &from_triggers[0].source;
+            let (name, parallel, chain_nodes) = fan_out(fork, &from_triggers, &states, &out, &inc)?;
+            if states.contains_key(&name) {
+                return Err(err(
+                    "MAG-GR010",
+                    format!(
+                        "the fan-out from trigger '{fork}' would be the state '{name}', which \
+                         is the id of a node: rename that node"
+                    ),
+                ));
+            }
+            moved.extend(chain_nodes);
+            parallels.push((name.clone(), parallel));
+            name
+        }
+        _ => {
+            return Err(err(
+                "MAG-GR012",
+                format!(
+                    "expected exactly one node without incoming edges (the start), found {:?}",
+                    starts
+                ),
+            ));
+        }
+    };
+    // Each state's `on:` and `catch:`, in the order of the graph's edges.
+    let mut routes: BTreeMap<String, Routes> = BTreeMap::new();
     for id in &order {
         if moved.contains(id) {
             continue;
@@ -176,35 +214,32 @@ pub fn import(graph: &Value) -> Result<serde_yaml_ng::Value, ImportError> {
             let spec = states.get_mut(id).expect("a node");
             condition_rules(id, spec, &edges)?;
         }
-        let mut by_branch: BTreeMap<String, Vec<Edge>> = BTreeMap::new();
+        // Outcomes in the order of their first edge, as export numbers a state's edges in the
+        // order of its `on:`: export, import, export gives the same edges and ids.
+        let mut by_branch: Vec<(String, Vec<Edge>)> = Vec::new();
         // A condition routes by its `transitions`: its edges are rules, never a fan-out.
         for e in edges.into_iter().filter(|_| !is_condition) {
-            by_branch.entry(e.branch.clone()).or_default().push(e);
+            match by_branch.iter_mut().find(|(b, _)| *b == e.branch) {
+                Some((_, group)) => group.push(e),
+                None => by_branch.push((e.branch.clone(), vec![e])),
+            }
         }
-        let mut on = Map::new();
+        let mut on = Vec::new();
         for (branch, group) in by_branch {
             if let [single] = group.as_slice() {
-                on.insert(outcome_of(&branch).into(), json!(single.target));
+                on.push((outcome_of(&branch).to_owned(), single.target.clone()));
                 continue;
             }
             // A fan-out: each branch a chain, all meeting at one join.
             let (name, parallel, chain_nodes) = fan_out(id, &group, &states, &out, &inc)?;
-            on.insert(outcome_of(&branch).into(), json!(name));
+            on.push((outcome_of(&branch).to_owned(), name.clone()));
             moved.extend(chain_nodes);
             parallels.push((name, parallel));
         }
         // `catch <kind>` edges route error kinds, as the document's `catch:` did.
-        let catch: Map<String, Value> = catches
-            .into_iter()
-            .map(|e| (e.branch, json!(e.target)))
-            .collect();
-        let spec = states.get_mut(id).expect("a node");
-        if !is_condition && !on.is_empty() {
-            spec.insert("on".into(), Value::Object(on));
-        }
-        if !catch.is_empty() {
-            spec.insert("catch".into(), Value::Object(catch));
-        }
+        let catch: Vec<(String, String)> =
+            catches.into_iter().map(|e| (e.branch, e.target)).collect();
+        routes.insert(id.clone(), (on, catch));
         top.push(id.clone());
     }
     // States in the order of the graph's nodes (a JSON map would sort them by name), so that
@@ -212,7 +247,21 @@ pub fn import(graph: &Value) -> Result<serde_yaml_ng::Value, ImportError> {
     let yaml = |v: Value| serde_yaml_ng::to_value(v).unwrap_or(serde_yaml_ng::Value::Null);
     let mut doc_states = serde_yaml_ng::Mapping::new();
     for id in top.iter().filter(|id| !moved.contains(id)) {
-        doc_states.insert(id.as_str().into(), yaml(Value::Object(states[id].clone())));
+        let mut state = yaml(Value::Object(states[id].clone()));
+        if let (serde_yaml_ng::Value::Mapping(spec), Some((on, catch))) =
+            (&mut state, routes.get(id))
+        {
+            for (key, routes) in [("on", on), ("catch", catch)] {
+                if !routes.is_empty() {
+                    let map = routes
+                        .iter()
+                        .map(|(k, to)| (k.as_str().into(), to.as_str().into()))
+                        .collect();
+                    spec.insert(key.into(), serde_yaml_ng::Value::Mapping(map));
+                }
+            }
+        }
+        doc_states.insert(id.as_str().into(), state);
     }
     for (name, p) in parallels {
         doc_states.insert(name.into(), yaml(Value::Object(p)));
@@ -310,6 +359,9 @@ fn state_of(n: &Value) -> Result<(String, Map<String, Value>), ImportError> {
     spec.insert("type".into(), json!(ty));
     Ok((id.to_owned(), spec))
 }
+
+/// A state's routes: `on:` (outcome, next state) and `catch:` (error kind, next state).
+type Routes = (Vec<(String, String)>, Vec<(String, String)>);
 
 type Out<'a> = dyn Fn(&str) -> Vec<Edge> + 'a;
 
