@@ -83,9 +83,10 @@ pub(crate) fn catalog_of(backend: &Backend) -> anyhow::Result<Box<dyn Catalog>> 
 }
 
 /// Brings the catalog's registrations of the project in line with its documents, and returns
-/// them.
+/// them. Each keeps the writer its document was recorded with, as the server's own rebuild
+/// does: the runs a trigger starts are requested by whoever wrote it.
 fn synced(project: &Project, catalog: &dyn Catalog) -> anyhow::Result<Vec<Registration>> {
-    let regs = triggers::scan_scope(project.docs(), &project.scope);
+    let regs = registry::scan_with_writers(project.docs(), catalog, &project.scope)?;
     registry::replace_scope(catalog, &project.scope, &regs)?;
     Ok(registry::list(catalog, &project.scope, None)?)
 }

@@ -96,6 +96,9 @@ pub struct Triggers {
     wake: Notify,
     /// Serialises passes of the loop with [`Triggers::tick`] calls.
     pass: tokio::sync::Mutex<scheduler::Memory>,
+    /// Serialises resyncs: each scans the documents and their writers, then replaces the
+    /// registrations, so a scan that began before a write cannot land after the write's own.
+    resyncing: std::sync::Mutex<()>,
     /// Set when the server stops: the background loop and the hub end.
     stopped: std::sync::atomic::AtomicBool,
     /// The internal events, for live followers (`GET /v1/workflow-events`).
@@ -126,6 +129,7 @@ impl Triggers {
             config,
             wake: Notify::new(),
             pass: tokio::sync::Mutex::new(scheduler::Memory::default()),
+            resyncing: std::sync::Mutex::new(()),
             stopped: std::sync::atomic::AtomicBool::new(false),
             events: tokio::sync::broadcast::channel(EVENT_BUFFER).0,
         }
@@ -174,10 +178,11 @@ impl Triggers {
     /// Rebuilds a project's registrations from its documents.
     pub fn resync(&self, state: &AppState, scope: &Scope) -> Result<Resynced, TriggerError> {
         let catalog = self.catalog()?;
-        let mut regs = scan_scope(state.docs(), scope);
-        for reg in &mut regs {
-            reg.written_by = registry::writer_of(catalog, scope, &reg.document, &reg.digest)?;
-        }
+        let _one_at_a_time = self
+            .resyncing
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        let regs = registry::scan_with_writers(state.docs(), catalog, scope)?;
         let report = registry::replace_scope(catalog, scope, &regs)?;
         self.wake.notify_one();
         Ok(report)

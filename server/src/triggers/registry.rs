@@ -282,6 +282,20 @@ pub fn writer_of(
     Ok((writer.digest == digest).then_some(writer.by))
 }
 
+/// The registrations a project's documents declare, each with the writer recorded for its
+/// document's current text ([`writer_of`]): what replaces the project's registrations.
+pub fn scan_with_writers(
+    docs: &magrathea_yaml::DocumentSource,
+    catalog: &dyn Catalog,
+    scope: &Scope,
+) -> Result<Vec<Registration>, StoreError> {
+    let mut regs = super::scan_scope(docs, scope);
+    for reg in &mut regs {
+        reg.written_by = writer_of(catalog, scope, &reg.document, &reg.digest)?;
+    }
+    Ok(regs)
+}
+
 /// The registrations of a project (of one kind, when given), by kind and name, with their
 /// pause applied.
 pub fn list(

@@ -270,6 +270,41 @@ fn the_commands_work_through_a_server_that_owns_the_store() {
         assert!(Instant::now() < deadline, "no control socket");
         std::thread::sleep(Duration::from_millis(20));
     }
+    let rt = tokio::runtime::Runtime::new().unwrap();
+    let client = reqwest::Client::new();
+    let triggers = || {
+        rt.block_on(async {
+            let url = format!("{}/brain/acme/project/shop/triggers", server.base);
+            let listed: serde_json::Value =
+                client.get(url).send().await.unwrap().json().await.unwrap();
+            listed
+        })
+    };
+    // A schedule written through the API keeps its writer (the requester of its runs) when a
+    // command rebuilds the project's registrations.
+    rt.block_on(async {
+        let url = format!(
+            "{}/brain/acme/project/shop/documents/scheduler/weekly.yaml",
+            server.base
+        );
+        let r = client
+            .put(url)
+            .body("cron: \"0 0 6 * * 1\"\nworkflow: quick\n")
+            .send()
+            .await
+            .unwrap();
+        assert!(r.status().is_success(), "{}", r.text().await.unwrap());
+    });
+    let weekly = |listed: &serde_json::Value| {
+        listed["triggers"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|t| t["name"] == "weekly")
+            .cloned()
+            .unwrap_or_else(|| panic!("no weekly in {listed}"))
+    };
+    assert_eq!(weekly(&triggers())["writtenBy"], "anonymous");
     let out = p.cli(&["schedules", "trigger", "nightly", "--json"]);
     assert_eq!(code(&out), 0, "{}", stderr(&out));
     let id = json(&out)["workflowRunId"].as_str().unwrap().to_owned();
@@ -281,17 +316,22 @@ fn the_commands_work_through_a_server_that_owns_the_store() {
     let d = json(&p.cli(&["deliveries", "list", "--json"]));
     assert_eq!(d["deliveries"][0]["runId"], id);
     let listed = json(&p.cli(&["schedules", "list", "--json"]));
-    assert_eq!(listed[0]["paused"], true);
-    // The server reads the same catalog: the pause holds there.
-    let rt = tokio::runtime::Runtime::new().unwrap();
-    let listed: serde_json::Value = rt.block_on(async {
-        reqwest::get(format!("{}/brain/acme/project/shop/triggers", server.base))
-            .await
-            .unwrap()
-            .json()
-            .await
-            .unwrap()
-    });
-    assert_eq!(listed["triggers"][0]["paused"], true, "{listed}");
-    assert_eq!(listed["triggers"][0]["lastRunId"], id.as_str());
+    let nightly = listed
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|t| t["name"] == "nightly")
+        .unwrap();
+    assert_eq!(nightly["paused"], true, "{listed}");
+    // The server reads the same catalog: the pause holds there, and the writer too.
+    let listed = triggers();
+    let nightly = listed["triggers"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|t| t["name"] == "nightly")
+        .unwrap();
+    assert_eq!(nightly["paused"], true, "{listed}");
+    assert_eq!(nightly["lastRunId"], id.as_str());
+    assert_eq!(weekly(&listed)["writtenBy"], "anonymous", "{listed}");
 }
