@@ -19,6 +19,16 @@ params: { scope: production }
 runAs: ops
 ";
 
+/// The entry of `list` (a JSON array) named `name`.
+fn named(list: &serde_json::Value, name: &str) -> serde_json::Value {
+    list.as_array()
+        .unwrap_or_else(|| panic!("no list: {list}"))
+        .iter()
+        .find(|t| t["name"] == name)
+        .cloned()
+        .unwrap_or_else(|| panic!("no {name} in {list}"))
+}
+
 fn project() -> Project {
     let p = Project::new();
     p.workflow("quick", QUICK);
@@ -245,12 +255,7 @@ fn an_invalid_schedule_is_listed_with_its_error_and_cannot_be_fired() {
     )
     .unwrap();
     let listed = json(&p.cli(&["schedules", "list", "--json"]));
-    let broken = listed
-        .as_array()
-        .unwrap()
-        .iter()
-        .find(|s| s["name"] == "broken")
-        .unwrap();
+    let broken = named(&listed, "broken");
     let error = broken["error"].as_str().unwrap();
     assert!(error.contains("broken.yaml:3:1"), "{error}");
     let out = p.cli(&["schedules", "trigger", "broken"]);
@@ -295,16 +300,10 @@ fn the_commands_work_through_a_server_that_owns_the_store() {
             .unwrap();
         assert!(r.status().is_success(), "{}", r.text().await.unwrap());
     });
-    let weekly = |listed: &serde_json::Value| {
-        listed["triggers"]
-            .as_array()
-            .unwrap()
-            .iter()
-            .find(|t| t["name"] == "weekly")
-            .cloned()
-            .unwrap_or_else(|| panic!("no weekly in {listed}"))
-    };
-    assert_eq!(weekly(&triggers())["writtenBy"], "anonymous");
+    assert_eq!(
+        named(&triggers()["triggers"], "weekly")["writtenBy"],
+        "anonymous"
+    );
     let out = p.cli(&["schedules", "trigger", "nightly", "--json"]);
     assert_eq!(code(&out), 0, "{}", stderr(&out));
     let id = json(&out)["workflowRunId"].as_str().unwrap().to_owned();
@@ -316,22 +315,14 @@ fn the_commands_work_through_a_server_that_owns_the_store() {
     let d = json(&p.cli(&["deliveries", "list", "--json"]));
     assert_eq!(d["deliveries"][0]["runId"], id);
     let listed = json(&p.cli(&["schedules", "list", "--json"]));
-    let nightly = listed
-        .as_array()
-        .unwrap()
-        .iter()
-        .find(|t| t["name"] == "nightly")
-        .unwrap();
-    assert_eq!(nightly["paused"], true, "{listed}");
+    assert_eq!(named(&listed, "nightly")["paused"], true, "{listed}");
     // The server reads the same catalog: the pause holds there, and the writer too.
     let listed = triggers();
-    let nightly = listed["triggers"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .find(|t| t["name"] == "nightly")
-        .unwrap();
+    let nightly = named(&listed["triggers"], "nightly");
     assert_eq!(nightly["paused"], true, "{listed}");
     assert_eq!(nightly["lastRunId"], id.as_str());
-    assert_eq!(weekly(&listed)["writtenBy"], "anonymous", "{listed}");
+    assert_eq!(
+        named(&listed["triggers"], "weekly")["writtenBy"],
+        "anonymous"
+    );
 }
