@@ -149,14 +149,23 @@ pub(crate) async fn healthz(
     }
 }
 
-/// An internal error while the store fails to commit (a full disk) is the store's: 503 with
-/// `Retry-After`, saying so, rather than a 500 that suggests a bug. Requests that read the
-/// store fail too while it is in that state (redb refuses it until it is reopened, which the
-/// next health check or run recovery does).
-pub(crate) async fn store_failures(State(state): State<AppState>, response: Response) -> Response {
-    if response.status() != StatusCode::INTERNAL_SERVER_ERROR
-        || state.engine.health() != JournalHealth::CommitFailed
-    {
+/// An internal error while the store fails is the store's: 503 with `Retry-After`, saying
+/// so, rather than a 500 that suggests a bug. The store fails when a commit failed (a full
+/// disk; requests that read the store fail too while it is in that state: redb refuses it
+/// until it is reopened, which the next health check or run recovery does), and, on a store
+/// several workers share, when its database does not answer the health check's read (a
+/// worker that has only read since the database went away has committed nothing).
+pub(crate) async fn store_failures(
+    State(state): State<AppState>,
+    Extension(probe): Extension<Arc<HealthProbe>>,
+    response: Response,
+) -> Response {
+    if response.status() != StatusCode::INTERNAL_SERVER_ERROR {
+        return response;
+    }
+    let failing = state.engine.health() == JournalHealth::CommitFailed
+        || probe.read_shared(&state.engine).await.is_err();
+    if !failing {
         return response;
     }
     let mut answer = super::error::ApiError::new(

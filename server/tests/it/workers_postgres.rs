@@ -845,4 +845,27 @@ async fn a_worker_whose_database_stops_answering_is_unhealthy_without_committing
     let (status, body) = until(false).await;
     assert_eq!(status, 503, "{body}");
     assert_eq!(body["status"], "unhealthy", "{body}");
+    // A request that fails on the store says so, and when to try again; it is no server bug.
+    for path in [
+        format!("{RUNS}/runs"),
+        "/brain/acme/project/shop/inbox".to_owned(),
+    ] {
+        let r = s
+            .client
+            .get(format!("{}{path}", a.base))
+            .send()
+            .await
+            .unwrap();
+        assert_eq!(r.status(), 503, "{path}");
+        assert_eq!(
+            r.headers().get("retry-after").map(|v| v.to_str().unwrap()),
+            Some("5"),
+            "{path}"
+        );
+        let body: Value = r.json().await.unwrap();
+        assert_eq!(
+            body["error"]["code"], "MAG-HTTP-STORE-UNAVAILABLE",
+            "{path}: {body}"
+        );
+    }
 }
