@@ -421,7 +421,7 @@ impl DocumentSource {
     /// file that is not UTF-8 is [`std::io::ErrorKind::InvalidData`] carrying a
     /// [`NotUtf8Text`] ([`NotUtf8Text::in_error`]).
     pub fn read_text(&self, path: &Path) -> std::io::Result<String> {
-        let bytes = std::fs::read(self.confined(path)?)?;
+        let bytes = crate::regular_file::read(&self.confined(path)?)?;
         String::from_utf8(bytes)
             .map_err(|e| std::io::Error::new(std::io::ErrorKind::InvalidData, NotUtf8Text::of(&e)))
     }
@@ -459,9 +459,13 @@ impl DocumentSource {
         for path in [&project, &tenant] {
             match self.files.document(path, |p| self.read_text(p)) {
                 Ok(text) => return Ok((path.clone(), text)),
-                // Not there, unless a link on the way (a project, `_vance/`, a directory)
-                // leads out: then refused as a link out to something is.
-                Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
+                // Not there (or no regular file: a named pipe a step made is no document),
+                // unless a link on the way (a project, `_vance/`, a directory) leads out: then
+                // refused as a link out to something is.
+                Err(e)
+                    if e.kind() == std::io::ErrorKind::NotFound
+                        || crate::regular_file::is_not_regular(&e) =>
+                {
                     if self.confined(path).is_err_and(|e| leads_out(&e)) {
                         return Err(DocumentError::OutsideProject(self.label(path).into()));
                     }

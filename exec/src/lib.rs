@@ -61,6 +61,7 @@ mod executors;
 mod file_cache;
 mod lanes;
 pub mod policy;
+pub mod regular_file;
 mod settings;
 
 #[cfg(feature = "agent")]

@@ -356,7 +356,7 @@ fn read_script(
             e.kind()
         ))
     };
-    let mut opened = std::fs::File::open(&checked).map_err(cannot)?;
+    let mut opened = crate::regular_file::open(&checked).map_err(cannot)?;
     // What was opened is what was checked: a link swapped in between (by a step of the same
     // project) is refused, not followed.
     if opened_path(&opened).is_some_and(|real| real != checked) {

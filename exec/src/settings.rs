@@ -333,7 +333,7 @@ impl TenantSettings {
     /// Reads the file; a missing file gives the defaults, an invalid one is logged and gives
     /// the defaults.
     pub fn read(path: &Path) -> Self {
-        Self::from_read(path, std::fs::read_to_string(path))
+        Self::from_read(path, crate::regular_file::read_to_string(path))
     }
 
     /// The settings of the file at `path`, which read as `text`: defaults when it is
@@ -357,7 +357,7 @@ impl ProjectSettings {
     /// Reads the file; a missing file gives the defaults, an unreadable one is logged and
     /// gives the defaults.
     pub fn read(path: &Path) -> Self {
-        Self::from_read(path, std::fs::read_to_string(path))
+        Self::from_read(path, crate::regular_file::read_to_string(path))
     }
 
     /// The settings of the file at `path`, which read as `text`: defaults when it is

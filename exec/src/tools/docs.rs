@@ -136,7 +136,7 @@ impl DocRead {
                 meta.len()
             )));
         }
-        let bytes = std::fs::read(&r.path)
+        let bytes = crate::regular_file::read(&r.path)
             .map_err(|e| ToolError::Failed(format!("cannot read `{rel}`: {e}")))?;
         let size = bytes.len();
         let content = String::from_utf8(bytes)

@@ -84,7 +84,7 @@ impl SettingsFile {
 /// Reads the settings at `path`; errors name the file by `label` (in a served tree never by
 /// its path on the server's disk: a denial is a task's outcome, which its run shows).
 fn read(path: &Path, label: &str) -> Result<ToolSettings, String> {
-    let text = match std::fs::read_to_string(path) {
+    let text = match crate::regular_file::read_to_string(path) {
         Ok(t) => t,
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(ToolSettings::default()),
         Err(e) => return Err(format!("cannot read {label}: {}", e.kind())),

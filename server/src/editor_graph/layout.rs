@@ -124,9 +124,15 @@ impl Layout {
     /// Reads the layout file at `path`; `None` when there is none. `label` names the file in
     /// errors (relative to the project, never a path of the server's disk).
     pub fn read(path: &Path, label: &str) -> Result<Option<Self>, GraphError> {
-        let bytes = match std::fs::read(path) {
+        let bytes = match magrathea_exec::regular_file::read(path) {
             Ok(b) => b,
-            Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(None),
+            // A named pipe (or anything but a file) a step made there is no layout either.
+            Err(e)
+                if e.kind() == std::io::ErrorKind::NotFound
+                    || magrathea_exec::regular_file::is_not_regular(&e) =>
+            {
+                return Ok(None);
+            }
             Err(source) => {
                 return Err(GraphError::LayoutIo {
                     file: label.into(),

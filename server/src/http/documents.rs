@@ -140,18 +140,22 @@ pub(crate) async fn get(
         who.require(ApiScope::Write)?;
         who.require(ApiScope::Run)?;
     }
-    match tokio::fs::read(&file).await {
-        Ok(bytes) if file.is_file() => Ok((
+    // Only a regular file is a document: a named pipe a step made would block the read.
+    let read = tokio::task::spawn_blocking(move || magrathea_exec::regular_file::read(&file))
+        .await
+        .map_err(ApiError::internal)?;
+    match read {
+        Ok(bytes) => Ok((
             [(header::CONTENT_TYPE, "application/yaml; charset=utf-8")],
             bytes,
         )
             .into_response()),
-        Ok(_) => Err(not_found()),
         Err(e)
-            if matches!(
-                e.kind(),
-                std::io::ErrorKind::NotFound | std::io::ErrorKind::IsADirectory
-            ) =>
+            if magrathea_exec::regular_file::is_not_regular(&e)
+                || matches!(
+                    e.kind(),
+                    std::io::ErrorKind::NotFound | std::io::ErrorKind::IsADirectory
+                ) =>
         {
             Err(not_found())
         }

@@ -266,7 +266,7 @@ impl DiagnosticDto {
 /// A failure is the code and message of its diagnostic.
 fn read_bounded(file: &Path, max: usize) -> Result<String, (&'static str, String)> {
     let unreadable = |e: std::io::Error| ("MAG-Y001", format!("cannot read the document: {e}"));
-    let f = std::fs::File::open(file).map_err(unreadable)?;
+    let f = magrathea_exec::regular_file::open(file).map_err(unreadable)?;
     let mut bytes = Vec::new();
     f.take(max as u64 + 1)
         .read_to_end(&mut bytes)

@@ -685,3 +685,89 @@ async fn a_link_out_answers_alike_whether_its_target_exists_or_not() {
         );
     }
 }
+
+/// A step may make a named pipe in its project (`mkfifo _vance/workflows/fifo.yaml`). Opening
+/// one for reading waits for a writer that never comes: every route that reads the project's
+/// files refuses it as no document instead, at once, and the server goes on answering. The
+/// requests are sent from a thread of their own, so a server whose threads the pipe holds
+/// fails the test instead of holding it too.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_named_pipe_in_a_project_is_no_document_and_holds_no_thread() {
+    let s = Server::start().await;
+    let vance = s.root.join("acme/shop/_vance");
+    for fifo in [
+        "workflows/fifo.yaml",
+        "workflows/fifo.layout.json",
+        "settings.yaml",
+    ] {
+        let made = std::process::Command::new("mkfifo")
+            .arg(vance.join(fifo))
+            .status()
+            .unwrap();
+        assert!(made.success(), "{fifo}");
+    }
+    let w = s.url("/brain/acme/project/shop/workflows");
+    let (doc, health) = (
+        s.url("/brain/acme/project/shop/documents/workflows/fifo.yaml"),
+        s.url("/healthz"),
+    );
+    let (tx, rx) = std::sync::mpsc::channel();
+    std::thread::spawn(move || {
+        let rt = tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .build()
+            .unwrap();
+        let answers = rt.block_on(async {
+            let client = reqwest::Client::new();
+            let requests = [
+                client.get(format!("{w}/fifo/graph")),
+                client.get(format!("{w}/fifo/graph?format=reactflow")),
+                client.post(format!("{w}/fifo/start")).json(&json!({})),
+                client.get(doc),
+                // The project's settings (a pipe here too) are read to start any workflow.
+                client.post(format!("{w}/approve/start")).json(&json!({})),
+                client.get(health),
+            ];
+            let mut answers = Vec::new();
+            for request in requests {
+                let r = request.bearer_auth(ACME).send().await.unwrap();
+                let (status, url) = (r.status().as_u16(), r.url().path().to_owned());
+                answers.push((url, status, r.text().await.unwrap()));
+            }
+            answers
+        });
+        let _ = tx.send(answers);
+    });
+    let Ok(answers) = rx.recv_timeout(std::time::Duration::from_secs(60)) else {
+        // Let go of the server's threads (a writer opening each pipe ends the reads on it)
+        // until the requests are through, so that the test fails instead of hanging on the
+        // runtime's end.
+        for _ in 0..60 {
+            for fifo in [
+                "workflows/fifo.yaml",
+                "workflows/fifo.layout.json",
+                "settings.yaml",
+            ] {
+                let _ = std::process::Command::new("timeout")
+                    .args(["1", "sh", "-c", ": > \"$0\""])
+                    .arg(vance.join(fifo))
+                    .status();
+            }
+            if !matches!(rx.try_recv(), Err(std::sync::mpsc::TryRecvError::Empty)) {
+                break;
+            }
+        }
+        for fifo in [
+            "workflows/fifo.yaml",
+            "workflows/fifo.layout.json",
+            "settings.yaml",
+        ] {
+            let _ = std::fs::remove_file(vance.join(fifo));
+        }
+        panic!("a request is held on a named pipe: the server stopped answering");
+    };
+    for (url, status, body) in &answers {
+        assert!(*status < 500, "{url}: {status} {body}");
+    }
+    assert_eq!(answers.last().unwrap().1, 200, "healthz");
+}

@@ -1,0 +1,93 @@
+//! Files of a project, opened only when they are regular files.
+//!
+//! A step may make any kind of file in its project: a named pipe (`mkfifo`) blocks whoever
+//! opens it for reading until a writer comes, which may be never, and a device may never end.
+//! Every file the server reads from a project (documents, settings, scripts, layouts, the
+//! files a tool reads) is opened without blocking and looked at through the opened
+//! descriptor: anything but a regular file is refused, so no request and no step can hold a
+//! thread of the server on such a file.
+
+use std::fs::File;
+use std::io::Read;
+use std::path::Path;
+
+/// The error for a file that is not a regular file.
+fn not_regular() -> std::io::Error {
+    std::io::Error::new(
+        std::io::ErrorKind::InvalidInput,
+        "not a regular file (a named pipe, a device or a socket)",
+    )
+}
+
+/// Whether `e` is the error of [`open`] for a file that is not a regular file.
+pub fn is_not_regular(e: &std::io::Error) -> bool {
+    e.kind() == std::io::ErrorKind::InvalidInput
+        && e.get_ref()
+            .is_some_and(|inner| inner.to_string().starts_with("not a regular file"))
+}
+
+/// Opens `path` (following links, as `File::open` does) for reading without blocking on a
+/// named pipe, and refuses it unless the opened file is a regular file: a directory is
+/// `IsADirectory`, anything else [`is_not_regular`].
+pub fn open(path: &Path) -> std::io::Result<File> {
+    let mut options = std::fs::OpenOptions::new();
+    options.read(true);
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::OpenOptionsExt;
+        options.custom_flags(libc::O_NONBLOCK);
+    }
+    let file = options.open(path)?;
+    let kind = file.metadata()?.file_type();
+    if kind.is_dir() {
+        // What reading a directory gives, as before this check.
+        return Err(std::io::Error::from(std::io::ErrorKind::IsADirectory));
+    }
+    if !kind.is_file() {
+        return Err(not_regular());
+    }
+    Ok(file)
+}
+
+/// The bytes of the regular file at `path` (see [`open`]).
+pub fn read(path: &Path) -> std::io::Result<Vec<u8>> {
+    let mut file = open(path)?;
+    let mut bytes = Vec::new();
+    file.read_to_end(&mut bytes)?;
+    Ok(bytes)
+}
+
+/// The text of the regular file at `path` (see [`open`]); not UTF-8 is `InvalidData`.
+pub fn read_to_string(path: &Path) -> std::io::Result<String> {
+    String::from_utf8(read(path)?)
+        .map_err(|e| std::io::Error::new(std::io::ErrorKind::InvalidData, e))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_named_pipe_or_a_directory_is_refused_at_once_and_a_file_is_read() {
+        let dir = tempfile::tempdir().unwrap();
+        let fifo = dir.path().join("fifo.yaml");
+        let made = std::process::Command::new("mkfifo")
+            .arg(&fifo)
+            .status()
+            .unwrap();
+        assert!(made.success());
+        let e = read(&fifo).unwrap_err();
+        assert!(is_not_regular(&e), "{e}");
+        assert_eq!(
+            read(dir.path()).unwrap_err().kind(),
+            std::io::ErrorKind::IsADirectory
+        );
+        let file = dir.path().join("a.yaml");
+        std::fs::write(&file, "text").unwrap();
+        assert_eq!(read_to_string(&file).unwrap(), "text");
+        assert_eq!(
+            read(&dir.path().join("missing")).unwrap_err().kind(),
+            std::io::ErrorKind::NotFound
+        );
+    }
+}
