@@ -11,6 +11,18 @@ use uuid::Uuid;
 
 use crate::store::{Held, Inner, PgStore, pg, run_id, uuid};
 
+/// A released lease is kept, held by nobody (`owner` empty) and expired: the next claim takes
+/// it at a higher epoch, so a fencing epoch is never given twice for a run (a worker that froze
+/// holding an old one stays fenced), and the reclaims after lost leases that the row counts
+/// survive a clean stop in between (a task that kills its workers is still stopped at
+/// `max_claim_attempts`). Taking over a released lease is an adoption, not a reclaim.
+const RELEASE_RUNS: &str = "UPDATE magrathea_leases SET owner = '', expires_at = '-infinity'
+                            WHERE run_id = ANY($1) AND owner = $2";
+
+/// [`RELEASE_RUNS`] for every lease of a worker.
+const RELEASE_ALL: &str = "UPDATE magrathea_leases SET owner = '', expires_at = '-infinity'
+                           WHERE owner = $1";
+
 impl Leases for PgStore {
     fn worker(&self) -> &str {
         &self.inner.worker
@@ -44,7 +56,7 @@ impl Leases for PgStore {
                          epoch = l.epoch + CASE WHEN l.owner = EXCLUDED.owner THEN 0 ELSE 1 END,
                          expires_at = EXCLUDED.expires_at,
                          reclaims = l.reclaims
-                             + CASE WHEN l.owner <> EXCLUDED.owner THEN 1 ELSE 0 END
+                             + CASE WHEN l.owner <> EXCLUDED.owner AND l.owner <> '' THEN 1 ELSE 0 END
                      WHERE l.owner = EXCLUDED.owner OR l.expires_at < now()
                      RETURNING epoch, reclaims",
                     &[&id, &worker, &grace],
@@ -84,7 +96,8 @@ impl Leases for PgStore {
                          UPDATE magrathea_leases l SET owner = $1,
                              epoch = l.epoch + CASE WHEN l.owner = $1 THEN 0 ELSE 1 END,
                              expires_at = now() + make_interval(secs => $2),
-                             reclaims = l.reclaims + CASE WHEN l.owner = $1 THEN 0 ELSE 1 END
+                             reclaims = l.reclaims
+                                 + CASE WHEN l.owner = $1 OR l.owner = '' THEN 0 ELSE 1 END
                          WHERE l.run_id IN (
                              SELECT o.run_id FROM magrathea_leases o
                              JOIN magrathea_runs r ON r.run_id = o.run_id
@@ -126,7 +139,7 @@ impl Leases for PgStore {
                 .query(
                     "UPDATE magrathea_leases l SET owner = $1, epoch = l.epoch + 1,
                          expires_at = now() + make_interval(secs => $2),
-                         reclaims = l.reclaims + 1
+                         reclaims = l.reclaims + CASE WHEN l.owner = '' THEN 0 ELSE 1 END
                      WHERE l.run_id IN (
                          SELECT run_id FROM magrathea_leases
                          WHERE expires_at < now() AND owner <> $1
@@ -195,10 +208,7 @@ impl Leases for PgStore {
         let worker = self.inner.worker.clone();
         self.with_client(move |client| async move {
             client
-                .execute(
-                    "DELETE FROM magrathea_leases WHERE run_id = ANY($1) AND owner = $2",
-                    &[&ids, &worker],
-                )
+                .execute(RELEASE_RUNS, &[&ids, &worker])
                 .await
                 .map_err(pg)?;
             Ok(())
@@ -394,10 +404,7 @@ pub(crate) fn release_all(store: &PgStore) -> Result<(), StoreError> {
         .clear();
     let worker = store.inner.worker.clone();
     store.with_client(move |client| async move {
-        client
-            .execute("DELETE FROM magrathea_leases WHERE owner = $1", &[&worker])
-            .await
-            .map_err(pg)?;
+        client.execute(RELEASE_ALL, &[&worker]).await.map_err(pg)?;
         crate::lanes::release_all(&client, &worker).await
     })
 }

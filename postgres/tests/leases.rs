@@ -490,3 +490,39 @@ async fn a_cancel_the_holder_never_takes_fails_and_is_withdrawn() {
         "the cancel is still posted for the run's next holder"
     );
 }
+
+/// A clean stop between two lost leases does not wipe the run's count of reclaims: the
+/// released lease is adopted at the count it had, so a task that kills every worker that runs
+/// it is still stopped at `max_claim_attempts`, however its workers come and go.
+#[test]
+fn a_released_lease_keeps_the_count_of_reclaims_before_it() {
+    let url = cluster().create_database();
+    let (a, b, c) = (
+        frozen_worker(&url, "a"),
+        frozen_worker(&url, "b"),
+        frozen_worker(&url, "c"),
+    );
+    let run = RunId::new();
+    a.commit(&[&start(run, None)]).unwrap();
+    assert_eq!(a.claim(run).unwrap(), Claim::Granted { reclaims: 0 });
+    std::thread::sleep(Duration::from_millis(400));
+    assert_eq!(b.reclaim_expired(10).unwrap(), vec![(run, 1)], "a lost it");
+
+    b.release_all().unwrap();
+    assert_eq!(
+        c.reclaim_expired(10).unwrap(),
+        vec![(run, 1)],
+        "adopted after a clean stop: no new reclaim, and the old one still counts"
+    );
+    std::thread::sleep(Duration::from_millis(400));
+    assert_eq!(
+        a.claim(run).unwrap(),
+        Claim::Granted { reclaims: 2 },
+        "c lost it"
+    );
+
+    // Released again, by the run's own list this time; a claim adopts it at the same count.
+    a.release(&[run]).unwrap();
+    assert_eq!(b.claim(run).unwrap(), Claim::Granted { reclaims: 2 });
+    assert_eq!(c.claim(run).unwrap(), Claim::Elsewhere, "b holds it");
+}
