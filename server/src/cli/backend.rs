@@ -528,16 +528,23 @@ async fn settled_with_tasks_ended(
     since_ms: u64,
 ) -> Result<RunView, RunError> {
     let due = std::time::Instant::now();
+    let mut unread = Unread::default();
     loop {
         let view = tokio::select! {
-            view = engine.wait_settled(run) => view?,
+            view = engine.wait_settled(run) => match unread.patience(view).await {
+                Some(view) => view?,
+                None => continue,
+            },
             () = waiting_through_sub_runs(engine, run) => return engine.run(run),
             e = store_failing(engine) => return Err(RunError::Store(e)),
         };
         if view.status == RunStatus::Waiting && due.elapsed() < DUE_PATIENCE {
             // A run resumed after a gate's timeout or its deadline fell due reads WAITING
             // until the engine has acted on the due timer, a moment later: not settled yet.
-            if has_due_timer(&engine.journal(run)?, super::pending::now_ms()) {
+            let Some(journal) = unread.patience(engine.journal(run)).await else {
+                continue;
+            };
+            if has_due_timer(&journal?, super::pending::now_ms()) {
                 let _ = tokio::time::timeout(
                     std::time::Duration::from_millis(50),
                     engine.wait_until(run, |s| s != RunStatus::Waiting),
@@ -551,7 +558,10 @@ async fn settled_with_tasks_ended(
         }
         // A paused run's sub-runs go on (they are paused separately): the attempts they run
         // in this process finish too, before it may stop.
-        let journal = engine.journal(run)?;
+        let Some(journal) = unread.patience(engine.journal(run)).await else {
+            continue;
+        };
+        let journal = journal?;
         if !has_running_task(&journal, |e| e.seq >= since)
             && !sub_runs_running(engine, &journal, since_ms, SUB_RUN_DEPTH)
         {
@@ -604,6 +614,46 @@ async fn store_failing(engine: &Engine) -> StoreError {
                 return e;
             }
             _ => since = None,
+        }
+    }
+}
+
+/// A store that cannot be read (a database that refuses connections): since when, to wait for
+/// it as for one that cannot commit.
+#[derive(Debug, Default)]
+struct Unread {
+    since: Option<std::time::Instant>,
+}
+
+impl Unread {
+    /// `None` while `read` failed on the store for less than [`STORE_PATIENCE`] (said on
+    /// stderr when it begins; the caller reads again after a pause); else `read` as it is.
+    async fn patience<T>(&mut self, read: Result<T, RunError>) -> Option<Result<T, RunError>> {
+        match read {
+            Err(RunError::Store(e)) => {
+                let began = *self.since.get_or_insert_with(|| {
+                    errln!(
+                        "  the store cannot be read ({e}): the run waits for it for up to {} s",
+                        STORE_PATIENCE.as_secs()
+                    );
+                    std::time::Instant::now()
+                });
+                if began.elapsed() >= STORE_PATIENCE {
+                    errln!(
+                        "  the run stays as journaled: `magrathea resume` carries it on once \
+                         the store answers again"
+                    );
+                    return Some(Err(RunError::Store(e)));
+                }
+                tokio::time::sleep(std::time::Duration::from_millis(500)).await;
+                None
+            }
+            other => {
+                if self.since.take().is_some() {
+                    errln!("  the store answers again; the run goes on");
+                }
+                Some(other)
+            }
         }
     }
 }

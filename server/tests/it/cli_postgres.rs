@@ -197,3 +197,59 @@ fn resume_says_it_waits_for_the_lease_of_a_run_a_killed_command_held() {
         "{said}"
     );
 }
+
+const NAP: &str = "\
+start: nap
+states:
+  nap: { type: timer_task, duration: 4s, on: { fired: done } }
+  done: { type: terminal, result: rested }
+";
+
+/// A database that refuses connections for a while: `magrathea run` says so and waits for it
+/// (up to 30 s), then carries the run on to its end, instead of exiting at the first failed
+/// read (docs/serving.md, "Health").
+#[test]
+fn run_waits_for_a_database_that_refuses_connections_for_a_while() {
+    use std::io::{BufRead, BufReader};
+    let url = cluster().create_database();
+    let database = url.rsplit('/').next().unwrap().to_owned();
+    let p = Project::new();
+    p.workflow("nap", NAP);
+    let mut run = p
+        .command(&["run", "nap", "--store", &url, "--json"])
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let (tx, rx) = std::sync::mpsc::channel();
+    let stderr = run.stderr.take().unwrap();
+    std::thread::spawn(move || {
+        for line in BufReader::new(stderr).lines() {
+            let _ = tx.send(line.unwrap());
+        }
+    });
+    let mut said = String::new();
+    let mut wait_for = |what: &str| {
+        while !said.contains(what) {
+            let line = match rx.recv_timeout(std::time::Duration::from_secs(30)) {
+                Ok(line) => line,
+                Err(e) => panic!("no {what:?} ({e}) in: {said}"),
+            };
+            said.push_str(&line);
+            said.push('\n');
+        }
+    };
+    wait_for("state nap");
+    cluster().psql(&format!(
+        "ALTER DATABASE {database} ALLOW_CONNECTIONS false; \
+         SELECT pg_terminate_backend(pid) FROM pg_stat_activity \
+         WHERE datname = '{database}' AND pid <> pg_backend_pid();"
+    ));
+    wait_for("waits for it");
+    cluster().psql(&format!("ALTER DATABASE {database} ALLOW_CONNECTIONS true"));
+    let out = run.wait_with_output().unwrap();
+    assert_eq!(out.status.code(), Some(0), "{said}");
+    let view: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(view["status"], "DONE", "{view}");
+    assert_eq!(view["result"], "rested");
+}
