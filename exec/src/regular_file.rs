@@ -11,19 +11,21 @@ use std::fs::File;
 use std::io::Read;
 use std::path::Path;
 
-/// The error for a file that is not a regular file.
-fn not_regular() -> std::io::Error {
-    std::io::Error::new(
-        std::io::ErrorKind::InvalidInput,
-        "not a regular file (a named pipe, a device or a socket)",
-    )
+/// What [`open`] refuses: a named pipe, a device or a socket.
+#[derive(Debug)]
+struct NotRegular;
+
+impl std::fmt::Display for NotRegular {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("not a regular file (a named pipe, a device or a socket)")
+    }
 }
+
+impl std::error::Error for NotRegular {}
 
 /// Whether `e` is the error of [`open`] for a file that is not a regular file.
 pub fn is_not_regular(e: &std::io::Error) -> bool {
-    e.kind() == std::io::ErrorKind::InvalidInput
-        && e.get_ref()
-            .is_some_and(|inner| inner.to_string().starts_with("not a regular file"))
+    e.get_ref().is_some_and(|inner| inner.is::<NotRegular>())
 }
 
 /// Opens `path` (following links, as `File::open` does) for reading without blocking on a
@@ -44,7 +46,10 @@ pub fn open(path: &Path) -> std::io::Result<File> {
         return Err(std::io::Error::from(std::io::ErrorKind::IsADirectory));
     }
     if !kind.is_file() {
-        return Err(not_regular());
+        return Err(std::io::Error::new(
+            std::io::ErrorKind::InvalidInput,
+            NotRegular,
+        ));
     }
     Ok(file)
 }
