@@ -18,6 +18,7 @@ mod runtime;
 mod schedules;
 mod serve;
 mod store;
+mod store_wait;
 mod validate;
 mod versions;
 
