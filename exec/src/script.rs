@@ -356,7 +356,7 @@ fn read_script(
             e.kind()
         ))
     };
-    let mut opened = crate::regular_file::open(&checked).map_err(cannot)?;
+    let opened = crate::regular_file::open(&checked).map_err(cannot)?;
     // What was opened is what was checked: a link swapped in between (by a step of the same
     // project) is refused, not followed.
     if opened_path(&opened).is_some_and(|real| real != checked) {
@@ -364,9 +364,9 @@ fn read_script(
             "[MAG-JS002] invalid script path `{path}`: it changed while it was opened"
         )));
     }
-    let mut text = String::new();
-    std::io::Read::read_to_string(&mut opened, &mut text).map_err(cannot)?;
-    Ok(text)
+    let bytes = crate::regular_file::read_opened(opened).map_err(cannot)?;
+    String::from_utf8(bytes)
+        .map_err(|_| cannot(std::io::Error::from(std::io::ErrorKind::InvalidData)))
 }
 
 /// The real path of an open file, where the system says it (`/proc/self/fd` on Linux).

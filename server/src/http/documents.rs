@@ -159,6 +159,12 @@ pub(crate) async fn get(
         {
             Err(not_found())
         }
+        // A file a step made far longer than any document (a sparse one costs it nothing).
+        Err(e) if magrathea_exec::regular_file::is_too_large(&e) => Err(ApiError::new(
+            StatusCode::UNPROCESSABLE_ENTITY,
+            "MAG-HTTP-422",
+            format!("document `{}` is {e}", p.path),
+        )),
         Err(e) => Err(ApiError::internal(e)),
     }
 }

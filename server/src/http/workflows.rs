@@ -266,16 +266,25 @@ impl DiagnosticDto {
 /// A failure is the code and message of its diagnostic.
 fn read_bounded(file: &Path, max: usize) -> Result<String, (&'static str, String)> {
     let unreadable = |e: std::io::Error| ("MAG-Y001", format!("cannot read the document: {e}"));
-    let f = magrathea_exec::regular_file::open(file).map_err(unreadable)?;
+    let too_large = || {
+        (
+            "MAG-Y002",
+            format!("the document is larger than {max} bytes, the most a workflow may have"),
+        )
+    };
+    let f = magrathea_exec::regular_file::open(file).map_err(|e| {
+        if magrathea_exec::regular_file::is_too_large(&e) {
+            too_large()
+        } else {
+            unreadable(e)
+        }
+    })?;
     let mut bytes = Vec::new();
     f.take(max as u64 + 1)
         .read_to_end(&mut bytes)
         .map_err(unreadable)?;
     if bytes.len() > max {
-        return Err((
-            "MAG-Y002",
-            format!("the document is larger than {max} bytes, the most a workflow may have"),
-        ));
+        return Err(too_large());
     }
     String::from_utf8(bytes).map_err(|_| ("MAG-Y001", "the document is not UTF-8 text".into()))
 }

@@ -771,3 +771,46 @@ async fn a_named_pipe_in_a_project_is_no_document_and_holds_no_thread() {
     }
     assert_eq!(answers.last().unwrap().1, 200, "healthz");
 }
+
+/// A step may make a sparse file of any length in no time (`truncate -s 100G`): the server
+/// looks at a project file's length before it reads it, and reads none longer than 16 MiB, so
+/// one request cannot fill its memory.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_huge_sparse_file_in_a_project_is_not_read() {
+    let s = Server::start().await;
+    let big = s.root.join("acme/shop/_vance/workflows/big.yaml");
+    std::fs::File::create(&big)
+        .unwrap()
+        .set_len(64 << 20)
+        .unwrap();
+    let r = s
+        .get(
+            "/brain/acme/project/shop/documents/workflows/big.yaml",
+            Some(ACME),
+        )
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(r.status(), 422);
+    let body: Value = r.json().await.unwrap();
+    assert!(
+        body["error"]["message"]
+            .as_str()
+            .unwrap()
+            .contains("the most the server reads"),
+        "{body}"
+    );
+    // The workflow listing reports it as a document over its limit.
+    let listed: Value = s
+        .get_json("/brain/acme/project/shop/workflows", Some(ACME))
+        .await;
+    assert!(listed.to_string().contains("MAG-Y002"), "{listed}");
+    let r = s
+        .post("/brain/acme/project/shop/workflows/big/start", Some(ACME))
+        .json(&json!({}))
+        .send()
+        .await
+        .unwrap();
+    let body = r.text().await.unwrap();
+    assert!(body.contains("the most the server reads"), "{body}");
+}
