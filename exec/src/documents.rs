@@ -100,6 +100,19 @@ pub enum DocumentError {
         #[source]
         text: NotUtf8Text,
     },
+    /// The file is longer than the server reads of a project file
+    /// ([`crate::regular_file::MAX_BYTES`]): an invalid document, located like every
+    /// diagnostic.
+    #[error(
+        "{}:1:1: [MAG-Y002] the document is longer than {} MiB, the most the server reads of a \
+         file of a project: a workflow document has at most 1 MiB",
+        path.display(),
+        crate::regular_file::MAX_BYTES >> 20
+    )]
+    TooLarge {
+        /// The file, as [`DocumentSource::label`] names it.
+        path: PathBuf,
+    },
     /// The file exists but could not be read.
     #[error("[MAG-DOC003] cannot read {path}: {message}")]
     Io {
@@ -429,6 +442,11 @@ impl DocumentSource {
     /// The [`DocumentError`] of an error reading `path` that is neither a missing file nor a
     /// link out.
     fn read_error(&self, path: &Path, e: &std::io::Error) -> DocumentError {
+        if crate::regular_file::is_too_large(e) {
+            return DocumentError::TooLarge {
+                path: self.label(path).into(),
+            };
+        }
         match NotUtf8Text::in_error(e) {
             Some(text) => DocumentError::NotUtf8 {
                 path: self.label(path).into(),

@@ -75,6 +75,9 @@ fn load(state: &AppState, scope: &Scope, name: &str) -> Result<Loaded, ApiError>
         }
         // Not UTF-8: an invalid document, located as its diagnostics are.
         Err(DocumentError::NotUtf8 { path, text }) => return Err(state.not_utf8(&path, text)),
+        Err(e @ DocumentError::TooLarge { .. }) => {
+            return Err(ApiError::invalid_document(vec![e.to_string()]));
+        }
         Err(e) => return Err(ApiError::internal(e)),
     };
     load_workflow(&state.label(&path), &text, &LoadOptions::default())

@@ -309,6 +309,9 @@ impl AppState {
             YamlStartError::Document(DocumentError::NotUtf8 { path, text }) => {
                 self.not_utf8(&path, text)
             }
+            YamlStartError::Document(e @ DocumentError::TooLarge { .. }) => {
+                ApiError::invalid_document(vec![e.to_string()])
+            }
             YamlStartError::Document(DocumentError::Io { path, message }) => ApiError::new(
                 StatusCode::INTERNAL_SERVER_ERROR,
                 "MAG-HTTP-500",

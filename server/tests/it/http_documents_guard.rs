@@ -811,6 +811,19 @@ async fn a_huge_sparse_file_in_a_project_is_not_read() {
         .send()
         .await
         .unwrap();
+    assert_eq!(r.status(), 422, "an invalid document, not a server error");
     let body = r.text().await.unwrap();
     assert!(body.contains("the most the server reads"), "{body}");
+    assert!(body.contains("[MAG-Y002]"), "{body}");
+    let r = s
+        .get("/brain/acme/project/shop/workflows/big/graph", Some(ACME))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(r.status(), 422);
+    let body = r.text().await.unwrap();
+    assert!(
+        body.contains("acme/shop/_vance/workflows/big.yaml:1:1: [MAG-Y002]"),
+        "{body}"
+    );
 }
