@@ -5,7 +5,10 @@
 //! * **Publishing** validates the draft, keeps the live `_vance/workflows/<name>.yaml` in the
 //!   history as `_vance/workflow-history/<name>/<sha256 of its text>.yaml` (written once,
 //!   never overwritten: the same hash is the same text), makes the draft the live document by
-//!   a temporary file and a rename, and removes the draft.
+//!   a temporary file and a rename, and removes the draft. The trigger documents a draft
+//!   carries (`_vance/workflow-drafts/<name>.triggers/{scheduler,events}/*.yaml`, as a Friday
+//!   graph's trigger nodes import) go live with it, under `_vance/scheduler/` and
+//!   `_vance/events/`.
 //! * **Archiving** writes the marker `_vance/workflow-state/<name>.yaml`; while it exists the
 //!   workflow refuses new starts (`[MAG-VR001]`) and runs already started finish. A marker file
 //!   of its own per workflow, rather than moving the document away, keeps the document where
@@ -67,6 +70,17 @@ pub enum VersionError {
         /// Which document, and where.
         message: String,
     },
+    /// The draft carries trigger documents, and whoever publishes may not declare triggers.
+    #[error(
+        "publishing '{name}' makes its draft's trigger documents live ({}): that needs the \
+         scopes `workflow.write` and `workflow.run`", .documents.join(", ")
+    )]
+    TriggersNeedRun {
+        /// The workflow.
+        name: String,
+        /// The trigger documents, as they would be published (`_vance/scheduler/x.yaml`).
+        documents: Vec<String>,
+    },
     /// The file system refused.
     #[error("cannot change the versions of '{name}': {message}")]
     Io {
@@ -86,6 +100,131 @@ pub struct Published {
     pub version: String,
     /// The SHA-256 of the replaced live text, now in the history; `None` on a first publish.
     pub previous: Option<String>,
+    /// The trigger documents the draft carried, now live (`_vance/scheduler/<n>.yaml`,
+    /// `_vance/events/<n>.yaml`); absent when it carried none.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub triggers: Vec<String>,
+    /// The texts of `triggers`, in their order (who published them is their writer).
+    #[serde(skip)]
+    pub trigger_texts: Vec<String>,
+}
+
+/// The directory of the trigger documents a draft carries.
+pub const DRAFT_TRIGGERS_SUFFIX: &str = ".triggers";
+
+/// Most trigger documents a draft carries.
+const MAX_DRAFT_TRIGGERS: usize = 100;
+
+/// Largest trigger document a draft carries, as the scan of live ones reads.
+const MAX_TRIGGER_BYTES: u64 = 256 * 1024;
+
+/// A trigger document a draft carries.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct DraftTrigger {
+    /// `scheduler` or `events`.
+    pub dir: &'static str,
+    /// Its name, the file name without `.yaml`.
+    pub name: String,
+    /// Its text.
+    pub text: String,
+}
+
+impl DraftTrigger {
+    /// Where it goes live, from the project: `_vance/<dir>/<name>.yaml`.
+    pub fn document(&self) -> String {
+        format!("_vance/{}/{}.yaml", self.dir, self.name)
+    }
+}
+
+/// `_vance/workflow-drafts/<name>.triggers/`: the trigger documents the draft of `name`
+/// carries, in `scheduler/` and `events/`.
+pub fn draft_triggers_dir(docs: &DocumentSource, scope: &Scope, name: &str) -> PathBuf {
+    vance(docs, scope)
+        .join(DRAFTS_DIR)
+        .join(format!("{name}{DRAFT_TRIGGERS_SUFFIX}"))
+}
+
+/// The trigger documents the draft of `name` carries, by directory and name, each checked
+/// ([`crate::triggers::documents::check_trigger_draft`]): every problem is a diagnostic of an
+/// invalid draft.
+pub fn draft_triggers(
+    docs: &DocumentSource,
+    scope: &Scope,
+    name: &str,
+) -> Result<Vec<DraftTrigger>, VersionError> {
+    let root = draft_triggers_dir(docs, scope, name);
+    let shown = |dir: &str, file: &str| {
+        format!(
+            "{}/{}/_vance/{DRAFTS_DIR}/{name}{DRAFT_TRIGGERS_SUFFIX}/{dir}/{file}",
+            scope.tenant, scope.project
+        )
+    };
+    let mut out = Vec::new();
+    let mut diagnostics = Vec::new();
+    for dir in ["scheduler", "events"] {
+        let path = root.join(dir);
+        let entries = match std::fs::read_dir(&path) {
+            Ok(entries) => entries,
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => continue,
+            Err(e) => return Err(io(name, "reading the draft's triggers", e)),
+        };
+        docs.confined_dir(&path)
+            .map_err(|e| io(name, "reading the draft's triggers", e))?;
+        let mut files: Vec<_> = entries.filter_map(Result::ok).collect();
+        files.sort_by_key(std::fs::DirEntry::file_name);
+        for entry in files {
+            let file = entry.file_name().to_string_lossy().into_owned();
+            if out.len() + diagnostics.len() >= MAX_DRAFT_TRIGGERS {
+                diagnostics.push(format!(
+                    "{}: [MAG-VR003] a draft carries at most {MAX_DRAFT_TRIGGERS} trigger \
+                     documents",
+                    shown(dir, "")
+                ));
+                break;
+            }
+            let stem = file.strip_suffix(".yaml").filter(|n| check_name(n).is_ok());
+            let regular = entry.file_type().is_ok_and(|t| t.is_file());
+            let (Some(stem), true) = (stem, regular) else {
+                diagnostics.push(format!(
+                    "{}: [MAG-VR003] expected a trigger document `<name>.yaml`, a regular file",
+                    shown(dir, &file)
+                ));
+                continue;
+            };
+            let too_long = entry.metadata().is_ok_and(|m| m.len() > MAX_TRIGGER_BYTES);
+            let text = if too_long {
+                Err(format!("longer than {MAX_TRIGGER_BYTES} bytes"))
+            } else {
+                docs.read_text(&entry.path()).map_err(|e| e.to_string())
+            };
+            match text.and_then(|text| {
+                crate::triggers::documents::check_trigger_draft(
+                    &shown(dir, &file),
+                    dir,
+                    stem,
+                    &text,
+                    name,
+                )
+                .map(|()| text)
+            }) {
+                Ok(text) => out.push(DraftTrigger {
+                    dir,
+                    name: stem.to_owned(),
+                    text,
+                }),
+                Err(e) if e.starts_with(&shown(dir, &file)) => diagnostics.push(e),
+                Err(e) => diagnostics.push(format!("{}: {e}", shown(dir, &file))),
+            }
+        }
+    }
+    if diagnostics.is_empty() {
+        Ok(out)
+    } else {
+        Err(VersionError::Invalid {
+            name: name.to_string(),
+            diagnostics,
+        })
+    }
 }
 
 /// One version of a workflow, as `versions` lists them.
@@ -159,13 +298,15 @@ fn read_optional(docs: &DocumentSource, path: &Path) -> std::io::Result<Option<S
     }
 }
 
-/// Publishes the project's draft of `name`: validates it, keeps the live document in the
-/// history under its hash, makes the draft live and removes it. An invalid draft changes
-/// nothing.
+/// Publishes the project's draft of `name`: validates it and the trigger documents it
+/// carries, keeps the live document in the history under its hash, makes the draft live with
+/// its trigger documents and removes it. An invalid draft changes nothing, nor does a draft
+/// with trigger documents when `may_add_triggers` is false.
 pub fn publish(
     docs: &DocumentSource,
     scope: &Scope,
     name: &str,
+    may_add_triggers: bool,
 ) -> Result<Published, VersionError> {
     checked(name)?;
     let _one = CHANGES.lock().unwrap_or_else(|e| e.into_inner());
@@ -183,14 +324,26 @@ pub fn publish(
             diagnostics: diags.iter().map(|d| d.to_string()).collect(),
         });
     }
+    let triggers = draft_triggers(docs, scope, name)?;
+    if !triggers.is_empty() && !may_add_triggers {
+        return Err(VersionError::TriggersNeedRun {
+            name: name.to_string(),
+            documents: triggers.iter().map(DraftTrigger::document).collect(),
+        });
+    }
     let live = live_path(docs, scope, name);
     // What publish writes stays in the project: no directory on the way may be a link out.
+    let trigger_dirs: Vec<PathBuf> = triggers
+        .iter()
+        .map(|t| vance(docs, scope).join(t.dir))
+        .collect();
     for dir in [
         live.parent(),
         Some(history_dir(docs, scope, name).as_path()),
     ]
     .into_iter()
     .flatten()
+    .chain(trigger_dirs.iter().map(PathBuf::as_path))
     {
         docs.confined_dir(dir)
             .map_err(|e| io(name, "checking where the versions are written", e))?;
@@ -218,11 +371,26 @@ pub fn publish(
     };
     write_atomically(&live, draft.as_bytes())
         .map_err(|e| io(name, "writing the live document", e))?;
+    // The triggers after the document they start, so none fires the old text; the draft goes
+    // last, so a publish cut short is done again by publishing again.
+    for t in &triggers {
+        let path = vance(docs, scope)
+            .join(t.dir)
+            .join(format!("{}.yaml", t.name));
+        write_atomically(&path, t.text.as_bytes())
+            .map_err(|e| io(name, "writing a trigger document", e))?;
+    }
+    if !triggers.is_empty() {
+        std::fs::remove_dir_all(draft_triggers_dir(docs, scope, name))
+            .map_err(|e| io(name, "removing the draft's triggers", e))?;
+    }
     std::fs::remove_file(&draft_path).map_err(|e| io(name, "removing the draft", e))?;
     Ok(Published {
         name: name.to_string(),
         version: sha256_hex(&draft),
         previous,
+        triggers: triggers.iter().map(DraftTrigger::document).collect(),
+        trigger_texts: triggers.into_iter().map(|t| t.text).collect(),
     })
 }
 
@@ -350,13 +518,13 @@ mod tests {
     fn a_first_publish_has_no_previous_and_a_second_keeps_the_first_in_history() {
         let (_d, docs, scope) = project();
         std::fs::write(docs.draft_path(&scope, "w"), VALID).unwrap();
-        let first = publish(&docs, &scope, "w").unwrap();
+        let first = publish(&docs, &scope, "w", true).unwrap();
         assert_eq!(first.previous, None);
         assert_eq!(first.version, sha256_hex(VALID));
         assert!(!docs.draft_path(&scope, "w").exists());
         let second_text = format!("description: two\n{VALID}");
         std::fs::write(docs.draft_path(&scope, "w"), &second_text).unwrap();
-        let second = publish(&docs, &scope, "w").unwrap();
+        let second = publish(&docs, &scope, "w", true).unwrap();
         assert_eq!(second.previous.as_deref(), Some(first.version.as_str()));
         let kept = history_dir(&docs, &scope, "w").join(format!("{}.yaml", first.version));
         assert_eq!(std::fs::read_to_string(kept).unwrap(), VALID);
@@ -370,12 +538,12 @@ mod tests {
     fn a_history_entry_with_other_text_is_never_overwritten() {
         let (_d, docs, scope) = project();
         std::fs::write(docs.draft_path(&scope, "w"), VALID).unwrap();
-        publish(&docs, &scope, "w").unwrap();
+        publish(&docs, &scope, "w", true).unwrap();
         let entry = history_dir(&docs, &scope, "w").join(format!("{}.yaml", sha256_hex(VALID)));
         std::fs::create_dir_all(entry.parent().unwrap()).unwrap();
         std::fs::write(&entry, "tampered").unwrap();
         std::fs::write(docs.draft_path(&scope, "w"), format!("tags: [x]\n{VALID}")).unwrap();
-        let err = publish(&docs, &scope, "w").unwrap_err();
+        let err = publish(&docs, &scope, "w", true).unwrap_err();
         assert!(err.to_string().contains("[MAG-VR004]"), "{err}");
         assert_eq!(std::fs::read_to_string(&entry).unwrap(), "tampered");
         assert_eq!(
@@ -396,11 +564,11 @@ mod tests {
             Err(VersionError::UnknownWorkflow(_))
         ));
         assert!(matches!(
-            publish(&docs, &scope, "../x"),
+            publish(&docs, &scope, "../x", true),
             Err(VersionError::InvalidName(_))
         ));
         assert!(matches!(
-            publish(&docs, &scope, "nodraft"),
+            publish(&docs, &scope, "nodraft", true),
             Err(VersionError::NoDraft(_))
         ));
     }

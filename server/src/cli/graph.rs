@@ -6,6 +6,7 @@
 //! `_vance/workflow-drafts/NAME.yaml`.
 
 use magrathea_server::editor_graph::{self, Layout};
+use magrathea_server::versions;
 use magrathea_yaml::{LoadOptions, load_workflow};
 
 use super::output::{errln, out};
@@ -76,6 +77,13 @@ fn import(loc: &Location, file: &std::path::Path, draft: Option<&str>) -> anyhow
             return Ok(EXIT_INVALID);
         }
     };
+    let triggers = match editor_graph::trigger_documents(&graph, name) {
+        Ok(t) => t,
+        Err(e) => {
+            errln!("{}: {e}", file.display());
+            return Ok(EXIT_INVALID);
+        }
+    };
     let yaml = serde_yaml_ng::to_string(&doc)?;
     let label = format!("{name}.yaml (imported)");
     if let Err(diags) = load_workflow(&label, &yaml, &LoadOptions::default()) {
@@ -92,6 +100,16 @@ fn import(loc: &Location, file: &std::path::Path, draft: Option<&str>) -> anyhow
         .join("workflow-drafts");
     std::fs::create_dir_all(&dir)?;
     let path = dir.join(format!("{name}.yaml"));
+    let triggers_dir = versions::draft_triggers_dir(project.docs(), &project.scope, name);
+    // Left by a draft removed by hand, they would go live with this one: say so instead.
+    if !triggers.is_empty() && triggers_dir.exists() {
+        errln!(
+            "{} exists already (the trigger documents of an earlier draft); remove it, or import \
+             under another --name",
+            triggers_dir.display()
+        );
+        return Ok(EXIT_INVALID);
+    }
     // A draft is someone's work in progress: an import never replaces one.
     let mut draft_file = match std::fs::OpenOptions::new()
         .write(true)
@@ -110,6 +128,14 @@ fn import(loc: &Location, file: &std::path::Path, draft: Option<&str>) -> anyhow
     };
     std::io::Write::write_all(&mut draft_file, yaml.as_bytes())?;
     out!("{}\n", path.display())?;
+    // Beside the draft, where they start nothing: publishing makes them live.
+    for t in &triggers {
+        let dir = triggers_dir.join(t.dir);
+        std::fs::create_dir_all(&dir)?;
+        let file = dir.join(format!("{}.yaml", t.name));
+        std::fs::write(&file, &t.text)?;
+        out!("{}\n", file.display())?;
+    }
     Ok(EXIT_OK)
 }
 

@@ -46,7 +46,7 @@ fn failed(e: &VersionError) -> u8 {
 /// makes the draft live.
 pub(crate) fn publish(loc: &Location, args: NameArgs) -> anyhow::Result<u8> {
     let project = Project::locate(loc)?;
-    match versions::publish(project.docs(), &project.scope, &args.name) {
+    match versions::publish(project.docs(), &project.scope, &args.name, true) {
         // The diagnostics name the draft from the tree's root (as the API shows them); here
         // they name it as `validate` does, from the project directory given.
         Err(VersionError::Invalid { name, diagnostics }) => {
@@ -72,6 +72,9 @@ pub(crate) fn publish(loc: &Location, args: NameArgs) -> anyhow::Result<u8> {
                     "  previous: {prev} (kept in _vance/workflow-history/{}/)",
                     p.name
                 )?;
+            }
+            for t in &p.triggers {
+                outln!("  trigger: {t}")?;
             }
             Ok(EXIT_OK)
         }

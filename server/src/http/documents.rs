@@ -359,33 +359,13 @@ pub(crate) async fn put(
             | std::io::ErrorKind::AlreadyExists => not_a_document(),
             _ => ApiError::internal(e),
         })?;
-    if trigger_doc || parts == ["settings.yaml"] {
-        // The runs a trigger starts carry its document's writer as `requestedBy`, so that a
-        // gate's `selfApproval: false` refuses whoever wrote the trigger as well as whoever
-        // its `runAs` names.
-        if trigger_doc
-            && let Err(e) = state.triggers.catalog().and_then(|catalog| {
-                let doc = project_rel(&parts);
-                crate::triggers::registry::record_writer(catalog, &scope, &doc, &text, &who.subject)
-                    .map_err(Into::into)
-            })
-        {
-            tracing::warn!(error = %e, "could not record who wrote the trigger document");
-        }
+    if trigger_doc {
+        let doc = project_rel(&parts);
+        warnings.extend(triggers_published(&state, &scope, &who, &[doc], &[text]));
+    } else if parts == ["settings.yaml"] {
         // Registrations follow the documents at once (settings hold webhook path tokens).
         if let Err(e) = state.triggers.resync(&state, &scope) {
             tracing::warn!(error = %e, "could not resync the project's triggers");
-        }
-        if let Ok(catalog) = state.triggers.catalog()
-            && let Ok(regs) = crate::triggers::registry::list(catalog, &scope, None)
-        {
-            let doc = project_rel(&parts);
-            warnings.extend(
-                regs.iter()
-                    .filter(|r| r.document == doc)
-                    .filter_map(|r| r.error.as_ref())
-                    .map(|e| format!("{doc}: {e}")),
-            );
         }
     }
     let status = if created {
@@ -394,6 +374,47 @@ pub(crate) async fn put(
         StatusCode::OK
     };
     Ok((status, Json(json!({ "path": rel, "warnings": warnings }))).into_response())
+}
+
+/// After `who` wrote the trigger documents `docs` (`_vance/…`, with their `texts`): records
+/// them as the writer, rebuilds the project's registrations and returns each document's
+/// registration errors (`<document>: <error>`).
+pub(crate) fn triggers_published(
+    state: &AppState,
+    scope: &Scope,
+    who: &super::auth::Principal,
+    docs: &[String],
+    texts: &[String],
+) -> Vec<String> {
+    // The runs a trigger starts carry its document's writer as `requestedBy`, so that a gate's
+    // `selfApproval: false` refuses whoever wrote the trigger as well as whoever its `runAs`
+    // names.
+    for (doc, text) in docs.iter().zip(texts) {
+        if let Err(e) = state.triggers.catalog().and_then(|catalog| {
+            crate::triggers::registry::record_writer(catalog, scope, doc, text, &who.subject)
+                .map_err(Into::into)
+        }) {
+            tracing::warn!(error = %e, "could not record who wrote the trigger document");
+        }
+    }
+    // Registrations follow the documents at once.
+    if let Err(e) = state.triggers.resync(state, scope) {
+        tracing::warn!(error = %e, "could not resync the project's triggers");
+    }
+    let mut warnings = Vec::new();
+    if let Ok(catalog) = state.triggers.catalog()
+        && let Ok(regs) = crate::triggers::registry::list(catalog, scope, None)
+    {
+        for doc in docs {
+            warnings.extend(
+                regs.iter()
+                    .filter(|r| &r.document == doc)
+                    .filter_map(|r| r.error.as_ref())
+                    .map(|e| format!("{doc}: {e}")),
+            );
+        }
+    }
+    warnings
 }
 
 /// `DELETE …/documents/{*path}` → 204 once the document is gone; 404 when there is none.

@@ -12,7 +12,7 @@ use serde_json::{Value, json};
 use super::auth::ApiScope;
 use super::error::ApiError;
 use super::state::AppState;
-use crate::versions::{self, Published, VersionError, Versions};
+use crate::versions::{self, VersionError, Versions};
 
 /// `{tenant}`, `{project}` and the workflow.
 #[derive(Debug, Deserialize)]
@@ -50,6 +50,7 @@ fn api_error(e: VersionError) -> ApiError {
         ),
         // Invalid, not the server's failure.
         VersionError::NotUtf8 { .. } => ApiError::invalid_document(vec![e.to_string()]),
+        VersionError::TriggersNeedRun { .. } => ApiError::forbidden(e.to_string()),
         VersionError::Io { .. } => ApiError::internal(e),
     }
 }
@@ -60,7 +61,7 @@ pub(crate) async fn publish(
     State(state): State<AppState>,
     Path(p): Path<WorkflowPath>,
     headers: HeaderMap,
-) -> Result<Json<Published>, ApiError> {
+) -> Result<Json<Value>, ApiError> {
     let who = state.authorize(&headers, &p.tenant, ApiScope::Write)?;
     let scope = state.scope(&p.tenant, &p.project)?;
     super::documents::check_automated(
@@ -69,12 +70,26 @@ pub(crate) async fn publish(
         &who,
         &format!("the live workflow `{}`", p.name),
     )?;
-    let docs = state.docs().clone();
-    let published = tokio::task::spawn_blocking(move || versions::publish(&docs, &scope, &p.name))
-        .await
-        .map_err(ApiError::internal)?
-        .map_err(api_error)?;
-    Ok(Json(published))
+    let (docs, may_add_triggers) = (state.docs().clone(), who.has(ApiScope::Run));
+    let (in_scope, name) = (scope.clone(), p.name.clone());
+    let published = tokio::task::spawn_blocking(move || {
+        versions::publish(&docs, &in_scope, &name, may_add_triggers)
+    })
+    .await
+    .map_err(ApiError::internal)?
+    .map_err(api_error)?;
+    let mut reply = serde_json::to_value(&published).map_err(ApiError::internal)?;
+    if !published.triggers.is_empty() {
+        let warnings = super::documents::triggers_published(
+            &state,
+            &scope,
+            &who,
+            &published.triggers,
+            &published.trigger_texts,
+        );
+        reply["warnings"] = json!(warnings);
+    }
+    Ok(Json(reply))
 }
 
 /// `GET …/workflows/{name}/versions` → `{name, archived, draft, versions: [{hash, state, at,

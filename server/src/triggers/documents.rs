@@ -123,6 +123,48 @@ pub(crate) fn parse_event_at(label: &str, text: &str) -> Result<EventDocument, S
     Ok(doc)
 }
 
+/// Checks a trigger document a draft carries (`dir` is `scheduler` or `events`, where it goes
+/// when published): that it is valid and starts `workflow`, and, for an event document, that
+/// it declares a webhook or a subscription. The message names the document as `label`.
+pub(crate) fn check_trigger_draft(
+    label: &str,
+    dir: &str,
+    name: &str,
+    text: &str,
+    workflow: &str,
+) -> Result<(), String> {
+    let starts = match dir {
+        "scheduler" => magrathea_yaml::scheduler::load_schedule(label, name, text)
+            .map_err(|d| d.to_string().trim().to_owned())?
+            .workflow()
+            .to_owned(),
+        "events" => {
+            let doc = parse_event_at(label, text)?;
+            if let Some(hook) = &doc.webhook {
+                hook.check().map_err(|e| format!("{label}: {e}"))?;
+            }
+            if let Some(sub) = &doc.subscribe {
+                magrathea_yaml::events::check_subscription(sub)
+                    .map_err(|e| format!("{label}: {e}"))?;
+            }
+            if doc.webhook.is_none() && doc.subscribe.is_none() {
+                return Err(format!(
+                    "{label}: declares neither a `webhook:` nor a `subscribe:` block"
+                ));
+            }
+            doc.workflow
+        }
+        other => return Err(format!("_vance/{other}/ holds no trigger documents")),
+    };
+    if starts != workflow {
+        return Err(format!(
+            "{label}: starts the workflow '{starts}'; a draft's triggers start that draft's \
+             workflow '{workflow}' only"
+        ));
+    }
+    Ok(())
+}
+
 fn event_registrations(
     docs: &DocumentSource,
     scope: &Scope,

@@ -22,7 +22,7 @@ mod chain;
 mod clock;
 pub mod dedupe;
 pub mod deliveries;
-mod documents;
+pub(crate) mod documents;
 mod hub;
 pub mod registry;
 mod scheduler;

@@ -374,8 +374,32 @@ fn a_friday_graph_with_a_trigger_and_an_approval_node_imports_and_runs() {
         "{text}"
     );
 
+    // The cron trigger node is a schedule the draft carries: it starts nothing until the
+    // draft is published (Friday §5.1), and then starts the published workflow.
+    let carried = p
+        .dir
+        .join("_vance/workflow-drafts/ship.triggers/scheduler/ship-t1.yaml");
+    assert!(stdout(&out).contains("ship-t1.yaml"), "{}", stdout(&out));
+    let schedule: Value =
+        serde_yaml_ng::from_str(&std::fs::read_to_string(&carried).unwrap()).unwrap();
+    assert_eq!(schedule["workflow"], "ship", "{schedule}");
+    assert_eq!(schedule["cron"], "0 0 6 * * *", "{schedule}");
+    assert_eq!(schedule["params"]["triggerNodeId"], "t1", "{schedule}");
+    assert_eq!(json(&p.cli(&["schedules", "list", "--json"])), json!([]));
+
     let published = p.cli(&["publish", "ship"]);
     assert_eq!(code(&published), 0, "{}", stderr(&published));
+    assert!(
+        stdout(&published).contains("trigger: _vance/scheduler/ship-t1.yaml"),
+        "{}",
+        stdout(&published)
+    );
+    assert!(!carried.exists());
+    let listed = json(&p.cli(&["schedules", "list", "--json"]));
+    assert_eq!(listed[0]["name"], "ship-t1", "{listed}");
+    assert_eq!(listed[0]["workflow"], "ship", "{listed}");
+    assert_eq!(listed[0]["timezone"], "UTC", "{listed}");
+    assert_eq!(listed[0]["active"], true, "{listed}");
     let ran = p.cli(&["run", "ship", "--json"]);
     assert_eq!(code(&ran), 3, "waits on the approval: {}", stderr(&ran));
     let items = json(&p.cli(&["inbox", "list", "--json"]));

@@ -59,6 +59,7 @@ mod http_ops;
 mod http_parallel;
 mod http_pause;
 mod http_pause_for_approval;
+mod http_publish_triggers;
 mod http_readers;
 mod http_rerun;
 mod http_retry;

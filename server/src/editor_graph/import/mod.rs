@@ -11,8 +11,10 @@ use std::fmt;
 use serde_json::{Map, Value, json};
 
 mod design_nodes;
+mod triggers;
 
 use design_nodes::{action_state, allowed_tools, approval_inbox, condition_rules};
+pub use triggers::{TriggerDocument, trigger_documents};
 
 /// Why a graph does not import.
 #[derive(Debug, Clone, PartialEq, Eq)]
