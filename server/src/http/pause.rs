@@ -7,8 +7,9 @@
 //! 200 `{pause|resume, run}`, where `pause` is `paused` or `alreadyPaused`, `resume` is
 //! `resumed`, and `run` the run (brief without `workflow.read`), its status `PAUSED` after a
 //! pause. The `/v1` routes add `status`, the run's status in Friday's words
-//! (`FridayWorkflowRunStatus`: `running` for a run that runs or waits, `paused` for a paused
-//! or blocked one, `completed`, `failed`, `cancelled`). 404 for a run that is not there (or not the caller's tenant's); 409
+//! (`FridayWorkflowRunStatus`: `running` for a run that runs or waits on a timer, a task or a
+//! child, `paused` for a paused or blocked one and one waiting on a gate, as Friday's approval
+//! node pauses its run, `completed`, `failed`, `cancelled`). 404 for a run that is not there (or not the caller's tenant's); 409
 //! `MAG-HTTP-PAUSE-STATE` for a run that has ended (or is being cancelled, or is blocked) on a
 //! pause, and for a run that is not paused on a resume. See [`Engine::pause`].
 //!
@@ -92,11 +93,12 @@ pub(crate) async fn v1_resume(
 }
 
 /// A run's status in Friday's words (`FridayWorkflowRunStatus`): a run that runs or waits
-/// for a timer, a child or a task is `running`; one that is paused, or blocked until its
-/// code is fixed, is `paused`; `DONE` is `completed`.
+/// for a timer, a child or a task is `running`; one that is paused, waits on a gate (Friday's
+/// approval node pauses its run), or is blocked until its code is fixed, is `paused`; `DONE`
+/// is `completed`.
 fn friday_run_status(status: RunStatus) -> &'static str {
     match status {
-        RunStatus::Paused | RunStatus::Blocked => "paused",
+        RunStatus::Paused | RunStatus::Waiting | RunStatus::Blocked => "paused",
         RunStatus::Done => "completed",
         RunStatus::Failed => "failed",
         RunStatus::Cancelled => "cancelled",
@@ -224,6 +226,16 @@ async fn control(
     };
     let (field, ack) = done.map_err(|e| match e {
         DeliverError::RunNotFound(_) => ApiError::not_found(format!("run `{run}` not found")),
+        // Waiting on a gate is Friday's paused run: say how such a run goes on.
+        e @ DeliverError::NotPaused(_, RunStatus::Waiting) => ApiError::new(
+            StatusCode::CONFLICT,
+            "MAG-HTTP-PAUSE-STATE",
+            format!(
+                "{e}; it waits on an inbox item: answer it (`POST \
+                 /v1/workflow-approvals/{{id}}/approve` or `/reject`, or the inbox's answer \
+                 route) to let it go on"
+            ),
+        ),
         e @ (DeliverError::NotPausable(..)
         | DeliverError::NotPaused(..)
         | DeliverError::Blocked(..)) => {

@@ -227,6 +227,45 @@ async fn a_paused_run_finishes_its_running_step_starts_no_next_one_and_resumes_t
     assert_eq!(status, 404);
 }
 
+/// Friday's approval node pauses its run (seed §5.6): a run waiting on an approval is `paused`
+/// in Friday's words, also after an operator's pause of it is resumed; a run on a timer runs.
+#[tokio::test]
+async fn a_run_waiting_on_an_approval_is_paused_in_fridays_words() {
+    let s = Server::start().await;
+    let base = format!("http://{}", s.addr);
+    let run = s.start_run("shop", "approve", json!({})).await;
+    s.wait_status("shop", &run, &["WAITING"]).await;
+    let v1 = |op: &str| format!("/v1/workflow-runs/{run}/{op}");
+    let (status, body) = control(&s.client, &base, &v1("pause"), ACME, json!({})).await;
+    assert_eq!((status, &body["status"]), (200, &json!("paused")), "{body}");
+    let (status, body) = control(&s.client, &base, &v1("resume"), ACME, json!({})).await;
+    assert_eq!(status, 200, "{body}");
+    assert_eq!(body["run"]["status"], "WAITING", "{body}");
+    assert_eq!(
+        body["status"], "paused",
+        "it still waits on the approval: {body}"
+    );
+    // A resume does not answer the approval: the refusal says what does.
+    let (status, body) = control(&s.client, &base, &v1("resume"), ACME, json!({})).await;
+    assert_eq!(status, 409, "{body}");
+    let message = body["error"]["message"].as_str().unwrap();
+    assert!(message.contains("/v1/workflow-approvals/"), "{message}");
+
+    write(&s.root.join("acme/shop/_vance/workflows/nap.yaml"), NAP);
+    let napping = s.start_run("shop", "nap", json!({})).await;
+    control(&s.client, &base, &brain(&napping, "pause"), ACME, json!({})).await;
+    let (status, body) = control(
+        &s.client,
+        &base,
+        &format!("/v1/workflow-runs/{napping}/resume"),
+        ACME,
+        json!({}),
+    )
+    .await;
+    assert_eq!(status, 200, "{body}");
+    assert_eq!(body["status"], "running", "{body}");
+}
+
 #[tokio::test]
 async fn a_timer_due_while_paused_takes_effect_on_resume_and_cancel_ends_a_paused_run() {
     let s = Server::start().await;
