@@ -694,3 +694,32 @@ fn export_import_export_gives_the_same_graph() {
     );
     assert_eq!(a, b, "export, import, export is identical");
 }
+
+/// Friday ends a run at a node without outgoing edges, and an approval's unbranched edge is its
+/// approval (seed 001 §5.7): imported, published and run, such a graph completes.
+#[test]
+fn an_imported_graph_completes_at_its_last_node() {
+    let p = Project::new();
+    let node = |id: &str, data: Value| json!({ "id": id, "type": "workflow_node", "position": { "x": 0, "y": 0 }, "data": data });
+    let graph = json!({
+        "schemaVersion": "1.0",
+        "reactFlowVersion": "11",
+        "nodes": [
+            node("first", json!({ "id": "first", "type": "action", "name": "first",
+                                  "config": { "actionType": "shell_task", "run": "echo one",
+                                              "dirName": "workspace" } })),
+            node("nap", json!({ "id": "nap", "type": "action", "name": "nap",
+                                "config": { "actionType": "timer_task", "duration": "0s" } })),
+        ],
+        "edges": [{ "id": "e0", "source": "first", "target": "nap" }],
+    });
+    let file = p.dir.join("leaf.graph.json");
+    std::fs::write(&file, graph.to_string()).unwrap();
+    let out = p.cli(&["graph", "import", file.to_str().unwrap(), "--name", "leaf"]);
+    assert_eq!(code(&out), 0, "{}", stderr(&out));
+    let published = p.cli(&["publish", "leaf"]);
+    assert_eq!(code(&published), 0, "{}", stderr(&published));
+    let ran = p.cli(&["run", "leaf", "--json"]);
+    assert_eq!(code(&ran), 0, "{}", stderr(&ran));
+    assert_eq!(json(&ran)["status"], "DONE");
+}

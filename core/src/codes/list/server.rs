@@ -181,12 +181,12 @@ pub(super) const CODES: &[ErrorCode] = &[
     },
     ErrorCode {
         code: "MAG-GR009",
-        meaning: "`magrathea graph import`: the file is not an editor graph (no `nodes`/`edges` arrays, an edge without `source`/`target`, or naming a node that is not there).",
+        meaning: "`magrathea graph import`: the file is not an editor graph (no `nodes`/`edges` arrays, an edge without `source`/`target`, or naming a node that is not there, a node whose `id` and `data.id` differ).",
         remedy: "Import a `FridayWorkflowEditorGraphV1` JSON, as the editor or `magrathea graph --format reactflow` writes it.",
     },
     ErrorCode {
         code: "MAG-GR010",
-        meaning: "`magrathea graph import`: a node cannot become a state (an action without `data.config.actionType`, or an unknown node type).",
+        meaning: "`magrathea graph import`: a node cannot become a state (an action without `data.config.actionType`, an unknown node type, an approval's unknown `onReject`, a condition routing one rule two ways or a case nowhere), or a trigger node cannot become a trigger document.",
         remedy: "Give action nodes their task type in `data.config.actionType`; use the node types action, approval, condition, terminal.",
     },
     ErrorCode {

@@ -36,7 +36,19 @@ pub(super) fn approval_inbox(
 ) -> Result<(), ImportError> {
     let user = spec.remove("approverUserId");
     let role = spec.remove("approverRole");
-    spec.remove("onReject");
+    match spec.remove("onReject") {
+        None | Some(Value::Null) => {}
+        Some(v) if v == "fail" || v == "reject_branch" => {}
+        Some(other) => {
+            return Err(err(
+                "MAG-GR010",
+                format!(
+                    "approval node '{id}' has onReject {other}: expected \"fail\" or \
+                     \"reject_branch\""
+                ),
+            ));
+        }
+    }
     if let Some(ms) = spec.remove("timeoutMs").filter(|v| !v.is_null()) {
         let ms = ms.as_f64().ok_or_else(|| {
             err(
@@ -216,6 +228,35 @@ pub(super) fn condition_rules(
                 ));
             }
             None => otherwise = Some(e.target.clone()),
+        }
+    }
+    // Each case is one rule, and a condition goes one way: two edges of one rule would leave
+    // the second never taken.
+    if let Some((label, _)) = cases
+        .iter()
+        .enumerate()
+        .find(|(i, _)| !rules.iter().any(|(order, _)| order == i))
+        .map(|(_, case)| case)
+    {
+        return Err(err(
+            "MAG-GR010",
+            format!("condition node '{id}': case '{label}' has no edge to where it leads"),
+        ));
+    }
+    for (n, (order, rule)) in rules.iter().enumerate() {
+        if let Some((_, twin)) = rules[..n]
+            .iter()
+            .find(|(o, r)| (*o == *order && *o != usize::MAX) || r["if"] == rule["if"])
+        {
+            return Err(err(
+                "MAG-GR010",
+                format!(
+                    "condition node '{id}' routes one rule to both '{}' and '{}': a condition \
+                     goes one way (to run both, fan out after it)",
+                    twin["to"].as_str().unwrap_or_default(),
+                    rule["to"].as_str().unwrap_or_default()
+                ),
+            ));
         }
     }
     // Stable: cases in their order, other rules after them in the order of the edges.

@@ -80,6 +80,14 @@ pub fn import(graph: &Value) -> Result<serde_yaml_ng::Value, ImportError> {
             "expected an editor graph: an object with 'nodes' and 'edges' arrays".into(),
         ));
     };
+    if let Some(version) = graph.get("schemaVersion")
+        && version != "1.0"
+    {
+        return Err(err(
+            "MAG-GR003",
+            format!("schemaVersion {version}: expected \"1.0\" (FridayWorkflowEditorGraphV1)"),
+        ));
+    }
     let mut states: BTreeMap<String, Map<String, Value>> = BTreeMap::new();
     let mut order = Vec::new();
     // Trigger nodes say what starts a run (a schedule, a webhook, an event): they are not
@@ -136,10 +144,12 @@ pub fn import(graph: &Value) -> Result<serde_yaml_ng::Value, ImportError> {
                 ));
             }
         }
+        // An edge without a branch is the node's normal way on (seed 001 §5.7: an approval
+        // continues "from approve branch (or normal outbound if unbranched)").
         let branch = e
             .pointer("/data/branch")
             .and_then(Value::as_str)
-            .unwrap_or("success")
+            .unwrap_or_else(|| normal_branch(&states[&source]))
             .to_owned();
         let catch = e
             .get("label")
@@ -268,6 +278,52 @@ pub fn import(graph: &Value) -> Result<serde_yaml_ng::Value, ImportError> {
     for (name, p) in parallels {
         doc_states.insert(name.into(), yaml(Value::Object(p)));
     }
+    // Friday ends a run at a node without outgoing edges; a document at a terminal state.
+    let leaves: Vec<&String> = top
+        .iter()
+        .filter(|id| !moved.contains(id))
+        .filter(|id| {
+            routes
+                .get(*id)
+                .is_none_or(|(on, catch)| on.is_empty() && catch.is_empty())
+        })
+        .filter(|id| {
+            // A decision has no one normal answer: its leaf is left for `validate` to name.
+            let decision = states[*id]
+                .get("inbox")
+                .and_then(|inbox| inbox.get("kind"))
+                .and_then(Value::as_str)
+                .is_some_and(|k| k.eq_ignore_ascii_case("DECISION"));
+            !decision
+                && !matches!(
+                    states[*id].get("type").and_then(Value::as_str),
+                    Some("terminal" | "condition_task")
+                )
+        })
+        .collect();
+    if !leaves.is_empty() {
+        let end = (1..)
+            .map(|n| {
+                if n == 1 {
+                    "end".to_owned()
+                } else {
+                    format!("end_{n}")
+                }
+            })
+            .find(|name| !doc_states.contains_key(name.as_str()) && !states.contains_key(name))
+            .expect("a free name");
+        for id in leaves {
+            if let Some(serde_yaml_ng::Value::Mapping(spec)) = doc_states.get_mut(id.as_str()) {
+                let mut on = serde_yaml_ng::Mapping::new();
+                on.insert(
+                    outcome_of(normal_branch(&states[id])).into(),
+                    end.as_str().into(),
+                );
+                spec.insert("on".into(), serde_yaml_ng::Value::Mapping(on));
+            }
+        }
+        doc_states.insert(end.into(), yaml(json!({ "type": "terminal" })));
+    }
     let mut doc = serde_yaml_ng::Mapping::new();
     doc.insert("start".into(), start.into());
     if let Some(tools) = allowed_tools(&states) {
@@ -275,6 +331,24 @@ pub fn import(graph: &Value) -> Result<serde_yaml_ng::Value, ImportError> {
     }
     doc.insert("states".into(), serde_yaml_ng::Value::Mapping(doc_states));
     Ok(serde_yaml_ng::Value::Mapping(doc))
+}
+
+/// The branch word of a state's normal way on, for an edge that names none: an approval's
+/// `approve`, a timer's `fired`, any other task's `success`.
+fn normal_branch(spec: &Map<String, Value>) -> &'static str {
+    match spec.get("type").and_then(Value::as_str) {
+        Some("timer_task") => "fired",
+        Some("gate_task")
+            if spec
+                .get("inbox")
+                .and_then(|inbox| inbox.get("kind"))
+                .and_then(Value::as_str)
+                .is_none_or(|k| k.eq_ignore_ascii_case("APPROVAL")) =>
+        {
+            "approve"
+        }
+        _ => "success",
+    }
 }
 
 /// `seconds` as a whole number when it is one.
@@ -292,6 +366,14 @@ fn state_of(n: &Value) -> Result<(String, Map<String, Value>), ImportError> {
     let Some(id) = n.get("id").and_then(Value::as_str) else {
         return Err(err("MAG-GR009", format!("node {n} has no 'id'")));
     };
+    if let Some(data_id) = n.pointer("/data/id").and_then(Value::as_str)
+        && data_id != id
+    {
+        return Err(err(
+            "MAG-GR009",
+            format!("node '{id}' has data.id '{data_id}': a node's id and data.id are one name"),
+        ));
+    }
     let mut spec = n
         .pointer("/data/config")
         .and_then(Value::as_object)
@@ -561,6 +643,125 @@ mod tests {
             e.contains("transform node") && e.contains("script_task"),
             "{e}"
         );
+    }
+
+    /// Friday ends a run at a node without outgoing edges: such a node's normal outcome
+    /// leads to a terminal state of its own name (`end`, or `end_2` when a node has that id).
+    #[test]
+    fn a_node_without_outgoing_edges_ends_the_run_at_a_terminal() {
+        let g = graph(
+            json!([
+                n(
+                    "a",
+                    "action",
+                    json!({ "actionType": "shell_task", "run": "true" })
+                ),
+                n(
+                    "end",
+                    "action",
+                    json!({ "actionType": "timer_task", "duration": "1s" })
+                ),
+                n("ok", "approval", json!({})),
+                n(
+                    "last",
+                    "action",
+                    json!({ "actionType": "shell_task", "run": "true" })
+                ),
+            ]),
+            json!([
+                { "source": "a", "target": "end", "data": { "branch": "success" } },
+                { "source": "a", "target": "ok", "data": { "branch": "failure" } },
+            ]),
+        );
+        let e = import(&g).unwrap_err();
+        assert_eq!(e.code, "MAG-GR012", "two starts: {e}");
+        let g = graph(
+            g["nodes"].clone(),
+            json!([
+                { "source": "a", "target": "end", "data": { "branch": "success" } },
+                { "source": "a", "target": "ok", "data": { "branch": "failure" } },
+                { "source": "ok", "target": "last" },
+            ]),
+        );
+        let doc = import(&g).unwrap();
+        let s = states(&doc);
+        assert_eq!(s["end"]["on"], json!({ "fired": "end_2" }), "{s}");
+        assert_eq!(s["last"]["on"], json!({ "success": "end_2" }), "{s}");
+        assert_eq!(s["end_2"], json!({ "type": "terminal" }), "{s}");
+        // An unbranched edge out of an approval is its approval (seed 001 §5.7).
+        assert_eq!(s["ok"]["on"], json!({ "approved": "last" }), "{s}");
+        assert_eq!(
+            s["a"]["on"],
+            json!({ "success": "end", "failure": "ok" }),
+            "{s}"
+        );
+    }
+
+    /// A condition goes one way: two edges of one rule, or a case no edge leads from, are
+    /// refused rather than imported as a rule never taken.
+    #[test]
+    fn a_condition_routing_one_rule_two_ways_or_a_case_nowhere_is_refused() {
+        let end = |id: &str| n(id, "terminal", json!({}));
+        let g = graph(
+            json!([
+                n(
+                    "c",
+                    "condition",
+                    json!({ "conditionType": "if", "expression": "true" })
+                ),
+                end("a"),
+                end("b"),
+            ]),
+            json!([
+                { "source": "c", "target": "a", "data": { "branch": "true" } },
+                { "source": "c", "target": "b", "data": { "branch": "true" } },
+            ]),
+        );
+        let e = import(&g).unwrap_err().to_string();
+        assert!(
+            e.contains("[MAG-GR010]") && e.contains("both 'a' and 'b'"),
+            "{e}"
+        );
+        let g = graph(
+            json!([
+                n(
+                    "c",
+                    "condition",
+                    json!({ "conditionType": "switch", "expression": "",
+                    "cases": [
+                        { "label": "hi", "expression": "#params['n'] > 9" },
+                        { "label": "lo", "expression": "#params['n'] < 3" },
+                    ] })
+                ),
+                end("a"),
+                end("b"),
+            ]),
+            json!([
+                { "source": "c", "target": "a", "data": { "branch": "true", "condition": "hi" } },
+                { "source": "c", "target": "b", "data": { "branch": "false" } },
+            ]),
+        );
+        let e = import(&g).unwrap_err().to_string();
+        assert!(e.contains("case 'lo' has no edge"), "{e}");
+    }
+
+    /// What a graph says that the import cannot keep is refused, not dropped.
+    #[test]
+    fn another_schema_version_a_node_of_two_names_and_an_unknown_on_reject_are_refused() {
+        let end = n("end", "terminal", json!({}));
+        let mut g = graph(json!([end.clone()]), json!([]));
+        g["schemaVersion"] = json!("2.0");
+        assert_eq!(import(&g).unwrap_err().code, "MAG-GR003");
+        let mut twice = end.clone();
+        twice["data"]["id"] = json!("other");
+        let e = import(&graph(json!([twice]), json!([]))).unwrap_err();
+        assert_eq!(e.code, "MAG-GR009", "{e}");
+        let g = graph(
+            json!([n("ok", "approval", json!({ "onReject": "explode" })), end]),
+            json!([{ "source": "ok", "target": "end", "data": { "branch": "approve" } }]),
+        );
+        let e = import(&g).unwrap_err().to_string();
+        assert!(e.contains("[MAG-GR010]") && e.contains("onReject"), "{e}");
     }
 
     #[test]

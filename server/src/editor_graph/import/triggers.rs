@@ -184,9 +184,14 @@ fn dedupe_key(path: &str) -> DedupeKey {
         .strip_prefix("$.")
         .or_else(|| path.strip_prefix("body."))
         .unwrap_or(path);
+    // `a[0].b` is `/a/0/b`.
     let pointer: String = dotted
-        .split('.')
-        .map(|segment| format!("/{}", segment.replace('~', "~0").replace('/', "~1")))
+        .split(['.', '['])
+        .filter(|segment| !segment.is_empty())
+        .map(|segment| {
+            let segment = segment.strip_suffix(']').unwrap_or(segment);
+            format!("/{}", segment.replace('~', "~0").replace('/', "~1"))
+        })
         .collect();
     DedupeKey::Pointer(pointer)
 }
@@ -282,6 +287,10 @@ mod tests {
         assert_eq!(dedupe_key("/a~1b"), DedupeKey::Pointer("/a~1b".into()));
         assert_eq!(dedupe_key("body.a.b"), DedupeKey::Pointer("/a/b".into()));
         assert_eq!(dedupe_key("id"), DedupeKey::Pointer("/id".into()));
+        assert_eq!(
+            dedupe_key("$.items[0].sku"),
+            DedupeKey::Pointer("/items/0/sku".into())
+        );
     }
 
     #[test]
