@@ -63,6 +63,7 @@ mod lanes;
 pub mod policy;
 pub mod regular_file;
 mod settings;
+pub mod settings_check;
 
 #[cfg(feature = "agent")]
 pub mod agent;

@@ -1,9 +1,12 @@
 //! `magrathea validate [NAME...]`: check workflow and scheduler documents without running
 //! anything.
 //!
-//! With no names, every `_vance/workflows/*.yaml` and every `_vance/scheduler/*.yaml` of the
-//! project is checked; a path to a file under `_vance/scheduler/` is checked as a schedule
-//! (`magrathea_yaml::scheduler::load_schedule`), any other name or path as a workflow.
+//! With no names, every `_vance/workflows/*.yaml`, `_vance/scheduler/*.yaml`,
+//! `_vance/events/*.yaml` and `_vance/hooks/*.yaml` of the project is checked, and its
+//! `_vance/settings.yaml`; a path is checked by where it lies: under `_vance/scheduler/` as a
+//! schedule (`magrathea_yaml::scheduler::load_schedule`), under `_vance/events/` or
+//! `_vance/hooks/` as the server reads those, `_vance/settings.yaml` (a tenant's under
+//! `_tenant/`) as settings; any other name or path as a workflow.
 //!
 //! Output: `ok: <path>` on stdout for each valid document; every error on stderr as
 //! `path:line:column: [MAG-Ynnn] message` and every warning as
@@ -18,10 +21,12 @@
 use std::path::{Path, PathBuf};
 
 use anyhow::Context;
+use magrathea_exec::settings_check::check_settings;
 use magrathea_exec::{DocumentError, NotUtf8Text};
+use magrathea_server::triggers::{check_event_document, check_hook_document};
 use magrathea_yaml::scheduler::load_schedule;
 use magrathea_yaml::{
-    Diagnostic, Diagnostics, LoadOptions, ProjectDocuments, load_workflow_checked,
+    Code, Diagnostic, Diagnostics, LoadOptions, ProjectDocuments, Severity, load_workflow_checked,
 };
 
 use super::output::{errln, is_stdout_closed, outln};
@@ -34,9 +39,12 @@ use super::{EXIT_FAILED, EXIT_OK, Location};
 Prints `ok: <path>` on stdout per valid document and every diagnostic on stderr as
 `path:line:column: [MAG-Ynnn] message`, warnings as `path:line:column: warning: [MAG-Ynnn] message`
 (warnings do not fail validation unless --strict).
-Without names, checks every `_vance/workflows/*.yaml` and `_vance/scheduler/*.yaml` of the
-project; a path under `_vance/scheduler/` is checked as a scheduler document (cron or at,
-workflow, timezone, overlap, catchupWindow, jitter; codes MAG-SCnnn).
+Without names, checks every `_vance/workflows/*.yaml`, `_vance/scheduler/*.yaml`,
+`_vance/events/*.yaml` and `_vance/hooks/*.yaml` of the project, and `_vance/settings.yaml`;
+a path under `_vance/scheduler/` is checked as a scheduler document (cron or at, workflow,
+timezone, overlap, catchupWindow, jitter; codes MAG-SCnnn), one under `_vance/events/` or
+`_vance/hooks/` as an event or hook document, and `_vance/settings.yaml` (a tenant's under
+`_tenant/_vance/`) as settings (types, and timeouts and limits in range).
 A script_task's script (a path without `${…}`) is looked up as a run would: one it would not
 find is an error (MAG-Y040).
 Exit codes: 0 all valid; 1 an error in some document, or a workflow not found, or (with
@@ -46,8 +54,8 @@ pub(crate) struct ValidateArgs {
     #[arg(long)]
     strict: bool,
     /// Workflow names (resolved like `run`: project, then tenant) or paths to `.yaml` files,
-    /// those under `_vance/scheduler/` read as schedules [default: every
-    /// `_vance/workflows/*.yaml` and `_vance/scheduler/*.yaml` of the project].
+    /// read by where they lie (schedules, events, hooks, settings, else workflows) [default:
+    /// every workflow, schedule, event and hook document of the project, and its settings].
     names: Vec<String>,
 }
 
@@ -68,6 +76,22 @@ pub(crate) fn validate(loc: &Location, args: ValidateArgs) -> anyhow::Result<u8>
                 docs.push((Kind::Schedule(stem(&path)), label(&path), read_named(&path)));
             }
         }
+        for (dir, kind) in [("events", Kind::Event), ("hooks", Kind::Hook)] {
+            let dir = project.dir.join("_vance").join(dir);
+            if dir.is_dir() {
+                for path in yaml_files(&dir)? {
+                    docs.push((kind.clone(), label(&path), read_named(&path)));
+                }
+            }
+        }
+        let settings = project.dir.join("_vance").join("settings.yaml");
+        if settings.is_file() && !docs.is_empty() {
+            docs.push((
+                Kind::Settings { tenant: false },
+                label(&settings),
+                read(&settings),
+            ));
+        }
         if docs.is_empty() {
             errln!("no workflows in {}", label(&dir));
             return Ok(EXIT_OK);
@@ -76,11 +100,7 @@ pub(crate) fn validate(loc: &Location, args: ValidateArgs) -> anyhow::Result<u8>
         for name in &args.names {
             if is_path(name) {
                 let path = Path::new(name);
-                let kind = if is_schedule(path) {
-                    Kind::Schedule(stem(path))
-                } else {
-                    Kind::Workflow
-                };
+                let kind = kind_of(path);
                 docs.push((kind, name.clone(), read(path)));
             } else {
                 match project.docs().workflow(&project.scope, name) {
@@ -132,7 +152,39 @@ pub(crate) fn validate(loc: &Location, args: ValidateArgs) -> anyhow::Result<u8>
                 load_workflow_checked(label, text, &LoadOptions::default(), lookup)
                     .map(|loaded| loaded.warnings)
             }
-            Kind::Schedule(name) => load_schedule(label, name, text).map(|_| Diagnostics::new()),
+            Kind::Schedule(name) => load_schedule(label, name, text).map(|schedule| {
+                let mut found = Diagnostics::new();
+                if let Some(w) = unknown_workflow(&project, label, text, schedule.workflow()) {
+                    found.push(w);
+                }
+                found
+            }),
+            // Checked by the server's own readers, whose messages say where when they can.
+            Kind::Event | Kind::Hook | Kind::Settings { .. } => {
+                let found = match kind {
+                    Kind::Event => check_event_document(label, text)
+                        .err()
+                        .into_iter()
+                        .collect(),
+                    Kind::Hook => check_hook_document(label, text).err().into_iter().collect(),
+                    Kind::Settings { tenant } => check_settings(label, text, *tenant),
+                    _ => Vec::new(),
+                };
+                if found.is_empty() {
+                    if stdout_open && let Err(e) = outln!("ok: {label}") {
+                        if !is_stdout_closed(&e) {
+                            return Err(e);
+                        }
+                        stdout_open = false;
+                    }
+                } else {
+                    invalid += 1;
+                    for f in found {
+                        errln!("{f}");
+                    }
+                }
+                continue;
+            }
         };
         match checked {
             Ok(mut found) => {
@@ -162,7 +214,7 @@ pub(crate) fn validate(loc: &Location, args: ValidateArgs) -> anyhow::Result<u8>
         }
     }
     if invalid > 0 {
-        let what = if docs.iter().any(|(k, ..)| matches!(k, Kind::Schedule(_))) {
+        let what = if docs.iter().any(|(k, ..)| !matches!(k, Kind::Workflow)) {
             "document(s)"
         } else {
             "workflow(s)"
@@ -177,12 +229,79 @@ pub(crate) fn validate(loc: &Location, args: ValidateArgs) -> anyhow::Result<u8>
     }
 }
 
+/// A warning when a schedule's `workflow` is neither the project's nor its tenant's: each of
+/// its ticks would fail to start it (as a `workflow_task` naming such a workflow is warned
+/// of). Said at the `workflow:` key.
+fn unknown_workflow(
+    project: &Project,
+    label: &str,
+    text: &str,
+    workflow: &str,
+) -> Option<Diagnostic> {
+    if workflow.contains("${") || project.docs().workflow(&project.scope, workflow).is_ok() {
+        return None;
+    }
+    let (line, column) = text
+        .lines()
+        .enumerate()
+        .find(|(_, l)| l.starts_with("workflow:"))
+        .map_or((1, 1), |(n, _)| (n + 1, 1));
+    Some(Diagnostic {
+        path: label.to_owned(),
+        line: u32::try_from(line).unwrap_or(u32::MAX),
+        column,
+        code: Code::UnknownSubWorkflow,
+        message: format!(
+            "[MAG-YA005] workflow '{workflow}' is neither the project's nor its tenant's \
+             (_vance/workflows/{workflow}.yaml): each tick would fail to start it"
+        ),
+        severity: Severity::Warning,
+    })
+}
+
 /// What a document is read as.
+#[derive(Clone)]
 enum Kind {
     /// A workflow, `_vance/workflows/<name>.yaml` or any other path.
     Workflow,
     /// A scheduler document, `_vance/scheduler/<name>.yaml`, with its name.
     Schedule(String),
+    /// An event document, `_vance/events/<name>.yaml`.
+    Event,
+    /// A hook document, `_vance/hooks/<name>.yaml`.
+    Hook,
+    /// `_vance/settings.yaml` of a project, or of a tenant (`_tenant/_vance/settings.yaml`).
+    Settings {
+        /// A tenant's.
+        tenant: bool,
+    },
+}
+
+/// What the file at `path` is read as, by where it lies: directly in `_vance/scheduler/`,
+/// `_vance/events/` or `_vance/hooks/`, or `_vance/settings.yaml`; any other file is a
+/// workflow.
+fn kind_of(path: &Path) -> Kind {
+    let mut dirs = path
+        .parent()
+        .into_iter()
+        .flat_map(Path::components)
+        .rev()
+        .map(|c| c.as_os_str().to_str());
+    let (dir, above) = (dirs.next().flatten(), dirs.next().flatten());
+    if dir == Some("_vance") && path.file_name().is_some_and(|f| f == "settings.yaml") {
+        return Kind::Settings {
+            tenant: above == Some("_tenant"),
+        };
+    }
+    if above != Some("_vance") {
+        return Kind::Workflow;
+    }
+    match dir {
+        Some("scheduler") => Kind::Schedule(stem(path)),
+        Some("events") => Kind::Event,
+        Some("hooks") => Kind::Hook,
+        _ => Kind::Workflow,
+    }
 }
 
 fn read(path: &Path) -> anyhow::Result<String> {
@@ -224,13 +343,6 @@ fn read_named(path: &Path) -> anyhow::Result<String> {
         anyhow::bail!("{}: {e}; rename the file", label(path));
     }
     read(path)
-}
-
-/// Whether `path` lies directly in a `_vance/scheduler/` directory.
-fn is_schedule(path: &Path) -> bool {
-    let mut dirs = path.parent().into_iter().flat_map(Path::components).rev();
-    let scheduler = dirs.next().is_some_and(|c| c.as_os_str() == "scheduler");
-    scheduler && dirs.next().is_some_and(|c| c.as_os_str() == "_vance")
 }
 
 /// The file name without its extension: a schedule's name.

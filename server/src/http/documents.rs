@@ -298,15 +298,14 @@ pub(crate) async fn put(
     }
     if parts == ["settings.yaml"] {
         // Settings that do not parse would be ignored for the defaults (and a project's tool
-        // settings fail closed): refused here instead, with where the problem is.
+        // settings fail closed), a value out of range for its own default: refused here
+        // instead, with where the problem is.
         let label = format!("{}/{}/_vance/settings.yaml", scope.tenant, scope.project);
-        if !text.trim().is_empty()
-            && let Err(e) =
-                magrathea_exec::yaml_text::from_str::<magrathea_exec::ProjectSettings>(&text)
-        {
+        let found = magrathea_exec::settings_check::check_settings(&label, &text, false);
+        if !found.is_empty() {
             return Err(ApiError {
-                message: "invalid settings document (1 error(s))".into(),
-                ..ApiError::invalid_document(vec![format!("{label}: {e}")])
+                message: format!("invalid settings document ({} error(s))", found.len()),
+                ..ApiError::invalid_document(found)
             });
         }
     }

@@ -123,6 +123,28 @@ pub(crate) fn parse_event_at(label: &str, text: &str) -> Result<EventDocument, S
     Ok(doc)
 }
 
+/// Checks an event document (`_vance/events/<name>.yaml`) as the server reads it: its keys
+/// and methods, its `webhook:` block's bounds and its `subscribe:` block's event and filter.
+/// The message names the document as `label`.
+pub fn check_event_document(label: &str, text: &str) -> Result<(), String> {
+    let doc = parse_event_at(label, text)?;
+    if let Some(hook) = &doc.webhook {
+        hook.check().map_err(|e| format!("{label}: {e}"))?;
+    }
+    if let Some(sub) = &doc.subscribe {
+        magrathea_yaml::events::check_subscription(sub).map_err(|e| format!("{label}: {e}"))?;
+    }
+    Ok(())
+}
+
+/// Checks a hook document (`_vance/hooks/<name>.yaml`) as the server reads it: its keys, its
+/// event, filter, script and timeout. The message names the document as `label`.
+pub fn check_hook_document(label: &str, text: &str) -> Result<(), String> {
+    let doc: HookDocument =
+        magrathea_exec::yaml_text::from_str(text).map_err(|e| e.located(label, "MAG-TR005"))?;
+    doc.check().map(drop).map_err(|e| format!("{label}: {e}"))
+}
+
 /// Checks a trigger document a draft carries (`dir` is `scheduler` or `events`, where it goes
 /// when published): that it is valid and starts `workflow`, and, for an event document, that
 /// it declares a webhook or a subscription. The message names the document as `label`.

@@ -36,7 +36,9 @@ use tokio::sync::Notify;
 
 pub use clock::{Clock, ManualClock, SystemClock};
 pub use deliveries::{Delivery, DeliveryPage, DeliveryQuery, DeliveryStatus, Retention};
-pub use documents::{load_schedule, projects, scan_scope};
+pub use documents::{
+    check_event_document, check_hook_document, load_schedule, projects, scan_scope,
+};
 pub(crate) use documents::{load_webhook, parse_event, parse_event_at};
 pub use registry::{Registration, Resynced, TriggerKind};
 pub use scheduler::{Cursor, NotFired, cursor, switched_off};

@@ -248,12 +248,27 @@ async fn documents_are_read_listed_and_written_with_validation() {
     let body: Value = r.json().await.unwrap();
     let first = body["error"]["diagnostics"][0].as_str().unwrap();
     assert!(
-        first.starts_with("acme/shop/_vance/settings.yaml: ") && first.contains("line"),
+        first.starts_with("acme/shop/_vance/settings.yaml:1:") && first.contains("[MAG-Y001]"),
         "{first}"
     );
     assert_eq!(
         std::fs::read_to_string(s.root.join("acme/shop/_vance/settings.yaml")).unwrap(),
         "events: {}\n"
+    );
+    // A value its setting cannot take would be ignored as well: refused at its place.
+    let r = put(
+        "settings.yaml",
+        "defaults:\n  taskTimeoutSeconds: -1\n",
+        ACME,
+    )
+    .await
+    .unwrap();
+    assert_eq!(r.status(), 422);
+    let body: Value = r.json().await.unwrap();
+    let first = body["error"]["diagnostics"][0].as_str().unwrap();
+    assert!(
+        first.starts_with("acme/shop/_vance/settings.yaml:2:23: [MAG-Y026]"),
+        "{first}"
     );
     let r = put("settings.yaml", "lanes:\n  maxConcurrentTasks: 2\n", ACME)
         .await

@@ -1,0 +1,188 @@
+//! Checking a settings file as a user writes it: `magrathea validate` and the documents API
+//! say what is wrong with `_vance/settings.yaml` (a project's) or `_tenant/_vance/settings.yaml`
+//! (a tenant's) before a run finds out. At run time an invalid file counts as absent (the
+//! defaults apply, and the server logs it); a value out of range counts as unset.
+
+use crate::settings::{ProjectSettings, TenantSettings, TimeoutDefaults};
+
+/// Every problem of a settings file's `text`, each as `label:line:column: [code] why`
+/// (`label: …` where no place is known): YAML that does not parse (`MAG-Y001`), a section this
+/// engine reads whose value has the wrong type (`MAG-Y001`), and values out of range
+/// (`MAG-Y026`): `defaults.taskTimeoutSeconds`, `defaults.gateTimeoutSeconds` and
+/// `shell.defaultTimeoutSeconds` must be positive numbers of seconds, `lanes.maxConcurrentTasks`
+/// and `shell.maxOutputBytes` at least 1. `tenant` says whose file it is (a tenant's takes
+/// other sections).
+#[must_use]
+pub fn check_settings(label: &str, text: &str, tenant: bool) -> Vec<String> {
+    let mut out = Vec::new();
+    let defaults = if tenant {
+        match crate::yaml_text::from_str::<Option<TenantSettings>>(text) {
+            Ok(s) => {
+                let s = s.unwrap_or_default();
+                positive(
+                    label,
+                    text,
+                    "shell.defaultTimeoutSeconds",
+                    "defaultTimeoutSeconds",
+                    Some(s.shell.default_timeout_seconds),
+                    &mut out,
+                );
+                s.defaults
+            }
+            Err(e) => return vec![e.located(label, "MAG-Y001")],
+        }
+    } else {
+        match crate::yaml_text::from_str::<Option<ProjectSettings>>(text) {
+            Ok(s) => {
+                let s = s.unwrap_or_default();
+                positive(
+                    label,
+                    text,
+                    "shell.defaultTimeoutSeconds",
+                    "defaultTimeoutSeconds",
+                    s.shell.default_timeout_seconds,
+                    &mut out,
+                );
+                for (path, key, value) in [
+                    (
+                        "lanes.maxConcurrentTasks",
+                        "maxConcurrentTasks",
+                        s.lanes.max_concurrent_tasks,
+                    ),
+                    (
+                        "shell.maxOutputBytes",
+                        "maxOutputBytes",
+                        s.shell.max_output_bytes,
+                    ),
+                ] {
+                    if value == 0 {
+                        out.push(format!(
+                            "{}[MAG-Y026] `{path}` is 0: expected at least 1",
+                            at(label, text, key)
+                        ));
+                    }
+                }
+                s.defaults
+            }
+            Err(e) => return vec![e.located(label, "MAG-Y001")],
+        }
+    };
+    let TimeoutDefaults {
+        task_timeout_seconds,
+        gate_timeout_seconds,
+    } = defaults;
+    for (path, key, value) in [
+        (
+            "defaults.taskTimeoutSeconds",
+            "taskTimeoutSeconds",
+            task_timeout_seconds,
+        ),
+        (
+            "defaults.gateTimeoutSeconds",
+            "gateTimeoutSeconds",
+            gate_timeout_seconds,
+        ),
+    ] {
+        positive(label, text, path, key, value, &mut out);
+    }
+    out
+}
+
+/// Reports `value` of the setting `path` (its last key `key`) unless it is unset or a
+/// positive finite number.
+fn positive(
+    label: &str,
+    text: &str,
+    path: &str,
+    key: &str,
+    value: Option<f64>,
+    out: &mut Vec<String>,
+) {
+    if let Some(v) = value
+        && !(v > 0.0 && v.is_finite())
+    {
+        out.push(format!(
+            "{}[MAG-Y026] `{path}` is {v}: expected a positive number of seconds (as it is, it \
+             is ignored)",
+            at(label, text, key)
+        ));
+    }
+}
+
+/// `label:line:column: ` of the value of the first `key:` in `text` (the settings' keys are
+/// distinct enough that the first is the one), else `label: `.
+fn at(label: &str, text: &str, key: &str) -> String {
+    for (n, line) in text.lines().enumerate() {
+        let trimmed = line.trim_start();
+        let Some(rest) = trimmed
+            .strip_prefix(key)
+            .and_then(|r| r.trim_start().strip_prefix(':'))
+        else {
+            continue;
+        };
+        let column = line.len() - rest.trim_start().len() + 1;
+        return format!("{label}:{}:{column}: ", n + 1);
+    }
+    format!("{label}: ")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn valid_and_empty_settings_have_no_problem() {
+        assert!(check_settings("s.yaml", "", false).is_empty());
+        assert!(check_settings("s.yaml", "# nothing yet\n", false).is_empty());
+        let text = "lanes: { maxConcurrentTasks: 2 }\ndefaults:\n  taskTimeoutSeconds: 600\nwebhooks: { a: { path: x } }\n";
+        assert!(check_settings("s.yaml", text, false).is_empty());
+        assert!(check_settings("t.yaml", "bounds: { maxTaskSpawns: 5 }\n", true).is_empty());
+    }
+
+    #[test]
+    fn broken_yaml_and_wrong_types_are_located() {
+        let found = check_settings(
+            "s.yaml",
+            "defaults:\n  taskTimeoutSeconds: 5\nworkspaces: [\n",
+            false,
+        );
+        assert_eq!(found.len(), 1, "{found:?}");
+        assert!(found[0].starts_with("s.yaml:"), "{found:?}");
+        assert!(found[0].contains("[MAG-Y001]"), "{found:?}");
+        let found = check_settings("s.yaml", "lanes:\n  maxConcurrentTasks: many\n", false);
+        assert!(
+            found[0].starts_with("s.yaml:2:") && found[0].contains("maxConcurrentTasks"),
+            "{found:?}"
+        );
+    }
+
+    #[test]
+    fn values_out_of_range_name_the_setting_at_its_place() {
+        let found = check_settings(
+            "s.yaml",
+            "defaults:\n  taskTimeoutSeconds: -5\n  gateTimeoutSeconds: 0\nlanes: { maxConcurrentTasks: 0 }\n",
+            false,
+        );
+        assert_eq!(found.len(), 3, "{found:?}");
+        assert!(
+            found
+                .iter()
+                .any(|f| f
+                    .starts_with("s.yaml:2:23: [MAG-Y026] `defaults.taskTimeoutSeconds` is -5")),
+            "{found:?}"
+        );
+        assert!(
+            found.iter().any(|f| f.contains("gateTimeoutSeconds")),
+            "{found:?}"
+        );
+        assert!(
+            found.iter().any(|f| f.contains("lanes.maxConcurrentTasks")),
+            "{found:?}"
+        );
+        let found = check_settings("t.yaml", "shell:\n  defaultTimeoutSeconds: -1\n", true);
+        assert!(
+            found[0].contains("shell.defaultTimeoutSeconds"),
+            "{found:?}"
+        );
+    }
+}

@@ -1,0 +1,130 @@
+//! `magrathea validate` checks the project's other documents as the server reads them: event
+//! and hook documents by where they lie, and `_vance/settings.yaml`, whose mistakes would
+//! otherwise show only as ignored settings at run time.
+
+use crate::cli_common;
+use cli_common::{Project, code, stderr, stdout};
+
+const HELLO: &str = "start: done\nstates:\n  done:\n    type: terminal\n";
+
+/// The reference's own event document (§8.6).
+const GITHUB_PR: &str = "\
+description: \"GitHub PR Hook → pr-review\"
+workflow: pr-review
+methods: [POST]
+auth:
+  tokenSetting: events.github.token
+";
+
+fn write(p: &Project, rel: &str, text: &str) {
+    let path = p.dir.join(rel);
+    std::fs::create_dir_all(path.parent().unwrap()).unwrap();
+    std::fs::write(path, text).unwrap();
+}
+
+#[test]
+fn event_and_hook_documents_are_checked_as_the_server_reads_them() {
+    let p = Project::new();
+    p.workflow("hello", HELLO);
+    write(&p, "_vance/events/github-pr.yaml", GITHUB_PR);
+    let ok = p.cli(&["validate", "_vance/events/github-pr.yaml"]);
+    assert_eq!(code(&ok), 0, "{}", stderr(&ok));
+    assert_eq!(stdout(&ok), "ok: _vance/events/github-pr.yaml\n");
+
+    write(
+        &p,
+        "_vance/events/typo.yaml",
+        "workflow: hello\nsubscribe:\n  event: workflow.run.faild\n",
+    );
+    write(
+        &p,
+        "_vance/hooks/notify.yaml",
+        "on: workflow.run.failed\nscript: notify.js\nfrobnicate: true\n",
+    );
+    let bad = p.cli(&["validate"]);
+    assert_eq!(code(&bad), 1, "{}", stdout(&bad));
+    let out = stdout(&bad);
+    assert!(
+        out.contains("ok: _vance/workflows/hello.yaml")
+            && out.contains("ok: _vance/events/github-pr.yaml"),
+        "{out}"
+    );
+    let err = stderr(&bad);
+    assert!(
+        err.contains("_vance/events/typo.yaml") && err.contains("workflow.run.failed"),
+        "the unknown event, with the one meant: {err}"
+    );
+    assert!(
+        err.contains("_vance/hooks/notify.yaml:3:1:") && err.contains("frobnicate"),
+        "the unknown key at its place: {err}"
+    );
+    assert!(err.contains("2 of 4 document(s) invalid"), "{err}");
+}
+
+#[test]
+fn settings_that_would_be_ignored_at_run_time_are_errors_at_their_place() {
+    let p = Project::new();
+    p.workflow("hello", HELLO);
+    write(
+        &p,
+        "_vance/settings.yaml",
+        "defaults:\n  taskTimeoutSeconds: 600\nlanes: { maxConcurrentTasks: 2 }\n",
+    );
+    let ok = p.cli(&["validate"]);
+    assert_eq!(code(&ok), 0, "{}", stderr(&ok));
+    assert!(
+        stdout(&ok).contains("ok: _vance/settings.yaml"),
+        "{}",
+        stdout(&ok)
+    );
+
+    write(
+        &p,
+        "_vance/settings.yaml",
+        "defaults:\n  taskTimeoutSeconds: -5\n",
+    );
+    let bad = p.cli(&["validate"]);
+    assert_eq!(code(&bad), 1);
+    assert!(
+        stderr(&bad).contains(
+            "_vance/settings.yaml:2:23: [MAG-Y026] `defaults.taskTimeoutSeconds` is -5: expected a positive number of seconds"
+        ),
+        "{}",
+        stderr(&bad)
+    );
+
+    write(
+        &p,
+        "_vance/settings.yaml",
+        "defaults:\n  taskTimeoutSeconds: 5\nworkspaces: [\n",
+    );
+    let bad = p.cli(&["validate", "_vance/settings.yaml"]);
+    assert_eq!(code(&bad), 1);
+    let err = stderr(&bad);
+    assert!(
+        err.starts_with("_vance/settings.yaml:") && err.contains("[MAG-Y001]"),
+        "{err}"
+    );
+}
+
+/// A schedule of a workflow that is not there is a warning, as a `workflow_task` of one is:
+/// each tick would fail to start it.
+#[test]
+fn a_schedule_of_an_unknown_workflow_is_a_warning_at_its_workflow_key() {
+    let p = Project::new();
+    p.workflow("hello", HELLO);
+    write(
+        &p,
+        "_vance/scheduler/nightly.yaml",
+        "cron: \"0 6 * * *\"\nworkflow: nope\n",
+    );
+    let out = p.cli(&["validate"]);
+    assert_eq!(code(&out), 0, "a warning: {}", stderr(&out));
+    assert!(
+        stderr(&out)
+            .contains("_vance/scheduler/nightly.yaml:2:1: warning: [MAG-YA005] workflow 'nope'"),
+        "{}",
+        stderr(&out)
+    );
+    assert_eq!(code(&p.cli(&["validate", "--strict"])), 1);
+}
