@@ -221,6 +221,8 @@ enum Mode {
     Comment,
     /// `$(…)`: like `Bare`, until its parentheses close.
     Command(u32),
+    /// `` `…` ``: like `Bare` (quotes start afresh inside), until the closing backquote.
+    Backtick,
     /// `$((…))`, until its parentheses close.
     Arithmetic(u32),
     Body(HereDoc),
@@ -244,6 +246,10 @@ fn spots(template: &Template) -> Vec<(Spot, bool)> {
 #[derive(Default)]
 struct Scan {
     stack: Vec<Mode>,
+    /// The `case … esac` statements open inside a `$(…)`: the depth of the stack they were
+    /// opened at, and their own parentheses open. A `)` that closes none of those ends a
+    /// pattern (`a) …;;`), not the `$(…)`.
+    cases: Vec<(usize, u32)>,
     pending: Vec<HereDoc>,
     spots: Vec<(Spot, bool)>,
     /// Whether the token just scanned was a backslash escaping the next one.
@@ -259,7 +265,7 @@ impl Scan {
 
     fn spot(&self) -> Spot {
         match self.mode() {
-            Mode::Bare | Mode::Comment | Mode::Command(_) => Spot::Bare,
+            Mode::Bare | Mode::Comment | Mode::Command(_) | Mode::Backtick => Spot::Bare,
             Mode::Double => Spot::Double,
             Mode::Single => Spot::Single,
             Mode::Arithmetic(_) => Spot::Unsafe("inside `$((…))`"),
@@ -304,12 +310,18 @@ impl Scan {
                 Mode::Bare | Mode::Command(_) => {
                     step = self.bare(c, toks, i, &ch);
                 }
+                Mode::Backtick if c == '`' => {
+                    self.stack.pop();
+                    self.word_start = false;
+                }
+                Mode::Backtick => step = self.bare(c, toks, i, &ch),
                 Mode::Double => match c {
                     '\\' => step = 2,
                     '"' => {
                         self.stack.pop();
                     }
                     '$' => step = self.dollar(i, &ch),
+                    '`' => self.stack.push(Mode::Backtick),
                     _ => {}
                 },
                 Mode::Single => {
@@ -328,6 +340,7 @@ impl Scan {
                 Mode::Body(doc) => match c {
                     '\\' if !doc.quoted => step = 2,
                     '$' if !doc.quoted => step = self.dollar(i, &ch),
+                    '`' if !doc.quoted => self.stack.push(Mode::Backtick),
                     _ => {}
                 },
             }
@@ -362,6 +375,7 @@ impl Scan {
             }
             '\'' => self.stack.push(Mode::Single),
             '"' => self.stack.push(Mode::Double),
+            '`' => self.stack.push(Mode::Backtick),
             '#' if word_start => self.stack.push(Mode::Comment),
             '$' => return self.dollar(i, ch),
             '<' if ch(i + 1) == Some('<') && ch(i + 2) != Some('<') => {
@@ -371,11 +385,61 @@ impl Scan {
             '\n' => self.newline(),
             _ => {
                 if let Mode::Command(depth) = *self.mode() {
-                    self.paren(c, depth, Mode::Command);
+                    if word_start && self.keyword(i, ch, "case") {
+                        self.cases.push((self.stack.len(), 0));
+                    } else if word_start && self.keyword(i, ch, "esac") {
+                        self.case_closed();
+                    } else if !self.case_pattern(c) {
+                        self.paren(c, depth, Mode::Command);
+                        // Cases opened inside a `$(…)` that closed are closed with it.
+                        let depth = self.stack.len();
+                        self.cases.retain(|(at, _)| *at <= depth);
+                    }
                 }
             }
         }
         1
+    }
+
+    /// Whether the word `word` starts at `i` (followed by a blank, `;`, `)` or the end).
+    fn keyword(&self, i: usize, ch: &impl Fn(usize) -> Option<char>, word: &str) -> bool {
+        word.chars().enumerate().all(|(k, w)| ch(i + k) == Some(w))
+            && ch(i + word.len()).is_none_or(|c| c.is_whitespace() || ";)".contains(c))
+    }
+
+    /// The `esac` of the innermost `case` open at this depth.
+    fn case_closed(&mut self) {
+        if self
+            .cases
+            .last()
+            .is_some_and(|(at, _)| *at == self.stack.len())
+        {
+            self.cases.pop();
+        }
+    }
+
+    /// Counts a parenthesis inside a `case` open at this depth; true when `c` ends one of its
+    /// patterns (a `)` closing none of the case's own parentheses), which no `$(…)` counts.
+    fn case_pattern(&mut self, c: char) -> bool {
+        let depth = self.stack.len();
+        let Some((at, open)) = self.cases.last_mut() else {
+            return false;
+        };
+        if *at != depth {
+            return false;
+        }
+        match c {
+            '(' => {
+                *open += 1;
+                false
+            }
+            ')' if *open == 0 => true,
+            ')' => {
+                *open -= 1;
+                false
+            }
+            _ => false,
+        }
     }
 
     /// A `$`: enters `$((…))` or `$(…)`; how many tokens it takes.
@@ -387,6 +451,8 @@ impl Scan {
             }
             (Some('('), _) => {
                 self.stack.push(Mode::Command(1));
+                // A command starts: its first word may be a keyword (`case`) or a comment.
+                self.word_start = true;
                 2
             }
             _ => 1,

@@ -145,3 +145,41 @@ fn a_placeholder_in_a_delimiter_is_refused_with_the_body() {
         ]
     );
 }
+
+/// Inside backquotes quoting starts afresh, also within double quotes: a placeholder there
+/// stands bare (and is quoted), and double quotes inside are the command's own.
+#[test]
+fn backquotes_start_their_own_quoting_inside_double_quotes() {
+    assert_eq!(
+        spots_of("echo \"A:`printf '%s|' ${params.v}`\""),
+        [Spot::Bare]
+    );
+    assert_eq!(
+        spots_of("echo \"C:`printf '%s|' \"${params.v}\"`\" ${params.v}"),
+        [Spot::Double, Spot::Bare]
+    );
+    assert_eq!(
+        spots_of("echo \"E:${UNSET:-`printf '%s|' ${params.v}`}\""),
+        [Spot::Bare]
+    );
+    assert_eq!(spots_of("echo `echo ${params.v}` \"${params.v}\""), [Spot::Bare, Spot::Double]);
+    let (text, _) = render("echo \"A:`printf '%s|' ${params.v}`\"", json!({"v": "x *"}));
+    assert_eq!(text, "echo \"A:`printf '%s|' \"${MAGRATHEA_SPLICE_1}\"`\"");
+}
+
+/// A `case` pattern's `)` inside `$(…)` ends the pattern, not the command substitution.
+#[test]
+fn a_case_pattern_inside_a_command_substitution_does_not_close_it() {
+    assert_eq!(
+        spots_of("echo \"2:$(case a in a) printf '%s|' ${params.v};; esac) ${params.v}\""),
+        [Spot::Bare, Spot::Double]
+    );
+    assert_eq!(
+        spots_of("x=$(case $1 in (a|b) echo ${params.v} ;; *) (cd /; echo ${params.v}) ;; esac) \"${params.v}\""),
+        [Spot::Bare, Spot::Bare, Spot::Double]
+    );
+    assert_eq!(
+        spots_of("echo \"3:$(printf '%s|' \"`echo ${params.v}`\")\""),
+        [Spot::Bare]
+    );
+}
