@@ -362,6 +362,21 @@ fn bounds(ctx: &mut Ctx<'_>, node: &YamlNode) -> Option<Bounds> {
     };
     b.max_total_cost_usd = non_negative(ctx, "maxTotalCostUsd");
     b.max_wallclock_seconds = non_negative(ctx, "maxWallclockSeconds");
+    // As `maxTaskSpawns: 0`: allowed, but a run of it can do nothing.
+    for key in ["maxWallclockSeconds", "runTimeoutMs"] {
+        if let Some(v) = node.get(key)
+            && ctx::seconds(v) == Some(0.0)
+        {
+            ctx.warn(
+                v.span,
+                Code::InvalidBounds,
+                format_args!(
+                    "bounds.{key} is 0: the deadline is the run's start, so every run fails \
+                     'bounds exhausted' at once; expected a positive number"
+                ),
+            );
+        }
+    }
     // Friday's spelling of the deadline, in milliseconds: one of the two, never both.
     if let Some(v) = node.get("runTimeoutMs") {
         if node.get("maxWallclockSeconds").is_some() {

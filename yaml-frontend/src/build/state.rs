@@ -522,6 +522,17 @@ fn condition(ctx: &mut Ctx<'_>, node: &YamlNode, what: &str) -> TaskSpec {
         ctx.wrong_type(list, &format!("'transitions' of {what}"), "a list of rules");
         return empty;
     };
+    if items.is_empty() {
+        ctx.error(
+            list.span,
+            Code::MissingField,
+            format_args!(
+                "{what} has an empty 'transitions' list: expected at least one {{if, to}} rule \
+                 or an {{else: <state>}}"
+            ),
+        );
+        return empty;
+    }
     let last = items.len().saturating_sub(1);
     for (i, item) in items.iter().enumerate() {
         let rw = format!("rule {} of {what}", i + 1);

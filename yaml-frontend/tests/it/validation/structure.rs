@@ -189,6 +189,11 @@ fn required_fields_per_type() {
         &doc("  a:\n    type: condition_task\n"),
         "wf.yaml:4:5: [MAG-Y006] state 'a' has no 'transitions': expected a list of {if, to} rules ending with an optional {else: <state>}",
     );
+    // An empty list routes nothing: every run of it would fail at the condition.
+    has(
+        &doc("  a:\n    type: condition_task\n    transitions: []\n"),
+        "wf.yaml:5:18: [MAG-Y006] state 'a' has an empty 'transitions' list: expected at least one {if, to} rule or an {else: <state>}",
+    );
     has(
         &doc("  a:\n    type: shell_task\n    run: 5\n"),
         "wf.yaml:5:10: [MAG-Y007] 'run' of state 'a' is an integer (5): expected a string",

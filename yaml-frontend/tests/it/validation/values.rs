@@ -95,6 +95,18 @@ fn max_task_spawns_of_zero_is_a_warning() {
         ]
     );
     assert_eq!(loaded.plan.bounds.max_task_spawns, Some(0));
+    // So is a deadline of 0, in either spelling.
+    for key in ["maxWallclockSeconds", "runTimeoutMs"] {
+        let text = format!("start: end\nbounds:\n  {key}: 0\nstates:\n{END}");
+        let loaded = load_workflow("wf.yaml", &text, &LoadOptions::default())
+            .unwrap_or_else(|d| panic!("{d}"));
+        let found: Vec<String> = loaded.warnings.iter().map(ToString::to_string).collect();
+        assert!(
+            found.iter().any(|w| w.starts_with("wf.yaml:3:")
+                && w.contains(&format!("[MAG-Y019] bounds.{key} is 0"))),
+            "{found:?}"
+        );
+    }
 }
 
 /// Every duration of a document is at most 100 years (3,155,760,000 s): longer ones, however
