@@ -41,9 +41,21 @@ impl<'p> Ctx<'p> {
 
     /// Reports every key of `map` not in `allowed`, with a did-you-mean.
     pub(crate) fn check_fields(&mut self, map: &YamlNode, allowed: &[&str], what: &str) {
+        self.check_fields_except(map, allowed, &[], what);
+    }
+
+    /// [`Self::check_fields`], leaving out `reported` (keys refused by a check of their own,
+    /// so neither reported again nor offered as expected).
+    pub(crate) fn check_fields_except(
+        &mut self,
+        map: &YamlNode,
+        allowed: &[&str],
+        reported: &[&str],
+        what: &str,
+    ) {
         for (k, _) in map.as_map().unwrap_or_default() {
             let Some(key) = k.key_text() else { continue };
-            if !allowed.contains(&key.as_str()) {
+            if !allowed.contains(&key.as_str()) && !reported.contains(&key.as_str()) {
                 let hint = suggest::hint(&key, allowed.iter().copied());
                 self.error(
                     k.span,

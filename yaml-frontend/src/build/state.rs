@@ -78,11 +78,17 @@ pub(super) fn build_state(
                 );
             }
         }
-        // The transition keys were reported above; keep them out of the unknown-field report.
-        allowed.push("transitions");
     }
+    // A terminal's transition keys and `compensate:` are refused by checks of their own: not
+    // reported again, nor offered as what a terminal takes.
+    let reported: &[&str] = if task_type == TaskType::Terminal {
+        allowed.retain(|k| !matches!(*k, "on" | "catch" | "retry" | "compensate"));
+        &["on", "catch", "retry", "compensate", "transitions"]
+    } else {
+        &[]
+    };
     let what_typed = format!("{what} ({})", task_type.as_str());
-    ctx.check_fields(node, &allowed, &what_typed);
+    ctx.check_fields_except(node, &allowed, reported, &what_typed);
 
     let description = ctx.opt_str(node, "description", &what);
     let timeout_seconds = node

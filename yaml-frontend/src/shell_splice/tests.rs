@@ -162,7 +162,10 @@ fn backquotes_start_their_own_quoting_inside_double_quotes() {
         spots_of("echo \"E:${UNSET:-`printf '%s|' ${params.v}`}\""),
         [Spot::Bare]
     );
-    assert_eq!(spots_of("echo `echo ${params.v}` \"${params.v}\""), [Spot::Bare, Spot::Double]);
+    assert_eq!(
+        spots_of("echo `echo ${params.v}` \"${params.v}\""),
+        [Spot::Bare, Spot::Double]
+    );
     let (text, _) = render("echo \"A:`printf '%s|' ${params.v}`\"", json!({"v": "x *"}));
     assert_eq!(text, "echo \"A:`printf '%s|' \"${MAGRATHEA_SPLICE_1}\"`\"");
 }
@@ -175,7 +178,9 @@ fn a_case_pattern_inside_a_command_substitution_does_not_close_it() {
         [Spot::Bare, Spot::Double]
     );
     assert_eq!(
-        spots_of("x=$(case $1 in (a|b) echo ${params.v} ;; *) (cd /; echo ${params.v}) ;; esac) \"${params.v}\""),
+        spots_of(
+            "x=$(case $1 in (a|b) echo ${params.v} ;; *) (cd /; echo ${params.v}) ;; esac) \"${params.v}\""
+        ),
         [Spot::Bare, Spot::Bare, Spot::Double]
     );
     assert_eq!(

@@ -156,6 +156,11 @@ fn unknown_fields_suggest_the_right_one() {
         "start: a\nstaets: {}\n",
         "wf.yaml:2:1: [MAG-Y005] unknown field 'staets' in the workflow document: expected one of [description, version, start, parameters, bounds, allowedTools, tags, defaults, onFailure, states] (did you mean 'states'?)",
     );
+    // A terminal is offered only what a terminal takes (its routes are refused on their own).
+    has(
+        "start: t\nstates:\n  t:\n    type: terminal\n    reslt: 1\n",
+        "wf.yaml:5:5: [MAG-Y005] unknown field 'reslt' in state 't' (terminal): expected one of [type, description, timeoutSeconds, storeAs, outcome, result] (did you mean 'result'?)",
+    );
 }
 
 #[test]
