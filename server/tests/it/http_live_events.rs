@@ -146,8 +146,9 @@ async fn a_pause_and_a_resume_are_events_of_the_tenants_stream() {
     tokio::time::sleep(Duration::from_millis(200)).await;
     let run = s.start_run("shop", "approve", json!({})).await;
     read_until(&mut acme, &mut buf, "workflow.approval.requested").await;
-    // Friday's words: paused, then running again (waiting at its approval).
-    for (op, word) in [("pause", "paused"), ("resume", "running")] {
+    // Friday's words: paused, and still paused once resumed, as it waits at its approval
+    // (Friday's approval node pauses its run).
+    for (op, word) in [("pause", "paused"), ("resume", "paused")] {
         let r = s
             .post(&format!("/v1/workflow-runs/{run}/{op}"), Some(ACME))
             .json(&json!({"reason": "audit"}))
