@@ -339,11 +339,10 @@ fn json_field(node: &YamlNode, key: &str) -> Value {
 /// `MAG-Y028`: a placeholder in a shell command is code injection waiting for a value with a
 /// quote or `;`. One error per placeholder, naming the variable that carries its value.
 fn check_splice(ctx: &mut Ctx<'_>, node: &YamlNode, run: &str, what: &str) {
-    let span = node.get("run").map_or(node.span, |n| n.span);
     for p in crate::template::parse_placeholders(run) {
         let (shown, env) = splice_names(&p);
         ctx.error(
-            span,
+            placeholder_span(node, run, &p),
             Code::ShellSplice,
             format_args!(
                 "run of {what} splices '{shown}' into the shell command under `splice: none`: \
@@ -361,11 +360,10 @@ fn check_splice_spots(ctx: &mut Ctx<'_>, node: &YamlNode, run: &str, what: &str)
     let Some(command) = crate::shell_splice::ShellCommand::parse(run) else {
         return;
     };
-    let span = node.get("run").map_or(node.span, |n| n.span);
     for (p, place) in command.unsafe_spots() {
         let (shown, env) = splice_names(p);
         ctx.error(
-            span,
+            placeholder_span(node, run, p),
             Code::ShellSplice,
             format_args!(
                 "run of {what} has '{shown}' {place}, where no value can be spliced as data: \
@@ -373,6 +371,17 @@ fn check_splice_spots(ctx: &mut Ctx<'_>, node: &YamlNode, run: &str, what: &str)
             ),
         );
     }
+}
+
+/// Where placeholder `p` of the state's `run:` text stands in the document (the start of
+/// `run:`'s value where the scalar's text is not the document's, folded or escaped).
+fn placeholder_span(node: &YamlNode, run: &str, p: &crate::template::Placeholder) -> Span {
+    node.get("run").map_or(node.span, |n| {
+        n.span_at(
+            run.get(..p.offset)
+                .map_or(0, |before| before.chars().count()),
+        )
+    })
 }
 
 /// A placeholder as written, and the variable that carries its value.

@@ -317,7 +317,7 @@ async fn a_placeholder_in_a_shell_command_gives_the_value_as_data_unless_splice_
     assert!(
         errors
             .iter()
-            .any(|e| e.starts_with("w.yaml:7:10: [MAG-Y028]")
+            .any(|e| e.starts_with("w.yaml:7:24: [MAG-Y028]")
                 && e.contains("\"$MAGRATHEA_PARAM_BRANCH\"")
                 && e.contains("splice: none")),
         "{errors:?}"
@@ -334,7 +334,7 @@ async fn a_placeholder_in_a_shell_command_gives_the_value_as_data_unless_splice_
         };
     assert_eq!(errors.len(), 1, "{errors:?}");
     assert!(
-        errors[0].starts_with("w.yaml:7:10: [MAG-Y028]")
+        errors[0].starts_with("w.yaml:7:20: [MAG-Y028]")
             && errors[0].contains("'${params.n}' inside `$((…))`")
             && errors[0].contains("\"$MAGRATHEA_PARAM_N\""),
         "{errors:?}"
