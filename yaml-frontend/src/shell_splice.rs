@@ -223,9 +223,24 @@ enum Mode {
     Command(u32),
     /// `` `…` ``: like `Bare` (quotes start afresh inside), until the closing backquote.
     Backtick,
+    /// A parameter expansion `${…}` (not a placeholder), until its braces close.
+    Param(Param),
     /// `$((…))`, until its parentheses close.
     Arithmetic(u32),
     Body(HereDoc),
+}
+
+/// Where a parameter expansion `${NAME…}` is.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+struct Param {
+    /// Braces open, its own included.
+    depth: u32,
+    /// Within double quotes.
+    in_double: bool,
+    /// Past its operator: `Some(true)` after `#`, `%` or `/` (a pattern follows, whose
+    /// unquoted characters match rather than stand for themselves), `Some(false)` after any
+    /// other (`:-`, `+`, …: a word follows).
+    pattern: Option<bool>,
 }
 
 /// Where each placeholder of `template` stands, in order, and whether a backslash escaping
@@ -266,6 +281,9 @@ impl Scan {
     fn spot(&self) -> Spot {
         match self.mode() {
             Mode::Bare | Mode::Comment | Mode::Command(_) | Mode::Backtick => Spot::Bare,
+            // In a pattern a value must be quoted to be itself, within double quotes too.
+            Mode::Param(p) if p.pattern == Some(true) || !p.in_double => Spot::Bare,
+            Mode::Param(_) => Spot::Double,
             Mode::Double => Spot::Double,
             Mode::Single => Spot::Single,
             Mode::Arithmetic(_) => Spot::Unsafe("inside `$((…))`"),
@@ -315,6 +333,7 @@ impl Scan {
                     self.word_start = false;
                 }
                 Mode::Backtick => step = self.bare(c, toks, i, &ch),
+                Mode::Param(p) => step = self.param(c, p, i, &ch),
                 Mode::Double => match c {
                     '\\' => step = 2,
                     '"' => {
@@ -455,8 +474,55 @@ impl Scan {
                 self.word_start = true;
                 2
             }
+            // A placeholder is a token of its own: `${` in the text is a parameter expansion.
+            (Some('{'), _) => {
+                let in_double = matches!(self.mode(), Mode::Double | Mode::Body(_))
+                    || matches!(self.mode(), Mode::Param(p) if p.in_double);
+                self.stack.push(Mode::Param(Param {
+                    depth: 1,
+                    in_double,
+                    pattern: None,
+                }));
+                2
+            }
             _ => 1,
         }
+    }
+
+    /// A character inside a parameter expansion `${…}`; how many tokens it takes. Quotes
+    /// start afresh inside (as the shells read `"${X#"$v"}"`), except single quotes in the
+    /// word of one within double quotes, which stand for themselves.
+    fn param(
+        &mut self,
+        c: char,
+        mut p: Param,
+        i: usize,
+        ch: &impl Fn(usize) -> Option<char>,
+    ) -> usize {
+        let at = self.stack.len() - 1;
+        let mut step = 1;
+        match c {
+            '\\' => step = 2,
+            '"' => self.stack.push(Mode::Double),
+            '\'' if p.pattern == Some(true) || !p.in_double => self.stack.push(Mode::Single),
+            '`' => self.stack.push(Mode::Backtick),
+            '$' => step = self.dollar(i, ch),
+            '{' => p.depth += 1,
+            '}' => p.depth -= 1,
+            '#' | '%' | '/' if p.pattern.is_none() && i > 0 && ch(i - 1) != Some('{') => {
+                p.pattern = Some(true);
+            }
+            ':' | '-' | '=' | '?' | '+' if p.pattern.is_none() => p.pattern = Some(false),
+            _ => {}
+        }
+        // The expansion itself, under whatever was just entered.
+        if p.depth == 0 {
+            // Nothing was entered on its closing brace.
+            self.stack.pop();
+        } else {
+            self.stack[at] = Mode::Param(p);
+        }
+        step
     }
 
     /// Counts a parenthesis of a `$(…)` or `$((…))`; leaves it when they balance.
@@ -472,9 +538,10 @@ impl Scan {
         }
     }
 
-    /// An unquoted newline: a here-document announced on the line starts.
+    /// An unquoted newline: a here-document announced on the line starts (also inside a
+    /// `$(…)` or backquotes, whose body it is then).
     fn newline(&mut self) {
-        if matches!(self.mode(), Mode::Bare) {
+        if matches!(self.mode(), Mode::Bare | Mode::Command(_) | Mode::Backtick) {
             self.next_body();
         }
     }

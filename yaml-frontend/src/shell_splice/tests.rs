@@ -188,3 +188,37 @@ fn a_case_pattern_inside_a_command_substitution_does_not_close_it() {
         [Spot::Bare]
     );
 }
+
+/// A here-document inside `$(…)` or backquotes is a here-document: its value is spliced
+/// unquoted, as the body takes it.
+#[test]
+fn a_here_document_inside_a_command_substitution_is_one() {
+    assert_eq!(
+        spots_of("x=$(cat <<EOF\n${params.v}\nEOF\n)\necho ${params.v}"),
+        [Spot::HereDoc, Spot::Bare]
+    );
+    assert_eq!(
+        spots_of("x=`cat <<EOF\n${params.v}\nEOF\n`"),
+        [Spot::HereDoc]
+    );
+}
+
+/// In the pattern of `${X#…}`, `${X%…}` or `${X/…}` an unquoted value would match as a
+/// pattern: it is quoted there, within double quotes too; in the word of `${X:-…}` it is
+/// spliced as around it; quotes inside start afresh.
+#[test]
+fn a_placeholder_in_a_parameter_expansion_is_quoted_where_it_would_be_a_pattern() {
+    assert_eq!(
+        spots_of("echo \"${X#${params.v}}\" \"${X%%${params.v}}\" \"${X/${params.v}/y}\""),
+        [Spot::Bare, Spot::Bare, Spot::Bare]
+    );
+    assert_eq!(
+        spots_of("echo \"${X:-${params.v}}\" ${X:-${params.v}} \"${#X}${params.v}\""),
+        [Spot::Double, Spot::Bare, Spot::Double]
+    );
+    assert_eq!(
+        spots_of("echo \"${X#\"${params.v}\"}\" ${params.v}"),
+        [Spot::Double, Spot::Bare]
+    );
+    assert_eq!(spots_of("echo \"${X:-${Y:-${params.v}}}\""), [Spot::Double]);
+}
