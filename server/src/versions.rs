@@ -161,6 +161,29 @@ pub fn draft_triggers(
     };
     let mut out = Vec::new();
     let mut diagnostics = Vec::new();
+    // Only schedules and event documents go live with a draft: anything else beside them
+    // (a hook, which runs JavaScript, is written through the documents API) refuses the
+    // publish rather than vanishing with the directory.
+    if let Ok(entries) = std::fs::read_dir(&root) {
+        let mut others: Vec<String> = entries
+            .filter_map(Result::ok)
+            .filter(|e| {
+                let name = e.file_name();
+                !(matches!(name.to_str(), Some("scheduler" | "events"))
+                    && e.file_type().is_ok_and(|t| t.is_dir()))
+            })
+            .map(|e| e.file_name().to_string_lossy().into_owned())
+            .take(MAX_DRAFT_TRIGGERS)
+            .collect();
+        others.sort();
+        for other in others {
+            diagnostics.push(format!(
+                "{}: [MAG-VR003] a draft carries trigger documents in scheduler/ and events/ \
+                 only; write hooks and other documents through the documents API",
+                shown("", &other).replace("//", "/")
+            ));
+        }
+    }
     for dir in ["scheduler", "events"] {
         let path = root.join(dir);
         let entries = match std::fs::read_dir(&path) {

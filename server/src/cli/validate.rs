@@ -85,15 +85,17 @@ pub(crate) fn validate(loc: &Location, args: ValidateArgs) -> anyhow::Result<u8>
             }
         }
         let settings = project.dir.join("_vance").join("settings.yaml");
-        if settings.is_file() && !docs.is_empty() {
+        if settings.is_file() {
             docs.push((
                 Kind::Settings { tenant: false },
                 label(&settings),
                 read(&settings),
             ));
         }
-        if docs.is_empty() {
+        if !docs.iter().any(|(k, ..)| matches!(k, Kind::Workflow)) {
             errln!("no workflows in {}", label(&dir));
+        }
+        if docs.is_empty() {
             return Ok(EXIT_OK);
         }
     } else {

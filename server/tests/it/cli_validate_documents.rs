@@ -93,6 +93,21 @@ fn settings_that_would_be_ignored_at_run_time_are_errors_at_their_place() {
         stderr(&bad)
     );
 
+    // Also in a project without workflows yet.
+    std::fs::remove_file(p.dir.join("_vance/workflows/hello.yaml")).unwrap();
+    let bad = p.cli(&["validate"]);
+    assert_eq!(code(&bad), 1, "{}", stderr(&bad));
+    assert!(
+        stderr(&bad).contains("no workflows in _vance/workflows"),
+        "{}",
+        stderr(&bad)
+    );
+    assert!(
+        stderr(&bad).contains("_vance/settings.yaml:2:23:"),
+        "{}",
+        stderr(&bad)
+    );
+
     write(
         &p,
         "_vance/settings.yaml",

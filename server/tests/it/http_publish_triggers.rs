@@ -143,14 +143,30 @@ async fn a_drafts_invalid_or_foreign_trigger_refuses_the_publish_and_changes_not
         assert!(!vance(&s, "scheduler/nightly.yaml").exists());
     }
 
-    // A webhook whose path token is not in the settings yet is published, inactive, and the
-    // reply says what is missing.
+    // A hook (JavaScript) beside them is not published with a draft: it is refused, not
+    // dropped with the directory.
     s.client
         .delete(s.url(&format!("/brain/acme/project/shop/documents/{carried}")))
         .bearer_auth(ACME)
         .send()
         .await
         .unwrap();
+    let hook = "workflow-drafts/deploy.triggers/hooks/h.yaml";
+    put(&s, hook, ACME, "on: workflow.run.failed\nscript: h.js\n").await;
+    let (status, body) = publish(&s, ACME).await;
+    assert_eq!(status, 422, "{body}");
+    let diags = body["error"]["diagnostics"].to_string();
+    assert!(
+        diags.contains("acme/shop/_vance/workflow-drafts/deploy.triggers/hooks")
+            && diags.contains("scheduler/ and events/ only"),
+        "{body}"
+    );
+    assert!(vance(&s, hook).exists());
+    assert!(!vance(&s, "workflows/deploy.yaml").exists());
+    std::fs::remove_dir_all(vance(&s, "workflow-drafts/deploy.triggers/hooks")).unwrap();
+
+    // A webhook whose path token is not in the settings yet is published, inactive, and the
+    // reply says what is missing.
     put(&s, CARRIED, ACME, HOOK).await;
     let (status, body) = publish(&s, ACME).await;
     assert_eq!(status, 200, "{body}");

@@ -160,12 +160,14 @@ pub(super) fn action_state(
 /// - a `switch` edge whose branch is a case's label is that case's rule;
 /// - the `false` edge (or one labelled `default`/`else`) is the `else:` rule, last.
 ///
-/// In a `switch` the rules follow the order of `cases`, since the first match wins.
+/// In a `switch` the rules follow the order of `cases`, since the first match wins. Returns
+/// whether no edge is the `else:` (where no rule holds, Friday's run ends: the caller routes
+/// it to the end).
 pub(super) fn condition_rules(
     id: &str,
     spec: &mut Map<String, Value>,
     edges: &[Edge],
-) -> Result<(), ImportError> {
+) -> Result<bool, ImportError> {
     let expression = spec.remove("expression");
     let cases = spec.remove("cases");
     spec.remove("conditionType");
@@ -262,9 +264,10 @@ pub(super) fn condition_rules(
     // Stable: cases in their order, other rules after them in the order of the edges.
     rules.sort_by_key(|(order, _)| *order);
     let mut transitions: Vec<Value> = rules.into_iter().map(|(_, r)| r).collect();
+    let open = otherwise.is_none();
     if let Some(to) = otherwise {
         transitions.push(json!({ "else": to }));
     }
     spec.insert("transitions".into(), Value::Array(transitions));
-    Ok(())
+    Ok(open)
 }

@@ -216,6 +216,8 @@ pub fn import(graph: &Value) -> Result<serde_yaml_ng::Value, ImportError> {
     };
     // Each state's `on:` and `catch:`, in the order of the graph's edges.
     let mut routes: BTreeMap<String, Routes> = BTreeMap::new();
+    // Conditions with no `else` edge: where no rule holds, Friday runs nothing more.
+    let mut open_conditions: Vec<String> = Vec::new();
     for id in &order {
         if moved.contains(id) {
             continue;
@@ -224,7 +226,9 @@ pub fn import(graph: &Value) -> Result<serde_yaml_ng::Value, ImportError> {
         let (catches, edges): (Vec<Edge>, Vec<Edge>) = out(id).into_iter().partition(|e| e.catch);
         if is_condition && !states[id].contains_key("transitions") {
             let spec = states.get_mut(id).expect("a node");
-            condition_rules(id, spec, &edges)?;
+            if condition_rules(id, spec, &edges)? {
+                open_conditions.push(id.clone());
+            }
         }
         // Outcomes in the order of their first edge, as export numbers a state's edges in the
         // order of its `on:`: export, import, export gives the same edges and ids.
@@ -301,7 +305,11 @@ pub fn import(graph: &Value) -> Result<serde_yaml_ng::Value, ImportError> {
                 )
         })
         .collect();
-    if !leaves.is_empty() {
+    let open_conditions: Vec<&String> = open_conditions
+        .iter()
+        .filter(|id| !moved.contains(id))
+        .collect();
+    if !leaves.is_empty() || !open_conditions.is_empty() {
         let end = (1..)
             .map(|n| {
                 if n == 1 {
@@ -320,6 +328,15 @@ pub fn import(graph: &Value) -> Result<serde_yaml_ng::Value, ImportError> {
                     end.as_str().into(),
                 );
                 spec.insert("on".into(), serde_yaml_ng::Value::Mapping(on));
+            }
+        }
+        for id in open_conditions {
+            if let Some(serde_yaml_ng::Value::Mapping(spec)) = doc_states.get_mut(id.as_str())
+                && let Some(serde_yaml_ng::Value::Sequence(rules)) = spec.get_mut("transitions")
+            {
+                let mut otherwise = serde_yaml_ng::Mapping::new();
+                otherwise.insert("else".into(), end.as_str().into());
+                rules.push(serde_yaml_ng::Value::Mapping(otherwise));
             }
         }
         doc_states.insert(end.into(), yaml(json!({ "type": "terminal" })));
@@ -695,6 +712,30 @@ mod tests {
             json!({ "success": "end", "failure": "ok" }),
             "{s}"
         );
+    }
+
+    /// Where no rule of a condition without a false edge holds, Friday runs nothing more:
+    /// the run completes at the added terminal.
+    #[test]
+    fn a_condition_without_a_false_edge_ends_the_run_where_no_rule_holds() {
+        let g = graph(
+            json!([
+                n(
+                    "c",
+                    "condition",
+                    json!({ "conditionType": "if", "expression": "#params['n'] > 1" })
+                ),
+                n("a", "terminal", json!({})),
+            ]),
+            json!([{ "source": "c", "target": "a", "data": { "branch": "true" } }]),
+        );
+        let s = states(&import(&g).unwrap());
+        assert_eq!(
+            s["c"]["transitions"],
+            json!([{ "if": "#params['n'] > 1", "to": "a" }, { "else": "end" }]),
+            "{s}"
+        );
+        assert_eq!(s["end"], json!({ "type": "terminal" }), "{s}");
     }
 
     /// A condition goes one way: two edges of one rule, or a case no edge leads from, are
