@@ -1,0 +1,278 @@
+use super::*;
+
+fn node(data: Value) -> Value {
+    json!({ "id": "gate", "type": "workflow_node", "data": data })
+}
+
+fn graph(nodes: Value, edges: Value) -> Value {
+    json!({ "schemaVersion": "1.0", "nodes": nodes, "edges": edges })
+}
+
+fn n(id: &str, ty: &str, config: Value) -> Value {
+    json!({ "id": id, "type": "workflow_node",
+            "data": { "id": id, "type": ty, "name": id, "config": config } })
+}
+
+fn states(doc: &serde_yaml_ng::Value) -> Value {
+    serde_json::to_value(&doc["states"]).unwrap()
+}
+
+/// A `switch` takes its rules from the cases, in their order (the first match wins), each
+/// routed by the edge whose `data.condition` is the case's label; the `false` edge is the
+/// `else`.
+#[test]
+fn a_switch_condition_routes_its_cases_in_their_order_and_the_false_edge_last() {
+    let g = graph(
+        json!([
+            n(
+                "route",
+                "condition",
+                json!({ "conditionType": "switch", "expression": "",
+                "cases": [
+                    { "label": "high", "expression": "#params['n'] > 100" },
+                    { "label": "mid", "expression": "#params['n'] > 10" },
+                ] })
+            ),
+            n("a", "terminal", json!({})),
+            n("b", "terminal", json!({})),
+            n("c", "terminal", json!({})),
+        ]),
+        json!([
+            { "source": "route", "target": "c", "data": { "branch": "false" } },
+            { "source": "route", "target": "b", "data": { "branch": "true", "condition": "mid" } },
+            { "source": "route", "target": "a", "data": { "branch": "true", "condition": "high" } },
+        ]),
+    );
+    let doc = import(&g).unwrap();
+    assert_eq!(
+        states(&doc)["route"],
+        json!({ "type": "condition_task", "transitions": [
+            { "if": "#params['n'] > 100", "to": "a" },
+            { "if": "#params['n'] > 10", "to": "b" },
+            { "else": "c" },
+        ] })
+    );
+}
+
+/// Built-in actions without what they need, a condition edge that is no rule, and a
+/// transform node are refused naming the node and the field.
+#[test]
+fn incomplete_design_nodes_are_refused_naming_what_is_missing() {
+    let with = |node: Value, edges: Value| {
+        let g = graph(json!([node, n("end", "terminal", json!({}))]), edges);
+        import(&g).unwrap_err().to_string()
+    };
+    let to_end = json!([{ "source": "x", "target": "end" }]);
+    for (config, missing) in [
+        (
+            json!({ "actionType": "http_request", "method": "GET" }),
+            "data.config.url",
+        ),
+        (json!({ "actionType": "skill" }), "data.config.skillId"),
+        (
+            json!({ "actionType": "ai_completion", "model": "m" }),
+            "data.config.prompt",
+        ),
+    ] {
+        let e = with(n("x", "action", config), to_end.clone());
+        assert!(
+            e.contains("[MAG-GR010]") && e.contains("'x'") && e.contains(missing),
+            "{e}"
+        );
+    }
+    let e = with(
+        n("x", "condition", json!({ "conditionType": "if" })),
+        json!([{ "source": "x", "target": "end", "data": { "branch": "true" } }]),
+    );
+    assert!(e.contains("no config.expression"), "{e}");
+    let e = with(
+        n(
+            "x",
+            "condition",
+            json!({ "conditionType": "if", "expression": "true" }),
+        ),
+        json!([{ "source": "x", "target": "end", "data": { "branch": "approve" } }]),
+    );
+    assert!(e.contains("neither a case"), "{e}");
+    let e = with(
+        n("x", "transform", json!({ "transformType": "map" })),
+        to_end.clone(),
+    );
+    assert!(
+        e.contains("transform node") && e.contains("script_task"),
+        "{e}"
+    );
+}
+
+/// Friday ends a run at a node without outgoing edges: such a node's normal outcome
+/// leads to a terminal state of its own name (`end`, or `end_2` when a node has that id).
+#[test]
+fn a_node_without_outgoing_edges_ends_the_run_at_a_terminal() {
+    let g = graph(
+        json!([
+            n(
+                "a",
+                "action",
+                json!({ "actionType": "shell_task", "run": "true" })
+            ),
+            n(
+                "end",
+                "action",
+                json!({ "actionType": "timer_task", "duration": "1s" })
+            ),
+            n("ok", "approval", json!({})),
+            n(
+                "last",
+                "action",
+                json!({ "actionType": "shell_task", "run": "true" })
+            ),
+        ]),
+        json!([
+            { "source": "a", "target": "end", "data": { "branch": "success" } },
+            { "source": "a", "target": "ok", "data": { "branch": "failure" } },
+        ]),
+    );
+    let e = import(&g).unwrap_err();
+    assert_eq!(e.code, "MAG-GR012", "two starts: {e}");
+    let g = graph(
+        g["nodes"].clone(),
+        json!([
+            { "source": "a", "target": "end", "data": { "branch": "success" } },
+            { "source": "a", "target": "ok", "data": { "branch": "failure" } },
+            { "source": "ok", "target": "last" },
+        ]),
+    );
+    let doc = import(&g).unwrap();
+    let s = states(&doc);
+    assert_eq!(s["end"]["on"], json!({ "fired": "end_2" }), "{s}");
+    assert_eq!(s["last"]["on"], json!({ "success": "end_2" }), "{s}");
+    assert_eq!(s["end_2"], json!({ "type": "terminal" }), "{s}");
+    // An unbranched edge out of an approval is its approval (seed 001 §5.7).
+    assert_eq!(s["ok"]["on"], json!({ "approved": "last" }), "{s}");
+    assert_eq!(
+        s["a"]["on"],
+        json!({ "success": "end", "failure": "ok" }),
+        "{s}"
+    );
+}
+
+/// Where no rule of a condition without a false edge holds, Friday runs nothing more:
+/// the run completes at the added terminal.
+#[test]
+fn a_condition_without_a_false_edge_ends_the_run_where_no_rule_holds() {
+    let g = graph(
+        json!([
+            n(
+                "c",
+                "condition",
+                json!({ "conditionType": "if", "expression": "#params['n'] > 1" })
+            ),
+            n("a", "terminal", json!({})),
+        ]),
+        json!([{ "source": "c", "target": "a", "data": { "branch": "true" } }]),
+    );
+    let s = states(&import(&g).unwrap());
+    assert_eq!(
+        s["c"]["transitions"],
+        json!([{ "if": "#params['n'] > 1", "to": "a" }, { "else": "end" }]),
+        "{s}"
+    );
+    assert_eq!(s["end"], json!({ "type": "terminal" }), "{s}");
+}
+
+/// A condition goes one way: two edges of one rule, or a case no edge leads from, are
+/// refused rather than imported as a rule never taken.
+#[test]
+fn a_condition_routing_one_rule_two_ways_or_a_case_nowhere_is_refused() {
+    let end = |id: &str| n(id, "terminal", json!({}));
+    let g = graph(
+        json!([
+            n(
+                "c",
+                "condition",
+                json!({ "conditionType": "if", "expression": "true" })
+            ),
+            end("a"),
+            end("b"),
+        ]),
+        json!([
+            { "source": "c", "target": "a", "data": { "branch": "true" } },
+            { "source": "c", "target": "b", "data": { "branch": "true" } },
+        ]),
+    );
+    let e = import(&g).unwrap_err().to_string();
+    assert!(
+        e.contains("[MAG-GR010]") && e.contains("both 'a' and 'b'"),
+        "{e}"
+    );
+    let g = graph(
+        json!([
+            n(
+                "c",
+                "condition",
+                json!({ "conditionType": "switch", "expression": "",
+                "cases": [
+                    { "label": "hi", "expression": "#params['n'] > 9" },
+                    { "label": "lo", "expression": "#params['n'] < 3" },
+                ] })
+            ),
+            end("a"),
+            end("b"),
+        ]),
+        json!([
+            { "source": "c", "target": "a", "data": { "branch": "true", "condition": "hi" } },
+            { "source": "c", "target": "b", "data": { "branch": "false" } },
+        ]),
+    );
+    let e = import(&g).unwrap_err().to_string();
+    assert!(e.contains("case 'lo' has no edge"), "{e}");
+}
+
+/// What a graph says that the import cannot keep is refused, not dropped.
+#[test]
+fn another_schema_version_a_node_of_two_names_and_an_unknown_on_reject_are_refused() {
+    let end = n("end", "terminal", json!({}));
+    let mut g = graph(json!([end.clone()]), json!([]));
+    g["schemaVersion"] = json!("2.0");
+    assert_eq!(import(&g).unwrap_err().code, "MAG-GR003");
+    let mut twice = end.clone();
+    twice["data"]["id"] = json!("other");
+    let e = import(&graph(json!([twice]), json!([]))).unwrap_err();
+    assert_eq!(e.code, "MAG-GR009", "{e}");
+    let g = graph(
+        json!([n("ok", "approval", json!({ "onReject": "explode" })), end]),
+        json!([{ "source": "ok", "target": "end", "data": { "branch": "approve" } }]),
+    );
+    let e = import(&g).unwrap_err().to_string();
+    assert!(e.contains("[MAG-GR010]") && e.contains("onReject"), "{e}");
+}
+
+#[test]
+fn a_timeout_edited_in_the_editor_becomes_the_states_timeout() {
+    let (_, spec) = state_of(&node(json!({
+        "type": "approval",
+        "timeoutMs": 9000,
+        "config": { "inbox": { "kind": "APPROVAL" }, "timeoutSeconds": 30 },
+    })))
+    .unwrap();
+    assert_eq!(spec["timeoutSeconds"], json!(9));
+    let (_, spec) = state_of(&node(json!({
+        "type": "action",
+        "timeoutMs": 1500,
+        "config": { "actionType": "shell_task", "run": "true" },
+    })))
+    .unwrap();
+    assert_eq!(spec["timeoutSeconds"], json!(1.5));
+    // Without one, the config's stands.
+    let (_, spec) = state_of(&node(json!({
+        "type": "approval",
+        "config": { "inbox": { "kind": "APPROVAL" }, "timeoutSeconds": 30 },
+    })))
+    .unwrap();
+    assert_eq!(spec["timeoutSeconds"], json!(30));
+    let e = state_of(&node(
+        json!({ "type": "approval", "timeoutMs": "soon", "config": {} }),
+    ))
+    .unwrap_err();
+    assert!(e.to_string().contains("data.timeoutMs"), "{e}");
+}
