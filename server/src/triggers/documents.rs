@@ -90,6 +90,7 @@ fn schedule_registration(scope: &Scope, name: &str, text: &str) -> Registration 
     match magrathea_yaml::scheduler::load_schedule(&label, name, text) {
         Ok(s) => {
             reg.workflow = Some(s.workflow().to_owned());
+            reg.trigger_node_id = trigger_node_id(s.params());
             reg.description = s.description().map(str::to_owned);
             reg.enabled_in_document = s.enabled();
             reg.cron = s.cron().map(str::to_owned);
@@ -216,6 +217,7 @@ fn event_registrations(
     let enabled = doc.enabled.unwrap_or(true);
     if let Some(hook) = &doc.webhook {
         let mut reg = Registration::new(scope, TriggerKind::Webhook, name, text);
+        reg.trigger_node_id = trigger_node_id(&doc.params);
         reg.enabled_in_document = enabled;
         reg.workflow = Some(doc.workflow.clone());
         reg.description.clone_from(&doc.description);
@@ -249,6 +251,7 @@ fn event_registrations(
     }
     if let Some(sub) = &doc.subscribe {
         let mut reg = Registration::new(scope, TriggerKind::Event, name, text);
+        reg.trigger_node_id = trigger_node_id(&doc.params);
         reg.enabled_in_document = enabled;
         reg.workflow = Some(doc.workflow.clone());
         reg.description.clone_from(&doc.description);
@@ -262,6 +265,14 @@ fn event_registrations(
         out.push(reg);
     }
     out
+}
+
+/// `params.triggerNodeId` of a trigger document, as a graph import writes it.
+fn trigger_node_id(params: &Map<String, Value>) -> Option<String> {
+    params
+        .get("triggerNodeId")
+        .and_then(Value::as_str)
+        .map(str::to_owned)
 }
 
 fn hook_registration(scope: &Scope, name: &str, text: &str) -> Registration {

@@ -144,6 +144,10 @@ pub struct Registration {
     /// fired it by hand), so a gate's `selfApproval: false` refuses them too.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub written_by: Option<String>,
+    /// The editor graph's trigger node it came from (Friday's `trigger_node_id`): the
+    /// document's `params.triggerNodeId`, which a graph import writes.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub trigger_node_id: Option<String>,
 }
 
 impl Registration {
@@ -183,6 +187,7 @@ impl Registration {
             webhook_token_sha256: None,
             digest: sha256_hex(text),
             written_by: None,
+            trigger_node_id: None,
         }
     }
 

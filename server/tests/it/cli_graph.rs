@@ -400,6 +400,7 @@ fn a_friday_graph_with_a_trigger_and_an_approval_node_imports_and_runs() {
     assert_eq!(listed[0]["workflow"], "ship", "{listed}");
     assert_eq!(listed[0]["timezone"], "UTC", "{listed}");
     assert_eq!(listed[0]["active"], true, "{listed}");
+    assert_eq!(listed[0]["triggerNodeId"], "t1", "{listed}");
     let ran = p.cli(&["run", "ship", "--json"]);
     assert_eq!(code(&ran), 3, "waits on the approval: {}", stderr(&ran));
     let items = json(&p.cli(&["inbox", "list", "--json"]));

@@ -102,6 +102,7 @@ async fn publishing_makes_the_drafts_triggers_live_credited_to_the_publisher() {
     assert_eq!(hooks[0]["triggerType"], "webhook", "{listed}");
     assert_eq!(hooks[0]["active"], true, "{listed}");
     assert_eq!(hooks[0]["writtenBy"], "alice", "the publisher: {listed}");
+    assert_eq!(hooks[0]["triggerNodeId"], "hook", "{listed}");
 
     // The webhook starts the published workflow, requested by its publisher, who therefore
     // may not approve it.
