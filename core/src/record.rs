@@ -394,6 +394,22 @@ pub enum Record {
         /// The process that runs it again (`host:pid`, or a worker's name).
         worker: String,
     },
+    /// The process running an execution of an attempt stopped cleanly (a shutdown, Ctrl-C, a
+    /// new engine taking its store) before the attempt's result: the attempt runs again on
+    /// the next open, and that execution does not count against `maxClaimAttempts`, which
+    /// stops tasks whose process dies each time they run. Journaled before the process lets
+    /// go of the run; a process that dies instead journals nothing. Not a workflow command.
+    #[serde(rename = "TaskInterruptedRecord", rename_all = "camelCase")]
+    TaskInterrupted {
+        /// Step number.
+        step: Step,
+        /// The attempt that was running.
+        attempt: u32,
+        /// Which execution of it stopped (1 for the one its `TaskStartedRecord` began).
+        execution: u32,
+        /// The process that stopped (`host:pid`, or a worker's name).
+        worker: String,
+    },
     /// The running attempt waits for a place to run that other attempts hold (its project's
     /// lane is full): it has not begun. Not durable before the wait: a journal without it
     /// only counts the wait as an execution. Not a workflow command.
@@ -613,6 +629,7 @@ impl Record {
             Record::StateEntered { .. } => "StateEnteredRecord",
             Record::TaskStarted { .. } => "TaskStartedRecord",
             Record::TaskRestarted { .. } => "TaskRestartedRecord",
+            Record::TaskInterrupted { .. } => "TaskInterruptedRecord",
             Record::TaskQueued { .. } => "TaskQueuedRecord",
             Record::TaskAdmitted { .. } => "TaskAdmittedRecord",
             Record::TaskResult { .. } => "TaskResultRecord",

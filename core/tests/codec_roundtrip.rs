@@ -256,6 +256,14 @@ fn record() -> impl Strategy<Value = Record> {
         text().prop_map(|by| Record::ResumeRequested { by }),
         (step(), any::<u32>()).prop_map(|(step, attempt)| Record::TaskQueued { step, attempt }),
         (step(), any::<u32>()).prop_map(|(step, attempt)| Record::TaskAdmitted { step, attempt }),
+        (step(), any::<u32>(), any::<u32>(), text()).prop_map(
+            |(step, attempt, execution, worker)| Record::TaskInterrupted {
+                step,
+                attempt,
+                execution,
+                worker,
+            }
+        ),
     ]
 }
 

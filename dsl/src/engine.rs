@@ -364,6 +364,15 @@ impl Engine {
         self.inner.journal(run)
     }
 
+    /// Stops the engine cleanly before the process exits (a shutdown, Ctrl-C): running task
+    /// steps are journaled as interrupted and run again when the store is next opened,
+    /// without the stop counting against
+    /// [`EngineBuilder::max_claim_attempts`](crate::EngineBuilder) as a crash does. Waits up
+    /// to `wait` for the runs to leave memory; see [`core::Engine::stop`].
+    pub async fn stop(&self, wait: std::time::Duration) {
+        self.inner.stop(wait).await;
+    }
+
     /// Inbox items of unfinished runs, oldest first: pending ones, or all. A `BLOCKED` run's
     /// items are listed only under [`InboxFilter::All`]: until its code replays again, an
     /// answer is refused (`[MAG-GT003]`).

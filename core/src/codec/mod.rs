@@ -63,6 +63,7 @@ mod tag {
     pub(super) const RESUME_REQUESTED: u8 = 23;
     pub(super) const TASK_QUEUED: u8 = 24;
     pub(super) const TASK_ADMITTED: u8 = 25;
+    pub(super) const TASK_INTERRUPTED: u8 = 26;
 }
 
 /// The optional tail of a `StartRecord`: tagged fields after its scope, each at most once and
@@ -388,6 +389,19 @@ pub fn encode(record: &Record, at_ms: u64, out: &mut Vec<u8>) {
             w.varint(u64::from(*execution));
             w.str(worker);
         }
+        Record::TaskInterrupted {
+            step,
+            attempt,
+            execution,
+            worker,
+        } => {
+            w.u8(tag::TASK_INTERRUPTED);
+            w.varint(at_ms);
+            w.varint(u64::from(*step));
+            w.varint(u64::from(*attempt));
+            w.varint(u64::from(*execution));
+            w.str(worker);
+        }
         Record::TaskQueued { step, attempt } => {
             w.u8(tag::TASK_QUEUED);
             w.varint(at_ms);
@@ -626,6 +640,12 @@ fn decode_with(bytes: &[u8], inputs: bool) -> Result<(Record, u64), DecodeError>
             reason: r.str()?,
         },
         tag::TASK_RESTARTED => Record::TaskRestarted {
+            step: r.u32()?,
+            attempt: r.u32()?,
+            execution: r.u32()?,
+            worker: r.str()?,
+        },
+        tag::TASK_INTERRUPTED => Record::TaskInterrupted {
             step: r.u32()?,
             attempt: r.u32()?,
             execution: r.u32()?,

@@ -274,6 +274,22 @@ impl Engine {
         self.inner.store.leases().is_some()
     }
 
+    /// Stops the engine cleanly, as a process does before it exits (a shutdown, Ctrl-C): no
+    /// run comes into memory any more, and the runs in memory leave it where their journal
+    /// stands. Each running task attempt is aborted once its interruption is journaled (a
+    /// `TaskInterruptedRecord`): it runs again when the store is next opened, and a clean stop
+    /// does not count against
+    /// [`EngineBuilder::max_claim_attempts`](crate::EngineBuilder::max_claim_attempts) as a
+    /// crash does. Waits up to `wait` for the runs to leave memory. The engine must not be
+    /// used to drive runs afterwards.
+    pub async fn stop(&self, wait: std::time::Duration) {
+        self.inner.close();
+        let deadline = tokio::time::Instant::now() + wait;
+        while !self.inner.active().is_empty() && tokio::time::Instant::now() < deadline {
+            tokio::time::sleep(std::time::Duration::from_millis(5)).await;
+        }
+    }
+
     /// On a store several workers share (PostgreSQL): gives up every run lease this engine
     /// holds, so that other workers adopt its runs at once rather than after the lease's grace
     /// period. Call it when the process is about to exit (the `magrathea` commands do); the

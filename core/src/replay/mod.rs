@@ -528,6 +528,11 @@ impl RunState {
                     t.restarted(*attempt, *execution);
                 }
             }
+            Record::TaskInterrupted { step, attempt, .. } => {
+                if let Some(Machine::Task(t)) = machine(self, step) {
+                    t.interrupted(*attempt);
+                }
+            }
             Record::TaskQueued { step, attempt } => {
                 if let Some(Machine::Task(t)) = machine(self, step) {
                     t.queued(*attempt, true);

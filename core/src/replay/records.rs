@@ -13,6 +13,7 @@ pub(crate) fn step_of(r: &Record) -> Option<Step> {
         Record::StateEntered { step, .. }
         | Record::TaskStarted { step, .. }
         | Record::TaskRestarted { step, .. }
+        | Record::TaskInterrupted { step, .. }
         | Record::TaskQueued { step, .. }
         | Record::TaskAdmitted { step, .. }
         | Record::TaskResult { step, .. }

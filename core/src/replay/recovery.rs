@@ -30,6 +30,41 @@ impl RunState {
         records
     }
 
+    /// When the process stops cleanly: the records that say which executions it interrupts,
+    /// each running (begun) attempt's, so that they do not count against `maxClaimAttempts`
+    /// when the attempts run again. A step the code carries out itself runs nowhere.
+    pub(crate) fn interrupts(&self, worker: &str) -> Vec<Record> {
+        let mut records = Vec::new();
+        for &step in &self.pending {
+            if let Some(StepEntry {
+                machine: Machine::Task(t),
+                ..
+            }) = self.steps.get(&step)
+                && !t.is_held()
+                && let (Some(attempt), Some(execution)) = (t.running(), t.current_execution())
+            {
+                records.push(Record::TaskInterrupted {
+                    step,
+                    attempt,
+                    execution,
+                    worker: worker.to_string(),
+                });
+            }
+        }
+        records
+    }
+
+    /// How many executions of task step `step`'s running attempt a clean stop interrupted.
+    pub(crate) fn interruptions(&self, step: Step) -> u32 {
+        match self.steps.get(&step) {
+            Some(StepEntry {
+                machine: Machine::Task(t),
+                ..
+            }) => t.interruptions(),
+            _ => 0,
+        }
+    }
+
     /// Whether task step `step` has a running attempt that waits for a place to run (queued
     /// and never admitted): it has not begun, so a lost claim of the run does not count
     /// against it.

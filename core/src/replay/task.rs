@@ -63,6 +63,9 @@ pub(crate) enum TaskStep {
         attempt: u32,
         executions: u32,
         queued: bool,
+        /// Executions that a clean stop of their process interrupted (`TaskInterruptedRecord`):
+        /// they do not count against `maxClaimAttempts`.
+        interrupted: u32,
     },
     /// Attempt `attempt` failed and another follows: at `retry_at` while the backoff timer is
     /// set and has not fired.
@@ -135,6 +138,7 @@ impl TaskStep {
                 attempt,
                 executions: 1,
                 queued: false,
+                interrupted: 0,
             };
         }
     }
@@ -152,6 +156,41 @@ impl TaskStep {
         {
             *executions = (*executions).max(execution);
             *queued = false;
+        }
+    }
+
+    /// `TaskInterruptedRecord` of attempt `of`: a clean stop interrupted its execution. A
+    /// record of another attempt than the running one changes nothing.
+    pub(crate) fn interrupted(&mut self, of: u32) {
+        if let TaskStep::Running {
+            attempt,
+            interrupted,
+            ..
+        } = self
+            && *attempt == of
+        {
+            *interrupted = interrupted.saturating_add(1);
+        }
+    }
+
+    /// How many executions of the running attempt a clean stop interrupted.
+    pub(crate) fn interruptions(&self) -> u32 {
+        match self {
+            TaskStep::Running { interrupted, .. } => *interrupted,
+            _ => 0,
+        }
+    }
+
+    /// The execution of the running attempt that is under way: its number, unless it waits
+    /// for a place to run (it has not begun).
+    pub(crate) fn current_execution(&self) -> Option<u32> {
+        match self {
+            TaskStep::Running {
+                executions,
+                queued: false,
+                ..
+            } => Some(*executions),
+            _ => None,
         }
     }
 

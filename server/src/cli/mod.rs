@@ -193,7 +193,7 @@ pub(crate) async fn main() -> ExitCode {
         _ => control::owner::Shutdown::Drain,
     };
     control::owner::shutdown(how).await;
-    store::release_leases();
+    store::release_leases().await;
     match result {
         Ok(code) => ExitCode::from(code),
         // The reader of stdout went away (`| head`): it has what it wanted.

@@ -163,6 +163,9 @@ pub(crate) async fn serve(loc: &Location, args: ServeArgs) -> anyhow::Result<u8>
     handle.run_until(signal).await?;
     // The runs clients follow resume with the next owner.
     control::owner::shutdown(control::owner::Shutdown::Abort).await;
+    // Running tasks stop with their interruption journaled: a restart runs them again
+    // without counting this stop as a crash.
+    engine.stop(STOP_WAIT).await;
     // Other workers on a shared store take this one's runs on at once.
     if let Err(e) = engine.release_leases() {
         errln!("warning: could not release the run leases: {e}");
@@ -170,6 +173,9 @@ pub(crate) async fn serve(loc: &Location, args: ServeArgs) -> anyhow::Result<u8>
     errln!("stopped");
     Ok(EXIT_OK)
 }
+
+/// How long a stopping process waits for its runs to leave memory.
+pub(crate) const STOP_WAIT: Duration = Duration::from_secs(5);
 
 fn init_tracing() {
     let filter = tracing_subscriber::EnvFilter::try_from_default_env()

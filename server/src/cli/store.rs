@@ -227,16 +227,19 @@ fn opened() -> &'static std::sync::Mutex<Vec<Engine>> {
     OPENED.get_or_init(Default::default)
 }
 
-/// Before the command exits: on a store several workers share, gives up the leases of the
-/// runs this command drove, so that `magrathea serve` workers (or the next command) take them
-/// on at once.
-pub(crate) fn release_leases() {
+/// Before the command exits: stops the engines it opened (a task still running, after a
+/// Ctrl-C, is journaled as interrupted, so that the next `resume` runs it again without
+/// counting the stop as a crash) and, on a store several workers share, gives up the leases
+/// of the runs this command drove, so that `magrathea serve` workers (or the next command)
+/// take them on at once.
+pub(crate) async fn release_leases() {
     let engines = std::mem::take(
         &mut *opened()
             .lock()
             .unwrap_or_else(std::sync::PoisonError::into_inner),
     );
     for engine in engines {
+        engine.stop(super::serve::STOP_WAIT).await;
         if let Err(e) = engine.release_leases() {
             tracing::warn!(error = %e, "could not release the run leases");
         }

@@ -301,6 +301,28 @@ fn sigterm_interrupts_run_and_ctrl_c_interrupts_resume_each_with_130() {
     );
     let runs = json(&p.cli(&["runs", "list", "--json"]));
     assert_eq!(runs[0]["status"], "RUNNING", "{runs}");
+
+    // Interruptions are clean stops, not crashes: more of them than maxClaimAttempts (3)
+    // allows crashes leave the step to run again, and it ends as it would have.
+    for _ in 0..2 {
+        std::fs::remove_file(&started).unwrap();
+        let mut child = p.spawn(&["resume"]);
+        wait_for_file(&started);
+        signal(&child, "INT");
+        let rest = stderr_to_end(&mut child);
+        assert_eq!(child.wait().unwrap().code(), Some(130), "{rest}");
+    }
+    std::fs::write(p.dir.join("go"), "").unwrap();
+    let resumed = p.cli_within(&["resume", "--json"], std::time::Duration::from_secs(30));
+    assert_eq!(code(&resumed), 0, "{}", stderr(&resumed));
+    assert_eq!(json(&resumed)["status"], "DONE", "{}", stdout(&resumed));
+    let id = runs[0]["workflowRunId"].as_str().unwrap();
+    let journal = stdout(&p.cli(&["journal", id, "--json"]));
+    let stops = journal
+        .lines()
+        .filter(|l| l.contains("\"TaskInterruptedRecord\""))
+        .count();
+    assert_eq!(stops, 4, "{journal}");
 }
 
 #[test]

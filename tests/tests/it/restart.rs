@@ -161,6 +161,26 @@ async fn hangs_then_reports(ctx: Context, n: u64) -> Result<String, WorkflowErro
     })
 }
 
+/// Executions of `runs_fifth_time`, across incarnations.
+static INTERRUPTED: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
+
+/// A task that runs until its process stops, four times; the fifth execution ends.
+#[task]
+async fn runs_fifth_time(n: u64) -> Result<u64, TaskError> {
+    if INTERRUPTED.fetch_add(1, std::sync::atomic::Ordering::SeqCst) < 4 {
+        tokio::time::sleep(Duration::from_secs(3600)).await;
+    }
+    Ok(n)
+}
+
+#[workflow]
+async fn interrupted_then_reports(ctx: Context, n: u64) -> Result<String, WorkflowError> {
+    Ok(match ctx.task(runs_fifth_time, n).await {
+        Ok(v) => format!("ran {v}"),
+        Err(e) => format!("{}: {}", e.kind(), e.message()),
+    })
+}
+
 static ADMITTED: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
 static PLACE_FREE: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(false);
 
@@ -192,6 +212,7 @@ fn builder(db: &Path) -> EngineBuilder {
         .path(db)
         .workflow(hangs_then_reports)
         .workflow(queued_then_reports)
+        .workflow(interrupted_then_reports)
         .workflow(steps_elsewhere)
         .workflow(many_shapes)
         .workflow(join_order)
@@ -600,6 +621,53 @@ fn a_task_whose_process_stops_each_time_ends_after_max_claim_attempts_executions
         vec![2, 3],
         "each execution that began again is shown"
     );
+}
+
+/// A process that stops cleanly (`Engine::stop`: a shutdown, Ctrl-C) journals the execution
+/// it interrupts: the attempt runs again on the next open, and such stops do not count
+/// against `maxClaimAttempts` as crashes do. Four clean stops while the task runs, more than
+/// the three executions a crashing task gets, and its fifth execution still runs and ends.
+#[test]
+fn clean_stops_while_a_task_runs_are_not_counted_against_max_claim_attempts() {
+    use std::sync::atomic::Ordering;
+    let dir = tempfile::tempdir().unwrap();
+    let db = dir.path().join("journal.redb");
+    let interrupted = |j: &[Entry]| count(j, |r| matches!(r, Record::TaskInterrupted { .. }));
+    let mut run = None;
+    for k in 1..=4u64 {
+        run = Some(incarnation(&db, async move |engine: Engine| {
+            let run = match run {
+                Some(run) => run,
+                None => engine
+                    .start(interrupted_then_reports, 5)
+                    .await
+                    .unwrap()
+                    .id(),
+            };
+            magrathea_tests::wait_for("the task running", Duration::from_secs(10), || {
+                INTERRUPTED.load(Ordering::SeqCst) == k
+            })
+            .await;
+            engine.stop(Duration::from_secs(5)).await;
+            let journal = engine.journal(run).unwrap();
+            assert_eq!(interrupted(&journal), k as usize, "each stop is journaled");
+            run
+        }));
+    }
+    let run = run.unwrap();
+    let (view, journal) = ended(&db, run, "the fifth execution ends");
+    assert_eq!(view.status, RunStatus::Done, "{:?}", view.reason);
+    assert_eq!(view.result, Some(json!("ran 5")), "no [MAG-EN007]");
+    assert_eq!(INTERRUPTED.load(Ordering::SeqCst), 5);
+    assert_eq!(re_executions(&journal), vec![2, 3, 4, 5]);
+    let stopped: Vec<u32> = journal
+        .iter()
+        .filter_map(|e| match e.record {
+            Record::TaskInterrupted { execution, .. } => Some(execution),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(stopped, vec![1, 2, 3, 4]);
 }
 
 /// An attempt that waits for a place to run when its process stops has not begun: it runs

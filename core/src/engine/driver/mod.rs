@@ -350,7 +350,7 @@ impl Driver {
             }
             self.done_replaying();
             if self.engine.closing.is_closed() {
-                self.leave_closing_engine();
+                self.leave_closing_engine().await;
                 return;
             }
             let idle = self.state.is_terminal() || self.blocked.is_some() || self.can_evict();
@@ -402,8 +402,25 @@ impl Driver {
     }
 
     /// Leaves a closing engine with what is durable: the running attempts are aborted (the
-    /// journal shows them started, so they run again on the next open, as after a crash).
-    fn leave_closing_engine(&mut self) {
+    /// journal shows them started, so they run again on the next open, as after a crash), and
+    /// each execution this interrupts is journaled as such first, so that a clean stop does
+    /// not count against `maxClaimAttempts` as a crash does. Should that commit fail, the
+    /// executions count: the run is left as after a crash.
+    async fn leave_closing_engine(&mut self) {
+        let replaying = self.replay.is_some();
+        let interrupts = if replaying || self.blocked.is_some() || self.state.is_terminal() {
+            Vec::new()
+        } else {
+            self.state.interrupts(crate::engine::worker::worker_name())
+        };
+        if !interrupts.is_empty() {
+            for record in interrupts {
+                self.append_apply(record);
+            }
+            if let Err(e) = self.flush().await {
+                tracing::warn!(run = %self.run_id, error = %e, "could not journal the interrupted executions");
+            }
+        }
         self.attempts.abort_all();
         self.exit_now();
     }

@@ -343,10 +343,14 @@ impl Driver {
                 // An attempt queued for a place to run never began: the run's lost claims are
                 // not counted against it, nor is the execution.
                 Record::TaskRestarted { step, .. } if self.state.waits_for_admission(*step) => None,
-                Record::TaskRestarted { execution, .. } => self
-                    .claims_exhausted
-                    .clone()
-                    .or_else(|| self.executions_exhausted(*execution)),
+                // Executions a clean stop interrupted are not the task's doing: not counted.
+                Record::TaskRestarted {
+                    step, execution, ..
+                } => self.claims_exhausted.clone().or_else(|| {
+                    self.executions_exhausted(
+                        execution.saturating_sub(self.state.interruptions(*step)),
+                    )
+                }),
                 _ => None,
             };
             let record = match (exhausted, restart) {
