@@ -394,8 +394,8 @@ pub enum Record {
         /// The process that runs it again (`host:pid`, or a worker's name).
         worker: String,
     },
-    /// The process running an execution of an attempt stopped cleanly (a shutdown, Ctrl-C, a
-    /// new engine taking its store) before the attempt's result: the attempt runs again on
+    /// The process running an execution of an attempt stopped cleanly (`Engine::stop`: a
+    /// shutdown, Ctrl-C) before the attempt's result: the attempt runs again on
     /// the next open, and that execution does not count against `maxClaimAttempts`, which
     /// stops tasks whose process dies each time they run. Journaled before the process lets
     /// go of the run; a process that dies instead journals nothing. Not a workflow command.

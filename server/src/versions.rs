@@ -145,7 +145,7 @@ pub fn draft_triggers_dir(docs: &DocumentSource, scope: &Scope, name: &str) -> P
 }
 
 /// The trigger documents the draft of `name` carries, by directory and name, each checked
-/// ([`crate::triggers::documents::check_trigger_draft`]): every problem is a diagnostic of an
+/// (valid, and starting this workflow only): every problem is a diagnostic of an
 /// invalid draft.
 pub fn draft_triggers(
     docs: &DocumentSource,

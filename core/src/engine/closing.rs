@@ -14,14 +14,22 @@ use std::sync::{Mutex, OnceLock, PoisonError, Weak};
 
 use super::EngineInner;
 
-/// Whether the engine is closing.
+/// Whether the engine is closing, and whether by a clean stop of its process
+/// ([`Engine::stop`](super::Engine::stop)).
 #[derive(Debug, Default)]
-pub(crate) struct Closing(AtomicBool);
+pub(crate) struct Closing(AtomicBool, AtomicBool);
 
 impl Closing {
     /// Whether the engine is closing.
     pub(crate) fn is_closed(&self) -> bool {
         self.0.load(Ordering::Acquire)
+    }
+
+    /// Whether the engine's process stops cleanly: the runs leaving memory journal the
+    /// executions they interrupt. An engine closed because another took its store over is
+    /// not (its process may be gone in all but name).
+    pub(crate) fn is_clean_stop(&self) -> bool {
+        self.1.load(Ordering::Acquire)
     }
 }
 
@@ -76,6 +84,12 @@ impl EngineInner {
     /// (their running task attempts are aborted and run again when the store is next opened,
     /// as after a crash; nothing is journaled for them), and the store is told, so that a new
     /// engine on the same file waits for it to be let go of instead of failing at once.
+    /// [`EngineInner::close`] by a clean stop of the process.
+    pub(crate) fn stop(&self) {
+        self.closing.1.store(true, Ordering::Release);
+        self.close();
+    }
+
     pub(crate) fn close(&self) {
         // Marked before the drivers are woken, and under the lock of the runs in memory, so
         // that a run coming into memory meanwhile sees the mark (see `recover_claimed`).

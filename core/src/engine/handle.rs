@@ -283,7 +283,7 @@ impl Engine {
     /// crash does. Waits up to `wait` for the runs to leave memory. The engine must not be
     /// used to drive runs afterwards.
     pub async fn stop(&self, wait: std::time::Duration) {
-        self.inner.close();
+        self.inner.stop();
         let deadline = tokio::time::Instant::now() + wait;
         while !self.inner.active().is_empty() && tokio::time::Instant::now() < deadline {
             tokio::time::sleep(std::time::Duration::from_millis(5)).await;

@@ -402,17 +402,19 @@ impl Driver {
     }
 
     /// Leaves a closing engine with what is durable: the running attempts are aborted (the
-    /// journal shows them started, so they run again on the next open, as after a crash), and
-    /// each execution this interrupts is journaled as such first, so that a clean stop does
-    /// not count against `maxClaimAttempts` as a crash does. Should that commit fail, the
-    /// executions count: the run is left as after a crash.
+    /// journal shows them started, so they run again on the next open, as after a crash). On
+    /// a clean stop of the process each execution this interrupts is journaled as such first,
+    /// so that it does not count against `maxClaimAttempts` as a crash does; should that
+    /// commit fail, the executions count: the run is left as after a crash.
     async fn leave_closing_engine(&mut self) {
         let replaying = self.replay.is_some();
-        let interrupts = if replaying || self.blocked.is_some() || self.state.is_terminal() {
-            Vec::new()
-        } else {
-            self.state.interrupts(crate::engine::worker::worker_name())
-        };
+        let clean = self.engine.closing.is_clean_stop();
+        let interrupts =
+            if !clean || replaying || self.blocked.is_some() || self.state.is_terminal() {
+                Vec::new()
+            } else {
+                self.state.interrupts(crate::engine::worker::worker_name())
+            };
         if !interrupts.is_empty() {
             for record in interrupts {
                 self.append_apply(record);
