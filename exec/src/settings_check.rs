@@ -15,19 +15,11 @@ use crate::settings::{ProjectSettings, TenantSettings, TimeoutDefaults};
 #[must_use]
 pub fn check_settings(label: &str, text: &str, tenant: bool) -> Vec<String> {
     let mut out = Vec::new();
-    let defaults = if tenant {
+    let (defaults, shell_timeout) = if tenant {
         match crate::yaml_text::from_str::<Option<TenantSettings>>(text) {
             Ok(s) => {
                 let s = s.unwrap_or_default();
-                positive(
-                    label,
-                    text,
-                    "shell.defaultTimeoutSeconds",
-                    "defaultTimeoutSeconds",
-                    Some(s.shell.default_timeout_seconds),
-                    &mut out,
-                );
-                s.defaults
+                (s.defaults, Some(s.shell.default_timeout_seconds))
             }
             Err(e) => return vec![e.located(label, "MAG-Y001")],
         }
@@ -35,14 +27,6 @@ pub fn check_settings(label: &str, text: &str, tenant: bool) -> Vec<String> {
         match crate::yaml_text::from_str::<Option<ProjectSettings>>(text) {
             Ok(s) => {
                 let s = s.unwrap_or_default();
-                positive(
-                    label,
-                    text,
-                    "shell.defaultTimeoutSeconds",
-                    "defaultTimeoutSeconds",
-                    s.shell.default_timeout_seconds,
-                    &mut out,
-                );
                 for (path, key, value) in [
                     (
                         "lanes.maxConcurrentTasks",
@@ -62,11 +46,19 @@ pub fn check_settings(label: &str, text: &str, tenant: bool) -> Vec<String> {
                         ));
                     }
                 }
-                s.defaults
+                (s.defaults, s.shell.default_timeout_seconds)
             }
             Err(e) => return vec![e.located(label, "MAG-Y001")],
         }
     };
+    positive(
+        label,
+        text,
+        "shell.defaultTimeoutSeconds",
+        "defaultTimeoutSeconds",
+        shell_timeout,
+        &mut out,
+    );
     let TimeoutDefaults {
         task_timeout_seconds,
         gate_timeout_seconds,

@@ -10,48 +10,46 @@ impl RunState {
     /// and unfinished, which [`RunState::rearm`] executes again (side effects at least once;
     /// each execution journaled). To be appended, and durable, before those effects act.
     pub(crate) fn restarts(&self, worker: &str) -> Vec<Record> {
-        let mut records = Vec::new();
-        for &step in &self.pending {
-            if let Some(StepEntry {
-                machine: Machine::Task(t),
-                ..
-            }) = self.steps.get(&step)
-                && !t.is_held()
-                && let (Some(attempt), Some(execution)) = (t.running(), t.next_execution())
-            {
-                records.push(Record::TaskRestarted {
+        self.running_tasks()
+            .filter_map(|(step, t)| {
+                Some(Record::TaskRestarted {
                     step,
-                    attempt,
-                    execution,
+                    attempt: t.running()?,
+                    execution: t.next_execution()?,
                     worker: worker.to_string(),
-                });
-            }
-        }
-        records
+                })
+            })
+            .collect()
+    }
+
+    /// The pending task steps with an attempt journaled as started and no result, in step
+    /// order; a step the code carries out itself runs nowhere and is left out.
+    fn running_tasks(&self) -> impl Iterator<Item = (Step, &super::task::TaskStep)> {
+        self.pending
+            .iter()
+            .filter_map(|&step| match self.steps.get(&step) {
+                Some(StepEntry {
+                    machine: Machine::Task(t),
+                    ..
+                }) if !t.is_held() && t.running().is_some() => Some((step, t)),
+                _ => None,
+            })
     }
 
     /// When the process stops cleanly: the records that say which executions it interrupts,
     /// each running (begun) attempt's, so that they do not count against `maxClaimAttempts`
-    /// when the attempts run again. A step the code carries out itself runs nowhere.
+    /// when the attempts run again.
     pub(crate) fn interrupts(&self, worker: &str) -> Vec<Record> {
-        let mut records = Vec::new();
-        for &step in &self.pending {
-            if let Some(StepEntry {
-                machine: Machine::Task(t),
-                ..
-            }) = self.steps.get(&step)
-                && !t.is_held()
-                && let (Some(attempt), Some(execution)) = (t.running(), t.current_execution())
-            {
-                records.push(Record::TaskInterrupted {
+        self.running_tasks()
+            .filter_map(|(step, t)| {
+                Some(Record::TaskInterrupted {
                     step,
-                    attempt,
-                    execution,
+                    attempt: t.running()?,
+                    execution: t.current_execution()?,
                     worker: worker.to_string(),
-                });
-            }
-        }
-        records
+                })
+            })
+            .collect()
     }
 
     /// How many executions of task step `step`'s running attempt a clean stop interrupted.

@@ -30,6 +30,11 @@ fn node<'a>(graph: &'a Value, id: &str) -> &'a Value {
         .unwrap_or_else(|| panic!("no node {id} in {graph}"))
 }
 
+/// A node of a Friday editor graph at the origin, with its `data`.
+fn design_node(id: &str, data: Value) -> Value {
+    json!({ "id": id, "type": "workflow_node", "position": { "x": 0, "y": 0 }, "data": data })
+}
+
 #[test]
 fn reactflow_prints_the_editor_graph_the_library_exports() {
     let p = Project::new();
@@ -330,20 +335,19 @@ fn a_graph_that_is_not_series_parallel_is_refused_naming_the_node_in_the_way() {
 #[test]
 fn a_friday_graph_with_a_trigger_and_an_approval_node_imports_and_runs() {
     let p = Project::new();
-    let node = |id: &str, data: Value| json!({ "id": id, "type": "workflow_node", "position": { "x": 0, "y": 0 }, "data": data });
     let graph = json!({
         "schemaVersion": "1.0",
         "reactFlowVersion": "11",
         "nodes": [
-            node("t1", json!({ "id": "t1", "type": "trigger", "name": "nightly",
+            design_node("t1", json!({ "id": "t1", "type": "trigger", "name": "nightly",
                                "config": { "triggerType": "cron", "cron": "0 0 6 * * *",
                                            "timezone": "UTC" } })),
-            node("review", json!({ "id": "review", "type": "approval", "name": "Ship it?",
+            design_node("review", json!({ "id": "review", "type": "approval", "name": "Ship it?",
                                    "config": { "approverRole": "admin", "onReject": "fail",
                                                "timeoutMs": 60000 } })),
-            node("shipped", json!({ "id": "shipped", "type": "terminal", "name": "shipped",
+            design_node("shipped", json!({ "id": "shipped", "type": "terminal", "name": "shipped",
                                     "config": { "result": "shipped" } })),
-            node("stopped", json!({ "id": "stopped", "type": "terminal", "name": "stopped",
+            design_node("stopped", json!({ "id": "stopped", "type": "terminal", "name": "stopped",
                                     "config": { "result": "stopped" } })),
         ],
         "edges": [
@@ -696,20 +700,19 @@ fn export_import_export_gives_the_same_graph() {
     assert_eq!(a, b, "export, import, export is identical");
 }
 
-/// Friday ends a run at a node without outgoing edges, and an approval's unbranched edge is its
-/// approval (seed 001 §5.7): imported, published and run, such a graph completes.
+/// Friday ends a run at a node without outgoing edges: imported, published and run, a graph
+/// whose last node is an action completes there.
 #[test]
 fn an_imported_graph_completes_at_its_last_node() {
     let p = Project::new();
-    let node = |id: &str, data: Value| json!({ "id": id, "type": "workflow_node", "position": { "x": 0, "y": 0 }, "data": data });
     let graph = json!({
         "schemaVersion": "1.0",
         "reactFlowVersion": "11",
         "nodes": [
-            node("first", json!({ "id": "first", "type": "action", "name": "first",
+            design_node("first", json!({ "id": "first", "type": "action", "name": "first",
                                   "config": { "actionType": "shell_task", "run": "echo one",
                                               "dirName": "workspace" } })),
-            node("nap", json!({ "id": "nap", "type": "action", "name": "nap",
+            design_node("nap", json!({ "id": "nap", "type": "action", "name": "nap",
                                 "config": { "actionType": "timer_task", "duration": "0s" } })),
         ],
         "edges": [{ "id": "e0", "source": "first", "target": "nap" }],
