@@ -374,6 +374,10 @@ pub fn publish(
     let current =
         read_optional(docs, &live).map_err(|e| io(name, "reading the live document", e))?;
     let previous = match &current {
+        // A publish cut short after writing the live text (the draft is live already, its
+        // predecessor kept): the predecessor is the newest entry of the history, and the live
+        // text is no version it replaced.
+        Some(text) if *text == draft => newest_in_history(docs, scope, name),
         Some(text) => {
             let hash = sha256_hex(text);
             let entry = history_dir(docs, scope, name).join(format!("{hash}.yaml"));
@@ -415,6 +419,20 @@ pub fn publish(
         triggers: triggers.iter().map(DraftTrigger::document).collect(),
         trigger_texts: triggers.into_iter().map(|t| t.text).collect(),
     })
+}
+
+/// The hash of the text the history received last, if any.
+fn newest_in_history(docs: &DocumentSource, scope: &Scope, name: &str) -> Option<String> {
+    std::fs::read_dir(history_dir(docs, scope, name))
+        .ok()?
+        .filter_map(Result::ok)
+        .filter_map(|e| {
+            let hash = e.file_name().to_str()?.strip_suffix(".yaml")?.to_owned();
+            let at = e.metadata().and_then(|m| m.modified()).ok()?;
+            Some((at, hash))
+        })
+        .max()
+        .map(|(_, hash)| hash)
 }
 
 fn rfc3339(t: SystemTime) -> Option<String> {
@@ -535,6 +553,29 @@ mod tests {
         let scope = Scope::new("acme", "shop");
         std::fs::create_dir_all(docs.project_dir(&scope).join("_vance/workflow-drafts")).unwrap();
         (dir, docs, scope)
+    }
+
+    /// A publish killed after it wrote the live text leaves the draft (and its triggers)
+    /// behind; publishing again finishes it and names the text the first one replaced.
+    #[test]
+    fn publishing_again_after_a_publish_cut_short_names_the_replaced_version() {
+        let (_d, docs, scope) = project();
+        std::fs::write(docs.draft_path(&scope, "w"), VALID).unwrap();
+        let first = publish(&docs, &scope, "w", true).unwrap();
+        let second_text = format!("description: two\n{VALID}");
+        std::fs::write(docs.draft_path(&scope, "w"), &second_text).unwrap();
+        // Cut short: the old text is kept and the draft is live, the draft not yet removed.
+        let entry = history_dir(&docs, &scope, "w").join(format!("{}.yaml", first.version));
+        std::fs::create_dir_all(entry.parent().unwrap()).unwrap();
+        std::fs::write(&entry, VALID).unwrap();
+        std::fs::write(live_path(&docs, &scope, "w"), &second_text).unwrap();
+        let again = publish(&docs, &scope, "w", true).unwrap();
+        assert_eq!(again.version, sha256_hex(&second_text));
+        assert_eq!(again.previous.as_deref(), Some(first.version.as_str()));
+        assert!(!docs.draft_path(&scope, "w").exists());
+        let listed = versions(&docs, &scope, "w").unwrap();
+        let hashes: Vec<_> = listed.versions.iter().map(|v| v.hash.as_str()).collect();
+        assert_eq!(hashes, [again.version.as_str(), first.version.as_str()]);
     }
 
     #[test]
