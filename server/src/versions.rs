@@ -107,6 +107,10 @@ pub struct Published {
     /// The texts of `triggers`, in their order (who published them is their writer).
     #[serde(skip)]
     pub trigger_texts: Vec<String>,
+    /// The trigger documents an earlier publish of the workflow's graph made live whose nodes
+    /// the graph no longer has, now removed; absent when there were none.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub removed_triggers: Vec<String>,
 }
 
 /// The directory of the trigger documents a draft carries.
@@ -348,10 +352,22 @@ pub fn publish(
         });
     }
     let triggers = draft_triggers(docs, scope, name)?;
-    if !triggers.is_empty() && !may_add_triggers {
+    // A draft imported from a graph carries its `.triggers` directory, even empty: its trigger
+    // nodes are all the triggers of the graph, so the earlier ones it no longer has go.
+    let from_graph = draft_triggers_dir(docs, scope, name).is_dir();
+    let stale = if from_graph {
+        stale_graph_triggers(docs, scope, name, &triggers)
+    } else {
+        Vec::new()
+    };
+    if (!triggers.is_empty() || !stale.is_empty()) && !may_add_triggers {
         return Err(VersionError::TriggersNeedRun {
             name: name.to_string(),
-            documents: triggers.iter().map(DraftTrigger::document).collect(),
+            documents: triggers
+                .iter()
+                .map(DraftTrigger::document)
+                .chain(stale.iter().cloned())
+                .collect(),
         });
     }
     let live = live_path(docs, scope, name);
@@ -407,7 +423,14 @@ pub fn publish(
         write_atomically(&path, t.text.as_bytes())
             .map_err(|e| io(name, "writing a trigger document", e))?;
     }
-    if !triggers.is_empty() {
+    for document in &stale {
+        match std::fs::remove_file(docs.project_dir(scope).join(document)) {
+            Ok(()) => {}
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
+            Err(e) => return Err(io(name, "removing a trigger the graph no longer has", e)),
+        }
+    }
+    if from_graph {
         std::fs::remove_dir_all(draft_triggers_dir(docs, scope, name))
             .map_err(|e| io(name, "removing the draft's triggers", e))?;
     }
@@ -418,7 +441,48 @@ pub fn publish(
         previous,
         triggers: triggers.iter().map(DraftTrigger::document).collect(),
         trigger_texts: triggers.into_iter().map(|t| t.text).collect(),
+        removed_triggers: stale,
     })
+}
+
+/// The live trigger documents (`_vance/scheduler/`, `_vance/events/`) that an import of the
+/// graph of `name` wrote (named `<name>-…`, starting `name`, with `params.triggerNodeId`) and
+/// that `carried` does not replace: those of trigger nodes the graph no longer has.
+fn stale_graph_triggers(
+    docs: &DocumentSource,
+    scope: &Scope,
+    name: &str,
+    carried: &[DraftTrigger],
+) -> Vec<String> {
+    let mut out = Vec::new();
+    for dir in ["scheduler", "events"] {
+        let Ok(entries) = std::fs::read_dir(vance(docs, scope).join(dir)) else {
+            continue;
+        };
+        for entry in entries.filter_map(Result::ok).take(MAX_DRAFT_TRIGGERS * 10) {
+            let file = entry.file_name().to_string_lossy().into_owned();
+            let Some(stem) = file.strip_suffix(".yaml") else {
+                continue;
+            };
+            let ours = stem.starts_with(&format!("{name}-"))
+                && !carried.iter().any(|t| t.dir == dir && t.name == stem)
+                && entry.file_type().is_ok_and(|t| t.is_file())
+                && entry.metadata().is_ok_and(|m| m.len() <= MAX_TRIGGER_BYTES);
+            if !ours {
+                continue;
+            }
+            let graph_made = docs
+                .read_text(&entry.path())
+                .ok()
+                .and_then(|text| crate::triggers::documents::graph_trigger_of(dir, stem, &text))
+                .is_some_and(|(workflow, _)| workflow == name);
+            if graph_made {
+                out.push(format!("_vance/{dir}/{file}"));
+            }
+        }
+    }
+    out.sort();
+    out
 }
 
 /// The hash of the text the history received last, if any.

@@ -102,7 +102,8 @@ fn import(loc: &Location, file: &std::path::Path, draft: Option<&str>) -> anyhow
     let path = dir.join(format!("{name}.yaml"));
     let triggers_dir = versions::draft_triggers_dir(project.docs(), &project.scope, name);
     // Left by a draft removed by hand, they would go live with this one: say so instead.
-    if !triggers.is_empty() && triggers_dir.exists() {
+    let leftover = std::fs::read_dir(&triggers_dir).is_ok_and(|mut d| d.next().is_some());
+    if leftover {
         errln!(
             "{} exists already (the trigger documents of an earlier draft); remove it, or import \
              under another --name",
@@ -128,7 +129,10 @@ fn import(loc: &Location, file: &std::path::Path, draft: Option<&str>) -> anyhow
     };
     std::io::Write::write_all(&mut draft_file, yaml.as_bytes())?;
     out!("{}\n", path.display())?;
-    // Beside the draft, where they start nothing: publishing makes them live.
+    // Beside the draft, where they start nothing: publishing makes them live, and, being all
+    // the graph's triggers, removes those of nodes an earlier graph had (so the directory is
+    // there even when the graph has none).
+    std::fs::create_dir_all(&triggers_dir)?;
     for t in &triggers {
         let dir = triggers_dir.join(t.dir);
         std::fs::create_dir_all(&dir)?;

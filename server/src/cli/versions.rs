@@ -76,6 +76,9 @@ pub(crate) fn publish(loc: &Location, args: NameArgs) -> anyhow::Result<u8> {
             for t in &p.triggers {
                 outln!("  trigger: {t}")?;
             }
+            for t in &p.removed_triggers {
+                outln!("  removed trigger: {t} (its node is no longer in the graph)")?;
+            }
             Ok(EXIT_OK)
         }
         Err(e) => Ok(failed(&e)),

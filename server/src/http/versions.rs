@@ -79,7 +79,14 @@ pub(crate) async fn publish(
     .map_err(ApiError::internal)?
     .map_err(api_error)?;
     let mut reply = serde_json::to_value(&published).map_err(ApiError::internal)?;
-    if !published.triggers.is_empty() {
+    if let Ok(catalog) = state.triggers.catalog() {
+        for document in &published.removed_triggers {
+            if let Err(e) = crate::triggers::registry::forget_writer(catalog, &scope, document) {
+                tracing::warn!(error = %e, "could not forget who wrote a removed trigger");
+            }
+        }
+    }
+    if !published.triggers.is_empty() || !published.removed_triggers.is_empty() {
         let warnings = super::documents::triggers_published(
             &state,
             &scope,

@@ -146,6 +146,23 @@ pub fn check_hook_document(label: &str, text: &str) -> Result<(), String> {
     doc.check().map(drop).map_err(|e| format!("{label}: {e}"))
 }
 
+/// The workflow and the editor graph's trigger node of a trigger document (`dir` is
+/// `scheduler` or `events`) that a graph import wrote: one with `params.triggerNodeId`.
+pub(crate) fn graph_trigger_of(dir: &str, name: &str, text: &str) -> Option<(String, String)> {
+    let (workflow, params) = match dir {
+        "scheduler" => {
+            let s = magrathea_yaml::scheduler::load_schedule("", name, text).ok()?;
+            (s.workflow().to_owned(), s.params().clone())
+        }
+        "events" => {
+            let doc = parse_event(text).ok()?;
+            (doc.workflow, doc.params)
+        }
+        _ => return None,
+    };
+    Some((workflow, trigger_node_id(&params)?))
+}
+
 /// Checks a trigger document a draft carries (`dir` is `scheduler` or `events`, where it goes
 /// when published): that it is valid and starts `workflow`, and, for an event document, that
 /// it declares a webhook or a subscription. The message names the document as `label`.

@@ -727,3 +727,64 @@ fn an_imported_graph_completes_at_its_last_node() {
     assert_eq!(code(&ran), 0, "{}", stderr(&ran));
     assert_eq!(json(&ran)["status"], "DONE");
 }
+
+/// Publishing a graph's draft syncs the graph's triggers (Friday §5.1): a trigger node the graph
+/// no longer has takes its document with it; triggers written by hand stay.
+#[test]
+fn republishing_a_graph_removes_the_triggers_of_nodes_it_no_longer_has() {
+    let p = Project::new();
+    let cron = json!({ "id": "t1", "type": "trigger", "name": "nightly",
+                       "config": { "triggerType": "cron", "cron": "0 0 6 * * *", "timezone": "UTC" } });
+    let event = json!({ "id": "t2", "type": "trigger", "name": "on failure",
+                        "config": { "triggerType": "event", "event": "workflow.run.failed" } });
+    let graph = |triggers: &[&Value]| {
+        let mut nodes: Vec<Value> = triggers
+            .iter()
+            .map(|t| design_node(t["id"].as_str().unwrap(), (*t).clone()))
+            .collect();
+        nodes.push(design_node(
+            "done",
+            json!({ "id": "done", "type": "terminal", "name": "done", "config": {} }),
+        ));
+        let edges: Vec<Value> = triggers
+            .iter()
+            .map(|t| json!({ "source": t["id"], "target": "done" }))
+            .collect();
+        json!({ "schemaVersion": "1.0", "nodes": nodes, "edges": edges })
+    };
+    let publish = |g: Value| {
+        let file = p.dir.join("sync.graph.json");
+        std::fs::write(&file, g.to_string()).unwrap();
+        let out = p.cli(&["graph", "import", file.to_str().unwrap(), "--name", "sync"]);
+        assert_eq!(code(&out), 0, "{}", stderr(&out));
+        let out = p.cli(&["publish", "sync"]);
+        assert_eq!(code(&out), 0, "{}", stderr(&out));
+        stdout(&out)
+    };
+    let live = |rel: &str| p.dir.join("_vance").join(rel).exists();
+    publish(graph(&[&cron, &event]));
+    assert!(live("scheduler/sync-t1.yaml") && live("events/sync-t2.yaml"));
+    std::fs::write(
+        p.dir.join("_vance/scheduler/sync-manual.yaml"),
+        "cron: \"0 0 7 * * *\"\nworkflow: sync\n",
+    )
+    .unwrap();
+
+    let out = publish(graph(&[&event]));
+    assert!(
+        out.contains("removed trigger: _vance/scheduler/sync-t1.yaml"),
+        "{out}"
+    );
+    assert!(!live("scheduler/sync-t1.yaml"));
+    assert!(live("events/sync-t2.yaml") && live("scheduler/sync-manual.yaml"));
+
+    publish(graph(&[]));
+    assert!(
+        !live("events/sync-t2.yaml"),
+        "a graph without triggers keeps none"
+    );
+    assert!(
+        live("scheduler/sync-manual.yaml"),
+        "a hand-written trigger stays"
+    );
+}
