@@ -187,6 +187,7 @@ pub(crate) fn parse_yaml_with_key_errors(
         content: None,
         block: None,
         columns: None,
+        places: None,
         written: None,
         kind: YamlKind::Null,
     });
@@ -275,6 +276,7 @@ impl Reader<'_> {
                         content: None,
                         block: None,
                         columns: None,
+                        places: None,
                         written: None,
                         kind: YamlKind::Null,
                     };
@@ -293,6 +295,7 @@ impl Reader<'_> {
                         content: None,
                         block: None,
                         columns: None,
+                        places: None,
                         written: None,
                         kind: YamlKind::Null,
                     };
@@ -534,14 +537,103 @@ impl Reader<'_> {
             }
             _ => None,
         };
+        let places = match style {
+            ScalarStyle::Plain
+            | ScalarStyle::SingleQuoted
+            | ScalarStyle::DoubleQuoted
+            | ScalarStyle::Folded
+                if content.is_none() && columns.is_none() =>
+            {
+                self.scalar_places(ys.start.index(), span, style, value)
+            }
+            _ => None,
+        };
         Ok(YamlNode {
             span,
             content,
             block,
             columns,
+            places,
             written,
             kind,
         })
+    }
+
+    /// [`YamlNode::places`] of the scalar whose source starts at character `start` (at
+    /// `span`): its value's characters that are not blanks are found, in order, among the
+    /// source's; a blank of the value stands where the next character written does. `None`
+    /// when the source holds anything else (an escape, `''`, a comment), so nothing is placed
+    /// wrongly.
+    fn scalar_places(
+        &self,
+        start: usize,
+        span: Span,
+        style: ScalarStyle,
+        value: &str,
+    ) -> Option<Box<[Span]>> {
+        let wanted: Vec<char> = value.chars().filter(|c| !c.is_whitespace()).collect();
+        let from = *self.char_bytes.get(start)?;
+        let mut src = self.text.get(from..)?.chars().peekable();
+        let (mut line, mut column) = (span.line, span.column);
+        let advance = |c: char, line: &mut u32, column: &mut u32| {
+            if c == '\n' {
+                *line = line.saturating_add(1);
+                *column = 1;
+            } else {
+                *column = column.saturating_add(1);
+            }
+        };
+        match style {
+            // Past the opening quote.
+            ScalarStyle::SingleQuoted | ScalarStyle::DoubleQuoted => {
+                let c = src.next()?;
+                advance(c, &mut line, &mut column);
+            }
+            // Past the header (`>`, `>-`, `>2`, a comment), when the scalar starts there.
+            ScalarStyle::Folded if src.peek() == Some(&'>') => {
+                for c in src.by_ref() {
+                    advance(c, &mut line, &mut column);
+                    if c == '\n' {
+                        break;
+                    }
+                }
+            }
+            _ => {}
+        }
+        let mut found: Vec<Span> = Vec::with_capacity(wanted.len());
+        for c in src {
+            if found.len() == wanted.len() {
+                break;
+            }
+            if !c.is_whitespace() {
+                let escape = match style {
+                    ScalarStyle::DoubleQuoted => c == '\\' || c == '"',
+                    ScalarStyle::SingleQuoted => c == '\'',
+                    _ => false,
+                };
+                if escape || c != wanted[found.len()] {
+                    return None;
+                }
+                found.push(Span::new(line, column));
+            }
+            advance(c, &mut line, &mut column);
+        }
+        if found.len() != wanted.len() || found.is_empty() {
+            return None;
+        }
+        let last = *found.last()?;
+        let mut next = found.into_iter().peekable();
+        let places: Vec<Span> = value
+            .chars()
+            .map(|c| {
+                if c.is_whitespace() {
+                    next.peek().copied().unwrap_or(last)
+                } else {
+                    next.next().unwrap_or(last)
+                }
+            })
+            .collect();
+        Some(places.into_boxed_slice())
     }
 
     /// [`YamlNode::columns`] of the quoted scalar whose opening quote is character `quote` of

@@ -22,6 +22,10 @@ pub struct YamlNode {
     /// `\"` or `\x41`, or `''` in single quotes): the column, counted from the opening
     /// quote, of each character of the value, then of the closing quote. `None` otherwise.
     pub columns: Option<Box<[u32]>>,
+    /// For a scalar over several source lines that none of the above place (plain, quoted
+    /// without escapes, or folded `>`): the line and column of each character of the value,
+    /// a blank the folding made standing at the next character written. `None` otherwise.
+    pub places: Option<Box<[Span]>>,
     /// The characters as written, for a plain scalar that resolved to a number: `1.10` is the
     /// float 1.1, but a free-text field such as `version:` keeps `"1.10"`. `None` otherwise.
     pub written: Option<Box<str>>,
@@ -125,7 +129,8 @@ impl YamlNode {
     }
 
     /// The span of character `offset` of a scalar's value: exact when the scalar is verbatim
-    /// on one line or a verbatim literal block, otherwise the node's start.
+    /// on one line, a verbatim literal block, or placed character by character ([`Self::places`]),
+    /// otherwise the node's start.
     #[must_use]
     pub fn span_at(&self, char_offset: usize) -> Span {
         if let Some(c) = self.content {
@@ -135,6 +140,11 @@ impl YamlNode {
             && let Some(&col) = cols.get(char_offset.min(cols.len().saturating_sub(1)))
         {
             return self.span.shifted(col as usize);
+        }
+        if let Some(places) = &self.places
+            && let Some(&at) = places.get(char_offset.min(places.len().saturating_sub(1)))
+        {
+            return at;
         }
         if let (Some(b), YamlKind::Str(s)) = (self.block, &self.kind) {
             let before: String = s.chars().take(char_offset).collect();

@@ -109,6 +109,7 @@ pub(super) fn foreach(ctx: &mut Ctx<'_>, node: &YamlNode, what: &str) -> TaskSpe
         content: None,
         block: None,
         columns: None,
+        places: None,
         written: None,
         kind: YamlKind::Map(entries),
     };
@@ -193,6 +194,7 @@ fn inline(ctx: &mut Ctx<'_>, node: &YamlNode) -> Option<String> {
         content: None,
         block: None,
         columns: None,
+        places: None,
         written: None,
         kind: YamlKind::Map(entries),
     };

@@ -99,6 +99,24 @@ fn a_condition_ending_too_soon_in_a_block_scalar_is_said_on_its_own_line() {
     );
 }
 
+/// A condition written over several lines, folded (`>-`), plain or quoted, is pointed at
+/// where the mistake stands, not at the start of the text.
+#[test]
+fn a_condition_over_several_lines_is_pointed_at_where_its_mistake_stands() {
+    let text = doc(&format!(
+        "  a:\n    type: condition_task\n    transitions:\n      - if: >-\n          #state['x'] == 'a'\n          && #foo['y'] == 2\n        to: end\n      - if: \"#state['x'] == 'a'\n          && #bar['y'] == 2\"\n        to: end\n{END}"
+    ));
+    for (line, column, var) in [(8, 14, "#foo"), (11, 14, "#bar")] {
+        assert!(
+            rendered(&text).iter().any(|d| d.starts_with(&format!(
+                "wf.yaml:{line}:{column}: [MAG-Y023] invalid condition in rule"
+            )) && d.contains(&format!("unknown variable '{var}'"))),
+            "{var} at {line}:{column} in {:#?}",
+            rendered(&text)
+        );
+    }
+}
+
 #[test]
 fn a_condition_with_escapes_in_its_quotes_is_still_pointed_at_exactly() {
     let text = doc(&format!(

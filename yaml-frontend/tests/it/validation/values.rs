@@ -261,8 +261,9 @@ fn likely_template_typos_are_warnings_pointing_into_the_string() {
     assert_eq!(templates, 2, "{d}");
 }
 
-/// In a literal block (`run: |`, the usual form of a shell script) the warning points at the
-/// placeholder's own line and column, not at the block's start.
+/// In a literal block (`run: |`, the usual form of a shell script), a folded one or a quoted
+/// string over several lines, the warning points at the placeholder's own line and column,
+/// not at the scalar's start.
 #[test]
 fn a_template_typo_in_a_literal_block_is_pointed_at_where_it_stands() {
     let text = doc(&format!(
@@ -272,16 +273,26 @@ fn a_template_typo_in_a_literal_block_is_pointed_at_where_it_stands() {
         &text,
         "wf.yaml:9:16: [MAG-Y024] '${param.x}' is left as text: only '${params.…}' and '${state.…}' are placeholders; did you mean '${params.x}'?",
     );
-    // A folded block (`>`) joins its lines: the warning stays at the block.
+    // A folded block (`>`) joins its lines; the warning still points at the placeholder.
     let folded = doc(&format!(
         "  a:\n    type: shell_task\n    dirName: w\n    run: >\n      echo one\n      echo ${{param.x}}\n    on: {{ success: end }}\n{END}"
     ));
     assert!(
         rendered(&folded)
             .iter()
-            .any(|d| d.starts_with("wf.yaml:7:7: [MAG-Y024]")),
+            .any(|d| d.starts_with("wf.yaml:8:12: [MAG-Y024]")),
         "{:#?}",
         rendered(&folded)
+    );
+    let quoted = doc(&format!(
+        "  a:\n    type: shell_task\n    dirName: w\n    run: \"echo one\n      echo ${{param.x}}\"\n    on: {{ success: end }}\n{END}"
+    ));
+    assert!(
+        rendered(&quoted)
+            .iter()
+            .any(|d| d.starts_with("wf.yaml:7:12: [MAG-Y024]")),
+        "{:#?}",
+        rendered(&quoted)
     );
 }
 
