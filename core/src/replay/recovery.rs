@@ -52,6 +52,17 @@ impl RunState {
             .collect()
     }
 
+    /// When timer step `step` comes due, while it has not fired.
+    pub(crate) fn timer_pending_at(&self, step: Step) -> Option<u64> {
+        match self.steps.get(&step) {
+            Some(StepEntry {
+                machine: Machine::Timer(t),
+                ..
+            }) => t.due(),
+            _ => None,
+        }
+    }
+
     /// How many executions of task step `step`'s running attempt a clean stop interrupted.
     pub(crate) fn interruptions(&self, step: Step) -> u32 {
         match self.steps.get(&step) {

@@ -312,3 +312,65 @@ fn a_gate_that_timed_out_during_the_pause_is_acted_on_before_resume_reports() {
     assert_eq!(view["result"], "expired", "{view}");
     assert!(!stderr(&out).contains("inbox answer"), "{}", stderr(&out));
 }
+
+/// A run's deadline is not held by a pause: a run paused before it comes due, whose next state
+/// is its end, fails with the deadline's reason once resumed after it (it ended DONE), also
+/// when no process ran while it came due.
+#[test]
+fn a_deadline_that_came_due_while_paused_fails_the_run_on_its_resume() {
+    let p = Project::new();
+    let marks = p.dir.join("marks");
+    p.workflow(
+        "bounded",
+        &format!(
+            "bounds: {{ maxWallclockSeconds: 2 }}\nstart: work\nstates:\n  work:\n    type: shell_task\n    run: 'sleep 0.5; echo once >> {}'\n    dirName: workspace\n    on: {{ success: done }}\n  done: {{ type: terminal, result: finished }}\n",
+            marks.display()
+        ),
+    );
+    let child = p.spawn(&["run", "bounded", "--json"]);
+    let run = newest_run_once_it_journals(&p, "TaskStartedRecord");
+    let out = p.cli(&["runs", "pause", &run]);
+    assert_eq!(code(&out), 0, "{}", stderr(&out));
+    let out = child.wait_with_output().unwrap();
+    assert_eq!(code(&out), 3, "{}", stderr(&out));
+    // Past the deadline, with no process running the store.
+    std::thread::sleep(Duration::from_millis(2500));
+    let out = p.cli(&["runs", "resume", &run, "--json"]);
+    assert_eq!(json(&out)["status"], "FAILED", "{}", stderr(&out));
+    assert!(
+        json(&out)["reason"]
+            .as_str()
+            .unwrap()
+            .starts_with("bounds exhausted: maxWallclockSeconds 2 exceeded"),
+        "{}",
+        stderr(&out)
+    );
+    assert_eq!(std::fs::read_to_string(&marks).unwrap(), "once\n");
+}
+
+/// Compensations run without a deadline: one the deadline stops while it runs runs again, to
+/// its end, and the compensations after it still run.
+#[test]
+fn a_compensation_the_deadline_stops_runs_again_to_its_end() {
+    let p = Project::new();
+    let undo = p.dir.join("undo");
+    p.workflow(
+        "saga",
+        &format!(
+            "bounds: {{ maxWallclockSeconds: 1 }}\nonFailure: compensate\nstart: a\nstates:\n  a: {{ type: shell_task, dirName: workspace, run: 'true', compensate: undo_a, on: {{ success: b }} }}\n  b: {{ type: shell_task, dirName: workspace, run: 'exit 1', on: {{ success: done }} }}\n  undo_a: {{ type: shell_task, dirName: workspace, run: 'echo start >> {0}; sleep 2; echo end >> {0}', on: {{ success: done }} }}\n  done: {{ type: terminal }}\n",
+            undo.display()
+        ),
+    );
+    let out = p.cli(&["run", "saga", "--json"]);
+    assert_eq!(code(&out), 1, "{}", stderr(&out));
+    let view = json(&out);
+    assert_eq!(
+        view["result"]["compensations"][0]["outcome"], "success",
+        "{view}"
+    );
+    assert_eq!(
+        std::fs::read_to_string(&undo).unwrap(),
+        "start\nstart\nend\n",
+        "stopped once by the deadline, then run to its end"
+    );
+}

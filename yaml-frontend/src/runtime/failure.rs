@@ -181,7 +181,20 @@ pub(super) async fn compensate(
         };
         let comp = &plan.states[comp_id];
         run.ctx.enter_state(&comp.name);
-        let entry = match attempt(run, rt, plan, comp, budget).await {
+        // Compensations run without a deadline: one that the deadline stopped while it ran
+        // runs again, to its end (at least once, as after a crash).
+        let before = run.ctx.deadline_exceeded();
+        let mut done = attempt(run, rt, plan, comp, budget).await;
+        // Decided from the journal: a cancelled result comes after the deadline's firing.
+        let stopped = match &done {
+            Ok(c) => c.outcome == "cancelled",
+            Err(e) => e.cancelled,
+        };
+        if stopped && !before && run.ctx.deadline_exceeded() {
+            run.ctx.enter_state(&comp.name);
+            done = attempt(run, rt, plan, comp, budget).await;
+        }
+        let entry = match done {
             Ok(c) => json!({
                 "state": plan.states[done_id].name,
                 "compensation": comp.name,

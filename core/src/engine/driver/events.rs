@@ -161,7 +161,7 @@ impl Driver {
     }
 
     /// A timer of `step` is due: its firing, journaled unless the step completed already.
-    fn timer_fired(&mut self, step: crate::record::Step, purpose: TimerPurpose) {
+    pub(super) fn timer_fired(&mut self, step: crate::record::Step, purpose: TimerPurpose) {
         let actions = self.state.timer_due(step, purpose);
         let fired = !actions.records.is_empty();
         self.perform(actions);
@@ -175,11 +175,18 @@ impl Driver {
             && fired
             && at == step
         {
+            // Code that finished while paused has not ended the run (its end was held): the
+            // deadline comes first, and the run fails with its reason.
+            let mut ended_paused = None;
             if self.state.is_paused() {
                 self.state.lift_pause();
+                ended_paused = self.held.result.take();
                 self.release_held();
             }
-            self.request_cancel(reason, super::children::parent_deadline);
+            self.request_cancel(reason.clone(), super::children::parent_deadline);
+            if ended_paused.is_some() {
+                self.finish(Err(crate::WorkflowError::failed(reason)));
+            }
         }
     }
 

@@ -74,6 +74,23 @@ impl Driver {
                         reply.send(Err(DeliverError::NotPaused(self.run_id, self.status_now())));
                     return;
                 }
+                // A deadline that came due while the run was paused (its timer not yet fired,
+                // as when no process ran) ends the pause first, as it would have.
+                let deadline = crate::context::lock(&self.shared)
+                    .deadline
+                    .as_ref()
+                    .map(|(step, _)| *step);
+                if let Some(step) = deadline.filter(|&step| {
+                    self.state
+                        .timer_pending_at(step)
+                        .is_some_and(|at| at <= now_ms())
+                }) {
+                    self.timer_fired(step, TimerPurpose::Sleep);
+                    self.outbox
+                        .replies
+                        .push(Reply::Control(reply, ControlAck::Resumed));
+                    return;
+                }
                 self.append_apply(Record::ResumeRequested { by });
                 self.release_held();
                 self.outbox

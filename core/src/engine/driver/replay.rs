@@ -329,6 +329,17 @@ impl Driver {
             self.held.rearm = true;
             let now = super::outbox::now_ms();
             self.held.commands = cursor.deferred.into_iter().map(|c| (c, now)).collect();
+            // The run's deadline is not held: armed now, it ends the pause when it comes due
+            // (a second arming on the resume fires nothing more).
+            let deadline = lock(&self.shared).deadline.as_ref().map(|(step, _)| *step);
+            if let Some(step) = deadline {
+                let armed = self
+                    .state
+                    .rearm()
+                    .into_iter()
+                    .find(|e| matches!(e, crate::replay::Effect::Timer(s, _, _) if *s == step));
+                self.outbox.effects.extend(armed);
+            }
             self.refresh_status();
             return true;
         }
