@@ -105,6 +105,14 @@ fn describe(entry: &Entry) -> String {
             execution,
             worker,
         } => format!("#{step} attempt {attempt} runs again (execution {execution}) on {worker}"),
+        Record::TaskInterrupted {
+            step,
+            attempt,
+            execution,
+            worker,
+        } => format!(
+            "#{step} attempt {attempt} stopped with its process {worker} (execution {execution}; a clean stop, not counted against maxClaimAttempts)"
+        ),
         Record::TaskQueued { step, attempt } => {
             format!("#{step} attempt {attempt} waits for a place in its lane")
         }

@@ -181,6 +181,24 @@ async fn interrupted_then_reports(ctx: Context, n: u64) -> Result<String, Workfl
     })
 }
 
+/// Executions of `always_hangs`, across incarnations.
+static MIXED: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
+
+#[task]
+async fn always_hangs(_n: u64) -> Result<u64, TaskError> {
+    MIXED.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+    tokio::time::sleep(Duration::from_secs(3600)).await;
+    Ok(0)
+}
+
+#[workflow]
+async fn stopped_and_crashed(ctx: Context, n: u64) -> Result<String, WorkflowError> {
+    Ok(match ctx.task(always_hangs, n).await {
+        Ok(_) => "ran".into(),
+        Err(e) => format!("{}: {}", e.kind(), e.message()),
+    })
+}
+
 static ADMITTED: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
 static PLACE_FREE: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(false);
 
@@ -213,6 +231,7 @@ fn builder(db: &Path) -> EngineBuilder {
         .workflow(hangs_then_reports)
         .workflow(queued_then_reports)
         .workflow(interrupted_then_reports)
+        .workflow(stopped_and_crashed)
         .workflow(steps_elsewhere)
         .workflow(many_shapes)
         .workflow(join_order)
@@ -668,6 +687,45 @@ fn clean_stops_while_a_task_runs_are_not_counted_against_max_claim_attempts() {
         })
         .collect();
     assert_eq!(stopped, vec![1, 2, 3, 4]);
+}
+
+/// Clean stops and crashes mixed: only the crashes count, and the `[MAG-EN007]` that ends the
+/// task once they are used up says how often it was started in all.
+#[test]
+fn only_crashes_count_and_the_message_names_the_clean_stops_too() {
+    use std::sync::atomic::Ordering;
+    let dir = tempfile::tempdir().unwrap();
+    let db = dir.path().join("journal.redb");
+    let mut run = None;
+    // Stopped cleanly, crashed, stopped cleanly, crashed, crashed.
+    for (k, clean) in [(1u64, true), (2, false), (3, true), (4, false), (5, false)] {
+        run = Some(incarnation(&db, async move |engine: Engine| {
+            let run = match run {
+                Some(run) => run,
+                None => engine.start(stopped_and_crashed, 1).await.unwrap().id(),
+            };
+            magrathea_tests::wait_for("the task running", Duration::from_secs(10), || {
+                MIXED.load(Ordering::SeqCst) == k
+            })
+            .await;
+            if clean {
+                engine.stop(Duration::from_secs(5)).await;
+            }
+            run
+        }));
+    }
+    let (view, _) = ended(&db, run.unwrap(), "the sixth execution is not run");
+    let result = view.result.unwrap();
+    let result = result.as_str().unwrap();
+    assert!(
+        result.starts_with("technical_error: [MAG-EN007]"),
+        "{result}"
+    );
+    assert!(
+        result.contains("started 3 times (and 2 more times, stopped cleanly"),
+        "{result}"
+    );
+    assert_eq!(MIXED.load(Ordering::SeqCst), 5);
 }
 
 /// An attempt that waits for a place to run when its process stops has not begun: it runs

@@ -74,19 +74,28 @@ impl Driver {
     /// allows (reference §12: "after maxClaimAttempts (default 3), the Task fails terminally";
     /// the first execution counts, as the first attempt counts in `maxAttempts`). A shared
     /// store counts claims of the run instead ([`Driver::claims_exhausted_after`]).
-    pub(super) fn executions_exhausted(&self, execution: u32) -> Option<String> {
+    ///
+    /// `interrupted` executions were stopped cleanly (`TaskInterruptedRecord`): they do not
+    /// count, and the message says so.
+    pub(super) fn executions_exhausted(&self, execution: u32, interrupted: u32) -> Option<String> {
         if self.engine.store.leases().is_some() {
             return None;
         }
         let max = self.engine.config.max_claim_attempts;
-        (execution > max).then(|| {
+        let counted = execution.saturating_sub(interrupted);
+        (counted > max).then(|| {
+            let besides = if interrupted > 0 {
+                format!(" (and {interrupted} more times, stopped cleanly, which do not count)")
+            } else {
+                String::new()
+            };
             format!(
-                "[MAG-EN007] the task was started {} times and each time the \
+                "[MAG-EN007] the task was started {} times{besides} and each time the \
                  process running it stopped before its result: maxClaimAttempts ({max}) \
                  executions are used up; it is not run again. Find out why the process stops while \
                  it runs (memory, time, a crash), route technical_error with catch:, or raise \
                  the limit (EngineBuilder::max_claim_attempts, serve --max-claim-attempts)",
-                execution - 1
+                counted - 1
             )
         })
     }

@@ -358,9 +358,7 @@ impl Driver {
                 Record::TaskRestarted {
                     step, execution, ..
                 } => self.claims_exhausted.clone().or_else(|| {
-                    self.executions_exhausted(
-                        execution.saturating_sub(self.state.interruptions(*step)),
-                    )
+                    self.executions_exhausted(*execution, self.state.interruptions(*step))
                 }),
                 _ => None,
             };
