@@ -138,6 +138,21 @@ impl RunView {
                         at: e.at_ms,
                     });
                 }
+                // The same execution restarted again: the earlier one waited in its lane and
+                // never began; the process and time that count are this one's.
+                Record::TaskRestarted {
+                    step,
+                    attempt,
+                    execution,
+                    worker,
+                } => {
+                    if let Some(listed) = view.re_executions.iter_mut().find(|r| {
+                        r.step == *step && r.attempt == *attempt && r.execution == *execution
+                    }) {
+                        listed.worker.clone_from(worker);
+                        listed.at = e.at_ms;
+                    }
+                }
                 Record::Status { status, reason } => {
                     if status.is_terminal() {
                         view.finished_at = Some(e.at_ms);
@@ -380,7 +395,8 @@ mod tests {
 
     /// A process stopped three times around one attempt: once after it began (it may have
     /// run), then twice while its second execution waited in its lane and never began. Only
-    /// the execution that may have run twice is a re-execution.
+    /// the execution that may have run twice is a re-execution, with the process and time of
+    /// the restart that began it.
     #[test]
     fn a_restart_of_an_execution_that_never_began_is_no_re_execution() {
         let queued = || Record::TaskQueued {
@@ -424,6 +440,7 @@ mod tests {
             .iter()
             .map(|r| (r.execution, r.at, r.name.as_str()))
             .collect();
-        assert_eq!(listed, [(2, 1_001, "ship"), (3, 1_008, "ship")]);
+        // Execution 2 is shown as the restart that began (the third, at 1_005), not the first.
+        assert_eq!(listed, [(2, 1_005, "ship"), (3, 1_008, "ship")]);
     }
 }
