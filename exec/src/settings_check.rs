@@ -51,6 +51,10 @@ pub fn check_settings(label: &str, text: &str, tenant: bool) -> Vec<String> {
             Err(e) => return vec![e.located(label, "MAG-Y001")],
         }
     };
+    // A wrong tool section denies every tool of its scope (fail closed): said here instead.
+    if let Err(e) = crate::tools::permission::check_tool_sections(text) {
+        return vec![e.located(label, "MAG-Y001")];
+    }
     positive(
         label,
         text,
@@ -145,6 +149,30 @@ mod tests {
         assert!(
             found[0].starts_with("s.yaml:2:") && found[0].contains("maxConcurrentTasks"),
             "{found:?}"
+        );
+    }
+
+    #[test]
+    fn a_tool_section_the_cascade_cannot_read_is_located() {
+        for text in [
+            "tools:\n  bogus: 1\n",
+            "tools: {allowed: 5}\n",
+            "allowedTools: 5\n",
+        ] {
+            let found = check_settings("s.yaml", text, false);
+            assert_eq!(found.len(), 1, "{text}: {found:?}");
+            assert!(
+                found[0].starts_with("s.yaml:") && found[0].contains("[MAG-Y001]"),
+                "{text}: {found:?}"
+            );
+        }
+        assert!(
+            check_settings(
+                "s.yaml",
+                "tools: {allowed: [doc_read], denied: [x]}\n",
+                false
+            )
+            .is_empty()
         );
     }
 

@@ -81,6 +81,13 @@ impl SettingsFile {
     }
 }
 
+/// Whether a settings file's tool sections (`tools:`, `allowedTools:`, `denied:`) read as
+/// the tool cascade reads them (a wrong one denies every tool of its scope): the parser's
+/// error otherwise.
+pub(crate) fn check_tool_sections(text: &str) -> Result<(), crate::yaml_text::YamlError> {
+    crate::yaml_text::from_str::<Option<SettingsFile>>(text).map(drop)
+}
+
 /// Reads the settings at `path`; errors name the file by `label` (in a served tree never by
 /// its path on the server's disk: a denial is a task's outcome, which its run shows).
 fn read(path: &Path, label: &str) -> Result<ToolSettings, String> {

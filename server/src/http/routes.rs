@@ -484,7 +484,7 @@ pub fn routes() -> Vec<Route> {
             methods: &["GET"],
             path: "/brain/{tenant}/project/{project}/documents/{*path}",
             operation: "documents.get",
-            summary: "A document under _vance/ (settings.yaml needs workflow.write)",
+            summary: "A document under _vance/ (settings.yaml needs workflow.write and workflow.run)",
             query: &[],
             access: Token(Read),
             handler: || get(documents::get),
