@@ -256,7 +256,9 @@ async fn documents_are_read_listed_and_written_with_validation() {
         "events: {}\n"
     );
     // A tool section the cascade cannot read would deny every tool of the project.
-    let r = put("settings.yaml", "tools:\n  bogus: 1\n", ACME).await.unwrap();
+    let r = put("settings.yaml", "tools:\n  bogus: 1\n", ACME)
+        .await
+        .unwrap();
     assert_eq!(r.status(), 422);
     // A value its setting cannot take would be ignored as well: refused at its place.
     let r = put(
