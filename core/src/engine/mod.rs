@@ -248,6 +248,11 @@ impl EngineInner {
             Ok(()) => return,
             Err(event) => event,
         };
+        // A closing engine takes no run into memory: a timer due meanwhile fires, and an
+        // event is refused, as when the store is next opened.
+        if self.closing.is_closed() {
+            return driver::reply_error(event, &StoreError::Closed);
+        }
         let reclaims = match workers::claim(self, run) {
             Ok(Some(reclaims)) => reclaims,
             Ok(None) => return workers::forward(self, run, event),

@@ -374,3 +374,45 @@ fn a_compensation_the_deadline_stops_runs_again_to_its_end() {
         "stopped once by the deadline, then run to its end"
     );
 }
+
+/// A deadline that came due while no process ran the run fires at its recovery before anything
+/// the run had running runs again: the step stopped before the deadline is not started twice,
+/// and the run fails with the deadline's reason (a cancel then finds it ended).
+#[test]
+fn a_deadline_due_at_recovery_fires_before_the_stopped_step_runs_again() {
+    let p = Project::new();
+    let marks = p.dir.join("marks");
+    p.workflow(
+        "bounded",
+        &format!(
+            "bounds: {{ maxWallclockSeconds: 2 }}\nstart: work\nstates:\n  work:\n    type: shell_task\n    run: 'echo start >> {}; sleep 30'\n    dirName: workspace\n    on: {{ success: done }}\n  done: {{ type: terminal }}\n",
+            marks.display()
+        ),
+    );
+    let child = p.spawn(&["run", "bounded"]);
+    let run = newest_run_once_it_journals(&p, "TaskStartedRecord");
+    let deadline = Instant::now() + Duration::from_secs(30);
+    while !marks.exists() {
+        assert!(Instant::now() < deadline, "the step never began");
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    let killed = std::process::Command::new("kill")
+        .args(["-TERM", &child.id().to_string()])
+        .status()
+        .unwrap();
+    assert!(killed.success());
+    let out = child.wait_with_output().unwrap();
+    assert_eq!(code(&out), 130, "{}", stderr(&out));
+    std::thread::sleep(Duration::from_millis(2500));
+    let out = p.cli(&["cancel", &run, "--json"]);
+    let view = json(&out);
+    assert_eq!(view["status"], "FAILED", "{}", stderr(&out));
+    assert!(
+        view["reason"]
+            .as_str()
+            .unwrap()
+            .starts_with("bounds exhausted: maxWallclockSeconds 2 exceeded"),
+        "{view}"
+    );
+    assert_eq!(std::fs::read_to_string(&marks).unwrap(), "start\n");
+}

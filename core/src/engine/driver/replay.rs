@@ -347,6 +347,16 @@ impl Driver {
             self.finish(result);
             return true;
         }
+        // A deadline that came due while no process ran the run fires first: nothing it
+        // stops runs again before it.
+        let deadline = lock(&self.shared).deadline.as_ref().map(|(step, _)| *step);
+        if let Some(step) = deadline.filter(|&step| {
+            self.state
+                .timer_pending_at(step)
+                .is_some_and(|at| at <= super::outbox::now_ms())
+        }) {
+            self.timer_fired(step, crate::replay::TimerPurpose::Sleep);
+        }
         // Attempts the journal shows started and unfinished run again: each such execution is
         // journaled first, and the flush that makes it durable comes before the effect acts.
         for restart in self.state.restarts(crate::engine::worker::worker_name()) {
