@@ -161,6 +161,18 @@ fn newest_run_once_it_journals(p: &Project, record: &str) -> String {
     }
 }
 
+/// Runs `workflow` with `magrathea run --json` and pauses the run once its first step has
+/// started; the run's id and the command's output, once it exited 3 (PAUSED).
+fn paused_while_its_step_runs(p: &Project, workflow: &str) -> (String, std::process::Output) {
+    let child = p.spawn(&["run", workflow, "--json"]);
+    let run = newest_run_once_it_journals(p, "TaskStartedRecord");
+    let out = p.cli(&["runs", "pause", &run, "--reason", "hold"]);
+    assert_eq!(code(&out), 0, "{}", stderr(&out));
+    let out = child.wait_with_output().unwrap();
+    assert_eq!(code(&out), 3, "{}", stderr(&out));
+    (run, out)
+}
+
 /// A run paused while `magrathea run` drives its shell step: the step finishes and its result
 /// is journaled before the command exits (3, PAUSED); the resume goes on from there, and the
 /// step's side effect happened once.
@@ -175,13 +187,7 @@ fn a_task_running_when_its_run_is_paused_finishes_before_the_run_command_exits()
             marks.display()
         ),
     );
-    let child = p.spawn(&["run", "slow", "--json"]);
-    let run = newest_run_once_it_journals(&p, "TaskStartedRecord");
-    let out = p.cli(&["runs", "pause", &run, "--reason", "hold"]);
-    assert_eq!(code(&out), 0, "{}", stderr(&out));
-
-    let out = child.wait_with_output().unwrap();
-    assert_eq!(code(&out), 3, "{}", stderr(&out));
+    let (run, out) = paused_while_its_step_runs(&p, "slow");
     assert_eq!(json(&out)["status"], "PAUSED");
     assert_eq!(std::fs::read_to_string(&marks).unwrap(), "once\n");
     let journal = p.cli(&["journal", &run, "--json"]);
@@ -327,12 +333,7 @@ fn a_deadline_that_came_due_while_paused_fails_the_run_on_its_resume() {
             marks.display()
         ),
     );
-    let child = p.spawn(&["run", "bounded", "--json"]);
-    let run = newest_run_once_it_journals(&p, "TaskStartedRecord");
-    let out = p.cli(&["runs", "pause", &run]);
-    assert_eq!(code(&out), 0, "{}", stderr(&out));
-    let out = child.wait_with_output().unwrap();
-    assert_eq!(code(&out), 3, "{}", stderr(&out));
+    let (run, _) = paused_while_its_step_runs(&p, "bounded");
     // Past the deadline, with no process running the store.
     std::thread::sleep(Duration::from_millis(2500));
     let out = p.cli(&["runs", "resume", &run, "--json"]);

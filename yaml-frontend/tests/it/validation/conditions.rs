@@ -99,6 +99,19 @@ fn a_condition_ending_too_soon_in_a_block_scalar_is_said_on_its_own_line() {
     );
 }
 
+/// Asserts that `text` reports each unknown condition variable `var` at `line`:`column`.
+fn unknown_variables_at(text: &str, expected: &[(u32, u32, &str)]) {
+    let found = rendered(text);
+    for (line, column, var) in expected {
+        assert!(
+            found.iter().any(|d| d.starts_with(&format!(
+                "wf.yaml:{line}:{column}: [MAG-Y023] invalid condition in rule"
+            )) && d.contains(&format!("unknown variable '{var}'"))),
+            "{var} at {line}:{column} in {found:#?}"
+        );
+    }
+}
+
 /// A condition written over several lines, folded (`>-`), plain or quoted, is pointed at
 /// where the mistake stands, not at the start of the text.
 #[test]
@@ -106,15 +119,7 @@ fn a_condition_over_several_lines_is_pointed_at_where_its_mistake_stands() {
     let text = doc(&format!(
         "  a:\n    type: condition_task\n    transitions:\n      - if: >-\n          #state['x'] == 'a'\n          && #foo['y'] == 2\n        to: end\n      - if: \"#state['x'] == 'a'\n          && #bar['y'] == 2\"\n        to: end\n{END}"
     ));
-    for (line, column, var) in [(8, 14, "#foo"), (11, 14, "#bar")] {
-        assert!(
-            rendered(&text).iter().any(|d| d.starts_with(&format!(
-                "wf.yaml:{line}:{column}: [MAG-Y023] invalid condition in rule"
-            )) && d.contains(&format!("unknown variable '{var}'"))),
-            "{var} at {line}:{column} in {:#?}",
-            rendered(&text)
-        );
-    }
+    unknown_variables_at(&text, &[(8, 14, "#foo"), (11, 14, "#bar")]);
 }
 
 #[test]
@@ -122,15 +127,7 @@ fn a_condition_with_escapes_in_its_quotes_is_still_pointed_at_exactly() {
     let text = doc(&format!(
         "  a:\n    type: condition_task\n    transitions:\n      - if: \"#state[\\\"x\\\"] == 'a' && #foo['y'] == 1\"\n        to: end\n      - if: '#state[''x''] == ''a'' && #bar[''y''] == 1'\n        to: end\n      - if: \"\\x23state['x'] == 'a' && #baz['y'] == 1\"\n        to: end\n{END}"
     ));
-    for (line, column, var) in [(6, 38, "#foo"), (8, 40, "#bar"), (10, 39, "#baz")] {
-        assert!(
-            rendered(&text).iter().any(|d| d.starts_with(&format!(
-                "wf.yaml:{line}:{column}: [MAG-Y023] invalid condition in rule"
-            )) && d.contains(&format!("unknown variable '{var}'"))),
-            "{var} at {line}:{column} in {:#?}",
-            rendered(&text)
-        );
-    }
+    unknown_variables_at(&text, &[(6, 38, "#foo"), (8, 40, "#bar"), (10, 39, "#baz")]);
 }
 
 #[test]
