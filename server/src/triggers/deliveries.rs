@@ -257,6 +257,9 @@ pub fn list(
     let limit = q.limit.clamp(1, MAX_PAGE);
     let mut out = Vec::new();
     let mut after = q.cursor.as_ref().map(|c| format!("{prefix}{c}"));
+    // The key of the page's last delivery once the page is full: the next page's cursor if
+    // one more delivery matches, so the last page says it is the last.
+    let mut full_at: Option<String> = None;
     // Filtering by status may need several reads; each is bounded.
     loop {
         let rows = catalog.scan(table, &prefix, after.as_deref(), MAX_PAGE)?;
@@ -273,13 +276,15 @@ pub fn list(
             if q.status.is_some_and(|s| s != d.status) {
                 continue;
             }
-            out.push(d);
-            if out.len() == limit {
-                let next = after.as_ref().map(|k| k[prefix.len()..].to_owned());
+            if let Some(last) = full_at {
                 return Ok(DeliveryPage {
                     deliveries: out,
-                    next,
+                    next: Some(last[prefix.len()..].to_owned()),
                 });
+            }
+            out.push(d);
+            if out.len() == limit {
+                full_at.clone_from(&after);
             }
         }
         if done {

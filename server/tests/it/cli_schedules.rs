@@ -181,6 +181,11 @@ fn deliveries_page_with_the_cursor_of_the_previous_page() {
         "--json",
     ]));
     assert_eq!(second["deliveries"][0]["runId"], runs[0].as_str());
+    // A page that ends the list says so, even when it is full.
+    assert_eq!(second["next"], serde_json::Value::Null, "{second}");
+    let both = json(&p.cli(&["deliveries", "list", "--limit", "2", "--json"]));
+    assert_eq!(both["deliveries"].as_array().unwrap().len(), 2);
+    assert_eq!(both["next"], serde_json::Value::Null, "{both}");
     let last = json(&p.cli(&["deliveries", "list", "--json"]));
     assert_eq!(last["deliveries"].as_array().unwrap().len(), 2);
     assert_eq!(last["next"], serde_json::Value::Null, "{last}");
