@@ -71,7 +71,8 @@ pub(crate) struct Location {
     #[arg(long, value_name = "DIR", global = true)]
     pub(crate) project: Option<PathBuf>,
     /// The store: a directory, whose journal is `<store>/journal.redb` (default:
-    /// `<project>/.magrathea/`), or a PostgreSQL URL (`postgres://user@host:port/database`).
+    /// `<project>/.magrathea/`; for `serve`, `<root>/.magrathea/`), or a PostgreSQL URL
+    /// (`postgres://user@host:port/database`).
     #[arg(long, value_name = "PATH|URL", global = true, value_parser = store_arg)]
     pub(crate) store: Option<PathBuf>,
 }

@@ -262,8 +262,9 @@ async fn control(project: &Project, run_id: &str, op: ControlOp, json: bool) -> 
             EXIT_OK
         }
         Controlled::Refused { message } => {
+            // Nothing was recorded: as every other refusal, nothing on stdout.
             errln!("error: {message}");
-            super::EXIT_INVALID
+            return Ok(super::EXIT_INVALID);
         }
     };
     if let Some(follower) = follower {

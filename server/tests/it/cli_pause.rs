@@ -74,13 +74,23 @@ fn pause_and_resume_on_the_project_store() {
     // Its end is journaled as a run's that was never paused: the terminal state entered first.
     assert_eq!(done["currentState"], "shipped");
 
-    // Refusals exit 2 and say why.
-    let out = p.cli(&["runs", "resume", &run]);
+    // Refusals exit 2, say why, and print no run a script could take for the answer.
+    let out = p.cli(&["runs", "resume", &run, "--json"]);
     assert_eq!(code(&out), 2);
     assert!(stderr(&out).contains("MAG-PS002"), "{}", stderr(&out));
+    assert!(
+        out.stdout.is_empty(),
+        "{}",
+        String::from_utf8_lossy(&out.stdout)
+    );
     let out = p.cli(&["runs", "pause", &run]);
     assert_eq!(code(&out), 2);
     assert!(stderr(&out).contains("MAG-PS001"), "{}", stderr(&out));
+    assert!(
+        out.stdout.is_empty(),
+        "{}",
+        String::from_utf8_lossy(&out.stdout)
+    );
     let out = p.cli(&["runs", "pause", "0123456789abcdef0123456789abcdef"]);
     assert_eq!(code(&out), 2, "{}", stderr(&out));
 }
