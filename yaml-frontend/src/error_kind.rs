@@ -1,7 +1,9 @@
 //! The ErrorKind vocabulary of `catch:` and `retry.on` (reference §4.2).
 //!
 //! The seven kinds of §4.2, plus `failure`: the outcome of a `workflow_task` whose sub-run
-//! failed, which the reference's own §3.7 example catches (`catch: {failure: escalate}`).
+//! failed, which the reference's own §3.7 example catches (`catch: {failure: escalate}`), and
+//! the generic word for any failure of a task (§1), which a route of `failure` takes where no
+//! route of the failure's own kind does ([`ErrorKind::is_task_failure`]).
 //! Both `catch:` keys and outcomes are read by [`ErrorKind::parse`], so a key and the outcome
 //! it catches agree on spelling: case-insensitive, dashes read as underscores (§2.2), and a
 //! gate's `rejected` read as `human_rejected` (§4.2: "alias for gate-`rejected`").
@@ -57,6 +59,23 @@ impl ErrorKind {
             Self::Cancelled => "cancelled",
             Self::Failure => "failure",
         }
+    }
+
+    /// Whether `failure`, the reference's generic word for a task that did not succeed (§1:
+    /// "`success`, `failure`, or type-specific"; its `pr-review` example routes an
+    /// `agent_task` by `on: failure`), stands for this kind where the state routes `failure`
+    /// and not the kind itself: the ways a task's own work goes wrong. A rejection, an answer
+    /// and a cancellation are not failures of the task.
+    #[must_use]
+    pub const fn is_task_failure(self) -> bool {
+        matches!(
+            self,
+            Self::TechnicalError
+                | Self::BusinessError
+                | Self::AgentError
+                | Self::Timeout
+                | Self::PermissionError
+        )
     }
 
     /// Parses an outcome, a `catch:` key or a `retry.on` item: case-insensitive, dashes read

@@ -9,12 +9,22 @@ use crate::error_kind::ErrorKind;
 use crate::outcome::{Outcome, Outcomes, Routing};
 
 /// `failure` is the reference's generic word for a task that did not succeed, and its own
-/// example writes `on: failure` on an `agent_task`; a transition on it where it cannot happen
-/// is reported as a warning rather than refused. So is a `catch:` of a kind the task never
-/// ends with: `catch:` takes the seven kinds of the reference's vocabulary (§4.2) on any
-/// state, and a block of them written once for every state is harmless where one of them
-/// cannot happen.
+/// example writes `on: failure` on an `agent_task`: it routes every failure of the task that
+/// no route of its own kind takes ([`ErrorKind::is_task_failure`]). A transition on it where
+/// the task cannot fail (a timer, a gate without a timeout) is reported as a warning rather
+/// than refused. So is a `catch:` of a kind the task never ends with: `catch:` takes the seven
+/// kinds of the reference's vocabulary (§4.2) on any state, and a block of them written once
+/// for every state is harmless where one of them cannot happen.
 const GENERIC_FAILURE: &str = "failure";
+
+/// Whether a task that ends with one of `o` can fail in a way `failure` routes.
+fn can_fail(o: &Outcomes) -> bool {
+    o.iter().any(|p| {
+        p.outcome
+            .catch_kind()
+            .is_some_and(ErrorKind::is_task_failure)
+    })
+}
 
 pub(super) fn check(ctx: &mut Ctx<'_>, doc: &WorkflowDoc) {
     for s in doc.states.values() {
@@ -28,7 +38,8 @@ pub(super) fn check(ctx: &mut Ctx<'_>, doc: &WorkflowDoc) {
         let configured = s.outcomes(&doc.defaults);
         for t in &s.on {
             let key = t.outcome.as_str();
-            let taken = |o: &Outcomes| o.can_end_with(key);
+            let taken =
+                |o: &Outcomes| o.can_end_with(key) || (key == GENERIC_FAILURE && can_fail(o));
             transition(
                 ctx,
                 s,
@@ -42,7 +53,9 @@ pub(super) fn check(ctx: &mut Ctx<'_>, doc: &WorkflowDoc) {
         }
         for c in &s.catch {
             let key = c.kind.as_str();
-            let taken = |o: &Outcomes| o.can_be_caught_as(c.kind);
+            let taken = |o: &Outcomes| {
+                o.can_be_caught_as(c.kind) || (c.kind == ErrorKind::Failure && can_fail(o))
+            };
             transition(
                 ctx,
                 s,
@@ -123,7 +136,7 @@ fn transition(
             ctx.warn(
                 span,
                 Code::ImpossibleOutcome,
-                format_args!("{text} (only a workflow_task ends with 'failure')"),
+                format_args!("{text} ('failure' routes the errors of a task that can fail)"),
             );
         } else if written.starts_with("catch:") {
             ctx.warn(span, Code::ImpossibleOutcome, text);
@@ -183,8 +196,13 @@ fn unrouted(ctx: &mut Ctx<'_>, s: &StateSpec, configured: &Outcomes) {
                 .task_type
                 .timeout_stands_for()
                 .filter(|_| o.catch_kind() == Some(ErrorKind::Timeout));
+            let failure = o
+                .catch_kind()
+                .is_some_and(ErrorKind::is_task_failure)
+                .then_some(ErrorKind::Failure);
             !(routes(o.as_str(), o.catch_kind())
-                || stands_for.is_some_and(|k| routes(k.as_str(), Some(k))))
+                || stands_for.is_some_and(|k| routes(k.as_str(), Some(k)))
+                || failure.is_some_and(|k| routes(k.as_str(), Some(k))))
         })
         .collect();
     if missing.is_empty() {

@@ -264,14 +264,21 @@ impl PlanState {
     /// condition override).
     ///
     /// A timeout that nothing routes goes where the kind it stands for in this task type goes
-    /// ([`TaskType::timeout_stands_for`]).
+    /// ([`TaskType::timeout_stands_for`]); a failure of the task that nothing routes goes
+    /// where `failure` goes ([`ErrorKind::is_task_failure`]).
     #[must_use]
     pub fn route(&self, outcome: &str) -> Option<StateId> {
-        self.route_exactly(outcome).or_else(|| {
-            let stands_for = self.task_type.timeout_stands_for()?;
-            (ErrorKind::parse(outcome) == Some(ErrorKind::Timeout))
-                .then(|| self.route_exactly(stands_for.as_str()))?
-        })
+        let kind = ErrorKind::parse(outcome);
+        self.route_exactly(outcome)
+            .or_else(|| {
+                let stands_for = self.task_type.timeout_stands_for()?;
+                (kind == Some(ErrorKind::Timeout))
+                    .then(|| self.route_exactly(stands_for.as_str()))?
+            })
+            .or_else(|| {
+                kind.is_some_and(ErrorKind::is_task_failure)
+                    .then(|| self.route_exactly(ErrorKind::Failure.as_str()))?
+            })
     }
 
     fn route_exactly(&self, outcome: &str) -> Option<StateId> {
@@ -302,7 +309,7 @@ impl PlanState {
     /// Whether `retry:` retries the outcome `outcome`.
     #[must_use]
     /// As in routing, a timeout is retried as the kind it stands for in this task type when
-    /// `on` does not name `timeout` itself.
+    /// `on` does not name `timeout` itself, and `failure` retries every failure of the task.
     pub fn retries(&self, outcome: &str) -> bool {
         let Some(retry) = &self.retry else {
             return false;
@@ -316,6 +323,7 @@ impl PlanState {
                     .task_type
                     .timeout_stands_for()
                     .is_some_and(|k| retry.on.contains(&k)))
+            || (kind.is_task_failure() && retry.on.contains(&ErrorKind::Failure))
     }
 }
 

@@ -76,6 +76,11 @@ impl JsonSchema for ErrorKindKey {
             .map(|k| {
                 let doc = if *k == "rejected" {
                     "The next state when an APPROVAL gate is rejected (`human_rejected`).".into()
+                } else if *k == "failure" {
+                    "The next state when the task fails in a way no key of its own kind \
+                     routes (technical_error, business_error, agent_error, timeout, \
+                     permission_error), or a sub-run fails."
+                        .into()
                 } else {
                     format!("The next state when the task ends `{k}`.")
                 };

@@ -120,6 +120,53 @@ async fn s4_1_no_transition_for_an_outcome_fails_the_run_with_the_reference_reas
     );
 }
 
+/// §1 names `failure` beside `success` as what a task ends with, and the reference's example
+/// routes an `agent_task` by `on: failure`: it takes every failure of the task that no route of
+/// its own kind takes, by `on:` or `catch:`, and `retry.on: [failure]` retries them.
+#[tokio::test]
+async fn s1_failure_routes_every_failure_its_own_kind_does_not() {
+    let p = project(&[
+        (
+            "generic",
+            "start: a\nstates:\n  a:\n    type: shell_task\n    run: exit 3\n    dirName: workspace\n    on: { success: ok, failure: failed }\n  ok: { type: terminal }\n  failed: { type: terminal, outcome: failure, result: failed }\n",
+        ),
+        (
+            "specific",
+            "start: a\nstates:\n  a:\n    type: shell_task\n    run: exit 3\n    dirName: workspace\n    on: { success: ok, failure: failed }\n    catch: { business_error: business }\n  ok: { type: terminal }\n  failed: { type: terminal, outcome: failure, result: failed }\n  business: { type: terminal, outcome: failure, result: business }\n",
+        ),
+        (
+            "caught",
+            "start: a\nstates:\n  a:\n    type: shell_task\n    run: exit 3\n    dirName: workspace\n    retry: { maxAttempts: 2, on: [failure], backoffSeconds: 0 }\n    on: { success: ok }\n    catch: { failure: failed }\n  ok: { type: terminal }\n  failed: { type: terminal, outcome: failure, result: failed }\n",
+        ),
+        (
+            "rejected",
+            "start: g\nstates:\n  g:\n    type: gate_task\n    inbox: { kind: APPROVAL, title: ok? }\n    on: { approved: ok, failure: failed }\n  ok: { type: terminal }\n  failed: { type: terminal, outcome: failure, result: failed }\n",
+        ),
+    ])
+    .await;
+    let v = p.run("generic", json!({})).await;
+    assert_eq!(v.current_state.as_deref(), Some("failed"), "{v:?}");
+    assert_eq!(v.result, Some(json!("failed")));
+    // A route of the outcome's own kind wins.
+    let v = p.run("specific", json!({})).await;
+    assert_eq!(v.result, Some(json!("business")), "{v:?}");
+    // `catch: failure` likewise, after `retry.on: [failure]` ran the state again.
+    let v = p.run("caught", json!({})).await;
+    assert_eq!(v.result, Some(json!("failed")), "{v:?}");
+    assert_eq!(p.count(&v, "TaskStartedRecord"), 2);
+    // A rejection is a decision, not a failure of the task.
+    let v = p.run("rejected", json!({})).await;
+    assert_eq!(v.status, RunStatus::Waiting, "{v:?}");
+    let v = p.answer_pending(&v, GateAnswer::reject()).await;
+    assert_eq!(v.status, RunStatus::Failed, "{v:?}");
+    assert!(
+        v.reason
+            .as_deref()
+            .is_some_and(|r| r.contains("no transition for outcome 'rejected'")),
+        "{v:?}"
+    );
+}
+
 #[tokio::test]
 async fn s3_6_conditions_route_first_match_then_else() {
     let doc = r##"
