@@ -148,6 +148,14 @@ pub fn draft_triggers_dir(docs: &DocumentSource, scope: &Scope, name: &str) -> P
         .join(format!("{name}{DRAFT_TRIGGERS_SUFFIX}"))
 }
 
+/// `_vance/workflow-drafts/<name>.layout.json`: where the nodes of an imported graph stood, made
+/// the workflow's layout file when the draft is published.
+pub fn draft_layout_path(docs: &DocumentSource, scope: &Scope, name: &str) -> PathBuf {
+    vance(docs, scope)
+        .join(DRAFTS_DIR)
+        .join(format!("{name}.layout.json"))
+}
+
 /// The trigger documents the draft of `name` carries, by directory and name, each checked
 /// (valid, and starting this workflow only): every problem is a diagnostic of an
 /// invalid draft.
@@ -352,6 +360,17 @@ pub fn publish(
         });
     }
     let triggers = draft_triggers(docs, scope, name)?;
+    // An imported graph's layout goes live with its draft; a broken one refuses the publish.
+    let layout_label = format!("_vance/{DRAFTS_DIR}/{name}.layout.json");
+    let layout =
+        crate::editor_graph::Layout::read(&draft_layout_path(docs, scope, name), &layout_label)
+            .map_err(|e| VersionError::Invalid {
+                name: name.to_string(),
+                diagnostics: vec![format!(
+                    "{}/{}/{layout_label}: {e}",
+                    scope.tenant, scope.project
+                )],
+            })?;
     // A draft imported from a graph carries its `.triggers` directory, even empty: its trigger
     // nodes are all the triggers of the graph, so the earlier ones it no longer has go.
     let from_graph = draft_triggers_dir(docs, scope, name).is_dir();
@@ -429,6 +448,23 @@ pub fn publish(
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
             Err(e) => return Err(io(name, "removing a trigger the graph no longer has", e)),
         }
+    }
+    if let Some(layout) = layout {
+        let live_layout = crate::editor_graph::layout_path(&docs.project_dir(scope), name);
+        layout
+            .write(
+                &live_layout,
+                &format!("_vance/workflows/{name}.layout.json"),
+            )
+            .map_err(|e| {
+                io(
+                    name,
+                    "writing the layout",
+                    std::io::Error::other(e.to_string()),
+                )
+            })?;
+        std::fs::remove_file(draft_layout_path(docs, scope, name))
+            .map_err(|e| io(name, "removing the draft's layout", e))?;
     }
     if from_graph {
         std::fs::remove_dir_all(draft_triggers_dir(docs, scope, name))

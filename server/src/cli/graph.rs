@@ -84,6 +84,13 @@ fn import(loc: &Location, file: &std::path::Path, draft: Option<&str>) -> anyhow
             return Ok(EXIT_INVALID);
         }
     };
+    if let Some(cycle) = editor_graph::first_cycle(&graph) {
+        errln!(
+            "warning: the graph has a cycle ({}): the draft loops there, as a document may; a \
+             run leaves the loop only by another route or its bounds",
+            cycle.join(" -> ")
+        );
+    }
     let yaml = serde_yaml_ng::to_string(&doc)?;
     let label = format!("{name}.yaml (imported)");
     if let Err(diags) = load_workflow(&label, &yaml, &LoadOptions::default()) {
@@ -129,6 +136,29 @@ fn import(loc: &Location, file: &std::path::Path, draft: Option<&str>) -> anyhow
     };
     std::io::Write::write_all(&mut draft_file, yaml.as_bytes())?;
     out!("{}\n", path.display())?;
+    // Where the editor put the nodes goes live with the draft, as the workflow's layout file:
+    // export, import, publish and export again give the graph as it was drawn.
+    let states: Vec<String> = doc
+        .get("states")
+        .and_then(serde_yaml_ng::Value::as_mapping)
+        .map(|m| {
+            m.keys()
+                .filter_map(|k| k.as_str().map(str::to_owned))
+                .collect()
+        })
+        .unwrap_or_default();
+    let layout_path = versions::draft_layout_path(project.docs(), &project.scope, name);
+    match Layout::of_imported_graph(&graph, &states) {
+        Some(layout) => {
+            layout.write(&layout_path, &layout_path.display().to_string())?;
+            out!("{}\n", layout_path.display())?;
+        }
+        // One left by a draft removed by hand is not this graph's.
+        None => match std::fs::remove_file(&layout_path) {
+            Err(e) if e.kind() != std::io::ErrorKind::NotFound => return Err(e.into()),
+            _ => {}
+        },
+    }
     // Beside the draft, where they start nothing: publishing makes them live, and, being all
     // the graph's triggers, removes those of nodes an earlier graph had (so the directory is
     // there even when the graph has none).

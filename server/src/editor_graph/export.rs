@@ -96,7 +96,9 @@ pub fn export(loaded: &Loaded, layout: Option<&Layout>) -> EditorGraph {
                 data: NodeData {
                     id: state.name.clone(),
                     node_type,
-                    name: state.name.clone(),
+                    name: placed
+                        .and_then(|p| p.name.clone())
+                        .unwrap_or_else(|| state.name.clone()),
                     config,
                     timeout_ms: spec
                         .and_then(|s| s.timeout_seconds)

@@ -1,7 +1,7 @@
 //! The layout file: where the editor put a workflow's nodes, and its viewport.
 //!
 //! `_vance/workflows/<name>.layout.json` holds
-//! `{"schemaVersion": "1.0", "nodes": {"<state>": {"x", "y", "width"?, "height"?}}, "viewport"?: {"x", "y", "zoom"}}`.
+//! `{"schemaVersion": "1.0", "nodes": {"<state>": {"x", "y", "width"?, "height"?, "name"?}}, "viewport"?: {"x", "y", "zoom"}}`.
 //! It is written whole by each `PUT` of the graph (atomically: a temporary file, then a
 //! rename) and read by each export; nodes it names that are no longer states are skipped.
 
@@ -10,6 +10,7 @@ use std::collections::HashSet;
 use std::path::Path;
 
 use serde::{Deserialize, Serialize};
+use serde_json::Value;
 
 use super::model::{Position, Viewport};
 use super::{GraphError, SCHEMA_VERSION};
@@ -30,8 +31,9 @@ pub struct Layout {
     pub viewport: Option<Viewport>,
 }
 
-/// Where one node stands, and its size when the editor sent one.
-#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+/// Where one node stands, its size when the editor sent one, and the name the editor shows
+/// when it is not the state's.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct NodeLayout {
     /// Horizontal position.
@@ -44,10 +46,18 @@ pub struct NodeLayout {
     /// Height.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub height: Option<f64>,
+    /// The node's `data.name` where it differs from the state's name (a Friday editor names
+    /// its nodes apart from their ids).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub name: Option<String>,
 }
 
-/// What a `PUT` of the graph is read as: only ids, positions, sizes and the viewport; edges,
-/// node data and any other field are ignored (the document is the truth).
+/// The longest node name a layout keeps, in characters.
+pub const MAX_NODE_NAME: usize = 200;
+
+/// What a `PUT` of the graph is read as: only ids, positions, sizes, the nodes' names and the
+/// viewport; edges, the rest of the node data and any other field are ignored (the document is
+/// the truth).
 #[derive(Debug, Deserialize)]
 #[serde(rename_all = "camelCase")]
 struct Sent {
@@ -65,6 +75,14 @@ struct SentNode {
     width: Option<f64>,
     #[serde(default)]
     height: Option<f64>,
+    #[serde(default)]
+    data: Option<SentData>,
+}
+
+#[derive(Debug, Deserialize)]
+struct SentData {
+    #[serde(default)]
+    name: Option<Value>,
 }
 
 impl Layout {
@@ -104,12 +122,11 @@ impl Layout {
         for n in sent.nodes {
             positive(format!("the width of node `{}`", n.id), n.width)?;
             positive(format!("the height of node `{}`", n.id), n.height)?;
-            let placed = NodeLayout {
-                x: n.position.x,
-                y: n.position.y,
-                width: n.width,
-                height: n.height,
+            let name = match n.data.and_then(|d| d.name) {
+                Some(Value::String(name)) => Some(name),
+                _ => None,
             };
+            let placed = NodeLayout::new(n.position, n.width, n.height, name, &n.id)?;
             if nodes.insert(n.id.clone(), placed).is_some() {
                 return Err(GraphError::DuplicateNode { id: n.id });
             }
@@ -118,6 +135,57 @@ impl Layout {
             schema_version: LAYOUT_SCHEMA_VERSION.into(),
             nodes,
             viewport: sent.viewport,
+        })
+    }
+
+    /// The layout of an imported editor graph: each node of `states` where the graph placed
+    /// it (and its size and name), and the graph's viewport. Values that are not a layout's
+    /// (a position without numbers, a size or zoom not above zero, a name too long) are left
+    /// to the automatic layout. `None` when nothing is placed.
+    pub fn of_imported_graph(graph: &Value, states: &[String]) -> Option<Self> {
+        let number = |v: Option<&Value>| v.and_then(Value::as_f64).filter(|n| n.is_finite());
+        let size = |v: Option<&Value>| number(v).filter(|n| *n > 0.0);
+        let mut nodes = BTreeMap::new();
+        for n in graph.get("nodes").and_then(Value::as_array)? {
+            let Some(id) = n.get("id").and_then(Value::as_str) else {
+                continue;
+            };
+            let (Some(x), Some(y)) = (
+                number(n.pointer("/position/x")),
+                number(n.pointer("/position/y")),
+            ) else {
+                continue;
+            };
+            if !states.iter().any(|s| s == id) || nodes.contains_key(id) {
+                continue;
+            }
+            let name = n
+                .pointer("/data/name")
+                .and_then(Value::as_str)
+                .filter(|name| name.chars().count() <= MAX_NODE_NAME)
+                .map(str::to_owned);
+            let placed = NodeLayout::new(
+                Position { x, y },
+                size(n.get("width")),
+                size(n.get("height")),
+                name,
+                id,
+            )
+            .ok()?;
+            nodes.insert(id.to_owned(), placed);
+        }
+        let viewport = match (
+            number(graph.pointer("/viewport/x")),
+            number(graph.pointer("/viewport/y")),
+            size(graph.pointer("/viewport/zoom")),
+        ) {
+            (Some(x), Some(y), Some(zoom)) => Some(Viewport { x, y, zoom }),
+            _ => None,
+        };
+        (!nodes.is_empty() || viewport.is_some()).then(|| Self {
+            schema_version: LAYOUT_SCHEMA_VERSION.into(),
+            nodes,
+            viewport,
         })
     }
 
@@ -167,6 +235,35 @@ impl Layout {
     }
 }
 
+impl NodeLayout {
+    /// A node's layout, its name kept only where it is not `id`; a name longer than
+    /// [`MAX_NODE_NAME`] is refused.
+    pub fn new(
+        position: Position,
+        width: Option<f64>,
+        height: Option<f64>,
+        name: Option<String>,
+        id: &str,
+    ) -> Result<Self, GraphError> {
+        if let Some(name) = &name
+            && name.chars().count() > MAX_NODE_NAME
+        {
+            return Err(GraphError::NotAGraph {
+                reason: format!(
+                    "the name of node `{id}` is longer than {MAX_NODE_NAME} characters"
+                ),
+            });
+        }
+        Ok(Self {
+            x: position.x,
+            y: position.y,
+            width,
+            height,
+            name: name.filter(|n| n != id),
+        })
+    }
+}
+
 fn positive(what: String, value: Option<f64>) -> Result<(), GraphError> {
     match value {
         Some(v) if v <= 0.0 || !v.is_finite() => Err(GraphError::NotPositive { what, value: v }),
@@ -196,10 +293,50 @@ mod tests {
                 x: 1.0,
                 y: 2.0,
                 width: Some(100.0),
-                height: None
+                height: None,
+                name: None
             }
         );
         assert_eq!(l.viewport.unwrap().zoom, 0.5);
+    }
+
+    #[test]
+    fn a_node_name_other_than_its_id_is_kept_and_a_long_one_refused() {
+        let body = br#"{"nodes":[{"id":"a","position":{"x":1,"y":2},"data":{"name":"Check A"}},
+            {"id":"b","position":{"x":1,"y":2},"data":{"name":"b"}}]}"#;
+        let l = Layout::from_editor_graph(body, "w", &states()).unwrap();
+        assert_eq!(l.nodes["a"].name.as_deref(), Some("Check A"));
+        assert_eq!(
+            l.nodes["b"].name, None,
+            "the state's own name is not kept twice"
+        );
+        let long = "x".repeat(MAX_NODE_NAME + 1);
+        let body = format!(
+            r#"{{"nodes":[{{"id":"a","position":{{"x":1,"y":2}},"data":{{"name":"{long}"}}}}]}}"#
+        );
+        let e = Layout::from_editor_graph(body.as_bytes(), "w", &states()).unwrap_err();
+        assert_eq!(e.code(), "MAG-GR002", "{e}");
+    }
+
+    #[test]
+    fn an_imported_graph_keeps_what_a_layout_holds_of_its_states() {
+        let graph = serde_json::json!({
+            "nodes": [
+                {"id": "a", "position": {"x": 1, "y": 2}, "width": 90, "data": {"name": "First"}},
+                {"id": "t", "position": {"x": 0, "y": 0}, "data": {"type": "trigger"}},
+                {"id": "b", "position": {"x": "far"}, "height": -1}
+            ],
+            "viewport": {"x": 3, "y": 4, "zoom": 0}
+        });
+        let l = Layout::of_imported_graph(&graph, &states()).unwrap();
+        assert_eq!(l.nodes.keys().collect::<Vec<_>>(), ["a"]);
+        assert_eq!(l.nodes["a"].width, Some(90.0));
+        assert_eq!(l.nodes["a"].name.as_deref(), Some("First"));
+        assert_eq!(l.viewport, None, "a zoom of 0 is no viewport");
+        assert_eq!(
+            Layout::of_imported_graph(&serde_json::json!({"nodes": []}), &states()),
+            None
+        );
     }
 
     #[test]

@@ -457,7 +457,7 @@ pub fn routes() -> Vec<Route> {
             methods: &["PUT"],
             path: "/brain/{tenant}/project/{project}/workflows/{name}/graph",
             operation: "workflows.graph.put",
-            summary: "Stores node positions, sizes and the viewport of an editor graph in _vance/workflows/<name>.layout.json (edges and node data are ignored) -> the graph as stored; 422 for nodes that are not states",
+            summary: "Stores node positions, sizes, names and the viewport of an editor graph in _vance/workflows/<name>.layout.json (edges and the rest of node data are ignored) -> the graph as stored; 422 for nodes that are not states",
             query: &[],
             access: Token(Write),
             handler: || put(graph::put),

@@ -700,6 +700,98 @@ fn export_import_export_gives_the_same_graph() {
     assert_eq!(a, b, "export, import, export is identical");
 }
 
+/// Where the editor put the nodes, their sizes, the names it shows and the viewport survive an
+/// import: the draft carries them, publishing makes them the workflow's layout file, and the
+/// published workflow exports as the graph that was imported.
+#[test]
+fn an_imported_graph_keeps_its_layout_through_publish() {
+    let p = Project::new();
+    p.workflow("flow", FLOW);
+    let layout = json!({
+        "schemaVersion": "1.0",
+        "nodes": {
+            "ask": { "x": 12.5, "y": -40.0, "width": 180.0, "name": "Ship it?" },
+            "done": { "x": 400.0, "y": 7.0, "height": 60.0 }
+        },
+        "viewport": { "x": 5.0, "y": 6.0, "zoom": 0.5 }
+    });
+    std::fs::write(
+        p.dir.join("_vance/workflows/flow.layout.json"),
+        layout.to_string(),
+    )
+    .unwrap();
+    let first = p.cli(&["graph", "flow", "--format", "reactflow"]);
+    assert_eq!(code(&first), 0, "{}", stderr(&first));
+    let exported = json(&first);
+    assert_eq!(node(&exported, "ask")["data"]["name"], "Ship it?");
+    let file = p.dir.join("flow.graph.json");
+    std::fs::write(&file, stdout(&first)).unwrap();
+    let out = p.cli(&["graph", "import", file.to_str().unwrap(), "--name", "drawn"]);
+    assert_eq!(code(&out), 0, "{}", stderr(&out));
+    assert!(
+        p.dir
+            .join("_vance/workflow-drafts/drawn.layout.json")
+            .is_file(),
+        "{}",
+        stdout(&out)
+    );
+    let out = p.cli(&["publish", "drawn"]);
+    assert_eq!(code(&out), 0, "{}", stderr(&out));
+    assert!(
+        !p.dir
+            .join("_vance/workflow-drafts/drawn.layout.json")
+            .exists()
+    );
+    let again = p.cli(&["graph", "drawn", "--format", "reactflow"]);
+    assert_eq!(code(&again), 0, "{}", stderr(&again));
+    assert_eq!(
+        json(&again),
+        exported,
+        "export, import, publish, export is identical"
+    );
+}
+
+/// A cycle imports as a loop (documents loop; their exports must import again), and the
+/// command says where it is.
+#[test]
+fn a_cycle_imports_as_a_loop_with_a_warning_naming_it() {
+    let p = Project::new();
+    let shell = |id: &str| {
+        design_node(
+            id,
+            json!({ "id": id, "type": "action", "name": id,
+                                "config": { "actionType": "shell_task", "run": "true",
+                                            "dirName": "workspace" } }),
+        )
+    };
+    let edge = |id: &str, s: &str, t: &str, branch: &str| json!({ "id": id, "source": s, "target": t, "data": { "branch": branch } });
+    let graph = json!({
+        "schemaVersion": "1.0",
+        "nodes": [shell("plan"), shell("check"), shell("fix"),
+                  design_node("done", json!({ "id": "done", "type": "terminal", "name": "done", "config": {} }))],
+        "edges": [edge("e0", "plan", "check", "success"), edge("e1", "check", "fix", "failure"),
+                  edge("e2", "fix", "check", "success"), edge("e3", "check", "done", "success")],
+    });
+    let file = p.dir.join("loop.graph.json");
+    std::fs::write(&file, graph.to_string()).unwrap();
+    let out = p.cli(&[
+        "graph",
+        "import",
+        file.to_str().unwrap(),
+        "--name",
+        "looped",
+    ]);
+    assert_eq!(code(&out), 0, "{}", stderr(&out));
+    assert!(
+        stderr(&out).contains("cycle (check -> fix -> check)"),
+        "{}",
+        stderr(&out)
+    );
+    let draft = std::fs::read_to_string(p.dir.join("_vance/workflow-drafts/looped.yaml")).unwrap();
+    let doc: Value = serde_yaml_ng::from_str(&draft).unwrap();
+    assert_eq!(doc["states"]["check"]["on"]["failure"], "fix", "{draft}");
+}
+
 /// Friday ends a run at a node without outgoing edges: imported, published and run, a graph
 /// whose last node is an action completes there.
 #[test]

@@ -16,6 +16,26 @@ mod triggers;
 use design_nodes::{action_state, allowed_tools, approval_inbox, condition_rules};
 pub use triggers::{TriggerDocument, trigger_documents};
 
+#[cfg(test)]
+mod cycle_tests {
+    use super::first_cycle;
+    use serde_json::json;
+
+    #[test]
+    fn a_cycle_is_named_along_its_edges_and_a_dag_has_none() {
+        let edge = |a: &str, b: &str| json!({ "source": a, "target": b });
+        let looped =
+            json!({ "edges": [edge("s", "a"), edge("a", "b"), edge("b", "a"), edge("b", "c")] });
+        assert_eq!(
+            first_cycle(&looped),
+            Some(vec!["a".into(), "b".into(), "a".into()])
+        );
+        let diamond =
+            json!({ "edges": [edge("s", "a"), edge("s", "b"), edge("a", "c"), edge("b", "c")] });
+        assert_eq!(first_cycle(&diamond), None);
+    }
+}
+
 /// Why a graph does not import.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct ImportError {
@@ -348,6 +368,62 @@ pub fn import(graph: &Value) -> Result<serde_yaml_ng::Value, ImportError> {
     }
     doc.insert("states".into(), serde_yaml_ng::Value::Mapping(doc_states));
     Ok(serde_yaml_ng::Value::Mapping(doc))
+}
+
+/// A cycle of the graph's edges, as the node ids along it (the first again at the end), if it
+/// has one. Friday's editor draws DAGs; the document format loops (a rejected review back to
+/// its planning), so an import keeps a cycle as a loop and the command says where it is.
+pub fn first_cycle(graph: &Value) -> Option<Vec<String>> {
+    let edges: Vec<(&str, &str)> = graph
+        .get("edges")
+        .and_then(Value::as_array)?
+        .iter()
+        .filter_map(|e| Some((e.get("source")?.as_str()?, e.get("target")?.as_str()?)))
+        .collect();
+    let mut nodes: Vec<&str> = edges.iter().flat_map(|(a, b)| [*a, *b]).collect();
+    nodes.sort_unstable();
+    nodes.dedup();
+    // Depth-first, iteratively: 0 unseen, 1 on the path, 2 done.
+    let mut mark = vec![0u8; nodes.len()];
+    let index = |id: &str| nodes.binary_search(&id).ok();
+    for root in 0..nodes.len() {
+        if mark[root] != 0 {
+            continue;
+        }
+        let mut path: Vec<(usize, usize)> = vec![(root, 0)];
+        mark[root] = 1;
+        while let Some((node, next)) = path.last_mut() {
+            let node = *node;
+            let out: Vec<usize> = edges
+                .iter()
+                .filter(|(a, _)| *a == nodes[node])
+                .filter_map(|(_, b)| index(b))
+                .collect();
+            if let Some(&to) = out.get(*next) {
+                *next += 1;
+                match mark[to] {
+                    0 => {
+                        mark[to] = 1;
+                        path.push((to, 0));
+                    }
+                    1 => {
+                        let from = path.iter().position(|(n, _)| *n == to).unwrap_or(0);
+                        let mut cycle: Vec<String> = path[from..]
+                            .iter()
+                            .map(|(n, _)| nodes[*n].to_owned())
+                            .collect();
+                        cycle.push(nodes[to].to_owned());
+                        return Some(cycle);
+                    }
+                    _ => {}
+                }
+            } else {
+                mark[node] = 2;
+                path.pop();
+            }
+        }
+    }
+    None
 }
 
 /// The branch word of a state's normal way on, for an edge that names none: an approval's
