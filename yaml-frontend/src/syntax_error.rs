@@ -89,6 +89,23 @@ pub(crate) fn diagnose(path: &str, text: &str, e: &ScanError) -> Diagnostic {
         );
     }
     if info.contains("did not find expected key")
+        && let Some(line_text) = text.lines().nth(m.line().saturating_sub(1))
+        && let dash = line_text.trim_start_matches(' ')
+        && (dash == "-" || dash.starts_with("- "))
+    {
+        let indent = line_text.len() - dash.len();
+        return Diagnostic::error(
+            path,
+            at(m.line(), indent),
+            Code::Syntax,
+            format_args!(
+                "invalid YAML: {info}: a list item (`- `) stands among the keys of a mapping: \
+                 expected `key: value` here, or the list indented under a key of its own \
+                 (`key:` then `  - item`)"
+            ),
+        );
+    }
+    if info.contains("did not find expected key")
         && let Some(hint) = indentation_hint(text, m.line())
     {
         return Diagnostic::error(
@@ -198,6 +215,18 @@ pub(crate) fn diagnose(path: &str, text: &str, e: &ScanError) -> Diagnostic {
             ),
         );
     }
+    if info.contains("indentation in quoted scalar") && !closes_later(text, m.index()) {
+        let quote = text.chars().nth(m.index()).unwrap_or('\'');
+        return Diagnostic::error(
+            path,
+            at(m.line(), m.col()),
+            Code::Syntax,
+            format_args!(
+                "invalid YAML: the quoted text that starts here is never closed: expected a \
+                 closing `{quote}` (or no quote at the start, if it is meant as text)"
+            ),
+        );
+    }
     if info.contains("indentation in quoted scalar") {
         return Diagnostic::error(
             path,
@@ -227,6 +256,29 @@ pub(crate) fn diagnose(path: &str, text: &str, e: &ScanError) -> Diagnostic {
         Code::Syntax,
         format_args!("invalid YAML: {info}"),
     )
+}
+
+/// Whether the quote at character `start` (`'` or `"`) is closed anywhere after it: `''`
+/// inside single quotes and a backslash's escape inside double quotes do not close.
+fn closes_later(text: &str, start: usize) -> bool {
+    let mut chars = text.chars().skip(start);
+    let Some(quote) = chars.next().filter(|c| matches!(c, '\'' | '"')) else {
+        return true;
+    };
+    let mut chars = chars.peekable();
+    while let Some(c) = chars.next() {
+        match c {
+            '\\' if quote == '"' => {
+                chars.next();
+            }
+            '\'' if quote == '\'' && chars.peek() == Some(&'\'') => {
+                chars.next();
+            }
+            c if c == quote => return true,
+            _ => {}
+        }
+    }
+    false
 }
 
 /// The line (1-based) and column (0-based) of the first tab at or after character `from`.

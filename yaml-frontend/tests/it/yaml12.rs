@@ -180,11 +180,30 @@ fn syntax_errors_point_at_the_tab_or_the_unclosed_bracket() {
     let msg = first("a:\n  b: \"abc\n");
     assert!(msg.starts_with("t.yaml:2:6: "), "{msg}");
     assert!(msg.contains("expected a closing quote"), "{msg}");
-    // ... and so does one that the next key's line runs into.
+    // ... and so does one that the next key's line runs into, never closed at all,
     let msg = first("start: \"a\nstates: {}\n");
     assert!(msg.starts_with("t.yaml:1:8: "), "{msg}");
     assert!(
+        msg.contains("the quoted text that starts here is never closed: expected a closing `\"`"),
+        "{msg}"
+    );
+    let msg = first("start: 'it''s\nstates: {}\n");
+    assert!(
+        msg.contains("never closed: expected a closing `'`"),
+        "{msg}"
+    );
+    // ... or closed on a line not indented under its key.
+    let msg = first("start: \"a\nb\"\nstates: {}\n");
+    assert!(msg.starts_with("t.yaml:1:8: "), "{msg}");
+    assert!(
         msg.contains("expected the closing quote of the quoted text that starts here"),
+        "{msg}"
+    );
+    // A list item among a mapping's keys is named at its dash.
+    let msg = first("start: a\nstates:\n  a:\n    type: terminal\n  - b\n");
+    assert!(msg.starts_with("t.yaml:5:3: "), "{msg}");
+    assert!(
+        msg.contains("a list item (`- `) stands among the keys"),
         "{msg}"
     );
     // An alias to no anchor names the anchor it needs.
