@@ -130,6 +130,17 @@ fn print_item(item: &InboxItem) -> anyhow::Result<()> {
     if !item.body.is_empty() {
         outln!("    {}", item.body.replace('\n', "\n    "))?;
     }
+    // Its timeout came due with no process to fire it: an answer now is too late.
+    let now = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| u64::try_from(d.as_millis()).unwrap_or(u64::MAX));
+    if let Some(at) = item.expires_at.filter(|at| *at <= now) {
+        return outln!(
+            "    timed out at {} (an answer is ignored; `magrathea resume` routes the run by \
+             its timeout)",
+            super::output::timestamp(at)
+        );
+    }
     outln!(
         "    answer: magrathea inbox answer {} {}",
         item.id,

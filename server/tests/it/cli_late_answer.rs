@@ -7,7 +7,7 @@ use crate::cli_common;
 
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
-use cli_common::{Project, code, json, stderr};
+use cli_common::{Project, code, json, stderr, stdout};
 use serde_json::Value;
 
 const GATE_TIMEOUT: &str = r#"
@@ -79,6 +79,20 @@ fn a_gate_timeout_that_passed_before_the_answer_wins() {
     let id = waiting_item(&p, "review");
     // The timeout is due a second after the gate opened; nothing runs the run meanwhile.
     sleep_past(opened + 1_500);
+
+    // The listing says the item timed out instead of offering an answer that would be ignored.
+    let listed = p.cli(&["inbox", "list"]);
+    assert_eq!(code(&listed), 0, "{}", stderr(&listed));
+    assert!(
+        stdout(&listed).contains("    timed out at "),
+        "{}",
+        stdout(&listed)
+    );
+    assert!(
+        !stdout(&listed).contains("answer: magrathea inbox answer"),
+        "{}",
+        stdout(&listed)
+    );
 
     let answered = p.cli(&["inbox", "answer", &id, "--approve", "--json"]);
     assert_eq!(code(&answered), 0, "{}", stderr(&answered));
