@@ -73,8 +73,9 @@ pub fn export(loaded: &Loaded, layout: Option<&Layout>) -> EditorGraph {
     let nodes = plan
         .states
         .iter()
+        .enumerate()
         .zip(auto)
-        .map(|(state, auto)| {
+        .map(|((index, state), auto)| {
             let spec = loaded.doc.states.get(&state.name);
             let placed = layout.and_then(|l| l.nodes.get(&state.name));
             let node_type = node_type_of(state.task_type);
@@ -99,6 +100,7 @@ pub fn export(loaded: &Loaded, layout: Option<&Layout>) -> EditorGraph {
                     name: placed
                         .and_then(|p| p.name.clone())
                         .unwrap_or_else(|| state.name.clone()),
+                    start: index == plan.start,
                     config,
                     timeout_ms: spec
                         .and_then(|s| s.timeout_seconds)

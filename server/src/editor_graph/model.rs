@@ -55,8 +55,13 @@ pub struct NodeData {
     /// Friday's node type for the state's task type.
     #[serde(rename = "type")]
     pub node_type: NodeType,
-    /// The state's name (states have no separate display name).
+    /// The name the editor shows: the layout's name for the node, else the state's name.
     pub name: String,
+    /// `true` on the state where a run starts (the document's `start:`), absent elsewhere:
+    /// Friday marks a run's entry with trigger nodes, which the export has none of, and a
+    /// start that a loop leads back to has incoming edges like any other node.
+    #[serde(skip_serializing_if = "std::ops::Not::not")]
+    pub start: bool,
     /// The state's spec as written, as JSON; an action also has `actionType`, its task type.
     pub config: Value,
     /// `timeoutSeconds:` in milliseconds, when the state has one.

@@ -792,6 +792,37 @@ fn a_cycle_imports_as_a_loop_with_a_warning_naming_it() {
     assert_eq!(doc["states"]["check"]["on"]["failure"], "fix", "{draft}");
 }
 
+/// The reference's review loops back to its start when rejected, so no node is without
+/// incoming edges: the export marks the start, and the import starts there.
+#[test]
+fn a_start_a_loop_leads_back_to_survives_export_and_import() {
+    let p = Project::new();
+    p.workflow(
+        "review",
+        include_str!("../../../yaml-frontend/tests/fixtures/pr-review.yaml"),
+    );
+    let first = p.cli(&["graph", "review", "--format", "reactflow"]);
+    assert_eq!(code(&first), 0, "{}", stderr(&first));
+    let exported = json(&first);
+    assert_eq!(node(&exported, "plan")["data"]["start"], true);
+    assert_eq!(node(&exported, "merge")["data"].get("start"), None);
+    let file = p.dir.join("review.graph.json");
+    std::fs::write(&file, stdout(&first)).unwrap();
+    let out = p.cli(&["graph", "import", file.to_str().unwrap(), "--name", "again"]);
+    assert_eq!(code(&out), 0, "{}", stderr(&out));
+    let draft = std::fs::read_to_string(p.dir.join("_vance/workflow-drafts/again.yaml")).unwrap();
+    let doc: Value = serde_yaml_ng::from_str(&draft).unwrap();
+    assert_eq!(doc["start"], "plan", "{draft}");
+    p.workflow("again", &draft);
+    let second = p.cli(&["graph", "again", "--format", "reactflow"]);
+    assert_eq!(code(&second), 0, "{}", stderr(&second));
+    assert_eq!(
+        json(&second),
+        exported,
+        "export, import, export is identical"
+    );
+}
+
 /// Friday ends a run at a node without outgoing edges: imported, published and run, a graph
 /// whose last node is an action completes there.
 #[test]

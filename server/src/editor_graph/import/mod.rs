@@ -187,10 +187,33 @@ pub fn import(graph: &Value) -> Result<serde_yaml_ng::Value, ImportError> {
             condition,
         });
     }
-    let starts: Vec<&String> = order
+    // A node marked `data.start` (as the export marks the document's `start:`) is the start,
+    // even when a loop leads back to it; else the one node nothing leads to; else, when loops
+    // lead back to every node, where the triggers lead.
+    let marked: Vec<&String> = order
+        .iter()
+        .filter(|id| {
+            nodes.iter().any(|n| {
+                n.get("id").and_then(Value::as_str) == Some(id.as_str())
+                    && n.pointer("/data/start") == Some(&Value::Bool(true))
+            })
+        })
+        .collect();
+    let roots: Vec<&String> = order
         .iter()
         .filter(|id| !all.iter().any(|e| &e.target == *id))
         .collect();
+    let triggered: Vec<&String> = order
+        .iter()
+        .filter(|id| from_triggers.iter().any(|e| &e.target == *id))
+        .collect();
+    let starts: Vec<&String> = if !marked.is_empty() {
+        marked
+    } else if roots.is_empty() {
+        triggered
+    } else {
+        roots
+    };
     let out = |id: &str| {
         all.iter()
             .filter(|e| e.source == id)
