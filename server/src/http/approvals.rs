@@ -32,7 +32,7 @@ use super::approvers;
 use super::auth::{ApiScope, Principal, bearer};
 use super::body::JsonBody;
 use super::error::ApiError;
-use super::inbox::{Answered, Listing, answer_item, page, paged, parse_status, scoped_item};
+use super::inbox::{Listing, answer_item, page, paged, parse_status, scoped_item};
 use super::state::AppState;
 
 /// An approval: the inbox item and the `tenant/project` of its run.
@@ -240,7 +240,7 @@ async fn decide(
     headers: HeaderMap,
     answer: GateAnswer,
     body: Result<CommentBody, ApiError>,
-) -> Result<Json<Answered>, ApiError> {
+) -> Result<Json<serde_json::Value>, ApiError> {
     let who = caller(&state, &headers)?;
     let comment = body?.comment;
     let item = approval(&state, &who, &id)?;
@@ -255,25 +255,49 @@ async fn decide(
         Some(c) => answer.with_comment(c),
         None => answer,
     };
-    Ok(Json(answer_item(&state, &item, answer, &who).await?))
+    let answered = answer_item(&state, &item, answer, &who).await?;
+    let mut v = serde_json::to_value(&answered).map_err(ApiError::internal)?;
+    // Friday's words beside the engine's run view: the approval as it stands now (`approved`,
+    // `rejected`, or still `pending` short of its quorum) and the run's status.
+    // The answer is journaled: a read that fails now leaves the fields out, not the reply.
+    if let (Some(map), Ok(summary), Ok(now)) = (
+        v.as_object_mut(),
+        state.engine.summary(item.workflow_run_id),
+        approval(&state, &who, &id),
+    ) {
+        map.insert(
+            "status".into(),
+            super::pause::friday_run_status(summary.status).into(),
+        );
+        let now = Approval {
+            scope: summary.scope.into_string(),
+            item: now,
+        };
+        if let Ok(now) = serde_json::to_value(now) {
+            map.insert("approval".into(), now);
+        }
+    }
+    Ok(Json(v))
 }
 
-/// `POST /v1/workflow-approvals/{id}/approve` with `{comment?}` → `{applied, ignored, run}`.
+/// `POST /v1/workflow-approvals/{id}/approve` with `{comment?}` → `{applied, ignored, run,
+/// approval, status}` (`status` the run's in Friday's words).
 pub(crate) async fn approve(
     State(state): State<AppState>,
     Path(id): Path<String>,
     headers: HeaderMap,
     JsonBody(body): JsonBody<CommentBody>,
-) -> Result<Json<Answered>, ApiError> {
+) -> Result<Json<serde_json::Value>, ApiError> {
     decide(state, id, headers, GateAnswer::approve(), body).await
 }
 
-/// `POST /v1/workflow-approvals/{id}/reject` with `{comment?}` → `{applied, ignored, run}`.
+/// `POST /v1/workflow-approvals/{id}/reject` with `{comment?}` → `{applied, ignored, run,
+/// approval, status}`.
 pub(crate) async fn reject(
     State(state): State<AppState>,
     Path(id): Path<String>,
     headers: HeaderMap,
     JsonBody(body): JsonBody<CommentBody>,
-) -> Result<Json<Answered>, ApiError> {
+) -> Result<Json<serde_json::Value>, ApiError> {
     decide(state, id, headers, GateAnswer::reject(), body).await
 }

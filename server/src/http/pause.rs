@@ -96,7 +96,7 @@ pub(crate) async fn v1_resume(
 /// for a timer, a child or a task is `running`; one that is paused, waits on a gate (Friday's
 /// approval node pauses its run), or is blocked until its code is fixed, is `paused`; `DONE`
 /// is `completed`.
-fn friday_run_status(status: RunStatus) -> &'static str {
+pub(crate) fn friday_run_status(status: RunStatus) -> &'static str {
     match status {
         RunStatus::Paused | RunStatus::Waiting | RunStatus::Blocked => "paused",
         RunStatus::Done => "completed",

@@ -138,6 +138,13 @@ async fn approvals_routes_list_approve_and_reject_within_the_tenant() {
         )
         .await;
     assert_eq!(r["applied"], true, "{r}");
+    // Friday's words beside the engine's: the approval as it now stands, the run's status.
+    assert_eq!(r["approval"]["id"], yes_id.as_str(), "{r}");
+    assert_eq!(r["approval"]["status"], "approved", "{r}");
+    assert!(
+        ["running", "completed"].contains(&r["status"].as_str().unwrap_or_default()),
+        "{r}"
+    );
     let r: Value = s
         .post(
             &format!("/v1/workflow-approvals/{no_id}/reject"),
@@ -150,6 +157,7 @@ async fn approvals_routes_list_approve_and_reject_within_the_tenant() {
         .await
         .unwrap();
     assert_eq!(r["applied"], true, "{r}");
+    assert_eq!(r["approval"]["status"], "rejected", "{r}");
     assert_eq!(
         s.wait_status("shop", &yes, &["DONE"]).await["result"],
         "approved"
