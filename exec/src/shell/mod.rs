@@ -422,15 +422,40 @@ impl Tail {
     }
 
     /// The kept text, with a line marking the cut, and whether there was one.
+    ///
+    /// The text is also cut to at most `max` bytes once written as JSON: control characters
+    /// grow sixfold there (`\u0001`) and invalid UTF-8 threefold (U+FFFD), and an output larger
+    /// than the engine's limit for a task's output would fail a step that succeeded.
     fn text(&self) -> (String, bool) {
         let (a, b) = self.kept.as_slices();
         let bytes = [a, b].concat();
-        let kept = String::from_utf8_lossy(&bytes);
-        if self.cut == 0 {
+        let mut size = 0usize;
+        let from = bytes
+            .iter()
+            .rposition(|b| {
+                size += json_size(*b);
+                size > self.max
+            })
+            .map_or(0, |i| i + 1);
+        let cut = self.cut + from as u64;
+        let kept = String::from_utf8_lossy(&bytes[from..]);
+        if cut == 0 {
             (kept.into_owned(), false)
         } else {
-            (format!("[… {} bytes truncated …]\n{kept}", self.cut), true)
+            (format!("[… {cut} bytes truncated …]\n{kept}"), true)
         }
+    }
+}
+
+/// At most how many bytes `b` takes in a JSON string: an escape for quotes, backslashes and
+/// control characters, and the replacement character for any byte of a sequence that may not
+/// be UTF-8.
+fn json_size(b: u8) -> usize {
+    match b {
+        b'"' | b'\\' | b'\n' | b'\t' | b'\r' | 0x08 | 0x0c => 2,
+        0..=0x1f => 6,
+        0x80.. => 3,
+        _ => 1,
     }
 }
 
@@ -445,6 +470,9 @@ async fn pump(stream: Option<impl AsyncRead + Unpin>, tail: &mut Tail) {
         }
     }
 }
+
+/// How long the output pipes are read after the shell exited, for what is still in them.
+const PIPE_GRACE: Duration = Duration::from_millis(200);
 
 /// Where and how a command runs.
 struct Job {
@@ -500,8 +528,20 @@ async fn run_shell(command: &str, job: Job) -> Result<Value, TaskError> {
     let mut err = Tail::new(max_output);
     let finished = {
         let collect = async {
-            tokio::join!(pump(stdout, &mut out), pump(stderr, &mut err));
-            child.wait().await
+            let pumps = async {
+                tokio::join!(pump(stdout, &mut out), pump(stderr, &mut err));
+            };
+            tokio::pin!(pumps);
+            tokio::select! {
+                () = &mut pumps => child.wait().await,
+                status = child.wait() => {
+                    // The shell has exited: what it wrote is in the pipes, read at once. A
+                    // child it left in the background may hold them open; it goes with the
+                    // group below, and the step ends with the shell's status.
+                    let _ = tokio::time::timeout(PIPE_GRACE, &mut pumps).await;
+                    status
+                }
+            }
         };
         match timeout {
             Some(t) => tokio::time::timeout(t, collect).await.ok(),

@@ -55,6 +55,45 @@ states:
     assert_eq!(outcomes, vec!["business_error"]);
 }
 
+/// §3.2 maps a command that exited 0 to `success`: a child it left in the background holding
+/// the output pipes does not hold the step until its timeout (which ended it `timeout`,
+/// KILLED); the child goes with the step's process group.
+#[tokio::test]
+async fn s3_2_a_background_child_holding_the_pipes_does_not_hold_the_step() {
+    let p = project(&[(
+        "bg",
+        "start: a\nstates:\n  a:\n    type: shell_task\n    run: 'sleep 60 & echo main-done; exit 0'\n    dirName: workspace\n    timeoutSeconds: 30\n    storeAs: out\n    on: { success: done }\n    catch: { timeout: late }\n  done: { type: terminal }\n  late: { type: terminal, outcome: failure }\n",
+    )])
+    .await;
+    let v = p.run("bg", json!({})).await;
+    assert_eq!(v.current_state.as_deref(), Some("done"), "{v:?}");
+    assert_eq!(v.vars["out"]["status"], "COMPLETED");
+    assert_eq!(v.vars["out"]["exitCode"], 0);
+    assert_eq!(v.vars["out"]["stdout"], "main-done\n");
+}
+
+/// Each stream keeps its tail within its limit once written as JSON too: output of control
+/// characters (sixfold as `\u0001`) no longer grows past the engine's limit for a task's
+/// output and fails a command that exited 0.
+#[tokio::test]
+async fn s3_2_output_that_grows_as_json_is_cut_to_fit_and_the_step_succeeds() {
+    let p = project(&[(
+        "noisy",
+        "start: a\nstates:\n  a:\n    type: shell_task\n    run: \"head -c 2000000 /dev/zero | tr '\\\\0' '\\\\001'; head -c 2000000 /dev/zero | tr '\\\\0' '\\\\001' >&2\"\n    dirName: workspace\n    storeAs: out\n    on: { success: done }\n  done: { type: terminal }\n",
+    )])
+    .await;
+    let v = p.run("noisy", json!({})).await;
+    assert_eq!(v.status, RunStatus::Done, "{:?}", v.reason);
+    let out = &v.vars["out"];
+    assert_eq!(out["exitCode"], 0);
+    for stream in ["stdout", "stderr"] {
+        let text = out[stream].as_str().unwrap();
+        assert!(text.starts_with("[… "), "{stream} marks its cut");
+        assert!(text.ends_with('\u{1}'), "{stream} keeps its tail");
+        assert!(serde_json::to_string(text).unwrap().len() <= 1024 * 1024 + 64);
+    }
+}
+
 #[tokio::test]
 async fn s3_2_shell_runs_in_the_workspace_and_without_dir_name_is_a_technical_error() {
     let p = project(&[
