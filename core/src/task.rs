@@ -212,9 +212,18 @@ impl fmt::Display for TaskError {
     }
 }
 
+/// Any error fails the attempt retryably with its message and its sources (`context: cause`),
+/// so the cause an error wraps (an I/O error under an application's own type) is not lost.
 impl<E: std::error::Error + Send + Sync + 'static> From<E> for TaskError {
     fn from(e: E) -> Self {
-        TaskError::retryable(e.to_string())
+        let mut message = e.to_string();
+        let mut source = e.source();
+        while let Some(s) = source {
+            message.push_str(": ");
+            message.push_str(&s.to_string());
+            source = s.source();
+        }
+        TaskError::retryable(message)
     }
 }
 
@@ -429,6 +438,16 @@ impl TaskRegistration {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn an_error_converted_keeps_the_causes_it_wraps() {
+        #[derive(Debug, thiserror::Error)]
+        #[error("charging the card")]
+        struct Outer(#[source] std::io::Error);
+        let e = TaskError::from(Outer(std::io::Error::other("disk on fire")));
+        assert_eq!(e.message, "charging the card: disk on fire");
+        assert!(e.retryable);
+    }
 
     #[test]
     fn backoff_grows_and_caps() {
