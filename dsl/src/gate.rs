@@ -215,6 +215,7 @@ pub enum NoDecision {
 
 /// The end of an [approval gate](Gate::approval).
 #[derive(Debug, Clone, PartialEq)]
+#[must_use = "an approval gate may end rejected, timed out or cancelled: match on its answer"]
 pub enum Approval {
     /// Approved.
     Approved {

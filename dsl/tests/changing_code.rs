@@ -54,7 +54,12 @@ mod before {
     #[workflow]
     pub async fn order(ctx: Context, o: Order) -> Result<Receipt, WorkflowError> {
         let receipt = ctx.task(charge, o.clone()).await?;
-        ctx.approval(format!("Ship order {}?", o.id)).await;
+        if !matches!(
+            ctx.approval(format!("Ship order {}?", o.id)).await,
+            Approval::Approved { .. }
+        ) {
+            return Err(WorkflowError::failed("not approved"));
+        }
         ctx.task(ship, o).await?;
         Ok(receipt)
     }
@@ -70,7 +75,12 @@ mod after {
             ctx.task(fraud_check, o.clone()).await?;
         }
         let receipt = ctx.task(charge, o.clone()).await?;
-        ctx.approval(format!("Ship order {}?", o.id)).await;
+        if !matches!(
+            ctx.approval(format!("Ship order {}?", o.id)).await,
+            Approval::Approved { .. }
+        ) {
+            return Err(WorkflowError::failed("not approved"));
+        }
         ctx.task(ship, o.clone()).await?;
         if ctx.patched("invoice") {
             ctx.task(invoice, o).await?;
