@@ -298,7 +298,8 @@ impl Engine {
     }
 
     /// A handle on an existing run of `W`, e.g. from an id kept across a restart. Fails when
-    /// the run does not exist or belongs to another workflow.
+    /// the run does not exist or belongs to another workflow or another version of it (whose
+    /// result may have another type).
     pub fn handle<W: Workflow>(
         &self,
         _workflow: W,
@@ -310,6 +311,15 @@ impl Engine {
                 run_id: id,
                 expected: W::NAME,
                 actual: summary.workflow_name,
+            });
+        }
+        let version = self.inner.run(id)?.workflow_version;
+        if version != W::VERSION {
+            return Err(HandleError::OtherVersion {
+                run_id: id,
+                workflow: W::NAME,
+                expected: W::VERSION,
+                actual: version,
             });
         }
         Ok(RunHandle::new(self.clone(), id))

@@ -175,6 +175,22 @@ pub enum HandleError {
         /// The run's workflow.
         actual: String,
     },
+    /// The run is of another version of the workflow (its `VERSION`): its result and signals
+    /// may have other types than the handle's. Use a handle of the version it was started with.
+    #[error(
+        "[MAG-RN003] run {run_id} is a run of version `{actual}` of `{workflow}`, not of \
+         version `{expected}`"
+    )]
+    OtherVersion {
+        /// The run.
+        run_id: RunId,
+        /// The workflow.
+        workflow: &'static str,
+        /// The handle's version.
+        expected: &'static str,
+        /// The run's version.
+        actual: String,
+    },
     /// The run does not exist, or could not be read.
     #[error(transparent)]
     Run(#[from] RunError),

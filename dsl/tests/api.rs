@@ -140,6 +140,47 @@ async fn a_handle_signals_and_reads_its_run() {
     ));
 }
 
+/// Version 2 of `counter`, whose result is text: a handle of it on a run of version 1 would
+/// read the run's number as text.
+#[workflow(name = "counter", version = "2")]
+async fn counter_v2(ctx: Context, start: u32) -> Result<String, WorkflowError> {
+    let nudge: Nudge = ctx.signal("nudge").await?;
+    Ok(format!("{}", start + nudge.by))
+}
+
+#[tokio::test]
+async fn a_handle_of_another_version_of_the_workflow_is_refused() {
+    let engine = engine(Engine::builder().workflow(counter).workflow(counter_v2)).await;
+    let v1 = engine.start(counter, 1).await.unwrap();
+    match engine.handle(counter_v2, v1.id()) {
+        Err(e @ HandleError::OtherVersion { .. }) => {
+            assert!(e.to_string().contains("version `` of `counter`"), "{e}");
+        }
+        other => panic!("expected OtherVersion, got {other:?}"),
+    }
+    let v2 = engine.start(counter_v2, 1).await.unwrap();
+    v2.signal("nudge", Nudge { by: 2 }).await.unwrap();
+    assert_eq!(
+        engine
+            .handle(counter_v2, v2.id())
+            .unwrap()
+            .result()
+            .await
+            .unwrap(),
+        "3"
+    );
+    v1.signal("nudge", Nudge { by: 2 }).await.unwrap();
+    assert_eq!(
+        engine
+            .handle(counter, v1.id())
+            .unwrap()
+            .result()
+            .await
+            .unwrap(),
+        3
+    );
+}
+
 #[workflow]
 async fn greeter(ctx: Context) -> Result<String, WorkflowError> {
     let who: String = ctx.signal("who").await?;

@@ -111,8 +111,8 @@ pub(super) const CODES: &[ErrorCode] = &[
     },
     ErrorCode {
         code: "MAG-RN003",
-        meaning: "A run handle was asked for a run of another workflow.",
-        remedy: "Ask for the handle with the workflow the run was started with (its `workflowName`).",
+        meaning: "A run handle was asked for a run of another workflow, or of another version of it.",
+        remedy: "Ask for the handle with the workflow (and the version) the run was started with (its `workflowName` and `workflowVersion`).",
     },
     ErrorCode {
         code: "MAG-RD001",
