@@ -248,6 +248,11 @@ impl Context {
     /// Starts a child run of workflow `W` and waits for its output. The child's StartRecord
     /// names this run as its parent. Replay reuses the journaled child.
     ///
+    /// `W` must be registered with the engine
+    /// ([`EngineBuilder::workflow`](crate::EngineBuilder::workflow)), as every workflow that
+    /// runs must be, since a run finds its code by name when it recovers: a child of an
+    /// unregistered workflow ends the step with `[MAG-CH001]` naming `[MAG-EN002]`.
+    ///
     /// The child lives and dies with this run: it is cancelled (journaled in both runs, with
     /// a reason naming this run) when this run is cancelled, when this run ends while the child
     /// still runs, and when this future is dropped before the child ended — e.g. the loser of
