@@ -20,6 +20,7 @@ mod cli_code_runs;
 mod cli_contract;
 mod cli_encoding;
 mod cli_graph;
+mod cli_graph_import;
 mod cli_late_answer;
 mod cli_owner;
 mod cli_owner_resume;
