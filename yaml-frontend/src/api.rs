@@ -104,7 +104,7 @@ fn load(path_label: &str, text: &str, opts: &LoadOptions) -> Result<Loaded, (Dia
     // be read.
     let (root, key_errors) =
         parse_yaml_with_key_errors(path_label, text, opts).map_err(|d| (d, Refs::default()))?;
-    let mut ctx = build::Ctx::new(path_label);
+    let mut ctx = build::Ctx::new(path_label, text);
     ctx.diags.extend(key_errors);
     let doc = build::build(&mut ctx, &root);
     let mut plan = None;

@@ -74,6 +74,34 @@ pub(crate) fn diagnose(path: &str, text: &str, e: &ScanError) -> Diagnostic {
         }
         _ => {}
     }
+    // `key:value` with no space after the colon is one plain text, not a key: the parser
+    // notices only at a later line (an indented key under it, the next sibling).
+    if (info.contains("mapping values are not allowed")
+        || info.contains("simple key expect")
+        || info.contains("could not find expected ':'"))
+        && let Some((line, col, key)) = glued_key(text, m.line())
+    {
+        return Diagnostic::error(
+            path,
+            at(line, col),
+            Code::Syntax,
+            format_args!(
+                "invalid YAML: `{key}:` is not followed by a space, so it is not read as a key \
+                 (YAML takes `{key}:…` as one text): expected `{key}: ` and its value"
+            ),
+        );
+    }
+    // A mapping's line without any `:` (`outcome success`): the parser stops at the next one.
+    if info.contains("simple key expect")
+        && let Some((line, col)) = colonless_line(text, m.line())
+    {
+        return Diagnostic::error(
+            path,
+            at(line, col),
+            Code::Syntax,
+            "invalid YAML: this line of a mapping has no `:`: expected `key: value`",
+        );
+    }
     if info.contains("mapping values are not allowed") {
         // `a: b` on a line indented further than the key above it continues that key's
         // plain value, where a `: ` cannot appear.
@@ -256,6 +284,44 @@ pub(crate) fn diagnose(path: &str, text: &str, e: &ScanError) -> Diagnostic {
         Code::Syntax,
         format_args!("invalid YAML: {info}"),
     )
+}
+
+/// The line (1-based), column (0-based, of the `:`) and key of a `key:value` written without
+/// the space after the colon, on line `line` or the content lines just above it.
+fn glued_key(text: &str, line: usize) -> Option<(usize, usize, String)> {
+    let lines: Vec<&str> = text.lines().collect();
+    let last = line.min(lines.len());
+    (last.saturating_sub(3)..last).rev().find_map(|i| {
+        let l = lines[i];
+        let body = l.trim_start_matches(' ');
+        let body = body.strip_prefix("- ").unwrap_or(body);
+        let key_len = body
+            .find(|c: char| !(c.is_ascii_alphanumeric() || "_-.".contains(c)))
+            .unwrap_or(body.len());
+        let rest = &body[key_len..];
+        let glued = key_len > 0
+            && rest.starts_with(':')
+            && rest[1..]
+                .chars()
+                .next()
+                .is_some_and(|c| !c.is_whitespace() && !matches!(c, ':' | '/'));
+        glued.then(|| {
+            let col = l.len() - body.len() + key_len;
+            (i + 1, col, body[..key_len].to_owned())
+        })
+    })
+}
+
+/// The line (1-based) and indentation of the nearest content line before line `line` (or on
+/// it) that has no `:` at all, among the mapping lines just above it.
+fn colonless_line(text: &str, line: usize) -> Option<(usize, usize)> {
+    let lines: Vec<&str> = text.lines().collect();
+    let last = line.min(lines.len());
+    (last.saturating_sub(2)..last).rev().find_map(|i| {
+        let body = lines[i].trim_start_matches(' ');
+        let content = !body.is_empty() && !body.starts_with(['#', '-', '"', '\'', '[', '{']);
+        (content && !body.contains(':')).then(|| (i + 1, lines[i].len() - body.len()))
+    })
 }
 
 /// Whether the quote at character `start` (`'` or `"`) is closed anywhere after it: `''`

@@ -10,6 +10,8 @@ use crate::suggest;
 /// The diagnostics sink of one document.
 pub(crate) struct Ctx<'p> {
     pub(crate) path: &'p str,
+    /// The document's text, for hints that read what was written around a value.
+    pub(crate) text: &'p str,
     pub(crate) diags: Diagnostics,
     /// Every key under `states:`, including states dropped for a bad type, so that one bad
     /// state does not also make every transition to it an error.
@@ -20,9 +22,10 @@ pub(crate) struct Ctx<'p> {
 }
 
 impl<'p> Ctx<'p> {
-    pub(crate) fn new(path: &'p str) -> Self {
+    pub(crate) fn new(path: &'p str, text: &'p str) -> Self {
         Self {
             path,
+            text,
             diags: Diagnostics::new(),
             declared_states: Vec::new(),
             dropped_targets: Vec::new(),
@@ -79,6 +82,16 @@ impl<'p> Ctx<'p> {
     }
 
     pub(crate) fn wrong_type(&mut self, node: &YamlNode, what: &str, expected: &str) {
+        if matches!(node.kind, crate::node::YamlKind::Null)
+            && let Some((span, hint)) = comment_as_value(self.text, node.span)
+        {
+            self.error(
+                span,
+                Code::WrongType,
+                format_args!("{what} is empty: expected {expected}; {hint}"),
+            );
+            return;
+        }
         self.error(
             node.span,
             Code::WrongType,
@@ -178,6 +191,30 @@ pub(crate) fn within_duration_limit(
         ),
     );
     false
+}
+
+/// Where a value left empty by a `#` that starts a comment right after its `:` (or `- `)
+/// was meant to begin, and what to do: a condition (`#state['k'] == 1`) written unquoted.
+fn comment_as_value(text: &str, at: Span) -> Option<(Span, &'static str)> {
+    let line = text
+        .lines()
+        .nth(usize::try_from(at.line).ok()?.checked_sub(1)?)?;
+    let from = usize::try_from(at.column).ok()?.saturating_sub(1);
+    let rest: String = line.chars().skip(from).collect();
+    let hash = rest
+        .find(" #")
+        .map(|i| i + 1)
+        .or_else(|| rest.starts_with('#').then_some(0))?;
+    let before = &rest[..hash];
+    if !before.trim_end().is_empty() && !before.trim_end().ends_with([':', '-']) {
+        return None;
+    }
+    let column = from + rest[..hash].chars().count() + 1;
+    Some((
+        Span::new(at.line, u32::try_from(column).ok()?),
+        "the `#` here starts a YAML comment, which leaves the value empty: quote a value that \
+         begins with `#` (e.g. \"#state['k'] == 1\")",
+    ))
 }
 
 /// `a string 'x'`, `an integer (3)`, ... for messages.

@@ -198,7 +198,7 @@ fn inline(ctx: &mut Ctx<'_>, node: &YamlNode) -> Option<String> {
         written: None,
         kind: YamlKind::Map(entries),
     };
-    let mut sub = Ctx::new(ctx.path);
+    let mut sub = Ctx::new(ctx.path, ctx.text);
     let doc = super::build(&mut sub, &doc_node);
     if let Some(doc) = &doc {
         crate::validate::validate(&mut sub, doc);

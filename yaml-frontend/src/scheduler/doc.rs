@@ -37,7 +37,7 @@ const WHAT: &str = "the scheduler document";
 /// (`schedule:<name>`) uses. On failure returns every error, sorted by position.
 pub fn load_schedule(path_label: &str, name: &str, text: &str) -> Result<Schedule, Diagnostics> {
     let root = parse_yaml(path_label, text, &LoadOptions::default())?;
-    let mut ctx = Ctx::new(path_label);
+    let mut ctx = Ctx::new(path_label, text);
     let schedule = build(&mut ctx, name, &root);
     let mut diags = ctx.diags;
     diags.sort();

@@ -199,6 +199,39 @@ fn syntax_errors_point_at_the_tab_or_the_unclosed_bracket() {
         msg.contains("expected the closing quote of the quoted text that starts here"),
         "{msg}"
     );
+    // A key glued to its value is named at its colon, wherever the parser noticed.
+    for (doc, at) in [
+        (
+            "start: a\nstates:\n  a:\n    type: terminal\n    outcome:success\n  b:\n    type: terminal\n",
+            "5:12",
+        ),
+        (
+            "start: a\nstates:\n  a:\n    outcome:success\n    type: terminal\n",
+            "4:12",
+        ),
+        ("start:a\nstates:\n  a:\n    type: terminal\n", "1:6"),
+    ] {
+        let msg = first(doc);
+        assert!(msg.starts_with(&format!("t.yaml:{at}: ")), "{msg}");
+        assert!(msg.contains("is not followed by a space"), "{msg}");
+    }
+    // A mapping's line without a colon is named.
+    let msg = first(
+        "start: a\nstates:\n  a:\n    type: terminal\n    outcome success\n  b:\n    type: terminal\n",
+    );
+    assert!(msg.starts_with("t.yaml:5:5: "), "{msg}");
+    assert!(msg.contains("has no `:`: expected `key: value`"), "{msg}");
+    // A condition left unquoted is a comment: said at its `#`.
+    let msg = magrathea_yaml::load_workflow(
+        "t.yaml",
+        "start: a\nstates:\n  a:\n    type: condition_task\n    transitions:\n      - if: #params['x'] == 1\n        to: b\n      - else: b\n  b: { type: terminal }\n",
+        &LoadOptions::default(),
+    )
+    .err()
+    .and_then(|d| d.iter().next().map(ToString::to_string))
+    .unwrap_or_default();
+    assert!(msg.starts_with("t.yaml:6:13: "), "{msg}");
+    assert!(msg.contains("starts a YAML comment"), "{msg}");
     // A list item among a mapping's keys is named at its dash.
     let msg = first("start: a\nstates:\n  a:\n    type: terminal\n  - b\n");
     assert!(msg.starts_with("t.yaml:5:3: "), "{msg}");
