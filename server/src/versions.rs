@@ -93,6 +93,7 @@ pub enum VersionError {
 
 /// What a publish did.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
 pub struct Published {
     /// The workflow.
     pub name: String,
@@ -657,6 +658,20 @@ mod tests {
 
     /// A publish killed after it wrote the live text leaves the draft (and its triggers)
     /// behind; publishing again finishes it and names the text the first one replaced.
+    #[test]
+    fn a_publish_is_answered_in_the_api_s_camel_case() {
+        let p = Published {
+            name: "w".into(),
+            version: "v".into(),
+            previous: None,
+            triggers: Vec::new(),
+            trigger_texts: Vec::new(),
+            removed_triggers: vec!["_vance/scheduler/w-t.yaml".into()],
+        };
+        let v = serde_json::to_value(&p).unwrap();
+        assert_eq!(v["removedTriggers"][0], "_vance/scheduler/w-t.yaml", "{v}");
+    }
+
     #[test]
     fn publishing_again_after_a_publish_cut_short_names_the_replaced_version() {
         let (_d, docs, scope) = project();

@@ -236,7 +236,7 @@ impl Layout {
 }
 
 impl NodeLayout {
-    /// A node's layout, its name kept only where it is not `id`; a name longer than
+    /// A node's layout, its name kept only where it is not `id` (nor blank); a name longer than
     /// [`MAX_NODE_NAME`] is refused.
     pub fn new(
         position: Position,
@@ -259,7 +259,7 @@ impl NodeLayout {
             y: position.y,
             width,
             height,
-            name: name.filter(|n| n != id),
+            name: name.filter(|n| n != id && !n.trim().is_empty()),
         })
     }
 }
@@ -310,6 +310,9 @@ mod tests {
             l.nodes["b"].name, None,
             "the state's own name is not kept twice"
         );
+        let blank = br#"{"nodes":[{"id":"a","position":{"x":1,"y":2},"data":{"name":" "}}]}"#;
+        let l = Layout::from_editor_graph(blank, "w", &states()).unwrap();
+        assert_eq!(l.nodes["a"].name, None, "a blank name leaves the state's");
         let long = "x".repeat(MAX_NODE_NAME + 1);
         let body = format!(
             r#"{{"nodes":[{{"id":"a","position":{{"x":1,"y":2}},"data":{{"name":"{long}"}}}}]}}"#
