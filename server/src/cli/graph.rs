@@ -160,9 +160,20 @@ fn import(loc: &Location, file: &std::path::Path, draft: Option<&str>) -> anyhow
         },
     }
     // Beside the draft, where they start nothing: publishing makes them live, and, being all
-    // the graph's triggers, removes those of nodes an earlier graph had (so the directory is
-    // there even when the graph has none).
-    std::fs::create_dir_all(&triggers_dir)?;
+    // the graph's triggers, removes those of nodes an earlier graph had. A graph without
+    // trigger nodes (an exported workflow has none) carries no directory and leaves the live
+    // triggers as they are: an export, edited and imported again, keeps its schedules.
+    let has_trigger_nodes = graph
+        .get("nodes")
+        .and_then(serde_json::Value::as_array)
+        .is_some_and(|nodes| {
+            nodes.iter().any(|n| {
+                n.pointer("/data/type").and_then(serde_json::Value::as_str) == Some("trigger")
+            })
+        });
+    if has_trigger_nodes {
+        std::fs::create_dir_all(&triggers_dir)?;
+    }
     for t in &triggers {
         let dir = triggers_dir.join(t.dir);
         std::fs::create_dir_all(&dir)?;

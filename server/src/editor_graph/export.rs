@@ -19,7 +19,8 @@ pub fn node_type_of(task: TaskType) -> NodeType {
     }
 }
 
-/// Friday's branch word for an `on:` outcome where one fits, else the outcome itself.
+/// Friday's branch word for an approval's `on:` outcome where one fits, else the outcome
+/// itself.
 fn branch_of_outcome(outcome: &str) -> &str {
     match outcome {
         "approved" => "approve",
@@ -58,12 +59,13 @@ pub fn export(loaded: &Loaded, layout: Option<&Layout>) -> EditorGraph {
             }
         }
         for (outcome, to) in &state.on {
-            add(
-                *to,
-                outcome.clone(),
-                None,
-                branch_of_outcome(outcome).into(),
-            );
+            // A DECISION's options are branch words as they are.
+            let branch = if state.is_approval_gate() {
+                branch_of_outcome(outcome)
+            } else {
+                outcome
+            };
+            add(*to, outcome.clone(), None, branch.into());
         }
         for (kind, to) in &state.catch {
             add(*to, format!("catch {kind}"), None, kind.to_string());
@@ -115,5 +117,7 @@ pub fn export(loaded: &Loaded, layout: Option<&Layout>) -> EditorGraph {
         nodes,
         edges,
         viewport: layout.and_then(|l| l.viewport).unwrap_or_default(),
+        config: (!loaded.doc.top_level.is_empty())
+            .then(|| Value::Object(loaded.doc.top_level.clone())),
     }
 }

@@ -24,6 +24,11 @@ pub struct EditorGraph {
     pub edges: Vec<GraphEdge>,
     /// The editor's viewport: the layout's, else `{x: 0, y: 0, zoom: 1}`.
     pub viewport: Viewport,
+    /// The workflow's own settings (Friday's version `config`): the document's top-level
+    /// fields other than `start:` and `states:` (`parameters`, `bounds`, `onFailure`, …), as
+    /// written; absent when it has none.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub config: Option<serde_json::Value>,
 }
 
 /// A state as a node.

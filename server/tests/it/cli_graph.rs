@@ -305,6 +305,47 @@ fn a_cycle_imports_as_a_loop_with_a_warning_naming_it() {
     assert_eq!(doc["states"]["check"]["on"]["failure"], "fix", "{draft}");
 }
 
+/// What the graph does not draw travels with it: the document's own settings (parameters,
+/// bounds, onFailure, …) are the graph's `config`, and the import writes them back, so the
+/// imported workflow behaves as the exported one. A DECISION's options named `approve` and
+/// `reject` stay its options (only an approval's approve and reject are its outcomes).
+#[test]
+fn the_workflows_settings_and_a_decisions_options_survive_the_round_trip() {
+    let p = Project::new();
+    p.workflow(
+        "settled",
+        "description: settled\nparameters:\n  n: { type: number, default: 1 }\nbounds:\n  \
+         maxTaskSpawns: 9\nonFailure: { policy: fallback, fallback: rescue }\nstart: pick\n\
+         states:\n  pick:\n    type: gate_task\n    inbox: { kind: DECISION, title: Which?, \
+         options: [approve, reject] }\n    on: { approve: work, reject: rescue, insufficient_info: \
+         rescue, undecidable: rescue }\n  work:\n    type: shell_task\n    run: exit 1\n    \
+         dirName: workspace\n    on: { success: rescue }\n  rescue: { type: terminal, result: rescued }\n",
+    );
+    let first = p.cli(&["graph", "settled", "--format", "reactflow"]);
+    assert_eq!(code(&first), 0, "{}", stderr(&first));
+    let exported = json(&first);
+    assert_eq!(
+        exported["config"]["onFailure"]["fallback"], "rescue",
+        "{exported}"
+    );
+    let out = import_graph(&p, &stdout(&first), "again");
+    assert_eq!(code(&out), 0, "{}", stderr(&out));
+    let draft = std::fs::read_to_string(p.dir.join("_vance/workflow-drafts/again.yaml")).unwrap();
+    let doc: Value = serde_yaml_ng::from_str(&draft).unwrap();
+    assert_eq!(doc["parameters"]["n"]["default"], 1, "{draft}");
+    assert_eq!(doc["bounds"]["maxTaskSpawns"], 9, "{draft}");
+    assert_eq!(doc["onFailure"]["policy"], "fallback", "{draft}");
+    assert_eq!(doc["states"]["pick"]["on"]["approve"], "work", "{draft}");
+    p.workflow("again", &draft);
+    let second = p.cli(&["graph", "again", "--format", "reactflow"]);
+    assert_eq!(code(&second), 0, "{}", stderr(&second));
+    assert_eq!(
+        json(&second),
+        exported,
+        "export, import, export is identical"
+    );
+}
+
 /// The reference's review loops back to its start when rejected, so no node is without
 /// incoming edges: the export marks the start, and the import starts there.
 #[test]

@@ -522,7 +522,8 @@ fn an_imported_graph_completes_at_its_last_node() {
 }
 
 /// Publishing a graph's draft syncs the graph's triggers (Friday §5.1): a trigger node the graph
-/// no longer has takes its document with it; triggers written by hand stay.
+/// no longer has takes its document with it; triggers written by hand stay, and a graph with no
+/// trigger nodes at all (an export) leaves the triggers as they are.
 #[test]
 fn republishing_a_graph_removes_the_triggers_of_nodes_it_no_longer_has() {
     let p = Project::new();
@@ -571,7 +572,15 @@ fn republishing_a_graph_removes_the_triggers_of_nodes_it_no_longer_has() {
     assert!(!live("scheduler/sync-t1.yaml"));
     assert!(live("events/sync-t2.yaml") && live("scheduler/sync-manual.yaml"));
 
+    // A graph without trigger nodes (as an export is) leaves the live triggers alone...
     publish(graph(&[]));
+    assert!(
+        live("events/sync-t2.yaml"),
+        "a graph without trigger nodes says nothing of triggers"
+    );
+    // ... one whose only trigger node is a manual start has no triggers left.
+    let manual = json!({ "id": "t3", "type": "trigger", "name": "by hand", "config": {} });
+    publish(graph(&[&manual]));
     assert!(
         !live("events/sync-t2.yaml"),
         "a graph without triggers keeps none"

@@ -46,6 +46,10 @@ pub struct WorkflowDoc {
     pub on_failure: FailurePolicy,
     /// States in document order; never empty after validation.
     pub states: IndexMap<String, StateSpec>,
+    /// The document's other top-level fields as written (as JSON, in document order), `start`
+    /// and `states` left out: what a view of the states (the editor graph) carries beside
+    /// them, so that the workflow it is imported as behaves the same.
+    pub top_level: serde_json::Map<String, serde_json::Value>,
 }
 
 /// `onFailure:` of a workflow: applied only when a state's `on:`/`catch:` do not route its

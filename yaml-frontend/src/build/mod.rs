@@ -125,7 +125,14 @@ pub(crate) fn build(ctx: &mut Ctx<'_>, root: &YamlNode) -> Option<WorkflowDoc> {
             }
         }
     }
+    let mut top_level = match root.to_json() {
+        serde_json::Value::Object(map) => map,
+        _ => serde_json::Map::new(),
+    };
+    top_level.remove("start");
+    top_level.remove("states");
     Some(WorkflowDoc {
+        top_level,
         description,
         version,
         start,

@@ -75,11 +75,18 @@ impl fmt::Display for Edge {
     }
 }
 
-/// The outcome a Friday branch word stands for.
-fn outcome_of(branch: &str) -> &str {
+/// The outcome a Friday branch word stands for from the state `spec`: an approval's `approve`
+/// and `reject` are its `approved` and `rejected`; a DECISION's options are its words as
+/// they are (an option may be called `approve`).
+fn outcome_of<'a>(spec: &Map<String, Value>, branch: &'a str) -> &'a str {
+    let chosen = spec
+        .get("inbox")
+        .and_then(|inbox| inbox.get("kind"))
+        .and_then(Value::as_str)
+        .is_some_and(|k| !k.eq_ignore_ascii_case("APPROVAL"));
     match branch {
-        "approve" => "approved",
-        "reject" => "rejected",
+        "approve" if !chosen => "approved",
+        "reject" if !chosen => "rejected",
         "" => "success",
         other => other,
     }
@@ -286,12 +293,15 @@ pub fn import(graph: &Value) -> Result<serde_yaml_ng::Value, ImportError> {
         let mut on = Vec::new();
         for (branch, group) in by_branch {
             if let [single] = group.as_slice() {
-                on.push((outcome_of(&branch).to_owned(), single.target.clone()));
+                on.push((
+                    outcome_of(&states[id], &branch).to_owned(),
+                    single.target.clone(),
+                ));
                 continue;
             }
             // A fan-out: each branch a chain, all meeting at one join.
             let (name, parallel, chain_nodes) = fan_out(id, &group, &states, &out, &inc)?;
-            on.push((outcome_of(&branch).to_owned(), name.clone()));
+            on.push((outcome_of(&states[id], &branch).to_owned(), name.clone()));
             moved.extend(chain_nodes);
             parallels.push((name, parallel));
         }
@@ -367,7 +377,7 @@ pub fn import(graph: &Value) -> Result<serde_yaml_ng::Value, ImportError> {
             if let Some(serde_yaml_ng::Value::Mapping(spec)) = doc_states.get_mut(id.as_str()) {
                 let mut on = serde_yaml_ng::Mapping::new();
                 on.insert(
-                    outcome_of(normal_branch(&states[id])).into(),
+                    outcome_of(&states[id], normal_branch(&states[id])).into(),
                     end.as_str().into(),
                 );
                 spec.insert("on".into(), serde_yaml_ng::Value::Mapping(on));
@@ -386,7 +396,17 @@ pub fn import(graph: &Value) -> Result<serde_yaml_ng::Value, ImportError> {
     }
     let mut doc = serde_yaml_ng::Mapping::new();
     doc.insert("start".into(), start.into());
-    if let Some(tools) = allowed_tools(&states) {
+    // The workflow's own settings an export carries (`parameters`, `bounds`, `onFailure`, …).
+    let config = graph.get("config").and_then(Value::as_object);
+    for (key, value) in config.into_iter().flatten() {
+        if !matches!(key.as_str(), "start" | "states") {
+            doc.insert(key.as_str().into(), yaml(value.clone()));
+        }
+    }
+    // A workflow that declares its tools keeps them as declared; otherwise the graph's own
+    // actions may use theirs.
+    let declared = config.is_some_and(|c| c.contains_key("allowedTools"));
+    if let Some(tools) = allowed_tools(&states).filter(|_| !declared) {
         doc.insert("allowedTools".into(), yaml(json!(tools)));
     }
     doc.insert("states".into(), serde_yaml_ng::Value::Mapping(doc_states));
@@ -626,7 +646,10 @@ fn fan_out(
             } else {
                 edge.target.clone()
             };
-            spec.insert("on".into(), json!({ outcome_of(&edge.branch): to }));
+            spec.insert(
+                "on".into(),
+                json!({ outcome_of(&states[node], &edge.branch): to }),
+            );
             sub.insert(node.clone(), Value::Object(spec));
             moved.push(node.clone());
         }
