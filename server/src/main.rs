@@ -10,7 +10,24 @@ mod cli;
 #[global_allocator]
 static GLOBAL: mimalloc::MiMalloc = mimalloc::MiMalloc;
 
-#[tokio::main]
-async fn main() -> std::process::ExitCode {
-    cli::main().await
+fn main() -> std::process::ExitCode {
+    let runtime = match tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()
+    {
+        Ok(runtime) => runtime,
+        Err(e) => {
+            eprintln!("error: cannot start the async runtime: {e}");
+            return std::process::ExitCode::from(1);
+        }
+    };
+    let code = runtime.block_on(cli::main());
+    // The command is done: a call still blocked on a store that stopped answering (a
+    // database cut off by the network) must not keep the process alive, as dropping the
+    // runtime would, waiting for it.
+    runtime.shutdown_timeout(SHUTDOWN_GRACE);
+    code
 }
+
+/// How long work left on the runtime may take to end once the command is done.
+const SHUTDOWN_GRACE: std::time::Duration = std::time::Duration::from_secs(5);
