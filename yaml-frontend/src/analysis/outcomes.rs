@@ -126,11 +126,13 @@ fn transition(
 ) {
     let name = &s.name;
     if !taken(of_type) {
+        let outcomes: Vec<&str> = of_type.iter().map(|p| p.outcome.as_str()).collect();
         let text = format!(
             "state '{name}' has '{written}', but {} never ends that way: it ends with {}; the \
-             transition can never be taken",
+             transition can never be taken{}",
             kind_of(s),
-            listing(of_type)
+            listing(of_type),
+            crate::suggest::hint(key, outcomes.iter().copied())
         );
         if key == GENERIC_FAILURE {
             ctx.warn(

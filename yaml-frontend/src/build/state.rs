@@ -60,7 +60,17 @@ pub(super) fn build_state(
     let what = format!("state '{name}'");
     let node = ctx.map(node, &what)?;
     check_templates(ctx, node);
-    let task_type = task_type(ctx, node, &what)?;
+    let Some(task_type) = task_type(ctx, node, &what) else {
+        // The state is left out, but what every state has is still read, so that one pass
+        // reports the rest of its mistakes: its routes, their targets, its retry.
+        let on = on_block(ctx, node, &what);
+        let catch = catch_block(ctx, node, &what);
+        let _ = retry_block(ctx, node, &what);
+        let targets = on.into_iter().map(|t| (t.target, t.target_span));
+        let targets = targets.chain(catch.into_iter().map(|c| (c.target, c.target_span)));
+        ctx.dropped_targets.extend(targets);
+        return None;
+    };
     check_item_placeholders(ctx, node, task_type == TaskType::ForeachTask);
     let mut allowed: Vec<&str> = COMMON.to_vec();
     allowed.extend_from_slice(type_fields(task_type));

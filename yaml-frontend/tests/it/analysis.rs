@@ -65,6 +65,20 @@ fn a_catch_no_outcome_of_the_type_maps_to_is_a_warning() {
     );
 }
 
+/// A misspelt outcome is an impossible one, and the message offers the outcome meant.
+#[test]
+fn a_misspelt_outcome_offers_the_one_meant() {
+    let text = format!(
+        "start: a\nstates:\n  a:\n    type: shell_task\n    run: ls\n    dirName: workspace\n    on: {{ sucess: end }}\n{END}"
+    );
+    let e = errors(&text);
+    assert!(
+        e.iter()
+            .any(|m| m.contains("'on: sucess'") && m.ends_with("(did you mean 'success'?)")),
+        "{e:#?}"
+    );
+}
+
 #[test]
 fn a_decision_gate_routes_only_its_options() {
     let text = format!(

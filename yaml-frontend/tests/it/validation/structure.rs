@@ -131,6 +131,32 @@ fn a_rule_whose_condition_is_refused_still_has_its_target_checked() {
     }
 }
 
+/// A state whose type is unknown is left out, but what every state has is still read: its
+/// routes' targets and error kinds are reported in the same pass; and a type written without
+/// its `_task` is recognised.
+#[test]
+fn a_state_of_unknown_type_still_has_its_routes_checked() {
+    let text = doc(
+        "  a:\n    type: shell\n    on:\n      success: nowhere\n    catch:\n      tecnical_error: b\n  b:\n    type: terminal\n",
+    );
+    let all = rendered(&text);
+    assert!(
+        all.iter().any(|d| d.contains("unknown task type 'shell'")
+            && d.ends_with("(did you mean 'shell_task'?)")),
+        "{all:#?}"
+    );
+    assert!(
+        all.iter()
+            .any(|d| d.contains("[MAG-Y010] unknown transition target 'nowhere'")),
+        "{all:#?}"
+    );
+    assert!(
+        all.iter()
+            .any(|d| d.contains("unknown error kind 'tecnical_error'")),
+        "{all:#?}"
+    );
+}
+
 #[test]
 fn unknown_task_type_and_missing_type() {
     has(
