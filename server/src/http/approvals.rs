@@ -32,7 +32,7 @@ use super::approvers;
 use super::auth::{ApiScope, Principal, bearer};
 use super::body::JsonBody;
 use super::error::ApiError;
-use super::inbox::{Listing, answer_item, page, paged, parse_status, scoped_item};
+use super::inbox::{Answered, Listing, answer_item, page, paged, parse_status, scoped_item};
 use super::state::AppState;
 
 /// An approval: the inbox item and the `tenant/project` of its run.
@@ -240,7 +240,7 @@ async fn decide(
     headers: HeaderMap,
     answer: GateAnswer,
     body: Result<CommentBody, ApiError>,
-) -> Result<Json<serde_json::Value>, ApiError> {
+) -> Result<Json<Decided>, ApiError> {
     let who = caller(&state, &headers)?;
     let comment = body?.comment;
     let item = approval(&state, &who, &id)?;
@@ -256,28 +256,41 @@ async fn decide(
         None => answer,
     };
     let answered = answer_item(&state, &item, answer, &who).await?;
-    let mut v = serde_json::to_value(&answered).map_err(ApiError::internal)?;
-    // Friday's words beside the engine's run view: the approval as it stands now (`approved`,
-    // `rejected`, or still `pending` short of its quorum) and the run's status.
+    let mut decided = Decided {
+        answered,
+        approval: None,
+        status: None,
+    };
     // The answer is journaled: a read that fails now leaves the fields out, not the reply.
-    if let (Some(map), Ok(summary), Ok(now)) = (
-        v.as_object_mut(),
+    if let (Ok(summary), Ok(now)) = (
         state.engine.summary(item.workflow_run_id),
         approval(&state, &who, &id),
     ) {
-        map.insert(
-            "status".into(),
-            super::pause::friday_run_status(summary.status).into(),
-        );
+        decided.status = Some(super::pause::friday_run_status(summary.status).into());
         let now = Approval {
             scope: summary.scope.into_string(),
             item: now,
         };
-        if let Ok(now) = serde_json::to_value(now) {
-            map.insert("approval".into(), now);
-        }
+        decided.approval = serde_json::to_value(now).ok();
     }
-    Ok(Json(v))
+    Ok(Json(decided))
+}
+
+/// Reply of a `/v1` approve or reject: the answer's, with Friday's words beside the engine's
+/// run view.
+#[derive(Debug, Serialize, schemars::JsonSchema)]
+pub struct Decided {
+    /// Whether the answer was applied, and the run afterwards.
+    #[serde(flatten)]
+    pub answered: Answered,
+    /// The approval as it now stands, in Friday's words (`approved`, `rejected`, or
+    /// `pending` short of its quorum).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub approval: Option<serde_json::Value>,
+    /// The run's status in Friday's words (`running`, `paused`, `completed`, `failed`,
+    /// `cancelled`).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub status: Option<String>,
 }
 
 /// `POST /v1/workflow-approvals/{id}/approve` with `{comment?}` → `{applied, ignored, run,
@@ -287,7 +300,7 @@ pub(crate) async fn approve(
     Path(id): Path<String>,
     headers: HeaderMap,
     JsonBody(body): JsonBody<CommentBody>,
-) -> Result<Json<serde_json::Value>, ApiError> {
+) -> Result<Json<Decided>, ApiError> {
     decide(state, id, headers, GateAnswer::approve(), body).await
 }
 
@@ -298,6 +311,6 @@ pub(crate) async fn reject(
     Path(id): Path<String>,
     headers: HeaderMap,
     JsonBody(body): JsonBody<CommentBody>,
-) -> Result<Json<serde_json::Value>, ApiError> {
+) -> Result<Json<Decided>, ApiError> {
     decide(state, id, headers, GateAnswer::reject(), body).await
 }

@@ -116,7 +116,7 @@ fn bodies(operation: &str) -> (Option<Value>, Option<Value>) {
         ),
         "workflows.approvals.approve" | "workflows.approvals.reject" => (
             Some(schema::<approvals::CommentBody>()),
-            Some(schema::<inbox::Answered>()),
+            Some(schema::<approvals::Decided>()),
         ),
         "workflows.triggers.update" | "project.triggers.update" => {
             (Some(schema::<triggers::TriggerPatch>()), None)
@@ -406,6 +406,11 @@ mod tests {
         let approve = op("post", "/v1/workflow-approvals/{id}/approve");
         let body = &approve["requestBody"]["content"]["application/json"]["schema"];
         assert!(body["properties"].get("comment").is_some(), "{body}");
+        let reply =
+            approve["responses"]["200"]["content"]["application/json"]["schema"].to_string();
+        for field in ["applied", "ignored", "run", "approval", "status"] {
+            assert!(reply.contains(&format!("\"{field}\"")), "{field}: {reply}");
+        }
         let patch = op("patch", "/v1/workflow-triggers/{id}");
         let body = &patch["requestBody"]["content"]["application/json"]["schema"];
         assert!(body["properties"].get("enabled").is_some(), "{body}");
