@@ -205,8 +205,10 @@ fn comment_as_value(text: &str, at: Span) -> Option<(Span, &'static str)> {
         .find(" #")
         .map(|i| i + 1)
         .or_else(|| rest.starts_with('#').then_some(0))?;
-    let before = &rest[..hash];
-    if !before.trim_end().is_empty() && !before.trim_end().ends_with([':', '-']) {
+    // Only a value after its key's `:` (or a list item's `-`): a line that is all comment
+    // is no value written as one.
+    let before = rest[..hash].trim_end();
+    if !before.ends_with([':', '-']) {
         return None;
     }
     let column = from + rest[..hash].chars().count() + 1;

@@ -36,6 +36,15 @@ pub(crate) const TOP_FIELDS: &[&str] = &[
 
 /// Builds the document; the result is partial (with defaults) where errors were reported.
 pub(crate) fn build(ctx: &mut Ctx<'_>, root: &YamlNode) -> Option<WorkflowDoc> {
+    if matches!(root.kind, YamlKind::Null) {
+        ctx.error(
+            root.span,
+            Code::WrongType,
+            "the document is empty (or only comments): expected a workflow, a mapping with \
+             'start:' and 'states:'",
+        );
+        return None;
+    }
     let root = ctx.map(root, "the document root")?;
     ctx.check_fields(root, TOP_FIELDS, "the workflow document");
     let description = ctx.opt_str(root, "description", "the workflow");

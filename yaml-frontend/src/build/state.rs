@@ -98,7 +98,28 @@ pub(super) fn build_state(
         &[]
     };
     let what_typed = format!("{what} ({})", task_type.as_str());
-    ctx.check_fields_except(node, &allowed, reported, &what_typed);
+    // A gate's inbox fields written on the state itself: said where they belong.
+    let mut reported = reported.to_vec();
+    if task_type == TaskType::GateTask {
+        for (k, _) in node.as_map().unwrap_or_default() {
+            let Some(key) = k.key_text() else { continue };
+            if let Some(field) = super::inbox::INBOX_FIELDS
+                .iter()
+                .find(|f| **f == key && !allowed.contains(f))
+            {
+                ctx.error(
+                    k.span,
+                    Code::UnknownField,
+                    format_args!(
+                        "unknown field '{field}' in {what_typed}: it belongs under 'inbox:' \
+                         (`inbox: {{ {field}: … }}`)"
+                    ),
+                );
+                reported.push(field);
+            }
+        }
+    }
+    ctx.check_fields_except(node, &allowed, &reported, &what_typed);
 
     let description = ctx.opt_str(node, "description", &what);
     let timeout_seconds = node
@@ -241,6 +262,14 @@ fn task_type(ctx: &mut Ctx<'_>, node: &YamlNode, what: &str) -> Option<TaskType>
         return None;
     };
     let parsed = t.as_str().and_then(TaskType::parse);
+    if t.as_str().is_none() {
+        ctx.wrong_type(
+            t,
+            &format!("the type of {what}"),
+            &format!("one of {}", suggest::list(names)),
+        );
+        return None;
+    }
     if parsed.is_none() {
         let hint = t
             .as_str()

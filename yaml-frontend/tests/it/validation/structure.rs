@@ -157,6 +157,28 @@ fn a_state_of_unknown_type_still_has_its_routes_checked() {
     );
 }
 
+/// Mistakes in the shape of a document say what was meant: an empty document, a type that is
+/// not a word, a gate's inbox fields written on the state.
+#[test]
+fn an_empty_document_a_listed_type_and_inbox_fields_on_a_gate_say_what_was_meant() {
+    for empty in ["", "# only a comment\n"] {
+        has(
+            empty,
+            "wf.yaml:1:1: [MAG-Y007] the document is empty (or only comments): expected a workflow, a mapping with 'start:' and 'states:'",
+        );
+    }
+    has(
+        &doc("  a:\n    type: [terminal]\n"),
+        "wf.yaml:4:11: [MAG-Y007] the type of state 'a' is a list: expected one of [agent_task, shell_task, script_task, tool_task, gate_task, timer_task, condition_task, workflow_task, parallel_task, foreach_task, terminal]",
+    );
+    has(
+        &doc(
+            "  a:\n    type: gate_task\n    kind: APPROVAL\n    on: { approved: b }\n  b: { type: terminal }\n",
+        ),
+        "wf.yaml:5:5: [MAG-Y005] unknown field 'kind' in state 'a' (gate_task): it belongs under 'inbox:' (`inbox: { kind: … }`)",
+    );
+}
+
 #[test]
 fn unknown_task_type_and_missing_type() {
     has(
