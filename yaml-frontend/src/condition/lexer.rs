@@ -98,6 +98,15 @@ pub(crate) fn lex(src: &str) -> Result<Vec<Token>, ConditionError> {
                 (Tok::Ident(src[i..end].to_owned()), end - i)
             }
             _ => match (three, two) {
+                ("===" | "!==", _) => {
+                    return Err(ConditionError::syntax(
+                        start,
+                        format!(
+                            "'{three}' is not an operator of conditions: expected '{}'",
+                            &three[..2]
+                        ),
+                    ));
+                }
                 (".?[", _) => (Tok::Selection(".?["), 3),
                 (".![", _) => (Tok::Selection(".!["), 3),
                 (".^[", _) => (Tok::Selection(".^["), 3),
@@ -133,6 +142,17 @@ pub(crate) fn lex(src: &str) -> Result<Vec<Token>, ConditionError> {
                     b'/' => (Tok::Op("/"), 1),
                     b'%' => (Tok::Op("%"), 1),
                     b'^' => (Tok::Op("^"), 1),
+                    b'&' | b'|' => {
+                        let (ch, meant, word) = if c == b'&' {
+                            ('&', "&&", "and")
+                        } else {
+                            ('|', "||", "or")
+                        };
+                        return Err(ConditionError::syntax(
+                            start,
+                            format!("unexpected character '{ch}': expected '{meant}' ({word})"),
+                        ));
+                    }
                     _ => {
                         let ch = src[i..].chars().next().unwrap_or('?');
                         return Err(ConditionError::syntax(

@@ -222,6 +222,26 @@ fn syntax_errors_with_offsets() {
             "unexpected number 2 after a complete expression",
         ),
         ("#state['a'] ~ 1", 12, "unexpected character '~'"),
+        (
+            "#state['a'] === 1",
+            12,
+            "'===' is not an operator of conditions: expected '=='",
+        ),
+        (
+            "#state['a'] !== 1",
+            12,
+            "'!==' is not an operator of conditions: expected '!='",
+        ),
+        (
+            "#state['a'] > 1 & true",
+            16,
+            "unexpected character '&': expected '&&' (and)",
+        ),
+        (
+            "#state['a'] > 1 | true",
+            16,
+            "unexpected character '|': expected '||' (or)",
+        ),
     ];
     for (src, off, msg) in cases {
         let e = parse_err(src);
