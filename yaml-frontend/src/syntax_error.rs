@@ -74,6 +74,20 @@ pub(crate) fn diagnose(path: &str, text: &str, e: &ScanError) -> Diagnostic {
         }
         _ => {}
     }
+    // `key:<tab>value`: the parser asks for whitespace, and a tab is whitespace to a reader.
+    if info.contains("must be followed by a valid YAML whitespace")
+        && let Some(line_text) = text.lines().nth(m.line().saturating_sub(1))
+        && let Some(byte) = line_text.find(":\t")
+    {
+        let col = line_text[..byte].chars().count() + 1;
+        return Diagnostic::error(
+            path,
+            at(m.line(), col),
+            Code::Syntax,
+            "invalid YAML: a tab after `:` where YAML expects a space between a key and its \
+             value: expected `key: value` with a space",
+        );
+    }
     // `key:value` with no space after the colon is one plain text, not a key: the parser
     // notices only at a later line (an indented key under it, the next sibling).
     if (info.contains("mapping values are not allowed")

@@ -215,6 +215,10 @@ fn syntax_errors_point_at_the_tab_or_the_unclosed_bracket() {
         assert!(msg.starts_with(&format!("t.yaml:{at}: ")), "{msg}");
         assert!(msg.contains("is not followed by a space"), "{msg}");
     }
+    // A tab after a key's colon is named at the tab.
+    let msg = first("start: a\nstates:\n  a:\n    type:\tterminal\n");
+    assert!(msg.starts_with("t.yaml:4:10: "), "{msg}");
+    assert!(msg.contains("a tab after `:`"), "{msg}");
     // A mapping's line without a colon is named.
     let msg = first(
         "start: a\nstates:\n  a:\n    type: terminal\n    outcome success\n  b:\n    type: terminal\n",
