@@ -397,13 +397,18 @@ fn indentation_hint(text: &str, line: usize) -> Option<String> {
     let here = indent(lines.get(line.checked_sub(1)?)?);
     let mut options: Vec<(usize, String)> = Vec::new();
     for l in lines[..line - 1].iter().rev().filter(content) {
-        let i = indent(l);
+        // A key after a list item's `- ` stands where its text begins, not at the dash.
+        let body = l.trim_start_matches(' ');
+        let i = match body.strip_prefix("- ") {
+            Some(after) => l.len() - after.trim_start_matches(' ').len(),
+            None => indent(l),
+        };
         if options.last().is_none_or(|(last, _)| i < *last) {
-            let key = l.trim_start_matches(' ').trim_start_matches("- ");
+            let key = body.trim_start_matches("- ").trim_start_matches(' ');
             let key = key.split(':').next().unwrap_or(key).trim();
             options.push((i, key.to_owned()));
         }
-        if i == 0 {
+        if indent(l) == 0 {
             break;
         }
     }

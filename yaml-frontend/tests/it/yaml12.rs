@@ -170,6 +170,14 @@ fn syntax_errors_point_at_the_tab_or_the_unclosed_bracket() {
             ),
         "{msg}"
     );
+    // Under a list item, a key's indentation is where the item's first key begins.
+    let msg = first(
+        "start: a\nstates:\n  a:\n    type: condition_task\n    transitions:\n      - if: \"#params['x'] == 1\"\n         to: b\n      - else: b\n",
+    );
+    assert!(
+        msg.contains("indented by 9 spaces") && msg.contains("expected 8 (beside `if`), 4"),
+        "{msg}"
+    );
     // A `[` left open at the end of the text is named.
     let msg = first("start: [\n");
     assert!(
