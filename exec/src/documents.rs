@@ -48,7 +48,7 @@ impl Scope {
 pub enum DocumentError {
     /// No document of that name in the project or the tenant.
     #[error(
-        "[MAG-DOC001] unknown workflow '{name}': looked for {} and {}",
+        "[MAG-DOC001] unknown workflow '{name}': looked for {} and {}{hint}",
         project.display(),
         tenant.display()
     )]
@@ -59,6 +59,8 @@ pub enum DocumentError {
         project: PathBuf,
         /// The tenant path searched, as [`DocumentSource::label`] names it.
         tenant: PathBuf,
+        /// `" (did you mean 'x'?)"` naming a close document of the kind, or the empty string.
+        hint: String,
     },
     /// The name is not a plain file name (path traversal, separators, hidden files).
     #[error(
@@ -495,10 +497,21 @@ impl DocumentSource {
                 Err(e) => return Err(self.read_error(path, &e)),
             }
         }
+        // The name as a file name (`x.yaml`), or a close one of the documents there.
+        let hint = match name.strip_suffix(".yaml") {
+            Some(stem) if !stem.is_empty() => {
+                format!(" (the name is the file's without `.yaml`: did you mean '{stem}'?)")
+            }
+            _ => {
+                let names = self.document_names(scope, kind);
+                crate::suggest::hint(name, names.iter().map(String::as_str))
+            }
+        };
         Err(DocumentError::UnknownWorkflow {
             name: name.to_string(),
             project: self.label(&project).into(),
             tenant: self.label(&tenant).into(),
+            hint,
         })
     }
 
@@ -557,11 +570,17 @@ impl DocumentSource {
 
     /// Names of the workflows visible in the scope (project first, then tenant), sorted.
     pub fn workflow_names(&self, scope: &Scope) -> Vec<String> {
+        self.document_names(scope, "workflows")
+    }
+
+    /// Names of the `_vance/<kind>/*.yaml` documents visible in the scope, sorted (at most a
+    /// directory's first 10,000 entries each).
+    fn document_names(&self, scope: &Scope, kind: &str) -> Vec<String> {
         let mut names: Vec<String> = [self.project_dir(scope), self.tenant_dir(scope)]
             .iter()
-            .filter_map(|d| std::fs::read_dir(d.join("_vance").join("workflows")).ok())
-            .flatten()
-            .filter_map(|e| e.ok())
+            .filter_map(|d| std::fs::read_dir(d.join("_vance").join(kind)).ok())
+            .flat_map(|entries| entries.take(10_000))
+            .filter_map(Result::ok)
             .filter_map(|e| {
                 let n = e.file_name().to_string_lossy().into_owned();
                 n.strip_suffix(".yaml").map(str::to_string)

@@ -556,8 +556,9 @@ fn recipe_error(e: DocumentError) -> String {
             name,
             project,
             tenant,
+            hint,
         } => format!(
-            "[MAG-AG001] unknown recipe '{name}': looked for {} and {}",
+            "[MAG-AG001] unknown recipe '{name}': looked for {} and {}{hint}",
             project.display(),
             tenant.display()
         ),

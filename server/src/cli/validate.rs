@@ -100,6 +100,13 @@ pub(crate) fn validate(loc: &Location, args: ValidateArgs) -> anyhow::Result<u8>
         }
     } else {
         for name in &args.names {
+            // `x.yaml` that is no file here, for a workflow `x` of the project: its name.
+            let stem = name.strip_suffix(".yaml").filter(|stem| {
+                !name.contains(['/', '\\'])
+                    && !Path::new(name).exists()
+                    && project.docs().workflow(&project.scope, stem).is_ok()
+            });
+            let name = &stem.map_or_else(|| name.clone(), str::to_owned);
             if is_path(name) {
                 let path = Path::new(name);
                 let kind = kind_of(path);

@@ -137,6 +137,34 @@ fn run_in_a_missing_project_directory_exits_2() {
     assert!(!missing.exists());
 }
 
+/// A workflow named with its file's `.yaml`, or misspelt, is found or offered: `validate`
+/// takes `x.yaml` for the workflow `x` when no such file is beside the command, and `run`
+/// says which name was meant.
+#[test]
+fn a_workflow_named_as_its_file_or_misspelt_is_offered_by_its_name() {
+    let p = Project::new();
+    p.workflow(
+        "hello",
+        "start: done\nstates:\n  done: { type: terminal }\n",
+    );
+    let out = p.cli(&["validate", "hello.yaml"]);
+    assert_eq!(code(&out), 0, "{}", stderr(&out));
+    let out = p.cli(&["run", "hello.yaml"]);
+    assert_eq!(code(&out), 2, "{}", stderr(&out));
+    assert!(
+        stderr(&out).contains("without `.yaml`: did you mean 'hello'?"),
+        "{}",
+        stderr(&out)
+    );
+    let out = p.cli(&["run", "helo"]);
+    assert_eq!(code(&out), 2, "{}", stderr(&out));
+    assert!(
+        stderr(&out).contains("(did you mean 'hello'?)"),
+        "{}",
+        stderr(&out)
+    );
+}
+
 /// A document `run` refuses lists its warnings with the `warning:` label `validate` gives
 /// them, so that they are not taken for errors.
 #[test]
