@@ -117,6 +117,10 @@ fn load(path_label: &str, text: &str, opts: &LoadOptions) -> Result<Loaded, (Dia
             let compiled = Plan::compile(doc);
             analysis::analyse(&mut ctx, doc, &compiled);
             plan = Some(compiled);
+        } else {
+            // What needs no graph is still said in the same pass: the transitions of each
+            // state that has no error of its own against what its task can end with.
+            analysis::outcomes_of_sound_states(&mut ctx, doc);
         }
     }
     let refs = doc

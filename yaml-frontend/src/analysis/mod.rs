@@ -38,6 +38,30 @@ pub(crate) fn analyse(ctx: &mut Ctx<'_>, doc: &WorkflowDoc, plan: &Plan) {
     reach::unbounded_loops(ctx, doc, plan, &reachable);
 }
 
+/// The outcome checks of the states of `doc` (a document with errors) that have no error of
+/// their own: a state's errors lie between its key's line and the next state's.
+pub(crate) fn outcomes_of_sound_states(ctx: &mut Ctx<'_>, doc: &WorkflowDoc) {
+    let mut starts: Vec<u32> = doc.states.values().map(|s| s.span.line).collect();
+    starts.sort_unstable();
+    let error_lines: Vec<u32> = ctx.diags.errors().map(|d| d.line).collect();
+    // Errors before `states:` (a policy, the defaults) may change what any state ends with.
+    if error_lines
+        .iter()
+        .any(|l| starts.first().is_none_or(|first| l < first))
+    {
+        return;
+    }
+    let sound = |s: &StateSpec| {
+        let end = starts
+            .iter()
+            .find(|l| **l > s.span.line)
+            .copied()
+            .unwrap_or(u32::MAX);
+        !error_lines.iter().any(|l| (s.span.line..end).contains(l))
+    };
+    outcomes::check_states(ctx, doc, sound);
+}
+
 /// Each state of `doc` with its node in the document `root` it was read from (states the
 /// node has and the document does not, e.g. of an invalid spec, are left out).
 pub(crate) fn state_nodes<'a>(

@@ -27,7 +27,17 @@ fn can_fail(o: &Outcomes) -> bool {
 }
 
 pub(super) fn check(ctx: &mut Ctx<'_>, doc: &WorkflowDoc) {
-    for s in doc.states.values() {
+    check_states(ctx, doc, |_| true);
+}
+
+/// [`check`] of the states `checked` takes (those without errors of their own, in a
+/// document that has errors: a state read only in part would be judged by its defaults).
+pub(crate) fn check_states(
+    ctx: &mut Ctx<'_>,
+    doc: &WorkflowDoc,
+    checked: impl Fn(&crate::ast::StateSpec) -> bool,
+) {
+    for s in doc.states.values().filter(|s| checked(s)) {
         if s.task_type == TaskType::Terminal {
             continue;
         }

@@ -405,6 +405,33 @@ fn the_shipped_example_routes_every_outcome() {
     assert!(loaded.warnings.is_empty(), "{}", loaded.warnings);
 }
 
+/// A document with an error still has the transitions of its other states checked against
+/// what their tasks end with, in the same pass; a state with an error of its own is not (it
+/// was read only in part).
+#[test]
+fn a_documents_errors_do_not_hide_an_impossible_transition_elsewhere() {
+    let text = "start: s\nstates:\n  s:\n    type: timer_task\n    duration: 5m\n    on: {fired: t, success: end}\n  t:\n    type: timer_task\n    duraton: 5m\n    on: {fired: end, success: end}\n  end:\n    type: terminal\n";
+    let all: Vec<String> = magrathea_yaml::load_workflow("wf.yaml", text, &LoadOptions::default())
+        .unwrap_err()
+        .iter()
+        .map(ToString::to_string)
+        .collect();
+    assert!(
+        all.iter()
+            .any(|d| d.starts_with("wf.yaml:6:20: [MAG-YA001] state 's' has 'on: success'")),
+        "{all:#?}"
+    );
+    assert!(
+        all.iter().any(|d| d.contains("unknown field 'duraton'")),
+        "{all:#?}"
+    );
+    assert!(
+        !all.iter()
+            .any(|d| d.contains("state 't' has 'on: success'")),
+        "{all:#?}"
+    );
+}
+
 /// A document with errors still has its unknown sub-workflows reported, with the errors,
 /// so that one pass shows everything to fix; a valid one gets them among its warnings.
 #[test]
@@ -426,6 +453,10 @@ fn unknown_sub_workflows_are_reported_with_the_documents_errors() {
              _vance/workflows/build-and-test.yaml; the task would end with 'failure'",
             "wf.yaml:6:20: [MAG-Y010] unknown transition target 'nowhere': expected one of the \
              states [a, b, done]",
+            // A state without errors of its own is checked against its outcomes in the same
+            // pass.
+            "wf.yaml:7:3: [MAG-YA003] a `failure` of workflow_task `b` would fail the run: no \
+             'on:' or 'catch:' routes it",
         ]
     );
 
