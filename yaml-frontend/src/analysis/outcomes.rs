@@ -226,11 +226,17 @@ fn unrouted(ctx: &mut Ctx<'_>, s: &StateSpec, configured: &Outcomes) {
         [init @ .., last] => (format!("{} or {last}", init.join(", ")), "them"),
         [] => return,
     };
+    // Answers and options are outcomes, not error kinds: only `on:` routes them.
+    let routes = if missing.iter().all(|o| o.catch_kind().is_none()) {
+        "no 'on:'"
+    } else {
+        "no 'on:' or 'catch:'"
+    };
     ctx.warn(
         s.span,
         Code::UnroutedOutcome,
         format_args!(
-            "{} {list} of {} `{}` would fail the run: no 'on:' or 'catch:' routes {them}",
+            "{} {list} of {} `{}` would fail the run: {routes} routes {them}",
             article(&list[1..]),
             s.task_type.as_str(),
             s.name

@@ -251,14 +251,29 @@ fn is_variable_key(s: &str) -> bool {
 fn task_type(ctx: &mut Ctx<'_>, node: &YamlNode, what: &str) -> Option<TaskType> {
     let names = TaskType::ALL.iter().map(|(n, _)| *n);
     let Some(t) = node.get("type") else {
-        ctx.error(
-            node.span,
-            Code::MissingField,
-            format_args!(
-                "{what} has no 'type': expected one of {}",
-                suggest::list(names)
+        // A key that is `type` misspelt is named, where it stands.
+        let misspelt = node.as_map().unwrap_or_default().iter().find_map(|(k, _)| {
+            let key = k.key_text()?;
+            (suggest::did_you_mean(&key, ["type"]).is_some()).then_some((key, k.span))
+        });
+        match misspelt {
+            Some((key, span)) => ctx.error(
+                span,
+                Code::MissingField,
+                format_args!(
+                    "{what} has no 'type' (did you mean 'type' for '{key}'?): expected one of {}",
+                    suggest::list(names)
+                ),
             ),
-        );
+            None => ctx.error(
+                node.span,
+                Code::MissingField,
+                format_args!(
+                    "{what} has no 'type': expected one of {}",
+                    suggest::list(names)
+                ),
+            ),
+        }
         return None;
     };
     let parsed = t.as_str().and_then(TaskType::parse);

@@ -391,8 +391,8 @@ fn the_reference_example_is_valid_and_its_gaps_are_warnings() {
         [
             "pr-review.yaml:26:3: [MAG-YA003] a `technical_error` or `timeout` of agent_task `plan` would fail the run: no 'on:' or 'catch:' routes them",
             "pr-review.yaml:41:3: [MAG-YA003] a `timeout` of shell_task `run_checks` would fail the run: no 'on:' or 'catch:' routes it",
-            "pr-review.yaml:63:3: [MAG-YA003] an `insufficient_info` or `undecidable` of gate_task `human_review` would fail the run: no 'on:' or 'catch:' routes them",
-            "pr-review.yaml:101:3: [MAG-YA003] an `insufficient_info` or `undecidable` of gate_task `retry_or_abort` would fail the run: no 'on:' or 'catch:' routes them",
+            "pr-review.yaml:63:3: [MAG-YA003] an `insufficient_info` or `undecidable` of gate_task `human_review` would fail the run: no 'on:' routes them",
+            "pr-review.yaml:101:3: [MAG-YA003] an `insufficient_info` or `undecidable` of gate_task `retry_or_abort` would fail the run: no 'on:' routes them",
         ]
     );
 }

@@ -189,6 +189,11 @@ fn unknown_task_type_and_missing_type() {
         &doc("  a:\n    description: x\n"),
         "wf.yaml:4:5: [MAG-Y006] state 'a' has no 'type': expected one of [agent_task, shell_task, script_task, tool_task, gate_task, timer_task, condition_task, workflow_task, parallel_task, foreach_task, terminal]",
     );
+    // `type` misspelt is named where it stands.
+    has(
+        &doc("  a:\n    tpye: terminal\n"),
+        "wf.yaml:4:5: [MAG-Y006] state 'a' has no 'type' (did you mean 'type' for 'tpye'?): expected one of [agent_task, shell_task, script_task, tool_task, gate_task, timer_task, condition_task, workflow_task, parallel_task, foreach_task, terminal]",
+    );
 }
 
 #[test]
