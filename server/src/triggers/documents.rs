@@ -127,15 +127,79 @@ pub(crate) fn parse_event_at(label: &str, text: &str) -> Result<EventDocument, S
 /// Checks an event document (`_vance/events/<name>.yaml`) as the server reads it: its keys
 /// and methods, its `webhook:` block's bounds and its `subscribe:` block's event and filter.
 /// The message names the document as `label`.
+///
+/// Once its keys read, every problem is said, each at the value it is about
+/// (`label:line:column: [code] message`), one per line.
 pub fn check_event_document(label: &str, text: &str) -> Result<(), String> {
-    let doc = parse_event_at(label, text)?;
-    if let Some(hook) = &doc.webhook {
-        hook.check().map_err(|e| format!("{label}: {e}"))?;
+    let doc = magrathea_exec::yaml_text::from_str::<EventDocument>(text)
+        .map_err(|e| e.located(label, "MAG-TR005"))?;
+    let root = magrathea_yaml::parse_yaml(label, text, &magrathea_yaml::LoadOptions::default())
+        .map_err(|d| d.to_string())?;
+    let at = |path: &[&str]| -> magrathea_yaml::Span {
+        let mut node = &root;
+        for key in path {
+            match node.get(key) {
+                Some(next) => node = next,
+                None => break,
+            }
+        }
+        node.span
+    };
+    let mut problems: Vec<(magrathea_yaml::Span, String)> = Vec::new();
+    if magrathea_exec::check_name(&doc.workflow).is_err() {
+        problems.push((
+            at(&["workflow"]),
+            format!(
+                "[MAG-TR005] workflow '{}' is not a workflow's name: expected the name of \
+                 _vance/workflows/<name>.yaml (letters, digits, '.', '_', '-')",
+                doc.workflow
+            ),
+        ));
     }
-    if let Some(sub) = &doc.subscribe {
-        magrathea_yaml::events::check_subscription(sub).map_err(|e| format!("{label}: {e}"))?;
+    if let Err(e) = doc.check() {
+        // The method at fault, else the list.
+        let span = root
+            .get("methods")
+            .and_then(|m| m.as_seq())
+            .and_then(|items| {
+                items
+                    .iter()
+                    .find(|i| i.as_str().is_none_or(|m| !EventDocument::accepts_method(m)))
+            })
+            .map_or_else(|| at(&["methods"]), |i| i.span);
+        problems.push((span, format!("[MAG-TR005] {e}")));
     }
-    Ok(())
+    if let Some(hook) = &doc.webhook
+        && let Err(e) = hook.check()
+    {
+        // The field the message names (`signature.tolerance`), as far as the text has it.
+        let field = e
+            .split_once("invalid webhook block: ")
+            .and_then(|(_, rest)| rest.split([' ', ':', ';']).next())
+            .unwrap_or_default();
+        let mut path = vec!["webhook"];
+        path.extend(field.split('.').filter(|p| !p.is_empty()));
+        problems.push((at(&path), e));
+    }
+    if let Some(sub) = &doc.subscribe
+        && let Err(e) = magrathea_yaml::events::check_subscription(sub)
+    {
+        let field = if e.contains("MAG-HK011") {
+            "filter"
+        } else {
+            "event"
+        };
+        problems.push((at(&["subscribe", field]), e.to_string()));
+    }
+    if problems.is_empty() {
+        return Ok(());
+    }
+    problems.sort_by_key(|(span, _)| (span.line, span.column));
+    Err(problems
+        .iter()
+        .map(|(span, m)| format!("{label}:{}:{}: {m}", span.line, span.column))
+        .collect::<Vec<_>>()
+        .join("\n"))
 }
 
 /// Checks a hook document (`_vance/hooks/<name>.yaml`) as the server reads it: its keys, its

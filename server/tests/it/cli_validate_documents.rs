@@ -61,6 +61,30 @@ fn event_and_hook_documents_are_checked_as_the_server_reads_them() {
     assert!(err.contains("2 of 4 document(s) invalid"), "{err}");
 }
 
+/// An event document's mistakes past its keys are all said at once, each at its value.
+#[test]
+fn an_event_documents_mistakes_are_said_together_each_at_its_place() {
+    let p = Project::new();
+    p.workflow("hello", HELLO);
+    write(
+        &p,
+        "_vance/events/many.yaml",
+        "workflow: \"\"\nmethods: [POST, FETCH]\nwebhook:\n  tokenSetting: webhooks.gh.path\n  \
+         maxBodyBytes: 0\nsubscribe:\n  event: workflow.run.faild\n",
+    );
+    let out = p.cli(&["validate", "_vance/events/many.yaml"]);
+    assert_eq!(code(&out), 1, "{}", stderr(&out));
+    let err = stderr(&out);
+    for expected in [
+        "_vance/events/many.yaml:1:11: [MAG-TR005] workflow '' is not a workflow's name",
+        "_vance/events/many.yaml:2:17: [MAG-TR005] methods: `FETCH`",
+        "_vance/events/many.yaml:5:17: [MAG-WH010] invalid webhook block: maxBodyBytes is 0",
+        "_vance/events/many.yaml:7:10: [MAG-HK010] unknown internal event `workflow.run.faild`",
+    ] {
+        assert!(err.contains(expected), "{expected}: {err}");
+    }
+}
+
 #[test]
 fn settings_that_would_be_ignored_at_run_time_are_errors_at_their_place() {
     let p = Project::new();

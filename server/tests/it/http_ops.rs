@@ -399,7 +399,7 @@ states:
     assert_eq!(
         body["error"]["diagnostics"],
         json!([
-            "acme/shop/_vance/workflows/never.yaml:3:3: warning: [MAG-YA003] a `fired` of timer_task `wait` would fail the run: no 'on:' or 'catch:' routes it",
+            "acme/shop/_vance/workflows/never.yaml:3:3: warning: [MAG-YA003] a `fired` of timer_task `wait` would fail the run: no 'on:' routes it",
             "acme/shop/_vance/workflows/never.yaml:6:11: [MAG-YA001] state 'wait' has 'on: success', but a timer_task never ends that way: it ends with fired; the transition can never be taken",
         ])
     );

@@ -94,12 +94,19 @@ pub struct EventAuth {
 }
 
 impl EventDocument {
+    /// Whether `method` (in any case) is one an event can accept.
+    #[must_use]
+    pub fn accepts_method(method: &str) -> bool {
+        use super::words::WordList;
+        HttpMethodWords::WORDS.contains(&method.to_ascii_uppercase().as_str())
+    }
+
     /// Checks what the keys' types cannot: each method is one of [`HttpMethodWords`] (in any
     /// case), and there is at least one.
     pub fn check(&self) -> Result<(), String> {
         use super::words::WordList;
         for method in &self.methods {
-            if !HttpMethodWords::WORDS.contains(&method.to_ascii_uppercase().as_str()) {
+            if !Self::accepts_method(method) {
                 return Err(format!(
                     "methods: `{method}` is not an HTTP method an event accepts; expected one \
                      of {}",
