@@ -85,6 +85,33 @@ pub(crate) fn inbox(ctx: &mut Ctx<'_>, node: &YamlNode, what: &str) -> InboxSpec
                 .unwrap_or_default(),
         };
     }
+    // Each option is an outcome `on:` routes: one left empty or listed twice is a mistake.
+    if let Some(items) = block.get("options").and_then(YamlNode::as_seq) {
+        let mut seen: Vec<&str> = Vec::new();
+        for item in items {
+            let Some(option) = item.as_str() else {
+                continue;
+            };
+            if option.trim().is_empty() {
+                ctx.error(
+                    item.span,
+                    Code::InvalidValue,
+                    format_args!(
+                        "an option of {iw} is empty: expected a word the decision can be \
+                         answered with"
+                    ),
+                );
+            } else if seen.contains(&option) {
+                ctx.error(
+                    item.span,
+                    Code::InvalidValue,
+                    format_args!("option '{option}' of {iw} is listed twice: expected each once"),
+                );
+            } else {
+                seen.push(option);
+            }
+        }
+    }
     approval_rules(ctx, block, &iw, &mut spec);
     // A list whose items were refused has had its errors already.
     let listed = block
@@ -98,7 +125,7 @@ pub(crate) fn inbox(ctx: &mut Ctx<'_>, node: &YamlNode, what: &str) -> InboxSpec
         let kind = if spec.kind == InboxKind::Feedback {
             "a FEEDBACK gate, whose answer is a text"
         } else {
-            "an APPROVAL gate, whose answers are approve and reject"
+            "an APPROVAL gate, whose outcomes are approved and rejected"
         };
         ctx.warn(
             o.span,

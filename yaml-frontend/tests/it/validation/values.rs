@@ -479,11 +479,28 @@ fn options_on_a_gate_that_is_no_decision_are_a_warning() {
     assert_eq!(
         inert("APPROVAL"),
         [
-            "wf.yaml:5:49: [MAG-Y039] 'options' of the inbox of state 'a' have no effect on an APPROVAL gate, whose answers are approve and reject: options are for kind: DECISION; remove them or set the kind"
+            "wf.yaml:5:49: [MAG-Y039] 'options' of the inbox of state 'a' have no effect on an APPROVAL gate, whose outcomes are approved and rejected: options are for kind: DECISION; remove them or set the kind"
         ]
     );
     assert_eq!(inert("FEEDBACK").len(), 1, "{:?}", inert("FEEDBACK"));
     assert_eq!(inert("DECISION"), Vec::<String>::new());
+}
+
+/// A DECISION's options are the outcomes `on:` routes: an empty one or one listed twice is a
+/// mistake, said at the item.
+#[test]
+fn a_decisions_empty_or_repeated_option_is_refused_at_its_item() {
+    let text = doc(
+        "  a:\n    type: gate_task\n    inbox: { kind: DECISION, options: [retry, abort, retry, \"\"] }\n    on: { retry: end, abort: end, insufficient_info: end, undecidable: end }\n  end: { type: terminal }\n",
+    );
+    has(
+        &text,
+        "wf.yaml:5:54: [MAG-Y026] option 'retry' of the inbox of state 'a' is listed twice: expected each once",
+    );
+    has(
+        &text,
+        "wf.yaml:5:61: [MAG-Y026] an option of the inbox of state 'a' is empty: expected a word the decision can be answered with",
+    );
 }
 
 /// A `workflow_task`'s `params:` are the sub-run's parameters: a list or a number is refused
