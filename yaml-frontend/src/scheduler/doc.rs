@@ -136,6 +136,18 @@ fn workflow(ctx: &mut Ctx<'_>, root: &YamlNode) -> Option<String> {
                 ctx.wrong_type(value, "'workflow'", "the name of a workflow");
                 return None;
             }
+            // A name, as a `workflow_task`'s: never a path out of `_vance/workflows/`.
+            if magrathea_exec::check_name(&name).is_err() {
+                ctx.error(
+                    value.span,
+                    Code::InvalidValue,
+                    format_args!(
+                        "'workflow' is '{name}', which is not a workflow's name: expected the \
+                         name of _vance/workflows/<name>.yaml (letters, digits, '.', '_', '-')"
+                    ),
+                );
+                return None;
+            }
             Some(name)
         }
     }

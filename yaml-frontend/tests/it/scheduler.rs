@@ -430,6 +430,18 @@ fn has(text: &str, expected: &str) {
 
 const P: &str = "_vance/scheduler/s.yaml";
 
+/// A schedule's workflow is a name, as a `workflow_task`'s: a path is refused at its value.
+#[test]
+fn a_workflow_that_is_a_path_is_refused() {
+    has(
+        "workflow: ../x\ncron: \"* * * * *\"\n",
+        &format!(
+            "{P}:1:11: [MAG-Y026] 'workflow' is '../x', which is not a workflow's name: \
+             expected the name of _vance/workflows/<name>.yaml (letters, digits, '.', '_', '-')"
+        ),
+    );
+}
+
 #[test]
 fn an_unknown_field_is_named_with_the_closest() {
     has(
