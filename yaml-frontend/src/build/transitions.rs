@@ -159,6 +159,14 @@ pub(super) fn retry_block(ctx: &mut Ctx<'_>, node: &YamlNode, what: &str) -> Opt
                     ctx::found(list)
                 ),
             ),
+            Some([]) => ctx.warn(
+                list.span,
+                Code::InvalidRetry,
+                format_args!(
+                    "retry.on of {what} is empty: expected a list of error kinds; nothing will \
+                     be retried"
+                ),
+            ),
             Some(items) => {
                 for it in items {
                     match it.key_text().filter(|_| it.as_str().is_some()) {

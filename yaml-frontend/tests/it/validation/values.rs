@@ -46,6 +46,18 @@ fn retry_shape() {
     );
 }
 
+/// A retry with an empty `on:` retries nothing: said, as a retry without `on:` is.
+#[test]
+fn a_retry_of_no_error_kind_is_a_warning() {
+    let text = doc(&format!(
+        "  a:\n    type: shell_task\n    run: x\n    dirName: workspace\n    on: {{ success: end }}\n    catch: {{ business_error: end, technical_error: end }}\n    retry: {{ maxAttempts: 3, on: [] }}\n{END}"
+    ));
+    has(
+        &text,
+        "wf.yaml:9:34: [MAG-Y018] retry.on of state 'a' is empty: expected a list of error kinds; nothing will be retried",
+    );
+}
+
 #[test]
 fn bounds_timeout_store_as() {
     let text = format!(
