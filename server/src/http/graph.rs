@@ -128,10 +128,10 @@ pub(crate) async fn get(
     })
 }
 
-/// The `format` a query asks for (`reactflow` when it names none).
+/// The `format` a query asks for (`reactflow` when it names none, `?format=` included).
 fn format_of(q: &GraphQuery) -> Result<GraphFormat, ApiError> {
-    Ok(match q.format.as_deref() {
-        None => GraphFormat::default(),
+    Ok(match q.format.as_deref().map(str::trim) {
+        None | Some("") => GraphFormat::default(),
         Some(f) => f.parse::<GraphFormat>()?,
     })
 }

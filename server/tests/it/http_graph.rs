@@ -387,6 +387,16 @@ async fn other_formats_are_the_graph_commands_and_unknown_ones_are_named() {
         .await
         .unwrap();
     assert_eq!(explicit, export(&s).await);
+    // `?format=` with nothing names no format: the default.
+    let empty: Value = s
+        .get(&format!("{GRAPH}?format="), Some(ACME))
+        .send()
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap();
+    assert_eq!(empty, explicit);
     let r = s
         .get(&format!("{GRAPH}?format=svg"), Some(ACME))
         .send()
