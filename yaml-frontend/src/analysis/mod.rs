@@ -16,6 +16,7 @@
 
 mod lookup;
 mod outcomes;
+mod placeholders;
 mod reach;
 
 pub use lookup::{DocumentLookup, ProjectDocuments, ScriptRef, WorkspaceRef};
@@ -36,6 +37,12 @@ pub(crate) fn analyse(ctx: &mut Ctx<'_>, doc: &WorkflowDoc, plan: &Plan) {
     outcomes::check(ctx, doc);
     let reachable = reach::unreachable(ctx, doc, plan);
     reach::unbounded_loops(ctx, doc, plan, &reachable);
+}
+
+/// Placeholders naming a parameter or variable the document nearly declares
+/// ([`placeholders::check`]).
+pub(crate) fn misspelt_placeholders(ctx: &mut Ctx<'_>, root: &YamlNode, doc: &WorkflowDoc) {
+    placeholders::check(ctx, root, doc);
 }
 
 /// The outcome checks of the states of `doc` (a document with errors) that have no error of

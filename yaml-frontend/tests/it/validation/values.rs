@@ -46,6 +46,24 @@ fn retry_shape() {
     );
 }
 
+/// A placeholder naming a parameter or variable the document nearly declares is a warning with
+/// the name meant; one with no close name is left alone (parameters pass through, §2.1).
+#[test]
+fn a_placeholder_of_a_nearly_declared_name_offers_it() {
+    let text = "start: a\nparameters:\n  pr_url: { type: string }\nstates:\n  a:\n    type: terminal\n    storeAs: review\n    result: \"${params.pr_ur} ${state.reviw.x} ${params.other}\"\n";
+    let all = rendered(text);
+    assert!(
+        all.contains(&"wf.yaml:8:14: [MAG-Y024] '${params.pr_ur}' names no parameter of the workflow, which resolves to an empty string: did you mean 'pr_url'?".to_owned()),
+        "{all:#?}"
+    );
+    assert!(
+        all.iter()
+            .any(|d| d.contains("'${state.reviw}' names no variable (storeAs)")),
+        "{all:#?}"
+    );
+    assert!(!all.iter().any(|d| d.contains("params.other")), "{all:#?}");
+}
+
 /// A retry with an empty `on:` retries nothing: said, as a retry without `on:` is.
 #[test]
 fn a_retry_of_no_error_kind_is_a_warning() {
