@@ -71,7 +71,8 @@ fn answers(operation: &str) -> Answers {
                 "202",
                 "Accepted: a run was started (200: a duplicate inside the dedupe window)",
             )],
-            &["400", "401", "404", "405", "409", "413"],
+            // 422: the workflow it starts cannot be started (MAG-HTTP-TRIGGER-FAILED).
+            &["400", "401", "404", "405", "409", "413", "422"],
         ),
         "project.schedules.trigger" => (&[("202", "Accepted: a run was started")], &["409", "422"]),
         "events.trigger" => (&[("202", "Accepted: a run was started")], &["422"]),
@@ -101,7 +102,7 @@ fn schema<T: schemars::JsonSchema>() -> Value {
 /// The body operation `operation` takes and the body of its success, as the types the route
 /// (de)serialises describe them.
 fn bodies(operation: &str) -> (Option<Value>, Option<Value>) {
-    use super::{approvals, inbox, rerun, retry, runs, triggers};
+    use super::{approvals, inbox, pause, rerun, retry, runs, triggers};
     match operation {
         "workflows.start" => (
             Some(schema::<runs::StartBody>()),
@@ -109,6 +110,9 @@ fn bodies(operation: &str) -> (Option<Value>, Option<Value>) {
         ),
         "workflows.runs.cancel" => (Some(schema::<runs::CancelBody>()), None),
         "runs.retry" => (Some(schema::<retry::RetryBody>()), None),
+        "runs.pause" | "runs.resume" | "workflows.runs.pause" | "workflows.runs.resume" => {
+            (Some(schema::<pause::PauseBody>()), None)
+        }
         "runs.rerun" => (Some(schema::<rerun::RerunBody>()), None),
         "inbox.answer" => (
             Some(schema::<inbox::AnswerBody>()),
@@ -410,6 +414,13 @@ mod tests {
             approve["responses"]["200"]["content"]["application/json"]["schema"].to_string();
         for field in ["applied", "ignored", "run", "approval", "status"] {
             assert!(reply.contains(&format!("\"{field}\"")), "{field}: {reply}");
+        }
+        for path in [
+            "/brain/{tenant}/project/{project}/workflows/runs/{run_id}/pause",
+            "/v1/workflow-runs/{runId}/resume",
+        ] {
+            let body = &op("post", path)["requestBody"]["content"]["application/json"]["schema"];
+            assert!(body["properties"].get("reason").is_some(), "{path}: {body}");
         }
         let patch = op("patch", "/v1/workflow-triggers/{id}");
         let body = &patch["requestBody"]["content"]["application/json"]["schema"];

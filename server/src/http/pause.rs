@@ -38,10 +38,11 @@ use super::visible::visible_run;
 /// The most bytes of a pause's reason (it is journaled).
 const MAX_REASON_BYTES: usize = 4096;
 
-/// Body of a pause or a resume.
-#[derive(Debug, Default, Deserialize)]
+/// Body of a pause or a resume (optional).
+#[derive(Debug, Default, Deserialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub(crate) struct PauseBody {
+    /// Why, journaled with the control (at most 4 KiB).
     reason: Option<String>,
 }
 
