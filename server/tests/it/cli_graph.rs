@@ -159,6 +159,21 @@ fn fan_out_states_are_drawn_in_every_format_as_actions_of_their_type() {
     }
 }
 
+/// The editor graph `magrathea graph NAME --format reactflow` prints.
+fn exported(p: &Project, name: &str) -> Value {
+    let out = p.cli(&["graph", name, "--format", "reactflow"]);
+    assert_eq!(code(&out), 0, "{}", stderr(&out));
+    json(&out)
+}
+
+/// The draft an import wrote as `name`: its text, and as JSON.
+fn draft(p: &Project, name: &str) -> (String, Value) {
+    let path = p.dir.join(format!("_vance/workflow-drafts/{name}.yaml"));
+    let text = std::fs::read_to_string(path).unwrap();
+    let doc = serde_yaml_ng::from_str(&text).unwrap();
+    (text, doc)
+}
+
 /// Writes `graph` (JSON text) into the project and imports it as the draft `name`.
 pub(crate) fn import_graph(p: &Project, graph: &str, name: &str) -> std::process::Output {
     let file = p.dir.join(format!("{name}.graph.json"));
@@ -321,27 +336,22 @@ fn the_workflows_settings_and_a_decisions_options_survive_the_round_trip() {
          rescue, undecidable: rescue }\n  work:\n    type: shell_task\n    run: exit 1\n    \
          dirName: workspace\n    on: { success: rescue }\n  rescue: { type: terminal, result: rescued }\n",
     );
-    let first = p.cli(&["graph", "settled", "--format", "reactflow"]);
-    assert_eq!(code(&first), 0, "{}", stderr(&first));
-    let exported = json(&first);
+    let first = exported(&p, "settled");
     assert_eq!(
-        exported["config"]["onFailure"]["fallback"], "rescue",
-        "{exported}"
+        first["config"]["onFailure"]["fallback"], "rescue",
+        "{first}"
     );
-    let out = import_graph(&p, &stdout(&first), "again");
+    let out = import_graph(&p, &first.to_string(), "again");
     assert_eq!(code(&out), 0, "{}", stderr(&out));
-    let draft = std::fs::read_to_string(p.dir.join("_vance/workflow-drafts/again.yaml")).unwrap();
-    let doc: Value = serde_yaml_ng::from_str(&draft).unwrap();
-    assert_eq!(doc["parameters"]["n"]["default"], 1, "{draft}");
-    assert_eq!(doc["bounds"]["maxTaskSpawns"], 9, "{draft}");
-    assert_eq!(doc["onFailure"]["policy"], "fallback", "{draft}");
-    assert_eq!(doc["states"]["pick"]["on"]["approve"], "work", "{draft}");
-    p.workflow("again", &draft);
-    let second = p.cli(&["graph", "again", "--format", "reactflow"]);
-    assert_eq!(code(&second), 0, "{}", stderr(&second));
+    let (text, doc) = draft(&p, "again");
+    assert_eq!(doc["parameters"]["n"]["default"], 1, "{text}");
+    assert_eq!(doc["bounds"]["maxTaskSpawns"], 9, "{text}");
+    assert_eq!(doc["onFailure"]["policy"], "fallback", "{text}");
+    assert_eq!(doc["states"]["pick"]["on"]["approve"], "work", "{text}");
+    p.workflow("again", &text);
     assert_eq!(
-        json(&second),
-        exported,
+        exported(&p, "again"),
+        first,
         "export, import, export is identical"
     );
 }
@@ -355,22 +365,17 @@ fn a_start_a_loop_leads_back_to_survives_export_and_import() {
         "review",
         include_str!("../../../yaml-frontend/tests/fixtures/pr-review.yaml"),
     );
-    let first = p.cli(&["graph", "review", "--format", "reactflow"]);
-    assert_eq!(code(&first), 0, "{}", stderr(&first));
-    let exported = json(&first);
-    assert_eq!(node(&exported, "plan")["data"]["start"], true);
-    assert_eq!(node(&exported, "merge")["data"].get("start"), None);
-    let out = import_graph(&p, &stdout(&first), "again");
+    let first = exported(&p, "review");
+    assert_eq!(node(&first, "plan")["data"]["start"], true);
+    assert_eq!(node(&first, "merge")["data"].get("start"), None);
+    let out = import_graph(&p, &first.to_string(), "again");
     assert_eq!(code(&out), 0, "{}", stderr(&out));
-    let draft = std::fs::read_to_string(p.dir.join("_vance/workflow-drafts/again.yaml")).unwrap();
-    let doc: Value = serde_yaml_ng::from_str(&draft).unwrap();
-    assert_eq!(doc["start"], "plan", "{draft}");
-    p.workflow("again", &draft);
-    let second = p.cli(&["graph", "again", "--format", "reactflow"]);
-    assert_eq!(code(&second), 0, "{}", stderr(&second));
+    let (text, doc) = draft(&p, "again");
+    assert_eq!(doc["start"], "plan", "{text}");
+    p.workflow("again", &text);
     assert_eq!(
-        json(&second),
-        exported,
+        exported(&p, "again"),
+        first,
         "export, import, export is identical"
     );
 }
