@@ -673,6 +673,31 @@ mod tests {
     }
 
     #[test]
+    fn a_drafts_layout_goes_live_with_it_and_a_broken_one_refuses_the_publish() {
+        let (_d, docs, scope) = project();
+        std::fs::write(docs.draft_path(&scope, "w"), VALID).unwrap();
+        let draft_layout = draft_layout_path(&docs, &scope, "w");
+        std::fs::write(&draft_layout, "{not a layout").unwrap();
+        let e = publish(&docs, &scope, "w", true).unwrap_err();
+        assert!(e.to_string().contains("w.layout.json"), "{e}");
+        assert!(
+            docs.draft_path(&scope, "w").exists(),
+            "nothing was published"
+        );
+        assert!(!live_path(&docs, &scope, "w").exists());
+
+        let layout = r#"{"schemaVersion":"1.0","nodes":{"a":{"x":1.0,"y":2.0}}}"#;
+        std::fs::write(&draft_layout, layout).unwrap();
+        publish(&docs, &scope, "w", true).unwrap();
+        assert!(!draft_layout.exists());
+        let live = crate::editor_graph::layout_path(&docs.project_dir(&scope), "w");
+        let read = crate::editor_graph::Layout::read(&live, "w.layout.json")
+            .unwrap()
+            .unwrap();
+        assert_eq!(read.nodes["a"].x, 1.0);
+    }
+
+    #[test]
     fn publishing_again_after_a_publish_cut_short_names_the_replaced_version() {
         let (_d, docs, scope) = project();
         std::fs::write(docs.draft_path(&scope, "w"), VALID).unwrap();
