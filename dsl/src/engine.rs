@@ -6,10 +6,10 @@ use std::time::Duration;
 
 use magrathea_core as core;
 use magrathea_core::{
-    AnswerAck, CancelAck, DeliverError, Durability, Entry, GateAnswer, InboxFilter, InboxItem,
-    InboxPage, InboxPageError, InboxPageRequest, InterpreterFn, OpenError, RunError, RunFilter,
-    RunId, RunStatus, RunSummary, RunUpdate, RunView, StartError, StartRequest, Store, StoreError,
-    TaskRegistration, WorkflowRegistration,
+    AnswerAck, CancelAck, ControlAck, DeliverError, Durability, Entry, GateAnswer, InboxFilter,
+    InboxItem, InboxPage, InboxPageError, InboxPageRequest, InterpreterFn, OpenError, RunError,
+    RunFilter, RunId, RunStatus, RunSummary, RunUpdate, RunView, StartError, StartRequest, Store,
+    StoreError, TaskRegistration, WorkflowRegistration,
 };
 use serde_json::Value;
 use tokio::sync::broadcast;
@@ -420,6 +420,24 @@ impl Engine {
     /// Requests cancellation of a run; see [`RunHandle::cancel`].
     pub async fn cancel(&self, run: RunId, reason: &str) -> Result<CancelAck, DeliverError> {
         self.inner.cancel(run, reason).await
+    }
+
+    /// Pauses a run, as an operator does: it starts nothing new until [`Engine::unpause`]; a
+    /// running task finishes and is journaled; timers that come due meanwhile act on the
+    /// resume. `by` and `reason` are journaled. See [`core::Engine::pause`].
+    pub async fn pause(
+        &self,
+        run: RunId,
+        by: &str,
+        reason: Option<&str>,
+    ) -> Result<ControlAck, DeliverError> {
+        self.inner.pause(run, by, reason).await
+    }
+
+    /// Resumes a paused run (see [`Engine::pause`]; named so because [`Engine::resume`]
+    /// recovers a run).
+    pub async fn unpause(&self, run: RunId, by: &str) -> Result<ControlAck, DeliverError> {
+        self.inner.unpause(run, by).await
     }
 
     /// Replays and drives one run that is not in memory (after [`Recovery::Manual`]).

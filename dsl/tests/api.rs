@@ -5,7 +5,7 @@ use std::sync::Mutex;
 use std::time::Duration;
 
 use magrathea::prelude::*;
-use magrathea::{HandleError, NoDecision, ResultError};
+use magrathea::{ControlAck, HandleError, NoDecision, ResultError};
 use serde::{Deserialize, Serialize};
 
 async fn engine(builder: magrathea::EngineBuilder) -> Engine {
@@ -138,6 +138,29 @@ async fn a_handle_signals_and_reads_its_run() {
         engine.handle(counter, RunId::new()),
         Err(HandleError::Run(_))
     ));
+}
+
+/// An operator's pause and resume are on the engine a developer holds: a paused run ends
+/// nothing until it is resumed.
+#[tokio::test]
+async fn a_run_paused_through_the_engine_goes_on_when_unpaused() {
+    let engine = engine(Engine::builder().workflow(counter)).await;
+    let run = engine.start(counter, 40).await.unwrap();
+    assert_eq!(
+        engine
+            .pause(run.id(), "ops", Some("maintenance"))
+            .await
+            .unwrap(),
+        ControlAck::Paused
+    );
+    assert_eq!(engine.status(run.id()).unwrap(), RunStatus::Paused);
+    run.signal("nudge", Nudge { by: 2 }).await.unwrap();
+    assert_eq!(engine.status(run.id()).unwrap(), RunStatus::Paused);
+    assert_eq!(
+        engine.unpause(run.id(), "ops").await.unwrap(),
+        ControlAck::Resumed
+    );
+    assert_eq!(run.result().await.unwrap(), 42);
 }
 
 /// Version 2 of `counter`, whose result is text: a handle of it on a run of version 1 would
