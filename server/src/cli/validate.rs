@@ -163,11 +163,28 @@ pub(crate) fn validate(loc: &Location, args: ValidateArgs) -> anyhow::Result<u8>
             }
             Kind::Schedule(name) => load_schedule(label, name, text).map(|schedule| {
                 let mut found = Diagnostics::new();
-                if let Some(w) = unknown_workflow(&project, label, text, schedule.workflow()) {
+                if let Some(w) =
+                    unknown_workflow(&project, label, text, schedule.workflow(), "tick")
+                {
                     found.push(w);
                 }
                 found
             }),
+            // A valid event document of a workflow the project lacks: a warning, as for a
+            // schedule.
+            Kind::Event if check_event_document(label, text).is_ok() => {
+                let mut found = Diagnostics::new();
+                let doc = magrathea_exec::yaml_text::from_str::<
+                    magrathea_yaml::schema::EventDocument,
+                >(text);
+                if let Ok(doc) = doc
+                    && let Some(w) =
+                        unknown_workflow(&project, label, text, &doc.workflow, "request")
+                {
+                    found.push(w);
+                }
+                Ok(found)
+            }
             // Checked by the server's own readers, whose messages say where when they can.
             Kind::Event | Kind::Hook | Kind::Settings { .. } => {
                 let found = match kind {
@@ -238,14 +255,15 @@ pub(crate) fn validate(loc: &Location, args: ValidateArgs) -> anyhow::Result<u8>
     }
 }
 
-/// A warning when a schedule's `workflow` is neither the project's nor its tenant's: each of
-/// its ticks would fail to start it (as a `workflow_task` naming such a workflow is warned
-/// of). Said at the `workflow:` key.
+/// A warning when a schedule's or event's `workflow` is neither the project's nor its
+/// tenant's: each of its ticks (requests) would fail to start it (as a `workflow_task` naming
+/// such a workflow is warned of). Said at the `workflow:` key, with the close name meant.
 fn unknown_workflow(
     project: &Project,
     label: &str,
     text: &str,
     workflow: &str,
+    each: &str,
 ) -> Option<Diagnostic> {
     if workflow.contains("${") || project.docs().workflow(&project.scope, workflow).is_ok() {
         return None;
@@ -262,7 +280,15 @@ fn unknown_workflow(
         code: Code::UnknownSubWorkflow,
         message: format!(
             "[MAG-YA005] workflow '{workflow}' is neither the project's nor its tenant's \
-             (_vance/workflows/{workflow}.yaml): each tick would fail to start it"
+             (_vance/workflows/{workflow}.yaml): each {each} would fail to start it{}",
+            magrathea_exec::suggest::hint(
+                workflow,
+                project
+                    .docs()
+                    .workflow_names(&project.scope)
+                    .iter()
+                    .map(String::as_str)
+            )
         ),
         severity: Severity::Warning,
     })

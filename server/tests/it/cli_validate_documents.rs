@@ -167,3 +167,24 @@ fn a_schedule_of_an_unknown_workflow_is_a_warning_at_its_workflow_key() {
     );
     assert_eq!(code(&p.cli(&["validate", "--strict"])), 1);
 }
+
+/// An event document of a workflow that is not there is a warning too, with the close name
+/// meant.
+#[test]
+fn an_event_of_an_unknown_workflow_is_a_warning_naming_the_close_one() {
+    let p = Project::new();
+    p.workflow("hello", HELLO);
+    write(&p, "_vance/events/ping.yaml", "workflow: helo\n");
+    let out = p.cli(&["validate"]);
+    assert_eq!(code(&out), 0, "a warning: {}", stderr(&out));
+    assert!(
+        stderr(&out).contains(
+            "_vance/events/ping.yaml:1:1: warning: [MAG-YA005] workflow 'helo' is neither the \
+             project's nor its tenant's (_vance/workflows/helo.yaml): each request would fail \
+             to start it (did you mean 'hello'?)"
+        ),
+        "{}",
+        stderr(&out)
+    );
+    assert_eq!(code(&p.cli(&["validate", "--strict"])), 1);
+}
