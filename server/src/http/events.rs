@@ -30,7 +30,8 @@
 //! Credentials are checked before the event's name: without valid credentials the answer is
 //! the same 401 (`MAG-HTTP-401`, one message) whether the event exists or not. An unknown
 //! event answers 404 only to an API token of the tenant with `workflow.run` (another tenant's
-//! token gets 404 for the tenant, a token without the scope 403, as on every route).
+//! token gets 404 for the tenant, a token without the scope 403, as on every route — also for
+//! an event with a token of its own, so that the answer does not tell those apart).
 //!
 //! The run's parameters are the static `params` plus `payload`: the POST body (JSON, or the
 //! body as a string when it is not JSON; absent when empty), or for GET the query parameters
@@ -211,7 +212,17 @@ pub(crate) async fn trigger(
     let token_setting = doc.auth.as_ref().and_then(|a| a.token_setting.as_deref());
     let requested_by = match token_setting {
         Some(key) => {
-            check_token(&state, &scope, &p.event, key, &headers)?;
+            if let Err(e) = check_token(&state, &scope, &p.event, key, &headers) {
+                // The tenant's own API token without `workflow.run` gets the 403 it gets for
+                // every other event, so that the answer does not tell which events have a
+                // token of their own.
+                if let Err(scope) = api_caller(&state, &p.tenant, &headers)
+                    && scope.status == 403
+                {
+                    return Err(scope);
+                }
+                return Err(e);
+            }
             None
         }
         None => Some(api_caller(&state, &p.tenant, &headers)?.subject),

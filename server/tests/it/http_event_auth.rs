@@ -85,6 +85,17 @@ async fn without_credentials_known_and_unknown_events_answer_the_same_401() {
             assert_eq!(r.status(), 401, "{path} with {token:?}");
         }
     }
+    // The tenant's own token without `workflow.run` gets one 403 for every event, with a
+    // token of its own or not, existing or not.
+    let unknown = fire(&s, "no-such-event", Some(ACME_READ)).await;
+    assert_eq!(unknown.0, 403);
+    for event in ["open", "hooked", "broken"] {
+        assert_eq!(
+            fire(&s, event, Some(ACME_READ)).await,
+            unknown,
+            "{event} with the read token"
+        );
+    }
     // Once the caller may run workflows, the answers tell the events apart.
     assert_eq!(fire(&s, "no-such-event", Some(ACME)).await.0, 404);
     assert_eq!(fire(&s, "broken", Some(ACME)).await.0, 422);
