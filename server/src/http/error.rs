@@ -223,6 +223,18 @@ pub(crate) async fn no_route() -> ApiError {
     )
 }
 
+/// The `limit` of a page: `max` when absent, at most `max`; 0 is refused (400
+/// `MAG-HTTP-INVALID-LIMIT`), as a page of nothing is no page.
+pub(crate) fn page_limit(limit: Option<usize>, max: usize) -> Result<usize, ApiError> {
+    match limit {
+        Some(0) => Err(ApiError::bad_request(
+            "MAG-HTTP-INVALID-LIMIT",
+            format!("limit 0: expected 1 to {max}"),
+        )),
+        limit => Ok(limit.unwrap_or(max).min(max)),
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -111,7 +111,7 @@ pub(crate) async fn page(
         },
         runs: listing.runs,
         after: listing.cursor.filter(|c| !c.is_empty()),
-        limit: listing.limit.unwrap_or(MAX_ITEMS).clamp(1, MAX_ITEMS),
+        limit: super::error::page_limit(listing.limit, MAX_ITEMS)?,
         max_bytes: MAX_PAGE_BYTES,
     };
     let (status, assignee) = (listing.status, listing.assignee);

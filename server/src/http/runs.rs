@@ -339,7 +339,7 @@ pub(crate) async fn list(
     use axum::response::IntoResponse;
     state.authorize(&headers, &p.tenant, ApiScope::Read)?;
     let scope = state.scope(&p.tenant, &p.project)?;
-    let limit = q.limit.unwrap_or(MAX_PAGE).clamp(1, MAX_PAGE);
+    let limit = super::error::page_limit(q.limit, MAX_PAGE)?;
     let before = match q.cursor.as_deref().filter(|c| !c.is_empty()) {
         Some(c) => Some(c.parse::<RunId>().map_err(|_| {
             ApiError::bad_request("MAG-HTTP-INVALID-CURSOR", format!("invalid cursor `{c}`"))

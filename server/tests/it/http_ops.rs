@@ -37,6 +37,35 @@ async fn health_and_metrics() {
     }
 }
 
+/// A page of nothing is no page: `limit=0` is refused on every listing, as on the documents'.
+#[tokio::test]
+async fn a_limit_of_zero_is_refused_on_every_listing() {
+    let s = Server::start().await;
+    for path in [
+        "/brain/acme/project/shop/workflows/runs?limit=0",
+        "/brain/acme/project/shop/inbox?limit=0",
+        "/v1/workflow-approvals?status=all&limit=0",
+        "/brain/acme/project/shop/documents?dir=workflows&limit=0",
+    ] {
+        let r = s.get(path, Some(ACME)).send().await.unwrap();
+        assert_eq!(
+            code(r).await,
+            (400, "MAG-HTTP-INVALID-LIMIT".into()),
+            "{path}"
+        );
+    }
+    // Past the most a page holds, a listing answers its largest page.
+    let r = s
+        .get(
+            "/brain/acme/project/shop/workflows/runs?limit=100000",
+            Some(ACME),
+        )
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(r.status(), 200);
+}
+
 #[tokio::test]
 async fn every_openapi_route_exists_in_the_router() {
     let s = Server::start().await;
