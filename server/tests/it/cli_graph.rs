@@ -356,6 +356,40 @@ fn the_workflows_settings_and_a_decisions_options_survive_the_round_trip() {
     );
 }
 
+/// An export imports as the document it came from: a state without routes (a compensation)
+/// gets none, a tool the document did not allow is not allowed by the import, and a
+/// DECISION option that reads like a catch label stays an option.
+#[test]
+fn an_export_imports_without_routes_or_tools_the_document_lacked() {
+    let p = Project::new();
+    p.workflow(
+        "lean",
+        "start: pick\nonFailure: compensate\nstates:\n  pick:\n    type: gate_task\n    inbox: \
+         { kind: DECISION, title: Which?, options: [\"catch timeout\", go] }\n    on: { \
+         \"catch timeout\": fetch, go: fetch, insufficient_info: done, undecidable: done }\n  \
+         fetch:\n    type: tool_task\n    tool: http_request\n    params: { url: \
+         \"http://127.0.0.1:9/x\" }\n    compensate: undo\n    on: { success: done }\n  \
+         undo:\n    type: shell_task\n    run: \"true\"\n    dirName: workspace\n  done: { type: terminal }\n",
+    );
+    let first = exported(&p, "lean");
+    let out = import_graph(&p, &first.to_string(), "again");
+    assert_eq!(code(&out), 0, "{}", stderr(&out));
+    let (text, doc) = draft(&p, "again");
+    assert_eq!(doc.get("allowedTools"), None, "{text}");
+    assert_eq!(doc["states"].get("end"), None, "{text}");
+    assert_eq!(doc["states"]["undo"].get("on"), None, "{text}");
+    assert_eq!(
+        doc["states"]["pick"]["on"]["catch timeout"], "fetch",
+        "{text}"
+    );
+    p.workflow("again", &text);
+    assert_eq!(
+        exported(&p, "again"),
+        first,
+        "export, import, export is identical"
+    );
+}
+
 /// The reference's review loops back to its start when rejected, so no node is without
 /// incoming edges: the export marks the start, and the import starts there.
 #[test]

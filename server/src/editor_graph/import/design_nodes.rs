@@ -1,25 +1,29 @@
 //! The design's own node configurations (Friday's approval, action and condition configs) as
 //! the specs of the document's states, and the tools a draft must allow for its actions.
 
-use std::collections::BTreeMap;
-
 use magrathea_exec::tools::permission::DEFAULT_POOL;
 use serde_json::{Map, Value, json};
 
 use super::{Edge, ImportError, err, seconds_value};
 
-/// The draft's `allowedTools:` when a `tool_task` calls a tool outside the default pool (an
-/// `http_request` action, a skill): the pool and those tools, so that the graph's own actions
-/// may run. The tenant's and the project's denials still win.
-pub(super) fn allowed_tools(states: &BTreeMap<String, Map<String, Value>>) -> Option<Vec<String>> {
+/// The draft's `allowedTools:` when one of the design's own actions calls a tool outside the
+/// default pool (an `http_request` action, a skill): the pool and those tools, so that the
+/// graph's own actions may run. The tenant's and the project's denials still win. A node
+/// written as a document's `tool_task` (an export's) adds nothing: the workflow it came from
+/// allowed what it allowed, and its import must not allow more.
+pub(super) fn allowed_tools(nodes: &[Value]) -> Option<Vec<String>> {
     let mut tools: Vec<String> = DEFAULT_POOL.iter().map(|t| (*t).to_owned()).collect();
     let pool = tools.len();
-    for spec in states.values() {
-        if spec.get("type").and_then(Value::as_str) == Some("tool_task")
-            && let Some(Value::String(tool)) = spec.get("tool")
-            && !tools.contains(tool)
+    for n in nodes {
+        let tool = match n.pointer("/data/config/actionType").and_then(Value::as_str) {
+            Some("http_request") => Some("http_request"),
+            Some("skill") => n.pointer("/data/config/skillId").and_then(Value::as_str),
+            _ => None,
+        };
+        if let Some(tool) = tool.filter(|t| !t.contains("${"))
+            && !tools.iter().any(|have| have == tool)
         {
-            tools.push(tool.clone());
+            tools.push(tool.to_owned());
         }
     }
     (tools.len() > pool).then_some(tools)

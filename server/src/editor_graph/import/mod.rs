@@ -178,10 +178,13 @@ pub fn import(graph: &Value) -> Result<serde_yaml_ng::Value, ImportError> {
             .and_then(Value::as_str)
             .unwrap_or_else(|| normal_branch(&states[&source]))
             .to_owned();
+        // A `catch:` route as the export labels it: `catch <kind>` over the branch `<kind>`
+        // (a DECISION option that reads `catch timeout` is an option, its branch the same).
         let catch = e
             .get("label")
             .and_then(Value::as_str)
-            .is_some_and(|l| l.starts_with("catch "));
+            .and_then(|l| l.strip_prefix("catch "))
+            .is_some_and(|kind| kind == branch && !kind.contains(' '));
         let condition = e
             .pointer("/data/condition")
             .and_then(Value::as_str)
@@ -335,10 +338,19 @@ pub fn import(graph: &Value) -> Result<serde_yaml_ng::Value, ImportError> {
     for (name, p) in parallels {
         doc_states.insert(name.into(), yaml(Value::Object(p)));
     }
-    // Friday ends a run at a node without outgoing edges; a document at a terminal state.
+    // Friday ends a run at a node without outgoing edges; a document at a terminal state. A
+    // node that is a document's state as written (an export's: its config names its `type`)
+    // keeps its routes as they were, none included.
+    let written = |id: &str| {
+        nodes.iter().any(|n| {
+            n.get("id").and_then(Value::as_str) == Some(id)
+                && n.pointer("/data/config/type").is_some()
+        })
+    };
     let leaves: Vec<&String> = top
         .iter()
         .filter(|id| !moved.contains(id))
+        .filter(|id| !written(id))
         .filter(|id| {
             routes
                 .get(*id)
@@ -406,7 +418,7 @@ pub fn import(graph: &Value) -> Result<serde_yaml_ng::Value, ImportError> {
     // A workflow that declares its tools keeps them as declared; otherwise the graph's own
     // actions may use theirs.
     let declared = config.is_some_and(|c| c.contains_key("allowedTools"));
-    if let Some(tools) = allowed_tools(&states).filter(|_| !declared) {
+    if let Some(tools) = allowed_tools(nodes).filter(|_| !declared) {
         doc.insert("allowedTools".into(), yaml(json!(tools)));
     }
     doc.insert("states".into(), serde_yaml_ng::Value::Mapping(doc_states));
