@@ -563,9 +563,15 @@ impl DocumentSource {
             .join(format!("{name}.yaml"))
     }
 
-    /// Whether the workflow `name` is archived in the project: its marker exists.
+    /// Whether the workflow `name` is archived in the project: its marker exists (inside the
+    /// project: one reached through a link out of it is none).
     pub fn is_archived(&self, scope: &Scope, name: &str) -> bool {
-        check_name(name).is_ok() && self.archive_marker(scope, name).is_file()
+        let marker = self.archive_marker(scope, name);
+        check_name(name).is_ok()
+            && marker
+                .parent()
+                .is_some_and(|dir| self.confined_dir(dir).is_ok())
+            && marker.is_file()
     }
 
     /// Names of the workflows visible in the scope (project first, then tenant), sorted.

@@ -363,17 +363,24 @@ pub fn publish(
     let triggers = draft_triggers(docs, scope, name)?;
     // An imported graph's layout goes live with its draft; a broken one refuses the publish.
     let layout_label = format!("_vance/{DRAFTS_DIR}/{name}.layout.json");
-    let layout =
-        crate::editor_graph::Layout::read(&draft_layout_path(docs, scope, name), &layout_label)
-            .map_err(|e| VersionError::Invalid {
-                name: name.to_string(),
-                diagnostics: vec![format!(
-                    "{}/{}/{layout_label}: {e}",
-                    scope.tenant, scope.project
-                )],
-            })?;
-    // A draft imported from a graph carries its `.triggers` directory, even empty: its trigger
-    // nodes are all the triggers of the graph, so the earlier ones it no longer has go.
+    let layout_path = draft_layout_path(docs, scope, name);
+    // Read only inside the project, as the draft is.
+    if std::fs::symlink_metadata(&layout_path).is_ok() {
+        docs.confined(&layout_path)
+            .map_err(|e| io(name, "reading the draft's layout", e))?;
+    }
+    let layout = crate::editor_graph::Layout::read(&layout_path, &layout_label).map_err(|e| {
+        VersionError::Invalid {
+            name: name.to_string(),
+            diagnostics: vec![format!(
+                "{}/{}/{layout_label}: {e}",
+                scope.tenant, scope.project
+            )],
+        }
+    })?;
+    // A draft imported from a graph with trigger nodes carries its `.triggers` directory, even
+    // empty: its trigger nodes are all the triggers of the graph, so the earlier ones it no
+    // longer has go.
     let from_graph = draft_triggers_dir(docs, scope, name).is_dir();
     let stale = if from_graph {
         stale_graph_triggers(docs, scope, name, &triggers)
@@ -613,6 +620,13 @@ pub fn set_archived(
     checked(name)?;
     let _one = CHANGES.lock().unwrap_or_else(|e| e.into_inner());
     let marker = docs.archive_marker(scope, name);
+    // The marker is written and removed only inside the project: a `workflow-state` that is a
+    // link out (a shell step can make one) would have another tenant's file written over or
+    // removed.
+    if let Some(dir) = marker.parent() {
+        docs.confined_dir(dir)
+            .map_err(|e| io(name, "checking where the marker is kept", e))?;
+    }
     let unknown = || docs.workflow(scope, name).is_err() && !docs.draft_path(scope, name).is_file();
     if archived {
         if unknown() {
@@ -670,6 +684,38 @@ mod tests {
         };
         let v = serde_json::to_value(&p).unwrap();
         assert_eq!(v["removedTriggers"][0], "_vance/scheduler/w-t.yaml", "{v}");
+    }
+
+    /// A `workflow-state` directory that is a link out of the project is refused: archiving
+    /// and unarchiving write or remove nothing through it.
+    #[test]
+    fn archive_and_unarchive_refuse_a_state_directory_that_leads_out() {
+        let (_d, docs, scope) = project();
+        let docs = docs.served();
+        std::fs::write(live_path(&docs, &scope, "w"), VALID).unwrap_or_else(|_| {
+            std::fs::create_dir_all(live_path(&docs, &scope, "w").parent().unwrap()).unwrap();
+            std::fs::write(live_path(&docs, &scope, "w"), VALID).unwrap();
+        });
+        let elsewhere = docs
+            .project_dir(&Scope::new("other", "p"))
+            .join("_vance/workflows");
+        std::fs::create_dir_all(&elsewhere).unwrap();
+        std::fs::write(elsewhere.join("w.yaml"), VALID).unwrap();
+        let state = docs
+            .archive_marker(&scope, "w")
+            .parent()
+            .unwrap()
+            .to_path_buf();
+        std::os::unix::fs::symlink(&elsewhere, &state).unwrap();
+        for archived in [true, false] {
+            let e = set_archived(&docs, &scope, "w", archived, "mallory").unwrap_err();
+            assert!(matches!(e, VersionError::OutsideProject(_)), "{e}");
+            assert_eq!(
+                std::fs::read_to_string(elsewhere.join("w.yaml")).unwrap(),
+                VALID
+            );
+        }
+        assert!(!docs.is_archived(&scope, "w"));
     }
 
     #[test]
