@@ -383,6 +383,12 @@ pub fn publish(
     // longer has go.
     let from_graph = draft_triggers_dir(docs, scope, name).is_dir();
     let stale = if from_graph {
+        // Listed, and removed, only inside the project: a trigger directory that is a link
+        // out would have another project's documents taken for this graph's.
+        for dir in ["scheduler", "events"] {
+            docs.confined_dir(&vance(docs, scope).join(dir))
+                .map_err(|e| io(name, "checking where the triggers are", e))?;
+        }
         stale_graph_triggers(docs, scope, name, &triggers)
     } else {
         Vec::new()
@@ -716,6 +722,30 @@ mod tests {
             );
         }
         assert!(!docs.is_archived(&scope, "w"));
+    }
+
+    /// A graph's publish lists the triggers it may remove only inside the project: through
+    /// an events directory that links to another project it removes nothing there.
+    #[test]
+    fn a_graph_publish_removes_no_trigger_through_a_link_out() {
+        let (_d, docs, scope) = project();
+        let docs = docs.served();
+        std::fs::write(docs.draft_path(&scope, "w"), VALID).unwrap();
+        std::fs::create_dir_all(draft_triggers_dir(&docs, &scope, "w")).unwrap();
+        let theirs = docs
+            .project_dir(&Scope::new("other", "p"))
+            .join("_vance/events");
+        std::fs::create_dir_all(&theirs).unwrap();
+        let trigger = theirs.join("w-t1.yaml");
+        std::fs::write(
+            &trigger,
+            "workflow: w\nparams:\n  triggerNodeId: t1\nsubscribe:\n  event: workflow.run.failed\n",
+        )
+        .unwrap();
+        std::os::unix::fs::symlink(&theirs, vance(&docs, &scope).join("events")).unwrap();
+        let e = publish(&docs, &scope, "w", true).unwrap_err();
+        assert!(matches!(e, VersionError::OutsideProject(_)), "{e}");
+        assert!(trigger.is_file(), "the other project's trigger stays");
     }
 
     #[test]
