@@ -174,6 +174,23 @@ fn draft(p: &Project, name: &str) -> (String, Value) {
     (text, doc)
 }
 
+/// Imports the graph `first` as the draft `again`: its text, and as JSON.
+fn import_as_draft(p: &Project, first: &Value) -> (String, Value) {
+    let out = import_graph(p, &first.to_string(), "again");
+    assert_eq!(code(&out), 0, "{}", stderr(&out));
+    draft(p, "again")
+}
+
+/// Makes `text` the live workflow `again` and checks that it exports as `first`.
+fn exports_as(p: &Project, text: &str, first: &Value) {
+    p.workflow("again", text);
+    assert_eq!(
+        &exported(p, "again"),
+        first,
+        "export, import, export is identical"
+    );
+}
+
 /// Writes `graph` (JSON text) into the project and imports it as the draft `name`.
 pub(crate) fn import_graph(p: &Project, graph: &str, name: &str) -> std::process::Output {
     let file = p.dir.join(format!("{name}.graph.json"));
@@ -341,19 +358,12 @@ fn the_workflows_settings_and_a_decisions_options_survive_the_round_trip() {
         first["config"]["onFailure"]["fallback"], "rescue",
         "{first}"
     );
-    let out = import_graph(&p, &first.to_string(), "again");
-    assert_eq!(code(&out), 0, "{}", stderr(&out));
-    let (text, doc) = draft(&p, "again");
+    let (text, doc) = import_as_draft(&p, &first);
     assert_eq!(doc["parameters"]["n"]["default"], 1, "{text}");
     assert_eq!(doc["bounds"]["maxTaskSpawns"], 9, "{text}");
     assert_eq!(doc["onFailure"]["policy"], "fallback", "{text}");
     assert_eq!(doc["states"]["pick"]["on"]["approve"], "work", "{text}");
-    p.workflow("again", &text);
-    assert_eq!(
-        exported(&p, "again"),
-        first,
-        "export, import, export is identical"
-    );
+    exports_as(&p, &text, &first);
 }
 
 /// An export imports as the document it came from: a state without routes (a compensation)
@@ -372,9 +382,7 @@ fn an_export_imports_without_routes_or_tools_the_document_lacked() {
          undo:\n    type: shell_task\n    run: \"true\"\n    dirName: workspace\n  done: { type: terminal }\n",
     );
     let first = exported(&p, "lean");
-    let out = import_graph(&p, &first.to_string(), "again");
-    assert_eq!(code(&out), 0, "{}", stderr(&out));
-    let (text, doc) = draft(&p, "again");
+    let (text, doc) = import_as_draft(&p, &first);
     assert_eq!(doc.get("allowedTools"), None, "{text}");
     assert_eq!(doc["states"].get("end"), None, "{text}");
     assert_eq!(doc["states"]["undo"].get("on"), None, "{text}");
@@ -382,12 +390,7 @@ fn an_export_imports_without_routes_or_tools_the_document_lacked() {
         doc["states"]["pick"]["on"]["catch timeout"], "fetch",
         "{text}"
     );
-    p.workflow("again", &text);
-    assert_eq!(
-        exported(&p, "again"),
-        first,
-        "export, import, export is identical"
-    );
+    exports_as(&p, &text, &first);
 }
 
 /// The reference's review loops back to its start when rejected, so no node is without
@@ -402,14 +405,7 @@ fn a_start_a_loop_leads_back_to_survives_export_and_import() {
     let first = exported(&p, "review");
     assert_eq!(node(&first, "plan")["data"]["start"], true);
     assert_eq!(node(&first, "merge")["data"].get("start"), None);
-    let out = import_graph(&p, &first.to_string(), "again");
-    assert_eq!(code(&out), 0, "{}", stderr(&out));
-    let (text, doc) = draft(&p, "again");
+    let (text, doc) = import_as_draft(&p, &first);
     assert_eq!(doc["start"], "plan", "{text}");
-    p.workflow("again", &text);
-    assert_eq!(
-        exported(&p, "again"),
-        first,
-        "export, import, export is identical"
-    );
+    exports_as(&p, &text, &first);
 }
