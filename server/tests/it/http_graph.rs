@@ -388,14 +388,7 @@ async fn other_formats_are_the_graph_commands_and_unknown_ones_are_named() {
         .unwrap();
     assert_eq!(explicit, export(&s).await);
     // `?format=` with nothing names no format: the default.
-    let empty: Value = s
-        .get(&format!("{GRAPH}?format="), Some(ACME))
-        .send()
-        .await
-        .unwrap()
-        .json()
-        .await
-        .unwrap();
+    let empty: Value = s.get_json(&format!("{GRAPH}?format="), Some(ACME)).await;
     assert_eq!(empty, explicit);
     let r = s
         .get(&format!("{GRAPH}?format=svg"), Some(ACME))
