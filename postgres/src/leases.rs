@@ -29,6 +29,16 @@ impl Leases for PgStore {
     }
 
     fn claim(&self, run: RunId) -> Result<Claim, StoreError> {
+        if self
+            .inner
+            .abandoned
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .contains_key(&run)
+        {
+            // Given up while the database did not answer; released before it is taken again.
+            return Ok(Claim::Elsewhere);
+        }
         let id = uuid(run);
         let worker = self.inner.worker.clone();
         let grace = self.inner.options.lease_grace.as_secs_f64();
@@ -328,7 +338,17 @@ impl PgStore {
 
 /// Renews this worker's leases every heartbeat; a held run whose lease is not renewed (another
 /// worker took it) is lost. Ends when the store is dropped.
+///
+/// A beat runs beside the loop, not in it: when the database stops answering (a network cut
+/// leaves the connections open and silent) the beat waits, and the loop goes on judging the
+/// leases by the clock. A lease no beat renewed for nearly its grace may have expired and been
+/// reclaimed elsewhere, so the worker gives it up: the run is reported lost (its driver stops,
+/// which stops its running tasks) and its appends are fenced from then on. The lease itself is
+/// released, if it is still this worker's at that epoch, by the first beat that reaches the
+/// database again (until then the run is not claimed again here), so any worker, this one
+/// included, can take the run over instead of this worker renewing a lease nobody drives.
 pub(crate) async fn heartbeat(inner: Weak<Inner>) {
+    let mut beating: Option<tokio::task::JoinHandle<()>> = None;
     loop {
         let period = match inner.upgrade() {
             Some(i) => i
@@ -340,16 +360,67 @@ pub(crate) async fn heartbeat(inner: Weak<Inner>) {
         };
         tokio::time::sleep(period).await;
         let Some(inner) = inner.upgrade() else { return };
-        if let Err(e) = beat(&inner).await {
-            tracing::warn!(error = %e, "lease heartbeat failed");
+        if beating
+            .as_ref()
+            .is_none_or(tokio::task::JoinHandle::is_finished)
+        {
+            let beater = Arc::clone(&inner);
+            beating = Some(tokio::spawn(async move {
+                if let Err(e) = beat(&beater).await {
+                    tracing::warn!(error = %e, "lease heartbeat failed");
+                }
+            }));
         }
+        abandon_unrenewed(&inner);
     }
+}
+
+/// Gives up the held leases that no beat renewed for the grace less a tenth of it (the tenth
+/// covers the round trip of the claim that made a lease: it is timed from its answer).
+fn abandon_unrenewed(inner: &Inner) {
+    let grace = inner.options.lease_grace;
+    let renewed_at = *inner
+        .renewed_at
+        .lock()
+        .unwrap_or_else(PoisonError::into_inner);
+    let now = std::time::Instant::now();
+    let mut held = inner.held.lock().unwrap_or_else(PoisonError::into_inner);
+    let stale: Vec<(RunId, i64)> = held
+        .iter()
+        .filter_map(|(run, held)| {
+            let epoch = held.epoch?;
+            let since = held.since.max(renewed_at);
+            (now.saturating_duration_since(since) + grace / 10 >= grace).then_some((*run, epoch))
+        })
+        .collect();
+    if stale.is_empty() {
+        return;
+    }
+    for (run, _) in &stale {
+        held.remove(run);
+    }
+    drop(held);
+    tracing::warn!(
+        runs = stale.len(),
+        "no heartbeat reached the database within the lease grace; gave up the leases"
+    );
+    inner
+        .abandoned
+        .lock()
+        .unwrap_or_else(PoisonError::into_inner)
+        .extend(stale.iter().copied());
+    inner
+        .lost
+        .lock()
+        .unwrap_or_else(PoisonError::into_inner)
+        .extend(stale.into_iter().map(|(run, _)| run));
 }
 
 async fn beat(inner: &Arc<Inner>) -> Result<(), StoreError> {
     let client = inner.pool.get().await.map_err(pg)?;
     let read_at = std::time::Instant::now();
     let grace = inner.options.lease_grace.as_secs_f64();
+    release_abandoned(inner, &client).await?;
     // Rows a commit of this worker holds locked are skipped (renewed next time): waiting for
     // them could deadlock with that commit, which may delete an ended run's lease.
     client
@@ -384,12 +455,58 @@ async fn beat(inner: &Arc<Inner>) -> Result<(), StoreError> {
         held.remove(run);
     }
     drop(held);
+    {
+        let mut renewed_at = inner
+            .renewed_at
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner);
+        *renewed_at = (*renewed_at).max(read_at);
+    }
     if !lost.is_empty() {
         inner
             .lost
             .lock()
             .unwrap_or_else(PoisonError::into_inner)
             .extend(lost);
+    }
+    Ok(())
+}
+
+/// Releases the leases this worker gave up (see [`heartbeat`]) that are still its own at the
+/// epoch it held them at; a lease another worker took meanwhile is left alone.
+async fn release_abandoned(
+    inner: &Inner,
+    client: &deadpool_postgres::Client,
+) -> Result<(), StoreError> {
+    let abandoned: Vec<(RunId, i64)> = inner
+        .abandoned
+        .lock()
+        .unwrap_or_else(PoisonError::into_inner)
+        .iter()
+        .map(|(run, epoch)| (*run, *epoch))
+        .collect();
+    if abandoned.is_empty() {
+        return Ok(());
+    }
+    let ids: Vec<Uuid> = abandoned.iter().map(|(run, _)| uuid(*run)).collect();
+    let epochs: Vec<i64> = abandoned.iter().map(|(_, epoch)| *epoch).collect();
+    client
+        .execute(
+            "UPDATE magrathea_leases l SET owner = '', expires_at = '-infinity'
+             FROM unnest($2::uuid[], $3::bigint[]) AS a(run_id, epoch)
+             WHERE l.run_id = a.run_id AND l.epoch = a.epoch AND l.owner = $1",
+            &[&inner.worker, &ids, &epochs],
+        )
+        .await
+        .map_err(pg)?;
+    let mut left = inner
+        .abandoned
+        .lock()
+        .unwrap_or_else(PoisonError::into_inner);
+    for (run, epoch) in abandoned {
+        if left.get(&run) == Some(&epoch) {
+            left.remove(&run);
+        }
     }
     Ok(())
 }
@@ -406,5 +523,12 @@ pub(crate) fn release_all(store: &PgStore) -> Result<(), StoreError> {
     store.with_client(move |client| async move {
         client.execute(RELEASE_ALL, &[&worker]).await.map_err(pg)?;
         crate::lanes::release_all(&client, &worker).await
-    })
+    })?;
+    store
+        .inner
+        .abandoned
+        .lock()
+        .unwrap_or_else(PoisonError::into_inner)
+        .clear();
+    Ok(())
 }

@@ -111,6 +111,13 @@ pub(crate) struct Inner {
     pub(crate) held: Mutex<HashMap<RunId, Held>>,
     /// Runs whose leases were found lost, not yet reported.
     pub(crate) lost: Mutex<Vec<RunId>>,
+    /// Leases given up because no heartbeat renewed them in time (the database did not
+    /// answer), with their epochs: released at the first heartbeat that reaches the database,
+    /// and not claimed again before (see [`crate::leases::heartbeat`]).
+    pub(crate) abandoned: Mutex<HashMap<RunId, i64>>,
+    /// When the last heartbeat that renewed this worker's leases read the clock (before it
+    /// asked, so every lease it renewed lasts at least the grace from then).
+    pub(crate) renewed_at: Mutex<std::time::Instant>,
 }
 
 /// A [`Store`] on a PostgreSQL database (see the [crate] docs).
@@ -187,6 +194,8 @@ impl PgStore {
             options,
             held: Mutex::default(),
             lost: Mutex::default(),
+            abandoned: Mutex::default(),
+            renewed_at: Mutex::new(std::time::Instant::now()),
         });
         bridge.spawn(crate::leases::heartbeat(Arc::downgrade(&inner)))?;
         Ok(Self {

@@ -12,6 +12,10 @@
 //! then `PATH`. Run as root, the cluster runs as the `postgres` user if there is one, else
 //! `nobody` (PostgreSQL refuses to run as root).
 
+mod relay;
+
+pub use relay::Relay;
+
 use std::io::Write;
 use std::net::TcpListener;
 use std::os::unix::process::CommandExt;

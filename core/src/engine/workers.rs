@@ -351,20 +351,27 @@ pub(super) fn start(inner: &Arc<EngineInner>, reclaim: bool) {
     let weak = Arc::downgrade(inner);
     tokio::spawn(async move {
         let mut tick = 0u32;
+        let mut rounds: Option<tokio::task::JoinHandle<()>> = None;
         loop {
             tokio::time::sleep(TICK).await;
             let Some(inner) = weak.upgrade() else { return };
             tick = tick.wrapping_add(1);
+            // Lost leases are let go of at every tick, even while a round waits on the store:
+            // a store whose database stops answering reports the leases it gives up meanwhile.
+            stop_lost(&inner);
+            if rounds.as_ref().is_some_and(|r| !r.is_finished()) {
+                continue;
+            }
             let reclaim = reclaim && tick.is_multiple_of(RECLAIM_EVERY);
             // The store's calls block (a database that does not answer holds them): off the
             // runtime's threads, which serve requests meanwhile.
-            let _ = tokio::task::spawn_blocking(move || round(&inner, reclaim)).await;
+            rounds = Some(tokio::task::spawn_blocking(move || round(&inner, reclaim)));
         }
     });
 }
 
-/// One round of the loop: lost leases, mail, and (every few rounds) expired leases.
-fn round(inner: &Arc<EngineInner>, reclaim: bool) {
+/// Stops driving the runs whose leases the store found lost.
+fn stop_lost(inner: &EngineInner) {
     let Some(leases) = inner.store.leases() else {
         return;
     };
@@ -374,6 +381,14 @@ fn round(inner: &Arc<EngineInner>, reclaim: bool) {
             tracing::warn!(%run, "lost the run's lease to another worker; stopped driving it");
         }
     }
+}
+
+/// One round of the loop: lost leases, mail, and (every few rounds) expired leases.
+fn round(inner: &Arc<EngineInner>, reclaim: bool) {
+    let Some(leases) = inner.store.leases() else {
+        return;
+    };
+    stop_lost(inner);
     match leases.take_mail(256) {
         Ok(mail) => {
             for m in mail {

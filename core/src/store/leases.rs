@@ -89,7 +89,8 @@ pub trait Leases: Send + Sync {
     fn reclaim_expired(&self, limit: usize) -> Result<Vec<(RunId, u32)>, StoreError>;
 
     /// Runs whose leases this worker lost since the last call (a heartbeat found them taken,
-    /// or a commit was fenced): their drivers must stop.
+    /// or none renewed them in time, or a commit was fenced): their drivers must stop. It must
+    /// not wait on the database: the engine asks while other calls may be waiting on it.
     fn take_lost(&self) -> Vec<RunId>;
 
     /// Gives up the leases of runs this worker no longer drives (they ended, or the worker is

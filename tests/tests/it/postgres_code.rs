@@ -1,12 +1,15 @@
 //! Code workflows on a PostgreSQL store (`EngineBuilder::postgres`): tasks, a durable timer that
-//! fires after the engine restarts, a gate answered by the next engine, and idempotent starts.
+//! fires after the engine restarts, a gate answered by the next engine, idempotent starts, and
+//! a worker cut off from the database by the network.
 
-use std::sync::OnceLock;
+use std::sync::atomic::{AtomicBool, AtomicU32, Ordering};
+use std::sync::{Arc, OnceLock};
 use std::time::Duration;
 
 use magrathea::prelude::*;
 use magrathea::{EngineBuilder, StartOptions};
-use magrathea_postgres::testing::TestCluster;
+use magrathea_postgres::testing::{Relay, TestCluster};
+use magrathea_postgres::{PgOptions, PgStore};
 use magrathea_tests::runtime;
 
 fn cluster() -> &'static TestCluster {
@@ -152,5 +155,91 @@ fn a_run_driven_by_one_worker_is_awaited_through_another() {
             .unwrap();
         assert_eq!(view.status, RunStatus::Done);
         assert_eq!(view.result, Some(serde_json::json!(28)));
+    });
+}
+
+static HANGING_CALLS: AtomicU32 = AtomicU32::new(0);
+static HANGING_RUNNING: AtomicBool = AtomicBool::new(false);
+static HANGING_DROPPED: AtomicBool = AtomicBool::new(false);
+
+/// Sets its flag when dropped: a task future dropped mid-way was stopped.
+struct SetOnDrop(&'static AtomicBool);
+
+impl Drop for SetOnDrop {
+    fn drop(&mut self) {
+        self.0.store(true, Ordering::SeqCst);
+    }
+}
+
+/// Its first call never ends (until it is stopped); the next ones add one.
+#[task]
+async fn hangs_the_first_time(_ctx: TaskContext, n: u64) -> Result<u64, TaskError> {
+    if HANGING_CALLS.fetch_add(1, Ordering::SeqCst) == 0 {
+        let _stopped = SetOnDrop(&HANGING_DROPPED);
+        HANGING_RUNNING.store(true, Ordering::SeqCst);
+        std::future::pending::<()>().await;
+    }
+    Ok(n + 1)
+}
+
+#[workflow]
+async fn hangs_once(ctx: Context, n: u64) -> Result<u64, WorkflowError> {
+    Ok(ctx.task(hangs_the_first_time, n).await?)
+}
+
+fn worker_on(url: &str) -> EngineBuilder {
+    let store = PgStore::connect_with(
+        url,
+        PgOptions {
+            lease_grace: Duration::from_millis(600),
+            ..Default::default()
+        },
+    )
+    .unwrap();
+    Engine::builder()
+        .store(Arc::new(store))
+        .task(hangs_the_first_time)
+        .workflow(hangs_once)
+}
+
+/// Waits up to 20 s for `flag`; before failing, lets the relay through (an engine dropped
+/// while its database does not answer waits on it).
+async fn until(flag: &AtomicBool, what: &str, relay: &Relay) {
+    for _ in 0..1000 {
+        if flag.load(Ordering::SeqCst) {
+            return;
+        }
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    relay.thaw();
+    panic!("never: {what}");
+}
+
+#[test]
+fn a_worker_cut_off_from_the_database_stops_its_runs_and_another_finishes_them() {
+    let url = cluster().create_database();
+    let relay = Relay::start(cluster().port());
+    runtime().block_on(async {
+        let cut_off = worker_on(&relay.url(&url)).build().await.unwrap();
+        let run = cut_off.start(hangs_once, 1).await.unwrap();
+        until(&HANGING_RUNNING, "the first worker runs the task", &relay).await;
+
+        relay.freeze();
+        // Its leases cannot be renewed: before another worker may take the run over, the cut-off
+        // worker stops driving it, and so stops the task it was running.
+        until(
+            &HANGING_DROPPED,
+            "the cut-off worker stops the task",
+            &relay,
+        )
+        .await;
+        let other = worker_on(&url).build().await.unwrap();
+        let view = tokio::time::timeout(Duration::from_secs(30), other.wait(run.id())).await;
+        relay.thaw();
+        let view = view.expect("the other worker takes the run over").unwrap();
+        assert_eq!(view.status, RunStatus::Done);
+        assert_eq!(view.result, Some(serde_json::json!(2)));
+        assert_eq!(HANGING_CALLS.load(Ordering::SeqCst), 2);
+        drop(cut_off);
     });
 }
