@@ -69,6 +69,6 @@ pub use task::{
     AppData, RetryPolicy, TaskContext, TaskError, TaskFn, TaskOptions, TaskOutputLimit,
     TaskRegistration,
 };
-pub use view::{InboxItem, InboxStatus, ReExecution, RunView};
+pub use view::{InboxItem, InboxStatus, ReExecution, RunView, TaskFailure};
 pub use vocabulary::{Frontend, Outcome, RunScope, TimerPurpose};
 pub use writer::JournalHealth;

@@ -53,6 +53,26 @@ pub struct RunView {
     /// recovery ran it again, so its side effects may have happened more than once.
     #[serde(default)]
     pub re_executions: Vec<ReExecution>,
+    /// For a FAILED run, the last task failure it journaled: the cause behind a `reason` such
+    /// as `no transition for outcome 'permission_error'`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub last_error: Option<TaskFailure>,
+}
+
+/// A task attempt that failed, as its `TaskResultRecord` tells it.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct TaskFailure {
+    /// The task's step.
+    pub step: Step,
+    /// The step's label: the YAML state, or the task name for code.
+    pub name: String,
+    /// The attempt that failed.
+    pub attempt: u32,
+    /// The error kind (`technical_error`, `permission_error`, …).
+    pub outcome: String,
+    /// The error's message.
+    pub error: String,
 }
 
 /// One journaled re-execution of a task attempt (a `TaskRestartedRecord`).
@@ -95,7 +115,9 @@ impl RunView {
             paused_at: None,
             resumed_at: None,
             re_executions: Vec::new(),
+            last_error: None,
         };
+        let mut last_failure: Option<(usize, Step, u32, String, String)> = None;
         // The highest execution listed of each (step, attempt): a restart that repeats it
         // follows an execution that waited in its lane and never began.
         let mut listed: Vec<(Step, u32, u32)> = Vec::new();
@@ -153,6 +175,15 @@ impl RunView {
                         listed.at = e.at_ms;
                     }
                 }
+                Record::TaskResult {
+                    step,
+                    attempt,
+                    outcome,
+                    error: Some(error),
+                    ..
+                } => {
+                    last_failure = Some((i, *step, *attempt, outcome.to_string(), error.clone()));
+                }
                 Record::Status { status, reason } => {
                     if status.is_terminal() {
                         view.finished_at = Some(e.at_ms);
@@ -167,6 +198,17 @@ impl RunView {
             RunStatus::Running | RunStatus::Waiting | RunStatus::Done | RunStatus::Paused
         ) {
             view.reason = None;
+        }
+        if view.status == RunStatus::Failed
+            && let Some((i, step, attempt, outcome, error)) = last_failure
+        {
+            view.last_error = Some(TaskFailure {
+                step,
+                name: task_name(&entries[..i], step),
+                attempt,
+                outcome,
+                error,
+            });
         }
         view
     }

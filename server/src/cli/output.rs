@@ -128,6 +128,15 @@ pub(crate) fn print_run(run: &RunDto, json: bool, pending: &[InboxItem]) -> anyh
     if let Some(reason) = &view.reason {
         outln!("  reason: {reason}")?;
     }
+    if let Some(e) = &view.last_error {
+        outln!(
+            "  error:  {} attempt {}: {} — {}",
+            e.name,
+            e.attempt,
+            e.outcome,
+            e.error
+        )?;
+    }
     if let Some(result) = view.result.as_ref().filter(|r| !r.is_null()) {
         outln!("  result: {}", compact(result))?;
     }

@@ -341,6 +341,8 @@ fn resume_exits_1_when_a_resumed_run_fails() {
         run["reason"], "no transition for outcome 'business_error'",
         "{run}"
     );
+    assert_eq!(run["lastError"]["name"], "work", "{run}");
+    assert_eq!(run["lastError"]["outcome"], "business_error", "{run}");
 
     // Nothing left to resume: exit 0.
     let again = p.cli(&["resume"]);

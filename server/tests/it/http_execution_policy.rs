@@ -67,6 +67,9 @@ async fn failure(s: &Server, run: &str) -> String {
         .find(|e| e["type"] == "TaskResultRecord")
         .unwrap_or_else(|| panic!("no task result in {journal:?}"));
     assert_eq!(result["outcome"], "permission_error", "{result}");
+    // The run itself says why, beside its reason: the same error as the journal's.
+    assert_eq!(v["lastError"]["outcome"], "permission_error", "{v}");
+    assert_eq!(v["lastError"]["error"], result["error"], "{v}");
     format!("{} {result}", v["reason"])
 }
 

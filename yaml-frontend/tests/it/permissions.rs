@@ -266,6 +266,13 @@ async fn a_denied_tool_ends_in_permission_error_and_runs_nothing() {
         v.reason.as_deref(),
         Some("no transition for outcome 'permission_error'")
     );
+    // The view says why beside the reason: the refused task's error.
+    let cause = v
+        .last_error
+        .as_ref()
+        .expect("the task failure behind the reason");
+    assert_eq!(cause.outcome, "permission_error");
+    assert!(cause.error.contains("not allowed"), "{cause:?}");
 
     // Settings deny what the workflow declares: the tenant's deny, then the project's
     // allow list; a registered task is refused the same way.
