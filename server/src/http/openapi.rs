@@ -74,8 +74,13 @@ fn answers(operation: &str) -> Answers {
             // 422: the workflow it starts cannot be started (MAG-HTTP-TRIGGER-FAILED).
             &["400", "401", "404", "405", "409", "413", "422"],
         ),
-        "project.schedules.trigger" => (&[("202", "Accepted: a run was started")], &["409", "422"]),
-        "events.trigger" => (&[("202", "Accepted: a run was started")], &["422"]),
+        // 400: the workflow refuses the schedule's parameters; 409: paused, or archived.
+        "project.schedules.trigger" => (
+            &[("202", "Accepted: a run was started")],
+            &["400", "409", "422"],
+        ),
+        // 409: the event document is switched off, or an operator paused it.
+        "events.trigger" => (&[("202", "Accepted: a run was started")], &["409", "422"]),
         "documents.put" => (
             &[("201", "Created: a new document (200: replaced)")],
             &["409", "413", "422", "507"],

@@ -496,12 +496,24 @@ pub(crate) async fn fire_schedule(
                 "delivery": d,
             })),
         )),
-        Ok(d) => Err(ApiError::new(
-            StatusCode::UNPROCESSABLE_ENTITY,
-            "MAG-HTTP-TRIGGER-FAILED",
-            d.message
-                .unwrap_or_else(|| "the run could not be started".into()),
-        )),
+        // Refused parameters and an archived workflow answer as every other start path
+        // does; any other refusal (no such workflow) is the trigger's failure.
+        Ok(d) => {
+            let message = d
+                .message
+                .unwrap_or_else(|| "the run could not be started".into());
+            Err(match d.error_code.as_deref() {
+                Some("MAG-HTTP-INVALID-PARAMS") => {
+                    ApiError::bad_request("MAG-HTTP-INVALID-PARAMS", message)
+                }
+                Some("MAG-VR001") => ApiError::new(StatusCode::CONFLICT, "MAG-VR001", message),
+                _ => ApiError::new(
+                    StatusCode::UNPROCESSABLE_ENTITY,
+                    "MAG-HTTP-TRIGGER-FAILED",
+                    message,
+                ),
+            })
+        }
         Err(NotFired::Off(why)) => Err(ApiError::new(
             StatusCode::CONFLICT,
             "MAG-HTTP-TRIGGER-DISABLED",

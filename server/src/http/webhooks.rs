@@ -201,6 +201,7 @@ async fn deliver(
                 release_refused(catalog, &reg.id, key_hash, seen, &e)?;
             }
             d.status = DeliveryStatus::Failed;
+            d.error_code = Some(e.code.to_owned());
             keep(
                 &state,
                 &d.reason("start_refused").message(e.message.clone()),
@@ -282,9 +283,7 @@ async fn duplicate(
                 Ok((run, _)) => run.to_string(),
                 Err(e) => {
                     release_refused(state.triggers.catalog()?, &reg.id, key_hash, &seen, &e)?;
-                    let mut d = Delivery::new(reg, DeliveryStatus::Failed, now)
-                        .reason("start_refused")
-                        .message(e.message.clone());
+                    let mut d = Delivery::start_refused(reg, now, e.code, &e.message);
                     d.dedupe_key = Some(key.to_owned());
                     keep(state, &d);
                     return Err(e);

@@ -70,6 +70,10 @@ pub struct Delivery {
     /// Details for people (never a secret).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub message: Option<String>,
+    /// The stable code of the error that refused the run's start (`MAG-HTTP-INVALID-PARAMS`,
+    /// `MAG-VR001`, …), for a `start_refused` delivery.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub error_code: Option<String>,
     /// The run started (or, for a duplicate, the first delivery's run).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub run_id: Option<String>,
@@ -107,6 +111,7 @@ impl Delivery {
             status,
             reason: None,
             message: None,
+            error_code: None,
             run_id: None,
             workflow_run_id: None,
             dedupe_key: None,
@@ -120,6 +125,16 @@ impl Delivery {
     pub fn reason(mut self, reason: &str) -> Self {
         self.reason = Some(reason.to_owned());
         self
+    }
+
+    /// A start the engine or the workflow refused: `failed`, `start_refused`, with the
+    /// error's message and code.
+    pub fn start_refused(reg: &Registration, at_ms: i64, code: &str, message: &str) -> Self {
+        let mut d = Self::new(reg, DeliveryStatus::Failed, at_ms)
+            .reason("start_refused")
+            .message(message);
+        d.error_code = Some(code.to_owned());
+        d
     }
 
     /// With a message.

@@ -513,9 +513,7 @@ async fn deliver_subscription(
             .await
         {
             Ok((run, _)) => Delivery::new(reg, DeliveryStatus::Accepted, now).run(run),
-            Err(e) => Delivery::new(reg, DeliveryStatus::Failed, now)
-                .reason("start_refused")
-                .message(e.message),
+            Err(e) => Delivery::start_refused(reg, now, e.code, &e.message),
         },
     )
 }

@@ -378,9 +378,7 @@ async fn start(
         .await
     {
         Ok((run, _)) => Delivery::new(reg, DeliveryStatus::Accepted, at).run(run),
-        Err(e) => Delivery::new(reg, DeliveryStatus::Failed, at)
-            .reason("start_refused")
-            .message(e.message),
+        Err(e) => Delivery::start_refused(reg, at, e.code, &e.message),
     }
 }
 

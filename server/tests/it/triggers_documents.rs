@@ -478,3 +478,42 @@ async fn an_event_document_that_says_enabled_false_is_switched_off_until_it_says
     let (status, body) = event_route().await;
     assert_eq!(status, 202, "{body}");
 }
+
+/// A schedule fired by hand whose workflow refuses its parameters answers as every other
+/// start path does (400 `MAG-HTTP-INVALID-PARAMS`), and its delivery keeps the error's code.
+#[tokio::test]
+async fn a_schedule_fired_by_hand_with_refused_parameters_answers_400() {
+    let s = Server::start().await;
+    let needs = "parameters:\n  who:\n    type: string\n    required: true\nstart: done\n\
+                 states:\n  done:\n    type: terminal\n";
+    let (status, body) = put(&s, "workflows/needs.yaml", ACME, needs).await;
+    assert!(status == 201 || status == 200, "{status} {body}");
+    let (status, body) = put(
+        &s,
+        "scheduler/bare.yaml",
+        ACME,
+        "cron: \"0 0 6 * * *\"\nworkflow: needs\n",
+    )
+    .await;
+    assert_eq!(status, 201, "{body}");
+    let r = s
+        .post(
+            "/brain/acme/project/shop/schedules/bare/trigger",
+            Some(ACME),
+        )
+        .send()
+        .await
+        .unwrap();
+    let (status, code) = http_common::code(r).await;
+    assert_eq!((status, code.as_str()), (400, "MAG-HTTP-INVALID-PARAMS"));
+    let page: Value = s
+        .get_json(
+            "/brain/acme/project/shop/triggers/deliveries?trigger=bare",
+            Some(ACME),
+        )
+        .await;
+    let d = &page["deliveries"][0];
+    assert_eq!(d["status"], "failed", "{page}");
+    assert_eq!(d["reason"], "manual", "{page}");
+    assert_eq!(d["errorCode"], "MAG-HTTP-INVALID-PARAMS", "{page}");
+}
