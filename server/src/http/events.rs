@@ -37,7 +37,9 @@
 //! body as a string when it is not JSON; absent when empty), or for GET the query parameters
 //! as an object. The body is limited to [`EVENT_BODY_LIMIT`] (413 past it). Reply: 202
 //! `{workflowRunId, workflowName}`; `startedBy` is `event:<event>`, and when an API token
-//! fired it, the run's `requestedBy` is the token's subject.
+//! fired it, the run's `requestedBy` is the token's subject. An `Idempotency-Key` header (the
+//! rules of a REST start's) makes the call repeatable: the same key for the same event of the
+//! same project answers 200 with the run it started first.
 
 use std::collections::BTreeMap;
 
@@ -279,11 +281,14 @@ pub(crate) async fn trigger(
             .unwrap_or_else(|_| Value::String(String::from_utf8_lossy(&body).into_owned()));
         params.insert("payload".into(), payload);
     }
+    let key = super::runs::idempotency_key(&headers)?;
     let starter = Starter {
         requested_by,
+        // Scoped by project and event, as a REST start's key is by project and workflow.
+        idempotency_key: key.map(|k| format!("event:{}:{}:{k}", scope.key(), p.event)),
         ..Starter::new(&format!("event:{}", p.event))
     };
-    let (run, _) = state
+    let (run, created) = state
         .start_as(
             &scope,
             &doc.workflow,
@@ -292,8 +297,13 @@ pub(crate) async fn trigger(
             "event",
         )
         .await?;
+    let status = if created {
+        StatusCode::ACCEPTED
+    } else {
+        StatusCode::OK
+    };
     Ok((
-        StatusCode::ACCEPTED,
+        status,
         Json(Started {
             workflow_run_id: run,
             workflow_name: doc.workflow,

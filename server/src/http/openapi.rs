@@ -26,10 +26,10 @@ fn parameters(route: &Route) -> Vec<Value> {
             json!({ "name": q, "in": "query", "required": false, "schema": { "type": "string" } }),
         );
     }
-    if route.operation == "workflows.start" {
+    if route.operation == "workflows.start" || route.operation == "events.trigger" {
         out.push(json!({
             "name": "Idempotency-Key", "in": "header", "required": false,
-            "description": "A start with a key already used for this workflow answers 200 with the run it started",
+            "description": "A start with a key already used for this workflow (or event) answers 200 with the run it started",
             "schema": { "type": "string", "minLength": 1, "maxLength": 255 }
         }));
     }
@@ -80,7 +80,13 @@ fn answers(operation: &str) -> Answers {
             &["400", "409", "422"],
         ),
         // 409: the event document is switched off, or an operator paused it.
-        "events.trigger" => (&[("202", "Accepted: a run was started")], &["409", "422"]),
+        "events.trigger" => (
+            &[(
+                "202",
+                "Accepted: a run was started (200: the run an Idempotency-Key started before)",
+            )],
+            &["400", "409", "422"],
+        ),
         "documents.put" => (
             &[("201", "Created: a new document (200: replaced)")],
             &["409", "413", "422", "507"],

@@ -429,7 +429,7 @@ pub fn routes() -> Vec<Route> {
             methods: &["GET", "POST"],
             path: "/brain/{tenant}/event/{project}/{event}",
             operation: "events.trigger",
-            summary: "Event trigger: starts the event document's workflow -> 202; needs the event's token (auth.tokenSetting) or else an API token with workflow.run; 401 before any 404; 409 MAG-HTTP-TRIGGER-DISABLED when its document says enabled: false or an operator paused it",
+            summary: "Event trigger: starts the event document's workflow -> 202 (+ Idempotency-Key header: 200 with the run the key started before); needs the event's token (auth.tokenSetting) or else an API token with workflow.run; 401 before any 404; 409 MAG-HTTP-TRIGGER-DISABLED when its document says enabled: false or an operator paused it",
             query: &[],
             access: EventToken,
             // Methods the event document does not list answer 405 from the handler.

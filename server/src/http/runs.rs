@@ -261,7 +261,7 @@ pub(crate) async fn start(
 
 /// The request's `Idempotency-Key`: 400 unless 1 to [`MAX_IDEMPOTENCY_KEY`] visible ASCII
 /// characters.
-fn idempotency_key(headers: &HeaderMap) -> Result<Option<String>, ApiError> {
+pub(crate) fn idempotency_key(headers: &HeaderMap) -> Result<Option<String>, ApiError> {
     let Some(value) = headers.get(IDEMPOTENCY_KEY_HEADER) else {
         return Ok(None);
     };

@@ -147,3 +147,39 @@ async fn an_event_without_auth_takes_an_api_token_and_get_with_the_query_as_payl
         .unwrap();
     assert_eq!(r.status(), 202);
 }
+
+/// A sender's retry with the same `Idempotency-Key` starts nothing new: 200 with the first
+/// run; another key, or the same key on another event, starts a run of its own.
+#[tokio::test]
+async fn an_idempotency_key_makes_an_event_call_repeatable() {
+    let s = Server::start().await;
+    setup(&s);
+    write(
+        &s.root.join("acme/shop/_vance/events/other.yaml"),
+        "workflow: echo\n",
+    );
+    let call = |event: &'static str, key: &'static str| {
+        s.post(&format!("/brain/acme/event/shop/{event}"), Some(ACME))
+            .header("Idempotency-Key", key)
+            .json(&json!({"n": 1}))
+            .send()
+    };
+    let first = call("open", "delivery-1").await.unwrap();
+    assert_eq!(first.status(), 202);
+    let first: Value = first.json().await.unwrap();
+    let again = call("open", "delivery-1").await.unwrap();
+    assert_eq!(again.status(), 200);
+    let again: Value = again.json().await.unwrap();
+    assert_eq!(again["workflowRunId"], first["workflowRunId"]);
+    for (event, key) in [("open", "delivery-2"), ("other", "delivery-1")] {
+        let r = call(event, key).await.unwrap();
+        assert_eq!(r.status(), 202, "{event} {key}");
+        let started: Value = r.json().await.unwrap();
+        assert_ne!(started["workflowRunId"], first["workflowRunId"]);
+    }
+    let r = call("open", "").await.unwrap();
+    assert_eq!(
+        code(r).await,
+        (400, "MAG-HTTP-INVALID-IDEMPOTENCY-KEY".into())
+    );
+}
