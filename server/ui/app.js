@@ -163,6 +163,13 @@ $("project-select").addEventListener("change", (ev) => {
   else route();
 });
 
+// The skip link moves the focus to the content: it must not become the view's address (the
+// router would read `#main` as a view and leave the one on screen).
+document.querySelector("a.skip").addEventListener("click", (event) => {
+  event.preventDefault();
+  $("main").focus();
+});
+
 window.addEventListener("hashchange", () => {
   if (token() && ctx.tenant) route();
 });

@@ -1,8 +1,8 @@
 //! The web UI as people use it, in a real headless Chromium against a real `magrathea serve`:
 //! a double click acts once, a comment being typed survives the inbox's refresh, the journal
 //! marks failures only, a run's link opens it from any project, large integers are shown as
-//! the server sent them, a waiting run's duration goes on, and a token that may answer but
-//! not read finds its approvals.
+//! the server sent them, a waiting run's duration goes on, a token that may answer but not
+//! read finds its approvals, and the skip link leaves the view where it is.
 
 use std::time::Duration;
 
@@ -335,5 +335,35 @@ async fn a_refused_answer_stays_said_while_the_inbox_refreshes() {
             .is_some_and(|t| t.contains("MAG-HTTP-NOT-APPROVER")),
         "{still}"
     );
+    ui.close().await;
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn the_skip_link_moves_the_focus_and_keeps_the_view() {
+    let ui = Ui::start().await;
+    ui.sign_in(ACME).await;
+    ui.view("#/inbox").await;
+    ui.wait_js(
+        "return document.getElementById('inbox-title') ? true : null",
+        "the inbox",
+    )
+    .await;
+    ui.js(
+        "document.querySelector('a.skip').click(); return null;",
+        vec![],
+    )
+    .await;
+    // The router has had time to act on any change of address.
+    tokio::time::sleep(Duration::from_millis(500)).await;
+    let (hash, focused) = (
+        ui.js("return location.hash", vec![]).await,
+        ui.js("return document.activeElement.id", vec![]).await,
+    );
+    assert_eq!(hash, "#/inbox");
+    assert_eq!(focused, "main");
+    let still = ui
+        .js("return !!document.getElementById('inbox-title')", vec![])
+        .await;
+    assert_eq!(still, true, "the inbox is still the view");
     ui.close().await;
 }
