@@ -385,7 +385,26 @@ pub(crate) async fn deliveries(loc: &Location, cmd: DeliveriesCommand) -> anyhow
             let regs = registry::list(catalog.as_ref(), &project.scope, None)?;
             let found: Vec<&Registration> =
                 regs.iter().filter(|r| r.id == *t || r.name == *t).collect();
+            let retired = if found.is_empty() {
+                deliveries::retired_trigger_ids(
+                    catalog.as_ref(),
+                    &project.scope.tenant,
+                    &project.scope.project,
+                    t,
+                )?
+            } else {
+                Vec::new()
+            };
             match found.as_slice() {
+                // A trigger whose document was removed keeps its deliveries for the retention.
+                [] if retired.len() == 1 => retired.into_iter().next(),
+                [] if retired.len() > 1 => {
+                    errln!(
+                        "error: `{t}` named several removed triggers; name one by its id: {}",
+                        retired.join(", ")
+                    );
+                    return Ok(EXIT_INVALID);
+                }
                 [] => {
                     errln!("error: no trigger `{t}` in this project");
                     return Ok(EXIT_FAILED);

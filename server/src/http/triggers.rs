@@ -455,7 +455,32 @@ pub(crate) async fn deliveries_of_project(
 ) -> Result<axum::response::Response, ApiError> {
     let scope = project(&state, &headers, &p.tenant, &p.project, ApiScope::Read)?;
     let trigger_id = match &q.trigger {
-        Some(t) => Some(find(&state, &scope, t)?.id),
+        Some(t) => Some(match find(&state, &scope, t) {
+            Ok(reg) => reg.id,
+            // A trigger whose document was removed keeps its deliveries for the retention.
+            Err(e) if e.status == StatusCode::NOT_FOUND => {
+                let retired = deliveries::retired_trigger_ids(
+                    state.triggers.catalog()?,
+                    &scope.tenant,
+                    &scope.project,
+                    t,
+                )?;
+                match <[String; 1]>::try_from(retired) {
+                    Ok([id]) => id,
+                    Err(ids) if ids.is_empty() => return Err(e),
+                    Err(ids) => {
+                        return Err(ApiError::bad_request(
+                            "MAG-HTTP-AMBIGUOUS-TRIGGER",
+                            format!(
+                                "`{t}` named several removed triggers ({}): name one by its id",
+                                ids.join(", ")
+                            ),
+                        ));
+                    }
+                }
+            }
+            Err(e) => return Err(e),
+        }),
         None => None,
     };
     let page = deliveries::list(

@@ -230,6 +230,45 @@ pub struct DeliveryQuery {
     pub limit: usize,
 }
 
+/// The ids of the triggers of `tenant/project` that are no longer registered (their documents
+/// were removed) but whose deliveries are still kept, named by `id_or_name`: the id itself, or
+/// the document name under each kind of trigger. Empty when none has a delivery kept.
+pub fn retired_trigger_ids(
+    catalog: &dyn Catalog,
+    tenant: &str,
+    project: &str,
+    id_or_name: &str,
+) -> Result<Vec<String>, StoreError> {
+    let candidates: Vec<String> = if id_or_name.starts_with("trg_") {
+        vec![id_or_name.to_owned()]
+    } else {
+        [
+            TriggerKind::Cron,
+            TriggerKind::Webhook,
+            TriggerKind::Event,
+            TriggerKind::Hook,
+        ]
+        .into_iter()
+        .map(|kind| {
+            super::registry::id_of(&super::registry::key_of(tenant, project, kind, id_or_name))
+        })
+        .collect()
+    };
+    let mut kept = Vec::new();
+    for id in candidates {
+        let first = catalog.scan(BY_TRIGGER, &format!("{id}/"), None, 1)?;
+        // An id names one project's trigger; still check the scope.
+        let ours = first.iter().any(|(_, bytes)| {
+            serde_json::from_slice::<Delivery>(bytes)
+                .is_ok_and(|d| d.tenant == tenant && d.project == project)
+        });
+        if ours {
+            kept.push(id);
+        }
+    }
+    Ok(kept)
+}
+
 /// The largest page of deliveries.
 pub const MAX_PAGE: usize = 1000;
 

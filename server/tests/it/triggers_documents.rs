@@ -517,3 +517,52 @@ async fn a_schedule_fired_by_hand_with_refused_parameters_answers_400() {
     assert_eq!(d["reason"], "manual", "{page}");
     assert_eq!(d["errorCode"], "MAG-HTTP-INVALID-PARAMS", "{page}");
 }
+
+/// Deliveries are kept for their retention after their trigger's document is removed, and can
+/// still be listed by the trigger's name or id.
+#[tokio::test]
+async fn a_removed_triggers_deliveries_are_still_found_by_its_name_and_id() {
+    let s = Server::start().await;
+    let (status, body) = put(&s, "scheduler/gone.yaml", ACME, SCHEDULE).await;
+    assert_eq!(status, 201, "{body}");
+    let fired: Value = s
+        .post(
+            "/brain/acme/project/shop/schedules/gone/trigger",
+            Some(ACME),
+        )
+        .send()
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap();
+    let id = fired["delivery"]["triggerId"].as_str().unwrap().to_owned();
+    let r = s
+        .client
+        .delete(s.url("/brain/acme/project/shop/documents/scheduler/gone.yaml"))
+        .bearer_auth(ACME)
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(r.status(), 204);
+    for filter in ["gone", id.as_str()] {
+        let page: Value = s
+            .get_json(
+                &format!("/brain/acme/project/shop/triggers/deliveries?trigger={filter}"),
+                Some(ACME),
+            )
+            .await;
+        assert_eq!(page["deliveries"].as_array().unwrap().len(), 1, "{page}");
+        assert_eq!(page["deliveries"][0]["triggerId"], id.as_str(), "{page}");
+    }
+    // A name that never had a trigger is still unknown.
+    let r = s
+        .get(
+            "/brain/acme/project/shop/triggers/deliveries?trigger=never",
+            Some(ACME),
+        )
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(r.status(), 404);
+}
