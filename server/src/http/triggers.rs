@@ -103,9 +103,19 @@ fn described(state: &AppState, triggers: &Triggers, reg: &Registration) -> Resul
     let map = v
         .as_object_mut()
         .ok_or_else(|| ApiError::internal("a registration is not an object"))?;
+    // A trigger of an archived workflow starts nothing (each firing is a failed delivery):
+    // not active while the workflow is archived.
+    let archived = reg
+        .workflow
+        .as_deref()
+        .is_some_and(|w| state.docs().is_archived(&reg.scope(), w));
+    if archived {
+        map.insert("active".into(), json!(false));
+    }
+    map.insert("workflowArchived".into(), json!(archived));
     if reg.kind == registry::TriggerKind::Cron {
         let cursor = crate::triggers::cursor(catalog, &reg.id)?;
-        let next = if reg.active {
+        let next = if reg.active && !archived {
             crate::triggers::next_fire_times(state, reg, cursor.as_ref(), triggers.now_ms(), 3)
         } else {
             Vec::new()

@@ -424,6 +424,16 @@ async fn a_schedule_of_an_archived_workflow_records_a_refused_delivery() {
     assert!(r.status().is_success(), "{}", r.text().await.unwrap());
     let r = post(&s, "hello/archive", ACME).await;
     assert_eq!(r.status(), 200);
+    // Listed as not active while its workflow is archived, with no next fire time.
+    let listed: Value = s
+        .get_json("/brain/acme/project/shop/triggers", Some(ACME))
+        .await;
+    let nightly = &listed["triggers"][0];
+    assert_eq!(nightly["name"], "nightly", "{listed}");
+    assert_eq!(nightly["active"], false, "{listed}");
+    assert_eq!(nightly["workflowArchived"], true, "{listed}");
+    assert_eq!(nightly["nextFireAt"], Value::Null, "{listed}");
+    // Fired by hand, it answers as a start of an archived workflow does.
     let r = s
         .post(
             "/brain/acme/project/shop/schedules/nightly/trigger",
@@ -434,7 +444,8 @@ async fn a_schedule_of_an_archived_workflow_records_a_refused_delivery() {
         .unwrap();
     let status = r.status();
     let body: Value = r.json().await.unwrap();
-    assert_eq!(status, 422, "{body}");
+    assert_eq!(status, 409, "{body}");
+    assert_eq!(body["error"]["code"], "MAG-VR001", "{body}");
     let message = body["error"]["message"].as_str().unwrap();
     assert!(message.contains("[MAG-VR001]"), "{body}");
     let deliveries: Value = s
@@ -444,4 +455,12 @@ async fn a_schedule_of_an_archived_workflow_records_a_refused_delivery() {
         deliveries.to_string().contains("[MAG-VR001]"),
         "{deliveries}"
     );
+    // Unarchived, it is active again.
+    let r = post(&s, "hello/unarchive", ACME).await;
+    assert_eq!(r.status(), 200);
+    let listed: Value = s
+        .get_json("/brain/acme/project/shop/triggers", Some(ACME))
+        .await;
+    assert_eq!(listed["triggers"][0]["active"], true, "{listed}");
+    assert_eq!(listed["triggers"][0]["workflowArchived"], false, "{listed}");
 }
