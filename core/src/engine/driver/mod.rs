@@ -16,6 +16,7 @@ mod outbox;
 mod pause;
 mod replay;
 
+use std::collections::HashMap;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::task::{Context as TaskCx, Poll, Wake, Waker};
@@ -387,7 +388,7 @@ impl Driver {
         match self.rx.try_recv() {
             Ok(ev) => Some(ev),
             Err(_) => {
-                active.remove(&self.run_id);
+                self.leave(&mut active);
                 drop(active);
                 if self.blocked.is_some() {
                     // Waiters learn that nobody drives the run any more.
@@ -428,7 +429,7 @@ impl Driver {
     }
 
     fn exit_now(&mut self) {
-        self.engine.active().remove(&self.run_id);
+        self.leave(&mut self.engine.active());
         while let Ok(ev) = self.rx.try_recv() {
             events::refuse(ev, self.run_id);
         }
@@ -438,10 +439,7 @@ impl Driver {
     /// callers, and recover the run from its journal once the store commits again.
     fn fail_stop(&mut self, error: StoreError) {
         self.attempts.abort_all();
-        {
-            let mut active = self.engine.active();
-            active.remove(&self.run_id);
-        }
+        self.leave(&mut self.engine.active());
         while let Ok(ev) = self.rx.try_recv() {
             events::reply_error(ev, &error);
         }
@@ -455,6 +453,16 @@ impl Driver {
             !fenced && self.start.is_some() && self.outbox.next_seq > 0 && !self.is_fresh_failure();
         if existed {
             self.engine.recover_when_healthy(self.run_id);
+        }
+    }
+
+    /// Takes this driver's run out of the engine's in-memory runs. A driver that was let go
+    /// of (its lease lost: the engine dropped its channel) may still be finishing a turn after
+    /// the run was taken into memory again, by a driver of its own: that entry is not this
+    /// driver's to remove.
+    fn leave(&self, active: &mut HashMap<RunId, mpsc::UnboundedSender<Event>>) {
+        if !self.rx.is_closed() {
+            active.remove(&self.run_id);
         }
     }
 
