@@ -1,8 +1,9 @@
 // Workflows: every document of the project with its validation diagnostics, each one's
-// graph, and the project's triggers (schedules, webhooks, events) with their deliveries.
+// graph, a form to start it, and the project's triggers (schedules, webhooks, events) with
+// their deliveries.
 
-import { ApiError, getJson, projectBase } from "./api.js";
-import { badge, errorBox, h, json, mount, time, workflowHref } from "./dom.js";
+import { ApiError, getJson, post, projectBase } from "./api.js";
+import { badge, errorBox, h, json, mount, runHref, time, workflowHref } from "./dom.js";
 import { drawGraph } from "./graph.js";
 
 export async function workflowsView(ctx, view) {
@@ -51,24 +52,31 @@ export async function workflowView(ctx, view, name) {
   const graphBox = h("div", { class: "graph-box", id: "workflow-graph" });
   const triggers = h("div");
   const diag = h("div");
+  const starter = h("div");
   mount(view, h("article", { "aria-labelledby": "wfd-title" },
     h("p", {}, h("a", { href: "#/workflows" }, "← Workflows")),
-    h("h2", { id: "wfd-title" }, name), diag,
+    h("h2", { id: "wfd-title" }, name), diag, starter,
     h("section", { "aria-labelledby": "wfg-title" }, h("h3", { id: "wfg-title" }, "Graph"), graphBox),
     h("section", { "aria-labelledby": "wft-title" }, h("h3", { id: "wft-title" }, "Triggers"), triggers)));
+  let w = null;
   try {
     const docs = await getJson(`${base}/workflows`, ctx.signal);
-    const w = (docs || []).find((d) => d.name === name);
+    w = (docs || []).find((d) => d.name === name) || null;
     if (w && (w.diagnostics || []).length) mount(diag, diagnostics(w));
   } catch (e) {
     if (e.name === "AbortError") throw e;
   }
+  let config = {};
   try {
     const g = await getJson(`${base}/workflows/${encodeURIComponent(name)}/graph?format=reactflow`, ctx.signal);
+    config = g.config || {};
     mount(graphBox, drawGraph(g, null, []));
   } catch (e) {
     if (e.name === "AbortError") throw e;
     mount(graphBox, errorBox(e));
+  }
+  if (ctx.scopes.includes("workflow.run") && w && w.valid && !w.archived) {
+    mount(starter, startForm(ctx, base, name, config.parameters || {}));
   }
   await triggerList(ctx, triggers, `${base}/workflows/${encodeURIComponent(name)}/triggers`);
 }
@@ -108,4 +116,52 @@ async function triggerList(ctx, box, path) {
           }
         } }, "Deliveries") : null, out));
     }))));
+}
+
+/** A starting value for each parameter: its default, else an empty value of its type. */
+function paramsTemplate(parameters) {
+  const empty = { string: "", number: 0, integer: 0, boolean: false, object: {}, array: [] };
+  const out = {};
+  for (const [key, spec] of Object.entries(parameters)) {
+    if (spec && "default" in spec) out[key] = spec.default;
+    else if (spec && spec.required) out[key] = spec.type in empty ? empty[spec.type] : null;
+  }
+  return out;
+}
+
+/** The form that starts a run of `name` with the parameters written as a JSON object. */
+function startForm(ctx, base, name, parameters) {
+  const area = h("textarea", { id: "start-params", rows: "6", cols: "60", spellcheck: "false" });
+  area.value = JSON.stringify(paramsTemplate(parameters), null, 2);
+  const msg = h("div", { "aria-live": "polite" });
+  const button = h("button", { type: "submit", id: "start-run" }, "Start");
+  const form = h("form", { class: "start-form" },
+    h("label", { for: "start-params" }, "Parameters (a JSON object)"), area, button, msg);
+  form.addEventListener("submit", async (event) => {
+    event.preventDefault();
+    // One start at a time: a second click while the first is on its way starts nothing.
+    if (button.disabled) return;
+    let params;
+    try {
+      params = area.value.trim() ? JSON.parse(area.value) : {};
+    } catch (e) {
+      mount(msg, errorBox(new Error(`The parameters are not JSON: ${e.message}`)));
+      return;
+    }
+    if (params === null || typeof params !== "object" || Array.isArray(params)) {
+      mount(msg, errorBox(new Error("The parameters must be a JSON object, such as {\"who\": \"world\"}.")));
+      return;
+    }
+    button.disabled = true;
+    try {
+      const r = await post(`${base}/workflows/${encodeURIComponent(name)}/start`, { params });
+      mount(msg, h("p", { class: "ok" }, "Started: ",
+        h("a", { href: runHref(ctx, r.workflowRunId), class: "mono", id: "started-run" }, r.workflowRunId)));
+    } catch (e) {
+      mount(msg, errorBox(e));
+    } finally {
+      button.disabled = false;
+    }
+  });
+  return h("section", { "aria-labelledby": "wfs-title" }, h("h3", { id: "wfs-title" }, "Start a run"), form);
 }

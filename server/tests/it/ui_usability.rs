@@ -2,7 +2,8 @@
 //! a double click acts once, a comment being typed survives the inbox's refresh, the journal
 //! marks failures only, a run's link opens it from any project, large integers are shown as
 //! the server sent them, a waiting run's duration goes on, a token that may answer but not
-//! read finds its approvals, and the skip link leaves the view where it is.
+//! read finds its approvals, the skip link leaves the view where it is, and a workflow's page
+//! starts a run with the parameters written in it.
 
 use std::time::Duration;
 
@@ -365,5 +366,95 @@ async fn the_skip_link_moves_the_focus_and_keeps_the_view() {
         .js("return !!document.getElementById('inbox-title')", vec![])
         .await;
     assert_eq!(still, true, "the inbox is still the view");
+    ui.close().await;
+}
+
+/// Writes `text` into the start form's parameters and submits it.
+async fn submit_start(ui: &Ui, text: &str) {
+    ui.js(
+        "const a = document.getElementById('start-params'); a.value = arguments[0]; \
+         document.querySelector('.start-form .error, .start-form .ok')?.remove(); return null;",
+        vec![json!(text)],
+    )
+    .await;
+    ui.click("#start-run").await;
+}
+
+/// The text of the start form's answer, once there is one.
+async fn start_answer(ui: &Ui) -> String {
+    ui.wait_js(
+        "const m = document.querySelector('.start-form .error, .start-form .ok'); \
+         return m ? m.innerText : null",
+        "the start form's answer",
+    )
+    .await
+    .as_str()
+    .unwrap()
+    .to_owned()
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn the_workflow_page_starts_a_run_with_the_parameters_written() {
+    let ui = Ui::start().await;
+    ui.sign_in(ACME).await;
+    ui.view("#/workflow/needs-param").await;
+    // The form offers the required parameter, empty, to fill in.
+    let offered = ui
+        .wait_js(
+            "const a = document.getElementById('start-params'); return a ? a.value : null",
+            "the start form",
+        )
+        .await;
+    let offered: Value = serde_json::from_str(offered.as_str().unwrap()).unwrap();
+    assert_eq!(offered, json!({"pr_url": ""}));
+
+    // Not JSON, or not an object: said, and nothing is started.
+    submit_start(&ui, "{pr_url: ").await;
+    assert!(start_answer(&ui).await.contains("not JSON"));
+    submit_start(&ui, "[1]").await;
+    assert!(start_answer(&ui).await.contains("JSON object"));
+    // Parameters the workflow refuses: the server's answer is shown.
+    submit_start(&ui, "{}").await;
+    let refused = start_answer(&ui).await;
+    assert!(refused.contains("MAG-HTTP-INVALID-PARAMS"), "{refused}");
+    assert!(refused.contains("pr_url"), "{refused}");
+    assert_eq!(runs_of(&ui, "needs-param").await.len(), 0);
+
+    submit_start(&ui, r#"{"pr_url": "https://example.com/pull/7"}"#).await;
+    let started = start_answer(&ui).await;
+    assert!(started.starts_with("Started"), "{started}");
+    let runs = runs_of(&ui, "needs-param").await;
+    assert_eq!(runs.len(), 1, "{runs:?}");
+    let run = runs[0]["workflowRunId"].as_str().unwrap().to_owned();
+    assert!(started.contains(&run), "{started}");
+    ui.screenshot("workflow-start").await;
+    let view = ui.wait_status(&run, &["DONE"]).await;
+    assert_eq!(view["params"]["pr_url"], "https://example.com/pull/7");
+    assert_eq!(view["startedBy"], "alice");
+    // Its link opens the run.
+    ui.click("#started-run").await;
+    ui.wait_js_args(
+        "return location.hash.startsWith('#/run/' + arguments[0]) || null",
+        vec![json!(run)],
+        "the run's page",
+    )
+    .await;
+    ui.close().await;
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_token_without_workflow_run_gets_no_start_form() {
+    let ui = Ui::start().await;
+    ui.sign_in(http_common::ACME_READ).await;
+    ui.view("#/workflow/hello").await;
+    ui.wait_js(
+        "return document.getElementById('workflow-graph')?.querySelector('svg') ? true : null",
+        "the workflow's graph",
+    )
+    .await;
+    let form = ui
+        .js("return !!document.getElementById('start-params')", vec![])
+        .await;
+    assert_eq!(form, false);
     ui.close().await;
 }
