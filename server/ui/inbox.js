@@ -48,7 +48,10 @@ export async function inboxView(ctx, view) {
       h("h3", { id: `t-${it.id}` }, it.title || "(untitled)", " ", h("span", { class: "tag" }, it.kind)),
       it.body ? h("p", { class: "body" }, it.body) : null,
       h("dl", { class: "meta" },
-        h("dt", {}, "Run"), h("dd", {}, h("a", { href: runHref(ctx, it.workflowRunId), class: "mono" }, it.workflowRunId),
+        // A token that cannot read runs gets the run's id, not a link to a page it may not open.
+        h("dt", {}, "Run"), h("dd", {}, readable
+          ? h("a", { href: runHref(ctx, it.workflowRunId), class: "mono" }, it.workflowRunId)
+          : h("span", { class: "mono" }, it.workflowRunId),
           ` ${it.workflowName || ""} · ${it.workflowState || ""}`),
         it.assignedTo ? [h("dt", {}, "Assigned to"), h("dd", {}, it.assignedTo)] : null,
         it.expiresAt ? [h("dt", {}, "Deadline"), h("dd", {}, time(it.expiresAt))] : null,
@@ -89,7 +92,7 @@ export async function inboxView(ctx, view) {
         const r = await post(`${base}/inbox/${encodeURIComponent(it.id)}/answer`, body);
         answering.delete(it.id);
         mount(message, h("p", { class: "ok" }, r && r.applied === false ? "The answer was ignored (the item was no longer open)." : "Answered: the run moves on. ",
-          h("a", { href: runHref(ctx, it.workflowRunId) }, "Open the run")));
+          readable ? h("a", { href: runHref(ctx, it.workflowRunId) }, "Open the run") : null));
         await load();
       } catch (e) {
         mount(out, errorBox(e));

@@ -231,9 +231,25 @@ async fn a_token_that_may_answer_but_not_read_finds_its_approvals_and_answers_th
         "the approval",
     )
     .await;
+    // It cannot read runs: the card names the run without a link to a page it cannot open.
+    let links = ui
+        .js(
+            "return document.querySelectorAll('#inbox-items a[href^=\"#/run/\"]').length",
+            vec![],
+        )
+        .await;
+    assert_eq!(links, 0);
+    assert!(ui.page_text().await.contains(&run));
     ui.click("#inbox-items button[data-answer=approve]").await;
     let view = ui.wait_status(&run, &["DONE"]).await;
     assert_eq!(view["result"], "approved", "{view}");
+    let said = ui
+        .wait_js(
+            "const m = document.querySelector('p.ok'); return m ? m.innerText : null",
+            "the answer's message",
+        )
+        .await;
+    assert!(!said.as_str().unwrap().contains("Open the run"), "{said}");
     ui.close().await;
 }
 
