@@ -125,7 +125,7 @@ pub(crate) struct ApprovalQuery {
     /// `answered`, `timed_out`, `closed`; or `all`.
     status: Option<String>,
     /// Page size (default and most 1,000).
-    limit: Option<usize>,
+    limit: Option<super::error::QueryLimit>,
     /// The `X-Next-Cursor` of the previous page.
     cursor: Option<String>,
 }

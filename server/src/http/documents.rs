@@ -74,7 +74,7 @@ pub(crate) struct ProjectPath {
 pub(crate) struct ListQuery {
     dir: Option<String>,
     /// At most this many entries (default and most [`MAX_LIST`]).
-    limit: Option<usize>,
+    limit: Option<super::error::QueryLimit>,
     /// The `next` of the previous page: entries after this name.
     cursor: Option<String>,
 }
@@ -546,7 +546,7 @@ pub(crate) async fn list(
 ) -> Result<axum::response::Response, ApiError> {
     state.authorize(&headers, &p.tenant, ApiScope::Read)?;
     let scope = state.scope(&p.tenant, &p.project)?;
-    let limit = match q.limit {
+    let limit = match q.limit.map(|l| l.number(MAX_LIST)).transpose()? {
         None => MAX_LIST,
         Some(n) if (1..=MAX_LIST).contains(&n) => n,
         Some(n) => {

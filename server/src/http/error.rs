@@ -223,10 +223,43 @@ pub(crate) async fn no_route() -> ApiError {
     )
 }
 
-/// The `limit` of a page: `max` when absent, at most `max`; 0 is refused (400
-/// `MAG-HTTP-INVALID-LIMIT`), as a page of nothing is no page.
-pub(crate) fn page_limit(limit: Option<usize>, max: usize) -> Result<usize, ApiError> {
-    match limit {
+/// A `limit` query parameter as it was written: a whole number, or text that is none (`-1`,
+/// `ten`), which the route refuses with its own error rather than the query parser's.
+#[derive(Debug, Clone)]
+pub(crate) enum QueryLimit {
+    /// A whole number.
+    Number(usize),
+    /// Anything else, as written.
+    Invalid(String),
+}
+
+impl<'de> serde::Deserialize<'de> for QueryLimit {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        let text = String::deserialize(d)?;
+        Ok(match text.parse() {
+            Ok(n) => Self::Number(n),
+            Err(_) => Self::Invalid(text),
+        })
+    }
+}
+
+impl QueryLimit {
+    /// The number, or 400 `MAG-HTTP-INVALID-LIMIT` saying the range `1..=max`.
+    pub(crate) fn number(&self, max: usize) -> Result<usize, ApiError> {
+        match self {
+            Self::Number(n) => Ok(*n),
+            Self::Invalid(text) => Err(ApiError::bad_request(
+                "MAG-HTTP-INVALID-LIMIT",
+                format!("limit `{text}`: expected a whole number from 1 to {max}"),
+            )),
+        }
+    }
+}
+
+/// The `limit` of a page: `max` when absent, at most `max`; 0 and text that is not a whole
+/// number are refused (400 `MAG-HTTP-INVALID-LIMIT`), as a page of nothing is no page.
+pub(crate) fn page_limit(limit: Option<&QueryLimit>, max: usize) -> Result<usize, ApiError> {
+    match limit.map(|l| l.number(max)).transpose()? {
         Some(0) => Err(ApiError::bad_request(
             "MAG-HTTP-INVALID-LIMIT",
             format!("limit 0: expected 1 to {max}"),

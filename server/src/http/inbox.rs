@@ -49,7 +49,7 @@ pub(crate) struct InboxQuery {
     /// `pending` (default), `answered`, `timed_out`, `closed` or `all`.
     status: Option<String>,
     /// Page size (default and most [`MAX_ITEMS`]).
-    limit: Option<usize>,
+    limit: Option<super::error::QueryLimit>,
     /// The `X-Next-Cursor` of the previous page.
     cursor: Option<String>,
 }
@@ -88,7 +88,7 @@ pub(crate) struct Listing {
     /// `?assignee=`.
     pub(crate) assignee: Option<String>,
     /// `?limit=`.
-    pub(crate) limit: Option<usize>,
+    pub(crate) limit: Option<super::error::QueryLimit>,
     /// `?cursor=`.
     pub(crate) cursor: Option<String>,
 }
@@ -111,7 +111,7 @@ pub(crate) async fn page(
         },
         runs: listing.runs,
         after: listing.cursor.filter(|c| !c.is_empty()),
-        limit: super::error::page_limit(listing.limit, MAX_ITEMS)?,
+        limit: super::error::page_limit(listing.limit.as_ref(), MAX_ITEMS)?,
         max_bytes: MAX_PAGE_BYTES,
     };
     let (status, assignee) = (listing.status, listing.assignee);

@@ -313,7 +313,7 @@ pub(crate) fn dto(state: &AppState, run: RunId) -> Result<RunDto, ApiError> {
 #[serde(rename_all = "camelCase")]
 pub(crate) struct ListQuery {
     workflow: Option<String>,
-    limit: Option<usize>,
+    limit: Option<super::error::QueryLimit>,
     cursor: Option<String>,
     status: Option<String>,
     started_by: Option<String>,
@@ -339,7 +339,7 @@ pub(crate) async fn list(
     use axum::response::IntoResponse;
     state.authorize(&headers, &p.tenant, ApiScope::Read)?;
     let scope = state.scope(&p.tenant, &p.project)?;
-    let limit = super::error::page_limit(q.limit, MAX_PAGE)?;
+    let limit = super::error::page_limit(q.limit.as_ref(), MAX_PAGE)?;
     let before = match q.cursor.as_deref().filter(|c| !c.is_empty()) {
         Some(c) => Some(c.parse::<RunId>().map_err(|_| {
             ApiError::bad_request("MAG-HTTP-INVALID-CURSOR", format!("invalid cursor `{c}`"))

@@ -267,7 +267,7 @@ pub(crate) struct DeliveriesQuery {
     /// The `next` of the previous page.
     cursor: Option<String>,
     /// Page size (default 100, at most 1000).
-    limit: Option<usize>,
+    limit: Option<super::error::QueryLimit>,
 }
 
 fn query(q: &DeliveriesQuery, trigger_id: Option<String>) -> Result<DeliveryQuery, ApiError> {
@@ -293,7 +293,7 @@ fn query(q: &DeliveriesQuery, trigger_id: Option<String>) -> Result<DeliveryQuer
         ));
     }
     // As the CLI's `--limit` and the other listings with a limit: out of range is said.
-    let limit = match q.limit {
+    let limit = match q.limit.as_ref().map(|l| l.number(1000)).transpose()? {
         None => 100,
         Some(n) if (1..=1000).contains(&n) => n,
         Some(n) => {

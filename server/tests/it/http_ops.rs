@@ -37,22 +37,31 @@ async fn health_and_metrics() {
     }
 }
 
-/// A page of nothing is no page: `limit=0` is refused on every listing, as on the documents'.
+/// A page of nothing is no page: `limit=0` is refused on every listing, as on the documents',
+/// and so is a limit that is no whole number, with the same code rather than the query
+/// parser's.
 #[tokio::test]
-async fn a_limit_of_zero_is_refused_on_every_listing() {
+async fn a_limit_of_zero_or_no_number_is_refused_on_every_listing() {
     let s = Server::start().await;
-    for path in [
-        "/brain/acme/project/shop/workflows/runs?limit=0",
-        "/brain/acme/project/shop/inbox?limit=0",
-        "/v1/workflow-approvals?status=all&limit=0",
-        "/brain/acme/project/shop/documents?dir=workflows&limit=0",
-    ] {
-        let r = s.get(path, Some(ACME)).send().await.unwrap();
-        assert_eq!(
-            code(r).await,
-            (400, "MAG-HTTP-INVALID-LIMIT".into()),
-            "{path}"
-        );
+    for limit in ["0", "-1", "ten", "1.5"] {
+        for path in [
+            "/brain/acme/project/shop/workflows/runs?limit=",
+            "/brain/acme/project/shop/inbox?limit=",
+            "/v1/workflow-approvals?status=all&limit=",
+            "/brain/acme/project/shop/documents?dir=workflows&limit=",
+            "/brain/acme/project/shop/triggers/deliveries?limit=",
+        ] {
+            let r = s
+                .get(&format!("{path}{limit}"), Some(ACME))
+                .send()
+                .await
+                .unwrap();
+            assert_eq!(
+                code(r).await,
+                (400, "MAG-HTTP-INVALID-LIMIT".into()),
+                "{path}{limit}"
+            );
+        }
     }
     // Past the most a page holds, a listing answers its largest page.
     let r = s
@@ -317,7 +326,7 @@ async fn a_query_or_path_that_does_not_parse_and_a_wrong_method_answer_json_with
     let runs = "/brain/acme/project/shop/workflows/runs";
     for (request, status, expected) in [
         (
-            s.get(&format!("{runs}?limit=abc"), Some(ACME)),
+            s.get(&format!("{runs}?cursor=a&cursor=b"), Some(ACME)),
             400,
             "MAG-HTTP-INVALID-REQUEST",
         ),
