@@ -121,7 +121,7 @@ fn load(path_label: &str, text: &str, opts: &LoadOptions) -> Result<Loaded, (Dia
         } else {
             // What needs no graph is still said in the same pass: the transitions of each
             // state that has no error of its own against what its task can end with.
-            analysis::outcomes_of_sound_states(&mut ctx, doc);
+            analysis::outcomes_of_sound_states(&mut ctx, &root, doc);
         }
     }
     let refs = doc

@@ -46,24 +46,42 @@ pub(crate) fn misspelt_placeholders(ctx: &mut Ctx<'_>, root: &YamlNode, doc: &Wo
 }
 
 /// The outcome checks of the states of `doc` (a document with errors) that have no error of
-/// their own: a state's errors lie between its key's line and the next state's.
-pub(crate) fn outcomes_of_sound_states(ctx: &mut Ctx<'_>, doc: &WorkflowDoc) {
+/// their own: a state's errors lie between its key's line and the next state's (the last
+/// state's, up to the next top-level key after `states:`).
+pub(crate) fn outcomes_of_sound_states(ctx: &mut Ctx<'_>, root: &YamlNode, doc: &WorkflowDoc) {
     let mut starts: Vec<u32> = doc.states.values().map(|s| s.span.line).collect();
     starts.sort_unstable();
     let error_lines: Vec<u32> = ctx.diags.errors().map(|d| d.line).collect();
-    // Errors before `states:` (a policy, the defaults) may change what any state ends with.
-    if error_lines
+    // The lines of each top-level block: from its key to the next key.
+    let top: Vec<(&str, u32)> = root
+        .as_map()
+        .unwrap_or_default()
         .iter()
-        .any(|l| starts.first().is_none_or(|first| l < first))
+        .filter_map(|(k, _)| Some((k.as_str()?, k.span.line)))
+        .collect();
+    let block_of = |name: &str| {
+        let i = top.iter().position(|(k, _)| *k == name)?;
+        let end = top.get(i + 1).map_or(u32::MAX, |(_, line)| *line);
+        Some(top[i].1..end)
+    };
+    // Errors in the blocks that may change what any state ends with (the defaults' timeouts,
+    // the failure policy) leave every state's outcomes unsure; errors elsewhere outside the
+    // states (a parameter's type, the bounds) do not.
+    let global = ["defaults", "onFailure"];
+    if global
+        .iter()
+        .filter_map(|b| block_of(b))
+        .any(|lines| error_lines.iter().any(|l| lines.contains(l)))
     {
         return;
     }
+    let states_end = block_of("states").map_or(u32::MAX, |lines| lines.end);
     let sound = |s: &StateSpec| {
         let end = starts
             .iter()
             .find(|l| **l > s.span.line)
             .copied()
-            .unwrap_or(u32::MAX);
+            .unwrap_or(states_end);
         !error_lines.iter().any(|l| (s.span.line..end).contains(l))
     };
     outcomes::check_states(ctx, doc, sound);

@@ -432,6 +432,38 @@ fn a_documents_errors_do_not_hide_an_impossible_transition_elsewhere() {
     );
 }
 
+/// An error outside the states that cannot change what a task ends with (a parameter's type,
+/// the bounds) does not hide the states' impossible transitions; one in `defaults:` does (a
+/// default timeout adds `timeout` to what every task may end with).
+#[test]
+fn an_error_outside_the_states_hides_their_outcome_checks_only_when_it_may_change_them() {
+    let states = "states:\n  s:\n    type: timer_task\n    duration: 5m\n    on: {fired: end, sucess: end}\n  end:\n    type: terminal\n";
+    let diags = |head: &str| -> Vec<String> {
+        magrathea_yaml::load_workflow(
+            "wf.yaml",
+            &format!("start: s\n{head}{states}"),
+            &LoadOptions::default(),
+        )
+        .unwrap_err()
+        .iter()
+        .map(ToString::to_string)
+        .collect()
+    };
+    for head in [
+        "parameters:\n  n: { type: int }\n",
+        "bounds:\n  maxTaskSpawns: many\n",
+    ] {
+        let all = diags(head);
+        assert!(
+            all.iter()
+                .any(|d| d.contains("[MAG-YA001] state 's' has 'on: sucess'")),
+            "{head}: {all:#?}"
+        );
+    }
+    let all = diags("defaults:\n  taskTimeoutSeconds: soon\n");
+    assert!(!all.iter().any(|d| d.contains("'on: sucess'")), "{all:#?}");
+}
+
 /// A document with errors still has its unknown sub-workflows reported, with the errors,
 /// so that one pass shows everything to fix; a valid one gets them among its warnings.
 #[test]
