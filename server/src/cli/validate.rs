@@ -14,7 +14,9 @@
 //! (relative to the current directory when the file is below it). Warnings include what
 //! static analysis finds, and `workflow_task`s naming a workflow that neither the project
 //! nor its tenant has; a `script_task` whose script (a path without `${…}`) a run would not
-//! find is an error. Both are reported with a document's other errors. Exit 0 when every
+//! find is an error. Both are reported with a document's other errors. A file in those
+//! directories named like a document but not `*.yaml` (`x.yml`, `x.YAML`), which nothing
+//! reads, is a warning (`path: warning: not read: …`). Exit 0 when every
 //! document is valid, 1 otherwise — and with `--strict`, 1 also when there is a warning. The
 //! exit code holds even when the reader of stdout closed it early.
 
@@ -65,7 +67,13 @@ pub(crate) fn validate(loc: &Location, args: ValidateArgs) -> anyhow::Result<u8>
         .and_then(|d| d.canonicalize())
         .unwrap_or_default();
     let mut docs: Vec<(Kind, String, anyhow::Result<String>)> = Vec::new();
+    // Files beside the documents that the server would not read (`x.yml`, `x.YAML`): said,
+    // as warnings, rather than passed over in silence.
+    let mut unread: Vec<PathBuf> = Vec::new();
     if args.names.is_empty() {
+        for dir in ["workflows", "scheduler", "events", "hooks"] {
+            unread.extend(unread_files(&project.dir.join("_vance").join(dir)));
+        }
         let dir = project.dir.join("_vance").join("workflows");
         for path in yaml_files(&dir)? {
             docs.push((Kind::Workflow, label(&path), read_named(&path)));
@@ -95,7 +103,7 @@ pub(crate) fn validate(loc: &Location, args: ValidateArgs) -> anyhow::Result<u8>
         if !docs.iter().any(|(k, ..)| matches!(k, Kind::Workflow)) {
             errln!("no workflows in {}", label(&dir));
         }
-        if docs.is_empty() {
+        if docs.is_empty() && unread.is_empty() {
             return Ok(EXIT_OK);
         }
     } else {
@@ -136,7 +144,14 @@ pub(crate) fn validate(loc: &Location, args: ValidateArgs) -> anyhow::Result<u8>
     // The exit code says whether every document is valid, even when the reader of stdout
     // went away (`| head`): validation goes on, only the `ok:` lines stop.
     let mut stdout_open = true;
-    let mut warnings = 0;
+    let mut warnings = unread.len();
+    for path in &unread {
+        let name = path.file_stem().unwrap_or_default().to_string_lossy();
+        errln!(
+            "{}: warning: not read: documents are the files ending in `.yaml` (rename it `{name}.yaml`)",
+            label(path)
+        );
+    }
     for (kind, label, text) in &docs {
         let text = match text {
             Ok(t) => t,
@@ -407,6 +422,25 @@ fn yaml_files(dir: &Path) -> anyhow::Result<Vec<PathBuf>> {
         .collect();
     files.sort();
     Ok(files)
+}
+
+/// The files of `dir` named like YAML documents but not `*.yaml` (`.yml`, `.YAML`), which
+/// nothing reads.
+fn unread_files(dir: &Path) -> Vec<PathBuf> {
+    let Ok(entries) = std::fs::read_dir(dir) else {
+        return Vec::new();
+    };
+    let mut files: Vec<PathBuf> = entries
+        .filter_map(|e| e.ok().map(|e| e.path()))
+        .filter(|p| {
+            p.is_file()
+                && p.extension().and_then(|e| e.to_str()).is_some_and(|e| {
+                    e != "yaml" && (e.eq_ignore_ascii_case("yaml") || e.eq_ignore_ascii_case("yml"))
+                })
+        })
+        .collect();
+    files.sort();
+    files
 }
 
 fn is_path(name: &str) -> bool {

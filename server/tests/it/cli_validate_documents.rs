@@ -188,3 +188,33 @@ fn an_event_of_an_unknown_workflow_is_a_warning_naming_the_close_one() {
     );
     assert_eq!(code(&p.cli(&["validate", "--strict"])), 1);
 }
+
+/// A document named `.yml` (or `.YAML`) is read by nothing: `validate` says so instead of
+/// passing over it, and `--strict` fails on it.
+#[test]
+fn a_document_the_server_would_not_read_is_a_warning() {
+    let p = Project::new();
+    p.workflow("hello", HELLO);
+    write(&p, "_vance/workflows/bad.yml", "start: a\n");
+    write(
+        &p,
+        "_vance/scheduler/nightly.YAML",
+        "cron: \"0 6 * * *\"\nworkflow: hello\n",
+    );
+    let out = p.cli(&["validate"]);
+    assert_eq!(code(&out), 0, "warnings: {}", stderr(&out));
+    for (path, name) in [
+        ("_vance/workflows/bad.yml", "bad"),
+        ("_vance/scheduler/nightly.YAML", "nightly"),
+    ] {
+        assert!(
+            stderr(&out).contains(&format!(
+                "{path}: warning: not read: documents are the files ending in `.yaml` (rename \
+                 it `{name}.yaml`)"
+            )),
+            "{}",
+            stderr(&out)
+        );
+    }
+    assert_eq!(code(&p.cli(&["validate", "--strict"])), 1);
+}
