@@ -510,21 +510,43 @@ pub(crate) fn check_automated(
     if who.has(ApiScope::Run) {
         return Ok(());
     }
+    let refuse = |trigger: &str| {
+        ApiError::forbidden(format!(
+            "changing {what} needs the scopes `workflow.write` and `workflow.run` while the \
+             project has triggers (e.g. {trigger}): they run its workflows as its documents \
+             say; write a draft under _vance/{}/ instead",
+            magrathea_yaml::runtime::DRAFTS_DIR
+        ))
+    };
+    // An event document is called from outside (with a token of its own, or an API token
+    // with `workflow.run`) whether or not it declares a webhook or a subscription: changing
+    // the workflow it starts is running it.
+    for (dir, shown) in [
+        (state.docs().project_dir(scope), "_vance/events"),
+        (state.docs().tenant_dir(scope), "_tenant/_vance/events"),
+    ] {
+        if let Some(name) = first_document(&dir.join("_vance").join("events")) {
+            return Err(refuse(&format!("{shown}/{name}")));
+        }
+    }
     // A store without a catalog holds no triggers.
     let Ok(catalog) = state.triggers.catalog() else {
         return Ok(());
     };
     let triggers = crate::triggers::registry::list(catalog, scope, None)?;
     if let Some(t) = triggers.first() {
-        return Err(ApiError::forbidden(format!(
-            "changing {what} needs the scopes `workflow.write` and `workflow.run` while the \
-             project has triggers (e.g. {}): they run its workflows as its documents say; \
-             write a draft under _vance/{}/ instead",
-            t.document,
-            magrathea_yaml::runtime::DRAFTS_DIR
-        )));
+        return Err(refuse(&t.document));
     }
     Ok(())
+}
+
+/// The name of a `*.yaml` file of `dir`, if it holds one.
+fn first_document(dir: &std::path::Path) -> Option<String> {
+    std::fs::read_dir(dir)
+        .ok()?
+        .filter_map(Result::ok)
+        .map(|e| e.file_name().to_string_lossy().into_owned())
+        .find(|name| name.ends_with(".yaml"))
 }
 
 /// Whether a path under `_vance/` is a trigger document (or a hook's script): its directory

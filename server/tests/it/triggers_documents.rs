@@ -32,6 +32,39 @@ async fn writing_a_trigger_document_needs_the_run_scope() {
     assert_eq!(status, 201);
 }
 
+/// An event document is called from outside whether or not it declares a webhook or a
+/// subscription (its REST route, with a token of its own): a project (or tenant) with one is
+/// a project with a trigger, whose workflows a write-only token can no longer change.
+#[tokio::test]
+async fn an_event_document_takes_the_run_scope_to_change_what_it_runs() {
+    let s = Server::start().await;
+    let (status, body) = put(
+        &s,
+        "events/ext.yaml",
+        ACME,
+        "workflow: job\nauth:\n  tokenSetting: events.ext\n",
+    )
+    .await;
+    assert_eq!(status, 201, "{body}");
+    let (status, body) = put(&s, "workflows/job.yaml", ACME_WRITE, http_common::HELLO).await;
+    assert_eq!(status, 403, "{body}");
+    assert!(
+        body.contains("workflow.run") && body.contains("_vance/events/ext.yaml"),
+        "{body}"
+    );
+    // One of the tenant's, which every project of the tenant serves, counts as well.
+    std::fs::remove_file(s.root.join("acme/shop/_vance/events/ext.yaml")).unwrap();
+    let (status, body) = put(&s, "workflows/job.yaml", ACME_WRITE, http_common::HELLO).await;
+    assert_eq!(status, 201, "no event document left: {body}");
+    http_common::write(
+        &s.root.join("acme/_tenant/_vance/events/ext.yaml"),
+        "workflow: job\n",
+    );
+    let (status, body) = put(&s, "workflows/job.yaml", ACME_WRITE, http_common::HELLO).await;
+    assert_eq!(status, 403, "{body}");
+    assert!(body.contains("_tenant/_vance/events/ext.yaml"), "{body}");
+}
+
 /// Once a project has a trigger, its documents decide what runs without anyone starting it: a
 /// token that may write but not run can no longer change them (a workflow, a script), publish a
 /// draft or unarchive a workflow. Drafts stay writable; a token that may run changes anything.
