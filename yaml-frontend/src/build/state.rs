@@ -119,6 +119,20 @@ pub(super) fn build_state(
             }
         }
     }
+    // Routes written beside an empty `on:` (or `catch:`, `retry:`) at its indentation rather
+    // below it: said where they belong.
+    let beside = fields_beside_an_empty_block(node, &allowed, &reported);
+    for (k, key, block) in &beside {
+        ctx.error(
+            k.span,
+            Code::UnknownField,
+            format_args!(
+                "unknown field '{key}' in {what_typed}: it belongs under the empty '{block}:' \
+                 above it; indent it below '{block}:' (`{block}: {{ {key}: … }}`)"
+            ),
+        );
+    }
+    reported.extend(beside.iter().map(|(_, key, _)| key.as_str()));
     ctx.check_fields_except(node, &allowed, &reported, &what_typed);
 
     let description = ctx.opt_str(node, "description", &what);
@@ -677,4 +691,37 @@ fn condition(ctx: &mut Ctx<'_>, node: &YamlNode, what: &str) -> TaskSpec {
         }
     }
     TaskSpec::Condition { rules, otherwise }
+}
+
+/// The fields of the state `node` that no state takes, written after an empty `on:`,
+/// `catch:` or `retry:` at its indentation: what was meant below it. Each with its key's name
+/// and the block's.
+fn fields_beside_an_empty_block<'n>(
+    node: &'n YamlNode,
+    allowed: &[&str],
+    reported: &[&str],
+) -> Vec<(&'n YamlNode, String, &'static str)> {
+    let entries = node.as_map().unwrap_or_default();
+    let mut found = Vec::new();
+    for block in ["on", "catch", "retry"] {
+        let Some((bk, _)) = entries.iter().find(|(k, v)| {
+            k.key_text().as_deref() == Some(block) && matches!(v.kind, crate::node::YamlKind::Null)
+        }) else {
+            continue;
+        };
+        for (k, _) in entries {
+            let Some(key) = k.key_text() else { continue };
+            if k.span.line > bk.span.line
+                && k.span.column == bk.span.column
+                && !allowed.contains(&key.as_str())
+                && !reported.contains(&key.as_str())
+                && !found
+                    .iter()
+                    .any(|(_, f, _): &(&YamlNode, String, &str)| *f == key)
+            {
+                found.push((k, key, block));
+            }
+        }
+    }
+    found
 }

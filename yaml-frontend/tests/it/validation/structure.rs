@@ -179,6 +179,24 @@ fn an_empty_document_a_listed_type_and_inbox_fields_on_a_gate_say_what_was_meant
     );
 }
 
+/// Routes written at the indentation of an empty `on:` (or `catch:`, `retry:`), not below it,
+/// are said to belong under it.
+#[test]
+fn routes_beside_an_empty_on_are_said_to_belong_under_it() {
+    has(
+        &doc(
+            "  a:\n    type: timer_task\n    duration: 5m\n    on:\n    fired: b\n  b: { type: terminal }\n",
+        ),
+        "wf.yaml:7:5: [MAG-Y005] unknown field 'fired' in state 'a' (timer_task): it belongs under the empty 'on:' above it; indent it below 'on:' (`on: { fired: … }`)",
+    );
+    has(
+        &doc(
+            "  a:\n    type: shell_task\n    run: x\n    dirName: workspace\n    on: { success: b }\n    catch:\n    timeout: b\n  b: { type: terminal }\n",
+        ),
+        "wf.yaml:9:5: [MAG-Y005] unknown field 'timeout' in state 'a' (shell_task): it belongs under the empty 'catch:' above it; indent it below 'catch:' (`catch: { timeout: … }`)",
+    );
+}
+
 #[test]
 fn unknown_task_type_and_missing_type() {
     has(
