@@ -30,8 +30,13 @@ pub(crate) const MAX_SEGMENT: usize = 250;
 /// Longest document path, in bytes, relative to `_vance/`.
 pub(crate) const MAX_PATH: usize = 1024;
 
+/// Most names in a document path relative to `_vance/`, the file's own included: the
+/// directories a write may create are bounded with the documents (a quota counts files).
+pub(crate) const MAX_DEPTH: usize = 8;
+
 /// The segments of a relative document path, each a plain name of at most [`MAX_SEGMENT`]
-/// bytes, the whole at most [`MAX_PATH`] bytes; 400 otherwise. A path may name its document
+/// bytes, at most [`MAX_DEPTH`] of them, the whole at most [`MAX_PATH`] bytes; 400
+/// otherwise. A path may name its document
 /// relative to `_vance/` (`workflows/x.yaml`) or, as listings and diagnostics name it,
 /// relative to the project (`_vance/workflows/x.yaml`): both are the same document.
 pub(crate) fn segments(path: &str) -> Result<Vec<&str>, ApiError> {
@@ -47,6 +52,15 @@ pub(crate) fn segments(path: &str) -> Result<Vec<&str>, ApiError> {
     let mut parts: Vec<&str> = path.split('/').filter(|s| !s.is_empty()).collect();
     if parts.first() == Some(&"_vance") {
         parts.remove(0);
+    }
+    if parts.len() > MAX_DEPTH {
+        return Err(ApiError::bad_request(
+            "MAG-HTTP-INVALID-PATH",
+            format!(
+                "the document path has {} names; at most {MAX_DEPTH} are allowed below _vance/",
+                parts.len()
+            ),
+        ));
     }
     for part in &parts {
         if part.len() > MAX_SEGMENT {

@@ -468,6 +468,21 @@ pub(crate) async fn delete(
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Err(not_found()),
         Err(e) => return Err(ApiError::internal(e)),
     }
+    // The directories the document's write created go with it once empty (the quota counts
+    // files; directories left behind would not be): up to `_vance/<first>/`, which stays.
+    let top = state
+        .docs()
+        .project_dir(&scope)
+        .join("_vance")
+        .join(parts[0]);
+    let mut dir = file.parent();
+    while let Some(d) = dir
+        && d.starts_with(&top)
+        && d != top
+        && tokio::fs::remove_dir(d).await.is_ok()
+    {
+        dir = d.parent();
+    }
     if trigger_doc
         && let Err(e) = state.triggers.catalog().and_then(|catalog| {
             crate::triggers::registry::forget_writer(catalog, &scope, &project_rel(&parts))

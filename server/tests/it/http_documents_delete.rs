@@ -138,3 +138,27 @@ async fn the_history_directories_and_what_lies_outside_the_project_are_not_remov
     let (status, _) = delete(&s, "workflows/..%2F..%2Fx", ACME).await;
     assert_eq!(status, 400);
 }
+
+/// What one token can leave on disk is bounded: a document path has at most eight names, and
+/// the directories a document's write created go with it once they are empty (the project's
+/// quota counts files), up to the directory of its kind.
+#[tokio::test]
+async fn removing_a_document_removes_the_directories_it_left_empty() {
+    let s = Server::start().await;
+    let scripts = s.root.join("acme/shop/_vance/scripts");
+    assert_eq!(put(&s, "scripts/a/b/c/one.js", ACME, "1").await, 201);
+    assert_eq!(put(&s, "scripts/a/kept.js", ACME, "2").await, 201);
+    let (status, body) = delete(&s, "scripts/a/b/c/one.js", ACME).await;
+    assert_eq!(status, 204, "{body}");
+    assert!(!scripts.join("a/b").exists(), "b and c were left empty");
+    assert!(scripts.join("a/kept.js").is_file());
+    let (status, body) = delete(&s, "scripts/a/kept.js", ACME).await;
+    assert_eq!(status, 204, "{body}");
+    assert!(!scripts.join("a").exists());
+    assert!(scripts.is_dir(), "the directory of its kind stays");
+
+    let deep = "scripts/1/2/3/4/5/6/7/x.js";
+    assert_eq!(put(&s, deep, ACME, "3").await, 400);
+    assert!(!scripts.join("1").exists());
+    assert_eq!(put(&s, "scripts/1/2/3/4/5/6/x.js", ACME, "3").await, 201);
+}
