@@ -202,9 +202,13 @@ fn parameters(ctx: &mut Ctx<'_>, node: &YamlNode) -> IndexMap<String, ParamSchem
                     .as_str()
                     .and_then(|s| ParamType::ALL.iter().find(|(n, _)| *n == s));
                 if found.is_none() {
+                    // Other languages' names for the types are offered as ours.
                     let hint = t
                         .as_str()
-                        .map(|s| suggest::hint(s, names.clone()))
+                        .map(|s| match type_alias(s) {
+                            Some(ours) => format!(" (did you mean '{ours}'?)"),
+                            None => suggest::hint(s, names.clone()),
+                        })
                         .unwrap_or_default();
                     ctx.error(
                         t.span,
@@ -457,4 +461,17 @@ fn declared(ty: Option<ParamType>, value: Value) -> Value {
         Some(ty) => crate::params::as_declared(ty, value),
         None => value,
     }
+}
+
+/// The parameter type another language calls `word` (`int`, `bool`, `dict`, …).
+fn type_alias(word: &str) -> Option<&'static str> {
+    Some(match word.to_ascii_lowercase().as_str() {
+        "int" | "long" | "int32" | "int64" | "i64" | "u64" => "integer",
+        "float" | "double" | "decimal" | "f64" | "numeric" => "number",
+        "bool" => "boolean",
+        "str" | "text" => "string",
+        "list" | "vec" | "sequence" => "array",
+        "dict" | "map" | "hash" | "mapping" => "object",
+        _ => return None,
+    })
 }

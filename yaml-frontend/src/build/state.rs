@@ -8,7 +8,7 @@ use crate::ast::{
 };
 use crate::diagnostic::{Code, Span};
 use crate::duration::parse_duration;
-use crate::node::YamlNode;
+use crate::node::{YamlKind, YamlNode};
 use crate::suggest;
 
 use super::checks::{check_item_placeholders, check_templates, parse_condition};
@@ -548,6 +548,30 @@ fn task_spec(ctx: &mut Ctx<'_>, t: TaskType, node: &YamlNode, what: &str) -> Tas
             }
         }
         TaskType::TimerTask => {
+            // A number alone has no unit: said with the units it may take.
+            if let Some(v) = node
+                .get("duration")
+                .filter(|v| matches!(v.kind, YamlKind::Int(_) | YamlKind::Float(_)))
+            {
+                let n = match (&v.written, &v.kind) {
+                    (Some(w), _) => w.to_string(),
+                    (None, YamlKind::Int(i)) => i.to_string(),
+                    (None, YamlKind::Float(f)) => f.to_string(),
+                    _ => String::new(),
+                };
+                ctx.error(
+                    v.span,
+                    Code::InvalidDuration,
+                    format_args!(
+                        "the duration of {what} is a number ({n}) without a unit: expected a \
+                         duration such as '{n}s', '5m', '2h' or 'PT1H'"
+                    ),
+                );
+                return TaskSpec::Timer {
+                    duration: String::new(),
+                    parsed: None,
+                };
+            }
             let duration = req(ctx, "duration");
             // A missing or empty duration is said once, by `req`.
             let parsed = if duration.contains("${") || duration.trim().is_empty() {

@@ -214,6 +214,27 @@ fn negative_and_not_a_number_durations_are_rejected() {
     );
 }
 
+/// Another language's name for a parameter type, and a timer's duration written as a bare
+/// number, say what was meant.
+#[test]
+fn a_type_named_as_elsewhere_and_a_duration_without_a_unit_say_what_was_meant() {
+    let text = format!(
+        "start: t\nparameters:\n  n: {{ type: int }}\n  m: {{ type: dict }}\nstates:\n  t:\n    type: timer_task\n    duration: 300\n    on: {{ fired: end }}\n{END}"
+    );
+    has(
+        &text,
+        "wf.yaml:3:14: [MAG-Y016] the type of parameter 'n' is a string 'int': expected one of [string, number, integer, boolean, object, array] (did you mean 'integer'?)",
+    );
+    has(
+        &text,
+        "wf.yaml:4:14: [MAG-Y016] the type of parameter 'm' is a string 'dict': expected one of [string, number, integer, boolean, object, array] (did you mean 'object'?)",
+    );
+    has(
+        &text,
+        "wf.yaml:8:15: [MAG-Y017] the duration of state 't' is a number (300) without a unit: expected a duration such as '300s', '5m', '2h' or 'PT1H'",
+    );
+}
+
 #[test]
 fn parameter_schemas() {
     let text = format!("start: a\nparameters:\n  p1: {{ type: strng }}\n  p2: {{ type: integer, required: yes, default: \"x\" }}\n  p3: {{ required: true }}\nstates:\n{END}").replace("start: a", "start: end");
