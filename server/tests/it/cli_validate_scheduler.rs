@@ -49,7 +49,7 @@ fn validate_without_names_checks_every_schedule_of_the_project() {
         lines[..3],
         [
             "_vance/scheduler/broken.yaml:1:10: [MAG-SC006] invalid cron expression '0 61 * * *': \
-             the hour field '61' is refused: Component error: Number out of bounds; \
+             the hour field '61' is refused: a number out of range; \
              expected 0-23, a list (1,2), a range (1-5), * or a step (*/5, steps from 1)",
             "_vance/scheduler/broken.yaml:3:1: [MAG-SC001] 'recipe' and 'workflow' are mutually \
              exclusive: expected only 'workflow: <name>'",

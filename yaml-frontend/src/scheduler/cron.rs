@@ -112,7 +112,7 @@ pub(crate) fn parse_pattern(expression: &str) -> Result<Cron, PatternError> {
                 message: format!(
                     "the {} field '{field}' is refused: {}; expected {}",
                     names[i],
-                    e.to_string().trim_end_matches('.'),
+                    in_our_words(&e.to_string()),
                     expected_of(names[i])
                 ),
                 offset: Some(*offset),
@@ -120,7 +120,7 @@ pub(crate) fn parse_pattern(expression: &str) -> Result<Cron, PatternError> {
         }
     }
     Err(PatternError {
-        message: whole,
+        message: in_our_words(&whole),
         offset: None,
     })
 }
@@ -244,6 +244,40 @@ impl FromStr for CronTicks {
     }
 }
 
+/// The cron parser's reason without its own labels ("Component error: Number out of
+/// bounds", "Pattern contains illegal characters: CronPattern contains illegal character 'X'
+/// in part '1-XYZ'").
+fn in_our_words(reason: &str) -> String {
+    let reason = reason.trim_end_matches('.');
+    if reason.contains("out of bounds") {
+        return "a number out of range".to_owned();
+    }
+    if let Some(at) = reason.rfind("illegal character ") {
+        // "illegal character 'X' in part '…'": the character is what to fix.
+        let rest = &reason[at..];
+        let end = rest.find(" in part").unwrap_or(rest.len());
+        return format!("an {}", &rest[..end]);
+    }
+    for label in [
+        "Component error: ",
+        "Pattern contains illegal characters: ",
+        "Invalid pattern: ",
+    ] {
+        if let Some(tail) = reason.strip_prefix(label) {
+            return lower_first(tail);
+        }
+    }
+    lower_first(reason)
+}
+
+/// `text` with its first letter in lower case, to stand inside a sentence.
+fn lower_first(text: &str) -> String {
+    let mut chars = text.chars();
+    chars
+        .next()
+        .map_or_else(String::new, |c| c.to_lowercase().chain(chars).collect())
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -270,6 +304,19 @@ mod tests {
                 && e.message.ends_with(
                     "; expected 0-59, a list (1,2), a range (1-5), * or a step (*/5, steps from 1)"
                 ),
+            "{e:?}"
+        );
+        // In our words, not the parser's labels.
+        assert_eq!(
+            e.message,
+            "the minute field '61' is refused: a number out of range; expected 0-59, a list \
+             (1,2), a range (1-5), * or a step (*/5, steps from 1)"
+        );
+        let e = parse_pattern("0 0 * * MON-XYZ").unwrap_err();
+        assert!(
+            e.message.starts_with(
+                "the day-of-week field 'MON-XYZ' is refused: an illegal character 'X'; "
+            ),
             "{e:?}"
         );
         let e = parse_pattern("0 0 * 13 *").unwrap_err();
