@@ -262,6 +262,34 @@ pub struct Diagnostic {
     pub severity: Severity,
 }
 
+/// Longest value a message quotes whole, in characters.
+const MAX_QUOTED: usize = 120;
+
+/// `message` with each value it quotes (`'…'`, no blank inside) that is longer than
+/// [`MAX_QUOTED`] characters cut to its start and its length: a 5,000-digit duration makes a
+/// diagnostic of one line, not of 5,000 characters.
+fn shorten_values(message: &str) -> String {
+    let mut out = String::with_capacity(message.len().min(1024));
+    let mut rest = message;
+    while let Some(open) = rest.find('\'') {
+        out.push_str(&rest[..=open]);
+        rest = &rest[open + 1..];
+        let Some(close) = rest.find('\'') else { break };
+        let quoted = &rest[..close];
+        let chars = quoted.chars().count();
+        if chars > MAX_QUOTED && !quoted.contains(char::is_whitespace) {
+            out.extend(quoted.chars().take(MAX_QUOTED / 2));
+            out.push_str(&format!("… ({chars} characters)"));
+        } else {
+            out.push_str(quoted);
+        }
+        out.push('\'');
+        rest = &rest[close + 1..];
+    }
+    out.push_str(rest);
+    out
+}
+
 impl Diagnostic {
     /// An error at `span`; `text` is prefixed with `[code] `.
     #[must_use]
@@ -281,7 +309,7 @@ impl Diagnostic {
             line: span.line,
             column: span.column,
             code,
-            message: format!("[{code}] {text}"),
+            message: shorten_values(&format!("[{code}] {text}")),
             severity: sev,
         }
     }

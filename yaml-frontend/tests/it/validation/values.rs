@@ -235,6 +235,29 @@ fn a_type_named_as_elsewhere_and_a_duration_without_a_unit_say_what_was_meant() 
     );
 }
 
+/// A long value is quoted by its start and its length: one short line, not thousands of
+/// characters.
+#[test]
+fn a_long_value_is_quoted_by_its_start_and_length() {
+    let long = "9".repeat(5000);
+    let text = format!(
+        "start: t\nstates:\n  t:\n    type: timer_task\n    duration: {long}s\n    on: {{ fired: end }}\n{END}"
+    );
+    let all = rendered(&text);
+    let d = all
+        .iter()
+        .find(|d| d.contains("[MAG-Y017]"))
+        .unwrap_or_else(|| panic!("{all:#?}"));
+    assert!(d.len() < 300, "{d}");
+    assert!(
+        d.starts_with(&format!(
+            "wf.yaml:5:15: [MAG-Y017] invalid duration '{}… (5001 characters)'",
+            "9".repeat(60)
+        )),
+        "{d}"
+    );
+}
+
 #[test]
 fn parameter_schemas() {
     let text = format!("start: a\nparameters:\n  p1: {{ type: strng }}\n  p2: {{ type: integer, required: yes, default: \"x\" }}\n  p3: {{ required: true }}\nstates:\n{END}").replace("start: a", "start: end");
