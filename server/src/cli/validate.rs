@@ -207,7 +207,13 @@ pub(crate) fn validate(loc: &Location, args: ValidateArgs) -> anyhow::Result<u8>
                         .err()
                         .into_iter()
                         .collect(),
-                    Kind::Hook => check_hook_document(label, text).err().into_iter().collect(),
+                    Kind::Hook => match check_hook_document(label, text) {
+                        Err(e) => vec![e],
+                        // A script the hook would not find fails every event it fires on.
+                        Ok(()) => missing_hook_script(&project, label, text)
+                            .into_iter()
+                            .collect(),
+                    },
                     Kind::Settings { tenant } => check_settings(label, text, *tenant),
                     _ => Vec::new(),
                 };
@@ -422,6 +428,23 @@ fn yaml_files(dir: &Path) -> anyhow::Result<Vec<PathBuf>> {
         .collect();
     files.sort();
     Ok(files)
+}
+
+/// An error when the valid hook document `text` names a script the project does not have,
+/// located at its `script:`.
+fn missing_hook_script(project: &Project, label: &str, text: &str) -> Option<String> {
+    let doc: magrathea_yaml::schema::HookDocument =
+        magrathea_exec::yaml_text::from_str(text).ok()?;
+    if project.dir.join(&doc.script).is_file() {
+        return None;
+    }
+    let root = magrathea_yaml::parse_yaml(label, text, &LoadOptions::default()).ok()?;
+    let span = root.get("script").map_or(root.span, |v| v.span);
+    Some(format!(
+        "{label}:{}:{}: [MAG-HK012] hook script `{}` is not there: expected a `.js` file at \
+         that path from the project's directory",
+        span.line, span.column, doc.script
+    ))
 }
 
 /// The files of `dir` named like YAML documents but not `*.yaml` (`.yml`, `.YAML`), which

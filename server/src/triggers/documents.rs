@@ -207,7 +207,21 @@ pub fn check_event_document(label: &str, text: &str) -> Result<(), String> {
 pub fn check_hook_document(label: &str, text: &str) -> Result<(), String> {
     let doc: HookDocument =
         magrathea_exec::yaml_text::from_str(text).map_err(|e| e.located(label, "MAG-TR005"))?;
-    doc.check().map(drop).map_err(|e| format!("{label}: {e}"))
+    let problems = doc.problems();
+    if problems.is_empty() {
+        return Ok(());
+    }
+    let root = magrathea_yaml::parse_yaml(label, text, &magrathea_yaml::LoadOptions::default())
+        .map_err(|d| d.to_string())?;
+    // Each problem at the value it is about, every one of them.
+    Err(problems
+        .into_iter()
+        .map(|(field, message)| {
+            let span = root.get(field).map_or(root.span, |v| v.span);
+            format!("{label}:{}:{}: {message}", span.line, span.column)
+        })
+        .collect::<Vec<_>>()
+        .join("\n"))
 }
 
 /// The workflow and the editor graph's trigger node of a trigger document (`dir` is

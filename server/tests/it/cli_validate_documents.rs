@@ -218,3 +218,47 @@ fn a_document_the_server_would_not_read_is_a_warning() {
     }
     assert_eq!(code(&p.cli(&["validate", "--strict"])), 1);
 }
+
+/// A hook document's mistakes are all said at once, each at its value, and a script the hook
+/// would not find is one of them.
+#[test]
+fn a_hook_documents_mistakes_are_said_together_and_a_missing_script_is_one() {
+    let p = Project::new();
+    p.workflow("hello", HELLO);
+    write(
+        &p,
+        "_vance/hooks/bad.yaml",
+        "on: workflow.run.faild\nfilter: \"#state['x']\"\nscript: ../x.js\ntimeoutSeconds: 600\n",
+    );
+    let out = p.cli(&["validate"]);
+    assert_eq!(code(&out), 1);
+    let err = stderr(&out);
+    for at in [
+        "_vance/hooks/bad.yaml:1:5: [MAG-HK010]",
+        "_vance/hooks/bad.yaml:2:9: [MAG-HK011]",
+        "_vance/hooks/bad.yaml:3:9: [MAG-HK012]",
+        "_vance/hooks/bad.yaml:4:17: [MAG-HK013]",
+    ] {
+        assert!(err.contains(at), "{at} in {err}");
+    }
+
+    std::fs::remove_file(p.dir.join("_vance/hooks/bad.yaml")).unwrap();
+    write(
+        &p,
+        "_vance/hooks/notify.yaml",
+        "on: workflow.run.failed\nscript: _vance/hooks/notify.js\n",
+    );
+    let out = p.cli(&["validate"]);
+    assert_eq!(code(&out), 1);
+    assert!(
+        stderr(&out).contains(
+            "_vance/hooks/notify.yaml:2:9: [MAG-HK012] hook script `_vance/hooks/notify.js` is \
+             not there"
+        ),
+        "{}",
+        stderr(&out)
+    );
+    write(&p, "_vance/hooks/notify.js", "export default () => {};\n");
+    let out = p.cli(&["validate"]);
+    assert_eq!(code(&out), 0, "{}", stderr(&out));
+}

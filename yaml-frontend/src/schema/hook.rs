@@ -85,19 +85,44 @@ impl CheckedHook {
 }
 
 impl HookDocument {
+    /// Every problem of the document, each with the field it is about (`on`, `filter`,
+    /// `script`, `timeoutSeconds`): what [`Self::check`] refuses, all at once.
+    pub fn problems(&self) -> Vec<(&'static str, String)> {
+        let mut found = Vec::new();
+        if let Err(e) = self.on.parse::<InternalEvent>() {
+            found.push(("on", e));
+        }
+        if let Err(e) = check_filter("filter", self.filter.as_deref()) {
+            found.push(("filter", e));
+        }
+        if let Err(e) = check_script_path(&self.script) {
+            found.push(("script", e));
+        }
+        if let Err(e) = self.timeout() {
+            found.push(("timeoutSeconds", e));
+        }
+        found
+    }
+
+    fn timeout(&self) -> Result<u32, String> {
+        let secs = self.timeout_seconds.unwrap_or(DEFAULT_HOOK_TIMEOUT_SECONDS);
+        if (1..=MAX_HOOK_TIMEOUT_SECONDS).contains(&secs) {
+            Ok(secs)
+        } else {
+            Err(format!(
+                "[MAG-HK013] invalid hook `timeoutSeconds: {secs}`: expected 1 to \
+                 {MAX_HOOK_TIMEOUT_SECONDS} seconds"
+            ))
+        }
+    }
+
     /// Checks the document: a known event in `on:`, a filter over `#event`, a relative `.js`
     /// script path without `..`, and a timeout of 1 to 60 seconds.
     pub fn check(&self) -> Result<CheckedHook, String> {
         let event: InternalEvent = self.on.parse()?;
         let filter = check_filter("filter", self.filter.as_deref())?;
         check_script_path(&self.script)?;
-        let secs = self.timeout_seconds.unwrap_or(DEFAULT_HOOK_TIMEOUT_SECONDS);
-        if !(1..=MAX_HOOK_TIMEOUT_SECONDS).contains(&secs) {
-            return Err(format!(
-                "[MAG-HK013] invalid hook `timeoutSeconds: {secs}`: expected 1 to \
-                 {MAX_HOOK_TIMEOUT_SECONDS} seconds"
-            ));
-        }
+        let secs = self.timeout()?;
         Ok(CheckedHook {
             event,
             filter,
