@@ -130,6 +130,13 @@ pub(crate) fn diagnose(path: &str, text: &str, e: &ScanError) -> Diagnostic {
             ),
         );
     }
+    // A key of a list item written at the column of the item's `-`: the parser wants
+    // another item there.
+    if info.contains("did not find expected '-' indicator")
+        && let Some(hint) = key_at_dash_column(text, m.line())
+    {
+        return Diagnostic::error(path, at(m.line(), m.col()), Code::Syntax, hint);
+    }
     if info.contains("did not find expected key")
         && let Some(line_text) = text.lines().nth(m.line().saturating_sub(1))
         && let dash = line_text.trim_start_matches(' ')
@@ -302,6 +309,36 @@ pub(crate) fn diagnose(path: &str, text: &str, e: &ScanError) -> Diagnostic {
 
 /// The line (1-based), column (0-based, of the `:`) and key of a `key:value` written without
 /// the space after the colon, on line `line` or the content lines just above it.
+/// The message for line `line` (1-based) when it holds a `key:` at the column of the `-` of
+/// the list item above it: the key meant for that item, or a new item without its `-`.
+fn key_at_dash_column(text: &str, line: usize) -> Option<String> {
+    let lines: Vec<&str> = text.lines().collect();
+    let here = lines.get(line.checked_sub(1)?)?;
+    let body = here.trim_start_matches(' ');
+    let col = here.len() - body.len();
+    let key = body
+        .split(':')
+        .next()
+        .filter(|k| !k.is_empty() && body.contains(':'))?;
+    // The nearest line above indented no deeper than this one: the list item's `-`.
+    let item = lines[..line - 1].iter().rev().find(|l| {
+        let t = l.trim_start_matches(' ');
+        !t.is_empty() && !t.starts_with('#') && l.len() - t.len() <= col
+    })?;
+    let item_body = item.trim_start_matches(' ');
+    if item.len() - item_body.len() != col || !item_body.starts_with("- ") {
+        return None;
+    }
+    let first = item_body[2..].trim_start_matches(' ');
+    let inner = col + (item_body.len() - first.len());
+    let beside = first.split(':').next().unwrap_or_default();
+    Some(format!(
+        "invalid YAML: `{key}:` stands at the column of the `-` of the list item above, where \
+         YAML expects another item: expected it indented by {inner} (beside `{beside}`) to \
+         belong to that item, or `- {key}:` to start an item of its own"
+    ))
+}
+
 fn glued_key(text: &str, line: usize) -> Option<(usize, usize, String)> {
     let lines: Vec<&str> = text.lines().collect();
     let last = line.min(lines.len());

@@ -178,6 +178,16 @@ fn syntax_errors_point_at_the_tab_or_the_unclosed_bracket() {
         msg.contains("indented by 9 spaces") && msg.contains("expected 8 (beside `if`), 4"),
         "{msg}"
     );
+    // ... and a key at the column of the item's `-` is said to be one or the other.
+    let msg = first(
+        "start: a\nstates:\n  a:\n    type: condition_task\n    transitions:\n      - if: \"#params['x'] == 1\"\n      to: b\n      - else: b\n",
+    );
+    assert_eq!(
+        msg,
+        "t.yaml:7:7: [MAG-Y001] invalid YAML: `to:` stands at the column of the `-` of the list \
+         item above, where YAML expects another item: expected it indented by 8 (beside `if`) \
+         to belong to that item, or `- to:` to start an item of its own"
+    );
     // A `[` left open at the end of the text is named.
     let msg = first("start: [\n");
     assert!(
