@@ -131,6 +131,38 @@ pub(crate) fn parse_event_at(label: &str, text: &str) -> Result<EventDocument, S
 /// Once its keys read, every problem is said, each at the value it is about
 /// (`label:line:column: [code] message`), one per line.
 pub fn check_event_document(label: &str, text: &str) -> Result<(), String> {
+    // Its keys first, every mistake among them at once (a misspelt key, `workflow` missing):
+    // the typed reading below stops at the first.
+    if let Ok(root) =
+        magrathea_yaml::parse_yaml(label, text, &magrathea_yaml::LoadOptions::default())
+        && let Some(entries) = root.as_map()
+    {
+        let mut problems: Vec<(magrathea_yaml::Span, String)> = Vec::new();
+        for (k, _) in entries {
+            let Some(key) = k.key_text() else { continue };
+            if !EVENT_KEYS.contains(&key.as_str()) {
+                problems.push((
+                    k.span,
+                    format!(
+                        "[MAG-TR005] unknown field `{key}`: expected one of {}{}",
+                        magrathea_exec::suggest::list(EVENT_KEYS.iter().copied()),
+                        magrathea_exec::suggest::hint(&key, EVENT_KEYS.iter().copied())
+                    ),
+                ));
+            }
+        }
+        if root.get("workflow").is_none() {
+            problems.push((
+                root.span,
+                "[MAG-TR005] missing field `workflow`: expected the name of the workflow the \
+                 event starts"
+                    .to_owned(),
+            ));
+        }
+        if !problems.is_empty() {
+            return Err(render(label, problems));
+        }
+    }
     let doc = magrathea_exec::yaml_text::from_str::<EventDocument>(text)
         .map_err(|e| e.located(label, "MAG-TR005"))?;
     let root = magrathea_yaml::parse_yaml(label, text, &magrathea_yaml::LoadOptions::default())
@@ -194,12 +226,29 @@ pub fn check_event_document(label: &str, text: &str) -> Result<(), String> {
     if problems.is_empty() {
         return Ok(());
     }
+    Err(render(label, problems))
+}
+
+/// The keys of an event document.
+const EVENT_KEYS: &[&str] = &[
+    "description",
+    "workflow",
+    "methods",
+    "auth",
+    "params",
+    "webhook",
+    "subscribe",
+    "enabled",
+];
+
+/// `problems` as `label:line:column: message` lines, in the document's order.
+fn render(label: &str, mut problems: Vec<(magrathea_yaml::Span, String)>) -> String {
     problems.sort_by_key(|(span, _)| (span.line, span.column));
-    Err(problems
+    problems
         .iter()
         .map(|(span, m)| format!("{label}:{}:{}: {m}", span.line, span.column))
         .collect::<Vec<_>>()
-        .join("\n"))
+        .join("\n")
 }
 
 /// Checks a hook document (`_vance/hooks/<name>.yaml`) as the server reads it: its keys, its
@@ -465,4 +514,24 @@ pub(crate) fn load_webhook(docs: &DocumentSource, reg: &Registration) -> Option<
         return None;
     }
     parse_event(&text).ok().filter(|d| d.webhook.is_some())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_keys_said_are_the_keys_an_event_document_has() {
+        let schema = serde_json::to_value(schemars::schema_for!(EventDocument)).unwrap();
+        let mut read: Vec<&str> = schema["properties"]
+            .as_object()
+            .unwrap()
+            .keys()
+            .map(String::as_str)
+            .collect();
+        let mut said = EVENT_KEYS.to_vec();
+        read.sort_unstable();
+        said.sort_unstable();
+        assert_eq!(said, read);
+    }
 }

@@ -262,3 +262,30 @@ fn a_hook_documents_mistakes_are_said_together_and_a_missing_script_is_one() {
     let out = p.cli(&["validate"]);
     assert_eq!(code(&out), 0, "{}", stderr(&out));
 }
+
+/// An event document's misspelt keys are all said at once, each with the key meant.
+#[test]
+fn an_event_documents_misspelt_keys_are_said_together() {
+    let p = Project::new();
+    p.workflow("hello", HELLO);
+    write(
+        &p,
+        "_vance/events/typos.yaml",
+        "workflo: hello\nmethod: [POST]\nauht: {}\n",
+    );
+    let out = p.cli(&["validate"]);
+    assert_eq!(code(&out), 1);
+    let err = stderr(&out);
+    for (at, meant) in [
+        ("1:1: [MAG-TR005] unknown field `workflo`", "workflow"),
+        ("2:1: [MAG-TR005] unknown field `method`", "methods"),
+        ("3:1: [MAG-TR005] unknown field `auht`", "auth"),
+    ] {
+        assert!(
+            err.lines()
+                .any(|l| l.starts_with(&format!("_vance/events/typos.yaml:{at}"))
+                    && l.ends_with(&format!("(did you mean '{meant}'?)"))),
+            "{at} in {err}"
+        );
+    }
+}
