@@ -45,14 +45,41 @@ fn eventually<T>(what: &str, relay: &Relay, mut f: impl FnMut() -> Option<T>) ->
     }
 }
 
-#[test]
-fn a_cut_off_worker_gives_up_its_leases_and_releases_them_when_the_database_answers() {
+/// Worker `a`, on a database of a cluster of its own through a relay, holding the lease of
+/// `run` (a grace of 600 ms); `url` reaches the database directly.
+struct Holding {
+    _cluster: TestCluster,
+    url: String,
+    relay: Relay,
+    a: PgStore,
+    run: RunId,
+}
+
+fn holding() -> Holding {
     let cluster = TestCluster::start();
     let url = cluster.create_database();
     let relay = Relay::start(cluster.port());
     let a = worker(&relay.url(&url), "a", Duration::from_millis(600));
     let run = RunId::new();
     a.commit(&[&start(run)]).unwrap();
+    Holding {
+        _cluster: cluster,
+        url,
+        relay,
+        a,
+        run,
+    }
+}
+
+#[test]
+fn a_cut_off_worker_gives_up_its_leases_and_releases_them_when_the_database_answers() {
+    let Holding {
+        _cluster,
+        url,
+        relay,
+        a,
+        run,
+    } = holding();
 
     relay.freeze();
     // Without an answer from the database, the heartbeat cannot renew the lease; before it may
@@ -90,12 +117,13 @@ fn a_cut_off_worker_gives_up_its_leases_and_releases_them_when_the_database_answ
 
 #[test]
 fn a_worker_whose_database_answers_keeps_its_leases() {
-    let cluster = TestCluster::start();
-    let url = cluster.create_database();
-    let relay = Relay::start(cluster.port());
-    let a = worker(&relay.url(&url), "a", Duration::from_millis(600));
-    let run = RunId::new();
-    a.commit(&[&start(run)]).unwrap();
+    let Holding {
+        _cluster,
+        url,
+        relay: _relay,
+        a,
+        run,
+    } = holding();
     // Three graces with the heartbeat renewing: nothing is lost, and the run stays this
     // worker's (another worker finds it held).
     std::thread::sleep(Duration::from_millis(1800));

@@ -559,16 +559,12 @@ async fn a_removed_triggers_deliveries_are_still_found_by_its_name_and_id() {
     let (status, body) = put(&s, "scheduler/gone.yaml", ACME, SCHEDULE).await;
     assert_eq!(status, 201, "{body}");
     let fired: Value = s
-        .post(
+        .post_json(
             "/brain/acme/project/shop/schedules/gone/trigger",
             Some(ACME),
+            &serde_json::json!({}),
         )
-        .send()
-        .await
-        .unwrap()
-        .json()
-        .await
-        .unwrap();
+        .await;
     let id = fired["delivery"]["triggerId"].as_str().unwrap().to_owned();
     let r = s
         .client
