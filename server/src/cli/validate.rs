@@ -26,7 +26,7 @@ use anyhow::Context;
 use magrathea_exec::settings_check::check_settings;
 use magrathea_exec::{DocumentError, NotUtf8Text};
 use magrathea_server::triggers::{check_event_document, check_hook_document};
-use magrathea_yaml::scheduler::load_schedule;
+use magrathea_yaml::scheduler::{Schedule, load_schedule};
 use magrathea_yaml::{
     Code, Diagnostic, Diagnostics, LoadOptions, ProjectDocuments, Severity, load_workflow_checked,
 };
@@ -181,6 +181,9 @@ pub(crate) fn validate(loc: &Location, args: ValidateArgs) -> anyhow::Result<u8>
                 if let Some(w) =
                     unknown_workflow(&project, label, text, schedule.workflow(), "tick")
                 {
+                    found.push(w);
+                }
+                if let Some(w) = past_at(label, text, &schedule) {
                     found.push(w);
                 }
                 found
@@ -428,6 +431,33 @@ fn yaml_files(dir: &Path) -> anyhow::Result<Vec<PathBuf>> {
         .collect();
     files.sort();
     Ok(files)
+}
+
+/// A warning when the one-shot schedule's `at:` lies in the past: it never fires.
+fn past_at(label: &str, text: &str, schedule: &Schedule) -> Option<Diagnostic> {
+    let at = schedule.at_ms()?;
+    let now = i64::try_from(
+        std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .ok()?
+            .as_millis(),
+    )
+    .ok()?;
+    if at >= now {
+        return None;
+    }
+    let root = magrathea_yaml::parse_yaml(label, text, &LoadOptions::default()).ok()?;
+    let node = root.get("at")?;
+    Some(Diagnostic::warning(
+        label,
+        node.span,
+        Code::ScheduleNeverFires,
+        format_args!(
+            "'at' is {}, in the past: this one-shot schedule never fires: expected a time \
+             to come",
+            node.as_str().unwrap_or("?")
+        ),
+    ))
 }
 
 /// An error when the valid hook document `text` names a script the project does not have,

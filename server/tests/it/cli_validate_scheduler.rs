@@ -103,3 +103,33 @@ fn validate_reports_an_unreadable_schedule() {
         stderr(&missing)
     );
 }
+
+/// A one-shot schedule whose `at:` has passed never fires: a warning at its value (and a
+/// failure under `--strict`); one to come is fine.
+#[test]
+fn a_one_shot_schedule_in_the_past_is_a_warning() {
+    let p = Project::new();
+    p.workflow("hello", HELLO);
+    schedule(
+        &p,
+        "once",
+        "workflow: hello\nat: \"2020-01-01T00:00:00Z\"\n",
+    );
+    schedule(
+        &p,
+        "later",
+        "workflow: hello\nat: \"2999-01-01T00:00:00Z\"\n",
+    );
+    let out = p.cli(&["validate"]);
+    assert_eq!(code(&out), 0, "a warning: {}", stderr(&out));
+    let err = stderr(&out);
+    assert!(
+        err.contains(
+            "_vance/scheduler/once.yaml:2:5: warning: [MAG-SC010] 'at' is \
+             2020-01-01T00:00:00Z, in the past: this one-shot schedule never fires"
+        ),
+        "{err}"
+    );
+    assert!(!err.contains("later.yaml"), "{err}");
+    assert_eq!(code(&p.cli(&["validate", "--strict"])), 1);
+}

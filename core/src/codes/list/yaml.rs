@@ -366,7 +366,7 @@ pub(super) const CODES: &[ErrorCode] = &[
     },
     ErrorCode {
         code: "MAG-SC010",
-        meaning: "A scheduler document's `cron:` expression matches no time at all (e.g. 30 February), so it never fires.",
-        remedy: "Fix the day and month fields.",
+        meaning: "A scheduler document never fires: its `cron:` expression matches no time at all (e.g. 30 February), an error; or its one-shot `at:` lies in the past, a warning of `validate`.",
+        remedy: "Fix the day and month fields, or give `at:` a time to come.",
     },
 ];
