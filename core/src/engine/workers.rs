@@ -352,17 +352,20 @@ pub(super) fn start(inner: &Arc<EngineInner>, reclaim: bool) {
     tokio::spawn(async move {
         let mut tick = 0u32;
         let mut rounds: Option<tokio::task::JoinHandle<()>> = None;
+        // A reclaim that came due while a round was still running is made by the next one.
+        let mut reclaim_due = false;
         loop {
             tokio::time::sleep(TICK).await;
             let Some(inner) = weak.upgrade() else { return };
             tick = tick.wrapping_add(1);
+            reclaim_due |= reclaim && tick.is_multiple_of(RECLAIM_EVERY);
             // Lost leases are let go of at every tick, even while a round waits on the store:
             // a store whose database stops answering reports the leases it gives up meanwhile.
             stop_lost(&inner);
             if rounds.as_ref().is_some_and(|r| !r.is_finished()) {
                 continue;
             }
-            let reclaim = reclaim && tick.is_multiple_of(RECLAIM_EVERY);
+            let reclaim = std::mem::take(&mut reclaim_due);
             // The store's calls block (a database that does not answer holds them): off the
             // runtime's threads, which serve requests meanwhile.
             rounds = Some(tokio::task::spawn_blocking(move || round(&inner, reclaim)));
