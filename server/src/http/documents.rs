@@ -536,12 +536,20 @@ pub(crate) fn check_automated(
     // An event document is called from outside (with a token of its own, or an API token
     // with `workflow.run`) whether or not it declares a webhook or a subscription: changing
     // the workflow it starts is running it.
+    // Only whether one is there is said, not its name: a directory a shell step linked out of
+    // the project names nothing of what lies behind it.
     for (dir, shown) in [
-        (state.docs().project_dir(scope), "_vance/events"),
-        (state.docs().tenant_dir(scope), "_tenant/_vance/events"),
+        (
+            state.docs().project_dir(scope),
+            "an event document under _vance/events/",
+        ),
+        (
+            state.docs().tenant_dir(scope),
+            "an event document under _tenant/_vance/events/",
+        ),
     ] {
-        if let Some(name) = first_document(&dir.join("_vance").join("events")) {
-            return Err(refuse(&format!("{shown}/{name}")));
+        if has_document(&dir.join("_vance").join("events")) {
+            return Err(refuse(shown));
         }
     }
     // A store without a catalog holds no triggers.
@@ -555,13 +563,13 @@ pub(crate) fn check_automated(
     Ok(())
 }
 
-/// The name of a `*.yaml` file of `dir`, if it holds one.
-fn first_document(dir: &std::path::Path) -> Option<String> {
-    std::fs::read_dir(dir)
-        .ok()?
-        .filter_map(Result::ok)
-        .map(|e| e.file_name().to_string_lossy().into_owned())
-        .find(|name| name.ends_with(".yaml"))
+/// Whether `dir` holds a `*.yaml` file.
+fn has_document(dir: &std::path::Path) -> bool {
+    std::fs::read_dir(dir).is_ok_and(|entries| {
+        entries
+            .filter_map(Result::ok)
+            .any(|e| e.file_name().to_string_lossy().ends_with(".yaml"))
+    })
 }
 
 /// Whether a path under `_vance/` is a trigger document (or a hook's script): its directory
