@@ -151,7 +151,11 @@ pub fn check_event_document(label: &str, text: &str) -> Result<(), String> {
                 ));
             }
         }
-        if root.get("workflow").is_none() {
+        // A key said to be a misspelt `workflow` already says that it is missing.
+        let misspelt = problems
+            .iter()
+            .any(|(_, m)| m.ends_with("(did you mean 'workflow'?)"));
+        if root.get("workflow").is_none() && !misspelt {
             problems.push((
                 root.span,
                 "[MAG-TR005] missing field `workflow`: expected the name of the workflow the \

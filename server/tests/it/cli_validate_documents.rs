@@ -288,4 +288,12 @@ fn an_event_documents_misspelt_keys_are_said_together() {
             "{at} in {err}"
         );
     }
+    // The misspelt `workflow` says it is missing; a document without one is told so.
+    assert!(!err.contains("missing field"), "{err}");
+    write(&p, "_vance/events/typos.yaml", "methods: [POST]\n");
+    let err = stderr(&p.cli(&["validate"]));
+    assert!(
+        err.contains("_vance/events/typos.yaml:1:1: [MAG-TR005] missing field `workflow`"),
+        "{err}"
+    );
 }
