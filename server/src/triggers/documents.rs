@@ -133,8 +133,8 @@ pub(crate) fn parse_event_at(label: &str, text: &str) -> Result<EventDocument, S
 pub fn check_event_document(label: &str, text: &str) -> Result<(), String> {
     // Its keys first, every mistake among them at once (a misspelt key, `workflow` missing):
     // the typed reading below stops at the first.
-    if let Ok(root) =
-        magrathea_yaml::parse_yaml(label, text, &magrathea_yaml::LoadOptions::default())
+    let parsed = magrathea_yaml::parse_yaml(label, text, &magrathea_yaml::LoadOptions::default());
+    if let Ok(root) = &parsed
         && let Some(entries) = root.as_map()
     {
         let mut problems: Vec<(magrathea_yaml::Span, String)> = Vec::new();
@@ -169,8 +169,7 @@ pub fn check_event_document(label: &str, text: &str) -> Result<(), String> {
     }
     let doc = magrathea_exec::yaml_text::from_str::<EventDocument>(text)
         .map_err(|e| e.located(label, "MAG-TR005"))?;
-    let root = magrathea_yaml::parse_yaml(label, text, &magrathea_yaml::LoadOptions::default())
-        .map_err(|d| d.to_string())?;
+    let root = parsed.map_err(|d| d.to_string())?;
     let at = |path: &[&str]| -> magrathea_yaml::Span {
         let mut node = &root;
         for key in path {
