@@ -45,8 +45,12 @@ impl Completion {
         match result {
             Ok(v) => Self::of("success", v),
             Err(e) => {
-                let output = if e.output.is_null() {
+                // A failure's message is its output (what `storeAs` keeps), except a
+                // cancel's: a cancelled task produced nothing, whichever task it was.
+                let output = if e.output.is_null() && e.kind != "cancelled" {
                     json!({ "error": e.message })
+                } else if e.output.is_null() {
+                    Value::Null
                 } else {
                     e.output
                 };

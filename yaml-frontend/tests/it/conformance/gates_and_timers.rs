@@ -427,6 +427,60 @@ async fn s4_2_a_cancel_ends_the_task_step_in_flight_with_a_cancelled_result() {
     }
 }
 
+/// §2.2 (`storeAs`: "for non-null output"): a task ended by a cancel produced nothing, so
+/// its `storeAs` variable is not written, whether a process or a gate was waited on; the
+/// cleanup state that `catch: { cancelled }` routes to reads it as empty.
+#[tokio::test]
+async fn s2_2_a_cancelled_task_stores_no_variable() {
+    let p = project(&[
+        (
+            "slow",
+            "start: work\nstates:\n  work:\n    type: shell_task\n    run: \"sleep 30\"\n    dirName: workspace\n    storeAs: o\n    on: { success: done }\n    catch: { cancelled: cleanup }\n  done: { type: terminal }\n  cleanup: { type: terminal, result: \"[${state.o}]\" }\n",
+        ),
+        (
+            "ask",
+            "start: work\nstates:\n  work:\n    type: gate_task\n    inbox: { kind: APPROVAL, title: ok? }\n    storeAs: o\n    on: { approved: done, rejected: done }\n    catch: { cancelled: cleanup }\n  done: { type: terminal }\n  cleanup: { type: terminal, result: \"[${state.o}]\" }\n",
+        ),
+    ])
+    .await;
+    for (name, task) in [("slow", "shell_task"), ("ask", "gate_task")] {
+        let run = p
+            .runtime
+            .start(&p.engine, &p.scope, name, json!({}), "tester")
+            .await
+            .unwrap();
+        let deadline = std::time::Instant::now() + Duration::from_secs(10);
+        while !p
+            .engine
+            .journal(run)
+            .unwrap()
+            .iter()
+            .any(|e| matches!(&e.record, Record::TaskStarted { task: t, .. } if t == task))
+        {
+            assert!(
+                std::time::Instant::now() < deadline,
+                "{name}: never started"
+            );
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        }
+        p.engine.cancel(run, "no longer needed").await.unwrap();
+        let v = p.engine.wait(run).await.unwrap();
+        assert_eq!(v.current_state.as_deref(), Some("cleanup"), "{name}: {v:?}");
+        assert_eq!(v.result, Some(json!("[]")), "{name}");
+        let vars: Vec<String> = p
+            .engine
+            .journal(run)
+            .unwrap()
+            .iter()
+            .filter_map(|e| match &e.record {
+                Record::Var { key, .. } => Some(key.clone()),
+                _ => None,
+            })
+            .collect();
+        assert!(vars.is_empty(), "{name}: {vars:?}");
+    }
+}
+
 /// §4.3, §9: the Bounds Check comes after a completion and before the next enqueue: a run
 /// whose task spawns are used up fails there, never entering the state it would have run.
 #[tokio::test]
