@@ -10,7 +10,10 @@
 //! words — `pending`, `approved`, `rejected` (answered with anything but an approval),
 //! `expired` (its timeout fired first), `cancelled` (its run ended or was cancelled first) — and
 //! the inbox's own word as `inboxStatus`. `expiresAt` is when an item with a timeout expires,
-//! `decidedAt` (the inbox's `answeredAt`) when an answered one was approved or rejected.
+//! `decidedAt` (the inbox's `answeredAt`) when an answered one was approved or rejected, with
+//! `decidedByUserId` and `decisionComment`; and the other names of Friday's approval request
+//! (`runId`, `nodeId`, `approverUserId`, `approverRole`, `timeoutAt`, `requestPayload`,
+//! `updatedAt`) beside the inbox's own.
 //! The listing takes `?status=` (Friday's words, the inbox's, or `all`; default `pending`),
 //! `?assignee=`, `?approverUserId=` (approvals naming that user among their approvers, or
 //! naming none and assigned to them), `?approverRole=` (naming that role), and pages with
@@ -104,10 +107,56 @@ impl Serialize for Approval {
                 .filter(|_| self.item.status == InboxStatus::Answered)
             {
                 map.insert("decidedAt".into(), at.into());
+                if let Some(answer) = &self.item.answer {
+                    map.insert("decidedByUserId".into(), answer.answered_by.clone().into());
+                    if let Some(comment) = &answer.comment {
+                        map.insert("decisionComment".into(), comment.clone().into());
+                    }
+                }
             }
+            friday_names(map, &self.item);
         }
         v.serialize(serializer)
     }
+}
+
+/// The names of Friday's approval request (§2 `workflow_approval_requests`) beside the inbox's
+/// own: `runId`, `nodeId` (the state), `approverUserId` and `approverRole` (the first named
+/// approver user and role; with no approvers named, the assignee as the user), `timeoutAt`
+/// (`expiresAt`), `requestPayload` (`payload`) and `updatedAt` (when it was last answered,
+/// else created). Times are milliseconds since the Unix epoch, as the item's own.
+fn friday_names(map: &mut serde_json::Map<String, serde_json::Value>, item: &InboxItem) {
+    use serde_json::Value;
+    map.insert("runId".into(), item.workflow_run_id.to_string().into());
+    if let Some(state) = &item.workflow_state {
+        map.insert("nodeId".into(), state.clone().into());
+    }
+    let approvers = item.meta.get("approvers");
+    let first = |key: &str| {
+        approvers
+            .and_then(|a| a.get(key))
+            .and_then(Value::as_array)
+            .and_then(|list| list.iter().find_map(Value::as_str))
+            .map(str::to_owned)
+    };
+    let user = match approvers {
+        Some(_) => first("users"),
+        None => Some(item.assigned_to.clone()).filter(|a| !a.is_empty()),
+    };
+    if let Some(user) = user {
+        map.insert("approverUserId".into(), user.into());
+    }
+    if let Some(role) = first("roles") {
+        map.insert("approverRole".into(), role.into());
+    }
+    if let Some(at) = item.expires_at {
+        map.insert("timeoutAt".into(), at.into());
+    }
+    if let Some(payload) = map.get("payload").cloned() {
+        map.insert("requestPayload".into(), payload);
+    }
+    let updated = item.answered_at.unwrap_or(item.created_at);
+    map.insert("updatedAt".into(), updated.into());
 }
 
 /// Query of `GET /v1/workflow-approvals`.

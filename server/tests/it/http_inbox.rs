@@ -129,6 +129,11 @@ async fn approvals_routes_list_approve_and_reject_within_the_tenant() {
         .get_json(&format!("/v1/workflow-approvals/{yes_id}"), Some(ACME))
         .await;
     assert_eq!(one["title"], "Ship it?");
+    // Friday's names of an approval request beside the inbox's (§2).
+    assert_eq!(one["runId"], yes.as_str(), "{one}");
+    assert_eq!(one["nodeId"], "review", "{one}");
+    assert_eq!(one["updatedAt"], one["createdAt"], "{one}");
+    assert!(one.get("decidedByUserId").is_none(), "{one}");
 
     let r: Value = s
         .post_json(
@@ -176,6 +181,9 @@ async fn approvals_routes_list_approve_and_reject_within_the_tenant() {
         .unwrap_or_else(|| panic!("{decided}"));
     assert!(at >= decided["createdAt"].as_u64().unwrap(), "{decided}");
     assert_eq!(decided["answeredAt"], at, "{decided}");
+    assert_eq!(decided["updatedAt"], at, "{decided}");
+    assert_eq!(decided["decidedByUserId"], "alice", "{decided}");
+    assert_eq!(decided["decisionComment"], "ok", "{decided}");
 }
 
 #[tokio::test]
@@ -670,6 +678,13 @@ async fn approvals_are_listed_by_approver_user_and_role() {
         }
     };
     assert_eq!(runs("").await.len(), 2);
+    let list: Vec<Value> = s.get_json("/v1/workflow-approvals", Some(ACME)).await;
+    let of = |run: &str| list.iter().find(|a| a["workflowRunId"] == run).unwrap();
+    // Friday's approverUserId and approverRole: the first named, or the assignee.
+    assert_eq!(of(&guarded)["approverUserId"], "alice");
+    assert_eq!(of(&guarded)["approverRole"], "ops");
+    assert_eq!(of(&open)["approverUserId"], "runner");
+    assert!(of(&open).get("approverRole").is_none());
     assert_eq!(runs("approverUserId=alice").await, vec![guarded.clone()]);
     assert_eq!(runs("approverUserId=runner").await, vec![open.clone()]);
     assert_eq!(runs("approverUserId=bob").await, Vec::<String>::new());
