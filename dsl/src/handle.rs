@@ -138,12 +138,25 @@ impl<W: Workflow> RunHandle<W> {
     }
 }
 
+/// How an unsuccessful run stands: a `BLOCKED` run has not ended, it waits for code that
+/// matches its journal.
+fn how_it_stands(status: &RunStatus) -> String {
+    match status {
+        RunStatus::Blocked => {
+            "is BLOCKED (not ended: it goes on when an engine with code that matches its \
+             journal opens the store)"
+                .into()
+        }
+        other => format!("ended {other}"),
+    }
+}
+
 /// Why a run produced no output.
 #[derive(Debug, thiserror::Error)]
 #[non_exhaustive]
 pub enum ResultError {
     /// The run ended `FAILED` or `CANCELLED`, or is `BLOCKED`; `reason` says why.
-    #[error("[MAG-RN002] run {run_id} ended {status}: {reason}")]
+    #[error("[MAG-RN002] run {run_id} {}: {reason}", how_it_stands(.status))]
     Unsuccessful {
         /// The run.
         run_id: RunId,
@@ -206,4 +219,26 @@ pub enum SignalError {
     /// The engine refused it: unknown run, blocked run, store failure.
     #[error(transparent)]
     Deliver(#[from] DeliverError),
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_blocked_run_is_not_said_to_have_ended() {
+        let run_id = RunId::from_u128(7);
+        let error = |status| ResultError::Unsuccessful {
+            run_id,
+            status,
+            reason: "why".into(),
+        };
+        let blocked = error(RunStatus::Blocked).to_string();
+        assert!(blocked.contains("is BLOCKED (not ended"), "{blocked}");
+        assert!(!blocked.contains("ended BLOCKED"), "{blocked}");
+        assert_eq!(
+            error(RunStatus::Failed).to_string(),
+            format!("[MAG-RN002] run {run_id} ended FAILED: why")
+        );
+    }
 }
