@@ -13,7 +13,9 @@
 //! `magrathea validate` (`path:line:column: [MAG-Ynnn] message`, the path relative to the
 //! root). A valid workflow is written, and the response lists its warnings in the same form:
 //! what static analysis finds, and `workflow_task`s naming a workflow that neither the project
-//! nor its tenant has. Documents are written atomically (temporary file, then rename).
+//! nor its tenant has. A workflow named `runs` is refused with 422 (`MAG-HTTP-RESERVED-NAME`):
+//! `…/workflows/runs/…` are the routes of runs. Documents are written atomically (temporary
+//! file, then rename).
 //!
 //! Trigger documents (`scheduler/`, `events/`, `hooks/`) start runs on their own, so writing
 //! them needs `workflow.run` as well as `workflow.write`. A schedule is validated like a
@@ -53,6 +55,10 @@ use super::body::body_error;
 use super::doc_paths::{check_writable, entry_inside, resolve_existing, segments};
 use super::error::ApiError;
 use super::state::AppState;
+
+/// The workflow name the server's routes cannot reach: `…/workflows/runs/…` list and act on
+/// runs.
+pub(crate) const RESERVED_WORKFLOW_NAME: &str = "runs";
 
 /// `{tenant}`, `{project}` and the document path.
 #[derive(Debug, Deserialize)]
@@ -243,6 +249,17 @@ pub(crate) async fn put(
         // The document may start itself; it exists once this write succeeds. The workflows
         // it starts are looked up with its errors too (one pass to fix all).
         let own = parts[1].trim_end_matches(".yaml");
+        if own == RESERVED_WORKFLOW_NAME {
+            return Err(ApiError::new(
+                StatusCode::UNPROCESSABLE_ENTITY,
+                "MAG-HTTP-RESERVED-NAME",
+                format!(
+                    "a workflow cannot be named `{own}`: …/workflows/{own}/… are the routes of \
+                     runs, so its start, graph, versions and triggers could not be reached; \
+                     name the document otherwise"
+                ),
+            ));
+        }
         let exists = |name: &str| name == own || state.docs().workflow(&scope, name).is_ok();
         match load_workflow_checked(&label, &text, &LoadOptions::default(), exists) {
             Ok(loaded) => {

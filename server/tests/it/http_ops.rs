@@ -453,6 +453,38 @@ states:
     );
 }
 
+/// `…/workflows/runs/…` are the routes of runs: a workflow named `runs` could be written but
+/// not started, graphed or versioned over HTTP, so its document is refused when written.
+#[tokio::test]
+async fn a_workflow_named_runs_is_refused_when_written() {
+    let s = Server::start().await;
+    let r = s
+        .client
+        .put(s.url("/brain/acme/project/shop/documents/workflows/runs.yaml"))
+        .bearer_auth(ACME)
+        .body("start: done\nstates:\n  done: { type: terminal }\n")
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(r.status(), 422);
+    let body: Value = r.json().await.unwrap();
+    assert_eq!(body["error"]["code"], "MAG-HTTP-RESERVED-NAME", "{body}");
+    assert!(
+        !s.root.join("acme/shop/_vance/workflows/runs.yaml").exists(),
+        "nothing was written"
+    );
+    // A name that merely starts with it is fine.
+    let r = s
+        .client
+        .put(s.url("/brain/acme/project/shop/documents/workflows/runs-nightly.yaml"))
+        .bearer_auth(ACME)
+        .body("start: done\nstates:\n  done: { type: terminal }\n")
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(r.status(), 201);
+}
+
 #[tokio::test]
 async fn the_document_schemas_are_served_without_a_token() {
     let s = Server::start().await;

@@ -295,6 +295,11 @@ pub(super) const CODES: &[ErrorCode] = &[
         remedy: "Ask for at most the page the route allows and follow `next` / `X-Next-Cursor` for the rest.",
     },
     ErrorCode {
+        code: "MAG-HTTP-RESERVED-NAME",
+        meaning: "A workflow document written through the documents API is named `runs`: `…/workflows/runs/…` are the routes of runs, so its own routes could not be reached.",
+        remedy: "Name the workflow otherwise (`_vance/workflows/<another name>.yaml`).",
+    },
+    ErrorCode {
         code: "MAG-HTTP-UI-INVALID-STATUS",
         meaning: "The `status` filter of the run listing is not a run status.",
         remedy: "Use one of RUNNING, WAITING, PAUSED, DONE, FAILED, CANCELLED, BLOCKED (any case).",
