@@ -608,16 +608,7 @@ pub(crate) async fn list(
 ) -> Result<axum::response::Response, ApiError> {
     state.authorize(&headers, &p.tenant, ApiScope::Read)?;
     let scope = state.scope(&p.tenant, &p.project)?;
-    let limit = match q.limit.map(|l| l.number(MAX_LIST)).transpose()? {
-        None => MAX_LIST,
-        Some(n) if (1..=MAX_LIST).contains(&n) => n,
-        Some(n) => {
-            return Err(ApiError::bad_request(
-                "MAG-HTTP-INVALID-LIMIT",
-                format!("limit {n}: expected 1 to {MAX_LIST}"),
-            ));
-        }
-    };
+    let limit = super::error::page_limit(q.limit.as_ref(), MAX_LIST)?;
     let cursor = q.cursor.filter(|c| !c.is_empty());
     if let Some(c) = &cursor
         && check_name(c).is_err()

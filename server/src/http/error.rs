@@ -238,32 +238,40 @@ impl<'de> serde::Deserialize<'de> for QueryLimit {
         let text = String::deserialize(d)?;
         Ok(match text.parse() {
             Ok(n) => Self::Number(n),
+            // A whole number too large to hold asks for the largest page, as any above it.
+            Err(_) if !text.is_empty() && text.bytes().all(|b| b.is_ascii_digit()) => {
+                Self::Number(usize::MAX)
+            }
             Err(_) => Self::Invalid(text),
         })
     }
 }
 
 impl QueryLimit {
-    /// The number, or 400 `MAG-HTTP-INVALID-LIMIT` saying the range `1..=max`.
+    /// The number, or 400 `MAG-HTTP-INVALID-LIMIT` saying what is expected.
     pub(crate) fn number(&self, max: usize) -> Result<usize, ApiError> {
         match self {
             Self::Number(n) => Ok(*n),
-            Self::Invalid(text) => Err(ApiError::bad_request(
-                "MAG-HTTP-INVALID-LIMIT",
-                format!("limit `{text}`: expected a whole number from 1 to {max}"),
-            )),
+            Self::Invalid(text) => Err(invalid_limit(text, max)),
         }
     }
 }
 
-/// The `limit` of a page: `max` when absent, at most `max`; 0 and text that is not a whole
-/// number are refused (400 `MAG-HTTP-INVALID-LIMIT`), as a page of nothing is no page.
+fn invalid_limit(text: &str, max: usize) -> ApiError {
+    ApiError::bad_request(
+        "MAG-HTTP-INVALID-LIMIT",
+        format!(
+            "limit `{text}`: expected a whole number of at least 1 (a page holds at most {max})"
+        ),
+    )
+}
+
+/// The `limit` of a page: `max` when absent, at most `max` (a larger one gets `max`); 0 and
+/// text that is not a whole number are refused (400 `MAG-HTTP-INVALID-LIMIT`), as a page of
+/// nothing is no page.
 pub(crate) fn page_limit(limit: Option<&QueryLimit>, max: usize) -> Result<usize, ApiError> {
     match limit.map(|l| l.number(max)).transpose()? {
-        Some(0) => Err(ApiError::bad_request(
-            "MAG-HTTP-INVALID-LIMIT",
-            format!("limit 0: expected 1 to {max}"),
-        )),
+        Some(0) => Err(invalid_limit("0", max)),
         limit => Ok(limit.unwrap_or(max).min(max)),
     }
 }

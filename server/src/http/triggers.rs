@@ -292,16 +292,10 @@ fn query(q: &DeliveriesQuery, trigger_id: Option<String>) -> Result<DeliveryQuer
             format!("`{c}` is not a cursor of this list: pass the `next` of the previous page"),
         ));
     }
-    // As the CLI's `--limit` and the other listings with a limit: out of range is said.
-    let limit = match q.limit.as_ref().map(|l| l.number(1000)).transpose()? {
+    // 100 by default; as every listing, at most its largest page (1,000).
+    let limit = match &q.limit {
         None => 100,
-        Some(n) if (1..=1000).contains(&n) => n,
-        Some(n) => {
-            return Err(ApiError::bad_request(
-                "MAG-HTTP-INVALID-LIMIT",
-                format!("limit {n}: expected 1 to 1000"),
-            ));
-        }
+        Some(l) => super::error::page_limit(Some(l), 1000)?,
     };
     Ok(DeliveryQuery {
         trigger_id,

@@ -163,9 +163,15 @@ async fn documents_are_read_listed_and_written_with_validation() {
         .await;
     assert_eq!(item_names(&last), ["needs-param.yaml"]);
     assert_eq!((header, last.get("next")), (None, None));
+    // A limit past the largest page (1,000) gets the largest page, as on every listing.
+    for query in ["limit=1001", "limit=18446744073709551616"] {
+        let (header, all) = s.get_page(&page(query), Some(ACME_READ)).await;
+        assert_eq!(item_names(&all).len(), 4, "{query}");
+        assert_eq!(header, None, "{query}");
+    }
     for (query, code_) in [
         ("limit=0", "MAG-HTTP-INVALID-LIMIT"),
-        ("limit=1001", "MAG-HTTP-INVALID-LIMIT"),
+        ("limit=-1", "MAG-HTTP-INVALID-LIMIT"),
         ("cursor=..", "MAG-HTTP-INVALID-CURSOR"),
     ] {
         let r = s

@@ -291,7 +291,7 @@ pub(super) const CODES: &[ErrorCode] = &[
     },
     ErrorCode {
         code: "MAG-HTTP-INVALID-LIMIT",
-        meaning: "A listing's `limit` is not a whole number, or is outside what it pages (documents: 1 to 1000).",
+        meaning: "A listing's `limit` is 0 or not a whole number (one larger than the listing's largest page gets that page).",
         remedy: "Ask for at most the page the route allows and follow `next` / `X-Next-Cursor` for the rest.",
     },
     ErrorCode {
