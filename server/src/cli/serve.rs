@@ -34,8 +34,8 @@ Host (and Origin, when sent) is 127.0.0.1:PORT, localhost:PORT or [::1]:PORT, so
 pages of other sites cannot reach it.
 
 Connections: a request's head must arrive within --header-read-timeout of its first byte
-(or of the connection) and its body within --body-read-timeout of its head (408 and the
-connection closed otherwise), a keep-alive connection with no request in flight is closed after
+(or of the connection; else the connection is closed without an answer) and its body within
+--body-read-timeout of its head (else 408 and the connection closed), a keep-alive connection with no request in flight is closed after
 --idle-timeout (streams such as SSE are in flight), and at most --max-connections are
 served at once; more wait in the listen backlog until one closes.
 

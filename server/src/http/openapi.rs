@@ -180,6 +180,13 @@ fn operation(route: &Route, method: &str) -> Value {
             }
         }
     }
+    // Every request that may carry a body is bounded in size and in the time it takes to
+    // arrive (the server's body limit and `--body-read-timeout`), whatever the route.
+    if matches!(method, "POST" | "PUT" | "PATCH") {
+        for code in ["408", "413"] {
+            responses.insert(code.into(), error.clone());
+        }
+    }
     let (request, reply) = bodies(route.operation);
     if let Some(schema) = request {
         op["requestBody"] = json!({
@@ -360,6 +367,26 @@ mod tests {
         let publish = &doc["paths"]["/brain/{tenant}/project/{project}/workflows/{name}/publish"]["post"]
             ["responses"];
         assert!(publish.get("422").is_some(), "422 missing in {publish}");
+    }
+
+    #[test]
+    fn every_route_that_takes_a_body_documents_its_size_and_time_bounds() {
+        let doc = openapi();
+        let mut seen = 0;
+        for (path, item) in doc["paths"].as_object().unwrap() {
+            for (method, op) in item.as_object().unwrap() {
+                if matches!(method.as_str(), "post" | "put" | "patch") {
+                    seen += 1;
+                    for code in ["408", "413"] {
+                        assert!(
+                            op["responses"].get(code).is_some(),
+                            "{code} missing in {method} {path}"
+                        );
+                    }
+                }
+            }
+        }
+        assert!(seen > 20, "{seen} operations with a body");
     }
 
     #[test]
