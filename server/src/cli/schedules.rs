@@ -277,7 +277,7 @@ async fn list(
             map.insert("lastRunStatus".into(), json!(last_status));
             map.insert(
                 "lastDelivery".into(),
-                json!(deliveries::last(catalog, reg)?),
+                json!(deliveries::last(catalog, reg)?.map(|d| d.view())),
             );
         }
         rows.push((v, next));
@@ -435,7 +435,7 @@ pub(crate) async fn deliveries(loc: &Location, cmd: DeliveriesCommand) -> anyhow
         },
     )?;
     if json {
-        let out = json!({ "deliveries": page.deliveries, "next": page.next });
+        let out = json!({ "deliveries": page.view()["deliveries"], "next": page.next });
         outln!("{}", serde_json::to_string(&out)?)?;
         return Ok(EXIT_OK);
     }

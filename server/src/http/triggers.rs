@@ -144,7 +144,7 @@ fn described(state: &AppState, triggers: &Triggers, reg: &Registration) -> Resul
     }
     map.insert(
         "lastDelivery".into(),
-        json!(deliveries::last(catalog, reg)?),
+        json!(deliveries::last(catalog, reg)?.map(|d| d.view())),
     );
     Ok(v)
 }
@@ -499,8 +499,7 @@ pub(crate) async fn deliveries_of_project(
 /// A page of deliveries as `{deliveries, next?}`, with the next page's cursor also in the
 /// `X-Next-Cursor` header, as the other paged routes give it.
 fn page_response(page: deliveries::DeliveryPage) -> axum::response::Response {
-    let next = page.next.clone();
-    super::inbox::paged(page, next)
+    super::inbox::paged(page.view(), page.next)
 }
 
 /// `POST /brain/{tenant}/project/{project}/schedules/{name}/trigger` → 202 `{workflowRunId,
@@ -522,7 +521,7 @@ pub(crate) async fn fire_schedule(
             Json(json!({
                 "workflowRunId": d.run_id,
                 "workflowName": registry::by_id(state.triggers.catalog()?, &d.trigger_id)?.and_then(|r| r.workflow),
-                "delivery": d,
+                "delivery": d.view(),
             })),
         )),
         // Refused parameters and an archived workflow answer as every other start path

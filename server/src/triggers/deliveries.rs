@@ -99,6 +99,36 @@ pub struct Delivery {
 }
 
 impl Delivery {
+    /// The delivery as the HTTP routes and `deliveries list --json` show it: its fields, and
+    /// the names of Friday's delivery record (§2 `workflow_trigger_deliveries`) beside them:
+    /// `deliveredAt` (`atMs` as an RFC 3339 instant, as `nextFireAt` beside `nextFireMs`) and,
+    /// for a delivery that started no run (`rejected`, `failed`), `errorMessage` (its
+    /// `message`) and `errorCode` (the start's refusal, else the `MAG-…` code its message
+    /// opens with, else its `reason`).
+    pub fn view(&self) -> serde_json::Value {
+        let mut v = serde_json::to_value(self).unwrap_or_default();
+        if let Some(map) = v.as_object_mut() {
+            map.insert("deliveredAt".into(), super::iso(self.at_ms).into());
+            if matches!(
+                self.status,
+                DeliveryStatus::Rejected | DeliveryStatus::Failed
+            ) {
+                if let Some(message) = &self.message {
+                    map.insert("errorMessage".into(), message.clone().into());
+                }
+                let code = self.error_code.clone().or_else(|| {
+                    let message = self.message.as_deref()?;
+                    let code = message.strip_prefix('[')?.split_once(']')?.0;
+                    code.starts_with("MAG-").then(|| code.to_owned())
+                });
+                if let Some(code) = code.or_else(|| self.reason.clone()) {
+                    map.insert("errorCode".into(), code.into());
+                }
+            }
+        }
+        v
+    }
+
     /// A delivery of `reg` at `at_ms` with `status`; the rest is filled in by the caller.
     pub fn new(reg: &Registration, status: DeliveryStatus, at_ms: i64) -> Self {
         Self {
@@ -273,13 +303,25 @@ pub fn retired_trigger_ids(
 pub const MAX_PAGE: usize = 1000;
 
 /// A page of deliveries, newest first, and the cursor of the next page.
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone)]
 pub struct DeliveryPage {
     /// The deliveries.
     pub deliveries: Vec<Delivery>,
     /// Pass as `cursor` for the next page; absent on the last.
-    #[serde(skip_serializing_if = "Option::is_none")]
     pub next: Option<String>,
+}
+
+impl DeliveryPage {
+    /// `{deliveries, next?}`, each delivery as its [`Delivery::view`].
+    pub fn view(&self) -> serde_json::Value {
+        let mut v = serde_json::json!({
+            "deliveries": self.deliveries.iter().map(Delivery::view).collect::<Vec<_>>(),
+        });
+        if let Some(next) = &self.next {
+            v["next"] = next.clone().into();
+        }
+        v
+    }
 }
 
 /// The newest delivery of the trigger `reg`, if it has any.

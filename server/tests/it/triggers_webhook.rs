@@ -220,6 +220,22 @@ async fn wrong_and_missing_signatures_are_refused_and_recorded() {
             ("rejected".into(), "bad_signature".into()),
         ]
     );
+    // Friday's names of a delivery record: when it was delivered (RFC 3339, as atMs), and
+    // the error's code and message of one that started nothing.
+    for d in f.deliveries("github").await {
+        assert_eq!(d["errorMessage"], d["message"], "{d}");
+        let code = d["errorCode"].as_str().unwrap_or_else(|| panic!("{d}"));
+        assert!(code.starts_with("MAG-WH"), "{d}");
+        assert!(
+            d["message"]
+                .as_str()
+                .unwrap()
+                .starts_with(&format!("[{code}]")),
+            "{d}"
+        );
+        let at: jiff::Timestamp = d["deliveredAt"].as_str().unwrap().parse().unwrap();
+        assert_eq!(at.as_millisecond(), d["atMs"].as_i64().unwrap(), "{d}");
+    }
     // Nothing started.
     let runs: Value = f
         .server
@@ -252,6 +268,11 @@ async fn both_secrets_verify_during_a_rotation_and_a_retired_one_does_not() {
         .github(body, Fixture::signed("new-secret", body), "d-4")
         .await;
     assert_eq!(status, 202);
+    let newest = &f.deliveries("github").await[0];
+    assert_eq!(newest["status"], "accepted", "{newest}");
+    assert!(newest["deliveredAt"].is_string(), "{newest}");
+    assert!(newest.get("errorCode").is_none(), "{newest}");
+    assert!(newest.get("errorMessage").is_none(), "{newest}");
 }
 
 #[tokio::test]
