@@ -34,7 +34,10 @@ pub(crate) struct CancelArgs {
 pub(crate) async fn cancel(loc: &Location, args: CancelArgs) -> anyhow::Result<u8> {
     let project = Project::locate(loc)?;
     let runtime = project.runtime();
-    let backend = project.backend(&runtime).await?;
+    // A project without a store has no run to cancel: nothing is created for it.
+    let Some(backend) = project.existing_backend_with(&runtime).await? else {
+        return Err(project.not_found(super::store::parse_run_id(&args.run_id)?));
+    };
     // Installed before the cancel is requested, kept for following the run.
     super::progress::Interrupts::install()?.keep();
     let run = project

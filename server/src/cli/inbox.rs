@@ -142,15 +142,19 @@ fn print_item(item: &InboxItem) -> anyhow::Result<()> {
         );
     }
     outln!(
-        "    answer: magrathea inbox answer {} {}",
+        "    answer: magrathea inbox answer {} {}{}",
         item.id,
-        answer_hint(item)
+        answer_hint(item),
+        super::location_args()
     )
 }
 
 async fn answer(project: &Project, args: AnswerArgs) -> anyhow::Result<u8> {
     let runtime = project.runtime();
-    let backend = project.backend(&runtime).await?;
+    // A project without a store has no item to answer: nothing is created for it.
+    let Some(backend) = project.existing_backend_with(&runtime).await? else {
+        return Err(item_not_found(&args.id));
+    };
     let item = match backend.inbox_item(&args.id).await? {
         Some((item, scope)) if project.owns(scope.as_deref().unwrap_or_default()) => item,
         _ => return Err(item_not_found(&args.id)),

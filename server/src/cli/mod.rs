@@ -77,6 +77,54 @@ pub(crate) struct Location {
     pub(crate) store: Option<PathBuf>,
 }
 
+impl Location {
+    /// ` --project DIR --store PATH` as given (each only when given; a PostgreSQL URL's
+    /// password hidden), for the commands this one suggests, so that they act on the same
+    /// project and store when typed from the same directory.
+    fn as_args(&self) -> String {
+        let mut args = String::new();
+        if let Some(project) = &self.project {
+            args.push_str(&format!(
+                " --project {}",
+                shell_word(&project.to_string_lossy())
+            ));
+        }
+        if let Some(store) = &self.store {
+            let store = store.to_string_lossy();
+            let shown = if magrathea_postgres::is_postgres_url(&store) {
+                magrathea_postgres::redact(&store)
+            } else {
+                store.into_owned()
+            };
+            args.push_str(&format!(" --store {}", shell_word(&shown)));
+        }
+        args
+    }
+}
+
+/// `word` as one shell word: as it is when it holds only characters no shell treats
+/// specially, else in single quotes.
+fn shell_word(word: &str) -> String {
+    let plain = !word.is_empty()
+        && word
+            .chars()
+            .all(|c| c.is_ascii_alphanumeric() || "/._-+:@=,".contains(c));
+    if plain {
+        word.to_owned()
+    } else {
+        format!("'{}'", word.replace('\'', "'\\''"))
+    }
+}
+
+/// The `--project` and `--store` of this command ([`Location::as_args`]).
+static LOCATION_ARGS: std::sync::OnceLock<String> = std::sync::OnceLock::new();
+
+/// The `--project` and `--store` this command was given, as arguments to append to a command
+/// it suggests (empty when neither was given).
+pub(crate) fn location_args() -> &'static str {
+    LOCATION_ARGS.get().map_or("", String::as_str)
+}
+
 /// `--store`: a directory or a PostgreSQL URL. A URL of another scheme (`mysql://…`), and a
 /// PostgreSQL URL mistyped (`postgres:/db`, `POSTGRES://…`), are refused rather than taken for
 /// a directory of that name: a worker would go on alone beside the shared database.
@@ -169,6 +217,7 @@ impl std::error::Error for Invalid {}
 pub(crate) async fn main() -> ExitCode {
     let cli = Cli::parse();
     let loc = cli.location;
+    let _ = LOCATION_ARGS.set(loc.as_args());
     let result = match cli.command {
         Command::Run(a) => run::run(&loc, a).await,
         Command::Validate(a) => validate::validate(&loc, a),

@@ -158,9 +158,10 @@ pub(crate) fn print_run(run: &RunDto, json: bool, pending: &[InboxItem]) -> anyh
             item.title
         )?;
         outln!(
-            "    answer: magrathea inbox answer {} {}",
+            "    answer: magrathea inbox answer {} {}{}",
             item.id,
-            answer_hint(item)
+            answer_hint(item),
+            super::location_args()
         )?;
     }
     Ok(())

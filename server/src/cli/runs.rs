@@ -296,10 +296,14 @@ async fn control(project: &Project, run_id: &str, op: ControlOp, json: bool) -> 
 /// `magrathea runs rerun`.
 async fn rerun(project: &Project, run_id: &str, frozen: bool, json: bool) -> anyhow::Result<u8> {
     let runtime = project.runtime();
-    let backend = project.backend(&runtime).await?;
-    let original = match project.run(Some(&backend), run_id).await {
-        Ok(dto) => dto.run.workflow_run_id,
+    // A project without a store has no run to repeat: nothing is created for it.
+    let backend = project.existing_backend_with(&runtime).await?;
+    let (backend, original) = match project.run(backend.as_ref(), run_id).await {
+        Ok(dto) => (backend, dto.run.workflow_run_id),
         Err(e) => return Ok(not_found(&e)),
+    };
+    let Some(backend) = backend else {
+        return Ok(not_found(&project.not_found(original)));
     };
     let journal = backend.journal(original).await?;
     let start = start_of(&journal, original)?;
@@ -333,10 +337,13 @@ async fn retry(
     use magrathea_core::RunStatus;
     use magrathea_server::http::retry::{defines_state, entry_of, record_origin};
     let runtime = project.runtime();
-    let backend = project.backend(&runtime).await?;
-    let dto = match project.run(Some(&backend), run_id).await {
+    let backend = project.existing_backend_with(&runtime).await?;
+    let dto = match project.run(backend.as_ref(), run_id).await {
         Ok(dto) => dto,
         Err(e) => return Ok(not_found(&e)),
+    };
+    let Some(backend) = backend else {
+        return Ok(not_found(&project.not_found(dto.run.workflow_run_id)));
     };
     let original = dto.run.workflow_run_id;
     if !matches!(dto.run.status, RunStatus::Failed | RunStatus::Cancelled) {

@@ -171,11 +171,21 @@ impl Project {
     /// The store for reading, or `None` when it does not exist yet (no run was ever started
     /// here), so that reading commands create nothing.
     pub(crate) async fn existing_backend(&self) -> anyhow::Result<Option<Backend>> {
+        self.existing_backend_with(&self.runtime()).await
+    }
+
+    /// [`Self::existing_backend`] driving runs with `runtime`: for commands that act on a
+    /// run or an item that must exist already (cancel, answer, rerun, retry), so that a
+    /// mistyped project creates no store.
+    pub(crate) async fn existing_backend_with(
+        &self,
+        runtime: &YamlRuntime,
+    ) -> anyhow::Result<Option<Backend>> {
         if !self.store_may_exist()? {
             self.point_to_tree_store();
             return Ok(None);
         }
-        self.backend(&self.runtime()).await.map(Some)
+        self.backend(runtime).await.map(Some)
     }
 
     /// Without a store of its own, a project of a served tree would read as one without

@@ -329,6 +329,51 @@ fn a_project_without_a_store_points_to_its_trees_store() {
     assert!(!stderr(&own).contains("note:"), "{}", stderr(&own));
 }
 
+/// The answer a waiting run's output suggests acts on the same project and store when typed
+/// where the command was; a command acting on a run or an item of a project that has no store
+/// finds none and creates no store beside the tree's.
+#[test]
+fn a_suggested_answer_names_the_store_and_a_missing_store_is_not_created() {
+    let p = Project::new();
+    p.workflow("review", REVIEW);
+    let tree_store = p.root.join(".magrathea");
+    let tree_store = tree_store.to_str().unwrap();
+    let out = p.cli(&[
+        "run", "review", "--store", tree_store, "--param", "pr_url=u",
+    ]);
+    assert_eq!(code(&out), 3, "{}", stderr(&out));
+    let hint = stdout(&out)
+        .lines()
+        .find_map(|l| l.trim().strip_prefix("answer: magrathea "))
+        .unwrap_or_else(|| panic!("{}", stdout(&out)))
+        .to_owned();
+    assert!(
+        hint.ends_with(&format!("--approve | --reject --store {tree_store}")),
+        "{hint}"
+    );
+    let id = hint.split_whitespace().nth(2).unwrap().to_owned();
+
+    // Typed without the store: nothing of this project is found, and no store is made.
+    for args in [
+        vec!["inbox", "answer", id.as_str(), "--approve"],
+        vec!["cancel", &id[..32]],
+        vec!["runs", "retry", &id[..32]],
+        vec!["runs", "rerun", &id[..32]],
+    ] {
+        let out = p.cli(&args);
+        assert_ne!(code(&out), 0, "{args:?}");
+        assert!(
+            stderr(&out).contains("not found"),
+            "{args:?}: {}",
+            stderr(&out)
+        );
+        assert!(!p.store().exists(), "{args:?} created a store");
+    }
+    // As suggested, it answers.
+    let out = p.cli(&["inbox", "answer", &id, "--approve", "--store", tree_store]);
+    assert_eq!(code(&out), 0, "{}", stderr(&out));
+}
+
 #[test]
 fn invalid_parameters_exit_2_and_start_nothing() {
     let p = Project::new();
