@@ -103,6 +103,7 @@ pub(crate) async fn inbox(loc: &Location, cmd: InboxCommand) -> anyhow::Result<u
                 outln!("{}", serde_json::to_string(&items)?)?;
             } else if items.is_empty() {
                 errln!("no pending inbox items");
+                project.note_if_no_project();
             } else {
                 for item in &items {
                     print_item(item)?;

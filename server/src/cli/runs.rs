@@ -145,6 +145,7 @@ pub(crate) async fn runs(loc: &Location, cmd: RunsCommand) -> anyhow::Result<u8>
                 outln!("{}", serde_json::to_string(&views)?)?;
             } else if views.is_empty() {
                 errln!("no runs");
+                project.note_if_no_project();
             } else {
                 outln!(
                     "{:<32}  {:<24}  {:<9}  {:<20}  {:<19}  {}",

@@ -188,6 +188,49 @@ impl Project {
         self.backend(runtime).await.map(Some)
     }
 
+    /// An empty listing of a directory that is no project (it has no `_vance/`), such as the
+    /// root of a served tree: says so, and names the projects below it (`<tenant>/<project>`,
+    /// a few), rather than leaving "no runs" to read as the store's answer.
+    pub(crate) fn note_if_no_project(&self) {
+        if self.dir.join("_vance").is_dir() {
+            return;
+        }
+        let mut below: Vec<String> = std::fs::read_dir(&self.dir)
+            .into_iter()
+            .flatten()
+            .flatten()
+            .filter(|t| t.path().is_dir())
+            .flat_map(|t| {
+                std::fs::read_dir(t.path())
+                    .into_iter()
+                    .flatten()
+                    .flatten()
+                    .filter(|p| p.path().join("_vance").is_dir())
+                    .map(move |p| {
+                        format!(
+                            "{}/{}",
+                            t.file_name().to_string_lossy(),
+                            p.file_name().to_string_lossy()
+                        )
+                    })
+            })
+            .take(100)
+            .collect();
+        below.sort();
+        let listed = if below.is_empty() {
+            String::new()
+        } else {
+            let more = if below.len() > 5 { ", …" } else { "" };
+            below.truncate(5);
+            format!(" (below it: {}{more})", below.join(", "))
+        };
+        errln!(
+            "note: {} is no project (it has no _vance/): commands read one project's runs; \
+             pass --project DIR{listed}",
+            self.dir.display()
+        );
+    }
+
     /// Without a store of its own, a project of a served tree would read as one without
     /// runs while the server keeps them in the tree's store: says where they are.
     fn point_to_tree_store(&self) {

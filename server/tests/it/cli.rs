@@ -369,9 +369,23 @@ fn a_suggested_answer_names_the_store_and_a_missing_store_is_not_created() {
         );
         assert!(!p.store().exists(), "{args:?} created a store");
     }
+    // From the tree's root, which is no project, an empty listing says so and names the
+    // project below it.
+    for args in [["runs", "list"], ["inbox", "list"]] {
+        let out = p.cli_in(&p.root, &[args[0], args[1], "--store", tree_store]);
+        assert_eq!(code(&out), 0, "{}", stderr(&out));
+        assert!(
+            stderr(&out).contains("is no project (it has no _vance/)")
+                && stderr(&out).contains("(below it: acme/shop)"),
+            "{args:?}: {}",
+            stderr(&out)
+        );
+    }
     // As suggested, it answers.
     let out = p.cli(&["inbox", "answer", &id, "--approve", "--store", tree_store]);
     assert_eq!(code(&out), 0, "{}", stderr(&out));
+    let own = p.cli(&["runs", "list", "--store", tree_store]);
+    assert!(!stderr(&own).contains("is no project"), "{}", stderr(&own));
 }
 
 #[test]
