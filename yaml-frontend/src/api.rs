@@ -1,6 +1,6 @@
 //! The entry point: text in, validated [`WorkflowDoc`] or every diagnostic out.
 
-use crate::analysis::{self, DocumentLookup, ScriptRef, WorkflowRef, WorkspaceRef};
+use crate::analysis::{self, DocumentLookup, RecipeRef, ScriptRef, WorkflowRef, WorkspaceRef};
 use crate::ast::WorkflowDoc;
 use crate::build;
 use crate::diagnostic::Diagnostics;
@@ -27,6 +27,9 @@ pub struct Loaded {
     /// The `dirName:` of every `shell_task` written without placeholders, for
     /// [`load_workflow_checked`].
     pub workspace_refs: Vec<WorkspaceRef>,
+    /// The `recipe:` of every `agent_task` written without placeholders, for
+    /// [`load_workflow_checked`].
+    pub recipe_refs: Vec<RecipeRef>,
 }
 
 /// What a document refers to in other documents, found in whatever part of it was built.
@@ -35,6 +38,7 @@ struct Refs {
     workflows: Vec<WorkflowRef>,
     scripts: Vec<ScriptRef>,
     workspaces: Vec<WorkspaceRef>,
+    recipes: Vec<RecipeRef>,
 }
 
 /// Parses, structurally builds and semantically validates a workflow document, then
@@ -66,21 +70,35 @@ pub fn load_workflow_checked(
     opts: &LoadOptions,
     mut lookup: impl DocumentLookup,
 ) -> Result<Loaded, Diagnostics> {
-    let mut checks = |workflows: &[WorkflowRef], scripts: &[ScriptRef], ws: &[WorkspaceRef]| {
-        let mut found = analysis::unknown_sub_workflows(path_label, workflows, |name| {
+    let mut checks = |refs: Refs| {
+        let mut found = analysis::unknown_sub_workflows(path_label, &refs.workflows, |name| {
             lookup.workflow_exists(name)
         });
-        found.extend(analysis::missing_scripts(path_label, scripts, &mut lookup));
-        found.extend(analysis::unknown_workspaces(path_label, ws, &mut lookup));
+        found.extend(analysis::missing_scripts(
+            path_label,
+            &refs.scripts,
+            &mut lookup,
+        ));
+        found.extend(analysis::unknown_workspaces(
+            path_label,
+            &refs.workspaces,
+            &mut lookup,
+        ));
+        found.extend(analysis::unknown_recipes(
+            path_label,
+            &refs.recipes,
+            &mut lookup,
+        ));
         found
     };
     match load(path_label, text, opts) {
         Ok(mut loaded) => {
-            let found = checks(
-                &loaded.workflow_refs,
-                &loaded.script_refs,
-                &loaded.workspace_refs,
-            );
+            let found = checks(Refs {
+                workflows: loaded.workflow_refs.clone(),
+                scripts: loaded.script_refs.clone(),
+                workspaces: loaded.workspace_refs.clone(),
+                recipes: loaded.recipe_refs.clone(),
+            });
             loaded.warnings.extend(found);
             loaded.warnings.sort();
             if loaded.warnings.has_errors() {
@@ -90,7 +108,7 @@ pub fn load_workflow_checked(
             }
         }
         Err((mut diags, refs)) => {
-            diags.extend(checks(&refs.workflows, &refs.scripts, &refs.workspaces));
+            diags.extend(checks(refs));
             diags.sort();
             Err(diags)
         }
@@ -130,6 +148,7 @@ fn load(path_label: &str, text: &str, opts: &LoadOptions) -> Result<Loaded, (Dia
             workflows: analysis::workflow_refs(&root, doc),
             scripts: analysis::script_refs(&root, doc),
             workspaces: analysis::workspace_refs(&root, doc),
+            recipes: analysis::recipe_refs(&root, doc),
         })
         .unwrap_or_default();
     analysis::invalid_sub_workflow_names(&mut ctx, &refs.workflows);
@@ -141,6 +160,7 @@ fn load(path_label: &str, text: &str, opts: &LoadOptions) -> Result<Loaded, (Dia
             workflow_refs: refs.workflows,
             script_refs: refs.scripts,
             workspace_refs: refs.workspaces,
+            recipe_refs: refs.recipes,
             doc,
             warnings: diags,
             path: path_label.to_owned(),

@@ -154,6 +154,10 @@ pub enum Code {
     UnknownSubWorkflow,
     /// `MAG-YA006`: a loop with no timer, gate or bound on it (warning).
     UnboundedLoop,
+    /// `MAG-YA007`: an `agent_task` names a recipe the project and its tenant do not have
+    /// (warning): the task would end `technical_error`; found by
+    /// [`crate::load_workflow_checked`].
+    UnknownRecipe,
     /// `MAG-SC001`: a scheduler document sets both `recipe:` and `workflow:`.
     ScheduleRecipeAndWorkflow,
     /// `MAG-SC002`: a scheduler document names a `recipe:`, which Magrathea does not schedule.
@@ -225,6 +229,7 @@ impl Code {
             Self::NoElse => "MAG-YA004",
             Self::UnknownSubWorkflow => "MAG-YA005",
             Self::UnboundedLoop => "MAG-YA006",
+            Self::UnknownRecipe => "MAG-YA007",
             Self::ScheduleRecipeAndWorkflow => "MAG-SC001",
             Self::ScheduleRecipe => "MAG-SC002",
             Self::ScheduleNoWorkflow => "MAG-SC003",

@@ -49,7 +49,9 @@ use magrathea_exec::suggest;
 mod template;
 mod validate;
 
-pub use analysis::{DocumentLookup, ProjectDocuments, ScriptRef, WorkflowRef, WorkspaceRef};
+pub use analysis::{
+    DocumentLookup, ProjectDocuments, RecipeRef, ScriptRef, WorkflowRef, WorkspaceRef,
+};
 pub use api::{Loaded, load_workflow, load_workflow_checked};
 pub use ast::{
     Bounds, Branch, BranchBody, CatchTransition, ConditionRule, Criticality, FanOut, InboxKind,

@@ -48,7 +48,9 @@ timezone, overlap, catchupWindow, jitter; codes MAG-SCnnn), one under `_vance/ev
 `_vance/hooks/` as an event or hook document, and `_vance/settings.yaml` (a tenant's under
 `_tenant/_vance/`) as settings (types, and timeouts and limits in range).
 A script_task's script (a path without `${…}`) is looked up as a run would: one it would not
-find is an error (MAG-Y040), and so is a hook's script (MAG-HK012). A file in those directories
+find is an error (MAG-Y040), and so is a hook's script (MAG-HK012); a sub-workflow, a shell
+workspace or an agent recipe the project and its tenant lack is a warning (MAG-YA005, MAG-Y042,
+MAG-YA007). A file in those directories
 named `.yml` or `.YAML`, which nothing reads, is a warning; so is a one-shot schedule whose
 `at:` has passed (MAG-SC010).
 Exit codes: 0 all valid; 1 an error in some document, or a workflow not found, or (with

@@ -825,6 +825,37 @@ fn validate_warns_of_a_shell_workspace_the_project_does_not_declare() {
     assert_eq!(code(&strict), 1, "{}", stderr(&strict));
 }
 
+/// An agent_task's literal recipe is looked up by the cascade a run uses (project, then
+/// tenant): one neither has is a warning at the recipe, as the task would end
+/// `technical_error` when the run reaches it.
+#[test]
+fn validate_warns_of_an_agent_recipe_neither_the_project_nor_its_tenant_has() {
+    let p = Project::new();
+    let doc = |recipe: &str| {
+        format!(
+            "start: s\nstates:\n  s:\n    type: agent_task\n    recipe: {recipe}\n    params: {{ prompt: hi }}\n    on: {{ success: done }}\n    catch: {{ technical_error: done }}\n  done: {{ type: terminal }}\n"
+        )
+    };
+    p.workflow("own", &doc("mine"))
+        .workflow("shared", &doc("theirs"))
+        .workflow("templated", &doc("\"${params.r}\""))
+        .workflow("missing", &doc("jeltz"));
+    let recipe = "engine: chat\nbaseUrl: http://127.0.0.1:9/v1\nmodel: m\n";
+    std::fs::create_dir_all(p.dir.join("_vance/recipes")).unwrap();
+    std::fs::write(p.dir.join("_vance/recipes/mine.yaml"), recipe).unwrap();
+    let tenant = p.root.join("acme/_tenant/_vance/recipes");
+    std::fs::create_dir_all(&tenant).unwrap();
+    std::fs::write(tenant.join("theirs.yaml"), recipe).unwrap();
+    let out = p.cli(&["validate"]);
+    assert_eq!(code(&out), 0, "{}", stderr(&out));
+    let err = stderr(&out);
+    let warning = "_vance/workflows/missing.yaml:5:13: warning: [MAG-YA007] agent_task 's' uses recipe 'jeltz', which is not a recipe of the project or its tenant: expected _vance/recipes/jeltz.yaml";
+    assert!(err.lines().any(|l| l.contains(warning)), "{warning}\n{err}");
+    assert_eq!(err.matches("MAG-YA007").count(), 1, "{err}");
+    let strict = p.cli(&["validate", "--strict", "missing"]);
+    assert_eq!(code(&strict), 1, "{}", stderr(&strict));
+}
+
 /// A script_task's literal script path is looked up where a run would look for it: a missing
 /// script or a path out of the project is an error at the path, before anything runs.
 #[test]

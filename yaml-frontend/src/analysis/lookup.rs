@@ -44,6 +44,14 @@ pub trait DocumentLookup {
         let _ = dir_name;
         true
     }
+
+    /// Whether an `agent_task`'s `recipe:` names a recipe of the project or its tenant
+    /// (`_vance/recipes/<name>.yaml` by the cascade). The default knows every recipe: a lookup
+    /// that does not check them.
+    fn has_recipe(&mut self, name: &str) -> bool {
+        let _ = name;
+        true
+    }
 }
 
 impl<F: FnMut(&str) -> bool> DocumentLookup for F {
@@ -92,6 +100,72 @@ impl DocumentLookup for ProjectDocuments<'_> {
     fn has_workspace(&mut self, dir_name: &str) -> bool {
         self.docs.workspace_dir(self.scope, dir_name).is_some()
     }
+
+    fn has_recipe(&mut self, name: &str) -> bool {
+        self.docs.document(self.scope, "recipes", name).is_ok()
+    }
+}
+
+/// An `agent_task`'s `recipe:`, written without placeholders.
+#[derive(Debug, Clone, PartialEq)]
+pub struct RecipeRef {
+    /// The state holding the `agent_task`.
+    pub state: String,
+    /// `recipe:`, and where its value is written.
+    pub recipe: Spanned<String>,
+}
+
+/// The literal `recipe:` of every `agent_task` state, with its position.
+pub(crate) fn recipe_refs(root: &YamlNode, doc: &WorkflowDoc) -> Vec<RecipeRef> {
+    let mut out = Vec::new();
+    for (v, state) in super::state_nodes(root, doc) {
+        let TaskSpec::Agent { recipe, .. } = &state.task else {
+            continue;
+        };
+        let Some(node) = v.get("recipe") else {
+            continue;
+        };
+        if recipe.is_empty() || recipe.contains("${") {
+            continue;
+        }
+        out.push(RecipeRef {
+            state: state.name.clone(),
+            recipe: Spanned {
+                value: recipe.clone(),
+                span: node.content.unwrap_or(node.span),
+            },
+        });
+    }
+    out
+}
+
+/// The `MAG-YA007` warnings of `refs` (of the document labelled `path`): each recipe the
+/// project and its tenant do not have now. A warning, as for a sub-workflow: the recipe may
+/// be written before a run reaches the state, and the task's `technical_error` may be routed.
+pub(crate) fn unknown_recipes(
+    path: &str,
+    refs: &[RecipeRef],
+    lookup: &mut impl DocumentLookup,
+) -> Diagnostics {
+    let mut out = Diagnostics::new();
+    for r in refs {
+        let name = &r.recipe.value;
+        if lookup.has_recipe(name) {
+            continue;
+        }
+        out.push(Diagnostic::warning(
+            path,
+            r.recipe.span,
+            Code::UnknownRecipe,
+            format_args!(
+                "agent_task '{}' uses recipe '{name}', which is not a recipe of the project or \
+                 its tenant: expected _vance/recipes/{name}.yaml; the task would end with \
+                 'technical_error' ([MAG-AG001])",
+                r.state
+            ),
+        ));
+    }
+    out
 }
 
 /// A `shell_task`'s `dirName:`, written without placeholders.

@@ -19,9 +19,10 @@ mod outcomes;
 mod placeholders;
 mod reach;
 
-pub use lookup::{DocumentLookup, ProjectDocuments, ScriptRef, WorkspaceRef};
+pub use lookup::{DocumentLookup, ProjectDocuments, RecipeRef, ScriptRef, WorkspaceRef};
 pub(crate) use lookup::{
-    missing_scripts, script_refs, unknown_sub_workflows, unknown_workspaces, workspace_refs,
+    missing_scripts, recipe_refs, script_refs, unknown_recipes, unknown_sub_workflows,
+    unknown_workspaces, workspace_refs,
 };
 
 use crate::api::Loaded;

@@ -225,6 +225,11 @@ pub(super) const CODES: &[ErrorCode] = &[
         remedy: "Set `bounds.maxTaskSpawns` or `bounds.maxWallclockSeconds`, or put a timer or gate on the loop.",
     },
     ErrorCode {
+        code: "MAG-YA007",
+        meaning: "An agent_task names a recipe that is neither in the project nor in its tenant (a warning, reported by `magrathea validate`): the task would end `technical_error` with MAG-AG001.",
+        remedy: "Create `_vance/recipes/<name>.yaml` in the project or in `_tenant` (see docs/agents.md), or fix the name.",
+    },
+    ErrorCode {
         code: "MAG-YC001",
         meaning: "A transition's condition does not parse at run time.",
         remedy: "Fix the condition in the workflow document.",
