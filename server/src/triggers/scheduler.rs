@@ -13,7 +13,8 @@
 //! 3. The run starts with the tick's idempotency key; its delivery is recorded (once per tick:
 //!    the record's key is the tick's), then the cursor moves past the tick.
 //!
-//! Ticks older than the catch-up window are recorded as skipped
+//! Ticks older than the catch-up window (beyond their jitter and a second of slack) are
+//! recorded as skipped
 //! (`outside_catchup_window`). Jitter delays a tick's start by a fixed amount per tick. Inactive
 //! schedules (disabled, paused, invalid) keep their cursor at now: resumed, they do not catch up
 //! on what they missed. Cursors move by compare-and-swap, so workers sharing a PostgreSQL store

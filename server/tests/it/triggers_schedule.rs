@@ -272,6 +272,24 @@ async fn catch_up_fires_the_ticks_inside_the_window_in_order_and_records_the_old
     assert_eq!(f.runs().await.len(), 3);
 }
 
+/// A tick reached later than `catchupWindow` is missed even when it is the only one due (a
+/// daily job whose server was down for hours does not start hours late): recorded as skipped.
+#[tokio::test]
+async fn a_tick_older_than_the_window_is_skipped_even_alone() {
+    let f = Fixture::new(
+        T0,
+        "at: \"2026-03-01T00:00:10Z\"\nworkflow: quick\ncatchupWindow: 5s\n",
+    )
+    .await;
+    // No pass for 30 s: as if no process ran.
+    f.advance(30_000).await;
+    assert_eq!(
+        f.ticks(T0).await,
+        vec![skipped(10_000, "outside_catchup_window")]
+    );
+    assert!(f.runs().await.is_empty());
+}
+
 #[tokio::test]
 async fn a_one_shot_at_fires_once_at_its_instant() {
     let f = Fixture::new(
@@ -384,7 +402,8 @@ const BEFORE_FALL: i64 = 1_792_843_200_000;
 async fn a_wall_clock_time_skipped_by_spring_forward_fires_once_at_the_shift() {
     let f = Fixture::new(
         BEFORE_SPRING,
-        "cron: \"0 30 2 * * *\"\ntimezone: Europe/Berlin\nworkflow: quick\n",
+        // Passes hours apart: a window of a day keeps the ticks they reach late.
+        "cron: \"0 30 2 * * *\"\ntimezone: Europe/Berlin\nworkflow: quick\ncatchupWindow: 1d\n",
     )
     .await;
     // Walk through the night hour by hour.
@@ -405,7 +424,8 @@ async fn a_wall_clock_time_skipped_by_spring_forward_fires_once_at_the_shift() {
 async fn a_wall_clock_time_repeated_by_fall_back_fires_once() {
     let f = Fixture::new(
         BEFORE_FALL,
-        "cron: \"0 30 2 * * *\"\ntimezone: Europe/Berlin\nworkflow: quick\n",
+        // Passes an hour apart: a window of two hours keeps the ticks they reach late.
+        "cron: \"0 30 2 * * *\"\ntimezone: Europe/Berlin\nworkflow: quick\ncatchupWindow: 2h\n",
     )
     .await;
     for _ in 0..24 {

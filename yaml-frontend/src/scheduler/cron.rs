@@ -208,25 +208,6 @@ impl CronTicks {
             }
         }
     }
-
-    /// The last instant at or before `to_ms` at which the pattern fires.
-    pub(crate) fn last_at_or_before(&self, to_ms: i64) -> Option<i64> {
-        // Mirror of `next_after`: wall-clock times firing by `to_ms` lie at or before `to_ms`
-        // read with the largest offset near it.
-        let high = self
-            .offset_at(to_ms, SignedDuration::ZERO)?
-            .max(self.offset_at(to_ms, -NEAR)?);
-        let mut wall = high.to_datetime(Timestamp::from_millisecond(to_ms).ok()?);
-        let mut inclusive = true;
-        loop {
-            wall = self.cron.find_previous_occurrence(&wall, inclusive).ok()?;
-            inclusive = false;
-            let at = self.fire_at(wall)?;
-            if at <= to_ms {
-                return Some(at);
-            }
-        }
-    }
 }
 
 impl FromStr for CronTicks {
@@ -361,19 +342,16 @@ mod tests {
     }
 
     #[test]
-    fn utc_ticks_step_forward_and_back() {
+    fn utc_ticks_step_forward() {
         let c: CronTicks = "*/20 * * * * *".parse().unwrap();
         let t = ms("2026-01-01T00:00:00Z");
         assert_eq!(c.next_after(t), Some(t + 20_000));
         assert_eq!(c.next_after(t - 1), Some(t));
-        assert_eq!(c.last_at_or_before(t), Some(t));
-        assert_eq!(c.last_at_or_before(t - 1), Some(t - 20_000));
     }
 
     #[test]
     fn out_of_range_instants_have_no_tick() {
         let c: CronTicks = "* * * * *".parse().unwrap();
         assert_eq!(c.next_after(i64::MAX), None);
-        assert_eq!(c.last_at_or_before(i64::MIN), None);
     }
 }

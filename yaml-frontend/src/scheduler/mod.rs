@@ -50,7 +50,7 @@ use serde_json::{Map, Value};
 #[cfg(test)]
 pub(crate) use doc::FIELDS;
 pub use doc::load_schedule;
-pub use ticks::CatchUp;
+pub use ticks::{CatchUp, PASS_SLACK_MS};
 
 use self::cron::CronTicks;
 
@@ -195,7 +195,8 @@ impl Schedule {
     }
 
     /// `catchupWindow:` (default [`DEFAULT_CATCHUP_WINDOW`]): how old a missed tick may be and
-    /// still fire; zero fires only the latest tick due (see [`Schedule::catch_up`]).
+    /// still fire, beyond its jitter and a second of the scheduler's own delay (see
+    /// [`Schedule::catch_up`]); older ones are skipped.
     #[must_use]
     pub fn catchup_window(&self) -> Duration {
         self.catchup_window

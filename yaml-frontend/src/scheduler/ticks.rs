@@ -48,14 +48,6 @@ impl Schedule {
         }
     }
 
-    /// The last tick at or before `to_ms`.
-    fn last_tick(&self, to_ms: i64) -> Option<i64> {
-        match &self.when {
-            When::At(at) => (*at <= to_ms).then_some(*at),
-            When::Cron(c) => c.last_at_or_before(to_ms),
-        }
-    }
-
     /// The ticks in `(from_ms, to_ms]`, ascending, at most `max`.
     #[must_use]
     pub fn ticks_between(&self, from_ms: i64, to_ms: i64, max: usize) -> Vec<i64> {
@@ -88,8 +80,9 @@ impl Schedule {
     }
 
     /// What to do with the ticks in `(cursor_ms, now_ms]` after the scheduler was away: those
-    /// at or after `now_ms - catchupWindow` fire, in order, and so does the latest tick due
-    /// whatever its age (with a zero window it is the only one); older ones are skipped.
+    /// at or after `now_ms - catchupWindow` fire, in order; older ones are skipped. A tick's
+    /// jitter and the scheduler's own delay ([`PASS_SLACK_MS`]) do not make it late: the
+    /// window is measured from the latest time the tick could have been waited for.
     ///
     /// Work and memory are bounded by `max`, however long the pause: at most `max` ticks are
     /// listed to fire ([`CatchUp::fire_more`] says when more are due) and at most `max`
@@ -101,7 +94,10 @@ impl Schedule {
         if now_ms <= cursor_ms || max == 0 {
             return out;
         }
-        let window_start = now_ms.saturating_sub(millis(self.catchup_window));
+        let late = millis(self.catchup_window)
+            .saturating_add(millis(self.jitter))
+            .saturating_add(PASS_SLACK_MS);
+        let window_start = now_ms.saturating_sub(late);
         // Ticks at or after `window_start` (and after the cursor) fire.
         let fire_after = cursor_ms.max(window_start.saturating_sub(1));
         out.fire = self.ticks_between(fire_after, now_ms, max.saturating_add(1));
@@ -109,23 +105,14 @@ impl Schedule {
             out.fire.truncate(max);
             out.fire_more = true;
         }
-        // Ticks before `skip_before` are skipped: those before the window, or before the
-        // latest tick when the window holds none.
-        let skip_before = match out.fire.first() {
-            Some(_) => window_start,
-            None => match self.last_tick(now_ms).filter(|t| *t > cursor_ms) {
-                Some(latest) => {
-                    out.fire.push(latest);
-                    latest
-                }
-                None => return out,
-            },
-        };
-        out.skipped = self.ticks_between(
-            cursor_ms,
-            skip_before.saturating_sub(1),
-            max.saturating_add(1),
-        );
+        // Ticks before the window are skipped.
+        if window_start.saturating_sub(1) > cursor_ms {
+            out.skipped = self.ticks_between(
+                cursor_ms,
+                window_start.saturating_sub(1),
+                max.saturating_add(1),
+            );
+        }
         if out.skipped.len() > max {
             out.skipped.truncate(max);
             out.skipped_more = true;
@@ -133,6 +120,11 @@ impl Schedule {
         out
     }
 }
+
+/// How late the scheduler may reach a tick without the tick counting as missed: it looks
+/// every 100 ms, and a loaded machine delays it. A schedule with `catchupWindow: 0s` fires a
+/// tick the scheduler reaches within this of its time (plus its jitter).
+pub const PASS_SLACK_MS: i64 = 1_000;
 
 /// FNV-1a over the key and the tick, then a splitmix64 finaliser to spread the bits: fixed
 /// forever, unlike the standard library's hasher, whose algorithm may change between releases.

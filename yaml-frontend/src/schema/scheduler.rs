@@ -40,7 +40,8 @@ pub struct SchedulerDocument {
     /// What a tick does while the previous run is still going (default `skip`).
     pub overlap: Option<OverlapWord>,
     /// How old a tick missed while no scheduler ran may be and still fire (default `60s`;
-    /// `0s` fires only the latest). A duration: `90s`, `5m`, `PT1H`.
+    /// beyond the tick's jitter and a second of the scheduler's delay; older ones are skipped).
+    /// A duration: `90s`, `5m`, `PT1H`.
     pub catchup_window: Option<String>,
     /// A random delay below this for each tick, the same on every worker (default `0s`).
     pub jitter: Option<String>,
