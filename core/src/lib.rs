@@ -58,7 +58,7 @@ pub use record::{
     AnswerOutcome, Entry, EntryPoint, GateAnswer, GateKind, GateSpec, ParentRef, Record, RunStatus,
     StartRecord, Step, StepKind,
 };
-pub use replay::{Divergence, NonDeterminism, StepIdentity};
+pub use replay::{Divergence, MAX_ANSWER_COMMENT_BYTES, NonDeterminism, StepIdentity};
 pub use select::{NextCompleted, Select};
 pub use step_future::StepFuture;
 pub use store::catalog::SharedCatalog;

@@ -351,6 +351,60 @@ async fn gates_are_answered_through_the_engine_and_answering_twice_is_ignored() 
     );
 }
 
+/// Answers and signals sent to a run that has ended are acknowledged as ignored, and the first
+/// hundred of them journaled: past that, nothing more is written, so whoever may answer cannot
+/// grow an ended run's journal without bound. A comment beyond 16 KiB is refused outright.
+#[tokio::test]
+async fn an_ended_run_journals_a_bounded_number_of_late_answers_and_signals() {
+    let wf = WorkflowRegistration::new("g", "", |ctx, _| async move {
+        match ctx.gate(gate(GateKind::Approval, None)).await {
+            GateOutcome::Answered(a) => Ok(a.value),
+            other => Err(WorkflowError::failed(format!("{other:?}"))),
+        }
+    });
+    let engine = engine_with(Arc::new(MemoryStore::new()), |b| b.workflow(wf)).await;
+    let run = engine
+        .start(StartRequest::code("g", Value::Null))
+        .await
+        .unwrap();
+    engine.wait_settled(run).await.unwrap();
+    let id = engine.inbox(magrathea_core::InboxFilter::Pending).unwrap()[0]
+        .id
+        .clone();
+    let long = GateAnswer {
+        comment: Some("x".repeat(magrathea_core::MAX_ANSWER_COMMENT_BYTES + 1)),
+        ..GateAnswer::approve()
+    };
+    let refused = engine.answer_gate(&id, long).await.unwrap_err();
+    assert!(refused.to_string().contains("[MAG-GT002]"), "{refused}");
+    assert_eq!(
+        engine
+            .answer_gate(&id, GateAnswer::approve())
+            .await
+            .unwrap(),
+        AnswerAck::Applied
+    );
+    assert_eq!(engine.wait(run).await.unwrap().status, RunStatus::Done);
+    let records = || engine.journal(run).unwrap().len();
+    let ended = records();
+    for i in 0..120 {
+        let ack = engine.answer_gate(&id, GateAnswer::reject()).await.unwrap();
+        assert_eq!(ack, AnswerAck::Ignored, "answer {i}");
+        engine.signal(run, "late", json!(i)).await.unwrap();
+    }
+    let late = engine.journal(run).unwrap()[ended..]
+        .iter()
+        .filter(|e| matches!(e.record, Record::Ignored { .. }))
+        .count();
+    assert_eq!((late, records() - ended), (100, 100));
+    // The decided answer stands.
+    let item = engine.inbox_item(&id).unwrap();
+    assert_eq!(
+        item.answer.map(|a| a.value),
+        Some(json!({"approved": true}))
+    );
+}
+
 #[tokio::test]
 async fn a_gate_answered_after_its_timeout_fired_is_ignored_and_recorded() {
     let wf = WorkflowRegistration::new("gt", "", |ctx, _| async move {

@@ -12,14 +12,26 @@ use serde_json::Value;
 use crate::error::DeliverError;
 use crate::record::{AnswerOutcome, GateAnswer, GateKind, GateSpec};
 
+/// The longest comment an answer may carry, in bytes: it is journaled with the answer.
+pub const MAX_ANSWER_COMMENT_BYTES: usize = 16 * 1024;
+
 /// Whether `answer` fits the question: an APPROVAL needs `approved`, a DECISION one of its
 /// options, a FEEDBACK its text. Answers that decide nothing (insufficient info, undecidable)
-/// always fit.
+/// always fit. A comment holds at most [`MAX_ANSWER_COMMENT_BYTES`].
 pub(crate) fn check_answer(gate: &GateSpec, answer: &GateAnswer) -> Result<(), DeliverError> {
+    let bad = |m: String| Err(DeliverError::InvalidAnswer(m));
+    if let Some(comment) = &answer.comment
+        && comment.len() > MAX_ANSWER_COMMENT_BYTES
+    {
+        return bad(format!(
+            "the comment holds {} bytes, more than the {MAX_ANSWER_COMMENT_BYTES} an answer \
+             may carry",
+            comment.len()
+        ));
+    }
     if answer.outcome != AnswerOutcome::Decided {
         return Ok(());
     }
-    let bad = |m: String| Err(DeliverError::InvalidAnswer(m));
     match gate.kind {
         GateKind::Approval => match answer.value.get("approved") {
             Some(Value::Bool(_)) => Ok(()),

@@ -25,6 +25,7 @@ use std::collections::BTreeSet;
 use serde_json::Value;
 
 pub(crate) use first_records::FirstRecords;
+pub use gate::MAX_ANSWER_COMMENT_BYTES;
 pub use nondeterminism::{Divergence, NonDeterminism, StepIdentity};
 pub(crate) use records::{
     Replayed, identity, patch_marker, step_of, unfinished_attempts, unfinished_children,
@@ -187,6 +188,8 @@ pub(crate) struct RunState {
     /// Paused by an operator (a `PauseRequestedRecord` not yet followed by a
     /// `ResumeRequestedRecord` or a `CancelRequestedRecord`).
     paused: bool,
+    /// `IgnoredRecord`s journaled after the run ended (late answers and signals).
+    late_records: u32,
 }
 
 /// A child run this run asked to cancel, and the reason it gave.
@@ -208,7 +211,13 @@ impl RunState {
             child_cancels: StepMap::default(),
             last_status: None,
             paused: false,
+            late_records: 0,
         }
+    }
+
+    /// How many late answers and signals were journaled after the run ended.
+    pub(crate) fn late_records(&self) -> u32 {
+        self.late_records
     }
 
     /// Room for `n` steps (a replay knows roughly how many it will see).
@@ -677,6 +686,9 @@ impl RunState {
             }
             Record::Status { status, reason } => {
                 self.last_status = Some((*status, reason.clone()));
+            }
+            Record::Ignored { .. } if self.is_terminal() => {
+                self.late_records = self.late_records.saturating_add(1);
             }
             _ => {}
         }

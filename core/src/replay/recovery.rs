@@ -164,5 +164,15 @@ impl RunState {
             };
             self.steps.insert(step, entry);
         }
+        // The late answers and signals journaled since the run ended.
+        let ended_at = entries
+            .iter()
+            .rposition(|e| matches!(e.record, Record::Status { .. }))
+            .map_or(0, |i| i + 1);
+        let late = entries[ended_at..]
+            .iter()
+            .filter(|e| matches!(e.record, Record::Ignored { .. }))
+            .count();
+        self.late_records = u32::try_from(late).unwrap_or(u32::MAX);
     }
 }

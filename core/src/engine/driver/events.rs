@@ -10,6 +10,9 @@ use crate::id::RunId;
 use crate::record::{Record, RunStatus};
 use crate::vocabulary::TimerPurpose;
 
+/// The most late answers and signals an ended run journals (as `IgnoredRecord`s).
+pub(crate) const MAX_LATE_RECORDS: u32 = 100;
+
 /// Answers an event's caller with a store failure.
 pub(crate) fn reply_error(ev: Event, error: &StoreError) {
     match ev {
@@ -110,10 +113,10 @@ impl Driver {
                 reply,
             } => match self.state.answer(step, answer) {
                 // A run that has ended on a store several workers share has no lease, so
-                // nobody may append to it: the late answer is told it was ignored, unjournaled.
-                Ok((_, ack))
-                    if self.state.is_terminal() && self.engine.store.leases().is_some() =>
-                {
+                // nobody may append to it; and an ended run journals a bounded number of late
+                // answers and signals: past that, the answer is told it was ignored,
+                // unjournaled.
+                Ok((_, ack)) if !self.journals_late_records() => {
                     drop(reply.send(Ok(ack)));
                 }
                 Ok((record, ack)) => {
@@ -129,9 +132,8 @@ impl Driver {
             } => {
                 let dropped = lock(&self.shared).dropped.clone();
                 let record = self.state.signal(name, payload, &dropped);
-                if self.state.is_terminal() && self.engine.store.leases().is_some() {
-                    // An ended run on a shared store is no longer leased to anyone: the late
-                    // signal is accepted and not journaled (as a late gate answer).
+                if !self.journals_late_records() {
+                    // As a late gate answer: accepted and not journaled.
                     drop(reply.send(Ok(())));
                 } else {
                     self.append_apply(record);
@@ -158,6 +160,16 @@ impl Driver {
             Event::Close => {}
         }
         self.refresh_status();
+    }
+
+    /// Whether a late answer or signal is journaled: always while the run goes on; once it
+    /// ended, only on a store of this process alone (an ended run on a shared store is leased
+    /// to nobody) and for the first [`MAX_LATE_RECORDS`] of them, so that answers sent to an
+    /// ended run cannot grow its journal without bound.
+    fn journals_late_records(&self) -> bool {
+        !self.state.is_terminal()
+            || (self.engine.store.leases().is_none()
+                && self.state.late_records() < MAX_LATE_RECORDS)
     }
 
     /// A timer of `step` is due: its firing, journaled unless the step completed already.
