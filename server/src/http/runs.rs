@@ -329,7 +329,8 @@ pub const NEXT_CURSOR_HEADER: &str = "x-next-cursor";
 /// (default and maximum 100) per page. When older runs remain, the `X-Next-Cursor` header holds
 /// the `cursor` of the next page and a `Link: <…>; rel="next"` header the whole URL. A filtered
 /// page reads at most [`MAX_SCAN`](super::run_filter::MAX_SCAN) runs, and may therefore hold
-/// fewer than `limit` runs and still name a next page.
+/// fewer than `limit` runs and still name a next page; so does a page whose JSON passes
+/// [`MAX_PAGE_BYTES`](super::inbox::MAX_PAGE_BYTES) (after its first run).
 pub(crate) async fn list(
     State(state): State<AppState>,
     Path(p): Path<ProjectPath>,
@@ -376,11 +377,26 @@ pub(crate) async fn list(
             .flatten();
         (summaries, next)
     };
-    let items: Vec<RunDto> = summaries
-        .iter()
-        .map(|s| dto(&state, s.run_id))
-        .collect::<Result<_, _>>()?;
-    let mut response = Json(items).into_response();
+    // The page ends early, with a cursor, once its JSON passes MAX_PAGE_BYTES: a run's view
+    // holds its parameters and variables, which may be megabytes each.
+    let mut body = Vec::from(b"[".as_slice());
+    let mut next_cursor = next_cursor;
+    for (i, s) in summaries.iter().enumerate() {
+        if i > 0 && body.len() >= super::inbox::MAX_PAGE_BYTES {
+            next_cursor = Some(summaries[i - 1].run_id.to_string());
+            break;
+        }
+        if i > 0 {
+            body.push(b',');
+        }
+        serde_json::to_writer(&mut body, &dto(&state, s.run_id)?).map_err(ApiError::internal)?;
+    }
+    body.push(b']');
+    let mut response = (
+        [(axum::http::header::CONTENT_TYPE, "application/json")],
+        body,
+    )
+        .into_response();
     if let Some(cursor) = next_cursor {
         let mut next = format!(
             "/brain/{}/project/{}/workflows/runs?limit={limit}&cursor={cursor}",

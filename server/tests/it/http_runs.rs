@@ -347,3 +347,38 @@ async fn runs_and_items_of_another_tenant_or_project_are_404_everywhere() {
     let v = s.wait_status("shop", &run, &["WAITING"]).await;
     assert_eq!(v["status"], "WAITING");
 }
+
+/// A page of runs ends early, with a cursor, once its JSON passes 8 MiB: each run's view holds
+/// its parameters, so a page of large runs would otherwise be as large as a hundred of them.
+/// Following the cursors lists every run once.
+#[tokio::test]
+async fn a_page_of_large_runs_is_cut_by_its_size_and_the_cursor_goes_on() {
+    let s = Server::start().await;
+    let big = "x".repeat(900 * 1024);
+    let mut started = Vec::new();
+    for _ in 0..12 {
+        started.push(s.start_run("shop", "approve", json!({ "blob": big })).await);
+    }
+    let base = "/brain/acme/project/shop/workflows/runs?workflow=approve&limit=100";
+    let (next, first) = s.get_page(base, Some(ACME)).await;
+    let first = first.as_array().unwrap().clone();
+    assert!(
+        (8..12).contains(&first.len()),
+        "{} runs on the first page",
+        first.len()
+    );
+    let cursor = next.expect("a cursor to the rest");
+    assert_eq!(first.last().unwrap()["workflowRunId"], cursor.as_str());
+    let (last_next, rest) = s
+        .get_page(&format!("{base}&cursor={cursor}"), Some(ACME))
+        .await;
+    assert_eq!(last_next, None);
+    let mut listed: Vec<String> = first
+        .iter()
+        .chain(rest.as_array().unwrap())
+        .map(|r| r["workflowRunId"].as_str().unwrap().to_owned())
+        .collect();
+    listed.sort();
+    started.sort();
+    assert_eq!(listed, started);
+}
