@@ -215,11 +215,18 @@ pub(crate) async fn put(
         return Err(layout_refused(label, e));
     }
     // A tenant's workflow seen from a project without a directory: the layout would create it.
+    // And the layout is a file under `_vance/`: it counts against the project's documents as
+    // a document written through the documents API does.
     let (quota, project) = (state.document_quota, state.docs().project_dir(&scope));
-    let tenant = scope.tenant.clone();
-    tokio::task::spawn_blocking(move || quota.check_project(&project, &tenant))
-        .await
-        .map_err(ApiError::internal)??;
+    let (tenant, key) = (scope.tenant.clone(), scope.key());
+    let len = serde_json::to_string_pretty(&layout).map_or(0, |t| t.len() as u64 + 1);
+    let target = path.clone();
+    tokio::task::spawn_blocking(move || {
+        quota.check_project(&project, &tenant)?;
+        quota.check(&project.join("_vance"), &target, len, &key)
+    })
+    .await
+    .map_err(ApiError::internal)??;
     layout.write(&path, &label)?;
     Ok(Json(editor_graph::export(&loaded, Some(&layout))).into_response())
 }

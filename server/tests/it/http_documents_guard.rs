@@ -438,6 +438,23 @@ async fn a_project_holds_a_bounded_number_and_size_of_documents() {
         .await
         .unwrap();
     assert_eq!(code(r).await, (507, "MAG-HTTP-QUOTA".into()));
+    // An editor layout is a file under `_vance/` too: past the number, it is refused alike.
+    let graph = "/brain/acme/project/shop/workflows/approve/graph?format=reactflow";
+    let exported: Value = s.get_json(graph, Some(ACME)).await;
+    let r = s
+        .client
+        .put(s.url(graph))
+        .bearer_auth(ACME)
+        .json(&exported)
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(code(r).await, (507, "MAG-HTTP-QUOTA".into()));
+    assert!(
+        !s.root
+            .join("acme/shop/_vance/workflows/approve.layout.json")
+            .exists()
+    );
     // Another project has its own quota.
     let r = put(&s, "/brain/acme/project/lab/documents/notes/c.md", "# c\n")
         .send()
