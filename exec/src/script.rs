@@ -33,7 +33,7 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::time::Duration;
 
-use magrathea_core::{TaskContext, TaskError};
+use magrathea_core::{TaskContext, TaskError, TaskOutputLimit};
 use serde::{Deserialize, Serialize};
 use serde_json::{Value, json};
 
@@ -158,6 +158,7 @@ impl Scripts {
                 memory_bytes: MEMORY_LIMIT_BYTES,
                 stack_bytes: STACK_LIMIT_BYTES,
                 timeout: DEFAULT_TIMEOUT,
+                result_bytes: engine::DEFAULT_RESULT_BYTES,
             },
             running: Arc::new(AtomicUsize::new(0)),
         }
@@ -225,6 +226,9 @@ pub(crate) async fn execute(
     let source = input.source.unwrap_or_else(|| "document".into());
     let dir_name = input.dir_name.unwrap_or_else(|| "workspace".into());
     let mut limits = scripts.limits.clone();
+    if let Some(limit) = ctx.data::<TaskOutputLimit>() {
+        limits.result_bytes = limit.0;
+    }
     if let Some(t) = input.timeout_seconds {
         limits.timeout = saturating_secs(t);
     }

@@ -217,7 +217,9 @@ impl EngineBuilder {
     /// The most bytes of JSON one task attempt's output may take (default
     /// [`DEFAULT_MAX_TASK_OUTPUT_BYTES`](super::DEFAULT_MAX_TASK_OUTPUT_BYTES), 4 MiB). An
     /// attempt whose output is larger fails with kind `technical_error`, not retried, and
-    /// `[MAG-BD002]` naming the limit and the size; the output is not journaled. Executors
+    /// `[MAG-BD002]` naming the limit and the size; the output is not journaled. So does an
+    /// output holding more objects and arrays than one per 64 bytes of the limit (a small
+    /// object costs far more memory as a value than as text). Executors
     /// that read outputs from outside (HTTP bodies, processes) should stop reading at this
     /// size: tasks find it as [`TaskOutputLimit`](crate::TaskOutputLimit) in their
     /// [`TaskContext::data`](crate::TaskContext::data).

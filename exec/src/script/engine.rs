@@ -64,6 +64,54 @@ pub(crate) struct Limits {
     pub(crate) stack_bytes: usize,
     /// How long the script may run.
     pub(crate) timeout: Duration,
+    /// The most bytes of JSON the returned value may take (a task's output limit), and so one
+    /// object or array per 64 of them: checked on the text before it is read, as a value of
+    /// many small objects costs far more memory than its text.
+    pub(crate) result_bytes: usize,
+}
+
+/// The result limit of a script that is not a task's (a hook's): a task's default.
+pub(crate) const DEFAULT_RESULT_BYTES: usize = 4 << 20;
+
+/// Bytes of the result limit per object or array the result may hold (as the engine's own
+/// check of a task's output).
+const RESULT_BYTES_PER_CONTAINER: usize = 64;
+
+/// Why `text`, a script's result as JSON, is refused before it is read: longer than `max`
+/// bytes, or with more objects and arrays than one per [`RESULT_BYTES_PER_CONTAINER`] of it.
+fn oversized_result(text: &str, max: usize) -> Option<String> {
+    if text.len() > max {
+        return Some(format!(
+            "[MAG-BD002] the return value is {} bytes of JSON, more than the {max} bytes a task \
+             output may hold (EngineBuilder::max_task_output_bytes)",
+            text.len()
+        ));
+    }
+    let most = max / RESULT_BYTES_PER_CONTAINER;
+    let (mut count, mut in_string, mut escaped) = (0usize, false, false);
+    for b in text.bytes() {
+        if in_string {
+            match b {
+                _ if escaped => escaped = false,
+                b'\\' => escaped = true,
+                b'"' => in_string = false,
+                _ => {}
+            }
+        } else {
+            match b {
+                b'"' => in_string = true,
+                b'{' | b'[' => count += 1,
+                _ => {}
+            }
+        }
+    }
+    (count > most).then(|| {
+        format!(
+            "[MAG-BD002] the return value holds {count} objects and arrays, more than the \
+             {most} a task output may hold (one per {RESULT_BYTES_PER_CONTAINER} bytes of its \
+             {max}-byte limit); return fewer, larger values, or a reference"
+        )
+    })
 }
 
 /// A script to run and what it sees.
@@ -210,7 +258,14 @@ pub(crate) fn execute(
     let ctx =
         Context::full(&rt).map_err(|e| Failure::Engine(format!("cannot create context: {e}")))?;
     let result = ctx.with(|ctx| {
-        let outcome = drive(&ctx, program, setup, deadline, &cancel, &stop);
+        let outcome = drive(
+            &ctx,
+            program,
+            setup,
+            (deadline, limits.result_bytes),
+            &cancel,
+            &stop,
+        );
         // An interrupt wins over whatever error it surfaced as.
         match stop.get() {
             Some(Stop::Timeout) => Err(Failure::Timeout),
@@ -228,7 +283,7 @@ fn drive<'js>(
     ctx: &Ctx<'js>,
     job: &Program<'_>,
     setup: &impl Setup,
-    deadline: Instant,
+    (deadline, result_bytes): (Instant, usize),
     cancel: &AtomicBool,
     stop: &Cell<Option<Stop>>,
 ) -> Result<Value, Failure> {
@@ -304,6 +359,9 @@ fn drive<'js>(
                     })?;
             match text {
                 None => Ok(Value::Null),
+                Some(text) if let Some(why) = oversized_result(&text, result_bytes) => {
+                    Err(Failure::BadResult(why))
+                }
                 Some(text) => serde_json::from_str(&text)
                     .map_err(|e| Failure::BadResult(format!("the return value is not JSON: {e}"))),
             }
@@ -465,6 +523,7 @@ mod tests {
             memory_bytes: 16 << 20,
             stack_bytes: 256 << 10,
             timeout,
+            result_bytes: DEFAULT_RESULT_BYTES,
         }
     }
 

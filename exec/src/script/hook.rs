@@ -194,6 +194,7 @@ pub async fn run_hook(
         memory_bytes: MEMORY_LIMIT_BYTES,
         stack_bytes: STACK_LIMIT_BYTES,
         timeout,
+        result_bytes: super::engine::DEFAULT_RESULT_BYTES,
     };
     let cancel = Arc::new(AtomicBool::new(false));
     let _cancel_on_drop = CancelOnDrop(cancel.clone());

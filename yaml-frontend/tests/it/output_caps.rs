@@ -303,6 +303,45 @@ async fn a_script_returning_a_huge_string_fails_with_the_output_limit_named() {
     );
 }
 
+/// Many small objects cost far more memory than their text: a result with more objects and
+/// arrays than one per 64 bytes of the limit is refused before it is read, whatever its size.
+#[tokio::test]
+async fn a_script_returning_many_small_objects_fails_before_they_are_read() {
+    let e = env().await;
+    let most = LIMIT / 64;
+    e.project(
+        "_vance/scripts/rows.js",
+        &format!(
+            "const a = []; for (let i = 0; i < {}; i++) a.push({{}}); return a;\n",
+            most + 1
+        ),
+    );
+    e.project(
+        "_vance/workflows/rows.yaml",
+        &one_state("    type: script_task\n    path: _vance/scripts/rows.js\n"),
+    );
+    let view = e.run("rows").await;
+    let error = e.technical_error(&view);
+    assert!(
+        error.contains("[MAG-BD002]") && error.contains("objects and arrays"),
+        "{error}"
+    );
+    // One fewer object fits.
+    e.project(
+        "_vance/scripts/fits.js",
+        &format!(
+            "const a = []; for (let i = 0; i < {}; i++) a.push({{}}); return a;\n",
+            most - 1
+        ),
+    );
+    e.project(
+        "_vance/workflows/fits.yaml",
+        &one_state("    type: script_task\n    path: _vance/scripts/fits.js\n"),
+    );
+    let view = e.run("fits").await;
+    assert_eq!(e.task_result(&view)["outcome"], "success", "{view:?}");
+}
+
 #[tokio::test]
 async fn a_body_declared_larger_than_the_limit_is_refused_before_it_is_read() {
     let (port, hung_up) = declaring(100 << 20).await;

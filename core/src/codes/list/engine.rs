@@ -141,7 +141,7 @@ pub(super) const CODES: &[ErrorCode] = &[
     },
     ErrorCode {
         code: "MAG-BD002",
-        meaning: "A task's output is larger than the most a task output may hold; the attempt failed with technical_error, was not retried, and its output was not journaled.",
+        meaning: "A task's output is larger than the most a task output may hold (its bytes of JSON, or its objects and arrays: one per 64 bytes of the limit); the attempt failed with technical_error, was not retried, and its output was not journaled.",
         remedy: "Return less, or store large data outside the journal and return a reference; or raise EngineBuilder::max_task_output_bytes.",
     },
     ErrorCode {

@@ -12,8 +12,15 @@ use crate::record::{Record, RunStatus};
 use crate::task::TaskError;
 use crate::vocabulary::RunScope;
 
+/// Bytes of a task output's limit per object or array it may hold: a small object costs the
+/// engine far more memory than its JSON text (hundreds of bytes as a value, held by the
+/// journal's record, the run's state and its variables), so an output of the most objects its
+/// byte limit allows would cost hundreds of megabytes.
+pub(crate) const OUTPUT_BYTES_PER_CONTAINER: usize = 64;
+
 /// `result`, or a `technical_error` that is not retried when its output takes more than `max`
-/// bytes of JSON: the output is dropped, never journaled.
+/// bytes of JSON, or holds more than `max / 64` objects and arrays: the output is dropped,
+/// never journaled.
 pub(super) fn check_output(
     result: Result<Value, TaskError>,
     max: usize,
@@ -28,10 +35,43 @@ pub(super) fn check_output(
                      return less, or keep large data outside the journal and return a reference"
                 )));
             }
+            let most = max / OUTPUT_BYTES_PER_CONTAINER;
+            let containers = containers(&value, most);
+            if containers > most {
+                return Err(TaskError::terminal(format!(
+                    "[MAG-BD002] the task's output holds more than {most} objects and arrays, \
+                     the most a task output may hold (one per {OUTPUT_BYTES_PER_CONTAINER} bytes \
+                     of EngineBuilder::max_task_output_bytes); return fewer, larger values \
+                     (e.g. rows as arrays of a table, or text), or a reference"
+                )));
+            }
             Ok(value)
         }
         Err(e) => Err(e),
     }
+}
+
+/// The objects and arrays in `value`, counted up to just past `most`.
+fn containers(value: &Value, most: usize) -> usize {
+    let mut count = 0;
+    let mut stack = vec![value];
+    while let Some(v) = stack.pop() {
+        match v {
+            Value::Array(items) => {
+                count += 1;
+                stack.extend(items.iter());
+            }
+            Value::Object(map) => {
+                count += 1;
+                stack.extend(map.values());
+            }
+            _ => {}
+        }
+        if count > most {
+            break;
+        }
+    }
+    count
 }
 
 impl Driver {
@@ -169,6 +209,18 @@ mod tests {
         assert!(e.message.contains("[MAG-BD002]"), "{}", e.message);
         assert!(
             e.message.contains("102 bytes") && e.message.contains("101 bytes"),
+            "{}",
+            e.message
+        );
+        // Many small objects within the bytes: one per 64 bytes of the limit at most.
+        let rows = json!((0..100).map(|i| json!({ "k": i })).collect::<Vec<_>>());
+        let bytes = crate::json_len::json_len(&rows);
+        assert!(bytes < 64 * 100, "{bytes}");
+        assert_eq!(check_output(Ok(rows.clone()), 64 * 101), Ok(rows.clone()));
+        let e = check_output(Ok(rows), 64 * 100).unwrap_err();
+        assert!(!e.retryable);
+        assert!(
+            e.message.contains("[MAG-BD002]") && e.message.contains("more than 100 objects"),
             "{}",
             e.message
         );
