@@ -311,7 +311,19 @@ pub fn next_fire_times_in(
     let Some((_, schedule)) = documents::load_schedule(docs, reg) else {
         return Vec::new();
     };
-    let mut from = cursor.map_or(now_ms, |c| c.cursor_ms);
+    // As the scheduler will see it: a cursor of other times (the document was rewritten while
+    // no scheduler ran) starts again from now, and ticks already past the catch-up window will
+    // be skipped, not fired.
+    let late = i64::try_from((schedule.catchup_window() + schedule.jitter()).as_millis())
+        .unwrap_or(i64::MAX)
+        .saturating_add(magrathea_yaml::scheduler::PASS_SLACK_MS);
+    let mut from = match cursor {
+        Some(c) if c.timing.as_deref() == Some(scheduler::timing_of(reg).as_str()) => {
+            c.cursor_ms.max(now_ms.saturating_sub(late))
+        }
+        Some(c) if c.timing.is_none() => c.cursor_ms.max(now_ms.saturating_sub(late)),
+        _ => now_ms,
+    };
     let mut out = Vec::new();
     while out.len() < n {
         let Some(tick) = schedule.next_tick(from) else {

@@ -66,7 +66,7 @@ pub struct Cursor {
 }
 
 /// What decides when `reg` fires: its `cron`, `at` and `timezone`.
-fn timing_of(reg: &Registration) -> String {
+pub(super) fn timing_of(reg: &Registration) -> String {
     serde_json::json!([reg.cron, reg.at, reg.timezone]).to_string()
 }
 

@@ -290,6 +290,39 @@ async fn a_tick_older_than_the_window_is_skipped_even_alone() {
     assert!(f.runs().await.is_empty());
 }
 
+/// The next fire times listed while no scheduler has run for a while are the ones it will
+/// fire: ticks past the catch-up window are not listed (they will be skipped), and a schedule
+/// rewritten to other times starts from now.
+#[tokio::test]
+async fn next_fire_times_are_those_the_scheduler_will_fire() {
+    let f = Fixture::new(
+        T0,
+        "cron: \"*/10 * * * * *\"\nworkflow: quick\ncatchupWindow: 30s\n",
+    )
+    .await;
+    async fn next(f: &Fixture) -> i64 {
+        let listed: Value = f
+            .server
+            .get_json("/brain/acme/project/shop/triggers", Some(ACME))
+            .await;
+        listed["triggers"][0]["nextFireMs"].as_i64().unwrap()
+    }
+    assert_eq!(next(&f).await, T0 + 10_000);
+    // 95 s without a pass: the ticks at 10–60 s are past the window (and a second of slack).
+    f.clock.advance(95_000);
+    assert_eq!(next(&f).await, T0 + 70_000);
+    // Rewritten to other times while no pass ran: from now on.
+    write(
+        &f.server
+            .root
+            .join("acme/shop/_vance/scheduler/nightly.yaml"),
+        "cron: \"*/7 * * * * *\"\nworkflow: quick\n",
+    );
+    let h = f.server.handle.as_ref().unwrap();
+    h.triggers().resync_all(h.state()).unwrap();
+    assert_eq!(next(&f).await, T0 + 102_000, "second 42 of the minute");
+}
+
 #[tokio::test]
 async fn a_one_shot_at_fires_once_at_its_instant() {
     let f = Fixture::new(
