@@ -24,8 +24,11 @@ const CHUNK: usize = 500;
 /// The filters of a listing (`None`: not filtered by it).
 #[derive(Debug, Default, Clone)]
 pub(crate) struct Filters {
-    /// The statuses a run may have (empty: any).
+    /// The statuses a run may have (empty: any, unless `by_status`).
     pub(crate) statuses: Vec<RunStatus>,
+    /// Whether `status=` was given: only Friday's `pending` leaves `statuses` empty then, and
+    /// no run is pending here (a run runs from its start).
+    pub(crate) by_status: bool,
     pub(crate) started_by: Option<String>,
     pub(crate) since: Option<u64>,
     pub(crate) until: Option<u64>,
@@ -50,8 +53,14 @@ impl Filters {
         until: Option<&str>,
     ) -> Result<Self, ApiError> {
         let mut statuses = Vec::new();
+        let mut by_status = false;
         for word in nonempty(status).into_iter().flat_map(|s| s.split(',')) {
             let word = word.trim();
+            by_status = true;
+            // Friday's word for a run not yet started: none is, a run runs from its start.
+            if word.eq_ignore_ascii_case("pending") {
+                continue;
+            }
             // Friday's word for a run that ended well (`FridayWorkflowRunStatus`).
             let named = if word.eq_ignore_ascii_case("completed") {
                 "DONE"
@@ -66,8 +75,8 @@ impl Filters {
                         "MAG-HTTP-UI-INVALID-STATUS",
                         format!(
                             "unknown status `{word}`: use one of RUNNING, WAITING, PAUSED, DONE \
-                             (or completed), FAILED, CANCELLED, BLOCKED (several separated by \
-                             commas)"
+                             (or completed), FAILED, CANCELLED, BLOCKED, or pending, which no run \
+                             is (several separated by commas)"
                         ),
                     )
                 })?;
@@ -77,6 +86,7 @@ impl Filters {
         }
         Ok(Self {
             statuses,
+            by_status,
             started_by: started_by.filter(|s| !s.is_empty()).map(str::to_owned),
             since: nonempty(since).map(|t| instant("since", t)).transpose()?,
             until: nonempty(until).map(|t| instant("until", t)).transpose()?,
@@ -85,7 +95,7 @@ impl Filters {
 
     /// Whether any filter is set.
     pub(crate) fn any(&self) -> bool {
-        !self.statuses.is_empty()
+        self.by_status
             || self.started_by.is_some()
             || self.since.is_some()
             || self.until.is_some()
@@ -94,8 +104,11 @@ impl Filters {
     /// The query string of the filters (`&status=…`), for the next page's link.
     pub(crate) fn query(&self) -> String {
         let mut q = String::new();
-        if !self.statuses.is_empty() {
-            let words: Vec<&str> = self.statuses.iter().map(|s| s.as_str()).collect();
+        if self.by_status {
+            let mut words: Vec<&str> = self.statuses.iter().map(|s| s.as_str()).collect();
+            if words.is_empty() {
+                words.push("pending");
+            }
             q.push_str(&format!("&status={}", words.join(",")));
         }
         if let Some(s) = &self.started_by {
@@ -112,7 +125,7 @@ impl Filters {
 
     /// Whether `s` passes the filters that its summary answers.
     fn summary_matches(&self, s: &RunSummary) -> bool {
-        (self.statuses.is_empty() || self.statuses.contains(&s.status))
+        (!self.by_status || self.statuses.contains(&s.status))
             && self.since.is_none_or(|t| s.created_ms >= t)
             && self.until.is_none_or(|t| s.created_ms < t)
     }
@@ -343,6 +356,12 @@ mod tests {
         assert_eq!(f.until, Some(1_777_636_800_000));
         let friday = Filters::parse(Some("completed,running"), None, None, None).unwrap();
         assert_eq!(friday.statuses, [RunStatus::Done, RunStatus::Running]);
+        // Friday's `pending`: a filter that no run passes (a run runs from its start).
+        let pending = Filters::parse(Some("pending"), None, None, None).unwrap();
+        assert!(pending.any() && pending.statuses.is_empty());
+        assert_eq!(pending.query(), "&status=pending");
+        let either = Filters::parse(Some("pending,failed"), None, None, None).unwrap();
+        assert_eq!(either.statuses, [RunStatus::Failed]);
         let e = Filters::parse(Some("asleep"), None, None, None).unwrap_err();
         assert_eq!(e.code, "MAG-HTTP-UI-INVALID-STATUS");
         let e = Filters::parse(None, None, Some("yesterday"), None).unwrap_err();
