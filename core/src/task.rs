@@ -196,6 +196,15 @@ impl TaskError {
         self
     }
 
+    /// Whether this error ends a step whose executions are used up: the processes running it
+    /// stopped before its result more often than `maxClaimAttempts` allows (`[MAG-EN007]`,
+    /// `[MAG-LS001]`). The step "fails terminally" (reference §12): a front end's retries do
+    /// not run it again.
+    pub fn is_executions_exhausted(&self) -> bool {
+        self.kind == Self::TECHNICAL
+            && (self.message.starts_with("[MAG-EN007]") || self.message.starts_with("[MAG-LS001]"))
+    }
+
     /// Whether this error is the cancellation of the run.
     pub fn is_cancelled(&self) -> bool {
         self.kind == Self::CANCELLED

@@ -95,10 +95,7 @@ impl Filters {
 
     /// Whether any filter is set.
     pub(crate) fn any(&self) -> bool {
-        self.by_status
-            || self.started_by.is_some()
-            || self.since.is_some()
-            || self.until.is_some()
+        self.by_status || self.started_by.is_some() || self.since.is_some() || self.until.is_some()
     }
 
     /// The query string of the filters (`&status=…`), for the next page's link.

@@ -216,7 +216,8 @@ fn sleeps(pid: &str) -> bool {
 /// Reference §12 with real kills: a shell step during which the process is killed every time
 /// runs three times in all (`maxClaimAttempts`, 3, the first run counting); the next
 /// `magrathea resume` does not run it again but ends it as a `technical_error`
-/// (`[MAG-EN007]`), which `catch:` routes.
+/// (`[MAG-EN007]`), which `catch:` routes. The step "fails terminally": a `retry:` on
+/// `technical_error` does not run it again.
 #[test]
 fn a_step_killed_every_time_it_runs_fails_after_max_claim_attempts_and_catch_routes_it() {
     const DOOMED: &str = r#"
@@ -226,6 +227,7 @@ states:
     type: shell_task
     run: "echo started >> executions.log; sleep 30"
     dirName: workspace
+    retry: { maxAttempts: 3, on: [technical_error] }
     on:
       success: done
     catch:

@@ -30,6 +30,9 @@ pub(crate) struct Completion {
     pub(crate) next: Option<String>,
     /// What the task cost (agent tasks), for `bounds.maxTotalCostUsd`.
     pub(crate) cost_usd: f64,
+    /// The step's executions are used up (reference §12: it "fails terminally"): `retry:`
+    /// does not run it again, only the routing sees it.
+    pub(crate) exhausted: bool,
 }
 
 impl Completion {
@@ -39,12 +42,14 @@ impl Completion {
             output,
             next: None,
             cost_usd: 0.0,
+            exhausted: false,
         }
     }
     pub(crate) fn from_task(result: Result<Value, TaskError>) -> Self {
         match result {
             Ok(v) => Self::of("success", v),
             Err(e) => {
+                let exhausted = e.is_executions_exhausted();
                 // A failure's message is its output (what `storeAs` keeps), except a
                 // cancel's: a cancelled task produced nothing, whichever task it was.
                 let output = if e.output.is_null() && e.kind != "cancelled" {
@@ -54,7 +59,10 @@ impl Completion {
                 } else {
                     e.output
                 };
-                Self::of(&e.kind, output)
+                Self {
+                    exhausted,
+                    ..Self::of(&e.kind, output)
+                }
             }
         }
     }

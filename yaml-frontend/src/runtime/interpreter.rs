@@ -308,6 +308,7 @@ pub(super) async fn attempt(
         }
         if let Some(retry) = &state.retry
             && state.retries(&done.outcome)
+            && !done.exhausted
             && attempts < retry.max_attempts
             && run.ctx.cancellation().is_none()
         {
