@@ -254,7 +254,18 @@ pub(crate) async fn patch(
     let reg = registry::by_id(state.triggers.catalog()?, &id)?
         .filter(|r| who.may_access(&r.tenant))
         .ok_or_else(|| ApiError::not_found(format!("trigger `{id}` not found")))?;
-    set_enabled(&state, &reg, body.enabled()?)
+    let enabled = body.enabled()?;
+    may_enable(&who, enabled)?;
+    set_enabled(&state, &reg, enabled)
+}
+
+/// Lifting a pause makes the trigger start runs again: it takes `workflow.run` as well as
+/// `workflow.write`, as writing a trigger document does (pausing takes `workflow.write`).
+fn may_enable(who: &super::auth::Principal, enabled: bool) -> Result<(), ApiError> {
+    if enabled {
+        who.require(ApiScope::Run)?;
+    }
+    Ok(())
 }
 
 /// Query of the delivery lists.
@@ -446,7 +457,9 @@ pub(crate) async fn patch_project(
     let scope = project(&state, &headers, &p.tenant, &p.project, ApiScope::Write)?;
     let body = body?;
     let reg = find(&state, &scope, &p.name)?;
-    set_enabled(&state, &reg, body.enabled()?)
+    let enabled = body.enabled()?;
+    may_enable(&caller(&state, &headers, ApiScope::Write)?, enabled)?;
+    set_enabled(&state, &reg, enabled)
 }
 
 /// `GET /brain/{tenant}/project/{project}/triggers/deliveries?trigger=&status=&cursor=&limit=`

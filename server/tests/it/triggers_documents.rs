@@ -337,6 +337,25 @@ async fn the_trigger_routes_refuse_what_they_cannot_do_and_say_why() {
         .unwrap();
     let (status, body) = http_common::code(r).await;
     assert_eq!((status, body.as_str()), (409, "MAG-HTTP-TRIGGER-DISABLED"));
+    // Lifting the pause makes it start runs again: a token that may not start runs may pause
+    // it but not lift the pause, on either route.
+    let id = trigger_id(&s, "nightly").await;
+    for url in [
+        "/brain/acme/project/shop/triggers/nightly".to_owned(),
+        format!("/v1/workflow-triggers/{id}"),
+    ] {
+        for (enabled, want) in [(true, 403), (false, 200)] {
+            let r = s
+                .client
+                .patch(s.url(&url))
+                .bearer_auth(ACME_WRITE)
+                .json(&serde_json::json!({ "enabled": enabled }))
+                .send()
+                .await
+                .unwrap();
+            assert_eq!(r.status(), want, "{url} enabled: {enabled}");
+        }
+    }
     // Nor one whose document switches it off.
     let (status, _) = put(
         &s,
@@ -606,4 +625,19 @@ async fn a_removed_triggers_deliveries_are_still_found_by_its_name_and_id() {
         .await
         .unwrap();
     assert_eq!(r.status(), 404);
+}
+
+/// The registration id of the project's trigger `name`.
+async fn trigger_id(s: &Server, name: &str) -> String {
+    let listed: Value = s
+        .get_json("/brain/acme/project/shop/triggers", Some(ACME))
+        .await;
+    listed["triggers"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|t| t["name"] == name)
+        .and_then(|t| t["id"].as_str())
+        .unwrap_or_else(|| panic!("{listed}"))
+        .to_owned()
 }
