@@ -553,8 +553,7 @@ pub(crate) fn check_automated(
     // An event document is called from outside (with a token of its own, or an API token
     // with `workflow.run`) whether or not it declares a webhook or a subscription: changing
     // the workflow it starts is running it.
-    // Only whether one is there is said, not its name: a directory a shell step linked out of
-    // the project names nothing of what lies behind it.
+    // Only whether one is there is said, not its name.
     for (dir, shown) in [
         (
             state.docs().project_dir(scope),
@@ -565,7 +564,14 @@ pub(crate) fn check_automated(
             "an event document under _tenant/_vance/events/",
         ),
     ] {
-        if has_document(&dir.join("_vance").join("events")) {
+        // A directory linked out of the project is not read (the event routes do not serve
+        // what lies behind it either): whether it holds documents is nobody's business here.
+        let events = dir.join("_vance").join("events");
+        if state
+            .docs()
+            .confined(&events)
+            .is_ok_and(|real| has_document(&real))
+        {
             return Err(refuse(shown));
         }
     }

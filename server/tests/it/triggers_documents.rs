@@ -66,6 +66,18 @@ async fn an_event_document_takes_the_run_scope_to_change_what_it_runs() {
         body.contains("an event document under _tenant/_vance/events/"),
         "{body}"
     );
+    // A directory linked out of the project (as a shell step could link it) is not read: what
+    // lies behind it, another tenant's documents say, decides nothing here.
+    std::fs::remove_file(s.root.join("acme/_tenant/_vance/events/ext.yaml")).unwrap();
+    http_common::write(
+        &s.root.join("globex/shop/_vance/events/theirs.yaml"),
+        "workflow: job\n",
+    );
+    let events = s.root.join("acme/shop/_vance/events");
+    std::fs::remove_dir_all(&events).unwrap();
+    std::os::unix::fs::symlink(s.root.join("globex/shop/_vance/events"), &events).unwrap();
+    let (status, body) = put(&s, "workflows/job.yaml", ACME_WRITE, http_common::HELLO).await;
+    assert_eq!(status, 200, "{body}");
 }
 
 /// Once a project has a trigger, its documents decide what runs without anyone starting it: a
