@@ -118,13 +118,16 @@ async function triggerList(ctx, box, path) {
     }))));
 }
 
-/** A starting value for each parameter: its default, else an empty value of its type. */
+/**
+ * A starting value for each parameter: its default; a required one without a default is
+ * offered as `null`, to fill in: sent as it is, the server refuses it as missing, where an
+ * empty value of its type ("" or 0) would start a run with it.
+ */
 function paramsTemplate(parameters) {
-  const empty = { string: "", number: 0, integer: 0, boolean: false, object: {}, array: [] };
   const out = {};
   for (const [key, spec] of Object.entries(parameters)) {
     if (spec && "default" in spec) out[key] = spec.default;
-    else if (spec && spec.required) out[key] = spec.type in empty ? empty[spec.type] : null;
+    else if (spec && spec.required) out[key] = null;
   }
   return out;
 }

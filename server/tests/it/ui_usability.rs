@@ -414,7 +414,7 @@ async fn the_workflow_page_starts_a_run_with_the_parameters_written() {
     let ui = Ui::start().await;
     ui.sign_in(ACME).await;
     ui.view("#/workflow/needs-param").await;
-    // The form offers the required parameter, empty, to fill in.
+    // The form offers the required parameter as null, to fill in.
     let offered = ui
         .wait_js(
             "const a = document.getElementById('start-params'); return a ? a.value : null",
@@ -422,7 +422,14 @@ async fn the_workflow_page_starts_a_run_with_the_parameters_written() {
         )
         .await;
     let offered: Value = serde_json::from_str(offered.as_str().unwrap()).unwrap();
-    assert_eq!(offered, json!({"pr_url": ""}));
+    assert_eq!(offered, json!({"pr_url": null}));
+    // Sent as offered, it is refused as missing: nothing starts with an empty value.
+    submit_start(&ui, &offered.to_string()).await;
+    let refused = start_answer(&ui).await;
+    assert!(
+        refused.contains("MAG-HTTP-INVALID-PARAMS") && refused.contains("missing"),
+        "{refused}"
+    );
 
     // Not JSON, or not an object: said, and nothing is started.
     submit_start(&ui, "{pr_url: ").await;
