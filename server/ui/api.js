@@ -12,6 +12,16 @@ export function setToken(t) {
   else sessionStorage.removeItem(KEY);
 }
 
+let refused = null; // what to do when the server no longer accepts the session's token
+
+/**
+ * Calls `handler` whenever an answer is 401 to a request that carried the session's token,
+ * whichever view sent it (views catch their errors to show them in place).
+ */
+export function onTokenRefused(handler) {
+  refused = handler;
+}
+
 /** An answer of the API that is not 2xx. */
 export class ApiError extends Error {
   constructor(status, code, message, diagnostics) {
@@ -30,6 +40,7 @@ function headers(extra) {
 }
 
 async function fail(r) {
+  if (r.status === 401 && token() && refused) queueMicrotask(refused);
   let body = null;
   try {
     body = await r.json();

@@ -3,7 +3,7 @@
 // link names its project (`?project=<tenant>/<project>`), so it opens the same page in
 // another tab; the project picker follows it.
 
-import { ApiError, getJson, setToken, token } from "./api.js";
+import { ApiError, getJson, onTokenRefused, setToken, token } from "./api.js";
 import { errorBox, mount } from "./dom.js";
 import { runsView } from "./runs.js";
 import { runView } from "./run.js";
@@ -34,9 +34,12 @@ function showSignIn(message) {
   $("token").focus();
 }
 
+let signingIn = false; // a refusal while signing in is said by signIn itself
+
 async function signIn() {
   let me;
   try {
+    signingIn = true;
     me = await getJson("/v1/me");
   } catch (e) {
     if (e instanceof ApiError && e.status === 401) {
@@ -50,6 +53,8 @@ async function signIn() {
       showSignIn(`Could not sign in: ${e.message}`);
       return;
     }
+  } finally {
+    signingIn = false;
   }
   ctx.me = me;
   ctx.subject = me ? me.subject : "";
@@ -78,6 +83,16 @@ async function signIn() {
   if (!location.hash || location.hash === "#") location.hash = "#/runs";
   else route();
 }
+
+// A token the server stops accepting during the session (revoked, the server restarted with
+// other tokens) is forgotten wherever the refusal came from: the view on screen stops (its
+// polls and streams end with its signal) and the sign-in form takes its place.
+onTokenRefused(() => {
+  if (signingIn || !token()) return;
+  setToken(null);
+  if (current) current.abort();
+  showSignIn("The session's token is no longer accepted.");
+});
 
 function setProject(value) {
   const [tenant, ...rest] = String(value || "").split("/");

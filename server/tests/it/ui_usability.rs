@@ -481,3 +481,43 @@ async fn a_token_without_workflow_run_gets_no_start_form() {
     assert_eq!(form, false);
     ui.close().await;
 }
+
+/// A token the server stops accepting during the session is forgotten, whichever view's
+/// request was refused: the view stops polling and the sign-in form takes its place.
+#[tokio::test(flavor = "multi_thread")]
+async fn a_token_refused_during_the_session_is_forgotten_and_sign_in_shown() {
+    let ui = Ui::start().await;
+    ui.sign_in(ACME).await;
+    for view in ["#/runs", "#/inbox", "#/workflows"] {
+        ui.view(view).await;
+        ui.wait_js(
+            "return document.getElementById('sign-in').hidden || null",
+            "signed in",
+        )
+        .await;
+        // The token stops being accepted (as if revoked): the view's next poll is refused.
+        ui.js(
+            "sessionStorage.setItem('magrathea.token', 'revoked-token'); \
+             window.dispatchEvent(new HashChangeEvent('hashchange')); return null;",
+            vec![],
+        )
+        .await;
+        let message = ui
+            .wait_js(
+                "return document.getElementById('sign-in').hidden ? null : \
+                 document.getElementById('sign-in-error').textContent",
+                "the sign-in form",
+            )
+            .await;
+        assert_eq!(
+            message, "The session's token is no longer accepted.",
+            "{view}"
+        );
+        let kept = ui
+            .js("return sessionStorage.getItem('magrathea.token')", vec![])
+            .await;
+        assert_eq!(kept, Value::Null, "{view}: the token is forgotten");
+        ui.sign_in(ACME).await;
+    }
+    ui.close().await;
+}
