@@ -79,8 +79,17 @@ export async function runsView(ctx, view) {
     mount(message);
     nextCursor = r.headers.get("X-Next-Cursor");
     const now = Date.now();
+    // The rows are drawn afresh at each poll: the run link that had the keyboard's focus has
+    // it again in its new row, so that going through the list is not thrown back to its top.
+    const focused = body.contains(document.activeElement)
+      ? document.activeElement.closest("tr[data-run]")?.dataset.run : null;
     mount(body, (r.json || []).map((run) => row(ctx, run, now)));
     if (!(r.json || []).length) mount(body, h("tr", {}, h("td", { colspan: 7 }, "No runs.")));
+    if (focused) {
+      const again = [...body.querySelectorAll("tr[data-run]")]
+        .find((tr) => tr.dataset.run === focused)?.querySelector("a");
+      if (again) again.focus();
+    }
     prev.disabled = page === 0;
     next.disabled = !nextCursor;
     pageInfo.textContent = `Page ${page + 1}`;

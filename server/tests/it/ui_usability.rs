@@ -521,3 +521,42 @@ async fn a_token_refused_during_the_session_is_forgotten_and_sign_in_shown() {
     }
     ui.close().await;
 }
+
+/// The runs list is drawn afresh at each poll; the run link that has the keyboard's focus
+/// keeps it in the new rows, so a keyboard user going down the list is not sent to its top.
+#[tokio::test(flavor = "multi_thread")]
+async fn the_runs_list_keeps_the_focused_run_across_its_polls() {
+    let ui = Ui::start().await;
+    let mut runs = Vec::new();
+    for _ in 0..4 {
+        runs.push(ui.start_run("approve", ACME).await);
+    }
+    ui.sign_in(ACME).await;
+    ui.view("#/runs").await;
+    ui.wait_js(
+        "return document.querySelectorAll('tr[data-run] a').length >= 4 || null",
+        "the runs",
+    )
+    .await;
+    // Focus the third run's link, and mark its row to see it replaced by a poll.
+    let focused = ui
+        .js(
+            "const tr = document.querySelectorAll('tr[data-run]')[2]; tr.dataset.old = '1'; \
+             tr.querySelector('a').focus(); return tr.dataset.run;",
+            vec![],
+        )
+        .await;
+    ui.wait_js(
+        "return document.querySelector('tr[data-old]') ? null : true",
+        "a poll drawing the rows afresh",
+    )
+    .await;
+    let now = ui
+        .js(
+            "return document.activeElement.closest('tr[data-run]')?.dataset.run ?? null",
+            vec![],
+        )
+        .await;
+    assert_eq!(now, focused, "the same run's link has the focus");
+    ui.close().await;
+}
