@@ -104,7 +104,12 @@ async function triggerList(ctx, box, path) {
         h("td", {}, t.name || t.id),
         h("td", {}, t.triggerType || ""),
         h("td", {}, t.workflow || ""),
-        h("td", {}, t.paused ? "paused" : t.active === false ? "inactive" : "yes"),
+        h("td", {}, t.paused ? "paused" : t.active === false ? "inactive" : "yes",
+          // Why it cannot fire (a missing setting, an archived workflow), as the server says.
+          t.error ? h("div", { class: "error" }, t.error)
+            : t.workflowArchived ? h("div", { class: "muted" }, "its workflow is archived")
+            : t.enabledInDocument === false ? h("div", { class: "muted" }, "enabled: false in its document")
+            : null),
         h("td", {}, t.nextFireMs ? time(t.nextFireMs) : ""),
         h("td", {}, last ? `${last.status} ${time(last.atMs)}` : ""),
         h("td", {}, t.id ? h("button", { type: "button", onclick: async () => {

@@ -478,6 +478,31 @@ async fn the_workflows_view_shows_a_schedule_its_next_fire_and_its_last_delivery
         "the last delivery: {row}"
     );
     ui.screenshot("triggers").await;
+    // A trigger that cannot fire says why, in the server's words.
+    let put = ui
+        .http
+        .put(ui.url("/brain/acme/project/shop/documents/events/gh.yaml"))
+        .bearer_auth(ACME)
+        .body("workflow: hello\nwebhook:\n  tokenSetting: webhooks.gh.path\n")
+        .send()
+        .await
+        .unwrap();
+    assert!(put.status().is_success(), "{}", put.text().await.unwrap());
+    ui.view("#/runs").await;
+    ui.view("#/workflows").await;
+    let enabled = ui
+        .wait_js(
+            "const r = [...document.querySelectorAll('#triggers table.triggers tbody tr')] \
+               .find(r => r.cells[0].textContent === 'gh'); \
+             return r ? r.cells[3].textContent : null;",
+            "the webhook's row",
+        )
+        .await;
+    let enabled = enabled.as_str().unwrap();
+    assert!(
+        enabled.starts_with("inactive") && enabled.contains("MAG-TR002"),
+        "{enabled}"
+    );
     ui.close().await;
 }
 
