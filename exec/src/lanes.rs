@@ -135,8 +135,8 @@ impl Drop for SharedPlace {
         let (slots, slot) = (self.slots.clone(), self.slot.clone());
         let release = move || {
             if let Err(e) = slots.release(&slot) {
-                // The slot stays held until the heartbeat stops renewing it (this worker
-                // leaves) or the store answers again at the worker's next release of it.
+                // The store keeps it to release at its next heartbeat that reaches the
+                // database, and does not renew it meanwhile.
                 tracing::warn!(error = %e, lane = %slot.lane, "could not give a lane slot back");
             }
         };

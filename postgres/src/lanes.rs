@@ -66,32 +66,89 @@ pub(crate) fn release(store: &PgStore, slot: &LaneSlot) -> Result<(), StoreError
         // Not a token this store gave out: it holds no slot.
         return Ok(());
     };
-    let lane = slot.lane.clone();
-    let number = i32::try_from(slot.slot).unwrap_or(i32::MAX);
-    store.with_client(move |client| async move {
+    let key = SlotKey {
+        lane: slot.lane.clone(),
+        slot: i32::try_from(slot.slot).unwrap_or(i32::MAX),
+        token,
+    };
+    let pending = key.clone();
+    let result = store.with_client(move |client| async move { key.release(&client).await });
+    if result.is_err() {
+        // The step has ended: the slot must come free even though the database did not
+        // answer now. The heartbeat releases it once it reaches the database again, and
+        // until then does not renew it (renewed, it would stay held while this worker lives).
+        store
+            .inner
+            .unreleased_slots
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .push(pending);
+    }
+    result
+}
+
+/// A slot this worker was given, by its lane, number and token.
+#[derive(Debug, Clone)]
+pub(crate) struct SlotKey {
+    lane: String,
+    slot: i32,
+    token: Uuid,
+}
+
+impl SlotKey {
+    /// Frees the slot, if it is still held by this token.
+    async fn release(&self, client: &tokio_postgres::Client) -> Result<(), StoreError> {
         client
             .execute(
                 "UPDATE magrathea_lane_slots SET holder = NULL, token = NULL, expires_at = NULL
                  WHERE lane = $1 AND slot = $2 AND token = $3",
-                &[&lane, &number, &token],
+                &[&self.lane, &self.slot, &self.token],
             )
             .await
             .map_err(pg)?;
         Ok(())
-    })
+    }
 }
 
-/// Renews the slots `worker` holds (part of its heartbeat).
+/// Renews the slots `worker` holds (part of its heartbeat), after releasing those whose
+/// release the database did not answer (`unreleased`): a slot whose step has ended is never
+/// renewed.
 pub(crate) async fn renew(
     client: &tokio_postgres::Client,
     worker: &str,
     grace: f64,
+    unreleased: &std::sync::Mutex<Vec<SlotKey>>,
 ) -> Result<(), StoreError> {
+    let pending = std::mem::take(
+        &mut *unreleased
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner),
+    );
+    let mut left = Vec::new();
+    let mut failed = None;
+    for key in pending {
+        if failed.is_none()
+            && let Err(e) = key.release(client).await
+        {
+            failed = Some(e);
+        }
+        if failed.is_some() {
+            left.push(key);
+        }
+    }
+    let skipped: Vec<Uuid> = left.iter().map(|k| k.token).collect();
+    unreleased
+        .lock()
+        .unwrap_or_else(std::sync::PoisonError::into_inner)
+        .extend(left);
+    if let Some(e) = failed {
+        return Err(e);
+    }
     client
         .execute(
             "UPDATE magrathea_lane_slots SET expires_at = now() + make_interval(secs => $2)
-             WHERE holder = $1",
-            &[&worker, &grace],
+             WHERE holder = $1 AND NOT (token = ANY($3))",
+            &[&worker, &grace, &skipped],
         )
         .await
         .map_err(pg)?;

@@ -432,7 +432,7 @@ async fn beat(inner: &Arc<Inner>) -> Result<(), StoreError> {
         )
         .await
         .map_err(pg)?;
-    crate::lanes::renew(&client, &inner.worker, grace).await?;
+    crate::lanes::renew(&client, &inner.worker, grace, &inner.unreleased_slots).await?;
     let rows = client
         .query(
             "SELECT run_id, epoch FROM magrathea_leases WHERE owner = $1",

@@ -118,6 +118,10 @@ pub(crate) struct Inner {
     /// When the last heartbeat that renewed this worker's leases read the clock (before it
     /// asked, so every lease it renewed lasts at least the grace from then).
     pub(crate) renewed_at: Mutex<std::time::Instant>,
+    /// Lane slots whose step ended while the database did not answer its release: released
+    /// by the next heartbeat that reaches it, and never renewed meanwhile (see
+    /// [`crate::lanes`]).
+    pub(crate) unreleased_slots: Mutex<Vec<crate::lanes::SlotKey>>,
 }
 
 /// A [`Store`] on a PostgreSQL database (see the [crate] docs).
@@ -196,6 +200,7 @@ impl PgStore {
             lost: Mutex::default(),
             abandoned: Mutex::default(),
             renewed_at: Mutex::new(std::time::Instant::now()),
+            unreleased_slots: Mutex::default(),
         });
         bridge.spawn(crate::leases::heartbeat(Arc::downgrade(&inner)))?;
         Ok(Self {

@@ -141,3 +141,33 @@ fn a_wider_lane_than_before_gets_its_new_slots() {
     let wider = a.acquire_slot("lane", 2).unwrap().expect("the new slot");
     assert_eq!(wider.slot, 1);
 }
+
+/// A step that ends while the database is down (its release refused) gives its slot back at
+/// the first heartbeat that reaches the database again, which never renews it: it is not held
+/// for as long as the worker lives, keeping the lane shut.
+#[test]
+fn a_slot_whose_release_the_database_refused_comes_free_when_it_answers_again() {
+    use magrathea_postgres::testing::Relay;
+    let url = cluster().create_database();
+    let relay = Relay::start(cluster().port());
+    let a = live_worker(&relay.url(&url), "a");
+    let b = live_worker(&url, "b");
+    let slot = a
+        .acquire_slot("acme/shop/shell", 1)
+        .unwrap()
+        .expect("a free slot");
+    relay.sever();
+    assert!(a.release_slot(&slot).is_err(), "the database is down");
+    relay.restore();
+    let deadline = std::time::Instant::now() + Duration::from_secs(20);
+    loop {
+        if b.acquire_slot("acme/shop/shell", 1).unwrap().is_some() {
+            break;
+        }
+        assert!(
+            std::time::Instant::now() < deadline,
+            "the slot stayed held by a worker whose step had ended"
+        );
+        std::thread::sleep(Duration::from_millis(20));
+    }
+}

@@ -2,8 +2,8 @@
 
 use std::io::{Read, Write};
 use std::net::{Shutdown, TcpListener, TcpStream};
-use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 /// A relay on a loopback port of its own, forwarding every connection to the cluster's port.
@@ -11,11 +11,15 @@ use std::time::Duration;
 /// [`freeze`](Self::freeze) cuts the network the way a partition does, without closing
 /// anything: bytes sent either way are held (neither delivered nor dropped) and new
 /// connections wait to be forwarded, so every call through the relay waits for an answer
-/// until [`thaw`](Self::thaw). The relay's threads end with its connections.
+/// until [`thaw`](Self::thaw). [`sever`](Self::sever) cuts it the way a stopped database does:
+/// every connection is closed and new ones are refused until [`restore`](Self::restore). The
+/// relay's threads end with its connections.
 #[derive(Debug)]
 pub struct Relay {
     port: u16,
     frozen: Arc<AtomicBool>,
+    down: Arc<AtomicBool>,
+    open: Arc<Mutex<Vec<TcpStream>>>,
 }
 
 impl Relay {
@@ -24,9 +28,18 @@ impl Relay {
         let listener = TcpListener::bind("127.0.0.1:0").expect("a loopback port for the relay");
         let port = listener.local_addr().expect("the relay's address").port();
         let frozen = Arc::new(AtomicBool::new(false));
-        let held = Arc::clone(&frozen);
+        let down = Arc::new(AtomicBool::new(false));
+        let open: Arc<Mutex<Vec<TcpStream>>> = Arc::default();
+        let (held, refused, opened) = (Arc::clone(&frozen), Arc::clone(&down), Arc::clone(&open));
         std::thread::spawn(move || {
             for client in listener.incoming().flatten() {
+                if refused.load(Ordering::SeqCst) {
+                    drop(client);
+                    continue;
+                }
+                if let Ok(c) = client.try_clone() {
+                    opened.lock().unwrap_or_else(|p| p.into_inner()).push(c);
+                }
                 let frozen = Arc::clone(&held);
                 std::thread::spawn(move || {
                     wait_thawed(&frozen);
@@ -37,7 +50,12 @@ impl Relay {
                 });
             }
         });
-        Self { port, frozen }
+        Self {
+            port,
+            frozen,
+            down,
+            open,
+        }
     }
 
     /// `url` (a cluster's, as [`TestCluster::create_database`](super::TestCluster::create_database)
@@ -56,6 +74,24 @@ impl Relay {
     /// Lets what was held through, and what follows.
     pub fn thaw(&self) {
         self.frozen.store(false, Ordering::SeqCst);
+    }
+
+    /// Closes every connection and refuses new ones, as a stopped database does.
+    pub fn sever(&self) {
+        self.down.store(true, Ordering::SeqCst);
+        for c in self
+            .open
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .drain(..)
+        {
+            let _ = c.shutdown(Shutdown::Both);
+        }
+    }
+
+    /// Forwards new connections again.
+    pub fn restore(&self) {
+        self.down.store(false, Ordering::SeqCst);
     }
 }
 
