@@ -1,6 +1,7 @@
 //! The lease side of [`PgStore`] (see [`Leases`]): claims, reclaims, the heartbeat, release
 //! and the mailbox, on the tables of `migrations/0002_leases.sql` (lane slots: [`crate::lanes`]).
 
+use std::sync::atomic::Ordering;
 use std::sync::{Arc, PoisonError, Weak};
 use std::time::Duration;
 
@@ -29,6 +30,10 @@ impl Leases for PgStore {
     }
 
     fn claim(&self, run: RunId) -> Result<Claim, StoreError> {
+        if self.inner.leaving.load(Ordering::SeqCst) {
+            // This worker released its leases to leave: the others take its runs.
+            return Ok(Claim::Elsewhere);
+        }
         if self
             .inner
             .abandoned
@@ -141,6 +146,9 @@ impl Leases for PgStore {
     }
 
     fn reclaim_expired(&self, limit: usize) -> Result<Vec<(RunId, u32)>, StoreError> {
+        if self.inner.leaving.load(Ordering::SeqCst) {
+            return Ok(Vec::new());
+        }
         let worker = self.inner.worker.clone();
         let grace = self.inner.options.lease_grace.as_secs_f64();
         let limit = i64::try_from(limit).unwrap_or(i64::MAX);
@@ -511,8 +519,9 @@ async fn release_abandoned(
     Ok(())
 }
 
-/// Gives up every lease this worker holds.
+/// Gives up every lease this worker holds: it is leaving, and claims nothing more.
 pub(crate) fn release_all(store: &PgStore) -> Result<(), StoreError> {
+    store.inner.leaving.store(true, Ordering::SeqCst);
     store
         .inner
         .held

@@ -122,6 +122,10 @@ pub(crate) struct Inner {
     /// by the next heartbeat that reaches it, and never renewed meanwhile (see
     /// [`crate::lanes`]).
     pub(crate) unreleased_slots: Mutex<Vec<crate::lanes::SlotKey>>,
+    /// Set once this worker gave up every lease (it is leaving): it claims and reclaims
+    /// nothing more, so that a round of its engine still running as it stops cannot take back
+    /// the runs it just released.
+    pub(crate) leaving: std::sync::atomic::AtomicBool,
 }
 
 /// A [`Store`] on a PostgreSQL database (see the [crate] docs).
@@ -201,6 +205,7 @@ impl PgStore {
             abandoned: Mutex::default(),
             renewed_at: Mutex::new(std::time::Instant::now()),
             unreleased_slots: Mutex::default(),
+            leaving: std::sync::atomic::AtomicBool::new(false),
         });
         bridge.spawn(crate::leases::heartbeat(Arc::downgrade(&inner)))?;
         Ok(Self {

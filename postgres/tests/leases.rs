@@ -522,7 +522,31 @@ fn a_released_lease_keeps_the_count_of_reclaims_before_it() {
     );
 
     // Released again, by the run's own list this time; a claim adopts it at the same count.
+    // (b left with its release_all: a worker that left claims nothing more.)
     a.release(&[run]).unwrap();
-    assert_eq!(b.claim(run).unwrap(), Claim::Granted { reclaims: 2 });
-    assert_eq!(c.claim(run).unwrap(), Claim::Elsewhere, "b holds it");
+    assert_eq!(b.claim(run).unwrap(), Claim::Elsewhere, "b has left");
+    let d = frozen_worker(&url, "d");
+    assert_eq!(d.claim(run).unwrap(), Claim::Granted { reclaims: 2 });
+    assert_eq!(c.claim(run).unwrap(), Claim::Elsewhere, "d holds it");
+}
+
+/// A worker that released its leases to leave claims and reclaims nothing more: a round of its
+/// engine still running as it stops cannot take back the runs it just gave up (they would wait
+/// out the grace period, and count a reclaim).
+#[test]
+fn a_worker_that_released_its_leases_to_leave_takes_none_back() {
+    let url = cluster().create_database();
+    let a = frozen_worker(&url, "a");
+    let run = RunId::new();
+    a.commit(&[&start(run, None)]).unwrap();
+    assert_eq!(a.claim(run).unwrap(), Claim::Granted { reclaims: 0 });
+    a.release_all().unwrap();
+    assert_eq!(a.reclaim_expired(10).unwrap(), vec![]);
+    assert_eq!(a.claim(run).unwrap(), Claim::Elsewhere);
+    let b = frozen_worker(&url, "b");
+    assert_eq!(
+        b.reclaim_expired(10).unwrap(),
+        vec![(run, 0)],
+        "adopted at once"
+    );
 }
