@@ -5,7 +5,7 @@
 
 use crate::http_common;
 
-use http_common::{ACME, ACME_RUN, Server, write};
+use http_common::{ACME, ACME_RUN, Server, trigger, write};
 use serde_json::Value;
 
 /// Approved by alice or runner, never by whoever started or requested the run.
@@ -42,19 +42,6 @@ async fn approve(s: &Server, run: &str, token: &str) -> (u16, String) {
         .await
         .unwrap();
     (r.status().as_u16(), r.text().await.unwrap())
-}
-
-async fn trigger(s: &Server, name: &str) -> Value {
-    let listed: Value = s
-        .get_json("/brain/acme/project/shop/triggers", Some(ACME))
-        .await;
-    listed["triggers"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .find(|t| t["name"] == name)
-        .unwrap_or_else(|| panic!("no trigger {name} in {listed}"))
-        .clone()
 }
 
 #[tokio::test]

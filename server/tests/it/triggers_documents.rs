@@ -351,7 +351,10 @@ async fn the_trigger_routes_refuse_what_they_cannot_do_and_say_why() {
     assert_eq!((status, body.as_str()), (409, "MAG-HTTP-TRIGGER-DISABLED"));
     // Lifting the pause makes it start runs again: a token that may not start runs may pause
     // it but not lift the pause, on either route.
-    let id = trigger_id(&s, "nightly").await;
+    let id = http_common::trigger(&s, "nightly").await["id"]
+        .as_str()
+        .unwrap()
+        .to_owned();
     for url in [
         "/brain/acme/project/shop/triggers/nightly".to_owned(),
         format!("/v1/workflow-triggers/{id}"),
@@ -637,19 +640,4 @@ async fn a_removed_triggers_deliveries_are_still_found_by_its_name_and_id() {
         .await
         .unwrap();
     assert_eq!(r.status(), 404);
-}
-
-/// The registration id of the project's trigger `name`.
-async fn trigger_id(s: &Server, name: &str) -> String {
-    let listed: Value = s
-        .get_json("/brain/acme/project/shop/triggers", Some(ACME))
-        .await;
-    listed["triggers"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .find(|t| t["name"] == name)
-        .and_then(|t| t["id"].as_str())
-        .unwrap_or_else(|| panic!("{listed}"))
-        .to_owned()
 }

@@ -303,3 +303,17 @@ pub async fn code(r: reqwest::Response) -> (u16, String) {
         body["error"]["code"].as_str().unwrap_or("").to_string(),
     )
 }
+
+/// The trigger `name` of `acme/shop`, as its listing shows it.
+pub async fn trigger(s: &Server, name: &str) -> Value {
+    let listed: Value = s
+        .get_json("/brain/acme/project/shop/triggers", Some(ACME))
+        .await;
+    listed["triggers"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|t| t["name"] == name)
+        .unwrap_or_else(|| panic!("no trigger {name} in {listed}"))
+        .clone()
+}
