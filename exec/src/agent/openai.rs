@@ -179,7 +179,7 @@ impl OpenAiEngine {
             let Some(message) = reply.pointer("/choices/0/message") else {
                 return Err(AgentError::Transport(format!(
                     "[MAG-AG005] POST {url}: the response has no `choices[0].message`: {}",
-                    clip(&reply.to_string(), 500)
+                    shown(&reply.to_string(), &req)
                 )));
             };
             let content = message
@@ -196,7 +196,7 @@ impl OpenAiEngine {
                     return Err(AgentError::Transport(format!(
                         "[MAG-AG005] POST {url}: finish_reason `tool_calls` without \
                          `choices[0].message.tool_calls`: {}",
-                        clip(&reply.to_string(), 500)
+                        shown(&reply.to_string(), &req)
                     )));
                 }
                 messages.push(ChatMessage::new("assistant", content));
@@ -289,13 +289,13 @@ impl OpenAiEngine {
         if !status.is_success() {
             return Err(AgentError::Transport(format!(
                 "[MAG-AG005] POST {url}: HTTP {status}: {}",
-                clip(&text, 500)
+                shown(&text, req)
             )));
         }
         serde_json::from_str(&text).map_err(|e| {
             AgentError::Transport(format!(
                 "[MAG-AG005] POST {url}: the response is not chat-completion JSON ({e}): {}",
-                clip(&text, 500)
+                shown(&text, req)
             ))
         })
     }
@@ -342,6 +342,22 @@ fn transport(url: &str, e: reqwest::Error) -> AgentError {
     } else {
         AgentError::Transport(format!("[MAG-AG005] POST {url}: {e}"))
     }
+}
+
+/// The start of a response quoted in an error: the request's API key taken out of it first
+/// (an endpoint may echo the request's headers), so that a key cut short by the quote's end
+/// is not left in it.
+fn shown(text: &str, req: &AgentRequest) -> String {
+    let text = match req
+        .api_key
+        .as_ref()
+        .map(|k| k.expose())
+        .filter(|k| !k.is_empty())
+    {
+        Some(key) => std::borrow::Cow::Owned(text.replace(key, "<redacted>")),
+        None => std::borrow::Cow::Borrowed(text),
+    };
+    clip(&text, 500)
 }
 
 fn clip(text: &str, max: usize) -> String {

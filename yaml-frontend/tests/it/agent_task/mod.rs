@@ -39,6 +39,9 @@ enum Canned {
     Slow(Duration, String),
     /// HTTP 401 whose body echoes the Authorization header (as some proxies do).
     EchoAuth,
+    /// The same after this many characters: an error quotes the body's start only, and the
+    /// quote's end falls inside the key.
+    EchoAuthAfter(usize),
     /// The n-th call gets the n-th assistant message (the last one repeats); a message with
     /// `tool_calls` finishes with `tool_calls`, the others with `stop`.
     Script(Vec<Value>),
@@ -124,6 +127,11 @@ async fn completions(
         Canned::EchoAuth => {
             let auth = server.seen.lock().unwrap().last().unwrap().0.clone();
             let body = format!("invalid credentials: {}", auth.unwrap_or_default());
+            return (StatusCode::UNAUTHORIZED, body).into_response();
+        }
+        Canned::EchoAuthAfter(pad) => {
+            let auth = server.seen.lock().unwrap().last().unwrap().0.clone();
+            let body = format!("{}{}", "x".repeat(*pad), auth.unwrap_or_default());
             return (StatusCode::UNAUTHORIZED, body).into_response();
         }
         Canned::Slow(delay, text) => {

@@ -118,6 +118,17 @@ async fn an_error_body_echoing_the_key_does_not_journal_it() {
     );
 }
 
+/// An error quotes the start of the body only: the key is taken out before the quote is cut,
+/// so that its end falling inside the key leaves no part of it.
+#[tokio::test]
+async fn an_error_body_echoing_the_key_where_its_quote_ends_journals_no_part_of_it() {
+    // `scenario` asserts that neither the key nor its start is anywhere in the journal.
+    let (p, _server, v) = scenario(Canned::EchoAuthAfter(480), "", "").await;
+    let r = p.plan_result(&v);
+    assert_eq!(r["outcome"], "technical_error");
+    assert!(r["error"].as_str().unwrap().contains("401"), "{r}");
+}
+
 #[tokio::test]
 async fn a_slow_server_times_out() {
     let reply = json!({ "success": true, "data": {} }).to_string();
