@@ -100,6 +100,7 @@ pub(crate) async fn interpret(
         limit: SpawnLimit::of(&bounds, &start),
         spawns: 0,
         cost_usd: 0.0,
+        max_cost_usd: bounds.max_total_cost_usd,
     };
     let deadline = default_bounds::deadline(&bounds, &start);
     let started_ms = deadline.as_ref().map(|_| ctx.now());
@@ -109,7 +110,6 @@ pub(crate) async fn interpret(
         .as_ref()
         .is_some_and(|(max, reason)| failure::set_deadline(&ctx, *max, reason));
     let mut deadline_handled = false;
-    let mut cost_usd;
     let mut current = entry;
     // States whose work a compensation would undo, in order of completion.
     let mut completed: Vec<crate::plan::StateId> = Vec::new();
@@ -139,12 +139,7 @@ pub(crate) async fn interpret(
             return terminal(&ctx, state, *outcome, result);
         }
         let done = attempt(&mut run, &rt, &plan, state, &mut budget).await?;
-        cost_usd = budget.cost_usd;
-        if let Some(max) = bounds.max_total_cost_usd.filter(|max| cost_usd > *max) {
-            return Err(WorkflowError::failed(format!(
-                "bounds exhausted: maxTotalCostUsd {max} exceeded (spent {cost_usd:.4} USD)"
-            )));
-        }
+        budget.check_cost()?;
         if let Some((max, reason)) = &deadline {
             if durable_deadline {
                 // The deadline preempts routing, once: what runs after it runs without one.
@@ -276,6 +271,23 @@ pub(super) struct Budget {
     pub(super) limit: Option<SpawnLimit>,
     pub(super) spawns: u64,
     pub(super) cost_usd: f64,
+    /// `bounds.maxTotalCostUsd`.
+    pub(super) max_cost_usd: Option<f64>,
+}
+
+impl Budget {
+    /// The run's failure once what its tasks cost passed `bounds.maxTotalCostUsd`: checked
+    /// after each task completion, before the next enqueue — a retry's included (reference
+    /// §9).
+    pub(super) fn check_cost(&self) -> Result<(), WorkflowError> {
+        match self.max_cost_usd.filter(|max| self.cost_usd > *max) {
+            Some(max) => Err(WorkflowError::failed(format!(
+                "bounds exhausted: maxTotalCostUsd {max} exceeded (spent {:.4} USD)",
+                self.cost_usd
+            ))),
+            None => Ok(()),
+        }
+    }
 }
 
 /// Runs a state's step with its retry policy (reference §4.3: retry preempts routing): its
@@ -312,6 +324,7 @@ pub(super) async fn attempt(
             && attempts < retry.max_attempts
             && run.ctx.cancellation().is_none()
         {
+            budget.check_cost()?;
             attempts += 1;
             if !retry.backoff.is_zero() && run.ctx.sleep(retry.backoff).await.is_err() {
                 return Ok(Completion::of("cancelled", Value::Null));

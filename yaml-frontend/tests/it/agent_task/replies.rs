@@ -192,6 +192,44 @@ async fn priced_usage_exhausts_max_total_cost_usd() {
     assert_eq!(v.status, RunStatus::Done, "{v:?}");
 }
 
+/// The cost bound is checked after each completion, before the next enqueue, a retry's too: a
+/// state retrying a paid reply stops once the bound is passed, not after all its attempts.
+#[tokio::test]
+async fn max_total_cost_usd_stops_a_retrying_step() {
+    let server = fake(Canned::Reply("not json".into())).await;
+    let p = project(|rt| rt).await;
+    p.recipe(
+        "reviewer",
+        &recipe(
+            &server.base_url(),
+            "prices: { inputPerMTokUsd: 1.0, outputPerMTokUsd: 2.0 }\n",
+        ),
+    );
+    // Each attempt costs 0.0018 USD: the bound is passed by the second.
+    p.workflow(
+        "pr-review",
+        &workflow("reviewer", "bounds:\n  maxTotalCostUsd: 0.003\n").replace(
+            "    storeAs: plan_output\n",
+            "    storeAs: plan_output\n    retry: { maxAttempts: 10, on: [agent_error] }\n",
+        ),
+    );
+    let v = p.run_pr("pr-review").await;
+    assert_eq!(v.status, RunStatus::Failed, "{v:?}");
+    assert!(
+        v.reason
+            .as_deref()
+            .unwrap()
+            .starts_with("bounds exhausted: maxTotalCostUsd 0.003"),
+        "{v:?}"
+    );
+    let attempts = p
+        .journal(&v)
+        .iter()
+        .filter(|r| r["type"] == "TaskResultRecord")
+        .count();
+    assert_eq!(attempts, 2);
+}
+
 #[tokio::test]
 async fn an_inline_recipe_definition_is_rejected_at_load_time() {
     let p = project(|rt| rt).await;
