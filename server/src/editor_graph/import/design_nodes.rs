@@ -165,13 +165,14 @@ pub(super) fn action_state(
 /// - the `false` edge (or one labelled `default`/`else`) is the `else:` rule, last.
 ///
 /// In a `switch` the rules follow the order of `cases`, since the first match wins. Returns
-/// whether no edge is the `else:` (where no rule holds, Friday's run ends: the caller routes
-/// it to the end).
+/// where the run ends instead, for the caller to route to the end: `else` when no edge is the
+/// `else:` (no rule holds), or the `if` of an `if` node whose only edge is its `false` one
+/// (when its expression holds, Friday's run goes nowhere from it).
 pub(super) fn condition_rules(
     id: &str,
     spec: &mut Map<String, Value>,
     edges: &[Edge],
-) -> Result<bool, ImportError> {
+) -> Result<Option<EndRule>, ImportError> {
     let expression = spec.remove("expression");
     let cases = spec.remove("cases");
     spec.remove("conditionType");
@@ -267,11 +268,27 @@ pub(super) fn condition_rules(
     }
     // Stable: cases in their order, other rules after them in the order of the edges.
     rules.sort_by_key(|(order, _)| *order);
+    let no_rule = rules.is_empty();
     let mut transitions: Vec<Value> = rules.into_iter().map(|(_, r)| r).collect();
-    let open = otherwise.is_none();
-    if let Some(to) = otherwise {
-        transitions.push(json!({ "else": to }));
-    }
+    let end = match (otherwise, expression) {
+        (None, _) => Some(EndRule::Else),
+        (Some(to), expression) => {
+            transitions.push(json!({ "else": to }));
+            // An `if` node with only its false edge: where the expression holds, it ends.
+            expression
+                .filter(|_| no_rule && cases.is_empty())
+                .map(EndRule::When)
+        }
+    };
     spec.insert("transitions".into(), Value::Array(transitions));
-    Ok(open)
+    Ok(end)
+}
+
+/// The rule a condition node's transitions gain to end the run (see [`condition_rules`]).
+#[derive(Debug)]
+pub(super) enum EndRule {
+    /// `else: <end>`, last.
+    Else,
+    /// `if: <expression>, to: <end>`, first.
+    When(Value),
 }

@@ -270,7 +270,7 @@ pub fn import(graph: &Value) -> Result<serde_yaml_ng::Value, ImportError> {
     // Each state's `on:` and `catch:`, in the order of the graph's edges.
     let mut routes: BTreeMap<String, Routes> = BTreeMap::new();
     // Conditions with no `else` edge: where no rule holds, Friday runs nothing more.
-    let mut open_conditions: Vec<String> = Vec::new();
+    let mut open_conditions: Vec<(String, design_nodes::EndRule)> = Vec::new();
     for id in &order {
         if moved.contains(id) {
             continue;
@@ -279,8 +279,8 @@ pub fn import(graph: &Value) -> Result<serde_yaml_ng::Value, ImportError> {
         let (catches, edges): (Vec<Edge>, Vec<Edge>) = out(id).into_iter().partition(|e| e.catch);
         if is_condition && !states[id].contains_key("transitions") {
             let spec = states.get_mut(id).expect("a node");
-            if condition_rules(id, spec, &edges)? {
-                open_conditions.push(id.clone());
+            if let Some(end) = condition_rules(id, spec, &edges)? {
+                open_conditions.push((id.clone(), end));
             }
         }
         // Outcomes in the order of their first edge, as export numbers a state's edges in the
@@ -370,9 +370,9 @@ pub fn import(graph: &Value) -> Result<serde_yaml_ng::Value, ImportError> {
                 )
         })
         .collect();
-    let open_conditions: Vec<&String> = open_conditions
+    let open_conditions: Vec<&(String, design_nodes::EndRule)> = open_conditions
         .iter()
-        .filter(|id| !moved.contains(id))
+        .filter(|(id, _)| !moved.contains(id))
         .collect();
     if !leaves.is_empty() || !open_conditions.is_empty() {
         let end = (1..)
@@ -395,13 +395,23 @@ pub fn import(graph: &Value) -> Result<serde_yaml_ng::Value, ImportError> {
                 spec.insert("on".into(), serde_yaml_ng::Value::Mapping(on));
             }
         }
-        for id in open_conditions {
+        for (id, rule) in open_conditions {
             if let Some(serde_yaml_ng::Value::Mapping(spec)) = doc_states.get_mut(id.as_str())
                 && let Some(serde_yaml_ng::Value::Sequence(rules)) = spec.get_mut("transitions")
             {
-                let mut otherwise = serde_yaml_ng::Mapping::new();
-                otherwise.insert("else".into(), end.as_str().into());
-                rules.push(serde_yaml_ng::Value::Mapping(otherwise));
+                match rule {
+                    design_nodes::EndRule::Else => {
+                        let mut otherwise = serde_yaml_ng::Mapping::new();
+                        otherwise.insert("else".into(), end.as_str().into());
+                        rules.push(serde_yaml_ng::Value::Mapping(otherwise));
+                    }
+                    design_nodes::EndRule::When(expression) => {
+                        let mut when = serde_yaml_ng::Mapping::new();
+                        when.insert("if".into(), yaml(expression.clone()));
+                        when.insert("to".into(), end.as_str().into());
+                        rules.insert(0, serde_yaml_ng::Value::Mapping(when));
+                    }
+                }
             }
         }
         doc_states.insert(end.into(), yaml(json!({ "type": "terminal" })));

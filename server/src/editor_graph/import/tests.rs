@@ -54,6 +54,32 @@ fn a_switch_condition_routes_its_cases_in_their_order_and_the_false_edge_last() 
     );
 }
 
+/// An `if` node with only its `false` edge goes there when its expression is false, and ends
+/// the run when it holds: the expression is kept as a rule to the end, before the `else`.
+#[test]
+fn an_if_condition_with_only_its_false_edge_ends_where_the_expression_holds() {
+    let g = graph(
+        json!([
+            n(
+                "s",
+                "condition",
+                json!({ "conditionType": "if", "expression": "#params['n'] > 1" })
+            ),
+            n("b", "terminal", json!({})),
+        ]),
+        json!([{ "source": "s", "target": "b", "data": { "branch": "false" } }]),
+    );
+    let doc = import(&g).unwrap();
+    assert_eq!(
+        states(&doc)["s"],
+        json!({ "type": "condition_task", "transitions": [
+            { "if": "#params['n'] > 1", "to": "end" },
+            { "else": "b" },
+        ] })
+    );
+    assert_eq!(states(&doc)["end"], json!({ "type": "terminal" }));
+}
+
 /// Built-in actions without what they need, a condition edge that is no rule, and a
 /// transform node are refused naming the node and the field.
 #[test]
