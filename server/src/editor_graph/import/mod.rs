@@ -120,6 +120,20 @@ pub fn import(graph: &Value) -> Result<serde_yaml_ng::Value, ImportError> {
     // Trigger nodes say what starts a run (a schedule, a webhook, an event): they are not
     // states, and the node they lead to is where the workflow starts.
     let mut triggers: Vec<&str> = Vec::new();
+    // Node ids name nodes (React Flow needs them unique): a second node of an id would
+    // silently replace the first.
+    let mut seen = std::collections::BTreeSet::new();
+    for id in nodes
+        .iter()
+        .filter_map(|n| n.get("id").and_then(Value::as_str))
+    {
+        if !seen.insert(id) {
+            return Err(err(
+                "MAG-GR009",
+                format!("node id '{id}' is given to more than one node: each node needs its own"),
+            ));
+        }
+    }
     for n in nodes {
         if n.pointer("/data/type").and_then(Value::as_str) == Some("trigger") {
             triggers.extend(n.get("id").and_then(Value::as_str));

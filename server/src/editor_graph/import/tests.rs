@@ -80,6 +80,25 @@ fn an_if_condition_with_only_its_false_edge_ends_where_the_expression_holds() {
     assert_eq!(states(&doc)["end"], json!({ "type": "terminal" }));
 }
 
+/// Two nodes of one id are refused, naming it: the second would replace the first.
+#[test]
+fn a_node_id_given_twice_is_refused() {
+    let g = graph(
+        json!([
+            n(
+                "a",
+                "action",
+                json!({ "actionType": "skill", "skillId": "first" })
+            ),
+            n("a", "approval", json!({})),
+            n("b", "terminal", json!({})),
+        ]),
+        json!([{ "source": "a", "target": "b" }]),
+    );
+    let e = import(&g).unwrap_err().to_string();
+    assert!(e.contains("[MAG-GR009]") && e.contains("'a'"), "{e}");
+}
+
 /// Built-in actions without what they need, a condition edge that is no rule, and a
 /// transform node are refused naming the node and the field.
 #[test]
