@@ -53,6 +53,9 @@ pub(super) fn check_output(
 
 /// The objects and arrays in `value`, counted up to just past `most`.
 fn containers(value: &Value, most: usize) -> usize {
+    if !matches!(value, Value::Array(_) | Value::Object(_)) {
+        return 0;
+    }
     let mut count = 0;
     let mut stack = vec![value];
     while let Some(v) = stack.pop() {
