@@ -105,8 +105,11 @@ pub(crate) fn diagnose(path: &str, text: &str, e: &ScanError) -> Diagnostic {
             ),
         );
     }
-    // A mapping's line without any `:` (`outcome success`): the parser stops at the next one.
-    if info.contains("simple key expect")
+    // A mapping's line without any `:` (`outcome success`): the parser stops at the next one
+    // (a `key: value` below it then reads as the plain text's continuation).
+    if (info.contains("simple key expect")
+        || (info.contains("mapping values are not allowed")
+            && colonless_line(text, m.line()).is_some_and(|(line, _)| line < m.line())))
         && let Some((line, col)) = colonless_line(text, m.line())
     {
         return Diagnostic::error(

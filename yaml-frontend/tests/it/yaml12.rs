@@ -243,6 +243,27 @@ fn syntax_errors_point_at_the_tab_or_the_unclosed_bracket() {
     );
     assert!(msg.starts_with("t.yaml:5:5: "), "{msg}");
     assert!(msg.contains("has no `:`: expected `key: value`"), "{msg}");
+    // Also when a `key: value` follows it, which the parser reads as its continuation, and
+    // for a state's name without its colon.
+    for (doc, at) in [
+        (
+            "start: a\nstates:\n  a:\n    type terminal\n    outcome: success\n",
+            "4:5",
+        ),
+        ("start: a\nstates:\n  a\n    type: terminal\n", "3:3"),
+    ] {
+        let msg = first(doc);
+        assert!(msg.starts_with(&format!("t.yaml:{at}: ")), "{msg}");
+        assert!(msg.contains("has no `:`: expected `key: value`"), "{msg}");
+    }
+    // A key indented under a line that has one still continues that line's value.
+    let msg =
+        first("start: a\nstates:\n  a:\n    type: terminal\n    result: text\n      more: x\n");
+    assert!(msg.starts_with("t.yaml:6:11: "), "{msg}");
+    assert!(
+        msg.contains("indented further, it continues the value above"),
+        "{msg}"
+    );
     // A condition left unquoted is a comment: said at its `#`.
     let msg = magrathea_yaml::load_workflow(
         "t.yaml",
