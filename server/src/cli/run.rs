@@ -68,7 +68,14 @@ pub(crate) async fn run(loc: &Location, args: RunArgs) -> anyhow::Result<u8> {
         (project.docs().label(&path), declared)
     } else {
         match runtime.load(&project.scope, &args.name) {
-            Ok((path, _, loaded)) => (project.docs().label(&path), loaded.doc.parameters),
+            Ok((path, _, loaded)) => {
+                // A valid document's warnings are said before it runs, as `validate` says
+                // them (a misspelt placeholder, an outcome nothing routes).
+                for d in loaded.warnings.iter() {
+                    errln!("{}", super::validate::line(d));
+                }
+                (project.docs().label(&path), loaded.doc.parameters.clone())
+            }
             Err(_) => (args.name.clone(), Default::default()),
         }
     };

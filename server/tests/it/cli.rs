@@ -707,6 +707,22 @@ fn a_typed_parameter_reaches_a_sub_workflow_as_its_type() {
     assert_eq!(run["result"]["text"], "n is 3", "{run}");
 }
 
+/// `run` of a valid document says its warnings before it runs, as `validate` says them: a
+/// misspelt placeholder would otherwise run as text unnoticed.
+#[test]
+fn run_says_a_valid_documents_warnings() {
+    let p = Project::new();
+    p.workflow(
+        "typo",
+        "start: a\nparameters:\n  x: { type: string, default: hi }\nstates:\n  a: { type: terminal, result: \"${param.x}\" }\n",
+    );
+    let out = p.cli(&["run", "typo"]);
+    assert_eq!(code(&out), 0, "{}", stderr(&out));
+    let warning =
+        "_vance/workflows/typo.yaml:5:33: warning: [MAG-Y024] '${param.x}' is left as text";
+    assert!(stderr(&out).contains(warning), "{}", stderr(&out));
+}
+
 #[test]
 fn validate_prints_warnings_and_fails_on_them_only_with_strict() {
     let p = Project::new();
