@@ -8,17 +8,20 @@ use crate::settings::{ProjectSettings, TenantSettings, TimeoutDefaults};
 /// Every problem of a settings file's `text`, each as `label:line:column: [code] why`
 /// (`label: …` where no place is known): YAML that does not parse (`MAG-Y001`), a section this
 /// engine reads whose value has the wrong type (`MAG-Y001`), and values out of range
-/// (`MAG-Y026`): `defaults.taskTimeoutSeconds`, `defaults.gateTimeoutSeconds` and
-/// `shell.defaultTimeoutSeconds` must be positive numbers of seconds, `lanes.maxConcurrentTasks`
+/// (`MAG-Y026`): `defaults.taskTimeoutSeconds`, `defaults.gateTimeoutSeconds`,
+/// `shell.defaultTimeoutSeconds` and a tenant's `bounds.maxTaskTimeoutSeconds` must be positive
+/// numbers of seconds, `lanes.maxConcurrentTasks`
 /// and `shell.maxOutputBytes` at least 1. `tenant` says whose file it is (a tenant's takes
 /// other sections).
 #[must_use]
 pub fn check_settings(label: &str, text: &str, tenant: bool) -> Vec<String> {
     let mut out = Vec::new();
+    let mut task_timeout_bound = None;
     let (defaults, shell_timeout) = if tenant {
         match crate::yaml_text::from_str::<Option<TenantSettings>>(text) {
             Ok(s) => {
                 let s = s.unwrap_or_default();
+                task_timeout_bound = s.bounds.max_task_timeout_seconds;
                 (s.defaults, Some(s.shell.default_timeout_seconds))
             }
             Err(e) => return vec![e.located(label, "MAG-Y001")],
@@ -61,6 +64,14 @@ pub fn check_settings(label: &str, text: &str, tenant: bool) -> Vec<String> {
         "shell.defaultTimeoutSeconds",
         "defaultTimeoutSeconds",
         shell_timeout,
+        &mut out,
+    );
+    positive(
+        label,
+        text,
+        "bounds.maxTaskTimeoutSeconds",
+        "maxTaskTimeoutSeconds",
+        task_timeout_bound,
         &mut out,
     );
     let TimeoutDefaults {
@@ -204,5 +215,18 @@ mod tests {
             found[0].contains("shell.defaultTimeoutSeconds"),
             "{found:?}"
         );
+        // The tenant's longest task timeout: a value out of range would be ignored.
+        for bad in ["-3", "0"] {
+            let text = format!("bounds:\n  maxTaskTimeoutSeconds: {bad}\n");
+            let found = check_settings("t.yaml", &text, true);
+            assert!(
+                found.len() == 1
+                    && found[0]
+                        .starts_with("t.yaml:2:26: [MAG-Y026] `bounds.maxTaskTimeoutSeconds`"),
+                "{found:?}"
+            );
+        }
+        let ok = "bounds:\n  maxTaskTimeoutSeconds: 3600\n";
+        assert!(check_settings("t.yaml", ok, true).is_empty());
     }
 }
