@@ -67,7 +67,7 @@ impl YamlError {
                     Some((why, at)) if at.contains(" column ") => why.to_owned(),
                     _ => text,
                 };
-                format!("[{code}] {why}")
+                format!("[{code}] {}", in_plain_words(&why))
             }
         };
         match (self.position(), label.is_empty()) {
@@ -77,6 +77,31 @@ impl YamlError {
             (None, true) => why,
         }
     }
+}
+
+/// The parser's message with the Rust types it names said as a document's author knows them
+/// (`expected u32` → `expected a whole number`).
+fn in_plain_words(why: &str) -> String {
+    let mut out = why.to_owned();
+    for (rust, plain) in [
+        ("expected u8", "expected a whole number"),
+        ("expected u16", "expected a whole number"),
+        ("expected u32", "expected a whole number"),
+        ("expected u64", "expected a whole number"),
+        ("expected usize", "expected a whole number"),
+        ("expected i32", "expected a whole number"),
+        ("expected i64", "expected a whole number"),
+        ("expected f32", "expected a number"),
+        ("expected f64", "expected a number"),
+        ("expected a boolean", "expected true or false"),
+    ] {
+        if let Some(rest) = out.strip_suffix(rust) {
+            out = format!("{rest}{plain}");
+        } else {
+            out = out.replace(&format!("{rust} "), &format!("{plain} "));
+        }
+    }
+    out
 }
 
 /// `text` as a `T`, once [`check_depth`] let it through.
@@ -167,6 +192,25 @@ mod tests {
                 column: 68
             })
         ));
+    }
+
+    #[test]
+    fn a_wrong_type_is_said_in_a_documents_words() {
+        #[derive(Debug, serde::Deserialize)]
+        #[allow(dead_code, reason = "read by the test's parse only")]
+        struct S {
+            depth: u32,
+            ratio: f64,
+        }
+        for (text, words) in [
+            ("depth: deep\nratio: 1\n", "expected a whole number"),
+            ("depth: 1\nratio: x\n", "expected a number"),
+        ] {
+            let e = from_str::<S>(text)
+                .unwrap_err()
+                .located("s.yaml", "MAG-Y001");
+            assert!(e.ends_with(words), "{e}");
+        }
     }
 
     #[test]
