@@ -23,6 +23,18 @@ pub enum YamlError {
         /// Its column.
         column: usize,
     },
+    /// A key given twice in one mapping: the second at `line`, `column` (from 1), the first
+    /// at `first` (line, column).
+    Duplicate {
+        /// The key.
+        key: String,
+        /// The second one's line.
+        line: usize,
+        /// The second one's column.
+        column: usize,
+        /// Where the first one is.
+        first: (usize, usize),
+    },
     /// The parser's error.
     Parse(serde_yaml_ng::Error),
 }
@@ -36,6 +48,11 @@ impl fmt::Display for YamlError {
                  {MAX_FLOW_DEPTH} `[`/`{{` deep: expected at most {MAX_FLOW_DEPTH}; write the \
                  structure flatter (block mappings and lists, or fewer levels)"
             ),
+            Self::Duplicate { key, first, .. } => write!(
+                f,
+                "duplicate key '{key}': expected each key once (first defined at {}:{})",
+                first.0, first.1
+            ),
             Self::Parse(e) => e.fmt(f),
         }
     }
@@ -48,7 +65,9 @@ impl YamlError {
     #[must_use]
     pub fn position(&self) -> Option<(usize, usize)> {
         match self {
-            Self::TooDeep { line, column } => Some((*line, *column)),
+            Self::TooDeep { line, column } | Self::Duplicate { line, column, .. } => {
+                Some((*line, *column))
+            }
             Self::Parse(e) => e.location().map(|l| (l.line(), l.column())),
         }
     }
@@ -60,6 +79,7 @@ impl YamlError {
     pub fn located(&self, label: &str, code: &str) -> String {
         let why = match self {
             Self::TooDeep { .. } => self.to_string(),
+            Self::Duplicate { .. } => format!("[{code}] {self}"),
             Self::Parse(e) => {
                 let text = e.to_string();
                 // The place is said in front, as every diagnostic says it.
@@ -111,7 +131,40 @@ fn in_plain_words(why: &str) -> String {
 /// [`YamlError::TooDeep`] or the parser's error.
 pub fn from_str<T: DeserializeOwned>(text: &str) -> Result<T, YamlError> {
     check_depth(text)?;
-    serde_yaml_ng::from_str(text).map_err(YamlError::Parse)
+    serde_yaml_ng::from_str(text).map_err(|e| duplicate(text, &e).unwrap_or(YamlError::Parse(e)))
+}
+
+/// The parser's "duplicate field `key`" (which it places at the mapping's start) located at
+/// the key's second appearance among keys of one indentation, when the text shows one.
+fn duplicate(text: &str, e: &serde_yaml_ng::Error) -> Option<YamlError> {
+    let message = e.to_string();
+    let key = message
+        .strip_prefix("duplicate field `")?
+        .split_once('`')?
+        .0
+        .to_owned();
+    let mut seen: Vec<(usize, usize)> = Vec::new();
+    for (i, line) in text.lines().enumerate() {
+        let body = line.trim_start_matches(' ');
+        let body = body.strip_prefix("- ").unwrap_or(body);
+        let named = body
+            .strip_prefix(key.as_str())
+            .or_else(|| body.strip_prefix(&format!("\"{key}\"")))
+            .or_else(|| body.strip_prefix(&format!("'{key}'")));
+        if named.is_some_and(|rest| rest.starts_with(':')) {
+            let column = line.len() - body.len() + 1;
+            if let Some(first) = seen.iter().find(|(_, c)| *c == column) {
+                return Some(YamlError::Duplicate {
+                    key,
+                    line: i + 1,
+                    column,
+                    first: *first,
+                });
+            }
+            seen.push((i + 1, column));
+        }
+    }
+    None
 }
 
 /// Refuses text whose flow collections nest deeper than [`MAX_FLOW_DEPTH`]. Brackets in
@@ -211,6 +264,25 @@ mod tests {
                 .located("s.yaml", "MAG-Y001");
             assert!(e.ends_with(words), "{e}");
         }
+    }
+
+    #[test]
+    fn a_duplicate_key_is_placed_at_its_second_appearance() {
+        #[derive(Debug, serde::Deserialize)]
+        #[allow(dead_code, reason = "read by the test's parse only")]
+        struct S {
+            workflow: String,
+            params: Option<serde_json::Value>,
+        }
+        let text = "workflow: a\nparams:\n  workflow: inner\nworkflow: b\n";
+        let e = from_str::<S>(text)
+            .unwrap_err()
+            .located("e.yaml", "MAG-TR005");
+        assert_eq!(
+            e,
+            "e.yaml:4:1: [MAG-TR005] duplicate key 'workflow': expected each key once (first \
+             defined at 1:1)"
+        );
     }
 
     #[test]
