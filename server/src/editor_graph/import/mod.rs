@@ -365,10 +365,13 @@ pub fn import(graph: &Value) -> Result<serde_yaml_ng::Value, ImportError> {
         .iter()
         .filter(|id| !moved.contains(id))
         .filter(|id| !written(id))
+        // No edge for its normal way on (none at all, or only a failure's, a reject's, a
+        // timeout's): where it goes on, the path ends (seed 001 §5.3: only reachable nodes run).
         .filter(|id| {
+            let normal = outcome_of(&states[*id], normal_branch(&states[*id]));
             routes
                 .get(*id)
-                .is_none_or(|(on, catch)| on.is_empty() && catch.is_empty())
+                .is_none_or(|(on, _)| !on.iter().any(|(outcome, _)| outcome == normal))
         })
         .filter(|id| {
             // A decision has no one normal answer: its leaf is left for `validate` to name.
@@ -401,12 +404,13 @@ pub fn import(graph: &Value) -> Result<serde_yaml_ng::Value, ImportError> {
             .expect("a free name");
         for id in leaves {
             if let Some(serde_yaml_ng::Value::Mapping(spec)) = doc_states.get_mut(id.as_str()) {
-                let mut on = serde_yaml_ng::Mapping::new();
-                on.insert(
-                    outcome_of(&states[id], normal_branch(&states[id])).into(),
-                    end.as_str().into(),
-                );
-                spec.insert("on".into(), serde_yaml_ng::Value::Mapping(on));
+                let normal = outcome_of(&states[id], normal_branch(&states[id]));
+                let on = spec
+                    .entry("on".into())
+                    .or_insert_with(|| serde_yaml_ng::Value::Mapping(Default::default()));
+                if let serde_yaml_ng::Value::Mapping(on) = on {
+                    on.insert(normal.into(), end.as_str().into());
+                }
             }
         }
         for (id, rule) in open_conditions {

@@ -80,6 +80,30 @@ fn an_if_condition_with_only_its_false_edge_ends_where_the_expression_holds() {
     assert_eq!(states(&doc)["end"], json!({ "type": "terminal" }));
 }
 
+/// A node whose edges leave only on a failure (or an approval only on reject) ends the run where
+/// it goes on normally, as Friday runs only the nodes an outcome reaches: its normal outcome
+/// leads to the end beside the edges it has.
+#[test]
+fn a_node_with_edges_but_none_for_its_normal_outcome_ends_there() {
+    let g = graph(
+        json!([
+            n(
+                "a",
+                "action",
+                json!({ "actionType": "shell_task", "run": "true" })
+            ),
+            n("b", "terminal", json!({})),
+        ]),
+        json!([{ "source": "a", "target": "b", "data": { "branch": "failure" } }]),
+    );
+    let doc = import(&g).unwrap();
+    assert_eq!(
+        states(&doc)["a"]["on"],
+        json!({ "failure": "b", "success": "end" })
+    );
+    assert_eq!(states(&doc)["end"], json!({ "type": "terminal" }));
+}
+
 /// Two nodes of one id are refused, naming it: the second would replace the first.
 #[test]
 fn a_node_id_given_twice_is_refused() {
