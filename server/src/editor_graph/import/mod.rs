@@ -202,7 +202,22 @@ pub fn import(graph: &Value) -> Result<serde_yaml_ng::Value, ImportError> {
         let condition = e
             .pointer("/data/condition")
             .and_then(Value::as_str)
+            .filter(|c| !c.is_empty())
             .map(str::to_owned);
+        // A condition on an edge routes a condition node's rules: from any other node it would
+        // be dropped, the edge taken whatever it says.
+        if let Some(c) = &condition
+            && states[&source].get("type") != Some(&json!("condition_task"))
+        {
+            return Err(err(
+                "MAG-GR010",
+                format!(
+                    "edge {source} -> {target} has data.condition `{c}`, but '{source}' is no \
+                     condition node: put a condition node before '{target}' to decide whether \
+                     the run goes there"
+                ),
+            ));
+        }
         all.push(Edge {
             source,
             target,

@@ -104,6 +104,28 @@ fn a_node_with_edges_but_none_for_its_normal_outcome_ends_there() {
     assert_eq!(states(&doc)["end"], json!({ "type": "terminal" }));
 }
 
+/// A condition on an edge that leaves no condition node is refused, not dropped: the edge would
+/// be taken whatever the condition says.
+#[test]
+fn an_edge_condition_outside_a_condition_node_is_refused() {
+    let g = graph(
+        json!([
+            n(
+                "a",
+                "action",
+                json!({ "actionType": "shell_task", "run": "true" })
+            ),
+            n("b", "terminal", json!({})),
+        ]),
+        json!([{ "source": "a", "target": "b", "data": { "condition": "#params['n'] > 100" } }]),
+    );
+    let e = import(&g).unwrap_err().to_string();
+    assert!(
+        e.contains("[MAG-GR010]") && e.contains("a -> b") && e.contains("no condition node"),
+        "{e}"
+    );
+}
+
 /// Two nodes of one id are refused, naming it: the second would replace the first.
 #[test]
 fn a_node_id_given_twice_is_refused() {
