@@ -296,11 +296,17 @@ fn unknown_workflow(
     if workflow.contains("${") || project.docs().workflow(&project.scope, workflow).is_ok() {
         return None;
     }
+    // At the value, as a workflow document's diagnostics point at theirs.
     let (line, column) = text
         .lines()
         .enumerate()
-        .find(|(_, l)| l.starts_with("workflow:"))
-        .map_or((1, 1), |(n, _)| (n + 1, 1));
+        .find_map(|(n, l)| {
+            let value = l.strip_prefix("workflow:")?;
+            let blank = value.len() - value.trim_start().len();
+            let column = "workflow:".len() + blank + 1;
+            Some((n + 1, u32::try_from(column).unwrap_or(1)))
+        })
+        .unwrap_or((1, 1));
     Some(Diagnostic {
         path: label.to_owned(),
         line: u32::try_from(line).unwrap_or(u32::MAX),

@@ -149,7 +149,7 @@ fn settings_that_would_be_ignored_at_run_time_are_errors_at_their_place() {
 /// A schedule of a workflow that is not there is a warning, as a `workflow_task` of one is:
 /// each tick would fail to start it.
 #[test]
-fn a_schedule_of_an_unknown_workflow_is_a_warning_at_its_workflow_key() {
+fn a_schedule_of_an_unknown_workflow_is_a_warning_at_its_workflow_name() {
     let p = Project::new();
     p.workflow("hello", HELLO);
     write(
@@ -161,7 +161,7 @@ fn a_schedule_of_an_unknown_workflow_is_a_warning_at_its_workflow_key() {
     assert_eq!(code(&out), 0, "a warning: {}", stderr(&out));
     assert!(
         stderr(&out)
-            .contains("_vance/scheduler/nightly.yaml:2:1: warning: [MAG-YA005] workflow 'nope'"),
+            .contains("_vance/scheduler/nightly.yaml:2:11: warning: [MAG-YA005] workflow 'nope'"),
         "{}",
         stderr(&out)
     );
@@ -179,7 +179,7 @@ fn an_event_of_an_unknown_workflow_is_a_warning_naming_the_close_one() {
     assert_eq!(code(&out), 0, "a warning: {}", stderr(&out));
     assert!(
         stderr(&out).contains(
-            "_vance/events/ping.yaml:1:1: warning: [MAG-YA005] workflow 'helo' is neither the \
+            "_vance/events/ping.yaml:1:11: warning: [MAG-YA005] workflow 'helo' is neither the \
              project's nor its tenant's (_vance/workflows/helo.yaml): each request would fail \
              to start it (did you mean 'hello'?)"
         ),
