@@ -317,11 +317,11 @@ pub fn next_fire_times_in(
     let late = i64::try_from((schedule.catchup_window() + schedule.jitter()).as_millis())
         .unwrap_or(i64::MAX)
         .saturating_add(magrathea_yaml::scheduler::PASS_SLACK_MS);
+    let timing = scheduler::timing_of(reg);
     let mut from = match cursor {
-        Some(c) if c.timing.as_deref() == Some(scheduler::timing_of(reg).as_str()) => {
+        Some(c) if c.timing.as_deref().is_none_or(|t| t == timing) => {
             c.cursor_ms.max(now_ms.saturating_sub(late))
         }
-        Some(c) if c.timing.is_none() => c.cursor_ms.max(now_ms.saturating_sub(late)),
         _ => now_ms,
     };
     let mut out = Vec::new();
