@@ -87,12 +87,14 @@
 //!
 //! `{"data": <task output>, "usage": {"promptTokens", "completionTokens", "totalTokens"} |
 //! null, "costUsd": <number> | null, "toolCalls": [...]}` (`toolCalls` only when the recipe
-//! offers tools), on success and, as the error's output, on failures that got a reply
-//! (`agent_error`, too many tool rounds, where `data` is `{"error": <message>}`); the
-//! interpreter stores `data` with `storeAs` and adds `costUsd`
-//! to the run's cost for `bounds.maxTotalCostUsd`. The whole object (usage included) is
-//! journaled in the `TaskResultRecord`. Failures without a reply (technical errors, timeouts)
-//! carry `{"error": <message>}` like every other executor (plus `toolCalls` if calls were made). `costUsd` is the engine's own figure
+//! offers tools), on success and, as the error's output, on failures after some reply
+//! reported usage (`agent_error`, too many tool rounds, and an error or timeout in a later
+//! round of tool calls: the rounds before it were paid for), where `data` is `{"error":
+//! <message>}`; the interpreter stores `data` with `storeAs` and adds `costUsd` to the run's
+//! cost for `bounds.maxTotalCostUsd`. The whole object (usage included) is journaled in the
+//! `TaskResultRecord`. Failures before any usage (technical errors, timeouts of the first
+//! request) carry `{"error": <message>}` like every other executor (plus `toolCalls` if calls
+//! were made). `costUsd` is the engine's own figure
 //! if it reports one, else the usage priced by the recipe's `prices`, else `null` (unpriced
 //! recipes do not count against the bound).
 
@@ -124,7 +126,7 @@ pub fn check_reply_schema(schema: &serde_json::Value) -> Result<(), String> {
 }
 pub use protocol::{
     AgentEngine, AgentError, AgentReply, AgentRequest, AgentRunInfo, ApiKey, ChatMessage,
-    CloseReason, ReplyFormat, Usage,
+    CloseReason, ReplyFormat, Usage, UsageMeter,
 };
 pub use recipe::{Prices, Recipe};
 pub use toolbox::{ToolBox, ToolCallRecord};
@@ -318,10 +320,27 @@ pub(crate) async fn execute(
     let prices = request.recipe.prices;
     let key = request.api_key.clone();
     let toolbox = request.tools.clone();
+    let spent = request.spent.clone();
     // The calls for the output: always when the recipe offers tools, else only if made.
     let tool_calls = || {
         let calls = toolbox.calls();
         (!toolbox.is_empty() || !calls.is_empty()).then(|| json!(calls))
+    };
+    // A failed attempt's output: `{error}`, or, once some reply reported usage, the envelope
+    // with it, so that the rounds paid for count against the run's cost like a success's.
+    let failed = |kind: &str, message: String, usage: Option<Usage>| {
+        let mut error = plain(kind, message.clone());
+        if let Some(usage) = usage {
+            error.output = envelope(
+                json!({ "error": message }),
+                Some(usage),
+                cost_of(None, Some(usage), prices),
+                tool_calls(),
+            );
+        } else if let Some(calls) = tool_calls().filter(|c| c != &json!([])) {
+            error.output["toolCalls"] = calls;
+        }
+        error
     };
     let reply = match tokio::time::timeout(timeout, engine.run(request)).await {
         Ok(Ok(reply)) => reply,
@@ -332,32 +351,19 @@ pub(crate) async fn execute(
             if let Some(k) = key.as_ref().filter(|k| !k.0.is_empty()) {
                 message = message.replace(k.expose(), "<redacted>");
             }
-            let mut error = plain(e.kind(), message.clone());
-            if let AgentError::ToolRounds { usage, .. } = e {
-                // The rounds were paid for: an envelope, so the cost counts.
-                error.output = envelope(
-                    json!({ "error": message }),
-                    usage,
-                    cost_of(None, usage, prices),
-                    tool_calls(),
-                );
-            } else if let Some(calls) = tool_calls().filter(|c| c != &json!([])) {
-                error.output["toolCalls"] = calls;
-            }
-            return Err(error);
+            // A host engine may report the rounds' usage in the error instead of the meter.
+            let usage = match &e {
+                AgentError::ToolRounds { usage, .. } => usage.or_else(|| spent.total()),
+                _ => spent.total(),
+            };
+            return Err(failed(e.kind(), message, usage));
         }
         Err(_) => {
-            let mut error = plain(
-                TaskError::TIMEOUT,
-                format!(
-                    "[MAG-AG006] the agent did not answer within {} s",
-                    timeout.as_secs_f64()
-                ),
+            let message = format!(
+                "[MAG-AG006] the agent did not answer within {} s",
+                timeout.as_secs_f64()
             );
-            if let Some(calls) = tool_calls().filter(|c| c != &json!([])) {
-                error.output["toolCalls"] = calls;
-            }
-            return Err(error);
+            return Err(failed(TaskError::TIMEOUT, message, spent.total()));
         }
     };
     outcome(
@@ -522,6 +528,7 @@ fn prepare(
         tools: toolbox,
         output_limit,
         egress: tenant.map(|t| t.egress),
+        spent: UsageMeter::default(),
     };
     Ok(Prepared {
         engine: agent,

@@ -165,16 +165,12 @@ impl OpenAiEngine {
             .iter()
             .map(|m| json!({ "role": m.role, "content": m.content }))
             .collect();
-        let mut usage: Option<Usage> = None;
         let mut round = 0;
         loop {
             body["messages"] = Value::Array(wire.clone());
             let reply = self.post(&url, &body, &req).await?;
             if let Some(u) = usage_of(&reply) {
-                let total = usage.get_or_insert_with(Usage::default);
-                total.prompt_tokens += u.prompt_tokens;
-                total.completion_tokens += u.completion_tokens;
-                total.total_tokens += u.total_tokens;
+                req.spent.add(u);
             }
             let Some(message) = reply.pointer("/choices/0/message") else {
                 return Err(AgentError::Transport(format!(
@@ -208,7 +204,7 @@ impl OpenAiEngine {
                         "[MAG-AG010] recipe `{name}`: the model still calls tools after \
                          maxToolRounds ({max_rounds}) rounds"
                     ),
-                    usage,
+                    usage: req.spent.total(),
                 });
             }
             round += 1;
@@ -235,7 +231,7 @@ impl OpenAiEngine {
             }
         }
         let mut out = AgentReply::new(CloseReason::Done, messages);
-        out.usage = usage;
+        out.usage = req.spent.total();
         Ok(out)
     }
 

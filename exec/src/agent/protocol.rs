@@ -2,6 +2,7 @@
 //! trait, its request and reply, and the errors and close reasons an attempt ends with.
 
 use std::fmt;
+use std::sync::{Arc, Mutex, PoisonError};
 use std::time::Duration;
 
 use futures::future::BoxFuture;
@@ -116,6 +117,10 @@ pub struct AgentRequest {
     /// listed). `None` for the owner's own command, which may reach anything. The built-in
     /// engines enforce it; a host engine that makes its own connections should too.
     pub egress: Option<crate::egress::EgressPolicy>,
+    /// What the attempt's replies have consumed so far. An engine adds each reply's usage as
+    /// it arrives, so an attempt that fails or runs out of time after paid rounds still
+    /// counts them against the run's cost bound (`bounds.maxTotalCostUsd`).
+    pub spent: UsageMeter,
 }
 
 /// Why an engine's conversation ended (reference §3.1).
@@ -167,6 +172,37 @@ pub struct Usage {
     pub completion_tokens: u64,
     /// Total tokens.
     pub total_tokens: u64,
+}
+
+impl Usage {
+    /// `self` with `other` added.
+    pub fn plus(self, other: Usage) -> Usage {
+        Usage {
+            prompt_tokens: self.prompt_tokens.saturating_add(other.prompt_tokens),
+            completion_tokens: self
+                .completion_tokens
+                .saturating_add(other.completion_tokens),
+            total_tokens: self.total_tokens.saturating_add(other.total_tokens),
+        }
+    }
+}
+
+/// The usage of one attempt's replies so far, shared between the engine and the runtime
+/// ([`AgentRequest::spent`]); clones share the tally.
+#[derive(Debug, Clone, Default)]
+pub struct UsageMeter(Arc<Mutex<Option<Usage>>>);
+
+impl UsageMeter {
+    /// Adds one reply's usage.
+    pub fn add(&self, usage: Usage) {
+        let mut total = self.0.lock().unwrap_or_else(PoisonError::into_inner);
+        *total = Some(total.unwrap_or_default().plus(usage));
+    }
+
+    /// The usage so far; `None` when no reply reported any.
+    pub fn total(&self) -> Option<Usage> {
+        *self.0.lock().unwrap_or_else(PoisonError::into_inner)
+    }
 }
 
 /// What an engine answers.

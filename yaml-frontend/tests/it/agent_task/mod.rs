@@ -45,6 +45,9 @@ enum Canned {
     /// The n-th call gets the n-th assistant message (the last one repeats); a message with
     /// `tool_calls` finishes with `tool_calls`, the others with `stop`.
     Script(Vec<Value>),
+    /// The n-th call gets the n-th answer (the last one repeats); a `Script` in it answers
+    /// with its first message.
+    Steps(Vec<Canned>),
 }
 
 struct Server {
@@ -109,8 +112,15 @@ async fn completions(
         seen.len()
     };
     let model = body["model"].clone();
-    let canned = server.canned.lock().unwrap().clone();
+    let mut canned = server.canned.lock().unwrap().clone();
+    if let Canned::Steps(steps) = canned {
+        canned = steps[(n - 1).min(steps.len() - 1)].clone();
+        if let Canned::Script(messages) = canned {
+            canned = Canned::Script(messages[..1].to_vec());
+        }
+    }
     let content = match &canned {
+        Canned::Steps(_) => unreachable!("steps are not nested"),
         Canned::Reply(text) => text.clone(),
         Canned::Script(messages) => {
             let message = messages[(n - 1).min(messages.len() - 1)].clone();

@@ -251,6 +251,87 @@ async fn more_tool_rounds_than_max_tool_rounds_is_a_technical_error() {
     assert!((cost - 0.0054).abs() < 1e-12, "{cost}");
 }
 
+const PRICED: &str = "prices: { inputPerMTokUsd: 1.0, outputPerMTokUsd: 2.0 }\n";
+
+/// One round of a tool call, then `then` for every later request.
+fn a_round_then(then: Canned) -> Canned {
+    Canned::Steps(vec![
+        Canned::Script(vec![tool_call(
+            "first",
+            "doc_read",
+            json!({ "path": "notes/pr.md" }),
+        )]),
+        then,
+    ])
+}
+
+/// The `pr-review` run of [`tool_scenario`]'s project against `canned`, its workflow's text
+/// passed through `edit`.
+async fn priced_tool_run(
+    canned: Canned,
+    head: &str,
+    edit: fn(String) -> String,
+) -> (Project, Fake, RunView) {
+    let server = fake(canned).await;
+    let p = project(|rt| rt).await;
+    std::fs::create_dir_all(p.project.join("notes")).unwrap();
+    std::fs::write(p.project.join("notes/pr.md"), "PR 42").unwrap();
+    p.recipe(
+        "reviewer",
+        &recipe(&server.base_url(), &format!("{TOOLS}{PRICED}")),
+    );
+    p.workflow("pr-review", &edit(workflow("reviewer", head)));
+    let view = p.run_pr("pr-review").await;
+    p.assert_key_not_journaled(&view);
+    (p, server, view)
+}
+
+#[tokio::test]
+async fn rounds_before_a_failed_round_count_against_the_cost_bound() {
+    let (p, server, v) = priced_tool_run(
+        a_round_then(Canned::Status(500, "upstream exploded")),
+        "allowedTools: [doc_read]\nbounds:\n  maxTotalCostUsd: 0.001",
+        |w| w,
+    )
+    .await;
+    assert_eq!(
+        server.requests().len(),
+        2,
+        "a round of calls, then the error"
+    );
+    let r = p.plan_result(&v);
+    assert_eq!(r["outcome"], "technical_error");
+    assert!(r["error"].as_str().unwrap().contains("500"), "{r}");
+    // The first round was paid for: 1200 × $1/M + 300 × $2/M, past the bound.
+    assert_eq!(r["output"]["usage"]["totalTokens"], 1500, "{r}");
+    let cost = r["output"]["costUsd"].as_f64().unwrap();
+    assert!((cost - 0.0018).abs() < 1e-12, "{cost}");
+    assert_eq!(r["output"]["toolCalls"].as_array().unwrap().len(), 1, "{r}");
+    assert_eq!(v.status, RunStatus::Failed, "{v:?}");
+    let reason = v.reason.as_deref().unwrap();
+    assert!(
+        reason.starts_with("bounds exhausted: maxTotalCostUsd"),
+        "{reason}"
+    );
+}
+
+#[tokio::test]
+async fn rounds_before_a_timeout_are_counted() {
+    let (p, _server, v) = priced_tool_run(
+        a_round_then(Canned::Slow(Duration::from_secs(20), String::new())),
+        "allowedTools: [doc_read]",
+        |w| w.replace("timeoutSeconds: 5", "timeoutSeconds: 1"),
+    )
+    .await;
+    assert_eq!(v.current_state.as_deref(), Some("slow"), "{v:?}");
+    let r = p.plan_result(&v);
+    assert_eq!(r["outcome"], "timeout");
+    assert_eq!(r["output"]["usage"]["totalTokens"], 1500, "{r}");
+    let cost = r["output"]["costUsd"].as_f64().unwrap();
+    assert!((cost - 0.0018).abs() < 1e-12, "{cost}");
+    assert_eq!(r["output"]["data"]["error"], r["error"], "{r}");
+}
+
 #[tokio::test]
 async fn an_agent_s_http_request_is_held_to_the_tenant_s_egress_policy() {
     let script = |s: &Fake| {
