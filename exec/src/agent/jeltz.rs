@@ -7,24 +7,61 @@ const SCHEMA_KEYWORDS: &[&str] = &[
     "$schema", "$ref", "$defs", "allOf", "anyOf", "oneOf", "not", "enum", "const", "if",
 ];
 
+/// Keys that describe a value in JSON Schema: an object holding one of them is a property's
+/// schema (`{type: string}`, `{enum: [a, b]}`), not a schema keyword's value.
+const SCHEMA_WORDS: &[&str] = &[
+    "type",
+    "enum",
+    "const",
+    "$ref",
+    "allOf",
+    "anyOf",
+    "oneOf",
+    "not",
+    "properties",
+    "items",
+    "format",
+    "pattern",
+    "minimum",
+    "maximum",
+    "minLength",
+    "maxLength",
+    "minItems",
+    "maxItems",
+    "description",
+    "default",
+    "required",
+    "additionalProperties",
+];
+
+/// Whether `v` reads as one property's schema in a properties map.
+fn is_property_schema(v: &Value) -> bool {
+    v.as_object()
+        .is_some_and(|o| SCHEMA_WORDS.iter().any(|k| o.contains_key(*k)))
+}
+
 /// The JSON Schema for `schema:` of an agent task.
 ///
 /// A complete JSON Schema (a top-level `type` that is a string or a list, `properties` next to
 /// no `type`, or one of the combinators/`$ref`/`enum`/`const`) is used as it is. Anything else
 /// is read the reference's way, as a *properties map* (`risk: {type: string}`): it becomes
-/// `{type: object, properties: <map>, required: <every key>}`.
+/// `{type: object, properties: <map>, required: <every key>}`. A key of the map named like a
+/// keyword whose value is a property's schema (`enum: {type: string}`, `properties: {type:
+/// array}`) is a field, not the keyword.
 pub(super) fn normalise_schema(schema: &Value) -> Result<Value, String> {
     let Some(map) = schema.as_object() else {
         return Err(format!(
             "`schema` must be a mapping (a JSON Schema or a properties map), not {schema}"
         ));
     };
+    let keyword = |k: &str| map.get(k).is_some_and(|v| !is_property_schema(v));
     let typed = map
         .get("type")
         .is_some_and(|t| t.is_string() || t.is_array());
-    let properties =
-        map.get("properties").is_some_and(Value::is_object) && !map.contains_key("type");
-    if typed || properties || SCHEMA_KEYWORDS.iter().any(|k| map.contains_key(*k)) {
+    let properties = map.get("properties").is_some_and(Value::is_object)
+        && keyword("properties")
+        && !map.contains_key("type");
+    if typed || properties || SCHEMA_KEYWORDS.iter().any(|k| keyword(k)) {
         return Ok(schema.clone());
     }
     let required: Vec<&String> = map.keys().collect();
@@ -153,6 +190,26 @@ mod tests {
         // A property called `type` does not make a properties map a schema.
         let odd = json!({ "type": { "type": "string" } });
         assert_eq!(normalise_schema(&odd).unwrap()["properties"], odd);
+        // Nor do fields named like other keywords, when their values are property schemas.
+        let fields = json!({
+            "enum": { "type": "string" },
+            "properties": { "type": "array", "items": { "type": "string" } },
+            "not": { "enum": ["a", "b"] },
+            "if": { "type": "boolean" },
+        });
+        let s = normalise_schema(&fields).unwrap();
+        assert_eq!(s["properties"], fields);
+        assert_eq!(s["required"], json!(["enum", "if", "not", "properties"]));
+        // The keywords themselves still make a full schema.
+        for full in [
+            json!({ "properties": { "a": { "type": "string" } }, "required": ["a"] }),
+            json!({ "enum": [1, 2] }),
+            json!({ "anyOf": [{ "type": "string" }, { "type": "null" }] }),
+            json!({ "not": { "type": "string" }, "$schema": "https://json-schema.org/draft/2020-12/schema" }),
+            json!({ "const": { "a": 1 } }),
+        ] {
+            assert_eq!(normalise_schema(&full).unwrap(), full, "{full}");
+        }
         assert!(normalise_schema(&json!("x")).is_err());
     }
 
