@@ -54,6 +54,12 @@ pub fn check_settings(label: &str, text: &str, tenant: bool) -> Vec<String> {
             Err(e) => return vec![e.located(label, "MAG-Y001")],
         }
     };
+    // Trigger settings (tokens, secrets) are read from the file as a whole: text that parses
+    // into the sections above but not as a whole (a number past 128 bits anywhere) would make
+    // every token and secret of the file unset.
+    if let Err(e) = crate::yaml_text::from_str::<serde_yaml_ng::Value>(text) {
+        return vec![e.located(label, "MAG-Y001")];
+    }
     // A wrong tool section denies every tool of its scope (fail closed): said here instead.
     if let Err(e) = crate::tools::permission::check_tool_sections(text) {
         return vec![e.located(label, "MAG-Y001")];
@@ -144,6 +150,25 @@ mod tests {
         let text = "lanes: { maxConcurrentTasks: 2 }\ndefaults:\n  taskTimeoutSeconds: 600\nwebhooks: { a: { path: x } }\n";
         assert!(check_settings("s.yaml", text, false).is_empty());
         assert!(check_settings("t.yaml", "bounds: { maxTaskSpawns: 5 }\n", true).is_empty());
+    }
+
+    #[test]
+    fn a_number_too_large_for_any_setting_is_located() {
+        for big in [
+            "99999999999999999999",
+            "12345678901234567890123456789012345",
+        ] {
+            let text =
+                format!("webhooks:\n  gh:\n    path: tok-123456789012\nmisc:\n  big: {big}\n");
+            let found = check_settings("s.yaml", &text, false);
+            assert_eq!(found.len(), 1, "{found:?}");
+            assert!(
+                found[0].starts_with(&format!(
+                    "s.yaml:5:8: [MAG-Y001] misc.big: the number {big} is too large: expected"
+                )),
+                "{found:?}"
+            );
+        }
     }
 
     #[test]

@@ -103,6 +103,18 @@ impl YamlError {
 /// (`expected u32` → `expected a whole number`).
 fn in_plain_words(why: &str) -> String {
     let mut out = why.to_owned();
+    // A whole number past 64 bits, which no value of ours can hold.
+    for wide in ["u128", "i128"] {
+        let said = format!("` as {wide}, expected any YAML value");
+        if let Some(head) = out.strip_suffix(&said)
+            && let Some((before, number)) = head.rsplit_once("invalid type: integer `")
+        {
+            out = format!(
+                "{before}the number {number} is too large: expected a whole number between \
+                 -9223372036854775808 and 18446744073709551615; quote it to keep it as text"
+            );
+        }
+    }
     for (rust, plain) in [
         ("expected u8", "expected a whole number"),
         ("expected u16", "expected a whole number"),

@@ -4,19 +4,52 @@
 use magrathea_yaml::{DocumentSource, Scope};
 
 /// The settings value at `dotted` (`events.github.token`): the project's, else the tenant's.
-fn value(docs: &DocumentSource, scope: &Scope, dotted: &str) -> Option<serde_yaml_ng::Value> {
+/// `Err` says which settings file does not parse and why: its values are unknown, so a value
+/// of the tenant's does not stand in for one the project's file may hold.
+fn lookup(
+    docs: &DocumentSource,
+    scope: &Scope,
+    dotted: &str,
+) -> Result<Option<serde_yaml_ng::Value>, String> {
     let files = [
-        docs.project_dir(scope).join("_vance/settings.yaml"),
-        docs.tenant_dir(scope).join("_vance/settings.yaml"),
+        (
+            docs.project_dir(scope).join("_vance/settings.yaml"),
+            format!("{}/{}/_vance/settings.yaml", scope.tenant, scope.project),
+        ),
+        (
+            docs.tenant_dir(scope).join("_vance/settings.yaml"),
+            format!("{}/_tenant/_vance/settings.yaml", scope.tenant),
+        ),
     ];
-    files.iter().find_map(|file| {
-        let text = docs.read_text(file).ok()?;
-        let mut value: serde_yaml_ng::Value = magrathea_exec::yaml_text::from_str(&text).ok()?;
-        for key in dotted.split('.') {
-            value = value.get(key)?.clone();
+    for (file, label) in &files {
+        let Ok(text) = docs.read_text(file) else {
+            continue;
+        };
+        let value: serde_yaml_ng::Value =
+            magrathea_exec::yaml_text::from_str(&text).map_err(|e| e.located(label, "MAG-Y001"))?;
+        let found = dotted
+            .split('.')
+            .try_fold(&value, |v, key| v.get(key))
+            .cloned();
+        if found.is_some() {
+            return Ok(found);
         }
-        Some(value)
+    }
+    Ok(None)
+}
+
+/// [`lookup`], a file that does not parse logged and counted as holding no value.
+fn value(docs: &DocumentSource, scope: &Scope, dotted: &str) -> Option<serde_yaml_ng::Value> {
+    lookup(docs, scope, dotted).unwrap_or_else(|why| {
+        tracing::warn!(setting = dotted, "{why}");
+        None
     })
+}
+
+/// Why the setting at `dotted` has no value: a settings file that does not parse, if one
+/// does not.
+pub(crate) fn unreadable(docs: &DocumentSource, scope: &Scope, dotted: &str) -> Option<String> {
+    lookup(docs, scope, dotted).err()
 }
 
 fn scalar(v: &serde_yaml_ng::Value) -> Option<String> {

@@ -387,10 +387,19 @@ fn event_registrations(
                     }
                 },
                 None => {
-                    reg.error = Some(format!(
-                        "[MAG-TR002] the setting `{}` (the webhook's path token) is not set in the project's or the tenant's _vance/settings.yaml",
-                        hook.token_setting
-                    ));
+                    reg.error = Some(
+                        match crate::http::setting::unreadable(docs, scope, &hook.token_setting) {
+                            Some(why) => format!(
+                                "[MAG-TR002] the setting `{}` (the webhook's path token) cannot \
+                                 be read: {why}",
+                                hook.token_setting
+                            ),
+                            None => format!(
+                                "[MAG-TR002] the setting `{}` (the webhook's path token) is not set in the project's or the tenant's _vance/settings.yaml",
+                                hook.token_setting
+                            ),
+                        },
+                    );
                 }
             }
         }

@@ -302,6 +302,52 @@ async fn a_webhook_whose_token_setting_is_missing_is_registered_with_its_error()
 }
 
 #[tokio::test]
+async fn a_settings_file_that_does_not_parse_is_refused_and_never_stood_in_for() {
+    let s = Server::start().await;
+    let big = "webhooks:\n  github:\n    path: project-token-0123456789\nmisc:\n  big: 99999999999999999999\n";
+    // Through the API: refused, where the number is.
+    let (status, body) = put(&s, "settings.yaml", ACME, big).await;
+    assert_eq!(status, 422, "{body}");
+    let v: Value = serde_json::from_str(&body).unwrap();
+    let diag = v["error"]["diagnostics"][0].as_str().unwrap();
+    assert!(
+        diag.starts_with("acme/shop/_vance/settings.yaml:5:8: [MAG-Y001]")
+            && diag.contains("too large"),
+        "{diag}"
+    );
+    // Written on disk, with the tenant's file holding a token under the same name: the
+    // project's unreadable file is said, and the tenant's token does not stand in for its.
+    http_common::write(&s.root.join("acme/shop/_vance/settings.yaml"), big);
+    http_common::write(
+        &s.root.join("acme/_tenant/_vance/settings.yaml"),
+        "webhooks:\n  github:\n    path: tenant-token-0123456789\n",
+    );
+    let (status, body) = put(
+        &s,
+        "events/github.yaml",
+        ACME,
+        "workflow: hello\nwebhook:\n  tokenSetting: webhooks.github.path\n",
+    )
+    .await;
+    assert_eq!(status, 201, "{body}");
+    let listed: Value = s
+        .get_json(
+            "/brain/acme/project/shop/workflows/hello/triggers",
+            Some(ACME),
+        )
+        .await;
+    let t = &listed["triggers"][0];
+    assert_eq!(t["active"], false, "{t}");
+    let error = t["error"].as_str().unwrap();
+    assert!(
+        error.contains("cannot be read")
+            && error.contains("acme/shop/_vance/settings.yaml:5:8")
+            && error.contains("too large"),
+        "{error}"
+    );
+}
+
+#[tokio::test]
 async fn the_trigger_routes_refuse_what_they_cannot_do_and_say_why() {
     let s = Server::start().await;
     let (status, _) = put(&s, "scheduler/nightly.yaml", ACME, SCHEDULE).await;
