@@ -127,7 +127,8 @@ pub(super) fn retry_block(ctx: &mut Ctx<'_>, node: &YamlNode, what: &str) -> Opt
             None
         }
         Some(v) => match v.kind {
-            YamlKind::Int(i) if i >= 1 => u32::try_from(i).ok(),
+            // More attempts than a u32 holds is no limit a run can reach: the most there is.
+            YamlKind::Int(i) if i >= 1 => Some(u32::try_from(i).unwrap_or(u32::MAX)),
             _ => {
                 ctx.error(
                     v.span,

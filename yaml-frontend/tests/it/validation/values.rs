@@ -196,6 +196,19 @@ fn durations_of_exactly_a_hundred_years_are_taken() {
 }
 
 #[test]
+fn a_retry_of_more_attempts_than_a_run_can_make_is_kept() {
+    for n in ["4294967295", "4294967296", "9223372036854775807"] {
+        let text = format!(
+            "start: a\nstates:\n  a:\n    type: shell_task\n    run: x\n    on: {{ success: end }}\n    retry:\n      maxAttempts: {n}\n      on: [business_error]\n{END}"
+        );
+        let loaded = load_workflow("wf.yaml", &text, &LoadOptions::default())
+            .unwrap_or_else(|d| panic!("{d}"));
+        let retry = loaded.doc.states["a"].retry.as_ref();
+        assert_eq!(retry.map(|r| r.max_attempts), Some(u32::MAX), "{n}");
+    }
+}
+
+#[test]
 fn negative_and_not_a_number_durations_are_rejected() {
     let text = format!(
         "start: a\nbounds:\n  maxWallclockSeconds: -.inf\nstates:\n  a:\n    type: shell_task\n    run: x\n    timeoutSeconds: .nan\n    on: {{ success: end }}\n    retry:\n      maxAttempts: 3\n      on: [timeout]\n      backoffSeconds: -1e300\n{END}"
