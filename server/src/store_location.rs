@@ -7,6 +7,9 @@ use std::sync::Arc;
 use magrathea_core::{EngineBuilder, StoreError};
 use magrathea_postgres::PgOptions;
 
+/// The file in a directory store that says `magrathea serve` has served it.
+pub(crate) const SERVED_MARKER: &str = "served";
+
 /// A journal store, as `--store` names it.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum StoreLocation {
@@ -63,6 +66,38 @@ impl StoreLocation {
             }
         }
         Ok(false)
+    }
+
+    /// Whether `magrathea serve` has served this store (a directory store that holds the
+    /// [`SERVED_MARKER`]): its runs are a served tree's, so the `magrathea` command drives
+    /// them under the served tree's rules (shell and script defaults, the sandbox), as the
+    /// server would. A PostgreSQL store is not marked.
+    pub fn is_served(&self) -> bool {
+        match self {
+            Self::Redb(dir) => dir.join(SERVED_MARKER).is_file(),
+            Self::Postgres(_) => false,
+        }
+    }
+
+    /// Marks a directory store as served (see [`StoreLocation::is_served`]); nothing for a
+    /// PostgreSQL store.
+    ///
+    /// # Errors
+    ///
+    /// The marker cannot be written.
+    pub fn mark_served(&self) -> std::io::Result<()> {
+        let Self::Redb(dir) = self else {
+            return Ok(());
+        };
+        let marker = dir.join(SERVED_MARKER);
+        if marker.is_file() {
+            return Ok(());
+        }
+        std::fs::write(
+            marker,
+            "This store is served by `magrathea serve`: the `magrathea` command drives its \
+             runs under the served tree's rules.\n",
+        )
     }
 
     /// The store as messages name it: the redb file, or the URL without its password.

@@ -51,7 +51,20 @@ impl Project {
             .is_none()
             .then(|| canonical.ancestors().nth(2).map(|r| r.join(".magrathea")))
             .flatten();
-        let (docs, scope) = DocumentSource::for_project_dir(&canonical);
+        let (mut docs, scope) = DocumentSource::for_project_dir(&canonical);
+        if store.is_served() {
+            // A served store's runs keep the served tree's rules when this command drives
+            // them, and its control key stays out of their steps' reach, as the server keeps
+            // it.
+            docs = docs.served();
+            if let StoreLocation::Redb(dir) = &store {
+                let real =
+                    |p: &std::path::Path| p.canonicalize().unwrap_or_else(|_| p.to_path_buf());
+                if !real(dir).starts_with(real(docs.root())) {
+                    docs = docs.protect(dir.clone());
+                }
+            }
+        }
         Ok(Self {
             dir,
             scope,

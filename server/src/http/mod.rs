@@ -428,6 +428,10 @@ async fn start(
     }
     let runtime = YamlRuntime::new(docs);
     let engine = runtime.install(engine).build().await?;
+    // Runs of this store are a served tree's, whoever drives them next.
+    if let Err(e) = config.store_location().mark_served() {
+        tracing::warn!("cannot mark the store as served: {e}");
+    }
     // Tools that start runs or read the inbox (workflow_start, inbox_read) use the engine.
     runtime.attach(&engine);
     let metrics = Arc::new(metrics::Metrics::new()?);

@@ -28,6 +28,7 @@ mod cli_pause;
 mod cli_postgres;
 mod cli_rerun;
 mod cli_schedules;
+mod cli_served_store;
 mod cli_store_errors;
 mod cli_validate_documents;
 mod cli_validate_scheduler;
