@@ -9,7 +9,7 @@
 //! | `workflow.run.started` | `StartRecord` |
 //! | `workflow.run.completed` / `failed` / `cancelled` | `StatusRecord` DONE / FAILED / CANCELLED |
 //! | `workflow.run.paused` / `resumed` | `PauseRequestedRecord` / `ResumeRequestedRecord` |
-//! | `workflow.approval.requested` | `GateOpenedRecord` of an approval gate |
+//! | `workflow.approval.requested` | `GateOpenedRecord` of an approval gate, or of the DECISION of `onFailure: pause_for_approval` |
 //! | `workflow.approval.approved` / `rejected` | its `GateAnsweredRecord` |
 //! | `workflow.approval.expired` | the `TimerFiredRecord` of its timeout |
 //!
@@ -199,7 +199,7 @@ fn events_of(state: &AppState, update: &JournalUpdate) -> Vec<Event> {
                 RunStatus::Cancelled => Some("workflow.run.cancelled"),
                 _ => None,
             },
-            Record::GateOpened { gate, .. } if gate.kind == GateKind::Approval => {
+            Record::GateOpened { gate, .. } if is_approval(gate) => {
                 Some("workflow.approval.requested")
             }
             Record::GateAnswered { .. } | Record::TimerFired { .. } => Some("gate"),
@@ -260,7 +260,13 @@ fn event(
             if let Some(c) = &answer.comment {
                 map.insert("comment".into(), json!(c));
             }
-            if answer.value.get("approved") == Some(&Value::Bool(true)) {
+            // The failure pause's `retry` and `fallback` go on, as its approval does.
+            let approved = answer.value.get("approved") == Some(&Value::Bool(true))
+                || matches!(
+                    answer.value.get("chosen").and_then(Value::as_str),
+                    Some("retry" | "fallback")
+                );
+            if approved {
                 "workflow.approval.approved"
             } else {
                 "workflow.approval.rejected"
@@ -343,11 +349,17 @@ fn chain_of(state: &AppState, run: RunId, start: &StartRecord) -> chain::Link {
 fn approval_gate(state: &AppState, run: RunId, step: u32) -> Option<GateSpec> {
     let journal = state.engine.journal(run).ok()?;
     journal.into_iter().find_map(|e| match e.record {
-        Record::GateOpened { step: s, gate } if s == step && gate.kind == GateKind::Approval => {
-            Some(*gate)
-        }
+        Record::GateOpened { step: s, gate } if s == step && is_approval(&gate) => Some(*gate),
         _ => None,
     })
+}
+
+/// Whether `gate` is one of Friday's approvals: an approval gate, or the DECISION a run opens
+/// under `onFailure: pause_for_approval` (listed among the approvals too).
+fn is_approval(gate: &GateSpec) -> bool {
+    gate.kind == GateKind::Approval
+        || (gate.kind == GateKind::Decision
+            && gate.meta.get("onFailure").and_then(Value::as_str) == Some("pause_for_approval"))
 }
 
 /// The fields of an approval event: the inbox item, the gate's state (its YAML state, else its

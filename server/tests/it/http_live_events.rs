@@ -139,6 +139,36 @@ async fn a_websocket_session_follows_its_projects_events() {
 }
 
 #[tokio::test]
+async fn a_failure_pause_is_an_approval_of_the_stream_too() {
+    let s = Server::start().await;
+    http_common::write(
+        &s.root.join("acme/shop/_vance/workflows/flaky.yaml"),
+        "onFailure: { policy: pause_for_approval }\nstart: flaky\nstates:\n  flaky:\n    type: shell_task\n    run: \"exit 1\"\n    dirName: workspace\n    on: { success: done }\n  done: { type: terminal }\n",
+    );
+    let mut acme = open(&s, ACME).await;
+    let mut buf = String::new();
+    tokio::time::sleep(Duration::from_millis(200)).await;
+    let run = s.start_run("shop", "flaky", json!({})).await;
+    let seen = read_until(&mut acme, &mut buf, "workflow.approval.requested").await;
+    let (_, requested) = seen.last().unwrap();
+    assert_eq!(requested["runId"], run.as_str(), "{seen:?}");
+    let item = requested["itemId"].as_str().unwrap().to_owned();
+    // Friday's reject of the decision aborts the run: a rejected approval, then the failure.
+    let r: Value = s
+        .post_json(
+            &format!("/v1/workflow-approvals/{item}/reject"),
+            Some(ACME),
+            &json!({}),
+        )
+        .await;
+    assert_eq!(r["applied"], true, "{r}");
+    let seen = read_until(&mut acme, &mut buf, "workflow.run.failed").await;
+    let names: Vec<&str> = seen.iter().map(|(n, _)| n.as_str()).collect();
+    assert_eq!(names, ["workflow.approval.rejected", "workflow.run.failed"]);
+    assert_eq!(seen[0].1["itemId"], item.as_str());
+}
+
+#[tokio::test]
 async fn a_pause_and_a_resume_are_events_of_the_tenants_stream() {
     let s = Server::start().await;
     let mut acme = open(&s, ACME).await;
