@@ -10,7 +10,7 @@
 //! | `tool_task` | `success`, `permission_error`, `technical_error`; `timeout` and any other error kind from a registered `#[task]` |
 //! | `agent_task` | `success`, `agent_error`, `technical_error`, `timeout` (default limit 600 s) |
 //! | `gate_task` APPROVAL | `approved`, `rejected`, `insufficient_info`, `undecidable`, `timeout` (only with `timeoutSeconds`) |
-//! | `gate_task` DECISION | each option, `insufficient_info`, `undecidable`, `timeout` (only with `timeoutSeconds`) |
+//! | `gate_task` DECISION | each option, `insufficient_info`, `undecidable`, `timeout` (only with `timeoutSeconds`); `technical_error` when `${…}` options resolve to none |
 //! | `gate_task` FEEDBACK | `success`, `insufficient_info`, `undecidable`, `timeout` (only with `timeoutSeconds`) |
 //! | `timer_task` | `fired`; `technical_error` only when a `${…}` duration resolves to no duration |
 //! | `condition_task` | `success` when no rule matches (a matching rule or `else` routes by itself); `technical_error` when a rule fails to evaluate |
@@ -345,9 +345,13 @@ impl InboxSpec {
 
     /// The outcomes of an answer to this gate.
     fn answers(&self) -> Outcomes {
-        let mut o = Outcomes::new(&self.kind.answers(&self.options), &[]);
-        o.any_choice =
+        let templated =
             self.kind == InboxKind::Decision && self.options.iter().any(|o| is_templated(o));
+        // Templated options that leave no option when the gate opens end it technical_error
+        // (`[MAG-YR003]`).
+        let optional: &[Outcome] = if templated { &[TECHNICAL] } else { &[] };
+        let mut o = Outcomes::new(&self.kind.answers(&self.options), optional);
+        o.any_choice = templated;
         o
     }
 }

@@ -65,6 +65,28 @@ fn a_catch_no_outcome_of_the_type_maps_to_is_a_warning() {
     );
 }
 
+/// Options from a template may resolve to none, which ends the gate `technical_error`: a
+/// route for it can be taken.
+#[test]
+fn templated_decision_options_may_end_technical_error() {
+    let text = format!(
+        "start: pick\nparameters:\n  choices: {{ type: array, default: [a, b] }}\nstates:\n  pick:\n    type: gate_task\n    inbox: {{ kind: DECISION, title: pick, options: \"${{params.choices}}\" }}\n    on: {{ a: end, b: end, insufficient_info: end, undecidable: end }}\n    catch:\n      technical_error: end\n{END}"
+    );
+    let found = warnings(&text);
+    assert!(
+        found.iter().all(|w| !w.contains("[MAG-YA001]")),
+        "{found:#?}"
+    );
+    // Literal options never resolve to none.
+    let literal = text.replace("\"${params.choices}\"", "[a, b]");
+    contains(
+        &warnings(&literal),
+        "wf.yaml:10:7: [MAG-YA001] state 'pick' has 'catch: technical_error', but a DECISION \
+         gate_task never ends that way: it ends with a, b, insufficient_info, undecidable, \
+         timeout; the transition can never be taken",
+    );
+}
+
 /// A misspelt outcome is an impossible one, and the message offers the outcome meant.
 #[test]
 fn a_misspelt_outcome_offers_the_one_meant() {
