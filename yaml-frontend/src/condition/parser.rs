@@ -325,6 +325,21 @@ impl Parser {
                     ),
                 ));
             };
+            if self.dialect == Dialect::Workflow
+                && crate::template::Template::parse(&pattern)
+                    .as_literal()
+                    .is_none()
+            {
+                return Err(ConditionError::syntax(
+                    pt.offset,
+                    format!(
+                        "the regular expression after 'matches' holds a placeholder ('{pattern}'): \
+                         expected the expression written out, since it is compiled when the \
+                         document loads; compare the value with '==' or 'in {{…}}' instead, or \
+                         write '\\$\\{{' to match a literal '${{'"
+                    ),
+                ));
+            }
             let re = Regex::new(&format!("^(?:{pattern})$")).map_err(|e| {
                 let detail = e.to_string().lines().last().unwrap_or_default().to_owned();
                 ConditionError::syntax(pt.offset, format!("invalid regular expression: {detail}"))

@@ -128,6 +128,22 @@ fn in_matches_ternary_elvis() {
 }
 
 #[test]
+fn a_placeholder_in_a_matches_pattern_is_refused_with_why() {
+    let e = parse_err("#params['env'] matches '${params.re}'");
+    let said = e.to_string();
+    assert!(
+        said.contains("holds a placeholder ('${params.re}')") && said.contains("written out"),
+        "{said}"
+    );
+    // A literal `${` is matched by `\$\{`, which is no placeholder.
+    assert_eq!(eval("#state['name'] matches 'it.s|\\$\\{a\\}'"), Ok(true));
+    assert!(
+        said.contains("write '\\$\\{' to match a literal '${'"),
+        "{said}"
+    );
+}
+
+#[test]
 fn literals_and_navigation() {
     assert_eq!(value("'it''s'"), json!("it's"));
     assert_eq!(value("\"dq\""), json!("dq"));
