@@ -122,19 +122,30 @@ fn positive(
     }
 }
 
-/// `label:line:column: ` of the value of the first `key:` in `text` (the settings' keys are
-/// distinct enough that the first is the one), else `label: `.
+/// `label:line:column: ` of the value of the first `key:` in `text`, in block or flow style
+/// (`shell: { defaultTimeoutSeconds: 0 }`; the settings' keys are distinct enough that the
+/// first is the one), else `label: `.
 fn at(label: &str, text: &str, key: &str) -> String {
     for (n, line) in text.lines().enumerate() {
-        let trimmed = line.trim_start();
-        let Some(rest) = trimmed
-            .strip_prefix(key)
-            .and_then(|r| r.trim_start().strip_prefix(':'))
-        else {
-            continue;
-        };
-        let column = line.len() - rest.trim_start().len() + 1;
-        return format!("{label}:{}:{column}: ", n + 1);
+        let code = line.split(" #").next().unwrap_or(line);
+        for (start, _) in code.match_indices(key) {
+            let before = code[..start].trim_end_matches(' ');
+            let starts_key = before.is_empty()
+                || before.ends_with('{')
+                || before.ends_with(',')
+                || before.ends_with("- ")
+                || before == "-";
+            let Some(rest) = code[start + key.len()..]
+                .trim_start_matches(' ')
+                .strip_prefix(':')
+            else {
+                continue;
+            };
+            if starts_key {
+                let column = code.len() - rest.trim_start_matches(' ').len() + 1;
+                return format!("{label}:{}:{column}: ", n + 1);
+            }
+        }
     }
     format!("{label}: ")
 }
@@ -150,6 +161,27 @@ mod tests {
         let text = "lanes: { maxConcurrentTasks: 2 }\ndefaults:\n  taskTimeoutSeconds: 600\nwebhooks: { a: { path: x } }\n";
         assert!(check_settings("s.yaml", text, false).is_empty());
         assert!(check_settings("t.yaml", "bounds: { maxTaskSpawns: 5 }\n", true).is_empty());
+    }
+
+    #[test]
+    fn a_value_out_of_range_is_located_in_block_and_flow_style() {
+        let found = check_settings("s.yaml", "shell: { defaultTimeoutSeconds: 0 }\n", false);
+        assert_eq!(
+            found,
+            [
+                "s.yaml:1:33: [MAG-Y026] `shell.defaultTimeoutSeconds` is 0: expected a positive \
+              number of seconds (as it is, it is ignored)"
+            ]
+        );
+        let found = check_settings(
+            "s.yaml",
+            "# taskTimeoutSeconds: 5\ndefaults:\n  gateTimeoutSeconds: 60\n  taskTimeoutSeconds:   -1\n",
+            false,
+        );
+        assert_eq!(found.len(), 1, "{found:?}");
+        assert!(found[0].starts_with("s.yaml:4:25: [MAG-Y026]"), "{found:?}");
+        let found = check_settings("s.yaml", "lanes: {a: 1, maxConcurrentTasks: 0}\n", false);
+        assert!(found[0].starts_with("s.yaml:1:35: [MAG-Y026]"), "{found:?}");
     }
 
     #[test]
