@@ -200,7 +200,9 @@ impl TenantBounds {
         Err(format!(
             "[MAG-BD030] the {task}'s timeout of {seconds} s is above the tenant's \
              bounds.maxTaskTimeoutSeconds ({ceiling} s); the step did not start: lower its \
-             timeoutSeconds, or ask the tenant's administrator to raise the bound in \
+             timeoutSeconds (or, when it sets none, the default it takes: `defaults:` of the \
+             document, defaults.taskTimeoutSeconds or shell.defaultTimeoutSeconds of \
+             _vance/settings.yaml), or ask the tenant's administrator to raise the bound in \
              _tenant/_vance/settings.yaml"
         ))
     }

@@ -101,6 +101,44 @@ pub fn check_settings(label: &str, text: &str, tenant: bool) -> Vec<String> {
     out
 }
 
+/// The timeouts of a project's settings file `text` that its tenant's bound
+/// (`bounds.maxTaskTimeoutSeconds`, `ceiling` seconds) refuses: `defaults.taskTimeoutSeconds`
+/// and `shell.defaultTimeoutSeconds` above it would end every shell and script step that takes
+/// them `technical_error` (`[MAG-BD030]`) before it starts. Each as `label:line:column: …`;
+/// nothing for text [`check_settings`] refuses.
+#[must_use]
+pub fn check_against_tenant(label: &str, text: &str, ceiling: f64) -> Vec<String> {
+    let Ok(Some(s)) = crate::yaml_text::from_str::<Option<ProjectSettings>>(text) else {
+        return Vec::new();
+    };
+    let mut out = Vec::new();
+    for (path, key, value) in [
+        (
+            "defaults.taskTimeoutSeconds",
+            "taskTimeoutSeconds",
+            s.defaults.task_timeout_seconds,
+        ),
+        (
+            "shell.defaultTimeoutSeconds",
+            "defaultTimeoutSeconds",
+            s.shell.default_timeout_seconds,
+        ),
+    ] {
+        if let Some(v) = value
+            && v.is_finite()
+            && v > ceiling
+        {
+            out.push(format!(
+                "{}[MAG-Y026] `{path}` is {v}: expected at most the tenant's \
+                 bounds.maxTaskTimeoutSeconds ({ceiling} s); every shell or script step that \
+                 takes it would end technical_error before it starts (MAG-BD030)",
+                at(label, text, key)
+            ));
+        }
+    }
+    out
+}
+
 /// Reports `value` of the setting `path` (its last key `key`) unless it is unset or a
 /// positive finite number.
 fn positive(
@@ -182,6 +220,20 @@ mod tests {
         assert!(found[0].starts_with("s.yaml:4:25: [MAG-Y026]"), "{found:?}");
         let found = check_settings("s.yaml", "lanes: {a: 1, maxConcurrentTasks: 0}\n", false);
         assert!(found[0].starts_with("s.yaml:1:35: [MAG-Y026]"), "{found:?}");
+    }
+
+    #[test]
+    fn a_default_timeout_above_the_tenant_s_bound_is_located() {
+        let text =
+            "defaults:\n  taskTimeoutSeconds: 90000\nshell: { defaultTimeoutSeconds: 600 }\n";
+        let found = check_against_tenant("s.yaml", text, 86_400.0);
+        assert_eq!(found.len(), 1, "{found:?}");
+        assert!(
+            found[0].starts_with("s.yaml:2:23: [MAG-Y026] `defaults.taskTimeoutSeconds` is 90000: expected at most the tenant's bounds.maxTaskTimeoutSeconds (86400 s)"),
+            "{found:?}"
+        );
+        assert!(check_against_tenant("s.yaml", text, 100_000.0).is_empty());
+        assert_eq!(check_against_tenant("s.yaml", text, 500.0).len(), 2);
     }
 
     #[test]

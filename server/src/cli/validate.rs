@@ -23,7 +23,7 @@
 use std::path::{Path, PathBuf};
 
 use anyhow::Context;
-use magrathea_exec::settings_check::check_settings;
+use magrathea_exec::settings_check::{check_against_tenant, check_settings};
 use magrathea_exec::{DocumentError, NotUtf8Text};
 use magrathea_server::triggers::{check_event_document, check_hook_document};
 use magrathea_yaml::scheduler::{Schedule, load_schedule};
@@ -221,7 +221,18 @@ pub(crate) fn validate(loc: &Location, args: ValidateArgs) -> anyhow::Result<u8>
                             .into_iter()
                             .collect(),
                     },
-                    Kind::Settings { tenant } => check_settings(label, text, *tenant),
+                    Kind::Settings { tenant } => {
+                        let mut found = check_settings(label, text, *tenant);
+                        if !*tenant && found.is_empty() {
+                            let ceiling = project
+                                .docs()
+                                .tenant_settings(&project.scope)
+                                .bounds
+                                .task_timeout_ceiling();
+                            found.extend(check_against_tenant(label, text, ceiling));
+                        }
+                        found
+                    }
                     _ => Vec::new(),
                 };
                 if found.is_empty() {

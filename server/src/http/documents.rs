@@ -318,7 +318,15 @@ pub(crate) async fn put(
         // settings fail closed), a value out of range for its own default: refused here
         // instead, with where the problem is.
         let label = format!("{}/{}/_vance/settings.yaml", scope.tenant, scope.project);
-        let found = magrathea_exec::settings_check::check_settings(&label, &text, false);
+        let mut found = magrathea_exec::settings_check::check_settings(&label, &text, false);
+        if found.is_empty() {
+            let ceiling = state
+                .docs()
+                .tenant_settings(&scope)
+                .bounds
+                .task_timeout_ceiling();
+            found = magrathea_exec::settings_check::check_against_tenant(&label, &text, ceiling);
+        }
         if !found.is_empty() {
             return Err(ApiError {
                 message: format!("invalid settings document ({} error(s))", found.len()),

@@ -146,6 +146,35 @@ fn settings_that_would_be_ignored_at_run_time_are_errors_at_their_place() {
     );
 }
 
+#[test]
+fn a_default_timeout_above_the_tenant_s_bound_is_an_error_at_its_place() {
+    let p = Project::new();
+    p.workflow("hello", HELLO);
+    write(
+        &p,
+        "_vance/settings.yaml",
+        "defaults:\n  taskTimeoutSeconds: 90000\n",
+    );
+    let bad = p.cli(&["validate"]);
+    assert_eq!(code(&bad), 1, "{}", stderr(&bad));
+    assert!(
+        stderr(&bad).contains(
+            "_vance/settings.yaml:2:23: [MAG-Y026] `defaults.taskTimeoutSeconds` is 90000: expected at most the tenant's bounds.maxTaskTimeoutSeconds (86400 s)"
+        ),
+        "{}",
+        stderr(&bad)
+    );
+    // The tenant that raises its bound takes it.
+    std::fs::create_dir_all(p.root.join("acme/_tenant/_vance")).unwrap();
+    std::fs::write(
+        p.root.join("acme/_tenant/_vance/settings.yaml"),
+        "bounds: { maxTaskTimeoutSeconds: 100000 }\n",
+    )
+    .unwrap();
+    let ok = p.cli(&["validate"]);
+    assert_eq!(code(&ok), 0, "{}", stderr(&ok));
+}
+
 /// A schedule of a workflow that is not there is a warning, as a `workflow_task` of one is:
 /// each tick would fail to start it.
 #[test]
