@@ -223,6 +223,18 @@ fn comment_as_value(text: &str, at: Span) -> Option<(Span, &'static str)> {
 pub(crate) fn found(node: &YamlNode) -> String {
     match &node.kind {
         YamlKind::Str(s) => format!("a string '{s}'"),
+        // As written: `1.0` and `1e3` say what the author wrote, not the `1` and `1000` read
+        // (a long one is said shorter below).
+        YamlKind::Int(_) | YamlKind::Float(_)
+            if node.written.as_deref().is_some_and(|w| w.len() <= 16) =>
+        {
+            let w = node.written.as_deref().unwrap_or_default();
+            if matches!(node.kind, YamlKind::Int(_)) {
+                format!("an integer ({w})")
+            } else {
+                format!("a number ({w})")
+            }
+        }
         YamlKind::Int(i) => format!("an integer ({i})"),
         // `1e20`, not twenty digits.
         YamlKind::Float(f) if f.is_finite() && f.abs() >= 1e16 => format!("a number ({f:e})"),

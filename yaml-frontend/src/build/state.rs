@@ -559,12 +559,18 @@ fn task_spec(ctx: &mut Ctx<'_>, t: TaskType, node: &YamlNode, what: &str) -> Tas
                     (None, YamlKind::Float(f)) => f.to_string(),
                     _ => String::new(),
                 };
+                // A number of seconds is offered as the fix only where it would be one.
+                let offered = if n.starts_with('-') || n.eq_ignore_ascii_case("nan") {
+                    "a duration of at least 0 such as '30s'".to_owned()
+                } else {
+                    format!("a duration such as '{n}s'")
+                };
                 ctx.error(
                     v.span,
                     Code::InvalidDuration,
                     format_args!(
-                        "the duration of {what} is a number ({n}) without a unit: expected a \
-                         duration such as '{n}s', '5m', '2h' or 'PT1H'"
+                        "the duration of {what} is a number ({n}) without a unit: expected \
+                         {offered}, '5m', '2h' or 'PT1H'"
                     ),
                 );
                 return TaskSpec::Timer {

@@ -149,7 +149,7 @@ fn durations_past_a_hundred_years_are_rejected_with_the_limit() {
     );
     has(
         &text,
-        "wf.yaml:3:24: [MAG-Y019] bounds.maxWallclockSeconds is a number (inf): expected at most 3155760000 seconds (100 years)",
+        "wf.yaml:3:24: [MAG-Y019] bounds.maxWallclockSeconds is a number (.inf): expected at most 3155760000 seconds (100 years)",
     );
     has(
         &text,
@@ -209,17 +209,28 @@ fn a_retry_of_more_attempts_than_a_run_can_make_is_kept() {
 }
 
 #[test]
+fn a_refused_number_is_quoted_as_written() {
+    let text = format!(
+        "start: a\nbounds:\n  maxTaskSpawns: 1e3\nstates:\n  a:\n    type: shell_task\n    run: x\n    dirName: workspace\n    on: {{ success: end }}\n    retry:\n      maxAttempts: 1.0\n      on: [business_error]\n{END}"
+    );
+    let all = rendered(&text);
+    for said in ["a number (1e3)", "retry.maxAttempts of state 'a' is a number (1.0)"] {
+        assert!(all.iter().any(|d| d.contains(said)), "{said}: {all:#?}");
+    }
+}
+
+#[test]
 fn negative_and_not_a_number_durations_are_rejected() {
     let text = format!(
         "start: a\nbounds:\n  maxWallclockSeconds: -.inf\nstates:\n  a:\n    type: shell_task\n    run: x\n    timeoutSeconds: .nan\n    on: {{ success: end }}\n    retry:\n      maxAttempts: 3\n      on: [timeout]\n      backoffSeconds: -1e300\n{END}"
     );
     has(
         &text,
-        "wf.yaml:3:24: [MAG-Y019] bounds.maxWallclockSeconds is a number (-inf): expected a non-negative number",
+        "wf.yaml:3:24: [MAG-Y019] bounds.maxWallclockSeconds is a number (-.inf): expected a non-negative number",
     );
     has(
         &text,
-        "wf.yaml:8:21: [MAG-Y020] timeoutSeconds of state 'a' is a number (NaN): expected a positive number of seconds",
+        "wf.yaml:8:21: [MAG-Y020] timeoutSeconds of state 'a' is a number (.nan): expected a positive number of seconds",
     );
     has(
         &text,
@@ -245,6 +256,11 @@ fn a_type_named_as_elsewhere_and_a_duration_without_a_unit_say_what_was_meant() 
     has(
         &text,
         "wf.yaml:8:15: [MAG-Y017] the duration of state 't' is a number (300) without a unit: expected a duration such as '300s', '5m', '2h' or 'PT1H'",
+    );
+    // A negative number is not offered back as a duration with a unit: '-5s' is none.
+    has(
+        &text.replace("duration: 300", "duration: -5"),
+        "wf.yaml:8:15: [MAG-Y017] the duration of state 't' is a number (-5) without a unit: expected a duration of at least 0 such as '30s', '5m', '2h' or 'PT1H'",
     );
 }
 
