@@ -101,6 +101,17 @@ pub(crate) fn inbox(ctx: &mut Ctx<'_>, node: &YamlNode, what: &str) -> InboxSpec
                          answered with"
                     ),
                 );
+            } else if GATE_OWN_OUTCOMES.contains(&option) {
+                // The gate ends so by itself: a chosen option of the name could not be told
+                // from it, and `catch:` would route it as the gate's own.
+                ctx.error(
+                    item.span,
+                    Code::InvalidValue,
+                    format_args!(
+                        "option '{option}' of {iw} is an outcome the gate ends with by itself: \
+                         expected another word, which on: routes apart from it"
+                    ),
+                );
             } else if seen.contains(&option) {
                 ctx.error(
                     item.span,
@@ -177,6 +188,15 @@ pub(crate) fn approvers(
     }
     Some(approvers)
 }
+
+/// Outcomes a DECISION gate ends with by itself, which no option may be named.
+const GATE_OWN_OUTCOMES: &[&str] = &[
+    "insufficient_info",
+    "undecidable",
+    "timeout",
+    "cancelled",
+    "technical_error",
+];
 
 /// `approvers:`, `quorum:` and `selfApproval:` of an APPROVAL inbox (Friday's approvers).
 fn approval_rules(ctx: &mut Ctx<'_>, block: &YamlNode, iw: &str, spec: &mut InboxSpec) {

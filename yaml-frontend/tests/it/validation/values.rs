@@ -214,7 +214,10 @@ fn a_refused_number_is_quoted_as_written() {
         "start: a\nbounds:\n  maxTaskSpawns: 1e3\nstates:\n  a:\n    type: shell_task\n    run: x\n    dirName: workspace\n    on: {{ success: end }}\n    retry:\n      maxAttempts: 1.0\n      on: [business_error]\n{END}"
     );
     let all = rendered(&text);
-    for said in ["a number (1e3)", "retry.maxAttempts of state 'a' is a number (1.0)"] {
+    for said in [
+        "a number (1e3)",
+        "retry.maxAttempts of state 'a' is a number (1.0)",
+    ] {
         assert!(all.iter().any(|d| d.contains(said)), "{said}: {all:#?}");
     }
 }
@@ -603,6 +606,25 @@ fn a_decisions_empty_or_repeated_option_is_refused_at_its_item() {
     has(
         &text,
         "wf.yaml:5:61: [MAG-Y026] an option of the inbox of state 'a' is empty: expected a word the decision can be answered with",
+    );
+}
+
+/// An option named like an outcome the gate ends with by itself could not be told from it.
+#[test]
+fn a_decisions_option_named_like_its_own_outcome_is_refused() {
+    let text = doc(
+        "  a:\n    type: gate_task\n    inbox: { kind: DECISION, options: [go, cancelled, timeout] }\n    on: { go: end, insufficient_info: end, undecidable: end }\n  end: { type: terminal }\n",
+    );
+    has(
+        &text,
+        "wf.yaml:5:44: [MAG-Y026] option 'cancelled' of the inbox of state 'a' is an outcome the gate ends with by itself: expected another word, which on: routes apart from it",
+    );
+    assert!(
+        rendered(&text)
+            .iter()
+            .any(|d| d.contains("option 'timeout' of the inbox")),
+        "{:#?}",
+        rendered(&text)
     );
 }
 
