@@ -9,8 +9,8 @@
 //! [`DocumentQuota::max_projects`] is refused the same way.
 //!
 //! The usage is counted when a write asks (a walk of `_vance/` that stops past the bounds, a
-//! listing of the tenant's directory): two writes at the same instant may both pass a bound by
-//! one document, or one project, each.
+//! listing of the tenant's directory), and a tenant's writes are counted and made one at a
+//! time ([`write_turn`]): concurrent writes cannot pass a bound together.
 
 use std::path::{Path, PathBuf};
 
@@ -26,6 +26,25 @@ pub const DEFAULT_MAX_DOCUMENTS: usize = 10_000;
 /// Bytes of documents a project may hold under `_vance/`, unless
 /// [`ServeConfig::document_quota`](crate::ServeConfig::document_quota) says otherwise.
 pub const DEFAULT_MAX_DOCUMENT_BYTES: u64 = 256 << 20;
+
+/// Locks that order document writes: a tenant's writes take the same one, so that the count
+/// of a write and its write are not interleaved with another's. A fixed number, shared by
+/// tenants whose names fall on the same one, so that their number bounds nothing.
+const WRITE_TURNS: usize = 64;
+
+/// The turn of `tenant`'s document writes: hold it from the quota's count to the write.
+pub(crate) async fn write_turn(tenant: &str) -> tokio::sync::MutexGuard<'static, ()> {
+    static TURNS: std::sync::OnceLock<Vec<tokio::sync::Mutex<()>>> = std::sync::OnceLock::new();
+    let turns = TURNS.get_or_init(|| {
+        (0..WRITE_TURNS)
+            .map(|_| tokio::sync::Mutex::new(()))
+            .collect()
+    });
+    let mut h = std::collections::hash_map::DefaultHasher::new();
+    std::hash::Hash::hash(tenant, &mut h);
+    let i = (std::hash::Hasher::finish(&h) % WRITE_TURNS as u64) as usize;
+    turns[i].lock().await
+}
 
 /// Projects a tenant may hold (directories beside its `_tenant/`), unless
 /// [`ServeConfig::document_quota`](crate::ServeConfig::document_quota) says otherwise.

@@ -364,6 +364,8 @@ pub(crate) async fn put(
         scope.key(),
     );
     let tenant = scope.tenant.clone();
+    // Counted and written in the tenant's turn: concurrent writes cannot pass a bound together.
+    let _turn = super::doc_quota::write_turn(&tenant).await;
     tokio::task::spawn_blocking(move || {
         quota.check_project(&project, &tenant)?;
         quota.check(&vance, &target, len, &label)

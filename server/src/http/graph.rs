@@ -221,6 +221,7 @@ pub(crate) async fn put(
     let (tenant, key) = (scope.tenant.clone(), scope.key());
     let len = serde_json::to_string_pretty(&layout).map_or(0, |t| t.len() as u64 + 1);
     let target = path.clone();
+    let _turn = super::doc_quota::write_turn(&tenant).await;
     tokio::task::spawn_blocking(move || {
         quota.check_project(&project, &tenant)?;
         quota.check(&project.join("_vance"), &target, len, &key)

@@ -464,6 +464,30 @@ async fn a_project_holds_a_bounded_number_and_size_of_documents() {
 }
 
 #[tokio::test]
+async fn concurrent_writes_cannot_pass_the_number_of_documents_together() {
+    use magrathea_server::http::doc_quota::DocumentQuota;
+    let probe = Server::start().await;
+    let (documents, _) = usage(&probe.root.join("acme/shop/_vance"));
+    drop(probe);
+    let s = Server::start_with(move |c| {
+        c.document_quota(DocumentQuota {
+            max_documents: documents + 3,
+            ..DocumentQuota::default()
+        })
+    })
+    .await;
+    let writes = (0..30).map(|i| put(&s, &format!("{DOCS}/notes/n{i}.md"), "# n\n").send());
+    let answers = futures::future::join_all(writes).await;
+    let created = answers
+        .iter()
+        .filter(|r| r.as_ref().unwrap().status() == 201)
+        .count();
+    assert_eq!(created, 3, "three documents fit");
+    let (now, _) = usage(&s.root.join("acme/shop/_vance"));
+    assert_eq!(now, documents + 3, "the bound holds");
+}
+
+#[tokio::test]
 async fn a_tenant_holds_a_bounded_number_of_projects() {
     use magrathea_server::http::doc_quota::DocumentQuota;
     let probe = Server::start().await;
