@@ -89,6 +89,11 @@ pub fn load_workflow_checked(
             &refs.recipes,
             &mut lookup,
         ));
+        found.extend(analysis::sub_workflow_params(
+            path_label,
+            &refs.workflows,
+            &mut lookup,
+        ));
         found
     };
     match load(path_label, text, opts) {

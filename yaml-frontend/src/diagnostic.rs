@@ -158,6 +158,10 @@ pub enum Code {
     /// (warning): the task would end `technical_error`; found by
     /// [`crate::load_workflow_checked`].
     UnknownRecipe,
+    /// `MAG-YA008`: a `workflow_task` leaves out a required parameter of its workflow, or
+    /// passes one as a value of another type (warning): the sub-run would be refused; found
+    /// by [`crate::load_workflow_checked`].
+    SubWorkflowParams,
     /// `MAG-SC001`: a scheduler document sets both `recipe:` and `workflow:`.
     ScheduleRecipeAndWorkflow,
     /// `MAG-SC002`: a scheduler document names a `recipe:`, which Magrathea does not schedule.
@@ -230,6 +234,7 @@ impl Code {
             Self::UnknownSubWorkflow => "MAG-YA005",
             Self::UnboundedLoop => "MAG-YA006",
             Self::UnknownRecipe => "MAG-YA007",
+            Self::SubWorkflowParams => "MAG-YA008",
             Self::ScheduleRecipeAndWorkflow => "MAG-SC001",
             Self::ScheduleRecipe => "MAG-SC002",
             Self::ScheduleNoWorkflow => "MAG-SC003",

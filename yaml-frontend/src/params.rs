@@ -68,7 +68,7 @@ impl ParamError {
 #[error("invalid workflow parameters: {}", .0.iter().map(ToString::to_string).collect::<Vec<_>>().join("; "))]
 pub struct ParamErrors(pub Vec<ParamError>);
 
-fn kind(v: &Value) -> &'static str {
+pub(crate) fn kind(v: &Value) -> &'static str {
     match v {
         Value::Null => "null",
         Value::Bool(_) => "a boolean",

@@ -872,6 +872,41 @@ fn validate_warns_of_an_agent_recipe_neither_the_project_nor_its_tenant_has() {
     assert_eq!(code(&strict), 1, "{}", stderr(&strict));
 }
 
+/// A sub-run that would be refused its parameters is said before anything runs: a required
+/// parameter left out, or one written as a value of another type.
+#[test]
+fn validate_warns_of_a_workflow_task_that_would_not_pass_its_parameters() {
+    let p = Project::new();
+    p.workflow(
+        "child",
+        "parameters:\n  n: { type: integer, required: true }\n  o: { type: object }\n  d: { type: string, required: true, default: x }\nstart: done\nstates:\n  done: { type: terminal }\n",
+    );
+    let parent = |params: &str| {
+        format!(
+            "start: sub\nstates:\n  sub:\n    type: workflow_task\n    workflow: child\n{params}    on: {{ success: done, failure: done }}\n  done: {{ type: terminal }}\n"
+        )
+    };
+    p.workflow("none", &parent(""))
+        .workflow("typed", &parent("    params: { n: abc, o: [1] }\n"))
+        .workflow("good", &parent("    params: { n: 4, o: { a: 1 } }\n"))
+        .workflow("templated", &parent("    params: { n: \"${params.n}\" }\n"));
+    let out = p.cli(&["validate"]);
+    assert_eq!(code(&out), 0, "{}", stderr(&out));
+    let err = stderr(&out);
+    for warning in [
+        "_vance/workflows/none.yaml:5:15: warning: [MAG-YA008] workflow_task 'sub' starts workflow 'child' without its required parameter 'n' (integer)",
+        "_vance/workflows/typed.yaml:6:18: warning: [MAG-YA008] workflow_task 'sub' passes parameter 'n' of workflow 'child' as a string: expected integer",
+        "_vance/workflows/typed.yaml:6:26: warning: [MAG-YA008] workflow_task 'sub' passes parameter 'o' of workflow 'child' as an array: expected object",
+    ] {
+        assert!(err.lines().any(|l| l.contains(warning)), "{warning}\n{err}");
+    }
+    assert_eq!(err.matches("MAG-YA008").count(), 3, "{err}");
+    // What validate warned of is what a run is refused.
+    let run = p.cli(&["run", "none"]);
+    let said = format!("{}{}", stdout(&run), stderr(&run));
+    assert!(said.contains("MAG-YR002") && said.contains("'n'"), "{said}");
+}
+
 /// A script_task's literal script path is looked up where a run would look for it: a missing
 /// script or a path out of the project is an error at the path, before anything runs.
 #[test]

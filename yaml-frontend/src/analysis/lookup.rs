@@ -52,6 +52,16 @@ pub trait DocumentLookup {
         let _ = name;
         true
     }
+
+    /// The `parameters:` the workflow `name` declares, when its document loads. The default
+    /// knows none: a lookup that does not check a sub-run's parameters.
+    fn workflow_parameters(
+        &mut self,
+        name: &str,
+    ) -> Option<indexmap::IndexMap<String, crate::ast::ParamSchema>> {
+        let _ = name;
+        None
+    }
 }
 
 impl<F: FnMut(&str) -> bool> DocumentLookup for F {
@@ -103,6 +113,16 @@ impl DocumentLookup for ProjectDocuments<'_> {
 
     fn has_recipe(&mut self, name: &str) -> bool {
         self.docs.document(self.scope, "recipes", name).is_ok()
+    }
+
+    fn workflow_parameters(
+        &mut self,
+        name: &str,
+    ) -> Option<indexmap::IndexMap<String, crate::ast::ParamSchema>> {
+        let (path, text) = self.docs.workflow(self.scope, name).ok()?;
+        let label = path.display().to_string();
+        let loaded = crate::load_workflow(&label, &text, &crate::LoadOptions::default()).ok()?;
+        Some(loaded.doc.parameters)
     }
 }
 
@@ -164,6 +184,65 @@ pub(crate) fn unknown_recipes(
                 r.state
             ),
         ));
+    }
+    out
+}
+
+/// The `MAG-YA008` warnings of `refs` (of the document labelled `path`): each `workflow_task`
+/// that would not pass the parameters its workflow declares — a required one without a
+/// default left out, or one written as a value of another type — so that its sub-run would be
+/// refused and the task end `failure` (`[MAG-YR002]`).
+pub(crate) fn sub_workflow_params(
+    path: &str,
+    refs: &[WorkflowRef],
+    lookup: &mut impl DocumentLookup,
+) -> Diagnostics {
+    let mut out = Diagnostics::new();
+    for r in refs {
+        let (Some(params), name) = (&r.params, &r.name.value) else {
+            continue;
+        };
+        if name.contains("${") || magrathea_exec::check_name(name).is_err() {
+            continue;
+        }
+        let Some(declared) = lookup.workflow_parameters(name) else {
+            continue;
+        };
+        for (param, schema) in &declared {
+            let passed = params.given.iter().find(|(k, _, _)| k == param);
+            match passed {
+                None if schema.required && schema.default.is_none() => {
+                    out.push(Diagnostic::warning(
+                        path,
+                        params.span,
+                        Code::SubWorkflowParams,
+                        format_args!(
+                            "workflow_task '{}' starts workflow '{name}' without its required \
+                             parameter '{param}' ({}): expected it under 'params:'; the sub-run \
+                             would be refused and the task end with 'failure' ([MAG-YR002])",
+                            r.state,
+                            schema.ty.as_str()
+                        ),
+                    ));
+                }
+                Some((_, Some(value), span)) if !value.is_null() && !schema.ty.matches(value) => {
+                    out.push(Diagnostic::warning(
+                        path,
+                        *span,
+                        Code::SubWorkflowParams,
+                        format_args!(
+                            "workflow_task '{}' passes parameter '{param}' of workflow \
+                             '{name}' as {}: expected {}; the sub-run would be refused and the \
+                             task end with 'failure' ([MAG-YR002])",
+                            r.state,
+                            crate::params::kind(value),
+                            schema.ty.as_str()
+                        ),
+                    ));
+                }
+                _ => {}
+            }
+        }
     }
     out
 }

@@ -21,8 +21,8 @@ mod reach;
 
 pub use lookup::{DocumentLookup, ProjectDocuments, RecipeRef, ScriptRef, WorkspaceRef};
 pub(crate) use lookup::{
-    missing_scripts, recipe_refs, script_refs, unknown_recipes, unknown_sub_workflows,
-    unknown_workspaces, workspace_refs,
+    missing_scripts, recipe_refs, script_refs, sub_workflow_params, unknown_recipes,
+    unknown_sub_workflows, unknown_workspaces, workspace_refs,
 };
 
 use crate::api::Loaded;
@@ -110,6 +110,45 @@ pub struct WorkflowRef {
     pub task_type: TaskType,
     /// The workflow's name, and where its `workflow:` value is written.
     pub name: Spanned<String>,
+    /// A `workflow_task`'s `params:` as written, when it is absent or a mapping: what
+    /// `magrathea validate` checks against the workflow's `parameters:` (`MAG-YA008`). `None`
+    /// for a fan-out, or `params:` written as one `${…}`.
+    pub params: Option<SubParams>,
+}
+
+/// The `params:` of a `workflow_task`, as written.
+#[derive(Debug, Clone, PartialEq)]
+pub struct SubParams {
+    /// Where a missing parameter is said: the `params:` mapping, or the `workflow:` value
+    /// when there is none.
+    pub span: crate::diagnostic::Span,
+    /// Each parameter passed: its name, its value when written without placeholders, and
+    /// where the value is.
+    pub given: Vec<(String, Option<serde_json::Value>, crate::diagnostic::Span)>,
+}
+
+/// [`SubParams`] of the `workflow_task` node `v`, whose `workflow:` value lies at `name_span`.
+fn sub_params(v: &YamlNode, name_span: crate::diagnostic::Span) -> Option<SubParams> {
+    let Some(params) = v.get("params") else {
+        return Some(SubParams {
+            span: name_span,
+            given: Vec::new(),
+        });
+    };
+    let entries = params.as_map()?;
+    let given = entries
+        .iter()
+        .filter_map(|(k, value)| {
+            let key = k.key_text()?;
+            let json = value.to_json();
+            let literal = (!json.to_string().contains("${")).then_some(json);
+            Some((key, literal, value.content.unwrap_or(value.span)))
+        })
+        .collect();
+    Some(SubParams {
+        span: params.span,
+        given,
+    })
 }
 
 /// The `workflow:` of every `workflow_task` and `foreach_task` state and of every
@@ -132,13 +171,18 @@ pub(crate) fn workflow_refs(root: &YamlNode, doc: &WorkflowDoc) -> Vec<WorkflowR
         };
         for w in nodes {
             let Some(name) = w.as_str() else { continue };
+            let span = w.content.unwrap_or(w.span);
+            let params = (state.task_type == TaskType::WorkflowTask)
+                .then(|| sub_params(v, span))
+                .flatten();
             out.push(WorkflowRef {
                 state: state.name.clone(),
                 task_type: state.task_type,
                 name: Spanned {
                     value: name.to_owned(),
-                    span: w.content.unwrap_or(w.span),
+                    span,
                 },
+                params,
             });
         }
     }

@@ -77,6 +77,27 @@ pub(crate) fn check_states(
                 taken,
             );
         }
+        // A retry on a kind the task never ends with never retries: said as for `catch:`.
+        for (kind, span) in s
+            .retry
+            .iter()
+            .flat_map(|r| r.on.iter().zip(r.on_spans.iter()))
+        {
+            let key = kind.as_str();
+            let taken = |o: &Outcomes| {
+                o.can_be_caught_as(*kind) || (*kind == ErrorKind::Failure && can_fail(o))
+            };
+            transition(
+                ctx,
+                s,
+                &of_type,
+                &configured,
+                *span,
+                &format!("retry.on: {key}"),
+                key,
+                taken,
+            );
+        }
         if !policy_routes(&doc.on_failure, s) {
             unrouted(ctx, s, &configured);
         }
@@ -137,9 +158,14 @@ fn transition(
     let name = &s.name;
     if !taken(of_type) {
         let outcomes: Vec<&str> = of_type.iter().map(|p| p.outcome.as_str()).collect();
+        let never = if written.starts_with("retry.on:") {
+            "it is never retried"
+        } else {
+            "the transition can never be taken"
+        };
         let text = format!(
-            "state '{name}' has '{written}', but {} never ends that way: it ends with {}; the \
-             transition can never be taken{}",
+            "state '{name}' has '{written}', but {} never ends that way: it ends with {}; \
+             {never}{}",
             kind_of(s),
             listing(of_type),
             crate::suggest::hint(key, outcomes.iter().copied())
@@ -150,7 +176,7 @@ fn transition(
                 Code::ImpossibleOutcome,
                 format_args!("{text} ('failure' routes the errors of a task that can fail)"),
             );
-        } else if written.starts_with("catch:") {
+        } else if written.starts_with("catch:") || written.starts_with("retry.on:") {
             ctx.warn(span, Code::ImpossibleOutcome, text);
         } else {
             ctx.error(span, Code::ImpossibleOutcome, text);

@@ -275,6 +275,8 @@ pub struct RetrySpec {
     pub max_attempts: u32,
     /// Outcomes (as error kinds) that trigger a retry.
     pub on: Vec<ErrorKind>,
+    /// Where each of `on` is written.
+    pub on_spans: Vec<Span>,
     /// Delay before each retry (≥ 0, default 0).
     pub backoff_seconds: f64,
     /// Position of the `retry:` block.

@@ -143,6 +143,7 @@ pub(super) fn retry_block(ctx: &mut Ctx<'_>, node: &YamlNode, what: &str) -> Opt
         },
     };
     let mut on = Vec::new();
+    let mut on_spans = Vec::new();
     match block.get("on") {
         None => ctx.warn(
             block.span,
@@ -176,6 +177,7 @@ pub(super) fn retry_block(ctx: &mut Ctx<'_>, node: &YamlNode, what: &str) -> Opt
                                 error_kind(ctx, &text, it.span, &format!("retry.on of {what}"))
                             {
                                 on.push(k);
+                                on_spans.push(it.span);
                             }
                         }
                         None => ctx.wrong_type(
@@ -215,6 +217,7 @@ pub(super) fn retry_block(ctx: &mut Ctx<'_>, node: &YamlNode, what: &str) -> Opt
     Some(RetrySpec {
         max_attempts: max_attempts?,
         on,
+        on_spans,
         backoff_seconds,
         span: block.span,
     })

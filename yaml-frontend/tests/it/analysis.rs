@@ -87,6 +87,22 @@ fn templated_decision_options_may_end_technical_error() {
     );
 }
 
+/// A retry on a kind the task never ends with never retries: a warning, as for `catch:`.
+#[test]
+fn a_retry_on_a_kind_the_task_never_ends_with_is_a_warning() {
+    let text = format!(
+        "start: a\nstates:\n  a:\n    type: shell_task\n    run: ls\n    dirName: workspace\n    on: {{ success: end }}\n    catch: {{ business_error: end, technical_error: end, timeout: end }}\n    retry: {{ maxAttempts: 3, on: [business_error, agent_error] }}\n{END}"
+    );
+    assert_eq!(
+        warnings(&text),
+        [
+            "wf.yaml:9:51: [MAG-YA001] state 'a' has 'retry.on: agent_error', but a shell_task \
+             never ends that way: it ends with success, business_error, technical_error, \
+             timeout; it is never retried"
+        ]
+    );
+}
+
 /// A misspelt outcome is an impossible one, and the message offers the outcome meant.
 #[test]
 fn a_misspelt_outcome_offers_the_one_meant() {

@@ -196,8 +196,8 @@ pub(super) const CODES: &[ErrorCode] = &[
     },
     ErrorCode {
         code: "MAG-YA001",
-        meaning: "A transition names an outcome its task can never end with (e.g. `on: success` on a timer_task, which only ends `fired`); it can never be taken. An error for `on:`, except for `failure`, which the reference writes loosely; a warning for `failure` and for `catch:` (the reference's seven kinds may be caught on any state).",
-        remedy: "Route an outcome the task type produces (the message lists them), or remove the transition.",
+        meaning: "A transition names an outcome its task can never end with (e.g. `on: success` on a timer_task, which only ends `fired`); it can never be taken. An error for `on:`, except for `failure`, which the reference writes loosely; a warning for `failure` and for `catch:` (the reference's seven kinds may be caught on any state). The same warning for a `retry.on:` kind the task never ends with: it is never retried.",
+        remedy: "Route (or retry) an outcome the task type produces (the message lists them), or remove the transition.",
     },
     ErrorCode {
         code: "MAG-YA002",
@@ -228,6 +228,11 @@ pub(super) const CODES: &[ErrorCode] = &[
         code: "MAG-YA007",
         meaning: "An agent_task names a recipe that is neither in the project nor in its tenant (a warning, reported by `magrathea validate`): the task would end `technical_error` with MAG-AG001.",
         remedy: "Create `_vance/recipes/<name>.yaml` in the project or in `_tenant` (see docs/agents.md), or fix the name.",
+    },
+    ErrorCode {
+        code: "MAG-YA008",
+        meaning: "A workflow_task leaves out a required parameter (without a default) of the workflow it starts, or passes one as a value of another type than it declares (a warning, reported by `magrathea validate`): the sub-run would be refused and the task end `failure` with MAG-YR002.",
+        remedy: "Pass the parameter under `params:` with a value of the declared type, or give it a default in the sub-workflow's `parameters:`.",
     },
     ErrorCode {
         code: "MAG-YC001",
