@@ -266,7 +266,7 @@ pub fn utf8_position(e: &std::string::FromUtf8Error) -> (usize, usize) {
 /// Whether `e` is [`DocumentSource::confined`]'s refusal of a file that leads out of its
 /// project.
 pub fn leads_out(e: &std::io::Error) -> bool {
-    e.get_ref().is_some_and(|inner| inner.is::<LeadsOut>())
+    e.get_ref().is_some_and(|inner| inner.is::<LeadsOut>()) || crate::beneath::is_outside(e)
 }
 
 impl DocumentSource {
@@ -376,8 +376,19 @@ impl DocumentSource {
     /// The canonical path is returned, so a link swapped after the check changes nothing.
     /// The tree of the `magrathea` command is its owner's: links there are followed.
     pub fn confined(&self, path: &Path) -> std::io::Result<PathBuf> {
+        self.confined_beneath(path).map(|(_, real)| real)
+    }
+
+    /// [`DocumentSource::confined`], with the canonical project (or `_tenant`) directory the
+    /// path lies beneath in a served tree (`None` for the owner's tree): what opens and writes
+    /// of it resolve beneath ([`crate::beneath`]), so that a link a step swaps in after the
+    /// check leads nowhere else.
+    ///
+    /// # Errors
+    /// As [`DocumentSource::confined`].
+    pub fn confined_beneath(&self, path: &Path) -> std::io::Result<(Option<PathBuf>, PathBuf)> {
         if !self.served {
-            return Ok(path.to_path_buf());
+            return Ok((None, path.to_path_buf()));
         }
         let outside = || {
             std::io::Error::new(
@@ -406,7 +417,7 @@ impl DocumentSource {
         // Resolved without looking past the project: a link out is refused alike whether
         // its target exists or not, so the answer tells nothing of another tenant's files.
         match crate::confine::resolve_inside(&base, &named, &base.join(parts.as_path())) {
-            Ok(real) => Ok(real),
+            Ok(real) => Ok((Some(base), real)),
             Err(Unresolved::LeadsOut) => Err(outside()),
             // A loop of links (all inside: each was judged before it was followed) names no
             // document either.
@@ -432,11 +443,23 @@ impl DocumentSource {
         self.confined(existing).map(drop)
     }
 
+    /// `path`, a file of this tree, opened through [`DocumentSource::confined`] (beneath its
+    /// project in a served tree) as [`crate::regular_file::open`] opens it.
+    ///
+    /// # Errors
+    /// As [`DocumentSource::confined`] and [`crate::regular_file::open`].
+    pub fn open_confined(&self, path: &Path) -> std::io::Result<std::fs::File> {
+        match self.confined_beneath(path)? {
+            (Some(base), real) => crate::regular_file::open_beneath(&base, &real),
+            (None, real) => crate::regular_file::open(&real),
+        }
+    }
+
     /// The text of `path`, a file of this tree, read through [`DocumentSource::confined`]. A
     /// file that is not UTF-8 is [`std::io::ErrorKind::InvalidData`] carrying a
     /// [`NotUtf8Text`] ([`NotUtf8Text::in_error`]).
     pub fn read_text(&self, path: &Path) -> std::io::Result<String> {
-        let bytes = crate::regular_file::read(&self.confined(path)?)?;
+        let bytes = crate::regular_file::read_opened(self.open_confined(path)?)?;
         String::from_utf8(bytes)
             .map_err(|e| std::io::Error::new(std::io::ErrorKind::InvalidData, NotUtf8Text::of(&e)))
     }

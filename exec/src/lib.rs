@@ -51,6 +51,7 @@
 )]
 
 #[cfg(feature = "tools")]
+pub mod beneath;
 mod body;
 pub mod bounds;
 mod call;

@@ -71,7 +71,20 @@ pub fn open(path: &Path) -> std::io::Result<File> {
         use std::os::unix::fs::OpenOptionsExt;
         options.custom_flags(libc::O_NONBLOCK);
     }
-    let file = options.open(path)?;
+    checked(options.open(path)?)
+}
+
+/// [`open`] of `path` resolved beneath `base` ([`crate::beneath::open_read`]): no link, even
+/// one swapped in by a step after `path` was checked, leads the open out of `base`.
+///
+/// # Errors
+/// As [`open`], and a path that leads out ([`crate::beneath::is_outside`]).
+pub fn open_beneath(base: &Path, path: &Path) -> std::io::Result<File> {
+    checked(crate::beneath::open_read(base, path)?)
+}
+
+/// `file` when it is a regular file of at most [`MAX_BYTES`] (see [`open`]).
+fn checked(file: File) -> std::io::Result<File> {
     let meta = file.metadata()?;
     let kind = meta.file_type();
     if kind.is_dir() {

@@ -136,7 +136,12 @@ impl DocRead {
                 meta.len()
             )));
         }
-        let bytes = crate::regular_file::read(&r.path)
+        // Opened beneath the project: a directory a step swaps for a link after the check
+        // leads nowhere else.
+        let bytes = self
+            .docs
+            .open_confined(&r.path)
+            .and_then(crate::regular_file::read_opened)
             .map_err(|e| ToolError::Failed(format!("cannot read `{rel}`: {e}")))?;
         let size = bytes.len();
         let content = String::from_utf8(bytes)

@@ -192,7 +192,16 @@ impl Layout {
     /// Reads the layout file at `path`; `None` when there is none. `label` names the file in
     /// errors (relative to the project, never a path of the server's disk).
     pub fn read(path: &Path, label: &str) -> Result<Option<Self>, GraphError> {
-        let bytes = match magrathea_exec::regular_file::read(path) {
+        Self::read_opened(magrathea_exec::regular_file::open(path), label)
+    }
+
+    /// [`Layout::read`] of a file opened by the caller (beneath its project, in a served
+    /// tree); `opened` is the open's result, a missing file `None`.
+    pub fn read_opened(
+        opened: std::io::Result<std::fs::File>,
+        label: &str,
+    ) -> Result<Option<Self>, GraphError> {
+        let bytes = match opened.and_then(magrathea_exec::regular_file::read_opened) {
             Ok(b) => b,
             // A named pipe (or anything but a file) a step made there is no layout either.
             Err(e)
@@ -225,13 +234,25 @@ impl Layout {
     /// Writes the layout to `path` atomically (a temporary file beside it, then a rename),
     /// creating its directory.
     pub fn write(&self, path: &Path, label: &str) -> Result<(), GraphError> {
+        self.write_with(label, |bytes| {
+            crate::atomic_write::write_atomically(path, bytes)
+        })
+    }
+
+    /// [`Layout::write`] through `write`, which writes the file's bytes (beneath its project,
+    /// in a served tree).
+    pub fn write_with(
+        &self,
+        label: &str,
+        write: impl FnOnce(&[u8]) -> std::io::Result<()>,
+    ) -> Result<(), GraphError> {
         let io = |source| GraphError::LayoutIo {
             file: label.into(),
             source,
         };
         let mut text = serde_json::to_string_pretty(self).map_err(|e| io(e.into()))?;
         text.push('\n');
-        crate::atomic_write::write_atomically(path, text.as_bytes()).map_err(io)
+        write(text.as_bytes()).map_err(io)
     }
 }
 

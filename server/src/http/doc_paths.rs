@@ -171,6 +171,40 @@ pub(crate) fn check_writable(project: &Path, file: &Path, rel: &str) -> Result<(
     }
 }
 
+/// The canonical project directory, made when it does not exist yet: what the project's
+/// files are read, written and removed beneath ([`magrathea_exec::beneath`]). 403 when it is a
+/// link out of its tenant's directory.
+pub(crate) fn project_base(project: &Path, rel: &str) -> Result<PathBuf, ApiError> {
+    if let Some(base) = canonical_project(project)? {
+        return Ok(base);
+    }
+    std::fs::create_dir_all(project).map_err(ApiError::internal)?;
+    canonical_project(project)?.ok_or_else(|| outside(rel))
+}
+
+/// `file` (below `project`) relative to the project, for [`magrathea_exec::beneath`].
+pub(crate) fn in_project<'a>(
+    project: &Path,
+    file: &'a Path,
+    rel: &str,
+) -> Result<&'a Path, ApiError> {
+    file.strip_prefix(project).map_err(|_| outside(rel))
+}
+
+/// The answer to an I/O error of [`magrathea_exec::beneath`] on `rel`: 403 when the path led
+/// out of the project (a link a step swapped in after the check), else `other`'s.
+pub(crate) fn beneath_error(
+    e: std::io::Error,
+    rel: &str,
+    other: impl FnOnce(std::io::Error) -> ApiError,
+) -> ApiError {
+    if magrathea_exec::beneath::is_outside(&e) {
+        outside(rel)
+    } else {
+        other(e)
+    }
+}
+
 /// Whether the directory entry `path` stays inside the canonical project `base` once
 /// resolved (a dangling link does not).
 pub(crate) fn entry_inside(base: &Path, path: &Path) -> bool {

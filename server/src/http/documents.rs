@@ -52,7 +52,10 @@ use serde_json::{Value, json};
 
 use super::auth::ApiScope;
 use super::body::body_error;
-use super::doc_paths::{check_writable, entry_inside, resolve_existing, segments};
+use super::doc_paths::{
+    beneath_error, check_writable, entry_inside, in_project, project_base, resolve_existing,
+    segments,
+};
 use super::error::ApiError;
 use super::state::AppState;
 
@@ -146,11 +149,21 @@ pub(crate) async fn get(
         who.require(ApiScope::Write)?;
         who.require(ApiScope::Run)?;
     }
-    // Only a regular file is a document: a named pipe a step made would block the read.
-    let read = tokio::task::spawn_blocking(move || magrathea_exec::regular_file::read(&file))
-        .await
-        .map_err(ApiError::internal)?;
+    // Only a regular file is a document: a named pipe a step made would block the read. It
+    // is opened beneath the project, so a directory of its path that a step swaps for a link
+    // after the check above leads nowhere else.
+    let rel = project_rel(&parts);
+    let base = project_base(&project, &rel)?;
+    let read = tokio::task::spawn_blocking(move || {
+        magrathea_exec::regular_file::open_beneath(&base, &file)
+            .and_then(magrathea_exec::regular_file::read_opened)
+    })
+    .await
+    .map_err(ApiError::internal)?;
     match read {
+        Err(e) if magrathea_exec::beneath::is_outside(&e) => {
+            Err(beneath_error(e, &rel, ApiError::internal))
+        }
         Ok(bytes) => Ok((
             [(header::CONTENT_TYPE, "application/yaml; charset=utf-8")],
             bytes,
@@ -373,18 +386,26 @@ pub(crate) async fn put(
     .await
     .map_err(ApiError::internal)??;
     let created = !file.exists();
-    let (target, bytes) = (file.clone(), text.as_bytes().to_vec());
-    tokio::task::spawn_blocking(move || crate::atomic_write::write_atomically(&target, &bytes))
-        .await
-        .map_err(ApiError::internal)?
-        .map_err(|e| match e.kind() {
-            // A parent that is a document: `create_dir_all` finds it exists and is no
-            // directory, or the write finds it is not one.
+    // Written beneath the project: no directory a step swaps for a link meanwhile leads the
+    // write out of it.
+    let rel = project_rel(&parts);
+    let base = project_base(&state.docs().project_dir(&scope), &rel)?;
+    let inside = in_project(&state.docs().project_dir(&scope), &file, &rel)?.to_path_buf();
+    let bytes = text.as_bytes().to_vec();
+    tokio::task::spawn_blocking(move || {
+        magrathea_exec::beneath::write_atomically(&base, &inside, &bytes)
+    })
+    .await
+    .map_err(ApiError::internal)?
+    .map_err(|e| {
+        beneath_error(e, &rel, |e| match e.kind() {
+            // A parent that is a document, or a directory at the document's name.
             std::io::ErrorKind::NotADirectory
             | std::io::ErrorKind::IsADirectory
             | std::io::ErrorKind::AlreadyExists => not_a_document(),
             _ => ApiError::internal(e),
-        })?;
+        })
+    })?;
     if trigger_doc {
         let doc = project_rel(&parts);
         warnings.extend(triggers_published(&state, &scope, &who, &[doc], &[text]));
@@ -490,10 +511,19 @@ pub(crate) async fn delete(
             ),
         ));
     }
-    match tokio::fs::remove_file(&file).await {
+    // Removed in its directory, opened beneath the project: a link swapped in meanwhile
+    // leads the removal nowhere else.
+    let rel = project_rel(&parts);
+    let base = project_base(&project, &rel)?;
+    let inside = in_project(&project, &file, &rel)?.to_path_buf();
+    let removed =
+        tokio::task::spawn_blocking(move || magrathea_exec::beneath::remove_file(&base, &inside))
+            .await
+            .map_err(ApiError::internal)?;
+    match removed {
         Ok(()) => {}
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Err(not_found()),
-        Err(e) => return Err(ApiError::internal(e)),
+        Err(e) => return Err(beneath_error(e, &rel, ApiError::internal)),
     }
     // The directories the document's write created go with it once empty (the quota counts
     // files; directories left behind would not be): up to `_vance/<first>/`, which stays.
@@ -502,13 +532,22 @@ pub(crate) async fn delete(
         .project_dir(&scope)
         .join("_vance")
         .join(parts[0]);
-    let mut dir = file.parent();
+    let base = project_base(&project, &rel)?;
+    let mut dir = file.parent().map(std::path::Path::to_path_buf);
     while let Some(d) = dir
         && d.starts_with(&top)
         && d != top
-        && tokio::fs::remove_dir(d).await.is_ok()
+        && let Ok(inside) = in_project(&project, &d, &rel)
     {
-        dir = d.parent();
+        let (base, inside) = (base.clone(), inside.to_path_buf());
+        let removed = tokio::task::spawn_blocking(move || {
+            magrathea_exec::beneath::remove_empty_dir(&base, &inside)
+        })
+        .await;
+        if !matches!(removed, Ok(Ok(()))) {
+            break;
+        }
+        dir = d.parent().map(std::path::Path::to_path_buf);
     }
     if trigger_doc
         && let Err(e) = state.triggers.catalog().and_then(|catalog| {

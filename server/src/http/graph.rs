@@ -120,8 +120,9 @@ pub(crate) async fn get(
     let loaded = load(&state, &scope, &p.name)?;
     render(format, &loaded, || {
         let (path, label) = layout_file(&state, &scope, &p.name);
-        match state.docs().confined(&path) {
-            Ok(real) => Ok(Layout::read(&real, &label)?),
+        // Opened beneath the project: a link a step swaps in after the check leads nowhere.
+        match state.docs().open_confined(&path) {
+            Ok(file) => Ok(Layout::read_opened(Ok(file), &label)?),
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(None),
             Err(e) => Err(layout_refused(label, e)),
         }
@@ -187,8 +188,8 @@ pub(crate) async fn get_run(
     // (`par#fan.lint`) or a workflow since removed has no layout file.
     render(format, &loaded, || {
         let (path, label) = layout_file(&state, &scope, &start.workflow_name);
-        Ok(match state.docs().confined(&path) {
-            Ok(real) => Layout::read(&real, &label).ok().flatten(),
+        Ok(match state.docs().open_confined(&path) {
+            Ok(file) => Layout::read_opened(Ok(file), &label).ok().flatten(),
             Err(_) => None,
         })
     })
@@ -228,6 +229,13 @@ pub(crate) async fn put(
     })
     .await
     .map_err(ApiError::internal)??;
-    layout.write(&path, &label)?;
+    // Written beneath the project: a directory a step swaps for a link meanwhile leads the
+    // write nowhere else.
+    let project = state.docs().project_dir(&scope);
+    let base = super::doc_paths::project_base(&project, &label)?;
+    let inside = super::doc_paths::in_project(&project, &path, &label)?.to_path_buf();
+    layout.write_with(&label, |bytes| {
+        magrathea_exec::beneath::write_atomically(&base, &inside, bytes)
+    })?;
     Ok(Json(editor_graph::export(&loaded, Some(&layout))).into_response())
 }

@@ -196,7 +196,7 @@ fn entry(
     let opts = LoadOptions::default();
     let read = match &found.bad_name {
         Some(why) => Err(("MAG-DOC002", why.clone())),
-        None => read_bounded(&found.file, opts.max_bytes),
+        None => read_bounded(docs, &found.file, opts.max_bytes),
     };
     let (valid, diags, description, version) = match read {
         Err((code, message)) => (
@@ -264,7 +264,11 @@ impl DiagnosticDto {
 /// The file's text, reading at most one byte more than `max` (so that the loader reports a
 /// document over its limit without the server holding all of it).
 /// A failure is the code and message of its diagnostic.
-fn read_bounded(file: &Path, max: usize) -> Result<String, (&'static str, String)> {
+fn read_bounded(
+    docs: &magrathea_yaml::DocumentSource,
+    file: &Path,
+    max: usize,
+) -> Result<String, (&'static str, String)> {
     let unreadable = |e: std::io::Error| ("MAG-Y001", format!("cannot read the document: {e}"));
     let too_large = || {
         (
@@ -272,7 +276,8 @@ fn read_bounded(file: &Path, max: usize) -> Result<String, (&'static str, String
             format!("the document is larger than {max} bytes, the most a workflow may have"),
         )
     };
-    let f = magrathea_exec::regular_file::open(file).map_err(|e| {
+    // Opened beneath its project: a link a step swaps in after the listing leads nowhere.
+    let f = docs.open_confined(file).map_err(|e| {
         if magrathea_exec::regular_file::is_too_large(&e) {
             too_large()
         } else {

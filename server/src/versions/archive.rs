@@ -5,7 +5,7 @@ use std::time::SystemTime;
 use magrathea_yaml::{DocumentSource, Scope};
 
 use super::{CHANGES, VersionError, checked, io, rfc3339};
-use crate::atomic_write::write_atomically;
+use crate::atomic_write::{remove_in_project, write_in_project};
 
 /// Archives (`true`) or unarchives (`false`) the workflow `name` of the project; `by` is
 /// recorded in the marker. Returns whether it is archived now. Archiving needs the workflow
@@ -40,10 +40,10 @@ pub fn set_archived(
             serde_json::Value::from(at),
             serde_json::Value::from(by)
         );
-        write_atomically(&marker, text.as_bytes())
+        write_in_project(docs, scope, &marker, text.as_bytes())
             .map_err(|e| io(name, "writing the marker", e))?;
     } else {
-        match std::fs::remove_file(&marker) {
+        match remove_in_project(docs, scope, &marker) {
             Ok(()) => {}
             // Not archived: nothing to do, unless there is no such workflow at all.
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => {

@@ -11,7 +11,7 @@ use super::draft_triggers::{
     DraftTrigger, draft_triggers, draft_triggers_dir, stale_graph_triggers,
 };
 use super::{CHANGES, VersionError, checked, history_dir, io, live_path, read_optional, vance};
-use crate::atomic_write::write_atomically;
+use crate::atomic_write::{remove_in_project, write_in_project};
 use crate::triggers::registry::sha256_hex;
 
 /// What a publish did.
@@ -149,14 +149,14 @@ pub fn publish(
                         "_vance/{HISTORY_DIR}/{name}/{hash}.yaml"
                     )));
                 }
-                None => write_atomically(&entry, text.as_bytes())
+                None => write_in_project(docs, scope, &entry, text.as_bytes())
                     .map_err(|e| io(name, "writing the history", e))?,
             }
             Some(hash)
         }
         None => None,
     };
-    write_atomically(&live, draft.as_bytes())
+    write_in_project(docs, scope, &live, draft.as_bytes())
         .map_err(|e| io(name, "writing the live document", e))?;
     // The triggers after the document they start, so none fires the old text; the draft goes
     // last, so a publish cut short is done again by publishing again.
@@ -164,11 +164,11 @@ pub fn publish(
         let path = vance(docs, scope)
             .join(t.dir)
             .join(format!("{}.yaml", t.name));
-        write_atomically(&path, t.text.as_bytes())
+        write_in_project(docs, scope, &path, t.text.as_bytes())
             .map_err(|e| io(name, "writing a trigger document", e))?;
     }
     for document in &stale {
-        match std::fs::remove_file(docs.project_dir(scope).join(document)) {
+        match remove_in_project(docs, scope, &docs.project_dir(scope).join(document)) {
             Ok(()) => {}
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
             Err(e) => return Err(io(name, "removing a trigger the graph no longer has", e)),
@@ -177,10 +177,9 @@ pub fn publish(
     if let Some(layout) = layout {
         let live_layout = crate::editor_graph::layout_path(&docs.project_dir(scope), name);
         layout
-            .write(
-                &live_layout,
-                &format!("_vance/workflows/{name}.layout.json"),
-            )
+            .write_with(&format!("_vance/workflows/{name}.layout.json"), |bytes| {
+                write_in_project(docs, scope, &live_layout, bytes)
+            })
             .map_err(|e| {
                 io(
                     name,
@@ -188,14 +187,14 @@ pub fn publish(
                     std::io::Error::other(e.to_string()),
                 )
             })?;
-        std::fs::remove_file(draft_layout_path(docs, scope, name))
+        remove_in_project(docs, scope, &draft_layout_path(docs, scope, name))
             .map_err(|e| io(name, "removing the draft's layout", e))?;
     }
     if from_graph {
         std::fs::remove_dir_all(draft_triggers_dir(docs, scope, name))
             .map_err(|e| io(name, "removing the draft's triggers", e))?;
     }
-    std::fs::remove_file(&draft_path).map_err(|e| io(name, "removing the draft", e))?;
+    remove_in_project(docs, scope, &draft_path).map_err(|e| io(name, "removing the draft", e))?;
     Ok(Published {
         name: name.to_string(),
         version: sha256_hex(&draft),

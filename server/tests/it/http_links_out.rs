@@ -180,3 +180,78 @@ async fn publishing_does_not_write_through_a_directory_linked_out_of_the_project
             .exists()
     );
 }
+
+/// A step swapping a directory of a document's path for a link out, over and over, while the
+/// API reads and writes through that path: what the server checked is not what it opens, so
+/// every open and write resolves beneath the project at the instant it happens. Not one read
+/// gives the tokens file, not one write lands outside the project.
+#[tokio::test]
+async fn a_directory_swapped_for_a_link_during_a_request_leads_nowhere() {
+    use std::sync::Arc;
+    use std::sync::atomic::{AtomicBool, Ordering};
+
+    let s = Server::start().await;
+    let vance = s.root.join("acme/shop/_vance");
+    // `real/tokens.yaml` exists inside the project when it is checked; swapped, `real` is a
+    // link to the tokens' directory.
+    write(&vance.join("real/tokens.yaml"), "decoy: inside\n");
+    symlink(s.root.join("_auth"), vance.join("link")).unwrap();
+    let stop = Arc::new(AtomicBool::new(false));
+    let swapper = {
+        let (stop, vance) = (stop.clone(), vance.clone());
+        std::thread::spawn(move || {
+            let mut swaps = 0u64;
+            while !stop.load(Ordering::Relaxed) {
+                nix::fcntl::renameat2(
+                    nix::fcntl::AT_FDCWD,
+                    &vance.join("real"),
+                    nix::fcntl::AT_FDCWD,
+                    &vance.join("link"),
+                    nix::fcntl::RenameFlags::RENAME_EXCHANGE,
+                )
+                .unwrap();
+                swaps += 1;
+            }
+            swaps
+        })
+    };
+    let doc = "/brain/acme/project/shop/documents/real/tokens.yaml";
+    let mut inside = 0;
+    for i in 0..300 {
+        let r = s.get(doc, Some(ACME)).send().await.unwrap();
+        let status = r.status().as_u16();
+        let body = r.text().await.unwrap();
+        assert!(
+            !body.contains("tokenSha256") && !body.contains("scopes"),
+            "read {i} went through the link ({status}): {body}"
+        );
+        if status == 200 {
+            assert_eq!(body, "decoy: inside\n");
+            inside += 1;
+        }
+        let put = s
+            .client
+            .put(s.url(&format!(
+                "/brain/acme/project/shop/documents/real/pwn{i}.yaml"
+            )))
+            .bearer_auth(ACME)
+            .body("owned: true\n")
+            .send()
+            .await
+            .unwrap();
+        assert!(
+            [200, 201, 403, 409].contains(&put.status().as_u16()),
+            "{}",
+            put.status()
+        );
+    }
+    stop.store(true, Ordering::Relaxed);
+    assert!(swapper.join().unwrap() > 0);
+    assert!(inside > 0, "some reads found the document inside");
+    let written_out: Vec<_> = std::fs::read_dir(s.root.join("_auth"))
+        .unwrap()
+        .map(|e| e.unwrap().file_name())
+        .filter(|n| n.to_string_lossy().contains("pwn") || n.to_string_lossy().contains(".tmp"))
+        .collect();
+    assert!(written_out.is_empty(), "{written_out:?}");
+}

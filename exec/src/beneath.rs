@@ -1,0 +1,351 @@
+//! Opening, writing and removing a file of a served project so that no path leaves the
+//! project, however its directories change meanwhile.
+//!
+//! A shell step may change its project while the server works on it: between a check that a
+//! path stays inside the project ([`crate::confine`]) and the server's use of that path, a step
+//! can swap a directory of the path for a symbolic link to another tenant's files, and the
+//! server, which has more rights than the step, would follow it. Here every path is resolved
+//! by the kernel in one call relative to the project directory's descriptor, with
+//! `RESOLVE_BENEATH` (`openat2(2)`): a link is followed only while it stays below that
+//! directory, at the instant of the open. A write creates its directories one at a time
+//! relative to their parent's descriptor, writes a temporary file there and renames it in the
+//! same directory; a removal unlinks the name in its directory's descriptor. A kernel without
+//! `openat2` (before Linux 5.6) gets the stricter walk of one component at a time that
+//! follows no link at all.
+//!
+//! A path that would leave the directory is [`std::io::ErrorKind::PermissionDenied`] (see
+//! [`is_outside`]).
+
+use std::fs::File;
+use std::io::Write;
+use std::os::fd::{AsFd, OwnedFd};
+use std::path::{Component, Path, PathBuf};
+use std::sync::atomic::{AtomicU64, Ordering};
+
+use rustix::fs::{AtFlags, Mode, OFlags, ResolveFlags};
+
+/// What [`is_outside`] tells: the path leaves the directory it was resolved beneath.
+#[derive(Debug)]
+struct Outside(PathBuf);
+
+impl std::fmt::Display for Outside {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(
+            f,
+            "{} leads out of its project (a symbolic link or `..`)",
+            self.0.display()
+        )
+    }
+}
+
+impl std::error::Error for Outside {}
+
+fn outside(path: &Path) -> std::io::Error {
+    std::io::Error::new(
+        std::io::ErrorKind::PermissionDenied,
+        Outside(path.to_path_buf()),
+    )
+}
+
+/// Whether `e` says the path leads out of the directory it was resolved beneath.
+pub fn is_outside(e: &std::io::Error) -> bool {
+    e.get_ref().is_some_and(|inner| inner.is::<Outside>())
+}
+
+/// `path` relative to `base`: `path` itself when relative; a path with `..` or one that is
+/// not below `base` leads out.
+fn relative<'a>(base: &Path, path: &'a Path) -> std::io::Result<&'a Path> {
+    let rel = if path.is_absolute() {
+        path.strip_prefix(base).map_err(|_| outside(path))?
+    } else {
+        path
+    };
+    if rel
+        .components()
+        .any(|c| !matches!(c, Component::Normal(_) | Component::CurDir))
+    {
+        return Err(outside(path));
+    }
+    Ok(rel)
+}
+
+fn dir_fd(base: &Path) -> std::io::Result<OwnedFd> {
+    Ok(rustix::fs::open(
+        base,
+        OFlags::DIRECTORY | OFlags::RDONLY | OFlags::CLOEXEC,
+        Mode::empty(),
+    )?)
+}
+
+/// Opens `rel` beneath `dir` with `flags` (and `mode` when it creates): by `openat2` with
+/// `RESOLVE_BENEATH`, or, without it, one component at a time following no link.
+fn open_at(dir: &OwnedFd, rel: &Path, flags: OFlags, mode: Mode) -> std::io::Result<OwnedFd> {
+    let resolve = ResolveFlags::BENEATH | ResolveFlags::NO_MAGICLINKS;
+    match rustix::fs::openat2(dir, rel, flags | OFlags::CLOEXEC, mode, resolve) {
+        Ok(fd) => Ok(fd),
+        // Leaving the directory: `EXDEV` from the resolution; an absolute link is one too.
+        Err(rustix::io::Errno::XDEV) => Err(outside(rel)),
+        Err(rustix::io::Errno::NOSYS) => walk(dir, rel, flags, mode),
+        Err(e) => Err(e.into()),
+    }
+}
+
+/// [`open_at`] on a kernel without `openat2`: each directory opened with `O_NOFOLLOW`, so
+/// that a link anywhere on the path (even one that stays inside) is refused.
+fn walk(dir: &OwnedFd, rel: &Path, flags: OFlags, mode: Mode) -> std::io::Result<OwnedFd> {
+    let parts: Vec<&std::ffi::OsStr> = rel
+        .components()
+        .filter_map(|c| match c {
+            Component::Normal(p) => Some(p),
+            _ => None,
+        })
+        .collect();
+    let Some((last, dirs)) = parts.split_last() else {
+        return Ok(rustix::fs::openat(dir, ".", flags | OFlags::CLOEXEC, mode)?);
+    };
+    let mut at = rustix::io::fcntl_dupfd_cloexec(dir, 0)?;
+    for part in dirs {
+        at = rustix::fs::openat(
+            &at,
+            *part,
+            OFlags::DIRECTORY | OFlags::RDONLY | OFlags::NOFOLLOW | OFlags::CLOEXEC,
+            Mode::empty(),
+        )
+        .map_err(|e| link_refused(e, rel))?;
+    }
+    rustix::fs::openat(&at, *last, flags | OFlags::NOFOLLOW | OFlags::CLOEXEC, mode)
+        .map_err(|e| link_refused(e, rel))
+}
+
+/// `ELOOP` of an `O_NOFOLLOW` open is a link on the path: refused as leading out.
+fn link_refused(e: rustix::io::Errno, rel: &Path) -> std::io::Error {
+    if e == rustix::io::Errno::LOOP || e == rustix::io::Errno::NOTDIR {
+        outside(rel)
+    } else {
+        e.into()
+    }
+}
+
+/// Opens `path` (below `base`, or relative to it) for reading, without blocking on a named
+/// pipe. The caller looks at what it opened (a regular file, its length).
+///
+/// # Errors
+/// A path that leads out of `base` ([`is_outside`]), or the open's error.
+pub fn open_read(base: &Path, path: &Path) -> std::io::Result<File> {
+    let rel = relative(base, path)?;
+    let dir = dir_fd(base)?;
+    let fd = open_at(
+        &dir,
+        rel,
+        OFlags::RDONLY | OFlags::NONBLOCK | OFlags::NOCTTY,
+        Mode::empty(),
+    )?;
+    Ok(File::from(fd))
+}
+
+/// The directory `rel` beneath `dir`, each missing directory created (mode 0755): every
+/// component is opened beneath the one before, so no link leads the walk out.
+fn make_dirs(dir: &OwnedFd, rel: &Path) -> std::io::Result<OwnedFd> {
+    let mut at = rustix::io::fcntl_dupfd_cloexec(dir, 0)?;
+    for part in rel.components() {
+        let Component::Normal(part) = part else {
+            continue;
+        };
+        match rustix::fs::mkdirat(&at, part, Mode::from_raw_mode(0o755)) {
+            Ok(()) | Err(rustix::io::Errno::EXIST) => {}
+            Err(e) => return Err(e.into()),
+        }
+        at = open_at(
+            &at,
+            Path::new(part),
+            OFlags::DIRECTORY | OFlags::RDONLY,
+            Mode::empty(),
+        )?;
+    }
+    Ok(at)
+}
+
+/// Writes `bytes` to `path` (below `base`) whole or not at all: the missing directories are
+/// made beneath `base`, a temporary file is written in the file's directory, synced, and
+/// renamed over the file in that same directory. The temporary file has a short name of its
+/// own, and nothing of it is left behind when the write fails. A link at the file's own name
+/// is replaced, never followed.
+///
+/// # Errors
+/// A path that leads out of `base` ([`is_outside`]); a directory where the file should be
+/// (`IsADirectory`); a document where a directory should be (`NotADirectory`); the
+/// write's error.
+pub fn write_atomically(base: &Path, path: &Path, bytes: &[u8]) -> std::io::Result<()> {
+    static NEXT: AtomicU64 = AtomicU64::new(0);
+    let rel = relative(base, path)?;
+    let Some(name) = rel.file_name() else {
+        return Err(std::io::Error::from(std::io::ErrorKind::IsADirectory));
+    };
+    let dir = dir_fd(base)?;
+    let parent = make_dirs(&dir, rel.parent().unwrap_or(Path::new("")))?;
+    let n = NEXT.fetch_add(1, Ordering::Relaxed);
+    let tmp = format!(".write.{}.{n}.tmp", std::process::id());
+    let fd = rustix::fs::openat(
+        &parent,
+        tmp.as_str(),
+        OFlags::WRONLY | OFlags::CREATE | OFlags::EXCL | OFlags::NOFOLLOW | OFlags::CLOEXEC,
+        Mode::from_raw_mode(0o644),
+    )?;
+    let mut file = File::from(fd);
+    let written = file
+        .write_all(bytes)
+        .and_then(|()| file.sync_all())
+        .and_then(|()| {
+            // A directory at the name would take the file inside it: refused instead.
+            match rustix::fs::statat(&parent, name, AtFlags::SYMLINK_NOFOLLOW) {
+                Ok(st) if rustix::fs::FileType::from_raw_mode(st.st_mode).is_dir() => {
+                    Err(std::io::Error::from(std::io::ErrorKind::IsADirectory))
+                }
+                _ => Ok(()),
+            }
+        })
+        .and_then(|()| Ok(rustix::fs::renameat(&parent, tmp.as_str(), &parent, name)?));
+    if written.is_err() {
+        let _ = rustix::fs::unlinkat(&parent, tmp.as_str(), AtFlags::empty());
+        return written;
+    }
+    // The rename is durable with its directory.
+    let _ = rustix::fs::fsync(parent.as_fd());
+    Ok(())
+}
+
+/// Removes the file `path` (below `base`): its name is unlinked in its directory, opened
+/// beneath `base`; a link at the name is removed itself, never followed.
+///
+/// # Errors
+/// A path that leads out of `base` ([`is_outside`]), or the removal's error (`NotFound`).
+pub fn remove_file(base: &Path, path: &Path) -> std::io::Result<()> {
+    unlink(base, path, AtFlags::empty())
+}
+
+/// Removes the empty directory `path` (below `base`) as [`remove_file`] removes a file.
+///
+/// # Errors
+/// As [`remove_file`]; a directory that is not empty is `DirectoryNotEmpty`.
+pub fn remove_empty_dir(base: &Path, path: &Path) -> std::io::Result<()> {
+    unlink(base, path, AtFlags::REMOVEDIR)
+}
+
+fn unlink(base: &Path, path: &Path, flags: AtFlags) -> std::io::Result<()> {
+    let rel = relative(base, path)?;
+    let Some(name) = rel.file_name() else {
+        return Err(std::io::Error::from(std::io::ErrorKind::InvalidInput));
+    };
+    let dir = dir_fd(base)?;
+    let parent = match rel.parent().filter(|p| !p.as_os_str().is_empty()) {
+        Some(p) => open_at(&dir, p, OFlags::DIRECTORY | OFlags::RDONLY, Mode::empty())?,
+        None => dir,
+    };
+    Ok(rustix::fs::unlinkat(&parent, name, flags)?)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::io::Read;
+
+    fn setup() -> (tempfile::TempDir, PathBuf, PathBuf) {
+        let tmp = tempfile::tempdir().unwrap();
+        let root = tmp.path().canonicalize().unwrap();
+        let project = root.join("acme/shop");
+        std::fs::create_dir_all(project.join("_vance/docs")).unwrap();
+        std::fs::create_dir_all(root.join("other")).unwrap();
+        std::fs::write(root.join("other/secret.txt"), "secret").unwrap();
+        (tmp, root, project)
+    }
+
+    fn read(base: &Path, path: &Path) -> std::io::Result<String> {
+        let mut s = String::new();
+        open_read(base, path)?.read_to_string(&mut s)?;
+        Ok(s)
+    }
+
+    #[test]
+    fn a_file_inside_is_read_written_and_removed() {
+        let (_tmp, _root, project) = setup();
+        let file = project.join("_vance/docs/new/a.md");
+        write_atomically(&project, &file, b"one").unwrap();
+        write_atomically(&project, &file, b"two").unwrap();
+        assert_eq!(read(&project, &file).unwrap(), "two");
+        let names: Vec<_> = std::fs::read_dir(file.parent().unwrap())
+            .unwrap()
+            .map(|e| e.unwrap().file_name())
+            .collect();
+        assert_eq!(names, ["a.md"], "no temporary file is left");
+        // A link that stays inside is followed.
+        std::os::unix::fs::symlink("new/a.md", project.join("_vance/docs/link.md")).unwrap();
+        assert_eq!(
+            read(&project, &project.join("_vance/docs/link.md")).unwrap(),
+            "two"
+        );
+        remove_file(&project, &file).unwrap();
+        assert!(!file.exists());
+        let e = remove_file(&project, &file).unwrap_err();
+        assert_eq!(e.kind(), std::io::ErrorKind::NotFound);
+    }
+
+    #[test]
+    fn no_link_or_dotdot_leads_a_read_a_write_or_a_removal_out() {
+        let (_tmp, root, project) = setup();
+        // A directory of the path that is a link out (as a step would swap one in).
+        std::os::unix::fs::symlink(root.join("other"), project.join("_vance/swapped")).unwrap();
+        std::os::unix::fs::symlink("../../../other", project.join("_vance/relative")).unwrap();
+        for dir in ["swapped", "relative"] {
+            let through = project.join(format!("_vance/{dir}/secret.txt"));
+            let e = read(&project, &through).unwrap_err();
+            assert!(is_outside(&e), "{dir}: {e}");
+            let e = write_atomically(&project, &through, b"owned").unwrap_err();
+            assert!(is_outside(&e), "{dir}: {e}");
+            let e = remove_file(&project, &through).unwrap_err();
+            assert!(is_outside(&e), "{dir}: {e}");
+            let e = write_atomically(
+                &project,
+                &project.join(format!("_vance/{dir}/new/x.md")),
+                b"x",
+            )
+            .unwrap_err();
+            assert!(is_outside(&e), "{dir}: {e}");
+        }
+        assert_eq!(
+            std::fs::read_to_string(root.join("other/secret.txt")).unwrap(),
+            "secret"
+        );
+        assert!(!root.join("other/new").exists());
+        let e = read(&project, Path::new("../../other/secret.txt")).unwrap_err();
+        assert!(is_outside(&e), "{e}");
+        let e = read(&project, &root.join("other/secret.txt")).unwrap_err();
+        assert!(is_outside(&e), "{e}");
+        // A link at the file's own name is replaced by a write, not followed.
+        let named = project.join("_vance/docs/named.md");
+        std::os::unix::fs::symlink(root.join("other/secret.txt"), &named).unwrap();
+        write_atomically(&project, &named, b"mine").unwrap();
+        assert_eq!(std::fs::read_to_string(&named).unwrap(), "mine");
+        assert_eq!(
+            std::fs::read_to_string(root.join("other/secret.txt")).unwrap(),
+            "secret"
+        );
+    }
+
+    #[test]
+    fn a_directory_at_the_name_or_a_file_on_the_way_is_refused() {
+        let (_tmp, _root, project) = setup();
+        let e = write_atomically(&project, &project.join("_vance/docs"), b"x").unwrap_err();
+        assert_eq!(e.kind(), std::io::ErrorKind::IsADirectory, "{e}");
+        std::fs::write(project.join("_vance/file"), "x").unwrap();
+        let e =
+            write_atomically(&project, &project.join("_vance/file/inner.md"), b"x").unwrap_err();
+        assert_eq!(e.kind(), std::io::ErrorKind::NotADirectory, "{e}");
+        assert_eq!(
+            std::fs::read_dir(project.join("_vance/docs"))
+                .unwrap()
+                .count(),
+            0,
+            "no temporary file is left"
+        );
+    }
+}
