@@ -69,7 +69,7 @@ impl StoreLocation {
     }
 
     /// Whether `magrathea serve` has served this store (a directory store that holds the
-    /// [`SERVED_MARKER`]): its runs are a served tree's, so the `magrathea` command drives
+    /// file `served`): its runs are a served tree's, so the `magrathea` command drives
     /// them under the served tree's rules (shell and script defaults, the sandbox), as the
     /// server would. A PostgreSQL store is not marked.
     pub fn is_served(&self) -> bool {

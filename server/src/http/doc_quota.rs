@@ -10,7 +10,7 @@
 //!
 //! The usage is counted when a write asks (a walk of `_vance/` that stops past the bounds, a
 //! listing of the tenant's directory), and a tenant's writes are counted and made one at a
-//! time ([`write_turn`]): concurrent writes cannot pass a bound together.
+//! time (`write_turn`): concurrent writes cannot pass a bound together.
 
 use std::path::{Path, PathBuf};
 
