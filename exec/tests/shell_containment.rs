@@ -215,6 +215,22 @@ async fn a_sandboxed_step_cannot_read_auth_or_another_tenant_but_uses_its_worksp
     assert!(t.root.join("acme/shop/made.txt").exists());
 }
 
+/// A device node made in the workspace would open whatever device it names (the kernel's
+/// log, a terminal, a disk) with the server's rights: the sandbox makes none, also as root;
+/// a named pipe or a socket is an ordinary file of the workspace.
+#[tokio::test]
+async fn a_sandboxed_step_cannot_make_device_nodes() {
+    let t = tree(true, "", "").await;
+    for command in ["mknod kmsg c 1 11", "mknod disk b 7 0"] {
+        let out = t.output(command).await;
+        assert_ne!(out.exit_code, Some(0), "{command}: {out:?}");
+    }
+    assert!(!t.root.join("acme/shop/kmsg").exists());
+    assert!(!t.root.join("acme/shop/disk").exists());
+    let out = t.output("mkfifo pipe && test -p pipe").await;
+    assert_eq!(out.exit_code, Some(0), "{out:?}");
+}
+
 #[tokio::test]
 async fn the_sandbox_follows_the_tenants_setting_and_the_local_default_is_off() {
     // Local (not served): off by default, so the owner's own files are readable.
