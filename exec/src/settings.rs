@@ -134,7 +134,8 @@ pub struct SubRunSettings {
 #[derive(Debug, Clone, Deserialize, JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct ShellSettings {
-    /// Most bytes kept of each of stdout and stderr; the tail is kept (default 1 MiB).
+    /// Most bytes kept of each of stdout and stderr; the tail is kept (default 1 MiB; never
+    /// more than a task's output may hold, the engine's task output limit, 4 MiB by default).
     #[serde(default = "one_mib")]
     pub max_output_bytes: usize,
     /// The timeout of shell steps that declare none. Never larger than the tenant's

@@ -328,10 +328,21 @@ pub(crate) async fn execute(
         dir,
         timeout: Some(saturating_secs(timeout)),
         env: vars,
-        max_output: project.max_output_bytes,
+        max_output: kept_output(
+            project.max_output_bytes,
+            ctx.data::<magrathea_core::TaskOutputLimit>().map(|l| l.0),
+        ),
         sandbox,
     };
     run_shell(&input.run, job).await
+}
+
+/// The bytes kept of each of stdout and stderr: the project's `shell.maxOutputBytes`, never
+/// more than a task's output may hold (`limit`, the engine's default when unknown): what a
+/// project asks beyond it would only grow the server's memory (a step may print gigabytes)
+/// before the step fails its output limit.
+fn kept_output(project: usize, limit: Option<usize>) -> usize {
+    project.min(limit.unwrap_or(magrathea_core::DEFAULT_MAX_TASK_OUTPUT_BYTES))
 }
 
 /// The timeout of a step that declares none: the project's default, at most the tenant's (a
@@ -630,6 +641,16 @@ fn run_variables(data: Option<&RunData>, ctx: &TaskContext) -> Vec<(String, Stri
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_project_keeps_no_more_output_than_a_task_may_hold() {
+        assert_eq!(kept_output(4_000_000_000, Some(65_536)), 65_536);
+        assert_eq!(
+            kept_output(4_000_000_000, None),
+            magrathea_core::DEFAULT_MAX_TASK_OUTPUT_BYTES
+        );
+        assert_eq!(kept_output(1 << 20, Some(4 << 20)), 1 << 20);
+    }
     use serde_json::json;
 
     #[test]
