@@ -143,11 +143,17 @@ impl IntoExecCall for ScriptInput {
     }
 }
 
-/// The limits every execution runs under, and the executions running now.
+/// The most scripts of all projects that execute at once: each may hold its heap limit
+/// (64 MiB), and projects run theirs side by side, so without this one token with many
+/// projects could grow the server's memory without end. More wait for a place.
+pub const MAX_CONCURRENT_SCRIPTS: usize = 16;
+
+/// The limits every execution runs under, the executions running now, and their places.
 #[derive(Debug, Clone)]
 pub(crate) struct Scripts {
     limits: Limits,
     running: Arc<AtomicUsize>,
+    places: Arc<tokio::sync::Semaphore>,
 }
 
 impl Scripts {
@@ -161,6 +167,7 @@ impl Scripts {
                 result_bytes: engine::DEFAULT_RESULT_BYTES,
             },
             running: Arc::new(AtomicUsize::new(0)),
+            places: Arc::new(tokio::sync::Semaphore::new(MAX_CONCURRENT_SCRIPTS)),
         }
     }
 }
@@ -252,9 +259,18 @@ pub(crate) async fn execute(
     let _cancel_on_drop = CancelOnDrop(cancel.clone());
     let timeout = limits.timeout;
     let script_path = path.clone();
+    // A place among the scripts of all projects, held until the script's thread ends (an
+    // interrupted script still holds its memory until then).
+    let place = scripts
+        .places
+        .clone()
+        .acquire_owned()
+        .await
+        .map_err(|_| technical("[MAG-JS015] the script engine is closing".into()))?;
     let running = Running::enter(&scripts.running);
     let handle = tokio::task::spawn_blocking(move || {
         let _running = running;
+        let _place = place;
         let body = read_script(&docs, &scope, &source, &dir_name, &script_path)?;
         let job = Job {
             body: &body,

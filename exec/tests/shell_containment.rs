@@ -580,6 +580,40 @@ async fn a_step_without_a_timeout_ends_at_the_tenants_default() {
     assert_eq!(kind, "success", "{output}");
 }
 
+/// Each script may hold its heap limit: however many run side by side (a project's lane
+/// may allow many, and a token may make many projects), at most
+/// `MAX_CONCURRENT_SCRIPTS` execute at once; the others wait for a place and then run.
+#[tokio::test]
+async fn no_more_scripts_execute_at_once_than_the_engine_has_places_for() {
+    let t = tree(true, "", "lanes: { maxConcurrentTasks: 40 }\n").await;
+    write(
+        &t.root.join("acme/shop/_vance/scripts/spin.js"),
+        "const start = Date.now(); while (Date.now() - start < 300) {} return { start, end: Date.now() };",
+    );
+    let mut runs = Vec::new();
+    for _ in 0..24 {
+        let input = ScriptInput::new("_vance/scripts/spin.js").timeout(Duration::from_secs(60));
+        runs.push(t.start("js", serde_json::to_value(input).unwrap()).await);
+    }
+    let mut spans = Vec::new();
+    for run in runs {
+        let result = t.finish(run).await;
+        assert_eq!(result["kind"], "success", "{result}");
+        let o = &result["output"];
+        spans.push((o["start"].as_i64().unwrap(), o["end"].as_i64().unwrap()));
+    }
+    // The most executions that overlapped at any instant.
+    let most = spans
+        .iter()
+        .map(|(at, _)| spans.iter().filter(|(s, e)| s <= at && at < e).count())
+        .max()
+        .unwrap();
+    assert!(
+        most <= magrathea_exec::script::MAX_CONCURRENT_SCRIPTS,
+        "{most} scripts executed at once"
+    );
+}
+
 #[tokio::test]
 async fn a_slow_shell_step_does_not_hold_up_another_runs_script_step() {
     let t = tree(true, "", "").await;
