@@ -55,6 +55,13 @@ async fn the_same_key_starts_one_run_and_returns_it_again() {
     let (status, hello) = start(&s, "acme", ACME, "hello", "order-42").await;
     assert_eq!(status, 201);
     assert_ne!(hello, run);
+    // A name no workflow may have finds no other workflow's run through the key's text
+    // (`approve` + `x:order-42` and `approve:x` + `order-42` would read alike).
+    let (status, _) = start(&s, "acme", ACME, "approve", "x:order-42").await;
+    assert_eq!(status, 201);
+    let (status, found) = start(&s, "acme", ACME, "approve:x", "order-42").await;
+    assert_eq!(status, 400, "{found}");
+    assert_eq!(found, "");
 }
 
 /// Starts with one key at the same moment: one caller is told it created the run (201), every
