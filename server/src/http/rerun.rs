@@ -117,7 +117,31 @@ pub(crate) async fn rerun(
         ));
     }
     let which = definition_choice(body.definition.as_deref().unwrap_or("current"))?;
-    let starter = Starter::new(&who.subject);
+    // With an `Idempotency-Key`, a rerun sent again (a client retrying after a timeout) gets
+    // the same new run: keyed by the run it reruns, so it never meets a start's key.
+    let key = super::runs::idempotency_key(&headers)?
+        .map(|k| format!("api:{}:rerun:{}:{k}", scope.key(), summary.run_id));
+    if let Some(key) = &key
+        && let Some(existing) = state
+            .engine
+            .store()
+            .find_idempotency_key(key)
+            .map_err(ApiError::internal)?
+    {
+        return Ok((
+            StatusCode::OK,
+            Json(json!({
+                "workflowRunId": existing.to_string(),
+                "workflowName": original.workflow_name,
+                "rerunOf": summary.run_id.to_string(),
+                "definition": which,
+            })),
+        ));
+    }
+    let starter = Starter {
+        idempotency_key: key.clone(),
+        ..Starter::new(&who.subject)
+    };
     let run = match which {
         "current" => {
             state
@@ -133,7 +157,10 @@ pub(crate) async fn rerun(
         }
         _ => {
             state.refuse_if_archived(&scope, &original.workflow_name)?;
-            let req = StartRequest::repeat_of(&original).started_by(&who.subject);
+            let mut req = StartRequest::repeat_of(&original).started_by(&who.subject);
+            if let Some(key) = &key {
+                req = req.idempotency_key(key.clone());
+            }
             let run = state.engine.start(req).await.map_err(ApiError::internal)?;
             state.metrics.run_started("rerun");
             run

@@ -176,11 +176,14 @@ impl AppState {
         // A name no document may have and no code workflow has starts nothing, and finds no
         // earlier run by its key: the key's text (`…:{name}:{key}`) must not meet another
         // workflow's.
-        if magrathea_yaml::runtime::check_name(name).is_err() && !self.engine.has_code_workflow(name)
+        if magrathea_yaml::runtime::check_name(name).is_err()
+            && !self.engine.has_code_workflow(name)
         {
-            return Err(self.start_error(YamlStartError::Document(
-                DocumentError::InvalidName(name.to_owned()),
-            )));
+            return Err(
+                self.start_error(YamlStartError::Document(DocumentError::InvalidName(
+                    name.to_owned(),
+                ))),
+            );
         }
         if let Some(key) = &starter.idempotency_key
             && let Some(existing) = self

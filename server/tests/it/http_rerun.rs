@@ -98,3 +98,49 @@ async fn a_sub_run_is_not_rerun_on_its_own() {
     let (status, body) = rerun(&s, &parent, json!({}), ACME).await;
     assert_eq!(status, 202, "{body}");
 }
+
+/// A rerun sent again with its `Idempotency-Key` (a client retrying after a timeout) gets the
+/// same new run, on either definition; another key, another run.
+#[tokio::test]
+async fn a_rerun_with_the_same_idempotency_key_reruns_once() {
+    let s = Server::start().await;
+    write(
+        &s.root.join("acme/shop/_vance/workflows/versioned.yaml"),
+        V1,
+    );
+    let first = s.start_run("shop", "versioned", json!({"n": 7})).await;
+    s.wait_status("shop", &first, &["DONE"]).await;
+    let send = |key: &'static str, body: Value| {
+        s.post(
+            &format!("/brain/acme/project/shop/workflows/runs/{first}/rerun"),
+            Some(ACME),
+        )
+        .header("Idempotency-Key", key)
+        .json(&body)
+        .send()
+    };
+    for (key, body) in [
+        ("again-1", json!({})),
+        ("again-2", json!({"definition": "frozen"})),
+    ] {
+        let answers = futures::future::join_all((0..5).map(|_| send(key, body.clone()))).await;
+        let mut runs = std::collections::BTreeSet::new();
+        for r in answers {
+            let r = r.unwrap();
+            let status = r.status().as_u16();
+            let v: Value = r.json().await.unwrap();
+            assert!([200, 202].contains(&status), "{status} {v}");
+            runs.insert(v["workflowRunId"].as_str().unwrap().to_owned());
+        }
+        assert_eq!(runs.len(), 1, "{key}: {runs:?}");
+        let again = send(key, body).await.unwrap();
+        assert_eq!(again.status(), 200);
+    }
+    let list: Vec<Value> = s
+        .get_json(
+            "/brain/acme/project/shop/workflows/runs?workflow=versioned",
+            Some(ACME),
+        )
+        .await;
+    assert_eq!(list.len(), 3, "the first run and one rerun per key");
+}
