@@ -300,7 +300,7 @@ impl Driver {
             _ => None,
         });
         if let Some(reason) = reason {
-            tracing::info!(run = %self.run_id, parent = %parent.run_id, %reason, "cancelling: the parent asked before a restart");
+            tracing::info!(run = %self.run_id, parent = %parent.run_id, %reason, "cancelling: the parent asked for it while the run was out of memory");
             let (reply, _) = oneshot::channel();
             self.handle_event(Event::Cancel { reason, reply });
         }
