@@ -14,6 +14,7 @@
 //!
 //! The outcomes of each task type come from one table, [`crate::outcome`].
 
+mod finite;
 mod lookup;
 mod outcomes;
 mod placeholders;
@@ -44,6 +45,12 @@ pub(crate) fn analyse(ctx: &mut Ctx<'_>, doc: &WorkflowDoc, plan: &Plan) {
 /// ([`placeholders::check`]).
 pub(crate) fn misspelt_placeholders(ctx: &mut Ctx<'_>, root: &YamlNode, doc: &WorkflowDoc) {
     placeholders::check(ctx, root, doc);
+}
+
+/// Errors for the numbers of the states' data (`result:`, `params:`) that JSON cannot hold
+/// (`.inf`, `.nan`, `1e400`).
+pub(crate) fn non_finite_numbers(ctx: &mut Ctx<'_>, root: &YamlNode, doc: &WorkflowDoc) {
+    finite::check(ctx, root, doc);
 }
 
 /// The outcome checks of the states of `doc` (a document with errors) that have no error of

@@ -223,6 +223,28 @@ fn a_refused_number_is_quoted_as_written() {
     }
 }
 
+/// A run's values are JSON, which has no infinite or NaN numbers: written in a state's data,
+/// such a number is refused where it is, not turned into the text `inf`.
+#[test]
+fn a_number_json_cannot_hold_is_refused_in_a_states_data() {
+    let text = "start: a\nstates:\n  a:\n    type: workflow_task\n    workflow: child\n    params: { n: .inf, list: [1, .nan] }\n    on: { success: end, failure: end }\n  end:\n    type: terminal\n    result: { big: 1e400, fine: 1.5 }\n".to_string();
+    let all = rendered(&text);
+    for said in [
+        "wf.yaml:6:18: [MAG-Y026] 'params' of state 'a' holds the number .inf",
+        "wf.yaml:6:34: [MAG-Y026] 'params' of state 'a' holds the number .nan",
+        "wf.yaml:10:20: [MAG-Y026] 'result' of state 'end' holds the number 1e400",
+    ] {
+        assert!(all.iter().any(|d| d.starts_with(said)), "{said}: {all:#?}");
+    }
+    assert_eq!(
+        all.iter()
+            .filter(|d| d.contains("holds the number"))
+            .count(),
+        3,
+        "{all:#?}"
+    );
+}
+
 #[test]
 fn negative_and_not_a_number_durations_are_rejected() {
     let text = format!(
