@@ -358,7 +358,17 @@ pub fn likely_typos(text: &str) -> Vec<TemplateWarning> {
             Some(body) => {
                 let trimmed = body.trim();
                 let root = trimmed.split('.').next().unwrap_or_default();
-                if trimmed != body && matches!(root, "params" | "state") {
+                if let Some(inner) = body.find("${")
+                    && matches!(root, "params" | "state")
+                {
+                    // `${state.${params.k}}`: the inner one is resolved, the outer is not.
+                    format!(
+                        "'${{{}' holds another placeholder: the inner one is resolved, but the \
+                         text around it is left as text (a placeholder is not resolved twice); \
+                         choose the key with a condition_task or pass the value itself",
+                        &body[..inner]
+                    )
+                } else if trimmed != body && matches!(root, "params" | "state") {
                     format!(
                         "'${{{body}}}' has spaces inside the braces and is left as text; write \
                          '${{{trimmed}}}'"
@@ -414,6 +424,19 @@ pub fn resolve_value(spec: &Value, params: &Value, state: &Value) -> Value {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_placeholder_inside_another_is_said_for_what_it_does() {
+        let w = likely_typos("${state.${params.k}}");
+        assert_eq!(w.len(), 1, "{w:?}");
+        assert_eq!(w[0].offset, 0);
+        assert!(
+            w[0].message
+                .starts_with("'${state.' holds another placeholder: the inner one is resolved"),
+            "{}",
+            w[0].message
+        );
+    }
     use serde_json::json;
 
     fn ctx() -> (Value, Value) {
