@@ -32,8 +32,8 @@ concurrent workflows of 10 steps against one raw commit per step; the replay of 
 10,000-record run against reading and decoding it. Each ratio is value / baseline: above 1 is
 faster for a rate (records/s, steps/s), slower for ms.
 The workloads are those of the criterion benches (benches/). Exit codes: 0 measured; 1 a
-failure while measuring; 2 DIR does not exist or cannot be written; 130 interrupted (Ctrl-C or
-SIGTERM), the bench files removed.")]
+failure while measuring; 2 DIR does not exist or cannot be written; 130 interrupted (Ctrl-C,
+SIGTERM or SIGHUP), the bench files removed.")]
 pub(crate) struct BenchArgs {
     /// Directory on the disk to measure; the files go to a fresh subdirectory of it, removed
     /// afterwards [default: the system temp directory].
@@ -48,12 +48,33 @@ pub(crate) struct BenchArgs {
     json: bool,
 }
 
-pub(crate) async fn bench(args: BenchArgs) -> anyhow::Result<u8> {
+pub(crate) async fn bench(loc: &super::Location, args: BenchArgs) -> anyhow::Result<u8> {
+    // The bench measures a disk with files of its own: a store or project given would not be
+    // what it measured.
+    if loc.store.is_some() || loc.project.is_some() {
+        return Err(Invalid(
+            "bench measures the disk of --dir with files of its own: --store and --project are \
+             not used by it (a PostgreSQL store is not measured); leave them out"
+                .into(),
+        )
+        .into());
+    }
+    // Installed before the bench directory is made: a Ctrl-C, SIGTERM or SIGHUP (a closed
+    // terminal) from then on removes the bench files, as for the other commands.
+    use tokio::signal::unix::{SignalKind, signal};
+    let mut sigint = signal(SignalKind::interrupt()).context("cannot handle Ctrl-C")?;
+    let mut sigterm = signal(SignalKind::terminate()).context("cannot handle SIGTERM")?;
+    let mut sighup = signal(SignalKind::hangup()).context("cannot handle SIGHUP")?;
+    let named = if args.dir.is_some() {
+        "--dir"
+    } else {
+        "the system temp directory (TMPDIR)"
+    };
     let base = args.dir.unwrap_or_else(std::env::temp_dir);
-    let base = checked_dir(&base)?;
+    let base = checked_dir(&base, named)?;
     let work = magrathea_workloads::fresh_dir(&base).map_err(|e| {
         Invalid(format!(
-            "--dir {}: cannot create a directory in it: {e}",
+            "{named} {}: cannot create a directory in it: {e}",
             base.display()
         ))
     })?;
@@ -70,11 +91,6 @@ pub(crate) async fn bench(args: BenchArgs) -> anyhow::Result<u8> {
             .as_str()
             .unwrap_or("filesystem unknown")
     );
-    // Installed before anything is measured: a Ctrl-C or a SIGTERM removes the bench files
-    // too, as for the other commands.
-    use tokio::signal::unix::{SignalKind, signal};
-    let mut sigint = signal(SignalKind::interrupt()).context("cannot handle Ctrl-C")?;
-    let mut sigterm = signal(SignalKind::terminate()).context("cannot handle SIGTERM")?;
     let path = work.path().to_path_buf();
     let measuring = tokio::task::spawn_blocking(move || {
         suite::run(&path, &plan, &mut |stage| errln!("bench: {stage}"))
@@ -83,6 +99,7 @@ pub(crate) async fn bench(args: BenchArgs) -> anyhow::Result<u8> {
         joined = measuring => joined.context("the bench thread")?,
         _ = sigint.recv() => interrupted(work.path()),
         _ = sigterm.recv() => interrupted(work.path()),
+        _ = sighup.recv() => interrupted(work.path()),
     };
     let removed = work.close();
     let figures = figures?;
@@ -119,15 +136,16 @@ fn interrupted(files: &Path) -> ! {
     std::process::exit(EXIT_INTERRUPTED.into())
 }
 
-/// `dir`, absolute, if it is a directory; a usage error otherwise.
-fn checked_dir(dir: &Path) -> anyhow::Result<PathBuf> {
+/// `dir`, absolute, if it is a directory; a usage error otherwise, naming it as `named`
+/// (`--dir`, or the system temp directory the bench fell back to).
+fn checked_dir(dir: &Path, named: &str) -> anyhow::Result<PathBuf> {
     match std::fs::metadata(dir) {
         Ok(m) if m.is_dir() => Ok(dir.canonicalize().unwrap_or_else(|_| dir.to_path_buf())),
-        Ok(_) => Err(Invalid(format!("--dir {}: not a directory", dir.display())).into()),
+        Ok(_) => Err(Invalid(format!("{named} {}: not a directory", dir.display())).into()),
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
-            Err(Invalid(format!("--dir {}: no such directory", dir.display())).into())
+            Err(Invalid(format!("{named} {}: no such directory", dir.display())).into())
         }
-        Err(e) => Err(Invalid(format!("--dir {}: {e}", dir.display())).into()),
+        Err(e) => Err(Invalid(format!("{named} {}: {e}", dir.display())).into()),
     }
 }
 
@@ -189,14 +207,19 @@ fn figure_json(f: &Figure) -> Value {
     })
 }
 
-/// A number with as many decimals as it deserves.
+/// A number with as many decimals as it deserves: three significant digits below 100, so
+/// that a ratio can be checked from the printed figures (0.0912 ms, not 0.09).
 fn number(v: f64) -> String {
     if v >= 100.0 {
         format!("{v:.0}")
     } else if v >= 10.0 {
         format!("{v:.1}")
-    } else {
+    } else if v >= 1.0 || v == 0.0 {
         format!("{v:.2}")
+    } else {
+        // Below 1: as many decimals as three significant digits take.
+        let decimals = (2 - v.abs().log10().floor() as i32).clamp(2, 9) as usize;
+        format!("{v:.decimals$}")
     }
 }
 
@@ -248,4 +271,20 @@ fn print_table(
          (records/s, steps/s), slower for ms. Names: docs/bench.md."
     )?;
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_figure_below_one_keeps_three_significant_digits() {
+        assert_eq!(number(0.0912), "0.0912");
+        assert_eq!(number(0.5), "0.500");
+        assert_eq!(number(0.000_123_4), "0.000123");
+        assert_eq!(number(1.234), "1.23");
+        assert_eq!(number(12.34), "12.3");
+        assert_eq!(number(1234.5), "1234");
+        assert_eq!(number(0.0), "0.00");
+    }
 }

@@ -234,7 +234,7 @@ pub(crate) async fn main() -> ExitCode {
         Command::Versions(a) => versions::list(&loc, a),
         Command::Archive(a) => versions::set_archived(&loc, a, true),
         Command::Unarchive(a) => versions::set_archived(&loc, a, false),
-        Command::Bench(a) => bench::bench(a).await,
+        Command::Bench(a) => bench::bench(&loc, a).await,
     };
     // Clients that started or answered runs here see them settle before this process gives
     // up the store; after a Ctrl-C it leaves at once (their runs resume with the next owner).

@@ -250,6 +250,57 @@ fn sigterm_while_measuring_removes_the_bench_files_and_exits_130() {
     interrupted_by(nix::sys::signal::Signal::SIGTERM);
 }
 
+/// A closed terminal (SIGHUP) ends it as Ctrl-C does: the bench files do not stay behind.
+#[test]
+fn sighup_while_measuring_removes_the_bench_files_and_exits_130() {
+    interrupted_by(nix::sys::signal::Signal::SIGHUP);
+}
+
+/// Without `--dir`, a system temp directory that is not there is named as what it is.
+#[test]
+fn a_missing_temp_directory_is_named_as_the_default_it_is() {
+    let out = Command::new(BIN)
+        .args(["bench", "--quick"])
+        .env("TMPDIR", "/nonexistent-magrathea-tmp")
+        .output()
+        .expect("running magrathea bench");
+    assert_eq!(out.status.code(), Some(2));
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        stderr.contains(
+            "the system temp directory (TMPDIR) /nonexistent-magrathea-tmp: no such directory"
+        ),
+        "{stderr}"
+    );
+}
+
+/// A store or project is not what the bench measures: given, they are refused rather than
+/// left unused without a word.
+#[test]
+fn a_store_or_project_given_to_bench_is_refused() {
+    for args in [
+        [
+            "bench",
+            "--quick",
+            "--store",
+            "postgres://nobody@127.0.0.1:1/x",
+        ],
+        ["bench", "--quick", "--project", "/nonexistent"],
+    ] {
+        let out = Command::new(BIN)
+            .args(args)
+            .output()
+            .expect("running magrathea bench");
+        assert_eq!(out.status.code(), Some(2), "{args:?}");
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert!(
+            stderr.contains("--store and --project are not used"),
+            "{stderr}"
+        );
+        assert!(out.stdout.is_empty());
+    }
+}
+
 /// Sends `signal` while the journal writer is measured; the files go, the exit is 130.
 fn interrupted_by(signal: nix::sys::signal::Signal) {
     use std::io::{BufRead, BufReader, Read};
