@@ -244,6 +244,168 @@ fn unlink(base: &Path, path: &Path, flags: AtFlags) -> std::io::Result<()> {
     Ok(rustix::fs::unlinkat(&parent, name, flags)?)
 }
 
+/// `path` (below `base`) resolved beneath `base` at this instant, links followed while they
+/// stay beneath it: its metadata (a directory, a file and its length).
+///
+/// # Errors
+/// A path that leads out of `base` ([`is_outside`]), or the resolution's error (`NotFound`).
+pub fn metadata(base: &Path, path: &Path) -> std::io::Result<std::fs::Metadata> {
+    let rel = relative(base, path)?;
+    let dir = dir_fd(base)?;
+    let at = if rel.as_os_str().is_empty() {
+        Path::new(".")
+    } else {
+        rel
+    };
+    File::from(open_at(&dir, at, OFlags::PATH, Mode::empty())?).metadata()
+}
+
+/// What an entry of a [`DirList`] is, its own link not followed.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct EntryMeta {
+    /// A directory.
+    pub is_dir: bool,
+    /// A symbolic link (see [`metadata`] for what it leads to, beneath the base).
+    pub is_symlink: bool,
+    /// Its length in bytes.
+    pub len: u64,
+    /// When it was last modified, if known.
+    pub modified: Option<std::time::SystemTime>,
+}
+
+/// A directory opened beneath its base ([`list_dir`]), read one entry at a time: a listing
+/// of any size costs one entry of memory at a time.
+pub struct DirList {
+    fd: OwnedFd,
+    dir: rustix::fs::Dir,
+}
+
+impl std::fmt::Debug for DirList {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("DirList").finish_non_exhaustive()
+    }
+}
+
+impl DirList {
+    /// The next entry's name (`.` and `..` left out); `None` at the end.
+    pub fn next_name(&mut self) -> Option<std::io::Result<std::ffi::OsString>> {
+        use std::os::unix::ffi::OsStrExt;
+        loop {
+            let entry = match self.dir.read()? {
+                Ok(entry) => entry,
+                Err(e) => return Some(Err(e.into())),
+            };
+            let name = entry.file_name().to_bytes();
+            if name == b"." || name == b".." {
+                continue;
+            }
+            return Some(Ok(std::ffi::OsStr::from_bytes(name).to_os_string()));
+        }
+    }
+
+    /// What the entry `name` of this directory is, a link not followed.
+    ///
+    /// # Errors
+    /// The entry is gone, or cannot be looked at.
+    pub fn entry(&self, name: &std::ffi::OsStr) -> std::io::Result<EntryMeta> {
+        let st = rustix::fs::statat(&self.fd, name, AtFlags::SYMLINK_NOFOLLOW)?;
+        let kind = rustix::fs::FileType::from_raw_mode(st.st_mode);
+        let modified = u64::try_from(st.st_mtime).ok().map(|secs| {
+            std::time::UNIX_EPOCH
+                + std::time::Duration::new(secs, u32::try_from(st.st_mtime_nsec).unwrap_or(0))
+        });
+        Ok(EntryMeta {
+            is_dir: kind.is_dir(),
+            is_symlink: kind.is_symlink(),
+            len: u64::try_from(st.st_size).unwrap_or(0),
+            modified,
+        })
+    }
+}
+
+/// Opens the directory `path` (below `base`) beneath `base`, for reading its entries.
+///
+/// # Errors
+/// A path that leads out of `base` ([`is_outside`]); not a directory; the open's error.
+pub fn list_dir(base: &Path, path: &Path) -> std::io::Result<DirList> {
+    let rel = relative(base, path)?;
+    let dir = dir_fd(base)?;
+    let at = if rel.as_os_str().is_empty() {
+        Path::new(".")
+    } else {
+        rel
+    };
+    let fd = open_at(&dir, at, OFlags::DIRECTORY | OFlags::RDONLY, Mode::empty())?;
+    let list = rustix::fs::Dir::read_from(&fd)?;
+    Ok(DirList { fd, dir: list })
+}
+
+/// Opens the directory `path` as it is named, links followed wherever they lead: the owner's
+/// own tree, where [`list_dir`]'s confinement does not apply.
+///
+/// # Errors
+/// Not a directory; the open's error.
+pub fn list_dir_following(path: &Path) -> std::io::Result<DirList> {
+    let fd = rustix::fs::open(
+        path,
+        OFlags::DIRECTORY | OFlags::RDONLY | OFlags::CLOEXEC,
+        Mode::empty(),
+    )?;
+    let list = rustix::fs::Dir::read_from(&fd)?;
+    Ok(DirList { fd, dir: list })
+}
+
+/// Removes the directory `path` (below `base`) and everything in it: the directory is opened
+/// beneath `base`, and each entry inside is removed by its name in its directory's
+/// descriptor, no link followed (a link inside is removed itself).
+///
+/// # Errors
+/// A path that leads out of `base` ([`is_outside`]); the removal's error (`NotFound`).
+pub fn remove_dir_all(base: &Path, path: &Path) -> std::io::Result<()> {
+    let rel = relative(base, path)?;
+    let Some(name) = rel.file_name() else {
+        return Err(std::io::Error::from(std::io::ErrorKind::InvalidInput));
+    };
+    let dir = dir_fd(base)?;
+    let parent = match rel.parent().filter(|p| !p.as_os_str().is_empty()) {
+        Some(p) => open_at(&dir, p, OFlags::DIRECTORY | OFlags::RDONLY, Mode::empty())?,
+        None => dir,
+    };
+    empty_and_remove(&parent, name, 0)
+}
+
+/// The deepest [`remove_dir_all`] goes.
+const MAX_DEPTH: usize = 64;
+
+fn empty_and_remove(parent: &OwnedFd, name: &std::ffi::OsStr, depth: usize) -> std::io::Result<()> {
+    if depth > MAX_DEPTH {
+        return Err(std::io::Error::other("nested too deep to remove"));
+    }
+    let fd = rustix::fs::openat(
+        parent,
+        name,
+        OFlags::DIRECTORY | OFlags::RDONLY | OFlags::NOFOLLOW | OFlags::CLOEXEC,
+        Mode::empty(),
+    )
+    .map_err(|e| link_refused(e, Path::new(name)))?;
+    let mut list = DirList {
+        dir: rustix::fs::Dir::read_from(&fd)?,
+        fd,
+    };
+    let mut names = Vec::new();
+    while let Some(entry) = list.next_name() {
+        names.push(entry?);
+    }
+    for entry in names {
+        if list.entry(&entry)?.is_dir {
+            empty_and_remove(&list.fd, &entry, depth + 1)?;
+        } else {
+            rustix::fs::unlinkat(&list.fd, entry.as_os_str(), AtFlags::empty())?;
+        }
+    }
+    Ok(rustix::fs::unlinkat(parent, name, AtFlags::REMOVEDIR)?)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -347,5 +509,56 @@ mod tests {
             0,
             "no temporary file is left"
         );
+    }
+
+    #[test]
+    fn a_listing_a_metadata_and_a_removal_stay_beneath() {
+        let (_tmp, root, project) = setup();
+        let docs = project.join("_vance/docs");
+        std::fs::create_dir_all(docs.join("sub/deeper")).unwrap();
+        std::fs::write(docs.join("sub/deeper/a.md"), "aa").unwrap();
+        std::fs::write(docs.join("b.md"), "bbb").unwrap();
+        std::os::unix::fs::symlink(root.join("other"), docs.join("out")).unwrap();
+        std::os::unix::fs::symlink("sub", docs.join("in")).unwrap();
+        let mut list = list_dir(&project, &docs).unwrap();
+        let mut seen = Vec::new();
+        while let Some(name) = list.next_name() {
+            let name = name.unwrap();
+            let meta = list.entry(&name).unwrap();
+            seen.push((
+                name.to_string_lossy().into_owned(),
+                meta.is_dir,
+                meta.is_symlink,
+            ));
+        }
+        seen.sort();
+        assert_eq!(
+            seen,
+            [
+                ("b.md".to_owned(), false, false),
+                ("in".to_owned(), false, true),
+                ("out".to_owned(), false, true),
+                ("sub".to_owned(), true, false),
+            ]
+        );
+        assert!(metadata(&project, &docs.join("in")).unwrap().is_dir());
+        assert!(is_outside(
+            &metadata(&project, &docs.join("out")).unwrap_err()
+        ));
+        assert!(is_outside(
+            &list_dir(&project, &docs.join("out")).unwrap_err()
+        ));
+        // Through a link out: refused; the tree with a link inside: removed, the link's
+        // target kept.
+        assert!(is_outside(
+            &remove_dir_all(&project, &docs.join("out/x")).unwrap_err()
+        ));
+        std::os::unix::fs::symlink(root.join("other"), docs.join("sub/back")).unwrap();
+        remove_dir_all(&project, &docs.join("sub")).unwrap();
+        assert!(!docs.join("sub").exists());
+        assert!(root.join("other/secret.txt").exists());
+        // A link at the name itself is not a directory to empty.
+        assert!(remove_dir_all(&project, &docs.join("out")).is_err());
+        assert!(root.join("other/secret.txt").exists());
     }
 }

@@ -1,9 +1,7 @@
 //! Writing a document whole or not at all: a temporary file beside it, then a rename.
 
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::sync::atomic::{AtomicU64, Ordering};
-
-use magrathea_yaml::{DocumentSource, Scope};
 
 /// Writes `bytes` to `file` through a temporary file in the same directory and a rename,
 /// creating the directory. The temporary file has a short name of its own (the document's
@@ -20,57 +18,6 @@ pub(crate) fn write_atomically(file: &Path, bytes: &[u8]) -> std::io::Result<()>
         let _ = std::fs::remove_file(&tmp);
     }
     written
-}
-
-/// Writes `bytes` to `file`, a file of `scope`'s project, whole or not at all: in a served
-/// tree beneath the project ([`magrathea_exec::beneath`]: a directory a step swaps for a link
-/// meanwhile leads the write nowhere else), in the owner's tree as [`write_atomically`] does.
-pub(crate) fn write_in_project(
-    docs: &DocumentSource,
-    scope: &Scope,
-    file: &Path,
-    bytes: &[u8],
-) -> std::io::Result<()> {
-    match beneath_project(docs, scope, file)? {
-        Some((base, rel)) => magrathea_exec::beneath::write_atomically(&base, &rel, bytes),
-        None => write_atomically(file, bytes),
-    }
-}
-
-/// Removes `file`, a file of `scope`'s project, as [`write_in_project`] writes one.
-pub(crate) fn remove_in_project(
-    docs: &DocumentSource,
-    scope: &Scope,
-    file: &Path,
-) -> std::io::Result<()> {
-    match beneath_project(docs, scope, file)? {
-        Some((base, rel)) => magrathea_exec::beneath::remove_file(&base, &rel),
-        None => std::fs::remove_file(file),
-    }
-}
-
-/// In a served tree, the canonical project directory (made when missing) and `file` relative
-/// to it; `None` for the owner's tree.
-fn beneath_project(
-    docs: &DocumentSource,
-    scope: &Scope,
-    file: &Path,
-) -> std::io::Result<Option<(PathBuf, PathBuf)>> {
-    if !docs.is_served() {
-        return Ok(None);
-    }
-    let project = docs.project_dir(scope);
-    std::fs::create_dir_all(&project)?;
-    let (Some(base), _) = docs.confined_beneath(&project)? else {
-        return Ok(None);
-    };
-    let rel = file.strip_prefix(&project).map_err(|_| {
-        std::io::Error::new(
-            std::io::ErrorKind::PermissionDenied,
-            format!("{} is not a file of the project", file.display()),
-        )
-    })?;
-    Ok(Some((base, rel.to_path_buf())))
 }
 
 #[cfg(test)]

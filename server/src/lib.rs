@@ -25,6 +25,7 @@
 mod atomic_write;
 pub mod editor_graph;
 pub mod http;
+mod project_files;
 mod store_location;
 mod tree;
 pub mod triggers;

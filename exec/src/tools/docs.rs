@@ -123,7 +123,7 @@ impl DocRead {
                 "`{rel}` is the project's settings, which hold its secrets: no tool reads them"
             )));
         }
-        let meta = std::fs::metadata(&r.path)
+        let meta = crate::beneath::metadata(&r.root, &r.path)
             .map_err(|e| ToolError::Failed(format!("cannot open `{rel}`: {e}")))?;
         if !meta.is_file() {
             return Err(ToolError::Failed(format!(
@@ -209,11 +209,17 @@ impl DocList {
         let mut truncated = false;
         let mut pending = vec![r.path.clone()];
         while let Some(dir) = pending.pop() {
-            let read = std::fs::read_dir(&dir)
+            // Each directory is opened beneath the project, and each entry looked at through
+            // it: a directory a step swaps for a link out meanwhile lists nothing outside.
+            let mut read = crate::beneath::list_dir(&r.root, &dir)
                 .map_err(|e| ToolError::Failed(format!("cannot list `{rel}`: {e}")))?;
-            for entry in read.flatten() {
-                let path = entry.path();
-                let is_link = entry.file_type().is_ok_and(|t| t.is_symlink());
+            while let Some(entry) = read.next_name() {
+                let Ok(entry) = entry else { continue };
+                let path = dir.join(&entry);
+                let Ok(own) = read.entry(&entry) else {
+                    continue;
+                };
+                let is_link = own.is_symlink;
                 // A link is listed only when its target is inside the project too.
                 if is_link
                     && !path
@@ -226,22 +232,28 @@ impl DocList {
                 if in_engine_dir(&r.root, &path) {
                     continue;
                 }
-                let Ok(meta) = std::fs::metadata(&path) else {
-                    continue;
+                // What a link leads to, resolved beneath the project at this instant.
+                let (is_dir, len) = if is_link {
+                    match crate::beneath::metadata(&r.root, &path) {
+                        Ok(m) => (m.is_dir(), m.len()),
+                        Err(_) => continue,
+                    }
+                } else {
+                    (own.is_dir, own.len)
                 };
                 if entries.len() >= MAX_ENTRIES {
                     truncated = true;
                     break;
                 }
-                let kind = if meta.is_dir() { "dir" } else { "file" };
-                let size = if meta.is_dir() { 0 } else { meta.len() };
+                let kind = if is_dir { "dir" } else { "file" };
+                let size = if is_dir { 0 } else { len };
                 entries.push(json!({
                     "path": r.relative(&path),
                     "kind": kind,
                     "size": size,
                 }));
                 // Links are not followed when descending: no cycles, no double listing.
-                if recursive && meta.is_dir() && !is_link {
+                if recursive && is_dir && !is_link {
                     pending.push(path);
                 }
             }

@@ -53,8 +53,7 @@ use serde_json::{Value, json};
 use super::auth::ApiScope;
 use super::body::body_error;
 use super::doc_paths::{
-    beneath_error, check_writable, entry_inside, in_project, project_base, resolve_existing,
-    segments,
+    beneath_error, check_writable, in_project, project_base, resolve_existing, segments,
 };
 use super::error::ApiError;
 use super::state::AppState;
@@ -702,14 +701,27 @@ fn list_page(
     cursor: Option<&str>,
     limit: usize,
 ) -> Result<(Vec<Value>, Option<String>), ApiError> {
-    let Ok(entries) = std::fs::read_dir(dir) else {
+    // Listed beneath the project: a directory a step swaps for a link out after the check
+    // lists nothing outside it.
+    let Some(base) = super::doc_paths::canonical_project(project)? else {
         return Ok((Vec::new(), None));
+    };
+    let Ok(rel_dir) = dir.strip_prefix(project) else {
+        return Ok((Vec::new(), None));
+    };
+    let mut list = match magrathea_exec::beneath::list_dir(&base, rel_dir) {
+        Ok(list) => list,
+        Err(e) if magrathea_exec::beneath::is_outside(&e) => {
+            return Err(beneath_error(e, &parts.join("/"), ApiError::internal));
+        }
+        Err(_) => return Ok((Vec::new(), None)),
     };
     // The `limit + 1` least names above the cursor, in a max-heap: memory for one page,
     // whatever the directory holds.
     let mut least = std::collections::BinaryHeap::with_capacity(limit + 1);
-    for entry in entries.flatten() {
-        let name = entry.file_name().to_string_lossy().into_owned();
+    while let Some(entry) = list.next_name() {
+        let Ok(entry) = entry else { continue };
+        let name = entry.to_string_lossy().into_owned();
         if check_name(&name).is_err() || cursor.is_some_and(|c| name.as_str() <= c) {
             continue;
         }
@@ -724,16 +736,22 @@ fn list_page(
     let more = names.len() > limit;
     names.truncate(limit);
     let next = more.then(|| names.last().cloned()).flatten();
-    // `resolve_existing` found the directory, so the project exists.
-    let base = project.canonicalize().map_err(ApiError::internal)?;
     let mut items = Vec::with_capacity(names.len());
     for name in names {
-        let path = dir.join(&name);
-        let is_link = std::fs::symlink_metadata(&path).is_ok_and(|m| m.file_type().is_symlink());
-        if is_link && !entry_inside(&base, &path) {
+        let Ok(meta) = list.entry(std::ffi::OsStr::new(&name)) else {
             continue;
-        }
-        let kind = if path.is_dir() { "dir" } else { "file" };
+        };
+        // A link is listed as what it leads to beneath the project; one that leads out (or
+        // nowhere) is left out.
+        let is_dir = if meta.is_symlink {
+            match magrathea_exec::beneath::metadata(&base, &rel_dir.join(&name)) {
+                Ok(target) => target.is_dir(),
+                Err(_) => continue,
+            }
+        } else {
+            meta.is_dir
+        };
+        let kind = if is_dir { "dir" } else { "file" };
         let rel = parts
             .iter()
             .map(String::as_str)

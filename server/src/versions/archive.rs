@@ -5,7 +5,7 @@ use std::time::SystemTime;
 use magrathea_yaml::{DocumentSource, Scope};
 
 use super::{CHANGES, VersionError, checked, io, rfc3339};
-use crate::atomic_write::{remove_in_project, write_in_project};
+use crate::project_files::{remove_in_project, write_in_project};
 
 /// Archives (`true`) or unarchives (`false`) the workflow `name` of the project; `by` is
 /// recorded in the marker. Returns whether it is archived now. Archiving needs the workflow

@@ -7,6 +7,8 @@ use std::path::PathBuf;
 use magrathea_yaml::runtime::{DRAFTS_DIR, check_name};
 use magrathea_yaml::{DocumentSource, Scope};
 
+use crate::project_files::list_in_project;
+
 use super::{VersionError, io, vance};
 
 /// The directory of the trigger documents a draft carries.
@@ -64,17 +66,25 @@ pub fn draft_triggers(
     // Only schedules and event documents go live with a draft: anything else beside them
     // (a hook, which runs JavaScript, is written through the documents API) refuses the
     // publish rather than vanishing with the directory.
-    if let Ok(entries) = std::fs::read_dir(&root) {
-        let mut others: Vec<String> = entries
-            .filter_map(Result::ok)
-            .filter(|e| {
-                let name = e.file_name();
-                !(matches!(name.to_str(), Some("scheduler" | "events"))
-                    && e.file_type().is_ok_and(|t| t.is_dir()))
-            })
-            .map(|e| e.file_name().to_string_lossy().into_owned())
-            .take(MAX_DRAFT_TRIGGERS)
-            .collect();
+    // Listed inside the project only: a `.triggers` that is a link out (a step may make one,
+    // or swap one in) lists nothing of another project's, and refuses the publish.
+    let listed = match list_in_project(docs, scope, &root) {
+        Ok(list) => Some(list),
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => None,
+        Err(e) => return Err(io(name, "reading the draft's triggers", e)),
+    };
+    if let Some(mut list) = listed {
+        let mut others: Vec<String> = Vec::new();
+        while let Some(entry) = list.next_name() {
+            let Ok(entry) = entry else { continue };
+            let is_dir = list.entry(&entry).is_ok_and(|m| m.is_dir);
+            if matches!(entry.to_str(), Some("scheduler" | "events")) && is_dir {
+                continue;
+            }
+            if others.len() < MAX_DRAFT_TRIGGERS {
+                others.push(entry.to_string_lossy().into_owned());
+            }
+        }
         others.sort();
         for other in others {
             diagnostics.push(format!(
@@ -86,17 +96,24 @@ pub fn draft_triggers(
     }
     for dir in ["scheduler", "events"] {
         let path = root.join(dir);
-        let entries = match std::fs::read_dir(&path) {
-            Ok(entries) => entries,
+        let mut list = match list_in_project(docs, scope, &path) {
+            Ok(list) => list,
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => continue,
             Err(e) => return Err(io(name, "reading the draft's triggers", e)),
         };
-        docs.confined_dir(&path)
-            .map_err(|e| io(name, "reading the draft's triggers", e))?;
-        let mut files: Vec<_> = entries.filter_map(Result::ok).collect();
-        files.sort_by_key(std::fs::DirEntry::file_name);
-        for entry in files {
-            let file = entry.file_name().to_string_lossy().into_owned();
+        // Names and what each is (its link not followed), read through the listed directory.
+        let mut files = Vec::new();
+        while let Some(entry) = list.next_name() {
+            let Ok(entry) = entry else { continue };
+            let meta = list.entry(&entry).ok();
+            files.push((entry, meta));
+            if files.len() > MAX_DRAFT_TRIGGERS {
+                break;
+            }
+        }
+        files.sort_by(|a, b| a.0.cmp(&b.0));
+        for (entry, meta) in files {
+            let file = entry.to_string_lossy().into_owned();
             if out.len() + diagnostics.len() >= MAX_DRAFT_TRIGGERS {
                 diagnostics.push(format!(
                     "{}: [MAG-VR003] a draft carries at most {MAX_DRAFT_TRIGGERS} trigger \
@@ -106,7 +123,7 @@ pub fn draft_triggers(
                 break;
             }
             let stem = file.strip_suffix(".yaml").filter(|n| check_name(n).is_ok());
-            let regular = entry.file_type().is_ok_and(|t| t.is_file());
+            let regular = meta.is_some_and(|m| !m.is_dir && !m.is_symlink);
             let (Some(stem), true) = (stem, regular) else {
                 diagnostics.push(format!(
                     "{}: [MAG-VR003] expected a trigger document `<name>.yaml`, a regular file",
@@ -114,11 +131,12 @@ pub fn draft_triggers(
                 ));
                 continue;
             };
-            let too_long = entry.metadata().is_ok_and(|m| m.len() > MAX_TRIGGER_BYTES);
+            let too_long = meta.is_some_and(|m| m.len > MAX_TRIGGER_BYTES);
             let text = if too_long {
                 Err(format!("longer than {MAX_TRIGGER_BYTES} bytes"))
             } else {
-                docs.read_text(&entry.path()).map_err(|e| e.to_string())
+                docs.read_text(&path.join(&entry))
+                    .map_err(|e| e.to_string())
             };
             match text.and_then(|text| {
                 crate::triggers::documents::check_trigger_draft(

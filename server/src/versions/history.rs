@@ -57,24 +57,35 @@ pub fn versions(
         });
     }
     let mut history = Vec::new();
-    if let Ok(entries) = std::fs::read_dir(history_dir(docs, scope, name)) {
-        for entry in entries.flatten() {
-            let file = entry.file_name().to_string_lossy().into_owned();
+    // Listed inside the project only: a history directory a step swaps for a link out lists
+    // nothing of another project's.
+    if let Ok(mut list) =
+        crate::project_files::list_in_project(docs, scope, &history_dir(docs, scope, name))
+    {
+        while let Some(entry) = list.next_name() {
+            let Ok(entry) = entry else { continue };
+            let file = entry.to_string_lossy().into_owned();
             let Some(hash) = file.strip_suffix(".yaml") else {
                 continue;
             };
             if hash.len() != 64 || !hash.bytes().all(|b| b.is_ascii_hexdigit()) {
                 continue;
             }
-            let Ok(meta) = entry.metadata() else { continue };
-            let at = meta.modified().ok();
+            // The entry itself, a link not followed: only a regular file is a version.
+            let Ok(meta) = list.entry(&entry) else {
+                continue;
+            };
+            if meta.is_dir || meta.is_symlink {
+                continue;
+            }
+            let at = meta.modified;
             history.push((
                 at,
                 VersionEntry {
                     hash: hash.to_string(),
                     state: "history".into(),
                     at: at.and_then(rfc3339),
-                    size: meta.len(),
+                    size: meta.len,
                 },
             ));
         }

@@ -11,7 +11,9 @@ use super::draft_triggers::{
     DraftTrigger, draft_triggers, draft_triggers_dir, stale_graph_triggers,
 };
 use super::{CHANGES, VersionError, checked, history_dir, io, live_path, read_optional, vance};
-use crate::atomic_write::{remove_in_project, write_in_project};
+use crate::project_files::{
+    list_in_project, remove_dir_all_in_project, remove_in_project, write_in_project,
+};
 use crate::triggers::registry::sha256_hex;
 
 /// What a publish did.
@@ -75,12 +77,15 @@ pub fn publish(
     // An imported graph's layout goes live with its draft; a broken one refuses the publish.
     let layout_label = format!("_vance/{DRAFTS_DIR}/{name}.layout.json");
     let layout_path = draft_layout_path(docs, scope, name);
-    // Read only inside the project, as the draft is.
-    if std::fs::symlink_metadata(&layout_path).is_ok() {
-        docs.confined(&layout_path)
-            .map_err(|e| io(name, "reading the draft's layout", e))?;
-    }
-    let layout = crate::editor_graph::Layout::read(&layout_path, &layout_label).map_err(|e| {
+    // Read only inside the project, as the draft is: opened beneath it, so a link a step
+    // swaps in after a check leads nowhere else.
+    let opened = match docs.open_confined(&layout_path) {
+        Err(e) if e.kind() != std::io::ErrorKind::NotFound => {
+            return Err(io(name, "reading the draft's layout", e));
+        }
+        opened => opened,
+    };
+    let layout = crate::editor_graph::Layout::read_opened(opened, &layout_label).map_err(|e| {
         VersionError::Invalid {
             name: name.to_string(),
             diagnostics: vec![format!(
@@ -191,7 +196,7 @@ pub fn publish(
             .map_err(|e| io(name, "removing the draft's layout", e))?;
     }
     if from_graph {
-        std::fs::remove_dir_all(draft_triggers_dir(docs, scope, name))
+        remove_dir_all_in_project(docs, scope, &draft_triggers_dir(docs, scope, name))
             .map_err(|e| io(name, "removing the draft's triggers", e))?;
     }
     remove_in_project(docs, scope, &draft_path).map_err(|e| io(name, "removing the draft", e))?;
@@ -205,18 +210,26 @@ pub fn publish(
     })
 }
 
-/// The hash of the text the history received last, if any.
+/// The hash of the text the history received last, if any (listed inside the project only).
 fn newest_in_history(docs: &DocumentSource, scope: &Scope, name: &str) -> Option<String> {
-    std::fs::read_dir(history_dir(docs, scope, name))
-        .ok()?
-        .filter_map(Result::ok)
-        .filter_map(|e| {
-            let hash = e.file_name().to_str()?.strip_suffix(".yaml")?.to_owned();
-            let at = e.metadata().and_then(|m| m.modified()).ok()?;
-            Some((at, hash))
-        })
-        .max()
-        .map(|(_, hash)| hash)
+    let mut list = list_in_project(docs, scope, &history_dir(docs, scope, name)).ok()?;
+    let mut newest: Option<(std::time::SystemTime, String)> = None;
+    while let Some(entry) = list.next_name() {
+        let Ok(entry) = entry else { continue };
+        let Some(hash) = entry.to_str().and_then(|f| f.strip_suffix(".yaml")) else {
+            continue;
+        };
+        let Some(at) = list.entry(&entry).ok().and_then(|m| m.modified) else {
+            continue;
+        };
+        if newest
+            .as_ref()
+            .is_none_or(|(t, h)| (at, hash) > (*t, h.as_str()))
+        {
+            newest = Some((at, hash.to_owned()));
+        }
+    }
+    newest.map(|(_, hash)| hash)
 }
 
 #[cfg(test)]

@@ -255,3 +255,100 @@ async fn a_directory_swapped_for_a_link_during_a_request_leads_nowhere() {
         .collect();
     assert!(written_out.is_empty(), "{written_out:?}");
 }
+
+/// A history directory that is a link to another tenant's: its versions are not listed as
+/// this workflow's (their hashes would confirm a guessed text, their times and sizes leak).
+#[tokio::test]
+async fn a_history_linked_out_lists_no_other_tenants_versions() {
+    let s = Server::start().await;
+    let hash = "ab".repeat(32);
+    write(
+        &s.root.join(format!(
+            "globex/shop/_vance/workflow-history/approve/{hash}.yaml"
+        )),
+        "theirs\n",
+    );
+    let history = s.root.join("acme/shop/_vance/workflow-history");
+    std::fs::create_dir_all(&history).unwrap();
+    symlink(
+        s.root.join("globex/shop/_vance/workflow-history/approve"),
+        history.join("approve"),
+    )
+    .unwrap();
+    let v: Value = s
+        .get_json(&format!("{WORKFLOWS}/approve/versions"), Some(ACME))
+        .await;
+    assert!(!v.to_string().contains(&hash), "{v}");
+}
+
+/// A draft's `.triggers` that is a link out: the publish is refused, and names nothing of
+/// what lies there.
+#[tokio::test]
+async fn a_drafts_triggers_linked_out_are_not_listed() {
+    let s = Server::start().await;
+    let drafts = s.root.join("acme/shop/_vance/workflow-drafts");
+    write(
+        &drafts.join("approve.yaml"),
+        "start: done\nstates:\n  done: { type: terminal }\n",
+    );
+    symlink(s.root.join("_auth"), drafts.join("approve.triggers")).unwrap();
+    let r = s
+        .post(&format!("{WORKFLOWS}/approve/publish"), Some(ACME))
+        .send()
+        .await
+        .unwrap();
+    let status = r.status().as_u16();
+    let body = r.text().await.unwrap();
+    assert_ne!(status, 200, "{body}");
+    assert!(!body.contains("tokens.yaml"), "{body}");
+    assert!(s.root.join("_auth/tokens.yaml").exists());
+}
+
+/// A listing racing a step that swaps the listed directory for a link out, over and over:
+/// not one page names what lies outside.
+#[tokio::test]
+async fn a_listed_directory_swapped_for_a_link_lists_nothing_outside() {
+    use std::sync::Arc;
+    use std::sync::atomic::{AtomicBool, Ordering};
+
+    let s = Server::start().await;
+    let vance = s.root.join("acme/shop/_vance");
+    write(&vance.join("listme/decoy.yaml"), "x: 1\n");
+    symlink(s.root.join("_auth"), vance.join("lnk")).unwrap();
+    let stop = Arc::new(AtomicBool::new(false));
+    let swapper = {
+        let (stop, vance) = (stop.clone(), vance.clone());
+        std::thread::spawn(move || {
+            while !stop.load(Ordering::Relaxed) {
+                nix::fcntl::renameat2(
+                    nix::fcntl::AT_FDCWD,
+                    &vance.join("listme"),
+                    nix::fcntl::AT_FDCWD,
+                    &vance.join("lnk"),
+                    nix::fcntl::RenameFlags::RENAME_EXCHANGE,
+                )
+                .unwrap();
+            }
+        })
+    };
+    let mut listed = 0;
+    for i in 0..300 {
+        let r = s
+            .get("/brain/acme/project/shop/documents?dir=listme", Some(ACME))
+            .send()
+            .await
+            .unwrap();
+        let status = r.status().as_u16();
+        let body = r.text().await.unwrap();
+        assert!(
+            !body.contains("tokens.yaml"),
+            "listing {i} ({status}): {body}"
+        );
+        if body.contains("decoy.yaml") {
+            listed += 1;
+        }
+    }
+    stop.store(true, Ordering::Relaxed);
+    swapper.join().unwrap();
+    assert!(listed > 0, "some listings found the directory inside");
+}
