@@ -23,8 +23,9 @@
 //! 128 KiB, and all of them together share the argument space with the command): a
 //! parameter or variable too large for it — a step's stored output of a megabyte, say —
 //! would stop every later shell step from starting. Such a value ([`MAX_VARIABLE_BYTES`], or
-//! past [`MAX_RUN_VARIABLES_BYTES`] of them in all) is written to a file in the step's private
-//! temporary directory instead: `MAGRATHEA_<PREFIX>_<KEY>_FILE` holds its path and
+//! past [`MAX_RUN_VARIABLES_BYTES`] of them in all, or one holding a NUL byte, which no
+//! environment can hold) is written to a file in the step's private temporary directory
+//! instead: `MAGRATHEA_<PREFIX>_<KEY>_FILE` holds its path and
 //! `MAGRATHEA_<PREFIX>_<KEY>` is not set.
 
 use std::collections::HashSet;
@@ -72,7 +73,9 @@ pub(super) fn spill(
             out.push((name, value));
             continue;
         }
-        if n <= MAX_VARIABLE_BYTES && used + n <= MAX_RUN_VARIABLES_BYTES {
+        // A NUL byte (a `find -print0` output stored, say) no environment can hold: such a
+        // value goes to a file too, or no later shell step would start.
+        if n <= MAX_VARIABLE_BYTES && used + n <= MAX_RUN_VARIABLES_BYTES && !value.contains('\0') {
             used += n;
             out.push((name, value));
             continue;
@@ -251,6 +254,23 @@ mod tests {
             .map(|(k, v)| k.len() + v.len() + 2)
             .sum();
         assert!(run_bytes <= MAX_RUN_VARIABLES_BYTES, "{run_bytes}");
+    }
+
+    #[test]
+    fn a_value_with_a_nul_byte_becomes_a_file() {
+        let dir = tempfile::tempdir().unwrap();
+        let vars = vec![
+            (
+                "MAGRATHEA_VAR_FILES_STDOUT".to_string(),
+                "a\0b\0".to_string(),
+            ),
+            ("MAGRATHEA_VAR_OK".to_string(), "plain".to_string()),
+        ];
+        let env = spill(vars, dir.path()).unwrap();
+        assert_eq!(get(&env, "MAGRATHEA_VAR_FILES_STDOUT"), None);
+        let file = get(&env, "MAGRATHEA_VAR_FILES_STDOUT_FILE").unwrap();
+        assert_eq!(std::fs::read(file).unwrap(), b"a\0b\0");
+        assert_eq!(get(&env, "MAGRATHEA_VAR_OK").as_deref(), Some("plain"));
     }
 
     #[test]

@@ -513,6 +513,15 @@ async fn run_shell(command: &str, job: Job) -> Result<Value, TaskError> {
                 .into(),
         ));
     }
+    // A value spliced into `run:` (or any other variable) holding a NUL byte: no process
+    // environment can hold it, so the step cannot start; said as such.
+    if let Some((name, _)) = env.iter().find(|(_, v)| v.contains('\0')) {
+        return Err(technical(format!(
+            "[MAG-SH016] the variable `{name}` holds a NUL byte, which no process's \
+             environment can hold: the step cannot start; keep binary data out of what `run:` \
+             splices (store it in a file, or print it with `-print0` into a file)"
+        )));
+    }
     let mut cmd = tokio::process::Command::new("sh");
     cmd.arg("-c")
         .arg(LIFELINE)

@@ -70,6 +70,11 @@ pub(super) const CODES: &[ErrorCode] = &[
         remedy: "The tenant's administrator removes the path from `_tenant/_vance/settings.yaml`; what steps share belongs in a directory of the tenant's own beside its projects, or outside the tree.",
     },
     ErrorCode {
+        code: "MAG-SH016",
+        meaning: "A shell_task could not start: a variable of its environment (a value spliced into `run:`) holds a NUL byte, which no process environment can hold. Run parameters and variables holding one are given as `<NAME>_FILE` instead.",
+        remedy: "Keep binary data out of what `run:` splices: have the earlier step write it to a file, and pass the file's name.",
+    },
+    ErrorCode {
         code: "MAG-JS001",
         meaning: "A script_task has no `path:`.",
         remedy: "Name the script file, e.g. `path: _vance/scripts/transform.js`.",

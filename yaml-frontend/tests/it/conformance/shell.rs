@@ -337,6 +337,55 @@ states:
     assert_eq!(lines, ["300000", "0"]);
 }
 
+/// A stored output with NUL bytes (`find -print0`), which no environment can hold, does not
+/// stop the later shell steps either: it is given as a file; spliced into `run:`, the step is
+/// refused saying why.
+#[tokio::test]
+async fn a_value_with_a_nul_byte_is_given_as_a_file_and_a_splice_of_it_says_why() {
+    let doc = r#"
+start: nul
+states:
+  nul:
+    type: shell_task
+    run: 'printf "a\0b\0"'
+    dirName: workspace
+    storeAs: files
+    on:
+      success: read
+  read:
+    type: shell_task
+    run: 'test -z "$MAGRATHEA_VAR_FILES_STDOUT" && od -An -c "$MAGRATHEA_VAR_FILES_STDOUT_FILE" | tr -d " \n"'
+    dirName: workspace
+    storeAs: read
+    on:
+      success: spliced
+  spliced:
+    type: shell_task
+    run: 'echo ${state.files.stdout}'
+    dirName: workspace
+    storeAs: spliced
+    on:
+      success: done
+    catch:
+      technical_error: refused
+  refused: { type: terminal, result: "${state.spliced.error}" }
+  done: { type: terminal }
+"#;
+    let p = project(&[("nul", doc)]).await;
+    let v = p.run("nul", json!({})).await;
+    assert_eq!(v.status, RunStatus::Done, "{v:?}");
+    assert_eq!(v.vars["read"]["stdout"], "a\\0b\\0", "{v:?}");
+    let said = v
+        .result
+        .as_ref()
+        .and_then(Value::as_str)
+        .unwrap_or_default();
+    assert!(
+        said.contains("[MAG-SH016]") && said.contains("NUL byte"),
+        "{v:?}"
+    );
+}
+
 /// §2.4 in a shell command: a placeholder gives the value's text (as data, through a variable
 /// of its own, by default); `splice: none` refuses it, naming the variable to use.
 #[tokio::test(flavor = "multi_thread")]
