@@ -90,6 +90,44 @@ fn open_at(dir: &OwnedFd, rel: &Path, flags: OFlags, mode: Mode) -> std::io::Res
     }
 }
 
+/// [`open_at`] of `rel` beneath the directory `dir` of `base` (canonical). A link written with
+/// an absolute path that stays inside `base` (the kernel's `RESOLVE_BENEATH` refuses every
+/// absolute link) is resolved by its text inside `base` ([`crate::confine::resolve_inside`]),
+/// and the path it resolves to opened with no link followed at all: a link swapped in after
+/// that resolution is refused, not followed.
+fn open_in_base(
+    base: &Path,
+    dir: &OwnedFd,
+    rel: &Path,
+    flags: OFlags,
+    mode: Mode,
+) -> std::io::Result<OwnedFd> {
+    match open_at(dir, rel, flags, mode) {
+        Err(e) if is_outside(&e) => {
+            let Ok(real) = crate::confine::resolve_inside(base, base, &base.join(rel)) else {
+                return Err(e);
+            };
+            let Ok(real_rel) = real.strip_prefix(base) else {
+                return Err(e);
+            };
+            let at = if real_rel.as_os_str().is_empty() {
+                Path::new(".")
+            } else {
+                real_rel
+            };
+            let resolve =
+                ResolveFlags::BENEATH | ResolveFlags::NO_SYMLINKS | ResolveFlags::NO_MAGICLINKS;
+            match rustix::fs::openat2(dir, at, flags | OFlags::CLOEXEC, mode, resolve) {
+                Ok(fd) => Ok(fd),
+                Err(rustix::io::Errno::XDEV | rustix::io::Errno::LOOP) => Err(outside(rel)),
+                Err(rustix::io::Errno::NOSYS) => walk(dir, at, flags, mode),
+                Err(e) => Err(e.into()),
+            }
+        }
+        other => other,
+    }
+}
+
 /// [`open_at`] on a kernel without `openat2`: each directory opened with `O_NOFOLLOW`, so
 /// that a link anywhere on the path (even one that stays inside) is refused.
 fn walk(dir: &OwnedFd, rel: &Path, flags: OFlags, mode: Mode) -> std::io::Result<OwnedFd> {
@@ -134,7 +172,8 @@ fn link_refused(e: rustix::io::Errno, rel: &Path) -> std::io::Error {
 pub fn open_read(base: &Path, path: &Path) -> std::io::Result<File> {
     let rel = relative(base, path)?;
     let dir = dir_fd(base)?;
-    let fd = open_at(
+    let fd = open_in_base(
+        base,
         &dir,
         rel,
         OFlags::RDONLY | OFlags::NONBLOCK | OFlags::NOCTTY,
@@ -182,7 +221,21 @@ pub fn write_atomically(base: &Path, path: &Path, bytes: &[u8]) -> std::io::Resu
         return Err(std::io::Error::from(std::io::ErrorKind::IsADirectory));
     };
     let dir = dir_fd(base)?;
-    let parent = make_dirs(&dir, rel.parent().unwrap_or(Path::new("")))?;
+    let parent_rel = rel.parent().unwrap_or(Path::new(""));
+    let parent = if parent_rel.as_os_str().is_empty() {
+        rustix::io::fcntl_dupfd_cloexec(&dir, 0)?
+    } else {
+        match open_in_base(
+            base,
+            &dir,
+            parent_rel,
+            OFlags::DIRECTORY | OFlags::RDONLY,
+            Mode::empty(),
+        ) {
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => make_dirs(&dir, parent_rel)?,
+            opened => opened?,
+        }
+    };
     let n = NEXT.fetch_add(1, Ordering::Relaxed);
     let tmp = format!(".write.{}.{n}.tmp", std::process::id());
     let fd = rustix::fs::openat(
@@ -238,7 +291,13 @@ fn unlink(base: &Path, path: &Path, flags: AtFlags) -> std::io::Result<()> {
     };
     let dir = dir_fd(base)?;
     let parent = match rel.parent().filter(|p| !p.as_os_str().is_empty()) {
-        Some(p) => open_at(&dir, p, OFlags::DIRECTORY | OFlags::RDONLY, Mode::empty())?,
+        Some(p) => open_in_base(
+            base,
+            &dir,
+            p,
+            OFlags::DIRECTORY | OFlags::RDONLY,
+            Mode::empty(),
+        )?,
         None => dir,
     };
     Ok(rustix::fs::unlinkat(&parent, name, flags)?)
@@ -257,7 +316,7 @@ pub fn metadata(base: &Path, path: &Path) -> std::io::Result<std::fs::Metadata> 
     } else {
         rel
     };
-    File::from(open_at(&dir, at, OFlags::PATH, Mode::empty())?).metadata()
+    File::from(open_in_base(base, &dir, at, OFlags::PATH, Mode::empty())?).metadata()
 }
 
 /// What an entry of a [`DirList`] is, its own link not followed.
@@ -335,7 +394,13 @@ pub fn list_dir(base: &Path, path: &Path) -> std::io::Result<DirList> {
     } else {
         rel
     };
-    let fd = open_at(&dir, at, OFlags::DIRECTORY | OFlags::RDONLY, Mode::empty())?;
+    let fd = open_in_base(
+        base,
+        &dir,
+        at,
+        OFlags::DIRECTORY | OFlags::RDONLY,
+        Mode::empty(),
+    )?;
     let list = rustix::fs::Dir::read_from(&fd)?;
     Ok(DirList { fd, dir: list })
 }
@@ -368,7 +433,13 @@ pub fn remove_dir_all(base: &Path, path: &Path) -> std::io::Result<()> {
     };
     let dir = dir_fd(base)?;
     let parent = match rel.parent().filter(|p| !p.as_os_str().is_empty()) {
-        Some(p) => open_at(&dir, p, OFlags::DIRECTORY | OFlags::RDONLY, Mode::empty())?,
+        Some(p) => open_in_base(
+            base,
+            &dir,
+            p,
+            OFlags::DIRECTORY | OFlags::RDONLY,
+            Mode::empty(),
+        )?,
         None => dir,
     };
     empty_and_remove(&parent, name, 0)
@@ -439,7 +510,27 @@ mod tests {
             .map(|e| e.unwrap().file_name())
             .collect();
         assert_eq!(names, ["a.md"], "no temporary file is left");
-        // A link that stays inside is followed.
+        // A link that stays inside is followed, written relative or absolute.
+        std::os::unix::fs::symlink(&file, project.join("_vance/docs/absolute.md")).unwrap();
+        assert_eq!(
+            read(&project, &project.join("_vance/docs/absolute.md")).unwrap(),
+            "two"
+        );
+        std::os::unix::fs::symlink(project.join("_vance/docs/new"), project.join("_vance/abs"))
+            .unwrap();
+        assert!(
+            metadata(&project, &project.join("_vance/abs"))
+                .unwrap()
+                .is_dir()
+        );
+        write_atomically(&project, &project.join("_vance/abs/b.md"), b"b").unwrap();
+        assert_eq!(
+            std::fs::read_to_string(project.join("_vance/docs/new/b.md")).unwrap(),
+            "b"
+        );
+        std::fs::remove_file(project.join("_vance/docs/new/b.md")).unwrap();
+        std::fs::remove_file(project.join("_vance/abs")).unwrap();
+        std::fs::remove_file(project.join("_vance/docs/absolute.md")).unwrap();
         std::os::unix::fs::symlink("new/a.md", project.join("_vance/docs/link.md")).unwrap();
         assert_eq!(
             read(&project, &project.join("_vance/docs/link.md")).unwrap(),
