@@ -227,6 +227,12 @@ enum Mode {
     Param(Param),
     /// `$((…))`, until its parentheses close.
     Arithmetic(u32),
+    /// `((…))`, bash's arithmetic command, until its parentheses close.
+    ArithCommand(u32),
+    /// `[[ … ]]`, bash's test, whose `-eq`, `-lt`, … evaluate their operands as arithmetic.
+    Test,
+    /// `let …`, whose words are arithmetic, until the command ends.
+    Let,
     Body(HereDoc),
 }
 
@@ -241,6 +247,9 @@ struct Param {
     /// unquoted characters match rather than stand for themselves), `Some(false)` after any
     /// other (`:-`, `+`, …: a word follows).
     pattern: Option<bool>,
+    /// In an array subscript (`${a[…]}`) or a substring's offset and length (`${x:…}`),
+    /// which bash evaluates as arithmetic.
+    arithmetic: bool,
 }
 
 /// Where each placeholder of `template` stands, in order, and whether a backslash escaping
@@ -279,6 +288,20 @@ impl Scan {
     }
 
     fn spot(&self) -> Spot {
+        // bash evaluates these as arithmetic, where a value's text runs as code (an array
+        // subscript inside it runs commands), quoted or not, and so what a command
+        // substitution inside them prints.
+        for mode in &self.stack {
+            match mode {
+                Mode::ArithCommand(_) => return Spot::Unsafe("inside `((…))`"),
+                Mode::Test => return Spot::Unsafe("inside `[[ … ]]`"),
+                Mode::Let => return Spot::Unsafe("in the words of `let`"),
+                Mode::Param(p) if p.arithmetic => {
+                    return Spot::Unsafe("in an array subscript or a substring offset of `${…}`");
+                }
+                _ => {}
+            }
+        }
         match self.mode() {
             Mode::Bare | Mode::Comment | Mode::Command(_) | Mode::Backtick => Spot::Bare,
             // In a pattern a value must be quoted to be itself, within double quotes too.
@@ -287,6 +310,8 @@ impl Scan {
             Mode::Double => Spot::Double,
             Mode::Single => Spot::Single,
             Mode::Arithmetic(_) => Spot::Unsafe("inside `$((…))`"),
+            // Returned above.
+            Mode::ArithCommand(_) | Mode::Test | Mode::Let => Spot::Unsafe("in arithmetic"),
             Mode::Body(doc) if doc.quoted || doc.delimiter.is_none() => {
                 Spot::Unsafe("in a here-document with a quoted delimiter")
             }
@@ -356,6 +381,19 @@ impl Scan {
                     }
                 }
                 Mode::Arithmetic(depth) => self.paren(c, depth, Mode::Arithmetic),
+                Mode::ArithCommand(depth) => self.paren(c, depth, Mode::ArithCommand),
+                Mode::Test if c == ']' && ch(i + 1) == Some(']') => {
+                    self.stack.pop();
+                    self.word_start = false;
+                    step = 2;
+                }
+                Mode::Test => step = self.bare(c, toks, i, &ch),
+                Mode::Let if matches!(c, ';' | '\n' | '&' | '|' | ')') => {
+                    // The command ends: the character is read again where `let` began.
+                    self.stack.pop();
+                    step = 0;
+                }
+                Mode::Let => step = self.bare(c, toks, i, &ch),
                 Mode::Body(doc) => match c {
                     '\\' if !doc.quoted => step = 2,
                     '$' if !doc.quoted => step = self.dollar(i, &ch),
@@ -397,6 +435,20 @@ impl Scan {
             '`' => self.stack.push(Mode::Backtick),
             '#' if word_start => self.stack.push(Mode::Comment),
             '$' => return self.dollar(i, ch),
+            '[' if word_start && ch(i + 1) == Some('[') => {
+                self.stack.push(Mode::Test);
+                self.word_start = true;
+                return 2;
+            }
+            '(' if word_start && ch(i + 1) == Some('(') => {
+                self.stack.push(Mode::ArithCommand(2));
+                return 2;
+            }
+            'l' if word_start && self.keyword(i, ch, "let") => {
+                self.stack.push(Mode::Let);
+                self.word_start = true;
+                return 3;
+            }
             '<' if ch(i + 1) == Some('<') && ch(i + 2) != Some('<') => {
                 return self.here_doc(toks, i + 2, ch) - i;
             }
@@ -482,6 +534,7 @@ impl Scan {
                     depth: 1,
                     in_double,
                     pattern: None,
+                    arithmetic: false,
                 }));
                 2
             }
@@ -511,6 +564,14 @@ impl Scan {
             '}' => p.depth -= 1,
             '#' | '%' | '/' if p.pattern.is_none() && i > 0 && ch(i - 1) != Some('{') => {
                 p.pattern = Some(true);
+            }
+            // `${a[…]}`: a subscript, until its bracket closes.
+            '[' if p.pattern.is_none() => p.arithmetic = true,
+            ']' if p.pattern.is_none() => p.arithmetic = false,
+            // `${x:offset:length}`, not `${x:-word}` and its kind.
+            ':' if p.pattern.is_none() && !matches!(ch(i + 1), Some('-' | '=' | '?' | '+')) => {
+                p.pattern = Some(false);
+                p.arithmetic = true;
             }
             ':' | '-' | '=' | '?' | '+' if p.pattern.is_none() => p.pattern = Some(false),
             _ => {}

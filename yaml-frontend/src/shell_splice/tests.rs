@@ -135,6 +135,39 @@ fn arithmetic_is_no_place_for_a_value() {
     );
 }
 
+/// bash evaluates more than `$((…))` as arithmetic, where a value's text runs as code: a
+/// substring's offset, an array subscript, `[[ … ]]`, `((…))` and `let` — quoted or not.
+#[test]
+fn bash_arithmetic_contexts_are_no_place_for_a_value_either() {
+    let sub = Spot::Unsafe("in an array subscript or a substring offset of `${…}`");
+    assert_eq!(
+        spots_of("x=1; echo ${x:${params.n}} \"${a[${params.n}]}\" ${x:-${params.d}}"),
+        [sub, sub, Spot::Bare]
+    );
+    assert_eq!(
+        spots_of("[[ ${params.n} -eq 1 ]] && echo ${params.m}"),
+        [Spot::Unsafe("inside `[[ … ]]`"), Spot::Bare]
+    );
+    assert_eq!(
+        spots_of("[[ \"${params.n}\" -eq 1 ]]; (( ${params.n} )); echo ${params.m}"),
+        [
+            Spot::Unsafe("inside `[[ … ]]`"),
+            Spot::Unsafe("inside `((…))`"),
+            Spot::Bare
+        ]
+    );
+    assert_eq!(
+        spots_of("let y=${params.n}; echo ${params.m}; letter ${params.o}"),
+        [
+            Spot::Unsafe("in the words of `let`"),
+            Spot::Bare,
+            Spot::Bare
+        ]
+    );
+    // A single bracket is `test`, whose operands are not arithmetic in dash or bash.
+    assert_eq!(spots_of("[ ${params.n} -eq 1 ]"), [Spot::Bare]);
+}
+
 #[test]
 fn a_placeholder_in_a_delimiter_is_refused_with_the_body() {
     assert_eq!(
