@@ -161,9 +161,24 @@ impl Executors {
                 .and_then(Value::as_str)
                 .map_or_else(|| Scope::of_run(""), Scope::of_run);
             if let Err(msg) = crate::policy::check(&inner.docs, &scope, task_type) {
+                // A refused shell step keeps the shape of every shell step's output (reference
+                // §3: `{status, exitCode, stdout, stderr, durationMs}`), so that
+                // `${state.x.status}` reads as for any other failure.
+                let output = match task_type {
+                    #[cfg(feature = "shell")]
+                    crate::policy::TaskType::Shell => serde_json::json!({
+                        "status": "FAILED",
+                        "exitCode": null,
+                        "stdout": "",
+                        "stderr": msg,
+                        "durationMs": 0,
+                        "error": msg,
+                    }),
+                    _ => serde_json::json!({ "error": msg }),
+                };
                 return Err(TaskError::terminal(msg.clone())
                     .with_kind(crate::policy::PERMISSION_ERROR)
-                    .with_output(serde_json::json!({ "error": msg })));
+                    .with_output(output));
             }
         }
         match task {

@@ -91,6 +91,11 @@ async fn a_served_project_runs_no_shell_step_until_its_tenant_allows_it() {
         !msg.contains(s.root.to_str().unwrap()),
         "no server path: {msg}"
     );
+    // The refused step's output has a shell step's shape (reference §3).
+    assert!(
+        msg.contains("\"status\":\"FAILED\"") && msg.contains("\"exitCode\":null"),
+        "{msg}"
+    );
 
     // A project override allows one project and not the other.
     tenant_settings(
