@@ -78,11 +78,14 @@ async fn a_command_killed_at_its_timeout_keeps_what_it_printed() {
     assert_eq!(out.status, ShellStatus::Killed);
     assert_eq!(out.exit_code, None);
     assert!(out.stdout_truncated, "{out:?}");
+    // The tail and its marker fit the 100 bytes, the marker counting what it left out.
+    let (cut, kept) = cut_and_kept(&out.stdout);
+    assert_eq!(cut + kept.len() as u64, 5005, "{out:?}");
     assert!(
-        out.stdout.starts_with("[… 4905 bytes truncated …]\n")
-            && out.stdout.ends_with(&"x".repeat(100)),
+        kept.chars().all(|c| c == 'x') && !kept.is_empty(),
         "{out:?}"
     );
+    assert!(json_len(&out.stdout) <= 100, "{out:?}");
     assert_eq!(out.stderr, "oops\n");
     assert!(!out.stderr_truncated);
 }
@@ -96,15 +99,29 @@ async fn output_far_beyond_the_limit_keeps_its_tail() {
     assert_eq!(kind, "success");
     assert_eq!(out.status, ShellStatus::Completed);
     assert_eq!(out.exit_code, Some(0));
-    let cut = 67_108_864 + 3 - 1000;
-    assert!(
-        out.stdout
-            .starts_with(&format!("[… {cut} bytes truncated …]\n")),
+    let (cut, kept) = cut_and_kept(&out.stdout);
+    assert_eq!(
+        cut + kept.len() as u64,
+        67_108_864 + 3,
         "{}",
         &out.stdout[..60]
     );
     assert!(out.stdout.ends_with("yyyEND"));
-    assert!(out.stdout.len() < 1100);
+    assert!(json_len(&out.stdout) <= 1000);
+}
+
+/// The count of a tail's marker line (`[… N bytes truncated …]`) and the text after it.
+fn cut_and_kept(text: &str) -> (u64, &str) {
+    let rest = text.strip_prefix("[… ").expect("a marker line");
+    let (n, rest) = rest
+        .split_once(" bytes truncated …]\n")
+        .expect("a marker line");
+    (n.parse().unwrap(), rest)
+}
+
+/// The bytes of `text` written as a JSON string, without its quotes.
+fn json_len(text: &str) -> usize {
+    serde_json::to_string(text).unwrap().len() - 2
 }
 
 #[tokio::test]

@@ -440,14 +440,23 @@ impl Tail {
     fn text(&self) -> (String, bool) {
         let (a, b) = self.kept.as_slices();
         let bytes = [a, b].concat();
-        let mut size = 0usize;
-        let from = bytes
-            .iter()
-            .rposition(|b| {
-                size += json_size(*b);
-                size > self.max
-            })
-            .map_or(0, |i| i + 1);
+        let start = |budget: usize| {
+            let mut size = 0usize;
+            bytes
+                .iter()
+                .rposition(|b| {
+                    size += json_size(*b);
+                    size > budget
+                })
+                .map_or(0, |i| i + 1)
+        };
+        let mut from = start(self.max);
+        if self.cut > 0 || from > 0 {
+            // The marker line counts within `max` too: room is made for the longest it can
+            // be (its newline written as two characters in JSON).
+            let marker = format!("[… {} bytes truncated …]\n", self.cut + bytes.len() as u64);
+            from = start(self.max.saturating_sub(marker.len() + 1));
+        }
         let cut = self.cut + from as u64;
         let kept = String::from_utf8_lossy(&bytes[from..]);
         if cut == 0 {
@@ -667,22 +676,28 @@ mod tests {
         let mut t = Tail::new(10);
         t.push(b"hello");
         assert_eq!(t.text(), ("hello".to_string(), false));
-        let mut t = Tail::new(4);
-        t.push(b"0123456789");
-        assert_eq!(
-            t.text(),
-            ("[… 6 bytes truncated …]\n6789".to_string(), true)
+        // The marker counts within the bound: 40 bytes hold it and the last 4 bytes.
+        let mut t = Tail::new(40);
+        t.push(b"0123456789012345678901234567890123456789012345678901234567896789");
+        let (text, cut) = t.text();
+        assert!(cut);
+        assert!(text.starts_with("[… ") && text.ends_with("6789"), "{text}");
+        assert!(
+            serde_json::to_string(&text).unwrap().len() - 2 <= 40,
+            "{text}"
         );
         // Chunk by chunk, as the pipe delivers it.
-        let mut t = Tail::new(4);
-        for chunk in [&b"01"[..], b"234", b"5", b"6789"] {
+        let mut t = Tail::new(40);
+        for chunk in [&b"01"[..], b"234", b"5", &[b'x'; 100][..], b"6789"] {
             t.push(chunk);
         }
-        assert_eq!(
-            t.text(),
-            ("[… 6 bytes truncated …]\n6789".to_string(), true)
+        let (text, _) = t.text();
+        assert!(text.starts_with("[… ") && text.ends_with("6789"), "{text}");
+        assert!(
+            serde_json::to_string(&text).unwrap().len() - 2 <= 40,
+            "{text}"
         );
-        assert!(t.kept.len() <= 4);
+        assert!(t.kept.len() <= 40);
         let mut t = Tail::new(0);
         t.push(b"abc");
         assert_eq!(t.text(), ("[… 3 bytes truncated …]\n".to_string(), true));
