@@ -285,6 +285,12 @@ pub fn remove_empty_dir(base: &Path, path: &Path) -> std::io::Result<()> {
 }
 
 fn unlink(base: &Path, path: &Path, flags: AtFlags) -> std::io::Result<()> {
+    let (parent, name) = parent_of(base, path)?;
+    Ok(rustix::fs::unlinkat(&parent, name.as_os_str(), flags)?)
+}
+
+/// The directory holding `path` (below `base`), opened beneath `base`, and `path`'s name in it.
+fn parent_of(base: &Path, path: &Path) -> std::io::Result<(OwnedFd, std::ffi::OsString)> {
     let rel = relative(base, path)?;
     let Some(name) = rel.file_name() else {
         return Err(std::io::Error::from(std::io::ErrorKind::InvalidInput));
@@ -300,7 +306,7 @@ fn unlink(base: &Path, path: &Path, flags: AtFlags) -> std::io::Result<()> {
         )?,
         None => dir,
     };
-    Ok(rustix::fs::unlinkat(&parent, name, flags)?)
+    Ok((parent, name.to_os_string()))
 }
 
 /// `path` (below `base`) resolved beneath `base` at this instant, links followed while they
@@ -427,22 +433,8 @@ pub fn list_dir_following(path: &Path) -> std::io::Result<DirList> {
 /// # Errors
 /// A path that leads out of `base` ([`is_outside`]); the removal's error (`NotFound`).
 pub fn remove_dir_all(base: &Path, path: &Path) -> std::io::Result<()> {
-    let rel = relative(base, path)?;
-    let Some(name) = rel.file_name() else {
-        return Err(std::io::Error::from(std::io::ErrorKind::InvalidInput));
-    };
-    let dir = dir_fd(base)?;
-    let parent = match rel.parent().filter(|p| !p.as_os_str().is_empty()) {
-        Some(p) => open_in_base(
-            base,
-            &dir,
-            p,
-            OFlags::DIRECTORY | OFlags::RDONLY,
-            Mode::empty(),
-        )?,
-        None => dir,
-    };
-    empty_and_remove(&parent, name, 0)
+    let (parent, name) = parent_of(base, path)?;
+    empty_and_remove(&parent, &name, 0)
 }
 
 /// The deepest [`remove_dir_all`] goes.
