@@ -170,16 +170,21 @@ fn link_refused(e: rustix::io::Errno, rel: &Path) -> std::io::Error {
 /// # Errors
 /// A path that leads out of `base` ([`is_outside`]), or the open's error.
 pub fn open_read(base: &Path, path: &Path) -> std::io::Result<File> {
+    let flags = OFlags::RDONLY | OFlags::NONBLOCK | OFlags::NOCTTY;
+    Ok(File::from(open_beneath(base, path, flags)?))
+}
+
+/// `path` (below `base`, or relative to it; `base` itself when empty) opened with `flags`
+/// beneath `base` ([`open_in_base`]).
+fn open_beneath(base: &Path, path: &Path, flags: OFlags) -> std::io::Result<OwnedFd> {
     let rel = relative(base, path)?;
     let dir = dir_fd(base)?;
-    let fd = open_in_base(
-        base,
-        &dir,
-        rel,
-        OFlags::RDONLY | OFlags::NONBLOCK | OFlags::NOCTTY,
-        Mode::empty(),
-    )?;
-    Ok(File::from(fd))
+    let at = if rel.as_os_str().is_empty() {
+        Path::new(".")
+    } else {
+        rel
+    };
+    open_in_base(base, &dir, at, flags, Mode::empty())
 }
 
 /// The directory `rel` beneath `dir`, each missing directory created (mode 0755): every
@@ -315,14 +320,7 @@ fn parent_of(base: &Path, path: &Path) -> std::io::Result<(OwnedFd, std::ffi::Os
 /// # Errors
 /// A path that leads out of `base` ([`is_outside`]), or the resolution's error (`NotFound`).
 pub fn metadata(base: &Path, path: &Path) -> std::io::Result<std::fs::Metadata> {
-    let rel = relative(base, path)?;
-    let dir = dir_fd(base)?;
-    let at = if rel.as_os_str().is_empty() {
-        Path::new(".")
-    } else {
-        rel
-    };
-    File::from(open_in_base(base, &dir, at, OFlags::PATH, Mode::empty())?).metadata()
+    File::from(open_beneath(base, path, OFlags::PATH)?).metadata()
 }
 
 /// What an entry of a [`DirList`] is, its own link not followed.
@@ -393,20 +391,7 @@ impl DirList {
 /// # Errors
 /// A path that leads out of `base` ([`is_outside`]); not a directory; the open's error.
 pub fn list_dir(base: &Path, path: &Path) -> std::io::Result<DirList> {
-    let rel = relative(base, path)?;
-    let dir = dir_fd(base)?;
-    let at = if rel.as_os_str().is_empty() {
-        Path::new(".")
-    } else {
-        rel
-    };
-    let fd = open_in_base(
-        base,
-        &dir,
-        at,
-        OFlags::DIRECTORY | OFlags::RDONLY,
-        Mode::empty(),
-    )?;
+    let fd = open_beneath(base, path, OFlags::DIRECTORY | OFlags::RDONLY)?;
     let list = rustix::fs::Dir::read_from(&fd)?;
     Ok(DirList { fd, dir: list })
 }
