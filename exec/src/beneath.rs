@@ -80,14 +80,73 @@ fn dir_fd(base: &Path) -> std::io::Result<OwnedFd> {
 /// Opens `rel` beneath `dir` with `flags` (and `mode` when it creates): by `openat2` with
 /// `RESOLVE_BENEATH`, or, without it, one component at a time following no link.
 fn open_at(dir: &OwnedFd, rel: &Path, flags: OFlags, mode: Mode) -> std::io::Result<OwnedFd> {
-    let resolve = ResolveFlags::BENEATH | ResolveFlags::NO_MAGICLINKS;
-    match rustix::fs::openat2(dir, rel, flags | OFlags::CLOEXEC, mode, resolve) {
-        Ok(fd) => Ok(fd),
-        // Leaving the directory: `EXDEV` from the resolution; an absolute link is one too.
-        Err(rustix::io::Errno::XDEV) => Err(outside(rel)),
-        Err(rustix::io::Errno::NOSYS) => walk(dir, rel, flags, mode),
-        Err(e) => Err(e.into()),
+    open_at_with(dir, rel, flags, mode, Links::Inside)
+}
+
+/// Which symbolic links a resolution beneath a directory follows.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Links {
+    /// Those that stay beneath it.
+    Inside,
+    /// None: a link anywhere on the path refuses it ([`is_through_link`]).
+    None,
+}
+
+/// How often a resolution the kernel found racing a rename (`EAGAIN`) is tried again.
+const RACE_RETRIES: usize = 16;
+
+/// [`open_at`], following the `links` it says.
+fn open_at_with(
+    dir: &OwnedFd,
+    rel: &Path,
+    flags: OFlags,
+    mode: Mode,
+    links: Links,
+) -> std::io::Result<OwnedFd> {
+    let mut resolve = ResolveFlags::BENEATH | ResolveFlags::NO_MAGICLINKS;
+    if links == Links::None {
+        resolve |= ResolveFlags::NO_SYMLINKS;
     }
+    for _ in 0..RACE_RETRIES {
+        match rustix::fs::openat2(dir, rel, flags | OFlags::CLOEXEC, mode, resolve) {
+            Ok(fd) => return Ok(fd),
+            // A rename somewhere on the path meanwhile: the kernel cannot vouch for the
+            // resolution, so it is made again.
+            Err(rustix::io::Errno::AGAIN) => continue,
+            // Leaving the directory: `EXDEV` from the resolution; an absolute link is one too.
+            Err(rustix::io::Errno::XDEV) => return Err(outside(rel)),
+            Err(rustix::io::Errno::LOOP) if links == Links::None => return Err(through_link(rel)),
+            Err(rustix::io::Errno::NOSYS) => return walk(dir, rel, flags, mode),
+            Err(e) => return Err(e.into()),
+        }
+    }
+    // Renamed under every try: refused as a path that does not hold still.
+    Err(outside(rel))
+}
+
+/// What [`is_through_link`] tells: a path that may follow no link goes through one.
+#[derive(Debug)]
+struct ThroughLink(PathBuf);
+
+impl std::fmt::Display for ThroughLink {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "{} goes through a symbolic link", self.0.display())
+    }
+}
+
+impl std::error::Error for ThroughLink {}
+
+fn through_link(path: &Path) -> std::io::Error {
+    std::io::Error::new(
+        std::io::ErrorKind::PermissionDenied,
+        ThroughLink(path.to_path_buf()),
+    )
+}
+
+/// Whether `e` says a path that may follow no link ([`write_atomically_no_links`],
+/// [`remove_file_no_links`]) goes through one.
+pub fn is_through_link(e: &std::io::Error) -> bool {
+    e.get_ref().is_some_and(|inner| inner.is::<ThroughLink>())
 }
 
 /// [`open_at`] of `rel` beneath the directory `dir` of `base` (canonical). A link written with
@@ -189,7 +248,7 @@ fn open_beneath(base: &Path, path: &Path, flags: OFlags) -> std::io::Result<Owne
 
 /// The directory `rel` beneath `dir`, each missing directory created (mode 0755): every
 /// component is opened beneath the one before, so no link leads the walk out.
-fn make_dirs(dir: &OwnedFd, rel: &Path) -> std::io::Result<OwnedFd> {
+fn make_dirs(dir: &OwnedFd, rel: &Path, links: Links) -> std::io::Result<OwnedFd> {
     let mut at = rustix::io::fcntl_dupfd_cloexec(dir, 0)?;
     for part in rel.components() {
         let Component::Normal(part) = part else {
@@ -199,11 +258,12 @@ fn make_dirs(dir: &OwnedFd, rel: &Path) -> std::io::Result<OwnedFd> {
             Ok(()) | Err(rustix::io::Errno::EXIST) => {}
             Err(e) => return Err(e.into()),
         }
-        at = open_at(
+        at = open_at_with(
             &at,
             Path::new(part),
             OFlags::DIRECTORY | OFlags::RDONLY,
             Mode::empty(),
+            links,
         )?;
     }
     Ok(at)
@@ -220,6 +280,20 @@ fn make_dirs(dir: &OwnedFd, rel: &Path) -> std::io::Result<OwnedFd> {
 /// (`IsADirectory`); a document where a directory should be (`NotADirectory`); the
 /// write's error.
 pub fn write_atomically(base: &Path, path: &Path, bytes: &[u8]) -> std::io::Result<()> {
+    write_with(base, path, bytes, Links::Inside)
+}
+
+/// [`write_atomically`] through no symbolic link at all, not even one that stays beneath
+/// `base`: for a writer whose rights depend on where the file lies (a link inside the project
+/// would put a file where the path as written does not say).
+///
+/// # Errors
+/// As [`write_atomically`]; a link on the path is [`is_through_link`].
+pub fn write_atomically_no_links(base: &Path, path: &Path, bytes: &[u8]) -> std::io::Result<()> {
+    write_with(base, path, bytes, Links::None)
+}
+
+fn write_with(base: &Path, path: &Path, bytes: &[u8], links: Links) -> std::io::Result<()> {
     static NEXT: AtomicU64 = AtomicU64::new(0);
     let rel = relative(base, path)?;
     let Some(name) = rel.file_name() else {
@@ -230,14 +304,15 @@ pub fn write_atomically(base: &Path, path: &Path, bytes: &[u8]) -> std::io::Resu
     let parent = if parent_rel.as_os_str().is_empty() {
         rustix::io::fcntl_dupfd_cloexec(&dir, 0)?
     } else {
-        match open_in_base(
-            base,
-            &dir,
-            parent_rel,
-            OFlags::DIRECTORY | OFlags::RDONLY,
-            Mode::empty(),
-        ) {
-            Err(e) if e.kind() == std::io::ErrorKind::NotFound => make_dirs(&dir, parent_rel)?,
+        let flags = OFlags::DIRECTORY | OFlags::RDONLY;
+        let opened = match links {
+            Links::Inside => open_in_base(base, &dir, parent_rel, flags, Mode::empty()),
+            Links::None => open_at_with(&dir, parent_rel, flags, Mode::empty(), Links::None),
+        };
+        match opened {
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
+                make_dirs(&dir, parent_rel, links)?
+            }
             opened => opened?,
         }
     };
@@ -278,7 +353,16 @@ pub fn write_atomically(base: &Path, path: &Path, bytes: &[u8]) -> std::io::Resu
 /// # Errors
 /// A path that leads out of `base` ([`is_outside`]), or the removal's error (`NotFound`).
 pub fn remove_file(base: &Path, path: &Path) -> std::io::Result<()> {
-    unlink(base, path, AtFlags::empty())
+    unlink(base, path, AtFlags::empty(), Links::Inside)
+}
+
+/// [`remove_file`] through no symbolic link on the way to the file (see
+/// [`write_atomically_no_links`]); a link at the name itself is removed as ever.
+///
+/// # Errors
+/// As [`remove_file`]; a link on the way is [`is_through_link`].
+pub fn remove_file_no_links(base: &Path, path: &Path) -> std::io::Result<()> {
+    unlink(base, path, AtFlags::empty(), Links::None)
 }
 
 /// Removes the empty directory `path` (below `base`) as [`remove_file`] removes a file.
@@ -286,29 +370,29 @@ pub fn remove_file(base: &Path, path: &Path) -> std::io::Result<()> {
 /// # Errors
 /// As [`remove_file`]; a directory that is not empty is `DirectoryNotEmpty`.
 pub fn remove_empty_dir(base: &Path, path: &Path) -> std::io::Result<()> {
-    unlink(base, path, AtFlags::REMOVEDIR)
+    unlink(base, path, AtFlags::REMOVEDIR, Links::Inside)
 }
 
-fn unlink(base: &Path, path: &Path, flags: AtFlags) -> std::io::Result<()> {
-    let (parent, name) = parent_of(base, path)?;
+fn unlink(base: &Path, path: &Path, flags: AtFlags, links: Links) -> std::io::Result<()> {
+    let (parent, name) = parent_of(base, path, links)?;
     Ok(rustix::fs::unlinkat(&parent, name.as_os_str(), flags)?)
 }
 
 /// The directory holding `path` (below `base`), opened beneath `base`, and `path`'s name in it.
-fn parent_of(base: &Path, path: &Path) -> std::io::Result<(OwnedFd, std::ffi::OsString)> {
+fn parent_of(
+    base: &Path,
+    path: &Path,
+    links: Links,
+) -> std::io::Result<(OwnedFd, std::ffi::OsString)> {
     let rel = relative(base, path)?;
     let Some(name) = rel.file_name() else {
         return Err(std::io::Error::from(std::io::ErrorKind::InvalidInput));
     };
     let dir = dir_fd(base)?;
+    let flags = OFlags::DIRECTORY | OFlags::RDONLY;
     let parent = match rel.parent().filter(|p| !p.as_os_str().is_empty()) {
-        Some(p) => open_in_base(
-            base,
-            &dir,
-            p,
-            OFlags::DIRECTORY | OFlags::RDONLY,
-            Mode::empty(),
-        )?,
+        Some(p) if links == Links::None => open_at_with(&dir, p, flags, Mode::empty(), links)?,
+        Some(p) => open_in_base(base, &dir, p, flags, Mode::empty())?,
         None => dir,
     };
     Ok((parent, name.to_os_string()))
@@ -418,7 +502,7 @@ pub fn list_dir_following(path: &Path) -> std::io::Result<DirList> {
 /// # Errors
 /// A path that leads out of `base` ([`is_outside`]); the removal's error (`NotFound`).
 pub fn remove_dir_all(base: &Path, path: &Path) -> std::io::Result<()> {
-    let (parent, name) = parent_of(base, path)?;
+    let (parent, name) = parent_of(base, path, Links::Inside)?;
     empty_and_remove(&parent, &name, 0)
 }
 
@@ -628,5 +712,23 @@ mod tests {
         // A link at the name itself is not a directory to empty.
         assert!(remove_dir_all(&project, &docs.join("out")).is_err());
         assert!(root.join("other/secret.txt").exists());
+    }
+
+    #[test]
+    fn a_write_or_removal_that_may_follow_no_link_refuses_one_inside_too() {
+        let (_tmp, _root, project) = setup();
+        std::fs::create_dir_all(project.join("_vance/events")).unwrap();
+        std::os::unix::fs::symlink("events", project.join("_vance/notes")).unwrap();
+        let through = project.join("_vance/notes/e.yaml");
+        let e = write_atomically_no_links(&project, &through, b"x").unwrap_err();
+        assert!(is_through_link(&e), "{e}");
+        assert!(!project.join("_vance/events/e.yaml").exists());
+        std::fs::write(project.join("_vance/events/e.yaml"), "x").unwrap();
+        let e = remove_file_no_links(&project, &through).unwrap_err();
+        assert!(is_through_link(&e), "{e}");
+        assert!(project.join("_vance/events/e.yaml").exists());
+        // The path as written, with no link: as ever.
+        write_atomically_no_links(&project, &project.join("_vance/new/a.md"), b"a").unwrap();
+        remove_file_no_links(&project, &project.join("_vance/new/a.md")).unwrap();
     }
 }

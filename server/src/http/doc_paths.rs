@@ -200,6 +200,15 @@ pub(crate) fn beneath_error(
 ) -> ApiError {
     if magrathea_exec::beneath::is_outside(&e) {
         outside(rel)
+    } else if magrathea_exec::beneath::is_through_link(&e) {
+        ApiError::new(
+            StatusCode::FORBIDDEN,
+            "MAG-HTTP-OUTSIDE-PROJECT",
+            format!(
+                "`{rel}` goes through a symbolic link: the documents API writes and removes \
+                 documents only where their path says, through no link"
+            ),
+        )
     } else {
         other(e)
     }

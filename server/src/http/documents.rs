@@ -391,8 +391,11 @@ pub(crate) async fn put(
     let base = project_base(&state.docs().project_dir(&scope), &rel)?;
     let inside = in_project(&state.docs().project_dir(&scope), &file, &rel)?.to_path_buf();
     let bytes = text.as_bytes().to_vec();
+    // Through no link at all, inside the project too: the scopes a write takes are decided by
+    // the path as written (a trigger document needs `workflow.run`), and a link such as
+    // `_vance/notes -> events` would put the document where the path does not say.
     tokio::task::spawn_blocking(move || {
-        magrathea_exec::beneath::write_atomically(&base, &inside, &bytes)
+        magrathea_exec::beneath::write_atomically_no_links(&base, &inside, &bytes)
     })
     .await
     .map_err(ApiError::internal)?
@@ -515,10 +518,12 @@ pub(crate) async fn delete(
     let rel = project_rel(&parts);
     let base = project_base(&project, &rel)?;
     let inside = in_project(&project, &file, &rel)?.to_path_buf();
-    let removed =
-        tokio::task::spawn_blocking(move || magrathea_exec::beneath::remove_file(&base, &inside))
-            .await
-            .map_err(ApiError::internal)?;
+    // Through no link on the way (see `put`): the scopes are the path's as written.
+    let removed = tokio::task::spawn_blocking(move || {
+        magrathea_exec::beneath::remove_file_no_links(&base, &inside)
+    })
+    .await
+    .map_err(ApiError::internal)?;
     match removed {
         Ok(()) => {}
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Err(not_found()),

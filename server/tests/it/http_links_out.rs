@@ -352,3 +352,35 @@ async fn a_listed_directory_swapped_for_a_link_lists_nothing_outside() {
     swapper.join().unwrap();
     assert!(listed > 0, "some listings found the directory inside");
 }
+
+/// The scopes a document write takes are its path's as written: a link inside the project
+/// (`_vance/notes -> scheduler`) does not let a token without `workflow.run` put a schedule
+/// there, nor remove one.
+#[tokio::test]
+async fn a_write_through_a_link_inside_the_project_is_refused() {
+    let s = Server::start().await;
+    let vance = s.root.join("acme/shop/_vance");
+    std::fs::create_dir_all(vance.join("scheduler")).unwrap();
+    symlink("scheduler", vance.join("notes")).unwrap();
+    let schedule = "cron: \"0 0 1 1 *\"\nworkflow: hello\n";
+    let r = s
+        .client
+        .put(s.url("/brain/acme/project/shop/documents/notes/tick.yaml"))
+        .bearer_auth(ACME_WRITE)
+        .body(schedule)
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(r.status(), 403, "{}", r.text().await.unwrap());
+    assert!(!vance.join("scheduler/tick.yaml").exists());
+    write(&vance.join("scheduler/tick.yaml"), schedule);
+    let r = s
+        .client
+        .delete(s.url("/brain/acme/project/shop/documents/notes/tick.yaml"))
+        .bearer_auth(ACME_WRITE)
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(r.status(), 403, "{}", r.text().await.unwrap());
+    assert!(vance.join("scheduler/tick.yaml").exists());
+}
