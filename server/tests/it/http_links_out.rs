@@ -187,34 +187,13 @@ async fn publishing_does_not_write_through_a_directory_linked_out_of_the_project
 /// gives the tokens file, not one write lands outside the project.
 #[tokio::test]
 async fn a_directory_swapped_for_a_link_during_a_request_leads_nowhere() {
-    use std::sync::Arc;
-    use std::sync::atomic::{AtomicBool, Ordering};
-
     let s = Server::start().await;
     let vance = s.root.join("acme/shop/_vance");
     // `real/tokens.yaml` exists inside the project when it is checked; swapped, `real` is a
     // link to the tokens' directory.
     write(&vance.join("real/tokens.yaml"), "decoy: inside\n");
     symlink(s.root.join("_auth"), vance.join("link")).unwrap();
-    let stop = Arc::new(AtomicBool::new(false));
-    let swapper = {
-        let (stop, vance) = (stop.clone(), vance.clone());
-        std::thread::spawn(move || {
-            let mut swaps = 0u64;
-            while !stop.load(Ordering::Relaxed) {
-                nix::fcntl::renameat2(
-                    nix::fcntl::AT_FDCWD,
-                    &vance.join("real"),
-                    nix::fcntl::AT_FDCWD,
-                    &vance.join("link"),
-                    nix::fcntl::RenameFlags::RENAME_EXCHANGE,
-                )
-                .unwrap();
-                swaps += 1;
-            }
-            swaps
-        })
-    };
+    let swapper = Swapper::start(vance.join("real"), vance.join("link"));
     let doc = "/brain/acme/project/shop/documents/real/tokens.yaml";
     let mut inside = 0;
     for i in 0..300 {
@@ -245,8 +224,7 @@ async fn a_directory_swapped_for_a_link_during_a_request_leads_nowhere() {
             put.status()
         );
     }
-    stop.store(true, Ordering::Relaxed);
-    assert!(swapper.join().unwrap() > 0);
+    assert!(swapper.stop() > 0);
     assert!(inside > 0, "some reads found the document inside");
     let written_out: Vec<_> = std::fs::read_dir(s.root.join("_auth"))
         .unwrap()
@@ -308,29 +286,11 @@ async fn a_drafts_triggers_linked_out_are_not_listed() {
 /// not one page names what lies outside.
 #[tokio::test]
 async fn a_listed_directory_swapped_for_a_link_lists_nothing_outside() {
-    use std::sync::Arc;
-    use std::sync::atomic::{AtomicBool, Ordering};
-
     let s = Server::start().await;
     let vance = s.root.join("acme/shop/_vance");
     write(&vance.join("listme/decoy.yaml"), "x: 1\n");
     symlink(s.root.join("_auth"), vance.join("lnk")).unwrap();
-    let stop = Arc::new(AtomicBool::new(false));
-    let swapper = {
-        let (stop, vance) = (stop.clone(), vance.clone());
-        std::thread::spawn(move || {
-            while !stop.load(Ordering::Relaxed) {
-                nix::fcntl::renameat2(
-                    nix::fcntl::AT_FDCWD,
-                    &vance.join("listme"),
-                    nix::fcntl::AT_FDCWD,
-                    &vance.join("lnk"),
-                    nix::fcntl::RenameFlags::RENAME_EXCHANGE,
-                )
-                .unwrap();
-            }
-        })
-    };
+    let swapper = Swapper::start(vance.join("listme"), vance.join("lnk"));
     let mut listed = 0;
     for i in 0..300 {
         let r = s
@@ -348,8 +308,7 @@ async fn a_listed_directory_swapped_for_a_link_lists_nothing_outside() {
             listed += 1;
         }
     }
-    stop.store(true, Ordering::Relaxed);
-    swapper.join().unwrap();
+    assert!(swapper.stop() > 0);
     assert!(listed > 0, "some listings found the directory inside");
 }
 
@@ -383,4 +342,40 @@ async fn a_write_through_a_link_inside_the_project_is_refused() {
         .unwrap();
     assert_eq!(r.status(), 403, "{}", r.text().await.unwrap());
     assert!(vance.join("scheduler/tick.yaml").exists());
+}
+
+/// A thread exchanging two entries of a project over and over (`renameat2` with
+/// `RENAME_EXCHANGE`), as a shell step racing the server would.
+struct Swapper {
+    stop: std::sync::Arc<std::sync::atomic::AtomicBool>,
+    thread: std::thread::JoinHandle<u64>,
+}
+
+impl Swapper {
+    fn start(a: std::path::PathBuf, b: std::path::PathBuf) -> Self {
+        let stop = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
+        let stopped = stop.clone();
+        let thread = std::thread::spawn(move || {
+            let mut swaps = 0u64;
+            while !stopped.load(std::sync::atomic::Ordering::Relaxed) {
+                nix::fcntl::renameat2(
+                    nix::fcntl::AT_FDCWD,
+                    &a,
+                    nix::fcntl::AT_FDCWD,
+                    &b,
+                    nix::fcntl::RenameFlags::RENAME_EXCHANGE,
+                )
+                .unwrap();
+                swaps += 1;
+            }
+            swaps
+        });
+        Self { stop, thread }
+    }
+
+    /// Stops the thread: how many exchanges it made.
+    fn stop(self) -> u64 {
+        self.stop.store(true, std::sync::atomic::Ordering::Relaxed);
+        self.thread.join().unwrap()
+    }
 }
