@@ -1,4 +1,7 @@
-//! `magrathea journal RUN_ID`: a run's journal records.
+//! `magrathea journal RUN_ID`: a run's journal records, one JSON object per line with its
+//! `type`; a table for a person reading a terminal unless `--json` is given.
+
+use std::io::IsTerminal as _;
 
 use anyhow::Context as _;
 use magrathea_core::{Entry, Record};
@@ -14,9 +17,14 @@ pub(crate) struct JournalArgs {
     run_id: String,
     /// One JSON object per line, with `seq`, `createdAt` and `type` (`StartRecord`,
     /// `TaskResultRecord`, …) plus the record's fields; the first also holds the run's
-    /// `runId`.
-    #[arg(long)]
+    /// `runId`. This is what the command prints whenever its output is not a terminal (a
+    /// pipe, a file); on a terminal, without `--json`, it prints a table.
+    #[arg(long, conflicts_with = "table")]
     json: bool,
+    /// A table for a person, one record a line (`seq`, time, type, what it says), also when
+    /// the output is not a terminal.
+    #[arg(long)]
+    table: bool,
     /// Write the journal to FILE, one JSON object per line as `--json` prints them (the
     /// first also holds the run's `runId`), for a replay test of the workflow's code
     /// (`magrathea::testing`).
@@ -44,7 +52,9 @@ pub(crate) async fn journal(loc: &Location, args: JournalArgs) -> anyhow::Result
         );
         return Ok(EXIT_OK);
     }
-    if args.json {
+    // A program reading the output (a pipe, a file) gets the records as JSON lines; the table
+    // is for a person at a terminal.
+    if args.json || !(args.table || std::io::stdout().is_terminal()) {
         // The export's lines: the first holds the run's id.
         let text = magrathea_core::export::write_export(view.workflow_run_id, &entries)?;
         for line in text.lines() {

@@ -520,8 +520,18 @@ fn journal_lines_each_name_their_record_type() {
     );
     assert!(records.iter().any(|r| r["type"] == "StatusRecord"));
 
-    let human = p.cli(&["journal", id]);
-    assert!(stdout(&human).contains("StateEnteredRecord"));
+    // Read by a program (not a terminal), the plain command prints the same JSON lines.
+    let plain = p.cli(&["journal", id]);
+    assert_eq!(code(&plain), 0, "{}", stderr(&plain));
+    assert_eq!(stdout(&plain), stdout(&out), "the records as JSON lines");
+    let human = p.cli(&["journal", id, "--table"]);
+    let table = stdout(&human);
+    assert!(
+        table
+            .lines()
+            .any(|l| l.contains("StateEnteredRecord") && !l.starts_with('{')),
+        "{table}"
+    );
 
     let file = p.dir.join("hello.jsonl");
     let exported = p.cli(&["journal", id, "--export", file.to_str().unwrap()]);

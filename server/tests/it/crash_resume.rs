@@ -177,7 +177,7 @@ fn a_killed_run_resumes_and_each_step_result_is_recorded_once() {
         assert!(out.status.success(), "{args:?}");
         String::from_utf8_lossy(&out.stdout).into_owned()
     };
-    let journal = text(&["journal", id]);
+    let journal = text(&["journal", id, "--table"]);
     assert!(
         journal.contains("TaskRestartedRecord") && journal.contains("runs again (execution 2)"),
         "{journal}"
