@@ -236,6 +236,7 @@ fn set_enabled(
 ) -> Result<Json<Value>, ApiError> {
     let catalog = state.triggers.catalog()?;
     registry::set_paused(catalog, &reg.id, !enabled)?;
+    state.triggers.registrations_changed();
     let reg = registry::by_id(catalog, &reg.id)?
         .ok_or_else(|| ApiError::not_found(format!("trigger `{}` not found", reg.id)))?;
     Ok(Json(described(state, &state.triggers, &reg)?))

@@ -68,7 +68,8 @@ struct Memory {
 /// Deliveries (starts, hook scripts) in flight at once; more wait.
 const MAX_IN_FLIGHT: usize = 16;
 
-/// How long the hub's copy of the registrations is used before it reads them again.
+/// How long the hub's copy of the registrations is used before it reads them again (other
+/// processes on the store, `magrathea schedules`); this process's own changes are seen at once.
 const REGISTRATIONS_FRESH: Duration = Duration::from_millis(500);
 
 pub(super) fn spawn(triggers: Arc<Triggers>, state: AppState) {
@@ -78,6 +79,7 @@ pub(super) fn spawn(triggers: Arc<Triggers>, state: AppState) {
         let slots = Arc::new(tokio::sync::Semaphore::new(MAX_IN_FLIGHT));
         let mut regs: Vec<Registration> = Vec::new();
         let mut read_at: Option<tokio::time::Instant> = None;
+        let mut read_changes = 0;
         while !triggers.is_stopped() {
             let update = match tokio::time::timeout(Duration::from_secs(1), updates.recv()).await {
                 Ok(Ok(u)) => u,
@@ -91,7 +93,9 @@ pub(super) fn spawn(triggers: Arc<Triggers>, state: AppState) {
                 Ok(Err(RecvError::Closed)) => return,
                 Err(_) => continue,
             };
-            if read_at.is_none_or(|t| t.elapsed() >= REGISTRATIONS_FRESH) {
+            let changes = triggers.changes();
+            if read_at.is_none_or(|t| t.elapsed() >= REGISTRATIONS_FRESH) || changes != read_changes
+            {
                 let Ok(catalog) = triggers.catalog() else {
                     return;
                 };
@@ -104,6 +108,7 @@ pub(super) fn spawn(triggers: Arc<Triggers>, state: AppState) {
                             })
                             .collect();
                         read_at = Some(tokio::time::Instant::now());
+                        read_changes = changes;
                     }
                     Err(e) => {
                         tracing::warn!(error = %e, "could not read the trigger registrations");

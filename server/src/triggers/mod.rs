@@ -103,6 +103,9 @@ pub struct Triggers {
     resyncing: std::sync::Mutex<()>,
     /// Set when the server stops: the background loop and the hub end.
     stopped: std::sync::atomic::AtomicBool,
+    /// Counts the changes this process made to the registrations (a resync, a pause): the
+    /// hub reads them again at the next event after one, instead of keeping its copy.
+    changes: std::sync::atomic::AtomicU64,
     /// The internal events, for live followers (`GET /v1/workflow-events`).
     events: tokio::sync::broadcast::Sender<Arc<HubEvent>>,
 }
@@ -132,6 +135,7 @@ impl Triggers {
             wake: Notify::new(),
             pass: tokio::sync::Mutex::new(scheduler::Memory::default()),
             resyncing: std::sync::Mutex::new(()),
+            changes: std::sync::atomic::AtomicU64::new(0),
             stopped: std::sync::atomic::AtomicBool::new(false),
             events: tokio::sync::broadcast::channel(EVENT_BUFFER).0,
         }
@@ -186,8 +190,22 @@ impl Triggers {
             .unwrap_or_else(std::sync::PoisonError::into_inner);
         let regs = registry::scan_with_writers(state.docs(), catalog, scope)?;
         let report = registry::replace_scope(catalog, scope, &regs)?;
-        self.wake.notify_one();
+        self.registrations_changed();
         Ok(report)
+    }
+
+    /// Says that this process changed the registrations (wrote, paused or resumed a trigger):
+    /// the scheduler's loop wakes, and the next event is matched against the registrations as
+    /// they are now, so a subscription written through the API hears the next event.
+    pub fn registrations_changed(&self) {
+        self.changes
+            .fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+        self.wake.notify_one();
+    }
+
+    /// How many changes [`Triggers::registrations_changed`] has counted.
+    fn changes(&self) -> u64 {
+        self.changes.load(std::sync::atomic::Ordering::SeqCst)
     }
 
     /// Rebuilds every project's registrations, and drops those of projects that are gone.

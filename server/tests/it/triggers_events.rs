@@ -175,6 +175,28 @@ async fn a_paused_event_document_fires_nothing_from_the_moment_the_patch_answers
     assert_eq!(runs_by(&s, "event:on-failure", 3).await.len(), 3);
 }
 
+/// A subscription written through the API hears the next event, also while the hub holds a
+/// recent list of subscriptions read before the write.
+#[tokio::test]
+async fn a_subscription_written_through_the_api_hears_the_next_event() {
+    let s = server(http_common::TENANT_SETTINGS).await;
+    put(&s, "events/on-failure.yaml", ON_FAILURE).await;
+    // The hub reads its list of subscriptions with this failure.
+    let deploy = s.start_run("shop", "deploy", json!({})).await;
+    s.wait_status("shop", &deploy, &["FAILED"]).await;
+    runs_by(&s, "event:on-failure", 1).await;
+
+    put(&s, "events/also-on-failure.yaml", ON_FAILURE).await;
+    let deploy = s.start_run("shop", "deploy", json!({})).await;
+    s.wait_status("shop", &deploy, &["FAILED"]).await;
+    let started = runs_by(&s, "event:also-on-failure", 1).await;
+    assert_eq!(started[0]["params"]["event"]["runId"], deploy.as_str());
+    assert_eq!(
+        deliveries(&s, "also-on-failure", 1).await[0]["status"],
+        "accepted"
+    );
+}
+
 #[tokio::test]
 async fn another_projects_and_another_tenants_runs_do_not_reach_a_subscription() {
     let s = server(http_common::TENANT_SETTINGS).await;
