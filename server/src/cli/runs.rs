@@ -45,7 +45,8 @@ pub(crate) enum RunsCommand {
         json: bool,
     },
     /// Start a FAILED or CANCELLED YAML run's workflow again from a state (by default the one
-    /// it ended in, or the one before it when that is a `terminal`) with the variables the run
+    /// it ended in, or the one before it when that is a `terminal`; after a saga, the state
+    /// whose failure began it, not a compensation) with the variables the run
     /// had when it entered it, on the current document (`--current`, the default) or with
     /// `--frozen` on the run's own definition; then drive or follow it like `magrathea run`
     /// (same output, same exit codes). Exit 2 when the run cannot be retried: it is unknown,

@@ -81,8 +81,9 @@ pub fn entry_of(journal: &[Entry], from: Option<&str>) -> Result<EntryPoint, NoE
 
 /// The state a retry begins at by default: the last the run entered that is not a `terminal`
 /// of its definition (a run that failed at `outcome: failure` is retried where it went
-/// wrong, not at the terminal that ends it again at once); the last it entered if it entered
-/// no other.
+/// wrong, not at the terminal that ends it again at once) nor one of the compensations its
+/// saga ran after the failure (a retry runs the failed state again, not an undo); the last it
+/// entered if it entered no other.
 fn default_state(journal: &[Entry]) -> Option<String> {
     let definition = journal.iter().find_map(|e| match &e.record {
         Record::Start(s) => Some((s.workflow_name.clone(), s.definition.clone()?)),
@@ -99,6 +100,19 @@ fn default_state(journal: &[Entry]) -> Option<String> {
             .and_then(magrathea_yaml::YamlNode::as_str)
             == Some("terminal")
     };
+    // The states named as some state's `compensate:`: a saga enters them after the failure.
+    let compensations: Vec<&str> = states
+        .as_ref()
+        .and_then(magrathea_yaml::YamlNode::as_map)
+        .map(|m| {
+            m.iter()
+                .filter_map(|(_, spec)| {
+                    spec.get("compensate")
+                        .and_then(magrathea_yaml::YamlNode::as_str)
+                })
+                .collect()
+        })
+        .unwrap_or_default();
     let entered: Vec<&str> = journal
         .iter()
         .filter_map(|e| match &e.record {
@@ -106,7 +120,12 @@ fn default_state(journal: &[Entry]) -> Option<String> {
             _ => None,
         })
         .collect();
-    entered
+    // The compensations come last, after the state whose failure began the saga.
+    let before_saga = entered
+        .iter()
+        .rposition(|s| !compensations.contains(s))
+        .map_or(&entered[..0], |i| &entered[..=i]);
+    before_saga
         .iter()
         .rev()
         .find(|s| !is_terminal(s))

@@ -308,3 +308,54 @@ states:
     assert_eq!(status, 202, "{body}");
     assert_eq!(body["fromState"], "refused", "{body}");
 }
+
+/// A saga's failure: the compensations ran after the failed state, and a retry without a state
+/// runs the failed state again, not the last undo (which would undo twice).
+#[tokio::test]
+async fn a_compensated_run_is_retried_from_the_state_that_failed_not_from_an_undo() {
+    let s = Server::start().await;
+    write(
+        &s.root.join("acme/shop/_vance/workflows/saga.yaml"),
+        r#"
+onFailure: compensate
+start: reserve
+states:
+  reserve:
+    type: shell_task
+    dirName: workspace
+    run: "echo reserved >> saga.log"
+    compensate: release
+    on: { success: charge }
+  charge:
+    type: shell_task
+    dirName: workspace
+    run: "echo charged >> saga.log; test -e fixed"
+    on: { success: done }
+  release:
+    type: shell_task
+    dirName: workspace
+    run: "echo released >> saga.log"
+  done: { type: terminal, result: ok }
+"#,
+    );
+    let first = s.start_run("shop", "saga", json!({})).await;
+    s.wait_status("shop", &first, &["FAILED"]).await;
+    let log = s.root.join("acme/shop/saga.log");
+    assert_eq!(
+        std::fs::read_to_string(&log).unwrap(),
+        "reserved\ncharged\nreleased\n"
+    );
+
+    std::fs::write(s.root.join("acme/shop/fixed"), "").unwrap();
+    let (status, body) = retry(&s, &first, json!({"definition": "frozen"}), ACME).await;
+    assert_eq!(status, 202, "{body}");
+    assert_eq!(body["fromState"], "charge", "{body}");
+    let again = body["workflowRunId"].as_str().unwrap().to_owned();
+    let done = s.wait_status("shop", &again, &["DONE", "FAILED"]).await;
+    assert_eq!(done["status"], "DONE", "{done}");
+    assert_eq!(
+        std::fs::read_to_string(&log).unwrap(),
+        "reserved\ncharged\nreleased\ncharged\n",
+        "the undo did not run again"
+    );
+}
