@@ -213,6 +213,10 @@ impl Auth {
                 (Some(hex), None) => parse_hex(hex).ok_or_else(|| {
                     invalid(format!("tokens[{i}].tokenSha256 is not 64 hex digits"))
                 })?,
+                // An empty token could never be presented (an empty Bearer is no token).
+                (None, Some(plain)) if plain.is_empty() => {
+                    return Err(invalid(format!("tokens[{i}].token is empty")));
+                }
                 (None, Some(plain)) => Sha256::digest(plain.as_bytes()).into(),
                 _ => {
                     return Err(invalid(format!(
@@ -220,6 +224,22 @@ impl Auth {
                     )));
                 }
             };
+            // The same token twice would act as the first entry only, whatever the second says
+            // (another tenant, other scopes): an operator's mistake, said at start.
+            if let Some(j) = tokens.iter().position(|t: &Token| t.digest == digest) {
+                return Err(invalid(format!(
+                    "tokens[{i}] is the same token as tokens[{j}]: give each entry its own"
+                )));
+            }
+            // A tenant is a directory of the tree: a name a route cannot take (`../t`, `a/b`,
+            // `_tenant`) would grant nothing, or something else than written.
+            if !super::state::plain_name(&entry.tenant) {
+                return Err(invalid(format!(
+                    "tokens[{i}].tenant `{}` is not a tenant's name (letters, digits, `.`, `_` \
+                     and `-`, not starting with `.`, not `_tenant`)",
+                    entry.tenant
+                )));
+            }
             let mut scopes = BTreeSet::new();
             for s in &entry.scopes {
                 scopes.insert(ApiScope::parse(s).ok_or_else(|| {

@@ -109,6 +109,44 @@ async fn a_token_entry_with_both_or_neither_secret_stops_the_server() {
     }
 }
 
+/// Entries that could not work as written stop the server with what is wrong: a token given
+/// twice (the second entry would act as the first), an empty token (never presentable), a
+/// tenant that is no tenant's name (`../globex` would name another tenant's directory).
+#[tokio::test]
+async fn token_entries_that_cannot_work_as_written_stop_the_server() {
+    let hashed = magrathea_server::http::auth::token_sha256("shared");
+    for (entries, expected) in [
+        (
+            format!(
+                "  - token: shared\n    tenant: acme\n    subject: a\n    scopes: [workflow.read]\n\
+                 \x20 - tokenSha256: {hashed}\n    tenant: globex\n    subject: g\n    scopes: [workflow.run]\n"
+            ),
+            "tokens[1] is the same token as tokens[0]",
+        ),
+        (
+            "  - token: \"\"\n    tenant: acme\n    subject: a\n    scopes: [workflow.read]\n"
+                .to_owned(),
+            "tokens[0].token is empty",
+        ),
+        (
+            "  - token: t\n    tenant: ../globex\n    subject: a\n    scopes: [workflow.read]\n"
+                .to_owned(),
+            "tokens[0].tenant `../globex` is not a tenant's name",
+        ),
+    ] {
+        let tmp = tempfile::tempdir().unwrap();
+        let root = tmp.path().canonicalize().unwrap();
+        tree_with_tokens(&root, &format!("tokens:\n{entries}"));
+        let e = serve_error(&root).await;
+        assert!(
+            matches!(&e, ServeError::Auth(AuthFileError::Invalid { message, .. })
+                if message.contains(expected)),
+            "{expected}: {e}"
+        );
+        binary_refuses(&root, expected);
+    }
+}
+
 #[tokio::test]
 async fn an_unreadable_token_file_stops_the_server() {
     let tmp = tempfile::tempdir().unwrap();
