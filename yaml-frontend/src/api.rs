@@ -1,6 +1,8 @@
 //! The entry point: text in, validated [`WorkflowDoc`] or every diagnostic out.
 
-use crate::analysis::{self, DocumentLookup, RecipeRef, ScriptRef, WorkflowRef, WorkspaceRef};
+use crate::analysis::{
+    self, DocumentLookup, RecipeRef, ScriptRef, TimeoutRef, WorkflowRef, WorkspaceRef,
+};
 use crate::ast::WorkflowDoc;
 use crate::build;
 use crate::diagnostic::Diagnostics;
@@ -30,6 +32,9 @@ pub struct Loaded {
     /// The `recipe:` of every `agent_task` written without placeholders, for
     /// [`load_workflow_checked`].
     pub recipe_refs: Vec<RecipeRef>,
+    /// The timeout of every `shell_task` and `script_task` that has one in the document, for
+    /// [`load_workflow_checked`].
+    pub timeout_refs: Vec<TimeoutRef>,
 }
 
 /// What a document refers to in other documents, found in whatever part of it was built.
@@ -39,6 +44,7 @@ struct Refs {
     scripts: Vec<ScriptRef>,
     workspaces: Vec<WorkspaceRef>,
     recipes: Vec<RecipeRef>,
+    timeouts: Vec<TimeoutRef>,
 }
 
 /// Parses, structurally builds and semantically validates a workflow document, then
@@ -59,7 +65,8 @@ pub fn load_workflow(
 /// `MAG-Y040` error for each `script_task` whose script, written without placeholders,
 /// `lookup` would not find at run time (with the reason the task would fail with), and a
 /// `MAG-Y042` warning for each `shell_task` whose `dirName:` names no workspace of the
-/// project. All are reported for a document with errors too, so that one pass shows
+/// project, and a `MAG-YA009` warning for each `shell_task` or `script_task` whose timeout is
+/// above the tenant's bound. All are reported for a document with errors too, so that one pass shows
 /// everything to fix.
 ///
 /// A state is checked wherever it was read as a `workflow_task` or `script_task`, whatever
@@ -94,6 +101,11 @@ pub fn load_workflow_checked(
             &refs.workflows,
             &mut lookup,
         ));
+        found.extend(analysis::over_tenant_bound(
+            path_label,
+            &refs.timeouts,
+            &mut lookup,
+        ));
         found
     };
     match load(path_label, text, opts) {
@@ -103,6 +115,7 @@ pub fn load_workflow_checked(
                 scripts: loaded.script_refs.clone(),
                 workspaces: loaded.workspace_refs.clone(),
                 recipes: loaded.recipe_refs.clone(),
+                timeouts: loaded.timeout_refs.clone(),
             });
             loaded.warnings.extend(found);
             loaded.warnings.sort();
@@ -155,6 +168,7 @@ fn load(path_label: &str, text: &str, opts: &LoadOptions) -> Result<Loaded, (Dia
             scripts: analysis::script_refs(&root, doc),
             workspaces: analysis::workspace_refs(&root, doc),
             recipes: analysis::recipe_refs(&root, doc),
+            timeouts: analysis::timeout_refs(&root, doc),
         })
         .unwrap_or_default();
     analysis::invalid_sub_workflow_names(&mut ctx, &refs.workflows);
@@ -167,6 +181,7 @@ fn load(path_label: &str, text: &str, opts: &LoadOptions) -> Result<Loaded, (Dia
             script_refs: refs.scripts,
             workspace_refs: refs.workspaces,
             recipe_refs: refs.recipes,
+            timeout_refs: refs.timeouts,
             doc,
             warnings: diags,
             path: path_label.to_owned(),

@@ -162,6 +162,10 @@ pub enum Code {
     /// passes one as a value of another type (warning): the sub-run would be refused; found
     /// by [`crate::load_workflow_checked`].
     SubWorkflowParams,
+    /// `MAG-YA009`: a `shell_task` or `script_task` asks for a timeout above the tenant's
+    /// `bounds.maxTaskTimeoutSeconds` (warning): the step would end `technical_error` with
+    /// `MAG-BD030` before it starts; found by [`crate::load_workflow_checked`].
+    TimeoutAboveBound,
     /// `MAG-SC001`: a scheduler document sets both `recipe:` and `workflow:`.
     ScheduleRecipeAndWorkflow,
     /// `MAG-SC002`: a scheduler document names a `recipe:`, which Magrathea does not schedule.
@@ -235,6 +239,7 @@ impl Code {
             Self::UnboundedLoop => "MAG-YA006",
             Self::UnknownRecipe => "MAG-YA007",
             Self::SubWorkflowParams => "MAG-YA008",
+            Self::TimeoutAboveBound => "MAG-YA009",
             Self::ScheduleRecipeAndWorkflow => "MAG-SC001",
             Self::ScheduleRecipe => "MAG-SC002",
             Self::ScheduleNoWorkflow => "MAG-SC003",

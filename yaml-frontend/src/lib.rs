@@ -50,7 +50,8 @@ mod template;
 mod validate;
 
 pub use analysis::{
-    DocumentLookup, ProjectDocuments, RecipeRef, ScriptRef, SubParams, WorkflowRef, WorkspaceRef,
+    DocumentLookup, ProjectDocuments, RecipeRef, ScriptRef, SubParams, TimeoutRef, WorkflowRef,
+    WorkspaceRef,
 };
 pub use api::{Loaded, load_workflow, load_workflow_checked};
 pub use ast::{

@@ -882,6 +882,41 @@ fn validate_warns_of_an_agent_recipe_neither_the_project_nor_its_tenant_has() {
     assert_eq!(code(&strict), 1, "{}", stderr(&strict));
 }
 
+/// A shell or script step whose timeout the tenant's bound does not allow never starts: its
+/// timeout (its own, or the document's default) is a warning at the number, against the bound
+/// the tenant's settings set (a day by default).
+#[test]
+fn validate_warns_of_a_step_timeout_above_the_tenants_bound() {
+    let p = Project::new();
+    let doc = |defaults: &str, timeout: &str| {
+        format!(
+            "{defaults}start: s\nstates:\n  s:\n    type: shell_task\n    dirName: workspace\n    run: \"true\"\n{timeout}    on: {{ success: done }}\n    catch: {{ technical_error: done }}\n  done: {{ type: terminal }}\n"
+        )
+    };
+    p.workflow("own", &doc("", "    timeoutSeconds: 100000\n"))
+        .workflow(
+            "default",
+            &doc("defaults: { taskTimeoutSeconds: 90000 }\n", ""),
+        )
+        .workflow("day", &doc("", "    timeoutSeconds: 86400\n"));
+    let out = p.cli(&["validate"]);
+    assert_eq!(code(&out), 0, "{}", stderr(&out));
+    let err = stderr(&out);
+    let own = "_vance/workflows/own.yaml:7:21: warning: [MAG-YA009] the shell_task `s` asks for a timeout of 100000 s, above the tenant's bounds.maxTaskTimeoutSeconds (86400 s)";
+    assert!(err.lines().any(|l| l.contains(own)), "{own}\n{err}");
+    let default = "_vance/workflows/default.yaml:1:33: warning: [MAG-YA009] the shell_task `s` asks for a timeout of 90000 s";
+    assert!(err.lines().any(|l| l.contains(default)), "{default}\n{err}");
+    assert_eq!(err.matches("MAG-YA009").count(), 2, "{err}");
+
+    // The tenant's administrator raised the bound: nothing to say.
+    let settings = p.root.join("acme/_tenant/_vance/settings.yaml");
+    std::fs::create_dir_all(settings.parent().unwrap()).unwrap();
+    std::fs::write(&settings, "bounds:\n  maxTaskTimeoutSeconds: 200000\n").unwrap();
+    let out = p.cli(&["validate"]);
+    assert_eq!(code(&out), 0, "{}", stderr(&out));
+    assert!(!stderr(&out).contains("MAG-YA009"), "{}", stderr(&out));
+}
+
 /// A sub-run that would be refused its parameters is said before anything runs: a required
 /// parameter left out, or one written as a value of another type.
 #[test]

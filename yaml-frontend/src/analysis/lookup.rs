@@ -53,6 +53,13 @@ pub trait DocumentLookup {
         true
     }
 
+    /// The longest timeout, in seconds, the tenant lets a `shell_task` or `script_task` have
+    /// (`bounds.maxTaskTimeoutSeconds`). The default knows no bound: a lookup that does not
+    /// check timeouts.
+    fn task_timeout_ceiling(&mut self) -> Option<f64> {
+        None
+    }
+
     /// The `parameters:` the workflow `name` declares, when its document loads. The default
     /// knows none: a lookup that does not check a sub-run's parameters.
     fn workflow_parameters(
@@ -113,6 +120,15 @@ impl DocumentLookup for ProjectDocuments<'_> {
 
     fn has_recipe(&mut self, name: &str) -> bool {
         self.docs.document(self.scope, "recipes", name).is_ok()
+    }
+
+    fn task_timeout_ceiling(&mut self) -> Option<f64> {
+        Some(
+            self.docs
+                .tenant_settings(self.scope)
+                .bounds
+                .task_timeout_ceiling(),
+        )
     }
 
     fn workflow_parameters(

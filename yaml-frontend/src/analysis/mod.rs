@@ -19,12 +19,15 @@ mod lookup;
 mod outcomes;
 mod placeholders;
 mod reach;
+mod timeouts;
 
 pub use lookup::{DocumentLookup, ProjectDocuments, RecipeRef, ScriptRef, WorkspaceRef};
 pub(crate) use lookup::{
     missing_scripts, recipe_refs, script_refs, sub_workflow_params, unknown_recipes,
     unknown_sub_workflows, unknown_workspaces, workspace_refs,
 };
+pub use timeouts::TimeoutRef;
+pub(crate) use timeouts::{over_tenant_bound, timeout_refs};
 
 use crate::api::Loaded;
 use crate::ast::{Spanned, StateSpec, TaskType, WorkflowDoc};

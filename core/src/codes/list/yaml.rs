@@ -235,6 +235,11 @@ pub(super) const CODES: &[ErrorCode] = &[
         remedy: "Pass the parameter under `params:` with a value of the declared type, or give it a default in the sub-workflow's `parameters:`.",
     },
     ErrorCode {
+        code: "MAG-YA009",
+        meaning: "A shell_task or script_task asks for a timeout (its `timeoutSeconds`, or the document's `defaults.taskTimeoutSeconds`) above the tenant's `bounds.maxTaskTimeoutSeconds` (default 86400 s; a warning, reported by `magrathea validate`): the step would end `technical_error` with MAG-BD030 without starting.",
+        remedy: "Lower the timeout, or have the tenant's administrator raise `bounds.maxTaskTimeoutSeconds` in `_tenant/_vance/settings.yaml`.",
+    },
+    ErrorCode {
         code: "MAG-YC001",
         meaning: "A transition's condition does not parse at run time.",
         remedy: "Fix the condition in the workflow document.",
