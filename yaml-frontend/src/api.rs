@@ -148,6 +148,7 @@ fn load(path_label: &str, text: &str, opts: &LoadOptions) -> Result<Loaded, (Dia
         validate(&mut ctx, doc);
         analysis::misspelt_placeholders(&mut ctx, &root, doc);
         analysis::non_finite_numbers(&mut ctx, &root, doc);
+        analysis::tools_out_of_pool(&mut ctx, &root, doc);
         // The analysis walks the compiled plan, whose transitions are indices of states:
         // with an error (a target that is no state, a state that did not build) there is no
         // graph to walk, so outcomes, reachability and loops wait until the errors are fixed.

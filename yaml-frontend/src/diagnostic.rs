@@ -166,6 +166,9 @@ pub enum Code {
     /// `bounds.maxTaskTimeoutSeconds` (warning): the step would end `technical_error` with
     /// `MAG-BD030` before it starts; found by [`crate::load_workflow_checked`].
     TimeoutAboveBound,
+    /// `MAG-YA010`: a `tool_task` calls a tool the workflow's own pool (its `allowedTools:`,
+    /// or the default pool) leaves out (warning): every run of it ends `permission_error`.
+    ToolNotAllowed,
     /// `MAG-SC001`: a scheduler document sets both `recipe:` and `workflow:`.
     ScheduleRecipeAndWorkflow,
     /// `MAG-SC002`: a scheduler document names a `recipe:`, which Magrathea does not schedule.
@@ -240,6 +243,7 @@ impl Code {
             Self::UnknownRecipe => "MAG-YA007",
             Self::SubWorkflowParams => "MAG-YA008",
             Self::TimeoutAboveBound => "MAG-YA009",
+            Self::ToolNotAllowed => "MAG-YA010",
             Self::ScheduleRecipeAndWorkflow => "MAG-SC001",
             Self::ScheduleRecipe => "MAG-SC002",
             Self::ScheduleNoWorkflow => "MAG-SC003",

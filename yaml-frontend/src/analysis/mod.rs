@@ -20,6 +20,7 @@ mod outcomes;
 mod placeholders;
 mod reach;
 mod timeouts;
+mod tools;
 
 pub use lookup::{DocumentLookup, ProjectDocuments, RecipeRef, ScriptRef, WorkspaceRef};
 pub(crate) use lookup::{
@@ -48,6 +49,12 @@ pub(crate) fn analyse(ctx: &mut Ctx<'_>, doc: &WorkflowDoc, plan: &Plan) {
 /// ([`placeholders::check`]).
 pub(crate) fn misspelt_placeholders(ctx: &mut Ctx<'_>, root: &YamlNode, doc: &WorkflowDoc) {
     placeholders::check(ctx, root, doc);
+}
+
+/// Warnings for `tool_task`s calling a tool the workflow's own pool leaves out
+/// ([`tools::check`]).
+pub(crate) fn tools_out_of_pool(ctx: &mut Ctx<'_>, root: &YamlNode, doc: &WorkflowDoc) {
+    tools::check(ctx, root, doc);
 }
 
 /// Errors for the numbers of the states' data (`result:`, `params:`) that JSON cannot hold

@@ -302,7 +302,7 @@ fn cancelled_is_never_asked_for_and_always_allowed() {
 #[test]
 fn a_tool_task_may_report_any_error_kind_of_a_registered_task() {
     let text = format!(
-        "start: t\nstates:\n  t:\n    type: tool_task\n    tool: my_task\n    on: {{ success: end }}\n    catch: {{ business_error: end, permission_error: end, technical_error: end }}\n{END}"
+        "allowedTools: [my_task]\nstart: t\nstates:\n  t:\n    type: tool_task\n    tool: my_task\n    on: {{ success: end }}\n    catch: {{ business_error: end, permission_error: end, technical_error: end }}\n{END}"
     );
     assert_eq!(warnings(&text), Vec::<String>::new());
 }
@@ -565,4 +565,40 @@ fn a_compensation_only_state_needs_no_transitions() {
     let entered = about_release(warnings(&states(", business_error: release")));
     assert_eq!(entered.len(), 1, "{entered:#?}");
     assert!(entered[0].contains("[MAG-Y014]"), "{entered:#?}");
+}
+
+/// A `tool_task` whose tool the workflow's own pool leaves out is refused by every run (the
+/// cascade only narrows that pool): a warning at the tool's name, for a declared list and for
+/// the default pool alike. A tool in the pool, or a templated name, is not.
+#[test]
+fn a_tool_the_workflows_own_pool_leaves_out_is_a_warning() {
+    let doc = |allowed: &str, tool: &str| {
+        format!(
+            "{allowed}start: call\nstates:\n  call:\n    type: tool_task\n    tool: {tool}\n    on: {{ success: end }}\n    catch: {{ permission_error: end, technical_error: end, business_error: end, timeout: end }}\n{END}"
+        )
+    };
+    contains(
+        &warnings(&doc("", "github.merge_pr")),
+        "wf.yaml:5:11: [MAG-YA010] tool_task `call` calls `github.merge_pr`, which \
+         every run would refuse (permission_error, MAG-TL002): the workflow declares no \
+         allowedTools:, so it may call only the default pool [web_search, doc_read, doc_list, \
+         inbox_read]; name it under allowedTools:",
+    );
+    contains(
+        &warnings(&doc("allowedTools: [web_search]\n", "doc_read")),
+        "wf.yaml:6:11: [MAG-YA010] tool_task `call` calls `doc_read`, which every run \
+         would refuse (permission_error, MAG-TL002): the workflow's allowedTools [web_search] \
+         leave it out",
+    );
+    for (allowed, tool) in [
+        ("", "doc_read"),
+        ("allowedTools: [github.merge_pr]\n", "github.merge_pr"),
+        ("", "\"${params.tool}\""),
+    ] {
+        let found = warnings(&doc(allowed, tool));
+        assert!(
+            found.iter().all(|w| !w.contains("MAG-YA010")),
+            "{tool}: {found:#?}"
+        );
+    }
 }

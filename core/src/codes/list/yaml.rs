@@ -240,6 +240,11 @@ pub(super) const CODES: &[ErrorCode] = &[
         remedy: "Lower the timeout, or have the tenant's administrator raise `bounds.maxTaskTimeoutSeconds` in `_tenant/_vance/settings.yaml`.",
     },
     ErrorCode {
+        code: "MAG-YA010",
+        meaning: "A tool_task calls a tool that the workflow's own pool leaves out: its `allowedTools:`, or, when it declares none, the default pool (web_search, doc_read, doc_list, inbox_read). The cascade intersects that pool with the tenant's and the project's, so every run of the state ends `permission_error` with MAG-TL002 (a warning).",
+        remedy: "Name the tool under the workflow's `allowedTools:` (the tenant's and project's settings must allow it too), or fix the tool's name.",
+    },
+    ErrorCode {
         code: "MAG-YC001",
         meaning: "A transition's condition does not parse at run time.",
         remedy: "Fix the condition in the workflow document.",
