@@ -3,7 +3,7 @@
 use crate::analysis::{
     self, DocumentLookup, RecipeRef, ScriptRef, TimeoutRef, WorkflowRef, WorkspaceRef,
 };
-use crate::ast::WorkflowDoc;
+use crate::ast::{Defaults, WorkflowDoc};
 use crate::build;
 use crate::diagnostic::Diagnostics;
 use crate::loader::{LoadOptions, parse_yaml_with_key_errors};
@@ -57,7 +57,7 @@ pub fn load_workflow(
     text: &str,
     opts: &LoadOptions,
 ) -> Result<Loaded, Diagnostics> {
-    load(path_label, text, opts).map_err(|(diags, _)| diags)
+    load(path_label, text, opts, Defaults::default()).map_err(|(diags, _)| diags)
 }
 
 /// [`load_workflow`], with the checks against the caller's documents among the diagnostics
@@ -77,6 +77,7 @@ pub fn load_workflow_checked(
     opts: &LoadOptions,
     mut lookup: impl DocumentLookup,
 ) -> Result<Loaded, Diagnostics> {
+    let settings = lookup.timeout_defaults();
     let mut checks = |refs: Refs| {
         let mut found = analysis::unknown_sub_workflows(path_label, &refs.workflows, |name| {
             lookup.workflow_exists(name)
@@ -108,7 +109,7 @@ pub fn load_workflow_checked(
         ));
         found
     };
-    match load(path_label, text, opts) {
+    match load(path_label, text, opts, settings) {
         Ok(mut loaded) => {
             let found = checks(Refs {
                 workflows: loaded.workflow_refs.clone(),
@@ -134,7 +135,14 @@ pub fn load_workflow_checked(
 }
 
 /// Loads a document; on failure, its diagnostics and the workflows it names.
-fn load(path_label: &str, text: &str, opts: &LoadOptions) -> Result<Loaded, (Diagnostics, Refs)> {
+/// `settings`: the timeout defaults a run takes from the settings (see
+/// [`DocumentLookup::timeout_defaults`]).
+fn load(
+    path_label: &str,
+    text: &str,
+    opts: &LoadOptions,
+    settings: Defaults,
+) -> Result<Loaded, (Diagnostics, Refs)> {
     // Mistakes in keys are reported with every other finding (a duplicate key's later
     // entries left out); syntax and size errors stop here: without a tree, nothing else can
     // be read.
@@ -154,12 +162,12 @@ fn load(path_label: &str, text: &str, opts: &LoadOptions) -> Result<Loaded, (Dia
         // graph to walk, so outcomes, reachability and loops wait until the errors are fixed.
         if !ctx.diags.has_errors() {
             let compiled = Plan::compile(doc);
-            analysis::analyse(&mut ctx, doc, &compiled);
+            analysis::analyse(&mut ctx, doc, &compiled, settings);
             plan = Some(compiled);
         } else {
             // What needs no graph is still said in the same pass: the transitions of each
             // state that has no error of its own against what its task can end with.
-            analysis::outcomes_of_sound_states(&mut ctx, &root, doc);
+            analysis::outcomes_of_sound_states(&mut ctx, &root, doc, settings);
         }
     }
     let refs = doc

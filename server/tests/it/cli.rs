@@ -917,6 +917,41 @@ fn validate_warns_of_a_step_timeout_above_the_tenants_bound() {
     assert!(!stderr(&out).contains("MAG-YA009"), "{}", stderr(&out));
 }
 
+/// The timeouts a run takes from the settings count as the document's own do: a gate that
+/// times out by the project's `defaults:` has a `catch: timeout` that is taken (no warning
+/// that it never is), and one without that route would fail the run (a warning).
+#[test]
+fn validate_judges_timeouts_by_the_settings_defaults_a_run_takes() {
+    let p = Project::new();
+    let gate = |catch: &str| {
+        format!(
+            "start: g\nstates:\n  g:\n    type: gate_task\n    inbox: {{ kind: APPROVAL, title: ok? }}\n    on: {{ approved: done, rejected: done, insufficient_info: done, undecidable: done }}\n{catch}  done: {{ type: terminal }}\n"
+        )
+    };
+    p.workflow("routed", &gate("    catch: { timeout: done }\n"))
+        .workflow("unrouted", &gate(""));
+    let before = stderr(&p.cli(&["validate"]));
+    assert!(
+        before.contains("_vance/workflows/routed.yaml:7:14: warning: [MAG-YA002]"),
+        "{before}"
+    );
+    assert!(!before.contains("unrouted.yaml"), "{before}");
+
+    std::fs::write(
+        p.dir.join("_vance/settings.yaml"),
+        "defaults:\n  gateTimeoutSeconds: 60\n",
+    )
+    .unwrap();
+    let out = p.cli(&["validate"]);
+    assert_eq!(code(&out), 0, "{}", stderr(&out));
+    let after = stderr(&out);
+    assert!(!after.contains("MAG-YA002"), "{after}");
+    assert!(
+        after.contains("unrouted.yaml:3:3: warning: [MAG-YA003] a `timeout` of gate_task `g` would fail the run"),
+        "{after}"
+    );
+}
+
 /// A sub-run that would be refused its parameters is said before anything runs: a required
 /// parameter left out, or one written as a value of another type.
 #[test]

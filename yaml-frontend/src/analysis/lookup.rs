@@ -53,6 +53,13 @@ pub trait DocumentLookup {
         true
     }
 
+    /// The timeout defaults of the settings (the project's, then the tenant's) that a run takes
+    /// where the document's `defaults:` set none. The default knows none: a lookup that does
+    /// not read settings.
+    fn timeout_defaults(&mut self) -> crate::ast::Defaults {
+        crate::ast::Defaults::default()
+    }
+
     /// The longest timeout, in seconds, the tenant lets a `shell_task` or `script_task` have
     /// (`bounds.maxTaskTimeoutSeconds`). The default knows no bound: a lookup that does not
     /// check timeouts.
@@ -120,6 +127,19 @@ impl DocumentLookup for ProjectDocuments<'_> {
 
     fn has_recipe(&mut self, name: &str) -> bool {
         self.docs.document(self.scope, "recipes", name).is_ok()
+    }
+
+    fn timeout_defaults(&mut self) -> crate::ast::Defaults {
+        // As a run reads them when it starts (`runtime::default_bounds`).
+        let cascade = self
+            .docs
+            .settings(self.scope)
+            .defaults
+            .or(self.docs.tenant_settings(self.scope).defaults);
+        crate::ast::Defaults {
+            task_timeout_seconds: cascade.task_timeout_seconds,
+            gate_timeout_seconds: cascade.gate_timeout_seconds,
+        }
     }
 
     fn task_timeout_ceiling(&mut self) -> Option<f64> {

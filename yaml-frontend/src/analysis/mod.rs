@@ -31,7 +31,7 @@ pub use timeouts::TimeoutRef;
 pub(crate) use timeouts::{over_tenant_bound, timeout_refs};
 
 use crate::api::Loaded;
-use crate::ast::{Spanned, StateSpec, TaskType, WorkflowDoc};
+use crate::ast::{Defaults, Spanned, StateSpec, TaskType, WorkflowDoc};
 use crate::build::Ctx;
 use crate::diagnostic::{Code, Diagnostics};
 use crate::node::YamlNode;
@@ -39,8 +39,11 @@ use crate::plan::Plan;
 
 /// Runs every check that needs nothing but the document and its plan (the document gives
 /// the positions, the plan the graph).
-pub(crate) fn analyse(ctx: &mut Ctx<'_>, doc: &WorkflowDoc, plan: &Plan) {
-    outcomes::check(ctx, doc);
+///
+/// `settings`: the timeout defaults of the settings a run of the document would take where
+/// its own `defaults:` set none (none known: `Defaults::default()`).
+pub(crate) fn analyse(ctx: &mut Ctx<'_>, doc: &WorkflowDoc, plan: &Plan, settings: Defaults) {
+    outcomes::check(ctx, doc, settings);
     let reachable = reach::unreachable(ctx, doc, plan);
     reach::unbounded_loops(ctx, doc, plan, &reachable);
 }
@@ -66,7 +69,12 @@ pub(crate) fn non_finite_numbers(ctx: &mut Ctx<'_>, root: &YamlNode, doc: &Workf
 /// The outcome checks of the states of `doc` (a document with errors) that have no error of
 /// their own: a state's errors lie between its key's line and the next state's (the last
 /// state's, up to the next top-level key after `states:`).
-pub(crate) fn outcomes_of_sound_states(ctx: &mut Ctx<'_>, root: &YamlNode, doc: &WorkflowDoc) {
+pub(crate) fn outcomes_of_sound_states(
+    ctx: &mut Ctx<'_>,
+    root: &YamlNode,
+    doc: &WorkflowDoc,
+    settings: Defaults,
+) {
     let mut starts: Vec<u32> = doc.states.values().map(|s| s.span.line).collect();
     starts.sort_unstable();
     let error_lines: Vec<u32> = ctx.diags.errors().map(|d| d.line).collect();
@@ -102,7 +110,7 @@ pub(crate) fn outcomes_of_sound_states(ctx: &mut Ctx<'_>, root: &YamlNode, doc: 
             .unwrap_or(states_end);
         !error_lines.iter().any(|l| (s.span.line..end).contains(l))
     };
-    outcomes::check_states(ctx, doc, sound);
+    outcomes::check_states(ctx, doc, settings, sound);
 }
 
 /// Each state of `doc` with its node in the document `root` it was read from (states the

@@ -1,7 +1,7 @@
 //! Transitions against the outcome table: transitions that can never be taken, outcomes that
 //! nothing routes, and conditions that may fall through.
 
-use crate::ast::{FailurePolicy, InboxKind, StateSpec, TaskSpec, TaskType, WorkflowDoc};
+use crate::ast::{Defaults, FailurePolicy, InboxKind, StateSpec, TaskSpec, TaskType, WorkflowDoc};
 use crate::build::Ctx;
 use crate::condition::{Condition, ExprKind};
 use crate::diagnostic::{Code, Span};
@@ -26,8 +26,8 @@ fn can_fail(o: &Outcomes) -> bool {
     })
 }
 
-pub(super) fn check(ctx: &mut Ctx<'_>, doc: &WorkflowDoc) {
-    check_states(ctx, doc, |_| true);
+pub(super) fn check(ctx: &mut Ctx<'_>, doc: &WorkflowDoc, settings: Defaults) {
+    check_states(ctx, doc, settings, |_| true);
 }
 
 /// [`check`] of the states `checked` takes (those without errors of their own, in a
@@ -35,8 +35,12 @@ pub(super) fn check(ctx: &mut Ctx<'_>, doc: &WorkflowDoc) {
 pub(crate) fn check_states(
     ctx: &mut Ctx<'_>,
     doc: &WorkflowDoc,
+    settings: Defaults,
     checked: impl Fn(&crate::ast::StateSpec) -> bool,
 ) {
+    // What a run takes where the state sets no timeout: the document's defaults, then the
+    // settings'.
+    let defaults = doc.defaults.or(settings);
     for s in doc.states.values().filter(|s| checked(s)) {
         if s.task_type == TaskType::Terminal {
             continue;
@@ -45,7 +49,7 @@ pub(crate) fn check_states(
             TaskSpec::Gate(inbox) => inbox.outcomes(),
             _ => s.task_type.outcomes(),
         };
-        let configured = s.outcomes(&doc.defaults);
+        let configured = s.outcomes(&defaults);
         for t in &s.on {
             let key = t.outcome.as_str();
             let taken =
@@ -190,7 +194,8 @@ fn transition(
                 "only a timer whose duration is a ${…} template can fail".to_owned()
             }
             _ if key == "timeout" => format!(
-                "it has no timeoutSeconds (nor a default in 'defaults:'), so {} never times out",
+                "it has no timeoutSeconds (nor a default in 'defaults:' or the settings), so {} \
+                 never times out",
                 kind_of(s)
             ),
             _ => format!("as configured it ends with {}", listing(configured)),

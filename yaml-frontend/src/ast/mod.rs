@@ -88,6 +88,18 @@ pub struct Defaults {
     pub gate_timeout_seconds: Option<f64>,
 }
 
+impl Defaults {
+    /// These defaults, each filled from `fallback` where unset (a document's `defaults:` over
+    /// the settings' that a run also takes).
+    #[must_use]
+    pub fn or(self, fallback: Defaults) -> Defaults {
+        Defaults {
+            task_timeout_seconds: self.task_timeout_seconds.or(fallback.task_timeout_seconds),
+            gate_timeout_seconds: self.gate_timeout_seconds.or(fallback.gate_timeout_seconds),
+        }
+    }
+}
+
 /// The JSON type a parameter must have.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 #[non_exhaustive]

@@ -204,7 +204,7 @@ fn inline(ctx: &mut Ctx<'_>, node: &YamlNode) -> Option<String> {
         crate::validate::validate(&mut sub, doc);
         if !sub.diags.has_errors() {
             let plan = crate::plan::Plan::compile(doc);
-            crate::analysis::analyse(&mut sub, doc, &plan);
+            crate::analysis::analyse(&mut sub, doc, &plan, crate::ast::Defaults::default());
         }
     }
     let failed = sub.diags.has_errors();

@@ -165,7 +165,8 @@ fn a_transition_its_state_never_takes_as_configured_is_a_warning() {
     contains(
         &w,
         "wf.yaml:7:14: [MAG-YA002] state 'a' has 'catch: timeout', which is never taken: it has \
-         no timeoutSeconds (nor a default in 'defaults:'), so a workflow_task never times out",
+         no timeoutSeconds (nor a default in 'defaults:' or the settings), so a workflow_task \
+         never times out",
     );
     contains(
         &w,
