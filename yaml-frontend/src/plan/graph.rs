@@ -73,11 +73,37 @@ impl StateGraph {
     }
 
     /// Mermaid `stateDiagram-v2` text. A state whose name is not a plain word (Mermaid's ids
-    /// take no `-`, space or `:`) is declared under an alias, `state "run-checks" as s2`; in
-    /// texts, `:` and `;` (which end a Mermaid description) are written as entities.
+    /// take no `-`, space or `:`) or is one of Mermaid's words (`end`, `state`, `note`, …) is
+    /// declared under an alias, `state "run-checks" as s2`; in texts, `:` and `;` (which end a
+    /// Mermaid description) are written as entities.
     pub fn to_mermaid(&self) -> String {
-        let plain =
-            |n: &str| !n.is_empty() && n.chars().all(|c| c.is_ascii_alphanumeric() || c == '_');
+        const KEYWORDS: [&str; 20] = [
+            "as",
+            "choice",
+            "class",
+            "classdef",
+            "click",
+            "concurrent",
+            "default",
+            "direction",
+            "end",
+            "fork",
+            "hide",
+            "join",
+            "left",
+            "linkstyle",
+            "note",
+            "of",
+            "right",
+            "scale",
+            "state",
+            "style",
+        ];
+        let plain = |n: &str| {
+            !n.is_empty()
+                && n.chars().all(|c| c.is_ascii_alphanumeric() || c == '_')
+                && !KEYWORDS.contains(&n.to_ascii_lowercase().as_str())
+        };
         let ids: std::collections::HashMap<&str, String> = self
             .states
             .iter()
