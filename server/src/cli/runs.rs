@@ -453,19 +453,23 @@ fn repeat_request(
         })
 }
 
-/// The version a run executes, for the listing: the first 12 hex digits of its definition's
-/// hash (as `versions` and `publish` name it), `+draft` for a draft; a code workflow's version.
+/// The version a run executes, for the listing: the document's `version:` text, if any, then
+/// the first 12 hex digits of its definition's hash (as `versions` and `publish` name it),
+/// `+draft` for a draft; a code workflow's version.
 fn version_label(dto: &magrathea_server::http::runs::RunDto) -> String {
-    match &dto.definition_hash {
-        Some(hash) => {
-            let short = hash.get(..12).unwrap_or(hash);
-            if dto.draft {
-                format!("{short}+draft")
-            } else {
-                short.to_owned()
-            }
-        }
-        None if dto.run.workflow_version.is_empty() => "-".to_owned(),
-        None => dto.run.workflow_version.clone(),
+    let version = dto.run.workflow_version.as_str();
+    let Some(hash) = &dto.definition_hash else {
+        return if version.is_empty() { "-" } else { version }.to_owned();
+    };
+    // The version's text and the content hash it ran, as `runs show` names them.
+    let short = hash.get(..12).unwrap_or(hash);
+    match (
+        version.is_empty(),
+        dto.draft && !version.ends_with("+draft"),
+    ) {
+        (true, false) => short.to_owned(),
+        (true, true) => format!("{short}+draft"),
+        (false, false) => format!("{version} {short}"),
+        (false, true) => format!("{version}+draft {short}"),
     }
 }

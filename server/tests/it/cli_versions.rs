@@ -51,8 +51,8 @@ fn run_starts_the_draft_only_with_draft_and_runs_show_its_version() {
     let table = stdout(&p.cli(&["runs", "list"]));
     assert!(table.contains("VERSION"), "{table}");
     assert!(
-        table.contains(&format!("{}+draft", &sha(DRAFT)[..12])),
-        "{table}"
+        table.contains(&format!("2+draft {}", &sha(DRAFT)[..12])),
+        "the version's text and the hash it ran: {table}"
     );
     assert!(table.contains(&sha(LIVE)[..12]), "{table}");
     let id = drafted["workflowRunId"].as_str().unwrap();
