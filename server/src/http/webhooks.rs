@@ -93,10 +93,12 @@ async fn deliver(
             .reason("trigger_disabled")
             .message("the webhook is paused or disabled");
         keep(&state, &d);
+        // Like every refusal of a delivery, the message opens with its code.
         return Err(ApiError::new(
             StatusCode::CONFLICT,
             "MAG-HTTP-TRIGGER-DISABLED",
-            "this webhook is paused or disabled",
+            "[MAG-HTTP-TRIGGER-DISABLED] this webhook is paused or its document says \
+             `enabled: false`; nothing was started",
         ));
     }
     let body = match body {

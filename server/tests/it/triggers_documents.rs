@@ -566,7 +566,17 @@ async fn an_event_document_that_says_enabled_false_is_switched_off_until_it_says
     );
     let (status, body) = deliver().await;
     assert_eq!(status, 409, "{body}");
-    assert!(body.contains("MAG-HTTP-TRIGGER-DISABLED"), "{body}");
+    let refusal: Value = serde_json::from_str(&body).unwrap();
+    assert_eq!(
+        refusal["error"]["code"], "MAG-HTTP-TRIGGER-DISABLED",
+        "{body}"
+    );
+    assert!(
+        refusal["error"]["message"].as_str().is_some_and(|m| m
+            .starts_with("[MAG-HTTP-TRIGGER-DISABLED] ")
+            && m.contains("enabled: false")),
+        "like every refused delivery, the message opens with its code: {body}"
+    );
     let (status, body) = event_route().await;
     assert_eq!(status, 409, "{body}");
     assert!(body.contains("enabled: false"), "{body}");
