@@ -461,6 +461,25 @@ pub(crate) fn triggers_published(
                     .filter_map(|r| r.error.as_ref())
                     .map(|e| format!("{doc}: {e}")),
             );
+            // A hook runs JavaScript: where the tenant does not let the project run scripts,
+            // every delivery of it would be rejected.
+            let hook = regs.iter().any(|r| {
+                &r.document == doc
+                    && r.error.is_none()
+                    && r.kind == crate::triggers::registry::TriggerKind::Hook
+            });
+            if hook
+                && let Err(why) = magrathea_exec::policy::check(
+                    state.docs(),
+                    scope,
+                    magrathea_exec::policy::TaskType::Script,
+                )
+            {
+                warnings.push(format!(
+                    "{doc}: a hook runs a script, which this project may not: every delivery \
+                     will be rejected (scripts_not_allowed) until the tenant allows it: {why}"
+                ));
+            }
         }
     }
     warnings

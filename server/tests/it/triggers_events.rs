@@ -252,7 +252,18 @@ async fn an_approval_request_reaches_its_subscription() {
 async fn a_hook_does_not_run_where_the_tenant_does_not_allow_scripts() {
     let s = server(http_common::TENANT_SETTINGS).await;
     put(&s, "hooks/follow-up.js", HOOK_JS).await;
-    put(&s, "hooks/follow-up.yaml", HOOK).await;
+    // The write says so: the hook would never run.
+    let (status, text) = s.put_document("hooks/follow-up.yaml", ACME, HOOK).await;
+    assert_eq!(status, 201, "{text}");
+    let answer: Value = serde_json::from_str(&text).unwrap();
+    let warnings = answer["warnings"].as_array().unwrap();
+    assert!(
+        warnings.iter().any(|w| w.as_str().is_some_and(|w| {
+            w.contains("hooks/follow-up.yaml: a hook runs a script")
+                && w.contains("scripts_not_allowed")
+        })),
+        "{answer}"
+    );
     let deploy = s.start_run("shop", "deploy", json!({})).await;
     s.wait_status("shop", &deploy, &["FAILED"]).await;
     let d = deliveries(&s, "follow-up", 1).await;
@@ -297,7 +308,12 @@ async fn a_hook_starts_a_run_in_its_own_project_and_cannot_reach_another_tenant(
         QUICK,
     );
     put(&s, "hooks/follow-up.js", HOOK_JS).await;
-    put(&s, "hooks/follow-up.yaml", HOOK).await;
+    let (status, text) = s.put_document("hooks/follow-up.yaml", ACME, HOOK).await;
+    assert_eq!(status, 201, "{text}");
+    assert_eq!(
+        serde_json::from_str::<Value>(&text).unwrap()["warnings"],
+        json!([])
+    );
     let deploy = s.start_run("shop", "deploy", json!({})).await;
     let started = runs_by(&s, "hook:follow-up", 1).await;
     let params = &started[0]["params"];
