@@ -104,12 +104,24 @@ impl ToolBox {
             .collect()
     }
 
-    /// The offered tools as an OpenAI `tools` array:
-    /// `{"type": "function", "function": {"name", "description", "parameters"}}`.
+    /// The offered tools that the permission cascade allows now, as an OpenAI `tools` array:
+    /// `{"type": "function", "function": {"name", "description", "parameters"}}`. A tool the
+    /// cascade refuses is not offered to the model (a call would only be refused and cost a
+    /// round); a call to it anyway is refused and recorded by [`ToolBox::call`].
     pub fn specs(&self) -> Vec<Value> {
-        self.inner
+        let inner = &self.inner;
+        inner
             .offered
             .iter()
+            .filter(|t| {
+                tools::decide(
+                    &inner.docs,
+                    &inner.scope,
+                    inner.workflow_allowed.as_deref(),
+                    t.name(),
+                )
+                .is_ok()
+            })
             .map(|t| {
                 json!({
                     "type": "function",

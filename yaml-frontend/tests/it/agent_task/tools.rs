@@ -73,7 +73,8 @@ async fn an_allowed_doc_read_call_is_executed_and_its_result_sent_back() {
 
     let requests = server.requests();
     assert_eq!(requests.len(), 2);
-    // Both registered tools are offered, with their schemas.
+    // Of the recipe's registered tools, those the cascade allows are offered, with their
+    // schemas: http_request is not in the workflow's allowedTools.
     let tools = &requests[0].1["tools"];
     let names: Vec<&str> = tools
         .as_array()
@@ -81,7 +82,7 @@ async fn an_allowed_doc_read_call_is_executed_and_its_result_sent_back() {
         .iter()
         .map(|t| t["function"]["name"].as_str().unwrap())
         .collect();
-    assert_eq!(names, ["doc_read", "http_request"]);
+    assert_eq!(names, ["doc_read"]);
     assert_eq!(tools[0]["type"], "function");
     assert_eq!(
         tools[0]["function"]["parameters"]["required"],
@@ -136,6 +137,17 @@ async fn a_tool_the_workflow_does_not_allow_is_not_executed() {
 
     let requests = server.requests();
     assert_eq!(requests.len(), 2);
+    assert_eq!(
+        requests[0].1["tools"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|t| t["function"]["name"].as_str().unwrap())
+            .collect::<Vec<_>>(),
+        ["doc_read"],
+        "a tool the cascade refuses is not offered"
+    );
+    // Called anyway, it is refused.
     let error = tool_result(&tool_message(&requests[1].1, "call_1"));
     let error = error["error"].as_str().unwrap();
     assert!(
