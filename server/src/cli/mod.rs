@@ -177,7 +177,7 @@ enum Command {
     Inbox(inbox::InboxCommand),
     /// Cancel a run and drive it until it settles.
     Cancel(cancel::CancelArgs),
-    /// Print a workflow's state graph (Mermaid or Graphviz DOT).
+    /// Print a workflow's state graph (Mermaid, Graphviz DOT or the editor's React Flow JSON).
     Graph(graph::GraphArgs),
     /// List, fire, pause and resume the project's schedules (`_vance/scheduler/`).
     #[command(subcommand)]
