@@ -8,6 +8,11 @@ use serde_json::Value;
 use super::model::{EdgeData, EditorGraph, GraphEdge, GraphNode, NodeData, NodeType, Position};
 use super::{Layout, REACT_FLOW_VERSION, SCHEMA_VERSION, auto_layout};
 
+/// The key of a `parallel_task` node's `data.config` that lists its branches in the order the
+/// document declares them, when that is not the order of their names (a JSON object's keys are
+/// sorted).
+pub(super) const BRANCH_ORDER: &str = "branchOrder";
+
 /// The node type of the editor for a task type: `gate_task` → approval, `condition_task` →
 /// condition, `terminal` → terminal, every other task → action.
 pub fn node_type_of(task: TaskType) -> NodeType {
@@ -89,6 +94,16 @@ pub fn export(loaded: &Loaded, layout: Option<&Layout>) -> EditorGraph {
                     "actionType".into(),
                     Value::String(state.task_type.as_str().into()),
                 );
+            }
+            // A JSON object's keys are sorted; a parallel_task starts its branches in the order
+            // they are written, which the import needs to write them back in.
+            if let (Some(spec), Value::Object(map)) = (spec, &mut config)
+                && let magrathea_yaml::TaskSpec::Parallel { branches, .. } = &spec.task
+            {
+                let declared: Vec<&str> = branches.iter().map(|b| b.name.as_str()).collect();
+                if !declared.is_sorted() {
+                    map.insert(BRANCH_ORDER.into(), serde_json::json!(declared));
+                }
             }
             GraphNode {
                 id: state.name.clone(),

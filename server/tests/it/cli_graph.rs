@@ -366,6 +366,57 @@ fn the_workflows_settings_and_a_decisions_options_survive_the_round_trip() {
     exports_as(&p, &text, &first);
 }
 
+/// A parallel_task starts its branches in the order they are written: the export says that
+/// order (a JSON object's keys are sorted), and the import writes the branches back in it.
+#[test]
+fn a_parallel_tasks_branch_order_survives_the_round_trip() {
+    let p = Project::new();
+    p.workflow(
+        "fan",
+        "start: fan\nstates:\n  fan:\n    type: parallel_task\n    maxParallelism: 1\n    \
+         branches:\n      zeta:\n        start: z\n        states:\n          z: { type: \
+         terminal, result: z }\n      alpha:\n        start: a\n        states:\n          a: \
+         { type: terminal, result: a }\n    on: { success: done, failure: done }\n  done: { \
+         type: terminal }\n",
+    );
+    let first = exported(&p, "fan");
+    let fan = first["nodes"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|n| n["id"] == "fan")
+        .unwrap();
+    assert_eq!(
+        fan["data"]["config"]["branchOrder"],
+        json!(["zeta", "alpha"]),
+        "{first}"
+    );
+    let (text, _) = import_as_draft(&p, &first);
+    // In the order the text has them (a JSON value would sort them).
+    let doc: serde_yaml_ng::Value = serde_yaml_ng::from_str(&text).unwrap();
+    let names: Vec<&str> = doc["states"]["fan"]["branches"]
+        .as_mapping()
+        .unwrap()
+        .keys()
+        .map(|k| k.as_str().unwrap())
+        .collect();
+    assert_eq!(names, ["zeta", "alpha"], "{text}");
+    assert!(!text.contains("branchOrder"), "{text}");
+    exports_as(&p, &text, &first);
+
+    // Branches written in the order of their names need no list.
+    p.workflow(
+        "sorted",
+        &std::fs::read_to_string(p.dir.join("_vance/workflows/fan.yaml"))
+            .unwrap()
+            .replace("zeta", "omega")
+            .replace("alpha", "zeta")
+            .replace("omega", "alpha"),
+    );
+    let sorted = exported(&p, "sorted");
+    assert!(!sorted.to_string().contains("branchOrder"), "{sorted}");
+}
+
 /// An export imports as the document it came from: a state without routes (a compensation)
 /// gets none, a tool the document did not allow is not allowed by the import, and a
 /// DECISION option that reads like a catch label stays an option.

@@ -349,6 +349,9 @@ pub fn import(graph: &Value) -> Result<serde_yaml_ng::Value, ImportError> {
     let mut doc_states = serde_yaml_ng::Mapping::new();
     for id in top.iter().filter(|id| !moved.contains(id)) {
         let mut state = yaml(Value::Object(states[id].clone()));
+        if let serde_yaml_ng::Value::Mapping(spec) = &mut state {
+            order_branches(spec);
+        }
         if let (serde_yaml_ng::Value::Mapping(spec), Some((on, catch))) =
             (&mut state, routes.get(id))
         {
@@ -553,6 +556,27 @@ fn seconds_value(seconds: f64) -> Value {
 
 /// The state of a node: its `config` with `type` from the node type (an action's
 /// `actionType`), without routing (edges route).
+/// A `parallel_task`'s `branches:` in the order its `branchOrder` (written by the export)
+/// names them, which is the order its sub-runs start in; `branchOrder` itself is no field of
+/// the document.
+fn order_branches(spec: &mut serde_yaml_ng::Mapping) {
+    let Some(order) = spec.remove(super::export::BRANCH_ORDER) else {
+        return;
+    };
+    let Some(serde_yaml_ng::Value::Mapping(branches)) = spec.get_mut("branches") else {
+        return;
+    };
+    let mut ordered = serde_yaml_ng::Mapping::new();
+    for name in order.as_sequence().into_iter().flatten() {
+        if let Some((k, v)) = branches.remove_entry(name) {
+            ordered.insert(k, v);
+        }
+    }
+    // Branches the list leaves out keep their place after those it names.
+    ordered.extend(std::mem::take(branches));
+    *branches = ordered;
+}
+
 fn state_of(n: &Value) -> Result<(String, Map<String, Value>), ImportError> {
     let Some(id) = n.get("id").and_then(Value::as_str) else {
         return Err(err("MAG-GR009", format!("node {n} has no 'id'")));
