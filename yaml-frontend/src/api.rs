@@ -127,7 +127,7 @@ pub fn load_workflow_checked(
             }
         }
         Err((mut diags, refs)) => {
-            diags.extend(checks(refs));
+            diags.extend(checks(*refs));
             diags.sort();
             Err(diags)
         }
@@ -142,12 +142,12 @@ fn load(
     text: &str,
     opts: &LoadOptions,
     settings: Defaults,
-) -> Result<Loaded, (Diagnostics, Refs)> {
+) -> Result<Loaded, (Diagnostics, Box<Refs>)> {
     // Mistakes in keys are reported with every other finding (a duplicate key's later
     // entries left out); syntax and size errors stop here: without a tree, nothing else can
     // be read.
     let (root, key_errors) =
-        parse_yaml_with_key_errors(path_label, text, opts).map_err(|d| (d, Refs::default()))?;
+        parse_yaml_with_key_errors(path_label, text, opts).map_err(|d| (d, Box::default()))?;
     let mut ctx = build::Ctx::new(path_label, text);
     ctx.diags.extend(key_errors);
     let doc = build::build(&mut ctx, &root);
@@ -195,6 +195,6 @@ fn load(
             warnings: diags,
             path: path_label.to_owned(),
         }),
-        _ => Err((diags, refs)),
+        _ => Err((diags, Box::new(refs))),
     }
 }
