@@ -110,6 +110,14 @@ fn answers(operation: &str) -> Answers {
         "workflows.graph.put" => (&[], &["403", "422", "507"]),
         // A workflow linked out of the project.
         "workflows.graph.get" => (&[], &["403"]),
+        // After a failed journal commit: `{status: "unhealthy", reason}`.
+        "health" => (&[], &["503"]),
+        // The upgrade; a request that is no WebSocket handshake; another tenant's or an
+        // unknown project (as any route of a tenant); without auth, a Host or Origin refused.
+        "ws" => (
+            &[("101", "Switching Protocols: the WebSocket session")],
+            &["400", "403", "404", "421"],
+        ),
         _ => (&[], &[]),
     };
     Answers { success, errors }
@@ -193,6 +201,11 @@ fn operation(route: &Route, method: &str) -> Value {
                 responses.insert(code.into(), error.clone());
             }
         }
+    }
+    // A route of a tenant reads or writes the store: while its commits fail (a full disk),
+    // 503 `MAG-HTTP-STORE-UNAVAILABLE` with `Retry-After`.
+    if !matches!(route.access, Access::Public) {
+        responses.insert("503".into(), error.clone());
     }
     // Every request that may carry a body is bounded in size and in the time it takes to
     // arrive (the server's body limit and `--body-read-timeout`), whatever the route.
@@ -381,6 +394,29 @@ mod tests {
         let publish = &doc["paths"]["/brain/{tenant}/project/{project}/workflows/{name}/publish"]["post"]
             ["responses"];
         assert!(publish.get("422").is_some(), "422 missing in {publish}");
+    }
+
+    /// What a route answers besides its success: the health check's 503, the WebSocket's
+    /// upgrade and refusals, and the 503 of a failing store on every route of a tenant.
+    #[test]
+    fn the_health_check_the_websocket_and_a_failing_store_are_documented() {
+        let doc = openapi();
+        let health = &doc["paths"]["/healthz"]["get"]["responses"];
+        assert!(health.get("503").is_some(), "{health}");
+        let ws = &doc["paths"]["/brain/{tenant}/project/{project}/ws"]["get"]["responses"];
+        for code in ["101", "400", "401", "403", "404", "421"] {
+            assert!(ws.get(code).is_some(), "{code} missing in {ws}");
+        }
+        for (path, item) in doc["paths"].as_object().unwrap() {
+            for (method, op) in item.as_object().unwrap() {
+                if op.get("security").is_some() {
+                    assert!(
+                        op["responses"].get("503").is_some(),
+                        "503 missing in {method} {path}"
+                    );
+                }
+            }
+        }
     }
 
     #[test]
