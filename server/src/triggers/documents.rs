@@ -507,15 +507,21 @@ pub(super) fn load_subscription(
 }
 
 /// The parsed hook of a hook registration, its script's source, and the document's digest.
-pub(super) fn load_hook(
-    docs: &DocumentSource,
-    reg: &Registration,
-) -> Option<(String, Hook, String)> {
+pub(super) fn load_hook(docs: &DocumentSource, reg: &Registration) -> Option<(String, Hook)> {
     let (digest, text) = read_document(docs, reg)?;
     let hook = parse_hook(&text).ok()?;
+    Some((digest, hook))
+}
+
+/// The script `hook` runs, as the project holds it now: read at each delivery, so an edited
+/// script runs from the next event on (the hook's own document may not have changed).
+pub(super) fn hook_source(
+    docs: &DocumentSource,
+    reg: &Registration,
+    hook: &Hook,
+) -> Option<String> {
     let project = docs.project_dir(&reg.scope());
-    let source = read_bounded(docs, &project.join(&hook.checked.script))?;
-    Some((digest, hook, source))
+    read_bounded(docs, &project.join(&hook.checked.script))
 }
 
 /// The webhook block of a webhook registration, with the document's workflow and static

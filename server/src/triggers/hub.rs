@@ -62,7 +62,7 @@ struct Event {
 #[derive(Default)]
 struct Memory {
     subscriptions: HashMap<String, (String, Arc<Subscription>)>,
-    hooks: HashMap<String, (String, Arc<(Hook, String)>)>,
+    hooks: HashMap<String, (String, Arc<Hook>)>,
 }
 
 /// Deliveries (starts, hook scripts) in flight at once; more wait.
@@ -394,7 +394,7 @@ fn status_kind(status: RunStatus) -> &'static str {
 /// What a matching registration does with an event.
 enum Work {
     Subscription(Arc<Subscription>),
-    Hook(Arc<(Hook, String)>),
+    Hook(Arc<Hook>, String),
     /// A hook whose document or script cannot be read now: its delivery fails, on record.
     BrokenHook,
 }
@@ -424,17 +424,24 @@ fn prepare(
                 s
             }
         })),
-        TriggerKind::Hook => Some(match memory.hooks.get(&key) {
-            Some((digest, h)) if *digest == reg.digest => Work::Hook(h.clone()),
-            _ => match documents::load_hook(state.docs(), reg) {
-                Some((digest, hook, source)) => {
-                    let h = Arc::new((hook, source));
-                    memory.hooks.insert(key, (digest, h.clone()));
-                    Work::Hook(h)
-                }
+        TriggerKind::Hook => {
+            let hook = match memory.hooks.get(&key) {
+                Some((digest, h)) if *digest == reg.digest => h.clone(),
+                _ => match documents::load_hook(state.docs(), reg) {
+                    Some((digest, hook)) => {
+                        let h = Arc::new(hook);
+                        memory.hooks.insert(key, (digest, h.clone()));
+                        h
+                    }
+                    None => return Some(Work::BrokenHook),
+                },
+            };
+            // The parsed document is kept while it is unchanged; its script is read anew.
+            Some(match documents::hook_source(state.docs(), reg, &hook) {
+                Some(source) => Work::Hook(hook, source),
                 None => Work::BrokenHook,
-            },
-        }),
+            })
+        }
         _ => None,
     }
 }
@@ -448,7 +455,7 @@ async fn deliver(
 ) {
     let delivery = match work {
         Work::Subscription(sub) => deliver_subscription(triggers, state, reg, event, &sub).await,
-        Work::Hook(hook) => deliver_hook(triggers, state, reg, event, &hook.0, &hook.1).await,
+        Work::Hook(hook, source) => deliver_hook(triggers, state, reg, event, &hook, &source).await,
         Work::BrokenHook => Some(
             Delivery::new(reg, DeliveryStatus::Failed, triggers.now_ms())
                 .reason("hook_failed")

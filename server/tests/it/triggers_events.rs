@@ -276,6 +276,33 @@ async fn a_hook_does_not_run_where_the_tenant_does_not_allow_scripts() {
     );
 }
 
+/// A hook runs its script as the project holds it when the event comes: a script edited
+/// through the API runs from the next event on, though the hook's own document is unchanged.
+#[tokio::test]
+async fn an_edited_hook_script_runs_from_the_next_event() {
+    let s = server("execution:\n  shellTask: true\n  scriptTask: true\n").await;
+    put(&s, "hooks/follow-up.js", HOOK_JS).await;
+    put(&s, "hooks/follow-up.yaml", HOOK).await;
+    s.start_run("shop", "deploy", json!({})).await;
+    let first = runs_by(&s, "hook:follow-up", 1).await;
+    assert!(first[0]["params"]["failed"].is_string(), "{first:?}");
+
+    put(
+        &s,
+        "hooks/follow-up.js",
+        "workflows.start(\"quick\", { edited: event.runId });\n",
+    )
+    .await;
+    let deploy = s.start_run("shop", "deploy", json!({})).await;
+    let started = runs_by(&s, "hook:follow-up", 2).await;
+    let edited: Vec<&Value> = started
+        .iter()
+        .filter(|r| r["params"]["edited"].is_string())
+        .collect();
+    assert_eq!(edited.len(), 1, "{started:?}");
+    assert_eq!(edited[0]["params"]["edited"], deploy.as_str());
+}
+
 /// A hook whose script is gone when its event comes fails that delivery, on record, rather
 /// than doing nothing without a trace.
 #[tokio::test]
