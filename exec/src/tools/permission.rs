@@ -88,10 +88,14 @@ pub(crate) fn check_tool_sections(text: &str) -> Result<(), crate::yaml_text::Ya
     crate::yaml_text::from_str::<Option<SettingsFile>>(text).map(drop)
 }
 
-/// Reads the settings at `path`; errors name the file by `label` (in a served tree never by
-/// its path on the server's disk: a denial is a task's outcome, which its run shows).
-fn read(path: &Path, label: &str) -> Result<ToolSettings, String> {
-    let text = match crate::regular_file::read_to_string(path) {
+/// Reads the settings at `path`, a file of `docs`' tree, as every document of it is read:
+/// in a served tree beneath its project (or tenant), so a link a step put in the file's
+/// place leads nowhere else. Errors name the file by `label` (in a served tree never by its
+/// path on the server's disk: a denial is a task's outcome, which its run shows) and say
+/// where it is wrong, never what it holds: the settings hold secrets, and the run's readers
+/// may not read them.
+fn read(docs: &DocumentSource, path: &Path, label: &str) -> Result<ToolSettings, String> {
+    let text = match docs.read_text(path) {
         Ok(t) => t,
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(ToolSettings::default()),
         Err(e) => return Err(format!("cannot read {label}: {}", e.kind())),
@@ -99,8 +103,16 @@ fn read(path: &Path, label: &str) -> Result<ToolSettings, String> {
     if text.trim().is_empty() {
         return Ok(ToolSettings::default());
     }
-    let file: Option<SettingsFile> = crate::yaml_text::from_str(&text)
-        .map_err(|e| format!("invalid tool settings in {label}: {e}"))?;
+    let file: Option<SettingsFile> = crate::yaml_text::from_str(&text).map_err(|e| {
+        let at = e
+            .position()
+            .map(|(line, column)| format!(" at line {line}, column {column}"))
+            .unwrap_or_default();
+        format!(
+            "invalid tool settings in {label}{at} (`magrathea validate` says what is wrong \
+             there)"
+        )
+    })?;
     Ok(file.map(SettingsFile::into_tools).unwrap_or_default())
 }
 
@@ -131,7 +143,7 @@ pub fn decide(
     ];
     let mut settings = Vec::with_capacity(2);
     for (level, (path, label)) in &levels {
-        let s = read(path, label)
+        let s = read(docs, path, label)
             .map_err(|e| format!("the {level}'s tool settings fail closed: {e}"))?;
         settings.push((level, label, s));
     }
@@ -172,20 +184,53 @@ mod tests {
     #[test]
     fn missing_and_empty_files_restrict_nothing_and_unknown_keys_fail_closed() {
         let dir = tempfile::tempdir().unwrap();
+        let docs = DocumentSource::new(dir.path());
         let f = dir.path().join("settings.yaml");
         let label = "acme/shop/_vance/settings.yaml";
-        assert!(read(&f, label).unwrap().allowed.is_none());
+        assert!(read(&docs, &f, label).unwrap().allowed.is_none());
         std::fs::write(&f, "").unwrap();
-        assert!(read(&f, label).unwrap().allowed.is_none());
+        assert!(read(&docs, &f, label).unwrap().allowed.is_none());
         std::fs::write(&f, "lanes:\n  maxConcurrentTasks: 2\n").unwrap();
-        assert!(read(&f, label).unwrap().allowed.is_none());
+        assert!(read(&docs, &f, label).unwrap().allowed.is_none());
         std::fs::write(&f, "tools:\n  allowed: [a]\n  denied: [b]\n").unwrap();
-        let s = read(&f, label).unwrap();
+        let s = read(&docs, &f, label).unwrap();
         assert_eq!(s.allowed, Some(vec!["a".to_string()]));
         assert_eq!(s.denied, vec!["b".to_string()]);
         std::fs::write(&f, "tools:\n  deny: [b]\n").unwrap();
-        let e = read(&f, label).unwrap_err();
-        assert!(e.contains("deny") && e.contains(label), "{e}");
+        let e = read(&docs, &f, label).unwrap_err();
+        assert!(e.contains("at line 2") && e.contains(label), "{e}");
+    }
+
+    /// The tool settings are read as every document of a served tree is: a link a step put in
+    /// the settings' place leads nowhere outside the project (every tool of the scope is
+    /// denied instead), and a file that does not parse is said by its place, never by what
+    /// it holds (settings hold secrets; a denial is shown with the run).
+    #[test]
+    fn a_link_out_denies_every_tool_and_no_error_quotes_the_file() {
+        let root = tempfile::tempdir().unwrap();
+        let scope = Scope::new("acme", "shop");
+        let docs = DocumentSource::new(root.path()).served();
+        let project = root.path().join("acme/shop/_vance");
+        std::fs::create_dir_all(&project).unwrap();
+        let secret = root.path().join("globex/secret.txt");
+        std::fs::create_dir_all(secret.parent().unwrap()).unwrap();
+        std::fs::write(&secret, "GLOBEX TOP SECRET\n").unwrap();
+        std::os::unix::fs::symlink(&secret, project.join("settings.yaml")).unwrap();
+        let e = decide(&docs, &scope, None, "doc_read").unwrap_err();
+        assert!(
+            e.contains("fail closed") && e.contains("cannot read"),
+            "{e}"
+        );
+        assert!(!e.contains("GLOBEX"), "{e}");
+
+        std::fs::remove_file(project.join("settings.yaml")).unwrap();
+        std::fs::write(project.join("settings.yaml"), "OUR OWN SECRET\n").unwrap();
+        let e = decide(&docs, &scope, None, "doc_read").unwrap_err();
+        assert!(
+            e.contains("invalid tool settings in acme/shop/_vance/settings.yaml at line 1"),
+            "{e}"
+        );
+        assert!(!e.contains("SECRET"), "{e}");
     }
 
     /// The reference's own names (§10): `allowedTools:` and `denied:` at the top of the file.
@@ -215,7 +260,7 @@ mod tests {
         )
         .unwrap();
         let label = "acme/shop/_vance/settings.yaml";
-        let s = read(&settings, label).unwrap();
+        let s = read(&docs, &settings, label).unwrap();
         assert_eq!(s.allowed, Some(vec!["doc_read".to_string()]));
         assert_eq!(s.denied, vec!["x".to_string(), "y".to_string()]);
     }
