@@ -70,7 +70,12 @@ export async function runView(ctx, view, id) {
         dt("Started by", run.startedBy || ""),
         dt("Started", time(run.createdAt)),
         dt("Duration", h("span", { id: "run-duration" }, duration((run.finishedAt || Date.now()) - run.createdAt))),
-        run.reason ? dt("Reason", run.reason) : null));
+        run.reason ? dt("Reason", run.reason) : null,
+        // The cause behind a reason such as "no transition for outcome 'permission_error'".
+        run.lastError
+          ? dt("Error", h("span", { id: "run-error" },
+            `${run.lastError.name} attempt ${run.lastError.attempt}: ${run.lastError.outcome} — ${run.lastError.error}`))
+          : null));
     if (graph) mount(graphBox, drawGraph(graph, run.currentState, path(), run.status, moves()));
     renderActions();
     const sub = run.subRuns || [];

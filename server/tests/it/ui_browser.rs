@@ -234,6 +234,19 @@ async fn a_failed_runs_journal_opens() {
         "the FAILED badge",
     )
     .await;
+    // The cause behind the reason, as `runs show` prints it: the last failed attempt.
+    let error = ui
+        .wait_js(
+            "const e = document.getElementById('run-error'); return e ? e.textContent : null;",
+            "the run's last error",
+        )
+        .await;
+    assert!(
+        error
+            .as_str()
+            .is_some_and(|e| e.starts_with("boom attempt 1: business_error")),
+        "{error}"
+    );
     // The failed step's result: its outcome, and its payload once expanded.
     let outcome = ui
         .wait_js(
