@@ -550,3 +550,89 @@ fn a_worker_that_released_its_leases_to_leave_takes_none_back() {
         "adopted at once"
     );
 }
+
+/// Answers to one gate sent at once through three workers: the holder applies one and the
+/// run ends, giving up its lease. The answers another worker posted for it meanwhile are
+/// taken by nobody once the lease is gone; their senders see the run end and deliver them to
+/// the ended run themselves, so each is told it was ignored, instead of waiting out the
+/// holder's silence and hearing that it may have died.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn answers_raced_through_other_workers_are_ignored_once_the_run_ends() {
+    use std::sync::Arc;
+
+    use magrathea_core::{
+        AnswerAck, Engine, GateAnswer, GateKind, GateSpec, InboxFilter, StartRequest,
+        WorkflowRegistration,
+    };
+
+    let url = cluster().create_database();
+    let workflow = || {
+        WorkflowRegistration::new("ask", "", |ctx, _| async move {
+            let spec = GateSpec {
+                kind: GateKind::Approval,
+                title: "ship?".into(),
+                body: String::new(),
+                options: vec![],
+                assigned_to: "@ops".into(),
+                criticality: "NORMAL".into(),
+                tags: vec![],
+                timeout_ms: None,
+                meta: serde_json::Value::Null,
+            };
+            let outcome = ctx.gate(spec).await;
+            Ok(json!(format!("{outcome:?}")))
+        })
+    };
+    let worker = |name: &str| {
+        let store = PgStore::connect_with(
+            &url,
+            PgOptions {
+                worker: Some(name.into()),
+                ..Default::default()
+            },
+        )
+        .unwrap();
+        Engine::builder()
+            .store(Arc::new(store))
+            .workflow(workflow())
+            .build()
+    };
+    let engines = [
+        worker("holder").await.unwrap(),
+        worker("second").await.unwrap(),
+        worker("third").await.unwrap(),
+    ];
+    for _ in 0..3 {
+        let run = engines[0]
+            .start(StartRequest::code("ask", serde_json::Value::Null))
+            .await
+            .unwrap();
+        assert_eq!(
+            engines[0].wait_settled(run).await.unwrap().status,
+            RunStatus::Waiting
+        );
+        let item = engines[0]
+            .inbox(InboxFilter::Pending)
+            .unwrap()
+            .into_iter()
+            .find(|i| i.workflow_run_id == run)
+            .unwrap()
+            .id;
+        let answers = futures::future::join_all(
+            engines
+                .iter()
+                .map(|e| e.answer_gate(&item, GateAnswer::approve())),
+        )
+        .await;
+        let acks: Vec<AnswerAck> = answers
+            .into_iter()
+            .map(|a| a.unwrap_or_else(|e| panic!("an answer failed: {e}")))
+            .collect();
+        assert_eq!(
+            acks.iter().filter(|a| **a == AnswerAck::Applied).count(),
+            1,
+            "{acks:?}"
+        );
+        assert_eq!(engines[0].wait(run).await.unwrap().status, RunStatus::Done);
+    }
+}

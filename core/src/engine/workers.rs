@@ -27,6 +27,8 @@ const RECLAIM_EVERY: u32 = 10;
 const REPLY_WAIT: Duration = Duration::from_secs(30);
 /// How often a sender looks for the reply.
 const REPLY_POLL: Duration = Duration::from_millis(20);
+/// How often, in looks for the reply, a sender asks whether the run has ended meanwhile.
+const ENDED_EVERY: u32 = 10;
 
 /// Whether this engine may drive `run` now: always with a store one process owns; with a
 /// shared store, once this worker holds (or has just claimed) its lease. `Ok(Some(reclaims))`
@@ -53,11 +55,24 @@ pub(super) fn forward(inner: &Arc<EngineInner>, run: RunId, event: Event) {
         // A child's end stays posted: the parent's next holder looks at its children anyway.
         let withdraw = !matches!(event, Event::ChildDone { .. });
         let reply = match mailbox(&inner, move |leases| leases.post(run, body)).await {
-            Ok(id) => wait_reply(&inner, id, withdraw).await,
+            Ok(id) => wait_reply(&inner, run, id, withdraw).await,
             Err(e) => Err(e),
         };
-        answer(event, reply);
+        match reply {
+            // The run ended before its holder read the message, and gave up its lease with
+            // it: no worker takes that mail. Withdrawn, the event is delivered again, to the
+            // ended run as any worker sees it (a late answer is journaled as ignored).
+            Err(StoreError::Unanswered { withdrawn: true }) if run_ended(&inner, run) => {
+                inner.deliver(run, event);
+            }
+            reply => answer(event, reply),
+        }
     });
+}
+
+/// Whether `run` has ended, as the store says.
+fn run_ended(inner: &EngineInner, run: RunId) -> bool {
+    matches!(inner.store.run_summary(run), Ok(Some(s)) if s.status.is_terminal())
 }
 
 /// Runs `call` on the store's leases off the runtime's threads: a database that does not
@@ -75,18 +90,34 @@ async fn mailbox<T: Send + 'static>(
     .unwrap_or(Err(StoreError::Closed))
 }
 
-/// The reply to message `id`. Past [`REPLY_WAIT`] the holder may have died (its lease lasts
-/// until the grace period ends): a message it has not taken is withdrawn when `withdraw`, so
-/// that a caller told it failed is not overruled by its delivery to the run's next holder.
+/// The reply to message `id` for `run`. Past [`REPLY_WAIT`] the holder may have died (its
+/// lease lasts until the grace period ends): a message it has not taken is withdrawn when
+/// `withdraw`, so that a caller told it failed is not overruled by its delivery to the run's
+/// next holder. A run that ended meanwhile has no holder left to take the message: once the
+/// store says so, the message is withdrawn at once (`Unanswered { withdrawn: true }`, and the
+/// caller delivers the event to the ended run itself).
 async fn wait_reply(
     inner: &Arc<EngineInner>,
+    run: RunId,
     id: i64,
     withdraw: bool,
 ) -> Result<Value, StoreError> {
     let deadline = tokio::time::Instant::now() + REPLY_WAIT;
+    let mut polls = 0u32;
     loop {
         if let Some(reply) = mailbox(inner, move |l| l.take_reply(id)).await? {
             return Ok(reply);
+        }
+        polls += 1;
+        let ended = withdraw && polls.is_multiple_of(ENDED_EVERY) && {
+            let inner = inner.clone();
+            tokio::task::spawn_blocking(move || run_ended(&inner, run))
+                .await
+                .unwrap_or(false)
+        };
+        // Taken by the holder before the run ended: its reply comes, wait for it.
+        if ended && mailbox(inner, move |l| l.withdraw(id)).await? {
+            return Err(StoreError::Unanswered { withdrawn: true });
         }
         if tokio::time::Instant::now() >= deadline {
             let withdrawn = withdraw && mailbox(inner, move |l| l.withdraw(id)).await?;
