@@ -604,7 +604,8 @@ fn history_refused(instead: &str) -> ApiError {
 /// documents say runs without anyone starting it: a schedule starts the workflow as written
 /// now, with the scripts it names, credited to the schedule's writer. Changing `what` there
 /// (any document but a draft, which runs only when someone starts it) takes the right to run
-/// workflows, as writing a trigger document does.
+/// workflows, as writing a trigger document does; so it does while runs of the project are
+/// unfinished, whose next steps read its scripts, recipes and sub-workflows as they are then.
 pub(crate) fn check_automated(
     state: &AppState,
     scope: &Scope,
@@ -655,7 +656,52 @@ pub(crate) fn check_automated(
     if let Some(t) = triggers.first() {
         return Err(refuse(&t.document));
     }
+    // A run in flight reads the project's scripts, recipes and sub-workflows as they are when
+    // each of its steps begins (only its own definition is frozen): changing them changes what
+    // a run someone else started runs next, as a trigger's documents do.
+    if let Some(run) = unfinished_run(state, scope)? {
+        return Err(ApiError::forbidden(format!(
+            "changing {what} needs the scopes `workflow.write` and `workflow.run` while runs of \
+             the project are unfinished (e.g. {run}): their next steps run its documents as they \
+             are then; write a draft under _vance/{}/ instead, or wait until they end",
+            magrathea_yaml::runtime::DRAFTS_DIR
+        )));
+    }
     Ok(())
+}
+
+/// Run summaries [`unfinished_run`] reads at most; past them it answers as if one were
+/// unfinished (the check fails closed).
+const MAX_SCAN: usize = 10_000;
+
+/// A run of `scope` that has not ended, if any (`"one of many"` past [`MAX_SCAN`] runs).
+fn unfinished_run(state: &AppState, scope: &Scope) -> Result<Option<String>, ApiError> {
+    const PAGE: usize = 500;
+    let mut filter = magrathea_core::RunFilter {
+        scope: Some(scope.key()),
+        limit: PAGE,
+        ..Default::default()
+    };
+    let mut seen = 0;
+    loop {
+        let page = state
+            .engine
+            .list_runs(&filter)
+            .map_err(ApiError::internal)?;
+        if let Some(s) = page.iter().find(|s| !s.status.is_terminal()) {
+            return Ok(Some(format!("run {}", s.run_id)));
+        }
+        seen += page.len();
+        match page.last() {
+            Some(last) if page.len() == PAGE => {
+                if seen >= MAX_SCAN {
+                    return Ok(Some(format!("one of its more than {MAX_SCAN} runs")));
+                }
+                filter.before = Some(last.run_id);
+            }
+            _ => return Ok(None),
+        }
+    }
 }
 
 /// Whether `dir` holds a `*.yaml` file.

@@ -32,6 +32,56 @@ async fn writing_a_trigger_document_needs_the_run_scope() {
     assert_eq!(status, 201);
 }
 
+/// A run in flight reads the project's scripts, recipes and sub-workflows when its next step
+/// begins: while one is unfinished, a write-only token cannot change them (nor remove them),
+/// as in a project with triggers; a draft stays writable, and once the runs end every document
+/// is again.
+#[tokio::test]
+async fn a_write_only_token_changes_no_document_a_run_in_flight_reads() {
+    let s = Server::start().await;
+    let run = s.start_run("shop", "approve", serde_json::json!({})).await;
+    s.wait_status("shop", &run, &["WAITING"]).await;
+    let (status, body) = put(&s, "scripts/next.js", ACME_WRITE, "return 1;\n").await;
+    assert_eq!(status, 403, "{body}");
+    assert!(
+        body.contains("workflow.run") && body.contains(&format!("run {run}")),
+        "{body}"
+    );
+    let removed = s
+        .client
+        .delete(s.url("/brain/acme/project/shop/documents/workflows/hello.yaml"))
+        .bearer_auth(ACME_WRITE)
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(removed.status().as_u16(), 403);
+    // A draft runs only when someone starts it.
+    let (status, body) = put(
+        &s,
+        "workflow-drafts/next.yaml",
+        ACME_WRITE,
+        http_common::HELLO,
+    )
+    .await;
+    assert_eq!(status, 201, "{body}");
+    // With the right to run workflows, or once the run ended, the write goes through.
+    let (status, body) = put(&s, "scripts/next.js", ACME, "return 1;\n").await;
+    assert_eq!(status, 201, "{body}");
+    let r = s
+        .client
+        .post(s.url(&format!(
+            "/brain/acme/project/shop/workflows/runs/{run}/cancel"
+        )))
+        .bearer_auth(ACME)
+        .send()
+        .await
+        .unwrap();
+    assert!(r.status().is_success(), "{}", r.status());
+    s.wait_status("shop", &run, &["CANCELLED"]).await;
+    let (status, body) = put(&s, "scripts/next.js", ACME_WRITE, "return 2;\n").await;
+    assert_eq!(status, 200, "{body}");
+}
+
 /// An event document is called from outside whether or not it declares a webhook or a
 /// subscription (its REST route, with a token of its own): a project (or tenant) with one is
 /// a project with a trigger, whose workflows a write-only token can no longer change.
