@@ -603,18 +603,33 @@ impl DocumentSource {
     }
 
     /// Names of the `_vance/<kind>/*.yaml` documents visible in the scope, sorted (at most a
-    /// directory's first 10,000 entries each).
+    /// directory's first 10,000 entries each). In a served tree each directory is listed
+    /// beneath its project (or tenant) directory: one a step swapped for a link out lists
+    /// nothing, so a hint never names what lies elsewhere.
     fn document_names(&self, scope: &Scope, kind: &str) -> Vec<String> {
-        let mut names: Vec<String> = [self.project_dir(scope), self.tenant_dir(scope)]
-            .iter()
-            .filter_map(|d| std::fs::read_dir(d.join("_vance").join(kind)).ok())
-            .flat_map(|entries| entries.take(10_000))
-            .filter_map(Result::ok)
-            .filter_map(|e| {
-                let n = e.file_name().to_string_lossy().into_owned();
-                n.strip_suffix(".yaml").map(str::to_string)
-            })
-            .collect();
+        let mut names = Vec::new();
+        for base in [self.project_dir(scope), self.tenant_dir(scope)] {
+            let dir = base.join("_vance").join(kind);
+            let listed = if self.served {
+                crate::beneath::list_dir(&base, &dir)
+            } else {
+                crate::beneath::list_dir_following(&dir)
+            };
+            let Ok(mut list) = listed else {
+                continue;
+            };
+            for _ in 0..10_000 {
+                let Some(entry) = list.next_name() else {
+                    break;
+                };
+                if let Some(name) = entry
+                    .ok()
+                    .and_then(|n| n.to_str()?.strip_suffix(".yaml").map(str::to_owned))
+                {
+                    names.push(name);
+                }
+            }
+        }
         names.sort();
         names.dedup();
         names
@@ -667,6 +682,26 @@ impl DocumentSource {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// The names a "did you mean" hint is chosen from are listed beneath the project in a
+    /// served tree: a workflows directory swapped for a link to another tenant's (as a step
+    /// racing a lookup could swap it) gives none of that tenant's names.
+    #[test]
+    fn a_hint_never_names_documents_behind_a_link_out() {
+        let dir = tempfile::tempdir().unwrap();
+        let root = dir.path();
+        let theirs = root.join("globex/shop/_vance/workflows");
+        std::fs::create_dir_all(&theirs).unwrap();
+        std::fs::write(theirs.join("gate.yaml"), "start: a\n").unwrap();
+        std::fs::create_dir_all(root.join("acme/shop/_vance")).unwrap();
+        std::os::unix::fs::symlink(&theirs, root.join("acme/shop/_vance/workflows")).unwrap();
+        let scope = Scope::new("acme", "shop");
+        let served = DocumentSource::new(root).served();
+        assert!(served.document_names(&scope, "workflows").is_empty());
+        // The owner's own tree follows its links, as everywhere else.
+        let own = DocumentSource::new(root);
+        assert_eq!(own.document_names(&scope, "workflows"), ["gate"]);
+    }
 
     #[test]
     fn cascade_prefers_the_project_then_the_tenant_then_names_both() {
