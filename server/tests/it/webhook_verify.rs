@@ -579,14 +579,14 @@ fn a_path_token_must_be_long_and_url_safe() {
     check_path_token(&"a1_-".repeat(8)).unwrap();
     let short = check_path_token(&"a".repeat(31)).unwrap_err();
     assert!(
-        short.starts_with("[MAG-WH011]") && short.contains("31 characters"),
+        short.starts_with("[MAG-WH011]") && short.contains("expected 32 to 256"),
         "{short}"
     );
+    // One message whatever is wrong: the setting may be the tenant's, which a project's
+    // writers may not read, so neither its length nor its characters are told.
     let long = check_path_token(&"a".repeat(257)).unwrap_err();
-    assert!(long.contains("expected 32 to 256"), "{long}");
     let slash = check_path_token(&format!("{}/x", "a".repeat(40))).unwrap_err();
-    assert!(
-        slash.starts_with("[MAG-WH011]") && !slash.contains("aaaa"),
-        "{slash}"
-    );
+    assert_eq!(long, short);
+    assert_eq!(slash, short);
+    assert!(!short.contains("31"), "{short}");
 }
