@@ -15,7 +15,8 @@
 //! * **Idle timeout.** Between requests of a keep-alive connection, the next request must
 //!   begin within [`ConnectionLimits::idle_timeout`]. *Idle* means no request in flight: a
 //!   response still streaming (SSE, a long journal) keeps its connection busy, however long it
-//!   runs, and a WebSocket, once upgraded, is no longer an HTTP connection.
+//!   runs, and a WebSocket, once upgraded, is no longer an HTTP connection (its session has
+//!   an idle timeout and a cap per token subject of its own, see `ws.rs`).
 //! * **Connection cap.** At most [`ConnectionLimits::max_connections`] connections
 //!   (WebSockets included, until they close) are served at once. Beyond the cap the server
 //!   stops accepting: new connections wait in the operating system's listen backlog and are

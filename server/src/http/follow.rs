@@ -38,37 +38,68 @@ pub const DEFAULT_MAX_FOLLOWERS_PER_SUBJECT: usize = 128;
 /// [`ServeConfig`](crate::ServeConfig) says otherwise.
 pub const DEFAULT_MAX_SUBSCRIPTIONS_PER_CONNECTION: usize = 32;
 
-/// The followers each token subject holds, against a cap; and the cap on one WebSocket
+/// The followers each token subject holds, against a cap; the WebSocket sessions it holds,
+/// against the same cap, and how long one may idle; and the cap on one WebSocket
 /// connection's subscriptions.
 #[derive(Debug)]
 pub struct Followers {
     max_per_subject: usize,
     max_per_connection: usize,
     held: Mutex<HashMap<(String, String), usize>>,
+    sessions: Mutex<HashMap<(String, String), usize>>,
+    session_idle: std::time::Duration,
 }
 
-/// One follower's place under the cap, given back when dropped.
+/// One follower's (or WebSocket session's) place under the cap, given back when dropped.
 #[derive(Debug)]
 pub(crate) struct FollowerSlot {
     followers: Arc<Followers>,
     key: (String, String),
+    session: bool,
 }
 
 impl Followers {
-    /// A registry allowing `max_per_subject` followers per subject and `max_per_connection`
-    /// subscriptions per WebSocket connection.
+    /// A registry allowing `max_per_subject` followers and as many WebSocket sessions per
+    /// subject, and `max_per_connection` subscriptions per WebSocket connection; a session
+    /// with no subscription may idle for the server's default idle timeout.
     pub fn new(max_per_subject: usize, max_per_connection: usize) -> Self {
         Self {
             max_per_subject,
             max_per_connection,
             held: Mutex::new(HashMap::new()),
+            sessions: Mutex::new(HashMap::new()),
+            session_idle: super::connections::DEFAULT_IDLE_TIMEOUT,
         }
+    }
+
+    /// How long a WebSocket session that follows nothing may go without a message from its
+    /// client before the server closes it (the connections' idle timeout).
+    #[must_use]
+    pub fn session_idle(mut self, idle: std::time::Duration) -> Self {
+        self.session_idle = idle;
+        self
     }
 
     /// A place for one more follower of `subject` in `tenant`, or `None` at the cap.
     pub(crate) fn acquire(self: &Arc<Self>, tenant: &str, subject: &str) -> Option<FollowerSlot> {
+        self.take(tenant, subject, false)
+    }
+
+    /// A place for one more WebSocket session of `subject` in `tenant`, or `None` at the cap:
+    /// without it, one tenant's sessions (which no idle timeout of HTTP closes) could take
+    /// every connection the server serves.
+    pub(crate) fn acquire_session(
+        self: &Arc<Self>,
+        tenant: &str,
+        subject: &str,
+    ) -> Option<FollowerSlot> {
+        self.take(tenant, subject, true)
+    }
+
+    fn take(self: &Arc<Self>, tenant: &str, subject: &str, session: bool) -> Option<FollowerSlot> {
         let key = (tenant.to_owned(), subject.to_owned());
-        let mut held = self.held.lock().unwrap_or_else(PoisonError::into_inner);
+        let map = if session { &self.sessions } else { &self.held };
+        let mut held = map.lock().unwrap_or_else(PoisonError::into_inner);
         let count = held.entry(key.clone()).or_default();
         if *count >= self.max_per_subject {
             return None;
@@ -77,7 +108,13 @@ impl Followers {
         Some(FollowerSlot {
             followers: self.clone(),
             key,
+            session,
         })
+    }
+
+    /// How long a WebSocket session that follows nothing may idle.
+    pub(crate) fn idle(&self) -> std::time::Duration {
+        self.session_idle
     }
 
     /// The cap per subject.
@@ -93,11 +130,12 @@ impl Followers {
 
 impl Drop for FollowerSlot {
     fn drop(&mut self) {
-        let mut held = self
-            .followers
-            .held
-            .lock()
-            .unwrap_or_else(PoisonError::into_inner);
+        let map = if self.session {
+            &self.followers.sessions
+        } else {
+            &self.followers.held
+        };
+        let mut held = map.lock().unwrap_or_else(PoisonError::into_inner);
         if let Some(count) = held.get_mut(&self.key) {
             *count -= 1;
             if *count == 0 {

@@ -447,10 +447,13 @@ async fn start(
         runtime,
         auth: Arc::new(auth),
         metrics,
-        followers: Arc::new(follow::Followers::new(
-            config.max_followers_per_subject,
-            config.max_subscriptions_per_connection,
-        )),
+        followers: Arc::new(
+            follow::Followers::new(
+                config.max_followers_per_subject,
+                config.max_subscriptions_per_connection,
+            )
+            .session_idle(config.limits.idle_timeout),
+        ),
         document_quota: config.document_quota,
     });
     let listener = tokio::net::TcpListener::bind(config.addr)

@@ -13,7 +13,10 @@
 //!
 //! A connection holds at most [`ServeConfig::max_subscriptions_per_connection`] subscriptions
 //! that have not ended (one more is answered `MAG-RD004`), and a token subject at most
-//! [`ServeConfig::max_followers_per_subject`] followers across SSE and WebSocket (`MAG-RD003`).
+//! [`ServeConfig::max_followers_per_subject`] followers across SSE and WebSocket (`MAG-RD003`)
+//! and as many sessions (one more is refused with 429 `MAG-RD005` before the upgrade). A
+//! session with no subscription that sends no message for the connections' idle timeout is
+//! closed (1001): a WebSocket is no HTTP connection that timeout would close otherwise.
 //!
 //! [`ServeConfig::max_subscriptions_per_connection`]: crate::ServeConfig::max_subscriptions_per_connection
 //! [`ServeConfig::max_followers_per_subject`]: crate::ServeConfig::max_followers_per_subject
@@ -74,12 +77,30 @@ pub(crate) async fn connect(
         Err(_) => state.auth.authorize(token, &p.tenant, ApiScope::Read)?,
     };
     let scope = state.scope(&p.tenant, &p.project)?;
+    let slot = state
+        .followers
+        .acquire_session(&p.tenant, &who.subject)
+        .ok_or_else(|| {
+            let max = state.followers.max_per_subject();
+            ApiError::new(
+                StatusCode::TOO_MANY_REQUESTS,
+                "MAG-RD005",
+                format!(
+                    "[MAG-RD005] `{}` already holds {max} WebSocket sessions, the most one \
+                     subject may; close one first",
+                    who.subject
+                ),
+            )
+        })?;
     // A message is a request: it gets the request body's limit, not the WebSocket
     // library's 64 MiB.
     Ok(upgrade
         .max_message_size(super::BODY_LIMIT)
         .max_frame_size(super::BODY_LIMIT)
-        .on_upgrade(move |socket| session(state, scope, who, socket)))
+        .on_upgrade(move |socket| async move {
+            session(state, scope, who, socket).await;
+            drop(slot);
+        }))
 }
 
 #[derive(Debug, Deserialize)]
@@ -127,8 +148,30 @@ async fn session(state: AppState, scope: Scope, who: Principal, socket: WebSocke
     });
     let mut subscriptions: Vec<JoinHandle<()>> = Vec::new();
     let mut close = None;
+    let idle = state.followers.idle();
     loop {
-        let message = match incoming.next().await {
+        // A session that follows nothing must say something within the idle timeout (a
+        // `ping` will do), as an idle HTTP connection must send its next request.
+        subscriptions.retain(|s| !s.is_finished());
+        let next = if subscriptions.is_empty() {
+            match tokio::time::timeout(idle, incoming.next()).await {
+                Ok(next) => next,
+                Err(_) => {
+                    close = Some(CloseFrame {
+                        code: close_code::AWAY,
+                        reason: format!(
+                            "no message and no subscription for {} s: the session was idle",
+                            idle.as_secs()
+                        )
+                        .into(),
+                    });
+                    break;
+                }
+            }
+        } else {
+            incoming.next().await
+        };
+        let message = match next {
             None => break,
             Some(Ok(message)) => message,
             Some(Err(e)) => {

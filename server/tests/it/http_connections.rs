@@ -198,3 +198,69 @@ async fn an_sse_stream_is_not_cut_by_the_idle_timeout() {
         "the stream carried the run to its end: {body}"
     );
 }
+
+/// A WebSocket is no HTTP connection the idle timeout closes, so its own bounds keep one
+/// tenant from holding every connection of the server: a session that follows nothing and
+/// says nothing for the idle timeout is closed (1001, going away), one that says something
+/// (a `ping`) or follows a run is kept, and a token subject holds at most as many sessions
+/// as it may follow runs (429 `MAG-RD005` before the upgrade).
+#[tokio::test]
+async fn idle_websocket_sessions_close_and_one_subject_holds_a_bounded_number() {
+    use futures::{SinkExt, StreamExt};
+    use tokio_tungstenite::tungstenite::Message;
+
+    let s = Server::start_with(|c| {
+        c.idle_timeout(Duration::from_secs(1))
+            .max_followers_per_subject(2)
+    })
+    .await;
+    let url = crate::live_common::ws_url(s.addr, ACME);
+    let (mut idle, _) = tokio_tungstenite::connect_async(&url).await.unwrap();
+    let (mut talking, _) = tokio_tungstenite::connect_async(&url).await.unwrap();
+    // A third session of the same subject is refused before the upgrade.
+    let refused = tokio_tungstenite::connect_async(&url).await.unwrap_err();
+    match refused {
+        tokio_tungstenite::tungstenite::Error::Http(r) => assert_eq!(r.status().as_u16(), 429),
+        e => panic!("{e}"),
+    }
+    // Another subject of the tenant still connects.
+    let (_other, _) =
+        tokio_tungstenite::connect_async(crate::live_common::ws_url(s.addr, ACME_READ))
+            .await
+            .unwrap();
+
+    // Two seconds of pings keep one session; the silent one is closed as idle.
+    for _ in 0..8 {
+        talking
+            .send(Message::Text(json!({"type": "ping"}).to_string().into()))
+            .await
+            .unwrap();
+        let pong = tokio::time::timeout(Duration::from_secs(20), talking.next())
+            .await
+            .unwrap()
+            .unwrap()
+            .unwrap();
+        assert!(pong.to_text().unwrap().contains("pong"), "{pong}");
+        tokio::time::sleep(Duration::from_millis(250)).await;
+    }
+    let closed = tokio::time::timeout(Duration::from_secs(20), idle.next())
+        .await
+        .expect("the idle session ends");
+    match closed {
+        Some(Ok(Message::Close(Some(frame)))) => {
+            assert_eq!(u16::from(frame.code), 1001, "{frame:?}");
+            assert!(frame.reason.contains("idle"), "{frame:?}");
+        }
+        other => panic!("{other:?}"),
+    }
+    // Its place is given back: the subject connects again.
+    let mut again = None;
+    for _ in 0..100 {
+        if let Ok((ws, _)) = tokio_tungstenite::connect_async(&url).await {
+            again = Some(ws);
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    assert!(again.is_some(), "the closed session's place is free");
+}

@@ -135,6 +135,11 @@ pub(super) const CODES: &[ErrorCode] = &[
         remedy: "Wait for a subscribed run to end, or open another connection.",
     },
     ErrorCode {
+        code: "MAG-RD005",
+        meaning: "The token's subject already holds as many WebSocket sessions as the server allows (as many as it may hold followers; HTTP 429 before the upgrade): one tenant's idle sessions cannot take every connection of the server.",
+        remedy: "Close a session first (a session with no subscription that sends nothing for the idle timeout is closed by the server), or have the operator raise `ServeConfig::max_followers_per_subject`.",
+    },
+    ErrorCode {
         code: "MAG-BD001",
         meaning: "Bounds exhausted: the run's journal grew past the most bytes a run may hold; the run ended FAILED in the commit that crossed it.",
         remedy: "Keep large data out of the journal (return references, not blobs), bound loops, or raise EngineBuilder::max_journal_bytes_per_run (or the tenant's bounds.maxJournalBytes, which may only lower it).",
