@@ -148,12 +148,18 @@ impl IntoExecCall for ScriptInput {
 /// projects could grow the server's memory without end. More wait for a place.
 pub const MAX_CONCURRENT_SCRIPTS: usize = 16;
 
-/// The limits every execution runs under, the executions running now, and their places.
+/// The most scripts of one tenant's projects that execute at once: half the places, so one
+/// tenant's long scripts never hold every place another tenant's steps wait for.
+pub const MAX_CONCURRENT_SCRIPTS_PER_TENANT: usize = MAX_CONCURRENT_SCRIPTS / 2;
+
+/// The limits every execution runs under, the executions running now, and their places (of
+/// all tenants, and of each).
 #[derive(Debug, Clone)]
 pub(crate) struct Scripts {
     limits: Limits,
     running: Arc<AtomicUsize>,
     places: Arc<tokio::sync::Semaphore>,
+    tenants: Arc<std::sync::Mutex<std::collections::HashMap<String, Arc<tokio::sync::Semaphore>>>>,
 }
 
 impl Scripts {
@@ -168,7 +174,29 @@ impl Scripts {
             },
             running: Arc::new(AtomicUsize::new(0)),
             places: Arc::new(tokio::sync::Semaphore::new(MAX_CONCURRENT_SCRIPTS)),
+            tenants: Arc::default(),
         }
+    }
+
+    /// The places of `tenant`'s scripts.
+    fn tenant_places(&self, tenant: &str) -> Arc<tokio::sync::Semaphore> {
+        let mut tenants = self
+            .tenants
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        // A tenant none of whose scripts runs or waits holds nothing worth keeping.
+        tenants.retain(|_, places| {
+            Arc::strong_count(places) > 1
+                || places.available_permits() < MAX_CONCURRENT_SCRIPTS_PER_TENANT
+        });
+        tenants
+            .entry(tenant.to_owned())
+            .or_insert_with(|| {
+                Arc::new(tokio::sync::Semaphore::new(
+                    MAX_CONCURRENT_SCRIPTS_PER_TENANT,
+                ))
+            })
+            .clone()
     }
 }
 
@@ -259,18 +287,39 @@ pub(crate) async fn execute(
     let _cancel_on_drop = CancelOnDrop(cancel.clone());
     let timeout = limits.timeout;
     let script_path = path.clone();
-    // A place among the scripts of all projects, held until the script's thread ends (an
-    // interrupted script still holds its memory until then).
-    let place = scripts
-        .places
-        .clone()
-        .acquire_owned()
-        .await
-        .map_err(|_| technical("[MAG-JS015] the script engine is closing".into()))?;
+    // A place among its tenant's scripts and among those of all projects, held until the
+    // script's thread ends (an interrupted script still holds its memory until then). The
+    // wait counts against the step's timeout: a step that gets no place in time times out.
+    let waiting = std::time::Instant::now();
+    let tenant_places = scripts.tenant_places(&scope.tenant);
+    let places = scripts.places.clone();
+    let taken = tokio::time::timeout(timeout, async move {
+        let own = tenant_places.acquire_owned().await?;
+        let place = places.acquire_owned().await?;
+        Ok::<_, tokio::sync::AcquireError>((own, place))
+    })
+    .await;
+    let (own, place) = match taken {
+        Ok(Ok(places)) => places,
+        Ok(Err(_)) => return Err(technical("[MAG-JS015] the script engine is closing".into())),
+        Err(_) => {
+            let secs = timeout.as_secs_f64();
+            let msg = format!(
+                "[MAG-JS011] script `{path}` got no place to run within its timeout of {secs} s: \
+                 at most {MAX_CONCURRENT_SCRIPTS_PER_TENANT} scripts of one tenant and \
+                 {MAX_CONCURRENT_SCRIPTS} of all run at once"
+            );
+            return Err(TaskError::terminal(msg.clone())
+                .with_kind(TaskError::TIMEOUT)
+                .with_output(json!({ "error": msg, "timeoutSeconds": secs })));
+        }
+    };
+    limits.timeout = timeout.saturating_sub(waiting.elapsed());
+    let left = limits.timeout;
     let running = Running::enter(&scripts.running);
     let handle = tokio::task::spawn_blocking(move || {
         let _running = running;
-        let _place = place;
+        let _place = (own, place);
         let body = read_script(&docs, &scope, &source, &dir_name, &script_path)?;
         let job = Job {
             body: &body,
@@ -281,7 +330,7 @@ pub(crate) async fn execute(
         };
         engine::run(&job, &limits, cancel).map_err(|f| failed(&script_path, timeout, f))
     });
-    match tokio::time::timeout(timeout + GRACE, handle).await {
+    match tokio::time::timeout(left + GRACE, handle).await {
         Ok(Ok(result)) => result,
         Ok(Err(join)) => Err(technical(format!(
             "[MAG-JS015] script `{path}` crashed the script engine: {join}"

@@ -81,6 +81,20 @@ async fn tree_protecting(served: bool, tenant: &str, project: &str, store: Optio
             Ok(answer(ctx.task_with(call.into_task_call()).await))
         }
     });
+    // `js-globex`: the same, in project globex/shop.
+    let (e2, d2) = (executors.clone(), data.clone());
+    let js_globex = WorkflowRegistration::new("js-globex", "", move |ctx, input: Value| {
+        let (executors, data) = (e2.clone(), d2.clone());
+        async move {
+            let input: ScriptInput = serde_json::from_value(input).unwrap();
+            let call = executors
+                .call(input)
+                .scope(&Scope::new("globex", "shop"))
+                .label("step")
+                .run_data(data);
+            Ok(answer(ctx.task_with(call.into_task_call()).await))
+        }
+    });
     let js = WorkflowRegistration::new("js", "", move |ctx, input: Value| {
         let (executors, scope, data) = (executors.clone(), scope.clone(), data.clone());
         async move {
@@ -97,6 +111,7 @@ async fn tree_protecting(served: bool, tenant: &str, project: &str, store: Optio
         .in_memory()
         .workflow(sh)
         .workflow(js)
+        .workflow(js_globex)
         .build()
         .await
         .unwrap();
@@ -582,7 +597,8 @@ async fn a_step_without_a_timeout_ends_at_the_tenants_default() {
 
 /// Each script may hold its heap limit: however many run side by side (a project's lane
 /// may allow many, and a token may make many projects), at most
-/// `MAX_CONCURRENT_SCRIPTS` execute at once; the others wait for a place and then run.
+/// `MAX_CONCURRENT_SCRIPTS_PER_TENANT` of one tenant execute at once; the others wait for a
+/// place and then run.
 #[tokio::test]
 async fn no_more_scripts_execute_at_once_than_the_engine_has_places_for() {
     let t = tree(true, "", "lanes: { maxConcurrentTasks: 40 }\n").await;
@@ -609,9 +625,86 @@ async fn no_more_scripts_execute_at_once_than_the_engine_has_places_for() {
         .max()
         .unwrap();
     assert!(
-        most <= magrathea_exec::script::MAX_CONCURRENT_SCRIPTS,
-        "{most} scripts executed at once"
+        most <= magrathea_exec::script::MAX_CONCURRENT_SCRIPTS_PER_TENANT,
+        "{most} scripts of one tenant executed at once"
     );
+}
+
+/// One tenant's long scripts never hold every place: while more of acme's spin than the
+/// engine has places for, a script of globex's gets one at once and ends before any of
+/// acme's.
+#[tokio::test]
+async fn one_tenants_scripts_leave_places_for_another_tenants() {
+    let t = tree(false, "", "lanes: { maxConcurrentTasks: 40 }\n").await;
+    write(
+        &t.root.join("acme/shop/_vance/scripts/spin.js"),
+        "const start = Date.now(); while (Date.now() - start < 1500) {} return { end: Date.now() };",
+    );
+    write(
+        &t.root.join("globex/shop/_vance/scripts/quick.js"),
+        "return { end: Date.now() };",
+    );
+    let mut runs = Vec::new();
+    for _ in 0..(magrathea_exec::script::MAX_CONCURRENT_SCRIPTS + 4) {
+        let input = ScriptInput::new("_vance/scripts/spin.js").timeout(Duration::from_secs(60));
+        runs.push(t.start("js", serde_json::to_value(input).unwrap()).await);
+    }
+    // Let acme's scripts take what places they may.
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    let theirs = t
+        .start(
+            "js-globex",
+            serde_json::to_value(ScriptInput::new("_vance/scripts/quick.js")).unwrap(),
+        )
+        .await;
+    let quick = t.finish(theirs).await;
+    assert_eq!(quick["kind"], "success", "{quick}");
+    let mut first_spin_end = i64::MAX;
+    for run in runs {
+        let result = t.finish(run).await;
+        assert_eq!(result["kind"], "success", "{result}");
+        first_spin_end = first_spin_end.min(result["output"]["end"].as_i64().unwrap());
+    }
+    assert!(
+        quick["output"]["end"].as_i64().unwrap() < first_spin_end,
+        "globex's script waited for a place acme's scripts held"
+    );
+}
+
+/// A step that gets no place within its timeout times out, the wait counted against it.
+#[tokio::test]
+async fn a_script_waiting_for_a_place_past_its_timeout_times_out() {
+    let t = tree(false, "", "lanes: { maxConcurrentTasks: 40 }\n").await;
+    write(
+        &t.root.join("acme/shop/_vance/scripts/spin.js"),
+        "const start = Date.now(); while (Date.now() - start < 3000) {} return {};",
+    );
+    let mut runs = Vec::new();
+    for _ in 0..magrathea_exec::script::MAX_CONCURRENT_SCRIPTS_PER_TENANT {
+        let input = ScriptInput::new("_vance/scripts/spin.js").timeout(Duration::from_secs(60));
+        runs.push(t.start("js", serde_json::to_value(input).unwrap()).await);
+    }
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    let late = t
+        .start(
+            "js",
+            serde_json::to_value(
+                ScriptInput::new("_vance/scripts/quick.js").timeout(Duration::from_millis(500)),
+            )
+            .unwrap(),
+        )
+        .await;
+    let result = t.finish(late).await;
+    assert_eq!(result["kind"], "timeout", "{result}");
+    assert!(
+        result["output"]["error"]
+            .as_str()
+            .is_some_and(|e| e.contains("got no place to run")),
+        "{result}"
+    );
+    for run in runs {
+        assert_eq!(t.finish(run).await["kind"], "success");
+    }
 }
 
 #[tokio::test]
