@@ -129,6 +129,16 @@ pub(crate) async fn interpret(
         ctx.enter_state(&state.name);
         if let Step::Terminal { outcome, result } = &state.step {
             let result = result.as_ref().map_or(Value::Null, |r| run.value(r));
+            // A result is built from templates: one parameter may be written into it many
+            // times. It is bounded like what a state stores, before anything is journaled.
+            let bytes = json_len(&result);
+            if bytes > MAX_STATE_VALUE_BYTES {
+                return Err(WorkflowError::failed(format!(
+                    "[MAG-BD003] the result of terminal state '{}' is {bytes} bytes of JSON, \
+                     more than the {MAX_STATE_VALUE_BYTES} a run's result may hold",
+                    state.name
+                )));
+            }
             // handleCompletion writes the VarRecord of `storeAs:` before the terminal special
             // case (reference §4.3); a terminal's output is its result.
             if let Some(key) = &state.store_as
@@ -302,7 +312,10 @@ pub(super) async fn attempt(
     let mut attempts = 1u32;
     loop {
         let done = if let Step::FanOut(fan) = &state.step {
-            super::fanout::fan_out(run, rt, state, fan, budget).await?
+            bounded_output(
+                &state.name,
+                super::fanout::fan_out(run, rt, state, fan, budget).await?,
+            )
         } else {
             if let Some(limit) = &budget.limit
                 && budget.spawns >= limit.max
@@ -378,6 +391,43 @@ async fn execute(
         // Run by `attempt`, which gives it the run's budget.
         Step::Terminal { .. } | Step::FanOut(_) => Completion::of("success", Value::Null),
     }
+}
+
+/// The most bytes of JSON a value the runtime itself builds may hold: a terminal's result
+/// and a fan-out's output (its sub-runs' results together). A task's output has the engine's
+/// limit (`EngineBuilder::max_task_output_bytes`, 4 MiB by default); these gather or repeat
+/// values, so they get four times that, and no single record a run journals grows past it.
+pub(crate) const MAX_STATE_VALUE_BYTES: usize = 16 * 1024 * 1024;
+
+/// The size of `v` as JSON, counted without writing it out.
+fn json_len(v: &Value) -> usize {
+    struct Count(usize);
+    impl std::io::Write for Count {
+        fn write(&mut self, b: &[u8]) -> std::io::Result<usize> {
+            self.0 += b.len();
+            Ok(b.len())
+        }
+        fn flush(&mut self) -> std::io::Result<()> {
+            Ok(())
+        }
+    }
+    let mut count = Count(0);
+    let _ = serde_json::to_writer(&mut count, v);
+    count.0
+}
+
+/// A fan-out's completion, or `technical_error` when its output (every sub-run's result
+/// together) is larger than [`MAX_STATE_VALUE_BYTES`]: nothing of it is stored.
+fn bounded_output(state: &str, done: Completion) -> Completion {
+    let bytes = json_len(&done.output);
+    if bytes <= MAX_STATE_VALUE_BYTES {
+        return done;
+    }
+    let error = format!(
+        "[MAG-BD003] the output of state '{state}' (its sub-runs' results together) is {bytes} \
+         bytes of JSON, more than the {MAX_STATE_VALUE_BYTES} a state's output may hold"
+    );
+    Completion::of("technical_error", json!({ "error": error }))
 }
 
 fn terminal(

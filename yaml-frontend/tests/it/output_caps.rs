@@ -367,3 +367,76 @@ async fn a_body_declared_larger_than_the_limit_is_refused_before_it_is_read() {
     }
     assert!(hung_up.load(Ordering::SeqCst), "the client hung up");
 }
+
+/// Values the runtime builds itself are bounded as a task's output is, before anything is
+/// journaled: a terminal's result that writes a 1 MiB parameter twenty times fails the run
+/// (`MAG-BD003`), and so does a fan-out whose sub-runs' results together pass the bound (its
+/// state ends `technical_error`, which the document may route).
+#[tokio::test]
+async fn a_result_or_fan_out_output_past_the_bound_is_refused_before_it_is_journaled() {
+    use magrathea_core::{Record, RunStatus};
+
+    let p = crate::common::Project::new(|rt| rt).await;
+    let copies: Vec<String> = (0..20)
+        .map(|i| format!("k{i}: \"${{params.big}}\""))
+        .collect();
+    p.workflow(
+        "amplify",
+        &format!(
+            "start: done\nstates:\n  done:\n    type: terminal\n    storeAs: out\n    result: {{ {} }}\n",
+            copies.join(", ")
+        ),
+    );
+    let big = "x".repeat(1 << 20);
+    let view = p.run("amplify", json!({ "big": big })).await;
+    assert_eq!(view.status, RunStatus::Failed, "{:?}", view.reason);
+    assert!(
+        view.reason
+            .as_deref()
+            .is_some_and(|r| r.contains("[MAG-BD003]")),
+        "{:?}",
+        view.reason
+    );
+    assert!(
+        !p.records(&view)
+            .iter()
+            .any(|r| matches!(r, Record::Var { key, .. } if key == "out")),
+        "nothing of it was stored"
+    );
+
+    p.workflow(
+        "gather",
+        "start: fan\nstates:\n  fan:\n    type: foreach_task\n    items: \"${params.items}\"\n    \
+         maxParallelism: 4\n    start: echo\n    states:\n      echo: { type: terminal, result: \
+         \"${params.big}\" }\n    storeAs: all\n    on: { success: done }\n    catch: { \
+         technical_error: refused }\n  done: { type: terminal, result: gathered }\n  refused: { \
+         type: terminal, result: \"${state.lastError}\" }\n",
+    );
+    let view = p
+        .run(
+            "gather",
+            json!({ "items": [1, 2, 3, 4, 5, 6, 7, 8], "big": "y".repeat(3 << 20) }),
+        )
+        .await;
+    assert_eq!(view.status, RunStatus::Done, "{:?}", view.reason);
+    assert_eq!(view.current_state.as_deref(), Some("refused"), "{view:?}");
+    // What the state stores is its error, as for any task that fails (reference §3: storeAs
+    // keeps a non-null output), not the gathered results.
+    let stored: Vec<Value> = p
+        .records(&view)
+        .into_iter()
+        .filter_map(|r| match r {
+            Record::Var { key, value, .. } if key == "all" => Some(value),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(stored.len(), 1, "{stored:?}");
+    assert!(
+        stored[0]["error"]
+            .as_str()
+            .is_some_and(|e| e.starts_with("[MAG-BD003] the output of state 'fan'")),
+        "{}",
+        stored[0]
+    );
+    assert!(stored[0].to_string().len() < 1024);
+}

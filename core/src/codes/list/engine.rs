@@ -150,6 +150,11 @@ pub(super) const CODES: &[ErrorCode] = &[
         remedy: "Return less, or store large data outside the journal and return a reference; or raise EngineBuilder::max_task_output_bytes.",
     },
     ErrorCode {
+        code: "MAG-BD003",
+        meaning: "A value the YAML runtime builds is larger than 16 MiB of JSON: a terminal's `result:` (the run ended FAILED) or a fan-out's output, its sub-runs' results together (the state ended technical_error). Nothing of it was journaled.",
+        remedy: "Keep large data out of the run: have sub-runs return references instead of blobs, and write a parameter into a result once.",
+    },
+    ErrorCode {
         code: "MAG-BD020",
         meaning: "An HTTP response (an `http_request` body, or a model service's reply to an agent) is larger than the task may read: the request's `maxResponseBytes` or the engine's task output limit, whichever is lower. Reading stopped at the limit and the connection was closed; the attempt failed with technical_error.",
         remedy: "Ask for less (a smaller page, a shorter answer, a lower `maxTokens`), raise `maxResponseBytes` up to the task output limit, or raise EngineBuilder::max_task_output_bytes.",
