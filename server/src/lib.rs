@@ -34,7 +34,7 @@ pub mod webhook;
 
 pub use http::{
     Access, ConnectionLimits, DEFAULT_ADDR, DEFAULT_BODY_READ_TIMEOUT, DEFAULT_HEADER_READ_TIMEOUT,
-    DEFAULT_IDLE_TIMEOUT, DEFAULT_MAX_CONNECTIONS, ServeConfig, ServeError, Server, ServerHandle,
-    serve,
+    DEFAULT_IDLE_TIMEOUT, DEFAULT_MAX_CONNECTIONS, DEFAULT_SEND_TIMEOUT, ServeConfig, ServeError,
+    Server, ServerHandle, serve,
 };
 pub use store_location::StoreLocation;

@@ -7,7 +7,8 @@ use std::time::Duration;
 use anyhow::Context;
 use magrathea_server::{
     DEFAULT_ADDR, DEFAULT_BODY_READ_TIMEOUT, DEFAULT_HEADER_READ_TIMEOUT, DEFAULT_IDLE_TIMEOUT,
-    DEFAULT_MAX_CONNECTIONS, ServeConfig, StoreLocation, serve as start_server,
+    DEFAULT_MAX_CONNECTIONS, DEFAULT_SEND_TIMEOUT, ServeConfig, StoreLocation,
+    serve as start_server,
 };
 
 use super::control;
@@ -36,8 +37,9 @@ pages of other sites cannot reach it.
 Connections: a request's head must arrive within --header-read-timeout of its first byte
 (or of the connection; else the connection is closed without an answer) and its body within
 --body-read-timeout of its head (else 408 and the connection closed), a keep-alive connection with no request in flight is closed after
---idle-timeout (streams such as SSE are in flight), and at most --max-connections are
-served at once; more wait in the listen backlog until one closes.
+--idle-timeout (streams such as SSE are in flight), a client that stops reading an answer
+is disconnected after --send-timeout, and at most --max-connections are served at once;
+more wait in the listen backlog until one closes.
 
 GET /healthz answers 503 {\"status\":\"unhealthy\"} after the journal failed to commit
 (e.g. a full disk) and 200 again once the store works, without a restart.
@@ -75,6 +77,10 @@ pub(crate) struct ServeArgs {
     /// Seconds a keep-alive connection may wait, with no request in flight, for the next one.
     #[arg(long, value_name = "SECONDS", default_value_t = DEFAULT_IDLE_TIMEOUT.as_secs())]
     idle_timeout: u64,
+    /// Seconds a write to a client may wait for the client to read it (a client that stops
+    /// reading an answer is disconnected).
+    #[arg(long, value_name = "SECONDS", default_value_t = DEFAULT_SEND_TIMEOUT.as_secs())]
+    send_timeout: u64,
     /// Connections served at once; more wait until one closes.
     #[arg(long, value_name = "N", default_value_t = DEFAULT_MAX_CONNECTIONS as u64,
           value_parser = clap::value_parser!(u64).range(1..))]
@@ -126,6 +132,7 @@ pub(crate) async fn serve(loc: &Location, args: ServeArgs) -> anyhow::Result<u8>
         .header_read_timeout(Duration::from_secs(args.header_read_timeout))
         .body_read_timeout(Duration::from_secs(args.body_read_timeout))
         .idle_timeout(Duration::from_secs(args.idle_timeout))
+        .send_timeout(Duration::from_secs(args.send_timeout))
         .max_connections(usize::try_from(args.max_connections).unwrap_or(usize::MAX))
         .max_runs_per_tree(args.max_runs_per_tree);
     if let Some(store) = &loc.store {

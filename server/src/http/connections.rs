@@ -55,6 +55,9 @@ pub const DEFAULT_BODY_READ_TIMEOUT: Duration = Duration::from_secs(30);
 /// Default [`ConnectionLimits::idle_timeout`]: 60 seconds.
 pub const DEFAULT_IDLE_TIMEOUT: Duration = Duration::from_secs(60);
 
+/// Default [`ConnectionLimits::send_timeout`]: 30 seconds.
+pub const DEFAULT_SEND_TIMEOUT: Duration = Duration::from_secs(30);
+
 /// Default [`ConnectionLimits::max_connections`]: 1,024.
 pub const DEFAULT_MAX_CONNECTIONS: usize = 1024;
 
@@ -67,6 +70,10 @@ pub struct ConnectionLimits {
     pub body_read_timeout: Duration,
     /// Time a connection may wait, with no request in flight, for the next request.
     pub idle_timeout: Duration,
+    /// Time a write to the client may wait for the client to read: a client that stops
+    /// reading an answer (its socket's buffers full) holds it, and the memory it takes, no
+    /// longer than this; the connection is closed.
+    pub send_timeout: Duration,
     /// Connections served at once; more wait in the listen backlog. At least 1.
     pub max_connections: usize,
 }
@@ -77,6 +84,7 @@ impl Default for ConnectionLimits {
             header_read_timeout: DEFAULT_HEADER_READ_TIMEOUT,
             body_read_timeout: DEFAULT_BODY_READ_TIMEOUT,
             idle_timeout: DEFAULT_IDLE_TIMEOUT,
+            send_timeout: DEFAULT_SEND_TIMEOUT,
             max_connections: DEFAULT_MAX_CONNECTIONS,
         }
     }
@@ -158,6 +166,8 @@ async fn connection(
     let io = TokioIo::new(WatchedIo {
         stream,
         activity: activity.clone(),
+        send_timeout: limits.send_timeout,
+        stalled: None,
         _permit: permit,
     });
     let service = {
@@ -408,13 +418,43 @@ impl http_body::Body for TrackedBody {
     }
 }
 
-/// The connection's socket: notes arriving bytes for the timeouts, and holds the connection's
-/// place under the cap for as long as the socket lives (through a WebSocket upgrade too).
+/// The connection's socket: notes arriving bytes for the timeouts, fails a write the client
+/// leaves unread past the send timeout, and holds the connection's place under the cap for as
+/// long as the socket lives (through a WebSocket upgrade too).
 #[derive(Debug)]
 struct WatchedIo {
     stream: TcpStream,
     activity: Arc<Activity>,
+    send_timeout: Duration,
+    /// Since a write found the socket full: the deadline of the send timeout.
+    stalled: Option<Pin<Box<tokio::time::Sleep>>>,
     _permit: OwnedSemaphorePermit,
+}
+
+impl WatchedIo {
+    /// `polled`, a write's (or flush's) result: a write that made progress clears the send
+    /// timeout; one still waiting past it fails with `TimedOut`, which closes the connection.
+    fn watch<T>(
+        &mut self,
+        cx: &mut Context<'_>,
+        polled: Poll<std::io::Result<T>>,
+    ) -> Poll<std::io::Result<T>> {
+        if polled.is_ready() {
+            self.stalled = None;
+            return polled;
+        }
+        let timeout = self.send_timeout;
+        let stalled = self
+            .stalled
+            .get_or_insert_with(|| Box::pin(tokio::time::sleep(timeout)));
+        match stalled.as_mut().poll(cx) {
+            Poll::Ready(()) => Poll::Ready(Err(std::io::Error::new(
+                std::io::ErrorKind::TimedOut,
+                "the client did not read the answer within the send timeout",
+            ))),
+            Poll::Pending => Poll::Pending,
+        }
+    }
 }
 
 impl AsyncRead for WatchedIo {
@@ -438,11 +478,13 @@ impl AsyncWrite for WatchedIo {
         cx: &mut Context<'_>,
         buf: &[u8],
     ) -> Poll<std::io::Result<usize>> {
-        Pin::new(&mut self.stream).poll_write(cx, buf)
+        let polled = Pin::new(&mut self.stream).poll_write(cx, buf);
+        self.watch(cx, polled)
     }
 
     fn poll_flush(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<std::io::Result<()>> {
-        Pin::new(&mut self.stream).poll_flush(cx)
+        let polled = Pin::new(&mut self.stream).poll_flush(cx);
+        self.watch(cx, polled)
     }
 
     fn poll_shutdown(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<std::io::Result<()>> {
@@ -454,7 +496,8 @@ impl AsyncWrite for WatchedIo {
         cx: &mut Context<'_>,
         bufs: &[std::io::IoSlice<'_>],
     ) -> Poll<std::io::Result<usize>> {
-        Pin::new(&mut self.stream).poll_write_vectored(cx, bufs)
+        let polled = Pin::new(&mut self.stream).poll_write_vectored(cx, bufs);
+        self.watch(cx, polled)
     }
 
     fn is_write_vectored(&self) -> bool {

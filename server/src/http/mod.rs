@@ -73,7 +73,7 @@ use tower_http::trace::TraceLayer;
 pub use auth::{ApiScope, Auth, AuthFileError, Principal};
 pub use connections::{
     ConnectionLimits, DEFAULT_BODY_READ_TIMEOUT, DEFAULT_HEADER_READ_TIMEOUT, DEFAULT_IDLE_TIMEOUT,
-    DEFAULT_MAX_CONNECTIONS,
+    DEFAULT_MAX_CONNECTIONS, DEFAULT_SEND_TIMEOUT,
 };
 pub use error::ApiError;
 pub use server::{Access, Server};
@@ -190,6 +190,14 @@ impl ServeConfig {
     /// request; streaming responses are in flight. Default [`DEFAULT_IDLE_TIMEOUT`].
     pub fn idle_timeout(mut self, timeout: Duration) -> Self {
         self.limits.idle_timeout = timeout;
+        self
+    }
+
+    /// How long a write to a client may wait for the client to read it; past it the
+    /// connection is closed (a client that stops reading holds no answer longer). Default
+    /// [`DEFAULT_SEND_TIMEOUT`].
+    pub fn send_timeout(mut self, timeout: Duration) -> Self {
+        self.limits.send_timeout = timeout;
         self
     }
 

@@ -264,3 +264,74 @@ async fn idle_websocket_sessions_close_and_one_subject_holds_a_bounded_number() 
     }
     assert!(again.is_some(), "the closed session's place is free");
 }
+
+/// A client that asks for a large answer and never reads it holds the answer (and its
+/// connection) no longer than the send timeout: with one connection allowed, the next client
+/// is served once the stalled one is closed.
+#[tokio::test]
+async fn a_client_that_stops_reading_is_disconnected_after_the_send_timeout() {
+    let s = Server::start_with(|c| {
+        c.header_read_timeout(LONG)
+            .idle_timeout(LONG)
+            .send_timeout(Duration::from_secs(1))
+            .max_connections(1)
+    })
+    .await;
+    write(
+        &s.root.join("acme/shop/_vance/workflows/big.yaml"),
+        "parameters: { big: { type: string } }\nstart: done\nstates:\n  done:\n    type: terminal\n    \
+         storeAs: copy\n    result: { a: \"${params.big}\", b: \"${params.big}\", c: \"${params.big}\", \
+         d: \"${params.big}\", e: \"${params.big}\", f: \"${params.big}\", g: \"${params.big}\", \
+         h: \"${params.big}\" }\n",
+    );
+    // One connection at a time, each closed after its answer (the only place is never held
+    // by an idle connection).
+    let once = |request: String| async move {
+        let mut conn = TcpStream::connect(s.addr).await.unwrap();
+        conn.write_all(request.as_bytes()).await.unwrap();
+        read_answer(&mut conn).await
+    };
+    let body = json!({ "params": { "big": "x".repeat(1000 * 1000) } }).to_string();
+    let started = once(format!(
+        "POST /brain/acme/project/shop/workflows/big/start HTTP/1.1\r\nHost: x\r\n\
+         Authorization: Bearer {ACME}\r\nContent-Type: application/json\r\n\
+         Content-Length: {}\r\nConnection: close\r\n\r\n{body}",
+        body.len()
+    ))
+    .await;
+    assert_eq!(status(&started), 201, "{started}");
+    let run = started
+        .split("\"workflowRunId\":\"")
+        .nth(1)
+        .and_then(|r| r.get(..32))
+        .unwrap()
+        .to_owned();
+    let view = format!(
+        "GET /brain/acme/project/shop/workflows/runs/{run} HTTP/1.1\r\nHost: x\r\n\
+         Authorization: Bearer {ACME}\r\n"
+    );
+    loop {
+        let answer = once(format!("{view}Connection: close\r\n\r\n")).await;
+        if answer.contains("\"status\":\"DONE\"") {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+
+    // About 16 MB of answer, more than the sockets between the two ends hold.
+    let socket = tokio::net::TcpSocket::new_v4().unwrap();
+    socket.set_recv_buffer_size(4096).unwrap();
+    let mut stalled = socket.connect(s.addr).await.unwrap();
+    stalled
+        .write_all(format!("{view}\r\n").as_bytes())
+        .await
+        .unwrap();
+    // The only place is the stalled connection's: the next waits until the server closes it.
+    let mut next = TcpStream::connect(s.addr).await.unwrap();
+    next.write_all(b"GET /healthz HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n")
+        .await
+        .unwrap();
+    let answer = read_answer(&mut next).await;
+    assert_eq!(status(&answer), 200, "{answer}");
+    drop(stalled);
+}
