@@ -351,52 +351,56 @@ fn two_workers_claiming_at_once_never_both_get_a_run() {
     drop(stores);
 }
 
+/// An engine on the database at `url` as worker `name`, running the code workflow `ask`: one
+/// approval gate, its outcome the result.
+async fn gate_worker(
+    url: &str,
+    name: &str,
+) -> Result<magrathea_core::Engine, magrathea_core::OpenError> {
+    use std::sync::Arc;
+
+    use magrathea_core::{Engine, GateKind, GateSpec, WorkflowRegistration};
+
+    let ask = WorkflowRegistration::new("ask", "", |ctx, _| async move {
+        let spec = GateSpec {
+            kind: GateKind::Approval,
+            title: "ship?".into(),
+            body: String::new(),
+            options: vec![],
+            assigned_to: "@ops".into(),
+            criticality: "NORMAL".into(),
+            tags: vec![],
+            timeout_ms: None,
+            meta: serde_json::Value::Null,
+        };
+        let outcome = ctx.gate(spec).await;
+        Ok(json!(format!("{outcome:?}")))
+    });
+    let store = PgStore::connect_with(
+        url,
+        PgOptions {
+            worker: Some(name.into()),
+            ..Default::default()
+        },
+    )
+    .unwrap();
+    Engine::builder()
+        .store(Arc::new(store))
+        .workflow(ask)
+        .build()
+        .await
+}
+
 /// An answer to a gate of a run that has ended (answered already) is ignored, on the worker
 /// that drove the run and on another: an ended run has no lease, and neither may append to it,
 /// so neither fails for want of one.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_late_answer_to_an_ended_run_is_ignored_on_every_worker() {
-    use std::sync::Arc;
-
-    use magrathea_core::{
-        AnswerAck, Engine, GateAnswer, GateKind, GateSpec, InboxFilter, StartRequest,
-        WorkflowRegistration,
-    };
+    use magrathea_core::{AnswerAck, GateAnswer, InboxFilter, StartRequest};
 
     let url = cluster().create_database();
-    let workflow = || {
-        WorkflowRegistration::new("ask", "", |ctx, _| async move {
-            let spec = GateSpec {
-                kind: GateKind::Approval,
-                title: "ship?".into(),
-                body: String::new(),
-                options: vec![],
-                assigned_to: "@ops".into(),
-                criticality: "NORMAL".into(),
-                tags: vec![],
-                timeout_ms: None,
-                meta: serde_json::Value::Null,
-            };
-            let outcome = ctx.gate(spec).await;
-            Ok(json!(format!("{outcome:?}")))
-        })
-    };
-    let worker = |name: &str| {
-        let store = PgStore::connect_with(
-            &url,
-            PgOptions {
-                worker: Some(name.into()),
-                ..Default::default()
-            },
-        )
-        .unwrap();
-        Engine::builder()
-            .store(Arc::new(store))
-            .workflow(workflow())
-            .build()
-    };
-    let first = worker("first").await.unwrap();
-    let second = worker("second").await.unwrap();
+    let first = gate_worker(&url, "first").await.unwrap();
+    let second = gate_worker(&url, "second").await.unwrap();
     let run = first
         .start(StartRequest::code("ask", serde_json::Value::Null))
         .await
@@ -558,49 +562,13 @@ fn a_worker_that_released_its_leases_to_leave_takes_none_back() {
 /// holder's silence and hearing that it may have died.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn answers_raced_through_other_workers_are_ignored_once_the_run_ends() {
-    use std::sync::Arc;
-
-    use magrathea_core::{
-        AnswerAck, Engine, GateAnswer, GateKind, GateSpec, InboxFilter, StartRequest,
-        WorkflowRegistration,
-    };
+    use magrathea_core::{AnswerAck, GateAnswer, InboxFilter, StartRequest};
 
     let url = cluster().create_database();
-    let workflow = || {
-        WorkflowRegistration::new("ask", "", |ctx, _| async move {
-            let spec = GateSpec {
-                kind: GateKind::Approval,
-                title: "ship?".into(),
-                body: String::new(),
-                options: vec![],
-                assigned_to: "@ops".into(),
-                criticality: "NORMAL".into(),
-                tags: vec![],
-                timeout_ms: None,
-                meta: serde_json::Value::Null,
-            };
-            let outcome = ctx.gate(spec).await;
-            Ok(json!(format!("{outcome:?}")))
-        })
-    };
-    let worker = |name: &str| {
-        let store = PgStore::connect_with(
-            &url,
-            PgOptions {
-                worker: Some(name.into()),
-                ..Default::default()
-            },
-        )
-        .unwrap();
-        Engine::builder()
-            .store(Arc::new(store))
-            .workflow(workflow())
-            .build()
-    };
     let engines = [
-        worker("holder").await.unwrap(),
-        worker("second").await.unwrap(),
-        worker("third").await.unwrap(),
+        gate_worker(&url, "holder").await.unwrap(),
+        gate_worker(&url, "second").await.unwrap(),
+        gate_worker(&url, "third").await.unwrap(),
     ];
     for _ in 0..3 {
         let run = engines[0]
