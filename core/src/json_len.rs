@@ -2,7 +2,7 @@
 
 /// The bytes `value` takes as compact JSON. A value that does not encode counts what was
 /// written before it failed (JSON values and the engine's views always encode).
-pub(crate) fn json_len<T: serde::Serialize + ?Sized>(value: &T) -> usize {
+pub fn json_len<T: serde::Serialize + ?Sized>(value: &T) -> usize {
     struct Count(usize);
     impl std::io::Write for Count {
         fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {

@@ -54,6 +54,7 @@ pub use engine::{
 pub use error::{DeliverError, IoSource, OpenError, RunError, StartError, StoreError};
 pub use held::HeldTask;
 pub use id::RunId;
+pub use json_len::json_len;
 pub use record::{
     AnswerOutcome, Entry, EntryPoint, GateAnswer, GateKind, GateSpec, ParentRef, Record, RunStatus,
     StartRecord, Step, StepKind,

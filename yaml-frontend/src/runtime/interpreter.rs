@@ -131,7 +131,7 @@ pub(crate) async fn interpret(
             let result = result.as_ref().map_or(Value::Null, |r| run.value(r));
             // A result is built from templates: one parameter may be written into it many
             // times. It is bounded like what a state stores, before anything is journaled.
-            let bytes = json_len(&result);
+            let bytes = magrathea_core::json_len(&result);
             if bytes > MAX_STATE_VALUE_BYTES {
                 return Err(WorkflowError::failed(format!(
                     "[MAG-BD003] the result of terminal state '{}' is {bytes} bytes of JSON, \
@@ -399,27 +399,10 @@ async fn execute(
 /// values, so they get four times that, and no single record a run journals grows past it.
 pub(crate) const MAX_STATE_VALUE_BYTES: usize = 16 * 1024 * 1024;
 
-/// The size of `v` as JSON, counted without writing it out.
-fn json_len(v: &Value) -> usize {
-    struct Count(usize);
-    impl std::io::Write for Count {
-        fn write(&mut self, b: &[u8]) -> std::io::Result<usize> {
-            self.0 += b.len();
-            Ok(b.len())
-        }
-        fn flush(&mut self) -> std::io::Result<()> {
-            Ok(())
-        }
-    }
-    let mut count = Count(0);
-    let _ = serde_json::to_writer(&mut count, v);
-    count.0
-}
-
 /// A fan-out's completion, or `technical_error` when its output (every sub-run's result
 /// together) is larger than [`MAX_STATE_VALUE_BYTES`]: nothing of it is stored.
 fn bounded_output(state: &str, done: Completion) -> Completion {
-    let bytes = json_len(&done.output);
+    let bytes = magrathea_core::json_len(&done.output);
     if bytes <= MAX_STATE_VALUE_BYTES {
         return done;
     }
