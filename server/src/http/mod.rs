@@ -15,6 +15,7 @@
 pub mod approvals;
 pub(crate) mod approvers;
 pub mod auth;
+pub(crate) mod automated;
 pub mod body;
 pub mod connections;
 mod doc_paths;

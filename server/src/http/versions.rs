@@ -64,7 +64,7 @@ pub(crate) async fn publish(
 ) -> Result<Json<Value>, ApiError> {
     let who = state.authorize(&headers, &p.tenant, ApiScope::Write)?;
     let scope = state.scope(&p.tenant, &p.project)?;
-    super::documents::check_automated(
+    super::automated::check_automated(
         &state,
         &scope,
         &who,
@@ -123,7 +123,7 @@ async fn set_archived(
     let scope = state.scope(&p.tenant, &p.project)?;
     if !archived {
         // Unarchiving lets the project's triggers start the workflow again.
-        super::documents::check_automated(
+        super::automated::check_automated(
             &state,
             &scope,
             &who,
