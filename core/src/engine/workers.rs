@@ -62,12 +62,19 @@ pub(super) fn forward(inner: &Arc<EngineInner>, run: RunId, event: Event) {
             // The run ended before its holder read the message, and gave up its lease with
             // it: no worker takes that mail. Withdrawn, the event is delivered again, to the
             // ended run as any worker sees it (a late answer is journaled as ignored).
-            Err(StoreError::Unanswered { withdrawn: true }) if run_ended(&inner, run) => {
-                inner.deliver(run, event);
-            }
-            reply => answer(event, reply),
+            Ok(Waited::RunEnded) => inner.deliver(run, event),
+            Ok(Waited::Reply(reply)) => answer(event, Ok(reply)),
+            Err(e) => answer(event, Err(e)),
         }
     });
+}
+
+/// What a sender of mail waited for.
+enum Waited {
+    /// The holder's reply.
+    Reply(Value),
+    /// The run ended with the message unread, which is withdrawn.
+    RunEnded,
 }
 
 /// Whether `run` has ended, as the store says.
@@ -94,19 +101,19 @@ async fn mailbox<T: Send + 'static>(
 /// lease lasts until the grace period ends): a message it has not taken is withdrawn when
 /// `withdraw`, so that a caller told it failed is not overruled by its delivery to the run's
 /// next holder. A run that ended meanwhile has no holder left to take the message: once the
-/// store says so, the message is withdrawn at once (`Unanswered { withdrawn: true }`, and the
-/// caller delivers the event to the ended run itself).
+/// store says so, the message is withdrawn at once ([`Waited::RunEnded`]; the caller delivers
+/// the event to the ended run itself).
 async fn wait_reply(
     inner: &Arc<EngineInner>,
     run: RunId,
     id: i64,
     withdraw: bool,
-) -> Result<Value, StoreError> {
+) -> Result<Waited, StoreError> {
     let deadline = tokio::time::Instant::now() + REPLY_WAIT;
     let mut polls = 0u32;
     loop {
         if let Some(reply) = mailbox(inner, move |l| l.take_reply(id)).await? {
-            return Ok(reply);
+            return Ok(Waited::Reply(reply));
         }
         polls += 1;
         let ended = withdraw && polls.is_multiple_of(ENDED_EVERY) && {
@@ -117,13 +124,13 @@ async fn wait_reply(
         };
         // Taken by the holder before the run ended: its reply comes, wait for it.
         if ended && mailbox(inner, move |l| l.withdraw(id)).await? {
-            return Err(StoreError::Unanswered { withdrawn: true });
+            return Ok(Waited::RunEnded);
         }
         if tokio::time::Instant::now() >= deadline {
             let withdrawn = withdraw && mailbox(inner, move |l| l.withdraw(id)).await?;
             if !withdrawn && let Some(reply) = mailbox(inner, move |l| l.take_reply(id)).await? {
                 // Answered between the last look and the withdrawal.
-                return Ok(reply);
+                return Ok(Waited::Reply(reply));
             }
             return Err(StoreError::Unanswered { withdrawn });
         }
