@@ -81,32 +81,8 @@ async fn tree_protecting(served: bool, tenant: &str, project: &str, store: Optio
             Ok(answer(ctx.task_with(call.into_task_call()).await))
         }
     });
-    // `js-globex`: the same, in project globex/shop.
-    let (e2, d2) = (executors.clone(), data.clone());
-    let js_globex = WorkflowRegistration::new("js-globex", "", move |ctx, input: Value| {
-        let (executors, data) = (e2.clone(), d2.clone());
-        async move {
-            let input: ScriptInput = serde_json::from_value(input).unwrap();
-            let call = executors
-                .call(input)
-                .scope(&Scope::new("globex", "shop"))
-                .label("step")
-                .run_data(data);
-            Ok(answer(ctx.task_with(call.into_task_call()).await))
-        }
-    });
-    let js = WorkflowRegistration::new("js", "", move |ctx, input: Value| {
-        let (executors, scope, data) = (executors.clone(), scope.clone(), data.clone());
-        async move {
-            let input: ScriptInput = serde_json::from_value(input).unwrap();
-            let call = executors
-                .call(input)
-                .scope(&scope)
-                .label("step")
-                .run_data(data);
-            Ok(answer(ctx.task_with(call.into_task_call()).await))
-        }
-    });
+    let js = script_workflow("js", &executors, scope, data.clone());
+    let js_globex = script_workflow("js-globex", &executors, Scope::new("globex", "shop"), data);
     let engine = Engine::builder()
         .in_memory()
         .workflow(sh)
@@ -120,6 +96,29 @@ async fn tree_protecting(served: bool, tenant: &str, project: &str, store: Optio
         root,
         engine,
     }
+}
+
+/// The code workflow `name`: runs the [`ScriptInput`] it is started with in `scope`, and
+/// answers `{kind, output}`.
+fn script_workflow(
+    name: &str,
+    executors: &Executors,
+    scope: Scope,
+    data: Arc<RunData>,
+) -> WorkflowRegistration {
+    let executors = executors.clone();
+    WorkflowRegistration::new(name, "", move |ctx, input: Value| {
+        let (executors, scope, data) = (executors.clone(), scope.clone(), data.clone());
+        async move {
+            let input: ScriptInput = serde_json::from_value(input).unwrap();
+            let call = executors
+                .call(input)
+                .scope(&scope)
+                .label("step")
+                .run_data(data);
+            Ok(answer(ctx.task_with(call.into_task_call()).await))
+        }
+    })
 }
 
 fn answer(result: Result<Value, magrathea_core::TaskError>) -> Value {
