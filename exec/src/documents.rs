@@ -590,11 +590,13 @@ impl DocumentSource {
     /// project: one reached through a link out of it is none).
     pub fn is_archived(&self, scope: &Scope, name: &str) -> bool {
         let marker = self.archive_marker(scope, name);
+        // Every start asks, and almost every answer is no: one `stat` says so. Only a marker
+        // found is checked to lie inside the project (several lookups more).
         check_name(name).is_ok()
+            && marker.is_file()
             && marker
                 .parent()
                 .is_some_and(|dir| self.confined_dir(dir).is_ok())
-            && marker.is_file()
     }
 
     /// Names of the workflows visible in the scope (project first, then tenant), sorted.
@@ -767,6 +769,29 @@ mod tests {
         }
         // Reading the document (validate, graph) is not a start.
         assert_eq!(docs.workflow(&scope, "a").unwrap().1, "live");
+    }
+
+    /// In a served tree, another tenant's archive marker reached through a link archives
+    /// nothing here, and the project's own does.
+    #[test]
+    fn only_a_marker_inside_the_project_archives_a_workflow() {
+        let dir = tempfile::tempdir().unwrap();
+        let root = dir.path();
+        let theirs = root.join("globex/shop/_vance").join(STATE_DIR);
+        std::fs::create_dir_all(&theirs).unwrap();
+        std::fs::write(theirs.join("a.yaml"), "archived: true\n").unwrap();
+        let vance = root.join("acme/shop/_vance");
+        std::fs::create_dir_all(&vance).unwrap();
+        std::os::unix::fs::symlink(&theirs, vance.join(STATE_DIR)).unwrap();
+        let scope = Scope::new("acme", "shop");
+        let served = DocumentSource::new(root).served();
+        assert!(!served.is_archived(&scope, "a"));
+        assert!(!served.is_archived(&scope, "b"));
+        std::fs::remove_file(vance.join(STATE_DIR)).unwrap();
+        std::fs::create_dir(vance.join(STATE_DIR)).unwrap();
+        std::fs::write(served.archive_marker(&scope, "a"), "archived: true\n").unwrap();
+        assert!(served.is_archived(&scope, "a"));
+        assert!(!served.is_archived(&scope, "b"));
     }
 
     #[test]
