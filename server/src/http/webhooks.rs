@@ -5,9 +5,9 @@
 //! Answers: 202 `{workflowRunId, workflowName, duplicate: false}` for a delivery that started
 //! a run; 200 `{…, duplicate: true}` for a repeat inside the dedupe window (nothing started);
 //! 404 for a token no webhook has (nothing recorded: there is no trigger to record it on);
-//! 409 for a paused or disabled webhook; the rejection's status (401, 405, 413, 400) for a
-//! delivery that fails verification. Every delivery of a known webhook is recorded, with its
-//! reason code when it was not accepted.
+//! the rejection's status (401, 405, 413, 400) for a delivery that fails verification; 409 for
+//! a paused or disabled webhook, said only after verification. Every delivery of a known
+//! webhook is recorded, with its reason code when it was not accepted.
 
 use axum::Json;
 use axum::body::Bytes;
@@ -88,19 +88,6 @@ async fn deliver(
     let Some(cfg) = doc.webhook.as_ref() else {
         return Err(not_found());
     };
-    if !reg.active {
-        let d = Delivery::new(&reg, DeliveryStatus::Rejected, now)
-            .reason("trigger_disabled")
-            .message("the webhook is paused or disabled");
-        keep(&state, &d);
-        // Like every refusal of a delivery, the message opens with its code.
-        return Err(ApiError::new(
-            StatusCode::CONFLICT,
-            "MAG-HTTP-TRIGGER-DISABLED",
-            "[MAG-HTTP-TRIGGER-DISABLED] this webhook is paused or its document says \
-             `enabled: false`; nothing was started",
-        ));
-    }
     let body = match body {
         Ok(b) => b,
         // Over the server's own body limit: the same refusal as over the webhook's.
@@ -130,6 +117,21 @@ async fn deliver(
         Ok(a) => a,
         Err(rejection) => return Err(refuse(&state, &reg, now, &rejection)),
     };
+    // Paused or not is said only to a delivery that passed verification: without the
+    // signing secret, a caller learns nothing of the webhook's state.
+    if !reg.active {
+        let d = Delivery::new(&reg, DeliveryStatus::Rejected, now)
+            .reason("trigger_disabled")
+            .message("the webhook is paused or disabled");
+        keep(&state, &d);
+        // Like every refusal of a delivery, the message opens with its code.
+        return Err(ApiError::new(
+            StatusCode::CONFLICT,
+            "MAG-HTTP-TRIGGER-DISABLED",
+            "[MAG-HTTP-TRIGGER-DISABLED] this webhook is paused or its document says \
+             `enabled: false`; nothing was started",
+        ));
+    }
     let workflow = doc.workflow.clone();
     let mut params = doc.params.clone();
     if let Some(payload) = accepted.params_payload.clone() {

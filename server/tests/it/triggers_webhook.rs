@@ -244,6 +244,41 @@ async fn wrong_and_missing_signatures_are_refused_and_recorded() {
     assert_eq!(runs, json!([]));
 }
 
+/// Whether a webhook is paused is said only to a delivery that passed verification: one that
+/// knows the path token but not the secret is refused for its signature, paused or not.
+#[tokio::test]
+async fn a_paused_webhook_says_so_only_to_a_signed_delivery() {
+    let f = Fixture::new().await;
+    let r = f
+        .server
+        .client
+        .patch(f.server.url("/brain/acme/project/shop/triggers/github"))
+        .bearer_auth(ACME)
+        .json(&json!({"enabled": false}))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(r.status(), 200);
+    let body = r#"{"a":1}"#;
+    let (status, reply) = f.github(body, None, "d-1").await;
+    assert_eq!(status, 401, "{reply}");
+    let (status, reply) = f.github(body, Fixture::signed("guess", body), "d-2").await;
+    assert_eq!(status, 401, "{reply}");
+    let (status, reply) = f
+        .github(body, Fixture::signed("new-secret", body), "d-3")
+        .await;
+    assert_eq!(status, 409, "{reply}");
+    assert_eq!(
+        reply["error"]["code"], "MAG-HTTP-TRIGGER-DISABLED",
+        "{reply}"
+    );
+    assert_eq!(
+        f.statuses("github").await,
+        ["rejected", "rejected", "rejected"],
+        "each refusal on record"
+    );
+}
+
 #[tokio::test]
 async fn both_secrets_verify_during_a_rotation_and_a_retired_one_does_not() {
     let f = Fixture::new().await;
