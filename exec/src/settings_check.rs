@@ -7,7 +7,8 @@ use crate::settings::{ProjectSettings, TenantSettings, TimeoutDefaults};
 
 /// Every problem of a settings file's `text`, each as `label:line:column: [code] why`
 /// (`label: …` where no place is known): YAML that does not parse (`MAG-Y001`), a section this
-/// engine reads whose value has the wrong type (`MAG-Y001`), and values out of range
+/// engine reads with a field it does not know (`MAG-Y005`) or a value of the wrong kind
+/// (`MAG-Y007`), and values out of range
 /// (`MAG-Y026`): `defaults.taskTimeoutSeconds`, `defaults.gateTimeoutSeconds`,
 /// `shell.defaultTimeoutSeconds` and a tenant's `bounds.maxTaskTimeoutSeconds` must be positive
 /// numbers of seconds, `lanes.maxConcurrentTasks`
@@ -263,8 +264,20 @@ mod tests {
             false,
         );
         assert_eq!(found.len(), 1, "{found:?}");
-        assert!(found[0].starts_with("s.yaml:"), "{found:?}");
-        assert!(found[0].contains("[MAG-Y001]"), "{found:?}");
+        assert!(found[0].starts_with("s.yaml:3:"), "{found:?}");
+        assert!(found[0].contains("[MAG-Y007] workspaces:"), "{found:?}");
+        let found = check_settings("s.yaml", "lanes:\n\tmaxConcurrentTasks: 2\n", false);
+        assert!(
+            found[0].starts_with("s.yaml:2:1: [MAG-Y001] invalid YAML: a tab character"),
+            "{found:?}"
+        );
+        // A section of the wrong kind names no Rust type.
+        let found = check_settings("s.yaml", "defaults: 5\n", false);
+        assert!(
+            found[0].starts_with("s.yaml:1:11: [MAG-Y007] defaults: ")
+                && found[0].ends_with("expected a mapping"),
+            "{found:?}"
+        );
         let found = check_settings("s.yaml", "lanes:\n  maxConcurrentTasks: many\n", false);
         assert!(
             found[0].starts_with("s.yaml:2:") && found[0].contains("maxConcurrentTasks"),
@@ -274,15 +287,15 @@ mod tests {
 
     #[test]
     fn a_tool_section_the_cascade_cannot_read_is_located() {
-        for text in [
-            "tools:\n  bogus: 1\n",
-            "tools: {allowed: 5}\n",
-            "allowedTools: 5\n",
+        for (text, code) in [
+            ("tools:\n  bogus: 1\n", "[MAG-Y005]"),
+            ("tools: {allowed: 5}\n", "[MAG-Y007]"),
+            ("allowedTools: 5\n", "[MAG-Y007]"),
         ] {
             let found = check_settings("s.yaml", text, false);
             assert_eq!(found.len(), 1, "{text}: {found:?}");
             assert!(
-                found[0].starts_with("s.yaml:") && found[0].contains("[MAG-Y001]"),
+                found[0].starts_with("s.yaml:") && found[0].contains(code),
                 "{text}: {found:?}"
             );
         }

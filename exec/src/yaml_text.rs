@@ -35,6 +35,13 @@ pub enum YamlError {
         /// Where the first one is.
         first: (usize, usize),
     },
+    /// A tab where YAML expects spaces, at `line`, `column` (from 1).
+    Tab {
+        /// Its line.
+        line: usize,
+        /// Its column.
+        column: usize,
+    },
     /// The parser's error.
     Parse(serde_yaml_ng::Error),
 }
@@ -53,6 +60,10 @@ impl fmt::Display for YamlError {
                 "duplicate key '{key}': expected each key once (first defined at {}:{})",
                 first.0, first.1
             ),
+            Self::Tab { .. } => f.write_str(
+                "invalid YAML: a tab character where YAML expects spaces (YAML indents with \
+                 spaces only)",
+            ),
             Self::Parse(e) => e.fmt(f),
         }
     }
@@ -65,21 +76,25 @@ impl YamlError {
     #[must_use]
     pub fn position(&self) -> Option<(usize, usize)> {
         match self {
-            Self::TooDeep { line, column } | Self::Duplicate { line, column, .. } => {
-                Some((*line, *column))
-            }
+            Self::TooDeep { line, column }
+            | Self::Duplicate { line, column, .. }
+            | Self::Tab { line, column } => Some((*line, *column)),
             Self::Parse(e) => e.location().map(|l| (l.line(), l.column())),
         }
     }
 
     /// The error as a diagnostic of the document `label`: `label:line:column: [code] why`
     /// (`code` for the parser's errors; nesting too deep keeps its own), or `label: …` when
-    /// the parser names no place; without a label, `line L, column C: …`.
+    /// the parser names no place; without a label, `line L, column C: …`. With `MAG-Y001`
+    /// (not well-formed YAML), an error of the document's shape takes the code of its kind,
+    /// as a workflow's does: an unknown field `MAG-Y005`, a missing one `MAG-Y006`, a value of
+    /// the wrong kind `MAG-Y007`, a word not among the allowed ones `MAG-Y026`.
     #[must_use]
     pub fn located(&self, label: &str, code: &str) -> String {
         let why = match self {
             Self::TooDeep { .. } => self.to_string(),
-            Self::Duplicate { .. } => format!("[{code}] {self}"),
+            Self::Duplicate { .. } if code == "MAG-Y001" => format!("[MAG-Y025] {self}"),
+            Self::Duplicate { .. } | Self::Tab { .. } => format!("[{code}] {self}"),
             Self::Parse(e) => {
                 let text = e.to_string();
                 // The place is said in front, as every diagnostic says it.
@@ -87,7 +102,7 @@ impl YamlError {
                     Some((why, at)) if at.contains(" column ") => why.to_owned(),
                     _ => text,
                 };
-                format!("[{code}] {}", in_plain_words(&why))
+                format!("[{}] {}", of_kind(code, &why), in_plain_words(&why))
             }
         };
         match (self.position(), label.is_empty()) {
@@ -99,10 +114,51 @@ impl YamlError {
     }
 }
 
+/// `code`, or for `MAG-Y001` the code of the kind of the parser's message `why` when it is
+/// one of the document's shape rather than of its syntax (see [`YamlError::located`]).
+fn of_kind<'a>(code: &'a str, why: &str) -> &'a str {
+    if code != "MAG-Y001" {
+        return code;
+    }
+    if why.contains("unknown field `") {
+        "MAG-Y005"
+    } else if why.contains("missing field `") {
+        "MAG-Y006"
+    } else if why.contains("unknown variant `") {
+        "MAG-Y026"
+    } else if (why.contains("invalid type: ")
+        || why.contains("invalid value: ")
+        || why.contains("invalid length "))
+        // A number past 128 bits is one the parser cannot hold at all.
+        && !why.contains(" as u128,")
+        && !why.contains(" as i128,")
+    {
+        "MAG-Y007"
+    } else {
+        code
+    }
+}
+
 /// The parser's message with the Rust types it names said as a document's author knows them
-/// (`expected u32` → `expected a whole number`).
+/// (`expected u32` → `expected a whole number of 0 or more`, `expected struct Defaults` →
+/// `expected a mapping`), and what a bare syntax error expected.
 fn in_plain_words(why: &str) -> String {
     let mut out = why.to_owned();
+    if let Some((before, after)) = out.split_once("expected struct ") {
+        let rest = after.trim_start_matches(|c: char| c.is_alphanumeric() || c == '_');
+        out = format!("{before}expected a mapping{rest}");
+    }
+    if let Some((before, field)) = out.split_once("missing field `")
+        && !field.contains(':')
+    {
+        out = format!("{before}missing field `{field}: expected it in this mapping");
+    }
+    if out.ends_with("found character that cannot start any token") {
+        out.push_str(
+            ": expected a value, a key or a list item (a value that starts with `@` or a \
+             backquote must be quoted)",
+        );
+    }
     // A whole number past 64 bits, which no value of ours can hold.
     for wide in ["u128", "i128"] {
         let said = format!("` as {wide}, expected any YAML value");
@@ -116,11 +172,11 @@ fn in_plain_words(why: &str) -> String {
         }
     }
     for (rust, plain) in [
-        ("expected u8", "expected a whole number"),
-        ("expected u16", "expected a whole number"),
-        ("expected u32", "expected a whole number"),
-        ("expected u64", "expected a whole number"),
-        ("expected usize", "expected a whole number"),
+        ("expected u8", "expected a whole number of 0 or more"),
+        ("expected u16", "expected a whole number of 0 or more"),
+        ("expected u32", "expected a whole number of 0 or more"),
+        ("expected u64", "expected a whole number of 0 or more"),
+        ("expected usize", "expected a whole number of 0 or more"),
         ("expected i32", "expected a whole number"),
         ("expected i64", "expected a whole number"),
         ("expected f32", "expected a number"),
@@ -143,7 +199,25 @@ fn in_plain_words(why: &str) -> String {
 /// [`YamlError::TooDeep`] or the parser's error.
 pub fn from_str<T: DeserializeOwned>(text: &str) -> Result<T, YamlError> {
     check_depth(text)?;
-    serde_yaml_ng::from_str(text).map_err(|e| duplicate(text, &e).unwrap_or(YamlError::Parse(e)))
+    serde_yaml_ng::from_str(text).map_err(|e| {
+        duplicate(text, &e)
+            .or_else(|| tab(text, &e))
+            .unwrap_or(YamlError::Parse(e))
+    })
+}
+
+/// The parser's "found character that cannot start any token" said as what it is when the
+/// character is a tab: indentation YAML does not take.
+fn tab(text: &str, e: &serde_yaml_ng::Error) -> Option<YamlError> {
+    if !e.to_string().contains("cannot start any token") {
+        return None;
+    }
+    let at = e.location()?;
+    let line = text.lines().nth(at.line().checked_sub(1)?)?;
+    (line.chars().nth(at.column().checked_sub(1)?)? == '\t').then_some(YamlError::Tab {
+        line: at.line(),
+        column: at.column(),
+    })
 }
 
 /// The parser's "duplicate field `key`" (which it places at the mapping's start) located at
@@ -268,14 +342,71 @@ mod tests {
             ratio: f64,
         }
         for (text, words) in [
-            ("depth: deep\nratio: 1\n", "expected a whole number"),
+            (
+                "depth: deep\nratio: 1\n",
+                "expected a whole number of 0 or more",
+            ),
+            (
+                "depth: -1\nratio: 1\n",
+                "expected a whole number of 0 or more",
+            ),
             ("depth: 1\nratio: x\n", "expected a number"),
         ] {
             let e = from_str::<S>(text)
                 .unwrap_err()
                 .located("s.yaml", "MAG-Y001");
             assert!(e.ends_with(words), "{e}");
+            assert!(e.contains("[MAG-Y007]"), "a value of the wrong kind: {e}");
         }
+    }
+
+    /// Errors of a document's shape name no Rust type and take the code of their kind; a
+    /// tab says it is one; the codes of other documents stay theirs.
+    #[test]
+    fn errors_of_shape_and_syntax_say_what_was_expected() {
+        #[derive(Debug, Default, serde::Deserialize)]
+        #[serde(deny_unknown_fields)]
+        #[allow(dead_code, reason = "read by the test's parse only")]
+        struct Inner {
+            seconds: u32,
+        }
+        #[derive(Debug, serde::Deserialize)]
+        #[serde(deny_unknown_fields)]
+        #[allow(dead_code, reason = "read by the test's parse only")]
+        struct S {
+            #[serde(default)]
+            inner: Inner,
+            on: String,
+        }
+        for (text, want) in [
+            (
+                "on: x\ninner: 5\n",
+                "s.yaml:2:8: [MAG-Y007] inner: invalid type: integer `5`, expected a mapping",
+            ),
+            (
+                "on: x\ninnr: {}\n",
+                "s.yaml:2:1: [MAG-Y005] unknown field `innr`",
+            ),
+            (
+                "inner: {seconds: 1}\n",
+                "[MAG-Y006] missing field `on`: expected it in this mapping",
+            ),
+            (
+                "on: x\ninner:\n\tseconds: 1\n",
+                "s.yaml:3:1: [MAG-Y001] invalid YAML: a tab character where YAML expects spaces",
+            ),
+            ("on: `x`\n", "expected a value, a key or a list item"),
+        ] {
+            let e = from_str::<S>(text)
+                .unwrap_err()
+                .located("s.yaml", "MAG-Y001");
+            assert!(e.contains(want), "{text:?}: {e}");
+            assert!(!e.contains("struct"), "{e}");
+        }
+        let e = from_str::<S>("on: x\ninner: 5\n")
+            .unwrap_err()
+            .located("e.yaml", "MAG-TR005");
+        assert!(e.contains("[MAG-TR005] inner: invalid type"), "{e}");
     }
 
     #[test]
