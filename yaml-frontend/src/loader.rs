@@ -85,6 +85,8 @@ struct Reader<'t> {
     opts: &'t LoadOptions,
     anchors: HashMap<usize, YamlNode>,
     nodes: usize,
+    /// Of `nodes`, the copies aliases made.
+    aliased: usize,
     stack: Vec<Frame>,
     diags: Diagnostics,
 }
@@ -178,6 +180,7 @@ pub(crate) fn parse_yaml_with_key_errors(
         opts,
         anchors: HashMap::new(),
         nodes: 0,
+        aliased: 0,
         stack: Vec::new(),
         diags: Diagnostics::new(),
     };
@@ -263,6 +266,7 @@ impl Reader<'_> {
                     };
                     let size = target.size();
                     let mut node = target.clone();
+                    self.aliased = self.aliased.saturating_add(size);
                     self.count(size, span)?;
                     node.span = span;
                     node.content = None;
@@ -396,15 +400,30 @@ impl Reader<'_> {
     fn count(&mut self, n: usize, span: Span) -> Result<(), Diagnostic> {
         self.nodes = self.nodes.saturating_add(n);
         if self.nodes > self.opts.max_nodes {
-            return Err(self.err(
-                span,
-                Code::TooComplex,
-                format_args!(
-                    "document expands to more than {} nodes (aliases included): expected a \
-                     smaller document; repeated aliases of aliases (an alias bomb) are rejected",
-                    self.opts.max_nodes
-                ),
-            ));
+            let max = self.opts.max_nodes;
+            // Aliases are named only when they made some of the nodes: a long document
+            // without any is not sent looking for them.
+            return Err(if self.aliased == 0 {
+                self.err(
+                    span,
+                    Code::TooComplex,
+                    format_args!(
+                        "document has more than {max} nodes (keys, values and list items): \
+                         expected a smaller document; split it, for example into sub-workflows"
+                    ),
+                )
+            } else {
+                self.err(
+                    span,
+                    Code::TooComplex,
+                    format_args!(
+                        "document expands to more than {max} nodes ({} of them copies made by \
+                         aliases): expected a smaller document; repeated aliases of aliases (an \
+                         alias bomb) are rejected",
+                        self.aliased
+                    ),
+                )
+            });
         }
         Ok(())
     }

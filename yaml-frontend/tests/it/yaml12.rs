@@ -333,7 +333,21 @@ fn alias_bomb_is_rejected() {
         .unwrap_or_else(|| panic!("bomb loaded"));
     assert_eq!(d.code, Code::TooComplex);
     assert!(d.message.contains("more than 100000 nodes"), "{d}");
+    assert!(d.message.contains("alias bomb"), "{d}");
     assert!(d.line >= 6, "{d}");
+}
+
+/// A long document without a single alias is told its size, not sent looking for aliases.
+#[test]
+fn a_large_document_without_aliases_is_not_called_an_alias_bomb() {
+    let text: String = (0..60_000).map(|i| format!("k{i}: v\n")).collect();
+    let err = parse_yaml("long.yaml", &text, &LoadOptions::default()).err();
+    let d = err
+        .and_then(|d| d.iter().next().cloned())
+        .unwrap_or_else(|| panic!("loaded"));
+    assert_eq!(d.code, Code::TooComplex);
+    assert!(d.message.contains("more than 100000 nodes"), "{d}");
+    assert!(!d.message.contains("alias"), "{d}");
 }
 
 #[test]
