@@ -236,6 +236,11 @@ fn not_found(e: &anyhow::Error) -> u8 {
 
 /// `magrathea runs pause|resume`: through the store's owner when one serves it.
 async fn control(project: &Project, run_id: &str, op: ControlOp, json: bool) -> anyhow::Result<u8> {
+    // A malformed id is said as such, whether or not the project has runs.
+    if let Err(e) = run_id.parse::<magrathea_core::RunId>() {
+        errln!("error: {e}");
+        return Ok(super::EXIT_INVALID);
+    }
     let Some(backend) = project.existing_backend().await? else {
         errln!("error: run `{run_id}` not found: this project has no runs yet");
         return Ok(super::EXIT_INVALID);

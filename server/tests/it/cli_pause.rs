@@ -33,9 +33,17 @@ fn pending_item(p: &Project) -> String {
 fn pause_and_resume_on_the_project_store() {
     let p = Project::new();
     p.workflow("approve", APPROVE);
+    // A malformed id is said as one, also before the project has any run.
+    for op in ["pause", "resume"] {
+        let out = p.cli(&["runs", op, "xyz"]);
+        assert_eq!(code(&out), 2, "{}", stderr(&out));
+        assert!(stderr(&out).contains("[MAG-ID001]"), "{}", stderr(&out));
+    }
     let out = p.cli(&["run", "approve", "--json"]);
     assert_eq!(code(&out), 3, "{}", stderr(&out));
     let run = json(&out)["workflowRunId"].as_str().unwrap().to_owned();
+    let out = p.cli(&["runs", "pause", "xyz"]);
+    assert!(stderr(&out).contains("[MAG-ID001]"), "{}", stderr(&out));
 
     let out = p.cli(&["runs", "pause", &run, "--reason", "audit", "--json"]);
     assert_eq!(code(&out), 0, "{}", stderr(&out));
