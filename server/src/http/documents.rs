@@ -248,10 +248,16 @@ pub(crate) async fn put(
         super::automated::check_automated(&state, &scope, &who, &project_rel(&parts))?;
     }
     let body = body.map_err(|e| body_error(e.status(), e.body_text()))?;
-    let text = String::from_utf8(body.to_vec()).map_err(|_| {
+    let text = String::from_utf8(body.to_vec()).map_err(|e| {
+        let at = magrathea_exec::NotUtf8Text::of(&e);
         ApiError::bad_request(
             "MAG-HTTP-INVALID-DOCUMENT",
-            "the document is not UTF-8 text",
+            format!(
+                "line {}, column {}: {}: expected a UTF-8 document",
+                at.line,
+                at.column,
+                at.what.replacen("the file is", "the document is", 1)
+            ),
         )
     })?;
     let rel = parts.join("/");
@@ -459,7 +465,7 @@ pub(crate) fn triggers_published(
                 regs.iter()
                     .filter(|r| &r.document == doc)
                     .filter_map(|r| r.error.as_ref())
-                    .map(|e| format!("{doc}: {e}")),
+                    .map(|e| located_warning(doc, e)),
             );
             // A hook runs JavaScript: where the tenant does not let the project run scripts,
             // every delivery of it would be rejected.
@@ -483,6 +489,20 @@ pub(crate) fn triggers_published(
         }
     }
     warnings
+}
+
+/// A registration's error as a warning about `doc`: `doc:line:column: why` when the error
+/// names its place (`… line L, column C: why`), as every diagnostic is written; else
+/// `doc: error`.
+fn located_warning(doc: &str, error: &str) -> String {
+    let placed = error.split_once("line ").and_then(|(_, rest)| {
+        let (line, rest) = rest.split_once(", column ")?;
+        let (column, why) = rest.split_once(": ")?;
+        let line: u32 = line.parse().ok()?;
+        let column: u32 = column.parse().ok()?;
+        Some(format!("{doc}:{line}:{column}: {why}"))
+    });
+    placed.unwrap_or_else(|| format!("{doc}: {error}"))
 }
 
 /// `DELETE …/documents/{*path}` → 204 once the document is gone; 404 when there is none.

@@ -181,6 +181,24 @@ async fn start_errors_are_404_422_and_400() {
         "{body}"
     );
 
+    // Written through the documents API, it is refused where the byte is.
+    let r = s
+        .client
+        .put(s.url("/brain/acme/project/shop/documents/workflows/latin2.yaml"))
+        .bearer_auth(ACME)
+        .body(&b"start: a\nstates:\n  a: { type: terminal, result: \"caf\xe9\" }\n"[..])
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(r.status(), 400);
+    let body: Value = r.json().await.unwrap();
+    assert_eq!(
+        body["error"]["message"],
+        "line 3, column 36: the document is not UTF-8 text (byte 0xE9): expected a UTF-8 \
+         document",
+        "{body}"
+    );
+
     // Its graph too.
     let r = s
         .get("/brain/acme/project/shop/workflows/latin/graph", Some(ACME))

@@ -248,6 +248,32 @@ async fn an_approval_request_reaches_its_subscription() {
     assert!(event["itemId"].as_str().unwrap().starts_with(&run));
 }
 
+/// A hook document the server cannot register is written with a warning placed as every
+/// diagnostic is: `path:line:column: [code] why`.
+#[tokio::test]
+async fn a_hook_that_cannot_be_registered_is_written_with_a_located_warning() {
+    let s = server(http_common::TENANT_SETTINGS).await;
+    let (status, text) = s
+        .put_document(
+            "hooks/typo.yaml",
+            ACME,
+            "on: workflow.run.failed\nscript: _vance/hooks/x.js\nfliter: \"true\"\n",
+        )
+        .await;
+    assert_eq!(status, 201, "{text}");
+    let answer: Value = serde_json::from_str(&text).unwrap();
+    assert!(
+        answer["warnings"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .any(|w| w.as_str().is_some_and(|w| w
+                .starts_with("_vance/hooks/typo.yaml:3:1: [MAG-TR005] ")
+                && w.contains("fliter"))),
+        "{answer}"
+    );
+}
+
 #[tokio::test]
 async fn a_hook_does_not_run_where_the_tenant_does_not_allow_scripts() {
     let s = server(http_common::TENANT_SETTINGS).await;
