@@ -264,8 +264,16 @@ mod tests {
             false,
         );
         assert_eq!(found.len(), 1, "{found:?}");
-        assert!(found[0].starts_with("s.yaml:3:"), "{found:?}");
-        assert!(found[0].contains("[MAG-Y007] workspaces:"), "{found:?}");
+        assert!(found[0].starts_with("s.yaml:"), "{found:?}");
+        assert!(
+            found[0].contains("[MAG-Y001]"),
+            "not well-formed: {found:?}"
+        );
+        let found = check_settings("s.yaml", "workspaces: [a, b]\n", false);
+        assert!(
+            found[0].starts_with("s.yaml:1:13: [MAG-Y007] workspaces:"),
+            "{found:?}"
+        );
         let found = check_settings("s.yaml", "lanes:\n\tmaxConcurrentTasks: 2\n", false);
         assert!(
             found[0].starts_with("s.yaml:2:1: [MAG-Y001] invalid YAML: a tab character"),

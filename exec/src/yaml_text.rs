@@ -200,9 +200,24 @@ fn in_plain_words(why: &str) -> String {
 pub fn from_str<T: DeserializeOwned>(text: &str) -> Result<T, YamlError> {
     check_depth(text)?;
     serde_yaml_ng::from_str(text).map_err(|e| {
-        duplicate(text, &e)
-            .or_else(|| tab(text, &e))
-            .unwrap_or(YamlError::Parse(e))
+        // The parser reads as it goes: a value of the wrong kind before a syntax error
+        // further on is reported first. Text that is no YAML at all is said as such.
+        if let Some(duplicate) = duplicate(text, &e) {
+            return duplicate;
+        }
+        let e = if of_kind("MAG-Y001", &e.to_string()) == "MAG-Y001" {
+            e
+        } else {
+            match serde_yaml_ng::from_str::<serde_yaml_ng::Value>(text) {
+                Err(syntax)
+                    if syntax.location().is_some() && !syntax.to_string().contains("duplicate") =>
+                {
+                    syntax
+                }
+                _ => e,
+            }
+        };
+        tab(text, &e).unwrap_or(YamlError::Parse(e))
     })
 }
 
