@@ -68,9 +68,11 @@ impl Engine {
     }
 
     /// Recovers (replays and drives) one run, e.g. after its timers came due while no engine
-    /// was running. Does nothing if the run is already in memory.
-    pub fn resume(&self, run: RunId) {
-        self.inner.recover(run);
+    /// was running. Does nothing if the run is already in memory. Whether this engine drives
+    /// the run: `false` on a shared store when another worker holds it (or it cannot be
+    /// claimed now).
+    pub fn resume(&self, run: RunId) -> bool {
+        self.inner.recover(run)
     }
 
     /// The run's indexed summary.

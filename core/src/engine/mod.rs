@@ -284,15 +284,22 @@ impl EngineInner {
     }
 
     /// Starts a run's driver for recovery unless it is already in memory, or (on a store
-    /// several workers share) another worker holds it.
-    pub(crate) fn recover(self: &Arc<Self>, run: RunId) {
+    /// several workers share) another worker holds it. Whether this engine drives the run:
+    /// `false` when another worker holds it or it cannot be claimed.
+    pub(crate) fn recover(self: &Arc<Self>, run: RunId) -> bool {
         if self.active().contains_key(&run) {
-            return;
+            return true;
         }
         match workers::claim(self, run) {
-            Ok(Some(reclaims)) => self.recover_claimed(run, reclaims),
-            Ok(None) => {}
-            Err(e) => tracing::warn!(%run, error = %e, "cannot claim the run to recover it"),
+            Ok(Some(reclaims)) => {
+                self.recover_claimed(run, reclaims);
+                true
+            }
+            Ok(None) => false,
+            Err(e) => {
+                tracing::warn!(%run, error = %e, "cannot claim the run to recover it");
+                false
+            }
         }
     }
 

@@ -1,4 +1,5 @@
-//! `magrathea resume`: recover every unfinished run and drive it until it settles.
+//! `magrathea resume`: recover every unfinished run of the project and drive it until it
+//! settles.
 //!
 //! "Settled" here means: terminal, `WAITING` on a gate, `BLOCKED`, or parked — `RUNNING` with
 //! no task attempt in flight and nothing due soon, i.e. sleeping on a timer that fires more
@@ -20,8 +21,9 @@ use super::{EXIT_FAILED, EXIT_OK, Location};
 /// Arguments of `magrathea resume`.
 #[derive(Debug, clap::Args)]
 #[command(after_help = "\
-Recovers every run that is not DONE, FAILED or CANCELLED and drives it until it is terminal,
-WAITING, BLOCKED, or sleeping on a timer due more than a second from now. Prints each run
+Recovers every run of the project that is not DONE, FAILED or CANCELLED and drives it until
+it is terminal, WAITING, BLOCKED, or sleeping on a timer due more than a second from now; the
+runs of other projects in the same store (a served tree's) are left as they are. Prints each run
 (with --json one JSON object per line). While another magrathea process owns the store (a
 `serve`, or a `run` waiting on a step), that process drives the runs: the command prints the
 project's unfinished runs as its client.
@@ -51,7 +53,10 @@ async fn resume_here(project: &Project, args: ResumeArgs) -> anyhow::Result<u8> 
         return Ok(EXIT_OK);
     }
     let runtime = project.runtime();
-    let engine = match project.engine(&runtime, true).await {
+    // Only this project's runs are recovered: the store may hold other projects' (a served
+    // tree's store), whose documents and rules this command does not read, and whose runs it
+    // neither reports nor should drive.
+    let engine = match project.engine(&runtime, false).await {
         Ok(engine) => engine,
         Err(e) if super::store::is_locked(&e) => {
             return Box::pin(through_owner(project, args)).await;
@@ -59,28 +64,28 @@ async fn resume_here(project: &Project, args: ResumeArgs) -> anyhow::Result<u8> 
         Err(e) => return Err(e),
     };
     let scope = project.scope_string();
-    // The runs the build took up, then any other active one: a run the build recovered may
-    // have finished before the store is read (a step that ran out of claim attempts ends at
-    // once), and it is still this command's to report.
     let mut runs = Vec::new();
-    let mut seen = std::collections::HashSet::new();
-    let active = engine.store().active_runs()?;
-    for &run in engine.recovered_at_build().iter().chain(&active) {
-        if seen.insert(run) && engine.summary(run).is_ok_and(|s| s.scope == scope) {
+    for run in engine.store().active_runs()? {
+        if engine.summary(run).is_ok_and(|s| s.scope == scope) {
             runs.push(run);
         }
     }
     if runs.is_empty() {
+        project.note_if_no_project();
         errln!("nothing to resume: every run of {scope} has finished");
         return Ok(EXIT_OK);
     }
     let mut interrupts = super::progress::Interrupts::install()?;
     errln!("resuming {} run(s)", runs.len());
+    let mut held_elsewhere: Vec<RunId> = runs
+        .iter()
+        .copied()
+        .filter(|&r| !engine.resume(r))
+        .collect();
     // On a shared store, a run another worker holds is driven here only once that worker lets
     // it go or its lease expires: say so rather than wait without a word.
     if engine.is_shared_store() {
-        let here: std::collections::HashSet<&RunId> = engine.recovered_at_build().iter().collect();
-        for run in runs.iter().filter(|r| !here.contains(r)) {
+        for run in &held_elsewhere {
             errln!(
                 "run {run}: another worker holds its lease; it is driven here once that worker \
                  lets it go, or its lease expires (a worker that died holds it for its grace \
@@ -90,7 +95,13 @@ async fn resume_here(project: &Project, args: ResumeArgs) -> anyhow::Result<u8> 
     }
     let mut lengths: HashMap<RunId, usize> = HashMap::new();
     let mut quiet_since = Instant::now();
+    let mut polls = 0u32;
     loop {
+        polls = polls.wrapping_add(1);
+        // A run another worker held is taken up once its lease lets go (every second).
+        if polls.is_multiple_of(10) {
+            held_elsewhere.retain(|&r| !engine.resume(r));
+        }
         let mut all_settled = true;
         for &run in &runs {
             let entries = match engine.journal(run) {

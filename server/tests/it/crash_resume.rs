@@ -297,3 +297,74 @@ states:
         "{result}"
     );
 }
+
+/// `magrathea resume` drives only its own project's runs, also on a store several projects
+/// share (a served tree's, `--store <root>/.magrathea`): from the tree's root, which is no
+/// project, or from another project, the killed run is left as it is (no step restarted, no
+/// record added; the root says it is no project), and from its own project it finishes.
+#[test]
+fn resume_drives_only_the_runs_of_its_own_project() {
+    let tmp = tempfile::tempdir().unwrap();
+    let root = tmp.path().canonicalize().unwrap();
+    let dir = root.join("acme/shop");
+    std::fs::create_dir_all(dir.join("_vance/workflows")).unwrap();
+    std::fs::create_dir_all(root.join("acme/other/_vance")).unwrap();
+    std::fs::write(dir.join("_vance/workflows/crashy.yaml"), WORKFLOW).unwrap();
+    let store = root.join(".magrathea");
+    let store = store.to_str().unwrap();
+    let cli = |at: &std::path::Path, args: &[&str]| {
+        let mut all = args.to_vec();
+        all.extend(["--store", store]);
+        Command::new(BIN)
+            .args(&all)
+            .current_dir(at)
+            .output()
+            .unwrap()
+    };
+
+    let mut child = spawn_quiet(&dir, &["run", "crashy", "--store", store]);
+    let deadline = Instant::now() + Duration::from_secs(30);
+    while !std::fs::read_to_string(dir.join("first.pid")).is_ok_and(|p| p.ends_with('\n')) {
+        assert!(Instant::now() < deadline, "the slow step never started");
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    child.kill().unwrap(); // SIGKILL
+    child.wait().unwrap();
+    let listed: Value =
+        serde_json::from_slice(&cli(&dir, &["runs", "list", "--json"]).stdout).unwrap();
+    let id = listed[0]["workflowRunId"].as_str().unwrap().to_owned();
+    let records = || {
+        let out = cli(&dir, &["journal", &id, "--json"]);
+        String::from_utf8_lossy(&out.stdout).lines().count()
+    };
+    let before = records();
+    assert!(before > 0);
+
+    for (at, note) in [(root.as_path(), true), (&*root.join("acme/other"), false)] {
+        let out = cli(at, &["resume"]);
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert!(out.status.success(), "{err}");
+        assert!(err.contains("nothing to resume"), "{err}");
+        assert_eq!(err.contains("is no project"), note, "{err}");
+        assert_eq!(
+            records(),
+            before,
+            "{} drove another project's run",
+            at.display()
+        );
+    }
+    let log = std::fs::read_to_string(dir.join("executions.log")).unwrap();
+    assert_eq!(log.matches("slow-start").count(), 1, "{log}");
+
+    let out = cli(&dir, &["resume", "--json"]);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let run: Value = String::from_utf8_lossy(&out.stdout)
+        .lines()
+        .find_map(|l| serde_json::from_str(l).ok())
+        .expect("resume printed the run");
+    assert_eq!(run["status"], "DONE", "{run}");
+}

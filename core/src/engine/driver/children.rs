@@ -172,7 +172,9 @@ impl Driver {
                 self.engine
                     .deliver(self.run_id, Event::ChildDone { step, outcome });
             }
-            Ok(Some(_)) => self.engine.recover(child_id),
+            Ok(Some(_)) => {
+                self.engine.recover(child_id);
+            }
             Err(e) => tracing::error!(run = %self.run_id, error = %e, "cannot read child run"),
         }
     }
