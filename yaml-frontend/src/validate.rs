@@ -98,7 +98,9 @@ pub(crate) fn validate(ctx: &mut Ctx<'_>, doc: &WorkflowDoc) {
             || !s.catch.is_empty()
             || declared("on")
             || declared("catch")
-            || matches!(&s.task, TaskSpec::Condition { rules, otherwise } if !rules.is_empty() || otherwise.is_some());
+            || matches!(&s.task, TaskSpec::Condition { rules, otherwise } if !rules.is_empty() || otherwise.is_some())
+            // A condition's `transitions:` that is there but empty is an error of its own.
+            || (s.task_type == TaskType::ConditionTask && s.raw.get("transitions").is_some());
         if s.task_type != TaskType::Terminal && !has_way_out && !compensation_only(&s.name) {
             ctx.warn(
                 s.span,

@@ -140,3 +140,18 @@ fn a_workflow_condition_reading_the_event_is_refused_where_it_reads_it() {
         "wf.yaml:6:14: [MAG-Y023] invalid condition in rule 1 of state 'a': '#event' exists only in event filters (`subscribe.filter:`, a hook's `filter:`); a workflow's conditions read #state, #params or #tasks",
     );
 }
+
+/// An empty `transitions:` is said once, as the error it is, without a warning that the state
+/// has no `on:` or `catch:` (a condition routes by its rules, not by those).
+#[test]
+fn an_empty_rule_list_is_one_error_and_no_way_out_warning() {
+    let text = doc(&format!(
+        "  a:\n    type: condition_task\n    transitions: []\n{END}"
+    ));
+    let errors = match load_workflow("wf.yaml", &text, &LoadOptions::default()) {
+        Ok(l) => panic!("loaded: {:?}", l.warnings),
+        Err(d) => d.to_string(),
+    };
+    assert!(errors.contains("[MAG-Y006]"), "{errors}");
+    assert!(!errors.contains("[MAG-Y014]"), "{errors}");
+}
