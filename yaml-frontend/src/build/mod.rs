@@ -78,7 +78,8 @@ pub(crate) fn build(ctx: &mut Ctx<'_>, root: &YamlNode) -> Option<WorkflowDoc> {
                 span: v.span,
             },
             _ => {
-                ctx.wrong_type(v, "'start'", "the name of a state");
+                let expected = transitions::state_name_expected(v);
+                ctx.wrong_type(v, "'start'", &expected);
                 Spanned {
                     value: String::new(),
                     span: v.span,

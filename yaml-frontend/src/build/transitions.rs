@@ -13,9 +13,25 @@ pub(super) fn target(ctx: &mut Ctx<'_>, v: &YamlNode, what: &str) -> Option<Stri
     match v.as_str() {
         Some(s) => Some(s.to_owned()),
         None => {
-            ctx.wrong_type(v, what, "the name of a state");
+            ctx.wrong_type(v, what, &state_name_expected(v));
             None
         }
+    }
+}
+
+/// What a state name written as another kind of value (`5`, `true`) should have been: a
+/// state's key is read as written, so `5:` declares the state `5`, which a target names as
+/// `'5'`.
+pub(super) fn state_name_expected(v: &YamlNode) -> String {
+    match v.text_as_written() {
+        Some(t)
+            if v.as_map().is_none()
+                && v.as_seq().is_none()
+                && !matches!(v.kind, YamlKind::Null) =>
+        {
+            format!("the name of a state (a state named {t} is written in quotes: '{t}')")
+        }
+        _ => "the name of a state".to_owned(),
     }
 }
 

@@ -275,3 +275,20 @@ fn required_fields_per_type() {
         "wf.yaml:5:10: [MAG-Y007] 'run' of state 'a' is an integer (5): expected a string",
     );
 }
+
+/// A state's key is read as written (`5:` declares the state `5`); a target or `start`
+/// written as a number is told how to name it.
+#[test]
+fn a_number_where_a_state_name_goes_is_told_to_quote_it() {
+    let text = "start: t\nstates:\n  t: {type: timer_task, duration: 1ms, on: {fired: 5}}\n  5: {type: terminal}\n";
+    has(
+        text,
+        "wf.yaml:3:52: [MAG-Y007] the target of on.fired in state 't' is an integer (5): expected the name of a state (a state named 5 is written in quotes: '5')",
+    );
+    has(
+        "start: 5\nstates:\n  5: {type: terminal}\n",
+        "wf.yaml:1:8: [MAG-Y007] 'start' is an integer (5): expected the name of a state (a state named 5 is written in quotes: '5')",
+    );
+    let quoted = "start: t\nstates:\n  t: {type: timer_task, duration: 1ms, on: {fired: '5'}}\n  5: {type: terminal}\n";
+    assert!(rendered(quoted).is_empty(), "{:#?}", rendered(quoted));
+}
