@@ -122,7 +122,7 @@ async fn deliver(
     if !reg.active {
         let d = Delivery::new(&reg, DeliveryStatus::Rejected, now)
             .reason("trigger_disabled")
-            .message("the webhook is paused or disabled");
+            .message("[MAG-HTTP-TRIGGER-DISABLED] the webhook is paused or disabled");
         keep(&state, &d);
         // Like every refusal of a delivery, the message opens with its code.
         return Err(ApiError::new(

@@ -277,6 +277,10 @@ async fn a_paused_webhook_says_so_only_to_a_signed_delivery() {
         ["rejected", "rejected", "rejected"],
         "each refusal on record"
     );
+    // The refusal's code, as Friday's delivery record names it.
+    let paused = &f.deliveries("github").await[0];
+    assert_eq!(paused["reason"], "trigger_disabled", "{paused}");
+    assert_eq!(paused["errorCode"], "MAG-HTTP-TRIGGER-DISABLED", "{paused}");
 }
 
 #[tokio::test]
