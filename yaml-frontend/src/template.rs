@@ -4,7 +4,8 @@
 //! segment is a map key, or an array index when it is all digits (`${state.items.0}`), and
 //! holds no space, `.`, `{`, `}` or `$`. Nothing else is a placeholder: `${HOME}`,
 //! `${VAR:-default}`, a JavaScript template literal, `${ params.x }` with spaces or an
-//! unterminated `${params.x` are text and stay as written. `$${` writes a literal `${`.
+//! unterminated `${params.x` are text and stay as written. As in the reference, there is no
+//! escape: every placeholder is resolved, so `$${params.amount}` is a `$` before the amount.
 //!
 //! Resolution follows what the reference's authors meant by "substitutes text" while keeping
 //! typed data typed, as Step Functions and GitHub Actions do:
@@ -110,10 +111,7 @@ impl Template {
         while let Some(rel) = text[i..].find('$') {
             let at = i + rel;
             lit.push_str(&text[i..at]);
-            if text[at..].starts_with("$${") {
-                lit.push_str("${");
-                i = at + 3;
-            } else if let Some(p) = placeholder_at(text, at) {
+            if let Some(p) = placeholder_at(text, at) {
                 if !lit.is_empty() {
                     parts.push(Part::Text(std::mem::take(&mut lit)));
                 }
@@ -140,7 +138,7 @@ impl Template {
         }
     }
 
-    /// The text when the template holds no placeholder (with `$${` already unescaped).
+    /// The text when the template holds no placeholder.
     #[must_use]
     pub fn as_literal(&self) -> Option<&str> {
         match self.parts.as_slice() {
@@ -158,7 +156,7 @@ impl Template {
         })
     }
 
-    /// The template's pieces in order: text (with `$${` already unescaped) and placeholders.
+    /// The template's pieces in order: text and placeholders.
     pub(crate) fn pieces(&self) -> impl Iterator<Item = Piece<'_>> {
         self.parts.iter().map(|p| match p {
             Part::Text(t) => Piece::Text(t),
@@ -342,9 +340,6 @@ pub fn likely_typos(text: &str) -> Vec<TemplateWarning> {
     while let Some(rel) = text[i..].find("${") {
         let at = i + rel;
         i = at + 2;
-        if at > 0 && text[..at].ends_with('$') {
-            continue; // `$${`: an escaped literal
-        }
         if placeholder_at(text, at).is_some() {
             continue;
         }
@@ -509,19 +504,18 @@ mod tests {
         assert_eq!(resolve_str("${HOME} ${params.n}", &p, &s), "${HOME} 3");
     }
 
+    /// As in the reference, every placeholder is resolved, also after a `$`: a price is
+    /// written `$${params.amount}`.
     #[test]
-    fn dollar_dollar_brace_is_a_literal_placeholder_text() {
+    fn a_dollar_before_a_placeholder_is_text_before_its_value() {
         let (p, s) = ctx();
-        assert_eq!(resolve_str("$${params.n}", &p, &s), "${params.n}");
+        assert_eq!(resolve_str("$${params.n}", &p, &s), "$3");
         assert_eq!(
-            resolve_str("$${params.n} ${params.n}", &p, &s),
-            "${params.n} 3"
+            resolve_str("refund $${params.n} of ${params.n}", &p, &s),
+            "refund $3 of 3"
         );
-        assert_eq!(
-            resolve_value(&json!("$${params.n}"), &p, &s),
-            json!("${params.n}")
-        );
-        assert_eq!(resolve_str("a $$ b", &p, &s), "a $$ b");
+        assert_eq!(resolve_value(&json!("$${params.n}"), &p, &s), json!("$3"));
+        assert_eq!(resolve_str("a $$ b $${HOME}", &p, &s), "a $$ b $${HOME}");
     }
 
     #[test]
@@ -549,7 +543,7 @@ mod tests {
     fn likely_typos_are_named_and_the_rest_left_alone() {
         let w = likely_typos("${param.x} ${states.y} ${ params.z } ${HOME} ${VAR:-1} $${param.q}");
         let offs: Vec<usize> = w.iter().map(|w| w.offset).collect();
-        assert_eq!(offs, vec![0, 11, 23]);
+        assert_eq!(offs, vec![0, 11, 23, 56]);
         assert!(
             w[0].message.contains("did you mean '${params.x}'"),
             "{}",

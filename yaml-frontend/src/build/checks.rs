@@ -37,9 +37,7 @@ pub(crate) fn check_item_placeholders(ctx: &mut Ctx<'_>, node: &YamlNode, foreac
                 while let Some(rel) = s[from..].find("${") {
                     let at = from + rel;
                     from = at + 2;
-                    let escaped = at > 0 && s[..at].ends_with('$');
-                    let Some(word) = crate::plan::item_word(&s[at + 2..]).filter(|_| !escaped)
-                    else {
+                    let Some(word) = crate::plan::item_word(&s[at + 2..]) else {
                         continue;
                     };
                     let chars = s[..at].chars().count();

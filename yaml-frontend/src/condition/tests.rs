@@ -330,8 +330,8 @@ fn placeholders_in_a_condition_read_params_and_state() {
     // A missing key is the empty string, as in every template.
     assert_eq!(value("${params.missing}"), json!(""));
     assert_eq!(value("'[${state.nope}]'"), json!("[]"));
-    // `$${` writes a literal `${`.
-    assert_eq!(value("'$${params.env}'"), json!("${params.env}"));
+    // A `$` before a placeholder is text before its value.
+    assert_eq!(value("'$${params.env}'"), json!("$prod"));
     // A parameter's quote stays in the value.
     let quoted = json!({"env": "x' or 'a' == 'a"});
     let c = Condition::parse("'${params.env}' == 'prod'").unwrap();

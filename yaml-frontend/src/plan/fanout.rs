@@ -166,7 +166,7 @@ fn within_tools(definition: &str, parent: Option<&[String]>) -> String {
 }
 
 /// `${item…}` and `${index}` rewritten as placeholders of the variables the interpreter sets
-/// for each item ([`ITEM_VAR`], [`INDEX_VAR`]); `$${` stays a literal.
+/// for each item ([`ITEM_VAR`], [`INDEX_VAR`]).
 fn item_vars(v: &Value) -> Value {
     match v {
         Value::String(s) => Value::String(rewrite(s)),
@@ -194,11 +194,9 @@ fn rewrite(s: &str) -> String {
     let mut out = String::with_capacity(s.len());
     let mut rest = s;
     while let Some(at) = rest.find("${") {
-        let escaped = at > 0 && rest[..at].ends_with('$');
         out.push_str(&rest[..at]);
         let tail = &rest[at + 2..];
-        let word = item_word(tail).filter(|_| !escaped);
-        match word {
+        match item_word(tail) {
             Some(word) => {
                 out.push_str("${state.");
                 out.push_str(if word == "item" { ITEM_VAR } else { INDEX_VAR });
@@ -227,7 +225,7 @@ mod tests {
         );
         assert_eq!(
             rewrite("$${item} ${items} ${params.x}"),
-            "$${item} ${items} ${params.x}"
+            "$${state.__item} ${items} ${params.x}"
         );
     }
 }

