@@ -141,8 +141,7 @@ pub enum Code {
     InvalidParallelism,
     /// `MAG-Y031`: `toleratedFailures` is neither a count nor a percentage.
     InvalidTolerance,
-    /// `MAG-YA001`: a transition on an outcome the task can never end with (a warning for
-    /// `failure` and in `catch:`, an error otherwise).
+    /// `MAG-YA001`: a transition on an outcome the task can never end with (a warning).
     ImpossibleOutcome,
     /// `MAG-YA002`: a transition its state, as configured, never takes (warning).
     InertTransition,

@@ -1029,20 +1029,22 @@ fn validate_reports_a_script_path_a_run_would_not_find() {
     assert_eq!(code(&out), 0, "{}", stderr(&out));
 }
 
+/// The reference's loader takes a transition that is never taken; `validate` warns of it
+/// and of the outcome nothing routes, and the document is valid.
 #[test]
-fn validate_refuses_a_transition_the_task_can_never_take() {
+fn validate_warns_of_a_transition_the_task_can_never_take() {
     let p = Project::new();
     p.workflow(
         "wait",
         "start: wait\nstates:\n  wait:\n    type: timer_task\n    duration: 5m\n    on:\n      success: done\n  done: { type: terminal }\n",
     );
     let out = p.cli(&["validate", "wait"]);
-    assert_eq!(code(&out), 1);
+    assert_eq!(code(&out), 0, "{}", stderr(&out));
     let err = stderr(&out);
     assert!(
         err.lines().any(|l| l.starts_with(
-            "_vance/workflows/wait.yaml:7:7: [MAG-YA001] state 'wait' has 'on: success', but a \
-             timer_task never ends that way: it ends with fired"
+            "_vance/workflows/wait.yaml:7:7: warning: [MAG-YA001] state 'wait' has 'on: success', \
+             but a timer_task never ends that way: it ends with fired"
         )),
         "{err}"
     );

@@ -420,7 +420,8 @@ states:
             .exists()
     );
 
-    // A transition that can never be taken is refused like any other error.
+    // A transition that can never be taken is a warning: the document is written, as the
+    // reference's loader takes it.
     let never = "\
 start: wait
 states:
@@ -438,23 +439,39 @@ states:
         .send()
         .await
         .unwrap();
-    assert_eq!(r.status(), 422);
+    assert_eq!(r.status(), 201);
     let body: Value = r.json().await.unwrap();
     assert_eq!(
-        body["error"]["diagnostics"],
+        body["warnings"],
         json!([
-            "acme/shop/_vance/workflows/never.yaml:3:3: warning: [MAG-YA003] a `fired` of timer_task `wait` would fail the run: no 'on:' routes it",
+            "acme/shop/_vance/workflows/never.yaml:3:3: [MAG-YA003] a `fired` of timer_task `wait` would fail the run: no 'on:' routes it",
             "acme/shop/_vance/workflows/never.yaml:6:11: [MAG-YA001] state 'wait' has 'on: success', but a timer_task never ends that way: it ends with fired; the transition can never be taken",
         ])
     );
-    // The message counts the errors that refused the write, not the warnings beside them.
+    // A wrong target is an error: refused, and the message counts it.
+    let r = s
+        .client
+        .put(s.url("/brain/acme/project/shop/documents/workflows/wrong.yaml"))
+        .bearer_auth(ACME)
+        .body(never.replace("success: done", "fired: dnoe"))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(r.status(), 422);
+    let body: Value = r.json().await.unwrap();
+    assert!(
+        body["error"]["diagnostics"][0]
+            .as_str()
+            .is_some_and(|d| d.contains("[MAG-Y010] unknown transition target 'dnoe'")),
+        "{body}"
+    );
     assert_eq!(
         body["error"]["message"],
         "invalid workflow document (1 error(s))"
     );
     assert!(
         !s.root
-            .join("acme/shop/_vance/workflows/never.yaml")
+            .join("acme/shop/_vance/workflows/wrong.yaml")
             .exists()
     );
 }

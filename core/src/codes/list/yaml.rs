@@ -196,7 +196,7 @@ pub(super) const CODES: &[ErrorCode] = &[
     },
     ErrorCode {
         code: "MAG-YA001",
-        meaning: "A transition names an outcome its task can never end with (e.g. `on: success` on a timer_task, which only ends `fired`); it can never be taken. An error for `on:`, except for `failure`, which the reference writes loosely; a warning for `failure` and for `catch:` (the reference's seven kinds may be caught on any state). The same warning for a `retry.on:` kind the task never ends with: it is never retried.",
+        meaning: "A transition names an outcome its task can never end with (e.g. `on: success` on a timer_task, which only ends `fired`); it can never be taken (a warning: the document loads, as the reference's loader takes it, and an outcome the task does end with that nothing routes is named by MAG-YA003). The same warning for a `retry.on:` kind the task never ends with: it is never retried.",
         remedy: "Route (or retry) an outcome the task type produces (the message lists them), or remove the transition.",
     },
     ErrorCode {
