@@ -75,6 +75,12 @@ pub struct Principal {
 }
 
 impl Principal {
+    /// Whether the caller presented no credential (a server started with
+    /// `--insecure-no-auth`): it stands for nobody in particular.
+    pub fn unauthenticated(&self) -> bool {
+        self.tenant.is_none()
+    }
+
     /// Whether the caller holds `scope`.
     pub fn has(&self, scope: ApiScope) -> bool {
         self.scopes.contains(&scope)

@@ -3,10 +3,10 @@
 //! Every route is scoped by `{tenant}/{project}`: a run of another scope is answered 404,
 //! exactly like a run that does not exist.
 //!
-//! A start records `startedBy` = the token's subject (`anonymous` with `--insecure-no-auth`);
-//! a `startedBy` in the body is not trusted and is recorded as the run's `requestedBy`. An
-//! `Idempotency-Key` header (1 to 255 visible ASCII characters, else 400) makes a start
-//! repeatable: the same key for the same workflow of the same `tenant/project` answers 200
+//! A start records `startedBy` = the token's subject; a `startedBy` in the body is not trusted
+//! and is recorded as the run's `requestedBy` (with `--insecure-no-auth` it is the starter,
+//! `anonymous` without one). An `Idempotency-Key` header (1 to 255 visible ASCII characters,
+//! else 400) makes a start repeatable: the same key for the same workflow of the same `tenant/project` answers 200
 //! with the run it started first, instead of 201 with a new one; keys of different projects,
 //! tenants or workflows never meet. The run in the reply of `cancel` is shown whole only to a
 //! token that also has `workflow.read` (else its [`RunBrief`](super::visible::RunBrief)).
@@ -217,7 +217,7 @@ fn labels(start: &StartRecord) -> (Option<String>, Vec<String>) {
 
 /// `POST /brain/{tenant}/project/{project}/workflows/{name}/start` → 201 [`Started`] (200
 /// with the earlier run when its `Idempotency-Key` started one). `startedBy` is the token's
-/// subject; a body's `startedBy` is recorded as `requestedBy`.
+/// subject; a body's `startedBy` is recorded as `requestedBy` (see [`Starter::claimed`]).
 pub(crate) async fn start(
     State(state): State<AppState>,
     Path(p): Path<WorkflowPath>,
@@ -230,10 +230,9 @@ pub(crate) async fn start(
     let scope = state.scope(&p.tenant, &p.project)?;
     let key = idempotency_key(&headers)?;
     let starter = Starter {
-        started_by: who.subject,
-        requested_by: body.started_by,
         // Scoped by project and workflow, so one tenant's key never finds another's run.
         idempotency_key: key.map(|k| format!("api:{}:{}:{k}", scope.key(), p.name)),
+        ..Starter::claimed(&who, body.started_by)
     };
     let (run, created) = state
         .start_from(

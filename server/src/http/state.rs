@@ -385,6 +385,21 @@ impl Starter {
         }
     }
 
+    /// Started through the API by `who`, the body saying `claimed` started it: the token's
+    /// subject starts the run and the claim is recorded as `requestedBy`. Without
+    /// authentication (`--insecure-no-auth`, where every caller is `anonymous` and there is no
+    /// one to impersonate) the claim is the starter, as the reference's start takes it.
+    pub(crate) fn claimed(who: &super::auth::Principal, claimed: Option<String>) -> Self {
+        let claimed = claimed.filter(|c| !c.trim().is_empty());
+        match claimed {
+            Some(c) if who.unauthenticated() => Self::new(&c),
+            claimed => Self {
+                requested_by: claimed,
+                ..Self::new(&who.subject)
+            },
+        }
+    }
+
     pub(crate) fn apply(&self, mut req: StartRequest) -> StartRequest {
         req.started_by = self.started_by.clone();
         req.requested_by = self.requested_by.clone();

@@ -284,17 +284,17 @@ async fn handle(
             async {
                 who.require(ApiScope::Run)?;
                 let data: StartData = serde_json::from_value(message.data).map_err(invalid)?;
-                // The token's subject starts it; a claimed `startedBy` is only recorded.
+                // The token's subject starts it; a claimed `startedBy` is only recorded (and
+                // is the starter only without authentication).
                 let key = data
                     .idempotency_key
                     .as_deref()
                     .map(super::runs::checked_idempotency_key)
                     .transpose()?;
                 let starter = super::state::Starter {
-                    requested_by: data.started_by,
                     // The HTTP start's scoping: the same key finds the same run either way.
                     idempotency_key: key.map(|k| format!("api:{}:{}:{k}", scope.key(), data.name)),
-                    ..super::state::Starter::new(&who.subject)
+                    ..super::state::Starter::claimed(&who, data.started_by)
                 };
                 let (run, _) = state
                     .start_from(scope, &data.name, data.params, &starter, "ws", data.draft)

@@ -1,5 +1,6 @@
 //! Who started a run: the token's subject, never the body's claim, which is recorded apart
-//! as `requestedBy`, over REST and WebSocket; `anonymous` on an insecure server.
+//! as `requestedBy`, over REST and WebSocket; on an insecure server, where no caller is anyone
+//! in particular, the body's `startedBy` as the reference's start takes it, else `anonymous`.
 
 use crate::http_common;
 
@@ -41,25 +42,34 @@ async fn started_by_is_the_token_subject_and_a_claim_is_requested_by() {
 }
 
 #[tokio::test]
-async fn an_insecure_server_starts_runs_as_anonymous() {
+async fn an_insecure_server_starts_runs_as_the_body_says_else_as_anonymous() {
     let s = Server::start_with(|c| c.insecure_no_auth(true)).await;
-    let r = s
-        .post("/brain/acme/project/shop/workflows/approve/start", None)
-        .json(&json!({"startedBy": "alice"}))
-        .send()
-        .await
-        .unwrap();
-    assert_eq!(r.status(), 201);
-    let run: Value = r.json().await.unwrap();
-    let run = run["workflowRunId"].as_str().unwrap();
-    let v: Value = s
-        .get_json(
-            &format!("/brain/acme/project/shop/workflows/runs/{run}"),
-            None,
-        )
-        .await;
-    assert_eq!(v["startedBy"], "anonymous");
-    assert_eq!(v["requestedBy"], "alice");
+    for (body, by) in [
+        (json!({"startedBy": "alice"}), "alice"),
+        (json!({}), "anonymous"),
+        (json!({"startedBy": " "}), "anonymous"),
+    ] {
+        let r = s
+            .post("/brain/acme/project/shop/workflows/approve/start", None)
+            .json(&body)
+            .send()
+            .await
+            .unwrap();
+        assert_eq!(r.status(), 201);
+        let run: Value = r.json().await.unwrap();
+        let run = run["workflowRunId"].as_str().unwrap();
+        let v = s.wait_status("shop", run, &["WAITING"]).await;
+        assert_eq!(v["startedBy"], by, "{body}");
+        assert!(v.get("requestedBy").is_none(), "{v}");
+        // The gate's `assignedTo` falls back to who started the run (reference §3.4).
+        let items: Value = s.get_json("/brain/acme/project/shop/inbox", None).await;
+        let item = items
+            .as_array()
+            .and_then(|all| all.iter().find(|i| i["workflowRunId"] == run))
+            .cloned()
+            .unwrap_or_else(|| panic!("{items}"));
+        assert_eq!(item["assignedTo"], by, "{item}");
+    }
 }
 
 #[tokio::test]
