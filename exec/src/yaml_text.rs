@@ -96,12 +96,7 @@ impl YamlError {
             Self::Duplicate { .. } if code == "MAG-Y001" => format!("[MAG-Y025] {self}"),
             Self::Duplicate { .. } | Self::Tab { .. } => format!("[{code}] {self}"),
             Self::Parse(e) => {
-                let text = e.to_string();
-                // The place is said in front, as every diagnostic says it.
-                let why = match text.rsplit_once(" at line ") {
-                    Some((why, at)) if at.contains(" column ") => why.to_owned(),
-                    _ => text,
-                };
+                let why = without_places(&e.to_string(), self.position());
                 format!("[{}] {}", of_kind(code, &why), in_plain_words(&why))
             }
         };
@@ -112,6 +107,41 @@ impl YamlError {
             (None, true) => why,
         }
     }
+}
+
+/// The parser's message without the places it names in its words (` at line 2 column 1`):
+/// the error's own place is said in front, as every diagnostic says it; another one (where
+/// the collection being read opened) is said as `(opened on line L, column C)`.
+fn without_places(text: &str, at: Option<(usize, usize)>) -> String {
+    const MARK: &str = " at line ";
+    let mut out = String::new();
+    let mut rest = text;
+    while let Some(i) = rest.find(MARK) {
+        let tail = &rest[i + MARK.len()..];
+        let digits = |t: &str| t.find(|c: char| !c.is_ascii_digit()).unwrap_or(t.len());
+        let line_len = digits(tail);
+        let place = tail[line_len..].strip_prefix(" column ").and_then(|after| {
+            let column_len = digits(after);
+            let line = tail[..line_len].parse::<usize>().ok()?;
+            let column = after[..column_len].parse::<usize>().ok()?;
+            Some((line, column, tail.len() - after.len() + column_len))
+        });
+        out.push_str(&rest[..i]);
+        match place {
+            Some((line, column, len)) => {
+                if Some((line, column)) != at {
+                    out.push_str(&format!(" (opened on line {line}, column {column})"));
+                }
+                rest = &tail[len..];
+            }
+            None => {
+                out.push_str(MARK);
+                rest = tail;
+            }
+        }
+    }
+    out.push_str(rest);
+    out
 }
 
 /// `code`, or for `MAG-Y001` the code of the kind of the parser's message `why` when it is
@@ -153,6 +183,8 @@ fn in_plain_words(why: &str) -> String {
     {
         out = format!("{before}missing field `{field}: expected it in this mapping");
     }
+    // The scanner's own step says nothing to a document's author.
+    out = out.replace(", while scanning for the next token", "");
     if out.ends_with("found character that cannot start any token") {
         out.push_str(
             ": expected a value, a key or a list item (a value that starts with `@` or a \
@@ -373,6 +405,18 @@ mod tests {
             assert!(e.ends_with(words), "{e}");
             assert!(e.contains("[MAG-Y007]"), "a value of the wrong kind: {e}");
         }
+    }
+
+    /// The parser's places are said once: its error's in front, where the collection it was
+    /// reading opened in words.
+    #[test]
+    fn a_syntax_error_names_its_place_once_and_where_its_collection_opened() {
+        let e = from_str::<serde_yaml_ng::Value>("workflow: [hello\n")
+            .unwrap_err()
+            .located("e.yaml", "MAG-TR005");
+        assert!(e.starts_with("e.yaml:2:1: [MAG-TR005] "), "{e}");
+        assert!(e.contains("(opened on line 1, column 11)"), "{e}");
+        assert!(!e.contains("line 2 column 1"), "{e}");
     }
 
     /// Errors of a document's shape name no Rust type and take the code of their kind; a

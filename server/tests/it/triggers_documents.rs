@@ -282,7 +282,7 @@ async fn an_event_document_with_an_unknown_key_or_method_is_refused() {
     );
     // A document that does not parse is said where, with its code, as a workflow's is.
     for (doc, at) in [
-        ("workflow: [hello\n", ":1:"),
+        ("workflow: [hello\n", ":2:1:"),
         (
             "workflow: hello\nsubscribe:\n  event: workflow.run.failed\n  bogus: 1\n",
             ":4:3:",
