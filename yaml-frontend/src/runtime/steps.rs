@@ -75,7 +75,12 @@ pub(super) async fn condition(
             first_attempt: Some(attempt),
         })
         .await;
-    routed(result.map_err(|e| e.output))
+    match result {
+        // A cancel that reached the step is the run's cancel, not a failed evaluation: the
+        // run ends CANCELLED, as with any other task the cancel finds in flight.
+        Err(e) if e.kind == ErrorKind::Cancelled.as_str() => Completion::from_task(Err(e)),
+        other => routed(other.map_err(|e| e.output)),
+    }
 }
 
 /// The journaled task of a `condition_task`'s evaluation.

@@ -195,6 +195,36 @@ states:
     }
 }
 
+/// §4.2 `cancelled`: a cancel that finds a condition_task's evaluation in flight ends the
+/// run CANCELLED with the cancel's reason, as for any task in flight; it is no failed
+/// evaluation (`technical_error`) for the routing. Two conditions loop until cancelled.
+#[tokio::test(flavor = "multi_thread")]
+async fn s4_2_a_cancel_during_a_condition_loop_ends_the_run_cancelled() {
+    let doc = r##"
+start: a
+bounds: { maxTaskSpawns: 100000000 }
+states:
+  a: { type: condition_task, transitions: [ { else: b } ] }
+  b: { type: condition_task, transitions: [ { else: a } ] }
+"##;
+    let p = project(&[("spin", doc)]).await;
+    for _ in 0..5 {
+        let run = p
+            .runtime
+            .start(&p.engine, &p.scope, "spin", json!({}), "tester")
+            .await
+            .unwrap();
+        tokio::time::sleep(Duration::from_millis(50)).await;
+        p.engine.cancel(run, "enough").await.unwrap();
+        let view = p.engine.wait_settled(run).await.unwrap();
+        assert_eq!(view.status, RunStatus::Cancelled, "{view:?}");
+        assert!(
+            view.reason.as_deref().is_some_and(|r| r.contains("enough")),
+            "{view:?}"
+        );
+    }
+}
+
 /// §2.4: "Any string value in a State spec may contain placeholders", a condition's `if:`
 /// included: `${params.X}` and `${state.X}` there read the run's data like `#params` and
 /// `#state` (in a string literal as text, alone as the value).
