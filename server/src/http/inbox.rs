@@ -8,6 +8,8 @@
 
 use std::cell::RefCell;
 use std::collections::HashMap;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
 
 use axum::Json;
 use axum::extract::{Path, Query, State};
@@ -116,6 +118,19 @@ pub(crate) async fn page(
     };
     let (status, assignee) = (listing.status, listing.assignee);
     let engine = state.engine.clone();
+    // The runs' journals are read whole: within the tenant's share of such reads, and given
+    // up when the client goes (the journal being read is finished, no other is begun).
+    let tenant = request
+        .runs
+        .scope
+        .as_deref()
+        .or(request.runs.scope_prefix.as_deref())
+        .and_then(|s| s.split('/').next())
+        .unwrap_or_default()
+        .to_owned();
+    let _permit = state.journal_reads.acquire(&tenant).await;
+    let gone = Arc::new(AtomicBool::new(false));
+    let _gone_when_dropped = GoneWhenDropped(Arc::clone(&gone));
     // Journals are read from the disk: off the runtime's threads.
     tokio::task::spawn_blocking(move || {
         // Only the runs of the selection are read (on a store with an index by scope, not
@@ -125,6 +140,9 @@ pub(crate) async fn page(
         let page = engine.inbox_page(
             &request,
             |summary| {
+                if gone.load(Ordering::Relaxed) {
+                    return false;
+                }
                 let kept = keep(summary.scope.as_str());
                 if kept {
                     scopes
@@ -161,6 +179,16 @@ pub(crate) async fn page(
     })
     .await
     .map_err(ApiError::internal)?
+}
+
+/// Says, when dropped, that the request it belongs to is gone: a listing read off the
+/// runtime's threads stops reading journals for a client that left.
+struct GoneWhenDropped(Arc<AtomicBool>);
+
+impl Drop for GoneWhenDropped {
+    fn drop(&mut self) {
+        self.0.store(true, Ordering::Relaxed);
+    }
 }
 
 /// `body` as JSON, with the `X-Next-Cursor` header when `next` names a next page.
@@ -378,7 +406,7 @@ pub(crate) async fn answer_item(
             quorum,
             repeated,
         } => {
-            let run = super::runs::dto(state, item.workflow_run_id)?;
+            let run = super::runs::dto(state, item.workflow_run_id).await?;
             return Ok(Answered {
                 applied: false,
                 // A second approval by the same approver is counted once, and says so.
@@ -419,7 +447,7 @@ pub(crate) async fn answer_item(
         applied: ack == AnswerAck::Applied,
         ignored: ack == AnswerAck::Ignored,
         run: {
-            let run = super::runs::dto(state, item.workflow_run_id)?;
+            let run = super::runs::dto(state, item.workflow_run_id).await?;
             super::visible::visible_run(&run, &run.run, who)
         },
         pending: None,

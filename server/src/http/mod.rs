@@ -28,6 +28,7 @@ pub(crate) mod graph;
 pub mod health;
 pub mod inbox;
 pub mod journal;
+pub mod journal_reads;
 pub(crate) mod live_events;
 pub(crate) mod live_socket;
 pub mod loopback;
@@ -464,6 +465,7 @@ async fn start(
             .session_idle(config.limits.idle_timeout),
         ),
         document_quota: config.document_quota,
+        journal_reads: journal_reads::JournalReads::default(),
     });
     let listener = tokio::net::TcpListener::bind(config.addr)
         .await

@@ -249,7 +249,7 @@ async fn control(
         ControlAck::AlreadyPaused => "alreadyPaused",
         ControlAck::Resumed => "resumed",
     };
-    let dto = dto(state, run)?;
+    let dto = dto(state, run).await?;
     let run = visible_run(&dto, &dto.run, who);
     Ok((json!({ field: word, "run": run }), dto.run.status))
 }

@@ -299,12 +299,30 @@ pub(crate) async fn get(
     state.authorize(&headers, &p.tenant, ApiScope::Read)?;
     let scope = state.scope(&p.tenant, &p.project)?;
     let summary = state.scoped_summary(&scope, &p.run_id)?;
-    Ok(Json(dto(&state, summary.run_id)?))
+    Ok(Json(dto(&state, summary.run_id).await?))
 }
 
-/// The [`RunDto`] of a run known to exist.
-pub(crate) fn dto(state: &AppState, run: RunId) -> Result<RunDto, ApiError> {
-    RunDto::load(&state.engine, run).map_err(ApiError::internal)
+/// The [`RunDto`] of a run known to exist: its journal read whole, off the runtime's threads
+/// and within its tenant's share of such reads ([`super::journal_reads`]).
+pub(crate) async fn dto(state: &AppState, run: RunId) -> Result<RunDto, ApiError> {
+    let tenant = state
+        .engine
+        .summary(run)
+        .map(|s| {
+            s.scope
+                .as_str()
+                .split('/')
+                .next()
+                .unwrap_or_default()
+                .to_owned()
+        })
+        .unwrap_or_default();
+    let _permit = state.journal_reads.acquire(&tenant).await;
+    let engine = state.engine.clone();
+    tokio::task::spawn_blocking(move || RunDto::load(&engine, run))
+        .await
+        .map_err(ApiError::internal)?
+        .map_err(ApiError::internal)
 }
 
 /// Query of `GET …/workflows/runs` (the filters: [`super::run_filter`]).
@@ -388,7 +406,8 @@ pub(crate) async fn list(
         if i > 0 {
             body.push(b',');
         }
-        serde_json::to_writer(&mut body, &dto(&state, s.run_id)?).map_err(ApiError::internal)?;
+        serde_json::to_writer(&mut body, &dto(&state, s.run_id).await?)
+            .map_err(ApiError::internal)?;
     }
     body.push(b']');
     let mut response = (
@@ -450,7 +469,7 @@ pub(crate) async fn cancel(
         CancelAck::AlreadyRequested => "alreadyRequested",
         CancelAck::AlreadyFinished => "alreadyFinished",
     };
-    let run = dto(&state, summary.run_id)?;
+    let run = dto(&state, summary.run_id).await?;
     let run = visible_run(&run, &run.run, &who);
     Ok(Json(serde_json::json!({ "cancel": cancel, "run": run })))
 }

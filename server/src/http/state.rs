@@ -51,6 +51,8 @@ pub struct AppParts {
     pub triggers: Arc<crate::triggers::Triggers>,
     /// What one project may hold under `_vance/`.
     pub document_quota: super::doc_quota::DocumentQuota,
+    /// The requests reading whole journals at a time, per tenant and in all.
+    pub journal_reads: super::journal_reads::JournalReads,
 }
 
 impl AppState {

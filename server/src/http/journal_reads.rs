@@ -1,0 +1,93 @@
+//! Requests that read whole journals, bounded: a run's view (`GET …/runs/{id}`, the replies
+//! of cancel and answer, a page of the runs list) and the inbox listing of finished runs.
+//!
+//! A journal may hold up to the journal bound (256 MiB by default), read and decoded in one
+//! piece; a token that may only read could otherwise ask for a long run's view from as many
+//! connections as it likes and hold the server's threads and gigabytes of memory, and the
+//! other tenants' requests wait behind it. The reads run off the runtime's threads, at most
+//! [`PER_TENANT`] of one tenant and [`IN_ALL`] in all at a time; the rest wait (and leave the
+//! queue when their client goes). A tenant is kept apart by a slot of its own among
+//! [`SLOTS`] (by its name's hash), so that the table never grows with the names a request may
+//! carry.
+
+use std::hash::{Hash, Hasher};
+use std::sync::Arc;
+
+use tokio::sync::{OwnedSemaphorePermit, Semaphore};
+
+/// Whole-journal reads of one tenant at a time.
+pub const PER_TENANT: usize = 2;
+/// Whole-journal reads at a time in all.
+pub const IN_ALL: usize = 4;
+/// Tenant slots: tenants whose names share a slot share its reads.
+const SLOTS: usize = 64;
+
+/// The permits of whole-journal reads (see the module docs).
+#[derive(Debug)]
+pub struct JournalReads {
+    tenants: Vec<Arc<Semaphore>>,
+    all: Arc<Semaphore>,
+}
+
+impl Default for JournalReads {
+    fn default() -> Self {
+        Self {
+            tenants: (0..SLOTS)
+                .map(|_| Arc::new(Semaphore::new(PER_TENANT)))
+                .collect(),
+            all: Arc::new(Semaphore::new(IN_ALL)),
+        }
+    }
+}
+
+/// Leave to read journals, held while the read runs.
+#[derive(Debug)]
+pub struct ReadPermit {
+    _tenant: OwnedSemaphorePermit,
+    _all: OwnedSemaphorePermit,
+}
+
+impl JournalReads {
+    /// Waits until `tenant` may read one more journal; the permit is given back when dropped.
+    /// The tenant's own turn comes first, so that one tenant's queue never holds the shared
+    /// permits another tenant waits for.
+    pub async fn acquire(&self, tenant: &str) -> ReadPermit {
+        let mut hasher = std::collections::hash_map::DefaultHasher::new();
+        tenant.hash(&mut hasher);
+        let slot = (hasher.finish() % SLOTS as u64) as usize;
+        let tenant = Arc::clone(&self.tenants[slot])
+            .acquire_owned()
+            .await
+            .expect("the semaphore is never closed");
+        let all = Arc::clone(&self.all)
+            .acquire_owned()
+            .await
+            .expect("the semaphore is never closed");
+        ReadPermit {
+            _tenant: tenant,
+            _all: all,
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::time::Duration;
+
+    /// One tenant holds at most its own permits: another tenant still reads meanwhile.
+    #[tokio::test]
+    async fn one_tenant_cannot_take_every_read() {
+        let reads = JournalReads::default();
+        let held: Vec<ReadPermit> =
+            futures::future::join_all((0..PER_TENANT).map(|_| reads.acquire("acme"))).await;
+        assert_eq!(held.len(), PER_TENANT);
+        let more = tokio::time::timeout(Duration::from_millis(100), reads.acquire("acme")).await;
+        assert!(more.is_err(), "a third read of one tenant waits");
+        let other = tokio::time::timeout(Duration::from_secs(5), reads.acquire("globex")).await;
+        assert!(other.is_ok(), "another tenant's read goes ahead");
+        drop(held);
+        let again = tokio::time::timeout(Duration::from_secs(5), reads.acquire("acme")).await;
+        assert!(again.is_ok(), "a read given back is taken again");
+    }
+}
