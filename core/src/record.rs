@@ -622,6 +622,23 @@ pub enum Record {
 }
 
 impl Record {
+    /// Whether the record marks a milestone of its run's life rather than a step of its work:
+    /// its start and status, a pause or a resume, a gate opened or answered, a timer fired.
+    /// [`Engine::subscribe_milestones`](crate::Engine::subscribe_milestones) carries these
+    /// only.
+    pub fn is_milestone(&self) -> bool {
+        matches!(
+            self,
+            Record::Start(_)
+                | Record::Status { .. }
+                | Record::GateOpened { .. }
+                | Record::GateAnswered { .. }
+                | Record::TimerFired { .. }
+                | Record::PauseRequested { .. }
+                | Record::ResumeRequested { .. }
+        )
+    }
+
     /// The record's type name (`StartRecord`, `TaskResultRecord`, …).
     pub fn type_name(&self) -> &'static str {
         match self {

@@ -741,3 +741,38 @@ async fn the_runs_a_build_recovered_stay_listed_after_they_finish() {
     let third = build(false).await.unwrap();
     assert_eq!(third.recovered_at_build(), &[] as &[RunId]);
 }
+
+/// The milestones of a run (its start and its status) reach a milestone reader; its steps do
+/// not, so a run of many steps sends that reader no more than a run of one.
+#[tokio::test]
+async fn a_milestone_reader_hears_starts_and_statuses_and_no_steps() {
+    let wf = WorkflowRegistration::new("steps", "1", |ctx, _| async move {
+        for i in 0..50 {
+            ctx.task("echo", json!(i)).await?;
+        }
+        Ok(Value::Null)
+    });
+    let engine = engine_with(Arc::new(MemoryStore::new()), |b| b.workflow(wf)).await;
+    let mut milestones = engine.subscribe_milestones();
+    let mut journal = engine.subscribe_journal();
+    let run = engine
+        .start(StartRequest::code("steps", json!(null)))
+        .await
+        .unwrap();
+    assert_eq!(engine.wait(run).await.unwrap().status, RunStatus::Done);
+    let mut heard = Vec::new();
+    while let Ok(update) = milestones.try_recv() {
+        assert_eq!(update.run_id, run);
+        heard.extend(update.entries.iter().map(|e| e.record.type_name()));
+    }
+    assert_eq!(heard, ["StartRecord", "StatusRecord"]);
+    let mut steps = 0;
+    while let Ok(update) = journal.try_recv() {
+        steps += update
+            .entries
+            .iter()
+            .filter(|e| matches!(e.record, Record::TaskResult { .. }))
+            .count();
+    }
+    assert_eq!(steps, 50, "the full journal stream carries every step");
+}

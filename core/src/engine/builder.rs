@@ -309,6 +309,7 @@ impl EngineBuilder {
             status_tx: broadcast::channel(4096).0,
             status_waiters: Default::default(),
             journal_tx: broadcast::channel(4096).0,
+            milestones_tx: broadcast::channel(4096).0,
             replay_permits: Semaphore::new(64),
             data,
             start_locks: Arc::default(),

@@ -358,6 +358,14 @@ impl Engine {
         self.inner.journal_tx.subscribe()
     }
 
+    /// The milestone records of each commit ([`Record::is_milestone`]: starts, statuses,
+    /// pauses, gates, timers), for every run; a commit without one sends nothing. A reader
+    /// that needs only these does not fall behind runs that only take steps, however many
+    /// steps they take.
+    pub fn subscribe_milestones(&self) -> broadcast::Receiver<JournalUpdate> {
+        self.inner.milestones_tx.subscribe()
+    }
+
     /// Whether the journal accepted its last commit (one atomic load). After a failed commit,
     /// e.g. with a full disk, it stays [`JournalHealth::CommitFailed`] until a commit succeeds:
     /// the next append's, or [`Engine::probe_journal`]'s.

@@ -164,6 +164,8 @@ pub(crate) struct EngineInner {
     /// The callers waiting on one run's status, by run.
     pub(crate) status_waiters: status_waiters::StatusWaiters,
     pub(crate) journal_tx: broadcast::Sender<JournalUpdate>,
+    /// The milestone records of each commit ([`Record::is_milestone`]).
+    pub(crate) milestones_tx: broadcast::Sender<JournalUpdate>,
     pub(crate) replay_permits: Semaphore,
     pub(crate) data: AppData,
     /// Serialises starts per idempotency key (never across keys, so that distinct keys share

@@ -73,7 +73,9 @@ const MAX_IN_FLIGHT: usize = 16;
 const REGISTRATIONS_FRESH: Duration = Duration::from_millis(500);
 
 pub(super) fn spawn(triggers: Arc<Triggers>, state: AppState) {
-    let mut updates = state.engine.subscribe_journal();
+    // Only the records events are made of: runs that only take steps, however many, never
+    // make the hub fall behind the runs whose events it delivers.
+    let mut updates = state.engine.subscribe_milestones();
     tokio::spawn(async move {
         let mut memory = Memory::default();
         let slots = Arc::new(tokio::sync::Semaphore::new(MAX_IN_FLIGHT));

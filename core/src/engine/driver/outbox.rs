@@ -168,6 +168,20 @@ impl Driver {
         }
         // Durable from here on: act.
         let out = &mut self.outbox;
+        if !out.new_entries.is_empty() && self.engine.milestones_tx.receiver_count() > 0 {
+            let milestones: Vec<Entry> = out
+                .new_entries
+                .iter()
+                .filter(|e| e.record.is_milestone())
+                .cloned()
+                .collect();
+            if !milestones.is_empty() {
+                let _ = self.engine.milestones_tx.send(JournalUpdate {
+                    run_id: self.run_id,
+                    entries: Arc::new(milestones),
+                });
+            }
+        }
         if self.engine.journal_tx.receiver_count() == 0 {
             out.new_entries.clear();
         } else if !out.new_entries.is_empty() {
