@@ -294,7 +294,7 @@ async fn handle(
                 let starter = super::state::Starter {
                     // The HTTP start's scoping: the same key finds the same run either way.
                     idempotency_key: key.map(|k| format!("api:{}:{}:{k}", scope.key(), data.name)),
-                    ..super::state::Starter::claimed(&who, data.started_by)
+                    ..super::state::Starter::claimed(who, data.started_by)
                 };
                 let (run, _) = state
                     .start_from(scope, &data.name, data.params, &starter, "ws", data.draft)
