@@ -25,6 +25,7 @@
 //! memory limit or returns something JSON cannot carry; `timeout` when interrupted at its
 //! deadline.
 
+mod console_budget;
 mod engine;
 mod hook;
 
@@ -171,6 +172,7 @@ impl Scripts {
                 stack_bytes: STACK_LIMIT_BYTES,
                 timeout: DEFAULT_TIMEOUT,
                 result_bytes: engine::DEFAULT_RESULT_BYTES,
+                log_tenant: String::new(),
             },
             running: Arc::new(AtomicUsize::new(0)),
             places: Arc::new(tokio::sync::Semaphore::new(MAX_CONCURRENT_SCRIPTS)),
@@ -261,6 +263,7 @@ pub(crate) async fn execute(
     let source = input.source.unwrap_or_else(|| "document".into());
     let dir_name = input.dir_name.unwrap_or_else(|| "workspace".into());
     let mut limits = scripts.limits.clone();
+    limits.log_tenant.clone_from(&scope.tenant);
     if let Some(limit) = ctx.data::<TaskOutputLimit>() {
         limits.result_bytes = limit.0;
     }

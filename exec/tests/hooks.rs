@@ -84,6 +84,7 @@ async fn run_with(
         source: source.into(),
         event: pr_event(),
         timeout,
+        tenant: "acme".into(),
     };
     let host: Arc<dyn HookHost> = host.clone();
     run_hook(script, host).await
@@ -353,6 +354,7 @@ async fn a_host_may_block_on_an_async_start() {
         source: "return workflows.start('deploy');".into(),
         event: json!({}),
         timeout: Duration::from_secs(10),
+        tenant: "acme".into(),
     };
     let outcome = run_hook(script, Arc::new(AsyncHost)).await.unwrap();
     assert_eq!(outcome.result, json!("async-deploy"));
@@ -377,6 +379,7 @@ async fn a_panicking_host_fails_the_hook_without_taking_the_caller_down() {
         source: "workflows.start('deploy');".into(),
         event: json!({}),
         timeout: Duration::from_secs(10),
+        tenant: "acme".into(),
     };
     let err = run_hook(script, Arc::new(PanickingHost)).await.unwrap_err();
     assert!(matches!(err, HookError::Engine { .. }), "{err:?}");

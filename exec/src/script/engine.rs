@@ -68,6 +68,9 @@ pub(crate) struct Limits {
     /// object or array per 64 of them: checked on the text before it is read, as a value of
     /// many small objects costs far more memory than its text.
     pub(crate) result_bytes: usize,
+    /// Whose budget of `console` output in the log the script draws on (its tenant's: see
+    /// [`super::console_budget`]).
+    pub(crate) log_tenant: String,
 }
 
 /// The result limit of a script that is not a task's (a hook's): a task's default.
@@ -262,7 +265,7 @@ pub(crate) fn execute(
             &ctx,
             program,
             setup,
-            (deadline, limits.result_bytes),
+            (deadline, limits.result_bytes, &limits.log_tenant),
             &cancel,
             &stop,
         );
@@ -283,11 +286,11 @@ fn drive<'js>(
     ctx: &Ctx<'js>,
     job: &Program<'_>,
     setup: &impl Setup,
-    (deadline, result_bytes): (Instant, usize),
+    (deadline, result_bytes, log_tenant): (Instant, usize, &str),
     cancel: &AtomicBool,
     stop: &Cell<Option<Stop>>,
 ) -> Result<Value, Failure> {
-    install_console(ctx, job.log_label).map_err(|e| failure(ctx, job.file_name, e))?;
+    install_console(ctx, job.log_label, log_tenant).map_err(|e| failure(ctx, job.file_name, e))?;
     let to_json: Function = helper(ctx, TO_JSON).map_err(|e| failure(ctx, job.file_name, e))?;
     let (names, values): (Vec<&str>, Vec<rquickjs::Value<'js>>) =
         setup.arguments(ctx)?.into_iter().unzip();
@@ -411,8 +414,9 @@ pub(crate) fn helper<'js>(ctx: &Ctx<'js>, source: &str) -> rquickjs::Result<Func
     ctx.eval_with_options(source, options)
 }
 
-fn install_console<'js>(ctx: &Ctx<'js>, label: &str) -> rquickjs::Result<()> {
+fn install_console<'js>(ctx: &Ctx<'js>, label: &str, tenant: &str) -> rquickjs::Result<()> {
     let label = label.to_string();
+    let tenant = tenant.to_string();
     let count = Cell::new(0usize);
     let sink = Function::new(ctx.clone(), move |args: Rest<String>| {
         let n = count.get();
@@ -429,6 +433,20 @@ fn install_console<'js>(ctx: &Ctx<'js>, label: &str) -> rquickjs::Result<()> {
             return;
         }
         let line = log_line(line);
+        match super::console_budget::admit(&tenant, line.len()) {
+            super::console_budget::Admit::Write => {}
+            super::console_budget::Admit::Drop => return,
+            super::console_budget::Admit::DropAndSay(n) => {
+                tracing::warn!(
+                    target: "magrathea_exec::script",
+                    script = %label,
+                    tenant = %tenant,
+                    dropped = n,
+                    "console output of the tenant's scripts over its budget of the log: lines dropped"
+                );
+                return;
+            }
+        }
         match level {
             "error" => tracing::error!(target: "magrathea_exec::script", script = %label, "{line}"),
             "warn" => tracing::warn!(target: "magrathea_exec::script", script = %label, "{line}"),
@@ -524,6 +542,7 @@ mod tests {
             stack_bytes: 256 << 10,
             timeout,
             result_bytes: DEFAULT_RESULT_BYTES,
+            log_tenant: "test".into(),
         }
     }
 

@@ -88,6 +88,8 @@ pub struct HookScript {
     pub event: Value,
     /// How long the script may run (at most [`MAX_TIMEOUT`]).
     pub timeout: Duration,
+    /// The hook's tenant, whose budget of `console` output in the log its lines draw on.
+    pub tenant: String,
 }
 
 /// What a hook did.
@@ -188,6 +190,7 @@ pub async fn run_hook(
         source,
         event,
         timeout,
+        tenant,
     } = script;
     let timeout = timeout.min(MAX_TIMEOUT);
     let limits = Limits {
@@ -195,6 +198,7 @@ pub async fn run_hook(
         stack_bytes: STACK_LIMIT_BYTES,
         timeout,
         result_bytes: super::engine::DEFAULT_RESULT_BYTES,
+        log_tenant: tenant,
     };
     let cancel = Arc::new(AtomicBool::new(false));
     let _cancel_on_drop = CancelOnDrop(cancel.clone());

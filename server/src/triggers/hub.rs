@@ -585,6 +585,7 @@ async fn deliver_hook(
         source: source.to_owned(),
         event: event.body.clone(),
         timeout: hook.checked.timeout,
+        tenant: reg.tenant.clone(),
     };
     Some(match run_hook(script, host).await {
         Ok(outcome) => {
