@@ -176,18 +176,7 @@ fn still_active(triggers: &Triggers, reg: &Registration) -> Option<Registration>
 
 /// Whether an update holds a record that can be an event.
 fn has_event_records(update: &JournalUpdate) -> bool {
-    update.entries.iter().any(|e| {
-        matches!(
-            e.record,
-            Record::Start(_)
-                | Record::Status { .. }
-                | Record::GateOpened { .. }
-                | Record::GateAnswered { .. }
-                | Record::TimerFired { .. }
-                | Record::PauseRequested { .. }
-                | Record::ResumeRequested { .. }
-        )
-    })
+    update.entries.iter().any(|e| e.record.is_milestone())
 }
 
 /// The events of a journal update.
