@@ -195,6 +195,18 @@ pub(crate) fn within_duration_limit(
 
 /// Where a value left empty by a `#` that starts a comment right after its `:` (or `- `)
 /// was meant to begin, and what to do: a condition (`#state['k'] == 1`) written unquoted.
+impl Ctx<'_> {
+    /// The character of the document at `at`.
+    pub(crate) fn char_at(&self, at: Span) -> Option<char> {
+        let line = self
+            .text
+            .lines()
+            .nth(usize::try_from(at.line).ok()?.checked_sub(1)?)?;
+        line.chars()
+            .nth(usize::try_from(at.column).ok()?.checked_sub(1)?)
+    }
+}
+
 fn comment_as_value(text: &str, at: Span) -> Option<(Span, &'static str)> {
     let line = text
         .lines()

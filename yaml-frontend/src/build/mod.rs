@@ -116,7 +116,9 @@ pub(crate) fn build(ctx: &mut Ctx<'_>, root: &YamlNode) -> Option<WorkflowDoc> {
         ),
         Some(s) => {
             if let Some(entries) = ctx.map(s, "'states'").and_then(YamlNode::as_map) {
-                if entries.is_empty() {
+                // A block mapping is never empty as written: without entries, the loader
+                // refused each of them (a list as a key, a key twice) and said why.
+                if entries.is_empty() && ctx.char_at(s.span) == Some('{') {
                     ctx.error(
                         s.span,
                         Code::NoStates,

@@ -292,3 +292,16 @@ fn a_number_where_a_state_name_goes_is_told_to_quote_it() {
     let quoted = "start: t\nstates:\n  t: {type: timer_task, duration: 1ms, on: {fired: '5'}}\n  5: {type: terminal}\n";
     assert!(rendered(quoted).is_empty(), "{:#?}", rendered(quoted));
 }
+
+/// A `states:` whose every entry the loader refused (a list as a state's name) is not also
+/// called empty: the refusal says what is wrong.
+#[test]
+fn states_whose_entries_were_refused_are_not_also_called_empty() {
+    let all = rendered("start: a\nstates:\n  ? [a, b]\n  : {type: terminal}\n");
+    assert!(
+        all.iter()
+            .any(|d| d.contains("[MAG-Y007]") && d.contains("mapping key")),
+        "{all:#?}"
+    );
+    assert!(all.iter().all(|d| !d.contains("[MAG-Y009]")), "{all:#?}");
+}
