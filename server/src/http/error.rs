@@ -126,9 +126,30 @@ impl std::fmt::Display for ApiError {
 
 impl std::error::Error for ApiError {}
 
+/// The most bytes of an error's message an answer carries: a message that quotes what the
+/// client sent (a state's name, a status word) is cut, so a megabyte sent is not a megabyte
+/// answered.
+pub const MAX_MESSAGE_BYTES: usize = 4096;
+
+/// `message`, cut to [`MAX_MESSAGE_BYTES`] on a character's boundary with the cut said.
+fn bounded(message: String) -> String {
+    if message.len() <= MAX_MESSAGE_BYTES {
+        return message;
+    }
+    let mut end = MAX_MESSAGE_BYTES;
+    while !message.is_char_boundary(end) {
+        end -= 1;
+    }
+    format!(
+        "{}… ({} more bytes cut)",
+        &message[..end],
+        message.len() - end
+    )
+}
+
 impl IntoResponse for ApiError {
     fn into_response(self) -> Response {
-        let mut error = json!({ "code": self.code, "message": self.message });
+        let mut error = json!({ "code": self.code, "message": bounded(self.message) });
         if !self.diagnostics.is_empty() {
             error["diagnostics"] = json!(self.diagnostics);
         }
@@ -289,5 +310,16 @@ mod tests {
         assert!(!a.message.contains("disk full"), "{}", a.message);
         assert!(a.message.contains("reference E"), "{}", a.message);
         assert_ne!(a.message, b.message, "each error gets its own reference");
+    }
+
+    /// A message quoting a megabyte the client sent answers a few kilobytes.
+    #[test]
+    fn a_long_message_is_cut_on_a_character_boundary() {
+        let sent = "é".repeat(500_000);
+        let cut = bounded(format!("unknown state `{sent}`"));
+        assert!(cut.len() < MAX_MESSAGE_BYTES + 64, "{}", cut.len());
+        assert!(cut.starts_with("unknown state `é"), "{cut:.40}");
+        assert!(cut.ends_with("more bytes cut)"), "{} bytes", cut.len());
+        assert_eq!(bounded("short".into()), "short");
     }
 }
