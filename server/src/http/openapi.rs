@@ -216,8 +216,13 @@ fn operation(route: &Route, method: &str) -> Value {
     }
     let (request, reply) = bodies(route.operation);
     if let Some(schema) = request {
+        // A body whose schema requires a field must be sent.
+        let required = schema
+            .get("required")
+            .and_then(Value::as_array)
+            .is_some_and(|fields| !fields.is_empty());
         op["requestBody"] = json!({
-            "required": false,
+            "required": required,
             "content": { "application/json": { "schema": schema } },
         });
     }
@@ -513,5 +518,21 @@ mod tests {
         let patch = op("patch", "/v1/workflow-triggers/{id}");
         let body = &patch["requestBody"]["content"]["application/json"]["schema"];
         assert!(body["properties"].get("enabled").is_some(), "{body}");
+        // What the server refuses a body without is required there, and so is the body.
+        assert_eq!(body["required"], json!(["enabled"]), "{body}");
+        assert_eq!(body["properties"]["enabled"]["type"], "boolean", "{body}");
+        assert_eq!(patch["requestBody"]["required"], true, "{patch}");
+        let retry = op(
+            "post",
+            "/brain/{tenant}/project/{project}/workflows/runs/{run_id}/retry",
+        );
+        let body = &retry["requestBody"]["content"]["application/json"]["schema"];
+        assert_eq!(body["required"], json!(["definition"]), "{body}");
+        assert_eq!(retry["requestBody"]["required"], true, "{retry}");
+        let start = op(
+            "post",
+            "/brain/{tenant}/project/{project}/workflows/{name}/start",
+        );
+        assert_eq!(start["requestBody"]["required"], false, "{start}");
     }
 }

@@ -37,7 +37,9 @@ use super::state::{AppState, Starter};
 pub(crate) struct RetryBody {
     /// The state to begin again from (by default the last one the run entered).
     from_state: Option<String>,
-    /// Required: `current` (the document now) or `frozen` (the run's own definition).
+    /// Required: `current` (the document now) or `frozen` (the run's own definition). Read as
+    /// an option so that a body without it is told what it must hold.
+    #[schemars(required, with = "String")]
     definition: Option<String>,
 }
 

@@ -214,7 +214,9 @@ pub(crate) async fn resync_workflow(
 #[derive(Debug, Default, Deserialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub(crate) struct TriggerPatch {
-    /// `false` pauses the trigger, `true` lifts the pause.
+    /// `false` pauses the trigger, `true` lifts the pause. Read as an option so that a body
+    /// without it is told what it must hold; the schema says it is required.
+    #[schemars(required, with = "bool")]
     enabled: Option<bool>,
 }
 
