@@ -94,7 +94,7 @@ impl Layout {
         states: &[String],
     ) -> Result<Self, GraphError> {
         let sent: Sent = serde_json::from_slice(body).map_err(|e| GraphError::NotAGraph {
-            reason: e.to_string(),
+            reason: crate::http::body::plain(&e),
         })?;
         if let Some(v) = &sent.schema_version
             && v != SCHEMA_VERSION
@@ -340,6 +340,13 @@ mod tests {
         );
         let e = Layout::from_editor_graph(body.as_bytes(), "w", &states()).unwrap_err();
         assert_eq!(e.code(), "MAG-GR002", "{e}");
+        // A body of the wrong shape is told in JSON's words, not the reader's type.
+        let e = Layout::from_editor_graph(b"[]", "w", &states()).unwrap_err();
+        assert_eq!(e.code(), "MAG-GR002", "{e}");
+        assert!(
+            e.to_string().contains("a JSON object") && !e.to_string().contains("struct"),
+            "{e}"
+        );
     }
 
     #[test]

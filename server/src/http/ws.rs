@@ -275,7 +275,7 @@ async fn handle(
     let invalid = |e: serde_json::Error| {
         ApiError::bad_request(
             "MAG-HTTP-INVALID-JSON",
-            format!("invalid `{kind}` data: {e}"),
+            format!("invalid `{kind}` data: {}", super::body::plain(&e)),
         )
     };
     let result = match kind {
