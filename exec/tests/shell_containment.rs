@@ -129,6 +129,24 @@ fn answer(result: Result<Value, magrathea_core::TaskError>) -> Value {
 }
 
 impl Tree {
+    /// Starts `runs` runs of acme's script `spin.js`, which keeps its thread busy for `ms`
+    /// and returns when it started and ended (`{start, end}`, milliseconds).
+    async fn spin(&self, ms: u64, runs: usize) -> Vec<RunId> {
+        write(
+            &self.root.join("acme/shop/_vance/scripts/spin.js"),
+            &format!(
+                "const start = Date.now(); while (Date.now() - start < {ms}) {{}} \
+                 return {{ start, end: Date.now() }};"
+            ),
+        );
+        let mut started = Vec::new();
+        for _ in 0..runs {
+            let input = ScriptInput::new("_vance/scripts/spin.js").timeout(Duration::from_secs(60));
+            started.push(self.start("js", serde_json::to_value(input).unwrap()).await);
+        }
+        started
+    }
+
     async fn start(&self, workflow: &str, input: Value) -> RunId {
         self.engine
             .start(StartRequest::code(workflow, input))
@@ -601,15 +619,7 @@ async fn a_step_without_a_timeout_ends_at_the_tenants_default() {
 #[tokio::test]
 async fn no_more_scripts_execute_at_once_than_the_engine_has_places_for() {
     let t = tree(true, "", "lanes: { maxConcurrentTasks: 40 }\n").await;
-    write(
-        &t.root.join("acme/shop/_vance/scripts/spin.js"),
-        "const start = Date.now(); while (Date.now() - start < 300) {} return { start, end: Date.now() };",
-    );
-    let mut runs = Vec::new();
-    for _ in 0..24 {
-        let input = ScriptInput::new("_vance/scripts/spin.js").timeout(Duration::from_secs(60));
-        runs.push(t.start("js", serde_json::to_value(input).unwrap()).await);
-    }
+    let runs = t.spin(300, 24).await;
     let mut spans = Vec::new();
     for run in runs {
         let result = t.finish(run).await;
@@ -636,18 +646,12 @@ async fn no_more_scripts_execute_at_once_than_the_engine_has_places_for() {
 async fn one_tenants_scripts_leave_places_for_another_tenants() {
     let t = tree(false, "", "lanes: { maxConcurrentTasks: 40 }\n").await;
     write(
-        &t.root.join("acme/shop/_vance/scripts/spin.js"),
-        "const start = Date.now(); while (Date.now() - start < 1500) {} return { end: Date.now() };",
-    );
-    write(
         &t.root.join("globex/shop/_vance/scripts/quick.js"),
         "return { end: Date.now() };",
     );
-    let mut runs = Vec::new();
-    for _ in 0..(magrathea_exec::script::MAX_CONCURRENT_SCRIPTS + 4) {
-        let input = ScriptInput::new("_vance/scripts/spin.js").timeout(Duration::from_secs(60));
-        runs.push(t.start("js", serde_json::to_value(input).unwrap()).await);
-    }
+    let runs = t
+        .spin(1500, magrathea_exec::script::MAX_CONCURRENT_SCRIPTS + 4)
+        .await;
     // Let acme's scripts take what places they may.
     tokio::time::sleep(Duration::from_millis(300)).await;
     let theirs = t
@@ -674,15 +678,12 @@ async fn one_tenants_scripts_leave_places_for_another_tenants() {
 #[tokio::test]
 async fn a_script_waiting_for_a_place_past_its_timeout_times_out() {
     let t = tree(false, "", "lanes: { maxConcurrentTasks: 40 }\n").await;
-    write(
-        &t.root.join("acme/shop/_vance/scripts/spin.js"),
-        "const start = Date.now(); while (Date.now() - start < 3000) {} return {};",
-    );
-    let mut runs = Vec::new();
-    for _ in 0..magrathea_exec::script::MAX_CONCURRENT_SCRIPTS_PER_TENANT {
-        let input = ScriptInput::new("_vance/scripts/spin.js").timeout(Duration::from_secs(60));
-        runs.push(t.start("js", serde_json::to_value(input).unwrap()).await);
-    }
+    let runs = t
+        .spin(
+            3000,
+            magrathea_exec::script::MAX_CONCURRENT_SCRIPTS_PER_TENANT,
+        )
+        .await;
     tokio::time::sleep(Duration::from_millis(300)).await;
     let late = t
         .start(
