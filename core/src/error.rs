@@ -163,6 +163,23 @@ pub enum StartError {
         /// That run's version, when the start named another version of the same workflow.
         version: Option<String>,
     },
+    /// The run's tenant has as many runs in memory as one tenant may
+    /// ([`EngineBuilder::max_runs_in_memory_per_tenant`](crate::EngineBuilder::max_runs_in_memory_per_tenant));
+    /// no run was started.
+    #[error(
+        "[MAG-EN008] tenant `{tenant}` has {held} runs in progress, the most one tenant may \
+         have ({limit}): start again once some have ended, or raise the bound \
+         (EngineBuilder::max_runs_in_memory_per_tenant, or `magrathea serve \
+         --max-runs-per-tenant`)"
+    )]
+    TenantFull {
+        /// The tenant.
+        tenant: String,
+        /// How many of its runs are in memory.
+        held: u32,
+        /// The most it may have.
+        limit: u32,
+    },
     /// The store failed; the run was not started.
     #[error(transparent)]
     Store(#[from] StoreError),

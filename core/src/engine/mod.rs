@@ -13,6 +13,7 @@ mod inbox;
 mod key_locks;
 mod requests;
 mod status_waiters;
+mod tenant_runs;
 mod timer_queue;
 mod timers;
 mod trees;
@@ -34,6 +35,7 @@ use crate::record::{Entry, GateAnswer, StartRecord, Step};
 use crate::store::Store;
 use crate::task::{AppData, TaskError, TaskRegistration};
 use crate::writer::JournalWriter;
+use tenant_runs::TenantSlot;
 
 pub use builder::EngineBuilder;
 pub use handle::{Engine, WeakEngine};
@@ -103,6 +105,8 @@ pub(crate) struct Config {
     pub(crate) max_child_depth: u32,
     /// The most runs one tree of runs (a root and its descendants) may hold.
     pub(crate) max_runs_per_tree: u32,
+    /// The most runs one tenant may have active here at once.
+    pub(crate) max_runs_in_memory_per_tenant: Option<u32>,
     /// The most bytes one run's journal may hold before the run fails.
     pub(crate) max_journal_bytes_per_run: u64,
     /// Lower journal limits for runs of some scopes.
@@ -160,6 +164,8 @@ pub(crate) struct EngineInner {
     pub(crate) timers: Timers,
     /// The child runs of each tree of runs, counted against its bound.
     pub(crate) trees: trees::Trees,
+    /// The active runs of each tenant, counted against its bound.
+    pub(crate) tenant_runs: Arc<tenant_runs::TenantRuns>,
     pub(crate) status_tx: broadcast::Sender<RunUpdate>,
     /// The callers waiting on one run's status, by run.
     pub(crate) status_waiters: status_waiters::StatusWaiters,
@@ -381,6 +387,7 @@ impl EngineInner {
         run_id: RunId,
         stored_check: bool,
         place: Option<trees::Place>,
+        tenant: Option<TenantSlot>,
     ) -> Result<Option<oneshot::Receiver<Result<(), StartError>>>, StartError> {
         if stored_check && self.store.run_summary(run_id)?.is_some() {
             return Ok(None);
@@ -401,6 +408,7 @@ impl EngineInner {
                 start: Box::new(start),
                 ack,
                 place,
+                tenant,
             },
         );
         Ok(Some(done))
@@ -416,7 +424,35 @@ impl EngineInner {
         let run_id = req.run_id.unwrap_or_default();
         let start = self.start_record(req);
         self.can_run(&start)?;
-        self.spawn_start(start, run_id, true, Some(place))
+        let tenant = self.admit_tenant(&start.scope)?;
+        self.spawn_start(start, run_id, true, Some(place), tenant)
+    }
+
+    /// A place in the count of `scope`'s tenant
+    /// ([`EngineBuilder::max_runs_in_memory_per_tenant`](crate::EngineBuilder::max_runs_in_memory_per_tenant)),
+    /// `None` when tenants are not bounded or the run has none; the refusal when the tenant
+    /// holds as many runs as it may.
+    fn admit_tenant(
+        self: &Arc<Self>,
+        scope: &crate::RunScope,
+    ) -> Result<Option<TenantSlot>, StartError> {
+        let Some(limit) = self.config.max_runs_in_memory_per_tenant else {
+            return Ok(None);
+        };
+        self.tenant_runs
+            .admit(scope, limit)
+            .map_err(|held| StartError::TenantFull {
+                tenant: tenant_runs::tenant_of(scope).unwrap_or_default().to_owned(),
+                held,
+                limit,
+            })
+    }
+
+    /// A place in the count of `scope`'s tenant for a run that is active already (recovered),
+    /// whatever the tenant holds; `None` when tenants are not bounded.
+    pub(crate) fn join_tenant(self: &Arc<Self>, scope: &crate::RunScope) -> Option<TenantSlot> {
+        self.config.max_runs_in_memory_per_tenant?;
+        self.tenant_runs.join(scope)
     }
 
     pub(crate) async fn start(self: &Arc<Self>, req: StartRequest) -> Result<RunId, StartError> {
@@ -442,7 +478,8 @@ impl EngineInner {
             .idempotency_key
             .clone()
             .map(|key| (key, start.workflow_name.to_string()));
-        let Some(done) = self.spawn_start(start, run_id, chosen_id.is_some(), None)? else {
+        let tenant = self.admit_tenant(&start.scope)?;
+        let Some(done) = self.spawn_start(start, run_id, chosen_id.is_some(), None, tenant)? else {
             return Ok(run_id);
         };
         let done = match guard {

@@ -102,6 +102,12 @@ pub(crate) struct ServeArgs {
     #[arg(long, value_name = "N", default_value_t = 10_000,
           value_parser = clap::value_parser!(u32).range(1..))]
     max_runs_per_tree: u32,
+    /// The most runs one tenant may have in progress at once (sub-runs included). A start
+    /// beyond it is answered 429 (MAG-EN008); a sub-run beyond it fails its step. Runs waiting
+    /// on a gate or a timer more than a few seconds away do not count.
+    #[arg(long, value_name = "N", default_value_t = 10_000,
+          value_parser = clap::value_parser!(u32).range(1..))]
+    max_runs_per_tenant: u32,
     /// Days a trigger delivery record (schedule tick, webhook request, event) is kept.
     #[arg(long, value_name = "DAYS", default_value_t = 7,
           value_parser = clap::value_parser!(u64).range(1..=3650))]
@@ -134,7 +140,8 @@ pub(crate) async fn serve(loc: &Location, args: ServeArgs) -> anyhow::Result<u8>
         .idle_timeout(Duration::from_secs(args.idle_timeout))
         .send_timeout(Duration::from_secs(args.send_timeout))
         .max_connections(usize::try_from(args.max_connections).unwrap_or(usize::MAX))
-        .max_runs_per_tree(args.max_runs_per_tree);
+        .max_runs_per_tree(args.max_runs_per_tree)
+        .max_runs_per_tenant(args.max_runs_per_tenant);
     if let Some(store) = &loc.store {
         config = config.store(store);
     }

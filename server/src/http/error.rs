@@ -92,6 +92,19 @@ impl ApiError {
         }
     }
 
+    /// The answer to a start the engine refused: 429 `MAG-EN008` when the tenant has as many
+    /// runs in progress as it may, 400 for input that cannot be journaled, else 500.
+    pub fn from_start(error: magrathea_core::StartError) -> Self {
+        use magrathea_core::StartError;
+        match error {
+            e @ StartError::TenantFull { .. } => {
+                Self::new(StatusCode::TOO_MANY_REQUESTS, "MAG-EN008", e.to_string())
+            }
+            StartError::InvalidInput(m) => Self::bad_request("MAG-HTTP-INVALID-PARAMS", m),
+            e => Self::internal(e),
+        }
+    }
+
     /// 500: a failure of the server or its store. The full error is logged with a reference;
     /// the client gets only the reference (errors of the store or the disk may name files of
     /// the server).

@@ -105,7 +105,11 @@ pub struct ServeConfig {
     document_quota: doc_quota::DocumentQuota,
     triggers: crate::triggers::TriggerConfig,
     max_runs_per_tree: u32,
+    max_runs_per_tenant: u32,
 }
+
+/// The default of [`ServeConfig::max_runs_per_tenant`].
+pub const DEFAULT_MAX_RUNS_PER_TENANT: u32 = 10_000;
 
 impl ServeConfig {
     /// Serves the document tree `root` (`<root>/<tenant>/<project>/_vance/…`). Defaults: address
@@ -124,6 +128,7 @@ impl ServeConfig {
             document_quota: doc_quota::DocumentQuota::default(),
             triggers: crate::triggers::TriggerConfig::default(),
             max_runs_per_tree: magrathea_core::DEFAULT_MAX_RUNS_PER_TREE,
+            max_runs_per_tenant: DEFAULT_MAX_RUNS_PER_TENANT,
         }
     }
 
@@ -161,6 +166,16 @@ impl ServeConfig {
     /// beyond it is not started (`[MAG-CH003]`).
     pub fn max_runs_per_tree(mut self, runs: u32) -> Self {
         self.max_runs_per_tree = runs;
+        self
+    }
+
+    /// The most runs one tenant may have in progress in this server at once, top-level runs
+    /// and sub-runs alike, whoever started them (default [`DEFAULT_MAX_RUNS_PER_TENANT`]; see
+    /// `EngineBuilder::max_runs_in_memory_per_tenant`). A start beyond it is answered 429
+    /// `MAG-EN008` and a sub-run beyond it fails its step; a run waiting beyond the engine's
+    /// eviction horizon (a gate, a long timer) is out of memory and does not count.
+    pub fn max_runs_per_tenant(mut self, runs: u32) -> Self {
+        self.max_runs_per_tenant = runs;
         self
     }
 
@@ -403,7 +418,8 @@ pub async fn serve(config: ServeConfig) -> Result<(SocketAddr, ServerHandle), Se
         .install_with(
             Engine::builder()
                 .recover(true)
-                .max_runs_per_tree(config.max_runs_per_tree),
+                .max_runs_per_tree(config.max_runs_per_tree)
+                .max_runs_in_memory_per_tenant(Some(config.max_runs_per_tenant)),
             &config.postgres,
         )
         .map_err(|e| ServeError::Open(OpenError::Store(e)))?;

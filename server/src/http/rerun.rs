@@ -161,7 +161,11 @@ pub(crate) async fn rerun(
             if let Some(key) = &key {
                 req = req.idempotency_key(key.clone());
             }
-            let run = state.engine.start(req).await.map_err(ApiError::internal)?;
+            let run = state
+                .engine
+                .start(req)
+                .await
+                .map_err(ApiError::from_start)?;
             state.metrics.run_started("rerun");
             run
         }

@@ -245,7 +245,11 @@ pub(crate) async fn retry(
         ));
     }
     req.entry = Some(entry);
-    let run = state.engine.start(req).await.map_err(ApiError::internal)?;
+    let run = state
+        .engine
+        .start(req)
+        .await
+        .map_err(ApiError::from_start)?;
     state.metrics.run_started("retry");
     if let Ok(catalog) = state.triggers.catalog() {
         record_origin(catalog, run, summary.run_id, &from_state, which);

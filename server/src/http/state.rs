@@ -275,10 +275,7 @@ impl AppState {
         match self.engine.start(request).await {
             Ok(run) => Ok(Some(run)),
             Err(StartError::UnknownWorkflow(_)) => Ok(None),
-            Err(StartError::InvalidInput(m)) => {
-                Err(ApiError::bad_request("MAG-HTTP-INVALID-PARAMS", m))
-            }
-            Err(e) => Err(ApiError::internal(e)),
+            Err(e) => Err(ApiError::from_start(e)),
         }
     }
 
@@ -334,9 +331,7 @@ impl AppState {
             YamlStartError::Params(p) => {
                 ApiError::bad_request("MAG-HTTP-INVALID-PARAMS", format!("[MAG-YP001] {p}"))
             }
-            YamlStartError::Engine(StartError::InvalidInput(m)) => {
-                ApiError::bad_request("MAG-HTTP-INVALID-PARAMS", m)
-            }
+            YamlStartError::Engine(e) => ApiError::from_start(e),
             e => ApiError::internal(e),
         }
     }

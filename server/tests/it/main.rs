@@ -72,6 +72,7 @@ mod http_runs;
 mod http_scoped_results;
 mod http_shell;
 mod http_start_attribution;
+mod http_tenant_runs;
 mod http_ui_api;
 mod http_versions;
 mod lanes_postgres;

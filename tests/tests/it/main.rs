@@ -21,4 +21,5 @@ mod run_deadline;
 mod run_trees;
 mod sub_run_crash;
 mod sub_runs;
+mod tenant_runs;
 mod yaml_interop;

@@ -100,6 +100,11 @@ pub(super) const CODES: &[ErrorCode] = &[
         remedy: "Find out why the process stops while running this task (its memory or time, a crash) and fix it; route technical_error with catch: to handle it in the workflow. The limit is EngineBuilder::max_claim_attempts (default 3; `magrathea serve --max-claim-attempts`).",
     },
     ErrorCode {
+        code: "MAG-EN008",
+        meaning: "A run was not started: its tenant has as many runs in progress in this process as one tenant may (`magrathea serve --max-runs-per-tenant`, 10,000 by default; a sub-run beyond it fails its step with this code).",
+        remedy: "Start again once some of the tenant's runs have ended, or raise the bound with `magrathea serve --max-runs-per-tenant` or EngineBuilder::max_runs_in_memory_per_tenant.",
+    },
+    ErrorCode {
         code: "MAG-RN001",
         meaning: "No run with this id exists in this scope.",
         remedy: "Check the id and the project (`magrathea runs list` shows the runs).",

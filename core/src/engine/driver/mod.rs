@@ -25,6 +25,7 @@ use futures::future::BoxFuture;
 use serde_json::Value;
 use tokio::sync::{Notify, mpsc, oneshot};
 
+use super::tenant_runs::TenantSlot;
 use super::trees::Place;
 use super::{EngineInner, Event, RunUpdate, WorkflowError};
 use crate::context::{Command, CommandDetail, Link, Shared, lock};
@@ -42,6 +43,8 @@ pub(crate) enum Init {
         ack: oneshot::Sender<Result<(), StartError>>,
         /// The run's place in its tree of runs, when the starter knows it (a parent does).
         place: Option<Place>,
+        /// The run's place in its tenant's count, when tenants are bounded.
+        tenant: Option<TenantSlot>,
     },
     /// Replay the run from its journal. `reclaims` counts the times a worker sharing the
     /// store reclaimed it after its lease expired (0 with a store one process owns).
@@ -235,6 +238,8 @@ struct Driver {
     /// Recovered, and the code not yet replayed up to where it waits (see
     /// `EngineInner::is_replaying`).
     replaying: bool,
+    /// The run's place in its tenant's count of runs in memory, given back with the driver.
+    tenant: Option<TenantSlot>,
 }
 
 impl Driver {
@@ -273,13 +278,20 @@ impl Driver {
             held: Held::default(),
             claims_exhausted: None,
             replaying: false,
+            tenant: None,
         }
     }
 
     async fn run(&mut self, init: Init) {
         let ok = match init {
-            Init::Fresh { start, ack, place } => {
+            Init::Fresh {
+                start,
+                ack,
+                place,
+                tenant,
+            } => {
                 self.place = place;
+                self.tenant = tenant;
                 self.begin_fresh(*start, ack)
             }
             Init::Recover { reclaims } => {
@@ -288,6 +300,9 @@ impl Driver {
                 let ok = self.recover().await;
                 if ok {
                     self.join_tree();
+                    if let Some(start) = &self.start {
+                        self.tenant = self.engine.join_tenant(&start.scope);
+                    }
                     self.cancel_if_parent_did();
                 }
                 ok

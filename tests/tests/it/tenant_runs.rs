@@ -1,0 +1,162 @@
+//! The runs one tenant has in progress are bounded
+//! (`EngineBuilder::max_runs_in_memory_per_tenant`): a top-level start beyond the bound is
+//! refused with `[MAG-EN008]` and starts nothing, and a sub-run beyond it is not started (its
+//! step fails with that error). Other tenants, and runs of no scope, are not held back.
+
+use std::collections::HashSet;
+use std::sync::Mutex;
+use std::time::Duration;
+
+use magrathea::core::{StartError, StartRequest};
+use magrathea::prelude::*;
+use serde_json::json;
+
+/// The keys whose `hold` tasks may return.
+static RELEASED: Mutex<Option<HashSet<String>>> = Mutex::new(None);
+
+fn release(key: &str) {
+    RELEASED
+        .lock()
+        .unwrap()
+        .get_or_insert_with(HashSet::new)
+        .insert(key.to_owned());
+}
+
+fn released(key: &str) -> bool {
+    RELEASED
+        .lock()
+        .unwrap()
+        .as_ref()
+        .is_some_and(|keys| keys.contains(key))
+}
+
+/// Busy (a running task keeps the run in memory) until `key` is released.
+#[task]
+async fn hold(key: String) -> Result<(), TaskError> {
+    while !released(&key) {
+        tokio::time::sleep(Duration::from_millis(5)).await;
+    }
+    Ok(())
+}
+
+#[workflow]
+async fn busy(ctx: Context, key: String) -> Result<(), WorkflowError> {
+    ctx.task(hold, key).await?;
+    Ok(())
+}
+
+/// Starts a `busy` child and returns how it ended.
+#[workflow]
+async fn parent(ctx: Context, key: String) -> Result<String, WorkflowError> {
+    match ctx.child(busy, key).await {
+        Ok(()) => Ok("child done".into()),
+        Err(e) => Ok(format!("child failed: {e}")),
+    }
+}
+
+async fn engine(limit: u32) -> Engine {
+    Engine::builder()
+        .in_memory()
+        .workflow(busy)
+        .workflow(parent)
+        .task(hold)
+        .with_core(|b| b.max_runs_in_memory_per_tenant(Some(limit)))
+        .build()
+        .await
+        .unwrap()
+}
+
+async fn start(
+    engine: &Engine,
+    workflow: &str,
+    scope: &str,
+    key: &str,
+) -> Result<RunId, StartError> {
+    engine
+        .core()
+        .start(StartRequest::code(workflow, json!(key)).scope(scope))
+        .await
+}
+
+async fn ended(engine: &Engine, run: RunId) -> magrathea::RunView {
+    tokio::time::timeout(Duration::from_secs(30), engine.core().wait(run))
+        .await
+        .unwrap_or_else(|_| panic!("run {run} did not end"))
+        .unwrap()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_tenant_has_at_most_its_bound_of_runs_in_progress() {
+    let engine = engine(2).await;
+    let a = start(&engine, "busy", "acme/shop", "t1-a").await.unwrap();
+    let _b = start(&engine, "busy", "acme/blog", "t1-b").await.unwrap();
+    let before = engine.list_runs(&Default::default()).unwrap().len();
+
+    // The tenant's two projects share its bound; the refusal names it and starts nothing.
+    let refused = start(&engine, "busy", "acme/shop", "t1-c")
+        .await
+        .unwrap_err();
+    assert!(
+        matches!(refused, StartError::TenantFull { ref tenant, held: 2, limit: 2 } if tenant == "acme"),
+        "{refused:?}"
+    );
+    assert!(refused.to_string().starts_with("[MAG-EN008]"), "{refused}");
+    assert_eq!(engine.list_runs(&Default::default()).unwrap().len(), before);
+
+    // Another tenant, and a run of no scope, start as before.
+    let other = start(&engine, "busy", "globex/shop", "t1-d").await.unwrap();
+    let unscoped = start(&engine, "busy", "", "t1-e").await.unwrap();
+
+    // A run that ends frees its place.
+    release("t1-a");
+    assert_eq!(ended(&engine, a).await.status, RunStatus::Done);
+    let mut again = start(&engine, "busy", "acme/shop", "t1-f").await;
+    let deadline = std::time::Instant::now() + Duration::from_secs(30);
+    // The driver of the ended run leaves memory just after its status is durable.
+    while matches!(again, Err(StartError::TenantFull { .. })) {
+        assert!(std::time::Instant::now() < deadline, "{again:?}");
+        tokio::time::sleep(Duration::from_millis(10)).await;
+        again = start(&engine, "busy", "acme/shop", "t1-f").await;
+    }
+    again.unwrap();
+    for key in ["t1-b", "t1-d", "t1-e", "t1-f"] {
+        release(key);
+    }
+    assert_eq!(ended(&engine, other).await.status, RunStatus::Done);
+    assert_eq!(ended(&engine, unscoped).await.status, RunStatus::Done);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_sub_run_beyond_the_tenants_bound_is_not_started_and_its_step_fails() {
+    let engine = engine(2).await;
+    let held = start(&engine, "busy", "acme/shop", "t2-a").await.unwrap();
+    // The parent is the tenant's second run: its child would be the third.
+    let run = start(&engine, "parent", "acme/shop", "t2-b").await.unwrap();
+    let view = ended(&engine, run).await;
+    assert_eq!(view.status, RunStatus::Done);
+    let result = view.result.unwrap().to_string();
+    assert!(
+        result.contains("child failed") && result.contains("[MAG-EN008] tenant `acme` has 2 runs"),
+        "{result}"
+    );
+    release("t2-a");
+    ended(&engine, held).await;
+
+    // Once the busy run has left memory (just after its status is durable), the same
+    // parent's child runs.
+    let deadline = std::time::Instant::now() + Duration::from_secs(30);
+    for attempt in 0.. {
+        let key = format!("t2-c{attempt}");
+        release(&key);
+        let run = start(&engine, "parent", "acme/shop", &key).await.unwrap();
+        let result = ended(&engine, run).await.result.unwrap();
+        if result == json!("child done") {
+            break;
+        }
+        assert!(
+            result.to_string().contains("[MAG-EN008]") && std::time::Instant::now() < deadline,
+            "{result}"
+        );
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
+}
