@@ -37,7 +37,7 @@ pub(crate) struct RunArgs {
     #[arg(long, value_name = "JSON")]
     params: Option<String>,
     /// Who starts the run [default: $USER, else `cli`].
-    #[arg(long, value_name = "WHO")]
+    #[arg(long, value_name = "WHO", value_parser = clap::builder::NonEmptyStringValueParser::new())]
     started_by: Option<String>,
     /// Print the run as one JSON object on stdout.
     #[arg(long)]

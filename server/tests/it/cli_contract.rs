@@ -773,3 +773,14 @@ fn validate_piped_into_a_reader_that_closes_early_still_reports_an_invalid_docum
     assert!(stderr(&out).contains("zz-bad.yaml:"), "{}", stderr(&out));
     assert!(!stderr(&out).contains("panicked"), "{}", stderr(&out));
 }
+
+#[test]
+fn an_empty_starter_is_refused_before_anything_starts() {
+    let p = Project::new();
+    p.workflow("review", REVIEW);
+    let out = p.cli(&["run", "review", "--started-by", ""]);
+    assert_eq!(code(&out), 2, "{}", stderr(&out));
+    assert!(stderr(&out).contains("--started-by"), "{}", stderr(&out));
+    let runs = p.cli(&["runs", "list", "--json"]);
+    assert_eq!(stdout(&runs).trim(), "[]", "nothing was started");
+}
