@@ -163,13 +163,13 @@ pub enum StartError {
         /// That run's version, when the start named another version of the same workflow.
         version: Option<String>,
     },
-    /// The run's tenant has as many runs in memory as one tenant may
-    /// ([`EngineBuilder::max_runs_in_memory_per_tenant`](crate::EngineBuilder::max_runs_in_memory_per_tenant));
+    /// The run's tenant has as many runs in progress as one tenant may
+    /// ([`EngineBuilder::max_active_runs_per_tenant`](crate::EngineBuilder::max_active_runs_per_tenant));
     /// no run was started.
     #[error(
         "[MAG-EN008] tenant `{tenant}` has {held} runs in progress, the most one tenant may \
          have ({limit}): start again once some have ended, or raise the bound \
-         (EngineBuilder::max_runs_in_memory_per_tenant, or `magrathea serve \
+         (EngineBuilder::max_active_runs_per_tenant, or `magrathea serve \
          --max-runs-per-tenant`)"
     )]
     TenantFull {

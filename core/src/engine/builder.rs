@@ -35,7 +35,7 @@ pub struct EngineBuilder {
     evict_after: Duration,
     max_child_depth: u32,
     max_runs_per_tree: u32,
-    max_runs_in_memory_per_tenant: Option<u32>,
+    max_active_runs_per_tenant: Option<u32>,
     max_journal_bytes_per_run: u64,
     journal_bytes_limit: Option<super::JournalBytesLimit>,
     max_task_output_bytes: usize,
@@ -55,8 +55,8 @@ impl fmt::Debug for EngineBuilder {
             .field("max_child_depth", &self.max_child_depth)
             .field("max_runs_per_tree", &self.max_runs_per_tree)
             .field(
-                "max_runs_in_memory_per_tenant",
-                &self.max_runs_in_memory_per_tenant,
+                "max_active_runs_per_tenant",
+                &self.max_active_runs_per_tenant,
             )
             .field("max_journal_bytes_per_run", &self.max_journal_bytes_per_run)
             .field("max_task_output_bytes", &self.max_task_output_bytes)
@@ -80,7 +80,7 @@ impl Default for EngineBuilder {
             evict_after: Duration::from_secs(2),
             max_child_depth: super::DEFAULT_MAX_CHILD_DEPTH,
             max_runs_per_tree: super::DEFAULT_MAX_RUNS_PER_TREE,
-            max_runs_in_memory_per_tenant: None,
+            max_active_runs_per_tenant: None,
             max_journal_bytes_per_run: super::DEFAULT_MAX_JOURNAL_BYTES_PER_RUN,
             journal_bytes_limit: None,
             max_task_output_bytes: super::DEFAULT_MAX_TASK_OUTPUT_BYTES,
@@ -201,11 +201,11 @@ impl EngineBuilder {
     /// of `acme/shop`); runs of no scope are not counted. A start beyond the bound is refused
     /// with [`StartError::TenantFull`](crate::StartError::TenantFull) (`[MAG-EN008]`), and a
     /// sub-run beyond it is not started: its step fails with that error. A run counts from
-    /// its start until it ends or leaves this engine; runs recovered after a restart count
-    /// whatever their number. On a store several workers share, each worker counts the runs
-    /// it holds.
-    pub fn max_runs_in_memory_per_tenant(mut self, runs: Option<u32>) -> Self {
-        self.max_runs_in_memory_per_tenant = runs;
+    /// its start until it ends, also while it waits out of memory (on a gate, a long timer);
+    /// runs recovered after a restart count whatever their number. On a store several
+    /// workers share, each worker counts the runs it holds.
+    pub fn max_active_runs_per_tenant(mut self, runs: Option<u32>) -> Self {
+        self.max_active_runs_per_tenant = runs;
         self
     }
 
@@ -337,7 +337,7 @@ impl EngineBuilder {
                 evict_after: self.evict_after,
                 max_child_depth: self.max_child_depth,
                 max_runs_per_tree: self.max_runs_per_tree,
-                max_runs_in_memory_per_tenant: self.max_runs_in_memory_per_tenant,
+                max_active_runs_per_tenant: self.max_active_runs_per_tenant,
                 max_journal_bytes_per_run: self.max_journal_bytes_per_run,
                 journal_bytes_limit: self.journal_bytes_limit,
                 max_task_output_bytes: self.max_task_output_bytes,

@@ -106,7 +106,7 @@ pub(crate) struct Config {
     /// The most runs one tree of runs (a root and its descendants) may hold.
     pub(crate) max_runs_per_tree: u32,
     /// The most runs one tenant may have active here at once.
-    pub(crate) max_runs_in_memory_per_tenant: Option<u32>,
+    pub(crate) max_active_runs_per_tenant: Option<u32>,
     /// The most bytes one run's journal may hold before the run fails.
     pub(crate) max_journal_bytes_per_run: u64,
     /// Lower journal limits for runs of some scopes.
@@ -429,14 +429,14 @@ impl EngineInner {
     }
 
     /// A place in the count of `scope`'s tenant
-    /// ([`EngineBuilder::max_runs_in_memory_per_tenant`](crate::EngineBuilder::max_runs_in_memory_per_tenant)),
+    /// ([`EngineBuilder::max_active_runs_per_tenant`](crate::EngineBuilder::max_active_runs_per_tenant)),
     /// `None` when tenants are not bounded or the run has none; the refusal when the tenant
     /// holds as many runs as it may.
     fn admit_tenant(
         self: &Arc<Self>,
         scope: &crate::RunScope,
     ) -> Result<Option<TenantSlot>, StartError> {
-        let Some(limit) = self.config.max_runs_in_memory_per_tenant else {
+        let Some(limit) = self.config.max_active_runs_per_tenant else {
             return Ok(None);
         };
         self.tenant_runs
@@ -451,7 +451,7 @@ impl EngineInner {
     /// A place in the count of `scope`'s tenant for a run that is active already (recovered),
     /// whatever the tenant holds; `None` when tenants are not bounded.
     pub(crate) fn join_tenant(self: &Arc<Self>, scope: &crate::RunScope) -> Option<TenantSlot> {
-        self.config.max_runs_in_memory_per_tenant?;
+        self.config.max_active_runs_per_tenant?;
         self.tenant_runs.join(scope)
     }
 

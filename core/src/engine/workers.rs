@@ -417,6 +417,8 @@ fn stop_lost(inner: &EngineInner) {
         return;
     };
     for run in leases.take_lost() {
+        // A run that waited out of memory no longer counts here.
+        drop(inner.tenant_runs.unpark(run));
         // Dropping its channel stops the driver at its next turn; its appends are fenced.
         if inner.active().remove(&run).is_some() {
             tracing::warn!(%run, "lost the run's lease to another worker; stopped driving it");

@@ -103,8 +103,8 @@ pub(crate) struct ServeArgs {
           value_parser = clap::value_parser!(u32).range(1..))]
     max_runs_per_tree: u32,
     /// The most runs one tenant may have in progress at once (sub-runs included). A start
-    /// beyond it is answered 429 (MAG-EN008); a sub-run beyond it fails its step. Runs waiting
-    /// on a gate or a timer more than a few seconds away do not count.
+    /// beyond it is answered 429 (MAG-EN008); a sub-run beyond it fails its step. A run counts
+    /// until it ends, also while it waits on a gate or a timer.
     #[arg(long, value_name = "N", default_value_t = 10_000,
           value_parser = clap::value_parser!(u32).range(1..))]
     max_runs_per_tenant: u32,

@@ -171,9 +171,9 @@ impl ServeConfig {
 
     /// The most runs one tenant may have in progress in this server at once, top-level runs
     /// and sub-runs alike, whoever started them (default [`DEFAULT_MAX_RUNS_PER_TENANT`]; see
-    /// `EngineBuilder::max_runs_in_memory_per_tenant`). A start beyond it is answered 429
-    /// `MAG-EN008` and a sub-run beyond it fails its step; a run waiting beyond the engine's
-    /// eviction horizon (a gate, a long timer) is out of memory and does not count.
+    /// `EngineBuilder::max_active_runs_per_tenant`). A start beyond it is answered 429
+    /// `MAG-EN008` and a sub-run beyond it fails its step. A run counts until it ends, also
+    /// while it waits on a gate or a timer.
     pub fn max_runs_per_tenant(mut self, runs: u32) -> Self {
         self.max_runs_per_tenant = runs;
         self
@@ -419,7 +419,7 @@ pub async fn serve(config: ServeConfig) -> Result<(SocketAddr, ServerHandle), Se
             Engine::builder()
                 .recover(true)
                 .max_runs_per_tree(config.max_runs_per_tree)
-                .max_runs_in_memory_per_tenant(Some(config.max_runs_per_tenant)),
+                .max_active_runs_per_tenant(Some(config.max_runs_per_tenant)),
             &config.postgres,
         )
         .map_err(|e| ServeError::Open(OpenError::Store(e)))?;

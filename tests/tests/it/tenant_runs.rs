@@ -1,7 +1,8 @@
 //! The runs one tenant has in progress are bounded
-//! (`EngineBuilder::max_runs_in_memory_per_tenant`): a top-level start beyond the bound is
+//! (`EngineBuilder::max_active_runs_per_tenant`): a top-level start beyond the bound is
 //! refused with `[MAG-EN008]` and starts nothing, and a sub-run beyond it is not started (its
-//! step fails with that error). Other tenants, and runs of no scope, are not held back.
+//! step fails with that error). Other tenants, and runs of no scope, are not held back. Runs
+//! that wait out of memory count until they end, and give their place back when they do.
 
 use std::collections::HashSet;
 use std::sync::Mutex;
@@ -54,16 +55,36 @@ async fn parent(ctx: Context, key: String) -> Result<String, WorkflowError> {
     }
 }
 
-async fn engine(limit: u32) -> Engine {
+/// Sleeps `ms` milliseconds on a durable timer.
+#[workflow]
+async fn nap(ctx: Context, ms: u64) -> Result<(), WorkflowError> {
+    ctx.sleep(Duration::from_millis(ms)).await?;
+    Ok(())
+}
+
+fn builder(limit: u32) -> magrathea::EngineBuilder {
     Engine::builder()
-        .in_memory()
         .workflow(busy)
         .workflow(parent)
+        .workflow(nap)
         .task(hold)
-        .with_core(|b| b.max_runs_in_memory_per_tenant(Some(limit)))
-        .build()
-        .await
-        .unwrap()
+        // Runs that wait leave memory as soon as they wait.
+        .with_core(|b| {
+            b.max_active_runs_per_tenant(Some(limit))
+                .evict_after(Duration::from_millis(1))
+        })
+}
+
+async fn engine(limit: u32) -> Engine {
+    builder(limit).in_memory().build().await.unwrap()
+}
+
+/// Waits until no run is in memory: each waits out of it, or ended.
+async fn none_in_memory(engine: &Engine) {
+    magrathea_tests::wait_for("no run in memory", Duration::from_secs(30), || {
+        engine.core().runs_in_memory() == 0
+    })
+    .await;
 }
 
 async fn start(
@@ -159,4 +180,79 @@ async fn a_sub_run_beyond_the_tenants_bound_is_not_started_and_its_step_fails() 
         );
         tokio::time::sleep(Duration::from_millis(10)).await;
     }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn runs_waiting_out_of_memory_count_until_they_end() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("journal.redb");
+    let engine = builder(2).path(&path).build().await.unwrap();
+    let week = 7 * 24 * 3600 * 1000u64;
+    let a = engine
+        .core()
+        .start(StartRequest::code("nap", json!(week)).scope("acme/shop"))
+        .await
+        .unwrap();
+    let _b = engine
+        .core()
+        .start(StartRequest::code("nap", json!(week)).scope("acme/shop"))
+        .await
+        .unwrap();
+    none_in_memory(&engine).await;
+    let refused = start(&engine, "busy", "acme/shop", "t3-a")
+        .await
+        .unwrap_err();
+    assert!(
+        matches!(refused, StartError::TenantFull { held: 2, .. }),
+        "{refused:?}"
+    );
+
+    // After a restart the waiting runs are recovered, wait out of memory again, and count.
+    engine.core().stop(Duration::from_secs(5)).await;
+    drop(engine);
+    let engine = builder(2).path(&path).build().await.unwrap();
+    none_in_memory(&engine).await;
+    let refused = start(&engine, "busy", "acme/shop", "t3-b")
+        .await
+        .unwrap_err();
+    assert!(
+        matches!(refused, StartError::TenantFull { held: 2, .. }),
+        "{refused:?}"
+    );
+
+    // A waiting run that is cancelled is taken into memory, ends, and frees its place.
+    engine.core().cancel(a, "done waiting").await.unwrap();
+    assert_eq!(ended(&engine, a).await.status, RunStatus::Cancelled);
+    let deadline = std::time::Instant::now() + Duration::from_secs(30);
+    let run = loop {
+        match start(&engine, "busy", "acme/shop", "t3-c").await {
+            Ok(run) => break run,
+            Err(StartError::TenantFull { .. }) => {
+                assert!(std::time::Instant::now() < deadline, "no place was freed");
+                tokio::time::sleep(Duration::from_millis(10)).await;
+            }
+            Err(e) => panic!("{e}"),
+        }
+    };
+    release("t3-c");
+    assert_eq!(ended(&engine, run).await.status, RunStatus::Done);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_run_that_wakes_and_ends_gives_its_place_back() {
+    let engine = engine(1).await;
+    // Many short naps, one after another: each waits out of memory, wakes and ends.
+    for _ in 0..5 {
+        let run = engine
+            .core()
+            .start(StartRequest::code("nap", json!(50)).scope("acme/shop"))
+            .await
+            .unwrap();
+        assert_eq!(ended(&engine, run).await.status, RunStatus::Done);
+        // The place is free once the ended run's driver has left memory.
+        none_in_memory(&engine).await;
+    }
+    let run = start(&engine, "busy", "acme/shop", "t4-a").await.unwrap();
+    release("t4-a");
+    assert_eq!(ended(&engine, run).await.status, RunStatus::Done);
 }

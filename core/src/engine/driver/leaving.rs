@@ -20,6 +20,15 @@ impl Driver {
         match self.rx.try_recv() {
             Ok(ev) => Some(ev),
             Err(_) => {
+                // A run that only waits keeps its place in its tenant's count, parked under
+                // the lock of in-memory runs: a driver that takes it up again comes after.
+                if !self.state.is_terminal()
+                    && self.blocked.is_none()
+                    && !self.rx.is_closed()
+                    && let Some(slot) = self.tenant.take()
+                {
+                    slot.park(self.run_id);
+                }
                 self.leave(&mut active);
                 drop(active);
                 if self.blocked.is_some() {

@@ -295,12 +295,16 @@ impl Driver {
                 self.begin_fresh(*start, ack)
             }
             Init::Recover { reclaims } => {
+                // A run that waited out of memory takes up the place it kept.
+                self.tenant = self.engine.tenant_runs.unpark(self.run_id);
                 self.replaying = true;
                 self.claims_exhausted = self.claims_exhausted_after(reclaims);
                 let ok = self.recover().await;
                 if ok {
                     self.join_tree();
-                    if let Some(start) = &self.start {
+                    if self.tenant.is_none()
+                        && let Some(start) = &self.start
+                    {
                         self.tenant = self.engine.join_tenant(&start.scope);
                     }
                     self.cancel_if_parent_did();
