@@ -248,8 +248,20 @@ pub(crate) async fn list(
     Ok(paged(found, next))
 }
 
-fn approval(state: &AppState, who: &Principal, id: &str) -> Result<InboxItem, ApiError> {
-    let item = scoped_item(state, id, |s| in_tenant(who, s))?;
+async fn approval(state: &AppState, who: &Principal, id: &str) -> Result<InboxItem, ApiError> {
+    // The read counts among the whole-journal reads of the token's tenant (of the item's run,
+    // read from its id, for a token of every tenant).
+    let tenant = match &who.tenant {
+        Some(tenant) => tenant.clone(),
+        None => id
+            .rsplit_once('-')
+            .and_then(|(run, _)| run.parse::<magrathea_core::RunId>().ok())
+            .and_then(|run| state.engine.summary(run).ok())
+            .and_then(|s| s.scope.as_str().split('/').next().map(str::to_owned))
+            .unwrap_or_default(),
+    };
+    let who = who.clone();
+    let item = scoped_item(state, &tenant, id, move |s| in_tenant(&who, s)).await?;
     if !is_approval(&item) {
         return Err(ApiError::not_found(format!("approval `{id}` not found")));
     }
@@ -264,7 +276,7 @@ pub(crate) async fn get(
     headers: HeaderMap,
 ) -> Result<Json<serde_json::Value>, ApiError> {
     let who = caller(&state, &headers)?;
-    let item = approval(&state, &who, &id)?;
+    let item = approval(&state, &who, &id).await?;
     let scope = state
         .engine
         .summary(item.workflow_run_id)
@@ -292,7 +304,7 @@ async fn decide(
 ) -> Result<Json<Decided>, ApiError> {
     let who = caller(&state, &headers)?;
     let comment = body?.comment;
-    let item = approval(&state, &who, &id)?;
+    let item = approval(&state, &who, &id).await?;
     // The failure's DECISION: approving runs the failed state again, rejecting fails the run.
     let answer = if is_failure_pause(&item) {
         let approved = answer.value.get("approved") == Some(&serde_json::Value::Bool(true));
@@ -313,7 +325,7 @@ async fn decide(
     // The answer is journaled: a read that fails now leaves the fields out, not the reply.
     if let (Ok(summary), Ok(now)) = (
         state.engine.summary(item.workflow_run_id),
-        approval(&state, &who, &id),
+        approval(&state, &who, &id).await,
     ) {
         decided.status = Some(super::pause::friday_run_status(summary.status).into());
         let now = Approval {

@@ -233,17 +233,22 @@ pub(crate) async fn list(
 }
 
 /// The item `id` if its run's scope satisfies `keep`; 404 otherwise.
-pub(crate) fn scoped_item(
+pub(crate) async fn scoped_item(
     state: &AppState,
+    tenant: &str,
     id: &str,
-    keep: impl Fn(&str) -> bool,
+    keep: impl Fn(&str) -> bool + Send + 'static,
 ) -> Result<InboxItem, ApiError> {
     let not_found = || ApiError::not_found(format!("inbox item `{id}` not found"));
-    // The scope is checked before the run's journal is read.
-    match state
-        .engine
-        .inbox_item_of(id, |summary| keep(summary.scope.as_str()))
-    {
+    // The scope is checked before the run's journal is read; the read is one of `tenant`'s
+    // whole-journal reads.
+    let owned = id.to_owned();
+    let found = state
+        .journal_read(tenant, move |engine| {
+            engine.inbox_item_of(&owned, |summary| keep(summary.scope.as_str()))
+        })
+        .await?;
+    match found {
         Ok(item) => Ok(item),
         Err(DeliverError::ItemNotFound(_)) => Err(not_found()),
         Err(e) => Err(ApiError::internal(e)),
@@ -258,7 +263,9 @@ pub(crate) async fn get(
 ) -> Result<Json<InboxItem>, ApiError> {
     state.authorize(&headers, &p.tenant, ApiScope::Read)?;
     let key = state.scope(&p.tenant, &p.project)?.key();
-    Ok(Json(scoped_item(&state, &p.item_id, |s| s == key)?))
+    Ok(Json(
+        scoped_item(&state, &p.tenant, &p.item_id, move |s| s == key).await?,
+    ))
 }
 
 /// Body of `POST …/inbox/{item_id}/answer`: `{kind, option?, text?, comment?}`, or the
@@ -482,7 +489,7 @@ pub(crate) async fn answer(
     let who = state.authorize(&headers, &p.tenant, ApiScope::Run)?;
     let body = body?;
     let key = state.scope(&p.tenant, &p.project)?.key();
-    let item = scoped_item(&state, &p.item_id, |s| s == key)?;
+    let item = scoped_item(&state, &p.tenant, &p.item_id, move |s| s == key).await?;
     let answer = body.answer()?;
     Ok(Json(answer_item(&state, &item, answer, &who).await?))
 }

@@ -209,9 +209,10 @@ pub(crate) async fn retry(
             "only a YAML workflow's run can be retried from a state; rerun it instead",
         ));
     }
+    let run = summary.run_id;
     let journal = state
-        .engine
-        .journal(summary.run_id)
+        .journal_read(&p.tenant, move |engine| engine.journal(run))
+        .await?
         .map_err(ApiError::internal)?;
     let entry = entry_of(&journal, body.from_state.as_deref()).map_err(|e| from_error(&e))?;
     let from_state = entry.state.clone();

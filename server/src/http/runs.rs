@@ -317,11 +317,9 @@ pub(crate) async fn dto(state: &AppState, run: RunId) -> Result<RunDto, ApiError
                 .to_owned()
         })
         .unwrap_or_default();
-    let _permit = state.journal_reads.acquire(&tenant).await;
-    let engine = state.engine.clone();
-    tokio::task::spawn_blocking(move || RunDto::load(&engine, run))
-        .await
-        .map_err(ApiError::internal)?
+    state
+        .journal_read(&tenant, move |engine| RunDto::load(engine, run))
+        .await?
         .map_err(ApiError::internal)
 }
 

@@ -127,6 +127,20 @@ impl AppState {
         self.view(summary.run_id)
     }
 
+    /// Runs `read`, which reads whole journals of `tenant`'s runs, off the runtime's threads
+    /// and within the tenant's share of such reads ([`super::journal_reads`]).
+    pub(crate) async fn journal_read<T: Send + 'static>(
+        &self,
+        tenant: &str,
+        read: impl FnOnce(&Engine) -> T + Send + 'static,
+    ) -> Result<T, ApiError> {
+        let _permit = self.journal_reads.acquire(tenant).await;
+        let engine = self.engine.clone();
+        tokio::task::spawn_blocking(move || read(&engine))
+            .await
+            .map_err(ApiError::internal)
+    }
+
     /// The run view of a run known to exist.
     pub fn view(&self, run: RunId) -> Result<RunView, ApiError> {
         self.engine.run(run).map_err(ApiError::internal)
