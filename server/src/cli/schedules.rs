@@ -114,20 +114,18 @@ fn schedule_named(regs: &[Registration], name: &str) -> anyhow::Result<Registrat
 
 pub(crate) async fn schedules(loc: &Location, cmd: SchedulesCommand) -> anyhow::Result<u8> {
     let project = Project::locate(loc)?;
-    // Listing a project that has no schedules and no store creates nothing, as the other
-    // reading commands do.
-    if let SchedulesCommand::List { json } = &cmd
-        && !project.store_may_exist()?
-        && triggers::scan_scope(project.docs(), &project.scope)
-            .iter()
-            .all(|r| r.kind != TriggerKind::Cron)
-    {
-        if *json {
-            outln!("[]")?;
-        } else {
-            errln!("no schedules (documents go in _vance/scheduler/NAME.yaml)");
-        }
-        return Ok(EXIT_OK);
+    // Listing creates nothing, as the other reading commands do: without a store the
+    // schedules are listed from their documents, none having fired yet (and a project of a
+    // served tree is told where the server keeps its store).
+    if let SchedulesCommand::List { json } = &cmd {
+        let Some(backend) = project.existing_backend().await? else {
+            let mut regs = triggers::scan_scope(project.docs(), &project.scope);
+            regs.iter_mut().for_each(|r| r.settle());
+            return list(&project, None, &regs, *json).await;
+        };
+        let catalog = catalog_of(&backend)?;
+        let regs = synced(&project, catalog.as_ref())?;
+        return list(&project, Some((&backend, catalog.as_ref())), &regs, *json).await;
     }
     let runtime = project.runtime();
     let backend = project.backend(&runtime).await?;
@@ -135,7 +133,7 @@ pub(crate) async fn schedules(loc: &Location, cmd: SchedulesCommand) -> anyhow::
     let regs = synced(&project, catalog.as_ref())?;
     match cmd {
         SchedulesCommand::List { json } => {
-            list(&project, &backend, catalog.as_ref(), &regs, json).await
+            list(&project, Some((&backend, catalog.as_ref())), &regs, json).await
         }
         SchedulesCommand::Pause { name } => {
             let reg = schedule_named(&regs, &name)?;
@@ -235,31 +233,35 @@ pub(crate) async fn schedules(loc: &Location, cmd: SchedulesCommand) -> anyhow::
     }
 }
 
+/// Lists the schedules of `regs`, with what the store (when there is one) says of their
+/// ticks, runs and deliveries.
 async fn list(
     project: &Project,
-    backend: &Backend,
-    catalog: &dyn Catalog,
+    store: Option<(&Backend, &dyn Catalog)>,
     regs: &[Registration],
     json: bool,
 ) -> anyhow::Result<u8> {
     let now = triggers::Clock::now_ms(&triggers::SystemClock);
     let mut rows = Vec::new();
     for reg in regs.iter().filter(|r| r.kind == TriggerKind::Cron) {
-        let cursor: Option<Cursor> = triggers::cursor(catalog, &reg.id)?;
+        let cursor: Option<Cursor> = match store {
+            Some((_, catalog)) => triggers::cursor(catalog, &reg.id)?,
+            None => None,
+        };
         let next = if reg.active {
             triggers::next_fire_times_in(project.docs(), reg, cursor.as_ref(), now, 3)
         } else {
             Vec::new()
         };
         let last_run = cursor.as_ref().and_then(|c| c.last_run.clone());
-        let last_status = match last_run.as_deref().and_then(|r| r.parse().ok()) {
-            Some(run) => backend
+        let last_status = match (store, last_run.as_deref().and_then(|r| r.parse().ok())) {
+            (Some((backend, _)), Some(run)) => backend
                 .run(run)
                 .await
                 .ok()
                 .flatten()
                 .map(|dto| dto.run.status.as_str().to_owned()),
-            None => None,
+            _ => None,
         };
         let mut v = registry::shown(reg);
         if let Some(map) = v.as_object_mut() {
@@ -275,10 +277,11 @@ async fn list(
             );
             map.insert("lastRunId".into(), json!(last_run));
             map.insert("lastRunStatus".into(), json!(last_status));
-            map.insert(
-                "lastDelivery".into(),
-                json!(deliveries::last(catalog, reg)?.map(|d| d.view())),
-            );
+            let last = match store {
+                Some((_, catalog)) => deliveries::last(catalog, reg)?.map(|d| d.view()),
+                None => None,
+            };
+            map.insert("lastDelivery".into(), json!(last));
         }
         rows.push((v, next));
     }

@@ -191,7 +191,8 @@ impl Registration {
         }
     }
 
-    fn settle(&mut self) {
+    /// Sets `active` from the document's `enabled:`, the pause and the error.
+    pub fn settle(&mut self) {
         self.active = self.enabled_in_document && !self.paused && self.error.is_none();
     }
 }

@@ -88,6 +88,34 @@ fn listing_no_schedules_creates_no_store() {
     assert!(!p.dir.join(".magrathea").exists(), "a store was created");
 }
 
+/// Listing a project's schedules reads their documents and creates no store: in a project of
+/// a served tree, whose store is the tree's, a store made by the listing would hide the
+/// server's runs from every later reading command.
+#[test]
+fn listing_schedules_creates_no_store_and_points_to_the_trees() {
+    let p = project();
+    let tree_store = p.root.join(".magrathea");
+    let tree_store = tree_store.to_str().unwrap();
+    assert_eq!(
+        code(&p.cli(&["run", "quick", "--store", tree_store])),
+        0,
+        "the tree's store holds a run"
+    );
+    let out = p.cli(&["schedules", "list", "--json"]);
+    assert_eq!(code(&out), 0, "{}", stderr(&out));
+    let nightly = named(&json(&out), "nightly");
+    assert_eq!(nightly["nextFireTimes"].as_array().unwrap().len(), 3);
+    assert!(nightly["lastDelivery"].is_null(), "{nightly}");
+    assert!(
+        stderr(&out).contains(&format!("pass --store {tree_store}")),
+        "{}",
+        stderr(&out)
+    );
+    assert!(!p.dir.join(".magrathea").exists(), "a store was created");
+    let runs = p.cli(&["runs", "list"]);
+    assert!(stderr(&runs).contains("note:"), "{}", stderr(&runs));
+}
+
 #[test]
 fn trigger_fires_the_schedule_now_and_records_the_delivery() {
     let p = project();
