@@ -41,6 +41,7 @@ use super::Triggers;
 use super::chain;
 use super::deliveries::{self, Delivery, DeliveryStatus};
 use super::documents::{self, Hook, Subscription};
+use super::open_gates::{Known, OpenGates};
 use super::registry::{self, Registration, TriggerKind};
 use crate::http::state::{AppState, Starter};
 
@@ -82,6 +83,7 @@ pub(super) fn spawn(triggers: Arc<Triggers>, state: AppState) {
         let mut regs: Vec<Registration> = Vec::new();
         let mut read_at: Option<tokio::time::Instant> = None;
         let mut read_changes = 0;
+        let mut open = OpenGates::new(!state.engine.is_shared_store());
         while !triggers.is_stopped() {
             let update = match tokio::time::timeout(Duration::from_secs(1), updates.recv()).await {
                 Ok(Ok(u)) => u,
@@ -90,6 +92,7 @@ pub(super) fn spawn(triggers: Arc<Triggers>, state: AppState) {
                         missed = n,
                         "the trigger hub fell behind; events were missed"
                     );
+                    open.forget_all();
                     continue;
                 }
                 Ok(Err(RecvError::Closed)) => return,
@@ -118,12 +121,14 @@ pub(super) fn spawn(triggers: Arc<Triggers>, state: AppState) {
                     }
                 }
             }
+            // The gates are noted whoever listens: a subscriber may come before they close.
+            let closed = gates_of(&mut open, &update);
             // Most updates concern no subscriber and no follower: nothing is decoded for them.
             let followed = triggers.events.receiver_count() > 0;
             if (regs.is_empty() && !followed) || !has_event_records(&update) {
                 continue;
             }
-            for event in events_of(&state, &update) {
+            for event in events_of(&state, &update, closed) {
                 if followed {
                     let _ = triggers.events.send(Arc::new(super::HubEvent {
                         name: event.name,
@@ -179,8 +184,30 @@ fn has_event_records(update: &JournalUpdate) -> bool {
     update.entries.iter().any(|e| e.record.is_milestone())
 }
 
-/// The events of a journal update.
-fn events_of(state: &AppState, update: &JournalUpdate) -> Vec<Event> {
+/// Notes the approval gates an update opens, and closes those its answers and timers close:
+/// whether each closed step is an approval gate, by step.
+fn gates_of(open: &mut OpenGates, update: &JournalUpdate) -> HashMap<u32, Known> {
+    let mut closed = HashMap::new();
+    for entry in update.entries.iter() {
+        match &entry.record {
+            Record::GateAnswered { step, .. } | Record::TimerFired { step } => {
+                // The first record of a step closes its gate; a later one is told by a read.
+                let known = open.close(update.run_id, *step);
+                closed.entry(*step).or_insert(known);
+            }
+            record => open.note(update.run_id, record, is_approval),
+        }
+    }
+    closed
+}
+
+/// The events of a journal update; `closed` says which gate answers and timers close an
+/// approval gate (see [`gates_of`]).
+fn events_of(
+    state: &AppState,
+    update: &JournalUpdate,
+    mut closed: HashMap<u32, Known>,
+) -> Vec<Event> {
     let mut out = Vec::new();
     let mut start: Option<StartRecord> = None;
     for entry in update.entries.iter() {
@@ -204,7 +231,7 @@ fn events_of(state: &AppState, update: &JournalUpdate) -> Vec<Event> {
             _ => None,
         };
         let Some(name) = name else { continue };
-        if let Some(event) = event(state, update.run_id, entry, name, &mut start) {
+        if let Some(event) = event(state, update.run_id, entry, name, &mut start, &mut closed) {
             out.push(event);
         }
     }
@@ -217,6 +244,7 @@ fn event(
     entry: &Entry,
     name: &'static str,
     start: &mut Option<StartRecord>,
+    closed: &mut HashMap<u32, Known>,
 ) -> Option<Event> {
     if start.is_none() {
         // The run's first record says who started it and where.
@@ -248,7 +276,7 @@ fn event(
             name
         }
         (Record::GateAnswered { step, answer }, _) => {
-            let gate = approval_gate(state, run, *step)?;
+            let gate = closed_gate(state, run, *step, closed)?;
             approval_fields(map, run, *step, &gate);
             if !answer.answered_by.is_empty() {
                 map.insert("answeredBy".into(), json!(answer.answered_by));
@@ -269,7 +297,7 @@ fn event(
             }
         }
         (Record::TimerFired { step }, _) => {
-            let gate = approval_gate(state, run, *step)?;
+            let gate = closed_gate(state, run, *step, closed)?;
             approval_fields(map, run, *step, &gate);
             "workflow.approval.expired"
         }
@@ -339,6 +367,21 @@ fn chain_of(state: &AppState, run: RunId, start: &StartRecord) -> chain::Link {
         root,
         key.as_deref(),
     )
+}
+
+/// The approval gate a gate answer or a timer at `step` of `run` closed, if it closed one:
+/// as the hub noted it, else as the run's journal says.
+fn closed_gate(
+    state: &AppState,
+    run: RunId,
+    step: u32,
+    closed: &mut HashMap<u32, Known>,
+) -> Option<GateSpec> {
+    match closed.remove(&step).unwrap_or(Known::Unknown) {
+        Known::Approval(gate) => Some(gate),
+        Known::Other => None,
+        Known::Unknown => approval_gate(state, run, step),
+    }
 }
 
 /// The approval gate at `step` of `run`, if that step is one.

@@ -24,6 +24,7 @@ pub mod dedupe;
 pub mod deliveries;
 pub(crate) mod documents;
 mod hub;
+mod open_gates;
 pub mod registry;
 mod scheduler;
 
