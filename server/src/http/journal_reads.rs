@@ -1,5 +1,7 @@
 //! Requests that read whole journals, bounded: a run's view (`GET …/runs/{id}`, the replies
-//! of cancel and answer, a page of the runs list) and the inbox listing of finished runs.
+//! of cancel and answer, a page of the runs list), an inbox item or approval, a retry's search
+//! for its state, and the inbox listing of finished runs; and the workflows listing, which
+//! reads and validates every document of a project.
 //!
 //! A journal may hold up to the journal bound (256 MiB by default), read and decoded in one
 //! piece; a token that may only read could otherwise ask for a long run's view from as many
