@@ -3,7 +3,10 @@
 //! (a tenant's) before a run finds out. At run time an invalid file counts as absent (the
 //! defaults apply, and the server logs it); a value out of range counts as unset.
 
+use serde::de::DeserializeOwned;
+
 use crate::settings::{ProjectSettings, TenantSettings, TimeoutDefaults};
+use crate::yaml_text::YamlError;
 
 /// Every problem of a settings file's `text`, each as `label:line:column: [code] why`
 /// (`label: …` where no place is known): YAML that does not parse (`MAG-Y001`), a section this
@@ -25,7 +28,7 @@ pub fn check_settings(label: &str, text: &str, tenant: bool) -> Vec<String> {
                 task_timeout_bound = s.bounds.max_task_timeout_seconds;
                 (s.defaults, Some(s.shell.default_timeout_seconds))
             }
-            Err(e) => return vec![e.located(label, "MAG-Y001")],
+            Err(e) => return every_error::<TenantSettings>(label, text, &e),
         }
     } else {
         match crate::yaml_text::from_str::<Option<ProjectSettings>>(text) {
@@ -52,7 +55,7 @@ pub fn check_settings(label: &str, text: &str, tenant: bool) -> Vec<String> {
                 }
                 (s.defaults, s.shell.default_timeout_seconds)
             }
-            Err(e) => return vec![e.located(label, "MAG-Y001")],
+            Err(e) => return every_error::<ProjectSettings>(label, text, &e),
         }
     };
     // Trigger settings (tokens, secrets) are read from the file as a whole: text that parses
@@ -100,6 +103,76 @@ pub fn check_settings(label: &str, text: &str, tenant: bool) -> Vec<String> {
         positive(label, text, path, key, value, &mut out);
     }
     out
+}
+
+/// The errors of a settings file's `text` that does not read as `T` (`whole`, the first
+/// error the parser met), as many as its sections have: each top-level section of a file that
+/// is well-formed YAML is read alone, the other lines blank (so that every place stays where
+/// it is written), and each section's first error is said, so that a wrong value in `lanes:`
+/// does not hide one in `tools:`. The first error of the whole file is always among them.
+fn every_error<T: DeserializeOwned>(label: &str, text: &str, whole: &YamlError) -> Vec<String> {
+    let mut out = vec![whole.located(label, "MAG-Y001")];
+    let syntax_ok = crate::yaml_text::from_str::<serde_yaml_ng::Value>(text).is_ok();
+    let sections = top_level_sections(text);
+    if !syntax_ok || sections.len() < 2 {
+        return out;
+    }
+    let lines: Vec<&str> = text.split('\n').collect();
+    for (start, end) in sections {
+        let alone: Vec<&str> = lines
+            .iter()
+            .enumerate()
+            .map(|(i, line)| if (start..end).contains(&i) { *line } else { "" })
+            .collect();
+        if let Err(e) = crate::yaml_text::from_str::<Option<T>>(&alone.join("\n"))
+            // A section that names an anchor of another one is read with the whole file.
+            && !e.to_string().contains("anchor")
+        {
+            let said = e.located(label, "MAG-Y001");
+            if !out.contains(&said) {
+                out.push(said);
+            }
+        }
+    }
+    // The tool sections are read apart from the others, at run time as here.
+    if let Err(e) = crate::tools::permission::check_tool_sections(text) {
+        let said = e.located(label, "MAG-Y001");
+        if !out.contains(&said) {
+            out.push(said);
+        }
+    }
+    // In the order of the file.
+    out.sort_by_key(|d| place_of(d, label));
+    out
+}
+
+/// The line ranges (`start..end`, from 0) of the top-level keys of a block mapping: each
+/// begins at a line whose key starts in the first column.
+fn top_level_sections(text: &str) -> Vec<(usize, usize)> {
+    let starts: Vec<usize> = text
+        .split('\n')
+        .enumerate()
+        .filter(|(_, line)| {
+            let first = line.chars().next();
+            first.is_some_and(|c| !c.is_whitespace() && !matches!(c, '#' | '-' | '.' | '{' | '['))
+                && line.contains(':')
+        })
+        .map(|(i, _)| i)
+        .collect();
+    let lines = text.split('\n').count();
+    starts
+        .iter()
+        .enumerate()
+        .map(|(k, &s)| (s, starts.get(k + 1).copied().unwrap_or(lines)))
+        .collect()
+}
+
+/// The line and column a diagnostic `label:line:column: …` names (none: first).
+fn place_of(diagnostic: &str, label: &str) -> (usize, usize) {
+    let rest = diagnostic.strip_prefix(label).unwrap_or(diagnostic);
+    let mut parts = rest.trim_start_matches(':').splitn(3, ':');
+    let number = |p: Option<&str>| p.and_then(|p| p.trim().parse().ok()).unwrap_or(0);
+    (number(parts.next()), number(parts.next()))
 }
 
 /// The timeouts of a project's settings file `text` that its tenant's bound
@@ -192,6 +265,37 @@ fn at(label: &str, text: &str, key: &str) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn every_section_with_a_wrong_value_is_said_at_once_in_the_order_of_the_file() {
+        let text = "lanes:\n  maxConcurrentTasks: \"many\"\ntools:\n  allowed: 5\n\
+                    defaults:\n  taskTimeoutSeconds: 60\nsubRuns:\n  maxDepth: \"deep\"\n";
+        let found = check_settings("s.yaml", text, false);
+        assert_eq!(found.len(), 3, "{found:?}");
+        assert!(
+            found[0].starts_with("s.yaml:2:23: [MAG-Y007] lanes.maxConcurrentTasks"),
+            "{found:?}"
+        );
+        assert!(found[1].starts_with("s.yaml:4:12: [MAG-Y007]"), "{found:?}");
+        assert!(found[2].starts_with("s.yaml:8:13: [MAG-Y007]"), "{found:?}");
+        // A tenant's file too.
+        let text = "bounds:\n  maxTaskSpawns: lots\ndefaults:\n  gateTimeoutSeconds: soon\n";
+        let found = check_settings("t.yaml", text, true);
+        assert_eq!(found.len(), 2, "{found:?}");
+        assert!(found[0].starts_with("t.yaml:2:18: [MAG-Y007]"), "{found:?}");
+        assert!(found[1].starts_with("t.yaml:4:23: [MAG-Y007]"), "{found:?}");
+    }
+
+    #[test]
+    fn a_file_that_is_not_well_formed_or_shares_anchors_is_said_once() {
+        // A syntax error is one error, not one per section.
+        let found = check_settings("s.yaml", "lanes:\n  a: [1\ntools:\n  allowed: 5\n", false);
+        assert_eq!(found.len(), 1, "{found:?}");
+        // A section reading another's anchor is not blamed for it.
+        let text = "defaults: &d\n  taskTimeoutSeconds: 60\nshell:\n  <<: *d\n";
+        let found = check_settings("s.yaml", text, false);
+        assert!(found.iter().all(|d| !d.contains("anchor")), "{found:?}");
+    }
 
     #[test]
     fn valid_and_empty_settings_have_no_problem() {
