@@ -180,18 +180,36 @@ pub(crate) fn validate(loc: &Location, args: ValidateArgs) -> anyhow::Result<u8>
                 load_workflow_checked(label, text, &LoadOptions::default(), lookup)
                     .map(|loaded| loaded.warnings)
             }
-            Kind::Schedule(name) => load_schedule(label, name, text).map(|schedule| {
-                let mut found = Diagnostics::new();
-                if let Some(w) =
-                    unknown_workflow(&project, label, text, schedule.workflow(), "tick")
-                {
-                    found.push(w);
-                }
-                if let Some(w) = past_at(label, text, &schedule) {
-                    found.push(w);
-                }
-                found
-            }),
+            Kind::Schedule(name) => load_schedule(label, name, text)
+                .map_err(|mut errors| {
+                    // The workflow it names is looked up all the same: one pass shows
+                    // everything to fix.
+                    let named = magrathea_exec::yaml_text::from_str::<serde_yaml_ng::Value>(text)
+                        .ok()
+                        .and_then(|v| {
+                            v.get("workflow")
+                                .and_then(|w| w.as_str())
+                                .map(str::to_owned)
+                        });
+                    if let Some(workflow) = named
+                        && let Some(w) = unknown_workflow(&project, label, text, &workflow, "tick")
+                    {
+                        errors.push(w);
+                    }
+                    errors
+                })
+                .map(|schedule| {
+                    let mut found = Diagnostics::new();
+                    if let Some(w) =
+                        unknown_workflow(&project, label, text, schedule.workflow(), "tick")
+                    {
+                        found.push(w);
+                    }
+                    if let Some(w) = past_at(label, text, &schedule) {
+                        found.push(w);
+                    }
+                    found
+                }),
             // A valid event document of a workflow the project lacks: a warning, as for a
             // schedule.
             Kind::Event if check_event_document(label, text).is_ok() => {

@@ -133,3 +133,20 @@ fn a_one_shot_schedule_in_the_past_is_a_warning() {
     assert!(!err.contains("later.yaml"), "{err}");
     assert_eq!(code(&p.cli(&["validate", "--strict"])), 1);
 }
+
+/// A schedule with an error and a workflow the project lacks is told both in one pass.
+#[test]
+fn an_invalid_schedule_of_a_missing_workflow_is_told_both() {
+    let p = Project::new();
+    p.workflow("hello", HELLO);
+    schedule(&p, "daily", "cron: \"0 99 * * *\"\nworkflow: helo\n");
+    let out = p.cli(&["validate", "_vance/scheduler/daily.yaml"]);
+    assert_eq!(code(&out), 1, "{}", stderr(&out));
+    let err = stderr(&out);
+    assert!(err.contains("[MAG-SC006]"), "{err}");
+    assert!(
+        err.contains("_vance/scheduler/daily.yaml:2:11: warning: [MAG-YA005] workflow 'helo'"),
+        "{err}"
+    );
+    assert!(err.contains("hello"), "the close name is suggested: {err}");
+}
