@@ -42,7 +42,7 @@ pub(crate) struct GraphArgs {
     #[arg(long = "name")]
     draft: Option<String>,
     /// Output format.
-    #[arg(long, value_enum, default_value = "mermaid")]
+    #[arg(long, value_enum, default_value = "mermaid", ignore_case = true)]
     format: Format,
 }
 

@@ -248,7 +248,13 @@ async fn list(
             Some((_, catalog)) => triggers::cursor(catalog, &reg.id)?,
             None => None,
         };
-        let next = if reg.active {
+        // A schedule of an archived workflow starts nothing (each tick is a failed delivery):
+        // not active while the workflow is archived, as the server lists it.
+        let archived = reg
+            .workflow
+            .as_deref()
+            .is_some_and(|w| project.docs().is_archived(&project.scope, w));
+        let next = if reg.active && !archived {
             triggers::next_fire_times_in(project.docs(), reg, cursor.as_ref(), now, 3)
         } else {
             Vec::new()
@@ -265,6 +271,10 @@ async fn list(
         };
         let mut v = registry::shown(reg);
         if let Some(map) = v.as_object_mut() {
+            if archived {
+                map.insert("active".into(), json!(false));
+            }
+            map.insert("workflowArchived".into(), json!(archived));
             // The fields of the trigger routes' registrations, so a script reads either alike.
             map.insert("nextFireMs".into(), json!(next.first()));
             map.insert(

@@ -37,6 +37,18 @@ pub(crate) fn design_node(id: &str, data: Value) -> Value {
     json!({ "id": id, "type": "workflow_node", "position": { "x": 0, "y": 0 }, "data": data })
 }
 
+/// The format is read in any letter case, as over HTTP.
+#[test]
+fn the_format_is_read_in_any_letter_case() {
+    let p = Project::new();
+    p.workflow("flow", FLOW);
+    let lower = p.cli(&["graph", "flow", "--format", "dot"]);
+    let upper = p.cli(&["graph", "flow", "--format", "DOT"]);
+    assert_eq!(code(&upper), 0, "{}", stderr(&upper));
+    assert_eq!(stdout(&upper), stdout(&lower));
+    assert!(stdout(&upper).starts_with("digraph"), "{}", stdout(&upper));
+}
+
 #[test]
 fn reactflow_prints_the_editor_graph_the_library_exports() {
     let p = Project::new();

@@ -190,3 +190,33 @@ fn a_drafts_own_parameters_type_its_param_values() {
     assert_eq!(code(&out), 0, "{}", stderr(&out));
     assert_eq!(json(&out)["params"]["n"], "3");
 }
+
+/// A schedule of an archived workflow starts nothing: it is listed as not active and its
+/// workflow as archived, as the server lists it, until the workflow is unarchived.
+#[test]
+fn a_schedule_of_an_archived_workflow_is_listed_not_active() {
+    let p = Project::new();
+    p.workflow("live", LIVE);
+    let dir = p.dir.join("_vance/scheduler");
+    std::fs::create_dir_all(&dir).unwrap();
+    std::fs::write(
+        dir.join("nightly.yaml"),
+        "cron: \"0 3 * * *\"\nworkflow: live\n",
+    )
+    .unwrap();
+    let listed = |p: &Project| json(&p.cli(&["schedules", "list", "--json"]))[0].clone();
+    let before = listed(&p);
+    assert_eq!(before["active"], true, "{before}");
+    assert_eq!(before["workflowArchived"], false, "{before}");
+    assert_eq!(code(&p.cli(&["archive", "live"])), 0);
+    let archived = listed(&p);
+    assert_eq!(archived["active"], false, "{archived}");
+    assert_eq!(archived["workflowArchived"], true, "{archived}");
+    assert_eq!(
+        archived["nextFireTimes"],
+        serde_json::json!([]),
+        "{archived}"
+    );
+    assert_eq!(code(&p.cli(&["unarchive", "live"])), 0);
+    assert_eq!(listed(&p)["active"], true);
+}
