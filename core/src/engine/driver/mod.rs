@@ -238,7 +238,8 @@ struct Driver {
     /// Recovered, and the code not yet replayed up to where it waits (see
     /// `EngineInner::is_replaying`).
     replaying: bool,
-    /// The run's place in its tenant's count of runs in memory, given back with the driver.
+    /// The run's place in its tenant's count of runs in progress: given back with the driver,
+    /// or parked while the run waits out of memory.
     tenant: Option<TenantSlot>,
 }
 
