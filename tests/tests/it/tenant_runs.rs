@@ -99,6 +99,15 @@ async fn start(
         .await
 }
 
+/// Starts a `nap` of `ms` milliseconds in acme/shop.
+async fn nap_in_acme(engine: &Engine, ms: u64) -> RunId {
+    engine
+        .core()
+        .start(StartRequest::code("nap", json!(ms)).scope("acme/shop"))
+        .await
+        .unwrap()
+}
+
 async fn ended(engine: &Engine, run: RunId) -> magrathea::RunView {
     tokio::time::timeout(Duration::from_secs(30), engine.core().wait(run))
         .await
@@ -188,16 +197,8 @@ async fn runs_waiting_out_of_memory_count_until_they_end() {
     let path = dir.path().join("journal.redb");
     let engine = builder(2).path(&path).build().await.unwrap();
     let week = 7 * 24 * 3600 * 1000u64;
-    let a = engine
-        .core()
-        .start(StartRequest::code("nap", json!(week)).scope("acme/shop"))
-        .await
-        .unwrap();
-    let _b = engine
-        .core()
-        .start(StartRequest::code("nap", json!(week)).scope("acme/shop"))
-        .await
-        .unwrap();
+    let a = nap_in_acme(&engine, week).await;
+    nap_in_acme(&engine, week).await;
     none_in_memory(&engine).await;
     let refused = start(&engine, "busy", "acme/shop", "t3-a")
         .await
@@ -243,11 +244,7 @@ async fn a_run_that_wakes_and_ends_gives_its_place_back() {
     let engine = engine(1).await;
     // Many short naps, one after another: each waits out of memory, wakes and ends.
     for _ in 0..5 {
-        let run = engine
-            .core()
-            .start(StartRequest::code("nap", json!(50)).scope("acme/shop"))
-            .await
-            .unwrap();
+        let run = nap_in_acme(&engine, 50).await;
         assert_eq!(ended(&engine, run).await.status, RunStatus::Done);
         // The place is free once the ended run's driver has left memory.
         none_in_memory(&engine).await;
