@@ -40,6 +40,7 @@ use tokio::sync::broadcast::error::RecvError;
 use super::Triggers;
 use super::chain;
 use super::deliveries::{self, Delivery, DeliveryStatus};
+use super::delivery_slots::DeliverySlots;
 use super::documents::{self, Hook, Subscription};
 use super::open_gates::{Known, OpenGates};
 use super::registry::{self, Registration, TriggerKind};
@@ -66,9 +67,6 @@ struct Memory {
     hooks: HashMap<String, (String, Arc<Hook>)>,
 }
 
-/// Deliveries (starts, hook scripts) in flight at once; more wait.
-const MAX_IN_FLIGHT: usize = 16;
-
 /// How long the hub's copy of the registrations is used before it reads them again (other
 /// processes on the store, `magrathea schedules`); this process's own changes are seen at once.
 const REGISTRATIONS_FRESH: Duration = Duration::from_millis(500);
@@ -79,7 +77,7 @@ pub(super) fn spawn(triggers: Arc<Triggers>, state: AppState) {
     let mut updates = state.engine.subscribe_milestones();
     tokio::spawn(async move {
         let mut memory = Memory::default();
-        let slots = Arc::new(tokio::sync::Semaphore::new(MAX_IN_FLIGHT));
+        let slots = DeliverySlots::default();
         let mut regs: Vec<Registration> = Vec::new();
         let mut read_at: Option<tokio::time::Instant> = None;
         let mut read_changes = 0;
@@ -151,14 +149,18 @@ pub(super) fn spawn(triggers: Arc<Triggers>, state: AppState) {
                     let Some(work) = prepare(&state, &mut memory, reg, &event) else {
                         continue;
                     };
-                    let Ok(permit) = slots.clone().acquire_owned().await else {
-                        return;
+                    // The hub never waits for a place: the delivery does, on its own task,
+                    // within its tenant's share.
+                    let Some(ticket) = slots.enter(&reg.tenant) else {
+                        refuse_waiting(&triggers, reg, &event);
+                        continue;
                     };
                     let (triggers, state, reg, event) =
                         (triggers.clone(), state.clone(), reg.clone(), event.clone());
                     tokio::spawn(async move {
+                        let running = ticket.run().await;
                         deliver(&triggers, &state, &reg, &event, work).await;
-                        drop(permit);
+                        drop(running);
                     });
                 }
             }
@@ -505,6 +507,25 @@ async fn deliver(
         if let Err(e) = deliveries::record(catalog, &d) {
             tracing::warn!(trigger = %reg.key(), error = %e, "could not record a delivery");
         }
+    }
+}
+
+/// Records the delivery of `event` to `reg` as failed: as many of its tenant's deliveries wait
+/// or run as may ([`super::delivery_slots`]).
+fn refuse_waiting(triggers: &Triggers, reg: &Registration, event: &Event) {
+    let mut d = Delivery::new(reg, DeliveryStatus::Failed, triggers.now_ms())
+        .reason("too_many_waiting")
+        .message(format!(
+            "not delivered: {} deliveries of tenant `{}` already wait or run (their hooks and \
+             subscriptions are slower than their events come)",
+            super::delivery_slots::WAITING_PER_TENANT,
+            reg.tenant
+        ));
+    d.event = Some(event.name.to_owned());
+    if let Ok(catalog) = triggers.catalog()
+        && let Err(e) = deliveries::record(catalog, &d)
+    {
+        tracing::warn!(trigger = %reg.key(), error = %e, "could not record a delivery");
     }
 }
 

@@ -22,6 +22,7 @@ mod chain;
 mod clock;
 pub mod dedupe;
 pub mod deliveries;
+mod delivery_slots;
 pub(crate) mod documents;
 mod hub;
 mod open_gates;
