@@ -9,7 +9,7 @@
 //! other tenants' requests wait behind it. The reads run off the runtime's threads, at most
 //! [`PER_TENANT`] of one tenant and [`IN_ALL`] in all at a time; the rest wait (and leave the
 //! queue when their client goes). A tenant is kept apart by a slot of its own among
-//! [`SLOTS`] (by its name's hash), so that the table never grows with the names a request may
+//! `SLOTS` (by its name's hash), so that the table never grows with the names a request may
 //! carry.
 
 use std::hash::{Hash, Hasher};

@@ -43,7 +43,7 @@ pub use documents::{
 };
 pub(crate) use documents::{load_webhook, parse_event, parse_event_at};
 pub use registry::{Registration, Resynced, TriggerKind};
-pub use scheduler::{Cursor, NotFired, cursor, switched_off};
+pub use scheduler::{Cursor, NotFired, TICKS_PER_TENANT_PER_PASS, cursor, switched_off};
 
 use crate::http::state::AppState;
 

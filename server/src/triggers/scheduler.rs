@@ -20,8 +20,14 @@
 //! on what they missed. Cursors move by compare-and-swap, so workers sharing a PostgreSQL store
 //! may run passes at once: the idempotency key and the tick's record make every tick one run
 //! and one delivery whoever handles it.
+//!
+//! A pass handles the tenants side by side, each tenant's schedules one after another, and
+//! fires at most [`TICKS_PER_TENANT_PER_PASS`] ticks of one tenant (its schedules taking turns
+//! to go first from pass to pass): a tenant with many schedules due at once delays its own
+//! ticks, never another tenant's.
 
-use std::collections::HashMap;
+use std::cell::{Cell, RefCell};
+use std::collections::{BTreeMap, HashMap};
 use std::sync::Arc;
 
 use magrathea_core::{Catalog, RunId, StoreError};
@@ -40,6 +46,10 @@ const CURSORS: &str = "trigger.cursor";
 
 /// Most ticks handled per schedule and pass (the rest wait for the next pass).
 const MAX_TICKS_PER_PASS: usize = 100;
+
+/// Most ticks fired per tenant and pass, all its schedules together (the rest wait for the
+/// next pass).
+pub const TICKS_PER_TENANT_PER_PASS: usize = 50;
 
 /// A schedule's progress, in the catalog.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
@@ -86,6 +96,8 @@ pub(super) fn forget(catalog: &dyn Catalog, id: &str) -> Result<(), StoreError> 
 #[derive(Debug, Default)]
 pub(super) struct Memory {
     schedules: HashMap<String, (String, Arc<Schedule>)>,
+    /// Passes made: which of a tenant's schedules goes first turns with it.
+    passes: usize,
 }
 
 impl Memory {
@@ -124,6 +136,9 @@ fn save(
         .then_some(bytes))
 }
 
+/// A schedule of a pass, with its cursor as stored.
+type Due<'a> = (&'a Registration, Option<Vec<u8>>);
+
 /// One pass over every schedule.
 pub(super) async fn pass(
     triggers: &Triggers,
@@ -138,25 +153,48 @@ pub(super) async fn pass(
         cursors.insert(id, value);
         Ok(())
     })?;
+    let mut by_tenant: BTreeMap<&str, Vec<Due<'_>>> = BTreeMap::new();
     for reg in regs.iter().filter(|r| r.kind == TriggerKind::Cron) {
         let raw = cursors.remove(&reg.id);
-        if let Err(e) = pass_one(triggers, state, memory, reg, raw).await {
-            tracing::warn!(trigger = %reg.key(), error = %e, "a schedule's pass failed");
-        }
+        by_tenant
+            .entry(reg.tenant.as_str())
+            .or_default()
+            .push((reg, raw));
     }
+    memory.passes = memory.passes.wrapping_add(1);
+    let first = memory.passes;
+    let memory = RefCell::new(memory);
+    // The tenants side by side, each within its budget of ticks (see the module docs).
+    futures::future::join_all(by_tenant.into_values().map(|mut schedules| {
+        let memory = &memory;
+        async move {
+            let turn = first % schedules.len();
+            schedules.rotate_left(turn);
+            let budget = Cell::new(TICKS_PER_TENANT_PER_PASS);
+            for (reg, raw) in schedules {
+                if let Err(e) = pass_one(triggers, state, memory, reg, raw, &budget).await {
+                    tracing::warn!(trigger = %reg.key(), error = %e, "a schedule's pass failed");
+                }
+            }
+        }
+    }))
+    .await;
     // Parsed schedules of removed registrations go too.
     memory
+        .borrow_mut()
         .schedules
         .retain(|k, _| regs.iter().any(|r| r.key() == *k));
     Ok(())
 }
 
+/// Handles the due ticks of one schedule, firing at most `budget` (which it lowers).
 async fn pass_one(
     triggers: &Triggers,
     state: &AppState,
-    memory: &mut Memory,
+    memory: &RefCell<&mut Memory>,
     reg: &Registration,
     raw: Option<Vec<u8>>,
+    budget: &Cell<usize>,
 ) -> Result<(), TriggerError> {
     let catalog = triggers.catalog()?;
     let now = triggers.now_ms();
@@ -193,7 +231,7 @@ async fn pass_one(
         None => cur.timing = Some(timing),
     }
     let schedule = if reg.active {
-        memory.schedule(state, reg)
+        memory.borrow_mut().schedule(state, reg)
     } else {
         None
     };
@@ -213,8 +251,10 @@ async fn pass_one(
     let mut raw = raw;
     // A buffered tick starts once the run before it ended.
     if let Some(tick) = cur.buffered_ms
+        && budget.get() > 0
         && !last_run_active(state, &cur)
     {
+        budget.set(budget.get() - 1);
         cur.buffered_ms = None;
         fire_tick(triggers, state, reg, &schedule, &mut cur, tick, now, true).await?;
         match save(catalog, &reg.id, &raw, &cur)? {
@@ -226,7 +266,10 @@ async fn pass_one(
     for tick in &due.skipped {
         let d = Delivery::new(reg, DeliveryStatus::Skipped, *tick)
             .reason("outside_catchup_window")
-            .message("the tick was missed while no process ran and is older than catchupWindow");
+            .message(
+                "the tick is older than catchupWindow: it was missed while no process ran, or \
+                 the tenant's schedules came due faster than a pass fires them",
+            );
         deliveries::record_tick(catalog, &d, *tick)?;
         cur.cursor_ms = cur.cursor_ms.max(*tick);
     }
@@ -235,9 +278,10 @@ async fn pass_one(
     }
     for tick in due.fire {
         let at = tick + schedule.jitter_ms(&reg.id, tick);
-        if at > now {
+        if at > now || budget.get() == 0 {
             break;
         }
+        budget.set(budget.get() - 1);
         fire_tick(triggers, state, reg, &schedule, &mut cur, tick, now, false).await?;
         cur.cursor_ms = tick;
         match save(catalog, &reg.id, &raw, &cur)? {

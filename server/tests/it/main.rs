@@ -81,6 +81,7 @@ mod triggers_chains;
 mod triggers_crash;
 mod triggers_documents;
 mod triggers_events;
+mod triggers_fairness;
 mod triggers_postgres;
 mod triggers_schedule;
 mod triggers_webhook;
