@@ -22,6 +22,16 @@ use crate::plan::{BodyPlan, FanKind, FanOutPlan, INDEX_VAR, ITEM_VAR, PlanState}
 /// The most items a `foreach_task` runs (`[MAG-PR002]` beyond).
 pub(super) const MAX_FOREACH_ITEMS: usize = 10_000;
 
+/// The most bytes of input one fan-out hands its sub-runs in all (`[MAG-PR005]` beyond): an
+/// inline branch gets a copy of its parent's parameters and variables, so a large input
+/// multiplied by thousands of items would grow the store and the memory by gigabytes from one
+/// request, every sub-run within its own bounds.
+pub(super) const MAX_FANOUT_INPUT_BYTES: usize = 64 << 20;
+
+/// The patch marker of runs whose fan-outs are held to [`MAX_FANOUT_INPUT_BYTES`]. Runs
+/// journaled before started their sub-runs whatever they handed them: replay must start them.
+const INPUT_BOUND_PATCH: &str = "fan-out-input-bound";
+
 /// The sub-runs a fan-out without `maxParallelism` keeps in flight at once: a `foreach_task`
 /// over thousands of items holds a window of them in memory, not all.
 pub(super) const DEFAULT_MAX_PARALLELISM: usize = 64;
@@ -103,6 +113,19 @@ pub(super) async fn fan_out(
         }
     };
     let total = slots.len();
+    let handed = handed_bytes(run, &slots);
+    if handed > MAX_FANOUT_INPUT_BYTES && ctx.patched(INPUT_BOUND_PATCH) {
+        return Ok(Completion::of(
+            "failure",
+            json!({ "error": format!(
+                "[MAG-PR005] state '{}' would hand its {total} sub-runs {handed} bytes of input in \
+                 all (each inline branch gets a copy of the run's parameters and variables): at \
+                 most {MAX_FANOUT_INPUT_BYTES} bytes; pass large data by reference (a document, \
+                 a URL) or over fewer items",
+                state.name
+            )}),
+        ));
+    }
     let window = match plan.max_parallelism {
         Some(m) => usize::try_from(m).unwrap_or(usize::MAX),
         None if ctx.patched(WINDOW_PATCH) => DEFAULT_MAX_PARALLELISM.min(total),
@@ -266,6 +289,32 @@ fn failure(
         "failure",
         json!({ "error": error, "failed": failed, "results": collect(plan, slots, results) }),
     )
+}
+
+/// The bytes of input the slots' sub-runs get: an inline branch a copy of the run's
+/// parameters and variables (and its item), a workflow its resolved `params:`.
+fn handed_bytes(run: &Run<'_>, slots: &[Slot<'_>]) -> usize {
+    let shared = magrathea_core::json_len(run.params) + magrathea_core::json_len(&run.vars);
+    slots
+        .iter()
+        .map(|slot| {
+            let item = slot
+                .item
+                .as_ref()
+                .map_or(0, |(item, _)| magrathea_core::json_len(item));
+            match slot.body {
+                BodyPlan::Inline { definition, .. } => shared + definition.len() + item,
+                BodyPlan::Workflow { params, .. } => {
+                    let mut vars = run.vars.clone();
+                    if let (Some((item, index)), Value::Object(m)) = (&slot.item, &mut vars) {
+                        m.insert(ITEM_VAR.into(), item.clone());
+                        m.insert(INDEX_VAR.into(), json!(index));
+                    }
+                    magrathea_core::json_len(&params.resolve(run.params, &vars))
+                }
+            }
+        })
+        .fold(0usize, usize::saturating_add)
 }
 
 /// The child request of one slot; `branch_defaults`: an inline branch takes the parent

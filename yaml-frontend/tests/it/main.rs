@@ -11,6 +11,7 @@ mod conformance;
 mod deadline_policy;
 mod default_bounds;
 mod durations;
+mod fanout_input;
 mod journal_growth;
 mod output_caps;
 mod parallel;

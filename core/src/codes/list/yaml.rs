@@ -295,6 +295,11 @@ pub(super) const CODES: &[ErrorCode] = &[
         remedy: "Fix the failing sub-runs, or allow some failures with `toleratedFailures: <count>` or `\"<n>%\"`.",
     },
     ErrorCode {
+        code: "MAG-PR005",
+        meaning: "A parallel_task or foreach_task would hand its sub-runs more than 64 MiB of input in all: each inline branch gets a copy of its run's parameters and variables (the state ends `failure`, no sub-run started).",
+        remedy: "Pass large data by reference (a document path, a URL) rather than as a parameter, or fan out over fewer items.",
+    },
+    ErrorCode {
         code: "MAG-DOC001",
         meaning: "No workflow document of this name exists in the project or tenant.",
         remedy: "Create `_vance/workflows/<name>.yaml`, or fix the name.",
