@@ -139,6 +139,13 @@ impl EngineBuilder {
         self.map(|b| b.max_runs_per_tree(runs))
     }
 
+    /// The most runs one tenant (a run scope's first part) may have in progress at once,
+    /// waiting ones and sub-runs included (default: no bound): a start beyond it is refused
+    /// with `[MAG-EN008]` (see [`core::EngineBuilder::max_active_runs_per_tenant`]).
+    pub fn max_active_runs_per_tenant(self, runs: u32) -> Self {
+        self.map(|b| b.max_active_runs_per_tenant(Some(runs)))
+    }
+
     /// The most bytes one run's journal may hold (default 256 MiB): a run whose journal grows
     /// past it ends `FAILED` with `[MAG-BD001] bounds exhausted: …` (see
     /// [`core::EngineBuilder::max_journal_bytes_per_run`]).

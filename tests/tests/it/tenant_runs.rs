@@ -68,11 +68,9 @@ fn builder(limit: u32) -> magrathea::EngineBuilder {
         .workflow(parent)
         .workflow(nap)
         .task(hold)
+        .max_active_runs_per_tenant(limit)
         // Runs that wait leave memory as soon as they wait.
-        .with_core(|b| {
-            b.max_active_runs_per_tenant(Some(limit))
-                .evict_after(Duration::from_millis(1))
-        })
+        .with_core(|b| b.evict_after(Duration::from_millis(1)))
 }
 
 async fn engine(limit: u32) -> Engine {
