@@ -8,45 +8,31 @@
 //! connections as it likes and hold the server's threads and gigabytes of memory, and the
 //! other tenants' requests wait behind it. The reads run off the runtime's threads, at most
 //! [`PER_TENANT`] of one tenant and [`IN_ALL`] in all at a time; the rest wait (and leave the
-//! queue when their client goes). A tenant is kept apart by a slot of its own among
-//! `SLOTS` (by its name's hash), so that the table never grows with the names a request may
+//! queue when their client goes). A tenant is kept apart by a slot of its own among a fixed
+//! number (by its name's hash), so that the table never grows with the names a request may
 //! carry.
 
-use std::hash::{Hash, Hasher};
-use std::sync::Arc;
-
-use tokio::sync::{OwnedSemaphorePermit, Semaphore};
+use crate::tenant_shares::{Share, TenantShares};
 
 /// Whole-journal reads of one tenant at a time.
 pub const PER_TENANT: usize = 2;
 /// Whole-journal reads at a time in all.
 pub const IN_ALL: usize = 4;
-/// Tenant slots: tenants whose names share a slot share its reads.
-const SLOTS: usize = 64;
 
 /// The permits of whole-journal reads (see the module docs).
 #[derive(Debug)]
-pub struct JournalReads {
-    tenants: Vec<Arc<Semaphore>>,
-    all: Arc<Semaphore>,
-}
+pub struct JournalReads(TenantShares);
 
 impl Default for JournalReads {
     fn default() -> Self {
-        Self {
-            tenants: (0..SLOTS)
-                .map(|_| Arc::new(Semaphore::new(PER_TENANT)))
-                .collect(),
-            all: Arc::new(Semaphore::new(IN_ALL)),
-        }
+        Self(TenantShares::new(PER_TENANT, IN_ALL))
     }
 }
 
 /// Leave to read journals, held while the read runs.
 #[derive(Debug)]
 pub struct ReadPermit {
-    _tenant: OwnedSemaphorePermit,
-    _all: OwnedSemaphorePermit,
+    _share: Share,
 }
 
 impl JournalReads {
@@ -54,20 +40,8 @@ impl JournalReads {
     /// The tenant's own turn comes first, so that one tenant's queue never holds the shared
     /// permits another tenant waits for.
     pub async fn acquire(&self, tenant: &str) -> ReadPermit {
-        let mut hasher = std::collections::hash_map::DefaultHasher::new();
-        tenant.hash(&mut hasher);
-        let slot = (hasher.finish() % SLOTS as u64) as usize;
-        let tenant = Arc::clone(&self.tenants[slot])
-            .acquire_owned()
-            .await
-            .expect("the semaphore is never closed");
-        let all = Arc::clone(&self.all)
-            .acquire_owned()
-            .await
-            .expect("the semaphore is never closed");
         ReadPermit {
-            _tenant: tenant,
-            _all: all,
+            _share: self.0.acquire(tenant).await,
         }
     }
 }

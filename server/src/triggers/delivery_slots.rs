@@ -6,14 +6,12 @@
 //! tenant now has places of its own: at most [`PER_TENANT`] of its deliveries run at once and
 //! at most [`IN_ALL`] in all, and the hub never waits for a place: a delivery waits on its own
 //! task. At most [`WAITING_PER_TENANT`] of one tenant wait or run; beyond that its deliveries
-//! are refused, on record. A tenant is kept apart by a slot of its own among [`SLOTS`] (by its
-//! name's hash), so that the table never grows with the tenants.
+//! are refused, on record. The places are shared as [`crate::tenant_shares`] shares them.
 
-use std::hash::{Hash, Hasher};
 use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
 
-use tokio::sync::{OwnedSemaphorePermit, Semaphore};
+use crate::tenant_shares::{SLOTS, Share, TenantShares};
 
 /// Deliveries running at once in all.
 pub(super) const IN_ALL: usize = 16;
@@ -21,25 +19,19 @@ pub(super) const IN_ALL: usize = 16;
 pub(super) const PER_TENANT: usize = 4;
 /// Deliveries of one tenant waiting or running.
 pub(super) const WAITING_PER_TENANT: usize = 1_000;
-/// Tenant slots: tenants whose names share a slot share its places.
-const SLOTS: usize = 64;
 
 /// The places of deliveries (see the module docs).
 #[derive(Debug)]
 pub(super) struct DeliverySlots {
-    running: Vec<Arc<Semaphore>>,
+    running: Arc<TenantShares>,
     waiting: Vec<Arc<AtomicUsize>>,
-    all: Arc<Semaphore>,
 }
 
 impl Default for DeliverySlots {
     fn default() -> Self {
         Self {
-            running: (0..SLOTS)
-                .map(|_| Arc::new(Semaphore::new(PER_TENANT)))
-                .collect(),
+            running: Arc::new(TenantShares::new(PER_TENANT, IN_ALL)),
             waiting: (0..SLOTS).map(|_| Arc::default()).collect(),
-            all: Arc::new(Semaphore::new(IN_ALL)),
         }
     }
 }
@@ -47,53 +39,41 @@ impl Default for DeliverySlots {
 /// A delivery's place in its tenant's queue, given back when dropped.
 #[derive(Debug)]
 pub(super) struct Ticket {
-    running: Arc<Semaphore>,
+    running: Arc<TenantShares>,
+    slot: usize,
     waiting: Arc<AtomicUsize>,
-    all: Arc<Semaphore>,
 }
 
 /// Leave to run a delivery, held while it runs.
 #[derive(Debug)]
 pub(super) struct Running {
-    _tenant: OwnedSemaphorePermit,
-    _all: OwnedSemaphorePermit,
+    _share: Share,
     _ticket: Ticket,
 }
 
 impl DeliverySlots {
     /// A place in `tenant`'s queue; `None` when as many of its deliveries wait or run as may.
     pub(super) fn enter(&self, tenant: &str) -> Option<Ticket> {
-        let mut hasher = std::collections::hash_map::DefaultHasher::new();
-        tenant.hash(&mut hasher);
-        let slot = (hasher.finish() % SLOTS as u64) as usize;
+        let slot = TenantShares::slot(tenant);
         let waiting = &self.waiting[slot];
         if waiting.fetch_add(1, Ordering::AcqRel) >= WAITING_PER_TENANT {
             waiting.fetch_sub(1, Ordering::AcqRel);
             return None;
         }
         Some(Ticket {
-            running: Arc::clone(&self.running[slot]),
+            running: Arc::clone(&self.running),
+            slot,
             waiting: Arc::clone(waiting),
-            all: Arc::clone(&self.all),
         })
     }
 }
 
 impl Ticket {
-    /// Waits until the delivery may run: its tenant's turn first, so that one tenant's queue
-    /// never holds the shared places another tenant waits for.
+    /// Waits until the delivery may run, within its tenant's share.
     pub(super) async fn run(self) -> Running {
-        let tenant = Arc::clone(&self.running)
-            .acquire_owned()
-            .await
-            .expect("the semaphore is never closed");
-        let all = Arc::clone(&self.all)
-            .acquire_owned()
-            .await
-            .expect("the semaphore is never closed");
+        let share = self.running.acquire_slot(self.slot).await;
         Running {
-            _tenant: tenant,
-            _all: all,
+            _share: share,
             _ticket: self,
         }
     }
@@ -127,14 +107,7 @@ mod tests {
         );
         let tenant = (0..1000)
             .map(|i| format!("tenant-{i}"))
-            .find(|t| {
-                let hash = |s: &str| {
-                    let mut h = std::collections::hash_map::DefaultHasher::new();
-                    s.hash(&mut h);
-                    h.finish() % SLOTS as u64
-                };
-                hash(t) != hash("acme")
-            })
+            .find(|t| TenantShares::slot(t) != TenantShares::slot("acme"))
             .unwrap();
         let other = slots.enter(&tenant).unwrap();
         tokio::time::timeout(Duration::from_secs(5), other.run())
