@@ -113,11 +113,11 @@ pub fn check_settings(label: &str, text: &str, tenant: bool) -> Vec<String> {
 fn every_error<T: DeserializeOwned>(label: &str, text: &str, whole: &YamlError) -> Vec<String> {
     let mut out = vec![whole.located(label, "MAG-Y001")];
     let syntax_ok = crate::yaml_text::from_str::<serde_yaml_ng::Value>(text).is_ok();
-    let sections = top_level_sections(text);
+    let lines: Vec<&str> = text.split('\n').collect();
+    let sections = top_level_sections(&lines);
     if !syntax_ok || sections.len() < 2 {
         return out;
     }
-    let lines: Vec<&str> = text.split('\n').collect();
     for (start, end) in sections {
         let alone: Vec<&str> = lines
             .iter()
@@ -148,9 +148,9 @@ fn every_error<T: DeserializeOwned>(label: &str, text: &str, whole: &YamlError) 
 
 /// The line ranges (`start..end`, from 0) of the top-level keys of a block mapping: each
 /// begins at a line whose key starts in the first column.
-fn top_level_sections(text: &str) -> Vec<(usize, usize)> {
-    let starts: Vec<usize> = text
-        .split('\n')
+fn top_level_sections(lines: &[&str]) -> Vec<(usize, usize)> {
+    let starts: Vec<usize> = lines
+        .iter()
         .enumerate()
         .filter(|(_, line)| {
             let first = line.chars().next();
@@ -159,11 +159,10 @@ fn top_level_sections(text: &str) -> Vec<(usize, usize)> {
         })
         .map(|(i, _)| i)
         .collect();
-    let lines = text.split('\n').count();
     starts
         .iter()
         .enumerate()
-        .map(|(k, &s)| (s, starts.get(k + 1).copied().unwrap_or(lines)))
+        .map(|(k, &s)| (s, starts.get(k + 1).copied().unwrap_or(lines.len())))
         .collect()
 }
 

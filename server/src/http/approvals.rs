@@ -256,8 +256,7 @@ async fn approval(state: &AppState, who: &Principal, id: &str) -> Result<InboxIt
         None => id
             .rsplit_once('-')
             .and_then(|(run, _)| run.parse::<magrathea_core::RunId>().ok())
-            .and_then(|run| state.engine.summary(run).ok())
-            .and_then(|s| s.scope.as_str().split('/').next().map(str::to_owned))
+            .map(|run| state.tenant_of(run))
             .unwrap_or_default(),
     };
     let who = who.clone();

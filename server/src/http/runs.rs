@@ -305,20 +305,10 @@ pub(crate) async fn get(
 /// The [`RunDto`] of a run known to exist: its journal read whole, off the runtime's threads
 /// and within its tenant's share of such reads ([`super::journal_reads`]).
 pub(crate) async fn dto(state: &AppState, run: RunId) -> Result<RunDto, ApiError> {
-    let tenant = state
-        .engine
-        .summary(run)
-        .map(|s| {
-            s.scope
-                .as_str()
-                .split('/')
-                .next()
-                .unwrap_or_default()
-                .to_owned()
-        })
-        .unwrap_or_default();
     state
-        .journal_read(&tenant, move |engine| RunDto::load(engine, run))
+        .journal_read(&state.tenant_of(run), move |engine| {
+            RunDto::load(engine, run)
+        })
         .await?
         .map_err(ApiError::internal)
 }

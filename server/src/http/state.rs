@@ -127,6 +127,15 @@ impl AppState {
         self.view(summary.run_id)
     }
 
+    /// The tenant of `run` (its scope's first part; empty for a run of no scope or none).
+    pub(crate) fn tenant_of(&self, run: RunId) -> String {
+        self.engine
+            .summary(run)
+            .ok()
+            .and_then(|s| s.scope.as_str().split('/').next().map(str::to_owned))
+            .unwrap_or_default()
+    }
+
     /// Runs `read`, which reads whole journals of `tenant`'s runs, off the runtime's threads
     /// and within the tenant's share of such reads ([`super::journal_reads`]).
     pub(crate) async fn journal_read<T: Send + 'static>(

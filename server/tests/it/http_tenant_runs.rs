@@ -20,17 +20,20 @@ states:
   done: { type: terminal }
 "#;
 
-async fn start(s: &Server, tenant: &str, project: &str, token: &str) -> (u16, Value) {
+/// POSTs `{}` to `path` with `token`: the status and the JSON answer.
+async fn post(s: &Server, path: &str, token: &str) -> (u16, Value) {
     let r = s
-        .post(
-            &format!("/brain/{tenant}/project/{project}/workflows/hold/start"),
-            Some(token),
-        )
+        .post(path, Some(token))
         .json(&json!({}))
         .send()
         .await
         .unwrap();
     (r.status().as_u16(), r.json().await.unwrap())
+}
+
+async fn start(s: &Server, tenant: &str, project: &str, token: &str) -> (u16, Value) {
+    let path = format!("/brain/{tenant}/project/{project}/workflows/hold/start");
+    post(s, &path, token).await
 }
 
 async fn runs_of(s: &Server, project: &str) -> usize {
@@ -78,16 +81,9 @@ async fn a_tenant_starts_at_most_its_bound_of_runs_and_an_ended_run_frees_a_plac
 
     // A run that ends gives its place back.
     let first = first["workflowRunId"].as_str().unwrap();
-    let r = s
-        .post(
-            &format!("/brain/acme/project/shop/workflows/runs/{first}/cancel"),
-            Some(ACME),
-        )
-        .json(&json!({}))
-        .send()
-        .await
-        .unwrap();
-    assert_eq!(r.status(), 200, "{}", r.text().await.unwrap());
+    let cancel = format!("/brain/acme/project/shop/workflows/runs/{first}/cancel");
+    let (status, cancelled) = post(&s, &cancel, ACME).await;
+    assert_eq!(status, 200, "{cancelled}");
     s.wait_status("shop", first, &["CANCELLED"]).await;
     let deadline = std::time::Instant::now() + std::time::Duration::from_secs(30);
     loop {

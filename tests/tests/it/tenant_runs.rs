@@ -77,6 +77,31 @@ async fn engine(limit: u32) -> Engine {
     builder(limit).in_memory().build().await.unwrap()
 }
 
+/// Starts `busy` with `key` in acme/shop as soon as the tenant has a place: the driver of a
+/// run that ended leaves memory just after its status is durable.
+async fn start_once_free(engine: &Engine, key: &str) -> RunId {
+    let deadline = std::time::Instant::now() + Duration::from_secs(30);
+    loop {
+        match start(engine, "busy", "acme/shop", key).await {
+            Ok(run) => return run,
+            Err(StartError::TenantFull { .. }) => {
+                assert!(std::time::Instant::now() < deadline, "no place was freed");
+                tokio::time::sleep(Duration::from_millis(10)).await;
+            }
+            Err(e) => panic!("{e}"),
+        }
+    }
+}
+
+/// Asserts that a start in acme/shop is refused for the tenant's two runs in progress.
+async fn refused_for_two(engine: &Engine, key: &str) {
+    let refused = start(engine, "busy", "acme/shop", key).await.unwrap_err();
+    assert!(
+        matches!(refused, StartError::TenantFull { held: 2, .. }),
+        "{refused:?}"
+    );
+}
+
 /// Waits until no run is in memory: each waits out of it, or ended.
 async fn none_in_memory(engine: &Engine) {
     magrathea_tests::wait_for("no run in memory", Duration::from_secs(30), || {
@@ -138,15 +163,7 @@ async fn a_tenant_has_at_most_its_bound_of_runs_in_progress() {
     // A run that ends frees its place.
     release("t1-a");
     assert_eq!(ended(&engine, a).await.status, RunStatus::Done);
-    let mut again = start(&engine, "busy", "acme/shop", "t1-f").await;
-    let deadline = std::time::Instant::now() + Duration::from_secs(30);
-    // The driver of the ended run leaves memory just after its status is durable.
-    while matches!(again, Err(StartError::TenantFull { .. })) {
-        assert!(std::time::Instant::now() < deadline, "{again:?}");
-        tokio::time::sleep(Duration::from_millis(10)).await;
-        again = start(&engine, "busy", "acme/shop", "t1-f").await;
-    }
-    again.unwrap();
+    start_once_free(&engine, "t1-f").await;
     for key in ["t1-b", "t1-d", "t1-e", "t1-f"] {
         release(key);
     }
@@ -198,41 +215,19 @@ async fn runs_waiting_out_of_memory_count_until_they_end() {
     let a = nap_in_acme(&engine, week).await;
     nap_in_acme(&engine, week).await;
     none_in_memory(&engine).await;
-    let refused = start(&engine, "busy", "acme/shop", "t3-a")
-        .await
-        .unwrap_err();
-    assert!(
-        matches!(refused, StartError::TenantFull { held: 2, .. }),
-        "{refused:?}"
-    );
+    refused_for_two(&engine, "t3-a").await;
 
     // After a restart the waiting runs are recovered, wait out of memory again, and count.
     engine.core().stop(Duration::from_secs(5)).await;
     drop(engine);
     let engine = builder(2).path(&path).build().await.unwrap();
     none_in_memory(&engine).await;
-    let refused = start(&engine, "busy", "acme/shop", "t3-b")
-        .await
-        .unwrap_err();
-    assert!(
-        matches!(refused, StartError::TenantFull { held: 2, .. }),
-        "{refused:?}"
-    );
+    refused_for_two(&engine, "t3-b").await;
 
     // A waiting run that is cancelled is taken into memory, ends, and frees its place.
     engine.core().cancel(a, "done waiting").await.unwrap();
     assert_eq!(ended(&engine, a).await.status, RunStatus::Cancelled);
-    let deadline = std::time::Instant::now() + Duration::from_secs(30);
-    let run = loop {
-        match start(&engine, "busy", "acme/shop", "t3-c").await {
-            Ok(run) => break run,
-            Err(StartError::TenantFull { .. }) => {
-                assert!(std::time::Instant::now() < deadline, "no place was freed");
-                tokio::time::sleep(Duration::from_millis(10)).await;
-            }
-            Err(e) => panic!("{e}"),
-        }
-    };
+    let run = start_once_free(&engine, "t3-c").await;
     release("t3-c");
     assert_eq!(ended(&engine, run).await.status, RunStatus::Done);
 }
