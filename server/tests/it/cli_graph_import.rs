@@ -590,3 +590,62 @@ fn republishing_a_graph_removes_the_triggers_of_nodes_it_no_longer_has() {
         "a hand-written trigger stays"
     );
 }
+
+/// A graph whose two triggers lead to different approvals: the run a trigger starts (with its
+/// `triggerNodeId`, as the trigger's document starts it) opens only the approval its trigger
+/// leads to (seed 001 §5.3), and a start by hand goes where the first trigger leads.
+#[test]
+fn a_run_executes_only_the_nodes_its_own_trigger_leads_to() {
+    let p = Project::new();
+    let approval = |id: &str| {
+        design_node(
+            id,
+            json!({ "id": id, "type": "approval", "name": format!("approve {id}"),
+                    "config": { "onReject": "fail" } }),
+        )
+    };
+    let graph = json!({
+        "schemaVersion": "1.0",
+        "nodes": [
+            design_node("t1", json!({ "id": "t1", "type": "trigger", "name": "nightly",
+                               "config": { "triggerType": "cron", "cron": "0 0 6 * * *" } })),
+            design_node("t2", json!({ "id": "t2", "type": "trigger", "name": "on failure",
+                               "config": { "triggerType": "event",
+                                           "event": "workflow.run.failed" } })),
+            approval("a"),
+            approval("b"),
+            design_node("end", json!({ "id": "end", "type": "terminal", "name": "end",
+                                "config": {} })),
+        ],
+        "edges": [
+            { "id": "e0", "source": "t1", "target": "a" },
+            { "id": "e1", "source": "t2", "target": "b" },
+            { "id": "e2", "source": "a", "target": "end" },
+            { "id": "e3", "source": "b", "target": "end" },
+        ],
+    });
+    let file = p.dir.join("two.graph.json");
+    std::fs::write(&file, graph.to_string()).unwrap();
+    let out = p.cli(&["graph", "import", file.to_str().unwrap(), "--name", "two"]);
+    assert_eq!(code(&out), 0, "{}", stderr(&out));
+    let out = p.cli(&["publish", "two"]);
+    assert_eq!(code(&out), 0, "{}", stderr(&out));
+    let titles = |args: &[&str]| {
+        let ran = p.cli(&[&["run", "two", "--json"], args].concat());
+        assert_eq!(code(&ran), 3, "waits on an approval: {}", stderr(&ran));
+        let id = json(&ran)["workflowRunId"].as_str().unwrap().to_owned();
+        let items = json(&p.cli(&["inbox", "list", "--json"]));
+        let mut titles: Vec<String> = items
+            .as_array()
+            .unwrap()
+            .iter()
+            .filter(|i| i["workflowRunId"] == id.as_str())
+            .map(|i| i["title"].as_str().unwrap().to_owned())
+            .collect();
+        titles.sort();
+        titles
+    };
+    assert_eq!(titles(&["--param", "triggerNodeId=t2"]), ["approve b"]);
+    assert_eq!(titles(&["--param", "triggerNodeId=t1"]), ["approve a"]);
+    assert_eq!(titles(&[]), ["approve a"]);
+}

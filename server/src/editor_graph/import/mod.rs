@@ -11,9 +11,11 @@ use std::fmt;
 use serde_json::{Map, Value, json};
 
 mod design_nodes;
+mod trigger_routes;
 mod triggers;
 
 use design_nodes::{action_state, allowed_tools, approval_inbox, condition_rules};
+use trigger_routes::trigger_router;
 pub use triggers::{TriggerDocument, trigger_documents};
 
 #[cfg(test)]
@@ -145,6 +147,11 @@ pub fn import(graph: &Value) -> Result<serde_yaml_ng::Value, ImportError> {
     }
     let mut all = Vec::new();
     let mut from_triggers: Vec<Edge> = Vec::new();
+    // Each trigger with the nodes it leads to, in the order of the graph's nodes and edges.
+    let mut by_trigger: Vec<(String, Vec<Edge>)> = triggers
+        .iter()
+        .map(|t| ((*t).to_owned(), Vec::new()))
+        .collect();
     for e in edges {
         let text = |k: &str| e.get(k).and_then(Value::as_str).map(str::to_owned);
         let (Some(source), Some(target)) = (text("source"), text("target")) else {
@@ -163,6 +170,18 @@ pub fn import(graph: &Value) -> Result<serde_yaml_ng::Value, ImportError> {
             ));
         }
         if triggers.contains(&source.as_str()) {
+            if let Some((_, leads)) = by_trigger.iter_mut().find(|(t, _)| *t == source)
+                && states.contains_key(&target)
+                && !leads.iter().any(|e| e.target == target)
+            {
+                leads.push(Edge {
+                    source: source.clone(),
+                    target: target.clone(),
+                    branch: "success".into(),
+                    catch: false,
+                    condition: None,
+                });
+            }
             // Where a run starts; several nodes from the triggers are a fan-out at the start.
             if states.contains_key(&target)
                 && !from_triggers.iter().any(|e: &Edge| e.target == target)
@@ -246,6 +265,7 @@ pub fn import(graph: &Value) -> Result<serde_yaml_ng::Value, ImportError> {
         .iter()
         .filter(|id| from_triggers.iter().any(|e| &e.target == *id))
         .collect();
+    let marked_start = !marked.is_empty();
     let starts: Vec<&String> = if !marked.is_empty() {
         marked
     } else if roots.is_empty() {
@@ -268,7 +288,18 @@ pub fn import(graph: &Value) -> Result<serde_yaml_ng::Value, ImportError> {
     let forked = from_triggers.len() > 1
         && starts.len() == from_triggers.len()
         && from_triggers.iter().all(|e| starts.contains(&&e.target));
+    by_trigger.retain(|(_, leads)| !leads.is_empty());
+    // Triggers leading to different nodes: a run goes only where its own trigger leads (seed
+    // 001 §5.3), chosen by the `triggerNodeId` its trigger document starts it with.
+    let routed = trigger_routes::lead_apart(&by_trigger);
+    let mut router: Option<(String, Map<String, Value>)> = None;
     let start = match starts.as_slice() {
+        _ if routed && !marked_start => {
+            let (name, spec) =
+                trigger_router(&by_trigger, &states, &out, &inc, &mut moved, &mut parallels)?;
+            router = Some((name.clone(), spec));
+            name
+        }
         [start] => (*start).clone(),
         _ if forked => {
             let fork = &from_triggers[0].source;
@@ -347,6 +378,9 @@ pub fn import(graph: &Value) -> Result<serde_yaml_ng::Value, ImportError> {
     // exporting the draft gives its nodes in the order they were imported.
     let yaml = |v: Value| serde_yaml_ng::to_value(v).unwrap_or(serde_yaml_ng::Value::Null);
     let mut doc_states = serde_yaml_ng::Mapping::new();
+    if let Some((name, spec)) = router {
+        doc_states.insert(name.into(), yaml(Value::Object(spec)));
+    }
     for id in top.iter().filter(|id| !moved.contains(id)) {
         let mut state = yaml(Value::Object(states[id].clone()));
         if let serde_yaml_ng::Value::Mapping(spec) = &mut state {

@@ -367,3 +367,78 @@ fn a_timeout_edited_in_the_editor_becomes_the_states_timeout() {
     .unwrap_err();
     assert!(e.to_string().contains("data.timeoutMs"), "{e}");
 }
+
+/// Triggers leading to different nodes: the draft starts by routing on the run's
+/// `triggerNodeId`, so a run goes only where its own trigger leads (seed 001 §5.3); a trigger
+/// leading to several nodes fans out there, and a start naming no trigger goes where the
+/// first one leads.
+#[test]
+fn triggers_leading_to_different_nodes_start_a_run_where_its_own_trigger_leads() {
+    let g = graph(
+        json!([
+            n(
+                "t1",
+                "trigger",
+                json!({ "triggerType": "cron", "cron": "0 0 6 * * *" })
+            ),
+            n("t2", "trigger", json!({})),
+            n(
+                "a",
+                "action",
+                json!({ "actionType": "shell_task", "run": "true" })
+            ),
+            n(
+                "b",
+                "action",
+                json!({ "actionType": "shell_task", "run": "true" })
+            ),
+            n(
+                "c",
+                "action",
+                json!({ "actionType": "shell_task", "run": "true" })
+            ),
+            n(
+                "join",
+                "action",
+                json!({ "actionType": "shell_task", "run": "true" })
+            ),
+            n("end", "terminal", json!({})),
+        ]),
+        json!([
+            { "source": "t1", "target": "a" },
+            { "source": "t2", "target": "b" },
+            { "source": "t2", "target": "c" },
+            { "source": "a", "target": "end" },
+            { "source": "b", "target": "join" },
+            { "source": "c", "target": "join" },
+            { "source": "join", "target": "end" },
+        ]),
+    );
+    let doc = import(&g).unwrap();
+    assert_eq!(doc["start"], "start_by_trigger");
+    let s = states(&doc);
+    assert_eq!(
+        s["start_by_trigger"],
+        json!({ "type": "condition_task", "transitions": [
+            { "if": "#params['triggerNodeId'] == 't2'", "to": "t2_parallel" },
+            { "else": "a" },
+        ] })
+    );
+    assert_eq!(s["t2_parallel"]["type"], "parallel_task", "{s}");
+    assert_eq!(s["t2_parallel"]["on"], json!({ "success": "join" }), "{s}");
+    assert!(s.get("b").is_none() && s.get("c").is_none(), "{s}");
+
+    // Triggers that all lead to the same nodes need no routing.
+    let same = graph(
+        json!([
+            n("t1", "trigger", json!({})),
+            n("t2", "trigger", json!({})),
+            n("end", "terminal", json!({})),
+        ]),
+        json!([
+            { "source": "t1", "target": "end" },
+            { "source": "t2", "target": "end" },
+        ]),
+    );
+    assert_eq!(import(&same).unwrap()["start"], "end");
+}
