@@ -432,8 +432,9 @@ pub fn routes() -> Vec<Route> {
             summary: "Event trigger: starts the event document's workflow -> 202 (+ Idempotency-Key header: 200 with the run the key started before); needs the event's token (auth.tokenSetting) or else an API token with workflow.run; 401 before any 404; 409 MAG-HTTP-TRIGGER-DISABLED when its document says enabled: false or an operator paused it",
             query: &[],
             access: EventToken,
-            // Methods the event document does not list answer 405 from the handler.
-            handler: || any(events::trigger),
+            // Methods the event document does not list answer 405 from the handler; others
+            // (PUT, DELETE, …) the router's 405.
+            handler: || get(events::trigger).post(events::trigger),
         },
         Route {
             methods: &["GET"],

@@ -75,6 +75,13 @@ async fn an_event_starts_its_workflow_with_the_payload() {
     assert_eq!(r.status(), 405);
     assert_eq!(r.headers()["allow"], "POST");
     assert_eq!(code(r).await.1, "MAG-HTTP-405");
+    // The event route is GET|POST (reference §8.6): another method starts nothing.
+    let r = auth(s.client.delete(s.url(url)), Some("hook-secret"))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(r.status(), 405);
+    assert_eq!(code(r).await.1, "MAG-HTTP-405");
 
     let big = vec![b'x'; 2 * 1024 * 1024];
     let r = s

@@ -268,6 +268,8 @@ async fn an_event_document_with_an_unknown_key_or_method_is_refused() {
         ),
         ("workflow: hello\nbogus: 1\n", "bogus"),
         ("workflow: hello\nmethods: [FETCH]\n", "FETCH"),
+        // The event route is GET|POST (reference §8.6): no document opens it to another.
+        ("workflow: hello\nmethods: [DELETE]\n", "DELETE"),
     ] {
         let (status, body) = put(&s, "events/ev.yaml", ACME, doc).await;
         assert_eq!(status, 422, "{doc}: {body}");

@@ -127,11 +127,11 @@ fn get_and_post() -> Vec<String> {
     vec!["GET".into(), "POST".into()]
 }
 
-/// HTTP methods an event can accept.
+/// HTTP methods an event can accept: its route is `GET|POST` (reference §8.6).
 #[derive(Debug)]
 pub struct HttpMethodWords;
 
 impl super::words::WordList for HttpMethodWords {
     const NAME: &'static str = "HttpMethod";
-    const WORDS: &'static [&'static str] = &["GET", "POST", "PUT", "PATCH", "DELETE"];
+    const WORDS: &'static [&'static str] = &["GET", "POST"];
 }
