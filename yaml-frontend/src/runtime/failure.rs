@@ -108,7 +108,7 @@ pub(super) async fn decide(
         ),
         options,
         assigned_to: Some(run.start.started_by.clone())
-            .filter(|s| !s.is_empty())
+            .filter(|s| !s.trim().is_empty())
             .unwrap_or_else(|| "@system".into()),
         criticality: "CRITICAL".into(),
         tags: vec!["onFailure".into()],

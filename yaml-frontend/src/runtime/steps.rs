@@ -210,9 +210,10 @@ fn gate_spec(run: &Run<'_>, state: &PlanState, gate: &GatePlan) -> GateSpec {
         Criticality::Critical => "CRITICAL",
         Criticality::Normal => "NORMAL",
     };
+    // §3.4: the spec's value, else the starter, else `@system`; a blank name is no one.
     let assigned_to = text(&gate.assigned_to)
-        .filter(|s| !s.is_empty())
-        .or_else(|| Some(run.start.started_by.clone()).filter(|s| !s.is_empty()))
+        .filter(|s| !s.trim().is_empty())
+        .or_else(|| Some(run.start.started_by.clone()).filter(|s| !s.trim().is_empty()))
         .unwrap_or_else(|| "@system".into());
     GateSpec {
         kind,

@@ -180,6 +180,46 @@ states:
     );
 }
 
+/// §3.4: "assignedTo fallback: Spec value → startedBy → \"@system\"": a spec value that
+/// resolves blank falls to the starter, and a run started by no one (a blank name) to
+/// `@system`.
+#[tokio::test]
+async fn s3_4_a_blank_assignee_and_a_blank_starter_fall_through_to_system() {
+    let named = r#"
+start: ask
+states:
+  ask:
+    type: gate_task
+    inbox: { kind: APPROVAL, title: "Ship?", assignedTo: "${params.who}" }
+    on: { approved: done }
+  done: { type: terminal }
+"#;
+    let unnamed = named.replace(", assignedTo: \"${params.who}\"", "");
+    let p = project(&[("named", named), ("unnamed", &unnamed)]).await;
+    let assignee = |name: &'static str, who: &'static str, started_by: &'static str| {
+        let p = &p;
+        async move {
+            let run = p
+                .runtime
+                .start(&p.engine, &p.scope, name, json!({ "who": who }), started_by)
+                .await
+                .unwrap();
+            let v = p.engine.wait_settled(run).await.unwrap();
+            assert_eq!(v.status, RunStatus::Waiting);
+            p.engine
+                .inbox(magrathea_core::InboxFilter::Pending)
+                .unwrap()
+                .into_iter()
+                .find(|i| i.workflow_run_id == v.workflow_run_id)
+                .unwrap()
+                .assigned_to
+        }
+    };
+    assert_eq!(assignee("named", "ops", "tester").await, "ops");
+    assert_eq!(assignee("named", " ", "tester").await, "tester");
+    assert_eq!(assignee("unnamed", "", " ").await, "@system");
+}
+
 /// §2.4 ("any string value in a State spec may contain placeholders"): a DECISION's options
 /// may come whole from one placeholder, a list resolved when the gate opens; the chosen one
 /// routes like a written option.
