@@ -100,7 +100,12 @@ impl Serialize for Approval {
             map.insert("status".into(), self.status().into());
             map.insert("scope".into(), self.scope.clone().into());
             // Friday's `decidedAt`: when it was approved or rejected. An answer that came
-            // after the item expired or its run ended is on the item, but decided nothing.
+            // after the item expired or its run ended is on the inbox's item, but decided
+            // nothing: Friday's request resolves while pending only (seed 001 §9.2).
+            if self.item.status != InboxStatus::Answered {
+                map.remove("answer");
+                map.remove("answeredAt");
+            }
             if let Some(at) = self
                 .item
                 .answered_at
@@ -123,8 +128,8 @@ impl Serialize for Approval {
 /// The names of Friday's approval request (§2 `workflow_approval_requests`) beside the inbox's
 /// own: `runId`, `nodeId` (the state), `approverUserId` and `approverRole` (the first named
 /// approver user and role; with no approvers named, the assignee as the user), `timeoutAt`
-/// (`expiresAt`), `requestPayload` (`payload`) and `updatedAt` (when it was last answered,
-/// else created). Times are milliseconds since the Unix epoch, as the item's own.
+/// (`expiresAt`), `requestPayload` (`payload`) and `updatedAt` (when it was decided, or
+/// expired, else created). Times are milliseconds since the Unix epoch, as the item's own.
 fn friday_names(map: &mut serde_json::Map<String, serde_json::Value>, item: &InboxItem) {
     use serde_json::Value;
     map.insert("runId".into(), item.workflow_run_id.to_string().into());
@@ -155,7 +160,12 @@ fn friday_names(map: &mut serde_json::Map<String, serde_json::Value>, item: &Inb
     if let Some(payload) = map.get("payload").cloned() {
         map.insert("requestPayload".into(), payload);
     }
-    let updated = item.answered_at.unwrap_or(item.created_at);
+    let updated = match item.status {
+        InboxStatus::Answered => item.answered_at.unwrap_or(item.created_at),
+        // It changed when its timeout fired; a late answer changed nothing.
+        InboxStatus::TimedOut => item.expires_at.unwrap_or(item.created_at),
+        _ => item.created_at,
+    };
     map.insert("updatedAt".into(), updated.into());
 }
 

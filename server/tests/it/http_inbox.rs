@@ -349,6 +349,9 @@ async fn an_answer_after_the_timeout_lands_on_the_item_and_the_run_does_not_reac
         .await;
     assert_eq!(friday["status"], "expired", "{friday}");
     assert!(friday.get("decidedAt").is_none(), "{friday}");
+    assert!(friday.get("answer").is_none(), "{friday}");
+    assert!(friday.get("answeredAt").is_none(), "{friday}");
+    assert_eq!(friday["updatedAt"], friday["timeoutAt"], "{friday}");
     let view = s.wait_status("shop", &run, &["DONE"]).await;
     assert_eq!(view["result"], "expired", "{view}");
     assert_eq!(view["currentState"], "expired", "{view}");
