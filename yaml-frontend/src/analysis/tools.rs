@@ -18,7 +18,8 @@ pub(crate) fn check(ctx: &mut Ctx<'_>, root: &YamlNode, doc: &WorkflowDoc) {
         let TaskSpec::Tool { tool, .. } = &state.task else {
             continue;
         };
-        if tool.contains("${") {
+        // A missing or empty `tool:` is an error of its own (MAG-Y006), not a refused call.
+        if tool.contains("${") || tool.trim().is_empty() {
             continue;
         }
         let why = match &doc.allowed_tools {

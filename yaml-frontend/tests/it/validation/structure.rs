@@ -255,6 +255,14 @@ fn required_fields_per_type() {
             ),
         );
     }
+    // A missing tool is said once, not also as a tool the pool leaves out.
+    let missing_tool = rendered(&doc(&format!(
+        "  a:\n    type: tool_task\n    on: {{ success: end }}\n{END}"
+    )));
+    assert!(
+        !missing_tool.iter().any(|d| d.contains("MAG-YA010")),
+        "{missing_tool:?}"
+    );
     has(
         &doc(&format!(
             "  a:\n    type: gate_task\n    on: {{ ok: end }}\n{END}"
