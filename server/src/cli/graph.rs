@@ -93,11 +93,42 @@ fn import(loc: &Location, file: &std::path::Path, draft: Option<&str>) -> anyhow
     }
     let yaml = serde_yaml_ng::to_string(&doc)?;
     let label = format!("{name}.yaml (imported)");
-    if let Err(diags) = load_workflow(&label, &yaml, &LoadOptions::default()) {
-        for d in diags.iter() {
-            errln!("{}", super::validate::line(d));
+    let loaded = match load_workflow(&label, &yaml, &LoadOptions::default()) {
+        Ok(loaded) => loaded,
+        Err(diags) => {
+            for d in diags.iter() {
+                errln!("{}", super::validate::line(d));
+            }
+            return Ok(EXIT_INVALID);
+        }
+    };
+    // An edge of a node in the design's terms for an outcome the node never ends with would
+    // leave the node it leads to unreachable (an action's `approve`, an approval's `true`).
+    let design = editor_graph::design_node_ids(&graph);
+    let never: Vec<&magrathea_yaml::Diagnostic> = loaded
+        .warnings
+        .iter()
+        .filter(|d| d.code == magrathea_yaml::Code::ImpossibleOutcome)
+        .filter(|d| {
+            d.message
+                .split_once("state '")
+                .and_then(|(_, rest)| rest.split_once('\''))
+                .is_some_and(|(state, _)| design.iter().any(|n| n == state))
+        })
+        .collect();
+    if !never.is_empty() {
+        for d in never {
+            let what = d.message.split_once("] ").map_or(&*d.message, |(_, m)| m);
+            errln!(
+                "{}: [MAG-GR010] an edge's branch is no outcome of its source node, so the \
+                 node it leads to would never run: {what}",
+                file.display()
+            );
         }
         return Ok(EXIT_INVALID);
+    }
+    for d in loaded.warnings.iter() {
+        errln!("{}", super::validate::line(d));
     }
     let project = Project::locate(loc).map_err(|e| super::Invalid(super::output::chain(&e)))?;
     let dir = project

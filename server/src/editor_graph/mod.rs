@@ -28,7 +28,9 @@ mod model;
 pub use error::GraphError;
 pub use export::{export, node_type_of};
 pub use format::GraphFormat;
-pub use import::{ImportError, TriggerDocument, first_cycle, import, trigger_documents};
+pub use import::{
+    ImportError, TriggerDocument, design_node_ids, first_cycle, import, trigger_documents,
+};
 pub use layout::{LAYOUT_SCHEMA_VERSION, Layout, MAX_NODE_NAME, NodeLayout};
 pub use model::{
     EdgeData, EditorGraph, GraphEdge, GraphNode, NodeData, NodeType, Position, REACT_FLOW_VERSION,

@@ -649,3 +649,39 @@ fn a_run_executes_only_the_nodes_its_own_trigger_leads_to() {
     assert_eq!(titles(&["--param", "triggerNodeId=t1"]), ["approve a"]);
     assert_eq!(titles(&[]), ["approve a"]);
 }
+
+/// An edge whose branch its design node never ends with (an action's `approve`, an approval's
+/// `true`) would leave the node it leads to unreachable: the import refuses it, naming the
+/// state; a document's own state (an export's, its `config` naming its `type`) keeps its
+/// routes as written, and the draft's warnings are shown.
+#[test]
+fn an_edge_for_an_outcome_its_node_never_has_is_refused() {
+    let p = Project::new();
+    let graph = |branch: &str| {
+        json!({
+            "schemaVersion": "1.0",
+            "nodes": [
+                design_node("a", json!({ "id": "a", "type": "action", "name": "a",
+                                  "config": { "actionType": "shell_task", "run": "true" } })),
+                design_node("b", json!({ "id": "b", "type": "terminal", "name": "b",
+                                  "config": {} })),
+            ],
+            "edges": [{ "id": "e0", "source": "a", "target": "b", "data": { "branch": branch } }],
+        })
+    };
+    let file = p.dir.join("never.graph.json");
+    std::fs::write(&file, graph("approve").to_string()).unwrap();
+    let out = p.cli(&["graph", "import", file.to_str().unwrap(), "--name", "never"]);
+    assert_eq!(code(&out), 2, "{}", stdout(&out));
+    assert!(
+        stderr(&out).contains("[MAG-GR010] an edge's branch is no outcome of its source node")
+            && stderr(&out).contains("state 'a'"),
+        "{}",
+        stderr(&out)
+    );
+    assert!(!p.dir.join("_vance/workflow-drafts/never.yaml").exists());
+
+    std::fs::write(&file, graph("failure").to_string()).unwrap();
+    let out = p.cli(&["graph", "import", file.to_str().unwrap(), "--name", "never"]);
+    assert_eq!(code(&out), 0, "{}", stderr(&out));
+}

@@ -175,7 +175,20 @@ pub(super) fn condition_rules(
 ) -> Result<Option<EndRule>, ImportError> {
     let expression = spec.remove("expression");
     let cases = spec.remove("cases");
-    spec.remove("conditionType");
+    // The design's condition types are `if` and `switch` (seed 001 §1); another would be
+    // taken for an `if` without a word.
+    match spec.remove("conditionType") {
+        None | Some(Value::Null) => {}
+        Some(Value::String(t)) if t == "if" || t == "switch" => {}
+        Some(other) => {
+            return Err(err(
+                "MAG-GR010",
+                format!(
+                    "condition node '{id}' has conditionType {other}: expected \"if\" or \"switch\""
+                ),
+            ));
+        }
+    }
     let cases: Vec<(String, Value)> = cases
         .as_ref()
         .and_then(Value::as_array)

@@ -18,24 +18,18 @@ use design_nodes::{action_state, allowed_tools, approval_inbox, condition_rules}
 use trigger_routes::trigger_router;
 pub use triggers::{TriggerDocument, trigger_documents};
 
-#[cfg(test)]
-mod cycle_tests {
-    use super::first_cycle;
-    use serde_json::json;
-
-    #[test]
-    fn a_cycle_is_named_along_its_edges_and_a_dag_has_none() {
-        let edge = |a: &str, b: &str| json!({ "source": a, "target": b });
-        let looped =
-            json!({ "edges": [edge("s", "a"), edge("a", "b"), edge("b", "a"), edge("b", "c")] });
-        assert_eq!(
-            first_cycle(&looped),
-            Some(vec!["a".into(), "b".into(), "a".into()])
-        );
-        let diamond =
-            json!({ "edges": [edge("s", "a"), edge("s", "b"), edge("a", "c"), edge("b", "c")] });
-        assert_eq!(first_cycle(&diamond), None);
-    }
+/// The ids of the graph's nodes in the design's own terms (seed 001 §1): neither trigger nodes
+/// nor nodes whose `config` names a document `type`, as an export writes a document's state.
+pub fn design_node_ids(graph: &Value) -> Vec<String> {
+    graph
+        .get("nodes")
+        .and_then(Value::as_array)
+        .into_iter()
+        .flatten()
+        .filter(|n| n.pointer("/data/type").and_then(Value::as_str) != Some("trigger"))
+        .filter(|n| n.pointer("/data/config/type").is_none())
+        .filter_map(|n| n.get("id").and_then(Value::as_str).map(str::to_owned))
+        .collect()
 }
 
 /// Why a graph does not import.
@@ -145,6 +139,19 @@ pub fn import(graph: &Value) -> Result<serde_yaml_ng::Value, ImportError> {
         order.push(id.clone());
         states.insert(id, spec);
     }
+    // Edge ids name edges as node ids name nodes (React Flow needs them unique).
+    let mut edge_ids = std::collections::BTreeSet::new();
+    for id in edges
+        .iter()
+        .filter_map(|e| e.get("id").and_then(Value::as_str))
+    {
+        if !edge_ids.insert(id) {
+            return Err(err(
+                "MAG-GR009",
+                format!("edge id '{id}' is given to more than one edge: each edge needs its own"),
+            ));
+        }
+    }
     let mut all = Vec::new();
     let mut from_triggers: Vec<Edge> = Vec::new();
     // Each trigger with the nodes it leads to, in the order of the graph's nodes and edges.
@@ -170,6 +177,7 @@ pub fn import(graph: &Value) -> Result<serde_yaml_ng::Value, ImportError> {
             ));
         }
         if triggers.contains(&source.as_str()) {
+            trigger_routes::check_trigger_edge(e, &source, &target)?;
             if let Some((_, leads)) = by_trigger.iter_mut().find(|(t, _)| *t == source)
                 && states.contains_key(&target)
                 && !leads.iter().any(|e| e.target == target)

@@ -442,3 +442,86 @@ fn triggers_leading_to_different_nodes_start_a_run_where_its_own_trigger_leads()
     );
     assert_eq!(import(&same).unwrap()["start"], "end");
 }
+
+#[test]
+fn a_cycle_is_named_along_its_edges_and_a_dag_has_none() {
+    let edge = |a: &str, b: &str| json!({ "source": a, "target": b });
+    let looped =
+        json!({ "edges": [edge("s", "a"), edge("a", "b"), edge("b", "a"), edge("b", "c")] });
+    assert_eq!(
+        first_cycle(&looped),
+        Some(vec!["a".into(), "b".into(), "a".into()])
+    );
+    let diamond =
+        json!({ "edges": [edge("s", "a"), edge("s", "b"), edge("a", "c"), edge("b", "c")] });
+    assert_eq!(first_cycle(&diamond), None);
+}
+
+/// What an edge or node says that the draft would silently drop is refused: a condition or an
+/// outcome on a trigger's edge, a condition type the design does not have, an edge id given
+/// twice.
+#[test]
+fn what_a_draft_would_drop_is_refused() {
+    let trigger = n("t1", "trigger", json!({}));
+    let a = n("a", "terminal", json!({}));
+    for (data, needle) in [
+        (
+            json!({ "condition": "#params['x'] == 1" }),
+            "edge t1 -> a leaves a trigger node with data.condition",
+        ),
+        (
+            json!({ "branch": "failure" }),
+            "edge t1 -> a leaves a trigger node with branch `failure`",
+        ),
+    ] {
+        let g = graph(
+            json!([trigger.clone(), a.clone()]),
+            json!([{ "source": "t1", "target": "a", "data": data }]),
+        );
+        let e = import(&g).unwrap_err();
+        assert_eq!(e.code, "MAG-GR010", "{e}");
+        assert!(e.message.contains(needle), "{e}");
+    }
+    let plain = graph(
+        json!([trigger.clone(), a.clone()]),
+        json!([{ "source": "t1", "target": "a", "data": { "branch": "success" } }]),
+    );
+    assert_eq!(import(&plain).unwrap()["start"], "a");
+
+    let looping = graph(
+        json!([
+            n(
+                "c",
+                "condition",
+                json!({ "conditionType": "while", "expression": "true" })
+            ),
+            a.clone(),
+        ]),
+        json!([{ "source": "c", "target": "a", "data": { "branch": "true" } }]),
+    );
+    let e = import(&looping).unwrap_err();
+    assert_eq!(e.code, "MAG-GR010", "{e}");
+    assert!(
+        e.message
+            .contains("condition node 'c' has conditionType \"while\""),
+        "{e}"
+    );
+
+    let twice = graph(
+        json!([
+            n(
+                "s",
+                "action",
+                json!({ "actionType": "shell_task", "run": "true" })
+            ),
+            a
+        ]),
+        json!([
+            { "id": "e0", "source": "s", "target": "a" },
+            { "id": "e0", "source": "s", "target": "a", "data": { "branch": "failure" } },
+        ]),
+    );
+    let e = import(&twice).unwrap_err();
+    assert_eq!(e.code, "MAG-GR009", "{e}");
+    assert!(e.message.contains("edge id 'e0'"), "{e}");
+}

@@ -16,6 +16,37 @@ use super::{Edge, ImportError, Out, Parallel, err, fan_out};
 /// The name of the state that routes a start by its trigger.
 const ROUTER: &str = "start_by_trigger";
 
+/// Refuses an edge from a trigger node (`source`) that says more than where the run starts: a
+/// trigger starts its run where it leads, whatever happens, so a condition or an outcome on
+/// its edge would be dropped.
+pub(super) fn check_trigger_edge(e: &Value, source: &str, target: &str) -> Result<(), ImportError> {
+    let said = |k: &str| {
+        e.pointer(&format!("/data/{k}"))
+            .and_then(Value::as_str)
+            .filter(|v| !v.is_empty())
+    };
+    if let Some(c) = said("condition") {
+        return Err(err(
+            "MAG-GR010",
+            format!(
+                "edge {source} -> {target} leaves a trigger node with data.condition `{c}`: a \
+                 trigger starts its run where it leads; put a condition node after the trigger \
+                 to decide where the run goes"
+            ),
+        ));
+    }
+    if let Some(b) = said("branch").filter(|b| *b != "success") {
+        return Err(err(
+            "MAG-GR010",
+            format!(
+                "edge {source} -> {target} leaves a trigger node with branch `{b}`: a trigger \
+                 has no outcomes; leave the branch out"
+            ),
+        ));
+    }
+    Ok(())
+}
+
 /// Whether the triggers of `by_trigger` do not all lead to the same nodes.
 pub(super) fn lead_apart(by_trigger: &[(String, Vec<Edge>)]) -> bool {
     fn targets(leads: &[Edge]) -> Vec<&str> {
