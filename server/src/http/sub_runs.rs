@@ -25,7 +25,8 @@ pub struct SubRun {
 }
 
 /// The sub-runs of the run of `summary` whose journal is `entries` (at most
-/// [`MAX_SUB_RUNS`]), and how many it started in all. A sub-run that has not finished in the
+/// [`MAX_SUB_RUNS`]), and how many it started in all (of the listed ones, those refused
+/// before they started left out). A sub-run that has not finished in the
 /// parent's journal shows its own status, when it belongs to the parent's project.
 pub fn sub_runs(engine: &Engine, summary: &RunSummary, entries: &[Entry]) -> (Vec<SubRun>, usize) {
     let mut state: Option<&str> = None;
@@ -61,18 +62,32 @@ pub fn sub_runs(engine: &Engine, summary: &RunSummary, entries: &[Entry]) -> (Ve
             _ => {}
         }
     }
+    // A sub-run refused before it started (deeper than the nesting limit, past its tree's
+    // bound, cancelled before its start) has its id in the parent's journal but is no run:
+    // it is not listed. One that ended DONE ran; any other is looked up.
+    let mut never_started = 0;
     let subs = runs
         .into_iter()
-        .map(|(_, mut run)| {
-            if run.status.is_none() {
-                run.status = engine
-                    .summary(run.run_id)
-                    .ok()
-                    .filter(|s| s.scope == summary.scope)
-                    .map(|s| s.status);
+        .filter_map(|(_, mut run)| {
+            if run.status == Some(RunStatus::Done) {
+                return Some(run);
             }
-            run
+            match engine.summary(run.run_id) {
+                Err(magrathea_core::RunError::NotFound(_)) => {
+                    never_started += 1;
+                    None
+                }
+                found => {
+                    if run.status.is_none() {
+                        run.status = found
+                            .ok()
+                            .filter(|s| s.scope == summary.scope)
+                            .map(|s| s.status);
+                    }
+                    Some(run)
+                }
+            }
         })
         .collect();
-    (subs, count)
+    (subs, count - never_started)
 }

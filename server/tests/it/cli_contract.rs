@@ -784,3 +784,35 @@ fn an_empty_starter_is_refused_before_anything_starts() {
     let runs = p.cli(&["runs", "list", "--json"]);
     assert_eq!(stdout(&runs).trim(), "[]", "nothing was started");
 }
+
+/// A sub-run refused before it started (here deeper than the project's `subRuns.maxDepth`)
+/// is no run: the parent's step fails, and the parent's `subRuns` lists only the runs that
+/// exist, each of which `runs show` finds.
+#[test]
+fn a_sub_run_refused_before_it_started_is_not_listed() {
+    let p = Project::new();
+    std::fs::write(
+        p.dir.join("_vance/settings.yaml"),
+        "subRuns:\n  maxDepth: 1\n",
+    )
+    .unwrap();
+    p.workflow(
+        "outer",
+        "start: sub\nstates:\n  sub:\n    type: workflow_task\n    workflow: middle\n    on: { success: done, failure: failed }\n  done: { type: terminal, result: ok }\n  failed: { type: terminal, result: failed }\n",
+    )
+    .workflow(
+        "middle",
+        "start: sub\nstates:\n  sub:\n    type: workflow_task\n    workflow: inner\n    on: { success: done, failure: failed }\n  done: { type: terminal, result: ok }\n  failed: { type: terminal, outcome: failure, result: refused }\n",
+    )
+    .workflow("inner", "start: d\nstates:\n  d: { type: terminal, result: in }\n");
+    let out = p.cli(&["run", "outer", "--json"]);
+    assert_eq!(code(&out), 0, "{}", stderr(&out));
+    let outer = json(&out);
+    assert_eq!(outer["result"], "failed", "{outer}");
+    assert_eq!(outer["subRunCount"], 1, "{outer}");
+    let middle_id = outer["subRuns"][0]["runId"].as_str().unwrap().to_owned();
+    let middle = json(&p.cli(&["runs", "show", &middle_id, "--json"]));
+    assert_eq!(middle["result"], "refused", "{middle}");
+    assert_eq!(middle["subRuns"], serde_json::json!([]), "{middle}");
+    assert_eq!(middle["subRunCount"], 0, "{middle}");
+}
