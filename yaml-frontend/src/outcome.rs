@@ -289,8 +289,11 @@ impl TaskType {
             ),
             Self::TimerTask => Outcomes::new(&[Outcome::Fired], &[]),
             Self::ConditionTask => Outcomes::new(&[Outcome::Success], &[TECHNICAL]),
-            Self::WorkflowTask | Self::ParallelTask | Self::ForeachTask => {
-                Outcomes::new(&[Outcome::Success, Outcome::Failure], &[])
+            Self::WorkflowTask => Outcomes::new(&[Outcome::Success, Outcome::Failure], &[]),
+            // A fan-out whose sub-runs' inputs or collected results pass their bounds
+            // (MAG-PR005, MAG-BD003) ends `technical_error`: a route for it may be taken.
+            Self::ParallelTask | Self::ForeachTask => {
+                Outcomes::new(&[Outcome::Success, Outcome::Failure], &[TECHNICAL])
             }
             Self::GateTask | Self::Terminal => Outcomes::none(),
         };

@@ -610,3 +610,17 @@ fn a_tool_the_workflows_own_pool_leaves_out_is_a_warning() {
         );
     }
 }
+
+/// A fan-out whose sub-runs' results together pass the output bound ends `technical_error`
+/// (MAG-BD003): a route for it can be taken, and is not said to be dead.
+#[test]
+fn a_fan_out_may_end_technical_error() {
+    let text = format!(
+        "start: each\nstates:\n  each:\n    type: foreach_task\n    items: [1, 2]\n    workflow: w\n    on: {{ success: end, failure: end, technical_error: end }}\n{END}"
+    );
+    let found = warnings(&text);
+    assert!(
+        found.iter().all(|w| !w.contains("[MAG-YA001]")),
+        "{found:#?}"
+    );
+}
