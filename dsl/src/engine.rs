@@ -130,8 +130,8 @@ impl EngineBuilder {
         self.map(|b| b.max_child_depth(depth))
     }
 
-    /// The most runs one tree of runs may hold: a root run and every child started under it
-    /// while it is active (default 10,000): a child beyond it is not started, and its step
+    /// The most sub-runs one tree of runs may hold: every child started under a root run
+    /// while the root is active, the root not counted (default 10,000): a child beyond it is not started, and its step
     /// fails with `[MAG-CH003]`, so that a workflow that starts itself several times per level
     /// cannot multiply into millions of runs within the depth limit (see
     /// [`core::EngineBuilder::max_runs_per_tree`]).

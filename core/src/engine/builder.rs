@@ -182,8 +182,8 @@ impl EngineBuilder {
         self
     }
 
-    /// The most runs one tree of runs may hold: its root and the descendants started while
-    /// the root is active, ended ones included (default
+    /// The most sub-runs one tree of runs may hold: the descendants of its root started while
+    /// the root is active, ended ones included, the root not counted (default
     /// [`DEFAULT_MAX_RUNS_PER_TREE`](super::DEFAULT_MAX_RUNS_PER_TREE), 10,000). A parent
     /// whose tree holds that many does not start another child: the child's step fails with
     /// `[MAG-CH003]`. It bounds what one start can grow into when a workflow starts itself

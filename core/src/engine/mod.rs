@@ -103,7 +103,7 @@ pub(crate) struct Config {
     pub(crate) evict_after: Duration,
     /// The deepest a sub-run may be nested (root = 0) unless its request says otherwise.
     pub(crate) max_child_depth: u32,
-    /// The most runs one tree of runs (a root and its descendants) may hold.
+    /// The most sub-runs one tree of runs (a root's descendants) may hold.
     pub(crate) max_runs_per_tree: u32,
     /// The most runs one tenant may have active here at once.
     pub(crate) max_active_runs_per_tenant: Option<u32>,

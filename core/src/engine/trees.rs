@@ -58,10 +58,7 @@ impl Members {
 
     /// The runs the tree of `root` holds: its root and the children started in it.
     fn held(&self, root: RunId) -> u32 {
-        self.trees
-            .get(&root)
-            .map_or(0, |t| t.started)
-            .saturating_add(1)
+        self.trees.get(&root).map_or(0, |t| t.started)
     }
 }
 
@@ -70,8 +67,9 @@ impl Trees {
         self.inner.lock().unwrap_or_else(|p| p.into_inner())
     }
 
-    /// Counts `run` in the tree of `root` if the tree, its root included, holds fewer than
-    /// `limit` runs (or counts `run` already); otherwise returns how many it holds.
+    /// Counts `run` in the tree of `root` if the tree holds fewer than `limit` runs under its
+    /// root (the root itself not counted: a root may start `limit` sub-runs), or counts `run`
+    /// already; otherwise returns how many sub-runs it holds.
     pub(crate) fn admit(&self, root: RunId, run: RunId, limit: u32) -> Result<(), u32> {
         let mut m = self.lock();
         if m.root_of.contains_key(&run) {
@@ -119,26 +117,27 @@ mod tests {
         let trees = Trees::default();
         let root = RunId::new();
         let kids: Vec<RunId> = (0..4).map(|_| RunId::new()).collect();
-        assert_eq!(trees.admit(root, kids[0], 3), Ok(()));
-        assert_eq!(trees.admit(root, kids[1], 3), Ok(()));
-        assert_eq!(trees.admit(root, kids[2], 3), Err(3));
+        // The root is not counted: a limit of 2 is two sub-runs.
+        assert_eq!(trees.admit(root, kids[0], 2), Ok(()));
+        assert_eq!(trees.admit(root, kids[1], 2), Ok(()));
+        assert_eq!(trees.admit(root, kids[2], 2), Err(2));
         // Counting a run twice does not count it twice.
-        assert_eq!(trees.admit(root, kids[1], 3), Ok(()));
+        assert_eq!(trees.admit(root, kids[1], 2), Ok(()));
         trees.join(root, kids[1]);
-        assert_eq!(trees.lock().held(root), 3);
+        assert_eq!(trees.lock().held(root), 2);
         // Children that ended still count.
         trees.leave(kids[0]);
         trees.leave(kids[1]);
-        assert_eq!(trees.admit(root, kids[2], 3), Err(3));
+        assert_eq!(trees.admit(root, kids[2], 2), Err(2));
         assert!(trees.lock().root_of.is_empty());
         // Once the root ends, a tree of the same root (recovered, say) counts again.
         trees.leave(root);
-        assert_eq!(trees.admit(root, kids[2], 3), Ok(()));
-        assert_eq!(trees.admit(root, kids[3], 3), Ok(()));
+        assert_eq!(trees.admit(root, kids[2], 2), Ok(()));
+        assert_eq!(trees.admit(root, kids[3], 2), Ok(()));
         // Another tree counts its own runs.
         let other = RunId::new();
-        assert_eq!(trees.admit(other, RunId::new(), 2), Ok(()));
-        assert_eq!(trees.admit(other, RunId::new(), 2), Err(2));
+        assert_eq!(trees.admit(other, RunId::new(), 1), Ok(()));
+        assert_eq!(trees.admit(other, RunId::new(), 1), Err(1));
     }
 
     #[test]
@@ -148,7 +147,7 @@ mod tests {
         let kid = RunId::new();
         trees.join(root, kid);
         trees.leave(root);
-        assert_eq!(trees.lock().held(root), 1);
+        assert_eq!(trees.lock().held(root), 0);
         assert!(trees.lock().root_of.is_empty());
         // The child's own end, later, finds nothing to remove.
         trees.leave(kid);
@@ -160,7 +159,7 @@ mod tests {
         let trees = Trees::default();
         let root = RunId::new();
         trees.join(root, root);
-        assert_eq!(trees.lock().held(root), 1);
+        assert_eq!(trees.lock().held(root), 0);
         assert!(trees.lock().root_of.is_empty());
     }
 }

@@ -97,8 +97,8 @@ pub(crate) struct ServeArgs {
     /// reclaim fails its running task, MAG-LS001), as the reference's maxClaimAttempts.
     #[arg(long, value_name = "N", default_value_t = 3)]
     max_claim_attempts: u32,
-    /// The most runs one tree of runs may hold: a root run and every sub-run started under it
-    /// while it is active. A sub-run beyond it is not started; its step fails (MAG-CH003).
+    /// The most sub-runs one tree of runs may hold: every run started under a root run while
+    /// the root is active, the root not counted. A sub-run beyond it is not started; its step fails (MAG-CH003).
     #[arg(long, value_name = "N", default_value_t = 10_000,
           value_parser = clap::value_parser!(u32).range(1..))]
     max_runs_per_tree: u32,

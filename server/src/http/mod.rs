@@ -161,8 +161,8 @@ impl ServeConfig {
         self
     }
 
-    /// The most runs one tree of runs may hold: a root run and every sub-run started under it
-    /// while it is active (default 10,000; see `EngineBuilder::max_runs_per_tree`). A child
+    /// The most sub-runs one tree of runs may hold: every run started under a root run while
+    /// the root is active, the root not counted (default 10,000; see `EngineBuilder::max_runs_per_tree`). A child
     /// beyond it is not started (`[MAG-CH003]`).
     pub fn max_runs_per_tree(mut self, runs: u32) -> Self {
         self.max_runs_per_tree = runs;

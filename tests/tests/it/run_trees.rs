@@ -149,12 +149,12 @@ async fn a_code_workflow_that_forks_itself_stops_at_the_bound_of_its_tree() {
     // The root's reason carries the cause up.
     failed_for_its_tree(&view);
     let runs = s.runs_of("fork");
-    assert_eq!(runs.len(), 20, "the root and 19 children, of 511 unbounded");
+    assert_eq!(runs.len(), 21, "the root and 20 children, of 511 unbounded");
     let refusals = s.refusals(&runs);
     assert!(!refusals.is_empty());
     assert!(
         refusals[0].contains(&format!(
-            "the tree of runs under root run {root} holds 20 runs, the most one tree may hold (20)"
+            "the tree of runs under root run {root} holds 20 sub-runs, the most one tree may hold (20)"
         )),
         "{}",
         refusals[0]
@@ -168,7 +168,7 @@ async fn a_code_workflow_that_forks_itself_stops_at_the_bound_of_its_tree() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_yaml_foreach_that_spreads_itself_stops_at_the_bound_of_its_tree() {
-    let s = Setup::new(|b| b.max_runs_per_tree(30)).await;
+    let s = Setup::new(|b| b.max_runs_per_tree(29)).await;
     let root = s
         .runtime
         .start(s.engine.core(), &s.scope, "spread", json!({}), "test")
@@ -189,8 +189,8 @@ async fn a_yaml_foreach_that_spreads_itself_stops_at_the_bound_of_its_tree() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn children_that_ended_count_until_their_root_ends_and_a_new_root_counts_afresh() {
-    let s = Setup::new(|b| b.max_runs_per_tree(5)).await;
-    // Four children one after another fill a tree of five.
+    let s = Setup::new(|b| b.max_runs_per_tree(4)).await;
+    // Four children one after another fill a tree's four places (the root takes none).
     let first = s.engine.start(serial, 4).await.unwrap().id();
     assert_eq!(s.ended(first).await.status, RunStatus::Done);
     // A fifth does not fit, although none of the four is active any more.
@@ -225,7 +225,7 @@ async fn naps(ctx: Context, _input: ()) -> Result<(), WorkflowError> {
     Ok(())
 }
 
-/// Runs `f` with an engine (a tree bound of 4) on `db` in its own runtime, then shuts that
+/// Runs `f` with an engine (a tree bound of 3 sub-runs) on `db` in its own runtime, then shuts that
 /// runtime down: a restart.
 fn incarnation<T>(db: &std::path::Path, f: impl AsyncFnOnce(Engine) -> T) -> T {
     let rt = magrathea_tests::runtime();
@@ -234,7 +234,7 @@ fn incarnation<T>(db: &std::path::Path, f: impl AsyncFnOnce(Engine) -> T) -> T {
         let engine = magrathea_tests::build_retrying(|| {
             Engine::builder()
                 .path(&db)
-                .max_runs_per_tree(4)
+                .max_runs_per_tree(3)
                 .workflow(naps)
                 .workflow(nap)
                 .workflow(leaf)
@@ -273,7 +273,7 @@ fn after_a_restart_a_tree_counts_its_recovered_children() {
         .await;
         root
     });
-    // The naps are recovered and count again: the root and three fill the tree of four.
+    // The naps are recovered and count again: the three fill the tree's three places.
     incarnation(&db, async |engine| {
         let view = tokio::time::timeout(Duration::from_secs(30), engine.wait(root))
             .await

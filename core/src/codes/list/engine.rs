@@ -276,7 +276,7 @@ pub(super) const CODES: &[ErrorCode] = &[
     },
     ErrorCode {
         code: "MAG-CH003",
-        meaning: "A child run was not started: its tree of runs (the root and every run started under it while the root is active) holds as many runs as one tree may (10,000 by default).",
+        meaning: "A child run was not started: its tree of runs (every run started under the root while the root is active, the root not counted) holds as many sub-runs as one tree may (10,000 by default).",
         remedy: "End the recursion with a condition, start fewer sub-runs per level, or raise the bound with EngineBuilder::max_runs_per_tree or `magrathea serve --max-runs-per-tree`.",
     },
     ErrorCode {

@@ -93,8 +93,8 @@ impl Driver {
         let bound = self.engine.config.max_runs_per_tree;
         if let Err(held) = self.engine.trees.admit(here.root, child_id, bound) {
             let reason = format!(
-                "[MAG-CH003] the tree of runs under root run {root} holds {held} runs, the \
-                 most one tree may hold ({bound}): run {run} cannot start a child \
+                "[MAG-CH003] the tree of runs under root run {root} holds {held} sub-runs, \
+                 the most one tree may hold ({bound}): run {run} cannot start a child \
                  `{workflow}`; a workflow that starts itself more than once needs a condition \
                  that ends the recursion, or raise the bound (EngineBuilder::max_runs_per_tree, \
                  or `magrathea serve --max-runs-per-tree`)",
