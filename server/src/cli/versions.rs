@@ -77,7 +77,9 @@ pub(crate) fn publish(loc: &Location, args: NameArgs) -> anyhow::Result<u8> {
                 outln!("  trigger: {t}")?;
             }
             for t in &p.removed_triggers {
-                outln!("  removed trigger: {t} (its node is no longer in the graph)")?;
+                outln!(
+                    "  removed trigger: {t} (the graph no longer makes it: its node was removed or changed)"
+                )?;
             }
             Ok(EXIT_OK)
         }

@@ -119,7 +119,8 @@ pub(super) async fn fan_out(
             "failure",
             json!({ "error": format!(
                 "[MAG-PR005] state '{}' would hand its {total} sub-runs {handed} bytes of input in \
-                 all (each inline branch gets a copy of the run's parameters and variables): at \
+                 all (an inline branch gets a copy of the run's parameters and variables, a \
+                 workflow branch its resolved params:): at \
                  most {MAX_FANOUT_INPUT_BYTES} bytes; pass large data by reference (a document, \
                  a URL) or over fewer items",
                 state.name

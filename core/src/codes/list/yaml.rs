@@ -296,7 +296,7 @@ pub(super) const CODES: &[ErrorCode] = &[
     },
     ErrorCode {
         code: "MAG-PR005",
-        meaning: "A parallel_task or foreach_task would hand its sub-runs more than 64 MiB of input in all: each inline branch gets a copy of its run's parameters and variables (the state ends `failure`, no sub-run started).",
+        meaning: "A parallel_task or foreach_task would hand its sub-runs more than 64 MiB of input in all: an inline branch gets a copy of its run's parameters and variables, a workflow branch its resolved params: (the state ends `failure`, no sub-run started).",
         remedy: "Pass large data by reference (a document path, a URL) rather than as a parameter, or fan out over fewer items.",
     },
     ErrorCode {
