@@ -97,7 +97,7 @@ pub(super) const CODES: &[ErrorCode] = &[
     ErrorCode {
         code: "MAG-EN007",
         meaning: "A task attempt was to run more often than maxClaimAttempts allows (its first run counting): each time, the process running it stopped before its result (a crash, a kill, a full disk). It is not run again; it fails terminally with technical_error, which catch: routes.",
-        remedy: "Find out why the process stops while running this task (its memory or time, a crash) and fix it; route technical_error with catch: to handle it in the workflow. The limit is EngineBuilder::max_claim_attempts (default 3; `magrathea serve --max-claim-attempts`).",
+        remedy: "Find out why the process stops while running this task (its memory or time, a crash) and fix it; handle the step's technical_error in the workflow (a YAML catch:, or the step's error in code). The limit is EngineBuilder::max_claim_attempts (default 3; `magrathea serve --max-claim-attempts`).",
     },
     ErrorCode {
         code: "MAG-EN008",

@@ -136,8 +136,8 @@ impl Driver {
                 "[MAG-EN007] the task was started {} times{besides} and each time the \
                  process running it stopped before its result: maxClaimAttempts ({max}) \
                  executions are used up; it is not run again. Find out why the process stops while \
-                 it runs (memory, time, a crash), route technical_error with catch:, or raise \
-                 the limit (EngineBuilder::max_claim_attempts, serve --max-claim-attempts)",
+                 it runs (memory, time, a crash), handle the step's technical_error (a YAML \
+                 catch:, or the step's error in code), or raise the limit (EngineBuilder::max_claim_attempts, serve --max-claim-attempts)",
                 counted - 1
             )
         })
