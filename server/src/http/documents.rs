@@ -416,12 +416,17 @@ pub(crate) async fn put(
     })?;
     if trigger_doc {
         let doc = project_rel(&parts);
-        warnings.extend(triggers_published(&state, &scope, &who, &[doc], &[text]));
+        let (in_scope, by) = (scope.clone(), who.clone());
+        warnings.extend(
+            state
+                .trigger_work(&scope.tenant, move |state| {
+                    triggers_published(state, &in_scope, &by, &[doc], &[text])
+                })
+                .await?,
+        );
     } else if parts == ["settings.yaml"] {
         // Registrations follow the documents at once (settings hold webhook path tokens).
-        if let Err(e) = state.triggers.resync(&state, &scope) {
-            tracing::warn!(error = %e, "could not resync the project's triggers");
-        }
+        resync_in_share(&state, &scope).await?;
     }
     let status = if created {
         StatusCode::CREATED
@@ -600,12 +605,23 @@ pub(crate) async fn delete(
     {
         tracing::warn!(error = %e, "could not forget who wrote the trigger document");
     }
-    if (trigger_doc || parts == ["settings.yaml"])
-        && let Err(e) = state.triggers.resync(&state, &scope)
-    {
-        tracing::warn!(error = %e, "could not resync the project's triggers");
+    if trigger_doc || parts == ["settings.yaml"] {
+        resync_in_share(&state, &scope).await?;
     }
     Ok(StatusCode::NO_CONTENT)
+}
+
+/// Rebuilds `scope`'s registrations after a write (a failure is logged: the write stands),
+/// within its tenant's share of such work.
+async fn resync_in_share(state: &AppState, scope: &Scope) -> Result<(), ApiError> {
+    let in_scope = scope.clone();
+    state
+        .trigger_work(&scope.tenant, move |state| {
+            if let Err(e) = state.triggers.resync(state, &in_scope) {
+                tracing::warn!(error = %e, "could not resync the project's triggers");
+            }
+        })
+        .await
 }
 
 /// 409 `MAG-VR005` for a write or removal under the history of published versions.

@@ -47,6 +47,7 @@ pub(crate) mod setting;
 pub mod sse;
 pub mod state;
 pub mod sub_runs;
+pub mod trigger_rebuilds;
 pub mod triggers;
 pub mod ui;
 pub mod versions;
@@ -482,6 +483,7 @@ async fn start(
         ),
         document_quota: config.document_quota,
         journal_reads: journal_reads::JournalReads::default(),
+        trigger_rebuilds: trigger_rebuilds::TriggerRebuilds::default(),
     });
     let listener = tokio::net::TcpListener::bind(config.addr)
         .await

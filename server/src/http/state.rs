@@ -53,6 +53,8 @@ pub struct AppParts {
     pub document_quota: super::doc_quota::DocumentQuota,
     /// The requests reading whole journals at a time, per tenant and in all.
     pub journal_reads: super::journal_reads::JournalReads,
+    /// The requests rebuilding trigger registrations at a time, per tenant and in all.
+    pub trigger_rebuilds: super::trigger_rebuilds::TriggerRebuilds,
 }
 
 impl AppState {
@@ -146,6 +148,21 @@ impl AppState {
         let _permit = self.journal_reads.acquire(tenant).await;
         let engine = self.engine.clone();
         tokio::task::spawn_blocking(move || read(&engine))
+            .await
+            .map_err(ApiError::internal)
+    }
+
+    /// Runs `work`, which rebuilds registrations of `tenant`'s triggers from their documents
+    /// (a resync), off the runtime's threads and within the tenant's share of such work
+    /// ([`super::trigger_rebuilds`]).
+    pub(crate) async fn trigger_work<T: Send + 'static>(
+        &self,
+        tenant: &str,
+        work: impl FnOnce(&AppState) -> T + Send + 'static,
+    ) -> Result<T, ApiError> {
+        let _permit = self.trigger_rebuilds.acquire(tenant).await;
+        let state = self.clone();
+        tokio::task::spawn_blocking(move || work(&state))
             .await
             .map_err(ApiError::internal)
     }

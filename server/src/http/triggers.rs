@@ -194,20 +194,26 @@ pub(crate) async fn resync_workflow(
             "workflow `{workflow_id}` not found"
         )));
     }
-    let mut resynced = Vec::new();
-    let mut out = Vec::new();
-    for scope in &scopes {
-        let report = state.triggers.resync(&state, scope)?;
-        resynced.push(json!({ "scope": scope.key(), "report": report }));
-        for reg in registry::list(state.triggers.catalog()?, scope, None)? {
-            if reg.workflow.as_deref() == Some(name.as_str()) {
-                out.push(described(&state, &state.triggers, &reg)?);
+    // The workflow's scopes are projects of one tenant.
+    let tenant = scopes.first().map(|s| s.tenant.clone()).unwrap_or_default();
+    state
+        .trigger_work(&tenant, move |state| {
+            let mut resynced = Vec::new();
+            let mut out = Vec::new();
+            for scope in &scopes {
+                let report = state.triggers.resync(state, scope)?;
+                resynced.push(json!({ "scope": scope.key(), "report": report }));
+                for reg in registry::list(state.triggers.catalog()?, scope, None)? {
+                    if reg.workflow.as_deref() == Some(name.as_str()) {
+                        out.push(described(state, &state.triggers, &reg)?);
+                    }
+                }
             }
-        }
-    }
-    Ok(Json(
-        json!({ "workflowId": workflow_id, "resynced": resynced, "triggers": out }),
-    ))
+            Ok(Json(
+                json!({ "workflowId": workflow_id, "resynced": resynced, "triggers": out }),
+            ))
+        })
+        .await?
 }
 
 /// Body of `PATCH …/triggers/{id}`.
@@ -414,12 +420,17 @@ pub(crate) async fn resync_project(
     headers: HeaderMap,
 ) -> Result<Json<Value>, ApiError> {
     let scope = project(&state, &headers, &p.tenant, &p.project, ApiScope::Write)?;
-    let report = state.triggers.resync(&state, &scope)?;
-    let mut out = Vec::new();
-    for reg in registry::list(state.triggers.catalog()?, &scope, None)? {
-        out.push(described(&state, &state.triggers, &reg)?);
-    }
-    Ok(Json(json!({ "resynced": report, "triggers": out })))
+    let tenant = scope.tenant.clone();
+    state
+        .trigger_work(&tenant, move |state| {
+            let report = state.triggers.resync(state, &scope)?;
+            let mut out = Vec::new();
+            for reg in registry::list(state.triggers.catalog()?, &scope, None)? {
+                out.push(described(state, &state.triggers, &reg)?);
+            }
+            Ok(Json(json!({ "resynced": report, "triggers": out })))
+        })
+        .await?
 }
 
 /// The registration `id_or_name` of a project: an id, or a document name (when a document

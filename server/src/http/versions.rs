@@ -87,13 +87,13 @@ pub(crate) async fn publish(
         }
     }
     if !published.triggers.is_empty() || !published.removed_triggers.is_empty() {
-        let warnings = super::documents::triggers_published(
-            &state,
-            &scope,
-            &who,
-            &published.triggers,
-            &published.trigger_texts,
-        );
+        let (in_scope, by) = (scope.clone(), who.clone());
+        let (docs, texts) = (published.triggers.clone(), published.trigger_texts.clone());
+        let warnings = state
+            .trigger_work(&scope.tenant, move |state| {
+                super::documents::triggers_published(state, &in_scope, &by, &docs, &texts)
+            })
+            .await?;
         reply["warnings"] = json!(warnings);
     }
     Ok(Json(reply))
