@@ -5,10 +5,13 @@ use std::sync::{Arc, Mutex, PoisonError};
 
 use magrathea_yaml::Scope;
 
+/// A project: its tenant and its name.
+type ProjectKey = (String, String);
+
 /// The locks of the projects being resynced, by tenant and project.
 #[derive(Debug, Default)]
 pub(crate) struct ResyncLocks {
-    by_project: Mutex<HashMap<(String, String), Arc<Mutex<()>>>>,
+    by_project: Mutex<HashMap<ProjectKey, Arc<Mutex<()>>>>,
 }
 
 /// A project's lock, taken out of [`ResyncLocks`]; dropping the last one of a project
@@ -16,7 +19,7 @@ pub(crate) struct ResyncLocks {
 #[derive(Debug)]
 pub(crate) struct ProjectLock<'a> {
     locks: &'a ResyncLocks,
-    key: (String, String),
+    key: ProjectKey,
     lock: Arc<Mutex<()>>,
 }
 
