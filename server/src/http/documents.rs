@@ -466,6 +466,15 @@ pub(crate) fn triggers_published(
         && let Ok(regs) = crate::triggers::registry::list(catalog, scope, None)
     {
         for doc in docs {
+            // Only what the scan reads is registered: a document in a subdirectory, past the
+            // directory's first thousand or over 256 KiB would start nothing, unsaid.
+            if !regs.iter().any(|r| &r.document == doc) {
+                warnings.push(format!(
+                    "{doc}: not registered, so it starts nothing: trigger documents are read \
+                     directly under _vance/scheduler/, events/ and hooks/ only, at most 1000 \
+                     of a directory, each of at most 256 KiB"
+                ));
+            }
             warnings.extend(
                 regs.iter()
                     .filter(|r| &r.document == doc)

@@ -749,3 +749,20 @@ async fn a_removed_triggers_deliveries_are_still_found_by_its_name_and_id() {
         .unwrap();
     assert_eq!(r.status(), 404);
 }
+
+/// A trigger document the scan never reads (here in a subdirectory of `scheduler/`) is
+/// written, and the writer is told that it starts nothing; one read as a schedule is not.
+#[tokio::test]
+async fn a_trigger_document_that_is_never_registered_is_said_to_start_nothing() {
+    let s = Server::start().await;
+    let doc = "workflow: hello\ncron: \"0 3 1 1 *\"\n";
+    let (status, body) = put(&s, "scheduler/nested/yearly.yaml", ACME, doc).await;
+    assert_eq!(status, 201, "{body}");
+    assert!(
+        body.contains("not registered, so it starts nothing"),
+        "{body}"
+    );
+    let (status, body) = put(&s, "scheduler/yearly.yaml", ACME, doc).await;
+    assert_eq!(status, 201, "{body}");
+    assert!(!body.contains("not registered"), "{body}");
+}
