@@ -305,3 +305,17 @@ pub(super) enum EndRule {
     /// `if: <expression>, to: <end>`, first.
     When(Value),
 }
+
+/// The ids of the graph's nodes in the design's own terms (seed 001 §1): neither trigger nodes
+/// nor nodes whose `config` names a document `type`, as an export writes a document's state.
+pub fn design_node_ids(graph: &Value) -> Vec<String> {
+    graph
+        .get("nodes")
+        .and_then(Value::as_array)
+        .into_iter()
+        .flatten()
+        .filter(|n| n.pointer("/data/type").and_then(Value::as_str) != Some("trigger"))
+        .filter(|n| n.pointer("/data/config/type").is_none())
+        .filter_map(|n| n.get("id").and_then(Value::as_str).map(str::to_owned))
+        .collect()
+}

@@ -14,23 +14,10 @@ mod design_nodes;
 mod trigger_routes;
 mod triggers;
 
+pub use design_nodes::design_node_ids;
 use design_nodes::{action_state, allowed_tools, approval_inbox, condition_rules};
 use trigger_routes::trigger_router;
 pub use triggers::{TriggerDocument, trigger_documents};
-
-/// The ids of the graph's nodes in the design's own terms (seed 001 §1): neither trigger nodes
-/// nor nodes whose `config` names a document `type`, as an export writes a document's state.
-pub fn design_node_ids(graph: &Value) -> Vec<String> {
-    graph
-        .get("nodes")
-        .and_then(Value::as_array)
-        .into_iter()
-        .flatten()
-        .filter(|n| n.pointer("/data/type").and_then(Value::as_str) != Some("trigger"))
-        .filter(|n| n.pointer("/data/config/type").is_none())
-        .filter_map(|n| n.get("id").and_then(Value::as_str).map(str::to_owned))
-        .collect()
-}
 
 /// Why a graph does not import.
 #[derive(Debug, Clone, PartialEq, Eq)]
