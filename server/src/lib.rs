@@ -27,6 +27,7 @@ pub mod editor_graph;
 pub mod http;
 mod project_files;
 mod store_location;
+mod tenant_queues;
 mod tenant_shares;
 mod tree;
 pub mod triggers;

@@ -1,6 +1,6 @@
-//! Places shared fairly between tenants: at most so many of one tenant and so many in all at
-//! once. Whole-journal reads ([`crate::http::journal_reads`]) and event and hook deliveries
-//! take theirs here. A tenant takes its own turn first, so that one tenant's queue never holds
+//! Places shared fairly between tenants by slots: at most so many of one tenant and so many in
+//! all at once. Event and hook deliveries take theirs here (the hub keeps its waiting
+//! deliveries by slot; requests wait in queues of their own tenant, [`crate::tenant_queues`]). A tenant takes its own turn first, so that one tenant's queue never holds
 //! the shared places another tenant waits for. A tenant is kept apart by a slot of its own
 //! among [`SLOTS`] (by its name's hash), so that the table never grows with the names a request
 //! may carry; tenants whose names share a slot share its places.
@@ -43,11 +43,6 @@ impl TenantShares {
         let mut hasher = std::collections::hash_map::DefaultHasher::new();
         tenant.hash(&mut hasher);
         (hasher.finish() % SLOTS as u64) as usize
-    }
-
-    /// Waits for a place of `tenant`.
-    pub(crate) async fn acquire(&self, tenant: &str) -> Share {
-        self.acquire_slot(Self::slot(tenant)).await
     }
 
     /// Waits for a place of the tenants of `slot`: theirs first, then one of all.

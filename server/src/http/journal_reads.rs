@@ -8,11 +8,10 @@
 //! connections as it likes and hold the server's threads and gigabytes of memory, and the
 //! other tenants' requests wait behind it. The reads run off the runtime's threads, at most
 //! [`PER_TENANT`] of one tenant and [`IN_ALL`] in all at a time; the rest wait (and leave the
-//! queue when their client goes). A tenant is kept apart by a slot of its own among a fixed
-//! number (by its name's hash), so that the table never grows with the names a request may
-//! carry.
+//! queue when their client goes). Each tenant waits in a queue of its own
+//! ([`crate::tenant_queues`]), so no tenant waits behind another's reads.
 
-use crate::tenant_shares::{Share, TenantShares};
+use crate::tenant_queues::{Place, TenantQueues};
 
 /// Whole-journal reads of one tenant at a time.
 pub const PER_TENANT: usize = 2;
@@ -21,18 +20,18 @@ pub const IN_ALL: usize = 4;
 
 /// The permits of whole-journal reads (see the module docs).
 #[derive(Debug)]
-pub struct JournalReads(TenantShares);
+pub struct JournalReads(TenantQueues);
 
 impl Default for JournalReads {
     fn default() -> Self {
-        Self(TenantShares::new(PER_TENANT, IN_ALL))
+        Self(TenantQueues::new(PER_TENANT, IN_ALL))
     }
 }
 
 /// Leave to read journals, held while the read runs.
 #[derive(Debug)]
 pub struct ReadPermit {
-    _share: Share,
+    _place: Place,
 }
 
 impl JournalReads {
@@ -41,7 +40,7 @@ impl JournalReads {
     /// permits another tenant waits for.
     pub async fn acquire(&self, tenant: &str) -> ReadPermit {
         ReadPermit {
-            _share: self.0.acquire(tenant).await,
+            _place: self.0.acquire(tenant).await,
         }
     }
 }
