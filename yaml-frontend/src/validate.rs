@@ -87,20 +87,20 @@ pub(crate) fn validate(ctx: &mut Ctx<'_>, doc: &WorkflowDoc) {
                 check(ctx, &o.value, o.span, "transition target");
             }
         }
-        // An `on:` or `catch:` whose entries were refused (reported as errors already) is not
-        // reported again as missing.
+        // An `on:` or `catch:` whose entries were refused (reported as errors already, a
+        // null one too) is not reported again as missing.
         let declared = |key: &str| match s.raw.get(key) {
-            None | Some(serde_json::Value::Null) => false,
+            None => false,
             Some(serde_json::Value::Object(m)) => !m.is_empty(),
             Some(_) => true,
         };
+        // A condition routes by its `transitions:`, whose absence or emptiness is an error
+        // of its own (MAG-Y006).
         let has_way_out = !s.on.is_empty()
             || !s.catch.is_empty()
             || declared("on")
             || declared("catch")
-            || matches!(&s.task, TaskSpec::Condition { rules, otherwise } if !rules.is_empty() || otherwise.is_some())
-            // A condition's `transitions:` that is there but empty is an error of its own.
-            || (s.task_type == TaskType::ConditionTask && s.raw.get("transitions").is_some());
+            || s.task_type == TaskType::ConditionTask;
         if s.task_type != TaskType::Terminal && !has_way_out && !compensation_only(&s.name) {
             ctx.warn(
                 s.span,

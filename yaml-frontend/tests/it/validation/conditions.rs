@@ -155,3 +155,15 @@ fn an_empty_rule_list_is_one_error_and_no_way_out_warning() {
     assert!(errors.contains("[MAG-Y006]"), "{errors}");
     assert!(!errors.contains("[MAG-Y014]"), "{errors}");
 }
+
+/// A condition with no `transitions:` at all is the same one error.
+#[test]
+fn a_missing_rule_list_is_one_error_and_no_way_out_warning() {
+    let text = doc(&format!("  a:\n    type: condition_task\n{END}"));
+    let errors = match load_workflow("wf.yaml", &text, &LoadOptions::default()) {
+        Ok(l) => panic!("loaded: {:?}", l.warnings),
+        Err(d) => d.to_string(),
+    };
+    assert!(errors.contains("[MAG-Y006]"), "{errors}");
+    assert!(!errors.contains("[MAG-Y014]"), "{errors}");
+}

@@ -117,6 +117,19 @@ fn a_refused_on_is_its_error_only_and_an_empty_one_has_no_way_out() {
         !all.iter().any(|d| d.contains("[MAG-Y014]")),
         "no second report of the same `on:`: {all:#?}"
     );
+    // An `on:` left empty (null) is refused, and that is all that is said of it.
+    let all = rendered(&doc(&format!(
+        "  a:\n    type: shell_task\n    run: x\n    on:\n{END}"
+    )));
+    assert!(
+        all.iter()
+            .any(|d| d.contains("[MAG-Y007]") && d.contains("is null")),
+        "the null is refused: {all:#?}"
+    );
+    assert!(
+        !all.iter().any(|d| d.contains("[MAG-Y014]")),
+        "no second report of the same `on:`: {all:#?}"
+    );
     // `on: {}` goes nowhere.
     has(
         &doc(&format!(
