@@ -431,9 +431,14 @@ impl Diagnostics {
             .filter(|d| d.severity == Severity::Warning)
     }
 
-    /// Sorts by line, then column; stable for equal positions.
+    /// Sorts by line, then column (stable for equal positions), and drops exact repeats: a
+    /// state that takes a mapping by a YAML merge key (`<<: *a`) finds again, at the same place
+    /// and in the same words, what is wrong with what it took.
     pub fn sort(&mut self) {
         self.items.sort_by_key(|d| (d.line, d.column));
+        let mut seen = std::collections::HashSet::new();
+        self.items
+            .retain(|d| seen.insert((d.line, d.column, d.severity, d.message.clone())));
     }
 
     /// Splits into (errors, warnings).

@@ -313,3 +313,17 @@ fn states_whose_entries_were_refused_are_not_also_called_empty() {
     );
     assert!(all.iter().all(|d| !d.contains("[MAG-Y009]")), "{all:#?}");
 }
+
+/// A state that takes another's mapping by a merge key (`<<: *a`) does not repeat, word for
+/// word and at the same place, what is wrong with what it took: each finding is said once.
+#[test]
+fn a_merged_mapping_s_finding_is_said_once() {
+    let text = "start: a\nstates:\n  a: &t\n    type: timer_task\n    duration: 5s\n    on:\n      fired: ghost\n  b:\n    <<: *t\n    duration: 1s\n";
+    let all = rendered(text);
+    let ghosts: Vec<_> = all.iter().filter(|d| d.contains("'ghost'")).collect();
+    assert_eq!(ghosts.len(), 1, "{all:#?}");
+    assert!(
+        ghosts[0].starts_with("wf.yaml:7:14: [MAG-Y010]"),
+        "{all:#?}"
+    );
+}
