@@ -152,7 +152,7 @@ pub(crate) fn validate(loc: &Location, args: ValidateArgs) -> anyhow::Result<u8>
     for path in &unread {
         let name = path.file_stem().unwrap_or_default().to_string_lossy();
         errln!(
-            "{}: warning: not read: documents are the files ending in `.yaml` (rename it `{name}.yaml`)",
+            "{}:1:1: warning: [MAG-Y044] not read: documents are the files ending in `.yaml` (rename it `{name}.yaml`)",
             label(path)
         );
     }

@@ -238,7 +238,8 @@ fn a_document_the_server_would_not_read_is_a_warning() {
     ] {
         assert!(
             stderr(&out).contains(&format!(
-                "{path}: warning: not read: documents are the files ending in `.yaml` (rename \
+                "{path}:1:1: warning: [MAG-Y044] not read: documents are the files ending in \
+                 `.yaml` (rename \
                  it `{name}.yaml`)"
             )),
             "{}",

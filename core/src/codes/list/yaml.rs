@@ -195,6 +195,11 @@ pub(super) const CODES: &[ErrorCode] = &[
         remedy: "Write a JSON Schema (`{type: object, properties: {...}}`) or a map of the reply's fields to their schemas (`{risk: {type: string}}`).",
     },
     ErrorCode {
+        code: "MAG-Y044",
+        meaning: "A file in a documents folder (`_vance/workflows/`, `_vance/scheduler/`, `_vance/events/` …) whose name does not end in `.yaml` (`.yml`, `.YAML`): nothing reads it, so it starts nothing and is never checked (a warning, reported by `magrathea validate`).",
+        remedy: "Rename it to end in `.yaml`, or move it out of the folder.",
+    },
+    ErrorCode {
         code: "MAG-YA001",
         meaning: "A transition names an outcome its task can never end with (e.g. `on: success` on a timer_task, which only ends `fired`); it can never be taken (a warning: the document loads, as the reference's loader takes it, and an outcome the task does end with that nothing routes is named by MAG-YA003). The same warning for a `retry.on:` kind the task never ends with: it is never retried.",
         remedy: "Route (or retry) an outcome the task type produces (the message lists them), or remove the transition.",
