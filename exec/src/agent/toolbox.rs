@@ -138,7 +138,8 @@ impl ToolBox {
     /// Calls the offered tool `name` with `arguments` (an object; text is parsed as JSON):
     /// the permission cascade first — a refused call does not run and fails with
     /// [`ToolError::PermissionDenied`] — then the schema check and the tool. Every call is
-    /// recorded (see [`ToolBox::calls`]).
+    /// recorded (see [`ToolBox::calls`]); a call to a tool the recipe does not offer is
+    /// refused too, and recorded as not allowed, whatever the cascade says of it.
     pub async fn call(&self, name: &str, arguments: Value) -> Result<Value, ToolError> {
         let inner = &self.inner;
         let decision = tools::decide(
@@ -147,7 +148,8 @@ impl ToolBox {
             inner.workflow_allowed.as_deref(),
             name,
         );
-        let allowed = decision.is_ok();
+        let offered = inner.offered.iter().any(|t| t.name() == name);
+        let allowed = decision.is_ok() && offered;
         let result = match decision {
             Err(reason) => Err(ToolError::PermissionDenied(format!(
                 "[MAG-TL002] tool `{name}` is not allowed: {reason}"

@@ -228,6 +228,42 @@ async fn tenant_and_project_denials_win_over_the_workflows_allowed_tools() {
     }
 }
 
+/// A tool the workflow allows but the recipe does not offer is refused like a denied one:
+/// it does not run, and the call is recorded as not allowed.
+#[tokio::test]
+async fn a_call_to_a_tool_the_recipe_does_not_offer_is_refused_and_recorded_so() {
+    let (p, server, v) = tool_scenario(
+        |s| {
+            vec![
+                tool_call(
+                    "call_1",
+                    "http_request",
+                    json!({ "method": "GET", "url": s.target_url() }),
+                ),
+                final_answer(),
+            ]
+        },
+        "tools: [doc_read]\n",
+        "allowedTools: [doc_read, http_request]",
+        |_| {},
+    )
+    .await;
+    assert_eq!(v.status, RunStatus::Done, "the model answers anyway: {v:?}");
+    assert_eq!(server.server.target_hits.load(Ordering::SeqCst), 0);
+    let error = tool_result(&tool_message(&server.requests()[1].1, "call_1"));
+    assert!(
+        error["error"]
+            .as_str()
+            .unwrap()
+            .contains("offers [doc_read]"),
+        "{error}"
+    );
+    let calls = &p.plan_result(&v)["output"]["toolCalls"];
+    assert_eq!(calls[0]["name"], "http_request");
+    assert_eq!(calls[0]["allowed"], false);
+    assert_eq!(calls[0]["ok"], false);
+}
+
 #[tokio::test]
 async fn more_tool_rounds_than_max_tool_rounds_is_a_technical_error() {
     let (p, server, v) = tool_scenario(
