@@ -236,8 +236,8 @@ pub(super) const CODES: &[ErrorCode] = &[
     },
     ErrorCode {
         code: "MAG-AG009",
-        meaning: "The agent gave no answer.",
-        remedy: "Retry the task, or adjust the prompt.",
+        meaning: "The agent's answer is no valid structured reply (an engine such as `jeltz` that asks for the wrapper `{success, data}`): no answer at all, no JSON, no wrapper, `success: false`, or a `data` that does not match `params.schema` (the reference's `schema_violation`). The step ends `agent_error` with the reply as its output.",
+        remedy: "Route or retry `agent_error` (`catch:`, `retry.on:`), or adjust the prompt or the schema.",
     },
     ErrorCode {
         code: "MAG-AG010",
