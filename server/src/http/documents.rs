@@ -466,9 +466,11 @@ pub(crate) fn triggers_published(
         && let Ok(regs) = crate::triggers::registry::list(catalog, scope, None)
     {
         for doc in docs {
-            // Only what the scan reads is registered: a document in a subdirectory, past the
-            // directory's first thousand or over 256 KiB would start nothing, unsaid.
-            if !regs.iter().any(|r| &r.document == doc) {
+            // Only what the scan reads starts anything: a document in a subdirectory, past
+            // the directory's first thousand or over 256 KiB would start nothing, unsaid. (A
+            // plain event document is read at each call and has no registration; a hook's
+            // script is read by its hook.)
+            if crate::triggers::documents::read_by_scan(state.docs(), scope, doc) == Some(false) {
                 warnings.push(format!(
                     "{doc}: not registered, so it starts nothing: trigger documents are read \
                      directly under _vance/scheduler/, events/ and hooks/ only, at most 1000 \

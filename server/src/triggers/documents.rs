@@ -32,14 +32,13 @@ pub fn projects(root: &Path) -> Vec<Scope> {
     out
 }
 
-/// The `.yaml` documents of `_vance/<dir>/` of a project, by name (symlinks are not followed
-/// out of the project: only regular files are read).
-fn documents(docs: &DocumentSource, project: &Path, dir: &str) -> Vec<(String, String)> {
-    let path = project.join("_vance").join(dir);
-    let Ok(entries) = std::fs::read_dir(&path) else {
+/// The names of the `.yaml` documents of `_vance/<dir>/` of a project that a scan reads (at
+/// most [`MAX_DOCUMENTS`], regular files only), in the directory's order.
+fn document_names(project: &Path, dir: &str) -> Vec<String> {
+    let Ok(entries) = std::fs::read_dir(project.join("_vance").join(dir)) else {
         return Vec::new();
     };
-    let mut out: Vec<(String, String)> = entries
+    entries
         .filter_map(Result::ok)
         .filter(|e| e.file_type().is_ok_and(|t| t.is_file()))
         .filter_map(|e| {
@@ -49,6 +48,15 @@ fn documents(docs: &DocumentSource, project: &Path, dir: &str) -> Vec<(String, S
             Some(name)
         })
         .take(MAX_DOCUMENTS)
+        .collect()
+}
+
+/// The `.yaml` documents of `_vance/<dir>/` of a project, by name (symlinks are not followed
+/// out of the project: only regular files are read).
+fn documents(docs: &DocumentSource, project: &Path, dir: &str) -> Vec<(String, String)> {
+    let path = project.join("_vance").join(dir);
+    let mut out: Vec<(String, String)> = document_names(project, dir)
+        .into_iter()
         .filter_map(|name| {
             let text = read_bounded(docs, &path.join(format!("{name}.yaml")))?;
             Some((name, text))
@@ -56,6 +64,33 @@ fn documents(docs: &DocumentSource, project: &Path, dir: &str) -> Vec<(String, S
         .collect();
     out.sort();
     out
+}
+
+/// Whether the trigger document `doc` (`_vance/<dir>/<name>.yaml`, `dir` one of `scheduler`,
+/// `events`, `hooks`) is read: not one in a subdirectory; of a schedule or a hook, not one
+/// past its directory's first [`MAX_DOCUMENTS`] or over [`MAX_BYTES`] either (a scan reads
+/// those; an event's route reads its document at each call). Anything else under those
+/// directories (a hook's script) is no document of its own: `None`.
+pub(crate) fn read_by_scan(docs: &DocumentSource, scope: &Scope, doc: &str) -> Option<bool> {
+    let rest = doc.strip_prefix("_vance/")?;
+    let (dir, file) = rest.split_once('/')?;
+    if !matches!(dir, "scheduler" | "events" | "hooks") {
+        return None;
+    }
+    let Some(name) = file.strip_suffix(".yaml") else {
+        // A file deeper down: only a `.yaml` one would have been meant as a document.
+        return file.ends_with(".yaml").then_some(false);
+    };
+    if name.contains('/') {
+        return Some(false);
+    }
+    if dir == "events" {
+        return Some(true);
+    }
+    let project = docs.project_dir(scope);
+    let small = std::fs::symlink_metadata(project.join("_vance").join(dir).join(file))
+        .is_ok_and(|m| m.is_file() && m.len() <= MAX_BYTES);
+    Some(small && document_names(&project, dir).iter().any(|n| n == name))
 }
 
 /// A regular file of at most `MAX_BYTES`, read inside its project (a link in its directories

@@ -765,4 +765,16 @@ async fn a_trigger_document_that_is_never_registered_is_said_to_start_nothing() 
     let (status, body) = put(&s, "scheduler/yearly.yaml", ACME, doc).await;
     assert_eq!(status, 201, "{body}");
     assert!(!body.contains("not registered"), "{body}");
+    // A plain event document (the seed's §8.6 example) is read by its route at each call, and
+    // a hook's script by its hook: neither is said to start nothing.
+    let event = "description: \"GitHub PR Hook → pr-review\"\nworkflow: hello\nmethods: [POST]\n";
+    let (status, body) = put(&s, "events/github-pr.yaml", ACME, event).await;
+    assert_eq!(status, 201, "{body}");
+    assert!(!body.contains("not registered"), "{body}");
+    let (status, body) = put(&s, "hooks/review.js", ACME, "log.info('hi');\n").await;
+    assert_eq!(status, 201, "{body}");
+    assert!(!body.contains("not registered"), "{body}");
+    let (status, body) = put(&s, "events/nested/github-pr.yaml", ACME, event).await;
+    assert_eq!(status, 201, "{body}");
+    assert!(body.contains("not registered"), "{body}");
 }
