@@ -63,9 +63,7 @@ fn build(ctx: &mut Ctx<'_>, name: &str, root: &YamlNode) -> Option<Schedule> {
             }
         },
     };
-    let run_as = ctx
-        .opt_str(root, "runAs", WHAT)
-        .unwrap_or_else(|| format!("schedule:{name}"));
+    let run_as = run_as(ctx, root, name);
     let enabled = match root.get("enabled") {
         None => Some(true),
         Some(v) => match v.kind {
@@ -85,12 +83,44 @@ fn build(ctx: &mut Ctx<'_>, name: &str, root: &YamlNode) -> Option<Schedule> {
         when: when?,
         workflow: workflow?,
         params: params?,
-        run_as,
+        run_as: run_as?,
         enabled: enabled?,
         overlap: overlap?,
         catchup_window: catchup_window?,
         jitter: jitter?,
     })
+}
+
+/// The words a trigger's own runs begin their `startedBy` with: a run a schedule starts may
+/// not pass for a hook's, an event's or another schedule's (seed §8.5: `hook:<hookName>`
+/// attributes a run to its hook).
+const TRIGGER_PREFIXES: [&str; 4] = ["hook:", "event:", "webhook:", "schedule:"];
+
+/// `runAs:`, the run's `startedBy`: `schedule:<name>` when absent or blank; a name that
+/// begins as a trigger's runs do is refused (`None`), unless it is this schedule's own.
+fn run_as(ctx: &mut Ctx<'_>, root: &YamlNode, name: &str) -> Option<String> {
+    let own = format!("schedule:{name}");
+    let Some(value) = ctx.opt_str(root, "runAs", WHAT) else {
+        return Some(own);
+    };
+    let value = value.trim();
+    if value.is_empty() || value == own {
+        return Some(own);
+    }
+    if let Some(prefix) = TRIGGER_PREFIXES.iter().find(|p| value.starts_with(*p)) {
+        let span = root.get("runAs").map_or(root.span, |v| v.span);
+        ctx.error(
+            span,
+            Code::InvalidValue,
+            format_args!(
+                "'runAs' is '{value}', but '{prefix}…' names the runs a trigger starts itself: \
+                 expected the user or service the runs act for (e.g. 'ops'), or no 'runAs' \
+                 ('{own}')"
+            ),
+        );
+        return None;
+    }
+    Some(value.to_owned())
 }
 
 /// `workflow:`; `recipe:` is the reference's other target, which Magrathea does not schedule.

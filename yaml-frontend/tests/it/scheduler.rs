@@ -770,3 +770,37 @@ fn next_tick_and_catch_up_agree_with_enumeration_across_daylight_saving() {
         }
     }
 }
+
+/// A blank `runAs` is no name: the runs are the schedule's, as without one. A name that begins
+/// as a trigger's own runs do (`hook:review`) is refused, so that a schedule's run never passes
+/// for a hook's, an event's or another schedule's.
+#[test]
+fn run_as_is_a_name_of_its_own() {
+    assert_eq!(
+        schedule("cron: \"* * * * *\"\nrunAs: \"\"\n").run_as(),
+        "schedule:nightly"
+    );
+    assert_eq!(
+        schedule("cron: \"* * * * *\"\nrunAs: \"  \"\n").run_as(),
+        "schedule:nightly"
+    );
+    assert_eq!(
+        schedule("cron: \"* * * * *\"\nrunAs: schedule:nightly\n").run_as(),
+        "schedule:nightly"
+    );
+    for name in [
+        "hook:review",
+        "event:github-pr",
+        "webhook:stripe",
+        "schedule:other",
+    ] {
+        let errors = errors(&format!(
+            "workflow: audit\ncron: \"* * * * *\"\nrunAs: \"{name}\"\n"
+        ));
+        assert_eq!(errors.len(), 1, "{errors:?}");
+        assert!(
+            errors[0].starts_with("_vance/scheduler/s.yaml:3:8: [MAG-Y026] 'runAs' is"),
+            "{errors:?}"
+        );
+    }
+}
