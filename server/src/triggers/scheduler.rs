@@ -236,7 +236,17 @@ async fn pass_one(
         None
     };
     let Some(schedule) = schedule else {
-        // Inactive: keep the cursor at now, so that resuming does not catch up.
+        // Inactive: keep the cursor at now, so that resuming does not catch up. A tick that
+        // waited for the last run (`buffer_one`) will not start: it is recorded as skipped.
+        if let Some(tick) = cur.buffered_ms {
+            let d = Delivery::new(reg, DeliveryStatus::Skipped, tick)
+                .reason("trigger_disabled")
+                .message(
+                    "the tick waited for the schedule's last run to end (overlap: buffer_one), \
+                     and the schedule was paused, disabled or made invalid meanwhile",
+                );
+            deliveries::record_tick(catalog, &d, tick)?;
+        }
         if cur.cursor_ms < now || cur.next_ms.is_some() || cur.buffered_ms.is_some() {
             let next = Cursor {
                 cursor_ms: cur.cursor_ms.max(now),

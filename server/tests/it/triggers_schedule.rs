@@ -221,6 +221,46 @@ async fn overlap_buffer_one_starts_one_waiting_tick_when_the_last_run_ends() {
     assert_eq!(f.runs().await.len(), 2);
 }
 
+/// A tick `buffer_one` kept does not vanish when the schedule is paused before it starts: it
+/// is on record as skipped, and the schedule's next tick after the resume is its own.
+#[tokio::test]
+async fn a_buffered_tick_dropped_by_a_pause_is_recorded_as_skipped() {
+    let f = Fixture::new(
+        T0,
+        "cron: \"*/10 * * * * *\"\nworkflow: approve\noverlap: buffer_one\n",
+    )
+    .await;
+    f.advance(10_000).await; // runs
+    f.advance(10_000).await; // buffered
+    let listed: Value = f
+        .server
+        .get_json("/brain/acme/project/shop/triggers", Some(ACME))
+        .await;
+    let id = listed["triggers"][0]["id"].as_str().unwrap().to_owned();
+    let patch = |enabled: bool| {
+        f.server
+            .client
+            .patch(f.server.url(&format!("/v1/workflow-triggers/{id}")))
+            .bearer_auth(ACME)
+            .json(&json!({ "enabled": enabled }))
+            .send()
+    };
+    assert!(patch(false).await.unwrap().status().is_success());
+    f.advance(1_000).await;
+    assert_eq!(
+        f.ticks(T0).await,
+        vec![accepted(10_000), skipped(20_000, "trigger_disabled")]
+    );
+    assert!(patch(true).await.unwrap().status().is_success());
+    let first = f.runs().await[0]["workflowRunId"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    f.approve(&first).await;
+    f.advance(1_000).await;
+    assert_eq!(f.runs().await.len(), 1, "the dropped tick never starts");
+}
+
 #[tokio::test]
 async fn overlap_allow_all_starts_every_tick() {
     let f = Fixture::new(
