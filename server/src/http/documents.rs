@@ -504,7 +504,28 @@ pub(crate) fn triggers_published(
             }
         }
     }
+    for (doc, text) in docs.iter().zip(texts) {
+        warnings.extend(event_token_warning(state, scope, doc, text));
+    }
     warnings
+}
+
+/// An event document whose `auth.tokenSetting` names a setting set nowhere: every call to its
+/// route would be refused (401) until the setting is written.
+fn event_token_warning(state: &AppState, scope: &Scope, doc: &str, text: &str) -> Option<String> {
+    let name = doc.strip_prefix("_vance/events/")?.strip_suffix(".yaml")?;
+    if name.contains('/') {
+        return None;
+    }
+    let event = crate::triggers::parse_event(text).ok()?;
+    let setting = event.auth?.token_setting?;
+    if super::setting::text(state.docs(), scope, &setting).is_some() {
+        return None;
+    }
+    Some(format!(
+        "{doc}: auth.tokenSetting `{setting}` is set neither in the project's nor in the \
+         tenant's _vance/settings.yaml: every call to the event is refused (401) until it is"
+    ))
 }
 
 /// A registration's error as a warning about `doc`: `doc:line:column: why` when the error

@@ -778,3 +778,28 @@ async fn a_trigger_document_that_is_never_registered_is_said_to_start_nothing() 
     assert_eq!(status, 201, "{body}");
     assert!(body.contains("not registered"), "{body}");
 }
+
+/// An event whose `auth.tokenSetting` names a setting set nowhere answers every call 401: the
+/// write says so, and says nothing once the setting is there.
+#[tokio::test]
+async fn an_event_whose_token_setting_is_missing_is_warned_of() {
+    let s = Server::start().await;
+    let event = "workflow: hello\nmethods: [POST]\nauth:\n  tokenSetting: events.github.token\n";
+    let (status, body) = put(&s, "events/github-pr.yaml", ACME, event).await;
+    assert_eq!(status, 201, "{body}");
+    assert!(
+        body.contains("auth.tokenSetting `events.github.token` is set neither"),
+        "{body}"
+    );
+    let (status, body) = put(
+        &s,
+        "settings.yaml",
+        ACME,
+        "events:\n  github:\n    token: ev-secret-token-abc\n",
+    )
+    .await;
+    assert!(status == 200 || status == 201, "{body}");
+    let (status, body) = put(&s, "events/github-pr.yaml", ACME, event).await;
+    assert_eq!(status, 200, "{body}");
+    assert!(!body.contains("tokenSetting"), "{body}");
+}
