@@ -34,7 +34,10 @@ pub(super) fn on_failure(ctx: &mut Ctx<'_>, node: &YamlNode) -> crate::ast::Fail
                 ctx.error(
                     n.span,
                     Code::InvalidPauseForApproval,
-                    format_args!("'onFailure.{key}' applies to 'policy: pause_for_approval' only"),
+                    format_args!(
+                        "'onFailure.{key}' applies to 'policy: pause_for_approval' only: \
+                         expected that policy, or no '{key}'"
+                    ),
                 );
             }
         }

@@ -82,11 +82,11 @@ fn a_malformed_pause_for_approval_is_refused() {
     );
     has(
         &format!("onFailure: {{ policy: fallback, fallback: b, timeoutSeconds: 5 }}\n{STATES}"),
-        "wf.yaml:1:61: [MAG-Y038] 'onFailure.timeoutSeconds' applies to 'policy: pause_for_approval' only",
+        "wf.yaml:1:61: [MAG-Y038] 'onFailure.timeoutSeconds' applies to 'policy: pause_for_approval' only: expected that policy, or no 'timeoutSeconds'",
     );
     has(
         &format!("onFailure: {{ policy: compensate, approvers: {{ users: [ann] }} }}\n{STATES}"),
-        "wf.yaml:1:45: [MAG-Y038] 'onFailure.approvers' applies to 'policy: pause_for_approval' only",
+        "wf.yaml:1:45: [MAG-Y038] 'onFailure.approvers' applies to 'policy: pause_for_approval' only: expected that policy, or no 'approvers'",
     );
     has(
         &format!("onFailure: {{ policy: pause_for_approval, approvers: {{}} }}\n{STATES}"),
