@@ -90,11 +90,12 @@ pub(crate) struct ServeArgs {
     #[arg(long, value_name = "SECONDS", default_value_t = 300.0,
           value_parser = parse_grace)]
     lease_grace: f64,
-    /// How many times in all a task may run while the process running it keeps stopping
+    /// How many times in all a task may run while the process running it keeps crashing
     /// before its result, its first run counting (3: it runs again twice); then it fails with
     /// a technical_error that catch: may route (MAG-EN007). With a PostgreSQL store: how many
     /// claims of a run are allowed, its first and each reclaim after a lost lease (3: the third
-    /// reclaim fails its running task, MAG-LS001), as the reference's maxClaimAttempts.
+    /// reclaim fails its running task, MAG-LS001), as the reference's maxClaimAttempts. A clean
+    /// stop (SIGTERM, Ctrl-C) hands the run over without counting, so it may run once more.
     #[arg(long, value_name = "N", default_value_t = 3)]
     max_claim_attempts: u32,
     /// The most sub-runs one tree of runs may hold: every run started under a root run while
