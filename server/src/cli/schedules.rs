@@ -304,24 +304,24 @@ async fn list(
         errln!("no schedules (documents go in _vance/scheduler/NAME.yaml)");
         return Ok(EXIT_OK);
     }
-    outln!(
-        "{:<20}  {:<18}  {:<16}  {:<61}  {:<32}  {}",
-        "NAME",
-        "CRON",
-        "ZONE",
-        "NEXT FIRE TIMES (UTC)",
-        "LAST RUN",
-        "STATUS"
-    )?;
+    let mut table = vec![[
+        "NAME".to_owned(),
+        "CRON".to_owned(),
+        "ZONE".to_owned(),
+        "NEXT FIRE TIMES (UTC)".to_owned(),
+        "LAST RUN".to_owned(),
+        "STATUS".to_owned(),
+    ]];
     for (v, times) in &rows {
         let s = |k: &str| v.get(k).and_then(Value::as_str).unwrap_or("-").to_owned();
-        let when = match (
+        let (when, zone) = match (
             v.get("cron").and_then(Value::as_str),
             v.get("at").and_then(Value::as_str),
         ) {
-            (Some(c), _) => c.to_owned(),
-            (None, Some(at)) => format!("at {at}"),
-            _ => "-".into(),
+            (Some(c), _) => (c.to_owned(), s("timezone")),
+            // A one-shot's instant carries its own offset: no zone applies to it.
+            (None, Some(at)) => (format!("at {at}"), "-".into()),
+            _ => ("-".into(), s("timezone")),
         };
         // The next three, as `--json`'s `nextFireTimes`.
         let next = if times.is_empty() {
@@ -333,15 +333,32 @@ async fn list(
                 .collect::<Vec<_>>()
                 .join(", ")
         };
-        outln!(
-            "{:<20}  {:<18}  {:<16}  {:<61}  {:<32}  {}",
+        table.push([
             s("name"),
             when,
-            s("timezone"),
+            zone,
             next,
             s("lastRunId"),
-            s("lastRunStatus")
-        )?;
+            s("lastRunStatus"),
+        ]);
+    }
+    // Each column as wide as its widest cell, so that a long cell never shifts the others.
+    let mut widths = [0usize; 6];
+    for row in &table {
+        for (w, cell) in widths.iter_mut().zip(row) {
+            *w = (*w).max(cell.chars().count());
+        }
+    }
+    for row in &table {
+        let mut line = String::new();
+        for (i, (cell, w)) in row.iter().zip(widths).enumerate() {
+            if i + 1 == row.len() {
+                line.push_str(cell);
+            } else {
+                line.push_str(&format!("{cell:<w$}  "));
+            }
+        }
+        outln!("{line}")?;
     }
     Ok(EXIT_OK)
 }

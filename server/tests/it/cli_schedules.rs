@@ -37,6 +37,34 @@ fn project() -> Project {
     p
 }
 
+/// A one-shot's `at …` cell is longer than a cron pattern: every column still starts where its
+/// header does, and a one-shot shows no zone (its instant carries its offset).
+#[test]
+fn list_keeps_its_columns_in_line_with_a_one_shot() {
+    let p = project();
+    std::fs::write(
+        p.dir.join("_vance/scheduler/once.yaml"),
+        "at: \"2099-12-24T18:00:00+01:00\"\nworkflow: quick\n",
+    )
+    .unwrap();
+    let out = p.cli(&["schedules", "list"]);
+    assert_eq!(code(&out), 0, "{}", stderr(&out));
+    let text = stdout(&out);
+    let header = text.lines().next().unwrap();
+    let zone = header.find("ZONE").unwrap();
+    let next = header.find("NEXT FIRE TIMES").unwrap();
+    for (name, zone_cell) in [("nightly", "Europe/Berlin"), ("once", "-")] {
+        let row = text.lines().find(|l| l.starts_with(name)).unwrap();
+        assert_eq!(
+            row.get(zone..zone + zone_cell.len()),
+            Some(zone_cell),
+            "{text}"
+        );
+        assert_eq!(row.as_bytes()[next - 1], b' ', "{text}");
+        assert!(row[next..].starts_with("20"), "{text}");
+    }
+}
+
 #[test]
 fn list_shows_each_schedule_with_its_zone_and_next_fire_times() {
     let p = project();
