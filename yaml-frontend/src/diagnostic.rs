@@ -437,8 +437,15 @@ impl Diagnostics {
     pub fn sort(&mut self) {
         self.items.sort_by_key(|d| (d.line, d.column));
         let mut seen = std::collections::HashSet::new();
-        self.items
-            .retain(|d| seen.insert((d.line, d.column, d.severity, d.message.clone())));
+        self.items.retain(|d| {
+            seen.insert((
+                d.path.clone(),
+                d.line,
+                d.column,
+                d.severity,
+                d.message.clone(),
+            ))
+        });
     }
 
     /// Splits into (errors, warnings).
