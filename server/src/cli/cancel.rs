@@ -3,7 +3,7 @@
 use super::Location;
 use super::backend::Cancelled;
 use super::output::errln;
-use super::run::finish;
+use super::run::finish_after;
 use super::store::Project;
 
 /// Arguments of `magrathea cancel`.
@@ -45,6 +45,8 @@ pub(crate) async fn cancel(loc: &Location, args: CancelArgs) -> anyhow::Result<u
         .await?
         .run
         .workflow_run_id;
+    // Read before the cancel: once it settles the run, the store's owner may be gone.
+    let earlier = backend.journal(run).await.unwrap_or_default();
     let (cancelled, follower) = backend.cancel(run, &args.reason).await?;
     match cancelled {
         Cancelled::Requested => {}
@@ -53,5 +55,5 @@ pub(crate) async fn cancel(loc: &Location, args: CancelArgs) -> anyhow::Result<u
         }
         Cancelled::AlreadyFinished => errln!("run {run} had already ended; nothing to cancel"),
     }
-    finish(&project, &backend, run, follower, args.json).await
+    finish_after(&project, &backend, run, follower, args.json, earlier).await
 }

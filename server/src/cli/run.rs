@@ -1,7 +1,7 @@
 //! `magrathea run NAME`: start a run and drive it until it settles.
 
 use anyhow::Context;
-use magrathea_core::{RunId, RunStatus};
+use magrathea_core::{Entry, RunId, RunStatus};
 use magrathea_server::http::runs::RunDto;
 use serde_json::{Map, Value};
 
@@ -147,9 +147,26 @@ pub(crate) async fn finish(
     follower: Follower,
     json: bool,
 ) -> anyhow::Result<u8> {
+    finish_after(project, backend, run, follower, json, Vec::new()).await
+}
+
+/// [`finish`], with `earlier` the run's journal as read before the command acted on it: what
+/// names the attempts in the progress when the journal can no longer be read (the store's
+/// owner, a `magrathea run` of this very run, exits as soon as a cancel settles it).
+pub(crate) async fn finish_after(
+    project: &Project,
+    backend: &Backend,
+    run: RunId,
+    follower: Follower,
+    json: bool,
+    earlier: Vec<Entry>,
+) -> anyhow::Result<u8> {
     // Attempts journaled before this command followed the run (a paused run resumed, a run
     // answered) are named in the progress by their start.
-    let journaled = backend.journal(run).await.unwrap_or_default();
+    let journaled = match backend.journal(run).await {
+        Ok(entries) if entries.len() >= earlier.len() => entries,
+        _ => earlier,
+    };
     match drive(run, follower, &journaled).await? {
         Driven::Settled(view) => {
             let pending = backend.pending(None).await.unwrap_or_default();
