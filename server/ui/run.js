@@ -69,6 +69,7 @@ export async function runView(ctx, view, id) {
         dt("Current state", run.currentState || "—"),
         dt("Started by", run.startedBy || ""),
         dt("Started", time(run.createdAt)),
+        run.finishedAt ? dt("Finished", time(run.finishedAt)) : null,
         dt("Duration", h("span", { id: "run-duration" }, duration((run.finishedAt || Date.now()) - run.createdAt))),
         run.reason ? dt("Reason", run.reason) : null,
         // The cause behind a reason such as "no transition for outcome 'permission_error'".

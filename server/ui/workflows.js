@@ -95,11 +95,37 @@ async function triggerList(ctx, box, path) {
     mount(box, h("p", {}, "No schedules, webhooks or event subscriptions."));
     return;
   }
+  // The cells that move on while the view stays open: a schedule's next fire and each
+  // trigger's last delivery, read again every 5 s (the rest of the row stays as it is, so
+  // an opened delivery list is kept).
+  const moving = new Map();
+  const nextFire = (t) => (t.nextFireMs ? time(t.nextFireMs) : "");
+  const lastDelivery = (t) => (t.lastDelivery ? `${t.lastDelivery.status} ${time(t.lastDelivery.atMs)}` : "");
+  const refresh = async () => {
+    while (!ctx.signal.aborted) {
+      await new Promise((r) => setTimeout(r, 5000));
+      if (ctx.signal.aborted) return;
+      let again;
+      try {
+        again = await getJson(path, ctx.signal);
+      } catch (e) {
+        continue;
+      }
+      for (const t of again.triggers || []) {
+        const cells = moving.get(t.id || t.name);
+        if (!cells) continue;
+        cells.next.textContent = nextFire(t);
+        cells.last.textContent = lastDelivery(t);
+      }
+    }
+  };
   mount(box, h("table", { class: "triggers" },
     h("thead", {}, h("tr", {}, ["Trigger", "Kind", "Workflow", "Enabled", "Next fire", "Last delivery", ""].map((t) => h("th", { scope: "col" }, t)))),
     h("tbody", {}, items.map((t) => {
       const out = h("div");
-      const last = t.lastDelivery;
+      const next = h("td", { class: "next-fire" }, nextFire(t));
+      const last = h("td", { class: "last-delivery" }, lastDelivery(t));
+      moving.set(t.id || t.name, { next, last });
       return h("tr", {},
         h("td", {}, t.name || t.id),
         h("td", {}, t.triggerType || ""),
@@ -110,8 +136,8 @@ async function triggerList(ctx, box, path) {
             : t.workflowArchived ? h("div", { class: "muted" }, "its workflow is archived")
             : t.enabledInDocument === false ? h("div", { class: "muted" }, "enabled: false in its document")
             : null),
-        h("td", {}, t.nextFireMs ? time(t.nextFireMs) : ""),
-        h("td", {}, last ? `${last.status} ${time(last.atMs)}` : ""),
+        next,
+        last,
         h("td", {}, t.id ? h("button", { type: "button", onclick: async () => {
           try {
             const d = await getJson(`/v1/workflow-triggers/${encodeURIComponent(t.id)}/deliveries`, ctx.signal);
@@ -121,6 +147,7 @@ async function triggerList(ctx, box, path) {
           }
         } }, "Deliveries") : null, out));
     }))));
+  refresh();
 }
 
 /**

@@ -491,6 +491,25 @@ async fn the_workflows_view_shows_a_schedule_its_next_fire_and_its_last_delivery
         "the last delivery: {row}"
     );
     ui.screenshot("triggers").await;
+    // The view kept open follows the schedule: a later delivery replaces the last one shown.
+    tokio::time::sleep(std::time::Duration::from_millis(1100)).await;
+    let fired = ui
+        .http
+        .post(ui.url("/brain/acme/project/shop/schedules/nightly/trigger"))
+        .bearer_auth(ACME)
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(fired.status(), 202);
+    ui.wait_js_args(
+        "const r = [...document.querySelectorAll('#triggers table.triggers tbody tr')] \
+           .find(r => r.cells[0].textContent === 'nightly'); \
+         return r && r.cells[5].textContent.startsWith('accepted ') \
+           && r.cells[5].textContent !== arguments[0];",
+        vec![row[5].clone()],
+        "the later delivery, without reopening the view",
+    )
+    .await;
     // A trigger that cannot fire says why, in the server's words.
     let put = ui
         .http
