@@ -560,3 +560,61 @@ async fn the_runs_list_keeps_the_focused_run_across_its_polls() {
     assert_eq!(now, focused, "the same run's link has the focus");
     ui.close().await;
 }
+
+/// A gate titled with one 400-character word and a workflow with a 200-character name wrap in
+/// their card and cells: the page stays as wide as the window, its columns on screen. A run
+/// that ended shows when.
+#[tokio::test(flavor = "multi_thread")]
+async fn long_unbroken_values_wrap_and_an_ended_run_shows_its_end() {
+    let ui = Ui::start().await;
+    let word = "W".repeat(400);
+    let name = format!("a{}", "b".repeat(199));
+    http_common::write(
+        &ui.root
+            .join(format!("acme/shop/_vance/workflows/{name}.yaml")),
+        &format!(
+            "start: ask\nstates:\n  ask:\n    type: gate_task\n    inbox: {{ kind: APPROVAL, \
+             title: \"{word}\", body: \"{word}\" }}\n    on: {{ approved: done }}\n  done: {{ type: \
+             terminal }}\n"
+        ),
+    );
+    let run = ui.start_run(&name, ACME).await;
+    ui.wait_status(&run, &["WAITING"]).await;
+    ui.sign_in(ACME).await;
+    let fits = "return document.documentElement.scrollWidth <= window.innerWidth";
+    for (view, what) in [
+        ("#/inbox", "#inbox-items article"),
+        ("#/runs", "table tbody tr"),
+        ("#/workflows", "#workflow-list tbody tr"),
+    ] {
+        ui.view(view).await;
+        ui.wait_js_args(
+            "return document.querySelector(arguments[0]) !== null",
+            vec![json!(what)],
+            view,
+        )
+        .await;
+        let width = ui
+            .js(
+                "return [document.documentElement.scrollWidth, window.innerWidth]",
+                vec![],
+            )
+            .await;
+        assert_eq!(ui.js(fits, vec![]).await, json!(true), "{view}: {width}");
+    }
+    ui.view(&format!("#/run/{run}")).await;
+    ui.wait_js(
+        "return document.getElementById('run-id') !== null",
+        "the run's page",
+    )
+    .await;
+    assert!(!ui.page_text().await.contains("Finished"), "still waiting");
+    ui.answer_over_the_api(json!({ "kind": "approve" })).await;
+    ui.wait_status(&run, &["DONE"]).await;
+    ui.wait_js(
+        "return [...document.querySelectorAll('.meta dt')].some(d => d.textContent === 'Finished')",
+        "the run's end",
+    )
+    .await;
+    ui.close().await;
+}
