@@ -87,6 +87,25 @@ export async function post(path, body) {
   return text ? parseJson(text) : null;
 }
 
+/** PUT the text `body` to `path` (a document): its JSON. */
+export async function putText(path, body) {
+  const r = await fetch(path, {
+    method: "PUT",
+    headers: headers({ "Content-Type": "application/yaml; charset=utf-8" }),
+    body,
+  });
+  if (!r.ok) throw await fail(r);
+  const text = await r.text();
+  return text ? parseJson(text) : null;
+}
+
+/** GET the text of `path` (a document). */
+export async function getText(path, signal) {
+  const r = await fetch(path, { headers: headers({ Accept: "application/yaml, text/plain" }), signal });
+  if (!r.ok) throw await fail(r);
+  return r.text();
+}
+
 /**
  * Reads the server-sent events of `path` (with the Bearer header, which EventSource cannot
  * send) and calls `onEvent(name, data)` for each; resolves when the stream ends. Abort with

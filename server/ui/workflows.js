@@ -2,7 +2,7 @@
 // graph, a form to start it, and the project's triggers (schedules, webhooks, events) with
 // their deliveries.
 
-import { ApiError, getJson, post, projectBase } from "./api.js";
+import { ApiError, getJson, getText, post, projectBase, putText } from "./api.js";
 import { badge, errorBox, h, json, mount, runHref, time, workflowHref } from "./dom.js";
 import { drawGraph } from "./graph.js";
 
@@ -53,11 +53,13 @@ export async function workflowView(ctx, view, name) {
   const triggers = h("div");
   const diag = h("div");
   const starter = h("div");
+  const editor = h("div");
   mount(view, h("article", { "aria-labelledby": "wfd-title" },
     h("p", {}, h("a", { href: "#/workflows" }, "← Workflows")),
     h("h2", { id: "wfd-title" }, name), diag, starter,
     h("section", { "aria-labelledby": "wfg-title" }, h("h3", { id: "wfg-title" }, "Graph"), graphBox),
-    h("section", { "aria-labelledby": "wft-title" }, h("h3", { id: "wft-title" }, "Triggers"), triggers)));
+    h("section", { "aria-labelledby": "wft-title" }, h("h3", { id: "wft-title" }, "Triggers"), triggers),
+    h("section", { "aria-labelledby": "wfe-title" }, h("h3", { id: "wfe-title" }, "Document"), editor)));
   let w = null;
   try {
     const docs = await getJson(`${base}/workflows`, ctx.signal);
@@ -79,6 +81,69 @@ export async function workflowView(ctx, view, name) {
     mount(starter, startForm(ctx, base, name, config.parameters || {}));
   }
   await triggerList(ctx, triggers, `${base}/workflows/${encodeURIComponent(name)}/triggers`);
+  await documentEditor(ctx, editor, base, name, w);
+}
+
+/**
+ * The workflow's YAML document (`_vance/workflows/<name>.yaml`) as text, the reference's
+ * document editor: a token with `workflow.write` saves it through the documents API, which
+ * validates it first and answers a refusal with its `path:line:column` diagnostics; other
+ * tokens read it. A document the project takes from its tenant is not the project's to edit.
+ */
+async function documentEditor(ctx, box, base, name, w) {
+  if (!w) {
+    mount(box, h("p", { class: "muted" }, "No document of this name in the project (a workflow written in code has none)."));
+    return;
+  }
+  if (w.source === "tenant") {
+    mount(box, h("p", { class: "muted" }, "The document is the tenant's (_tenant/_vance/workflows/), not this project's to edit."));
+    return;
+  }
+  const path = `${base}/documents/workflows/${encodeURIComponent(name)}.yaml`;
+  let text;
+  try {
+    text = await getText(path, ctx.signal);
+  } catch (e) {
+    if (e.name === "AbortError") throw e;
+    mount(box, errorBox(e));
+    return;
+  }
+  const writable = ctx.scopes.includes("workflow.write");
+  const area = h("textarea", {
+    id: "document-text", rows: "18", spellcheck: "false", class: "mono",
+    "aria-label": `_vance/workflows/${name}.yaml`,
+  });
+  area.value = text;
+  area.readOnly = !writable;
+  const msg = h("div", { "aria-live": "polite", id: "document-message" });
+  if (!writable) {
+    mount(box, h("p", { class: "muted" }, `_vance/workflows/${name}.yaml (read only: saving takes workflow.write)`), area);
+    return;
+  }
+  const button = h("button", { type: "submit", id: "document-save" }, "Save");
+  const form = h("form", { class: "document-form" },
+    h("p", { class: "muted" }, `_vance/workflows/${name}.yaml: runs started after a save use it; runs in flight keep the definition they started with.`),
+    area, button, msg);
+  form.addEventListener("submit", async (event) => {
+    event.preventDefault();
+    if (button.disabled) return;
+    button.disabled = true;
+    try {
+      const r = await putText(path, area.value);
+      const warnings = (r && r.warnings) || [];
+      mount(msg, h("p", { class: "ok" }, "Saved."),
+        warnings.length ? h("ul", { class: "diagnostics" }, warnings.map((d) =>
+          h("li", { class: "diag-warning" }, typeof d === "string" ? d : d.message || JSON.stringify(d)))) : null);
+    } catch (e) {
+      mount(msg, errorBox(e), e.diagnostics && e.diagnostics.length
+        ? h("ul", { class: "diagnostics" }, e.diagnostics.map((d) => h("li", { class: "diag-error" },
+          typeof d === "string" ? d : `${d.path || ""}:${d.line ?? "?"}:${d.column ?? "?"} [${d.code || ""}] ${d.message || ""}`)))
+        : null);
+    } finally {
+      button.disabled = false;
+    }
+  });
+  mount(box, form);
 }
 
 async function triggerList(ctx, box, path) {

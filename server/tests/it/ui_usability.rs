@@ -618,3 +618,73 @@ async fn long_unbroken_values_wrap_and_an_ended_run_shows_its_end() {
     .await;
     ui.close().await;
 }
+
+/// The workflow page holds its YAML document (the reference's document editor): saved, it is
+/// what the next run starts with; an invalid text is refused with its line and column and
+/// nothing is written; a token without `workflow.write` reads it only.
+#[tokio::test(flavor = "multi_thread")]
+async fn the_workflow_page_edits_its_document() {
+    let ui = Ui::start().await;
+    ui.sign_in(ACME).await;
+    ui.view("#/workflow/hello").await;
+    let text = ui
+        .wait_js(
+            "const a = document.getElementById('document-text'); return a ? a.value : null",
+            "the document",
+        )
+        .await;
+    let file = ui.root.join("acme/shop/_vance/workflows/hello.yaml");
+    assert_eq!(
+        text.as_str().unwrap(),
+        std::fs::read_to_string(&file).unwrap()
+    );
+    let save = |body: &str| {
+        ui.js(
+            "const a = document.getElementById('document-text'); a.value = arguments[0]; \
+             document.getElementById('document-message').textContent = ''; \
+             document.getElementById('document-save').click(); return true;",
+            vec![json!(body)],
+        )
+    };
+    let answer = || {
+        ui.wait_js(
+            "const m = document.getElementById('document-message'); \
+             return m && m.textContent ? m.textContent : null",
+            "the save's answer",
+        )
+    };
+    // Invalid: refused where it is wrong, the file untouched.
+    save("start: nowhere\nstates:\n  done: { type: terminal }\n").await;
+    let refused = answer().await;
+    let refused = refused.as_str().unwrap();
+    assert!(
+        refused.contains(":1:8") && refused.contains("MAG-Y008"),
+        "{refused}"
+    );
+    assert_eq!(
+        std::fs::read_to_string(&file).unwrap(),
+        text.as_str().unwrap()
+    );
+    // Valid: saved, and the next run starts with it.
+    let edited = "start: done\nstates:\n  done: { type: terminal, result: { edited: true } }\n";
+    save(edited).await;
+    let saved = answer().await;
+    assert!(saved.as_str().unwrap().starts_with("Saved"), "{saved}");
+    assert_eq!(std::fs::read_to_string(&file).unwrap(), edited);
+    let run = ui.start_run("hello", ACME).await;
+    let view = ui.wait_status(&run, &["DONE"]).await;
+    assert_eq!(view["result"], json!({ "edited": true }));
+    // A reader reads.
+    ui.click("#sign-out").await;
+    ui.sign_in(http_common::ACME_READ).await;
+    ui.view("#/workflow/hello").await;
+    let read_only = ui
+        .wait_js(
+            "const a = document.getElementById('document-text'); \
+             return a ? [a.readOnly, !!document.getElementById('document-save')] : null",
+            "the document, read only",
+        )
+        .await;
+    assert_eq!(read_only, json!([true, false]));
+    ui.close().await;
+}
