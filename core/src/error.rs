@@ -180,6 +180,26 @@ pub enum StartError {
         /// The most it may have.
         limit: u32,
     },
+    /// The run's tenant's runs in memory hold as many journal bytes as one tenant's may
+    /// ([`EngineBuilder::max_resident_bytes_per_tenant`](crate::EngineBuilder::max_resident_bytes_per_tenant));
+    /// no run was started.
+    #[error(
+        "[MAG-EN008] tenant `{tenant}`'s runs in memory hold {held} bytes of journal, and this \
+         start would bring {incoming} more, past the most one tenant's may hold ({limit}): start \
+         again once some have ended or wait out of memory, or raise the bound \
+         (EngineBuilder::max_resident_bytes_per_tenant, or `magrathea serve \
+         --max-resident-bytes-per-tenant`)"
+    )]
+    TenantMemoryFull {
+        /// The tenant.
+        tenant: String,
+        /// The journal bytes its runs in memory hold.
+        held: u64,
+        /// The bytes this start would bring (its parameters, mostly).
+        incoming: u64,
+        /// The most they may hold.
+        limit: u64,
+    },
     /// The store failed; the run was not started.
     #[error(transparent)]
     Store(#[from] StoreError),

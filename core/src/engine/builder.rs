@@ -36,6 +36,7 @@ pub struct EngineBuilder {
     max_child_depth: u32,
     max_runs_per_tree: u32,
     max_active_runs_per_tenant: Option<u32>,
+    max_resident_bytes_per_tenant: Option<u64>,
     max_journal_bytes_per_run: u64,
     journal_bytes_limit: Option<super::JournalBytesLimit>,
     max_task_output_bytes: usize,
@@ -57,6 +58,10 @@ impl fmt::Debug for EngineBuilder {
             .field(
                 "max_active_runs_per_tenant",
                 &self.max_active_runs_per_tenant,
+            )
+            .field(
+                "max_resident_bytes_per_tenant",
+                &self.max_resident_bytes_per_tenant,
             )
             .field("max_journal_bytes_per_run", &self.max_journal_bytes_per_run)
             .field("max_task_output_bytes", &self.max_task_output_bytes)
@@ -81,6 +86,7 @@ impl Default for EngineBuilder {
             max_child_depth: super::DEFAULT_MAX_CHILD_DEPTH,
             max_runs_per_tree: super::DEFAULT_MAX_RUNS_PER_TREE,
             max_active_runs_per_tenant: None,
+            max_resident_bytes_per_tenant: None,
             max_journal_bytes_per_run: super::DEFAULT_MAX_JOURNAL_BYTES_PER_RUN,
             journal_bytes_limit: None,
             max_task_output_bytes: super::DEFAULT_MAX_TASK_OUTPUT_BYTES,
@@ -206,6 +212,20 @@ impl EngineBuilder {
     /// workers share, each worker counts the runs it holds.
     pub fn max_active_runs_per_tenant(mut self, runs: Option<u32>) -> Self {
         self.max_active_runs_per_tenant = runs;
+        self
+    }
+
+    /// The most journal bytes one tenant's runs may hold in memory at once (default: no
+    /// bound), counted as encoded records of each run in memory: a run asleep on a timer or a
+    /// gate (out of memory) counts nothing until it wakes. A start (or a sub-run) that would
+    /// take the tenant past it is refused with
+    /// [`StartError::TenantMemoryFull`](crate::StartError::TenantMemoryFull) (`[MAG-EN008]`);
+    /// runs in memory go on (each bounded by
+    /// [`max_journal_bytes_per_run`](Self::max_journal_bytes_per_run)), and recovered runs
+    /// count whatever they hold. With 1 MiB parameters, ten thousand runs whose steps run or
+    /// wait for their lane would otherwise hold gigabytes.
+    pub fn max_resident_bytes_per_tenant(mut self, bytes: Option<u64>) -> Self {
+        self.max_resident_bytes_per_tenant = bytes;
         self
     }
 
@@ -338,6 +358,7 @@ impl EngineBuilder {
                 max_child_depth: self.max_child_depth,
                 max_runs_per_tree: self.max_runs_per_tree,
                 max_active_runs_per_tenant: self.max_active_runs_per_tenant,
+                max_resident_bytes_per_tenant: self.max_resident_bytes_per_tenant,
                 max_journal_bytes_per_run: self.max_journal_bytes_per_run,
                 journal_bytes_limit: self.journal_bytes_limit,
                 max_task_output_bytes: self.max_task_output_bytes,

@@ -107,6 +107,8 @@ pub(crate) struct Config {
     pub(crate) max_runs_per_tree: u32,
     /// The most runs one tenant may have active here at once.
     pub(crate) max_active_runs_per_tenant: Option<u32>,
+    /// The most journal bytes one tenant's runs may hold in memory at once.
+    pub(crate) max_resident_bytes_per_tenant: Option<u64>,
     /// The most bytes one run's journal may hold before the run fails.
     pub(crate) max_journal_bytes_per_run: u64,
     /// Lower journal limits for runs of some scopes.
@@ -424,34 +426,67 @@ impl EngineInner {
         let run_id = req.run_id.unwrap_or_default();
         let start = self.start_record(req);
         self.can_run(&start)?;
-        let tenant = self.admit_tenant(&start.scope)?;
+        let tenant = self.admit_tenant(&start)?;
         self.spawn_start(start, run_id, true, Some(place), tenant)
     }
 
-    /// A place in the count of `scope`'s tenant
-    /// ([`EngineBuilder::max_active_runs_per_tenant`](crate::EngineBuilder::max_active_runs_per_tenant)),
+    /// A place in the count of the tenant of `start`'s scope
+    /// ([`EngineBuilder::max_active_runs_per_tenant`](crate::EngineBuilder::max_active_runs_per_tenant),
+    /// [`EngineBuilder::max_resident_bytes_per_tenant`](crate::EngineBuilder::max_resident_bytes_per_tenant)),
     /// `None` when tenants are not bounded or the run has none; the refusal when the tenant
-    /// holds as many runs as it may.
+    /// holds as many runs as it may, or its runs in memory as many bytes.
     fn admit_tenant(
         self: &Arc<Self>,
-        scope: &crate::RunScope,
+        start: &crate::record::StartRecord,
     ) -> Result<Option<TenantSlot>, StartError> {
-        let Some(limit) = self.config.max_active_runs_per_tenant else {
+        let (runs, bytes) = (
+            self.config.max_active_runs_per_tenant,
+            self.config.max_resident_bytes_per_tenant,
+        );
+        if runs.is_none() && bytes.is_none() {
             return Ok(None);
+        }
+        let limits = tenant_runs::Limits {
+            runs: runs.unwrap_or(u32::MAX),
+            bytes: bytes.unwrap_or(u64::MAX),
+        };
+        // What the start record will hold, its parameters above all (counted only when the
+        // bytes are bounded).
+        let incoming = if bytes.is_some() {
+            json_len(&start.params) + start.workflow_name.len() as u64 + 256
+        } else {
+            0
+        };
+        let tenant = || {
+            tenant_runs::tenant_of(&start.scope)
+                .unwrap_or_default()
+                .to_owned()
         };
         self.tenant_runs
-            .admit(scope, limit)
-            .map_err(|held| StartError::TenantFull {
-                tenant: tenant_runs::tenant_of(scope).unwrap_or_default().to_owned(),
-                held,
-                limit,
+            .admit(&start.scope, limits, incoming)
+            .map_err(|full| match full {
+                tenant_runs::Full::Runs(held) => StartError::TenantFull {
+                    tenant: tenant(),
+                    held,
+                    limit: limits.runs,
+                },
+                tenant_runs::Full::Bytes(held) => StartError::TenantMemoryFull {
+                    tenant: tenant(),
+                    held,
+                    incoming,
+                    limit: limits.bytes,
+                },
             })
     }
 
     /// A place in the count of `scope`'s tenant for a run that is active already (recovered),
     /// whatever the tenant holds; `None` when tenants are not bounded.
     pub(crate) fn join_tenant(self: &Arc<Self>, scope: &crate::RunScope) -> Option<TenantSlot> {
-        self.config.max_active_runs_per_tenant?;
+        if self.config.max_active_runs_per_tenant.is_none()
+            && self.config.max_resident_bytes_per_tenant.is_none()
+        {
+            return None;
+        }
         self.tenant_runs.join(scope)
     }
 
@@ -478,7 +513,7 @@ impl EngineInner {
             .idempotency_key
             .clone()
             .map(|key| (key, start.workflow_name.to_string()));
-        let tenant = self.admit_tenant(&start.scope)?;
+        let tenant = self.admit_tenant(&start)?;
         let Some(done) = self.spawn_start(start, run_id, chosen_id.is_some(), None, tenant)? else {
             return Ok(run_id);
         };
@@ -554,4 +589,21 @@ impl EngineInner {
             _ => Ok(existing),
         }
     }
+}
+
+/// The length of `value` as JSON text, counted without building it.
+fn json_len(value: &serde_json::Value) -> u64 {
+    struct Count(u64);
+    impl std::io::Write for Count {
+        fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+            self.0 += buf.len() as u64;
+            Ok(buf.len())
+        }
+        fn flush(&mut self) -> std::io::Result<()> {
+            Ok(())
+        }
+    }
+    let mut count = Count(0);
+    let _ = serde_json::to_writer(&mut count, value);
+    count.0
 }

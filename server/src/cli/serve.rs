@@ -109,6 +109,12 @@ pub(crate) struct ServeArgs {
     #[arg(long, value_name = "N", default_value_t = 10_000,
           value_parser = clap::value_parser!(u32).range(1..))]
     max_runs_per_tenant: u32,
+    /// The most journal bytes one tenant's runs in memory may hold at once (1 GiB by default;
+    /// runs asleep on a timer or a gate are out of memory and count nothing). A start that
+    /// would pass it is answered 429 (MAG-EN008); a sub-run that would fails its step.
+    #[arg(long, value_name = "BYTES", default_value_t = 1 << 30,
+          value_parser = clap::value_parser!(u64).range(4096..))]
+    max_resident_bytes_per_tenant: u64,
     /// Days a trigger delivery record (schedule tick, webhook request, event) is kept.
     #[arg(long, value_name = "DAYS", default_value_t = 7,
           value_parser = clap::value_parser!(u64).range(1..=3650))]
@@ -142,7 +148,8 @@ pub(crate) async fn serve(loc: &Location, args: ServeArgs) -> anyhow::Result<u8>
         .send_timeout(Duration::from_secs(args.send_timeout))
         .max_connections(usize::try_from(args.max_connections).unwrap_or(usize::MAX))
         .max_runs_per_tree(args.max_runs_per_tree)
-        .max_runs_per_tenant(args.max_runs_per_tenant);
+        .max_runs_per_tenant(args.max_runs_per_tenant)
+        .max_resident_bytes_per_tenant(args.max_resident_bytes_per_tenant);
     if let Some(store) = &loc.store {
         config = config.store(store);
     }

@@ -97,7 +97,7 @@ impl ApiError {
     pub fn from_start(error: magrathea_core::StartError) -> Self {
         use magrathea_core::StartError;
         match error {
-            e @ StartError::TenantFull { .. } => {
+            e @ (StartError::TenantFull { .. } | StartError::TenantMemoryFull { .. }) => {
                 Self::new(StatusCode::TOO_MANY_REQUESTS, "MAG-EN008", e.to_string())
             }
             StartError::InvalidInput(m) => Self::bad_request("MAG-HTTP-INVALID-PARAMS", m),

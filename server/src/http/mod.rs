@@ -107,10 +107,14 @@ pub struct ServeConfig {
     triggers: crate::triggers::TriggerConfig,
     max_runs_per_tree: u32,
     max_runs_per_tenant: u32,
+    max_resident_bytes_per_tenant: u64,
 }
 
 /// The default of [`ServeConfig::max_runs_per_tenant`].
 pub const DEFAULT_MAX_RUNS_PER_TENANT: u32 = 10_000;
+
+/// The default of [`ServeConfig::max_resident_bytes_per_tenant`]: 1 GiB.
+pub const DEFAULT_MAX_RESIDENT_BYTES_PER_TENANT: u64 = 1 << 30;
 
 impl ServeConfig {
     /// Serves the document tree `root` (`<root>/<tenant>/<project>/_vance/…`). Defaults: address
@@ -130,6 +134,7 @@ impl ServeConfig {
             triggers: crate::triggers::TriggerConfig::default(),
             max_runs_per_tree: magrathea_core::DEFAULT_MAX_RUNS_PER_TREE,
             max_runs_per_tenant: DEFAULT_MAX_RUNS_PER_TENANT,
+            max_resident_bytes_per_tenant: DEFAULT_MAX_RESIDENT_BYTES_PER_TENANT,
         }
     }
 
@@ -177,6 +182,16 @@ impl ServeConfig {
     /// while it waits on a gate or a timer.
     pub fn max_runs_per_tenant(mut self, runs: u32) -> Self {
         self.max_runs_per_tenant = runs;
+        self
+    }
+
+    /// The most journal bytes one tenant's runs in memory may hold at once (default
+    /// [`DEFAULT_MAX_RESIDENT_BYTES_PER_TENANT`]; see
+    /// `EngineBuilder::max_resident_bytes_per_tenant`): a start that would pass it is answered
+    /// 429 `MAG-EN008` and a sub-run that would fails its step. Runs asleep on a timer or a
+    /// gate are out of memory and count nothing.
+    pub fn max_resident_bytes_per_tenant(mut self, bytes: u64) -> Self {
+        self.max_resident_bytes_per_tenant = bytes;
         self
     }
 
@@ -420,7 +435,8 @@ pub async fn serve(config: ServeConfig) -> Result<(SocketAddr, ServerHandle), Se
             Engine::builder()
                 .recover(true)
                 .max_runs_per_tree(config.max_runs_per_tree)
-                .max_active_runs_per_tenant(Some(config.max_runs_per_tenant)),
+                .max_active_runs_per_tenant(Some(config.max_runs_per_tenant))
+                .max_resident_bytes_per_tenant(Some(config.max_resident_bytes_per_tenant)),
             &config.postgres,
         )
         .map_err(|e| ServeError::Open(OpenError::Store(e)))?;

@@ -101,3 +101,49 @@ async fn a_tenant_starts_at_most_its_bound_of_runs_and_an_ended_run_frees_a_plac
     }
     assert_eq!(runs_of(&s, "shop").await, 2);
 }
+
+/// The journal bytes one tenant's runs hold in memory are bounded too
+/// (`ServeConfig::max_resident_bytes_per_tenant`, `--max-resident-bytes-per-tenant`): a run
+/// whose shell step runs keeps its parameters resident, and a start with large parameters
+/// that would pass the bound is answered 429 `MAG-EN008` and starts nothing, while another
+/// tenant starts as before.
+#[tokio::test]
+async fn a_tenants_runs_in_memory_hold_at_most_its_bytes() {
+    let s = Server::start_with(|c| c.max_resident_bytes_per_tenant(100_000)).await;
+    for (t, p) in [("acme", "shop"), ("globex", "shop")] {
+        write(
+            &s.root.join(t).join(p).join("_vance/workflows/hold.yaml"),
+            HOLD,
+        );
+    }
+    let laden = |tenant: &str, token: &str| {
+        s.post(
+            &format!("/brain/{tenant}/project/shop/workflows/hold/start"),
+            Some(token),
+        )
+        .json(&json!({ "params": { "pad": "x".repeat(40_000) } }))
+        .send()
+    };
+    let first = laden("acme", ACME).await.unwrap();
+    assert_eq!(first.status(), 201);
+    let second = laden("acme", ACME).await.unwrap();
+    assert_eq!(second.status(), 201);
+    let refused = laden("acme", ACME).await.unwrap();
+    assert_eq!(refused.status(), 429);
+    let refused: Value = refused.json().await.unwrap();
+    assert_eq!(refused["error"]["code"], "MAG-EN008", "{refused}");
+    assert!(
+        refused["error"]["message"]
+            .as_str()
+            .unwrap()
+            .contains("--max-resident-bytes-per-tenant"),
+        "{refused}"
+    );
+    assert_eq!(
+        runs_of(&s, "shop").await,
+        2,
+        "the refused start started nothing"
+    );
+    let other = laden("globex", GLOBEX).await.unwrap();
+    assert_eq!(other.status(), 201);
+}

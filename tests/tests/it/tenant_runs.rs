@@ -246,3 +246,71 @@ async fn a_run_that_wakes_and_ends_gives_its_place_back() {
     release("t4-a");
     assert_eq!(ended(&engine, run).await.status, RunStatus::Done);
 }
+
+/// `busy` with a large parameter that only its start record holds (the task gets the key).
+#[workflow]
+async fn laden(ctx: Context, load: (String, String)) -> Result<(), WorkflowError> {
+    ctx.task(hold, load.0).await?;
+    Ok(())
+}
+
+/// Starts `laden` with `key` and 20,000 bytes of padding in `scope`.
+async fn start_laden(engine: &Engine, scope: &str, key: &str) -> Result<RunId, StartError> {
+    engine
+        .core()
+        .start(StartRequest::code("laden", json!([key, "x".repeat(20_000)])).scope(scope))
+        .await
+}
+
+/// Starts a laden run with `key` in acme/shop once the tenant's runs in memory leave room.
+async fn start_once_room(engine: &Engine, key: &str) -> RunId {
+    let deadline = std::time::Instant::now() + Duration::from_secs(30);
+    loop {
+        match start_laden(engine, "acme/shop", key).await {
+            Ok(run) => return run,
+            Err(StartError::TenantMemoryFull { .. }) => {
+                assert!(std::time::Instant::now() < deadline, "no room was freed");
+                tokio::time::sleep(Duration::from_millis(10)).await;
+            }
+            Err(e) => panic!("{e}"),
+        }
+    }
+}
+
+/// The journal bytes a tenant's runs hold in memory are bounded as well
+/// (`EngineBuilder::max_resident_bytes_per_tenant`): runs with large parameters whose steps
+/// run keep them resident, and a start that would pass the bound is refused with
+/// `[MAG-EN008]`, starts nothing, and holds back no other tenant; a run that ends makes room.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_tenants_runs_in_memory_hold_at_most_its_bytes() {
+    let engine = builder(100)
+        .workflow(laden)
+        .with_core(|b| b.max_resident_bytes_per_tenant(Some(50_000)))
+        .in_memory()
+        .build()
+        .await
+        .unwrap();
+    // Two runs of about 20 KB each fit; a third would pass 50,000 bytes.
+    let a = start_laden(&engine, "acme/shop", "t5-a").await.unwrap();
+    let b = start_laden(&engine, "acme/blog", "t5-b").await.unwrap();
+    let before = engine.list_runs(&Default::default()).unwrap().len();
+    let refused = start_laden(&engine, "acme/shop", "t5-c").await.unwrap_err();
+    assert!(
+        matches!(refused, StartError::TenantMemoryFull { ref tenant, limit: 50_000, .. } if tenant == "acme"),
+        "{refused:?}"
+    );
+    assert!(refused.to_string().starts_with("[MAG-EN008]"), "{refused}");
+    assert_eq!(engine.list_runs(&Default::default()).unwrap().len(), before);
+    // Another tenant has room of its own.
+    let other = start_laden(&engine, "globex/shop", "t5-d").await.unwrap();
+    // A run that ends makes room.
+    release("t5-a");
+    assert_eq!(ended(&engine, a).await.status, RunStatus::Done);
+    let c = start_once_room(&engine, "t5-c").await;
+    for key in ["t5-b", "t5-c", "t5-d"] {
+        release(key);
+    }
+    for run in [b, c, other] {
+        assert_eq!(ended(&engine, run).await.status, RunStatus::Done);
+    }
+}

@@ -101,8 +101,8 @@ pub(super) const CODES: &[ErrorCode] = &[
     },
     ErrorCode {
         code: "MAG-EN008",
-        meaning: "A run was not started: its tenant has as many runs in progress (waiting ones included) in this process as one tenant may (`magrathea serve --max-runs-per-tenant`, 10,000 by default; a sub-run beyond it fails its step with this code).",
-        remedy: "Start again once some of the tenant's runs have ended, or raise the bound with `magrathea serve --max-runs-per-tenant` or EngineBuilder::max_active_runs_per_tenant.",
+        meaning: "A run was not started: its tenant has as many runs in progress (waiting ones included) in this process as one tenant may (`magrathea serve --max-runs-per-tenant`, 10,000 by default), or its runs in memory hold as many journal bytes as one tenant's may and the start would pass them (`--max-resident-bytes-per-tenant`, 1 GiB by default; runs asleep on a timer or a gate count nothing). A sub-run beyond either fails its step with this code.",
+        remedy: "Start again once some of the tenant's runs have ended (or wait out of memory), or raise the bound with `magrathea serve --max-runs-per-tenant` / `--max-resident-bytes-per-tenant` (EngineBuilder::max_active_runs_per_tenant, max_resident_bytes_per_tenant).",
     },
     ErrorCode {
         code: "MAG-RN001",

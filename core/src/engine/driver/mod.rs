@@ -369,6 +369,10 @@ impl Driver {
                 self.fail_stop(e);
                 return;
             }
+            // The tenant's bytes in memory follow the run's journal.
+            if let Some(slot) = &mut self.tenant {
+                slot.hold(self.outbox.journal_bytes);
+            }
             self.done_replaying();
             if self.engine.closing.is_closed() {
                 self.leave_closing_engine().await;
