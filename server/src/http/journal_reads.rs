@@ -9,7 +9,7 @@
 //! other tenants' requests wait behind it. The reads run off the runtime's threads, at most
 //! [`PER_TENANT`] of one tenant and [`IN_ALL`] in all at a time; the rest wait (and leave the
 //! queue when their client goes). Each tenant waits in a queue of its own
-//! ([`crate::tenant_queues`]), so no tenant waits behind another's reads.
+//! (`tenant_queues`), so no tenant waits behind another's reads.
 
 use crate::tenant_queues::{Place, TenantQueues};
 

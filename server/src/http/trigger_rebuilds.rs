@@ -6,7 +6,7 @@
 //! once held the server's two threads for seconds and every other tenant's requests waited
 //! behind them (a webhook's sender gives up after ten seconds). They run off the runtime's
 //! threads, at most [`PER_TENANT`] of one tenant and [`IN_ALL`] in all at a time, each tenant
-//! in a queue of its own ([`crate::tenant_queues`]); the rest wait (and leave the queue when
+//! in a queue of its own (`tenant_queues`); the rest wait (and leave the queue when
 //! their client goes).
 
 use crate::tenant_queues::{Place, TenantQueues};
