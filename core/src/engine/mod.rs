@@ -453,7 +453,7 @@ impl EngineInner {
         // What the start record will hold, its parameters above all (counted only when the
         // bytes are bounded).
         let incoming = if bytes.is_some() {
-            json_len(&start.params) + start.workflow_name.len() as u64 + 256
+            crate::json_len::json_len(&start.params) as u64 + start.workflow_name.len() as u64 + 256
         } else {
             0
         };
@@ -589,21 +589,4 @@ impl EngineInner {
             _ => Ok(existing),
         }
     }
-}
-
-/// The length of `value` as JSON text, counted without building it.
-fn json_len(value: &serde_json::Value) -> u64 {
-    struct Count(u64);
-    impl std::io::Write for Count {
-        fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
-            self.0 += buf.len() as u64;
-            Ok(buf.len())
-        }
-        fn flush(&mut self) -> std::io::Result<()> {
-            Ok(())
-        }
-    }
-    let mut count = Count(0);
-    let _ = serde_json::to_writer(&mut count, value);
-    count.0
 }
