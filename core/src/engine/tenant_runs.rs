@@ -10,7 +10,6 @@
 //! is what a tenant's token can start in all, top-level runs and sub-runs alike, however long
 //! they wait. On a store several workers share, each worker counts the runs it holds.
 //!
-//!
 //! Each place also counts the journal bytes its run holds in memory, for
 //! [`EngineBuilder::max_resident_bytes_per_tenant`]: the driver says how many it holds after
 //! each commit, a parked run holds none, and a start that would take its tenant past the
