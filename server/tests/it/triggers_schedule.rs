@@ -47,6 +47,26 @@ impl Fixture {
         h.triggers().tick(h.state()).await.unwrap();
     }
 
+    /// The id of acme/shop's first trigger.
+    async fn trigger_id(&self) -> String {
+        let listed: Value = self
+            .server
+            .get_json("/brain/acme/project/shop/triggers", Some(ACME))
+            .await;
+        listed["triggers"][0]["id"].as_str().unwrap().to_owned()
+    }
+
+    /// Resumes (`enabled`) or pauses the trigger `id` through the API.
+    async fn switch(&self, id: &str, enabled: bool) -> reqwest::Result<reqwest::Response> {
+        self.server
+            .client
+            .patch(self.server.url(&format!("/v1/workflow-triggers/{id}")))
+            .bearer_auth(ACME)
+            .json(&json!({ "enabled": enabled }))
+            .send()
+            .await
+    }
+
     /// Moves the clock by `ms` and makes a pass.
     async fn advance(&self, ms: i64) {
         self.clock.advance(ms);
@@ -232,19 +252,8 @@ async fn a_buffered_tick_dropped_by_a_pause_is_recorded_as_skipped() {
     .await;
     f.advance(10_000).await; // runs
     f.advance(10_000).await; // buffered
-    let listed: Value = f
-        .server
-        .get_json("/brain/acme/project/shop/triggers", Some(ACME))
-        .await;
-    let id = listed["triggers"][0]["id"].as_str().unwrap().to_owned();
-    let patch = |enabled: bool| {
-        f.server
-            .client
-            .patch(f.server.url(&format!("/v1/workflow-triggers/{id}")))
-            .bearer_auth(ACME)
-            .json(&json!({ "enabled": enabled }))
-            .send()
-    };
+    let id = f.trigger_id().await;
+    let patch = |enabled: bool| f.switch(&id, enabled);
     assert!(patch(false).await.unwrap().status().is_success());
     f.advance(1_000).await;
     assert_eq!(
@@ -425,19 +434,8 @@ async fn a_schedule_rewritten_to_other_times_does_not_fire_their_ticks_before_th
 #[tokio::test]
 async fn pause_and_resume_through_the_api_skip_what_was_missed_meanwhile() {
     let f = Fixture::new(T0, "cron: \"*/10 * * * * *\"\nworkflow: quick\n").await;
-    let listed: Value = f
-        .server
-        .get_json("/brain/acme/project/shop/triggers", Some(ACME))
-        .await;
-    let id = listed["triggers"][0]["id"].as_str().unwrap().to_owned();
-    let patch = |enabled: bool| {
-        f.server
-            .client
-            .patch(f.server.url(&format!("/v1/workflow-triggers/{id}")))
-            .bearer_auth(ACME)
-            .json(&json!({ "enabled": enabled }))
-            .send()
-    };
+    let id = f.trigger_id().await;
+    let patch = |enabled: bool| f.switch(&id, enabled);
     let paused: Value = patch(false).await.unwrap().json().await.unwrap();
     assert_eq!(paused["paused"], true);
     assert_eq!(paused["active"], false);
