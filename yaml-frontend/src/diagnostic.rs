@@ -168,6 +168,9 @@ pub enum Code {
     /// `MAG-YA010`: a `tool_task` calls a tool the workflow's own pool (its `allowedTools:`,
     /// or the default pool) leaves out (warning): every run of it ends `permission_error`.
     ToolNotAllowed,
+    /// `MAG-YA011`: a `catch:` entry names the outcome an `on:` entry of its state routes
+    /// elsewhere (warning): `on:` is tried first, so the catch entry is never taken.
+    ShadowedCatch,
     /// `MAG-SC001`: a scheduler document sets both `recipe:` and `workflow:`.
     ScheduleRecipeAndWorkflow,
     /// `MAG-SC002`: a scheduler document names a `recipe:`, which Magrathea does not schedule.
@@ -243,6 +246,7 @@ impl Code {
             Self::SubWorkflowParams => "MAG-YA008",
             Self::TimeoutAboveBound => "MAG-YA009",
             Self::ToolNotAllowed => "MAG-YA010",
+            Self::ShadowedCatch => "MAG-YA011",
             Self::ScheduleRecipeAndWorkflow => "MAG-SC001",
             Self::ScheduleRecipe => "MAG-SC002",
             Self::ScheduleNoWorkflow => "MAG-SC003",

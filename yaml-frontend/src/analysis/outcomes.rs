@@ -67,6 +67,22 @@ pub(crate) fn check_states(
         }
         for c in &s.catch {
             let key = c.kind.as_str();
+            // `on:` is tried first (`PlanState::route`): an `on:` entry of the same outcome
+            // takes it wherever it leads, and whether the outcome can happen is said there.
+            if let Some(on) = s.on.iter().find(|t| t.outcome == key) {
+                if on.target != c.target {
+                    ctx.warn(
+                        c.span,
+                        Code::ShadowedCatch,
+                        format_args!(
+                            "state '{}' has 'catch: {key}' to '{}', which is never taken: \
+                             'on: {key}' (at {}:{}) routes the outcome to '{}' first",
+                            s.name, c.target, on.span.line, on.span.column, on.target
+                        ),
+                    );
+                }
+                continue;
+            }
             let taken = |o: &Outcomes| {
                 o.can_be_caught_as(c.kind) || (c.kind == ErrorKind::Failure && can_fail(o))
             };

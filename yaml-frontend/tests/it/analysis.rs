@@ -183,6 +183,25 @@ fn a_transition_its_state_never_takes_as_configured_is_a_warning() {
     assert_eq!(w.len(), 2, "{w:#?}");
 }
 
+/// The resolver tries `on:` before `catch:`: a catch entry of an outcome `on:` routes
+/// elsewhere is never taken, however its kind is written; one to the same state is harmless.
+#[test]
+fn a_catch_entry_an_on_entry_of_its_outcome_shadows_is_a_warning() {
+    let text = format!(
+        "start: a\nstates:\n  a:\n    type: shell_task\n    dirName: workspace\n    run: make\n    timeoutSeconds: 5\n    on: {{ success: end, timeout: later, failure: end }}\n    catch: {{ TIMEOUT: give_up, failure: end, technical_error: give_up }}\n  later:\n    type: timer_task\n    duration: PT1M\n    on: {{ fired: end }}\n  give_up:\n    type: terminal\n    result: failed\n{END}"
+    );
+    let w = warnings(&text);
+    assert_eq!(
+        w,
+        [
+            "wf.yaml:9:14: [MAG-YA011] state 'a' has 'catch: timeout' to 'give_up', which is \
+             never taken: 'on: timeout' (at 8:25) routes the outcome to 'later' first"
+        ],
+        "the catch of `failure` goes where `on: failure` goes, and `technical_error` is \
+         routed by the catch (`on:` names no such outcome)"
+    );
+}
+
 /// A timeout route is taken when the document's `defaults:` give the state a timeout, and on a
 /// shell_task without one, which the tenant's default shell timeout still stops.
 #[test]

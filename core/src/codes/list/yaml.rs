@@ -250,6 +250,11 @@ pub(super) const CODES: &[ErrorCode] = &[
         remedy: "Name the tool under the workflow's `allowedTools:` (the tenant's and project's settings must allow it too), or fix the tool's name.",
     },
     ErrorCode {
+        code: "MAG-YA011",
+        meaning: "A `catch:` entry names an outcome that an `on:` entry of the same state routes to another state (e.g. `on: {timeout: retry_later}` beside `catch: {timeout: give_up}`): the resolver tries `on:` before `catch:`, so the catch entry is never taken (a warning).",
+        remedy: "Keep one route for the outcome: remove the `catch:` entry, or the `on:` entry if the catch target is the one meant.",
+    },
+    ErrorCode {
         code: "MAG-YC001",
         meaning: "A transition's condition does not parse at run time.",
         remedy: "Fix the condition in the workflow document.",
