@@ -33,10 +33,10 @@ fn parameters(route: &Route) -> Vec<Value> {
             "schema": { "type": "string", "minLength": 1, "maxLength": 255 }
         }));
     }
-    if route.operation == "runs.rerun" {
+    if route.operation == "runs.rerun" || route.operation == "runs.retry" {
         out.push(json!({
             "name": "Idempotency-Key", "in": "header", "required": false,
-            "description": "A rerun of this run with a key already used answers 200 with the run it started",
+            "description": "A rerun (or retry) of this run with a key already used answers 200 with the run it started",
             "schema": { "type": "string", "minLength": 1, "maxLength": 255 }
         }));
     }
@@ -59,14 +59,13 @@ fn answers(operation: &str) -> Answers {
             )],
             &["409", "422", "429"],
         ),
-        "runs.rerun" => (
+        "runs.rerun" | "runs.retry" => (
             &[(
                 "202",
                 "Accepted: the new run (200: the run an Idempotency-Key started before)",
             )],
             &["409", "422"],
         ),
-        "runs.retry" => (&[("202", "Accepted: the new run")], &["409", "422"]),
         // An invalid draft (with its diagnostics), a history that does not match.
         "workflows.publish" => (&[], &["409", "422"]),
         // A run in a state the request does not apply to (ended; not paused).

@@ -121,6 +121,29 @@ pub(crate) async fn rerun(
     // the same new run: keyed by the run it reruns, so it never meets a start's key.
     let key = super::runs::idempotency_key(&headers)?
         .map(|k| format!("api:{}:rerun:{}:{k}", scope.key(), summary.run_id));
+    let answer = |status, run: RunId, definition: &str| {
+        (
+            status,
+            Json(json!({
+                "workflowRunId": run.to_string(),
+                "workflowName": original.workflow_name,
+                "rerunOf": summary.run_id.to_string(),
+                "definition": definition,
+            })),
+        )
+    };
+    // The run an earlier request with the key started, with the definition it started on
+    // (not this request's).
+    let earlier = |run: RunId| {
+        let definition = state
+            .triggers
+            .catalog()
+            .ok()
+            .and_then(|catalog| origin_of(catalog, run).ok())
+            .and_then(|o| o["definition"].as_str().map(str::to_owned))
+            .unwrap_or_else(|| which.to_owned());
+        answer(StatusCode::OK, run, &definition)
+    };
     if let Some(key) = &key
         && let Some(existing) = state
             .engine
@@ -128,21 +151,13 @@ pub(crate) async fn rerun(
             .find_idempotency_key(key)
             .map_err(ApiError::internal)?
     {
-        return Ok((
-            StatusCode::OK,
-            Json(json!({
-                "workflowRunId": existing.to_string(),
-                "workflowName": original.workflow_name,
-                "rerunOf": summary.run_id.to_string(),
-                "definition": which,
-            })),
-        ));
+        return Ok(earlier(existing));
     }
     let starter = Starter {
         idempotency_key: key.clone(),
         ..Starter::new(&who.subject)
     };
-    let run = match which {
+    let (run, created) = match which {
         "current" => {
             state
                 .start_as(
@@ -153,35 +168,36 @@ pub(crate) async fn rerun(
                     "rerun",
                 )
                 .await?
-                .0
         }
         _ => {
             state.refuse_if_archived(&scope, &original.workflow_name)?;
             let mut req = StartRequest::repeat_of(&original).started_by(&who.subject);
+            // With a key, the run gets an id chosen here: a rerun whose key another took
+            // meanwhile returns that one's run, and only its own id says it created one.
+            let chosen = key.as_ref().map(|_| RunId::new());
             if let Some(key) = &key {
                 req = req.idempotency_key(key.clone());
+                req.run_id = chosen;
             }
             let run = state
                 .engine
                 .start(req)
                 .await
                 .map_err(ApiError::from_start)?;
-            state.metrics.run_started("rerun");
-            run
+            let created = chosen.is_none_or(|id| id == run);
+            if created {
+                state.metrics.run_started("rerun");
+            }
+            (run, created)
         }
     };
+    if !created {
+        return Ok(earlier(run));
+    }
     if let Ok(catalog) = state.triggers.catalog() {
         record_origin(catalog, run, summary.run_id, which);
     }
-    Ok((
-        StatusCode::ACCEPTED,
-        Json(json!({
-            "workflowRunId": run.to_string(),
-            "workflowName": original.workflow_name,
-            "rerunOf": summary.run_id.to_string(),
-            "definition": which,
-        })),
-    ))
+    Ok(answer(StatusCode::ACCEPTED, run, which))
 }
 
 /// `GET …/workflows/runs/{run_id}/origin` → `{rerunOf, definition}` for a rerun, `{kind:

@@ -9,7 +9,8 @@
 //! `StartRecord` (`entry`), so its replay begins where it began. `frozen` runs the original's
 //! definition, version and bounds; `current` the document as it is now, which must have the
 //! state. The link is kept in the store (`run.origin`, kind `retry`) and shown by
-//! `GET …/runs/{run_id}/origin`.
+//! `GET …/runs/{run_id}/origin`. With an `Idempotency-Key`, a retry sent again answers 200
+//! with the run the first one started.
 //!
 //! Refusals: 409 `MAG-HTTP-RETRY-STATE` for a run that did not fail and was not cancelled;
 //! 400 `MAG-HTTP-RETRY-FROM` for a state the original never entered (or the current document
@@ -209,6 +210,38 @@ pub(crate) async fn retry(
             "only a YAML workflow's run can be retried from a state; rerun it instead",
         ));
     }
+    // With an `Idempotency-Key`, a retry sent again (a client retrying after a timeout) gets
+    // the run the first one started: keyed by the run it retries, so it never meets a
+    // start's or a rerun's key.
+    let key = super::runs::idempotency_key(&headers)?
+        .map(|k| format!("api:{}:retry:{}:{k}", scope.key(), summary.run_id));
+    let earlier = |run: RunId| {
+        let origin = state
+            .triggers
+            .catalog()
+            .ok()
+            .and_then(|catalog| super::rerun::origin_of(catalog, run).ok())
+            .unwrap_or_default();
+        (
+            StatusCode::OK,
+            Json(json!({
+                "workflowRunId": run.to_string(),
+                "workflowName": original.workflow_name,
+                "retryOf": summary.run_id.to_string(),
+                "fromState": origin["fromState"],
+                "definition": origin["definition"],
+            })),
+        )
+    };
+    if let Some(key) = &key
+        && let Some(existing) = state
+            .engine
+            .store()
+            .find_idempotency_key(key)
+            .map_err(ApiError::internal)?
+    {
+        return Ok(earlier(existing));
+    }
     let run = summary.run_id;
     let journal = state
         .journal_read(&p.tenant, move |engine| engine.journal(run))
@@ -246,11 +279,21 @@ pub(crate) async fn retry(
         ));
     }
     req.entry = Some(entry);
+    // With a key, the run gets an id chosen here: a retry whose key another took meanwhile
+    // returns that one's run, and only its own id says it created one.
+    let chosen = key.as_ref().map(|_| RunId::new());
+    if let Some(key) = key {
+        req = req.idempotency_key(key);
+        req.run_id = chosen;
+    }
     let run = state
         .engine
         .start(req)
         .await
         .map_err(ApiError::from_start)?;
+    if chosen.is_some_and(|id| id != run) {
+        return Ok(earlier(run));
+    }
     state.metrics.run_started("retry");
     if let Ok(catalog) = state.triggers.catalog() {
         record_origin(catalog, run, summary.run_id, &from_state, which);

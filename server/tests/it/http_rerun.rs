@@ -125,17 +125,34 @@ async fn a_rerun_with_the_same_idempotency_key_reruns_once() {
     ] {
         let answers = futures::future::join_all((0..5).map(|_| send(key, body.clone()))).await;
         let mut runs = std::collections::BTreeSet::new();
+        let mut created = 0;
         for r in answers {
             let r = r.unwrap();
             let status = r.status().as_u16();
             let v: Value = r.json().await.unwrap();
             assert!([200, 202].contains(&status), "{status} {v}");
+            created += usize::from(status == 202);
             runs.insert(v["workflowRunId"].as_str().unwrap().to_owned());
         }
         assert_eq!(runs.len(), 1, "{key}: {runs:?}");
+        assert_eq!(
+            created, 1,
+            "{key}: only the request that started the run answers 202"
+        );
         let again = send(key, body).await.unwrap();
         assert_eq!(again.status(), 200);
     }
+    // Sent again with the other definition, the answer is the run the key started, on the
+    // definition it started on.
+    let again = send("again-1", json!({"definition": "frozen"}))
+        .await
+        .unwrap();
+    assert_eq!(again.status(), 200);
+    let v: Value = again.json().await.unwrap();
+    assert_eq!(v["definition"], "current", "{v}");
+    let again = send("again-2", json!({})).await.unwrap();
+    let v: Value = again.json().await.unwrap();
+    assert_eq!(v["definition"], "frozen", "{v}");
     let list: Vec<Value> = s
         .get_json(
             "/brain/acme/project/shop/workflows/runs?workflow=versioned",
