@@ -22,9 +22,16 @@ fn parameters(route: &Route) -> Vec<Value> {
         rest = &rest[end..];
     }
     for q in route.query {
-        out.push(
-            json!({ "name": q, "in": "query", "required": false, "schema": { "type": "string" } }),
-        );
+        let mut param =
+            json!({ "name": q, "in": "query", "required": false, "schema": { "type": "string" } });
+        if *q == "token" {
+            // Browsers cannot set headers on a WebSocket; everything else sends the header.
+            param["description"] = json!(
+                "The API token, for a WebSocket upgrade only (a browser cannot set its headers); \
+                 other requests send `Authorization: Bearer <token>`"
+            );
+        }
+        out.push(param);
     }
     if route.operation == "workflows.start" || route.operation == "events.trigger" {
         out.push(json!({
@@ -486,6 +493,31 @@ mod tests {
             .find(|p| p["name"] == "Idempotency-Key")
             .cloned();
         assert_eq!(key.map(|k| k["in"].clone()), Some(json!("header")));
+        let events = op("get", "/v1/workflow-events");
+        let token = events["parameters"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|p| p["name"] == "token")
+            .cloned()
+            .unwrap();
+        assert!(
+            token["description"]
+                .as_str()
+                .is_some_and(|d| d.contains("WebSocket")),
+            "{token}"
+        );
+        for path in [
+            "/brain/{tenant}/project/{project}/workflows/runs/{run_id}/rerun",
+            "/brain/{tenant}/project/{project}/workflows/runs/{run_id}/retry",
+        ] {
+            let key = op("post", path)["parameters"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .any(|p| p["name"] == "Idempotency-Key");
+            assert!(key, "{path} takes an Idempotency-Key");
+        }
 
         let answer = op(
             "post",
