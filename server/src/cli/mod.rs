@@ -17,6 +17,7 @@ mod runs;
 mod runtime;
 mod schedules;
 mod serve;
+mod settle;
 mod store;
 mod store_wait;
 mod validate;
