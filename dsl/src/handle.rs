@@ -121,6 +121,11 @@ impl<W: Workflow> RunHandle<W> {
 
     /// Requests cancellation: the run's pending steps fail with a cancelled
     /// [`StepError`](crate::StepError), and a run that lets it propagate ends `CANCELLED`.
+    ///
+    /// A task attempt running at that moment is stopped at its next `.await` (its future is
+    /// dropped, as `tokio::task::JoinHandle::abort` does) and journaled `cancelled`; its body
+    /// gets no other word of it. Work that must be undone is undone by the workflow, which
+    /// sees the cancelled step and may still run tasks before it ends.
     pub async fn cancel(&self, reason: &str) -> Result<CancelAck, DeliverError> {
         self.engine.cancel(self.id, reason).await
     }
