@@ -116,8 +116,10 @@ impl Context {
             registration: Some(registration::task::<T>()),
             first_attempt: None,
         };
-        self.inner.task_with(call).map(|r| {
-            r.map_err(StepError::from)
+        let step = self.inner.task_with(call);
+        let at = step.step();
+        step.map(move |r| {
+            r.map_err(|e| StepError::of_task(e, T::NAME, at))
                 .and_then(|v| decode(v, "the task's output"))
         })
     }

@@ -27,7 +27,7 @@
 use std::any::Any;
 use std::fmt;
 
-use magrathea_core::{RunId, RunStatus, TaskError, WorkflowError};
+use magrathea_core::{RunId, RunStatus, Step, TaskError, WorkflowError};
 use serde_json::Value;
 
 /// Why a step of workflow code failed: a task that failed for good (its retries used up, or a
@@ -39,6 +39,8 @@ use serde_json::Value;
 #[derive(Debug, Clone, PartialEq)]
 pub struct StepError {
     inner: TaskError,
+    /// The task that failed and its step, when the step was a task's.
+    task: Option<(String, Step)>,
 }
 
 impl StepError {
@@ -72,26 +74,53 @@ impl StepError {
     pub fn into_task_error(self) -> TaskError {
         self.inner
     }
+
+    /// The name of the task whose step failed and the step's number; `None` for a step that
+    /// was not a task's (a timer, a signal, an executor's call).
+    pub fn task(&self) -> Option<(&str, Step)> {
+        self.task
+            .as_ref()
+            .map(|(name, step)| (name.as_str(), *step))
+    }
+
+    /// The error of the task `name`'s step `step`.
+    pub(crate) fn of_task(inner: TaskError, name: &str, step: Step) -> Self {
+        Self {
+            inner,
+            task: Some((name.to_owned(), step)),
+        }
+    }
 }
 
 impl From<TaskError> for StepError {
     fn from(inner: TaskError) -> Self {
-        Self { inner }
+        Self { inner, task: None }
     }
 }
 
 impl fmt::Display for StepError {
+    /// `task `charge` (step 3) failed: technical_error: card declined` for a task's step; the
+    /// task error alone otherwise, and for a cancelled step (whose message is the reason).
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        fmt::Display::fmt(&self.inner, f)
+        match &self.task {
+            Some((name, step)) if !self.inner.is_cancelled() => {
+                write!(f, "task `{name}` (step {step}) failed: {}", self.inner)
+            }
+            _ => fmt::Display::fmt(&self.inner, f),
+        }
     }
 }
 
 impl std::error::Error for StepError {}
 
 impl From<StepError> for WorkflowError {
-    /// A failed step fails the workflow; a cancelled one cancels it.
+    /// A failed step fails the workflow, its reason naming the task; a cancelled one cancels
+    /// it.
     fn from(e: StepError) -> Self {
-        e.inner.into()
+        let message = e.to_string();
+        let mut error: WorkflowError = e.inner.into();
+        error.message = message;
+        error
     }
 }
 
@@ -259,6 +288,27 @@ mod tests {
             reason: "no".into(),
         };
         assert!(WorkflowError::from(Error::from(child)).cancelled);
+    }
+
+    #[test]
+    fn a_failed_tasks_step_names_the_task_and_a_cancelled_one_only_its_reason() {
+        let failed = StepError::of_task(TaskError::terminal("card declined"), "charge", 3);
+        assert_eq!(failed.task(), Some(("charge", 3)));
+        assert_eq!(
+            WorkflowError::from(failed.clone()).message,
+            "task `charge` (step 3) failed: technical_error: card declined"
+        );
+        assert_eq!(WorkflowError::from(Error::from(failed)).message.as_str(), {
+            "task `charge` (step 3) failed: technical_error: card declined"
+        });
+        let cancelled = StepError::of_task(
+            TaskError::terminal("stop").with_kind(TaskError::CANCELLED),
+            "charge",
+            3,
+        );
+        let e = WorkflowError::from(cancelled);
+        assert!(e.cancelled);
+        assert_eq!(e.message, "cancelled: stop");
     }
 
     #[test]
