@@ -107,7 +107,9 @@ fn run_as(ctx: &mut Ctx<'_>, root: &YamlNode, name: &str) -> Option<String> {
     if value.is_empty() || value == own {
         return Some(own);
     }
-    if let Some(prefix) = TRIGGER_PREFIXES.iter().find(|p| value.starts_with(*p)) {
+    // In any case: `Hook:nightly` reads as a hook's run to a person as `hook:nightly` does.
+    let lower = value.to_ascii_lowercase();
+    if let Some(prefix) = TRIGGER_PREFIXES.iter().find(|p| lower.starts_with(*p)) {
         let span = root.get("runAs").map_or(root.span, |v| v.span);
         ctx.error(
             span,

@@ -793,6 +793,9 @@ fn run_as_is_a_name_of_its_own() {
         "event:github-pr",
         "webhook:stripe",
         "schedule:other",
+        // A prefix in other case reads the same to a person.
+        "Hook:review",
+        "WEBHOOK:stripe",
     ] {
         let errors = errors(&format!(
             "workflow: audit\ncron: \"* * * * *\"\nrunAs: \"{name}\"\n"
