@@ -357,12 +357,15 @@ pub fn next_fire_times_in(
         }
         _ => now_ms,
     };
-    let mut out = Vec::new();
+    let mut out: Vec<i64> = Vec::new();
     while out.len() < n {
         let Some(tick) = schedule.next_tick(from) else {
             break;
         };
-        out.push(tick + schedule.jitter_ms(&reg.id, tick));
+        // Ticks start in order: one whose jitter would put it before the tick ahead of it
+        // starts with that one.
+        let at = tick + schedule.jitter_ms(&reg.id, tick);
+        out.push(out.last().map_or(at, |&before| at.max(before)));
         from = tick;
     }
     out

@@ -65,6 +65,32 @@ fn list_keeps_its_columns_in_line_with_a_one_shot() {
     }
 }
 
+/// Ticks start in order, so a jitter longer than the interval delays the ticks after a late
+/// one: the next fire times listed are the times they will start, never one before another.
+#[test]
+fn next_fire_times_with_a_jitter_longer_than_the_interval_are_in_order() {
+    let p = project();
+    for name in ["a", "b", "c", "d", "e"] {
+        std::fs::write(
+            p.dir.join(format!("_vance/scheduler/{name}.yaml")),
+            "cron: \"* * * * *\"\nworkflow: quick\njitter: 2h\n",
+        )
+        .unwrap();
+    }
+    let listed = json(&p.cli(&["schedules", "list", "--json"]));
+    for name in ["a", "b", "c", "d", "e"] {
+        let s = named(&listed, name);
+        let next: Vec<&str> = s["nextFireTimes"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|t| t.as_str().unwrap())
+            .collect();
+        assert_eq!(next.len(), 3, "{s}");
+        assert!(next.is_sorted(), "{name}: {next:?}");
+    }
+}
+
 #[test]
 fn list_shows_each_schedule_with_its_zone_and_next_fire_times() {
     let p = project();
