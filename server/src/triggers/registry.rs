@@ -442,7 +442,7 @@ pub fn replace_scope(
         if let Some(hash) = &gone.webhook_token_sha256 {
             release_webhook_token(catalog, hash, &gone.key())?;
         }
-        super::scheduler::forget(catalog, &gone.id)?;
+        super::scheduler::forget(catalog, gone)?;
         report.removed += 1;
     }
     Ok(report)

@@ -87,9 +87,20 @@ pub fn cursor(catalog: &dyn Catalog, id: &str) -> Result<Option<Cursor>, StoreEr
         .and_then(|b| serde_json::from_slice(&b).ok()))
 }
 
-/// Forgets the cursor of a removed schedule.
-pub(super) fn forget(catalog: &dyn Catalog, id: &str) -> Result<(), StoreError> {
-    catalog.delete(CURSORS, &[id.to_owned()]).map(drop)
+/// Forgets the cursor of the removed schedule `reg`. A tick that waited for the schedule's
+/// last run (`overlap: buffer_one`) will not start: it is recorded as skipped, as when a
+/// pause drops it.
+pub(super) fn forget(catalog: &dyn Catalog, reg: &Registration) -> Result<(), StoreError> {
+    if let Some(tick) = cursor(catalog, &reg.id)?.and_then(|c| c.buffered_ms) {
+        let d = Delivery::new(reg, DeliveryStatus::Skipped, tick)
+            .reason("trigger_deleted")
+            .message(
+                "the tick waited for the schedule's last run to end (overlap: buffer_one), and \
+                 the schedule's document was removed meanwhile",
+            );
+        deliveries::record_tick(catalog, &d, tick)?;
+    }
+    catalog.delete(CURSORS, std::slice::from_ref(&reg.id)).map(drop)
 }
 
 /// Parsed schedules, by registration key and document digest.

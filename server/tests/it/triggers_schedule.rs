@@ -271,6 +271,30 @@ async fn a_buffered_tick_dropped_by_a_pause_is_recorded_as_skipped() {
 }
 
 #[tokio::test]
+async fn a_buffered_tick_of_a_removed_schedule_is_recorded_as_skipped() {
+    let f = Fixture::new(
+        T0,
+        "cron: \"*/10 * * * * *\"\nworkflow: approve\noverlap: buffer_one\n",
+    )
+    .await;
+    f.advance(10_000).await; // runs
+    f.advance(10_000).await; // buffered
+    std::fs::remove_file(
+        f.server
+            .root
+            .join("acme/shop/_vance/scheduler/nightly.yaml"),
+    )
+    .unwrap();
+    let h = f.server.handle.as_ref().unwrap();
+    h.triggers().resync_all(h.state()).unwrap();
+    f.advance(1_000).await;
+    assert_eq!(
+        f.ticks(T0).await,
+        vec![accepted(10_000), skipped(20_000, "trigger_deleted")]
+    );
+}
+
+#[tokio::test]
 async fn overlap_allow_all_starts_every_tick() {
     let f = Fixture::new(
         T0,
