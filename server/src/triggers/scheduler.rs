@@ -100,7 +100,9 @@ pub(super) fn forget(catalog: &dyn Catalog, reg: &Registration) -> Result<(), St
             );
         deliveries::record_tick(catalog, &d, tick)?;
     }
-    catalog.delete(CURSORS, std::slice::from_ref(&reg.id)).map(drop)
+    catalog
+        .delete(CURSORS, std::slice::from_ref(&reg.id))
+        .map(drop)
 }
 
 /// Parsed schedules, by registration key and document digest.
@@ -388,16 +390,14 @@ async fn fire_tick(
             }
             Overlap::AllowAll => {}
             _ => {
-                if let Ok(run) = last.parse::<RunId>()
-                    && let Err(e) = state
-                        .engine
-                        .cancel(
-                            run,
-                            "cancelled by a newer tick of its schedule (overlap: cancel_other)",
-                        )
-                        .await
-                {
-                    tracing::warn!(run = %run, error = %e, "could not cancel the schedule's previous run");
+                if let Ok(run) = last.parse::<RunId>() {
+                    let mut cancel = tokio::spawn(cancel_until_ended(state.engine.clone(), run));
+                    // The cancel answers at once when this process or a live worker holds the
+                    // run: the new run starts after the old one is cancelled. A worker that
+                    // holds it and does not answer (killed, its lease not yet run out) takes
+                    // tens of seconds each try: the pass, every tenant's ticks, goes on while
+                    // the cancel is tried again in the background.
+                    let _ = tokio::time::timeout(CANCEL_WAIT, &mut cancel).await;
                 }
             }
         }
@@ -410,6 +410,38 @@ async fn fire_tick(
     }
     deliveries::record_tick(catalog, &delivery, tick)?;
     Ok(())
+}
+
+/// How long a tick of `overlap: cancel_other` waits for the previous run's cancel before it
+/// starts its own run anyway.
+const CANCEL_WAIT: std::time::Duration = std::time::Duration::from_secs(1);
+/// How long a cancel that is not answered is tried again: past the lease grace of the worker
+/// that held the run, another worker has reclaimed it and answers.
+const CANCEL_RETRY_FOR: std::time::Duration = std::time::Duration::from_secs(30 * 60);
+/// The pause between two tries of an unanswered cancel.
+const CANCEL_RETRY_EVERY: std::time::Duration = std::time::Duration::from_secs(5);
+
+/// Cancels `run` for a newer tick of its schedule (`overlap: cancel_other`), trying again
+/// while the cancel is not answered and the run has not ended, for at most
+/// [`CANCEL_RETRY_FOR`].
+async fn cancel_until_ended(engine: magrathea_core::Engine, run: RunId) {
+    let since = std::time::Instant::now();
+    loop {
+        let reason = "cancelled by a newer tick of its schedule (overlap: cancel_other)";
+        let Err(e) = engine.cancel(run, reason).await else {
+            return;
+        };
+        if engine.status(run).map_or(true, |s| s.is_terminal()) {
+            // It ended meanwhile: nothing is left to cancel.
+            return;
+        }
+        if since.elapsed() >= CANCEL_RETRY_FOR {
+            tracing::warn!(run = %run, error = %e, "could not cancel the schedule's previous run");
+            return;
+        }
+        tracing::info!(run = %run, error = %e, "the schedule's previous run did not answer its cancel; trying again");
+        tokio::time::sleep(CANCEL_RETRY_EVERY).await;
+    }
 }
 
 /// Starts the schedule's workflow with `key`, as its `runAs`; a run fired by hand records who

@@ -1,8 +1,9 @@
 //! Several `magrathea serve` workers on one PostgreSQL database: runs survive SIGKILLs of
 //! workers with exactly one result per step, a worker frozen past its lease cannot add a record
 //! behind the worker that reclaimed its runs, a run whose worker dies every time it drives it
-//! fails after `--max-claim-attempts` claims, and a worker starting beside hundreds of
-//! active runs gets to listening and takes over those of a dead worker.
+//! fails after `--max-claim-attempts` claims, a worker starting beside hundreds of active runs
+//! gets to listening and takes over those of a dead worker, and a schedule's `cancel_other`
+//! reaches a run a killed worker held once another worker reclaimed it.
 
 use crate::http_common;
 use crate::serve_child;
@@ -866,6 +867,64 @@ async fn a_worker_whose_database_stops_answering_is_unhealthy_without_committing
         assert_eq!(
             body["error"]["code"], "MAG-HTTP-STORE-UNAVAILABLE",
             "{path}: {body}"
+        );
+    }
+}
+
+/// `overlap: cancel_other` whose previous run is held by a worker that was killed: the cancel
+/// finds no one to answer it until the lease runs out and another worker reclaims the run. It
+/// is tried again until then, so the old run ends cancelled instead of going on beside the
+/// newer ticks' runs.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_cancel_other_whose_run_a_killed_worker_held_cancels_it_once_reclaimed() {
+    let s = Setup::new();
+    let shop = s.root.join("acme/shop/_vance");
+    write(
+        &shop.join("workflows/hold.yaml"),
+        "start: wait\nstates:\n  wait: { type: timer_task, duration: 1h, on: { fired: done } }\n  done: { type: terminal }\n",
+    );
+    write(
+        &shop.join("scheduler/every.yaml"),
+        "cron: \"* * * * * *\"\nworkflow: hold\noverlap: cancel_other\n",
+    );
+    // A lease that outlasts the cancel's wait for an answer (30 s): the next worker's first
+    // tick asks the dead worker, which never answers.
+    let mut first = s.worker("40", "3");
+    let pid = first.pid();
+    // A tick's run, held by the first worker.
+    let deadline = Instant::now() + Duration::from_secs(60);
+    while held_by(&s.url, pid) == 0 {
+        assert!(Instant::now() < deadline, "the first worker ran no tick");
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    first.kill();
+    let held = psql(
+        &s.url,
+        &format!(
+            "SELECT replace(run_id::text, '-', '') FROM magrathea_leases WHERE owner LIKE '%:{pid}:%'"
+        ),
+    );
+    let held: Vec<String> = held.lines().map(str::to_owned).collect();
+    assert!(!held.is_empty());
+
+    // The next worker's ticks cancel the previous run, which the dead worker holds until its
+    // lease runs out.
+    let second = s.worker("40", "3");
+    let views = wait_all(
+        &s.client,
+        std::slice::from_ref(&second),
+        &held,
+        &["CANCELLED", "DONE", "FAILED"],
+        Duration::from_secs(120),
+    )
+    .await;
+    for view in views {
+        assert_eq!(view["status"], "CANCELLED", "{view}");
+        assert!(
+            view["reason"]
+                .as_str()
+                .is_some_and(|r| r.contains("overlap: cancel_other")),
+            "{view}"
         );
     }
 }
