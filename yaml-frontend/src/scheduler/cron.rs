@@ -108,11 +108,16 @@ pub(crate) fn parse_pattern(expression: &str) -> Result<Cron, PatternError> {
             .map(|j| if j == i { *field } else { "*" })
             .collect();
         if let Err(e) = parser().parse(&alone.join(" ")) {
+            let why = backwards(field).map_or_else(
+                || in_our_words(&e.to_string()),
+                |range| {
+                    format!("the range '{range}' runs backwards (write the lower number first)")
+                },
+            );
             return Err(PatternError {
                 message: format!(
-                    "the {} field '{field}' is refused: {}; expected {}",
+                    "the {} field '{field}' is refused: {why}; expected {}",
                     names[i],
-                    in_our_words(&e.to_string()),
                     expected_of(names[i])
                 ),
                 offset: Some(*offset),
@@ -225,6 +230,16 @@ impl FromStr for CronTicks {
     }
 }
 
+/// The first range of `field` (`5-1`, `5-1/2` in a list) whose first number is the larger.
+fn backwards(field: &str) -> Option<&str> {
+    field.split(',').find_map(|part| {
+        let range = part.split('/').next()?;
+        let (from, to) = range.split_once('-')?;
+        let (from, to) = (from.parse::<u32>().ok()?, to.parse::<u32>().ok()?);
+        (from > to).then_some(range)
+    })
+}
+
 /// The cron parser's reason without its own labels ("Component error: Number out of
 /// bounds", "Pattern contains illegal characters: CronPattern contains illegal character 'X'
 /// in part '1-XYZ'").
@@ -302,6 +317,20 @@ mod tests {
         );
         let e = parse_pattern("0 0 * 13 *").unwrap_err();
         assert!(e.message.contains("expected 1-12 or JAN-DEC"), "{e:?}");
+        // Both numbers in range, the wrong way round.
+        let e = parse_pattern("0 5-1 * * *").unwrap_err();
+        assert!(
+            e.message.starts_with(
+                "the hour field '5-1' is refused: the range '5-1' runs backwards (write the \
+                 lower number first); "
+            ),
+            "{e:?}"
+        );
+        let e = parse_pattern("0 1,9-3/2 * * *").unwrap_err();
+        assert!(
+            e.message.contains("the range '9-3' runs backwards"),
+            "{e:?}"
+        );
         let e = parse_pattern("*/0 * * * *").unwrap_err();
         assert!(e.message.contains("steps from 1"), "{e:?}");
         // What the messages offer is taken.
