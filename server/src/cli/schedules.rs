@@ -360,6 +360,12 @@ async fn list(
         }
         outln!("{line}")?;
     }
+    // What makes a schedule invalid, where it is (`--json` has it as `error`).
+    for (v, _) in &rows {
+        if let Some(error) = v.get("error").and_then(Value::as_str) {
+            errln!("{error}");
+        }
+    }
     Ok(EXIT_OK)
 }
 

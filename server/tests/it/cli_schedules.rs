@@ -345,6 +345,13 @@ fn an_invalid_schedule_is_listed_with_its_error_and_cannot_be_fired() {
     let broken = named(&listed, "broken");
     let error = broken["error"].as_str().unwrap();
     assert!(error.contains("broken.yaml:3:1"), "{error}");
+    // The table says it is invalid; why, and where, follows on stderr.
+    let out = p.cli(&["schedules", "list"]);
+    assert_eq!(code(&out), 0, "{}", stderr(&out));
+    let row = stdout(&out);
+    let row = row.lines().find(|l| l.starts_with("broken")).unwrap();
+    assert!(row.contains("invalid"), "{row}");
+    assert!(stderr(&out).contains(error), "{}", stderr(&out));
     let out = p.cli(&["schedules", "trigger", "broken"]);
     assert_eq!(code(&out), 2, "{}", stderr(&out));
     assert!(stderr(&out).contains("nothing was started"));
