@@ -353,8 +353,8 @@ pub struct Decided {
     /// Whether the answer was applied, and the run afterwards.
     #[serde(flatten)]
     pub answered: Answered,
-    /// The approval as it now stands, in Friday's words (`approved`, `rejected`, or
-    /// `pending` short of its quorum).
+    /// The approval as it now stands, in Friday's words (`approved`, `rejected`, `pending`
+    /// short of its quorum, or `expired` or `cancelled` when the answer came too late).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub approval: Option<serde_json::Value>,
     /// The run's status in Friday's words (`running`, `paused`, `completed`, `failed`,
