@@ -52,6 +52,16 @@ pub fn origin_of(
     })
 }
 
+/// Where `run` came from as [`origin_of`] shows it; `{}` when that cannot be read.
+pub(crate) fn recorded_origin(state: &AppState, run: RunId) -> Value {
+    state
+        .triggers
+        .catalog()
+        .ok()
+        .and_then(|catalog| origin_of(catalog, run).ok())
+        .unwrap_or_else(|| json!({}))
+}
+
 /// Records that `run` reruns `of` on the `definition` (`current` or `frozen`); a failure to
 /// record is logged, the run stands.
 pub fn record_origin(
@@ -135,22 +145,11 @@ pub(crate) async fn rerun(
     // The run an earlier request with the key started, with the definition it started on
     // (not this request's).
     let earlier = |run: RunId| {
-        let definition = state
-            .triggers
-            .catalog()
-            .ok()
-            .and_then(|catalog| origin_of(catalog, run).ok())
-            .and_then(|o| o["definition"].as_str().map(str::to_owned))
-            .unwrap_or_else(|| which.to_owned());
-        answer(StatusCode::OK, run, &definition)
+        let origin = recorded_origin(&state, run);
+        let definition = origin["definition"].as_str().unwrap_or(which);
+        answer(StatusCode::OK, run, definition)
     };
-    if let Some(key) = &key
-        && let Some(existing) = state
-            .engine
-            .store()
-            .find_idempotency_key(key)
-            .map_err(ApiError::internal)?
-    {
+    if let Some(existing) = state.run_of_key(key.as_deref())? {
         return Ok(earlier(existing));
     }
     let starter = Starter {

@@ -216,12 +216,7 @@ pub(crate) async fn retry(
     let key = super::runs::idempotency_key(&headers)?
         .map(|k| format!("api:{}:retry:{}:{k}", scope.key(), summary.run_id));
     let earlier = |run: RunId| {
-        let origin = state
-            .triggers
-            .catalog()
-            .ok()
-            .and_then(|catalog| super::rerun::origin_of(catalog, run).ok())
-            .unwrap_or_default();
+        let origin = super::rerun::recorded_origin(&state, run);
         (
             StatusCode::OK,
             Json(json!({
@@ -233,13 +228,7 @@ pub(crate) async fn retry(
             })),
         )
     };
-    if let Some(key) = &key
-        && let Some(existing) = state
-            .engine
-            .store()
-            .find_idempotency_key(key)
-            .map_err(ApiError::internal)?
-    {
+    if let Some(existing) = state.run_of_key(key.as_deref())? {
         return Ok(earlier(existing));
     }
     let run = summary.run_id;

@@ -227,13 +227,7 @@ impl AppState {
                 ))),
             );
         }
-        if let Some(key) = &starter.idempotency_key
-            && let Some(existing) = self
-                .engine
-                .store()
-                .find_idempotency_key(key)
-                .map_err(ApiError::internal)?
-        {
+        if let Some(existing) = self.run_of_key(starter.idempotency_key.as_deref())? {
             return Ok((existing, false));
         }
         let yaml_params = if params.is_null() {
@@ -271,6 +265,17 @@ impl AppState {
             self.metrics.run_started(trigger);
         }
         Ok((run, created))
+    }
+
+    /// The run an earlier request with the idempotency key `key` started, if one did.
+    pub(crate) fn run_of_key(&self, key: Option<&str>) -> Result<Option<RunId>, ApiError> {
+        let Some(key) = key else {
+            return Ok(None);
+        };
+        self.engine
+            .store()
+            .find_idempotency_key(key)
+            .map_err(ApiError::internal)
     }
 
     /// Starts the document `name` of `scope` (its draft with `draft`), else a registered code
