@@ -101,7 +101,11 @@ async fn a_task_without_its_data_fails_the_run() {
     match run.result().await {
         Err(ResultError::Unsuccessful { status, reason, .. }) => {
             assert_eq!(status, RunStatus::Failed);
-            assert!(reason.contains("no ledger"), "{reason}");
+            // Which task failed, at which step, and why.
+            assert_eq!(
+                reason,
+                "task `book` (step 0) failed: technical_error: no ledger"
+            );
         }
         other => panic!("expected a failed run, got {other:?}"),
     }
