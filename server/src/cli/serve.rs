@@ -20,7 +20,8 @@ use super::{EXIT_OK, Location};
 #[command(after_help = "\
 Serves the REST, SSE and WebSocket API (GET /openapi.json lists every route). Prints
 `listening on http://ADDR` on stdout once bound (with port 0, the port picked). API tokens are
-read from <root>/_auth/tokens.yaml:
+read from <root>/_auth/tokens.yaml, at start and again within 2 s of each edit (an edit that
+leaves it invalid is refused in the log, and the tokens read before stay):
 
   tokens:
     - tokenSha256: <hex SHA-256 of the token>   # or `token: <plain>`

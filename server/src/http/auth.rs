@@ -1,6 +1,10 @@
 //! API tokens: who may call which route of which tenant.
 //!
-//! Tokens are configured in `<root>/_auth/tokens.yaml`, read once at start:
+//! Tokens are configured in `<root>/_auth/tokens.yaml`, read at start and again whenever the
+//! file changes (the server looks every [`RELOAD_EVERY`]), so a token added or revoked takes
+//! effect without a restart. A file that is invalid at start stops the server; one edited into
+//! an invalid state later is refused with an error in the log, and the tokens read before stay
+//! in force until the file is fixed:
 //!
 //! ```yaml
 //! tokens:
@@ -26,6 +30,8 @@
 
 use std::collections::BTreeSet;
 use std::path::{Path, PathBuf};
+use std::sync::{Arc, PoisonError, RwLock};
+use std::time::{Duration, SystemTime};
 
 use axum::http::HeaderMap;
 use serde::Deserialize;
@@ -63,7 +69,7 @@ impl ApiScope {
 }
 
 /// The authenticated caller of a request.
-#[derive(Debug, Clone)]
+#[derive(Debug, Clone, PartialEq)]
 pub struct Principal {
     /// The token's tenant; `None` (insecure mode only) for every tenant.
     pub tenant: Option<String>,
@@ -157,18 +163,63 @@ struct TokenEntry {
     roles: Vec<String>,
 }
 
-#[derive(Debug)]
+#[derive(Debug, PartialEq)]
 struct Token {
     digest: [u8; 32],
     principal: Principal,
 }
 
+/// How often a server looks whether its token file changed.
+pub const RELOAD_EVERY: Duration = Duration::from_secs(2);
+
 /// The configured tokens and the insecure switch.
 #[derive(Debug)]
 pub struct Auth {
-    tokens: Vec<Token>,
+    tokens: RwLock<Arc<Tokens>>,
     insecure: bool,
     file: PathBuf,
+}
+
+/// The tokens of one reading of the file, and what the file looked like then.
+#[derive(Debug, Default)]
+struct Tokens {
+    list: Vec<Token>,
+    /// `None` when the file was missing, or modified too recently for its stamp to tell a
+    /// later edit apart (it is read again at the next look).
+    stamp: Option<Stamp>,
+}
+
+/// What tells one version of the token file from another without reading it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+struct Stamp {
+    len: u64,
+    modified: SystemTime,
+    #[cfg(unix)]
+    inode: (u64, u64),
+    #[cfg(unix)]
+    changed: (i64, i64),
+}
+
+impl Stamp {
+    /// The file's stamp; `None` when it is missing or was modified within the last two
+    /// seconds (file times are coarse: two writes in a row may leave the same one).
+    fn of(file: &Path) -> Option<Self> {
+        #[cfg(unix)]
+        use std::os::unix::fs::MetadataExt;
+        let meta = std::fs::metadata(file).ok()?;
+        let modified = meta.modified().ok()?;
+        let settled = modified
+            .checked_add(Duration::from_secs(2))
+            .is_some_and(|t| t <= SystemTime::now());
+        settled.then_some(Self {
+            len: meta.len(),
+            modified,
+            #[cfg(unix)]
+            inode: (meta.dev(), meta.ino()),
+            #[cfg(unix)]
+            changed: (meta.ctime(), meta.ctime_nsec()),
+        })
+    }
 }
 
 /// The token file under a root: `<root>/_auth/tokens.yaml`.
@@ -199,79 +250,114 @@ fn parse_hex(s: &str) -> Option<[u8; 32]> {
 impl Auth {
     /// Reads `file`; a missing file means no token is configured.
     pub fn load(file: PathBuf, insecure: bool) -> Result<Self, AuthFileError> {
-        let text = match std::fs::read_to_string(&file) {
-            Ok(t) => t,
-            Err(e) if e.kind() == std::io::ErrorKind::NotFound => String::new(),
-            Err(source) => return Err(AuthFileError::Read { path: file, source }),
-        };
-        let invalid = |message: String| AuthFileError::Invalid {
-            path: file.clone(),
-            message,
-        };
-        let parsed: TokenFile = if text.trim().is_empty() {
-            TokenFile { tokens: Vec::new() }
-        } else {
-            magrathea_exec::yaml_text::from_str(&text).map_err(|e| invalid(e.to_string()))?
-        };
-        let mut tokens = Vec::new();
-        for (i, entry) in parsed.tokens.into_iter().enumerate() {
-            let digest = match (&entry.token_sha256, &entry.token) {
-                (Some(hex), None) => parse_hex(hex).ok_or_else(|| {
-                    invalid(format!("tokens[{i}].tokenSha256 is not 64 hex digits"))
-                })?,
-                // An empty token could never be presented (an empty Bearer is no token).
-                (None, Some(plain)) if plain.is_empty() => {
-                    return Err(invalid(format!("tokens[{i}].token is empty")));
-                }
-                (None, Some(plain)) => Sha256::digest(plain.as_bytes()).into(),
-                _ => {
-                    return Err(invalid(format!(
-                        "tokens[{i}] needs exactly one of tokenSha256 and token"
-                    )));
-                }
-            };
-            // The same token twice would act as the first entry only, whatever the second says
-            // (another tenant, other scopes): an operator's mistake, said at start.
-            if let Some(j) = tokens.iter().position(|t: &Token| t.digest == digest) {
-                return Err(invalid(format!(
-                    "tokens[{i}] is the same token as tokens[{j}]: give each entry its own"
-                )));
-            }
-            // A tenant is a directory of the tree: a name a route cannot take (`../t`, `a/b`,
-            // `_tenant`) would grant nothing, or something else than written.
-            if !super::state::plain_name(&entry.tenant) {
-                return Err(invalid(format!(
-                    "tokens[{i}].tenant `{}` is not a tenant's name (letters, digits, `.`, `_` \
-                     and `-`, not starting with `.`, not `_tenant`)",
-                    entry.tenant
-                )));
-            }
-            let mut scopes = BTreeSet::new();
-            for s in &entry.scopes {
-                scopes.insert(ApiScope::parse(s).ok_or_else(|| {
-                    invalid(format!(
-                        "tokens[{i}]: unknown scope `{s}` (workflow.read, workflow.write, \
-                         workflow.run)"
-                    ))
-                })?);
-            }
-            tokens.push(Token {
-                digest,
-                principal: Principal {
-                    tenant: Some(entry.tenant),
-                    subject: entry.subject,
-                    roles: entry.roles,
-                    scopes,
-                },
-            });
-        }
+        let tokens = read_tokens(&file)?;
         Ok(Self {
-            tokens,
+            tokens: RwLock::new(Arc::new(tokens)),
             insecure,
             file,
         })
     }
 
+    /// Reads the file again if it changed since it was last read: `Ok(true)` when the tokens
+    /// were replaced. An invalid or unreadable file is an error, and the tokens stay as they
+    /// were (an edit half-way must not lock everyone out, nor let anyone in).
+    pub fn reload(&self) -> Result<bool, AuthFileError> {
+        let current = self.current();
+        if current.stamp.is_some() && current.stamp == Stamp::of(&self.file) {
+            return Ok(false);
+        }
+        let tokens = read_tokens(&self.file)?;
+        let changed = tokens.list != current.list;
+        *self.tokens.write().unwrap_or_else(PoisonError::into_inner) = Arc::new(tokens);
+        Ok(changed)
+    }
+
+    /// The tokens as last read.
+    fn current(&self) -> Arc<Tokens> {
+        self.tokens
+            .read()
+            .unwrap_or_else(PoisonError::into_inner)
+            .clone()
+    }
+}
+
+/// Reads the token file (see the module docs); a missing file means no token.
+fn read_tokens(file: &Path) -> Result<Tokens, AuthFileError> {
+    // Taken before the reading: what is read is at least as new as the stamp.
+    let stamp = Stamp::of(file);
+    let file = file.to_path_buf();
+    let text = match std::fs::read_to_string(&file) {
+        Ok(t) => t,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => String::new(),
+        Err(source) => return Err(AuthFileError::Read { path: file, source }),
+    };
+    let invalid = |message: String| AuthFileError::Invalid {
+        path: file.clone(),
+        message,
+    };
+    let parsed: TokenFile = if text.trim().is_empty() {
+        TokenFile { tokens: Vec::new() }
+    } else {
+        magrathea_exec::yaml_text::from_str(&text).map_err(|e| invalid(e.to_string()))?
+    };
+    let mut tokens = Vec::new();
+    for (i, entry) in parsed.tokens.into_iter().enumerate() {
+        let digest = match (&entry.token_sha256, &entry.token) {
+            (Some(hex), None) => parse_hex(hex)
+                .ok_or_else(|| invalid(format!("tokens[{i}].tokenSha256 is not 64 hex digits")))?,
+            // An empty token could never be presented (an empty Bearer is no token).
+            (None, Some(plain)) if plain.is_empty() => {
+                return Err(invalid(format!("tokens[{i}].token is empty")));
+            }
+            (None, Some(plain)) => Sha256::digest(plain.as_bytes()).into(),
+            _ => {
+                return Err(invalid(format!(
+                    "tokens[{i}] needs exactly one of tokenSha256 and token"
+                )));
+            }
+        };
+        // The same token twice would act as the first entry only, whatever the second says
+        // (another tenant, other scopes): an operator's mistake, said at start.
+        if let Some(j) = tokens.iter().position(|t: &Token| t.digest == digest) {
+            return Err(invalid(format!(
+                "tokens[{i}] is the same token as tokens[{j}]: give each entry its own"
+            )));
+        }
+        // A tenant is a directory of the tree: a name a route cannot take (`../t`, `a/b`,
+        // `_tenant`) would grant nothing, or something else than written.
+        if !super::state::plain_name(&entry.tenant) {
+            return Err(invalid(format!(
+                "tokens[{i}].tenant `{}` is not a tenant's name (letters, digits, `.`, `_` \
+                 and `-`, not starting with `.`, not `_tenant`)",
+                entry.tenant
+            )));
+        }
+        let mut scopes = BTreeSet::new();
+        for s in &entry.scopes {
+            scopes.insert(ApiScope::parse(s).ok_or_else(|| {
+                invalid(format!(
+                    "tokens[{i}]: unknown scope `{s}` (workflow.read, workflow.write, \
+                     workflow.run)"
+                ))
+            })?);
+        }
+        tokens.push(Token {
+            digest,
+            principal: Principal {
+                tenant: Some(entry.tenant),
+                subject: entry.subject,
+                roles: entry.roles,
+                scopes,
+            },
+        });
+    }
+    Ok(Tokens {
+        list: tokens,
+        stamp,
+    })
+}
+
+impl Auth {
     /// Whether requests are let through without a token.
     pub fn insecure(&self) -> bool {
         self.insecure
@@ -279,7 +365,7 @@ impl Auth {
 
     /// How many tokens are configured.
     pub fn token_count(&self) -> usize {
-        self.tokens.len()
+        self.current().list.len()
     }
 
     /// The caller presenting `token`: 401 without a token or with an unknown one.
@@ -292,8 +378,9 @@ impl Auth {
                 scopes: [ApiScope::Read, ApiScope::Write, ApiScope::Run].into(),
             });
         }
+        let tokens = self.current();
         let Some(token) = token else {
-            return Err(ApiError::unauthorized(if self.tokens.is_empty() {
+            return Err(ApiError::unauthorized(if tokens.list.is_empty() {
                 format!(
                     "no API token is configured (in the served tree's {}); add one, or start \
                      the server with --insecure-no-auth on a trusted machine",
@@ -306,13 +393,13 @@ impl Auth {
         let presented: [u8; 32] = Sha256::digest(token.as_bytes()).into();
         // Every digest is compared, so the time taken does not tell which one matched.
         let mut found = None;
-        for (i, t) in self.tokens.iter().enumerate() {
+        for (i, t) in tokens.list.iter().enumerate() {
             if bool::from(t.digest.ct_eq(&presented)) && found.is_none() {
                 found = Some(i);
             }
         }
         found
-            .map(|i| self.tokens[i].principal.clone())
+            .map(|i| tokens.list[i].principal.clone())
             .ok_or_else(|| ApiError::unauthorized("unknown token"))
     }
 
@@ -331,6 +418,44 @@ impl Auth {
         principal.require(scope)?;
         Ok(principal)
     }
+}
+
+/// Reads the token file again when it changes, every [`RELOAD_EVERY`], for as long as the
+/// server holds `auth`. A file that cannot be used is said in the log once per error, and the
+/// tokens read before stay in force.
+pub(crate) fn spawn_reload(auth: &Arc<Auth>) {
+    let auth = Arc::downgrade(auth);
+    tokio::spawn(async move {
+        let mut said: Option<String> = None;
+        loop {
+            tokio::time::sleep(RELOAD_EVERY).await;
+            let Some(auth) = auth.upgrade() else {
+                return;
+            };
+            let Ok(reloaded) = tokio::task::spawn_blocking(move || auth.reload()).await else {
+                return;
+            };
+            match reloaded {
+                Ok(changed) => {
+                    if changed {
+                        tracing::info!("the token file changed: its tokens are in force");
+                    }
+                    said = None;
+                }
+                Err(e) => {
+                    let text = e.to_string();
+                    if said.as_deref() != Some(text.as_str()) {
+                        tracing::error!(
+                            error = %text,
+                            "the token file changed and cannot be used; the tokens read before \
+                             stay in force"
+                        );
+                        said = Some(text);
+                    }
+                }
+            }
+        }
+    });
 }
 
 /// The bearer token of a request's `Authorization` header.
@@ -461,5 +586,37 @@ mod tests {
         assert_eq!(e.status, 401);
         let e = a.authorize(None, "acme", ApiScope::Read).unwrap_err();
         assert!(e.message.contains("--insecure-no-auth"), "{}", e.message);
+    }
+
+    /// A reload takes an edited file's tokens, keeps the tokens in force when the edit is
+    /// invalid, and takes a removed file as no token.
+    #[test]
+    fn a_reload_follows_the_file_and_an_invalid_edit_changes_nothing() {
+        let dir = tempfile::tempdir().unwrap();
+        let file = dir.path().join("tokens.yaml");
+        let entry = |token: &str| {
+            format!(
+                "tokens:\n  - token: {token}\n    tenant: acme\n    subject: s\n    scopes: [workflow.read]\n"
+            )
+        };
+        std::fs::write(&file, entry("first")).unwrap();
+        let a = Auth::load(file.clone(), false).unwrap();
+        assert!(!a.reload().unwrap(), "nothing changed");
+        std::fs::write(&file, entry("second")).unwrap();
+        assert!(a.reload().unwrap());
+        assert!(a.authenticate(Some("second")).is_ok());
+        assert_eq!(a.authenticate(Some("first")).unwrap_err().status, 401);
+
+        std::fs::write(&file, "tokens:\n  - token: x\n").unwrap();
+        let e = a.reload().unwrap_err();
+        assert!(e.to_string().contains("[MAG-AUTH002]"), "{e}");
+        assert!(
+            a.authenticate(Some("second")).is_ok(),
+            "the tokens in force stay"
+        );
+
+        std::fs::remove_file(&file).unwrap();
+        assert!(a.reload().unwrap());
+        assert_eq!(a.token_count(), 0);
     }
 }

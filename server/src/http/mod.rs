@@ -484,11 +484,15 @@ async fn start(
         engine.catalog(),
         config.triggers.clone(),
     ));
+    let auth = Arc::new(auth);
+    if !insecure {
+        auth::spawn_reload(&auth);
+    }
     let state = AppState::new(AppParts {
         triggers: triggers.clone(),
         engine: engine.clone(),
         runtime,
-        auth: Arc::new(auth),
+        auth,
         metrics,
         followers: Arc::new(
             follow::Followers::new(

@@ -1,6 +1,7 @@
 //! The edges of API authentication: the `Authorization` scheme and its case, empty tokens,
-//! and a token file the server refuses to start with (an entry with both or neither of
-//! `token`/`tokenSha256`, a file that cannot be read) — as a library and as `magrathea serve`.
+//! a token file the server refuses to start with (an entry with both or neither of
+//! `token`/`tokenSha256`, a file that cannot be read) — as a library and as `magrathea serve`
+//! — and the file edited while the server runs.
 
 use crate::http_common;
 
@@ -209,4 +210,47 @@ async fn a_bad_body_is_answered_only_to_a_caller_the_route_authorizes() {
         assert_eq!(status, 400, "{method} {path}: {text}");
         assert!(text.contains("MAG-HTTP-INVALID-JSON"), "{text}");
     }
+}
+
+/// The status of `GET …/runs` with the bearer `token`, once it is `want` (the server looks
+/// at its token file every couple of seconds), or the last one after `patience`.
+async fn status_becomes(s: &Server, token: &str, want: u16, patience: u64) -> u16 {
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(patience);
+    loop {
+        let status = status_with(s, &format!("Bearer {token}")).await;
+        if status == want || std::time::Instant::now() > deadline {
+            return status;
+        }
+        tokio::time::sleep(std::time::Duration::from_millis(100)).await;
+    }
+}
+
+/// A token added to or removed from the file while the server runs takes effect without a
+/// restart; an edit that leaves the file invalid keeps the tokens read before in force.
+#[tokio::test]
+async fn tokens_added_or_revoked_in_the_file_take_effect_while_serving() {
+    let s = Server::start().await;
+    let file = s.root.join("_auth/tokens.yaml");
+    assert_eq!(status_with(&s, &format!("Bearer {ACME}")).await, 200);
+    // Revoke every acme token but one new one.
+    write(
+        &file,
+        &format!(
+            "tokens:\n  - tokenSha256: {}\n    tenant: acme\n    subject: carol\n    scopes: [workflow.read]\n",
+            magrathea_server::http::auth::token_sha256("fresh-token")
+        ),
+    );
+    assert_eq!(status_becomes(&s, "fresh-token", 200, 30).await, 200);
+    assert_eq!(status_with(&s, &format!("Bearer {ACME}")).await, 401);
+
+    // Half-way through an edit: refused, and the tokens in force stay (looked at for three
+    // of the server's looks at the file).
+    write(&file, "tokens:\n  - tenant: acme\n");
+    assert_eq!(status_becomes(&s, "fresh-token", 401, 6).await, 200);
+    assert_eq!(status_with(&s, &format!("Bearer {ACME}")).await, 401);
+
+    // The file fixed again.
+    write(&file, &tokens_yaml());
+    assert_eq!(status_becomes(&s, ACME, 200, 30).await, 200);
+    assert_eq!(status_with(&s, "Bearer fresh-token").await, 401);
 }
