@@ -178,6 +178,9 @@ pub struct Auth {
     tokens: RwLock<Arc<Tokens>>,
     insecure: bool,
     file: PathBuf,
+    /// Counts the readings that changed the tokens, for the streams that must end when their
+    /// token no longer stands ([`Auth::revoked`]).
+    changes: tokio::sync::watch::Sender<u64>,
 }
 
 /// The tokens of one reading of the file, and what the file looked like then.
@@ -255,6 +258,7 @@ impl Auth {
             tokens: RwLock::new(Arc::new(tokens)),
             insecure,
             file,
+            changes: tokio::sync::watch::Sender::new(0),
         })
     }
 
@@ -269,7 +273,28 @@ impl Auth {
         let tokens = read_tokens(&self.file)?;
         let changed = tokens.list != current.list;
         *self.tokens.write().unwrap_or_else(PoisonError::into_inner) = Arc::new(tokens);
+        if changed {
+            self.changes.send_modify(|n| *n = n.wrapping_add(1));
+        }
         Ok(changed)
+    }
+
+    /// Resolves once `token` no longer stands for `who` (removed from the file, or given
+    /// another tenant, subject, roles or scopes): a stream or session it opened ends then.
+    /// Never resolves without a token (`--insecure-no-auth`).
+    pub async fn revoked(&self, token: Option<&str>, who: &Principal) {
+        let Some(token) = token else {
+            return std::future::pending().await;
+        };
+        let mut changes = self.changes.subscribe();
+        loop {
+            if changes.changed().await.is_err() {
+                return std::future::pending().await;
+            }
+            if self.authenticate(Some(token)).ok().as_ref() != Some(who) {
+                return;
+            }
+        }
     }
 
     /// The tokens as last read.

@@ -46,8 +46,10 @@ pub(crate) async fn stream(
     let (mut parts, _) = request.into_parts();
     let websocket = wants_websocket(&parts.headers);
     // A browser's WebSocket cannot set headers: only there may the token come in the query.
-    let token = bearer(&parts.headers).or(q.token.as_deref().filter(|_| websocket));
-    let who = reader(&state, token)?;
+    let token = bearer(&parts.headers)
+        .or(q.token.as_deref().filter(|_| websocket))
+        .map(str::to_owned);
+    let who = reader(&state, token.as_deref())?;
     let filter = EventFilter {
         tenant: who.tenant.clone(),
         project: q.project,
@@ -59,12 +61,16 @@ pub(crate) async fn stream(
         None
     };
     let slot = state.follower_slot(filter.tenant.as_deref().unwrap_or("*"), &who)?;
+    // A token revoked while the stream runs ends it.
+    let auth = state.auth.clone();
+    let revoked = Box::pin(async move { auth.revoked(token.as_deref(), &who).await });
     if let Some(upgrade) = upgrade {
-        return Ok(live_socket::serve(upgrade, state, filter, slot));
+        return Ok(live_socket::serve(upgrade, state, filter, slot, revoked));
     }
     let mut events = state.triggers.subscribe_events();
     let stream = async_stream(move |tx| async move {
         let _slot = slot;
+        let mut revoked = revoked;
         loop {
             // The client's going ends the task (and gives its slot back) at once, not at the
             // next event it would have been sent: on a quiet tenant, or with a filter that
@@ -72,6 +78,7 @@ pub(crate) async fn stream(
             let received = tokio::select! {
                 r = events.recv() => r,
                 () = tx.closed() => return,
+                () = &mut revoked => return,
             };
             let event = match received {
                 Ok(e) => e,

@@ -43,25 +43,49 @@ impl EventFilter {
 }
 
 /// Upgrades to a session that sends the events `filter` passes.
+/// The session ends when `revoked` resolves (its token was revoked), with a close frame that
+/// says so.
 pub(crate) fn serve(
     upgrade: WebSocketUpgrade,
     state: AppState,
     filter: EventFilter,
     slot: FollowerSlot,
+    revoked: Revoked,
 ) -> Response {
     // The client sends pings at most: its messages get the request body's limit.
     upgrade
         .max_message_size(super::BODY_LIMIT)
         .max_frame_size(super::BODY_LIMIT)
-        .on_upgrade(move |socket| session(state, filter, slot, socket))
+        .on_upgrade(move |socket| session(state, filter, slot, socket, revoked))
 }
 
-async fn session(state: AppState, filter: EventFilter, slot: FollowerSlot, socket: WebSocket) {
+/// What resolves when the token a stream was opened with no longer stands.
+pub(crate) type Revoked = std::pin::Pin<Box<dyn std::future::Future<Output = ()> + Send>>;
+
+/// The close frame of a session whose token was revoked.
+pub(crate) fn revoked_frame() -> axum::extract::ws::CloseFrame {
+    axum::extract::ws::CloseFrame {
+        code: axum::extract::ws::close_code::POLICY,
+        reason: "the token was revoked".into(),
+    }
+}
+
+async fn session(
+    state: AppState,
+    filter: EventFilter,
+    slot: FollowerSlot,
+    socket: WebSocket,
+    mut revoked: Revoked,
+) {
     let _slot = slot;
     let mut events = state.triggers.subscribe_events();
     let (mut sink, mut incoming) = socket.split();
     loop {
         let message: Value = tokio::select! {
+            () = &mut revoked => {
+                let _ = sink.send(Message::Close(Some(revoked_frame()))).await;
+                return;
+            }
             received = incoming.next() => match received {
                 Some(Ok(Message::Text(text))) => {
                     let ping = serde_json::from_str::<Value>(&text)

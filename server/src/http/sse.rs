@@ -5,7 +5,7 @@
 //! carries new ones as they commit, and ends after the terminal `StatusRecord`. The journal is
 //! read by range as the client reads (see [`follow`](super::follow)); one token subject may
 //! hold a bounded number of streams and subscriptions at once, beyond which a stream is
-//! answered 429 `MAG-RD003`.
+//! answered 429 `MAG-RD003`. A token revoked in the token file ends its streams.
 
 use std::convert::Infallible;
 use std::time::Duration;
@@ -17,7 +17,7 @@ use axum::response::{IntoResponse, Response};
 use futures::StreamExt;
 use tokio_stream::wrappers::ReceiverStream;
 
-use super::auth::ApiScope;
+use super::auth::{ApiScope, bearer};
 use super::error::ApiError;
 use super::follow::follow;
 use super::runs::RunPath;
@@ -46,6 +46,9 @@ pub(crate) async fn events(
         return Ok(StatusCode::NO_CONTENT.into_response());
     }
     let slot = state.follower_slot(&p.tenant, &who)?;
+    // A token revoked while the stream runs ends it.
+    let (auth, token) = (state.auth.clone(), bearer(&headers).map(str::to_owned));
+    let revoked = async move { auth.revoked(token.as_deref(), &who).await };
     let stream = ReceiverStream::new(follow(state.engine.clone(), summary.run_id, from, slot)).map(
         |entry| {
             let event = Event::default()
@@ -56,6 +59,7 @@ pub(crate) async fn events(
             Ok::<_, Infallible>(event)
         },
     );
+    let stream = stream.take_until(revoked);
     Ok(Sse::new(stream)
         .keep_alive(KeepAlive::new().interval(Duration::from_secs(15)))
         .into_response())

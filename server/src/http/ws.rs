@@ -69,7 +69,8 @@ pub(crate) async fn connect(
     headers: HeaderMap,
     upgrade: WebSocketUpgrade,
 ) -> Result<Response, ApiError> {
-    let token = bearer(&headers).or(q.token.as_deref());
+    let token = bearer(&headers).or(q.token.as_deref()).map(str::to_owned);
+    let token = token.as_deref();
     // A session takes either scope: each message checks its own (`workflow-start` needs
     // `workflow.run`, as the HTTP start does; following runs and events `workflow.read`).
     let who = match state.auth.authorize(token, &p.tenant, ApiScope::Run) {
@@ -92,13 +93,17 @@ pub(crate) async fn connect(
                 ),
             )
         })?;
+    // A token revoked while the session runs ends it.
+    let (auth, token, holder) = (state.auth.clone(), token.map(str::to_owned), who.clone());
+    let revoked: super::live_socket::Revoked =
+        Box::pin(async move { auth.revoked(token.as_deref(), &holder).await });
     // A message is a request: it gets the request body's limit, not the WebSocket
     // library's 64 MiB.
     Ok(upgrade
         .max_message_size(super::BODY_LIMIT)
         .max_frame_size(super::BODY_LIMIT)
         .on_upgrade(move |socket| async move {
-            session(state, scope, who, socket).await;
+            session(state, scope, who, socket, revoked).await;
             drop(slot);
         }))
 }
@@ -131,7 +136,13 @@ struct SubscribeData {
     workflow_run_id: String,
 }
 
-async fn session(state: AppState, scope: Scope, who: Principal, socket: WebSocket) {
+async fn session(
+    state: AppState,
+    scope: Scope,
+    who: Principal,
+    socket: WebSocket,
+    mut revoked: super::live_socket::Revoked,
+) {
     let (mut sink, mut incoming) = socket.split();
     let (out, mut outgoing) = mpsc::channel::<Value>(256);
     let writer = tokio::spawn(async move {
@@ -153,8 +164,20 @@ async fn session(state: AppState, scope: Scope, who: Principal, socket: WebSocke
         // A session that follows nothing must say something within the idle timeout (a
         // `ping` will do), as an idle HTTP connection must send its next request.
         subscriptions.retain(|s| !s.is_finished());
-        let next = if subscriptions.is_empty() {
-            match tokio::time::timeout(idle, incoming.next()).await {
+        let following = !subscriptions.is_empty();
+        let wait = async {
+            if following {
+                Ok(incoming.next().await)
+            } else {
+                tokio::time::timeout(idle, incoming.next()).await
+            }
+        };
+        let next = tokio::select! {
+            () = &mut revoked => {
+                close = Some(super::live_socket::revoked_frame());
+                break;
+            }
+            next = wait => match next {
                 Ok(next) => next,
                 Err(_) => {
                     close = Some(CloseFrame {
@@ -167,9 +190,7 @@ async fn session(state: AppState, scope: Scope, who: Principal, socket: WebSocke
                     });
                     break;
                 }
-            }
-        } else {
-            incoming.next().await
+            },
         };
         let message = match next {
             None => break,

@@ -254,3 +254,83 @@ async fn tokens_added_or_revoked_in_the_file_take_effect_while_serving() {
     assert_eq!(status_becomes(&s, ACME, 200, 30).await, 200);
     assert_eq!(status_with(&s, "Bearer fresh-token").await, 401);
 }
+
+/// Streams opened with a token end once it is revoked: the tenant's event stream (SSE and
+/// WebSocket), a run's record stream, and a project's WebSocket session, which closes with
+/// 1008 and says why. Another token's stream goes on.
+#[tokio::test]
+async fn streams_of_a_revoked_token_end_and_others_go_on() {
+    use futures::StreamExt;
+    use tokio_tungstenite::tungstenite::Message;
+
+    let s = Server::start().await;
+    write(
+        &s.root.join("acme/shop/_vance/workflows/approve.yaml"),
+        APPROVE,
+    );
+    let run = s.start_run("shop", "approve", serde_json::json!({})).await;
+    s.wait_status("shop", &run, &["WAITING"]).await;
+    let sse = |path: String, token: &'static str| {
+        let s = &s;
+        async move {
+            let r = s.get(&path, Some(token)).send().await.unwrap();
+            assert_eq!(r.status(), 200, "{path}");
+            Box::pin(r.bytes_stream())
+        }
+    };
+    let events = sse("/v1/workflow-events".into(), ACME).await;
+    let records = sse(
+        format!("/brain/acme/project/shop/workflows/runs/{run}/events"),
+        ACME,
+    )
+    .await;
+    let mut others = sse("/v1/workflow-events".into(), GLOBEX).await;
+    let mut session = crate::live_common::ws_connect(s.addr, ACME).await;
+    let (mut tenant_socket, _) = tokio_tungstenite::connect_async(format!(
+        "ws://{}/v1/workflow-events?token={ACME}",
+        s.addr
+    ))
+    .await
+    .unwrap();
+
+    // acme's tokens go; globex's stays.
+    let globex_only: String = tokens_yaml()
+        .split("\n  - ")
+        .filter(|entry| entry.contains("tenant: globex"))
+        .map(|entry| format!("\n  - {entry}"))
+        .collect();
+    write(
+        &s.root.join("_auth/tokens.yaml"),
+        &format!("tokens:{globex_only}\n"),
+    );
+    async fn ends(
+        mut stream: impl futures::Stream<Item = reqwest::Result<axum::body::Bytes>> + Unpin,
+    ) -> bool {
+        tokio::time::timeout(std::time::Duration::from_secs(30), async {
+            while let Some(Ok(_)) = stream.next().await {}
+        })
+        .await
+        .is_ok()
+    }
+    assert!(ends(events).await, "the tenant's event stream ended");
+    assert!(ends(records).await, "the run's record stream ended");
+    for socket in [&mut session, &mut tenant_socket] {
+        let closed = tokio::time::timeout(std::time::Duration::from_secs(30), async {
+            loop {
+                match socket.next().await {
+                    Some(Ok(Message::Close(frame))) => return frame,
+                    Some(Ok(_)) => continue,
+                    _ => return None,
+                }
+            }
+        })
+        .await
+        .expect("the session closed");
+        let frame = closed.expect("a close frame");
+        assert_eq!(u16::from(frame.code), 1008, "{frame:?}");
+        assert_eq!(frame.reason.as_str(), "the token was revoked");
+    }
+    // globex's stream is still open: a keep-alive or an event may come, but not its end.
+    let still = tokio::time::timeout(std::time::Duration::from_secs(1), others.next()).await;
+    assert!(!matches!(still, Ok(None)), "globex's stream ended");
+}
