@@ -28,9 +28,11 @@ pub(crate) const MAX_FILES: usize = 4_096;
 /// file longer than a quarter of it is not kept.
 pub(crate) const MAX_BYTES: u64 = 32 << 20;
 
-/// What identifies one version of a file without reading it.
+/// What identifies one version of a file without reading it: its length, modification and
+/// change times and inode. A file modified less than two seconds before it was read may be
+/// written again with the same stamp ([`Stamp::settled`]).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-struct Stamp {
+pub struct Stamp {
     len: u64,
     modified: SystemTime,
     #[cfg(unix)]
@@ -40,7 +42,8 @@ struct Stamp {
 }
 
 impl Stamp {
-    fn of(meta: &std::fs::Metadata) -> Option<Self> {
+    /// The stamp of a file from its metadata; `None` where the platform gives no times.
+    pub fn of(meta: &std::fs::Metadata) -> Option<Self> {
         #[cfg(unix)]
         use std::os::unix::fs::MetadataExt;
         Some(Self {
@@ -55,7 +58,7 @@ impl Stamp {
 
     /// Whether the file was last modified long enough before `read_at` that a later write
     /// would change its stamp.
-    fn settled(&self, read_at: SystemTime) -> bool {
+    pub fn settled(&self, read_at: SystemTime) -> bool {
         self.modified
             .checked_add(SETTLE)
             .is_some_and(|settled_at| settled_at <= read_at)

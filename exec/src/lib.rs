@@ -88,6 +88,7 @@ pub use documents::{
 };
 pub use egress::EgressPolicy;
 pub use executors::{Executors, LanePermit};
+pub use file_cache::Stamp as FileStamp;
 pub use policy::{ExecutionPolicy, TaskType};
 pub use settings::{
     LaneSettings, ProjectSettings, SandboxMode, ShellSettings, TenantAgentSettings, TenantSettings,

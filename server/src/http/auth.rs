@@ -34,6 +34,7 @@ use std::sync::{Arc, PoisonError, RwLock};
 use std::time::{Duration, SystemTime};
 
 use axum::http::HeaderMap;
+use magrathea_exec::FileStamp;
 use serde::Deserialize;
 use sha2::{Digest, Sha256};
 use subtle::ConstantTimeEq;
@@ -189,40 +190,14 @@ struct Tokens {
     list: Vec<Token>,
     /// `None` when the file was missing, or modified too recently for its stamp to tell a
     /// later edit apart (it is read again at the next look).
-    stamp: Option<Stamp>,
+    stamp: Option<FileStamp>,
 }
 
-/// What tells one version of the token file from another without reading it.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-struct Stamp {
-    len: u64,
-    modified: SystemTime,
-    #[cfg(unix)]
-    inode: (u64, u64),
-    #[cfg(unix)]
-    changed: (i64, i64),
-}
-
-impl Stamp {
-    /// The file's stamp; `None` when it is missing or was modified within the last two
-    /// seconds (file times are coarse: two writes in a row may leave the same one).
-    fn of(file: &Path) -> Option<Self> {
-        #[cfg(unix)]
-        use std::os::unix::fs::MetadataExt;
-        let meta = std::fs::metadata(file).ok()?;
-        let modified = meta.modified().ok()?;
-        let settled = modified
-            .checked_add(Duration::from_secs(2))
-            .is_some_and(|t| t <= SystemTime::now());
-        settled.then_some(Self {
-            len: meta.len(),
-            modified,
-            #[cfg(unix)]
-            inode: (meta.dev(), meta.ino()),
-            #[cfg(unix)]
-            changed: (meta.ctime(), meta.ctime_nsec()),
-        })
-    }
+/// The token file's stamp; `None` when it is missing, or was modified too recently for a
+/// later write to be told apart by its stamp.
+fn stamp_of(file: &Path) -> Option<FileStamp> {
+    let stamp = FileStamp::of(&std::fs::metadata(file).ok()?)?;
+    stamp.settled(SystemTime::now()).then_some(stamp)
 }
 
 /// The token file under a root: `<root>/_auth/tokens.yaml`.
@@ -267,7 +242,7 @@ impl Auth {
     /// were (an edit half-way must not lock everyone out, nor let anyone in).
     pub fn reload(&self) -> Result<bool, AuthFileError> {
         let current = self.current();
-        if current.stamp.is_some() && current.stamp == Stamp::of(&self.file) {
+        if current.stamp.is_some() && current.stamp == stamp_of(&self.file) {
             return Ok(false);
         }
         let tokens = read_tokens(&self.file)?;
@@ -309,7 +284,7 @@ impl Auth {
 /// Reads the token file (see the module docs); a missing file means no token.
 fn read_tokens(file: &Path) -> Result<Tokens, AuthFileError> {
     // Taken before the reading: what is read is at least as new as the stamp.
-    let stamp = Stamp::of(file);
+    let stamp = stamp_of(file);
     let file = file.to_path_buf();
     let text = match std::fs::read_to_string(&file) {
         Ok(t) => t,
