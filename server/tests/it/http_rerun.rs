@@ -124,21 +124,7 @@ async fn a_rerun_with_the_same_idempotency_key_reruns_once() {
         ("again-2", json!({"definition": "frozen"})),
     ] {
         let answers = futures::future::join_all((0..5).map(|_| send(key, body.clone()))).await;
-        let mut runs = std::collections::BTreeSet::new();
-        let mut created = 0;
-        for r in answers {
-            let r = r.unwrap();
-            let status = r.status().as_u16();
-            let v: Value = r.json().await.unwrap();
-            assert!([200, 202].contains(&status), "{status} {v}");
-            created += usize::from(status == 202);
-            runs.insert(v["workflowRunId"].as_str().unwrap().to_owned());
-        }
-        assert_eq!(runs.len(), 1, "{key}: {runs:?}");
-        assert_eq!(
-            created, 1,
-            "{key}: only the request that started the run answers 202"
-        );
+        http_common::one_run_for_the_key(answers).await;
         let again = send(key, body).await.unwrap();
         assert_eq!(again.status(), 200);
     }

@@ -294,6 +294,27 @@ pub fn auth(b: reqwest::RequestBuilder, token: Option<&str>) -> reqwest::Request
     }
 }
 
+/// The answers to one request sent several times at once with one `Idempotency-Key`: all
+/// name the same run, each answers 200 or 202, and only the one that started it 202. The run.
+pub async fn one_run_for_the_key(answers: Vec<reqwest::Result<reqwest::Response>>) -> String {
+    let mut runs = std::collections::BTreeSet::new();
+    let mut created = 0;
+    for r in answers {
+        let r = r.unwrap();
+        let status = r.status().as_u16();
+        let v: Value = r.json().await.unwrap();
+        assert!([200, 202].contains(&status), "{status} {v}");
+        created += usize::from(status == 202);
+        runs.insert(v["workflowRunId"].as_str().unwrap().to_owned());
+    }
+    assert_eq!(runs.len(), 1, "{runs:?}");
+    assert_eq!(
+        created, 1,
+        "only the request that started the run answers 202"
+    );
+    runs.pop_first().unwrap()
+}
+
 /// The error code of an error body.
 pub async fn code(r: reqwest::Response) -> (u16, String) {
     let status = r.status().as_u16();
