@@ -741,7 +741,8 @@ impl WorkflowContext {
     /// same one wins. Returns its index and output; the others are dropped: their late
     /// completions are journaled (a losing task's result once, as final — a dropped task is not
     /// retried, and not run again after a restart) and delivered to nobody. A losing child
-    /// step's run is cancelled (see [`child`](Self::child)).
+    /// step's run is cancelled (see [`child`](Self::child)); a losing gate is withdrawn (a
+    /// `GateWithdrawnRecord`: its inbox item closes, a later answer is not applied).
     pub fn select<T>(&self, futures: Vec<StepFuture<T>>) -> Select<T> {
         Select { futures }
     }

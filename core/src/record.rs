@@ -589,6 +589,17 @@ pub enum Record {
         /// The reason the child is given.
         reason: String,
     },
+    /// Nothing awaits the gate at `step` any more: the code dropped its future before it
+    /// completed (the loser of a select, e.g. a timer won). Its inbox item closes, the run
+    /// stops counting it as open, and a later answer is not applied (it lands on the item, as
+    /// after a timeout). Not a workflow command: replay is the same with or without it.
+    #[serde(rename = "GateWithdrawnRecord")]
+    GateWithdrawn {
+        /// The gate's step.
+        step: Step,
+        /// Why (`the run stopped waiting for it: …`).
+        reason: String,
+    },
     /// An operator paused the run: from here on it dispatches nothing new (task attempts,
     /// children, timers, gates) until a `ResumeRequestedRecord`. Not a workflow command: the
     /// code sees nothing of it, so replay is the same with or without it.
@@ -665,6 +676,7 @@ impl Record {
             Record::SideEffect { .. } => "SideEffectRecord",
             Record::CancelRequested { .. } => "CancelRequestedRecord",
             Record::ChildCancelRequested { .. } => "ChildCancelRequestedRecord",
+            Record::GateWithdrawn { .. } => "GateWithdrawnRecord",
             Record::Ignored { .. } => "IgnoredRecord",
             Record::PauseRequested { .. } => "PauseRequestedRecord",
             Record::ResumeRequested { .. } => "ResumeRequestedRecord",

@@ -255,7 +255,8 @@ pub enum InboxStatus {
     Answered,
     /// The gate's timeout fired first.
     TimedOut,
-    /// The run ended (or was cancelled) before an answer.
+    /// The run ended (or was cancelled) before an answer, or stopped waiting for it (the
+    /// code dropped the gate's future, e.g. a timer won a select).
     Closed,
 }
 
@@ -385,6 +386,13 @@ pub(crate) fn inbox_items(entries: &[Entry], summary: &RunSummary) -> Vec<InboxI
                     && items[i].status == InboxStatus::Pending
                 {
                     items[i].status = InboxStatus::TimedOut;
+                }
+            }
+            Record::GateWithdrawn { step, .. } => {
+                if let Some(i) = find(&mut items, *step)
+                    && items[i].status == InboxStatus::Pending
+                {
+                    items[i].status = InboxStatus::Closed;
                 }
             }
             Record::CancelRequested { .. } => {

@@ -264,6 +264,7 @@ fn record() -> impl Strategy<Value = Record> {
                 worker,
             }
         ),
+        (step(), text()).prop_map(|(step, reason)| Record::GateWithdrawn { step, reason }),
     ]
 }
 

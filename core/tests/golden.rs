@@ -36,7 +36,7 @@ const PARENT: u128 = 0x0194_1a2b_3c4d_7e5f_8a9b_0c1d_2e3f_4a5b;
 const CHILD: u128 = 0x0194_1a2b_3c4e_7001_8002_0003_0004_0005;
 
 /// How many record types format version 1 has (tags 1 to 25).
-const RECORD_TYPES: usize = 26;
+const RECORD_TYPES: usize = 27;
 
 /// A run's journal with every record type, in a plausible order:
 ///
@@ -60,7 +60,8 @@ const RECORD_TYPES: usize = 26;
 /// `StartRecord` of a retry, with the `entry` field of its tail (tail tag 3); 35 an
 /// `IgnoredRecord` holding a late gate answer (its tail field 01); 36 a `TaskQueuedRecord`
 /// (tag 24) and 37 a `TaskAdmittedRecord` (tag 25), appended likewise; 38 a
-/// `TaskInterruptedRecord` (tag 26), appended likewise.
+/// `TaskInterruptedRecord` (tag 26), appended likewise; 39 a `GateWithdrawnRecord` (tag 27),
+/// appended likewise.
 fn canned_journal() -> Vec<Record> {
     let start = StartRecord {
         workflow_name: "order".into(),
@@ -314,6 +315,10 @@ fn canned_journal() -> Vec<Record> {
             attempt: 2,
             execution: 1,
             worker: "host-a:4242".into(),
+        },
+        Record::GateWithdrawn {
+            step: 4,
+            reason: "timer won".into(),
         },
     ]
 }

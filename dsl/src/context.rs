@@ -187,12 +187,12 @@ impl Context {
     ///
     /// Replay returns the journaled outcome; the inbox item is not shown again.
     ///
-    /// Give a gate its time limit with [`Gate::timeout`], not by racing it against
-    /// [`Context::sleep`] in [`Context::select`]: the gate's own timeout closes its inbox item
-    /// and counts as its outcome ([`Approval::TimedOut`]). A gate that loses a select is only
-    /// dropped by the code: its item stays pending in the inbox (and the run reads `WAITING`)
-    /// until the run ends, and an answer given meanwhile is journaled and acknowledged, but the
-    /// code never sees it.
+    /// Give a gate its time limit with [`Gate::timeout`] (its outcome is then
+    /// [`Approval::TimedOut`]), or race it against [`Context::sleep`] or anything else in
+    /// [`Context::select`]: a gate whose future the code drops before an answer (the loser of
+    /// a select) is withdrawn once the run's next records are durable — its inbox item reads
+    /// `CLOSED`, the run no longer reads `WAITING` for it, and an answer given later is kept
+    /// on the item and acknowledged as ignored, not applied.
     ///
     /// ```
     /// use magrathea::prelude::*;
@@ -330,9 +330,9 @@ impl Context {
     /// Waits for the first of `futures` by journal order (live and replay agree). Returns its
     /// index and output; the others are dropped, and the code never sees their outcomes: a
     /// task already running still finishes and its result is journaled, a dropped child run is
-    /// cancelled, and a dropped gate stays open in the inbox until the run ends (time a gate
-    /// out with [`Gate::timeout`] instead; see [`Context::approval`]). To join instead, use
-    /// `futures::join!` or [`futures::future::join_all`].
+    /// cancelled, and a dropped gate is withdrawn: its inbox item closes (see
+    /// [`Context::approval`]). To join instead, use `futures::join!` or
+    /// [`futures::future::join_all`].
     pub fn select<T>(&self, futures: Vec<StepFuture<T>>) -> Select<T> {
         self.inner.select(futures)
     }

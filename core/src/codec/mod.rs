@@ -64,6 +64,7 @@ mod tag {
     pub(super) const TASK_QUEUED: u8 = 24;
     pub(super) const TASK_ADMITTED: u8 = 25;
     pub(super) const TASK_INTERRUPTED: u8 = 26;
+    pub(super) const GATE_WITHDRAWN: u8 = 27;
 }
 
 /// The optional tail of a `StartRecord`: tagged fields after its scope, each at most once and
@@ -376,6 +377,12 @@ pub fn encode(record: &Record, at_ms: u64, out: &mut Vec<u8>) {
             w.run_id(*child_run_id);
             w.str(reason);
         }
+        Record::GateWithdrawn { step, reason } => {
+            w.u8(tag::GATE_WITHDRAWN);
+            w.varint(at_ms);
+            w.varint(u64::from(*step));
+            w.str(reason);
+        }
         Record::TaskRestarted {
             step,
             attempt,
@@ -637,6 +644,10 @@ fn decode_with(bytes: &[u8], inputs: bool) -> Result<(Record, u64), DecodeError>
         tag::CHILD_CANCEL_REQUESTED => Record::ChildCancelRequested {
             step: r.u32()?,
             child_run_id: r.run_id()?,
+            reason: r.str()?,
+        },
+        tag::GATE_WITHDRAWN => Record::GateWithdrawn {
+            step: r.u32()?,
             reason: r.str()?,
         },
         tag::TASK_RESTARTED => Record::TaskRestarted {

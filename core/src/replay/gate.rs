@@ -4,7 +4,8 @@
 //! ```text
 //! GateOpened ──▶ Open{timeout_at} ──GateAnswered──▶ Answered
 //!                       ├──TimerFired────▶ TimedOut
-//!                       └──CancelRequested──▶ Cancelled
+//!                       ├──CancelRequested──▶ Cancelled
+//!                       └──GateWithdrawn────▶ Withdrawn
 //! ```
 
 use serde_json::Value;
@@ -73,6 +74,8 @@ pub(crate) enum GatePhase {
     TimedOut,
     /// Cancellation ended it.
     Cancelled,
+    /// Nothing awaits it any more: the code dropped its future (a select's loser).
+    Withdrawn,
     /// The run had ended when this process loaded it; only the question is known.
     Closed,
 }

@@ -684,6 +684,11 @@ impl RunState {
             } => {
                 self.note_child_cancel(*step, *child_run_id, reason.clone());
             }
+            // Nobody awaits the gate: it completes without a resolution (the code dropped
+            // its future, so it would be delivered to nobody).
+            Record::GateWithdrawn { step, .. } if self.close_gate(*step, GatePhase::Withdrawn) => {
+                self.pending.remove(step);
+            }
             Record::Status { status, reason } => {
                 self.last_status = Some((*status, reason.clone()));
             }
@@ -772,6 +777,18 @@ impl RunState {
                 }],
                 effects: vec![Effect::CancelChild(step)],
             },
+            _ => Actions::default(),
+        }
+    }
+
+    /// The record that withdraws the gate of `step` (whose future was dropped), if it is
+    /// still open.
+    pub(crate) fn withdraw_gate(&self, step: Step, reason: impl FnOnce() -> String) -> Actions {
+        match self.steps.get(&step).map(|e| &e.machine) {
+            Some(Machine::Gate(g)) if !g.is_resolved() => Actions::record(Record::GateWithdrawn {
+                step,
+                reason: reason(),
+            }),
             _ => Actions::default(),
         }
     }

@@ -27,6 +27,7 @@ pub(crate) fn step_of(r: &Record) -> Option<Step> {
         | Record::ChildStarted { step, .. }
         | Record::ChildFinished { step, .. }
         | Record::ChildCancelRequested { step, .. }
+        | Record::GateWithdrawn { step, .. }
         | Record::SideEffect { step, .. }
         | Record::Ignored { step, .. } => Some(*step),
         Record::SignalReceived { step, .. } => *step,

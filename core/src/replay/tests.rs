@@ -648,3 +648,57 @@ fn a_finished_task_is_not_restarted() {
     apply_all(&mut state, &journal).expect("no divergence");
     assert!(state.restarts("host:1").is_empty());
 }
+
+#[test]
+fn a_dropped_gate_is_withdrawn_once_and_later_answers_and_its_timeout_are_not_applied() {
+    let mut state = RunState::new(run_id());
+    let mut next = 1;
+    let live = state.request_live(gate_command(0, gate_spec(Some(60_000))), 1_000);
+    apply_live(&mut state, &mut next, &live.records);
+    assert_eq!(state.live_status(), RunStatus::Waiting);
+
+    let withdraw = state.withdraw_gate(0, || "dropped".into());
+    assert!(
+        matches!(withdraw.records.as_slice(), [Record::GateWithdrawn { step: 0, reason }] if reason == "dropped")
+    );
+    assert!(withdraw.effects.is_empty());
+    let resolved = apply_live(&mut state, &mut next, &withdraw.records);
+    assert!(resolved.is_empty(), "nobody awaits it: {resolved:?}");
+    assert_eq!(
+        state.live_status(),
+        RunStatus::Running,
+        "a withdrawn gate is not open"
+    );
+    assert!(state.withdraw_gate(0, || "again".into()).records.is_empty());
+    assert!(
+        state
+            .timer_due(0, TimerPurpose::GateTimeout)
+            .records
+            .is_empty(),
+        "its timeout is journaled by nobody"
+    );
+    let (late, ack) = state
+        .answer(0, GateAnswer::approve())
+        .expect("a valid answer");
+    assert_eq!(ack, AnswerAck::Ignored);
+    assert!(
+        matches!(
+            late,
+            Record::Ignored {
+                step: 0,
+                answer: Some(_),
+                ..
+            }
+        ),
+        "the late answer is kept on the item: {late:?}"
+    );
+
+    // A gate that completed first is not withdrawn.
+    let mut state = RunState::new(run_id());
+    let mut next = 1;
+    let live = state.request_live(gate_command(0, gate_spec(None)), 1_000);
+    apply_live(&mut state, &mut next, &live.records);
+    let (answered, _) = state.answer(0, GateAnswer::reject()).unwrap();
+    apply_live(&mut state, &mut next, &[answered]);
+    assert!(state.withdraw_gate(0, || "late".into()).records.is_empty());
+}

@@ -120,7 +120,8 @@ impl RunState {
             }
             (Machine::Gate(g), TimerPurpose::GateTimeout) => match g.phase {
                 GatePhase::Open { .. } => Actions::record(Record::TimerFired { step }),
-                GatePhase::TimedOut => Actions::default(),
+                // Nobody awaits a withdrawn gate: its timeout is nobody's business.
+                GatePhase::TimedOut | GatePhase::Withdrawn => Actions::default(),
                 _ => Actions::record(Record::Ignored {
                     step,
                     what: "gate timeout".into(),

@@ -49,7 +49,9 @@ impl Pending {
                 } => {
                     p.timers.insert(*step, *fire_at_ms);
                 }
-                Record::TimerFired { step } | Record::GateAnswered { step, .. } => {
+                Record::TimerFired { step }
+                | Record::GateAnswered { step, .. }
+                | Record::GateWithdrawn { step, .. } => {
                     p.timers.remove(step);
                 }
                 Record::ChildStarted {

@@ -275,6 +275,9 @@ impl Progress {
                     "  ✔ gate answered: undecidable".to_string()
                 }
             },
+            Record::GateWithdrawn { step, .. } => {
+                format!("  ⏹ gate withdrawn: nothing waits for it (inbox item {run}-{step})")
+            }
             Record::ChildStarted {
                 workflow,
                 child_run_id,

@@ -189,7 +189,9 @@ fn moved_on(journal: &[Entry]) -> bool {
                 open.insert(*step);
             }
             // A gate's timeout is a timer on the gate's own step.
-            Record::GateAnswered { step, .. } | Record::TimerFired { step } => {
+            Record::GateAnswered { step, .. }
+            | Record::TimerFired { step }
+            | Record::GateWithdrawn { step, .. } => {
                 open.remove(step);
             }
             Record::Status { status, .. } if status.is_terminal() => return true,

@@ -22,4 +22,5 @@ mod run_trees;
 mod sub_run_crash;
 mod sub_runs;
 mod tenant_runs;
+mod withdrawn_gates;
 mod yaml_interop;

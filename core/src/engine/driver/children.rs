@@ -210,10 +210,11 @@ impl Driver {
         );
     }
 
-    /// Cancels the children of child steps whose futures the code dropped since the last look
-    /// (nothing awaits them any more). Not while replaying: the journal says what happened
-    /// then, and what it lacks is made up once replay is over.
-    pub(super) fn cancel_dropped_children(&mut self) {
+    /// Lets go of the steps whose futures the code dropped since the last look (nothing
+    /// awaits them any more): cancels the children of child steps and withdraws open gates.
+    /// Not while replaying: the journal says what happened then, and what it lacks is made up
+    /// once replay is over.
+    pub(super) fn let_go_of_dropped_steps(&mut self) {
         if self.replay.is_some() || self.blocked.is_some() {
             return;
         }
@@ -224,6 +225,13 @@ impl Driver {
                 format!(
                     "parent run {run} stopped waiting for it: its step {step} was dropped \
                      before the child ended (e.g. a timeout won a select)"
+                )
+            });
+            self.perform(actions);
+            let actions = self.state.withdraw_gate(step, || {
+                format!(
+                    "the run stopped waiting for it: its step {step} was dropped before an \
+                     answer (e.g. a timer won a select)"
                 )
             });
             self.perform(actions);

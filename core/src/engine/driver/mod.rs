@@ -456,7 +456,7 @@ impl Driver {
             };
             self.process_commands();
             if polled.is_pending() {
-                self.cancel_dropped_children();
+                self.let_go_of_dropped_steps();
             }
             if let Poll::Ready(result) = polled {
                 self.future = None;

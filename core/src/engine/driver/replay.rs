@@ -394,8 +394,9 @@ impl Driver {
             self.perform(actions);
         }
         // Children of steps the code dropped while replaying that the journal does not show
-        // cancelled (the process died before that was journaled) are cancelled now.
-        self.cancel_dropped_children();
+        // cancelled (the process died before that was journaled) are cancelled now, and their
+        // open gates withdrawn.
+        self.let_go_of_dropped_steps();
         self.refresh_status();
         true
     }

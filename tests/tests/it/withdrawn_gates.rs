@@ -1,0 +1,129 @@
+//! A gate the code stops waiting for (the loser of a select: a timer won) is withdrawn: its
+//! inbox item closes, the run no longer reads `WAITING` for it, and an answer that comes later
+//! is kept on the item but not applied — live, and across a restart of the engine.
+
+use std::path::Path;
+use std::time::Duration;
+
+use magrathea::prelude::*;
+use magrathea::{AnswerAck, EngineBuilder, Entry, InboxFilter, InboxStatus, Record};
+use magrathea_tests::{build_retrying, runtime, wait_for};
+use serde_json::json;
+
+/// Waits for an approval or `ms`, whichever comes first, then for the signal `next`.
+#[workflow]
+async fn approval_or_timer(ctx: Context, ms: u64) -> Result<String, WorkflowError> {
+    let gate = ctx
+        .gate(Gate::approval("ship it?").into_spec())
+        .map(|o| format!("gate {o:?}"));
+    let timer = ctx
+        .sleep(Duration::from_millis(ms))
+        .map(|_| "timer".to_string());
+    let (_, won) = ctx.select(vec![gate, timer]).await;
+    let next: String = ctx.signal("next").await?;
+    Ok(format!("{won} then {next}"))
+}
+
+fn builder(db: &Path) -> EngineBuilder {
+    Engine::builder().path(db).workflow(approval_or_timer)
+}
+
+/// Runs `f` with a fresh engine in its own runtime, then shuts that runtime down.
+fn incarnation<T>(db: &Path, f: impl AsyncFnOnce(Engine) -> T) -> T {
+    let rt = runtime();
+    let db = db.to_path_buf();
+    let out = rt.block_on(async move {
+        let engine = build_retrying(|| builder(&db)).await.unwrap();
+        f(engine).await
+    });
+    rt.shutdown_background();
+    out
+}
+
+fn withdrawn(journal: &[Entry]) -> Vec<u32> {
+    journal
+        .iter()
+        .filter_map(|e| match e.record {
+            Record::GateWithdrawn { step, .. } => Some(step),
+            _ => None,
+        })
+        .collect()
+}
+
+#[test]
+fn a_gate_that_lost_a_select_is_withdrawn_and_a_later_answer_is_not_applied() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = dir.path().join("journal.redb");
+    let run = incarnation(&db, async |engine: Engine| {
+        let run = engine.start(approval_or_timer, 200).await.unwrap().id();
+        let item = format!("{run}-0");
+        let view = engine.wait_settled(run).await.unwrap();
+        assert_eq!(view.status, RunStatus::Waiting, "the gate is open first");
+        assert_eq!(
+            engine.inbox_item(&item).unwrap().status,
+            InboxStatus::Pending
+        );
+
+        wait_for("the gate's withdrawal", Duration::from_secs(10), || {
+            engine.journal(run).is_ok_and(|j| withdrawn(&j) == vec![0])
+        })
+        .await;
+        wait_for("the run to leave WAITING", Duration::from_secs(10), || {
+            engine.status(run).is_ok_and(|s| s == RunStatus::Running)
+        })
+        .await;
+        assert_eq!(
+            engine.inbox_item(&item).unwrap().status,
+            InboxStatus::Closed
+        );
+        let pending = engine.inbox(InboxFilter::Pending).unwrap();
+        assert!(
+            pending.iter().all(|i| i.workflow_run_id != run),
+            "a withdrawn gate is not pending: {pending:?}"
+        );
+
+        let ack = engine
+            .answer_gate(&item, GateAnswer::approve())
+            .await
+            .unwrap();
+        assert_eq!(ack, AnswerAck::Ignored, "nobody awaits the gate");
+        let shown = engine.inbox_item(&item).unwrap();
+        assert_eq!(shown.status, InboxStatus::Closed);
+        assert_eq!(
+            shown.answer.map(|a| a.value),
+            Some(json!({"approved": true})),
+            "the late answer is kept on the item"
+        );
+        run
+    });
+
+    // A restart replays the select: the gate is not withdrawn a second time, and the run
+    // goes on from where it stopped.
+    let journal = incarnation(&db, async move |engine: Engine| {
+        let item = format!("{run}-0");
+        assert_eq!(
+            engine.inbox_item(&item).unwrap().status,
+            InboxStatus::Closed
+        );
+        let ack = engine
+            .answer_gate(&item, GateAnswer::reject())
+            .await
+            .unwrap();
+        assert_eq!(ack, AnswerAck::Ignored);
+        engine.signal(run, "next", json!("go")).await.unwrap();
+        let view = tokio::time::timeout(Duration::from_secs(10), engine.wait(run))
+            .await
+            .expect("the run ends after the signal")
+            .unwrap();
+        assert_eq!(view.status, RunStatus::Done);
+        assert_eq!(view.result, Some(json!("timer then go")));
+        engine.journal(run).unwrap()
+    });
+    assert_eq!(withdrawn(&journal), vec![0], "{journal:#?}");
+    assert!(
+        !journal
+            .iter()
+            .any(|e| matches!(e.record, Record::GateAnswered { .. })),
+        "no answer was applied: {journal:#?}"
+    );
+}
