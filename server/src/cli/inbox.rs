@@ -1,10 +1,10 @@
 //! `magrathea inbox list|answer`: the inbox items gates open, and answering them.
 
 use clap::ArgGroup;
-use magrathea_core::{GateAnswer, InboxItem};
+use magrathea_core::{GateAnswer, InboxItem, InboxStatus};
 
 use super::backend::Answered;
-use super::output::{answer_hint, errln, outln};
+use super::output::{answer_hint, answer_line, errln, now_ms, outln, overdue};
 use super::run::{default_user, finish};
 use super::store::Project;
 use super::{EXIT_OK, Invalid, Location};
@@ -15,7 +15,9 @@ pub(crate) enum InboxCommand {
     /// List the project's pending inbox items, oldest first (`--json`: one JSON array).
     List {
         /// Print a JSON array of items (`id`, `kind`, `title`, `body`, `options`,
-        /// `assignedTo`, `workflowRunId`, `workflowState`, `status`, …).
+        /// `assignedTo`, `workflowRunId`, `workflowState`, `status`, …). `status` is
+        /// `PENDING`, or `TIMED_OUT` when the item's `expiresAt` passed with no process to
+        /// fire its timeout: an answer now is ignored.
         #[arg(long)]
         json: bool,
     },
@@ -95,10 +97,18 @@ pub(crate) async fn inbox(loc: &Location, cmd: InboxCommand) -> anyhow::Result<u
     let project = Project::locate(loc)?;
     match cmd {
         InboxCommand::List { json } => {
-            let items = match project.existing_backend().await? {
+            let mut items = match project.existing_backend().await? {
                 Some(backend) => backend.pending(Some(project.scope_string())).await?,
                 None => Vec::new(),
             };
+            // An item whose timeout came due with no process to fire it reads as timed out:
+            // the timeout is journaled before any answer given now, which is ignored.
+            let now = now_ms();
+            for item in &mut items {
+                if overdue(item, now) {
+                    item.status = InboxStatus::TimedOut;
+                }
+            }
             if json {
                 outln!("{}", serde_json::to_string(&items)?)?;
             } else if items.is_empty() {
@@ -131,23 +141,7 @@ fn print_item(item: &InboxItem) -> anyhow::Result<()> {
     if !item.body.is_empty() {
         outln!("    {}", item.body.replace('\n', "\n    "))?;
     }
-    // Its timeout came due with no process to fire it: an answer now is too late.
-    let now = std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .map_or(0, |d| u64::try_from(d.as_millis()).unwrap_or(u64::MAX));
-    if let Some(at) = item.expires_at.filter(|at| *at <= now) {
-        return outln!(
-            "    timed out at {} (an answer is ignored; `magrathea resume` routes the run by \
-             its timeout)",
-            super::output::timestamp(at)
-        );
-    }
-    outln!(
-        "    answer: magrathea inbox answer {} {}{}",
-        item.id,
-        answer_hint(item),
-        super::location_args()
-    )
+    answer_line(item)
 }
 
 async fn answer(project: &Project, args: AnswerArgs) -> anyhow::Result<u8> {

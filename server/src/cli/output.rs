@@ -12,7 +12,7 @@
 use std::fmt;
 use std::io::{self, Write};
 
-use magrathea_core::{InboxItem, RunStatus};
+use magrathea_core::{InboxItem, InboxStatus, RunStatus};
 use magrathea_server::http::runs::RunDto;
 use serde_json::Value;
 
@@ -157,14 +157,43 @@ pub(crate) fn print_run(run: &RunDto, json: bool, pending: &[InboxItem]) -> anyh
             item.kind.as_str(),
             item.title
         )?;
-        outln!(
-            "    answer: magrathea inbox answer {} {}{}",
-            item.id,
-            answer_hint(item),
-            super::location_args()
-        )?;
+        answer_line(item)?;
     }
     Ok(())
+}
+
+/// Now, in ms since the Unix epoch.
+pub(crate) fn now_ms() -> u64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| u64::try_from(d.as_millis()).unwrap_or(u64::MAX))
+}
+
+/// Whether a pending item's timeout is due at `now` with no process to fire it yet: an answer
+/// given now is ignored (the timeout is journaled first).
+pub(crate) fn overdue(item: &InboxItem, now: u64) -> bool {
+    item.status == InboxStatus::Pending && item.expires_at.is_some_and(|at| at <= now)
+}
+
+/// How to answer a pending item, or when it timed out.
+pub(crate) fn answer_line(item: &InboxItem) -> anyhow::Result<()> {
+    let timed_out = match item.status {
+        InboxStatus::TimedOut => item.expires_at,
+        _ => item.expires_at.filter(|_| overdue(item, now_ms())),
+    };
+    if let Some(at) = timed_out {
+        return outln!(
+            "    timed out at {} (an answer is ignored; `magrathea resume` routes the run by \
+             its timeout)",
+            timestamp(at)
+        );
+    }
+    outln!(
+        "    answer: magrathea inbox answer {} {}{}",
+        item.id,
+        answer_hint(item),
+        super::location_args()
+    )
 }
 
 /// The workflow's version and the document's description and tags, for `runs show`.

@@ -291,10 +291,10 @@ pub(crate) async fn get(
         .summary(item.workflow_run_id)
         .map(|s| s.scope.into_string())
         .unwrap_or_default();
+    let votes = super::approvers::counted(state.triggers.catalog()?, &item)?;
     let mut v = serde_json::to_value(Approval { scope, item }).map_err(ApiError::internal)?;
     if let Some(map) = v.as_object_mut() {
         // The approvals counted towards a quorum and the refused answers.
-        let votes = super::approvers::votes(state.triggers.catalog()?, &id)?;
         map.insert("approvals".into(), serde_json::json!(votes));
         map.insert(
             "refusals".into(),

@@ -221,6 +221,22 @@ pub(crate) fn votes(catalog: &dyn Catalog, item: &str) -> Result<Vec<String>, Ap
     Ok(out)
 }
 
+/// The approvals counted towards `item`'s quorum: those kept while it was short of its
+/// quorum, else (an approval that needed one) the approver of its applied answer.
+pub(crate) fn counted(catalog: &dyn Catalog, item: &InboxItem) -> Result<Vec<String>, ApiError> {
+    let kept = votes(catalog, &item.id)?;
+    if !kept.is_empty() || item.status != InboxStatus::Answered {
+        return Ok(kept);
+    }
+    Ok(item
+        .answer
+        .as_ref()
+        .filter(|a| a.value.get("approved") == Some(&Value::Bool(true)))
+        .filter(|a| !a.answered_by.is_empty())
+        .map(|a| vec![a.answered_by.clone()])
+        .unwrap_or_default())
+}
+
 /// The refused answers of `item`, oldest first.
 pub(crate) fn refusals(state: &AppState, item: &str) -> Result<Vec<Refusal>, ApiError> {
     let c = catalog(state)?;

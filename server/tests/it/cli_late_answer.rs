@@ -93,6 +93,26 @@ fn a_gate_timeout_that_passed_before_the_answer_wins() {
         "{}",
         stdout(&listed)
     );
+    // And so does its JSON, with the time it timed out.
+    let listed = json(&p.cli(&["inbox", "list", "--json"]));
+    assert_eq!(listed[0]["id"], id.as_str(), "{listed}");
+    assert_eq!(listed[0]["status"], "TIMED_OUT", "{listed}");
+    assert!(
+        listed[0]["expiresAt"]
+            .as_u64()
+            .is_some_and(|at| at <= now_ms()),
+        "{listed}"
+    );
+    // The run's own view says so too.
+    let run = id.rsplit_once('-').unwrap().0;
+    let shown = p.cli(&["runs", "show", run]);
+    assert_eq!(code(&shown), 0, "{}", stderr(&shown));
+    assert!(
+        stdout(&shown).contains("    timed out at ")
+            && !stdout(&shown).contains("answer: magrathea inbox answer"),
+        "{}",
+        stdout(&shown)
+    );
 
     let answered = p.cli(&["inbox", "answer", &id, "--approve", "--json"]);
     assert_eq!(code(&answered), 0, "{}", stderr(&answered));

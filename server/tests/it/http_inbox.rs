@@ -184,6 +184,13 @@ async fn approvals_routes_list_approve_and_reject_within_the_tenant() {
     assert_eq!(decided["updatedAt"], at, "{decided}");
     assert_eq!(decided["decidedByUserId"], "alice", "{decided}");
     assert_eq!(decided["decisionComment"], "ok", "{decided}");
+    // Its one approval met the default quorum of one.
+    assert_eq!(one["approvals"], json!([]), "{one}");
+    assert_eq!(decided["approvals"], json!(["alice"]), "{decided}");
+    let rejected: Value = s
+        .get_json(&format!("/v1/workflow-approvals/{no_id}"), Some(ACME))
+        .await;
+    assert_eq!(rejected["approvals"], json!([]), "{rejected}");
 }
 
 #[tokio::test]
