@@ -26,8 +26,9 @@ pub enum StoreError {
     Locked(String),
     /// The engine has shut down.
     Closed,
-    /// An entry of the run index (a run's summary) could not be decoded: the store is corrupt.
-    /// The journal itself may be intact; restore the store from a backup.
+    /// The store is corrupt: an entry of the run index (a run's summary) could not be
+    /// decoded (the journal itself may be intact), or the store file's pages are damaged
+    /// (redb found them so on open). Restore the store from a backup.
     CorruptIndex(String),
     /// A store shared by several workers refused an append to a run whose lease this worker no
     /// longer holds (another worker reclaimed it): nothing of the append was written, and this
@@ -66,7 +67,7 @@ impl fmt::Display for StoreError {
                  process"
             ),
             Self::Closed => f.write_str("[MAG-ST003] the journal writer has stopped"),
-            Self::CorruptIndex(why) => write!(f, "[MAG-ST004] corrupt run index: {why}"),
+            Self::CorruptIndex(why) => write!(f, "[MAG-ST004] corrupt store: {why}"),
             Self::Fenced(run) => write!(
                 f,
                 "[MAG-ST005] run {run} is driven by another worker now: this worker lost its \

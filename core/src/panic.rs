@@ -9,6 +9,8 @@ use std::sync::Once;
 thread_local! {
     /// Set while user code runs under [`catch`] on this thread.
     static CATCHING: Cell<bool> = const { Cell::new(false) };
+    /// Set while code runs under [`catch_quietly`] on this thread: its panics do not print.
+    static QUIET: Cell<bool> = const { Cell::new(false) };
     /// Where the last caught panic happened.
     static LOCATION: RefCell<Option<String>> = const { RefCell::new(None) };
 }
@@ -27,7 +29,9 @@ fn install_hook() {
                     .map(|l| format!("{}:{}:{}", l.file(), l.line(), l.column()));
                 LOCATION.with(|l| *l.borrow_mut() = location);
             }
-            previous(info);
+            if !QUIET.with(Cell::get) {
+                previous(info);
+            }
         }));
     });
 }
@@ -74,6 +78,15 @@ pub(crate) fn catch<R>(f: impl FnOnce() -> R) -> Result<R, Panic> {
         message: message(payload.as_ref()),
         location: LOCATION.with(|l| l.borrow_mut().take()),
     })
+}
+
+/// [`catch`] for a panic that the caller reports as an error of its own (a library that
+/// panics on a damaged file): it is not printed.
+pub(crate) fn catch_quietly<R>(f: impl FnOnce() -> R) -> Result<R, Panic> {
+    let was = QUIET.with(|q| q.replace(true));
+    let result = catch(f);
+    QUIET.with(|q| q.set(was));
+    result
 }
 
 #[cfg(test)]

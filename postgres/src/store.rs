@@ -297,7 +297,8 @@ pub(crate) fn seq(seq: u64) -> Result<i64, StoreError> {
 }
 
 fn decode_summary(bytes: &[u8]) -> Result<RunSummary, StoreError> {
-    serde_json::from_slice(bytes).map_err(|e| StoreError::CorruptIndex(e.to_string()))
+    serde_json::from_slice(bytes)
+        .map_err(|e| StoreError::CorruptIndex(format!("a run summary of the run index: {e}")))
 }
 
 impl Store for PgStore {

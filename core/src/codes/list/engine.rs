@@ -21,8 +21,8 @@ pub(super) const CODES: &[ErrorCode] = &[
     },
     ErrorCode {
         code: "MAG-ST004",
-        meaning: "An entry of the run index (a run's summary) cannot be decoded: the store is corrupt.",
-        remedy: "Restore the store from a backup; the journals themselves may still be intact.",
+        meaning: "The store is corrupt: an entry of the run index (a run's summary) cannot be decoded, or the store file's pages are damaged (redb found them so when opening it: a flipped bit, a partial copy).",
+        remedy: "Restore the store from a backup; when only the run index is damaged, the journals themselves may still be intact.",
     },
     ErrorCode {
         code: "MAG-ST005",

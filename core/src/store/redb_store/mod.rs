@@ -179,8 +179,17 @@ fn open_error(e: redb::DatabaseError, path: &Path) -> StoreError {
                 ),
             ))
         }
+        redb::DatabaseError::Storage(redb::StorageError::Corrupted(why)) => corrupt(path, &why),
         other => io(other),
     }
+}
+
+/// The store file at `path` is damaged (`why`, as redb says it).
+fn corrupt(path: &Path, why: &str) -> StoreError {
+    StoreError::CorruptIndex(format!(
+        "{} is damaged ({why}); restore the store from a backup",
+        path.display()
+    ))
 }
 
 impl RedbStore {
@@ -205,10 +214,15 @@ impl RedbStore {
         }
         let file = path.clone();
         let open_database = Box::new(move || {
-            redb::Builder::new()
-                .set_cache_size(cache_bytes)
-                .create(&file)
-                .map_err(|e| open_error(e, &file))
+            // redb panics on some damage it meets while opening (a bit flipped in its
+            // allocator state): that is a corrupt file, said as such, not a crash.
+            crate::panic::catch_quietly(|| {
+                redb::Builder::new()
+                    .set_cache_size(cache_bytes)
+                    .create(&file)
+            })
+            .map_err(|panic| corrupt(&file, &panic.message))?
+            .map_err(|e| open_error(e, &file))
         });
         let logs = log_paths(&path);
         let open_log: OpenLog = Box::new(move |segment| {

@@ -196,7 +196,8 @@ fn newest_first(unfolded: &super::Unfolded) -> impl Iterator<Item = &Gen> {
 }
 
 pub(super) fn decode_summary(bytes: &[u8]) -> Result<RunSummary, StoreError> {
-    serde_json::from_slice(bytes).map_err(|e| StoreError::CorruptIndex(e.to_string()))
+    serde_json::from_slice(bytes)
+        .map_err(|e| StoreError::CorruptIndex(format!("a run summary of the run index: {e}")))
 }
 
 /// The runs `filter` selects, newest first: the `runs` table's, with `recent` (the unfolded
