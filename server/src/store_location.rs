@@ -46,8 +46,8 @@ impl StoreLocation {
         };
         if dir.is_file() {
             return Err(format!(
-                "the store {} is a file: pass the store's directory (the one holding \
-                 journal.redb), not a file",
+                "[MAG-SV001] the store {} is a file: pass the store's directory (the one \
+                 holding journal.redb), not a file",
                 dir.display()
             ));
         }
@@ -59,7 +59,7 @@ impl StoreLocation {
                 Ok(false) => {}
                 Err(e) => {
                     return Err(format!(
-                        "cannot tell whether {} exists: {e}",
+                        "[MAG-ST001] cannot tell whether {} exists: {e}",
                         path.display()
                     ));
                 }

@@ -110,13 +110,16 @@ impl Project {
         if let StoreLocation::Redb(dir) = &self.store {
             if dir.is_file() {
                 anyhow::bail!(
-                    "the store {} is a file: pass the store's directory (the one holding \
-                     journal.redb), not a file",
+                    "[MAG-SV001] the store {} is a file: pass the store's directory (the one \
+                     holding journal.redb), not a file",
                     dir.display()
                 );
             }
             std::fs::create_dir_all(dir).with_context(|| {
-                format!("could not create the store directory {}", dir.display())
+                format!(
+                    "[MAG-SV001] could not create the store directory {}",
+                    dir.display()
+                )
             })?;
         }
         let builder = self

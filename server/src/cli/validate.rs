@@ -458,12 +458,14 @@ pub(crate) fn line(d: &Diagnostic) -> String {
 
 /// The `*.yaml` files of `dir`, sorted by name.
 fn yaml_files(dir: &Path) -> anyhow::Result<Vec<PathBuf>> {
-    let entries = std::fs::read_dir(dir).with_context(|| {
-        format!(
+    let entries = match std::fs::read_dir(dir) {
+        Ok(entries) => entries,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => anyhow::bail!(
             "{} does not exist: is this a project? Pass --project DIR (the directory holding `_vance/`)",
             label(dir)
-        )
-    })?;
+        ),
+        Err(e) => anyhow::bail!("[MAG-DOC003] could not read {}: {e}", label(dir)),
+    };
     let mut files: Vec<PathBuf> = entries
         .filter_map(|e| e.ok().map(|e| e.path()))
         .filter(|p| p.is_file() && p.extension().is_some_and(|e| e == "yaml"))

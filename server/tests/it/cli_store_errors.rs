@@ -26,7 +26,8 @@ fn a_store_that_is_a_file_is_named_as_such_by_every_command() {
         let o = p.cli(&all);
         assert_eq!(code(&o), 1, "{args:?}: {}{}", stdout(&o), stderr(&o));
         assert!(
-            stderr(&o).contains("is a file: pass the store's directory"),
+            stderr(&o).contains("[MAG-SV001] the store")
+                && stderr(&o).contains("is a file: pass the store's directory"),
             "{args:?}: {}",
             stderr(&o)
         );

@@ -327,3 +327,24 @@ fn an_event_documents_misspelt_keys_are_said_together() {
         "{err}"
     );
 }
+
+#[test]
+fn a_workflows_directory_that_cannot_be_read_is_not_called_missing() {
+    let p = Project::new();
+    let workflows = p.dir.join("_vance/workflows");
+    std::fs::remove_dir_all(&workflows).unwrap();
+    std::fs::write(&workflows, "not a directory").unwrap();
+    let o = p.cli(&["validate"]);
+    assert_ne!(code(&o), 0, "{}", stdout(&o));
+    assert!(
+        stderr(&o).contains("[MAG-DOC003] could not read")
+            && !stderr(&o).contains("does not exist"),
+        "{}",
+        stderr(&o)
+    );
+
+    std::fs::remove_file(&workflows).unwrap();
+    let o = p.cli(&["validate"]);
+    assert_ne!(code(&o), 0, "{}", stdout(&o));
+    assert!(stderr(&o).contains("does not exist"), "{}", stderr(&o));
+}

@@ -31,8 +31,8 @@ pub(super) const CODES: &[ErrorCode] = &[
     },
     ErrorCode {
         code: "MAG-SV001",
-        meaning: "The server cannot create the store directory.",
-        remedy: "Check the path and its permissions.",
+        meaning: "The store directory cannot be created, or the store path names a file (`magrathea serve`, and every command that opens a store).",
+        remedy: "Check the path and its permissions; `--store` takes the directory that holds journal.redb.",
     },
     ErrorCode {
         code: "MAG-SV002",
