@@ -384,12 +384,17 @@ proptest! {
             .scan(MAGIC_LEN, |at, (_, f)| { *at += f.len(); Some(*at) })
             .collect();
         prop_assert_eq!(ends.len(), commits.len());
-        let cut = cut.index(ends[ends.len() - 1] + 1);
+        // The log's magic is durable before its first frame (the segment is made, synced
+        // and noted at open): a crash cuts frames, not the magic.
+        let end = ends[ends.len() - 1];
+        let cut = MAGIC_LEN + cut.index(end - MAGIC_LEN + 1);
         let whole = ends.iter().filter(|&&end| end <= cut).count();
 
         let copy = tempfile::tempdir().unwrap();
         let copy_path = copy.path().join("j.redb");
         std::fs::copy(&path, &copy_path).unwrap();
+        let [_, second] = RedbStore::log_paths_of(&path);
+        std::fs::copy(&second, &RedbStore::log_paths_of(&copy_path)[1]).unwrap();
         std::fs::write(log_of(&copy_path), &log[..cut]).unwrap();
         let store = RedbStore::open(&copy_path, Durability::Immediate).unwrap();
         let mut held = BTreeMap::new();
@@ -423,4 +428,42 @@ fn a_log_that_misses_frames_after_the_checkpoint_is_refused() {
     assert!(text.starts_with("[MAG-JF003]"), "{text}");
     assert!(text.contains("misses frames"), "{text}");
     assert!(text.contains("restore the store from a backup"), "{text}");
+}
+
+#[test]
+fn a_log_segment_deleted_or_emptied_is_refused_not_taken_for_an_empty_log() {
+    for how in ["deleted", "emptied"] {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("j.redb");
+        commit_and_close(&path, RUN_A, 3);
+        // The three acknowledged commits are in the log only, past the checkpoint.
+        let segment = log_of(&path);
+        if how == "deleted" {
+            std::fs::remove_file(&segment).unwrap();
+        } else {
+            std::fs::File::create(&segment).unwrap();
+        }
+        let err = RedbStore::open(&path, Durability::Immediate).unwrap_err();
+        let text = err.to_string();
+        assert!(text.starts_with("[MAG-JF003]"), "{how}: {text}");
+        assert!(text.contains("missing or empty"), "{how}: {text}");
+        assert!(
+            text.contains("restore the store from a backup"),
+            "{how}: {text}"
+        );
+        // And so does every later open: the refusal changed nothing.
+        let again = RedbStore::open(&path, Durability::Immediate).unwrap_err();
+        assert!(
+            again.to_string().starts_with("[MAG-JF003]"),
+            "{how}: {again}"
+        );
+    }
+    // A store whose log is whole opens, however often.
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("j.redb");
+    commit_and_close(&path, RUN_A, 3);
+    for _ in 0..2 {
+        let store = RedbStore::open(&path, Durability::Immediate).unwrap();
+        assert_eq!(seqs(&store, RUN_A), [0, 1, 2]);
+    }
 }

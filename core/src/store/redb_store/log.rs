@@ -3,11 +3,12 @@
 use std::sync::{Arc, PoisonError};
 use std::time::Instant;
 
-use redb::{ReadableTable, ReadableTableMetadata};
+use redb::{ReadableDatabase, ReadableTable, ReadableTableMetadata};
 
 use super::fold::{Gen, Unfolded};
 use super::{
-    ACTIVE, ACTIVE_BY_SCOPE, CHECKPOINT, CHUNKS, Inner, JOURNAL, KEYS, LOG, META, OpenLog, RUNS, io,
+    ACTIVE, ACTIVE_BY_SCOPE, CHECKPOINT, CHUNKS, Inner, JOURNAL, KEYS, LOG, LOG_MADE, META,
+    OpenLog, RUNS, io,
 };
 use crate::codec::DecodeError;
 use crate::error::StoreError;
@@ -33,6 +34,7 @@ impl Inner {
     ) -> Result<(Unfolded, LogFiles), StoreError> {
         let tx = db.begin_write().map_err(io)?;
         let mut left = Unfolded::default();
+        let made;
         {
             tx.open_table(JOURNAL).map_err(io)?;
             tx.open_table(CHUNKS).map_err(io)?;
@@ -40,6 +42,7 @@ impl Inner {
             index_active_by_scope(&tx)?;
             let meta = tx.open_table(META).map_err(io)?;
             left.checkpoint = meta.get(CHECKPOINT).map_err(io)?.map_or(0, |v| v.value());
+            made = meta.get(LOG_MADE).map_err(io)?.is_some();
             let legacy = tx.open_table(LOG).map_err(io)?;
             if !legacy.is_empty().map_err(io)? {
                 for row in legacy.iter().map_err(io)? {
@@ -58,6 +61,16 @@ impl Inner {
             Wal::read_all(&*files[0]).map_err(io_error)?,
             Wal::read_all(&*files[1]).map_err(io_error)?,
         ];
+        // Both segments were made (and begin with the log's magic) by an earlier open: one
+        // that is missing or empty now lost the frames it held.
+        if made && contents.iter().any(|c| c.len() < frame::MAGIC.len()) {
+            return Err(DecodeError::Corrupt(
+                "a segment of the journal log is missing or empty, though the store made both \
+                 (a log file deleted or truncated): the frames it held past the store's \
+                 checkpoint are lost; restore the store from a backup, its three files together",
+            )
+            .into());
+        }
         let checkpoint = left.checkpoint;
         let mut scanned = [
             frame::scan(&contents[0], checkpoint, 0)?.frames,
@@ -103,6 +116,30 @@ impl Inner {
         let sync = self.durability == super::Durability::Immediate;
         let log = Log::rewound(files, next, sync).map_err(io_error)?;
         *self.log.lock().unwrap_or_else(PoisonError::into_inner) = Some(log);
+        Ok(())
+    }
+
+    /// Notes in the tables that both log segments were made, once (see `LOG_MADE`).
+    pub(super) fn note_log_made(&self) -> Result<(), StoreError> {
+        let db = self.db.read().unwrap_or_else(PoisonError::into_inner);
+        let Some(db) = db.as_ref() else {
+            return Ok(());
+        };
+        let read = db.begin_read().map_err(io)?;
+        let noted = match read.open_table(META) {
+            Ok(meta) => meta.get(LOG_MADE).map_err(io)?.is_some(),
+            Err(redb::TableError::TableDoesNotExist(_)) => false,
+            Err(e) => return Err(io(e)),
+        };
+        drop(read);
+        if !noted {
+            let tx = db.begin_write().map_err(io)?;
+            tx.open_table(META)
+                .map_err(io)?
+                .insert(LOG_MADE, 1)
+                .map_err(io)?;
+            tx.commit().map_err(io)?;
+        }
         Ok(())
     }
 

@@ -60,6 +60,9 @@ const KEYS: TableDefinition<&str, u128> = TableDefinition::new("idempotency_keys
 const META: TableDefinition<&str, u64> = TableDefinition::new("meta");
 /// The `meta` key of the LSN of the last log frame folded into the tables.
 const CHECKPOINT: &str = "log_checkpoint";
+/// The `meta` key set (to 1) once both segments of the journal log were made: from then on a
+/// segment that is missing or empty on open lost frames, and the store refuses to open.
+const LOG_MADE: &str = "log_segments_made";
 
 /// The page cache redb gets unless told otherwise ([`RedbStore::open_with_cache`]): 64 MiB.
 pub const DEFAULT_CACHE_BYTES: usize = 64 << 20;
@@ -277,6 +280,7 @@ impl RedbStore {
         };
         inner.fold_all()?;
         inner.restart_log(files)?;
+        inner.note_log_made()?;
         Ok(Self {
             inner: Arc::new(inner),
         })
