@@ -11,6 +11,7 @@
 mod child;
 mod first_records;
 mod gate;
+mod let_go;
 mod nondeterminism;
 mod records;
 mod recovery;
@@ -700,13 +701,6 @@ impl RunState {
         Ok(())
     }
 
-    /// Remembers that the child of `step` was asked to cancel (for a journaled
-    /// `ChildCancelRequestedRecord`).
-    pub(crate) fn note_child_cancel(&mut self, step: Step, child: RunId, reason: String) {
-        self.child_cancels
-            .insert(step, ChildCancel { child, reason });
-    }
-
     fn signal_arrived(&mut self, step: Step, seq: u64, payload: Value, out: &mut Vec<Resolved>) {
         if let Some(StepEntry {
             machine: Machine::Signal(s),
@@ -735,61 +729,6 @@ impl RunState {
         match &self.steps.get(&step)?.machine {
             Machine::Child(c) => Some((c.child(), c.request()?)),
             _ => None,
-        }
-    }
-
-    /// The child of `step` that this run asked to cancel, and the reason it gave.
-    pub(crate) fn child_cancel(&self, step: Step) -> Option<(RunId, &str)> {
-        self.child_cancels
-            .get(&step)
-            .map(|c| (c.child, c.reason.as_str()))
-    }
-
-    /// The records that cancel every child still running that was not asked to cancel yet,
-    /// each with the reason `reason(step)`, and the effects that tell them once the records
-    /// are durable.
-    pub(crate) fn cancel_children(&self, reason: impl Fn(Step) -> String) -> Actions {
-        let mut out = Actions::default();
-        for &step in &self.pending {
-            if let Some((child, _)) = self.child(step)
-                && !self.child_cancels.contains_key(&step)
-            {
-                out.records.push(Record::ChildCancelRequested {
-                    step,
-                    child_run_id: child,
-                    reason: reason(step),
-                });
-                out.effects.push(Effect::CancelChild(step));
-            }
-        }
-        out
-    }
-
-    /// The records that cancel the child of `step` (whose future was dropped), if it still
-    /// runs and was not asked to cancel yet.
-    pub(crate) fn cancel_child(&self, step: Step, reason: impl FnOnce() -> String) -> Actions {
-        match self.child(step) {
-            Some((child, _)) if !self.child_cancels.contains_key(&step) => Actions {
-                records: vec![Record::ChildCancelRequested {
-                    step,
-                    child_run_id: child,
-                    reason: reason(),
-                }],
-                effects: vec![Effect::CancelChild(step)],
-            },
-            _ => Actions::default(),
-        }
-    }
-
-    /// The record that withdraws the gate of `step` (whose future was dropped), if it is
-    /// still open.
-    pub(crate) fn withdraw_gate(&self, step: Step, reason: impl FnOnce() -> String) -> Actions {
-        match self.steps.get(&step).map(|e| &e.machine) {
-            Some(Machine::Gate(g)) if !g.is_resolved() => Actions::record(Record::GateWithdrawn {
-                step,
-                reason: reason(),
-            }),
-            _ => Actions::default(),
         }
     }
 }
