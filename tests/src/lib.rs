@@ -167,6 +167,19 @@ pub async fn build_retrying(
     }
 }
 
+/// Runs `f` with an engine that `make` builds, in a runtime of its own, then shuts that runtime
+/// down: every driver, task and timer of the engine stops at once, and the next engine on the
+/// same file sees only what was committed — a restart within one process, not a crash.
+pub fn incarnation<T>(make: impl Fn() -> EngineBuilder, f: impl AsyncFnOnce(Engine) -> T) -> T {
+    let rt = runtime();
+    let out = rt.block_on(async move {
+        let engine = build_retrying(make).await.unwrap();
+        f(engine).await
+    });
+    rt.shutdown_background();
+    out
+}
+
 /// Polls `cond` every 10 ms until it holds; panics with `what` after `timeout`.
 pub async fn wait_for(what: &str, timeout: Duration, mut cond: impl FnMut() -> bool) {
     let deadline = Instant::now() + timeout;

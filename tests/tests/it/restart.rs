@@ -278,14 +278,7 @@ fn re_executions(journal: &[Entry]) -> Vec<u32> {
 
 /// Runs `f` with a fresh engine in its own runtime, then shuts that runtime down.
 fn incarnation<T>(db: &Path, f: impl AsyncFnOnce(Engine) -> T) -> T {
-    let rt = runtime();
-    let db = db.to_path_buf();
-    let out = rt.block_on(async move {
-        let engine = build_retrying(|| builder(&db)).await.unwrap();
-        f(engine).await
-    });
-    rt.shutdown_background();
-    out
+    magrathea_tests::incarnation(|| builder(db), f)
 }
 
 #[test]

@@ -228,23 +228,17 @@ async fn naps(ctx: Context, _input: ()) -> Result<(), WorkflowError> {
 /// Runs `f` with an engine (a tree bound of 3 sub-runs) on `db` in its own runtime, then shuts that
 /// runtime down: a restart.
 fn incarnation<T>(db: &std::path::Path, f: impl AsyncFnOnce(Engine) -> T) -> T {
-    let rt = magrathea_tests::runtime();
-    let db = db.to_path_buf();
-    let out = rt.block_on(async move {
-        let engine = magrathea_tests::build_retrying(|| {
+    magrathea_tests::incarnation(
+        || {
             Engine::builder()
-                .path(&db)
+                .path(db)
                 .max_runs_per_tree(3)
                 .workflow(naps)
                 .workflow(nap)
                 .workflow(leaf)
-        })
-        .await
-        .unwrap();
-        f(engine).await
-    });
-    rt.shutdown_background();
-    out
+        },
+        f,
+    )
 }
 
 #[test]

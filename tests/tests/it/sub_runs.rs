@@ -644,19 +644,13 @@ async fn the_depth_limit_of_a_yaml_project_is_set_in_its_settings() {
 /// Runs `f` with an engine on `db` in its own runtime, then shuts that runtime down (a
 /// restart, as in `restart.rs`).
 fn incarnation<T>(db: &std::path::Path, with_holder: bool, f: impl AsyncFnOnce(Engine) -> T) -> T {
-    let rt = magrathea_tests::runtime();
-    let db = db.to_path_buf();
-    let out = rt.block_on(async move {
-        let engine = magrathea_tests::build_retrying(|| {
-            let b = Engine::builder().path(&db).workflow(sleeper);
+    magrathea_tests::incarnation(
+        || {
+            let b = Engine::builder().path(db).workflow(sleeper);
             if with_holder { b.workflow(holder) } else { b }
-        })
-        .await
-        .unwrap();
-        f(engine).await
-    });
-    rt.shutdown_background();
-    out
+        },
+        f,
+    )
 }
 
 #[test]

@@ -7,7 +7,7 @@ use std::time::Duration;
 
 use magrathea::prelude::*;
 use magrathea::{AnswerAck, EngineBuilder, Entry, InboxFilter, InboxStatus, Record};
-use magrathea_tests::{build_retrying, runtime, wait_for};
+use magrathea_tests::wait_for;
 use serde_json::json;
 
 /// Waits for an approval or `ms`, whichever comes first, then for the signal `next`.
@@ -30,14 +30,7 @@ fn builder(db: &Path) -> EngineBuilder {
 
 /// Runs `f` with a fresh engine in its own runtime, then shuts that runtime down.
 fn incarnation<T>(db: &Path, f: impl AsyncFnOnce(Engine) -> T) -> T {
-    let rt = runtime();
-    let db = db.to_path_buf();
-    let out = rt.block_on(async move {
-        let engine = build_retrying(|| builder(&db)).await.unwrap();
-        f(engine).await
-    });
-    rt.shutdown_background();
-    out
+    magrathea_tests::incarnation(|| builder(db), f)
 }
 
 fn withdrawn(journal: &[Entry]) -> Vec<u32> {
