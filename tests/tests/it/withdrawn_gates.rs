@@ -24,8 +24,27 @@ async fn approval_or_timer(ctx: Context, ms: u64) -> Result<String, WorkflowErro
     Ok(format!("{won} then {next}"))
 }
 
+/// Sets a timer, waits for the signal `ask`, then races an approval against that timer and
+/// waits for the signal `next`: paused before `ask`, the gate is made while the run is paused.
+#[workflow]
+async fn ask_late(ctx: Context, ms: u64) -> Result<String, WorkflowError> {
+    let timer = ctx
+        .sleep(Duration::from_millis(ms))
+        .map(|_| "timer".to_string());
+    let _: String = ctx.signal("ask").await?;
+    let gate = ctx
+        .gate(Gate::approval("ship it?").into_spec())
+        .map(|o| format!("gate {o:?}"));
+    let (_, won) = ctx.select(vec![gate, timer]).await;
+    let next: String = ctx.signal("next").await?;
+    Ok(format!("{won} then {next}"))
+}
+
 fn builder(db: &Path) -> EngineBuilder {
-    Engine::builder().path(db).workflow(approval_or_timer)
+    Engine::builder()
+        .path(db)
+        .workflow(approval_or_timer)
+        .workflow(ask_late)
 }
 
 /// Runs `f` with a fresh engine in its own runtime, then shuts that runtime down.
@@ -119,4 +138,122 @@ fn a_gate_that_lost_a_select_is_withdrawn_and_a_later_answer_is_not_applied() {
             .any(|e| matches!(e.record, Record::GateAnswered { .. })),
         "no answer was applied: {journal:#?}"
     );
+}
+
+#[test]
+fn an_answer_that_comes_once_the_timer_was_due_finds_the_gate_withdrawn() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = dir.path().join("journal.redb");
+    let run = incarnation(&db, async |engine: Engine| {
+        let run = engine.start(approval_or_timer, 300).await.unwrap().id();
+        let view = engine.wait_settled(run).await.unwrap();
+        assert_eq!(view.status, RunStatus::Waiting);
+        run
+    });
+    // The timer comes due while no engine runs; the answer is the first thing the next one
+    // hears of the run.
+    std::thread::sleep(Duration::from_millis(400));
+    let journal = incarnation(&db, async move |engine: Engine| {
+        let item = format!("{run}-0");
+        let ack = engine
+            .answer_gate(&item, GateAnswer::approve())
+            .await
+            .unwrap();
+        assert_eq!(ack, AnswerAck::Ignored, "the timer won the select first");
+        assert_eq!(
+            engine.inbox_item(&item).unwrap().status,
+            InboxStatus::Closed
+        );
+        engine.signal(run, "next", json!("go")).await.unwrap();
+        let view = tokio::time::timeout(Duration::from_secs(10), engine.wait(run))
+            .await
+            .expect("the run ends after the signal")
+            .unwrap();
+        assert_eq!(view.result, Some(json!("timer then go")));
+        engine.journal(run).unwrap()
+    });
+    let order: Vec<&str> = journal
+        .iter()
+        .map(|e| e.record.type_name())
+        .filter(|t| {
+            [
+                "TimerFiredRecord",
+                "GateWithdrawnRecord",
+                "GateAnsweredRecord",
+                "IgnoredRecord",
+            ]
+            .contains(t)
+        })
+        .collect();
+    assert_eq!(
+        order,
+        ["TimerFiredRecord", "GateWithdrawnRecord", "IgnoredRecord"],
+        "{journal:#?}"
+    );
+}
+
+#[test]
+fn a_gate_made_and_dropped_while_the_run_was_paused_is_withdrawn_on_the_resume() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = dir.path().join("journal.redb");
+    incarnation(&db, async |engine: Engine| {
+        let ten = Duration::from_secs(10);
+        let run = engine.start(ask_late, 300).await.unwrap().id();
+        wait_for("the wait for `ask`", ten, || {
+            engine.journal(run).is_ok_and(|j| {
+                j.iter().any(
+                    |e| matches!(e.record, Record::SignalAwaited { ref name, .. } if name == "ask"),
+                )
+            })
+        })
+        .await;
+        tokio::time::timeout(ten, engine.pause(run, "ops", None))
+            .await
+            .expect("pause did not answer")
+            .unwrap();
+        // Made while paused: held, as the gate the code makes next.
+        tokio::time::timeout(ten, engine.signal(run, "ask", json!("now")))
+            .await
+            .expect("signal did not answer")
+            .unwrap();
+        // The timer comes due meanwhile.
+        tokio::time::sleep(Duration::from_millis(500)).await;
+        tokio::time::timeout(ten, engine.unpause(run, "ops"))
+            .await
+            .expect("unpause did not answer")
+            .unwrap();
+        wait_for("the run to leave WAITING", Duration::from_secs(10), || {
+            engine.status(run).is_ok_and(|s| s == RunStatus::Running)
+                && engine.journal(run).is_ok_and(|j| {
+                    j.iter()
+                        .any(|e| matches!(e.record, Record::SignalAwaited { ref name, .. } if name == "next"))
+                })
+        })
+        .await;
+        let journal = engine.journal(run).unwrap();
+        let gate = journal
+            .iter()
+            .find_map(|e| match &e.record {
+                Record::GateOpened { step, .. } => Some(*step),
+                _ => None,
+            })
+            .expect("the gate was opened on the resume");
+        assert_eq!(withdrawn(&journal), vec![gate], "{journal:#?}");
+        let item = format!("{run}-{gate}");
+        assert_eq!(
+            engine.inbox_item(&item).unwrap().status,
+            InboxStatus::Closed
+        );
+        let ack = engine
+            .answer_gate(&item, GateAnswer::approve())
+            .await
+            .unwrap();
+        assert_eq!(ack, AnswerAck::Ignored);
+        engine.signal(run, "next", json!("go")).await.unwrap();
+        let view = tokio::time::timeout(Duration::from_secs(10), engine.wait(run))
+            .await
+            .expect("the run ends after the signal")
+            .unwrap();
+        assert_eq!(view.result, Some(json!("timer then go")));
+    });
 }

@@ -46,9 +46,15 @@ impl Driver {
             Event::Answer { .. } | Event::Signal { .. } | Event::ChildDone { .. }
         ) {
             // Timers that came due while no process ran the run (or whose firing is still
-            // queued) fire before what arrived after them.
-            for (step, purpose) in self.state.due_timers(now_ms()) {
-                self.timer_fired(step, purpose);
+            // queued) fire before what arrived after them, and the code sees them first: a
+            // timer that wins a select lets go of its losers (a gate is withdrawn, a signal
+            // wait dropped) before the answer or signal is matched to them.
+            let due = self.state.due_timers(now_ms());
+            if !due.is_empty() {
+                for (step, purpose) in due {
+                    self.timer_fired(step, purpose);
+                }
+                self.poll_workflow();
             }
         }
         match ev {

@@ -11,7 +11,7 @@ use tokio::sync::oneshot;
 
 use super::Driver;
 use super::outbox::{Reply, now_ms};
-use crate::context::{Command, CommandDetail};
+use crate::context::{Command, CommandDetail, lock};
 use crate::engine::{Control, ControlAck, WorkflowError};
 use crate::error::DeliverError;
 use crate::record::{Record, RunStatus, Step, StepKind};
@@ -76,10 +76,7 @@ impl Driver {
                 }
                 // A deadline that came due while the run was paused (its timer not yet fired,
                 // as when no process ran) ends the pause first, as it would have.
-                let deadline = crate::context::lock(&self.shared)
-                    .deadline
-                    .as_ref()
-                    .map(|(step, _)| *step);
+                let deadline = lock(&self.shared).deadline.as_ref().map(|(step, _)| *step);
                 if let Some(step) = deadline.filter(|&step| {
                     self.state
                         .timer_pending_at(step)
@@ -113,10 +110,12 @@ impl Driver {
             let effects = self.state.rearm();
             self.outbox.effects.extend(effects);
         }
+        let mut released = Vec::with_capacity(held.commands.len());
         for (mut c, held_at) in held.commands {
             if self.blocked.is_some() {
                 return;
             }
+            released.push(c.step);
             let now = now_ms();
             // A sleep of a duration counts from its release, not from when the paused code
             // asked for it (the code never sees the instant; a sleep until an instant keeps
@@ -138,6 +137,14 @@ impl Driver {
             let actions = self.state.request_live(c, now);
             self.perform(actions);
         }
+        // Steps the code dropped while they were held (a select's loser made while the run
+        // was paused) are steps now: let go of them, as of any dropped step.
+        {
+            let s = lock(&self.shared);
+            self.dropped_buf
+                .extend(released.into_iter().filter(|step| s.dropped.contains(step)));
+        }
+        self.let_go_of_dropped_steps();
         if let Some(result) = held.result {
             self.finish(result);
             return;
