@@ -62,6 +62,25 @@ fn withdrawn(journal: &[Entry]) -> Vec<u32> {
         .collect()
 }
 
+/// The item of a withdrawn gate reads CLOSED, and `answer` to it is ignored.
+async fn closed_and_ignoring(engine: &Engine, item: &str, answer: GateAnswer) {
+    assert_eq!(engine.inbox_item(item).unwrap().status, InboxStatus::Closed);
+    let ack = engine.answer_gate(item, answer).await.unwrap();
+    assert_eq!(ack, AnswerAck::Ignored, "nobody awaits the gate");
+    assert_eq!(engine.inbox_item(item).unwrap().status, InboxStatus::Closed);
+}
+
+/// Sends `next` and waits for the run to end DONE with the timer's win.
+async fn ends_after_the_timer(engine: &Engine, run: RunId) {
+    engine.signal(run, "next", json!("go")).await.unwrap();
+    let view = tokio::time::timeout(Duration::from_secs(10), engine.wait(run))
+        .await
+        .expect("the run ends after the signal")
+        .unwrap();
+    assert_eq!(view.status, RunStatus::Done);
+    assert_eq!(view.result, Some(json!("timer then go")));
+}
+
 #[test]
 fn a_gate_that_lost_a_select_is_withdrawn_and_a_later_answer_is_not_applied() {
     let dir = tempfile::tempdir().unwrap();
@@ -113,22 +132,8 @@ fn a_gate_that_lost_a_select_is_withdrawn_and_a_later_answer_is_not_applied() {
     // goes on from where it stopped.
     let journal = incarnation(&db, async move |engine: Engine| {
         let item = format!("{run}-0");
-        assert_eq!(
-            engine.inbox_item(&item).unwrap().status,
-            InboxStatus::Closed
-        );
-        let ack = engine
-            .answer_gate(&item, GateAnswer::reject())
-            .await
-            .unwrap();
-        assert_eq!(ack, AnswerAck::Ignored);
-        engine.signal(run, "next", json!("go")).await.unwrap();
-        let view = tokio::time::timeout(Duration::from_secs(10), engine.wait(run))
-            .await
-            .expect("the run ends after the signal")
-            .unwrap();
-        assert_eq!(view.status, RunStatus::Done);
-        assert_eq!(view.result, Some(json!("timer then go")));
+        closed_and_ignoring(&engine, &item, GateAnswer::reject()).await;
+        ends_after_the_timer(&engine, run).await;
         engine.journal(run).unwrap()
     });
     assert_eq!(withdrawn(&journal), vec![0], "{journal:#?}");
@@ -164,12 +169,7 @@ fn an_answer_that_comes_once_the_timer_was_due_finds_the_gate_withdrawn() {
             engine.inbox_item(&item).unwrap().status,
             InboxStatus::Closed
         );
-        engine.signal(run, "next", json!("go")).await.unwrap();
-        let view = tokio::time::timeout(Duration::from_secs(10), engine.wait(run))
-            .await
-            .expect("the run ends after the signal")
-            .unwrap();
-        assert_eq!(view.result, Some(json!("timer then go")));
+        ends_after_the_timer(&engine, run).await;
         engine.journal(run).unwrap()
     });
     let order: Vec<&str> = journal
@@ -240,20 +240,7 @@ fn a_gate_made_and_dropped_while_the_run_was_paused_is_withdrawn_on_the_resume()
             .expect("the gate was opened on the resume");
         assert_eq!(withdrawn(&journal), vec![gate], "{journal:#?}");
         let item = format!("{run}-{gate}");
-        assert_eq!(
-            engine.inbox_item(&item).unwrap().status,
-            InboxStatus::Closed
-        );
-        let ack = engine
-            .answer_gate(&item, GateAnswer::approve())
-            .await
-            .unwrap();
-        assert_eq!(ack, AnswerAck::Ignored);
-        engine.signal(run, "next", json!("go")).await.unwrap();
-        let view = tokio::time::timeout(Duration::from_secs(10), engine.wait(run))
-            .await
-            .expect("the run ends after the signal")
-            .unwrap();
-        assert_eq!(view.result, Some(json!("timer then go")));
+        closed_and_ignoring(&engine, &item, GateAnswer::approve()).await;
+        ends_after_the_timer(&engine, run).await;
     });
 }
