@@ -86,7 +86,7 @@ fn a_gate_that_lost_a_select_is_withdrawn_and_a_later_answer_is_not_applied() {
     let dir = tempfile::tempdir().unwrap();
     let db = dir.path().join("journal.redb");
     let run = incarnation(&db, async |engine: Engine| {
-        let run = engine.start(approval_or_timer, 200).await.unwrap().id();
+        let run = engine.start(approval_or_timer, 1_500).await.unwrap().id();
         let item = format!("{run}-0");
         let view = engine.wait_settled(run).await.unwrap();
         assert_eq!(view.status, RunStatus::Waiting, "the gate is open first");
@@ -150,14 +150,14 @@ fn an_answer_that_comes_once_the_timer_was_due_finds_the_gate_withdrawn() {
     let dir = tempfile::tempdir().unwrap();
     let db = dir.path().join("journal.redb");
     let run = incarnation(&db, async |engine: Engine| {
-        let run = engine.start(approval_or_timer, 300).await.unwrap().id();
+        let run = engine.start(approval_or_timer, 1_500).await.unwrap().id();
         let view = engine.wait_settled(run).await.unwrap();
         assert_eq!(view.status, RunStatus::Waiting);
         run
     });
     // The timer comes due while no engine runs; the answer is the first thing the next one
     // hears of the run.
-    std::thread::sleep(Duration::from_millis(400));
+    std::thread::sleep(Duration::from_millis(1_600));
     let journal = incarnation(&db, async move |engine: Engine| {
         let item = format!("{run}-0");
         let ack = engine
