@@ -70,6 +70,14 @@ async fn closed_and_ignoring(engine: &Engine, item: &str, answer: GateAnswer) {
     assert_eq!(engine.inbox_item(item).unwrap().status, InboxStatus::Closed);
 }
 
+/// Starts `approval_or_timer` with a timer of 1.5 s and waits until it waits on its gate.
+async fn waiting_on_its_gate(engine: &Engine) -> RunId {
+    let run = engine.start(approval_or_timer, 1_500).await.unwrap().id();
+    let view = engine.wait_settled(run).await.unwrap();
+    assert_eq!(view.status, RunStatus::Waiting, "the gate is open first");
+    run
+}
+
 /// Sends `next` and waits for the run to end DONE with the timer's win.
 async fn ends_after_the_timer(engine: &Engine, run: RunId) {
     engine.signal(run, "next", json!("go")).await.unwrap();
@@ -86,10 +94,8 @@ fn a_gate_that_lost_a_select_is_withdrawn_and_a_later_answer_is_not_applied() {
     let dir = tempfile::tempdir().unwrap();
     let db = dir.path().join("journal.redb");
     let run = incarnation(&db, async |engine: Engine| {
-        let run = engine.start(approval_or_timer, 1_500).await.unwrap().id();
+        let run = waiting_on_its_gate(&engine).await;
         let item = format!("{run}-0");
-        let view = engine.wait_settled(run).await.unwrap();
-        assert_eq!(view.status, RunStatus::Waiting, "the gate is open first");
         assert_eq!(
             engine.inbox_item(&item).unwrap().status,
             InboxStatus::Pending
@@ -150,10 +156,7 @@ fn an_answer_that_comes_once_the_timer_was_due_finds_the_gate_withdrawn() {
     let dir = tempfile::tempdir().unwrap();
     let db = dir.path().join("journal.redb");
     let run = incarnation(&db, async |engine: Engine| {
-        let run = engine.start(approval_or_timer, 1_500).await.unwrap().id();
-        let view = engine.wait_settled(run).await.unwrap();
-        assert_eq!(view.status, RunStatus::Waiting);
-        run
+        waiting_on_its_gate(&engine).await
     });
     // The timer comes due while no engine runs; the answer is the first thing the next one
     // hears of the run.
