@@ -30,8 +30,8 @@ pub const CHUNK_BYTES: usize = 1 << 20;
 /// records may be a task's output of several MiB each.
 pub const CHANNEL: usize = 8;
 
-/// Concurrent followers (SSE streams and WebSocket subscriptions together) one token subject
-/// of one tenant may hold, unless [`ServeConfig`](crate::ServeConfig) says otherwise.
+/// Concurrent followers (SSE streams, WebSocket subscriptions and waiting reads of a run
+/// together) one token subject of one tenant may hold, unless [`ServeConfig`](crate::ServeConfig) says otherwise.
 pub const DEFAULT_MAX_FOLLOWERS_PER_SUBJECT: usize = 128;
 
 /// Active subscriptions one WebSocket connection may hold, unless

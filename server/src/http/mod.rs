@@ -40,6 +40,7 @@ pub mod rerun;
 pub mod retry;
 pub mod routes;
 pub(crate) mod run_filter;
+pub mod run_wait;
 pub mod runs;
 pub mod schemas;
 mod server;

@@ -290,15 +290,28 @@ fn checked_idempotency_key_bytes(bytes: &[u8]) -> Result<String, ApiError> {
     Ok(String::from_utf8_lossy(bytes).into_owned())
 }
 
-/// `GET …/workflows/runs/{run_id}` → the [`RunDto`].
+/// Query of `GET …/workflows/runs/{run_id}`: an optional long poll ([`super::run_wait`]).
+#[derive(Debug, Default, Deserialize)]
+pub(crate) struct GetQuery {
+    wait: Option<String>,
+    until: Option<String>,
+}
+
+/// `GET …/workflows/runs/{run_id}[?wait=30s&until=ended|settled]` → the [`RunDto`], after
+/// waiting for the run to end or settle when `wait` is given ([`super::run_wait`]).
 pub(crate) async fn get(
     State(state): State<AppState>,
     Path(p): Path<RunPath>,
+    Query(q): Query<GetQuery>,
     headers: HeaderMap,
 ) -> Result<Json<RunDto>, ApiError> {
-    state.authorize(&headers, &p.tenant, ApiScope::Read)?;
+    let who = state.authorize(&headers, &p.tenant, ApiScope::Read)?;
     let scope = state.scope(&p.tenant, &p.project)?;
+    let wait = super::run_wait::Wait::parse(q.wait.as_deref(), q.until.as_deref())?;
     let summary = state.scoped_summary(&scope, &p.run_id)?;
+    if let Some(wait) = wait {
+        wait.wait(&state, &p.tenant, &who, &summary).await?;
+    }
     Ok(Json(dto(&state, summary.run_id).await?))
 }
 

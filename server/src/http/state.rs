@@ -103,7 +103,7 @@ impl AppState {
                 StatusCode::TOO_MANY_REQUESTS,
                 "MAG-RD003",
                 format!(
-                    "[MAG-RD003] `{}` already follows {} runs (SSE streams and WebSocket subscriptions together), the most one subject may; close one first",
+                    "[MAG-RD003] `{}` already follows {} runs (SSE streams, WebSocket subscriptions and waiting reads of a run together), the most one subject may; close one first",
                     who.subject,
                     self.followers.max_per_subject()
                 ),

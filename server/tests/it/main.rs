@@ -68,6 +68,7 @@ mod http_rerun;
 mod http_retry;
 mod http_run_graph;
 mod http_run_labels;
+mod http_run_wait;
 mod http_runs;
 mod http_scoped_results;
 mod http_shell;

@@ -131,8 +131,8 @@ pub(super) const CODES: &[ErrorCode] = &[
     },
     ErrorCode {
         code: "MAG-RD003",
-        meaning: "The token's subject already follows as many runs (SSE streams and WebSocket subscriptions together) as the server allows (HTTP 429).",
-        remedy: "Close a stream or subscription first, or have the operator raise `ServeConfig::max_followers_per_subject`.",
+        meaning: "The token's subject already follows as many runs (SSE streams, WebSocket subscriptions and waiting reads of a run together) as the server allows (HTTP 429).",
+        remedy: "Close a stream or subscription or let a wait answer first, or have the operator raise `ServeConfig::max_followers_per_subject`.",
     },
     ErrorCode {
         code: "MAG-RD004",

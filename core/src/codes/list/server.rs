@@ -290,6 +290,11 @@ pub(super) const CODES: &[ErrorCode] = &[
         remedy: "Pass the cursor from the previous page unchanged.",
     },
     ErrorCode {
+        code: "MAG-HTTP-INVALID-WAIT",
+        meaning: "A run's read asks for a `wait` that is not a duration of at most 60 s, an `until` other than `ended` or `settled`, or an `until` without a `wait`.",
+        remedy: "Give `wait` as `30s`, `PT30S`, `500ms` or whole seconds, at most 60 s, and ask again when the answer's `status` is not yet what you wait for.",
+    },
+    ErrorCode {
         code: "MAG-HTTP-INVALID-LIMIT",
         meaning: "A listing's `limit` is 0 or not a whole number (one larger than the listing's largest page gets that page).",
         remedy: "Ask for at most the page the route allows and follow `next` / `X-Next-Cursor` for the rest.",

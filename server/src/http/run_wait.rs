@@ -1,0 +1,175 @@
+//! A long poll on one run: `GET …/workflows/runs/{run_id}?wait=30s[&until=ended|settled]`
+//! answers the run as soon as it has ended (`until=ended`, the default: `DONE`, `FAILED`,
+//! `CANCELLED` or `BLOCKED`) or settled (`until=settled`: also `WAITING` on a gate or
+//! `PAUSED`), or once the wait is over, whichever comes first; the answer is the run as it is
+//! then, so a caller reads its `status` and asks again while it is not what it waits for.
+//!
+//! A wait is at most [`MAX_WAIT`]. While it waits it holds one of its token subject's follower
+//! slots (the SSE streams and WebSocket subscriptions share them), so one token cannot hold
+//! more of them than the server allows; a run that already meets the condition is answered at
+//! once without one. On a store other workers share, the run may be driven by another process:
+//! the wait then looks at the store now and then as well (see `Engine::wait_until`).
+
+use std::time::Duration;
+
+use magrathea_core::{RunStatus, RunSummary};
+
+use super::auth::Principal;
+use super::error::ApiError;
+use super::state::AppState;
+
+/// The longest a request may wait for its run.
+pub const MAX_WAIT: Duration = Duration::from_secs(60);
+
+/// What the wait waits for.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Until {
+    /// The run has ended, or is `BLOCKED` (it needs fixed code or a restored store).
+    Ended,
+    /// The run no longer runs on its own: ended, `BLOCKED`, `WAITING` on a gate, or `PAUSED`.
+    Settled,
+}
+
+impl Until {
+    fn met(self, status: RunStatus) -> bool {
+        match self {
+            Until::Ended => status.is_terminal() || status == RunStatus::Blocked,
+            Until::Settled => status != RunStatus::Running,
+        }
+    }
+}
+
+/// A request's `wait` and `until`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct Wait {
+    longest: Duration,
+    until: Until,
+}
+
+impl Wait {
+    /// The wait a query asks for: `None` without `wait`; 400 `MAG-HTTP-INVALID-WAIT` for a
+    /// `wait` that is not a duration (`30s`, `PT30S`, `500ms`, or whole seconds such as `30`)
+    /// of at most [`MAX_WAIT`], an `until` other than `ended` or `settled`, or an `until`
+    /// without a `wait`.
+    pub(crate) fn parse(wait: Option<&str>, until: Option<&str>) -> Result<Option<Self>, ApiError> {
+        let invalid = |message: String| ApiError::bad_request("MAG-HTTP-INVALID-WAIT", message);
+        let until = match until {
+            None => None,
+            Some("ended") => Some(Until::Ended),
+            Some("settled") => Some(Until::Settled),
+            Some(other) => {
+                return Err(invalid(format!(
+                    "`until` is `ended` or `settled`, not `{other}`"
+                )));
+            }
+        };
+        let Some(text) = wait else {
+            return match until {
+                Some(_) => Err(invalid("`until` needs a `wait`, e.g. `wait=30s`".into())),
+                None => Ok(None),
+            };
+        };
+        let longest = match text.parse::<u64>() {
+            Ok(secs) => Duration::from_secs(secs),
+            Err(_) => magrathea_yaml::parse_duration(text)
+                .map_err(|e| invalid(format!("`wait` `{text}` is not a duration: {e}")))?,
+        };
+        if longest > MAX_WAIT {
+            return Err(invalid(format!(
+                "`wait` `{text}` is longer than {} s, the most a request may wait; ask again \
+                 when it answers",
+                MAX_WAIT.as_secs()
+            )));
+        }
+        Ok(Some(Self {
+            longest,
+            until: until.unwrap_or(Until::Ended),
+        }))
+    }
+
+    /// Waits until `run` meets the condition or the wait is over. A run that meets it already
+    /// returns at once; otherwise the wait holds a follower slot of `who` (429 `MAG-RD003`
+    /// when the subject has none left).
+    pub(crate) async fn wait(
+        self,
+        state: &AppState,
+        tenant: &str,
+        who: &Principal,
+        run: &RunSummary,
+    ) -> Result<(), ApiError> {
+        if self.longest.is_zero() || self.until.met(run.status) {
+            return Ok(());
+        }
+        let _slot = state.follower_slot(tenant, who)?;
+        let engine = &state.engine;
+        let id = run.run_id;
+        // An error of the store ends the wait early; the answer that follows reads the run
+        // again and reports it.
+        let _ = match self.until {
+            Until::Ended => {
+                tokio::time::timeout(self.longest, engine.wait_until(id, |s| Until::Ended.met(s)))
+                    .await
+            }
+            Until::Settled => tokio::time::timeout(self.longest, engine.wait_settled(id)).await,
+        };
+        Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn code(r: Result<Option<Wait>, ApiError>) -> String {
+        r.expect_err("refused").code.to_owned()
+    }
+
+    #[test]
+    fn a_wait_is_a_duration_or_whole_seconds_of_at_most_a_minute() {
+        let w = |t: &str| Wait::parse(Some(t), None).unwrap().unwrap().longest;
+        assert_eq!(w("30"), Duration::from_secs(30));
+        assert_eq!(w("30s"), Duration::from_secs(30));
+        assert_eq!(w("PT1M"), MAX_WAIT);
+        assert_eq!(w("250ms"), Duration::from_millis(250));
+        assert_eq!(Wait::parse(None, None).unwrap(), None);
+        for bad in ["61", "2m", "soon", "-1", ""] {
+            assert_eq!(
+                code(Wait::parse(Some(bad), None)),
+                "MAG-HTTP-INVALID-WAIT",
+                "{bad}"
+            );
+        }
+    }
+
+    #[test]
+    fn until_is_ended_by_default_or_settled_and_needs_a_wait() {
+        let u = |t: Option<&str>| Wait::parse(Some("1s"), t).unwrap().unwrap().until;
+        assert_eq!(u(None), Until::Ended);
+        assert_eq!(u(Some("ended")), Until::Ended);
+        assert_eq!(u(Some("settled")), Until::Settled);
+        assert_eq!(
+            code(Wait::parse(Some("1s"), Some("done"))),
+            "MAG-HTTP-INVALID-WAIT"
+        );
+        assert_eq!(
+            code(Wait::parse(None, Some("ended"))),
+            "MAG-HTTP-INVALID-WAIT"
+        );
+    }
+
+    #[test]
+    fn a_waiting_or_paused_run_has_settled_but_not_ended() {
+        for s in [RunStatus::Waiting, RunStatus::Paused] {
+            assert!(Until::Settled.met(s) && !Until::Ended.met(s), "{s:?}");
+        }
+        for s in [
+            RunStatus::Done,
+            RunStatus::Failed,
+            RunStatus::Cancelled,
+            RunStatus::Blocked,
+        ] {
+            assert!(Until::Settled.met(s) && Until::Ended.met(s), "{s:?}");
+        }
+        assert!(!Until::Settled.met(RunStatus::Running));
+    }
+}
