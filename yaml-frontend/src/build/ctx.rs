@@ -232,9 +232,28 @@ fn comment_as_value(text: &str, at: Span) -> Option<(Span, &'static str)> {
 }
 
 /// `a string 'x'`, `an integer (3)`, ... for messages.
+/// A string as a message quotes it: whole when it is one line of at most 120 characters, else
+/// the start of its first line and its length (a document whose root is a megabyte of prose
+/// makes a diagnostic of one short line).
+fn quoted_start(s: &str) -> String {
+    const WHOLE: usize = 120;
+    let chars = s.chars().count();
+    if chars <= WHOLE && !s.contains('\n') {
+        return s.to_owned();
+    }
+    let start: String = s
+        .lines()
+        .next()
+        .unwrap_or("")
+        .chars()
+        .take(WHOLE / 2)
+        .collect();
+    format!("{start}… ({chars} characters)")
+}
+
 pub(crate) fn found(node: &YamlNode) -> String {
     match &node.kind {
-        YamlKind::Str(s) => format!("a string '{s}'"),
+        YamlKind::Str(s) => format!("a string '{}'", quoted_start(s)),
         // As written: `1.0` and `1e3` say what the author wrote, not the `1` and `1000` read
         // (a long one is said shorter below).
         YamlKind::Int(_) | YamlKind::Float(_)

@@ -313,6 +313,33 @@ fn a_long_value_is_quoted_by_its_start_and_length() {
     );
 }
 
+/// A long prose value, spaces and lines included, is quoted the same way: a document whose
+/// root is a megabyte of text gets one short diagnostic, not the text again.
+#[test]
+fn a_long_prose_value_is_quoted_by_the_start_of_its_first_line() {
+    let prose = "This workflow will run every night. ".repeat(20_000);
+    let all = rendered(&prose);
+    let d = all
+        .iter()
+        .find(|d| d.contains("[MAG-Y007]"))
+        .unwrap_or_else(|| panic!("{all:#?}"));
+    assert!(d.len() < 300, "{}", &d[..300]);
+    assert_eq!(
+        d,
+        &format!(
+            "wf.yaml:1:1: [MAG-Y007] the document root is a string '{}… ({} characters)': \
+             expected a mapping",
+            &prose[..60],
+            prose.trim_end().chars().count()
+        )
+    );
+    let lines = "start: a\nstates: |\n  first line\n  second line\n";
+    has(
+        lines,
+        "wf.yaml:3:3: [MAG-Y007] 'states' is a string 'first line… (23 characters)': expected a mapping",
+    );
+}
+
 #[test]
 fn parameter_schemas() {
     let text = format!("start: a\nparameters:\n  p1: {{ type: strng }}\n  p2: {{ type: integer, required: yes, default: \"x\" }}\n  p3: {{ required: true }}\nstates:\n{END}").replace("start: a", "start: end");
