@@ -102,9 +102,13 @@ pub(crate) async fn run(loc: &Location, args: RunArgs) -> anyhow::Result<u8> {
             );
             return Ok(EXIT_INVALID);
         }
-        // Not UTF-8: an invalid document too, located as its diagnostics are.
-        Err(YamlStartError::Document(e @ magrathea_exec::DocumentError::NotUtf8 { .. })) => {
-            errln!("{e}");
+        // Not UTF-8, or longer than the server reads: an invalid document too, located as its
+        // diagnostics are.
+        Err(YamlStartError::Document(
+            e @ (magrathea_exec::DocumentError::NotUtf8 { .. }
+            | magrathea_exec::DocumentError::TooLarge { .. }),
+        )) => {
+            errln!("{}", relabelled(e));
             errln!(
                 "error: workflow `{}` is invalid; nothing was started",
                 args.name
@@ -314,4 +318,25 @@ mod tests {
         let p = parse_params(None, &["version=1".into(), "n=1".into()], &declared).unwrap();
         assert_eq!(p, json!({"version": "1", "n": 1}));
     }
+}
+
+/// A document refused before it was parsed, named relative to the working directory as the
+/// document's diagnostics are.
+fn relabelled(e: magrathea_exec::DocumentError) -> String {
+    use magrathea_exec::DocumentError;
+    let cwd = std::env::current_dir()
+        .and_then(|d| d.canonicalize())
+        .unwrap_or_default();
+    let relative = |path: &std::path::Path| super::validate::relative(path, &cwd).into();
+    match e {
+        DocumentError::NotUtf8 { path, text } => DocumentError::NotUtf8 {
+            path: relative(&path),
+            text,
+        },
+        DocumentError::TooLarge { path } => DocumentError::TooLarge {
+            path: relative(&path),
+        },
+        other => other,
+    }
+    .to_string()
 }

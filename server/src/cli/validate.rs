@@ -132,9 +132,20 @@ pub(crate) fn validate(loc: &Location, args: ValidateArgs) -> anyhow::Result<u8>
                     Err(DocumentError::NotUtf8 { path, text }) => docs.push((
                         Kind::Workflow,
                         name.clone(),
-                        Err(anyhow::Error::new(NotUtf8::at(
+                        Err(anyhow::Error::new(Located::not_utf8(
                             &relative(&path, &cwd),
                             &text,
+                        ))),
+                    )),
+                    // Longer than the server reads: located likewise.
+                    Err(DocumentError::TooLarge { path }) => docs.push((
+                        Kind::Workflow,
+                        name.clone(),
+                        Err(anyhow::Error::new(Located(
+                            DocumentError::TooLarge {
+                                path: relative(&path, &cwd).into(),
+                            }
+                            .to_string(),
                         ))),
                     )),
                     Err(e) => {
@@ -160,7 +171,7 @@ pub(crate) fn validate(loc: &Location, args: ValidateArgs) -> anyhow::Result<u8>
         let text = match text {
             Ok(t) => t,
             // Located like a diagnostic; anything else is a plain error.
-            Err(e) if e.is::<NotUtf8>() => {
+            Err(e) if e.is::<Located>() => {
                 errln!("{e}");
                 invalid += 1;
                 continue;
@@ -405,20 +416,18 @@ fn kind_of(path: &Path) -> Kind {
 fn read(path: &Path) -> anyhow::Result<String> {
     let bytes = std::fs::read(path)
         .with_context(|| format!("[MAG-DOC003] could not read {}", label(path)))?;
-    String::from_utf8(bytes).map_err(|e| anyhow::Error::new(NotUtf8::new(&label(path), &e)))
+    String::from_utf8(bytes)
+        .map_err(|e| anyhow::Error::new(Located::not_utf8(&label(path), &NotUtf8Text::of(&e))))
 }
 
-/// A document that is not UTF-8 text, located like every other error of `validate`:
-/// `path:line:column: [MAG-Y001] …` at its first byte that is not.
+/// A document refused before it is parsed (not UTF-8 text, longer than the server reads),
+/// located like every other error of `validate`: `path:line:column: [MAG-…] …`.
 #[derive(Debug)]
-struct NotUtf8(String);
+struct Located(String);
 
-impl NotUtf8 {
-    fn new(label: &str, e: &std::string::FromUtf8Error) -> Self {
-        Self::at(label, &NotUtf8Text::of(e))
-    }
-
-    fn at(label: &str, text: &NotUtf8Text) -> Self {
+impl Located {
+    /// At the first byte of the document that is not UTF-8.
+    fn not_utf8(label: &str, text: &NotUtf8Text) -> Self {
         let NotUtf8Text { line, column, what } = text;
         Self(format!(
             "{label}:{line}:{column}: [MAG-Y001] {what}: expected a UTF-8 document; save the file as UTF-8"
@@ -426,13 +435,13 @@ impl NotUtf8 {
     }
 }
 
-impl std::fmt::Display for NotUtf8 {
+impl std::fmt::Display for Located {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.write_str(&self.0)
     }
 }
 
-impl std::error::Error for NotUtf8 {}
+impl std::error::Error for Located {}
 
 /// [`read`] for a document found in its directory, which is run by its name: a name that
 /// `run` (or a schedule) could not use makes the document invalid.
@@ -547,7 +556,7 @@ fn label(path: &Path) -> String {
 }
 
 /// `path` relative to `cwd` when below it.
-fn relative(path: &Path, cwd: &Path) -> String {
+pub(crate) fn relative(path: &Path, cwd: &Path) -> String {
     let path = path.canonicalize().unwrap_or_else(|_| path.to_path_buf());
     path.strip_prefix(cwd)
         .unwrap_or(&path)

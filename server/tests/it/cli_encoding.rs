@@ -1,5 +1,6 @@
-//! A document that is not UTF-8 text is reported like every other error of `validate`, at the
-//! line and column of its first byte that is not, and `run` names where too.
+//! A document that is not UTF-8 text, or longer than the server reads of a file, is reported
+//! like every other error of `validate`, at the line and column of its first byte that is not
+//! (or at its start), and `run` says the same.
 
 use crate::cli_common;
 
@@ -48,11 +49,44 @@ fn a_document_that_is_not_utf8_is_reported_at_its_first_bad_byte() {
     let run = p.cli(&["run", "latin"]);
     assert_eq!(code(&run), 2, "{}", stderr(&run));
     assert!(
-        stderr(&run).lines().any(|l| l.ends_with(
-            "_vance/workflows/latin.yaml:3:36: [MAG-Y001] the file is not UTF-8 text (byte 0xE9): \
-             expected a UTF-8 document; save the file as UTF-8"
-        )),
+        stderr(&run).lines().any(|l| l
+            == "_vance/workflows/latin.yaml:3:36: [MAG-Y001] the file is not UTF-8 text (byte 0xE9): \
+                expected a UTF-8 document; save the file as UTF-8"),
         "{}",
         stderr(&run)
+    );
+}
+
+#[test]
+fn a_document_longer_than_the_server_reads_is_located_like_any_invalid_one() {
+    let p = Project::new();
+    let dir = p.dir.join("_vance/workflows");
+    std::fs::create_dir_all(&dir).unwrap();
+    let file = std::fs::File::create(dir.join("huge.yaml")).unwrap();
+    // Sparse: 17 MiB of length, no 17 MiB written.
+    file.set_len(17 << 20).unwrap();
+    let expected = "_vance/workflows/huge.yaml:1:1: [MAG-Y002] the document is longer than 16 MiB, \
+                    the most the server reads of a file of a project: a workflow document has at \
+                    most 1 MiB";
+
+    let named = p.cli(&["validate", "huge"]);
+    assert_eq!(code(&named), 1, "{}", stderr(&named));
+    assert!(
+        stderr(&named).lines().any(|l| l == expected),
+        "{}",
+        stderr(&named)
+    );
+
+    let run = p.cli(&["run", "huge"]);
+    assert_eq!(code(&run), 2, "{}", stderr(&run));
+    let err = stderr(&run);
+    let lines: Vec<&str> = err.lines().collect();
+    assert_eq!(
+        lines,
+        [
+            expected,
+            "error: workflow `huge` is invalid; nothing was started"
+        ],
+        "{err}"
     );
 }
