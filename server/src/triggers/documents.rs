@@ -169,38 +169,13 @@ pub fn check_event_document(label: &str, text: &str) -> Result<(), String> {
     // Its keys first, every mistake among them at once (a misspelt key, `workflow` missing):
     // the typed reading below stops at the first.
     let parsed = magrathea_yaml::parse_yaml(label, text, &magrathea_yaml::LoadOptions::default());
-    if let Ok(root) = &parsed
-        && let Some(entries) = root.as_map()
-    {
-        let mut problems: Vec<(magrathea_yaml::Span, String)> = Vec::new();
-        for (k, _) in entries {
-            let Some(key) = k.key_text() else { continue };
-            if !EVENT_KEYS.contains(&key.as_str()) {
-                problems.push((
-                    k.span,
-                    format!(
-                        "[MAG-TR005] unknown field `{key}`: expected one of {}{}",
-                        magrathea_exec::suggest::list(EVENT_KEYS.iter().copied()),
-                        magrathea_exec::suggest::hint(&key, EVENT_KEYS.iter().copied())
-                    ),
-                ));
-            }
-        }
-        // A key said to be a misspelt `workflow` already says that it is missing.
-        let misspelt = problems
-            .iter()
-            .any(|(_, m)| m.ends_with("(did you mean 'workflow'?)"));
-        if root.get("workflow").is_none() && !misspelt {
-            problems.push((
-                root.span,
-                "[MAG-TR005] missing field `workflow`: expected the name of the workflow the \
-                 event starts"
-                    .to_owned(),
-            ));
-        }
-        if !problems.is_empty() {
-            return Err(render(label, problems));
-        }
+    if let Ok(root) = &parsed {
+        key_problems(
+            label,
+            root,
+            EVENT_KEYS,
+            &[("workflow", "the name of the workflow the event starts")],
+        )?;
     }
     let doc = magrathea_exec::yaml_text::from_str::<EventDocument>(text)
         .map_err(|e| e.located(label, "MAG-TR005"))?;
@@ -267,6 +242,61 @@ pub fn check_event_document(label: &str, text: &str) -> Result<(), String> {
     Err(render(label, problems))
 }
 
+/// Every unknown key of the document `root` (with the near one it may mean) and every
+/// missing `required` key (with what it holds), at once: the typed reading that follows stops
+/// at its first mistake.
+fn key_problems(
+    label: &str,
+    root: &magrathea_yaml::YamlNode,
+    keys: &[&str],
+    required: &[(&str, &str)],
+) -> Result<(), String> {
+    let Some(entries) = root.as_map() else {
+        return Ok(());
+    };
+    let mut problems: Vec<(magrathea_yaml::Span, String)> = Vec::new();
+    for (k, _) in entries {
+        let Some(key) = k.key_text() else { continue };
+        if !keys.contains(&key.as_str()) {
+            problems.push((
+                k.span,
+                format!(
+                    "[MAG-TR005] unknown field `{key}`: expected one of {}{}",
+                    magrathea_exec::suggest::list(keys.iter().copied()),
+                    magrathea_exec::suggest::hint(&key, keys.iter().copied())
+                ),
+            ));
+        }
+    }
+    for (key, holds) in required {
+        // A key said to be a misspelt one already says that it is missing.
+        let misspelt = problems
+            .iter()
+            .any(|(_, m)| m.ends_with(&format!("(did you mean '{key}'?)")));
+        if root.get(key).is_none() && !misspelt {
+            problems.push((
+                root.span,
+                format!("[MAG-TR005] missing field `{key}`: expected {holds}"),
+            ));
+        }
+    }
+    if problems.is_empty() {
+        Ok(())
+    } else {
+        Err(render(label, problems))
+    }
+}
+
+/// The keys of a hook document.
+const HOOK_KEYS: &[&str] = &[
+    "description",
+    "on",
+    "filter",
+    "script",
+    "timeoutSeconds",
+    "enabled",
+];
+
 /// The keys of an event document.
 const EVENT_KEYS: &[&str] = &[
     "description",
@@ -292,6 +322,19 @@ fn render(label: &str, mut problems: Vec<(magrathea_yaml::Span, String)>) -> Str
 /// Checks a hook document (`_vance/hooks/<name>.yaml`) as the server reads it: its keys, its
 /// event, filter, script and timeout. The message names the document as `label`.
 pub fn check_hook_document(label: &str, text: &str) -> Result<(), String> {
+    if let Ok(root) =
+        magrathea_yaml::parse_yaml(label, text, &magrathea_yaml::LoadOptions::default())
+    {
+        key_problems(
+            label,
+            &root,
+            HOOK_KEYS,
+            &[
+                ("on", "the event the hook reacts to"),
+                ("script", "the path of the hook's script"),
+            ],
+        )?;
+    }
     let doc: HookDocument =
         magrathea_exec::yaml_text::from_str(text).map_err(|e| e.located(label, "MAG-TR005"))?;
     let problems = doc.problems();

@@ -328,6 +328,45 @@ fn an_event_documents_misspelt_keys_are_said_together() {
     );
 }
 
+/// A hook document's misspelt keys are said the same way: all at once, each with the key
+/// meant, and a required key that is missing is named.
+#[test]
+fn a_hook_documents_misspelt_keys_are_said_together() {
+    let p = Project::new();
+    write(
+        &p,
+        "_vance/hooks/typos.yaml",
+        "on: workflow.run.failed\nscirpt: _vance/hooks/x.js\ntimeoutSecond: 5\n",
+    );
+    let out = p.cli(&["validate"]);
+    assert_eq!(code(&out), 1);
+    let err = stderr(&out);
+    for (at, meant) in [
+        ("2:1: [MAG-TR005] unknown field `scirpt`", "script"),
+        (
+            "3:1: [MAG-TR005] unknown field `timeoutSecond`",
+            "timeoutSeconds",
+        ),
+    ] {
+        assert!(
+            err.lines()
+                .any(|l| l.starts_with(&format!("_vance/hooks/typos.yaml:{at}"))
+                    && l.ends_with(&format!("(did you mean '{meant}'?)"))),
+            "{at} in {err}"
+        );
+    }
+    assert!(!err.contains("missing field"), "{err}");
+    write(&p, "_vance/hooks/typos.yaml", "script: _vance/hooks/x.js\n");
+    let err = stderr(&p.cli(&["validate"]));
+    assert!(
+        err.contains(
+            "_vance/hooks/typos.yaml:1:1: [MAG-TR005] missing field `on`: expected the event \
+             the hook reacts to"
+        ),
+        "{err}"
+    );
+}
+
 #[test]
 fn a_workflows_directory_that_cannot_be_read_is_not_called_missing() {
     let p = Project::new();
