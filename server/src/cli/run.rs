@@ -265,6 +265,27 @@ fn param_value(text: &str) -> Value {
     }
 }
 
+/// A document refused before it was parsed, named relative to the working directory as the
+/// document's diagnostics are.
+fn relabelled(e: magrathea_exec::DocumentError) -> String {
+    use magrathea_exec::DocumentError;
+    let cwd = std::env::current_dir()
+        .and_then(|d| d.canonicalize())
+        .unwrap_or_default();
+    let relative = |path: &std::path::Path| super::validate::relative(path, &cwd).into();
+    match e {
+        DocumentError::NotUtf8 { path, text } => DocumentError::NotUtf8 {
+            path: relative(&path),
+            text,
+        },
+        DocumentError::TooLarge { path } => DocumentError::TooLarge {
+            path: relative(&path),
+        },
+        other => other,
+    }
+    .to_string()
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -318,25 +339,4 @@ mod tests {
         let p = parse_params(None, &["version=1".into(), "n=1".into()], &declared).unwrap();
         assert_eq!(p, json!({"version": "1", "n": 1}));
     }
-}
-
-/// A document refused before it was parsed, named relative to the working directory as the
-/// document's diagnostics are.
-fn relabelled(e: magrathea_exec::DocumentError) -> String {
-    use magrathea_exec::DocumentError;
-    let cwd = std::env::current_dir()
-        .and_then(|d| d.canonicalize())
-        .unwrap_or_default();
-    let relative = |path: &std::path::Path| super::validate::relative(path, &cwd).into();
-    match e {
-        DocumentError::NotUtf8 { path, text } => DocumentError::NotUtf8 {
-            path: relative(&path),
-            text,
-        },
-        DocumentError::TooLarge { path } => DocumentError::TooLarge {
-            path: relative(&path),
-        },
-        other => other,
-    }
-    .to_string()
 }
