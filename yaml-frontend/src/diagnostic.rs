@@ -171,6 +171,9 @@ pub enum Code {
     /// `MAG-YA011`: a `catch:` entry names the outcome an `on:` entry of its state routes
     /// elsewhere (warning): `on:` is tried first, so the catch entry is never taken.
     ShadowedCatch,
+    /// `MAG-YA012`: no `terminal` state is reached from `start` (warning): a run can never end
+    /// `DONE`, only by an outcome nothing routes, a cancel or its bounds.
+    NoTerminal,
     /// `MAG-SC001`: a scheduler document sets both `recipe:` and `workflow:`.
     ScheduleRecipeAndWorkflow,
     /// `MAG-SC002`: a scheduler document names a `recipe:`, which Magrathea does not schedule.
@@ -247,6 +250,7 @@ impl Code {
             Self::TimeoutAboveBound => "MAG-YA009",
             Self::ToolNotAllowed => "MAG-YA010",
             Self::ShadowedCatch => "MAG-YA011",
+            Self::NoTerminal => "MAG-YA012",
             Self::ScheduleRecipeAndWorkflow => "MAG-SC001",
             Self::ScheduleRecipe => "MAG-SC002",
             Self::ScheduleNoWorkflow => "MAG-SC003",

@@ -46,6 +46,7 @@ pub(crate) fn analyse(ctx: &mut Ctx<'_>, doc: &WorkflowDoc, plan: &Plan, setting
     outcomes::check(ctx, doc, settings);
     let reachable = reach::unreachable(ctx, doc, plan);
     reach::unbounded_loops(ctx, doc, plan, &reachable);
+    reach::no_terminal(ctx, doc, plan, &reachable);
 }
 
 /// Placeholders naming a parameter or variable the document nearly declares

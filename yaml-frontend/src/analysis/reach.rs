@@ -39,6 +39,26 @@ pub(super) fn unreachable(ctx: &mut Ctx<'_>, doc: &WorkflowDoc, plan: &Plan) -> 
     seen
 }
 
+/// Warns (`MAG-YA012`) when none of the `reached` states is a `terminal`: the run can never
+/// end `DONE`, only by an outcome nothing routes (`FAILED`), a cancel or its bounds.
+pub(super) fn no_terminal(ctx: &mut Ctx<'_>, doc: &WorkflowDoc, plan: &Plan, reached: &[bool]) {
+    let ends = (0..plan.states.len())
+        .any(|id| reached[id] && matches!(plan.states[id].step, Step::Terminal { .. }));
+    if ends {
+        return;
+    }
+    ctx.warn(
+        doc.start.span,
+        Code::NoTerminal,
+        format_args!(
+            "no terminal state is reached from start state '{}': a run never ends DONE, only \
+             by an outcome no transition routes (FAILED), a cancel or its bounds; expected a \
+             transition to a state of type terminal",
+            doc.start.value
+        ),
+    );
+}
+
 /// Warns (`MAG-YA006`) about every loop of reached states with no `timer_task` or
 /// `gate_task` on it, when the workflow sets no `bounds` that stop a run
 /// (`maxTaskSpawns`, `maxWallclockSeconds`): such a run can go round forever. One warning

@@ -255,6 +255,11 @@ pub(super) const CODES: &[ErrorCode] = &[
         remedy: "Keep one route for the outcome: remove the `catch:` entry, or the `on:` entry if the catch target is the one meant.",
     },
     ErrorCode {
+        code: "MAG-YA012",
+        meaning: "No state of type `terminal` is reached from the workflow's `start` (a warning): a run of it never ends DONE; it ends only when a step's outcome has no route (FAILED), when it is cancelled, or when its bounds stop it.",
+        remedy: "Add a `type: terminal` state and a transition to it, or keep the document as it is when the run is meant to go on until it is cancelled.",
+    },
+    ErrorCode {
         code: "MAG-YC001",
         meaning: "A transition's condition does not parse at run time.",
         remedy: "Fix the condition in the workflow document.",

@@ -29,10 +29,45 @@ fn no_way_out_and_unreachable_are_warnings() {
     let warnings = loaded.map(|l| l.warnings).unwrap_or_else(|d| panic!("{d}"));
     let w: Vec<String> = warnings.iter().map(ToString::to_string).collect();
     assert_eq!(w, vec![
+        "wf.yaml:1:8: [MAG-YA012] no terminal state is reached from start state 'a': a run never ends DONE, only by an outcome no transition routes (FAILED), a cancel or its bounds; expected a transition to a state of type terminal".to_owned(),
         "wf.yaml:3:3: [MAG-Y014] state 'a' (shell_task) has no 'on:' or 'catch:' transitions: expected a way out; the run will fail with \"no transition for outcome\"".to_owned(),
         "wf.yaml:7:3: [MAG-Y027] state 'end' is never reached from start state 'a': expected a transition to it".to_owned(),
     ]);
     assert!(warnings.iter().all(|d| d.severity == Severity::Warning));
+}
+
+/// A document whose `start` reaches no terminal state can never end DONE: a warning at its
+/// `start`, as two timers that go back and forth have; a document that reaches one has none.
+#[test]
+fn a_start_that_reaches_no_terminal_is_a_warning() {
+    let warnings = |text: &str| -> Vec<String> {
+        load_workflow("wf.yaml", text, &LoadOptions::default())
+            .unwrap_or_else(|d| panic!("{d}"))
+            .warnings
+            .iter()
+            .map(ToString::to_string)
+            .collect()
+    };
+    let ping_pong = "start: a\nstates:\n  a: { type: timer_task, duration: 1h, on: { fired: b } }\n  b: { type: timer_task, duration: 1h, on: { fired: a } }\n";
+    assert_eq!(
+        warnings(ping_pong),
+        [
+            "wf.yaml:1:8: [MAG-YA012] no terminal state is reached from start state 'a': a run never ends DONE, only by an outcome no transition routes (FAILED), a cancel or its bounds; expected a transition to a state of type terminal"
+        ]
+    );
+    let ends =
+        ping_pong.replace("on: { fired: a }", "on: { fired: end }") + "  end: { type: terminal }\n";
+    assert_eq!(warnings(&ends), Vec::<String>::new());
+    // A terminal reached only through a fallback of `onFailure:` is reached all the same.
+    let fallback = ping_pong.replace(
+        "start: a\n",
+        "start: a\nonFailure: { policy: fallback, fallback: end }\n",
+    ) + "  end: { type: terminal }\n";
+    assert!(
+        !warnings(&fallback).iter().any(|w| w.contains("MAG-YA012")),
+        "{:#?}",
+        warnings(&fallback)
+    );
 }
 
 /// §3.2: a shell_task without `dirName:` fails with technical_error when it runs; validation
