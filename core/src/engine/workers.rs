@@ -458,7 +458,14 @@ fn round(inner: &Arc<EngineInner>, reclaim: bool) {
         match leases.reclaim_expired(64) {
             Ok(runs) => {
                 for (run, reclaims) in runs {
-                    tracing::warn!(%run, reclaims, "reclaimed a run whose worker stopped heartbeating");
+                    // A run its worker released on a clean stop is adopted without counting
+                    // a reclaim: `reclaims` counts only the leases that ran out.
+                    tracing::warn!(
+                        %run,
+                        reclaims,
+                        "took over a run whose worker released it (a clean stop) or stopped \
+                         heartbeating"
+                    );
                     inner.recover_claimed(run, reclaims);
                 }
             }
