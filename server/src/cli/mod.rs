@@ -76,6 +76,13 @@ pub(crate) struct Location {
     /// (`postgres://user@host:port/database`).
     #[arg(long, value_name = "PATH|URL", global = true, value_parser = store_arg)]
     pub(crate) store: Option<PathBuf>,
+    /// With a PostgreSQL store (--store postgres://…): seconds a lease of a run this process
+    /// holds lasts without a heartbeat; after it, another worker reclaims the run and replays
+    /// it, and the lane slots the process held come free. For `serve` and for every command
+    /// that drives runs (`run`, `resume`, `cancel`, answers).
+    #[arg(long, value_name = "SECONDS", global = true, default_value_t = 300.0,
+          value_parser = serve::parse_grace)]
+    pub(crate) lease_grace: f64,
 }
 
 impl Location {

@@ -86,11 +86,6 @@ pub(crate) struct ServeArgs {
     #[arg(long, value_name = "N", default_value_t = DEFAULT_MAX_CONNECTIONS as u64,
           value_parser = clap::value_parser!(u64).range(1..))]
     max_connections: u64,
-    /// With a PostgreSQL store (--store postgres://…): seconds a worker's lease of a run lasts
-    /// without a heartbeat; after it, another worker reclaims the run and replays it.
-    #[arg(long, value_name = "SECONDS", default_value_t = 300.0,
-          value_parser = parse_grace)]
-    lease_grace: f64,
     /// How many times in all a task may run while the process running it keeps crashing
     /// before its result, its first run counting (3: it runs again twice); then it fails with
     /// a technical_error that catch: may route (MAG-EN007). With a PostgreSQL store: how many
@@ -127,7 +122,7 @@ pub(crate) struct ServeArgs {
 }
 
 /// A lease grace period: positive seconds, at least 0.1.
-fn parse_grace(s: &str) -> Result<f64, String> {
+pub(crate) fn parse_grace(s: &str) -> Result<f64, String> {
     match s.parse::<f64>() {
         Ok(v) if v >= 0.1 && v.is_finite() => Ok(v),
         _ => Err(format!("`{s}` is not a number of seconds of at least 0.1")),
@@ -155,7 +150,7 @@ pub(crate) async fn serve(loc: &Location, args: ServeArgs) -> anyhow::Result<u8>
         config = config.store(store);
     }
     config = config.postgres_options(magrathea_postgres::PgOptions {
-        lease_grace: Duration::from_secs_f64(args.lease_grace),
+        lease_grace: Duration::from_secs_f64(loc.lease_grace),
         max_claim_attempts: args.max_claim_attempts,
         ..Default::default()
     });

@@ -22,6 +22,8 @@ pub(crate) struct Project {
     pub(crate) scope: Scope,
     docs: DocumentSource,
     store: StoreLocation,
+    /// How long this process's leases of runs last without a heartbeat (a PostgreSQL store).
+    lease_grace: std::time::Duration,
     /// The store of the tree the project lies in, as `magrathea serve --root` keeps it
     /// (`<root>/.magrathea/`, the root two levels up), when `--store` was not given.
     tree_store: Option<PathBuf>,
@@ -70,6 +72,7 @@ impl Project {
             scope,
             docs,
             store,
+            lease_grace: std::time::Duration::from_secs_f64(loc.lease_grace),
             tree_store,
         })
     }
@@ -124,7 +127,13 @@ impl Project {
         }
         let builder = self
             .store
-            .install(Engine::builder().recover(recover))
+            .install_with(
+                Engine::builder().recover(recover),
+                &magrathea_postgres::PgOptions {
+                    lease_grace: self.lease_grace,
+                    ..Default::default()
+                },
+            )
             .map_err(|e| open_error(OpenError::Store(e), &self.store_name()))?;
         let engine = runtime
             .install(builder)

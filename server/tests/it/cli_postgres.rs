@@ -198,6 +198,64 @@ fn resume_says_it_waits_for_the_lease_of_a_run_a_killed_command_held() {
     );
 }
 
+const SHORT: &str = "\
+start: work
+states:
+  work:
+    type: shell_task
+    run: \"sleep 2\"
+    dirName: workspace
+    on: { success: done }
+  done: { type: terminal, result: finished }
+";
+
+/// `--lease-grace` is every command's: a `magrathea run` killed while its lease was two
+/// seconds long leaves its run (and its project's shell lane) to the next process two seconds
+/// on, not after the default five minutes; `resume` then carries the run to its end.
+#[test]
+fn a_killed_command_s_short_lease_frees_its_run_for_the_next_command() {
+    let url = cluster().create_database();
+    let p = Project::new();
+    p.workflow("short", SHORT);
+    std::fs::create_dir_all(p.root.join("acme/_tenant/_vance")).unwrap();
+    std::fs::write(
+        p.root.join("acme/_tenant/_vance/settings.yaml"),
+        "execution: { shellTask: true }\n",
+    )
+    .unwrap();
+    let mut run = p
+        .command(&["run", "short", "--store", &url, "--lease-grace", "2"])
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .unwrap();
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(30);
+    let id = loop {
+        let list = json(&p.cli(&["runs", "list", "--store", &url, "--json"]));
+        if list[0]["status"] == "RUNNING" {
+            break list[0]["workflowRunId"].as_str().unwrap().to_owned();
+        }
+        assert!(std::time::Instant::now() < deadline, "{list}");
+        std::thread::sleep(std::time::Duration::from_millis(50));
+    };
+    std::thread::sleep(std::time::Duration::from_millis(300));
+    run.kill().unwrap();
+    run.wait().unwrap();
+
+    // Well inside the default grace of 300 s.
+    let resumed = p.cli_within(
+        &["resume", "--store", &url],
+        std::time::Duration::from_secs(120),
+    );
+    assert_eq!(code(&resumed), 0, "{}", stderr(&resumed));
+    let show = json(&p.cli(&["runs", "show", &id, "--store", &url, "--json"]));
+    assert_eq!(
+        (show["status"].clone(), show["result"].clone()),
+        (serde_json::json!("DONE"), serde_json::json!("finished")),
+        "{show}"
+    );
+}
+
 const NAP: &str = "\
 start: nap
 states:
