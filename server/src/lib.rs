@@ -25,6 +25,7 @@
 mod atomic_write;
 pub mod editor_graph;
 pub mod http;
+pub mod pending;
 mod project_files;
 mod store_location;
 mod tenant_queues;

@@ -9,7 +9,7 @@ mod graph;
 mod inbox;
 mod journal;
 mod output;
-mod pending;
+use magrathea_server::pending;
 mod progress;
 mod resume;
 mod run;

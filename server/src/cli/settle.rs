@@ -6,7 +6,7 @@ use std::collections::HashSet;
 
 use magrathea_core::{Engine, Entry, Record, RunError, RunId, RunStatus, RunView};
 
-use super::pending::Pending;
+use super::pending::{SUB_RUN_DEPTH, waiting_through_sub_runs};
 use super::store_wait::{Unread, store_failing};
 
 /// The parents of `run`, nearest first (at most [`SUB_RUN_DEPTH`] of them), each with its
@@ -100,66 +100,6 @@ pub(super) async fn settled_with_tasks_ended(
         )
         .await;
     }
-}
-
-/// How often a `RUNNING` run is looked at for sub-runs that wait on people.
-const SUB_RUN_POLL: std::time::Duration = std::time::Duration::from_millis(100);
-/// How deep sub-runs are looked into.
-const SUB_RUN_DEPTH: usize = 32;
-
-/// Completes once the `RUNNING` run waits only on sub-runs that themselves wait on people (a
-/// gate, an operator's resume, fixed code): the run stays `RUNNING`, as its own status says,
-/// but nothing moves until someone answers, so a command driving it stops there.
-async fn waiting_through_sub_runs(engine: &Engine, run: RunId) {
-    // The run's journal is read once, then only its new records at each look.
-    let mut pending = Pending::default();
-    let mut next = 0;
-    loop {
-        tokio::time::sleep(SUB_RUN_POLL).await;
-        // A run WAITING, PAUSED or BLOCKED itself settles through its status (a paused run
-        // once its running task has ended).
-        if !matches!(engine.status(run), Ok(RunStatus::Running))
-            || !read_on(engine, run, &mut pending, &mut next)
-        {
-            continue;
-        }
-        if waits_only_on_people(engine, &pending, SUB_RUN_DEPTH) {
-            return;
-        }
-    }
-}
-
-/// Takes the records of `run` from seq `next` on into `pending`; false when they cannot be
-/// read now.
-fn read_on(engine: &Engine, run: RunId, pending: &mut Pending, next: &mut u64) -> bool {
-    loop {
-        match engine.journal_page(run, *next, 4096, 1 << 20) {
-            Ok(page) if page.is_empty() => return true,
-            Ok(page) => {
-                *next = page.last().map_or(*next, |e| e.seq + 1);
-                pending.apply(&page);
-            }
-            Err(_) => return false,
-        }
-    }
-}
-
-/// Whether a `RUNNING` run with `pending` steps waits only on people: no task attempt runs,
-/// and it waits on sub-runs only, each `WAITING`, `PAUSED` or `BLOCKED` or (down to `depth`)
-/// waiting only on people itself.
-fn waits_only_on_people(engine: &Engine, pending: &Pending, depth: usize) -> bool {
-    pending.tasks.is_empty()
-        && !pending.children.is_empty()
-        && pending
-            .children
-            .values()
-            .all(|child| match engine.status(*child) {
-                Ok(RunStatus::Waiting | RunStatus::Paused | RunStatus::Blocked) => true,
-                Ok(RunStatus::Running) if depth > 0 => engine
-                    .journal(*child)
-                    .is_ok_and(|j| waits_only_on_people(engine, &Pending::of(&j), depth - 1)),
-                _ => false,
-            })
 }
 
 /// The seq the run's next record gets (0 for a run with no journal).

@@ -1,7 +1,7 @@
 //! A long poll on one run: `GET …/workflows/runs/{run_id}?wait=30s[&until=ended|settled]`
 //! answers the run as soon as it has ended (`until=ended`, the default: `DONE`, `FAILED`,
-//! `CANCELLED` or `BLOCKED`) or settled (`until=settled`: also `WAITING` on a gate or
-//! `PAUSED`), or once the wait is over, whichever comes first; the answer is the run as it is
+//! `CANCELLED` or `BLOCKED`) or settled (`until=settled`: also `WAITING` on a gate, `PAUSED`,
+//! or `RUNNING` while it waits only on sub-runs that wait on people), or once the wait is over, whichever comes first; the answer is the run as it is
 //! then, so a caller reads its `status` and asks again while it is not what it waits for.
 //!
 //! A wait is at most [`MAX_WAIT`]. While it waits it holds one of its token subject's follower
@@ -26,7 +26,8 @@ pub const MAX_WAIT: Duration = Duration::from_secs(60);
 pub(crate) enum Until {
     /// The run has ended, or is `BLOCKED` (it needs fixed code or a restored store).
     Ended,
-    /// The run no longer runs on its own: ended, `BLOCKED`, `WAITING` on a gate, or `PAUSED`.
+    /// The run no longer runs on its own: ended, `BLOCKED`, `WAITING` on a gate, `PAUSED`, or
+    /// waiting only on sub-runs that wait on people.
     Settled,
 }
 
@@ -107,10 +108,22 @@ impl Wait {
         // again and reports it.
         let _ = match self.until {
             Until::Ended => {
-                tokio::time::timeout(self.longest, engine.wait_until(id, |s| Until::Ended.met(s)))
-                    .await
+                tokio::time::timeout(self.longest, async {
+                    let _ = engine.wait_until(id, |s| Until::Ended.met(s)).await;
+                })
+                .await
             }
-            Until::Settled => tokio::time::timeout(self.longest, engine.wait_settled(id)).await,
+            // A run that waits on people through its sub-runs (their gates) stays RUNNING:
+            // it has settled all the same, as `magrathea run` says with exit code 3.
+            Until::Settled => {
+                tokio::time::timeout(self.longest, async {
+                    tokio::select! {
+                        _ = engine.wait_settled(id) => {}
+                        () = crate::pending::waiting_through_sub_runs(engine, id) => {}
+                    }
+                })
+                .await
+            }
         };
         Ok(())
     }

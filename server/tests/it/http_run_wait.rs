@@ -63,6 +63,34 @@ async fn a_wait_answers_once_the_run_ends_and_a_settled_wait_once_it_waits_on_it
     assert_eq!(again["status"], "DONE");
 }
 
+/// A parent waiting on a sub-run's gate stays RUNNING, but nothing moves it until someone
+/// answers: a settled wait answers then, as `magrathea run` stops with exit code 3.
+#[tokio::test]
+async fn a_settled_wait_answers_once_the_run_waits_on_people_through_a_sub_run() {
+    let s = Server::start().await;
+    write(
+        &s.root.join("acme/shop/_vance/workflows/parent.yaml"),
+        "start: call\nstates:\n  call:\n    type: workflow_task\n    workflow: approve\n    \
+         on: { success: done }\n  done: { type: terminal, result: called }\n",
+    );
+    let run = s.start_run("shop", "parent", json!({})).await;
+    let waiting = tokio::spawn(
+        s.get(&run_path(&run, "wait=60s&until=settled"), Some(ACME))
+            .send(),
+    );
+    // Answered long before the wait is over, though the parent still reads RUNNING.
+    let v: Value = tokio::time::timeout(Duration::from_secs(30), waiting)
+        .await
+        .expect("the settled wait answered while the sub-run waits on its gate")
+        .unwrap()
+        .unwrap()
+        .json()
+        .await
+        .unwrap();
+    assert_eq!(v["status"], "RUNNING", "{v}");
+    assert_eq!(v["subRuns"][0]["status"], "WAITING", "{v}");
+}
+
 #[tokio::test]
 async fn a_wait_that_is_over_answers_the_run_as_it_is() {
     let s = Server::start().await;
