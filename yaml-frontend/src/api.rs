@@ -79,9 +79,13 @@ pub fn load_workflow_checked(
 ) -> Result<Loaded, Diagnostics> {
     let settings = lookup.timeout_defaults();
     let mut checks = |refs: Refs| {
-        let mut found = analysis::unknown_sub_workflows(path_label, &refs.workflows, |name| {
-            lookup.workflow_exists(name)
-        });
+        let names = std::cell::RefCell::new(&mut lookup);
+        let mut found = analysis::unknown_sub_workflows(
+            path_label,
+            &refs.workflows,
+            |name| names.borrow_mut().workflow_exists(name),
+            || names.borrow_mut().workflow_names(),
+        );
         found.extend(analysis::missing_scripts(
             path_label,
             &refs.scripts,

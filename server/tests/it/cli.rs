@@ -794,6 +794,22 @@ states:
     std::fs::write(tenant.join("missing.yaml"), HELLO).unwrap();
     let out = p.cli(&["validate", "poll"]);
     assert!(!stderr(&out).contains("[MAG-YA005]"), "{}", stderr(&out));
+
+    // A near name of a workflow the project or its tenant has is suggested.
+    std::fs::write(
+        p.dir.join("_vance/workflows/poll.yaml"),
+        std::fs::read_to_string(p.dir.join("_vance/workflows/poll.yaml"))
+            .unwrap()
+            .replace("workflow: missing", "workflow: hellp"),
+    )
+    .unwrap();
+    let out = p.cli(&["validate", "poll"]);
+    assert!(
+        stderr(&out).lines().any(|l| l
+            == "_vance/workflows/poll.yaml:11:15: warning: [MAG-YA005] workflow_task 'sub' starts workflow 'hellp', which is not a workflow of the project or its tenant: expected _vance/workflows/hellp.yaml; the task would end with 'failure' (did you mean 'hello'?)"),
+        "{}",
+        stderr(&out)
+    );
 }
 
 /// A document with errors also gets its other findings that do not depend on them: the

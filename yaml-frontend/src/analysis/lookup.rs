@@ -67,6 +67,13 @@ pub trait DocumentLookup {
         None
     }
 
+    /// The names of the workflows the project and its tenant have, for a near name to
+    /// suggest when a `workflow_task` names none of them. The default knows none: a lookup
+    /// that suggests nothing.
+    fn workflow_names(&mut self) -> Vec<String> {
+        Vec::new()
+    }
+
     /// The `parameters:` the workflow `name` declares, when its document loads. The default
     /// knows none: a lookup that does not check a sub-run's parameters.
     fn workflow_parameters(
@@ -104,6 +111,10 @@ impl<'a> ProjectDocuments<'a> {
 impl DocumentLookup for ProjectDocuments<'_> {
     fn workflow_exists(&mut self, name: &str) -> bool {
         self.docs.workflow(self.scope, name).is_ok()
+    }
+
+    fn workflow_names(&mut self) -> Vec<String> {
+        self.docs.workflow_names(self.scope)
     }
 
     fn find_script(
@@ -400,14 +411,19 @@ pub(crate) fn unknown_sub_workflows(
     path: &str,
     refs: &[WorkflowRef],
     mut exists: impl FnMut(&str) -> bool,
+    mut names: impl FnMut() -> Vec<String>,
 ) -> Diagnostics {
     let mut out = Diagnostics::new();
+    // Listed once, at the first name that needs a suggestion.
+    let mut known: Option<Vec<String>> = None;
     for r in refs {
         let name = &r.name.value;
         // A name that is no document name has its error (`MAG-Y026`) already.
         if name.contains("${") || magrathea_exec::check_name(name).is_err() || exists(name) {
             continue;
         }
+        let known = known.get_or_insert_with(&mut names);
+        let hint = crate::suggest::hint(name, known.iter().map(String::as_str));
         out.push(Diagnostic::warning(
             path,
             r.name.span,
@@ -415,7 +431,7 @@ pub(crate) fn unknown_sub_workflows(
             format_args!(
                 "{} '{}' starts workflow '{name}', which is not a workflow of \
                  the project or its tenant: expected _vance/workflows/{name}.yaml; the \
-                 task would end with 'failure'",
+                 task would end with 'failure'{hint}",
                 r.task_type.as_str(),
                 r.state
             ),

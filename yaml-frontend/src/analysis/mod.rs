@@ -244,6 +244,6 @@ impl Loaded {
     /// resolved at run time and not checked. [`crate::load_workflow_checked`] does this for
     /// a document with errors too.
     pub fn check_sub_workflows(&self, exists: impl FnMut(&str) -> bool) -> Diagnostics {
-        unknown_sub_workflows(&self.path, &self.workflow_refs, exists)
+        unknown_sub_workflows(&self.path, &self.workflow_refs, exists, Vec::new)
     }
 }

@@ -22,15 +22,18 @@ pub(crate) fn check(ctx: &mut Ctx<'_>, root: &YamlNode, doc: &WorkflowDoc) {
         if tool.contains("${") || tool.trim().is_empty() {
             continue;
         }
+        // A near name of the pool is most likely a misspelt tool.
         let why = match &doc.allowed_tools {
             Some(list) if !list.iter().any(|t| t == tool) => format!(
-                "the workflow's allowedTools [{}] leave it out",
-                list.join(", ")
+                "the workflow's allowedTools [{}] leave it out{}",
+                list.join(", "),
+                crate::suggest::hint(tool, list.iter().map(String::as_str))
             ),
             None if !DEFAULT_POOL.contains(&tool.as_str()) => format!(
                 "the workflow declares no allowedTools:, so it may call only the default pool \
-                 [{}]; name it under allowedTools:",
-                DEFAULT_POOL.join(", ")
+                 [{}]; name it under allowedTools:{}",
+                DEFAULT_POOL.join(", "),
+                crate::suggest::hint(tool, DEFAULT_POOL.iter().copied())
             ),
             _ => continue,
         };

@@ -617,6 +617,20 @@ fn a_tool_the_workflows_own_pool_leaves_out_is_a_warning() {
          would refuse (permission_error, MAG-TL002): the workflow's allowedTools [web_search] \
          leave it out",
     );
+    // A misspelt tool of the pool is named.
+    contains(
+        &warnings(&doc("", "web_serch")),
+        "wf.yaml:5:11: [MAG-YA010] tool_task `call` calls `web_serch`, which \
+         every run would refuse (permission_error, MAG-TL002): the workflow declares no \
+         allowedTools:, so it may call only the default pool [web_search, doc_read, doc_list, \
+         inbox_read]; name it under allowedTools: (did you mean 'web_search'?)",
+    );
+    contains(
+        &warnings(&doc("allowedTools: [github.merge_pr]\n", "github.merge_rp")),
+        "wf.yaml:6:11: [MAG-YA010] tool_task `call` calls `github.merge_rp`, which every run \
+         would refuse (permission_error, MAG-TL002): the workflow's allowedTools \
+         [github.merge_pr] leave it out (did you mean 'github.merge_pr'?)",
+    );
     for (allowed, tool) in [
         ("", "doc_read"),
         ("allowedTools: [github.merge_pr]\n", "github.merge_pr"),
