@@ -88,6 +88,25 @@ fn condition_errors_point_at_the_failing_character() {
     );
 }
 
+/// A `${` that opens no placeholder in a condition is said once, by the condition's error,
+/// not again as a template warning.
+#[test]
+fn an_unterminated_placeholder_in_a_condition_is_said_once() {
+    let text = doc(&format!(
+        "  a:\n    type: condition_task\n    transitions:\n      - if: \"${{state.x == 1\"\n        to: end\n      - else: end\n{END}"
+    ));
+    let at: Vec<String> = rendered(&text)
+        .into_iter()
+        .filter(|d| d.starts_with("wf.yaml:6:"))
+        .collect();
+    assert_eq!(
+        at,
+        [
+            "wf.yaml:6:14: [MAG-Y022] invalid condition in rule 1 of state 'a': this `${` is not a placeholder: expected `${params.<key>}` or `${state.<key>}`"
+        ],
+    );
+}
+
 #[test]
 fn a_condition_ending_too_soon_in_a_block_scalar_is_said_on_its_own_line() {
     let text = doc(&format!(
