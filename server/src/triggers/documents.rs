@@ -177,8 +177,13 @@ pub fn check_event_document(label: &str, text: &str) -> Result<(), String> {
             &[("workflow", "the name of the workflow the event starts")],
         )?;
     }
-    let doc = magrathea_exec::yaml_text::from_str::<EventDocument>(text)
-        .map_err(|e| e.located(label, "MAG-TR005"))?;
+    let doc = magrathea_exec::yaml_text::from_str::<EventDocument>(text).map_err(|e| {
+        let located = e.located(label, "MAG-TR005");
+        match &parsed {
+            Ok(root) => at_the_value(label, root, located),
+            Err(_) => located,
+        }
+    })?;
     let root = parsed.map_err(|d| d.to_string())?;
     let at = |path: &[&str]| -> magrathea_yaml::Span {
         let mut node = &root;
@@ -240,6 +245,53 @@ pub fn check_event_document(label: &str, text: &str) -> Result<(), String> {
         return Ok(());
     }
     Err(render(label, problems))
+}
+
+/// A typed reader's error about a value of a nested block (`webhook.signature: invalid
+/// duration '5 minutes'…`), which the reader places at the block, placed at the value itself
+/// when the block holds it as written; any other error as it was.
+fn at_the_value(label: &str, root: &magrathea_yaml::YamlNode, located: String) -> String {
+    let Some(at) = located.find("[MAG-TR005] ").filter(|_| !label.is_empty()) else {
+        return located;
+    };
+    let why = &located[at..];
+    let said = &why["[MAG-TR005] ".len()..];
+    let Some((path, rest)) = said.split_once(": ") else {
+        return located;
+    };
+    let Some(value) = rest
+        .split_once('\'')
+        .and_then(|(_, after)| after.split_once('\''))
+        .map(|(v, _)| v)
+    else {
+        return located;
+    };
+    let mut node = root;
+    for key in path.split('.') {
+        match node.get(key) {
+            Some(next) => node = next,
+            None => return located,
+        }
+    }
+    fn find<'n>(
+        node: &'n magrathea_yaml::YamlNode,
+        value: &str,
+    ) -> Option<&'n magrathea_yaml::YamlNode> {
+        if node.as_str() == Some(value) {
+            return Some(node);
+        }
+        match &node.kind {
+            magrathea_yaml::YamlKind::Map(entries) => {
+                entries.iter().find_map(|(_, v)| find(v, value))
+            }
+            magrathea_yaml::YamlKind::Seq(items) => items.iter().find_map(|v| find(v, value)),
+            _ => None,
+        }
+    }
+    match find(node, value) {
+        Some(found) => format!("{label}:{}:{}: {why}", found.span.line, found.span.column),
+        None => located,
+    }
 }
 
 /// Every unknown key of the document `root` (with the near one it may mean) and every

@@ -328,6 +328,37 @@ fn an_event_documents_misspelt_keys_are_said_together() {
     );
 }
 
+/// A value of a webhook block that does not read (a duration) is placed at the value, not at
+/// the block that holds it.
+#[test]
+fn a_webhook_value_that_does_not_read_is_placed_at_the_value() {
+    let p = Project::new();
+    p.workflow("hello", HELLO);
+    let doc = "workflow: hello\nwebhook:\n  tokenSetting: webhooks.gh.path\n  signature:\n    \
+               secretSetting: webhooks.gh.secret\n    tolerance: 5 minutes\n";
+    write(&p, "_vance/events/gh.yaml", doc);
+    let err = stderr(&p.cli(&["validate"]));
+    assert!(
+        err.lines().any(|l| l.starts_with(
+            "_vance/events/gh.yaml:6:16: [MAG-TR005] webhook.signature: invalid duration '5 minutes'"
+        )),
+        "{err}"
+    );
+    write(
+        &p,
+        "_vance/events/gh.yaml",
+        &format!("{doc}  dedupe:\n    header: X-Id\n    window: forever\n")
+            .replace("5 minutes", "5m"),
+    );
+    let err = stderr(&p.cli(&["validate"]));
+    assert!(
+        err.lines().any(|l| l.starts_with(
+            "_vance/events/gh.yaml:9:13: [MAG-TR005] webhook.dedupe: invalid duration 'forever'"
+        )),
+        "{err}"
+    );
+}
+
 /// A hook document's misspelt keys are said the same way: all at once, each with the key
 /// meant, and a required key that is missing is named.
 #[test]
