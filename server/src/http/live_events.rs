@@ -63,7 +63,14 @@ pub(crate) async fn stream(
     let slot = state.follower_slot(filter.tenant.as_deref().unwrap_or("*"), &who)?;
     // A token revoked while the stream runs ends it.
     let auth = state.auth.clone();
-    let revoked = Box::pin(async move { auth.revoked(token.as_deref(), &who).await });
+    // So does the server's stop.
+    let stopping = state.clone();
+    let revoked = Box::pin(async move {
+        tokio::select! {
+            () = auth.revoked(token.as_deref(), &who) => {}
+            () = stopping.closing.closed() => {}
+        }
+    });
     if let Some(upgrade) = upgrade {
         return Ok(live_socket::serve(upgrade, state, filter, slot, revoked));
     }

@@ -362,9 +362,13 @@ impl ServerHandle {
     }
 
     /// Stops accepting connections, lets in-flight requests finish for up to
-    /// [`SHUTDOWN_GRACE`], then closes what remains.
+    /// [`SHUTDOWN_GRACE`], then closes what remains. A read waiting for its run answers the
+    /// run as it is, and SSE streams and WebSocket sessions end, as soon as the stop begins.
     pub async fn shutdown(mut self) -> std::io::Result<()> {
         self.state.triggers.stop();
+        // Waits answer and live streams end now, so that the in-flight requests finish at
+        // once rather than at the grace's end.
+        self.state.closing.close();
         if let Some(tx) = self.shutdown.take() {
             let _ = tx.send(());
         }
@@ -505,6 +509,7 @@ async fn start(
         document_quota: config.document_quota,
         journal_reads: journal_reads::JournalReads::default(),
         trigger_rebuilds: trigger_rebuilds::TriggerRebuilds::default(),
+        closing: state::Closing::default(),
     });
     let listener = tokio::net::TcpListener::bind(config.addr)
         .await

@@ -86,6 +86,8 @@ fn answers(operation: &str) -> Answers {
             )],
             &["429"],
         ),
+        // A wait beyond the subject's follower places (MAG-RD003).
+        "workflows.runs.get" => (&[], &["429"]),
         "workflows.webhooks.invoke" => (
             &[(
                 "202",

@@ -70,17 +70,27 @@ impl Wait {
                 None => Ok(None),
             };
         };
-        let longest = match text.parse::<u64>() {
-            Ok(secs) => Duration::from_secs(secs),
-            Err(_) => magrathea_yaml::parse_duration(text)
-                .map_err(|e| invalid(format!("`wait` `{text}` is not a duration: {e}")))?,
-        };
-        if longest > MAX_WAIT {
-            return Err(invalid(format!(
+        let too_long = || {
+            invalid(format!(
                 "`wait` `{text}` is longer than {} s, the most a request may wait; ask again \
                  when it answers",
                 MAX_WAIT.as_secs()
-            )));
+            ))
+        };
+        let longest = if !text.is_empty() && text.bytes().all(|b| b.is_ascii_digit()) {
+            // Whole seconds, however many digits.
+            Duration::from_secs(text.parse::<u64>().map_err(|_| too_long())?)
+        } else {
+            magrathea_yaml::parse_duration(text).map_err(|_| {
+                invalid(format!(
+                    "`wait` `{text}` is not a duration: expected one such as `30s`, `PT30S`, \
+                     `500ms` or whole seconds (`30`), at most {} s",
+                    MAX_WAIT.as_secs()
+                ))
+            })?
+        };
+        if longest > MAX_WAIT {
+            return Err(too_long());
         }
         Ok(Some(Self {
             longest,
@@ -104,27 +114,31 @@ impl Wait {
         let _slot = state.follower_slot(tenant, who)?;
         let engine = &state.engine;
         let id = run.run_id;
-        // An error of the store ends the wait early; the answer that follows reads the run
-        // again and reports it.
-        let _ = match self.until {
-            Until::Ended => {
-                tokio::time::timeout(self.longest, async {
+        // An error of the store ends the wait early, and so does the server's stop; the
+        // answer that follows reads the run again and reports it.
+        let waited = async {
+            match self.until {
+                Until::Ended => {
                     let _ = engine.wait_until(id, |s| Until::Ended.met(s)).await;
-                })
-                .await
-            }
-            // A run that waits on people through its sub-runs (their gates) stays RUNNING:
-            // it has settled all the same, as `magrathea run` says with exit code 3.
-            Until::Settled => {
-                tokio::time::timeout(self.longest, async {
+                }
+                // A run that waits on people through its sub-runs (their gates) stays
+                // RUNNING: it has settled all the same, as `magrathea run` says with exit
+                // code 3.
+                Until::Settled => {
                     tokio::select! {
                         _ = engine.wait_settled(id) => {}
                         () = crate::pending::waiting_through_sub_runs(engine, id) => {}
                     }
-                })
-                .await
+                }
             }
         };
+        let _ = tokio::time::timeout(self.longest, async {
+            tokio::select! {
+                () = waited => {}
+                () = state.closing.closed() => {}
+            }
+        })
+        .await;
         Ok(())
     }
 }
@@ -145,13 +159,20 @@ mod tests {
         assert_eq!(w("PT1M"), MAX_WAIT);
         assert_eq!(w("250ms"), Duration::from_millis(250));
         assert_eq!(Wait::parse(None, None).unwrap(), None);
-        for bad in ["61", "2m", "soon", "-1", ""] {
+        for bad in ["61", "2m", "soon", "-1", "", "99999999999999999999"] {
             assert_eq!(
                 code(Wait::parse(Some(bad), None)),
                 "MAG-HTTP-INVALID-WAIT",
                 "{bad}"
             );
         }
+        // Its message offers only waits it takes.
+        let said = |t: &str| Wait::parse(Some(t), None).unwrap_err().message;
+        assert!(
+            said("soon").contains("`30s`, `PT30S`, `500ms` or whole seconds (`30`), at most 60 s")
+        );
+        assert!(!said("soon").contains("'7d'"), "{}", said("soon"));
+        assert!(said("99999999999999999999").contains("is longer than 60 s"));
     }
 
     #[test]

@@ -48,7 +48,14 @@ pub(crate) async fn events(
     let slot = state.follower_slot(&p.tenant, &who)?;
     // A token revoked while the stream runs ends it.
     let (auth, token) = (state.auth.clone(), bearer(&headers).map(str::to_owned));
-    let revoked = async move { auth.revoked(token.as_deref(), &who).await };
+    // So does the server's stop.
+    let stopping = state.clone();
+    let revoked = async move {
+        tokio::select! {
+            () = auth.revoked(token.as_deref(), &who) => {}
+            () = stopping.closing.closed() => {}
+        }
+    };
     let stream = ReceiverStream::new(follow(state.engine.clone(), summary.run_id, from, slot)).map(
         |entry| {
             let event = Event::default()

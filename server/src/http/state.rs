@@ -55,6 +55,33 @@ pub struct AppParts {
     pub journal_reads: super::journal_reads::JournalReads,
     /// The requests rebuilding trigger registrations at a time, per tenant and in all.
     pub trigger_rebuilds: super::trigger_rebuilds::TriggerRebuilds,
+    /// Said once the server begins to stop: waits answer and live streams end then, rather
+    /// than hold the stop for its whole grace.
+    pub closing: Closing,
+}
+
+/// The server's stop as requests that could outlast it see it: a read waiting for its run,
+/// an SSE stream, a WebSocket session.
+#[derive(Debug)]
+pub struct Closing(tokio::sync::watch::Sender<bool>);
+
+impl Default for Closing {
+    fn default() -> Self {
+        Self(tokio::sync::watch::channel(false).0)
+    }
+}
+
+impl Closing {
+    /// Says that the server is stopping (once is enough; again changes nothing).
+    pub fn close(&self) {
+        self.0.send_replace(true);
+    }
+
+    /// Completes once the server has begun to stop.
+    pub async fn closed(&self) {
+        let mut rx = self.0.subscribe();
+        let _ = rx.wait_for(|closing| *closing).await;
+    }
 }
 
 impl AppState {

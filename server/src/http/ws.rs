@@ -93,10 +93,15 @@ pub(crate) async fn connect(
                 ),
             )
         })?;
-    // A token revoked while the session runs ends it.
+    // A token revoked while the session runs ends it, and so does the server's stop.
     let (auth, token, holder) = (state.auth.clone(), token.map(str::to_owned), who.clone());
-    let revoked: super::live_socket::Revoked =
-        Box::pin(async move { auth.revoked(token.as_deref(), &holder).await });
+    let stopping = state.clone();
+    let revoked: super::live_socket::Revoked = Box::pin(async move {
+        tokio::select! {
+            () = auth.revoked(token.as_deref(), &holder) => {}
+            () = stopping.closing.closed() => {}
+        }
+    });
     // A message is a request: it gets the request body's limit, not the WebSocket
     // library's 64 MiB.
     Ok(upgrade

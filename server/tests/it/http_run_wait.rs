@@ -230,3 +230,51 @@ async fn a_subject_waits_on_no_more_runs_than_its_follower_slots() {
     let stream = s.events(&second).await;
     assert_eq!(stream.status(), 200, "the wait gave its slot back");
 }
+
+/// The server's stop does not wait out a read waiting for its run, nor a run's live stream:
+/// the read answers the run as it is, and the stream ends as a stream ends.
+#[tokio::test]
+async fn a_stop_answers_a_waiting_read_and_ends_a_run_s_stream() {
+    let mut s = Server::start_with(|c| c.max_followers_per_subject(1)).await;
+    let run = s.start_run("shop", "approve", json!({})).await;
+    let other = s.start_run("shop", "approve", json!({})).await;
+    s.wait_status("shop", &run, &["WAITING"]).await;
+    s.wait_status("shop", &other, &["WAITING"]).await;
+    // Once the wait holds its subject's one place, a short wait of the same subject is
+    // refused; a probe that came first (a loaded machine) refuses the wait instead: again.
+    let deadline = Instant::now() + Duration::from_secs(20);
+    let waiting = loop {
+        let waiting = tokio::spawn(s.get(&run_path(&run, "wait=60s"), Some(ACME)).send());
+        tokio::time::sleep(Duration::from_millis(200)).await;
+        let probe = s
+            .get(&run_path(&other, "wait=1ms"), Some(ACME))
+            .send()
+            .await
+            .unwrap();
+        if probe.status() == 429 && !waiting.is_finished() {
+            break waiting;
+        }
+        let _ = waiting.await;
+        assert!(Instant::now() < deadline, "the wait never began");
+    };
+    let stream = s
+        .get(
+            &format!("/brain/acme/project/shop/workflows/runs/{run}/events"),
+            Some(ACME_READ),
+        )
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(stream.status(), 200);
+
+    s.handle.take().unwrap().shutdown().await.unwrap();
+    let answered = waiting
+        .await
+        .unwrap()
+        .expect("the waiting read is answered");
+    assert_eq!(answered.status(), 200);
+    let v: Value = answered.json().await.unwrap();
+    assert_eq!(v["status"], "WAITING", "{v}");
+    let records = stream.text().await.expect("the stream ends cleanly");
+    assert!(records.contains("StartRecord"), "{records}");
+}
