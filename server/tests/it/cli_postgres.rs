@@ -141,6 +141,38 @@ states:
   done: { type: terminal, result: finished }
 ";
 
+/// Lets the project's tenant run shell steps, starts the command `args` (a `run` on the
+/// database), and kills it once its run is RUNNING (its step on record) while it holds the
+/// run's lease; the run's id.
+fn killed_while_running(p: &Project, args: &[&str]) -> String {
+    std::fs::create_dir_all(p.root.join("acme/_tenant/_vance")).unwrap();
+    std::fs::write(
+        p.root.join("acme/_tenant/_vance/settings.yaml"),
+        "execution: { shellTask: true }\n",
+    )
+    .unwrap();
+    let store = args[args.iter().position(|a| *a == "--store").unwrap() + 1];
+    let mut run = p
+        .command(args)
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .unwrap();
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(30);
+    let id = loop {
+        let list = json(&p.cli(&["runs", "list", "--store", store, "--json"]));
+        if list[0]["status"] == "RUNNING" {
+            break list[0]["workflowRunId"].as_str().unwrap().to_owned();
+        }
+        assert!(std::time::Instant::now() < deadline, "{list}");
+        std::thread::sleep(std::time::Duration::from_millis(50));
+    };
+    std::thread::sleep(std::time::Duration::from_millis(300));
+    run.kill().unwrap();
+    run.wait().unwrap();
+    id
+}
+
 /// A run whose `magrathea run` was killed keeps its lease for the grace period: `resume`
 /// says it waits for that, instead of waiting without a word.
 #[test]
@@ -149,31 +181,7 @@ fn resume_says_it_waits_for_the_lease_of_a_run_a_killed_command_held() {
     let url = cluster().create_database();
     let p = Project::new();
     p.workflow("long", LONG);
-    std::fs::create_dir_all(p.root.join("acme/_tenant/_vance")).unwrap();
-    std::fs::write(
-        p.root.join("acme/_tenant/_vance/settings.yaml"),
-        "execution: { shellTask: true }\n",
-    )
-    .unwrap();
-    let mut run = p
-        .command(&["run", "long", "--store", &url])
-        .stdout(std::process::Stdio::null())
-        .stderr(std::process::Stdio::null())
-        .spawn()
-        .unwrap();
-    // Once its step is on record, the command is killed while it holds the run's lease.
-    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(30);
-    loop {
-        let list = json(&p.cli(&["runs", "list", "--store", &url, "--json"]));
-        if list[0]["status"] == "RUNNING" {
-            break;
-        }
-        assert!(std::time::Instant::now() < deadline, "{list}");
-        std::thread::sleep(std::time::Duration::from_millis(50));
-    }
-    std::thread::sleep(std::time::Duration::from_millis(300));
-    run.kill().unwrap();
-    run.wait().unwrap();
+    killed_while_running(&p, &["run", "long", "--store", &url]);
 
     let mut resume = p
         .command(&["resume", "--store", &url])
@@ -217,30 +225,7 @@ fn a_killed_command_s_short_lease_frees_its_run_for_the_next_command() {
     let url = cluster().create_database();
     let p = Project::new();
     p.workflow("short", SHORT);
-    std::fs::create_dir_all(p.root.join("acme/_tenant/_vance")).unwrap();
-    std::fs::write(
-        p.root.join("acme/_tenant/_vance/settings.yaml"),
-        "execution: { shellTask: true }\n",
-    )
-    .unwrap();
-    let mut run = p
-        .command(&["run", "short", "--store", &url, "--lease-grace", "2"])
-        .stdout(std::process::Stdio::null())
-        .stderr(std::process::Stdio::null())
-        .spawn()
-        .unwrap();
-    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(30);
-    let id = loop {
-        let list = json(&p.cli(&["runs", "list", "--store", &url, "--json"]));
-        if list[0]["status"] == "RUNNING" {
-            break list[0]["workflowRunId"].as_str().unwrap().to_owned();
-        }
-        assert!(std::time::Instant::now() < deadline, "{list}");
-        std::thread::sleep(std::time::Duration::from_millis(50));
-    };
-    std::thread::sleep(std::time::Duration::from_millis(300));
-    run.kill().unwrap();
-    run.wait().unwrap();
+    let id = killed_while_running(&p, &["run", "short", "--store", &url, "--lease-grace", "2"]);
 
     // Well inside the default grace of 300 s.
     let resumed = p.cli_within(
