@@ -151,7 +151,7 @@ pub fn routes() -> Vec<Route> {
             methods: &["GET"],
             path: "/brain/{tenant}/project/{project}/workflows/runs/{run_id}",
             operation: "workflows.runs.get",
-            summary: "The run (status, currentState, vars, params, result, timestamps, reExecutions); with wait (30s, PT30S, 500ms or whole seconds, at most 60 s) answered once the run has ended (until=ended, the default: DONE, FAILED, CANCELLED, BLOCKED) or settled (until=settled: also WAITING, PAUSED), or as it is when the wait is over; a wait holds a follower slot (429 MAG-RD003)",
+            summary: "The run (status, currentState, vars, params, result, timestamps, reExecutions); with wait (30s, PT30S, 500ms or whole seconds, at most 60 s) answered once the run has ended (until=ended, the default: DONE, FAILED, CANCELLED, BLOCKED) or settled (until=settled: also WAITING, PAUSED, or RUNNING on sub-runs' gates only), or as it is when the wait is over or the server stops; a wait holds a follower slot (429 MAG-RD003)",
             query: &["wait", "until"],
             access: Token(Read),
             handler: || get(runs::get),

@@ -1,7 +1,8 @@
 //! A long poll on one run: `GET …/workflows/runs/{run_id}?wait=30s[&until=ended|settled]`
 //! answers the run as soon as it has ended (`until=ended`, the default: `DONE`, `FAILED`,
 //! `CANCELLED` or `BLOCKED`) or settled (`until=settled`: also `WAITING` on a gate, `PAUSED`,
-//! or `RUNNING` while it waits only on sub-runs that wait on people), or once the wait is over, whichever comes first; the answer is the run as it is
+//! or `RUNNING` while it waits only on sub-runs that wait on people), or once the wait is
+//! over or the server begins to stop, whichever comes first; the answer is the run as it is
 //! then, so a caller reads its `status` and asks again while it is not what it waits for.
 //!
 //! A wait is at most [`MAX_WAIT`]. While it waits it holds one of its token subject's follower
