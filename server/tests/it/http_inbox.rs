@@ -6,22 +6,12 @@ use crate::http_common;
 use http_common::*;
 use serde_json::{Value, json};
 
-async fn pending(s: &Server, run: &str) -> Value {
-    let items: Vec<Value> = s
-        .get_json("/brain/acme/project/shop/inbox", Some(ACME))
-        .await;
-    items
-        .into_iter()
-        .find(|i| i["workflowRunId"] == run)
-        .expect("the run's item is pending")
-}
-
 #[tokio::test]
 async fn an_answer_over_http_drives_the_run_to_done_and_a_second_is_ignored() {
     let s = Server::start().await;
     let run = s.start_run("shop", "approve", json!({})).await;
     s.wait_status("shop", &run, &["WAITING"]).await;
-    let item = pending(&s, &run).await;
+    let item = s.pending_item(&run).await;
     assert_eq!(item["kind"], "APPROVAL");
     assert_eq!(item["status"], "PENDING");
     let id = item["id"].as_str().unwrap();
@@ -624,7 +614,7 @@ async fn approvers_named_by_a_parameter_are_resolved_when_the_gate_opens() {
     );
     let run = s.start_run("shop", "named", json!({"who": "runner"})).await;
     s.wait_status("shop", &run, &["WAITING"]).await;
-    let item = pending(&s, &run).await;
+    let item = s.pending_item(&run).await;
     let id = item["id"].as_str().unwrap();
     let got: Value = s
         .get_json(&format!("/brain/acme/project/shop/inbox/{id}"), Some(ACME))

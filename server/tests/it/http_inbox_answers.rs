@@ -29,20 +29,6 @@ states:
   unsure: { type: terminal, result: unsure }
 "#;
 
-/// The run's pending item, once its gate is open.
-async fn item_of(s: &Server, run: &str) -> Value {
-    for _ in 0..400 {
-        let items: Vec<Value> = s
-            .get_json("/brain/acme/project/shop/inbox", Some(ACME))
-            .await;
-        if let Some(item) = items.into_iter().find(|i| i["workflowRunId"] == run) {
-            return item;
-        }
-        tokio::time::sleep(std::time::Duration::from_millis(25)).await;
-    }
-    panic!("no item of {run}");
-}
-
 /// Answers `item` with `body`: the status and the JSON answer.
 async fn answer(s: &Server, item: &Value, body: Value) -> (u16, Value) {
     let r = s.answer(item["id"].as_str().unwrap(), &body).await;
@@ -55,7 +41,7 @@ async fn the_references_answer_shape_decides_each_kind_of_gate() {
     write(&s.root.join("acme/shop/_vance/workflows/gates.yaml"), GATES);
     let run = s.start_run("shop", "gates", json!({})).await;
 
-    let approval = item_of(&s, &run).await;
+    let approval = s.pending_item(&run).await;
     for (bad, why) in [
         (json!({"outcome": "DECIDED"}), "needs `value`"),
         (
@@ -84,7 +70,7 @@ async fn the_references_answer_shape_decides_each_kind_of_gate() {
     assert_eq!(kept["answer"]["outcome"], "DECIDED", "{kept}");
     assert_eq!(kept["answer"]["value"], json!({"approved": true}), "{kept}");
 
-    let decision = item_of(&s, &run).await;
+    let decision = s.pending_item(&run).await;
     assert_eq!(decision["kind"], "DECISION");
     let (status, body) = answer(
         &s,
@@ -94,7 +80,7 @@ async fn the_references_answer_shape_decides_each_kind_of_gate() {
     .await;
     assert_eq!(status, 200, "{body}");
 
-    let feedback = item_of(&s, &run).await;
+    let feedback = s.pending_item(&run).await;
     assert_eq!(feedback["kind"], "FEEDBACK");
     let (status, body) = answer(
         &s,
@@ -108,7 +94,7 @@ async fn the_references_answer_shape_decides_each_kind_of_gate() {
 
     // UNDECIDABLE routes as `undecidable`.
     let other = s.start_run("shop", "gates", json!({})).await;
-    let approval = item_of(&s, &other).await;
+    let approval = s.pending_item(&other).await;
     let (status, body) = answer(&s, &approval, json!({"outcome": "UNDECIDABLE"})).await;
     assert_eq!(status, 200, "{body}");
     let view = s.wait_status("shop", &other, &["DONE"]).await;

@@ -13,18 +13,6 @@ fn run_path(run: &str, query: &str) -> String {
     format!("/brain/acme/project/shop/workflows/runs/{run}?{query}")
 }
 
-/// The id of the pending inbox item of `run`.
-async fn item_of(s: &Server, run: &str) -> String {
-    let items: Vec<Value> = s
-        .get_json("/brain/acme/project/shop/inbox", Some(ACME))
-        .await;
-    let item = items
-        .into_iter()
-        .find(|i| i["workflowRunId"] == run)
-        .expect("the run's gate is pending");
-    item["id"].as_str().unwrap().to_owned()
-}
-
 #[tokio::test]
 async fn a_wait_answers_once_the_run_ends_and_a_settled_wait_once_it_waits_on_its_gate() {
     let s = Server::start().await;
@@ -44,8 +32,9 @@ async fn a_wait_answers_once_the_run_ends_and_a_settled_wait_once_it_waits_on_it
         !waiting.is_finished(),
         "a run waiting on its gate has not ended: the request still waits"
     );
-    let id = item_of(&s, &run).await;
-    let answered = s.answer(&id, &json!({"kind": "approve"})).await;
+    let item = s.pending_item(&run).await;
+    let id = item["id"].as_str().unwrap();
+    let answered = s.answer(id, &json!({"kind": "approve"})).await;
     assert_eq!(answered.status(), 200);
     let ended = waiting.await.unwrap().unwrap();
     assert_eq!(ended.status(), 200);
@@ -215,9 +204,10 @@ async fn a_subject_waits_on_no_more_runs_than_its_follower_slots() {
         drop(probe);
         let _ = poll.await;
     };
-    let id = item_of(&s, &first).await;
+    let item = s.pending_item(&first).await;
+    let id = item["id"].as_str().unwrap();
     assert_eq!(
-        s.answer(&id, &json!({"kind": "approve"})).await.status(),
+        s.answer(id, &json!({"kind": "approve"})).await.status(),
         200
     );
     let ended: Value = holding.await.unwrap().unwrap().json().await.unwrap();

@@ -239,6 +239,21 @@ impl Server {
         body["workflowRunId"].as_str().unwrap().to_string()
     }
 
+    /// The pending inbox item of `run` in `acme/shop`, once its gate is open.
+    pub async fn pending_item(&self, run: &str) -> Value {
+        let deadline = Instant::now() + Duration::from_secs(10);
+        loop {
+            let items: Vec<Value> = self
+                .get_json("/brain/acme/project/shop/inbox", Some(ACME))
+                .await;
+            if let Some(item) = items.into_iter().find(|i| i["workflowRunId"] == run) {
+                return item;
+            }
+            assert!(Instant::now() < deadline, "no pending item of {run}");
+            tokio::time::sleep(Duration::from_millis(25)).await;
+        }
+    }
+
     /// Polls the run until its status is one of `statuses`.
     /// Opens acme/shop's SSE stream of `run` with the ACME token.
     pub async fn events(&self, run: &str) -> reqwest::Response {
