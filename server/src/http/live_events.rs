@@ -61,16 +61,8 @@ pub(crate) async fn stream(
         None
     };
     let slot = state.follower_slot(filter.tenant.as_deref().unwrap_or("*"), &who)?;
-    // A token revoked while the stream runs ends it.
-    let auth = state.auth.clone();
-    // So does the server's stop.
-    let stopping = state.clone();
-    let revoked = Box::pin(async move {
-        tokio::select! {
-            () = auth.revoked(token.as_deref(), &who) => {}
-            () = stopping.closing.closed() => {}
-        }
-    });
+    // A token revoked while the stream runs ends it, and so does the server's stop.
+    let revoked = Box::pin(state.stream_end(token, who));
     if let Some(upgrade) = upgrade {
         return Ok(live_socket::serve(upgrade, state, filter, slot, revoked));
     }

@@ -46,16 +46,8 @@ pub(crate) async fn events(
         return Ok(StatusCode::NO_CONTENT.into_response());
     }
     let slot = state.follower_slot(&p.tenant, &who)?;
-    // A token revoked while the stream runs ends it.
-    let (auth, token) = (state.auth.clone(), bearer(&headers).map(str::to_owned));
-    // So does the server's stop.
-    let stopping = state.clone();
-    let revoked = async move {
-        tokio::select! {
-            () = auth.revoked(token.as_deref(), &who) => {}
-            () = stopping.closing.closed() => {}
-        }
-    };
+    // A token revoked while the stream runs ends it, and so does the server's stop.
+    let revoked = state.stream_end(bearer(&headers).map(str::to_owned), who);
     let stream = ReceiverStream::new(follow(state.engine.clone(), summary.run_id, from, slot)).map(
         |entry| {
             let event = Event::default()

@@ -138,6 +138,22 @@ impl AppState {
         })
     }
 
+    /// Completes when what a live stream or session of `who` (signed in with `token`) holds
+    /// must end: the token is revoked in the token file, or the server begins to stop.
+    pub(crate) fn stream_end(
+        &self,
+        token: Option<String>,
+        who: Principal,
+    ) -> impl std::future::Future<Output = ()> + Send + 'static {
+        let state = self.clone();
+        async move {
+            tokio::select! {
+                () = state.auth.revoked(token.as_deref(), &who) => {}
+                () = state.closing.closed() => {}
+            }
+        }
+    }
+
     /// The summary of `run` if it belongs to `scope`; 404 otherwise, whether the run does not
     /// exist or belongs to another tenant or project.
     pub fn scoped_summary(&self, scope: &Scope, run: &str) -> Result<RunSummary, ApiError> {

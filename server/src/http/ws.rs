@@ -94,14 +94,8 @@ pub(crate) async fn connect(
             )
         })?;
     // A token revoked while the session runs ends it, and so does the server's stop.
-    let (auth, token, holder) = (state.auth.clone(), token.map(str::to_owned), who.clone());
-    let stopping = state.clone();
-    let revoked: super::live_socket::Revoked = Box::pin(async move {
-        tokio::select! {
-            () = auth.revoked(token.as_deref(), &holder) => {}
-            () = stopping.closing.closed() => {}
-        }
-    });
+    let revoked: super::live_socket::Revoked =
+        Box::pin(state.stream_end(token.map(str::to_owned), who.clone()));
     // A message is a request: it gets the request body's limit, not the WebSocket
     // library's 64 MiB.
     Ok(upgrade
