@@ -11,7 +11,8 @@
 //! would let it. A PUT of `workflows/<name>.yaml` is
 //! validated first: an invalid document is refused with 422 and the diagnostics of
 //! `magrathea validate` (`path:line:column: [MAG-Ynnn] message`, the path relative to the
-//! root). A valid workflow is written, and the response lists its warnings in the same form:
+//! root). A valid workflow is written, and the response lists its warnings in the same form
+//! (`path:line:column: warning: [MAG-Ynnn] message`):
 //! what static analysis finds, and `workflow_task`s naming a workflow that neither the project
 //! nor its tenant has. A workflow named `runs` is refused with 422 (`MAG-HTTP-RESERVED-NAME`):
 //! `…/workflows/runs/…` are the routes of runs. Documents are written atomically (temporary
@@ -281,7 +282,11 @@ pub(crate) async fn put(
         let exists = |name: &str| name == own || state.docs().workflow(&scope, name).is_ok();
         match load_workflow_checked(&label, &text, &LoadOptions::default(), exists) {
             Ok(loaded) => {
-                warnings = loaded.warnings.iter().map(|w| w.to_string()).collect();
+                warnings = loaded
+                    .warnings
+                    .iter()
+                    .map(|w| w.rendered_at(&w.path))
+                    .collect();
             }
             Err(diags) => {
                 return Err(ApiError::invalid_diagnostics(diags.iter(), str::to_owned));

@@ -406,10 +406,10 @@ states:
         body["warnings"],
         json!([
             format!(
-                "{label}:3:3: [MAG-YA003] a `failure` or `timeout` of workflow_task `child` would fail the run: no 'on:' or 'catch:' routes them"
+                "{label}:3:3: warning: [MAG-YA003] a `failure` or `timeout` of workflow_task `child` would fail the run: no 'on:' or 'catch:' routes them"
             ),
             format!(
-                "{label}:5:15: [MAG-YA005] workflow_task 'child' starts workflow 'no-such-workflow', which is not a workflow of the project or its tenant: expected _vance/workflows/no-such-workflow.yaml; the task would end with 'failure'"
+                "{label}:5:15: warning: [MAG-YA005] workflow_task 'child' starts workflow 'no-such-workflow', which is not a workflow of the project or its tenant: expected _vance/workflows/no-such-workflow.yaml; the task would end with 'failure'"
             ),
         ]),
         "a workflow that starts itself, or one of the tenant, is no warning"
@@ -444,8 +444,8 @@ states:
     assert_eq!(
         body["warnings"],
         json!([
-            "acme/shop/_vance/workflows/never.yaml:3:3: [MAG-YA003] a `fired` of timer_task `wait` would fail the run: no 'on:' routes it",
-            "acme/shop/_vance/workflows/never.yaml:6:11: [MAG-YA001] state 'wait' has 'on: success', but a timer_task never ends that way: it ends with fired; the transition can never be taken",
+            "acme/shop/_vance/workflows/never.yaml:3:3: warning: [MAG-YA003] a `fired` of timer_task `wait` would fail the run: no 'on:' routes it",
+            "acme/shop/_vance/workflows/never.yaml:6:11: warning: [MAG-YA001] state 'wait' has 'on: success', but a timer_task never ends that way: it ends with fired; the transition can never be taken",
         ])
     );
     // A wrong target is an error: refused, and the message counts it.
