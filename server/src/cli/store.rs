@@ -144,7 +144,7 @@ impl Project {
         runtime.attach(&engine);
         if let StoreLocation::Redb(dir) = &self.store {
             // Without the socket this process still works; only its would-be clients fail.
-            if let Err(e) = control::owner::serve(&engine, dir) {
+            if let Err(e) = control::owner::serve(&engine, dir, None) {
                 errln!("warning: {}", super::output::chain(&e));
             }
         }

@@ -5,7 +5,7 @@
 //! |---|---|---|
 //! | `magrathea_http_requests_total` | counter | `method` (a standard method, else `other`), `route` (the matched route pattern, else `unmatched`), `status` |
 //! | `magrathea_http_request_duration_seconds` | histogram | `route` |
-//! | `magrathea_runs_started_total` | counter | `trigger`: the route that started the run (`rest`, `ws`, `event`, `webhook`, `rerun`, `retry`) |
+//! | `magrathea_runs_started_total` | counter | `trigger`: what started the run (`rest`, `ws`, `event`, `webhook`, `schedule`, `hook`, `rerun`, `retry`; `cli`: a `magrathea` command through the store's control socket; `sub_run`: a parent's `workflow_task` or child workflow) |
 //! | `magrathea_runs_finished_total` | counter | `status` (`DONE`, `FAILED`, `CANCELLED`) |
 //! | `magrathea_journal_commits_total` | counter | |
 //! | `magrathea_journal_batches_total` | counter | |
@@ -154,8 +154,8 @@ impl Metrics {
         self.runs_started.with_label_values(&[trigger]).inc();
     }
 
-    /// Observes every journal commit (batch size and duration) and every task attempt's
-    /// duration, read from the committed journal stream.
+    /// Observes every journal commit (batch size and duration), every task attempt's
+    /// duration and every sub-run's start, read from the committed journal stream.
     pub fn watch_journal(self: &std::sync::Arc<Self>, engine: &Engine) {
         let metrics = self.clone();
         engine
@@ -176,6 +176,10 @@ impl Metrics {
                     Ok(update) => {
                         for e in update.entries.iter() {
                             match &e.record {
+                                // A sub-run is started by its parent's step, not by a route.
+                                magrathea_core::Record::Start(start) if start.parent.is_some() => {
+                                    metrics.run_started("sub_run");
+                                }
                                 magrathea_core::Record::TaskStarted {
                                     step,
                                     attempt,

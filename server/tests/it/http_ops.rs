@@ -37,6 +37,45 @@ async fn health_and_metrics() {
     }
 }
 
+/// A sub-run is a started run too: the runs started and finished add up when a parent starts
+/// a child, rather than the children finishing unstarted.
+#[tokio::test]
+async fn a_sub_run_is_counted_as_started() {
+    let s = Server::start().await;
+    write(
+        &s.root.join("acme/shop/_vance/workflows/parent.yaml"),
+        "start: call\nstates:\n  call:\n    type: workflow_task\n    workflow: hello\n    \
+         on: { success: done }\n  done: { type: terminal }\n",
+    );
+    let run = s.start_run("shop", "parent", json!({})).await;
+    s.wait_status("shop", &run, &["DONE"]).await;
+    let metrics = async || {
+        s.get("/metrics", None)
+            .send()
+            .await
+            .unwrap()
+            .text()
+            .await
+            .unwrap()
+    };
+    // The child's end is counted as its status changes; give the watcher a moment.
+    let mut text = metrics().await;
+    for _ in 0..100 {
+        if text.contains("magrathea_runs_finished_total{status=\"DONE\"} 2") {
+            break;
+        }
+        tokio::time::sleep(std::time::Duration::from_millis(20)).await;
+        text = metrics().await;
+    }
+    for needle in [
+        "magrathea_runs_started_total{trigger=\"rest\"} 1",
+        "magrathea_runs_started_total{trigger=\"sub_run\"} 1",
+        "magrathea_runs_finished_total{status=\"DONE\"} 2",
+    ] {
+        assert!(text.contains(needle), "missing {needle} in\n{text}");
+    }
+}
+
 /// A page of nothing is no page: `limit=0` is refused on every listing, as on the documents',
 /// and so is a limit that is no whole number, with the same code rather than the query
 /// parser's.

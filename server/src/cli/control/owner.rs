@@ -16,6 +16,7 @@ use super::{
     socket_path,
 };
 use crate::cli::backend::{Backend, FollowEvent, Follower};
+use magrathea_server::http::metrics::Metrics;
 
 /// How [`shutdown`] treats the clients still connected.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -69,7 +70,13 @@ fn served() -> &'static Mutex<Vec<Served>> {
 /// under a temporary name, given mode 0600 and renamed into place, so neither ever exists
 /// with wider permissions; a socket or key left by an owner that crashed is replaced
 /// (holding the store's lock proves that no other owner is alive).
-pub(crate) fn serve(engine: &Engine, dir: &Path) -> anyhow::Result<()> {
+///
+/// A server passes its `metrics`, which count the runs its clients start (`trigger="cli"`).
+pub(crate) fn serve(
+    engine: &Engine,
+    dir: &Path,
+    metrics: Option<Arc<Metrics>>,
+) -> anyhow::Result<()> {
     let path = socket_path(dir);
     let cannot = || {
         format!(
@@ -103,8 +110,9 @@ pub(crate) fn serve(engine: &Engine, dir: &Path) -> anyhow::Result<()> {
             let stopped = stopped.clone();
             let active = Active::new(&accept_active);
             let key = key.clone();
+            let metrics = metrics.clone();
             tokio::spawn(async move {
-                connection(engine, stream, &key, stopped).await;
+                connection(engine, stream, &key, stopped, metrics.as_deref()).await;
                 drop((active, slot));
             });
         }
@@ -187,6 +195,7 @@ async fn connection(
     stream: UnixStream,
     key: &str,
     mut stopped: watch::Receiver<bool>,
+    metrics: Option<&Metrics>,
 ) {
     let (read, mut write) = stream.into_split();
     let mut reader = BufReader::new(read);
@@ -222,6 +231,9 @@ async fn connection(
     };
     let backend = Backend::Local(engine);
     let (first, follower) = answer(&backend, request).await;
+    if let (Reply::Started { .. }, Some(metrics)) = (&first, metrics) {
+        metrics.run_started("cli");
+    }
     if send(&mut write, &first).await.is_err() {
         return;
     }

@@ -147,3 +147,32 @@ fn answers_through(p: &Project, owner: impl Fn(&Project) -> Guard) {
     );
     assert!(client[3].2.contains("answer ignored"), "{}", client[3].2);
 }
+
+/// A run a command starts through a server's control socket is one the server started: its
+/// metrics count it (`trigger="cli"`), so runs started and finished add up.
+#[test]
+fn a_run_started_through_a_serve_owner_is_counted_in_its_metrics() {
+    let p = project();
+    let mut cmd = serve_command(&p.root);
+    cmd.arg("--store").arg(p.store());
+    let mut server = serve_child::ServeChild::spawn(cmd);
+    wait_for("the server's control socket", || owner_answers(&socket(&p)));
+    let out = cli(&p, &["run", "echo"]);
+    assert_eq!(code(&out), 0, "{}{}", stdout(&out), stderr(&out));
+    let rt = tokio::runtime::Runtime::new().unwrap();
+    let text = rt.block_on(async {
+        reqwest::get(format!("{}/metrics", server.base))
+            .await
+            .unwrap()
+            .text()
+            .await
+            .unwrap()
+    });
+    server.stop();
+    for needle in [
+        "magrathea_runs_started_total{trigger=\"cli\"} 1",
+        "magrathea_runs_finished_total{status=\"DONE\"} 1",
+    ] {
+        assert!(text.contains(needle), "missing {needle} in\n{text}");
+    }
+}
