@@ -16,6 +16,10 @@
 //! | inside single quotes | `'"${MAGRATHEA_SPLICE_1}"'` (the quotes closed around it) |
 //! | in a here-document whose delimiter is not quoted | `${MAGRATHEA_SPLICE_1}` |
 //!
+//! A `$` of the command right before a placeholder (`"$${params.amount}"`, a `$` before the
+//! amount) is escaped (`\$`), so that it does not join the reference into `$$` (the shell's
+//! process id) or, outside quotes, `$"…"` (bash's translated string).
+//!
 //! A backslash that escapes the first character of a placeholder (`echo \${params.x}`) would
 //! escape the first character of its reference instead (a quote, which then opens a string
 //! that never closes); a newline is put between them, so the backslash and the newline are a
@@ -107,6 +111,23 @@ fn continuation(escaped: bool) -> &'static str {
     if escaped { "\n" } else { "" }
 }
 
+/// A `$` that the text puts right before a placeholder (`$${params.amount}`: a `$`, then the
+/// value) would join the reference spliced in its place: `$$` is the shell's process id, and
+/// outside quotes `$"…"` is bash's translated string and `$'…'` its escaped string. Such a `$`
+/// is escaped with a backslash, so that it stays the `$` the document wrote; one escaped
+/// already, and one inside single quotes (`Spot::Single`), is text as it is.
+fn keep_dollar(out: &mut String, spot: Spot) {
+    if spot == Spot::Single {
+        return;
+    }
+    let Some(before) = out.strip_suffix('$') else {
+        return;
+    };
+    if before.chars().rev().take_while(|c| *c == '\\').count() % 2 == 0 {
+        out.insert(before.len(), '\\');
+    }
+}
+
 /// `splice: quoted`: each value as one POSIX single-quoted word, so `; rm -rf /` or `$(…)` in
 /// a value arrive as data; a missing value gives `''`.
 fn render_quoted(template: &Template, params: &Value, state: &Value) -> String {
@@ -116,7 +137,8 @@ fn render_quoted(template: &Template, params: &Value, state: &Value) -> String {
         match piece {
             Piece::Text(t) => out.push_str(t),
             Piece::Var(p) => {
-                let escaped = spots.next().is_some_and(|(_, escaped)| escaped);
+                let (spot, escaped) = spots.next().unwrap_or((Spot::Bare, false));
+                keep_dollar(&mut out, spot);
                 out.push_str(continuation(escaped));
                 out.push('\'');
                 out.push_str(&p.text(params, state).replace('\'', "'\\''"));
@@ -181,6 +203,7 @@ impl ShellCommand {
                         break;
                     };
                     let name = format!("{SPLICE_PREFIX}{n}");
+                    keep_dollar(&mut command, spot);
                     command.push_str(continuation(escaped));
                     command.push_str(&match spot {
                         Spot::Double | Spot::HereDoc => format!("${{{name}}}"),

@@ -40,6 +40,28 @@ fn each_quoting_gets_the_reference_that_expands_there() {
     assert_eq!(env, vec![var(1, "v"), var(2, "high")]);
 }
 
+/// A `$` before a placeholder is escaped wherever the shell would join it to the reference
+/// (outside quotes bash reads `$"…"` as a translated string and drops the `$`, even where
+/// `sh` does not); one escaped already, or inside single quotes, is left as it is.
+#[test]
+fn a_dollar_before_a_placeholder_is_escaped_where_it_would_join_the_reference() {
+    let (text, _) = render(
+        "echo $${params.a} \"$${params.a}\" '$${params.a}' \\$${params.a} \\\\$${params.a}",
+        json!({"a": "v"}),
+    );
+    assert_eq!(
+        text,
+        "echo \\$\"${MAGRATHEA_SPLICE_1}\" \"\\$${MAGRATHEA_SPLICE_1}\" \
+         '$'\"${MAGRATHEA_SPLICE_1}\"'' \\$\"${MAGRATHEA_SPLICE_1}\" \
+         \\\\\\$\"${MAGRATHEA_SPLICE_1}\""
+    );
+    let quoted = ShellRun::Quoted(Template::parse("echo $${params.a} \"$${params.a}\""));
+    assert_eq!(
+        quoted.render(&json!({"a": "v"}), &json!({})).0,
+        "echo \\$'v' \"\\$'v'\""
+    );
+}
+
 #[test]
 fn values_are_the_text_the_reference_splices() {
     let (_, env) = render(

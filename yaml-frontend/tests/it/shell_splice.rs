@@ -162,6 +162,51 @@ async fn a_backslash_before_a_placeholder_leaves_the_command_whole() {
     }
 }
 
+/// A `$` before a placeholder (`"$${params.amount}"`, a price) is a `$` before the value
+/// under either splice: it did not join the reference, into `$$` (the shell's process id)
+/// inside double quotes and here-documents, or `$"…"` / `$'…'` outside quotes (bash's
+/// translated and escaped strings, which drop the `$`).
+#[tokio::test(flavor = "multi_thread")]
+async fn a_dollar_before_a_placeholder_stays_a_dollar_before_the_value() {
+    let p = Project::new(|rt| rt).await;
+    for (name, splice, run, expect) in [
+        (
+            "vars",
+            "variables",
+            r#"    run: |
+      printf '%s|' "dq=$${params.who}" uq=$${params.who} 'sq=$${params.who}' \$${params.who}
+      cat <<EOF
+      hd=$${params.who}
+      EOF"#,
+            "dq=${who}|uq=${who}|sq=${who}|${who}|hd=${who}\n",
+        ),
+        (
+            "quoted",
+            "quoted",
+            r#"    run: "printf '%s|' uq=$${params.who} x""#,
+            "uq=${who}|x|",
+        ),
+    ] {
+        p.workflow(
+            name,
+            &echo_workflow(
+                "  who: { type: string, required: true }",
+                &format!("    splice: {splice}\n{run}"),
+            ),
+        );
+        for who in ["42", "two words; touch pwned", "'\"$(touch pwned)\\n"] {
+            let view = p.run(name, json!({ "who": who })).await;
+            assert_eq!(view.status, RunStatus::Done, "{name} {who}: {view:?}");
+            assert_eq!(
+                view.result,
+                Some(json!(expect.replace("{who}", who))),
+                "{name} {who}"
+            );
+            assert!(!p.project.join("pwned").exists(), "{who} ran as code");
+        }
+    }
+}
+
 /// Values that are not strings are spliced as the reference's text: numbers plain, objects
 /// as compact JSON; one placeholder used twice is one variable, journaled with the command.
 #[tokio::test(flavor = "multi_thread")]
