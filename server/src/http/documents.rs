@@ -510,27 +510,47 @@ pub(crate) fn triggers_published(
         }
     }
     for (doc, text) in docs.iter().zip(texts) {
-        warnings.extend(event_token_warning(state, scope, doc, text));
+        warnings.extend(event_setting_warnings(state, scope, doc, text));
     }
     warnings
 }
 
-/// An event document whose `auth.tokenSetting` names a setting set nowhere: every call to its
-/// route would be refused (401) until the setting is written.
-fn event_token_warning(state: &AppState, scope: &Scope, doc: &str, text: &str) -> Option<String> {
-    let name = doc.strip_prefix("_vance/events/")?.strip_suffix(".yaml")?;
+/// The settings an event document names that are set nowhere: its `auth.tokenSetting` (every
+/// call to its route is refused, 401) and its webhook's `signature.secretSetting` (every
+/// delivery is refused, 401 `no_secret`), until they are written.
+fn event_setting_warnings(state: &AppState, scope: &Scope, doc: &str, text: &str) -> Vec<String> {
+    let Some(name) = doc
+        .strip_prefix("_vance/events/")
+        .and_then(|n| n.strip_suffix(".yaml"))
+    else {
+        return Vec::new();
+    };
     if name.contains('/') {
-        return None;
+        return Vec::new();
     }
-    let event = crate::triggers::parse_event(text).ok()?;
-    let setting = event.auth?.token_setting?;
-    if super::setting::text(state.docs(), scope, &setting).is_some() {
-        return None;
+    let Ok(event) = crate::triggers::parse_event(text) else {
+        return Vec::new();
+    };
+    let mut out = Vec::new();
+    if let Some(setting) = event.auth.and_then(|a| a.token_setting)
+        && super::setting::text(state.docs(), scope, &setting).is_none()
+    {
+        out.push(format!(
+            "{doc}: auth.tokenSetting `{setting}` is set neither in the project's nor in the \
+             tenant's _vance/settings.yaml: every call to the event is refused (401) until it is"
+        ));
     }
-    Some(format!(
-        "{doc}: auth.tokenSetting `{setting}` is set neither in the project's nor in the \
-         tenant's _vance/settings.yaml: every call to the event is refused (401) until it is"
-    ))
+    if let Some(signature) = event.webhook.as_ref().and_then(|w| w.signature.as_ref())
+        && super::setting::texts(state.docs(), scope, &signature.secret_setting).is_empty()
+    {
+        out.push(format!(
+            "{doc}: webhook.signature.secretSetting `{}` is set neither in the project's nor in \
+             the tenant's _vance/settings.yaml: every delivery is refused (401 no_secret) until \
+             it is",
+            signature.secret_setting
+        ));
+    }
+    out
 }
 
 /// A registration's error as a warning about `doc`: `doc:line:column: why` when the error

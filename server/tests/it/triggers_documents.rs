@@ -803,3 +803,45 @@ async fn an_event_whose_token_setting_is_missing_is_warned_of() {
     assert_eq!(status, 200, "{body}");
     assert!(!body.contains("tokenSetting"), "{body}");
 }
+
+/// A webhook whose `signature.secretSetting` names a setting set nowhere refuses every
+/// delivery (401 `no_secret`): the write says so, and says nothing once the secret is there.
+#[tokio::test]
+async fn a_webhook_whose_secret_setting_is_missing_is_warned_of() {
+    let s = Server::start().await;
+    let (status, body) = put(
+        &s,
+        "settings.yaml",
+        ACME,
+        "webhooks:\n  pay:\n    path: whk-0123456789abcdef0123456789abcdef\n",
+    )
+    .await;
+    assert!(status == 200 || status == 201, "{body}");
+    let event = "workflow: hello\nwebhook:\n  tokenSetting: webhooks.pay.path\n  signature:\n    \
+                 secretSetting: webhooks.pay.secret\n";
+    let (status, body) = put(&s, "events/pay.yaml", ACME, event).await;
+    assert_eq!(status, 201, "{body}");
+    assert!(
+        body.contains(
+            "webhook.signature.secretSetting `webhooks.pay.secret` is set neither in the \
+             project's nor in the tenant's _vance/settings.yaml: every delivery is refused \
+             (401 no_secret)"
+        ),
+        "{body}"
+    );
+    let (status, body) = put(
+        &s,
+        "settings.yaml",
+        ACME,
+        "webhooks:\n  pay:\n    path: whk-0123456789abcdef0123456789abcdef\n    secret: s3cret\n",
+    )
+    .await;
+    assert_eq!(status, 200, "{body}");
+    let (status, body) = put(&s, "events/pay.yaml", ACME, event).await;
+    assert_eq!(status, 200, "{body}");
+    assert_eq!(
+        serde_json::from_str::<serde_json::Value>(&body).unwrap()["warnings"],
+        serde_json::json!([]),
+        "{body}"
+    );
+}
