@@ -59,7 +59,8 @@ impl From<GraphError> for ApiError {
 fn load(state: &AppState, scope: &Scope, name: &str) -> Result<Loaded, ApiError> {
     let (path, text) = match state.docs().workflow(scope, name) {
         Ok(found) => found,
-        Err(DocumentError::UnknownWorkflow { .. } | DocumentError::InvalidName(_)) => {
+        Err(e @ DocumentError::UnknownWorkflow { .. }) => return Err(state.unknown_workflow(&e)),
+        Err(DocumentError::InvalidName(_)) => {
             return Err(ApiError::new(
                 StatusCode::NOT_FOUND,
                 "MAG-HTTP-WORKFLOW-NOT-FOUND",

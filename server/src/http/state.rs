@@ -380,13 +380,35 @@ impl AppState {
         Ok(())
     }
 
+    /// 404 `MAG-HTTP-WORKFLOW-NOT-FOUND` for `e`, an [`DocumentError::UnknownWorkflow`]: the
+    /// name, the two documents looked for (relative to the root, as the command names them)
+    /// and a near name of the scope, if one is.
+    pub(crate) fn unknown_workflow(&self, e: &DocumentError) -> ApiError {
+        let message = match e {
+            DocumentError::UnknownWorkflow {
+                name,
+                project,
+                tenant,
+                hint,
+            } => format!(
+                "[MAG-DOC001] unknown workflow `{name}`: looked for {} and {}{hint}",
+                self.label(project),
+                self.label(tenant)
+            ),
+            other => other.to_string(),
+        };
+        ApiError::new(
+            StatusCode::NOT_FOUND,
+            "MAG-HTTP-WORKFLOW-NOT-FOUND",
+            message,
+        )
+    }
+
     pub(crate) fn start_error(&self, e: YamlStartError) -> ApiError {
         match e {
-            YamlStartError::Document(DocumentError::UnknownWorkflow { name, .. }) => ApiError::new(
-                StatusCode::NOT_FOUND,
-                "MAG-HTTP-WORKFLOW-NOT-FOUND",
-                format!("[MAG-DOC001] unknown workflow `{name}`"),
-            ),
+            YamlStartError::Document(e @ DocumentError::UnknownWorkflow { .. }) => {
+                self.unknown_workflow(&e)
+            }
             YamlStartError::Document(e @ DocumentError::Archived(_)) => {
                 ApiError::new(StatusCode::CONFLICT, "MAG-VR001", e.to_string())
             }

@@ -143,7 +143,24 @@ async fn start_errors_are_404_422_and_400() {
         .send()
     };
     let r = start("missing", json!({})).await.unwrap();
-    assert_eq!(code(r).await, (404, "MAG-HTTP-WORKFLOW-NOT-FOUND".into()));
+    assert_eq!(r.status(), 404);
+    let body: Value = r.json().await.unwrap();
+    assert_eq!(body["error"]["code"], "MAG-HTTP-WORKFLOW-NOT-FOUND");
+    // Where it looked, as the command says it, relative to the root; and a near name.
+    assert_eq!(
+        body["error"]["message"],
+        "[MAG-DOC001] unknown workflow `missing`: looked for \
+         acme/shop/_vance/workflows/missing.yaml and acme/_tenant/_vance/workflows/missing.yaml"
+    );
+    let r = start("helo", json!({})).await.unwrap();
+    let body: Value = r.json().await.unwrap();
+    assert!(
+        body["error"]["message"]
+            .as_str()
+            .unwrap()
+            .ends_with("acme/_tenant/_vance/workflows/helo.yaml (did you mean 'hello'?)"),
+        "{body}"
+    );
 
     let r = start("broken", json!({})).await.unwrap();
     assert_eq!(r.status(), 422);
