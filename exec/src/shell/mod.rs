@@ -36,6 +36,7 @@
 
 pub mod env;
 pub mod sandbox;
+mod tree;
 
 use std::collections::{BTreeMap, VecDeque};
 use std::path::{Path, PathBuf};
@@ -43,8 +44,6 @@ use std::process::Stdio;
 use std::time::{Duration, Instant};
 
 use magrathea_core::{TaskContext, TaskError};
-use nix::sys::signal::{Signal, killpg};
-use nix::unistd::Pid;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 use tokio::io::{AsyncRead, AsyncReadExt};
@@ -392,13 +391,14 @@ const LIFELINE: &str = "exec 3<&0; \
     { while read -r _ <&3; do :; done; kill -KILL 0; } </dev/null >/dev/null 2>&1 & \
     exec sh -c \"$1\" sh 3<&- </dev/null";
 
-/// Kills the process group when dropped (timeout, cancellation, or a dropped task future).
+/// Kills the process group when dropped (timeout, cancellation, or a dropped task future), and
+/// the processes its members started outside it whose parents still live ([`tree`]).
 struct GroupGuard(Option<i32>);
 
 impl Drop for GroupGuard {
     fn drop(&mut self) {
         if let Some(pgid) = self.0.take() {
-            let _ = killpg(Pid::from_raw(pgid), Signal::SIGKILL);
+            tree::kill_group_and_strays(pgid);
         }
     }
 }

@@ -140,25 +140,59 @@ states:
     .await;
     let v = p.run("slow", json!({})).await;
     assert_eq!(v.result, Some(json!("timed out")), "{v:?}");
-    let pid: i32 = std::fs::read_to_string(p.project.join("child.pid"))
+    // The background `sleep` was in the killed group.
+    assert!(
+        gone(&p.project.join("child.pid")).await,
+        "the sleep started by the command survived its timeout"
+    );
+}
+
+/// A process the command moved into a session of its own (`setsid`) is out of the step's
+/// process group; its parent living, it is the step's still, and dies with the step.
+#[tokio::test]
+async fn a_shell_timeout_kills_what_the_command_started_outside_its_group() {
+    let p = project(&[(
+        "daemon",
+        r#"
+start: a
+states:
+  a:
+    type: shell_task
+    run: "setsid sleep 30 >/dev/null 2>&1 </dev/null & echo $! > child.pid; sleep 30"
+    dirName: workspace
+    timeoutSeconds: 0.5
+    catch:
+      timeout: done
+  done:
+    type: terminal
+    result: timed out
+"#,
+    )])
+    .await;
+    let v = p.run("daemon", json!({})).await;
+    assert_eq!(v.result, Some(json!("timed out")), "{v:?}");
+    assert!(
+        gone(&p.project.join("child.pid")).await,
+        "the process in a session of its own survived the step's timeout"
+    );
+}
+
+/// Whether the process whose id `file` holds is gone (or a zombie being reaped) within a
+/// second.
+async fn gone(file: &Path) -> bool {
+    let pid: i32 = std::fs::read_to_string(file)
         .unwrap()
         .trim()
         .parse()
         .unwrap();
-    // The background `sleep` was in the killed group: it is gone (or a zombie being reaped).
-    let mut gone = false;
     for _ in 0..50 {
         let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).unwrap_or_default();
         if stat.is_empty() || stat.contains(") Z ") {
-            gone = true;
-            break;
+            return true;
         }
         tokio::time::sleep(Duration::from_millis(20)).await;
     }
-    assert!(
-        gone,
-        "the sleep started by the command survived its timeout"
-    );
+    false
 }
 
 /// Reads `start <ns>` / `end <ns>` pairs written by concurrent shell steps and says whether
