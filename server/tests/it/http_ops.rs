@@ -13,14 +13,7 @@ async fn health_and_metrics() {
     assert_eq!(h, json!({"status": "ok"}));
     let run = s.start_run("shop", "hello", json!({})).await;
     s.wait_status("shop", &run, &["DONE"]).await;
-    let text = s
-        .get("/metrics", None)
-        .send()
-        .await
-        .unwrap()
-        .text()
-        .await
-        .unwrap();
+    let text = s.get_text("/metrics", None).await;
     for needle in [
         "magrathea_runs_started_total{trigger=\"rest\"} 1",
         "magrathea_runs_finished_total{status=\"DONE\"} 1",
@@ -49,23 +42,14 @@ async fn a_sub_run_is_counted_as_started() {
     );
     let run = s.start_run("shop", "parent", json!({})).await;
     s.wait_status("shop", &run, &["DONE"]).await;
-    let metrics = async || {
-        s.get("/metrics", None)
-            .send()
-            .await
-            .unwrap()
-            .text()
-            .await
-            .unwrap()
-    };
     // The child's end is counted as its status changes; give the watcher a moment.
-    let mut text = metrics().await;
+    let mut text = s.get_text("/metrics", None).await;
     for _ in 0..100 {
         if text.contains("magrathea_runs_finished_total{status=\"DONE\"} 2") {
             break;
         }
         tokio::time::sleep(std::time::Duration::from_millis(20)).await;
-        text = metrics().await;
+        text = s.get_text("/metrics", None).await;
     }
     for needle in [
         "magrathea_runs_started_total{trigger=\"rest\"} 1",
@@ -589,14 +573,7 @@ async fn the_document_schemas_are_served_without_a_token() {
 /// The lines of `magrathea_http_requests_total` and of the duration histogram's counts in a
 /// scrape.
 async fn request_series(s: &Server) -> (Vec<String>, usize) {
-    let text = s
-        .get("/metrics", None)
-        .send()
-        .await
-        .unwrap()
-        .text()
-        .await
-        .unwrap();
+    let text = s.get_text("/metrics", None).await;
     let requests: Vec<String> = text
         .lines()
         .filter(|l| l.starts_with("magrathea_http_requests_total{"))

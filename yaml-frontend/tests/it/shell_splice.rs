@@ -116,6 +116,36 @@ async fn a_placeholder_gives_its_value_as_data_wherever_it_stands_in_the_command
     }
 }
 
+/// Writes the workflow `name` of one shell state with `splice` and `run`, and runs it with each
+/// of `values` as `who`: it ends DONE with `expect` (`{who}` standing for the value) as its
+/// output, and no value ran as code.
+async fn each_splice_echoes(
+    p: &Project,
+    name: &str,
+    splice: &str,
+    run: &str,
+    expect: &str,
+    values: &[&str],
+) {
+    p.workflow(
+        name,
+        &echo_workflow(
+            "  who: { type: string, required: true }",
+            &format!("    splice: {splice}\n{run}"),
+        ),
+    );
+    for who in values {
+        let view = p.run(name, json!({ "who": who })).await;
+        assert_eq!(view.status, RunStatus::Done, "{name} {who}: {view:?}");
+        assert_eq!(
+            view.result,
+            Some(json!(expect.replace("{who}", who))),
+            "{name} {who}"
+        );
+        assert!(!p.project.join("pwned").exists(), "{who} ran as code");
+    }
+}
+
 /// A backslash before a placeholder (`\${params.x}`, the shell's way to keep a `$`) escaped
 /// the first character of the reference spliced in its place, a quote, and the command
 /// ended in a syntax error. The value arrives as data there too, under either splice, outside
@@ -142,23 +172,15 @@ async fn a_backslash_before_a_placeholder_leaves_the_command_whole() {
             "{who}|x|",
         ),
     ] {
-        p.workflow(
+        each_splice_echoes(
+            &p,
             name,
-            &echo_workflow(
-                "  who: { type: string, required: true }",
-                &format!("    splice: {splice}\n{run}"),
-            ),
-        );
-        for who in ["plain", "two words; touch pwned", "'\"$(touch pwned)"] {
-            let view = p.run(name, json!({ "who": who })).await;
-            assert_eq!(view.status, RunStatus::Done, "{name} {who}: {view:?}");
-            assert_eq!(
-                view.result,
-                Some(json!(expect.replace("{who}", who))),
-                "{name} {who}"
-            );
-            assert!(!p.project.join("pwned").exists(), "{who} ran as code");
-        }
+            splice,
+            run,
+            expect,
+            &["plain", "two words; touch pwned", "'\"$(touch pwned)"],
+        )
+        .await;
     }
 }
 
@@ -187,23 +209,15 @@ async fn a_dollar_before_a_placeholder_stays_a_dollar_before_the_value() {
             "uq=${who}|x|",
         ),
     ] {
-        p.workflow(
+        each_splice_echoes(
+            &p,
             name,
-            &echo_workflow(
-                "  who: { type: string, required: true }",
-                &format!("    splice: {splice}\n{run}"),
-            ),
-        );
-        for who in ["42", "two words; touch pwned", "'\"$(touch pwned)\\n"] {
-            let view = p.run(name, json!({ "who": who })).await;
-            assert_eq!(view.status, RunStatus::Done, "{name} {who}: {view:?}");
-            assert_eq!(
-                view.result,
-                Some(json!(expect.replace("{who}", who))),
-                "{name} {who}"
-            );
-            assert!(!p.project.join("pwned").exists(), "{who} ran as code");
-        }
+            splice,
+            run,
+            expect,
+            &["42", "two words; touch pwned", "'\"$(touch pwned)\\n"],
+        )
+        .await;
     }
 }
 
