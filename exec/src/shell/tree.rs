@@ -53,12 +53,13 @@ fn strays(procs: &[Proc], group: i32) -> Vec<i32> {
     for p in procs {
         children.entry(p.parent).or_default().push(p);
     }
+    // Only members are roots: a process numbered as the group that is not in it is not the
+    // step's leader (a number in use as a group's is not given to another process).
     let mut seen: HashSet<i32> = procs
         .iter()
         .filter(|p| p.group == group)
         .map(|p| p.pid)
         .collect();
-    seen.insert(group);
     let mut todo: Vec<i32> = seen.iter().copied().collect();
     let mut out = Vec::new();
     while let Some(pid) = todo.pop() {
@@ -116,10 +117,12 @@ mod tests {
             p(30, 11, 30), // setsid from a member
             p(40, 1, 40),  // an orphan of no one here: out of reach
             p(50, 5, 50),  // the leader's sibling
+            p(60, 1, 10),  // a member whose parent left
+            p(61, 60, 61), // its child in a session of its own
         ];
         let mut found = strays(&procs, 10);
         found.sort_unstable();
-        assert_eq!(found, [20, 21, 30]);
+        assert_eq!(found, [20, 21, 30, 61]);
         // With the leader gone (its children now `init`'s), its members' descendants are
         // still found.
         let without_leader: Vec<Proc> = procs
@@ -135,6 +138,9 @@ mod tests {
             .collect();
         let mut found = strays(&without_leader, 10);
         found.sort_unstable();
-        assert_eq!(found, [30]);
+        assert_eq!(found, [30, 61]);
+        // A process numbered as the group but outside it is no root.
+        let renumbered = [p(10, 5, 99), p(70, 10, 70)];
+        assert!(strays(&renumbered, 10).is_empty());
     }
 }
