@@ -231,7 +231,7 @@ pub(super) const CODES: &[ErrorCode] = &[
     },
     ErrorCode {
         code: "MAG-GT003",
-        meaning: "The run is blocked, so it takes no answers, signals or cancellations.",
+        meaning: "The run is blocked, so it takes no answers or signals (a cancel still ends it).",
         remedy: "Resolve the block (see the run's reason) and reopen the engine.",
     },
     ErrorCode {
