@@ -60,28 +60,41 @@ export async function workflowView(ctx, view, name) {
     h("section", { "aria-labelledby": "wfg-title" }, h("h3", { id: "wfg-title" }, "Graph"), graphBox),
     h("section", { "aria-labelledby": "wft-title" }, h("h3", { id: "wft-title" }, "Triggers"), triggers),
     h("section", { "aria-labelledby": "wfe-title" }, h("h3", { id: "wfe-title" }, "Document"), editor)));
-  let w = null;
-  try {
-    const docs = await getJson(`${base}/workflows`, ctx.signal);
-    w = (docs || []).find((d) => d.name === name) || null;
-    if (w && (w.diagnostics || []).length) mount(diag, diagnostics(w));
-  } catch (e) {
-    if (e.name === "AbortError") throw e;
-  }
-  let config = {};
-  try {
-    const g = await getJson(`${base}/workflows/${encodeURIComponent(name)}/graph?format=reactflow`, ctx.signal);
-    config = g.config || {};
-    mount(graphBox, drawGraph(g, null, []));
-  } catch (e) {
-    if (e.name === "AbortError") throw e;
-    mount(graphBox, errorBox(e));
-  }
-  if (ctx.scopes.includes("workflow.run") && w && w.valid && !w.archived) {
-    mount(starter, startForm(ctx, base, name, config.parameters || {}));
-  }
+  // The list's entry, graph and start form follow the document: loaded now, and again after
+  // a save, so that the next run started here takes the saved defaults.
+  const load = async () => {
+    let w = null;
+    let listError = null;
+    try {
+      const docs = await getJson(`${base}/workflows`, ctx.signal);
+      w = (docs || []).find((d) => d.name === name) || null;
+      mount(diag, w && (w.diagnostics || []).length ? diagnostics(w) : null);
+    } catch (e) {
+      if (e.name === "AbortError") throw e;
+      listError = e;
+    }
+    let config = {};
+    try {
+      const g = await getJson(`${base}/workflows/${encodeURIComponent(name)}/graph?format=reactflow`, ctx.signal);
+      config = g.config || {};
+      mount(graphBox, drawGraph(g, null, []));
+    } catch (e) {
+      if (e.name === "AbortError") throw e;
+      mount(graphBox, errorBox(e));
+    }
+    mount(starter, ctx.scopes.includes("workflow.run") && w && w.valid && !w.archived
+      ? startForm(ctx, base, name, config.parameters || {})
+      : null);
+    return { w, listError };
+  };
+  const { w, listError } = await load();
   await triggerList(ctx, triggers, `${base}/workflows/${encodeURIComponent(name)}/triggers`);
-  await documentEditor(ctx, editor, base, name, w);
+  if (listError) {
+    // Whether a document exists is not this token's to know (a missing scope, …): said as is.
+    mount(editor, errorBox(listError));
+    return;
+  }
+  await documentEditor(ctx, editor, base, name, w, load);
 }
 
 /**
@@ -89,8 +102,9 @@ export async function workflowView(ctx, view, name) {
  * document editor: a token with `workflow.write` saves it through the documents API, which
  * validates it first and answers a refusal with its `path:line:column` diagnostics; other
  * tokens read it. A document the project takes from its tenant is not the project's to edit.
+ * After a save, `reload` shows the saved document's graph, diagnostics and start form.
  */
-async function documentEditor(ctx, box, base, name, w) {
+async function documentEditor(ctx, box, base, name, w, reload) {
   if (!w) {
     mount(box, h("p", { class: "muted" }, "No document of this name in the project (a workflow written in code has none)."));
     return;
@@ -134,6 +148,7 @@ async function documentEditor(ctx, box, base, name, w) {
       mount(msg, h("p", { class: "ok" }, "Saved."),
         warnings.length ? h("ul", { class: "diagnostics" }, warnings.map((d) =>
           h("li", { class: "diag-warning" }, typeof d === "string" ? d : d.message || JSON.stringify(d)))) : null);
+      await reload();
     } catch (e) {
       mount(msg, errorBox(e), e.diagnostics && e.diagnostics.length
         ? h("ul", { class: "diagnostics" }, e.diagnostics.map((d) => h("li", { class: "diag-error" },

@@ -253,6 +253,28 @@ async fn a_token_that_may_answer_but_not_read_finds_its_approvals_and_answers_th
     ui.close().await;
 }
 
+/// A token that may start runs but not read documents is told, on a workflow's page, that its
+/// scope is missing: not that the project has no such document.
+#[tokio::test(flavor = "multi_thread")]
+async fn a_token_that_may_not_read_is_told_so_on_a_workflow_s_page() {
+    let ui = Ui::start().await;
+    ui.sign_in(ACME_RUN).await;
+    ui.view("#/workflow/hello").await;
+    let said = ui
+        .wait_js(
+            "const t = document.body.innerText; \
+             return t.includes('Document') && (t.match(/workflow\\.read/g) || []).length >= 3 \
+             ? t : null",
+            "the graph, triggers and document sections each saying the scope is missing",
+        )
+        .await;
+    assert!(
+        !said.as_str().unwrap().contains("No document of this name"),
+        "{said}"
+    );
+    ui.close().await;
+}
+
 const LONG_NAMES: &str = r#"
 start: collect_customer_information_from_the_form
 states:
@@ -666,11 +688,21 @@ async fn the_workflow_page_edits_its_document() {
         text.as_str().unwrap()
     );
     // Valid: saved, and the next run starts with it.
-    let edited = "start: done\nstates:\n  done: { type: terminal, result: { edited: true } }\n";
+    let edited = "parameters:\n  n: { type: integer, default: 42 }\n\
+                  start: done\nstates:\n  done: { type: terminal, result: { edited: true } }\n";
     save(edited).await;
     let saved = answer().await;
     assert!(saved.as_str().unwrap().starts_with("Saved"), "{saved}");
     assert_eq!(std::fs::read_to_string(&file).unwrap(), edited);
+    // The page's start form follows the save: it offers the saved defaults, not the old ones.
+    let offered = ui
+        .wait_js(
+            "const a = document.getElementById('start-params'); \
+             return a && a.value.includes('42') ? JSON.parse(a.value) : null",
+            "the saved defaults in the start form",
+        )
+        .await;
+    assert_eq!(offered, json!({ "n": 42 }));
     let run = ui.start_run("hello", ACME).await;
     let view = ui.wait_status(&run, &["DONE"]).await;
     assert_eq!(view["result"], json!({ "edited": true }));
