@@ -120,29 +120,9 @@ async fn s3_2_shell_runs_in_the_workspace_and_without_dir_name_is_a_technical_er
 
 #[tokio::test]
 async fn s3_2_a_shell_timeout_kills_the_process_group_and_routes_timeout() {
-    let p = project(&[(
-        "slow",
-        r#"
-start: a
-states:
-  a:
-    type: shell_task
-    run: "sleep 30 & echo $! > child.pid; wait"
-    dirName: workspace
-    timeoutSeconds: 0.5
-    catch:
-      timeout: done
-  done:
-    type: terminal
-    result: timed out
-"#,
-    )])
-    .await;
-    let v = p.run("slow", json!({})).await;
-    assert_eq!(v.result, Some(json!("timed out")), "{v:?}");
     // The background `sleep` was in the killed group.
     assert!(
-        gone(&p.project.join("child.pid")).await,
+        times_out_and_its_child_is_gone("sleep 30 & echo $! > child.pid; wait").await,
         "the sleep started by the command survived its timeout"
     );
 }
@@ -151,30 +131,27 @@ states:
 /// process group; its parent living, it is the step's still, and dies with the step.
 #[tokio::test]
 async fn a_shell_timeout_kills_what_the_command_started_outside_its_group() {
-    let p = project(&[(
-        "daemon",
-        r#"
-start: a
-states:
-  a:
-    type: shell_task
-    run: "setsid sleep 30 >/dev/null 2>&1 </dev/null & echo $! > child.pid; sleep 30"
-    dirName: workspace
-    timeoutSeconds: 0.5
-    catch:
-      timeout: done
-  done:
-    type: terminal
-    result: timed out
-"#,
-    )])
-    .await;
-    let v = p.run("daemon", json!({})).await;
-    assert_eq!(v.result, Some(json!("timed out")), "{v:?}");
     assert!(
-        gone(&p.project.join("child.pid")).await,
+        times_out_and_its_child_is_gone(
+            "setsid sleep 30 >/dev/null 2>&1 </dev/null & echo $! > child.pid; sleep 30"
+        )
+        .await,
         "the process in a session of its own survived the step's timeout"
     );
+}
+
+/// Runs a shell step of `run` (which writes a child's process id to `child.pid`) with a
+/// timeout of half a second routed to a terminal: it times out, and whether the child is gone.
+async fn times_out_and_its_child_is_gone(run: &str) -> bool {
+    let doc = format!(
+        "start: a\nstates:\n  a:\n    type: shell_task\n    run: {run:?}\n    \
+         dirName: workspace\n    timeoutSeconds: 0.5\n    catch:\n      timeout: done\n  \
+         done:\n    type: terminal\n    result: timed out\n"
+    );
+    let p = project(&[("slow", doc.as_str())]).await;
+    let v = p.run("slow", json!({})).await;
+    assert_eq!(v.result, Some(json!("timed out")), "{v:?}");
+    gone(&p.project.join("child.pid")).await
 }
 
 /// Whether the process whose id `file` holds is gone (or a zombie being reaped) within a
