@@ -20,6 +20,7 @@ pub mod body;
 pub mod connections;
 mod doc_paths;
 pub mod doc_quota;
+mod document_warnings;
 pub mod documents;
 pub mod error;
 pub mod events;

@@ -91,7 +91,7 @@ pub(crate) async fn publish(
         let (docs, texts) = (published.triggers.clone(), published.trigger_texts.clone());
         let warnings = state
             .trigger_work(&scope.tenant, move |state| {
-                super::documents::triggers_published(state, &in_scope, &by, &docs, &texts)
+                super::document_warnings::triggers_published(state, &in_scope, &by, &docs, &texts)
             })
             .await?;
         reply["warnings"] = json!(warnings);
