@@ -25,7 +25,10 @@
 //!   not failed.
 //!
 //! Shutdown: the listener closes, every connection finishes its in-flight request and closes;
-//! [`ServerHandle::shutdown`](super::ServerHandle::shutdown) bounds the wait.
+//! [`ServerHandle::shutdown`](super::ServerHandle::shutdown) bounds the wait. A client that
+//! does not read what it is sent (an SSE stream or a WebSocket left unread) holds the stop for
+//! no longer than [`STOPPING_SEND_TIMEOUT`]: from the stop on, a write it leaves waiting fails
+//! after that, not after the send timeout.
 
 use std::convert::Infallible;
 use std::pin::{Pin, pin};
@@ -57,6 +60,9 @@ pub const DEFAULT_IDLE_TIMEOUT: Duration = Duration::from_secs(60);
 
 /// Default [`ConnectionLimits::send_timeout`]: 30 seconds.
 pub const DEFAULT_SEND_TIMEOUT: Duration = Duration::from_secs(30);
+
+/// Once the server stops, how long a write may wait for a client that does not read it.
+pub const STOPPING_SEND_TIMEOUT: Duration = Duration::from_secs(1);
 
 /// Default [`ConnectionLimits::max_connections`]: 1,024.
 pub const DEFAULT_MAX_CONNECTIONS: usize = 1024;
@@ -163,11 +169,19 @@ async fn connection(
 ) {
     let _ = stream.set_nodelay(true);
     let activity = Arc::new(Activity::new());
+    let stop = {
+        let mut closing = closing.clone();
+        async move {
+            // The sender's going (the serve loop ended) is a stop too.
+            let _ = closing.wait_for(|closing| *closing).await;
+        }
+    };
     let io = TokioIo::new(WatchedIo {
         stream,
         activity: activity.clone(),
         send_timeout: limits.send_timeout,
         stalled: None,
+        stop: Some(Box::pin(stop)),
         _permit: permit,
     });
     let service = {
@@ -419,21 +433,36 @@ impl http_body::Body for TrackedBody {
 }
 
 /// The connection's socket: notes arriving bytes for the timeouts, fails a write the client
-/// leaves unread past the send timeout, and holds the connection's place under the cap for as
-/// long as the socket lives (through a WebSocket upgrade too).
-#[derive(Debug)]
+/// leaves unread past the send timeout (past [`STOPPING_SEND_TIMEOUT`] once the server
+/// stops), and holds the connection's place under the cap for as long as the socket lives
+/// (through a WebSocket upgrade too).
 struct WatchedIo {
     stream: TcpStream,
     activity: Arc<Activity>,
     send_timeout: Duration,
     /// Since a write found the socket full: the deadline of the send timeout.
     stalled: Option<Pin<Box<tokio::time::Sleep>>>,
+    /// Completes when the server begins to stop; `None` once it has.
+    stop: Option<Pin<Box<dyn Future<Output = ()> + Send + Sync>>>,
     _permit: OwnedSemaphorePermit,
+}
+
+impl std::fmt::Debug for WatchedIo {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("WatchedIo")
+            .field("stream", &self.stream)
+            .field("send_timeout", &self.send_timeout)
+            .field("stalled", &self.stalled.is_some())
+            .field("stopping", &self.stop.is_none())
+            .finish_non_exhaustive()
+    }
 }
 
 impl WatchedIo {
     /// `polled`, a write's (or flush's) result: a write that made progress clears the send
     /// timeout; one still waiting past it fails with `TimedOut`, which closes the connection.
+    /// While a write waits, the server's stop shortens its timeout to
+    /// [`STOPPING_SEND_TIMEOUT`] (the stop wakes it, so a write already waiting is cut too).
     fn watch<T>(
         &mut self,
         cx: &mut Context<'_>,
@@ -443,10 +472,25 @@ impl WatchedIo {
             self.stalled = None;
             return polled;
         }
-        let timeout = self.send_timeout;
+        if self
+            .stop
+            .as_mut()
+            .is_some_and(|stop| stop.as_mut().poll(cx).is_ready())
+        {
+            self.stop = None;
+        }
+        let timeout = if self.stop.is_none() {
+            self.send_timeout.min(STOPPING_SEND_TIMEOUT)
+        } else {
+            self.send_timeout
+        };
         let stalled = self
             .stalled
             .get_or_insert_with(|| Box::pin(tokio::time::sleep(timeout)));
+        let latest = Instant::now() + timeout;
+        if stalled.deadline() > latest {
+            stalled.as_mut().reset(latest);
+        }
         match stalled.as_mut().poll(cx) {
             Poll::Ready(()) => Poll::Ready(Err(std::io::Error::new(
                 std::io::ErrorKind::TimedOut,

@@ -77,7 +77,7 @@ pub(crate) async fn stream(
             let received = tokio::select! {
                 r = events.recv() => r,
                 () = tx.closed() => return,
-                () = &mut revoked => return,
+                _ = &mut revoked => return,
             };
             let event = match received {
                 Ok(e) => e,

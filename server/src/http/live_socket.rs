@@ -21,7 +21,7 @@ use serde_json::{Value, json};
 use tokio::sync::broadcast::error::RecvError;
 
 use super::follow::FollowerSlot;
-use super::state::AppState;
+use super::state::{AppState, StreamEnd};
 use crate::triggers::HubEvent;
 
 /// Which events a session or stream passes on: the token's tenant's (all, for a token of
@@ -43,8 +43,8 @@ impl EventFilter {
 }
 
 /// Upgrades to a session that sends the events `filter` passes.
-/// The session ends when `revoked` resolves (its token was revoked), with a close frame that
-/// says so.
+/// The session ends when `revoked` resolves (its token was revoked, or the server stops), with
+/// a close frame that says which ([`end_frame`]).
 pub(crate) fn serve(
     upgrade: WebSocketUpgrade,
     state: AppState,
@@ -59,14 +59,24 @@ pub(crate) fn serve(
         .on_upgrade(move |socket| session(state, filter, slot, socket, revoked))
 }
 
-/// What resolves when the token a stream was opened with no longer stands.
-pub(crate) type Revoked = std::pin::Pin<Box<dyn std::future::Future<Output = ()> + Send>>;
+/// What resolves when a stream must end: the token it was opened with no longer stands, or
+/// the server stops.
+pub(crate) type Revoked = std::pin::Pin<Box<dyn std::future::Future<Output = StreamEnd> + Send>>;
 
-/// The close frame of a session whose token was revoked.
-pub(crate) fn revoked_frame() -> axum::extract::ws::CloseFrame {
-    axum::extract::ws::CloseFrame {
-        code: axum::extract::ws::close_code::POLICY,
-        reason: "the token was revoked".into(),
+/// The close frame of a session that ends for `why`: 1008 (policy) when its token was revoked,
+/// so that a client asks for another; 1001 (going away) when the server stops, so that a
+/// client reconnects as it would after any restart.
+pub(crate) fn end_frame(why: StreamEnd) -> axum::extract::ws::CloseFrame {
+    use axum::extract::ws::{CloseFrame, close_code};
+    match why {
+        StreamEnd::Revoked => CloseFrame {
+            code: close_code::POLICY,
+            reason: "the token was revoked".into(),
+        },
+        StreamEnd::Stopping => CloseFrame {
+            code: close_code::AWAY,
+            reason: "the server is stopping".into(),
+        },
     }
 }
 
@@ -82,8 +92,8 @@ async fn session(
     let (mut sink, mut incoming) = socket.split();
     loop {
         let message: Value = tokio::select! {
-            () = &mut revoked => {
-                let _ = sink.send(Message::Close(Some(revoked_frame()))).await;
+            why = &mut revoked => {
+                let _ = sink.send(Message::Close(Some(end_frame(why)))).await;
                 return;
             }
             received = incoming.next() => match received {

@@ -71,6 +71,16 @@ impl Default for Closing {
     }
 }
 
+/// Why a live stream or WebSocket session ends before its client closes it
+/// ([`AppState::stream_end`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum StreamEnd {
+    /// The token it was opened with was revoked in the token file.
+    Revoked,
+    /// The server began to stop.
+    Stopping,
+}
+
 impl Closing {
     /// Says that the server is stopping (once is enough; again changes nothing).
     pub fn close(&self) {
@@ -139,17 +149,18 @@ impl AppState {
     }
 
     /// Completes when what a live stream or session of `who` (signed in with `token`) holds
-    /// must end: the token is revoked in the token file, or the server begins to stop.
+    /// must end, saying why: the token is revoked in the token file, or the server begins to
+    /// stop.
     pub(crate) fn stream_end(
         &self,
         token: Option<String>,
         who: Principal,
-    ) -> impl std::future::Future<Output = ()> + Send + 'static {
+    ) -> impl std::future::Future<Output = StreamEnd> + Send + 'static {
         let state = self.clone();
         async move {
             tokio::select! {
-                () = state.auth.revoked(token.as_deref(), &who) => {}
-                () = state.closing.closed() => {}
+                () = state.auth.revoked(token.as_deref(), &who) => StreamEnd::Revoked,
+                () = state.closing.closed() => StreamEnd::Stopping,
             }
         }
     }

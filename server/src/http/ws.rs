@@ -172,8 +172,8 @@ async fn session(
             }
         };
         let next = tokio::select! {
-            () = &mut revoked => {
-                close = Some(super::live_socket::revoked_frame());
+            why = &mut revoked => {
+                close = Some(super::live_socket::end_frame(why));
                 break;
             }
             next = wait => match next {

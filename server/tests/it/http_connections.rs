@@ -277,6 +277,30 @@ async fn a_client_that_stops_reading_is_disconnected_after_the_send_timeout() {
             .max_connections(1)
     })
     .await;
+    let view = big_run_view(&s).await;
+
+    // About 16 MB of answer, more than the sockets between the two ends hold.
+    let socket = tokio::net::TcpSocket::new_v4().unwrap();
+    socket.set_recv_buffer_size(4096).unwrap();
+    let mut stalled = socket.connect(s.addr).await.unwrap();
+    stalled
+        .write_all(format!("{view}\r\n").as_bytes())
+        .await
+        .unwrap();
+    // The only place is the stalled connection's: the next waits until the server closes it.
+    let mut next = TcpStream::connect(s.addr).await.unwrap();
+    next.write_all(b"GET /healthz HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n")
+        .await
+        .unwrap();
+    let answer = read_answer(&mut next).await;
+    assert_eq!(status(&answer), 200, "{answer}");
+    drop(stalled);
+}
+
+/// The head (without its last blank line) of a request for the view of a run that has ended
+/// with eight copies of a 1 MB text in its result: about 16 MB of answer, more than the
+/// sockets between the two ends hold.
+async fn big_run_view(s: &Server) -> String {
     write(
         &s.root.join("acme/shop/_vance/workflows/big.yaml"),
         "parameters: { big: { type: string } }\nstart: done\nstates:\n  done:\n    type: terminal\n    \
@@ -285,9 +309,10 @@ async fn a_client_that_stops_reading_is_disconnected_after_the_send_timeout() {
          h: \"${params.big}\" }\n",
     );
     // One connection at a time, each closed after its answer (the only place is never held
-    // by an idle connection).
+    // by a keep-alive connection).
+    let addr = s.addr;
     let once = |request: String| async move {
-        let mut conn = TcpStream::connect(s.addr).await.unwrap();
+        let mut conn = TcpStream::connect(addr).await.unwrap();
         conn.write_all(request.as_bytes()).await.unwrap();
         read_answer(&mut conn).await
     };
@@ -318,7 +343,16 @@ async fn a_client_that_stops_reading_is_disconnected_after_the_send_timeout() {
         tokio::time::sleep(Duration::from_millis(50)).await;
     }
 
-    // About 16 MB of answer, more than the sockets between the two ends hold.
+    view
+}
+
+/// A client that asks for a large answer and does not read it holds a stop for no longer
+/// than the short send timeout of a stopping server, not for the whole grace (the server's
+/// own send timeout is longer than the grace here).
+#[tokio::test]
+async fn a_client_that_stops_reading_does_not_hold_the_stop() {
+    let mut s = Server::start_with(|c| c.send_timeout(LONG)).await;
+    let view = big_run_view(&s).await;
     let socket = tokio::net::TcpSocket::new_v4().unwrap();
     socket.set_recv_buffer_size(4096).unwrap();
     let mut stalled = socket.connect(s.addr).await.unwrap();
@@ -326,12 +360,18 @@ async fn a_client_that_stops_reading_is_disconnected_after_the_send_timeout() {
         .write_all(format!("{view}\r\n").as_bytes())
         .await
         .unwrap();
-    // The only place is the stalled connection's: the next waits until the server closes it.
-    let mut next = TcpStream::connect(s.addr).await.unwrap();
-    next.write_all(b"GET /healthz HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n")
+    // The server is writing the answer into the full sockets once a first byte arrives.
+    let mut first = [0u8; 1];
+    tokio::io::AsyncReadExt::read_exact(&mut stalled, &mut first)
         .await
         .unwrap();
-    let answer = read_answer(&mut next).await;
-    assert_eq!(status(&answer), 200, "{answer}");
+
+    let stopping = std::time::Instant::now();
+    s.handle.take().unwrap().shutdown().await.unwrap();
+    let took = stopping.elapsed();
+    assert!(
+        took < magrathea_server::http::SHUTDOWN_GRACE,
+        "the stop waited {took:?} for a client that does not read"
+    );
     drop(stalled);
 }

@@ -289,3 +289,41 @@ async fn a_websocket_text_message_that_is_not_utf8_closes_with_1007() {
     assert_eq!(u16::from(frame.code), 1007, "{frame:?}");
     assert!(frame.reason.contains("UTF-8"), "{frame:?}");
 }
+
+/// A server that stops closes its WebSocket sessions (a project's and the tenant's event
+/// stream) with 1001, "going away", as after any restart: not with the 1008 of a revoked
+/// token, which would tell a client to sign in again rather than reconnect.
+#[tokio::test]
+async fn a_stop_closes_websocket_sessions_as_going_away() {
+    use futures::StreamExt;
+    use tokio_tungstenite::tungstenite::Message;
+
+    let mut s = Server::start().await;
+    let run = s.start_run("shop", "approve", json!({})).await;
+    s.wait_status("shop", &run, &["WAITING"]).await;
+    let mut session = ws_connect(s.addr, ACME).await;
+    subscribe(&mut session, &run).await;
+    assert_eq!(recv(&mut session).await["type"], "run-event");
+    let (mut tenant, _) = tokio_tungstenite::connect_async(format!(
+        "ws://{}/v1/workflow-events?token={ACME}",
+        s.addr
+    ))
+    .await
+    .unwrap();
+
+    s.handle.take().unwrap().shutdown().await.unwrap();
+    for socket in [&mut session, &mut tenant] {
+        let frame = loop {
+            match tokio::time::timeout(Duration::from_secs(20), socket.next())
+                .await
+                .expect("the session closes")
+            {
+                Some(Ok(Message::Close(frame))) => break frame.expect("a close frame"),
+                Some(Ok(_)) => continue,
+                other => panic!("the session ended without a close frame: {other:?}"),
+            }
+        };
+        assert_eq!(u16::from(frame.code), 1001, "{frame:?}");
+        assert_eq!(frame.reason.as_str(), "the server is stopping");
+    }
+}
