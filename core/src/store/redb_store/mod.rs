@@ -40,6 +40,7 @@ mod open_here;
 mod read;
 #[cfg(test)]
 mod tests;
+mod unwritten;
 
 use fold::{DEFAULT_FOLD, FoldPolicy, Unfolded};
 pub(crate) use open_here::closing_here;
@@ -232,7 +233,20 @@ impl RedbStore {
             let file: Box<dyn LogFile> = Box::new(super::wal::file::open(&logs[segment])?);
             Ok(file)
         });
-        Self::open_with(path, durability, open_database, open_log)
+        let db = match open_database() {
+            // A file an earlier open created and could not write (a full disk, a crash) is
+            // created again; one this open created and could not write goes, so that the
+            // next open, with space, starts afresh.
+            Err(StoreError::Locked(p)) => return Err(StoreError::Locked(p)),
+            Err(_) if unwritten::remove_if_unwritten(&path) => {
+                open_database().inspect_err(|_| {
+                    unwritten::remove_if_unwritten(&path);
+                })?
+            }
+            Err(e) => return Err(e),
+            Ok(db) => db,
+        };
+        Self::open_with(path, durability, db, open_database, open_log)
     }
 
     /// Opens a store over a redb storage backend that `backend` makes; it is called again to
@@ -252,16 +266,19 @@ impl RedbStore {
                 .create_with_backend(backend()?)
                 .map_err(|e| open_error(e, &file))
         });
-        Self::open_with(path, durability, open_database, Box::new(log_file))
+        let db = open_database()?;
+        Self::open_with(path, durability, db, open_database, Box::new(log_file))
     }
 
+    /// The store over `db`, just opened by `open_database` (which reopens it after an I/O
+    /// failure).
     fn open_with(
         path: PathBuf,
         durability: Durability,
+        db: redb::Database,
         open_database: OpenDatabase,
         open_log: OpenLog,
     ) -> Result<Self, StoreError> {
-        let db = open_database()?;
         let (left_in_log, files) = Inner::recover(&db, &open_log)?;
         let inner = Inner {
             db: RwLock::new(Some(db)),

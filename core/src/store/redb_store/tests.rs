@@ -211,6 +211,22 @@ fn a_truncated_store_file_is_named_as_truncated() {
     );
 }
 
+/// A store file that its creation left all zeros (a full disk failed the header's write, or
+/// the process died before it) held nothing: the next open creates the store afresh instead
+/// of refusing a file that is not a database.
+#[test]
+fn a_store_file_its_creation_left_all_zeros_is_created_again() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("j.redb");
+    std::fs::write(&path, vec![0u8; 73_728]).unwrap();
+    let store = RedbStore::open(&path, Durability::Immediate).unwrap();
+    let run = RunId::new();
+    store.commit(&[&batch(run, 0..3)]).unwrap();
+    drop(store);
+    let store = RedbStore::open(&path, Durability::Immediate).unwrap();
+    assert_eq!(store.read_journal_raw(run).unwrap().len(), 3);
+}
+
 #[test]
 fn a_second_open_of_the_same_file_is_refused_clearly() {
     let dir = tempfile::tempdir().unwrap();
