@@ -69,6 +69,9 @@ impl<S: Store> Store for FaultyStore<S> {
     fn maintain(&self) -> Result<(), StoreError> {
         self.inner.maintain()
     }
+    fn failing(&self) -> bool {
+        self.inner.failing()
+    }
     fn read_journal_raw(&self, run_id: RunId) -> Result<Vec<(u64, Vec<u8>)>, StoreError> {
         self.inner.read_journal_raw(run_id)
     }

@@ -166,9 +166,21 @@ impl FaultyBackend {
         durability: Durability,
         faults: &DiskFaults,
     ) -> Result<RedbStore, StoreError> {
+        Self::open_store_split(path, durability, faults, faults)
+    }
+
+    /// [`FaultyBackend::open_store`] with a switch of its own for the journal log: redb's file
+    /// can fail (its folds and reads) while commits to the log go on, as on a disk that
+    /// fills up after the log's preallocated space was taken.
+    pub fn open_store_split(
+        path: impl AsRef<Path>,
+        durability: Durability,
+        faults: &DiskFaults,
+        log_faults: &DiskFaults,
+    ) -> Result<RedbStore, StoreError> {
         let path = path.as_ref().to_path_buf();
         let (file, db_faults) = (path.clone(), faults.clone());
-        let (logs, log_faults) = (super::redb_store::log_paths(&path), faults.clone());
+        let (logs, log_faults) = (super::redb_store::log_paths(&path), log_faults.clone());
         RedbStore::open_with_backend(
             path,
             durability,

@@ -222,6 +222,14 @@ pub trait Store: Send + Sync + 'static {
         Ok(())
     }
 
+    /// Whether an I/O failure (a full disk) has left the store unable to answer reads until it
+    /// recovers, though commits may still succeed: the redb store's folded tables, which its
+    /// next operation or [`Store::maintain`] reopens. A server answers 503 rather than 500
+    /// meanwhile. The default is `false`.
+    fn failing(&self) -> bool {
+        false
+    }
+
     /// The raw records of a run, in `seq` order, as `(seq, bytes)`.
     fn read_journal_raw(&self, run_id: RunId) -> Result<Vec<(u64, Vec<u8>)>, StoreError>;
 

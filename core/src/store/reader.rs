@@ -26,6 +26,12 @@ impl StoreReader {
         Self { store }
     }
 
+    /// Whether an I/O failure keeps the store from answering reads until it recovers
+    /// ([`Store::failing`]).
+    pub fn failing(&self) -> bool {
+        self.store.failing()
+    }
+
     /// The decoded journal of a run (empty for an unknown run).
     pub fn read_journal(&self, run_id: RunId) -> Result<Vec<Entry>, StoreError> {
         self.store.read_journal(run_id)

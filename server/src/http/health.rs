@@ -1,8 +1,10 @@
 //! `GET /healthz`: whether the server can do its work, without authentication.
 //!
-//! 200 `{"status": "ok"}` while the journal accepts commits. After a commit failed (an I/O
-//! error such as a full disk), 503 `{"status": "unhealthy", "reason": "…"}`: runs cannot
-//! start or advance. While unhealthy, a health check probes the store with an empty commit
+//! 200 `{"status": "ok"}` while the journal accepts commits and answers reads. After a commit
+//! failed (an I/O error such as a full disk), or while such an error keeps the store from
+//! answering reads (its journal log may still take commits), 503 `{"status": "unhealthy",
+//! "reason": "…"}`: runs cannot start or advance. While unhealthy, a health check probes the
+//! store with an empty commit
 //! (at most once per [`PROBE_INTERVAL`]; the store reopens itself first), so the server
 //! reports itself healthy again as soon as the disk recovers, without waiting for traffic or
 //! a restart. A supervisor that restarts unhealthy processes may do so; it is not needed. On a
@@ -116,8 +118,23 @@ pub(crate) async fn healthz(
     State(state): State<AppState>,
     Extension(probe): Extension<Arc<HealthProbe>>,
 ) -> Response {
-    if state.engine.health() == JournalHealth::CommitFailed {
+    let failing = |engine: &Engine| {
+        engine.health() == JournalHealth::CommitFailed || engine.store().failing()
+    };
+    if failing(&state.engine) {
         probe.probe(&state.engine).await;
+    }
+    if state.engine.health() == JournalHealth::Healthy && state.engine.store().failing() {
+        return (
+            StatusCode::SERVICE_UNAVAILABLE,
+            Json(json!({
+                "status": "unhealthy",
+                "reason": "the journal store cannot be read after an I/O error (a full disk; \
+                           the server log has the details); runs cannot start or advance \
+                           until it recovers",
+            })),
+        )
+            .into_response();
     }
     match state.engine.health() {
         JournalHealth::Healthy => match probe.read_shared(&state.engine).await {
@@ -164,6 +181,7 @@ pub(crate) async fn store_failures(
         return response;
     }
     let failing = state.engine.health() == JournalHealth::CommitFailed
+        || state.engine.store().failing()
         || probe.read_shared(&state.engine).await.is_err();
     if !failing {
         return response;

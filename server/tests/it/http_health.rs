@@ -88,3 +88,83 @@ async fn healthz_turns_unhealthy_after_a_failed_commit_and_healthy_once_the_disk
     assert_eq!(started.status(), 201, "{}", started.text().await.unwrap());
     handle.shutdown().await.unwrap();
 }
+
+/// A disk that fills up once the journal log's preallocated space is taken: commits to the
+/// log go on, but folding them into redb's file fails, and with it every read of the store.
+/// The server says so — 503 with a time to retry after, health unhealthy — rather than a 500
+/// that suggests a bug while health says ok; and it heals on its own once the disk does.
+#[tokio::test]
+async fn a_store_that_cannot_fold_answers_503_and_is_unhealthy_until_the_disk_recovers() {
+    let tmp = tempfile::tempdir().unwrap();
+    let root = tmp.path().canonicalize().unwrap();
+    tree(&root);
+    let (faults, log_faults) = (DiskFaults::new(), DiskFaults::new());
+    let store = FaultyBackend::open_store_split(
+        root.join("journal.redb"),
+        Durability::Immediate,
+        &faults,
+        &log_faults,
+    )
+    .unwrap();
+    let engine = Engine::builder().store(Arc::new(store));
+    let (addr, handle) = AppServer::new(engine, &root)
+        .addr("127.0.0.1:0".parse().unwrap())
+        .serve()
+        .await
+        .unwrap();
+    let base = format!("http://{addr}");
+    let client = reqwest::Client::new();
+    faults.fail_next_writes(u32::MAX);
+    assert_eq!(start(&client, &base).await.status(), 201);
+
+    // The fold of that start (once the journal is idle) fails: health says so.
+    let deadline = Instant::now() + Duration::from_secs(30);
+    loop {
+        let (status, body) = healthz(&client, &base).await;
+        if status == 503 {
+            assert_eq!(body["status"], "unhealthy");
+            assert!(
+                body["reason"].as_str().unwrap().contains("journal store"),
+                "{body}"
+            );
+            break;
+        }
+        assert!(Instant::now() < deadline, "never unhealthy: {body}");
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    // A start that reads the store (its idempotency key) is refused as the store's failure.
+    let keyed = client
+        .post(format!(
+            "{base}/brain/acme/project/shop/workflows/approve/start"
+        ))
+        .bearer_auth(ACME)
+        .header("Idempotency-Key", "order-1")
+        .json(&json!({ "params": {} }))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(keyed.status(), 503);
+    assert_eq!(keyed.headers()["retry-after"], "5");
+    let body = keyed.text().await.unwrap();
+    assert!(body.contains("MAG-HTTP-STORE-UNAVAILABLE"), "{body}");
+
+    faults.clear();
+    let deadline = Instant::now() + Duration::from_secs(30);
+    while healthz(&client, &base).await.0 != 200 {
+        assert!(Instant::now() < deadline, "never healthy again");
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    let keyed = client
+        .post(format!(
+            "{base}/brain/acme/project/shop/workflows/approve/start"
+        ))
+        .bearer_auth(ACME)
+        .header("Idempotency-Key", "order-1")
+        .json(&json!({ "params": {} }))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(keyed.status(), 201, "{}", keyed.text().await.unwrap());
+    assert_eq!(log_faults.injected(), 0, "the log never failed");
+    handle.shutdown().await.unwrap();
+}

@@ -450,6 +450,10 @@ impl Store for RedbStore {
         self.inner.maintain()
     }
 
+    fn failing(&self) -> bool {
+        self.inner.io_failed.load(Ordering::Acquire)
+    }
+
     fn read_journal_raw(&self, run_id: RunId) -> Result<Vec<(u64, Vec<u8>)>, StoreError> {
         self.read_run(run_id, 0, PageBound::ALL, |seq, bytes| {
             Ok((seq, bytes.to_vec()))
