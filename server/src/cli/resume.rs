@@ -16,6 +16,7 @@ use magrathea_server::http::runs::RunDto;
 
 use super::output::{errln, is_stdout_closed, print_run};
 use super::store::Project;
+use super::store_wait::{Unread, store_failing};
 use super::{EXIT_FAILED, EXIT_OK, Location};
 
 /// Arguments of `magrathea resume`.
@@ -96,7 +97,11 @@ async fn resume_here(project: &Project, args: ResumeArgs) -> anyhow::Result<u8> 
     let mut lengths: HashMap<RunId, usize> = HashMap::new();
     let mut quiet_since = Instant::now();
     let mut polls = 0u32;
-    loop {
+    // A store that cannot commit, or cannot be read (a full disk), is waited for as `run`
+    // waits for it, then given up with its error: the runs stay as journaled.
+    let mut unread = Unread::default();
+    let mut failing = std::pin::pin!(store_failing(&engine));
+    'poll: loop {
         polls = polls.wrapping_add(1);
         // A run another worker held is taken up once its lease lets go (every second).
         if polls.is_multiple_of(10) {
@@ -104,17 +109,14 @@ async fn resume_here(project: &Project, args: ResumeArgs) -> anyhow::Result<u8> 
         }
         let mut all_settled = true;
         for &run in &runs {
-            let entries = match engine.journal(run) {
-                Ok(entries) => entries,
-                // A journal with unreadable records: the engine blocks its run ([MAG-RC001])
-                // as it recovers it, and that status settles it here.
-                Err(RunError::Store(StoreError::Decode(_))) => Vec::new(),
-                Err(e) => return Err(e.into()),
+            let Some(read) = unread.patience(where_it_is(&engine, run)).await else {
+                continue 'poll;
             };
+            let (entries, status) = read?;
             if lengths.insert(run, entries.len()) != Some(entries.len()) {
                 quiet_since = Instant::now();
             }
-            if !settled(&engine, run, &entries)? {
+            if status == RunStatus::Running && !parked(&engine, &entries) {
                 all_settled = false;
             }
         }
@@ -123,6 +125,7 @@ async fn resume_here(project: &Project, args: ResumeArgs) -> anyhow::Result<u8> 
         }
         tokio::select! {
             () = tokio::time::sleep(POLL) => {}
+            e = &mut failing => return Err(RunError::Store(e).into()),
             () = interrupts.recv() => {
                 errln!(
                     "interrupted: the runs stay as journaled; `magrathea resume` carries them on"
@@ -187,11 +190,14 @@ async fn through_owner(project: &Project, args: ResumeArgs) -> anyhow::Result<u8
     Ok(code)
 }
 
-fn settled(engine: &Engine, run: RunId, entries: &[Entry]) -> anyhow::Result<bool> {
-    Ok(match engine.status(run)? {
-        RunStatus::Running => parked(engine, entries),
-        _ => true,
-    })
+/// The journal of `run` and its status. A journal with unreadable records reads as empty:
+/// the engine blocks its run (`MAG-RC001`) as it recovers it, and that status settles it.
+fn where_it_is(engine: &Engine, run: RunId) -> Result<(Vec<Entry>, RunStatus), RunError> {
+    let entries = match engine.journal(run) {
+        Err(RunError::Store(StoreError::Decode(_))) => Vec::new(),
+        read => read?,
+    };
+    Ok((entries, engine.status(run)?))
 }
 
 /// Whether a `RUNNING` run waits only on things that are not due soon.

@@ -296,3 +296,57 @@ fn run_waits_for_a_database_that_refuses_connections_for_a_while() {
     assert_eq!(view["status"], "DONE", "{view}");
     assert_eq!(view["result"], "rested");
 }
+
+/// `magrathea resume` waits for a database that refuses connections for a while as `run`
+/// does (docs/serving.md, "Health"), instead of exiting at the first failed read with the
+/// runs it was driving left half-way.
+#[test]
+fn resume_waits_for_a_database_that_refuses_connections_for_a_while() {
+    use std::io::{BufRead, BufReader};
+    let url = cluster().create_database();
+    let database = url.rsplit('/').next().unwrap().to_owned();
+    let p = Project::new();
+    p.workflow("short", SHORT);
+    let id = killed_while_running(&p, &["run", "short", "--store", &url, "--lease-grace", "1"]);
+
+    let mut resume = p
+        .command(&["resume", "--store", &url])
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let (tx, rx) = std::sync::mpsc::channel();
+    let stderr = resume.stderr.take().unwrap();
+    std::thread::spawn(move || {
+        for line in BufReader::new(stderr).lines() {
+            let _ = tx.send(line.unwrap());
+        }
+    });
+    let mut said = String::new();
+    let mut wait_for = |what: &str| {
+        while !said.contains(what) {
+            let line = match rx.recv_timeout(std::time::Duration::from_secs(30)) {
+                Ok(line) => line,
+                Err(e) => panic!("no {what:?} ({e}) in: {said}"),
+            };
+            said.push_str(&line);
+            said.push('\n');
+        }
+    };
+    wait_for("resuming 1 run(s)");
+    cluster().psql(&format!(
+        "ALTER DATABASE {database} ALLOW_CONNECTIONS false; \
+         SELECT pg_terminate_backend(pid) FROM pg_stat_activity \
+         WHERE datname = '{database}' AND pid <> pg_backend_pid();"
+    ));
+    wait_for("waits for it");
+    cluster().psql(&format!("ALTER DATABASE {database} ALLOW_CONNECTIONS true"));
+    let status = resume.wait().unwrap();
+    assert_eq!(status.code(), Some(0), "{said}");
+    let show = json(&p.cli(&["runs", "show", &id, "--store", &url, "--json"]));
+    assert_eq!(
+        (show["status"].clone(), show["result"].clone()),
+        (serde_json::json!("DONE"), serde_json::json!("finished")),
+        "{show}"
+    );
+}
