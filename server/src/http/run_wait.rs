@@ -101,12 +101,14 @@ impl Wait {
 
     /// Waits until `run` meets the condition or the wait is over. A run that meets it already
     /// returns at once; otherwise the wait holds a follower slot of `who` (429 `MAG-RD003`
-    /// when the subject has none left).
+    /// when the subject has none left). The revocation of `token` (what `who` signed in with)
+    /// ends the wait too, as it ends a stream; the caller authorizes the request again.
     pub(crate) async fn wait(
         self,
         state: &AppState,
         tenant: &str,
         who: &Principal,
+        token: Option<&str>,
         run: &RunSummary,
     ) -> Result<(), ApiError> {
         if self.longest.is_zero() || self.until.met(run.status) {
@@ -115,8 +117,8 @@ impl Wait {
         let _slot = state.follower_slot(tenant, who)?;
         let engine = &state.engine;
         let id = run.run_id;
-        // An error of the store ends the wait early, and so does the server's stop; the
-        // answer that follows reads the run again and reports it.
+        // An error of the store ends the wait early, and so do the server's stop and the
+        // token's revocation; the answer that follows reads the run again and reports it.
         let waited = async {
             match self.until {
                 Until::Ended => {
@@ -136,7 +138,7 @@ impl Wait {
         let _ = tokio::time::timeout(self.longest, async {
             tokio::select! {
                 () = waited => {}
-                () = state.closing.closed() => {}
+                _ = state.stream_end(token.map(str::to_owned), who.clone()) => {}
             }
         })
         .await;

@@ -310,7 +310,10 @@ pub(crate) async fn get(
     let wait = super::run_wait::Wait::parse(q.wait.as_deref(), q.until.as_deref())?;
     let summary = state.scoped_summary(&scope, &p.run_id)?;
     if let Some(wait) = wait {
-        wait.wait(&state, &p.tenant, &who, &summary).await?;
+        let token = super::auth::bearer(&headers);
+        wait.wait(&state, &p.tenant, &who, token, &summary).await?;
+        // A token revoked while the request waited gets no answer but 401.
+        state.authorize(&headers, &p.tenant, ApiScope::Read)?;
     }
     Ok(Json(dto(&state, summary.run_id).await?))
 }

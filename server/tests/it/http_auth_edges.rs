@@ -256,8 +256,9 @@ async fn tokens_added_or_revoked_in_the_file_take_effect_while_serving() {
 }
 
 /// Streams opened with a token end once it is revoked: the tenant's event stream (SSE and
-/// WebSocket), a run's record stream, and a project's WebSocket session, which closes with
-/// 1008 and says why. Another token's stream goes on.
+/// WebSocket), a run's record stream, a read waiting for a run (answered 401), and a
+/// project's WebSocket session, which closes with 1008 and says why. Another token's stream
+/// goes on.
 #[tokio::test]
 async fn streams_of_a_revoked_token_end_and_others_go_on() {
     use futures::StreamExt;
@@ -285,6 +286,13 @@ async fn streams_of_a_revoked_token_end_and_others_go_on() {
     )
     .await;
     let mut others = sse("/v1/workflow-events".into(), GLOBEX).await;
+    let waiting = tokio::spawn(
+        s.get(
+            &format!("/brain/acme/project/shop/workflows/runs/{run}?wait=60s"),
+            Some(ACME),
+        )
+        .send(),
+    );
     let mut session = crate::live_common::ws_connect(s.addr, ACME).await;
     let (mut tenant_socket, _) = tokio_tungstenite::connect_async(format!(
         "ws://{}/v1/workflow-events?token={ACME}",
@@ -313,6 +321,13 @@ async fn streams_of_a_revoked_token_end_and_others_go_on() {
         .is_ok()
     }
     assert!(ends(events).await, "the tenant's event stream ended");
+    // A read waiting for the run ends too, and answers as the token now deserves: 401.
+    let waited = tokio::time::timeout(std::time::Duration::from_secs(30), waiting)
+        .await
+        .expect("the waiting read ends with its token")
+        .unwrap()
+        .unwrap();
+    assert_eq!(waited.status(), 401);
     assert!(ends(records).await, "the run's record stream ended");
     for socket in [&mut session, &mut tenant_socket] {
         let closed = tokio::time::timeout(std::time::Duration::from_secs(30), async {
