@@ -40,6 +40,13 @@ fn parameters(route: &Route) -> Vec<Value> {
             "schema": { "type": "string", "minLength": 1, "maxLength": 255 }
         }));
     }
+    if route.operation == "workflows.runs.events" {
+        out.push(json!({
+            "name": "Last-Event-ID", "in": "header", "required": false,
+            "description": "The seq of the last record the client holds (a reconnecting EventSource sends it): the stream starts after it; a seq the run's journal does not hold answers 400 MAG-RD001",
+            "schema": { "type": "string", "pattern": "^[0-9]+$" }
+        }));
+    }
     if route.operation == "runs.rerun" || route.operation == "runs.retry" {
         out.push(json!({
             "name": "Idempotency-Key", "in": "header", "required": false,
@@ -84,7 +91,16 @@ fn answers(operation: &str) -> Answers {
                 "204",
                 "No Content: the Last-Event-ID holds every record of a run that ended",
             )],
-            &["429"],
+            &["400", "429"],
+        ),
+        // With Upgrade: websocket, the session; beyond the subject's follower places, 429
+        // MAG-RD003.
+        "workflows.events.stream" => (
+            &[(
+                "101",
+                "Switching Protocols: the WebSocket session (with Upgrade: websocket)",
+            )],
+            &["400", "429"],
         ),
         // A wait beyond the subject's follower places (MAG-RD003).
         "workflows.runs.get" => (&[], &["429"]),
@@ -121,10 +137,11 @@ fn answers(operation: &str) -> Answers {
         // After a failed journal commit: `{status: "unhealthy", reason}`.
         "health" => (&[], &["503"]),
         // The upgrade; a request that is no WebSocket handshake; another tenant's or an
-        // unknown project (as any route of a tenant); without auth, a Host or Origin refused.
+        // unknown project (as any route of a tenant); without auth, a Host or Origin refused;
+        // beyond the subject's sessions, MAG-RD005.
         "ws" => (
             &[("101", "Switching Protocols: the WebSocket session")],
-            &["400", "403", "404", "421"],
+            &["400", "403", "404", "421", "429"],
         ),
         _ => (&[], &[]),
     };
@@ -417,7 +434,7 @@ mod tests {
         let health = &doc["paths"]["/healthz"]["get"]["responses"];
         assert!(health.get("503").is_some(), "{health}");
         let ws = &doc["paths"]["/brain/{tenant}/project/{project}/ws"]["get"]["responses"];
-        for code in ["101", "400", "401", "403", "404", "421"] {
+        for code in ["101", "400", "401", "403", "404", "421", "429"] {
             assert!(ws.get(code).is_some(), "{code} missing in {ws}");
         }
         for (path, item) in doc["paths"].as_object().unwrap() {
@@ -496,6 +513,21 @@ mod tests {
             .cloned();
         assert_eq!(key.map(|k| k["in"].clone()), Some(json!("header")));
         let events = op("get", "/v1/workflow-events");
+        for code in ["101", "429"] {
+            assert!(events["responses"].get(code).is_some(), "{code}: {events}");
+        }
+        let follow = op(
+            "get",
+            "/brain/{tenant}/project/{project}/workflows/runs/{run_id}/events",
+        );
+        assert!(
+            follow["parameters"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .any(|p| p["name"] == "Last-Event-ID" && p["in"] == "header"),
+            "{follow}"
+        );
         let token = events["parameters"]
             .as_array()
             .unwrap()
