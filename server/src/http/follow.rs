@@ -145,6 +145,32 @@ impl Drop for FollowerSlot {
     }
 }
 
+/// The seq to follow `run` from for a client that holds its records up to `last` (an SSE
+/// stream's `Last-Event-ID`, a subscription's `lastEventId`): the one after it, or 0. A seq the
+/// run's journal does not hold was never sent (another run's, a client's own count): resuming
+/// after it would send nothing, perhaps never the run's end, so it is 400 `MAG-RD001`.
+/// `named` is how the client gave `last`, for the error.
+pub(crate) fn resume_after(
+    engine: &Engine,
+    run: RunId,
+    last: Option<u64>,
+    named: &str,
+) -> Result<u64, super::error::ApiError> {
+    let Some(seq) = last else {
+        return Ok(0);
+    };
+    if engine.journal_page(run, seq, 1, 1)?.is_empty() {
+        return Err(super::error::ApiError::bad_request(
+            "MAG-RD001",
+            format!(
+                "{named} `{seq}` is not the seq of a record of run {run}: it has no record \
+                 {seq} yet; follow the run from its start instead"
+            ),
+        ));
+    }
+    Ok(seq.saturating_add(1))
+}
+
 /// The run's records from seq `from` on, in `seq` order, each exactly once: first those
 /// already journaled, then new ones as they commit. The channel closes after a terminal
 /// `StatusRecord`, once every record is sent of a run that has ended (a client resuming after

@@ -32,7 +32,8 @@ pub(crate) async fn events(
     let who = state.authorize(&headers, &p.tenant, ApiScope::Read)?;
     let scope = state.scope(&p.tenant, &p.project)?;
     let summary = state.scoped_summary(&scope, &p.run_id)?;
-    let from = last_event_id(&headers)?.map_or(0, |seq| seq.saturating_add(1));
+    let last = last_event_id(&headers)?;
+    let from = super::follow::resume_after(&state.engine, summary.run_id, last, "Last-Event-ID")?;
     if from > 0
         && summary.status.is_terminal()
         && state

@@ -7,10 +7,11 @@
 //! | client → server | server → client |
 //! |---|---|
 //! | `{type: "workflow-start", data: {name, params?, startedBy?}}` | `{type: "workflow-start", data: {workflowRunId, workflowName}}` |
-//! | `{type: "subscribe", data: {workflowRunId}}` | `{type: "run-event", data: <journal record>}` per record (existing ones first), then `{type: "run-end", data: {workflowRunId}}` after the terminal one |
+//! | `{type: "subscribe", data: {workflowRunId, lastEventId?}}` | `{type: "run-event", data: <journal record>}` per record (existing ones first; with `lastEventId`, those after that seq), then `{type: "run-end", data: {workflowRunId}}` after the terminal one |
 //! | `{type: "subscribe-events"}` | `{type: "workflow-event", data: <event JSON>}` for each internal event of the project's runs (`workflow.run.*`, `workflow.approval.*`; `data.event` names it), as long as the connection lasts |
 //! | `{type: "ping"}` | `{type: "pong"}` |
 //!
+//! A session follows a run once (subscribing again while it does is `MAG-HTTP-WS-SUBSCRIBED`).
 //! A connection holds at most [`ServeConfig::max_subscriptions_per_connection`] subscriptions
 //! that have not ended (one more is answered `MAG-RD004`), and a token subject at most
 //! [`ServeConfig::max_followers_per_subject`] followers across SSE and WebSocket (`MAG-RD003`)
@@ -129,10 +130,13 @@ struct StartData {
     idempotency_key: Option<String>,
 }
 
+/// `subscribe` data: the run, and the seq of the last of its records the client holds (a
+/// client subscribing again after a lost connection), as an SSE stream's `Last-Event-ID`.
 #[derive(Debug, Deserialize)]
-#[serde(rename_all = "camelCase")]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
 struct SubscribeData {
     workflow_run_id: String,
+    last_event_id: Option<u64>,
 }
 
 async fn session(
@@ -156,13 +160,13 @@ async fn session(
         }
         sink
     });
-    let mut subscriptions: Vec<JoinHandle<()>> = Vec::new();
+    let mut subscriptions: Subscriptions = Vec::new();
     let mut close = None;
     let idle = state.followers.idle();
     loop {
         // A session that follows nothing must say something within the idle timeout (a
         // `ping` will do), as an idle HTTP connection must send its next request.
-        subscriptions.retain(|s| !s.is_finished());
+        subscriptions.retain(|(_, s)| !s.is_finished());
         let following = !subscriptions.is_empty();
         let wait = async {
             if following {
@@ -220,7 +224,7 @@ async fn session(
             break;
         }
     }
-    for s in subscriptions {
+    for (_, s) in subscriptions {
         s.abort();
     }
     drop(out);
@@ -257,12 +261,12 @@ fn close_frame(error: axum::Error) -> Option<CloseFrame> {
     })
 }
 
+/// A session's subscriptions: the run each follows (none for `subscribe-events`) and its task.
+type Subscriptions = Vec<(Option<magrathea_core::RunId>, JoinHandle<()>)>;
+
 /// 429 `MAG-RD004` once the connection holds as many live subscriptions as it may.
-fn room_for_one_more(
-    state: &AppState,
-    subscriptions: &mut Vec<JoinHandle<()>>,
-) -> Result<(), ApiError> {
-    subscriptions.retain(|s| !s.is_finished());
+fn room_for_one_more(state: &AppState, subscriptions: &mut Subscriptions) -> Result<(), ApiError> {
+    subscriptions.retain(|(_, s)| !s.is_finished());
     let max = state.followers.max_per_connection();
     if subscriptions.len() >= max {
         return Err(ApiError::new(
@@ -289,7 +293,7 @@ async fn handle(
     who: &Principal,
     message: ClientMessage,
     out: &mpsc::Sender<Value>,
-    subscriptions: &mut Vec<JoinHandle<()>>,
+    subscriptions: &mut Subscriptions,
 ) -> Option<Value> {
     let kind = message.kind.as_str();
     let invalid = |e: serde_json::Error| {
@@ -331,27 +335,48 @@ async fn handle(
             who.require(ApiScope::Read)?;
             let data: SubscribeData = serde_json::from_value(message.data).map_err(invalid)?;
             let summary = state.scoped_summary(scope, &data.workflow_run_id)?;
+            let run = summary.run_id;
+            // A second subscription to a run would send each record twice.
+            if subscriptions
+                .iter()
+                .any(|(followed, s)| *followed == Some(run) && !s.is_finished())
+            {
+                return Err(ApiError::bad_request(
+                    "MAG-HTTP-WS-SUBSCRIBED",
+                    format!("this session already follows run {run}"),
+                ));
+            }
+            let from =
+                super::follow::resume_after(&state.engine, run, data.last_event_id, "lastEventId")?;
             room_for_one_more(state, subscriptions)?;
             let slot = state.follower_slot(&scope.tenant, who)?;
-            let mut records = follow(state.engine.clone(), summary.run_id, 0, slot);
-            let out = out.clone();
-            subscriptions.push(tokio::spawn(async move {
-                while let Some(entry) = records.recv().await {
-                    let end = super::follow::is_end(&entry);
-                    if out
-                        .send(json!({ "type": "run-event", "data": entry }))
-                        .await
-                        .is_err()
-                    {
-                        return;
+            let mut records = follow(state.engine.clone(), run, from, slot);
+            let (out, engine) = (out.clone(), state.engine.clone());
+            let run_end = json!({ "type": "run-end", "data": { "workflowRunId": run } });
+            subscriptions.push((
+                Some(run),
+                tokio::spawn(async move {
+                    while let Some(entry) = records.recv().await {
+                        let end = super::follow::is_end(&entry);
+                        if out
+                            .send(json!({ "type": "run-event", "data": entry }))
+                            .await
+                            .is_err()
+                        {
+                            return;
+                        }
+                        if end {
+                            let _ = out.send(run_end).await;
+                            return;
+                        }
                     }
-                    if end {
-                        let data = json!({ "workflowRunId": summary.run_id });
-                        let _ = out.send(json!({ "type": "run-end", "data": data })).await;
-                        return;
+                    // A client resuming after the last record of a run that has ended gets
+                    // its end at once.
+                    if engine.summary(run).is_ok_and(|s| s.status.is_terminal()) {
+                        let _ = out.send(run_end).await;
                     }
-                }
-            }));
+                }),
+            ));
             Ok(None)
         })(),
         "subscribe-events" => (|| {
@@ -360,29 +385,32 @@ async fn handle(
             let slot = state.follower_slot(&scope.tenant, who)?;
             let mut events = state.triggers.subscribe_events();
             let (out, scope) = (out.clone(), scope.clone());
-            subscriptions.push(tokio::spawn(async move {
-                let _slot = slot;
-                loop {
-                    let event = match events.recv().await {
-                        Ok(e) => e,
-                        Err(tokio::sync::broadcast::error::RecvError::Lagged(n)) => {
-                            let lagged = json!({ "type": "lagged", "data": { "missed": n } });
-                            if out.send(lagged).await.is_err() {
-                                return;
+            subscriptions.push((
+                None,
+                tokio::spawn(async move {
+                    let _slot = slot;
+                    loop {
+                        let event = match events.recv().await {
+                            Ok(e) => e,
+                            Err(tokio::sync::broadcast::error::RecvError::Lagged(n)) => {
+                                let lagged = json!({ "type": "lagged", "data": { "missed": n } });
+                                if out.send(lagged).await.is_err() {
+                                    return;
+                                }
+                                continue;
                             }
+                            Err(tokio::sync::broadcast::error::RecvError::Closed) => return,
+                        };
+                        if event.tenant != scope.tenant || event.project != scope.project {
                             continue;
                         }
-                        Err(tokio::sync::broadcast::error::RecvError::Closed) => return,
-                    };
-                    if event.tenant != scope.tenant || event.project != scope.project {
-                        continue;
+                        let message = json!({ "type": "workflow-event", "data": event.body });
+                        if out.send(message).await.is_err() {
+                            return;
+                        }
                     }
-                    let message = json!({ "type": "workflow-event", "data": event.body });
-                    if out.send(message).await.is_err() {
-                        return;
-                    }
-                }
-            }));
+                }),
+            ));
             Ok(Some(
                 json!({ "type": "subscribe-events", "data": { "subscribed": true } }),
             ))

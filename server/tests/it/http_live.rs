@@ -101,6 +101,30 @@ async fn sse_resumes_after_last_event_id_and_ends_with_204() {
     let bad = resumed("seven".into()).await;
     assert_eq!(bad.status(), 400);
     assert!(bad.text().await.unwrap().contains("MAG-RD001"));
+
+    // A seq past the run's journal was never sent (another run's, or a count of the client's
+    // own): refused, not answered with nothing (a live run's stream would then never show its
+    // end).
+    let beyond = resumed((last + 1).to_string()).await;
+    assert_eq!(beyond.status(), 400);
+    assert!(beyond.text().await.unwrap().contains("MAG-RD001"));
+    let waiting = s.start_run("shop", "approve", json!({})).await;
+    s.wait_status("shop", &waiting, &["WAITING"]).await;
+    let live = s
+        .get(
+            &format!("/brain/acme/project/shop/workflows/runs/{waiting}/events"),
+            Some(ACME),
+        )
+        .header("Last-Event-ID", "50")
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(live.status(), 400);
+    let message = live.text().await.unwrap();
+    assert!(
+        message.contains("MAG-RD001") && message.contains("no record 50"),
+        "{message}"
+    );
 }
 
 #[tokio::test]
@@ -326,4 +350,41 @@ async fn a_stop_closes_websocket_sessions_as_going_away() {
         assert_eq!(u16::from(frame.code), 1001, "{frame:?}");
         assert_eq!(frame.reason.as_str(), "the server is stopping");
     }
+}
+
+/// A WebSocket client whose connection was lost subscribes again with the seq of the last
+/// record it holds and gets only the records after it, as `Last-Event-ID` does for SSE; a seq
+/// the run never had, an unknown field, and a second subscription to a run the session
+/// follows (which would send every record twice) are errors.
+#[tokio::test]
+async fn a_websocket_subscription_resumes_after_last_event_id_and_is_not_doubled() {
+    let s = Server::start().await;
+    let run = s.start_run("shop", "hello", json!({"who": "ws"})).await;
+    s.wait_status("shop", &run, &["DONE"]).await;
+    let mut ws = ws_connect(s.addr, ACME).await;
+    subscribe(&mut ws, &run).await;
+    let all = events_to_end(&mut ws).await;
+    assert!(all.len() > 2, "{all:?}");
+
+    let mut again = ws_connect(s.addr, ACME).await;
+    let subscribe_after = |last: Value| json!({"type": "subscribe", "data": {"workflowRunId": run, "lastEventId": last}});
+    send(&mut again, subscribe_after(json!(all[1]))).await;
+    assert_eq!(events_to_end(&mut again).await, all[2..].to_vec());
+    // Holding every record of a run that ended: its end at once.
+    send(&mut again, subscribe_after(json!(all.last().unwrap()))).await;
+    assert_eq!(events_to_end(&mut again).await, Vec::<u64>::new());
+    send(&mut again, subscribe_after(json!(all.last().unwrap() + 1))).await;
+    assert_eq!(next_error(&mut again).await, "MAG-RD001");
+    send(
+        &mut again,
+        json!({"type": "subscribe", "data": {"workflowRunId": run, "cursor": 3}}),
+    )
+    .await;
+    assert_eq!(next_error(&mut again).await, "MAG-HTTP-INVALID-JSON");
+
+    let waiting = s.start_run("shop", "approve", json!({})).await;
+    s.wait_status("shop", &waiting, &["WAITING"]).await;
+    subscribe(&mut again, &waiting).await;
+    subscribe(&mut again, &waiting).await;
+    assert_eq!(next_error(&mut again).await, "MAG-HTTP-WS-SUBSCRIBED");
 }

@@ -445,6 +445,11 @@ pub(super) const CODES: &[ErrorCode] = &[
         remedy: "Send workflow-start, subscribe, subscribe-events or ping on a project's session; only ping on the tenant's event stream.",
     },
     ErrorCode {
+        code: "MAG-HTTP-WS-SUBSCRIBED",
+        meaning: "A WebSocket session subscribed to a run it already follows (a second subscription would send every record twice).",
+        remedy: "Keep the subscription the session has; to resume after a lost connection, subscribe on the new session with `lastEventId`.",
+    },
+    ErrorCode {
         code: "MAG-HTTP-WS",
         meaning: "A request to upgrade `GET /v1/workflow-events` to a WebSocket is not a valid WebSocket handshake (a missing or wrong `Sec-WebSocket-Key` or `Sec-WebSocket-Version`, or not over HTTP/1.1 GET).",
         remedy: "Connect with a WebSocket client; without `Upgrade: websocket` the route answers server-sent events.",
