@@ -29,6 +29,7 @@ mod held;
 mod id;
 mod json_len;
 mod link;
+mod log_throttle;
 mod panic;
 mod patches;
 mod record;
@@ -55,6 +56,7 @@ pub use error::{DeliverError, IoSource, OpenError, RunError, StartError, StoreEr
 pub use held::HeldTask;
 pub use id::RunId;
 pub use json_len::json_len;
+pub use log_throttle::LogThrottle;
 pub use record::{
     AnswerOutcome, Entry, EntryPoint, GateAnswer, GateKind, GateSpec, ParentRef, Record, RunStatus,
     StartRecord, Step, StepKind,

@@ -80,6 +80,9 @@ struct Request {
 }
 
 /// What the writer thread and lone appenders share.
+/// The least time between two warnings of a failure that lasts (a full disk).
+const WARN_EVERY: std::time::Duration = std::time::Duration::from_secs(10);
+
 struct Shared {
     store: Arc<dyn Store>,
     stats: Arc<WriterStats>,
@@ -98,6 +101,8 @@ struct Shared {
     /// Whether the last commit (or [`JournalWriter::probe`]) failed: one store per commit, so
     /// that reporting health costs the hot path nothing more.
     failed: AtomicBool,
+    /// The warnings of failed housekeeping, which a full disk repeats between every commit.
+    maintenance_warnings: crate::LogThrottle,
 }
 
 impl Shared {
@@ -162,8 +167,10 @@ impl Shared {
             .lock()
             .unwrap_or_else(PoisonError::into_inner);
         // A failed housekeeping step leaves the store as it was; the next one retries.
-        if let Err(e) = self.store.maintain() {
-            tracing::warn!(error = %e, "journal store maintenance failed");
+        if let Err(e) = self.store.maintain()
+            && let Some(left_out) = self.maintenance_warnings.allow()
+        {
+            tracing::warn!(error = %e, left_out, "journal store maintenance failed");
         }
     }
 }
@@ -219,6 +226,7 @@ impl JournalWriter {
             last_end: AtomicU64::new(NEVER),
             epoch: Instant::now(),
             failed: AtomicBool::new(false),
+            maintenance_warnings: crate::LogThrottle::new(WARN_EVERY),
         });
         let sh = shared.clone();
         let thread = std::thread::Builder::new()

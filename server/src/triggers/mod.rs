@@ -116,6 +116,8 @@ pub struct Triggers {
     changes: std::sync::atomic::AtomicU64,
     /// The internal events, for live followers (`GET /v1/workflow-events`).
     events: tokio::sync::broadcast::Sender<Arc<HubEvent>>,
+    /// The warnings of failed passes, which a failing store repeats at every pass.
+    pass_warnings: magrathea_core::LogThrottle,
 }
 
 /// An internal event as the hub read it from the journal (see `docs/hooks.md` for its JSON).
@@ -146,6 +148,7 @@ impl Triggers {
             resyncing: std::sync::Mutex::new(()),
             changes: std::sync::atomic::AtomicU64::new(0),
             stopped: std::sync::atomic::AtomicBool::new(false),
+            pass_warnings: magrathea_core::LogThrottle::new(std::time::Duration::from_secs(10)),
             events: tokio::sync::broadcast::channel(EVENT_BUFFER).0,
         }
     }
@@ -269,8 +272,10 @@ impl Triggers {
         if resync && let Err(e) = self.resync_all(state) {
             tracing::warn!(error = %e, "could not read the trigger documents");
         }
-        if let Err(e) = runtime.block_on(self.tick(state)) {
-            tracing::warn!(error = %e, "the scheduler's pass failed");
+        if let Err(e) = runtime.block_on(self.tick(state))
+            && let Some(left_out) = self.pass_warnings.allow()
+        {
+            tracing::warn!(error = %e, left_out, "the scheduler's pass failed");
         }
         if prune && let Ok(catalog) = self.catalog() {
             let now_ms = self.now_ms();

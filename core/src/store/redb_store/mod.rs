@@ -105,6 +105,8 @@ pub struct Inner {
     epoch: AtomicU64,
     /// redb or the log reported an I/O failure: the database must be reopened before it is used again.
     io_failed: AtomicBool,
+    /// The warnings of reopens, which a full disk repeats at every read while it lasts.
+    reopen_warnings: crate::LogThrottle,
     path: PathBuf,
     durability: Durability,
     unfolded: RwLock<Unfolded>,
@@ -289,6 +291,7 @@ impl RedbStore {
             fold_error: Mutex::new(None),
             epoch: AtomicU64::new(0),
             io_failed: AtomicBool::new(false),
+            reopen_warnings: crate::LogThrottle::new(std::time::Duration::from_secs(10)),
             open_here: open_here::OpenHere::new(&path),
             path,
             durability,
@@ -404,7 +407,13 @@ impl Inner {
                 ..left_in_log
             };
         }
-        tracing::warn!(path = %self.path.display(), "reopened the journal store after an I/O failure");
+        if let Some(left_out) = self.reopen_warnings.allow() {
+            tracing::warn!(
+                path = %self.path.display(),
+                left_out,
+                "reopened the journal store after an I/O failure"
+            );
+        }
         self.io_failed.store(false, Ordering::Release);
         let db = db.insert(fresh);
         let healed = self.fold_all_in(db).and_then(|()| self.restart_log(files));
