@@ -103,6 +103,8 @@ struct Shared {
     failed: AtomicBool,
     /// The warnings of failed housekeeping, which a full disk repeats between every commit.
     maintenance_warnings: crate::LogThrottle,
+    /// The warnings of failed probes, which a full disk repeats at every health check.
+    probe_warnings: crate::LogThrottle,
 }
 
 impl Shared {
@@ -227,6 +229,7 @@ impl JournalWriter {
             epoch: Instant::now(),
             failed: AtomicBool::new(false),
             maintenance_warnings: crate::LogThrottle::new(WARN_EVERY),
+            probe_warnings: crate::LogThrottle::new(WARN_EVERY),
         });
         let sh = shared.clone();
         let thread = std::thread::Builder::new()
@@ -295,8 +298,10 @@ impl JournalWriter {
             .unwrap_or_else(PoisonError::into_inner);
         let result = shared.store.commit(&[]);
         shared.failed.store(result.is_err(), Ordering::Relaxed);
-        if let Err(e) = &result {
-            tracing::warn!(error = %e, "journal health probe failed");
+        if let Err(e) = &result
+            && let Some(left_out) = shared.probe_warnings.allow()
+        {
+            tracing::warn!(error = %e, left_out, "journal health probe failed");
         }
         result
     }

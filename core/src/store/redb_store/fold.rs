@@ -162,8 +162,14 @@ impl Inner {
             .name("magrathea-fold".into())
             .spawn(move || {
                 let result = inner.fold_frozen(&generation, epoch);
-                if let Err(e) = &result {
-                    tracing::warn!(error = %e, "folding the journal log into redb failed; will retry");
+                if let Err(e) = &result
+                    && let Some(left_out) = inner.fold_warnings.allow()
+                {
+                    tracing::warn!(
+                        error = %e,
+                        left_out,
+                        "folding the journal log into redb failed; will retry"
+                    );
                 }
                 *inner
                     .fold_error

@@ -51,6 +51,8 @@ const JOURNAL: TableDefinition<(u128, u64), &[u8]> = TableDefinition::new("journ
 /// One row per run per fold, `(run, first seq)`: a chunk of the run's records ([`chunk`]).
 const CHUNKS: TableDefinition<(u128, u64), &[u8]> = TableDefinition::new("journal_chunks");
 const LOG: TableDefinition<u64, &[u8]> = TableDefinition::new("journal_log");
+/// The least time between two warnings of a failure that lasts (a full disk).
+const WARN_EVERY: std::time::Duration = std::time::Duration::from_secs(10);
 const RUNS: TableDefinition<u128, &[u8]> = TableDefinition::new("runs");
 const ACTIVE: TableDefinition<u128, ()> = TableDefinition::new("active_runs");
 /// The rows of `active_runs` again, keyed `(scope, run)`: a scope's (or a tenant's) active runs
@@ -107,6 +109,8 @@ pub struct Inner {
     io_failed: AtomicBool,
     /// The warnings of reopens, which a full disk repeats at every read while it lasts.
     reopen_warnings: crate::LogThrottle,
+    /// The warnings of failed folds, which a full disk repeats at every try.
+    fold_warnings: crate::LogThrottle,
     path: PathBuf,
     durability: Durability,
     unfolded: RwLock<Unfolded>,
@@ -291,7 +295,8 @@ impl RedbStore {
             fold_error: Mutex::new(None),
             epoch: AtomicU64::new(0),
             io_failed: AtomicBool::new(false),
-            reopen_warnings: crate::LogThrottle::new(std::time::Duration::from_secs(10)),
+            reopen_warnings: crate::LogThrottle::new(WARN_EVERY),
+            fold_warnings: crate::LogThrottle::new(WARN_EVERY),
             open_here: open_here::OpenHere::new(&path),
             path,
             durability,
