@@ -624,9 +624,10 @@ pub enum Record {
         step: Step,
         /// What arrived (`gate answer`, `timer fired`, `task result`, …).
         what: String,
-        /// A gate answer that came after the gate ended unanswered (its timeout fired first,
-        /// or the run ended): it lands on the inbox item, and the run does not react
-        /// (reference §3.4).
+        /// A gate answer that came after the gate ended: unanswered (its timeout fired first,
+        /// or the run ended), it lands on the inbox item, and the run does not react
+        /// (reference §3.4); after another answer (a race the other won), the item keeps the
+        /// first. Journals written before a losing answer was kept have none here.
         #[serde(default, skip_serializing_if = "Option::is_none")]
         answer: Option<GateAnswer>,
     },

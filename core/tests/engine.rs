@@ -463,6 +463,55 @@ async fn a_gate_answered_after_its_timeout_fired_is_ignored_and_recorded() {
     );
 }
 
+/// Two answers to one gate (a race between two approvers): the first decides and stays on the
+/// inbox item; the second is journaled as ignored with what it said and who said it, so the
+/// journal tells who lost the race and how they would have decided.
+#[tokio::test]
+async fn a_second_answer_to_a_gate_is_journaled_with_its_content() {
+    let wf = WorkflowRegistration::new("two", "", |ctx, _| async move {
+        let first = match ctx.gate(gate(GateKind::Approval, None)).await {
+            GateOutcome::Answered(a) => a.value,
+            other => return Err(WorkflowError::failed(format!("{other:?}"))),
+        };
+        // A second gate keeps the run going while the first is answered again.
+        ctx.gate(gate(GateKind::Approval, None)).await;
+        Ok(first)
+    });
+    let engine = engine_with(Arc::new(MemoryStore::new()), |b| b.workflow(wf)).await;
+    let run = engine
+        .start(StartRequest::code("two", Value::Null))
+        .await
+        .unwrap();
+    engine.wait_settled(run).await.unwrap();
+    let id = format!("{run}-0");
+    let first = GateAnswer::approve().with_comment("ship it").by("alice");
+    assert_eq!(
+        engine.answer_gate(&id, first).await.unwrap(),
+        AnswerAck::Applied
+    );
+    let second = GateAnswer::reject().with_comment("not yet").by("bob");
+    assert_eq!(
+        engine.answer_gate(&id, second.clone()).await.unwrap(),
+        AnswerAck::Ignored
+    );
+    let journal = engine.journal(run).unwrap();
+    let kept = journal.iter().find_map(|e| match &e.record {
+        Record::Ignored {
+            what,
+            answer: Some(a),
+            ..
+        } if what == "gate answer" => Some(a.clone()),
+        _ => None,
+    });
+    assert_eq!(kept, Some(second));
+    let item = engine.inbox_item(&id).unwrap();
+    let decided = item.answer.unwrap();
+    assert_eq!(
+        (decided.answered_by.as_str(), decided.comment.as_deref()),
+        ("alice", Some("ship it"))
+    );
+}
+
 #[tokio::test]
 async fn signals_are_delivered_in_order_even_when_sent_before_the_wait() {
     let wf = WorkflowRegistration::new("s", "", |ctx, _| async move {

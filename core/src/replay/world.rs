@@ -165,11 +165,13 @@ impl RunState {
         gate::check_answer(&g.spec, &answer)?;
         if g.is_resolved() || self.is_terminal() {
             // An answer to a gate that ended unanswered (its timeout fired first, the run
-            // ended) still lands on its inbox item; a second answer does not replace the first.
+            // ended) still lands on its inbox item; a second answer (one that lost a race with
+            // the first) does not replace the first there, but is kept all the same: who
+            // answered, and what, is the journal's to say.
             let ignored = Record::Ignored {
                 step,
                 what: "gate answer".into(),
-                answer: (g.phase != GatePhase::Answered).then_some(answer),
+                answer: Some(answer),
             };
             return Ok((ignored, AnswerAck::Ignored));
         }
