@@ -309,6 +309,15 @@ pub enum ServeError {
     /// The engine could not open the store (e.g. another process holds it).
     #[error("[MAG-SV002] cannot open the store: {0}")]
     Open(#[from] OpenError),
+    /// The store at `store` could not be opened (a full disk, another process holds it, a
+    /// database that refuses connections).
+    #[error("[MAG-SV002] cannot open the store {store}: {source}")]
+    OpenStore {
+        /// The store: the redb file, or the database's URL without its password.
+        store: String,
+        /// Why.
+        source: magrathea_core::StoreError,
+    },
     /// The token file is unreadable or invalid.
     #[error(transparent)]
     Auth(#[from] AuthFileError),
@@ -445,8 +454,11 @@ pub async fn serve(config: ServeConfig) -> Result<(SocketAddr, ServerHandle), Se
                 .max_resident_bytes_per_tenant(Some(config.max_resident_bytes_per_tenant)),
             &config.postgres,
         )
-        .map_err(|e| ServeError::Open(OpenError::Store(e)))?;
-    start(engine, &config, auth).await
+        .map_err(|source| ServeError::OpenStore {
+            store: location.describe(),
+            source,
+        })?;
+    start(engine, &config, auth, Some(location.describe())).await
 }
 
 /// Refuses to serve without authentication on an address other machines can reach.
@@ -457,11 +469,13 @@ fn check_insecure_addr(insecure: bool, addr: SocketAddr) -> Result<(), ServeErro
     Ok(())
 }
 
-/// Installs the YAML runtime of `config.root` into `engine`, builds it and serves it.
+/// Installs the YAML runtime of `config.root` into `engine`, builds it and serves it. `store`
+/// names the engine's store for an error opening it, when known.
 async fn start(
     engine: EngineBuilder,
     config: &ServeConfig,
     auth: Auth,
+    store: Option<String>,
 ) -> Result<(SocketAddr, ServerHandle), ServeError> {
     let insecure = auth.insecure();
     check_insecure_addr(insecure, config.addr)?;
@@ -476,7 +490,14 @@ async fn start(
         }
     }
     let runtime = YamlRuntime::new(docs);
-    let engine = runtime.install(engine).build().await?;
+    let engine = runtime
+        .install(engine)
+        .build()
+        .await
+        .map_err(|e| match (e, store) {
+            (OpenError::Store(source), Some(store)) => ServeError::OpenStore { store, source },
+            (e, _) => ServeError::Open(e),
+        })?;
     // Runs of this store are a served tree's, whoever drives them next.
     if let Err(e) = config.store_location().mark_served() {
         tracing::warn!("cannot mark the store as served: {e}");

@@ -119,6 +119,6 @@ impl Server {
     pub async fn serve(self) -> Result<(SocketAddr, ServerHandle), ServeError> {
         let insecure = self.access == Access::InsecureNoAuth;
         let auth = Auth::load(auth::token_file(&self.config.root), insecure)?;
-        start(self.engine, &self.config, auth).await
+        start(self.engine, &self.config, auth, None).await
     }
 }

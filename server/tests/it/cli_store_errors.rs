@@ -1,6 +1,7 @@
 //! A store the command cannot read is an error, never an empty store: a file where the store's
 //! directory should be; and a store whose `journal.redb` is gone while its journal log is not
-//! is opened, not taken for no store.
+//! is opened, not taken for no store. A store file that its creation left all zeros (a full
+//! disk) is created again; one that is damaged is named by `serve` as by the other commands.
 
 use crate::cli_common;
 use cli_common::{Project, code, stderr, stdout};
@@ -103,4 +104,45 @@ fn a_mistyped_postgres_url_is_refused_not_made_a_directory() {
             "{arg}: a directory was made"
         );
     }
+}
+
+/// A full disk failed the header's write of a new store file and left it all zeros: the next
+/// command, with room again, creates the store afresh instead of refusing the file forever.
+#[test]
+fn a_store_file_a_full_disk_left_all_zeros_is_created_again() {
+    let p = Project::new();
+    p.workflow("hello", HELLO);
+    std::fs::create_dir_all(p.store()).unwrap();
+    std::fs::write(p.store().join("journal.redb"), vec![0u8; 73_728]).unwrap();
+    let o = p.cli(&["run", "hello"]);
+    assert_eq!(code(&o), 0, "{}", stderr(&o));
+    assert!(stdout(&o).contains("DONE"), "{}", stdout(&o));
+}
+
+/// `serve` names the store it cannot open, as `run` does: which file to look at.
+#[test]
+fn serve_names_the_store_it_cannot_open() {
+    let p = Project::new();
+    p.workflow("hello", HELLO);
+    let store = p.root.join("elsewhere");
+    std::fs::create_dir_all(&store).unwrap();
+    std::fs::write(store.join("journal.redb"), "not a database, and not empty").unwrap();
+    let o = p.cli_within(
+        &[
+            "serve",
+            "--insecure-no-auth",
+            "--addr",
+            "127.0.0.1:0",
+            "--store",
+            store.to_str().unwrap(),
+        ],
+        std::time::Duration::from_secs(60),
+    );
+    assert_eq!(code(&o), 1, "{}", stderr(&o));
+    let said = stderr(&o);
+    assert!(
+        said.contains("[MAG-SV002] cannot open the store")
+            && said.contains(store.join("journal.redb").to_str().unwrap()),
+        "{said}"
+    );
 }
