@@ -448,3 +448,34 @@ fn a_start_record_tail_with_an_unknown_or_repeated_field_is_corrupt() {
         Err(DecodeError::Corrupt(_))
     ));
 }
+
+/// A value nested past serde_json's default limit of 128 levels — a webhook's payload nested
+/// 127 levels, one more under the run's parameters — reads back as it was written: a record
+/// the engine journaled is never unreadable for its depth.
+#[test]
+fn a_value_nested_past_the_parsers_default_limit_reads_back() {
+    for depth in [127, 128, 1_000] {
+        let mut payload = Value::Null;
+        for _ in 0..depth {
+            payload = Value::Array(vec![payload]);
+        }
+        let record = Record::Start(Box::new(StartRecord {
+            workflow_name: "hook".into(),
+            workflow_version: String::new(),
+            frontend: "yaml".into(),
+            params: serde_json::json!({ "payload": payload }),
+            definition: None,
+            parent: None,
+            started_by: "webhook".into(),
+            idempotency_key: None,
+            scope: "acme/shop".into(),
+            requested_by: None,
+            bounds: None,
+            entry: None,
+        }));
+        let mut bytes = Vec::new();
+        codec::encode(&record, 3, &mut bytes);
+        let (decoded, at) = codec::decode(&bytes).unwrap_or_else(|e| panic!("depth {depth}: {e}"));
+        assert_eq!((at, decoded == record), (3, true), "depth {depth}");
+    }
+}

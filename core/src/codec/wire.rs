@@ -87,6 +87,18 @@ pub(crate) struct Reader<'a> {
 
 pub(crate) type R<T> = Result<T, DecodeError>;
 
+/// A JSON value nested deeper than serde_json's default limit, decoded on a stack that grows
+/// as it needs.
+fn deep_json(bytes: &[u8]) -> R<Value> {
+    use serde::Deserialize as _;
+    let mut de = serde_json::Deserializer::from_slice(bytes);
+    de.disable_recursion_limit();
+    let value = Value::deserialize(serde_stacker::Deserializer::new(&mut de))
+        .map_err(|_| DecodeError::Corrupt("invalid json"))?;
+    de.end().map_err(|_| DecodeError::Corrupt("invalid json"))?;
+    Ok(value)
+}
+
 impl<'a> Reader<'a> {
     pub(crate) fn u8(&mut self) -> R<u8> {
         let (&b, rest) = self
@@ -136,7 +148,15 @@ impl<'a> Reader<'a> {
         std::str::from_utf8(self.bytes()?).map_err(|_| DecodeError::Corrupt("invalid utf-8"))
     }
     pub(super) fn json(&mut self) -> R<Value> {
-        serde_json::from_slice(self.bytes()?).map_err(|_| DecodeError::Corrupt("invalid json"))
+        let bytes = self.bytes()?;
+        match serde_json::from_slice(bytes) {
+            Ok(value) => Ok(value),
+            // serde_json stops at 128 levels, which writing does not: a value that deep
+            // (a webhook's payload nested 127 levels, one level more in the run's
+            // parameters) was journaled, and must read back.
+            Err(e) if e.to_string().starts_with("recursion limit exceeded") => deep_json(bytes),
+            Err(_) => Err(DecodeError::Corrupt("invalid json")),
+        }
     }
     pub(super) fn opt_str(&mut self) -> R<Option<String>> {
         match self.u8()? {
