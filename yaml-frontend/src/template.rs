@@ -298,7 +298,13 @@ pub fn parse_placeholders(text: &str) -> Vec<Placeholder> {
 /// The placeholder starting at `start` (which holds `$`), if the text there is one.
 pub(crate) fn placeholder_at(text: &str, start: usize) -> Option<Placeholder> {
     let rest = text[start..].strip_prefix("${")?;
-    let close = rest.find('}')?;
+    // The body ends at the first character a placeholder cannot hold: a placeholder only if
+    // that is its `}`. (Looking for the `}` alone would read on past every `${` of a text
+    // made of them, once for each: quadratic in the text's length.)
+    let close = rest.find(|c: char| c.is_whitespace() || "{}$".contains(c))?;
+    if !rest[close..].starts_with('}') {
+        return None;
+    }
     let body = &rest[..close];
     let mut segs = body.split('.');
     let root = match segs.next()? {
@@ -319,6 +325,11 @@ pub(crate) fn placeholder_at(text: &str, start: usize) -> Option<Placeholder> {
         path,
     })
 }
+
+/// The most typo warnings one text gets; one more says how many `${` were not looked at.
+const MAX_TYPO_WARNINGS: usize = 16;
+/// How far after a `${` its `}` is looked for by [`likely_typos`].
+const TYPO_REACH: usize = 256;
 
 /// `${…}` in `text` that are not placeholders but probably meant to be: a root misspelt
 /// (`param`, `states`, `Params`, `vars`), spaces inside the braces, an empty or unterminated
@@ -343,8 +354,25 @@ pub fn likely_typos(text: &str) -> Vec<TemplateWarning> {
         if placeholder_at(text, at).is_some() {
             continue;
         }
+        if out.len() == MAX_TYPO_WARNINGS {
+            let more = text[at..].matches("${").count();
+            out.push(TemplateWarning {
+                offset: at,
+                message: format!(
+                    "and {more} more '${{' from here on not looked at for typos (left as text)"
+                ),
+            });
+            break;
+        }
         let rest = &text[at + 2..];
-        let body = rest.find('}').map(|c| &rest[..c]);
+        // A typo is short: a `}` further than this is not the end of a meant placeholder
+        // (and reading on to it from every `${` would be quadratic in the text's length).
+        let mut reach = TYPO_REACH.min(rest.len());
+        while !rest.is_char_boundary(reach) {
+            reach -= 1;
+        }
+        let near = &rest[..reach];
+        let body = near.find('}').map(|c| &rest[..c]);
         let message = match body {
             None if rest.starts_with("params.") || rest.starts_with("state.") => {
                 "unterminated placeholder: expected '}' (left as text)".to_string()
@@ -537,6 +565,41 @@ mod tests {
         assert_eq!(ok[0].offset, 3);
         assert_eq!(ok[1].path, vec!["a", "b"]);
         assert_eq!(ok[1].root, TemplateRoot::State);
+    }
+
+    /// A text made of placeholders inside placeholders (a document of a megabyte of `${`):
+    /// the innermost is a placeholder and the rest text, as for one level; and the typo
+    /// warnings a text earns are bounded, with one saying how many were not looked at.
+    #[test]
+    fn placeholders_nested_many_levels_deep_parse_and_warn_within_bounds() {
+        let (params, state) = ctx();
+        let depth = 50_000;
+        let text = format!("{}params.n{}", "${".repeat(depth), "}".repeat(depth));
+        let t = Template::parse(&text);
+        let found: Vec<_> = t.placeholders().collect();
+        assert_eq!(found.len(), 1);
+        assert_eq!(found[0].offset, 2 * (depth - 1));
+        let rendered = t.render(&params, &state);
+        assert_eq!(
+            rendered,
+            format!("{}3{}", "${".repeat(depth - 1), "}".repeat(depth - 1))
+        );
+
+        assert!(likely_typos(&text).is_empty());
+
+        let unterminated = "${params.x ".repeat(20_000);
+        let warnings = likely_typos(&unterminated);
+        assert_eq!(warnings.len(), MAX_TYPO_WARNINGS + 1);
+        assert!(warnings[0].message.contains("unterminated placeholder"));
+        let last = &warnings.last().unwrap().message;
+        assert!(
+            last.contains(&format!("and {} more", 20_000 - MAX_TYPO_WARNINGS)),
+            "{last}"
+        );
+        assert!(
+            warnings.iter().all(|w| w.message.len() < 2 * TYPO_REACH),
+            "each warning quotes a bounded part of the text"
+        );
     }
 
     #[test]
