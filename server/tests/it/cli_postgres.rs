@@ -253,7 +253,6 @@ states:
 /// read (docs/serving.md, "Health").
 #[test]
 fn run_waits_for_a_database_that_refuses_connections_for_a_while() {
-    use std::io::{BufRead, BufReader};
     let url = cluster().create_database();
     let database = url.rsplit('/').next().unwrap().to_owned();
     let p = Project::new();
@@ -264,34 +263,17 @@ fn run_waits_for_a_database_that_refuses_connections_for_a_while() {
         .stderr(std::process::Stdio::piped())
         .spawn()
         .unwrap();
-    let (tx, rx) = std::sync::mpsc::channel();
-    let stderr = run.stderr.take().unwrap();
-    std::thread::spawn(move || {
-        for line in BufReader::new(stderr).lines() {
-            let _ = tx.send(line.unwrap());
-        }
-    });
-    let mut said = String::new();
-    let mut wait_for = |what: &str| {
-        while !said.contains(what) {
-            let line = match rx.recv_timeout(std::time::Duration::from_secs(30)) {
-                Ok(line) => line,
-                Err(e) => panic!("no {what:?} ({e}) in: {said}"),
-            };
-            said.push_str(&line);
-            said.push('\n');
-        }
-    };
-    wait_for("state nap");
+    let mut said = Said::of(&mut run);
+    said.wait_for("state nap");
     cluster().psql(&format!(
         "ALTER DATABASE {database} ALLOW_CONNECTIONS false; \
          SELECT pg_terminate_backend(pid) FROM pg_stat_activity \
          WHERE datname = '{database}' AND pid <> pg_backend_pid();"
     ));
-    wait_for("waits for it");
+    said.wait_for("waits for it");
     cluster().psql(&format!("ALTER DATABASE {database} ALLOW_CONNECTIONS true"));
     let out = run.wait_with_output().unwrap();
-    assert_eq!(out.status.code(), Some(0), "{said}");
+    assert_eq!(out.status.code(), Some(0), "{}", said.text);
     let view: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
     assert_eq!(view["status"], "DONE", "{view}");
     assert_eq!(view["result"], "rested");
@@ -302,7 +284,6 @@ fn run_waits_for_a_database_that_refuses_connections_for_a_while() {
 /// runs it was driving left half-way.
 #[test]
 fn resume_waits_for_a_database_that_refuses_connections_for_a_while() {
-    use std::io::{BufRead, BufReader};
     let url = cluster().create_database();
     let database = url.rsplit('/').next().unwrap().to_owned();
     let p = Project::new();
@@ -315,38 +296,57 @@ fn resume_waits_for_a_database_that_refuses_connections_for_a_while() {
         .stderr(std::process::Stdio::piped())
         .spawn()
         .unwrap();
-    let (tx, rx) = std::sync::mpsc::channel();
-    let stderr = resume.stderr.take().unwrap();
-    std::thread::spawn(move || {
-        for line in BufReader::new(stderr).lines() {
-            let _ = tx.send(line.unwrap());
-        }
-    });
-    let mut said = String::new();
-    let mut wait_for = |what: &str| {
-        while !said.contains(what) {
-            let line = match rx.recv_timeout(std::time::Duration::from_secs(30)) {
-                Ok(line) => line,
-                Err(e) => panic!("no {what:?} ({e}) in: {said}"),
-            };
-            said.push_str(&line);
-            said.push('\n');
-        }
-    };
-    wait_for("resuming 1 run(s)");
+    let mut said = Said::of(&mut resume);
+    said.wait_for("resuming 1 run(s)");
     cluster().psql(&format!(
         "ALTER DATABASE {database} ALLOW_CONNECTIONS false; \
          SELECT pg_terminate_backend(pid) FROM pg_stat_activity \
          WHERE datname = '{database}' AND pid <> pg_backend_pid();"
     ));
-    wait_for("waits for it");
+    said.wait_for("waits for it");
     cluster().psql(&format!("ALTER DATABASE {database} ALLOW_CONNECTIONS true"));
     let status = resume.wait().unwrap();
-    assert_eq!(status.code(), Some(0), "{said}");
+    assert_eq!(status.code(), Some(0), "{}", said.text);
     let show = json(&p.cli(&["runs", "show", &id, "--store", &url, "--json"]));
     assert_eq!(
         (show["status"].clone(), show["result"].clone()),
         (serde_json::json!("DONE"), serde_json::json!("finished")),
         "{show}"
     );
+}
+
+/// What a command says on stderr, read line by line as it goes.
+struct Said {
+    lines: std::sync::mpsc::Receiver<String>,
+    text: String,
+}
+
+impl Said {
+    /// Reads the stderr of `child` (spawned with it piped) on a thread of its own.
+    fn of(child: &mut std::process::Child) -> Self {
+        use std::io::{BufRead, BufReader};
+        let (tx, lines) = std::sync::mpsc::channel();
+        let stderr = child.stderr.take().unwrap();
+        std::thread::spawn(move || {
+            for line in BufReader::new(stderr).lines() {
+                let _ = tx.send(line.unwrap());
+            }
+        });
+        Self {
+            lines,
+            text: String::new(),
+        }
+    }
+
+    /// Waits until the command has said `what`; fails the test after 30 s without a line.
+    fn wait_for(&mut self, what: &str) {
+        while !self.text.contains(what) {
+            let line = match self.lines.recv_timeout(std::time::Duration::from_secs(30)) {
+                Ok(line) => line,
+                Err(e) => panic!("no {what:?} ({e}) in: {}", self.text),
+            };
+            self.text.push_str(&line);
+            self.text.push('\n');
+        }
+    }
 }

@@ -280,13 +280,7 @@ async fn a_client_that_stops_reading_is_disconnected_after_the_send_timeout() {
     let view = big_run_view(&s).await;
 
     // About 16 MB of answer, more than the sockets between the two ends hold.
-    let socket = tokio::net::TcpSocket::new_v4().unwrap();
-    socket.set_recv_buffer_size(4096).unwrap();
-    let mut stalled = socket.connect(s.addr).await.unwrap();
-    stalled
-        .write_all(format!("{view}\r\n").as_bytes())
-        .await
-        .unwrap();
+    let stalled = reads_nothing_of(s.addr, &view).await;
     // The only place is the stalled connection's: the next waits until the server closes it.
     let mut next = TcpStream::connect(s.addr).await.unwrap();
     next.write_all(b"GET /healthz HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n")
@@ -353,13 +347,7 @@ async fn big_run_view(s: &Server) -> String {
 async fn a_client_that_stops_reading_does_not_hold_the_stop() {
     let mut s = Server::start_with(|c| c.send_timeout(LONG)).await;
     let view = big_run_view(&s).await;
-    let socket = tokio::net::TcpSocket::new_v4().unwrap();
-    socket.set_recv_buffer_size(4096).unwrap();
-    let mut stalled = socket.connect(s.addr).await.unwrap();
-    stalled
-        .write_all(format!("{view}\r\n").as_bytes())
-        .await
-        .unwrap();
+    let mut stalled = reads_nothing_of(s.addr, &view).await;
     // The server is writing the answer into the full sockets once a first byte arrives.
     let mut first = [0u8; 1];
     tokio::io::AsyncReadExt::read_exact(&mut stalled, &mut first)
@@ -374,4 +362,17 @@ async fn a_client_that_stops_reading_does_not_hold_the_stop() {
         "the stop waited {took:?} for a client that does not read"
     );
     drop(stalled);
+}
+
+/// A connection with a small receive buffer that sends the request `head` (without its last
+/// blank line) and then reads nothing of the answer.
+async fn reads_nothing_of(addr: std::net::SocketAddr, head: &str) -> TcpStream {
+    let socket = tokio::net::TcpSocket::new_v4().unwrap();
+    socket.set_recv_buffer_size(4096).unwrap();
+    let mut stalled = socket.connect(addr).await.unwrap();
+    stalled
+        .write_all(format!("{head}\r\n").as_bytes())
+        .await
+        .unwrap();
+    stalled
 }

@@ -30,6 +30,20 @@ async fn start(client: &reqwest::Client, base: &str) -> reqwest::Response {
         .unwrap()
 }
 
+/// A start of `approve` with an `Idempotency-Key`: it reads the store for the key first.
+async fn keyed_start(client: &reqwest::Client, base: &str, key: &str) -> reqwest::Response {
+    client
+        .post(format!(
+            "{base}/brain/acme/project/shop/workflows/approve/start"
+        ))
+        .bearer_auth(ACME)
+        .header("Idempotency-Key", key)
+        .json(&json!({ "params": {} }))
+        .send()
+        .await
+        .unwrap()
+}
+
 #[tokio::test]
 async fn healthz_turns_unhealthy_after_a_failed_commit_and_healthy_once_the_disk_recovers() {
     let tmp = tempfile::tempdir().unwrap();
@@ -133,16 +147,7 @@ async fn a_store_that_cannot_fold_answers_503_and_is_unhealthy_until_the_disk_re
         tokio::time::sleep(Duration::from_millis(100)).await;
     }
     // A start that reads the store (its idempotency key) is refused as the store's failure.
-    let keyed = client
-        .post(format!(
-            "{base}/brain/acme/project/shop/workflows/approve/start"
-        ))
-        .bearer_auth(ACME)
-        .header("Idempotency-Key", "order-1")
-        .json(&json!({ "params": {} }))
-        .send()
-        .await
-        .unwrap();
+    let keyed = keyed_start(&client, &base, "order-1").await;
     assert_eq!(keyed.status(), 503);
     assert_eq!(keyed.headers()["retry-after"], "5");
     let body = keyed.text().await.unwrap();
@@ -154,16 +159,7 @@ async fn a_store_that_cannot_fold_answers_503_and_is_unhealthy_until_the_disk_re
         assert!(Instant::now() < deadline, "never healthy again");
         tokio::time::sleep(Duration::from_millis(100)).await;
     }
-    let keyed = client
-        .post(format!(
-            "{base}/brain/acme/project/shop/workflows/approve/start"
-        ))
-        .bearer_auth(ACME)
-        .header("Idempotency-Key", "order-1")
-        .json(&json!({ "params": {} }))
-        .send()
-        .await
-        .unwrap();
+    let keyed = keyed_start(&client, &base, "order-1").await;
     assert_eq!(keyed.status(), 201, "{}", keyed.text().await.unwrap());
     assert_eq!(log_faults.injected(), 0, "the log never failed");
     handle.shutdown().await.unwrap();
