@@ -265,13 +265,9 @@ fn run_waits_for_a_database_that_refuses_connections_for_a_while() {
         .unwrap();
     let mut said = Said::of(&mut run);
     said.wait_for("state nap");
-    cluster().psql(&format!(
-        "ALTER DATABASE {database} ALLOW_CONNECTIONS false; \
-         SELECT pg_terminate_backend(pid) FROM pg_stat_activity \
-         WHERE datname = '{database}' AND pid <> pg_backend_pid();"
-    ));
+    refuse_connections(&database, true);
     said.wait_for("waits for it");
-    cluster().psql(&format!("ALTER DATABASE {database} ALLOW_CONNECTIONS true"));
+    refuse_connections(&database, false);
     let out = run.wait_with_output().unwrap();
     assert_eq!(out.status.code(), Some(0), "{}", said.text);
     let view: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
@@ -298,13 +294,9 @@ fn resume_waits_for_a_database_that_refuses_connections_for_a_while() {
         .unwrap();
     let mut said = Said::of(&mut resume);
     said.wait_for("resuming 1 run(s)");
-    cluster().psql(&format!(
-        "ALTER DATABASE {database} ALLOW_CONNECTIONS false; \
-         SELECT pg_terminate_backend(pid) FROM pg_stat_activity \
-         WHERE datname = '{database}' AND pid <> pg_backend_pid();"
-    ));
+    refuse_connections(&database, true);
     said.wait_for("waits for it");
-    cluster().psql(&format!("ALTER DATABASE {database} ALLOW_CONNECTIONS true"));
+    refuse_connections(&database, false);
     let status = resume.wait().unwrap();
     assert_eq!(status.code(), Some(0), "{}", said.text);
     let show = json(&p.cli(&["runs", "show", &id, "--store", &url, "--json"]));
@@ -313,6 +305,19 @@ fn resume_waits_for_a_database_that_refuses_connections_for_a_while() {
         (serde_json::json!("DONE"), serde_json::json!("finished")),
         "{show}"
     );
+}
+
+/// Makes `database` refuse connections (and ends those it has), or take them again.
+fn refuse_connections(database: &str, refuse: bool) {
+    if refuse {
+        cluster().psql(&format!(
+            "ALTER DATABASE {database} ALLOW_CONNECTIONS false; \
+             SELECT pg_terminate_backend(pid) FROM pg_stat_activity \
+             WHERE datname = '{database}' AND pid <> pg_backend_pid();"
+        ));
+    } else {
+        cluster().psql(&format!("ALTER DATABASE {database} ALLOW_CONNECTIONS true"));
+    }
 }
 
 /// What a command says on stderr, read line by line as it goes.

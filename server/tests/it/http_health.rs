@@ -30,6 +30,20 @@ async fn start(client: &reqwest::Client, base: &str) -> reqwest::Response {
         .unwrap()
 }
 
+/// A server over the tree at `root` journaling into `store`, and its base URL.
+async fn serve(
+    root: &std::path::Path,
+    store: magrathea_core::RedbStore,
+) -> (String, magrathea_server::ServerHandle) {
+    let engine = Engine::builder().store(Arc::new(store));
+    let (addr, handle) = AppServer::new(engine, root)
+        .addr("127.0.0.1:0".parse().unwrap())
+        .serve()
+        .await
+        .unwrap();
+    (format!("http://{addr}"), handle)
+}
+
 /// A start of `approve` with an `Idempotency-Key`: it reads the store for the key first.
 async fn keyed_start(client: &reqwest::Client, base: &str, key: &str) -> reqwest::Response {
     client
@@ -53,13 +67,7 @@ async fn healthz_turns_unhealthy_after_a_failed_commit_and_healthy_once_the_disk
     let store =
         FaultyBackend::open_store(root.join("journal.redb"), Durability::Immediate, &faults)
             .unwrap();
-    let engine = Engine::builder().store(Arc::new(store));
-    let (addr, handle) = AppServer::new(engine, &root)
-        .addr("127.0.0.1:0".parse().unwrap())
-        .serve()
-        .await
-        .unwrap();
-    let base = format!("http://{addr}");
+    let (base, handle) = serve(&root, store).await;
     let client = reqwest::Client::new();
     assert_eq!(
         healthz(&client, &base).await,
@@ -120,13 +128,7 @@ async fn a_store_that_cannot_fold_answers_503_and_is_unhealthy_until_the_disk_re
         &log_faults,
     )
     .unwrap();
-    let engine = Engine::builder().store(Arc::new(store));
-    let (addr, handle) = AppServer::new(engine, &root)
-        .addr("127.0.0.1:0".parse().unwrap())
-        .serve()
-        .await
-        .unwrap();
-    let base = format!("http://{addr}");
+    let (base, handle) = serve(&root, store).await;
     let client = reqwest::Client::new();
     faults.fail_next_writes(u32::MAX);
     assert_eq!(start(&client, &base).await.status(), 201);
