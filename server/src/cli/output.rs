@@ -59,8 +59,12 @@ impl std::error::Error for StdoutClosed {}
 
 /// Writes `args` to stdout and flushes, so that a closed pipe is noticed at this write.
 pub(crate) fn write_stdout(args: fmt::Arguments<'_>) -> anyhow::Result<()> {
+    let text = args.to_string();
     let mut stdout = io::stdout().lock();
-    match stdout.write_fmt(args).and_then(|()| stdout.flush()) {
+    match stdout
+        .write_all(visible(&text).as_bytes())
+        .and_then(|()| stdout.flush())
+    {
         Ok(()) => Ok(()),
         Err(e) if e.kind() == io::ErrorKind::BrokenPipe => Err(StdoutClosed.into()),
         Err(e) => Err(anyhow::Error::new(e).context("cannot write to stdout")),
@@ -69,7 +73,40 @@ pub(crate) fn write_stdout(args: fmt::Arguments<'_>) -> anyhow::Result<()> {
 
 /// Writes `args` to stderr; a failed write is dropped (there is nowhere left to report it).
 pub(crate) fn write_stderr(args: fmt::Arguments<'_>) {
-    let _ = io::stderr().lock().write_fmt(args);
+    let text = args.to_string();
+    let _ = io::stderr().lock().write_all(visible(&text).as_bytes());
+}
+
+/// `text` with every character that would act on the terminal or hide what it shows written
+/// as a `\uXXXX` escape: control characters but a line's end and a tab (an escape sequence
+/// in a state's name would recolour or rewrite the screen), the marks that reorder text
+/// (U+202E would print a name backwards) and the invisible ones (a zero-width space makes
+/// `done` and `done\u{200b}` look alike). Inside a JSON string the escape reads back as the
+/// same character, so `--json` output stays the same JSON.
+pub(crate) fn visible(text: &str) -> std::borrow::Cow<'_, str> {
+    fn hidden(c: char, next: Option<char>) -> bool {
+        match c {
+            '\n' | '\t' => false,
+            '\r' => next != Some('\n'),
+            c if c.is_control() => true,
+            '\u{061c}' | '\u{200b}'..='\u{200f}' | '\u{202a}'..='\u{202e}' => true,
+            '\u{2060}'..='\u{2069}' | '\u{feff}' => true,
+            _ => false,
+        }
+    }
+    let mut chars = text.chars().peekable();
+    let mut out: Option<String> = None;
+    let mut at = 0;
+    while let Some(c) = chars.next() {
+        if hidden(c, chars.peek().copied()) {
+            let out = out.get_or_insert_with(|| text[..at].to_owned());
+            out.push_str(&format!("\\u{:04x}", u32::from(c)));
+        } else if let Some(out) = out.as_mut() {
+            out.push(c);
+        }
+        at += c.len_utf8();
+    }
+    out.map_or(std::borrow::Cow::Borrowed(text), std::borrow::Cow::Owned)
 }
 
 /// `error` and its causes in one line, as `{:#}` writes them, leaving out a cause whose text
@@ -281,6 +318,22 @@ fn civil_from_days(z: i64) -> (i64, u32, u32) {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn what_would_act_on_the_terminal_is_printed_as_an_escape() {
+        assert_eq!(
+            visible("state 'a\u{1b}[31mRED' and 'b\u{202e}cba' and 'done\u{200b}'"),
+            "state 'a\\u001b[31mRED' and 'b\\u202ecba' and 'done\\u200b'"
+        );
+        assert_eq!(visible("a\0b\rc\u{7f}"), "a\\u0000b\\u000dc\\u007f");
+        // A line's end, a tab and every other character stay as they are, without a copy.
+        let plain = "line one\r\n\tdéjà vu — 漢字 🙂\n";
+        assert!(matches!(visible(plain), std::borrow::Cow::Borrowed(p) if p == plain));
+        // Inside JSON the escape is the same character.
+        let json = serde_json::to_string(&serde_json::json!({"name": "b\u{202e}c"})).unwrap();
+        let back: serde_json::Value = serde_json::from_str(&visible(&json)).unwrap();
+        assert_eq!(back["name"], "b\u{202e}c");
+    }
 
     #[test]
     fn timestamps_and_durations_read_well() {

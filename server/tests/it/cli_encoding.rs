@@ -1,6 +1,7 @@
 //! A document that is not UTF-8 text, or longer than the server reads of a file, is reported
 //! like every other error of `validate`, at the line and column of its first byte that is not
-//! (or at its start), and `run` says the same.
+//! (or at its start), and `run` says the same. What a document says reaches the terminal
+//! without acting on it.
 
 use crate::cli_common;
 
@@ -88,5 +89,29 @@ fn a_document_longer_than_the_server_reads_is_located_like_any_invalid_one() {
             "error: workflow `huge` is invalid; nothing was started"
         ],
         "{err}"
+    );
+}
+
+/// A state named with an escape sequence, a mark that reverses text and an invisible space:
+/// the error names it with those characters escaped, so the terminal shows what the
+/// document holds instead of recolouring itself or printing the name backwards.
+#[test]
+fn control_and_invisible_characters_of_a_document_are_printed_escaped() {
+    let p = Project::new();
+    p.workflow(
+        "odd",
+        "start: \"a\\e[31mRED\"\nstates:\n  \"a\\e[31mRED\":\n    type: condition_task\n    \
+         transitions:\n      - else: \"done\\u200b\\u202e\"\n  done: { type: terminal }\n",
+    );
+    let o = p.cli(&["validate"]);
+    assert_eq!(code(&o), 1, "{}", stderr(&o));
+    let said = stderr(&o);
+    assert!(
+        said.contains("\\u001b[31mRED") && said.contains("done\\u200b\\u202e"),
+        "{said}"
+    );
+    assert!(
+        !said.contains(['\u{1b}', '\u{200b}', '\u{202e}']),
+        "raw characters reach the terminal: {said:?}"
     );
 }
