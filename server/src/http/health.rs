@@ -118,10 +118,7 @@ pub(crate) async fn healthz(
     State(state): State<AppState>,
     Extension(probe): Extension<Arc<HealthProbe>>,
 ) -> Response {
-    let failing = |engine: &Engine| {
-        engine.health() == JournalHealth::CommitFailed || engine.store().failing()
-    };
-    if failing(&state.engine) {
+    if state.engine.health() == JournalHealth::CommitFailed || state.engine.store().failing() {
         probe.probe(&state.engine).await;
     }
     if state.engine.health() == JournalHealth::Healthy && state.engine.store().failing() {

@@ -43,6 +43,9 @@ mod tests;
 mod unwritten;
 
 use fold::{DEFAULT_FOLD, FoldPolicy, Unfolded};
+
+/// The least time between two warnings of a failure that lasts (a full disk).
+const WARN_EVERY: std::time::Duration = std::time::Duration::from_secs(10);
 pub(crate) use open_here::closing_here;
 use read::{active_in, decode_summary, list_runs_in};
 
@@ -51,8 +54,6 @@ const JOURNAL: TableDefinition<(u128, u64), &[u8]> = TableDefinition::new("journ
 /// One row per run per fold, `(run, first seq)`: a chunk of the run's records ([`chunk`]).
 const CHUNKS: TableDefinition<(u128, u64), &[u8]> = TableDefinition::new("journal_chunks");
 const LOG: TableDefinition<u64, &[u8]> = TableDefinition::new("journal_log");
-/// The least time between two warnings of a failure that lasts (a full disk).
-const WARN_EVERY: std::time::Duration = std::time::Duration::from_secs(10);
 const RUNS: TableDefinition<u128, &[u8]> = TableDefinition::new("runs");
 const ACTIVE: TableDefinition<u128, ()> = TableDefinition::new("active_runs");
 /// The rows of `active_runs` again, keyed `(scope, run)`: a scope's (or a tenant's) active runs
