@@ -227,7 +227,7 @@ pub(crate) async fn put(
         super::automated::check_automated(&state, &scope, &who, &project_rel(&parts))?;
     }
     let body = body.map_err(|e| body_error(e.status(), e.body_text()))?;
-    let text = String::from_utf8(body.to_vec()).map_err(|e| {
+    let mut text = String::from_utf8(body.to_vec()).map_err(|e| {
         let at = magrathea_exec::NotUtf8Text::of(&e);
         ApiError::bad_request(
             "MAG-HTTP-INVALID-DOCUMENT",
@@ -257,19 +257,28 @@ pub(crate) async fn put(
                 ),
             ));
         }
-        let exists = |name: &str| name == own || state.docs().workflow(&scope, name).is_ok();
-        match load_workflow_checked(&label, &text, &LoadOptions::default(), exists) {
-            Ok(loaded) => {
-                warnings = loaded
-                    .warnings
-                    .iter()
-                    .map(|w| w.rendered_at(&w.path))
-                    .collect();
-            }
-            Err(diags) => {
-                return Err(ApiError::invalid_diagnostics(diags.iter(), str::to_owned));
-            }
-        }
+        // Checked off the runtime's threads: a large document takes a while to compile, and
+        // other requests (other tenants') must not wait behind it.
+        let (checking, in_scope, own, document) =
+            (state.clone(), scope.clone(), own.to_owned(), text);
+        let (document, checked) = tokio::task::spawn_blocking(move || {
+            let exists =
+                |name: &str| name == own || checking.docs().workflow(&in_scope, name).is_ok();
+            let checked = load_workflow_checked(&label, &document, &LoadOptions::default(), exists)
+                .map(|loaded| {
+                    loaded
+                        .warnings
+                        .iter()
+                        .map(|w| w.rendered_at(&w.path))
+                        .collect::<Vec<_>>()
+                })
+                .map_err(|diags| ApiError::invalid_diagnostics(diags.iter(), str::to_owned));
+            (document, checked)
+        })
+        .await
+        .map_err(ApiError::internal)?;
+        text = document;
+        warnings = checked?;
     }
     if parts.len() == 2 && parts[0] == "scheduler" && parts[1].ends_with(".yaml") {
         // A schedule is checked like a workflow: refused with its diagnostics when invalid.
