@@ -6,6 +6,9 @@ use saphyr_parser::ScanError;
 
 use crate::diagnostic::{Code, Diagnostic, Span};
 
+/// The longest key YAML reads without quotes or `? ` (YAML 1.2, "implicit keys").
+const MAX_PLAIN_KEY: usize = 1024;
+
 /// The diagnostic of the syntax error `e` in `text`, the document at `path`.
 pub(crate) fn diagnose(path: &str, text: &str, e: &ScanError) -> Diagnostic {
     let m = e.marker();
@@ -117,6 +120,27 @@ pub(crate) fn diagnose(path: &str, text: &str, e: &ScanError) -> Diagnostic {
             at(line, col),
             Code::Syntax,
             "invalid YAML: this line of a mapping has no `:`: expected `key: value`",
+        );
+    }
+    if info.contains("mapping values are not allowed")
+        && let Some(line_text) = text.lines().nth(m.line().saturating_sub(1))
+        && line_text
+            .trim_start()
+            .split(": ")
+            .next()
+            .is_some_and(|key| {
+                key.chars().count() > MAX_PLAIN_KEY && !key.starts_with(['"', '\'', '?'])
+            })
+    {
+        // YAML reads a key written without quotes or `? ` only up to 1,024 characters.
+        return Diagnostic::error(
+            path,
+            at(m.line(), m.col()),
+            Code::Syntax,
+            format_args!(
+                "invalid YAML: a key without quotes may be at most {MAX_PLAIN_KEY} characters \
+                 long: expected a shorter key, or the key in quotes"
+            ),
         );
     }
     if info.contains("mapping values are not allowed") {

@@ -534,3 +534,20 @@ fn flow_lists_nested_past_the_readers_limit_are_too_complex_as_other_nesting_is(
         "{d}"
     );
 }
+
+/// A key written without quotes is read only up to 1,024 characters (YAML's limit on implicit
+/// keys): a longer state name is said to be too long for a plain key, not an indentation
+/// mistake.
+#[test]
+fn a_plain_key_past_1024_characters_is_said_to_be_too_long() {
+    let name = "s".repeat(2000);
+    let msg = first(&format!(
+        "start: {name}\nstates:\n  {name}:\n    type: terminal\n"
+    ));
+    assert!(
+        msg.contains("[MAG-Y001]")
+            && msg.contains("a key without quotes may be at most 1024 characters"),
+        "{msg}"
+    );
+    assert!(!msg.contains("indentation"), "{msg}");
+}
