@@ -365,8 +365,15 @@ fn drive<'js>(
                 Some(text) if let Some(why) = oversized_result(&text, result_bytes) => {
                     Err(Failure::BadResult(why))
                 }
-                Some(text) => serde_json::from_str(&text)
-                    .map_err(|e| Failure::BadResult(format!("the return value is not JSON: {e}"))),
+                Some(text) => serde_json::from_str(&text).map_err(|e| {
+                    Failure::BadResult(if e.to_string().starts_with("recursion limit exceeded") {
+                        "the return value is nested deeper than 128 levels of objects and \
+                         arrays, the most a step's result may be: return a flatter value"
+                            .to_string()
+                    } else {
+                        format!("the return value is not JSON: {e}")
+                    })
+                }),
             }
         }
     }
@@ -563,6 +570,28 @@ mod tests {
         );
         assert_eq!(got, Err(Failure::Cancelled));
         setter.join().unwrap();
+    }
+
+    /// A value nested deeper than a step's result may be is named as such, not as "not
+    /// JSON" (it is JSON).
+    #[test]
+    fn a_return_value_nested_too_deep_is_said_to_be() {
+        let empty = serde_json::json!({});
+        let got = run(
+            &job(
+                "let v = 1; for (let i = 0; i < 200; i++) { v = {v}; } return v;",
+                &empty,
+            ),
+            &limits(Duration::from_secs(30)),
+            Arc::new(AtomicBool::new(false)),
+        );
+        match got {
+            Err(Failure::BadResult(why)) => {
+                assert!(why.contains("deeper than 128 levels"), "{why}");
+                assert!(!why.contains("not JSON"), "{why}");
+            }
+            other => panic!("{other:?}"),
+        }
     }
 
     #[test]
