@@ -36,6 +36,7 @@
 
 pub mod env;
 pub mod sandbox;
+mod scratch;
 mod tree;
 
 use std::collections::{BTreeMap, VecDeque};
@@ -250,14 +251,11 @@ pub(crate) async fn execute(
         .check_task_timeout(TASK, timeout)
         .map_err(technical)?;
     let _lane = lanes.enter(&run.scope, Lane::Shell, &ctx).await?;
-    let tmp = tempfile::Builder::new()
-        .prefix("magrathea-shell-")
-        .tempdir()
-        .map_err(|e| {
-            technical(format!(
-                "[MAG-SH013] cannot create the shell step's temporary directory: {e}"
-            ))
-        })?;
+    let tmp = scratch::Scratch::create().map_err(|e| {
+        technical(format!(
+            "[MAG-SH013] cannot create the shell step's temporary directory: {e}"
+        ))
+    })?;
     let places = env::Places {
         workspace: &dir,
         tmp: tmp.path(),
