@@ -70,11 +70,15 @@ struct Driver {
 }
 
 impl Driver {
-    fn start() -> Self {
+    /// Starts chromedriver with `tmp` as the temporary directory of it and its browsers:
+    /// Chromium keeps its shared memory files there (`--disable-dev-shm-usage`), which a
+    /// SIGKILL leaves behind.
+    fn start(tmp: &Path) -> Self {
         let bin = std::env::var("MAGRATHEA_CHROMEDRIVER").unwrap_or_else(|_| "chromedriver".into());
         let port = free_port();
         let child = Command::new(&bin)
             .arg(format!("--port={port}"))
+            .env("TMPDIR", tmp)
             .stdout(Stdio::null())
             .stderr(Stdio::null())
             .process_group(0)
@@ -117,6 +121,8 @@ pub struct Ui {
     /// The document root.
     pub root: PathBuf,
     _driver: Driver,
+    // Removed once the browsers that wrote there are gone.
+    _browser_tmp: tempfile::TempDir,
     _profile: tempfile::TempDir,
     _tmp: tempfile::TempDir,
 }
@@ -132,7 +138,8 @@ impl Ui {
         crate::http_common::write(&root.join("acme/shop/_vance/workflows/fails.yaml"), FAILS);
         crate::http_common::write(&root.join("acme/shop/_vance/workflows/parent.yaml"), PARENT);
         let server = ServeChild::start(&root);
-        let driver = Driver::start();
+        let browser_tmp = tempfile::tempdir().unwrap();
+        let driver = Driver::start(browser_tmp.path());
         let profile = tempfile::tempdir().unwrap();
         let chromium =
             std::env::var("MAGRATHEA_CHROMIUM").unwrap_or_else(|_| "/usr/bin/chromium".into());
@@ -167,6 +174,7 @@ impl Ui {
             http: reqwest::Client::new(),
             root,
             _driver: driver,
+            _browser_tmp: browser_tmp,
             _profile: profile,
             _tmp: tmp,
         }
