@@ -46,7 +46,7 @@ const AFTER_HELP: &str = "\
 Exit codes of `run`, `inbox answer` and `cancel`: 0 the run is DONE; 1 FAILED, CANCELLED or BLOCKED
 (or the command failed); 2 invalid document, parameters or answer (nothing started);
 3 the run waits on a gate (answer it with `magrathea inbox answer`) or is PAUSED (resume it with
-`magrathea runs resume`); 130 interrupted (Ctrl-C or SIGTERM, also for `resume`;
+`magrathea runs resume`); 130 interrupted (Ctrl-C, SIGTERM or SIGHUP, also for `resume`;
 `magrathea resume` carries the run on). A reader closing stdout early (`| head`) ends any
 command quietly.
 

@@ -56,8 +56,9 @@ pub(crate) async fn drive(
     }
 }
 
-/// Ctrl-C (SIGINT) or SIGTERM: either stops a command that drives runs, which stay as
-/// journaled for `magrathea resume`. The handlers are installed on creation, before any
+/// Ctrl-C (SIGINT), SIGTERM or SIGHUP (the terminal closed, an SSH session dropped): each
+/// stops a command that drives runs, which stay as journaled for `magrathea resume` (a task
+/// in flight is journaled as interrupted, not counted as a crash). The handlers are installed on creation, before any
 /// progress is printed: `ctrl_c()` would only install one when first polled, and a signal right
 /// after the first line would kill the process instead of interrupting it.
 pub(crate) struct Interrupts {
@@ -65,6 +66,8 @@ pub(crate) struct Interrupts {
     int: tokio::signal::unix::Signal,
     #[cfg(unix)]
     term: tokio::signal::unix::Signal,
+    #[cfg(unix)]
+    hup: tokio::signal::unix::Signal,
 }
 
 /// Handlers a command installed before it follows its run ([`Interrupts::keep`]).
@@ -102,18 +105,21 @@ impl Interrupts {
                     .map_err(|e| anyhow::anyhow!("cannot handle Ctrl-C: {e}"))?,
                 term: signal(SignalKind::terminate())
                     .map_err(|e| anyhow::anyhow!("cannot handle SIGTERM: {e}"))?,
+                hup: signal(SignalKind::hangup())
+                    .map_err(|e| anyhow::anyhow!("cannot handle SIGHUP: {e}"))?,
             })
         }
         #[cfg(not(unix))]
         Ok(Self {})
     }
 
-    /// Completes at the next Ctrl-C or SIGTERM.
+    /// Completes at the next Ctrl-C, SIGTERM or SIGHUP.
     pub(crate) async fn recv(&mut self) {
         #[cfg(unix)]
         tokio::select! {
             _ = self.int.recv() => {}
             _ = self.term.recv() => {}
+            _ = self.hup.recv() => {}
         }
         #[cfg(not(unix))]
         let _ = tokio::signal::ctrl_c().await;

@@ -25,8 +25,8 @@ is read as JSON when it is a JSON number, boolean, null, object or array (`--par
 Exit codes: 0 DONE; 1 FAILED, CANCELLED or BLOCKED; 2 invalid document or parameters (nothing
 started; diagnostics on stderr as `path:line:column: message`); 3 waiting on a gate, its own
 (the run is WAITING) or one of a sub-run it waits for (the run itself stays RUNNING), or PAUSED
-(by `magrathea runs pause` or the API; `magrathea runs resume` carries it on); 130 interrupted with Ctrl-C or
-SIGTERM (the run stays as journaled; `magrathea resume` carries it on).")]
+(by `magrathea runs pause` or the API; `magrathea runs resume` carries it on); 130 interrupted with Ctrl-C,
+SIGTERM or SIGHUP (the run stays as journaled; `magrathea resume` carries it on).")]
 pub(crate) struct RunArgs {
     /// The workflow: `_vance/workflows/NAME.yaml` of the project, else of its tenant.
     name: String,

@@ -57,7 +57,7 @@ store's control socket, <store>/control.sock (mode 0600), each connection beginn
 store's control key, <store>/control.key (mode 0600: whoever may read the store directory may
 drive its runs).
 
-Stops gracefully on SIGTERM or Ctrl-C; unfinished runs resume on the next start.")]
+Stops gracefully on SIGTERM, SIGHUP or Ctrl-C; unfinished runs resume on the next start.")]
 pub(crate) struct ServeArgs {
     /// The document tree: `<root>/<tenant>/<project>/_vance/…` [default: the current directory].
     #[arg(long, value_name = "DIR")]
@@ -205,20 +205,26 @@ fn init_tracing() {
         .try_init();
 }
 
-/// Waits for SIGTERM or Ctrl-C. The handlers are installed before this returns, so a signal
+/// Waits for SIGTERM, Ctrl-C or SIGHUP (the terminal closed: a server's documents and tokens
+/// are followed as they change, so there is nothing for SIGHUP to reload). The handlers are installed before this returns, so a signal
 /// sent as soon as the address is printed is not missed.
 fn shutdown_signal() -> anyhow::Result<impl std::future::Future<Output = ()>> {
     #[cfg(unix)]
-    let (mut term, mut int) = {
+    let (mut term, mut int, mut hup) = {
         use tokio::signal::unix::{SignalKind, signal};
         (
             signal(SignalKind::terminate()).context("cannot handle SIGTERM")?,
             signal(SignalKind::interrupt()).context("cannot handle SIGINT")?,
+            signal(SignalKind::hangup()).context("cannot handle SIGHUP")?,
         )
     };
     Ok(async move {
         #[cfg(unix)]
-        futures::future::select(Box::pin(term.recv()), Box::pin(int.recv())).await;
+        tokio::select! {
+            _ = term.recv() => {}
+            _ = int.recv() => {}
+            _ = hup.recv() => {}
+        }
         #[cfg(not(unix))]
         let _ = tokio::signal::ctrl_c().await;
         errln!("shutting down: finishing in-flight requests");

@@ -258,7 +258,7 @@ fn stderr_to_end(child: &mut Child) -> String {
 }
 
 #[test]
-fn sigterm_interrupts_run_and_ctrl_c_interrupts_resume_each_with_130() {
+fn sigterm_interrupts_run_and_ctrl_c_or_sighup_interrupts_resume_each_with_130() {
     let p = Project::new();
     // The step touches `started` and then waits for `go`, which never comes.
     p.workflow(
@@ -288,14 +288,15 @@ fn sigterm_interrupts_run_and_ctrl_c_interrupts_resume_each_with_130() {
         "{rest}"
     );
 
-    // `resume` drives the run again (its step runs again after recovery); Ctrl-C stops it.
-    // Interruptions are clean stops, not crashes: more of them than maxClaimAttempts (3)
-    // allows crashes leave the step to run again, and it ends as it would have.
-    for _ in 0..3 {
+    // `resume` drives the run again (its step runs again after recovery); Ctrl-C stops it, and
+    // so does SIGHUP (a closed terminal). Interruptions are clean stops, not crashes: more of
+    // them than maxClaimAttempts (3) allows crashes leave the step to run again, and it ends
+    // as it would have.
+    for sig in ["INT", "HUP", "HUP"] {
         std::fs::remove_file(&started).unwrap();
         let mut child = p.spawn(&["resume"]);
         wait_for_file(&started);
-        signal(&child, "INT");
+        signal(&child, sig);
         let rest = stderr_to_end(&mut child);
         assert_eq!(child.wait().unwrap().code(), Some(130), "{rest}");
         assert!(

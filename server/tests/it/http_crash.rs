@@ -161,16 +161,19 @@ async fn a_shell_step_dies_with_its_killed_server_and_its_re_execution_is_on_rec
 }
 
 #[tokio::test]
-async fn sigterm_stops_the_server_gracefully() {
-    let tmp = tempfile::tempdir().unwrap();
-    let root = tmp.path().canonicalize().unwrap();
-    tree(&root);
-    let mut server = ServeChild::start(&root);
-    let r = reqwest::get(format!("{}/healthz", server.base))
-        .await
-        .unwrap();
-    assert_eq!(r.status(), 200);
-    server.stop();
+async fn sigterm_or_sighup_stops_the_server_gracefully() {
+    // SIGHUP is what a closed terminal or a dropped SSH session sends.
+    for signal in ["TERM", "HUP"] {
+        let tmp = tempfile::tempdir().unwrap();
+        let root = tmp.path().canonicalize().unwrap();
+        tree(&root);
+        let mut server = ServeChild::start(&root);
+        let r = reqwest::get(format!("{}/healthz", server.base))
+            .await
+            .unwrap();
+        assert_eq!(r.status(), 200);
+        server.stop_with(signal);
+    }
 }
 
 const NAP: &str = r#"

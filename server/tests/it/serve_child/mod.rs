@@ -183,15 +183,24 @@ impl ServeChild {
 
     /// SIGTERM, and asserts the process exits with success within 20 s.
     pub fn stop(&mut self) {
+        self.stop_with("TERM");
+    }
+
+    /// Sends `signal` (a name `kill` knows), and asserts the process exits with success
+    /// within 20 s.
+    pub fn stop_with(&mut self, signal: &str) {
         let pid = self.child.id().to_string();
-        Command::new("kill").args(["-TERM", &pid]).status().unwrap();
+        Command::new("kill")
+            .args([&format!("-{signal}"), &pid])
+            .status()
+            .unwrap();
         let deadline = Instant::now() + Duration::from_secs(20);
         loop {
             if let Some(status) = self.child.try_wait().unwrap() {
                 assert!(status.success(), "{status}");
                 return;
             }
-            assert!(Instant::now() < deadline, "no graceful stop on SIGTERM");
+            assert!(Instant::now() < deadline, "no graceful stop on SIG{signal}");
             std::thread::sleep(Duration::from_millis(20));
         }
     }
