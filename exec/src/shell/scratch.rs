@@ -14,6 +14,7 @@
 
 use std::fs::File;
 use std::io;
+use std::os::unix::fs::PermissionsExt;
 use std::path::Path;
 use std::sync::Once;
 use std::time::{Duration, SystemTime};
@@ -50,7 +51,11 @@ impl Scratch {
                 .name("magrathea-shell-sweep".into())
                 .spawn(move || sweep(&root, STALE_AFTER));
         });
-        let dir = tempfile::Builder::new().prefix(PREFIX).tempdir()?;
+        // Private: other users of the machine must not read what a step writes there.
+        let dir = tempfile::Builder::new()
+            .prefix(PREFIX)
+            .permissions(std::fs::Permissions::from_mode(0o700))
+            .tempdir()?;
         let held = File::open(dir.path())?;
         held.try_lock().map_err(io::Error::from)?;
         Ok(Self { dir, _held: held })
@@ -155,9 +160,11 @@ mod tests {
     }
 
     #[test]
-    fn a_created_directory_is_held_until_dropped() {
+    fn a_created_directory_is_private_and_held_until_dropped() {
         let scratch = Scratch::create().unwrap();
         let path = scratch.path().to_path_buf();
+        let mode = std::fs::metadata(&path).unwrap().permissions().mode();
+        assert_eq!(mode & 0o777, 0o700, "{mode:o}");
         File::open(&path)
             .unwrap()
             .set_modified(SystemTime::now() - Duration::from_secs(3600))
