@@ -27,8 +27,9 @@ pub(crate) struct JournalArgs {
     table: bool,
     /// Write the journal to FILE, one JSON object per line as `--json` prints them (the
     /// first also holds the run's `runId`), for a replay test of the workflow's code
-    /// (`magrathea::testing`).
-    #[arg(long, value_name = "FILE")]
+    /// (`magrathea::testing`); `-` writes them to standard output. A file it creates is
+    /// readable by its owner alone, as the store is.
+    #[arg(long, value_name = "FILE", conflicts_with = "table")]
     export: Option<std::path::PathBuf>,
 }
 
@@ -40,10 +41,21 @@ pub(crate) async fn journal(loc: &Location, args: JournalArgs) -> anyhow::Result
         return Err(project.not_found(view.workflow_run_id));
     };
     let entries = backend.journal(view.workflow_run_id).await?;
-    if let Some(path) = &args.export {
+    if let Some(path) = args.export.as_ref().filter(|p| p.as_os_str() != "-") {
         let text = magrathea_core::export::write_export(view.workflow_run_id, &entries)?;
-        std::fs::write(path, text)
-            .with_context(|| format!("cannot write the journal to {}", path.display()))?;
+        // The run's parameters, variables and outputs: as private as the store they came from.
+        let write = || -> std::io::Result<()> {
+            use std::io::Write as _;
+            use std::os::unix::fs::OpenOptionsExt as _;
+            std::fs::OpenOptions::new()
+                .write(true)
+                .create(true)
+                .truncate(true)
+                .mode(0o600)
+                .open(path)?
+                .write_all(text.as_bytes())
+        };
+        write().with_context(|| format!("cannot write the journal to {}", path.display()))?;
         errln!(
             "exported {} records of run {} to {}",
             entries.len(),
@@ -54,7 +66,7 @@ pub(crate) async fn journal(loc: &Location, args: JournalArgs) -> anyhow::Result
     }
     // A program reading the output (a pipe, a file) gets the records as JSON lines; the table
     // is for a person at a terminal.
-    if args.json || !(args.table || std::io::stdout().is_terminal()) {
+    if args.json || args.export.is_some() || !(args.table || std::io::stdout().is_terminal()) {
         // The export's lines: the first holds the run's id.
         let text = magrathea_core::export::write_export(view.workflow_run_id, &entries)?;
         for line in text.lines() {

@@ -118,7 +118,13 @@ impl Project {
                     dir.display()
                 );
             }
-            std::fs::create_dir_all(dir).with_context(|| {
+            // The runs' parameters, variables and outputs: for the store's owner alone.
+            std::os::unix::fs::DirBuilderExt::mode(
+                std::fs::DirBuilder::new().recursive(true),
+                0o700,
+            )
+            .create(dir)
+            .with_context(|| {
                 format!(
                     "[MAG-SV001] could not create the store directory {}",
                     dir.display()

@@ -440,10 +440,13 @@ pub async fn serve(config: ServeConfig) -> Result<(SocketAddr, ServerHandle), Se
     let auth = Auth::load(auth::token_file(&config.root), config.insecure_no_auth)?;
     let location = config.store_location();
     if let StoreLocation::Redb(dir) = &location {
-        std::fs::create_dir_all(dir).map_err(|source| ServeError::StoreDir {
-            path: dir.clone(),
-            source,
-        })?;
+        // The runs' parameters, variables and outputs: for the store's owner alone.
+        std::os::unix::fs::DirBuilderExt::mode(std::fs::DirBuilder::new().recursive(true), 0o700)
+            .create(dir)
+            .map_err(|source| ServeError::StoreDir {
+                path: dir.clone(),
+                source,
+            })?;
     }
     let engine = location
         .install_with(

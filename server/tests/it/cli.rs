@@ -549,6 +549,16 @@ fn journal_lines_each_name_their_record_type() {
         lines, records,
         "the export holds the records `--json` prints"
     );
+    use std::os::unix::fs::PermissionsExt as _;
+    let mode = |p: &std::path::Path| std::fs::metadata(p).unwrap().permissions().mode() & 0o777;
+    assert_eq!(mode(&file), 0o600, "the export is as private as the store");
+    assert_eq!(mode(&p.dir.join(".magrathea")), 0o700);
+    assert_eq!(mode(&p.dir.join(".magrathea/journal.redb")), 0o600);
+    // `-` is standard output, not a file named `-`.
+    let dash = p.cli(&["journal", id, "--export", "-"]);
+    assert_eq!(code(&dash), 0, "{}", stderr(&dash));
+    assert_eq!(stdout(&dash), stdout(&out));
+    assert!(!p.dir.join("-").exists());
     let entries: Vec<magrathea_core::Entry> = std::fs::read_to_string(&file)
         .unwrap()
         .lines()

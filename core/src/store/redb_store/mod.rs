@@ -37,6 +37,7 @@ mod chunk;
 mod fold;
 mod log;
 mod open_here;
+mod private;
 mod read;
 #[cfg(test)]
 mod tests;
@@ -221,10 +222,11 @@ impl RedbStore {
     ) -> Result<Self, StoreError> {
         let path = path.as_ref().to_path_buf();
         if let Some(dir) = path.parent().filter(|d| !d.as_os_str().is_empty()) {
-            std::fs::create_dir_all(dir)?;
+            private::create_dir_all(dir)?;
         }
         let file = path.clone();
         let open_database = Box::new(move || {
+            private::create_file(&file);
             // redb panics on some damage it meets while opening (a bit flipped in its
             // allocator state): that is a corrupt file, said as such, not a crash.
             crate::panic::catch_quietly(|| {

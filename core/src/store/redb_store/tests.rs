@@ -42,6 +42,27 @@ fn keeps_the_store_contracts() {
 }
 
 #[test]
+fn what_the_store_creates_is_for_its_owner_alone() {
+    use std::os::unix::fs::PermissionsExt as _;
+    let mode = |p: &Path| std::fs::metadata(p).unwrap().permissions().mode() & 0o777;
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("a/b/j.redb");
+    let store = RedbStore::open(&file, Durability::Immediate).unwrap();
+    for created in [dir.path().join("a"), dir.path().join("a/b")] {
+        assert_eq!(mode(&created), 0o700, "{}", created.display());
+    }
+    assert_eq!(mode(&file), 0o600);
+    for log in store.log_paths() {
+        assert_eq!(mode(&log), 0o600, "{}", log.display());
+    }
+    drop(store);
+    // A mode its operator chose stays.
+    std::fs::set_permissions(&file, std::fs::Permissions::from_mode(0o640)).unwrap();
+    drop(RedbStore::open(&file, Durability::Immediate).unwrap());
+    assert_eq!(mode(&file), 0o640);
+}
+
+#[test]
 fn keeps_the_store_contracts_when_folding_after_every_commit() {
     let dir = tempfile::tempdir().unwrap();
     let mut store = RedbStore::open(dir.path().join("j.redb"), Durability::Immediate).unwrap();

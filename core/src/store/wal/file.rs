@@ -3,7 +3,7 @@
 
 use std::fs::{File, OpenOptions};
 use std::io;
-use std::os::unix::fs::FileExt;
+use std::os::unix::fs::{FileExt, OpenOptionsExt as _};
 use std::path::Path;
 
 /// Positioned reads and writes and `fdatasync` on the log's file.
@@ -46,6 +46,8 @@ pub(crate) fn open(path: &Path) -> io::Result<File> {
         .write(true)
         .create(true)
         .truncate(false)
+        // The runs' parameters, variables and outputs: for the store's owner alone.
+        .mode(0o600)
         .open(path)?;
     if !existed && let Some(dir) = path.parent() {
         let dir = if dir.as_os_str().is_empty() {
