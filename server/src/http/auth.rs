@@ -136,6 +136,15 @@ pub enum AuthFileError {
         /// What is wrong.
         message: String,
     },
+    /// The file or its directory is writable by every user of the machine: remove their
+    /// write permission.
+    #[error("[MAG-AUTH003] {message}")]
+    Unsafe {
+        /// The file.
+        path: PathBuf,
+        /// What is wrong and how to fix it.
+        message: String,
+    },
 }
 
 #[derive(Debug, Deserialize)]
@@ -285,6 +294,12 @@ impl Auth {
 fn read_tokens(file: &Path) -> Result<Tokens, AuthFileError> {
     // Taken before the reading: what is read is at least as new as the stamp.
     let stamp = stamp_of(file);
+    if let Some(message) = super::token_file_mode::world_writable(file) {
+        return Err(AuthFileError::Unsafe {
+            path: file.to_path_buf(),
+            message,
+        });
+    }
     let file = file.to_path_buf();
     let text = match std::fs::read_to_string(&file) {
         Ok(t) => t,
@@ -300,6 +315,10 @@ fn read_tokens(file: &Path) -> Result<Tokens, AuthFileError> {
     } else {
         magrathea_exec::yaml_text::from_str(&text).map_err(|e| invalid(e.to_string()))?
     };
+    let plain = parsed.tokens.iter().any(|t| t.token.is_some());
+    for warning in super::token_file_mode::warnings(&file, plain) {
+        tracing::warn!("{warning}");
+    }
     let mut tokens = Vec::new();
     for (i, entry) in parsed.tokens.into_iter().enumerate() {
         let digest = match (&entry.token_sha256, &entry.token) {
@@ -618,5 +637,39 @@ mod tests {
         std::fs::remove_file(&file).unwrap();
         assert!(a.reload().unwrap());
         assert_eq!(a.token_count(), 0);
+    }
+
+    /// A file every user may write is not trusted: at start it is an error, later its edits
+    /// are refused and the tokens read before stay.
+    #[test]
+    fn a_token_file_every_user_may_write_is_refused() {
+        use std::os::unix::fs::PermissionsExt as _;
+        let dir = tempfile::tempdir().unwrap();
+        let file = dir.path().join("tokens.yaml");
+        let entry = |token: &str| {
+            format!(
+                "tokens:\n  - token: {token}\n    tenant: acme\n    subject: s\n    scopes: [workflow.read]\n"
+            )
+        };
+        let chmod = |m: u32| {
+            std::fs::set_permissions(&file, std::fs::Permissions::from_mode(m)).unwrap();
+        };
+        std::fs::write(&file, entry("first")).unwrap();
+        chmod(0o666);
+        let e = Auth::load(file.clone(), false).unwrap_err();
+        assert!(matches!(e, AuthFileError::Unsafe { .. }), "{e}");
+        assert!(e.to_string().contains("[MAG-AUTH003]"), "{e}");
+
+        chmod(0o600);
+        let a = Auth::load(file.clone(), false).unwrap();
+        std::fs::write(&file, entry("intruder")).unwrap();
+        chmod(0o666);
+        let e = a.reload().unwrap_err();
+        assert!(e.to_string().contains("[MAG-AUTH003]"), "{e}");
+        assert!(
+            a.authenticate(Some("first")).is_ok(),
+            "the tokens in force stay"
+        );
+        assert_eq!(a.authenticate(Some("intruder")).unwrap_err().status, 401);
     }
 }

@@ -49,6 +49,7 @@ pub(crate) mod setting;
 pub mod sse;
 pub mod state;
 pub mod sub_runs;
+mod token_file_mode;
 pub mod trigger_rebuilds;
 pub mod triggers;
 pub mod ui;

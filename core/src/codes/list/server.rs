@@ -85,6 +85,11 @@ pub(super) const CODES: &[ErrorCode] = &[
         remedy: "Fix its format (the message says where).",
     },
     ErrorCode {
+        code: "MAG-AUTH003",
+        meaning: "The token file or its `_auth/` directory is writable by every user of the machine, who could add a token of their own: it is not used (at start the server does not start; later the tokens read before stay in force).",
+        remedy: "Remove the others' write permission (`chmod o-w`).",
+    },
+    ErrorCode {
         code: "MAG-WH001",
         meaning: "A webhook was called with a method other than POST.",
         remedy: "Send the delivery as POST.",
