@@ -126,16 +126,21 @@ pub(crate) async fn inbox(loc: &Location, cmd: InboxCommand) -> anyhow::Result<u
 }
 
 fn print_item(item: &InboxItem) -> anyhow::Result<()> {
-    outln!("{}  {} {}", item.id, item.kind.as_str(), item.title)?;
+    outln!(
+        "{}  {} {}",
+        item.id,
+        item.kind.as_str(),
+        super::output::one_line(&item.title)
+    )?;
     let state = item.workflow_state.as_deref().unwrap_or("-");
     outln!(
         "    run {} ({}, state {state}), assigned to {}",
         item.workflow_run_id,
         item.workflow_name,
         if item.assigned_to.is_empty() {
-            "-"
+            "-".into()
         } else {
-            &item.assigned_to
+            super::output::one_line(&item.assigned_to)
         }
     )?;
     if !item.body.is_empty() {

@@ -163,7 +163,7 @@ pub(crate) fn print_run(run: &RunDto, json: bool, pending: &[InboxItem]) -> anyh
         outln!("  state:  {state}")?;
     }
     if let Some(reason) = &view.reason {
-        outln!("  reason: {reason}")?;
+        outln!("  reason: {}", one_line(reason))?;
     }
     if let Some(e) = &view.last_error {
         outln!(
@@ -192,7 +192,7 @@ pub(crate) fn print_run(run: &RunDto, json: bool, pending: &[InboxItem]) -> anyh
         outln!(
             "  waits on {} gate{whose}: {}",
             item.kind.as_str(),
-            item.title
+            one_line(&item.title)
         )?;
         answer_line(item)?;
     }
@@ -265,10 +265,20 @@ pub(crate) fn answer_hint(item: &InboxItem) -> String {
     }
 }
 
+/// `text` on one line: a line break in it is written `\n` (`\r`), so that a value from a
+/// caller (a gate's title, a parameter) cannot add a line that looks like another row.
+pub(crate) fn one_line(text: &str) -> std::borrow::Cow<'_, str> {
+    if text.contains(['\n', '\r']) {
+        text.replace('\n', "\\n").replace('\r', "\\r").into()
+    } else {
+        text.into()
+    }
+}
+
 /// A JSON value on one line, shortened for summaries.
 pub(crate) fn compact(v: &Value) -> String {
     let s = match v {
-        Value::String(s) => s.clone(),
+        Value::String(s) => one_line(s).into_owned(),
         v => v.to_string(),
     };
     if s.chars().count() > 200 {

@@ -268,7 +268,7 @@ impl Progress {
             Record::GateOpened { step, gate } => format!(
                 "  ⏸ {} gate: {} (inbox item {run}-{step})",
                 gate.kind.as_str(),
-                gate.title
+                super::output::one_line(&gate.title)
             ),
             Record::GateAnswered { answer, .. } => match answer.outcome {
                 magrathea_core::AnswerOutcome::Decided => {

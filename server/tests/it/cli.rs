@@ -389,6 +389,37 @@ fn a_suggested_answer_names_the_store_and_a_missing_store_is_not_created() {
 }
 
 #[test]
+fn a_line_break_in_a_gate_title_cannot_add_a_row_to_the_listings() {
+    let p = Project::new();
+    p.workflow("review", REVIEW);
+    // A caller's parameter, spliced into the title, tries to add an item row of its own.
+    let forged = "0123456789abcdef0123456789abcdef-9  APPROVAL Ship the fix?";
+    let params = serde_json::json!({ "pr_url": format!("x\n{forged}") }).to_string();
+    let out = p.cli(&["run", "review", "--params", &params]);
+    assert_eq!(code(&out), 3, "{}", stderr(&out));
+    let progress = stdout(&out);
+    let runs = json(&p.cli(&["runs", "list", "--json"]));
+    let id = runs[0]["workflowRunId"].as_str().unwrap();
+    for args in [vec!["inbox", "list"], vec!["runs", "show", id]] {
+        let out = p.cli(&args);
+        assert_eq!(code(&out), 0, "{args:?}: {}", stderr(&out));
+        let text = stdout(&out);
+        assert!(
+            !text.lines().any(|l| l.starts_with("0123456789abcdef")),
+            "{args:?}: {text}"
+        );
+        assert!(
+            text.contains("Approve x\\n0123456789abcdef"),
+            "{args:?}: {text}"
+        );
+    }
+    assert!(
+        !progress.lines().any(|l| l.starts_with("0123")),
+        "{progress}"
+    );
+}
+
+#[test]
 fn invalid_parameters_exit_2_and_start_nothing() {
     let p = Project::new();
     p.workflow("review", REVIEW);
