@@ -1,5 +1,6 @@
 //! `magrathea serve`: the HTTP server over a document tree.
 
+use std::io::IsTerminal as _;
 use std::net::SocketAddr;
 use std::path::PathBuf;
 use std::time::Duration;
@@ -199,15 +200,19 @@ pub(crate) const STOP_WAIT: Duration = Duration::from_secs(5);
 fn init_tracing() {
     let filter = tracing_subscriber::EnvFilter::try_from_default_env()
         .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("info"));
+    // Colours for a person at a terminal; a log file or a collector gets plain text.
+    let ansi = std::io::stderr().is_terminal() && std::env::var_os("NO_COLOR").is_none();
     let _ = tracing_subscriber::fmt()
         .with_env_filter(filter)
         .with_writer(std::io::stderr)
+        .with_ansi(ansi)
         .try_init();
 }
 
 /// Waits for SIGTERM, Ctrl-C or SIGHUP (the terminal closed: a server's documents and tokens
-/// are followed as they change, so there is nothing for SIGHUP to reload). The handlers are installed before this returns, so a signal
-/// sent as soon as the address is printed is not missed.
+/// are followed as they change, so there is nothing for SIGHUP to reload). The handlers are
+/// installed before this returns, so a signal sent as soon as the address is printed is not
+/// missed.
 fn shutdown_signal() -> anyhow::Result<impl std::future::Future<Output = ()>> {
     #[cfg(unix)]
     let (mut term, mut int, mut hup) = {

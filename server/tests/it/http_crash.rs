@@ -176,6 +176,28 @@ async fn sigterm_or_sighup_stops_the_server_gracefully() {
     }
 }
 
+/// A log that is no terminal (a file, a collector) gets plain text: no colour escapes. The
+/// fixture's token file holds plain tokens every user may read, which the log warns of.
+#[tokio::test]
+async fn the_servers_log_to_a_file_is_plain_text_and_warns_of_readable_plain_tokens() {
+    let tmp = tempfile::tempdir().unwrap();
+    let root = tmp.path().canonicalize().unwrap();
+    tree(&root);
+    let file = root.join("serve.log");
+    let mut cmd = serve_child::serve_command(&root);
+    cmd.env_remove("NO_COLOR")
+        .env("TERM", "xterm-256color")
+        .env("RUST_LOG", "info");
+    let mut server = ServeChild::spawn_logging_to(cmd, &file);
+    server.stop();
+    let log = std::fs::read_to_string(&file).unwrap();
+    assert!(
+        log.contains("WARN") && log.contains("holds plain `token:` values"),
+        "{log}"
+    );
+    assert!(!log.contains('\x1b'), "{log:?}");
+}
+
 const NAP: &str = r#"
 start: nap
 states:

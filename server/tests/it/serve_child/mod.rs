@@ -36,12 +36,17 @@ impl ServeChild {
 
     /// Runs `cmd` (a `serve` command) and waits, for at most 60 s, for its `listening on
     /// <base>` line.
-    pub fn spawn(mut cmd: Command) -> Self {
-        let mut child = cmd
-            .stdout(Stdio::piped())
-            .stderr(Stdio::null())
-            .spawn()
-            .unwrap();
+    pub fn spawn(cmd: Command) -> Self {
+        Self::spawn_with_stderr(cmd, Stdio::null())
+    }
+
+    /// [`ServeChild::spawn`] with the server's stderr (its log) written to `file`.
+    pub fn spawn_logging_to(cmd: Command, file: &Path) -> Self {
+        Self::spawn_with_stderr(cmd, std::fs::File::create(file).unwrap().into())
+    }
+
+    fn spawn_with_stderr(mut cmd: Command, stderr: Stdio) -> Self {
+        let mut child = cmd.stdout(Stdio::piped()).stderr(stderr).spawn().unwrap();
         let stdout = child.stdout.take().unwrap();
         let (tx, rx) = std::sync::mpsc::channel();
         std::thread::spawn(move || {
