@@ -6,7 +6,8 @@
 //! [`super::run_shell`]), and the directory would stay in the system's temporary directory for
 //! good. So the process that creates one holds a lock on it (`flock` on the directory itself,
 //! which the kernel drops when the process dies in any way), and the first shell step of a
-//! process removes every such directory whose lock nobody holds: its owner is gone.
+//! process, and then one a minute after the last sweep, removes every such directory whose
+//! lock nobody holds: its owner is gone.
 //!
 //! A directory is only taken once it has not changed for [`STALE_AFTER`], so the instant
 //! between its creation and its lock never looks abandoned; a directory of another user is left
@@ -16,8 +17,8 @@ use std::fs::File;
 use std::io;
 use std::os::unix::fs::PermissionsExt;
 use std::path::Path;
-use std::sync::Once;
-use std::time::{Duration, SystemTime};
+use std::sync::{Mutex, PoisonError};
+use std::time::{Duration, Instant, SystemTime};
 
 use tempfile::TempDir;
 
@@ -41,16 +42,22 @@ pub(crate) struct Scratch {
 
 impl Scratch {
     /// Creates and locks a new directory under the system's temporary directory; the first
-    /// call of a process also starts the sweep of abandoned ones (on a thread of its own).
+    /// call of a process, and then one at most every [`STALE_AFTER`], also starts the sweep of
+    /// abandoned ones (on a thread of its own). The later sweeps take what a crash just before
+    /// this process started left (too young for its first sweep).
     pub(crate) fn create() -> io::Result<Self> {
-        static SWEPT: Once = Once::new();
-        SWEPT.call_once(|| {
-            let root = std::env::temp_dir();
-            // Without a thread the sweep is skipped: it only tidies.
-            let _ = std::thread::Builder::new()
-                .name("magrathea-shell-sweep".into())
-                .spawn(move || sweep(&root, STALE_AFTER));
-        });
+        static SWEPT: Mutex<Option<Instant>> = Mutex::new(None);
+        {
+            let mut swept = SWEPT.lock().unwrap_or_else(PoisonError::into_inner);
+            if swept.is_none_or(|at| at.elapsed() >= STALE_AFTER) {
+                *swept = Some(Instant::now());
+                let root = std::env::temp_dir();
+                // Without a thread the sweep is skipped: it only tidies.
+                let _ = std::thread::Builder::new()
+                    .name("magrathea-shell-sweep".into())
+                    .spawn(move || sweep(&root, STALE_AFTER));
+            }
+        }
         // Private: other users of the machine must not read what a step writes there.
         let dir = tempfile::Builder::new()
             .prefix(PREFIX)
