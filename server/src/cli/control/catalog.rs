@@ -110,7 +110,8 @@ impl RemoteCatalog {
         };
         let key = super::read_key(&self.socket)
             .map_err(|e| StoreError::io(format!("{:#}", super::client::no_key(&e))))?;
-        let mut stream = UnixStream::connect(&self.socket).map_err(|e| gone(&e))?;
+        let address = super::address::Address::of(&self.socket).map_err(|e| gone(&e))?;
+        let mut stream = UnixStream::connect(&address.path).map_err(|e| gone(&e))?;
         // A stopped owner still accepts connections; it must not hold the caller for ever.
         stream
             .set_read_timeout(Some(super::client::ANSWER_WAIT))

@@ -96,12 +96,14 @@ impl OwnerClient {
     /// The owner of the store in `dir`, if one answers on its socket.
     pub(crate) async fn connect(dir: &Path) -> std::io::Result<Self> {
         let socket = socket_path(dir);
-        UnixStream::connect(&socket).await?;
+        UnixStream::connect(&super::address::Address::of(&socket)?.path).await?;
         Ok(Self { socket })
     }
 
     async fn exchange(&self, request: &Request) -> anyhow::Result<Exchange> {
-        let stream = UnixStream::connect(&self.socket)
+        let address =
+            super::address::Address::of(&self.socket).map_err(|e| went_away(&e.to_string()))?;
+        let stream = UnixStream::connect(&address.path)
             .await
             .map_err(|e| went_away(&e.to_string()))?;
         let key = read_key(&self.socket).map_err(|e| no_key(&e))?;

@@ -23,9 +23,13 @@
 //! [`MAX_CLIENTS`] connections at once (more wait) and reads requests of at most
 //! [`MAX_REQUEST_BYTES`].
 //!
+//! A store directory deeper than a socket's address may be is reached through a handle on it
+//! ([`address`]).
+//!
 //! The redb lock, not the socket, says who owns the store: an owner that crashed leaves its
 //! socket file behind, and the next owner (it holds the lock) replaces it.
 
+mod address;
 pub(crate) mod catalog;
 pub(crate) mod client;
 pub(crate) mod owner;

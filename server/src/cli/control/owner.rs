@@ -91,7 +91,12 @@ pub(crate) fn serve(
     let key: Arc<str> = key.into();
     let temp = dir.join(format!("control.{}.sock", std::process::id()));
     let _ = std::fs::remove_file(&temp);
-    let listener = bind(&temp, &path).with_context(cannot)?;
+    let listener = bind(&temp, &path)
+        .inspect_err(|_| {
+            // No socket for it to open: the key would only outlive this process.
+            let _ = std::fs::remove_file(&key_file);
+        })
+        .with_context(cannot)?;
     let slots = Arc::new(Semaphore::new(MAX_CLIENTS));
     let (stop, stopped) = watch::channel(false);
     let engine = engine.clone();
@@ -153,7 +158,7 @@ fn write_key(dir: &Path, file: &Path, key: &str) -> std::io::Result<()> {
 
 fn bind(temp: &Path, path: &Path) -> std::io::Result<UnixListener> {
     use std::os::unix::fs::PermissionsExt as _;
-    let listener = UnixListener::bind(temp)?;
+    let listener = UnixListener::bind(&super::address::Address::of(temp)?.path)?;
     let placed = std::fs::set_permissions(temp, std::fs::Permissions::from_mode(0o600))
         .and_then(|()| std::fs::rename(temp, path));
     if let Err(e) = placed {

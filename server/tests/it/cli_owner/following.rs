@@ -143,14 +143,39 @@ fn an_owner_that_finished_its_run_drives_its_clients_run_to_the_end() {
 #[test]
 fn an_owner_that_cannot_serve_its_socket_warns_and_still_drives_its_run() {
     let p = project();
-    // Longer than a Unix socket's path may be (108 bytes).
-    let store = p.root.join("s".repeat(60)).join("t".repeat(60));
-    let mut cmd = p.command(&["run", "echo", "--store"]);
-    cmd.arg(&store);
-    let out = finish(cmd);
+    // The control key's place is taken by a directory: the key cannot be written.
+    std::fs::create_dir_all(p.store().join("control.key/taken")).unwrap();
+    let out = cli(&p, &["run", "echo"]);
     assert_eq!(code(&out), 0, "{}", stderr(&out));
     assert!(stderr(&out).contains("[MAG-CS003]"), "{}", stderr(&out));
     assert!(stdout(&out).contains("DONE"), "{}", stdout(&out));
+    assert!(!socket(&p).exists());
+}
+
+#[test]
+fn a_store_deeper_than_a_socket_address_holds_still_has_an_owner_to_ask() {
+    let p = project();
+    // Longer than a Unix socket's path may be (108 bytes).
+    let store = p.root.join("s".repeat(60)).join("t".repeat(60));
+    let with_store = |args: &[&str]| {
+        let mut cmd = p.command(args);
+        cmd.arg("--store").arg(&store);
+        cmd
+    };
+    let _ = std::fs::remove_file(p.dir.join("holding"));
+    let mut owner = with_store(&["run", "hold"]);
+    owner.stdout(Stdio::null()).stderr(Stdio::null());
+    let owner = Guard(owner.spawn().unwrap());
+    wait_for("the owner's shell step", || p.dir.join("holding").exists());
+    let socket = store.join("control.sock");
+    wait_for("the owner's control socket", || socket.exists());
+
+    // A client reaches the owner: it lists the owner's run, which is still running.
+    let list = finish(with_store(&["runs", "list", "--json"]));
+    assert_eq!(code(&list), 0, "{}", stderr(&list));
+    assert!(!stderr(&list).contains("[MAG-CS"), "{}", stderr(&list));
+    assert!(stdout(&list).contains("\"RUNNING\""), "{}", stdout(&list));
+    drop(owner);
 }
 
 /// The uniform result of a command on an unknown run, without the store's path (which differs
