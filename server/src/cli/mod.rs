@@ -221,9 +221,30 @@ impl fmt::Display for Invalid {
 
 impl std::error::Error for Invalid {}
 
+/// Prints what parsing the arguments gave instead of a command (the help, the version, or a
+/// usage error) and gives clap's exit code for it (0 and 2); a write that fails is said and
+/// exits 1, as a command's output does, and a reader that went away (`| head`) is no error.
+fn usage(e: &clap::Error) -> ExitCode {
+    use std::io::Write as _;
+    let written = e.print().and_then(|()| std::io::stdout().flush());
+    let code = u8::try_from(e.exit_code()).unwrap_or(EXIT_INVALID);
+    match written {
+        Ok(()) => ExitCode::from(code),
+        Err(w) if w.kind() == std::io::ErrorKind::BrokenPipe => ExitCode::from(code),
+        Err(w) => {
+            let stream = if e.use_stderr() { "stderr" } else { "stdout" };
+            let _ = writeln!(std::io::stderr(), "error: cannot write to {stream}: {w}");
+            ExitCode::from(EXIT_FAILED)
+        }
+    }
+}
+
 /// Parses the arguments, runs the command and turns its outcome into the exit code.
 pub(crate) async fn main() -> ExitCode {
-    let cli = Cli::parse();
+    let cli = match Cli::try_parse() {
+        Ok(cli) => cli,
+        Err(e) => return usage(&e),
+    };
     let loc = cli.location;
     let _ = LOCATION_ARGS.set(loc.as_args());
     let result = match cli.command {

@@ -137,6 +137,44 @@ fn a_reader_that_closes_stdout_early_ends_the_command_quietly() {
 }
 
 #[test]
+fn help_and_version_that_cannot_be_written_exit_1_as_any_output_does() {
+    let full = || {
+        std::fs::OpenOptions::new()
+            .write(true)
+            .open("/dev/full")
+            .unwrap()
+    };
+    for args in [
+        vec!["--help"],
+        vec!["--version"],
+        vec!["runs", "list", "--help"],
+    ] {
+        let out = Command::new(BIN)
+            .args(&args)
+            .stdout(full())
+            .output()
+            .unwrap();
+        assert_eq!(code(&out), 1, "{args:?}: {}", stderr(&out));
+        assert!(
+            stderr(&out).contains("cannot write to stdout"),
+            "{args:?}: {}",
+            stderr(&out)
+        );
+    }
+    // A usage error goes to stderr, which works: exit 2 as always.
+    let usage = Command::new(BIN)
+        .args(["journal", "--export"])
+        .stdout(full())
+        .output()
+        .unwrap();
+    assert_eq!(code(&usage), 2, "{}", stderr(&usage));
+    // Written where it can be, the help exits 0.
+    let help = Command::new(BIN).arg("--help").output().unwrap();
+    assert_eq!(code(&help), 0);
+    assert!(stdout(&help).contains("Usage: magrathea"));
+}
+
+#[test]
 fn piping_into_head_keeps_the_first_line_and_exits_0() {
     let p = Project::new();
     p.workflow("echo", ECHO);
