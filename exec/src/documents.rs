@@ -499,6 +499,8 @@ impl DocumentSource {
             .join(kind)
             .join(&file);
         let tenant = self.tenant_dir(scope).join("_vance").join(kind).join(&file);
+        // A name that is there but no document (a link that leads nowhere, a directory).
+        let mut no_file = None;
         for path in [&project, &tenant] {
             match self.files.document(path, |p| self.read_text(p)) {
                 Ok(text) => return Ok((path.clone(), text)),
@@ -512,6 +514,9 @@ impl DocumentSource {
                     if self.confined(path).is_err_and(|e| leads_out(&e)) {
                         return Err(DocumentError::OutsideProject(self.label(path).into()));
                     }
+                    if no_file.is_none() && std::fs::symlink_metadata(path).is_ok() {
+                        no_file = Some(path);
+                    }
                     continue;
                 }
                 Err(e) if leads_out(&e) => {
@@ -521,14 +526,20 @@ impl DocumentSource {
             }
         }
         // The name as a file name (`x.yaml`), or a close one of the documents there.
-        let hint = match name.strip_suffix(".yaml") {
-            Some(stem) if !stem.is_empty() => {
-                format!(" (the name is the file's without `.yaml`: did you mean '{stem}'?)")
-            }
-            _ => {
-                let names = self.document_names(scope, kind);
-                crate::suggest::hint(name, names.iter().map(String::as_str))
-            }
+        let hint = if let Some(path) = no_file {
+            format!(
+                " (`{}` is there but is no regular file: a link that leads nowhere, a \
+                 directory or a named pipe)",
+                self.label(path)
+            )
+        } else if let Some(stem) = name.strip_suffix(".yaml").filter(|s| !s.is_empty()) {
+            format!(" (the name is the file's without `.yaml`: did you mean '{stem}'?)")
+        } else {
+            let names = self.document_names(scope, kind);
+            crate::suggest::hint(
+                name,
+                names.iter().map(String::as_str).filter(|n| *n != name),
+            )
         };
         Err(DocumentError::UnknownWorkflow {
             name: name.to_string(),

@@ -161,6 +161,14 @@ pub(crate) fn validate(loc: &Location, args: ValidateArgs) -> anyhow::Result<u8>
     let mut stdout_open = true;
     let mut warnings = unread.len();
     for path in &unread {
+        if path.extension().is_some_and(|e| e == "yaml") {
+            errln!(
+                "{}:1:1: warning: [MAG-DOC003] not read: it is no regular file (a link that \
+                 leads nowhere, a directory or a named pipe)",
+                label(path)
+            );
+            continue;
+        }
         let name = path.file_stem().unwrap_or_default().to_string_lossy();
         errln!(
             "{}:1:1: warning: [MAG-Y044] not read: documents are the files ending in `.yaml` (rename it `{name}.yaml`)",
@@ -527,19 +535,21 @@ fn missing_hook_script(project: &Project, label: &str, text: &str) -> Option<Str
     ))
 }
 
-/// The files of `dir` named like YAML documents but not `*.yaml` (`.yml`, `.YAML`), which
-/// nothing reads.
+/// The entries of `dir` that nothing reads: files named like YAML documents but not
+/// `*.yaml` (`.yml`, `.YAML`), and `*.yaml` entries that are no regular file (a link that
+/// leads nowhere, a directory, a named pipe).
 fn unread_files(dir: &Path) -> Vec<PathBuf> {
     let Ok(entries) = std::fs::read_dir(dir) else {
         return Vec::new();
     };
     let mut files: Vec<PathBuf> = entries
         .filter_map(|e| e.ok().map(|e| e.path()))
-        .filter(|p| {
-            p.is_file()
-                && p.extension().and_then(|e| e.to_str()).is_some_and(|e| {
-                    e != "yaml" && (e.eq_ignore_ascii_case("yaml") || e.eq_ignore_ascii_case("yml"))
-                })
+        .filter(|p| match p.extension().and_then(|e| e.to_str()) {
+            Some("yaml") => !p.is_file(),
+            Some(e) => {
+                p.is_file() && (e.eq_ignore_ascii_case("yaml") || e.eq_ignore_ascii_case("yml"))
+            }
+            None => false,
         })
         .collect();
     files.sort();

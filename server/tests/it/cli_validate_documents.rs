@@ -249,6 +249,40 @@ fn a_document_the_server_would_not_read_is_a_warning() {
     assert_eq!(code(&p.cli(&["validate", "--strict"])), 1);
 }
 
+/// A `.yaml` name that is no regular file (a link that leads nowhere, a directory) is no
+/// document: `validate` names each, and starting it says what is there instead of suggesting
+/// its own name.
+#[test]
+fn a_yaml_name_that_is_no_file_is_named_by_validate_and_by_run() {
+    let p = Project::new();
+    p.workflow("hello", HELLO);
+    let workflows = p.dir.join("_vance/workflows");
+    std::os::unix::fs::symlink(p.dir.join("gone.yaml"), workflows.join("dangling.yaml")).unwrap();
+    std::fs::create_dir(workflows.join("folder.yaml")).unwrap();
+    let out = p.cli(&["validate"]);
+    assert_eq!(code(&out), 0, "warnings: {}", stderr(&out));
+    for name in ["dangling", "folder"] {
+        assert!(
+            stderr(&out).contains(&format!(
+                "_vance/workflows/{name}.yaml:1:1: warning: [MAG-DOC003] not read: it is no \
+                 regular file"
+            )),
+            "{}",
+            stderr(&out)
+        );
+    }
+    assert_eq!(code(&p.cli(&["validate", "--strict"])), 1);
+
+    let run = p.cli(&["run", "dangling"]);
+    assert_eq!(code(&run), 2, "{}", stderr(&run));
+    let err = stderr(&run);
+    assert!(
+        err.contains("dangling.yaml` is there but is no regular file"),
+        "{err}"
+    );
+    assert!(!err.contains("did you mean 'dangling'"), "{err}");
+}
+
 /// A hook document's mistakes are all said at once, each at its value, and a script the hook
 /// would not find is one of them.
 #[test]
