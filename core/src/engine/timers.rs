@@ -71,21 +71,45 @@ impl Timers {
     }
 }
 
-async fn run(engine: Weak<EngineInner>, mut rx: mpsc::UnboundedReceiver<Message>) {
+/// The longest the service sleeps before it looks at the wall clock again. Timers are due at
+/// a wall-clock time (journaled), but a sleep runs on the monotonic clock: after the wall
+/// clock steps forward (an NTP correction, a virtual machine resumed after days) a timer that
+/// is due by then fires within this time, not when the sleep begun before the step ends.
+const CLOCK_RECHECK: Duration = Duration::from_secs(1);
+
+async fn run(engine: Weak<EngineInner>, rx: mpsc::UnboundedReceiver<Message>) {
+    serve(rx, now_ms, |due| {
+        let Some(engine) = engine.upgrade() else {
+            return false;
+        };
+        let (step, purpose) = (due.step, due.purpose);
+        engine.deliver(due.run(), Event::TimerFired { step, purpose });
+        true
+    })
+    .await;
+}
+
+/// The service's loop, on the wall clock `clock`; `fire` delivers a due timer and says
+/// whether the engine is still there to deliver to.
+async fn serve(
+    mut rx: mpsc::UnboundedReceiver<Message>,
+    clock: impl Fn() -> u64,
+    mut fire: impl FnMut(Due) -> bool,
+) {
     let mut queue = TimerQueue::default();
     loop {
         let message = match queue.next_due() {
             None => rx.recv().await,
             Some(at) => {
-                let wait = Duration::from_millis(at.saturating_sub(now_ms()));
+                let wait = Duration::from_millis(at.saturating_sub(clock())).min(CLOCK_RECHECK);
                 tokio::select! {
                     r = rx.recv() => r,
                     () = tokio::time::sleep(wait) => {
-                        let now = now_ms();
-                        let Some(engine) = engine.upgrade() else { return };
+                        let now = clock();
                         while let Some(due) = queue.pop_due(now) {
-                            let (step, purpose) = (due.step, due.purpose);
-                            engine.deliver(due.run(), Event::TimerFired { step, purpose });
+                            if !fire(due) {
+                                return;
+                            }
                         }
                         continue;
                     }
@@ -137,5 +161,37 @@ mod tests {
         );
         timers.forget_run(ended);
         assert_eq!(timers.count().await, 1);
+    }
+
+    /// The wall clock steps an hour forward while a timer an hour away waits (no monotonic
+    /// time passes): the timer fires at once, not an hour of running time later.
+    #[tokio::test(start_paused = true)]
+    async fn a_timer_due_after_the_wall_clock_steps_forward_fires_at_once() {
+        use std::sync::Arc;
+        use std::sync::atomic::{AtomicU64, Ordering};
+        let start = 1_800_000_000_000;
+        let wall = Arc::new(AtomicU64::new(start));
+        let (tx, rx) = mpsc::unbounded_channel();
+        let (fired_tx, mut fired) = mpsc::unbounded_channel();
+        let clock = wall.clone();
+        tokio::spawn(serve(
+            rx,
+            move || clock.load(Ordering::SeqCst),
+            move |due| fired_tx.send(due.at_ms).is_ok(),
+        ));
+        let at_ms = start + 3_600_000;
+        let registration = Registration {
+            run: RunId::new(),
+            step: 0,
+            purpose: TimerPurpose::Sleep,
+            at_ms,
+        };
+        tx.send(Message::Register(registration)).unwrap();
+        // The service is asleep on the timer before the clock steps.
+        tokio::time::sleep(Duration::from_millis(10)).await;
+        assert!(fired.try_recv().is_err(), "not due yet");
+        wall.store(at_ms + 1, Ordering::SeqCst);
+        let got = tokio::time::timeout(Duration::from_secs(60), fired.recv()).await;
+        assert_eq!(got.ok().flatten(), Some(at_ms), "fired within a minute");
     }
 }
