@@ -36,7 +36,8 @@ impl ManualClock {
         }
     }
 
-    /// Sets the time (it may go backwards; the triggers never fire a tick twice for that).
+    /// Sets the time. It may go backwards: by up to a minute behind a schedule's last tick
+    /// no tick fires twice; further back, the schedule goes on from the new time.
     pub fn set(&self, now_ms: i64) {
         self.now.store(now_ms, Ordering::SeqCst);
     }

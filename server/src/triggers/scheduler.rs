@@ -47,6 +47,10 @@ const CURSORS: &str = "trigger.cursor";
 /// Most ticks handled per schedule and pass (the rest wait for the next pass).
 const MAX_TICKS_PER_PASS: usize = 100;
 
+/// How far the wall clock may step back behind a schedule's cursor and be waited out (no tick
+/// fires twice for it); a longer step back restarts the schedule from the clock's time.
+const CLOCK_BACK_WAITED_MS: i64 = 60_000;
+
 /// Most ticks fired per tenant and pass, all its schedules together (the rest wait for the
 /// next pass).
 pub const TICKS_PER_TENANT_PER_PASS: usize = 50;
@@ -242,6 +246,18 @@ async fn pass_one(
         Some(_) => {}
         // A cursor from before its timing was kept: it takes the timing as it is now.
         None => cur.timing = Some(timing),
+    }
+    // The wall clock stepped back past ticks already handled (it ran ahead and was corrected):
+    // the schedule goes on from the clock's time, so that it is not silent for as long as the
+    // clock was wrong. The ticks handled ahead of time may fire again at their true times.
+    if cur.cursor_ms > now.saturating_add(CLOCK_BACK_WAITED_MS) {
+        tracing::warn!(
+            trigger = %reg.key(),
+            ahead_ms = cur.cursor_ms - now,
+            "the wall clock went back behind the schedule's last tick: it goes on from now"
+        );
+        cur.cursor_ms = now;
+        cur.next_ms = None;
     }
     let schedule = if reg.active {
         memory.borrow_mut().schedule(state, reg)

@@ -177,6 +177,42 @@ async fn a_cron_with_seconds_fires_each_tick_once() {
     assert_eq!(unique.len(), 3, "one run per tick: {ids:?}");
 }
 
+/// The wall clock ran a day ahead (the schedule fired that day's ticks) and is set right: the
+/// schedule goes on at the true times instead of staying silent for the day. A step back of
+/// a few seconds is waited out: no tick fires twice for it.
+#[tokio::test]
+async fn a_clock_set_back_does_not_silence_the_schedule() {
+    const MIN: i64 = 60_000;
+    const DAY: i64 = 24 * 60 * MIN;
+    let f = Fixture::new(T0 + 1_000, "cron: \"0 * * * * *\"\nworkflow: quick\n").await;
+    f.advance(MIN).await;
+    assert_eq!(f.ticks(T0).await, vec![accepted(MIN)]);
+    // A few seconds back and forth again: nothing twice.
+    f.clock.set(T0 + MIN - 5_000);
+    f.pass().await;
+    f.clock.set(T0 + MIN + 2_000);
+    f.pass().await;
+    assert_eq!(f.ticks(T0).await, vec![accepted(MIN)]);
+
+    f.clock.set(T0 + DAY + 1_000);
+    // The day's ticks were missed: the last ones fire, the first hundred are recorded as
+    // skipped (and so are handled: they do not fire again).
+    f.pass().await;
+    assert_eq!(f.ticks(T0).await.last().unwrap(), &accepted(DAY));
+    f.clock.set(T0 + MIN + 1_000);
+    f.pass().await;
+    f.advance(150 * MIN).await;
+    let fired: Vec<i64> = f
+        .ticks(T0)
+        .await
+        .into_iter()
+        .filter(|t| t.1 == "accepted")
+        .map(|t| t.0)
+        .collect();
+    // The two last ticks are inside the catch-up window.
+    assert_eq!(fired, [MIN, 150 * MIN, 151 * MIN, DAY - MIN, DAY]);
+}
+
 #[tokio::test]
 async fn run_as_becomes_started_by_and_a_five_field_cron_is_minute_first() {
     let f = Fixture::new(T0, "cron: \"*/5 * * * *\"\nworkflow: quick\nrunAs: ops\n").await;
