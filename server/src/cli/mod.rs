@@ -209,6 +209,20 @@ enum Command {
     Bench(bench::BenchArgs),
 }
 
+impl Command {
+    /// Whether the command only reads the store: done twice, it does nothing twice.
+    fn reads_only(&self) -> bool {
+        matches!(
+            self,
+            Command::Runs(runs::RunsCommand::List { .. } | runs::RunsCommand::Show { .. })
+                | Command::Journal(_)
+                | Command::Inbox(inbox::InboxCommand::List { .. })
+                | Command::Schedules(schedules::SchedulesCommand::List { .. })
+                | Command::Deliveries(_)
+        )
+    }
+}
+
 /// A failure the command reports with exit code 2 (invalid input; nothing was done).
 #[derive(Debug)]
 pub(crate) struct Invalid(pub(crate) String);
@@ -245,9 +259,46 @@ pub(crate) async fn main() -> ExitCode {
         Ok(cli) => cli,
         Err(e) => return usage(&e),
     };
+    let _ = LOCATION_ARGS.set(cli.location.as_args());
+    let reads_only = cli.command.reads_only();
+    let mut cli = Some(cli);
+    let mut again = 0;
+    let result = loop {
+        // The arguments parsed once more for another try: the same, as they parsed before.
+        let cli = match cli.take() {
+            Some(cli) => cli,
+            None => Cli::parse(),
+        };
+        let result = dispatch(cli).await;
+        // The owner the command asked left the store as it asked (its work done): the command
+        // starts over, finding the store free or its next owner, when doing so cannot do twice
+        // what it did and nothing of it was printed.
+        let left = result.as_ref().err().and_then(|e| {
+            e.chain()
+                .find_map(|c| c.downcast_ref::<control::client::OwnerLeft>())
+        });
+        let may_again = left
+            .is_some_and(|left| reads_only || (!left.sent && !control::client::sent_any()))
+            && !output::wrote_stdout();
+        if !may_again || again == OWNER_LEFT_TRIES {
+            break result;
+        }
+        again += 1;
+        tokio::time::sleep(OWNER_LEFT_PAUSE).await;
+    };
+    finish(result).await
+}
+
+/// How many times a command starts over after its store's owner left before it answered.
+const OWNER_LEFT_TRIES: u32 = 20;
+
+/// The pause before it does.
+const OWNER_LEFT_PAUSE: std::time::Duration = std::time::Duration::from_millis(50);
+
+/// Runs the command.
+async fn dispatch(cli: Cli) -> anyhow::Result<u8> {
     let loc = cli.location;
-    let _ = LOCATION_ARGS.set(loc.as_args());
-    let result = match cli.command {
+    match cli.command {
         Command::Run(a) => run::run(&loc, a).await,
         Command::Validate(a) => validate::validate(&loc, a),
         Command::Resume(a) => resume::resume(&loc, a).await,
@@ -264,7 +315,11 @@ pub(crate) async fn main() -> ExitCode {
         Command::Archive(a) => versions::set_archived(&loc, a, true),
         Command::Unarchive(a) => versions::set_archived(&loc, a, false),
         Command::Bench(a) => bench::bench(&loc, a).await,
-    };
+    }
+}
+
+/// Ends the process's part in the store and turns the command's outcome into the exit code.
+async fn finish(result: anyhow::Result<u8>) -> ExitCode {
     // Clients that started or answered runs here see them settle before this process gives
     // up the store; after a Ctrl-C it leaves at once (their runs resume with the next owner).
     let how = match result {

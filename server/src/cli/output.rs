@@ -57,8 +57,17 @@ impl fmt::Display for StdoutClosed {
 
 impl std::error::Error for StdoutClosed {}
 
+/// Whether this process wrote anything to stdout.
+static WROTE: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(false);
+
+/// Whether this process wrote anything to stdout: a command that did cannot start over.
+pub(crate) fn wrote_stdout() -> bool {
+    WROTE.load(std::sync::atomic::Ordering::SeqCst)
+}
+
 /// Writes `args` to stdout and flushes, so that a closed pipe is noticed at this write.
 pub(crate) fn write_stdout(args: fmt::Arguments<'_>) -> anyhow::Result<()> {
+    WROTE.store(true, std::sync::atomic::Ordering::SeqCst);
     let text = args.to_string();
     let mut stdout = io::stdout().lock();
     match stdout

@@ -27,6 +27,39 @@ struct Exchange {
     reader: BufReader<OwnedReadHalf>,
     // Kept open: the owner takes a closed end for a client that went away.
     _writer: OwnedWriteHalf,
+    /// Whether a reply came.
+    answered: bool,
+}
+
+/// Whether this process sent the owner a request (see [`OwnerLeft`]).
+static SENT: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(false);
+
+/// The owner went away before it answered a request of this command: it was leaving the
+/// store (its own work done) as the command asked. When it got nothing (`sent: false`) and
+/// the command had sent it nothing before, the command may start over and find the store
+/// free or its next owner; a command that only reads may start over in any case.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct OwnerLeft {
+    /// Whether the request was sent whole (the owner may have acted on it).
+    pub(crate) sent: bool,
+}
+
+impl std::fmt::Display for OwnerLeft {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("the store's owner went away before it answered")
+    }
+}
+
+impl std::error::Error for OwnerLeft {}
+
+/// Whether this process ever sent the store's owner a request.
+pub(crate) fn sent_any() -> bool {
+    SENT.load(std::sync::atomic::Ordering::SeqCst)
+}
+
+/// The owner that left before it answered, with `why`.
+fn left(sent: bool, why: &str) -> anyhow::Error {
+    anyhow::Error::new(OwnerLeft { sent }).context(went_away(why))
 }
 
 /// How long the owner has to answer a request (the first reply of an exchange; a followed
@@ -44,10 +77,18 @@ impl Exchange {
     }
 
     async fn next(&mut self) -> anyhow::Result<Reply> {
+        let gone = |why: &str| {
+            if self.answered {
+                went_away(why)
+            } else {
+                left(true, why)
+            }
+        };
         let line = read_line(&mut self.reader, MAX_REPLY_BYTES)
             .await
-            .map_err(|e| went_away(&e.to_string()))?
-            .ok_or_else(|| went_away("it closed the connection"))?;
+            .map_err(|e| gone(&e.to_string()))?
+            .ok_or_else(|| gone("it closed the connection"))?;
+        self.answered = true;
         match serde_json::from_slice::<Reply>(&line) {
             Ok(Reply::Error { message }) => Err(anyhow!(message)),
             Ok(reply) => Ok(reply),
@@ -101,25 +142,31 @@ impl OwnerClient {
     }
 
     async fn exchange(&self, request: &Request) -> anyhow::Result<Exchange> {
-        let address =
-            super::address::Address::of(&self.socket).map_err(|e| went_away(&e.to_string()))?;
+        // Nothing is sent until the request's last byte is: an owner that went before that
+        // (it removes its key, then its socket) got nothing of it.
+        let gone = |e: &dyn std::fmt::Display| left(false, &e.to_string());
+        let key = match read_key(&self.socket) {
+            Ok(key) => key,
+            // The socket goes before the key: with neither, the owner has left.
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound && !self.socket.exists() => {
+                return Err(gone(&e));
+            }
+            Err(e) => return Err(no_key(&e)),
+        };
+        let address = super::address::Address::of(&self.socket).map_err(|e| gone(&e))?;
         let stream = UnixStream::connect(&address.path)
             .await
-            .map_err(|e| went_away(&e.to_string()))?;
-        let key = read_key(&self.socket).map_err(|e| no_key(&e))?;
+            .map_err(|e| gone(&e))?;
         let (read, mut write) = stream.into_split();
         let mut line = key.into_bytes();
         line.push(b'\n');
-        write
-            .write_all(&line)
-            .await
-            .map_err(|e| went_away(&e.to_string()))?;
-        send(&mut write, request)
-            .await
-            .map_err(|e| went_away(&e.to_string()))?;
+        write.write_all(&line).await.map_err(|e| gone(&e))?;
+        send(&mut write, request).await.map_err(|e| gone(&e))?;
+        SENT.store(true, std::sync::atomic::Ordering::SeqCst);
         Ok(Exchange {
             reader: BufReader::new(read),
             _writer: write,
+            answered: false,
         })
     }
 

@@ -32,12 +32,18 @@ pub(crate) enum Shutdown {
 /// How often a draining owner looks whether its last client has gone.
 const DRAIN_POLL: Duration = Duration::from_millis(20);
 
+/// How long a closing owner waits for one more queued connection before it closes the socket
+/// (a client that connected as the socket's name went).
+const QUEUED_GRACE: Duration = Duration::from_millis(20);
+
 /// A socket this process serves.
 #[derive(Debug)]
 struct Served {
     path: PathBuf,
     key: PathBuf,
     accept: tokio::task::JoinHandle<()>,
+    /// Tells the accepting task to serve what is queued and close the socket.
+    closing: watch::Sender<bool>,
     slots: Arc<Semaphore>,
     /// Connections being served.
     active: Arc<AtomicUsize>,
@@ -99,27 +105,45 @@ pub(crate) fn serve(
         .with_context(cannot)?;
     let slots = Arc::new(Semaphore::new(MAX_CLIENTS));
     let (stop, stopped) = watch::channel(false);
-    let engine = engine.clone();
+    let (closing, mut closed) = watch::channel(false);
     let accept_slots = slots.clone();
     let active = Arc::new(AtomicUsize::new(0));
-    let accept_active = active.clone();
-    let accept = tokio::spawn(async move {
-        loop {
-            let Ok(slot) = accept_slots.clone().acquire_owned().await else {
-                return;
-            };
-            let Ok((stream, _)) = listener.accept().await else {
-                continue;
-            };
+    let serve_one = {
+        let (engine, active) = (engine.clone(), active.clone());
+        move |stream: UnixStream, slot: Option<tokio::sync::OwnedSemaphorePermit>| {
             let engine = engine.clone();
             let stopped = stopped.clone();
-            let active = Active::new(&accept_active);
+            let active = Active::new(&active);
             let key = key.clone();
             let metrics = metrics.clone();
             tokio::spawn(async move {
                 connection(engine, stream, &key, stopped, metrics.as_deref()).await;
                 drop((active, slot));
             });
+        }
+    };
+    let accept = tokio::spawn(async move {
+        loop {
+            let accepted = tokio::select! {
+                _ = closed.changed() => break,
+                slot = accept_slots.clone().acquire_owned() => {
+                    let Ok(slot) = slot else { return };
+                    tokio::select! {
+                        _ = closed.changed() => break,
+                        accepted = listener.accept() => accepted.map(|(s, _)| (s, slot)),
+                    }
+                }
+            };
+            if let Ok((stream, slot)) = accepted {
+                serve_one(stream, Some(slot));
+            }
+        }
+        // Closing: the socket's name is gone, so no client connects any more, but those that
+        // connected just before are queued here. Each is served (a slot or not: there are
+        // only so many), rather than reset by closing the socket under them.
+        while let Ok(Ok((stream, _))) = tokio::time::timeout(QUEUED_GRACE, listener.accept()).await
+        {
+            serve_one(stream, None);
         }
     });
     served()
@@ -129,6 +153,7 @@ pub(crate) fn serve(
             path,
             key: key_file,
             accept,
+            closing,
             slots,
             active,
             stop,
@@ -179,12 +204,20 @@ pub(crate) async fn shutdown(how: Shutdown) {
                 tokio::time::sleep(DRAIN_POLL).await;
             }
         }
-        s.accept.abort();
+        // The name first: a client from now on finds no owner and opens the store once this
+        // process has let it go; one that connected a moment before is still answered.
         let _ = std::fs::remove_file(&s.path);
-        let _ = std::fs::remove_file(&s.key);
+        let _ = s.closing.send(true);
+        let _ = s.accept.await;
         if how == Shutdown::Abort {
             let _ = s.stop.send(true);
         }
+        if how == Shutdown::Drain {
+            while s.active.load(Ordering::SeqCst) > 0 {
+                tokio::time::sleep(DRAIN_POLL).await;
+            }
+        }
+        let _ = std::fs::remove_file(&s.key);
         let permits = u32::try_from(MAX_CLIENTS).unwrap_or(u32::MAX);
         let _ = s.slots.acquire_many(permits).await;
     }

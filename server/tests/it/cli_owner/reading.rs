@@ -51,3 +51,54 @@ fn a_command_whose_owner_is_stopped_says_so_instead_of_waiting_for_ever() {
         stderr(&out)
     );
 }
+
+/// Reading commands and starts, many at once on one store: each short-lived command owns the
+/// store for a moment and the others ask it. None fails because the owner it asked was
+/// leaving: it asks the next one, or opens the store itself.
+#[test]
+fn commands_racing_for_a_store_never_fail_as_its_owner_changes_hands() {
+    let p = project();
+    two_runs(&p);
+    let failures = std::sync::Mutex::new(Vec::new());
+    std::thread::scope(|s| {
+        for reader in 0..3 {
+            let (p, failures) = (&p, &failures);
+            s.spawn(move || {
+                for _ in 0..30 {
+                    let out = cli(p, &["runs", "list", "--json"]);
+                    if code(&out) != 0 {
+                        failures
+                            .lock()
+                            .unwrap()
+                            .push(format!("reader {reader}: {}", stderr(&out)));
+                    }
+                }
+            });
+        }
+        let (p, failures) = (&p, &failures);
+        s.spawn(move || {
+            for _ in 0..15 {
+                let out = cli(p, &["run", "echo", "--json"]);
+                if code(&out) != 0 {
+                    failures
+                        .lock()
+                        .unwrap()
+                        .push(format!("run: {}", stderr(&out)));
+                }
+            }
+        });
+    });
+    let failures = failures.into_inner().unwrap();
+    assert!(
+        failures.is_empty(),
+        "{} failed: {failures:#?}",
+        failures.len()
+    );
+    let runs = cli(&p, &["runs", "list", "--json"]);
+    let listed = serde_json::from_str::<serde_json::Value>(&stdout(&runs)).unwrap();
+    assert_eq!(
+        listed.as_array().unwrap().len(),
+        2 + 15,
+        "each start made one run"
+    );
+}
