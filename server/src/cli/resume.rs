@@ -25,9 +25,10 @@ use super::{EXIT_FAILED, EXIT_OK, Location};
 Recovers every run of the project that is not DONE, FAILED or CANCELLED and drives it until
 it is terminal, WAITING, BLOCKED, or sleeping on a timer due more than a second from now; the
 runs of other projects in the same store (a served tree's) are left as they are. Prints each run
-(with --json one JSON object per line). While another magrathea process owns the store (a
-`serve`, or a `run` waiting on a step), that process drives the runs: the command prints the
-project's unfinished runs as its client.
+(with --json one JSON object per line). While `magrathea serve` (or another `resume`) owns
+the store, that process drives the runs: the command prints the project's unfinished runs as
+its client. While another command owns it (a `run` waiting on a step), which drives only its
+own runs, the command waits for it to let the store go, then resumes the runs itself.
 
 Exit codes: 0 every resumed run is DONE, WAITING or still running (asleep on a timer), or
 there was nothing to resume; 1 some resumed run ended FAILED or CANCELLED or is BLOCKED, or
@@ -53,17 +54,22 @@ async fn resume_here(project: &Project, args: ResumeArgs) -> anyhow::Result<u8> 
         errln!("nothing to resume: no store at {}", project.store_name());
         return Ok(EXIT_OK);
     }
-    let runtime = project.runtime();
     // Only this project's runs are recovered: the store may hold other projects' (a served
     // tree's store), whose documents and rules this command does not read, and whose runs it
     // neither reports nor should drive.
-    let engine = match project.engine(&runtime, false).await {
+    let engine = match project.engine(&project.runtime(), false).await {
         Ok(engine) => engine,
         Err(e) if super::store::is_locked(&e) => {
             return Box::pin(through_owner(project, args)).await;
         }
         Err(e) => return Err(e),
     };
+    resume_with(project, &engine, args).await
+}
+
+/// Resumes the project's unfinished runs on `engine`, which this process opened (without
+/// recovering every run of the store), and follows them until they settle.
+async fn resume_with(project: &Project, engine: &Engine, args: ResumeArgs) -> anyhow::Result<u8> {
     let scope = project.scope_string();
     let mut runs = Vec::new();
     for run in engine.store().active_runs()? {
@@ -100,7 +106,7 @@ async fn resume_here(project: &Project, args: ResumeArgs) -> anyhow::Result<u8> 
     // A store that cannot commit, or cannot be read (a full disk), is waited for as `run`
     // waits for it, then given up with its error: the runs stay as journaled.
     let mut unread = Unread::default();
-    let mut failing = std::pin::pin!(store_failing(&engine));
+    let mut failing = std::pin::pin!(store_failing(engine));
     'poll: loop {
         polls = polls.wrapping_add(1);
         // A run another worker held is taken up once its lease lets go (every second).
@@ -109,14 +115,14 @@ async fn resume_here(project: &Project, args: ResumeArgs) -> anyhow::Result<u8> 
         }
         let mut all_settled = true;
         for &run in &runs {
-            let Some(read) = unread.patience(where_it_is(&engine, run)).await else {
+            let Some(read) = unread.patience(where_it_is(engine, run)).await else {
                 continue 'poll;
             };
             let (entries, status) = read?;
             if lengths.insert(run, entries.len()) != Some(entries.len()) {
                 quiet_since = Instant::now();
             }
-            if status == RunStatus::Running && !parked(&engine, &entries) {
+            if status == RunStatus::Running && !parked(engine, &entries) {
                 all_settled = false;
             }
         }
@@ -136,7 +142,7 @@ async fn resume_here(project: &Project, args: ResumeArgs) -> anyhow::Result<u8> 
     }
     let mut code = EXIT_OK;
     for run in runs {
-        let dto = RunDto::load(&engine, run)?;
+        let dto = RunDto::load(engine, run)?;
         if matches!(
             dto.run.status,
             RunStatus::Failed | RunStatus::Cancelled | RunStatus::Blocked
@@ -152,16 +158,47 @@ async fn resume_here(project: &Project, args: ResumeArgs) -> anyhow::Result<u8> 
     Ok(code)
 }
 
-/// While another `magrathea` process owns the store, that process drives its runs (it
-/// recovered them when it opened the store): this command asks it for the project's
-/// unfinished runs and prints them, as a client, instead of failing on the store's lock.
+/// How often `resume` looks whether an owner that drives only its own runs let the store go.
+const OWNER_POLL: std::time::Duration = std::time::Duration::from_millis(200);
+
+/// While another `magrathea` process owns the store: a server (or a `resume`) recovered
+/// every unfinished run when it opened the store and drives them, so this command asks it for
+/// the project's unfinished runs and prints them, as a client. Any other owner (a `run`, an
+/// answer, a reading command) drives only the runs it and its clients touch: this command
+/// waits for it to let the store go, then resumes the runs itself.
 async fn through_owner(project: &Project, args: ResumeArgs) -> anyhow::Result<u8> {
-    let backend = project.backend(&project.runtime()).await?;
-    if matches!(backend, super::backend::Backend::Local(_)) {
-        // The owner let go meanwhile: this process resumes the runs itself.
+    let mut interrupts = super::progress::Interrupts::install()?;
+    let mut said = false;
+    let backend = loop {
+        let backend = project.backend(&project.runtime()).await?;
+        let owner = match &backend {
+            super::backend::Backend::Remote(owner) => owner,
+            // The owner let go: this process opened the store, and resumes the runs itself.
+            super::backend::Backend::Local(engine) => {
+                interrupts.keep();
+                return Box::pin(resume_with(project, engine, args)).await;
+            }
+        };
+        if owner.drives_all().await? {
+            break backend;
+        }
+        if !said {
+            errln!(
+                "the store is open in another magrathea process that drives only its own runs: \
+                 waiting for it to let the store go, to resume the unfinished runs here \
+                 (Ctrl-C stops waiting)"
+            );
+            said = true;
+        }
         drop(backend);
-        return Box::pin(resume_here(project, args)).await;
-    }
+        tokio::select! {
+            () = tokio::time::sleep(OWNER_POLL) => {}
+            () = interrupts.recv() => {
+                errln!("interrupted: nothing was resumed; the runs stay as journaled");
+                return Ok(super::EXIT_INTERRUPTED);
+            }
+        }
+    };
     let unfinished = [
         RunStatus::Running,
         RunStatus::Waiting,

@@ -167,8 +167,12 @@ pub(crate) async fn serve(loc: &Location, args: ServeArgs) -> anyhow::Result<u8>
     let (addr, handle) = start_server(config).await?;
     // Other `magrathea` commands on this store become clients of this server.
     if let StoreLocation::Redb(dir) = &location
-        && let Err(e) =
-            control::owner::serve(handle.engine(), dir, Some(handle.state().metrics.clone()))
+        && let Err(e) = control::owner::serve(
+            handle.engine(),
+            dir,
+            Some(handle.state().metrics.clone()),
+            true,
+        )
     {
         errln!("warning: {}", super::output::chain(&e));
     }

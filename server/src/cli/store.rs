@@ -150,7 +150,7 @@ impl Project {
         runtime.attach(&engine);
         if let StoreLocation::Redb(dir) = &self.store {
             // Without the socket this process still works; only its would-be clients fail.
-            if let Err(e) = control::owner::serve(&engine, dir, None) {
+            if let Err(e) = control::owner::serve(&engine, dir, None, recover) {
                 errln!("warning: {}", super::output::chain(&e));
             }
         }

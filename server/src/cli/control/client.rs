@@ -220,6 +220,14 @@ impl OwnerClient {
         }
     }
 
+    /// Whether the owner recovered and drives every unfinished run of the store.
+    pub(crate) async fn drives_all(&self) -> anyhow::Result<bool> {
+        match self.call(&Request::Owner).await? {
+            Reply::Owner { drives_all } => Ok(drives_all),
+            other => Err(unexpected(&other)),
+        }
+    }
+
     pub(crate) async fn pending(&self, scope: Option<String>) -> anyhow::Result<Vec<InboxItem>> {
         match self.call(&Request::Pending { scope }).await? {
             Reply::Items { items } => Ok(items),

@@ -97,6 +97,8 @@ pub(crate) fn key_matches(offered: &[u8], key: &str) -> bool {
 #[derive(Debug, Serialize, Deserialize)]
 #[serde(tag = "op", rename_all = "camelCase")]
 pub(crate) enum Request {
+    /// What the owner is: [`Reply::Owner`].
+    Owner,
     /// Runs of a scope: [`Reply::Runs`].
     ListRuns {
         workflow: Option<String>,
@@ -138,6 +140,11 @@ pub(crate) enum Request {
 #[derive(Debug, Serialize, Deserialize)]
 #[serde(tag = "reply", rename_all = "camelCase")]
 pub(crate) enum Reply {
+    Owner {
+        /// Whether it recovered and drives every unfinished run of the store (`serve`,
+        /// `resume`), or only those it and its clients touch.
+        drives_all: bool,
+    },
     Runs {
         runs: Vec<RunDto>,
     },

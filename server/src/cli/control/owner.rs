@@ -82,6 +82,7 @@ pub(crate) fn serve(
     engine: &Engine,
     dir: &Path,
     metrics: Option<Arc<Metrics>>,
+    drives_all: bool,
 ) -> anyhow::Result<()> {
     let path = socket_path(dir);
     let cannot = || {
@@ -117,7 +118,12 @@ pub(crate) fn serve(
             let key = key.clone();
             let metrics = metrics.clone();
             tokio::spawn(async move {
-                connection(engine, stream, &key, stopped, metrics.as_deref()).await;
+                let owner = Owner {
+                    key: &key,
+                    metrics: metrics.as_deref(),
+                    drives_all,
+                };
+                connection(engine, stream, owner, stopped).await;
                 drop((active, slot));
             });
         }
@@ -227,14 +233,28 @@ pub(crate) async fn shutdown(how: Shutdown) {
 /// connection that sends nothing gives its slot back soon.
 const KEY_WAIT: Duration = Duration::from_secs(2);
 
+/// What a connection knows of the owner serving it.
+struct Owner<'a> {
+    /// The store's control key.
+    key: &'a str,
+    /// A server's metrics, which count the runs its clients start.
+    metrics: Option<&'a Metrics>,
+    /// Whether this process recovered and drives every unfinished run of the store.
+    drives_all: bool,
+}
+
 /// One client: its control key, then one request and its answer (or stream of answers).
 async fn connection(
     engine: Engine,
     stream: UnixStream,
-    key: &str,
+    owner: Owner<'_>,
     mut stopped: watch::Receiver<bool>,
-    metrics: Option<&Metrics>,
 ) {
+    let Owner {
+        key,
+        metrics,
+        drives_all,
+    } = owner;
     let (read, mut write) = stream.into_split();
     let mut reader = BufReader::new(read);
     let offered = tokio::time::timeout(KEY_WAIT, read_line(&mut reader, MAX_KEY_BYTES)).await;
@@ -268,7 +288,7 @@ async fn connection(
         }
     };
     let backend = Backend::Local(engine);
-    let (first, follower) = answer(&backend, request).await;
+    let (first, follower) = answer(&backend, request, drives_all).await;
     if let (Reply::Started { .. }, Some(metrics)) = (&first, metrics) {
         metrics.run_started("cli");
     }
@@ -321,9 +341,15 @@ async fn follow_to_the_end(follower: &mut Follower, stopped: &mut watch::Receive
     }
 }
 
-/// The reply to `request`, and the run to follow for a start or an answer.
-async fn answer(backend: &Backend, request: Request) -> (Reply, Option<Follower>) {
+/// The reply to `request`, and the run to follow for a start or an answer; `drives_all`
+/// says what this owner is.
+async fn answer(
+    backend: &Backend,
+    request: Request,
+    drives_all: bool,
+) -> (Reply, Option<Follower>) {
     let reply = match request {
+        Request::Owner => Ok(Reply::Owner { drives_all }),
         Request::ListRuns {
             workflow,
             scope,

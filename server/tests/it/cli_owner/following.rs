@@ -254,3 +254,59 @@ fn cancel_ends_a_waiting_run_cancelled_alone_and_through_an_owner_alike() {
     let _owner = run_owner(&p);
     assert_eq!(cancels(&p), alone, "through a run that owns the store");
 }
+
+/// `resume` while a `magrathea run` owns the store: that owner drives only its own run, so
+/// `resume` waits for it to let the store go and then resumes the run a killed command left,
+/// rather than saying the owner drives it and leaving it stranded.
+#[test]
+fn resume_waits_for_an_owner_that_drives_only_its_own_runs_then_resumes_the_rest() {
+    let p = project();
+    // A run whose command was killed: nobody drives it.
+    let mut stranded = p.command(&["run", "hold2"]);
+    stranded.stdout(Stdio::null()).stderr(Stdio::null());
+    let stranded = Guard(stranded.spawn().unwrap());
+    wait_for("the stranded run's step", || {
+        p.dir.join("holding2").exists()
+    });
+    drop(stranded); // SIGKILL
+    let owner = run_owner(&p);
+
+    let said = p.root.join("resume.err");
+    let mut resume = p.command(&["resume", "--json"]);
+    resume
+        .stdout(Stdio::null())
+        .stderr(std::fs::File::create(&said).unwrap());
+    let mut resume = Guard(resume.spawn().unwrap());
+    wait_for("resume to say it waits", || {
+        std::fs::read_to_string(&said).is_ok_and(|t| t.contains("drives only its own runs"))
+    });
+    std::fs::remove_file(p.dir.join("holding2")).unwrap();
+    std::thread::sleep(Duration::from_millis(300));
+    assert!(
+        !p.dir.join("holding2").exists(),
+        "the stranded run's step runs again only once the owner let the store go"
+    );
+    // The owner's run ends; it lets the store go, and `resume` takes it.
+    std::fs::write(p.dir.join("release"), "").unwrap();
+    let mut owner = owner;
+    assert_eq!(owner.wait(), Some(0));
+    wait_for("the stranded run's step again", || {
+        p.dir.join("holding2").exists()
+    });
+    std::fs::write(p.dir.join("release2"), "").unwrap();
+    assert_eq!(
+        resume.wait(),
+        Some(0),
+        "{}",
+        std::fs::read_to_string(&said).unwrap()
+    );
+    let runs = cli(&p, &["runs", "list", "--json"]);
+    let listed: serde_json::Value = serde_json::from_str(&stdout(&runs)).unwrap();
+    let hold2 = listed
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|r| r["workflowName"] == "hold2")
+        .unwrap();
+    assert_eq!(hold2["status"], "DONE", "{hold2}");
+}

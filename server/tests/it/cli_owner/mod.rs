@@ -217,7 +217,7 @@ fn owner_answers(path: &Path) -> bool {
 }
 
 /// `magrathea serve` owning the project's store, once it serves the control socket.
-fn serve_owner(p: &Project) -> Guard {
+pub(crate) fn serve_owner(p: &Project) -> Guard {
     let mut cmd = serve_command(&p.root);
     cmd.arg("--store")
         .arg(p.store())
