@@ -164,7 +164,7 @@ pub(crate) async fn serve(loc: &Location, args: ServeArgs) -> anyhow::Result<u8>
     });
     let location = config.store_location();
     let signal = shutdown_signal()?;
-    let (addr, handle) = start_server(config).await?;
+    let (addr, handle) = start_waiting_for_the_store(config).await?;
     // Other `magrathea` commands on this store become clients of this server.
     if let StoreLocation::Redb(dir) = &location
         && let Err(e) = control::owner::serve(
@@ -196,6 +196,38 @@ pub(crate) async fn serve(loc: &Location, args: ServeArgs) -> anyhow::Result<u8>
     }
     errln!("stopped");
     Ok(EXIT_OK)
+}
+
+/// How long `serve` waits for another `magrathea` command to let the store go.
+const STORE_WAIT: Duration = Duration::from_secs(10);
+
+/// Starts the server; while another `magrathea` command holds the directory store (a `runs
+/// list` holds it for a moment, a `run` until its run settles), waits up to [`STORE_WAIT`] for
+/// it to let go, as the commands themselves do, before the lock's error is reported.
+async fn start_waiting_for_the_store(
+    config: ServeConfig,
+) -> Result<(SocketAddr, magrathea_server::ServerHandle), magrathea_server::ServeError> {
+    let deadline = tokio::time::Instant::now() + STORE_WAIT;
+    let mut said = false;
+    loop {
+        match start_server(config.clone()).await {
+            Err(magrathea_server::ServeError::OpenStore {
+                source: magrathea_core::StoreError::Locked(_),
+                ..
+            }) if tokio::time::Instant::now() < deadline => {
+                if !said {
+                    errln!(
+                        "the store is open in another magrathea process: waiting up to {} s for \
+                         it to let go",
+                        STORE_WAIT.as_secs()
+                    );
+                    said = true;
+                }
+                tokio::time::sleep(Duration::from_millis(100)).await;
+            }
+            started => return started,
+        }
+    }
 }
 
 /// How long a stopping process waits for its runs to leave memory.

@@ -176,3 +176,23 @@ fn a_run_started_through_a_serve_owner_is_counted_in_its_metrics() {
         assert!(text.contains(needle), "missing {needle} in\n{text}");
     }
 }
+
+/// `serve` started while a `run` holds the store waits for it to let go (as the commands do)
+/// instead of failing at once on the lock.
+#[test]
+fn serve_waits_for_a_command_that_holds_the_store() {
+    let p = project();
+    let mut owner = run_owner(&p);
+    let mut cmd = serve_command(&p.root);
+    cmd.arg("--store")
+        .arg(p.store())
+        .stdout(Stdio::null())
+        .stderr(Stdio::null());
+    let mut server = Guard(cmd.spawn().unwrap());
+    std::thread::sleep(Duration::from_millis(500));
+    assert!(server.is_running(), "serve gave up while the store was held");
+    std::fs::write(p.dir.join("release"), "").unwrap();
+    assert_eq!(owner.wait(), Some(0));
+    wait_for("the server's control socket", || owner_answers(&socket(&p)));
+    assert!(server.is_running());
+}
