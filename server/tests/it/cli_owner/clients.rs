@@ -190,7 +190,10 @@ fn serve_waits_for_a_command_that_holds_the_store() {
         .stderr(Stdio::null());
     let mut server = Guard(cmd.spawn().unwrap());
     std::thread::sleep(Duration::from_millis(500));
-    assert!(server.is_running(), "serve gave up while the store was held");
+    assert!(
+        server.is_running(),
+        "serve gave up while the store was held"
+    );
     std::fs::write(p.dir.join("release"), "").unwrap();
     assert_eq!(owner.wait(), Some(0));
     wait_for("the server's control socket", || owner_answers(&socket(&p)));
