@@ -60,33 +60,21 @@ fn commands_racing_for_a_store_never_fail_as_its_owner_changes_hands() {
     let p = project();
     two_runs(&p);
     let failures = std::sync::Mutex::new(Vec::new());
-    std::thread::scope(|s| {
-        for reader in 0..3 {
-            let (p, failures) = (&p, &failures);
-            s.spawn(move || {
-                for _ in 0..30 {
-                    let out = cli(p, &["runs", "list", "--json"]);
-                    if code(&out) != 0 {
-                        failures
-                            .lock()
-                            .unwrap()
-                            .push(format!("reader {reader}: {}", stderr(&out)));
-                    }
-                }
-            });
-        }
-        let (p, failures) = (&p, &failures);
-        s.spawn(move || {
-            for _ in 0..15 {
-                let out = cli(p, &["run", "echo", "--json"]);
-                if code(&out) != 0 {
-                    failures
-                        .lock()
-                        .unwrap()
-                        .push(format!("run: {}", stderr(&out)));
-                }
+    // Runs `args` `times` times, keeping what each failure said.
+    let repeat = |args: &'static [&'static str], times: usize| {
+        for _ in 0..times {
+            let out = cli(&p, args);
+            if code(&out) != 0 {
+                let said = format!("{args:?}: {}", stderr(&out));
+                failures.lock().unwrap().push(said);
             }
-        });
+        }
+    };
+    std::thread::scope(|s| {
+        for _ in 0..3 {
+            s.spawn(|| repeat(&["runs", "list", "--json"], 30));
+        }
+        s.spawn(|| repeat(&["run", "echo", "--json"], 15));
     });
     let failures = failures.into_inner().unwrap();
     assert!(
