@@ -90,6 +90,21 @@ async fn a_command_killed_at_its_timeout_keeps_what_it_printed() {
     assert!(!out.stderr_truncated);
 }
 
+/// A command that exited before its timeout keeps its status although the deadline passed
+/// while its end was being taken in: here a process it left in the background holds its
+/// output open, which is read a moment longer than the step's timeout.
+#[tokio::test]
+async fn a_command_that_exited_before_its_timeout_is_not_timed_out() {
+    let (_dir, engine) = setup("").await;
+    // The shell exits at once; its output is read for 200 ms more (`PIPE_GRACE`), past the
+    // deadline.
+    let input = ShellInput::new("echo done; sleep 5 &").timeout(Duration::from_millis(180));
+    let (kind, out) = run(&engine, input).await;
+    assert_eq!(kind, "success", "{out:?}");
+    assert_eq!(out.exit_code, Some(0), "{out:?}");
+    assert_eq!(out.stdout, "done\n");
+}
+
 #[tokio::test]
 async fn output_far_beyond_the_limit_keeps_its_tail() {
     let (_dir, engine) = setup("shell:\n  maxOutputBytes: 1000\n").await;

@@ -571,7 +571,13 @@ async fn run_shell(command: &str, job: Job) -> Result<Value, TaskError> {
             }
         };
         match timeout {
-            Some(t) => tokio::time::timeout(t, collect).await.ok(),
+            Some(t) => match tokio::time::timeout(t, collect).await {
+                Ok(status) => Some(status),
+                // The deadline passed while the shell's end was being taken in (its output
+                // read for `PIPE_GRACE`, or this process stopped or busy when it came): a
+                // command that had exited keeps its status; one still running is killed.
+                Err(_) => child.try_wait().ok().flatten().map(Ok),
+            },
             None => Some(collect.await),
         }
     };
