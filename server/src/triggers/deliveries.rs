@@ -228,9 +228,23 @@ pub fn record_tick(catalog: &dyn Catalog, d: &Delivery, tick_ms: i64) -> Result<
     d.id = tick_id(&d.trigger_id, tick_ms);
     let bytes = serde_json::to_vec(&d).map_err(|e| StoreError::io(e.to_string()))?;
     let k = order_key(&d);
-    let stored = catalog
-        .insert_new(BY_TRIGGER, &format!("{}/{k}", d.trigger_id), &bytes)?
-        .unwrap_or(bytes);
+    let by_trigger = format!("{}/{k}", d.trigger_id);
+    let stored = match catalog.insert_new(BY_TRIGGER, &by_trigger, &bytes)? {
+        None => bytes,
+        // Skipped as missed while the wall clock ran ahead, and now, the clock set back, the
+        // tick came at its true time and was handled: the later record tells what happened.
+        Some(old) if d.status != DeliveryStatus::Skipped && skipped_as_missed(&old) => {
+            if catalog.swap(BY_TRIGGER, &by_trigger, Some(&old), &bytes)? {
+                let by_project = format!("{}/{}/{k}", d.tenant, d.project);
+                if !catalog.swap(BY_PROJECT, &by_project, Some(&old), &bytes)? {
+                    catalog.insert_new(BY_PROJECT, &by_project, &bytes)?;
+                }
+                return Ok(());
+            }
+            catalog.get(BY_TRIGGER, &by_trigger)?.unwrap_or(bytes)
+        }
+        Some(old) => old,
+    };
     // The project's listing gets the record that stands, also when a crash came between the
     // two writes and this pass is the one after it.
     catalog.insert_new(
@@ -239,6 +253,13 @@ pub fn record_tick(catalog: &dyn Catalog, d: &Delivery, tick_ms: i64) -> Result<
         &stored,
     )?;
     Ok(())
+}
+
+/// Whether the record `bytes` is of a tick skipped outside its catch-up window.
+fn skipped_as_missed(bytes: &[u8]) -> bool {
+    serde_json::from_slice::<Delivery>(bytes).is_ok_and(|d| {
+        d.status == DeliveryStatus::Skipped && d.reason.as_deref() == Some("outside_catchup_window")
+    })
 }
 
 /// The id of the delivery of `trigger`'s tick at `tick_ms`: 32 hex digits of the SHA-256 of
