@@ -92,7 +92,8 @@ pub(crate) struct ServeArgs {
     /// a technical_error that catch: may route (MAG-EN007). With a PostgreSQL store: how many
     /// claims of a run are allowed, its first and each reclaim after a lost lease (3: the third
     /// reclaim fails its running task, MAG-LS001), as the reference's maxClaimAttempts. A clean
-    /// stop (SIGTERM, Ctrl-C) hands the run over without counting, so it may run once more.
+    /// stop (SIGTERM, SIGHUP, Ctrl-C) hands the run over without counting, so it may run once
+    /// more.
     #[arg(long, value_name = "N", default_value_t = 3)]
     max_claim_attempts: u32,
     /// The most sub-runs one tree of runs may hold: every run started under a root run while
@@ -163,8 +164,11 @@ pub(crate) async fn serve(loc: &Location, args: ServeArgs) -> anyhow::Result<u8>
         ..Default::default()
     });
     let location = config.store_location();
-    let signal = shutdown_signal()?;
-    let (addr, handle) = start_waiting_for_the_store(config).await?;
+    let mut signal = Box::pin(shutdown_signal()?);
+    let Some((addr, handle)) = start_waiting_for_the_store(config, &mut signal).await? else {
+        errln!("stopped before the store was free: nothing was served");
+        return Ok(EXIT_OK);
+    };
     // Other `magrathea` commands on this store become clients of this server.
     if let StoreLocation::Redb(dir) = &location
         && let Err(e) = control::owner::serve(
@@ -184,7 +188,12 @@ pub(crate) async fn serve(loc: &Location, args: ServeArgs) -> anyhow::Result<u8>
     }
     outln!("listening on http://{addr}")?;
     let engine = handle.engine().clone();
-    handle.run_until(signal).await?;
+    handle
+        .run_until(async {
+            signal.await;
+            errln!("shutting down: finishing in-flight requests");
+        })
+        .await?;
     // The runs clients follow resume with the next owner.
     control::owner::shutdown(control::owner::Shutdown::Abort).await;
     // Running tasks stop with their interruption journaled: a restart runs them again
@@ -203,10 +212,12 @@ const STORE_WAIT: Duration = Duration::from_secs(10);
 
 /// Starts the server; while another `magrathea` command holds the directory store (a `runs
 /// list` holds it for a moment, a `run` until its run settles), waits up to [`STORE_WAIT`] for
-/// it to let go, as the commands themselves do, before the lock's error is reported.
+/// it to let go, as the commands themselves do, before the lock's error is reported. `None`:
+/// `signal` came first (nothing was opened).
 async fn start_waiting_for_the_store(
     config: ServeConfig,
-) -> Result<(SocketAddr, magrathea_server::ServerHandle), magrathea_server::ServeError> {
+    signal: &mut (impl std::future::Future<Output = ()> + Unpin),
+) -> Result<Option<(SocketAddr, magrathea_server::ServerHandle)>, magrathea_server::ServeError> {
     let deadline = tokio::time::Instant::now() + STORE_WAIT;
     let mut said = false;
     loop {
@@ -223,9 +234,12 @@ async fn start_waiting_for_the_store(
                     );
                     said = true;
                 }
-                tokio::time::sleep(Duration::from_millis(100)).await;
+                tokio::select! {
+                    () = tokio::time::sleep(Duration::from_millis(100)) => {}
+                    () = &mut *signal => return Ok(None),
+                }
             }
-            started => return started,
+            started => return started.map(Some),
         }
     }
 }
@@ -268,6 +282,5 @@ fn shutdown_signal() -> anyhow::Result<impl std::future::Future<Output = ()>> {
         }
         #[cfg(not(unix))]
         let _ = tokio::signal::ctrl_c().await;
-        errln!("shutting down: finishing in-flight requests");
     })
 }

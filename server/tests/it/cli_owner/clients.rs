@@ -199,3 +199,25 @@ fn serve_waits_for_a_command_that_holds_the_store() {
     wait_for("the server's control socket", || owner_answers(&socket(&p)));
     assert!(server.is_running());
 }
+
+/// A signal while `serve` waits for the store ends the wait: it opens nothing (a run a
+/// killed command left is not restarted only to be interrupted) and exits 0.
+#[test]
+fn a_signal_while_serve_waits_for_the_store_stops_it_without_opening_it() {
+    let p = project();
+    let owner = run_owner(&p);
+    let mut cmd = serve_command(&p.root);
+    cmd.arg("--store")
+        .arg(p.store())
+        .stdout(Stdio::null())
+        .stderr(Stdio::null());
+    let mut server = Guard(cmd.spawn().unwrap());
+    std::thread::sleep(Duration::from_millis(500));
+    server.signal("HUP");
+    assert_eq!(server.wait(), Some(0));
+    assert!(
+        owner_answers(&socket(&p)),
+        "the owner still serves the store"
+    );
+    drop(owner);
+}
