@@ -93,11 +93,19 @@ impl StoreLocation {
         if marker.is_file() {
             return Ok(());
         }
-        std::fs::write(
-            marker,
-            "This store is served by `magrathea serve`: the `magrathea` command drives its \
-             runs under the served tree's rules.\n",
-        )
+        use std::io::Write as _;
+        use std::os::unix::fs::OpenOptionsExt as _;
+        // For the store's owner alone, as the store's other files.
+        std::fs::OpenOptions::new()
+            .write(true)
+            .create(true)
+            .truncate(true)
+            .mode(0o600)
+            .open(marker)?
+            .write_all(
+                b"This store is served by `magrathea serve`: the `magrathea` command drives its \
+                  runs under the served tree's rules.\n",
+            )
     }
 
     /// The store as messages name it: the redb file, or the URL without its password.

@@ -31,6 +31,14 @@ fn the_control_socket_is_for_the_stores_owner_only() {
     let key = p.store().join("control.key");
     let mode = std::fs::metadata(&key).unwrap().permissions().mode();
     assert_eq!(mode & 0o777, 0o600, "mode {mode:o}");
+    // So are the store's other files, the served marker among them.
+    for file in ["served", "journal.redb"] {
+        let mode = std::fs::metadata(p.store().join(file))
+            .unwrap()
+            .permissions()
+            .mode();
+        assert_eq!(mode & 0o777, 0o600, "{file}: mode {mode:o}");
+    }
     // Connecting needs no right on the store directory (a sandboxed shell step of the
     // owner's user can connect): without the store's control key the owner answers nothing.
     let key = std::fs::read_to_string(&key).unwrap();
