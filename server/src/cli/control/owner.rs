@@ -1,7 +1,7 @@
 //! The owner's side: serving the control socket while this process holds the store.
 
 use std::path::{Path, PathBuf};
-use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, PoisonError};
 use std::time::Duration;
 
@@ -36,6 +36,11 @@ const DRAIN_POLL: Duration = Duration::from_millis(20);
 /// (a client that connected as the socket's name went).
 const QUEUED_GRACE: Duration = Duration::from_millis(20);
 
+/// How long a draining owner that had clients stays after the last one left: a client that
+/// followed its run to the end asks once more (the run as it ended, the inbox) over a new
+/// connection, and would otherwise find the owner gone in between.
+const CLIENT_LINGER: Duration = Duration::from_millis(150);
+
 /// A socket this process serves.
 #[derive(Debug)]
 struct Served {
@@ -47,6 +52,8 @@ struct Served {
     slots: Arc<Semaphore>,
     /// Connections being served.
     active: Arc<AtomicUsize>,
+    /// Whether a client connected at all.
+    had_clients: Arc<AtomicBool>,
     stop: watch::Sender<bool>,
 }
 
@@ -109,9 +116,11 @@ pub(crate) fn serve(
     let (closing, mut closed) = watch::channel(false);
     let accept_slots = slots.clone();
     let active = Arc::new(AtomicUsize::new(0));
+    let had_clients = Arc::new(AtomicBool::new(false));
     let serve_one = {
-        let (engine, active) = (engine.clone(), active.clone());
+        let (engine, active, had) = (engine.clone(), active.clone(), had_clients.clone());
         move |stream: UnixStream, slot: Option<tokio::sync::OwnedSemaphorePermit>| {
+            had.store(true, Ordering::SeqCst);
             let engine = engine.clone();
             let stopped = stopped.clone();
             let active = Active::new(&active);
@@ -162,6 +171,7 @@ pub(crate) fn serve(
             closing,
             slots,
             active,
+            had_clients,
             stop,
         });
     Ok(())
@@ -206,8 +216,17 @@ pub(crate) async fn shutdown(how: Shutdown) {
     let all = std::mem::take(&mut *served().lock().unwrap_or_else(PoisonError::into_inner));
     for s in all {
         if how == Shutdown::Drain {
-            while s.active.load(Ordering::SeqCst) > 0 {
-                tokio::time::sleep(DRAIN_POLL).await;
+            loop {
+                while s.active.load(Ordering::SeqCst) > 0 {
+                    tokio::time::sleep(DRAIN_POLL).await;
+                }
+                if !s.had_clients.load(Ordering::SeqCst) {
+                    break;
+                }
+                tokio::time::sleep(CLIENT_LINGER).await;
+                if s.active.load(Ordering::SeqCst) == 0 {
+                    break;
+                }
             }
         }
         // The name first: a client from now on finds no owner and opens the store once this
