@@ -101,8 +101,8 @@ fn went_away(why: &str) -> anyhow::Error {
     anyhow!(
         "[MAG-CS001] lost the store's owner (the magrathea process that has the store open): \
          {why}; what it journaled is kept: `magrathea runs list` shows the runs (a run this \
-         command asked to start is there if the owner got the request), `magrathea resume` carries on the unfinished ones, and \
-         a command that only reads can be run again"
+         command asked to start is there if the owner got the request), `magrathea resume` \
+         carries on the unfinished ones, and a command that only reads can be run again"
     )
 }
 
