@@ -183,12 +183,7 @@ fn a_run_started_through_a_serve_owner_is_counted_in_its_metrics() {
 fn serve_waits_for_a_command_that_holds_the_store() {
     let p = project();
     let mut owner = run_owner(&p);
-    let mut cmd = serve_command(&p.root);
-    cmd.arg("--store")
-        .arg(p.store())
-        .stdout(Stdio::null())
-        .stderr(Stdio::null());
-    let mut server = Guard(cmd.spawn().unwrap());
+    let mut server = serve_on_the_store(&p);
     std::thread::sleep(Duration::from_millis(500));
     assert!(
         server.is_running(),
@@ -206,12 +201,7 @@ fn serve_waits_for_a_command_that_holds_the_store() {
 fn a_signal_while_serve_waits_for_the_store_stops_it_without_opening_it() {
     let p = project();
     let owner = run_owner(&p);
-    let mut cmd = serve_command(&p.root);
-    cmd.arg("--store")
-        .arg(p.store())
-        .stdout(Stdio::null())
-        .stderr(Stdio::null());
-    let mut server = Guard(cmd.spawn().unwrap());
+    let mut server = serve_on_the_store(&p);
     std::thread::sleep(Duration::from_millis(500));
     server.signal("HUP");
     assert_eq!(server.wait(), Some(0));
@@ -220,4 +210,14 @@ fn a_signal_while_serve_waits_for_the_store_stops_it_without_opening_it() {
         "the owner still serves the store"
     );
     drop(owner);
+}
+
+/// `magrathea serve` on `p`'s store, started at once (it may wait for the store).
+fn serve_on_the_store(p: &Project) -> Guard {
+    let mut cmd = serve_command(&p.root);
+    cmd.arg("--store")
+        .arg(p.store())
+        .stdout(Stdio::null())
+        .stderr(Stdio::null());
+    Guard(cmd.spawn().unwrap())
 }
