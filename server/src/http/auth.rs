@@ -607,17 +607,19 @@ mod tests {
         assert!(e.message.contains("--insecure-no-auth"), "{}", e.message);
     }
 
+    /// A token file of one plain token of acme, subject `s`, scope `workflow.read`.
+    fn entry(token: &str) -> String {
+        format!(
+            "tokens:\n  - token: {token}\n    tenant: acme\n    subject: s\n    scopes: [workflow.read]\n"
+        )
+    }
+
     /// A reload takes an edited file's tokens, keeps the tokens in force when the edit is
     /// invalid, and takes a removed file as no token.
     #[test]
     fn a_reload_follows_the_file_and_an_invalid_edit_changes_nothing() {
         let dir = tempfile::tempdir().unwrap();
         let file = dir.path().join("tokens.yaml");
-        let entry = |token: &str| {
-            format!(
-                "tokens:\n  - token: {token}\n    tenant: acme\n    subject: s\n    scopes: [workflow.read]\n"
-            )
-        };
         std::fs::write(&file, entry("first")).unwrap();
         let a = Auth::load(file.clone(), false).unwrap();
         assert!(!a.reload().unwrap(), "nothing changed");
@@ -646,11 +648,6 @@ mod tests {
         use std::os::unix::fs::PermissionsExt as _;
         let dir = tempfile::tempdir().unwrap();
         let file = dir.path().join("tokens.yaml");
-        let entry = |token: &str| {
-            format!(
-                "tokens:\n  - token: {token}\n    tenant: acme\n    subject: s\n    scopes: [workflow.read]\n"
-            )
-        };
         let chmod = |m: u32| {
             std::fs::set_permissions(&file, std::fs::Permissions::from_mode(m)).unwrap();
         };
