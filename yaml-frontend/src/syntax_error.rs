@@ -110,9 +110,17 @@ pub(crate) fn diagnose(path: &str, text: &str, e: &ScanError) -> Diagnostic {
     }
     // A mapping's line without any `:` (`outcome success`): the parser stops at the next one
     // (a `key: value` below it then reads as the plain text's continuation).
+    // After a blank line or a comment, the parser reads the next key as a second document
+    // or a key it did not expect: the line without a colon is at that key's indentation.
+    let sibling_before = |(line, col): (usize, usize)| {
+        line < m.line() && indentation_of(text, m.line()) == Some(col)
+    };
     if (info.contains("simple key expect")
         || (info.contains("mapping values are not allowed")
-            && colonless_line(text, m.line()).is_some_and(|(line, _)| line < m.line())))
+            && colonless_line(text, m.line()).is_some_and(|(line, _)| line < m.line()))
+        || ((info.contains("did not find expected <document start>")
+            || info.contains("did not find expected key"))
+            && colonless_line(text, m.line()).is_some_and(sibling_before)))
         && let Some((line, col)) = colonless_line(text, m.line())
     {
         return Diagnostic::error(
@@ -122,7 +130,7 @@ pub(crate) fn diagnose(path: &str, text: &str, e: &ScanError) -> Diagnostic {
             "invalid YAML: this line of a mapping has no `:`: expected `key: value`",
         );
     }
-    if info.contains("mapping values are not allowed")
+    if (info.contains("mapping values are not allowed") || info.contains("simple key expect"))
         && let Some(line_text) = text.lines().nth(m.line().saturating_sub(1))
         && line_text
             .trim_start()
@@ -132,10 +140,12 @@ pub(crate) fn diagnose(path: &str, text: &str, e: &ScanError) -> Diagnostic {
                 key.chars().count() > MAX_PLAIN_KEY && !key.starts_with(['"', '\'', '?'])
             })
     {
-        // YAML reads a key written without quotes or `? ` only up to 1,024 characters.
+        // YAML reads a key written without quotes or `? ` only up to 1,024 characters: named
+        // where the key begins.
+        let indent = line_text.chars().take_while(|c| c.is_whitespace()).count();
         return Diagnostic::error(
             path,
-            at(m.line(), m.col()),
+            at(m.line(), indent),
             Code::Syntax,
             format_args!(
                 "invalid YAML: a key without quotes may be at most {MAX_PLAIN_KEY} characters \
@@ -391,15 +401,28 @@ fn glued_key(text: &str, line: usize) -> Option<(usize, usize, String)> {
 }
 
 /// The line (1-based) and indentation of the nearest content line before line `line` (or on
-/// it) that has no `:` at all, among the mapping lines just above it.
+/// it) that has no `:` at all, among the two mapping lines just above it (blank lines and
+/// comments between them do not count).
 fn colonless_line(text: &str, line: usize) -> Option<(usize, usize)> {
     let lines: Vec<&str> = text.lines().collect();
     let last = line.min(lines.len());
-    (last.saturating_sub(2)..last).rev().find_map(|i| {
-        let body = lines[i].trim_start_matches(' ');
-        let content = !body.is_empty() && !body.starts_with(['#', '-', '"', '\'', '[', '{']);
-        (content && !body.contains(':')).then(|| (i + 1, lines[i].len() - body.len()))
-    })
+    lines[..last]
+        .iter()
+        .enumerate()
+        .rev()
+        .map(|(i, l)| (i, l.trim_start_matches(' ')))
+        .filter(|(_, body)| !body.is_empty() && !body.starts_with('#'))
+        .take(2)
+        .find_map(|(i, body)| {
+            let content = !body.starts_with(['-', '"', '\'', '[', '{']);
+            (content && !body.contains(':')).then(|| (i + 1, lines[i].len() - body.len()))
+        })
+}
+
+/// The indentation of line `line` (1-based), if the text has that line.
+fn indentation_of(text: &str, line: usize) -> Option<usize> {
+    let l = text.lines().nth(line.checked_sub(1)?)?;
+    Some(l.len() - l.trim_start_matches(' ').len())
 }
 
 /// Whether the quote at character `start` (`'` or `"`) is closed anywhere after it: `''`

@@ -550,4 +550,50 @@ fn a_plain_key_past_1024_characters_is_said_to_be_too_long() {
         "{msg}"
     );
     assert!(!msg.contains("indentation"), "{msg}");
+    // Also a key at the top level and one after the state names, named where it begins.
+    let key = "k".repeat(2000);
+    for (doc, at) in [
+        (format!("{key}: x\nstart: a\n"), "1:1"),
+        (
+            format!("start: a\nstates:\n  a: {{type: terminal}}\n{key}: x\n"),
+            "4:1",
+        ),
+    ] {
+        let msg = first(&doc);
+        assert!(msg.starts_with(&format!("t.yaml:{at}: ")), "{msg}");
+        assert!(
+            msg.contains("a key without quotes may be at most 1024 characters"),
+            "{msg}"
+        );
+    }
+}
+
+/// A mapping's line without its colon is named, also when a blank line or a comment stands
+/// between it and the next key (the parser then complains of another document, or of a key it
+/// did not expect, at that next key).
+#[test]
+fn a_line_without_its_colon_is_named_across_blank_lines_and_comments() {
+    for (doc, at) in [
+        ("start a\n# comment\nstates:\n  a: {type: terminal}\n", "1:1"),
+        ("start a\n\nstates:\n  a: {type: terminal}\n", "1:1"),
+        (
+            "start: a\nstates:\n  a:\n    type: terminal\n    outcome success\n\n  b:\n    type: terminal\n",
+            "5:5",
+        ),
+        (
+            "start: a\nstates:\n  a:\n    type terminal\n    # c\n    outcome: success\n",
+            "4:5",
+        ),
+        ("start: a\nstates:\n  a\n\n    type: terminal\n", "3:3"),
+    ] {
+        let msg = first(doc);
+        assert!(msg.starts_with(&format!("t.yaml:{at}: ")), "{doc:?}: {msg}");
+        assert!(
+            msg.contains("this line of a mapping has no `:`: expected `key: value`"),
+            "{doc:?}: {msg}"
+        );
+    }
+    // A list item among keys after a comment is still named as one, not as a missing colon.
+    let msg = first("start: a\nstates:\n  a:\n    type: terminal\n  # c\n  - b\n");
+    assert!(msg.contains("a list item (`- `) stands among the keys"), "{msg}");
 }
