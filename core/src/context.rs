@@ -582,7 +582,7 @@ impl WorkflowContext {
     /// Opens an inbox item and waits for its answer (or its timeout, whichever is journaled
     /// first). The item's id is `<run_id>-<step>`; answer it with `Engine::answer_gate`.
     pub fn gate(&self, spec: GateSpec) -> StepFuture<GateOutcome> {
-        let hash = input_hash(&serde_json::to_value(&spec).unwrap_or(Value::Null));
+        let hash = input_hash(&crate::replay::gate_identity(&spec));
         let name = spec.title.clone();
         let step = self.push(StepKind::Gate, name, hash, CommandDetail::Gate { spec });
         self.future(step, |r| match r {

@@ -56,6 +56,19 @@ pub(crate) fn check_answer(gate: &GateSpec, answer: &GateAnswer) -> Result<(), D
     }
 }
 
+/// What replay compares of a gate the code asks for with the one its journal opened: the kind
+/// of question, its title and its options, the parts that decide which answers the code may
+/// get. Its text, assignee, criticality, tags, timeout and UI data are not compared (as a
+/// timer's duration is not): an open gate keeps what its journal holds, and a change to them
+/// applies to gates opened from then on.
+pub(crate) fn gate_identity(gate: &GateSpec) -> Value {
+    serde_json::json!({
+        "kind": gate.kind,
+        "title": gate.title,
+        "options": gate.options,
+    })
+}
+
 /// A gate step: what it asks, and its phase.
 #[derive(Debug)]
 pub(crate) struct GateStep {

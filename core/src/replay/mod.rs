@@ -27,6 +27,7 @@ use serde_json::Value;
 
 pub(crate) use first_records::FirstRecords;
 pub use gate::MAX_ANSWER_COMMENT_BYTES;
+pub(crate) use gate::gate_identity;
 pub use nondeterminism::{Divergence, NonDeterminism, StepIdentity};
 pub(crate) use records::{
     Replayed, identity, patch_marker, step_of, unfinished_attempts, unfinished_children,
@@ -343,13 +344,18 @@ impl RunState {
         if !matches {
             let different_input = matches!(identity(journaled),
                 Some((k, n, Some(h))) if k == c.kind && n == c.name && h != c.hash);
-            // A task's two inputs are shown, so that the change can be found without reading
-            // the journal.
+            // A task's two inputs are shown, and what is compared of two gates, so that the
+            // change can be found without reading the journal.
             let inputs = match (journaled, &c.detail) {
                 (Record::TaskStarted { input, .. }, CommandDetail::Task { call, .. })
                     if different_input =>
                 {
                     Some(Box::new((input.clone(), call.input.clone())))
+                }
+                (Record::GateOpened { gate, .. }, CommandDetail::Gate { spec })
+                    if different_input =>
+                {
+                    Some(Box::new((gate_identity(gate), gate_identity(spec))))
                 }
                 _ => None,
             };

@@ -54,7 +54,8 @@ pub enum Divergence {
         code: StepIdentity,
         /// Same kind and name, but the input's hash differs.
         different_input: bool,
-        /// For a task whose input differs: the journaled input and the code's, in that order.
+        /// For a task whose input differs: the journaled input and the code's, in that order;
+        /// for a gate, what replay compares of each (its kind, title and options).
         inputs: Option<Box<(serde_json::Value, serde_json::Value)>>,
     },
     /// `[MAG-ND002]`: the journal holds a step that the code no longer asks for.
@@ -111,10 +112,11 @@ const MISSING_REMEDY: &str = "Either the workflow code changed since the run sta
 
 /// What a report of a step asked for with another input says about it.
 const INPUT_REMEDY: &str = "The code now builds this step's input differently: from changed code \
-                            or types, or in an order that changes between processes (a HashMap \
-                            or HashSet: use a BTreeMap, a BTreeSet or a sorted Vec). Restore the \
-                            code the run started with, guard the change with a patch marker \
-                            (`ctx.patched`), or cancel the run";
+                            or types, or in an order that changes between processes (a list \
+                            made from a HashMap or HashSet, a HashSet itself: use a BTreeMap, a \
+                            BTreeSet or a sorted Vec). Restore the code the run started with, \
+                            guard the change with a patch marker (`ctx.patched`), or cancel the \
+                            run";
 
 impl fmt::Display for NonDeterminism {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {

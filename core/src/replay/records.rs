@@ -45,9 +45,7 @@ pub(crate) fn identity(r: &Record) -> Option<(StepKind, &str, Option<u64>)> {
         Record::GateOpened { gate, .. } => (
             StepKind::Gate,
             gate.title.as_str(),
-            Some(input_hash(
-                &serde_json::to_value(gate).unwrap_or(Value::Null),
-            )),
+            Some(input_hash(&super::gate::gate_identity(gate))),
         ),
         Record::SignalAwaited { name, .. } => (StepKind::Signal, name.as_str(), None),
         Record::ChildStarted {

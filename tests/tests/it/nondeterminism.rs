@@ -10,7 +10,7 @@ use std::path::Path;
 use std::time::Duration;
 
 use magrathea::prelude::*;
-use magrathea::{AnswerAck, EngineBuilder, Record, RunView};
+use magrathea::{AnswerAck, Criticality, EngineBuilder, Record, RunView};
 use magrathea_tests::{build_retrying, runtime, wait_for};
 
 #[task]
@@ -48,6 +48,36 @@ async fn nd_swapped(ctx: Context, n: u64) -> Result<u64, WorkflowError> {
 async fn nd_other_input(ctx: Context, n: u64) -> Result<u64, WorkflowError> {
     let a = ctx.task(nd_first, n + 41).await?;
     match ctx.gate(Gate::approval("continue?").into_spec()).await {
+        GateOutcome::Answered(_) => Ok(ctx.task(nd_other, a).await?),
+        other => Err(WorkflowError::failed(format!("{other:?}"))),
+    }
+}
+
+/// Changed: the gate's text, assignee, criticality, tags and timeout, which replay does not
+/// compare (its kind, title and options stay).
+#[workflow(name = "nd", version = "1")]
+async fn nd_gate_reworded(ctx: Context, n: u64) -> Result<u64, WorkflowError> {
+    let a = ctx.task(nd_first, n).await?;
+    let gate = Gate::approval("continue?")
+        .body("Now with a longer explanation")
+        .assigned_to("@ops")
+        .criticality(Criticality::Critical)
+        .tag("reworded")
+        .timeout(Duration::from_secs(3_600));
+    match ctx.gate(gate.into_spec()).await {
+        GateOutcome::Answered(_) => Ok(ctx.task(nd_other, a).await?),
+        other => Err(WorkflowError::failed(format!("{other:?}"))),
+    }
+}
+
+/// Changed: the gate under the same title is now a decision between two options.
+#[workflow(name = "nd", version = "1")]
+async fn nd_gate_decision(ctx: Context, n: u64) -> Result<u64, WorkflowError> {
+    let a = ctx.task(nd_first, n).await?;
+    match ctx
+        .gate(Gate::decision("continue?", ["yes", "no"]).into_spec())
+        .await
+    {
         GateOutcome::Answered(_) => Ok(ctx.task(nd_other, a).await?),
         other => Err(WorkflowError::failed(format!("{other:?}"))),
     }
@@ -167,6 +197,63 @@ async fn a_changed_task_input_blocks_with_nd001_naming_both_inputs() {
     assert!(reason.contains("[MAG-ND001]"), "{reason}");
     assert!(
         reason.contains("with a different input (journaled: 1; now: 42)"),
+        "{reason}"
+    );
+    drop(engine);
+
+    reopen_with_original_and_finish(&db, run).await;
+}
+
+/// A gate's text, assignee, criticality, tags and timeout are not compared on replay: a run
+/// waiting on it goes on waiting under the changed code, keeps the gate its journal opened (no
+/// timeout armed for it), and finishes when it is answered.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_reworded_gate_replays_and_keeps_what_its_journal_opened() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = dir.path().join("journal.redb");
+    let run = waiting_run(&db).await;
+
+    let engine = build_retrying(|| builder(&db).workflow(nd_gate_reworded))
+        .await
+        .unwrap();
+    let settled = tokio::time::timeout(Duration::from_secs(10), engine.wait_settled(run));
+    let view = settled.await.expect("the run settles").unwrap();
+    assert_eq!(view.status, RunStatus::Waiting, "{:?}", view.reason);
+    let journal = engine.journal(run).unwrap();
+    assert!(
+        !journal
+            .iter()
+            .any(|e| matches!(e.record, Record::TimerSet { .. })),
+        "the open gate gets no timeout its journal did not set"
+    );
+    assert_eq!(
+        engine
+            .answer_gate(&format!("{run}-1"), GateAnswer::approve())
+            .await
+            .unwrap(),
+        AnswerAck::Applied
+    );
+    let handle = engine.handle(nd_gate_reworded, run).unwrap();
+    let result = tokio::time::timeout(Duration::from_secs(10), handle.result());
+    assert_eq!(result.await.expect("the run finishes").unwrap(), 200);
+}
+
+/// A gate of another kind, or with other options, under the same title blocks the run, and
+/// the report shows what replay compares of both gates.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_gate_of_another_kind_blocks_with_nd001_naming_both() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = dir.path().join("journal.redb");
+    let run = waiting_run(&db).await;
+
+    let (engine, view) = reopened(run, || builder(&db).workflow(nd_gate_decision)).await;
+    assert_eq!(view.status, RunStatus::Blocked);
+    let reason = view.reason.unwrap_or_default();
+    assert!(reason.contains("[MAG-ND001]"), "{reason}");
+    assert!(
+        reason.contains(
+            r#"with a different input (journaled: {"kind":"APPROVAL","options":[],"title":"continue?"}; now: {"kind":"DECISION","options":["yes","no"],"title":"continue?"})"#
+        ),
         "{reason}"
     );
     drop(engine);

@@ -196,7 +196,7 @@ pub(super) const CODES: &[ErrorCode] = &[
     },
     ErrorCode {
         code: "MAG-ND001",
-        meaning: "Replay found a different step than the journal holds at this position (kind, name or input differ): the workflow code changed under a running run, or it builds a step's input in an order that changes between processes (a HashMap or HashSet).",
+        meaning: "Replay found a different step than the journal holds at this position (kind, name or input differ): the workflow code changed under a running run, or it builds a step's input in an order that changes between processes (a list made from a HashMap or HashSet, a HashSet itself).",
         remedy: "Restore the code the run started with, or guard the change with a patch marker; the run stays BLOCKED until then. Build inputs from ordered collections (BTreeMap, BTreeSet, a sorted Vec).",
     },
     ErrorCode {
