@@ -152,7 +152,10 @@ pub enum StartError {
     #[error(
         "[MAG-EN006] idempotency key `{key}` already started run {run} of workflow \
          `{workflow}`{}: use another key for this workflow",
-        version.as_deref().map(|v| format!(" version `{v}`")).unwrap_or_default()
+        version.as_deref().map(|v| match v {
+            "" => " (its unversioned one)".to_string(),
+            v => format!(" version `{v}`"),
+        }).unwrap_or_default()
     )]
     KeyOfOtherRun {
         /// The key.
@@ -288,5 +291,32 @@ mod tests {
                 .to_string()
                 .starts_with("[MAG-ST004]")
         );
+    }
+
+    #[test]
+    fn a_key_of_another_version_names_that_version_or_the_unversioned_one() {
+        let run = RunId::new();
+        let of = |version: Option<&str>| {
+            StartError::KeyOfOtherRun {
+                key: "k1".into(),
+                run,
+                workflow: "order".into(),
+                version: version.map(str::to_string),
+            }
+            .to_string()
+        };
+        assert_eq!(
+            of(Some("2")),
+            format!(
+                "[MAG-EN006] idempotency key `k1` already started run {run} of workflow `order` \
+                 version `2`: use another key for this workflow"
+            )
+        );
+        let unversioned = of(Some(""));
+        assert!(
+            unversioned.contains("of workflow `order` (its unversioned one):"),
+            "{unversioned}"
+        );
+        assert!(!of(None).contains("version"), "{}", of(None));
     }
 }

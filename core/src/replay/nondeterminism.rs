@@ -157,7 +157,9 @@ impl fmt::Display for NonDeterminism {
                 f,
                 "[MAG-ND005] non-determinism in run {run} at step {step}: the journal has patch \
                  marker `{journal}` but the code asks for patch `{code}`. Keep the patch calls in \
-                 the order the run recorded them, or cancel the run"
+                 the order the run recorded them (a patch whose old path is gone stays as \
+                 `ctx.deprecate_patch(\"{journal}\")` while runs that recorded it are in flight), \
+                 or cancel the run"
             ),
         }
     }
