@@ -17,6 +17,12 @@ use crate::store::{Held, Inner, PgStore, pg, run_id, uuid};
 /// holding an old one stays fenced), and the reclaims after lost leases that the row counts
 /// survive a clean stop in between (a task that kills its workers is still stopped at
 /// `max_claim_attempts`). Taking over a released lease is an adoption, not a reclaim.
+///
+/// Neither is taking over a lease that lapsed across a restart of the database: one whose last
+/// renewal (`renewed_at`) came before the server's start (`pg_postmaster_start_time()`). No
+/// worker could renew a lease while the database was down, and the count is meant for tasks
+/// that take their workers down, not for a database's maintenance; such a task takes its
+/// worker down again, and that counts.
 const RELEASE_RUNS: &str = "UPDATE magrathea_leases SET owner = '', expires_at = '-infinity'
                             WHERE run_id = ANY($1) AND owner = $2";
 
@@ -70,8 +76,11 @@ impl Leases for PgStore {
                          owner = EXCLUDED.owner,
                          epoch = l.epoch + CASE WHEN l.owner = EXCLUDED.owner THEN 0 ELSE 1 END,
                          expires_at = EXCLUDED.expires_at,
+                         renewed_at = now(),
                          reclaims = l.reclaims
-                             + CASE WHEN l.owner <> EXCLUDED.owner AND l.owner <> '' THEN 1 ELSE 0 END
+                             + CASE WHEN l.owner <> EXCLUDED.owner AND l.owner <> ''
+                                 AND l.renewed_at >= pg_postmaster_start_time()
+                               THEN 1 ELSE 0 END
                      WHERE l.owner = EXCLUDED.owner OR l.expires_at < now()
                      RETURNING epoch, reclaims",
                     &[&id, &worker, &grace],
@@ -111,8 +120,11 @@ impl Leases for PgStore {
                          UPDATE magrathea_leases l SET owner = $1,
                              epoch = l.epoch + CASE WHEN l.owner = $1 THEN 0 ELSE 1 END,
                              expires_at = now() + make_interval(secs => $2),
+                             renewed_at = now(),
                              reclaims = l.reclaims
-                                 + CASE WHEN l.owner = $1 OR l.owner = '' THEN 0 ELSE 1 END
+                                 + CASE WHEN l.owner = $1 OR l.owner = ''
+                                     OR l.renewed_at < pg_postmaster_start_time()
+                                   THEN 0 ELSE 1 END
                          WHERE l.run_id IN (
                              SELECT o.run_id FROM magrathea_leases o
                              JOIN magrathea_runs r ON r.run_id = o.run_id
@@ -157,7 +169,10 @@ impl Leases for PgStore {
                 .query(
                     "UPDATE magrathea_leases l SET owner = $1, epoch = l.epoch + 1,
                          expires_at = now() + make_interval(secs => $2),
-                         reclaims = l.reclaims + CASE WHEN l.owner = '' THEN 0 ELSE 1 END
+                         renewed_at = now(),
+                         reclaims = l.reclaims
+                             + CASE WHEN l.owner = '' OR l.renewed_at < pg_postmaster_start_time()
+                               THEN 0 ELSE 1 END
                      WHERE l.run_id IN (
                          SELECT run_id FROM magrathea_leases
                          WHERE expires_at < now() AND owner <> $1
@@ -433,7 +448,8 @@ async fn beat(inner: &Arc<Inner>) -> Result<(), StoreError> {
     // them could deadlock with that commit, which may delete an ended run's lease.
     client
         .execute(
-            "UPDATE magrathea_leases SET expires_at = now() + make_interval(secs => $2)
+            "UPDATE magrathea_leases
+             SET expires_at = now() + make_interval(secs => $2), renewed_at = now()
              WHERE run_id IN (SELECT run_id FROM magrathea_leases WHERE owner = $1
                               FOR UPDATE SKIP LOCKED)",
             &[&inner.worker, &grace],

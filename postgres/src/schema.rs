@@ -13,6 +13,7 @@ const MIGRATIONS: &[(i32, &str)] = &[
     (3, include_str!("../migrations/0003_lanes.sql")),
     (4, include_str!("../migrations/0004_catalog.sql")),
     (5, include_str!("../migrations/0005_active_scope.sql")),
+    (6, include_str!("../migrations/0006_lease_renewals.sql")),
 ];
 
 /// The advisory lock that serialises migrations across workers ("magrathea" in ASCII).

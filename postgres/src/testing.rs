@@ -128,6 +128,12 @@ impl TestCluster {
 
     /// Runs `sql` with `psql` on the `postgres` database; panics on failure.
     pub fn psql(&self, sql: &str) -> String {
+        self.psql_on(&self.url(), sql)
+    }
+
+    /// Runs `sql` with `psql` on the database of `url` (one of [`TestCluster::url_of`]);
+    /// panics on failure.
+    pub fn psql_on(&self, url: &str, sql: &str) -> String {
         let psql = self.bin.join("psql");
         let psql = if psql.exists() {
             psql
@@ -136,7 +142,7 @@ impl TestCluster {
         };
         let out = Command::new(psql)
             .args(["-X", "-q", "-t", "-A", "-v", "ON_ERROR_STOP=1", "-d"])
-            .arg(self.url())
+            .arg(url)
             .args(["-c", sql])
             .output()
             .expect("psql");

@@ -47,11 +47,11 @@ fn workers_connecting_together_apply_each_migration_once() {
             .collect();
         handles.into_iter().map(|h| h.join().unwrap()).collect()
     });
-    let versions = psql_in(
+    let versions = cluster().psql_on(
         &url,
         "SELECT string_agg(version::text, ',' ORDER BY version) FROM magrathea_schema_migrations",
     );
-    assert_eq!(versions, "1,2,3,4,5");
+    assert_eq!(versions, "1,2,3,4,5,6");
     // Every worker sees the same store.
     let run = magrathea_core::RunId::new();
     stores[0].commit(&[&contract::records(run, 0, 2)]).unwrap();
@@ -62,7 +62,7 @@ fn workers_connecting_together_apply_each_migration_once() {
 fn a_database_migrated_by_a_newer_version_is_refused() {
     let url = cluster().create_database();
     drop(PgStore::connect(&url).unwrap());
-    psql_in(
+    cluster().psql_on(
         &url,
         "INSERT INTO magrathea_schema_migrations (version) VALUES (999)",
     );
@@ -92,29 +92,4 @@ fn a_bad_url_and_an_unreachable_server_are_named_without_the_password() {
         "{err}"
     );
     assert!(!err.contains("secret"), "{err}");
-}
-
-/// Runs `sql` in the database at `url` with psql; returns its output.
-fn psql_in(url: &str, sql: &str) -> String {
-    let out = std::process::Command::new("psql")
-        .args([
-            "-X",
-            "-q",
-            "-t",
-            "-A",
-            "-v",
-            "ON_ERROR_STOP=1",
-            "-d",
-            url,
-            "-c",
-            sql,
-        ])
-        .output()
-        .expect("psql");
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    String::from_utf8_lossy(&out.stdout).trim().to_owned()
 }

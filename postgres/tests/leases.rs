@@ -604,3 +604,45 @@ async fn answers_raced_through_other_workers_are_ignored_once_the_run_ends() {
         assert_eq!(engines[0].wait(run).await.unwrap().status, RunStatus::Done);
     }
 }
+
+/// A lease whose holder's last renewal came before the database's start (the server was
+/// restarted, or stopped and started, while the run was held) is taken over without counting
+/// a reclaim: no worker could renew it meanwhile, and the count is for tasks that take their
+/// workers down. A lease that lapsed while the database ran still counts.
+#[test]
+fn a_lease_that_lapsed_across_a_restart_of_the_database_is_taken_over_without_a_reclaim() {
+    let url = cluster().create_database();
+    let (a, b) = (frozen_worker(&url, "a"), frozen_worker(&url, "b"));
+    let (across, lapsed, claimed) = (RunId::new(), RunId::new(), RunId::new());
+    for run in [across, lapsed, claimed] {
+        a.commit(&[&start(run, None)]).unwrap();
+        assert_eq!(a.claim(run).unwrap(), Claim::Granted { reclaims: 0 });
+    }
+    // The holder's last renewals as a restart leaves them: made before the server started.
+    let before_start = |run: RunId| {
+        format!(
+            "UPDATE magrathea_leases SET renewed_at = pg_postmaster_start_time() \
+             - interval '1 second' WHERE run_id = '{}'",
+            uuid::Uuid::from_u128(run.as_u128())
+        )
+    };
+    for run in [across, claimed] {
+        cluster().psql_on(&url, &before_start(run));
+    }
+    std::thread::sleep(Duration::from_millis(400));
+    let mut taken = b.reclaim_expired(10).unwrap();
+    taken.sort();
+    let mut expected = vec![(across, 0), (lapsed, 1), (claimed, 0)];
+    expected.sort();
+    assert_eq!(taken, expected);
+    // A claim of one run, and a starting worker's claim of all, follow the same rule.
+    std::thread::sleep(Duration::from_millis(400));
+    cluster().psql_on(&url, &before_start(claimed));
+    let c = frozen_worker(&url, "c");
+    assert_eq!(c.claim(claimed).unwrap(), Claim::Granted { reclaims: 0 });
+    let mut all = frozen_worker(&url, "d").claim_claimable().unwrap();
+    all.sort();
+    let mut expected = vec![(across, 1), (lapsed, 2)];
+    expected.sort();
+    assert_eq!(all, expected, "b's leases lapsed while the database ran");
+}
