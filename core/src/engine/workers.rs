@@ -426,6 +426,23 @@ fn stop_lost(inner: &EngineInner) {
     }
 }
 
+/// How often a warning of the loop's store calls failing goes out: a database that stops
+/// answering fails every round (twenty a second), and one warning in ten seconds, with the
+/// count of those left out, says as much.
+const ROUND_WARN_EVERY: std::time::Duration = std::time::Duration::from_secs(10);
+
+/// The throttles of the loop's warnings of a mailbox that cannot be read and of expired leases
+/// that cannot be reclaimed (shared by the engines of a process).
+fn round_warnings() -> &'static [crate::LogThrottle; 2] {
+    static WARNINGS: std::sync::OnceLock<[crate::LogThrottle; 2]> = std::sync::OnceLock::new();
+    WARNINGS.get_or_init(|| {
+        [
+            crate::LogThrottle::new(ROUND_WARN_EVERY),
+            crate::LogThrottle::new(ROUND_WARN_EVERY),
+        ]
+    })
+}
+
 /// One round of the loop: lost leases, mail, and (every few rounds) expired leases.
 fn round(inner: &Arc<EngineInner>, reclaim: bool) {
     let Some(leases) = inner.store.leases() else {
@@ -452,7 +469,11 @@ fn round(inner: &Arc<EngineInner>, reclaim: bool) {
                 });
             }
         }
-        Err(e) => tracing::warn!(error = %e, "could not read the mailbox"),
+        Err(e) => {
+            if let Some(left_out) = round_warnings()[0].allow() {
+                tracing::warn!(error = %e, left_out, "could not read the mailbox");
+            }
+        }
     }
     if reclaim {
         match leases.reclaim_expired(64) {
@@ -469,7 +490,11 @@ fn round(inner: &Arc<EngineInner>, reclaim: bool) {
                     inner.recover_claimed(run, reclaims);
                 }
             }
-            Err(e) => tracing::warn!(error = %e, "could not reclaim expired leases"),
+            Err(e) => {
+                if let Some(left_out) = round_warnings()[1].allow() {
+                    tracing::warn!(error = %e, left_out, "could not reclaim expired leases");
+                }
+            }
         }
     }
 }
