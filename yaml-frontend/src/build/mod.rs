@@ -330,12 +330,12 @@ fn defaults(ctx: &mut Ctx<'_>, node: &YamlNode) -> crate::ast::Defaults {
         match ctx::seconds(v) {
             Some(n) if n > 0.0 && n.is_finite() => {
                 let field = format!("defaults.{key}");
-                ctx::within_duration_limit(ctx, v, Code::InvalidValue, &field, n).then_some(n)
+                ctx::within_duration_limit(ctx, v, Code::InvalidTimeout, &field, n).then_some(n)
             }
             _ => {
                 ctx.error(
                     v.span,
-                    Code::InvalidValue,
+                    Code::InvalidTimeout,
                     format_args!(
                         "'defaults.{key}' is {}: expected a positive number of seconds",
                         found(v)

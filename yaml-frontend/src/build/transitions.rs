@@ -145,6 +145,9 @@ pub(super) fn retry_block(ctx: &mut Ctx<'_>, node: &YamlNode, what: &str) -> Opt
         Some(v) => match v.kind {
             // More attempts than a u32 holds is no limit a run can reach: the most there is.
             YamlKind::Int(i) if i >= 1 => Some(u32::try_from(i).unwrap_or(u32::MAX)),
+            // A whole number too large for the reader's integers reads as a float: no more a
+            // limit a run can reach than a large integer.
+            YamlKind::Float(f) if f.fract() == 0.0 && f >= i64::MAX as f64 => Some(u32::MAX),
             _ => {
                 ctx.error(
                     v.span,

@@ -574,7 +574,10 @@ fn a_plain_key_past_1024_characters_is_said_to_be_too_long() {
 #[test]
 fn a_line_without_its_colon_is_named_across_blank_lines_and_comments() {
     for (doc, at) in [
-        ("start a\n# comment\nstates:\n  a: {type: terminal}\n", "1:1"),
+        (
+            "start a\n# comment\nstates:\n  a: {type: terminal}\n",
+            "1:1",
+        ),
         ("start a\n\nstates:\n  a: {type: terminal}\n", "1:1"),
         (
             "start: a\nstates:\n  a:\n    type: terminal\n    outcome success\n\n  b:\n    type: terminal\n",
@@ -595,5 +598,8 @@ fn a_line_without_its_colon_is_named_across_blank_lines_and_comments() {
     }
     // A list item among keys after a comment is still named as one, not as a missing colon.
     let msg = first("start: a\nstates:\n  a:\n    type: terminal\n  # c\n  - b\n");
-    assert!(msg.contains("a list item (`- `) stands among the keys"), "{msg}");
+    assert!(
+        msg.contains("a list item (`- `) stands among the keys"),
+        "{msg}"
+    );
 }

@@ -784,3 +784,40 @@ fn empty_required_fields_and_params_that_are_no_mapping_are_errors() {
     ));
     assert!(rendered(&templated).iter().all(|d| !d.contains("MAG-Y007")));
 }
+
+/// A whole number of attempts past what the reader holds as an integer is as good as the
+/// largest (no run reaches it), not "a number" that is not an integer; a fraction still is not.
+#[test]
+fn a_huge_whole_number_of_attempts_is_accepted_and_a_fraction_is_not() {
+    for huge in ["18446744073709551615", "99999999999999999999"] {
+        let text = doc(&format!(
+            "  a:\n    type: shell_task\n    run: x\n    dirName: workspace\n    on: {{ success: end }}\n    catch: {{ business_error: end, technical_error: end }}\n    retry: {{ maxAttempts: {huge}, on: [failure] }}\n{END}"
+        ));
+        let all = rendered(&text);
+        assert!(
+            !all.iter().any(|d| d.contains("maxAttempts")),
+            "{huge}: {all:#?}"
+        );
+    }
+    let text = doc(&format!(
+        "  a:\n    type: shell_task\n    run: x\n    dirName: workspace\n    on: {{ success: end }}\n    retry: {{ maxAttempts: 2.5, on: [failure] }}\n{END}"
+    ));
+    has(
+        &text,
+        "wf.yaml:8:27: [MAG-Y018] retry.maxAttempts of state 'a' is a number (2.5): expected an integer >= 1",
+    );
+}
+
+/// The timeouts of `defaults:` are timeouts: refused with the code of a state's timeout.
+#[test]
+fn a_bad_default_timeout_has_the_timeout_code() {
+    let text = "start: a\ndefaults: {taskTimeoutSeconds: -1, gateTimeoutSeconds: 1e20}\nstates:\n  a:\n    type: terminal\n";
+    has(
+        text,
+        "wf.yaml:2:32: [MAG-Y020] 'defaults.taskTimeoutSeconds' is an integer (-1): expected a positive number of seconds",
+    );
+    has(
+        text,
+        "wf.yaml:2:56: [MAG-Y020] defaults.gateTimeoutSeconds is a number (1e20): expected at most 3155760000 seconds (100 years)",
+    );
+}
