@@ -60,11 +60,12 @@ impl<'p> Ctx<'p> {
             let Some(key) = k.key_text() else { continue };
             if !allowed.contains(&key.as_str()) && !reported.contains(&key.as_str()) {
                 let hint = suggest::hint(&key, allowed.iter().copied());
+                let (shown, note) = shown_name(&key);
                 self.error(
                     k.span,
                     Code::UnknownField,
                     format_args!(
-                        "unknown field '{key}' in {what}: expected one of {}{hint}",
+                        "unknown field '{shown}'{note} in {what}: expected one of {}{hint}",
                         suggest::list(allowed.iter().copied())
                     ),
                 );
@@ -229,6 +230,30 @@ fn comment_as_value(text: &str, at: Span) -> Option<(Span, &'static str)> {
         "the `#` here starts a YAML comment, which leaves the value empty: quote a value that \
          begins with `#` (e.g. \"#state['k'] == 1\")",
     ))
+}
+
+/// A name from the document as a message shows it: a space-like character other than the
+/// space (a non-breaking space, a line separator, a tab) as a `\uXXXX` escape, since it looks
+/// like a space or like nothing, and with a note saying so when there is one.
+pub(crate) fn shown_name(s: &str) -> (std::borrow::Cow<'_, str>, &'static str) {
+    if !s.chars().any(|c| c.is_whitespace() && c != ' ') {
+        return (std::borrow::Cow::Borrowed(s), "");
+    }
+    let escaped = s
+        .chars()
+        .map(|c| {
+            if c.is_whitespace() && c != ' ' {
+                format!("\\u{:04x}", u32::from(c))
+            } else {
+                c.to_string()
+            }
+        })
+        .collect();
+    (
+        std::borrow::Cow::Owned(escaped),
+        " (it holds a space-like character that YAML does not read as a space: write plain \
+         spaces)",
+    )
 }
 
 /// `a string 'x'`, `an integer (3)`, ... for messages.

@@ -304,9 +304,13 @@ fn task_type(ctx: &mut Ctx<'_>, node: &YamlNode, what: &str) -> Option<TaskType>
             .as_str()
             .map(|s| suggest::hint(s, names.clone()))
             .unwrap_or_default();
-        let shown = t
-            .as_str()
-            .map_or_else(|| ctx::found(t), |s| format!("'{s}'"));
+        let shown = t.as_str().map_or_else(
+            || ctx::found(t),
+            |s| {
+                let (name, note) = ctx::shown_name(s);
+                format!("'{name}'{note}")
+            },
+        );
         ctx.error(
             t.span,
             Code::UnknownTaskType,

@@ -821,3 +821,21 @@ fn a_bad_default_timeout_has_the_timeout_code() {
         "wf.yaml:2:56: [MAG-Y020] defaults.gateTimeoutSeconds is a number (1e20): expected at most 3155760000 seconds (100 years)",
     );
 }
+
+/// A name holding a space-like character other than the space (a non-breaking space, a line
+/// separator) is shown with it escaped and said to hold one: printed as it is, it reads as a
+/// plain space or as nothing.
+#[test]
+fn a_space_like_character_in_a_name_is_shown_escaped_and_named() {
+    let text = "start: a\nstates:\n  a: {type: terminal}\n\u{a0}\u{a0}b: {type: terminal}\n";
+    has(
+        text,
+        "wf.yaml:4:1: [MAG-Y005] unknown field '\\u00a0\\u00a0b' (it holds a space-like character that YAML does not read as a space: write plain spaces) in the workflow document: expected one of [description, version, start, parameters, bounds, allowedTools, tags, defaults, onFailure, states]",
+    );
+    let text = "start: a\nstates:\n  a:\n    type: \"terminal\u{2028}\"\n";
+    let all = rendered(text);
+    assert!(
+        all.iter().any(|d| d.starts_with("wf.yaml:4:11: [MAG-Y004] unknown task type 'terminal\\u2028' (it holds a space-like character")),
+        "{all:#?}"
+    );
+}
