@@ -357,6 +357,13 @@ impl RunState {
                 {
                     Some(Box::new((gate_identity(gate), gate_identity(spec))))
                 }
+                // The journaled input of a child is its run's parameters, which the driver
+                // reads from the child's journal (`null` until then).
+                (Record::ChildStarted { .. }, CommandDetail::Child { request, .. })
+                    if different_input =>
+                {
+                    Some(Box::new((Value::Null, request.input.clone())))
+                }
                 _ => None,
             };
             return Err(self.non_determinism(

@@ -55,7 +55,8 @@ pub enum Divergence {
         /// Same kind and name, but the input's hash differs.
         different_input: bool,
         /// For a task whose input differs: the journaled input and the code's, in that order;
-        /// for a gate, what replay compares of each (its kind, title and options).
+        /// for a gate, what replay compares of each (its kind, title and options); for a child,
+        /// the parameters its run started with and the code's input.
         inputs: Option<Box<(serde_json::Value, serde_json::Value)>>,
     },
     /// `[MAG-ND002]`: the journal holds a step that the code no longer asks for.

@@ -461,3 +461,81 @@ async fn wait_settled_after_a_reopen_answers_the_status_replay_gives() {
         AnswerAck::Applied
     );
 }
+
+/// The child of `nd_parent`: doubles its input.
+#[workflow(name = "nd_kid")]
+async fn nd_kid(_ctx: Context, n: u64) -> Result<u64, WorkflowError> {
+    Ok(n * 2)
+}
+
+/// A parent that runs a child with input 1, then waits on a gate.
+#[workflow(name = "nd_parent", version = "1")]
+async fn nd_parent(ctx: Context, n: u64) -> Result<u64, WorkflowError> {
+    let doubled = ctx
+        .child(nd_kid, n)
+        .await
+        .map_err(|e| WorkflowError::failed(e.reason))?;
+    match ctx.gate(Gate::approval("continue?").into_spec()).await {
+        GateOutcome::Answered(_) => Ok(doubled),
+        other => Err(WorkflowError::failed(format!("{other:?}"))),
+    }
+}
+
+/// Changed: the child is now asked with another input.
+#[workflow(name = "nd_parent", version = "1")]
+async fn nd_parent_other_input(ctx: Context, n: u64) -> Result<u64, WorkflowError> {
+    let doubled = ctx
+        .child(nd_kid, n + 1)
+        .await
+        .map_err(|e| WorkflowError::failed(e.reason))?;
+    match ctx.gate(Gate::approval("continue?").into_spec()).await {
+        GateOutcome::Answered(_) => Ok(doubled),
+        other => Err(WorkflowError::failed(format!("{other:?}"))),
+    }
+}
+
+/// A child asked for with another input blocks its parent, and the report shows the input the
+/// child ran with (read from the child's journal) beside the code's.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_changed_child_input_blocks_with_nd001_naming_both_inputs() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = dir.path().join("journal.redb");
+    let parent = {
+        let db = db.clone();
+        tokio::task::spawn_blocking(move || {
+            let rt = runtime();
+            let run = rt.block_on(async {
+                let engine = Engine::builder()
+                    .path(&db)
+                    .workflow(nd_kid)
+                    .workflow(nd_parent)
+                    .build()
+                    .await
+                    .unwrap();
+                let run = engine.start(nd_parent, 1).await.unwrap().id();
+                let view = engine.wait_settled(run).await.unwrap();
+                assert_eq!(view.status, RunStatus::Waiting, "{:?}", view.reason);
+                run
+            });
+            rt.shutdown_background();
+            run
+        })
+        .await
+        .unwrap()
+    };
+    let (engine, view) = reopened(parent, || {
+        Engine::builder()
+            .path(&db)
+            .workflow(nd_kid)
+            .workflow(nd_parent_other_input)
+    })
+    .await;
+    assert_eq!(view.status, RunStatus::Blocked);
+    let reason = view.reason.unwrap_or_default();
+    assert!(reason.contains("[MAG-ND001]"), "{reason}");
+    assert!(
+        reason.contains("child workflow `nd_kid` with a different input (journaled: 1; now: 2)"),
+        "{reason}"
+    );
+    drop(engine);
+}

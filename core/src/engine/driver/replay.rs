@@ -5,6 +5,7 @@ use std::sync::{Arc, Mutex, OnceLock};
 
 use super::{Driver, ReplayCursor};
 use crate::context::{WorkflowContext, lock};
+use crate::id::RunId;
 use crate::panic::Panic;
 use crate::record::{Entry, Record, RunStatus, StartRecord};
 use crate::replay::{Divergence, FirstRecords, NonDeterminism};
@@ -119,25 +120,35 @@ impl Driver {
 
     /// A report that a task step's input changed, with the journaled input read back in full:
     /// replay's read leaves task inputs out ([`Store::read_journal_for_replay`]), and the
-    /// report shows both (left as it is if the record cannot be read now).
+    /// report shows both (left as it is if the record cannot be read now). A child step's
+    /// journaled input is its run's parameters, read from the child's `StartRecord`.
     ///
     /// [`Store::read_journal_for_replay`]: crate::Store::read_journal_for_replay
     pub(super) fn with_journaled_input(&self, mut nd: NonDeterminism, seq: u64) -> NonDeterminism {
-        if let Divergence::Mismatch {
-            inputs: Some(inputs),
-            ..
-        } = &mut nd.divergence
-        {
-            let journaled = self
-                .engine
+        let Divergence::Mismatch { inputs, .. } = &mut nd.divergence else {
+            return nd;
+        };
+        let Some(shown) = inputs.as_mut() else {
+            return nd;
+        };
+        let first = |run: RunId, seq: u64| {
+            self.engine
                 .store
-                .read_journal_range(self.run_id, seq, 1, usize::MAX)
+                .read_journal_range(run, seq, 1, usize::MAX)
                 .ok()
                 .and_then(|raw| raw.into_iter().next())
-                .and_then(|(_, bytes)| crate::codec::decode(&bytes).ok());
-            if let Some((Record::TaskStarted { input, .. }, _)) = journaled {
-                inputs.0 = input;
-            }
+                .and_then(|(_, bytes)| crate::codec::decode(&bytes).ok())
+                .map(|(record, _)| record)
+        };
+        match first(self.run_id, seq) {
+            Some(Record::TaskStarted { input, .. }) => shown.0 = input,
+            Some(Record::ChildStarted { child_run_id, .. }) => match first(child_run_id, 0) {
+                Some(Record::Start(start)) => shown.0 = start.params,
+                // A child whose journal is not in this store (an exported journal replayed
+                // alone): its input is not shown, rather than shown as `null`.
+                _ => *inputs = None,
+            },
+            _ => {}
         }
         nd
     }
