@@ -341,7 +341,10 @@ impl Parser {
                 ));
             }
             let re = Regex::new(&format!("^(?:{pattern})$")).map_err(|e| {
-                let detail = e.to_string().lines().last().unwrap_or_default().to_owned();
+                // The regex crate's message ends with a line `error: <what>`.
+                let text = e.to_string();
+                let last = text.lines().last().unwrap_or_default();
+                let detail = last.strip_prefix("error: ").unwrap_or(last).to_owned();
                 ConditionError::syntax(pt.offset, format!("invalid regular expression: {detail}"))
             })?;
             return Ok(Expr {

@@ -225,7 +225,16 @@ fn syntax_errors_with_offsets() {
         ("1 < 2 < 3", 6, "comparisons do not chain"),
         ("'open", 0, "unterminated string"),
         ("1 ? 2", 5, "expected ':'"),
-        ("#state['a'] matches '('", 20, "invalid regular expression"),
+        (
+            "#state['a'] matches '('",
+            20,
+            "invalid regular expression: ",
+        ),
+        (
+            "#state['a'] matches '(?=x)'",
+            20,
+            "invalid regular expression: look-around",
+        ),
         (
             "#state['a'] matches 1",
             20,
