@@ -370,17 +370,38 @@ impl Reader<'_> {
                 out.push((k, v));
                 continue;
             }
-            let span = v.span;
             let maps: Vec<YamlNode> = match v.kind {
                 YamlKind::Map(_) => vec![v],
-                YamlKind::Seq(items) if items.iter().all(|i| i.as_map().is_some()) => items,
+                YamlKind::Seq(items) => {
+                    // The mappings of the list merge; each other item is named where it
+                    // stands, with what it is.
+                    let (maps, others): (Vec<_>, Vec<_>) =
+                        items.into_iter().partition(|i| i.as_map().is_some());
+                    for item in &others {
+                        self.diags.push(Diagnostic::error(
+                            self.path,
+                            item.span,
+                            Code::WrongType,
+                            format_args!(
+                                "an item of the list '<<' merges is {}: expected an alias of a \
+                                 mapping (`<<: [*a, *b]`)",
+                                crate::build::found(item),
+                            ),
+                        ));
+                    }
+                    maps
+                }
                 _ => {
                     self.diags.push(Diagnostic::error(
                         self.path,
-                        span,
+                        v.span,
                         Code::WrongType,
-                        "'<<' merges a mapping into this one: expected an alias of a mapping \
-                         (`<<: *base`) or a list of them (`<<: [*a, *b]`)",
+                        format_args!(
+                            "'<<' merges a mapping into this one, and its value is {}: expected \
+                             an alias of a mapping (`<<: *base`) or a list of them \
+                             (`<<: [*a, *b]`)",
+                            crate::build::found(&v)
+                        ),
                     ));
                     continue;
                 }

@@ -448,9 +448,25 @@ fn merge_keys_copy_an_anchored_mapping_and_own_keys_win() {
     let e = parse_yaml("t.yaml", "a: { <<: 7 }\n", &LoadOptions::default()).unwrap_err();
     let text = e.to_string();
     assert!(
-        text.contains("t.yaml:1:10:") && text.contains("expected an alias of a mapping"),
+        text.contains("t.yaml:1:10:")
+            && text.contains("its value is an integer (7): expected an alias of a mapping"),
         "{text}"
     );
+    // An item of a merged list that is no mapping is named where it stands, and the mappings
+    // beside it still merge: no false "no 'type'" follows.
+    let text = "x: &b {type: terminal}\nstart: a\nstates:\n  a:\n    <<: [*b, 3]\n";
+    let all = load_workflow("t.yaml", text, &LoadOptions::default())
+        .err()
+        .map(|d| d.iter().map(ToString::to_string).collect::<Vec<_>>())
+        .unwrap_or_default();
+    assert!(
+        all.iter().any(|d| d.starts_with(
+            "t.yaml:5:14: [MAG-Y007] an item of the list '<<' merges is an integer (3): \
+             expected an alias of a mapping"
+        )),
+        "{all:#?}"
+    );
+    assert!(!all.iter().any(|d| d.contains("has no 'type'")), "{all:#?}");
 }
 
 #[test]
