@@ -10,7 +10,7 @@ use std::path::Path;
 use std::time::Duration;
 
 use magrathea::prelude::*;
-use magrathea::{AnswerAck, Criticality, EngineBuilder, Record, RunView};
+use magrathea::{AnswerAck, Criticality, EngineBuilder, GateSpec, Record, RunView};
 use magrathea_tests::{build_retrying, runtime, wait_for};
 
 #[task]
@@ -23,34 +23,36 @@ async fn nd_other(n: u64) -> Result<u64, TaskError> {
     Ok(n * 100)
 }
 
+/// Waits on the gate `spec`: `Ok` once it is answered, the run's failure otherwise.
+async fn answered(ctx: &Context, spec: GateSpec) -> Result<(), WorkflowError> {
+    match ctx.gate(spec).await {
+        GateOutcome::Answered(_) => Ok(()),
+        other => Err(WorkflowError::failed(format!("{other:?}"))),
+    }
+}
+
 /// The original: task `nd_first` (step 0), an approval gate (step 1), task `nd_other` (step 2).
 #[workflow(name = "nd", version = "1")]
 async fn nd_original(ctx: Context, n: u64) -> Result<u64, WorkflowError> {
     let a = ctx.task(nd_first, n).await?;
-    match ctx.gate(Gate::approval("continue?").into_spec()).await {
-        GateOutcome::Answered(_) => Ok(ctx.task(nd_other, a).await?),
-        other => Err(WorkflowError::failed(format!("{other:?}"))),
-    }
+    answered(&ctx, Gate::approval("continue?").into_spec()).await?;
+    Ok(ctx.task(nd_other, a).await?)
 }
 
 /// Changed: calls `nd_other` at step 0 where the journal has `nd_first`.
 #[workflow(name = "nd", version = "1")]
 async fn nd_swapped(ctx: Context, n: u64) -> Result<u64, WorkflowError> {
     let a = ctx.task(nd_other, n).await?;
-    match ctx.gate(Gate::approval("continue?").into_spec()).await {
-        GateOutcome::Answered(_) => Ok(ctx.task(nd_first, a).await?),
-        other => Err(WorkflowError::failed(format!("{other:?}"))),
-    }
+    answered(&ctx, Gate::approval("continue?").into_spec()).await?;
+    Ok(ctx.task(nd_first, a).await?)
 }
 
 /// Changed: step 0 asks `nd_first` for another input than the journal holds.
 #[workflow(name = "nd", version = "1")]
 async fn nd_other_input(ctx: Context, n: u64) -> Result<u64, WorkflowError> {
     let a = ctx.task(nd_first, n + 41).await?;
-    match ctx.gate(Gate::approval("continue?").into_spec()).await {
-        GateOutcome::Answered(_) => Ok(ctx.task(nd_other, a).await?),
-        other => Err(WorkflowError::failed(format!("{other:?}"))),
-    }
+    answered(&ctx, Gate::approval("continue?").into_spec()).await?;
+    Ok(ctx.task(nd_other, a).await?)
 }
 
 /// Changed: the gate's text, assignee, criticality, tags and timeout, which replay does not
@@ -64,23 +66,16 @@ async fn nd_gate_reworded(ctx: Context, n: u64) -> Result<u64, WorkflowError> {
         .criticality(Criticality::Critical)
         .tag("reworded")
         .timeout(Duration::from_secs(3_600));
-    match ctx.gate(gate.into_spec()).await {
-        GateOutcome::Answered(_) => Ok(ctx.task(nd_other, a).await?),
-        other => Err(WorkflowError::failed(format!("{other:?}"))),
-    }
+    answered(&ctx, gate.into_spec()).await?;
+    Ok(ctx.task(nd_other, a).await?)
 }
 
 /// Changed: the gate under the same title is now a decision between two options.
 #[workflow(name = "nd", version = "1")]
 async fn nd_gate_decision(ctx: Context, n: u64) -> Result<u64, WorkflowError> {
     let a = ctx.task(nd_first, n).await?;
-    match ctx
-        .gate(Gate::decision("continue?", ["yes", "no"]).into_spec())
-        .await
-    {
-        GateOutcome::Answered(_) => Ok(ctx.task(nd_other, a).await?),
-        other => Err(WorkflowError::failed(format!("{other:?}"))),
-    }
+    answered(&ctx, Gate::decision("continue?", ["yes", "no"]).into_spec()).await?;
+    Ok(ctx.task(nd_other, a).await?)
 }
 
 /// Changed: the gate (journaled at step 1) was removed; the code ends after step 0.
@@ -187,18 +182,29 @@ async fn a_different_task_at_a_journaled_step_blocks_with_nd001_until_the_code_i
 /// changed input shows the journaled one beside the code's.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_changed_task_input_blocks_with_nd001_naming_both_inputs() {
+    blocks_with_nd001_naming(
+        |b| b.workflow(nd_other_input),
+        "with a different input (journaled: 1; now: 42)",
+    )
+    .await;
+}
+
+/// Reopens a run of `nd_original` waiting on its gate with the code `changed` registers: the
+/// run is BLOCKED with `[MAG-ND001]` and `expected` in its reason; then the original code
+/// finishes it.
+async fn blocks_with_nd001_naming(
+    changed: impl Fn(EngineBuilder) -> EngineBuilder,
+    expected: &str,
+) {
     let dir = tempfile::tempdir().unwrap();
     let db = dir.path().join("journal.redb");
     let run = waiting_run(&db).await;
 
-    let (engine, view) = reopened(run, || builder(&db).workflow(nd_other_input)).await;
+    let (engine, view) = reopened(run, || changed(builder(&db))).await;
     assert_eq!(view.status, RunStatus::Blocked);
     let reason = view.reason.unwrap_or_default();
     assert!(reason.contains("[MAG-ND001]"), "{reason}");
-    assert!(
-        reason.contains("with a different input (journaled: 1; now: 42)"),
-        "{reason}"
-    );
+    assert!(reason.contains(expected), "{reason}");
     drop(engine);
 
     reopen_with_original_and_finish(&db, run).await;
@@ -242,23 +248,11 @@ async fn a_reworded_gate_replays_and_keeps_what_its_journal_opened() {
 /// the report shows what replay compares of both gates.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_gate_of_another_kind_blocks_with_nd001_naming_both() {
-    let dir = tempfile::tempdir().unwrap();
-    let db = dir.path().join("journal.redb");
-    let run = waiting_run(&db).await;
-
-    let (engine, view) = reopened(run, || builder(&db).workflow(nd_gate_decision)).await;
-    assert_eq!(view.status, RunStatus::Blocked);
-    let reason = view.reason.unwrap_or_default();
-    assert!(reason.contains("[MAG-ND001]"), "{reason}");
-    assert!(
-        reason.contains(
-            r#"with a different input (journaled: {"kind":"APPROVAL","options":[],"title":"continue?"}; now: {"kind":"DECISION","options":["yes","no"],"title":"continue?"})"#
-        ),
-        "{reason}"
-    );
-    drop(engine);
-
-    reopen_with_original_and_finish(&db, run).await;
+    blocks_with_nd001_naming(
+        |b| b.workflow(nd_gate_decision),
+        r#"with a different input (journaled: {"kind":"APPROVAL","options":[],"title":"continue?"}; now: {"kind":"DECISION","options":["yes","no"],"title":"continue?"})"#,
+    )
+    .await;
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -475,10 +469,8 @@ async fn nd_parent(ctx: Context, n: u64) -> Result<u64, WorkflowError> {
         .child(nd_kid, n)
         .await
         .map_err(|e| WorkflowError::failed(e.reason))?;
-    match ctx.gate(Gate::approval("continue?").into_spec()).await {
-        GateOutcome::Answered(_) => Ok(doubled),
-        other => Err(WorkflowError::failed(format!("{other:?}"))),
-    }
+    answered(&ctx, Gate::approval("continue?").into_spec()).await?;
+    Ok(doubled)
 }
 
 /// Changed: the child is now asked with another input.
@@ -488,10 +480,8 @@ async fn nd_parent_other_input(ctx: Context, n: u64) -> Result<u64, WorkflowErro
         .child(nd_kid, n + 1)
         .await
         .map_err(|e| WorkflowError::failed(e.reason))?;
-    match ctx.gate(Gate::approval("continue?").into_spec()).await {
-        GateOutcome::Answered(_) => Ok(doubled),
-        other => Err(WorkflowError::failed(format!("{other:?}"))),
-    }
+    answered(&ctx, Gate::approval("continue?").into_spec()).await?;
+    Ok(doubled)
 }
 
 /// A child asked for with another input blocks its parent, and the report shows the input the
