@@ -232,6 +232,12 @@ async fn a_reworded_gate_replays_and_keeps_what_its_journal_opened() {
             .any(|e| matches!(e.record, Record::TimerSet { .. })),
         "the open gate gets no timeout its journal did not set"
     );
+    approve_and_finish(&engine, nd_gate_reworded, run).await;
+}
+
+/// Approves the gate (step 1) of a run of `nd` waiting on it, and waits for the run's result:
+/// 200 when it started with 1.
+async fn approve_and_finish<W: Workflow<Output = u64>>(engine: &Engine, workflow: W, run: RunId) {
     assert_eq!(
         engine
             .answer_gate(&format!("{run}-1"), GateAnswer::approve())
@@ -239,7 +245,7 @@ async fn a_reworded_gate_replays_and_keeps_what_its_journal_opened() {
             .unwrap(),
         AnswerAck::Applied
     );
-    let handle = engine.handle(nd_gate_reworded, run).unwrap();
+    let handle = engine.handle(workflow, run).unwrap();
     let result = tokio::time::timeout(Duration::from_secs(10), handle.result());
     assert_eq!(result.await.expect("the run finishes").unwrap(), 200);
 }
@@ -389,16 +395,7 @@ async fn reopen_with_original_and_finish(db: &Path, run: RunId) {
         .expect("restoring the original code un-blocks the run within 10 s")
         .unwrap();
     assert_eq!(view.status, RunStatus::Waiting, "{:?}", view.reason);
-    assert_eq!(
-        engine
-            .answer_gate(&format!("{run}-1"), GateAnswer::approve())
-            .await
-            .unwrap(),
-        AnswerAck::Applied
-    );
-    let handle = engine.handle(nd_original, run).unwrap();
-    let result = tokio::time::timeout(Duration::from_secs(10), handle.result());
-    assert_eq!(result.await.expect("the run finishes").unwrap(), 200);
+    approve_and_finish(&engine, nd_original, run).await;
     let journal = engine.journal(run).unwrap();
     assert!(
         journal.iter().any(|e| matches!(
