@@ -211,6 +211,12 @@ async fn a_marker_of_another_patch_is_nd005() {
         reason.contains("use-b-v2") && reason.contains("`use-b`"),
         "{reason}"
     );
+    // The usual cause, a patch removed while runs that recorded it are in flight, is named
+    // with its fix.
+    assert!(
+        reason.contains(r#"`ctx.deprecate_patch("use-b")`"#),
+        "{reason}"
+    );
 }
 
 /// Runs suspended by the old code — on a durable timer, at a gate, and between two attempts of
