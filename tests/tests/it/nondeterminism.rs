@@ -116,6 +116,15 @@ fn run_until_gate_then_drop_runtime(db: &Path) -> RunId {
     run
 }
 
+/// A new store with a run of `nd_original` waiting on its gate: the directory (removed when
+/// dropped), the store's file and the run.
+async fn waiting_run_in_a_new_store() -> (tempfile::TempDir, std::path::PathBuf, RunId) {
+    let dir = tempfile::tempdir().unwrap();
+    let db = dir.path().join("journal.redb");
+    let run = waiting_run(&db).await;
+    (dir, db, run)
+}
+
 /// [`run_until_gate_then_drop_runtime`] off the async runtime.
 async fn waiting_run(db: &Path) -> RunId {
     let db = db.to_path_buf();
@@ -137,9 +146,7 @@ async fn reopened(run: RunId, builder: impl Fn() -> EngineBuilder) -> (Engine, R
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_different_task_at_a_journaled_step_blocks_with_nd001_until_the_code_is_restored() {
-    let dir = tempfile::tempdir().unwrap();
-    let db = dir.path().join("journal.redb");
-    let run = waiting_run(&db).await;
+    let (_dir, db, run) = waiting_run_in_a_new_store().await;
 
     let engine = build_retrying(|| builder(&db).workflow(nd_swapped))
         .await
@@ -196,9 +203,7 @@ async fn blocks_with_nd001_naming(
     changed: impl Fn(EngineBuilder) -> EngineBuilder,
     expected: &str,
 ) {
-    let dir = tempfile::tempdir().unwrap();
-    let db = dir.path().join("journal.redb");
-    let run = waiting_run(&db).await;
+    let (_dir, db, run) = waiting_run_in_a_new_store().await;
 
     let (engine, view) = reopened(run, || changed(builder(&db))).await;
     assert_eq!(view.status, RunStatus::Blocked);
@@ -215,9 +220,7 @@ async fn blocks_with_nd001_naming(
 /// timeout armed for it), and finishes when it is answered.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_reworded_gate_replays_and_keeps_what_its_journal_opened() {
-    let dir = tempfile::tempdir().unwrap();
-    let db = dir.path().join("journal.redb");
-    let run = waiting_run(&db).await;
+    let (_dir, db, run) = waiting_run_in_a_new_store().await;
 
     let engine = build_retrying(|| builder(&db).workflow(nd_gate_reworded))
         .await
@@ -263,9 +266,7 @@ async fn a_gate_of_another_kind_blocks_with_nd001_naming_both() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_removed_journaled_step_blocks_with_nd002_until_the_code_is_restored() {
-    let dir = tempfile::tempdir().unwrap();
-    let db = dir.path().join("journal.redb");
-    let run = waiting_run(&db).await;
+    let (_dir, db, run) = waiting_run_in_a_new_store().await;
 
     let (engine, view) = reopened(run, || builder(&db).workflow(nd_gate_removed)).await;
     let reason = view.reason.clone().unwrap_or_default();
@@ -297,9 +298,7 @@ async fn a_removed_journaled_step_blocks_with_nd002_until_the_code_is_restored()
 /// not only that the journaled step is no longer requested.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn an_input_that_no_longer_decodes_is_named_in_the_report() {
-    let dir = tempfile::tempdir().unwrap();
-    let db = dir.path().join("journal.redb");
-    let run = waiting_run(&db).await;
+    let (_dir, db, run) = waiting_run_in_a_new_store().await;
     let (engine, view) = reopened(run, || builder(&db).workflow(nd_input_retyped)).await;
     let reason = view.reason.clone().unwrap_or_default();
     assert_eq!(view.status, RunStatus::Blocked, "{view:?}");
@@ -317,9 +316,7 @@ async fn an_input_that_no_longer_decodes_is_named_in_the_report() {
 /// a typed start of version 1 still starts version 1.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn old_runs_finish_on_their_version_while_new_starts_take_the_new_one() {
-    let dir = tempfile::tempdir().unwrap();
-    let db = dir.path().join("journal.redb");
-    let run = waiting_run(&db).await;
+    let (dir, db, run) = waiting_run_in_a_new_store().await;
     let engine = build_retrying(|| builder(&db).workflow(nd_original).workflow(nd_v2))
         .await
         .unwrap();
@@ -415,9 +412,7 @@ async fn reopen_with_original_and_finish(db: &Path, run: RunId) {
 /// blocked run whose code was fixed settles WAITING at its gate again.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn wait_settled_after_a_reopen_answers_the_status_replay_gives() {
-    let dir = tempfile::tempdir().unwrap();
-    let db = dir.path().join("journal.redb");
-    let run = waiting_run(&db).await;
+    let (_dir, db, run) = waiting_run_in_a_new_store().await;
 
     let engine = build_retrying(|| builder(&db).workflow(nd_swapped))
         .await
