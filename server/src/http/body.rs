@@ -45,6 +45,13 @@ where
     }
 }
 
+/// The body of a route that takes none: nothing, or an empty JSON object. Anything else is
+/// refused as every other route refuses a body it cannot take (400 `MAG-HTTP-INVALID-JSON`),
+/// so a client that sends fields here learns they were not read.
+#[derive(Debug, Default, serde::Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(crate) struct NoFields {}
+
 /// A JSON error in the words of the API: serde names the type a body maps to (`expected
 /// struct StartBody`, `struct AnswerBody with 4 elements`), which means nothing to a client;
 /// it is "a JSON object".

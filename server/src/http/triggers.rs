@@ -27,7 +27,7 @@ use serde::Deserialize;
 use serde_json::{Value, json};
 
 use super::auth::{ApiScope, Principal, bearer};
-use super::body::JsonBody;
+use super::body::{JsonBody, NoFields};
 use super::error::ApiError;
 use super::state::AppState;
 use crate::triggers::NotFired;
@@ -179,8 +179,10 @@ pub(crate) async fn resync_workflow(
     State(state): State<AppState>,
     Path(workflow_id): Path<String>,
     headers: HeaderMap,
+    body: JsonBody<NoFields>,
 ) -> Result<Json<Value>, ApiError> {
     let who = caller(&state, &headers, ApiScope::Write)?;
+    body.0?;
     let (scopes, name) = workflow_scopes(&state, &who, &workflow_id)?;
     let registered = |scope: &Scope| -> Result<bool, ApiError> {
         Ok(registry::list(state.triggers.catalog()?, scope, None)?
@@ -418,8 +420,10 @@ pub(crate) async fn resync_project(
     State(state): State<AppState>,
     Path(p): Path<ProjectPath>,
     headers: HeaderMap,
+    body: JsonBody<NoFields>,
 ) -> Result<Json<Value>, ApiError> {
     let scope = project(&state, &headers, &p.tenant, &p.project, ApiScope::Write)?;
+    body.0?;
     let tenant = scope.tenant.clone();
     state
         .trigger_work(&tenant, move |state| {
@@ -535,9 +539,11 @@ pub(crate) async fn fire_schedule(
     State(state): State<AppState>,
     Path(p): Path<NamedPath>,
     headers: HeaderMap,
+    body: JsonBody<NoFields>,
 ) -> Result<(StatusCode, Json<Value>), ApiError> {
     let who = state.authorize(&headers, &p.tenant, ApiScope::Run)?;
     let scope = state.scope(&p.tenant, &p.project)?;
+    body.0?;
     match state
         .triggers
         .fire_now(&state, &scope, &p.name, &who.subject)

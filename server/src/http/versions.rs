@@ -10,6 +10,7 @@ use serde::Deserialize;
 use serde_json::{Value, json};
 
 use super::auth::ApiScope;
+use super::body::{JsonBody, NoFields};
 use super::error::ApiError;
 use super::state::AppState;
 use crate::versions::{self, VersionError, Versions};
@@ -61,9 +62,11 @@ pub(crate) async fn publish(
     State(state): State<AppState>,
     Path(p): Path<WorkflowPath>,
     headers: HeaderMap,
+    body: JsonBody<NoFields>,
 ) -> Result<Json<Value>, ApiError> {
     let who = state.authorize(&headers, &p.tenant, ApiScope::Write)?;
     let scope = state.scope(&p.tenant, &p.project)?;
+    body.0?;
     super::automated::check_automated(
         &state,
         &scope,
@@ -117,10 +120,12 @@ async fn set_archived(
     state: AppState,
     p: WorkflowPath,
     headers: HeaderMap,
+    body: JsonBody<NoFields>,
     archived: bool,
 ) -> Result<Json<Value>, ApiError> {
     let who = state.authorize(&headers, &p.tenant, ApiScope::Write)?;
     let scope = state.scope(&p.tenant, &p.project)?;
+    body.0?;
     if !archived {
         // Unarchiving lets the project's triggers start the workflow again.
         super::automated::check_automated(
@@ -141,8 +146,9 @@ pub(crate) async fn archive(
     State(state): State<AppState>,
     Path(p): Path<WorkflowPath>,
     headers: HeaderMap,
+    body: JsonBody<NoFields>,
 ) -> Result<Json<Value>, ApiError> {
-    set_archived(state, p, headers, true).await
+    set_archived(state, p, headers, body, true).await
 }
 
 /// `POST …/workflows/{name}/unarchive` → `{name, archived: false}`.
@@ -150,6 +156,7 @@ pub(crate) async fn unarchive(
     State(state): State<AppState>,
     Path(p): Path<WorkflowPath>,
     headers: HeaderMap,
+    body: JsonBody<NoFields>,
 ) -> Result<Json<Value>, ApiError> {
-    set_archived(state, p, headers, false).await
+    set_archived(state, p, headers, body, false).await
 }

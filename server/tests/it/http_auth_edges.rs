@@ -165,7 +165,8 @@ async fn an_unreadable_token_file_stops_the_server() {
 }
 
 /// Every route that takes a JSON body answers a caller it does not authorize 401 or 403,
-/// whatever the body: a malformed body is 400 only to a caller with the route's scope.
+/// whatever the body: a malformed body is 400 only to a caller with the route's scope. A
+/// route that takes no body refuses one the same way (nothing or `{}` is all it takes).
 #[tokio::test]
 async fn a_bad_body_is_answered_only_to_a_caller_the_route_authorizes() {
     let s = Server::start().await;
@@ -186,6 +187,13 @@ async fn a_bad_body_is_answered_only_to_a_caller_the_route_authorizes() {
         ("POST", format!("/v1/workflow-runs/{run}/resume")),
         ("PATCH", format!("{p}/triggers/nightly")),
         ("PATCH", "/v1/workflow-triggers/trg_0".to_string()),
+        // Routes that take no body refuse one they would not read.
+        ("POST", format!("{p}/triggers/resync")),
+        ("POST", "/v1/workflows/hello/triggers/resync".to_string()),
+        ("POST", format!("{p}/schedules/nightly/trigger")),
+        ("POST", format!("{p}/workflows/hello/publish")),
+        ("POST", format!("{p}/workflows/hello/archive")),
+        ("POST", format!("{p}/workflows/hello/unarchive")),
     ];
     for (method, path) in &routes {
         let send = async |token: Option<&str>, body: &str| {
@@ -210,6 +218,15 @@ async fn a_bad_body_is_answered_only_to_a_caller_the_route_authorizes() {
         assert_eq!(status, 400, "{method} {path}: {text}");
         assert!(text.contains("MAG-HTTP-INVALID-JSON"), "{text}");
     }
+    let r = s
+        .client
+        .post(s.url(&format!("{p}/triggers/resync")))
+        .bearer_auth(ACME)
+        .body("{}")
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(r.status().as_u16(), 200, "an empty object is no field");
 }
 
 /// The status of `GET …/runs` with the bearer `token`, once it is `want` (the server looks
