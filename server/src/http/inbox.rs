@@ -405,6 +405,21 @@ pub(crate) async fn answer_item(
     answer: GateAnswer,
     who: &Principal,
 ) -> Result<Answered, ApiError> {
+    // Checked before anything counts it: an approval towards a quorum is held, not journaled.
+    if let Some(comment) = &answer.comment
+        && comment.len() > magrathea_core::MAX_ANSWER_COMMENT_BYTES
+    {
+        return Err(ApiError::bad_request(
+            "MAG-HTTP-INVALID-ANSWER",
+            format!(
+                "[MAG-GT002] invalid answer for this {} gate: the comment holds {} bytes, more \
+                 than the {} an answer may carry",
+                item.kind.as_str(),
+                comment.len(),
+                magrathea_core::MAX_ANSWER_COMMENT_BYTES
+            ),
+        ));
+    }
     let answer = answer.by(who.subject.clone());
     let answer = match super::approvers::check(state, item, answer, who)? {
         super::approvers::Decision::Answer(a) => a,

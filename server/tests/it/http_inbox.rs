@@ -463,8 +463,30 @@ async fn approvers_quorum_and_self_approval_are_enforced_and_refusals_recorded()
     assert_eq!(r.status(), 403, "self approval");
     let r = approve("dev-carol").await.unwrap();
     assert_eq!(r.status(), 403, "not an approver");
+    // A comment too long to journal is refused before the approval counts towards the quorum,
+    // in words that fit the route it came by (no `kind`, which `/v1` does not take).
+    let long = client
+        .post(url(&format!("/v1/workflow-approvals/{item}/approve")))
+        .bearer_auth("ops-bob")
+        .json(&json!({ "comment": "a".repeat(17_000) }))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(long.status(), 400);
+    let text = long.text().await.unwrap();
+    assert!(
+        text.contains("MAG-HTTP-INVALID-ANSWER")
+            && text.contains("[MAG-GT002]")
+            && text.contains("the comment holds 17000 bytes")
+            && !text.contains("kind"),
+        "{text}"
+    );
     let r: Value = approve("ops-bob").await.unwrap().json().await.unwrap();
     assert_eq!(r["applied"], false);
+    assert_eq!(
+        r["ignored"], false,
+        "the refused approval did not count: {r}"
+    );
     assert_eq!(r["pending"], json!({"approvals": ["bob"], "quorum": 2}));
     // The same approver twice still counts once, and the answer says it changed nothing.
     let r: Value = approve("ops-bob").await.unwrap().json().await.unwrap();
