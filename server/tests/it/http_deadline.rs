@@ -151,6 +151,35 @@ states:
     );
 }
 
+/// Friday's spelling of the deadline, in milliseconds: a run that exceeds it is told so in the
+/// author's words, the failure reason and the fallback's `lastError` alike.
+#[tokio::test]
+async fn a_run_timeout_in_milliseconds_is_named_as_written() {
+    let s = Server::start().await;
+    let (_, view) = run(
+        &s,
+        "friday",
+        &GATE.replace("maxWallclockSeconds: 1", "runTimeoutMs: 1500"),
+    )
+    .await;
+    assert_eq!(view["status"], "FAILED", "{view}");
+    assert_eq!(
+        view["reason"], "bounds exhausted: runTimeoutMs 1500 exceeded",
+        "{view}"
+    );
+    let doc = GATE.replace(
+        "bounds: { maxWallclockSeconds: 1 }",
+        "bounds: { runTimeoutMs: 1000 }\nonFailure: { policy: fallback, fallback: done }",
+    );
+    let (_, view) = run(&s, "friday_fallback", &doc).await;
+    assert_eq!(view["status"], "DONE", "{view}");
+    assert_eq!(
+        view["vars"]["lastError"]["output"]["error"],
+        "bounds exhausted: runTimeoutMs 1000 exceeded",
+        "{view}"
+    );
+}
+
 #[tokio::test]
 async fn a_deadline_goes_to_the_fallback_state() {
     let s = Server::start().await;

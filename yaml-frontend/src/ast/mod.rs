@@ -190,6 +190,10 @@ pub struct Bounds {
     pub max_total_cost_usd: Option<f64>,
     /// Hard wall-clock limit in seconds.
     pub max_wallclock_seconds: Option<f64>,
+    /// The same limit as the document wrote it in Friday's spelling, `runTimeoutMs` (in
+    /// milliseconds; [`max_wallclock_seconds`](Self::max_wallclock_seconds) holds it in
+    /// seconds), so that a run that exceeds it is told in the author's words.
+    pub run_timeout_ms: Option<f64>,
     /// Cap on started tasks, retries included.
     pub max_task_spawns: Option<u64>,
 }

@@ -421,6 +421,7 @@ fn bounds(ctx: &mut Ctx<'_>, node: &YamlNode) -> Option<Bounds> {
                         n,
                     )
                     .then_some(n);
+                    b.run_timeout_ms = b.max_wallclock_seconds.map(|_| ms);
                 }
                 _ => ctx.error(
                     v.span,

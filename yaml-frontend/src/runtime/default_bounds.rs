@@ -96,8 +96,12 @@ pub(crate) fn timeout_defaults(declared: Defaults, start: &StartRecord) -> Defau
 }
 
 /// The run's deadline in seconds and its failure reason: the document's
-/// `bounds.maxWallclockSeconds`, else the default frozen in `start`.
+/// `bounds.maxWallclockSeconds` (or `runTimeoutMs`, named as written), else the default frozen
+/// in `start`.
 pub(super) fn deadline(declared: &Bounds, start: &StartRecord) -> Option<(f64, String)> {
+    if let (Some(max), Some(ms)) = (declared.max_wallclock_seconds, declared.run_timeout_ms) {
+        return Some((max, format!("bounds exhausted: runTimeoutMs {ms} exceeded")));
+    }
     if let Some(max) = declared.max_wallclock_seconds {
         return Some((
             max,
