@@ -54,11 +54,12 @@ pub struct EventDocument {
     #[serde(default)]
     pub description: Option<String>,
     /// The workflow to start (project, then tenant).
+    #[schemars(regex(pattern = r"\S"))]
     pub workflow: String,
     /// The HTTP methods accepted (default `[GET, POST]`, the reference's route); others
     /// answer 405.
     #[serde(default = "get_and_post")]
-    #[schemars(with = "Vec<super::words::Words<HttpMethodWords>>")]
+    #[schemars(with = "Vec<super::words::Words<HttpMethodWords>>", extend("minItems" = 1))]
     pub methods: Vec<String>,
     /// Requires a Bearer token, if set.
     #[serde(default)]

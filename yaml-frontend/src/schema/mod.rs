@@ -28,11 +28,11 @@ pub use webhook::{
 pub use words::{ErrorKindKey, ErrorKindList, WordList, Words};
 pub use workflow::{
     AgentTask, Bounds, Branch, Common, ConditionTask, CriticalityWords, Defaults, ElseRule,
-    FailurePolicyWords, ForeachTask, GateTask, IfRule, Inbox, InboxApprovers, InboxKindWords,
-    InlineBranch, OnFailure, OnFailureBlock, ParallelTask, ParamTypeName, Parameter, Retry, Rule,
-    ScriptSourceWords, ScriptTask, ShellTask, SpliceWords, State, Terminal, TerminalOutcomeWords,
-    TimerTask, ToleratedFailures, ToolTask, Version, WorkflowBranch, WorkflowDocument,
-    WorkflowTask,
+    FailureBlockPolicyWords, FailurePolicyWords, ForeachTask, GateTask, IfRule, Inbox,
+    InboxApprovers, InboxKindWords, InlineBranch, OnFailure, OnFailureBlock, ParallelTask,
+    ParamTypeName, Parameter, Retry, Rule, ScriptSourceWords, ScriptTask, ShellTask, SpliceWords,
+    State, Terminal, TerminalOutcomeWords, TimerTask, ToleratedFailures, ToolTask, Version,
+    WorkflowBranch, WorkflowDocument, WorkflowTask,
 };
 
 use crate::ast::TaskType;
@@ -77,6 +77,10 @@ pub fn schema(name: &str) -> Option<Value> {
 fn without_null(v: &mut Value) {
     match v {
         Value::Object(map) => {
+            // `#[serde(default)]` on an `Option` says `default: null`, which the type refuses.
+            if map.get("default") == Some(&Value::Null) {
+                map.remove("default");
+            }
             if let Some(Value::Array(types)) = map.get_mut("type") {
                 types.retain(|t| t != "null");
                 if types.len() == 1 {

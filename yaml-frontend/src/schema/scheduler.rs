@@ -11,7 +11,9 @@ use serde_json::{Map, Value};
 #[schemars(
     deny_unknown_fields,
     title = "Magrathea schedule",
-    description = "A scheduler trigger, `_vance/scheduler/<name>.yaml`: starts `workflow` on each tick of `cron` (in `timezone`), or once at `at`."
+    description = "A scheduler trigger, `_vance/scheduler/<name>.yaml`: starts `workflow` on each tick of `cron` (in `timezone`), or once at `at`.",
+    extend("oneOf" = [{ "required": ["cron"] }, { "required": ["at"] }]),
+    extend("not" = { "required": ["at", "timezone"] })
 )]
 #[non_exhaustive]
 pub struct SchedulerDocument {
@@ -25,6 +27,7 @@ pub struct SchedulerDocument {
     /// Exactly one of `cron` and `at`.
     pub at: Option<String>,
     /// The workflow to start (project, then tenant). `recipe:` is not supported.
+    #[schemars(regex(pattern = r"\S"))]
     pub workflow: String,
     /// Parameters of each run.
     #[serde(default)]

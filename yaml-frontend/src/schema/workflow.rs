@@ -92,15 +92,16 @@ pub enum ParamTypeName {
 /// Guardrails per run (reference §9): past one, the run fails; bounds do not route.
 #[derive(Debug, JsonSchema)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
+#[schemars(extend("not" = { "required": ["maxWallclockSeconds", "runTimeoutMs"] }))]
 pub struct Bounds {
     /// Cost limit in US dollars of the run's agent tasks.
     #[schemars(range(min = 0))]
     pub max_total_cost_usd: Option<f64>,
-    /// Hard wall-clock limit of the run, in seconds.
-    #[schemars(range(min = 0))]
+    /// Hard wall-clock limit of the run, in seconds (at most 100 years).
+    #[schemars(range(min = 0, max = 3_155_760_000_u64))]
     pub max_wallclock_seconds: Option<f64>,
     /// Friday's spelling of `maxWallclockSeconds`, in milliseconds (one or the other).
-    #[schemars(range(min = 0))]
+    #[schemars(range(min = 0, max = 3_155_760_000_000_u64))]
     pub run_timeout_ms: Option<f64>,
     /// Cap on started tasks, retries included.
     #[schemars(range(min = 0))]
@@ -145,7 +146,8 @@ pub struct Common {
     pub description: Option<String>,
     /// The task's time limit in seconds. It has no effect on a `timer_task` (its wait is
     /// `duration`) or a `condition_task` (decided at once); `validate` warns there (MAG-Y039).
-    #[schemars(extend("exclusiveMinimum" = 0))]
+    /// At most 100 years.
+    #[schemars(extend("exclusiveMinimum" = 0, "maximum" = 3_155_760_000_u64))]
     pub timeout_seconds: Option<f64>,
     /// The variable that receives the task's output (`${state.<name>}`).
     #[schemars(regex(pattern = r#"^[^.\s{}$\[\]'"\\]{1,256}$"#))]
@@ -170,8 +172,8 @@ pub struct Retry {
     pub max_attempts: u32,
     /// The error kinds that are retried.
     pub on: Option<ErrorKindList>,
-    /// Seconds to wait before each retry (default 0).
-    #[schemars(range(min = 0))]
+    /// Seconds to wait before each retry (default 0, at most 100 years).
+    #[schemars(range(min = 0, max = 3_155_760_000_u64))]
     pub backoff_seconds: Option<f64>,
 }
 
@@ -183,6 +185,7 @@ pub struct AgentTask {
     #[serde(flatten)]
     pub common: Common,
     /// The recipe (`_vance/recipes/<name>.yaml`) that configures the engine.
+    #[schemars(regex(pattern = r"\S"))]
     pub recipe: String,
     /// Engine parameters (`prompt`, `schema`, …).
     pub params: Option<Value>,
@@ -198,6 +201,7 @@ pub struct ShellTask {
     /// The command line (`sh -c`). Parameters are in `$MAGRATHEA_PARAM_<KEY>`, variables in
     /// `$MAGRATHEA_VAR_<KEY>`; `${params.…}` / `${state.…}` here gives the value's text as
     /// data (see `splice`).
+    #[schemars(regex(pattern = r"\S"))]
     pub run: String,
     /// The workspace directory it runs in (settings `workspaces:`; `workspace` is the project).
     pub dir_name: Option<String>,
@@ -217,6 +221,7 @@ pub struct ScriptTask {
     /// Where the script lives: `document` (default) or `workspace`.
     pub source: Option<Words<ScriptSourceWords>>,
     /// The script's path.
+    #[schemars(regex(pattern = r"\S"))]
     pub path: String,
     /// The workspace directory (for `source: workspace`).
     pub dir_name: Option<String>,
@@ -230,6 +235,7 @@ pub struct ToolTask {
     #[serde(flatten)]
     pub common: Common,
     /// The tool (or registered `#[task]`) to call.
+    #[schemars(regex(pattern = r"\S"))]
     pub tool: String,
     /// The tool's parameters.
     pub params: Option<Value>,
@@ -287,7 +293,7 @@ pub struct Inbox {
 #[derive(Debug, JsonSchema)]
 #[serde(untagged)]
 pub enum OnFailure {
-    /// `fail_fast`, `continue_on_error` or `compensate`.
+    /// `fail_fast`, `continue_on_error`, `compensate` or `pause_for_approval`.
     Policy(Words<FailurePolicyWords>),
     /// `{policy: fallback, fallback: <state>}` (or another policy word).
     Block(OnFailureBlock),
@@ -299,12 +305,12 @@ pub enum OnFailure {
 pub struct OnFailureBlock {
     /// The policy: `fail_fast`, `continue_on_error`, `fallback` (or Friday's `fallback_step`),
     /// `compensate` or `pause_for_approval`.
-    pub policy: String,
+    pub policy: Words<FailureBlockPolicyWords>,
     /// The state `fallback` goes to (for `pause_for_approval`: the state the `fallback`
     /// answer goes to, which offers that answer only when given).
     pub fallback: Option<String>,
     /// `pause_for_approval` only: how long the decision waits before the run aborts.
-    #[schemars(range(min = 0))]
+    #[schemars(extend("exclusiveMinimum" = 0, "maximum" = 3_155_760_000_u64))]
     pub timeout_seconds: Option<f64>,
     /// `pause_for_approval` only: who may answer the decision.
     pub approvers: Option<InboxApprovers>,
@@ -324,16 +330,33 @@ impl super::words::WordList for FailurePolicyWords {
     ];
 }
 
+/// The policy words of the block form of `onFailure:`: the words of the short form, and
+/// `fallback` (or Friday's `fallback_step`), which names its state.
+#[derive(Debug)]
+pub struct FailureBlockPolicyWords;
+
+impl super::words::WordList for FailureBlockPolicyWords {
+    const NAME: &'static str = "FailureBlockPolicy";
+    const WORDS: &'static [&'static str] = &[
+        "fail_fast",
+        "continue_on_error",
+        "fallback",
+        "fallback_step",
+        "compensate",
+        "pause_for_approval",
+    ];
+}
+
 /// `defaults:` of a workflow.
 #[derive(Debug, JsonSchema)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 pub struct Defaults {
     /// Seconds for `shell_task`, `script_task`, `tool_task`, `agent_task` and `workflow_task`
     /// states without `timeoutSeconds` (they then end `timeout`).
-    #[schemars(range(min = 0.001))]
+    #[schemars(extend("exclusiveMinimum" = 0, "maximum" = 3_155_760_000_u64))]
     pub task_timeout_seconds: Option<f64>,
     /// Seconds for `gate_task` states without `timeoutSeconds` (they then end `timeout`).
-    #[schemars(range(min = 0.001))]
+    #[schemars(extend("exclusiveMinimum" = 0, "maximum" = 3_155_760_000_u64))]
     pub gate_timeout_seconds: Option<f64>,
 }
 
@@ -354,7 +377,11 @@ pub struct TimerTask {
     /// Common fields.
     #[serde(flatten)]
     pub common: Common,
-    /// ISO-8601 (`P7D`, `PT5M30S`) or a shortcut (`7d`, `4h`, `30m`, `45s`, `250ms`).
+    /// ISO-8601 (`P7D`, `PT5M30S`) or a shortcut (`7d`, `4h`, `30m`, `45s`, `250ms`), at most
+    /// 100 years; or text with `${…}`, read when the timer starts.
+    #[schemars(regex(
+        pattern = r"^(?:\s*(?:[Pp](?=[^Tt\s]|[Tt]\d)(?:\d+(?:\.\d+)?[Ww])?(?:\d+(?:\.\d+)?[Dd])?(?:[Tt](?=\d)(?:\d+(?:\.\d+)?[Hh])?(?:\d+(?:\.\d+)?[Mm])?(?:\d+(?:\.\d+)?[Ss])?)?|\d+(?:\.\d+)?(?:ms|s|m|h|d|w))\s*|.*\$\{.*)$"
+    ))]
     pub duration: String,
 }
 
@@ -365,7 +392,8 @@ pub struct ConditionTask {
     /// Common fields.
     #[serde(flatten)]
     pub common: Common,
-    /// Rules in order; an optional `else` comes last.
+    /// Rules in order, at least one; an optional `else` comes last.
+    #[schemars(length(min = 1))]
     pub transitions: Vec<Rule>,
 }
 
@@ -417,6 +445,7 @@ pub struct WorkflowTask {
     #[serde(flatten)]
     pub common: Common,
     /// The sub-workflow (project, then tenant).
+    #[schemars(regex(pattern = r"\S"))]
     pub workflow: String,
     /// Its parameters.
     pub params: Option<Value>,
@@ -431,7 +460,8 @@ pub struct Terminal {
     /// Not used by a terminal state.
     #[schemars(extend("exclusiveMinimum" = 0))]
     pub timeout_seconds: Option<f64>,
-    /// Not used by a terminal state.
+    /// The variable that receives the run's result (`${state.<name>}`).
+    #[schemars(regex(pattern = r#"^[^.\s{}$\[\]'"\\]{1,256}$"#))]
     pub store_as: Option<String>,
     /// `success` (default): the run is DONE; `failure`: FAILED.
     pub outcome: Option<Words<TerminalOutcomeWords>>,

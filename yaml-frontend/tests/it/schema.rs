@@ -346,3 +346,130 @@ fn the_schema_takes_the_rejected_alias_the_loader_takes() {
     let found = problems("workflow", &as_json("alias.yaml", doc));
     assert!(found.is_empty(), "{}", found.join("\n"));
 }
+
+/// A workflow of one state `a` (written as `body`) beside a terminal `z`, with `top` above.
+fn one_state(top: &str, body: &str) -> String {
+    format!("{top}start: a\nstates:\n  a:\n{body}  z: {{ type: terminal }}\n")
+}
+
+/// Values at the edges of what the loader takes are taken by the schema too: an editor shows
+/// no error on a document that runs.
+#[test]
+fn the_schema_takes_what_the_loader_takes_at_the_edges() {
+    let timer = |d: &str| {
+        one_state(
+            "parameters: { wait: { type: string, default: 1s } }\n",
+            &format!("    type: timer_task\n    duration: \"{d}\"\n    on: {{ fired: z }}\n"),
+        )
+    };
+    let mut docs: Vec<String> = [
+        "P7D",
+        "p1w2d",
+        "PT5M30S",
+        "PT0.5S",
+        "P1DT2H",
+        "1.5s",
+        "250ms",
+        "2w",
+        " 5m ",
+        "${params.wait}",
+    ]
+    .iter()
+    .map(|d| timer(d))
+    .collect();
+    docs.push(one_state(
+        "defaults: { taskTimeoutSeconds: 0.0005, gateTimeoutSeconds: 0.0005 }\n",
+        "    type: terminal\n",
+    ));
+    docs.push(one_state(
+        "bounds: { runTimeoutMs: 1500 }\n",
+        "    type: terminal\n    storeAs: outcome\n",
+    ));
+    docs.push(one_state(
+        "onFailure: { policy: Fallback_Step, fallback: z }\n",
+        "    type: terminal\n",
+    ));
+    for text in &docs {
+        load_workflow("edge.yaml", text, &LoadOptions::default())
+            .unwrap_or_else(|d| panic!("{d}\n{text}"));
+        let found = problems("workflow", &as_json("edge.yaml", text));
+        assert!(found.is_empty(), "{}\n{text}", found.join("\n"));
+    }
+}
+
+/// What the loader refuses for its value (not only its type) the schema refuses too, where a
+/// schema can say it: an editor marks it before `validate` does.
+#[test]
+fn the_schema_refuses_the_values_the_loader_refuses() {
+    let timer = |d: &str| {
+        one_state(
+            "",
+            &format!("    type: timer_task\n    duration: \"{d}\"\n    on: {{ fired: z }}\n"),
+        )
+    };
+    let mut docs: Vec<String> = ["7D", "1h30m", "P1M", "PT", "P1DT", "-5s", "P", "soon"]
+        .iter()
+        .map(|d| timer(d))
+        .collect();
+    let terminal = "    type: terminal\n";
+    docs.extend([
+        one_state("defaults: { taskTimeoutSeconds: 4000000000 }\n", terminal),
+        one_state("defaults: { gateTimeoutSeconds: 0 }\n", terminal),
+        one_state(
+            "bounds: { maxWallclockSeconds: 2, runTimeoutMs: 1500 }\n",
+            terminal,
+        ),
+        one_state("bounds: { maxWallclockSeconds: 4000000000 }\n", terminal),
+        one_state("onFailure: { policy: bogus }\n", terminal),
+        one_state(
+            "onFailure: { policy: pause_for_approval, timeoutSeconds: 0 }\n",
+            terminal,
+        ),
+        one_state("", "    type: terminal\n    storeAs: a.b\n"),
+        one_state("", "    type: agent_task\n    recipe: \"\"\n    on: { success: z }\n"),
+        one_state("", "    type: shell_task\n    run: \"  \"\n    on: { success: z }\n"),
+        one_state("", "    type: tool_task\n    tool: \"\"\n    on: { success: z }\n"),
+        one_state(
+            "",
+            "    type: workflow_task\n    workflow: \"\"\n    on: { success: z }\n",
+        ),
+        one_state("", "    type: condition_task\n    transitions: []\n"),
+        one_state(
+            "",
+            "    type: shell_task\n    run: x\n    timeoutSeconds: 4000000000\n    on: { success: z }\n",
+        ),
+        one_state(
+            "",
+            "    type: shell_task\n    run: x\n    retry: { maxAttempts: 2, on: [timeout], backoffSeconds: 4000000000 }\n    on: { success: z }\n",
+        ),
+    ]);
+    for text in &docs {
+        assert!(
+            load_workflow("bad.yaml", text, &LoadOptions::default()).is_err(),
+            "the loader accepts:\n{text}"
+        );
+        assert!(
+            !problems("workflow", &as_json("bad.yaml", text)).is_empty(),
+            "the schema accepts:\n{text}"
+        );
+    }
+    for text in [
+        "workflow: w\n",
+        "workflow: w\ncron: \"* * * * *\"\nat: \"2026-12-24T18:00:00+01:00\"\n",
+        "workflow: w\nat: \"2026-12-24T18:00:00+01:00\"\ntimezone: Europe/Berlin\n",
+        "workflow: \"\"\ncron: \"* * * * *\"\n",
+    ] {
+        assert!(
+            load_schedule("s.yaml", "s", text).is_err(),
+            "the loader accepts:\n{text}"
+        );
+        assert!(
+            !problems("scheduler", &as_json("s.yaml", text)).is_empty(),
+            "the schema accepts:\n{text}"
+        );
+    }
+    assert!(
+        !problems("event", &as_json("e.yaml", "workflow: w\nmethods: []\n")).is_empty(),
+        "an event takes at least one method"
+    );
+}
