@@ -99,6 +99,9 @@ impl EngineInner {
             let _ = driver.send(super::Event::Close);
         }
         drop(active);
+        // Callers waiting for a run's status are told the engine stopped, rather than left
+        // waiting for a change no driver here will make.
+        self.status_waiters.notify_all();
         self.store.closing();
     }
 }

@@ -123,7 +123,9 @@ impl Engine {
     }
 
     /// Waits until the run's status satisfies `pred`. It is woken by the run's own status
-    /// changes only, so any number of callers can each wait on their own run.
+    /// changes only, so any number of callers can each wait on their own run. Once the
+    /// engine is stopped ([`Engine::stop`]), a wait its run has not satisfied ends with
+    /// [`StoreError::Closed`].
     pub async fn wait_until(
         &self,
         run: RunId,
@@ -145,6 +147,10 @@ impl Engine {
                 if pred(view.status) {
                     return Ok(view);
                 }
+            }
+            // A stopped engine drives nothing more: waiting on would wait for ever.
+            if self.inner.closing.is_closed() {
+                return Err(RunError::Store(StoreError::Closed));
             }
             if shared {
                 let _ = tokio::time::timeout(SHARED_STORE_POLL, changed).await;
@@ -282,8 +288,9 @@ impl Engine {
     /// `TaskInterruptedRecord`): it runs again when the store is next opened, and a clean stop
     /// does not count against
     /// [`EngineBuilder::max_claim_attempts`](crate::EngineBuilder::max_claim_attempts) as a
-    /// crash does. Waits up to `wait` for the runs to leave memory. The engine must not be
-    /// used to drive runs afterwards.
+    /// crash does. Waits up to `wait` for the runs to leave memory. The engine drives no run
+    /// afterwards: a start is refused and a wait for a run's status ends, both with
+    /// [`StoreError::Closed`]; the next engine on the store carries the runs on.
     pub async fn stop(&self, wait: std::time::Duration) {
         self.inner.stop();
         let deadline = tokio::time::Instant::now() + wait;

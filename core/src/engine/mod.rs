@@ -491,6 +491,10 @@ impl EngineInner {
     }
 
     pub(crate) async fn start(self: &Arc<Self>, req: StartRequest) -> Result<RunId, StartError> {
+        // A stopped engine would journal the start and never drive the run.
+        if self.closing.is_closed() {
+            return Err(StartError::Store(StoreError::Closed));
+        }
         let chosen_id = req.run_id;
         // A start that names its version (a typed start) finds only a run of that version.
         let version = req.version.clone();

@@ -47,6 +47,15 @@ impl StatusWaiters {
     }
 
     /// The runs being waited on.
+    /// Wakes every waiter, on every run: the engine is stopping, and their runs will not
+    /// change here any more.
+    pub(crate) fn notify_all(&self) {
+        let all: Vec<Arc<Notify>> = self.lock().values().map(|(n, _)| n.clone()).collect();
+        for n in all {
+            n.notify_waiters();
+        }
+    }
+
     #[cfg(test)]
     fn len(&self) -> usize {
         self.lock().len()

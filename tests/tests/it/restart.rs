@@ -759,3 +759,45 @@ fn an_attempt_stopped_while_it_waits_for_admission_is_not_counted_as_an_executio
     assert!(at(&|r| matches!(r, Record::TaskQueued { .. })).unwrap() < admitted);
     assert!(admitted < at(&|r| matches!(r, Record::TaskResult { .. })).unwrap());
 }
+
+/// After `Engine::stop` the engine drives nothing: a start is refused rather than journaled
+/// for a run nobody would drive, and a caller waiting on a run's result is told the engine
+/// stopped rather than left waiting. The next engine on the file finds the waiting run as it
+/// was, and no run of the refused start.
+#[test]
+fn a_stopped_engine_refuses_starts_and_ends_the_waits_on_its_runs() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = dir.path().join("journal.redb");
+    let run = incarnation(&db, async |engine: Engine| {
+        let run = engine
+            .start(approval_echo, "kept".to_string())
+            .await
+            .unwrap();
+        let id = run.id();
+        let settled = engine.wait_settled(id).await.unwrap();
+        assert_eq!(settled.status, RunStatus::Waiting);
+        let waiting = tokio::spawn(async move { run.result().await });
+        tokio::task::yield_now().await;
+        engine.stop(Duration::from_secs(5)).await;
+        let ended = tokio::time::timeout(Duration::from_secs(30), waiting)
+            .await
+            .expect("the wait ends once the engine stopped")
+            .unwrap();
+        let e = ended.expect_err("a stopped engine gives no result");
+        assert!(e.to_string().contains("[MAG-ST003]"), "{e}");
+        let e = engine
+            .start(approval_echo, "refused".to_string())
+            .await
+            .expect_err("a stopped engine starts nothing");
+        assert!(e.to_string().contains("[MAG-ST003]"), "{e}");
+        let e = engine.wait(id).await.expect_err("nor waits on a run");
+        assert!(e.to_string().contains("[MAG-ST003]"), "{e}");
+        id
+    });
+    incarnation(&db, async |engine: Engine| {
+        let runs = engine.list_runs(&RunFilter::default()).unwrap();
+        assert_eq!(runs.len(), 1, "the refused start left no run: {runs:?}");
+        let view = engine.wait_settled(run).await.unwrap();
+        assert_eq!(view.status, RunStatus::Waiting);
+    });
+}
