@@ -80,6 +80,25 @@ pub(crate) fn catch<R>(f: impl FnOnce() -> R) -> Result<R, Panic> {
     })
 }
 
+/// A future whose every poll runs under [`catch`]: a panic while it is polled ends it with
+/// the [`Panic`], its location included (a task's body).
+pub(crate) struct CatchFuture<F>(pub(crate) F);
+
+impl<F: std::future::Future + Unpin> std::future::Future for CatchFuture<F> {
+    type Output = Result<F::Output, Panic>;
+
+    fn poll(
+        mut self: std::pin::Pin<&mut Self>,
+        cx: &mut std::task::Context<'_>,
+    ) -> std::task::Poll<Self::Output> {
+        match catch(|| std::pin::Pin::new(&mut self.0).poll(cx)) {
+            Ok(std::task::Poll::Ready(out)) => std::task::Poll::Ready(Ok(out)),
+            Ok(std::task::Poll::Pending) => std::task::Poll::Pending,
+            Err(panic) => std::task::Poll::Ready(Err(panic)),
+        }
+    }
+}
+
 /// [`catch`] for a panic that the caller reports as an error of its own (a library that
 /// panics on a damaged file): it is not printed.
 pub(crate) fn catch_quietly<R>(f: impl FnOnce() -> R) -> Result<R, Panic> {
@@ -92,6 +111,19 @@ pub(crate) fn catch_quietly<R>(f: impl FnOnce() -> R) -> Result<R, Panic> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_panic_while_a_future_is_polled_is_caught_with_its_location() {
+        let fut = CatchFuture(Box::pin(async {
+            panic!("polled {}", 7);
+        }));
+        let p = futures::executor::block_on(fut)
+            .map(|()| ())
+            .expect_err("the panic ends the future");
+        assert_eq!(p.message, "polled 7");
+        let at = p.location.expect("the location is noted");
+        assert!(at.starts_with(&format!("{}:", file!())), "{at}");
+    }
 
     #[test]
     fn a_panic_is_caught_with_its_message_and_location() {

@@ -159,6 +159,37 @@ async fn exhausted_retries_fail_the_run_with_the_task_error() {
     assert!(view.reason.unwrap().contains("nope"));
 }
 
+/// A task that panics fails its attempt with the panic's message and where in the code it
+/// happened, as a workflow's panic is reported.
+#[tokio::test]
+async fn a_panicking_task_is_reported_with_the_place_of_its_panic() {
+    let panics = TaskRegistration::new(
+        "panics",
+        TaskOptions::default().retry(RetryPolicy::fixed(1, Duration::ZERO)),
+        |_, _| async { panic!("the task went boom") },
+    );
+    let line = line!() - 2;
+    let wf = WorkflowRegistration::new("panicky", "", |ctx, _| async move {
+        Ok(ctx.task("panics", Value::Null).await?)
+    });
+    let engine = engine_with(Arc::new(MemoryStore::new()), |b| {
+        b.workflow(wf).task(panics)
+    })
+    .await;
+    let run = engine
+        .start(StartRequest::code("panicky", Value::Null))
+        .await
+        .unwrap();
+    let view = engine.wait(run).await.unwrap();
+    assert_eq!(view.status, RunStatus::Failed);
+    let reason = view.reason.unwrap();
+    assert!(
+        reason.contains(&format!("task panicked at {}:{line}:", file!()))
+            && reason.contains("the task went boom"),
+        "{reason}"
+    );
+}
+
 #[tokio::test]
 async fn a_per_attempt_timeout_fails_the_attempt_with_kind_timeout() {
     let slow = TaskRegistration::new(

@@ -3,7 +3,6 @@
 use std::future::Future;
 use std::pin::Pin;
 
-use futures::FutureExt;
 use serde_json::Value;
 
 use super::Driver;
@@ -116,7 +115,7 @@ impl Driver {
                     "[MAG-TK001] unknown task `{task_name}`: register it with EngineBuilder::task"
                 ))),
                 Some(run_body) => {
-                    let body = std::panic::AssertUnwindSafe(run_body(input, tctx)).catch_unwind();
+                    let body = crate::panic::CatchFuture(run_body(input, tctx));
                     let outcome = match timeout {
                         Some(t) => match tokio::time::timeout(t, body).await {
                             Ok(r) => r,
@@ -129,8 +128,14 @@ impl Driver {
                         None => body.await,
                     };
                     outcome.unwrap_or_else(|panic| {
-                        let msg = crate::panic::message(panic.as_ref());
-                        Err(TaskError::retryable(format!("task panicked: {msg}")))
+                        let at = panic
+                            .location
+                            .map(|l| format!(" at {l}"))
+                            .unwrap_or_default();
+                        Err(TaskError::retryable(format!(
+                            "task panicked{at}: {}",
+                            panic.message
+                        )))
                     })
                 }
             };
