@@ -146,6 +146,13 @@ impl EngineBuilder {
         self.map(|b| b.max_active_runs_per_tenant(Some(runs)))
     }
 
+    /// The most journal bytes one tenant's runs in memory may hold at once (default: no
+    /// bound): a start that would take the tenant past it is refused with `[MAG-EN008]` (see
+    /// [`core::EngineBuilder::max_resident_bytes_per_tenant`]).
+    pub fn max_resident_bytes_per_tenant(self, bytes: u64) -> Self {
+        self.map(|b| b.max_resident_bytes_per_tenant(Some(bytes)))
+    }
+
     /// The most bytes one run's journal may hold (default 256 MiB): a run whose journal grows
     /// past it ends `FAILED` with `[MAG-BD001] bounds exhausted: …` (see
     /// [`core::EngineBuilder::max_journal_bytes_per_run`]).
@@ -385,7 +392,9 @@ impl Engine {
     /// steps are journaled as interrupted and run again when the store is next opened,
     /// without the stop counting against
     /// [`EngineBuilder::max_claim_attempts`](crate::EngineBuilder) as a crash does. Waits up
-    /// to `wait` for the runs to leave memory; see [`core::Engine::stop`].
+    /// to `wait` for the runs to leave memory. Afterwards a start is refused and a wait (a
+    /// [`RunHandle::result`](crate::RunHandle::result) too) ends with `[MAG-ST003]`; see
+    /// [`core::Engine::stop`].
     pub async fn stop(&self, wait: std::time::Duration) {
         self.inner.stop(wait).await;
     }

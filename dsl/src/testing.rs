@@ -17,6 +17,10 @@
 //! A change that would block such a run fails the test with the non-determinism report —
 //! the journal's step and the code's side by side — instead of blocking the run in production.
 //! Nothing runs: no task executes, no child starts, nothing is written.
+//!
+//! A journal can also be written by hand, record by record, with
+//! `magrathea::core::testing::JournalBuilder`: enable this crate's `test-util` feature in
+//! your `[dev-dependencies]` for it.
 
 use std::path::{Path, PathBuf};
 
