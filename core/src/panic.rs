@@ -117,9 +117,7 @@ mod tests {
         let fut = CatchFuture(Box::pin(async {
             panic!("polled {}", 7);
         }));
-        let p = futures::executor::block_on(fut)
-            .map(|()| ())
-            .expect_err("the panic ends the future");
+        let p = futures::executor::block_on(fut).expect_err("the panic ends the future");
         assert_eq!(p.message, "polled 7");
         let at = p.location.expect("the location is noted");
         assert!(at.starts_with(&format!("{}:", file!())), "{at}");

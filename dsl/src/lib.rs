@@ -58,10 +58,11 @@ pub use gate::{Approval, Criticality, Decision, Feedback, Gate, NoDecision};
 pub use handle::{HandleError, ResultError, RunHandle, SignalError};
 pub use magrathea_core::{
     AnswerAck, AnswerOutcome, AppData, CancelAck, ChildOutcome, ChildRequest, ControlAck,
-    DeliverError, Durability, Entry, GateAnswer, GateKind, GateOutcome, GateSpec, InboxFilter,
-    InboxItem, InboxPage, InboxPageError, InboxPageRequest, InboxStatus, OpenError, Record,
-    RetryPolicy, RunError, RunFilter, RunId, RunStatus, RunSummary, RunView, StartError,
-    StepFuture, TaskContext, TaskError, TaskOptions, WorkflowError,
+    DeliverError, Divergence, Durability, Entry, GateAnswer, GateKind, GateOutcome, GateSpec,
+    InboxFilter, InboxItem, InboxPage, InboxPageError, InboxPageRequest, InboxStatus,
+    NonDeterminism, OpenError, Record, ReplayError, RetryPolicy, RunError, RunFilter, RunId,
+    RunStatus, RunSummary, RunView, StartError, StepFuture, TaskContext, TaskError, TaskOptions,
+    WorkflowError,
 };
 pub use magrathea_macros::{task, workflow};
 pub use traits::{Journaled, Task, Workflow};

@@ -58,7 +58,8 @@ pub enum ReplayFileError {
     Diverged {
         /// The file.
         path: PathBuf,
-        /// The non-determinism report (or other reason).
+        /// The reason; for code that asks for other steps than the journal holds, the typed
+        /// non-determinism report too ([`ReplayError::nondeterminism`]).
         #[source]
         source: ReplayError,
     },

@@ -335,8 +335,8 @@ impl Engine {
             ..
         }) = entries.first()
         else {
-            return Err(ReplayError(
-                "[MAG-RC001] the journal does not begin with its StartRecord".into(),
+            return Err(ReplayError::other(
+                "[MAG-RC001] the journal does not begin with its StartRecord",
             ));
         };
         let summary = RunSummary {
@@ -351,7 +351,7 @@ impl Engine {
         };
         match driver::check(self.inner.clone(), entries, summary) {
             None => Ok(()),
-            Some(reason) => Err(ReplayError(reason)),
+            Some(e) => Err(e),
         }
     }
 

@@ -123,10 +123,36 @@ pub enum InboxFilter {
 }
 
 /// Why a journal does not replay against the current code: the reason the run would block,
-/// with its `[MAG-…]` code.
+/// with its `[MAG-…]` code, and the typed report when the code asks for other steps than the
+/// journal holds.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-#[error("{0}")]
-pub struct ReplayError(pub String);
+#[error("{message}")]
+#[non_exhaustive]
+pub struct ReplayError {
+    /// The reason, as a blocked run's status shows it (`[MAG-ND001] …`, `[MAG-WF001] …`).
+    pub message: String,
+    /// The code and the journal part at a step (`[MAG-ND001]`, `[MAG-ND002]`, `[MAG-ND005]`):
+    /// the step, and both sides of it. `None` for other reasons (a panic, a workflow that is
+    /// not registered, a journal that cannot be read).
+    pub nondeterminism: Option<Box<crate::replay::NonDeterminism>>,
+}
+
+impl ReplayError {
+    /// A reason without a non-determinism report.
+    pub(crate) fn other(message: impl Into<String>) -> Self {
+        Self {
+            message: message.into(),
+            nondeterminism: None,
+        }
+    }
+
+    /// The reason's stable code (`MAG-ND001`, `MAG-WF001`, …), when it carries one.
+    pub fn code(&self) -> Option<&str> {
+        let rest = self.message.strip_prefix('[')?;
+        let end = rest.find(']')?;
+        Some(&rest[..end])
+    }
+}
 
 /// Whether a gate answer was applied.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

@@ -73,6 +73,20 @@ async fn code_that_no_longer_matches_fails_with_the_report() {
         text.contains("book_courier") && text.contains("reserve"),
         "{text}"
     );
+    // The same report, typed: a test can match on the step and both sides.
+    assert_eq!(source.code(), Some("MAG-ND001"));
+    let nd = source
+        .nondeterminism
+        .as_ref()
+        .expect("a divergence carries its report");
+    assert_eq!(nd.code(), "MAG-ND001");
+    match &nd.divergence {
+        magrathea::Divergence::Mismatch { journal, code, .. } => {
+            assert_eq!(journal.name, "book_courier");
+            assert_eq!(code.name, "reserve");
+        }
+        other => panic!("expected a mismatch, got {other:?}"),
+    }
 
     let missing = replay_file(&engine, journal("nope.jsonl")).expect_err("no such file");
     assert!(missing.to_string().starts_with("[MAG-RP001]"), "{missing}");

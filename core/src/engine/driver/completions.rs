@@ -34,7 +34,7 @@ impl Driver {
                 if let Some(Err(e)) = self.replay.as_ref().and_then(|c| c.result.as_ref()) {
                     reason.push_str(&format!(" (the code ended before this step: {e})"));
                 }
-                self.block(reason)
+                self.block_diverged(reason, nd)
             }
         }
         resolved.clear();

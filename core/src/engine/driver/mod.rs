@@ -85,7 +85,7 @@ pub(crate) fn check(
     engine: Arc<EngineInner>,
     entries: Vec<Entry>,
     summary: crate::store::RunSummary,
-) -> Option<String> {
+) -> Option<super::ReplayError> {
     let (_tx, rx) = mpsc::unbounded_channel();
     let mut driver = Driver::new(engine, summary.run_id, rx);
     driver.check(entries, summary)
@@ -225,6 +225,8 @@ struct Driver {
     dropped_buf: Vec<Step>,
     /// Replaying to check the code against a journal, ended runs included; nothing is acted on.
     checking: bool,
+    /// While checking: the report of the step where the code parted from the journal.
+    diverged: Option<crate::replay::NonDeterminism>,
     /// The run's place in its tree of runs (its nesting depth and root), once known.
     place: Option<Place>,
     /// The most bytes the run's journal may hold ([`Driver::journal_limit`], set when the run
@@ -274,6 +276,7 @@ impl Driver {
             replayed_buf: Vec::new(),
             dropped_buf: Vec::new(),
             checking: false,
+            diverged: None,
             place: None,
             journal_cap: u64::MAX,
             held: Held::default(),
@@ -557,7 +560,7 @@ impl Driver {
             self.command_buf = commands;
             journaled.clear();
             self.journaled_buf = journaled;
-            self.block(nd.to_string());
+            self.block_diverged(nd.to_string(), nd);
             return;
         }
         let mut journaled_of = journaled.drain(..);
@@ -584,7 +587,7 @@ impl Driver {
                         Some((journal, i)) => {
                             if let Err(nd) = self.state.request_replayed(c, &journal[i].record) {
                                 let nd = self.with_journaled_input(nd, journal[i].seq);
-                                self.block(nd.to_string());
+                                self.block_diverged(nd.to_string(), nd);
                             }
                         }
                         None => cursor.deferred.push(c),
@@ -625,6 +628,15 @@ impl Driver {
         let seq = self.outbox.next_seq;
         self.apply(seq, &record);
         self.outbox.append(record);
+    }
+
+    /// [`Driver::block`] for code that no longer matches the journal: a replay check
+    /// ([`Engine::check_replay`](crate::Engine::check_replay)) reports `nd` typed.
+    fn block_diverged(&mut self, reason: String, nd: crate::replay::NonDeterminism) {
+        if self.checking {
+            self.diverged = Some(nd);
+        }
+        self.block(reason);
     }
 
     fn block(&mut self, reason: String) {

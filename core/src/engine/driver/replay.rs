@@ -196,17 +196,25 @@ impl Driver {
 
     /// Replays `entries` against the registered code without acting or writing: returns why
     /// the run would block (non-determinism, a panic, a missing workflow), if it would.
-    pub(crate) fn check(&mut self, entries: Vec<Entry>, summary: RunSummary) -> Option<String> {
+    pub(crate) fn check(
+        &mut self,
+        entries: Vec<Entry>,
+        summary: RunSummary,
+    ) -> Option<crate::engine::ReplayError> {
         self.checking = true;
         if !self.replay(entries, summary) {
-            return Some(format!(
+            return Some(crate::engine::ReplayError::other(format!(
                 "[MAG-EN005] run {} cannot be replayed here: this engine has no front end for \
                  it; register its workflow (or interpreter) on the engine's builder",
                 self.run_id
-            ));
+            )));
         }
         self.attempts.abort_all();
-        self.blocked.take()
+        let message = self.blocked.take()?;
+        Some(crate::engine::ReplayError {
+            message,
+            nondeterminism: self.diverged.take().map(Box::new),
+        })
     }
 
     /// Re-runs the code against the journal: each record is applied in journal order and the
