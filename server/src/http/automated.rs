@@ -71,7 +71,8 @@ pub(crate) fn check_automated(
     if let Some(run) = unfinished_run(state, scope)? {
         return Err(ApiError::forbidden(format!(
             "changing {what} needs the scopes `workflow.write` and `workflow.run` while runs of \
-             the project are unfinished (e.g. {run}): their next steps run its documents as they \
+             the project are unfinished (e.g. {run}): each keeps its own workflow's definition, \
+             but their next steps read the project's scripts, recipes and sub-workflows as they \
              are then; write a draft under _vance/{}/ instead, or wait until they end",
             magrathea_yaml::runtime::DRAFTS_DIR
         )));
