@@ -466,15 +466,17 @@ fn version_label(dto: &magrathea_server::http::runs::RunDto) -> String {
     let Some(hash) = &dto.definition_hash else {
         return if version.is_empty() { "-" } else { version }.to_owned();
     };
-    // The version's text and the content hash it ran, as `runs show` names them.
+    // The version's text and the content hash it ran, as `runs show` names them. A draft's
+    // version already ends with `+draft` (a draft without `version:` has only that).
     let short = hash.get(..12).unwrap_or(hash);
-    match (
-        version.is_empty(),
-        dto.draft && !version.ends_with("+draft"),
-    ) {
+    let (text, draft) = match version.strip_suffix("+draft") {
+        Some(text) => (text, true),
+        None => (version, dto.draft),
+    };
+    match (text.is_empty(), draft) {
         (true, false) => short.to_owned(),
         (true, true) => format!("{short}+draft"),
-        (false, false) => format!("{version} {short}"),
-        (false, true) => format!("{version}+draft {short}"),
+        (false, false) => format!("{text} {short}"),
+        (false, true) => format!("{text}+draft {short}"),
     }
 }

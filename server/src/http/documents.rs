@@ -61,7 +61,7 @@ use super::state::AppState;
 
 /// The workflow name the server's routes cannot reach: `…/workflows/runs/…` list and act on
 /// runs.
-pub(crate) const RESERVED_WORKFLOW_NAME: &str = "runs";
+pub(crate) use crate::versions::RESERVED_WORKFLOW_NAME;
 
 /// `{tenant}`, `{project}` and the document path.
 #[derive(Debug, Deserialize)]
@@ -241,22 +241,23 @@ pub(crate) async fn put(
     })?;
     let rel = parts.join("/");
     let mut warnings = Vec::new();
+    // A draft of that name could not be published: refused as the live document is.
+    if parts.len() == 2
+        && (parts[0] == "workflows" || parts[0] == magrathea_yaml::runtime::DRAFTS_DIR)
+        && parts[1].strip_suffix(".yaml") == Some(RESERVED_WORKFLOW_NAME)
+    {
+        let refused = crate::versions::VersionError::ReservedName(RESERVED_WORKFLOW_NAME.into());
+        return Err(ApiError::new(
+            StatusCode::UNPROCESSABLE_ENTITY,
+            "MAG-HTTP-RESERVED-NAME",
+            refused.to_string(),
+        ));
+    }
     if parts.len() == 2 && parts[0] == "workflows" && parts[1].ends_with(".yaml") {
         let label = format!("{}/{}/_vance/{rel}", scope.tenant, scope.project);
         // The document may start itself; it exists once this write succeeds. The workflows
         // it starts are looked up with its errors too (one pass to fix all).
         let own = parts[1].trim_end_matches(".yaml");
-        if own == RESERVED_WORKFLOW_NAME {
-            return Err(ApiError::new(
-                StatusCode::UNPROCESSABLE_ENTITY,
-                "MAG-HTTP-RESERVED-NAME",
-                format!(
-                    "a workflow cannot be named `{own}`: …/workflows/{own}/… are the routes of \
-                     runs, so its start, graph, versions and triggers could not be reached; \
-                     name the document otherwise"
-                ),
-            ));
-        }
         // Checked off the runtime's threads: a large document takes a while to compile, and
         // other requests (other tenants') must not wait behind it.
         let (checking, in_scope, own, document) =
@@ -392,7 +393,10 @@ pub(crate) async fn put(
     // Through no link at all, inside the project too: the scopes a write takes are decided by
     // the path as written (a trigger document needs `workflow.run`), and a link such as
     // `_vance/notes -> events` would put the document where the path does not say.
+    let draft = parts[0] == magrathea_yaml::runtime::DRAFTS_DIR;
     tokio::task::spawn_blocking(move || {
+        // Not while a publish of this process moves the drafts (see `versions::hold_changes`).
+        let _held = draft.then(crate::versions::hold_changes);
         magrathea_exec::beneath::write_atomically_no_links(&base, &inside, &bytes)
     })
     .await

@@ -28,6 +28,11 @@ fn api_error(e: VersionError) -> ApiError {
         VersionError::InvalidName(_) => {
             ApiError::bad_request("MAG-HTTP-INVALID-NAME", e.to_string())
         }
+        VersionError::ReservedName(_) => ApiError::new(
+            StatusCode::UNPROCESSABLE_ENTITY,
+            "MAG-HTTP-RESERVED-NAME",
+            e.to_string(),
+        ),
         VersionError::NoDraft(_) => {
             ApiError::new(StatusCode::NOT_FOUND, "MAG-VR002", e.to_string())
         }

@@ -23,8 +23,19 @@ use std::time::SystemTime;
 use magrathea_yaml::runtime::{DRAFTS_DIR, HISTORY_DIR, check_name};
 use magrathea_yaml::{DocumentSource, Scope};
 
-/// Publishes and archive changes of this process, one at a time (they move files).
+/// Publishes and archive changes of this process, one at a time (they move files), and the
+/// documents API's writes of drafts, which a publish must not lose.
 static CHANGES: Mutex<()> = Mutex::new(());
+
+/// Holds off publishes and archive changes of this process while the caller writes a draft:
+/// a draft written during a publish is either published or left as the draft, never removed
+/// unpublished.
+pub(crate) fn hold_changes() -> std::sync::MutexGuard<'static, ()> {
+    CHANGES.lock().unwrap_or_else(|e| e.into_inner())
+}
+
+/// The one workflow name a project may not use: `…/workflows/runs/…` are the routes of runs.
+pub(crate) const RESERVED_WORKFLOW_NAME: &str = "runs";
 
 mod archive;
 mod draft_triggers;
@@ -42,6 +53,14 @@ pub enum VersionError {
     /// The name is not a plain document name.
     #[error("[MAG-DOC002] invalid workflow name '{0}': use letters, digits, '.', '_' and '-'")]
     InvalidName(String),
+    /// The name is the one the run routes take (`runs`): the workflow's own routes could not
+    /// be reached.
+    #[error(
+        "[MAG-HTTP-RESERVED-NAME] a workflow cannot be named `{0}`: …/workflows/{0}/… are the \
+         routes of runs, so its start, graph, versions and triggers could not be reached; name \
+         the document otherwise"
+    )]
+    ReservedName(String),
     /// Publishing found no draft.
     #[error("[MAG-VR002] workflow '{0}' has no draft: looked for _vance/{DRAFTS_DIR}/{0}.yaml")]
     NoDraft(String),

@@ -58,6 +58,9 @@ pub fn publish(
     may_add_triggers: bool,
 ) -> Result<Published, VersionError> {
     checked(name)?;
+    if name == super::RESERVED_WORKFLOW_NAME {
+        return Err(VersionError::ReservedName(name.to_string()));
+    }
     let _one = CHANGES.lock().unwrap_or_else(|e| e.into_inner());
     let draft_path = docs.draft_path(scope, name);
     let draft = read_optional(docs, &draft_path)
@@ -199,7 +202,7 @@ pub fn publish(
         remove_dir_all_in_project(docs, scope, &draft_triggers_dir(docs, scope, name))
             .map_err(|e| io(name, "removing the draft's triggers", e))?;
     }
-    remove_in_project(docs, scope, &draft_path).map_err(|e| io(name, "removing the draft", e))?;
+    remove_draft_if_published(docs, scope, name, &draft)?;
     Ok(Published {
         name: name.to_string(),
         version: sha256_hex(&draft),
@@ -208,6 +211,22 @@ pub fn publish(
         trigger_texts: triggers.into_iter().map(|t| t.text).collect(),
         removed_triggers: stale,
     })
+}
+
+/// Removes the draft of `name` if it still holds `published`: a draft saved since it was
+/// read (by an editor, another process) is the next draft, not this one, and stays.
+fn remove_draft_if_published(
+    docs: &DocumentSource,
+    scope: &Scope,
+    name: &str,
+    published: &str,
+) -> Result<(), VersionError> {
+    let path = docs.draft_path(scope, name);
+    let now = read_optional(docs, &path).map_err(|e| io(name, "reading the draft again", e))?;
+    if now.as_deref() == Some(published) {
+        remove_in_project(docs, scope, &path).map_err(|e| io(name, "removing the draft", e))?;
+    }
+    Ok(())
 }
 
 /// The hash of the text the history received last, if any (listed inside the project only).
@@ -237,6 +256,21 @@ mod tests {
     use super::*;
     use crate::versions::tests::{VALID, project};
     use crate::versions::versions;
+
+    #[test]
+    fn a_draft_saved_since_it_was_read_is_kept_and_the_published_one_goes() {
+        let (_d, docs, scope) = project();
+        let path = docs.draft_path(&scope, "w");
+        let newer = format!("{VALID}# the next edit\n");
+        std::fs::write(&path, &newer).unwrap();
+        remove_draft_if_published(&docs, &scope, "w", VALID).unwrap();
+        assert_eq!(std::fs::read_to_string(&path).unwrap(), newer, "kept");
+        std::fs::write(&path, VALID).unwrap();
+        remove_draft_if_published(&docs, &scope, "w", VALID).unwrap();
+        assert!(!path.exists(), "the published draft goes");
+        // Gone already (removed by hand): nothing to do.
+        remove_draft_if_published(&docs, &scope, "w", VALID).unwrap();
+    }
 
     #[test]
     fn a_publish_is_answered_in_the_api_s_camel_case() {

@@ -55,6 +55,16 @@ fn run_starts_the_draft_only_with_draft_and_runs_show_its_version() {
         "the version's text and the hash it ran: {table}"
     );
     assert!(table.contains(&sha(LIVE)[..12]), "{table}");
+    // A draft without `version:` is named by its hash, marked as a draft.
+    p.workflow("bare", LIVE);
+    let bare = "start: done\nstates:\n  done: { type: terminal, result: bare }\n";
+    draft(&p, "bare", bare);
+    assert_eq!(code(&p.cli(&["run", "bare", "--draft"])), 0);
+    let table = stdout(&p.cli(&["runs", "list"]));
+    assert!(
+        table.contains(&format!("{}+draft", &sha(bare)[..12])),
+        "the draft's hash, then +draft: {table}"
+    );
     let id = drafted["workflowRunId"].as_str().unwrap();
     let show = p.cli(&["runs", "show", id]);
     assert!(
@@ -219,4 +229,20 @@ fn a_schedule_of_an_archived_workflow_is_listed_not_active() {
     );
     assert_eq!(code(&p.cli(&["unarchive", "live"])), 0);
     assert_eq!(listed(&p)["active"], true);
+}
+
+/// A draft named `runs`, written beside the API, is not published: a workflow of that name
+/// could not be reached over HTTP (`…/workflows/runs/…` are the routes of runs).
+#[test]
+fn a_draft_named_runs_is_not_published() {
+    let p = Project::new();
+    draft(&p, "runs", LIVE);
+    let out = p.cli(&["publish", "runs"]);
+    assert_eq!(code(&out), 2, "{}", stderr(&out));
+    assert!(
+        stderr(&out).contains("[MAG-HTTP-RESERVED-NAME]"),
+        "{}",
+        stderr(&out)
+    );
+    assert!(!p.dir.join("_vance/workflows/runs.yaml").exists());
 }

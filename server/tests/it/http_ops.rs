@@ -529,6 +529,24 @@ async fn a_workflow_named_runs_is_refused_when_written() {
         .await
         .unwrap();
     assert_eq!(r.status(), 201);
+    // Nor may it come in as a draft, to be published.
+    let r = s
+        .client
+        .put(s.url("/brain/acme/project/shop/documents/workflow-drafts/runs.yaml"))
+        .bearer_auth(ACME)
+        .body("start: done\nstates:\n  done: { type: terminal }\n")
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(r.status(), 422);
+    let body: Value = r.json().await.unwrap();
+    assert_eq!(body["error"]["code"], "MAG-HTTP-RESERVED-NAME", "{body}");
+    assert!(
+        !s.root
+            .join("acme/shop/_vance/workflow-drafts/runs.yaml")
+            .exists(),
+        "nothing was written"
+    );
 }
 
 #[tokio::test]

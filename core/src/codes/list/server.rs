@@ -306,7 +306,7 @@ pub(super) const CODES: &[ErrorCode] = &[
     },
     ErrorCode {
         code: "MAG-HTTP-RESERVED-NAME",
-        meaning: "A workflow document written through the documents API is named `runs`: `…/workflows/runs/…` are the routes of runs, so its own routes could not be reached.",
+        meaning: "A workflow document or draft written through the documents API, or a draft published, is named `runs`: `…/workflows/runs/…` are the routes of runs, so its own routes could not be reached.",
         remedy: "Name the workflow otherwise (`_vance/workflows/<another name>.yaml`).",
     },
     ErrorCode {
@@ -342,7 +342,7 @@ pub(super) const CODES: &[ErrorCode] = &[
     ErrorCode {
         code: "MAG-HTTP-INVALID-NAME",
         meaning: "A workflow or document name is not a plain file name.",
-        remedy: "Use letters, digits, `-` and `_` only.",
+        remedy: "Use ASCII letters, digits, `.`, `_` and `-` only, at most 250 bytes, not starting with `.` and without `..`.",
     },
     ErrorCode {
         code: "MAG-HTTP-INVALID-PARAMS",
