@@ -13,7 +13,11 @@
 //! | `magrathea_journal_commit_seconds_total` | counter | (divide by commits for the mean latency) |
 //! | `magrathea_journal_commit_records` | histogram | records per commit (the group-commit batch size) |
 //! | `magrathea_journal_commit_duration_seconds` | histogram | one commit, fsync included |
-//! | `magrathea_step_duration_seconds` | histogram | `task` — a task attempt, from its `TaskStartedRecord` to its `TaskResultRecord` |
+//! | `magrathea_step_duration_seconds` | histogram | `task` — a task attempt, from its `TaskStartedRecord` (or, when it waited for its lane, its `TaskAdmittedRecord`) to its `TaskResultRecord` |
+//!
+//! The run counters are exposed from the start, at 0 for each trigger and terminal status, and
+//! the step histogram for each YAML task type, so that a scrape right after a start (or an
+//! alert on an absent series) sees them.
 //!
 //! No label takes a value a request controls: a path that matches no route counts as
 //! `unmatched`, whatever it is, and a method outside the standard ones as `other`, so a
@@ -35,6 +39,11 @@ use prometheus::{
 use tokio::sync::broadcast::error::RecvError;
 
 use super::state::AppState;
+
+/// Every `trigger` label of `magrathea_runs_started_total`.
+const TRIGGERS: [&str; 10] = [
+    "rest", "ws", "event", "webhook", "schedule", "hook", "rerun", "retry", "cli", "sub_run",
+];
 
 /// The server's metrics.
 #[derive(Debug)]
@@ -117,7 +126,7 @@ impl Metrics {
         let step_duration = HistogramVec::new(
             HistogramOpts::new(
                 "magrathea_step_duration_seconds",
-                "A task attempt, from its TaskStartedRecord to its TaskResultRecord",
+                "A task attempt, from its TaskStartedRecord (or TaskAdmittedRecord, after a wait for its lane) to its TaskResultRecord",
             ),
             &["task"],
         )?;
@@ -132,6 +141,15 @@ impl Metrics {
         registry.register(Box::new(journal_batches.clone()))?;
         registry.register(Box::new(journal_records.clone()))?;
         registry.register(Box::new(journal_commit_seconds.clone()))?;
+        for trigger in TRIGGERS {
+            runs_started.with_label_values(&[trigger]);
+        }
+        for status in [RunStatus::Done, RunStatus::Failed, RunStatus::Cancelled] {
+            runs_finished.with_label_values(&[status_label(status)]);
+        }
+        for (task, _) in magrathea_yaml::TaskType::ALL {
+            step_duration.with_label_values(&[task]);
+        }
         Ok(Self {
             registry,
             http_requests,
@@ -190,6 +208,14 @@ impl Metrics {
                                         (update.run_id, *step, *attempt),
                                         (e.at_ms, task.clone()),
                                     );
+                                }
+                                // An attempt that waited for its lane began when admitted.
+                                magrathea_core::Record::TaskAdmitted { step, attempt } => {
+                                    if let Some((began, _)) =
+                                        open.get_mut(&(update.run_id, *step, *attempt))
+                                    {
+                                        *began = e.at_ms;
+                                    }
                                 }
                                 magrathea_core::Record::TaskResult { step, attempt, .. } => {
                                     if let Some((started, task)) =

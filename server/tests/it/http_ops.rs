@@ -11,6 +11,17 @@ async fn health_and_metrics() {
     let s = Server::start().await;
     let h: Value = s.get_json("/healthz", None).await;
     assert_eq!(h, json!({"status": "ok"}));
+    // Before any run: the run and step series are there at 0, for a dashboard or an alert on
+    // an absent series.
+    let text = s.get_text("/metrics", None).await;
+    for needle in [
+        "magrathea_runs_started_total{trigger=\"rest\"} 0",
+        "magrathea_runs_started_total{trigger=\"schedule\"} 0",
+        "magrathea_runs_finished_total{status=\"FAILED\"} 0",
+        "magrathea_step_duration_seconds_count{task=\"shell_task\"} 0",
+    ] {
+        assert!(text.contains(needle), "missing {needle} in\n{text}");
+    }
     let run = s.start_run("shop", "hello", json!({})).await;
     s.wait_status("shop", &run, &["DONE"]).await;
     let text = s.get_text("/metrics", None).await;
