@@ -61,10 +61,10 @@ impl fmt::Display for StoreError {
             Self::Decode(e) => e.fmt(f),
             Self::Locked(path) => write!(
                 f,
-                "[MAG-ST002] the store at {path} is in use by another process, or by an \
-                 engine of this process that is still open (a handle of it is alive) or did not \
-                 close within 30 s; drop every handle of the first engine, or stop the other \
-                 process"
+                "[MAG-ST002] the store at {path} is in use: by another process (stop it, or \
+                 reach its runs through it), or by an engine of this process that a handle \
+                 keeps open (drop every handle of it; one without handles is closed for the \
+                 new engine, which waits up to 30 s for it to let the file go)"
             ),
             Self::Closed => f.write_str("[MAG-ST003] the journal writer has stopped"),
             Self::CorruptIndex(why) => write!(f, "[MAG-ST004] corrupt store: {why}"),

@@ -71,17 +71,21 @@ pub(crate) struct ServeArgs {
     #[arg(long)]
     insecure_no_auth: bool,
     /// Seconds a request's head (request line and headers) may take to arrive.
-    #[arg(long, value_name = "SECONDS", default_value_t = DEFAULT_HEADER_READ_TIMEOUT.as_secs())]
+    #[arg(long, value_name = "SECONDS", default_value_t = DEFAULT_HEADER_READ_TIMEOUT.as_secs(),
+          value_parser = clap::value_parser!(u64).range(1..))]
     header_read_timeout: u64,
     /// Seconds a request's body may take to arrive in full, from its head.
-    #[arg(long, value_name = "SECONDS", default_value_t = DEFAULT_BODY_READ_TIMEOUT.as_secs())]
+    #[arg(long, value_name = "SECONDS", default_value_t = DEFAULT_BODY_READ_TIMEOUT.as_secs(),
+          value_parser = clap::value_parser!(u64).range(1..))]
     body_read_timeout: u64,
     /// Seconds a keep-alive connection may wait, with no request in flight, for the next one.
-    #[arg(long, value_name = "SECONDS", default_value_t = DEFAULT_IDLE_TIMEOUT.as_secs())]
+    #[arg(long, value_name = "SECONDS", default_value_t = DEFAULT_IDLE_TIMEOUT.as_secs(),
+          value_parser = clap::value_parser!(u64).range(1..))]
     idle_timeout: u64,
     /// Seconds a write to a client may wait for the client to read it (a client that stops
     /// reading an answer is disconnected).
-    #[arg(long, value_name = "SECONDS", default_value_t = DEFAULT_SEND_TIMEOUT.as_secs())]
+    #[arg(long, value_name = "SECONDS", default_value_t = DEFAULT_SEND_TIMEOUT.as_secs(),
+          value_parser = clap::value_parser!(u64).range(1..))]
     send_timeout: u64,
     /// Connections served at once; more wait until one closes.
     #[arg(long, value_name = "N", default_value_t = DEFAULT_MAX_CONNECTIONS as u64,
@@ -94,7 +98,8 @@ pub(crate) struct ServeArgs {
     /// reclaim fails its running task, MAG-LS001), as the reference's maxClaimAttempts. A clean
     /// stop (SIGTERM, SIGHUP, Ctrl-C) hands the run over without counting, so it may run once
     /// more.
-    #[arg(long, value_name = "N", default_value_t = 3)]
+    #[arg(long, value_name = "N", default_value_t = 3,
+          value_parser = clap::value_parser!(u32).range(1..))]
     max_claim_attempts: u32,
     /// The most sub-runs one tree of runs may hold: every run started under a root run while
     /// the root is active, the root not counted. A sub-run beyond it is not started; its step fails (MAG-CH003).

@@ -146,3 +146,33 @@ fn serve_names_the_store_it_cannot_open() {
         "{said}"
     );
 }
+
+/// A timeout of 0 seconds, or no claim at all, is refused when `serve` parses its flags (exit
+/// 2), as a zero bound of connections is: a server taking it would leave requests unanswered.
+#[test]
+fn serve_refuses_zero_timeouts_and_claim_attempts() {
+    let p = Project::new();
+    p.workflow("hello", HELLO);
+    for flag in [
+        "--header-read-timeout",
+        "--body-read-timeout",
+        "--idle-timeout",
+        "--send-timeout",
+        "--max-claim-attempts",
+        "--max-connections",
+    ] {
+        let o = p.cli_within(
+            &[
+                "serve",
+                "--insecure-no-auth",
+                "--addr",
+                "127.0.0.1:0",
+                flag,
+                "0",
+            ],
+            std::time::Duration::from_secs(60),
+        );
+        assert_eq!(code(&o), 2, "{flag} 0: {}", stderr(&o));
+        assert!(stderr(&o).contains(flag), "{flag}: {}", stderr(&o));
+    }
+}
