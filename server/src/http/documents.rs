@@ -165,7 +165,13 @@ pub(crate) async fn get(
             Err(beneath_error(e, &rel, ApiError::internal))
         }
         Ok(bytes) => Ok((
-            [(header::CONTENT_TYPE, "application/yaml; charset=utf-8")],
+            [
+                (
+                    header::CONTENT_TYPE,
+                    axum::http::HeaderValue::from_static("application/yaml; charset=utf-8"),
+                ),
+                super::doc_etag::etag_header(&bytes),
+            ],
             bytes,
         )
             .into_response()),
@@ -199,6 +205,7 @@ pub(crate) async fn put(
     let who = state.authorize(&headers, &p.tenant, ApiScope::Write)?;
     let scope = state.scope(&p.tenant, &p.project)?;
     let parts = document_segments(&p.path)?;
+    let preconditions = super::doc_etag::Preconditions::of(&headers)?;
     if parts == ["settings.yaml"] && !who.has(ApiScope::Run) {
         // The project's settings hold event tokens and workspace paths: changing them is a
         // way to run workflows, so it takes the right to run them.
@@ -383,6 +390,12 @@ pub(crate) async fn put(
     })
     .await
     .map_err(ApiError::internal)??;
+    // Checked in the tenant's turn, which every write of its documents takes: nothing this
+    // server writes comes between the check and the write.
+    if preconditions.any() {
+        let current = current_bytes(&state, &scope, &parts, &file).await?;
+        preconditions.check(&project_rel(&parts), current.as_deref())?;
+    }
     let created = !file.exists();
     // Written beneath the project: no directory a step swaps for a link meanwhile leads the
     // write out of it.
@@ -390,6 +403,7 @@ pub(crate) async fn put(
     let base = project_base(&state.docs().project_dir(&scope), &rel)?;
     let inside = in_project(&state.docs().project_dir(&scope), &file, &rel)?.to_path_buf();
     let bytes = text.as_bytes().to_vec();
+    let written_tag = super::doc_etag::etag_header(&bytes);
     // Through no link at all, inside the project too: the scopes a write takes are decided by
     // the path as written (a trigger document needs `workflow.run`), and a link such as
     // `_vance/notes -> events` would put the document where the path does not say.
@@ -435,7 +449,12 @@ pub(crate) async fn put(
     } else {
         StatusCode::OK
     };
-    Ok((status, Json(json!({ "path": rel, "warnings": warnings }))).into_response())
+    Ok((
+        status,
+        [written_tag],
+        Json(json!({ "path": rel, "warnings": warnings })),
+    )
+        .into_response())
 }
 
 /// `DELETE …/documents/{*path}` → 204 once the document is gone; 404 when there is none.
@@ -453,6 +472,7 @@ pub(crate) async fn delete(
     let who = state.authorize(&headers, &p.tenant, ApiScope::Write)?;
     let scope = state.scope(&p.tenant, &p.project)?;
     let parts = document_segments(&p.path)?;
+    let preconditions = super::doc_etag::Preconditions::of(&headers)?;
     let trigger_doc = is_trigger_document(&parts);
     if (trigger_doc || parts == ["settings.yaml"]) && !who.has(ApiScope::Run) {
         return Err(ApiError::forbidden(format!(
@@ -485,6 +505,16 @@ pub(crate) async fn delete(
             ),
         ));
     }
+    // A conditional removal is checked and done in the tenant's turn, as a write is.
+    let turn = match preconditions.any() {
+        true => {
+            let turn = super::doc_quota::write_turn(&scope.tenant).await;
+            let current = current_bytes(&state, &scope, &parts, &file).await?;
+            preconditions.check(&project_rel(&parts), current.as_deref())?;
+            Some(turn)
+        }
+        false => None,
+    };
     // Removed in its directory, opened beneath the project: a link swapped in meanwhile
     // leads the removal nowhere else.
     let rel = project_rel(&parts);
@@ -501,6 +531,7 @@ pub(crate) async fn delete(
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Err(not_found()),
         Err(e) => return Err(beneath_error(e, &rel, ApiError::internal)),
     }
+    drop(turn);
     // The directories the document's write created go with it once empty (the quota counts
     // files; directories left behind would not be): up to `_vance/<first>/`, which stays.
     let top = state
@@ -537,6 +568,44 @@ pub(crate) async fn delete(
         resync_in_share(&state, &scope).await?;
     }
     Ok(StatusCode::NO_CONTENT)
+}
+
+/// The bytes of the document at `file` now, for a conditional write or removal; `None` when
+/// there is none (or it is no regular file).
+async fn current_bytes(
+    state: &AppState,
+    scope: &Scope,
+    parts: &[&str],
+    file: &std::path::Path,
+) -> Result<Option<Vec<u8>>, ApiError> {
+    let project = state.docs().project_dir(scope);
+    let rel = project_rel(parts);
+    let Some(real) = resolve_existing(&project, file, &rel)? else {
+        return Ok(None);
+    };
+    let base = project_base(&project, &rel)?;
+    let read = tokio::task::spawn_blocking(move || {
+        magrathea_exec::regular_file::open_beneath(&base, &real)
+            .and_then(magrathea_exec::regular_file::read_opened)
+    })
+    .await
+    .map_err(ApiError::internal)?;
+    match read {
+        Ok(bytes) => Ok(Some(bytes)),
+        Err(e) if magrathea_exec::beneath::is_outside(&e) => {
+            Err(beneath_error(e, &rel, ApiError::internal))
+        }
+        Err(e)
+            if magrathea_exec::regular_file::is_not_regular(&e)
+                || matches!(
+                    e.kind(),
+                    std::io::ErrorKind::NotFound | std::io::ErrorKind::IsADirectory
+                ) =>
+        {
+            Ok(None)
+        }
+        Err(e) => Err(ApiError::internal(e)),
+    }
 }
 
 /// Rebuilds `scope`'s registrations after a write (a failure is logged: the write stands),

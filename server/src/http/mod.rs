@@ -18,6 +18,7 @@ pub mod auth;
 pub(crate) mod automated;
 pub mod body;
 pub mod connections;
+mod doc_etag;
 mod doc_paths;
 pub mod doc_quota;
 mod document_warnings;

@@ -668,3 +668,62 @@ async fn request_metrics_keep_one_series_for_unknown_paths_and_methods() {
         "{all}"
     );
 }
+
+/// A document's `ETag` is the SHA-256 of its bytes, and a write or removal that sends the tag
+/// it read (`If-Match`) or asks to create only (`If-None-Match: *`) happens only if the
+/// document is still as the client saw it: two editors cannot overwrite each other unseen.
+#[tokio::test]
+async fn conditional_writes_keep_an_edit_from_being_overwritten_unseen() {
+    use sha2::{Digest, Sha256};
+    let s = Server::start().await;
+    let path = "/brain/acme/project/shop/documents/workflows/edited.yaml";
+    let tag = |text: &str| format!("\"{}\"", hex::encode(Sha256::digest(text.as_bytes())));
+    let first = "start: done\nstates:\n  done: { type: terminal, result: one }\n";
+    let second = "start: done\nstates:\n  done: { type: terminal, result: two }\n";
+    let third = "start: done\nstates:\n  done: { type: terminal, result: three }\n";
+    let send = async |method: reqwest::Method, cond: Option<(&str, &str)>, body: &str| {
+        let mut req = s.client.request(method, s.url(path)).bearer_auth(ACME);
+        if let Some((name, value)) = cond {
+            req = req.header(name, value);
+        }
+        let r = req.body(body.to_owned()).send().await.unwrap();
+        let etag = r
+            .headers()
+            .get("etag")
+            .map(|v| v.to_str().unwrap().to_owned());
+        (r.status().as_u16(), etag, r.text().await.unwrap())
+    };
+    // Created only if absent; the answer names the new text's tag, as a read does.
+    let (status, etag, _) = send(reqwest::Method::PUT, Some(("If-None-Match", "*")), first).await;
+    assert_eq!((status, etag.as_deref()), (201, Some(tag(first).as_str())));
+    let (status, _, body) = send(reqwest::Method::PUT, Some(("If-None-Match", "*")), first).await;
+    assert_eq!(status, 412, "{body}");
+    let read = s.get(path, Some(ACME)).send().await.unwrap();
+    assert_eq!(read.headers()["etag"].to_str().unwrap(), tag(first));
+    // Alice saves on top of what she read; Bob, who read the same, is refused.
+    let seen = tag(first);
+    let (status, _, body) = send(reqwest::Method::PUT, Some(("If-Match", &seen)), second).await;
+    assert_eq!(status, 200, "{body}");
+    let (status, _, body) = send(reqwest::Method::PUT, Some(("If-Match", &seen)), third).await;
+    assert_eq!(status, 412, "{body}");
+    assert!(
+        body.contains("MAG-HTTP-PRECONDITION-FAILED")
+            && body.contains(tag(second).trim_matches('"')),
+        "the refusal names the tag it has now: {body}"
+    );
+    assert_eq!(
+        s.get_text(path, Some(ACME)).await,
+        second,
+        "Bob's edit did not land"
+    );
+    // A removal too: not of a text the client has not seen.
+    let (status, _, _) = send(reqwest::Method::DELETE, Some(("If-Match", &seen)), "").await;
+    assert_eq!(status, 412);
+    assert_eq!(s.get_text(path, Some(ACME)).await, second);
+    let now = tag(second);
+    let (status, _, body) = send(reqwest::Method::DELETE, Some(("If-Match", &now)), "").await;
+    assert_eq!(status, 204, "{body}");
+    // Without a condition, the last write wins as before.
+    let (status, _, _) = send(reqwest::Method::PUT, None, third).await;
+    assert_eq!(status, 201);
+}

@@ -305,6 +305,16 @@ pub(super) const CODES: &[ErrorCode] = &[
         remedy: "Ask for at most the page the route allows and follow `next` / `X-Next-Cursor` for the rest.",
     },
     ErrorCode {
+        code: "MAG-HTTP-PRECONDITION-FAILED",
+        meaning: "A write or removal of a document sent `If-Match` or `If-None-Match`, and the document as it is now does not satisfy it: someone changed (or created, or removed) it since the client read it. Nothing changed.",
+        remedy: "Read the document again (its `ETag` is the SHA-256 of its bytes), merge your change into it, and send it with the new `ETag` in `If-Match`.",
+    },
+    ErrorCode {
+        code: "MAG-HTTP-PRECONDITION-INVALID",
+        meaning: "An `If-Match` or `If-None-Match` header is not text.",
+        remedy: "Send entity tags as the server gives them (`\"<sha256>\"`), comma-separated, or `*`.",
+    },
+    ErrorCode {
         code: "MAG-HTTP-RESERVED-NAME",
         meaning: "A workflow document or draft written through the documents API, or a draft published, is named `runs`: `…/workflows/runs/…` are the routes of runs, so its own routes could not be reached.",
         remedy: "Name the workflow otherwise (`_vance/workflows/<another name>.yaml`).",
