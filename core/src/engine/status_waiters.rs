@@ -46,7 +46,6 @@ impl StatusWaiters {
         }
     }
 
-    /// The runs being waited on.
     /// Wakes every waiter, on every run: the engine is stopping, and their runs will not
     /// change here any more.
     pub(crate) fn notify_all(&self) {
@@ -56,6 +55,7 @@ impl StatusWaiters {
         }
     }
 
+    /// The runs being waited on.
     #[cfg(test)]
     fn len(&self) -> usize {
         self.lock().len()
