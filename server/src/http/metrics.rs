@@ -13,7 +13,7 @@
 //! | `magrathea_journal_commit_seconds_total` | counter | (divide by commits for the mean latency) |
 //! | `magrathea_journal_commit_records` | histogram | records per commit (the group-commit batch size) |
 //! | `magrathea_journal_commit_duration_seconds` | histogram | one commit, fsync included |
-//! | `magrathea_step_duration_seconds` | histogram | `task` — a task attempt, from its `TaskStartedRecord` (or, when it waited for its lane, its `TaskAdmittedRecord`) to its `TaskResultRecord` |
+//! | `magrathea_step_duration_seconds` | histogram | `task` — a task attempt, from its `TaskStartedRecord` (or, when it waited for its lane, its `TaskAdmittedRecord`; when it runs again after a restart, its `TaskRestartedRecord`) to its `TaskResultRecord` |
 //!
 //! The run counters are exposed from the start, at 0 for each trigger and terminal status, and
 //! the step histogram for each YAML task type, so that a scrape right after a start (or an
@@ -184,6 +184,9 @@ impl Metrics {
             }));
         let mut updates = engine.subscribe_journal();
         let metrics = self.clone();
+        // Weak: the watcher ends with the engine's journal stream, which a handle here would
+        // keep open.
+        let weak = engine.downgrade();
         tokio::spawn(async move {
             let mut open: std::collections::HashMap<
                 (magrathea_core::RunId, u32, u32),
@@ -208,6 +211,20 @@ impl Metrics {
                                         (update.run_id, *step, *attempt),
                                         (e.at_ms, task.clone()),
                                     );
+                                }
+                                // An attempt that runs again (after a restart of the process
+                                // that ran it) is observed from its new execution; its task is
+                                // read from its `TaskStartedRecord` when this process did not
+                                // see that.
+                                magrathea_core::Record::TaskRestarted { step, attempt, .. } => {
+                                    let key = (update.run_id, *step, *attempt);
+                                    if let Some((began, _)) = open.get_mut(&key) {
+                                        *began = e.at_ms;
+                                    } else if let Some(task) =
+                                        started_task(&weak, update.run_id, *step, *attempt).await
+                                    {
+                                        open.insert(key, (e.at_ms, task));
+                                    }
                                 }
                                 // An attempt that waited for its lane began when admitted.
                                 magrathea_core::Record::TaskAdmitted { step, attempt } => {
@@ -281,6 +298,29 @@ impl Metrics {
         }
         String::from_utf8(out).unwrap_or_default()
     }
+}
+
+/// The task of the attempt `attempt` of `step` in `run`, from its `TaskStartedRecord`.
+async fn started_task(
+    engine: &magrathea_core::WeakEngine,
+    run: magrathea_core::RunId,
+    step: u32,
+    attempt: u32,
+) -> Option<String> {
+    let engine = engine.upgrade()?;
+    let journal = tokio::task::spawn_blocking(move || engine.journal(run))
+        .await
+        .ok()?
+        .ok()?;
+    journal.into_iter().find_map(|e| match e.record {
+        magrathea_core::Record::TaskStarted {
+            step: s,
+            attempt: a,
+            task,
+            ..
+        } if s == step && a == attempt => Some(task),
+        _ => None,
+    })
 }
 
 fn status_label(s: RunStatus) -> &'static str {

@@ -158,6 +158,28 @@ async fn a_shell_step_dies_with_its_killed_server_and_its_re_execution_is_on_rec
         ],
         "the re-execution is journaled before its result"
     );
+    // The restarted server observes the attempt it ran again, under its task, though the
+    // attempt's start was journaled by the server before it.
+    let needle = "magrathea_step_duration_seconds_count{task=\"shell_task\"} 1";
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
+    loop {
+        let text = client
+            .get(format!("{}/metrics", server.base))
+            .send()
+            .await
+            .unwrap()
+            .text()
+            .await
+            .unwrap();
+        if text.contains(needle) {
+            break;
+        }
+        assert!(
+            std::time::Instant::now() < deadline,
+            "missing {needle} in\n{text}"
+        );
+        tokio::time::sleep(std::time::Duration::from_millis(50)).await;
+    }
 }
 
 #[tokio::test]
