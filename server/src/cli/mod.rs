@@ -47,8 +47,9 @@ Exit codes of `run`, `inbox answer` and `cancel`: 0 the run is DONE; 1 FAILED, C
 (or the command failed); 2 invalid document, parameters or answer (nothing started);
 3 the run waits on a gate (answer it with `magrathea inbox answer`) or is PAUSED (resume it with
 `magrathea runs resume`); 130 interrupted (Ctrl-C, SIGTERM or SIGHUP, also for `resume`;
-`magrathea resume` carries the run on). A reader closing stdout early (`| head`) ends any
-command quietly.
+`magrathea resume` carries the run on). A command line that cannot be read (an unknown flag, a
+missing argument) exits 2 with the usage on stderr, before anything is done, whatever the
+command. A reader closing stdout early (`| head`) ends any command quietly.
 
 One process owns a directory store at a time (`serve`, or a `run`, `resume` or `inbox answer`
 while it drives); `runs`, `journal`, `inbox`, `cancel` and `run` on the same store meanwhile ask it over

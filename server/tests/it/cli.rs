@@ -1175,3 +1175,34 @@ fn progress_says_why_a_condition_a_timer_or_a_tool_failed() {
         }
     }
 }
+
+/// A command line that cannot be read exits 2 with the usage on stderr, before anything is
+/// done, whatever the command (`--help` says so): no run starts, nothing is printed on stdout.
+#[test]
+fn a_command_line_that_cannot_be_read_exits_2_and_does_nothing() {
+    let p = Project::new();
+    p.workflow("hello", HELLO);
+    for args in [
+        &["validate", "--bogus"][..],
+        &["resume", "--bogus"],
+        &["run", "hello", "--bogus"],
+        &["run"],
+        &["runs", "show"],
+    ] {
+        let out = p.cli(args);
+        assert_eq!(code(&out), 2, "{args:?}: {}", stderr(&out));
+        assert!(stdout(&out).is_empty(), "{args:?}: {}", stdout(&out));
+        assert!(
+            stderr(&out).contains("Usage:"),
+            "{args:?}: {}",
+            stderr(&out)
+        );
+    }
+    let listed = json(&p.cli(&["runs", "list", "--json"]));
+    assert_eq!(listed, serde_json::json!([]), "no run was started");
+    let help = stdout(&p.cli(&["--help"]));
+    assert!(
+        help.contains("cannot be read") && help.contains("exits 2"),
+        "{help}"
+    );
+}
