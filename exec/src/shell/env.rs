@@ -26,7 +26,11 @@
 //! past [`MAX_RUN_VARIABLES_BYTES`] of them in all, or one holding a NUL byte, which no
 //! environment can hold) is written to a file in the step's private temporary directory
 //! instead: `MAGRATHEA_<PREFIX>_<KEY>_FILE` holds its path and
-//! `MAGRATHEA_<PREFIX>_<KEY>` is not set.
+//! `MAGRATHEA_<PREFIX>_<KEY>` is not set. A value spliced into `run:` (`MAGRATHEA_SPLICE_<n>`,
+//! which the command reads as `${MAGRATHEA_SPLICE_<n>}`) that is too large goes to a file too,
+//! and the shell sets the variable from it before the command ([`Spilled::prelude`]): a shell
+//! variable of its own is no part of the environment the kernel bounds, and the command reads
+//! the same text.
 
 use std::collections::HashSet;
 use std::path::Path;
@@ -57,18 +61,56 @@ fn is_run_variable(name: &str) -> bool {
     name.starts_with("MAGRATHEA_PARAM_") || name.starts_with("MAGRATHEA_VAR_")
 }
 
+/// Whether `name` carries a value spliced into the command (`shell_splice`).
+fn is_spliced(name: &str) -> bool {
+    name.starts_with("MAGRATHEA_SPLICE_")
+}
+
+/// A step's environment once the values too large for it are in files.
+#[derive(Debug)]
+pub(super) struct Spilled {
+    /// The variables of the process.
+    pub(super) vars: Vec<(String, String)>,
+    /// Shell text that sets each spliced value that went to a file from it, to run before the
+    /// command (empty when none did).
+    pub(super) prelude: String,
+}
+
 /// `vars` with each run parameter or variable too large for the environment (see the module
-/// docs) written to a file under `dir` and named by `<NAME>_FILE`.
-pub(super) fn spill(
-    vars: Vec<(String, String)>,
-    dir: &Path,
-) -> std::io::Result<Vec<(String, String)>> {
+/// docs) written to a file under `dir` and named by `<NAME>_FILE`, and each spliced value too
+/// large written to a file the [`Spilled::prelude`] reads.
+pub(super) fn spill(vars: Vec<(String, String)>, dir: &Path) -> std::io::Result<Spilled> {
     let size = |k: &str, v: &str| k.len() + v.len() + 2;
     let mut used = 0usize;
     let mut files: Option<std::path::PathBuf> = None;
     let mut out = Vec::with_capacity(vars.len());
+    let mut prelude = String::new();
     for (name, value) in vars {
         let n = size(&name, &value);
+        if is_spliced(&name) {
+            if n <= MAX_VARIABLE_BYTES && used + n <= MAX_RUN_VARIABLES_BYTES {
+                used += n;
+                out.push((name, value));
+                continue;
+            }
+            let dir = match &files {
+                Some(d) => d,
+                None => {
+                    let d = dir.join("magrathea-env");
+                    std::fs::create_dir_all(&d)?;
+                    files.insert(d)
+                }
+            };
+            let path = dir.join(&name);
+            std::fs::write(&path, value.as_bytes())?;
+            // `x` kept after the text and taken off again: command substitution would drop the
+            // value's trailing newlines.
+            let quoted = path.to_string_lossy().replace('\'', "'\\''");
+            prelude.push_str(&format!(
+                "{name}=$(cat -- '{quoted}'; printf x); {name}=${{{name}%x}}; "
+            ));
+            continue;
+        }
         if !is_run_variable(&name) {
             out.push((name, value));
             continue;
@@ -95,7 +137,7 @@ pub(super) fn spill(
         used += size(&file_name, &path);
         out.push((file_name, path));
     }
-    Ok(out)
+    Ok(Spilled { vars: out, prelude })
 }
 
 /// The environment variable that carries a run parameter (`PARAM`) or variable (`VAR`):
@@ -233,7 +275,7 @@ mod tests {
         for i in 0..20 {
             vars.push((format!("MAGRATHEA_PARAM_M{i}"), medium.clone()));
         }
-        let env = spill(vars, dir.path()).unwrap();
+        let env = spill(vars, dir.path()).unwrap().vars;
         // Only run parameters and variables move; the operator's own stay as they are.
         assert_eq!(get(&env, "PATH").map(|v| v.len()), Some(MAX_VARIABLE_BYTES));
         assert_eq!(get(&env, "MAGRATHEA_VAR_BIG"), None);
@@ -266,7 +308,7 @@ mod tests {
             ),
             ("MAGRATHEA_VAR_OK".to_string(), "plain".to_string()),
         ];
-        let env = spill(vars, dir.path()).unwrap();
+        let env = spill(vars, dir.path()).unwrap().vars;
         assert_eq!(get(&env, "MAGRATHEA_VAR_FILES_STDOUT"), None);
         let file = get(&env, "MAGRATHEA_VAR_FILES_STDOUT_FILE").unwrap();
         assert_eq!(std::fs::read(file).unwrap(), b"a\0b\0");

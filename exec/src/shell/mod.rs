@@ -37,9 +37,12 @@
 pub mod env;
 pub mod sandbox;
 mod scratch;
+mod tail;
+
+use tail::Tail;
 mod tree;
 
-use std::collections::{BTreeMap, VecDeque};
+use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::process::Stdio;
 use std::time::{Duration, Instant};
@@ -266,7 +269,7 @@ pub(crate) async fn execute(
         vars.push(("MAGRATHEA_WORKFLOW".into(), run.workflow_name.clone()));
     }
     vars.extend(input.env);
-    let vars = env::spill(vars, tmp.path()).map_err(|e| {
+    let env::Spilled { vars, prelude } = env::spill(vars, tmp.path()).map_err(|e| {
         technical(format!(
             "[MAG-SH013] cannot write a large parameter or variable to the shell step's \
              temporary directory: {e}"
@@ -331,7 +334,13 @@ pub(crate) async fn execute(
         ),
         sandbox,
     };
-    run_shell(&input.run, job).await
+    // A spliced value too large for the environment is set by the shell from its file first.
+    let command = if prelude.is_empty() {
+        input.run
+    } else {
+        format!("{prelude}{}", input.run)
+    };
+    run_shell(&command, job).await
 }
 
 /// The bytes kept of each of stdout and stderr: the project's `shell.maxOutputBytes`, never
@@ -398,82 +407,6 @@ impl Drop for GroupGuard {
         if let Some(pgid) = self.0.take() {
             tree::kill_group_and_strays(pgid);
         }
-    }
-}
-
-/// The last `max` bytes of a stream, and how many came before them.
-#[derive(Debug)]
-struct Tail {
-    max: usize,
-    kept: VecDeque<u8>,
-    cut: u64,
-}
-
-impl Tail {
-    fn new(max: usize) -> Self {
-        Self {
-            max,
-            kept: VecDeque::new(),
-            cut: 0,
-        }
-    }
-
-    fn push(&mut self, bytes: &[u8]) {
-        // Only the last `max` bytes of this chunk can survive.
-        let skip = bytes.len().saturating_sub(self.max);
-        self.cut += skip as u64;
-        self.kept.extend(&bytes[skip..]);
-        let excess = self.kept.len().saturating_sub(self.max);
-        if excess > 0 {
-            self.kept.drain(..excess);
-            self.cut += excess as u64;
-        }
-    }
-
-    /// The kept text, with a line marking the cut, and whether there was one.
-    ///
-    /// The text is also cut to at most `max` bytes once written as JSON: control characters
-    /// grow sixfold there (`\u0001`) and invalid UTF-8 threefold (U+FFFD), and an output larger
-    /// than the engine's limit for a task's output would fail a step that succeeded.
-    fn text(&self) -> (String, bool) {
-        let (a, b) = self.kept.as_slices();
-        let bytes = [a, b].concat();
-        let start = |budget: usize| {
-            let mut size = 0usize;
-            bytes
-                .iter()
-                .rposition(|b| {
-                    size += json_size(*b);
-                    size > budget
-                })
-                .map_or(0, |i| i + 1)
-        };
-        let mut from = start(self.max);
-        if self.cut > 0 || from > 0 {
-            // The marker line counts within `max` too: room is made for the longest it can
-            // be (its newline written as two characters in JSON).
-            let marker = format!("[… {} bytes truncated …]\n", self.cut + bytes.len() as u64);
-            from = start(self.max.saturating_sub(marker.len() + 1));
-        }
-        let cut = self.cut + from as u64;
-        let kept = String::from_utf8_lossy(&bytes[from..]);
-        if cut == 0 {
-            (kept.into_owned(), false)
-        } else {
-            (format!("[… {cut} bytes truncated …]\n{kept}"), true)
-        }
-    }
-}
-
-/// At most how many bytes `b` takes in a JSON string: an escape for quotes, backslashes and
-/// control characters, and the replacement character for any byte of a sequence that may not
-/// be UTF-8.
-fn json_size(b: u8) -> usize {
-    match b {
-        b'"' | b'\\' | b'\n' | b'\t' | b'\r' | 0x08 | 0x0c => 2,
-        0..=0x1f => 6,
-        0x80.. => 3,
-        _ => 1,
     }
 }
 
@@ -674,38 +607,6 @@ mod tests {
         assert_eq!(kept_output(1 << 20, Some(4 << 20)), 1 << 20);
     }
     use serde_json::json;
-
-    #[test]
-    fn the_tail_keeps_the_end_and_marks_the_cut() {
-        let mut t = Tail::new(10);
-        t.push(b"hello");
-        assert_eq!(t.text(), ("hello".to_string(), false));
-        // The marker counts within the bound: 40 bytes hold it and the last 4 bytes.
-        let mut t = Tail::new(40);
-        t.push(b"0123456789012345678901234567890123456789012345678901234567896789");
-        let (text, cut) = t.text();
-        assert!(cut);
-        assert!(text.starts_with("[… ") && text.ends_with("6789"), "{text}");
-        assert!(
-            serde_json::to_string(&text).unwrap().len() - 2 <= 40,
-            "{text}"
-        );
-        // Chunk by chunk, as the pipe delivers it.
-        let mut t = Tail::new(40);
-        for chunk in [&b"01"[..], b"234", b"5", &[b'x'; 100][..], b"6789"] {
-            t.push(chunk);
-        }
-        let (text, _) = t.text();
-        assert!(text.starts_with("[… ") && text.ends_with("6789"), "{text}");
-        assert!(
-            serde_json::to_string(&text).unwrap().len() - 2 <= 40,
-            "{text}"
-        );
-        assert!(t.kept.len() <= 40);
-        let mut t = Tail::new(0);
-        t.push(b"abc");
-        assert_eq!(t.text(), ("[… 3 bytes truncated …]\n".to_string(), true));
-    }
 
     #[test]
     fn environment_names_are_sanitised_and_values_rendered() {

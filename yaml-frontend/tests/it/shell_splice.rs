@@ -260,3 +260,46 @@ async fn typed_values_splice_as_text_and_the_journal_shows_command_and_values() 
         })
     );
 }
+
+/// A value spliced into `run:` larger than a process's environment takes (the kernel holds
+/// 128 KiB a variable) still reaches the command whole, trailing newlines and quotes included:
+/// it goes to a file the shell reads it from, rather than stopping the step from starting.
+#[tokio::test(flavor = "multi_thread")]
+async fn a_spliced_value_too_large_for_the_environment_reaches_the_command_whole() {
+    let p = Project::new(|rt| rt).await;
+    p.workflow(
+        "big",
+        r#"
+start: make
+states:
+  make:
+    type: script_task
+    path: _vance/scripts/big.js
+    storeAs: big
+    on: { success: count }
+  count:
+    type: shell_task
+    run: 'printf %s "${state.big}" | wc -c; printf %s "${state.big}" | tail -c 4 | od -An -c | tr -d " "'
+    dirName: workspace
+    storeAs: out
+    on: { success: done }
+  done:
+    type: terminal
+    result: "${state.out.stdout}"
+"#,
+    );
+    let scripts = p.project.join("_vance/scripts");
+    std::fs::create_dir_all(&scripts).unwrap();
+    std::fs::write(
+        scripts.join("big.js"),
+        "return \"y\".repeat(200000) + \"'\\n\\n\";",
+    )
+    .unwrap();
+    let view = p.run("big", json!({})).await;
+    assert_eq!(view.status, RunStatus::Done, "{view:?}");
+    let out = view.result.unwrap();
+    let out = out.as_str().unwrap();
+    let mut lines = out.lines();
+    assert_eq!(lines.next().map(str::trim), Some("200003"), "{out}");
+    assert_eq!(lines.next().map(str::trim), Some("y'\\n\\n"), "{out}");
+}
