@@ -403,6 +403,11 @@ fn failed(path: &str, timeout: Duration, failure: Failure) -> TaskError {
             "[MAG-JS013] script `{path}` awaited a promise that never settles (the sandbox has \
              no timers or I/O to settle it)"
         )),
+        // A value refused for a reason with a code of its own (too large: `[MAG-BD002]`) is
+        // named by that code.
+        Failure::BadResult(why) if why.starts_with("[MAG-") => {
+            technical(format!("{why} (the return value of script `{path}`)"))
+        }
         Failure::BadResult(why) => technical(format!(
             "[MAG-JS014] script `{path}` returned no JSON value: {why}"
         )),

@@ -490,6 +490,13 @@ pub(crate) async fn execute(
             ToolError::InvalidParams(m) => {
                 format!("[MAG-TL003] invalid params for tool `{name}`: {m}")
             }
+            // A failure with a code of its own (`[MAG-TL006]` no search service) is named by
+            // it.
+            ToolError::Failed(m) | ToolError::ServiceFailed { message: m, .. }
+                if m.starts_with("[MAG-") =>
+            {
+                format!("{m} (tool `{name}`)")
+            }
             ToolError::Failed(m) | ToolError::ServiceFailed { message: m, .. } => {
                 format!("[MAG-TL004] tool `{name}` failed: {m}")
             }

@@ -219,3 +219,21 @@ states:
             .contains("timed out")
     );
 }
+
+/// A tool's failure that carries a code of its own leads with it: `web_search` with no search
+/// service configured ends `technical_error` with `[MAG-TL006]` first, as the docs name it.
+#[tokio::test(flavor = "multi_thread")]
+async fn a_tool_failure_with_a_code_of_its_own_leads_with_it() {
+    let e = env().await;
+    e.workflow(
+        "search",
+        &one_tool("[web_search]", "web_search", "{ query: x }"),
+    );
+    let v = e.run("search", json!({})).await;
+    assert_eq!(v.result, Some(json!("broken")), "{v:?}");
+    let error = error_of(&v);
+    assert!(
+        error.starts_with("[MAG-TL006]") && error.contains("(tool `web_search`)"),
+        "{error}"
+    );
+}
