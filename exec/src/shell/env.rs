@@ -85,43 +85,8 @@ pub(super) fn spill(vars: Vec<(String, String)>, dir: &Path) -> std::io::Result<
     let mut files: Option<std::path::PathBuf> = None;
     let mut out = Vec::with_capacity(vars.len());
     let mut prelude = String::new();
-    for (name, value) in vars {
-        let n = size(&name, &value);
-        if is_spliced(&name) {
-            if n <= MAX_VARIABLE_BYTES && used + n <= MAX_RUN_VARIABLES_BYTES {
-                used += n;
-                out.push((name, value));
-                continue;
-            }
-            let dir = match &files {
-                Some(d) => d,
-                None => {
-                    let d = dir.join("magrathea-env");
-                    std::fs::create_dir_all(&d)?;
-                    files.insert(d)
-                }
-            };
-            let path = dir.join(&name);
-            std::fs::write(&path, value.as_bytes())?;
-            // `x` kept after the text and taken off again: command substitution would drop the
-            // value's trailing newlines.
-            let quoted = path.to_string_lossy().replace('\'', "'\\''");
-            prelude.push_str(&format!(
-                "{name}=$(cat -- '{quoted}'; printf x); {name}=${{{name}%x}}; "
-            ));
-            continue;
-        }
-        if !is_run_variable(&name) {
-            out.push((name, value));
-            continue;
-        }
-        // A NUL byte (a `find -print0` output stored, say) no environment can hold: such a
-        // value goes to a file too, or no later shell step would start.
-        if n <= MAX_VARIABLE_BYTES && used + n <= MAX_RUN_VARIABLES_BYTES && !value.contains('\0') {
-            used += n;
-            out.push((name, value));
-            continue;
-        }
+    // Writes a value to its file (the directory made with the first), giving the file's path.
+    let mut to_file = |name: &str, value: &str| -> std::io::Result<String> {
         let dir = match &files {
             Some(d) => d,
             None => {
@@ -130,12 +95,38 @@ pub(super) fn spill(vars: Vec<(String, String)>, dir: &Path) -> std::io::Result<
                 files.insert(d)
             }
         };
-        let path = dir.join(&name);
+        let path = dir.join(name);
         std::fs::write(&path, value.as_bytes())?;
-        let file_name = format!("{name}_FILE");
-        let path = path.to_string_lossy().into_owned();
-        used += size(&file_name, &path);
-        out.push((file_name, path));
+        Ok(path.to_string_lossy().into_owned())
+    };
+    for (name, value) in vars {
+        let n = size(&name, &value);
+        let (spliced, run_variable) = (is_spliced(&name), is_run_variable(&name));
+        if !spliced && !run_variable {
+            out.push((name, value));
+            continue;
+        }
+        // A NUL byte (a `find -print0` output stored, say) no environment can hold: such a
+        // value of the run goes to a file too, or no later shell step would start.
+        let fits = n <= MAX_VARIABLE_BYTES && used + n <= MAX_RUN_VARIABLES_BYTES;
+        if fits && (spliced || !value.contains('\0')) {
+            used += n;
+            out.push((name, value));
+            continue;
+        }
+        let path = to_file(&name, &value)?;
+        if spliced {
+            // `x` kept after the text and taken off again: command substitution would drop
+            // the value's trailing newlines.
+            let quoted = path.replace('\'', "'\\''");
+            prelude.push_str(&format!(
+                "{name}=$(cat -- '{quoted}'; printf x); {name}=${{{name}%x}}; "
+            ));
+        } else {
+            let file_name = format!("{name}_FILE");
+            used += size(&file_name, &path);
+            out.push((file_name, path));
+        }
     }
     Ok(Spilled { vars: out, prelude })
 }
