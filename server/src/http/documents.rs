@@ -149,22 +149,8 @@ pub(crate) async fn get(
         who.require(ApiScope::Write)?;
         who.require(ApiScope::Run)?;
     }
-    // Only a regular file is a document: a named pipe a step made would block the read. It
-    // is opened beneath the project, so a directory of its path that a step swaps for a link
-    // after the check above leads nowhere else.
-    let rel = project_rel(&parts);
-    let base = project_base(&project, &rel)?;
-    let read = tokio::task::spawn_blocking(move || {
-        magrathea_exec::regular_file::open_beneath(&base, &file)
-            .and_then(magrathea_exec::regular_file::read_opened)
-    })
-    .await
-    .map_err(ApiError::internal)?;
-    match read {
-        Err(e) if magrathea_exec::beneath::is_outside(&e) => {
-            Err(beneath_error(e, &rel, ApiError::internal))
-        }
-        Ok(bytes) => Ok((
+    match read_resolved(&project, &project_rel(&parts), file).await? {
+        Some(bytes) => Ok((
             [
                 (
                     header::CONTENT_TYPE,
@@ -175,6 +161,31 @@ pub(crate) async fn get(
             bytes,
         )
             .into_response()),
+        None => Err(not_found()),
+    }
+}
+
+/// The bytes of the document at `real` (resolved inside `project`; `rel` as the request names
+/// it): `None` when there is none, or it is no regular file (a named pipe a step made would
+/// block the read). It is opened beneath the project, so a directory of its path that a step
+/// swaps for a link after it was resolved leads nowhere else.
+async fn read_resolved(
+    project: &std::path::Path,
+    rel: &str,
+    real: std::path::PathBuf,
+) -> Result<Option<Vec<u8>>, ApiError> {
+    let base = project_base(project, rel)?;
+    let read = tokio::task::spawn_blocking(move || {
+        magrathea_exec::regular_file::open_beneath(&base, &real)
+            .and_then(magrathea_exec::regular_file::read_opened)
+    })
+    .await
+    .map_err(ApiError::internal)?;
+    match read {
+        Ok(bytes) => Ok(Some(bytes)),
+        Err(e) if magrathea_exec::beneath::is_outside(&e) => {
+            Err(beneath_error(e, rel, ApiError::internal))
+        }
         Err(e)
             if magrathea_exec::regular_file::is_not_regular(&e)
                 || matches!(
@@ -182,13 +193,13 @@ pub(crate) async fn get(
                     std::io::ErrorKind::NotFound | std::io::ErrorKind::IsADirectory
                 ) =>
         {
-            Err(not_found())
+            Ok(None)
         }
         // A file a step made far longer than any document (a sparse one costs it nothing).
         Err(e) if magrathea_exec::regular_file::is_too_large(&e) => Err(ApiError::new(
             StatusCode::UNPROCESSABLE_ENTITY,
             "MAG-HTTP-422",
-            format!("document `{}` is {e}", p.path),
+            format!("document `{rel}` is {e}"),
         )),
         Err(e) => Err(ApiError::internal(e)),
     }
@@ -580,31 +591,9 @@ async fn current_bytes(
 ) -> Result<Option<Vec<u8>>, ApiError> {
     let project = state.docs().project_dir(scope);
     let rel = project_rel(parts);
-    let Some(real) = resolve_existing(&project, file, &rel)? else {
-        return Ok(None);
-    };
-    let base = project_base(&project, &rel)?;
-    let read = tokio::task::spawn_blocking(move || {
-        magrathea_exec::regular_file::open_beneath(&base, &real)
-            .and_then(magrathea_exec::regular_file::read_opened)
-    })
-    .await
-    .map_err(ApiError::internal)?;
-    match read {
-        Ok(bytes) => Ok(Some(bytes)),
-        Err(e) if magrathea_exec::beneath::is_outside(&e) => {
-            Err(beneath_error(e, &rel, ApiError::internal))
-        }
-        Err(e)
-            if magrathea_exec::regular_file::is_not_regular(&e)
-                || matches!(
-                    e.kind(),
-                    std::io::ErrorKind::NotFound | std::io::ErrorKind::IsADirectory
-                ) =>
-        {
-            Ok(None)
-        }
-        Err(e) => Err(ApiError::internal(e)),
+    match resolve_existing(&project, file, &rel)? {
+        Some(real) => read_resolved(&project, &rel, real).await,
+        None => Ok(None),
     }
 }
 
