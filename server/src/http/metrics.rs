@@ -126,7 +126,7 @@ impl Metrics {
         let step_duration = HistogramVec::new(
             HistogramOpts::new(
                 "magrathea_step_duration_seconds",
-                "A task attempt, from its TaskStartedRecord (or TaskAdmittedRecord, after a wait for its lane) to its TaskResultRecord",
+                "A task attempt, from its TaskStartedRecord (or TaskAdmittedRecord after a wait for its lane, or TaskRestartedRecord when it runs again) to its TaskResultRecord",
             ),
             &["task"],
         )?;
