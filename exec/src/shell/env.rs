@@ -117,10 +117,14 @@ pub(super) fn spill(vars: Vec<(String, String)>, dir: &Path) -> std::io::Result<
         let path = to_file(&name, &value)?;
         if spliced {
             // `x` kept after the text and taken off again: command substitution would drop
-            // the value's trailing newlines.
+            // the value's trailing newlines. `command -p` finds `cat` on the system's path
+            // whatever the step's `PATH` says; a value that cannot be read fails the step
+            // rather than reaching the command empty.
             let quoted = path.replace('\'', "'\\''");
             prelude.push_str(&format!(
-                "{name}=$(cat -- '{quoted}'; printf x); {name}=${{{name}%x}}; "
+                "{name}=$(command -p cat -- '{quoted}' && printf x) || {{ echo \
+                 'magrathea: cannot read the spliced value {name} from its file' >&2; exit 126; \
+                 }}; {name}=${{{name}%x}}; "
             ));
         } else {
             let file_name = format!("{name}_FILE");

@@ -295,11 +295,32 @@ states:
         "return \"y\".repeat(200000) + \"'\\n\\n\";",
     )
     .unwrap();
-    let view = p.run("big", json!({})).await;
-    assert_eq!(view.status, RunStatus::Done, "{view:?}");
-    let out = view.result.unwrap();
-    let out = out.as_str().unwrap();
-    let mut lines = out.lines();
-    assert_eq!(lines.next().map(str::trim), Some("200003"), "{out}");
-    assert_eq!(lines.next().map(str::trim), Some("y'\\n\\n"), "{out}");
+    let check = |view: magrathea_core::RunView| {
+        assert_eq!(view.status, RunStatus::Done, "{view:?}");
+        let out = view.result.unwrap();
+        let out = out.as_str().unwrap().to_owned();
+        let mut lines = out.lines();
+        assert_eq!(lines.next().map(str::trim), Some("200003"), "{out}");
+        assert_eq!(lines.next().map(str::trim), Some("y'\\n\\n"), "{out}");
+    };
+    check(p.run("big", json!({})).await);
+    // Whatever `PATH` the tenant gives its steps (here one without `cat`), the value is read.
+    let tools = p.project.parent().unwrap().join("tools");
+    std::fs::create_dir_all(&tools).unwrap();
+    for tool in ["printf", "wc", "tail", "od", "tr", "sh"] {
+        let found = ["/usr/bin", "/bin"]
+            .iter()
+            .map(|d| std::path::Path::new(d).join(tool))
+            .find(|p| p.exists())
+            .unwrap();
+        std::os::unix::fs::symlink(found, tools.join(tool)).unwrap();
+    }
+    let tenant = p.project.parent().unwrap().join("_tenant/_vance");
+    std::fs::create_dir_all(&tenant).unwrap();
+    std::fs::write(
+        tenant.join("settings.yaml"),
+        format!("shell:\n  env:\n    PATH: {}\n", tools.display()),
+    )
+    .unwrap();
+    check(p.run("big", json!({})).await);
 }
