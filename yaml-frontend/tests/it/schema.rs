@@ -372,7 +372,10 @@ fn the_schema_takes_what_the_loader_takes_at_the_edges() {
         "250ms",
         "2w",
         " 5m ",
+        "\\u00a05m\\u3000",
+        "PT1H30M",
         "${params.wait}",
+        "\\n${params.wait}\\n",
     ]
     .iter()
     .map(|d| timer(d))
@@ -407,10 +410,24 @@ fn the_schema_refuses_the_values_the_loader_refuses() {
             &format!("    type: timer_task\n    duration: \"{d}\"\n    on: {{ fired: z }}\n"),
         )
     };
-    let mut docs: Vec<String> = ["7D", "1h30m", "P1M", "PT", "P1DT", "-5s", "P", "soon"]
-        .iter()
-        .map(|d| timer(d))
-        .collect();
+    let mut docs: Vec<String> = [
+        "7D",
+        "1h30m",
+        "P1M",
+        "PT",
+        "P1DT",
+        "-5s",
+        "P",
+        "soon",
+        "PW",
+        "\\u0665s",
+        "\\uff15s",
+        "\\x1c7d",
+        "\\ufeff7d",
+    ]
+    .iter()
+    .map(|d| timer(d))
+    .collect();
     let terminal = "    type: terminal\n";
     docs.extend([
         one_state("defaults: { taskTimeoutSeconds: 4000000000 }\n", terminal),
