@@ -44,17 +44,13 @@ impl Preconditions {
         self.if_match.is_some() || self.if_none_match.is_some()
     }
 
-    /// Checks the conditions against the document as it is (`None`: there is none); 412 when
-    /// one does not hold. Tags compare strongly: a weak tag (`W/"…"`) matches nothing.
+    /// Checks the conditions of a change against the document as it is (`None`: there is
+    /// none); 412 when one does not hold. `If-Match` compares strongly (a weak tag, `W/"…"`,
+    /// matches nothing), `If-None-Match` weakly (RFC 9110 §13.1.1–2).
     pub(crate) fn check(&self, path: &str, current: Option<&[u8]>) -> Result<(), ApiError> {
         let now = current.map(etag);
-        let holds = |tags: &Option<Vec<String>>| match (tags, &now) {
-            (_, None) => false,
-            (None, Some(_)) => true,
-            (Some(tags), Some(now)) => tags.iter().any(|t| t == now),
-        };
         if let Some(tags) = &self.if_match
-            && !holds(tags)
+            && !matches(tags, now.as_deref(), false)
         {
             return Err(failed(match &now {
                 None => format!("`If-Match`: document `{path}` does not exist"),
@@ -65,7 +61,7 @@ impl Preconditions {
             }));
         }
         if let Some(tags) = &self.if_none_match
-            && holds(tags)
+            && matches(tags, now.as_deref(), true)
         {
             return Err(failed(format!(
                 "`If-None-Match`: document `{path}` exists{}",
@@ -77,6 +73,34 @@ impl Preconditions {
         }
         Ok(())
     }
+
+    /// Checks the conditions of a read of `bytes`: 412 when `If-Match` does not hold, and
+    /// `true` when `If-None-Match` does (the client's copy is current: 304 Not Modified).
+    pub(crate) fn check_read(&self, path: &str, bytes: &[u8]) -> Result<bool, ApiError> {
+        let now = etag(bytes);
+        if let Some(tags) = &self.if_match
+            && !matches(tags, Some(&now), false)
+        {
+            return Err(failed(format!(
+                "`If-Match`: document `{path}` has changed (its ETag is now {now})"
+            )));
+        }
+        Ok(self
+            .if_none_match
+            .as_ref()
+            .is_some_and(|tags| matches(tags, Some(&now), true)))
+    }
+}
+
+/// Whether the document's tag `now` (`None`: no document) is among `tags` (`None`: `*`, any
+/// document), comparing weakly (`W/"x"` is `"x"`) or strongly (a weak tag matches nothing).
+fn matches(tags: &Option<Vec<String>>, now: Option<&str>, weak: bool) -> bool {
+    let Some(now) = now else { return false };
+    let Some(tags) = tags else { return true };
+    tags.iter().any(|t| match t.strip_prefix("W/") {
+        Some(opaque) => weak && opaque == now,
+        None => t == now,
+    })
 }
 
 fn failed(message: String) -> ApiError {
@@ -187,6 +211,25 @@ mod tests {
             pre(&[(header::IF_NONE_MATCH, "\"other\"")])
                 .check("w", Some(doc))
                 .is_ok()
+        );
+        // Weakly: `W/"x"` is `"x"` to If-None-Match.
+        let weak = format!("W/{tag}");
+        assert!(
+            pre(&[(header::IF_NONE_MATCH, &weak)])
+                .check("w", Some(doc))
+                .is_err()
+        );
+        assert_eq!(
+            pre(&[(header::IF_NONE_MATCH, &weak)])
+                .check_read("w", doc)
+                .ok(),
+            Some(true),
+            "a read of a current copy is not modified"
+        );
+        assert!(
+            pre(&[(header::IF_MATCH, "\"stale\"")])
+                .check_read("w", doc)
+                .is_err()
         );
     }
 }

@@ -149,7 +149,14 @@ pub(crate) async fn get(
         who.require(ApiScope::Write)?;
         who.require(ApiScope::Run)?;
     }
+    let preconditions = super::doc_etag::Preconditions::of(&headers)?;
     match read_resolved(&project, &project_rel(&parts), file).await? {
+        // The client's copy is current: said without the body.
+        Some(bytes) if preconditions.check_read(&project_rel(&parts), &bytes)? => Ok((
+            StatusCode::NOT_MODIFIED,
+            [super::doc_etag::etag_header(&bytes)],
+        )
+            .into_response()),
         Some(bytes) => Ok((
             [
                 (
@@ -516,16 +523,13 @@ pub(crate) async fn delete(
             ),
         ));
     }
-    // A conditional removal is checked and done in the tenant's turn, as a write is.
-    let turn = match preconditions.any() {
-        true => {
-            let turn = super::doc_quota::write_turn(&scope.tenant).await;
-            let current = current_bytes(&state, &scope, &parts, &file).await?;
-            preconditions.check(&project_rel(&parts), current.as_deref())?;
-            Some(turn)
-        }
-        false => None,
-    };
+    // Removed in the tenant's turn, as a write is made: a conditional write's check and its
+    // write never have a removal (of the document, or of the directory it goes in) between them.
+    let turn = super::doc_quota::write_turn(&scope.tenant).await;
+    if preconditions.any() {
+        let current = current_bytes(&state, &scope, &parts, &file).await?;
+        preconditions.check(&project_rel(&parts), current.as_deref())?;
+    }
     // Removed in its directory, opened beneath the project: a link swapped in meanwhile
     // leads the removal nowhere else.
     let rel = project_rel(&parts);
@@ -542,7 +546,6 @@ pub(crate) async fn delete(
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Err(not_found()),
         Err(e) => return Err(beneath_error(e, &rel, ApiError::internal)),
     }
-    drop(turn);
     // The directories the document's write created go with it once empty (the quota counts
     // files; directories left behind would not be): up to `_vance/<first>/`, which stays.
     let top = state
@@ -567,6 +570,7 @@ pub(crate) async fn delete(
         }
         dir = d.parent().map(std::path::Path::to_path_buf);
     }
+    drop(turn);
     if trigger_doc
         && let Err(e) = state.triggers.catalog().and_then(|catalog| {
             crate::triggers::registry::forget_writer(catalog, &scope, &project_rel(&parts))

@@ -698,6 +698,29 @@ async fn conditional_writes_keep_an_edit_from_being_overwritten_unseen() {
     assert_eq!(status, 412, "{body}");
     let read = s.get(path, Some(ACME)).send().await.unwrap();
     assert_eq!(read.headers()["etag"].to_str().unwrap(), tag(first));
+    // A read of a copy that is current answers 304 without the body (a weak tag will do), one
+    // that insists on a stale tag 412.
+    for sent in [tag(first), format!("W/{}", tag(first))] {
+        let r = s
+            .get(path, Some(ACME))
+            .header("If-None-Match", &sent)
+            .send()
+            .await
+            .unwrap();
+        assert_eq!(r.status().as_u16(), 304, "{sent}");
+        assert!(r.text().await.unwrap().is_empty());
+    }
+    let r = s
+        .get(path, Some(ACME))
+        .header("If-Match", "\"stale\"")
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(r.status().as_u16(), 412);
+    // If-None-Match compares weakly on a write too.
+    let weak = format!("W/{}", tag(first));
+    let (status, _, _) = send(reqwest::Method::PUT, Some(("If-None-Match", &weak)), third).await;
+    assert_eq!(status, 412);
     // Alice saves on top of what she read; Bob, who read the same, is refused.
     let seen = tag(first);
     let (status, _, body) = send(reqwest::Method::PUT, Some(("If-Match", &seen)), second).await;
