@@ -80,12 +80,16 @@ pub(crate) async fn publish(
     )?;
     let (docs, may_add_triggers) = (state.docs().clone(), who.has(ApiScope::Run));
     let (in_scope, name) = (scope.clone(), p.name.clone());
+    // In the tenant's write turn, as the documents API writes: a conditional write of the live
+    // document never has a publish between its check and its write.
+    let turn = super::doc_quota::write_turn(&scope.tenant).await;
     let published = tokio::task::spawn_blocking(move || {
         versions::publish(&docs, &in_scope, &name, may_add_triggers)
     })
     .await
     .map_err(ApiError::internal)?
     .map_err(api_error)?;
+    drop(turn);
     let mut reply = serde_json::to_value(&published).map_err(ApiError::internal)?;
     if let Ok(catalog) = state.triggers.catalog() {
         for document in &published.removed_triggers {
