@@ -352,16 +352,19 @@ fn one_state(top: &str, body: &str) -> String {
     format!("{top}start: a\nstates:\n  a:\n{body}  z: {{ type: terminal }}\n")
 }
 
+/// A workflow whose state `a` is a timer of `duration` (as YAML double-quoted text), with a
+/// parameter `wait` for the templated ones.
+fn timer(duration: &str) -> String {
+    one_state(
+        "parameters: { wait: { type: string, default: 1s } }\n",
+        &format!("    type: timer_task\n    duration: \"{duration}\"\n    on: {{ fired: z }}\n"),
+    )
+}
+
 /// Values at the edges of what the loader takes are taken by the schema too: an editor shows
 /// no error on a document that runs.
 #[test]
 fn the_schema_takes_what_the_loader_takes_at_the_edges() {
-    let timer = |d: &str| {
-        one_state(
-            "parameters: { wait: { type: string, default: 1s } }\n",
-            &format!("    type: timer_task\n    duration: \"{d}\"\n    on: {{ fired: z }}\n"),
-        )
-    };
     let mut docs: Vec<String> = [
         "P7D",
         "p1w2d",
@@ -404,12 +407,6 @@ fn the_schema_takes_what_the_loader_takes_at_the_edges() {
 /// schema can say it: an editor marks it before `validate` does.
 #[test]
 fn the_schema_refuses_the_values_the_loader_refuses() {
-    let timer = |d: &str| {
-        one_state(
-            "",
-            &format!("    type: timer_task\n    duration: \"{d}\"\n    on: {{ fired: z }}\n"),
-        )
-    };
     let mut docs: Vec<String> = [
         "7D",
         "1h30m",

@@ -16,6 +16,13 @@ fn echo_workflow(parameters: &str, fields: &str) -> String {
     )
 }
 
+/// Writes the script `_vance/scripts/<name>` of the project.
+fn script(p: &Project, name: &str, body: &str) {
+    let scripts = p.project.join("_vance/scripts");
+    std::fs::create_dir_all(&scripts).unwrap();
+    std::fs::write(scripts.join(name), body).unwrap();
+}
+
 #[tokio::test(flavor = "multi_thread")]
 async fn a_nested_parameter_reaches_the_shell_unchanged_through_its_variable() {
     let p = Project::new(|rt| rt).await;
@@ -42,13 +49,7 @@ states:
     result: "${state.out.stdout}"
 "#,
     );
-    let scripts = p.project.join("_vance/scripts");
-    std::fs::create_dir_all(&scripts).unwrap();
-    std::fs::write(
-        scripts.join("plan.js"),
-        "return { risk: \"high'; echo pwned\" };",
-    )
-    .unwrap();
+    script(&p, "plan.js", "return { risk: \"high'; echo pwned\" };");
     let view = p
         .run("sh", json!({ "payload": { "title": "x; echo pwned" } }))
         .await;
@@ -288,13 +289,7 @@ states:
     result: "${state.out.stdout}"
 "#,
     );
-    let scripts = p.project.join("_vance/scripts");
-    std::fs::create_dir_all(&scripts).unwrap();
-    std::fs::write(
-        scripts.join("big.js"),
-        "return \"y\".repeat(200000) + \"'\\n\\n\";",
-    )
-    .unwrap();
+    script(&p, "big.js", "return \"y\".repeat(200000) + \"'\\n\\n\";");
     let check = |view: magrathea_core::RunView| {
         assert_eq!(view.status, RunStatus::Done, "{view:?}");
         let out = view.result.unwrap();
