@@ -44,18 +44,21 @@ fn key(path: &Path) -> PathBuf {
 }
 
 /// Closes the engine of this process without handles that holds the store file at `path`, if
-/// there is one; whether there was.
+/// there is one; whether there was. One whose last reference is going (its entry is there, but
+/// it can no longer be reached) counts: its drop lets the file go, and marks the store closing
+/// before it takes its entry out, so a new engine waits for it rather than failing at once.
 pub(crate) fn close_orphan(path: &Path) -> bool {
     let orphan = orphans()
         .lock()
         .unwrap_or_else(PoisonError::into_inner)
         .get(&key(path))
-        .and_then(Weak::upgrade);
-    match orphan {
-        Some(engine) => {
+        .cloned();
+    match orphan.map(|weak| weak.upgrade()) {
+        Some(Some(engine)) => {
             engine.close();
             true
         }
+        Some(None) => true,
         None => false,
     }
 }
@@ -118,5 +121,27 @@ impl Drop for EngineInner {
                 orphans.remove(&file);
             }
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// An engine being dropped (its entry there, itself no longer reachable) is one to wait
+    /// for: a build on its file in that instant does not fail as if another process held it.
+    #[test]
+    fn an_orphan_being_dropped_is_waited_for_and_an_unknown_file_is_not() {
+        let path = std::env::temp_dir().join("closing-test-never-opened.redb");
+        assert!(!close_orphan(&path));
+        orphans()
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .insert(key(&path), Weak::new());
+        assert!(close_orphan(&path), "an engine going away is waited for");
+        orphans()
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .remove(&key(&path));
     }
 }
