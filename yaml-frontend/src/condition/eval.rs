@@ -1,14 +1,18 @@
 //! Evaluation of conditions over JSON values.
 //!
 //! Semantics (SpEL-like, made total where SpEL would throw on null):
-//! - A missing key, an index out of range, or indexing a non-collection yields `null`.
+//! - A missing key, an index out of range, or indexing a non-collection yields `null`. A list's
+//!   index is converted as SpEL converts it (`['1']` and `[1.0]` are `[1]`), and a string's
+//!   index gives its character (`'abc'[1]` is `'b'`); `.name` reads a map's key `name`, as
+//!   Spring's map accessor does.
 //! - `#tasks` is reserved and always `null`.
 //! - `==`/`!=`/`in`: JSON equality, numbers compared numerically (`1 == 1.0`); `null == null`.
 //! - `<`/`<=`/`>`/`>=`: numbers numerically, strings lexicographically (by code point),
 //!   booleans `false < true`; `null` orders before every other value (as in SpEL). Any other
 //!   pair is an [`EvalError::Incomparable`].
 //! - `&&`, `||`, `!`, the ternary condition and the overall result: booleans as they are,
-//!   `null` is false, any other value is an [`EvalError::NotBoolean`].
+//!   `null` is false, a string as Spring's conversion reads it (`true`, `on`, `yes`, `1` are
+//!   true, `false`, `off`, `no`, `0` false, any case, spaces around ignored), any other value is an [`EvalError::NotBoolean`].
 //! - `matches`: whole-string match (like Java's `String.matches`); numbers and booleans are
 //!   matched by their text, `null` never matches, objects/arrays are an error.
 //! - Elvis `a ?: b`: `b` when `a` is `null` or the empty string (as in SpEL), else `a`.
@@ -39,13 +43,35 @@ pub(crate) struct Env<'v> {
 }
 
 pub(crate) fn truthy(v: &Value, offset: usize) -> Result<bool, EvalError> {
+    let not_boolean = || EvalError::NotBoolean {
+        offset,
+        found: kind_name(v),
+    };
     match v {
         Value::Bool(b) => Ok(*b),
         Value::Null => Ok(false),
-        other => Err(EvalError::NotBoolean {
+        Value::String(s) => string_as_bool(s).ok_or(EvalError::NotBoolean {
             offset,
-            found: kind_name(other),
+            found: "a string that is none of true/false, on/off, yes/no, 1/0",
         }),
+        _ => Err(not_boolean()),
+    }
+}
+
+/// A string read as a boolean the way Spring's `StringToBooleanConverter` reads it, which SpEL
+/// applies where it needs a boolean. The empty string is none: Spring converts it to `null`,
+/// which SpEL's operators refuse (and a missing placeholder, which reads as the empty string,
+/// stays an error rather than a silent `false`).
+fn string_as_bool(s: &str) -> Option<bool> {
+    let s = s.trim();
+    const TRUE: [&str; 4] = ["true", "on", "yes", "1"];
+    const FALSE: [&str; 4] = ["false", "off", "no", "0"];
+    if TRUE.iter().any(|t| s.eq_ignore_ascii_case(t)) {
+        Some(true)
+    } else if FALSE.iter().any(|f| s.eq_ignore_ascii_case(f)) {
+        Some(false)
+    } else {
+        None
     }
 }
 
@@ -87,11 +113,29 @@ fn order(a: &Value, b: &Value, offset: usize) -> Result<Ordering, EvalError> {
 fn index(target: Value, key: &Value) -> Value {
     match (target, key) {
         (Value::Object(mut m), Value::String(k)) => m.remove(k).unwrap_or(Value::Null),
-        (Value::Array(mut a), Value::Number(n)) => match n.as_u64() {
-            Some(i) if (i as usize) < a.len() => a.swap_remove(i as usize),
+        (Value::Array(mut a), key) => match position(key) {
+            Some(i) if i < a.len() => a.swap_remove(i),
             _ => Value::Null,
         },
+        (Value::String(s), key) => position(key)
+            .and_then(|i| s.chars().nth(i))
+            .map_or(Value::Null, |c| Value::String(c.to_string())),
         _ => Value::Null,
+    }
+}
+
+/// A list or string index as SpEL converts one: a whole number, also written as a decimal
+/// (`1.0`) or as text (`'1'`); anything else (negative, fractional, other kinds) is none.
+fn position(key: &Value) -> Option<usize> {
+    let whole =
+        |f: f64| (f >= 0.0 && f.fract() == 0.0 && f < usize::MAX as f64).then_some(f as usize);
+    match key {
+        Value::Number(n) => match n.as_u64() {
+            Some(i) => usize::try_from(i).ok(),
+            None => n.as_f64().and_then(whole),
+        },
+        Value::String(s) => s.trim().parse::<usize>().ok(),
+        _ => None,
     }
 }
 

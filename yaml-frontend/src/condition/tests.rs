@@ -153,6 +153,51 @@ fn literals_and_navigation() {
     assert_eq!(eval("#state['name'] == 'it''s'"), Ok(true));
 }
 
+/// Where a boolean is needed, a string converts as SpEL converts it (Spring's string to boolean
+/// conversion); any other string stays an error.
+#[test]
+fn strings_convert_to_booleans_as_spel_converts_them() {
+    let state = json!({"flag": "true", "off": " OFF ", "yes": "Yes", "zero": "0", "blank": ""});
+    let eval = |src: &str| {
+        Condition::parse(src)
+            .unwrap_or_else(|e| panic!("{src}: {e}"))
+            .evaluate(&state, &params())
+    };
+    assert_eq!(eval("#state['flag']"), Ok(true));
+    assert_eq!(eval("!#state['flag']"), Ok(false));
+    assert_eq!(eval("#state['off'] || #state['zero']"), Ok(false));
+    assert_eq!(eval("#state['yes'] && 'on'"), Ok(true));
+    assert_eq!(eval("#state['off'] ? false : true"), Ok(true));
+    assert_eq!(eval("#params['limit'] > 3 ? 'yes' : 'no'"), Ok(true));
+    // A string that is no boolean, and a string compared, stay as they were.
+    for no_boolean in ["'maybe'", "#state['blank']", "!#state['blank']"] {
+        assert!(
+            matches!(
+                eval(no_boolean),
+                Err(EvalError::NotBoolean {
+                    found: "a string that is none of true/false, on/off, yes/no, 1/0",
+                    ..
+                })
+            ),
+            "{no_boolean}"
+        );
+    }
+    assert_eq!(eval("#state['flag'] == true"), Ok(false));
+}
+
+/// A list's index converts as SpEL converts it, and a string's index gives its character.
+#[test]
+fn indexes_convert_as_spel_converts_them() {
+    assert_eq!(value("#state['plan_output']['files']['1']"), json!("b.rs"));
+    assert_eq!(value("#state['plan_output']['files'][1.0]"), json!("b.rs"));
+    assert_eq!(value("#state['plan_output']['files'][0.5]"), Value::Null);
+    assert_eq!(value("#state['plan_output']['files'][true]"), Value::Null);
+    assert_eq!(value("#state['name'][1]"), json!("t"));
+    assert_eq!(value("#state['name']['3']"), json!("s"));
+    assert_eq!(value("#state['name'][9]"), Value::Null);
+    assert_eq!(value("#state['plan_output'].risk"), json!("low"));
+}
+
 /// SpEL's number literals: exponents, hexadecimal integers and type suffixes.
 #[test]
 fn number_literals_as_spel_writes_them() {
