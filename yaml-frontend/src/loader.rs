@@ -149,6 +149,28 @@ pub fn parse_yaml(path: &str, text: &str, opts: &LoadOptions) -> Result<YamlNode
     Ok(root)
 }
 
+/// Whether `text` has a carriage return that is not followed by a line feed.
+fn has_lone_cr(text: &str) -> bool {
+    let b = text.as_bytes();
+    b.iter()
+        .enumerate()
+        .any(|(i, &c)| c == b'\r' && b.get(i + 1) != Some(&b'\n'))
+}
+
+/// `text` with each lone carriage return a line feed (byte for byte the same length).
+fn lone_cr_as_lf(text: &str) -> String {
+    let mut out = String::with_capacity(text.len());
+    let mut chars = text.chars().peekable();
+    while let Some(c) = chars.next() {
+        if c == '\r' && chars.peek() != Some(&'\n') {
+            out.push('\n');
+        } else {
+            out.push(c);
+        }
+    }
+    out
+}
+
 /// Like [`parse_yaml`], but a document whose only mistakes are in its keys (a duplicate key,
 /// whose later entries are left out; a key that is not a scalar) is still returned, with
 /// those errors, so that the rest of the document can be checked too.
@@ -170,6 +192,15 @@ pub(crate) fn parse_yaml_with_key_errors(
         )
         .into());
     }
+    // A lone carriage return (an old Mac editor's line break) is a line break to the parser;
+    // as a line feed, which has the same length, every position counted here agrees with it.
+    let lf_breaks;
+    let text = if has_lone_cr(text) {
+        lf_breaks = lone_cr_as_lf(text);
+        lf_breaks.as_str()
+    } else {
+        text
+    };
     if let Some(d) = unprintable(path, text) {
         return Err(d.into());
     }

@@ -80,6 +80,8 @@ pub(crate) fn diagnose(path: &str, text: &str, e: &ScanError) -> Diagnostic {
     // `key:<tab>value`: the parser asks for whitespace, and a tab is whitespace to a reader.
     if info.contains("must be followed by a valid YAML whitespace")
         && let Some(line_text) = text.lines().nth(m.line().saturating_sub(1))
+        // A byte-order mark is no column of the first line.
+        && let line_text = line_text.strip_prefix('\u{FEFF}').unwrap_or(line_text)
         && let Some(byte) = line_text.find(":\t")
     {
         let col = line_text[..byte].chars().count() + 1;
@@ -459,6 +461,10 @@ fn position_of(text: &str, hit: impl Fn(usize, char) -> bool) -> Option<(usize, 
     for (i, c) in text.chars().enumerate() {
         if hit(i, c) {
             return Some((line, col));
+        }
+        if i == 0 && c == '\u{FEFF}' {
+            // A byte-order mark is no column of the first line, as the parser counts.
+            continue;
         }
         if c == '\n' {
             line += 1;

@@ -619,3 +619,58 @@ fn a_line_without_its_colon_is_named_across_blank_lines_and_comments() {
         "{msg}"
     );
 }
+
+/// A document saved with old Mac line breaks (a lone carriage return) or with a byte-order mark
+/// gets its mistakes placed as the same document with line feeds and no mark.
+#[test]
+fn lone_carriage_returns_and_a_byte_order_mark_keep_error_positions() {
+    let at = |text: &str| {
+        first(text)
+            .split(" [")
+            .next()
+            .unwrap_or_default()
+            .to_owned()
+    };
+    for (lf, why) in [
+        (
+            "start: a\nstates:\n  a:\n    type: terminal\n\tx: 1\n",
+            "a tab",
+        ),
+        (
+            "start: a\nstates:\n  a:\n    type: terminal\n    x: \u{0}\n",
+            "a NUL",
+        ),
+        (
+            "start: a\nstates:\n  a: {type: terminal\n  b: 1\n",
+            "an unclosed brace",
+        ),
+        ("a: 1\nb: 'it's'\n", "a quote"),
+    ] {
+        let expected = at(lf);
+        assert!(!expected.ends_with("t.yaml:1:1"), "{why}: {expected}");
+        assert_eq!(
+            at(&lf.replace('\n', "\r")),
+            expected,
+            "{why} with CR breaks"
+        );
+        assert_eq!(
+            at(&lf.replace('\n', "\r\n")),
+            expected,
+            "{why} with CRLF breaks"
+        );
+    }
+    assert_eq!(
+        read("a: |\r  one\r  two\rb: c\r"),
+        json!({"a": "one\ntwo\n", "b": "c"})
+    );
+    for (plain, why) in [
+        ("start: [a\nstates: {}\n", "a bracket"),
+        ("start:\ta\n", "a tab"),
+    ] {
+        assert_eq!(
+            at(&format!("\u{FEFF}{plain}")),
+            at(plain),
+            "{why} after a BOM"
+        );
+    }
+}
