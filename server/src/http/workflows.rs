@@ -198,13 +198,13 @@ fn entry(
     let label = format!("{}/{}/{path}", scope.tenant, scope.project);
     let opts = LoadOptions::default();
     let read = match &found.bad_name {
-        Some(why) => Err(("MAG-DOC002", why.clone())),
+        Some(why) => Err(("MAG-DOC002", why.clone(), (1, 1))),
         None => read_bounded(docs, &found.file, opts.max_bytes),
     };
     let (valid, diags, description, version) = match read {
-        Err((code, message)) => (
+        Err((code, message, at)) => (
             false,
-            vec![DiagnosticDto::read_error(code, message)],
+            vec![DiagnosticDto::read_error(code, message, at)],
             None,
             None,
         ),
@@ -248,8 +248,9 @@ fn entry(
 }
 
 impl DiagnosticDto {
-    /// A document that could not be read as text, or whose name is none.
-    fn read_error(code: &'static str, message: String) -> Self {
+    /// A document that could not be read as text, or whose name is none; `at` is the line
+    /// and column the reason lies at.
+    fn read_error(code: &'static str, message: String, at: (usize, usize)) -> Self {
         let message = match message.strip_prefix(&format!("[{code}] ")) {
             Some(rest) => rest.to_string(),
             None => message,
@@ -258,11 +259,14 @@ impl DiagnosticDto {
             severity: "error",
             code,
             message,
-            line: 1,
-            column: 1,
+            line: u32::try_from(at.0).unwrap_or(u32::MAX),
+            column: u32::try_from(at.1).unwrap_or(u32::MAX),
         }
     }
 }
+
+/// Why a listed document could not be read: its code, the reason, and the line and column.
+type ReadError = (&'static str, String, (usize, usize));
 
 /// The file's text, reading at most one byte more than `max` (so that the loader reports a
 /// document over its limit without the server holding all of it).
@@ -271,12 +275,14 @@ fn read_bounded(
     docs: &magrathea_yaml::DocumentSource,
     file: &Path,
     max: usize,
-) -> Result<String, (&'static str, String)> {
-    let unreadable = |e: std::io::Error| ("MAG-Y001", format!("cannot read the document: {e}"));
+) -> Result<String, ReadError> {
+    let unreadable =
+        |e: std::io::Error| ("MAG-Y001", format!("cannot read the document: {e}"), (1, 1));
     let too_large = || {
         (
             "MAG-Y002",
             format!("the document is larger than {max} bytes, the most a workflow may have"),
+            (1, 1),
         )
     };
     // Opened beneath its project: a link a step swaps in after the listing leads nowhere.
@@ -294,7 +300,15 @@ fn read_bounded(
     if bytes.len() > max {
         return Err(too_large());
     }
-    String::from_utf8(bytes).map_err(|_| ("MAG-Y001", "the document is not UTF-8 text".into()))
+    // Placed and named as `magrathea validate` and a document PUT place and name it.
+    String::from_utf8(bytes).map_err(|e| {
+        let why = magrathea_exec::NotUtf8Text::of(&e);
+        (
+            "MAG-Y001",
+            format!("{}: expected a UTF-8 document", why.what),
+            (why.line, why.column),
+        )
+    })
 }
 
 /// `description` and `version` of a document that does not validate, when it parses.

@@ -6,7 +6,7 @@
 use crate::http_common;
 
 use http_common::*;
-use serde_json::Value;
+use serde_json::{Value, json};
 
 #[tokio::test]
 async fn me_names_the_token_its_scopes_and_the_projects_of_its_tenant_only() {
@@ -154,6 +154,12 @@ async fn workflows_lists_project_and_tenant_documents_with_their_diagnostics() {
     write(&vance.join("workflows/.hidden.yaml"), HELLO);
     write(&vance.join("workflows/we ird.yaml"), HELLO);
     write(&vance.join("workflows/<img src=x>.yaml"), HELLO);
+    // Saved as Latin-1: placed and named as `magrathea validate` places and names it.
+    std::fs::write(
+        vance.join("workflows/latin.yaml"),
+        b"start: a\nstates:\n  a: { type: terminal, result: \"caf\xe9\" }\n",
+    )
+    .unwrap();
 
     let list: Value = s
         .get_json("/brain/acme/project/shop/workflows", Some(ACME_READ))
@@ -167,6 +173,7 @@ async fn workflows_lists_project_and_tenant_documents_with_their_diagnostics() {
             ("broken", "project"),
             ("calls-missing", "project"),
             ("hello", "project"),
+            ("latin", "project"),
             ("needs-param", "project"),
             ("shared", "tenant"),
             ("we ird", "project"),
@@ -200,6 +207,20 @@ async fn workflows_lists_project_and_tenant_documents_with_their_diagnostics() {
             "{d}"
         );
     }
+
+    let latin = by_name("latin");
+    assert_eq!(latin["valid"], false, "{latin}");
+    assert_eq!(
+        latin["diagnostics"],
+        json!([{
+            "severity": "error",
+            "code": "MAG-Y001",
+            "message": "the file is not UTF-8 text (byte 0xE9): expected a UTF-8 document",
+            "line": 3,
+            "column": 36,
+        }]),
+        "{latin}"
+    );
 
     let broken = by_name("broken");
     assert_eq!(broken["valid"], false);
