@@ -417,8 +417,13 @@ fn failed(path: &str, timeout: Duration, failure: Failure) -> TaskError {
     }
 }
 
-/// Reads the script that [`locate_script`] finds.
-fn read_script(
+/// Reads the script that [`locate_script`] finds: what a run executes, as UTF-8 text.
+///
+/// # Errors
+///
+/// The task's `technical_error`: the path is refused or names no file, the file cannot be
+/// read, or it is not UTF-8 text (with the line and column of its first byte that is not).
+pub fn read_script(
     docs: &DocumentSource,
     scope: &Scope,
     source: &str,
@@ -442,8 +447,17 @@ fn read_script(
         )));
     }
     let bytes = crate::regular_file::read_opened(opened).map_err(cannot)?;
-    String::from_utf8(bytes)
-        .map_err(|_| cannot(std::io::Error::from(std::io::ErrorKind::InvalidData)))
+    String::from_utf8(bytes).map_err(|e| {
+        let at = crate::documents::NotUtf8Text::of(&e);
+        technical(format!(
+            "[MAG-JS004] cannot read script {}: line {}, column {}: {}: expected a UTF-8 \
+             script; save the file as UTF-8",
+            script_label(docs, source, dir_name, path, &file),
+            at.line,
+            at.column,
+            at.what
+        ))
+    })
 }
 
 /// The real path of an open file, where the system says it (`/proc/self/fd` on Linux).

@@ -365,7 +365,7 @@ fn drive<'js>(
                 Some(text) if let Some(why) = oversized_result(&text, result_bytes) => {
                     Err(Failure::BadResult(why))
                 }
-                Some(text) => serde_json::from_str(&text).map_err(|e| {
+                Some(text) => serde_json::from_str(&well_formed(&text)).map_err(|e| {
                     Failure::BadResult(if e.to_string().starts_with("recursion limit exceeded") {
                         "the return value is nested deeper than 128 levels of objects and \
                          arrays, the most a step's result may be: return a flatter value"
@@ -377,6 +377,47 @@ fn drive<'js>(
             }
         }
     }
+}
+
+/// `JSON.stringify`'s text with each lone surrogate escape (`\ud800`: half of a character, as
+/// cutting a string through an emoji leaves) written as U+FFFD, the replacement character:
+/// JSON text may hold such an escape, but no string of the step's output can.
+fn well_formed(text: &str) -> std::borrow::Cow<'_, str> {
+    let surrogate = |at: usize| {
+        let hex = text.get(at + 2..at + 6)?;
+        let unit = u16::from_str_radix(hex, 16).ok()?;
+        (text.get(at..at + 2) == Some("\\u") && (0xD800..0xE000).contains(&unit)).then_some(unit)
+    };
+    if !text.contains("\\ud") && !text.contains("\\uD") {
+        return std::borrow::Cow::Borrowed(text);
+    }
+    let bytes = text.as_bytes();
+    let mut out = String::with_capacity(text.len());
+    let (mut i, mut copied) = (0, 0);
+    while i < bytes.len() {
+        if bytes[i] != b'\\' {
+            i += 1;
+            continue;
+        }
+        match surrogate(i) {
+            // A high surrogate followed by a low one is a character: kept as written.
+            Some(0xD800..0xDC00)
+                if surrogate(i + 6).is_some_and(|low| (0xDC00..0xE000).contains(&low)) =>
+            {
+                i += 12;
+            }
+            Some(_) => {
+                out.push_str(&text[copied..i]);
+                out.push_str("\\ufffd");
+                i += 6;
+                copied = i;
+            }
+            // Any other escape: its next character is not the start of one.
+            None => i += 2,
+        }
+    }
+    out.push_str(&text[copied..]);
+    std::borrow::Cow::Owned(out)
 }
 
 /// Converts the script's value to JSON text with the original `JSON.stringify`, refusing what

@@ -123,13 +123,23 @@ impl DocumentLookup for ProjectDocuments<'_> {
         dir_name: &str,
         path: &str,
     ) -> Result<(), String> {
-        let source = match source {
-            ScriptSource::Workspace => "workspace",
-            _ => "document",
-        };
-        magrathea_exec::script::locate_script(self.docs, self.scope, source, dir_name, path)
-            .map(|_| ())
-            .map_err(|e| e.message)
+        match source {
+            // A workspace is written to while runs go on: only whether the script is there.
+            ScriptSource::Workspace => magrathea_exec::script::locate_script(
+                self.docs,
+                self.scope,
+                "workspace",
+                dir_name,
+                path,
+            )
+            .map(|_| ()),
+            // A document is read as the run reads it: one that is not UTF-8 is named now.
+            _ => magrathea_exec::script::read_script(
+                self.docs, self.scope, "document", dir_name, path,
+            )
+            .map(|_| ()),
+        }
+        .map_err(|e| e.message)
     }
 
     fn has_workspace(&mut self, dir_name: &str) -> bool {

@@ -120,6 +120,14 @@ async fn return_values_of_every_json_type_become_the_output() {
             "return '\\u00e9t\\u00e9 \\u{1F680}';",
             json!("été 🚀"),
         ),
+        // Half of a character (a string cut through an emoji) is the replacement character,
+        // in keys and values; whole pairs and an escape written as text stay as they are.
+        (
+            "halves",
+            "return {['k\\uDC00']: 'a\\uD800', s: '\\u{1F680}'.slice(0, 1), \
+             pair: '\\uD83D\\uDE80', text: '\\\\uD800'};",
+            json!({"k\u{FFFD}": "a\u{FFFD}", "s": "\u{FFFD}", "pair": "🚀", "text": "\\uD800"}),
+        ),
     ];
     for (name, js, expected) in cases {
         let (view, attempt) = p.run_script(name, js, "").await;
@@ -738,4 +746,33 @@ async fn a_workspace_script_missing_before_the_run_is_a_warning() {
         &one_script("    source: workspace\n    path: gen/made_by_the_run.js\n"),
     );
     assert_eq!(p.run("ws", json!({})).await.vars["out"], 7);
+}
+
+/// A script saved in another encoding than UTF-8 (Latin-1, a Windows editor's UTF-16) is
+/// named with the place of its first byte that is not UTF-8, before the run and by the run.
+#[tokio::test]
+async fn a_script_that_is_not_utf8_is_named_where_its_bad_byte_is() {
+    let p = project().await;
+    let file = p.project.join("_vance/scripts/latin.js");
+    std::fs::write(&file, b"// menu\nconst s = 'caf\xe9';\nreturn { s };\n").unwrap();
+    // The command names the file by its path as it is (a served tree, relative to its root).
+    let why = "/_vance/scripts/latin.js: line 2, column 15: the file is not UTF-8 text (byte \
+               0xE9): expected a UTF-8 script; save the file as UTF-8";
+
+    let found = checked(&p, "    path: _vance/scripts/latin.js\n");
+    assert!(
+        found.len() == 1 && found[0].contains("[MAG-Y040]") && found[0].ends_with(why),
+        "{found:#?}"
+    );
+
+    p.workflow("latin", &one_script("    path: _vance/scripts/latin.js\n"));
+    let view = p.run("latin", json!({})).await;
+    let attempts = p.attempts(&view);
+    assert_eq!(attempts.len(), 1, "{view:?}");
+    assert_eq!(attempts[0].outcome, "technical_error");
+    let error = attempts[0].error.clone().unwrap_or_default();
+    assert!(
+        error.starts_with("[MAG-JS004] ") && error.ends_with(why),
+        "{error}"
+    );
 }
