@@ -26,6 +26,16 @@ where
         let bytes = Bytes::from_request(req, state)
             .await
             .map_err(|e| body_error(e.status(), e.body_text()))?;
+        // A byte-order mark before the text is ignored, as RFC 8259 (§8.1) lets a parser do
+        // (Windows tools write one); a UTF-16 body is named for what it is.
+        let bytes = bytes.strip_prefix(b"\xEF\xBB\xBF").unwrap_or(&bytes);
+        if bytes.starts_with(b"\xFF\xFE") || bytes.starts_with(b"\xFE\xFF") {
+            return Ok(Self(Err(ApiError::bad_request(
+                "MAG-HTTP-INVALID-JSON",
+                "invalid JSON body: the body is UTF-16 text (it begins with a UTF-16 byte-order \
+                 mark): expected UTF-8 JSON",
+            ))));
+        }
         let Some(first) = bytes.iter().find(|b| !b.is_ascii_whitespace()) else {
             return Ok(Self(Ok(T::default())));
         };
@@ -36,7 +46,7 @@ where
                 "invalid JSON body: expected a JSON object",
             ))));
         }
-        Ok(Self(serde_json::from_slice(&bytes).map_err(|e| {
+        Ok(Self(serde_json::from_slice(bytes).map_err(|e| {
             ApiError::bad_request(
                 "MAG-HTTP-INVALID-JSON",
                 format!("invalid JSON body: {}", plain(&e)),

@@ -278,6 +278,33 @@ async fn start_errors_are_404_422_and_400() {
         .await
         .unwrap();
     assert_eq!(r.status(), 201);
+    // A byte-order mark before the JSON (as Windows tools write) is ignored; a UTF-16 body is
+    // named for what it is.
+    let r = s
+        .post(
+            "/brain/acme/project/shop/workflows/needs-param/start",
+            Some(ACME),
+        )
+        .body(&b"\xEF\xBB\xBF{\"params\": {\"pr_url\": \"u\"}}"[..])
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(r.status(), 201);
+    let r = s
+        .post("/brain/acme/project/shop/workflows/hello/start", Some(ACME))
+        .body(&b"\xFF\xFE{\x00}\x00"[..])
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(r.status(), 400);
+    let body: Value = r.json().await.unwrap();
+    assert_eq!(body["error"]["code"], "MAG-HTTP-INVALID-JSON", "{body}");
+    assert!(
+        body["error"]["message"]
+            .as_str()
+            .is_some_and(|m| m.contains("UTF-16")),
+        "{body}"
+    );
 }
 
 #[tokio::test]
