@@ -64,7 +64,7 @@ pub enum DocumentError {
     },
     /// The name is not a plain file name (path traversal, separators, hidden files).
     #[error(
-        "[MAG-DOC002] invalid document name '{0}': use a plain file name of letters, digits, \
+        "[MAG-DOC002] invalid document name '{0}': use a plain file name of ASCII letters, digits, \
          '.', '_' and '-' (no path separators, no '..'), of at most 250 bytes"
     )]
     InvalidName(String),

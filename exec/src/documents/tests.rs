@@ -52,6 +52,12 @@ fn path_traversal_is_rejected() {
         let err = docs.workflow(&scope, bad).unwrap_err();
         assert!(err.to_string().contains("[MAG-DOC002]"), "{bad}: {err}");
     }
+    // A letter outside ASCII is refused, in words that do not call it no letter.
+    let err = docs.workflow(&scope, "über").unwrap_err().to_string();
+    assert!(
+        err.contains("invalid document name 'über': use a plain file name of ASCII letters"),
+        "{err}"
+    );
 }
 
 #[test]
