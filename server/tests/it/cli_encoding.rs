@@ -115,3 +115,28 @@ fn control_and_invisible_characters_of_a_document_are_printed_escaped() {
         "raw characters reach the terminal: {said:?}"
     );
 }
+
+/// `run` names a document's mistakes and warnings as `validate` names them: relative to the
+/// working directory, so the two print the same line for the same mistake.
+#[test]
+fn run_names_a_documents_diagnostics_as_validate_does() {
+    let p = Project::new();
+    p.workflow(
+        "broken",
+        "start: a\nstates:\n  a: { type: terminal, result: \"x\" }\n  b: { type: nowhere }\n",
+    );
+    let first_error = |args: &[&str]| {
+        let out = p.cli_in(&p.dir, args);
+        let err = stderr(&out);
+        err.lines()
+            .find(|l| l.contains("[MAG-Y"))
+            .map(str::to_owned)
+            .unwrap_or_else(|| panic!("{args:?}: {err}"))
+    };
+    let validated = first_error(&["validate", "broken"]);
+    assert!(
+        validated.starts_with("_vance/workflows/broken.yaml:4:"),
+        "{validated}"
+    );
+    assert_eq!(first_error(&["run", "broken"]), validated);
+}
