@@ -212,7 +212,7 @@ start: ask
 states:
   ask:
     type: gate_task
-    inbox: { kind: APPROVAL, title: Ship it? }
+    inbox: { kind: APPROVAL, title: Ship it?, onReject: fail }
     on: { approved: done }
   done: { type: terminal }
 "#;

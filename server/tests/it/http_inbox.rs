@@ -354,27 +354,58 @@ async fn an_answer_after_the_timeout_lands_on_the_item_and_the_run_does_not_reac
     assert_eq!(view["currentState"], "expired", "{view}");
 }
 
+/// A rejection nothing routes fails the run: with Friday's reason code `APPROVAL_REJECTED`
+/// where the gate says `onReject` (beside its inbox or in it), else as the reference fails
+/// every outcome nothing routes.
 #[tokio::test]
 async fn a_rejection_nothing_routes_fails_the_run_with_approval_rejected() {
     let s = Server::start().await;
-    write(
-        &s.root.join("acme/shop/_vance/workflows/strict.yaml"),
-        "start: review\nstates:\n  review:\n    type: gate_task\n    inbox: { kind: APPROVAL, title: \"Ship it?\" }\n    on:\n      approved: done\n  done: { type: terminal }\n",
-    );
-    let run = s.start_run("shop", "strict", json!({})).await;
-    s.wait_status("shop", &run, &["WAITING"]).await;
-    let r = s
-        .post(
-            &format!("/v1/workflow-approvals/{run}-2/reject"),
-            Some(ACME),
+    let doc = |on_reject: &str, in_inbox: &str| {
+        format!(
+            "start: review\nstates:\n  review:\n    type: gate_task\n{on_reject}    inbox: {{ \
+             kind: APPROVAL, title: \"Ship it?\"{in_inbox} }}\n    on:\n      approved: done\n  \
+             done: {{ type: terminal }}\n"
         )
-        .send()
-        .await
-        .unwrap();
-    assert_eq!(r.status(), 200);
-    let view = s.wait_status("shop", &run, &["FAILED"]).await;
-    let reason = view["reason"].as_str().unwrap();
-    assert!(reason.starts_with("APPROVAL_REJECTED: "), "{reason}");
+    };
+    let workflows = s.root.join("acme/shop/_vance/workflows");
+    write(
+        &workflows.join("strict.yaml"),
+        &doc("    onReject: fail\n", ""),
+    );
+    write(
+        &workflows.join("inboxed.yaml"),
+        &doc("", ", onReject: reject_branch"),
+    );
+    write(&workflows.join("plain.yaml"), &doc("", ""));
+    let reject = |run: String| {
+        let s = &s;
+        async move {
+            s.wait_status("shop", &run, &["WAITING"]).await;
+            let r = s
+                .post(
+                    &format!("/v1/workflow-approvals/{run}-2/reject"),
+                    Some(ACME),
+                )
+                .send()
+                .await
+                .unwrap();
+            assert_eq!(r.status(), 200);
+            let view = s.wait_status("shop", &run, &["FAILED"]).await;
+            view["reason"].as_str().unwrap().to_owned()
+        }
+    };
+    for name in ["strict", "inboxed"] {
+        let run = s.start_run("shop", name, json!({})).await;
+        let reason = reject(run).await;
+        assert_eq!(
+            reason,
+            "APPROVAL_REJECTED: the approval of state 'review' was rejected (no transition for \
+             outcome 'rejected')",
+            "{name}"
+        );
+    }
+    let run = s.start_run("shop", "plain", json!({})).await;
+    assert_eq!(reject(run).await, "no transition for outcome 'rejected'");
     // `on: rejected` (Friday's reject_branch) still routes, as the fixture's approve shows.
     let routed = s.start_run("shop", "approve", json!({})).await;
     s.wait_status("shop", &routed, &["WAITING"]).await;

@@ -497,6 +497,20 @@ pub struct InboxSpec {
     pub quorum: u32,
     /// Whether whoever started the run may answer (default true).
     pub self_approval: bool,
+    /// `onReject:` of an APPROVAL (Friday's approval node): a rejection nothing routes fails
+    /// the run with reason `APPROVAL_REJECTED`. Absent, it fails as every unrouted outcome
+    /// does (`no transition for outcome 'rejected'`).
+    pub on_reject: Option<OnReject>,
+}
+
+/// `onReject:` of an APPROVAL inbox, as Friday's approval node names it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum OnReject {
+    /// `fail`: a rejection fails the run unless an `on: rejected` route takes it.
+    Fail,
+    /// `reject_branch`: the rejection takes the `on: rejected` route (and fails the run, as
+    /// `fail` does, when there is none).
+    RejectBranch,
 }
 
 /// `approvers:` of an inbox: who may answer.

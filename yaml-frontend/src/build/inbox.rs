@@ -18,6 +18,7 @@ pub(crate) const INBOX_FIELDS: &[&str] = &[
     "approvers",
     "quorum",
     "selfApproval",
+    "onReject",
 ];
 
 pub(crate) fn inbox(ctx: &mut Ctx<'_>, node: &YamlNode, what: &str) -> InboxSpec {
@@ -32,6 +33,7 @@ pub(crate) fn inbox(ctx: &mut Ctx<'_>, node: &YamlNode, what: &str) -> InboxSpec
         approvers: None,
         quorum: 1,
         self_approval: true,
+        on_reject: None,
     };
     let Some(block) = node.get("inbox") else {
         ctx.error(
@@ -124,6 +126,7 @@ pub(crate) fn inbox(ctx: &mut Ctx<'_>, node: &YamlNode, what: &str) -> InboxSpec
         }
     }
     approval_rules(ctx, block, &iw, &mut spec);
+    state_on_reject(ctx, node, what, &mut spec);
     // A list whose items were refused has had its errors already.
     let listed = block
         .get("options")
@@ -189,6 +192,35 @@ pub(crate) fn approvers(
     Some(approvers)
 }
 
+/// `onReject:` written beside `inbox:` on the gate's state, as Friday writes it beside the
+/// approval node's approvers: the same as in the inbox, once.
+fn state_on_reject(ctx: &mut Ctx<'_>, node: &YamlNode, what: &str, spec: &mut InboxSpec) {
+    let Some(v) = node.get("onReject") else {
+        return;
+    };
+    if spec.kind != InboxKind::Approval {
+        ctx.error(
+            v.span,
+            Code::InvalidValue,
+            format_args!("'onReject' of {what} applies to APPROVAL inboxes only"),
+        );
+        return;
+    }
+    if spec.on_reject.is_some() {
+        ctx.error(
+            v.span,
+            Code::InvalidValue,
+            format_args!("{what} has 'onReject' twice, beside and in its inbox: expected one"),
+        );
+        return;
+    }
+    let on_reject = [
+        ("fail", crate::ast::OnReject::Fail),
+        ("reject_branch", crate::ast::OnReject::RejectBranch),
+    ];
+    spec.on_reject = word(ctx, node, "onReject", &on_reject, what);
+}
+
 /// Outcomes a DECISION gate ends with by itself, which no option may be named.
 const GATE_OWN_OUTCOMES: &[&str] = &[
     "insufficient_info",
@@ -198,9 +230,10 @@ const GATE_OWN_OUTCOMES: &[&str] = &[
     "technical_error",
 ];
 
-/// `approvers:`, `quorum:` and `selfApproval:` of an APPROVAL inbox (Friday's approvers).
+/// `approvers:`, `quorum:`, `selfApproval:` and `onReject:` of an APPROVAL inbox (Friday's
+/// approval node).
 fn approval_rules(ctx: &mut Ctx<'_>, block: &YamlNode, iw: &str, spec: &mut InboxSpec) {
-    let named = ["approvers", "quorum", "selfApproval"]
+    let named = ["approvers", "quorum", "selfApproval", "onReject"]
         .iter()
         .filter_map(|k| block.get(k))
         .next();
@@ -210,7 +243,9 @@ fn approval_rules(ctx: &mut Ctx<'_>, block: &YamlNode, iw: &str, spec: &mut Inbo
         ctx.error(
             first.span,
             Code::InvalidValue,
-            format_args!("{iw}: approvers, quorum and selfApproval apply to APPROVAL inboxes only"),
+            format_args!(
+                "{iw}: approvers, quorum, selfApproval and onReject apply to APPROVAL inboxes only"
+            ),
         );
         return;
     }
@@ -238,4 +273,9 @@ fn approval_rules(ctx: &mut Ctx<'_>, block: &YamlNode, iw: &str, spec: &mut Inbo
             _ => ctx.wrong_type(b, &format!("'selfApproval' of {iw}"), "true or false"),
         }
     }
+    let on_reject = [
+        ("fail", crate::ast::OnReject::Fail),
+        ("reject_branch", crate::ast::OnReject::RejectBranch),
+    ];
+    spec.on_reject = word(ctx, block, "onReject", &on_reject, iw);
 }

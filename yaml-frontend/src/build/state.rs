@@ -32,7 +32,7 @@ pub(crate) fn type_fields(t: TaskType) -> &'static [&'static str] {
         TaskType::ShellTask => &["run", "dirName", "splice"],
         TaskType::ScriptTask => &["source", "path", "dirName"],
         TaskType::ToolTask => &["tool", "params"],
-        TaskType::GateTask => &["inbox"],
+        TaskType::GateTask => &["inbox", "onReject"],
         TaskType::TimerTask => &["duration"],
         TaskType::ConditionTask => &["transitions"],
         TaskType::WorkflowTask => &["workflow", "params"],

@@ -103,6 +103,12 @@ impl PlanState {
     pub fn is_approval_gate(&self) -> bool {
         matches!(&self.step, Step::Gate(g) if g.kind == InboxKind::Approval)
     }
+
+    /// Whether a rejection nothing routes fails the run with Friday's reason code
+    /// `APPROVAL_REJECTED`: an APPROVAL gate with `onReject:` (an approval node of the design).
+    pub fn rejection_is_approval_rejected(&self) -> bool {
+        matches!(&self.step, Step::Gate(g) if g.kind == InboxKind::Approval && g.on_reject.is_some())
+    }
 }
 
 /// A state's `retry:` block.
@@ -193,6 +199,8 @@ pub struct GatePlan {
     pub quorum: u32,
     /// `selfApproval:` (true unless declared).
     pub self_approval: bool,
+    /// `onReject:` of an APPROVAL (Friday's approval node).
+    pub on_reject: Option<crate::ast::OnReject>,
 }
 
 /// The fields of a state that route or describe it rather than configure its task.
@@ -401,6 +409,7 @@ fn compile_state(
             approvers: inbox.approvers.clone(),
             quorum: inbox.quorum,
             self_approval: inbox.self_approval,
+            on_reject: inbox.on_reject,
         }),
         TaskSpec::Workflow { workflow, params } => Step::Workflow {
             workflow: Template::parse(workflow),

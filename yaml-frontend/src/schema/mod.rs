@@ -29,10 +29,10 @@ pub use words::{ErrorKindKey, ErrorKindList, WordList, Words};
 pub use workflow::{
     AgentTask, Bounds, Branch, Common, ConditionTask, CriticalityWords, Defaults, ElseRule,
     FailureBlockPolicyWords, FailurePolicyWords, ForeachTask, GateTask, IfRule, Inbox,
-    InboxApprovers, InboxKindWords, InlineBranch, OnFailure, OnFailureBlock, ParallelTask,
-    ParamTypeName, Parameter, Retry, Rule, ScriptSourceWords, ScriptTask, ShellTask, SpliceWords,
-    State, Terminal, TerminalOutcomeWords, TimerTask, ToleratedFailures, ToolTask, Version,
-    WorkflowBranch, WorkflowDocument, WorkflowTask,
+    InboxApprovers, InboxKindWords, InlineBranch, OnFailure, OnFailureBlock, OnRejectWords,
+    ParallelTask, ParamTypeName, Parameter, Retry, Rule, ScriptSourceWords, ScriptTask, ShellTask,
+    SpliceWords, State, Terminal, TerminalOutcomeWords, TimerTask, ToleratedFailures, ToolTask,
+    Version, WorkflowBranch, WorkflowDocument, WorkflowTask,
 };
 
 use crate::ast::TaskType;

@@ -250,6 +250,9 @@ pub struct GateTask {
     pub common: Common,
     /// The inbox item a person answers.
     pub inbox: Inbox,
+    /// APPROVAL only: `onReject` of the inbox, written beside it (once, here or there).
+    #[serde(rename = "onReject")]
+    pub on_reject: Option<Words<OnRejectWords>>,
 }
 
 /// The `inbox:` of a gate.
@@ -287,6 +290,10 @@ pub struct Inbox {
     pub quorum: Option<u32>,
     /// APPROVAL only: whether whoever started the run may answer (default true).
     pub self_approval: Option<bool>,
+    /// APPROVAL only (Friday's approval node): `fail` or `reject_branch`; a rejection nothing
+    /// routes fails the run with reason `APPROVAL_REJECTED` (absent: `no transition for
+    /// outcome 'rejected'`).
+    pub on_reject: Option<Words<OnRejectWords>>,
 }
 
 /// `onFailure:` of a workflow.
@@ -484,7 +491,14 @@ pub struct CriticalityWords;
 /// `success` or `failure`.
 #[derive(Debug)]
 pub struct TerminalOutcomeWords;
+/// `fail` or `reject_branch`.
+#[derive(Debug)]
+pub struct OnRejectWords;
 
+impl super::words::WordList for OnRejectWords {
+    const NAME: &'static str = "OnReject";
+    const WORDS: &'static [&'static str] = &["fail", "reject_branch"];
+}
 impl super::words::WordList for SpliceWords {
     const NAME: &'static str = "Splice";
     const WORDS: &'static [&'static str] = &["none", "quoted", "variables"];

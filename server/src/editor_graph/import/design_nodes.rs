@@ -31,8 +31,8 @@ pub(super) fn allowed_tools(nodes: &[Value]) -> Option<Vec<String>> {
 
 /// An approval node in the design's own terms (`approverUserId`, `approverRole`,
 /// `onReject`, `timeoutMs` in its config, no `inbox`) as a gate's APPROVAL inbox titled with
-/// the node's name. `onReject` needs nothing: a `reject` edge routes the rejection, and
-/// without one the run fails with `APPROVAL_REJECTED`, as `fail` says.
+/// the node's name. `onReject` (default `fail`) stays on the inbox: a `reject` edge routes
+/// the rejection, and without one the run fails with `APPROVAL_REJECTED`, as the design says.
 pub(super) fn approval_inbox(
     n: &Value,
     id: &str,
@@ -40,9 +40,11 @@ pub(super) fn approval_inbox(
 ) -> Result<(), ImportError> {
     let user = spec.remove("approverUserId");
     let role = spec.remove("approverRole");
-    match spec.remove("onReject") {
-        None | Some(Value::Null) => {}
-        Some(v) if v == "fail" || v == "reject_branch" => {}
+    // Kept on the inbox (absent, Friday's default `fail`): a rejection nothing routes fails
+    // the run with `APPROVAL_REJECTED`, as the design says.
+    let on_reject = match spec.remove("onReject") {
+        None | Some(Value::Null) => None,
+        Some(v) if v == "fail" || v == "reject_branch" => Some(v),
         Some(other) => {
             return Err(err(
                 "MAG-GR010",
@@ -52,7 +54,7 @@ pub(super) fn approval_inbox(
                 ),
             ));
         }
-    }
+    };
     if let Some(ms) = spec.remove("timeoutMs").filter(|v| !v.is_null()) {
         let ms = ms.as_f64().ok_or_else(|| {
             err(
@@ -64,6 +66,11 @@ pub(super) fn approval_inbox(
             .or_insert_with(|| seconds_value(ms / 1000.0));
     }
     if spec.contains_key("inbox") {
+        // A gate as a document writes it (an exported workflow): its `onReject`, if any,
+        // stays where it was written.
+        if let Some(v) = on_reject {
+            spec.insert("onReject".into(), v);
+        }
         return Ok(());
     }
     let title = n
@@ -82,6 +89,10 @@ pub(super) fn approval_inbox(
     if !approvers.is_empty() {
         inbox.insert("approvers".into(), Value::Object(approvers));
     }
+    inbox.insert(
+        "onReject".into(),
+        on_reject.unwrap_or_else(|| json!("fail")),
+    );
     spec.insert("inbox".into(), Value::Object(inbox));
     Ok(())
 }

@@ -240,6 +240,9 @@ fn a_node_without_outgoing_edges_ends_the_run_at_a_terminal() {
     assert_eq!(s["end_2"], json!({ "type": "terminal" }), "{s}");
     // An unbranched edge out of an approval is its approval (seed 001 §5.7).
     assert_eq!(s["ok"]["on"], json!({ "approved": "last" }), "{s}");
+    // Its rejection, with no reject edge, fails the run with APPROVAL_REJECTED (§5.8): the
+    // design's default `onReject` is kept on the inbox.
+    assert_eq!(s["ok"]["inbox"]["onReject"], "fail", "{s}");
     assert_eq!(
         s["a"]["on"],
         json!({ "success": "end", "failure": "ok" }),
@@ -524,4 +527,29 @@ fn what_a_draft_would_drop_is_refused() {
     let e = import(&twice).unwrap_err();
     assert_eq!(e.code, "MAG-GR009", "{e}");
     assert!(e.message.contains("edge id 'e0'"), "{e}");
+}
+
+/// An approval node's `onReject` is kept on the gate: in its inbox when the node is in the
+/// design's terms, where it was written when the node carries a document's gate.
+#[test]
+fn an_approval_keeps_its_on_reject() {
+    let (_, spec) = state_of(&node(json!({
+        "type": "approval",
+        "config": { "onReject": "reject_branch" },
+    })))
+    .unwrap();
+    assert_eq!(spec["inbox"]["onReject"], "reject_branch", "{spec:?}");
+    let (_, spec) = state_of(&node(json!({
+        "type": "approval",
+        "config": { "inbox": { "kind": "APPROVAL" }, "onReject": "fail" },
+    })))
+    .unwrap();
+    assert_eq!(spec["onReject"], "fail", "{spec:?}");
+    assert!(spec["inbox"].get("onReject").is_none(), "{spec:?}");
+    let (_, spec) = state_of(&node(json!({
+        "type": "approval",
+        "config": { "inbox": { "kind": "APPROVAL" } },
+    })))
+    .unwrap();
+    assert!(spec.get("onReject").is_none(), "{spec:?}");
 }

@@ -555,7 +555,32 @@ fn approval_rules_are_checked_where_they_are_written() {
     assert!(diags(&ok).errors().next().is_none(), "{:?}", rendered(&ok));
     has(
         &gate("      kind: DECISION\n      options: [a]\n      quorum: 2\n"),
-        "wf.yaml:8:15: [MAG-Y026] the inbox of state 'a': approvers, quorum and selfApproval apply to APPROVAL inboxes only",
+        "wf.yaml:8:15: [MAG-Y026] the inbox of state 'a': approvers, quorum, selfApproval and onReject apply to APPROVAL inboxes only",
+    );
+    // Friday's `onReject`, in the inbox or beside it, once.
+    let ok = gate("      kind: APPROVAL\n      onReject: reject_branch\n");
+    assert!(diags(&ok).errors().next().is_none(), "{:?}", rendered(&ok));
+    let beside = |on_reject: &str, kind: &str| {
+        doc(&format!(
+            "  a:\n    type: gate_task\n    onReject: {on_reject}\n    inbox:\n      kind: {kind}\n      options: [x]\n{}    on:\n      approved: a\n",
+            if kind == "APPROVAL" {
+                "      onReject: fail\n"
+            } else {
+                ""
+            }
+        ))
+    };
+    mentions(
+        &gate("      kind: APPROVAL\n      onReject: explode\n"),
+        "'onReject' of the inbox of state 'a' is a string 'explode': expected one of [fail, reject_branch]",
+    );
+    mentions(
+        &beside("fail", "APPROVAL"),
+        "state 'a' has 'onReject' twice, beside and in its inbox: expected one",
+    );
+    mentions(
+        &beside("fail", "DECISION"),
+        "'onReject' of state 'a' applies to APPROVAL inboxes only",
     );
     mentions(
         &gate("      kind: APPROVAL\n      quorum: 0\n"),
