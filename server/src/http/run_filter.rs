@@ -120,6 +120,12 @@ impl Filters {
         q
     }
 
+    /// Whether a run now in `status` passes `status=`: a run listed by its summary may have
+    /// moved on by the time its view is read, and is then left out of the page.
+    pub(crate) fn status_matches(&self, status: RunStatus) -> bool {
+        !self.by_status || self.statuses.contains(&status)
+    }
+
     /// Whether `s` passes the filters that its summary answers.
     fn summary_matches(&self, s: &RunSummary) -> bool {
         (!self.by_status || self.statuses.contains(&s.status))

@@ -407,11 +407,14 @@ pub(crate) async fn list(
             next_cursor = Some(summaries[i - 1].run_id.to_string());
             break;
         }
-        if i > 0 {
+        let run = dto(&state, s.run_id).await?;
+        if !filters.status_matches(run.run.status) {
+            continue;
+        }
+        if body.len() > 1 {
             body.push(b',');
         }
-        serde_json::to_writer(&mut body, &dto(&state, s.run_id).await?)
-            .map_err(ApiError::internal)?;
+        serde_json::to_writer(&mut body, &run).map_err(ApiError::internal)?;
     }
     body.push(b']');
     let mut response = (
