@@ -221,7 +221,12 @@ fn a_friday_graph_with_a_trigger_and_an_approval_node_imports_and_runs() {
     assert_eq!(review["timeoutSeconds"], 60, "{text}");
     assert_eq!(
         review["inbox"],
-        json!({ "kind": "APPROVAL", "title": "Ship it?", "approvers": { "roles": ["admin"] } }),
+        json!({
+            "kind": "APPROVAL",
+            "title": "Ship it?",
+            "approvers": { "roles": ["admin"] },
+            "onReject": "fail",
+        }),
         "{text}"
     );
     assert_eq!(

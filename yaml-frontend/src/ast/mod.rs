@@ -497,9 +497,8 @@ pub struct InboxSpec {
     pub quorum: u32,
     /// Whether whoever started the run may answer (default true).
     pub self_approval: bool,
-    /// `onReject:` of an APPROVAL (Friday's approval node): a rejection nothing routes fails
-    /// the run with reason `APPROVAL_REJECTED`. Absent, it fails as every unrouted outcome
-    /// does (`no transition for outcome 'rejected'`).
+    /// `onReject:` of an APPROVAL (Friday's approval node), as written; absent is `fail`.
+    /// Either way a rejection nothing routes fails the run with reason `APPROVAL_REJECTED`.
     pub on_reject: Option<OnReject>,
 }
 

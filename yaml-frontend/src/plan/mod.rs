@@ -103,12 +103,6 @@ impl PlanState {
     pub fn is_approval_gate(&self) -> bool {
         matches!(&self.step, Step::Gate(g) if g.kind == InboxKind::Approval)
     }
-
-    /// Whether a rejection nothing routes fails the run with Friday's reason code
-    /// `APPROVAL_REJECTED`: an APPROVAL gate with `onReject:` (an approval node of the design).
-    pub fn rejection_is_approval_rejected(&self) -> bool {
-        matches!(&self.step, Step::Gate(g) if g.kind == InboxKind::Approval && g.on_reject.is_some())
-    }
 }
 
 /// A state's `retry:` block.

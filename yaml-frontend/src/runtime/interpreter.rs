@@ -194,11 +194,11 @@ pub(crate) async fn interpret(
                     return Err(WorkflowError::cancelled(reason));
                 }
                 let unrouted = format!("no transition for outcome '{}'", done.outcome);
-                // A rejected approval of Friday's design (`onReject:`) nothing routes ends the
-                // run with its reason code (`reject_branch` is an `on: rejected` route), under
-                // every policy that ends the run with the original reason; any other gate's
-                // as the reference says of every outcome.
-                let unrouted = if state.rejection_is_approval_rejected()
+                // A rejected approval nothing routes ends the run with Friday's reason code
+                // (its `onReject: fail`, the default; `reject_branch` is an `on: rejected`
+                // route), under every policy that ends the run with the original reason, and
+                // says the reference's words for an outcome nothing routes after it.
+                let unrouted = if state.is_approval_gate()
                     && crate::ErrorKind::parse(&done.outcome)
                         == Some(crate::ErrorKind::HumanRejected)
                 {

@@ -290,9 +290,9 @@ pub struct Inbox {
     pub quorum: Option<u32>,
     /// APPROVAL only: whether whoever started the run may answer (default true).
     pub self_approval: Option<bool>,
-    /// APPROVAL only (Friday's approval node): `fail` or `reject_branch`; a rejection nothing
-    /// routes fails the run with reason `APPROVAL_REJECTED` (absent: `no transition for
-    /// outcome 'rejected'`).
+    /// APPROVAL only (Friday's approval node): `fail` (the default) or `reject_branch` (the
+    /// rejection takes `on: rejected`); a rejection nothing routes fails the run with reason
+    /// `APPROVAL_REJECTED`.
     pub on_reject: Option<Words<OnRejectWords>>,
 }
 

@@ -463,7 +463,7 @@ fn gate_inbox_rules() {
     );
     has(
         &text,
-        "wf.yaml:7:7: [MAG-Y005] unknown field 'titel' in the inbox of state 'a': expected one of [kind, title, body, assignedTo, criticality, tags, options, approvers, quorum, selfApproval] (did you mean 'title'?)",
+        "wf.yaml:7:7: [MAG-Y005] unknown field 'titel' in the inbox of state 'a': expected one of [kind, title, body, assignedTo, criticality, tags, options, approvers, quorum, selfApproval, onReject] (did you mean 'title'?)",
     );
     has(
         &text,
