@@ -258,8 +258,23 @@ pub fn utf8_position(e: &std::string::FromUtf8Error) -> (usize, usize) {
     let valid = &e.as_bytes()[..e.utf8_error().valid_up_to()];
     // The bytes before it are valid UTF-8.
     let before = std::str::from_utf8(valid).unwrap_or_default();
-    let line = before.matches('\n').count() + 1;
-    let column = before.rsplit('\n').next().map_or(0, |l| l.chars().count()) + 1;
+    // Line breaks as YAML counts them (a line feed, a carriage return, or both together);
+    // a byte-order mark is no column of the first line.
+    let (mut line, mut column) = (1, 1);
+    let mut chars = before.chars().peekable();
+    let mut first = true;
+    while let Some(c) = chars.next() {
+        match c {
+            '\u{FEFF}' if first => {}
+            '\r' if chars.peek() == Some(&'\n') => {}
+            '\n' | '\r' => {
+                line += 1;
+                column = 1;
+            }
+            _ => column += 1,
+        }
+        first = false;
+    }
     (line, column)
 }
 

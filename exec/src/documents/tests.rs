@@ -122,3 +122,16 @@ fn a_project_dir_maps_to_tenant_and_project() {
     assert_eq!(docs.project_dir(&scope), Path::new("/srv/acme/shop"));
     assert_eq!(docs.tenant_dir(&scope), Path::new("/srv/acme/_tenant"));
 }
+
+/// The first byte that is not UTF-8 is placed as YAML places text: after line feeds, lone
+/// carriage returns or both together, and with no column for a byte-order mark.
+#[test]
+fn the_first_byte_that_is_not_utf8_is_placed_across_line_endings() {
+    let at = |bytes: &[u8]| utf8_position(&String::from_utf8(bytes.to_vec()).unwrap_err());
+    assert_eq!(at(b"a: 1\nb: caf\xe9\n"), (2, 7));
+    assert_eq!(at(b"a: 1\rb: caf\xe9\r"), (2, 7));
+    assert_eq!(at(b"a: 1\r\nb: caf\xe9\r\n"), (2, 7));
+    assert_eq!(at(b"a: 1\r\rb: caf\xe9"), (3, 7));
+    assert_eq!(at(b"\xef\xbb\xbfa: caf\xe9"), (1, 7));
+    assert_eq!(at(b"\xe9"), (1, 1));
+}

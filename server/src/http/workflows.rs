@@ -305,7 +305,10 @@ fn read_bounded(
         let why = magrathea_exec::NotUtf8Text::of(&e);
         (
             "MAG-Y001",
-            format!("{}: expected a UTF-8 document", why.what),
+            format!(
+                "{}: expected a UTF-8 document; save the file as UTF-8",
+                why.what
+            ),
             (why.line, why.column),
         )
     })

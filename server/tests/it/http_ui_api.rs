@@ -215,7 +215,8 @@ async fn workflows_lists_project_and_tenant_documents_with_their_diagnostics() {
         json!([{
             "severity": "error",
             "code": "MAG-Y001",
-            "message": "the file is not UTF-8 text (byte 0xE9): expected a UTF-8 document",
+            "message": "the file is not UTF-8 text (byte 0xE9): expected a UTF-8 document; \
+                        save the file as UTF-8",
             "line": 3,
             "column": 36,
         }]),
