@@ -441,13 +441,15 @@ const TO_JSON: &str = r#"(function () {
 /// A `console` whose lines go to the log (bounded), not to the task's output.
 const CONSOLE: &str = r#"(function (sink) {
   const stringify = JSON.stringify;
+  // Half of a character (a lone surrogate) cannot leave the engine as text: U+FFFD instead.
+  const wellFormed = String.prototype.toWellFormed;
   const fmt = function (v) {
     if (typeof v === "string") return v;
     try { const s = stringify(v); return s === undefined ? String(v) : s; }
     catch (_) { return String(v); }
   };
   const log = function (level) {
-    return function (...args) { sink(level, args.map(fmt).join(" ")); };
+    return function (...args) { sink(level, wellFormed.call(args.map(fmt).join(" "))); };
   };
   globalThis.console = {
     log: log("info"), info: log("info"), debug: log("debug"),
@@ -520,7 +522,13 @@ pub(crate) fn failure<'js>(ctx: &Ctx<'js>, file: &str, error: rquickjs::Error) -
         CaughtError::Error(rquickjs::Error::Allocation) => Failure::OutOfMemory,
         CaughtError::Error(e) => Failure::Engine(e.to_string()),
         CaughtError::Exception(ex) => {
-            let message = ex.message().unwrap_or_default();
+            let message = ex
+                .message()
+                .or_else(|| {
+                    let raw = ex.as_object().get::<_, rquickjs::Value>("message").ok()?;
+                    well_formed_text(ctx, raw)
+                })
+                .unwrap_or_default();
             let name: Option<String> = ex.as_object().get("name").ok();
             if name.as_deref() == Some("InternalError") && message.starts_with("out of memory") {
                 return Failure::OutOfMemory;
@@ -538,7 +546,9 @@ pub(crate) fn failure<'js>(ctx: &Ctx<'js>, file: &str, error: rquickjs::Error) -
             let message = v
                 .get::<rquickjs::Coerced<String>>()
                 .map(|c| c.0)
-                .unwrap_or_else(|_| format!("a thrown {}", v.type_name()));
+                .ok()
+                .or_else(|| well_formed_text(ctx, v.clone()))
+                .unwrap_or_else(|| format!("a thrown {}", v.type_name()));
             Failure::Thrown {
                 name: None,
                 message,
@@ -546,6 +556,17 @@ pub(crate) fn failure<'js>(ctx: &Ctx<'js>, file: &str, error: rquickjs::Error) -
             }
         }
     }
+}
+
+/// A value's text with each half of a character (a lone surrogate, as cutting a string through
+/// an emoji leaves) as U+FFFD: such text cannot leave the engine as it is.
+fn well_formed_text<'js>(ctx: &Ctx<'js>, value: rquickjs::Value<'js>) -> Option<String> {
+    let convert = helper(
+        ctx,
+        "(function (v) { return String.prototype.toWellFormed.call(String(v)); })",
+    )
+    .ok()?;
+    convert.call::<_, String>((value,)).ok()
 }
 
 /// The line of the innermost frame of `file` in a QuickJS stack trace
@@ -680,5 +701,26 @@ mod tests {
             cancel,
         );
         assert_eq!(got, Err(Failure::NeverSettled));
+    }
+
+    /// Half of a character (a string cut through an emoji) in a log line or a thrown error
+    /// is U+FFFD: the line is logged, the error keeps its text.
+    #[test]
+    fn half_characters_in_logs_and_errors_become_replacement_characters() {
+        let empty = serde_json::json!({});
+        let limits = limits(Duration::from_secs(5));
+        let cancel = Arc::new(AtomicBool::new(false));
+        let body = "console.log('log ' + '\u{1F680}'.slice(0, 1)); return 1;";
+        let got = run(&job(body, &empty), &limits, cancel.clone());
+        assert_eq!(got, Ok(serde_json::json!(1)));
+        for body in [
+            "throw new Error('x' + '\u{1F680}'.slice(0, 1));",
+            "throw 'x' + '\u{1F680}'.slice(0, 1);",
+        ] {
+            match run(&job(body, &empty), &limits, cancel.clone()) {
+                Err(Failure::Thrown { message, .. }) => assert_eq!(message, "x\u{FFFD}", "{body}"),
+                other => panic!("{body}: {other:?}"),
+            }
+        }
     }
 }
