@@ -188,7 +188,8 @@ pub fn verify(
     if let Some(sig) = &cfg.signature {
         verify_signature(sig, secrets, req)?;
     }
-    let parsed: Option<Value> = serde_json::from_slice(req.body).ok();
+    let parsed: Option<Value> =
+        serde_json::from_slice(crate::http::body::without_bom(req.body)).ok();
     let dedupe_key = match cfg.dedupe.as_ref().and_then(|d| d.source()) {
         None => None,
         Some(source) => Some(dedupe_key(source, req.headers, parsed.as_ref())?),

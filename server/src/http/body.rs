@@ -28,7 +28,7 @@ where
             .map_err(|e| body_error(e.status(), e.body_text()))?;
         // A byte-order mark before the text is ignored, as RFC 8259 (§8.1) lets a parser do
         // (Windows tools write one); a UTF-16 body is named for what it is.
-        let bytes = bytes.strip_prefix(b"\xEF\xBB\xBF").unwrap_or(&bytes);
+        let bytes = without_bom(&bytes);
         if bytes.starts_with(b"\xFF\xFE") || bytes.starts_with(b"\xFE\xFF") {
             return Ok(Self(Err(ApiError::bad_request(
                 "MAG-HTTP-INVALID-JSON",
@@ -53,6 +53,12 @@ where
             )
         })))
     }
+}
+
+/// `body` without a UTF-8 byte-order mark in front: RFC 8259 (§8.1) lets a JSON parser
+/// ignore one, and Windows tools (PowerShell 5.1 among them) write it.
+pub(crate) fn without_bom(body: &[u8]) -> &[u8] {
+    body.strip_prefix(b"\xEF\xBB\xBF").unwrap_or(body)
 }
 
 /// The body of a route that takes none: nothing, or an empty JSON object. Anything else is

@@ -277,7 +277,7 @@ pub(crate) async fn trigger(
             params.insert("payload".into(), Value::Object(q));
         }
     } else if !body.iter().all(u8::is_ascii_whitespace) {
-        let payload = serde_json::from_slice(&body)
+        let payload = serde_json::from_slice(super::body::without_bom(&body))
             .unwrap_or_else(|_| Value::String(String::from_utf8_lossy(&body).into_owned()));
         params.insert("payload".into(), payload);
     }

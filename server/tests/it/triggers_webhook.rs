@@ -178,6 +178,16 @@ async fn a_correctly_signed_delivery_starts_the_workflow_with_its_body_and_heade
     assert_eq!(d[0]["runId"], reply["workflowRunId"]);
     assert_eq!(d[0]["workflowRunId"], reply["workflowRunId"]);
     assert_eq!(d[0]["dedupeKey"], "d-1");
+
+    // A byte-order mark before the JSON (as Windows tools write it) is no part of the payload;
+    // the signature covers the bytes as sent.
+    let body = "\u{FEFF}{\"number\":8}";
+    let (status, reply) = f
+        .github(body, Fixture::signed("new-secret", body), "d-2")
+        .await;
+    assert_eq!(status, 202, "{reply}");
+    let run = f.run(reply["workflowRunId"].as_str().unwrap()).await;
+    assert_eq!(run["params"]["payload"], json!({"number": 8}), "{run}");
 }
 
 #[tokio::test]
