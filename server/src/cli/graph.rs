@@ -97,7 +97,7 @@ fn import(loc: &Location, file: &std::path::Path, draft: Option<&str>) -> anyhow
         Ok(loaded) => loaded,
         Err(diags) => {
             for d in diags.iter() {
-                errln!("{}", super::validate::line(d));
+                errln!("{}", super::validate::shown(d));
             }
             return Ok(EXIT_INVALID);
         }
@@ -128,7 +128,7 @@ fn import(loc: &Location, file: &std::path::Path, draft: Option<&str>) -> anyhow
         return Ok(EXIT_INVALID);
     }
     for d in loaded.warnings.iter() {
-        errln!("{}", super::validate::line(d));
+        errln!("{}", super::validate::shown(d));
     }
     let project = Project::locate(loc).map_err(|e| super::Invalid(super::output::chain(&e)))?;
     let dir = project
@@ -252,7 +252,7 @@ pub(crate) fn graph(loc: &Location, args: GraphArgs) -> anyhow::Result<u8> {
         Ok(loaded) => loaded,
         Err(diags) => {
             for d in diags.iter() {
-                errln!("{}", super::validate::line(d));
+                errln!("{}", super::validate::shown(d));
             }
             return Ok(EXIT_INVALID);
         }

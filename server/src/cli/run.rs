@@ -65,17 +65,20 @@ pub(crate) async fn run(loc: &Location, args: RunArgs) -> anyhow::Result<u8> {
             })
             .map(|loaded| loaded.doc.parameters)
             .unwrap_or_default();
-        (here(&project.docs().label(&path)), declared)
+        (
+            super::validate::here(&project.docs().label(&path)),
+            declared,
+        )
     } else {
         match runtime.load(&project.scope, &args.name) {
             Ok((path, _, loaded)) => {
                 // A valid document's warnings are said before it runs, as `validate` says
                 // them (a misspelt placeholder, an outcome nothing routes).
                 for d in loaded.warnings.iter() {
-                    errln!("{}", shown(d));
+                    errln!("{}", super::validate::shown(d));
                 }
                 (
-                    here(&project.docs().label(&path)),
+                    super::validate::here(&project.docs().label(&path)),
                     loaded.doc.parameters.clone(),
                 )
             }
@@ -97,7 +100,7 @@ pub(crate) async fn run(loc: &Location, args: RunArgs) -> anyhow::Result<u8> {
         Ok(request) => request,
         Err(YamlStartError::Invalid(diags)) => {
             for d in diags.iter() {
-                errln!("{}", shown(d));
+                errln!("{}", super::validate::shown(d));
             }
             errln!(
                 "error: workflow `{}` is invalid; nothing was started",
@@ -266,20 +269,6 @@ fn param_value(text: &str) -> Value {
         Ok(Value::String(_)) | Err(_) => Value::String(text.to_string()),
         Ok(v) => v,
     }
-}
-
-/// A document's path relative to the working directory when it lies below it, as `validate`
-/// names documents.
-fn here(path: &str) -> String {
-    let cwd = std::env::current_dir()
-        .and_then(|d| d.canonicalize())
-        .unwrap_or_default();
-    super::validate::relative(std::path::Path::new(path), &cwd)
-}
-
-/// A diagnostic as `validate` prints it, its document named by [`here`].
-fn shown(d: &magrathea_yaml::Diagnostic) -> String {
-    d.rendered_at(&here(&d.path))
 }
 
 /// A document refused before it was parsed, named relative to the working directory as the

@@ -467,12 +467,6 @@ fn stem(path: &Path) -> String {
         .unwrap_or_default()
 }
 
-/// A diagnostic as every command prints it: `path:line:column: [MAG-Ynnn] message`, a warning
-/// with `warning:` before its code.
-pub(crate) fn line(d: &Diagnostic) -> String {
-    d.rendered()
-}
-
 /// The `*.yaml` files of `dir`, sorted by name.
 fn yaml_files(dir: &Path) -> anyhow::Result<Vec<PathBuf>> {
     let entries = match std::fs::read_dir(dir) {
@@ -563,6 +557,21 @@ fn is_path(name: &str) -> bool {
 /// A path as the user typed it: without a leading `./`.
 fn label(path: &Path) -> String {
     path.strip_prefix(".").unwrap_or(path).display().to_string()
+}
+
+/// A document's path relative to the working directory when it lies below it, as `validate`
+/// names documents.
+pub(crate) fn here(path: &str) -> String {
+    let cwd = std::env::current_dir()
+        .and_then(|d| d.canonicalize())
+        .unwrap_or_default();
+    relative(std::path::Path::new(path), &cwd)
+}
+
+/// A diagnostic as every command prints it: `path:line:column: [MAG-Ynnn] message`, a warning
+/// with `warning:` before its code, its document named by [`here`].
+pub(crate) fn shown(d: &magrathea_yaml::Diagnostic) -> String {
+    d.rendered_at(&here(&d.path))
 }
 
 /// `path` relative to `cwd` when below it.

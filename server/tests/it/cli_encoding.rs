@@ -116,10 +116,10 @@ fn control_and_invisible_characters_of_a_document_are_printed_escaped() {
     );
 }
 
-/// `run` names a document's mistakes and warnings as `validate` names them: relative to the
-/// working directory, so the two print the same line for the same mistake.
+/// `run` and `graph` name a document's mistakes and warnings as `validate` names them:
+/// relative to the working directory, so each prints the same line for the same mistake.
 #[test]
-fn run_names_a_documents_diagnostics_as_validate_does() {
+fn run_and_graph_name_a_documents_diagnostics_as_validate_does() {
     let p = Project::new();
     p.workflow(
         "broken",
@@ -139,4 +139,5 @@ fn run_names_a_documents_diagnostics_as_validate_does() {
         "{validated}"
     );
     assert_eq!(first_error(&["run", "broken"]), validated);
+    assert_eq!(first_error(&["graph", "broken"]), validated);
 }

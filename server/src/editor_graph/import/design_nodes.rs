@@ -44,7 +44,14 @@ pub(super) fn approval_inbox(
     // the run with `APPROVAL_REJECTED`, as the design says.
     let on_reject = match spec.remove("onReject") {
         None | Some(Value::Null) => None,
-        Some(v) if v == "fail" || v == "reject_branch" => Some(v),
+        // In any case, as a document's loader reads it.
+        Some(v)
+            if v.as_str().is_some_and(|w| {
+                w.eq_ignore_ascii_case("fail") || w.eq_ignore_ascii_case("reject_branch")
+            }) =>
+        {
+            Some(v)
+        }
         Some(other) => {
             return Err(err(
                 "MAG-GR010",

@@ -546,6 +546,13 @@ fn an_approval_keeps_its_on_reject() {
     .unwrap();
     assert_eq!(spec["onReject"], "fail", "{spec:?}");
     assert!(spec["inbox"].get("onReject").is_none(), "{spec:?}");
+    // In any case, as the loader reads it.
+    let (_, spec) = state_of(&node(json!({
+        "type": "approval",
+        "config": { "inbox": { "kind": "APPROVAL" }, "onReject": "Reject_Branch" },
+    })))
+    .unwrap();
+    assert_eq!(spec["onReject"], "Reject_Branch", "{spec:?}");
     let (_, spec) = state_of(&node(json!({
         "type": "approval",
         "config": { "inbox": { "kind": "APPROVAL" } },
