@@ -16,7 +16,8 @@ use serde_json::{Value, json};
 use crate::error::{Context, Result};
 
 /// The engine's journal table layout (`(u128 run id, u64 seq) -> bytes`), for the raw redb
-/// baselines: the only difference left between a baseline and the engine is the engine.
+/// baselines: what a journal kept in redb alone would pay per record, with the engine's own
+/// records and keys.
 pub const JOURNAL: TableDefinition<(u128, u64), &[u8]> = TableDefinition::new("journal");
 
 /// A fresh directory for a workload's files under `base` (named `magrathea-bench-*`), removed

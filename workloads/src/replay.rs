@@ -1,8 +1,9 @@
 //! Replay: recovering a run whose journal holds 10,000 records, against reading and decoding
 //! the same records.
 //!
-//! Setup ([`ReplayRun::build`], not timed): a durable engine runs `steps_then_sleep` with 4,999
-//! sequential no-op tasks, then a 1-hour durable sleep. Its journal is `StartRecord`, 4,999 ×
+//! Setup ([`ReplayRun::build`], not timed): an engine runs `steps_then_sleep` with 4,999
+//! sequential no-op tasks, then a 1-hour durable sleep (written without syncs: the records are
+//! the same), and a durable engine is opened on that store. Its journal is `StartRecord`, 4,999 ×
 //! (`TaskStartedRecord`, `TaskResultRecord`), `TimerSetRecord`: exactly 10,000 records. The run
 //! is then suspended and evicted from memory.
 //!
@@ -36,25 +37,38 @@ pub struct ReplayRun {
 }
 
 impl ReplayRun {
-    /// Opens an engine on `dir/journal.redb` (`Immediate`), runs the workflow until it sleeps
-    /// and waits until it has left memory. Call it inside a tokio runtime; takes a few seconds
-    /// (5,000 sequential steps, each durable).
+    /// Writes the run's journal with an engine that does not sync (5,000 sequential steps:
+    /// on a disk whose sync takes milliseconds, syncing each would take most of a minute,
+    /// and replay reads the same records either way), stops it, then opens the engine the
+    /// replays run on, on `dir/journal.redb` (`Immediate`), and waits until the run has left
+    /// memory. Call it inside a tokio runtime.
     pub async fn build(dir: &Path) -> Result<Self> {
-        let engine = Engine::builder()
-            .path(dir.join("journal.redb"))
-            .durability(Durability::Immediate)
-            .workflow(steps_then_sleep_workflow())
-            .task(noop_task())
-            .build()
+        let open = |durability| {
+            Engine::builder()
+                .path(dir.join("journal.redb"))
+                .durability(durability)
+                .workflow(steps_then_sleep_workflow())
+                .task(noop_task())
+                .build()
+        };
+        let writing = open(Durability::RelaxedForTests)
             .await
-            .context("opening the engine")?;
-        let run = engine
+            .context("opening the engine that writes the journal")?;
+        let run = writing
             .start(StartRequest::code(
                 "steps_then_sleep",
                 json!({"tasks": TASKS, "sleep_ms": 3_600_000}),
             ))
             .await
             .context("starting the run to replay")?;
+        while writing.runs_in_memory() > 0 {
+            tokio::time::sleep(Duration::from_millis(1)).await;
+        }
+        writing.stop(Duration::from_secs(10)).await;
+        drop(writing);
+        let engine = open(Durability::Immediate)
+            .await
+            .context("opening the engine")?;
         while engine.runs_in_memory() > 0 {
             tokio::time::sleep(Duration::from_millis(1)).await;
         }

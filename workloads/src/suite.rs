@@ -41,7 +41,16 @@ pub struct Plan {
     pub throughput_rounds: usize,
     /// Replays of the 10,000-record run (and as many reads of it).
     pub replays: usize,
+    /// The most time a phase of counted samples (the raw baselines, lone steps, lone
+    /// workflows) takes once it has [`MIN_SAMPLES`] (lone workflows: [`MIN_RUNS`]): on a disk
+    /// whose sync takes milliseconds it takes fewer samples rather than minutes.
+    pub sample_time: Duration,
 }
+
+/// Samples a phase of counted samples takes before [`Plan::sample_time`] may end it.
+pub const MIN_SAMPLES: usize = 20;
+/// Lone 10-step workflows timed before [`Plan::sample_time`] may end the phase.
+pub const MIN_RUNS: usize = 5;
 
 impl Plan {
     /// A short pass, well under 30 s on a small machine with an SSD.
@@ -54,6 +63,7 @@ impl Plan {
             appender_time: Duration::from_secs(1),
             throughput_rounds: 1,
             replays: 5,
+            sample_time: Duration::from_secs(2),
         }
     }
 
@@ -67,6 +77,7 @@ impl Plan {
             appender_time: Duration::from_secs(3),
             throughput_rounds: 4,
             replays: 20,
+            sample_time: Duration::from_secs(8),
         }
     }
 }
@@ -130,6 +141,26 @@ impl Figures {
     }
 }
 
+/// Times up to `count` samples in batches of 10 with `time` (which times `n` and returns how
+/// long they took), stopping early once [`MIN_SAMPLES`] are taken and `cap` has passed:
+/// the samples taken and their time.
+fn in_batches(
+    count: u64,
+    cap: Duration,
+    mut time: impl FnMut(u64) -> Result<Duration>,
+) -> Result<(u64, Duration)> {
+    let (mut done, mut took) = (0, Duration::ZERO);
+    while done < count {
+        if done >= MIN_SAMPLES as u64 && took > cap {
+            break;
+        }
+        let n = (count - done).min(10);
+        took += time(n)?;
+        done += n;
+    }
+    Ok((done, took))
+}
+
 /// Milliseconds of a duration.
 fn ms(d: Duration) -> f64 {
     d.as_secs_f64() * 1e3
@@ -147,19 +178,19 @@ pub fn run(dir: &Path, plan: &Plan, progress: &mut dyn FnMut(&str)) -> Result<Ve
     let mut raw = RawRedb::create(&dir.join("raw.redb"))?;
     fsync.time(plan.fsyncs.min(10))?;
     raw.time(plan.redb_commits.min(10))?;
-    let took = fsync.time(plan.fsyncs)?;
+    let (done, took) = in_batches(plan.fsyncs, plan.sample_time, |n| fsync.time(n))?;
     figures.push(
         "raw_fdatasync",
         "raw fdatasync of a 64-byte overwrite, one record per sync",
-        plan.fsyncs as f64 / took.as_secs_f64(),
+        done as f64 / took.as_secs_f64(),
         "records/s",
         &[],
     );
-    let took = raw.time(plan.redb_commits)?;
+    let (done, took) = in_batches(plan.redb_commits, plan.sample_time, |n| raw.time(n))?;
     figures.push(
         "raw_redb_commit_1",
         "raw redb Immediate commit of 1 record",
-        plan.redb_commits as f64 / took.as_secs_f64(),
+        done as f64 / took.as_secs_f64(),
         "records/s",
         &[],
     );
@@ -200,7 +231,11 @@ pub fn run(dir: &Path, plan: &Plan, progress: &mut dyn FnMut(&str)) -> Result<Ve
     // awaits its step's commit (entering the runtime per sample would time thread wake-ups).
     rt.block_on(async {
         let run = magrathea_core::RunId::new();
+        let started = std::time::Instant::now();
         for seq in 0..plan.lone_appends as u64 {
+            if appends.len() >= MIN_SAMPLES && started.elapsed() > plan.sample_time {
+                break;
+            }
             syncs.push(fsync.time(1)?);
             commits.push(raw.time(1)?);
             appends.push(lone_append(&writer, run, seq, &record).await?);
@@ -239,7 +274,11 @@ pub fn run(dir: &Path, plan: &Plan, progress: &mut dyn FnMut(&str)) -> Result<Ve
     let (mut wf, mut syncs, mut commits) = (Vec::new(), Vec::new(), Vec::new());
     // One untimed round first: the engine's first run pays for its caches.
     rt.block_on(lone_run(&engine, STEPS))?;
+    let started = std::time::Instant::now();
     for _ in 0..plan.lone_runs {
+        if wf.len() >= MIN_RUNS && started.elapsed() > plan.sample_time {
+            break;
+        }
         syncs.push(fsync.time(STEPS + 1)?);
         commits.push(raw.time_run(STEPS)?);
         wf.push(rt.block_on(lone_run(&engine, STEPS))?);
@@ -312,4 +351,23 @@ pub fn run(dir: &Path, plan: &Plan, progress: &mut dyn FnMut(&str)) -> Result<Ve
         &["read_decode_10000"],
     );
     Ok(figures.0)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A phase of counted samples on a slow disk stops at its time once it has its minimum,
+    /// and on a fast one takes every sample.
+    #[test]
+    fn a_counted_phase_is_bounded_in_time_past_its_minimum() {
+        // Each sample "takes" 50 ms: the cap of 0.5 s is passed after 20 samples (1 s).
+        let slow = |n: u64| Ok(Duration::from_millis(50) * n as u32);
+        let (done, took) = in_batches(200, Duration::from_millis(500), slow).unwrap();
+        assert_eq!(done, MIN_SAMPLES as u64);
+        assert_eq!(took, Duration::from_millis(50) * MIN_SAMPLES as u32);
+        let fast = |n: u64| Ok(Duration::from_micros(10) * n as u32);
+        let (done, _) = in_batches(200, Duration::from_millis(500), fast).unwrap();
+        assert_eq!(done, 200);
+    }
 }

@@ -39,8 +39,8 @@ pub(crate) struct BenchArgs {
     /// afterwards [default: the system temp directory].
     #[arg(long, value_name = "DIR")]
     dir: Option<PathBuf>,
-    /// A short pass (under 30 s on a small machine) instead of the full one, which runs a few
-    /// times longer for steadier figures.
+    /// A short pass (under 30 s: each phase is bounded in time, taking fewer samples on a
+    /// slow disk) instead of the full one, which runs a few times longer for steadier figures.
     #[arg(long)]
     quick: bool,
     /// Print one JSON object on stdout instead of the table.
@@ -50,7 +50,8 @@ pub(crate) struct BenchArgs {
 
 pub(crate) async fn bench(loc: &super::Location, args: BenchArgs) -> anyhow::Result<u8> {
     // Every subcommand takes --project and --store (scripts pass them to all); the bench
-    // measures a disk with files of its own, so it says that they are not what it measures.
+    // measures a disk with files of its own, so it says that they are not what it measures,
+    // and measures.
     if loc.store.is_some() || loc.project.is_some() {
         errln!(
             "note: bench measures the disk of --dir with files of its own: --store and --project \
@@ -77,6 +78,7 @@ pub(crate) async fn bench(loc: &super::Location, args: BenchArgs) -> anyhow::Res
         ))
     })?;
     let machine = machine(&base);
+    let started_at = jiff::Timestamp::now().round(jiff::Unit::Second).ok();
     let plan = if args.quick {
         Plan::quick()
     } else {
@@ -89,6 +91,14 @@ pub(crate) async fn bench(loc: &super::Location, args: BenchArgs) -> anyhow::Res
             .as_str()
             .unwrap_or("filesystem unknown")
     );
+    if matches!(machine["filesystem"].as_str(), Some("tmpfs" | "ramfs")) {
+        errln!(
+            "note: {} is in memory ({}): its fdatasync writes nothing to a disk, so the figures \
+             and their ratios say nothing of one; pass --dir on the disk to measure",
+            base.display(),
+            machine["filesystem"].as_str().unwrap_or_default()
+        );
+    }
     let path = work.path().to_path_buf();
     let measuring = tokio::task::spawn_blocking(move || {
         suite::run(&path, &plan, &mut |stage| errln!("bench: {stage}"))
@@ -107,6 +117,8 @@ pub(crate) async fn bench(loc: &super::Location, args: BenchArgs) -> anyhow::Res
             "{}",
             json!({
                 "version": JSON_VERSION,
+                "magrathea_version": env!("CARGO_PKG_VERSION"),
+                "started_at": started_at.map(|t| t.to_string()),
                 "dir": base.display().to_string(),
                 "quick": args.quick,
                 "durability": "immediate",
@@ -239,7 +251,10 @@ fn print_table(
         text("kernel"),
         text("arch"),
     )?;
-    outln!("durability: Immediate (every commit fsynced)")?;
+    outln!(
+        "magrathea {}; durability: Immediate (every commit fsynced)",
+        env!("CARGO_PKG_VERSION")
+    )?;
     outln!()?;
     outln!(
         "{:<36} {:>10} {:<15} {}",

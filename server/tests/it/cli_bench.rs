@@ -97,6 +97,12 @@ fn quick_json_reports_every_figure_with_its_ratios_and_removes_its_files() {
     let report: Value = serde_json::from_slice(&out.stdout).expect("stdout is one JSON object");
 
     assert_eq!(report["version"], 1);
+    // What a dashboard needs to tell one build's points from another's, and when.
+    assert_eq!(report["magrathea_version"], env!("CARGO_PKG_VERSION"));
+    let started = report["started_at"].as_str().expect("started_at");
+    let started: jiff::Timestamp = started.parse().expect("RFC 3339");
+    let age = jiff::Timestamp::now().duration_since(started);
+    assert!(age.as_secs() >= 0 && age.as_secs() < 600, "{started}");
     assert_eq!(report["quick"], true);
     assert_eq!(report["durability"], "immediate");
     let canonical = dir.path().canonicalize().unwrap();
@@ -336,5 +342,51 @@ fn interrupted_by(signal: nix::sys::signal::Signal) {
         entries(dir.path()),
         Vec::<String>::new(),
         "the bench files are gone"
+    );
+}
+
+/// A directory in memory (`/dev/shm` is tmpfs on Linux) is measured, with a note that its
+/// figures say nothing of a disk (stopped with Ctrl-C once the note is out).
+#[test]
+fn a_dir_in_memory_is_measured_with_a_note_that_it_is_no_disk() {
+    use std::io::{BufRead, BufReader};
+    use std::process::Stdio;
+
+    let shm = Path::new("/dev/shm");
+    let on_tmpfs = std::fs::read_to_string("/proc/mounts")
+        .unwrap_or_default()
+        .lines()
+        .any(|l| l.split(' ').nth(1) == Some("/dev/shm") && l.split(' ').nth(2) == Some("tmpfs"));
+    assert!(
+        on_tmpfs,
+        "this test needs /dev/shm mounted as tmpfs (it is on Linux)"
+    );
+    let dir = tempfile::tempdir_in(shm).expect("tempdir in /dev/shm");
+    let mut child = Command::new(BIN)
+        .args(["bench", "--quick", "--dir", dir.path().to_str().unwrap()])
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("spawning magrathea bench");
+    let mut stderr = BufReader::new(child.stderr.take().unwrap());
+    let mut said = String::new();
+    let mut line = String::new();
+    while !line.contains("raw baselines") {
+        line.clear();
+        assert!(
+            stderr.read_line(&mut line).unwrap() > 0,
+            "bench ended early: {said}"
+        );
+        said.push_str(&line);
+    }
+    nix::sys::signal::kill(
+        nix::unistd::Pid::from_raw(child.id() as i32),
+        nix::sys::signal::Signal::SIGINT,
+    )
+    .unwrap();
+    assert_eq!(child.wait().unwrap().code(), Some(130));
+    assert!(
+        said.contains("is in memory (tmpfs)") && said.contains("pass --dir on the disk"),
+        "{said}"
     );
 }
