@@ -2,8 +2,8 @@
 //!
 //! Semantics (SpEL-like, made total where SpEL would throw on null):
 //! - A missing key, an index out of range, or indexing a non-collection yields `null`. A list's
-//!   index is converted as SpEL converts it (`['1']` and `[1.0]` are `[1]`), and a string's
-//!   index gives its character (`'abc'[1]` is `'b'`); `.name` reads a map's key `name`, as
+//!   index is converted as SpEL converts it (`['1']`, `['0x1']`, `[1.0]` and `[1.5]` are
+//!   `[1]`), and a string's index gives its UTF-16 unit as Java's `charAt` (`'abc'[1]` is `'b'`); `.name` reads a map's key `name`, as
 //!   Spring's map accessor does.
 //! - `#tasks` is reserved and always `null`.
 //! - `==`/`!=`/`in`: JSON equality, numbers compared numerically (`1 == 1.0`); `null == null`.
@@ -117,24 +117,39 @@ fn index(target: Value, key: &Value) -> Value {
             Some(i) if i < a.len() => a.swap_remove(i),
             _ => Value::Null,
         },
-        (Value::String(s), key) => position(key)
-            .and_then(|i| s.chars().nth(i))
-            .map_or(Value::Null, |c| Value::String(c.to_string())),
+        // Java's `charAt`: by UTF-16 unit; half of a character reads as U+FFFD.
+        (Value::String(s), key) => {
+            position(key)
+                .and_then(|i| s.encode_utf16().nth(i))
+                .map_or(Value::Null, |unit| {
+                    let c = char::decode_utf16([unit])
+                        .next()
+                        .and_then(Result::ok)
+                        .unwrap_or(char::REPLACEMENT_CHARACTER);
+                    Value::String(c.to_string())
+                })
+        }
         _ => Value::Null,
     }
 }
 
-/// A list or string index as SpEL converts one: a whole number, also written as a decimal
-/// (`1.0`) or as text (`'1'`); anything else (negative, fractional, other kinds) is none.
+/// A list or string index as SpEL converts one to an `Integer`: a number (a fraction cut
+/// toward zero, as Java's `intValue`), or text of a whole number, decimal or `0x` hexadecimal
+/// (`'1'`, `'0x1'`); a negative one or any other kind is none.
 fn position(key: &Value) -> Option<usize> {
-    let whole =
-        |f: f64| (f >= 0.0 && f.fract() == 0.0 && f < usize::MAX as f64).then_some(f as usize);
+    let cut = |f: f64| (f.is_finite() && f > -1.0 && f < usize::MAX as f64).then_some(f as usize);
     match key {
         Value::Number(n) => match n.as_u64() {
             Some(i) => usize::try_from(i).ok(),
-            None => n.as_f64().and_then(whole),
+            None => n.as_f64().and_then(cut),
         },
-        Value::String(s) => s.trim().parse::<usize>().ok(),
+        Value::String(s) => {
+            let s = s.trim();
+            match s.strip_prefix("0x").or_else(|| s.strip_prefix("0X")) {
+                Some(hex) => usize::from_str_radix(hex, 16).ok(),
+                None => s.parse::<usize>().ok(),
+            }
+        }
         _ => None,
     }
 }

@@ -83,7 +83,8 @@ impl Condition {
         )
     }
 
-    /// Evaluates as a branch condition: `true`/`false` as they are, `null` is false, any
+    /// Evaluates as a branch condition: `true`/`false` as they are, `null` is false, a string
+    /// as SpEL converts it (`true`/`on`/`yes`/`1`, `false`/`off`/`no`/`0`, any case), any
     /// other result is [`EvalError::NotBoolean`]. Missing keys read as `null`; incompatible
     /// orderings (`'a' < 1`) are [`EvalError::Incomparable`]. The interpreter treats any
     /// `EvalError` as a `technical_error` outcome.
@@ -93,7 +94,8 @@ impl Condition {
 
     /// Whether `event` passes this filter (parsed with [`Condition::parse_filter`]), with the
     /// truthiness rules of [`Condition::evaluate`]: `true`/`false` as they are, `null` (e.g. a
-    /// missing key) is false, any other result is [`EvalError::NotBoolean`].
+    /// missing key) is false, a string as SpEL converts it, any other result is
+    /// [`EvalError::NotBoolean`].
     pub fn matches_event(&self, event: &Value) -> Result<bool, EvalError> {
         let null = &Value::Null;
         let env = eval::Env {

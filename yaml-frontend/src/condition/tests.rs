@@ -190,11 +190,19 @@ fn strings_convert_to_booleans_as_spel_converts_them() {
 fn indexes_convert_as_spel_converts_them() {
     assert_eq!(value("#state['plan_output']['files']['1']"), json!("b.rs"));
     assert_eq!(value("#state['plan_output']['files'][1.0]"), json!("b.rs"));
-    assert_eq!(value("#state['plan_output']['files'][0.5]"), Value::Null);
+    assert_eq!(value("#state['plan_output']['files'][1.5]"), json!("b.rs"));
+    assert_eq!(
+        value("#state['plan_output']['files']['0x1']"),
+        json!("b.rs")
+    );
+    assert_eq!(value("#state['plan_output']['files'][-1]"), Value::Null);
     assert_eq!(value("#state['plan_output']['files'][true]"), Value::Null);
     assert_eq!(value("#state['name'][1]"), json!("t"));
     assert_eq!(value("#state['name']['3']"), json!("s"));
     assert_eq!(value("#state['name'][9]"), Value::Null);
+    // By UTF-16 unit, as Java's `charAt`: half of a character reads as U+FFFD.
+    assert_eq!(value("'\u{1F680}y'[2]"), json!("y"));
+    assert_eq!(value("'\u{1F680}y'[1]"), json!("\u{FFFD}"));
     assert_eq!(value("#state['plan_output'].risk"), json!("low"));
 }
 
