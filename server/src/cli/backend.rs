@@ -192,7 +192,12 @@ impl Backend {
                     if !statuses.is_empty() && !statuses.contains(&summary.status) {
                         continue;
                     }
-                    views.push(RunDto::load(engine, summary.run_id)?);
+                    let view = RunDto::load(engine, summary.run_id)?;
+                    // A run that moved on since its summary was listed is not what was asked.
+                    if !statuses.is_empty() && !statuses.contains(&view.run.status) {
+                        continue;
+                    }
+                    views.push(view);
                     if views.len() == limit {
                         break;
                     }
