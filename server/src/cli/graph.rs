@@ -53,7 +53,7 @@ fn import(loc: &Location, file: &std::path::Path, draft: Option<&str>) -> anyhow
             && n.chars()
                 .all(|c| c.is_ascii_alphanumeric() || "-_".contains(c))
     }) else {
-        errln!("graph import needs --name NAME (letters, digits, '-', '_')");
+        errln!("graph import needs --name NAME (ASCII letters, digits, '-', '_')");
         return Ok(EXIT_INVALID);
     };
     let text = match std::fs::read_to_string(file) {

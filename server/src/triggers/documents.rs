@@ -201,7 +201,7 @@ pub fn check_event_document(label: &str, text: &str) -> Result<(), String> {
             at(&["workflow"]),
             format!(
                 "[MAG-TR005] workflow '{}' is not a workflow's name: expected the name of \
-                 _vance/workflows/<name>.yaml (letters, digits, '.', '_', '-')",
+                 _vance/workflows/<name>.yaml (ASCII letters, digits, '.', '_', '-')",
                 doc.workflow
             ),
         ));

@@ -51,7 +51,9 @@ pub use publish::{Published, draft_layout_path, publish};
 #[derive(Debug, thiserror::Error)]
 pub enum VersionError {
     /// The name is not a plain document name.
-    #[error("[MAG-DOC002] invalid workflow name '{0}': use letters, digits, '.', '_' and '-'")]
+    #[error(
+        "[MAG-DOC002] invalid workflow name '{0}': use ASCII letters, digits, '.', '_' and '-'"
+    )]
     InvalidName(String),
     /// The name is the one the run routes take (`runs`): the workflow's own routes could not
     /// be reached.

@@ -228,7 +228,7 @@ pub(crate) fn invalid_sub_workflow_names(ctx: &mut Ctx<'_>, refs: &[WorkflowRef]
             Code::InvalidValue,
             format_args!(
                 "'workflow' of {} '{}' is '{name}': expected the plain name of a workflow \
-                 (a file name of _vance/workflows/ without '.yaml': letters, digits, '.', '_' \
+                 (a file name of _vance/workflows/ without '.yaml': ASCII letters, digits, '.', '_' \
                  and '-', no '..' or '/')",
                 r.task_type.as_str(),
                 r.state

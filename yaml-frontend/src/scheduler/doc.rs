@@ -175,7 +175,7 @@ fn workflow(ctx: &mut Ctx<'_>, root: &YamlNode) -> Option<String> {
                     Code::InvalidValue,
                     format_args!(
                         "'workflow' is '{name}', which is not a workflow's name: expected the \
-                         name of _vance/workflows/<name>.yaml (letters, digits, '.', '_', '-')"
+                         name of _vance/workflows/<name>.yaml (ASCII letters, digits, '.', '_', '-')"
                     ),
                 );
                 return None;

@@ -460,7 +460,7 @@ fn a_workflow_that_is_a_path_is_refused() {
         "workflow: ../x\ncron: \"* * * * *\"\n",
         &format!(
             "{P}:1:11: [MAG-Y026] 'workflow' is '../x', which is not a workflow's name: \
-             expected the name of _vance/workflows/<name>.yaml (letters, digits, '.', '_', '-')"
+             expected the name of _vance/workflows/<name>.yaml (ASCII letters, digits, '.', '_', '-')"
         ),
     );
 }

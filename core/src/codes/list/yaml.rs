@@ -322,7 +322,7 @@ pub(super) const CODES: &[ErrorCode] = &[
     ErrorCode {
         code: "MAG-DOC002",
         meaning: "A document name is not a plain file name.",
-        remedy: "Use letters, digits, `-` and `_` only.",
+        remedy: "Use ASCII letters, digits, `.`, `_` and `-` only (no path separators, no `..`, not starting with `.`).",
     },
     ErrorCode {
         code: "MAG-DOC003",

@@ -748,7 +748,7 @@ fn a_sub_workflow_named_with_a_path_is_an_error() {
             &format!(
                 "wf.yaml:5:16: [MAG-Y026] 'workflow' of workflow_task 'a' is '{name}': expected \
                  the plain name of a workflow (a file name of _vance/workflows/ without '.yaml': \
-                 letters, digits, '.', '_' and '-', no '..' or '/')"
+                 ASCII letters, digits, '.', '_' and '-', no '..' or '/')"
             ),
         );
     }
