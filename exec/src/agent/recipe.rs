@@ -72,6 +72,11 @@ pub struct Recipe {
     /// The registered tools offered to the model (built-in engines: the OpenAI `tools`).
     #[serde(default)]
     pub tools: Vec<String>,
+    /// The reference's spelling for tools a recipe adds to its pool (`allowedToolsAdd:
+    /// [workflow_start]`): offered as `tools:` are, after them. The tool permission cascade
+    /// applies to both.
+    #[serde(default)]
+    pub allowed_tools_add: Vec<String>,
     /// How many rounds of tool calls the model may make (default 8); one more is a
     /// `technical_error`.
     #[serde(default)]
@@ -91,8 +96,13 @@ impl Recipe {
                 "[MAG-AG002] invalid recipe {label}: expected a mapping with at least `engine:`"
             ));
         }
-        let recipe: Recipe = serde_json::from_value(value)
+        let mut recipe: Recipe = serde_json::from_value(value)
             .map_err(|e| format!("[MAG-AG002] invalid recipe {label}: {e}"))?;
+        for tool in std::mem::take(&mut recipe.allowed_tools_add) {
+            if !recipe.tools.contains(&tool) {
+                recipe.tools.push(tool);
+            }
+        }
         if recipe.engine.trim().is_empty() {
             return Err(format!(
                 "[MAG-AG002] invalid recipe {label}: `engine:` is empty"
@@ -133,6 +143,18 @@ mod tests {
         let p = r.prices.unwrap();
         assert!((p.cost_usd(1_000_000, 1_000_000) - 0.75).abs() < 1e-12);
         assert_eq!(r.extra.get("flavour"), Some(&Value::from("spicy")));
+    }
+
+    /// The reference's `allowedToolsAdd` adds tools to those the recipe offers, once each.
+    #[test]
+    fn allowed_tools_add_offers_its_tools_after_the_recipes_own() {
+        let r = Recipe::parse(
+            "r.yaml",
+            "engine: chat\ntools: [doc_read]\nallowedToolsAdd: [workflow_start, doc_read]\n",
+        )
+        .unwrap();
+        assert_eq!(r.tools, ["doc_read", "workflow_start"]);
+        assert!(r.extra.is_empty(), "{:?}", r.extra);
     }
 
     #[test]
