@@ -305,32 +305,48 @@ fn a_store_or_project_given_to_bench_is_taken_with_a_note() {
     }
 }
 
-/// Sends `signal` while the journal writer is measured; the files go, the exit is 130.
-fn interrupted_by(signal: nix::sys::signal::Signal) {
-    use std::io::{BufRead, BufReader, Read};
+/// `magrathea bench --quick --dir DIR` started with stdout and stderr piped, and its stderr.
+fn spawned_quick(
+    dir: &Path,
+) -> (
+    std::process::Child,
+    std::io::BufReader<std::process::ChildStderr>,
+) {
     use std::process::Stdio;
 
-    let dir = tempfile::tempdir().expect("tempdir");
     let mut child = Command::new(BIN)
-        .args(["bench", "--quick", "--dir", dir.path().to_str().unwrap()])
+        .args(["bench", "--quick", "--dir", dir.to_str().unwrap()])
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
         .spawn()
         .expect("spawning magrathea bench");
-    let mut stderr = BufReader::new(child.stderr.take().unwrap());
-    let mut line = String::new();
-    // Interrupted while the journal writer is being measured: files are open in the
-    // subdirectory.
-    loop {
+    let stderr = std::io::BufReader::new(child.stderr.take().unwrap());
+    (child, stderr)
+}
+
+/// The lines of `stderr` up to and with the first holding `needle`.
+fn said_until(stderr: &mut impl std::io::BufRead, needle: &str) -> String {
+    let (mut said, mut line) = (String::new(), String::new());
+    while !line.contains(needle) {
         line.clear();
         assert!(
             stderr.read_line(&mut line).unwrap() > 0,
-            "bench ended early"
+            "bench ended early: {said}"
         );
-        if line.contains("journal writer") {
-            break;
-        }
+        said.push_str(&line);
     }
+    said
+}
+
+/// Sends `signal` while the journal writer is measured; the files go, the exit is 130.
+fn interrupted_by(signal: nix::sys::signal::Signal) {
+    use std::io::Read;
+
+    let dir = tempfile::tempdir().expect("tempdir");
+    let (mut child, mut stderr) = spawned_quick(dir.path());
+    // Interrupted while the journal writer is being measured: files are open in the
+    // subdirectory.
+    said_until(&mut stderr, "journal writer");
     assert_eq!(entries(dir.path()).len(), 1, "one bench subdirectory");
     nix::sys::signal::kill(nix::unistd::Pid::from_raw(child.id() as i32), signal).unwrap();
     let mut rest = String::new();
@@ -349,9 +365,6 @@ fn interrupted_by(signal: nix::sys::signal::Signal) {
 /// figures say nothing of a disk (stopped with Ctrl-C once the note is out).
 #[test]
 fn a_dir_in_memory_is_measured_with_a_note_that_it_is_no_disk() {
-    use std::io::{BufRead, BufReader};
-    use std::process::Stdio;
-
     let shm = Path::new("/dev/shm");
     let on_tmpfs = std::fs::read_to_string("/proc/mounts")
         .unwrap_or_default()
@@ -362,23 +375,8 @@ fn a_dir_in_memory_is_measured_with_a_note_that_it_is_no_disk() {
         "this test needs /dev/shm mounted as tmpfs (it is on Linux)"
     );
     let dir = tempfile::tempdir_in(shm).expect("tempdir in /dev/shm");
-    let mut child = Command::new(BIN)
-        .args(["bench", "--quick", "--dir", dir.path().to_str().unwrap()])
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .expect("spawning magrathea bench");
-    let mut stderr = BufReader::new(child.stderr.take().unwrap());
-    let mut said = String::new();
-    let mut line = String::new();
-    while !line.contains("raw baselines") {
-        line.clear();
-        assert!(
-            stderr.read_line(&mut line).unwrap() > 0,
-            "bench ended early: {said}"
-        );
-        said.push_str(&line);
-    }
+    let (mut child, mut stderr) = spawned_quick(dir.path());
+    let said = said_until(&mut stderr, "raw baselines");
     nix::sys::signal::kill(
         nix::unistd::Pid::from_raw(child.id() as i32),
         nix::sys::signal::Signal::SIGINT,
