@@ -13,6 +13,7 @@ use serde_json::{Map, Value, json};
 mod design_nodes;
 mod trigger_routes;
 mod triggers;
+mod version_config;
 
 pub use design_nodes::design_node_ids;
 use design_nodes::{action_state, allowed_tools, approval_inbox, condition_rules};
@@ -396,7 +397,12 @@ pub fn import(graph: &Value) -> Result<serde_yaml_ng::Value, ImportError> {
         }
         doc_states.insert(id.as_str().into(), state);
     }
-    for (name, p) in parallels {
+    let config = graph.get("config").and_then(Value::as_object);
+    let max_parallelism = version_config::max_parallelism(config);
+    for (name, mut p) in parallels {
+        if let Some(n) = &max_parallelism {
+            p.entry("maxParallelism").or_insert_with(|| n.clone());
+        }
         doc_states.insert(name.into(), yaml(Value::Object(p)));
     }
     // Friday ends a run at a node without outgoing edges; a document at a terminal state. A
@@ -483,12 +489,11 @@ pub fn import(graph: &Value) -> Result<serde_yaml_ng::Value, ImportError> {
     }
     let mut doc = serde_yaml_ng::Mapping::new();
     doc.insert("start".into(), start.into());
-    // The workflow's own settings an export carries (`parameters`, `bounds`, `onFailure`, …).
-    let config = graph.get("config").and_then(Value::as_object);
-    for (key, value) in config.into_iter().flatten() {
-        if !matches!(key.as_str(), "start" | "states") {
-            doc.insert(key.as_str().into(), yaml(value.clone()));
-        }
+    // The workflow's own settings an export carries (`parameters`, `bounds`, `onFailure`, …),
+    // and Friday's version config.
+    let settings = config.map(version_config::document_settings);
+    for (key, value) in settings.into_iter().flatten() {
+        doc.insert(key.as_str().into(), yaml(value));
     }
     // A workflow that declares its tools keeps them as declared; otherwise the graph's own
     // actions may use theirs.

@@ -560,3 +560,93 @@ fn an_approval_keeps_its_on_reject() {
     .unwrap();
     assert!(spec.get("onReject").is_none(), "{spec:?}");
 }
+
+/// Friday's version config becomes the document's own settings: the run's deadline, the
+/// nodes' default timeout, the failure policy (its fallback node a state) and the fan-outs'
+/// parallelism; the document's own fields, where an export wrote them, win.
+#[test]
+fn fridays_version_config_becomes_the_documents_settings() {
+    let nodes = json!([
+        n(
+            "a",
+            "action",
+            json!({ "actionType": "shell_task", "run": "true" })
+        ),
+        n(
+            "b",
+            "action",
+            json!({ "actionType": "shell_task", "run": "true" })
+        ),
+        n(
+            "c",
+            "action",
+            json!({ "actionType": "shell_task", "run": "true" })
+        ),
+        n(
+            "join",
+            "action",
+            json!({ "actionType": "shell_task", "run": "true" })
+        ),
+        n("end", "terminal", json!({})),
+    ]);
+    let edges = json!([
+        { "source": "a", "target": "b" },
+        { "source": "a", "target": "c" },
+        { "source": "b", "target": "join" },
+        { "source": "c", "target": "join" },
+        { "source": "join", "target": "end" },
+    ]);
+    let mut g = graph(nodes.clone(), edges.clone());
+    g["config"] = json!({
+        "runTimeoutMs": 60000,
+        "defaultNodeTimeoutMs": 1500,
+        "maxParallelism": 2,
+        "failurePolicy": { "onFailure": "fallback_step", "fallbackNodeId": "end" },
+        "description": "kept",
+    });
+    let doc = import(&g).unwrap();
+    let doc_json: Value = serde_json::to_value(&doc).unwrap();
+    assert_eq!(
+        doc_json["bounds"],
+        json!({ "runTimeoutMs": 60000 }),
+        "{doc_json}"
+    );
+    assert_eq!(doc_json["defaults"], json!({ "taskTimeoutSeconds": 1.5 }));
+    assert_eq!(
+        doc_json["onFailure"],
+        json!({ "policy": "fallback_step", "fallback": "end" })
+    );
+    assert_eq!(doc_json["description"], "kept");
+    for friday in [
+        "runTimeoutMs",
+        "defaultNodeTimeoutMs",
+        "maxParallelism",
+        "failurePolicy",
+    ] {
+        assert!(doc_json.get(friday).is_none(), "{friday}: {doc_json}");
+    }
+    let fan_outs: Vec<&Value> = doc_json["states"]
+        .as_object()
+        .unwrap()
+        .values()
+        .filter(|s| s["type"] == "parallel_task")
+        .collect();
+    assert_eq!(fan_outs.len(), 1, "{doc_json}");
+    assert_eq!(fan_outs[0]["maxParallelism"], 2);
+    // The document loads as imported.
+    let text = serde_yaml_ng::to_string(&doc).unwrap();
+    magrathea_yaml::load_workflow("wf.yaml", &text, &Default::default())
+        .unwrap_or_else(|d| panic!("{d}\n{text}"));
+
+    // A document's own settings (an export) win over Friday's names for the same thing.
+    let mut g = graph(nodes, edges);
+    g["config"] = json!({
+        "runTimeoutMs": 60000,
+        "bounds": { "maxWallclockSeconds": 30 },
+        "failurePolicy": { "onFailure": "continue_on_error" },
+        "onFailure": "fail_fast",
+    });
+    let doc_json: Value = serde_json::to_value(import(&g).unwrap()).unwrap();
+    assert_eq!(doc_json["bounds"], json!({ "maxWallclockSeconds": 30 }));
+    assert_eq!(doc_json["onFailure"], "fail_fast");
+}
