@@ -140,6 +140,32 @@ async fn top_level_await_and_every_log_level_reach_the_host() {
     );
 }
 
+/// Half of a character (a string cut through an emoji) in a log line, its fields or a start's
+/// parameters reaches the host as U+FFFD rather than failing the hook or emptying the fields.
+#[tokio::test]
+async fn half_characters_reach_the_host_as_replacement_characters() {
+    let host = Recorder::new(Answer::Started);
+    let source = r#"
+        const half = "\u{1F680}".slice(0, 1);
+        log.info("msg " + half, { f: "v" + half });
+        return workflows.start("pr-review", { p: "q" + half });
+    "#;
+    let outcome = run(source, &host).await.unwrap();
+    assert_eq!(outcome.result, json!("run-1"));
+    assert_eq!(
+        host.logs(),
+        vec![(
+            HookLogLevel::Info,
+            "msg \u{FFFD}".to_owned(),
+            json!({"f": "v\u{FFFD}"})
+        )]
+    );
+    assert_eq!(
+        host.starts(),
+        vec![("pr-review".to_owned(), json!({"p": "q\u{FFFD}"}))]
+    );
+}
+
 #[tokio::test]
 async fn without_an_engine_start_returns_null_and_a_warning_is_logged() {
     let host = Recorder::new(Answer::NoEngine);

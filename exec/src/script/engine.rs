@@ -382,7 +382,7 @@ fn drive<'js>(
 /// `JSON.stringify`'s text with each lone surrogate escape (`\ud800`: half of a character, as
 /// cutting a string through an emoji leaves) written as U+FFFD, the replacement character:
 /// JSON text may hold such an escape, but no string of the step's output can.
-fn well_formed(text: &str) -> std::borrow::Cow<'_, str> {
+pub(crate) fn well_formed(text: &str) -> std::borrow::Cow<'_, str> {
     let surrogate = |at: usize| {
         let hex = text.get(at + 2..at + 6)?;
         let unit = u16::from_str_radix(hex, 16).ok()?;
@@ -529,7 +529,12 @@ pub(crate) fn failure<'js>(ctx: &Ctx<'js>, file: &str, error: rquickjs::Error) -
                     well_formed_text(ctx, raw)
                 })
                 .unwrap_or_default();
-            let name: Option<String> = ex.as_object().get("name").ok();
+            let name: Option<String> = ex.as_object().get::<_, String>("name").ok().or_else(|| {
+                let raw = ex.as_object().get::<_, rquickjs::Value>("name").ok()?;
+                raw.is_string()
+                    .then(|| well_formed_text(ctx, raw))
+                    .flatten()
+            });
             if name.as_deref() == Some("InternalError") && message.starts_with("out of memory") {
                 return Failure::OutOfMemory;
             }
@@ -713,6 +718,16 @@ mod tests {
         let body = "console.log('log ' + '\u{1F680}'.slice(0, 1)); return 1;";
         let got = run(&job(body, &empty), &limits, cancel.clone());
         assert_eq!(got, Ok(serde_json::json!(1)));
+        let named = "const e = new Error('ok'); e.name = 'Bad' + '\u{1F680}'.slice(0, 1); throw e;";
+        match run(&job(named, &empty), &limits, cancel.clone()) {
+            Err(Failure::Thrown { name, message, .. }) => {
+                assert_eq!(
+                    (name.as_deref(), message.as_str()),
+                    (Some("Bad\u{FFFD}"), "ok")
+                );
+            }
+            other => panic!("{other:?}"),
+        }
         for body in [
             "throw new Error('x' + '\u{1F680}'.slice(0, 1));",
             "throw 'x' + '\u{1F680}'.slice(0, 1);",

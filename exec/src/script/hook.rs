@@ -316,8 +316,10 @@ const HOOK_API: &str = r#"(function (start, sink) {
     try { const s = stringify(v); return s === undefined ? "{}" : s; }
     catch (_) { return stringify({ fields: String(v) }); }
   };
+  // Half of a character (a lone surrogate) cannot leave the engine as text: U+FFFD instead.
+  const wellFormed = String.prototype.toWellFormed;
   const level = function (name) {
-    return function (message, f) { sink(name, text(message), fields(f)); };
+    return function (message, f) { sink(name, wellFormed.call(text(message)), fields(f)); };
   };
   return {
     workflows: workflows,
@@ -367,12 +369,13 @@ impl HookArguments<'_> {
                     ));
                 }
                 calls.set(n + 1);
-                let params: Value = serde_json::from_str(&params).map_err(|e| {
-                    Exception::throw_type(
-                        &ctx,
-                        &format!("[MAG-HK009] workflows.start(\"{name}\"): bad params: {e}"),
-                    )
-                })?;
+                let params: Value =
+                    serde_json::from_str(&engine::well_formed(&params)).map_err(|e| {
+                        Exception::throw_type(
+                            &ctx,
+                            &format!("[MAG-HK009] workflows.start(\"{name}\"): bad params: {e}"),
+                        )
+                    })?;
                 match host.start_workflow(&name, params) {
                     Ok(Some(run_id)) => {
                         let id = rquickjs::String::from_str(ctx.clone(), &run_id)?;
@@ -423,7 +426,7 @@ impl HookArguments<'_> {
                     "warn" => HookLogLevel::Warn,
                     _ => HookLogLevel::Info,
                 };
-                let fields = match serde_json::from_str(&fields) {
+                let fields = match serde_json::from_str(&engine::well_formed(&fields)) {
                     Ok(Value::Object(map)) => Value::Object(map),
                     Ok(other) => json!({ "fields": other }),
                     Err(_) => json!({}),
