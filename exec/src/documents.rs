@@ -245,7 +245,8 @@ impl std::fmt::Display for NotUtf8Text {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         write!(
             f,
-            "not UTF-8 text at line {}, column {}: {}: expected a UTF-8 document",
+            "not UTF-8 text at line {}, column {}: {}: expected a UTF-8 document; save the file \
+             as UTF-8",
             self.line, self.column, self.what
         )
     }

@@ -17,7 +17,7 @@ use super::{
 /// The recipe fields the built-in engines understand (besides `engine`).
 const KNOWN_FIELDS: &str = "engine, provider, baseUrl, model, apiKeyEnv, temperature, \
                             maxTokens, timeoutSeconds, prices, system, jsonMode, tools, \
-                            maxToolRounds";
+                            allowedToolsAdd, maxToolRounds";
 
 pub(crate) const DEFAULT_BASE_URL: &str = "https://api.openai.com/v1";
 

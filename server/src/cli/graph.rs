@@ -48,12 +48,11 @@ pub(crate) struct GraphArgs {
 
 /// `graph import FILE --name NAME`: the draft of an editor graph.
 fn import(loc: &Location, file: &std::path::Path, draft: Option<&str>) -> anyhow::Result<u8> {
-    let Some(name) = draft.filter(|n| {
-        !n.is_empty()
-            && n.chars()
-                .all(|c| c.is_ascii_alphanumeric() || "-_".contains(c))
-    }) else {
-        errln!("graph import needs --name NAME (ASCII letters, digits, '-', '_')");
+    let Some(name) = draft.filter(|n| magrathea_exec::check_name(n).is_ok()) else {
+        errln!(
+            "graph import needs --name NAME (ASCII letters, digits, '.', '_' and '-', not \
+             starting with '.')"
+        );
         return Ok(EXIT_INVALID);
     };
     let text = match std::fs::read_to_string(file) {
@@ -63,7 +62,9 @@ fn import(loc: &Location, file: &std::path::Path, draft: Option<&str>) -> anyhow
             return Ok(EXIT_INVALID);
         }
     };
-    let graph: serde_json::Value = match serde_json::from_str(&text) {
+    // A byte-order mark before the JSON (Windows tools write one) is no part of it.
+    let json = text.strip_prefix('\u{FEFF}').unwrap_or(&text);
+    let graph: serde_json::Value = match serde_json::from_str(json) {
         Ok(g) => g,
         Err(e) => {
             errln!("[MAG-GR009] {} is not JSON: {e}", file.display());
@@ -241,6 +242,14 @@ pub(crate) fn graph(loc: &Location, args: GraphArgs) -> anyhow::Result<u8> {
     let project = Project::locate(loc).map_err(|e| super::Invalid(super::output::chain(&e)))?;
     let (path, text) = match project.docs().workflow(&project.scope, &args.name) {
         Ok(found) => found,
+        // Not UTF-8, or longer than the server reads: named as `run` and `validate` name it.
+        Err(
+            e @ (magrathea_exec::DocumentError::NotUtf8 { .. }
+            | magrathea_exec::DocumentError::TooLarge { .. }),
+        ) => {
+            errln!("{}", super::run::relabelled(e));
+            return Ok(EXIT_INVALID);
+        }
         Err(e) => {
             // No such document: an invalid request, as for `versions` and `run`.
             errln!("error: {e}");

@@ -273,7 +273,7 @@ fn param_value(text: &str) -> Value {
 
 /// A document refused before it was parsed, named relative to the working directory as the
 /// document's diagnostics are.
-fn relabelled(e: magrathea_exec::DocumentError) -> String {
+pub(crate) fn relabelled(e: magrathea_exec::DocumentError) -> String {
     use magrathea_exec::DocumentError;
     let cwd = std::env::current_dir()
         .and_then(|d| d.canonicalize())

@@ -276,9 +276,11 @@ pub(crate) async fn trigger(
                 .collect();
             params.insert("payload".into(), Value::Object(q));
         }
-    } else if !body.iter().all(u8::is_ascii_whitespace) {
-        let payload = serde_json::from_slice(super::body::without_bom(&body))
-            .unwrap_or_else(|_| Value::String(String::from_utf8_lossy(&body).into_owned()));
+    } else if let text = super::body::without_bom(&body)
+        && !text.iter().all(u8::is_ascii_whitespace)
+    {
+        let payload = serde_json::from_slice(text)
+            .unwrap_or_else(|_| Value::String(String::from_utf8_lossy(text).into_owned()));
         params.insert("payload".into(), payload);
     }
     let key = super::runs::idempotency_key(&headers)?;

@@ -208,7 +208,7 @@ pub(crate) async fn put(
     let loaded = load(&state, &scope, &p.name)?;
     let body = body.map_err(|e| body_error(e.status(), e.body_text()))?;
     let states: Vec<String> = loaded.plan.states.iter().map(|s| s.name.clone()).collect();
-    let layout = Layout::from_editor_graph(&body, &p.name, &states)?;
+    let layout = Layout::from_editor_graph(super::body::without_bom(&body), &p.name, &states)?;
     let (path, label) = layout_file(&state, &scope, &p.name);
     // The layout is written beside the project's documents, never through a link out of it.
     if let Some(dir) = path.parent()

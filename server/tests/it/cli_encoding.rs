@@ -47,15 +47,17 @@ fn a_document_that_is_not_utf8_is_reported_at_its_first_bad_byte() {
         stderr(&named)
     );
 
-    let run = p.cli(&["run", "latin"]);
-    assert_eq!(code(&run), 2, "{}", stderr(&run));
-    assert!(
-        stderr(&run).lines().any(|l| l
-            == "_vance/workflows/latin.yaml:3:36: [MAG-Y001] the file is not UTF-8 text (byte 0xE9): \
-                expected a UTF-8 document; save the file as UTF-8"),
-        "{}",
-        stderr(&run)
-    );
+    for command in ["run", "graph"] {
+        let out = p.cli(&[command, "latin"]);
+        assert_eq!(code(&out), 2, "{command}: {}", stderr(&out));
+        assert!(
+            stderr(&out).lines().any(|l| l
+                == "_vance/workflows/latin.yaml:3:36: [MAG-Y001] the file is not UTF-8 text (byte \
+                    0xE9): expected a UTF-8 document; save the file as UTF-8"),
+            "{command}: {}",
+            stderr(&out)
+        );
+    }
 }
 
 #[test]

@@ -88,6 +88,39 @@ fn a_series_parallel_friday_graph_imports_as_a_parallel_task_draft() {
 /// A trigger that fans out (the design's "nodes reachable from the trigger, in parallel"): the
 /// nodes it leads to are the graph's roots, and the draft starts with a `parallel_task` of
 /// their branches instead of being refused for having several starts.
+/// A graph saved with a byte-order mark (as Windows tools write JSON) imports, under a name
+/// with a dot as every workflow name may have.
+#[test]
+fn a_graph_after_a_byte_order_mark_imports_under_a_dotted_name() {
+    let p = Project::new();
+    let graph = friday_graph(&[
+        ("start", "a"),
+        ("start", "b"),
+        ("a", "join"),
+        ("b", "join"),
+        ("join", "end"),
+    ]);
+    let file = p.dir.join("bom.graph.json");
+    std::fs::write(&file, format!("\u{FEFF}{graph}")).unwrap();
+    let out = p.cli(&[
+        "graph",
+        "import",
+        file.to_str().unwrap(),
+        "--name",
+        "ship.v2",
+    ]);
+    assert_eq!(code(&out), 0, "{}", stderr(&out));
+    assert!(p.dir.join("_vance/workflow-drafts/ship.v2.yaml").is_file());
+    let hidden = p.cli(&[
+        "graph",
+        "import",
+        file.to_str().unwrap(),
+        "--name",
+        ".hidden",
+    ]);
+    assert_eq!(code(&hidden), 2, "{}", stderr(&hidden));
+}
+
 #[test]
 fn a_trigger_that_fans_out_starts_the_draft_with_a_parallel_task() {
     let p = Project::new();

@@ -64,6 +64,18 @@ async fn an_event_starts_its_workflow_with_the_payload() {
     let run = started["workflowRunId"].as_str().unwrap();
     let v = s.wait_status("shop", run, &["DONE"]).await;
     assert_eq!(v["params"]["payload"], json!({"number": 8}), "{v}");
+    // A body of nothing but the mark is an empty one: no payload.
+    let r = s
+        .post(url, Some("hook-secret"))
+        .body(&b"\xEF\xBB\xBF"[..])
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(r.status(), 202);
+    let started: Value = r.json().await.unwrap();
+    let run = started["workflowRunId"].as_str().unwrap();
+    let v = s.wait_status("shop", run, &["DONE"]).await;
+    assert!(v["params"].get("payload").is_none(), "{v}");
 
     let r = s
         .post(url, Some("wrong"))

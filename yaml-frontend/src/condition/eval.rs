@@ -134,8 +134,8 @@ fn index(target: Value, key: &Value) -> Value {
 }
 
 /// A list or string index as SpEL converts one to an `Integer`: a number (a fraction cut
-/// toward zero, as Java's `intValue`), or text of a whole number, decimal or `0x` hexadecimal
-/// (`'1'`, `'0x1'`); a negative one or any other kind is none.
+/// toward zero, as Java's `intValue`), or text of a whole number, decimal or hexadecimal as
+/// Spring reads it (`'1'`, `'0x1'`, `'#1'`); a negative one or any other kind is none.
 fn position(key: &Value) -> Option<usize> {
     let cut = |f: f64| (f.is_finite() && f > -1.0 && f < usize::MAX as f64).then_some(f as usize);
     match key {
@@ -145,7 +145,8 @@ fn position(key: &Value) -> Option<usize> {
         },
         Value::String(s) => {
             let s = s.trim();
-            match s.strip_prefix("0x").or_else(|| s.strip_prefix("0X")) {
+            let hex = ["0x", "0X", "#"].iter().find_map(|p| s.strip_prefix(p));
+            match hex {
                 Some(hex) => usize::from_str_radix(hex, 16).ok(),
                 None => s.parse::<usize>().ok(),
             }

@@ -195,6 +195,7 @@ fn indexes_convert_as_spel_converts_them() {
         value("#state['plan_output']['files']['0x1']"),
         json!("b.rs")
     );
+    assert_eq!(value("#state['plan_output']['files']['#1']"), json!("b.rs"));
     assert_eq!(value("#state['plan_output']['files'][-1]"), Value::Null);
     assert_eq!(value("#state['plan_output']['files'][true]"), Value::Null);
     assert_eq!(value("#state['name'][1]"), json!("t"));
