@@ -35,13 +35,11 @@
 //!
 //! The run's parameters are the static `params` plus `payload`: the POST body (JSON, or the
 //! body as a string when it is not JSON; absent when empty), or for GET the query parameters
-//! as an object. The body is limited to [`EVENT_BODY_LIMIT`] (413 past it). Reply: 202
+//! as an object (a key given more than once: the list of its values, in order). The body is limited to [`EVENT_BODY_LIMIT`] (413 past it). Reply: 202
 //! `{workflowRunId, workflowName}`; `startedBy` is `event:<event>`, and when an API token
 //! fired it, the run's `requestedBy` is the token's subject. An `Idempotency-Key` header (the
 //! rules of a REST start's) makes the call repeatable: the same key for the same event of the
 //! same project answers 200 with the run it started first.
-
-use std::collections::BTreeMap;
 
 use axum::Json;
 use axum::body::Bytes;
@@ -184,7 +182,7 @@ fn check_token(
 pub(crate) async fn trigger(
     State(state): State<AppState>,
     Path(p): Path<EventPath>,
-    Query(query): Query<BTreeMap<String, String>>,
+    Query(query): Query<Vec<(String, String)>>,
     method: Method,
     headers: HeaderMap,
     body: Result<Bytes, BytesRejection>,
@@ -270,11 +268,7 @@ pub(crate) async fn trigger(
     let mut params = doc.params;
     if method == Method::GET {
         if !query.is_empty() {
-            let q = query
-                .into_iter()
-                .map(|(k, v)| (k, Value::String(v)))
-                .collect();
-            params.insert("payload".into(), Value::Object(q));
+            params.insert("payload".into(), Value::Object(query_payload(query)));
         }
     } else if let text = super::body::without_bom(&body)
         && !text.iter().all(u8::is_ascii_whitespace)
@@ -312,4 +306,23 @@ pub(crate) async fn trigger(
         }),
     )
         .into_response())
+}
+
+/// A GET event's query parameters as its payload: each key's value, or the list of its
+/// values, in order, when the query gives the key more than once (`?tag=a&tag=b`).
+fn query_payload(query: Vec<(String, String)>) -> serde_json::Map<String, Value> {
+    let mut payload = serde_json::Map::new();
+    for (key, value) in query {
+        match payload.get_mut(&key) {
+            None => {
+                payload.insert(key, Value::String(value));
+            }
+            Some(Value::Array(values)) => values.push(Value::String(value)),
+            Some(first) => {
+                let first = first.take();
+                payload.insert(key, Value::Array(vec![first, Value::String(value)]));
+            }
+        }
+    }
+    payload
 }

@@ -156,7 +156,10 @@ async fn an_event_without_auth_takes_an_api_token_and_get_with_the_query_as_payl
     let s = Server::start().await;
     setup(&s);
     let r = s
-        .get("/brain/acme/event/shop/open?ref=main", Some(ACME))
+        .get(
+            "/brain/acme/event/shop/open?ref=main&tag=a&tag=b%20c",
+            Some(ACME),
+        )
         .send()
         .await
         .unwrap();
@@ -169,7 +172,12 @@ async fn an_event_without_auth_takes_an_api_token_and_get_with_the_query_as_payl
             &["DONE"],
         )
         .await;
-    assert_eq!(v["params"]["payload"]["ref"], "main");
+    // A key given twice is the list of its values, in order.
+    assert_eq!(
+        v["params"]["payload"],
+        json!({"ref": "main", "tag": ["a", "b c"]}),
+        "{v}"
+    );
     let r = s
         .post("/brain/acme/event/shop/open", Some(ACME))
         .json(&json!({"ref": "dev"}))
