@@ -16,7 +16,9 @@ where
     let wn = norm(word);
     let mut best: Option<(usize, &'a str)> = None;
     let mut parts: Vec<&'a str> = Vec::new();
-    for c in candidates {
+    // A candidate that is the word itself (a document whose name another rule refuses) is no
+    // suggestion: the word was written that way.
+    for c in candidates.into_iter().filter(|c| *c != word) {
         let d = if norm(c) == wn {
             0
         } else {
@@ -75,6 +77,12 @@ where
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn the_word_itself_is_no_suggestion() {
+        assert_eq!(did_you_mean("über", ["über", "uber"]), Some("uber"));
+        assert_eq!(hint("über", ["über"]), "");
+    }
 
     #[test]
     fn suggests_the_whole_word_of_a_part_and_no_letter_for_another() {
