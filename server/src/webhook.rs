@@ -188,18 +188,17 @@ pub fn verify(
     if let Some(sig) = &cfg.signature {
         verify_signature(sig, secrets, req)?;
     }
-    let parsed: Option<Value> =
-        serde_json::from_slice(crate::http::body::without_bom(req.body)).ok();
+    // The bytes as signed above; the payload without a byte-order mark in front.
+    let body = crate::http::body::without_bom(req.body);
+    let parsed: Option<Value> = serde_json::from_slice(body).ok();
     let dedupe_key = match cfg.dedupe.as_ref().and_then(|d| d.source()) {
         None => None,
         Some(source) => Some(dedupe_key(source, req.headers, parsed.as_ref())?),
     };
-    let params_payload = if req.body.is_empty() {
+    let params_payload = if body.is_empty() {
         None
     } else {
-        Some(
-            parsed.unwrap_or_else(|| Value::String(String::from_utf8_lossy(req.body).into_owned())),
-        )
+        Some(parsed.unwrap_or_else(|| Value::String(String::from_utf8_lossy(body).into_owned())))
     };
     let mut headers = Map::new();
     for name in &cfg.headers {

@@ -48,15 +48,27 @@ pub(crate) struct GraphArgs {
 
 /// `graph import FILE --name NAME`: the draft of an editor graph.
 fn import(loc: &Location, file: &std::path::Path, draft: Option<&str>) -> anyhow::Result<u8> {
-    let Some(name) = draft.filter(|n| magrathea_exec::check_name(n).is_ok()) else {
+    let Some(name) = draft.filter(|n| {
+        magrathea_exec::check_name(n).is_ok()
+            && *n != magrathea_server::versions::RESERVED_WORKFLOW_NAME
+    }) else {
         errln!(
             "graph import needs --name NAME (ASCII letters, digits, '.', '_' and '-', not \
-             starting with '.')"
+             starting with '.', no '..'; not `{}`, the runs route's name)",
+            magrathea_server::versions::RESERVED_WORKFLOW_NAME
         );
         return Ok(EXIT_INVALID);
     };
-    let text = match std::fs::read_to_string(file) {
-        Ok(text) => text,
+    let text = match std::fs::read(file).map(String::from_utf8) {
+        Ok(Ok(text)) => text,
+        Ok(Err(e)) => {
+            errln!(
+                "[MAG-GR009] {}: {}",
+                file.display(),
+                magrathea_exec::NotUtf8Text::of(&e)
+            );
+            return Ok(EXIT_INVALID);
+        }
         Err(e) => {
             errln!("error: cannot read the graph {}: {e}", file.display());
             return Ok(EXIT_INVALID);

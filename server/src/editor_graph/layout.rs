@@ -221,7 +221,9 @@ impl Layout {
             file: label.into(),
             reason,
         };
-        let layout: Self = serde_json::from_slice(&bytes).map_err(|e| invalid(e.to_string()))?;
+        // A byte-order mark (a Windows editor's) is no part of the JSON.
+        let json = bytes.strip_prefix(b"\xEF\xBB\xBF").unwrap_or(&bytes);
+        let layout: Self = serde_json::from_slice(json).map_err(|e| invalid(e.to_string()))?;
         if layout.schema_version != LAYOUT_SCHEMA_VERSION {
             return Err(invalid(format!(
                 "schemaVersion `{}` is not supported; expected \"{LAYOUT_SCHEMA_VERSION}\"",
@@ -413,6 +415,11 @@ mod tests {
         let body = br#"{"nodes":[{"id":"b","position":{"x":-5.5,"y":2}}]}"#;
         let l = Layout::from_editor_graph(body, "w", &states()).unwrap();
         l.write(&path, "x").unwrap();
+        assert_eq!(Layout::read(&path, "x").unwrap(), Some(l.clone()));
+        // Saved by an editor that writes a byte-order mark first: the same layout.
+        let mut marked = b"\xEF\xBB\xBF".to_vec();
+        marked.extend(std::fs::read(&path).unwrap());
+        std::fs::write(&path, marked).unwrap();
         assert_eq!(Layout::read(&path, "x").unwrap(), Some(l));
         std::fs::write(&path, "{").unwrap();
         let e = Layout::read(&path, "_vance/workflows/x.layout.json").unwrap_err();

@@ -35,7 +35,7 @@ pub(crate) fn hold_changes() -> std::sync::MutexGuard<'static, ()> {
 }
 
 /// The one workflow name a project may not use: `…/workflows/runs/…` are the routes of runs.
-pub(crate) const RESERVED_WORKFLOW_NAME: &str = "runs";
+pub const RESERVED_WORKFLOW_NAME: &str = "runs";
 
 mod archive;
 mod draft_triggers;

@@ -111,14 +111,29 @@ fn a_graph_after_a_byte_order_mark_imports_under_a_dotted_name() {
     ]);
     assert_eq!(code(&out), 0, "{}", stderr(&out));
     assert!(p.dir.join("_vance/workflow-drafts/ship.v2.yaml").is_file());
-    let hidden = p.cli(&[
+    // Names no workflow may have: hidden, or the runs route's.
+    for refused in [".hidden", "runs"] {
+        let out = p.cli(&["graph", "import", file.to_str().unwrap(), "--name", refused]);
+        assert_eq!(code(&out), 2, "{refused}: {}", stderr(&out));
+        assert!(stderr(&out).contains("--name NAME"), "{}", stderr(&out));
+    }
+    // A file in another encoding is named with the place of its first byte that is not UTF-8.
+    let latin = p.dir.join("latin.graph.json");
+    std::fs::write(&latin, b"{\"nodes\": [], \"name\": \"caf\xe9\"}").unwrap();
+    let out = p.cli(&[
         "graph",
         "import",
-        file.to_str().unwrap(),
+        latin.to_str().unwrap(),
         "--name",
-        ".hidden",
+        "latin",
     ]);
-    assert_eq!(code(&hidden), 2, "{}", stderr(&hidden));
+    assert_eq!(code(&out), 2, "{}", stderr(&out));
+    assert!(
+        stderr(&out).contains("[MAG-GR009]")
+            && stderr(&out).contains("line 1, column 27: the file is not UTF-8 text (byte 0xE9)"),
+        "{}",
+        stderr(&out)
+    );
 }
 
 #[test]

@@ -188,6 +188,14 @@ async fn a_correctly_signed_delivery_starts_the_workflow_with_its_body_and_heade
     assert_eq!(status, 202, "{reply}");
     let run = f.run(reply["workflowRunId"].as_str().unwrap()).await;
     assert_eq!(run["params"]["payload"], json!({"number": 8}), "{run}");
+    // A body of nothing but the mark is an empty one: no payload.
+    let body = "\u{FEFF}";
+    let (status, reply) = f
+        .github(body, Fixture::signed("new-secret", body), "d-3")
+        .await;
+    assert_eq!(status, 202, "{reply}");
+    let run = f.run(reply["workflowRunId"].as_str().unwrap()).await;
+    assert!(run["params"].get("payload").is_none(), "{run}");
 }
 
 #[tokio::test]

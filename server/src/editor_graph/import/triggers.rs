@@ -131,8 +131,9 @@ fn text_of<'a>(config: &'a Map<String, Value>, key: &str) -> Option<&'a str> {
         .filter(|s| !s.is_empty())
 }
 
-/// The `webhook:` block: the path token in the setting `webhooks.<name>.path`, `secretRef`
-/// as the signature's secret setting, `dedupeKeyPath` as a header or a JSON pointer.
+/// The `webhook:` block: the path token in the setting `webhooks.<name>.path` (a `.` of the
+/// name written `_`: a settings path splits at dots), `secretRef` as the signature's secret
+/// setting, `dedupeKeyPath` as a header or a JSON pointer.
 fn webhook_block(config: &Map<String, Value>, name: &str) -> Result<Yaml, String> {
     if let Some(method) = text_of(config, "method")
         && !method.eq_ignore_ascii_case("POST")
@@ -144,7 +145,7 @@ fn webhook_block(config: &Map<String, Value>, name: &str) -> Result<Yaml, String
     let mut block = Mapping::new();
     block.insert(
         "tokenSetting".into(),
-        format!("webhooks.{name}.path").into(),
+        format!("webhooks.{}.path", name.replace('.', "_")).into(),
     );
     if let Some(secret) = text_of(config, "secretRef") {
         let mut signature = Mapping::new();
@@ -271,6 +272,17 @@ mod tests {
         assert_eq!(docs[0].dir, "events");
         let doc: Value = serde_yaml_ng::from_str(&docs[0].text).unwrap();
         assert_eq!(doc["webhook"]["tokenSetting"], "webhooks.shop-tick.path");
+        // A dotted workflow name: the setting's path would split at its dot.
+        let dotted = trigger_documents(
+            &graph(json!({"triggerType": "webhook", "method": "POST"})),
+            "shop.v2",
+        )
+        .unwrap();
+        let dotted: Value = serde_yaml_ng::from_str(&dotted[0].text).unwrap();
+        assert_eq!(
+            dotted["webhook"]["tokenSetting"],
+            "webhooks.shop_v2-tick.path"
+        );
         assert_eq!(
             doc["webhook"]["signature"]["secretSetting"],
             "webhooks.shop.secret"
