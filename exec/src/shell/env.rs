@@ -28,7 +28,7 @@
 //! instead: `MAGRATHEA_<PREFIX>_<KEY>_FILE` holds its path and
 //! `MAGRATHEA_<PREFIX>_<KEY>` is not set. A value spliced into `run:` (`MAGRATHEA_SPLICE_<n>`,
 //! which the command reads as `${MAGRATHEA_SPLICE_<n>}`) that is too large goes to a file too,
-//! and the shell sets the variable from it before the command ([`Spilled::prelude`]): a shell
+//! and the shell sets the variable from it before the command (`Spilled::prelude`): a shell
 //! variable of its own is no part of the environment the kernel bounds, and the command reads
 //! the same text.
 
