@@ -18,7 +18,7 @@ use std::time::{Duration, Instant};
 use rquickjs::context::EvalOptions;
 use rquickjs::function::Rest;
 use rquickjs::promise::PromiseState;
-use rquickjs::{CaughtError, Context, Ctx, Function, Promise, Runtime};
+use rquickjs::{CaughtError, Context, Ctx, Function, Object, Promise, Runtime};
 use serde_json::Value;
 
 /// The file name under which the runtime's own helpers are compiled, so that their frames
@@ -522,19 +522,8 @@ pub(crate) fn failure<'js>(ctx: &Ctx<'js>, file: &str, error: rquickjs::Error) -
         CaughtError::Error(rquickjs::Error::Allocation) => Failure::OutOfMemory,
         CaughtError::Error(e) => Failure::Engine(e.to_string()),
         CaughtError::Exception(ex) => {
-            let message = ex
-                .message()
-                .or_else(|| {
-                    let raw = ex.as_object().get::<_, rquickjs::Value>("message").ok()?;
-                    well_formed_text(ctx, raw)
-                })
-                .unwrap_or_default();
-            let name: Option<String> = ex.as_object().get::<_, String>("name").ok().or_else(|| {
-                let raw = ex.as_object().get::<_, rquickjs::Value>("name").ok()?;
-                raw.is_string()
-                    .then(|| well_formed_text(ctx, raw))
-                    .flatten()
-            });
+            let message = text_property(ctx, ex.as_object(), "message").unwrap_or_default();
+            let name = text_property(ctx, ex.as_object(), "name");
             if name.as_deref() == Some("InternalError") && message.starts_with("out of memory") {
                 return Failure::OutOfMemory;
             }
@@ -561,6 +550,18 @@ pub(crate) fn failure<'js>(ctx: &Ctx<'js>, file: &str, error: rquickjs::Error) -
             }
         }
     }
+}
+
+/// A string property of a thrown object as text (half characters as U+FFFD); `None` when it is
+/// not a string.
+fn text_property<'js>(ctx: &Ctx<'js>, object: &Object<'js>, key: &str) -> Option<String> {
+    let raw = object.get::<_, rquickjs::Value>(key).ok()?;
+    if !raw.is_string() {
+        return None;
+    }
+    raw.get::<String>()
+        .ok()
+        .or_else(|| well_formed_text(ctx, raw))
 }
 
 /// A value's text with each half of a character (a lone surrogate, as cutting a string through

@@ -2,9 +2,9 @@
 //!
 //! Semantics (SpEL-like, made total where SpEL would throw on null):
 //! - A missing key, an index out of range, or indexing a non-collection yields `null`. A list's
-//!   index is converted as SpEL converts it (`['1']`, `['0x1']`, `[1.0]` and `[1.5]` are
-//!   `[1]`), and a string's index gives its UTF-16 unit as Java's `charAt` (`'abc'[1]` is `'b'`); `.name` reads a map's key `name`, as
-//!   Spring's map accessor does.
+//!   index is converted as SpEL converts it (`['1']`, `['0x1']`, `['#1']`, `[1.0]` and `[1.5]`
+//!   are `[1]`), and a string's index gives its UTF-16 unit as Java's `charAt` (`'abc'[1]` is
+//!   `'b'`); `.name` reads a map's key `name`, as Spring's map accessor does.
 //! - `#tasks` is reserved and always `null`.
 //! - `==`/`!=`/`in`: JSON equality, numbers compared numerically (`1 == 1.0`); `null == null`.
 //! - `<`/`<=`/`>`/`>=`: numbers numerically, strings lexicographically (by code point),
@@ -12,7 +12,8 @@
 //!   pair is an [`EvalError::Incomparable`].
 //! - `&&`, `||`, `!`, the ternary condition and the overall result: booleans as they are,
 //!   `null` is false, a string as Spring's conversion reads it (`true`, `on`, `yes`, `1` are
-//!   true, `false`, `off`, `no`, `0` false, any case, spaces around ignored), any other value is an [`EvalError::NotBoolean`].
+//!   true, `false`, `off`, `no`, `0` false, any case, spaces around ignored), any other value
+//!   is an [`EvalError::NotBoolean`].
 //! - `matches`: whole-string match (like Java's `String.matches`); numbers and booleans are
 //!   matched by their text, `null` never matches, objects/arrays are an error.
 //! - Elvis `a ?: b`: `b` when `a` is `null` or the empty string (as in SpEL), else `a`.
@@ -43,10 +44,6 @@ pub(crate) struct Env<'v> {
 }
 
 pub(crate) fn truthy(v: &Value, offset: usize) -> Result<bool, EvalError> {
-    let not_boolean = || EvalError::NotBoolean {
-        offset,
-        found: kind_name(v),
-    };
     match v {
         Value::Bool(b) => Ok(*b),
         Value::Null => Ok(false),
@@ -54,7 +51,10 @@ pub(crate) fn truthy(v: &Value, offset: usize) -> Result<bool, EvalError> {
             offset,
             found: "a string that is none of true/false, on/off, yes/no, 1/0",
         }),
-        _ => Err(not_boolean()),
+        other => Err(EvalError::NotBoolean {
+            offset,
+            found: kind_name(other),
+        }),
     }
 }
 
