@@ -33,16 +33,21 @@ fn friday_graph(edges: &[(&str, &str)]) -> Value {
     json!({ "schemaVersion": "1.0", "nodes": nodes, "edges": edges })
 }
 
-#[test]
-fn a_series_parallel_friday_graph_imports_as_a_parallel_task_draft() {
-    let p = Project::new();
-    let graph = friday_graph(&[
+/// `start` fanning out to `a` and `b`, which meet at `join`, then `end`.
+fn fan_graph() -> Value {
+    friday_graph(&[
         ("start", "a"),
         ("start", "b"),
         ("a", "join"),
         ("b", "join"),
         ("join", "end"),
-    ]);
+    ])
+}
+
+#[test]
+fn a_series_parallel_friday_graph_imports_as_a_parallel_task_draft() {
+    let p = Project::new();
+    let graph = fan_graph();
     let file = p.dir.join("fan.graph.json");
     std::fs::write(&file, graph.to_string()).unwrap();
     let out = p.cli(&["graph", "import", file.to_str().unwrap(), "--name", "fan"]);
@@ -85,21 +90,12 @@ fn a_series_parallel_friday_graph_imports_as_a_parallel_task_draft() {
     );
 }
 
-/// A trigger that fans out (the design's "nodes reachable from the trigger, in parallel"): the
-/// nodes it leads to are the graph's roots, and the draft starts with a `parallel_task` of
-/// their branches instead of being refused for having several starts.
 /// A graph saved with a byte-order mark (as Windows tools write JSON) imports, under a name
 /// with a dot as every workflow name may have.
 #[test]
 fn a_graph_after_a_byte_order_mark_imports_under_a_dotted_name() {
     let p = Project::new();
-    let graph = friday_graph(&[
-        ("start", "a"),
-        ("start", "b"),
-        ("a", "join"),
-        ("b", "join"),
-        ("join", "end"),
-    ]);
+    let graph = fan_graph();
     let file = p.dir.join("bom.graph.json");
     std::fs::write(&file, format!("\u{FEFF}{graph}")).unwrap();
     let out = p.cli(&[
@@ -136,16 +132,13 @@ fn a_graph_after_a_byte_order_mark_imports_under_a_dotted_name() {
     );
 }
 
+/// A trigger that fans out (the design's "nodes reachable from the trigger, in parallel"): the
+/// nodes it leads to are the graph's roots, and the draft starts with a `parallel_task` of
+/// their branches instead of being refused for having several starts.
 #[test]
 fn a_trigger_that_fans_out_starts_the_draft_with_a_parallel_task() {
     let p = Project::new();
-    let mut graph = friday_graph(&[
-        ("start", "a"),
-        ("start", "b"),
-        ("a", "join"),
-        ("b", "join"),
-        ("join", "end"),
-    ]);
+    let mut graph = fan_graph();
     graph["nodes"][0]["data"] = json!({ "id": "start", "type": "trigger", "name": "hook",
         "config": { "triggerType": "webhook" } });
     let file = p.dir.join("hooked.graph.json");

@@ -13,6 +13,15 @@ fn n(id: &str, ty: &str, config: Value) -> Value {
             "data": { "id": id, "type": ty, "name": id, "config": config } })
 }
 
+/// An action node running `true` in a shell.
+fn shell(id: &str) -> Value {
+    n(
+        id,
+        "action",
+        json!({ "actionType": "shell_task", "run": "true" }),
+    )
+}
+
 fn states(doc: &serde_yaml_ng::Value) -> Value {
     serde_json::to_value(&doc["states"]).unwrap()
 }
@@ -385,26 +394,10 @@ fn triggers_leading_to_different_nodes_start_a_run_where_its_own_trigger_leads()
                 json!({ "triggerType": "cron", "cron": "0 0 6 * * *" })
             ),
             n("t2", "trigger", json!({})),
-            n(
-                "a",
-                "action",
-                json!({ "actionType": "shell_task", "run": "true" })
-            ),
-            n(
-                "b",
-                "action",
-                json!({ "actionType": "shell_task", "run": "true" })
-            ),
-            n(
-                "c",
-                "action",
-                json!({ "actionType": "shell_task", "run": "true" })
-            ),
-            n(
-                "join",
-                "action",
-                json!({ "actionType": "shell_task", "run": "true" })
-            ),
+            shell("a"),
+            shell("b"),
+            shell("c"),
+            shell("join"),
             n("end", "terminal", json!({})),
         ]),
         json!([
@@ -567,26 +560,10 @@ fn an_approval_keeps_its_on_reject() {
 #[test]
 fn fridays_version_config_becomes_the_documents_settings() {
     let nodes = json!([
-        n(
-            "a",
-            "action",
-            json!({ "actionType": "shell_task", "run": "true" })
-        ),
-        n(
-            "b",
-            "action",
-            json!({ "actionType": "shell_task", "run": "true" })
-        ),
-        n(
-            "c",
-            "action",
-            json!({ "actionType": "shell_task", "run": "true" })
-        ),
-        n(
-            "join",
-            "action",
-            json!({ "actionType": "shell_task", "run": "true" })
-        ),
+        shell("a"),
+        shell("b"),
+        shell("c"),
+        shell("join"),
         n("end", "terminal", json!({})),
     ]);
     let edges = json!([
