@@ -35,11 +35,12 @@
 //!
 //! The run's parameters are the static `params` plus `payload`: the POST body (JSON, or the
 //! body as a string when it is not JSON; absent when empty), or for GET the query parameters
-//! as an object (a key given more than once: the list of its values, in order). The body is limited to [`EVENT_BODY_LIMIT`] (413 past it). Reply: 202
-//! `{workflowRunId, workflowName}`; `startedBy` is `event:<event>`, and when an API token
-//! fired it, the run's `requestedBy` is the token's subject. An `Idempotency-Key` header (the
-//! rules of a REST start's) makes the call repeatable: the same key for the same event of the
-//! same project answers 200 with the run it started first.
+//! as an object (a key given more than once: the list of its values, in order). The body is
+//! limited to [`EVENT_BODY_LIMIT`] (413 past it). Reply: 202 `{workflowRunId, workflowName}`;
+//! `startedBy` is `event:<event>`, and when an API token fired it, the run's `requestedBy` is
+//! the token's subject. An `Idempotency-Key` header (the rules of a REST start's) makes the
+//! call repeatable: the same key for the same event of the same project answers 200 with the
+//! run it started first.
 
 use axum::Json;
 use axum::body::Bytes;

@@ -322,7 +322,8 @@ pub(super) const CODES: &[ErrorCode] = &[
     ErrorCode {
         code: "MAG-DOC002",
         meaning: "A document name is not a plain file name.",
-        remedy: "Use ASCII letters, digits, `.`, `_` and `-` only (no path separators, no `..`, not starting with `.`).",
+        remedy: "Use ASCII letters, digits, `.`, `_` and `-` only (no path separators, no \
+                 `..`, not starting with `.`).",
     },
     ErrorCode {
         code: "MAG-DOC003",
