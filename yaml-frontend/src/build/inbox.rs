@@ -21,6 +21,12 @@ pub(crate) const INBOX_FIELDS: &[&str] = &[
     "onReject",
 ];
 
+/// The words of `onReject:`, in the inbox or beside it.
+const ON_REJECT: [(&str, crate::ast::OnReject); 2] = [
+    ("fail", crate::ast::OnReject::Fail),
+    ("reject_branch", crate::ast::OnReject::RejectBranch),
+];
+
 pub(crate) fn inbox(ctx: &mut Ctx<'_>, node: &YamlNode, what: &str) -> InboxSpec {
     let mut spec = InboxSpec {
         kind: InboxKind::Approval,
@@ -214,11 +220,7 @@ fn state_on_reject(ctx: &mut Ctx<'_>, node: &YamlNode, what: &str, spec: &mut In
         );
         return;
     }
-    let on_reject = [
-        ("fail", crate::ast::OnReject::Fail),
-        ("reject_branch", crate::ast::OnReject::RejectBranch),
-    ];
-    spec.on_reject = word(ctx, node, "onReject", &on_reject, what);
+    spec.on_reject = word(ctx, node, "onReject", &ON_REJECT, what);
 }
 
 /// Outcomes a DECISION gate ends with by itself, which no option may be named.
@@ -273,9 +275,5 @@ fn approval_rules(ctx: &mut Ctx<'_>, block: &YamlNode, iw: &str, spec: &mut Inbo
             _ => ctx.wrong_type(b, &format!("'selfApproval' of {iw}"), "true or false"),
         }
     }
-    let on_reject = [
-        ("fail", crate::ast::OnReject::Fail),
-        ("reject_branch", crate::ast::OnReject::RejectBranch),
-    ];
-    spec.on_reject = word(ctx, block, "onReject", &on_reject, iw);
+    spec.on_reject = word(ctx, block, "onReject", &ON_REJECT, iw);
 }

@@ -193,8 +193,6 @@ pub struct GatePlan {
     pub quorum: u32,
     /// `selfApproval:` (true unless declared).
     pub self_approval: bool,
-    /// `onReject:` of an APPROVAL (Friday's approval node).
-    pub on_reject: Option<crate::ast::OnReject>,
 }
 
 /// The fields of a state that route or describe it rather than configure its task.
@@ -403,7 +401,6 @@ fn compile_state(
             approvers: inbox.approvers.clone(),
             quorum: inbox.quorum,
             self_approval: inbox.self_approval,
-            on_reject: inbox.on_reject,
         }),
         TaskSpec::Workflow { workflow, params } => Step::Workflow {
             workflow: Template::parse(workflow),
