@@ -88,6 +88,13 @@ pub mod prelude {
     };
 }
 
+/// The README's code, compiled as the crate's doc tests: what a reader copies builds. Its
+/// second example uses `magrathea::exec`, so this needs the `exec` feature (which the
+/// workspace's tests turn on).
+#[cfg(all(doctest, feature = "exec"))]
+#[doc = include_str!("../../README.md")]
+pub struct ReadmeExamples;
+
 #[doc(hidden)]
 pub mod __private {
     pub use crate::body_error::{
