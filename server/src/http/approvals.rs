@@ -106,19 +106,22 @@ impl Serialize for Approval {
                 map.remove("answer");
                 map.remove("answeredAt");
             }
-            if let Some(at) = self
+            // Friday's columns are all there, `null` until decided, as a typed client reads
+            // them.
+            let decided = self
                 .item
                 .answered_at
-                .filter(|_| self.item.status == InboxStatus::Answered)
-            {
-                map.insert("decidedAt".into(), at.into());
-                if let Some(answer) = &self.item.answer {
-                    map.insert("decidedByUserId".into(), answer.answered_by.clone().into());
-                    if let Some(comment) = &answer.comment {
-                        map.insert("decisionComment".into(), comment.clone().into());
-                    }
-                }
-            }
+                .filter(|_| self.item.status == InboxStatus::Answered);
+            let answer = self.item.answer.as_ref().filter(|_| decided.is_some());
+            map.insert("decidedAt".into(), decided.into());
+            map.insert(
+                "decidedByUserId".into(),
+                answer.map(|a| a.answered_by.clone()).into(),
+            );
+            map.insert(
+                "decisionComment".into(),
+                answer.and_then(|a| a.comment.clone()).into(),
+            );
             friday_names(map, &self.item);
         }
         v.serialize(serializer)
@@ -129,13 +132,12 @@ impl Serialize for Approval {
 /// own: `runId`, `nodeId` (the state), `approverUserId` and `approverRole` (the first named
 /// approver user and role; with no approvers named, the assignee as the user), `timeoutAt`
 /// (`expiresAt`), `requestPayload` (`payload`) and `updatedAt` (when it was decided, or
-/// expired, else created). Times are milliseconds since the Unix epoch, as the item's own.
+/// expired, else created); those that are unset are `null`. Times are milliseconds since the
+/// Unix epoch, as the item's own.
 fn friday_names(map: &mut serde_json::Map<String, serde_json::Value>, item: &InboxItem) {
     use serde_json::Value;
     map.insert("runId".into(), item.workflow_run_id.to_string().into());
-    if let Some(state) = &item.workflow_state {
-        map.insert("nodeId".into(), state.clone().into());
-    }
+    map.insert("nodeId".into(), item.workflow_state.clone().into());
     let approvers = item.meta.get("approvers");
     let first = |key: &str| {
         approvers
@@ -148,15 +150,10 @@ fn friday_names(map: &mut serde_json::Map<String, serde_json::Value>, item: &Inb
         Some(_) => first("users"),
         None => Some(item.assigned_to.clone()).filter(|a| !a.is_empty()),
     };
-    if let Some(user) = user {
-        map.insert("approverUserId".into(), user.into());
-    }
-    if let Some(role) = first("roles") {
-        map.insert("approverRole".into(), role.into());
-    }
-    if let Some(at) = item.expires_at {
-        map.insert("timeoutAt".into(), at.into());
-    }
+    // Friday's nullable columns are `null` when unset, not left out.
+    map.insert("approverUserId".into(), user.into());
+    map.insert("approverRole".into(), first("roles").into());
+    map.insert("timeoutAt".into(), item.expires_at.into());
     if let Some(payload) = map.get("payload").cloned() {
         map.insert("requestPayload".into(), payload);
     }

@@ -123,7 +123,7 @@ async fn approvals_routes_list_approve_and_reject_within_the_tenant() {
     assert_eq!(one["runId"], yes.as_str(), "{one}");
     assert_eq!(one["nodeId"], "review", "{one}");
     assert_eq!(one["updatedAt"], one["createdAt"], "{one}");
-    assert!(one.get("decidedByUserId").is_none(), "{one}");
+    assert_eq!(one.get("decidedByUserId"), Some(&Value::Null), "{one}");
 
     let r: Value = s
         .post_json(
@@ -161,8 +161,11 @@ async fn approvals_routes_list_approve_and_reject_within_the_tenant() {
         s.wait_status("lab", &no, &["DONE"]).await["result"],
         "rejected"
     );
-    // Friday's decidedAt: when the answer was journaled; a pending approval has none.
-    assert!(one.get("decidedAt").is_none(), "{one}");
+    // Friday's decidedAt: when the answer was journaled; a pending approval's is null, as
+    // are its decider and comment (Friday's columns are all there).
+    for key in ["decidedAt", "decidedByUserId", "decisionComment"] {
+        assert_eq!(one.get(key), Some(&Value::Null), "{key}: {one}");
+    }
     let decided: Value = s
         .get_json(&format!("/v1/workflow-approvals/{yes_id}"), Some(ACME))
         .await;
@@ -345,7 +348,7 @@ async fn an_answer_after_the_timeout_lands_on_the_item_and_the_run_does_not_reac
         .get_json(&format!("/v1/workflow-approvals/{id}"), Some(ACME))
         .await;
     assert_eq!(friday["status"], "expired", "{friday}");
-    assert!(friday.get("decidedAt").is_none(), "{friday}");
+    assert_eq!(friday.get("decidedAt"), Some(&Value::Null), "{friday}");
     assert!(friday.get("answer").is_none(), "{friday}");
     assert!(friday.get("answeredAt").is_none(), "{friday}");
     assert_eq!(friday["updatedAt"], friday["timeoutAt"], "{friday}");
@@ -735,7 +738,8 @@ async fn approvals_are_listed_by_approver_user_and_role() {
     assert_eq!(of(&guarded)["approverUserId"], "alice");
     assert_eq!(of(&guarded)["approverRole"], "ops");
     assert_eq!(of(&open)["approverUserId"], "runner");
-    assert!(of(&open).get("approverRole").is_none());
+    assert_eq!(of(&open).get("approverRole"), Some(&Value::Null));
+    assert_eq!(of(&open).get("timeoutAt"), Some(&Value::Null));
     assert_eq!(runs("approverUserId=alice").await, vec![guarded.clone()]);
     assert_eq!(runs("approverUserId=runner").await, vec![open.clone()]);
     assert_eq!(runs("approverUserId=bob").await, Vec::<String>::new());
