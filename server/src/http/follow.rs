@@ -172,10 +172,10 @@ pub(crate) fn resume_after(
 }
 
 /// The run's records from seq `from` on, in `seq` order, each exactly once: first those
-/// already journaled, then new ones as they commit. The channel closes after a terminal
-/// `StatusRecord`, once every record is sent of a run that has ended (a client resuming after
-/// the end), when the engine closes, or (the task stops and gives `slot` back) when the
-/// receiver is dropped.
+/// already journaled, then new ones as they commit. The channel closes once every record
+/// journaled so far is sent of a run that has ended (its terminal `StatusRecord` and what was
+/// journaled after it by then: a late answer's `IgnoredRecord`), when the engine closes, or
+/// (the task stops and gives `slot` back) when the receiver is dropped.
 pub(crate) fn follow(
     engine: Engine,
     run: RunId,
@@ -200,8 +200,12 @@ pub(crate) fn follow(
         });
         tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
         let mut next = from;
+        let mut ended = false;
         loop {
-            if catch_up(&engine, run, &tx, &mut next).await.is_break() {
+            if catch_up(&engine, run, &tx, &mut next, &mut ended)
+                .await
+                .is_break()
+            {
                 return;
             }
             // Wait for a sign that the run has new records; other runs' news is skipped
@@ -231,12 +235,14 @@ pub(crate) fn follow(
 }
 
 /// Sends every record from `next` on, reading one chunk at a time and each only after the last
-/// one was taken by the channel; breaks when the receiver is gone or the run ended.
+/// one was taken by the channel; breaks when the receiver is gone, or when the run has ended
+/// and every record it has is sent.
 async fn catch_up(
     engine: &Engine,
     run: RunId,
     tx: &mpsc::Sender<Entry>,
     next: &mut u64,
+    ended: &mut bool,
 ) -> ControlFlow<()> {
     loop {
         let chunk = match engine.journal_page(run, *next, CHUNK, CHUNK_BYTES) {
@@ -248,10 +254,10 @@ async fn catch_up(
             }
         };
         // Only an empty chunk is the end: a short one may be short of bytes. A run that has
-        // ended gets no more records worth waiting for (its terminal record was sent, or came
-        // before `from`).
+        // ended gets no more records worth waiting for (its terminal record and those after
+        // it were sent, or came before `from`).
         if chunk.is_empty() {
-            let ended = engine.status(run).is_ok_and(|s| s.is_terminal());
+            let ended = *ended || engine.status(run).is_ok_and(|s| s.is_terminal());
             return if ended {
                 ControlFlow::Break(())
             } else {
@@ -263,8 +269,10 @@ async fn catch_up(
                 continue;
             }
             *next = entry.seq + 1;
-            let end = is_end(&entry);
-            if tx.send(entry).await.is_err() || end {
+            *ended |= is_end(&entry);
+            // Records journaled after the terminal one (late answers, ignored) go too: the
+            // next read, empty, ends the stream.
+            if tx.send(entry).await.is_err() {
                 return ControlFlow::Break(());
             }
         }

@@ -356,8 +356,11 @@ async fn handle(
             subscriptions.push((
                 Some(run),
                 tokio::spawn(async move {
+                    // The follower sends the terminal record and what was journaled after
+                    // it by then (late answers, ignored), and closes: the end comes after.
+                    let mut ended = false;
                     while let Some(entry) = records.recv().await {
-                        let end = super::follow::is_end(&entry);
+                        ended |= super::follow::is_end(&entry);
                         if out
                             .send(json!({ "type": "run-event", "data": entry }))
                             .await
@@ -365,14 +368,10 @@ async fn handle(
                         {
                             return;
                         }
-                        if end {
-                            let _ = out.send(run_end).await;
-                            return;
-                        }
                     }
                     // A client resuming after the last record of a run that has ended gets
                     // its end at once.
-                    if engine.summary(run).is_ok_and(|s| s.status.is_terminal()) {
+                    if ended || engine.summary(run).is_ok_and(|s| s.status.is_terminal()) {
                         let _ = out.send(run_end).await;
                     }
                 }),

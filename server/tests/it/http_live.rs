@@ -388,3 +388,76 @@ async fn a_websocket_subscription_resumes_after_last_event_id_and_is_not_doubled
     subscribe(&mut again, &waiting).await;
     assert_eq!(next_error(&mut again).await, "MAG-HTTP-WS-SUBSCRIBED");
 }
+
+/// An answer that comes after its run ended is journaled after the terminal `StatusRecord`
+/// (`IgnoredRecord`): a follower that starts after it gets it too, before its stream ends (and
+/// a WebSocket subscription's `run-end` comes after it, once), so a client that stops at the
+/// end holds the whole journal.
+#[tokio::test]
+async fn records_journaled_after_the_end_are_followed_before_the_stream_ends() {
+    let s = Server::start().await;
+    let run = s.start_run("shop", "approve", json!({})).await;
+    s.wait_status("shop", &run, &["WAITING"]).await;
+    let item: Vec<Value> = s
+        .get_json("/brain/acme/project/shop/inbox", Some(ACME))
+        .await;
+    let id = item[0]["id"].as_str().unwrap().to_owned();
+    assert_eq!(
+        s.answer(&id, &json!({"kind": "approve"})).await.status(),
+        200
+    );
+    s.wait_status("shop", &run, &["DONE"]).await;
+    let late = s.answer(&id, &json!({"kind": "reject"})).await;
+    assert!(late.status().is_success(), "{}", late.status());
+    let journal: Vec<Value> = s
+        .get_json(
+            &format!("/brain/acme/project/shop/workflows/runs/{run}/journal"),
+            Some(ACME),
+        )
+        .await;
+    let end = journal
+        .iter()
+        .position(|r| r["type"] == "StatusRecord" && r["status"] == "DONE")
+        .unwrap();
+    assert!(
+        journal[end + 1..]
+            .iter()
+            .any(|r| r["type"] == "IgnoredRecord"),
+        "the late answer is journaled after the end: {journal:?}"
+    );
+
+    let body = tokio::time::timeout(Duration::from_secs(20), async {
+        s.events(&run).await.text().await.unwrap()
+    })
+    .await
+    .unwrap();
+    assert_eq!(
+        sse_records(&body),
+        journal,
+        "the whole journal, then the end"
+    );
+    let last = journal.last().unwrap()["seq"].as_u64().unwrap();
+    let resumed = s
+        .get(
+            &format!("/brain/acme/project/shop/workflows/runs/{run}/events"),
+            Some(ACME),
+        )
+        .header("Last-Event-ID", last.to_string())
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(resumed.status(), 204, "the client holds every record");
+
+    let mut ws = ws_connect(s.addr, ACME).await;
+    subscribe(&mut ws, &run).await;
+    let seqs: Vec<Value> = events_to_end(&mut ws)
+        .await
+        .into_iter()
+        .map(Value::from)
+        .collect();
+    let expected: Vec<Value> = journal.iter().map(|r| r["seq"].clone()).collect();
+    assert_eq!(seqs, expected);
+    // One `run-end`: the session answers a ping next, with nothing else in between.
+    send(&mut ws, json!({"type": "ping"})).await;
+    assert_eq!(recv(&mut ws).await["type"], "pong");
+}
