@@ -206,7 +206,23 @@ async fn session(
         let text = match message {
             Message::Text(t) => t,
             Message::Close(_) => break,
-            _ => continue,
+            // Messages are JSON text; a binary one is answered, not dropped unseen.
+            Message::Binary(_) => {
+                let refused = error(
+                    "",
+                    &ApiError::bad_request(
+                        "MAG-HTTP-INVALID-JSON",
+                        "invalid message: a binary message; send each message as JSON in a \
+                         text message",
+                    ),
+                );
+                if out.send(refused).await.is_err() {
+                    break;
+                }
+                continue;
+            }
+            // Pings and pongs are the WebSocket layer's.
+            Message::Ping(_) | Message::Pong(_) => continue,
         };
         let reply = match serde_json::from_str::<ClientMessage>(&text) {
             Ok(m) => handle(&state, &scope, &who, m, &out, &mut subscriptions).await,

@@ -314,6 +314,32 @@ async fn a_websocket_text_message_that_is_not_utf8_closes_with_1007() {
     assert!(frame.reason.contains("UTF-8"), "{frame:?}");
 }
 
+/// A binary message is answered with an error message (the session takes JSON text), and the
+/// session goes on.
+#[tokio::test]
+async fn a_websocket_binary_message_is_answered_with_an_error() {
+    use futures::SinkExt;
+    use tokio_tungstenite::tungstenite::Message;
+
+    let s = Server::start().await;
+    let mut ws = ws_connect(s.addr, ACME).await;
+    ws.send(Message::Binary(br#"{"type":"ping"}"#.to_vec().into()))
+        .await
+        .unwrap();
+    let reply = recv(&mut ws).await;
+    assert_eq!(reply["type"], "error", "{reply}");
+    assert_eq!(reply["data"]["code"], "MAG-HTTP-INVALID-JSON", "{reply}");
+    assert!(
+        reply["data"]["message"]
+            .as_str()
+            .unwrap()
+            .contains("text message"),
+        "{reply}"
+    );
+    send(&mut ws, json!({"type": "ping"})).await;
+    assert_eq!(recv(&mut ws).await, json!({"type": "pong"}));
+}
+
 /// A server that stops closes its WebSocket sessions (a project's and the tenant's event
 /// stream) with 1001, "going away", as after any restart: not with the 1008 of a revoked
 /// token, which would tell a client to sign in again rather than reconnect.

@@ -346,7 +346,7 @@ pub(super) const CODES: &[ErrorCode] = &[
     },
     ErrorCode {
         code: "MAG-HTTP-INVALID-JSON",
-        meaning: "The body (or a WebSocket message) is not valid JSON for the route, or has unknown fields.",
+        meaning: "The body (or a WebSocket message) is not valid JSON for the route: not JSON (a binary WebSocket message included), an unknown field, or a required one missing.",
         remedy: "Send the JSON the route's schema describes (GET /openapi.json).",
     },
     ErrorCode {
