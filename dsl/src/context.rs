@@ -329,7 +329,9 @@ impl Context {
 
     /// Waits for the first of `futures` by journal order (live and replay agree). Returns its
     /// index and output; the others are dropped, and the code never sees their outcomes: a
-    /// task already running still finishes and its result is journaled, a dropped child run is
+    /// task already running still finishes and its result is journaled while the run lives (a
+    /// run that ends first lets it go: it finishes, and the journal shows its start but no
+    /// result), a dropped child run is
     /// cancelled, and a dropped gate is withdrawn: its inbox item closes (see
     /// [`Context::approval`]). To join instead, use `futures::join!` or
     /// [`futures::future::join_all`].
