@@ -278,6 +278,20 @@ impl Parser {
                 format!("operator '{op}' is not supported in conditions"),
             ));
         }
+        // SpEL's other relational operators: refused by name, not as a stray word.
+        if let Tok::Ident(w) = &t.tok {
+            let instead = match w.to_ascii_lowercase().as_str() {
+                "between" => Some("write 'x >= a && x <= b'"),
+                "instanceof" => Some("types are not named in conditions"),
+                _ => None,
+            };
+            if let Some(instead) = instead {
+                return Err(ConditionError::sandbox(
+                    t.offset,
+                    format!("operator '{w}' is not supported in conditions: {instead}"),
+                ));
+            }
+        }
         if let Some(op) = Self::compare_op(&t.tok) {
             self.bump();
             let r = self.unary()?;

@@ -259,6 +259,16 @@ fn sandbox_rejections_with_offsets() {
         ),
         ("#state['a'] = 1", 12, "assignment '=' is not allowed"),
         ("#state['a'] + 1 > 2", 12, "operator '+' is not supported"),
+        (
+            "#params['a'] between {1, 2}",
+            13,
+            "operator 'between' is not supported",
+        ),
+        (
+            "#params['a'] instanceof T(Integer)",
+            13,
+            "operator 'instanceof' is not supported",
+        ),
         ("foo == 1", 0, "bare name 'foo'"),
         ("#fn(1)", 0, "function calls are not allowed"),
         ("#state.?[x]", 6, "selection or projection"),
