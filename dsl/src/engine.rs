@@ -393,10 +393,10 @@ impl Engine {
     /// without the stop counting against
     /// [`EngineBuilder::max_claim_attempts`](crate::EngineBuilder) as a crash does. Waits up
     /// to `wait` for the runs to leave memory. Afterwards a start is refused and a wait (a
-    /// [`RunHandle::result`](crate::RunHandle::result) too) ends with `[MAG-ST003]`. The
-    /// store file is let go of once every handle of the engine (its clones, its
-    /// [`RunHandle`](crate::RunHandle)s) is dropped: a new engine on the same file waits up to
-    /// 30 s for that, then fails with `[MAG-ST002]`. See [`core::Engine::stop`].
+    /// [`RunHandle::result`](crate::RunHandle::result) too) ends with `[MAG-ST003]`. Its
+    /// handles (clones, [`RunHandle`](crate::RunHandle)s) still read the journal until a new
+    /// engine is built on the same file, which takes the file over at once (the old handles'
+    /// reads fail from then on). See [`core::Engine::stop`].
     pub async fn stop(&self, wait: std::time::Duration) {
         self.inner.stop(wait).await;
     }

@@ -402,7 +402,8 @@ impl EngineBuilder {
 const CLOSING_WAIT: Duration = Duration::from_secs(30);
 
 /// Opens the store file at `path`. An engine of this process without handles that still holds
-/// the file is closed, and the open waits for it to let go, up to [`CLOSING_WAIT`].
+/// the file is closed, a stopped one ([`Engine::stop`](super::Engine::stop)) lets go of it once
+/// its runs have left memory, and the open waits for either, up to [`CLOSING_WAIT`].
 async fn open_closing_an_orphan(
     path: &std::path::Path,
     durability: Durability,
@@ -413,7 +414,9 @@ async fn open_closing_an_orphan(
         match RedbStore::open_with_cache(path, durability, cache_bytes) {
             Err(StoreError::Locked(_))
                 if tokio::time::Instant::now() < give_up
-                    && (super::closing::close_orphan(path) || crate::store::closing_here(path)) =>
+                    && (super::closing::close_orphan(path)
+                        || super::closing::release_stopped(path)
+                        || crate::store::closing_here(path)) =>
             {
                 tokio::time::sleep(Duration::from_millis(2)).await;
             }

@@ -5,7 +5,9 @@
 //! fires) and lets go of its file once its runs are idle. A new engine built on the same file
 //! does not wait for that: it closes the old one — its runs leave memory where their journal
 //! stands, a running task attempt is aborted and runs again on the new engine, as after a
-//! crash — and waits until the file is let go of.
+//! crash — and waits until the file is let go of. An engine stopped with
+//! [`Engine::stop`](super::Engine::stop) whose handles still live lets go of its file when a
+//! new engine wants it: its store closes, and the old handles read nothing more.
 
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
@@ -37,6 +39,45 @@ impl Closing {
 fn orphans() -> &'static Mutex<HashMap<PathBuf, Weak<EngineInner>>> {
     static ORPHANS: OnceLock<Mutex<HashMap<PathBuf, Weak<EngineInner>>>> = OnceLock::new();
     ORPHANS.get_or_init(Mutex::default)
+}
+
+/// Engines of this process stopped with [`Engine::stop`](super::Engine::stop), by the absolute
+/// path of their store file.
+fn stopped() -> &'static Mutex<HashMap<PathBuf, Weak<EngineInner>>> {
+    static STOPPED: OnceLock<Mutex<HashMap<PathBuf, Weak<EngineInner>>>> = OnceLock::new();
+    STOPPED.get_or_init(Mutex::default)
+}
+
+/// Notes `engine` as stopped: a new engine of this process on its file may take the file from
+/// it (see [`release_stopped`]).
+pub(crate) fn note_stopped(engine: &std::sync::Arc<EngineInner>) {
+    if let Some(file) = &engine.file {
+        stopped()
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .insert(key(file), std::sync::Arc::downgrade(engine));
+    }
+}
+
+/// Has the stopped engine of this process that holds the store file at `path` let go of it,
+/// once its runs have left memory (until then the caller waits); whether there is one.
+pub(crate) fn release_stopped(path: &Path) -> bool {
+    let engine = stopped()
+        .lock()
+        .unwrap_or_else(PoisonError::into_inner)
+        .get(&key(path))
+        .and_then(Weak::upgrade);
+    let Some(engine) = engine else {
+        return false;
+    };
+    if engine.active().is_empty() {
+        engine.store.close_files();
+        stopped()
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .remove(&key(path));
+    }
+    true
 }
 
 fn key(path: &Path) -> PathBuf {
@@ -119,6 +160,11 @@ impl Drop for EngineInner {
             let file = key(file);
             if orphans.get(&file).is_some_and(|w| w.strong_count() == 0) {
                 orphans.remove(&file);
+            }
+            drop(orphans);
+            let mut stopped = stopped().lock().unwrap_or_else(PoisonError::into_inner);
+            if stopped.get(&file).is_some_and(|w| w.strong_count() == 0) {
+                stopped.remove(&file);
             }
         }
     }

@@ -290,11 +290,12 @@ impl Engine {
     /// [`EngineBuilder::max_claim_attempts`](crate::EngineBuilder::max_claim_attempts) as a
     /// crash does. Waits up to `wait` for the runs to leave memory. The engine drives no run
     /// afterwards: a start is refused and a wait for a run's status ends, both with
-    /// [`StoreError::Closed`]; the next engine on the store carries the runs on. The store
-    /// file is let go of when the last handle of the engine (a clone, a `RunHandle`) is
-    /// dropped: an engine built on the same file in this process waits up to 30 s for that,
-    /// then fails with `[MAG-ST002]`.
+    /// [`StoreError::Closed`]; the next engine on the store carries the runs on. Its handles
+    /// still read the store (a run's journal, its status) until a new engine of this process
+    /// is built on the same file: that one takes the file over once the runs have left
+    /// memory, and the stopped engine's reads end with [`StoreError::Closed`] from then on.
     pub async fn stop(&self, wait: std::time::Duration) {
+        super::closing::note_stopped(&self.inner);
         self.inner.stop();
         let deadline = tokio::time::Instant::now() + wait;
         while !self.inner.active().is_empty() && tokio::time::Instant::now() < deadline {

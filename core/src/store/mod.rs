@@ -190,6 +190,13 @@ pub trait Store: Send + Sync + 'static {
     /// the same file, which then waits instead of failing. Nothing by default.
     fn closing(&self) {}
 
+    /// The engine on this store was stopped ([`Engine::stop`](crate::Engine::stop)) and a new
+    /// engine of this process wants its file while a handle of the stopped one lives: the
+    /// store closes its files now (every commit is durable already; what its log holds
+    /// unfolded, the next open folds) and answers every later read or commit with
+    /// [`StoreError::Closed`]. Nothing by default.
+    fn close_files(&self) {}
+
     /// Commits the batches it accepts atomically, in one transaction, and names the ones it
     /// refused (none of whose rows were written). Only a store shared by several workers
     /// refuses batches: one with records of a run whose lease this worker lost

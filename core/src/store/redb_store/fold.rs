@@ -127,6 +127,9 @@ impl Inner {
     /// failed one again. Returns at once, unless commits have outrun a running fold by four
     /// times its thresholds: then it waits for that fold first.
     pub(super) fn maintain(self: &Arc<Self>) -> Result<(), StoreError> {
+        if self.released.load(Ordering::Acquire) {
+            return Ok(());
+        }
         if self.io_failed.load(Ordering::Acquire) {
             // Heal while idle, so that reads need not wait for the next commit.
             self.reopen()?;

@@ -109,6 +109,9 @@ pub struct Inner {
     epoch: AtomicU64,
     /// redb or the log reported an I/O failure: the database must be reopened before it is used again.
     io_failed: AtomicBool,
+    /// The store closed its files for a new engine ([`Store::close_files`]): it answers nothing
+    /// more.
+    released: AtomicBool,
     /// The warnings of reopens, which a full disk repeats at every read while it lasts.
     reopen_warnings: crate::LogThrottle,
     /// The warnings of failed folds, which a full disk repeats at every try.
@@ -298,6 +301,7 @@ impl RedbStore {
             fold_error: Mutex::new(None),
             epoch: AtomicU64::new(0),
             io_failed: AtomicBool::new(false),
+            released: AtomicBool::new(false),
             reopen_warnings: crate::LogThrottle::new(WARN_EVERY),
             fold_warnings: crate::LogThrottle::new(WARN_EVERY),
             open_here: open_here::OpenHere::new(&path),
@@ -375,6 +379,9 @@ impl Inner {
         &self,
         f: impl FnOnce(&redb::Database) -> Result<T, StoreError>,
     ) -> Result<T, StoreError> {
+        if self.released.load(Ordering::Acquire) {
+            return Err(StoreError::Closed);
+        }
         if self.io_failed.load(Ordering::Acquire) {
             self.reopen()?;
         }
@@ -389,6 +396,24 @@ impl Inner {
             self.io_failed.store(true, Ordering::Release);
         }
         result
+    }
+
+    /// Closes the database and the log and leaves this process's list of open files (see
+    /// [`Store::close_files`]): a fold in progress ends first, and none starts after.
+    fn close_files(&self) {
+        if self.released.swap(true, Ordering::AcqRel) {
+            return;
+        }
+        self.join_fold();
+        {
+            // Readers and a commit in progress finish first: they hold the database.
+            let mut db = self.db.write().unwrap_or_else(PoisonError::into_inner);
+            *self.log.lock().unwrap_or_else(PoisonError::into_inner) = None;
+            *db = None;
+        }
+        // A fold that began meanwhile found the store released.
+        self.join_fold();
+        self.open_here.release();
     }
 
     /// Drops the failed database and opens it again; then, like an open, folds the log. Holding
@@ -453,6 +478,10 @@ pub(crate) fn log_paths(path: &Path) -> [PathBuf; 2] {
 impl Store for RedbStore {
     fn closing(&self) {
         self.inner.open_here.closing();
+    }
+
+    fn close_files(&self) {
+        self.inner.close_files();
     }
 
     fn catalog(&self) -> Option<&dyn super::Catalog> {

@@ -4,6 +4,7 @@
 
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Mutex, OnceLock, PoisonError};
 
 /// Open store files by absolute path: whether their engine is closing.
@@ -16,10 +17,11 @@ fn key(path: &Path) -> PathBuf {
     std::path::absolute(path).unwrap_or_else(|_| path.to_path_buf())
 }
 
-/// Held by an open store: the file is in the list while it lives. It is the last thing the
-/// store drops, after the database and the log, so a file that leaves the list is closed.
+/// Held by an open store: the file is in the list while it lives, or until the store
+/// releases it. It is the last thing the store drops, after the database and the log, so a
+/// file that leaves the list is closed.
 #[derive(Debug)]
-pub(super) struct OpenHere(PathBuf);
+pub(super) struct OpenHere(PathBuf, AtomicBool);
 
 impl OpenHere {
     pub(super) fn new(path: &Path) -> Self {
@@ -28,11 +30,15 @@ impl OpenHere {
             .lock()
             .unwrap_or_else(PoisonError::into_inner)
             .insert(path.clone(), false);
-        Self(path)
+        Self(path, AtomicBool::new(false))
     }
 
     /// The engine on the file is closing.
     pub(super) fn closing(&self) {
+        // A released file may be another store's now: its entry is not this one's.
+        if self.1.load(Ordering::Acquire) {
+            return;
+        }
         if let Some(closing) = open_files()
             .lock()
             .unwrap_or_else(PoisonError::into_inner)
@@ -41,14 +47,21 @@ impl OpenHere {
             *closing = true;
         }
     }
+
+    /// The store closed its files: the file leaves the list now, once.
+    pub(super) fn release(&self) {
+        if !self.1.swap(true, Ordering::AcqRel) {
+            open_files()
+                .lock()
+                .unwrap_or_else(PoisonError::into_inner)
+                .remove(&self.0);
+        }
+    }
 }
 
 impl Drop for OpenHere {
     fn drop(&mut self) {
-        open_files()
-            .lock()
-            .unwrap_or_else(PoisonError::into_inner)
-            .remove(&self.0);
+        self.release();
     }
 }
 
