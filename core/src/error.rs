@@ -63,10 +63,14 @@ impl fmt::Display for StoreError {
                 f,
                 "[MAG-ST002] the store at {path} is in use: by another process (stop it, or \
                  reach its runs through it), or by an engine of this process that a handle \
-                 keeps open (drop every handle of it; one without handles is closed for the \
-                 new engine, which waits up to 30 s for it to let the file go)"
+                 keeps open (stop it with `Engine::stop`, or drop every handle of it: a \
+                 stopped one, or one without handles, lets the new engine have the file, which \
+                 waits up to 30 s for it)"
             ),
-            Self::Closed => f.write_str("[MAG-ST003] the journal writer has stopped"),
+            Self::Closed => f.write_str(
+                "[MAG-ST003] the engine has stopped: its journal writer takes nothing more, and \
+                 once a new engine of the process has its store file, it reads nothing more",
+            ),
             Self::CorruptIndex(why) => write!(f, "[MAG-ST004] corrupt store: {why}"),
             Self::Fenced(run) => write!(
                 f,

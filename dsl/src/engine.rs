@@ -395,8 +395,8 @@ impl Engine {
     /// to `wait` for the runs to leave memory. Afterwards a start is refused and a wait (a
     /// [`RunHandle::result`](crate::RunHandle::result) too) ends with `[MAG-ST003]`. Its
     /// handles (clones, [`RunHandle`](crate::RunHandle)s) still read the journal until a new
-    /// engine is built on the same file, which takes the file over at once (the old handles'
-    /// reads fail from then on). See [`core::Engine::stop`].
+    /// engine is built on the same file, which takes the file over once the runs have left
+    /// memory (the old handles' reads fail from then on). See [`core::Engine::stop`].
     pub async fn stop(&self, wait: std::time::Duration) {
         self.inner.stop(wait).await;
     }

@@ -49,8 +49,12 @@ fn stopped() -> &'static Mutex<HashMap<PathBuf, Weak<EngineInner>>> {
 }
 
 /// Notes `engine` as stopped: a new engine of this process on its file may take the file from
-/// it (see [`release_stopped`]).
+/// it (see [`release_stopped`]). An engine that let go of its file already (stopped again
+/// after a new engine took the file over) is not noted: the entry is the new engine's.
 pub(crate) fn note_stopped(engine: &std::sync::Arc<EngineInner>) {
+    if !engine.store.holds_files() {
+        return;
+    }
     if let Some(file) = &engine.file {
         stopped()
             .lock()
@@ -72,10 +76,14 @@ pub(crate) fn release_stopped(path: &Path) -> bool {
     };
     if engine.active().is_empty() {
         engine.store.close_files();
-        stopped()
-            .lock()
-            .unwrap_or_else(PoisonError::into_inner)
-            .remove(&key(path));
+        let mut stopped = stopped().lock().unwrap_or_else(PoisonError::into_inner);
+        let file = key(path);
+        if stopped
+            .get(&file)
+            .is_some_and(|w| std::ptr::eq(w.as_ptr(), std::sync::Arc::as_ptr(&engine)))
+        {
+            stopped.remove(&file);
+        }
     }
     true
 }
@@ -114,6 +122,11 @@ impl Drop for Lifeline {
         let Some(engine) = self.0.upgrade() else {
             return;
         };
+        // An engine that let go of its file (a stopped one another engine took it from) is
+        // nobody's to close: the file's entry, if any, is the new engine's.
+        if !engine.store.holds_files() {
+            return;
+        }
         if let Some(file) = &engine.file {
             orphans()
                 .lock()

@@ -197,6 +197,12 @@ pub trait Store: Send + Sync + 'static {
     /// [`StoreError::Closed`]. Nothing by default.
     fn close_files(&self) {}
 
+    /// Whether the store still holds its files: `false` once [`Store::close_files`] closed
+    /// them (another engine may hold them now). `true` by default.
+    fn holds_files(&self) -> bool {
+        true
+    }
+
     /// Commits the batches it accepts atomically, in one transaction, and names the ones it
     /// refused (none of whose rows were written). Only a store shared by several workers
     /// refuses batches: one with records of a run whose lease this worker lost

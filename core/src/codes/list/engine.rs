@@ -16,8 +16,8 @@ pub(super) const CODES: &[ErrorCode] = &[
     },
     ErrorCode {
         code: "MAG-ST003",
-        meaning: "The journal writer has stopped: the engine is shutting down.",
-        remedy: "Retry against a running engine.",
+        meaning: "The engine has stopped (`Engine::stop`, or it is shutting down): its journal writer takes nothing more, and once a new engine of the process has its store file, its handles read nothing more.",
+        remedy: "Retry against a running engine (the new one, after a restart in the process).",
     },
     ErrorCode {
         code: "MAG-ST004",

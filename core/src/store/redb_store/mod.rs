@@ -484,6 +484,10 @@ impl Store for RedbStore {
         self.inner.close_files();
     }
 
+    fn holds_files(&self) -> bool {
+        !self.inner.released.load(Ordering::Acquire)
+    }
+
     fn catalog(&self) -> Option<&dyn super::Catalog> {
         Some(self)
     }
