@@ -97,20 +97,25 @@ async fn session(
                 return;
             }
             received = incoming.next() => match received {
-                Some(Ok(Message::Text(text))) => {
-                    let ping = serde_json::from_str::<Value>(&text)
-                        .is_ok_and(|m| m["type"] == "ping");
-                    if ping {
-                        json!({ "type": "pong" })
-                    } else {
-                        json!({ "type": "error", "data": {
-                            "code": "MAG-HTTP-WS-TYPE",
-                            "message": "this stream takes only {\"type\": \"ping\"}",
-                        } })
-                    }
-                }
+                Some(Ok(Message::Text(text))) => match serde_json::from_str::<Value>(&text) {
+                    Ok(m) if m["type"] == "ping" => json!({ "type": "pong" }),
+                    Ok(_) => json!({ "type": "error", "data": {
+                        "code": "MAG-HTTP-WS-TYPE",
+                        "message": "this stream takes only {\"type\": \"ping\"}",
+                    } }),
+                    Err(e) => json!({ "type": "error", "data": {
+                        "code": "MAG-HTTP-INVALID-JSON",
+                        "message": format!("invalid message: {}", super::body::plain(&e)),
+                    } }),
+                },
+                // Messages are JSON text; a binary one is answered, as on a project's socket.
+                Some(Ok(Message::Binary(_))) => json!({ "type": "error", "data": {
+                    "code": "MAG-HTTP-INVALID-JSON",
+                    "message": "invalid message: a binary message; send each message as JSON in \
+                                a text message",
+                } }),
                 // Pings and pongs of the protocol are answered by the WebSocket layer.
-                Some(Ok(Message::Binary(_) | Message::Ping(_) | Message::Pong(_))) => continue,
+                Some(Ok(Message::Ping(_) | Message::Pong(_))) => continue,
                 Some(Ok(Message::Close(_)) | Err(_)) | None => return,
             },
             received = events.recv() => match received {

@@ -236,6 +236,44 @@ async fn a_closed_tenant_stream_gives_its_place_back_on_a_quiet_tenant() {
     }
 }
 
+/// The tenant's stream answers what it does not take as the project's socket does: a message
+/// that is not JSON, text or binary, is `MAG-HTTP-INVALID-JSON`, a JSON one of another type
+/// `MAG-HTTP-WS-TYPE`, and the session goes on.
+#[tokio::test]
+async fn the_tenants_stream_answers_messages_it_does_not_take() {
+    use futures::SinkExt;
+    use tokio_tungstenite::tungstenite::Message;
+    let s = Server::start().await;
+    let mut ws = tokio_tungstenite::connect_async(format!(
+        "ws://{}/v1/workflow-events?token={ACME}",
+        s.addr
+    ))
+    .await
+    .unwrap()
+    .0;
+    let sent = [
+        (Message::Text("nope".into()), "MAG-HTTP-INVALID-JSON"),
+        (
+            Message::Binary(br#"{"type":"ping"}"#.to_vec().into()),
+            "MAG-HTTP-INVALID-JSON",
+        ),
+        (
+            Message::Text(json!({"type": "subscribe"}).to_string().into()),
+            "MAG-HTTP-WS-TYPE",
+        ),
+    ];
+    for (message, code) in sent {
+        ws.send(message).await.unwrap();
+        let reply = live_common::recv(&mut ws).await;
+        assert_eq!(reply["type"], "error", "{reply}");
+        assert_eq!(reply["data"]["code"], code, "{reply}");
+    }
+    ws.send(Message::Text(json!({"type": "ping"}).to_string().into()))
+        .await
+        .unwrap();
+    assert_eq!(live_common::recv(&mut ws).await["type"], "pong");
+}
+
 /// The tenant's stream as a WebSocket: the same route, upgraded, with the token in the query
 /// or the header; every project of the tenant, none of another tenant's; `ping` answered.
 #[tokio::test]
