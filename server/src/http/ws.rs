@@ -7,7 +7,7 @@
 //! | client → server | server → client |
 //! |---|---|
 //! | `{type: "workflow-start", data: {name, params?, startedBy?}}` | `{type: "workflow-start", data: {workflowRunId, workflowName}}` |
-//! | `{type: "subscribe", data: {workflowRunId, lastEventId?}}` | `{type: "run-event", data: <journal record>}` per record (existing ones first; with `lastEventId`, those after that seq), then `{type: "run-end", data: {workflowRunId}}` after the terminal one |
+//! | `{type: "subscribe", data: {workflowRunId, lastEventId?}}` | `{type: "run-event", workflowRunId, data: <journal record>}` per record (existing ones first; with `lastEventId`, those after that seq), then `{type: "run-end", data: {workflowRunId}}` after the terminal one |
 //! | `{type: "subscribe-events"}` | `{type: "workflow-event", data: <event JSON>}` for each internal event of the project's runs (`workflow.run.*`, `workflow.approval.*`; `data.event` names it), as long as the connection lasts |
 //! | `{type: "ping"}` | `{type: "pong"}` |
 //!
@@ -378,7 +378,11 @@ async fn handle(
                     while let Some(entry) = records.recv().await {
                         ended |= super::follow::is_end(&entry);
                         if out
-                            .send(json!({ "type": "run-event", "data": entry }))
+                            .send(json!({
+                                "type": "run-event",
+                                "workflowRunId": run,
+                                "data": entry,
+                            }))
                             .await
                             .is_err()
                         {

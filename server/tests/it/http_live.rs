@@ -487,3 +487,44 @@ async fn records_journaled_after_the_end_are_followed_before_the_stream_ends() {
     send(&mut ws, json!({"type": "ping"})).await;
     assert_eq!(recv(&mut ws).await["type"], "pong");
 }
+
+/// One session following two runs at once: each record comes with its run's id, so the client
+/// puts each in its run's journal, and each run ends once.
+#[tokio::test]
+async fn a_websocket_session_following_two_runs_tells_their_records_apart() {
+    let s = Server::start().await;
+    let first = s.start_run("shop", "hello", json!({"who": "one"})).await;
+    let second = s.start_run("shop", "hello", json!({"who": "two"})).await;
+    for run in [&first, &second] {
+        s.wait_status("shop", run, &["DONE"]).await;
+    }
+    let mut ws = ws_connect(s.addr, ACME).await;
+    subscribe(&mut ws, &first).await;
+    subscribe(&mut ws, &second).await;
+    let mut got: std::collections::HashMap<String, Vec<Value>> = Default::default();
+    let mut ended = Vec::new();
+    while ended.len() < 2 {
+        let m = recv(&mut ws).await;
+        match m["type"].as_str().unwrap() {
+            "run-event" => got
+                .entry(m["workflowRunId"].as_str().unwrap().to_owned())
+                .or_default()
+                .push(m["data"].clone()),
+            "run-end" => ended.push(m["data"]["workflowRunId"].as_str().unwrap().to_owned()),
+            other => panic!("unexpected {other}: {m}"),
+        }
+    }
+    ended.sort();
+    let mut both = vec![first.clone(), second.clone()];
+    both.sort();
+    assert_eq!(ended, both);
+    for run in [&first, &second] {
+        let journal: Vec<Value> = s
+            .get_json(
+                &format!("/brain/acme/project/shop/workflows/runs/{run}/journal"),
+                Some(ACME),
+            )
+            .await;
+        assert_eq!(got[run.as_str()], journal, "the records of {run}, in order");
+    }
+}
