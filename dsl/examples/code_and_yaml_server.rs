@@ -17,6 +17,8 @@ use std::time::Duration;
 
 use anyhow::{Context as _, bail, ensure};
 use magrathea::prelude::*;
+// In an application: `magrathea = { features = ["server"] }` and `magrathea::server::Server`
+// (this example, inside the repository, names the crate itself).
 use magrathea_server::Server;
 use serde::{Deserialize, Serialize};
 use serde_json::{Value, json};

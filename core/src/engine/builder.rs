@@ -104,6 +104,20 @@ impl EngineBuilder {
         self
     }
 
+    /// The redb file the engine will open: the one [`EngineBuilder::path`] named, or the
+    /// default; `None` when it is given a store instead ([`EngineBuilder::store`],
+    /// [`EngineBuilder::in_memory`]).
+    pub fn file(&self) -> Option<PathBuf> {
+        match &self.store {
+            Some(_) => None,
+            None => Some(
+                self.path
+                    .clone()
+                    .unwrap_or_else(|| PathBuf::from(DEFAULT_FILE)),
+            ),
+        }
+    }
+
     /// Uses this store instead of a redb file.
     pub fn store(mut self, store: Arc<dyn Store>) -> Self {
         self.store = Some(store);
@@ -302,9 +316,7 @@ impl EngineBuilder {
         let (store, file): (Arc<dyn Store>, _) = match self.store {
             Some(s) => (s, None),
             None => {
-                let path = self
-                    .path
-                    .unwrap_or_else(|| PathBuf::from(".magrathea/journal.redb"));
+                let path = self.path.unwrap_or_else(|| PathBuf::from(DEFAULT_FILE));
                 let store =
                     open_closing_an_orphan(&path, self.durability, self.redb_cache_bytes).await?;
                 (Arc::new(store), Some(path))
@@ -397,6 +409,9 @@ impl EngineBuilder {
         Ok(Engine::first_handle(inner))
     }
 }
+
+/// The redb file of a builder given no path and no store.
+const DEFAULT_FILE: &str = ".magrathea/journal.redb";
 
 /// How long a build waits for a closing engine of this process to let go of the store file.
 const CLOSING_WAIT: Duration = Duration::from_secs(30);

@@ -376,6 +376,8 @@ impl ServerHandle {
     /// Stops accepting connections, lets in-flight requests finish for up to
     /// [`SHUTDOWN_GRACE`], then closes what remains. A read waiting for its run answers the
     /// run as it is, and SSE streams and WebSocket sessions end, as soon as the stop begins.
+    /// The engine is not stopped: to open its store again in this process, call
+    /// `handle.engine().stop(…)` first (a stopped engine lets the next one have the file).
     pub async fn shutdown(mut self) -> std::io::Result<()> {
         self.state.triggers.stop();
         // Waits answer and live streams end now, so that the in-flight requests finish at
@@ -503,8 +505,11 @@ async fn start(
             (OpenError::Store(source), Some(store)) => ServeError::OpenStore { store, source },
             (e, _) => ServeError::Open(e),
         })?;
-    // Runs of this store are a served tree's, whoever drives them next.
-    if let Err(e) = config.store_location().mark_served() {
+    // Runs of this store are a served tree's, whoever drives them next. (An application's
+    // engine on a store of its own, not a file, has no directory to mark.)
+    let location = config.store_location();
+    let markable = !matches!(&location, StoreLocation::Redb(dir) if !dir.is_dir());
+    if markable && let Err(e) = location.mark_served() {
         tracing::warn!("cannot mark the store as served: {e}");
     }
     // Tools that start runs or read the inbox (workflow_start, inbox_read) use the engine.

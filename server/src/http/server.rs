@@ -37,7 +37,8 @@ pub enum Access {
 /// * Runs, the inbox, approvals, events and live updates cover both kinds of run.
 ///
 /// The journal lives wherever the builder says (`EngineBuilder::path`); there is no store
-/// directory to configure.
+/// directory to configure. The directory of the builder's redb file is the server's store:
+/// no served step may reach it (as the tree itself), and it is marked as served.
 ///
 /// With the `magrathea` crate, pass `magrathea::EngineBuilder::into_core()` and wrap
 /// [`ServerHandle::engine`] with `magrathea::Engine::from_core` for typed handles; the
@@ -119,6 +120,14 @@ impl Server {
     pub async fn serve(self) -> Result<(SocketAddr, ServerHandle), ServeError> {
         let insecure = self.access == Access::InsecureNoAuth;
         let auth = Auth::load(auth::token_file(&self.config.root), insecure)?;
-        start(self.engine, &self.config, auth, None).await
+        let mut config = self.config;
+        // The store is the builder's: its file's directory, not the tree's default.
+        if let Some(file) = self.engine.file() {
+            let file = std::path::absolute(&file).unwrap_or(file);
+            if let Some(dir) = file.parent() {
+                config = config.store(dir);
+            }
+        }
+        start(self.engine, &config, auth, None).await
     }
 }

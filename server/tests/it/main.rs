@@ -44,6 +44,7 @@ mod http_deadline;
 mod http_default_timeouts;
 mod http_documents_delete;
 mod http_documents_guard;
+mod http_embedded_store;
 mod http_event_auth;
 mod http_events;
 mod http_execution_policy;
