@@ -253,9 +253,14 @@ pub fn import(graph: &Value) -> Result<serde_yaml_ng::Value, ImportError> {
             })
         })
         .collect();
+    // The node the version's failure policy falls back to is reached by that policy, not by an
+    // edge: it is no start.
+    let fallback = graph
+        .pointer("/config/failurePolicy/fallbackNodeId")
+        .and_then(Value::as_str);
     let roots: Vec<&String> = order
         .iter()
-        .filter(|id| !all.iter().any(|e| &e.target == *id))
+        .filter(|id| !all.iter().any(|e| &e.target == *id) && Some(id.as_str()) != fallback)
         .collect();
     let triggered: Vec<&String> = order
         .iter()

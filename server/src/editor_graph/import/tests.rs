@@ -627,3 +627,36 @@ fn fridays_version_config_becomes_the_documents_settings() {
     assert_eq!(doc_json["bounds"], json!({ "maxWallclockSeconds": 30 }));
     assert_eq!(doc_json["onFailure"], "fail_fast");
 }
+
+/// The node a version's failure policy falls back to has no edge leading to it, as in any
+/// Friday graph: it is a state the policy reaches, not a second start beside the one the
+/// trigger leads to.
+#[test]
+fn a_fallback_node_reached_only_by_the_failure_policy_is_no_start() {
+    let mut g = graph(
+        json!([
+            n("t", "trigger", json!({})),
+            shell("a"),
+            n("ok", "terminal", json!({})),
+            n("fbk", "terminal", json!({ "outcome": "failure" })),
+        ]),
+        json!([
+            { "source": "t", "target": "a" },
+            { "source": "a", "target": "ok" },
+        ]),
+    );
+    g["config"] = json!({
+        "failurePolicy": { "onFailure": "fallback_step", "fallbackNodeId": "fbk" },
+    });
+    let doc = import(&g).unwrap_or_else(|e| panic!("{e}"));
+    let doc_json: Value = serde_json::to_value(&doc).unwrap();
+    assert_eq!(doc_json["start"], "a", "{doc_json}");
+    assert_eq!(
+        doc_json["onFailure"],
+        json!({ "policy": "fallback_step", "fallback": "fbk" })
+    );
+    assert!(doc_json["states"].get("fbk").is_some(), "{doc_json}");
+    let text = serde_yaml_ng::to_string(&doc).unwrap();
+    magrathea_yaml::load_workflow("wf.yaml", &text, &Default::default())
+        .unwrap_or_else(|d| panic!("{d}\n{text}"));
+}
