@@ -94,6 +94,47 @@ pub(crate) enum ControlOp {
     Resume,
 }
 
+/// Resumes `run` on behalf of `by`. A run that waits on the DECISION of `onFailure:
+/// pause_for_approval` is Friday's paused run awaiting approval: its resume answers that
+/// decision `retry`, as the HTTP routes' does.
+async fn resume(
+    engine: &Engine,
+    run: RunId,
+    by: &str,
+) -> Result<magrathea_core::ControlAck, DeliverError> {
+    let refused = match engine.unpause(run, by).await {
+        Err(e @ DeliverError::NotPaused(..)) => e,
+        done => return done,
+    };
+    let waiting = engine
+        .summary(run)
+        .is_ok_and(|s| s.status == RunStatus::Waiting);
+    let decision = if waiting {
+        engine
+            .inbox_of(InboxFilter::Pending, &RunFilter::default(), |s| {
+                s.run_id == run
+            })
+            .map_err(DeliverError::Store)?
+            .into_iter()
+            .find(|i| {
+                i.workflow_run_id == run && magrathea_server::http::approvals::is_failure_pause(i)
+            })
+    } else {
+        None
+    };
+    let Some(decision) = decision else {
+        return Err(refused);
+    };
+    match engine
+        .answer_gate(&decision.id, GateAnswer::choose("retry").by(by))
+        .await?
+    {
+        AnswerAck::Applied => Ok(magrathea_core::ControlAck::Resumed),
+        // Answered meanwhile: the run was not paused after all.
+        AnswerAck::Ignored => Err(refused),
+    }
+}
+
 impl Backend {
     /// Pauses or resumes `run` on behalf of `by`.
     ///
@@ -111,7 +152,7 @@ impl Backend {
                 let since = (next_seq(engine, run), super::pending::now_ms());
                 let done = match op {
                     ControlOp::Pause { reason } => engine.pause(run, by, reason.as_deref()).await,
-                    ControlOp::Resume => engine.unpause(run, by).await,
+                    ControlOp::Resume => resume(engine, run, by).await,
                 };
                 Ok(match done {
                     Ok(magrathea_core::ControlAck::Paused) => (Controlled::Paused, None),

@@ -81,10 +81,11 @@ pub(crate) enum RunsCommand {
         #[arg(long)]
         json: bool,
     },
-    /// Resume a paused run: what it held is dispatched. Through a `magrathea serve` that owns
-    /// the store: exit 0 once resumed. On the project's own store, the command then drives the
-    /// run until it settles, like `magrathea run` (same output and exit codes). Exit 2 when
-    /// the run is not paused or does not exist.
+    /// Resume a paused run: what it held is dispatched. A run waiting on the decision of
+    /// `onFailure: pause_for_approval` is resumed by answering that decision `retry`. Through
+    /// a `magrathea serve` that owns the store: exit 0 once resumed. On the project's own
+    /// store, the command then drives the run until it settles, like `magrathea run` (same
+    /// output and exit codes). Exit 2 when the run is not paused or does not exist.
     Resume {
         /// The run id (32 hex digits).
         run_id: String,

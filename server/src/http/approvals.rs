@@ -61,7 +61,7 @@ pub fn is_approval(item: &InboxItem) -> bool {
 }
 
 /// Whether `item` is the DECISION a run opened under `onFailure: pause_for_approval`.
-pub(crate) fn is_failure_pause(item: &InboxItem) -> bool {
+pub fn is_failure_pause(item: &InboxItem) -> bool {
     item.kind == GateKind::Decision
         && item
             .meta

@@ -435,3 +435,41 @@ fn a_deadline_due_at_recovery_fires_before_the_stopped_step_runs_again() {
     );
     assert_eq!(std::fs::read_to_string(&marks).unwrap(), "start\n");
 }
+
+/// A run waiting on the DECISION of `onFailure: pause_for_approval` is Friday's paused run:
+/// `magrathea runs resume` answers it `retry`, as the HTTP routes' resume does, and drives the
+/// run on; the failed state runs again.
+#[test]
+fn resume_answers_the_decision_of_a_run_paused_for_approval() {
+    let p = Project::new();
+    let fixed = p.root.join("fixed");
+    p.workflow(
+        "flaky",
+        &format!(
+            "\
+onFailure: {{ policy: pause_for_approval }}
+start: flaky
+states:
+  flaky:
+    type: shell_task
+    run: \"test -e {}\"
+    dirName: workspace
+    on: {{ success: done }}
+  done: {{ type: terminal, result: fixed }}
+",
+            fixed.display()
+        ),
+    );
+    let out = p.cli(&["run", "flaky", "--json"]);
+    assert_eq!(code(&out), 3, "waits on the decision: {}", stderr(&out));
+    let run = json(&out)["workflowRunId"].as_str().unwrap().to_owned();
+    std::fs::write(&fixed, "").unwrap();
+    let out = p.cli(&["runs", "resume", &run, "--json"]);
+    assert_eq!(code(&out), 0, "{}", stderr(&out));
+    let done = json(&out);
+    assert_eq!(done["status"], "DONE", "{done}");
+    assert_eq!(done["result"], "fixed", "{done}");
+    // Nothing is left to resume: the run has ended.
+    let out = p.cli(&["runs", "resume", &run]);
+    assert_eq!(code(&out), 2, "{}", stderr(&out));
+}

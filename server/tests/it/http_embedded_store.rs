@@ -48,7 +48,10 @@ async fn serving_again_after_stopping_the_engine_opens_the_same_store() {
             .serve()
             .await
             .expect("the store opens");
-        handle.engine().stop(std::time::Duration::from_secs(5)).await;
+        handle
+            .engine()
+            .stop(std::time::Duration::from_secs(5))
+            .await;
         handle.shutdown().await.unwrap();
     }
 }
