@@ -11,7 +11,8 @@
 //! | `{type: "subscribe-events"}` | `{type: "workflow-event", data: <event JSON>}` for each internal event of the project's runs (`workflow.run.*`, `workflow.approval.*`; `data.event` names it), as long as the connection lasts |
 //! | `{type: "ping"}` | `{type: "pong"}` |
 //!
-//! A session follows a run once (subscribing again while it does is `MAG-HTTP-WS-SUBSCRIBED`).
+//! A session follows a run once, and its project's events once (subscribing again while it does
+//! is `MAG-HTTP-WS-SUBSCRIBED`).
 //! A connection holds at most [`ServeConfig::max_subscriptions_per_connection`] subscriptions
 //! that have not ended (one more is answered `MAG-RD004`), and a token subject at most
 //! [`ServeConfig::max_followers_per_subject`] followers across SSE and WebSocket (`MAG-RD003`)
@@ -400,6 +401,26 @@ async fn handle(
         })(),
         "subscribe-events" => (|| {
             who.require(ApiScope::Read)?;
+            // It takes no data: a field (a `tenant`, a filter) would be ignored unseen.
+            if !matches!(&message.data, Value::Null)
+                && message.data.as_object().is_none_or(|m| !m.is_empty())
+            {
+                return Err(ApiError::bad_request(
+                    "MAG-HTTP-INVALID-JSON",
+                    "invalid `subscribe-events` data: it takes none (the session's project's \
+                     events are all sent)",
+                ));
+            }
+            // A second subscription would send each event twice.
+            if subscriptions
+                .iter()
+                .any(|(followed, s)| followed.is_none() && !s.is_finished())
+            {
+                return Err(ApiError::bad_request(
+                    "MAG-HTTP-WS-SUBSCRIBED",
+                    "this session already follows its project's events",
+                ));
+            }
             room_for_one_more(state, subscriptions)?;
             let slot = state.follower_slot(&scope.tenant, who)?;
             let mut events = state.triggers.subscribe_events();

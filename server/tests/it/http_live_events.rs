@@ -118,6 +118,23 @@ async fn a_websocket_session_follows_its_projects_events() {
     live_common::send(&mut ws, json!({"type": "subscribe-events"})).await;
     let ack = live_common::recv(&mut ws).await;
     assert_eq!(ack["type"], "subscribe-events", "{ack}");
+    // Once per session (twice would send each event twice), and with no data: a field would
+    // be ignored unseen.
+    live_common::send(&mut ws, json!({"type": "subscribe-events"})).await;
+    assert_eq!(
+        live_common::next_error(&mut ws).await,
+        "MAG-HTTP-WS-SUBSCRIBED"
+    );
+    let mut other = live_common::ws_connect(s.addr, ACME).await;
+    live_common::send(
+        &mut other,
+        json!({"type": "subscribe-events", "data": {"tenant": "globex"}}),
+    )
+    .await;
+    assert_eq!(
+        live_common::next_error(&mut other).await,
+        "MAG-HTTP-INVALID-JSON"
+    );
     // A run of another project first, then one of this one (the session is acme/shop's).
     let lab = s.start_run("lab", "approve", json!({})).await;
     let shop = s.start_run("shop", "approve", json!({})).await;
