@@ -253,15 +253,15 @@ pub fn import(graph: &Value) -> Result<serde_yaml_ng::Value, ImportError> {
             })
         })
         .collect();
-    // The node the version's failure policy falls back to is reached by that policy, not by an
-    // edge: it is no start.
-    let fallback = graph
-        .pointer("/config/failurePolicy/fallbackNodeId")
-        .and_then(Value::as_str);
-    let roots: Vec<&String> = order
+    // No edge leads to the node the failure policy falls back to: beside another root, no start.
+    let fallback = graph.pointer("/config/failurePolicy/fallbackNodeId");
+    let mut roots: Vec<&String> = order
         .iter()
-        .filter(|id| !all.iter().any(|e| &e.target == *id) && Some(id.as_str()) != fallback)
+        .filter(|id| !all.iter().any(|e| &e.target == *id))
         .collect();
+    if roots.len() > 1 {
+        roots.retain(|id| fallback.and_then(Value::as_str) != Some(id.as_str()));
+    }
     let triggered: Vec<&String> = order
         .iter()
         .filter(|id| from_triggers.iter().any(|e| &e.target == *id))

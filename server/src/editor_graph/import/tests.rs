@@ -660,3 +660,18 @@ fn a_fallback_node_reached_only_by_the_failure_policy_is_no_start() {
     magrathea_yaml::load_workflow("wf.yaml", &text, &Default::default())
         .unwrap_or_else(|d| panic!("{d}\n{text}"));
 }
+
+/// A fallback node that is also the graph's one root (the policy falls back to the start) is
+/// the start: only beside another root is it set aside.
+#[test]
+fn a_fallback_node_that_is_the_only_root_is_the_start() {
+    let mut g = graph(
+        json!([shell("a"), n("ok", "terminal", json!({}))]),
+        json!([{ "source": "a", "target": "ok" }]),
+    );
+    g["config"] = json!({
+        "failurePolicy": { "onFailure": "fallback_step", "fallbackNodeId": "a" },
+    });
+    let doc = import(&g).unwrap_or_else(|e| panic!("{e}"));
+    assert_eq!(serde_json::to_value(&doc).unwrap()["start"], "a");
+}
