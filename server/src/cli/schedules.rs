@@ -384,11 +384,6 @@ fn state_word(v: &Value) -> String {
 
 pub(crate) async fn deliveries(loc: &Location, cmd: DeliveriesCommand) -> anyhow::Result<u8> {
     let project = Project::locate(loc)?;
-    let Some(backend) = project.existing_backend().await? else {
-        errln!("no deliveries");
-        return Ok(EXIT_OK);
-    };
-    let catalog = catalog_of(&backend)?;
     let DeliveriesCommand::List {
         trigger,
         status,
@@ -415,6 +410,16 @@ pub(crate) async fn deliveries(loc: &Location, cmd: DeliveriesCommand) -> anyhow
             }
         },
     };
+    let Some(backend) = project.existing_backend().await? else {
+        // No store yet: no delivery, said as any empty page is.
+        if json {
+            outln!("{}", json!({ "deliveries": [], "next": null }))?;
+        } else {
+            errln!("no deliveries");
+        }
+        return Ok(EXIT_OK);
+    };
+    let catalog = catalog_of(&backend)?;
     let trigger_id = match &trigger {
         None => None,
         Some(t) => {

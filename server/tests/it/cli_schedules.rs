@@ -139,6 +139,16 @@ fn listing_no_schedules_creates_no_store() {
     let out = p.cli(&["schedules", "list"]);
     assert_eq!(code(&out), 0, "{}", stderr(&out));
     assert!(stderr(&out).contains("no schedules"), "{}", stderr(&out));
+    // Deliveries too: an empty page, `next` included, as on a store with none; a bad filter
+    // is refused whether or not there is a store.
+    let out = p.cli(&["deliveries", "list", "--json"]);
+    assert_eq!(code(&out), 0, "{}", stderr(&out));
+    assert_eq!(
+        json(&out),
+        serde_json::json!({"deliveries": [], "next": null})
+    );
+    let out = p.cli(&["deliveries", "list", "--status", "bogus"]);
+    assert_eq!(code(&out), 2, "{}", stderr(&out));
     assert!(!p.dir.join(".magrathea").exists(), "a store was created");
 }
 
