@@ -38,7 +38,8 @@ pub enum Access {
 ///
 /// The journal lives wherever the builder says (`EngineBuilder::path`); there is no store
 /// directory to configure. The directory of the builder's redb file is the server's store:
-/// no served step may reach it (as the tree itself), and it is marked as served.
+/// no served step may reach it (as the tree itself), and it is marked as served; unless it
+/// holds the tree: then keep the journal elsewhere, or out of the tenants' `shell` settings.
 ///
 /// With the `magrathea` crate, pass `magrathea::EngineBuilder::into_core()` and wrap
 /// [`ServerHandle::engine`] with `magrathea::Engine::from_core` for typed handles; the
@@ -121,10 +122,16 @@ impl Server {
         let insecure = self.access == Access::InsecureNoAuth;
         let auth = Auth::load(auth::token_file(&self.config.root), insecure)?;
         let mut config = self.config;
-        // The store is the builder's: its file's directory, not the tree's default.
+        // The store is the builder's: its file's directory, not the tree's default. One that
+        // holds the tree (the journal beside the tree's directory) is not: protecting it would
+        // refuse every tenant's paths in its own projects. A step cannot reach above the tree
+        // through its own places; only a tenant's `shell` settings naming the journal could.
+        let real = |p: &std::path::Path| p.canonicalize().unwrap_or_else(|_| p.to_path_buf());
         if let Some(file) = self.engine.file() {
             let file = std::path::absolute(&file).unwrap_or(file);
-            if let Some(dir) = file.parent() {
+            if let Some(dir) = file.parent()
+                && !real(&config.root).starts_with(real(dir))
+            {
                 config = config.store(dir);
             }
         }
