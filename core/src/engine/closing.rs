@@ -35,17 +35,27 @@ impl Closing {
     }
 }
 
-/// Engines of this process without handles, by the absolute path of their store file.
-fn orphans() -> &'static Mutex<HashMap<PathBuf, Weak<EngineInner>>> {
-    static ORPHANS: OnceLock<Mutex<HashMap<PathBuf, Weak<EngineInner>>>> = OnceLock::new();
+/// Engines of this process by the absolute path of their store file.
+type ByFile = Mutex<HashMap<PathBuf, Weak<EngineInner>>>;
+
+/// Engines of this process without handles.
+fn orphans() -> &'static ByFile {
+    static ORPHANS: OnceLock<ByFile> = OnceLock::new();
     ORPHANS.get_or_init(Mutex::default)
 }
 
-/// Engines of this process stopped with [`Engine::stop`](super::Engine::stop), by the absolute
-/// path of their store file.
-fn stopped() -> &'static Mutex<HashMap<PathBuf, Weak<EngineInner>>> {
-    static STOPPED: OnceLock<Mutex<HashMap<PathBuf, Weak<EngineInner>>>> = OnceLock::new();
+/// Engines of this process stopped with [`Engine::stop`](super::Engine::stop).
+fn stopped() -> &'static ByFile {
+    static STOPPED: OnceLock<ByFile> = OnceLock::new();
     STOPPED.get_or_init(Mutex::default)
+}
+
+/// Takes `file`'s entry out of `registry` when its engine is gone (not when it is another's).
+fn forget_dropped(registry: &ByFile, file: &Path) {
+    let mut engines = registry.lock().unwrap_or_else(PoisonError::into_inner);
+    if engines.get(file).is_some_and(|w| w.strong_count() == 0) {
+        engines.remove(file);
+    }
 }
 
 /// Notes `engine` as stopped: a new engine of this process on its file may take the file from
@@ -169,16 +179,9 @@ impl Drop for EngineInner {
     fn drop(&mut self) {
         self.store.closing();
         if let Some(file) = &self.file {
-            let mut orphans = orphans().lock().unwrap_or_else(PoisonError::into_inner);
             let file = key(file);
-            if orphans.get(&file).is_some_and(|w| w.strong_count() == 0) {
-                orphans.remove(&file);
-            }
-            drop(orphans);
-            let mut stopped = stopped().lock().unwrap_or_else(PoisonError::into_inner);
-            if stopped.get(&file).is_some_and(|w| w.strong_count() == 0) {
-                stopped.remove(&file);
-            }
+            forget_dropped(orphans(), &file);
+            forget_dropped(stopped(), &file);
         }
     }
 }

@@ -66,6 +66,11 @@ pub(crate) type Revoked = std::pin::Pin<Box<dyn std::future::Future<Output = Str
 /// The close frame of a session that ends for `why`: 1008 (policy) when its token was revoked,
 /// so that a client asks for another; 1001 (going away) when the server stops, so that a
 /// client reconnects as it would after any restart.
+/// What a binary WebSocket message is answered with (`MAG-HTTP-INVALID-JSON`), on a project's
+/// socket and on the tenant's event stream alike.
+pub(crate) const BINARY_REFUSED: &str =
+    "invalid message: a binary message; send each message as JSON in a text message";
+
 pub(crate) fn end_frame(why: StreamEnd) -> axum::extract::ws::CloseFrame {
     use axum::extract::ws::{CloseFrame, close_code};
     match why {
@@ -111,8 +116,7 @@ async fn session(
                 // Messages are JSON text; a binary one is answered, as on a project's socket.
                 Some(Ok(Message::Binary(_))) => json!({ "type": "error", "data": {
                     "code": "MAG-HTTP-INVALID-JSON",
-                    "message": "invalid message: a binary message; send each message as JSON in \
-                                a text message",
+                    "message": BINARY_REFUSED,
                 } }),
                 // Pings and pongs of the protocol are answered by the WebSocket layer.
                 Some(Ok(Message::Ping(_) | Message::Pong(_))) => continue,

@@ -213,8 +213,7 @@ async fn session(
                     "",
                     &ApiError::bad_request(
                         "MAG-HTTP-INVALID-JSON",
-                        "invalid message: a binary message; send each message as JSON in a \
-                         text message",
+                        super::live_socket::BINARY_REFUSED,
                     ),
                 );
                 if out.send(refused).await.is_err() {
