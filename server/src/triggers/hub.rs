@@ -38,13 +38,13 @@ use serde_json::{Map, Value, json};
 use tokio::sync::broadcast::error::RecvError;
 
 use super::Triggers;
-use super::chain;
 use super::deliveries::{self, Delivery, DeliveryStatus};
 use super::delivery_slots::DeliverySlots;
 use super::documents::{self, Hook, Subscription};
 use super::open_gates::{Known, OpenGates};
 use super::registry::{self, Registration, TriggerKind};
 use crate::http::state::{AppState, Starter};
+use magrathea_yaml::runtime::chain;
 
 /// An internal event: its name and its JSON.
 #[derive(Debug, Clone)]
@@ -250,7 +250,7 @@ fn event(
 ) -> Option<Event> {
     if start.is_none() {
         // The run's first record says who started it and where.
-        *start = Some(start_of(state, run)?);
+        *start = Some(chain::start_of(&state.engine, run)?);
     }
     let s = start.as_ref()?;
     let (tenant, project) = s.scope.as_str().split_once('/')?;
@@ -322,7 +322,7 @@ fn event(
         _ => name,
     };
     map.insert("event".into(), json!(name));
-    let chain = chain_of(state, run, s);
+    let chain = chain::of_run(&state.engine, run, s);
     Some(Event {
         name,
         run,
@@ -333,42 +333,6 @@ fn event(
         chain,
         body,
     })
-}
-
-/// The `StartRecord` of `run`: its journal's first record.
-fn start_of(state: &AppState, run: RunId) -> Option<StartRecord> {
-    let first = state
-        .engine
-        .store()
-        .read_journal_range(run, 0, 1, usize::MAX)
-        .ok()?;
-    let (_, bytes) = first.first()?;
-    match magrathea_core::codec::decode(bytes).ok()? {
-        (Record::Start(s), _) => Some(*s),
-        _ => None,
-    }
-}
-
-/// The most parents walked up to find a sub-run's chain (trees are far shallower).
-const MAX_TREE_WALK: usize = 256;
-
-/// The trigger chain of `run` (started as `start` says). A sub-run belongs to the chain of its
-/// tree's root: a trigger reacting to a sub-run's events continues the chain of the run that
-/// started the tree, so a loop through a `workflow_task` or a parallel branch is bounded too.
-fn chain_of(state: &AppState, run: RunId, start: &StartRecord) -> chain::Link {
-    let (mut root, mut key) = (run, start.idempotency_key.clone());
-    let mut parent = start.parent.as_ref().map(|p| p.run_id);
-    for _ in 0..MAX_TREE_WALK {
-        let Some(up) = parent else { break };
-        let Some(s) = start_of(state, up) else { break };
-        (root, key, parent) = (up, s.idempotency_key, s.parent.map(|p| p.run_id));
-    }
-    let catalog = state.engine.catalog();
-    chain::of(
-        catalog.as_ref().map(|c| c as &dyn magrathea_core::Catalog),
-        root,
-        key.as_deref(),
-    )
 }
 
 /// The approval gate a gate answer or a timer at `step` of `run` closed, if it closed one:

@@ -18,7 +18,6 @@
 //! [`Triggers::spawn`] runs them in the background of a server; `magrathea serve` and
 //! [`Server`](crate::Server) do so.
 
-mod chain;
 mod clock;
 pub mod dedupe;
 pub mod deliveries;

@@ -10,6 +10,7 @@
 //! carrying its executor's body, so they are not registered by name. Their types are
 //! re-exported here.
 
+pub mod chain;
 mod default_bounds;
 mod dispatch;
 mod failure;

@@ -1,12 +1,14 @@
 //! The `workflow_start` tool (§8.1): starts a YAML workflow of the caller's scope. It belongs
 //! to the YAML front end (it loads and validates the document); [`super::YamlRuntime`] adds it
-//! to the executors' tool registry.
+//! to the executors' tool registry. A start from a run continues that run's trigger chain
+//! ([`chain`]) and keeps its requester.
 
 use futures::future::BoxFuture;
-use magrathea_core::StartRequest;
+use magrathea_core::{RunId, StartRequest};
 use magrathea_exec::{DocumentSource, Tool, ToolContext, ToolError, check_name};
 use serde_json::{Value, json};
 
+use super::chain;
 use crate::{LoadOptions, load_workflow, validate_params};
 
 /// `workflow_start`: starts a workflow of the caller's tenant and project (§8.1).
@@ -50,13 +52,35 @@ impl WorkflowStart {
         req.definition = Some(text);
         req.started_by = ctx.user.clone();
         req.scope = scope.key().into();
+        // A start from a run continues the run's trigger chain, and is for whom the run is:
+        // a workflow that starts itself stops at the chain's bounds, and a gate of the new run
+        // that refuses its requester's approval refuses the calling run's requester.
+        let key = format!(
+            "{}{}",
+            chain::WORKFLOW_START_KEY,
+            ctx.idempotency_key
+                .clone()
+                .unwrap_or_else(|| RunId::new().to_string())
+        );
+        if let Some(caller) = ctx.workflow_run_id
+            && let Some(start) = chain::start_of(engine, caller)
+        {
+            let from = chain::of_run(engine, caller, &start);
+            let catalog = engine.catalog().ok_or_else(|| {
+                ToolError::Failed(
+                    "[MAG-TR004] this engine's store keeps no trigger chains, so a run cannot \
+                     start another"
+                        .into(),
+                )
+            })?;
+            chain::extend(&catalog, &from, &key).map_err(ToolError::Failed)?;
+            req.requested_by = start.requested_by;
+        }
+        req = req.idempotency_key(key);
         req.bounds = super::default_bounds::for_document(
             &loaded.plan.bounds,
             super::default_bounds::tenant_defaults(&self.docs, &scope),
         );
-        if let Some(key) = &ctx.idempotency_key {
-            req = req.idempotency_key(format!("workflow_start:{key}"));
-        }
         let run = engine
             .start(req)
             .await

@@ -21,8 +21,8 @@ pub(super) const CODES: &[ErrorCode] = &[
     },
     ErrorCode {
         code: "MAG-TR004",
-        meaning: "A trigger chain reached its bound: event subscriptions or hooks reacting to the events of runs that triggers started have started 16 runs one after another from its first run, or 1,000 runs in all. No more runs are started from it; the delivery is recorded `rejected` (reason `trigger_chain`), a hook's `workflows.start` throws.",
-        remedy: "Look for triggers that react to each other's runs (a subscription to `workflow.run.completed` of the workflow it starts, or two that start each other's): narrow them with `filter:` (e.g. on `startedBy`) or `workflow:`.",
+        meaning: "A trigger chain reached its bound: event subscriptions, hooks or `workflow_start` tool calls starting runs from runs that were themselves started so have started 16 runs one after another from its first run, or 1,000 runs in all. No more runs are started from it; the delivery is recorded `rejected` (reason `trigger_chain`), a hook's `workflows.start` throws, a `workflow_start` call fails `technical_error`.",
+        remedy: "Look for triggers that react to each other's runs (a subscription to `workflow.run.completed` of the workflow it starts, or two that start each other's): narrow them with `filter:` (e.g. on `startedBy`) or `workflow:`; a workflow that calls `workflow_start` on itself needs a condition that ends the loop.",
     },
     ErrorCode {
         code: "MAG-TR005",

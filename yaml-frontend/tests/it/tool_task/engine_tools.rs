@@ -195,6 +195,88 @@ async fn workflow_start_starts_a_run_pinned_to_the_callers_scope_and_user() {
 }
 
 #[tokio::test]
+async fn a_workflow_that_starts_itself_stops_at_the_trigger_chains_depth() {
+    let e = env().await;
+    e.workflow(
+        "again",
+        &one_tool("[workflow_start]", "workflow_start", "{ name: again }"),
+    );
+    let first = e.run("again", json!({})).await;
+    assert_eq!(first.result, Some(json!("ok")), "{first:?}");
+    // Each run starts the next and ends; the chain's bound refuses the 17th start.
+    let mut runs = Vec::new();
+    for _ in 0..500 {
+        runs = e
+            .engine
+            .list_runs(&magrathea_core::RunFilter {
+                workflow: Some("again".into()),
+                limit: 1_000,
+                ..Default::default()
+            })
+            .unwrap();
+        if runs.iter().any(|r| r.status == RunStatus::Failed) {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    let failed: Vec<_> = runs
+        .iter()
+        .filter(|r| r.status == RunStatus::Failed)
+        .collect();
+    assert_eq!(failed.len(), 1, "{runs:?}");
+    let last = e.engine.wait_settled(failed[0].run_id).await.unwrap();
+    assert_eq!(last.result, Some(json!("broken")), "{last:?}");
+    assert!(
+        error_of(&last).contains("[MAG-TR004] trigger chain too deep"),
+        "{last:?}"
+    );
+    tokio::time::sleep(Duration::from_millis(200)).await;
+    let all = e
+        .engine
+        .list_runs(&magrathea_core::RunFilter {
+            workflow: Some("again".into()),
+            limit: 1_000,
+            ..Default::default()
+        })
+        .unwrap();
+    assert_eq!(all.len(), 17, "the first run and the 16 it chained");
+}
+
+#[tokio::test]
+async fn a_started_run_is_for_whom_the_calling_run_is() {
+    let e = env().await;
+    e.workflow("child", "start: d\nstates:\n  d: { type: terminal }\n");
+    e.workflow(
+        "parent",
+        &one_tool("[workflow_start]", "workflow_start", "{ name: child }"),
+    );
+    let parent = e
+        .runtime
+        .start_with(&e.engine, &e.scope, "parent", json!({}), |req| {
+            req.started_by("ops").requested_by("alice")
+        })
+        .await
+        .unwrap();
+    let parent = e.engine.wait_settled(parent).await.unwrap();
+    assert_eq!(parent.result, Some(json!("ok")), "{parent:?}");
+    let child: RunId = parent.vars["out"]["workflowRunId"]
+        .as_str()
+        .unwrap()
+        .parse()
+        .unwrap();
+    e.engine.wait_settled(child).await.unwrap();
+    let Record::Start(start) = &e.engine.journal(child).unwrap()[0].record else {
+        panic!("a journal begins with its StartRecord");
+    };
+    assert_eq!(start.started_by, "ops");
+    assert_eq!(
+        start.requested_by.as_deref(),
+        Some("alice"),
+        "a gate that refuses its requester's approval refuses alice's"
+    );
+}
+
+#[tokio::test]
 async fn workflow_start_of_an_archived_workflow_fails_naming_the_archive() {
     let e = env().await;
     e.workflow("child", "start: d\nstates:\n  d: { type: terminal }\n");
