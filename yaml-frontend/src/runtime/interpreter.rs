@@ -301,6 +301,9 @@ impl Budget {
     }
 }
 
+/// The patch marker of runs whose retries check the spawn bound before their backoff.
+const SPENT_BEFORE_BACKOFF_PATCH: &str = "spawns-checked-before-backoff";
+
 /// Runs a state's step with its retry policy (reference §4.3: retry preempts routing): its
 /// completion, its output stored in `storeAs`.
 pub(super) async fn attempt(
@@ -339,6 +342,16 @@ pub(super) async fn attempt(
             && run.ctx.cancellation().is_none()
         {
             budget.check_cost()?;
+            // The Bounds Check (§9) follows the completion: a retry its spawns cannot pay for
+            // fails the run now, not after its backoff (a run journaled before this check
+            // waits it out, as it did).
+            if !matches!(state.step, Step::FanOut(_))
+                && let Some(limit) = &budget.limit
+                && budget.spawns >= limit.max
+                && run.ctx.patched(SPENT_BEFORE_BACKOFF_PATCH)
+            {
+                return Err(WorkflowError::failed(limit.exhausted(&state.name)));
+            }
             attempts += 1;
             if !retry.backoff.is_zero() && run.ctx.sleep(retry.backoff).await.is_err() {
                 return Ok(Completion::of("cancelled", Value::Null));

@@ -315,6 +315,34 @@ states:
     assert_eq!(ack, magrathea_core::AnswerAck::Ignored);
 }
 
+/// §9: "The Bounds Check runs after each Task completion and before the next enqueue" and
+/// "Retries count": a retry the spawns cannot pay for fails the run at the completion, not
+/// after waiting out its backoff.
+#[tokio::test]
+async fn s9_a_retry_past_max_task_spawns_fails_without_waiting_for_its_backoff() {
+    let doc = r#"
+start: a
+bounds: { maxTaskSpawns: 1 }
+states:
+  a:
+    type: shell_task
+    run: "exit 1"
+    dirName: workspace
+    retry: { maxAttempts: 5, on: [business_error], backoffSeconds: 3600 }
+    catch: { business_error: done }
+  done: { type: terminal }
+"#;
+    let p = project(&[("spent", doc)]).await;
+    let v = p.run("spent", json!({})).await;
+    assert_eq!(v.status, RunStatus::Failed, "{v:?}");
+    assert_eq!(
+        v.reason.as_deref(),
+        Some("bounds exhausted: maxTaskSpawns 1 reached before state 'a'")
+    );
+    assert_eq!(p.count(&v, "TaskStartedRecord"), 1);
+    assert_eq!(p.count(&v, "TimerSetRecord"), 0, "no backoff is waited out");
+}
+
 #[tokio::test]
 async fn s3_5_timer_fires_and_s9_bounds_stop_the_run() {
     let doc = r#"
