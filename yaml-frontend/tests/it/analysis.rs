@@ -202,6 +202,25 @@ fn a_catch_entry_an_on_entry_of_its_outcome_shadows_is_a_warning() {
     );
 }
 
+/// `on:` matches the outcome as written (§4.1) and a gate's rejection is the outcome
+/// `rejected`: `on: human_rejected` is never taken, and the `catch: human_rejected` beside it
+/// (the alias of §4.2) is the route a rejection takes, not a shadowed one.
+#[test]
+fn a_catch_of_an_alias_beside_an_on_entry_of_the_alias_is_the_route_taken() {
+    let text = format!(
+        "start: g\nstates:\n  g:\n    type: gate_task\n    inbox: {{ kind: APPROVAL, title: ok }}\n    on: {{ approved: end, human_rejected: via_on, insufficient_info: end, undecidable: end }}\n    catch: {{ human_rejected: via_catch }}\n  via_on:\n    type: terminal\n  via_catch:\n    type: terminal\n{END}"
+    );
+    let w = warnings(&text);
+    assert_eq!(w.len(), 1, "{w:#?}");
+    assert!(
+        w[0].starts_with(
+            "wf.yaml:6:26: [MAG-YA001] state 'g' has 'on: human_rejected', but an APPROVAL \
+             gate_task never ends that way"
+        ),
+        "{w:#?}"
+    );
+}
+
 /// A timeout route is taken when the document's `defaults:` give the state a timeout, and on a
 /// shell_task without one, which the tenant's default shell timeout still stops.
 #[test]
