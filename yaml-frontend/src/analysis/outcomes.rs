@@ -71,10 +71,9 @@ pub(crate) fn check_states(
             // takes it wherever it leads, and whether the outcome can happen is said there.
             // An `on:` entry of an outcome the task never ends with (an alias such as
             // `human_rejected`, which `on:` matches as written) takes nothing from `catch:`.
-            if let Some(on) = s
-                .on
-                .iter()
-                .find(|t| t.outcome == key && of_type.can_end_with(key))
+            if let Some(on) =
+                s.on.iter()
+                    .find(|t| t.outcome == key && of_type.can_end_with(key))
             {
                 if on.target != c.target {
                     ctx.warn(

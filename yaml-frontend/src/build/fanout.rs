@@ -78,6 +78,19 @@ pub(super) fn foreach(ctx: &mut Ctx<'_>, node: &YamlNode, what: &str) -> TaskSpe
             Value::Null
         }
         Some(v) => match &v.kind {
+            // Only a placeholder alone can be a list: any other text resolves to text, which
+            // ends every run of the state `failure` ([MAG-PR001]).
+            YamlKind::Str(s) if crate::template::Template::parse(s).whole().is_none() => {
+                ctx.error(
+                    v.span,
+                    Code::WrongType,
+                    format_args!(
+                        "'items' of {what} is the text '{s}', which is never a list: expected \
+                         one placeholder alone, such as \"${{state.files}}\", or a list"
+                    ),
+                );
+                Value::Null
+            }
             YamlKind::Str(s) => Value::String(s.clone()),
             // A literal list is a list of items too; its strings may hold placeholders.
             YamlKind::Seq(_) => v.to_json(),

@@ -583,8 +583,13 @@ fn task_spec(ctx: &mut Ctx<'_>, t: TaskType, node: &YamlNode, what: &str) -> Tas
                 };
             }
             let duration = req(ctx, "duration");
-            // A missing or empty duration is said once, by `req`.
-            let parsed = if duration.contains("${") || duration.trim().is_empty() {
+            // A missing or empty duration is said once, by `req`. Text that only looks like a
+            // placeholder (`${param.d}`, an unclosed `${params.d`) stays as written, and is
+            // judged as a duration.
+            let templated = crate::template::Template::parse(&duration)
+                .as_literal()
+                .is_none();
+            let parsed = if templated || duration.trim().is_empty() {
                 None
             } else {
                 match parse_duration(&duration) {

@@ -524,6 +524,20 @@ fn fan_out_documents_are_checked_at_load_time_with_positions() {
         "wf.yaml:4:5: [MAG-Y006] state 'p' has no 'branches': expected a mapping of branch name \
          to '{workflow: <name>}' or '{start: …, states: …}'",
     );
+    // Text is never a list: only a placeholder alone can be one.
+    for written in ["files", "${state.files} and more", "${state.files"] {
+        refused(
+            &format!(
+                "start: p\nstates:\n  p:\n    type: foreach_task\n    items: \"{written}\"\n    \
+                 workflow: w\n{TAIL}"
+            ),
+            &format!(
+                "wf.yaml:5:12: [MAG-Y007] 'items' of state 'p' is the text '{written}', which is \
+                 never a list: expected one placeholder alone, such as \"${{state.files}}\", or \
+                 a list"
+            ),
+        );
+    }
     refused(
         &format!("start: p\nstates:\n  p:\n    type: foreach_task\n    workflow: w\n{TAIL}"),
         "wf.yaml:4:5: [MAG-Y006] state 'p' has no 'items': expected a template that resolves \

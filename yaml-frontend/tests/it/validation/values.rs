@@ -864,3 +864,31 @@ fn a_space_like_character_in_a_name_is_shown_escaped_and_named() {
         "{all:#?}"
     );
 }
+
+/// A duration whose `${…}` is no placeholder (a misspelt `param.`, an unclosed brace) stays as
+/// written, and is judged as a duration when the document is loaded, not on every run.
+#[test]
+fn a_duration_that_only_looks_templated_is_judged_as_written() {
+    for (written, column) in [("${param.d}", 15), ("${params.d", 15)] {
+        let text = format!(
+            "start: t\nstates:\n  t:\n    type: timer_task\n    duration: \"{written}\"\n    on: {{ fired: end }}\n{END}"
+        );
+        has(
+            &text,
+            &format!(
+                "wf.yaml:5:{column}: [MAG-Y017] invalid duration '{written}': expected ISO-8601 \
+                 like 'PT5M30S' or 'P7D', or a shortcut like '7d', '4h', '30m', '45s', '250ms' in \
+                 state 't'"
+            ),
+        );
+    }
+    // A real placeholder is judged when it resolves.
+    let text = format!(
+        "start: t\nparameters:\n  d: {{ type: string }}\nstates:\n  t:\n    type: timer_task\n    duration: \"${{params.d}}\"\n    on: {{ fired: end }}\n{END}"
+    );
+    assert!(
+        !rendered(&text).iter().any(|d| d.contains("MAG-Y017")),
+        "{:#?}",
+        rendered(&text)
+    );
+}
