@@ -252,17 +252,21 @@ pub(crate) async fn put(
         super::automated::check_automated(&state, &scope, &who, &project_rel(&parts))?;
     }
     let body = body.map_err(|e| body_error(e.status(), e.body_text()))?;
+    // Refused as every other invalid document is: 422, with the diagnostic at its place.
     let mut text = String::from_utf8(body.to_vec()).map_err(|e| {
-        let at = magrathea_exec::NotUtf8Text::of(&e);
-        ApiError::bad_request(
-            "MAG-HTTP-INVALID-DOCUMENT",
-            format!(
-                "line {}, column {}: {}: expected a UTF-8 document",
-                at.line,
-                at.column,
-                at.what.replacen("the file is", "the document is", 1)
-            ),
-        )
+        let label = format!(
+            "{}/{}/_vance/{}",
+            scope.tenant,
+            scope.project,
+            parts.join("/")
+        );
+        ApiError::invalid_document(vec![
+            magrathea_yaml::DocumentError::NotUtf8 {
+                path: label.into(),
+                text: magrathea_exec::NotUtf8Text::of(&e),
+            }
+            .to_string(),
+        ])
     })?;
     let rel = parts.join("/");
     let mut warnings = Vec::new();

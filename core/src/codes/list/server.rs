@@ -330,11 +330,6 @@ pub(super) const CODES: &[ErrorCode] = &[
         remedy: "Give an RFC 3339 instant with an offset (2026-05-01T12:00:00Z) or milliseconds since the epoch.",
     },
     ErrorCode {
-        code: "MAG-HTTP-INVALID-DOCUMENT",
-        meaning: "The uploaded document is not UTF-8 text.",
-        remedy: "Upload the document as UTF-8.",
-    },
-    ErrorCode {
         code: "MAG-HTTP-INVALID-EVENT",
         meaning: "An event document does not parse.",
         remedy: "Fix the event document.",
