@@ -385,7 +385,9 @@ impl Reader<'_> {
     /// first to set a key wins. A `<<` whose value is not a mapping (or a list of them) is an
     /// error.
     fn merged(&mut self, entries: Vec<(YamlNode, YamlNode)>) -> Vec<(YamlNode, YamlNode)> {
-        let is_merge = |k: &YamlNode| k.as_str() == Some("<<");
+        // Only a plain `<<` merges: a quoted one is an ordinary key (its text starts after
+        // the quote, where a plain scalar's starts at the node).
+        let is_merge = |k: &YamlNode| k.as_str() == Some("<<") && k.content == Some(k.span);
         if !entries.iter().any(|(k, _)| is_merge(k)) {
             return entries;
         }

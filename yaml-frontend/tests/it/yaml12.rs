@@ -469,6 +469,24 @@ fn merge_keys_copy_an_anchored_mapping_and_own_keys_win() {
     assert!(!all.iter().any(|d| d.contains("has no 'type'")), "{all:#?}");
 }
 
+/// Only a plain `<<` is the merge key: a quoted `"<<"` (or `'<<'`) is an ordinary key.
+#[test]
+fn a_quoted_merge_key_is_an_ordinary_key() {
+    let v = read("base: &base { a: 1 }\none: { \"<<\": *base, b: 2 }\ntwo: { '<<': x }\n");
+    assert_eq!(v["one"], json!({"<<": {"a": 1}, "b": 2}));
+    assert_eq!(v["two"], json!({"<<": "x"}));
+    let text = "start: a\nstates:\n  a:\n    type: terminal\n    \"<<\": { outcome: failure }\n";
+    let all = load_workflow("t.yaml", text, &LoadOptions::default())
+        .err()
+        .map(|d| d.iter().map(ToString::to_string).collect::<Vec<_>>())
+        .unwrap_or_default();
+    assert!(
+        all.iter()
+            .any(|d| d.starts_with("t.yaml:5:5: [MAG-Y005]") && d.contains("'<<'")),
+        "{all:#?}"
+    );
+}
+
 #[test]
 fn a_workflow_shares_a_states_fields_through_a_merge_key() {
     let text = "start: a\nstates:\n  a: &step\n    type: timer_task\n    duration: 1s\n    on: { fired: b }\n  b:\n    <<: *step\n    on: { fired: c }\n  c: { type: terminal }\n";
