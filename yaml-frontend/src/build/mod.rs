@@ -192,6 +192,24 @@ fn parameters(ctx: &mut Ctx<'_>, node: &YamlNode) -> IndexMap<String, ParamSchem
     };
     for (k, v) in entries {
         let Some(name) = k.key_text() else { continue };
+        // `${params.null}` names nothing a caller can give: a key of null (or empty) is no
+        // parameter, as it is no state.
+        if matches!(k.kind, YamlKind::Null) || name.trim().is_empty() {
+            ctx.error(
+                k.span,
+                Code::WrongType,
+                format_args!(
+                    "a parameter named by {}: expected a parameter name (a string such as \
+                     `pr_url`)",
+                    if matches!(k.kind, YamlKind::Null) {
+                        "null (`~`, `null` or no key)"
+                    } else {
+                        "an empty string"
+                    }
+                ),
+            );
+            continue;
+        }
         let what = format!("parameter '{name}'");
         let Some(v) = ctx.map(v, &what) else { continue };
         ctx.check_fields(v, PARAM_FIELDS, &what);

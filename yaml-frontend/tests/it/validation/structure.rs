@@ -84,6 +84,24 @@ fn a_state_is_named_by_its_key_as_written_and_a_key_naming_nothing_is_refused() 
     );
 }
 
+/// A parameter is named as a state is: a key of null or an empty one names none (no caller
+/// could give it, and `${params.null}` would read it).
+#[test]
+fn a_parameter_key_naming_nothing_is_refused() {
+    let text = "start: a\nparameters:\n  null: { type: string, required: true }\n  \"\": { type: string }\n  ok: { type: string }\nstates:\n  a: { type: terminal }\n";
+    has(
+        text,
+        "wf.yaml:3:3: [MAG-Y007] a parameter named by null (`~`, `null` or no key): expected a \
+         parameter name (a string such as `pr_url`)",
+    );
+    has(
+        text,
+        "wf.yaml:4:3: [MAG-Y007] a parameter named by an empty string: expected a parameter \
+         name (a string such as `pr_url`)",
+    );
+    assert_eq!(rendered(text).len(), 2, "{:#?}", rendered(text));
+}
+
 #[test]
 fn unknown_transition_targets_with_did_you_mean() {
     let text = doc(
