@@ -31,6 +31,13 @@ impl RunId {
     pub fn to_bytes(self) -> [u8; 16] {
         self.0.to_be_bytes()
     }
+
+    /// When the id was made, in milliseconds since the Unix epoch: the time a UUIDv7 carries
+    /// ([`RunId::new`]); `None` for an id of another kind.
+    pub fn made_at_ms(self) -> Option<u64> {
+        let id = uuid::Uuid::from_u128(self.0);
+        (id.get_version_num() == 7).then_some((self.0 >> 80) as u64)
+    }
 }
 
 impl Default for RunId {
@@ -87,6 +94,25 @@ impl<'de> serde::Deserialize<'de> for RunId {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_fresh_id_carries_the_time_it_was_made() {
+        let now = || {
+            std::time::SystemTime::now()
+                .duration_since(std::time::UNIX_EPOCH)
+                .unwrap()
+                .as_millis() as u64
+        };
+        let before = now();
+        let made = RunId::new().made_at_ms().unwrap();
+        assert!((before..=now()).contains(&made), "{before} <= {made}");
+        let v4 = RunId::from_u128(uuid::Uuid::new_v4().as_u128());
+        assert_eq!(
+            v4.made_at_ms(),
+            None,
+            "an id of another kind carries no time"
+        );
+    }
 
     #[test]
     fn display_is_32_hex_and_round_trips() {

@@ -856,3 +856,60 @@ async fn a_milestone_reader_hears_starts_and_statuses_and_no_steps() {
     }
     assert_eq!(steps, 50, "the full journal stream carries every step");
 }
+
+/// Listings give runs newest first by id; a run's `createdAt` is when its id was made, so that
+/// runs started together are in the same order by either (no two trade places because one's
+/// driver began before the other's).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn runs_started_together_list_newest_first_by_their_start_time_too() {
+    let wf = WorkflowRegistration::new("quick", "", |ctx, v| async move {
+        Ok(ctx.task("echo", v).await?)
+    });
+    let engine = engine_with(Arc::new(MemoryStore::new()), |b| b.workflow(wf)).await;
+    let starts: Vec<_> = (0..300)
+        .map(|i| {
+            let engine = engine.clone();
+            tokio::spawn(async move {
+                let before = std::time::SystemTime::now()
+                    .duration_since(std::time::UNIX_EPOCH)
+                    .unwrap()
+                    .as_millis() as u64;
+                let run = engine
+                    .start(StartRequest::code("quick", json!(i)))
+                    .await
+                    .unwrap();
+                (run, before)
+            })
+        })
+        .collect();
+    let mut started = Vec::new();
+    for s in starts {
+        started.push(s.await.unwrap());
+    }
+    for (run, _) in &started {
+        engine.wait(*run).await.unwrap();
+    }
+    let listed = engine
+        .list_runs(&RunFilter {
+            limit: 1_000,
+            ..Default::default()
+        })
+        .unwrap();
+    assert_eq!(listed.len(), 300);
+    for pair in listed.windows(2) {
+        assert!(pair[0].run_id > pair[1].run_id, "newest first by id");
+        assert!(
+            pair[0].created_ms >= pair[1].created_ms,
+            "run {} is listed before run {} but was created earlier ({} < {})",
+            pair[0].run_id,
+            pair[1].run_id,
+            pair[0].created_ms,
+            pair[1].created_ms
+        );
+    }
+    // The start time is not before the call that started the run.
+    for (run, before) in started {
+        let summary = listed.iter().find(|s| s.run_id == run).unwrap();
+        assert!(summary.created_ms >= before, "{run}");
+    }
+}

@@ -23,6 +23,10 @@ pub(crate) fn now_ms() -> u64 {
         .map_or(0, |d| u64::try_from(d.as_millis()).unwrap_or(u64::MAX))
 }
 
+/// How long before its start a run's id may have been made for the start to take the id's
+/// time (see `Outbox::begin`).
+const MADE_AT_WITHIN_MS: u64 = 60_000;
+
 /// A caller waiting for the commit of what it asked for.
 pub(super) enum Reply {
     Answer(oneshot::Sender<Result<AnswerAck, DeliverError>>, AnswerAck),
@@ -98,7 +102,16 @@ impl Outbox {
     /// `StartRecord` is appended. Both carry one instant, so that the run's start time is the
     /// same in its summary (which listings filter by) and in its journal (which views show).
     pub(super) fn begin(&mut self, start: &StartRecord) {
-        let now = now_ms();
+        // The run began when its id was made (listings order runs by id, newest first, and
+        // by this time too, without two runs started together trading places); an id made
+        // elsewhere, or long before its start (a child's id journaled before a crash), gives
+        // way to the clock.
+        let clock = now_ms();
+        let now = self
+            .run_id
+            .made_at_ms()
+            .filter(|made| *made <= clock && clock - made <= MADE_AT_WITHIN_MS)
+            .unwrap_or(clock);
         self.summary = Some(RunSummary {
             run_id: self.run_id,
             workflow_name: start.workflow_name.clone(),
