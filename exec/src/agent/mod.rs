@@ -375,11 +375,16 @@ pub(crate) async fn execute(
     )
 }
 
-/// The cost of an attempt: the engine's own figure, else `usage` priced by `prices`.
+/// The cost of an attempt: the engine's own figure, else `usage` priced by `prices`. Tokens
+/// of the total that the usage does not split into input and output are priced at the dearer
+/// of the two rates: a bound on cost is never passed for less than was spent.
 fn cost_of(reported: Option<f64>, usage: Option<Usage>, prices: Option<Prices>) -> Option<f64> {
     reported.or_else(|| {
         let (p, u) = (prices?, usage?);
-        Some(p.cost_usd(u.prompt_tokens, u.completion_tokens))
+        let split = u.prompt_tokens.saturating_add(u.completion_tokens);
+        let unsplit = u.total_tokens.saturating_sub(split);
+        let dearer = p.cost_usd(unsplit, 0).max(p.cost_usd(0, unsplit));
+        Some(p.cost_usd(u.prompt_tokens, u.completion_tokens) + dearer)
     })
 }
 
@@ -642,6 +647,28 @@ fn outcome(
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn tokens_a_usage_does_not_split_are_priced_at_the_dearer_rate() {
+        let prices = Some(Prices {
+            input_per_m_tok_usd: 1.0,
+            output_per_m_tok_usd: 4.0,
+        });
+        let usage = |p, c, t| {
+            Some(Usage {
+                prompt_tokens: p,
+                completion_tokens: c,
+                total_tokens: t,
+            })
+        };
+        let cost = |u| cost_of(None, u, prices).unwrap();
+        assert!((cost(usage(1_000_000, 1_000_000, 2_000_000)) - 5.0).abs() < 1e-9);
+        // Only a total: every token as output.
+        assert!((cost(usage(0, 0, 1_000_000)) - 4.0).abs() < 1e-9);
+        // A total past the split: the rest as output.
+        assert!((cost(usage(1_000_000, 0, 2_000_000)) - 5.0).abs() < 1e-9);
+        assert_eq!(cost_of(Some(0.5), usage(0, 0, 9), prices), Some(0.5));
+    }
 
     fn reply(reason: CloseReason, text: &str) -> AgentReply {
         AgentReply::new(reason, vec![ChatMessage::new("assistant", text)]).with_usage(Usage {

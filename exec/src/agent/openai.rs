@@ -208,13 +208,18 @@ impl OpenAiEngine {
                 });
             }
             round += 1;
+            let calls: Vec<Value> = calls
+                .iter()
+                .enumerate()
+                .map(|(i, call)| wire_call(call, round, i))
+                .collect();
             wire.push(json!({
                 "role": "assistant",
                 "content": message.get("content").cloned().unwrap_or(Value::Null),
                 "tool_calls": calls,
             }));
             messages.push(ChatMessage::new("assistant", content));
-            for call in calls {
+            for call in &calls {
                 let id = call.get("id").cloned().unwrap_or(Value::Null);
                 let function = call.get("function").unwrap_or(&Value::Null);
                 let tool = function
@@ -297,17 +302,56 @@ impl OpenAiEngine {
     }
 }
 
+/// A tool call as the conversation sends it back: with an id (one the service left out is
+/// made up, unique in the conversation: its result must name it) and its arguments as JSON
+/// text, as OpenAI's protocol has both; what the service sent is otherwise kept.
+fn wire_call(call: &Value, round: u32, index: usize) -> Value {
+    let mut call = call.clone();
+    if let Some(fields) = call.as_object_mut() {
+        if !fields.get("id").is_some_and(Value::is_string) {
+            fields.insert("id".into(), json!(format!("call_{round}_{index}")));
+        }
+        if let Some(args) = fields
+            .get_mut("function")
+            .and_then(Value::as_object_mut)
+            .and_then(|f| f.get_mut("arguments"))
+            && !args.is_string()
+            && !args.is_null()
+        {
+            *args = Value::String(args.to_string());
+        }
+    }
+    call
+}
+
+/// A token count of a reply's `usage`: a whole number, else a number or numeric text read up
+/// to the next whole number (a count is never priced below what was written), capped at what
+/// a `u64` holds; `None` for anything else.
+fn token_count(v: &Value) -> Option<u64> {
+    if let Some(n) = v.as_u64() {
+        return Some(n);
+    }
+    let f = match v {
+        Value::Number(n) => n.as_f64()?,
+        Value::String(s) => s.trim().parse::<f64>().ok()?,
+        _ => return None,
+    };
+    // `as` saturates: a count past u64's range is the most there is.
+    (f.is_finite() && f >= 0.0).then(|| f.ceil() as u64)
+}
+
 fn usage_of(reply: &Value) -> Option<Usage> {
     reply.get("usage").filter(|u| u.is_object()).map(|u| {
-        let n = |k: &str| u.get(k).and_then(Value::as_u64).unwrap_or(0);
-        let (p, c) = (n("prompt_tokens"), n("completion_tokens"));
+        let n = |k: &str| u.get(k).and_then(token_count);
+        let (p, c) = (
+            n("prompt_tokens").unwrap_or(0),
+            n("completion_tokens").unwrap_or(0),
+        );
         Usage {
             prompt_tokens: p,
             completion_tokens: c,
-            total_tokens: u
-                .get("total_tokens")
-                .and_then(Value::as_u64)
-                .unwrap_or(p + c),
+            // A total the service does not split is priced as such (see `cost_of`).
+            total_tokens: n("total_tokens").unwrap_or(0).max(p.saturating_add(c)),
         }
     })
 }
@@ -360,5 +404,51 @@ fn clip(text: &str, max: usize) -> String {
     match text.char_indices().nth(max) {
         Some((i, _)) => format!("{}…", &text[..i]),
         None => text.to_string(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_usage_is_read_whatever_numbers_the_service_writes() {
+        let usage = |u: Value| usage_of(&json!({ "usage": u })).unwrap();
+        let u = usage(json!({"prompt_tokens": "10", "completion_tokens": 5}));
+        assert_eq!(
+            (u.prompt_tokens, u.completion_tokens, u.total_tokens),
+            (10, 5, 15)
+        );
+        let u = usage(json!({"prompt_tokens": 10.2, "completion_tokens": 5}));
+        assert_eq!(u.prompt_tokens, 11, "never counted below what was written");
+        let u = usage(json!({"prompt_tokens": 1e30, "completion_tokens": 5}));
+        assert_eq!(u.prompt_tokens, u64::MAX);
+        assert_eq!(u.total_tokens, u64::MAX);
+        let u = usage(json!({"total_tokens": 99}));
+        assert_eq!(
+            (u.prompt_tokens, u.completion_tokens, u.total_tokens),
+            (0, 0, 99)
+        );
+        let u = usage(json!({"prompt_tokens": "many", "completion_tokens": -3}));
+        assert_eq!(
+            (u.prompt_tokens, u.completion_tokens, u.total_tokens),
+            (0, 0, 0)
+        );
+        assert!(usage_of(&json!({ "usage": 7 })).is_none());
+    }
+
+    #[test]
+    fn a_tool_call_goes_back_with_an_id_and_its_arguments_as_text() {
+        let sent = json!({"type": "function", "function": {"name": "doc_read", "arguments": {"path": "a"}}});
+        let back = wire_call(&sent, 2, 1);
+        assert_eq!(back["id"], "call_2_1");
+        assert_eq!(back["function"]["arguments"], "{\"path\":\"a\"}");
+        assert_eq!(back["type"], "function");
+        let sent = json!({"id": "abc", "function": {"name": "x", "arguments": "{}"}});
+        assert_eq!(
+            wire_call(&sent, 1, 0),
+            sent,
+            "a well-formed call is sent back as it came"
+        );
     }
 }

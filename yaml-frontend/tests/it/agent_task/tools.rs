@@ -113,6 +113,29 @@ async fn an_allowed_doc_read_call_is_executed_and_its_result_sent_back() {
     );
 }
 
+/// OpenAI's protocol answers each call by its id: a call the service sent without one gets
+/// one, in the assistant message sent back and in the tool message answering it.
+#[tokio::test]
+async fn a_tool_call_without_an_id_is_answered_under_an_id_of_its_own() {
+    let (_p, server, v) = tool_scenario(
+        |_| {
+            let mut call = tool_call("unused", "doc_read", json!({ "path": "notes/pr.md" }));
+            call["tool_calls"][0].as_object_mut().unwrap().remove("id");
+            vec![call, final_answer()]
+        },
+        TOOLS,
+        "allowedTools: [doc_read]",
+        |_| {},
+    )
+    .await;
+    assert_eq!(v.status, RunStatus::Done, "{v:?}");
+    let second = &server.requests()[1].1;
+    let id = second["messages"][2]["tool_calls"][0]["id"].clone();
+    assert!(id.is_string(), "{second}");
+    let result = tool_result(&tool_message(second, id.as_str().unwrap()));
+    assert_eq!(result["content"], "PR 42 touches the payment migrations.");
+}
+
 #[tokio::test]
 async fn a_tool_the_workflow_does_not_allow_is_not_executed() {
     let (p, server, v) = tool_scenario(
