@@ -260,13 +260,17 @@ pub(crate) async fn put(
             scope.project,
             parts.join("/")
         );
-        ApiError::invalid_document(vec![
-            magrathea_yaml::DocumentError::NotUtf8 {
-                path: label.into(),
-                text: magrathea_exec::NotUtf8Text::of(&e),
-            }
-            .to_string(),
-        ])
+        // Whatever the document is (a workflow, a schedule, a script): no kind is named.
+        ApiError {
+            message: "invalid document: it is not UTF-8 text".into(),
+            ..ApiError::invalid_document(vec![
+                magrathea_yaml::DocumentError::NotUtf8 {
+                    path: label.into(),
+                    text: magrathea_exec::NotUtf8Text::of(&e),
+                }
+                .to_string(),
+            ])
+        }
     })?;
     let rel = parts.join("/");
     let mut warnings = Vec::new();

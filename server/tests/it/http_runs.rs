@@ -207,12 +207,35 @@ async fn start_errors_are_404_422_and_400() {
         .send()
         .await
         .unwrap();
-    assert_eq!(r.status(), 400);
+    assert_eq!(r.status(), 422);
     let body: Value = r.json().await.unwrap();
     assert_eq!(
+        body["error"]["diagnostics"],
+        json!([
+            "acme/shop/_vance/workflows/latin2.yaml:3:36: [MAG-Y001] the file is not UTF-8 text \
+             (byte 0xE9): expected a UTF-8 document; save the file as UTF-8"
+        ]),
+        "{body}"
+    );
+    assert_eq!(
         body["error"]["message"],
-        "line 3, column 36: the document is not UTF-8 text (byte 0xE9): expected a UTF-8 \
-         document",
+        "invalid document: it is not UTF-8 text"
+    );
+    // Any document: a schedule's too, without naming it a workflow.
+    let r = s
+        .client
+        .put(s.url("/brain/acme/project/shop/documents/scheduler/latin.yaml"))
+        .bearer_auth(ACME)
+        .body(&b"cron: \"0 * * * *\"\nworkflow: caf\xe9\n"[..])
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(r.status(), 422);
+    let body: Value = r.json().await.unwrap();
+    assert_eq!(
+        body["error"]["diagnostics"][0],
+        "acme/shop/_vance/scheduler/latin.yaml:2:14: [MAG-Y001] the file is not UTF-8 text \
+         (byte 0xE9): expected a UTF-8 document; save the file as UTF-8",
         "{body}"
     );
 
