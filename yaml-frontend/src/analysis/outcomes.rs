@@ -67,22 +67,29 @@ pub(crate) fn check_states(
         }
         for c in &s.catch {
             let key = c.kind.as_str();
-            // `on:` is tried first (`PlanState::route`): an `on:` entry of the same outcome
-            // takes it wherever it leads, and whether the outcome can happen is said there.
-            // An `on:` entry of an outcome the task never ends with (an alias such as
-            // `human_rejected`, which `on:` matches as written) takes nothing from `catch:`.
-            if let Some(on) =
-                s.on.iter()
-                    .find(|t| t.outcome == key && of_type.can_end_with(key))
-            {
-                if on.target != c.target {
+            // `on:` is tried first (`PlanState::route`) and takes an outcome it names exactly,
+            // wherever it leads: an entry each of whose outcomes an `on:` entry takes is never
+            // taken (said once, where an `on:` entry leads elsewhere). An `on:` entry of an
+            // outcome the task never ends with (the alias `human_rejected`, where a gate ends
+            // `rejected`) takes nothing from it; whether it can happen is said there.
+            let caught: Vec<&str> = of_type
+                .iter()
+                .filter(|p| p.outcome.catch_kind() == Some(c.kind))
+                .map(|p| p.outcome.as_str())
+                .collect();
+            let firsts: Vec<_> = caught
+                .iter()
+                .filter_map(|o| s.on.iter().find(|t| t.outcome == *o))
+                .collect();
+            if !caught.is_empty() && firsts.len() == caught.len() {
+                if let Some(on) = firsts.iter().find(|t| t.target != c.target) {
                     ctx.warn(
                         c.span,
                         Code::ShadowedCatch,
                         format_args!(
                             "state '{}' has 'catch: {key}' to '{}', which is never taken: \
-                             'on: {key}' (at {}:{}) routes the outcome to '{}' first",
-                            s.name, c.target, on.span.line, on.span.column, on.target
+                             'on: {}' (at {}:{}) routes the outcome to '{}' first",
+                            s.name, c.target, on.outcome, on.span.line, on.span.column, on.target
                         ),
                     );
                 }

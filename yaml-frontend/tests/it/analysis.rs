@@ -219,6 +219,15 @@ fn a_catch_of_an_alias_beside_an_on_entry_of_the_alias_is_the_route_taken() {
         ),
         "{w:#?}"
     );
+    // `on: rejected` does take the rejection first: the catch of its kind is shadowed.
+    let w = warnings(&text.replace("human_rejected: via_on", "rejected: via_on"));
+    assert_eq!(
+        w,
+        [
+            "wf.yaml:7:14: [MAG-YA011] state 'g' has 'catch: human_rejected' to 'via_catch', \
+             which is never taken: 'on: rejected' (at 6:26) routes the outcome to 'via_on' first"
+        ]
+    );
 }
 
 /// A timeout route is taken when the document's `defaults:` give the state a timeout, and on a
