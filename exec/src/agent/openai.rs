@@ -208,11 +208,7 @@ impl OpenAiEngine {
                 });
             }
             round += 1;
-            let calls: Vec<Value> = calls
-                .iter()
-                .enumerate()
-                .map(|(i, call)| wire_call(call, round, i))
-                .collect();
+            let calls = wire_calls(calls, round);
             wire.push(json!({
                 "role": "assistant",
                 "content": message.get("content").cloned().unwrap_or(Value::Null),
@@ -302,26 +298,49 @@ impl OpenAiEngine {
     }
 }
 
-/// A tool call as the conversation sends it back: with an id (one the service left out is
-/// made up, unique in the conversation: its result must name it) and its arguments as JSON
-/// text, as OpenAI's protocol has both; what the service sent is otherwise kept.
-fn wire_call(call: &Value, round: u32, index: usize) -> Value {
-    let mut call = call.clone();
-    if let Some(fields) = call.as_object_mut() {
-        if !fields.get("id").is_some_and(Value::is_string) {
-            fields.insert("id".into(), json!(format!("call_{round}_{index}")));
-        }
-        if let Some(args) = fields
-            .get_mut("function")
-            .and_then(Value::as_object_mut)
-            .and_then(|f| f.get_mut("arguments"))
-            && !args.is_string()
-            && !args.is_null()
-        {
-            *args = Value::String(args.to_string());
-        }
-    }
-    call
+/// The tool calls of a reply as the conversation sends them back: each with an id of its own
+/// (one the service left out or left empty is made up, `call_<round>_<n>`, unlike every other
+/// id of the reply: a result names its call by it) and its arguments as JSON text, as OpenAI's
+/// protocol has both; what the service sent is otherwise kept.
+fn wire_calls(calls: &[Value], round: u32) -> Vec<Value> {
+    let given = |call: &Value| {
+        call.get("id")
+            .and_then(Value::as_str)
+            .filter(|id| !id.is_empty())
+            .map(str::to_owned)
+    };
+    let mut taken: std::collections::HashSet<String> = calls.iter().filter_map(given).collect();
+    let mut made = 0usize;
+    calls
+        .iter()
+        .map(|call| {
+            let mut call = call.clone();
+            let missing = given(&call).is_none();
+            let Some(fields) = call.as_object_mut() else {
+                return call;
+            };
+            if missing {
+                let id = loop {
+                    let id = format!("call_{round}_{made}");
+                    made += 1;
+                    if taken.insert(id.clone()) {
+                        break id;
+                    }
+                };
+                fields.insert("id".into(), json!(id));
+            }
+            if let Some(args) = fields
+                .get_mut("function")
+                .and_then(Value::as_object_mut)
+                .and_then(|f| f.get_mut("arguments"))
+                && !args.is_string()
+                && !args.is_null()
+            {
+                *args = Value::String(args.to_string());
+            }
+            call
+        })
+        .collect()
 }
 
 /// A token count of a reply's `usage`: a whole number, else a number or numeric text read up
@@ -438,17 +457,31 @@ mod tests {
     }
 
     #[test]
-    fn a_tool_call_goes_back_with_an_id_and_its_arguments_as_text() {
+    fn a_tool_call_goes_back_with_an_id_of_its_own_and_its_arguments_as_text() {
         let sent = json!({"type": "function", "function": {"name": "doc_read", "arguments": {"path": "a"}}});
-        let back = wire_call(&sent, 2, 1);
-        assert_eq!(back["id"], "call_2_1");
-        assert_eq!(back["function"]["arguments"], "{\"path\":\"a\"}");
-        assert_eq!(back["type"], "function");
-        let sent = json!({"id": "abc", "function": {"name": "x", "arguments": "{}"}});
+        let back = wire_calls(std::slice::from_ref(&sent), 2);
+        assert_eq!(back[0]["id"], "call_2_0");
+        assert_eq!(back[0]["function"]["arguments"], "{\"path\":\"a\"}");
+        assert_eq!(back[0]["type"], "function");
+        let well_formed = json!({"id": "abc", "function": {"name": "x", "arguments": "{}"}});
         assert_eq!(
-            wire_call(&sent, 1, 0),
-            sent,
+            wire_calls(std::slice::from_ref(&well_formed), 1),
+            [well_formed.clone()],
             "a well-formed call is sent back as it came"
+        );
+        // Made-up ids are unlike the ids the service gave, and an empty id is none.
+        let calls = [
+            json!({"function": {"name": "x", "arguments": "{}"}}),
+            json!({"id": "call_1_0", "function": {"name": "x", "arguments": "{}"}}),
+            json!({"id": "", "function": {"name": "x", "arguments": "{}"}}),
+        ];
+        let ids: Vec<Value> = wire_calls(&calls, 1)
+            .iter()
+            .map(|c| c["id"].clone())
+            .collect();
+        assert_eq!(
+            ids,
+            [json!("call_1_1"), json!("call_1_0"), json!("call_1_2")]
         );
     }
 }
