@@ -123,7 +123,13 @@ function route() {
     select.value = named;
     setProject(named);
   }
-  const hash = decodeURIComponent(path);
+  let hash;
+  try {
+    hash = decodeURIComponent(path);
+  } catch {
+    mount(view, errorBox(new Error("This link is malformed: it names no page of the UI.")));
+    return;
+  }
   const [name, ...rest] = hash.split("/");
   const arg = rest.join("/");
   for (const a of document.querySelectorAll("#nav a")) {

@@ -5,6 +5,16 @@ import { getJson, post, projectBase } from "./api.js";
 import { badge, errorBox, h, mount, runHref, time } from "./dom.js";
 import { followTenant } from "./runs.js";
 
+/** What an answer's reply says: applied, counted toward a quorum, or ignored. */
+function answered(r) {
+  if (r && r.pending && r.applied === false && !r.ignored) {
+    const got = (r.pending.approvals || []).length;
+    return `Approval counted: ${got} of the ${r.pending.quorum} the item needs. `;
+  }
+  if (r && r.applied === false) return "The answer was ignored (the item was no longer open, or this person had answered it). ";
+  return "Answered: the run moves on. ";
+}
+
 export async function inboxView(ctx, view) {
   const base = projectBase(ctx);
   const list = h("div", { id: "inbox-items" });
@@ -33,13 +43,25 @@ export async function inboxView(ctx, view) {
       if (e.name !== "AbortError") mount(message, errorBox(e));
       return;
     }
+    // A read that worked clears a failure it follows (the server was away, and is back).
+    if (message.querySelector(".error")) mount(message);
     const keep = new Map();
     for (const el of list.children) if (answering.has(el.dataset.item)) keep.set(el.dataset.item, el);
-    if (!items.length) {
+    // A card being answered whose item is no longer pending (answered elsewhere, expired)
+    // stays, with what was typed, and says so: its answer would be ignored.
+    const open = new Set(items.map((it) => it.id));
+    const gone = [...keep.entries()].filter(([id]) => !open.has(id)).map(([, el]) => el);
+    for (const el of gone) {
+      if (!el.querySelector(".closed-elsewhere")) {
+        el.append(h("p", { class: "error closed-elsewhere" },
+          "This item is no longer open (answered elsewhere, or expired): an answer sent now is ignored."));
+      }
+    }
+    if (!items.length && !gone.length) {
       mount(list, h("p", {}, "Nothing waiting for an answer."));
       return;
     }
-    mount(list, items.map((it) => keep.get(it.id) || card(it)));
+    mount(list, [...items.map((it) => keep.get(it.id) || card(it)), ...gone]);
   }
 
   function card(it) {
@@ -61,7 +83,7 @@ export async function inboxView(ctx, view) {
     // A card being answered — focused, holding text not yet sent, with its answer on the
     // way, or showing why its answer was refused — is kept as it is.
     const typed = () => [...el.querySelectorAll("textarea")].some((t) => t.value.trim() !== "");
-    const busy = () => !!el.dataset.sending || !!el.querySelector(".error");
+    const busy = () => !!el.dataset.sending || !!el.querySelector(".error:not(.closed-elsewhere)");
     el.addEventListener("focusin", () => answering.add(it.id));
     el.addEventListener("input", () => answering.add(it.id));
     el.addEventListener("focusout", () => {
@@ -91,7 +113,7 @@ export async function inboxView(ctx, view) {
       try {
         const r = await post(`${base}/inbox/${encodeURIComponent(it.id)}/answer`, body);
         answering.delete(it.id);
-        mount(message, h("p", { class: "ok" }, r && r.applied === false ? "The answer was ignored (the item was no longer open)." : "Answered: the run moves on. ",
+        mount(message, h("p", { class: "ok" }, answered(r),
           readable ? h("a", { href: runHref(ctx, it.workflowRunId) }, "Open the run") : null));
         await load();
       } catch (e) {

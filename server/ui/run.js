@@ -123,7 +123,8 @@ export async function runView(ctx, view, id) {
     const again = !run.parentRunId;
     mount(actions,
       !ended(s) ? act("Cancel", "cancel", { reason: "cancelled from the web UI" }, () => "Cancellation requested.") : null,
-      !ended(s) && s !== "PAUSED" ? act("Pause", "pause", { reason: "paused from the web UI" }, () => "Paused.") : null,
+      // A BLOCKED run is not paused (the server refuses it): it waits for a cancel.
+      !ended(s) && s !== "PAUSED" && s !== "BLOCKED" ? act("Pause", "pause", { reason: "paused from the web UI" }, () => "Paused.") : null,
       s === "PAUSED" ? act("Resume", "resume", {}, () => "Resumed.") : null,
       // A retry begins again at the state the run ended in; which definition is the
       // operator's explicit choice.
@@ -163,7 +164,7 @@ export async function runView(ctx, view, id) {
   const ticker = setInterval(() => {
     if (ctx.signal.aborted) { clearInterval(ticker); return; }
     const el = document.getElementById("run-duration");
-    if (el && !run.finishedAt && !ended(run.status)) el.textContent = duration(Date.now() - run.createdAt);
+    if (el && !run.finishedAt && !ended(run.status) && run.status !== "BLOCKED") el.textContent = duration(Date.now() - run.createdAt);
   }, 1000);
   ctx.signal.addEventListener("abort", () => clearInterval(ticker));
 
@@ -172,8 +173,15 @@ export async function runView(ctx, view, id) {
     try {
       run = await getJson(base, ctx.signal);
       render();
+      // A read that worked clears the failure of one before it (the server was away, and
+      // is back); what an action answered stays.
+      if (actionMsg.querySelector("[data-read-failed]")) mount(actionMsg);
     } catch (e) {
-      if (e.name !== "AbortError") mount(actionMsg, errorBox(e));
+      if (e.name !== "AbortError") {
+        const box = errorBox(e);
+        box.dataset.readFailed = "1";
+        mount(actionMsg, box);
+      }
     }
   }
   const soon = () => {
@@ -203,7 +211,8 @@ export async function runView(ctx, view, id) {
       }
       await refresh();
       if (ended(run.status)) return;
-      await new Promise((r) => setTimeout(r, 2000));
+      // A BLOCKED run moves only when it is cancelled: looked at again less often.
+      await new Promise((r) => setTimeout(r, run.status === "BLOCKED" ? 15000 : 2000));
     }
   }
 }

@@ -88,6 +88,7 @@ mod triggers_postgres;
 mod triggers_schedule;
 mod triggers_webhook;
 mod ui_assets;
+mod ui_answers;
 mod ui_browser;
 mod ui_usability;
 mod webhook_verify;

@@ -1,0 +1,106 @@
+//! The web UI's answers and failures as people meet them, in a real headless Chromium against a
+//! real `magrathea serve`: an approval that counts toward a quorum says so, an item answered
+//! elsewhere while a comment is being typed keeps the comment and says it closed, a malformed
+//! link says so, and a read that fails while the server is away is cleared once it is back.
+
+use crate::http_common;
+use crate::ui_common;
+
+use http_common::ACME;
+use serde_json::json;
+use ui_common::Ui;
+
+const QUORUM: &str = r#"
+start: review
+states:
+  review:
+    type: gate_task
+    inbox: { kind: APPROVAL, title: "Two of us", quorum: 2 }
+    on: { approved: done }
+    catch: { human_rejected: done }
+  done: { type: terminal }
+"#;
+
+#[tokio::test(flavor = "multi_thread")]
+async fn an_approval_below_the_quorum_is_said_to_count() {
+    let ui = Ui::start().await;
+    http_common::write(&ui.root.join("acme/shop/_vance/workflows/two.yaml"), QUORUM);
+    let run = ui.start_run("two", ACME).await;
+    ui.wait_status(&run, &["WAITING"]).await;
+    ui.sign_in(ACME).await;
+    ui.view("#/inbox").await;
+    ui.click("#inbox-items button[data-answer=approve]").await;
+    let said = ui
+        .wait_js(
+            "const m = document.getElementById('inbox-message'); \
+             return m && m.textContent.trim() ? m.textContent : null;",
+            "the answer's message",
+        )
+        .await;
+    assert!(
+        said.as_str()
+            .is_some_and(|t| t.contains("Approval counted: 1 of the 2")),
+        "{said}"
+    );
+    ui.close().await;
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn an_item_answered_elsewhere_keeps_the_comment_being_typed_and_says_it_closed() {
+    let ui = Ui::start().await;
+    let run = ui.start_run("approve", ACME).await;
+    ui.wait_status(&run, &["WAITING"]).await;
+    ui.sign_in(ACME).await;
+    ui.view("#/inbox").await;
+    ui.wait_js(
+        "return document.querySelectorAll('#inbox-items article').length === 1",
+        "the pending item",
+    )
+    .await;
+    ui.js(
+        "const t = document.querySelector('#inbox-items textarea[name=comment]'); \
+         t.focus(); t.value = 'my reasons'; \
+         t.dispatchEvent(new Event('input', {bubbles: true})); return null;",
+        vec![],
+    )
+    .await;
+    ui.answer_over_the_api(json!({"kind": "approve"})).await;
+    ui.wait_status(&run, &["DONE"]).await;
+    let note = ui
+        .wait_js(
+            "const n = document.querySelector('#inbox-items .closed-elsewhere'); \
+             return n ? n.textContent : null;",
+            "the note that the item closed",
+        )
+        .await;
+    assert!(
+        note.as_str().is_some_and(|t| t.contains("no longer open")),
+        "{note}"
+    );
+    let kept = ui
+        .js(
+            "return document.querySelector('#inbox-items textarea[name=comment]').value;",
+            vec![],
+        )
+        .await;
+    assert_eq!(kept, json!("my reasons"));
+    ui.close().await;
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_malformed_link_says_so() {
+    let ui = Ui::start().await;
+    ui.sign_in(ACME).await;
+    ui.view("#/run/%E0%A4%A").await;
+    let said = ui
+        .wait_js(
+            "const e = document.querySelector('#view .error'); return e ? e.textContent : null;",
+            "the error",
+        )
+        .await;
+    assert!(
+        said.as_str().is_some_and(|t| t.contains("malformed")),
+        "{said}"
+    );
+    ui.close().await;
+}
