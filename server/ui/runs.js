@@ -106,14 +106,18 @@ export async function runsView(ctx, view) {
   search.addEventListener("submit", async (ev) => {
     ev.preventDefault();
     const typed = runId.value.trim();
-    // The list shows the first characters of each id: those open the run they name, when
-    // one run on the page begins with them.
-    const prefix = typed.replace(/…$/, "");
+    // The list shows each id's first and last characters (`0195f3a2…9c41d7`): those open the
+    // run they name, and so do first characters alone, when one run of the page has them.
+    const [head, tail = ""] = typed.split("…");
     const listed = [...body.querySelectorAll("tr[data-run]")]
       .map((tr) => tr.dataset.run)
-      .filter((id) => prefix && id.startsWith(prefix));
-    const id = listed.length === 1 ? listed[0] : typed;
+      .filter((id) => head && id.startsWith(head) && id.endsWith(tail));
     mount(found);
+    if (listed.length > 1) {
+      mount(found, errorBox(new Error(`${listed.length} runs of this page match ${typed}: give more of the id.`)));
+      return;
+    }
+    const id = listed.length === 1 ? listed[0] : typed;
     try {
       await getJson(`${base}/workflows/runs/${encodeURIComponent(id)}`, ctx.signal);
       location.hash = runHref(ctx, id);
@@ -142,7 +146,7 @@ function row(ctx, run, now) {
   const end = run.finishedAt || now;
   const id = run.workflowRunId;
   return h("tr", { "data-run": id, "data-status": run.status },
-    h("td", {}, h("a", { href: runHref(ctx, id), class: "mono", title: id, "aria-label": `Run ${id}` }, id.slice(0, 12) + "…"),
+    h("td", {}, h("a", { href: runHref(ctx, id), class: "mono", title: id, "aria-label": `Run ${id}` }, shortId(id)),
       run.parentRunId ? h("span", { class: "muted" }, " (sub-run)") : null),
     h("td", {}, run.workflowName),
     h("td", {}, badge(run.status)),
@@ -193,4 +197,10 @@ export function followTenant(ctx, indicator, reload) {
 export async function workflowList(ctx) {
   const list = await getJson(`${projectBase(ctx)}/workflows`, ctx.signal);
   return (list || []).map((w) => w.name);
+}
+
+/** A run id as the list shows it: its first characters (the time it was made, shared by runs
+ * started in the same millisecond, a parent and its sub-run often) and its last (random). */
+function shortId(id) {
+  return id.length > 16 ? `${id.slice(0, 8)}…${id.slice(-6)}` : id;
 }

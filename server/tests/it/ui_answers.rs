@@ -1,8 +1,7 @@
-//! The web UI's answers and failures as people meet them, in a real headless Chromium against a
-//! real `magrathea serve`: an approval that counts toward a quorum says so, an item answered
-//! elsewhere while a comment is being typed keeps the comment and says it closed, a malformed
-//! link says so, and a read that fails while the server is away is cleared once it is back.
-
+//! The web UI's answers, failures and short ids as people meet them, in a real headless
+//! Chromium against a real `magrathea serve`: an approval that counts toward a quorum says so,
+//! an item answered elsewhere while a comment is being typed keeps the comment and says it
+//! closed, a malformed link says so, and the short id the runs list shows opens its run.
 use crate::http_common;
 use crate::ui_common;
 
@@ -102,5 +101,40 @@ async fn a_malformed_link_says_so() {
         said.as_str().is_some_and(|t| t.contains("malformed")),
         "{said}"
     );
+    ui.close().await;
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn the_short_id_the_list_shows_opens_its_run() {
+    let ui = Ui::start().await;
+    let parent = ui.start_run("parent", ACME).await;
+    ui.wait_status(&parent, &["WAITING"]).await;
+    ui.sign_in(ACME).await;
+    ui.view("#/runs").await;
+    let shown = ui
+        .wait_js(
+            "const a = [...document.querySelectorAll('tr[data-run] td:first-child a')] \
+               .map(a => [a.closest('tr').dataset.run, a.textContent]); \
+             return a.length === 2 ? a : null;",
+            "the run and its sub-run",
+        )
+        .await;
+    let rows = shown.as_array().unwrap();
+    assert_ne!(rows[0][1], rows[1][1], "two runs, two short ids: {rows:?}");
+    let sub = rows.iter().find(|r| r[0] != json!(parent)).unwrap();
+    let short = sub[1].as_str().unwrap();
+    assert!(short.contains('…') && short.len() < 32, "{short}");
+    ui.js(
+        "const i = document.getElementById('run-search'); i.value = arguments[0]; \
+         i.form.requestSubmit(); return null;",
+        vec![json!(short)],
+    )
+    .await;
+    ui.wait_js_args(
+        "const e = document.getElementById('run-id'); return e && e.textContent === arguments[0];",
+        vec![sub[0].clone()],
+        "the sub-run opened by its short id",
+    )
+    .await;
     ui.close().await;
 }
