@@ -204,16 +204,18 @@ async fn a_workflow_that_starts_itself_stops_at_the_trigger_chains_depth() {
     let first = e.run("again", json!({})).await;
     assert_eq!(first.result, Some(json!("ok")), "{first:?}");
     // Each run starts the next and ends; the chain's bound refuses the 17th start.
-    let mut runs = Vec::new();
-    for _ in 0..500 {
-        runs = e
-            .engine
+    let runs_of_again = || {
+        e.engine
             .list_runs(&magrathea_core::RunFilter {
                 workflow: Some("again".into()),
                 limit: 1_000,
                 ..Default::default()
             })
-            .unwrap();
+            .unwrap()
+    };
+    let mut runs = Vec::new();
+    for _ in 0..500 {
+        runs = runs_of_again();
         if runs.iter().any(|r| r.status == RunStatus::Failed) {
             break;
         }
@@ -231,14 +233,7 @@ async fn a_workflow_that_starts_itself_stops_at_the_trigger_chains_depth() {
         "{last:?}"
     );
     tokio::time::sleep(Duration::from_millis(200)).await;
-    let all = e
-        .engine
-        .list_runs(&magrathea_core::RunFilter {
-            workflow: Some("again".into()),
-            limit: 1_000,
-            ..Default::default()
-        })
-        .unwrap();
+    let all = runs_of_again();
     assert_eq!(all.len(), 17, "the first run and the 16 it chained");
 }
 
