@@ -67,22 +67,26 @@ pub(crate) fn check_states(
         }
         for c in &s.catch {
             let key = c.kind.as_str();
-            // `on:` is tried first (`PlanState::route`) and takes an outcome it names exactly,
-            // wherever it leads: an entry each of whose outcomes an `on:` entry takes is never
-            // taken (said once, where an `on:` entry leads elsewhere). An `on:` entry of an
-            // outcome the task never ends with (the alias `human_rejected`, where a gate ends
-            // `rejected`) takes nothing from it; whether it can happen is said there.
-            let caught: Vec<&str> = of_type
+            // An entry that `on:` leaves no outcome to is never taken: of the outcomes the
+            // task can end with, those the resolver would give this entry without `on:`, it
+            // gives to an `on:` entry (said once, where one leads elsewhere). Whether an
+            // outcome can happen is said at its own entry.
+            let outcomes: Vec<&str> = of_type.iter().map(|p| p.outcome.as_str()).collect();
+            let reached: Vec<&str> = outcomes
                 .iter()
-                .filter(|p| p.outcome.catch_kind() == Some(c.kind))
-                .map(|p| p.outcome.as_str())
+                .copied()
+                .filter(|o| resolved(s, o, false) == Some(Taker::Catch(c.kind)))
                 .collect();
-            let firsts: Vec<_> = caught
-                .iter()
-                .filter_map(|o| s.on.iter().find(|t| t.outcome == *o))
-                .collect();
-            if !caught.is_empty() && firsts.len() == caught.len() {
-                if let Some(on) = firsts.iter().find(|t| t.target != c.target) {
+            if !reached.is_empty()
+                && !outcomes
+                    .iter()
+                    .any(|o| resolved(s, o, true) == Some(Taker::Catch(c.kind)))
+            {
+                let first = reached.iter().find_map(|o| match resolved(s, o, true) {
+                    Some(Taker::On(i)) if s.on[i].target != c.target => Some(&s.on[i]),
+                    _ => None,
+                });
+                if let Some(on) = first {
                     ctx.warn(
                         c.span,
                         Code::ShadowedCatch,
@@ -177,6 +181,45 @@ fn article(word: &str) -> &'static str {
     clippy::too_many_arguments,
     reason = "one call site per transition block"
 )]
+/// Which entry of a state routes an outcome.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Taker {
+    /// The `on:` entry at this index.
+    On(usize),
+    /// The `catch:` entry of this kind.
+    Catch(ErrorKind),
+}
+
+/// The entry that routes `outcome` in state `s`, as `PlanState::route` resolves it: an exact
+/// `on:` entry, else the `catch:` entry of its kind; a timeout then as the kind it stands for
+/// in this task type; a failure of the task then as `failure`. Without `on:` entries when
+/// `with_on` is false.
+fn resolved(s: &StateSpec, outcome: &str, with_on: bool) -> Option<Taker> {
+    let exactly = |o: &str| {
+        with_on
+            .then(|| s.on.iter().position(|t| t.outcome == o))
+            .flatten()
+            .map(Taker::On)
+            .or_else(|| {
+                let kind = ErrorKind::parse(o)?;
+                s.catch
+                    .iter()
+                    .any(|c| c.kind == kind)
+                    .then_some(Taker::Catch(kind))
+            })
+    };
+    let kind = ErrorKind::parse(outcome);
+    exactly(outcome)
+        .or_else(|| {
+            let stands_for = s.task_type.timeout_stands_for()?;
+            (kind == Some(ErrorKind::Timeout)).then(|| exactly(stands_for.as_str()))?
+        })
+        .or_else(|| {
+            kind.is_some_and(ErrorKind::is_task_failure)
+                .then(|| exactly(ErrorKind::Failure.as_str()))?
+        })
+}
+
 fn transition(
     ctx: &mut Ctx<'_>,
     s: &StateSpec,
