@@ -5,6 +5,19 @@ import { getJson, post, projectBase } from "./api.js";
 import { badge, errorBox, h, mount, runHref, time } from "./dom.js";
 import { followTenant } from "./runs.js";
 
+/** Makes `next` the children of `parent` without taking out the ones it keeps: a card being
+ * typed in keeps its focus and what is typed next (taking a node out of the page drops its
+ * focus, and putting it back does not restore it). Kept cards stay in their order. */
+function keepInPlace(parent, next) {
+  const wanted = new Set(next);
+  for (const el of [...parent.children]) if (!wanted.has(el)) el.remove();
+  let at = parent.firstElementChild;
+  for (const el of next) {
+    if (el === at) at = at.nextElementSibling;
+    else parent.insertBefore(el, at);
+  }
+}
+
 /** What an answer's reply says: applied, counted toward a quorum, or ignored. */
 function answered(r) {
   if (r && r.pending && r.applied === false && !r.ignored) {
@@ -61,7 +74,7 @@ export async function inboxView(ctx, view) {
       mount(list, h("p", {}, "Nothing waiting for an answer."));
       return;
     }
-    mount(list, [...items.map((it) => keep.get(it.id) || card(it)), ...gone]);
+    keepInPlace(list, [...items.map((it) => keep.get(it.id) || card(it)), ...gone]);
   }
 
   function card(it) {

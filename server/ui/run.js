@@ -195,6 +195,8 @@ export async function runView(ctx, view, id) {
     while (!ctx.signal.aborted) {
       try {
         await events(`${base}/events`, (name, rec) => {
+          // The stream answers again: a read that failed while the server was away is over.
+          if (actionMsg.querySelector("[data-read-failed]")) mount(actionMsg);
           if (name !== "record" || typeof rec !== "object") return;
           const fresh = !records.some((x) => x.seq === rec.seq);
           addRecord(rec);

@@ -1,7 +1,8 @@
 //! The web UI's answers, failures and short ids as people meet them, in a real headless
 //! Chromium against a real `magrathea serve`: an approval that counts toward a quorum says so,
 //! an item answered elsewhere while a comment is being typed keeps the comment and says it
-//! closed, a malformed link says so, and the short id the runs list shows opens its run.
+//! closed, a card being typed in keeps its focus across a refresh, a malformed link says so,
+//! and the short id the runs list shows opens its run.
 use crate::http_common;
 use crate::ui_common;
 
@@ -136,5 +137,47 @@ async fn the_short_id_the_list_shows_opens_its_run() {
         "the sub-run opened by its short id",
     )
     .await;
+    ui.close().await;
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn typing_in_a_card_goes_on_across_the_inbox_refresh() {
+    let ui = Ui::start().await;
+    let first = ui.start_run("approve", ACME).await;
+    ui.wait_status(&first, &["WAITING"]).await;
+    ui.sign_in(ACME).await;
+    ui.view("#/inbox").await;
+    ui.wait_js(
+        "return document.querySelectorAll('#inbox-items article').length === 1",
+        "the pending item",
+    )
+    .await;
+    ui.js(
+        "const t = document.querySelector('#inbox-items textarea[name=comment]'); \
+         t.focus(); t.value = 'abc'; \
+         t.dispatchEvent(new Event('input', {bubbles: true})); return null;",
+        vec![],
+    )
+    .await;
+    // A second item makes the inbox reload while the first card is being typed in.
+    let second = ui.start_run("approve", ACME).await;
+    ui.wait_status(&second, &["WAITING"]).await;
+    ui.wait_js(
+        "return document.querySelectorAll('#inbox-items article').length === 2",
+        "the second item",
+    )
+    .await;
+    let focused = ui
+        .js(
+            "const a = document.activeElement; \
+             return a && a.name === 'comment' ? a.value : null;",
+            vec![],
+        )
+        .await;
+    assert_eq!(
+        focused,
+        json!("abc"),
+        "the box keeps the focus and the text"
+    );
     ui.close().await;
 }
