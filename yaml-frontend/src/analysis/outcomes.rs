@@ -177,10 +177,6 @@ fn article(word: &str) -> &'static str {
     }
 }
 
-#[allow(
-    clippy::too_many_arguments,
-    reason = "one call site per transition block"
-)]
 /// Which entry of a state routes an outcome.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 enum Taker {
@@ -220,6 +216,10 @@ fn resolved(s: &StateSpec, outcome: &str, with_on: bool) -> Option<Taker> {
         })
 }
 
+#[allow(
+    clippy::too_many_arguments,
+    reason = "one call site per transition block"
+)]
 fn transition(
     ctx: &mut Ctx<'_>,
     s: &StateSpec,

@@ -221,11 +221,9 @@ fn a_catch_of_an_alias_beside_an_on_entry_of_the_alias_is_the_route_taken() {
     );
     // `on: failure` takes every failure of a shell step first (the resolver's fallback), so a
     // `catch: failure` elsewhere is never taken.
-    let shell = format!(
-        "start: s\nstates:\n  s:\n    type: shell_task\n    run: make\n    dirName: workspace\n    on: {{ success: a, failure: a }}\n    catch: {{ failure: b }}\n  a:\n    type: terminal\n  b:\n    type: terminal\n"
-    );
+    let shell = "start: s\nstates:\n  s:\n    type: shell_task\n    run: make\n    dirName: workspace\n    on: { success: a, failure: a }\n    catch: { failure: b }\n  a:\n    type: terminal\n  b:\n    type: terminal\n";
     assert_eq!(
-        warnings(&shell),
+        warnings(shell),
         [
             "wf.yaml:8:14: [MAG-YA011] state 's' has 'catch: failure' to 'b', which is never \
              taken: 'on: failure' (at 7:23) routes the outcome to 'a' first"
