@@ -45,8 +45,9 @@ async fn an_approval_below_the_quorum_is_said_to_count() {
     ui.close().await;
 }
 
-#[tokio::test(flavor = "multi_thread")]
-async fn an_item_answered_elsewhere_keeps_the_comment_being_typed_and_says_it_closed() {
+/// A served tree with one pending approval, its inbox open in the browser and `text` being
+/// typed into the card's comment box (focused); the browser and the approval's run.
+async fn typing_in_the_only_card(text: &str) -> (Ui, String) {
     let ui = Ui::start().await;
     let run = ui.start_run("approve", ACME).await;
     ui.wait_status(&run, &["WAITING"]).await;
@@ -59,11 +60,17 @@ async fn an_item_answered_elsewhere_keeps_the_comment_being_typed_and_says_it_cl
     .await;
     ui.js(
         "const t = document.querySelector('#inbox-items textarea[name=comment]'); \
-         t.focus(); t.value = 'my reasons'; \
+         t.focus(); t.value = arguments[0]; \
          t.dispatchEvent(new Event('input', {bubbles: true})); return null;",
-        vec![],
+        vec![json!(text)],
     )
     .await;
+    (ui, run)
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn an_item_answered_elsewhere_keeps_the_comment_being_typed_and_says_it_closed() {
+    let (ui, run) = typing_in_the_only_card("my reasons").await;
     ui.answer_over_the_api(json!({"kind": "approve"})).await;
     ui.wait_status(&run, &["DONE"]).await;
     let note = ui
@@ -142,23 +149,7 @@ async fn the_short_id_the_list_shows_opens_its_run() {
 
 #[tokio::test(flavor = "multi_thread")]
 async fn typing_in_a_card_goes_on_across_the_inbox_refresh() {
-    let ui = Ui::start().await;
-    let first = ui.start_run("approve", ACME).await;
-    ui.wait_status(&first, &["WAITING"]).await;
-    ui.sign_in(ACME).await;
-    ui.view("#/inbox").await;
-    ui.wait_js(
-        "return document.querySelectorAll('#inbox-items article').length === 1",
-        "the pending item",
-    )
-    .await;
-    ui.js(
-        "const t = document.querySelector('#inbox-items textarea[name=comment]'); \
-         t.focus(); t.value = 'abc'; \
-         t.dispatchEvent(new Event('input', {bubbles: true})); return null;",
-        vec![],
-    )
-    .await;
+    let (ui, first) = typing_in_the_only_card("abc").await;
     // A second item makes the inbox reload while the first card is being typed in.
     let second = ui.start_run("approve", ACME).await;
     ui.wait_status(&second, &["WAITING"]).await;
