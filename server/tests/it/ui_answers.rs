@@ -149,7 +149,7 @@ async fn the_short_id_the_list_shows_opens_its_run() {
 
 #[tokio::test(flavor = "multi_thread")]
 async fn typing_in_a_card_goes_on_across_the_inbox_refresh() {
-    let (ui, first) = typing_in_the_only_card("abc").await;
+    let (ui, _first) = typing_in_the_only_card("abc").await;
     // A second item makes the inbox reload while the first card is being typed in.
     let second = ui.start_run("approve", ACME).await;
     ui.wait_status(&second, &["WAITING"]).await;
