@@ -93,10 +93,18 @@ impl<'p> Ctx<'p> {
             );
             return;
         }
+        let hint = match &node.kind {
+            YamlKind::Str(s) if expected == "a mapping" => squeezed_key(s)
+                .map(|(k, v)| {
+                    format!("; a key needs a space after its ':' (`{k}: {v}`), or it is a string")
+                })
+                .unwrap_or_default(),
+            _ => String::new(),
+        };
         self.error(
             node.span,
             Code::WrongType,
-            format_args!("{what} is {}: expected {expected}", found(node)),
+            format_args!("{what} is {}: expected {expected}{hint}", found(node)),
         );
     }
 
@@ -274,6 +282,17 @@ fn quoted_start(s: &str) -> String {
         .take(WHOLE / 2)
         .collect();
     format!("{start}… ({chars} characters)")
+}
+
+/// `type:terminal`, a key and its value written without the space YAML needs after the colon
+/// (so the whole is one string): the two parts, when the text looks like that.
+fn squeezed_key(s: &str) -> Option<(&str, &str)> {
+    let (key, value) = s.split_once(':')?;
+    let key_like = !key.is_empty()
+        && key
+            .chars()
+            .all(|c| c.is_ascii_alphanumeric() || c == '_' || c == '-');
+    (key_like && !value.is_empty() && !value.starts_with([' ', '/'])).then_some((key, value))
 }
 
 pub(crate) fn found(node: &YamlNode) -> String {

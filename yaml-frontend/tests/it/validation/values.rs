@@ -340,6 +340,23 @@ fn a_long_prose_value_is_quoted_by_the_start_of_its_first_line() {
     );
 }
 
+/// `type:terminal` is one string to YAML (a key needs a space after its colon): the error
+/// says so, where the value is a string that looks like a key and its value; a URL is not one.
+#[test]
+fn a_key_without_a_space_after_its_colon_is_pointed_out() {
+    has(
+        "start: s\nstates:\n  s:\n    type:terminal\n",
+        "wf.yaml:4:5: [MAG-Y007] state 's' is a string 'type:terminal': expected a mapping; a key \
+         needs a space after its ':' (`type: terminal`), or it is a string",
+    );
+    let url = rendered("start: s\nstates:\n  s: http://example.com\n");
+    let d = url
+        .iter()
+        .find(|d| d.contains("[MAG-Y007]"))
+        .unwrap_or_else(|| panic!("{url:#?}"));
+    assert!(d.ends_with("expected a mapping"), "{d}");
+}
+
 #[test]
 fn parameter_schemas() {
     let text = format!("start: a\nparameters:\n  p1: {{ type: strng }}\n  p2: {{ type: integer, required: yes, default: \"x\" }}\n  p3: {{ required: true }}\nstates:\n{END}").replace("start: a", "start: end");
