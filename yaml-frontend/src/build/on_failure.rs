@@ -119,11 +119,28 @@ pub(super) fn on_failure(ctx: &mut Ctx<'_>, node: &YamlNode) -> crate::ast::Fail
             }
         }
         _ => {
+            // `fail-fast`, `failfast`, `fallback-step`: the word meant.
+            let hint = word
+                .as_deref()
+                .map(|w| {
+                    crate::suggest::hint(
+                        w,
+                        [
+                            "fail_fast",
+                            "continue_on_error",
+                            "fallback",
+                            "fallback_step",
+                            "compensate",
+                            "pause_for_approval",
+                        ],
+                    )
+                })
+                .unwrap_or_default();
             ctx.error(
                 word_node.span,
                 Code::InvalidValue,
                 format_args!(
-                    "'onFailure' is {}: expected one of {WORDS}",
+                    "'onFailure' is {}: expected one of {WORDS}{hint}",
                     found(word_node)
                 ),
             );

@@ -121,6 +121,10 @@ fn fallback_step_is_read_as_fallback() {
     }
     has(
         &format!("onFailure: {{ policy: fall_back, fallback: b }}\n{STATES}"),
-        "wf.yaml:1:22: [MAG-Y026] 'onFailure' is a string 'fall_back': expected one of fail_fast, continue_on_error, fallback (or fallback_step), compensate or pause_for_approval",
+        "wf.yaml:1:22: [MAG-Y026] 'onFailure' is a string 'fall_back': expected one of fail_fast, continue_on_error, fallback (or fallback_step), compensate or pause_for_approval (did you mean 'fallback'?)",
+    );
+    has(
+        &format!("onFailure: fail-fast\n{STATES}"),
+        "wf.yaml:1:12: [MAG-Y026] 'onFailure' is a string 'fail-fast': expected one of fail_fast, continue_on_error, fallback (or fallback_step), compensate or pause_for_approval (did you mean 'fail_fast'?)",
     );
 }
