@@ -23,6 +23,14 @@
 //! the last one answers the gate with `{approved: true, approvers}`. A rejection by an allowed
 //! approver rejects at once. The local `magrathea inbox answer` is the
 //! store owner's own hand and is not checked.
+//!
+//! Approvals arrive at once from many clients (and servers sharing a store), so each step that
+//! decides is one atomic catalog operation: an approver's vote is inserted if new (a repeat is
+//! told so exactly once), and the approval that reaches the quorum first inserts the decision
+//! (table `approval.decided`); any later one sends that same decision again (first answer wins
+//! at the gate, so a decider that stopped before sending is covered) and is not counted. A vote
+//! kept after its item stopped pending (answered or closed meanwhile) is taken back and its
+//! answer goes to the gate as a late one, which the engine records as ignored.
 
 use magrathea_core::{Catalog, GateAnswer, InboxItem, InboxStatus};
 use serde::{Deserialize, Serialize};
@@ -33,6 +41,8 @@ use super::error::ApiError;
 use super::state::AppState;
 
 const VOTES: &str = "approval.vote";
+/// The answer the quorum reached, by item: the first approval to reach it inserts it.
+const DECIDED: &str = "approval.decided";
 const REFUSALS: &str = "approval.refusal";
 /// The most refusals recorded for one item.
 pub(crate) const MAX_REFUSALS: usize = 100;
@@ -109,6 +119,14 @@ pub(crate) struct Refusal {
 pub(crate) enum Decision {
     /// Answer the gate with this.
     Answer(GateAnswer),
+    /// Answer the gate with the quorum's decision; `vote` (this approval's, counted in it) is
+    /// taken back if the gate turns out closed.
+    Quorum {
+        /// The decision.
+        answer: GateAnswer,
+        /// The vote this approval kept.
+        vote: Option<Vote>,
+    },
     /// An approval was counted; the quorum is not reached.
     Pending {
         /// Who approved so far.
@@ -117,7 +135,29 @@ pub(crate) enum Decision {
         quorum: u32,
         /// The approver had approved before: this approval changed nothing.
         repeated: bool,
+        /// The approval as given, sent as a late answer if the item turns out closed.
+        answer: GateAnswer,
+        /// The vote this approval kept, if it kept one: taken back in that case.
+        vote: Option<Vote>,
     },
+}
+
+/// A vote one approval kept, to take back when the answer it was for is not counted.
+#[derive(Debug)]
+pub(crate) struct Vote {
+    key: String,
+}
+
+impl Vote {
+    /// Removes the vote: the approval it stands for reached a gate that was no longer
+    /// pending. A failure only leaves it listed, and is logged.
+    pub(crate) fn take_back(self, state: &AppState) {
+        if let Err(e) =
+            catalog(state).and_then(|c| Ok(c.delete(VOTES, std::slice::from_ref(&self.key))?))
+        {
+            tracing::warn!(vote = %self.key, error = ?e, "could not take back an approval's vote");
+        }
+    }
 }
 
 fn catalog(state: &AppState) -> Result<&dyn Catalog, ApiError> {
@@ -193,20 +233,42 @@ pub(crate) fn check(
         return Ok(Decision::Answer(answer));
     }
     let c = catalog(state)?;
-    let repeated = votes(c, &item.id)?.contains(&who.subject);
-    if !repeated {
-        c.put(VOTES, &format!("{}/{}", item.id, who.subject), b"1")?;
-    }
+    // One atomic insert: of an approver's approvals arriving together, one keeps the vote.
+    let key = format!("{}/{}", item.id, who.subject);
+    let repeated = c.insert_new(VOTES, &key, b"1")?.is_some();
+    let vote = (!repeated).then_some(Vote { key });
     let approvals = votes(c, &item.id)?;
     if approvals.len() < rules.quorum as usize {
         return Ok(Decision::Pending {
             approvals,
             quorum: rules.quorum,
             repeated,
+            answer,
+            vote,
         });
     }
+    // The quorum is reached: the first approval to see it decides, with the approvers kept
+    // then; the others send that decision again and are not counted.
+    let decided = json!({ "approved": true, "approvers": approvals });
+    let bytes = serde_json::to_vec(&decided).map_err(ApiError::internal)?;
     let mut answer = answer;
-    answer.value = json!({ "approved": true, "approvers": approvals });
+    match c.insert_new(DECIDED, &item.id, &bytes)? {
+        None => {
+            answer.value = decided;
+            return Ok(Decision::Quorum { answer, vote });
+        }
+        Some(earlier) => {
+            let earlier: Value = serde_json::from_slice(&earlier).map_err(ApiError::internal)?;
+            let counted = earlier
+                .get("approvers")
+                .and_then(Value::as_array)
+                .is_some_and(|a| a.iter().any(|v| v.as_str() == Some(&who.subject)));
+            if let Some(vote) = vote.filter(|_| !counted) {
+                vote.take_back(state);
+            }
+            answer.value = earlier;
+        }
+    }
     Ok(Decision::Answer(answer))
 }
 
@@ -221,9 +283,23 @@ pub(crate) fn votes(catalog: &dyn Catalog, item: &str) -> Result<Vec<String>, Ap
     Ok(out)
 }
 
-/// The approvals counted towards `item`'s quorum: those kept while it was short of its
-/// quorum, else (an approval that needed one) the approver of its applied answer.
+/// The approvals counted towards `item`'s quorum: for an approval its quorum answered, the
+/// approvers its answer names; else those kept while it was short of its quorum, else (an
+/// approval that needed one) the approver of its applied answer.
 pub(crate) fn counted(catalog: &dyn Catalog, item: &InboxItem) -> Result<Vec<String>, ApiError> {
+    let decided = item
+        .answer
+        .as_ref()
+        .filter(|_| item.status == InboxStatus::Answered)
+        .and_then(|a| a.value.get("approvers"))
+        .and_then(Value::as_array);
+    if let Some(approvers) = decided {
+        return Ok(approvers
+            .iter()
+            .filter_map(Value::as_str)
+            .map(str::to_owned)
+            .collect());
+    }
     let kept = votes(catalog, &item.id)?;
     if !kept.is_empty() || item.status != InboxStatus::Answered {
         return Ok(kept);

@@ -421,13 +421,19 @@ pub(crate) async fn answer_item(
         ));
     }
     let answer = answer.by(who.subject.clone());
-    let answer = match super::approvers::check(state, item, answer, who)? {
-        super::approvers::Decision::Answer(a) => a,
-        super::approvers::Decision::Pending {
+    use super::approvers::Decision;
+    let decision = super::approvers::check(state, item, answer, who)?;
+    let pending =
+        matches!(decision, Decision::Pending { .. }) && still_pending(state, item).await?;
+    let (answer, vote) = match decision {
+        Decision::Answer(a) => (a, None),
+        Decision::Quorum { answer, vote } => (answer, vote),
+        Decision::Pending {
             approvals,
             quorum,
             repeated,
-        } => {
+            ..
+        } if pending => {
             let run = super::runs::dto(state, item.workflow_run_id).await?;
             return Ok(Answered {
                 applied: false,
@@ -436,6 +442,14 @@ pub(crate) async fn answer_item(
                 run: super::visible::visible_run(&run, &run.run, who),
                 pending: Some(serde_json::json!({ "approvals": approvals, "quorum": quorum })),
             });
+        }
+        // The item was answered or closed while the vote was kept: the vote is taken back
+        // and the approval reaches the gate as a late answer (recorded as ignored).
+        Decision::Pending { answer, vote, .. } => {
+            if let Some(vote) = vote {
+                vote.take_back(state);
+            }
+            (answer, None)
         }
     };
     let ack = match state.engine.answer_gate(&item.id, answer).await {
@@ -465,6 +479,10 @@ pub(crate) async fn answer_item(
         }
         Err(e) => return Err(ApiError::from(e)),
     };
+    // A quorum's decision that found the gate closed counts no vote of this approval.
+    if let Some(vote) = vote.filter(|_| ack == AnswerAck::Ignored) {
+        vote.take_back(state);
+    }
     Ok(Answered {
         applied: ack == AnswerAck::Applied,
         ignored: ack == AnswerAck::Ignored,
@@ -474,6 +492,18 @@ pub(crate) async fn answer_item(
         },
         pending: None,
     })
+}
+
+/// Whether `item` is still pending, read again (an approval kept towards its quorum counts
+/// only if it was kept while the item pended).
+async fn still_pending(state: &AppState, item: &InboxItem) -> Result<bool, ApiError> {
+    let id = item.id.clone();
+    let fresh = state
+        .journal_read(&state.tenant_of(item.workflow_run_id), move |engine| {
+            engine.inbox_item_of(&id, |_| true)
+        })
+        .await?;
+    Ok(fresh.is_ok_and(|i| i.status == InboxStatus::Pending))
 }
 
 /// The answer bodies an item of this kind takes, as this API spells them.

@@ -422,7 +422,7 @@ async fn a_rejection_nothing_routes_fails_the_run_with_approval_rejected() {
 }
 
 /// Tokens with roles: `ops-bob` (role ops), `dev-carol` (role dev), of tenant acme.
-fn approver_tokens(root: &std::path::Path) {
+pub(crate) fn approver_tokens(root: &std::path::Path) {
     let mut tokens = std::fs::read_to_string(root.join("_auth/tokens.yaml")).unwrap();
     tokens.push_str(
         "  - token: ops-bob\n    tenant: acme\n    subject: bob\n    scopes: [workflow.read, workflow.run]\n    roles: [ops]\n\
@@ -432,7 +432,7 @@ fn approver_tokens(root: &std::path::Path) {
     write(&root.join("_auth/tokens.yaml"), &tokens);
 }
 
-const GUARDED: &str = "start: review\nstates:\n  review:\n    type: gate_task\n    inbox:\n      kind: APPROVAL\n      title: Deploy?\n      approvers: { roles: [ops], users: [alice] }\n      quorum: 2\n      selfApproval: false\n    on:\n      approved: done\n      rejected: stopped\n  done: { type: terminal, result: deployed }\n  stopped: { type: terminal, result: stopped }\n";
+pub(crate) const GUARDED: &str = "start: review\nstates:\n  review:\n    type: gate_task\n    inbox:\n      kind: APPROVAL\n      title: Deploy?\n      approvers: { roles: [ops], users: [alice] }\n      quorum: 2\n      selfApproval: false\n    on:\n      approved: done\n      rejected: stopped\n  done: { type: terminal, result: deployed }\n  stopped: { type: terminal, result: stopped }\n";
 
 #[tokio::test]
 async fn approvers_quorum_and_self_approval_are_enforced_and_refusals_recorded() {

@@ -13,6 +13,7 @@ mod serve_child;
 mod serve_run_trees;
 mod ui_common;
 
+mod approval_races;
 mod cli;
 mod cli_bench;
 mod cli_bounds;
