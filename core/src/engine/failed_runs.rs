@@ -2,7 +2,9 @@
 //!
 //! A failed commit leaves nothing of itself in the store, and the driver that made it leaves
 //! memory (fail-stop: its in-memory state is not trusted beyond the journal). The run is
-//! handed here. One task per engine probes the store with an empty commit, with a backoff from
+//! handed here. One task per engine probes the store ([`Store::probe`](crate::Store::probe):
+//! an empty commit, and room for one as large as the commit that failed, so that a run whose
+//! result cannot fit yet is not taken up only to run its task again), with a backoff from
 //! [`FIRST_WAIT`] to [`LONGEST_WAIT`] (the store reopens itself first, see
 //! [`JournalWriter::probe`](crate::JournalWriter::probe)), and once a commit succeeds it
 //! recovers every run handed to it from its journal. A recovery that fails again hands its run

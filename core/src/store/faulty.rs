@@ -16,6 +16,7 @@ pub struct FaultyStore<S> {
     inner: S,
     failures: Arc<AtomicU32>,
     delay_micros: AtomicU64,
+    room: Arc<AtomicU64>,
 }
 
 impl<S: Store> FaultyStore<S> {
@@ -25,6 +26,7 @@ impl<S: Store> FaultyStore<S> {
             inner,
             failures: Arc::new(AtomicU32::new(0)),
             delay_micros: AtomicU64::new(0),
+            room: Arc::new(AtomicU64::new(u64::MAX)),
         }
     }
 
@@ -37,6 +39,13 @@ impl<S: Store> FaultyStore<S> {
     /// Makes the next `n` commits fail.
     pub fn fail_next(&self, n: u32) {
         self.failures.store(n, Ordering::SeqCst);
+    }
+
+    /// A handle on the disk's room, in bytes of records (unlimited at first): a commit whose
+    /// records hold more fails as on a full disk, and so does a [`Store::probe`] for more; an
+    /// empty commit succeeds. Set it after the store moved into an engine.
+    pub fn room(&self) -> Arc<AtomicU64> {
+        self.room.clone()
     }
 
     /// A handle that can arm failures after the store moved into an engine.
@@ -56,6 +65,14 @@ impl<S: Store> Store for FaultyStore<S> {
                 "injected commit failure",
             )));
         }
+        let bytes: u64 = batches
+            .iter()
+            .flat_map(|b| &b.records)
+            .map(|r| r.bytes.len() as u64)
+            .sum();
+        if bytes > self.room.load(Ordering::SeqCst) {
+            return Err(no_room());
+        }
         let delay = self.delay_micros.load(Ordering::SeqCst);
         if delay > 0 {
             std::thread::sleep(Duration::from_micros(delay));
@@ -64,6 +81,13 @@ impl<S: Store> Store for FaultyStore<S> {
     }
     fn catalog(&self) -> Option<&dyn super::Catalog> {
         self.inner.catalog()
+    }
+
+    fn probe(&self, room: u64) -> Result<(), StoreError> {
+        if room > self.room.load(Ordering::SeqCst) {
+            return Err(no_room());
+        }
+        self.commit(&[])
     }
 
     fn maintain(&self) -> Result<(), StoreError> {
@@ -103,4 +127,12 @@ impl<S: Store> Store for FaultyStore<S> {
     fn find_idempotency_key(&self, key: &str) -> Result<Option<RunId>, StoreError> {
         self.inner.find_idempotency_key(key)
     }
+}
+
+/// A full disk's error.
+fn no_room() -> StoreError {
+    StoreError::io(std::io::Error::new(
+        std::io::ErrorKind::StorageFull,
+        "injected: no space left on device",
+    ))
 }

@@ -235,6 +235,17 @@ pub trait Store: Send + Sync + 'static {
         Ok(())
     }
 
+    /// Whether the store commits again after a commit failed, with room for a commit of about
+    /// `room` bytes of records (the size of the one that failed; 0 when none did): a disk that
+    /// takes an empty commit may still refuse the records a run in flight must journal, and
+    /// recovering the run then only runs its task again for nothing. The default commits
+    /// nothing ([`Store::commit`] of no batch); the redb store also writes and removes a
+    /// scratch file of that size beside its file.
+    fn probe(&self, room: u64) -> Result<(), StoreError> {
+        let _ = room;
+        self.commit(&[])
+    }
+
     /// Whether an I/O failure (a full disk) has left the store unable to answer reads until it
     /// recovers, though commits may still succeed: the redb store's folded tables, which its
     /// next operation or [`Store::maintain`] reopens. A server answers 503 rather than 500

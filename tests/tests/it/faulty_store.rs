@@ -187,3 +187,61 @@ async fn runs_caught_by_failed_commits_finish_and_nothing_acknowledged_is_lost()
         assert!(journal.windows(2).all(|w| w[0].seq + 1 == w[1].seq));
     }
 }
+
+/// Executions of [`big_output`].
+static BIG_OUTPUT_CALLS: AtomicU32 = AtomicU32::new(0);
+
+/// Returns 64 KiB of text: a result a nearly full disk cannot take.
+#[task]
+async fn big_output(_input: ()) -> Result<String, TaskError> {
+    BIG_OUTPUT_CALLS.fetch_add(1, Ordering::SeqCst);
+    Ok("a".repeat(64 << 10))
+}
+
+#[workflow]
+async fn one_big_step(ctx: Context, _input: ()) -> Result<usize, WorkflowError> {
+    Ok(ctx.task(big_output, ()).await?.len())
+}
+
+/// A disk with room for an empty commit but not for the result of the task in flight: the
+/// engine does not take the run up again (running the task again each time and counting the
+/// executions against `max_claim_attempts`, which would end it `[MAG-EN007]`) until a commit
+/// of that size fits; then the task runs once more and the run finishes.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_run_waits_for_room_for_its_result_not_only_for_an_empty_commit() {
+    let faulty = FaultyStore::new(MemoryStore::new());
+    let room = faulty.room();
+    let engine = Engine::builder()
+        .store(Arc::new(faulty))
+        .workflow(one_big_step)
+        .task(big_output)
+        .build()
+        .await
+        .unwrap();
+    room.store(4 << 10, Ordering::SeqCst);
+    let run = engine.start(one_big_step, ()).await.unwrap().id();
+    let deadline = std::time::Instant::now() + Duration::from_secs(30);
+    while engine.core().health() != magrathea::core::JournalHealth::CommitFailed {
+        assert!(
+            std::time::Instant::now() < deadline,
+            "the result never failed to commit"
+        );
+        tokio::time::sleep(Duration::from_millis(5)).await;
+    }
+    // Long enough for several probes (every 200 ms at first, doubling).
+    tokio::time::sleep(Duration::from_secs(2)).await;
+    assert_eq!(
+        BIG_OUTPUT_CALLS.load(Ordering::SeqCst),
+        1,
+        "the run was taken up again while its result could not fit"
+    );
+    assert_eq!(engine.status(run).unwrap(), RunStatus::Running);
+    room.store(u64::MAX, Ordering::SeqCst);
+    let view = tokio::time::timeout(Duration::from_secs(60), engine.wait(run))
+        .await
+        .expect("the run goes on once there is room")
+        .unwrap();
+    assert_eq!(view.status, RunStatus::Done, "{:?}", view.reason);
+    assert_eq!(view.result, Some(serde_json::json!(64 << 10)));
+    assert_eq!(BIG_OUTPUT_CALLS.load(Ordering::SeqCst), 2);
+}

@@ -199,6 +199,37 @@ fn open_error(e: redb::DatabaseError, path: &Path) -> StoreError {
     }
 }
 
+/// The most a probe writes beside the store file to see that a failed commit would fit now.
+const MOST_PROBED: u64 = 256 << 20;
+
+/// Whether the disk of the store file at `path` has room for a commit of `room` bytes of
+/// records: a scratch file of twice that (the journal log's frames, then the fold's pages) and
+/// a mebibyte more, at most [`MOST_PROBED`], is written beside it and removed. Written, not
+/// sized: a file's length takes no room until its blocks are written.
+fn room_beside(path: &Path, room: u64) -> Result<(), StoreError> {
+    use std::io::Write;
+    let mut scratch = path.as_os_str().to_owned();
+    scratch.push(".probe");
+    let scratch = PathBuf::from(scratch);
+    let want = room
+        .saturating_mul(2)
+        .saturating_add(1 << 20)
+        .min(MOST_PROBED);
+    let written = (|| {
+        let mut file = std::fs::File::create(&scratch)?;
+        let zeros = vec![0u8; 64 << 10];
+        let mut left = want;
+        while left > 0 {
+            let n = left.min(zeros.len() as u64) as usize;
+            file.write_all(&zeros[..n])?;
+            left -= n as u64;
+        }
+        file.flush()
+    })();
+    let _ = std::fs::remove_file(&scratch);
+    written.map_err(StoreError::io)
+}
+
 /// The store file at `path` is damaged (`why`, as redb says it).
 fn corrupt(path: &Path, why: &str) -> StoreError {
     StoreError::CorruptIndex(format!(
@@ -498,6 +529,14 @@ impl Store for RedbStore {
 
     fn maintain(&self) -> Result<(), StoreError> {
         self.inner.maintain()
+    }
+
+    fn probe(&self, room: u64) -> Result<(), StoreError> {
+        self.commit(&[])?;
+        if room == 0 {
+            return Ok(());
+        }
+        room_beside(&self.path, room)
     }
 
     fn failing(&self) -> bool {

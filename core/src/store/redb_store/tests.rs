@@ -435,3 +435,17 @@ fn a_file_written_before_the_scope_index_gets_it_at_its_first_open() {
     assert_eq!(of("globex/"), vec![globex]);
     assert!(of("initech/").is_empty());
 }
+
+/// A probe for room writes its scratch file beside the store and leaves nothing behind.
+#[test]
+fn a_probe_for_room_leaves_no_file_behind() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("journal.redb");
+    let store = RedbStore::open(&path, Durability::Immediate).unwrap();
+    let before: Vec<_> = std::fs::read_dir(dir.path()).unwrap().collect();
+    store.probe(3 << 20).unwrap();
+    store.probe(0).unwrap();
+    let after: Vec<_> = std::fs::read_dir(dir.path()).unwrap().collect();
+    assert_eq!(before.len(), after.len());
+    assert!(!dir.path().join("journal.redb.probe").exists());
+}
