@@ -142,6 +142,13 @@ pub(crate) async fn serve(loc: &Location, args: ServeArgs) -> anyhow::Result<u8>
     let root = root
         .canonicalize()
         .with_context(|| format!("the root directory {} does not exist", root.display()))?;
+    if !root.is_dir() {
+        anyhow::bail!(
+            "the root {} is not a directory: give `--root` the directory that holds the tenants \
+             (and `_auth/tokens.yaml`)",
+            root.display()
+        );
+    }
     let mut config = ServeConfig::new(&root)
         .addr(args.addr)
         .insecure_no_auth(args.insecure_no_auth)

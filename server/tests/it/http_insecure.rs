@@ -47,6 +47,29 @@ fn magrathea_serve_without_authentication_exits_non_zero_on_other_addresses() {
     }
 }
 
+/// A `--root` that is a file is said to be one, not reported as an unreadable token file (which
+/// `--insecure-no-auth` does not even read).
+#[test]
+fn magrathea_serve_refuses_a_root_that_is_a_file_saying_so() {
+    let tmp = tempfile::tempdir().unwrap();
+    let file = tmp.path().join("afile");
+    std::fs::write(&file, "not a tree").unwrap();
+    for insecure in [true, false] {
+        let mut cmd = Command::new(env!("CARGO_BIN_EXE_magrathea"));
+        cmd.args(["serve", "--addr", "127.0.0.1:0", "--root"])
+            .arg(&file);
+        if insecure {
+            cmd.arg("--insecure-no-auth");
+        }
+        let out = cmd.output().unwrap();
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(1), "{stderr}");
+        assert!(stderr.contains("is not a directory"), "{stderr}");
+        assert!(!stderr.contains("MAG-AUTH001"), "{stderr}");
+        assert!(out.stdout.is_empty(), "it never listened");
+    }
+}
+
 fn request(method: &str, path: &str, host: &str, origin: Option<&str>) -> String {
     let origin = origin
         .map(|o| format!("Origin: {o}\r\n"))
