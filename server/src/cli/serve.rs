@@ -136,6 +136,9 @@ pub(crate) fn parse_grace(s: &str) -> Result<f64, String> {
     }
 }
 
+/// How often `serve` tries again to serve a control socket it could not serve at start.
+const CONTROL_RETRY: Duration = Duration::from_secs(5);
+
 pub(crate) async fn serve(loc: &Location, args: ServeArgs) -> anyhow::Result<u8> {
     init_tracing();
     let root = args.root.unwrap_or_else(|| PathBuf::from("."));
@@ -181,17 +184,36 @@ pub(crate) async fn serve(loc: &Location, args: ServeArgs) -> anyhow::Result<u8>
         errln!("stopped before the store was free: nothing was served");
         return Ok(EXIT_OK);
     };
-    // Other `magrathea` commands on this store become clients of this server.
-    if let StoreLocation::Redb(dir) = &location
-        && let Err(e) = control::owner::serve(
-            handle.engine(),
-            dir,
-            Some(handle.state().metrics.clone()),
-            true,
-        )
-    {
-        errln!("warning: {}", super::output::chain(&e));
-    }
+    // Other `magrathea` commands on this store become clients of this server. A socket that
+    // cannot be served now (a full disk) is tried again until it is.
+    let control_retry = match &location {
+        StoreLocation::Redb(dir) => {
+            let (engine, metrics) = (handle.engine().clone(), handle.state().metrics.clone());
+            match control::owner::serve(&engine, dir, Some(metrics.clone()), true) {
+                Ok(()) => None,
+                Err(e) => {
+                    errln!(
+                        "warning: {}; trying again every {} s",
+                        super::output::chain(&e),
+                        CONTROL_RETRY.as_secs()
+                    );
+                    let dir = dir.clone();
+                    Some(tokio::spawn(async move {
+                        loop {
+                            tokio::time::sleep(CONTROL_RETRY).await;
+                            if control::owner::serve(&engine, &dir, Some(metrics.clone()), true)
+                                .is_ok()
+                            {
+                                errln!("the control socket is served now");
+                                return;
+                            }
+                        }
+                    }))
+                }
+            }
+        }
+        _ => None,
+    };
     if args.insecure_no_auth {
         errln!(
             "WARNING: --insecure-no-auth: every request is accepted without a token, with every \
@@ -206,6 +228,9 @@ pub(crate) async fn serve(loc: &Location, args: ServeArgs) -> anyhow::Result<u8>
             errln!("shutting down: finishing in-flight requests");
         })
         .await?;
+    if let Some(retry) = control_retry {
+        retry.abort();
+    }
     // The runs clients follow resume with the next owner.
     control::owner::shutdown(control::owner::Shutdown::Abort).await;
     // Running tasks stop with their interruption journaled: a restart runs them again

@@ -176,3 +176,44 @@ fn serve_refuses_zero_timeouts_and_claim_attempts() {
         assert!(stderr(&o).contains(flag), "{flag}: {}", stderr(&o));
     }
 }
+
+/// A server that cannot serve its control socket at start (here its key cannot be put in place;
+/// on a full disk, nothing can be written) tries again until it can: once it has, the other
+/// commands on its store work through it, with no restart.
+#[test]
+fn serve_serves_its_control_socket_once_it_can() {
+    use crate::serve_child::{ServeChild, serve_command};
+    use std::time::{Duration, Instant};
+    let p = Project::new();
+    p.workflow("hello", HELLO);
+    let store = p.store();
+    // A directory with something in it where the key goes: renaming the key there fails.
+    std::fs::create_dir_all(store.join("control.key/in-the-way")).unwrap();
+    let log = p.root.join("serve.log");
+    let mut cmd = serve_command(&p.root);
+    cmd.arg("--store").arg(&store).arg("--insecure-no-auth");
+    let _server = ServeChild::spawn_logging_to(cmd, &log);
+    let said = std::fs::read_to_string(&log).unwrap();
+    assert!(
+        said.contains("[MAG-CS003]") && said.contains("trying again every 5 s"),
+        "{said}"
+    );
+    let out = p.cli(&["--store", store.to_str().unwrap(), "runs", "list"]);
+    assert_eq!(
+        code(&out),
+        1,
+        "no owner takes commands yet: {}",
+        stdout(&out)
+    );
+    std::fs::remove_dir_all(store.join("control.key")).unwrap();
+    let deadline = Instant::now() + Duration::from_secs(30);
+    while !store.join("control.sock").exists() {
+        assert!(
+            Instant::now() < deadline,
+            "the control socket was never served"
+        );
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    let out = p.cli(&["--store", store.to_str().unwrap(), "run", "hello", "--json"]);
+    assert_eq!(code(&out), 0, "{}", stderr(&out));
+}

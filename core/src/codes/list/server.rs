@@ -66,8 +66,8 @@ pub(super) const CODES: &[ErrorCode] = &[
     },
     ErrorCode {
         code: "MAG-CS003",
-        meaning: "The owner of a store cannot serve its control socket (a read-only store directory, or `/proc` missing where the store's path is too long for a Unix socket's address).",
-        remedy: "Fix the directory's permissions (or mount `/proc`, or use a shorter --store path); until then other commands on the store fail while this one runs.",
+        meaning: "The owner of a store cannot serve its control socket (a read-only store directory, a full disk, or `/proc` missing where the store's path is too long for a Unix socket's address).",
+        remedy: "Fix the directory's permissions or free the disk (or mount `/proc`, or use a shorter --store path); until then other commands on the store fail while this one runs. `magrathea serve` tries again every 5 seconds and serves the socket once it can; another command does not.",
     },
     ErrorCode {
         code: "MAG-CS004",
