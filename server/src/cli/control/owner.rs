@@ -327,7 +327,7 @@ async fn connection(
                 },
                 Ok(FollowEvent::Skipped(count)) => Reply::Skipped { count },
                 Ok(FollowEvent::Settled(view)) => Reply::Settled { view },
-                Err(e) => Reply::Error { message: format!("{e:#}") },
+                Err(e) => Reply::Error { message: crate::cli::output::chain(&e) },
             },
             // The client closed its end (Ctrl-C): the run goes on without it, driven here
             // until it settles (a draining owner waits for this connection), as the client
@@ -423,7 +423,7 @@ async fn answer(
         },
     };
     let reply = reply.unwrap_or_else(|e| Reply::Error {
-        message: format!("{e:#}"),
+        message: crate::cli::output::chain(&e),
     });
     (reply, None)
 }
