@@ -101,9 +101,6 @@ struct Shared {
     /// Whether the last commit (or [`JournalWriter::probe`]) failed: one store per commit, so
     /// that reporting health costs the hot path nothing more.
     failed: AtomicBool,
-    /// The bytes of records the last failed commit held (0 once a commit succeeds): the room
-    /// [`JournalWriter::probe`] asks the store for.
-    failed_bytes: AtomicU64,
     /// The warnings of failed housekeeping, which a full disk repeats between every commit.
     maintenance_warnings: crate::LogThrottle,
     /// The warnings of failed probes, which a full disk repeats at every health check.
@@ -144,18 +141,7 @@ impl Shared {
                     observe(records, micros);
                 }
             }
-            Err(e) => {
-                let bytes: u64 = batches
-                    .iter()
-                    .flat_map(|b| &b.records)
-                    .map(|r| r.bytes.len() as u64)
-                    .sum();
-                self.failed_bytes.store(bytes, Ordering::Relaxed);
-                tracing::error!(error = %e, appends = batches.len(), "journal commit failed");
-            }
-        }
-        if result.is_ok() && self.failed_bytes.load(Ordering::Relaxed) != 0 {
-            self.failed_bytes.store(0, Ordering::Relaxed);
+            Err(e) => tracing::error!(error = %e, appends = batches.len(), "journal commit failed"),
         }
         result
     }
@@ -242,7 +228,6 @@ impl JournalWriter {
             last_end: AtomicU64::new(NEVER),
             epoch: Instant::now(),
             failed: AtomicBool::new(false),
-            failed_bytes: AtomicU64::new(0),
             maintenance_warnings: crate::LogThrottle::new(WARN_EVERY),
             probe_warnings: crate::LogThrottle::new(WARN_EVERY),
         });
@@ -300,21 +285,18 @@ impl JournalWriter {
         }
     }
 
-    /// Asks the store whether it commits again ([`Store::probe`]: an empty commit, and room
-    /// for as many bytes of records as the last failed commit held), waiting for any commit in
-    /// progress, and records the outcome as [`JournalWriter::health`] does. A store that
-    /// failed reopens itself first (see [`RedbStore`](crate::RedbStore)), so a probe notices
-    /// that the disk recovered without waiting for the next append. It costs one commit (one
-    /// fsync): callers rate-limit it.
+    /// Commits an empty transaction, waiting for any commit in progress, and records the
+    /// outcome as [`JournalWriter::health`] does. A store that failed reopens itself first
+    /// (see [`RedbStore`](crate::RedbStore)), so a probe notices that the disk recovered
+    /// without waiting for the next append. It costs one commit (one fsync): callers rate-limit
+    /// it.
     pub fn probe(&self) -> Result<(), StoreError> {
         let shared = &*self.shared;
         let _guard = shared
             .commit_lock
             .lock()
             .unwrap_or_else(PoisonError::into_inner);
-        let result = shared
-            .store
-            .probe(shared.failed_bytes.load(Ordering::Relaxed));
+        let result = shared.store.commit(&[]);
         shared.failed.store(result.is_err(), Ordering::Relaxed);
         if let Err(e) = &result
             && let Some(left_out) = shared.probe_warnings.allow()

@@ -384,8 +384,7 @@ impl Engine {
         self.inner.writer.health()
     }
 
-    /// Probes the store ([`Store::probe`](crate::Store::probe): an empty commit, and room for
-    /// one as large as the last failed commit) to learn whether it works again, updating
+    /// Commits an empty transaction to learn whether the store works again, updating
     /// [`Engine::health`]. A store that failed reopens itself first. Costs one commit (an fsync
     /// under `Durability::Immediate`): rate-limit it.
     pub fn probe_journal(&self) -> Result<(), StoreError> {

@@ -42,7 +42,7 @@ impl<S: Store> FaultyStore<S> {
     }
 
     /// A handle on the disk's room, in bytes of records (unlimited at first): a commit whose
-    /// records hold more fails as on a full disk, and so does a [`Store::probe`] for more; an
+    /// records hold more fails as on a full disk, and so does [`Store::has_room`] for more; an
     /// empty commit succeeds. Set it after the store moved into an engine.
     pub fn room(&self) -> Arc<AtomicU64> {
         self.room.clone()
@@ -83,11 +83,11 @@ impl<S: Store> Store for FaultyStore<S> {
         self.inner.catalog()
     }
 
-    fn probe(&self, room: u64) -> Result<(), StoreError> {
-        if room > self.room.load(Ordering::SeqCst) {
+    fn has_room(&self, bytes: u64) -> Result<(), StoreError> {
+        if bytes > self.room.load(Ordering::SeqCst) {
             return Err(no_room());
         }
-        self.commit(&[])
+        self.inner.has_room(bytes)
     }
 
     fn maintain(&self) -> Result<(), StoreError> {

@@ -235,15 +235,15 @@ pub trait Store: Send + Sync + 'static {
         Ok(())
     }
 
-    /// Whether the store commits again after a commit failed, with room for a commit of about
-    /// `room` bytes of records (the size of the one that failed; 0 when none did): a disk that
-    /// takes an empty commit may still refuse the records a run in flight must journal, and
-    /// recovering the run then only runs its task again for nothing. The default commits
-    /// nothing ([`Store::commit`] of no batch); the redb store also writes and removes a
-    /// scratch file of that size beside its file.
-    fn probe(&self, room: u64) -> Result<(), StoreError> {
-        let _ = room;
-        self.commit(&[])
+    /// Whether the store's disk has room now for a commit of about `bytes` bytes of records.
+    /// A run whose commit failed (a full disk) is taken up again only once there is room for
+    /// what it had to journal (its task's result, say): a store that takes an empty commit
+    /// again may still refuse those records, and taking the run up would only run its task
+    /// again for nothing. The default says yes; the redb store writes and removes a scratch
+    /// file of that size beside its file.
+    fn has_room(&self, bytes: u64) -> Result<(), StoreError> {
+        let _ = bytes;
+        Ok(())
     }
 
     /// Whether an I/O failure (a full disk) has left the store unable to answer reads until it

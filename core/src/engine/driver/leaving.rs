@@ -93,7 +93,9 @@ impl Driver {
         let existed =
             !fenced && self.start.is_some() && self.outbox.next_seq > 0 && !self.is_fresh_failure();
         if existed {
-            self.engine.recover_when_healthy(self.run_id);
+            // It is taken up again once the store has room for what this commit held.
+            let failed = self.outbox.journal_bytes - self.outbox.committed_bytes;
+            self.engine.recover_when_healthy(self.run_id, failed);
         }
     }
 

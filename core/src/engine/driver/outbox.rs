@@ -81,6 +81,8 @@ pub(super) struct Outbox {
     summary_dirty: bool,
     /// Bytes of the run's journal: those read at recovery and every record appended since.
     pub(super) journal_bytes: u64,
+    /// `journal_bytes` as of the last commit: what a failed commit held is the difference.
+    pub(super) committed_bytes: u64,
 }
 
 impl Outbox {
@@ -95,6 +97,7 @@ impl Outbox {
             summary: None,
             summary_dirty: false,
             journal_bytes: 0,
+            committed_bytes: 0,
         }
     }
 
@@ -181,6 +184,7 @@ impl Driver {
         }
         // Durable from here on: act.
         let out = &mut self.outbox;
+        out.committed_bytes = out.journal_bytes;
         if !out.new_entries.is_empty() && self.engine.milestones_tx.receiver_count() > 0 {
             let milestones: Vec<Entry> = out
                 .new_entries

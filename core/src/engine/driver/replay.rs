@@ -94,7 +94,7 @@ impl Driver {
             Err(e) => {
                 tracing::error!(run = %self.run_id, error = %e, "cannot read run summary");
                 if self.store_failing() {
-                    self.engine.recover_when_healthy(self.run_id);
+                    self.engine.recover_when_healthy(self.run_id, 0);
                 }
                 return false;
             }
@@ -102,6 +102,7 @@ impl Driver {
         let stays = match self.engine.store.read_journal_for_replay(self.run_id) {
             Ok((entries, bytes)) => {
                 self.outbox.journal_bytes = bytes;
+                self.outbox.committed_bytes = bytes;
                 self.replay(entries, summary)
             }
             // A store that failed a commit (a full disk) and cannot be read now says nothing
@@ -109,7 +110,7 @@ impl Driver {
             // journal is damaged, and the run is blocked.
             Err(e) if self.store_failing() => {
                 tracing::error!(run = %self.run_id, error = %e, "cannot read the journal");
-                self.engine.recover_when_healthy(self.run_id);
+                self.engine.recover_when_healthy(self.run_id, 0);
                 false
             }
             Err(e) => self.unreadable(summary, &e.to_string()),

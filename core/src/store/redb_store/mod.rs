@@ -199,24 +199,34 @@ fn open_error(e: redb::DatabaseError, path: &Path) -> StoreError {
     }
 }
 
-/// The most a probe writes beside the store file to see that a failed commit would fit now.
-const MOST_PROBED: u64 = 256 << 20;
+/// The most [`room_beside`] writes: a commit of more is not held back for want of room.
+const MOST_PROBED: u64 = 64 << 20;
+/// What a commit's journal log frames and headers add to its records, at most.
+const FRAME_SLACK: u64 = 64 << 10;
 
-/// Whether the disk of the store file at `path` has room for a commit of `room` bytes of
-/// records: a scratch file of twice that (the journal log's frames, then the fold's pages) and
-/// a mebibyte more, at most [`MOST_PROBED`], is written beside it and removed. Written, not
-/// sized: a file's length takes no room until its blocks are written.
-fn room_beside(path: &Path, room: u64) -> Result<(), StoreError> {
-    use std::io::Write;
+/// The scratch file [`room_beside`] writes beside the store file at `path`.
+fn scratch_path(path: &Path) -> PathBuf {
     let mut scratch = path.as_os_str().to_owned();
     scratch.push(".probe");
-    let scratch = PathBuf::from(scratch);
-    let want = room
-        .saturating_mul(2)
-        .saturating_add(1 << 20)
-        .min(MOST_PROBED);
+    PathBuf::from(scratch)
+}
+
+/// Whether the disk of the store file at `path` has room for a commit of `bytes` bytes of
+/// records: a scratch file of that size and its log framing (at most [`MOST_PROBED`]) is
+/// written beside it (mode 0600) and removed. Written, not sized: a file's length takes no
+/// room until its blocks are written. One a crash left is removed when the store opens.
+fn room_beside(path: &Path, bytes: u64) -> Result<(), StoreError> {
+    use std::io::Write;
+    use std::os::unix::fs::OpenOptionsExt as _;
+    let scratch = scratch_path(path);
+    let want = bytes.saturating_add(FRAME_SLACK).min(MOST_PROBED);
     let written = (|| {
-        let mut file = std::fs::File::create(&scratch)?;
+        let _ = std::fs::remove_file(&scratch);
+        let mut file = std::fs::OpenOptions::new()
+            .write(true)
+            .create_new(true)
+            .mode(0o600)
+            .open(&scratch)?;
         let zeros = vec![0u8; 64 << 10];
         let mut left = want;
         while left > 0 {
@@ -258,6 +268,8 @@ impl RedbStore {
         if let Some(dir) = path.parent().filter(|d| !d.as_os_str().is_empty()) {
             private::create_dir_all(dir)?;
         }
+        // A room check's scratch file a crash left (see `room_beside`) takes room for nothing.
+        let _ = std::fs::remove_file(scratch_path(&path));
         let file = path.clone();
         let open_database = Box::new(move || {
             private::create_file(&file);
@@ -531,12 +543,8 @@ impl Store for RedbStore {
         self.inner.maintain()
     }
 
-    fn probe(&self, room: u64) -> Result<(), StoreError> {
-        self.commit(&[])?;
-        if room == 0 {
-            return Ok(());
-        }
-        room_beside(&self.path, room)
+    fn has_room(&self, bytes: u64) -> Result<(), StoreError> {
+        room_beside(&self.path, bytes)
     }
 
     fn failing(&self) -> bool {
