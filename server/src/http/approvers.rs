@@ -27,10 +27,11 @@
 //! Approvals arrive at once from many clients (and servers sharing a store), so each step that
 //! decides is one atomic catalog operation: an approver's vote is inserted if new (a repeat is
 //! told so exactly once), and the approval that reaches the quorum first inserts the decision
-//! (table `approval.decided`); any later one sends that same decision again (first answer wins
-//! at the gate, so a decider that stopped before sending is covered) and is not counted. A vote
-//! kept after its item stopped pending (answered or closed meanwhile) is taken back and its
-//! answer goes to the gate as a late one, which the engine records as ignored.
+//! (table `approval.decided`), naming every vote kept by then; any later one sends that same
+//! decision again (first answer wins at the gate, so a decider that stopped before sending is
+//! covered), counted if the decision names it. A vote kept after its item stopped pending
+//! (answered or closed meanwhile) is taken back and its answer goes to the gate as a late one,
+//! which the engine records as ignored; so are the votes of a decision the gate closed before.
 
 use magrathea_core::{Catalog, GateAnswer, InboxItem, InboxStatus};
 use serde::{Deserialize, Serialize};
@@ -119,13 +120,15 @@ pub(crate) struct Refusal {
 pub(crate) enum Decision {
     /// Answer the gate with this.
     Answer(GateAnswer),
-    /// Answer the gate with the quorum's decision; `vote` (this approval's, counted in it) is
-    /// taken back if the gate turns out closed.
+    /// Answer the gate with the quorum's decision, which counts this approval: made by it
+    /// (`decider`), or by another approval arriving with it and sent again here (the first
+    /// answer wins at the gate, so a decider that stopped before sending is covered).
     Quorum {
-        /// The decision.
+        /// The decision: `{approved: true, approvers}`.
         answer: GateAnswer,
-        /// The vote this approval kept.
-        vote: Option<Vote>,
+        /// Whether this approval made the decision: if the gate turns out closed before it,
+        /// the votes it names are taken back.
+        decider: bool,
     },
     /// An approval was counted; the quorum is not reached.
     Pending {
@@ -152,11 +155,27 @@ impl Vote {
     /// Removes the vote: the approval it stands for reached a gate that was no longer
     /// pending. A failure only leaves it listed, and is logged.
     pub(crate) fn take_back(self, state: &AppState) {
-        if let Err(e) =
-            catalog(state).and_then(|c| Ok(c.delete(VOTES, std::slice::from_ref(&self.key))?))
-        {
-            tracing::warn!(vote = %self.key, error = ?e, "could not take back an approval's vote");
-        }
+        delete_votes(state, std::slice::from_ref(&self.key));
+    }
+}
+
+/// Takes back the votes a quorum's decision named: it reached a gate that had closed (its run
+/// cancelled, its timeout fired) or that a rejection answered first, so none of them counted.
+pub(crate) fn take_back_decision(state: &AppState, item: &InboxItem, decision: &Value) {
+    let keys: Vec<String> = decision
+        .get("approvers")
+        .and_then(Value::as_array)
+        .into_iter()
+        .flatten()
+        .filter_map(Value::as_str)
+        .map(|who| format!("{}/{who}", item.id))
+        .collect();
+    delete_votes(state, &keys);
+}
+
+fn delete_votes(state: &AppState, keys: &[String]) {
+    if let Err(e) = catalog(state).and_then(|c| Ok(c.delete(VOTES, keys)?)) {
+        tracing::warn!(votes = ?keys, error = ?e, "could not take back approvals' votes");
     }
 }
 
@@ -255,7 +274,10 @@ pub(crate) fn check(
     match c.insert_new(DECIDED, &item.id, &bytes)? {
         None => {
             answer.value = decided;
-            return Ok(Decision::Quorum { answer, vote });
+            Ok(Decision::Quorum {
+                answer,
+                decider: true,
+            })
         }
         Some(earlier) => {
             let earlier: Value = serde_json::from_slice(&earlier).map_err(ApiError::internal)?;
@@ -263,13 +285,20 @@ pub(crate) fn check(
                 .get("approvers")
                 .and_then(Value::as_array)
                 .is_some_and(|a| a.iter().any(|v| v.as_str() == Some(&who.subject)));
-            if let Some(vote) = vote.filter(|_| !counted) {
+            answer.value = earlier;
+            if counted {
+                return Ok(Decision::Quorum {
+                    answer,
+                    decider: false,
+                });
+            }
+            // Kept after the decision was made: not counted.
+            if let Some(vote) = vote {
                 vote.take_back(state);
             }
-            answer.value = earlier;
+            Ok(Decision::Answer(answer))
         }
     }
-    Ok(Decision::Answer(answer))
 }
 
 /// Who approved `item` so far.

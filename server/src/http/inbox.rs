@@ -386,7 +386,8 @@ impl AnswerBody {
 #[derive(Debug, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct Answered {
-    /// The answer was journaled and drives the run on.
+    /// The answer was journaled and drives the run on (for an approval towards a quorum:
+    /// the quorum's decision, which counts it, was).
     pub applied: bool,
     /// The gate had already completed: the answer was journaled as ignored.
     pub ignored: bool,
@@ -423,11 +424,32 @@ pub(crate) async fn answer_item(
     let answer = answer.by(who.subject.clone());
     use super::approvers::Decision;
     let decision = super::approvers::check(state, item, answer, who)?;
-    let pending =
-        matches!(decision, Decision::Pending { .. }) && still_pending(state, item).await?;
-    let (answer, vote) = match decision {
+    // An approval kept towards the quorum counts only if its item still pends now, or if the
+    // quorum's decision that answered it meanwhile names it.
+    let (pending, counted) = match &decision {
+        Decision::Pending { .. } => match fresh_item(state, item).await {
+            Ok(fresh) => (
+                fresh
+                    .as_ref()
+                    .is_some_and(|i| i.status == InboxStatus::Pending),
+                fresh.is_some_and(|i| names(&i, &who.subject)),
+            ),
+            Err(e) => {
+                // Not known to count: the caller is told of the failure, and the vote goes.
+                if let Decision::Pending {
+                    vote: Some(vote), ..
+                } = decision
+                {
+                    vote.take_back(state);
+                }
+                return Err(e);
+            }
+        },
+        _ => (false, false),
+    };
+    let (answer, decider) = match decision {
         Decision::Answer(a) => (a, None),
-        Decision::Quorum { answer, vote } => (answer, vote),
+        Decision::Quorum { answer, decider } => (answer, Some(decider)),
         Decision::Pending {
             approvals,
             quorum,
@@ -443,6 +465,15 @@ pub(crate) async fn answer_item(
                 pending: Some(serde_json::json!({ "approvals": approvals, "quorum": quorum })),
             });
         }
+        Decision::Pending { .. } if counted => {
+            let run = super::runs::dto(state, item.workflow_run_id).await?;
+            return Ok(Answered {
+                applied: true,
+                ignored: false,
+                run: super::visible::visible_run(&run, &run.run, who),
+                pending: None,
+            });
+        }
         // The item was answered or closed while the vote was kept: the vote is taken back
         // and the approval reaches the gate as a late answer (recorded as ignored).
         Decision::Pending { answer, vote, .. } => {
@@ -452,6 +483,7 @@ pub(crate) async fn answer_item(
             (answer, None)
         }
     };
+    let decision = decider.map(|d| (d, answer.value.clone()));
     let ack = match state.engine.answer_gate(&item.id, answer).await {
         Ok(ack) => ack,
         Err(DeliverError::InvalidAnswer(m)) => {
@@ -479,13 +511,20 @@ pub(crate) async fn answer_item(
         }
         Err(e) => return Err(ApiError::from(e)),
     };
-    // A quorum's decision that found the gate closed counts no vote of this approval.
-    if let Some(vote) = vote.filter(|_| ack == AnswerAck::Ignored) {
-        vote.take_back(state);
+    // A quorum's decision applies once, by whichever of its approvals reaches the gate first:
+    // each approval it counts is told so. One the gate closed before counts no vote.
+    let mut applied = ack == AnswerAck::Applied;
+    if let Some((decider, value)) = decision.filter(|_| ack == AnswerAck::Ignored) {
+        applied = fresh_item(state, item).await?.is_some_and(|i| {
+            i.status == InboxStatus::Answered && i.answer.is_some_and(|a| a.value == value)
+        });
+        if decider && !applied {
+            super::approvers::take_back_decision(state, item, &value);
+        }
     }
     Ok(Answered {
-        applied: ack == AnswerAck::Applied,
-        ignored: ack == AnswerAck::Ignored,
+        applied,
+        ignored: !applied && ack == AnswerAck::Ignored,
         run: {
             let run = super::runs::dto(state, item.workflow_run_id).await?;
             super::visible::visible_run(&run, &run.run, who)
@@ -494,16 +533,31 @@ pub(crate) async fn answer_item(
     })
 }
 
-/// Whether `item` is still pending, read again (an approval kept towards its quorum counts
-/// only if it was kept while the item pended).
-async fn still_pending(state: &AppState, item: &InboxItem) -> Result<bool, ApiError> {
+/// Whether `item` was answered by a quorum's decision that names `who` among its approvers.
+fn names(item: &InboxItem, who: &str) -> bool {
+    item.status == InboxStatus::Answered
+        && item
+            .answer
+            .as_ref()
+            .and_then(|a| a.value.get("approvers"))
+            .and_then(serde_json::Value::as_array)
+            .is_some_and(|a| a.iter().any(|n| n.as_str() == Some(who)))
+}
+
+/// `item` read again (an approval towards a quorum counts only as the item is now); `None`
+/// once it is gone, an error when it cannot be read.
+async fn fresh_item(state: &AppState, item: &InboxItem) -> Result<Option<InboxItem>, ApiError> {
     let id = item.id.clone();
     let fresh = state
         .journal_read(&state.tenant_of(item.workflow_run_id), move |engine| {
             engine.inbox_item_of(&id, |_| true)
         })
         .await?;
-    Ok(fresh.is_ok_and(|i| i.status == InboxStatus::Pending))
+    match fresh {
+        Ok(i) => Ok(Some(i)),
+        Err(DeliverError::ItemNotFound(_)) => Ok(None),
+        Err(e) => Err(ApiError::from(e)),
+    }
 }
 
 /// The answer bodies an item of this kind takes, as this API spells them.
