@@ -288,7 +288,8 @@ fn quoted_start(s: &str) -> String {
 /// (so the whole is one string): the two parts, when the text looks like that.
 fn squeezed_key(s: &str) -> Option<(&str, &str)> {
     let (key, value) = s.split_once(':')?;
-    let key_like = !key.is_empty()
+    // A name, as keys are: `12:30` is a time, not a squeezed key.
+    let key_like = key.starts_with(|c: char| c.is_ascii_alphabetic())
         && key
             .chars()
             .all(|c| c.is_ascii_alphanumeric() || c == '_' || c == '-');

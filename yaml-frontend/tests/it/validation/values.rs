@@ -341,7 +341,8 @@ fn a_long_prose_value_is_quoted_by_the_start_of_its_first_line() {
 }
 
 /// `type:terminal` is one string to YAML (a key needs a space after its colon): the error
-/// says so, where the value is a string that looks like a key and its value; a URL is not one.
+/// says so, where the value is a string that looks like a key and its value; a URL or a time
+/// is not one.
 #[test]
 fn a_key_without_a_space_after_its_colon_is_pointed_out() {
     has(
@@ -349,12 +350,14 @@ fn a_key_without_a_space_after_its_colon_is_pointed_out() {
         "wf.yaml:4:5: [MAG-Y007] state 's' is a string 'type:terminal': expected a mapping; a key \
          needs a space after its ':' (`type: terminal`), or it is a string",
     );
-    let url = rendered("start: s\nstates:\n  s: http://example.com\n");
-    let d = url
-        .iter()
-        .find(|d| d.contains("[MAG-Y007]"))
-        .unwrap_or_else(|| panic!("{url:#?}"));
-    assert!(d.ends_with("expected a mapping"), "{d}");
+    for other in ["http://example.com", "\"12:30\""] {
+        let all = rendered(&format!("start: s\nstates:\n  s: {other}\n"));
+        let d = all
+            .iter()
+            .find(|d| d.contains("[MAG-Y007]"))
+            .unwrap_or_else(|| panic!("{all:#?}"));
+        assert!(d.ends_with("expected a mapping"), "{d}");
+    }
 }
 
 #[test]
