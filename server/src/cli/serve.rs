@@ -142,9 +142,16 @@ const CONTROL_RETRY: Duration = Duration::from_secs(5);
 pub(crate) async fn serve(loc: &Location, args: ServeArgs) -> anyhow::Result<u8> {
     init_tracing();
     let root = args.root.unwrap_or_else(|| PathBuf::from("."));
-    let root = root
-        .canonicalize()
-        .with_context(|| format!("the root directory {} does not exist", root.display()))?;
+    let root = match root.canonicalize() {
+        Ok(root) => root,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
+            anyhow::bail!("the root directory {} does not exist", root.display())
+        }
+        Err(e) => anyhow::bail!(
+            "the root {} cannot be opened as a directory: {e}",
+            root.display()
+        ),
+    };
     if !root.is_dir() {
         anyhow::bail!(
             "the root {} is not a directory: give `--root` the directory that holds the tenants \
