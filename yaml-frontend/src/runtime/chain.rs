@@ -80,8 +80,8 @@ pub fn extend(catalog: &dyn Catalog, from: &Link, key: &str) -> Result<(), Strin
     };
     if next.depth > MAX_DEPTH {
         return Err(format!(
-            "[MAG-TR004] trigger chain too deep: run {} began a chain of {MAX_DEPTH} runs, \
-             each started from the one before (by triggers reacting to its events, or by \
+            "[MAG-TR004] trigger chain too deep: {MAX_DEPTH} runs were started one from \
+             another after run {} (by triggers reacting to their events, or by \
              `workflow_start`); no more are started from it",
             next.root
         ));
