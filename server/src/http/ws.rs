@@ -169,11 +169,17 @@ async fn session(
         // `ping` will do), as an idle HTTP connection must send its next request.
         subscriptions.retain(|(_, s)| !s.is_finished());
         let following = !subscriptions.is_empty();
+        // While following, the wait also ends when the last subscription does (its run ended):
+        // from then on the session follows nothing, and the idle timeout counts.
+        let ended = futures::future::join_all(subscriptions.iter_mut().map(|(_, s)| s));
         let wait = async {
             if following {
-                Ok(incoming.next().await)
+                tokio::select! {
+                    next = incoming.next() => Ok(Some(next)),
+                    _ = ended => Ok(None),
+                }
             } else {
-                tokio::time::timeout(idle, incoming.next()).await
+                tokio::time::timeout(idle, incoming.next()).await.map(Some)
             }
         };
         let next = tokio::select! {
@@ -182,7 +188,8 @@ async fn session(
                 break;
             }
             next = wait => match next {
-                Ok(next) => next,
+                Ok(Some(next)) => next,
+                Ok(None) => continue,
                 Err(_) => {
                     close = Some(CloseFrame {
                         code: close_code::AWAY,

@@ -265,6 +265,31 @@ async fn idle_websocket_sessions_close_and_one_subject_holds_a_bounded_number() 
     assert!(again.is_some(), "the closed session's place is free");
 }
 
+/// A session whose subscriptions have all ended (their runs did) follows nothing: it is closed
+/// as idle once it says nothing for the idle timeout after that, as one that never followed.
+#[tokio::test]
+async fn a_websocket_session_whose_runs_ended_is_closed_when_idle() {
+    use futures::StreamExt;
+    use tokio_tungstenite::tungstenite::Message;
+
+    let s = Server::start_with(|c| c.idle_timeout(Duration::from_secs(1))).await;
+    let run = s.start_run("shop", "hello", json!({"who": "ws"})).await;
+    s.wait_status("shop", &run, &["DONE"]).await;
+    let mut ws = crate::live_common::ws_connect(s.addr, ACME).await;
+    crate::live_common::subscribe(&mut ws, &run).await;
+    crate::live_common::events_to_end(&mut ws).await;
+    let closed = tokio::time::timeout(Duration::from_secs(20), ws.next())
+        .await
+        .expect("the session that follows nothing any more ends");
+    match closed {
+        Some(Ok(Message::Close(Some(frame)))) => {
+            assert_eq!(u16::from(frame.code), 1001, "{frame:?}");
+            assert!(frame.reason.contains("idle"), "{frame:?}");
+        }
+        other => panic!("{other:?}"),
+    }
+}
+
 /// A client that asks for a large answer and never reads it holds the answer (and its
 /// connection) no longer than the send timeout: with one connection allowed, the next client
 /// is served once the stalled one is closed.
