@@ -160,11 +160,14 @@ pub(crate) fn resume_after(
         return Ok(0);
     };
     if engine.journal_page(run, seq, 1, 1)?.is_empty() {
+        // An ended run will never have it; a running one may, but has not sent it.
+        let ended = engine.summary(run).is_ok_and(|s| s.status.is_terminal());
+        let when = if ended { ", and it has ended" } else { " yet" };
         return Err(super::error::ApiError::bad_request(
             "MAG-RD001",
             format!(
                 "{named} `{seq}` is not the seq of a record of run {run}: it has no record \
-                 {seq} yet; follow the run from its start instead"
+                 {seq}{when}; follow the run from its start instead"
             ),
         ));
     }

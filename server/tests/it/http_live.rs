@@ -107,7 +107,13 @@ async fn sse_resumes_after_last_event_id_and_ends_with_204() {
     // end).
     let beyond = resumed((last + 1).to_string()).await;
     assert_eq!(beyond.status(), 400);
-    assert!(beyond.text().await.unwrap().contains("MAG-RD001"));
+    let text = beyond.text().await.unwrap();
+    // The run has ended: it never will hold that record, and is not said to "yet".
+    assert!(
+        text.contains("MAG-RD001")
+            && text.contains(&format!("no record {}, and it has ended", last + 1)),
+        "{text}"
+    );
     let waiting = s.start_run("shop", "approve", json!({})).await;
     s.wait_status("shop", &waiting, &["WAITING"]).await;
     let live = s
@@ -122,7 +128,7 @@ async fn sse_resumes_after_last_event_id_and_ends_with_204() {
     assert_eq!(live.status(), 400);
     let message = live.text().await.unwrap();
     assert!(
-        message.contains("MAG-RD001") && message.contains("no record 50"),
+        message.contains("MAG-RD001") && message.contains("no record 50 yet"),
         "{message}"
     );
 }
