@@ -246,13 +246,7 @@ async fn idle_websocket_sessions_close_and_one_subject_holds_a_bounded_number() 
     let closed = tokio::time::timeout(Duration::from_secs(20), idle.next())
         .await
         .expect("the idle session ends");
-    match closed {
-        Some(Ok(Message::Close(Some(frame)))) => {
-            assert_eq!(u16::from(frame.code), 1001, "{frame:?}");
-            assert!(frame.reason.contains("idle"), "{frame:?}");
-        }
-        other => panic!("{other:?}"),
-    }
+    assert_closed_as_idle(closed);
     // Its place is given back: the subject connects again.
     let mut again = None;
     for _ in 0..100 {
@@ -270,7 +264,6 @@ async fn idle_websocket_sessions_close_and_one_subject_holds_a_bounded_number() 
 #[tokio::test]
 async fn a_websocket_session_whose_runs_ended_is_closed_when_idle() {
     use futures::StreamExt;
-    use tokio_tungstenite::tungstenite::Message;
 
     let s = Server::start_with(|c| c.idle_timeout(Duration::from_secs(1))).await;
     let run = s.start_run("shop", "hello", json!({"who": "ws"})).await;
@@ -281,8 +274,17 @@ async fn a_websocket_session_whose_runs_ended_is_closed_when_idle() {
     let closed = tokio::time::timeout(Duration::from_secs(20), ws.next())
         .await
         .expect("the session that follows nothing any more ends");
-    match closed {
-        Some(Ok(Message::Close(Some(frame)))) => {
+    assert_closed_as_idle(closed);
+}
+
+/// The next frame of a WebSocket session closed for idleness: 1001 (going away), saying so.
+fn assert_closed_as_idle(
+    next: Option<
+        Result<tokio_tungstenite::tungstenite::Message, tokio_tungstenite::tungstenite::Error>,
+    >,
+) {
+    match next {
+        Some(Ok(tokio_tungstenite::tungstenite::Message::Close(Some(frame)))) => {
             assert_eq!(u16::from(frame.code), 1001, "{frame:?}");
             assert!(frame.reason.contains("idle"), "{frame:?}");
         }

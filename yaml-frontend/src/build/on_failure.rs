@@ -123,17 +123,8 @@ pub(super) fn on_failure(ctx: &mut Ctx<'_>, node: &YamlNode) -> crate::ast::Fail
             let hint = word
                 .as_deref()
                 .map(|w| {
-                    crate::suggest::hint(
-                        w,
-                        [
-                            "fail_fast",
-                            "continue_on_error",
-                            "fallback",
-                            "fallback_step",
-                            "compensate",
-                            "pause_for_approval",
-                        ],
-                    )
+                    use crate::schema::{FailureBlockPolicyWords, WordList};
+                    crate::suggest::hint(w, FailureBlockPolicyWords::WORDS.iter().copied())
                 })
                 .unwrap_or_default();
             ctx.error(
