@@ -323,6 +323,19 @@ async fn the_recent_runs_of_an_inbox_are_those_of_its_scope_not_of_the_whole_sto
         vec![item.as_str()]
     );
     assert_eq!(answered[0].status, magrathea_core::InboxStatus::Answered);
+    // Runs of the scope started later that have not ended (here waiting on their gates) do
+    // not count among the recent finished ones: the answered item stays, beside theirs.
+    for _ in 0..3 {
+        let mut req = StartRequest::code("g", Value::Null);
+        req.scope = "acme/shop".into();
+        let run = engine.start(req).await.unwrap();
+        engine.wait_settled(run).await.unwrap();
+    }
+    let listed = engine
+        .inbox_of(magrathea_core::InboxFilter::Recent(2), &acme, |_| true)
+        .unwrap();
+    assert_eq!(listed.len(), 4, "{listed:?}");
+    assert!(listed.iter().any(|i| i.id == item), "{listed:?}");
 }
 
 #[tokio::test]

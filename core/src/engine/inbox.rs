@@ -228,17 +228,45 @@ impl Engine {
             }
             InboxFilter::All => {}
             InboxFilter::Recent(n) => {
-                let recent = self.inner.store.list_runs(&RunFilter {
-                    limit: n,
-                    ..selection
-                })?;
-                summaries.extend(recent.into_iter().filter(|s| s.status.is_terminal()));
+                summaries.extend(self.recent_finished(n, selection)?);
                 // A run that ended between the two reads is in both.
                 summaries.sort_by_key(|s| s.run_id);
                 summaries.dedup_by_key(|s| s.run_id);
             }
         }
         Ok(summaries)
+    }
+
+    /// The `n` most recently started runs `selection` selects that have ended, newest first:
+    /// runs that have not ended do not count (a thousand runs waiting on timers hide no
+    /// answered item). The store's runs are read newest first, a page at a time, until `n` are
+    /// found or none are left.
+    fn recent_finished(
+        &self,
+        n: usize,
+        selection: RunFilter,
+    ) -> Result<Vec<RunSummary>, StoreError> {
+        const PAGE: usize = 1_000;
+        let mut found = Vec::new();
+        let mut before = None;
+        while found.len() < n {
+            let page = self.inner.store.list_runs(&RunFilter {
+                before,
+                limit: PAGE,
+                ..selection.clone()
+            })?;
+            let Some(last) = page.last().map(|s| s.run_id) else {
+                break;
+            };
+            let full = page.len() == PAGE;
+            found.extend(page.into_iter().filter(|s| s.status.is_terminal()));
+            if !full {
+                break;
+            }
+            before = Some(last);
+        }
+        found.truncate(n);
+        Ok(found)
     }
 
     /// The items of the run, or `None` (with a warning) if its journal cannot be read: one

@@ -117,8 +117,9 @@ pub enum InboxFilter {
     Pending,
     /// Every item of the runs that have not ended, answered or not.
     All,
-    /// Every item of the runs that have not ended, and of the `n` most recently started runs
-    /// that have (answered, expired or closed items of finished runs).
+    /// Every item of the runs that have not ended, and of the `n` most recently started of the
+    /// runs that have (answered, expired or closed items of finished runs; runs that have not
+    /// ended do not count towards `n`).
     Recent(usize),
 }
 
