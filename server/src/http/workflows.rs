@@ -4,7 +4,8 @@
 //!
 //! A workflow is `_vance/workflows/<name>.yaml` of the project or, when the project has none
 //! of that name, of the tenant (`<tenant>/_tenant/_vance/workflows/`): one entry per name,
-//! `source` saying which, sorted by name, at most [`MAX_WORKFLOWS`]. A document is read up to
+//! `source` saying which, sorted by name, at most [`MAX_WORKFLOWS`] a page (`?limit=`; the
+//! `X-Next-Cursor` header names the `cursor` of the next page). A document is read up to
 //! the loader's size limit (a larger one is reported invalid with `MAG-Y002`), and an entry
 //! lists at most [`MAX_DIAGNOSTICS`] diagnostics (`diagnosticCount` has them all). A symbolic
 //! link that leads out of its project (or tenant directory) is not listed, as in the documents
@@ -14,7 +15,6 @@ use std::collections::{BTreeMap, BTreeSet};
 use std::io::Read;
 use std::path::{Path, PathBuf};
 
-use axum::Json;
 use axum::extract::{Path as UrlPath, State};
 use axum::http::HeaderMap;
 use magrathea_yaml::runtime::check_name;
@@ -106,21 +106,37 @@ impl DiagnosticDto {
     }
 }
 
-/// `GET …/workflows` → the [`WorkflowEntry`]s of the project, sorted by name.
+/// `?limit=&cursor=` of the workflows listing.
+#[derive(Debug, Deserialize)]
+pub(crate) struct ListQuery {
+    /// Entries a page (default and at most [`MAX_WORKFLOWS`]).
+    limit: Option<super::error::QueryLimit>,
+    /// The `X-Next-Cursor` of the previous page: the last name it listed.
+    cursor: Option<String>,
+}
+
+/// `GET …/workflows?limit=&cursor=` → the [`WorkflowEntry`]s of the project, sorted by name,
+/// a page at a time: when more follow, the `X-Next-Cursor` header holds the `cursor` of the
+/// next page.
 pub(crate) async fn list(
     State(state): State<AppState>,
     UrlPath(p): UrlPath<ProjectPath>,
+    axum::extract::Query(q): axum::extract::Query<ListQuery>,
     headers: HeaderMap,
-) -> Result<Json<Vec<WorkflowEntry>>, ApiError> {
+) -> Result<axum::response::Response, ApiError> {
     state.authorize(&headers, &p.tenant, ApiScope::Read)?;
     let scope = state.scope(&p.tenant, &p.project)?;
-    // Every document is read and validated (up to a thousand of up to 1 MiB each): one of the
-    // tenant's bounded heavy reads, as a whole journal is.
+    let limit = super::error::page_limit(q.limit.as_ref(), MAX_WORKFLOWS)?;
+    let cursor = q.cursor.filter(|c| !c.is_empty());
+    // Every document of the page is read and validated (up to a thousand of up to 1 MiB
+    // each): one of the tenant's bounded heavy reads, as a whole journal is.
     let reader = state.clone();
-    let entries = state
-        .journal_read(&p.tenant, move |_| entries(&reader, &scope))
+    let (entries, next) = state
+        .journal_read(&p.tenant, move |_| {
+            entries(&reader, &scope, cursor.as_deref(), limit)
+        })
         .await??;
-    Ok(Json(entries))
+    Ok(super::inbox::paged(entries, next))
 }
 
 /// Where a workflow document was found.
@@ -131,7 +147,14 @@ struct Found {
     bad_name: Option<String>,
 }
 
-fn entries(state: &AppState, scope: &Scope) -> Result<Vec<WorkflowEntry>, ApiError> {
+/// The entries named after `cursor`, at most `limit`, with the name to continue from when
+/// more follow.
+fn entries(
+    state: &AppState,
+    scope: &Scope,
+    cursor: Option<&str>,
+    limit: usize,
+) -> Result<(Vec<WorkflowEntry>, Option<String>), ApiError> {
     let docs = state.docs();
     let mut found: BTreeMap<String, Found> = BTreeMap::new();
     for (dir, source) in [
@@ -151,11 +174,20 @@ fn entries(state: &AppState, scope: &Scope) -> Result<Vec<WorkflowEntry>, ApiErr
         .filter(|(_, f)| f.bad_name.is_none())
         .map(|(name, _)| name.clone())
         .collect();
-    Ok(found
+    let mut after: Vec<(String, Found)> = found
         .into_iter()
-        .take(MAX_WORKFLOWS)
+        .filter(|(name, _)| cursor.is_none_or(|c| name.as_str() > c))
+        .take(limit.saturating_add(1))
+        .collect();
+    let next = (after.len() > limit).then(|| {
+        after.truncate(limit);
+        after.last().map(|(name, _)| name.clone())
+    });
+    let page = after
+        .into_iter()
         .map(|(name, f)| entry(state, scope, &names, name, f))
-        .collect())
+        .collect();
+    Ok((page, next.flatten()))
 }
 
 /// The `<name>.yaml` files of `<dir>/_vance/workflows/` that stay inside `dir`, each with why

@@ -274,6 +274,69 @@ async fn workflows_lists_project_and_tenant_documents_with_their_diagnostics() {
     assert_eq!(shared["valid"], true);
 }
 
+/// The listing pages by name: `limit` a page, the `X-Next-Cursor` header naming the next
+/// page's `cursor` while more follow, so a project of more than a page of documents is listed
+/// whole (project and tenant documents merged, each name once).
+#[tokio::test]
+async fn workflows_are_listed_a_page_at_a_time() {
+    let s = Server::start().await;
+    let all: Vec<(String, String)> = s
+        .get_json::<Value>("/brain/acme/project/shop/workflows", Some(ACME))
+        .await
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|w| {
+            (
+                w["name"].as_str().unwrap().to_owned(),
+                w["source"].as_str().unwrap().to_owned(),
+            )
+        })
+        .collect();
+    assert!(all.len() >= 3, "{all:?}");
+    let mut paged = Vec::new();
+    let mut cursor: Option<String> = None;
+    loop {
+        let query = match &cursor {
+            Some(c) => format!("?limit=2&cursor={c}"),
+            None => "?limit=2".to_owned(),
+        };
+        let r = s
+            .get(
+                &format!("/brain/acme/project/shop/workflows{query}"),
+                Some(ACME),
+            )
+            .send()
+            .await
+            .unwrap();
+        assert_eq!(r.status(), 200, "{query}");
+        let next = r
+            .headers()
+            .get("x-next-cursor")
+            .map(|v| v.to_str().unwrap().to_owned());
+        let page: Value = r.json().await.unwrap();
+        let names = workflows_of(&page);
+        assert!(names.len() <= 2, "{names:?}");
+        paged.extend(
+            names
+                .iter()
+                .map(|(n, src)| (n.to_string(), src.to_string())),
+        );
+        match next {
+            Some(n) => cursor = Some(n),
+            None => break,
+        }
+    }
+    assert_eq!(paged, all);
+    let r = s
+        .get("/brain/acme/project/shop/workflows?limit=0", Some(ACME))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(r.status(), 400);
+    assert!(r.text().await.unwrap().contains("MAG-HTTP-INVALID-LIMIT"));
+}
+
 #[tokio::test]
 async fn workflows_needs_read_and_hides_other_tenants() {
     let s = Server::start().await;
