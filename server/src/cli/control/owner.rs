@@ -428,15 +428,31 @@ async fn answer(
     (reply, None)
 }
 
-/// Writes `reply` as one line.
+/// Writes `reply` as one line (see [`reply_line`]).
 pub(super) async fn send(
     write: &mut (impl AsyncWriteExt + Unpin),
     reply: &impl serde::Serialize,
 ) -> std::io::Result<()> {
-    let mut line = serde_json::to_vec(reply).map_err(std::io::Error::other)?;
-    line.push(b'\n');
+    let line = reply_line(reply, super::MAX_REPLY_BYTES)?;
     write.write_all(&line).await?;
     write.flush().await
+}
+
+/// `reply` as one line of JSON, or, when it is longer than a client reads (`limit`), an error
+/// that says so: the client would otherwise take the cut line for an owner that went away.
+fn reply_line(reply: &impl serde::Serialize, limit: u64) -> std::io::Result<Vec<u8>> {
+    let mut line = serde_json::to_vec(reply).map_err(std::io::Error::other)?;
+    if line.len() as u64 > limit {
+        let message = format!(
+            "the answer holds {} bytes, more than the {limit} one answer of the store's owner \
+             may (runs with large parameters or results, or a very long journal): ask for less \
+             (`runs list --limit N`, `--status`, `--workflow`), or read it over HTTP, which pages",
+            line.len()
+        );
+        line = serde_json::to_vec(&Reply::Error { message }).map_err(std::io::Error::other)?;
+    }
+    line.push(b'\n');
+    Ok(line)
 }
 
 /// Reads one line of at most `limit` bytes; `None` at the end of the stream.
@@ -459,4 +475,28 @@ pub(super) async fn read_line(
     }
     line.pop();
     Ok(Some(line))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_reply_too_long_for_a_client_is_an_error_that_says_so() {
+        let big = Reply::Error {
+            message: "x".repeat(500),
+        };
+        let line = reply_line(&big, 100).unwrap();
+        assert!(line.len() < 400, "{}", String::from_utf8_lossy(&line));
+        match serde_json::from_slice::<Reply>(&line[..line.len() - 1]).unwrap() {
+            Reply::Error { message } => {
+                assert!(message.contains("more than the 100"), "{message}");
+                assert!(message.contains("--limit"), "{message}");
+            }
+            other => panic!("{other:?}"),
+        }
+        let small = reply_line(&big, 10_000).unwrap();
+        assert_eq!(small.last(), Some(&b'\n'));
+        assert!(small.len() > 500);
+    }
 }
